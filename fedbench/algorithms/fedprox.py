@@ -1,0 +1,59 @@
+"""FedProx (Li et al., "Federated Optimization in Heterogeneous Networks", MLSys 2020, Algorithm 2).
+
+Each selected client approximately minimises h_k(w; w^t) = F_k(w) + (mu/2)||w - w^t||^2 (eq. 2) with
+minibatch SGD, w <- w - lr (grad F_k(w) + mu (w - w^t)), as the authors' flearn/optimizer/pgd.py does.
+Stragglers keep their partial work (fewer epochs) and are aggregated with everyone else. With mu = 0
+and no stragglers this is FedAvg exactly (tested).
+
+Deviations: none beyond the engine's (seeded streams; see fedbench.engine.sampling).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fedbench.ops import prox_gradient, weighted_mean
+
+
+@dataclass(frozen=True)
+class FedProxState:
+    theta: torch.Tensor  # global model w^t [P]
+
+
+@dataclass(frozen=True)
+class FedProxBroadcast:
+    theta: torch.Tensor  # w^t, the proximal anchor
+    mu: float
+
+
+@dataclass(frozen=True)
+class FedProx:
+    lr: float
+    mu: float
+    keeps_partial_work: bool = True
+
+    def init(self, theta0: torch.Tensor, num_clients: int) -> FedProxState:
+        return FedProxState(theta=theta0)
+
+    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
+        return None
+
+    def begin_round(self, state: FedProxState, evaluation) -> FedProxState:
+        return state
+
+    def broadcast(self, state: FedProxState) -> FedProxBroadcast:
+        return FedProxBroadcast(theta=state.theta, mu=self.mu)
+
+    def client_init(self, bcast: FedProxBroadcast, cohort) -> torch.Tensor:
+        return bcast.theta.expand(len(cohort.clients), -1).clone()
+
+    def client_step(self, theta: torch.Tensor, grad_fn, bcast: FedProxBroadcast) -> torch.Tensor:
+        return theta - self.lr * prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu)
+
+    def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
+        return theta, None
+
+    def server_update(self, state: FedProxState, local_models: torch.Tensor, weights: torch.Tensor, cohort) -> FedProxState:
+        return FedProxState(theta=weighted_mean(local_models, weights))

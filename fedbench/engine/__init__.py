@@ -1,0 +1,1 @@
+"""The simulation engine: client selection, stragglers, vectorized local work, aggregation, evaluation."""

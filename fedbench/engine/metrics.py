@@ -1,0 +1,127 @@
+"""Per-round evaluation of the global model on every device (FedProx appendix C.2 and its code).
+
+- ``train/loss``: the global objective f(w) = sum_k n_k F_k(w) / n over all devices' training data.
+- ``test/accuracy``: pooled, sum of correct / sum of test samples over all devices.
+- per-device training loss and test accuracy (kept so percentiles can be read, e.g. Delta-FL's p90 error).
+- ``train/dissimilarity``: the variance of local gradients of Figure 2, the *unweighted* mean over all N
+  devices of ||grad f(w) - grad F_k(w)||^2, with grad f the n_k-weighted mean of the full local gradients
+  (the authors' code; the paper writes E_k[||grad F_k - grad f||^2]).
+- divergence by appendix C.3.2: f_t - f_{t-10} > 1, or a non-finite loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedbench.data.format import FederatedDataset
+
+DIVERGENCE_WINDOW = 10
+DIVERGENCE_JUMP = 1.0
+CONVERGENCE_TOL = 1e-4
+
+
+@dataclass(frozen=True)
+class DeviceData:
+    """A dataset's arrays as tensors on the compute device, with per-sample client ids."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    seg_train: torch.Tensor
+    n_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    seg_test: torch.Tensor
+    n_test: torch.Tensor
+    train_offsets: np.ndarray
+    num_clients: int
+    num_classes: int
+
+    @staticmethod
+    def build(ds: FederatedDataset, device: torch.device) -> "DeviceData":
+        def seg(sizes: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.repeat(np.arange(len(sizes)), sizes)).to(device)
+
+        return DeviceData(
+            x_train=torch.from_numpy(ds.train.x).to(device), y_train=torch.from_numpy(ds.train.y).to(device),
+            seg_train=seg(ds.train.sizes), n_train=torch.from_numpy(ds.train.sizes).to(device),
+            x_test=torch.from_numpy(ds.test.x).to(device), y_test=torch.from_numpy(ds.test.y).to(device),
+            seg_test=seg(ds.test.sizes), n_test=torch.from_numpy(ds.test.sizes).to(device),
+            train_offsets=ds.train.offsets, num_clients=ds.num_clients, num_classes=ds.num_classes,
+        )
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    train_loss: float
+    train_accuracy: float
+    test_loss: float
+    test_accuracy: float
+    dissimilarity: float
+    device_train_loss: np.ndarray  # [N]
+    device_test_accuracy: np.ndarray  # [N], NaN for devices without test data
+
+    def scalars(self) -> dict[str, float]:
+        acc = self.device_test_accuracy[np.isfinite(self.device_test_accuracy)]
+        return {
+            "train/loss": self.train_loss,
+            "train/accuracy": self.train_accuracy,
+            "test/loss": self.test_loss,
+            "test/accuracy": self.test_accuracy,
+            "train/dissimilarity": self.dissimilarity,
+            "test/error_p90": float(np.percentile(1.0 - acc, 90)) if len(acc) else float("nan"),
+        }
+
+
+def _segment_mean(values: torch.Tensor, seg: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    total = torch.zeros(len(counts), dtype=torch.float64, device=values.device)
+    total.index_add_(0, seg, values.double())
+    return total / counts.double().clamp(min=1)
+
+
+@torch.no_grad()
+def evaluate(model, theta: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True) -> Evaluation:
+    loss_tr, correct_tr = model.per_sample(theta, data.x_train, data.y_train)
+    loss_te, correct_te = model.per_sample(theta, data.x_test, data.y_test)
+    dev_loss = _segment_mean(loss_tr, data.seg_train, data.n_train)
+    dev_acc = _segment_mean(correct_te, data.seg_test, data.n_test)
+    dev_acc = torch.where(data.n_test > 0, dev_acc, torch.full_like(dev_acc, float("nan")))
+    dissim = float("nan")
+    if with_dissimilarity:
+        grads = model.segment_grads(theta.expand(data.num_clients, -1), data.x_train, data.y_train,
+                                    data.seg_train, data.n_train).double()
+        p = data.n_train.double() / data.n_train.sum()
+        global_grad = p @ grads
+        dissim = float(((grads - global_grad) ** 2).sum(1).mean())
+    return Evaluation(
+        train_loss=float(loss_tr.double().mean()),
+        train_accuracy=float(correct_tr.double().mean()),
+        test_loss=float(loss_te.double().mean()) if len(loss_te) else float("nan"),
+        test_accuracy=float(correct_te.double().mean()) if len(correct_te) else float("nan"),
+        dissimilarity=dissim,
+        device_train_loss=dev_loss.cpu().numpy(),
+        device_test_accuracy=dev_acc.cpu().numpy(),
+    )
+
+
+def is_diverging(losses: list[float]) -> bool:
+    """Appendix C.3.2: diverging once f_t - f_{t-10} > 1 (or the loss is no longer finite)."""
+    if not losses or not np.isfinite(losses[-1]):
+        return bool(losses)
+    return len(losses) > DIVERGENCE_WINDOW and losses[-1] - losses[-1 - DIVERGENCE_WINDOW] > DIVERGENCE_JUMP
+
+
+def reporting_round(losses: list[float] | np.ndarray) -> tuple[int, str]:
+    """The round at which FedProx appendix C.3.2 reads a method's accuracy: the first round that has
+    converged (|f_t - f_{t-1}| < 1e-4), or has started to diverge (f_t - f_{t-10} > 1), or the last one."""
+    losses = list(map(float, losses))
+    for t in range(1, len(losses)):
+        if not np.isfinite(losses[t]):
+            return t, "diverged"
+        if abs(losses[t] - losses[t - 1]) < CONVERGENCE_TOL:
+            return t, "converged"
+        if is_diverging(losses[: t + 1]):
+            return t, "diverging"
+    return len(losses) - 1, "round budget"

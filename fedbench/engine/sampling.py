@@ -1,0 +1,104 @@
+"""Which clients train in a round, with which aggregation weights, and how much local work each does.
+
+Every draw comes from fedbench.seeding streams keyed by (seed, round, purpose), so two algorithms run with
+the same seed select the same clients and the same stragglers (FedProx section 5.1: "we fix the randomly
+selected devices, the stragglers, and mini-batch orders across all runs").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedbench.seeding import rng
+
+SAMPLING_SCHEMES = ("uniform", "proportional")
+STRAGGLER_EPOCHS = ("authors_code", "paper")
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """The cohort of one round. Arrays are in selection order; ``epochs`` is the local work of each client
+    (E for the active ones, fewer for stragglers), ``straggler`` marks the clients with partial work."""
+
+    clients: np.ndarray  # [K] dataset indices
+    straggler: np.ndarray  # [K] bool
+    epochs: np.ndarray  # [K] int
+    weights: np.ndarray  # [K] aggregation weight of each client if its update is received
+
+
+def select_clients(seed: int, round_: int, sizes: np.ndarray, k: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pick ``k`` clients and their aggregation weights (before dropping any).
+
+    - ``uniform``: K clients uniformly without replacement, updates averaged with weights n_k (the
+      FedProx experiments, section 5.1 and appendix C.2, after McMahan et al.).
+    - ``proportional``: K clients drawn with probability p_k = n_k / n, then a simple average (FedProx
+      Algorithms 1 and 2). Deviation: drawn without replacement so a client trains once per round.
+    """
+    n = len(sizes)
+    if not 1 <= k <= n:
+        raise ValueError(f"clients_per_round={k} must be between 1 and the number of clients ({n})")
+    g = rng(seed, round_, "select")
+    if scheme == "uniform":
+        clients = np.sort(g.choice(n, size=k, replace=False))
+        return clients, sizes[clients].astype(np.float64)
+    if scheme == "proportional":
+        p = sizes / sizes.sum()
+        clients = np.sort(g.choice(n, size=k, replace=False, p=p))
+        return clients, np.ones(k)
+    raise ValueError(f"unknown sampling scheme {scheme!r}; allowed: {list(SAMPLING_SCHEMES)}")
+
+
+def draw_stragglers(seed: int, round_: int, k: int, fraction: float, local_epochs: int,
+                    mode: str = "authors_code") -> tuple[np.ndarray, np.ndarray]:
+    """Mark stragglers among ``k`` selected clients and draw their epochs.
+
+    As the authors' code (flearn/trainers/fedprox.py): round(K (1 - fraction)) clients chosen uniformly
+    stay active and run E epochs; every other one is a straggler running e ~ U{1, ..., E-1} epochs
+    (numpy's randint(1, E), upper bound exclusive). ``mode='paper'`` draws e ~ U{1, ..., E} as section 5.2
+    says. Python's round() is used, as in the authors' code (0.5 stragglers of K=10: 5 active).
+    """
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"straggler fraction {fraction} must be in [0, 1]")
+    g = rng(seed, round_, "stragglers")
+    n_active = int(round(k * (1.0 - fraction)))
+    straggler = np.ones(k, dtype=bool)
+    straggler[g.choice(k, size=n_active, replace=False)] = False
+    epochs = np.full(k, local_epochs, dtype=np.int64)
+    n_strag = int(straggler.sum())
+    if n_strag:
+        if mode == "authors_code":
+            if local_epochs < 2:
+                raise ValueError("straggler_epochs='authors_code' needs local_epochs >= 2 "
+                                 "(randint(1, E) is empty for E=1); use straggler_epochs='paper'")
+            epochs[straggler] = g.integers(1, local_epochs, size=n_strag)
+        elif mode == "paper":
+            epochs[straggler] = g.integers(1, local_epochs + 1, size=n_strag)
+        else:
+            raise ValueError(f"unknown straggler_epochs {mode!r}; allowed: {list(STRAGGLER_EPOCHS)}")
+    return straggler, epochs
+
+
+def plan_round(seed: int, round_: int, sizes: np.ndarray, k: int, scheme: str, straggler_fraction: float,
+               local_epochs: int, straggler_epochs: str = "authors_code") -> RoundPlan:
+    clients, weights = select_clients(seed, round_, sizes, k, scheme)
+    straggler, epochs = draw_stragglers(seed, round_, k, straggler_fraction, local_epochs, straggler_epochs)
+    return RoundPlan(clients=clients, straggler=straggler, epochs=epochs, weights=weights)
+
+
+def minibatch_order(seed: int, round_: int, client_id: int, num_samples: int, epochs: int,
+                    batch_size: int) -> np.ndarray:
+    """Sample indices for ``epochs`` passes over a client's data, as [steps, batch_size] with -1 padding.
+
+    Each epoch is a fresh permutation cut into ceil(n / B) batches, the last one partial (as the authors'
+    batch_data). Drawn from the (seed, round, 'minibatch', client) stream, so a client sees the same batches
+    under every algorithm, and a straggler's e epochs are the first e epochs of the full schedule.
+    """
+    g = rng(seed, round_, "minibatch", client_id)
+    per_epoch = -(-num_samples // batch_size)
+    out = np.full((epochs, per_epoch * batch_size), -1, dtype=np.int64)
+    for e in range(epochs):
+        out[e, :num_samples] = g.permutation(num_samples)
+    out = out.reshape(epochs, per_epoch, batch_size)
+    return out.reshape(epochs * per_epoch, batch_size)

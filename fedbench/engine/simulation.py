@@ -1,0 +1,216 @@
+"""The round loop: evaluate, select, run local work, aggregate; with callbacks, checkpoints and resume.
+
+The engine knows no algorithm by name. An algorithm is a frozen object with these methods, each taking
+and returning explicit state (tensors carry a leading cohort axis; client functions use only row-wise
+operations, so the same function runs one client in the reference loop or the whole cohort at once):
+
+    keeps_partial_work: bool                      # stragglers' partial work aggregated (True) or dropped
+    init(theta0, num_clients) -> server_state
+    init_clients(num_clients, theta0) -> client_table | None   # per-client state kept across rounds
+    begin_round(server_state, evaluation) -> server_state
+    broadcast(server_state) -> bcast                # what every selected client receives
+    client_init(bcast, cohort) -> local            # cohort: Cohort below
+    client_step(local, grad_fn, bcast) -> local    # one minibatch step; grad_fn(theta [a, P]) -> [a, P]
+    client_result(local, bcast, cohort) -> (result, new_client_rows | None)
+    server_update(server_state, result, weights, cohort) -> server_state   # weights [K], sum 1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+import torch
+
+from fedbench.data.format import FederatedDataset
+from fedbench.engine import tree
+from fedbench.engine.local import LOCAL_PATHS, CohortData
+from fedbench.engine.metrics import DeviceData, Evaluation, evaluate, is_diverging
+from fedbench.engine.sampling import minibatch_order, plan_round
+from fedbench.seeding import torch_generator
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    rounds: int = 100
+    clients_per_round: int = 10
+    local_epochs: int = 20
+    batch_size: int = 10
+    straggler_fraction: float = 0.0
+    sampling: str = "uniform"
+    straggler_epochs: str = "authors_code"
+    seed: int = 0
+    device: str = "auto"
+    local_path: str = "vectorized"
+    eval_every: int = 1
+    checkpoint_every: int = 25
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """The clients training this round, in the engine's (work-sorted) order."""
+
+    clients: torch.Tensor  # [K] dataset indices
+    num_samples: torch.Tensor  # [K] training samples n_k
+    epochs: torch.Tensor  # [K] local epochs this round
+    steps: torch.Tensor  # [K] local steps this round
+    client_rows: Any  # rows of the per-client table (or None)
+    full_grad: Callable[[torch.Tensor], torch.Tensor]  # theta [K, P] -> gradient of each F_k on all its data
+
+
+@dataclass(frozen=True)
+class RunResult:
+    history: list[dict[str, float]]
+    final: Evaluation
+    theta: torch.Tensor
+    diverged: bool
+    param_digest: str
+    device: str
+
+
+class Callback(Protocol):
+    def on_round_end(self, round_: int, row: dict[str, float]) -> bool | None: ...
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r} but CUDA is not available here; use 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+def param_digest(theta: torch.Tensor) -> str:
+    return hashlib.sha256(theta.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+
+
+def simulate(
+    cfg: SimulationConfig,
+    dataset: FederatedDataset,
+    model: Any,
+    algorithm: Any,
+    callbacks: tuple[Any, ...] = (),
+    checkpoint: str | os.PathLike | None = None,
+) -> RunResult:
+    device = resolve_device(cfg.device)
+    if cfg.clients_per_round > dataset.num_clients:
+        raise ValueError(f"clients_per_round={cfg.clients_per_round} exceeds the {dataset.num_clients} clients")
+    data = DeviceData.build(dataset, device)
+    sizes = dataset.train.sizes
+    theta0 = model.init(torch_generator(cfg.seed, -1, "init")).to(device)
+    state = algorithm.init(theta0, dataset.num_clients)
+    table = algorithm.init_clients(dataset.num_clients, theta0)
+    history: list[dict[str, float]] = []
+    start = 0
+    ckpt = Path(checkpoint) if checkpoint else None
+    if ckpt and ckpt.exists():
+        saved = torch.load(ckpt, map_location=device, weights_only=False)
+        start, state, table, history = saved["round"], saved["state"], saved["table"], saved["history"]
+
+    local_fn = LOCAL_PATHS[cfg.local_path]
+    losses = [row["train/loss"] for row in history]
+    diverged = False
+    for r in range(start, cfg.rounds):
+        t0 = time.perf_counter()
+        ev = evaluate(model, state.theta, data, with_dissimilarity=(r % cfg.eval_every == 0))
+        losses.append(ev.train_loss)
+        row = {"round": r, **ev.scalars(), "diverging": float(is_diverging(losses))}
+        if not np.isfinite(ev.train_loss):
+            diverged = True
+            history.append(row | {"wall_time_s": 0.0})
+            _notify(callbacks, r, history[-1])
+            break
+        eval_s = time.perf_counter() - t0
+        state = algorithm.begin_round(state, ev)
+        state, table = _train_round(cfg, r, sizes, data, model, algorithm, state, table, local_fn, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        row |= {"wall_time_s": time.perf_counter() - t0, "eval_time_s": eval_s}
+        history.append(row)
+        stop = _notify(callbacks, r, row)
+        if ckpt and ((r + 1) % cfg.checkpoint_every == 0) and r + 1 < cfg.rounds:
+            _save_checkpoint(ckpt, r + 1, state, table, history)
+        if stop:
+            break
+
+    final = evaluate(model, state.theta, data)
+    if not diverged:
+        history.append({"round": len(history), **final.scalars(), "diverging": float(is_diverging(losses + [final.train_loss])),
+                        "wall_time_s": 0.0, "eval_time_s": 0.0})
+    if ckpt and ckpt.exists():
+        ckpt.unlink()
+    return RunResult(history=history, final=final, theta=state.theta.detach().cpu(),
+                     diverged=diverged or not np.isfinite(final.train_loss),
+                     param_digest=param_digest(state.theta), device=str(device))
+
+
+def _notify(callbacks: tuple[Any, ...], r: int, row: dict[str, float]) -> bool:
+    stop = False
+    for cb in callbacks:
+        fn = getattr(cb, "on_round_end", None)
+        if fn is not None and fn(r, row):
+            stop = True
+    return stop
+
+
+def _save_checkpoint(path: Path, round_: int, state: Any, table: Any, history: list) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save({"round": round_, "state": state, "table": table, "history": history}, tmp)
+    os.replace(tmp, path)
+
+
+def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table, local_fn, device):
+    plan = plan_round(cfg.seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
+                      cfg.local_epochs, cfg.straggler_epochs)
+    keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
+    clients, epochs, weights = plan.clients[keep], plan.epochs[keep], plan.weights[keep]
+    if len(clients) == 0:
+        return state, table
+    # Work-sorted order: most local steps first (stable), so active clients form a prefix.
+    per_epoch = -(-sizes[clients] // cfg.batch_size)
+    steps = epochs * per_epoch
+    order = np.argsort(-steps, kind="stable")
+    clients, epochs, weights, steps = clients[order], epochs[order], weights[order], steps[order]
+
+    schedule = np.full((len(clients), int(steps.max()), cfg.batch_size), -1, dtype=np.int64)
+    for i, (c, e) in enumerate(zip(clients, epochs)):
+        local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)
+        schedule[i, : len(local_idx)] = np.where(local_idx >= 0, local_idx + data.train_offsets[c], -1)
+    index = torch.from_numpy(schedule).to(device)
+    cohort_data = CohortData(x=data.x_train, y=data.y_train, num_classes=data.num_classes, index=index, steps=steps)
+
+    client_idx = torch.from_numpy(clients).to(device)
+    rows = tree.take_rows(table, client_idx) if table is not None else None
+    cohort = Cohort(
+        clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
+        epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
+        client_rows=rows, full_grad=_full_grad_fn(model, data, clients, device),
+    )
+    bcast = algorithm.broadcast(state)
+    local = algorithm.client_init(bcast, cohort)
+    local = local_fn(algorithm, model, bcast, local, cohort_data)
+    result, new_rows = algorithm.client_result(local, bcast, cohort)
+    w = torch.as_tensor(weights / weights.sum(), dtype=torch.float32, device=device)
+    state = algorithm.server_update(state, result, w, cohort)
+    if table is not None and new_rows is not None:
+        table = tree.scatter_rows(table, client_idx, new_rows)
+    return state, table
+
+
+def _full_grad_fn(model, data: DeviceData, clients: np.ndarray, device) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]."""
+    offs = data.train_offsets
+    idx = np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])
+    seg = np.repeat(np.arange(len(clients)), offs[clients + 1] - offs[clients])
+    idx_t, seg_t = torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device)
+    counts = torch.from_numpy(offs[clients + 1] - offs[clients]).to(device)
+
+    def full_grad(theta: torch.Tensor) -> torch.Tensor:
+        return model.segment_grads(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
+
+    return full_grad

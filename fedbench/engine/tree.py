@@ -1,0 +1,72 @@
+"""Local and client state are a tensor or a frozen dataclass of tensors (other fields pass through);
+these helpers slice, write back and stack such states along the leading cohort axis."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+
+def tree_map(fn: Callable[[torch.Tensor], Any], state: Any) -> Any:
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        return fn(state)
+    if dataclasses.is_dataclass(state):
+        changes = {f.name: tree_map(fn, getattr(state, f.name)) for f in dataclasses.fields(state)
+                   if isinstance(getattr(state, f.name), torch.Tensor) or dataclasses.is_dataclass(getattr(state, f.name))}
+        return dataclasses.replace(state, **changes)
+    return state
+
+
+def tree_leaves(state: Any) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    tree_map(lambda t: out.append(t), state)
+    return out
+
+
+def take_rows(state: Any, index: torch.Tensor) -> Any:
+    return tree_map(lambda t: t[index], state)
+
+
+def head(state: Any, a: int) -> Any:
+    """The first ``a`` rows (a view)."""
+    return tree_map(lambda t: t[:a], state)
+
+
+def write_head(state: Any, new: Any, a: int) -> Any:
+    """``state`` with its first ``a`` rows replaced by ``new`` (in place when a < rows)."""
+    if a == _rows(state):
+        return new
+    old_leaves, new_leaves = tree_leaves(state), tree_leaves(new)
+    for o, n in zip(old_leaves, new_leaves):
+        o[:a].copy_(n)
+    return state
+
+
+def _rows(state: Any) -> int:
+    leaves = tree_leaves(state)
+    return leaves[0].shape[0] if leaves else 0
+
+
+def concat(states: list[Any]) -> Any:
+    first = states[0]
+    if first is None:
+        return None
+    if isinstance(first, torch.Tensor):
+        return torch.cat(states)
+    changes = {}
+    for f in dataclasses.fields(first):
+        v = getattr(first, f.name)
+        if isinstance(v, torch.Tensor) or dataclasses.is_dataclass(v):
+            changes[f.name] = concat([getattr(s, f.name) for s in states])
+    return dataclasses.replace(first, **changes)
+
+
+def scatter_rows(table: Any, index: torch.Tensor, rows: Any) -> Any:
+    """Write ``rows`` into ``table`` at ``index`` (per-client state kept by the engine), in place."""
+    for t, r in zip(tree_leaves(table), tree_leaves(rows)):
+        t[index] = r
+    return table

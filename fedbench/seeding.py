@@ -1,0 +1,42 @@
+"""Every random draw in fedbench comes from a generator derived from (seed, round, purpose, ...).
+
+Two runs with the same seed therefore see the same client selection, stragglers, availability and
+minibatch order, whatever algorithm they run and in whatever order rounds are replayed (a resumed run
+draws exactly what an uninterrupted one would have drawn). Nothing here touches global RNG state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import torch
+
+# Purposes are fixed names; a typo would silently give a different stream, so they are checked.
+PURPOSES = frozenset(
+    {"data", "split", "select", "stragglers", "minibatch", "init", "availability", "algorithm", "partition"}
+)
+
+
+def _purpose_code(purpose: str) -> int:
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown random purpose {purpose!r}; allowed: {sorted(PURPOSES)}")
+    return int.from_bytes(hashlib.sha256(purpose.encode()).digest()[:4], "little")
+
+
+def seed_sequence(seed: int, round_: int, purpose: str, *extra: int) -> np.random.SeedSequence:
+    """The seed sequence for one (seed, round, purpose, *extra) stream. round_ = -1 means 'before training'."""
+    return np.random.SeedSequence([int(seed), int(round_) + 1, _purpose_code(purpose), *map(int, extra)])
+
+
+def rng(seed: int, round_: int, purpose: str, *extra: int) -> np.random.Generator:
+    """A numpy Generator for one stream."""
+    return np.random.Generator(np.random.PCG64(seed_sequence(seed, round_, purpose, *extra)))
+
+
+def torch_generator(seed: int, round_: int, purpose: str, *extra: int) -> torch.Generator:
+    """A CPU torch.Generator for one stream (draw on CPU, then move: identical on every device)."""
+    state = seed_sequence(seed, round_, purpose, *extra).generate_state(2, np.uint64)
+    g = torch.Generator(device="cpu")
+    g.manual_seed(int(state[0] % (2**63 - 1)))
+    return g
