@@ -99,3 +99,12 @@ def generate_synthetic(
             },
         },
     )
+
+
+# The four datasets of the paper's Figure 2, by the names used in params.yaml: (alpha, beta, iid).
+SYNTHETIC_DATASETS: dict[str, tuple[float, float, bool]] = {
+    "synthetic_iid": (0.0, 0.0, True),
+    "synthetic_0_0": (0.0, 0.0, False),
+    "synthetic_0p5_0p5": (0.5, 0.5, False),
+    "synthetic_1_1": (1.0, 1.0, False),
+}

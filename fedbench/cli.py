@@ -1,0 +1,192 @@
+"""The ``fedbench`` command: one subcommand per task, for people who do not drive it through DVC."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from fedbench.config import ConfigError, load_config
+
+
+def run_guarded(fn: Callable[[], object]) -> None:
+    """Run ``fn``; a configuration error prints one line and exits 2 (nothing has been written by then)."""
+    try:
+        fn()
+    except ConfigError as exc:
+        print(f"fedbench: config error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("fedbench: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
+        sys.exit(130)
+
+
+def _overrides(pairs: list[str]) -> dict[str, object]:
+    out = {}
+    for p in pairs:
+        if "=" not in p:
+            raise ConfigError(f"--set {p!r}: expected KEY=VALUE, e.g. train.rounds=200")
+        k, v = p.split("=", 1)
+        out[k] = yaml.safe_load(v)
+    return out
+
+
+def cmd_run(a: argparse.Namespace) -> None:
+    from fedbench.pipeline import DATA_ROOT, generate, train
+    from fedbench.data.format import read_meta
+
+    overrides = _overrides(a.set)
+    if a.seed is not None:
+        overrides["train.seeds"] = [a.seed]
+    cfg = load_config(a.params, overrides)
+    if a.algorithm not in cfg.algorithms:
+        raise ConfigError(f"--algorithm {a.algorithm!r} is not a variant in 'algorithms'; allowed: {', '.join(cfg.algorithms)}")
+    if a.dataset not in cfg.data.datasets:
+        raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
+    if not 0.0 <= a.stragglers <= 1.0:
+        raise ConfigError(f"--stragglers {a.stragglers}: must be in [0, 1]")
+    try:
+        read_meta(DATA_ROOT / a.dataset)
+    except FileNotFoundError:
+        generate(cfg, a.dataset)
+    train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
+
+
+def cmd_generate(a: argparse.Namespace) -> None:
+    from fedbench.pipeline import generate
+
+    cfg = load_config(a.params)
+    for name in a.datasets or cfg.data.datasets:
+        if name not in cfg.data.datasets:
+            raise ConfigError(f"dataset {name!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
+        generate(cfg, name)
+
+
+def cmd_report(a: argparse.Namespace) -> None:
+    from fedbench.report.build import build_report
+
+    build_report(load_config(a.params), out_dir=a.out)
+
+
+def cmd_show(a: argparse.Namespace) -> None:
+    import pandas as pd
+
+    if a.claims:
+        import json
+
+        path = Path(a.out) / "claims.json"
+        if not path.exists():
+            print(f"no {path}: run `dvc repro` (or `fedbench report`) first")
+            return
+        for c in json.loads(path.read_text())["claims"]:
+            print(f"{c['verdict']:>15}  {c['id']}\n{'':>17}{c['observed']}")
+        return
+    from fedbench import tracking
+
+    rows = tracking.list_runs(a.experiment)
+    if not rows:
+        print(f"no runs in {tracking.tracking_uri()}")
+        return
+    df = pd.DataFrame(rows)
+    with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 20):
+        print(df.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+
+
+def cmd_ui(a: argparse.Namespace) -> None:
+    from fedbench import tracking
+
+    sys.exit(tracking.serve_ui(port=a.port))
+
+
+def cmd_check(a: argparse.Namespace) -> None:
+    cfg = load_config(a.params)
+    n = sum(len(s.datasets) * len(s.algorithms) * len(s.stragglers) for s in cfg.studies.values())
+    print(f"{a.params}: ok ({len(cfg.studies)} studies, {n} cells x {len(cfg.train.seeds)} seeds)")
+
+
+def cmd_regress(a: argparse.Namespace) -> None:
+    from fedbench.regression import check, update
+
+    if a.update:
+        update()
+    else:
+        problems = check()
+        if problems:
+            print("\n".join(problems), file=sys.stderr)
+            sys.exit(1)
+        print("regression check: all key numbers within tolerance")
+
+
+def cmd_bench(a: argparse.Namespace) -> None:
+    from fedbench.bench import main as bench_main
+
+    sys.exit(bench_main(a.bench_args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fedbench",
+        description="Rerun federated-optimization papers' experiments and check their published numbers.\n"
+                    "The main job is `dvc repro` (params.yaml -> runs/ -> reports/); these commands do its parts by hand.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  fedbench run --dataset synthetic_1_1 --algorithm fedprox_mu1 --stragglers 0.9 --seed 0\n"
+               "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
+               "  fedbench show --claims          # verdicts of reports/claims.json\n"
+               "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
+               "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n",
+    )
+    p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run one experiment from the config (all its seeds) and log it to MLflow")
+    r.add_argument("--dataset", required=True, help="a name in data.datasets, e.g. synthetic_1_1")
+    r.add_argument("--algorithm", required=True, help="a variant in 'algorithms', e.g. fedavg, fedprox_mu1")
+    r.add_argument("--stragglers", type=float, default=0.0, help="fraction of selected clients that straggle, in [0, 1]")
+    r.add_argument("--seed", type=int, help="run only this seed (default: train.seeds)")
+    r.add_argument("--study", default="adhoc", help="MLflow experiment name (default: adhoc)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key, e.g. train.rounds=200")
+    r.add_argument("--no-track", action="store_true", help="do not log to MLflow")
+    r.set_defaults(fn=cmd_run)
+
+    g = sub.add_parser("generate", help="generate synthetic datasets into data/generated/")
+    g.add_argument("datasets", nargs="*", help="names (default: data.datasets)")
+    g.set_defaults(fn=cmd_generate)
+
+    rp = sub.add_parser("report", help="rebuild reports/ (figures, claims.json, claims.md) from runs/")
+    rp.add_argument("--out", default="reports")
+    rp.set_defaults(fn=cmd_report)
+
+    s = sub.add_parser("show", help="list tracked runs with their final metrics, or the claims' verdicts")
+    s.add_argument("--experiment", help="only this MLflow experiment (e.g. fedprox-stragglers)")
+    s.add_argument("--claims", action="store_true", help="show reports/claims.json verdicts instead")
+    s.add_argument("--out", default="reports")
+    s.set_defaults(fn=cmd_show)
+
+    u = sub.add_parser("ui", help="open the MLflow UI on 127.0.0.1 against the tracking store")
+    u.add_argument("--port", type=int, default=5000)
+    u.set_defaults(fn=cmd_ui)
+
+    c = sub.add_parser("check-config", help="validate params.yaml and exit")
+    c.set_defaults(fn=cmd_check)
+
+    rg = sub.add_parser("regress", help="run the quick profile and compare key numbers with the committed reference")
+    rg.add_argument("--update", action="store_true", help="regenerate the reference values from the pipeline")
+    rg.set_defaults(fn=cmd_regress)
+
+    b = sub.add_parser("bench", help="measure simulator throughput (see `fedbench bench --help`)", add_help=False)
+    b.add_argument("bench_args", nargs=argparse.REMAINDER)
+    b.set_defaults(fn=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    run_guarded(lambda: args.fn(args))
+
+
+if __name__ == "__main__":
+    main()

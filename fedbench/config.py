@@ -1,0 +1,224 @@
+"""params.yaml as frozen, validated config objects whose field names are the YAML keys.
+
+Every problem is found at load time and reported in one line naming the key and what is allowed, before
+anything is computed or written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+from fedbench.algorithms import ALGORITHMS
+from fedbench.data.synthetic import SYNTHETIC_DATASETS
+from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
+
+
+class ConfigError(ValueError):
+    """A wrong key or value in the configuration; the message names it and what is allowed."""
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    seed: int = 0  # seed of the synthetic generators (one fixed draw of the paper's law)
+    num_devices: int = 30  # FedProx appendix C.1
+    train_fraction: float = 0.9  # authors' code (the paper says 0.8)
+    datasets: tuple[str, ...] = tuple(SYNTHETIC_DATASETS)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: str = "mclr"  # multinomial logistic regression
+    rounds: int = 40  # paper: 200 (see params.yaml for why the offline default is shorter)
+    clients_per_round: int = 10  # K
+    local_epochs: int = 20  # E (Figures 1 and 2)
+    batch_size: int = 10
+    lr: float = 0.01  # the paper's tuned rate for the synthetic data
+    sampling: str = "uniform"  # 'uniform' (experiments) or 'proportional' (Algorithms 1-2)
+    straggler_epochs: str = "authors_code"  # U{1..E-1} as coded, or 'paper' for U{1..E}
+    seeds: tuple[int, ...] = (0, 1, 2)
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    workers: int = 2  # seeds run in parallel processes
+    eval_every: int = 1  # dissimilarity every this many rounds (loss and accuracy every round)
+    checkpoint_every: int = 10  # rounds between resumable checkpoints
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    name: str
+    hyper: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    datasets: tuple[str, ...]
+    algorithms: tuple[str, ...]
+    stragglers: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Config:
+    data: DataConfig
+    train: TrainConfig
+    algorithms: dict[str, AlgorithmConfig]
+    studies: dict[str, StudyConfig]
+
+
+def _suggest(key: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _build(cls: type, raw: Any, where: str) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    hints = get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in raw:
+        if key not in names:
+            raise ConfigError(f"{where}.{key}: unknown key{_suggest(key, names)}; allowed: {', '.join(names)}")
+    values = {}
+    for name in names:
+        if name not in raw:
+            continue
+        values[name] = _coerce(raw[name], hints[name], f"{where}.{name}")
+    return cls(**values)
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    text = str(hint)
+    if hint is int or text == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if hint is float or text == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+        return float(value)
+    if hint is str or text == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    if text.startswith("tuple[int"):
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"{where}: expected a non-empty list of integers, got {value!r}")
+        return tuple(_coerce(v, int, where) for v in value)
+    if text.startswith("tuple[float"):
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"{where}: expected a non-empty list of numbers, got {value!r}")
+        return tuple(_coerce(v, float, where) for v in value)
+    if text.startswith("tuple[str"):
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"{where}: expected a non-empty list of names, got {value!r}")
+        return tuple(_coerce(v, str, where) for v in value)
+    raise ConfigError(f"{where}: unsupported type {hint}")  # pragma: no cover
+
+
+def _one_of(value: Any, allowed: list | tuple, where: str) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{where}: {value!r} is not allowed{_suggest(str(value), list(map(str, allowed)))}; "
+                          f"allowed: {', '.join(map(str, allowed))}")
+
+
+def _algorithm(raw: Any, where: str) -> AlgorithmConfig:
+    if not isinstance(raw, dict) or "name" not in raw:
+        raise ConfigError(f"{where}: expected a mapping with 'name' (one of {', '.join(ALGORITHMS)})")
+    name = raw["name"]
+    _one_of(name, list(ALGORITHMS), f"{where}.name")
+    _, allowed = ALGORITHMS[name]
+    hyper = {}
+    for key, value in raw.items():
+        if key == "name":
+            continue
+        if key not in allowed:
+            names = ["name", *allowed]
+            raise ConfigError(f"{where}.{key}: unknown key for {name}{_suggest(key, names)}; allowed: {', '.join(names)}")
+        hyper[key] = _coerce(value, allowed[key], f"{where}.{key}")
+        if key.startswith("mu") and hyper[key] < 0:
+            raise ConfigError(f"{where}.{key}: must be >= 0 (the proximal weight), got {value!r}")
+    return AlgorithmConfig(name=name, hyper=hyper)
+
+
+TOP_KEYS = ["data", "train", "algorithms", "studies"]
+
+
+def parse_config(raw: Any) -> Config:
+    if not isinstance(raw, dict):
+        raise ConfigError("params: expected a mapping at the top level")
+    for key in raw:
+        if key not in TOP_KEYS:
+            raise ConfigError(f"{key}: unknown top-level key{_suggest(key, TOP_KEYS)}; allowed: {', '.join(TOP_KEYS)}")
+    data = _build(DataConfig, raw.get("data"), "data")
+    train = _build(TrainConfig, raw.get("train"), "train")
+    for ds in data.datasets:
+        _one_of(ds, list(SYNTHETIC_DATASETS), "data.datasets")
+    if data.num_devices < 1:
+        raise ConfigError(f"data.num_devices: must be >= 1, got {data.num_devices}")
+    if not 0.0 < data.train_fraction < 1.0:
+        raise ConfigError(f"data.train_fraction: must be in (0, 1), got {data.train_fraction}")
+    _one_of(train.model, ["mclr"], "train.model")
+    _one_of(train.sampling, list(SAMPLING_SCHEMES), "train.sampling")
+    _one_of(train.straggler_epochs, list(STRAGGLER_EPOCHS), "train.straggler_epochs")
+    for key in ("rounds", "clients_per_round", "local_epochs", "batch_size", "workers", "eval_every",
+                "checkpoint_every"):
+        if getattr(train, key) < 1:
+            raise ConfigError(f"train.{key}: must be >= 1, got {getattr(train, key)}")
+    if train.lr <= 0:
+        raise ConfigError(f"train.lr: must be > 0, got {train.lr}")
+    if train.clients_per_round > data.num_devices:
+        raise ConfigError(f"train.clients_per_round: {train.clients_per_round} exceeds data.num_devices "
+                          f"({data.num_devices}); allowed: 1..{data.num_devices}")
+    if train.device != "auto" and train.device != "cpu" and not train.device.startswith("cuda"):
+        raise ConfigError(f"train.device: {train.device!r} is not allowed; allowed: auto, cpu, cuda, cuda:N")
+    if len(set(train.seeds)) != len(train.seeds):
+        raise ConfigError(f"train.seeds: seeds must be distinct, got {list(train.seeds)}")
+
+    raw_algos = raw.get("algorithms") or {}
+    if not isinstance(raw_algos, dict) or not raw_algos:
+        raise ConfigError("algorithms: expected a mapping of variant name -> {name: ..., hyperparameters}")
+    algorithms = {k: _algorithm(v, f"algorithms.{k}") for k, v in raw_algos.items()}
+
+    raw_studies = raw.get("studies") or {}
+    if not isinstance(raw_studies, dict):
+        raise ConfigError("studies: expected a mapping of study name -> {datasets, algorithms, stragglers}")
+    studies = {}
+    for name, body in raw_studies.items():
+        study = _build(StudyConfig, body, f"studies.{name}")
+        for ds in study.datasets:
+            _one_of(ds, list(data.datasets), f"studies.{name}.datasets")
+        for algo in study.algorithms:
+            _one_of(algo, list(algorithms), f"studies.{name}.algorithms")
+        for f in study.stragglers:
+            if not 0.0 <= f <= 1.0:
+                raise ConfigError(f"studies.{name}.stragglers: {f} is outside [0, 1]")
+        if train.straggler_epochs == "authors_code" and train.local_epochs < 2 and any(study.stragglers):
+            raise ConfigError("train.local_epochs: stragglers with straggler_epochs='authors_code' need "
+                              "local_epochs >= 2; allowed: local_epochs >= 2 or straggler_epochs: paper")
+        studies[name] = study
+    return Config(data=data, train=train, algorithms=algorithms, studies=studies)
+
+
+def load_config(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Config:
+    """Read and validate ``path``; ``overrides`` maps dotted keys ('train.rounds') to values."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    for dotted, value in (overrides or {}).items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return parse_config(raw)

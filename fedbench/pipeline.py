@@ -1,0 +1,80 @@
+"""What the DVC stages do, as library functions (the stage scripts in pipelines/ only parse arguments)."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from fedbench.config import Config
+from fedbench.data.format import save_dataset
+from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.runner import run_folder, run_one
+
+DATA_ROOT = Path("data/generated")
+RUNS_ROOT = Path("runs")
+
+STUDY_EXPERIMENTS = {
+    "stragglers": "fedprox-stragglers",
+    "heterogeneity": "fedprox-heterogeneity",
+}
+
+
+def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
+    """Generate one synthetic dataset into ``root/name`` (atomically)."""
+    alpha, beta, iid = SYNTHETIC_DATASETS[name]
+    ds = generate_synthetic(alpha, beta, iid, num_devices=cfg.data.num_devices, seed=cfg.data.seed,
+                            train_fraction=cfg.data.train_fraction)
+    folder = save_dataset(ds, root / name)
+    print(f"{name}: {ds.num_clients} devices, {int(ds.train.sizes.sum())} train / {int(ds.test.sizes.sum())} "
+          f"test samples, hash {ds.content_hash[:12]} -> {folder}")
+    return folder
+
+
+def train(cfg: Config, study: str, dataset: str, variant: str, stragglers: float, data_root: Path = DATA_ROOT,
+          runs_root: Path = RUNS_ROOT, track: bool = True, progress: bool = True) -> list[dict[str, Any]]:
+    """Run every seed of one (dataset, variant, stragglers) cell, in parallel processes, and track them."""
+    seeds = list(cfg.train.seeds)
+    workers = min(cfg.train.workers, len(seeds))
+    if cfg.train.device.startswith("cuda") or (cfg.train.device == "auto" and _cuda()):
+        workers = 1  # one GPU: runs share it one after another
+    args = [(cfg, data_root, runs_root, dataset, variant, stragglers, s, progress, i % max(workers, 1))
+            for i, s in enumerate(seeds)]
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+            summaries = list(pool.map(_run_star, args))
+    else:
+        summaries = [_run_star(a) for a in args]
+    for s in summaries:
+        p = s["params"]
+        acc = s["final"]["test/accuracy"]
+        print(f"{dataset} {variant} stragglers={stragglers:g} seed={p['seed']}: final loss "
+              f"{s['final']['train/loss']} acc {acc} ({'reused' if s['reused'] else f'{s['wall_time_s']:.0f}s'})",
+              file=sys.stderr)
+    if track:
+        from fedbench import tracking
+        from fedbench.report.figures import run_curves
+
+        experiment = STUDY_EXPERIMENTS.get(study, study)
+        for s in summaries:
+            p = s["params"]
+            folder = run_folder(runs_root, dataset, variant, stragglers, p["seed"])
+            curves = run_curves(s["history"], folder.parent / f".curves-seed-{p['seed']}.png",
+                                title=f"{dataset} {variant} stragglers={stragglers:g} seed={p['seed']}")
+            name = f"{variant}/{dataset}/stragglers={stragglers:g}/seed={p['seed']}"
+            tracking.log_run(experiment, name, s, [folder / "history.csv", folder / "per_device.csv",
+                                                    folder / "summary.json", curves])
+            curves.unlink(missing_ok=True)
+    return summaries
+
+
+def _run_star(a: tuple) -> dict[str, Any]:
+    return run_one(*a[:7], progress=a[7], position=a[8])
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

@@ -1,0 +1,104 @@
+"""Figures in the style of the FedProx paper's Figures 1, 2 and 5, with the spread over seeds shown
+(line: mean over seeds; band: min to max)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+LABELS = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", "fedprox_mu1": "FedProx, μ=1"}
+PALETTE = {"FedAvg": "#1f77b4", "FedProx, μ=0": "#ff7f0e", "FedProx, μ=1": "#2ca02c"}
+TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic (0,0)",
+          "synthetic_0p5_0p5": "Synthetic (0.5,0.5)", "synthetic_1_1": "Synthetic (1,1)"}
+
+
+def _label(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(method=df["variant"].map(lambda v: LABELS.get(v, v)))
+
+
+def _panel(ax, df: pd.DataFrame, metric: str) -> None:
+    if df.empty:
+        ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
+        return
+    sns.lineplot(data=df, x="round", y=metric, hue="method", estimator="mean", errorbar=("pi", 100),
+                 palette=PALETTE, ax=ax, linewidth=1.4)
+
+
+def figure1(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_1_1", stragglers=(0.0, 0.5, 0.9)) -> Path:
+    """Training loss (top) and test accuracy (bottom) on one dataset at each straggler level."""
+    fig, axes = plt.subplots(2, len(stragglers), figsize=(4.2 * len(stragglers), 6.4), squeeze=False)
+    for j, f in enumerate(stragglers):
+        sub = _label(hist[(hist["dataset"] == dataset) & (hist["stragglers"] == f)]) if len(hist) else pd.DataFrame()
+        for i, metric in enumerate(["train/loss", "test/accuracy"]):
+            ax = axes[i, j]
+            _panel(ax, sub, metric)
+            ax.set_title(f"{TITLES.get(dataset, dataset)}, {int(f * 100)}% stragglers" if i == 0 else "")
+            ax.set_xlabel("# rounds")
+            ax.set_ylabel("training loss" if i == 0 else "test accuracy")
+            if ax.get_legend() and (i, j) != (0, 0):
+                ax.get_legend().remove()
+    fig.suptitle("FedProx Figure 1 (rerun): systems heterogeneity; mean over seeds, band = min..max", fontsize=10)
+    return _save(fig, path)
+
+
+def figure2(hist: pd.DataFrame, path: Path, datasets=("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5",
+                                                         "synthetic_1_1")) -> Path:
+    """Training loss (top) and gradient dissimilarity (bottom) of FedAvg and FedProx (mu=1), no stragglers."""
+    fig, axes = plt.subplots(2, len(datasets), figsize=(4.0 * len(datasets), 6.4), squeeze=False)
+    for j, ds in enumerate(datasets):
+        sub = hist[(hist["dataset"] == ds) & (hist["stragglers"] == 0.0) & hist["variant"].isin(["fedavg", "fedprox_mu1"])] \
+            if len(hist) else pd.DataFrame()
+        sub = _label(sub) if len(sub) else sub
+        for i, metric in enumerate(["train/loss", "train/dissimilarity"]):
+            ax = axes[i, j]
+            _panel(ax, sub, metric)
+            ax.set_title(TITLES.get(ds, ds) if i == 0 else "")
+            ax.set_xlabel("# rounds")
+            ax.set_ylabel("training loss" if i == 0 else "variance of local grad.")
+            if ax.get_legend() and (i, j) != (0, 0):
+                ax.get_legend().remove()
+    fig.suptitle("FedProx Figure 2 (rerun): statistical heterogeneity, E=20, no stragglers", fontsize=10)
+    return _save(fig, path)
+
+
+def figure5(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_iid", stragglers=(0.0, 0.5, 0.9)) -> Path:
+    """FedAvg's training loss on IID data at each straggler level (the paper's Figure 5)."""
+    fig, ax = plt.subplots(1, 1, figsize=(5, 3.6))
+    sub = hist[(hist["dataset"] == dataset) & (hist["variant"] == "fedavg")] if len(hist) else pd.DataFrame()
+    if sub.empty:
+        ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
+    else:
+        sub = sub.assign(stragglers=(sub["stragglers"] * 100).astype(int).astype(str) + "% stragglers")
+        sns.lineplot(data=sub, x="round", y="train/loss", hue="stragglers", errorbar=("pi", 100), ax=ax)
+    ax.set_title("FedAvg on Synthetic-IID (FedProx Figure 5, rerun)", fontsize=10)
+    ax.set_xlabel("# rounds")
+    ax.set_ylabel("training loss")
+    return _save(fig, path)
+
+
+def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Path:
+    """One run's training loss, test accuracy and dissimilarity against rounds (an MLflow artifact)."""
+    df = pd.DataFrame(history)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3))
+    for ax, metric in zip(axes, ["train/loss", "test/accuracy", "train/dissimilarity"]):
+        ax.plot(df["round"], df[metric], lw=1.3)
+        ax.set_xlabel("round")
+        ax.set_title(metric, fontsize=9)
+    fig.suptitle(title, fontsize=9)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

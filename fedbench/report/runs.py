@@ -1,0 +1,58 @@
+"""Load finished runs (runs/<dataset>/<variant>/stragglers-<f>/seed-<s>/) into tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from fedbench.config import Config
+from fedbench.runner import SUMMARY, fingerprint, run_folder, run_params
+from fedbench.data.format import read_meta
+
+
+def study_cells(cfg: Config) -> list[tuple[str, str, float]]:
+    cells = []
+    for study in cfg.studies.values():
+        for ds in study.datasets:
+            for variant in study.algorithms:
+                for f in study.stragglers:
+                    if (ds, variant, f) not in cells:
+                        cells.append((ds, variant, f))
+    return cells
+
+
+def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(history, summaries) of every complete run of the configured studies whose fingerprint matches
+    the current params (stale runs from other settings are ignored)."""
+    histories, summaries = [], []
+    hashes: dict[str, str | None] = {}
+    for ds, variant, f in study_cells(cfg):
+        if ds not in hashes:
+            try:
+                hashes[ds] = read_meta(data_root / ds)["content_hash"]
+            except FileNotFoundError:
+                hashes[ds] = None
+        for seed in cfg.train.seeds:
+            folder = run_folder(runs_root, ds, variant, f, seed)
+            path = folder / SUMMARY
+            if hashes[ds] is None or not path.exists():
+                continue
+            summary = json.loads(path.read_text())
+            if summary.get("fingerprint") != fingerprint(run_params(cfg, ds, variant, f, seed), hashes[ds]):
+                continue
+            h = pd.read_csv(folder / "history.csv")
+            h = h.assign(dataset=ds, variant=variant, stragglers=f, seed=seed)
+            histories.append(h)
+            summaries.append({"dataset": ds, "variant": variant, "stragglers": f, "seed": seed,
+                              "final_loss": summary["final"]["train/loss"],
+                              "final_accuracy": summary["final"]["test/accuracy"],
+                              "reporting_round": summary["reporting_round"],
+                              "reporting_reason": summary["reporting_reason"],
+                              "reporting_accuracy": summary["reporting_test_accuracy"],
+                              "best_accuracy": summary["best_test_accuracy"],
+                              "diverged": summary["diverged"], "wall_time_s": summary["wall_time_s"],
+                              "device": summary["device"]})
+    hist = pd.concat(histories, ignore_index=True) if histories else pd.DataFrame()
+    return hist, pd.DataFrame(summaries)

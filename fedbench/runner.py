@@ -1,0 +1,164 @@
+"""Run one experiment (dataset, algorithm variant, straggler fraction, seed) and write its outputs.
+
+A run's folder holds ``history.csv`` (one row per round), ``per_device.csv`` (final per-device metrics)
+and ``summary.json`` (written last: a folder without it is incomplete). Runs checkpoint every few rounds
+into ``<folder>.checkpoint.pt`` and pick up from there when restarted with the same settings; a finished
+run whose fingerprint matches is not run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+import fedbench
+from fedbench.algorithms import build_algorithm
+from fedbench.config import Config
+from fedbench.data.format import load_dataset, read_meta
+from fedbench.engine.metrics import reporting_round
+from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.models import build_model
+
+SUMMARY = "summary.json"
+
+
+def run_folder(root: str | Path, dataset: str, variant: str, stragglers: float, seed: int) -> Path:
+    return Path(root) / dataset / variant / f"stragglers-{float(stragglers)}" / f"seed-{seed}"
+
+
+def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
+    """Every setting that determines a run's numbers, flat, as logged to MLflow."""
+    algo = cfg.algorithms[variant]
+    t = cfg.train
+    return {
+        "dataset": dataset, "algorithm": algo.name, "variant": variant, **{f"algo.{k}": v for k, v in algo.hyper.items()},
+        "straggler_fraction": stragglers, "seed": seed, "model": t.model, "rounds": t.rounds,
+        "clients_per_round": t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size,
+        "lr": t.lr, "sampling": t.sampling, "straggler_epochs": t.straggler_epochs,
+        "data.seed": cfg.data.seed, "data.num_devices": cfg.data.num_devices,
+        "data.train_fraction": cfg.data.train_fraction,
+    }
+
+
+def fingerprint(params: dict[str, Any], dataset_hash: str) -> str:
+    blob = json.dumps({"params": params, "dataset": dataset_hash, "version": fedbench.__version__}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def is_complete(folder: Path, fp: str) -> bool:
+    path = folder / SUMMARY
+    return path.exists() and json.loads(path.read_text()).get("fingerprint") == fp
+
+
+def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: str, variant: str,
+            stragglers: float, seed: int, progress: bool = True, position: int = 0) -> dict[str, Any]:
+    """Run (or reuse) one experiment and return its summary (with ``history`` rows)."""
+    torch.set_num_threads(1)
+    data_dir = Path(data_root) / dataset
+    ds_hash = read_meta(data_dir)["content_hash"]
+    params = run_params(cfg, dataset, variant, stragglers, seed)
+    fp = fingerprint(params, ds_hash)
+    folder = run_folder(out_root, dataset, variant, stragglers, seed)
+    if is_complete(folder, fp):
+        summary = json.loads((folder / SUMMARY).read_text())
+        summary["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
+        summary["reused"] = True
+        return summary
+
+    ds = load_dataset(data_dir)
+    model = build_model(cfg.train.model, ds.feature_shape, ds.num_classes)
+    algo_cfg = cfg.algorithms[variant]
+    algorithm = build_algorithm(algo_cfg.name, cfg.train.lr, **algo_cfg.hyper)
+    t = cfg.train
+    sim = SimulationConfig(
+        rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
+        batch_size=t.batch_size, straggler_fraction=stragglers, sampling=t.sampling,
+        straggler_epochs=t.straggler_epochs, seed=seed, device=t.device, eval_every=t.eval_every,
+        checkpoint_every=t.checkpoint_every,
+    )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint = folder.parent / f".{folder.name}.{fp}.checkpoint.pt"
+    callbacks = (_Progress(f"{dataset} {variant} s={stragglers:g} seed={seed}", t.rounds, position),) if progress else ()
+    result = simulate(sim, ds, model, algorithm, callbacks=callbacks, checkpoint=checkpoint)
+    for cb in callbacks:
+        cb.close()
+
+    history = pd.DataFrame(result.history)
+    losses = history["train/loss"].to_numpy()
+    at, reason = reporting_round(losses)
+    per_device = pd.DataFrame({
+        "client_id": ds.client_ids,
+        "train_samples": ds.train.sizes, "test_samples": ds.test.sizes,
+        "train_loss": result.final.device_train_loss, "test_accuracy": result.final.device_test_accuracy,
+    })
+    summary = {
+        "fingerprint": fp, "params": params, "dataset_hash": ds_hash, "device": result.device,
+        "diverged": result.diverged, "param_digest": result.param_digest,
+        "final": {k: _num(v) for k, v in result.final.scalars().items()},
+        "reporting_round": int(at), "reporting_reason": reason,
+        "reporting_test_accuracy": _num(history["test/accuracy"].iloc[at]),
+        "best_test_accuracy": _num(history["test/accuracy"].max()),
+        "wall_time_s": float(history["wall_time_s"].sum()),
+        "versions": versions(),
+    }
+    _write_run(folder, history, per_device, summary)
+    summary["history"] = history.to_dict("records")
+    summary["reused"] = False
+    return summary
+
+
+def _num(v: Any) -> float | None:
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def versions() -> dict[str, str]:
+    return {"fedbench": fedbench.__version__, "torch": torch.__version__, "numpy": np.__version__,
+            "pandas": pd.__version__, "python": sys.version.split()[0]}
+
+
+def _write_run(folder: Path, history: pd.DataFrame, per_device: pd.DataFrame, summary: dict) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        history.to_csv(tmp / "history.csv", index=False)
+        per_device.to_csv(tmp / "per_device.csv", index=False)
+        (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+class _Progress:
+    """A tqdm bar per run showing the round and the current training loss and test accuracy."""
+
+    def __init__(self, desc: str, total: int, position: int) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, position=position, leave=False, file=sys.stderr,
+                        dynamic_ncols=True, mininterval=1.0)
+
+    def on_round_end(self, round_: int, row: dict[str, float]) -> None:
+        self.bar.n = round_ + 1
+        self.bar.set_postfix(loss=f"{row['train/loss']:.3f}", acc=f"{row['test/accuracy']:.3f}", refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)

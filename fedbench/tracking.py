@@ -1,0 +1,114 @@
+"""MLflow tracking: the only module that imports mlflow.
+
+The store is a local SQLite file (``mlflow.db`` in the working directory, ignored by git) unless
+``MLFLOW_TRACKING_URI`` says otherwise. One experiment per study, one run per (algorithm variant,
+setting, seed); per-round metrics are step metrics named ``split/name``; tags record the git commit,
+dataset content hash, seed, device and library versions; the per-device final metrics, the history and
+a figure of the run's curves are artifacts. A run already logged with the same fingerprint is not logged
+again, so rerunning the pipeline does not duplicate runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("DO_NOT_TRACK", "true")
+
+import mlflow  # noqa: E402
+from mlflow.entities import Metric, Param, RunTag  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+DEFAULT_DB = "mlflow.db"
+METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
+               "test/error_p90", "diverging", "wall_time_s")
+
+
+def tracking_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(DEFAULT_DB).resolve()}"
+
+
+def git_commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _client() -> MlflowClient:
+    mlflow.set_tracking_uri(tracking_uri())
+    return MlflowClient(tracking_uri())
+
+
+def experiment_id(client: MlflowClient, name: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    return exp.experiment_id if exp else client.create_experiment(name)
+
+
+def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: list[Path]) -> str:
+    """Log one finished run (its summary with ``history`` rows); returns the MLflow run id."""
+    client = _client()
+    exp_id = experiment_id(client, experiment)
+    fp = summary["fingerprint"]
+    found = client.search_runs([exp_id], filter_string=f"tags.`fedbench.fingerprint` = '{fp}'",
+                               max_results=1)
+    if found and found[0].info.status == "FINISHED":
+        return found[0].info.run_id
+    tags = {
+        "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": git_commit(),
+        "dataset_hash": summary["dataset_hash"], "seed": str(summary["params"]["seed"]),
+        "device": summary["device"], "param_digest": summary["param_digest"],
+        "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
+    }
+    run = client.create_run(exp_id, run_name=run_name, tags=tags)
+    run_id = run.info.run_id
+    try:
+        params = [Param(k, str(v)) for k, v in summary["params"].items()]
+        now = int(time.time() * 1000)
+        metrics = [
+            Metric(key, float(row[key]), now, int(row["round"]))
+            for row in summary["history"] for key in METRIC_KEYS
+            if key in row and row[key] is not None and math.isfinite(float(row[key]))
+        ]
+        metrics += [Metric(f"final/{k.replace('/', '_')}", float(v), now, 0)
+                    for k, v in summary["final"].items() if v is not None]
+        metrics += [Metric("reporting/test_accuracy", float(summary["reporting_test_accuracy"] or float("nan")), now,
+                           int(summary["reporting_round"]))]
+        client.log_batch(run_id, params=params, tags=[RunTag("reporting_reason", summary["reporting_reason"])])
+        for i in range(0, len(metrics), 900):
+            client.log_batch(run_id, metrics=metrics[i:i + 900])
+        for path in artifacts:
+            client.log_artifact(run_id, str(path))
+        client.set_terminated(run_id, "FINISHED")
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    return run_id
+
+
+def list_runs(experiment: str | None = None) -> list[dict[str, Any]]:
+    """Finished runs (name, experiment, key final metrics), newest first, for ``fedbench show``."""
+    client = _client()
+    exps = client.search_experiments()
+    ids = [e.experiment_id for e in exps if experiment is None or e.name == experiment]
+    names = {e.experiment_id: e.name for e in exps}
+    out = []
+    for r in client.search_runs(ids, max_results=5000, order_by=["attributes.start_time DESC"]) if ids else []:
+        out.append({"experiment": names[r.info.experiment_id], "run": r.info.run_name, "status": r.info.status,
+                    **{k: v for k, v in r.data.metrics.items() if k.startswith("final/") or k.startswith("reporting/")}})
+    return out
+
+
+def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
+    """Start the MLflow UI on ``host:port`` against the tracking store (blocks until stopped)."""
+    uri = tracking_uri()
+    print(f"MLflow UI for {uri} at http://{host}:{port}  (Ctrl-C to stop)")
+    return subprocess.call(["mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port)])

@@ -1,0 +1,117 @@
+"""FedAvg: exact numbers on hand-made clients, straggler dropping, same-seed repeatability."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from fedbench.algorithms import FedAvg, build_algorithm
+from fedbench.data.format import FederatedDataset, Split
+from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.models.linear import MultinomialLogisticRegression
+from tests.algorithms.handmade import (
+    Recorder, as_numpy, assert_same_history, handmade_config, handmade_dataset, handmade_model, initial_theta,
+    reference_run,
+)
+
+LR = 0.5
+
+
+@dataclass(frozen=True)
+class ZeroInit:
+    """The model with theta^0 = 0, so a round can be worked out with pencil and paper."""
+
+    model: MultinomialLogisticRegression
+
+    def init(self, generator: torch.Generator) -> torch.Tensor:
+        return torch.zeros(self.model.num_params)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def _two_client_1d() -> FederatedDataset:
+    xs = [np.array([[1.0], [2.0]], np.float32), np.array([[-1.0], [1.0], [3.0]], np.float32)]
+    ys = [np.array([0, 1]), np.array([0, 0, 0])]
+    test_x = [np.array([[1.0]], np.float32), np.array([[0.0]], np.float32)]
+    test_y = [np.array([1]), np.array([0])]
+    return FederatedDataset(name="pencil", client_ids=("p", "q"), train=Split.from_clients(xs, ys, (1,)),
+                            test=Split.from_clients(test_x, test_y, (1,)), num_classes=2)
+
+
+def test_one_round_by_hand():
+    # theta = [W00, W01, b0, b1] = 0, so every softmax is (1/2, 1/2) and dL/dz = (1/2, 1/2) - onehot(y).
+    # Client p (n=2): x=1,y=0 -> (-1/2, 1/2); x=2,y=1 -> (1/2, -1/2).
+    #   grad W = mean(x * dL/dz) = ((-1/2, 1/2) + (1, -1)) / 2 = (1/4, -1/4); grad b = (0, 0).
+    #   One full-batch step with lr 0.1: (-0.025, 0.025, 0, 0).
+    # Client q (n=3): all y=0 -> dL/dz = (-1/2, 1/2); mean x = 1.
+    #   grad = (-1/2, 1/2, -1/2, 1/2); after the step: (0.05, -0.05, 0.05, -0.05).
+    # Server, weights n_k = (2, 3): (2 * p + 3 * q) / 5 = (0.02, -0.02, 0.03, -0.03).
+    cfg = SimulationConfig(rounds=1, clients_per_round=2, local_epochs=1, batch_size=10, seed=0, device="cpu")
+    model = ZeroInit(MultinomialLogisticRegression(in_features=1, num_classes=2))
+    result = simulate(cfg, _two_client_1d(), model, FedAvg(lr=0.1))
+
+    expected = torch.tensor([0.02, -0.02, 0.03, -0.03])
+    torch.testing.assert_close(result.theta, expected, rtol=0, atol=1e-7)
+    # Before training every prediction is (1/2, 1/2): f(0) = ln 2.
+    assert result.history[0]["train/loss"] == pytest.approx(math.log(2), abs=1e-7)
+    assert len(result.history) == 2  # one training round plus the final evaluation
+
+
+def test_matches_float64_reference_two_rounds():
+    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=2)
+    result = simulate(cfg, ds, model, FedAvg(lr=LR))
+    expected, losses, _ = reference_run(ds, cfg, initial_theta(cfg, model), LR, mu=0.0, keep_stragglers=False)
+
+    assert np.abs(as_numpy(result.theta) - expected).max() < 1e-6
+    assert [row["train/loss"] for row in result.history] == pytest.approx(losses, abs=1e-6)
+    # The problem is not degenerate: the model moved.
+    assert np.abs(expected - initial_theta(cfg, model)).max() > 1e-2
+
+
+def test_drops_stragglers():
+    # K=2, fraction 0.5: round(2 * 0.5) = 1 client runs E epochs, the other straggles and is dropped.
+    ds, model = handmade_dataset(), handmade_model()
+    cfg = handmade_config(rounds=3, straggler_fraction=0.5, local_epochs=3)
+    rec = Recorder(FedAvg(lr=LR))
+    result = simulate(cfg, ds, model, rec)
+    expected, _, logs = reference_run(ds, cfg, initial_theta(cfg, model), LR, mu=0.0, keep_stragglers=False)
+
+    assert np.abs(as_numpy(result.theta) - expected).max() < 1e-6
+    assert len(rec.rounds) == 3
+    for seen, log in zip(rec.rounds, logs):
+        assert len(seen["clients"]) == 1
+        assert seen["clients"].tolist() == log.received
+        assert seen["epochs"].tolist() == [cfg.local_epochs]  # only full work is aggregated
+        assert seen["weights"].tolist() == [1.0]
+
+    # Dropping the straggler changes the result compared with the run where it is not a straggler.
+    no_strag = simulate(handmade_config(rounds=3, local_epochs=3), ds, model, FedAvg(lr=LR))
+    assert not torch.equal(no_strag.theta, result.theta)
+
+
+def test_all_stragglers_leave_the_model_unchanged():
+    ds, model = handmade_dataset(), handmade_model()
+    cfg = handmade_config(rounds=2, straggler_fraction=1.0)
+    result = simulate(cfg, ds, model, FedAvg(lr=LR))
+    assert torch.equal(result.theta, torch.from_numpy(initial_theta(cfg, model)).float())
+
+
+def test_same_seed_is_repeatable():
+    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, straggler_fraction=0.5)
+    first = simulate(cfg, ds, model, build_algorithm("fedavg", lr=LR))
+    second = simulate(cfg, ds, model, build_algorithm("fedavg", lr=LR))
+    assert torch.equal(first.theta, second.theta)
+    assert first.param_digest == second.param_digest
+    assert_same_history(first.history, second.history)
+
+
+def test_different_seed_differs():
+    ds, model = handmade_dataset(), handmade_model()
+    a = simulate(handmade_config(seed=3), ds, model, FedAvg(lr=LR))
+    b = simulate(handmade_config(seed=4), ds, model, FedAvg(lr=LR))
+    assert a.param_digest != b.param_digest
