@@ -18,4 +18,4 @@ def prox_gradient(grad: torch.Tensor, theta: torch.Tensor, anchor: torch.Tensor,
     """Gradient of F(theta) + (mu/2)||theta - anchor||^2 given grad = nabla F(theta) (FedProx eq. 2)."""
     if mu == 0:
         return grad
-    return grad + mu * (theta - anchor)
+    return torch.add(grad, theta - anchor, alpha=mu)

@@ -43,7 +43,7 @@ class FedAvg:
         return theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
-        return theta - self.lr * grad_fn(theta)
+        return torch.add(theta, grad_fn(theta), alpha=-self.lr)
 
     def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
         return theta, None

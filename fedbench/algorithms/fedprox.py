@@ -50,7 +50,7 @@ class FedProx:
         return bcast.theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast: FedProxBroadcast) -> torch.Tensor:
-        return theta - self.lr * prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu)
+        return torch.add(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), alpha=-self.lr)
 
     def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
         return theta, None

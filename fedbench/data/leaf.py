@@ -174,7 +174,8 @@ def leaf_to_federated(
     train = train_json if isinstance(train_json, dict) else read_leaf_json(train_json)
     test = test_json if isinstance(test_json, dict) else read_leaf_json(test_json)
     users = list(train["users"])
-    test_only = [u for u in test["users"] if u not in set(users)]
+    train_users = set(users)
+    test_only = [u for u in test["users"] if u not in train_users]
     if test_only:
         raise ValueError(f"{len(test_only)} test user(s) have no training data, e.g. {test_only[:3]}; "
                          "every client must be a train user (was the split made with LEAF's -t user?)")

@@ -42,29 +42,33 @@ def active_counts(steps: np.ndarray, total: int) -> np.ndarray:
 
 
 def run_vectorized(algorithm: Any, model: Any, bcast: Any, local: Any, data: CohortData) -> Any:
-    """Run every client's local steps at once; returns the final local state [K, ...]."""
+    """Run every client's local steps at once; returns the final local state [K, ...].
+
+    ``work`` holds the rows of the clients still training (a prefix, as the cohort is sorted by steps);
+    when clients finish, their rows are written back into ``local`` once and ``work`` shrinks."""
     total = int(data.steps.max()) if len(data.steps) else 0
     counts = active_counts(data.steps, total)
+    work, a_work = local, len(data.steps)
     for t0 in range(0, total, CHUNK_STEPS):
         t1 = min(total, t0 + CHUNK_STEPS)
         a0 = int(counts[t0])
         idx = data.index[:a0, t0:t1]
         valid = idx >= 0
         safe = idx.clamp(min=0)
-        xc = data.x[safe]
+        xc = model.prepare_inputs(data.x[safe])
         weight = valid.to(xc.dtype)
         weight = (weight / weight.sum(-1, keepdim=True).clamp(min=1.0)).unsqueeze(-1)
         target = F.one_hot(data.y[safe], data.num_classes).to(xc.dtype).mul_(weight)
         for j in range(t1 - t0):
             a = int(counts[t0 + j])
+            if a < a_work:  # clients a..a_work-1 are done: keep their final rows
+                local = tree.write_rows(local, tree.rows(work, a, a_work), a, a_work)
+                work, a_work = tree.head(work, a), a
             xb, tb, wb = xc[:a, j], target[:a, j], weight[:a, j]
-
-            def grad_fn(theta: torch.Tensor, xb=xb, tb=tb, wb=wb) -> torch.Tensor:
-                return model.batched_grad(theta, xb, tb, wb)
-
-            new = algorithm.client_step(tree.head(local, a), grad_fn, bcast)
-            local = tree.write_head(local, new, a)
-    return local
+            work = algorithm.client_step(work, lambda th, xb=xb, tb=tb, wb=wb: model.batched_grad(th, xb, tb, wb), bcast)
+    if a_work == len(data.steps):
+        return work
+    return tree.write_rows(local, work, 0, a_work)
 
 
 def run_reference(algorithm: Any, model: Any, bcast: Any, local: Any, data: CohortData) -> Any:

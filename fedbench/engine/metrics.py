@@ -117,6 +117,8 @@ def reporting_round(losses: list[float] | np.ndarray) -> tuple[int, str]:
     """The round at which FedProx appendix C.3.2 reads a method's accuracy: the first round that has
     converged (|f_t - f_{t-1}| < 1e-4), or has started to diverge (f_t - f_{t-10} > 1), or the last one."""
     losses = list(map(float, losses))
+    if losses and not np.isfinite(losses[0]):
+        return 0, "diverged"
     for t in range(1, len(losses)):
         if not np.isfinite(losses[t]):
             return t, "diverged"

@@ -36,13 +36,17 @@ def head(state: Any, a: int) -> Any:
     return tree_map(lambda t: t[:a], state)
 
 
-def write_head(state: Any, new: Any, a: int) -> Any:
-    """``state`` with its first ``a`` rows replaced by ``new`` (in place when a < rows)."""
-    if a == _rows(state):
+def rows(state: Any, lo: int, hi: int) -> Any:
+    """Rows lo..hi-1 (a view)."""
+    return tree_map(lambda t: t[lo:hi], state)
+
+
+def write_rows(state: Any, new: Any, lo: int, hi: int) -> Any:
+    """``state`` with rows lo..hi-1 replaced by ``new`` (in place, unless ``new`` covers every row)."""
+    if lo == 0 and hi == _rows(state):
         return new
-    old_leaves, new_leaves = tree_leaves(state), tree_leaves(new)
-    for o, n in zip(old_leaves, new_leaves):
-        o[:a].copy_(n)
+    for o, n in zip(tree_leaves(state), tree_leaves(new)):
+        o[lo:hi].copy_(n)
     return state
 
 

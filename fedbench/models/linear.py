@@ -48,19 +48,23 @@ class MultinomialLogisticRegression:
         """Mean cross-entropy of one model on one batch (the reference path differentiates this)."""
         return F.cross_entropy(self.logits(theta, x), y)
 
+    def prepare_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Inputs as the vectorized path feeds them to :meth:`batched_grad`: a column of ones appended,
+        so that x_aug @ [W; b] = x W + b and the flat theta is exactly [W; b] flattened."""
+        return torch.cat([x, torch.ones_like(x[..., :1])], dim=-1)
+
     def batched_grad(self, theta: torch.Tensor, x: torch.Tensor, target: torch.Tensor,
                      weight: torch.Tensor) -> torch.Tensor:
         """Gradient of each client's weighted mean cross-entropy, for a cohort at once.
 
-        theta [K, P]; x [K, B, d]; target [K, B, C] = one-hot labels times weight; weight [K, B, 1] with
-        each client's weights summing to 1 (zero on padding). Returns [K, P].
+        theta [K, P]; x [K, B, d + 1] from :meth:`prepare_inputs`; target [K, B, C] = one-hot labels times
+        weight; weight [K, B, 1], each client's summing to 1 (zero on padding). Returns [K, P].
         """
         k = theta.shape[0]
-        w, b = self._split(theta)
-        p = torch.softmax(torch.baddbmm(b.unsqueeze(1), x, w), dim=-1)
+        w_aug = theta.view(k, self.in_features + 1, self.num_classes)
+        p = torch.softmax(torch.bmm(x, w_aug), dim=-1)
         p = p.mul_(weight).sub_(target)  # d(loss)/d(logits)
-        gw = torch.bmm(x.transpose(1, 2), p)
-        return torch.cat([gw.reshape(k, -1), p.sum(1)], dim=1)
+        return torch.bmm(x.transpose(1, 2), p).view(k, -1)
 
     def per_sample(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-sample loss and correctness of one model [P] on x [n, d]."""

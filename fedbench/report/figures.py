@@ -11,7 +11,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 LABELS = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", "fedprox_mu1": "FedProx, μ=1"}
 PALETTE = {"FedAvg": "#1f77b4", "FedProx, μ=0": "#ff7f0e", "FedProx, μ=1": "#2ca02c"}
@@ -24,6 +23,8 @@ def _label(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _panel(ax, df: pd.DataFrame, metric: str) -> None:
+    import seaborn as sns  # imported here: it costs seconds, and the training stages do not need it
+
     if df.empty:
         ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
         return
@@ -75,6 +76,8 @@ def figure5(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_iid", stra
     if sub.empty:
         ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
     else:
+        import seaborn as sns
+
         sub = sub.assign(stragglers=(sub["stragglers"] * 100).astype(int).astype(str) + "% stragglers")
         sns.lineplot(data=sub, x="round", y="train/loss", hue="stragglers", errorbar=("pi", 100), ax=ax)
     ax.set_title("FedAvg on Synthetic-IID (FedProx Figure 5, rerun)", fontsize=10)

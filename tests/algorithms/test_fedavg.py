@@ -14,7 +14,13 @@ from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models.linear import MultinomialLogisticRegression
 from tests.algorithms.handmade import (
-    Recorder, as_numpy, assert_same_history, handmade_config, handmade_dataset, handmade_model, initial_theta,
+    Recorder,
+    as_numpy,
+    assert_same_history,
+    handmade_config,
+    handmade_dataset,
+    handmade_model,
+    initial_theta,
     reference_run,
 )
 
