@@ -86,6 +86,7 @@ def evaluate(model, theta: torch.Tensor, data: DeviceData, with_dissimilarity: b
     loss_tr, correct_tr = model.per_sample(theta, data.x_train, data.y_train)
     loss_te, correct_te = model.per_sample(theta, data.x_test, data.y_test)
     dev_loss = _segment_mean(loss_tr, data.seg_train, data.n_train)
+    dev_loss = torch.where(data.n_train > 0, dev_loss, torch.full_like(dev_loss, float("nan")))
     dev_acc = _segment_mean(correct_te, data.seg_test, data.n_test)
     dev_acc = torch.where(data.n_test > 0, dev_acc, torch.full_like(dev_acc, float("nan")))
     dissim = float("nan")
@@ -94,7 +95,8 @@ def evaluate(model, theta: torch.Tensor, data: DeviceData, with_dissimilarity: b
                                     data.seg_train, data.n_train).double()
         p = data.n_train.double() / data.n_train.sum()
         global_grad = p @ grads
-        dissim = float(((grads - global_grad) ** 2).sum(1).mean())
+        has_data = data.n_train > 0  # a device without training data has no local objective
+        dissim = float(((grads[has_data] - global_grad) ** 2).sum(1).mean())
     return Evaluation(
         train_loss=float(loss_tr.double().mean()),
         train_accuracy=float(correct_tr.double().mean()),
@@ -117,7 +119,9 @@ def reporting_round(losses: list[float] | np.ndarray) -> tuple[int, str]:
     """The round at which FedProx appendix C.3.2 reads a method's accuracy: the first round that has
     converged (|f_t - f_{t-1}| < 1e-4), or has started to diverge (f_t - f_{t-10} > 1), or the last one."""
     losses = list(map(float, losses))
-    if losses and not np.isfinite(losses[0]):
+    if not losses:
+        raise ValueError("reporting_round needs at least one evaluated round")
+    if not np.isfinite(losses[0]):
         return 0, "diverged"
     for t in range(1, len(losses)):
         if not np.isfinite(losses[t]):

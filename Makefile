@@ -1,0 +1,36 @@
+# fedbench: the two commands of the README.
+#   make repro   install into .venv, then run the main job (dvc repro) on the offline default
+#   make test    install into .venv, then run the tests (CI's .ci/run calls this)
+# TORCH_SPEC picks the torch build: the default is the CPU build these machines carry on disk; on a GPU
+# machine use e.g. `make repro TORCH_SPEC=torch` (PyPI's Linux wheels are CUDA builds).
+
+PYTHON ?= python3
+TORCH_SPEC ?= torch==2.13.0
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: install repro test bench ui clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q "$(TORCH_SPEC)"
+	$(VENV)/bin/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+repro: install
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DVC_NO_ANALYTICS=1 dvc repro
+
+test: install
+	$(VENV)/bin/python -m pytest -q
+
+bench: install
+	$(VENV)/bin/fedbench bench
+
+ui: install
+	$(VENV)/bin/fedbench ui
+
+clean:
+	rm -rf runs data/generated mlflow.db mlruns mlartifacts

@@ -1,0 +1,75 @@
+"""Config errors: each fails at load with one line naming the key and what is allowed; the CLI exits
+non-zero and writes nothing."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedbench.config import ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _params(tmp_path: Path, edit) -> Path:
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    edit(raw)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_committed_params_load():
+    cfg = load_config(ROOT / "params.yaml")
+    assert cfg.train.clients_per_round == 10 and cfg.train.local_epochs == 20
+    assert set(cfg.studies) == {"stragglers", "heterogeneity"}
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r["studies"]["stragglers"]["algorithms"].append("fedavgg"),
+     "studies.stragglers.algorithms: 'fedavgg' is not allowed (did you mean 'fedavg'?)"),
+    (lambda r: r["algorithms"].update(bad={"name": "scafold"}), "algorithms.bad.name: 'scafold' is not allowed"),
+    (lambda r: r["studies"]["stragglers"]["datasets"].append("femnist"),
+     "studies.stragglers.datasets: 'femnist' is not allowed"),
+    (lambda r: r["data"]["datasets"].append("mnist"), "data.datasets: 'mnist' is not allowed"),
+    (lambda r: r["studies"]["stragglers"]["stragglers"].append(1.5), "studies.stragglers.stragglers: 1.5 is outside [0, 1]"),
+    (lambda r: r["studies"]["stragglers"]["stragglers"].append(-0.1), "outside [0, 1]"),
+    (lambda r: r["train"].update(clients_per_round=31),
+     "train.clients_per_round: 31 exceeds data.num_devices (30); allowed: 1..30"),
+    (lambda r: r["algorithms"]["fedprox_mu1"].update(mu=-1.0), "algorithms.fedprox_mu1.mu: must be >= 0"),
+    (lambda r: r["train"].update(roundz=3), "train.roundz: unknown key (did you mean 'rounds'?); allowed:"),
+    (lambda r: r.update(trian={}), "trian: unknown top-level key (did you mean 'train'?)"),
+    (lambda r: r["algorithms"]["fedprox_mu1"].update(mu_=1.0), "algorithms.fedprox_mu1.mu_: unknown key for fedprox"),
+    (lambda r: r["train"].update(rounds="many"), "train.rounds: expected an integer, got 'many'"),
+    (lambda r: r["train"].update(sampling="weighted"), "train.sampling: 'weighted' is not allowed"),
+    (lambda r: r["train"].update(device="tpu"), "train.device: 'tpu' is not allowed; allowed: auto, cpu, cuda, cuda:N"),
+    (lambda r: r["train"].update(seeds=[0, 0]), "train.seeds: seeds must be distinct"),
+])
+def test_config_errors_name_the_key(tmp_path, edit, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(_params(tmp_path, edit))
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_cli_config_error_exits_nonzero_and_writes_nothing(tmp_path):
+    params = _params(tmp_path, lambda r: r["train"].update(clients_per_round=100))
+    before = set(p.name for p in tmp_path.iterdir())
+    proc = subprocess.run([sys.executable, "-m", "fedbench.cli", "--params", str(params), "run", "--dataset",
+                           "synthetic_1_1", "--algorithm", "fedavg", "--no-track"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines == ["fedbench: config error: train.clients_per_round: 100 exceeds data.num_devices (30); allowed: 1..30"]
+    assert set(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_cli_unknown_algorithm_variant(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "fedbench.cli", "--params", str(ROOT / "params.yaml"), "run",
+                           "--dataset", "synthetic_1_1", "--algorithm", "fedprox_mu2", "--no-track"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "--algorithm 'fedprox_mu2' is not a variant in 'algorithms'; allowed: fedavg, fedprox_mu0, fedprox_mu1" in proc.stderr
+    assert not (tmp_path / "data").exists() and not (tmp_path / "runs").exists()
