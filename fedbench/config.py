@@ -68,6 +68,7 @@ class Config:
     train: TrainConfig
     algorithms: dict[str, AlgorithmConfig]
     studies: dict[str, StudyConfig]
+    claim_studies: tuple[str, ...] = ()  # small studies in fedbench/studies/, each turning paper statements into claims
 
 
 def _suggest(key: str, allowed: list[str]) -> str:
@@ -128,7 +129,7 @@ def _one_of(value: Any, allowed: list | tuple, where: str) -> None:
                           f"allowed: {', '.join(map(str, allowed))}")
 
 
-def _algorithm(raw: Any, where: str) -> AlgorithmConfig:
+def _algorithm(raw: Any, where: str, lr: float = 1.0) -> AlgorithmConfig:
     if not isinstance(raw, dict) or "name" not in raw:
         raise ConfigError(f"{where}: expected a mapping with 'name' (one of {', '.join(ALGORITHMS)})")
     name = raw["name"]
@@ -141,13 +142,21 @@ def _algorithm(raw: Any, where: str) -> AlgorithmConfig:
         if key not in allowed:
             names = ["name", *allowed]
             raise ConfigError(f"{where}.{key}: unknown key for {name}{_suggest(key, names)}; allowed: {', '.join(names)}")
+        if isinstance(allowed[key], tuple):  # a declared set of allowed values (e.g. a named option)
+            _one_of(value, allowed[key], f"{where}.{key}")
+            hyper[key] = value
+            continue
         hyper[key] = _coerce(value, allowed[key], f"{where}.{key}")
         if key.startswith("mu") and hyper[key] < 0:
             raise ConfigError(f"{where}.{key}: must be >= 0 (the proximal weight), got {value!r}")
+    try:  # the algorithm's own range checks (e.g. a conformity level in (0, 1]) also fail at load time
+        ALGORITHMS[name][0](lr=lr, **hyper)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     return AlgorithmConfig(name=name, hyper=hyper)
 
 
-TOP_KEYS = ["data", "train", "algorithms", "studies"]
+TOP_KEYS = ["data", "train", "algorithms", "studies", "claim_studies"]
 
 
 def parse_config(raw: Any) -> Config:
@@ -184,7 +193,7 @@ def parse_config(raw: Any) -> Config:
     raw_algos = raw.get("algorithms") or {}
     if not isinstance(raw_algos, dict) or not raw_algos:
         raise ConfigError("algorithms: expected a mapping of variant name -> {name: ..., hyperparameters}")
-    algorithms = {k: _algorithm(v, f"algorithms.{k}") for k, v in raw_algos.items()}
+    algorithms = {k: _algorithm(v, f"algorithms.{k}", train.lr) for k, v in raw_algos.items()}
 
     raw_studies = raw.get("studies") or {}
     if not isinstance(raw_studies, dict):
@@ -203,7 +212,22 @@ def parse_config(raw: Any) -> Config:
             raise ConfigError("train.local_epochs: stragglers with straggler_epochs='authors_code' need "
                               "local_epochs >= 2; allowed: local_epochs >= 2 or straggler_epochs: paper")
         studies[name] = study
-    return Config(data=data, train=train, algorithms=algorithms, studies=studies)
+    claim_studies = ()
+    if raw.get("claim_studies") is not None:
+        claim_studies = _coerce(raw["claim_studies"], tuple[str, ...], "claim_studies")
+        available = available_claim_studies()
+        for name in claim_studies:
+            _one_of(name, available, "claim_studies")
+    return Config(data=data, train=train, algorithms=algorithms, studies=studies, claim_studies=claim_studies)
+
+
+def available_claim_studies() -> list[str]:
+    """Modules of fedbench/studies/ (each exposes ``run(out_dir)``), found without importing them."""
+    import pkgutil
+
+    import fedbench.studies
+
+    return sorted(m.name for m in pkgutil.iter_modules(fedbench.studies.__path__) if not m.name.startswith("_"))
 
 
 def load_config(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Config:

@@ -123,3 +123,41 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+STUDIES_ROOT = Path("reports/studies")
+
+
+def run_claim_study(name: str, root: Path = STUDIES_ROOT, track: bool = True) -> list[dict[str, Any]]:
+    """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place),
+    with its claims in ``claims.json``, and log it to MLflow as one run of experiment ``study-<name>``."""
+    import importlib
+    import json
+    import os
+    import shutil
+    import tempfile
+    import time
+
+    module = importlib.import_module(f"fedbench.studies.{name}")
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+    try:
+        t0 = time.perf_counter()
+        claims = module.run(tmp)
+        seconds = time.perf_counter() - t0
+        (tmp / "claims.json").write_text(json.dumps({"study": name, "seconds": round(seconds, 1), "claims": claims},
+                                                    indent=2, default=float) + "\n")
+        final = root / name
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for c in claims:
+        print(f"{c['verdict']:>15}  {c['id']}")
+    if track:
+        from fedbench import tracking
+
+        tracking.log_study(f"study-{name}", name, claims, sorted(final.iterdir()), seconds)
+    return claims

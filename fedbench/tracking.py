@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -111,4 +112,24 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
     """Start the MLflow UI on ``host:port`` against the tracking store (blocks until stopped)."""
     uri = tracking_uri()
     print(f"MLflow UI for {uri} at http://{host}:{port}  (Ctrl-C to stop)")
-    return subprocess.call(["mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port)])
+    return subprocess.call([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port)])
+
+
+def log_study(experiment: str, name: str, claims: list[dict[str, Any]], artifacts: list[Path], seconds: float) -> str:
+    """Log one claim study as a run: a tag per claim verdict, its figures and claims.json as artifacts."""
+    client = _client()
+    exp_id = experiment_id(client, experiment)
+    tags = {"mlflow.runName": name, "git_commit": git_commit(),
+            **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
+    run = client.create_run(exp_id, run_name=name, tags=tags)
+    try:
+        now = int(time.time() * 1000)
+        client.log_batch(run.info.run_id, metrics=[Metric("study/seconds", float(seconds), now, 0)],
+                         params=[Param("study", name)])
+        for path in artifacts:
+            client.log_artifact(run.info.run_id, str(path))
+        client.set_terminated(run.info.run_id, "FINISHED")
+    except BaseException:
+        client.set_terminated(run.info.run_id, "FAILED")
+        raise
+    return run.info.run_id

@@ -73,3 +73,26 @@ def test_cli_unknown_algorithm_variant(tmp_path):
     assert proc.returncode == 2
     assert "--algorithm 'fedprox_mu2' is not a variant in 'algorithms'; allowed: fedavg, fedprox_mu0, fedprox_mu1" in proc.stderr
     assert not (tmp_path / "data").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("variant, message", [
+    ({"name": "delta_fl", "theta": 0.5, "weighting": "fractional"},
+     "algorithms.v.weighting: 'fractional' is not allowed; allowed: exact, filter"),
+    ({"name": "delta_fl", "theta": 1.5}, "algorithms.v: theta (conformity level) must be in (0, 1]"),
+    ({"name": "delta_fl", "theta": 0.5, "quantile_period": 0}, "algorithms.v: quantile_period must be >= 1"),
+    ({"name": "fedlaavg", "mu": 1.0}, "algorithms.v.mu: unknown key for fedlaavg"),
+])
+def test_algorithm_options_and_ranges_fail_at_load(tmp_path, variant, message):
+    path = _params(tmp_path, lambda r: r["algorithms"].update(v=variant))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert message in str(err.value)
+
+
+def test_part_a_algorithms_load(tmp_path):
+    path = _params(tmp_path, lambda r: r["algorithms"].update(
+        d={"name": "delta_fl", "theta": 0.5, "weighting": "filter", "quantile_period": 2},
+        la={"name": "fedlaavg"}, seq={"name": "sequential_sgd"}))
+    cfg = load_config(path)
+    assert cfg.algorithms["d"].hyper == {"theta": 0.5, "weighting": "filter", "quantile_period": 2}
+    assert cfg.algorithms["la"].hyper == {} and cfg.algorithms["seq"].name == "sequential_sgd"

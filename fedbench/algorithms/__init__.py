@@ -1,5 +1,6 @@
 """One algorithm per file. ``ALGORITHMS`` maps the names used in params.yaml to their classes and the
-hyperparameters each accepts (besides ``lr``, which every algorithm takes)."""
+hyperparameters each accepts (besides ``lr``, which every algorithm takes): a type, or a tuple of the allowed
+values of a named option."""
 
 from __future__ import annotations
 
@@ -8,14 +9,40 @@ from typing import Any
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.fedprox import FedProx
 from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
+from fedbench.algorithms.delta_fl import DeltaFL
+from fedbench.algorithms.fedlaavg import FedLaAvg
+from fedbench.algorithms.sequential_sgd import SequentialSGD
+from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
+from fedbench.algorithms.feddane import FedDane
+from fedbench.algorithms.fedproxvr import FedProxVR
+from fedbench.algorithms.mime import Mime
+from fedbench.algorithms.minibatch_sgd import MinibatchSGD
+from fedbench.algorithms.scaffold import Scaffold
 
 ALGORITHMS: dict[str, tuple[type, dict[str, type]]] = {
     "fedavg": (FedAvg, {}),
     "fedprox": (FedProx, {"mu": float}),
     "fedprox_adaptive": (FedProxAdaptiveMu, {"mu_init": float}),
+    "delta_fl": (DeltaFL, {"theta": float, "weighting": ("exact", "filter"), "quantile_period": int}),
+    "fedlaavg": (FedLaAvg, {}),
+    "sequential_sgd": (SequentialSGD, {}),
+    "scaffold": (Scaffold, {"eta_g": float, "control_variate": ("I", "II")}),
+    "minibatch_sgd": (MinibatchSGD, {}),
+    "fedavg_momentum": (FedAvgMomentum, {"beta": float, "server_lr": float}),
+    "mime": (Mime, {"variant": ("mime", "mimelite"), "base": ("sgdm", "adam"), "momentum": float,
+                    "beta1": float, "beta2": float, "eps": float}),
+    "fedproxvr": (FedProxVR, {"mu": float, "tau": int, "estimator": ("svrg", "sarah"), "beta": float,
+                              "smoothness": float}),
+    "feddane": (FedDane, {"mu": float}),
 }
 
 
-def build_algorithm(name: str, lr: float, **hyper: Any):
+def build_algorithm(name: str, lr: float, seed: int | None = None, **hyper: Any):
+    """The algorithm ``name``; ``seed`` (the run's) goes to algorithms with random draws of their own
+    (FedProxVR's output iterate), never through the config."""
+    import dataclasses
+
     cls, _ = ALGORITHMS[name]
+    if seed is not None and any(f.name == "seed" for f in dataclasses.fields(cls)):
+        hyper = hyper | {"seed": seed}
     return cls(lr=lr, **hyper)

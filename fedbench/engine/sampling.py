@@ -28,25 +28,45 @@ class RoundPlan:
     weights: np.ndarray  # [K] aggregation weight of each client if its update is received
 
 
-def select_clients(seed: int, round_: int, sizes: np.ndarray, k: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
-    """Pick ``k`` clients and their aggregation weights (before dropping any).
+def select_clients(seed: int, round_: int, sizes: np.ndarray, k: int, scheme: str,
+                   available: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pick ``k`` clients among the available ones, and their aggregation weights (before dropping any).
 
     - ``uniform``: K clients uniformly without replacement, updates averaged with weights n_k (the
       FedProx experiments, section 5.1 and appendix C.2, after McMahan et al.).
     - ``proportional``: K clients drawn with probability p_k = n_k / n, then a simple average (FedProx
       Algorithms 1 and 2). Deviation: drawn without replacement so a client trains once per round.
+
+    ``available`` (bool [N], default all) restricts the draw to the available clients, and K becomes
+    min(K, #available) (as Delta-FL's and FedLaAvg's code: "num_clients = min(num_clients, len(possible))").
+    With every client available the draws are exactly those of the unrestricted selection.
     """
     n = len(sizes)
     if not 1 <= k <= n:
         raise ValueError(f"clients_per_round={k} must be between 1 and the number of clients ({n})")
+    pool = np.arange(n) if available is None else np.flatnonzero(available)
+    if available is not None and len(available) != n:
+        raise ValueError(f"availability mask has {len(available)} entries for {n} clients")
+    k = min(k, len(pool))
+    if k == 0:
+        return np.zeros(0, np.int64), np.zeros(0)
     g = rng(seed, round_, "select")
     if scheme == "uniform":
-        clients = np.sort(g.choice(n, size=k, replace=False))
-        return clients, sizes[clients].astype(np.float64)
+        picked = g.choice(len(pool), size=k, replace=False)
+    elif scheme == "proportional":
+        picked = g.choice(len(pool), size=k, replace=False, p=sizes[pool] / sizes[pool].sum())
+    else:
+        raise ValueError(f"unknown sampling scheme {scheme!r}; allowed: {list(SAMPLING_SCHEMES)}")
+    clients = np.sort(pool[picked])
+    return clients, aggregation_weights(sizes, clients, scheme)
+
+
+def aggregation_weights(sizes: np.ndarray, clients: np.ndarray, scheme: str) -> np.ndarray:
+    """The weights :func:`select_clients` gives a cohort: n_k under ``uniform``, equal under ``proportional``."""
+    if scheme == "uniform":
+        return sizes[clients].astype(np.float64)
     if scheme == "proportional":
-        p = sizes / sizes.sum()
-        clients = np.sort(g.choice(n, size=k, replace=False, p=p))
-        return clients, np.ones(k)
+        return np.ones(len(clients))
     raise ValueError(f"unknown sampling scheme {scheme!r}; allowed: {list(SAMPLING_SCHEMES)}")
 
 
@@ -81,9 +101,16 @@ def draw_stragglers(seed: int, round_: int, k: int, fraction: float, local_epoch
 
 
 def plan_round(seed: int, round_: int, sizes: np.ndarray, k: int, scheme: str, straggler_fraction: float,
-               local_epochs: int, straggler_epochs: str = "authors_code") -> RoundPlan:
-    clients, weights = select_clients(seed, round_, sizes, k, scheme)
-    straggler, epochs = draw_stragglers(seed, round_, k, straggler_fraction, local_epochs, straggler_epochs)
+               local_epochs: int, straggler_epochs: str = "authors_code", available: np.ndarray | None = None,
+               chosen: np.ndarray | None = None) -> RoundPlan:
+    """The cohort of one round: selected among the ``available`` clients (default all), or the clients an
+    algorithm ``chosen`` itself (weighted as the scheme weights them), then stragglers among them."""
+    if chosen is None:
+        clients, weights = select_clients(seed, round_, sizes, k, scheme, available)
+    else:
+        clients = np.asarray(chosen, dtype=np.int64)
+        weights = aggregation_weights(sizes, clients, scheme)
+    straggler, epochs = draw_stragglers(seed, round_, len(clients), straggler_fraction, local_epochs, straggler_epochs)
     return RoundPlan(clients=clients, straggler=straggler, epochs=epochs, weights=weights)
 
 

@@ -5,7 +5,7 @@ and returning explicit state (tensors carry a leading cohort axis; client functi
 operations, so the same function runs one client in the reference loop or the whole cohort at once):
 
     keeps_partial_work: bool                      # stragglers' partial work aggregated (True) or dropped
-    init(theta0, num_clients) -> server_state
+    init(theta0, num_clients) -> server_state      # server_state.theta is the global model [P]
     init_clients(num_clients, theta0) -> client_table | None   # per-client state kept across rounds
     begin_round(server_state, evaluation) -> server_state
     broadcast(server_state) -> bcast                # what every selected client receives
@@ -13,6 +13,23 @@ operations, so the same function runs one client in the reference loop or the wh
     client_step(local, grad_fn, bcast) -> local    # one minibatch step; grad_fn(theta [a, P]) -> [a, P]
     client_result(local, bcast, cohort) -> (result, new_client_rows | None)
     server_update(server_state, result, weights, cohort) -> server_state   # weights [K], sum 1
+
+and, optionally, these two hooks (the engine calls them only where they are defined):
+
+    choose_clients(server_state, round_, available, k) -> (server_state, clients)
+        The algorithm picks its own cohort instead of the uniform draw: ``available`` is the bool [N] mask of
+        the round, ``k`` = min(clients_per_round, #available); it returns k distinct available client
+        indices. Aggregation weights are then those of the sampling scheme (n_k, or equal), and stragglers
+        are drawn among the chosen clients as usual.
+    filter_cohort(server_state, round_, losses, num_samples) -> (server_state, weights)
+        Called after selection and before local work with ``losses`` (float64 [K]), each selected client's
+        loss F_k on all its training data at server_state.theta, and ``num_samples`` [K]. It returns
+        aggregation weights [K] (>= 0; those with 0 do no local work); they replace the scheme's weights.
+        Stragglers are dropped afterwards (unless keeps_partial_work); a round where nobody is left is
+        skipped.
+
+Which clients can be selected at all comes from ``SimulationConfig.availability`` (fedbench.availability):
+the uniform draw and ``choose_clients`` see only the clients available in the round.
 """
 
 from __future__ import annotations
@@ -27,6 +44,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 import torch
 
+from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
 from fedbench.engine import tree
 from fedbench.engine.local import LOCAL_PATHS, CohortData
@@ -49,6 +67,8 @@ class SimulationConfig:
     local_path: str = "vectorized"
     eval_every: int = 1
     checkpoint_every: int = 25
+    local_steps: int = 0  # 0: local_epochs epochs of local work; C > 0: exactly C minibatch steps per client
+    availability: AvailabilityConfig = field(default_factory=AvailabilityConfig)  # who can be selected, per round
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,8 @@ class Cohort:
     steps: torch.Tensor  # [K] local steps this round
     client_rows: Any  # rows of the per-client table (or None)
     full_grad: Callable[[torch.Tensor], torch.Tensor]  # theta [K, P] -> gradient of each F_k on all its data
+    num_clients: int | None = None  # N, all clients of the dataset
+    total_samples: int | None = None  # n, training samples of all N clients
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,10 @@ class RunResult:
 
 
 class Callback(Protocol):
+    """``on_round_end`` gets each round's metrics row and may stop the run by returning True. A callback may
+    also define ``on_model(round_, theta)``: it then gets the global model after round r's update (w_{r+1}, on
+    the compute device; copy what you keep)."""
+
     def on_round_end(self, round_: int, row: dict[str, float]) -> bool | None: ...
 
 
@@ -100,6 +126,12 @@ def simulate(
     device = resolve_device(cfg.device)
     if cfg.clients_per_round > dataset.num_clients:
         raise ValueError(f"clients_per_round={cfg.clients_per_round} exceeds the {dataset.num_clients} clients")
+    if cfg.local_steps < 0:
+        raise ValueError(f"local_steps={cfg.local_steps} must be >= 0 (0: local work given by local_epochs)")
+    if cfg.local_steps and cfg.straggler_fraction > 0:
+        raise ValueError("stragglers are defined in epochs (FedProx section 5.2); with local_steps > 0 use "
+                         "straggler_fraction=0")
+    availability = build_availability(cfg.availability, dataset)
     data = DeviceData.build(dataset, device)
     sizes = dataset.train.sizes
     theta0 = model.init(torch_generator(cfg.seed, -1, "init")).to(device)
@@ -127,11 +159,13 @@ def simulate(
             break
         eval_s = time.perf_counter() - t0
         state = algorithm.begin_round(state, ev)
-        state, table = _train_round(cfg, r, sizes, data, model, algorithm, state, table, local_fn, device)
+        state, table = _train_round(cfg, r, sizes, data, model, algorithm, state, table, local_fn, device,
+                                    availability.mask(cfg.seed, r))
         if device.type == "cuda":
             torch.cuda.synchronize()
         row |= {"wall_time_s": time.perf_counter() - t0, "eval_time_s": eval_s}
         history.append(row)
+        _notify_model(callbacks, r, state.theta)
         stop = _notify(callbacks, r, row)
         if ckpt and ((r + 1) % cfg.checkpoint_every == 0) and r + 1 < cfg.rounds:
             _save_checkpoint(ckpt, r + 1, state, table, history)
@@ -158,28 +192,55 @@ def _notify(callbacks: tuple[Any, ...], r: int, row: dict[str, float]) -> bool:
     return stop
 
 
+def _notify_model(callbacks: tuple[Any, ...], r: int, theta: torch.Tensor) -> None:
+    for cb in callbacks:
+        fn = getattr(cb, "on_model", None)
+        if fn is not None:
+            fn(r, theta.detach())
+
+
 def _save_checkpoint(path: Path, round_: int, state: Any, table: Any, history: list) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save({"round": round_, "state": state, "table": table, "history": history}, tmp)
     os.replace(tmp, path)
 
 
-def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table, local_fn, device):
+def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table, local_fn, device,
+                 available: np.ndarray):
+    choose = getattr(algorithm, "choose_clients", None)
+    chosen = None
+    if choose is not None:
+        k = min(cfg.clients_per_round, int(available.sum()))
+        state, chosen = choose(state, r, available, k)
+        chosen = _check_chosen(chosen, available, k)
     plan = plan_round(cfg.seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
-                      cfg.local_epochs, cfg.straggler_epochs)
+                      cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
+    weights = plan.weights
     keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
-    clients, epochs, weights = plan.clients[keep], plan.epochs[keep], plan.weights[keep]
+    filter_cohort = getattr(algorithm, "filter_cohort", None)
+    if filter_cohort is not None and len(plan.clients):
+        losses = cohort_losses(model, data, plan.clients, state.theta)
+        state, weights = filter_cohort(state, r, losses, sizes[plan.clients])
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+            raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
+        keep &= weights > 0
+    clients, epochs, weights = plan.clients[keep], plan.epochs[keep], weights[keep]
     if len(clients) == 0:
         return state, table
     # Work-sorted order: most local steps first (stable), so active clients form a prefix.
     per_epoch = -(-sizes[clients] // cfg.batch_size)
-    steps = epochs * per_epoch
+    if cfg.local_steps:  # exactly C steps, cycling through fresh permutations (FedLaAvg's local iterations)
+        steps = np.where(per_epoch > 0, cfg.local_steps, 0)
+        epochs = -(-steps // np.maximum(per_epoch, 1))
+    else:
+        steps = epochs * per_epoch
     order = np.argsort(-steps, kind="stable")
     clients, epochs, weights, steps = clients[order], epochs[order], weights[order], steps[order]
 
     schedule = np.full((len(clients), int(steps.max()), cfg.batch_size), -1, dtype=np.int64)
-    for i, (c, e) in enumerate(zip(clients, epochs)):
-        local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)
+    for i, (c, e, s) in enumerate(zip(clients, epochs, steps)):
+        local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)[:s]
         schedule[i, : len(local_idx)] = np.where(local_idx >= 0, local_idx + data.train_offsets[c], -1)
     index = torch.from_numpy(schedule).to(device)
     cohort_data = CohortData(x=data.x_train, y=data.y_train, num_classes=data.num_classes, index=index, steps=steps)
@@ -190,6 +251,7 @@ def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table
         clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
         epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
         client_rows=rows, full_grad=_full_grad_fn(model, data, clients, device),
+        num_clients=len(sizes), total_samples=int(sizes.sum()),
     )
     bcast = algorithm.broadcast(state)
     local = algorithm.client_init(bcast, cohort)
@@ -202,15 +264,36 @@ def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table
     return state, table
 
 
-def _full_grad_fn(model, data: DeviceData, clients: np.ndarray, device) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]."""
+def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
+    chosen = np.asarray(chosen, dtype=np.int64)
+    if chosen.ndim != 1 or len(chosen) != k or len(np.unique(chosen)) != k or not np.all(available[chosen]):
+        raise ValueError(f"choose_clients must return {k} distinct available clients, got {chosen.tolist()}")
+    return chosen
+
+
+def _cohort_segments(data: DeviceData, clients: np.ndarray, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Global indices of the cohort's training samples, their position in the cohort, and the counts n_k."""
     offs = data.train_offsets
     idx = np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])
     seg = np.repeat(np.arange(len(clients)), offs[clients + 1] - offs[clients])
-    idx_t, seg_t = torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device)
-    counts = torch.from_numpy(offs[clients + 1] - offs[clients]).to(device)
+    counts = offs[clients + 1] - offs[clients]
+    return (torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device),
+            torch.from_numpy(counts).to(device))
+
+
+def _full_grad_fn(model, data: DeviceData, clients: np.ndarray, device) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]."""
+    idx_t, seg_t, counts = _cohort_segments(data, clients, device)
 
     def full_grad(theta: torch.Tensor) -> torch.Tensor:
         return model.segment_grads(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
 
     return full_grad
+
+
+@torch.no_grad()
+def cohort_losses(model, data: DeviceData, clients: np.ndarray, theta: torch.Tensor) -> np.ndarray:
+    """F_k(theta) for each client k of ``clients``: its mean loss on all its training data (float64 [K])."""
+    idx_t, seg_t, counts = _cohort_segments(data, clients, data.x_train.device)
+    losses = model.segment_losses(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
+    return losses.double().cpu().numpy()

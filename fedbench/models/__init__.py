@@ -1,9 +1,12 @@
 """Models as flat parameter vectors: single-client maths for the reference path and evaluation, and a
 batched gradient over a cohort ([K, P] parameters) for the vectorized engine."""
 
+import math
+
+from fedbench.models.cnn import SmallCNN
 from fedbench.models.linear import MultinomialLogisticRegression
 
-__all__ = ["MultinomialLogisticRegression", "build_model"]
+__all__ = ["MultinomialLogisticRegression", "SmallCNN", "build_model"]
 
 
 def build_model(name: str, feature_shape: tuple[int, ...], num_classes: int):
@@ -11,4 +14,9 @@ def build_model(name: str, feature_shape: tuple[int, ...], num_classes: int):
     if name == "mclr":
         (d,) = feature_shape
         return MultinomialLogisticRegression(in_features=d, num_classes=num_classes)
-    raise ValueError(f"unknown model {name!r}; allowed: ['mclr']")
+    if name == "cnn":  # images [3, 32, 32], or flattened to [3072]
+        channels = feature_shape[0] if len(feature_shape) == 3 else 3
+        if math.prod(feature_shape) != channels * 32 * 32:
+            raise ValueError(f"model 'cnn' takes 32x32 images; got feature shape {feature_shape}")
+        return SmallCNN(num_classes=num_classes, in_channels=channels)
+    raise ValueError(f"unknown model {name!r}; allowed: ['mclr', 'cnn']")

@@ -85,3 +85,18 @@ class MultinomialLogisticRegression:
         gw.index_add_(0, segment, x.unsqueeze(2) * r.unsqueeze(1))
         gb = torch.zeros(m, self.num_classes, dtype=r.dtype, device=r.device).index_add_(0, segment, r)
         return torch.cat([gw.reshape(m, -1), gb], dim=1)
+
+    def segment_losses(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor,
+                       counts: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy of each segment on all its samples: theta [P] (one model for every segment) or
+        [M, P] (one per segment), x [n, d] with segment ids [n] in 0..M-1 and counts [M]. Returns [M]
+        (0 for an empty segment)."""
+        if theta.dim() == 1:
+            z = self.logits(theta, x)
+        else:
+            w, b = self._split(theta)
+            z = torch.einsum("nd,ndc->nc", x, w[segment]) + b[segment]
+        per_sample = F.cross_entropy(z, y, reduction="none")
+        total = torch.zeros(len(counts), dtype=per_sample.dtype, device=per_sample.device)
+        total.index_add_(0, segment, per_sample)
+        return total / counts.clamp(min=1).to(per_sample.dtype)

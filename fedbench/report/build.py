@@ -15,25 +15,42 @@ from pathlib import Path
 import pandas as pd
 
 from fedbench.config import Config
-from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
+from fedbench.pipeline import DATA_ROOT, RUNS_ROOT, STUDIES_ROOT
 from fedbench.report import figures
 from fedbench.report.claims import VERDICTS, evaluate_claims
 from fedbench.report.runs import load_runs
 
 
+def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
+    """Claims of the configured claim studies, read from their ``claims.json``; a study that has not run
+    gives one ``not-run`` entry."""
+    out = []
+    for name in cfg.claim_studies:
+        path = Path(studies_root) / name / "claims.json"
+        if not path.exists():
+            out.append({"id": f"{name}/*", "paper": "", "where": f"fedbench/studies/{name}.py", "claim": "",
+                        "published": None, "reproduced": None, "rule": "", "verdict": "not-run", "scale": {},
+                        "deviations": [], "observed": f"study {name} has not run (no {path})"})
+            continue
+        body = json.loads(path.read_text())
+        for c in body["claims"]:
+            out.append(c | {"study": name, "figures": sorted(p.name for p in path.parent.glob("*.png"))})
+    return out
+
+
 def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path = RUNS_ROOT,
-                 data_root: Path = DATA_ROOT) -> list[dict]:
+                 data_root: Path = DATA_ROOT, studies_root: Path = STUDIES_ROOT) -> list[dict]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
-    claims = evaluate_claims(cfg, hist, summ)
+    claims = evaluate_claims(cfg, hist, summ) + study_claims(cfg, studies_root)
     tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=out))
     try:
         figs = tmp / "figures"
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
         figures.figure5(hist, figs / "fig5_iid_stragglers.png")
-        (tmp / "claims.json").write_text(json.dumps({"claims": claims}, indent=2) + "\n")
+        (tmp / "claims.json").write_text(json.dumps({"claims": claims}, indent=2, default=str) + "\n")
         (tmp / "claims.md").write_text(claims_markdown(claims, summ))
         summ.sort_values(["dataset", "variant", "stragglers", "seed"]).to_csv(tmp / "runs.csv", index=False) \
             if len(summ) else (tmp / "runs.csv").write_text("")
@@ -47,6 +64,16 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims
+
+
+def _figure_links(c: dict) -> str:
+    study = c["study"]
+    return ", ".join(f"`studies/{study}/{name}`" for name in c["figures"])
+
+
+def _short(v, limit: int = 160) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _fmt(v) -> str:
@@ -70,11 +97,11 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "|---|---|---|---|",
     ]
     for c in claims:
-        pub = c["published"]["value"]
+        pub = c["published"].get("value", c["published"]) if isinstance(c["published"], dict) else c["published"]
         rep = c["reproduced"]["value"] if c["reproduced"] and isinstance(c["reproduced"]["value"], dict) \
             and "mean" in c["reproduced"]["value"] else (c["observed"] or "—")
-        lines.append(f"| `{c['id']}` | {pub if isinstance(pub, (int, float)) else str(pub)} "
-                     f"| {_fmt(rep) if isinstance(rep, dict) else rep} | **{c['verdict']}** |")
+        lines.append(f"| `{c['id']}` | {_short(pub) if pub is not None else '—'} "
+                     f"| {_fmt(rep) if isinstance(rep, dict) else _short(rep, 300)} | **{c['verdict']}** |")
     lines += ["", "Figures: `figures/fig1_stragglers_synthetic_1_1.png`, `figures/fig2_heterogeneity.png`, "
               "`figures/fig5_iid_stragglers.png`.", ""]
     for c in claims:
@@ -83,10 +110,11 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
             "",
             f"- **Paper**: {c['paper']}, {c['where']}.",
             f"- **Claim**: {c['claim']}",
-            f"- **Published**: {json.dumps(c['published'], ensure_ascii=False)}",
+            f"- **Published**: {json.dumps(c['published'], ensure_ascii=False, default=str)}",
             f"- **Observed**: {c['observed'] or '—'}",
             f"- **Rule**: {c['rule']}",
-            f"- **Scale**: {json.dumps(c['scale'])}",
+            f"- **Scale**: {json.dumps(c['scale'], default=str)}",
+            *([f"- **Figures**: {_figure_links(c)}"] if c.get("figures") else []),
             "- **Deviations from the paper's setup**:",
             *[f"  - {d}" for d in c["deviations"]],
             "",

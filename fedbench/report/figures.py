@@ -40,7 +40,8 @@ def figure1(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_1_1", stra
         for i, metric in enumerate(["train/loss", "test/accuracy"]):
             ax = axes[i, j]
             _panel(ax, sub, metric)
-            ax.set_title(f"{TITLES.get(dataset, dataset)}, {int(f * 100)}% stragglers" if i == 0 else "")
+            note = "\n(FedAvg = FedProx μ=0 here: curves overlap)" if f == 0 else ""
+            ax.set_title(f"{TITLES.get(dataset, dataset)}, {int(f * 100)}% stragglers{note}" if i == 0 else "", fontsize=10)
             ax.set_xlabel("# rounds")
             ax.set_ylabel("training loss" if i == 0 else "test accuracy")
             if ax.get_legend() and (i, j) != (0, 0):

@@ -134,5 +134,23 @@ def test_segment_grads_equal_per_segment_autograd(dtype, atol):
 
 def test_build_model():
     assert build_model("mclr", (60,), 10) == MultinomialLogisticRegression(60, 10)
-    with pytest.raises(ValueError, match="unknown model"):
-        build_model("cnn", (60,), 10)
+    with pytest.raises(ValueError, match="unknown model 'resnet'"):
+        build_model("resnet", (60,), 10)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one_model", "model_per_segment"])
+def test_segment_losses_equal_per_segment_mean_loss(shared):
+    g = torch.Generator().manual_seed(3)
+    m, n = 4, 11
+    theta = torch.randn(MODEL.num_params if shared else (m, MODEL.num_params), generator=g, dtype=torch.float64)
+    x = torch.randn(n, D, generator=g, dtype=torch.float64)
+    y = torch.randint(0, C, (n,), generator=g)
+    segment = torch.tensor([0, 1, 0, 3, 3, 1, 0, 3, 1, 1, 0])  # segment 2 is empty
+    counts = torch.bincount(segment, minlength=m)
+    got = MODEL.segment_losses(theta, x, y, segment, counts)
+    assert got.shape == (m,)
+    for s in range(m):
+        rows = segment == s
+        th = theta if shared else theta[s]
+        expected = MODEL.loss(th, x[rows], y[rows]) if rows.any() else torch.tensor(0.0, dtype=torch.float64)
+        torch.testing.assert_close(got[s], expected, rtol=0, atol=1e-12)

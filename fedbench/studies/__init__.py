@@ -1,0 +1,39 @@
+"""Small studies that turn paper statements into claims with verdicts from real runs.
+
+Each module exposes ``run(out_dir) -> list[claim dict]``: it runs what it needs through the engine (seconds on
+two CPU cores), writes its figure(s) as PNG into ``out_dir`` and returns one entry per claim, with exactly the
+keys of fedbench.report.claims entries. Verdicts come from the rule stated in each entry, never from the
+published number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "scale", "deviations",
+              "observed")
+VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
+
+FEDLAAVG_PAPER = ("FedLaAvg: Yan, Niu, Ding, Zheng, Wu, Chen, Tang, Jiang. Distributed Non-Convex Optimization "
+                  "with Sublinear Speedup under Intermittent Client Availability. arXiv 2002.07399 v1 (2020)")
+DELTA_FL_PAPER = ("Delta-FL: Pillutla, Laguel, Malick, Harchaoui. Device Heterogeneity in Federated Learning: "
+                  "A Superquantile Approach. arXiv 2002.11223 (2020)")
+
+
+def claim(**fields: Any) -> dict[str, Any]:
+    """A claim entry with exactly CLAIM_KEYS (a missing or extra key is a bug in the study)."""
+    if set(fields) != set(CLAIM_KEYS):
+        raise ValueError(f"claim keys differ: missing {set(CLAIM_KEYS) - set(fields)}, extra {set(fields) - set(CLAIM_KEYS)}")
+    if fields["verdict"] not in VERDICTS:
+        raise ValueError(f"verdict {fields['verdict']!r} is not one of {VERDICTS}")
+    return {k: fields[k] for k in CLAIM_KEYS}
+
+
+class ModelTrace:
+    """Callback keeping the global model after every round (small models only: it copies to the CPU)."""
+
+    def __init__(self) -> None:
+        self.models: list = []
+
+    def on_model(self, round_: int, theta) -> None:
+        self.models.append(theta.detach().double().cpu().numpy().copy())

@@ -1,0 +1,30 @@
+"""FedLaAvg diurnal study: the one-class partition and its groups, and a shortened run of the study."""
+
+import numpy as np
+
+from fedbench.availability import majority_label_groups
+from fedbench.studies import CLAIM_KEYS
+from fedbench.studies import fedlaavg_diurnal as study
+
+
+def test_one_class_clients_and_groups():
+    ds = study.dataset()
+    assert ds.num_clients == 100 and ds.train.sizes.sum() == 6000 and ds.test.sizes.sum() == 1000
+    for k in range(ds.num_clients):
+        _, y = ds.train.client(k)
+        assert np.all(y == k // study.CLIENTS_PER_CLASS)
+    sizes = ds.train.sizes.reshape(10, 10)
+    assert sizes.min() >= 600 * 3 / 70 - 1 and sizes.max() <= 600 * 7 / 30 + 1  # weights clipped to [3, 7]
+    np.testing.assert_array_equal(majority_label_groups(ds), np.repeat([0, 1], 50))  # classes 0-4 vs 5-9
+
+
+def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "ROUNDS", 15)
+    monkeypatch.setattr(study, "SEEDS", (0, 1))
+    claims = study.run(tmp_path, workers=1)
+    assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain", "fedlaavg/cifar10/ica-gain"]
+    for c in claims:
+        assert tuple(c) == CLAIM_KEYS
+    assert claims[1]["verdict"] == "not-run" and claims[1]["published"]["value"] == 4.23
+    assert len(claims[0]["reproduced"]["value"]["per_seed"]) == 2
+    assert (tmp_path / "fedlaavg_diurnal.png").stat().st_size > 10_000
