@@ -187,6 +187,15 @@ def parse_config(raw: Any) -> Config:
                           f"({data.num_devices}); allowed: 1..{data.num_devices}")
     if train.device != "auto" and train.device != "cpu" and not train.device.startswith("cuda"):
         raise ConfigError(f"train.device: {train.device!r} is not allowed; allowed: auto, cpu, cuda, cuda:N")
+    if any(seed < 0 for seed in train.seeds):
+        raise ConfigError(f"train.seeds: seeds must be >= 0, got {list(train.seeds)}")
+    if data.seed < 0:
+        raise ConfigError(f"data.seed: must be >= 0, got {data.seed}")
+    if train.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"train.device: {train.device!r} but CUDA is not available here; allowed: auto, cpu")
     if len(set(train.seeds)) != len(train.seeds):
         raise ConfigError(f"train.seeds: seeds must be distinct, got {list(train.seeds)}")
 
@@ -205,16 +214,20 @@ def parse_config(raw: Any) -> Config:
             _one_of(ds, list(data.datasets), f"studies.{name}.datasets")
         for algo in study.algorithms:
             _one_of(algo, list(algorithms), f"studies.{name}.algorithms")
-        for f in study.stragglers:
+        for f, written in zip(study.stragglers, (body or {}).get("stragglers", [])):
             if not 0.0 <= f <= 1.0:
                 raise ConfigError(f"studies.{name}.stragglers: {f} is outside [0, 1]")
+            if not isinstance(written, float):
+                raise ConfigError(f"studies.{name}.stragglers: write {written!r} as {float(written)!r} (DVC names "
+                                  "each run folder after the value as written)")
         if train.straggler_epochs == "authors_code" and train.local_epochs < 2 and any(study.stragglers):
             raise ConfigError("train.local_epochs: stragglers with straggler_epochs='authors_code' need "
                               "local_epochs >= 2; allowed: local_epochs >= 2 or straggler_epochs: paper")
         studies[name] = study
     claim_studies = ()
     if raw.get("claim_studies") is not None:
-        claim_studies = _coerce(raw["claim_studies"], tuple[str, ...], "claim_studies")
+        value = raw["claim_studies"]
+        claim_studies = () if value == [] else _coerce(value, tuple[str, ...], "claim_studies")
         available = available_claim_studies()
         for name in claim_studies:
             _one_of(name, available, "claim_studies")
@@ -239,10 +252,16 @@ def load_config(path: str | Path = "params.yaml", overrides: dict[str, Any] | No
         raise ConfigError(f"{path}: no such file") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
     for dotted, value in (overrides or {}).items():
         node = raw
         *parents, leaf = dotted.split(".")
-        for p in parents:
+        for i, p in enumerate(parents):
             node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{'.'.join(parents[: i + 1])}: is a value, not a section; cannot set {dotted}")
         node[leaf] = value
     return parse_config(raw)

@@ -141,6 +141,7 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, track: bool = True) ->
     module = importlib.import_module(f"fedbench.studies.{name}")
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+    os.chmod(tmp, 0o755)
     try:
         t0 = time.perf_counter()
         claims = module.run(tmp)

@@ -51,8 +51,26 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
     }
 
 
+# The source that determines a run's numbers: a change here makes finished runs stale.
+CODE_PATHS = ("engine", "algorithms", "models", "availability", "data/format.py", "runner.py", "seeding.py",
+              "ops.py", "quantile.py", "optimizers.py", "proximal.py")
+
+
+def code_hash() -> str:
+    root = Path(fedbench.__file__).resolve().parent
+    h = hashlib.sha256()
+    for rel in CODE_PATHS:
+        path = root / rel
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            if f.exists():
+                h.update(str(f.relative_to(root)).encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def fingerprint(params: dict[str, Any], dataset_hash: str) -> str:
-    blob = json.dumps({"params": params, "dataset": dataset_hash, "version": fedbench.__version__}, sort_keys=True)
+    """Identity of a run's numbers: its settings, its data and the code that computes them."""
+    blob = json.dumps({"params": params, "dataset": dataset_hash, "code": code_hash()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -97,6 +115,8 @@ def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: s
     history = pd.DataFrame(result.history)
     losses = history["train/loss"].to_numpy()
     at, reason = reporting_round(losses)
+    if reason == "diverged":  # the model at a non-finite loss predicts nothing: read the last finite round
+        at = max(0, at - 1)
     per_device = pd.DataFrame({
         "client_id": ds.client_ids,
         "train_samples": ds.train.sizes, "test_samples": ds.test.sizes,
@@ -110,7 +130,7 @@ def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: s
         "reporting_test_accuracy": _num(history["test/accuracy"].iloc[at]),
         "best_test_accuracy": _num(history["test/accuracy"].max()),
         "wall_time_s": float(history["wall_time_s"].sum()),
-        "versions": versions(),
+        "versions": versions(), "git_commit": git_commit(),
     }
     _write_run(folder, history, per_device, summary)
     summary["history"] = history.to_dict("records")
@@ -123,6 +143,19 @@ def _num(v: Any) -> float | None:
     return v if np.isfinite(v) else None
 
 
+def git_commit() -> str:
+    """HEAD of the checkout the code runs from, with '-dirty' if tracked files differ."""
+    import subprocess
+
+    try:
+        run = dict(capture_output=True, text=True, check=True, cwd=Path(fedbench.__file__).resolve().parent)
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def versions() -> dict[str, str]:
     return {"fedbench": fedbench.__version__, "torch": torch.__version__, "numpy": np.__version__,
             "pandas": pd.__version__, "python": sys.version.split()[0]}
@@ -130,6 +163,7 @@ def versions() -> dict[str, str]:
 
 def _write_run(folder: Path, history: pd.DataFrame, per_device: pd.DataFrame, summary: dict) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
     try:
         history.to_csv(tmp / "history.csv", index=False)
         per_device.to_csv(tmp / "per_device.csv", index=False)

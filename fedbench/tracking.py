@@ -64,7 +64,7 @@ def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: 
     if found and found[0].info.status == "FINISHED":
         return found[0].info.run_id
     tags = {
-        "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": git_commit(),
+        "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": summary.get("git_commit") or git_commit(),
         "dataset_hash": summary["dataset_hash"], "seed": str(summary["params"]["seed"]),
         "device": summary["device"], "param_digest": summary["param_digest"],
         "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},

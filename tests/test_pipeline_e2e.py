@@ -24,6 +24,7 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     raw["data"]["datasets"] = ["synthetic_1_1"]
     raw["train"].update(rounds=3, local_epochs=2, seeds=[0, 1], workers=2, device="cpu")
+    raw["claim_studies"] = ["delta_fl_triangle"]  # the quickest claim study; the others have tests of their own
     raw["studies"] = {
         "stragglers": {"datasets": ["synthetic_1_1"], "algorithms": ["fedavg", "fedprox_mu1"], "stragglers": [0.9]},
         "heterogeneity": {"datasets": ["synthetic_1_1"], "algorithms": ["fedavg"], "stragglers": [0.0]},
@@ -41,16 +42,18 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     claims = json.loads((tmp_path / "reports" / "claims.json").read_text())["claims"]
-    assert [c["id"] for c in claims] == [
+    assert [c["id"] for c in claims][:5] == [
         "fedprox/synthetic-1-1/stragglers-90/accuracy-gain", "fedprox/synthetic-1-1/partial-work",
         "fedprox/synthetic/heterogeneity-hurts-fedavg", "fedprox/synthetic/dissimilarity-tracks-loss",
         "fedprox/synthetic-iid/robust-to-stragglers"]
+    assert claims[5]["id"] == "delta-fl/gaussian-triangle/longest-side-midpoint" and claims[5]["study"] == "delta_fl_triangle"
+    assert (tmp_path / "reports" / "studies" / "delta_fl_triangle" / "delta_fl_triangle.png").exists()
     for c in claims:
-        assert set(c) == CLAIM_KEYS
+        assert set(c) >= CLAIM_KEYS
         assert c["verdict"] in {"reproduced", "not-reproduced", "inconclusive", "not-run"}
     gain = claims[0]
     assert gain["verdict"] != "not-run" and gain["reproduced"]["value"]["n_seeds"] == 2
-    assert all(c["verdict"] == "not-run" and "missing runs" in c["observed"] for c in claims[1:])
+    assert all(c["verdict"] == "not-run" and "missing runs" in c["observed"] for c in claims[1:5])
     for fig in ("fig1_stragglers_synthetic_1_1.png", "fig2_heterogeneity.png", "fig5_iid_stragglers.png"):
         assert (tmp_path / "reports" / "figures" / fig).stat().st_size > 10_000
     assert "## `fedprox/synthetic-1-1/stragglers-90/accuracy-gain`" in (tmp_path / "reports" / "claims.md").read_text()
@@ -75,3 +78,5 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     assert again.returncode == 0
     assert "Data and pipelines are up to date" in again.stdout
     assert len(client.search_runs([exp.experiment_id])) == 4
+    study = client.get_experiment_by_name("study-delta_fl_triangle")
+    assert len(client.search_runs([study.experiment_id])) == 1

@@ -110,6 +110,7 @@ def save_dataset(ds: FederatedDataset, folder: str | os.PathLike) -> Path:
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=folder.parent))
+    os.chmod(tmp, 0o755)
     try:
         np.savez(
             tmp / _ARRAYS,

@@ -81,6 +81,8 @@ def draw_stragglers(seed: int, round_: int, k: int, fraction: float, local_epoch
     """
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"straggler fraction {fraction} must be in [0, 1]")
+    if mode not in STRAGGLER_EPOCHS:
+        raise ValueError(f"unknown straggler_epochs {mode!r}; allowed: {list(STRAGGLER_EPOCHS)}")
     g = rng(seed, round_, "stragglers")
     n_active = int(round(k * (1.0 - fraction)))
     straggler = np.ones(k, dtype=bool)

@@ -144,6 +144,8 @@ def simulate(
         saved = torch.load(ckpt, map_location=device, weights_only=False)
         start, state, table, history = saved["round"], saved["state"], saved["table"], saved["history"]
 
+    if cfg.local_path not in LOCAL_PATHS:
+        raise ValueError(f"local_path={cfg.local_path!r}; allowed: {list(LOCAL_PATHS)}")
     local_fn = LOCAL_PATHS[cfg.local_path]
     losses = [row["train/loss"] for row in history]
     diverged = False

@@ -17,6 +17,7 @@ def build_model(name: str, feature_shape: tuple[int, ...], num_classes: int):
     if name == "cnn":  # images [3, 32, 32], or flattened to [3072]
         channels = feature_shape[0] if len(feature_shape) == 3 else 3
         if math.prod(feature_shape) != channels * 32 * 32:
-            raise ValueError(f"model 'cnn' takes 32x32 images; got feature shape {feature_shape}")
+            raise ValueError(f"unknown model 'cnn' for feature shape {feature_shape}: the CNN takes 32x32 images "
+                             "(C x 32 x 32, or C * 1024 flattened)")
         return SmallCNN(num_classes=num_classes, in_channels=channels)
     raise ValueError(f"unknown model {name!r}; allowed: ['mclr', 'cnn']")

@@ -45,6 +45,7 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
     claims = evaluate_claims(cfg, hist, summ) + study_claims(cfg, studies_root)
     tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=out))
+    os.chmod(tmp, 0o755)
     try:
         figs = tmp / "figures"
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")

@@ -28,7 +28,9 @@ def common_deviations(cfg: Config) -> list[str]:
         "200 rounds, as the paper",
         f"{len(t.seeds)} seeds (selection, stragglers, minibatches, init) instead of the paper's one fixed draw",
         f"data: our seeded draw (data.seed={cfg.data.seed}) of the authors' generator law, not their committed "
-        "JSON files (their generators set no seed); the four synthetic sets share one draw of device sizes",
+        "JSON files (their generators set no seed); the four synthetic sets use common random numbers: the same "
+        "device sizes and the same standard-normal draws, scaled by alpha and beta, so they differ only in alpha "
+        "and beta (the authors drew each set independently)",
         "train/test split 90/10 as in the authors' code (the paper says 80/20)",
     ]
     if t.straggler_epochs == "authors_code":
@@ -90,7 +92,8 @@ def accuracy_gain(cfg: Config, hist: pd.DataFrame, summ: pd.DataFrame) -> dict[s
                  "plots only); ours is Synthetic(1,1) alone, so it is not the same average"},
         "each method's test accuracy is read at the round appendix C.3.2 gives (first converged "
         "|f_t - f_t-1| < 1e-4, or diverging f_t - f_t-10 > 1, or the round budget); gain = FedProx(mu=1) - "
-        "FedAvg in points, per seed. reproduced: gain > 0 in every seed and mean gain >= 5 points; "
+        "FedAvg in points, per seed. reproduced: gain > 0 in every seed and mean gain >= 5 points (a "
+        "substantial gain; the published +22 is a five-dataset mean, so it is not a per-dataset target); "
         "not-reproduced: mean gain <= 0; inconclusive otherwise",
         cfg, ["synthetic_1_1"], ["only Synthetic(1,1) of the paper's five datasets is run here"])
     cells = [("synthetic_1_1", "fedprox_mu1", 0.9), ("synthetic_1_1", "fedavg", 0.9)]
@@ -147,8 +150,9 @@ def partial_work(cfg: Config, hist: pd.DataFrame, summ: pd.DataFrame) -> dict[st
                      f"(better in {sum(d > 0 for d in diff)}/{len(seeds)} seeds)")
     e["reproduced"] = {"value": per_level, "unit": "training loss, mean of last evaluations"}
     n = len(seeds)
+    mean_better = [per_level[k]["fedavg_minus_fedprox"]["mean"] > 0 for k in per_level]
     e["verdict"] = ("reproduced" if all(w == n for w in wins)
-                    else "not-reproduced" if any(w == 0 for w in wins) else "inconclusive")
+                    else "not-reproduced" if any(w == 0 for w in wins) or not any(mean_better) else "inconclusive")
     e["observed"] = "; ".join(notes)
     return e
 
@@ -193,37 +197,55 @@ def heterogeneity_hurts(cfg: Config, hist: pd.DataFrame, summ: pd.DataFrame) -> 
     return e
 
 
+def _mean_dissimilarity(hist: pd.DataFrame, ds: str, variant: str, seed: int) -> float:
+    h = hist[(hist["dataset"] == ds) & (hist["variant"] == variant) & (hist["stragglers"] == 0.0) & (hist["seed"] == seed)]
+    return float(h["train/dissimilarity"].dropna().mean())
+
+
 def dissimilarity_tracks_loss(cfg: Config, hist: pd.DataFrame, summ: pd.DataFrame) -> dict[str, Any]:
     seeds = cfg.train.seeds
     e = _entry(
         "fedprox/synthetic/dissimilarity-tracks-loss",
         "section 5.3.3, Figure 2 (bottom row)",
         "The dissimilarity measure (variance of local gradients) captures statistical heterogeneity and is "
-        "consistent with the training loss: it orders the datasets as the loss does.",
-        {"value": "same ordering of the four synthetic datasets by dissimilarity and by training loss"},
-        "FedAvg with no stragglers: each dataset's dissimilarity averaged over all evaluated rounds and seeds, "
-        f"and its training loss (mean of the last {TAIL} evaluations, over seeds). reproduced: the two orders "
-        "are identical (Spearman 1); inconclusive: Spearman >= 0.8 (one adjacent swap); not-reproduced otherwise",
+        "consistent with the training loss (smaller dissimilarity, better convergence); increasing mu leads to "
+        "smaller dissimilarity.",
+        {"value": "datasets ordered alike by dissimilarity and by loss; FedProx(mu>0) lowers both (Figure 2)"},
+        "dissimilarity = mean over a run's evaluated rounds; loss = mean of the last "
+        f"{TAIL} evaluations; no stragglers. Part A: FedAvg's seed-mean dissimilarity orders the four datasets as "
+        "its seed-mean loss does (Spearman 1). Part B: on each non-IID dataset and in each seed, FedProx(mu=1) "
+        "has the lower dissimilarity exactly when it has the lower loss. reproduced: A and B everywhere; "
+        "inconclusive: A holds (or Spearman >= 0.8) and B holds in most (dataset, seed) pairs; not-reproduced "
+        "otherwise",
         cfg, HETERO, [])
-    cells = [(d, "fedavg", 0.0) for d in HETERO]
+    cells = [(d, v, 0.0) for d in HETERO for v in ("fedavg", "fedprox_mu1")]
     missing = _has(summ, cells, seeds)
     if missing:
         e["observed"] = "missing runs: " + "; ".join(missing)
         return e
-    dis = {}
-    for d in HETERO:
-        h = hist[(hist["dataset"] == d) & (hist["variant"] == "fedavg") & (hist["stragglers"] == 0.0)]
-        dis[d] = float(h["train/dissimilarity"].dropna().mean())
+    dis = {d: float(np.mean([_mean_dissimilarity(hist, d, "fedavg", s) for s in seeds])) for d in HETERO}
     loss = {d: float(np.mean(_tail_loss(hist, d, "fedavg", 0.0, seeds))) for d in HETERO}
-    r_dis = pd.Series(dis).rank()
-    r_loss = pd.Series(loss).rank()
-    rho = float(r_dis.corr(r_loss))
+    rho = float(pd.Series(dis).rank().corr(pd.Series(loss).rank()))
+    agree, pairs = 0, 0
+    per_pair = {}
+    for d in HETERO[1:]:
+        l_avg, l_prox = _tail_loss(hist, d, "fedavg", 0.0, seeds), _tail_loss(hist, d, "fedprox_mu1", 0.0, seeds)
+        for j, s in enumerate(seeds):
+            d_avg, d_prox = _mean_dissimilarity(hist, d, "fedavg", s), _mean_dissimilarity(hist, d, "fedprox_mu1", s)
+            same = (d_prox < d_avg) == (l_prox[j] < l_avg[j])
+            per_pair[f"{d} seed {s}"] = {"dissimilarity_fedprox_minus_fedavg": round(d_prox - d_avg, 4),
+                                         "loss_fedprox_minus_fedavg": round(l_prox[j] - l_avg[j], 4), "agree": same}
+            agree, pairs = agree + same, pairs + 1
     e["reproduced"] = {"value": {"spearman": round(rho, 4), "dissimilarity": {d: round(v, 4) for d, v in dis.items()},
-                                 "training_loss": {d: round(v, 4) for d, v in loss.items()}},
-                       "unit": "Spearman rank correlation over the four datasets"}
-    e["verdict"] = "reproduced" if rho >= 0.999 else "inconclusive" if rho >= 0.8 else "not-reproduced"
+                                 "training_loss": {d: round(v, 4) for d, v in loss.items()},
+                                 "mu_effect_agrees": f"{agree}/{pairs}", "per_pair": per_pair},
+                       "unit": "Spearman rank correlation over the four datasets; agreeing (dataset, seed) pairs"}
+    part_a = rho >= 0.999
+    e["verdict"] = ("reproduced" if part_a and agree == pairs else
+                    "inconclusive" if rho >= 0.8 and agree > pairs / 2 else "not-reproduced")
     e["observed"] = (f"dissimilarity order: {' < '.join(sorted(dis, key=dis.get))}; loss order: "
-                     f"{' < '.join(sorted(loss, key=loss.get))}; Spearman {rho:.2f}")
+                     f"{' < '.join(sorted(loss, key=loss.get))} (Spearman {rho:.2f}); mu=1 moves dissimilarity and "
+                     f"loss the same way in {agree}/{pairs} (dataset, seed) pairs")
     return e
 
 
@@ -253,7 +275,8 @@ def iid_robust(cfg: Config, hist: pd.DataFrame, summ: pd.DataFrame) -> dict[str,
     every = all(abs(r) <= 0.10 for v in rel.values() for r in v)
     worst = max(float(np.mean(v)) for v in rel.values())
     e["verdict"] = "reproduced" if every else "not-reproduced" if worst > 0.25 else "inconclusive"
-    e["observed"] = "; ".join(f"{int(f * 100)}% stragglers: loss {100 * np.mean(v):+.1f}% vs 0%" for f, v in rel.items())
+    e["observed"] = ("; ".join(f"{int(f * 100)}% stragglers: loss {100 * np.mean(v):+.1f}% vs 0%" for f, v in rel.items())
+                     + f" (read after {cfg.train.rounds} rounds; the paper's Figure 5 runs 200)")
     return e
 
 

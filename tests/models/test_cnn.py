@@ -57,7 +57,7 @@ def test_parameter_count_layout_and_init():
 def test_flattened_inputs_and_build_model():
     assert build_model("cnn", (3, 32, 32), 10) == MODEL
     assert build_model("cnn", (3072,), 10) == MODEL
-    with pytest.raises(ValueError, match="32x32"):
+    with pytest.raises(ValueError, match="32x32 images"):
         build_model("cnn", (1, 28, 28), 10)
     theta = MODEL.init(torch_generator(0, -1, "init"))
     x = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(0))
