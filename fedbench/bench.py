@@ -213,6 +213,8 @@ class Case:
     samples: dict[str, int] = field(default_factory=dict)
     loop_clients: int = 0
     centralized_steps: int = 0
+    num_params: int = 0
+    cuda_peak_bytes: int | None = None  # peak GPU memory of one vectorized round (on a GPU)
 
 
 def build_case(model_name: str, cohort: int, device: torch.device, settings: Settings, seed: int = 0) -> Case:
@@ -220,7 +222,7 @@ def build_case(model_name: str, cohort: int, device: torch.device, settings: Set
     model = build_model(model_name, FEATURES[model_name], NUM_CLASSES)
     theta0 = model.init(torch_generator(seed, -1, "init")).to(device)
     sched = make_schedule(fed, np.arange(cohort), seed, 0, max_steps=settings.max_steps[model_name])
-    case = Case(model_name, cohort, device, sched)
+    case = Case(model_name, cohort, device, sched, num_params=model.num_params)
     _add_vectorized(case, fed, model, theta0)
     _add_loops(case, fed, model, theta0, settings.loop_clients[model_name])
     _add_centralized(case, fed, model, theta0)
@@ -347,6 +349,12 @@ def _best(times: dict[str, list[float]], samples: dict[str, int], names: tuple[s
 
 
 def measure_case(case: Case, settings: Settings) -> dict[str, Any]:
+    if case.device.type == "cuda":
+        case.rounds["vectorized"]()
+        torch.cuda.reset_peak_memory_stats(case.device)
+        base = torch.cuda.memory_allocated(case.device)
+        case.rounds["vectorized"]()
+        case.cuda_peak_bytes = int(torch.cuda.max_memory_allocated(case.device) - base)
     times = time_interleaved(case.rounds, settings.min_time, settings.max_reps)
     vec = case.samples["vectorized"] / np.asarray(times["vectorized"])
     loop_name, loop = _best(times, case.samples, ("loop_module", "loop_reference"))
@@ -369,6 +377,8 @@ def measure_case(case: Case, settings: Settings) -> dict[str, Any]:
         "loop_clients": case.loop_clients,
         "centralized_batch": case.cohort * CLIENT_BATCH,
         "vectorized_round_s": float(np.median(times["vectorized"])),
+        "cohort_models_bytes": case.cohort * case.num_params * 4,  # one float32 model per client
+        **({"vectorized_cuda_peak_bytes": case.cuda_peak_bytes} if case.cuda_peak_bytes is not None else {}),
         "repeats": len(times["vectorized"]),
         "all_samples_per_s": {n: float(np.median(case.samples[n] / np.asarray(ts))) for n, ts in times.items()},
     }
@@ -655,12 +665,18 @@ def write_report(result: dict[str, Any], out_dir: Path, argv: list[str]) -> None
         "",
     ]
     if any("centralized_module" in r["all_samples_per_s"] for r in cases):
-        lines += ["Vectorized / centralized against each centralized implementation:", "",
-                  "| model | cohort | vs nn.Module SGD | vs fused |", "|---|---|---|---|"]
+        gpu = any("vectorized_cuda_peak_bytes" in r for r in cases)
+        lines += ["Vectorized / centralized against each centralized implementation, and memory (the cohort's "
+                  "models, one float32 copy each" + (", and the GPU's peak during a vectorized round" if gpu else "")
+                  + "):", "",
+                  "| model | cohort | vs nn.Module SGD | vs fused | cohort models |" + (" GPU peak |" if gpu else ""),
+                  "|---|---|---|---|---|" + ("---|" if gpu else "")]
         for r in cases:
             a = r["all_samples_per_s"]
             fused = f"{a['vectorized'] / a['centralized_fused']:.2f}" if "centralized_fused" in a else "-"
-            lines.append(f"| {r['model']} | {r['cohort']} | {a['vectorized'] / a['centralized_module']:.2f} | {fused} |")
+            lines.append(f"| {r['model']} | {r['cohort']} | {a['vectorized'] / a['centralized_module']:.2f} | {fused} "
+                         f"| {r['cohort_models_bytes'] / 2**20:.1f} MiB |"
+                         + (f" {r.get('vectorized_cuda_peak_bytes', 0) / 2**20:.0f} MiB |" if gpu else ""))
         lines.append("")
     lines += ["### Targets (issue 4, at cohort 100)", ""]
     if result["targets"]:
@@ -677,7 +693,7 @@ def write_report(result: dict[str, Any], out_dir: Path, argv: list[str]) -> None
         lines += ["## Where a vectorized round spends its time (cohort 100, torch.profiler, self time)", ""]
         for model_name, ops in result["profile"]["top_ops"].items():
             lines.append(f"- **{model_name}**: " + ", ".join(
-                f"`{o['op']}` {100 * o['share']:.0f}% ({o['calls']} calls)" for o in ops[:6]))
+                f"`{o['op']}` {100 * o['share']:.0f}% ({o['calls_per_round']:g} calls/round)" for o in ops[:6]))
         if "mclr_maths_only_ratio" in result["profile"]:
             lines += ["", "Logistic regression, the model's maths alone (gradient + SGD update on inputs gathered "
                           "beforehand, the round's active counts): "
@@ -689,7 +705,9 @@ def write_report(result: dict[str, Any], out_dir: Path, argv: list[str]) -> None
                   "FedLaAvg (fedbench.algorithms.fedlaavg): each client keeps its latest accumulated gradient "
                   "in the engine's per-client table; a round chooses the clients absent the longest, gathers "
                   "their rows, trains, and scatters them back, and the server keeps a running mean, so only "
-                  "the selection (a sort over N on the host) grows with N; memory grows as N x P.", "",
+                  "the selection (a sort over N on the host) grows with N; memory grows as N x P. 'Resident "
+                  "memory added' is the process's growth over the measurement; small tables fit in memory "
+                  "the allocator had already freed, so they add nothing.", "",
                   "| model | clients N | samples/s | round | client table | resident memory added |"
                   + (" GPU peak |" if any("cuda_peak_bytes" in r for r in result["federation_scaling"]) else ""),
                   "|---|---|---|---|---|---|" + ("---|" if any("cuda_peak_bytes" in r for r in result["federation_scaling"]) else "")]
@@ -756,8 +774,10 @@ def _plot(result: dict[str, Any], out_dir: Path) -> dict[str, str]:
             n = [r["num_clients"] for r in rows]
             ax1.plot(n, [r["samples_per_s"] for r in rows], marker="o", label=model_name)
             ax2.plot(n, [r["table_bytes"] / 2**20 for r in rows], marker="o", label=f"{model_name}: client table")
-            ax2.plot(n, [r["resident_increase_bytes"] / 2**20 for r in rows], marker="x", ls="--",
-                     label=f"{model_name}: resident memory added")
+            big = [r for r in rows if r["resident_increase_bytes"] >= 2**20]  # below, freed memory is reused
+            if big:
+                ax2.plot([r["num_clients"] for r in big], [r["resident_increase_bytes"] / 2**20 for r in big],
+                         marker="x", ls="--", label=f"{model_name}: resident memory added")
             if all("cuda_peak_bytes" in r for r in rows):
                 ax2.plot(n, [r["cuda_peak_bytes"] / 2**20 for r in rows], marker="s", ls=":",
                          label=f"{model_name}: GPU peak")
@@ -898,15 +918,19 @@ def profile_vectorized(models: tuple[str, ...], device: torch.device, settings: 
         case = build_case(model_name, 100, device, settings)
         fn = case.rounds["vectorized"]
         fn()
+        t0 = time.perf_counter()
+        fn()
+        rounds = max(1, min(20, int(0.5 / max(time.perf_counter() - t0, 1e-6))))  # ~0.5 s of rounds
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
         with profile(activities=acts) as prof:
-            fn()
+            for _ in range(rounds):
+                fn()
         events = prof.key_averages()
         attr = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
         total = sum(getattr(e, attr, 0.0) for e in events) or 1.0
         top = sorted(events, key=lambda e: getattr(e, attr, 0.0), reverse=True)[:8]
-        out["top_ops"][model_name] = [{"op": e.key, "share": getattr(e, attr, 0.0) / total, "calls": e.count}
-                                      for e in top]
+        out["top_ops"][model_name] = [{"op": e.key, "share": getattr(e, attr, 0.0) / total,
+                                       "calls_per_round": e.count / rounds} for e in top]
         if model_name == "mclr":
             out["mclr_maths_only_ratio"] = maths_only_ratio(case, settings)
     return out

@@ -184,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's own parser
+        from fedbench.bench import main as bench_main
+
+        sys.exit(bench_main(argv[1:]))
     args = build_parser().parse_args(argv)
     run_guarded(lambda: args.fn(args))
 
