@@ -74,17 +74,25 @@ class MultinomialLogisticRegression:
     def segment_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor,
                       counts: torch.Tensor) -> torch.Tensor:
         """Full-data gradient of each segment's mean loss: theta [M, P] (one model per segment),
-        x [n, d] with segment ids [n] in 0..M-1 and per-segment sample counts [M]. Returns [M, P]."""
-        m = theta.shape[0]
+        x [n, d] with segment ids [n] in 0..M-1 and per-segment sample counts [M]. Returns [M, P].
+
+        One small product X_m^T R_m per segment, on contiguous slices: no [n, d, C] intermediate (at EMNIST
+        size that would be gigabytes), and about ten times faster than gathering a model per sample."""
+        m, d, c = theta.shape[0], self.in_features, self.num_classes
+        x, y, segment = _contiguous_segments(x, y, segment)
         w, b = self._split(theta)
-        z = torch.einsum("nd,ndc->nc", x, w[segment]) + b[segment]
-        r = torch.softmax(z, dim=1)
-        r[torch.arange(len(y), device=y.device), y] -= 1.0
-        r = r / counts.clamp(min=1)[segment].unsqueeze(1).to(r.dtype)
-        gw = torch.zeros(m, self.in_features, self.num_classes, dtype=r.dtype, device=r.device)
-        gw.index_add_(0, segment, x.unsqueeze(2) * r.unsqueeze(1))
-        gb = torch.zeros(m, self.num_classes, dtype=r.dtype, device=r.device).index_add_(0, segment, r)
-        return torch.cat([gw.reshape(m, -1), gb], dim=1)
+        sizes = torch.bincount(segment, minlength=m).tolist()
+        scale = 1.0 / counts.clamp(min=1).to(x.dtype)
+        out = torch.zeros(m, self.num_params, dtype=x.dtype, device=x.device)
+        for k, (xk, yk) in enumerate(zip(x.split(sizes), y.split(sizes))):
+            if sizes[k] == 0:
+                continue
+            r = torch.softmax(torch.addmm(b[k], xk, w[k]), dim=1)
+            r[torch.arange(len(yk), device=yk.device), yk] -= 1.0
+            r = r * scale[k]
+            out[k, : d * c] = (xk.T @ r).reshape(-1)
+            out[k, d * c :] = r.sum(0)
+        return out
 
     def segment_losses(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor,
                        counts: torch.Tensor) -> torch.Tensor:
@@ -93,10 +101,21 @@ class MultinomialLogisticRegression:
         (0 for an empty segment)."""
         if theta.dim() == 1:
             z = self.logits(theta, x)
-        else:
+        else:  # one model per segment: logits slice by slice (no [n, d, C] gather)
+            x, y, segment = _contiguous_segments(x, y, segment)
             w, b = self._split(theta)
-            z = torch.einsum("nd,ndc->nc", x, w[segment]) + b[segment]
+            sizes = torch.bincount(segment, minlength=theta.shape[0]).tolist()
+            z = torch.cat([torch.addmm(b[k], xk, w[k]) for k, xk in enumerate(x.split(sizes))])
         per_sample = F.cross_entropy(z, y, reduction="none")
         total = torch.zeros(len(counts), dtype=per_sample.dtype, device=per_sample.device)
         total.index_add_(0, segment, per_sample)
         return total / counts.clamp(min=1).to(per_sample.dtype)
+
+
+def _contiguous_segments(x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor):
+    """Samples reordered (stably) so that each segment's samples are contiguous and in segment order; the
+    engine already passes them that way, so usually nothing moves."""
+    if len(segment) < 2 or bool((segment[1:] >= segment[:-1]).all()):
+        return x, y, segment
+    order = torch.argsort(segment, stable=True)
+    return x[order], y[order], segment[order]
