@@ -242,8 +242,7 @@ def _add_vectorized(case: Case, fed: Federation, model: Any, theta0: torch.Tenso
     def vectorized() -> None:
         bcast = alg.broadcast(state)
         local = run_vectorized(alg, model, bcast, alg.client_init(bcast, cohort), data)
-        result, _ = alg.client_result(local, bcast, cohort)
-        alg.server_update(state, result, weights, cohort)
+        alg.server_update(state, local, weights, cohort)  # FedAvg's result is its local models
         _sync(device)
 
     case.rounds["vectorized"], case.samples["vectorized"] = vectorized, sched.samples

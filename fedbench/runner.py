@@ -8,7 +8,6 @@ run whose fingerprint matches is not run again.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -97,7 +96,7 @@ def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: s
     ds = load_dataset(data_dir)
     model = build_model(cfg.train.model, ds.feature_shape, ds.num_classes)
     algo_cfg = cfg.algorithms[variant]
-    algorithm = build_algorithm(algo_cfg.name, cfg.train.lr, seed=seed, **algo_cfg.hyper)
+    algorithm = build_algorithm(algo_cfg.name, cfg.train.lr, **algo_cfg.hyper)
     t = cfg.train
     sim = SimulationConfig(
         rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
@@ -192,7 +191,3 @@ class _Progress:
 
     def close(self) -> None:
         self.bar.close()
-
-
-def config_to_dict(cfg: Config) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)

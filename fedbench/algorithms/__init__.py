@@ -33,16 +33,11 @@ ALGORITHMS: dict[str, tuple[type, dict[str, type]]] = {
                     "beta1": float, "beta2": float, "eps": float}),
     "fedproxvr": (FedProxVR, {"mu": float, "tau": int, "estimator": ("svrg", "sarah"), "beta": float,
                               "smoothness": float}),
-    "feddane": (FedDane, {"mu": float}),
+    "feddane": (FedDane, {"mu": float, "gradient_clients": int}),
 }
 
 
-def build_algorithm(name: str, lr: float, seed: int | None = None, **hyper: Any):
-    """The algorithm ``name``; ``seed`` (the run's) goes to algorithms with random draws of their own
-    (FedProxVR's output iterate), never through the config."""
-    import dataclasses
-
+def build_algorithm(name: str, lr: float, **hyper: Any):
+    """The algorithm ``name`` with learning rate ``lr`` and its hyperparameters (checked by fedbench.config)."""
     cls, _ = ALGORITHMS[name]
-    if seed is not None and any(f.name == "seed" for f in dataclasses.fields(cls)):
-        hyper = hyper | {"seed": seed}
     return cls(lr=lr, **hyper)

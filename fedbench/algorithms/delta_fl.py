@@ -78,12 +78,6 @@ class DeltaFL:
     def init(self, theta0: torch.Tensor, num_clients: int) -> DeltaFLState:
         return DeltaFLState(theta=theta0, eta=math.nan)
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: DeltaFLState, evaluation) -> DeltaFLState:
-        return state
-
     def filter_cohort(self, state: DeltaFLState, round_: int, losses: np.ndarray,
                       num_samples: np.ndarray) -> tuple[DeltaFLState, np.ndarray]:
         n = np.asarray(num_samples, dtype=np.float64)
@@ -110,9 +104,6 @@ class DeltaFL:
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
         return torch.add(theta, grad_fn(theta), alpha=-self.lr)
-
-    def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
-        return theta, None
 
     def server_update(self, state: DeltaFLState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> DeltaFLState:

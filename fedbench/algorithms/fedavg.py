@@ -30,12 +30,6 @@ class FedAvg:
     def init(self, theta0: torch.Tensor, num_clients: int) -> FedAvgState:
         return FedAvgState(theta=theta0)
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: FedAvgState, evaluation) -> FedAvgState:
-        return state
-
     def broadcast(self, state: FedAvgState) -> torch.Tensor:
         return state.theta
 
@@ -44,9 +38,6 @@ class FedAvg:
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
         return torch.add(theta, grad_fn(theta), alpha=-self.lr)
-
-    def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
-        return theta, None
 
     def server_update(self, state: FedAvgState, local_models: torch.Tensor, weights: torch.Tensor, cohort) -> FedAvgState:
         return FedAvgState(theta=weighted_mean(local_models, weights))

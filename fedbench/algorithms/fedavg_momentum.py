@@ -52,12 +52,6 @@ class FedAvgMomentum:
     def init(self, theta0: torch.Tensor, num_clients: int) -> FedAvgMomentumState:
         return FedAvgMomentumState(theta=theta0, momentum=self._server.init(theta0))
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: FedAvgMomentumState, evaluation) -> FedAvgMomentumState:
-        return state
-
     def broadcast(self, state: FedAvgMomentumState) -> torch.Tensor:
         return state.theta
 
@@ -66,9 +60,6 @@ class FedAvgMomentum:
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
         return torch.add(theta, grad_fn(theta), alpha=-self.lr)
-
-    def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
-        return theta, None
 
     def server_update(self, state: FedAvgMomentumState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> FedAvgMomentumState:

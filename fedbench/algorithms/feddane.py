@@ -14,19 +14,20 @@ Round t, with w^{t-1} the global model:
    authors' flearn/optimizer/pggd.py ("gold" = g_t - grad F_k(w^{t-1}), "vstar" = w^{t-1}).
 3. The server averages the local models with the engine's weights.
 
-How c maps onto the engine: the gradient devices are the round's cohort, so c = K = clients_per_round and
-the devices that correct are the devices that solve. This is what the authors' trainer does as committed
-(flearn/trainers/feddane.py draws both sets with select_clients(i, clients_per_round), which reseeds
-numpy with the round index, so the two draws are the same devices). Figure 4's bottom row varies c in
-{10, 20, 30} with 10 solving devices; the committed code has no separate c, and the engine gives an
-algorithm the gradients of its cohort only, so c > K is not supported (see the report of issue 3 for the
-engine change it needs).
+The c gradient devices: ``gradient_clients`` = c. With c = 0 (the default) or c = K they are the round's
+cohort, so the devices that correct are the devices that solve. This is what the authors' trainer does as
+committed (flearn/trainers/feddane.py draws both sets with select_clients(i, clients_per_round), which
+reseeds numpy with the round index, so the two draws are the same devices). Figure 4's bottom row varies c
+in {10, 20, 30} with K = 10 solving devices out of 30; with c > K the gradient devices are the K solving
+devices plus c - K more, drawn uniformly without replacement among the other clients available in the
+round (stream (seed, round, 'algorithm')). Their full gradients at w^{t-1} come from
+``cohort.client_grads``; they do no local work.
 
 Deviations and choices:
 - g_t weights the c gradients by n_k, as the authors' aggregate() does (their selection is uniform).
-  It is formed in ``client_init`` from ``cohort.num_samples``, before the engine's weights reach
-  ``server_update``; under ``sampling='proportional'`` the engine averages models with equal weights
-  while g_t stays n_k-weighted.
+- The paper does not say whether the c gradient devices include the solving ones; here they do, so that
+  c = K is the committed code and c = N uses the exact full gradient.
+- If fewer than c clients are available in a round, all available ones send gradients.
 - Stragglers keep their partial work, as FedProx (the framework FedDane is compared within); Figure 4 has
   no stragglers.
 """
@@ -35,9 +36,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from fedbench.ops import prox_gradient, weighted_mean
+from fedbench.seeding import rng
 
 
 @dataclass(frozen=True)
@@ -55,16 +58,15 @@ class FedDaneLocal:
 class FedDane:
     lr: float
     mu: float = 0.0
+    gradient_clients: int = 0  # c; 0: the cohort (c = K)
     keeps_partial_work: bool = True
+
+    def __post_init__(self) -> None:
+        if self.gradient_clients < 0:
+            raise ValueError(f"gradient_clients must be >= 0 (0: the cohort), got {self.gradient_clients}")
 
     def init(self, theta0: torch.Tensor, num_clients: int) -> FedDaneState:
         return FedDaneState(theta=theta0)
-
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: FedDaneState, evaluation) -> FedDaneState:
-        return state
 
     def broadcast(self, state: FedDaneState) -> torch.Tensor:
         return state.theta
@@ -73,8 +75,24 @@ class FedDane:
         k = len(cohort.clients)
         w = theta.expand(k, -1).clone()
         local_grads = cohort.full_grad(w)  # grad F_k(w^{t-1}) [K, P]
-        g_t = weighted_mean(local_grads, cohort.num_samples)  # step 1, weights n_k
+        grads, sizes = local_grads, cohort.num_samples
+        extra = self.extra_gradient_clients(cohort)
+        if len(extra):
+            grads = torch.cat([grads, cohort.client_grads(extra, theta)])
+            sizes = torch.cat([sizes, torch.as_tensor(cohort.train_sizes[extra], device=sizes.device)])
+        g_t = weighted_mean(grads, sizes)  # step 1, weights n_k
         return FedDaneLocal(w=w, correction=g_t - local_grads)
+
+    def extra_gradient_clients(self, cohort) -> np.ndarray:
+        """The c - K gradient devices beyond the cohort, drawn among the other available clients."""
+        k = len(cohort.clients)
+        if self.gradient_clients <= k:
+            return np.zeros(0, dtype=np.int64)
+        others = np.ones(cohort.num_clients, dtype=bool) if cohort.available is None else cohort.available.copy()
+        others[cohort.clients.cpu().numpy()] = False
+        pool = np.flatnonzero(others)
+        take = min(self.gradient_clients - k, len(pool))
+        return np.sort(rng(cohort.seed, cohort.round, "algorithm").choice(pool, size=take, replace=False))
 
     def client_step(self, local: FedDaneLocal, grad_fn, theta: torch.Tensor) -> FedDaneLocal:
         g = prox_gradient(grad_fn(local.w), local.w, theta, self.mu) + local.correction

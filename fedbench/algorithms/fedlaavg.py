@@ -61,9 +61,6 @@ class FedLaAvg:
     def init_clients(self, num_clients: int, theta0: torch.Tensor) -> torch.Tensor:
         return torch.zeros(num_clients, theta0.numel(), dtype=theta0.dtype, device=theta0.device)
 
-    def begin_round(self, state: FedLaAvgState, evaluation) -> FedLaAvgState:
-        return state
-
     def choose_clients(self, state: FedLaAvgState, round_: int, available: np.ndarray,
                        k: int) -> tuple[FedLaAvgState, np.ndarray]:
         pool = np.flatnonzero(available)

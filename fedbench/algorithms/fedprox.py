@@ -37,12 +37,6 @@ class FedProx:
     def init(self, theta0: torch.Tensor, num_clients: int) -> FedProxState:
         return FedProxState(theta=theta0)
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: FedProxState, evaluation) -> FedProxState:
-        return state
-
     def broadcast(self, state: FedProxState) -> FedProxBroadcast:
         return FedProxBroadcast(theta=state.theta, mu=self.mu)
 
@@ -51,9 +45,6 @@ class FedProx:
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast: FedProxBroadcast) -> torch.Tensor:
         return torch.add(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), alpha=-self.lr)
-
-    def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
-        return theta, None
 
     def server_update(self, state: FedProxState, local_models: torch.Tensor, weights: torch.Tensor, cohort) -> FedProxState:
         return FedProxState(theta=weighted_mean(local_models, weights))

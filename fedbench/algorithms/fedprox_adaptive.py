@@ -55,9 +55,6 @@ class FedProxAdaptiveMu:
     def init(self, theta0: torch.Tensor, num_clients: int) -> AdaptiveMuState:
         return AdaptiveMuState(theta=theta0, mu=self.mu_init, last_loss=float("inf"), decreasing_rounds=0)
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
     def begin_round(self, state: AdaptiveMuState, evaluation) -> AdaptiveMuState:
         loss = evaluation.train_loss
         if state.last_loss == float("inf"):
@@ -73,9 +70,6 @@ class FedProxAdaptiveMu:
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast: AdaptiveMuBroadcast) -> torch.Tensor:
         return torch.add(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), alpha=-self.lr)
-
-    def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
-        return theta, None
 
     def server_update(self, state: AdaptiveMuState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> AdaptiveMuState:

@@ -19,8 +19,9 @@ How the local loop maps onto the engine: ``client_init`` takes the full-gradient
 step j (0-based) computes w^(j+2), so iterates w^(1..tau) need tau - 1 minibatch steps: run with
 ``SimulationConfig(local_steps=tau - 1)``. Under epoch-based local work every client needs at least tau - 1
 steps (checked; it raises otherwise) and steps beyond w^(tau) return at once, computing nothing; both give
-the same numbers (tested). t' is drawn per client from the (seed, round, 'algorithm', client id) stream, so
-it does not depend on the cohort or on the order of clients; the round index is counted by ``begin_round``.
+the same numbers (tested). t' is drawn per client from the (seed, round, 'algorithm', client id) stream, with
+the run's seed and the round index from the engine's Cohort, so it does not depend on the cohort or on the
+order of clients.
 
 Deviations and choices:
 - The loop runs t = 1..tau-1, so the tau candidate outputs w^(1..tau) are all computed and none is wasted.
@@ -32,8 +33,6 @@ Deviations and choices:
   parameter" but the formula is not verified in the material we have (paper-setups.md, section 3.2).
 - The slides have every device participate each round; here the engine's cohort does (set
   clients_per_round = N for full participation). Stragglers are dropped (the paper has none).
-- ``seed`` is a constructor field: the runner has to pass the run's seed (the engine does not hand the
-  seed to algorithms).
 """
 
 from __future__ import annotations
@@ -52,13 +51,6 @@ ESTIMATORS = ("svrg", "sarah")
 @dataclass(frozen=True)
 class FedProxVRState:
     theta: torch.Tensor  # w_bar [P]
-    round: int  # index of the current round (counted by begin_round; -1 before the first)
-
-
-@dataclass(frozen=True)
-class FedProxVRBroadcast:
-    theta: torch.Tensor  # w_bar = w^(0), the proximal anchor
-    round: int
 
 
 @dataclass(frozen=True)
@@ -80,7 +72,6 @@ class FedProxVR:
     mu: float = 0.0  # proximal weight
     tau: int = 20  # local iterations
     estimator: str = "svrg"
-    seed: int = 0  # the run's seed (t' draws)
     beta: float = 0.0  # if > 0 (with smoothness): eta = 1/(beta L)
     smoothness: float = 0.0  # L
     keeps_partial_work: bool = False
@@ -102,49 +93,44 @@ class FedProxVR:
         return 1.0 / (self.beta * self.smoothness) if self.beta > 0 else self.lr
 
     def init(self, theta0: torch.Tensor, num_clients: int) -> FedProxVRState:
-        return FedProxVRState(theta=theta0, round=-1)
+        return FedProxVRState(theta=theta0)
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
+    def broadcast(self, state: FedProxVRState) -> torch.Tensor:
+        return state.theta  # w_bar = w^(0), the proximal anchor
 
-    def begin_round(self, state: FedProxVRState, evaluation) -> FedProxVRState:
-        return FedProxVRState(theta=state.theta, round=state.round + 1)
+    def output_iterates(self, seed: int, round_: int, clients) -> list[int]:
+        """t' of each client in round ``round_`` of the run with ``seed``, uniform in 1..tau."""
+        return [int(rng(seed, round_, "algorithm", int(c)).integers(1, self.tau + 1)) for c in clients]
 
-    def broadcast(self, state: FedProxVRState) -> FedProxVRBroadcast:
-        return FedProxVRBroadcast(theta=state.theta, round=state.round)
-
-    def output_iterates(self, round_: int, clients) -> list[int]:
-        """t' of each client in round ``round_``, uniform in 1..tau."""
-        return [int(rng(self.seed, round_, "algorithm", int(c)).integers(1, self.tau + 1)) for c in clients]
-
-    def client_init(self, bcast: FedProxVRBroadcast, cohort) -> FedProxVRLocal:
+    def client_init(self, theta: torch.Tensor, cohort) -> FedProxVRLocal:
         fewest = int(cohort.steps.min())
         if fewest < self.tau - 1:
             raise ValueError(f"FedProxVR with tau={self.tau} needs at least tau - 1 = {self.tau - 1} local steps "
                              f"per client, but a client has {fewest}: raise local_epochs or lower batch_size")
         k = len(cohort.clients)
-        w0 = bcast.theta.expand(k, -1).contiguous()
+        w0 = theta.expand(k, -1).contiguous()
         v0 = cohort.full_grad(w0)  # v^(0) = grad F_n(w^(0))
-        w1 = prox_squared_distance(w0 - self.eta * v0, bcast.theta, self.eta, self.mu)
-        t_out = torch.tensor(self.output_iterates(bcast.round, cohort.clients.tolist()), device=w0.device)
+        w1 = prox_squared_distance(w0 - self.eta * v0, theta, self.eta, self.mu)
+        t_out = torch.tensor(self.output_iterates(cohort.seed, cohort.round, cohort.clients.tolist()),
+                             device=w0.device)
         return FedProxVRLocal(w=w1, w_prev=w0, v=v0, t_out=t_out, out=w1.clone(), t=1)
 
-    def client_step(self, local: FedProxVRLocal, grad_fn, bcast: FedProxVRBroadcast) -> FedProxVRLocal:
+    def client_step(self, local: FedProxVRLocal, grad_fn, theta: torch.Tensor) -> FedProxVRLocal:
         if local.t >= self.tau:  # w^(tau) is computed: the remaining engine steps change nothing
             return local
         if self.estimator == "svrg":  # (8b): anchor point w^(0) and v^(0) stay fixed
-            v = grad_fn(local.w) - grad_fn(bcast.theta.expand_as(local.w)) + local.v
+            v = grad_fn(local.w) - grad_fn(theta.expand_as(local.w)) + local.v
         else:  # (8a): recursive, from the previous iterate
             v = grad_fn(local.w) - grad_fn(local.w_prev) + local.v
-        w_next = prox_squared_distance(local.w - self.eta * v, bcast.theta, self.eta, self.mu)
+        w_next = prox_squared_distance(local.w - self.eta * v, theta, self.eta, self.mu)
         t = local.t + 1
         out = torch.where((local.t_out == t).unsqueeze(1), w_next, local.out)
         return FedProxVRLocal(w=w_next, w_prev=local.w, v=v if self.estimator == "sarah" else local.v,
                               t_out=local.t_out, out=out, t=t)
 
-    def client_result(self, local: FedProxVRLocal, bcast, cohort) -> tuple[torch.Tensor, None]:
+    def client_result(self, local: FedProxVRLocal, theta: torch.Tensor, cohort) -> tuple[torch.Tensor, None]:
         return local.out, None
 
     def server_update(self, state: FedProxVRState, outputs: torch.Tensor, weights: torch.Tensor,
                       cohort) -> FedProxVRState:
-        return FedProxVRState(theta=weighted_mean(outputs, weights), round=state.round)
+        return FedProxVRState(theta=weighted_mean(outputs, weights))

@@ -23,9 +23,9 @@ communication round Algorithm 1 has ("communicate c", before local work); the si
 pass because the same gradients are the ones the clients send back for the update of s.
 
 Deviations and choices:
-- Simple means over the selected clients, as Algorithm 1; the engine's aggregation weights are not used
-  (c has to be formed in ``client_init``, before the engine hands the weights to ``server_update``). Under
-  ``sampling='proportional'`` the engine's weights are these simple means.
+- Simple means over the selected clients, as Algorithm 1, for c, x and s; the engine's aggregation
+  weights (n_k under ``sampling='uniform'``) are not used. Under ``sampling='proportional'`` the engine's
+  weights are these simple means.
 - SGDm is the slides' undampened form (U = g + beta m, V: m <- g + beta m); Adam is the standard one
   with its bias correction, U using the step count t + 1 of the state it is applied with.
 - K is each client's own number of local steps this round (E epochs of batch B), not a fixed K.
@@ -92,12 +92,6 @@ class Mime:
 
     def init(self, theta0: torch.Tensor, num_clients: int) -> MimeState:
         return MimeState(theta=theta0, opt=self.optimizer.init(theta0))
-
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: MimeState, evaluation) -> MimeState:
-        return state
 
     def broadcast(self, state: MimeState) -> MimeBroadcast:
         return MimeBroadcast(theta=state.theta, opt=state.opt)

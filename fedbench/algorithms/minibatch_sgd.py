@@ -47,12 +47,6 @@ class MinibatchSGD:
     def init(self, theta0: torch.Tensor, num_clients: int) -> MinibatchSGDState:
         return MinibatchSGDState(theta=theta0)
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: MinibatchSGDState, evaluation) -> MinibatchSGDState:
-        return state
-
     def broadcast(self, state: MinibatchSGDState) -> torch.Tensor:
         return state.theta
 

@@ -89,9 +89,6 @@ class Scaffold:
         """c_i = 0 for every client: [N, P] on the model's device."""
         return torch.zeros(num_clients, theta0.shape[-1], dtype=theta0.dtype, device=theta0.device)
 
-    def begin_round(self, state: ScaffoldState, evaluation) -> ScaffoldState:
-        return state
-
     def broadcast(self, state: ScaffoldState) -> ScaffoldBroadcast:
         return ScaffoldBroadcast(theta=state.theta, c=state.c)
 

@@ -39,12 +39,6 @@ class SequentialSGD:
     def init(self, theta0: torch.Tensor, num_clients: int) -> SequentialSGDState:
         return SequentialSGDState(theta=theta0)
 
-    def init_clients(self, num_clients: int, theta0: torch.Tensor) -> None:
-        return None
-
-    def begin_round(self, state: SequentialSGDState, evaluation) -> SequentialSGDState:
-        return state
-
     def broadcast(self, state: SequentialSGDState) -> torch.Tensor:
         return state.theta
 
@@ -53,9 +47,6 @@ class SequentialSGD:
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
         return torch.add(theta, grad_fn(theta), alpha=-self.lr)
-
-    def client_result(self, theta: torch.Tensor, bcast, cohort) -> tuple[torch.Tensor, None]:
-        return theta, None
 
     def server_update(self, state: SequentialSGDState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> SequentialSGDState:

@@ -6,16 +6,16 @@ operations, so the same function runs one client in the reference loop or the wh
 
     keeps_partial_work: bool                      # stragglers' partial work aggregated (True) or dropped
     init(theta0, num_clients) -> server_state      # server_state.theta is the global model [P]
-    init_clients(num_clients, theta0) -> client_table | None   # per-client state kept across rounds
-    begin_round(server_state, evaluation) -> server_state
     broadcast(server_state) -> bcast                # what every selected client receives
-    client_init(bcast, cohort) -> local            # cohort: Cohort below
+    client_init(bcast, cohort) -> local            # cohort: Cohort below (clients, weights, round, seed, ...)
     client_step(local, grad_fn, bcast) -> local    # one minibatch step; grad_fn(theta [a, P]) -> [a, P]
-    client_result(local, bcast, cohort) -> (result, new_client_rows | None)
-    server_update(server_state, result, weights, cohort) -> server_state   # weights [K], sum 1
+    server_update(server_state, result, weights, cohort) -> server_state   # weights [K] = cohort.weights
 
-and, optionally, these two hooks (the engine calls them only where they are defined):
+and, where an algorithm needs them (the engine uses a default where one is not defined):
 
+    init_clients(num_clients, theta0) -> client_table   # per-client state kept across rounds; default: none
+    begin_round(server_state, evaluation) -> server_state   # default: unchanged
+    client_result(local, bcast, cohort) -> (result, new_client_rows | None)   # default: (local, None)
     choose_clients(server_state, round_, available, k) -> (server_state, clients)
         The algorithm picks its own cohort instead of the uniform draw: ``available`` is the bool [N] mask of
         the round, ``k`` = min(clients_per_round, #available); it returns k distinct available client
@@ -73,7 +73,8 @@ class SimulationConfig:
 
 @dataclass(frozen=True)
 class Cohort:
-    """The clients training this round, in the engine's (work-sorted) order."""
+    """The clients training this round, in the engine's (work-sorted) order, and what the round knows of them
+    before any local work."""
 
     clients: torch.Tensor  # [K] dataset indices
     num_samples: torch.Tensor  # [K] training samples n_k
@@ -83,6 +84,13 @@ class Cohort:
     full_grad: Callable[[torch.Tensor], torch.Tensor]  # theta [K, P] -> gradient of each F_k on all its data
     num_clients: int | None = None  # N, all clients of the dataset
     total_samples: int | None = None  # n, training samples of all N clients
+    weights: torch.Tensor | None = None  # [K] aggregation weights, sum 1 (the ones server_update gets)
+    round: int = 0  # index of the round
+    seed: int = 0  # the run's seed: an algorithm's own draws come from fedbench.seeding.rng(seed, round, ...)
+    available: np.ndarray | None = None  # bool [N]: the clients that could be selected this round
+    train_sizes: np.ndarray | None = None  # [N] training samples of every client
+    # gradient of F_j on all its data at one model theta [P], for any clients j (int64 array [c]) -> [c, P]
+    client_grads: Callable[[np.ndarray, torch.Tensor], torch.Tensor] | None = None
 
 
 @dataclass(frozen=True)
@@ -136,7 +144,8 @@ def simulate(
     sizes = dataset.train.sizes
     theta0 = model.init(torch_generator(cfg.seed, -1, "init")).to(device)
     state = algorithm.init(theta0, dataset.num_clients)
-    table = algorithm.init_clients(dataset.num_clients, theta0)
+    init_clients = getattr(algorithm, "init_clients", None)
+    table = init_clients(dataset.num_clients, theta0) if init_clients is not None else None
     history: list[dict[str, float]] = []
     start = 0
     ckpt = Path(checkpoint) if checkpoint else None
@@ -160,7 +169,8 @@ def simulate(
             _notify(callbacks, r, history[-1])
             break
         eval_s = time.perf_counter() - t0
-        state = algorithm.begin_round(state, ev)
+        if hasattr(algorithm, "begin_round"):
+            state = algorithm.begin_round(state, ev)
         state, table = _train_round(cfg, r, sizes, data, model, algorithm, state, table, local_fn, device,
                                     availability.mask(cfg.seed, r))
         if device.type == "cuda":
@@ -249,17 +259,19 @@ def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table
 
     client_idx = torch.from_numpy(clients).to(device)
     rows = tree.take_rows(table, client_idx) if table is not None else None
+    w = torch.as_tensor(weights / weights.sum(), dtype=torch.float32, device=device)
     cohort = Cohort(
         clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
         epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
         client_rows=rows, full_grad=_full_grad_fn(model, data, clients, device),
-        num_clients=len(sizes), total_samples=int(sizes.sum()),
+        num_clients=len(sizes), total_samples=int(sizes.sum()), weights=w, round=r, seed=cfg.seed,
+        available=available, train_sizes=sizes, client_grads=_client_grads_fn(model, data, device),
     )
     bcast = algorithm.broadcast(state)
     local = algorithm.client_init(bcast, cohort)
     local = local_fn(algorithm, model, bcast, local, cohort_data)
-    result, new_rows = algorithm.client_result(local, bcast, cohort)
-    w = torch.as_tensor(weights / weights.sum(), dtype=torch.float32, device=device)
+    client_result = getattr(algorithm, "client_result", None)
+    result, new_rows = client_result(local, bcast, cohort) if client_result is not None else (local, None)
     state = algorithm.server_update(state, result, w, cohort)
     if table is not None and new_rows is not None:
         table = tree.scatter_rows(table, client_idx, new_rows)
@@ -291,6 +303,18 @@ def _full_grad_fn(model, data: DeviceData, clients: np.ndarray, device) -> Calla
         return model.segment_grads(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
 
     return full_grad
+
+
+def _client_grads_fn(model, data: DeviceData, device) -> Callable[[np.ndarray, torch.Tensor], torch.Tensor]:
+    """Gradient of F_j on all its training data at one model theta [P], for any clients j."""
+
+    def client_grads(clients: np.ndarray, theta: torch.Tensor) -> torch.Tensor:
+        clients = np.asarray(clients, dtype=np.int64)
+        idx_t, seg_t, counts = _cohort_segments(data, clients, device)
+        return model.segment_grads(theta.expand(len(clients), -1), data.x_train[idx_t], data.y_train[idx_t],
+                                   seg_t, counts)
+
+    return client_grads
 
 
 @torch.no_grad()

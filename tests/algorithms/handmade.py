@@ -153,7 +153,8 @@ class Recorder:
         return getattr(self.algorithm, name)
 
     def begin_round(self, state, evaluation):
-        new = self.algorithm.begin_round(state, evaluation)
+        begin = getattr(self.algorithm, "begin_round", None)
+        new = begin(state, evaluation) if begin is not None else state
         self.begin_states.append(new)
         return new
 

@@ -56,7 +56,7 @@ def reference(ds, cfg, theta0, eta, mu, tau, estimator, seed):
 @pytest.mark.parametrize("estimator", ["svrg", "sarah"])
 def test_matches_float64_reference(estimator):
     ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3)
-    result = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=TAU, estimator=estimator, seed=cfg.seed))
+    result = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=TAU, estimator=estimator))
     expected = reference(ds, cfg, initial_theta(cfg, model), ETA, MU, TAU, estimator, cfg.seed)
     assert np.abs(as_numpy(result.theta) - expected).max() < 1e-6
 
@@ -70,10 +70,11 @@ def test_estimators_differ_on_this_draw():
 
 
 def test_output_iterate_is_per_client_and_uniform():
-    alg = FedProxVR(lr=0.1, tau=5, seed=11)
-    cohort = alg.output_iterates(7, [0, 4, 9])
-    assert cohort == [alg.output_iterates(7, [c])[0] for c in (0, 4, 9)]  # independent of the cohort
-    draws = np.array([alg.output_iterates(r, range(50)) for r in range(40)]).ravel()
+    alg = FedProxVR(lr=0.1, tau=5)
+    cohort = alg.output_iterates(11, 7, [0, 4, 9])
+    assert cohort == [alg.output_iterates(11, 7, [c])[0] for c in (0, 4, 9)]  # independent of the cohort
+    assert alg.output_iterates(11, 7, range(20)) != alg.output_iterates(12, 7, range(20))  # the run's seed counts
+    draws = np.array([alg.output_iterates(11, r, range(50)) for r in range(40)]).ravel()
     counts = np.bincount(draws, minlength=6)
     assert counts[0] == 0 and draws.max() == 5
     assert np.all(np.abs(counts[1:] / len(draws) - 0.2) < 0.04)
@@ -112,16 +113,16 @@ def test_fixed_local_steps_equal_frozen_extra_steps():
     # would get from whole epochs, so both ways of running FedProxVR agree exactly.
     ds, model = handmade_dataset(), handmade_model()
     epochs = simulate(handmade_config(rounds=3, local_epochs=3), ds, model,
-                      FedProxVR(lr=ETA, mu=MU, tau=4, estimator="sarah", seed=3))
+                      FedProxVR(lr=ETA, mu=MU, tau=4, estimator="sarah"))
     steps = simulate(handmade_config(rounds=3, local_steps=3), ds, model,
-                     FedProxVR(lr=ETA, mu=MU, tau=4, estimator="sarah", seed=3))
+                     FedProxVR(lr=ETA, mu=MU, tau=4, estimator="sarah"))
     torch.testing.assert_close(epochs.theta, steps.theta, rtol=0, atol=1e-7)
 
 
 @pytest.mark.parametrize("estimator", ["svrg", "sarah"])
 def test_vectorized_matches_reference_path(estimator):
     ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, local_epochs=3)
-    alg = FedProxVR(lr=ETA, mu=MU, tau=5, estimator=estimator, seed=cfg.seed)
+    alg = FedProxVR(lr=ETA, mu=MU, tau=5, estimator=estimator)
     fast = simulate(cfg, ds, model, alg)
     slow = simulate(dataclasses.replace(cfg, local_path="reference"), ds, model, alg)
     torch.testing.assert_close(fast.theta, slow.theta, rtol=0, atol=1e-5)
@@ -129,7 +130,7 @@ def test_vectorized_matches_reference_path(estimator):
 
 def test_same_seed_is_repeatable():
     ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, local_epochs=3)
-    first = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=5, estimator="sarah", seed=cfg.seed))
-    second = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=5, estimator="sarah", seed=cfg.seed))
+    first = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=5, estimator="sarah"))
+    second = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=5, estimator="sarah"))
     assert first.param_digest == second.param_digest
     assert_same_history(first.history, second.history)

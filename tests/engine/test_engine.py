@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -314,3 +315,50 @@ def test_evaluate_dissimilarity_is_zero_for_identical_devices():
     ev = evaluate(model, theta, DeviceData.build(ds, torch.device("cpu")))
     assert ev.dissimilarity == pytest.approx(0.0, abs=1e-12)
     assert ev.device_train_loss[0] == ev.device_train_loss[1]
+
+
+class _MinimalSGD:
+    """Local SGD with only the required methods: the engine supplies init_clients, begin_round and
+    client_result. Records what the Cohort tells it before local work."""
+
+    keeps_partial_work = False
+
+    def __init__(self, lr: float) -> None:
+        self.lr, self.seen = lr, []
+
+    def init(self, theta0, num_clients):
+        return SimpleNamespace(theta=theta0)
+
+    def broadcast(self, state):
+        return state.theta
+
+    def client_init(self, theta, cohort):
+        grads = cohort.full_grad(theta.expand(len(cohort.clients), -1))
+        self.seen.append({"round": cohort.round, "seed": cohort.seed, "weights": cohort.weights.clone(),
+                          "available": cohort.available.copy(), "clients": cohort.clients.numpy().copy(),
+                          "full_grad": grads, "client_grads": cohort.client_grads(cohort.clients.numpy(), theta),
+                          "train_sizes": cohort.train_sizes})
+        return theta.expand(len(cohort.clients), -1).clone()
+
+    def client_step(self, w, grad_fn, theta):
+        return w - self.lr * grad_fn(w)
+
+    def server_update(self, state, local_models, weights, cohort):
+        self.seen[-1]["server_weights"] = weights
+        return SimpleNamespace(theta=(weights[:, None] * local_models).sum(0))
+
+
+def test_optional_methods_default_and_cohort_describes_the_round(synthetic):
+    cfg = _cfg(straggler_fraction=0.0)
+    minimal = _MinimalSGD(lr=0.01)
+    result = simulate(cfg, synthetic, _model(synthetic), minimal)
+    fedavg = simulate(cfg, synthetic, _model(synthetic), FedAvg(lr=0.01))
+    torch.testing.assert_close(result.theta, fedavg.theta, rtol=0, atol=1e-6)  # FedAvg, no optional method
+    assert [s["round"] for s in minimal.seen] == list(range(cfg.rounds))
+    for s in minimal.seen:
+        assert s["seed"] == cfg.seed and s["available"].shape == (synthetic.num_clients,) and s["available"].all()
+        assert torch.equal(s["weights"], s["server_weights"]) and float(s["weights"].sum()) == pytest.approx(1.0)
+        sizes = synthetic.train.sizes[s["clients"]]
+        torch.testing.assert_close(s["weights"], torch.as_tensor(sizes / sizes.sum(), dtype=torch.float32))
+        torch.testing.assert_close(s["client_grads"], s["full_grad"], rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(s["train_sizes"], synthetic.train.sizes)
