@@ -4,7 +4,8 @@ The store is a local SQLite file (``mlflow.db`` in the working directory, ignore
 ``MLFLOW_TRACKING_URI`` says otherwise. One experiment per study, one run per (algorithm variant,
 setting, seed); per-round metrics are step metrics named ``split/name``; tags record the git commit,
 dataset content hash, seed, device and library versions; the per-device final metrics, the history and
-a figure of the run's curves are artifacts. A run already logged with the same fingerprint is not logged
+a figure of the run's curves are artifacts. A claim study (experiment ``study-<name>``) is one run with
+one nested run per simulation it ran. A run already logged with the same fingerprint is not logged
 again, so rerunning the pipeline does not duplicate runs.
 """
 
@@ -107,21 +108,48 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
     return subprocess.call([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port)])
 
 
-def log_study(experiment: str, name: str, claims: list[dict[str, Any]], artifacts: list[Path], seconds: float) -> str:
-    """Log one claim study as a run: a tag per claim verdict, its figures and claims.json as artifacts."""
+def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
+              simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str) -> str:
+    """Log one claim study as a run (a tag per claim verdict; figures, claims.json and the simulation records as
+    artifacts) with one nested run per simulation record (fedbench.studies.record): params, per-round step
+    metrics, final metrics, param digest and device. Skipped if a finished study run with ``fingerprint`` is
+    there already; returns the study run's id."""
     client = _client()
     exp_id = experiment_id(client, experiment)
-    tags = {"mlflow.runName": name, "git_commit": git_commit(),
+    found = client.search_runs([exp_id], filter_string=f"tags.`fedbench.fingerprint` = '{fingerprint}'",
+                               max_results=1)
+    if found and found[0].info.status == "FINISHED":
+        return found[0].info.run_id
+    commit = git_commit()
+    tags = {"mlflow.runName": name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
             **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
-    run = client.create_run(exp_id, run_name=name, tags=tags)
+    run_id = client.create_run(exp_id, run_name=name, tags=tags).info.run_id
     try:
         now = int(time.time() * 1000)
-        client.log_batch(run.info.run_id, metrics=[Metric("study/seconds", float(seconds), now, 0)],
+        client.log_batch(run_id, metrics=[Metric("study/seconds", float(seconds), now, 0),
+                                          Metric("study/simulations", float(len(simulations)), now, 0)],
                          params=[Param("study", name)])
+        for sim in simulations:
+            _log_simulation(client, exp_id, run_id, sim, commit, now)
         for path in artifacts:
-            client.log_artifact(run.info.run_id, str(path))
-        client.set_terminated(run.info.run_id, "FINISHED")
+            client.log_artifact(run_id, str(path))
+        client.set_terminated(run_id, "FINISHED")  # last: a study run is FINISHED only with all its children
     except BaseException:
-        client.set_terminated(run.info.run_id, "FAILED")
+        client.set_terminated(run_id, "FAILED")
         raise
-    return run.info.run_id
+    return run_id
+
+
+def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, sim: dict[str, Any], commit: str,
+                    now: int) -> None:
+    tags = {"mlflow.parentRunId": parent_id, "mlflow.runName": sim["name"], "git_commit": commit,
+            "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"])}
+    run_id = client.create_run(exp_id, run_name=sim["name"], tags=tags).info.run_id
+    params = [Param(k, str(v)) for k, v in sim["params"].items()]
+    metrics = [Metric(key, v, now, step) for key, values in sim["history"].items()
+               for step, v in enumerate(values) if v is not None]
+    metrics += [Metric(f"final/{k.replace('/', '_')}", v, now, 0) for k, v in sim["final"].items() if v is not None]
+    metrics += [Metric(k, v, now, 0) for k, v in sim["metrics"].items() if v is not None]
+    for i in range(0, max(len(metrics), 1), 900):  # log_batch takes at most 1000 entities
+        client.log_batch(run_id, metrics=metrics[i:i + 900], params=params if i == 0 else [])
+    client.set_terminated(run_id, "FINISHED")

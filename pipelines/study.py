@@ -1,11 +1,11 @@
-"""DVC stage: run one small claim study (fedbench/studies/<name>.py) into reports/studies/<name>/ and
-log it to MLflow."""
+"""DVC stage: run one small claim study (fedbench/studies/<name>.py) into reports/studies/<name>/ (the track
+stage logs it to MLflow)."""
 
 import argparse
 
 from fedbench.cli import run_guarded
 from fedbench.config import ConfigError, load_config
-from fedbench.pipeline import run_claim_study
+from fedbench.studies import run_claim_study
 
 
 def main() -> None:

@@ -1,10 +1,10 @@
-"""DVC stage: log every finished run to MLflow (once per run) and write reports/mlflow_runs.csv."""
+"""DVC stage: log every finished run and claim study to MLflow (each once) and write reports/mlflow_runs.csv."""
 
 import argparse
 
 from fedbench.cli import run_guarded
 from fedbench.config import load_config
-from fedbench.pipeline import track_all
+from fedbench.track import track_all
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
-"""End to end: a tiny profile through the real DVC pipeline (generate -> train -> track -> report) into a
-temporary MLflow store, then a second `dvc repro` that must find everything up to date."""
+"""End to end: a tiny profile through the real DVC pipeline (generate -> train, study -> track -> report) into
+a temporary MLflow store, then a second `dvc repro` that must find everything up to date."""
 
 import json
 import os
@@ -79,4 +79,7 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     assert "Data and pipelines are up to date" in again.stdout
     assert len(client.search_runs([exp.experiment_id])) == 4
     study = client.get_experiment_by_name("study-delta_fl_triangle")
-    assert len(client.search_runs([study.experiment_id])) == 1
+    study_runs = client.search_runs([study.experiment_id])
+    (parent,) = [r for r in study_runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(study_runs) == 1 + 5  # the study and its five simulations, each logged once
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in study_runs if r is not parent)

@@ -15,10 +15,11 @@ from pathlib import Path
 import pandas as pd
 
 from fedbench.config import Config
-from fedbench.pipeline import DATA_ROOT, RUNS_ROOT, STUDIES_ROOT
+from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
 from fedbench.report import figures
 from fedbench.report.claims import VERDICTS, evaluate_claims
 from fedbench.report.runs import load_runs
+from fedbench.studies import STUDIES_ROOT
 
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:

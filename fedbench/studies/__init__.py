@@ -1,14 +1,26 @@
 """Small studies that turn paper statements into claims with verdicts from real runs.
 
 Each module exposes ``run(out_dir) -> list[claim dict]``: it runs what it needs through the engine (seconds on
-two CPU cores), writes its figure(s) as PNG into ``out_dir`` and returns one entry per claim, with exactly the
-keys of fedbench.report.claims entries. Verdicts come from the rule stated in each entry, never from the
-published number.
+two CPU cores), writes its figure(s) as PNG and a record of every simulation it ran (fedbench.studies.record)
+into ``out_dir``, and returns one entry per claim, with exactly the keys of fedbench.report.claims entries.
+Verdicts come from the rule stated in each entry, never from the published number. ``run_claim_study`` is
+the DVC ``study`` stage; the ``track`` stage (fedbench.track) logs the results to MLflow.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
+
+from fedbench.studies.record import SIMULATIONS
+
+STUDIES_ROOT = Path("reports/studies")
 
 CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "scale", "deviations",
               "observed")
@@ -37,3 +49,30 @@ class ModelTrace:
 
     def on_model(self, round_: int, theta) -> None:
         self.models.append(theta.detach().double().cpu().numpy().copy())
+
+
+def run_claim_study(name: str, root: Path = STUDIES_ROOT) -> list[dict[str, Any]]:
+    """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
+    its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records."""
+    module = importlib.import_module(f"fedbench.studies.{name}")
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+    os.chmod(tmp, 0o755)
+    try:
+        t0 = time.perf_counter()
+        claims = module.run(tmp)
+        seconds = time.perf_counter() - t0
+        if not (tmp / SIMULATIONS).exists():
+            raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")
+        (tmp / "claims.json").write_text(json.dumps({"study": name, "seconds": round(seconds, 1), "claims": claims},
+                                                    indent=2, default=float) + "\n")
+        final = root / name
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for c in claims:
+        print(f"{c['verdict']:>15}  {c['id']}")
+    return claims

@@ -44,6 +44,7 @@ from fedbench.models.mean_estimation import MeanEstimation
 from fedbench.quantile import superquantile
 from fedbench.seeding import rng
 from fedbench.studies import DELTA_FL_PAPER, ModelTrace, claim
+from fedbench.studies.record import params, record, write_simulations
 
 OBTUSE = np.array([[0.0, 0.0], [4.0, 0.0], [1.2, 1.5]])
 ACUTE = np.array([[0.0, 0.0], [4.0, 0.0], [2.2, 3.0]])  # a check of (iii): same longest side, acute opposite
@@ -104,12 +105,18 @@ def admissible_mixtures(theta: float, step: int = GRID) -> np.ndarray:
     return pi[np.all(pi <= 1.0 / (3.0 * theta) + 1e-12, axis=1)]
 
 
-def run_model(algorithm, means: np.ndarray) -> np.ndarray:
+def run_model(name: str, algorithm, triangle: str) -> tuple[np.ndarray, dict[str, Any]]:
+    """The iterates w_1..w_R of ``algorithm`` on the ``triangle`` (OBTUSE or ACUTE), and the run's record."""
+    means = {"obtuse": OBTUSE, "acute": ACUTE}[triangle]
     cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=len(means), local_epochs=1, batch_size=SAMPLES, seed=0,
                            device="cpu", eval_every=10**9, checkpoint_every=10**9)
     trace = ModelTrace()
-    simulate(cfg, dataset(means), MeanEstimation(dim=DIM, start=0.0), algorithm, callbacks=(trace,))
-    return np.array(trace.models)
+    result = simulate(cfg, dataset(means), MeanEstimation(dim=DIM, start=0.0), algorithm, callbacks=(trace,))
+    path = np.array(trace.models)
+    w = np.vstack([np.zeros(DIM), path])  # w_0 (the start), w_1, ...: step r is the model evaluated in round r
+    rec = record(f"{name}/{triangle}", params(cfg, algorithm, triangle=triangle, means=means.tolist()), result,
+                 keys=("train/loss",), series={f"model/w{j}": w[:, j] for j in range(DIM)})
+    return path, rec
 
 
 def run(out_dir: str | Path) -> list[dict[str, Any]]:
@@ -121,11 +128,18 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
     midpoint = (means[a] + means[b]) / 2
     centroid = means.mean(0)
 
-    delta_path = run_model(DeltaFL(lr=LR, theta=THETA, weighting="exact"), means)
-    fedavg_path = run_model(FedAvg(lr=LR), means)
-    filter_path = run_model(DeltaFL(lr=LR, theta=THETA, weighting="filter"), means)
-    above_path = run_model(DeltaFL(lr=LR, theta=THETA_ABOVE, weighting="exact"), means)
-    acute_path = run_model(DeltaFL(lr=LR, theta=THETA, weighting="exact"), ACUTE)
+    exact = DeltaFL(lr=LR, theta=THETA, weighting="exact")
+    filtered = DeltaFL(lr=LR, theta=THETA, weighting="filter")
+    above = DeltaFL(lr=LR, theta=THETA_ABOVE, weighting="exact")
+    runs = {
+        "delta": run_model(f"delta_fl/theta={THETA:.3g}/exact", exact, "obtuse"),
+        "fedavg": run_model("fedavg", FedAvg(lr=LR), "obtuse"),
+        "filter": run_model(f"delta_fl/theta={THETA:.3g}/filter", filtered, "obtuse"),
+        "above": run_model(f"delta_fl/theta={THETA_ABOVE:g}/exact", above, "obtuse"),
+        "acute": run_model(f"delta_fl/theta={THETA:.3g}/exact", exact, "acute"),
+    }
+    write_simulations(out_dir, [rec for _, rec in runs.values()])
+    delta_path, fedavg_path, filter_path, above_path, acute_path = (path for path, _ in runs.values())
     w_delta, w_avg = delta_path[-1], fedavg_path[-1]
 
     mixtures = admissible_mixtures(THETA)

@@ -38,6 +38,7 @@ from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
 from fedbench.seeding import rng
 from fedbench.studies import FEDLAAVG_PAPER, claim
+from fedbench.studies.record import params, record, write_simulations
 
 NUM_CLASSES = 10
 DIM = 60
@@ -89,8 +90,9 @@ def _accuracy(result) -> np.ndarray:
     return np.array([row["test/accuracy"] for row in result.history]) * 100
 
 
-def _one_run(job: tuple[str, int]) -> tuple[str, int, np.ndarray]:
-    """One run of the study, by name and seed (a top-level function, so worker processes can run it)."""
+def _one_run(job: tuple[str, int]) -> tuple[str, int, np.ndarray, dict[str, Any]]:
+    """One run of the study, by name and seed (a top-level function, so worker processes can run it): its test
+    accuracy (%) per round and its record."""
     import torch
 
     torch.set_num_threads(1)
@@ -100,11 +102,12 @@ def _one_run(job: tuple[str, int]) -> tuple[str, int, np.ndarray]:
     diurnal = AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
     always = AvailabilityConfig()
     if name == "sequential":
-        result = simulate(sequential_config(config(seed, always)), pool_clients(ds), model, SequentialSGD(lr=LR))
+        cfg, data, algorithm = sequential_config(config(seed, always)), pool_clients(ds), SequentialSGD(lr=LR)
     else:
-        algorithm = FedLaAvg(lr=LR) if name.startswith("fedlaavg") else FedAvg(lr=LR)
-        result = simulate(config(seed, always if name.endswith("_fca") else diurnal), ds, model, algorithm)
-    return name, seed, _accuracy(result)
+        cfg = config(seed, always if name.endswith("_fca") else diurnal)
+        data, algorithm = ds, FedLaAvg(lr=LR) if name.startswith("fedlaavg") else FedAvg(lr=LR)
+    result = simulate(cfg, data, model, algorithm)
+    return name, seed, _accuracy(result), record(f"{name}/seed={seed}", params(cfg, algorithm, method=name), result)
 
 
 def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
@@ -119,8 +122,9 @@ def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
             results = list(pool.map(_one_run, jobs))
     else:
         results = [_one_run(job) for job in jobs]
+    write_simulations(out_dir, [rec for *_, rec in results])
     curves: dict[str, dict[int, np.ndarray]] = {}
-    for name, seed, accuracy in results:
+    for name, seed, accuracy, _ in results:
         curves.setdefault(name, {})[seed] = accuracy
 
     best = {name: {s: float(c.max()) for s, c in per_seed.items()} for name, per_seed in curves.items()}

@@ -31,6 +31,7 @@ from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models.mean_estimation import MeanEstimation
 from fedbench.studies import FEDLAAVG_PAPER, ModelTrace, claim
+from fedbench.studies.record import params, record, write_simulations
 
 MU = (-1.0, 1.0)
 A, B = 8, 2  # iterations client 1, then client 2, is available in each period
@@ -73,11 +74,16 @@ def config(eta: float) -> SimulationConfig:
                             availability=AvailabilityConfig(model="diurnal", period=A, beta=B / A, groups=(0, 1)))
 
 
-def trajectory(algorithm, eta: float) -> np.ndarray:
-    """w_1, w_2, ..., one entry per round (the model after that round's update)."""
+def trajectory(algorithm, eta: float) -> tuple[np.ndarray, dict[str, Any]]:
+    """w_1, w_2, ..., one entry per round (the model after that round's update), and the run's record (which
+    keeps w_0, w_1, ... as its per-round series: the training loss adds nothing to w here)."""
     trace = ModelTrace()
-    simulate(config(eta), dataset(), MeanEstimation(dim=1, start=START), algorithm, callbacks=(trace,))
-    return np.array([m[0] for m in trace.models])
+    cfg = config(eta)
+    result = simulate(cfg, dataset(), MeanEstimation(dim=1, start=START), algorithm, callbacks=(trace,))
+    w = np.array([m[0] for m in trace.models])
+    rec = record(f"{type(algorithm).__name__}/eta={eta:g}", params(cfg, algorithm, mu=list(MU), w0=START), result,
+                 keys=(), series={"model/w": np.concatenate([[START], w])})
+    return w, rec
 
 
 def run(out_dir: str | Path) -> list[dict[str, Any]]:
@@ -86,9 +92,11 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
     w_star = (MU[0] + MU[1]) / 2
     spread = abs(MU[1] - MU[0])
     fedavg, fedlaavg = {}, {}
+    records = []
     for eta in ETAS:
-        avg = trajectory(FedAvg(lr=eta), eta)
-        la = trajectory(FedLaAvg(lr=eta), eta)
+        avg, avg_record = trajectory(FedAvg(lr=eta), eta)
+        la, la_record = trajectory(FedLaAvg(lr=eta), eta)
+        records += [avg_record, la_record]
         ends = avg[A + B - 1 :: A + B]  # end-of-period iterates
         c_measured = (1.0 - (avg[0] - MU[0]) / (START - MU[0])) / eta  # first step is on client 1
         fedavg[eta] = {"trajectory": avg, "end": float(ends[-1]), "previous_end": float(ends[-2]),
@@ -111,6 +119,7 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
     converge_verdict = "reproduced" if all(within.values()) and shrinks else "not-reproduced"
 
     _figure(out_dir / "fedlaavg_example1.png", fedavg, fedlaavg, w_star)
+    write_simulations(out_dir, records)
 
     scale = {"clients": 2, "samples_per_client": len(OFFSETS), "mu": list(MU), "a": A, "b": B, "w0": START,
              "step_sizes": list(ETAS), "periods": {str(eta): fedavg[eta]["periods"] for eta in ETAS},

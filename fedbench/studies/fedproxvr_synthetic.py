@@ -27,6 +27,7 @@ from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
 from fedbench.studies import claim
+from fedbench.studies.record import params, record, write_simulations
 
 PAPER = ("FedProxVR: Dinh, Tran, Nguyen, Bao, Zomaya, Zhou. Federated Learning with Proximal Stochastic Variance "
          "Reduced Gradient Algorithms. ICPP 2020 (talk slides)")
@@ -57,12 +58,15 @@ def smoothness(x: np.ndarray) -> float:
     return float(0.5 * ((x.astype(np.float64) ** 2).sum(1) + 1.0).max())
 
 
-def _run(ds, model, algorithm, batch_size: int, seed: int, local_epochs: int = 1,
-         local_steps: int = 0) -> list[dict[str, float]]:
+def _run(name: str, ds, model, algorithm, batch_size: int, seed: int, local_epochs: int = 1,
+         local_steps: int = 0) -> tuple[list[dict[str, float]], dict[str, Any]]:
+    """The run's history and its record (fedbench.studies.record)."""
     cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=ds.num_clients, local_epochs=local_epochs,
                            local_steps=local_steps, batch_size=batch_size, seed=seed, device="cpu",
                            eval_every=10**9, checkpoint_every=10**9)
-    return simulate(cfg, ds, model, algorithm).history
+    result = simulate(cfg, ds, model, algorithm)
+    knobs = {"method": name, "dataset": "synthetic_0_0", "users": NUM_USERS, "data_seed": DATA_SEED}
+    return result.history, record(f"{name}/seed={seed}", params(cfg, algorithm, **knobs), result)
 
 
 def verdict(mean_best: dict[str, float], moving: dict[str, list[bool]]) -> str:
@@ -110,24 +114,27 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
     moving: dict[str, list[bool]] = {k: [] for k in best}
     final_loss: dict[str, list[float]] = {k: [] for k in best}
     first_histories = {}
+    records = []
     for seed in SEEDS:
         runs = {
-            "FedAvg": _run(ds, model, FedAvg(lr=1.0 / (FEDAVG["beta"] * lip)), FEDAVG["batch_size"], seed,
+            "FedAvg": _run("FedAvg", ds, model, FedAvg(lr=1.0 / (FEDAVG["beta"] * lip)), FEDAVG["batch_size"], seed,
                            local_epochs=FEDAVG["local_epochs"]),
             # the full-gradient step gives w^(1); tau - 1 minibatch steps give w^(2..tau)
-            **{name: _run(ds, model, FedProxVR(lr=1.0 / (VR["beta"] * lip), beta=VR["beta"], smoothness=lip,
-                                               tau=VR["tau"], mu=VR["mu"], estimator=est, seed=seed),
+            **{name: _run(name, ds, model, FedProxVR(lr=1.0 / (VR["beta"] * lip), beta=VR["beta"], smoothness=lip,
+                                                     tau=VR["tau"], mu=VR["mu"], estimator=est),
                           VR["batch_size"], seed, local_steps=VR["tau"] - 1)
                for name, est in (("SVRG", "svrg"), ("SARAH", "sarah"))},
         }
-        for name, hist in runs.items():
+        for name, (hist, rec) in runs.items():
             loss = [r["train/loss"] for r in hist]
             best[name].append(100 * max(r["test/accuracy"] for r in hist))
             moving[name].append(_moving(loss))
             final_loss[name].append(loss[-1])
+            records.append(rec)
         if seed == SEEDS[0]:
-            first_histories = runs
+            first_histories = {name: hist for name, (hist, _) in runs.items()}
     figure(out / "fedproxvr_synthetic.png", first_histories)
+    write_simulations(out, records)
 
     mean = {k: float(np.mean(v)) for k, v in best.items()}
     still = [k for k in best if any(moving[k])]

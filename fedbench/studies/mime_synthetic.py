@@ -24,6 +24,7 @@ from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
 from fedbench.studies import claim
+from fedbench.studies.record import params, record, write_simulations
 
 PAPER = ("Mime: Karimireddy, Jaggi, Kale, Mohri, Reddi, Stich, Suresh. Mime: Mimicking Centralized Stochastic "
          "Algorithms in Federated Learning. 2020 (Figure 3, as shown in the authors' talk slides)")
@@ -91,17 +92,24 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
     loss: dict[str, dict[float, list[float]]] = {m: {lr: [] for lr in LR_GRID} for m in METHODS}
     acc: dict[str, dict[float, list[float]]] = {m: {lr: [] for lr in LR_GRID} for m in METHODS}
     hists: dict[tuple[str, float], list[dict[str, float]]] = {}
+    records = []
     for seed in SEEDS:
         cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=CLIENTS_PER_ROUND, local_epochs=LOCAL_EPOCHS,
                                batch_size=BATCH_SIZE, sampling="proportional", seed=seed, device="cpu",
                                eval_every=10**9, checkpoint_every=10**9)
         for name, make in METHODS.items():
             for lr in LR_GRID:
-                hist = simulate(cfg, ds, model, make(lr)).history
+                algorithm = make(lr)
+                result = simulate(cfg, ds, model, algorithm)
+                hist = result.history
                 loss[name][lr].append(_tail_loss(hist))
                 acc[name][lr].append(100 * float(hist[-1]["test/accuracy"]) if len(hist) > ROUNDS else float("nan"))
+                knobs = {"method": name, "dataset": "synthetic_1_1", "data_seed": DATA_SEED}
+                records.append(record(f"{name}/lr={lr:g}/seed={seed}", params(cfg, algorithm, **knobs), result,
+                                      metrics={"study/tail_train_loss": loss[name][lr][-1]}))
                 if seed == SEEDS[0]:
                     hists[(name, lr)] = hist
+    write_simulations(out, records)
     best_lr = {m: min(LR_GRID, key=lambda lr: np.mean(loss[m][lr])) for m in METHODS}
     best = {m: loss[m][best_lr[m]] for m in METHODS}
     figure(out / "mime_synthetic.png", {m: hists[(m, best_lr[m])] for m in METHODS}, best_lr)

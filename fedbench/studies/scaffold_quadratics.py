@@ -38,6 +38,7 @@ from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.seeding import rng
 from fedbench.studies import claim
+from fedbench.studies.record import params, record, write_simulations
 
 PAPER = ("SCAFFOLD: Karimireddy, Kale, Mohri, Reddi, Stich, Suresh. SCAFFOLD: Stochastic Controlled Averaging "
          "for Federated Learning. ICML 2020 (claims as stated in the authors' talk slides)")
@@ -104,6 +105,9 @@ class QuadraticProblem:
     x_star: np.ndarray  # [d]
     f_star: float
     gap0: float  # f(x0) - f*
+    seed: int  # the seed that drew the problem
+    heterogeneity: float  # G
+    delta: float  # Hessian dissimilarity
 
 
 def make_problem(seed: int, heterogeneity: float, delta: float, num_clients: int = NUM_CLIENTS,
@@ -128,7 +132,8 @@ def make_problem(seed: int, heterogeneity: float, delta: float, num_clients: int
     ds = FederatedDataset(name=f"quadratics_G{heterogeneity:g}_delta{delta:g}_seed{seed}",
                           client_ids=tuple(f"q{i}" for i in range(num_clients)), train=split, test=empty,
                           num_classes=1)
-    return QuadraticProblem(dataset=ds, hessians=h, x_star=x_star, f_star=f_star, gap0=gap0)
+    return QuadraticProblem(dataset=ds, hessians=h, x_star=x_star, f_star=f_star, gap0=gap0, seed=seed,
+                            heterogeneity=heterogeneity, delta=delta)
 
 
 class _Target:
@@ -146,24 +151,37 @@ class _Target:
         return self.reached is not None or not math.isfinite(gap) or gap > 1e6 or stalled
 
 
-def rounds_to_target(problem: QuadraticProblem, algorithm: Any, local_steps: int) -> tuple[int | None, list[float]]:
+def rounds_to_target(problem: QuadraticProblem, algorithm: Any, local_steps: int,
+                     method: str) -> tuple[int | None, list[float], dict[str, Any]]:
+    """Rounds to the target (None: not reached), the relative gap of every round, and the run's record."""
     cfg = SimulationConfig(rounds=MAX_ROUNDS, clients_per_round=problem.dataset.num_clients,
                            local_epochs=local_steps, batch_size=1, seed=0, device="cpu",
                            eval_every=10**9, checkpoint_every=10**9)
     target = _Target(problem)
-    simulate(cfg, problem.dataset, DiagonalQuadratics(problem.x_star.size), algorithm, callbacks=(target,))
-    return target.reached, target.gaps
+    result = simulate(cfg, problem.dataset, DiagonalQuadratics(problem.x_star.size), algorithm, callbacks=(target,))
+    base = algorithm.scaffold if isinstance(algorithm, _WarmStart) else algorithm
+    name = (f"{method}/G={problem.heterogeneity:g}/delta={problem.delta:g}/K={local_steps}/seed={problem.seed}"
+            f"/lr={algorithm.lr:.4g}")
+    knobs = {"method": method, "G": problem.heterogeneity, "delta": problem.delta, "problem_seed": problem.seed}
+    # the relative gap, not the loss: f - f* is a small difference of large numbers
+    rec = record(name, params(cfg, base, **knobs), result, keys=(), series={"train/relative_gap": target.gaps},
+                 metrics={"study/rounds_to_target": target.reached, "study/smallest_relative_gap": min(target.gaps)})
+    return target.reached, target.gaps, rec
 
 
-def best_over_grid(problem: QuadraticProblem, make_algorithm, local_steps: int) -> dict[str, Any]:
+def best_over_grid(problem: QuadraticProblem, make_algorithm, local_steps: int, method: str) -> dict[str, Any]:
+    """The best run over LR_GRID (fewest rounds to the target, else the closest approach), with the records of
+    every run of the grid under "records"."""
     best = {"rounds": None, "lr": None, "gaps": []}
+    records = []
     for lr in LR_GRID:
-        reached, gaps = rounds_to_target(problem, make_algorithm(lr), local_steps)
+        reached, gaps, rec = rounds_to_target(problem, make_algorithm(lr), local_steps, method)
+        records.append(rec)
         if reached is not None and (best["rounds"] is None or reached < best["rounds"]):
             best = {"rounds": reached, "lr": lr, "gaps": gaps}
         if best["rounds"] is None and (not best["gaps"] or min(gaps) < min(best["gaps"])):
             best = {"rounds": None, "lr": lr, "gaps": gaps}  # keep the closest approach
-    return best
+    return best | {"records": records}
 
 
 def _scaffold(lr: float) -> Scaffold:
@@ -366,11 +384,13 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
     tail = {g: [] for g in G_VALUES}  # SCAFFOLD: rounds from f - f* <= 1e-2 (f(x0) - f*) to the target
     floor = {g: [] for g in G_VALUES}  # FedAvg: smallest relative gap reached at any step size
     warm = {g: [] for g in G_VALUES}  # SCAFFOLD with c_i started at grad f_i(x0): rounds to target
+    records = []
     for seed in SEEDS:
         for g in G_VALUES:
             problem = make_problem(seed, g, HETERO_DELTA)
             for alg, make in (("scaffold", _scaffold), ("fedavg", _fedavg)):
-                best = best_over_grid(problem, make, HETERO_K)
+                best = best_over_grid(problem, make, HETERO_K, alg)
+                records += best["records"]
                 hetero[alg][g].append(best["rounds"])
                 if alg == "scaffold" and best["rounds"] is not None:
                     tail[g].append(best["rounds"] - next(r for r, v in enumerate(best["gaps"]) if v <= 1e-2))
@@ -378,15 +398,20 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
                     floor[g].append(float(min(best["gaps"])))
                 if seed == SEEDS[0]:
                     hetero_curves[alg][g] = best["gaps"]
-            warm[g].append(best_over_grid(problem, lambda lr, p=problem: _WarmStart(_scaffold(lr), p), HETERO_K)["rounds"])
+            best = best_over_grid(problem, lambda lr, p=problem: _WarmStart(_scaffold(lr), p), HETERO_K,
+                                  "scaffold-warm-start")
+            records += best["records"]
+            warm[g].append(best["rounds"])
     steps = {k: [] for k in STEPS_K}
     steps_curves = {}
     for seed in SEEDS:
         problem = make_problem(seed, STEPS_G, STEPS_DELTA)
         for k in STEPS_K:
-            best = best_over_grid(problem, _scaffold, k)
+            best = best_over_grid(problem, _scaffold, k, "scaffold")
+            records += best["records"]
             steps[k].append(best["rounds"])
             if seed == SEEDS[0]:
                 steps_curves[k] = best["gaps"]
     figure(out / "scaffold_quadratics.png", hetero_curves, steps_curves)
+    write_simulations(out, records)
     return [heterogeneity_claim(hetero, tail, floor, warm), local_steps_claim(steps)]

@@ -9,6 +9,7 @@ random draws (``plan_round``, ``minibatch_order``) and the initial parameters co
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import torch
 
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.sampling import minibatch_order, plan_round
-from fedbench.engine.simulation import SimulationConfig
+from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models.linear import MultinomialLogisticRegression
 from fedbench.seeding import torch_generator
 
@@ -184,3 +185,29 @@ def assert_same_history(h1, h2) -> None:
 
 def as_numpy(theta: torch.Tensor) -> np.ndarray:
     return theta.detach().cpu().double().numpy()
+
+
+# ---- checks every algorithm's test file runs ------------------------------------------------------------
+# make_algorithm is a zero-argument factory (``lambda: FedDane(lr=LR, mu=0.5)``), so each run gets a fresh
+# algorithm; ds and model default to the hand-made problem above.
+
+def assert_paths_agree(make_algorithm: Callable[[], Any], cfg: SimulationConfig, atol: float = 1e-5,
+                       ds: FederatedDataset | None = None, model=None) -> None:
+    """cfg's local path (the default, vectorized) and the reference path end at the same theta, to atol."""
+    ds = handmade_dataset() if ds is None else ds
+    model = handmade_model() if model is None else model
+    fast = simulate(cfg, ds, model, make_algorithm())
+    slow = simulate(dataclasses.replace(cfg, local_path="reference"), ds, model, make_algorithm())
+    torch.testing.assert_close(fast.theta, slow.theta, rtol=0, atol=atol)
+
+
+def assert_repeatable(make_algorithm: Callable[[], Any], cfg: SimulationConfig,
+                      ds: FederatedDataset | None = None, model=None) -> None:
+    """Two runs with the same config (so the same seed): identical theta, parameter digest and history."""
+    ds = handmade_dataset() if ds is None else ds
+    model = handmade_model() if model is None else model
+    first = simulate(cfg, ds, model, make_algorithm())
+    second = simulate(cfg, ds, model, make_algorithm())
+    assert torch.equal(first.theta, second.theta)
+    assert first.param_digest == second.param_digest
+    assert_same_history(first.history, second.history)

@@ -16,6 +16,7 @@ from tests.algorithms.handmade import (
     Recorder,
     _client,
     as_numpy,
+    assert_repeatable,
     assert_same_history,
     ce_grad,
     ce_loss,
@@ -160,12 +161,8 @@ def test_theta_one_is_fedavg_exactly_on_synthetic():
 
 
 def test_same_seed_is_repeatable():
-    ds, model = handmade_dataset(), handmade_model()
     cfg = handmade_config(rounds=3, clients_per_round=3)
-    first = simulate(cfg, ds, model, build_algorithm("delta_fl", lr=LR, theta=0.5, weighting="exact"))
-    second = simulate(cfg, ds, model, build_algorithm("delta_fl", lr=LR, theta=0.5, weighting="exact"))
-    assert torch.equal(first.theta, second.theta)
-    assert_same_history(first.history, second.history)
+    assert_repeatable(lambda: build_algorithm("delta_fl", lr=LR, theta=0.5, weighting="exact"), cfg)
 
 
 def test_eta_is_kept_between_updates():

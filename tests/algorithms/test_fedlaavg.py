@@ -19,7 +19,7 @@ from tests.algorithms.handmade import (
     Recorder,
     _client,
     as_numpy,
-    assert_same_history,
+    assert_repeatable,
     ce_grad,
     handmade_config,
     handmade_dataset,
@@ -127,12 +127,7 @@ def test_one_step_full_participation_is_gradient_descent_on_the_weighted_objecti
 
 
 def test_same_seed_is_repeatable():
-    ds, model = handmade_dataset(), handmade_model()
-    cfg = _diurnal_cfg()
-    first = simulate(cfg, ds, model, build_algorithm("fedlaavg", lr=LR))
-    second = simulate(cfg, ds, model, build_algorithm("fedlaavg", lr=LR))
-    assert torch.equal(first.theta, second.theta)
-    assert_same_history(first.history, second.history)
+    assert_repeatable(lambda: build_algorithm("fedlaavg", lr=LR), _diurnal_cfg())
 
 
 def test_client_table_is_per_client_state_on_the_models_device():

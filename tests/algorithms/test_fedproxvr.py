@@ -4,8 +4,6 @@ same-seed repeatability."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
@@ -16,7 +14,8 @@ from fedbench.engine.simulation import simulate
 from fedbench.seeding import rng
 from tests.algorithms.handmade import (
     as_numpy,
-    assert_same_history,
+    assert_paths_agree,
+    assert_repeatable,
     ce_grad,
     handmade_config,
     handmade_dataset,
@@ -121,16 +120,10 @@ def test_fixed_local_steps_equal_frozen_extra_steps():
 
 @pytest.mark.parametrize("estimator", ["svrg", "sarah"])
 def test_vectorized_matches_reference_path(estimator):
-    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, local_epochs=3)
-    alg = FedProxVR(lr=ETA, mu=MU, tau=5, estimator=estimator)
-    fast = simulate(cfg, ds, model, alg)
-    slow = simulate(dataclasses.replace(cfg, local_path="reference"), ds, model, alg)
-    torch.testing.assert_close(fast.theta, slow.theta, rtol=0, atol=1e-5)
+    assert_paths_agree(lambda: FedProxVR(lr=ETA, mu=MU, tau=5, estimator=estimator),
+                       handmade_config(rounds=3, local_epochs=3))
 
 
 def test_same_seed_is_repeatable():
-    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, local_epochs=3)
-    first = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=5, estimator="sarah"))
-    second = simulate(cfg, ds, model, FedProxVR(lr=ETA, mu=MU, tau=5, estimator="sarah"))
-    assert first.param_digest == second.param_digest
-    assert_same_history(first.history, second.history)
+    cfg = handmade_config(rounds=3, local_epochs=3)
+    assert_repeatable(lambda: FedProxVR(lr=ETA, mu=MU, tau=5, estimator="sarah"), cfg)

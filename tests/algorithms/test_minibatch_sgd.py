@@ -3,17 +3,16 @@ full gradient when E = 1 and the batch holds all the data, the two local paths, 
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import numpy as np
-import torch
 
 from fedbench.algorithms.minibatch_sgd import MinibatchSGD
 from fedbench.engine.simulation import simulate
 from tests.algorithms.handmade import (
     as_numpy,
-    assert_same_history,
+    assert_paths_agree,
+    assert_repeatable,
     ce_grad,
     handmade_config,
     handmade_dataset,
@@ -59,16 +58,9 @@ def test_full_batch_is_gradient_descent_on_the_weighted_objective():
 
 
 def test_vectorized_matches_reference_path():
-    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, local_epochs=3)
-    fast = simulate(cfg, ds, model, MinibatchSGD(lr=LR))
-    slow = simulate(dataclasses.replace(cfg, local_path="reference"), ds, model, MinibatchSGD(lr=LR))
-    torch.testing.assert_close(fast.theta, slow.theta, rtol=0, atol=1e-5)
+    assert_paths_agree(lambda: MinibatchSGD(lr=LR), handmade_config(rounds=3, local_epochs=3))
 
 
 def test_same_seed_is_repeatable():
-    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, straggler_fraction=0.5,
-                                                                           local_epochs=3)
-    first = simulate(cfg, ds, model, MinibatchSGD(lr=LR))
-    second = simulate(cfg, ds, model, MinibatchSGD(lr=LR))
-    assert first.param_digest == second.param_digest
-    assert_same_history(first.history, second.history)
+    cfg = handmade_config(rounds=3, straggler_fraction=0.5, local_epochs=3)
+    assert_repeatable(lambda: MinibatchSGD(lr=LR), cfg)

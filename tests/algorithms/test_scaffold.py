@@ -4,8 +4,6 @@ local paths, same-seed repeatability."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
@@ -16,7 +14,8 @@ from fedbench.algorithms.scaffold import Scaffold
 from fedbench.engine.simulation import simulate
 from tests.algorithms.handmade import (
     as_numpy,
-    assert_same_history,
+    assert_paths_agree,
+    assert_repeatable,
     ce_grad,
     handmade_config,
     handmade_dataset,
@@ -133,20 +132,13 @@ def _xy(ds, k):
 
 @pytest.mark.parametrize("option", ["I", "II"])
 def test_vectorized_matches_reference_path(option):
-    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, local_epochs=3)
-    fast = simulate(cfg, ds, model, Scaffold(lr=LR, eta_g=ETA_G, control_variate=option))
-    slow = simulate(dataclasses.replace(cfg, local_path="reference"), ds, model,
-                    Scaffold(lr=LR, eta_g=ETA_G, control_variate=option))
-    torch.testing.assert_close(fast.theta, slow.theta, rtol=0, atol=1e-5)
+    assert_paths_agree(lambda: Scaffold(lr=LR, eta_g=ETA_G, control_variate=option),
+                       handmade_config(rounds=3, local_epochs=3))
 
 
 def test_same_seed_is_repeatable():
-    ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, straggler_fraction=0.5,
-                                                                           local_epochs=3)
-    first = simulate(cfg, ds, model, Scaffold(lr=LR))
-    second = simulate(cfg, ds, model, Scaffold(lr=LR))
-    assert first.param_digest == second.param_digest
-    assert_same_history(first.history, second.history)
+    cfg = handmade_config(rounds=3, straggler_fraction=0.5, local_epochs=3)
+    assert_repeatable(lambda: Scaffold(lr=LR), cfg)
 
 
 def test_rejects_unknown_option():

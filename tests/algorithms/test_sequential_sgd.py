@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from fedbench.algorithms import SequentialSGD, build_algorithm
 from fedbench.algorithms.sequential_sgd import pool_clients, sequential_config
@@ -14,6 +13,7 @@ from fedbench.engine.sampling import minibatch_order
 from fedbench.engine.simulation import simulate
 from tests.algorithms.handmade import (
     as_numpy,
+    assert_repeatable,
     ce_grad,
     handmade_config,
     handmade_dataset,
@@ -59,8 +59,5 @@ def test_refuses_more_than_one_client_per_round():
 
 
 def test_same_seed_is_repeatable():
-    ds, model = pool_clients(handmade_dataset()), handmade_model()
     cfg = sequential_config(handmade_config(rounds=3, clients_per_round=2, local_steps=3))
-    first = simulate(cfg, ds, model, build_algorithm("sequential_sgd", lr=LR))
-    second = simulate(cfg, ds, model, build_algorithm("sequential_sgd", lr=LR))
-    assert torch.equal(first.theta, second.theta)
+    assert_repeatable(lambda: build_algorithm("sequential_sgd", lr=LR), cfg, ds=pool_clients(handmade_dataset()))

@@ -7,6 +7,7 @@ import pytest
 from fedbench.quantile import superquantile
 from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import delta_fl_triangle as study
+from tests.studies import assert_every_run_recorded, spy_simulate
 
 
 def test_triangle_geometry():
@@ -56,7 +57,9 @@ def test_data_has_exact_moments():
 
 def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 60)
+    calls = spy_simulate(monkeypatch, study)
     (entry,) = study.run(tmp_path)
+    assert_every_run_recorded(tmp_path, calls)
     assert tuple(entry) == CLAIM_KEYS and entry["id"] == "delta-fl/gaussian-triangle/longest-side-midpoint"
     assert entry["verdict"] == "reproduced"  # 60 steps of size 0.5 already reach the midpoint to 1e-3
     assert (tmp_path / "delta_fl_triangle.png").stat().st_size > 10_000

@@ -5,6 +5,7 @@ import numpy as np
 from fedbench.availability import majority_label_groups
 from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import fedlaavg_diurnal as study
+from tests.studies import assert_every_run_recorded, spy_simulate
 
 
 def test_one_class_clients_and_groups():
@@ -21,7 +22,9 @@ def test_one_class_clients_and_groups():
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 15)
     monkeypatch.setattr(study, "SEEDS", (0, 1))
+    calls = spy_simulate(monkeypatch, study)
     claims = study.run(tmp_path, workers=1)
+    assert_every_run_recorded(tmp_path, calls)
     assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain", "fedlaavg/cifar10/ica-gain"]
     for c in claims:
         assert tuple(c) == CLAIM_KEYS

@@ -4,6 +4,7 @@ import pytest
 
 from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import fedlaavg_example1 as study
+from tests.studies import assert_every_run_recorded, spy_simulate
 
 
 @pytest.mark.parametrize("eta", [0.3, 0.05, 0.01])
@@ -34,7 +35,9 @@ def test_dataset_means_are_exact():
 
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ETAS", (0.2, 0.1))
+    calls = spy_simulate(monkeypatch, study)
     claims = study.run(tmp_path)
+    assert_every_run_recorded(tmp_path, calls)
     assert [c["id"] for c in claims] == ["fedlaavg/example-1/fedavg-bias", "fedlaavg/example-1/fedlaavg-converges"]
     for c in claims:
         assert tuple(c) == CLAIM_KEYS and c["verdict"] in ("reproduced", "not-reproduced")

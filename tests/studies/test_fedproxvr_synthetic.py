@@ -11,6 +11,7 @@ from fedbench.data.synthetic import generate_synthetic
 from fedbench.models import build_model
 from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import fedproxvr_synthetic as study
+from tests.studies import assert_every_run_recorded, spy_simulate
 
 
 def test_smoothness_bounds_every_sample_hessian():
@@ -38,7 +39,9 @@ def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 2)
     monkeypatch.setattr(study, "NUM_USERS", 10)
     monkeypatch.setattr(study, "FEDAVG", {**study.FEDAVG, "local_epochs": 1})
+    calls = spy_simulate(monkeypatch, study)
     (c,) = study.run(tmp_path)
+    assert_every_run_recorded(tmp_path, calls)
     assert tuple(c) == CLAIM_KEYS and c["id"] == "fedproxvr/synthetic/matches-or-beats-fedavg"
     json.dumps(c)
     assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive")

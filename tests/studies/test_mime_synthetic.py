@@ -6,6 +6,7 @@ import json
 
 from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import mime_synthetic as study
+from tests.studies import assert_every_run_recorded, spy_simulate
 
 
 def test_rule():
@@ -22,7 +23,9 @@ def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 6)
     monkeypatch.setattr(study, "LR_GRID", (0.003, 0.01))
     monkeypatch.setattr(study, "SEEDS", (0,))
+    calls = spy_simulate(monkeypatch, study)
     (c,) = study.run(tmp_path)
+    assert_every_run_recorded(tmp_path, calls)
     assert tuple(c) == CLAIM_KEYS and c["id"] == "mime/synthetic-1-1/momentum-helps"
     json.dumps(c)
     assert set(c["reproduced"]["best_lr"]) == set(study.METHODS)

@@ -11,6 +11,7 @@ import torch
 
 from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import scaffold_quadratics as study
+from tests.studies import assert_every_run_recorded, spy_simulate
 
 
 def test_model_gradients_match_autograd():
@@ -72,7 +73,9 @@ def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "G_VALUES", (0.01, 100.0))
     monkeypatch.setattr(study, "LR_GRID", (0.35 / study.L,))
     monkeypatch.setattr(study, "MAX_ROUNDS", 30)
+    calls = spy_simulate(monkeypatch, study)
     claims = study.run(tmp_path)
+    assert_every_run_recorded(tmp_path, calls)
     assert [c["id"] for c in claims] == ["scaffold/quadratics/unaffected-by-heterogeneity",
                                          "scaffold/quadratics/local-steps-help"]
     for c in claims:

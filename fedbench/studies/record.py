@@ -1,0 +1,102 @@
+"""What a claim study ran: one record per simulation, written to ``simulations.jsonl`` beside the study's claims,
+and logged by fedbench.track as one MLflow run per simulation (child runs of the study's run).
+
+A record is a JSON object, one per line:
+
+    name          e.g. "scaffold/G=100/K=10/seed=0/lr=0.05"
+    params        the algorithm's class and fields, the SimulationConfig fields that change what a run
+                  computes, and the study's own knobs (G, delta, ...)
+    history       per-round series {metric: [value of round 0, 1, ...]}; the step is the list index
+    final         the final evaluation's scalars ("train/loss", ...)
+    metrics       the study's own results of the run ("study/rounds_to_target", ...)
+    diverged, param_digest, device    as in the engine's RunResult
+
+Floats keep 6 significant digits and non-finite values are null, so that the files stay small enough to
+commit (reports/studies is in git).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fedbench.engine.simulation import RunResult, SimulationConfig
+
+SIMULATIONS = "simulations.jsonl"
+HISTORY_KEYS = ("train/loss", "test/accuracy")  # per-round metrics a record keeps unless the study says otherwise
+DIGITS = 6
+# SimulationConfig fields that say how a run executes, not what it computes
+EXECUTION_FIELDS = ("device", "local_path", "eval_every", "checkpoint_every")
+
+
+def compact(value: float | None) -> float | None:
+    """``value`` with DIGITS significant digits; None if it is None or not finite."""
+    if value is None or not math.isfinite(value := float(value)):
+        return None
+    return float(f"{value:.{DIGITS}g}")
+
+
+def params(cfg: SimulationConfig, algorithm: Any, **knobs: Any) -> dict[str, Any]:
+    """A simulation's params: ``algorithm`` (a dataclass: its class name and fields), the fields of ``cfg``
+    that change what the run computes (availability flattened to ``availability.<field>``), and ``knobs``.
+    A name in two of these with different values is an error."""
+    out: dict[str, Any] = {"algorithm": type(algorithm).__name__}
+    out |= {f.name: getattr(algorithm, f.name) for f in dataclasses.fields(algorithm)
+            if f.name != "keeps_partial_work"}
+    for f in dataclasses.fields(cfg):
+        if f.name in EXECUTION_FIELDS:
+            continue
+        value = getattr(cfg, f.name)
+        if f.name == "availability":  # its other fields only matter when some clients are unavailable
+            kept = dataclasses.asdict(value) if value.model != "always" else {"model": value.model}
+            out |= {f"availability.{k}": v for k, v in kept.items()}
+        elif f.name in out and out[f.name] != value:
+            raise ValueError(f"param {f.name!r} is an algorithm field ({out[f.name]!r}) and a config field ({value!r})")
+        else:
+            out[f.name] = value
+    clash = {k for k in knobs if k in out and out[k] != knobs[k]}
+    if clash:
+        raise ValueError(f"study knobs {sorted(clash)} clash with the algorithm or config params")
+    return out | knobs
+
+
+def record(name: str, params: dict[str, Any], result: RunResult, keys: tuple[str, ...] = HISTORY_KEYS,
+           series: dict[str, Iterable[float]] | None = None,
+           metrics: dict[str, float | None] | None = None) -> dict[str, Any]:
+    """One simulation as a record: the per-round ``keys`` of ``result.history`` plus the study's own per-round
+    ``series`` (e.g. a relative gap, the model's coordinates), the final evaluation, and the study's ``metrics``
+    of the run."""
+    history = {k: [compact(row[k]) for row in result.history] for k in keys}
+    history |= {k: [compact(v) for v in values] for k, values in (series or {}).items()}
+    return {"name": name, "params": params, "history": history,
+            "final": {k: compact(v) for k, v in result.final.scalars().items()},
+            "metrics": {k: compact(v) for k, v in (metrics or {}).items()},
+            "diverged": bool(result.diverged), "param_digest": result.param_digest, "device": result.device}
+
+
+def write_simulations(out_dir: str | Path, records: list[dict[str, Any]]) -> Path:
+    """Write ``records`` to ``out_dir/simulations.jsonl``; names must be unique (they name the MLflow runs)."""
+    names = [r["name"] for r in records]
+    if len(set(names)) != len(names):
+        raise ValueError(f"simulation names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    path = Path(out_dir) / SIMULATIONS
+    path.write_text("".join(json.dumps(r, separators=(",", ":"), default=_plain) + "\n" for r in records))
+    return path
+
+
+def read_simulations(study_dir: str | Path) -> list[dict[str, Any]]:
+    """The records of a study folder ([] if it has none: a study run before simulations were recorded)."""
+    path = Path(study_dir) / SIMULATIONS
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays, tuples and the like as JSON values."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

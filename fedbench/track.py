@@ -1,0 +1,90 @@
+"""The DVC ``track`` stage: log every finished training run and every claim study to MLflow (fedbench.tracking),
+each once: what is already there with the same fingerprint is not logged again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from fedbench.config import Config
+from fedbench.pipeline import RUNS_ROOT
+from fedbench.runner import SUMMARY, run_folder
+from fedbench.studies import STUDIES_ROOT
+from fedbench.studies.record import SIMULATIONS, read_simulations
+
+STUDY_EXPERIMENTS = {
+    "stragglers": "fedprox-stragglers",
+    "heterogeneity": "fedprox-heterogeneity",
+}
+
+
+def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
+               runs_root: Path = RUNS_ROOT) -> list[str]:
+    """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint)."""
+    from fedbench import tracking
+    from fedbench.report.figures import run_curves
+
+    experiment = STUDY_EXPERIMENTS.get(study, study)
+    ids = []
+    for s in summaries:
+        p = s["params"]
+        folder = run_folder(runs_root, dataset, variant, stragglers, p["seed"])
+        curves = run_curves(s["history"], folder.parent / f".curves-seed-{p['seed']}.png",
+                            title=f"{dataset} {variant} stragglers={stragglers:g} seed={p['seed']}")
+        name = f"{variant}/{dataset}/stragglers={stragglers:g}/seed={p['seed']}"
+        try:
+            ids.append(tracking.log_run(experiment, name, s, [folder / "history.csv", folder / "per_device.csv",
+                                                               folder / "summary.json", curves]))
+        finally:
+            curves.unlink(missing_ok=True)
+    return ids
+
+
+def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
+    """Log the claim study in ``root/name`` as one MLflow run of experiment ``study-<name>`` with a nested run
+    per simulation; its fingerprint is the hash of claims.json and the simulation records."""
+    from fedbench import tracking
+
+    folder = Path(root) / name
+    files = [folder / "claims.json", folder / SIMULATIONS]
+    fingerprint = hashlib.sha256(b"".join(f.read_bytes() for f in files if f.exists())).hexdigest()[:16]
+    body = json.loads((folder / "claims.json").read_text())
+    return tracking.log_study(f"study-{name}", name, body["claims"], body["seconds"], read_simulations(folder),
+                              sorted(p for p in folder.iterdir() if p.is_file()), fingerprint)
+
+
+def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT) -> int:
+    """Log every finished run of the configured studies and every claim study that has run to MLflow; write
+    the run-id index of the training runs to ``out_csv``."""
+    import pandas as pd
+
+    rows = []
+    for study_name, study in cfg.studies.items():
+        for ds in study.datasets:
+            for variant in study.algorithms:
+                for f in study.stragglers:
+                    summaries = []
+                    for seed in cfg.train.seeds:
+                        folder = run_folder(runs_root, ds, variant, f, seed)
+                        if not (folder / SUMMARY).exists():
+                            continue
+                        s = json.loads((folder / SUMMARY).read_text())
+                        s["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
+                        summaries.append(s)
+                    ids = track_cell(study_name, ds, variant, f, summaries, runs_root)
+                    rows += [{"experiment": STUDY_EXPERIMENTS.get(study_name, study_name), "dataset": ds,
+                              "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
+                             for s, i in zip(summaries, ids)]
+    studies = [name for name in cfg.claim_studies if (Path(studies_root) / name / "claims.json").exists()]
+    for name in studies:
+        track_study(name, studies_root)
+    out_csv = Path(out_csv)
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_csv.with_suffix(".tmp")
+    pd.DataFrame(rows).to_csv(tmp, index=False)
+    tmp.replace(out_csv)
+    print(f"{len(rows)} runs and {len(studies)} claim studies in MLflow (experiments: "
+          f"{', '.join(sorted({r['experiment'] for r in rows} | {f'study-{n}' for n in studies}))})")
+    return len(rows)

@@ -1,0 +1,45 @@
+"""The track stage's claim-study logging: one MLflow run per study with one nested run per recorded simulation,
+logged once (a second pass adds nothing; a rerun study is logged anew)."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+from fedbench.studies import delta_fl_triangle, run_claim_study
+from fedbench.studies.record import read_simulations
+from fedbench.track import track_study
+
+
+def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(delta_fl_triangle, "ROUNDS", 5)
+    root = tmp_path / "studies"
+    claims = run_claim_study("delta_fl_triangle", root)
+    records = read_simulations(root / "delta_fl_triangle")
+    assert len(records) == 5
+
+    parent_id = track_study("delta_fl_triangle", root)
+    assert track_study("delta_fl_triangle", root) == parent_id  # logged already: nothing added
+    client = MlflowClient(uri)
+    exp_id = client.get_experiment_by_name("study-delta_fl_triangle").experiment_id
+    runs = client.search_runs([exp_id])
+    children = {r.info.run_name: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent_id}
+    assert len(runs) == len(records) + 1 and set(children) == {r["name"] for r in records}
+    parent = client.get_run(parent_id)
+    assert parent.info.status == "FINISHED" and parent.data.tags[f"verdict.{claims[0]['id']}"] == claims[0]["verdict"]
+    assert {a.path for a in client.list_artifacts(parent_id)} >= {"claims.json", "simulations.jsonl"}
+    for rec in records:
+        run = children[rec["name"]]
+        assert run.info.status == "FINISHED" and run.data.tags["param_digest"] == rec["param_digest"]
+        assert run.data.params == {k: str(v) for k, v in rec["params"].items()}
+        w0 = client.get_metric_history(run.info.run_id, "model/w0")
+        assert [(m.step, m.value) for m in w0] == list(enumerate(rec["history"]["model/w0"]))
+        assert run.data.metrics["final/train_loss"] == rec["final"]["train/loss"]
+
+    body = json.loads((root / "delta_fl_triangle" / "claims.json").read_text())
+    (root / "delta_fl_triangle" / "claims.json").write_text(json.dumps(body | {"seconds": body["seconds"] + 1}))
+    assert track_study("delta_fl_triangle", root) != parent_id  # a rerun study is a new study run
+    assert len(client.search_runs([exp_id])) == 2 * (len(records) + 1)
