@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -35,8 +35,8 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 
 
 def cmd_run(a: argparse.Namespace) -> None:
-    from fedbench.pipeline import DATA_ROOT, generate, train
     from fedbench.data.format import read_meta
+    from fedbench.pipeline import DATA_ROOT, generate, train
 
     overrides = _overrides(a.set)
     if a.seed is not None:

@@ -22,11 +22,11 @@ from typing import Any
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
 
-import mlflow  # noqa: E402
-from mlflow.entities import Metric, Param, RunTag  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
+import mlflow
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
 
-from fedbench.runner import git_commit  # noqa: E402
+from fedbench.runner import git_commit
 
 DEFAULT_DB = "mlflow.db"
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",

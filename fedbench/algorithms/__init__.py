@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedbench.algorithms.fedavg import FedAvg
-from fedbench.algorithms.fedprox import FedProx
-from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
 from fedbench.algorithms.delta_fl import DeltaFL
-from fedbench.algorithms.fedlaavg import FedLaAvg
-from fedbench.algorithms.sequential_sgd import SequentialSGD
+from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.feddane import FedDane
+from fedbench.algorithms.fedlaavg import FedLaAvg
+from fedbench.algorithms.fedprox import FedProx
+from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
 from fedbench.algorithms.fedproxvr import FedProxVR
 from fedbench.algorithms.mime import Mime
 from fedbench.algorithms.minibatch_sgd import MinibatchSGD
 from fedbench.algorithms.scaffold import Scaffold
+from fedbench.algorithms.sequential_sgd import SequentialSGD
 
 ALGORITHMS: dict[str, tuple[type, dict[str, type]]] = {
     "fedavg": (FedAvg, {}),

@@ -55,7 +55,7 @@ class Split:
         return self.x[lo:hi], self.y[lo:hi]
 
     @staticmethod
-    def from_clients(xs: list[np.ndarray], ys: list[np.ndarray], feature_shape: tuple[int, ...]) -> "Split":
+    def from_clients(xs: list[np.ndarray], ys: list[np.ndarray], feature_shape: tuple[int, ...]) -> Split:
         sizes = [len(x) for x in xs]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         x = np.concatenate(xs).astype(np.float32) if xs else np.zeros((0, *feature_shape), np.float32)

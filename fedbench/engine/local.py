@@ -10,8 +10,9 @@ autograd on the model's single-client loss; tests compare the two.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch

@@ -40,7 +40,7 @@ class DeviceData:
     num_classes: int
 
     @staticmethod
-    def build(ds: FederatedDataset, device: torch.device) -> "DeviceData":
+    def build(ds: FederatedDataset, device: torch.device) -> DeviceData:
         def seg(sizes: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(np.repeat(np.arange(len(sizes)), sizes)).to(device)
 

@@ -4,7 +4,8 @@ these helpers slice, write back and stack such states along the leading cohort a
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

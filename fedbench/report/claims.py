@@ -8,7 +8,8 @@ to decide a verdict beyond the rule stated in the entry.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,7 @@ def spread(values: list[float]) -> dict[str, Any]:
     return {"mean": round(float(v.mean()), 4), "sd": round(float(v.std(ddof=1)) if len(v) > 1 else 0.0, 4),
             "min": round(float(v.min()), 4), "max": round(float(v.max()), 4),
             "per_seed": [None if x is None or not np.isfinite(x) else round(float(x), 4) for x in values],
-            "n_seeds": int(len(v))}
+            "n_seeds": len(v)}
 
 
 def _tail_loss(hist: pd.DataFrame, ds: str, variant: str, f: float, seeds) -> list[float]:

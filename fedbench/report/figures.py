@@ -9,8 +9,8 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
 LABELS = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", "fedprox_mu1": "FedProx, μ=1"}
 PALETTE = {"FedAvg": "#1f77b4", "FedProx, μ=0": "#ff7f0e", "FedProx, μ=1": "#2ca02c"}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from fedbench.config import Config
-from fedbench.runner import SUMMARY, fingerprint, run_folder, run_params
 from fedbench.data.format import read_meta
+from fedbench.runner import SUMMARY, fingerprint, run_folder, run_params
 
 
 def study_cells(cfg: Config) -> list[tuple[str, str, float]]:

@@ -5,8 +5,14 @@ import pandas as pd
 import pytest
 
 from fedbench.config import load_config
-from fedbench.report.claims import (HETERO, accuracy_gain, dissimilarity_tracks_loss, heterogeneity_hurts,
-                                    iid_robust, partial_work)
+from fedbench.report.claims import (
+    HETERO,
+    accuracy_gain,
+    dissimilarity_tracks_loss,
+    heterogeneity_hurts,
+    iid_robust,
+    partial_work,
+)
 
 CFG = load_config("params.yaml", {"train.seeds": [0, 1, 2], "train.rounds": 10})
 
@@ -51,8 +57,8 @@ def test_partial_work_verdicts():
 
 def test_heterogeneity_and_dissimilarity_verdicts():
     level = {d: i for i, d in enumerate(HETERO)}
-    loss = lambda ds, v, f, s: 1.0 + level[ds] - (0.5 if v == "fedprox_mu1" and level[ds] else 0.0)  # noqa: E731
-    dis = lambda ds, v, f, s: 1.0 + level[ds] - (0.2 if v == "fedprox_mu1" and level[ds] else 0.0)  # noqa: E731
+    loss = lambda ds, v, f, s: 1.0 + level[ds] - (0.5 if v == "fedprox_mu1" and level[ds] else 0.0)
+    dis = lambda ds, v, f, s: 1.0 + level[ds] - (0.2 if v == "fedprox_mu1" and level[ds] else 0.0)
     hist, summ = _runs(loss, dis_of=dis)
     assert heterogeneity_hurts(CFG, hist, summ)["verdict"] == "reproduced"
     assert dissimilarity_tracks_loss(CFG, hist, summ)["verdict"] == "reproduced"
