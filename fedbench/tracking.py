@@ -47,15 +47,30 @@ def experiment_id(client: MlflowClient, name: str) -> str:
     return exp.experiment_id if exp else client.create_experiment(name)
 
 
+def _finished_or_cleared(client: MlflowClient, exp_id: str, fingerprint: str) -> str | None:
+    """The id of the FINISHED run tagged with ``fingerprint``, if there is one. Otherwise every earlier attempt
+    with that fingerprint (a FAILED or killed run, and the nested runs it had logged) is deleted, so that the
+    attempt about to be made leaves no duplicate behind."""
+    tag = f"tags.`fedbench.fingerprint` = '{fingerprint}'"
+    found = client.search_runs([exp_id], filter_string=f"{tag} and attributes.status = 'FINISHED'", max_results=1)
+    if found:
+        return found[0].info.run_id
+    stale = client.search_runs([exp_id], filter_string=tag, max_results=1000)
+    stale += client.search_runs([exp_id], filter_string=f"tags.`fedbench.parent_fingerprint` = '{fingerprint}'",
+                                max_results=50_000)
+    for run in stale:
+        client.delete_run(run.info.run_id)
+    return None
+
+
 def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: list[Path]) -> str:
     """Log one finished run (its summary with ``history`` rows); returns the MLflow run id."""
     client = _client()
     exp_id = experiment_id(client, experiment)
     fp = summary["fingerprint"]
-    found = client.search_runs([exp_id], filter_string=f"tags.`fedbench.fingerprint` = '{fp}'",
-                               max_results=1)
-    if found and found[0].info.status == "FINISHED":
-        return found[0].info.run_id
+    found = _finished_or_cleared(client, exp_id, fp)
+    if found:
+        return found
     tags = {
         "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": summary.get("git_commit") or git_commit(),
         "dataset_hash": summary["dataset_hash"], "seed": str(summary["params"]["seed"]),
@@ -116,10 +131,9 @@ def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds:
     there already; returns the study run's id."""
     client = _client()
     exp_id = experiment_id(client, experiment)
-    found = client.search_runs([exp_id], filter_string=f"tags.`fedbench.fingerprint` = '{fingerprint}'",
-                               max_results=1)
-    if found and found[0].info.status == "FINISHED":
-        return found[0].info.run_id
+    found = _finished_or_cleared(client, exp_id, fingerprint)
+    if found:
+        return found
     commit = git_commit()
     tags = {"mlflow.runName": name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
             **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
@@ -130,7 +144,7 @@ def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds:
                                           Metric("study/simulations", float(len(simulations)), now, 0)],
                          params=[Param("study", name)])
         for sim in simulations:
-            _log_simulation(client, exp_id, run_id, sim, commit, now)
+            _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now)
         for path in artifacts:
             client.log_artifact(run_id, str(path))
         client.set_terminated(run_id, "FINISHED")  # last: a study run is FINISHED only with all its children
@@ -140,9 +154,10 @@ def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds:
     return run_id
 
 
-def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, sim: dict[str, Any], commit: str,
-                    now: int) -> None:
-    tags = {"mlflow.parentRunId": parent_id, "mlflow.runName": sim["name"], "git_commit": commit,
+def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fingerprint: str,
+                    sim: dict[str, Any], commit: str, now: int) -> None:
+    tags = {"mlflow.parentRunId": parent_id, "fedbench.parent_fingerprint": parent_fingerprint,
+            "mlflow.runName": sim["name"], "git_commit": commit,
             "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"])}
     run_id = client.create_run(exp_id, run_name=sim["name"], tags=tags).info.run_id
     params = [Param(k, str(v)) for k, v in sim["params"].items()]

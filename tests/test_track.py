@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from fedbench.studies import delta_fl_triangle, run_claim_study
@@ -43,3 +44,34 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
     (root / "delta_fl_triangle" / "claims.json").write_text(json.dumps(body | {"seconds": body["seconds"] + 1}))
     assert track_study("delta_fl_triangle", root) != parent_id  # a rerun study is a new study run
     assert len(client.search_runs([exp_id])) == 2 * (len(records) + 1)
+
+
+def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch):
+    from fedbench import tracking
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(delta_fl_triangle, "ROUNDS", 5)
+    root = tmp_path / "studies"
+    run_claim_study("delta_fl_triangle", root)
+    records = read_simulations(root / "delta_fl_triangle")
+
+    real, calls = tracking._log_simulation, []
+
+    def fail_on_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise ConnectionError("store went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tracking, "_log_simulation", fail_on_third)
+    with pytest.raises(ConnectionError):
+        track_study("delta_fl_triangle", root)
+    client = MlflowClient(uri)
+    exp_id = client.get_experiment_by_name("study-delta_fl_triangle").experiment_id
+    assert len(client.search_runs([exp_id])) == 1 + 2  # a FAILED parent and the two children it had logged
+    monkeypatch.setattr(tracking, "_log_simulation", real)
+    parent_id = track_study("delta_fl_triangle", root)
+    runs = client.search_runs([exp_id])
+    assert len(runs) == len(records) + 1 and all(r.info.status == "FINISHED" for r in runs)
+    assert {r.data.tags.get("mlflow.parentRunId") for r in runs} == {None, parent_id}

@@ -26,7 +26,12 @@ round (stream (seed, round, 'algorithm')). Their full gradients at w^{t-1} come 
 Deviations and choices:
 - g_t weights the c gradients by n_k, as the authors' aggregate() does (their selection is uniform).
 - The paper does not say whether the c gradient devices include the solving ones; here they do, so that
-  c = K is the committed code and c = N uses the exact full gradient.
+  c = K is the committed code and c = N uses the exact full gradient. Another reading of Figure 4's
+  bottom row (its FedProx curve is also labelled "c=10", and the caption speaks of increasing "the number
+  of selected devices") is K = c selected devices that all send gradients and all solve: that is this
+  class with gradient_clients = 0 and clients_per_round = c. fedbench.studies.feddane_synthetic runs both.
+- Under ``sampling='proportional'`` the engine averages the models with equal weights while g_t stays
+  n_k-weighted, and the extra gradient devices are drawn uniformly.
 - If fewer than c clients are available in a round, all available ones send gradients.
 - Stragglers keep their partial work, as FedProx (the framework FedDane is compared within); Figure 4 has
   no stragglers.
@@ -86,6 +91,9 @@ class FedDane:
     def extra_gradient_clients(self, cohort) -> np.ndarray:
         """The c - K gradient devices beyond the cohort, drawn among the other available clients."""
         k = len(cohort.clients)
+        if 0 < self.gradient_clients < k:
+            raise ValueError(f"gradient_clients={self.gradient_clients} is below the {k} solving devices of the "
+                             "round: give 0 (the cohort) or at least clients_per_round")
         if self.gradient_clients <= k:
             return np.zeros(0, dtype=np.int64)
         others = np.ones(cohort.num_clients, dtype=bool) if cohort.available is None else cohort.available.copy()

@@ -106,6 +106,11 @@ def test_negative_gradient_clients_is_refused():
         FedDane(lr=LR, gradient_clients=-1)
 
 
+def test_fewer_gradient_devices_than_solving_devices_is_refused():
+    with pytest.raises(ValueError, match="below the 3 solving devices"):
+        FedDane(lr=LR, gradient_clients=2).extra_gradient_clients(_cohort([1, 5, 7], np.ones(30, dtype=bool)))
+
+
 def test_correction_matters():
     ds, model, cfg = handmade_dataset(), handmade_model(), handmade_config(rounds=3, local_epochs=3)
     dane = simulate(cfg, ds, model, FedDane(lr=LR, mu=0.5))

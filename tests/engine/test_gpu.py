@@ -69,9 +69,25 @@ def test_cuda_matches_cpu_and_repeats(name, data):
     torch.testing.assert_close(again.theta, gpu.theta, rtol=0, atol=1e-6)
 
 
-def test_scaffold_control_variates_live_on_the_gpu(data):
-    from fedbench.algorithms.scaffold import Scaffold
+class _RowDevices:
+    """Wraps an algorithm and records the device of the per-client rows the engine hands it each round."""
 
-    alg = Scaffold(lr=0.05)
-    table = alg.init_clients(data.num_clients, torch.zeros(10, device="cuda"))
-    assert table.device.type == "cuda"
+    def __init__(self, algorithm):
+        self.algorithm, self.devices = algorithm, []
+
+    def __getattr__(self, name):
+        return getattr(self.algorithm, name)
+
+    def client_init(self, bcast, cohort):
+        self.devices.append(cohort.client_rows.device.type)
+        return self.algorithm.client_init(bcast, cohort)
+
+
+@pytest.mark.parametrize("name", ["scaffold", "fedlaavg"])
+def test_per_client_state_stays_on_the_gpu(name, data):
+    hyper, changes = CASES[name]
+    cfg = dataclasses.replace(SimulationConfig(rounds=3, clients_per_round=5, local_epochs=1, batch_size=10,
+                                               seed=5, device="cuda", checkpoint_every=10_000), **changes)
+    wrapped = _RowDevices(build_algorithm(name, **({"lr": 0.05} | hyper)))
+    simulate(cfg, data, build_model("mclr", data.feature_shape, data.num_classes), wrapped)
+    assert wrapped.devices == ["cuda"] * 3

@@ -11,8 +11,9 @@ from tests.studies import assert_every_run_recorded, spy_simulate
 INF = float("inf")
 
 
-def _losses(prox, c10, c30, c20=(1.0, 1.0, 1.0, 1.0)):
-    rows = {"FedProx": prox, "FedDane c=10": c10, "FedDane c=20": c20, "FedDane c=30": c30}
+def _losses(prox, c10, c30, k30=None, c20=(1.0, 1.0, 1.0, 1.0)):
+    rows = {"FedProx": prox, "FedDane c=10": c10, "FedDane c=20": c20, "FedDane c=30": c30,
+            "FedDane K=20": c20, "FedDane K=30": c30 if k30 is None else k30}
     return {m: dict(zip(study.DATASETS, v)) for m, v in rows.items()}
 
 
@@ -25,6 +26,18 @@ def test_rules():
         "not-reproduced", "inconclusive", "not-reproduced")
     assert study.verdicts(_losses(prox, (INF, 0.1, 0.1, 0.1), (0.5, 0.7, 0.8, 9.0)))[:2] == (
         "not-reproduced", "not-reproduced")
+    # the two readings of c disagree: c = 30 worse everywhere, K = 30 better everywhere
+    assert study.verdicts(_losses(prox, (0.5, 5.0, 4.0, 4.0), (0.5, 2.0, 3.0, 4.0), k30=(0.5, 0.1, 0.1, 0.1)))[2] == (
+        "inconclusive")
+
+
+def test_both_diverged_is_no_evidence_either_way():
+    both = (INF, INF, INF, INF)
+    assert study.verdicts(_losses(both, both, both)) == ("inconclusive", "inconclusive", "inconclusive")
+
+
+def test_loss_jumps():
+    assert study.loss_jumps([1.0, 1.4, 2.2, 2.0, float("nan"), 1.0]) == 2  # 1.4 -> 2.2 and -> nan
 
 
 def test_final_loss_counts_short_or_non_finite_runs_as_infinite(monkeypatch):
@@ -43,11 +56,11 @@ def test_short_run_writes_claims_figure_and_records(tmp_path, monkeypatch):
     claims = study.run(tmp_path, workers=1)
     assert_every_run_recorded(tmp_path, calls)
     assert len(calls) == 2 * len(study.METHODS)
-    dane = [alg for _, alg, _ in calls if hasattr(alg, "gradient_clients")]
-    assert sorted({a.gradient_clients for a in dane}) == list(study.GRADIENT_DEVICES)
+    dane = [(cfg.clients_per_round, alg.gradient_clients) for cfg, alg, _ in calls if hasattr(alg, "gradient_clients")]
+    assert sorted(set(dane)) == [(10, 10), (10, 20), (10, 30), (20, 0), (30, 0)]  # both readings of c
     assert [c["id"] for c in claims] == ["fedprox/synthetic-iid/feddane-similar-to-fedprox",
                                          "fedprox/synthetic/feddane-poor-on-non-iid",
-                                         "fedprox/synthetic/feddane-more-devices-still-unstable"]
+                                         "fedprox/synthetic/feddane-more-devices-still-worse"]
     for c in claims:
         assert tuple(c) == CLAIM_KEYS
         json.dumps(c)
