@@ -7,7 +7,8 @@
 PYTHON ?= python3
 TORCH_SPEC ?= torch==2.13.0
 VENV := .venv
-STAMP := $(VENV)/.installed
+# the stamp names the torch build, so that a different TORCH_SPEC installs again
+STAMP := $(VENV)/.installed-$(subst =,_,$(subst /,_,$(TORCH_SPEC)))
 
 .PHONY: install repro test bench ui clean
 
@@ -18,6 +19,7 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH_SPEC)"
 	$(VENV)/bin/python -m pip install -q -e ".[dev]"
+	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
 repro: install
