@@ -224,16 +224,19 @@ def build_case(model_name: str, cohort: int, device: torch.device, settings: Set
     theta0 = model.init(torch_generator(seed, -1, "init")).to(device)
     sched = make_schedule(fed, np.arange(cohort), seed, 0, max_steps=settings.max_steps[model_name])
     case = Case(model_name, cohort, device, sched, num_params=model.num_params)
-    _add_vectorized(case, fed, model, theta0)
+    x_prep = model.prepare_inputs(fed.x)  # prepared once, outside the timed rounds (as simulate does per run)
+    _add_vectorized(case, fed, model, theta0, x_prep)
     _add_loops(case, fed, model, theta0, settings.loop_clients[model_name])
-    _add_centralized(case, fed, model, theta0)
+    _add_centralized(case, fed, model, theta0, x_prep)
     return case
 
 
-def _add_vectorized(case: Case, fed: Federation, model: Any, theta0: torch.Tensor) -> None:
+def _add_vectorized(case: Case, fed: Federation, model: Any, theta0: torch.Tensor,
+                    x_prep: torch.Tensor) -> None:
     sched, device = case.schedule, case.device
     alg = FedAvg(lr=LR)
-    data = CohortData(x=fed.x, y=fed.y, num_classes=NUM_CLASSES, index=sched.index, steps=sched.steps)
+    data = CohortData(x=fed.x, y=fed.y, num_classes=NUM_CLASSES, index=sched.index, steps=sched.steps,
+                      x_prepared=x_prep)
     sizes = torch.from_numpy(fed.sizes[sched.clients]).to(device)
     cohort = BenchCohort(clients=torch.from_numpy(sched.clients).to(device), num_samples=sizes,
                          steps=torch.from_numpy(sched.steps).to(device))
@@ -289,7 +292,8 @@ def _add_loops(case: Case, fed: Federation, model: Any, theta0: torch.Tensor, ma
     case.loop_clients = len(subset)
 
 
-def _add_centralized(case: Case, fed: Federation, model: Any, theta0: torch.Tensor) -> None:
+def _add_centralized(case: Case, fed: Federation, model: Any, theta0: torch.Tensor,
+                     x_prep: torch.Tensor) -> None:
     device, batch = case.device, case.cohort * CLIENT_BATCH
     n_steps = max(1, math.ceil(case.schedule.samples / batch))
     g = torch_generator(0, 0, "minibatch")
@@ -305,8 +309,7 @@ def _add_centralized(case: Case, fed: Federation, model: Any, theta0: torch.Tens
             opt.step()
         _sync(device)
 
-    # the model's own batched gradient with one model and the whole batch (prepare_inputs once, outside)
-    x_prep = model.prepare_inputs(fed.x)
+    # the model's own batched gradient with one model and the whole batch (x_prep prepared once, outside)
     weight = torch.full((1, batch, 1), 1.0 / batch, device=device)
 
     def fused_sgd() -> None:
@@ -385,12 +388,12 @@ def measure_case(case: Case, settings: Settings) -> dict[str, Any]:
 
 
 def run_cases(models: tuple[str, ...], cohorts: tuple[int, ...], device: torch.device, settings: Settings,
-              log: Callable[[str], None]) -> list[dict[str, Any]]:
+              log: Callable[[str], None], seed: int = 0) -> list[dict[str, Any]]:
     rows = []
     for model_name in models:
         for k in cohorts:
             t0 = time.perf_counter()
-            row = measure_case(build_case(model_name, k, device, settings), settings)
+            row = measure_case(build_case(model_name, k, device, settings, seed), settings)
             rows.append(row)
             log(f"  {model_name:5s} cohort {k:5d}: {_fmt_rate(row['vectorized_samples_per_s'])} samples/s, "
                 f"x{row['speedup_over_per_client_loop']:.1f} over the loop, "
@@ -429,6 +432,7 @@ def measure_federation(model_name: str, num_clients: int, cohort: int, device: t
     rss0 = _rss_bytes()
     state, table = alg.init(theta0, num_clients), alg.init_clients(num_clients, theta0)
     table.zero_()  # touch the pages, so resident memory counts them
+    x_prep = model.prepare_inputs(fed.x)  # once, untimed (as simulate does per run)
 
     def one_round(r: int) -> tuple[float, int]:
         nonlocal state, table
@@ -441,7 +445,8 @@ def measure_federation(model_name: str, num_clients: int, cohort: int, device: t
         cohort_ = BenchCohort(clients=idx, num_samples=torch.from_numpy(fed.sizes[sched.clients]).to(device),
                               steps=torch.from_numpy(sched.steps).to(device), client_rows=tree.take_rows(table, idx),
                               num_clients=num_clients, total_samples=total_samples)
-        data = CohortData(x=fed.x, y=fed.y, num_classes=NUM_CLASSES, index=sched.index, steps=sched.steps)
+        data = CohortData(x=fed.x, y=fed.y, num_classes=NUM_CLASSES, index=sched.index, steps=sched.steps,
+                          x_prepared=x_prep)
         bcast = alg.broadcast(state)
         local = run_vectorized(alg, model, bcast, alg.client_init(bcast, cohort_), data)
         result, new_rows = alg.client_result(local, bcast, cohort_)
@@ -554,6 +559,7 @@ def _measure_emnist_linear(device: torch.device, settings: Settings) -> float:
     model = MultinomialLogisticRegression(784, 62)
     theta = model.init(torch_generator(0, -1, "init")).to(device)
     alg = FedAvg(lr=1.0)
+    x_prep = model.prepare_inputs(fed.x)  # once, untimed (as simulate does per run)
     times = []
     for r in range(4 if settings.quick else 10):
         clients = np.sort(rng(0, r, "select").choice(865, size=100, replace=False))
@@ -564,7 +570,8 @@ def _measure_emnist_linear(device: torch.device, settings: Settings) -> float:
         idx = torch.from_numpy(np.concatenate([np.arange(o, o + n) for o, n in zip(offs, fed.sizes[sched.clients])])).to(device)
         with torch.no_grad():
             model.per_sample(theta, fed.x[idx], fed.y[idx])
-        data = CohortData(x=fed.x, y=fed.y, num_classes=62, index=sched.index, steps=sched.steps)
+        data = CohortData(x=fed.x, y=fed.y, num_classes=62, index=sched.index, steps=sched.steps,
+                          x_prepared=x_prep)
         local = run_vectorized(alg, model, theta, theta.expand(100, -1).clone(), data)
         sizes_t = torch.from_numpy(fed.sizes[sched.clients]).to(device).float()
         weighted_mean(local, sizes_t / sizes_t.sum())
@@ -729,17 +736,18 @@ def write_report(result: dict[str, Any], out_dir: Path, argv: list[str]) -> None
 
 
 PROFILE_NOTES = [
-    "What the profile led to (engine/local.py): minibatches are gathered with `index_select` (row copies; "
-    "advanced indexing `x[idx]` was about 7x slower on CPU), only for clients still training (the old chunk "
-    "gathered every client for every step of the chunk, 40% of it for clients already done), in a time-major "
-    "block whose step-t slice is contiguous, in chunks of at most 4 MiB so they are still in cache when "
-    "used; `prepare_inputs` of the whole training set is computed once and reused while the data tensor "
-    "lives; the one-hot targets are written by one `scatter_`. What is left is the model's own maths: on "
-    "CPU, K small per-client GEMMs (`bmm` over [10 x 61] @ [61 x 10]) cost more per sample than one large "
-    "GEMM, and each step reads and writes every client's parameters (as many bytes as its minibatch), "
-    "which centralized SGD does not. For the CNN on CPU, vmap turns the convolutions into grouped "
-    "convolutions whose backward pass (mkldnn) dominates; it runs chunks of clients so that activations "
-    "stay under glibc's mmap threshold (page faults had doubled the time at cohort 1000).",
+    "What the profile led to (engine/local.py): minibatches are gathered with `index_select` (row copies;"
+    " advanced indexing `x[idx]` was about 7x slower on CPU), only for clients still training (the old "
+    "chunk gathered every client for every step of the chunk, 40% of it for clients already done), in a "
+    "time-major block whose step-t slice is contiguous, in chunks of at most 4 MiB so they are still in "
+    "cache when used; `prepare_inputs` of the whole training set is computed once per run and handed to "
+    "every round (`CohortData.x_prepared`); the one-hot targets are written by one `scatter_`. What is "
+    "left is the model's own maths: on CPU, K small per-client GEMMs (`bmm` over [10 x 61] @ [61 x 10]) "
+    "cost more per sample than one large GEMM, and each step reads and writes every client's parameters "
+    "(as many bytes as its minibatch), which centralized SGD does not. For the CNN on CPU, vmap turns the"
+    " convolutions into grouped convolutions whose backward pass (mkldnn) dominates; it runs chunks of "
+    "clients so that activations stay under glibc's mmap threshold (page faults had doubled the time at "
+    "cohort 1000).",
 ]
 
 
@@ -870,7 +878,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     log(f"fedbench bench on {device} ({'quick' if a.quick else 'full'}; torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads)")
-    rows = run_cases(models, cohorts, device, settings, log)
+    rows = run_cases(models, cohorts, device, settings, log, a.seed)
     result: dict[str, Any] = {
         "schema": SCHEMA, "quick": bool(a.quick), "device": str(device), "environment": environment(device),
         "settings": {"client_batch": CLIENT_BATCH, "local_epochs": LOCAL_EPOCHS, "lr": LR,
@@ -889,13 +897,14 @@ def main(argv: list[str] | None = None) -> int:
         for model_name in models:
             sizes = (100, 1000, 10_000) if a.quick or model_name == "cnn" else (100, 300, 1000, 3000, 10_000)
             for n in sizes:
-                row = measure_federation(model_name, n, min(100, n), device, settings.max_steps[model_name])
+                row = measure_federation(model_name, n, min(100, n), device, settings.max_steps[model_name],
+                                         seed=a.seed)
                 result["federation_scaling"].append(row)
                 log(f"  {model_name:5s} N={n:6d}: {_fmt_rate(row['samples_per_s'])} samples/s, "
                     f"table {row['table_bytes'] / 2**20:.0f} MiB")
         log("full-scale projections:")
         result["studies"] = estimate_studies(device, settings, log)
-        result["profile"] = profile_vectorized(models, device, settings)
+        result["profile"] = profile_vectorized(models, device, settings, a.seed)
         result["elapsed_s"] = time.perf_counter() - t_start
         write_report(result, Path(a.report), argv)
         log(f"wrote {a.report}/")
@@ -908,14 +917,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def profile_vectorized(models: tuple[str, ...], device: torch.device, settings: Settings) -> dict[str, Any]:
+def profile_vectorized(models: tuple[str, ...], device: torch.device, settings: Settings,
+                       seed: int = 0) -> dict[str, Any]:
     """Where one vectorized round at cohort 100 spends its time: the top operators (torch.profiler), and
     for logistic regression the ratio to centralized that the model's maths alone allow."""
     from torch.profiler import ProfilerActivity, profile
 
     out: dict[str, Any] = {"top_ops": {}}
     for model_name in models:
-        case = build_case(model_name, 100, device, settings)
+        case = build_case(model_name, 100, device, settings, seed)
         fn = case.rounds["vectorized"]
         fn()
         t0 = time.perf_counter()

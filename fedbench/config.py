@@ -15,7 +15,7 @@ from typing import Any, get_type_hints
 
 import yaml
 
-from fedbench.algorithms import ALGORITHMS
+from fedbench.algorithms import ALGORITHMS, build_algorithm
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
 
@@ -150,7 +150,7 @@ def _algorithm(raw: Any, where: str, lr: float = 1.0) -> AlgorithmConfig:
         if key.startswith("mu") and hyper[key] < 0:
             raise ConfigError(f"{where}.{key}: must be >= 0 (the proximal weight), got {value!r}")
     try:  # the algorithm's own range checks (e.g. a conformity level in (0, 1]) also fail at load time
-        ALGORITHMS[name][0](lr=lr, **hyper)
+        build_algorithm(name, lr, **hyper)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return AlgorithmConfig(name=name, hyper=hyper)

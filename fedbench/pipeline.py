@@ -4,14 +4,14 @@ arguments). The study stage is fedbench.studies.run_claim_study, the track stage
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from fedbench.config import Config
 from fedbench.data.format import save_dataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.engine.simulation import resolve_device
+from fedbench.parallel import map_jobs
 from fedbench.runner import run_one
 
 DATA_ROOT = Path("data/generated")
@@ -34,16 +34,11 @@ def train(cfg: Config, study: str, dataset: str, variant: str, stragglers: float
     """Run every seed of one (dataset, variant, stragglers) cell, in parallel processes, and track them."""
     seeds = list(cfg.train.seeds)
     workers = min(cfg.train.workers, len(seeds))
-    if cfg.train.device.startswith("cuda") or (cfg.train.device == "auto" and _cuda()):
+    if resolve_device(cfg.train.device).type == "cuda":
         workers = 1  # one GPU: runs share it one after another
-    args = [(cfg, data_root, runs_root, dataset, variant, stragglers, s, progress, i % max(workers, 1))
+    args = [(cfg, data_root, runs_root, dataset, variant, stragglers, s, progress, i % workers)
             for i, s in enumerate(seeds)]
-    if workers > 1:
-        # fork: workers inherit the imported modules (no GPU is in use on this path)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            summaries = list(pool.map(_run_star, args))
-    else:
-        summaries = [_run_star(a) for a in args]
+    summaries = map_jobs(_run_star, args, workers)  # forked workers on the CPU; a GPU runs them one by one
     for s in summaries:
         p = s["params"]
         took = "reused" if s["reused"] else f"{s['wall_time_s']:.0f}s"
@@ -60,8 +55,3 @@ def train(cfg: Config, study: str, dataset: str, variant: str, stragglers: float
 def _run_star(a: tuple) -> dict[str, Any]:
     return run_one(*a[:7], progress=a[7], position=a[8])
 
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()

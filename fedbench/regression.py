@@ -13,6 +13,7 @@ import yaml
 
 from fedbench.config import load_config
 from fedbench.pipeline import generate, train
+from fedbench.report.runs import study_cells
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "regression"
 PROFILE = HERE / "quick_profile.yaml"
@@ -24,25 +25,20 @@ TOLERANCES = {"final_train_loss": 2e-3, "final_test_accuracy": 2e-3, "final_diss
 
 
 def key_numbers(params: str | Path = "params.yaml") -> dict[str, float]:
-    raw = yaml.safe_load(PROFILE.read_text())
-    studies = raw.pop("studies")
-    cfg = load_config(params, raw | {"studies": studies})
+    cfg = load_config(params, yaml.safe_load(PROFILE.read_text()))
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="fedbench-regress-") as tmp:
         data_root, runs_root = Path(tmp) / "data", Path(tmp) / "runs"
         for ds in cfg.data.datasets:
             generate(cfg, ds, root=data_root)
-        for name, study in cfg.studies.items():
-            for ds in study.datasets:
-                for variant in study.algorithms:
-                    for f in study.stragglers:
-                        for s in train(cfg, name, ds, variant, f, data_root=data_root, runs_root=runs_root,
-                                       track=False, progress=False):
-                            key = f"{ds}/{variant}/stragglers={f:g}/seed={s['params']['seed']}"
-                            out[f"{key}/final_train_loss"] = s["final"]["train/loss"]
-                            out[f"{key}/final_test_accuracy"] = s["final"]["test/accuracy"]
-                            out[f"{key}/final_dissimilarity"] = s["final"]["train/dissimilarity"]
-                            out[f"{key}/loss_round_1"] = s["history"][1]["train/loss"]
+        for ds, variant, f in study_cells(cfg):  # each cell once, even if two studies list it
+            for s in train(cfg, "regression", ds, variant, f, data_root=data_root, runs_root=runs_root,
+                           track=False, progress=False):
+                key = f"{ds}/{variant}/stragglers={f:g}/seed={s['params']['seed']}"
+                out[f"{key}/final_train_loss"] = s["final"]["train/loss"]
+                out[f"{key}/final_test_accuracy"] = s["final"]["test/accuracy"]
+                out[f"{key}/final_dissimilarity"] = s["final"]["train/dissimilarity"]
+                out[f"{key}/loss_round_1"] = s["history"][1]["train/loss"]
     return out
 
 

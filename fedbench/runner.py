@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,7 @@ import torch
 import fedbench
 from fedbench.algorithms import build_algorithm
 from fedbench.config import Config
-from fedbench.data.format import load_dataset, read_meta
+from fedbench.data.format import atomic_folder, load_dataset, read_meta
 from fedbench.engine.metrics import reporting_round
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
@@ -73,9 +70,17 @@ def fingerprint(params: dict[str, Any], dataset_hash: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def is_complete(folder: Path, fp: str) -> bool:
+def load_run(folder: Path, fingerprint: str | None = None) -> dict[str, Any] | None:
+    """The finished run in ``folder``: its summary with the ``history`` rows added, as :func:`run_one` returns
+    it. None if the folder holds no finished run, or (given ``fingerprint``) one with another fingerprint."""
     path = folder / SUMMARY
-    return path.exists() and json.loads(path.read_text()).get("fingerprint") == fp
+    if not path.exists():
+        return None
+    summary = json.loads(path.read_text())
+    if fingerprint is not None and summary.get("fingerprint") != fingerprint:
+        return None
+    summary["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
+    return summary
 
 
 def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: str, variant: str,
@@ -87,9 +92,8 @@ def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: s
     params = run_params(cfg, dataset, variant, stragglers, seed)
     fp = fingerprint(params, ds_hash)
     folder = run_folder(out_root, dataset, variant, stragglers, seed)
-    if is_complete(folder, fp):
-        summary = json.loads((folder / SUMMARY).read_text())
-        summary["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
+    summary = load_run(folder, fp)
+    if summary is not None:
         summary["reused"] = True
         return summary
 
@@ -161,18 +165,10 @@ def versions() -> dict[str, str]:
 
 
 def _write_run(folder: Path, history: pd.DataFrame, per_device: pd.DataFrame, summary: dict) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
-    try:
+    with atomic_folder(folder) as tmp:
         history.to_csv(tmp / "history.csv", index=False)
         per_device.to_csv(tmp / "per_device.csv", index=False)
         (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 class _Progress:

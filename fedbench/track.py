@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from fedbench.config import Config
 from fedbench.pipeline import RUNS_ROOT
-from fedbench.runner import SUMMARY, run_folder
+from fedbench.runner import load_run, run_folder
 from fedbench.studies import STUDIES_ROOT
-from fedbench.studies.record import SIMULATIONS, read_simulations
+from fedbench.studies.record import SIMULATIONS
 
 STUDY_EXPERIMENTS = {
     "stragglers": "fedprox-stragglers",
@@ -24,22 +25,28 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
                runs_root: Path = RUNS_ROOT) -> list[str]:
     """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint)."""
     from fedbench import tracking
-    from fedbench.report.figures import run_curves
 
     experiment = STUDY_EXPERIMENTS.get(study, study)
     ids = []
     for s in summaries:
-        p = s["params"]
-        folder = run_folder(runs_root, dataset, variant, stragglers, p["seed"])
-        curves = run_curves(s["history"], folder.parent / f".curves-seed-{p['seed']}.png",
-                            title=f"{dataset} {variant} stragglers={stragglers:g} seed={p['seed']}")
-        name = f"{variant}/{dataset}/stragglers={stragglers:g}/seed={p['seed']}"
-        try:
-            ids.append(tracking.log_run(experiment, name, s, [folder / "history.csv", folder / "per_device.csv",
-                                                               folder / "summary.json", curves]))
+        seed = s["params"]["seed"]
+        folder = run_folder(runs_root, dataset, variant, stragglers, seed)
+        curves = folder.parent / f".curves-seed-{seed}.png"
+        title = f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
+        name = f"{variant}/{dataset}/stragglers={stragglers:g}/seed={seed}"
+        try:  # the curves figure is drawn only if the run is not in MLflow yet
+            ids.append(tracking.log_run(experiment, name, s, partial(_run_artifacts, s, folder, curves, title)))
         finally:
             curves.unlink(missing_ok=True)
     return ids
+
+
+def _run_artifacts(summary: dict[str, Any], folder: Path, curves: Path, title: str) -> list[Path]:
+    """The files logged with a run: its outputs and a figure of its curves, drawn into ``curves``."""
+    from fedbench.report.figures import run_curves
+
+    return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json",
+            run_curves(summary["history"], curves, title=title)]
 
 
 def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
@@ -48,10 +55,13 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     from fedbench import tracking
 
     folder = Path(root) / name
-    files = [folder / "claims.json", folder / SIMULATIONS]
-    fingerprint = hashlib.sha256(b"".join(f.read_bytes() for f in files if f.exists())).hexdigest()[:16]
-    body = json.loads((folder / "claims.json").read_text())
-    return tracking.log_study(f"study-{name}", name, body["claims"], body["seconds"], read_simulations(folder),
+    claims_json = (folder / "claims.json").read_bytes()
+    records_path = folder / SIMULATIONS
+    records = records_path.read_bytes() if records_path.exists() else b""  # none: a study from before records
+    fingerprint = hashlib.sha256(claims_json + records).hexdigest()[:16]
+    body = json.loads(claims_json)
+    simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.studies.record.read_simulations
+    return tracking.log_study(f"study-{name}", name, body["claims"], body["seconds"], simulations,
                               sorted(p for p in folder.iterdir() if p.is_file()), fingerprint)
 
 
@@ -65,14 +75,8 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
         for ds in study.datasets:
             for variant in study.algorithms:
                 for f in study.stragglers:
-                    summaries = []
-                    for seed in cfg.train.seeds:
-                        folder = run_folder(runs_root, ds, variant, f, seed)
-                        if not (folder / SUMMARY).exists():
-                            continue
-                        s = json.loads((folder / SUMMARY).read_text())
-                        s["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
-                        summaries.append(s)
+                    runs = (load_run(run_folder(runs_root, ds, variant, f, seed)) for seed in cfg.train.seeds)
+                    summaries = [s for s in runs if s is not None]
                     ids = track_cell(study_name, ds, variant, f, summaries, runs_root)
                     rows += [{"experiment": STUDY_EXPERIMENTS.get(study_name, study_name), "dataset": ds,
                               "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}

@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,23 +65,23 @@ def _finished_or_cleared(client: MlflowClient, exp_id: str, fingerprint: str) ->
     return None
 
 
-def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: list[Path]) -> str:
-    """Log one finished run (its summary with ``history`` rows); returns the MLflow run id."""
+def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: Callable[[], Iterable[Path]]) -> str:
+    """Log one finished run (its summary with ``history`` rows); returns the MLflow run id. ``artifacts`` is
+    called for the files to attach only when the run is not logged already, so they are made only then."""
     client = _client()
     exp_id = experiment_id(client, experiment)
     fp = summary["fingerprint"]
     found = _finished_or_cleared(client, exp_id, fp)
     if found:
         return found
+    paths = list(artifacts())
     tags = {
         "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": summary.get("git_commit") or git_commit(),
         "dataset_hash": summary["dataset_hash"], "seed": str(summary["params"]["seed"]),
         "device": summary["device"], "param_digest": summary["param_digest"],
         "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
     }
-    run = client.create_run(exp_id, run_name=run_name, tags=tags)
-    run_id = run.info.run_id
-    try:
+    with _mlflow_run(client, exp_id, run_name, tags) as run_id:
         params = [Param(k, str(v)) for k, v in summary["params"].items()]
         now = int(time.time() * 1000)
         metrics = [
@@ -87,20 +89,39 @@ def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: 
             for row in summary["history"] for key in METRIC_KEYS
             if key in row and row[key] is not None and math.isfinite(float(row[key]))
         ]
-        metrics += [Metric(f"final/{k.replace('/', '_')}", float(v), now, 0)
-                    for k, v in summary["final"].items() if v is not None]
+        metrics += _final_metrics(summary["final"], now)
         metrics += [Metric("reporting/test_accuracy", float(summary["reporting_test_accuracy"] or float("nan")), now,
                            int(summary["reporting_round"]))]
-        client.log_batch(run_id, params=params, tags=[RunTag("reporting_reason", summary["reporting_reason"])])
-        for i in range(0, len(metrics), 900):
-            client.log_batch(run_id, metrics=metrics[i:i + 900])
-        for path in artifacts:
+        _log_batched(client, run_id, metrics, params, [RunTag("reporting_reason", summary["reporting_reason"])])
+        for path in paths:
             client.log_artifact(run_id, str(path))
+    return run_id
+
+
+@contextmanager
+def _mlflow_run(client: MlflowClient, exp_id: str, run_name: str, tags: dict[str, str]) -> Iterator[str]:
+    """Create a run and yield its id; it ends FINISHED when the block completes and FAILED if it raises."""
+    run_id = client.create_run(exp_id, run_name=run_name, tags=tags).info.run_id
+    try:
+        yield run_id
         client.set_terminated(run_id, "FINISHED")
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
-    return run_id
+
+
+def _final_metrics(final: dict[str, float | None], now: int) -> list[Metric]:
+    """``final/<name>`` (slashes in the name become underscores) at step 0, for each final value that exists."""
+    return [Metric(f"final/{k.replace('/', '_')}", float(v), now, 0) for k, v in final.items() if v is not None]
+
+
+def _log_batched(client: MlflowClient, run_id: str, metrics: list[Metric], params: Sequence[Param] = (),
+                 tags: Sequence[RunTag] = ()) -> None:
+    """log_batch takes at most 1000 entities (at most 100 params and tags): the metrics go 900 at a time, the
+    params and tags with the first batch (one batch even when there are no metrics)."""
+    for i in range(0, max(len(metrics), 1), 900):
+        client.log_batch(run_id, metrics=metrics[i:i + 900], params=list(params) if i == 0 else [],
+                         tags=list(tags) if i == 0 else [])
 
 
 def list_runs(experiment: str | None = None) -> list[dict[str, Any]]:
@@ -137,20 +158,15 @@ def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds:
     commit = git_commit()
     tags = {"mlflow.runName": name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
             **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
-    run_id = client.create_run(exp_id, run_name=name, tags=tags).info.run_id
-    try:
+    with _mlflow_run(client, exp_id, name, tags) as run_id:  # FINISHED last: only with all its children
         now = int(time.time() * 1000)
-        client.log_batch(run_id, metrics=[Metric("study/seconds", float(seconds), now, 0),
-                                          Metric("study/simulations", float(len(simulations)), now, 0)],
-                         params=[Param("study", name)])
+        _log_batched(client, run_id, [Metric("study/seconds", float(seconds), now, 0),
+                                      Metric("study/simulations", float(len(simulations)), now, 0)],
+                     [Param("study", name)])
         for sim in simulations:
             _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now)
         for path in artifacts:
             client.log_artifact(run_id, str(path))
-        client.set_terminated(run_id, "FINISHED")  # last: a study run is FINISHED only with all its children
-    except BaseException:
-        client.set_terminated(run_id, "FAILED")
-        raise
     return run_id
 
 
@@ -163,8 +179,7 @@ def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fi
     params = [Param(k, str(v)) for k, v in sim["params"].items()]
     metrics = [Metric(key, v, now, step) for key, values in sim["history"].items()
                for step, v in enumerate(values) if v is not None]
-    metrics += [Metric(f"final/{k.replace('/', '_')}", v, now, 0) for k, v in sim["final"].items() if v is not None]
+    metrics += _final_metrics(sim["final"], now)
     metrics += [Metric(k, v, now, 0) for k, v in sim["metrics"].items() if v is not None]
-    for i in range(0, max(len(metrics), 1), 900):  # log_batch takes at most 1000 entities
-        client.log_batch(run_id, metrics=metrics[i:i + 900], params=params if i == 0 else [])
+    _log_batched(client, run_id, metrics, params)
     client.set_terminated(run_id, "FINISHED")

@@ -1,13 +1,12 @@
 """Config errors: each fails at load with one line naming the key and what is allowed; the CLI exits
 non-zero and writes nothing."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from fedbench.cli import main
 from fedbench.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,24 +53,25 @@ def test_config_errors_name_the_key(tmp_path, edit, message):
     assert "\n" not in str(err.value)
 
 
-def test_cli_config_error_exits_nonzero_and_writes_nothing(tmp_path):
+def test_cli_config_error_exits_nonzero_and_writes_nothing(tmp_path, monkeypatch, capsys):
     params = _params(tmp_path, lambda r: r["train"].update(clients_per_round=100))
     before = set(p.name for p in tmp_path.iterdir())
-    proc = subprocess.run([sys.executable, "-m", "fedbench.cli", "--params", str(params), "run", "--dataset",
-                           "synthetic_1_1", "--algorithm", "fedavg", "--no-track"],
-                          cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 2
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--params", str(params), "run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg", "--no-track"])
+    assert exit_.value.code == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert lines == ["fedbench: config error: train.clients_per_round: 100 exceeds data.num_devices (30); allowed: 1..30"]
     assert set(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_cli_unknown_algorithm_variant(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "fedbench.cli", "--params", str(ROOT / "params.yaml"), "run",
-                           "--dataset", "synthetic_1_1", "--algorithm", "fedprox_mu2", "--no-track"],
-                          cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 2
-    assert "--algorithm 'fedprox_mu2' is not a variant in 'algorithms'; allowed: fedavg, fedprox_mu0, fedprox_mu1" in proc.stderr
+def test_cli_unknown_algorithm_variant(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--params", str(ROOT / "params.yaml"), "run", "--dataset", "synthetic_1_1", "--algorithm", "fedprox_mu2",
+              "--no-track"])
+    assert exit_.value.code == 2
+    assert "--algorithm 'fedprox_mu2' is not a variant in 'algorithms'; allowed: fedavg, fedprox_mu0, fedprox_mu1" in capsys.readouterr().err
     assert not (tmp_path / "data").exists() and not (tmp_path / "runs").exists()
 
 

@@ -4,6 +4,7 @@ logged once (a second pass adds nothing; a rerun study is logged anew)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -13,12 +14,27 @@ from fedbench.studies.record import read_simulations
 from fedbench.track import track_study
 
 
-def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory):
+    """The delta_fl_triangle study at 5 rounds, run once for the module: (its root folder, its claims)."""
+    root = tmp_path_factory.mktemp("studies")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(delta_fl_triangle, "ROUNDS", 5)
+        claims = run_claim_study("delta_fl_triangle", root)
+    return root, claims
+
+
+def _copy_study(study_run, tmp_path):
+    """A private copy of the study's root folder (a test may change the files), and the claims."""
+    root, claims = study_run
+    shutil.copytree(root, tmp_path / "studies")
+    return tmp_path / "studies", claims
+
+
+def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatch, study_run):
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    monkeypatch.setattr(delta_fl_triangle, "ROUNDS", 5)
-    root = tmp_path / "studies"
-    claims = run_claim_study("delta_fl_triangle", root)
+    root, claims = _copy_study(study_run, tmp_path)
     records = read_simulations(root / "delta_fl_triangle")
     assert len(records) == 5
 
@@ -46,14 +62,12 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
     assert len(client.search_runs([exp_id])) == 2 * (len(records) + 1)
 
 
-def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch):
+def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, study_run):
     from fedbench import tracking
 
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    monkeypatch.setattr(delta_fl_triangle, "ROUNDS", 5)
-    root = tmp_path / "studies"
-    run_claim_study("delta_fl_triangle", root)
+    root, _ = _copy_study(study_run, tmp_path)
     records = read_simulations(root / "delta_fl_triangle")
 
     real, calls = tracking._log_simulation, []

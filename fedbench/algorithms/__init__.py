@@ -6,32 +6,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedbench.algorithms.delta_fl import DeltaFL
+from fedbench.algorithms.delta_fl import WEIGHTINGS, DeltaFL
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.feddane import FedDane
 from fedbench.algorithms.fedlaavg import FedLaAvg
 from fedbench.algorithms.fedprox import FedProx
 from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
-from fedbench.algorithms.fedproxvr import FedProxVR
-from fedbench.algorithms.mime import Mime
+from fedbench.algorithms.fedproxvr import ESTIMATORS, FedProxVR
+from fedbench.algorithms.mime import VARIANTS, Mime
 from fedbench.algorithms.minibatch_sgd import MinibatchSGD
-from fedbench.algorithms.scaffold import Scaffold
+from fedbench.algorithms.scaffold import CONTROL_VARIATES, Scaffold
 from fedbench.algorithms.sequential_sgd import SequentialSGD
+from fedbench.optimizers import BASE_OPTIMIZERS
 
 ALGORITHMS: dict[str, tuple[type, dict[str, type]]] = {
     "fedavg": (FedAvg, {}),
     "fedprox": (FedProx, {"mu": float}),
     "fedprox_adaptive": (FedProxAdaptiveMu, {"mu_init": float}),
-    "delta_fl": (DeltaFL, {"theta": float, "weighting": ("exact", "filter"), "quantile_period": int}),
+    "delta_fl": (DeltaFL, {"theta": float, "weighting": WEIGHTINGS, "quantile_period": int}),
     "fedlaavg": (FedLaAvg, {}),
     "sequential_sgd": (SequentialSGD, {}),
-    "scaffold": (Scaffold, {"eta_g": float, "control_variate": ("I", "II")}),
+    "scaffold": (Scaffold, {"eta_g": float, "control_variate": CONTROL_VARIATES}),
     "minibatch_sgd": (MinibatchSGD, {}),
     "fedavg_momentum": (FedAvgMomentum, {"beta": float, "server_lr": float}),
-    "mime": (Mime, {"variant": ("mime", "mimelite"), "base": ("sgdm", "adam"), "momentum": float,
+    "mime": (Mime, {"variant": VARIANTS, "base": BASE_OPTIMIZERS, "momentum": float,
                     "beta1": float, "beta2": float, "eps": float}),
-    "fedproxvr": (FedProxVR, {"mu": float, "tau": int, "estimator": ("svrg", "sarah"), "beta": float,
+    "fedproxvr": (FedProxVR, {"mu": float, "tau": int, "estimator": ESTIMATORS, "beta": float,
                               "smoothness": float}),
     "feddane": (FedDane, {"mu": float, "gradient_clients": int}),
 }

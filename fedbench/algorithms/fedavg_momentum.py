@@ -21,6 +21,7 @@ Deviations and choices:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -45,7 +46,7 @@ class FedAvgMomentum:
         if not 0.0 <= self.beta < 1.0 or self.server_lr <= 0:
             raise ValueError(f"need 0 <= beta < 1 and server_lr > 0, got beta={self.beta}, server_lr={self.server_lr}")
 
-    @property
+    @cached_property  # built once; not a field, so not in ==, hash or repr
     def _server(self) -> SGDMomentum:
         return SGDMomentum(momentum=self.beta)
 

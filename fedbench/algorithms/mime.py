@@ -35,6 +35,7 @@ Deviations and choices:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -85,7 +86,7 @@ class Mime:
             raise ValueError(f"variant {self.variant!r}; allowed: {list(VARIANTS)}")
         _ = self.optimizer  # fails here on an unknown base optimizer or a bad hyperparameter
 
-    @property
+    @cached_property  # built once (client_step uses it every step); not a field, so not in ==, hash or repr
     def optimizer(self):
         return build_base_optimizer(self.base, momentum=self.momentum, beta1=self.beta1, beta2=self.beta2,
                                     eps=self.eps)

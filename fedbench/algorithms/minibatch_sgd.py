@@ -34,12 +34,6 @@ class MinibatchSGDState:
 
 
 @dataclass(frozen=True)
-class GradientSum:
-    total: torch.Tensor  # [K, P] sum of the minibatch gradients at x
-    batches: torch.Tensor  # [K] how many were added
-
-
-@dataclass(frozen=True)
 class MinibatchSGD:
     lr: float  # the server's step size
     keeps_partial_work: bool = False
@@ -50,17 +44,16 @@ class MinibatchSGD:
     def broadcast(self, state: MinibatchSGDState) -> torch.Tensor:
         return state.theta
 
-    def client_init(self, theta: torch.Tensor, cohort) -> GradientSum:
-        k = len(cohort.clients)
-        return GradientSum(total=torch.zeros(k, theta.shape[-1], dtype=theta.dtype, device=theta.device),
-                           batches=torch.zeros(k, dtype=theta.dtype, device=theta.device))
+    def client_init(self, theta: torch.Tensor, cohort) -> torch.Tensor:
+        """[K, P] sum of the minibatch gradients at x, zero before the first step."""
+        return torch.zeros(len(cohort.clients), theta.shape[-1], dtype=theta.dtype, device=theta.device)
 
-    def client_step(self, local: GradientSum, grad_fn, theta: torch.Tensor) -> GradientSum:
-        g = grad_fn(theta.expand_as(local.total))  # every minibatch at the server model x
-        return GradientSum(total=local.total + g, batches=local.batches + 1)
+    def client_step(self, total: torch.Tensor, grad_fn, theta: torch.Tensor) -> torch.Tensor:
+        return total + grad_fn(theta.expand_as(total))  # every minibatch at the server model x
 
-    def client_result(self, local: GradientSum, theta: torch.Tensor, cohort) -> tuple[torch.Tensor, None]:
-        return local.total / local.batches.clamp(min=1).unsqueeze(1), None
+    def client_result(self, total: torch.Tensor, theta: torch.Tensor, cohort) -> tuple[torch.Tensor, None]:
+        # g_i = sum / S_i: client i took cohort.steps[i] steps, one per minibatch
+        return total / cohort.steps.clamp(min=1).to(total.dtype).unsqueeze(1), None
 
     def server_update(self, state: MinibatchSGDState, grads: torch.Tensor, weights: torch.Tensor,
                       cohort) -> MinibatchSGDState:

@@ -48,7 +48,6 @@ CONTROL_VARIATES = ("I", "II")
 class ScaffoldState:
     theta: torch.Tensor  # server model x [P]
     c: torch.Tensor  # server control variate [P] = mean of the N client c_i
-    num_clients: int  # N
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ class Scaffold:
             raise ValueError(f"step sizes must be > 0, got lr={self.lr}, eta_g={self.eta_g}")
 
     def init(self, theta0: torch.Tensor, num_clients: int) -> ScaffoldState:
-        return ScaffoldState(theta=theta0, c=torch.zeros_like(theta0), num_clients=num_clients)
+        return ScaffoldState(theta=theta0, c=torch.zeros_like(theta0))
 
     def init_clients(self, num_clients: int, theta0: torch.Tensor) -> torch.Tensor:
         """c_i = 0 for every client: [N, P] on the model's device."""
@@ -115,6 +114,6 @@ class Scaffold:
         # Simple means over the received clients (lines 16-17); ``weights`` is not used (module docstring).
         delta_x = result.delta_y.mean(0)
         delta_c = result.delta_c.mean(0)
-        share = result.delta_c.shape[0] / state.num_clients  # |S| / N
+        share = result.delta_c.shape[0] / cohort.num_clients  # |S| / N
         return ScaffoldState(theta=torch.add(state.theta, delta_x, alpha=self.eta_g),
-                             c=torch.add(state.c, delta_c, alpha=share), num_clients=state.num_clients)
+                             c=torch.add(state.c, delta_c, alpha=share))

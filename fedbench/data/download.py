@@ -18,7 +18,6 @@ import logging
 import os
 import shutil
 import tarfile
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -27,6 +26,8 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from tqdm import tqdm
+
+from fedbench.data.format import atomic_folder
 
 log = logging.getLogger(__name__)
 
@@ -198,15 +199,6 @@ def extract(archive: str | os.PathLike, dest_dir: str | os.PathLike) -> Path:
     kind = _archive_kind(archive)
     if not archive.is_file():
         raise FileNotFoundError(f"{archive}: no such archive")
-    dest_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest_dir.name}.", suffix=".partial", dir=dest_dir.parent))
-    try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary data folder
+    with atomic_folder(dest_dir, suffix=".partial") as tmp:
         _unpack(archive, kind, tmp)
-        if dest_dir.exists():
-            shutil.rmtree(dest_dir)
-        os.replace(tmp, dest_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return dest_dir

@@ -19,6 +19,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,13 +107,32 @@ def content_hash(ds: FederatedDataset) -> str:
     return h.hexdigest()
 
 
+@contextmanager
+def atomic_folder(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``dest``; when the block ends it replaces ``dest`` (whatever was
+    there is removed). If the block raises, the temporary folder is removed and ``dest`` is left as it was,
+    so an interrupted write never leaves a folder that looks complete.
+
+    The temporary folder is ``.<dest name>.<random><suffix>`` in ``dest``'s parent (created if missing).
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=suffix, dir=dest.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
+        yield tmp
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def save_dataset(ds: FederatedDataset, folder: str | os.PathLike) -> Path:
     """Write ``ds`` into ``folder`` atomically (replacing what was there) and return the folder."""
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=folder.parent))
-    os.chmod(tmp, 0o755)
-    try:
+    with atomic_folder(folder, suffix=".partial") as tmp:
         np.savez(
             tmp / _ARRAYS,
             train_x=ds.train.x, train_y=ds.train.y, train_offsets=ds.train.offsets,
@@ -130,12 +151,6 @@ def save_dataset(ds: FederatedDataset, folder: str | os.PathLike) -> Path:
             "content_hash": content_hash(ds),
         }
         (tmp / _META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder
 
 

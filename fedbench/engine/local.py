@@ -16,14 +16,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.weak import WeakIdKeyDictionary
 
 from fedbench.engine import tree
 
 CHUNK_STEPS = 64  # most minibatches gathered at once
 CHUNK_BYTES = 4 * 2**20  # and about this many bytes of gathered inputs at most, so they stay in cache
-
-_PREPARED: WeakIdKeyDictionary = WeakIdKeyDictionary()  # training inputs -> (model, version, prepared)
 
 
 @dataclass(frozen=True)
@@ -31,31 +28,23 @@ class CohortData:
     """Device tensors of the training data and one round's schedule for the cohort.
 
     ``index`` [K, S, B] holds global sample indices (padding -1); ``steps`` [K] the local steps of each
-    client, non-increasing (the engine sorts the cohort that way)."""
+    client, non-increasing (the engine sorts the cohort that way).
+
+    ``x_prepared`` is ``model.prepare_inputs(x)`` where the caller has it: the engine prepares the training
+    set once per run, so that each round gathers its minibatches in one copy (``prepare_inputs`` acts on
+    each sample on its own, so gathering commutes with it). Without it the vectorized path prepares ``x``."""
 
     x: torch.Tensor  # [n_total, ...] all training inputs
     y: torch.Tensor  # [n_total]
     num_classes: int
     index: torch.Tensor  # [K, S, B]
     steps: np.ndarray  # [K]
+    x_prepared: torch.Tensor | None = None  # [n_total, ...] model.prepare_inputs(x), or None
 
 
 def active_counts(steps: np.ndarray, total: int) -> np.ndarray:
     """a_t = number of clients with more than t steps, for t < total (steps sorted non-increasing)."""
     return (steps[None, :] > np.arange(total)[:, None]).sum(1)
-
-
-def prepared_inputs(model: Any, x: torch.Tensor) -> torch.Tensor:
-    """``model.prepare_inputs(x)`` for the whole training set, computed once and reused while ``x`` lives
-    unchanged (the engine passes the same tensor every round), so that each round gathers its minibatches
-    in one copy. ``prepare_inputs`` acts on each sample on its own, so gathering commutes with it."""
-    hit = _PREPARED.get(x)
-    if hit is not None and hit[0] == model and hit[1] == x._version:
-        return hit[2]
-    prepared = model.prepare_inputs(x)
-    if prepared.untyped_storage().data_ptr() != x.untyped_storage().data_ptr():  # a view is cheap: not kept
-        _PREPARED[x] = (model, x._version, prepared)
-    return prepared
 
 
 def run_vectorized(algorithm: Any, model: Any, bcast: Any, local: Any, data: CohortData) -> Any:
@@ -70,7 +59,7 @@ def run_vectorized(algorithm: Any, model: Any, bcast: Any, local: Any, data: Coh
     come from the step counts, which live on the host, so nothing waits on the device."""
     total = int(data.steps.max()) if len(data.steps) else 0
     counts = active_counts(data.steps, total)
-    x_all = prepared_inputs(model, data.x)
+    x_all = data.x_prepared if data.x_prepared is not None else model.prepare_inputs(data.x)
     num_steps, batch = data.index.shape[1], data.index.shape[2]
     index_rows = data.index.reshape(-1, batch)  # row k * S + t: client k's minibatch at step t
     row_bytes = batch * x_all[:1].numel() * x_all.element_size()

@@ -76,9 +76,11 @@ class Evaluation:
 
 
 def _segment_mean(values: torch.Tensor, seg: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Mean of ``values`` over each segment (float64 [M]); NaN for an empty segment."""
     total = torch.zeros(len(counts), dtype=torch.float64, device=values.device)
     total.index_add_(0, seg, values.double())
-    return total / counts.double().clamp(min=1)
+    mean = total / counts.double().clamp(min=1)
+    return torch.where(counts > 0, mean, torch.full_like(mean, float("nan")))
 
 
 @torch.no_grad()
@@ -86,9 +88,7 @@ def evaluate(model, theta: torch.Tensor, data: DeviceData, with_dissimilarity: b
     loss_tr, correct_tr = model.per_sample(theta, data.x_train, data.y_train)
     loss_te, correct_te = model.per_sample(theta, data.x_test, data.y_test)
     dev_loss = _segment_mean(loss_tr, data.seg_train, data.n_train)
-    dev_loss = torch.where(data.n_train > 0, dev_loss, torch.full_like(dev_loss, float("nan")))
     dev_acc = _segment_mean(correct_te, data.seg_test, data.n_test)
-    dev_acc = torch.where(data.n_test > 0, dev_acc, torch.full_like(dev_acc, float("nan")))
     dissim = float("nan")
     if with_dissimilarity:
         grads = model.segment_grads(theta.expand(data.num_clients, -1), data.x_train, data.y_train,

@@ -95,10 +95,8 @@ def draw_stragglers(seed: int, round_: int, k: int, fraction: float, local_epoch
                 raise ValueError("straggler_epochs='authors_code' needs local_epochs >= 2 "
                                  "(randint(1, E) is empty for E=1); use straggler_epochs='paper'")
             epochs[straggler] = g.integers(1, local_epochs, size=n_strag)
-        elif mode == "paper":
+        else:  # "paper"
             epochs[straggler] = g.integers(1, local_epochs + 1, size=n_strag)
-        else:
-            raise ValueError(f"unknown straggler_epochs {mode!r}; allowed: {list(STRAGGLER_EPOCHS)}")
     return straggler, epochs
 
 

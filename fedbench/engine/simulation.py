@@ -83,8 +83,6 @@ class Cohort:
     steps: torch.Tensor  # [K] local steps this round
     client_rows: Any  # rows of the per-client table (or None)
     full_grad: Callable[[torch.Tensor], torch.Tensor]  # theta [K, P] -> gradient of each F_k on all its data
-    num_clients: int | None = None  # N, all clients of the dataset
-    total_samples: int | None = None  # n, training samples of all N clients
     weights: torch.Tensor | None = None  # [K] aggregation weights, sum 1 (the ones server_update gets)
     round: int = 0  # index of the round
     seed: int = 0  # the run's seed: an algorithm's own draws come from fedbench.seeding.rng(seed, round, ...)
@@ -92,6 +90,16 @@ class Cohort:
     train_sizes: np.ndarray | None = None  # [N] training samples of every client
     # gradient of F_j on all its data at one model theta [P], for any clients j (int64 array [c]) -> [c, P]
     client_grads: Callable[[np.ndarray, torch.Tensor], torch.Tensor] | None = None
+
+    @property
+    def num_clients(self) -> int | None:
+        """N, all clients of the dataset."""
+        return None if self.train_sizes is None else len(self.train_sizes)
+
+    @property
+    def total_samples(self) -> int | None:
+        """n, training samples of all N clients."""
+        return None if self.train_sizes is None else int(self.train_sizes.sum())
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,8 @@ def simulate(
     if cfg.local_path not in LOCAL_PATHS:
         raise ValueError(f"local_path={cfg.local_path!r}; allowed: {list(LOCAL_PATHS)}")
     local_fn = LOCAL_PATHS[cfg.local_path]
+    # the training inputs as the vectorized path feeds them to the model, prepared once for the whole run
+    x_prepared = model.prepare_inputs(data.x_train) if cfg.local_path == "vectorized" else None
     losses = [row["train/loss"] for row in history]
     diverged = False
     for r in range(start, cfg.rounds):
@@ -172,8 +182,8 @@ def simulate(
         eval_s = time.perf_counter() - t0
         if hasattr(algorithm, "begin_round"):
             state = algorithm.begin_round(state, ev)
-        state, table = _train_round(cfg, r, sizes, data, model, algorithm, state, table, local_fn, device,
-                                    availability.mask(cfg.seed, r))
+        state, table = _train_round(cfg, r, sizes, data, x_prepared, model, algorithm, state, table, local_fn,
+                                    device, availability.mask(cfg.seed, r))
         if device.type == "cuda":
             torch.cuda.synchronize()
         row |= {"wall_time_s": time.perf_counter() - t0, "eval_time_s": eval_s}
@@ -218,8 +228,8 @@ def _save_checkpoint(path: Path, round_: int, state: Any, table: Any, history: l
     os.replace(tmp, path)
 
 
-def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table, local_fn, device,
-                 available: np.ndarray):
+def _train_round(cfg, r, sizes, data: DeviceData, x_prepared: torch.Tensor | None, model, algorithm, state,
+                 table, local_fn, device, available: np.ndarray):
     choose = getattr(algorithm, "choose_clients", None)
     chosen = None
     if choose is not None:
@@ -256,7 +266,8 @@ def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table
         local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)[:s]
         schedule[i, : len(local_idx)] = np.where(local_idx >= 0, local_idx + data.train_offsets[c], -1)
     index = torch.from_numpy(schedule).to(device)
-    cohort_data = CohortData(x=data.x_train, y=data.y_train, num_classes=data.num_classes, index=index, steps=steps)
+    cohort_data = CohortData(x=data.x_train, y=data.y_train, num_classes=data.num_classes, index=index,
+                             steps=steps, x_prepared=x_prepared)
 
     client_idx = torch.from_numpy(clients).to(device)
     rows = tree.take_rows(table, client_idx) if table is not None else None
@@ -264,9 +275,8 @@ def _train_round(cfg, r, sizes, data: DeviceData, model, algorithm, state, table
     cohort = Cohort(
         clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
         epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
-        client_rows=rows, full_grad=_full_grad_fn(model, data, clients, device),
-        num_clients=len(sizes), total_samples=int(sizes.sum()), weights=w, round=r, seed=cfg.seed,
-        available=available, train_sizes=sizes, client_grads=_client_grads_fn(model, data, device),
+        client_rows=rows, full_grad=_full_grad_fn(model, data, clients, device), weights=w, round=r,
+        seed=cfg.seed, available=available, train_sizes=sizes, client_grads=_client_grads_fn(model, data, device),
     )
     bcast = algorithm.broadcast(state)
     local = algorithm.client_init(bcast, cohort)
@@ -289,18 +299,23 @@ def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
 def _cohort_segments(data: DeviceData, clients: np.ndarray, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Global indices of the cohort's training samples, their position in the cohort, and the counts n_k."""
     offs = data.train_offsets
-    idx = np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])
-    seg = np.repeat(np.arange(len(clients)), offs[clients + 1] - offs[clients])
     counts = offs[clients + 1] - offs[clients]
+    idx = np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])
+    seg = np.repeat(np.arange(len(clients)), counts)
     return (torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device),
             torch.from_numpy(counts).to(device))
 
 
 def _full_grad_fn(model, data: DeviceData, clients: np.ndarray, device) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]."""
-    idx_t, seg_t, counts = _cohort_segments(data, clients, device)
+    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]. The
+    cohort's sample indices are built on the first call: most algorithms never make one."""
+    segments = None
 
     def full_grad(theta: torch.Tensor) -> torch.Tensor:
+        nonlocal segments
+        if segments is None:
+            segments = _cohort_segments(data, clients, device)
+        idx_t, seg_t, counts = segments
         return model.segment_grads(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
 
     return full_grad
@@ -311,9 +326,7 @@ def _client_grads_fn(model, data: DeviceData, device) -> Callable[[np.ndarray, t
 
     def client_grads(clients: np.ndarray, theta: torch.Tensor) -> torch.Tensor:
         clients = np.asarray(clients, dtype=np.int64)
-        idx_t, seg_t, counts = _cohort_segments(data, clients, device)
-        return model.segment_grads(theta.expand(len(clients), -1), data.x_train[idx_t], data.y_train[idx_t],
-                                   seg_t, counts)
+        return _full_grad_fn(model, data, clients, device)(theta.expand(len(clients), -1))
 
     return client_grads
 

@@ -48,18 +48,16 @@ class SmallCNN:
     in_channels: int = 3
     image_size: int = 32
     _net: nn.Module = field(init=False, repr=False, compare=False)
+    _shapes: tuple[tuple[str, torch.Size], ...] = field(init=False, repr=False, compare=False)  # theta's layout
 
     def __post_init__(self) -> None:
         if self.image_size != 32:
             raise ValueError(f"SmallCNN expects 32x32 images (got image_size={self.image_size})")
         net = tutorial_cnn(self.in_channels, self.num_classes).to("meta")  # a skeleton: shapes only
         object.__setattr__(self, "_net", net)
+        object.__setattr__(self, "_shapes", tuple((name, p.shape) for name, p in net.named_parameters()))
 
     # ---- flat parameters -------------------------------------------------------------------------------
-
-    @property
-    def _shapes(self) -> list[tuple[str, torch.Size]]:
-        return [(name, p.shape) for name, p in self._net.named_parameters()]
 
     @property
     def num_params(self) -> int:

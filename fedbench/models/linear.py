@@ -81,7 +81,7 @@ class MultinomialLogisticRegression:
         m, d, c = theta.shape[0], self.in_features, self.num_classes
         x, y, segment = _contiguous_segments(x, y, segment)
         w, b = self._split(theta)
-        sizes = torch.bincount(segment, minlength=m).tolist()
+        sizes = counts.tolist()
         scale = 1.0 / counts.clamp(min=1).to(x.dtype)
         out = torch.zeros(m, self.num_params, dtype=x.dtype, device=x.device)
         for k, (xk, yk) in enumerate(zip(x.split(sizes), y.split(sizes))):
@@ -104,7 +104,7 @@ class MultinomialLogisticRegression:
         else:  # one model per segment: logits slice by slice (no [n, d, C] gather)
             x, y, segment = _contiguous_segments(x, y, segment)
             w, b = self._split(theta)
-            sizes = torch.bincount(segment, minlength=theta.shape[0]).tolist()
+            sizes = counts.tolist()
             z = torch.cat([torch.addmm(b[k], xk, w[k]) for k, xk in enumerate(x.split(sizes))])
         per_sample = F.cross_entropy(z, y, reduction="none")
         total = torch.zeros(len(counts), dtype=per_sample.dtype, device=per_sample.device)

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from fedbench.config import Config
+from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
 from fedbench.report import figures
-from fedbench.report.claims import VERDICTS, evaluate_claims
+from fedbench.report.claims import evaluate_claims
 from fedbench.report.runs import load_runs
-from fedbench.studies import STUDIES_ROOT
+from fedbench.studies import STUDIES_ROOT, VERDICTS
 
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
@@ -45,24 +44,17 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     out.mkdir(parents=True, exist_ok=True)
     hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
     claims = evaluate_claims(cfg, hist, summ) + study_claims(cfg, studies_root)
-    tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=out))
-    os.chmod(tmp, 0o755)
-    try:
-        figs = tmp / "figures"
+    with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
         figures.figure5(hist, figs / "fig5_iid_stragglers.png")
-        (tmp / "claims.json").write_text(json.dumps({"claims": claims}, indent=2, default=str) + "\n")
-        (tmp / "claims.md").write_text(claims_markdown(claims, summ))
-        summ.sort_values(["dataset", "variant", "stragglers", "seed"]).to_csv(tmp / "runs.csv", index=False) \
-            if len(summ) else (tmp / "runs.csv").write_text("")
+        # the tables are written beside the figures and moved into out/ just before the figures are
+        (figs / "claims.json").write_text(json.dumps({"claims": claims}, indent=2, default=str) + "\n")
+        (figs / "claims.md").write_text(claims_markdown(claims, summ))
+        summ.sort_values(["dataset", "variant", "stragglers", "seed"]).to_csv(figs / "runs.csv", index=False) \
+            if len(summ) else (figs / "runs.csv").write_text("")
         for name in ("claims.json", "claims.md", "runs.csv"):
-            os.replace(tmp / name, out / name)
-        if (out / "figures").exists():
-            shutil.rmtree(out / "figures")
-        os.replace(figs, out / "figures")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            os.replace(figs / name, out / name)
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims

@@ -15,9 +15,8 @@ import numpy as np
 import pandas as pd
 
 from fedbench.config import Config
+from fedbench.studies import FEDPROX_PAPER
 
-PAPER = "FedProx: Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith. Federated Optimization in Heterogeneous Networks. MLSys 2020"
-VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
 TAIL = 5  # "converges better" compares the mean training loss of the last TAIL evaluations
 
 
@@ -76,7 +75,7 @@ def _has(summ: pd.DataFrame, cells: list[tuple[str, str, float]], seeds) -> list
 
 def _entry(cid: str, where: str, claim: str, published: Any, rule: str, cfg: Config, datasets: list[str],
            extra_dev: list[str]) -> dict[str, Any]:
-    return {"id": cid, "paper": PAPER, "where": where, "claim": claim, "published": published,
+    return {"id": cid, "paper": FEDPROX_PAPER, "where": where, "claim": claim, "published": published,
             "reproduced": None, "rule": rule, "verdict": "not-run", "scale": scale(cfg, datasets),
             "deviations": extra_dev + common_deviations(cfg), "observed": ""}
 

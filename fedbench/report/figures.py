@@ -47,7 +47,7 @@ def figure1(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_1_1", stra
             if ax.get_legend() and (i, j) != (0, 0):
                 ax.get_legend().remove()
     fig.suptitle("FedProx Figure 1 (rerun): systems heterogeneity; mean over seeds, band = min..max", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def figure2(hist: pd.DataFrame, path: Path, datasets=("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5",
@@ -67,7 +67,7 @@ def figure2(hist: pd.DataFrame, path: Path, datasets=("synthetic_iid", "syntheti
             if ax.get_legend() and (i, j) != (0, 0):
                 ax.get_legend().remove()
     fig.suptitle("FedProx Figure 2 (rerun): statistical heterogeneity, E=20, no stragglers", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def figure5(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_iid", stragglers=(0.0, 0.5, 0.9)) -> Path:
@@ -84,7 +84,7 @@ def figure5(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_iid", stra
     ax.set_title("FedAvg on Synthetic-IID (FedProx Figure 5, rerun)", fontsize=10)
     ax.set_xlabel("# rounds")
     ax.set_ylabel("training loss")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Path:
@@ -96,13 +96,20 @@ def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Pa
         ax.set_xlabel("round")
         ax.set_title(metric, fontsize=9)
     fig.suptitle(title, fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def pyplot():
+    """matplotlib.pyplot on the file-only Agg backend (this module selects it on import), for figure code that
+    imports this module lazily."""
+    return plt
+
+
+def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
+    """Lay out ``fig``, write it to ``path`` as PNG (creating the folder) and close it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

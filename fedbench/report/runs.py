@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from fedbench.config import Config
 from fedbench.data.format import read_meta
-from fedbench.runner import SUMMARY, fingerprint, run_folder, run_params
+from fedbench.runner import fingerprint, load_run, run_folder, run_params
 
 
 def study_cells(cfg: Config) -> list[tuple[str, str, float]]:
@@ -35,15 +34,13 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
             except FileNotFoundError:
                 hashes[ds] = None
         for seed in cfg.train.seeds:
-            folder = run_folder(runs_root, ds, variant, f, seed)
-            path = folder / SUMMARY
-            if hashes[ds] is None or not path.exists():
+            if hashes[ds] is None:
                 continue
-            summary = json.loads(path.read_text())
-            if summary.get("fingerprint") != fingerprint(run_params(cfg, ds, variant, f, seed), hashes[ds]):
+            fp = fingerprint(run_params(cfg, ds, variant, f, seed), hashes[ds])
+            summary = load_run(run_folder(runs_root, ds, variant, f, seed), fp)
+            if summary is None:
                 continue
-            h = pd.read_csv(folder / "history.csv")
-            h = h.assign(dataset=ds, variant=variant, stragglers=f, seed=seed)
+            h = pd.DataFrame(summary["history"]).assign(dataset=ds, variant=variant, stragglers=f, seed=seed)
             histories.append(h)
             summaries.append({"dataset": ds, "variant": variant, "stragglers": f, "seed": seed,
                               "final_loss": summary["final"]["train/loss"],

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from fedbench.data.format import atomic_folder
 from fedbench.studies.record import SIMULATIONS
+
+if TYPE_CHECKING:
+    from fedbench.engine.simulation import SimulationConfig
 
 STUDIES_ROOT = Path("reports/studies")
 
@@ -26,6 +27,8 @@ CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule"
               "observed")
 VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
 
+FEDPROX_PAPER = ("FedProx: Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith. Federated Optimization in "
+                 "Heterogeneous Networks. MLSys 2020")
 FEDLAAVG_PAPER = ("FedLaAvg: Yan, Niu, Ding, Zheng, Wu, Chen, Tang, Jiang. Distributed Non-Convex Optimization "
                   "with Sublinear Speedup under Intermittent Client Availability. arXiv 2002.07399 v1 (2020)")
 DELTA_FL_PAPER = ("Delta-FL: Pillutla, Laguel, Malick, Harchaoui. Device Heterogeneity in Federated Learning: "
@@ -39,6 +42,14 @@ def claim(**fields: Any) -> dict[str, Any]:
     if fields["verdict"] not in VERDICTS:
         raise ValueError(f"verdict {fields['verdict']!r} is not one of {VERDICTS}")
     return {k: fields[k] for k in CLAIM_KEYS}
+
+
+def sim_config(**fields: Any) -> SimulationConfig:
+    """A SimulationConfig with the studies' defaults, ``fields`` on top: on the CPU (the studies are small),
+    the gradient dissimilarity evaluated in round 0 only (eval_every) and no checkpoints (checkpoint_every)."""
+    from fedbench.engine.simulation import SimulationConfig  # here: importing fedbench.studies needs no torch
+
+    return SimulationConfig(**{"device": "cpu", "eval_every": 10**9, "checkpoint_every": 10**9, **fields})
 
 
 class ModelTrace:
@@ -55,10 +66,7 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT) -> list[dict[str, Any]
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records."""
     module = importlib.import_module(f"fedbench.studies.{name}")
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
-    os.chmod(tmp, 0o755)
-    try:
+    with atomic_folder(root / name) as tmp:
         t0 = time.perf_counter()
         claims = module.run(tmp)
         seconds = time.perf_counter() - t0
@@ -66,13 +74,6 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT) -> list[dict[str, Any]
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")
         (tmp / "claims.json").write_text(json.dumps({"study": name, "seconds": round(seconds, 1), "claims": claims},
                                                     indent=2, default=float) + "\n")
-        final = root / name
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims

@@ -32,6 +32,7 @@ FedAvg through the engine, all three devices each round, one full-batch step per
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,16 @@ import numpy as np
 
 from fedbench.algorithms import DeltaFL, FedAvg
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.engine.simulation import simulate
 from fedbench.models.mean_estimation import MeanEstimation
 from fedbench.quantile import superquantile
 from fedbench.seeding import rng
-from fedbench.studies import DELTA_FL_PAPER, ModelTrace, claim
+from fedbench.studies import DELTA_FL_PAPER, ModelTrace, claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
 OBTUSE = np.array([[0.0, 0.0], [4.0, 0.0], [1.2, 1.5]])
 ACUTE = np.array([[0.0, 0.0], [4.0, 0.0], [2.2, 3.0]])  # a check of (iii): same longest side, acute opposite
+TRIANGLES = {"obtuse": OBTUSE, "acute": ACUTE}
 THETA = 2 / 3
 THETA_ABOVE = 0.8  # a level above 2/3, to check (ii)'s closed form
 SAMPLES = 200
@@ -72,6 +74,12 @@ def dataset(means: np.ndarray, seed: int = 0) -> FederatedDataset:
                             train=Split.from_clients(xs, ys, (DIM,)),
                             test=Split.from_clients(empty, [np.zeros(0, np.int64)] * len(means), (DIM,)),
                             num_classes=1, source={"study": "delta-fl/gaussian-triangle", "means": means.tolist()})
+
+
+@functools.cache
+def _triangle_dataset(triangle: str) -> FederatedDataset:
+    """dataset() of the triangle named ``triangle``, built once (every run on it shares it)."""
+    return dataset(TRIANGLES[triangle])
 
 
 def population_losses(w: np.ndarray, means: np.ndarray) -> np.ndarray:
@@ -107,11 +115,11 @@ def admissible_mixtures(theta: float, step: int = GRID) -> np.ndarray:
 
 def run_model(name: str, algorithm, triangle: str) -> tuple[np.ndarray, dict[str, Any]]:
     """The iterates w_1..w_R of ``algorithm`` on the ``triangle`` (OBTUSE or ACUTE), and the run's record."""
-    means = {"obtuse": OBTUSE, "acute": ACUTE}[triangle]
-    cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=len(means), local_epochs=1, batch_size=SAMPLES, seed=0,
-                           device="cpu", eval_every=10**9, checkpoint_every=10**9)
+    means = TRIANGLES[triangle]
+    cfg = sim_config(rounds=ROUNDS, clients_per_round=len(means), local_epochs=1, batch_size=SAMPLES, seed=0)
     trace = ModelTrace()
-    result = simulate(cfg, dataset(means), MeanEstimation(dim=DIM, start=0.0), algorithm, callbacks=(trace,))
+    result = simulate(cfg, _triangle_dataset(triangle), MeanEstimation(dim=DIM, start=0.0), algorithm,
+                      callbacks=(trace,))
     path = np.array(trace.models)
     w = np.vstack([np.zeros(DIM), path])  # w_0 (the start), w_1, ...: step r is the model evaluated in round r
     rec = record(f"{name}/{triangle}", params(cfg, algorithm, triangle=triangle, means=means.tolist()), result,
@@ -226,12 +234,9 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def _figure(path, means, delta_path, fedavg_path, above_path, midpoint, centroid, per_delta, per_avg) -> None:
-    import matplotlib
+    from fedbench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = pyplot().subplots(1, 2, figsize=(11, 4.2))
     tri = np.vstack([means, means[:1]])
     left.plot(tri[:, 0], tri[:, 1], color="gray", lw=1)
     left.scatter(means[:, 0], means[:, 1], color="k", zorder=3, label="device means mu_i")
@@ -251,6 +256,4 @@ def _figure(path, means, delta_path, fedavg_path, above_path, midpoint, centroid
     right.set_xlabel("loss on an admissible mixture (pi_i <= 1/2); dashed: worst")
     right.set_ylabel("mixtures (grid)")
     right.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

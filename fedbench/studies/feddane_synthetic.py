@@ -21,8 +21,7 @@ third claim needs both readings to agree.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +29,14 @@ import numpy as np
 
 from fedbench.algorithms.feddane import FedDane
 from fedbench.algorithms.fedprox import FedProx
+from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.engine.simulation import simulate
 from fedbench.models import build_model
-from fedbench.studies import claim
+from fedbench.parallel import map_jobs
+from fedbench.studies import FEDPROX_PAPER, claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
-PAPER = ("FedProx: Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith. Federated Optimization in Heterogeneous Networks. "
-         "MLSys 2020")
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
 NON_IID = DATASETS[1:]
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
@@ -60,17 +59,21 @@ def _clients_per_round(method: str) -> int:
     return int(method.split("=")[1]) if method.startswith("FedDane K=") else K
 
 
+@functools.cache
+def _synthetic(name: str) -> FederatedDataset:
+    """The synthetic dataset ``name``, generated once per process (run() builds them before forking)."""
+    alpha, beta, iid = SYNTHETIC_DATASETS[name]
+    return generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED,
+                              train_fraction=TRAIN_FRACTION)
+
+
 def _one_run(job: tuple[str, str]) -> tuple[str, str, list[float], dict[str, Any]]:
     """One (dataset, method) run (top level, so worker processes can run it): its training loss per round and
     its record."""
-    import torch
-
-    torch.set_num_threads(1)
     name, method = job
-    alpha, beta, iid = SYNTHETIC_DATASETS[name]
-    ds = generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED, train_fraction=TRAIN_FRACTION)
-    cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=_clients_per_round(method), local_epochs=EPOCHS, batch_size=BATCH, seed=SEED,
-                           device="cpu", eval_every=10**9, checkpoint_every=10**9)
+    ds = _synthetic(name)
+    cfg = sim_config(rounds=ROUNDS, clients_per_round=_clients_per_round(method), local_epochs=EPOCHS,
+                     batch_size=BATCH, seed=SEED)
     algorithm = _algorithm(method)
     result = simulate(cfg, ds, build_model("mclr", ds.feature_shape, ds.num_classes), algorithm)
     loss = [float(r["train/loss"]) for r in result.history]
@@ -115,12 +118,9 @@ def verdicts(final_loss: dict[str, dict[str, float]]) -> tuple[str, str, str]:
 
 
 def figure(path: Path, curves: dict[tuple[str, str], list[float]]) -> None:
-    import matplotlib
+    from fedbench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(DATASETS), figsize=(14, 3.4))
+    fig, axes = pyplot().subplots(1, len(DATASETS), figsize=(14, 3.4))
     for ax, name in zip(axes, DATASETS):
         for method in METHODS:
             loss = np.array(curves[(name, method)], dtype=float)
@@ -130,20 +130,15 @@ def figure(path: Path, curves: dict[tuple[str, str], list[float]]) -> None:
     axes[0].legend(fontsize=8)
     fig.suptitle(f"FedDane vs FedProx (mu = 0), {K} of {NUM_DEVICES} devices (dashed: K = c), E = {EPOCHS} "
                  f"(FedProx Figure 4, bottom row; seed {SEED})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(name, method) for name in DATASETS for method in METHODS]
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            results = list(pool.map(_one_run, jobs))
-    else:
-        results = [_one_run(job) for job in jobs]
+    for name in DATASETS:
+        _synthetic(name)  # built here, once: the forked workers inherit them
+    results = map_jobs(_one_run, [(name, method) for name in DATASETS for method in METHODS], workers)
     write_simulations(out, [rec for *_, rec in results])
     curves = {(name, method): loss for name, method, loss, _ in results}
     final_loss = {m: {d: final(curves[(d, m)]) for d in DATASETS} for m in METHODS}
@@ -168,7 +163,8 @@ def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
     reproduced = {"value": table, "unit": f"training loss after {ROUNDS} rounds"}
     where = "Appendix B, Figure 4 and its caption"
     return [
-        claim(id="fedprox/synthetic-iid/feddane-similar-to-fedprox", paper=PAPER, where=where + " (top row)",
+        claim(id="fedprox/synthetic-iid/feddane-similar-to-fedprox", paper=FEDPROX_PAPER,
+              where=where + " (top row)",
               claim="On the IID data FedDane performs similarly to FedProx.",
               published={"value": "FedDane's and FedProx's training-loss curves close on Synthetic-IID (curves "
                                   "only)", "unit": "qualitative"},
@@ -178,7 +174,8 @@ def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
               verdict=similar, scale=scale, deviations=deviations,
               observed=(f"synthetic_iid final loss: FedDane c=10 {table['FedDane c=10']['synthetic_iid']}, FedProx "
                         f"{table['FedProx']['synthetic_iid']}")),
-        claim(id="fedprox/synthetic/feddane-poor-on-non-iid", paper=PAPER, where=where + " (top row)",
+        claim(id="fedprox/synthetic/feddane-poor-on-non-iid", paper=FEDPROX_PAPER,
+              where=where + " (top row)",
               claim="FedDane suffers from poor convergence on the non-IID synthetic datasets (compared with FedProx).",
               published={"value": "FedDane's training loss above FedProx's, or diverging, on Synthetic(0,0), "
                                   "(0.5,0.5) and (1,1) (curves only)", "unit": "qualitative"},
@@ -186,7 +183,8 @@ def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
               rule=("FedDane (c = K = 10) vs FedProx, both mu = 0, final training loss on each non-IID dataset: "
                     "reproduced if FedDane's is higher on all three, not-reproduced if on none, inconclusive otherwise"),
               verdict=worse_k, scale=scale, deviations=deviations, observed=observed_losses),
-        claim(id="fedprox/synthetic/feddane-more-devices-still-worse", paper=PAPER, where=where + " (bottom row)",
+        claim(id="fedprox/synthetic/feddane-more-devices-still-worse", paper=FEDPROX_PAPER,
+              where=where + " (bottom row)",
               claim=("Even with every device in FedDane's gradient estimate (c = 30), FedDane converges worse than "
                      "FedProx on the non-IID synthetic datasets (the caption: more devices 'might help to some "
                      "extent', FedDane 'is still unstable and tends to diverge')."),

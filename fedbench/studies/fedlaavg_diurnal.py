@@ -23,8 +23,7 @@ three on the first seed only, to keep the study under a minute on two cores; run
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +35,9 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
+from fedbench.parallel import map_jobs
 from fedbench.seeding import rng
-from fedbench.studies import FEDLAAVG_PAPER, claim
+from fedbench.studies import FEDLAAVG_PAPER, claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
 NUM_CLASSES = 10
@@ -81,9 +81,15 @@ def dataset(seed: int = 0) -> FederatedDataset:
                             source={"study": "fedlaavg/synthetic/diurnal-gain", "seed": seed})
 
 
+@functools.cache
+def _shared_dataset() -> FederatedDataset:
+    """dataset(), built once per process (run() builds it before forking, so the workers share it)."""
+    return dataset()
+
+
 def config(seed: int, availability: AvailabilityConfig) -> SimulationConfig:
-    return SimulationConfig(rounds=ROUNDS, clients_per_round=K, local_steps=C, batch_size=BATCH, seed=seed,
-                            device="cpu", eval_every=10**9, checkpoint_every=10**9, availability=availability)
+    return sim_config(rounds=ROUNDS, clients_per_round=K, local_steps=C, batch_size=BATCH, seed=seed,
+                      availability=availability)
 
 
 def _accuracy(result) -> np.ndarray:
@@ -93,11 +99,8 @@ def _accuracy(result) -> np.ndarray:
 def _one_run(job: tuple[str, int]) -> tuple[str, int, np.ndarray, dict[str, Any]]:
     """One run of the study, by name and seed (a top-level function, so worker processes can run it): its test
     accuracy (%) per round and its record."""
-    import torch
-
-    torch.set_num_threads(1)
     name, seed = job
-    ds = dataset()
+    ds = _shared_dataset()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     diurnal = AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
     always = AvailabilityConfig()
@@ -113,15 +116,11 @@ def _one_run(job: tuple[str, int]) -> tuple[str, int, np.ndarray, dict[str, Any]
 def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ds = dataset()
+    ds = _shared_dataset()  # built here, once: the forked workers inherit it
     # the comparison on every seed; the context runs (full availability, sequential SGD) on the first seed
     jobs = [(name, s) for s in SEEDS for name in ("fedavg", "fedlaavg")]
     jobs += [(name, SEEDS[0]) for name in ("fedavg_fca", "fedlaavg_fca", "sequential")]
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            results = list(pool.map(_one_run, jobs))
-    else:
-        results = [_one_run(job) for job in jobs]
+    results = map_jobs(_one_run, jobs, workers)
     write_simulations(out_dir, [rec for *_, rec in results])
     curves: dict[str, dict[int, np.ndarray]] = {}
     for name, seed, accuracy, _ in results:
@@ -208,12 +207,9 @@ def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
 
 
 def _figure(path: Path, curves) -> None:
-    import matplotlib
+    from fedbench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = pyplot().subplots(figsize=(8, 4.2))
     styles = {"fedavg": ("FedAvg (ICA)", "tab:red", "-"), "fedlaavg": ("FedLaAvg (ICA)", "tab:blue", "-"),
               "fedavg_fca": ("FedAvg (FCA, seed 0)", "tab:red", ":"),
               "fedlaavg_fca": ("FedLaAvg (FCA, seed 0)", "tab:blue", ":"),
@@ -225,6 +221,4 @@ def _figure(path: Path, curves) -> None:
     ax.set_ylabel(f"test accuracy (%), ICA: mean of {len(SEEDS)} seeds")
     ax.set_title(f"Diurnal availability P={PERIOD}, beta={BETA}: one-class clients, N=100, K={K}, C={C}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

@@ -30,7 +30,7 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models.mean_estimation import MeanEstimation
-from fedbench.studies import FEDLAAVG_PAPER, ModelTrace, claim
+from fedbench.studies import FEDLAAVG_PAPER, ModelTrace, claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
 MU = (-1.0, 1.0)
@@ -68,10 +68,9 @@ def periods_needed(eta: float) -> int:
 
 
 def config(eta: float) -> SimulationConfig:
-    return SimulationConfig(rounds=periods_needed(eta) * (A + B), clients_per_round=1, local_epochs=1,
-                            batch_size=len(OFFSETS), seed=0, device="cpu", eval_every=10**9,
-                            checkpoint_every=10**9,
-                            availability=AvailabilityConfig(model="diurnal", period=A, beta=B / A, groups=(0, 1)))
+    return sim_config(rounds=periods_needed(eta) * (A + B), clients_per_round=1, local_epochs=1,
+                      batch_size=len(OFFSETS), seed=0,
+                      availability=AvailabilityConfig(model="diurnal", period=A, beta=B / A, groups=(0, 1)))
 
 
 def trajectory(algorithm, eta: float) -> tuple[np.ndarray, dict[str, Any]]:
@@ -184,12 +183,9 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def _figure(path: Path, fedavg, fedlaavg, w_star: float) -> None:
-    import matplotlib
+    from fedbench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (left, right) = pyplot().subplots(1, 2, figsize=(11, 4))
     eta = ETAS[len(ETAS) // 2]
     shown = min(30 * (A + B), len(fedavg[eta]["trajectory"]))
     rounds = np.arange(1, shown + 1)
@@ -213,6 +209,4 @@ def _figure(path: Path, fedavg, fedlaavg, w_star: float) -> None:
     right.set_xlabel("step size eta")
     right.set_ylabel("distance to w*")
     right.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

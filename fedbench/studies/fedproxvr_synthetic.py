@@ -24,9 +24,9 @@ import torch
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.fedproxvr import FedProxVR
 from fedbench.data.synthetic import generate_synthetic
-from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.engine.simulation import simulate
 from fedbench.models import build_model
-from fedbench.studies import claim
+from fedbench.studies import claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
 PAPER = ("FedProxVR: Dinh, Tran, Nguyen, Bao, Zomaya, Zhou. Federated Learning with Proximal Stochastic Variance "
@@ -61,9 +61,8 @@ def smoothness(x: np.ndarray) -> float:
 def _run(name: str, ds, model, algorithm, batch_size: int, seed: int, local_epochs: int = 1,
          local_steps: int = 0) -> tuple[list[dict[str, float]], dict[str, Any]]:
     """The run's history and its record (fedbench.studies.record)."""
-    cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=ds.num_clients, local_epochs=local_epochs,
-                           local_steps=local_steps, batch_size=batch_size, seed=seed, device="cpu",
-                           eval_every=10**9, checkpoint_every=10**9)
+    cfg = sim_config(rounds=ROUNDS, clients_per_round=ds.num_clients, local_epochs=local_epochs,
+                     local_steps=local_steps, batch_size=batch_size, seed=seed)
     result = simulate(cfg, ds, model, algorithm)
     knobs = {"method": name, "dataset": "synthetic_0_0", "users": NUM_USERS, "data_seed": DATA_SEED}
     return result.history, record(f"{name}/seed={seed}", params(cfg, algorithm, **knobs), result)
@@ -84,12 +83,9 @@ def _moving(loss: list[float]) -> bool:
 
 
 def figure(path: Path, histories: dict[str, list[dict[str, float]]]) -> None:
-    import matplotlib
+    from fedbench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = pyplot().subplots(1, 2, figsize=(10, 3.8))
     for (name, hist), style in zip(histories.items(), ("-", "-", "--")):
         axes[0].plot([r["train/loss"] for r in hist], style, label=name)
         axes[1].plot([100 * r["test/accuracy"] for r in hist], style, label=name)
@@ -98,9 +94,7 @@ def figure(path: Path, histories: dict[str, list[dict[str, float]]]) -> None:
     axes[1].axhline(PUBLISHED_TABLE_1[0]["accuracy"], color="grey", ls=":", lw=0.8)
     axes[1].text(0, PUBLISHED_TABLE_1[0]["accuracy"], " slides' Table 1 (dataset unknown)", fontsize=7, va="bottom")
     axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def run(out_dir: str | Path) -> list[dict[str, Any]]:

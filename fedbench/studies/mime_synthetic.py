@@ -21,9 +21,9 @@ import torch
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.data.synthetic import generate_synthetic
-from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.engine.simulation import simulate
 from fedbench.models import build_model
-from fedbench.studies import claim
+from fedbench.studies import claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
 PAPER = ("Mime: Karimireddy, Jaggi, Kale, Mohri, Reddi, Stich, Suresh. Mime: Mimicking Centralized Stochastic "
@@ -66,21 +66,16 @@ def verdict(best: dict[str, list[float]]) -> str:
 
 
 def figure(path: Path, curves: dict[str, list[dict[str, float]]], lrs: dict[str, float]) -> None:
-    import matplotlib
+    from fedbench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = pyplot().subplots(1, 2, figsize=(10, 3.8))
     for name, hist in curves.items():
         axes[0].plot([r["train/loss"] for r in hist], label=f"{name}, lr {lrs[name]:g}")
         axes[1].plot([100 * r["test/accuracy"] for r in hist], label=name)
     axes[0].set(xlabel="round", ylabel="training loss", yscale="log", title=f"Synthetic(1,1) (seed {SEEDS[0]})")
     axes[1].set(xlabel="round", ylabel="test accuracy (%)")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def run(out_dir: str | Path) -> list[dict[str, Any]]:
@@ -94,9 +89,8 @@ def run(out_dir: str | Path) -> list[dict[str, Any]]:
     hists: dict[tuple[str, float], list[dict[str, float]]] = {}
     records = []
     for seed in SEEDS:
-        cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=CLIENTS_PER_ROUND, local_epochs=LOCAL_EPOCHS,
-                               batch_size=BATCH_SIZE, sampling="proportional", seed=seed, device="cpu",
-                               eval_every=10**9, checkpoint_every=10**9)
+        cfg = sim_config(rounds=ROUNDS, clients_per_round=CLIENTS_PER_ROUND, local_epochs=LOCAL_EPOCHS,
+                         batch_size=BATCH_SIZE, sampling="proportional", seed=seed)
         for name, make in METHODS.items():
             for lr in LR_GRID:
                 algorithm = make(lr)

@@ -35,9 +35,9 @@ import torch
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.scaffold import Scaffold
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.engine.simulation import simulate
 from fedbench.seeding import rng
-from fedbench.studies import claim
+from fedbench.studies import claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
 PAPER = ("SCAFFOLD: Karimireddy, Kale, Mohri, Reddi, Stich, Suresh. SCAFFOLD: Stochastic Controlled Averaging "
@@ -154,9 +154,8 @@ class _Target:
 def rounds_to_target(problem: QuadraticProblem, algorithm: Any, local_steps: int,
                      method: str) -> tuple[int | None, list[float], dict[str, Any]]:
     """Rounds to the target (None: not reached), the relative gap of every round, and the run's record."""
-    cfg = SimulationConfig(rounds=MAX_ROUNDS, clients_per_round=problem.dataset.num_clients,
-                           local_epochs=local_steps, batch_size=1, seed=0, device="cpu",
-                           eval_every=10**9, checkpoint_every=10**9)
+    cfg = sim_config(rounds=MAX_ROUNDS, clients_per_round=problem.dataset.num_clients,
+                     local_epochs=local_steps, batch_size=1, seed=0)
     target = _Target(problem)
     result = simulate(cfg, problem.dataset, DiagonalQuadratics(problem.x_star.size), algorithm, callbacks=(target,))
     base = algorithm.scaffold if isinstance(algorithm, _WarmStart) else algorithm
@@ -352,12 +351,9 @@ def local_steps_claim(rounds: dict[int, list[int | None]]) -> dict[str, Any]:
 
 
 def figure(path: Path, hetero_curves: dict, steps_curves: dict) -> None:
-    import matplotlib
+    from fedbench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = pyplot().subplots(1, 3, figsize=(14, 4))
     for ax, alg in zip(axes[:2], ("scaffold", "fedavg")):
         for g, gaps in hetero_curves[alg].items():
             ax.semilogy(np.maximum(gaps, 1e-16), label=f"G={g:g}")
@@ -370,9 +366,7 @@ def figure(path: Path, hetero_curves: dict, steps_curves: dict) -> None:
     axes[2].axhline(EPS, color="grey", lw=0.8, ls=":")
     axes[2].set(title=f"SCAFFOLD, similar Hessians (seed {SEEDS[0]}, best lr)", xlabel="round")
     axes[2].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def run(out_dir: str | Path) -> list[dict[str, Any]]:
