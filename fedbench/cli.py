@@ -1,27 +1,34 @@
-"""The ``fedbench`` command: one subcommand per task, for people who do not drive it through DVC."""
+"""The ``fedbench`` command: one subcommand per task, for people who do not drive it through DVC.
+
+``fedbench --help``, ``check-config`` and ``show`` import no torch: they answer at once."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-
-from fedbench.config import ConfigError, load_config
+from fedbench.config import ConfigError, load_config, parse_value
+from fedbench.errors import FedbenchError
+from fedbench.parallel import Terminated, raise_terminated
 
 
 def run_guarded(fn: Callable[[], object]) -> None:
-    """Run ``fn``; a configuration error prints one line and exits 2 (nothing has been written by then)."""
+    """Run ``fn``; a problem the user can fix (a config, data or run-file error) prints one line and exits 2
+    (nothing has been written by then). Ctrl-C and SIGTERM stop at once (worker processes included), keeping
+    finished runs and the last checkpoint of the others: exit 130 or 143."""
+    signal.signal(signal.SIGTERM, raise_terminated)
     try:
         fn()
-    except ConfigError as exc:
-        print(f"fedbench: config error: {exc}", file=sys.stderr)
+    except FedbenchError as exc:
+        print(f"fedbench: {exc.label}: {exc}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("fedbench: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
-        sys.exit(130)
+    except (KeyboardInterrupt, Terminated) as exc:
+        print(f"fedbench: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'terminated'}; finished runs are "
+              "kept: rerun the same command to resume the others from their last checkpoint", file=sys.stderr)
+        sys.exit(130 if isinstance(exc, KeyboardInterrupt) else 128 + signal.SIGTERM)
 
 
 def _overrides(pairs: list[str]) -> dict[str, object]:
@@ -30,13 +37,15 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
         if "=" not in p:
             raise ConfigError(f"--set {p!r}: expected KEY=VALUE, e.g. train.rounds=200")
         k, v = p.split("=", 1)
-        out[k] = yaml.safe_load(v)
+        try:
+            out[k] = parse_value(v)
+        except Exception as exc:  # a YAML error in the value
+            raise ConfigError(f"--set {p!r}: the value is not valid YAML ({' '.join(str(exc).split())})") from None
     return out
 
 
 def cmd_run(a: argparse.Namespace) -> None:
-    from fedbench.data.format import read_meta
-    from fedbench.pipeline import DATA_ROOT, generate, train
+    from fedbench.pipeline import DATA_ROOT, check_cell, generate, train
 
     overrides = _overrides(a.set)
     if a.seed is not None:
@@ -46,11 +55,8 @@ def cmd_run(a: argparse.Namespace) -> None:
         raise ConfigError(f"--algorithm {a.algorithm!r} is not a variant in 'algorithms'; allowed: {', '.join(cfg.algorithms)}")
     if a.dataset not in cfg.data.datasets:
         raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
-    if not 0.0 <= a.stragglers <= 1.0:
-        raise ConfigError(f"--stragglers {a.stragglers}: must be in [0, 1]")
-    try:
-        read_meta(DATA_ROOT / a.dataset)
-    except FileNotFoundError:
+    check_cell(cfg, a.algorithm, a.stragglers)  # everything that can fail before data is generated
+    if not (DATA_ROOT / a.dataset / "meta.json").exists():
         generate(cfg, a.dataset)
     train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
 
@@ -58,7 +64,7 @@ def cmd_run(a: argparse.Namespace) -> None:
 def cmd_generate(a: argparse.Namespace) -> None:
     from fedbench.pipeline import generate
 
-    cfg = load_config(a.params)
+    cfg = load_config(a.params, _overrides(a.set))
     for name in a.datasets or cfg.data.datasets:
         if name not in cfg.data.datasets:
             raise ConfigError(f"dataset {name!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
@@ -72,8 +78,6 @@ def cmd_report(a: argparse.Namespace) -> None:
 
 
 def cmd_show(a: argparse.Namespace) -> None:
-    import pandas as pd
-
     if a.claims:
         import json
 
@@ -90,6 +94,8 @@ def cmd_show(a: argparse.Namespace) -> None:
     if not rows:
         print(f"no runs in {tracking.tracking_uri()}")
         return
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 20):
         print(df.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
@@ -140,9 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
                "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n",
     )
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    # --params is also accepted after the command (`fedbench check-config --params x`)
+    params = argparse.ArgumentParser(add_help=False)
+    params.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("run", help="run one experiment from the config (all its seeds) and log it to MLflow")
+    r = sub.add_parser("run", parents=[params], help="run one experiment from the config (all its seeds) and log it to MLflow")
     r.add_argument("--dataset", required=True, help="a name in data.datasets, e.g. synthetic_1_1")
     r.add_argument("--algorithm", required=True, help="a variant in 'algorithms', e.g. fedavg, fedprox_mu1")
     r.add_argument("--stragglers", type=float, default=0.0, help="fraction of selected clients that straggle, in [0, 1]")
@@ -152,28 +161,29 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-track", action="store_true", help="do not log to MLflow")
     r.set_defaults(fn=cmd_run)
 
-    g = sub.add_parser("generate", help="generate synthetic datasets into data/generated/")
+    g = sub.add_parser("generate", parents=[params], help="generate synthetic datasets into data/generated/")
     g.add_argument("datasets", nargs="*", help="names (default: data.datasets)")
+    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key, e.g. data.seed=1")
     g.set_defaults(fn=cmd_generate)
 
-    rp = sub.add_parser("report", help="rebuild reports/ (figures, claims.json, claims.md) from runs/")
+    rp = sub.add_parser("report", parents=[params], help="rebuild reports/ (figures, claims.json, claims.md) from runs/")
     rp.add_argument("--out", default="reports")
     rp.set_defaults(fn=cmd_report)
 
-    s = sub.add_parser("show", help="list tracked runs with their final metrics, or the claims' verdicts")
+    s = sub.add_parser("show", parents=[params], help="list tracked runs with their final metrics, or the claims' verdicts")
     s.add_argument("--experiment", help="only this MLflow experiment (e.g. fedprox-stragglers)")
     s.add_argument("--claims", action="store_true", help="show reports/claims.json verdicts instead")
     s.add_argument("--out", default="reports")
     s.set_defaults(fn=cmd_show)
 
-    u = sub.add_parser("ui", help="open the MLflow UI on 127.0.0.1 against the tracking store")
+    u = sub.add_parser("ui", parents=[params], help="open the MLflow UI on 127.0.0.1 against the tracking store")
     u.add_argument("--port", type=int, default=5000)
     u.set_defaults(fn=cmd_ui)
 
-    c = sub.add_parser("check-config", help="validate params.yaml and exit")
+    c = sub.add_parser("check-config", parents=[params], help="validate params.yaml and exit")
     c.set_defaults(fn=cmd_check)
 
-    rg = sub.add_parser("regress", help="run the quick profile and compare key numbers with the committed reference")
+    rg = sub.add_parser("regress", parents=[params], help="run the quick profile and compare key numbers with the committed reference")
     rg.add_argument("--update", action="store_true", help="regenerate the reference values from the pipeline")
     rg.set_defaults(fn=cmd_regress)
 

@@ -1,27 +1,33 @@
 """params.yaml as frozen, validated config objects whose field names are the YAML keys.
 
 Every problem is found at load time and reported in one line naming the key and what is allowed, before
-anything is computed or written.
+anything is computed or written. Loading imports no torch (the algorithms' hyperparameters are checked
+against their dataclass fields read from source, fedbench.algorithms), so ``fedbench check-config`` and
+``--help`` answer at once.
+
+The YAML is read as DVC reads it (YAML 1.2): a key repeated in a mapping is an error, not "last one wins",
+and ``1e-3`` is a number, not a string.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import yaml
 
-from fedbench.algorithms import ALGORITHMS, build_algorithm
+from fedbench.algorithms import ALGORITHMS, check_hyperparameters
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
+from fedbench.errors import ConfigError
 
-
-class ConfigError(ValueError):
-    """A wrong key or value in the configuration; the message names it and what is allowed."""
+__all__ = ["Config", "ConfigError", "check_stragglers", "load_config", "parse_config", "parse_value"]
 
 
 @dataclass(frozen=True)
@@ -129,31 +135,27 @@ def _one_of(value: Any, allowed: list | tuple, where: str) -> None:
                           f"allowed: {', '.join(map(str, allowed))}")
 
 
-def _algorithm(raw: Any, where: str, lr: float = 1.0) -> AlgorithmConfig:
+def _algorithm(raw: Any, where: str) -> AlgorithmConfig:
     if not isinstance(raw, dict) or "name" not in raw:
         raise ConfigError(f"{where}: expected a mapping with 'name' (one of {', '.join(ALGORITHMS)})")
     name = raw["name"]
     _one_of(name, list(ALGORITHMS), f"{where}.name")
-    _, allowed = ALGORITHMS[name]
-    hyper = {}
-    for key, value in raw.items():
-        if key == "name":
-            continue
-        if key not in allowed:
-            names = ["name", *allowed]
-            raise ConfigError(f"{where}.{key}: unknown key for {name}{_suggest(key, names)}; allowed: {', '.join(names)}")
-        if isinstance(allowed[key], tuple):  # a declared set of allowed values (e.g. a named option)
-            _one_of(value, allowed[key], f"{where}.{key}")
-            hyper[key] = value
-            continue
-        hyper[key] = _coerce(value, allowed[key], f"{where}.{key}")
-        if key.startswith("mu") and hyper[key] < 0:
-            raise ConfigError(f"{where}.{key}: must be >= 0 (the proximal weight), got {value!r}")
-    try:  # the algorithm's own range checks (e.g. a conformity level in (0, 1]) also fail at load time
-        build_algorithm(name, lr, **hyper)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+    try:  # fields, types and allowed values, from the algorithm's dataclass (fedbench.algorithms)
+        hyper = check_hyperparameters(name, {k: v for k, v in raw.items() if k != "name"}, where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return AlgorithmConfig(name=name, hyper=hyper)
+
+
+def check_stragglers(train: TrainConfig, fraction: float, where: str) -> None:
+    """A straggler fraction the engine can run with ``train``: in [0, 1], and with stragglers (who run fewer
+    epochs than E) only if fewer epochs exist."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ConfigError(f"{where}: {fraction:g} is outside [0, 1]")
+    if fraction > 0 and train.straggler_epochs == "authors_code" and train.local_epochs < 2:
+        raise ConfigError(f"{where}: stragglers with straggler_epochs='authors_code' run U{{1..E-1}} epochs, "
+                          f"which needs train.local_epochs >= 2 (it is {train.local_epochs}); allowed: "
+                          "local_epochs >= 2, straggler_epochs: paper, or no stragglers")
 
 
 TOP_KEYS = ["data", "train", "algorithms", "studies", "claim_studies"]
@@ -202,7 +204,7 @@ def parse_config(raw: Any) -> Config:
     raw_algos = raw.get("algorithms") or {}
     if not isinstance(raw_algos, dict) or not raw_algos:
         raise ConfigError("algorithms: expected a mapping of variant name -> {name: ..., hyperparameters}")
-    algorithms = {k: _algorithm(v, f"algorithms.{k}", train.lr) for k, v in raw_algos.items()}
+    algorithms = {k: _algorithm(v, f"algorithms.{k}") for k, v in raw_algos.items()}
 
     raw_studies = raw.get("studies") or {}
     if not isinstance(raw_studies, dict):
@@ -215,14 +217,10 @@ def parse_config(raw: Any) -> Config:
         for algo in study.algorithms:
             _one_of(algo, list(algorithms), f"studies.{name}.algorithms")
         for f, written in zip(study.stragglers, (body or {}).get("stragglers", [])):
-            if not 0.0 <= f <= 1.0:
-                raise ConfigError(f"studies.{name}.stragglers: {f} is outside [0, 1]")
+            check_stragglers(train, f, f"studies.{name}.stragglers")
             if not isinstance(written, float):
                 raise ConfigError(f"studies.{name}.stragglers: write {written!r} as {float(written)!r} (DVC names "
                                   "each run folder after the value as written)")
-        if train.straggler_epochs == "authors_code" and train.local_epochs < 2 and any(study.stragglers):
-            raise ConfigError("train.local_epochs: stragglers with straggler_epochs='authors_code' need "
-                              "local_epochs >= 2; allowed: local_epochs >= 2 or straggler_epochs: paper")
         studies[name] = study
     claim_studies = ()
     if raw.get("claim_studies") is not None:
@@ -235,23 +233,58 @@ def parse_config(raw: Any) -> Config:
 
 
 def available_claim_studies() -> list[str]:
-    """Modules of fedbench/studies/ (each exposes ``run(out_dir)``), found without importing them."""
-    import pkgutil
+    """The claim studies: modules of fedbench/studies/ that define ``run(out_dir)`` (helpers such as
+    ``record`` do not), found from their source without importing them."""
+    studies = Path(__file__).resolve().parent / "studies"
+    return sorted(f.stem for f in studies.glob("*.py") if not f.stem.startswith("_") and any(
+        isinstance(node, ast.FunctionDef) and node.name == "run" for node in ast.parse(f.read_text()).body))
 
-    import fedbench.studies
 
-    return sorted(m.name for m in pkgutil.iter_modules(fedbench.studies.__path__) if not m.name.startswith("_"))
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with the two YAML 1.2 behaviours of DVC's reader that matter here: a key repeated
+    in one mapping is an error, and a float needs no dot (``1e-3``)."""
+
+
+def _mapping_without_repeats(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # '<<' merges keys in; explicit keys then override them
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise ConfigError(f"line {line}: key {key!r} repeats line {seen[key]} (YAML forbids repeated keys "
+                              "and DVC refuses the file); keep one")
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_repeats)
+_Loader.add_implicit_resolver(  # YAML 1.2 floats: 1e-3, 1.5E+2 (PyYAML's YAML 1.1 reads them as strings)
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
+def parse_value(text: str) -> Any:
+    """One YAML value as params.yaml would read it (for ``--set KEY=VALUE``)."""
+    return yaml.load(text, Loader=_Loader)
 
 
 def load_config(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Config:
     """Read and validate ``path``; ``overrides`` maps dotted keys ('train.rounds') to values."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_Loader)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read as a params file ({getattr(exc, 'strerror', None) or exc}); give a YAML file, "
+                          "e.g. --params params.yaml") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        message = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid YAML ({message})") from None
+    except ConfigError as exc:  # a repeated key
+        raise ConfigError(f"{path}: {exc}") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -1,14 +1,50 @@
-"""Run independent jobs in forked worker processes, or one after another in this process."""
+"""Run independent jobs in forked worker processes, or one after another in this process; and make child
+processes die with their parent.
+
+Workers never outlive the process that started them: each asks the kernel for SIGTERM when its parent dies
+(Linux ``PR_SET_PDEATHSIG``, so even a SIGKILL of the parent reaches them), and on SIGTERM a worker unwinds the
+job it is running (``finally`` blocks run: temporary folders are removed, locks released; a run keeps its last
+checkpoint) and exits. Ctrl-C and SIGTERM are the parent's to handle (``fedbench.cli.run_guarded`` turns
+SIGTERM into :class:`Terminated`): workers ignore SIGINT, and when the parent is interrupted, ``map_jobs``
+cancels the jobs not started, terminates the running ones and re-raises at once, keeping every result already
+handed to ``each``.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from typing import TypeVar
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (like KeyboardInterrupt for SIGINT) so that the same clean-up runs."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    """A SIGTERM handler: ``signal.signal(signal.SIGTERM, raise_terminated)``."""
+    raise Terminated()
+
+
+def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM) -> None:
+    """Have the kernel send ``sig`` to this process when its parent dies (Linux; elsewhere nothing is done).
+    ``parent_pid`` is the parent as the caller knew it before forking: if it is already gone, exit now."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(128 + sig)
 
 
 def _one_torch_thread() -> None:
@@ -17,18 +53,81 @@ def _one_torch_thread() -> None:
     torch.set_num_threads(1)  # the processes are the parallelism; one thread each keeps them from competing
 
 
-def map_jobs(fn: Callable[[Job], Result], jobs: Iterable[Job], workers: int) -> list[Result]:
+_in_job = False  # in a worker: True while a job runs (SIGTERM then unwinds it; otherwise it exits at once)
+
+
+def _worker_sigterm(signum: int, frame: object) -> None:
+    if _in_job:
+        raise Terminated()
+    os._exit(128 + signum)
+
+
+def _init_worker(parent_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    signal.signal(signal.SIGTERM, _worker_sigterm)
+    die_with_parent(parent_pid)
+    _one_torch_thread()
+
+
+def _run_in_worker(fn: Callable[[Job], Result], job: Job) -> Result:
+    global _in_job
+    _in_job = True
+    try:
+        return fn(job)
+    except Terminated:
+        os._exit(128 + signal.SIGTERM)  # the job has unwound (its finally blocks ran); nothing to send back
+    finally:
+        _in_job = False
+
+
+def map_jobs(fn: Callable[[Job], Result], jobs: Iterable[Job], workers: int,
+             each: Callable[[Result], None] | None = None) -> list[Result]:
     """``[fn(job) for job in jobs]``, in order, on ``workers`` processes (one process: here, serially), each
-    job with one torch thread.
+    job with one torch thread. ``each(result)`` is called here, in this process, as each job finishes (in the
+    order they finish), so that what finished is kept (logged, reported) even if the rest is interrupted.
 
     Workers are forked, so ``fn`` must be a top-level function, and they inherit what this process has
     imported and built (datasets built before the call are shared, not rebuilt). Fork is for the CPU only:
-    a process that has used CUDA cannot be forked safely, so pass ``workers=1`` there.
+    a process that has used CUDA cannot be forked safely, so pass ``workers=1`` there. If a job raises, or
+    this process is interrupted (KeyboardInterrupt, :class:`Terminated`), the jobs not started are cancelled,
+    the running ones terminated, and the exception re-raised.
     """
     jobs = list(jobs)
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork"),
-                                 initializer=_one_torch_thread) as pool:
-            return list(pool.map(fn, jobs))
-    _one_torch_thread()
-    return [fn(job) for job in jobs]
+    if workers <= 1:
+        _one_torch_thread()
+        results = []
+        for job in jobs:
+            results.append(fn(job))
+            if each is not None:
+                each(results[-1])
+        return results
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork"), initializer=_init_worker,
+                               initargs=(os.getpid(),))
+    try:
+        futures = [pool.submit(_run_in_worker, fn, job) for job in jobs]
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                result = f.result()  # a job's exception is raised here
+                if each is not None:
+                    each(result)
+        pool.shutdown()
+        return [f.result() for f in futures]
+    except BaseException:
+        _terminate(pool)
+        raise
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Cancel the jobs not started and SIGTERM the workers (each unwinds its job and exits), then reap them."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # no public API before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    for p in processes:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
+            p.join()

@@ -7,15 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedbench.config import Config
+from fedbench.config import Config, ConfigError, check_stragglers
 from fedbench.data.format import save_dataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.engine.simulation import resolve_device
 from fedbench.parallel import map_jobs
-from fedbench.runner import run_one
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, dataset_meta, run_one
 
-DATA_ROOT = Path("data/generated")
-RUNS_ROOT = Path("runs")
+__all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "generate", "train"]
 
 
 def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
@@ -29,29 +27,58 @@ def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
     return folder
 
 
+def check_cell(cfg: Config, variant: str, stragglers: float, where: str = "--stragglers") -> None:
+    """Everything about one (variant, stragglers) cell that can fail before any work: the straggler fraction
+    against train, and the algorithm's own checks (those that involve two hyperparameters). Imports torch."""
+    from fedbench.algorithms import build_algorithm
+
+    check_stragglers(cfg.train, stragglers, where)
+    algo = cfg.algorithms[variant]
+    try:
+        build_algorithm(algo.name, cfg.train.lr, **algo.hyper)
+    except ValueError as exc:
+        raise ConfigError(f"algorithms.{variant}: {exc}") from None
+
+
 def train(cfg: Config, study: str, dataset: str, variant: str, stragglers: float, data_root: Path = DATA_ROOT,
           runs_root: Path = RUNS_ROOT, track: bool = False, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every seed of one (dataset, variant, stragglers) cell, in parallel processes, and track them."""
+    """Run every seed of one (dataset, variant, stragglers) cell, in parallel processes. With ``track``, each
+    run is logged to MLflow as soon as it finishes, so an interrupted cell keeps what it finished."""
+    from fedbench.engine.simulation import resolve_device
+
+    check_cell(cfg, variant, stragglers)
+    dataset_meta(cfg, dataset, data_root)  # data made with these settings, or one line saying how to remake it
     seeds = list(cfg.train.seeds)
     workers = min(cfg.train.workers, len(seeds))
     if resolve_device(cfg.train.device).type == "cuda":
         workers = 1  # one GPU: runs share it one after another
     args = [(cfg, data_root, runs_root, dataset, variant, stragglers, s, progress, i % workers)
             for i, s in enumerate(seeds)]
-    summaries = map_jobs(_run_star, args, workers)  # forked workers on the CPU; a GPU runs them one by one
-    for s in summaries:
-        p = s["params"]
-        took = "reused" if s["reused"] else f"{s['wall_time_s']:.0f}s"
-        print(f"{dataset} {variant} stragglers={stragglers:g} seed={p['seed']}: final loss "
-              f"{s['final']['train/loss']:.4f}, test accuracy {s['final']['test/accuracy']:.4f} ({took})",
-              file=sys.stderr)
-    if track:
-        from fedbench.track import track_cell
 
-        track_cell(study, dataset, variant, stragglers, summaries, runs_root)
-    return summaries
+    def finished(summary: dict[str, Any]) -> None:
+        print(_one_line(summary), file=sys.stderr)
+        if track:
+            from fedbench.track import track_cell
+
+            track_cell(study, dataset, variant, stragglers, [summary], runs_root)
+
+    return map_jobs(_run_star, args, workers, each=finished)  # forked workers on the CPU; a GPU runs them in turn
+
+
+def _one_line(s: dict[str, Any]) -> str:
+    p = s["params"]
+    took = "reused" if s["reused"] else f"{s['wall_time_s']:.0f}s"
+    head = f"{p['dataset']} {p['variant']} stragglers={p['straggler_fraction']:g} seed={p['seed']}"
+    if s["diverged"]:
+        return (f"{head}: DIVERGED at round {s.get('diverged_at_round')}; test accuracy "
+                f"{_fmt(s['reporting_test_accuracy'])} at round {s['reporting_round']}, before it ({took})")
+    return (f"{head}: final loss {_fmt(s['final']['train/loss'])}, test accuracy "
+            f"{_fmt(s['final']['test/accuracy'])} ({took})")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 def _run_star(a: tuple) -> dict[str, Any]:
     return run_one(*a[:7], progress=a[7], position=a[8])
-

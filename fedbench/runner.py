@@ -3,7 +3,14 @@
 A run's folder holds ``history.csv`` (one row per round), ``per_device.csv`` (final per-device metrics)
 and ``summary.json`` (written last: a folder without it is incomplete). Runs checkpoint every few rounds
 into ``<folder>.checkpoint.pt`` and pick up from there when restarted with the same settings; a finished
-run whose fingerprint matches is not run again.
+run whose fingerprint matches is not run again. One process at a time works on a run (a lock beside its
+folder), so the same run started twice at once is computed once and reused by the other.
+
+A run whose loss leaves the engine's bound (fedbench.engine.metrics.has_diverged) is a result: it stops, is
+recorded ``diverged`` with the round it diverged at, and a warning is printed; its final metrics may be null.
+
+Importing this module imports no torch (the engine is imported when a run is computed), so the tracking and
+report stages that read run folders stay light.
 """
 
 from __future__ import annotations
@@ -16,17 +23,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 import fedbench
-from fedbench.algorithms import build_algorithm
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder, load_dataset, read_meta
-from fedbench.engine.metrics import reporting_round
-from fedbench.engine.simulation import SimulationConfig, simulate
-from fedbench.models import build_model
+from fedbench.errors import ConfigError, DataError
+from fedbench.locking import file_lock
+from fedbench.provenance import RUN_CODE, code_hash, git_commit
 
 SUMMARY = "summary.json"
+DATA_ROOT = Path("data/generated")
+RUNS_ROOT = Path("runs")
 
 
 def run_folder(root: str | Path, dataset: str, variant: str, stragglers: float, seed: int) -> Path:
@@ -47,57 +54,108 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
     }
 
 
-# The source that determines a run's numbers: a change here makes finished runs stale.
-CODE_PATHS = ("engine", "algorithms", "models", "availability", "data/format.py", "runner.py", "seeding.py",
-              "ops.py", "quantile.py", "optimizers.py", "proximal.py")
-
-
-def code_hash() -> str:
-    root = Path(fedbench.__file__).resolve().parent
-    h = hashlib.sha256()
-    for rel in CODE_PATHS:
-        path = root / rel
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            if f.exists():
-                h.update(str(f.relative_to(root)).encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def fingerprint(params: dict[str, Any], dataset_hash: str) -> str:
-    """Identity of a run's numbers: its settings, its data and the code that computes them."""
-    blob = json.dumps({"params": params, "dataset": dataset_hash, "code": code_hash()}, sort_keys=True)
+    """Identity of a run's numbers: its settings, its data and the code that computes them (RUN_CODE)."""
+    blob = json.dumps({"params": params, "dataset": dataset_hash, "code": code_hash(RUN_CODE)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _regenerate(dataset: str) -> str:
+    return f"regenerate it: fedbench generate {dataset} (or dvc repro -f generate@{dataset})"
+
+
+def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -> dict[str, Any]:
+    """The metadata of the dataset a run of ``cfg`` would train on, checked against ``cfg``: the settings a run
+    records (data.seed, data.num_devices, data.train_fraction) must be the ones the data was made with, and
+    the data must have at least train.clients_per_round clients. Raises DataError (one line) otherwise."""
+    folder = Path(data_root) / dataset
+    try:
+        meta = read_meta(folder)
+    except FileNotFoundError:
+        raise DataError(f"{folder}: no dataset there (no meta.json); {_regenerate(dataset)}") from None
+    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise DataError(f"{folder}/meta.json is unreadable ({type(exc).__name__}: {exc}); {_regenerate(dataset)}") from None
+    if meta.get("name") != dataset:
+        raise DataError(f"{folder} holds dataset {meta.get('name')!r}, not {dataset!r}; {_regenerate(dataset)}")
+    made = meta.get("source", {}).get("params", {})
+    wanted = {"seed": cfg.data.seed, "num_devices": cfg.data.num_devices, "train_fraction": cfg.data.train_fraction}
+    differ = [k for k, v in wanted.items() if k in made and made[k] != v]
+    if differ:
+        was = ", ".join(f"data.{k}={made[k]}" for k in differ)
+        now = ", ".join(f"data.{k}={wanted[k]}" for k in differ)
+        raise DataError(f"{folder} was made with {was} but the config says {now}: a run would record settings its "
+                        f"data was not made with; run with the data's settings, or regenerate it: fedbench "
+                        f"generate {dataset} " + " ".join(f"--set data.{k}={wanted[k]}" for k in differ))
+    clients = int(meta.get("num_clients", len(meta.get("client_ids", []))))
+    if cfg.train.clients_per_round > clients:
+        raise ConfigError(f"train.clients_per_round: {cfg.train.clients_per_round} exceeds the {clients} clients of "
+                          f"{folder}; allowed: 1..{clients}")
+    return meta
+
+
+def _load_dataset(folder: Path, dataset: str):
+    """The dataset in ``folder``; a missing or corrupt file is one DataError line saying how to regenerate."""
+    import zipfile
+
+    try:
+        return load_dataset(folder)
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataError(f"{folder}: the dataset files are missing or corrupt ({type(exc).__name__}: {what}); "
+                        f"{_regenerate(dataset)}") from None
 
 
 def load_run(folder: Path, fingerprint: str | None = None) -> dict[str, Any] | None:
     """The finished run in ``folder``: its summary with the ``history`` rows added, as :func:`run_one` returns
-    it. None if the folder holds no finished run, or (given ``fingerprint``) one with another fingerprint."""
+    it. None if the folder holds no finished run, or (given ``fingerprint``) one with another fingerprint.
+    A corrupt summary or history raises DataError naming the file."""
     path = folder / SUMMARY
     if not path.exists():
         return None
-    summary = json.loads(path.read_text())
-    if fingerprint is not None and summary.get("fingerprint") != fingerprint:
-        return None
-    summary["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
+    try:
+        summary = json.loads(path.read_text())
+        if fingerprint is not None and summary.get("fingerprint") != fingerprint:
+            return None
+        summary["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise DataError(f"{folder}: unreadable run files ({type(exc).__name__}: {str(exc)[:200]}); delete the folder "
+                        "and rerun to compute it again") from None
     return summary
 
 
 def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: str, variant: str,
             stragglers: float, seed: int, progress: bool = True, position: int = 0) -> dict[str, Any]:
     """Run (or reuse) one experiment and return its summary (with ``history`` rows)."""
-    torch.set_num_threads(1)
     data_dir = Path(data_root) / dataset
-    ds_hash = read_meta(data_dir)["content_hash"]
+    ds_hash = dataset_meta(cfg, dataset, data_root)["content_hash"]
     params = run_params(cfg, dataset, variant, stragglers, seed)
     fp = fingerprint(params, ds_hash)
     folder = run_folder(out_root, dataset, variant, stragglers, seed)
-    summary = load_run(folder, fp)
-    if summary is not None:
-        summary["reused"] = True
-        return summary
+    desc = f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
+    with file_lock(folder.parent / f".{folder.name}.lock", what=desc):
+        try:
+            summary = load_run(folder, fp)
+        except DataError as exc:  # the run is computed again and its folder replaced
+            print(f"fedbench: warning: {exc}; computing it again", file=sys.stderr)
+            summary = None
+        if summary is not None:
+            summary["reused"] = True
+            return summary
+        return _compute(cfg, data_dir, folder, dataset, variant, stragglers, seed, params, fp, ds_hash, desc,
+                        progress, position)
 
-    ds = load_dataset(data_dir)
+
+def _compute(cfg: Config, data_dir: Path, folder: Path, dataset: str, variant: str, stragglers: float, seed: int,
+             params: dict[str, Any], fp: str, ds_hash: str, desc: str, progress: bool, position: int) -> dict[str, Any]:
+    import torch
+
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.metrics import reporting_round
+    from fedbench.engine.simulation import SimulationConfig, simulate
+    from fedbench.models import build_model
+
+    torch.set_num_threads(1)
+    ds = _load_dataset(data_dir, dataset)
     model = build_model(cfg.train.model, ds.feature_shape, ds.num_classes)
     algo_cfg = cfg.algorithms[variant]
     algorithm = build_algorithm(algo_cfg.name, cfg.train.lr, **algo_cfg.hyper)
@@ -110,16 +168,23 @@ def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: s
     )
     folder.parent.mkdir(parents=True, exist_ok=True)
     checkpoint = folder.parent / f".{folder.name}.{fp}.checkpoint.pt"
-    callbacks = (_Progress(f"{dataset} {variant} s={stragglers:g} seed={seed}", t.rounds, position),) if progress else ()
-    result = simulate(sim, ds, model, algorithm, callbacks=callbacks, checkpoint=checkpoint)
-    for cb in callbacks:
-        cb.close()
+    callbacks = (_Progress(desc, t.rounds, position),) if progress else ()
+    try:
+        result = simulate(sim, ds, model, algorithm, callbacks=callbacks, checkpoint=checkpoint)
+    finally:
+        for cb in callbacks:
+            cb.close()
 
     history = pd.DataFrame(result.history)
     losses = history["train/loss"].to_numpy()
     at, reason = reporting_round(losses)
-    if reason == "diverged":  # the model at a non-finite loss predicts nothing: read the last finite round
+    if reason == "diverged":  # the model past the bound predicts nothing useful: read the round before
         at = max(0, at - 1)
+    diverged_at = int(history["round"].iloc[-1]) if result.diverged else None
+    if result.diverged:
+        print(f"fedbench: warning: {desc} diverged at round {diverged_at} (training loss {losses[-1]:.4g}, round 0: "
+              f"{losses[0]:.4g}); recorded as diverged (the rule: fedbench.engine.metrics.has_diverged)",
+              file=sys.stderr)
     per_device = pd.DataFrame({
         "client_id": ds.client_ids,
         "train_samples": ds.train.sizes, "test_samples": ds.test.sizes,
@@ -127,13 +192,13 @@ def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: s
     })
     summary = {
         "fingerprint": fp, "params": params, "dataset_hash": ds_hash, "device": result.device,
-        "diverged": result.diverged, "param_digest": result.param_digest,
+        "diverged": result.diverged, "diverged_at_round": diverged_at, "param_digest": result.param_digest,
         "final": {k: _num(v) for k, v in result.final.scalars().items()},
         "reporting_round": int(at), "reporting_reason": reason,
         "reporting_test_accuracy": _num(history["test/accuracy"].iloc[at]),
         "best_test_accuracy": _num(history["test/accuracy"].max()),
         "wall_time_s": float(history["wall_time_s"].sum()),
-        "versions": versions(), "git_commit": git_commit(),
+        "versions": versions(), "git_commit": git_commit(RUN_CODE),
     }
     _write_run(folder, history, per_device, summary)
     summary["history"] = history.to_dict("records")
@@ -146,20 +211,9 @@ def _num(v: Any) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def git_commit() -> str:
-    """HEAD of the checkout the code runs from, with '-dirty' if tracked files differ."""
-    import subprocess
-
-    try:
-        run = dict(capture_output=True, text=True, check=True, cwd=Path(fedbench.__file__).resolve().parent)
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def versions() -> dict[str, str]:
+    import torch
+
     return {"fedbench": fedbench.__version__, "torch": torch.__version__, "numpy": np.__version__,
             "pandas": pd.__version__, "python": sys.version.split()[0]}
 

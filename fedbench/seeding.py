@@ -8,9 +8,12 @@ draws exactly what an uninterrupted one would have drawn). Nothing here touches 
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 # Purposes are fixed names; a typo would silently give a different stream, so they are checked.
 PURPOSES = frozenset(
@@ -36,6 +39,8 @@ def rng(seed: int, round_: int, purpose: str, *extra: int) -> np.random.Generato
 
 def torch_generator(seed: int, round_: int, purpose: str, *extra: int) -> torch.Generator:
     """A CPU torch.Generator for one stream (draw on CPU, then move: identical on every device)."""
+    import torch  # here: the numpy streams, and config checks that use them, need no torch
+
     state = seed_sequence(seed, round_, purpose, *extra).generate_state(2, np.uint64)
     g = torch.Generator(device="cpu")
     g.manual_seed(int(state[0] % (2**63 - 1)))

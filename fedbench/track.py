@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from fedbench.config import Config
-from fedbench.pipeline import RUNS_ROOT
-from fedbench.runner import load_run, run_folder
+from fedbench.provenance import STUDY_CODE, git_commit
+from fedbench.runner import RUNS_ROOT, load_run, run_folder
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies.record import SIMULATIONS
 
@@ -31,13 +33,11 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
     for s in summaries:
         seed = s["params"]["seed"]
         folder = run_folder(runs_root, dataset, variant, stragglers, seed)
-        curves = folder.parent / f".curves-seed-{seed}.png"
         title = f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
         name = f"{variant}/{dataset}/stragglers={stragglers:g}/seed={seed}"
-        try:  # the curves figure is drawn only if the run is not in MLflow yet
+        with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
+            curves = Path(tmp) / f"curves-seed-{seed}.png"  # drawn only if the run is not in MLflow yet
             ids.append(tracking.log_run(experiment, name, s, partial(_run_artifacts, s, folder, curves, title)))
-        finally:
-            curves.unlink(missing_ok=True)
     return ids
 
 
@@ -51,7 +51,9 @@ def _run_artifacts(summary: dict[str, Any], folder: Path, curves: Path, title: s
 
 def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     """Log the claim study in ``root/name`` as one MLflow run of experiment ``study-<name>`` with a nested run
-    per simulation; its fingerprint is the hash of claims.json and the simulation records."""
+    per simulation; its fingerprint is the hash of claims.json and the simulation records. The commit recorded
+    is the one claims.json names, if it does, else HEAD, dirty only if the studies' code (STUDY_CODE) differs
+    from it: the track stage runs on studies DVC has just found up to date with that code."""
     from fedbench import tracking
 
     folder = Path(root) / name
@@ -62,7 +64,8 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     body = json.loads(claims_json)
     simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.studies.record.read_simulations
     return tracking.log_study(f"study-{name}", name, body["claims"], body["seconds"], simulations,
-                              sorted(p for p in folder.iterdir() if p.is_file()), fingerprint)
+                              sorted(p for p in folder.iterdir() if p.is_file()), fingerprint,
+                              body.get("git_commit") or git_commit(STUDY_CODE))
 
 
 def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT) -> int:
@@ -86,9 +89,15 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
         track_study(name, studies_root)
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_csv.with_suffix(".tmp")
-    pd.DataFrame(rows).to_csv(tmp, index=False)
-    tmp.replace(out_csv)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_csv.name}.", dir=out_csv.parent)  # a name no other writer uses
+    try:
+        with os.fdopen(fd, "w") as f:
+            pd.DataFrame(rows).to_csv(f, index=False)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out_csv)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     print(f"{len(rows)} runs and {len(studies)} claim studies in MLflow (experiments: "
           f"{', '.join(sorted({r['experiment'] for r in rows} | {f'study-{n}' for n in studies}))})")
     return len(rows)

@@ -7,14 +7,24 @@ dataset content hash, seed, device and library versions; the per-device final me
 a figure of the run's curves are artifacts. A claim study (experiment ``study-<name>``) is one run with
 one nested run per simulation it ran. A run already logged with the same fingerprint is not logged
 again, so rerunning the pipeline does not duplicate runs.
+
+Concurrent writers: every use of the store holds its lock (``mlflow.db.lock`` beside a SQLite store; for
+other stores a lock file in the temporary folder keyed by the URI, which serialises this machine's writers
+only). So one process at a time creates and migrates a fresh store (two at once break MLflow's migrations:
+"table ... already exists", which can leave the file unusable), and "is this fingerprint logged? if not,
+log it" is atomic: the same run logged by two processes at once is logged once. Reading (``fedbench show``)
+never creates a store.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,20 +38,38 @@ import mlflow
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from fedbench.runner import git_commit
+from fedbench.locking import file_lock
+from fedbench.parallel import Terminated, die_with_parent
 
 DEFAULT_DB = "mlflow.db"
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
                "test/error_p90", "diverging", "wall_time_s")
+SQLITE = "sqlite:///"
 
 
 def tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(DEFAULT_DB).resolve()}"
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"{SQLITE}{Path(DEFAULT_DB).resolve()}"
 
 
-def _client() -> MlflowClient:
-    mlflow.set_tracking_uri(tracking_uri())
-    return MlflowClient(tracking_uri())
+def store_lock_path(uri: str) -> Path:
+    """The lock every fedbench process holds while it uses the store at ``uri``."""
+    if uri.startswith(SQLITE):
+        db = Path(uri[len(SQLITE):])
+        return db.with_name(db.name + ".lock")
+    return Path(tempfile.gettempdir()) / f"fedbench-mlflow-{hashlib.sha256(uri.encode()).hexdigest()[:16]}.lock"
+
+
+@contextmanager
+def _store(create: bool = True) -> Iterator[MlflowClient | None]:
+    """A client of the tracking store, for use while this block holds the store's lock. With ``create=False``,
+    a SQLite store that does not exist yet is not created: the block gets None."""
+    uri = tracking_uri()
+    with file_lock(store_lock_path(uri)):
+        if not create and uri.startswith(SQLITE) and not Path(uri[len(SQLITE):]).exists():
+            yield None
+            return
+        mlflow.set_tracking_uri(uri)
+        yield MlflowClient(uri)
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:
@@ -68,7 +96,12 @@ def _finished_or_cleared(client: MlflowClient, exp_id: str, fingerprint: str) ->
 def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: Callable[[], Iterable[Path]]) -> str:
     """Log one finished run (its summary with ``history`` rows); returns the MLflow run id. ``artifacts`` is
     called for the files to attach only when the run is not logged already, so they are made only then."""
-    client = _client()
+    with _store() as client:
+        return _log_run(client, experiment, run_name, summary, artifacts)
+
+
+def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict[str, Any],
+             artifacts: Callable[[], Iterable[Path]]) -> str:
     exp_id = experiment_id(client, experiment)
     fp = summary["fingerprint"]
     found = _finished_or_cleared(client, exp_id, fp)
@@ -76,11 +109,13 @@ def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: 
         return found
     paths = list(artifacts())
     tags = {
-        "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": summary.get("git_commit") or git_commit(),
+        "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": summary.get("git_commit", "unknown"),
         "dataset_hash": summary["dataset_hash"], "seed": str(summary["params"]["seed"]),
         "device": summary["device"], "param_digest": summary["param_digest"],
         "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
     }
+    if summary.get("diverged_at_round") is not None:
+        tags["diverged_at_round"] = str(summary["diverged_at_round"])
     with _mlflow_run(client, exp_id, run_name, tags) as run_id:
         params = [Param(k, str(v)) for k, v in summary["params"].items()]
         now = int(time.time() * 1000)
@@ -90,8 +125,9 @@ def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: 
             if key in row and row[key] is not None and math.isfinite(float(row[key]))
         ]
         metrics += _final_metrics(summary["final"], now)
-        metrics += [Metric("reporting/test_accuracy", float(summary["reporting_test_accuracy"] or float("nan")), now,
-                           int(summary["reporting_round"]))]
+        if summary["reporting_test_accuracy"] is not None:
+            metrics.append(Metric("reporting/test_accuracy", float(summary["reporting_test_accuracy"]), now,
+                                  int(summary["reporting_round"])))
         _log_batched(client, run_id, metrics, params, [RunTag("reporting_reason", summary["reporting_reason"])])
         for path in paths:
             client.log_artifact(run_id, str(path))
@@ -125,8 +161,13 @@ def _log_batched(client: MlflowClient, run_id: str, metrics: list[Metric], param
 
 
 def list_runs(experiment: str | None = None) -> list[dict[str, Any]]:
-    """Finished runs (name, experiment, key final metrics), newest first, for ``fedbench show``."""
-    client = _client()
+    """Finished runs (name, experiment, key final metrics), newest first, for ``fedbench show`` ([] when there
+    is no store yet: reading creates none)."""
+    with _store(create=False) as client:
+        return [] if client is None else _list_runs(client, experiment)
+
+
+def _list_runs(client: MlflowClient, experiment: str | None) -> list[dict[str, Any]]:
     exps = client.search_experiments()
     ids = [e.experiment_id for e in exps if experiment is None or e.name == experiment]
     names = {e.experiment_id: e.name for e in exps}
@@ -138,24 +179,77 @@ def list_runs(experiment: str | None = None) -> list[dict[str, Any]]:
 
 
 def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
-    """Start the MLflow UI on ``host:port`` against the tracking store (blocks until stopped)."""
+    """Serve the MLflow UI on ``host:port`` against the tracking store until stopped (Ctrl-C, SIGTERM, SIGHUP;
+    the caller turns SIGTERM into Terminated). The server runs as its own process group, and the whole group
+    (MLflow and its web workers) is stopped when this process stops, or dies: see :func:`_ui_server`."""
     uri = tracking_uri()
     print(f"MLflow UI for {uri} at http://{host}:{port}  (Ctrl-C to stop)")
-    return subprocess.call([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port)])
+    server = subprocess.Popen([sys.executable, "-c", "from fedbench.tracking import _ui_server; _ui_server()",
+                               uri, host, str(port), str(os.getpid())], start_new_session=True)
+    previous = signal.signal(signal.SIGHUP, signal.default_int_handler)  # a closed terminal stops it too
+    try:
+        return server.wait()
+    except (KeyboardInterrupt, Terminated):
+        return 0
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+        _stop_group(server)
+
+
+def _stop_group(server: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, then SIGKILL what is left after 10 s."""
+    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(server.pid, 0)  # anyone left in the group?
+            except ProcessLookupError:
+                server.wait()
+                return
+            server.poll()
+            time.sleep(0.1)
+
+
+def _ui_server() -> None:
+    """The UI's server process, the leader of its own process group: runs ``mlflow ui`` (argv: uri, host,
+    port, parent pid) and, on SIGTERM, SIGINT or SIGHUP, takes the whole group down (MLflow's web server runs
+    in child processes that would otherwise keep the port). The kernel sends it SIGTERM when ``fedbench ui``
+    dies, even by SIGKILL (PR_SET_PDEATHSIG)."""
+    uri, host, port, parent = sys.argv[1:5]
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.killpg(0, signal.SIGTERM)
+        os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    die_with_parent(int(parent))
+    from mlflow.cli import cli
+
+    cli.main(args=["ui", "--backend-store-uri", uri, "--host", host, "--port", port], prog_name="mlflow")
 
 
 def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
-              simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str) -> str:
+              simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str) -> str:
     """Log one claim study as a run (a tag per claim verdict; figures, claims.json and the simulation records as
     artifacts) with one nested run per simulation record (fedbench.studies.record): params, per-round step
-    metrics, final metrics, param digest and device. Skipped if a finished study run with ``fingerprint`` is
-    there already; returns the study run's id."""
-    client = _client()
+    metrics, final metrics, param digest and device; ``commit`` is the commit that computed it. Skipped if a
+    finished study run with ``fingerprint`` is there already; returns the study run's id."""
+    with _store() as client:
+        return _log_study(client, experiment, name, claims, seconds, simulations, artifacts, fingerprint, commit)
+
+
+def _log_study(client: MlflowClient, experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
+               simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str) -> str:
     exp_id = experiment_id(client, experiment)
     found = _finished_or_cleared(client, exp_id, fingerprint)
     if found:
         return found
-    commit = git_commit()
     tags = {"mlflow.runName": name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
             **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
     with _mlflow_run(client, exp_id, name, tags) as run_id:  # FINISHED last: only with all its children

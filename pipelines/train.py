@@ -1,4 +1,4 @@
-"""DVC stage: train every seed of one (study, dataset, algorithm variant, straggler fraction) cell."""
+"""DVC stage: train every seed of one (dataset, algorithm variant, straggler fraction) cell of a study."""
 
 import argparse
 
@@ -9,25 +9,24 @@ from fedbench.pipeline import train
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--study", required=True)
+    p.add_argument("--study", help="the study the cell belongs to (default: the first study listing it); the "
+                                   "runs do not depend on it")
     p.add_argument("--dataset", required=True)
     p.add_argument("--algorithm", required=True, help="an algorithm variant named in params.yaml 'algorithms'")
     p.add_argument("--stragglers", type=float, required=True)
     p.add_argument("--params", default="params.yaml")
     a = p.parse_args()
     cfg = load_config(a.params)
-    if a.study not in cfg.studies:
+    if a.study is not None and a.study not in cfg.studies:
         raise ConfigError(f"--study {a.study!r} is not in studies; allowed: {', '.join(cfg.studies)}")
-    study = cfg.studies[a.study]
-    if a.dataset not in study.datasets:
-        raise ConfigError(f"--dataset {a.dataset!r} is not in studies.{a.study}.datasets; allowed: {', '.join(study.datasets)}")
-    if a.algorithm not in study.algorithms:
-        raise ConfigError(f"--algorithm {a.algorithm!r} is not in studies.{a.study}.algorithms; "
-                          f"allowed: {', '.join(study.algorithms)}")
-    if a.stragglers not in study.stragglers:
-        raise ConfigError(f"--stragglers {a.stragglers:g} is not in studies.{a.study}.stragglers; "
-                          f"allowed: {', '.join(f'{s:g}' for s in study.stragglers)}")
-    train(cfg, a.study, a.dataset, a.algorithm, a.stragglers)
+    cell = (a.dataset, a.algorithm, a.stragglers)
+    studies = [name for name, s in cfg.studies.items() if (a.study or name) == name
+               and a.dataset in s.datasets and a.algorithm in s.algorithms and a.stragglers in s.stragglers]
+    if not studies:
+        raise ConfigError(f"--dataset {a.dataset} --algorithm {a.algorithm} --stragglers {a.stragglers:g} is not a "
+                          f"cell of {'studies.' + a.study if a.study else 'any study'}; allowed: the datasets x "
+                          f"algorithms x stragglers of {', '.join(cfg.studies)}")
+    train(cfg, studies[0], *cell)
 
 
 if __name__ == "__main__":

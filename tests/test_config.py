@@ -78,8 +78,8 @@ def test_cli_unknown_algorithm_variant(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("variant, message", [
     ({"name": "delta_fl", "theta": 0.5, "weighting": "fractional"},
      "algorithms.v.weighting: 'fractional' is not allowed; allowed: exact, filter"),
-    ({"name": "delta_fl", "theta": 1.5}, "algorithms.v: theta (conformity level) must be in (0, 1]"),
-    ({"name": "delta_fl", "theta": 0.5, "quantile_period": 0}, "algorithms.v: quantile_period must be >= 1"),
+    ({"name": "delta_fl", "theta": 1.5}, "algorithms.v.theta: must be in (0, 1], got 1.5"),
+    ({"name": "delta_fl", "theta": 0.5, "quantile_period": 0}, "algorithms.v.quantile_period: must be >= 1, got 0"),
     ({"name": "fedlaavg", "mu": 1.0}, "algorithms.v.mu: unknown key for fedlaavg"),
 ])
 def test_algorithm_options_and_ranges_fail_at_load(tmp_path, variant, message):

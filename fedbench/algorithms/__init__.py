@@ -1,44 +1,167 @@
-"""One algorithm per file. ``ALGORITHMS`` maps the names used in params.yaml to their classes and the
-hyperparameters each accepts (besides ``lr``, which every algorithm takes): a type, or a tuple of the allowed
-values of a named option."""
+"""One algorithm per file. ``ALGORITHMS`` maps the names used in params.yaml to ``module:Class``; the classes
+are imported only when an algorithm is built, so reading and checking a config needs no torch.
+
+An algorithm's hyperparameters are the fields of its dataclass (besides ``lr``, which every algorithm takes,
+and ``keeps_partial_work``, which is the engine's), read from the class's source without importing it, with
+their annotated types. ``DOMAINS`` states the values a field may take where not every value of its type is
+allowed; :func:`check_hyperparameters` is the one place that checks a variant of params.yaml against both,
+and :func:`build_algorithm` checks again before the class's own ``__post_init__`` (which also checks what
+involves two fields, e.g. FedProxVR's beta and smoothness, or needs the data).
+tests/faults/test_layering.py checks that the fields read here are the dataclass fields and that every
+class refuses the values its domain excludes.
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
-from fedbench.algorithms.delta_fl import WEIGHTINGS, DeltaFL
-from fedbench.algorithms.fedavg import FedAvg
-from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
-from fedbench.algorithms.feddane import FedDane
-from fedbench.algorithms.fedlaavg import FedLaAvg
-from fedbench.algorithms.fedprox import FedProx
-from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
-from fedbench.algorithms.fedproxvr import ESTIMATORS, FedProxVR
-from fedbench.algorithms.mime import VARIANTS, Mime
-from fedbench.algorithms.minibatch_sgd import MinibatchSGD
-from fedbench.algorithms.scaffold import CONTROL_VARIATES, Scaffold
-from fedbench.algorithms.sequential_sgd import SequentialSGD
-from fedbench.optimizers import BASE_OPTIMIZERS
+ALGORITHMS: dict[str, str] = {
+    "fedavg": "fedavg:FedAvg",
+    "fedprox": "fedprox:FedProx",
+    "fedprox_adaptive": "fedprox_adaptive:FedProxAdaptiveMu",
+    "delta_fl": "delta_fl:DeltaFL",
+    "fedlaavg": "fedlaavg:FedLaAvg",
+    "sequential_sgd": "sequential_sgd:SequentialSGD",
+    "scaffold": "scaffold:Scaffold",
+    "minibatch_sgd": "minibatch_sgd:MinibatchSGD",
+    "fedavg_momentum": "fedavg_momentum:FedAvgMomentum",
+    "mime": "mime:Mime",
+    "fedproxvr": "fedproxvr:FedProxVR",
+    "feddane": "feddane:FedDane",
+}
 
-ALGORITHMS: dict[str, tuple[type, dict[str, type]]] = {
-    "fedavg": (FedAvg, {}),
-    "fedprox": (FedProx, {"mu": float}),
-    "fedprox_adaptive": (FedProxAdaptiveMu, {"mu_init": float}),
-    "delta_fl": (DeltaFL, {"theta": float, "weighting": WEIGHTINGS, "quantile_period": int}),
-    "fedlaavg": (FedLaAvg, {}),
-    "sequential_sgd": (SequentialSGD, {}),
-    "scaffold": (Scaffold, {"eta_g": float, "control_variate": CONTROL_VARIATES}),
-    "minibatch_sgd": (MinibatchSGD, {}),
-    "fedavg_momentum": (FedAvgMomentum, {"beta": float, "server_lr": float}),
-    "mime": (Mime, {"variant": VARIANTS, "base": BASE_OPTIMIZERS, "momentum": float,
-                    "beta1": float, "beta2": float, "eps": float}),
-    "fedproxvr": (FedProxVR, {"mu": float, "tau": int, "estimator": ESTIMATORS, "beta": float,
-                              "smoothness": float}),
-    "feddane": (FedDane, {"mu": float, "gradient_clients": int}),
+NOT_HYPERPARAMETERS = ("lr", "keeps_partial_work")  # the run's learning rate; the engine's flag
+TYPES = {"float": float, "int": int, "str": str, "bool": bool}
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Allowed values of one hyperparameter: an interval (bounds open or closed; None: unbounded) or choices."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+
+    def allows(self, value: Any) -> bool:
+        if self.choices:
+            return value in self.choices
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def refusal(self, value: Any) -> str:
+        """What is wrong with ``value``, which this domain does not allow."""
+        if self.choices:
+            return f"{value!r} is not allowed; allowed: {', '.join(self.choices)}"
+        if self.high is None:
+            return f"must be {'>' if self.low_open else '>='} {self.low:g}, got {value!r}"
+        interval = f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        return f"must be in {interval}, got {value!r}"
+
+
+def at_least(low: float) -> Domain:
+    return Domain(low=low)
+
+
+def positive() -> Domain:
+    return Domain(low=0.0, low_open=True)
+
+
+def unit_interval_open_above() -> Domain:
+    return Domain(low=0.0, high=1.0, high_open=True)  # [0, 1): a momentum or decay factor
+
+
+def one_of(*choices: str) -> Domain:
+    return Domain(choices=choices)
+
+
+DOMAINS: dict[str, dict[str, Domain]] = {
+    "fedprox": {"mu": at_least(0.0)},  # the proximal weight (FedProx eq. 2)
+    "fedprox_adaptive": {"mu_init": at_least(0.0)},
+    "delta_fl": {"theta": Domain(low=0.0, high=1.0, low_open=True), "weighting": one_of("exact", "filter"),
+                 "quantile_period": at_least(1)},
+    "scaffold": {"eta_g": positive(), "control_variate": one_of("I", "II")},
+    "fedavg_momentum": {"beta": unit_interval_open_above(), "server_lr": positive()},
+    "mime": {"variant": one_of("mime", "mimelite"), "base": one_of("sgdm", "adam"),
+             "momentum": unit_interval_open_above(), "beta1": unit_interval_open_above(),
+             "beta2": unit_interval_open_above(), "eps": positive()},
+    "fedproxvr": {"mu": at_least(0.0), "tau": at_least(1), "estimator": one_of("svrg", "sarah"),
+                  "beta": at_least(0.0), "smoothness": at_least(0.0)},
+    "feddane": {"mu": at_least(0.0), "gradient_clients": at_least(0)},
 }
 
 
+@cache
+def hyperparameters(name: str) -> dict[str, type]:
+    """The hyperparameters of algorithm ``name`` and their types: its dataclass fields, read from the source
+    of its module (no import), less ``NOT_HYPERPARAMETERS``."""
+    module, cls = ALGORITHMS[name].split(":")
+    tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text())
+    (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+    out = {}
+    for stmt in node.body:
+        if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+            continue
+        field, annotation = stmt.target.id, ast.unparse(stmt.annotation)
+        if field in NOT_HYPERPARAMETERS or annotation.startswith("ClassVar"):
+            continue
+        if annotation not in TYPES:
+            raise TypeError(f"{cls}.{field}: type {annotation} cannot be given in params.yaml")
+        out[field] = TYPES[annotation]
+    return out
+
+
+def check_hyperparameters(name: str, hyper: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """``hyper`` checked against algorithm ``name``'s fields, types and domains; returns the values with ints
+    given for float fields made floats. Raises ValueError naming the key (prefixed by ``where``) and what is
+    allowed."""
+    where = where or name
+    if name not in ALGORITHMS:
+        raise ValueError(f"{where}: unknown algorithm {name!r}; allowed: {', '.join(ALGORITHMS)}")
+    fields, domains = hyperparameters(name), DOMAINS.get(name, {})
+    out = {}
+    for key, value in hyper.items():
+        if key not in fields:
+            allowed = ", ".join(["name", *fields])
+            raise ValueError(f"{where}.{key}: unknown key for {name}; allowed: {allowed}")
+        out[key] = _typed(value, fields[key], f"{where}.{key}")
+        if key in domains and not domains[key].allows(out[key]):
+            raise ValueError(f"{where}.{key}: {domains[key].refusal(out[key])}")
+    return out
+
+
+def _typed(value: Any, kind: type, where: str) -> Any:
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind in (str, bool) and isinstance(value, kind):
+        return value
+    wanted = {float: "a finite number", int: "an integer", str: "a string", bool: "true or false"}[kind]
+    raise ValueError(f"{where}: expected {wanted}, got {value!r}")
+
+
+def algorithm_class(name: str) -> type:
+    module, cls = ALGORITHMS[name].split(":")
+    return getattr(importlib.import_module(f"fedbench.algorithms.{module}"), cls)
+
+
 def build_algorithm(name: str, lr: float, **hyper: Any):
-    """The algorithm ``name`` with learning rate ``lr`` and its hyperparameters (checked by fedbench.config)."""
-    cls, _ = ALGORITHMS[name]
-    return cls(lr=lr, **hyper)
+    """The algorithm ``name`` with learning rate ``lr`` and its hyperparameters (checked first)."""
+    return algorithm_class(name)(lr=lr, **check_hyperparameters(name, hyper))
+
+
+def __getattr__(attr: str) -> type:
+    """``from fedbench.algorithms import FedProx``: the class, imported on first use."""
+    for name, target in ALGORITHMS.items():
+        if target.split(":")[1] == attr:
+            return algorithm_class(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

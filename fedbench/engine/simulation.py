@@ -49,7 +49,7 @@ from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
 from fedbench.engine import tree
 from fedbench.engine.local import LOCAL_PATHS, CohortData
-from fedbench.engine.metrics import DeviceData, Evaluation, evaluate, is_diverging
+from fedbench.engine.metrics import DeviceData, Evaluation, evaluate, has_diverged, is_diverging
 from fedbench.engine.sampling import minibatch_order, plan_round
 from fedbench.seeding import torch_generator
 
@@ -174,7 +174,7 @@ def simulate(
         ev = evaluate(model, state.theta, data, with_dissimilarity=(r % cfg.eval_every == 0))
         losses.append(ev.train_loss)
         row = {"round": r, **ev.scalars(), "diverging": float(is_diverging(losses))}
-        if not np.isfinite(ev.train_loss):
+        if has_diverged(losses):  # a result, not an error: the run stops here, recorded diverged
             diverged = True
             history.append(row | {"wall_time_s": 0.0})
             _notify(callbacks, r, history[-1])
@@ -202,7 +202,7 @@ def simulate(
     if ckpt and ckpt.exists():
         ckpt.unlink()
     return RunResult(history=history, final=final, theta=state.theta.detach().cpu(),
-                     diverged=diverged or not np.isfinite(final.train_loss),
+                     diverged=diverged or has_diverged(losses + [final.train_loss]),
                      param_digest=param_digest(state.theta), device=str(device))
 
 

@@ -48,7 +48,8 @@ def scale(cfg: Config, datasets: list[str]) -> dict[str, Any]:
 def spread(values: list[float]) -> dict[str, Any]:
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
     if len(v) == 0:
-        return {"mean": None, "sd": None, "min": None, "max": None, "per_seed": list(values), "n_seeds": 0}
+        return {"mean": None, "sd": None, "min": None, "max": None, "n_seeds": 0,
+                "per_seed": [None if x is None or not np.isfinite(x) else x for x in values]}  # JSON has no inf
     return {"mean": round(float(v.mean()), 4), "sd": round(float(v.std(ddof=1)) if len(v) > 1 else 0.0, 4),
             "min": round(float(v.min()), 4), "max": round(float(v.max()), 4),
             "per_seed": [None if x is None or not np.isfinite(x) else round(float(x), 4) for x in values],
@@ -60,7 +61,9 @@ def _tail_loss(hist: pd.DataFrame, ds: str, variant: str, f: float, seeds) -> li
     for s in seeds:
         h = hist[(hist["dataset"] == ds) & (hist["variant"] == variant) & (hist["stragglers"] == f) & (hist["seed"] == s)]
         loss = h.sort_values("round")["train/loss"].to_numpy()
-        out.append(float(np.mean(loss[-TAIL:])) if len(loss) and np.all(np.isfinite(loss[-TAIL:])) else float("inf"))
+        diverged = bool(h["diverged"].any()) if "diverged" in h else False  # fedbench.engine.metrics.has_diverged
+        out.append(float(np.mean(loss[-TAIL:])) if len(loss) and np.all(np.isfinite(loss[-TAIL:])) and not diverged
+                   else float("inf"))
     return out
 
 
@@ -150,7 +153,8 @@ def partial_work(cfg: Config, hist: pd.DataFrame, summ: pd.DataFrame) -> dict[st
                      f"(better in {sum(d > 0 for d in diff)}/{len(seeds)} seeds)")
     e["reproduced"] = {"value": per_level, "unit": "training loss, mean of last evaluations"}
     n = len(seeds)
-    mean_better = [per_level[k]["fedavg_minus_fedprox"]["mean"] > 0 for k in per_level]
+    means = [per_level[k]["fedavg_minus_fedprox"]["mean"] for k in per_level]  # None: both diverged in every seed
+    mean_better = [m is not None and m > 0 for m in means]
     e["verdict"] = ("reproduced" if all(w == n for w in wins)
                     else "not-reproduced" if any(w == 0 for w in wins) or not any(mean_better) else "inconclusive")
     e["observed"] = "; ".join(notes)

@@ -40,7 +40,8 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
             summary = load_run(run_folder(runs_root, ds, variant, f, seed), fp)
             if summary is None:
                 continue
-            h = pd.DataFrame(summary["history"]).assign(dataset=ds, variant=variant, stragglers=f, seed=seed)
+            h = pd.DataFrame(summary["history"]).assign(dataset=ds, variant=variant, stragglers=f, seed=seed,
+                                                        diverged=summary["diverged"])
             histories.append(h)
             summaries.append({"dataset": ds, "variant": variant, "stragglers": f, "seed": seed,
                               "final_loss": summary["final"]["train/loss"],

@@ -1,0 +1,65 @@
+"""Which code determines fedbench's numbers, and which commit computed them. Imports nothing heavy.
+
+``RUN_CODE`` is the source of a training run's numbers: the run fingerprint hashes it (a change makes every
+finished run stale), and the commit recorded with a run is ``-dirty`` only when a file of it differs from
+HEAD. ``STUDY_CODE`` is the same for the claim studies. dvc.yaml's stages depend on exactly these lists plus
+the code that turns params.yaml into the stage's work (``TRAIN_STAGE_CODE``, ``STUDY_STAGE_CODE``);
+tests/faults/test_layering.py checks that dvc.yaml says the same. Paths are relative to the fedbench package;
+a folder stands for every ``.py`` file under it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+
+# a training run: the engine, the algorithms and models, and runner.py, which builds the simulation from params
+RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", "runner.py", "seeding.py", "ops.py",
+            "quantile.py", "optimizers.py", "proximal.py")
+# a claim study: the same engine, the studies, their synthetic data, the worker processes (one torch thread
+# each, which fixes the order of floating-point sums) and the figures they draw
+STUDY_CODE = ("studies", "engine", "algorithms", "models", "availability", "data/__init__.py", "data/format.py",
+              "data/synthetic.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py",
+              "parallel.py", "report/figures.py")
+# dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
+# the stage, which then reuses every run whose fingerprint (params, data, RUN_CODE) still matches.
+TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "pipeline.py", "parallel.py")
+STUDY_STAGE_CODE = STUDY_CODE
+
+
+def code_files(paths: Sequence[str], root: Path = PACKAGE) -> list[Path]:
+    """The ``.py`` files ``paths`` stand for, in a fixed order (missing ones left out)."""
+    out = []
+    for rel in paths:
+        path = root / rel
+        out += sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.exists() else []
+    return out
+
+
+def code_hash(paths: Sequence[str] = RUN_CODE, root: Path = PACKAGE) -> str:
+    """SHA-256 (16 hex digits) over the names and bytes of the files ``paths`` stand for."""
+    h = hashlib.sha256()
+    for f in code_files(paths, root):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def git_commit(paths: Sequence[str] = RUN_CODE, root: Path = PACKAGE) -> str:
+    """HEAD of the checkout ``root`` (the fedbench package) lives in, with ``-dirty`` when a ``.py`` file that
+    ``paths`` stand for differs from HEAD (changed, staged or untracked). What the pipeline rewrites as it runs
+    (dvc.lock, reports/) and any other file does not make it dirty: those do not change the numbers.
+    ``unknown`` outside a git checkout."""
+    run = dict(capture_output=True, text=True, check=True, cwd=root)
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--",
+                                 *(str(root / p) for p in paths)], **run).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    dirty = any(line.rstrip().endswith(".py") for line in status.splitlines())
+    return sha + ("-dirty" if dirty else "")

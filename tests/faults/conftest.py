@@ -1,0 +1,124 @@
+"""The fault suite: each test reproduces one fault of issue 14 through the real command line, in a temporary
+workspace with its own data, runs and MLflow store.
+
+Most tests drive ``python -m fedbench.cli`` as a user would, so they can be pointed at another checkout to see
+which faults it has: ``FAULTS_CODE_ROOT=/path/to/checkout pytest tests/faults``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE = Path(os.environ.get("FAULTS_CODE_ROOT", ROOT)).resolve()
+
+
+class Workspace:
+    """A folder to run ``fedbench`` in: params.yaml (a tiny profile of the repository's), data/, runs/ and an
+    MLflow store ``store.db``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.store = path / "store.db"
+        self.uri = f"sqlite:///{self.store}"
+        self.env = os.environ | {
+            "PYTHONPATH": str(CODE), "MLFLOW_TRACKING_URI": self.uri, "DVC_NO_ANALYTICS": "1",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        }
+
+    def write_params(self, edit=None) -> Path:
+        raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+        raw["data"]["datasets"] = ["synthetic_1_1"]
+        raw["train"].update(rounds=3, local_epochs=2, seeds=[0], workers=1, device="cpu")
+        raw["studies"] = {"stragglers": {"datasets": ["synthetic_1_1"], "algorithms": ["fedavg", "fedprox_mu0",
+                                                                                     "fedprox_mu1"],
+                                         "stragglers": [0.0, 0.5, 0.9]}}
+        raw["claim_studies"] = []
+        if edit is not None:
+            edit(raw)
+        (self.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+        return self.path / "params.yaml"
+
+    def fedbench(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "fedbench.cli", *args], cwd=self.path, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def fedbench_script(self, stage: str, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        """A DVC stage script (pipelines/<stage>.py) as DVC runs it."""
+        return subprocess.run([sys.executable, str(CODE / "pipelines" / f"{stage}.py"), *args], cwd=self.path,
+                              env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def start(self, *args: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "fedbench.cli", *args], cwd=self.path, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+    def runs(self):
+        """Every MLflow run in the store (any status)."""
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(self.uri)
+        ids = [e.experiment_id for e in client.search_experiments()]
+        return client.search_runs(ids, max_results=10_000) if ids else []
+
+
+@pytest.fixture
+def ws(tmp_path) -> Workspace:
+    w = Workspace(tmp_path)
+    w.write_params()
+    return w
+
+
+def one_line(stderr: str) -> str:
+    """The last non-empty line of ``stderr``, after checking it is the only line that is not a progress bar."""
+    lines = [line for line in stderr.splitlines() if line.strip() and "it/s" not in line and "%|" not in line]
+    assert len(lines) == 1, stderr[-3000:]
+    return lines[0]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier} - out
+        out |= frontier
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(predicate, timeout: float, what: str, step: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+
+
+def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
