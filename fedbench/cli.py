@@ -45,7 +45,7 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 
 
 def cmd_run(a: argparse.Namespace) -> None:
-    from fedbench.pipeline import DATA_ROOT, check_cell, generate, train
+    from fedbench.pipeline import check_cell, ensure_dataset, train
 
     overrides = _overrides(a.set)
     if a.seed is not None:
@@ -56,8 +56,7 @@ def cmd_run(a: argparse.Namespace) -> None:
     if a.dataset not in cfg.data.datasets:
         raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
     check_cell(cfg, a.algorithm, a.stragglers)  # everything that can fail before data is generated
-    if not (DATA_ROOT / a.dataset / "meta.json").exists():
-        generate(cfg, a.dataset)
+    ensure_dataset(cfg, a.dataset)
     train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
 
 

@@ -10,10 +10,11 @@ from typing import Any
 from fedbench.config import Config, ConfigError, check_stragglers
 from fedbench.data.format import save_dataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.locking import file_lock
 from fedbench.parallel import map_jobs
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, dataset_meta, run_one
 
-__all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "generate", "train"]
+__all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "train"]
 
 
 def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
@@ -24,6 +25,15 @@ def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
     folder = save_dataset(ds, root / name)
     print(f"{name}: {ds.num_clients} devices, {int(ds.train.sizes.sum())} train / {int(ds.test.sizes.sum())} "
           f"test samples, hash {ds.content_hash[:12]} -> {folder}")
+    return folder
+
+
+def ensure_dataset(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
+    """``root/name``, generated first if it is not there; processes that ask at once generate it once."""
+    folder = Path(root) / name
+    with file_lock(Path(root) / f".{name}.lock", what=f"dataset {name}"):
+        if not (folder / "meta.json").exists():
+            generate(cfg, name, root)
     return folder
 
 
@@ -54,12 +64,12 @@ def train(cfg: Config, study: str, dataset: str, variant: str, stragglers: float
         workers = 1  # one GPU: runs share it one after another
     args = [(cfg, data_root, runs_root, dataset, variant, stragglers, s, progress, i % workers)
             for i, s in enumerate(seeds)]
+    if track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
+        from fedbench.track import track_cell
 
     def finished(summary: dict[str, Any]) -> None:
         print(_one_line(summary), file=sys.stderr)
         if track:
-            from fedbench.track import track_cell
-
             track_cell(study, dataset, variant, stragglers, [summary], runs_root)
 
     return map_jobs(_run_star, args, workers, each=finished)  # forked workers on the CPU; a GPU runs them in turn

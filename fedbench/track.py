@@ -11,8 +11,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from fedbench import tracking
 from fedbench.config import Config
 from fedbench.provenance import STUDY_CODE, git_commit
+from fedbench.report.figures import run_curves
 from fedbench.runner import RUNS_ROOT, load_run, run_folder
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies.record import SIMULATIONS
@@ -26,8 +28,6 @@ STUDY_EXPERIMENTS = {
 def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
                runs_root: Path = RUNS_ROOT) -> list[str]:
     """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint)."""
-    from fedbench import tracking
-
     experiment = STUDY_EXPERIMENTS.get(study, study)
     ids = []
     for s in summaries:
@@ -43,8 +43,6 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
 
 def _run_artifacts(summary: dict[str, Any], folder: Path, curves: Path, title: str) -> list[Path]:
     """The files logged with a run: its outputs and a figure of its curves, drawn into ``curves``."""
-    from fedbench.report.figures import run_curves
-
     return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json",
             run_curves(summary["history"], curves, title=title)]
 
@@ -54,8 +52,6 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     per simulation; its fingerprint is the hash of claims.json and the simulation records. The commit recorded
     is the one claims.json names, if it does, else HEAD, dirty only if the studies' code (STUDY_CODE) differs
     from it: the track stage runs on studies DVC has just found up to date with that code."""
-    from fedbench import tracking
-
     folder = Path(root) / name
     claims_json = (folder / "claims.json").read_bytes()
     records_path = folder / SIMULATIONS

@@ -1,0 +1,163 @@
+"""Issue 9, "Layering": the CLI's light commands import no torch; no import cycle in fedbench; tracking imports
+no engine; the code that determines the numbers is one list (fedbench.provenance) that dvc.yaml agrees with;
+algorithm hyperparameters are checked in one place, from the algorithms' own dataclass fields."""
+
+import ast
+import dataclasses
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from tests.faults.conftest import ROOT
+
+PROBE = """
+import sys, time
+t0 = time.perf_counter()
+from fedbench.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(f"SECONDS {time.perf_counter() - t0:.3f}", file=sys.stderr)
+print("HEAVY", sorted(m for m in ("torch", "mlflow", "pandas", "matplotlib") if m in sys.modules), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args, light", [(["--help"], True), (["check-config"], True), (["show"], False),
+                                         (["show", "--claims"], True)])
+def test_light_commands_import_no_torch(ws, args, light):
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ws.path, env=ws.env, capture_output=True,
+                          text=True, timeout=60)
+    heavy = eval(proc.stderr.split("HEAVY", 1)[1].strip())
+    assert "torch" not in heavy, proc.stderr[-2000:]
+    if light:  # nothing but the standard library, yaml and numpy: well under a second
+        assert heavy == [], proc.stderr[-2000:]
+    assert not (ws.path / "mlflow.db").exists() and not ws.store.exists()  # `show` creates no store
+
+
+def test_help_answers_fast(ws):
+    start = time.perf_counter()
+    proc = ws.fedbench("--help")
+    assert proc.returncode == 0
+    assert time.perf_counter() - start < 2.0  # measured 0.13 s; generous for a loaded 2-core machine
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """fedbench module -> the fedbench modules it imports, at module level or inside functions."""
+    files = {".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): f
+             for f in (ROOT / "fedbench").rglob("*.py")}
+
+    def owner(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, f in files.items():
+        targets = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        graph[module] = {o for t in targets if t.startswith("fedbench") and (o := owner(t)) and o != module}
+    return graph
+
+
+def test_no_import_cycles():
+    graph = _import_graph()
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            assert state.get(n) != 1, f"import cycle: {' -> '.join(path[path.index(n):] + [n]) if n in path else n}"
+            if n not in state:
+                visit(n, path + [n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+
+
+def test_tracking_imports_no_engine():
+    graph = _import_graph()  # the MLflow module, even counting imports inside its functions
+    seen, todo = set(), ["fedbench.tracking"]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += graph[m]
+    assert not {m for m in seen if m.startswith(("fedbench.engine", "fedbench.models", "fedbench.runner"))}, seen
+    # and the track stage loads no engine: it reads run folders (the runner imports the engine only to compute)
+    probe = "import sys, fedbench.track, fedbench.tracking; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+def _deps(stage: dict) -> set[str]:
+    body = stage.get("do", stage)
+    return {d for d in body["deps"] if d.startswith("fedbench/")}
+
+
+def test_dvc_deps_are_the_provenance_lists():
+    from fedbench.provenance import RUN_CODE, STUDY_CODE, TRAIN_STAGE_CODE
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]  # PyYAML resolves the '<<' merge key
+    assert set(RUN_CODE) <= set(TRAIN_STAGE_CODE)
+    for name in ("train_stragglers", "train_heterogeneity"):
+        assert _deps(stages[name]) == {f"fedbench/{p}" for p in TRAIN_STAGE_CODE}, name
+        assert stages[name]["cmd"] == stages["train_stragglers"]["cmd"]  # one definition
+    assert stages["train_heterogeneity"]["matrix"]["dataset"] == "${studies.heterogeneity.datasets}"
+    assert _deps(stages["study"]) == {f"fedbench/{p}" for p in STUDY_CODE}
+    for rel in RUN_CODE + STUDY_CODE + TRAIN_STAGE_CODE:
+        assert (ROOT / "fedbench" / rel).exists(), rel
+
+
+def test_fingerprint_hashes_run_code(tmp_path):
+    import shutil
+
+    from fedbench import provenance
+
+    pkg = tmp_path / "fedbench"
+    shutil.copytree(ROOT / "fedbench", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    before = provenance.code_hash(provenance.RUN_CODE, pkg)
+    (pkg / "cli.py").write_text("# not a number's code\n" + (pkg / "cli.py").read_text())
+    assert provenance.code_hash(provenance.RUN_CODE, pkg) == before
+    (pkg / "engine" / "local.py").write_text("# changed\n" + (pkg / "engine" / "local.py").read_text())
+    assert provenance.code_hash(provenance.RUN_CODE, pkg) != before
+
+
+def test_hyperparameters_are_the_dataclass_fields():
+    from fedbench.algorithms import ALGORITHMS, DOMAINS, NOT_HYPERPARAMETERS, algorithm_class, hyperparameters
+
+    types = {"float": float, "int": int, "str": str, "bool": bool}
+    for name in ALGORITHMS:
+        fields = {f.name: types[f.type] for f in dataclasses.fields(algorithm_class(name))
+                  if f.name not in NOT_HYPERPARAMETERS}
+        assert hyperparameters(name) == fields, name
+        assert set(DOMAINS.get(name, {})) <= set(fields), name
+
+
+@pytest.mark.parametrize("name, bad", [
+    ("fedprox", {"mu": -1.0}), ("delta_fl", {"theta": 0.0}), ("delta_fl", {"weighting": "x"}),
+    ("scaffold", {"eta_g": 0.0}), ("fedavg_momentum", {"beta": 1.0}), ("mime", {"base": "sgd"}),
+    ("fedproxvr", {"tau": 0}), ("feddane", {"gradient_clients": -1}), ("fedprox", {"mu": "1"}),
+    ("fedavg", {"mu": 1.0}),
+])
+def test_one_check_for_config_and_build(tmp_path, name, bad):
+    from fedbench.algorithms import build_algorithm
+    from fedbench.config import ConfigError, parse_config
+
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["algorithms"]["v"] = {"name": name, **bad}
+    with pytest.raises(ConfigError) as at_load:
+        parse_config(raw)
+    with pytest.raises(ValueError) as at_build:
+        build_algorithm(name, 0.1, **bad)
+    key = next(iter(bad))
+    assert f"algorithms.v.{key}:" in str(at_load.value) and f"{name}.{key}:" in str(at_build.value)

@@ -1,0 +1,74 @@
+"""Item 3: worker processes die with their parent. Before: SIGKILL or SIGTERM of a multi-seed `fedbench run`
+orphaned its workers (they finished their runs, then idled forever at about 310 MB each), and Ctrl-C waited for
+every seed to finish, then said "interrupted" with the finished runs not logged. Now workers get SIGTERM from the
+kernel when the parent dies (PR_SET_PDEATHSIG), SIGTERM/Ctrl-C stop the parent at once, and each run is logged
+as soon as it finishes."""
+
+import os
+import signal
+
+import pytest
+
+from tests.faults.conftest import alive, descendants, wait_for
+
+RUN = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg"]
+
+
+@pytest.fixture
+def reaper():
+    """Pids to SIGKILL at the end of the test if still alive (so that a failing test leaves no orphans)."""
+    pids: set[int] = set()
+    yield pids
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _workers(proc, n: int) -> set[int]:
+    def found() -> set[int] | None:
+        workers = descendants(proc.pid)
+        return workers if len(workers) >= n else None
+
+    return wait_for(found, 60, f"{n} worker processes")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_workers_die_with_their_parent(ws, reaper, sig):
+    ws.write_params(lambda raw: raw["train"].update(rounds=100_000, seeds=[0, 1], workers=2))
+    assert ws.fedbench("generate").returncode == 0
+    proc = ws.start(*RUN, "--no-track")
+    workers = _workers(proc, 2)
+    reaper.update(workers)
+    proc.send_signal(sig)
+    err = ws.finish(proc, timeout=30)
+    wait_for(lambda: not any(alive(w) for w in workers), 15, "the workers to exit")
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 128 + signal.SIGTERM
+        assert "fedbench: terminated; finished runs are kept" in err and "Traceback" not in err
+    leftovers = [p.name for p in (ws.path / "runs").rglob(".seed-*") if p.is_dir()]
+    assert leftovers == []  # no half-written run folder
+
+
+def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
+    ws.write_params(lambda raw: raw["train"].update(rounds=300, seeds=[0, 1, 2, 3], workers=2, checkpoint_every=5))
+    assert ws.fedbench("generate").returncode == 0
+    ws.create_store()  # logging a run then takes well under the time of a run
+    proc = ws.start(*RUN)
+    reaper.update(_workers(proc, 2))
+    finished = wait_for(lambda: [r for r in ws.runs() if r.info.status == "FINISHED"] or None, 120,
+                        "a seed to be logged", step=0.2)  # the others are running
+    reaper.update(descendants(proc.pid))
+    proc.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT`
+    err = ws.finish(proc, timeout=5)  # at once, not when every seed is done
+    assert proc.returncode == 130 and "interrupted; finished runs are kept" in err and "Traceback" not in err
+    logged = {int(r.info.run_name.rsplit("=", 1)[1]) for r in ws.runs() if r.info.status == "FINISHED"}
+    cell = ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0"
+    done = {int(p.name.split("-")[1]) for p in cell.iterdir() if p.is_dir()}  # no half-written folder either
+    assert logged and logged <= done and done < {0, 1, 2, 3}  # a run that finished as Ctrl-C came may be unlogged
+    assert list(cell.glob(".seed-*.checkpoint.pt"))  # the unfinished ones resume from their checkpoints
+    again = ws.fedbench(*RUN, timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stderr.count("(reused)") == len(done)
+    runs = ws.runs()  # each seed logged once (an attempt cut short by Ctrl-C is replaced, not duplicated)
+    assert sorted(r.info.run_name[-6:] for r in runs) == [f"seed={s}" for s in range(4)]
+    assert all(r.info.status == "FINISHED" for r in runs)
