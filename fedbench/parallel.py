@@ -8,6 +8,10 @@ checkpoint) and exits. Ctrl-C and SIGTERM are the parent's to handle (``fedbench
 SIGTERM into :class:`Terminated`): workers ignore SIGINT, and when the parent is interrupted, ``map_jobs``
 cancels the jobs not started, terminates the running ones and re-raises at once, keeping every result already
 handed to ``each``.
+
+A long-running program with children of its own (the MLflow UI) runs under :func:`supervised`: a small
+supervisor leads a process group holding the program and everything it starts, and takes the whole group down
+when it is told to stop or when its parent dies.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
@@ -131,3 +137,53 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join()
+
+
+def supervised(command: list[str]) -> list[str]:
+    """The command line that runs ``command`` under a supervisor dying with the calling process. Start it with
+    ``start_new_session=True``: the supervisor then leads a process group of its own holding ``command`` and
+    every process ``command`` starts; on SIGTERM, SIGINT or SIGHUP, and when the caller dies (even by SIGKILL:
+    PR_SET_PDEATHSIG), it stops the whole group (SIGTERM, then SIGKILL after 5 s). Stop it with
+    ``os.killpg(pid, SIGTERM)``."""
+    return [sys.executable, "-m", "fedbench.parallel", str(os.getpid()), *command]
+
+
+def _supervise(parent_pid: int, command: list[str]) -> None:
+    def stop(signum: int, frame: object) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # the group's SIGTERM reaches this process too
+        try:
+            os.killpg(0, signal.SIGTERM)
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline and _others_in_my_group():
+                time.sleep(0.05)
+            os.killpg(0, signal.SIGKILL)  # this process included: the group is gone
+        finally:
+            os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    die_with_parent(parent_pid)
+    # the command runs in a child: a program may install signal handlers of its own, which would replace these
+    sys.exit(subprocess.call(command))
+
+
+def _others_in_my_group() -> bool:
+    """Whether a live process other than this one is in this process's group (from /proc; elsewhere: False)."""
+    me, group = os.getpid(), os.getpgid(0)
+    if not os.path.isdir("/proc"):
+        return False
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[2]) == group:
+                return True
+    return False
+
+
+if __name__ == "__main__":
+    _supervise(int(sys.argv[1]), sys.argv[2:])

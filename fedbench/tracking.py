@@ -39,7 +39,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from fedbench.locking import file_lock
-from fedbench.parallel import Terminated, die_with_parent
+from fedbench.parallel import Terminated, supervised
 
 DEFAULT_DB = "mlflow.db"
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
@@ -64,10 +64,10 @@ def _store(create: bool = True) -> Iterator[MlflowClient | None]:
     """A client of the tracking store, for use while this block holds the store's lock. With ``create=False``,
     a SQLite store that does not exist yet is not created: the block gets None."""
     uri = tracking_uri()
+    if not create and uri.startswith(SQLITE) and not Path(uri[len(SQLITE):]).exists():
+        yield None  # nothing to read, and nothing (not even the lock file) is created
+        return
     with file_lock(store_lock_path(uri)):
-        if not create and uri.startswith(SQLITE) and not Path(uri[len(SQLITE):]).exists():
-            yield None
-            return
         mlflow.set_tracking_uri(uri)
         yield MlflowClient(uri)
 
@@ -180,12 +180,14 @@ def _list_runs(client: MlflowClient, experiment: str | None) -> list[dict[str, A
 
 def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
     """Serve the MLflow UI on ``host:port`` against the tracking store until stopped (Ctrl-C, SIGTERM, SIGHUP;
-    the caller turns SIGTERM into Terminated). The server runs as its own process group, and the whole group
-    (MLflow and its web workers) is stopped when this process stops, or dies: see :func:`_ui_server`."""
+    the caller turns SIGTERM into Terminated). The server runs as its own process group (MLflow, its web server
+    and its job workers), stopped as a whole when this process stops, or dies (fedbench.parallel.supervised)."""
     uri = tracking_uri()
     print(f"MLflow UI for {uri} at http://{host}:{port}  (Ctrl-C to stop)")
-    server = subprocess.Popen([sys.executable, "-c", "from fedbench.tracking import _ui_server; _ui_server()",
-                               uri, host, str(port), str(os.getpid())], start_new_session=True)
+    # one web worker: a local UI for one person (MLflow's default, 4, takes 4 times the memory and start-up time)
+    mlflow_ui = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port),
+                 "--workers", "1"]
+    server = subprocess.Popen(supervised(mlflow_ui), start_new_session=True)
     previous = signal.signal(signal.SIGHUP, signal.default_int_handler)  # a closed terminal stops it too
     try:
         return server.wait()
@@ -197,41 +199,27 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
 
 
 def _stop_group(server: subprocess.Popen) -> None:
-    """SIGTERM the server's process group, then SIGKILL what is left after 10 s."""
-    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+    """Stop the server's process group (see :func:`_kill_group`) and reap its leader."""
+    _kill_group(server.pid, reap=server.poll)
+    server.poll()
+
+
+def _kill_group(pgid: int, reap: Callable[[], object] = lambda: None, grace_s: float = 5.0) -> None:
+    """SIGTERM process group ``pgid``, then SIGKILL whatever is left after ``grace_s`` (MLflow's job workers take
+    their time); return once the group is gone. ``reap`` collects a zombie leader, which still counts."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
-            os.killpg(server.pid, sig)
+            os.killpg(pgid, sig)
         except ProcessLookupError:
             return
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
+            reap()
             try:
-                os.killpg(server.pid, 0)  # anyone left in the group?
+                os.killpg(pgid, 0)  # anyone left in the group?
             except ProcessLookupError:
-                server.wait()
                 return
-            server.poll()
-            time.sleep(0.1)
-
-
-def _ui_server() -> None:
-    """The UI's server process, the leader of its own process group: runs ``mlflow ui`` (argv: uri, host,
-    port, parent pid) and, on SIGTERM, SIGINT or SIGHUP, takes the whole group down (MLflow's web server runs
-    in child processes that would otherwise keep the port). The kernel sends it SIGTERM when ``fedbench ui``
-    dies, even by SIGKILL (PR_SET_PDEATHSIG)."""
-    uri, host, port, parent = sys.argv[1:5]
-
-    def stop(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        os.killpg(0, signal.SIGTERM)
-        os._exit(0)
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, stop)
-    die_with_parent(int(parent))
-    from mlflow.cli import cli
-
-    cli.main(args=["ui", "--backend-store-uri", uri, "--host", host, "--port", port], prog_name="mlflow")
+            time.sleep(0.05)
 
 
 def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,

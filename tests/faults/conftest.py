@@ -139,6 +139,15 @@ def descendants(pid: int) -> set[int]:
     return out
 
 
+def wait_for_descendants(pid: int, n: int, timeout: float = 60) -> set[int]:
+    """The processes below ``pid`` once there are at least ``n`` of them."""
+    def found() -> set[int] | None:
+        below = descendants(pid)
+        return below if len(below) >= n else None
+
+    return wait_for(found, timeout, f"{n} processes below {pid}")
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from tests.faults.conftest import alive, descendants, wait_for
+from tests.faults.conftest import alive, descendants, wait_for, wait_for_descendants
 
 RUN = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg"]
 
@@ -25,11 +25,7 @@ def reaper():
 
 
 def _workers(proc, n: int) -> set[int]:
-    def found() -> set[int] | None:
-        workers = descendants(proc.pid)
-        return workers if len(workers) >= n else None
-
-    return wait_for(found, 60, f"{n} worker processes")
+    return wait_for_descendants(proc.pid, n)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
