@@ -36,6 +36,7 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 
 def cmd_run(a: argparse.Namespace) -> None:
     from fedbench.data.format import read_meta
+    from fedbench.data.registry import dataset_dir
     from fedbench.pipeline import DATA_ROOT, generate, train
 
     overrides = _overrides(a.set)
@@ -44,13 +45,17 @@ def cmd_run(a: argparse.Namespace) -> None:
     cfg = load_config(a.params, overrides)
     if a.algorithm not in cfg.algorithms:
         raise ConfigError(f"--algorithm {a.algorithm!r} is not a variant in 'algorithms'; allowed: {', '.join(cfg.algorithms)}")
-    if a.dataset not in cfg.data.datasets:
-        raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
+    if a.dataset not in cfg.data.datasets + cfg.data.real:
+        raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets or data.real; allowed: "
+                          f"{', '.join(cfg.data.datasets + cfg.data.real)}")
     if not 0.0 <= a.stragglers <= 1.0:
         raise ConfigError(f"--stragglers {a.stragglers}: must be in [0, 1]")
     try:
-        read_meta(DATA_ROOT / a.dataset)
+        read_meta(dataset_dir(DATA_ROOT, a.dataset))
     except FileNotFoundError:
+        if a.dataset in cfg.data.real:
+            raise ConfigError(f"--dataset {a.dataset!r} is not built yet; run `fedbench data prepare {a.dataset}` "
+                              "(or `dvc repro`)") from None
         generate(cfg, a.dataset)
     train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
 
@@ -137,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
                "  fedbench show --claims          # verdicts of reports/claims.json\n"
                "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
-               "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n",
+               "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n"
+               "  fedbench data show mnist5k_fedprox   # a real dataset's statistics (fetch, prepare: see `fedbench data -h`)\n",
     )
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -177,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--update", action="store_true", help="regenerate the reference values from the pipeline")
     rg.set_defaults(fn=cmd_regress)
 
+    d = sub.add_parser("data", help="real datasets: fetch, prepare, show (see `fedbench data --help`)", add_help=False)
+    d.add_argument("data_args", nargs=argparse.REMAINDER)
+
     b = sub.add_parser("bench", help="measure simulator throughput (see `fedbench bench --help`)", add_help=False)
     b.add_argument("bench_args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
@@ -185,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["data"]:  # everything after `data` belongs to fedbench.data.cli's parser
+        from fedbench.data.cli import main as data_main
+
+        sys.exit(data_main(argv[1:]))
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's own parser
         from fedbench.bench import main as bench_main
 

@@ -22,6 +22,7 @@ import fedbench
 from fedbench.algorithms import build_algorithm
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder, load_dataset, read_meta
+from fedbench.data.registry import dataset_dir
 from fedbench.engine.metrics import reporting_round
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
@@ -48,8 +49,8 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
 
 
 # The source that determines a run's numbers: a change here makes finished runs stale.
-CODE_PATHS = ("engine", "algorithms", "models", "availability", "data/format.py", "runner.py", "seeding.py",
-              "ops.py", "quantile.py", "optimizers.py", "proximal.py")
+CODE_PATHS = ("engine", "algorithms", "models", "availability", "data/format.py", "data/transforms.py", "runner.py",
+              "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py")
 
 
 def code_hash() -> str:
@@ -87,7 +88,7 @@ def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: s
             stragglers: float, seed: int, progress: bool = True, position: int = 0) -> dict[str, Any]:
     """Run (or reuse) one experiment and return its summary (with ``history`` rows)."""
     torch.set_num_threads(1)
-    data_dir = Path(data_root) / dataset
+    data_dir = dataset_dir(data_root, dataset)  # data/generated/<name>, or data/real/<name> for a real variant
     ds_hash = read_meta(data_dir)["content_hash"]
     params = run_params(cfg, dataset, variant, stragglers, seed)
     fp = fingerprint(params, ds_hash)

@@ -22,8 +22,10 @@ meta.json
     ``arrays``: ``{key: {"dtype": "uint8", "shape": [...]}}`` for every array in arrays.npz.
 
     ``input``: what a model needs to consume x:
-        ``kind``: ``features`` (flat float vector [d]), ``image`` ([C, H, W] pixels), ``tokens`` (word ids
-        [T]) or ``chars`` (character ids [L]); ``shape`` and ``dtype`` of the stored x;
+        ``kind``: ``features`` (flat vector [d]), ``image`` ([C, H, W] pixels), ``tokens`` (word ids [T]) or
+        ``chars`` (character ids [L]); ``shape`` and ``dtype`` of the stored x; ``image_shape``: for flat
+        pixel features (MNIST, FEMNIST and EMNIST as the authors feed them: 784-vectors), the C x H x W layout
+        they unroll, for models that need images;
         ``transform`` and ``transform_params``: the function of :mod:`fedbench.data.transforms` that turns
         stored x into model input (``identity``; ``scale`` x / divisor; ``standardize`` (x - mean) /
         (std + eps), FedProx's MNIST rule; ``normalize`` torchvision's ToTensor + Normalize(mean, std);
@@ -163,6 +165,7 @@ class InputSpec:
     transform_params: dict[str, Any] = field(default_factory=dict)
     vocabulary: Vocabulary | None = None
     embedding: EmbeddingRef | None = None
+    image_shape: tuple[int, ...] | None = None  # flat pixel features: the C x H x W layout they unroll
 
     def __post_init__(self) -> None:
         if self.kind not in INPUT_KINDS:
@@ -177,10 +180,12 @@ class InputSpec:
     def from_json(raw: dict[str, Any]) -> InputSpec:
         vocab = raw.get("vocabulary")
         emb = raw.get("embedding")
+        shape = raw.get("image_shape")
         return InputSpec(kind=raw["kind"], transform=raw.get("transform", "identity"),
                          transform_params=dict(raw.get("transform_params") or {}),
                          vocabulary=Vocabulary(**vocab) if vocab else None,
-                         embedding=EmbeddingRef(**emb) if emb else None)
+                         embedding=EmbeddingRef(**emb) if emb else None,
+                         image_shape=tuple(shape) if shape else None)
 
 
 @dataclass(frozen=True)

