@@ -29,7 +29,7 @@ def main() -> None:
             stages.partition(a.name, params=cfg.data.variants.get(a.name))
         else:
             stages.report(cfg.data.real)
-    except (ValueError, OSError) as exc:  # download, checksum and partition errors: one line, no traceback
+    except (ValueError, OSError, RuntimeError) as exc:  # download, checksum, partition errors: one line
         print(f"data {a.step} {a.name or ''}: {exc}", file=sys.stderr)
         sys.exit(1)
 

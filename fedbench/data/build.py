@@ -46,6 +46,8 @@ def assemble(
     client with no sample."""
     transform_arrays = dict(transform_arrays or {})
     check_transform(input, transform_arrays)
+    if not len(client_ids):
+        raise PartitionError(f"{name}: no client is left (parameters {params}); every user was filtered out")
     train, test = _gather(x, y, train_rows), _gather(x, y, test_rows)
     ds = FederatedDataset(
         name=name, client_ids=tuple(client_ids), train=train, test=test, num_classes=int(num_classes),

@@ -13,7 +13,14 @@ from typing import Any
 
 import yaml
 
-from fedbench.data.registry import DATA_ROOT, PREPARATIONS, VARIANTS, dataset_folder, profile, validate_data_section
+from fedbench.data.registry import (
+    DATA_ROOT,
+    PREPARATIONS,
+    VARIANTS,
+    dataset_folder,
+    profile,
+    validate_data_section,
+)
 
 EPILOG = """examples:
   fedbench data list                                  # sources (sizes, offline or download) and variants
@@ -130,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.fn(args)
-    except (ValueError, OSError, KeyError) as exc:  # DownloadError, ChecksumError, PartitionError included
+    except (ValueError, OSError, KeyError, RuntimeError) as exc:  # DownloadError, ChecksumError, PartitionError
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"fedbench data {args.command}: {message}", file=sys.stderr)
         return 1

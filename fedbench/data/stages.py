@@ -10,7 +10,13 @@ from typing import Any
 from fedbench.data.format import atomic_folder, save_dataset
 from fedbench.data.pool import Pool, load_pool, save_pool
 from fedbench.data.registry import (
-    DATA_ROOT, PREPARATIONS, PREPARED, dataset_folder, get_variant, load_function, resolve_params,
+    DATA_ROOT,
+    PREPARATIONS,
+    PREPARED,
+    dataset_folder,
+    get_variant,
+    load_function,
+    resolve_params,
 )
 from fedbench.data.sources import download_source, get_source, raw_folder
 

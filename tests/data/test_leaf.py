@@ -125,8 +125,11 @@ def test_bad_features_and_test_only_users(tmp_path):
     test = write_leaf(tmp_path / "test.json", {"v": {"x": [[1.0, 2.0]], "y": [0]}})
     with pytest.raises(ValueError, match=r"train user 'u': x holds 3 values for 1 samples, expected 2 per sample"):
         leaf_to_federated(train, tmp_path / "train.json", "t", 10, (2,), {})
-    with pytest.raises(ValueError, match=r"1 test user\(s\) have no training data, e.g. \['v'\]"):
+    with pytest.raises(ValueError, match=r"1 test user\(s\) have no training data, e.g. \['v'\].*test_only=True"):
         leaf_to_federated(train, test, "t", 10, (3,), {})
+    test3 = write_leaf(tmp_path / "test3.json", {"v": {"x": [[1.0, 2.0, 3.0]], "y": [4]}})
+    both = leaf_to_federated(train, test3, "t", 10, (3,), {}, test_only=True)
+    assert both.client_ids == ("u", "v") and both.test_only.tolist() == [False, True]
     text = write_leaf(tmp_path / "text.json", {"PLAY_ROMEO": {"x": ["to be or not to b"], "y": ["e"]}})
     with pytest.raises(ValueError, match="x is not a list of equal-length numeric vectors"):
         leaf_to_federated(text, write_leaf(tmp_path / "empty.json", {}), "t", 80, (1,), {})

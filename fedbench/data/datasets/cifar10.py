@@ -28,7 +28,7 @@ from fedbench.data.download import ChecksumError
 from fedbench.data.format import FederatedDataset, InputSpec
 from fedbench.data.partition.fedlaavg_cifar import client_classes, fedlaavg_cifar
 from fedbench.data.pool import Pool
-from fedbench.data.sources import SOURCES, verify_raw
+from fedbench.data.sources import get_source, verify_raw
 
 ARCHIVE = "cifar-10-python.tar.gz"
 BATCHES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch")
@@ -54,7 +54,7 @@ def _batch(data: bytes, label: str) -> tuple[np.ndarray, np.ndarray]:
 
 def prepare(folder: Path, verify: bool = True, params: dict[str, Any] | None = None) -> Pool:
     provenance = verify_raw("cifar10", folder, verify)
-    members = {m.path.rsplit("/", 1)[-1]: m.md5 for m in SOURCES["cifar10"].files[0].members}
+    members = {m.path.rsplit("/", 1)[-1]: m.md5 for m in get_source("cifar10").files[0].members}
     xs, ys = [], []
     with tarfile.open(folder / ARCHIVE) as t:
         for name in BATCHES:
