@@ -16,7 +16,7 @@ from typing import Any, get_type_hints
 import yaml
 
 from fedbench.algorithms import ALGORITHMS, build_algorithm
-from fedbench.data.registry import validate_data_section
+from fedbench.data.registry import known_num_clients, validate_data_section
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
 
@@ -235,6 +235,10 @@ def parse_config(raw: Any) -> Config:
         study = _build(StudyConfig, body, f"studies.{name}")
         for ds in study.datasets:
             _one_of(ds, list(data.datasets) + list(data.real), f"studies.{name}.datasets")
+            clients = known_num_clients(ds, data.variants.get(ds)) if ds in data.real else None
+            if clients is not None and train.clients_per_round > clients:
+                raise ConfigError(f"train.clients_per_round: {train.clients_per_round} exceeds the {clients} clients "
+                                  f"of {ds} (studies.{name}); allowed: 1..{clients}")
         for algo in study.algorithms:
             _one_of(algo, list(algorithms), f"studies.{name}.algorithms")
         for f, written in zip(study.stragglers, (body or {}).get("stragglers", [])):

@@ -241,3 +241,9 @@ def dataset_dir(generated_root: str | Path, name: str) -> Path:
     """A dataset's folder given the synthetic datasets' folder (``data/generated``, fedbench.pipeline.DATA_ROOT):
     a real variant lives beside it, in ``data/real/<name>``."""
     return Path(generated_root).parent / REAL / name if name in VARIANTS else Path(generated_root) / name
+
+
+def known_num_clients(name: str, params: dict[str, Any] | None = None) -> int | None:
+    """A variant's number of clients when a parameter fixes it (``num_clients``), else None (LEAF's natural
+    clients are known once built)."""
+    return resolve_params(f"data.variants.{name}", params, get_variant(name).defaults).get("num_clients")

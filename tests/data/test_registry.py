@@ -39,6 +39,8 @@ def test_committed_params_spell_out_the_authors_defaults_and_the_offline_default
                                                      "data.real needs an entry"),
     (lambda d: d["prepare"]["femnist"].update(resize="bicubic"), "data.prepare.femnist.resize: unknown parameter"),
     (lambda d: d.update(sources="mnist5k"), "data.sources: expected a list, got 'mnist5k'"),
+    (lambda d: d["variants"]["mnist5k_fedprox"].update(num_clients=5),
+     "train.clients_per_round: 10 exceeds the 5 clients of mnist5k_fedprox (studies.fedprox_mnist5k); allowed: 1..5"),
 ])
 def test_data_section_errors_name_the_key(tmp_path, edit, message):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
