@@ -87,9 +87,11 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             {"num_clients": 100, "labels_per_client": 2, "phase1_per_label": 10, "numpy_seed": 0, "python_seed": 0,
              "train_fraction": 0.75, "tf_validation_size": 5000},
             "FedProxVR's 100-user two-label Fashion-MNIST"),
-    Variant("digits_dirichlet", "none (tests)", ("digits",), _D + "digits:build_digits_dirichlet",
-            {"num_clients": 20, "alpha": 0.5, "min_size": 10, "train_fraction": 0.8, "seed": 0},
-            "scikit-learn's digits, Dirichlet(0.5) label skew over 20 clients"),
+    Variant("digits_partitioned", "none (tests, generic partitioners)", ("digits",), _D + "digits:build_digits",
+            {"partitioner": "dirichlet", "num_clients": 20, "alpha": 0.5, "min_size": 10, "shards_per_client": 2,
+             "similarity_percent": 10, "distribution": "lognormal", "sigma": 1.0, "beta": 0.5, "train_fraction": 0.8,
+             "seed": 0},
+            "scikit-learn's digits with any generic partitioner (default: Dirichlet(0.5) label skew, 20 clients)"),
     Variant("cifar10_fedlaavg", "FedLaAvg (arXiv 2002.07399)", ("cifar10",), _D + "cifar10:build_cifar10_fedlaavg",
             {"num_clients": 1000, "seed": 1},
             "FedLaAvg's CIFAR-10: 1,000 clients of one class each, global 10k test set"),
@@ -226,7 +228,7 @@ def profile(name: str) -> tuple[list[str], list[str]]:
     if name == "offline":
         variants = list(OFFLINE_DEFAULT)
     elif name == "paper":
-        variants = [v for v in VARIANTS if v != "digits_dirichlet"]
+        variants = [v for v in VARIANTS if v != "digits_partitioned"]
     else:
         raise ValueError(f"profile {name!r} is not known; allowed: offline, paper")
     sources = []

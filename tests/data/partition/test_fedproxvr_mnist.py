@@ -18,8 +18,9 @@ def test_replays_the_authors_draws():
     props = np.array([[[c - 1000]] for c in COUNTS]) * props / props.sum((1, 2), keepdims=True)
     offset, factor = pr.randint(10, 200), pr.randint(1, 10)
     k = int(props[0, 0, 0]) * factor + offset
-    assert len(p.clients[0]) >= 30 + (k if k < COUNTS[0] - 300 else 0)
-    assert p.clients[0][30:30 + 3].tolist() == [300, 301, 302] or k >= COUNTS[0] - 300
+    assert 300 + k < COUNTS[0]  # so the authors' code takes these k images of digit 0 after phase 1's 300
+    assert p.clients[0][:10].tolist() == list(range(10))  # phase 1: the first 10 images of digit 0
+    assert p.clients[0][30:30 + k].tolist() == list(range(300, 300 + k))
     _, train, test = fedproxvr_mnist(keys, labels)
     for rows, tr, te in zip(p.clients, train, test):
         assert len(tr) == int(0.75 * len(rows)) and sorted(np.concatenate([tr, te]).tolist()) == sorted(rows.tolist())
