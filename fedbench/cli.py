@@ -53,8 +53,9 @@ def cmd_run(a: argparse.Namespace) -> None:
     cfg = load_config(a.params, overrides)
     if a.algorithm not in cfg.algorithms:
         raise ConfigError(f"--algorithm {a.algorithm!r} is not a variant in 'algorithms'; allowed: {', '.join(cfg.algorithms)}")
-    if a.dataset not in cfg.data.datasets:
-        raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
+    if a.dataset not in cfg.data.datasets + cfg.data.real:
+        raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets or data.real; allowed: "
+                          f"{', '.join(cfg.data.datasets + cfg.data.real)}")
     check_cell(cfg, a.algorithm, a.stragglers)  # everything that can fail before data is generated
     ensure_dataset(cfg, a.dataset)
     train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
@@ -142,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
                "  fedbench show --claims          # verdicts of reports/claims.json\n"
                "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
-               "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n",
+               "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n"
+               "  fedbench data show mnist5k_fedprox   # a real dataset's statistics (fetch, prepare: see `fedbench data -h`)\n",
     )
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     # --params is also accepted after the command (`fedbench check-config --params x`)
@@ -186,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--update", action="store_true", help="regenerate the reference values from the pipeline")
     rg.set_defaults(fn=cmd_regress)
 
+    d = sub.add_parser("data", help="real datasets: fetch, prepare, show (see `fedbench data --help`)", add_help=False)
+    d.add_argument("data_args", nargs=argparse.REMAINDER)
+
     b = sub.add_parser("bench", help="measure simulator throughput (see `fedbench bench --help`)", add_help=False)
     b.add_argument("bench_args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
@@ -194,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["data"]:  # everything after `data` belongs to fedbench.data.cli's parser
+        from fedbench.data.cli import main as data_main
+
+        sys.exit(data_main(argv[1:]))
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's own parser
         from fedbench.bench import main as bench_main
 

@@ -23,6 +23,7 @@ from typing import Any, get_type_hints
 import yaml
 
 from fedbench.algorithms import ALGORITHMS, check_hyperparameters
+from fedbench.data.registry import known_num_clients, validate_data_section
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
 from fedbench.errors import ConfigError
@@ -36,6 +37,12 @@ class DataConfig:
     num_devices: int = 30  # FedProx appendix C.1
     train_fraction: float = 0.9  # authors' code (the paper says 0.8)
     datasets: tuple[str, ...] = tuple(SYNTHETIC_DATASETS)
+    # real data (fedbench.data.registry validates these): sources fetched and prepared, variants built, and
+    # per-variant / per-source parameters (the authors' defaults where not given)
+    sources: tuple[str, ...] = ()
+    real: tuple[str, ...] = ()
+    variants: dict[str, Any] = field(default_factory=dict)
+    prepare: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,22 @@ def check_stragglers(train: TrainConfig, fraction: float, where: str) -> None:
 
 
 TOP_KEYS = ["data", "train", "algorithms", "studies", "claim_studies"]
+REAL_DATA_KEYS = ("sources", "real", "variants", "prepare")
+
+
+def _data_config(raw: Any) -> DataConfig:
+    """The data section: synthetic keys built as usual, real-data keys checked by fedbench.data.registry."""
+    if not isinstance(raw, dict):
+        return _build(DataConfig, raw, "data")
+    data = _build(DataConfig, {k: v for k, v in raw.items() if k not in REAL_DATA_KEYS}, "data")
+    sources, real = raw.get("sources") or [], raw.get("real") or []
+    variants, prepare = raw.get("variants") or {}, raw.get("prepare") or {}
+    try:
+        validate_data_section(sources, real, variants, prepare)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return dataclasses.replace(data, sources=tuple(sources), real=tuple(real), variants=dict(variants),
+                               prepare=dict(prepare))
 
 
 def parse_config(raw: Any) -> Config:
@@ -167,7 +190,7 @@ def parse_config(raw: Any) -> Config:
     for key in raw:
         if key not in TOP_KEYS:
             raise ConfigError(f"{key}: unknown top-level key{_suggest(key, TOP_KEYS)}; allowed: {', '.join(TOP_KEYS)}")
-    data = _build(DataConfig, raw.get("data"), "data")
+    data = _data_config(raw.get("data"))
     train = _build(TrainConfig, raw.get("train"), "train")
     for ds in data.datasets:
         _one_of(ds, list(SYNTHETIC_DATASETS), "data.datasets")
@@ -213,7 +236,11 @@ def parse_config(raw: Any) -> Config:
     for name, body in raw_studies.items():
         study = _build(StudyConfig, body, f"studies.{name}")
         for ds in study.datasets:
-            _one_of(ds, list(data.datasets), f"studies.{name}.datasets")
+            _one_of(ds, list(data.datasets) + list(data.real), f"studies.{name}.datasets")
+            clients = known_num_clients(ds, data.variants.get(ds)) if ds in data.real else None
+            if clients is not None and train.clients_per_round > clients:
+                raise ConfigError(f"train.clients_per_round: {train.clients_per_round} exceeds the {clients} clients "
+                                  f"of {ds} (studies.{name}); allowed: 1..{clients}")
         for algo in study.algorithms:
             _one_of(algo, list(algorithms), f"studies.{name}.algorithms")
         for f, written in zip(study.stragglers, (body or {}).get("stragglers", [])):

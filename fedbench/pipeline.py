@@ -29,7 +29,15 @@ def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
 
 
 def ensure_dataset(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
-    """``root/name``, generated first if it is not there; processes that ask at once generate it once."""
+    """``root/name``, generated first if it is not there; processes that ask at once generate it once. A real
+    variant (data/real/<name>) is built by `fedbench data prepare`, not here."""
+    from fedbench.data.registry import VARIANTS, dataset_dir
+
+    if name in VARIANTS:
+        folder = dataset_dir(root, name)
+        if not (folder / "meta.json").exists():
+            raise ConfigError(f"--dataset {name!r} is not built yet; run `fedbench data prepare {name}` (or `dvc repro`)")
+        return folder
     folder = Path(root) / name
     with file_lock(Path(root) / f".{name}.lock", what=f"dataset {name}"):
         if not (folder / "meta.json").exists():

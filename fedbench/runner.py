@@ -30,6 +30,7 @@ from fedbench.data.format import atomic_folder, load_dataset, read_meta
 from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
 from fedbench.provenance import RUN_CODE, code_hash, git_commit
+from fedbench.data.registry import VARIANTS, dataset_dir
 
 SUMMARY = "summary.json"
 DATA_ROOT = Path("data/generated")
@@ -68,7 +69,7 @@ def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -
     """The metadata of the dataset a run of ``cfg`` would train on, checked against ``cfg``: the settings a run
     records (data.seed, data.num_devices, data.train_fraction) must be the ones the data was made with, and
     the data must have at least train.clients_per_round clients. Raises DataError (one line) otherwise."""
-    folder = Path(data_root) / dataset
+    folder = dataset_dir(data_root, dataset)
     try:
         meta = read_meta(folder)
     except FileNotFoundError:
@@ -77,7 +78,7 @@ def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -
         raise DataError(f"{folder}/meta.json is unreadable ({type(exc).__name__}: {exc}); {_regenerate(dataset)}") from None
     if meta.get("name") != dataset:
         raise DataError(f"{folder} holds dataset {meta.get('name')!r}, not {dataset!r}; {_regenerate(dataset)}")
-    made = meta.get("source", {}).get("params", {})
+    made = {} if dataset in VARIANTS else meta.get("source", {}).get("params", {})  # the generators' settings
     wanted = {"seed": cfg.data.seed, "num_devices": cfg.data.num_devices, "train_fraction": cfg.data.train_fraction}
     differ = [k for k, v in wanted.items() if k in made and made[k] != v]
     if differ:
@@ -126,7 +127,7 @@ def load_run(folder: Path, fingerprint: str | None = None) -> dict[str, Any] | N
 def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: str, variant: str,
             stragglers: float, seed: int, progress: bool = True, position: int = 0) -> dict[str, Any]:
     """Run (or reuse) one experiment and return its summary (with ``history`` rows)."""
-    data_dir = Path(data_root) / dataset
+    data_dir = dataset_dir(data_root, dataset)  # data/generated/<name>, or data/real/<name> for a real variant
     ds_hash = dataset_meta(cfg, dataset, data_root)["content_hash"]
     params = run_params(cfg, dataset, variant, stragglers, seed)
     fp = fingerprint(params, ds_hash)

@@ -23,7 +23,7 @@ def _params(tmp_path: Path, edit) -> Path:
 def test_committed_params_load():
     cfg = load_config(ROOT / "params.yaml")
     assert cfg.train.clients_per_round == 10 and cfg.train.local_epochs == 20
-    assert set(cfg.studies) == {"stragglers", "heterogeneity"}
+    assert set(cfg.studies) == {"stragglers", "heterogeneity", "fedprox_mnist5k"}
 
 
 @pytest.mark.parametrize("edit, message", [

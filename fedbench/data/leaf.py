@@ -1,4 +1,4 @@
-"""Read LEAF's JSON files into fedbench's federated format.
+"""Read LEAF's JSON files into fedbench's federated format, and write fedbench datasets as LEAF JSON.
 
 LEAF: Caldas et al., "LEAF: A Benchmark for Federated Settings", arXiv 1812.01097, 2018
 (github TalwalkarLab/leaf). Each split is one or more JSON files with the schema of
@@ -20,12 +20,19 @@ Format quirks this reader handles:
   grayscale, resizes 128 -> 28 and divides by 255); y is 0-9 digits, 10-35 uppercase, 36-61 lowercase.
 - ``num_samples`` is stored separately from ``x`` and ``y``; all three are checked to agree per user.
 
+- Shakespeare x is strings of characters and y one character: given a ``vocabulary`` (e.g.
+  fedbench.data.datasets.shakespeare.VOCABULARIES), both become ids (unknown characters -> its unknown id).
+
 Departures and limits:
-- Only numeric x is converted. Shakespeare (character strings) and Sent140 (tweet fields, and FedProx's
-  older copy stores the polarity string '4' as y) need a tokenizer first.
+- Numeric x and Shakespeare strings are converted. Sent140 (tweet fields; FedProx's older copy stores the
+  polarity string '4' as y) needs fedbench.data.datasets.sent140's tokenizer.
 - A user in train but not in test gets 0 test samples. A user only in test (LEAF's ``-t user`` split puts
-  whole users in test) is rejected: a fedbench client is one that trains.
-- ``hierarchies`` is kept by ``read_leaf_json`` but not stored in the FederatedDataset.
+  whole users in test) becomes a test-only client with ``test_only=True`` and is rejected otherwise.
+- ``hierarchies`` (one value per user) become the dataset's ``hierarchy`` level ``hierarchy_name``.
+
+Writing (:func:`write_leaf_json`): one train and one test file, as LEAF HEAD writes them; x is what a model
+consumes (the input transform applied: FEMNIST's floats in [0, 1]), character ids are written back as
+strings, word ids as integer lists (LEAF-based code expecting raw tweets cannot read those).
 """
 
 from __future__ import annotations
@@ -39,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.data.format import FederatedDataset, Split
+from fedbench.data.format import FederatedDataset, InputSpec, Split, Vocabulary
+from fedbench.data.transforms import model_inputs
 
 PathLike = str | os.PathLike
 _REQUIRED = ("users", "num_samples", "user_data")
@@ -127,11 +135,15 @@ def read_leaf_json(path_or_paths: PathLike | Iterable[PathLike]) -> dict[str, An
 
 
 def _user_arrays(
-    entry: dict[str, Any], user: str, split: str, feature_shape: tuple[int, ...], num_classes: int
+    entry: dict[str, Any], user: str, split: str, feature_shape: tuple[int, ...], num_classes: int,
+    vocabulary: Vocabulary | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One user's x as float32 (n, *feature_shape) and y as int64, with every quirk checked."""
+    """One user's x (float32 (n, *feature_shape), or uint8 character ids with a vocabulary) and y as int64,
+    with every quirk checked."""
     where = f"{split} user {user!r}"
     n = len(entry["x"])
+    if vocabulary is not None:
+        return _char_arrays(entry, where, feature_shape, vocabulary)
     try:
         x = np.asarray(entry["x"], dtype=np.float32)
     except (ValueError, TypeError) as e:
@@ -155,6 +167,20 @@ def _user_arrays(
     return x.reshape(n, *feature_shape), labels
 
 
+def _char_arrays(entry: dict[str, Any], where: str, feature_shape: tuple[int, ...],
+                 vocabulary: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
+    table = {ch: i for i, ch in enumerate(vocabulary.symbols or "")}
+    (length,) = feature_shape
+    xs, ys = entry["x"], entry["y"]
+    if not all(isinstance(v, str) and len(v) == length for v in xs):
+        raise ValueError(f"{where}: x must be strings of {length} characters (Shakespeare windows)")
+    if not all(isinstance(v, str) and len(v) == 1 for v in ys):
+        raise ValueError(f"{where}: y must be single characters")
+    x = np.array([[table.get(c, vocabulary.unknown_id) for c in v] for v in xs], np.uint8).reshape(-1, length)
+    y = np.array([table.get(c, vocabulary.unknown_id) for c in ys], np.int64)
+    return x, y
+
+
 def leaf_to_federated(
     train_json: dict[str, Any] | PathLike | Iterable[PathLike],
     test_json: dict[str, Any] | PathLike | Iterable[PathLike],
@@ -162,11 +188,17 @@ def leaf_to_federated(
     num_classes: int,
     feature_shape: tuple[int, ...],
     source: dict[str, Any],
+    *,
+    test_only: bool = False,
+    vocabulary: Vocabulary | None = None,
+    hierarchy_name: str = "hierarchy",
 ) -> FederatedDataset:
-    """Build a FederatedDataset from LEAF train and test splits with numeric x.
+    """Build a FederatedDataset from LEAF train and test splits (numeric x, or Shakespeare strings with
+    ``vocabulary``).
 
-    ``train_json`` and ``test_json`` are dicts from :func:`read_leaf_json` or anything it accepts.
-    Clients are the train users in train order; ``source`` records provenance (URLs, checksums, flags).
+    ``train_json`` and ``test_json`` are dicts from :func:`read_leaf_json` or anything it accepts. Clients are
+    the train users in train order, then (with ``test_only``) the users only in test, in test order;
+    ``source`` records provenance (URLs, checksums, flags).
     """
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1, got {num_classes}")
@@ -175,27 +207,80 @@ def leaf_to_federated(
     test = test_json if isinstance(test_json, dict) else read_leaf_json(test_json)
     users = list(train["users"])
     train_users = set(users)
-    test_only = [u for u in test["users"] if u not in train_users]
-    if test_only:
-        raise ValueError(f"{len(test_only)} test user(s) have no training data, e.g. {test_only[:3]}; "
-                         "every client must be a train user (was the split made with LEAF's -t user?)")
-    empty_x, empty_y = np.zeros((0, *feature_shape), np.float32), np.zeros(0, np.int64)
+    only_test = [u for u in test["users"] if u not in train_users]
+    if only_test and not test_only:
+        raise ValueError(f"{len(only_test)} test user(s) have no training data, e.g. {only_test[:3]}; a split made "
+                         "with LEAF's -t user has test-only users: pass test_only=True to keep them as test-only "
+                         "clients")
+    x_dtype = np.uint8 if vocabulary is not None else np.float32
+    empty_x, empty_y = np.zeros((0, *feature_shape), x_dtype), np.zeros(0, np.int64)
     xs_train, ys_train, xs_test, ys_test = [], [], [], []
-    for user in users:
-        x, y = _user_arrays(train["user_data"][user], user, "train", feature_shape, num_classes)
-        xs_train.append(x)
-        ys_train.append(y)
-        if user in test["user_data"]:
-            x, y = _user_arrays(test["user_data"][user], user, "test", feature_shape, num_classes)
-        else:
-            x, y = empty_x, empty_y
-        xs_test.append(x)
-        ys_test.append(y)
+    for user in users + only_test:
+        for split, doc, xs, ys in (("train", train, xs_train, ys_train), ("test", test, xs_test, ys_test)):
+            if user in doc["user_data"]:
+                x, y = _user_arrays(doc["user_data"][user], user, split, feature_shape, num_classes, vocabulary)
+            else:
+                x, y = empty_x, empty_y
+            xs.append(x)
+            ys.append(y)
+    hierarchy = {}
+    levels = {u: h for u, h in zip(train["users"], train.get("hierarchies", []))}
+    levels.update({u: h for u, h in zip(test["users"], test.get("hierarchies", []))})
+    if levels and all(u in levels for u in users + only_test):
+        hierarchy = {hierarchy_name: tuple(str(levels[u]) for u in users + only_test)}
+    spec = InputSpec(kind="chars", transform="ids", vocabulary=vocabulary) if vocabulary is not None else InputSpec()
     return FederatedDataset(
         name=name,
-        client_ids=tuple(str(u) for u in users),
-        train=Split.from_clients(xs_train, ys_train, feature_shape),
-        test=Split.from_clients(xs_test, ys_test, feature_shape),
+        client_ids=tuple(str(u) for u in users + only_test),
+        train=Split.from_clients(xs_train, ys_train, feature_shape, dtype=x_dtype),
+        test=Split.from_clients(xs_test, ys_test, feature_shape, dtype=x_dtype),
         num_classes=int(num_classes),
         source=dict(source),
+        input=spec,
+        hierarchy=hierarchy,
     )
+
+
+def _leaf_x(ds: FederatedDataset, split: str) -> list:
+    if ds.input.kind == "chars":
+        symbols = ds.input.vocabulary.symbols
+        stored = ds.train.x if split == "train" else ds.test.x
+        return ["".join(symbols[i] for i in row) for row in stored]
+    x = model_inputs(ds, split)
+    return x.reshape(len(x), -1).tolist()
+
+
+def write_leaf_json(ds: FederatedDataset, folder: PathLike) -> tuple[Path, Path]:
+    """Write ``ds`` as LEAF JSON: ``folder/train/<name>_train.json`` and ``folder/test/<name>_test.json`` (a user
+    appears in a file when it has samples in that split; test-only clients only in test). Returns both paths."""
+    folder = Path(folder)
+    out = []
+    for split in ("train", "test"):
+        part = ds.train if split == "train" else ds.test
+        x_all = _leaf_x(ds, split)
+        users, counts, data, hierarchies = [], [], {}, []
+        level = next(iter(ds.hierarchy.values())) if len(ds.hierarchy) == 1 else None
+        for k, user in enumerate(ds.client_ids):
+            lo, hi = int(part.offsets[k]), int(part.offsets[k + 1])
+            if hi == lo:
+                continue
+            y = part.y[lo:hi]
+            if ds.input.kind == "chars":
+                ys = [ds.input.vocabulary.symbols[i] for i in y]
+            else:
+                ys = [int(v) for v in y]
+            users.append(user)
+            counts.append(hi - lo)
+            data[user] = {"x": x_all[lo:hi], "y": ys}
+            if level is not None:
+                hierarchies.append(level[k])
+        doc: dict[str, Any] = {"users": users, "num_samples": counts, "user_data": data}
+        if level is not None:
+            doc["hierarchies"] = hierarchies
+        path = folder / split / f"{ds.name}_{split}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(doc))
+        tmp.replace(path)
+        out.append(path)
+    return out[0], out[1]

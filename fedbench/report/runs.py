@@ -8,6 +8,7 @@ import pandas as pd
 
 from fedbench.config import Config
 from fedbench.data.format import read_meta
+from fedbench.data.registry import dataset_dir
 from fedbench.runner import fingerprint, load_run, run_folder, run_params
 
 
@@ -30,7 +31,7 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
     for ds, variant, f in study_cells(cfg):
         if ds not in hashes:
             try:
-                hashes[ds] = read_meta(data_root / ds)["content_hash"]
+                hashes[ds] = read_meta(dataset_dir(data_root, ds))["content_hash"]
             except FileNotFoundError:
                 hashes[ds] = None
         for seed in cfg.train.seeds:

@@ -188,13 +188,16 @@ def test_mirror_fallback_and_read_idx(server, tmp_path):
     assert sum(server.hits.values()) == 4  # both files cached
 
 
-def test_all_mirrors_failing_lists_every_url(server, tmp_path):
+def test_all_mirrors_failing_is_one_line_naming_urls_checksum_and_where_to_put_the_file(server, tmp_path):
     with pytest.raises(DownloadError) as info:
         download_source(_tiny_mnist(server.base_url, ("dead", "gone")), tmp_path, progress=False)
-    lines = str(info.value).splitlines()
-    assert lines[0] == "could not fetch train-images-idx3-ubyte.gz of 'tiny_mnist' from any mirror:"
-    assert lines[1].startswith(f"  {server.base_url}/dead/train-images-idx3-ubyte.gz: ")
-    assert lines[2].startswith(f"  {server.base_url}/gone/train-images-idx3-ubyte.gz: ")
+    message = str(info.value)
+    dest = tmp_path / "raw" / "tiny_mnist" / "train-images-idx3-ubyte.gz"
+    assert "\n" not in message
+    assert message.startswith("could not fetch train-images-idx3-ubyte.gz of 'tiny_mnist' from 2 URL(s) (")
+    assert f"{server.base_url}/dead/train-images-idx3-ubyte.gz: HTTP 404 Not Found" in message
+    assert f"{server.base_url}/gone/train-images-idx3-ubyte.gz: HTTP 404 Not Found" in message
+    assert f"expected md5 {md5(IDX3_GZ)}; put a copy fetched by hand at {dest} and rerun" in message
     with pytest.raises(KeyError, match="unknown source 'mnsit'; allowed: .*'mnist'"):
         download_source("mnsit", tmp_path)
 

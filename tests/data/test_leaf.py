@@ -125,8 +125,11 @@ def test_bad_features_and_test_only_users(tmp_path):
     test = write_leaf(tmp_path / "test.json", {"v": {"x": [[1.0, 2.0]], "y": [0]}})
     with pytest.raises(ValueError, match=r"train user 'u': x holds 3 values for 1 samples, expected 2 per sample"):
         leaf_to_federated(train, tmp_path / "train.json", "t", 10, (2,), {})
-    with pytest.raises(ValueError, match=r"1 test user\(s\) have no training data, e.g. \['v'\]"):
+    with pytest.raises(ValueError, match=r"1 test user\(s\) have no training data, e.g. \['v'\].*test_only=True"):
         leaf_to_federated(train, test, "t", 10, (3,), {})
+    test3 = write_leaf(tmp_path / "test3.json", {"v": {"x": [[1.0, 2.0, 3.0]], "y": [4]}})
+    both = leaf_to_federated(train, test3, "t", 10, (3,), {}, test_only=True)
+    assert both.client_ids == ("u", "v") and both.test_only.tolist() == [False, True]
     text = write_leaf(tmp_path / "text.json", {"PLAY_ROMEO": {"x": ["to be or not to b"], "y": ["e"]}})
     with pytest.raises(ValueError, match="x is not a list of equal-length numeric vectors"):
         leaf_to_federated(text, write_leaf(tmp_path / "empty.json", {}), "t", 80, (1,), {})
@@ -143,3 +146,36 @@ def test_roundtrip_through_save_and_load(leaf_split, tmp_path):
         np.testing.assert_array_equal(a.x, b.x)
         np.testing.assert_array_equal(a.y, b.y)
         np.testing.assert_array_equal(a.offsets, b.offsets)
+
+
+def test_leaf_json_round_trip_of_our_datasets(tmp_path):
+    from fedbench.data.datasets.shakespeare import VOCABULARIES
+    from fedbench.data.format import FederatedDataset, InputSpec, Split
+    from fedbench.data.leaf import write_leaf_json
+    from fedbench.data.transforms import model_inputs
+
+    # pixels with LEAF's x / 255 transform, and a test-only client
+    x = np.arange(3 * 6, dtype=np.uint8).reshape(3, 6) * 10
+    y = np.array([1, 2, 3])
+    pixels = FederatedDataset("pix", ("w1", "w2"), Split(x[:2], y[:2], np.array([0, 2, 2])),
+                              Split(x[2:], y[2:], np.array([0, 0, 1])), 4,
+                              input=InputSpec(transform="scale", transform_params={"divisor": 255.0}),
+                              hierarchy={"hsf": ("hsf_0", "hsf_1")})
+    train, test = write_leaf_json(pixels, tmp_path / "pix")
+    assert read_leaf_json(test)["users"] == ["w2"] and read_leaf_json(train)["hierarchies"] == ["hsf_0"]
+    back = leaf_to_federated(train, test, "pix", 4, (6,), {}, test_only=True, hierarchy_name="hsf")
+    assert back.client_ids == ("w1", "w2") and back.test_only.tolist() == [False, True]
+    np.testing.assert_array_equal(back.train.x, model_inputs(pixels, "train"))
+    np.testing.assert_array_equal(back.test.y, pixels.test.y)
+    assert back.hierarchy == pixels.hierarchy
+    # Shakespeare windows: ids -> strings -> ids
+    vocab = VOCABULARIES["fedprox80"]
+    ids = np.array([[vocab.symbols.index(c) for c in "to be or"], [vocab.symbols.index(c) for c in "not to b"]],
+                   np.uint8)
+    chars = FederatedDataset("chars", ("PLAY_ROMEO",), Split(ids[:1], np.array([1]), np.array([0, 1])),
+                             Split(ids[1:], np.array([vocab.symbols.index("e")]), np.array([0, 1])), 80,
+                             input=InputSpec(kind="chars", transform="ids", vocabulary=vocab))
+    train, test = write_leaf_json(chars, tmp_path / "chars")
+    assert read_leaf_json(train)["user_data"]["PLAY_ROMEO"] == {"x": ["to be or"], "y": [" "]}
+    back = leaf_to_federated(train, test, "chars", 80, (8,), {}, vocabulary=vocab)
+    assert back.content_hash == chars.content_hash

@@ -1,0 +1,52 @@
+"""Fashion-MNIST (Zalando; downloaded idx files): preparation and FedProxVR's variant.
+
+Prepared source ``fashion_mnist``: as MNIST's (fedbench.data.datasets.mnist): ``x`` uint8 [70000, 784], ``y``,
+``key`` (upstream position: training file then test file), ``origin``.
+
+Variant ``fashion_mnist_fedproxvr``: the authors' data/fashion_mnist/generate_niid_100users_updated.py
+(CharlieDinh/FederatedLearningWithSVRG):
+- TensorFlow's ``input_data.read_data_sets`` keeps the first 5,000 training images apart as validation, so
+  the pool is training images 5,000-59,999 then the 10,000 test images (65,000; ``tf_validation_size``);
+- x scaled to [0, 1] (x * (1/255) in float32) and standardised by ONE scalar mean and std over all of them,
+  eps 0.001 (not per pixel as FedProx's MNIST);
+- 100 users, two labels each, FedProxVR's power law (fedbench.data.partition.fedproxvr_mnist) with numpy
+  seeded 0; the authors leave Python's random unseeded, here ``python_seed`` (default 0); 75/25 split.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedbench.data.build import assemble
+from fedbench.data.datasets.mnist import IMAGE_SHAPE, prepare_idx
+from fedbench.data.format import FederatedDataset, InputSpec
+from fedbench.data.partition.fedproxvr_mnist import fedproxvr_mnist
+from fedbench.data.pool import Pool
+
+
+def prepare(folder: Path, verify: bool = True, params: dict[str, Any] | None = None) -> Pool:
+    return prepare_idx("fashion_mnist", folder, verify)
+
+
+def build_fashion_mnist_fedproxvr(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
+    pool = prepared("fashion_mnist")
+    p = params
+    kept = ~((pool["origin"] == 0) & (pool["key"] < p["tf_validation_size"]))
+    x, y, keys = pool["x"][kept], pool["y"][kept], pool["key"][kept]
+    scaled = x.astype(np.float32) * np.float32(1.0 / 255.0)
+    constants = {"mean": np.array(np.mean(scaled), np.float32), "std": np.array(np.std(scaled), np.float32)}
+    partition, train, test = fedproxvr_mnist(keys, y, num_clients=p["num_clients"],
+                                             labels_per_client=p["labels_per_client"],
+                                             phase1_per_label=p["phase1_per_label"], numpy_seed=p["numpy_seed"],
+                                             python_seed=p["python_seed"], train_fraction=p["train_fraction"])
+    spec = InputSpec(kind="features", transform="standardize", transform_params={"eps": 0.001, "divisor": 255.0},
+                     image_shape=IMAGE_SHAPE)
+    return assemble("fashion_mnist_fedproxvr", x, y, train, test, [f"f_{u:05d}" for u in range(p["num_clients"])],
+                    10, input=spec, partition=partition, keys=keys, pools=[pool], params=p,
+                    transform_arrays=constants, notes=[
+                        "FedProxVR Fashion-MNIST generator replayed: numpy seed 0; Python's random (unseeded by the "
+                        "authors) seeded with python_seed",
+                        "TensorFlow's reader's 5,000 validation images left out, as the authors' pool"])

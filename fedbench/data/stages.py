@@ -1,0 +1,117 @@
+"""What the data stages do (DVC ``fetch``, ``prepare``, ``partition``, ``data_report``; ``fedbench data ...``):
+fetch a source into ``data/raw/<source>``, prepare it into ``data/prepared/<source>``, build a variant into
+``data/real/<variant>``, and write its statistics. Every output is written atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fedbench.data.format import atomic_folder, save_dataset
+from fedbench.data.pool import Pool, load_pool, save_pool
+from fedbench.data.registry import (
+    DATA_ROOT,
+    PREPARATIONS,
+    PREPARED,
+    dataset_folder,
+    get_variant,
+    load_function,
+    resolve_params,
+)
+from fedbench.data.sources import download_source, get_source, raw_folder
+
+
+class Prepared:
+    """Loads prepared sources by name (``glove/glove.6B.50d`` for a sub-artifact), each once; ``variant`` is the
+    name of the variant being built."""
+
+    def __init__(self, root: str | Path = DATA_ROOT, variant: str = "") -> None:
+        self.root = Path(root) / PREPARED
+        self.variant = variant
+        self._cache: dict[str, Pool] = {}
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def __call__(self, name: str) -> Pool:
+        if name not in self._cache:
+            try:
+                self._cache[name] = load_pool(self.path(name))
+            except FileNotFoundError:
+                source = name.split("/")[0]
+                raise FileNotFoundError(f"{self.path(name)}: not prepared; run `fedbench data prepare {source}` "
+                                        f"(after `fedbench data fetch {source}`)") from None
+        return self._cache[name]
+
+
+def fetch(source: str, root: str | Path = DATA_ROOT, progress: bool = True) -> Path:
+    folder = download_source(source, root, progress=progress)
+    print(f"{source}: {len(get_source(source).files)} file(s) in {folder}")
+    return folder
+
+
+def prepare_source(source: str, root: str | Path = DATA_ROOT, raw: str | Path | None = None, verify: bool = True,
+                   params: dict[str, Any] | None = None) -> Path:
+    """Prepare ``source`` from ``raw`` (default ``<root>/raw/<source>``; a folder with the upstream files, or with
+    a ``<source>/`` subfolder holding them) into ``<root>/prepared/<source>``."""
+    if source not in PREPARATIONS:
+        raise ValueError(f"{source!r} is not a source; allowed: {', '.join(PREPARATIONS)}")
+    prep = PREPARATIONS[source]
+    folder = Path(raw) if raw is not None else raw_folder(source, root)
+    if raw is not None and (folder / source).is_dir():
+        folder = folder / source
+    p = resolve_params(f"data.prepare.{source}", params, prep.defaults)
+    result = load_function(prep.function)(folder, verify, p)
+    out = Path(root) / PREPARED / source
+    if isinstance(result, dict):  # several artifacts (GloVe's dimensions): one folder each, written together
+        with atomic_folder(out, suffix=".partial") as tmp:
+            for name, pool in result.items():
+                save_pool(pool, tmp / name)
+        pools = list(result.values())
+    else:
+        save_pool(result, out)
+        pools = [result]
+    flag = "" if verify else " (UNVERIFIED raw files: --no-verify)"
+    print(f"{source}: prepared {', '.join(f'{p.name} {p.content_hash[:12]}' for p in pools)} -> {out}{flag}")
+    return out
+
+
+def build_variant(variant: str, root: str | Path = DATA_ROOT, params: dict[str, Any] | None = None):
+    """The FederatedDataset of ``variant`` from the prepared sources under ``root``."""
+    spec = get_variant(variant)
+    p = resolve_params(f"data.variants.{variant}", params, spec.defaults)
+    return load_function(spec.function)(Prepared(root, variant), p)
+
+
+def partition(variant: str, root: str | Path = DATA_ROOT, params: dict[str, Any] | None = None) -> Path:
+    """Build ``variant`` and save it to ``<root>/real/<variant>``."""
+    ds = build_variant(variant, root, params)
+    folder = save_dataset(ds, dataset_folder(variant, root))
+    flag = "" if ds.source.get("verified") else " (built on UNVERIFIED raw files)"
+    print(f"{variant}: {ds.num_clients} clients ({int(ds.test_only.sum())} test-only), "
+          f"{int(ds.train.sizes.sum())} train / {int(ds.test.sizes.sum())} test samples, hash "
+          f"{ds.content_hash[:12]} -> {folder}{flag}")
+    return folder
+
+
+def prepare_dataset(name: str, root: str | Path = DATA_ROOT, raw: str | Path | None = None, verify: bool = True,
+                    prepare_params: dict[str, Any] | None = None,
+                    variant_params: dict[str, Any] | None = None) -> Path:
+    """``fedbench data prepare NAME``: a source is prepared; a variant has its sources prepared (from ``raw``
+    when given, else from ``<root>/raw``) and is then built."""
+    if name in PREPARATIONS:
+        return prepare_source(name, root, raw, verify, (prepare_params or {}).get(name))
+    spec = get_variant(name)
+    for source in spec.sources:
+        prepare_source(source, root, raw, verify, (prepare_params or {}).get(source))
+    return partition(name, root, variant_params)
+
+
+def report(variants: list[str] | tuple[str, ...], root: str | Path = DATA_ROOT, out: str | Path = "reports/data") -> Path:
+    """``reports/data/``: statistics and label-by-client figure of every built variant, and their table."""
+    from fedbench.data.format import load_dataset
+    from fedbench.data.stats import format_stats, write_reports
+
+    for stats in write_reports([load_dataset(dataset_folder(v, root)) for v in variants], out):
+        print(format_stats(stats))
+    return Path(out)
