@@ -5,8 +5,11 @@
 - per-device training loss and test accuracy (kept so percentiles can be read, e.g. Delta-FL's p90 error).
 - ``train/dissimilarity``: the variance of local gradients of Figure 2, the *unweighted* mean over all N
   devices of ||grad f(w) - grad F_k(w)||^2, with grad f the n_k-weighted mean of the full local gradients
-  (the authors' code; the paper writes E_k[||grad F_k - grad f||^2]).
+  (the authors' code; the paper writes E_k[||grad F_k - grad f||^2]). It is streamed over chunks of clients,
+  so no [N, P] tensor is ever held (a 6.6M-parameter CNN x 3,500 FEMNIST writers would be 92 GB).
 - divergence by appendix C.3.2: f_t - f_{t-10} > 1, or a non-finite loss.
+
+Several models on the same data (the runs of a stack) are evaluated at once where the kernel can.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from fedbench.data.format import FederatedDataset
 DIVERGENCE_WINDOW = 10
 DIVERGENCE_JUMP = 1.0
 CONVERGENCE_TOL = 1e-4
+DISSIMILARITY_CHUNK_BYTES = 64 * 2**20  # client gradients held at once while streaming the dissimilarity
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ class DeviceData:
     train_offsets: np.ndarray
     num_clients: int
     num_classes: int
+
+    @property
+    def train_sizes(self) -> np.ndarray:
+        return np.diff(self.train_offsets)
 
     @staticmethod
     def build(ds: FederatedDataset, device: torch.device) -> DeviceData:
@@ -76,36 +84,85 @@ class Evaluation:
 
 
 def _segment_mean(values: torch.Tensor, seg: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """Mean of ``values`` over each segment (float64 [M]); NaN for an empty segment."""
-    total = torch.zeros(len(counts), dtype=torch.float64, device=values.device)
-    total.index_add_(0, seg, values.double())
+    """Mean of ``values`` [..., n] over each segment (float64 [..., M]); NaN for an empty segment."""
+    lead = values.shape[:-1]
+    total = torch.zeros(*lead, len(counts), dtype=torch.float64, device=values.device)
+    total.index_add_(values.dim() - 1, seg, values.double())
     mean = total / counts.double().clamp(min=1)
     return torch.where(counts > 0, mean, torch.full_like(mean, float("nan")))
 
 
 @torch.no_grad()
-def evaluate(model, theta: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True) -> Evaluation:
-    loss_tr, correct_tr = model.per_sample(theta, data.x_train, data.y_train)
-    loss_te, correct_te = model.per_sample(theta, data.x_test, data.y_test)
-    dev_loss = _segment_mean(loss_tr, data.seg_train, data.n_train)
-    dev_acc = _segment_mean(correct_te, data.seg_test, data.n_test)
-    dissim = float("nan")
-    if with_dissimilarity:
-        grads = model.segment_grads(theta.expand(data.num_clients, -1), data.x_train, data.y_train,
-                                    data.seg_train, data.n_train).double()
-        p = data.n_train.double() / data.n_train.sum()
-        global_grad = p @ grads
-        has_data = data.n_train > 0  # a device without training data has no local objective
-        dissim = float(((grads[has_data] - global_grad) ** 2).sum(1).mean())
-    return Evaluation(
-        train_loss=float(loss_tr.double().mean()),
-        train_accuracy=float(correct_tr.double().mean()),
-        test_loss=float(loss_te.double().mean()) if len(loss_te) else float("nan"),
-        test_accuracy=float(correct_te.double().mean()) if len(correct_te) else float("nan"),
-        dissimilarity=dissim,
-        device_train_loss=dev_loss.cpu().numpy(),
-        device_test_accuracy=dev_acc.cpu().numpy(),
-    )
+def evaluate(kernel, theta: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True) -> Evaluation:
+    """The global model theta [P] on every device of ``data``."""
+    return evaluate_many(kernel, theta.unsqueeze(0), data, with_dissimilarity)[0]
+
+
+@torch.no_grad()
+def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True) -> list[Evaluation]:
+    """Several global models thetas [M, P] on the same data (the runs of a stack), in one pass where the kernel
+    evaluates several models at once."""
+    one = thetas.shape[0] == 1
+    theta_arg = thetas[0] if one else thetas
+    loss_tr, correct_tr = kernel.per_example(theta_arg, data.x_train, data.y_train)
+    loss_te, correct_te = kernel.per_example(theta_arg, data.x_test, data.y_test)
+    if one:
+        loss_tr, correct_tr, loss_te, correct_te = (t.unsqueeze(0) for t in (loss_tr, correct_tr, loss_te, correct_te))
+    dev_loss = _segment_mean(loss_tr, data.seg_train, data.n_train).cpu().numpy()
+    dev_acc = _segment_mean(correct_te, data.seg_test, data.n_test).cpu().numpy()
+    dissim = dissimilarity(kernel, thetas, data) if with_dissimilarity else np.full(len(thetas), float("nan"))
+    out = []
+    for m in range(len(thetas)):
+        out.append(Evaluation(
+            train_loss=float(loss_tr[m].double().mean()),
+            train_accuracy=float(correct_tr[m].double().mean()),
+            test_loss=float(loss_te[m].double().mean()) if loss_te.shape[-1] else float("nan"),
+            test_accuracy=float(correct_te[m].double().mean()) if correct_te.shape[-1] else float("nan"),
+            dissimilarity=float(dissim[m]),
+            device_train_loss=dev_loss[m],
+            device_test_accuracy=dev_acc[m],
+        ))
+    return out
+
+
+def dissimilarity(kernel, thetas: torch.Tensor, data: DeviceData) -> np.ndarray:
+    """FedProx Figure 2's gradient dissimilarity of each model thetas [M, P]: (1/N') sum_k ||g_k - g||^2 over the
+    N' devices with training data, g = sum_k p_k g_k, p_k = n_k / n, g_k the full local gradient.
+
+    Streamed over chunks of clients with float64 running sums, S1 = sum_k ||g_k||^2, S2 = sum_k g_k and g:
+    (1/N') sum_k ||g_k - g||^2 = (S1 - 2 g.S2 + N' ||g||^2) / N'."""
+    m, p = thetas.shape
+    sizes = data.train_sizes
+    has_data = np.flatnonzero(sizes > 0)
+    n_total = float(sizes.sum())
+    s1 = torch.zeros(m, dtype=torch.float64, device=thetas.device)
+    s2 = torch.zeros(m, p, dtype=torch.float64, device=thetas.device)
+    g = torch.zeros(m, p, dtype=torch.float64, device=thetas.device)
+    per_chunk = max(1, DISSIMILARITY_CHUNK_BYTES // max(1, 4 * p * m))
+    offs = data.train_offsets
+    for lo in range(0, len(has_data), per_chunk):
+        clients = has_data[lo: lo + per_chunk]
+        idx = torch.from_numpy(np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])).to(thetas.device)
+        counts = torch.from_numpy(sizes[clients]).to(thetas.device)
+        seg = torch.repeat_interleave(torch.arange(len(clients), device=thetas.device), counts)
+        grads = segment_grads_many(kernel, thetas, data.x_train[idx], data.y_train[idx], seg, counts).double()  # [M, c, P]
+        s1 += (grads * grads).sum((1, 2))
+        s2 += grads.sum(1)
+        g += torch.einsum("c,mcp->mp", counts.double() / n_total, grads)
+    count = float(len(has_data))
+    if count == 0:
+        return np.full(m, float("nan"))
+    value = (s1 - 2.0 * (g * s2).sum(1) + count * (g * g).sum(1)) / count
+    return value.clamp(min=0.0).cpu().numpy()
+
+
+def segment_grads_many(kernel, thetas: torch.Tensor, x, y, segment, counts) -> torch.Tensor:
+    """[M, S, P]: the full gradient of each of S segments' mean loss at each of M models."""
+    fn = getattr(kernel, "segment_grads_many", None)
+    if fn is not None:
+        return fn(thetas, x, y, segment, counts)
+    s = len(counts)
+    return torch.stack([kernel.segment_grads(th.expand(s, -1), x, y, segment, counts) for th in thetas])
 
 
 def is_diverging(losses: list[float]) -> bool:
