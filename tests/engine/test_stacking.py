@@ -36,8 +36,9 @@ def test_run_cost_counts_steps_and_rows():
 
 
 def test_runs_are_grouped_by_what_they_may_share_and_cut_to_balance_workers():
-    ds = _dataset([30, 40, 50, 400])
-    specs = [RunSpec(dataclasses.replace(CFG, seed=s), ds, alg) for alg in (FedAvg(lr=0.1), FedProx(lr=0.1, mu=0.0),
+    ds = _dataset([40 + i for i in range(20)])  # row-steps dominate: cutting a stack pays for its steps
+    cfg = dataclasses.replace(CFG, clients_per_round=10)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), ds, alg) for alg in (FedAvg(lr=0.1), FedProx(lr=0.1, mu=0.0),
                                                                             FedProx(lr=0.1, mu=1.0)) for s in range(6)]
     one = plan_stacks(specs, workers=1)
     assert sorted(map(sorted, one)) == [list(range(0, 6)), list(range(6, 18))]  # FedProx mu=0 and mu=1 share a stack
