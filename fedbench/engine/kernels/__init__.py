@@ -21,10 +21,11 @@ import torch
 
 from fedbench.engine.kernels.loop import LoopKernel
 from fedbench.engine.kernels.mclr import MclrKernel
+from fedbench.engine.kernels.rnn import RecurrentKernel
 from fedbench.engine.kernels.vmap import VmapKernel
 from fedbench.models.spec import Model
 
-KERNELS = {"mclr": MclrKernel, "vmap": VmapKernel, "loop": LoopKernel}
+KERNELS = {"mclr": MclrKernel, "vmap": VmapKernel, "loop": LoopKernel, "rnn": RecurrentKernel}
 
 # The kernel each model runs by default, per device type. Measured with `fedbench bench` (reports/bench*/):
 # - mclr: the hand-written batched softmax regression beats vmap and the loop everywhere.
