@@ -27,10 +27,27 @@ from fedbench.models.recurrent import check_embedding, check_sequence_input
 from fedbench.models.scaffold_mlp import scaffold_mlp
 from fedbench.models.spec import Model, ParamSlot
 
-__all__ = ["Model", "ParamSlot", "build_model", "MODEL_NAMES", "EMBEDDING_MODELS", "mclr", "cifar_cnn",
-           "mean_estimation", "diagonal_quadratics", "fedprox_shakespeare_lstm", "fedprox_sent140_lstm",
-           "deltafl_emnist_linear", "deltafl_emnist_cnn", "deltafl_sent140_linear", "deltafl_sent140_lstm",
-           "deltafl_shakespeare_gru", "scaffold_mlp", "leaf_femnist_cnn", "fedproxvr_cnn"]
+__all__ = [
+    "EMBEDDING_MODELS",
+    "MODEL_NAMES",
+    "Model",
+    "ParamSlot",
+    "build_model",
+    "cifar_cnn",
+    "deltafl_emnist_cnn",
+    "deltafl_emnist_linear",
+    "deltafl_sent140_linear",
+    "deltafl_sent140_lstm",
+    "deltafl_shakespeare_gru",
+    "diagonal_quadratics",
+    "fedprox_sent140_lstm",
+    "fedprox_shakespeare_lstm",
+    "fedproxvr_cnn",
+    "leaf_femnist_cnn",
+    "mclr",
+    "mean_estimation",
+    "scaffold_mlp",
+]
 
 
 def _image_channels(feature_shape: tuple[int, ...], size: int) -> int:

@@ -28,7 +28,8 @@ NAME = "fedproxvr_cnn"
 DENSE = 512
 
 
-def fedproxvr_cnn(num_classes: int = 10) -> Model:
+def fedproxvr_cnn(num_classes: int = 10, dense: int = DENSE) -> Model:
+    """The authors' network at dense = 512 (a narrower one for tests)."""
     with torch.device("meta"):
-        net = ImageInput(two_conv_same_cnn(1, 28, DENSE, num_classes), (1, 28, 28))
-    return Model(name=NAME, config=(num_classes,), module=net, loss="softmax_ce", init_fn=tf_glorot_init)
+        net = ImageInput(two_conv_same_cnn(1, 28, dense, num_classes), (1, 28, 28))
+    return Model(name=NAME, config=(num_classes, dense), module=net, loss="softmax_ce", init_fn=tf_glorot_init)

@@ -41,7 +41,8 @@ def two_conv_same_cnn(in_channels: int, size: int, dense: int, num_classes: int)
     )
 
 
-def leaf_femnist_cnn(num_classes: int = 62) -> Model:
+def leaf_femnist_cnn(num_classes: int = 62, dense: int = DENSE) -> Model:
+    """The authors' network at dense = 2048 (a narrower one for tests)."""
     with torch.device("meta"):
-        net = ImageInput(two_conv_same_cnn(1, 28, DENSE, num_classes), (1, 28, 28))
-    return Model(name=NAME, config=(num_classes,), module=net, loss="softmax_ce", init_fn=tf_glorot_init)
+        net = ImageInput(two_conv_same_cnn(1, 28, dense, num_classes), (1, 28, 28))
+    return Model(name=NAME, config=(num_classes, dense), module=net, loss="softmax_ce", init_fn=tf_glorot_init)
