@@ -21,16 +21,23 @@ import torch
 
 from fedbench.engine.kernels.loop import LoopKernel
 from fedbench.engine.kernels.mclr import MclrKernel
+from fedbench.engine.kernels.rnn import RecurrentKernel
 from fedbench.engine.kernels.vmap import VmapKernel
 from fedbench.models.spec import Model
 
-KERNELS = {"mclr": MclrKernel, "vmap": VmapKernel, "loop": LoopKernel}
+KERNELS = {"mclr": MclrKernel, "vmap": VmapKernel, "loop": LoopKernel, "rnn": RecurrentKernel}
 
 # The kernel each model runs by default, per device type. Measured with `fedbench bench` (reports/bench*/):
 # - mclr: the hand-written batched softmax regression beats vmap and the loop everywhere.
 # - the quadratic toy models: vmap (a handful of elementwise operations per step).
 # - CNNs on the CPU: the per-client loop (cuDNN-free convolutions per client are faster than vmap's
 #   batched-convolution fallback); on CUDA, vmap.
+# - recurrent models (fedbench.models.recurrent): the per-client loop on the CPU and, until `fedbench bench` has
+#   measured the rnn kernel on a GPU, on CUDA too. On the CPU the rnn kernel is 0.3-0.4x the loop on FedProx's
+#   Shakespeare LSTM and 0.6-0.85x on its Sent140 LSTM (one thread, cohort 10 and 100, client batch 10): one
+#   client's weights stay in cache through its 80 steps in the loop, while a batched step streams all K
+#   clients' weights from memory. It is 1.1-1.5x the loop on Delta-FL's small Sent140 LSTM and 1.6-2.5x on its
+#   Shakespeare GRU, where per-step overhead dominates (2-core machine shared with other jobs).
 DEFAULTS: dict[tuple[str, str], str] = {
     ("mclr", "cpu"): "mclr", ("mclr", "cuda"): "mclr",
 }
