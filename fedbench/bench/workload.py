@@ -1,0 +1,334 @@
+"""The papers' workload (issue 10): a whole study's independent runs, timed four ways.
+
+- **stacked**: the runs grouped into stacks as the engine allows (``fedbench.engine.simulation.stack_key``:
+  one algorithm class per stack; FedProx mu = 0 and mu = 1 share one, mu being ``stack_varying``), each
+  stack run by ``simulate_stack``;
+- **one by one**: every run alone through ``simulate``;
+- **numpy loop**: every run through the plain per-client loop of fedbench.bench.numpy_loop (mclr only);
+- **floor**: the FLOPs of every local step of every run (exact, from the runs' round plans) over the
+  machine's measured matmul rate (the bytes of weights moved over its bandwidth are shown beside it).
+
+Only the first ``measured`` rounds of each run are timed, and each measurement is projected to the study's
+rounds from per-round cost: setup (building the stack, the final evaluation) once, evaluation in
+proportion to rounds, local training in proportion to the samples trained, which the round plans give
+exactly for all rounds (fedbench.bench.work), so a measured round that happened to train on the largest
+client does not inflate the projection. Engine times include the per-round evaluation the pipeline runs
+(loss, accuracy and dissimilarity every round); the numpy loop and the floor are training only, so they
+are compared with the engine's training time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedbench.algorithms.fedavg import FedAvg
+from fedbench.algorithms.fedprox import FedProx
+from fedbench.bench import numpy_loop
+from fedbench.bench.machine import Floor, Machine, si, train_flops_per_sample, weights_moved
+from fedbench.bench.machine import seconds as fmt_s
+from fedbench.bench.work import RoundWork, planned_work
+from fedbench.data.format import FederatedDataset
+from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.engine.simulation import (
+    RunResult,
+    RunSpec,
+    SimulationConfig,
+    simulate,
+    simulate_stack,
+    stack_key,
+)
+from fedbench.models import build_model
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    dataset: str
+    algorithm: str  # fedavg | fedprox
+    mu: float  # FedProx's mu (0 for FedAvg)
+    stragglers: float
+    seed: int
+
+    @property
+    def label(self) -> str:
+        alg = "fedavg" if self.algorithm == "fedavg" else f"fedprox_mu{self.mu:g}"
+        return f"{self.dataset}/{alg}/stragglers{self.stragglers:g}/seed{self.seed}"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    about: str
+    model: str
+    runs: tuple[StudyRun, ...]
+    subsets: dict[str, tuple[int, ...]]  # label -> indices of runs ("R = 1", "R = 15", "all")
+    dataset: Callable[[str], FederatedDataset]
+    rounds: int  # the study's rounds (what measurements are projected to)
+    clients_per_round: int
+    local_epochs: int
+    batch_size: int
+    lr: float
+    local_steps: int = 0
+    numpy_loop: bool = False
+
+    def config(self, run: StudyRun, rounds: int, device: str) -> SimulationConfig:
+        return SimulationConfig(rounds=rounds, clients_per_round=self.clients_per_round,
+                                local_epochs=self.local_epochs, batch_size=self.batch_size,
+                                straggler_fraction=run.stragglers, seed=run.seed, device=device, eval_every=1,
+                                checkpoint_every=10**9, local_steps=self.local_steps)
+
+    def algorithm(self, run: StudyRun):
+        return FedAvg(lr=self.lr) if run.algorithm == "fedavg" else FedProx(lr=self.lr, mu=run.mu)
+
+
+# ---- the two studies -------------------------------------------------------------------------------------
+
+FEDPROX_PAPER = {"num_devices": 30, "clients_per_round": 10, "local_epochs": 20, "batch_size": 10, "lr": 0.01,
+                 "rounds": 200}  # FedProx section 5.1 and appendix C
+
+
+@cache
+def synthetic_dataset(name: str) -> FederatedDataset:
+    alpha, beta, iid = SYNTHETIC_DATASETS[name]
+    return generate_synthetic(alpha, beta, iid, num_devices=FEDPROX_PAPER["num_devices"], seed=0)
+
+
+def fedprox_study(seeds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> Workload:
+    """FedProx's synthetic study at the paper's settings: FedAvg, FedProx mu = 0 and mu = 1 at 0/10/50/90%
+    stragglers on Synthetic(1,1) and Synthetic-IID (Figures 1 and 5, 10% added), FedAvg and FedProx mu = 1 on
+    Synthetic(0,0) and (0.5,0.5) (Figure 2), every seed. R = 15 is Figure 1's FedProx mu = 1 at 0/50/90%
+    stragglers x 5 seeds, R = 1 its first run."""
+    runs = [StudyRun(ds, alg, mu, f, s)
+            for ds in ("synthetic_1_1", "synthetic_iid")
+            for alg, mu in (("fedavg", 0.0), ("fedprox", 0.0), ("fedprox", 1.0))
+            for f in (0.0, 0.1, 0.5, 0.9) for s in seeds]
+    runs += [StudyRun(ds, alg, mu, 0.0, s) for ds in ("synthetic_0_0", "synthetic_0p5_0p5")
+             for alg, mu in (("fedavg", 0.0), ("fedprox", 1.0)) for s in seeds]
+    figure1 = tuple(i for i, r in enumerate(runs) if r.dataset == "synthetic_1_1" and r.algorithm == "fedprox"
+                    and r.mu == 1.0 and r.stragglers in (0.0, 0.5, 0.9))
+    return Workload(
+        name="fedprox_synthetic", model="mclr", runs=tuple(runs),
+        about="FedProx on the synthetic data at the paper's settings (30 devices, K = 10, E = 20, batch 10, "
+              "lr 0.01, 200 rounds)",
+        subsets={"R = 1": figure1[:1], f"R = {len(figure1)}": figure1, "all": tuple(range(len(runs)))},
+        dataset=synthetic_dataset, rounds=FEDPROX_PAPER["rounds"],
+        clients_per_round=FEDPROX_PAPER["clients_per_round"], local_epochs=FEDPROX_PAPER["local_epochs"],
+        batch_size=FEDPROX_PAPER["batch_size"], lr=FEDPROX_PAPER["lr"], numpy_loop=True)
+
+
+CNN_STUDY = {"num_clients": 100, "images_per_client": 50, "clients_per_round": 10, "local_steps": 10,
+             "batch_size": 5, "lr": 0.01, "rounds": 200}  # FedLaAvg's code defaults (C = 10, batch 5) at K = 10
+
+
+def cnn_study(seeds: tuple[int, ...] = (0, 1, 2, 3, 4), scale: float = 1.0) -> Workload:
+    """A 10-client-per-round CNN study on CIFAR-10-shaped data (random images, 100 clients of 50, as
+    FedLaAvg's partition gives on average): FedAvg and FedProx mu = 0.01, 0.1, 1, every seed, C = 10 local
+    steps of batch 5. R = 15 is the FedProx runs, R = 1 the first. ``scale`` < 1 shrinks the federation (tests)."""
+    from fedbench.bench.federation import bench_model, make_federation
+
+    runs = [StudyRun("cifar_shaped", "fedavg", 0.0, 0.0, s) for s in seeds]
+    runs += [StudyRun("cifar_shaped", "fedprox", mu, 0.0, s) for mu in (0.01, 0.1, 1.0) for s in seeds]
+    n_clients = max(2, int(CNN_STUDY["num_clients"] * scale))
+    k = min(CNN_STUDY["clients_per_round"], n_clients)
+    spec = bench_model("cifar_cnn")
+
+    @cache
+    def dataset(name: str) -> FederatedDataset:
+        sizes = np.full(n_clients, max(1, int(CNN_STUDY["images_per_client"] * scale)))
+        return make_federation(spec, spec.build(), n_clients, sizes=sizes)
+
+    fedprox = tuple(range(len(seeds), len(runs)))
+    return Workload(
+        name="cnn_cifar_shaped", model="cifar_cnn", runs=tuple(runs),
+        about=f"FedAvg/FedProx with FedLaAvg's CIFAR-10 CNN, {n_clients} clients, K = {k}, "
+              f"C = {CNN_STUDY['local_steps']} local steps of batch {CNN_STUDY['batch_size']}",
+        subsets={"R = 1": fedprox[:1], f"R = {len(fedprox)}": fedprox, "all": tuple(range(len(runs)))},
+        dataset=dataset, rounds=CNN_STUDY["rounds"], clients_per_round=k, local_epochs=1,
+        batch_size=CNN_STUDY["batch_size"], lr=CNN_STUDY["lr"], local_steps=CNN_STUDY["local_steps"])
+
+
+# ---- measuring -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Measured:
+    """One timed piece (a stack, a run alone, a numpy run) over the measured rounds, and its projection."""
+
+    setup_s: float  # once per piece (building the stack, the final evaluation)
+    eval_s: float  # evaluation over the measured rounds
+    train_s: float  # scheduling and local training over the measured rounds
+    samples_measured: int  # samples trained in the measured rounds
+    samples_total: int  # ... in all the study's rounds
+    rounds_measured: int
+    rounds_total: int
+
+    @property
+    def measured_s(self) -> float:
+        return self.setup_s + self.eval_s + self.train_s
+
+    @property
+    def projected_train_s(self) -> float:
+        if self.samples_measured == 0:
+            return self.train_s * self.rounds_total / self.rounds_measured
+        return self.train_s * self.samples_total / self.samples_measured
+
+    @property
+    def projected_s(self) -> float:
+        return self.setup_s + self.eval_s * self.rounds_total / self.rounds_measured + self.projected_train_s
+
+
+def engine_measurement(results: list[RunResult], wall_s: float, work: list[RoundWork], measured: int,
+                       total: int) -> Measured:
+    """Split a simulate/simulate_stack call's wall time by the engine's own per-round records: each run's
+    history row holds its share of the stack's round time and of its evaluation."""
+    rows = [row for res in results for row in res.history[:measured]]
+    round_s = sum(row.get("wall_time_s", 0.0) for row in rows)
+    eval_s = sum(row.get("eval_time_s", 0.0) for row in rows)
+    return Measured(setup_s=max(0.0, wall_s - round_s), eval_s=eval_s, train_s=round_s - eval_s,
+                    samples_measured=int(sum(w.samples[:measured].sum() for w in work)),
+                    samples_total=int(sum(w.samples.sum() for w in work)), rounds_measured=measured,
+                    rounds_total=total)
+
+
+def group_stacks(specs: list[RunSpec], indices: tuple[int, ...]) -> list[list[int]]:
+    """The runs ``indices`` grouped into stacks: equal ``stack_key``s share one, in order of first appearance."""
+    groups: dict[Any, list[int]] = {}
+    for i in indices:
+        groups.setdefault(stack_key(specs[i]), []).append(i)
+    return list(groups.values())
+
+
+def measure_workload(w: Workload, device: torch.device, machine: Machine, measured: int,
+                     log: Callable[[str], None] = lambda _: None, numpy: bool = True) -> dict[str, Any]:
+    """Time the workload (see the module docstring) and return its figures per subset of runs."""
+    total = w.rounds
+    measured = min(measured, total)
+    first = w.dataset(w.runs[0].dataset)
+    model = build_model(w.model, first.feature_shape, first.num_classes)
+    specs = [RunSpec(w.config(r, measured, str(device)), w.dataset(r.dataset), w.algorithm(r)) for r in w.runs]
+    work = [planned_work(replace(s.cfg, rounds=total), s.dataset.train.sizes, s.algorithm.keeps_partial_work, total)
+            for s in specs]
+    flops_per_sample = train_flops_per_sample(model, first.feature_shape, first.num_classes, w.batch_size)
+
+    simulate(replace(specs[0].cfg, rounds=1), specs[0].dataset, model, specs[0].algorithm)  # warm-up, untimed
+    log(f"  {w.name}: {len(w.runs)} runs one by one, {measured} of {total} rounds each")
+    alone = []
+    for i, s in enumerate(specs):
+        t0 = time.perf_counter()
+        res = simulate(s.cfg, s.dataset, model, s.algorithm)
+        alone.append(engine_measurement([res], time.perf_counter() - t0, [work[i]], measured, total))
+
+    stacked: dict[str, list[tuple[list[int], Measured]]] = {}
+    for label, idx in w.subsets.items():
+        stacked[label] = []
+        for group in group_stacks(specs, idx):
+            log(f"  {w.name} {label}: a stack of {len(group)} runs")
+            t0 = time.perf_counter()
+            res = simulate_stack(model, [specs[i] for i in group])
+            stacked[label].append((group, engine_measurement(res, time.perf_counter() - t0,
+                                                             [work[i] for i in group], measured, total)))
+
+    loops = numpy_measurements(w, measured, total, log) if (w.numpy_loop and numpy) else None
+
+    floors = [Floor(flops=flops_per_sample * wk.samples.sum(), peak_flops=machine.peak_flops,
+                    bytes_moved=weights_moved(int(wk.row_steps.sum()), model.num_params), bandwidth=machine.bandwidth)
+              for wk in work]
+    subsets = {label: summarize(label, idx, w, stacked[label], alone, loops, floors, work)
+               for label, idx in w.subsets.items()}
+    return {"name": w.name, "about": w.about, "model": w.model, "num_params": model.num_params,
+            "device": str(device), "rounds": total, "rounds_measured": measured, "runs": len(w.runs),
+            "flops_per_sample": flops_per_sample, "subsets": subsets,
+            "run_labels": [r.label for r in w.runs]}
+
+
+def numpy_measurements(w: Workload, measured: int, total: int, log: Callable[[str], None]) -> list[Measured]:
+    log(f"  {w.name}: {len(w.runs)} runs through the numpy loop, {measured} rounds each")
+    out = []
+    for r in w.runs:
+        ds = w.dataset(r.dataset)
+        settings = numpy_loop.Settings(clients_per_round=w.clients_per_round, local_epochs=w.local_epochs,
+                                       batch_size=w.batch_size, lr=w.lr, mu=r.mu, straggler_fraction=r.stragglers,
+                                       keeps_stragglers=r.algorithm == "fedprox")
+        t0 = time.perf_counter()
+        run = numpy_loop.NumpyRun(ds, settings, r.seed)
+        setup = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for t in range(measured):
+            run.round(t)
+        train = time.perf_counter() - t0
+        samples = [run.samples(t) for t in range(total)]
+        out.append(Measured(setup_s=setup, eval_s=0.0, train_s=train, samples_measured=sum(samples[:measured]),
+                            samples_total=sum(samples), rounds_measured=measured, rounds_total=total))
+    return out
+
+
+def summarize(label: str, idx: tuple[int, ...], w: Workload, stacks: list[tuple[list[int], Measured]],
+              alone: list[Measured], loops: list[Measured] | None, floors: list[Floor],
+              work: list[RoundWork]) -> dict[str, Any]:
+    one = [alone[i] for i in idx]
+    st = [m for _, m in stacks]
+    m, total = one[0].rounds_measured, one[0].rounds_total
+    flops = sum(floors[i].flops for i in idx)
+    measured_avg = sum(work[i].samples[:m].sum() for i in idx) / m
+    total_avg = sum(work[i].samples.sum() for i in idx) / total
+    out: dict[str, Any] = {
+        "label": label, "runs": len(idx), "stacks": [len(g) for g, _ in stacks],
+        "stacked": totals(st), "one_by_one": totals(one),
+        "stacked_two_workers_s": makespan([x.projected_s for x in st], 2),
+        "one_by_one_two_workers_s": makespan([x.projected_s for x in one], 2),
+        # the arithmetic floor (issue 10): FLOPs over the matmul rate. The weights' bytes are shown, not counted:
+        # a run's cohort of small models stays in cache, so DRAM bandwidth does not bound it.
+        "floor_s": float(flops / floors[0].peak_flops), "floor_flops": float(flops),
+        "floor_arithmetic": f"{si(flops)}FLOP / {si(floors[0].peak_flops)}FLOP/s = {fmt_s(flops / floors[0].peak_flops)}",
+        "weights_moved_s": sum(floors[i].byte_s for i in idx),
+        "samples_total": int(sum(work[i].samples.sum() for i in idx)),
+        "measured_work_vs_average": float(measured_avg / total_avg) if total_avg else 1.0,  # 1.0: an average round
+    }
+    if loops is not None:
+        out["numpy_loop"] = totals([loops[i] for i in idx])
+    return out
+
+
+def totals(parts: list[Measured]) -> dict[str, float]:
+    return {"measured_s": sum(m.measured_s for m in parts), "projected_s": sum(m.projected_s for m in parts),
+            "projected_train_s": sum(m.projected_train_s for m in parts),
+            "projected_eval_s": sum(m.eval_s * m.rounds_total / m.rounds_measured for m in parts),
+            "setup_s": sum(m.setup_s for m in parts)}
+
+
+def makespan(durations: list[float], workers: int) -> float:
+    """Wall time of independent jobs on ``workers`` processes, longest first onto the least loaded one."""
+    loads = [0.0] * workers
+    for d in sorted(durations, reverse=True):
+        loads[loads.index(min(loads))] += d
+    return max(loads)
+
+
+# Issue 10's targets. Reported, never asserted.
+STUDY_TARGET_S = 300.0  # the whole FedProx synthetic study on 2 CPU cores
+FLOOR_FACTOR = 3.0
+STACK_SPEEDUP = {"cpu": 5.0, "cuda": 6.0}  # stacked over one by one at R = 15
+
+
+def check_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    out, device = [], result["device"].split(":")[0]
+    subsets = result["subsets"]
+    r15 = next((s for s in subsets.values() if s["runs"] == 15), None)
+    if r15 is not None:
+        speedup = r15["one_by_one"]["projected_s"] / r15["stacked"]["projected_s"]
+        out.append({"study": result["name"], "target": f"stacked >= {STACK_SPEEDUP[device]:g}x one by one at R = 15",
+                    "measured": f"{speedup:.1f}x", "met": bool(speedup >= STACK_SPEEDUP[device])})
+    whole = subsets.get("all")
+    if whole is not None and result["name"] == "fedprox_synthetic" and device == "cpu":
+        two = whole["stacked_two_workers_s"]
+        out.append({"study": result["name"], "target": f"whole study under {STUDY_TARGET_S / 60:g} min on 2 cores",
+                    "measured": f"{two / 60:.1f} min", "met": bool(two <= STUDY_TARGET_S)})
+        ratio = whole["stacked"]["projected_s"] / whole["floor_s"]
+        out.append({"study": result["name"], "target": f"within {FLOOR_FACTOR:g}x of the floor (1 core)",
+                    "measured": f"{ratio:.1f}x", "met": bool(ratio <= FLOOR_FACTOR)})
+    return out
