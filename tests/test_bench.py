@@ -194,10 +194,27 @@ def test_fedprox_study_is_the_papers_grid():
 
 
 def test_projection_arithmetic():
-    m = workload.Measured(setup_s=1.0, eval_s=2.0, train_s=3.0, samples_measured=10, samples_total=40,
-                          rounds_measured=1, rounds_total=4)
-    assert m.measured_s == 6.0 and m.projected_train_s == 12.0 and m.projected_s == 1.0 + 8.0 + 12.0
+    work = workload.Work(chain=(10, 30), row_steps=(40, 200), samples=(400, 2000))
+    cost = workload.Cost(per_chain_step_s=0.2, per_row_step_s=0.05)  # measured rounds: 2 + 2, all rounds: 6 + 10
+    m = workload.Measured(setup_s=1.0, eval_s=2.0, train_s=3.0, rounds_measured=1, rounds_total=4, work=work)
+    assert m.measured_s == 6.0 and m.projected_train_s(cost) == pytest.approx(3.0 * 16 / 4)
+    assert m.projected_s(cost) == pytest.approx(1.0 + 8.0 + 12.0)
     assert workload.makespan([3.0, 2.0, 2.0], 2) == 4.0
+
+
+def test_cost_fit_recovers_a_known_model():
+    pieces = [workload.Measured(0.0, 0.0, 3e-5 * c + 2e-6 * r, 1, 1, workload.Work((c, c), (r, r), (0, 0)))
+              for c, r in ((100, 500), (800, 1200), (50, 3000), (400, 400))]
+    cost = workload.fit_cost(pieces)
+    assert cost.per_chain_step_s == pytest.approx(3e-5) and cost.per_row_step_s == pytest.approx(2e-6)
+    one = workload.fit_cost(pieces[:1])  # one piece: the better one-term fit
+    assert one.per_chain_step_s == 0.0 or one.per_row_step_s == 0.0
+
+
+def test_stack_work_counts_the_longest_chain():
+    a = workload.RoundWork(samples=np.array([10, 20]), row_steps=np.array([3, 4]), chain=np.array([2, 3]))
+    b = workload.RoundWork(samples=np.array([5, 5]), row_steps=np.array([1, 6]), chain=np.array([1, 5]))
+    assert workload.Work.of([a, b], 1) == workload.Work(chain=(2, 7), row_steps=(4, 14), samples=(15, 40))
 
 
 def tiny_workload(ds) -> workload.Workload:

@@ -116,5 +116,9 @@ class NumpyRun:
         """Samples trained in round r (without drawing the minibatches)."""
         return sum(e * int(self.sizes[c]) for c, e in self.plan(r))
 
+    def steps(self, r: int) -> int:
+        """Local steps in round r."""
+        return sum(e * -(-int(self.sizes[c]) // self.s.batch_size) for c, e in self.plan(r))
+
     def round(self, r: int) -> None:
         self.w = train_round(self.w, self.work(r), self.s.lr, self.s.mu)

@@ -23,8 +23,8 @@ def rate(x: float) -> str:
 def throughput_table(cases: list[dict[str, Any]]) -> list[str]:
     lines = [("| model | params | cohort | local work | chosen kernel | chosen samples/s | other kernels samples/s | "
              "centralized samples/s | chosen / centralized | chosen / loop | floor samples/s (bound) | "
-             "chosen / floor |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "chosen / floor | scheduling share of the chosen round |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cases:
         chosen = c["chosen_kernel"]
         others = ", ".join(f"{k} {rate(v['samples_per_s'])}" for k, v in c["kernels"].items() if k != chosen) or "-"
@@ -33,7 +33,8 @@ def throughput_table(cases: list[dict[str, Any]]) -> list[str]:
             f"| {c['model']} | {c['num_params']:,} | {c['cohort']} | {c['local_work']} | {chosen} | "
             f"{rate(c['kernels'][chosen]['samples_per_s'])} | {others} | {rate(cen)} ({c['centralized_impl']}, batch "
             f"{c['centralized_batch']}) | {c['chosen_over_centralized']:.2f} | {c['chosen_over_loop']:.2f}x | "
-            f"{rate(c['floor_samples_per_s'])} ({c['floor']['bound']}) | {c['chosen_share_of_floor']:.3f} |")
+            f"{rate(c['floor_samples_per_s'])} ({c['floor']['bound']}) | {c['chosen_share_of_floor']:.3f} | "
+            f"{c['chosen_schedule_share']:.0%} |")
     return lines
 
 
@@ -130,7 +131,8 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
             "kernel with one row. Floor: max(FLOPs / peak, bytes / bandwidth), FLOPs counted by "
             "`torch.utils.flop_counter` (recurrent layers analytically), bytes = each active client's weights "
             "read and written once per local step. Paths are timed in turn, round by round; ratios are medians "
-            "of per-round ratios."), "", *throughput_table(tp["cases"]), "", "The floors' arithmetic:", "",
+            "of per-round ratios. The last column is the median share of the chosen kernel's round spent in "
+            "`schedule_round` (drawing the cohort and every client's minibatch order)."), "", *throughput_table(tp["cases"]), "", "The floors' arithmetic:", "",
             *floor_table(tp["cases"]), ""]
         if tp["skipped"]:
             lines += ["Not measured: " + "; ".join(f"{s['model']}" + (f" at cohort {s['cohort']}" if s.get("cohort")
@@ -141,21 +143,27 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
         if "throughput" in figures:
             lines += [f"![samples/s against cohort size]({figures['throughput']})", ""]
     for w in result.get("workloads", []):
+        cost = w["cost_model"]
         lines += [
             f"## The papers' workload: {w['about']} (issue 10)", "",
             (f"Model {w['model']} ({w['num_params']:,} parameters, {si(w['flops_per_sample'])}FLOP per training "
             f"sample), {w['runs']} runs. Each run's first {w['rounds_measured']} rounds are timed and projected to "
-            f"{w['rounds']} rounds from per-round cost: setup once, evaluation (every round, as the pipeline runs "
-            "it) in proportion to rounds, training in proportion to the samples the rounds train, which the runs' "
-            "round plans give exactly. Stacked: the runs grouped as the engine allows (one algorithm class per "
-            "stack), each stack through `simulate_stack`; one by one: each run through `simulate`; numpy loop: "
-            "fedbench/bench/numpy_loop.py, written independently of the engine (training only); floor: the FLOPs "
+            f"{w['rounds']} rounds: setup once, evaluation (every round, as the pipeline runs it) in proportion to "
+            "rounds, training (with scheduling) in proportion to a cost model a x (dependent local steps) + b x "
+            "(client steps), counted exactly for every round from the runs' round plans, with a and b fitted on "
+            f"the one-by-one runs: a = {seconds(cost['per_chain_step_s'])} per dependent step (the longest "
+            f"client's chain, paid once by a stack), b = {seconds(cost['per_row_step_s'])} per client step. "
+            "Stacked: the runs grouped as the engine allows (one algorithm class per stack), each stack through "
+            "`simulate_stack`; one by one: each run through `simulate`; numpy loop: fedbench/bench/numpy_loop.py, "
+            "written independently of the engine (training only, projected by its local steps); floor: the FLOPs "
             "of every local step over the measured matmul rate. 'On 2 workers' spreads the stacks (or runs) over "
-            "two processes, longest first. The last column is the measured rounds' work against an average "
-            "round's (the projection corrects for it)."), "", *workload_table(w), ""]
+            "two processes, longest first. The last column is the measured rounds' modelled cost against an "
+            "average round's (the projection corrects for it)."), "", *workload_table(w), ""]
         for s in w["subsets"].values():
             lines.append(f"- {s['label']}: floor {s['floor_arithmetic']} (weights moved at the measured bandwidth: "
-                         f"{seconds(s['weights_moved_s'])}, not counted).")
+                         f"{seconds(s['weights_moved_s'])}, not counted). Dependent local steps per round of the "
+                         f"stacks: {s['chain_steps_per_round']:,.0f}; stacked training time per dependent step "
+                         f"{seconds(s['stacked_s_per_chain_step'])}.")
         lines.append("")
     if result.get("workload_targets"):
         lines += ["Targets (issue 10; reported, not asserted):", "",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
@@ -80,15 +81,19 @@ def available_host_memory() -> int:
 
 
 def federated_round(model: Model, ds: FederatedDataset, device: torch.device, kernel: str, local_steps: int,
-                    seed: int) -> Callable[[], int]:
-    """One engine round per call (round index increasing), every client of ``ds`` training; returns samples."""
+                    seed: int, schedule_s: list[float] | None = None) -> Callable[[], int]:
+    """One engine round per call (round index increasing), every client of ``ds`` training; returns samples.
+    ``schedule_s``, when given, receives each call's seconds in ``schedule_round``."""
     cfg = SimulationConfig(rounds=1, clients_per_round=ds.num_clients, local_epochs=1, batch_size=CLIENT_BATCH,
                            seed=seed, device=str(device), kernel=kernel, local_steps=local_steps)
     stack, (run,) = build_stack(model, [RunSpec(cfg, ds, FedAvg(lr=LR))])
     rounds = count()
 
     def one_round() -> int:
+        t0 = time.perf_counter()
         schedule = schedule_round(stack, run, next(rounds))
+        if schedule_s is not None:
+            schedule_s.append(time.perf_counter() - t0)
         run_round(stack, [schedule] if schedule is not None else [])
         sync(device)
         return int(np.count_nonzero(schedule.batches >= 0)) if schedule is not None else 0
@@ -176,7 +181,9 @@ def measure_case(spec: BenchModel, model: Model, cohort: int, device: torch.devi
     steps = client_steps(sizes, CLIENT_BATCH, np.ones_like(sizes), local_steps)
     samples = int(samples_of_steps(sizes, CLIENT_BATCH, steps).sum())
     row_steps = int(steps.sum())
-    paths = {f"kernel/{k}": federated_round(model, ds, device, k, local_steps, seed) for k in kernels}
+    schedule_s: list[float] = []
+    paths = {f"kernel/{k}": federated_round(model, ds, device, k, local_steps, seed, schedule_s if k == chosen else None)
+             for k in kernels}
     central, central_steps = centralized_rounds(model, ds, device, chosen, cohort * CLIENT_BATCH, samples, seed)
     paths.update({f"centralized/{name}": fn for name, fn in central.items()})
     timed = time_interleaved(paths, settings.min_time, settings.max_reps, lead=f"kernel/{chosen}")
@@ -205,6 +212,7 @@ def measure_case(spec: BenchModel, model: Model, cohort: int, device: torch.devi
         "centralized_floor": central_floor.as_dict(),
         "centralized_floor_samples_per_s": central_steps * cohort * CLIENT_BATCH / central_floor.seconds,
         "chosen_share_of_floor": kern[chosen].samples_per_s * floor.seconds / samples,
+        "chosen_schedule_share": float(np.median(schedule_s[1:]) / kern[chosen].round_s),  # schedule_round's part
         "repeats": len(kern[chosen].seconds),
     }
 
