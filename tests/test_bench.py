@@ -15,7 +15,7 @@ from torch import nn
 
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.fedprox import FedProx
-from fedbench.bench import cli, numpy_loop, report, throughput, workload
+from fedbench.bench import cli, numpy_loop, report, studies, throughput, workload
 from fedbench.bench.federation import BY_NAME, BenchModel, make_federation
 from fedbench.bench.machine import (
     Floor,
@@ -24,7 +24,7 @@ from fedbench.bench.machine import (
     train_flops_per_sample,
     weights_moved,
 )
-from fedbench.bench.work import planned_work, samples_of_steps
+from fedbench.bench.work import RoundWork, planned_work, samples_of_steps
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine.round import run_round, schedule_round
 from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack
@@ -185,7 +185,7 @@ def test_targets_read_the_right_ratios():
 
 
 def test_fedprox_study_is_the_papers_grid():
-    w = workload.fedprox_study()
+    w = studies.fedprox_study()
     assert len(w.runs) == 140 and [len(v) for v in w.subsets.values()] == [1, 15, 140]
     specs = [RunSpec(w.config(r, 1, "cpu"), w.dataset(r.dataset), w.algorithm(r)) for r in w.runs]
     stacks = workload.group_stacks(specs, w.subsets["all"])
@@ -195,7 +195,7 @@ def test_fedprox_study_is_the_papers_grid():
 
 def test_projection_arithmetic():
     work = workload.Work(chain=(10, 30), row_steps=(40, 200), samples=(400, 2000))
-    cost = workload.Cost(per_chain_step_s=0.2, per_row_step_s=0.05)  # measured rounds: 2 + 2, all rounds: 6 + 10
+    cost = workload.Cost(per_chain_step_s=0.2, per_row_step_s=0.05)  # measured: 2 + 2 = 4, all: 6 + 10 = 16
     m = workload.Measured(setup_s=1.0, eval_s=2.0, train_s=3.0, rounds_measured=1, rounds_total=4, work=work)
     assert m.measured_s == 6.0 and m.projected_train_s(cost) == pytest.approx(3.0 * 16 / 4)
     assert m.projected_s(cost) == pytest.approx(1.0 + 8.0 + 12.0)
@@ -212,15 +212,15 @@ def test_cost_fit_recovers_a_known_model():
 
 
 def test_stack_work_counts_the_longest_chain():
-    a = workload.RoundWork(samples=np.array([10, 20]), row_steps=np.array([3, 4]), chain=np.array([2, 3]))
-    b = workload.RoundWork(samples=np.array([5, 5]), row_steps=np.array([1, 6]), chain=np.array([1, 5]))
+    a = RoundWork(samples=np.array([10, 20]), row_steps=np.array([3, 4]), chain=np.array([2, 3]))
+    b = RoundWork(samples=np.array([5, 5]), row_steps=np.array([1, 6]), chain=np.array([1, 5]))
     assert workload.Work.of([a, b], 1) == workload.Work(chain=(2, 7), row_steps=(4, 14), samples=(15, 40))
 
 
-def tiny_workload(ds) -> workload.Workload:
-    runs = (workload.StudyRun("tiny", "fedavg", 0.0, 0.5, 0), workload.StudyRun("tiny", "fedprox", 0.0, 0.5, 0),
-            workload.StudyRun("tiny", "fedprox", 1.0, 0.0, 1))
-    return workload.Workload(name="tiny", about="a toy study", model="mclr", runs=runs,
+def tiny_workload(ds) -> studies.Workload:
+    runs = (studies.StudyRun("tiny", "fedavg", 0.0, 0.5, 0), studies.StudyRun("tiny", "fedprox", 0.0, 0.5, 0),
+            studies.StudyRun("tiny", "fedprox", 1.0, 0.0, 1))
+    return studies.Workload(name="tiny", about="a toy study", model="mclr", runs=runs,
                              subsets={"R = 1": (1,), "R = 2": (1, 2), "all": (0, 1, 2)}, dataset=lambda _: ds,
                              rounds=4, clients_per_round=3, local_epochs=2, batch_size=10, lr=0.01, numpy_loop=True)
 
@@ -248,9 +248,9 @@ def test_workload_stacks_projects_and_floors(tiny_synthetic, tiny_result):
 
 def test_cnn_study_code_path_on_cpu():
     """The GPU study's code path at toy size on the CPU (the benchmark runs it only with CUDA)."""
-    w = workload.cnn_study(seeds=(0,), scale=0.02)
+    w = studies.cnn_study(seeds=(0,), scale=0.02)
     assert [len(v) for v in w.subsets.values()] == [1, 3, 4] and w.local_steps == 10
-    w = workload.Workload(**{**w.__dict__, "rounds": 2})
+    w = studies.Workload(**{**w.__dict__, "rounds": 2})
     result = workload.measure_workload(w, CPU, MACHINE, measured=1)
     assert result["model"] == "cifar_cnn" and result["subsets"]["all"]["stacks"] == [1, 3]
     assert "numpy_loop" not in result["subsets"]["all"]

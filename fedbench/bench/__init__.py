@@ -8,6 +8,7 @@ its own runs (fedbench.engine.simulation); it carries no copy of either.
 - timing.py      paths timed in turn, round by round
 - throughput.py  kernel throughput per model and cohort (issue 9)
 - numpy_loop.py  FedAvg/FedProx on softmax regression as a plain numpy per-client loop
+- studies.py     the studies the workload runs: FedProx's synthetic study at the paper's settings; a CNN study (GPU)
 - workload.py    the papers' workload: a study's runs stacked, one by one, as the numpy loop, and the floor (issue 10)
 - report.py      printed tables, reports/bench*/README.md, bench.json and figures
 - cli.py         the command line

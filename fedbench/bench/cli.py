@@ -145,7 +145,7 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
 
     import torch
 
-    from fedbench.bench import throughput, workload
+    from fedbench.bench import studies, throughput, workload
     from fedbench.bench.federation import BENCH_MODELS, BY_NAME
     from fedbench.bench.machine import environment, measure_machine
 
@@ -184,14 +184,14 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
                                 "lr": throughput.LR}
     if "workload" in parts:
         measured = rounds or (1 if quick else 3)
-        studies = [workload.fedprox_study()]
+        chosen_studies = [studies.fedprox_study()]
         result["workloads_skipped"] = []
         if device.type == "cuda":
-            studies.append(workload.cnn_study())
+            chosen_studies.append(studies.cnn_study())
         else:
-            result["workloads_skipped"].append({"name": "cnn_cifar_shaped", "reason": "needs CUDA (a GPU study)"})
+            result["workloads_skipped"].append({"name": "cnn_cifar_shaped", "reason": "the GPU study; this run has no CUDA"})
         result["workloads"], result["workload_targets"] = [], []
-        for study in studies:
+        for study in chosen_studies:
             w = workload.measure_workload(study, device, machine, measured, log)
             result["workloads"].append(w)
             result["workload_targets"] += workload.check_targets(w)

@@ -3,7 +3,9 @@
 - :func:`measure_machine`: the peak float32 matmul rate (FLOP/s, 2 per multiply-add) of one large square
   product, and the memory bandwidth of one large copy (bytes read + written per second), on the device with
   the torch threads the benchmark runs with (one by default: per-core figures). Best of a few repeats: a
-  peak is what the machine reaches, not what it averages while other jobs share it.
+  peak is what the machine reaches, not what it averages while other jobs share it. On CUDA the product
+  runs with torch's matmul precision setting (full float32 by default, no TF32), while cuDNN convolutions
+  use TF32 by default, so a CNN can run faster than its "floor" there (the report says so).
 - :func:`train_flops_per_sample`: the FLOPs of one training sample of a model (forward and the gradient of
   the weights), counted by ``torch.utils.flop_counter`` on one minibatch on the CPU, plus an analytic count
   for recurrent layers, which the counter does not see (``aten::lstm`` on the CPU is one opaque operation):

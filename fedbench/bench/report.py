@@ -117,7 +117,9 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
         + f". {'Quick mode. ' if result['quick'] else ''}Total {seconds(result['elapsed_s'])}.", "",
         (f"Measured in the same run: peak float32 matmul {si(mach['peak_flops'])}FLOP/s ({mach['matmul_size']}^3 "
         f"product, best of a few), memory bandwidth {si(mach['bandwidth'])}B/s (copy of "
-        f"{mach['copy_bytes'] / 2**20:.0f} MiB, bytes read + written), with {mach['threads']} thread(s)."), ""]
+        f"{mach['copy_bytes'] / 2**20:.0f} MiB, bytes read + written), with {mach['threads']} thread(s)."
+        + (" On CUDA the matmul peak is full float32 (torch's default precision), while cuDNN convolutions use "
+           "TF32 by default: a CNN may beat its 'floor'." if result["device"].startswith("cuda") else "")), ""]
     tp = result.get("throughput")
     if tp:
         lines += [
@@ -158,7 +160,9 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
             "written independently of the engine (training only, projected by its local steps); floor: the FLOPs "
             "of every local step over the measured matmul rate. 'On 2 workers' spreads the stacks (or runs) over "
             "two processes, longest first. The last column is the measured rounds' modelled cost against an "
-            "average round's (the projection corrects for it)."), "", *workload_table(w), ""]
+            "average round's (the projection corrects for it). The four ways are measured one after the other, not "
+            "interleaved: on a shared machine, load that changes between them shows in their ratios."), "",
+            *workload_table(w), ""]
         for s in w["subsets"].values():
             lines.append(f"- {s['label']}: floor {s['floor_arithmetic']} (weights moved at the measured bandwidth: "
                          f"{seconds(s['weights_moved_s'])}, not counted). Dependent local steps per round of the "

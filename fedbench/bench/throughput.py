@@ -167,6 +167,9 @@ def materialize(model: Model, theta: torch.Tensor, device: torch.device) -> torc
     net.load_state_dict(state)
     for name, p in net.named_parameters():
         p.requires_grad_(name not in model.frozen)
+    for m in net.modules():
+        if isinstance(m, torch.nn.RNNBase):
+            m.flatten_parameters()  # one contiguous weight buffer, as cuDNN wants
     return net
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedbench.bench import numpy_loop, workload
+from fedbench.bench import numpy_loop, studies
 from fedbench.engine.simulation import RunSpec, simulate, simulate_stack
 from fedbench.models import build_model
 
-STUDY = workload.fedprox_study()
+STUDY = studies.fedprox_study()
 SUBSETS = ("R = 1", "R = 15")
 
 
