@@ -142,7 +142,7 @@ def test_recurrent_flops_are_counted_analytically():
 
 # ---- the two measurements at toy size ------------------------------------------------------------------
 
-TOY = throughput.Settings(quick=True, min_time=0.0, max_reps=1)
+TOY = throughput.Settings(quick=True, min_time=0.0, max_reps=1, max_floor_s=1.0)
 
 
 def test_throughput_case_runs_every_kernel_through_the_engine():
@@ -169,6 +169,32 @@ def test_throughput_case_with_token_inputs():
     assert case["input_dtype"] == "int64" and case["chosen_kernel"] == "loop" and list(case["kernels"]) == ["loop"]
     assert case["local_work"] == "1 steps" and case["row_steps_per_round"] == 2
     assert "module" in case["centralized"]  # the skeleton (embedding + LSTM) materializes
+
+
+def test_cases_too_large_or_too_slow_are_skipped_with_the_reason():
+    spec = BY_NAME["cifar_cnn"]
+    model = spec.build()
+    assert throughput.does_not_fit(model, 10, CPU) is None
+    assert "GiB" in throughput.does_not_fit(model, 10**7, CPU)  # 4 x 10^7 x 62,006 float32: 9 TiB
+    assert throughput.too_slow(spec, 1e6, 10, MACHINE, TOY) is None  # 10 clients x 2 steps x 10 samples x 1 MFLOP: 0.2 s
+    assert "FLOP floor" in throughput.too_slow(spec, 1e9, 100, MACHINE, TOY)  # 2000 samples x 1 GFLOP: 2000 s
+
+
+def test_a_registered_model_joins_the_benchmark(monkeypatch):
+    """Once fedbench.models registers a model named in BENCH_MODELS, the benchmark measures it (here a toy
+    character LSTM stands in for the Shakespeare model of branch `models`)."""
+    from fedbench import models
+
+    monkeypatch.setitem(models.BUILDERS, "shakespeare_lstm",
+                        lambda shape, classes: Model(name="shakespeare_lstm", config=(shape, classes),
+                                                     module=TokenLSTM(vocab=80, classes=classes), loss="softmax_ce",
+                                                     input_dtype=torch.int64))
+    result = cli.run(("throughput",), CPU, quick=True, models=("shakespeare_lstm", "sent140_lstm"), cohorts=(2,),
+                     min_time=0.0, log=lambda _: None)
+    (case,) = result["throughput"]["cases"]
+    assert case["model"] == "shakespeare_lstm" and case["input_dtype"] == "int64" and case["local_work"] == "1 steps"
+    assert result["throughput"]["skipped"] == [{"model": "sent140_lstm",
+                                                "reason": "not registered in fedbench.models.BUILDERS"}]
 
 
 def test_targets_read_the_right_ratios():

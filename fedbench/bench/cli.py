@@ -147,7 +147,7 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
 
     from fedbench.bench import studies, throughput, workload
     from fedbench.bench.federation import BENCH_MODELS, BY_NAME
-    from fedbench.bench.machine import environment, measure_machine
+    from fedbench.bench.machine import environment, measure_machine, train_flops_per_sample
 
     t_start = time.perf_counter()
     env = environment(device)
@@ -167,14 +167,21 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
             if not spec.available:
                 skipped.append({"model": spec.name, "reason": "not registered in fedbench.models.BUILDERS"})
                 continue
-            model = spec.build()
+            try:
+                model = spec.build()
+                flops = train_flops_per_sample(model, spec.feature_shape, spec.num_classes,
+                                               throughput.CLIENT_BATCH, spec.vocabulary)
+            except (ValueError, OSError, ImportError, RuntimeError) as exc:  # e.g. embeddings not downloaded here
+                skipped.append({"model": spec.name, "reason": f"cannot be built: {type(exc).__name__}: {exc}"})
+                continue
             for k in cohorts or (throughput.COHORTS[:2] if quick else throughput.COHORTS):
-                reason = throughput.does_not_fit(model, k, device)
+                reason = (throughput.does_not_fit(model, k, device)
+                          or throughput.too_slow(spec, flops, k, machine, settings, seed))
                 if reason:
                     skipped.append({"model": spec.name, "cohort": k, "reason": reason})
                     continue
                 t0 = time.perf_counter()
-                c = throughput.measure_case(spec, model, k, device, machine, settings, seed)
+                c = throughput.measure_case(spec, model, k, device, machine, settings, seed, flops)
                 cases.append(c)
                 log(f"  {spec.name} cohort {k}: {c['chosen_kernel']} {c['kernels'][c['chosen_kernel']]['samples_per_s']:.0f} "
                     f"samples/s, {c['chosen_over_loop']:.2f}x the loop, {c['chosen_over_centralized']:.2f} of "

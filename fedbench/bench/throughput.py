@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from fedbench.algorithms.fedavg import FedAvg
-from fedbench.bench.federation import BenchModel, make_federation
+from fedbench.bench.federation import BenchModel, client_sizes, make_federation
 from fedbench.bench.machine import Floor, Machine, sync, train_flops_per_sample, weights_moved
 from fedbench.bench.timing import Timed, median_ratio, time_interleaved
 from fedbench.bench.work import client_steps, samples_of_steps
@@ -53,10 +53,11 @@ class Settings:
     quick: bool
     min_time: float  # seconds of timed rounds of the chosen kernel per case (at least one round)
     max_reps: int
+    max_floor_s: float  # skip a case whose round cannot take less than this (its FLOPs over the peak)
 
 
-QUICK = Settings(quick=True, min_time=0.5, max_reps=5)
-FULL = Settings(quick=False, min_time=3.0, max_reps=15)
+QUICK = Settings(quick=True, min_time=0.5, max_reps=5, max_floor_s=2.0)
+FULL = Settings(quick=False, min_time=3.0, max_reps=15, max_floor_s=20.0)
 
 
 def does_not_fit(model: Model, cohort: int, device: torch.device) -> str | None:
@@ -66,6 +67,17 @@ def does_not_fit(model: Model, cohort: int, device: torch.device) -> str | None:
     if free and need > MEMORY_SHARE * free:
         return f"{WORKING_COPIES} x {cohort} x {model.num_params:,} float32 = {need / 2**30:.1f} GiB > " \
                f"{MEMORY_SHARE:.0%} of {free / 2**30:.1f} GiB free"
+    return None
+
+
+def too_slow(spec: BenchModel, flops_per_sample: float, cohort: int, machine: Machine, settings: Settings,
+             seed: int = 0) -> str | None:
+    """Why a case would take too long for the mode (None: it does not): the FLOP floor of one of its rounds."""
+    sizes = client_sizes(cohort, seed)
+    steps = client_steps(sizes, CLIENT_BATCH, np.ones_like(sizes), spec.quick_steps if settings.quick else 0)
+    floor_s = flops_per_sample * samples_of_steps(sizes, CLIENT_BATCH, steps).sum() / machine.peak_flops
+    if floor_s > settings.max_floor_s:
+        return f"one round's FLOP floor is {floor_s:.0f} s, over the {settings.max_floor_s:g} s this mode allows"
     return None
 
 
@@ -174,8 +186,9 @@ def materialize(model: Model, theta: torch.Tensor, device: torch.device) -> torc
 
 
 def measure_case(spec: BenchModel, model: Model, cohort: int, device: torch.device, machine: Machine,
-                 settings: Settings, seed: int = 0) -> dict[str, Any]:
-    """Every kernel's federated round, centralized training and the floor for one (model, cohort)."""
+                 settings: Settings, seed: int = 0, flops: float | None = None) -> dict[str, Any]:
+    """Every kernel's federated round, centralized training and the floor for one (model, cohort); ``flops``:
+    the model's training FLOPs per sample, if already counted."""
     ds = make_federation(spec, model, cohort, seed)
     local_steps = spec.quick_steps if settings.quick else 0
     chosen = choose_kernel(model, device).name
@@ -191,7 +204,8 @@ def measure_case(spec: BenchModel, model: Model, cohort: int, device: torch.devi
     paths.update({f"centralized/{name}": fn for name, fn in central.items()})
     timed = time_interleaved(paths, settings.min_time, settings.max_reps, lead=f"kernel/{chosen}")
 
-    flops = train_flops_per_sample(model, spec.feature_shape, spec.num_classes, CLIENT_BATCH, spec.vocabulary)
+    if flops is None:
+        flops = train_flops_per_sample(model, spec.feature_shape, spec.num_classes, CLIENT_BATCH, spec.vocabulary)
     floor = Floor(flops=flops * samples, peak_flops=machine.peak_flops,
                   bytes_moved=weights_moved(row_steps, model.num_params), bandwidth=machine.bandwidth)
     central_floor = Floor(flops=flops * central_steps * cohort * CLIENT_BATCH, peak_flops=machine.peak_flops,
