@@ -243,6 +243,20 @@ def test_stack_work_counts_the_longest_chain():
     assert workload.Work.of([a, b], 1) == workload.Work(chain=(2, 7), row_steps=(4, 14), samples=(15, 40))
 
 
+def test_workload_targets():
+    def subset(runs, stacked, one):
+        return {"runs": runs, "stacked": {"projected_s": stacked}, "one_by_one": {"projected_s": one},
+                "stacked_two_workers_s": stacked / 2, "floor_s": stacked / 4}
+
+    result = {"name": "fedprox_synthetic", "device": "cpu",
+              "subsets": {"R = 15": subset(15, 10.0, 60.0), "all": subset(140, 500.0, 5000.0)}}
+    targets = {t["target"]: t for t in workload.check_targets(result)}
+    assert targets["stacked >= 5x one by one at R = 15 (cpu)"]["met"]  # 6x
+    assert targets["whole study under 5 min on 2 cores"]["met"]  # 250 s
+    assert not targets["within 3x of the floor (1 core)"]["met"]  # 4x
+    assert workload.check_targets(dict(result, device="cuda")) == []  # the GPU target is the CNN study's
+
+
 def tiny_workload(ds) -> studies.Workload:
     runs = (studies.StudyRun("tiny", "fedavg", 0.0, 0.5, 0), studies.StudyRun("tiny", "fedprox", 0.0, 0.5, 0),
             studies.StudyRun("tiny", "fedprox", 1.0, 0.0, 1))
@@ -292,7 +306,12 @@ def test_report_writer_tables(tiny_result, tmp_path):
               "throughput": {"cases": [case], "skipped": [{"model": "femnist_cnn", "reason": "not registered"}],
                              "targets": throughput.check_targets([case])},
               "workloads": [tiny_result], "workload_targets": [], "workloads_skipped": []}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "gpu-tests.txt").write_text("kept")
+    (tmp_path / "out" / "cohort_scaling.png").write_text("stale")
     report.write_report(result, tmp_path / "out", "fedbench bench --quick")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["README.md", "bench.json", "gpu-tests.txt",
+                                                                      "throughput.png", "workload.png"]
     text = (tmp_path / "out" / "README.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| mclr | 610 | 2 |"))
     assert f"| {case['chosen_over_loop']:.2f}x |" in row and f"({case['centralized_impl']}, batch 20)" in row

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from fedbench.bench.machine import seconds, si
-from fedbench.data.format import atomic_folder
 
 
 def to_json(result: dict[str, Any]) -> str:
@@ -96,12 +97,22 @@ def print_summary(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+STALE = ("cohort_scaling.png", "federation_scaling.png")  # figures of the earlier bench, no longer written
+
+
 def write_report(result: dict[str, Any], out_dir: Path, command: str) -> None:
-    """README.md, bench.json and the figures, written into ``out_dir`` atomically."""
-    with atomic_folder(out_dir) as tmp:
+    """README.md, bench.json and the figures, each written atomically into ``out_dir``; other files there (such
+    as a GPU test log) are kept."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".bench.") as tmp:
+        tmp = Path(tmp)
         (tmp / "bench.json").write_text(to_json(result))
         figures = plot(result, tmp)
         (tmp / "README.md").write_text(readme(result, command, figures))
+        for f in tmp.iterdir():
+            os.replace(f, out_dir / f.name)
+    for name in STALE:
+        (out_dir / name).unlink(missing_ok=True)
 
 
 def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str:
