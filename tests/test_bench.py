@@ -315,6 +315,9 @@ def test_report_writer_tables(tiny_result, tmp_path):
     text = (tmp_path / "out" / "README.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| mclr | 610 | 2 |"))
     assert f"| {case['chosen_over_loop']:.2f}x |" in row and f"({case['centralized_impl']}, batch 20)" in row
+    faster = case["fastest_kernel"] != "mclr"
+    assert ("another kernel was measured faster for mclr at cohort 2" in text) == faster
+    assert ("in every case the chosen kernel was the fastest" in text) != faster
     assert "Not measured: femnist_cnn (not registered)" in text and "`fedbench bench --quick`" in text
     assert text.count("| all (3) | 1 + 2 |") == 1 and "2.4 kFLOP per training sample" in text
     assert json.loads((tmp_path / "out" / "bench.json").read_text())["workloads"][0]["name"] == "tiny"

@@ -39,6 +39,17 @@ def throughput_table(cases: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def kernel_choice(cases: list[dict[str, Any]]) -> str:
+    """Where a kernel other than the chosen one was measured faster (the table fedbench.engine.kernels.DEFAULTS
+    chooses from)."""
+    off = [f"{c['model']} at cohort {c['cohort']}: {c['fastest_kernel']} "
+           f"{c['kernels'][c['fastest_kernel']]['samples_per_s'] / c['kernels'][c['chosen_kernel']]['samples_per_s']:.2f}x "
+           f"the chosen {c['chosen_kernel']}" for c in cases if c["fastest_kernel"] != c["chosen_kernel"]]
+    if not off:
+        return "Kernel choice: in every case the chosen kernel was the fastest measured."
+    return "Kernel choice: another kernel was measured faster for " + "; ".join(off) + "."
+
+
 def floor_table(cases: list[dict[str, Any]]) -> list[str]:
     lines = [("| model | cohort | samples / round | FLOPs / sample | local steps x clients | floor of the round: FLOPs / "
              "peak; weights moved / bandwidth | centralized round's floor |"), "|---|---|---|---|---|---|---|"]
@@ -82,7 +93,8 @@ def print_summary(result: dict[str, Any]) -> str:
     out = []
     tp = result.get("throughput")
     if tp:
-        out += ["Kernel throughput (samples/s; ratios are medians of per-round ratios):", *throughput_table(tp["cases"])]
+        out += ["Kernel throughput (samples/s; ratios are medians of per-round ratios):", *throughput_table(tp["cases"]),
+                kernel_choice(tp["cases"])]
         out += [f"skipped: {s['model']}" + (f" cohort {s['cohort']}" if "cohort" in s else "") + f": {s['reason']}"
                 for s in tp["skipped"]]
         out += [f"target {t['model']} cohort {t['cohort']} ({t['device']}): {t['target']}: {t['measured']} "
@@ -146,7 +158,7 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
             "read and written once per local step. Paths are timed in turn, round by round; ratios are medians "
             "of per-round ratios. The last column is the median share of the chosen kernel's round spent in "
             "`schedule_round` (drawing the cohort and every client's minibatch order)."), "", *throughput_table(tp["cases"]), "", "The floors' arithmetic:", "",
-            *floor_table(tp["cases"]), ""]
+            *floor_table(tp["cases"]), "", kernel_choice(tp["cases"]), ""]
         if tp["skipped"]:
             lines += ["Not measured: " + "; ".join(f"{s['model']}" + (f" at cohort {s['cohort']}" if s.get("cohort")
                                                                       else "") + f" ({s['reason']})"
@@ -213,9 +225,9 @@ def plot(result: dict[str, Any], out_dir: Path) -> dict[str, str]:
             ax.set(xscale="log", yscale="log", xlabel="cohort (clients per round)", ylabel="samples / s",
                    title=f"{model} on {result['device']}")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
         fig.tight_layout()
-        fig.savefig(out_dir / "throughput.png", dpi=110)
+        fig.savefig(out_dir / "throughput.png", dpi=110, bbox_inches="tight")
         plt.close(fig)
         names["throughput"] = "throughput.png"
     workloads = result.get("workloads") or []
@@ -232,7 +244,7 @@ def plot(result: dict[str, Any], out_dir: Path) -> dict[str, str]:
             for j, (label, get) in enumerate(bars):
                 ax.bar([i + j * width for i in range(len(subsets))], [get(s) for s in subsets], width, label=label)
             ax.set_xticks([i + 0.4 - width / 2 for i in range(len(subsets))],
-                          [f"{s['label']}\n({s['runs']} runs)" for s in subsets])
+                          [f"{s['label']}\n({s['runs']} run{'s' if s['runs'] != 1 else ''})" for s in subsets])
             ax.set(yscale="log", ylabel=f"seconds for {w['rounds']} rounds (projected)", title=w["name"])
             ax.grid(True, axis="y", which="both", alpha=0.3)
             ax.legend(fontsize=7)
