@@ -346,6 +346,7 @@ def test_help_and_bad_arguments(capsys):
     out = capsys.readouterr().out
     for flag in ("--quick", "--json", "--report", "--parts", "--models", "--cohorts", "--rounds", "--device"):
         assert flag in out
+    assert all(name in " ".join(out.split()) for name in BY_NAME)  # the help names every benchmark model
     with pytest.raises(SystemExit, match="--models: unknown 'resnet'; allowed: mclr"):
         cli.main(["--models", "resnet"])
     with pytest.raises(SystemExit, match="--cohorts '0'"):

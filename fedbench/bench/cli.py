@@ -31,11 +31,11 @@ publishable; the README written by --report states the load average at the start
 
 EPILOG = """\
 examples:
-  fedbench bench --quick                          # both parts, short measurements (a few minutes on 2 cores)
+  fedbench bench --quick                          # both parts, short measurements (about 1 min on 2 cores)
   fedbench bench --quick --parts throughput --models mclr --cohorts 10,100
   fedbench bench --quick --json out/bench.json    # the figures as JSON
-  fedbench bench --report                         # full run; writes reports/bench/ (reports/bench-gpu/ on CUDA)
-  fedbench bench --device cuda --report           # on a GPU
+  fedbench bench --report                         # full run (about 10 min on CPU); writes reports/bench/
+  fedbench bench --device cuda --threads 0 --report   # on a GPU; writes reports/bench-gpu/
 """
 
 
@@ -53,10 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"which measurements: {', '.join(PARTS)} (default both)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (cuda if available; default)")
     p.add_argument("--models", metavar="NAME,...",
-                   help="throughput: models to measure (default every one in fedbench.bench.federation.BENCH_MODELS "
-                        "that fedbench.models registers)")
-    p.add_argument("--cohorts", metavar="K,...", help="throughput: cohort sizes (default 10,100,1000; quick 10,100); "
-                                                      "a cohort whose models do not fit in memory is skipped")
+                   help="throughput: models to measure, of mclr, femnist_cnn, cifar_cnn, shakespeare_lstm, "
+                        "sent140_lstm (fedbench.bench.federation.BENCH_MODELS; default every one that "
+                        "fedbench.models registers)")
+    p.add_argument("--cohorts", metavar="K,...",
+                   help="throughput: cohort sizes (default 10,100,1000; quick 10,100); a cohort whose models do "
+                        "not fit in memory, or whose round's FLOP floor exceeds 20 s (quick 2 s), is skipped")
     p.add_argument("--rounds", type=int, metavar="M",
                    help="workload: rounds timed per run before projecting (default 3; quick 1)")
     p.add_argument("--threads", type=int, default=1,
