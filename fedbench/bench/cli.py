@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "own choice)")
     p.add_argument("--min-time", type=float, metavar="S",
                    help="throughput: seconds of timed rounds per case (default 3; quick 0.5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic federations and schedules")
+    p.add_argument("--seed", type=int, default=0,
+                   help="throughput: seed of the synthetic federations and schedules (the workload runs its "
+                        "study's own seeds 0-4)")
     return p
 
 
@@ -149,7 +151,7 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
 
     from fedbench.bench import studies, throughput, workload
     from fedbench.bench.federation import BENCH_MODELS, BY_NAME
-    from fedbench.bench.machine import environment, measure_machine, train_flops_per_sample
+    from fedbench.bench.machine import environment, measure_machine
 
     t_start = time.perf_counter()
     env = environment(device)
@@ -164,46 +166,16 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
         if min_time is not None:
             settings = dataclasses.replace(settings, min_time=min_time)
         specs = [BY_NAME[m] for m in models] if models else list(BENCH_MODELS)
-        cases, skipped = [], []
-        for spec in specs:
-            if not spec.available:
-                skipped.append({"model": spec.name, "reason": "not registered in fedbench.models.BUILDERS"})
-                continue
-            try:
-                model = spec.build()
-                flops = train_flops_per_sample(model, spec.feature_shape, spec.num_classes,
-                                               throughput.CLIENT_BATCH, spec.vocabulary)
-            except (ValueError, OSError, ImportError, RuntimeError) as exc:  # e.g. embeddings not downloaded here
-                skipped.append({"model": spec.name, "reason": f"cannot be built: {type(exc).__name__}: {exc}"})
-                continue
-            for k in cohorts or (throughput.COHORTS[:2] if quick else throughput.COHORTS):
-                reason = (throughput.does_not_fit(model, k, device)
-                          or throughput.too_slow(spec, flops, k, machine, settings, seed))
-                if reason:
-                    skipped.append({"model": spec.name, "cohort": k, "reason": reason})
-                    continue
-                t0 = time.perf_counter()
-                c = throughput.measure_case(spec, model, k, device, machine, settings, seed, flops)
-                cases.append(c)
-                log(f"  {spec.name} cohort {k}: {c['chosen_kernel']} {c['kernels'][c['chosen_kernel']]['samples_per_s']:.0f} "
-                    f"samples/s, {c['chosen_over_loop']:.2f}x the loop, {c['chosen_over_centralized']:.2f} of "
-                    f"centralized ({time.perf_counter() - t0:.0f} s)")
-        result["throughput"] = {"cases": cases, "skipped": skipped, "targets": throughput.check_targets(cases),
-                                "settings": dataclasses.asdict(settings), "client_batch": throughput.CLIENT_BATCH,
-                                "lr": throughput.LR}
+        default_cohorts = throughput.COHORTS[:2] if quick else throughput.COHORTS
+        result["throughput"] = throughput.measure_all(specs, cohorts or default_cohorts, device, machine, settings,
+                                                      seed, log)
     if "workload" in parts:
-        measured = rounds or (1 if quick else 3)
-        chosen_studies = [studies.fedprox_study()]
-        result["workloads_skipped"] = []
-        if device.type == "cuda":
-            chosen_studies.append(studies.cnn_study())
-        else:
-            result["workloads_skipped"].append({"name": "cnn_cifar_shaped", "reason": "the GPU study; this run has no CUDA"})
-        result["workloads"], result["workload_targets"] = [], []
-        for study in chosen_studies:
-            w = workload.measure_workload(study, device, machine, measured, log)
-            result["workloads"].append(w)
-            result["workload_targets"] += workload.check_targets(w)
+        chosen = [studies.fedprox_study()] + ([studies.cnn_study()] if device.type == "cuda" else [])
+        result["workloads"] = [workload.measure_workload(s, device, machine, rounds or (1 if quick else 3), log)
+                               for s in chosen]
+        result["workload_targets"] = [t for w in result["workloads"] for t in workload.check_targets(w)]
+        result["workloads_skipped"] = [] if device.type == "cuda" else [
+            {"name": "cnn_cifar_shaped", "reason": "the GPU study; this run has no CUDA"}]
     result["elapsed_s"] = time.perf_counter() - t_start
     log(f"done in {result['elapsed_s']:.0f} s")
     return result

@@ -21,7 +21,7 @@ import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from itertools import count
 from typing import Any
 
@@ -236,6 +236,35 @@ def measure_case(spec: BenchModel, model: Model, cohort: int, device: torch.devi
 
 def _timed_dict(t: Timed) -> dict[str, Any]:
     return {"samples_per_s": t.samples_per_s, "round_s": t.round_s, "repeats": len(t.seconds)}
+
+
+def measure_all(specs: list[BenchModel], cohorts: tuple[int, ...], device: torch.device, machine: Machine,
+                settings: Settings, seed: int = 0, log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Every (model, cohort) case that can run here, the ones that cannot with the reason, and the targets."""
+    cases, skipped = [], []
+    for spec in specs:
+        if not spec.available:
+            skipped.append({"model": spec.name, "reason": "not registered in fedbench.models.BUILDERS"})
+            continue
+        try:
+            model = spec.build()
+            flops = train_flops_per_sample(model, spec.feature_shape, spec.num_classes, CLIENT_BATCH, spec.vocabulary)
+        except (ValueError, OSError, ImportError, RuntimeError) as exc:  # e.g. embeddings not downloaded here
+            skipped.append({"model": spec.name, "reason": f"cannot be built: {type(exc).__name__}: {exc}"})
+            continue
+        for k in cohorts:
+            reason = does_not_fit(model, k, device) or too_slow(spec, flops, k, machine, settings, seed)
+            if reason:
+                skipped.append({"model": spec.name, "cohort": k, "reason": reason})
+                continue
+            t0 = time.perf_counter()
+            c = measure_case(spec, model, k, device, machine, settings, seed, flops)
+            cases.append(c)
+            log(f"  {spec.name} cohort {k}: {c['chosen_kernel']} {c['kernels'][c['chosen_kernel']]['samples_per_s']:.0f} "
+                f"samples/s, {c['chosen_over_loop']:.2f}x the loop, {c['chosen_over_centralized']:.2f} of "
+                f"centralized ({time.perf_counter() - t0:.0f} s)")
+    return {"cases": cases, "skipped": skipped, "targets": check_targets(cases), "settings": asdict(settings),
+            "client_batch": CLIENT_BATCH, "lr": LR}
 
 
 # Issue 9's targets. Reported, never asserted.
