@@ -53,9 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"which measurements: {', '.join(PARTS)} (default both)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (cuda if available; default)")
     p.add_argument("--models", metavar="NAME,...",
-                   help="throughput: models to measure, of mclr, femnist_cnn, cifar_cnn, shakespeare_lstm, "
-                        "sent140_lstm (fedbench.bench.federation.BENCH_MODELS; default every one that "
-                        "fedbench.models registers)")
+                   help="throughput: models to measure, of mclr, leaf_femnist_cnn, cifar_cnn, fedprox_shakespeare_lstm, "
+                        "fedprox_sent140_lstm (fedbench.bench.federation.BENCH_MODELS; default all)")
     p.add_argument("--cohorts", metavar="K,...",
                    help="throughput: cohort sizes (default 10,100,1000; quick 10,100); a cohort whose models do "
                         "not fit in memory, or whose round's FLOP floor exceeds 20 s (quick 2 s), is skipped")
