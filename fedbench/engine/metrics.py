@@ -102,42 +102,72 @@ def evaluate(kernel, theta: torch.Tensor, data: DeviceData, with_dissimilarity: 
 def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True) -> list[Evaluation]:
     """Several global models thetas [M, P] on the same data (the runs of a stack), in one pass where the kernel
     evaluates several models at once."""
-    one = thetas.shape[0] == 1
-    theta_arg = thetas[0] if one else thetas
-    loss_tr, correct_tr = kernel.per_example(theta_arg, data.x_train, data.y_train)
-    loss_te, correct_te = kernel.per_example(theta_arg, data.x_test, data.y_test)
-    if one:
-        loss_tr, correct_tr, loss_te, correct_te = (t.unsqueeze(0) for t in (loss_tr, correct_tr, loss_te, correct_te))
+    m = thetas.shape[0]
+    acc = Dissimilarity(m, thetas.shape[1], data.train_sizes, thetas.device) if with_dissimilarity else None
+    fused = getattr(kernel, "train_eval", None)
+    if fused is not None:  # the kernel's own pass: losses and client gradients from the same logits
+        loss_tr, correct_tr = fused(thetas, data.x_train, data.y_train, data.train_offsets, acc)
+    else:
+        loss_tr, correct_tr = _per_example_many(kernel, thetas, data.x_train, data.y_train)
+        if acc is not None:
+            _stream_client_grads(kernel, thetas, data, acc)
+    loss_te, correct_te = _per_example_many(kernel, thetas, data.x_test, data.y_test)
     dev_loss = _segment_mean(loss_tr, data.seg_train, data.n_train).cpu().numpy()
     dev_acc = _segment_mean(correct_te, data.seg_test, data.n_test).cpu().numpy()
-    dissim = dissimilarity(kernel, thetas, data) if with_dissimilarity else np.full(len(thetas), float("nan"))
+    dissim = acc.value() if acc is not None else np.full(m, float("nan"))
     out = []
-    for m in range(len(thetas)):
+    for i in range(m):
         out.append(Evaluation(
-            train_loss=float(loss_tr[m].double().mean()),
-            train_accuracy=float(correct_tr[m].double().mean()),
-            test_loss=float(loss_te[m].double().mean()) if loss_te.shape[-1] else float("nan"),
-            test_accuracy=float(correct_te[m].double().mean()) if correct_te.shape[-1] else float("nan"),
-            dissimilarity=float(dissim[m]),
-            device_train_loss=dev_loss[m],
-            device_test_accuracy=dev_acc[m],
+            train_loss=float(loss_tr[i].double().mean()),
+            train_accuracy=float(correct_tr[i].double().mean()),
+            test_loss=float(loss_te[i].double().mean()) if loss_te.shape[-1] else float("nan"),
+            test_accuracy=float(correct_te[i].double().mean()) if correct_te.shape[-1] else float("nan"),
+            dissimilarity=float(dissim[i]),
+            device_train_loss=dev_loss[i],
+            device_test_accuracy=dev_acc[i],
         ))
     return out
 
 
-def dissimilarity(kernel, thetas: torch.Tensor, data: DeviceData) -> np.ndarray:
-    """FedProx Figure 2's gradient dissimilarity of each model thetas [M, P]: (1/N') sum_k ||g_k - g||^2 over the
-    N' devices with training data, g = sum_k p_k g_k, p_k = n_k / n, g_k the full local gradient.
+def _per_example_many(kernel, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor):
+    if thetas.shape[0] == 1:
+        loss, correct = kernel.per_example(thetas[0], x, y)
+        return loss.unsqueeze(0), correct.unsqueeze(0)
+    return kernel.per_example(thetas, x, y)
 
-    Streamed over chunks of clients with float64 running sums, S1 = sum_k ||g_k||^2, S2 = sum_k g_k and g:
-    (1/N') sum_k ||g_k - g||^2 = (S1 - 2 g.S2 + N' ||g||^2) / N'."""
+
+class Dissimilarity:
+    """FedProx Figure 2's gradient dissimilarity of M models, (1/N') sum_k ||g_k - g||^2 over the N' devices with
+    training data, g = sum_k p_k g_k, p_k = n_k / n, g_k the full local gradient; fed client gradients a chunk
+    at a time, so no [N, P] tensor is ever held. Float64 running sums S1 = sum_k ||g_k||^2, S2 = sum_k g_k and
+    g give (1/N') sum_k ||g_k - g||^2 = (S1 - 2 g.S2 + N' ||g||^2) / N'."""
+
+    def __init__(self, m: int, p: int, sizes: np.ndarray, device: torch.device) -> None:
+        self.count = float((sizes > 0).sum())
+        self.n_total = float(sizes.sum())
+        self.s1 = torch.zeros(m, dtype=torch.float64, device=device)
+        self.s2 = torch.zeros(m, p, dtype=torch.float64, device=device)
+        self.g = torch.zeros(m, p, dtype=torch.float64, device=device)
+
+    def add(self, counts: torch.Tensor, grads: torch.Tensor) -> None:
+        """Clients with ``counts`` [c] samples and full gradients ``grads`` [M, c, P]."""
+        grads = grads.double()
+        self.s1 += (grads * grads).sum((1, 2))
+        self.s2 += grads.sum(1)
+        self.g += torch.einsum("c,mcp->mp", counts.double() / self.n_total, grads)
+
+    def value(self) -> np.ndarray:
+        if self.count == 0:
+            return np.full(len(self.s1), float("nan"))
+        value = (self.s1 - 2.0 * (self.g * self.s2).sum(1) + self.count * (self.g * self.g).sum(1)) / self.count
+        return value.clamp(min=0.0).cpu().numpy()
+
+
+def _stream_client_grads(kernel, thetas: torch.Tensor, data: DeviceData, acc: Dissimilarity) -> None:
+    """Full gradients of every client with training data at each model, a chunk of clients at a time."""
     m, p = thetas.shape
     sizes = data.train_sizes
     has_data = np.flatnonzero(sizes > 0)
-    n_total = float(sizes.sum())
-    s1 = torch.zeros(m, dtype=torch.float64, device=thetas.device)
-    s2 = torch.zeros(m, p, dtype=torch.float64, device=thetas.device)
-    g = torch.zeros(m, p, dtype=torch.float64, device=thetas.device)
     per_chunk = max(1, DISSIMILARITY_CHUNK_BYTES // max(1, 4 * p * m))
     offs = data.train_offsets
     for lo in range(0, len(has_data), per_chunk):
@@ -145,15 +175,14 @@ def dissimilarity(kernel, thetas: torch.Tensor, data: DeviceData) -> np.ndarray:
         idx = torch.from_numpy(np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])).to(thetas.device)
         counts = torch.from_numpy(sizes[clients]).to(thetas.device)
         seg = torch.repeat_interleave(torch.arange(len(clients), device=thetas.device), counts)
-        grads = segment_grads_many(kernel, thetas, data.x_train[idx], data.y_train[idx], seg, counts).double()  # [M, c, P]
-        s1 += (grads * grads).sum((1, 2))
-        s2 += grads.sum(1)
-        g += torch.einsum("c,mcp->mp", counts.double() / n_total, grads)
-    count = float(len(has_data))
-    if count == 0:
-        return np.full(m, float("nan"))
-    value = (s1 - 2.0 * (g * s2).sum(1) + count * (g * g).sum(1)) / count
-    return value.clamp(min=0.0).cpu().numpy()
+        acc.add(counts, segment_grads_many(kernel, thetas, data.x_train[idx], data.y_train[idx], seg, counts))
+
+
+def dissimilarity(kernel, thetas: torch.Tensor, data: DeviceData) -> np.ndarray:
+    """The gradient dissimilarity (:class:`Dissimilarity`) of each model thetas [M, P] on ``data``."""
+    acc = Dissimilarity(thetas.shape[0], thetas.shape[1], data.train_sizes, thetas.device)
+    _stream_client_grads(kernel, thetas, data, acc)
+    return acc.value()
 
 
 def segment_grads_many(kernel, thetas: torch.Tensor, x, y, segment, counts) -> torch.Tensor:

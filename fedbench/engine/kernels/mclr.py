@@ -11,6 +11,7 @@ once is one batched product.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -75,6 +76,36 @@ class MclrKernel:
         losses = F.cross_entropy(z, y.expand(z.shape[0], len(y)), reduction="none")
         correct = z.max(1).indices == y  # first maximal index, as argmax; 5x faster over a middle axis
         return (losses[0], correct[0]) if one else (losses, correct)
+
+    def train_eval(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, offsets, acc=None):
+        """Per-example losses and correctness of M models on the training data (each [M, n]), and, given a
+        fedbench.engine.metrics.Dissimilarity ``acc``, every client's full gradient fed to it, all from one
+        product for the logits: the residual softmax - onehot of those logits, per client one product with its
+        inputs (the clients' samples are contiguous, ``offsets`` [N + 1])."""
+        m, d, c = theta.shape[0], self.in_features, self.num_classes
+        x = x.flatten(1)
+        z = self._logits_t(theta, x)  # [M, C, n]
+        losses = F.cross_entropy(z, y.expand(m, len(y)), reduction="none")
+        correct = z.max(1).indices == y
+        if acc is not None and len(y):
+            from fedbench.engine.metrics import DISSIMILARITY_CHUNK_BYTES
+
+            r = torch.softmax(z, dim=1)
+            r[:, y, torch.arange(len(y), device=y.device)] -= 1.0
+            clients = np.flatnonzero(np.diff(offsets) > 0)
+            per_chunk = max(1, DISSIMILARITY_CHUNK_BYTES // (4 * m * self.model.num_params))
+            for start in range(0, len(clients), per_chunk):
+                chunk = clients[start: start + per_chunk]
+                g = torch.empty(m, len(chunk), self.model.num_params, dtype=x.dtype, device=x.device)
+                for j, k in enumerate(chunk):
+                    lo, hi = int(offsets[k]), int(offsets[k + 1])
+                    rk = r[:, :, lo:hi]  # [M, C, n_k]
+                    gw = torch.mm(rk.reshape(m * c, hi - lo), x[lo:hi]).view(m, c, d) / (hi - lo)
+                    g[:, j, : d * c] = gw.transpose(1, 2).reshape(m, -1)
+                    if self.bias:
+                        g[:, j, d * c:] = rk.sum(-1) / (hi - lo)
+                acc.add(torch.from_numpy(np.diff(offsets)[chunk]).to(x.device), g)
+        return losses, correct
 
     def segment_grads_many(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor,
                            counts: torch.Tensor) -> torch.Tensor:
