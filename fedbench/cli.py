@@ -127,7 +127,7 @@ def cmd_regress(a: argparse.Namespace) -> None:
 
 
 def cmd_bench(a: argparse.Namespace) -> None:
-    from fedbench.bench import main as bench_main
+    from fedbench.bench.cli import main as bench_main
 
     sys.exit(bench_main(a.bench_args))
 
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(data_main(argv[1:]))
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's own parser
-        from fedbench.bench import main as bench_main
+        from fedbench.bench.cli import main as bench_main
 
         sys.exit(bench_main(argv[1:]))
     args = build_parser().parse_args(argv)

@@ -14,8 +14,23 @@ def weighted_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     return torch.tensordot(w / total, values, dims=1)
 
 
-def prox_gradient(grad: torch.Tensor, theta: torch.Tensor, anchor: torch.Tensor, mu: float) -> torch.Tensor:
-    """Gradient of F(theta) + (mu/2)||theta - anchor||^2 given grad = nabla F(theta) (FedProx eq. 2)."""
-    if mu == 0:
+def prox_gradient(grad: torch.Tensor, theta: torch.Tensor, anchor: torch.Tensor,
+                  mu: float | torch.Tensor) -> torch.Tensor:
+    """Gradient of F(theta) + (mu/2)||theta - anchor||^2 given grad = nabla F(theta) (FedProx eq. 2).
+
+    ``mu`` is a number, or a column [rows, 1] when the runs of a stack use different mu: both are computed as
+    grad + mu * (theta - anchor), so a run's numbers are the same alone and stacked."""
+    if not isinstance(mu, torch.Tensor) and mu == 0:
         return grad
-    return torch.add(grad, theta - anchor, alpha=mu)
+    return grad + mu * (theta - anchor)
+
+
+def sgd_step(theta: torch.Tensor, direction: torch.Tensor, lr: float) -> torch.Tensor:
+    """theta - lr * direction, as two plain elementwise operations.
+
+    Local steps are written this way rather than ``torch.add(theta, direction, alpha=-lr)``: ATen computes the
+    latter with a fused multiply-add on its vectorized path and a separate multiply and add on the scalar tail
+    of the buffer, so which elements round which way would depend on how many rows the cohort has. With plain
+    operations every row's result is the same whatever rows surround it, so a run is bit-identical alone and
+    stacked with other runs (fedbench.engine.simulation)."""
+    return theta - lr * direction

@@ -38,12 +38,12 @@ class SGDMomentum:
         return MomentumState(m=torch.zeros_like(theta))
 
     def update(self, g: torch.Tensor, s: MomentumState) -> torch.Tensor:
-        """U(g, s) = g + beta m."""
-        return torch.add(g, s.m, alpha=self.momentum)
+        """U(g, s) = g + beta m (plain operations: row-independent, see fedbench.ops.sgd_step)."""
+        return g + self.momentum * s.m
 
     def next_state(self, g: torch.Tensor, s: MomentumState) -> MomentumState:
         """V(g, s): m <- g + beta m."""
-        return MomentumState(m=torch.add(g, s.m, alpha=self.momentum))
+        return MomentumState(m=g + self.momentum * s.m)
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,10 @@ class Adam:
         return AdamState(m=torch.zeros_like(theta), v=torch.zeros_like(theta), step=0)
 
     def _moments(self, g: torch.Tensor, s: AdamState) -> tuple[torch.Tensor, torch.Tensor]:
-        m = torch.lerp(g, s.m, self.beta1)  # b1 m + (1 - b1) g
-        v = torch.lerp(g * g, s.v, self.beta2)  # b2 v + (1 - b2) g^2
+        # b1 m + (1 - b1) g and b2 v + (1 - b2) g^2, as torch.lerp(g, m, b1) computes them, in plain operations
+        m = g + self.beta1 * (s.m - g)
+        gg = g * g
+        v = gg + self.beta2 * (s.v - gg)
         return m, v
 
     def update(self, g: torch.Tensor, s: AdamState) -> torch.Tensor:

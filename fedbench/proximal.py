@@ -21,4 +21,4 @@ def prox_squared_distance(x: torch.Tensor, anchor: torch.Tensor, eta: float, mu:
         raise ValueError(f"the proximal step needs eta > 0 and mu >= 0, got eta={eta}, mu={mu}")
     if mu == 0:
         return x
-    return torch.add(x, anchor, alpha=eta * mu) / (1.0 + eta * mu)
+    return (x + (eta * mu) * anchor) / (1.0 + eta * mu)  # plain operations: row-independent

@@ -43,11 +43,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 
-from fedbench.ops import weighted_mean
+from fedbench.ops import sgd_step, weighted_mean
 from fedbench.quantile import superquantile_weights, weighted_quantile
 
 WEIGHTINGS = ("exact", "filter")
@@ -61,6 +62,7 @@ class DeltaFLState:
 
 @dataclass(frozen=True)
 class DeltaFL:
+    stack_varying: ClassVar[tuple[str, ...]] = ("theta", "weighting", "quantile_period")  # server side only
     lr: float
     theta: float = 1.0  # conformity level in (0, 1] (not the model parameters, which the engine calls theta)
     weighting: str = "exact"  # exact | filter (see the module docstring)
@@ -103,7 +105,7 @@ class DeltaFL:
         return theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
-        return torch.add(theta, grad_fn(theta), alpha=-self.lr)
+        return sgd_step(theta, grad_fn(theta), self.lr)
 
     def server_update(self, state: DeltaFLState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> DeltaFLState:

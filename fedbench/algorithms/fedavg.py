@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedbench.ops import weighted_mean
+from fedbench.ops import sgd_step, weighted_mean
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class FedAvg:
         return theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
-        return torch.add(theta, grad_fn(theta), alpha=-self.lr)
+        return sgd_step(theta, grad_fn(theta), self.lr)
 
     def server_update(self, state: FedAvgState, local_models: torch.Tensor, weights: torch.Tensor, cohort) -> FedAvgState:
         return FedAvgState(theta=weighted_mean(local_models, weights))

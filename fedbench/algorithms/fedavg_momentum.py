@@ -21,11 +21,12 @@ Deviations and choices:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 from functools import cached_property
 
 import torch
 
-from fedbench.ops import weighted_mean
+from fedbench.ops import sgd_step, weighted_mean
 from fedbench.optimizers import MomentumState, SGDMomentum
 
 
@@ -37,6 +38,7 @@ class FedAvgMomentumState:
 
 @dataclass(frozen=True)
 class FedAvgMomentum:
+    stack_varying: ClassVar[tuple[str, ...]] = ("beta", "server_lr")  # server side only
     lr: float  # local (client) step size
     beta: float = 0.9  # server momentum
     server_lr: float = 1.0
@@ -60,7 +62,7 @@ class FedAvgMomentum:
         return theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
-        return torch.add(theta, grad_fn(theta), alpha=-self.lr)
+        return sgd_step(theta, grad_fn(theta), self.lr)
 
     def server_update(self, state: FedAvgMomentumState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> FedAvgMomentumState:

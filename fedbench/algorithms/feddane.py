@@ -40,11 +40,12 @@ Deviations and choices:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 
-from fedbench.ops import prox_gradient, weighted_mean
+from fedbench.ops import prox_gradient, sgd_step, weighted_mean
 from fedbench.seeding import rng
 
 
@@ -61,6 +62,7 @@ class FedDaneLocal:
 
 @dataclass(frozen=True)
 class FedDane:
+    stack_varying: ClassVar[tuple[str, ...]] = ("gradient_clients",)  # chosen in client_init
     lr: float
     mu: float = 0.0
     gradient_clients: int = 0  # c; 0: the cohort (c = K)
@@ -104,7 +106,7 @@ class FedDane:
 
     def client_step(self, local: FedDaneLocal, grad_fn, theta: torch.Tensor) -> FedDaneLocal:
         g = prox_gradient(grad_fn(local.w), local.w, theta, self.mu) + local.correction
-        return FedDaneLocal(w=torch.add(local.w, g, alpha=-self.lr), correction=local.correction)
+        return FedDaneLocal(w=sgd_step(local.w, g, self.lr), correction=local.correction)
 
     def client_result(self, local: FedDaneLocal, theta: torch.Tensor, cohort) -> tuple[torch.Tensor, None]:
         return local.w, None

@@ -11,10 +11,11 @@ Deviations: none beyond the engine's (seeded streams; see fedbench.engine.sampli
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from fedbench.ops import prox_gradient, weighted_mean
+from fedbench.ops import prox_gradient, sgd_step, weighted_mean
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class FedProxBroadcast:
 
 @dataclass(frozen=True)
 class FedProx:
+    stack_varying: ClassVar[tuple[str, ...]] = ("mu",)  # read through the broadcast: client_step never reads self.mu
     lr: float
     mu: float
     keeps_partial_work: bool = True
@@ -44,7 +46,7 @@ class FedProx:
         return bcast.theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast: FedProxBroadcast) -> torch.Tensor:
-        return torch.add(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), alpha=-self.lr)
+        return sgd_step(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), self.lr)
 
     def server_update(self, state: FedProxState, local_models: torch.Tensor, weights: torch.Tensor, cohort) -> FedProxState:
         return FedProxState(theta=weighted_mean(local_models, weights))

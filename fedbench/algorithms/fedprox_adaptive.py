@@ -12,10 +12,11 @@ objective at the start of each round, as in the authors' code, where evaluation 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from fedbench.ops import prox_gradient, weighted_mean
+from fedbench.ops import prox_gradient, sgd_step, weighted_mean
 
 MU_STEP = 0.1
 PATIENCE = 5
@@ -48,6 +49,7 @@ def next_mu(mu: float, last_loss: float, loss: float, decreasing: int) -> tuple[
 
 @dataclass(frozen=True)
 class FedProxAdaptiveMu:
+    stack_varying: ClassVar[tuple[str, ...]] = ("mu_init",)  # mu reaches clients through the broadcast
     lr: float
     mu_init: float
     keeps_partial_work: bool = True
@@ -69,7 +71,7 @@ class FedProxAdaptiveMu:
         return bcast.theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast: AdaptiveMuBroadcast) -> torch.Tensor:
-        return torch.add(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), alpha=-self.lr)
+        return sgd_step(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), self.lr)
 
     def server_update(self, state: AdaptiveMuState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> AdaptiveMuState:

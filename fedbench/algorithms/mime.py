@@ -40,6 +40,8 @@ from typing import Any
 
 import torch
 
+from fedbench.ops import sgd_step
+
 from fedbench.optimizers import build_base_optimizer
 
 VARIANTS = ("mime", "mimelite")
@@ -108,7 +110,7 @@ class Mime:
         g = grad_fn(local.y)
         if self.variant == "mime":  # SVRG-style correction on the same minibatch
             g = g - grad_fn(bcast.theta.expand_as(local.y)) + local.c
-        y = torch.add(local.y, self.optimizer.update(g, bcast.opt), alpha=-self.lr)
+        y = sgd_step(local.y, self.optimizer.update(g, bcast.opt), self.lr)
         return MimeLocal(y=y, c=local.c, grad_x=local.grad_x)
 
     def client_result(self, local: MimeLocal, bcast: MimeBroadcast, cohort) -> tuple[MimeResult, None]:

@@ -38,8 +38,11 @@ Deviations and choices:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
+
+from fedbench.ops import sgd_step
 
 CONTROL_VARIATES = ("I", "II")
 
@@ -70,6 +73,7 @@ class ScaffoldResult:
 
 @dataclass(frozen=True)
 class Scaffold:
+    stack_varying: ClassVar[tuple[str, ...]] = ("eta_g", "control_variate")  # server side and client_result only
     lr: float  # eta_l
     eta_g: float = 1.0  # global step size (the paper's experiments use 1)
     control_variate: str = "II"
@@ -97,7 +101,7 @@ class Scaffold:
 
     def client_step(self, local: ScaffoldLocal, grad_fn, bcast: ScaffoldBroadcast) -> ScaffoldLocal:
         g = grad_fn(local.y) + local.correction  # g_i(y_i) - c_i + c  (line 10)
-        return ScaffoldLocal(y=torch.add(local.y, g, alpha=-self.lr), correction=local.correction)
+        return ScaffoldLocal(y=sgd_step(local.y, g, self.lr), correction=local.correction)
 
     def client_result(self, local: ScaffoldLocal, bcast: ScaffoldBroadcast, cohort) -> tuple[ScaffoldResult, torch.Tensor]:
         c_i = cohort.client_rows

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fedbench.ops import sgd_step
+
 from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 
@@ -46,7 +48,7 @@ class SequentialSGD:
         return theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast) -> torch.Tensor:
-        return torch.add(theta, grad_fn(theta), alpha=-self.lr)
+        return sgd_step(theta, grad_fn(theta), self.lr)
 
     def server_update(self, state: SequentialSGDState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> SequentialSGDState:

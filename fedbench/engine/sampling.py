@@ -125,7 +125,6 @@ def minibatch_order(seed: int, round_: int, client_id: int, num_samples: int, ep
     g = rng(seed, round_, "minibatch", client_id)
     per_epoch = -(-num_samples // batch_size)
     out = np.full((epochs, per_epoch * batch_size), -1, dtype=np.int64)
-    for e in range(epochs):
-        out[e, :num_samples] = g.permutation(num_samples)
-    out = out.reshape(epochs, per_epoch, batch_size)
+    # one permutation per epoch, row after row: the same draws as ``epochs`` calls of g.permutation(n)
+    out[:, :num_samples] = g.permuted(np.broadcast_to(np.arange(num_samples), (epochs, num_samples)), axis=1)
     return out.reshape(epochs * per_epoch, batch_size)

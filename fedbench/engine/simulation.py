@@ -1,4 +1,5 @@
-"""The round loop: evaluate, select, run local work, aggregate; with callbacks, checkpoints and resume.
+"""The round loop: evaluate, select, run local work, aggregate; with callbacks, checkpoints and resume; one run
+(:func:`simulate`) or several independent runs stacked into one tensor program (:func:`simulate_stack`).
 
 The engine knows no algorithm by name. An algorithm is a frozen object with these methods, each taking
 and returning explicit state (tensors carry a leading cohort axis; client functions use only row-wise
@@ -7,7 +8,7 @@ operations, so the same function runs one client in the reference loop or the wh
     keeps_partial_work: bool                      # stragglers' partial work aggregated (True) or dropped
     init(theta0, num_clients) -> server_state      # server_state.theta is the global model [P]
     broadcast(server_state) -> bcast                # what every selected client receives
-    client_init(bcast, cohort) -> local            # cohort: Cohort below (clients, weights, round, seed, ...)
+    client_init(bcast, cohort) -> local            # cohort: fedbench.engine.round.Cohort (clients, weights, ...)
     client_step(local, grad_fn, bcast) -> local    # one minibatch step; grad_fn(theta [a, P]) -> [a, P]
     server_update(server_state, result, weights, cohort) -> server_state   # weights [K] = cohort.weights
 
@@ -27,17 +28,29 @@ and, where an algorithm needs them (the engine uses a default where one is not d
         aggregation weights [K] (>= 0; those with 0 do no local work); they replace the scheme's weights.
         Stragglers are dropped afterwards (unless keeps_partial_work); a round where nobody is left is
         skipped.
+    stack_varying: tuple[str, ...]   # class attribute: fields that may differ between the runs of one stack
+        (client_step must not read them: it runs once for the whole stack, on the first run's object).
 
 Which clients can be selected at all comes from ``SimulationConfig.availability`` (fedbench.availability):
-the uniform draw and ``choose_clients`` see only the clients available in the round.
+the uniform draw and ``choose_clients`` see only the clients available in the round; clients without
+training data are never selected.
+
+Stacked runs. Runs that share a model and every setting but the seed, the straggler fraction and the
+availability (and whose datasets have the same input shape) can run as one stack: each run keeps its own
+random streams and its own algorithm state, and schedules its own round exactly as it would alone; the
+local steps of all runs' cohorts run as one merged cohort (fedbench.engine.round.run_round), so per-step
+overhead is paid once per stack. Kernels compute each row on its own, so a run's training is bit-identical
+stacked and alone (tested); its evaluation may differ in the last bits where several models are evaluated in
+one batched product. A run that diverges leaves the stack and the others go on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,11 +60,15 @@ import torch
 
 from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
-from fedbench.engine import tree
-from fedbench.engine.local import LOCAL_PATHS, CohortData
-from fedbench.engine.metrics import DeviceData, Evaluation, evaluate, has_diverged, is_diverging
-from fedbench.engine.sampling import minibatch_order, plan_round
+from fedbench.engine.kernels import choose_kernel
+from fedbench.engine.local import LOCAL_PATHS
+from fedbench.engine.metrics import DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
+from fedbench.engine.round import Cohort, RunState, Stack, run_round, schedule_round
 from fedbench.seeding import torch_generator
+
+__all__ = ["Cohort", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "simulate", "simulate_stack"]
+
+TABLE_DEVICE_FRACTION = 0.25  # per-client tables larger than this share of free GPU memory stay in host memory
 
 
 @dataclass(frozen=True)
@@ -70,36 +87,11 @@ class SimulationConfig:
     checkpoint_every: int = 25
     local_steps: int = 0  # 0: local_epochs epochs of local work; C > 0: exactly C minibatch steps per client
     availability: AvailabilityConfig = field(default_factory=AvailabilityConfig)  # who can be selected, per round
+    kernel: str = "auto"  # execution kernel (fedbench.engine.kernels): auto picks by model and device
 
 
-@dataclass(frozen=True)
-class Cohort:
-    """The clients training this round, in the engine's (work-sorted) order, and what the round knows of them
-    before any local work."""
-
-    clients: torch.Tensor  # [K] dataset indices
-    num_samples: torch.Tensor  # [K] training samples n_k
-    epochs: torch.Tensor  # [K] local epochs this round
-    steps: torch.Tensor  # [K] local steps this round
-    client_rows: Any  # rows of the per-client table (or None)
-    full_grad: Callable[[torch.Tensor], torch.Tensor]  # theta [K, P] -> gradient of each F_k on all its data
-    weights: torch.Tensor | None = None  # [K] aggregation weights, sum 1 (the ones server_update gets)
-    round: int = 0  # index of the round
-    seed: int = 0  # the run's seed: an algorithm's own draws come from fedbench.seeding.rng(seed, round, ...)
-    available: np.ndarray | None = None  # bool [N]: the clients that could be selected this round
-    train_sizes: np.ndarray | None = None  # [N] training samples of every client
-    # gradient of F_j on all its data at one model theta [P], for any clients j (int64 array [c]) -> [c, P]
-    client_grads: Callable[[np.ndarray, torch.Tensor], torch.Tensor] | None = None
-
-    @property
-    def num_clients(self) -> int | None:
-        """N, all clients of the dataset."""
-        return None if self.train_sizes is None else len(self.train_sizes)
-
-    @property
-    def total_samples(self) -> int | None:
-        """n, training samples of all N clients."""
-        return None if self.train_sizes is None else int(self.train_sizes.sum())
+# The settings that may differ between the runs of one stack (everything else must be equal).
+PER_RUN_SETTINGS = ("seed", "straggler_fraction", "availability")
 
 
 @dataclass(frozen=True)
@@ -110,6 +102,19 @@ class RunResult:
     diverged: bool
     param_digest: str
     device: str
+    kernel: str = ""
+    stack_size: int = 1  # runs that shared this run's local steps
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a stack: its settings, data, algorithm object, callbacks and checkpoint file."""
+
+    cfg: SimulationConfig
+    dataset: FederatedDataset
+    algorithm: Any
+    callbacks: tuple[Any, ...] = ()
+    checkpoint: str | os.PathLike | None = None
 
 
 class Callback(Protocol):
@@ -140,70 +145,193 @@ def simulate(
     callbacks: tuple[Any, ...] = (),
     checkpoint: str | os.PathLike | None = None,
 ) -> RunResult:
-    device = resolve_device(cfg.device)
-    if cfg.clients_per_round > dataset.num_clients:
-        raise ValueError(f"clients_per_round={cfg.clients_per_round} exceeds the {dataset.num_clients} clients")
-    if cfg.local_steps < 0:
-        raise ValueError(f"local_steps={cfg.local_steps} must be >= 0 (0: local work given by local_epochs)")
-    if cfg.local_steps and cfg.straggler_fraction > 0:
-        raise ValueError("stragglers are defined in epochs (FedProx section 5.2); with local_steps > 0 use "
-                         "straggler_fraction=0")
-    availability = build_availability(cfg.availability, dataset)
-    data = DeviceData.build(dataset, device)
-    sizes = dataset.train.sizes
-    theta0 = model.init(torch_generator(cfg.seed, -1, "init")).to(device)
-    state = algorithm.init(theta0, dataset.num_clients)
+    """Run one simulation (a stack of one)."""
+    return simulate_stack(model, [RunSpec(cfg, dataset, algorithm, tuple(callbacks), checkpoint)])[0]
+
+
+def stack_key(spec: RunSpec) -> tuple:
+    """Runs with equal keys (and an equal model) can share a stack."""
+    shared = dataclasses.replace(spec.cfg, **{k: getattr(SimulationConfig(), k) for k in PER_RUN_SETTINGS})
+    alg = spec.algorithm
+    varying = set(getattr(type(alg), "stack_varying", ()))
+    if dataclasses.is_dataclass(alg):
+        fixed = tuple((f.name, getattr(alg, f.name)) for f in dataclasses.fields(alg) if f.name not in varying)
+    else:  # an algorithm that is not a dataclass stacks only with itself
+        fixed = (("object", id(alg)),)
+    ds = spec.dataset
+    return shared, type(alg), fixed, ds.feature_shape, str(ds.train.x.dtype), ds.num_classes
+
+
+def check_stackable(runs: Sequence[RunSpec]) -> None:
+    keys = [stack_key(r) for r in runs]
+    for i, key in enumerate(keys[1:], 1):
+        if key != keys[0]:
+            diff = _first_difference(keys[0], key)
+            raise ValueError(f"run {i} cannot share a stack with run 0: {diff} differs (runs of a stack may differ "
+                             f"only in {', '.join(PER_RUN_SETTINGS)}, their dataset, and the algorithm fields it "
+                             "declares in stack_varying)")
+
+
+def _first_difference(a: tuple, b: tuple) -> str:
+    names = ("settings", "algorithm class", "algorithm fields", "input shape", "input dtype", "number of classes")
+    for name, x, y in zip(names, a, b):
+        if x != y:
+            if name == "settings":
+                return next(f"setting {f.name}" for f in dataclasses.fields(x) if getattr(x, f.name) != getattr(y, f.name))
+            if name == "algorithm fields":
+                return next(f"algorithm field {k}" for (k, v), (_, w) in zip(x, y) if v != w)
+            return name
+    return "nothing"  # pragma: no cover
+
+
+def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunState]]:
+    """The shared parts of a stack on its device, and each run's state at its start (or its checkpoint)."""
+    if not runs:
+        raise ValueError("a stack needs at least one run")
+    check_stackable(runs)
+    cfg0 = runs[0].cfg
+    if cfg0.local_steps < 0:
+        raise ValueError(f"local_steps={cfg0.local_steps} must be >= 0 (0: local work given by local_epochs)")
+    if cfg0.local_path not in LOCAL_PATHS:
+        raise ValueError(f"local_path={cfg0.local_path!r}; allowed: {list(LOCAL_PATHS)}")
+    device = resolve_device(cfg0.device)
+    model = model.to(device)
+    kernel = choose_kernel(model, device, cfg0.kernel)
+    datas: dict[int, DeviceData] = {}
+    for spec in runs:
+        ds = spec.dataset
+        if spec.cfg.clients_per_round > ds.num_clients:
+            raise ValueError(f"clients_per_round={spec.cfg.clients_per_round} exceeds the {ds.num_clients} clients")
+        if spec.cfg.local_steps and spec.cfg.straggler_fraction > 0:
+            raise ValueError("stragglers are defined in epochs (FedProx section 5.2); with local_steps > 0 use "
+                             "straggler_fraction=0")
+        if id(ds) not in datas:
+            datas[id(ds)] = DeviceData.build(ds, device)
+    bases, lo = {}, 0
+    for key, data in datas.items():
+        bases[key] = lo
+        lo += len(data.y_train)
+    if len(datas) == 1:
+        only = next(iter(datas.values()))
+        x, y = only.x_train, only.y_train
+    else:
+        x = torch.cat([d.x_train for d in datas.values()])
+        y = torch.cat([d.y_train for d in datas.values()])
+    stack = Stack(model=model, kernel=kernel, device=device, local_path=cfg0.local_path, x=x, y=y,
+                  x_prepared=kernel.prepare(x) if cfg0.local_path == "vectorized" else x,
+                  batch_size=cfg0.batch_size, local_steps=cfg0.local_steps)
+    states = [_start_run(stack, spec, datas[id(spec.dataset)], bases[id(spec.dataset)]) for spec in runs]
+    return stack, states
+
+
+def _start_run(stack: Stack, spec: RunSpec, data: DeviceData, base: int) -> RunState:
+    cfg, algorithm, ds = spec.cfg, spec.algorithm, spec.dataset
+    theta0 = stack.model.init(torch_generator(cfg.seed, -1, "init")).to(stack.device)
+    state = algorithm.init(theta0, ds.num_clients)
     init_clients = getattr(algorithm, "init_clients", None)
-    table = init_clients(dataset.num_clients, theta0) if init_clients is not None else None
-    history: list[dict[str, float]] = []
-    start = 0
-    ckpt = Path(checkpoint) if checkpoint else None
-    if ckpt and ckpt.exists():
-        saved = torch.load(ckpt, map_location=device, weights_only=False)
-        start, state, table, history = saved["round"], saved["state"], saved["table"], saved["history"]
+    table, table_device = None, stack.device
+    if init_clients is not None:
+        table_device = _table_device(init_clients, ds.num_clients, theta0)
+        table = init_clients(ds.num_clients, theta0.to(table_device))
+    run = RunState(cfg=cfg, algorithm=algorithm, data=data, base=base,
+                   availability=build_availability(cfg.availability, ds), state=state, table=table,
+                   table_device=table_device, history=[], callbacks=tuple(spec.callbacks),
+                   checkpoint=Path(spec.checkpoint) if spec.checkpoint else None)
+    if run.checkpoint and run.checkpoint.exists():
+        saved = torch.load(run.checkpoint, map_location=stack.device, weights_only=False)
+        run.state, run.history = saved["state"], saved["history"]
+        run.table = None if saved["table"] is None else _to_device(saved["table"], table_device)
+    return run
 
-    if cfg.local_path not in LOCAL_PATHS:
-        raise ValueError(f"local_path={cfg.local_path!r}; allowed: {list(LOCAL_PATHS)}")
-    local_fn = LOCAL_PATHS[cfg.local_path]
-    # the training inputs as the vectorized path feeds them to the model, prepared once for the whole run
-    x_prepared = model.prepare_inputs(data.x_train) if cfg.local_path == "vectorized" else None
-    losses = [row["train/loss"] for row in history]
-    diverged = False
+
+def _table_device(init_clients, num_clients: int, theta0: torch.Tensor) -> torch.device:
+    """Where the per-client table lives: on the compute device, unless it would take more than
+    TABLE_DEVICE_FRACTION of the free GPU memory; then in host memory, rows moved each round."""
+    if theta0.device.type != "cuda":
+        return theta0.device
+    from fedbench.engine import tree
+
+    one = init_clients(1, theta0)
+    need = sum(t.numel() * t.element_size() for t in tree.tree_leaves(one)) * num_clients
+    free, _ = torch.cuda.mem_get_info(theta0.device)
+    return theta0.device if need <= TABLE_DEVICE_FRACTION * free else torch.device("cpu")
+
+
+def _to_device(table: Any, device: torch.device) -> Any:
+    from fedbench.engine import tree
+
+    return tree.tree_map(lambda t: t.to(device), table)
+
+
+def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
+    """Run several independent simulations as one stack (see the module docstring); returns one result per run,
+    in order. Each run checkpoints to and resumes from its own file and notifies its own callbacks."""
+    stack, states = build_stack(model, runs)
+    cfg = runs[0].cfg
+    start = min(len(s.history) for s in states)
     for r in range(start, cfg.rounds):
+        live = [s for s in states if not s.done and len(s.history) == r]
+        if not live:
+            continue
         t0 = time.perf_counter()
-        ev = evaluate(model, state.theta, data, with_dissimilarity=(r % cfg.eval_every == 0))
-        losses.append(ev.train_loss)
-        row = {"round": r, **ev.scalars(), "diverging": float(is_diverging(losses))}
-        if has_diverged(losses):  # a result, not an error: the run stops here, recorded diverged
-            diverged = True
-            history.append(row | {"wall_time_s": 0.0})
-            _notify(callbacks, r, history[-1])
-            break
-        eval_s = time.perf_counter() - t0
-        if hasattr(algorithm, "begin_round"):
-            state = algorithm.begin_round(state, ev)
-        state, table = _train_round(cfg, r, sizes, data, x_prepared, model, algorithm, state, table, local_fn,
-                                    device, availability.mask(cfg.seed, r))
-        if device.type == "cuda":
+        evaluations = _evaluate(stack, live, with_dissimilarity=(r % cfg.eval_every == 0))
+        training = []
+        for run, ev in zip(live, evaluations):
+            losses = [row["train/loss"] for row in run.history] + [ev.train_loss]
+            run.history.append({"round": r, **ev.scalars(), "diverging": float(is_diverging(losses))})
+            if has_diverged(losses):  # a result, not an error: the run stops here (and leaves the stack)
+                run.diverged = run.done = True
+                run.history[-1] |= {"wall_time_s": 0.0}
+                _notify(run.callbacks, r, run.history[-1])
+                continue
+            if hasattr(run.algorithm, "begin_round"):
+                run.state = run.algorithm.begin_round(run.state, ev)
+            training.append(run)
+        eval_s = (time.perf_counter() - t0) / len(live)
+        schedules = [s for s in (schedule_round(stack, run, r) for run in training) if s is not None]
+        run_round(stack, schedules)
+        if stack.device.type == "cuda":
             torch.cuda.synchronize()
-        row |= {"wall_time_s": time.perf_counter() - t0, "eval_time_s": eval_s}
-        history.append(row)
-        _notify_model(callbacks, r, state.theta)
-        stop = _notify(callbacks, r, row)
-        if ckpt and ((r + 1) % cfg.checkpoint_every == 0) and r + 1 < cfg.rounds:
-            _save_checkpoint(ckpt, r + 1, state, table, history)
-        if stop:
-            break
+        share = (time.perf_counter() - t0) / max(1, len(live))  # each run's share of the stack's round
+        for run in training:
+            run.history[-1] |= {"wall_time_s": share, "eval_time_s": eval_s}
+            _notify_model(run.callbacks, r, run.state.theta)
+            stop = _notify(run.callbacks, r, run.history[-1])
+            if run.checkpoint and ((r + 1) % cfg.checkpoint_every == 0) and r + 1 < cfg.rounds:
+                _save_checkpoint(run.checkpoint, r + 1, run.state, run.table, run.history)
+            if stop:
+                run.done = True
+    return [_finish(stack, run, len(states)) for run in states]
 
-    final = evaluate(model, state.theta, data)
-    if not diverged:
-        history.append({"round": len(history), **final.scalars(), "diverging": float(is_diverging(losses + [final.train_loss])),
-                        "wall_time_s": 0.0, "eval_time_s": 0.0})
-    if ckpt and ckpt.exists():
-        ckpt.unlink()
-    return RunResult(history=history, final=final, theta=state.theta.detach().cpu(),
-                     diverged=diverged or has_diverged(losses + [final.train_loss]),
-                     param_digest=param_digest(state.theta), device=str(device))
+
+def _evaluate(stack: Stack, runs: list[RunState], with_dissimilarity: bool) -> list[Evaluation]:
+    """Each run's global model on its own data; runs on the same data are evaluated together."""
+    out: dict[int, Evaluation] = {}
+    groups: dict[int, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(id(run.data), []).append(i)
+    for members in groups.values():
+        thetas = torch.stack([runs[i].state.theta for i in members])
+        for i, ev in zip(members, evaluate_many(stack.kernel, thetas, runs[members[0]].data, with_dissimilarity)):
+            out[i] = ev
+    return [out[i] for i in range(len(runs))]
+
+
+def _finish(stack: Stack, run: RunState, stack_size: int) -> RunResult:
+    from fedbench.engine.metrics import evaluate
+
+    final = evaluate(stack.kernel, run.state.theta, run.data)
+    if not run.diverged:
+        losses = [row["train/loss"] for row in run.history] + [final.train_loss]
+        run.history.append({"round": len(run.history), **final.scalars(), "diverging": float(is_diverging(losses)),
+                            "wall_time_s": 0.0, "eval_time_s": 0.0})
+    if run.checkpoint and run.checkpoint.exists():
+        run.checkpoint.unlink()
+    return RunResult(history=run.history, final=final, theta=run.state.theta.detach().cpu(),
+                     diverged=run.diverged or has_diverged([row["train/loss"] for row in run.history[:1]]
+                                                           + [final.train_loss]),
+                     param_digest=param_digest(run.state.theta), device=str(stack.device), kernel=stack.kernel.name,
+                     stack_size=stack_size)
 
 
 def _notify(callbacks: tuple[Any, ...], r: int, row: dict[str, float]) -> bool:
@@ -226,114 +354,3 @@ def _save_checkpoint(path: Path, round_: int, state: Any, table: Any, history: l
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save({"round": round_, "state": state, "table": table, "history": history}, tmp)
     os.replace(tmp, path)
-
-
-def _train_round(cfg, r, sizes, data: DeviceData, x_prepared: torch.Tensor | None, model, algorithm, state,
-                 table, local_fn, device, available: np.ndarray):
-    choose = getattr(algorithm, "choose_clients", None)
-    chosen = None
-    if choose is not None:
-        k = min(cfg.clients_per_round, int(available.sum()))
-        state, chosen = choose(state, r, available, k)
-        chosen = _check_chosen(chosen, available, k)
-    plan = plan_round(cfg.seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
-                      cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
-    weights = plan.weights
-    keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
-    filter_cohort = getattr(algorithm, "filter_cohort", None)
-    if filter_cohort is not None and len(plan.clients):
-        losses = cohort_losses(model, data, plan.clients, state.theta)
-        state, weights = filter_cohort(state, r, losses, sizes[plan.clients])
-        weights = np.asarray(weights, dtype=np.float64)
-        if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-            raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
-        keep &= weights > 0
-    clients, epochs, weights = plan.clients[keep], plan.epochs[keep], weights[keep]
-    if len(clients) == 0:
-        return state, table
-    # Work-sorted order: most local steps first (stable), so active clients form a prefix.
-    per_epoch = -(-sizes[clients] // cfg.batch_size)
-    if cfg.local_steps:  # exactly C steps, cycling through fresh permutations (FedLaAvg's local iterations)
-        steps = np.where(per_epoch > 0, cfg.local_steps, 0)
-        epochs = -(-steps // np.maximum(per_epoch, 1))
-    else:
-        steps = epochs * per_epoch
-    order = np.argsort(-steps, kind="stable")
-    clients, epochs, weights, steps = clients[order], epochs[order], weights[order], steps[order]
-
-    schedule = np.full((len(clients), int(steps.max()), cfg.batch_size), -1, dtype=np.int64)
-    for i, (c, e, s) in enumerate(zip(clients, epochs, steps)):
-        local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)[:s]
-        schedule[i, : len(local_idx)] = np.where(local_idx >= 0, local_idx + data.train_offsets[c], -1)
-    index = torch.from_numpy(schedule).to(device)
-    cohort_data = CohortData(x=data.x_train, y=data.y_train, num_classes=data.num_classes, index=index,
-                             steps=steps, x_prepared=x_prepared)
-
-    client_idx = torch.from_numpy(clients).to(device)
-    rows = tree.take_rows(table, client_idx) if table is not None else None
-    w = torch.as_tensor(weights / weights.sum(), dtype=torch.float32, device=device)
-    cohort = Cohort(
-        clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
-        epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
-        client_rows=rows, full_grad=_full_grad_fn(model, data, clients, device), weights=w, round=r,
-        seed=cfg.seed, available=available, train_sizes=sizes, client_grads=_client_grads_fn(model, data, device),
-    )
-    bcast = algorithm.broadcast(state)
-    local = algorithm.client_init(bcast, cohort)
-    local = local_fn(algorithm, model, bcast, local, cohort_data)
-    client_result = getattr(algorithm, "client_result", None)
-    result, new_rows = client_result(local, bcast, cohort) if client_result is not None else (local, None)
-    state = algorithm.server_update(state, result, w, cohort)
-    if table is not None and new_rows is not None:
-        table = tree.scatter_rows(table, client_idx, new_rows)
-    return state, table
-
-
-def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
-    chosen = np.asarray(chosen, dtype=np.int64)
-    if chosen.ndim != 1 or len(chosen) != k or len(np.unique(chosen)) != k or not np.all(available[chosen]):
-        raise ValueError(f"choose_clients must return {k} distinct available clients, got {chosen.tolist()}")
-    return chosen
-
-
-def _cohort_segments(data: DeviceData, clients: np.ndarray, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Global indices of the cohort's training samples, their position in the cohort, and the counts n_k."""
-    offs = data.train_offsets
-    counts = offs[clients + 1] - offs[clients]
-    idx = np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])
-    seg = np.repeat(np.arange(len(clients)), counts)
-    return (torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device),
-            torch.from_numpy(counts).to(device))
-
-
-def _full_grad_fn(model, data: DeviceData, clients: np.ndarray, device) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]. The
-    cohort's sample indices are built on the first call: most algorithms never make one."""
-    segments = None
-
-    def full_grad(theta: torch.Tensor) -> torch.Tensor:
-        nonlocal segments
-        if segments is None:
-            segments = _cohort_segments(data, clients, device)
-        idx_t, seg_t, counts = segments
-        return model.segment_grads(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
-
-    return full_grad
-
-
-def _client_grads_fn(model, data: DeviceData, device) -> Callable[[np.ndarray, torch.Tensor], torch.Tensor]:
-    """Gradient of F_j on all its training data at one model theta [P], for any clients j."""
-
-    def client_grads(clients: np.ndarray, theta: torch.Tensor) -> torch.Tensor:
-        clients = np.asarray(clients, dtype=np.int64)
-        return _full_grad_fn(model, data, clients, device)(theta.expand(len(clients), -1))
-
-    return client_grads
-
-
-@torch.no_grad()
-def cohort_losses(model, data: DeviceData, clients: np.ndarray, theta: torch.Tensor) -> np.ndarray:
-    """F_k(theta) for each client k of ``clients``: its mean loss on all its training data (float64 [K])."""
-    idx_t, seg_t, counts = _cohort_segments(data, clients, data.x_train.device)
-    losses = model.segment_losses(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
-    return losses.double().cpu().numpy()

@@ -41,7 +41,7 @@ import numpy as np
 from fedbench.algorithms import DeltaFL, FedAvg
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import simulate
-from fedbench.models.mean_estimation import MeanEstimation
+from fedbench.models.mean_estimation import mean_estimation
 from fedbench.quantile import superquantile
 from fedbench.seeding import rng
 from fedbench.studies import DELTA_FL_PAPER, ModelTrace, claim, sim_config
@@ -118,7 +118,7 @@ def run_model(name: str, algorithm, triangle: str) -> tuple[np.ndarray, dict[str
     means = TRIANGLES[triangle]
     cfg = sim_config(rounds=ROUNDS, clients_per_round=len(means), local_epochs=1, batch_size=SAMPLES, seed=0)
     trace = ModelTrace()
-    result = simulate(cfg, _triangle_dataset(triangle), MeanEstimation(dim=DIM, start=0.0), algorithm,
+    result = simulate(cfg, _triangle_dataset(triangle), mean_estimation(dim=DIM, start=0.0), algorithm,
                       callbacks=(trace,))
     path = np.array(trace.models)
     w = np.vstack([np.zeros(DIM), path])  # w_0 (the start), w_1, ...: step r is the model evaluated in round r

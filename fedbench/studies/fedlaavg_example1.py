@@ -29,7 +29,7 @@ from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig, simulate
-from fedbench.models.mean_estimation import MeanEstimation
+from fedbench.models.mean_estimation import mean_estimation
 from fedbench.studies import FEDLAAVG_PAPER, ModelTrace, claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
 
@@ -78,7 +78,7 @@ def trajectory(algorithm, eta: float) -> tuple[np.ndarray, dict[str, Any]]:
     keeps w_0, w_1, ... as its per-round series: the training loss adds nothing to w here)."""
     trace = ModelTrace()
     cfg = config(eta)
-    result = simulate(cfg, dataset(), MeanEstimation(dim=1, start=START), algorithm, callbacks=(trace,))
+    result = simulate(cfg, dataset(), mean_estimation(dim=1, start=START), algorithm, callbacks=(trace,))
     w = np.array([m[0] for m in trace.models])
     rec = record(f"{type(algorithm).__name__}/eta={eta:g}", params(cfg, algorithm, mu=list(MU), w0=START), result,
                  keys=(), series={"model/w": np.concatenate([[START], w])})

@@ -17,7 +17,7 @@ variates started at zero (Algorithm 1 takes them as inputs; zero is the engine's
 does not enter any verdict reruns SCAFFOLD with c_i started at grad f_i(x0), to show where a dependence
 on G comes from.
 
-The model object below implements the model interface of fedbench.models.linear for these quadratics,
+The model is fedbench.models.quadratics (samples x = [h, b], loss (1/2) sum_j h_j (theta_j - b_j)^2),
 so the runs go through the real engine and the real SCAFFOLD and FedAvg.
 """
 
@@ -36,6 +36,7 @@ from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.scaffold import Scaffold
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import simulate
+from fedbench.models.quadratics import diagonal_quadratics
 from fedbench.seeding import rng
 from fedbench.studies import claim, sim_config
 from fedbench.studies.record import params, record, write_simulations
@@ -56,46 +57,6 @@ G_VALUES = (0.01, 1.0, 100.0)  # from 1/500 to 20 times ||grad f(x0)|| (about 5)
 HETERO_DELTA, HETERO_K = 0.5, 10
 # Claim 2: local steps with similar Hessians (delta = 0.1: Hessian dissimilarity about L/10).
 STEPS_DELTA, STEPS_G, STEPS_K = 0.1, 10.0, (1, 2, 10)
-
-
-@dataclass(frozen=True)
-class DiagonalQuadratics:
-    """Model interface over samples x = [h (d), b (d)]: loss (1/2) sum_j h_j (theta_j - b_j)^2."""
-
-    dim: int
-
-    @property
-    def num_params(self) -> int:
-        return self.dim
-
-    def init(self, generator: torch.Generator) -> torch.Tensor:
-        return torch.zeros(self.dim)
-
-    def prepare_inputs(self, x: torch.Tensor) -> torch.Tensor:
-        return x
-
-    def _split(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return x[..., : self.dim], x[..., self.dim:]
-
-    def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        h, b = self._split(x)
-        return (0.5 * h * (theta - b) ** 2).sum(-1).mean()
-
-    def batched_grad(self, theta: torch.Tensor, x: torch.Tensor, target: torch.Tensor,
-                     weight: torch.Tensor) -> torch.Tensor:
-        h, b = self._split(x)  # [K, B, d]
-        return (weight * h * (theta.unsqueeze(1) - b)).sum(1)
-
-    def per_sample(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h, b = self._split(x.double())  # float64: f - f* is a small difference of large numbers
-        loss = (0.5 * h * (theta.double() - b) ** 2).sum(-1)
-        return loss, torch.zeros(len(x), dtype=torch.bool, device=x.device)
-
-    def segment_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor,
-                      counts: torch.Tensor) -> torch.Tensor:
-        h, b = self._split(x)
-        g = h * (theta[segment] - b) / counts.clamp(min=1)[segment].unsqueeze(1).to(x.dtype)
-        return torch.zeros_like(theta).index_add_(0, segment, g)
 
 
 @dataclass(frozen=True)
@@ -157,7 +118,7 @@ def rounds_to_target(problem: QuadraticProblem, algorithm: Any, local_steps: int
     cfg = sim_config(rounds=MAX_ROUNDS, clients_per_round=problem.dataset.num_clients,
                      local_epochs=local_steps, batch_size=1, seed=0)
     target = _Target(problem)
-    result = simulate(cfg, problem.dataset, DiagonalQuadratics(problem.x_star.size), algorithm, callbacks=(target,))
+    result = simulate(cfg, problem.dataset, diagonal_quadratics(problem.x_star.size), algorithm, callbacks=(target,))
     base = algorithm.scaffold if isinstance(algorithm, _WarmStart) else algorithm
     name = (f"{method}/G={problem.heterogeneity:g}/delta={problem.delta:g}/K={local_steps}/seed={problem.seed}"
             f"/lr={algorithm.lr:.4g}")

@@ -19,7 +19,7 @@ import torch
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.sampling import minibatch_order, plan_round
 from fedbench.engine.simulation import SimulationConfig, simulate
-from fedbench.models.linear import MultinomialLogisticRegression
+from fedbench.models import Model, mclr
 from fedbench.seeding import torch_generator
 
 D, C = 2, 2  # features, classes
@@ -47,8 +47,8 @@ def handmade_dataset() -> FederatedDataset:
                             num_classes=C)
 
 
-def handmade_model() -> MultinomialLogisticRegression:
-    return MultinomialLogisticRegression(in_features=D, num_classes=C)
+def handmade_model() -> Model:
+    return mclr(D, C)
 
 
 def handmade_config(**changes: Any) -> SimulationConfig:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass
 
@@ -12,7 +14,7 @@ import torch
 from fedbench.algorithms import FedAvg, build_algorithm
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig, simulate
-from fedbench.models.linear import MultinomialLogisticRegression
+from fedbench.models import Model, mclr
 from tests.algorithms.handmade import (
     Recorder,
     as_numpy,
@@ -27,17 +29,9 @@ from tests.algorithms.handmade import (
 LR = 0.5
 
 
-@dataclass(frozen=True)
-class ZeroInit:
+def zero_init(model: Model) -> Model:
     """The model with theta^0 = 0, so a round can be worked out with pencil and paper."""
-
-    model: MultinomialLogisticRegression
-
-    def init(self, generator: torch.Generator) -> torch.Tensor:
-        return torch.zeros(self.model.num_params)
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
+    return dataclasses.replace(model, init_fn=lambda module, layout, generator: torch.zeros(model.num_params))
 
 
 def _two_client_1d() -> FederatedDataset:
@@ -58,7 +52,7 @@ def test_one_round_by_hand():
     #   grad = (-1/2, 1/2, -1/2, 1/2); after the step: (0.05, -0.05, 0.05, -0.05).
     # Server, weights n_k = (2, 3): (2 * p + 3 * q) / 5 = (0.02, -0.02, 0.03, -0.03).
     cfg = SimulationConfig(rounds=1, clients_per_round=2, local_epochs=1, batch_size=10, seed=0, device="cpu")
-    model = ZeroInit(MultinomialLogisticRegression(in_features=1, num_classes=2))
+    model = zero_init(mclr(1, 2))
     result = simulate(cfg, _two_client_1d(), model, FedAvg(lr=0.1))
 
     expected = torch.tensor([0.02, -0.02, 0.03, -0.03])

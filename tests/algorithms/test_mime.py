@@ -106,7 +106,7 @@ def test_one_client_full_batch_is_the_base_optimizer(variant, base):
     x, y = torch.from_numpy(ds.train.x), torch.from_numpy(ds.train.y)
     for _ in range(cfg.rounds):
         opt.zero_grad()
-        model.loss(p, x, y).backward()
+        model.loss_fn(p, x, y).backward()
         opt.step()
     torch.testing.assert_close(result.theta, p.detach(), rtol=0, atol=1e-6)
     assert (p.detach() - torch.tensor(initial_theta(cfg, model), dtype=torch.float32)).abs().max() > 0.1

@@ -16,10 +16,12 @@ from fedbench.algorithms import FedAvg, FedDane, FedProx, FedProxAdaptiveMu, Fed
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine import local, simulation
+from fedbench.engine import round as round_
+from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.metrics import DeviceData, evaluate, is_diverging, reporting_round
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
-from fedbench.models.linear import MultinomialLogisticRegression
+from fedbench.models import mclr
 from fedbench.seeding import torch_generator
 
 PARAM_TOL = 1e-5  # float32 vectorized bmm maths vs per-client autograd, 3 rounds of lr 0.01
@@ -69,14 +71,14 @@ def test_vectorized_path_equals_reference_path(synthetic, algorithm, chunk, monk
 
 def _record_plans(monkeypatch):
     plans = []
-    real = simulation.plan_round
+    real = round_.plan_round
 
     def recording(*args, **kwargs):
         plan = real(*args, **kwargs)
         plans.append(plan)
         return plan
 
-    monkeypatch.setattr(simulation, "plan_round", recording)
+    monkeypatch.setattr(round_, "plan_round", recording)
     return plans
 
 
@@ -89,14 +91,14 @@ def _same_plans(a, b) -> bool:
 
 def _record_batches(monkeypatch):
     calls = {}
-    real = simulation.minibatch_order
+    real = round_.minibatch_order
 
     def recording(seed, round_, client_id, num_samples, epochs, batch_size):
         out = real(seed, round_, client_id, num_samples, epochs, batch_size)
         calls[(round_, client_id)] = out
         return out
 
-    monkeypatch.setattr(simulation, "minibatch_order", recording)
+    monkeypatch.setattr(round_, "minibatch_order", recording)
     return calls
 
 
@@ -265,9 +267,9 @@ def _eval_dataset() -> FederatedDataset:
 
 def test_evaluate_against_independent_computation():
     ds = _eval_dataset()
-    model = MultinomialLogisticRegression(in_features=3, num_classes=3)
+    model = mclr(3, 3)
     theta = torch.from_numpy(np.random.default_rng(4).normal(size=model.num_params).astype(np.float32))
-    ev = evaluate(model, theta, DeviceData.build(ds, torch.device("cpu")))
+    ev = evaluate(choose_kernel(model, "cpu"), theta, DeviceData.build(ds, torch.device("cpu")))
 
     th64 = theta.double()
     w, b = th64[:9].reshape(3, 3), th64[9:]
@@ -312,9 +314,9 @@ def test_evaluate_dissimilarity_is_zero_for_identical_devices():
     y = np.array([2, 0])
     split = Split.from_clients([x, x], [y, y], (3,))
     ds = FederatedDataset(name="twins", client_ids=("a", "b"), train=split, test=split, num_classes=3)
-    model = MultinomialLogisticRegression(in_features=3, num_classes=3)
+    model = mclr(3, 3)
     theta = torch.linspace(-1, 1, model.num_params)
-    ev = evaluate(model, theta, DeviceData.build(ds, torch.device("cpu")))
+    ev = evaluate(choose_kernel(model, "cpu"), theta, DeviceData.build(ds, torch.device("cpu")))
     assert ev.dissimilarity == pytest.approx(0.0, abs=1e-12)
     assert ev.device_train_loss[0] == ev.device_train_loss[1]
 

@@ -12,29 +12,12 @@ import torch
 
 from fedbench.algorithms import ALGORITHMS, build_algorithm
 from fedbench.algorithms.sequential_sgd import pool_clients, sequential_config
-from fedbench.availability import AvailabilityConfig
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
+from tests.algorithms.cases import CASES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
-
-# name -> (hyperparameters (lr 0.05 unless given), SimulationConfig changes): one configuration of each registered algorithm.
-CASES = {
-    "fedavg": ({}, {}),
-    "fedprox": ({"mu": 1.0}, {}),
-    "fedprox_adaptive": ({"mu_init": 0.1}, {}),
-    "delta_fl": ({"theta": 0.5, "weighting": "exact", "quantile_period": 1}, {}),
-    "fedlaavg": ({}, {"availability": AvailabilityConfig(model="diurnal", period=4, beta=0.5)}),
-    "sequential_sgd": ({}, {}),
-    "scaffold": ({"eta_g": 1.0, "control_variate": "II"}, {}),
-    "minibatch_sgd": ({}, {}),
-    "fedavg_momentum": ({"beta": 0.9, "server_lr": 1.0}, {}),
-    "mime": ({"variant": "mime", "base": "adam", "lr": 0.005}, {}),
-    "fedproxvr": ({"mu": 0.1, "tau": 5, "estimator": "sarah"}, {"local_steps": 4, "straggler_fraction": 0.0}),
-    "feddane": ({"mu": 0.5, "gradient_clients": 8}, {}),
-}
-
 
 def test_every_algorithm_has_a_case():
     assert set(CASES) == set(ALGORITHMS)

@@ -13,9 +13,12 @@ from fedbench.algorithms import DeltaFL, FedAvg, FedLaAvg, FedProx
 from fedbench.availability import AvailabilityConfig, RandomDropout
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine import local, simulation
+from fedbench.engine import round as round_
 from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round, select_clients
-from fedbench.engine.simulation import SimulationConfig, cohort_losses, simulate
+from fedbench.engine.kernels import choose_kernel
+from fedbench.engine.round import cohort_losses
+from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
 from fedbench.seeding import torch_generator
 from tests.algorithms.handmade import (
@@ -84,14 +87,14 @@ def test_uniform_among_available():
 
 def _record_plans(monkeypatch):
     plans = []
-    real = simulation.plan_round
+    real = round_.plan_round
 
     def recording(*args, **kwargs):
         plan = real(*args, **kwargs)
         plans.append(plan)
         return plan
 
-    monkeypatch.setattr(simulation, "plan_round", recording)
+    monkeypatch.setattr(round_, "plan_round", recording)
     return plans
 
 
@@ -167,7 +170,7 @@ def test_cohort_losses_are_each_clients_full_data_loss():
     ds, model = handmade_dataset(), handmade_model()
     data = DeviceData.build(ds, torch.device("cpu"))
     theta = torch.linspace(-1.0, 1.0, model.num_params)
-    got = cohort_losses(model, data, np.array([2, 0]), theta)
+    got = cohort_losses(choose_kernel(model, "cpu"), data, np.array([2, 0]), theta)
     expected = [ce_loss(theta.double().numpy(), *_client(ds, k)) for k in (2, 0)]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
@@ -209,10 +212,10 @@ def test_local_steps_runs_exactly_c_steps_cycling_through_fresh_permutations(mon
     seen = {}
     real = local.run_vectorized
 
-    def spy(algorithm, model_, bcast, local_, data):
+    def spy(algorithm, kernel, bcast, local_, data, row_bcast=False):
         seen["steps"] = data.steps.copy()
-        seen["index"] = data.index.clone()
-        return real(algorithm, model_, bcast, local_, data)
+        seen["batches"] = [data.batches[s: s + n].clone() for s, n in zip(data.starts, data.steps)]
+        return real(algorithm, kernel, bcast, local_, data, row_bcast)
 
     monkeypatch.setitem(simulation.LOCAL_PATHS, "vectorized", spy)
     cfg = handmade_config(rounds=1, clients_per_round=3, local_steps=5)
@@ -225,7 +228,7 @@ def test_local_steps_runs_exactly_c_steps_cycling_through_fresh_permutations(mon
         n = int(ds.train.sizes[c])
         expected = minibatch_order(cfg.seed, 0, int(c), n, -(-5 // -(-n // 2)), 2)[:5]
         expected = np.where(expected >= 0, expected + ds.train.offsets[c], -1)
-        np.testing.assert_array_equal(seen["index"][row].numpy(), expected)
+        np.testing.assert_array_equal(seen["batches"][row].numpy(), expected)
 
 
 def test_local_steps_with_stragglers_is_refused():

@@ -23,7 +23,7 @@ def test_smoothness_bounds_every_sample_hessian():
     for i in (largest, 0, len(ds.train.y) - 1):
         x, y = torch.from_numpy(ds.train.x[i:i + 1]).double(), torch.from_numpy(ds.train.y[i:i + 1])
         theta = 0.3 * torch.randn(model.num_params, generator=gen, dtype=torch.float64)
-        hess = torch.autograd.functional.hessian(lambda t, x=x, y=y: model.loss(t, x, y), theta)
+        hess = torch.autograd.functional.hessian(lambda t, x=x, y=y: model.loss_fn(t, x, y), theta)
         assert torch.linalg.eigvalsh(hess).max() <= lip + 1e-9
 
 

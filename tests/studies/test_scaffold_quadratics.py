@@ -7,26 +7,10 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import scaffold_quadratics as study
 from tests.studies import assert_every_run_recorded, spy_simulate
-
-
-def test_model_gradients_match_autograd():
-    problem = study.make_problem(0, 3.0, 0.5)
-    model = study.DiagonalQuadratics(study.DIM)
-    x = torch.from_numpy(problem.dataset.train.x)  # [N, 2d], one sample per client
-    theta = torch.randn(study.NUM_CLIENTS, study.DIM, generator=torch.Generator().manual_seed(0))
-    expected = torch.stack([torch.autograd.functional.jacobian(lambda t, k=k: model.loss(t, x[k:k + 1], None), theta[k])
-                            for k in range(study.NUM_CLIENTS)])
-    weight = torch.ones(study.NUM_CLIENTS, 1, 1)
-    batched = model.batched_grad(theta, x.unsqueeze(1), weight, weight)
-    segment = torch.arange(study.NUM_CLIENTS)
-    seg = model.segment_grads(theta, x, None, segment, torch.ones(study.NUM_CLIENTS, dtype=torch.long))
-    torch.testing.assert_close(batched, expected)
-    torch.testing.assert_close(seg, expected)
 
 
 @pytest.mark.parametrize("g", [0.01, 1.0, 100.0])

@@ -1,0 +1,182 @@
+"""``fedbench bench``: the command line. Parses its arguments without importing torch (``--help`` is instant),
+then runs the parts asked for and prints, saves or reports the figures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "fedbench.bench/2"
+PARTS = ("throughput", "workload")
+
+DESCRIPTION = """\
+How fast the simulator trains, measured on this machine (figures are per core with the default --threads 1).
+
+throughput (issue 9)  for each model and cohort size, samples/s of one federated round through every
+                      execution kernel that can run the model (the engine's schedule_round + run_round,
+                      scheduling included), of centralized SGD at batch = cohort x 10, and the floor
+                      max(FLOPs / peak, weight bytes / bandwidth), with peak matmul FLOP/s and memory
+                      bandwidth measured in the same run.
+workload (issue 10)   FedProx's synthetic study at the paper's settings (30 devices, K = 10, E = 20, batch 10,
+                      lr 0.01; 140 runs: FedAvg, FedProx mu = 0 and 1, stragglers 0/10/50/90%, 4 datasets,
+                      seeds 0-4) for R = 1, 15 and all runs: stacked (simulate_stack), one by one (simulate),
+                      a plain numpy per-client loop, and the arithmetic floor; each run's first rounds are timed
+                      and projected to 200 rounds. With CUDA, also a CNN study (10 clients per round).
+
+Nothing is asserted: targets are printed as met or not. Timings on a machine shared with other jobs are not
+publishable; the README written by --report states the load average at the start."""
+
+EPILOG = """\
+examples:
+  fedbench bench --quick                          # both parts, short measurements (about 1 min on 2 cores)
+  fedbench bench --quick --parts throughput --models mclr --cohorts 10,100
+  fedbench bench --quick --json out/bench.json    # the figures as JSON
+  fedbench bench --report                         # full run (about 10 min on CPU); writes reports/bench/
+  fedbench bench --device cuda --threads 0 --report   # on a GPU; writes reports/bench-gpu/
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fedbench bench", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="short measurements: cohorts 10 and 100, CNN/LSTM clients run a few local steps instead of "
+                        "an epoch, 1 measured round per run of the workload")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    p.add_argument("--report", nargs="?", const="", metavar="DIR",
+                   help="write README.md (tables), bench.json and figures to DIR (default reports/bench, or "
+                        "reports/bench-gpu on CUDA)")
+    p.add_argument("--parts", default=",".join(PARTS), metavar="NAME,...",
+                   help=f"which measurements: {', '.join(PARTS)} (default both)")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (cuda if available; default)")
+    p.add_argument("--models", metavar="NAME,...",
+                   help="throughput: models to measure, of mclr, leaf_femnist_cnn, cifar_cnn, fedprox_shakespeare_lstm, "
+                        "fedprox_sent140_lstm (fedbench.bench.federation.BENCH_MODELS; default all)")
+    p.add_argument("--cohorts", metavar="K,...",
+                   help="throughput: cohort sizes (default 10,100,1000; quick 10,100); a cohort whose models do "
+                        "not fit in memory, or whose round's FLOP floor exceeds 20 s (quick 2 s), is skipped")
+    p.add_argument("--rounds", type=int, metavar="M",
+                   help="workload: rounds timed per run before projecting (default 3; quick 1)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: per-core figures, steadier on a shared machine; 0 = torch's "
+                        "own choice)")
+    p.add_argument("--min-time", type=float, metavar="S",
+                   help="throughput: seconds of timed rounds per case (default 3; quick 0.5)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="throughput: seed of the synthetic federations and schedules (the workload runs its "
+                        "study's own seeds 0-4)")
+    return p
+
+
+def _fail(message: str) -> SystemExit:
+    return SystemExit(f"fedbench bench: {message}")
+
+
+def _int_list(text: str, flag: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise _fail(f"{flag} {text!r}: expected comma-separated integers") from None
+    if not values or min(values) < 1:
+        raise _fail(f"{flag} {text!r}: expected integers >= 1")
+    return values
+
+
+def _name_list(text: str, allowed: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    for v in values:
+        if v not in allowed:
+            raise _fail(f"{flag}: unknown {v!r}; allowed: {', '.join(allowed)}")
+    if not values:
+        raise _fail(f"{flag} is empty")
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:  # `fedbench bench -- --quick`
+        argv = argv[1:]
+    a = build_parser().parse_args(argv)
+    parts = _name_list(a.parts, PARTS, "--parts")
+    cohorts = _int_list(a.cohorts, "--cohorts") if a.cohorts else None
+    if a.rounds is not None and a.rounds < 1:
+        raise _fail(f"--rounds {a.rounds}: must be >= 1")
+    if a.threads < 0:
+        raise _fail(f"--threads {a.threads}: must be >= 0")
+
+    import torch
+
+    import fedbench.bench.federation as federation
+    from fedbench.engine.simulation import resolve_device
+
+    models = _name_list(a.models, tuple(federation.BY_NAME), "--models") if a.models else None
+    try:
+        device = resolve_device(a.device)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    result = run(parts, device, a.quick, models, cohorts, a.rounds, a.min_time, a.seed, log)
+    from fedbench.bench.report import print_summary, write_report
+
+    print(print_summary(result))
+    if a.report is not None:
+        out = Path(a.report or ("reports/bench-gpu" if device.type == "cuda" else "reports/bench"))
+        write_report(result, out, "fedbench bench " + " ".join(argv))
+        log(f"wrote {out}/")
+    if a.json:
+        from fedbench.bench.report import to_json
+
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(to_json(result))
+        log(f"wrote {a.json}")
+    return 0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | None = None,
+        cohorts: tuple[int, ...] | None = None, rounds: int | None = None, min_time: float | None = None,
+        seed: int = 0, log=log) -> dict[str, Any]:
+    """Measure ``parts`` on ``device`` and return the results (the JSON document)."""
+    import dataclasses
+
+    import torch
+
+    import fedbench.bench.studies as studies
+    import fedbench.bench.throughput as throughput
+    import fedbench.bench.workload as workload
+    from fedbench.bench.federation import BENCH_MODELS, BY_NAME
+    from fedbench.bench.machine import environment, measure_machine
+
+    t_start = time.perf_counter()
+    env = environment(device)
+    log(f"fedbench bench on {device} ({'quick' if quick else 'full'}; torch {torch.__version__}, "
+        f"{torch.get_num_threads()} thread(s))")
+    machine = measure_machine(device, quick)
+    log(f"  peak matmul {machine.peak_flops / 1e9:.1f} GFLOP/s, bandwidth {machine.bandwidth / 1e9:.1f} GB/s")
+    result: dict[str, Any] = {"schema": SCHEMA, "quick": quick, "device": str(device), "environment": env,
+                              "machine": machine.as_dict()}
+    if "throughput" in parts:
+        settings = throughput.QUICK if quick else throughput.FULL
+        if min_time is not None:
+            settings = dataclasses.replace(settings, min_time=min_time)
+        specs = [BY_NAME[m] for m in models] if models else list(BENCH_MODELS)
+        default_cohorts = throughput.COHORTS[:2] if quick else throughput.COHORTS
+        result["throughput"] = throughput.measure_all(specs, cohorts or default_cohorts, device, machine, settings,
+                                                      seed, log)
+    if "workload" in parts:
+        chosen = [studies.fedprox_study()] + ([studies.cnn_study()] if device.type == "cuda" else [])
+        result["workloads"] = [workload.measure_workload(s, device, machine, rounds or (1 if quick else 3), log)
+                               for s in chosen]
+        result["workload_targets"] = [t for w in result["workloads"] for t in workload.check_targets(w)]
+        result["workloads_skipped"] = [] if device.type == "cuda" else [
+            {"name": "cnn_cifar_shaped", "reason": "the GPU study; this run has no CUDA"}]
+    result["elapsed_s"] = time.perf_counter() - t_start
+    log(f"done in {result['elapsed_s']:.0f} s")
+    return result

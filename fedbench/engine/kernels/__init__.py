@@ -1,0 +1,71 @@
+"""Execution kernels: how the engine computes a cohort's gradients and a model's evaluation on a device.
+
+A kernel is bound to one model (``KERNELS[name](model)``) and offers (theta [K, P] holds one model per row):
+
+    prepare(x)                    the training inputs as ``grad`` takes them, per sample (once per run)
+    batch(x, y, w)                a chunk of minibatches [R, B, ...] with labels [R, B] and weights [R, B]
+                                  (each row's weights sum to 1, 0 on padding) -> grad's inputs, split per step
+    grad(theta, *batch)           [a, P]: the gradient of each row's weighted loss sum_b w_b loss_b
+    per_example(theta, x, y)      losses and correctness of one model [P] -> [n], or of M models [M, P] -> [M, n]
+    segment_grads(theta, x, y, segment, counts)    [M, P]: each segment's mean-loss gradient at its own model
+    segment_losses(theta, x, y, segment, counts)   [M]: each segment's mean loss, at one shared or its own model
+
+Every kernel computes the same numbers as the per-client reference (tested within stated tolerances); which
+one runs is chosen per (model, device) by :func:`choose_kernel`, from a table of measurements
+(``fedbench bench``), or set in the config (``train.kernel``), and recorded with each run.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fedbench.engine.kernels.loop import LoopKernel
+from fedbench.engine.kernels.mclr import MclrKernel
+from fedbench.engine.kernels.rnn import RecurrentKernel
+from fedbench.engine.kernels.vmap import VmapKernel
+from fedbench.models.spec import Model
+
+KERNELS = {"mclr": MclrKernel, "vmap": VmapKernel, "loop": LoopKernel, "rnn": RecurrentKernel}
+
+# The kernel each model runs by default, per device type. Measured with `fedbench bench` (reports/bench*/):
+# - mclr: the hand-written batched softmax regression beats vmap and the loop everywhere.
+# - the quadratic toy models: vmap (a handful of elementwise operations per step).
+# - CNNs on the CPU: the per-client loop (cuDNN-free convolutions per client are faster than vmap's
+#   batched-convolution fallback); on CUDA, vmap.
+# - recurrent models (fedbench.models.recurrent): the per-client loop on the CPU and, until `fedbench bench` has
+#   measured the rnn kernel on a GPU, on CUDA too. On the CPU the rnn kernel is 0.3-0.4x the loop on FedProx's
+#   Shakespeare LSTM and 0.6-0.85x on its Sent140 LSTM (one thread, cohort 10 and 100, client batch 10): one
+#   client's weights stay in cache through its 80 steps in the loop, while a batched step streams all K
+#   clients' weights from memory. It is 1.1-1.5x the loop on Delta-FL's small Sent140 LSTM and 1.6-2.5x on its
+#   Shakespeare GRU, where per-step overhead dominates (2-core machine shared with other jobs).
+DEFAULTS: dict[tuple[str, str], str] = {
+    ("mclr", "cpu"): "mclr", ("mclr", "cuda"): "mclr",
+}
+FALLBACK = {"cpu": "vmap", "cuda": "vmap"}
+
+
+def kernel_names(model: Model) -> list[str]:
+    """The kernels that can run ``model``."""
+    return [name for name, cls in KERNELS.items() if cls.supports(model)]
+
+
+def choose_kernel(model: Model, device: torch.device | str, name: str = "auto"):
+    """The kernel called ``name`` for ``model`` (``auto``: the table's choice for the device type)."""
+    device_type = torch.device(device).type
+    if name == "auto":
+        name = DEFAULTS.get((model.name, device_type)) or _family_default(model, device_type)
+    if name not in KERNELS:
+        raise ValueError(f"kernel {name!r} is not known; allowed: auto, {', '.join(KERNELS)}")
+    if not KERNELS[name].supports(model):
+        raise ValueError(f"kernel {name!r} cannot run model {model.name}; allowed: auto, {', '.join(kernel_names(model))}")
+    return KERNELS[name](model)
+
+
+def _family_default(model: Model, device_type: str) -> str:
+    recurrent = any(isinstance(m, torch.nn.RNNBase) for m in model.module.modules())
+    conv = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.module.modules())
+    if device_type == "cpu" and (recurrent or conv):
+        return "loop"
+    if recurrent:
+        return "loop"  # vmap has no batching rule for nn.LSTM/nn.GRU (it would fall back to a per-sample loop)
+    return FALLBACK.get(device_type, "vmap")

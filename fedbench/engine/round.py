@@ -1,0 +1,300 @@
+"""One round as a callable unit: :func:`schedule_round` decides who trains, how many steps and on which
+minibatches; :func:`run_round` runs the scheduled local work and aggregates. ``simulate`` and the benchmark
+both call these two functions (fedbench.engine.simulation, fedbench.bench).
+
+A round may serve several runs at once (a *stack*, see fedbench.engine.simulation): each run schedules its
+own round from its own random streams, exactly as it would alone, and :func:`run_round` merges the runs'
+cohorts into one work-sorted cohort, so that every local step serves all runs. Everything around the local
+steps (broadcast, client_init, client_result, server_update) is called per run, on that run's own state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedbench.engine import tree
+from fedbench.engine.local import LOCAL_PATHS, CohortData
+from fedbench.engine.metrics import DeviceData
+from fedbench.engine.sampling import minibatch_order, plan_round
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """The clients training this round, in the engine's (work-sorted) order, and what the round knows of them
+    before any local work."""
+
+    clients: torch.Tensor  # [K] dataset indices
+    num_samples: torch.Tensor  # [K] training samples n_k
+    epochs: torch.Tensor  # [K] local epochs this round
+    steps: torch.Tensor  # [K] local steps this round
+    client_rows: Any  # rows of the per-client table (or None)
+    full_grad: Callable[[torch.Tensor], torch.Tensor]  # theta [K, P] -> gradient of each F_k on all its data
+    weights: torch.Tensor | None = None  # [K] aggregation weights, sum 1 (the ones server_update gets)
+    round: int = 0  # index of the round
+    seed: int = 0  # the run's seed: an algorithm's own draws come from fedbench.seeding.rng(seed, round, ...)
+    available: np.ndarray | None = None  # bool [N]: the clients that could be selected this round
+    train_sizes: np.ndarray | None = None  # [N] training samples of every client
+    # gradient of F_j on all its data at one model theta [P], for any clients j (int64 array [c]) -> [c, P]
+    client_grads: Callable[[np.ndarray, torch.Tensor], torch.Tensor] | None = None
+
+    @property
+    def num_clients(self) -> int | None:
+        """N, all clients of the dataset."""
+        return None if self.train_sizes is None else len(self.train_sizes)
+
+    @property
+    def total_samples(self) -> int | None:
+        """n, training samples of all N clients."""
+        return None if self.train_sizes is None else int(self.train_sizes.sum())
+
+
+@dataclass
+class RunState:
+    """What the engine keeps of one run between rounds (the algorithm's state is explicit and typed; this is the
+    engine's bookkeeping around it)."""
+
+    cfg: Any  # SimulationConfig
+    algorithm: Any
+    data: DeviceData
+    base: int  # offset of this run's training samples in the stack's concatenated inputs
+    availability: Any
+    state: Any  # the algorithm's server state
+    table: Any  # per-client state (or None)
+    table_device: torch.device
+    history: list[dict[str, float]]
+    callbacks: tuple[Any, ...] = ()
+    checkpoint: Any = None
+    diverged: bool = False
+    done: bool = False
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.data.train_sizes
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The parts a round needs that every run of a stack shares: the model and its kernel on the device, and the
+    training inputs of every dataset in the stack, concatenated (one dataset: its own tensors, no copy)."""
+
+    model: Any
+    kernel: Any
+    device: torch.device
+    local_path: str
+    x: torch.Tensor  # [n, ...] training inputs as stored
+    y: torch.Tensor  # [n]
+    x_prepared: torch.Tensor  # [n, ...] kernel.prepare(x), once per stack
+    batch_size: int
+    local_steps: int
+
+
+@dataclass(frozen=True)
+class RoundSchedule:
+    """One run's scheduled round: its cohort in work-sorted order, the minibatches of every step, and the local
+    state and broadcast the algorithm prepared for it."""
+
+    run: RunState
+    round: int
+    clients: np.ndarray  # [K] dataset indices, most local steps first
+    steps: np.ndarray  # [K]
+    batches: np.ndarray  # [sum(steps), B] indices into the stack's inputs (padding -1), client after client
+    cohort: Cohort
+    bcast: Any
+    local: Any
+
+
+def schedule_round(stack: Stack, run: RunState, r: int) -> RoundSchedule | None:
+    """Who trains in round ``r`` of ``run`` and on which minibatches (None: nobody trains this round)."""
+    cfg, algorithm, sizes, data = run.cfg, run.algorithm, run.sizes, run.data
+    available = run.availability.mask(cfg.seed, r) & (sizes > 0)  # a client without training data never trains
+    choose = getattr(algorithm, "choose_clients", None)
+    chosen = None
+    if choose is not None:
+        k = min(cfg.clients_per_round, int(available.sum()))
+        run.state, chosen = choose(run.state, r, available, k)
+        chosen = _check_chosen(chosen, available, k)
+    plan = plan_round(cfg.seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
+                      cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
+    weights = plan.weights
+    keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
+    filter_cohort = getattr(algorithm, "filter_cohort", None)
+    if filter_cohort is not None and len(plan.clients):
+        losses = cohort_losses(stack.kernel, data, plan.clients, run.state.theta)
+        run.state, weights = filter_cohort(run.state, r, losses, sizes[plan.clients])
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+            raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
+        keep &= weights > 0
+    clients, epochs, weights = plan.clients[keep], plan.epochs[keep], weights[keep]
+    if len(clients) == 0:
+        return None
+    # Work-sorted order: most local steps first (stable), so active clients form a prefix.
+    per_epoch = -(-sizes[clients] // cfg.batch_size)
+    if cfg.local_steps:  # exactly C steps, cycling through fresh permutations (FedLaAvg's local iterations)
+        steps = np.where(per_epoch > 0, cfg.local_steps, 0)
+        epochs = -(-steps // np.maximum(per_epoch, 1))
+    else:
+        steps = epochs * per_epoch
+    order = np.argsort(-steps, kind="stable")
+    clients, epochs, weights, steps = clients[order], epochs[order], weights[order], steps[order]
+
+    parts = []
+    for c, e, s in zip(clients, epochs, steps):
+        local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)[:s]
+        parts.append(np.where(local_idx >= 0, local_idx + (data.train_offsets[c] + run.base), -1))
+    batches = np.concatenate(parts)
+
+    device = stack.device
+    client_idx = torch.from_numpy(clients).to(device)
+    rows = _table_rows(run, clients, device)
+    w = torch.as_tensor(weights / weights.sum(), dtype=torch.float32, device=device)
+    cohort = Cohort(
+        clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
+        epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
+        client_rows=rows, full_grad=_full_grad_fn(stack.kernel, data, clients, device), weights=w, round=r,
+        seed=cfg.seed, available=available, train_sizes=sizes,
+        client_grads=_client_grads_fn(stack.kernel, data, device),
+    )
+    bcast = algorithm.broadcast(run.state)
+    local = algorithm.client_init(bcast, cohort)
+    return RoundSchedule(run=run, round=r, clients=clients, steps=steps, batches=batches, cohort=cohort,
+                         bcast=bcast, local=local)
+
+
+def run_round(stack: Stack, schedules: list[RoundSchedule]) -> None:
+    """Run the local work of every scheduled run at once, then each run's aggregation (in place on the runs)."""
+    if not schedules:
+        return
+    local_fn = LOCAL_PATHS[stack.local_path]
+    algorithm = schedules[0].run.algorithm  # client_step reads only fields every run of the stack shares
+    if len(schedules) == 1:
+        s = schedules[0]
+        data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared,
+                          batches=torch.from_numpy(s.batches).to(stack.device), starts=_starts(s.steps), steps=s.steps)
+        kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
+        locals_ = [local_fn(algorithm, kernel_or_model, s.bcast, s.local, data)]
+    else:
+        locals_ = _run_merged(stack, schedules, local_fn, algorithm)
+    for s, local in zip(schedules, locals_):
+        run, alg = s.run, s.run.algorithm
+        client_result = getattr(alg, "client_result", None)
+        result, new_rows = client_result(local, s.bcast, s.cohort) if client_result is not None else (local, None)
+        run.state = alg.server_update(run.state, result, s.cohort.weights, s.cohort)
+        if run.table is not None and new_rows is not None:
+            index = s.cohort.clients.to(run.table_device)
+            run.table = tree.scatter_rows(run.table, index, tree.tree_map(lambda t: t.to(run.table_device), new_rows))
+
+
+def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorithm) -> list[Any]:
+    """The cohorts of several runs as one: rows merged in work-sorted order (stable, so each run's rows keep
+    their own order), the broadcast given one row per cohort row, local work run once, rows handed back."""
+    steps = np.concatenate([s.steps for s in schedules])
+    order = np.argsort(-steps, kind="stable")
+    run_of_row = np.repeat(np.arange(len(schedules)), [len(s.steps) for s in schedules])[order]
+    starts = _starts(steps)  # the runs' batches concatenated: row k's minibatches from starts[k] on
+    device = stack.device
+    order_t = torch.from_numpy(order).to(device)
+    local = tree.take_rows(tree.concat([s.local for s in schedules]), order_t)
+    bcast = row_broadcast([s.bcast for s in schedules], torch.from_numpy(run_of_row).to(device))
+    batches = torch.from_numpy(np.concatenate([s.batches for s in schedules])).to(device)
+    data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared, batches=batches, starts=starts[order],
+                      steps=steps[order])
+    kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
+    merged = local_fn(algorithm, kernel_or_model, bcast, local, data, row_bcast=True)
+    back = tree.take_rows(merged, torch.from_numpy(np.argsort(order, kind="stable")).to(device))
+    out, lo = [], 0
+    for s in schedules:  # each run's rows as fresh tensors: a view at an offset into the merged buffer would
+        # be differently aligned than the run's own buffer, and BLAS reductions over it (the server's weighted
+        # mean) may then round differently
+        out.append(tree.tree_map(torch.clone, tree.rows(back, lo, lo + len(s.steps))))
+        lo += len(s.steps)
+    return out
+
+
+def _starts(steps: np.ndarray) -> np.ndarray:
+    return np.cumsum(steps) - steps
+
+
+def row_broadcast(bcasts: list[Any], run_of_row: torch.Tensor) -> Any:
+    """One broadcast for a merged cohort: each tensor becomes one row per cohort row (its run's value; a scalar
+    tensor becomes a column [rows, 1]), a number that differs between runs becomes a column tensor [rows, 1]
+    (e.g. FedProx's mu when runs with different mu share a stack), anything else must be equal in every run."""
+    first = bcasts[0]
+    if isinstance(first, torch.Tensor):
+        stacked = torch.stack(bcasts)[run_of_row]
+        return stacked.unsqueeze(1) if first.dim() == 0 else stacked
+    if isinstance(first, (int, float)) and not isinstance(first, bool):
+        if all(b == first for b in bcasts):
+            return first
+        return torch.tensor([float(b) for b in bcasts], device=run_of_row.device)[run_of_row].unsqueeze(1)
+    if hasattr(first, "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.replace(first, **{f.name: row_broadcast([getattr(b, f.name) for b in bcasts], run_of_row)
+                                             for f in dataclasses.fields(first)})
+    if first is None or all(b == first for b in bcasts):
+        return first
+    raise ValueError(f"runs of a stack broadcast different values of a {type(first).__name__}; they cannot share "
+                     "a stack")
+
+
+def _table_rows(run: RunState, clients: np.ndarray, device: torch.device) -> Any:
+    if run.table is None:
+        return None
+    rows = tree.take_rows(run.table, torch.from_numpy(clients).to(run.table_device))
+    return rows if run.table_device == device else tree.tree_map(lambda t: t.to(device), rows)
+
+
+def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
+    chosen = np.asarray(chosen, dtype=np.int64)
+    if chosen.ndim != 1 or len(chosen) != k or len(np.unique(chosen)) != k or not np.all(available[chosen]):
+        raise ValueError(f"choose_clients must return {k} distinct available clients, got {chosen.tolist()}")
+    return chosen
+
+
+def _cohort_segments(data: DeviceData, clients: np.ndarray, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Global indices of the cohort's training samples, their position in the cohort, and the counts n_k."""
+    offs = data.train_offsets
+    counts = offs[clients + 1] - offs[clients]
+    idx = np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients]) if len(clients) else np.zeros(0, np.int64)
+    seg = np.repeat(np.arange(len(clients)), counts)
+    return (torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device),
+            torch.from_numpy(counts).to(device))
+
+
+def _full_grad_fn(kernel, data: DeviceData, clients: np.ndarray, device) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]. The
+    cohort's sample indices are built on the first call: most algorithms never make one."""
+    segments = None
+
+    def full_grad(theta: torch.Tensor) -> torch.Tensor:
+        nonlocal segments
+        if segments is None:
+            segments = _cohort_segments(data, clients, device)
+        idx_t, seg_t, counts = segments
+        return kernel.segment_grads(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
+
+    return full_grad
+
+
+def _client_grads_fn(kernel, data: DeviceData, device) -> Callable[[np.ndarray, torch.Tensor], torch.Tensor]:
+    """Gradient of F_j on all its training data at one model theta [P], for any clients j."""
+
+    def client_grads(clients: np.ndarray, theta: torch.Tensor) -> torch.Tensor:
+        clients = np.asarray(clients, dtype=np.int64)
+        return _full_grad_fn(kernel, data, clients, device)(theta.expand(len(clients), -1))
+
+    return client_grads
+
+
+@torch.no_grad()
+def cohort_losses(kernel, data: DeviceData, clients: np.ndarray, theta: torch.Tensor) -> np.ndarray:
+    """F_k(theta) for each client k of ``clients``: its mean loss on all its training data (float64 [K])."""
+    idx_t, seg_t, counts = _cohort_segments(data, clients, data.x_train.device)
+    losses = kernel.segment_losses(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
+    return losses.double().cpu().numpy()

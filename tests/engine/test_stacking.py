@@ -1,0 +1,52 @@
+"""The stack planner: runs grouped by what they may share, groups cut to balance worker processes, and the cost
+model's arithmetic on a hand-made case."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from fedbench.algorithms import FedAvg, FedProx
+from fedbench.data.format import FederatedDataset, Split
+from fedbench.engine.simulation import RunSpec, SimulationConfig
+from fedbench.engine.stacking import ROW_COST, STEP_COST, _pack, piece_cost, plan_stacks, run_cost
+
+
+def _dataset(sizes: list[int]) -> FederatedDataset:
+    split = Split.from_clients([np.zeros((n, 2), np.float32) for n in sizes], [np.zeros(n, np.int64) for n in sizes], (2,))
+    return FederatedDataset(name="d", client_ids=tuple(map(str, range(len(sizes)))), train=split, test=split,
+                            num_classes=2)
+
+
+CFG = SimulationConfig(rounds=10, clients_per_round=2, local_epochs=3, batch_size=10, device="cpu")
+
+
+def test_run_cost_counts_steps_and_rows():
+    ds = _dataset([10, 25, 45, 0])  # 1, 3 and 5 batches an epoch; the empty client never trains
+    c = run_cost(RunSpec(CFG, ds, FedAvg(lr=0.1)))
+    assert c.steps == 15  # the longest chain: 5 batches x 3 epochs
+    assert c.rows == pytest.approx(2 * 3 * (1 + 3 + 5) / 3)  # K x mean steps
+    half = run_cost(RunSpec(dataclasses.replace(CFG, straggler_fraction=0.5), ds, FedProx(lr=0.1, mu=0.0)))
+    assert half.rows == pytest.approx(c.rows * (0.5 + 0.5 * 0.5))  # stragglers keep about half their work
+    dropped = run_cost(RunSpec(dataclasses.replace(CFG, straggler_fraction=0.5), ds, FedAvg(lr=0.1)))
+    assert dropped.rows == pytest.approx(c.rows * 0.5)  # FedAvg drops them
+    assert piece_cost([c, half]) == STEP_COST * 15 + ROW_COST * (c.rows + half.rows)
+
+
+def test_runs_are_grouped_by_what_they_may_share_and_cut_to_balance_workers():
+    ds = _dataset([40 + i for i in range(20)])  # row-steps dominate: cutting a stack pays for its steps
+    cfg = dataclasses.replace(CFG, clients_per_round=10)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), ds, alg) for alg in (FedAvg(lr=0.1), FedProx(lr=0.1, mu=0.0),
+                                                                            FedProx(lr=0.1, mu=1.0)) for s in range(6)]
+    one = plan_stacks(specs, workers=1)
+    assert sorted(map(sorted, one)) == [list(range(0, 6)), list(range(6, 18))]  # FedProx mu=0 and mu=1 share a stack
+    two = plan_stacks(specs, workers=2)
+    assert sorted(i for p in two for i in p) == list(range(18))  # every run exactly once
+    for p in two:
+        assert all(i < 6 for i in p) or all(i >= 6 for i in p)  # pieces never mix algorithm classes
+    costs = [run_cost(s) for s in specs]
+    assert max(_pack(two, costs, 2)) < max(_pack(one, costs, 2))  # cutting balanced the two processes
+    assert [piece_cost([costs[i] for i in p]) for p in two] == sorted(
+        (piece_cost([costs[i] for i in p]) for p in two), reverse=True)  # costliest first
