@@ -131,16 +131,16 @@ def judge_claims(curves: dict[tuple[str, str, int], list[float]], seeds=None) ->
 
     first, last = f"FedDane c={GRADIENT_DEVICES[0]}", GRADIENT_DEVICES[-1]
     readings = ("median", "final", "all")
-    reduced = ROUNDS < PAPER_ROUNDS
+    paper_budget = PAPER_ROUNDS / ROUNDS
     similar = judge([Part("Synthetic-IID", Rule("within", IID_SIMILAR, "% loss vs FedProx"))],
-                    measure([("synthetic_iid", first)]), "median", readings, reduced=reduced,
+                    measure([("synthetic_iid", first)]), "median", readings, paper_budget=paper_budget,
                     reading_names=READING_NAMES)
     worse = judge([Part(d, Rule("greater", 0.0, "% loss vs FedProx")) for d in NON_IID],
-                  measure([(d, first) for d in NON_IID]), "median", readings, reduced=reduced,
+                  measure([(d, first) for d in NON_IID]), "median", readings, paper_budget=paper_budget,
                   reading_names=READING_NAMES)
     pairs = [(d, f"FedDane {r}={last}") for r in ("c", "K") for d in NON_IID]
     still = judge([Part(f"{m} on {d}", Rule("greater", 0.0, "% loss vs FedProx")) for d, m in pairs],
-                  measure(pairs), "median", readings, reduced=reduced, reading_names=READING_NAMES)
+                  measure(pairs), "median", readings, paper_budget=paper_budget, reading_names=READING_NAMES)
     return similar, worse, still
 
 

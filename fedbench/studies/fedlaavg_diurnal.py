@@ -137,7 +137,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     part = Part("diurnal availability", Rule("greater", MIN_GAIN, "accuracy points"))
     result = judge([part], lambda reading, budget: [[acc("fedlaavg", s, reading, budget) - acc("fedavg", s, reading, budget)
                                                      for s in SEEDS]],
-                   "best", ("best", "tail", "final"), reduced=False, reading_names=NAMES | {"best": "best round"})
+                   "best", ("best", "tail", "final"), reading_names=NAMES | {"best": "best round"})
     best = {name: {s: float(c.max()) for s, c in per_seed.items()} for name, per_seed in curves.items()}
     tail = 4 * (PERIOD + int(BETA * PERIOD))  # the last four availability periods
     tail_mean = {name: float(np.mean([c[-tail:].mean() for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}

@@ -149,14 +149,14 @@ def declare() -> list[tuple[str, str, int]]:
 def judge_all(loss, seeds=None) -> tuple[dict, dict, dict]:
     """The three claims' judge results; ``loss(arm, dataset, seed)`` is a run's per-round training loss."""
     seeds = SEEDS if seeds is None else seeds
-    reduced = ROUNDS < PAPER_ROUNDS
+    paper_budget = PAPER_ROUNDS / ROUNDS
     adaptive_pairs = [(d, fixed) for d in ADAPTIVE for fixed in ("mu0", "mu1")]
     adaptive = judge(
         [Part(f"{TITLES[d]}: adaptive vs mu={fixed[-1]}", Rule("at_most", ADAPTIVE_MARGIN, "% loss")) for d, fixed
          in adaptive_pairs],
         lambda r, b: [[100 * (read_loss(loss("adaptive", d, s), r, ROUNDS, b) / read_loss(loss(fixed, d, s), r, ROUNDS, b)
                               - 1) for s in seeds] for d, fixed in adaptive_pairs],
-        "tail", ("tail", "final", "best"), reduced=reduced, reading_names=NAMES)
+        "tail", ("tail", "final", "best"), paper_budget=paper_budget, reading_names=NAMES)
 
     def instability(arm, s, reading, b):
         series = loss(arm, "synthetic_1_1", s)
@@ -166,14 +166,14 @@ def judge_all(loss, seeds=None) -> tuple[dict, dict, dict]:
         [Part(f"mu={m}: uniform - proportional", Rule("greater", 0.0, "loss rise")) for m in (0, 1)],
         lambda r, b: [[instability(f"mu{m}", s, r, b) - instability(f"prop-mu{m}", s, r, b) for s in seeds]
                       for m in (0, 1)],
-        "upward", ("upward", "rising"), reduced=reduced,
+        "upward", ("upward", "rising"), paper_budget=paper_budget,
         reading_names={"upward": "sum of loss rises", "rising": "rounds with a rise"})
     e1 = judge(
         [Part(f"E=1, {int(f * 100)}% stragglers", Rule("greater", 0.0, "training loss")) for f in E1_LEVELS],
         lambda r, b: [[read_loss(loss(f"e1-drop-{f:g}", "synthetic_1_1", s), r, ROUNDS, b)
                        - read_loss(loss(f"e1-keep-{f:g}", "synthetic_1_1", s), r, ROUNDS, b) for s in seeds]
                       for f in E1_LEVELS],
-        "tail", ("tail", "final", "best"), reduced=reduced, reading_names=NAMES)
+        "tail", ("tail", "final", "best"), paper_budget=paper_budget, reading_names=NAMES)
     return adaptive, sampling, e1
 
 
@@ -195,10 +195,10 @@ def figure(path: Path, losses: dict[tuple[str, str, int], list[float]]) -> None:
         axes[2].plot(mean_curve(arm, "synthetic_1_1"), label=label, ls="--" if "prop" in arm else "-")
     axes[2].set(title="Synthetic(1,1): sampling schemes (Fig. 12)", xlabel="round")
     axes[2].legend(fontsize=7)
-    for f in E1_LEVELS:
+    for f, color in zip(E1_LEVELS, ("tab:blue", "tab:green", "tab:purple")):
         for mode, label in (("drop", "FedAvg"), ("keep", "FedProx, mu=0")):
             axes[3].plot(mean_curve(f"e1-{mode}-{f:g}", "synthetic_1_1"), label=f"{label}, {int(f * 100)}% stragglers",
-                         ls="-" if mode == "keep" else "--")
+                         ls="-" if mode == "keep" else "--", color=color)
     axes[3].set(title="Synthetic(1,1), E = 1 (Fig. 9)", xlabel="round")
     axes[3].legend(fontsize=7)
     fig.suptitle(f"FedProx on synthetic data, mean of {len(SEEDS)} seeds", fontsize=10)

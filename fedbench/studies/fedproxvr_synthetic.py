@@ -120,7 +120,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
 
     parts = [Part(m, Rule("at_least", MARGIN, "accuracy points")) for m in METHODS[1:]]
     result = judge(parts, lambda r, b: [[acc(m, s, r, b) - acc("FedAvg", s, r, b) for s in SEEDS] for m in METHODS[1:]],
-                   "best", ("best", "tail", "final"), reduced=rounds < PAPER_ROUNDS,
+                   "best", ("best", "tail", "final"), paper_budget=PAPER_ROUNDS / rounds,
                    reading_names=NAMES | {"best": "best round"})
     best = {m: [acc(m, s, "best", 1.0) for s in SEEDS] for m in METHODS}
     final_loss = {m: [runs[(m, s)].series("train/loss")[-1] for s in SEEDS] for m in METHODS}

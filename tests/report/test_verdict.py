@@ -60,10 +60,10 @@ def test_would_change_names_the_bound_and_its_value():
         "not-reproduced if the value crossed +1.00 (now +0.500; deterministic)")
 
 
-def _judge(values_at, kind="greater", threshold=0.0, reduced=False, readings=("tail", "final")):
+def _judge(values_at, kind="greater", threshold=0.0, paper_budget=1.0, readings=("tail", "final")):
     """judge() of one part whose per-seed values come from values_at[(reading, budget)]."""
     return judge([Part("p", Rule(kind, threshold, "u"))], lambda r, b: [values_at[(r, b)]], "tail", readings,
-                 reduced=reduced)
+                 paper_budget=paper_budget)
 
 
 def test_judge_effect_and_sensitivity_cells():
@@ -77,19 +77,27 @@ def test_judge_effect_and_sensitivity_cells():
     assert out["budget_note"] is None
 
 
-def test_budget_rule_caps_not_reproduced_when_moving_toward_the_paper():
-    toward = {("tail", 1.0): [-1.0, -1.1, -0.9, -1.2, -1.05], ("tail", 0.5): [-3.0, -3.1, -2.9, -3.2, -3.05],
-              ("tail", 0.25): [-4.0] * 5, ("final", 1.0): [-1.0] * 5}
-    capped = _judge(toward, reduced=True)
+def _moving(at_half, at_full):
+    return {("tail", 1.0): [at_full + d for d in (0.0, -0.1, 0.1, -0.2, 0.2)],
+            ("tail", 0.5): [at_half + d for d in (0.0, -0.1, 0.1, -0.2, 0.2)],
+            ("tail", 0.25): [at_half] * 5, ("final", 1.0): [at_full] * 5}
+
+
+def test_budget_rule_extrapolates_the_trend_to_the_papers_budget():
+    # -3 at 50% of the rounds, -1 at 100%: +2 per doubling; 5x the rounds is 2.32 more doublings -> +3.64 > 0
+    capped = _judge(_moving(-3.0, -1.0), paper_budget=5.0)
     assert capped["verdict"] == "inconclusive" and "budget-limited" in capped["budget_note"]
+    assert "would reach +3.64 u at the paper's budget" in capped["budget_note"]
     assert capped["sensitivity"][0]["verdict"] == "inconclusive"
-    assert _judge(toward, reduced=False)["verdict"] == "not-reproduced"  # at the paper's budget: no cap
-    away = dict(toward) | {("tail", 0.5): [-0.1, -0.2, -0.1, -0.3, -0.2]}
-    assert _judge(away, reduced=True)["verdict"] == "not-reproduced"
-    # at_most: moving toward the paper means the estimate falls
-    v = {("tail", 1.0): [12.0, 13.0, 12.5, 12.2, 12.8], ("tail", 0.5): [20.0, 21.0, 22.0, 20.5, 21.5],
-         ("tail", 0.25): [30.0] * 5}
-    assert _judge(v, "at_most", 10.0, reduced=True, readings=())["verdict"] == "inconclusive"
+    assert _judge(_moving(-3.0, -1.0))["verdict"] == "not-reproduced"  # at the paper's budget: no rule to apply
+    # the same pace, but the paper's budget is only 1.25x the rounds run: -1 + 0.32 x 2 = -0.36 < 0 stays refuted
+    assert _judge(_moving(-3.0, -1.0), paper_budget=1.25)["verdict"] == "not-reproduced"
+    # a small drift toward the paper cannot reach it: 56.5 -> 55.6 with an at_most 10 rule, 5x the rounds
+    drift = _judge(_moving(56.5, 55.6), "at_most", 10.0, paper_budget=5.0, readings=())
+    assert drift["verdict"] == "not-reproduced" and drift["budget_note"] is None
+    assert _judge(_moving(-1.0, -3.0), paper_budget=5.0)["verdict"] == "not-reproduced"  # moving away
+    # at_most: 21 -> 12.5 is -8.5 per doubling, 12.5 - 2.32 x 8.5 < 10
+    assert _judge(_moving(21.0, 12.5), "at_most", 10.0, paper_budget=5.0, readings=())["verdict"] == "inconclusive"
 
 
 def test_real_but_small_effect_is_noted():
