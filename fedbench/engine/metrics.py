@@ -202,9 +202,10 @@ def segment_grads_many(kernel, thetas: torch.Tensor, x, y, segment, counts) -> t
     return torch.stack([kernel.segment_grads(th.expand(s, -1), x, y, segment, counts) for th in thetas])
 
 
-def has_diverged(losses: list[float]) -> bool:
-    """The divergence rule (DIVERGENCE_FACTOR) on the losses f_0..f_t of the rounds so far."""
-    return not np.isfinite(losses[-1]) or losses[-1] > DIVERGENCE_FACTOR * max(abs(losses[0]), 1.0)
+def has_diverged(losses: list[float], factor: float = DIVERGENCE_FACTOR) -> bool:
+    """The divergence rule on the losses f_0..f_t of the rounds so far: f_t not finite, or above ``factor`` *
+    max(|f_0|, 1) (SimulationConfig.divergence_factor; default DIVERGENCE_FACTOR)."""
+    return not np.isfinite(losses[-1]) or losses[-1] > factor * max(abs(losses[0]), 1.0)
 
 
 def is_diverging(losses: list[float]) -> bool:

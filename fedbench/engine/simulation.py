@@ -62,7 +62,7 @@ from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
 from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
-from fedbench.engine.metrics import DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
+from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
 from fedbench.engine.round import Cohort, RunState, Stack, run_round, schedule_round
 from fedbench.seeding import torch_generator
 
@@ -88,6 +88,9 @@ class SimulationConfig:
     local_steps: int = 0  # 0: local_epochs epochs of local work; C > 0: exactly C minibatch steps per client
     availability: AvailabilityConfig = field(default_factory=AvailabilityConfig)  # who can be selected, per round
     kernel: str = "auto"  # execution kernel (fedbench.engine.kernels): auto picks by model and device
+    # a run whose loss exceeds this times max(|f_0|, 1) has diverged and stops (fedbench.engine.metrics.has_diverged);
+    # a study whose losses legitimately grow far above the first round's (a plateau far from a tiny f_0) raises it
+    divergence_factor: float = DIVERGENCE_FACTOR
 
 
 # The settings that may differ between the runs of one stack (everything else must be equal).
@@ -279,7 +282,7 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
         for run, ev in zip(live, evaluations):
             losses = [row["train/loss"] for row in run.history] + [ev.train_loss]
             run.history.append({"round": r, **ev.scalars(), "diverging": float(is_diverging(losses))})
-            if has_diverged(losses):  # a result, not an error: the run stops here (and leaves the stack)
+            if has_diverged(losses, cfg.divergence_factor):  # a result, not an error: the run stops here (and leaves the stack)
                 run.diverged = run.done = True
                 run.history[-1] |= {"wall_time_s": 0.0}
                 _notify(run.callbacks, r, run.history[-1])
@@ -329,7 +332,7 @@ def _finish(stack: Stack, run: RunState, stack_size: int) -> RunResult:
         run.checkpoint.unlink()
     return RunResult(history=run.history, final=final, theta=run.state.theta.detach().cpu(),
                      diverged=run.diverged or has_diverged([row["train/loss"] for row in run.history[:1]]
-                                                           + [final.train_loss]),
+                                                           + [final.train_loss], run.cfg.divergence_factor),
                      param_digest=param_digest(run.state.theta), device=str(stack.device), kernel=stack.kernel.name,
                      stack_size=stack_size)
 

@@ -13,6 +13,8 @@ for this model carry one class, label 0) and there is no accuracy. The start poi
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
@@ -28,8 +30,12 @@ class Point(nn.Module):
         return self.w - x
 
 
-def mean_estimation(dim: int, start: float = 0.0) -> Model:
-    def init(module: nn.Module, layout: tuple[ParamSlot, ...], generator: torch.Generator) -> torch.Tensor:
-        return torch.full((dim,), float(start), dtype=torch.float32)
+def constant_init(module: nn.Module, layout: tuple[ParamSlot, ...], generator: torch.Generator,
+                  value: float = 0.0) -> torch.Tensor:
+    """theta^0 = ``value`` in every coordinate (the generator is not used)."""
+    return torch.full((sum(s.numel for s in layout),), float(value), dtype=torch.float32)
 
-    return Model(name="mean_estimation", config=(dim, float(start)), module=Point(dim), loss="squared", init_fn=init)
+
+def mean_estimation(dim: int, start: float = 0.0) -> Model:
+    return Model(name="mean_estimation", config=(dim, float(start)), module=Point(dim), loss="squared",
+                 init_fn=functools.partial(constant_init, value=float(start)))

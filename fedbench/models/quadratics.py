@@ -1,4 +1,6 @@
-"""Diagonal quadratics: client losses (1/2) sum_j h_j (theta_j - b_j)^2 with the curvature h and the centre b of
+"""Quadratic toy objectives written in closed form.
+
+Diagonal quadratics: client losses (1/2) sum_j h_j (theta_j - b_j)^2 with the curvature h and the centre b of
 each sample folded into its inputs x = [h (d), b (d)]. The SCAFFOLD quadratic experiments (Karimireddy et al.,
 ICML 2020, section 7.2) and the SCAFFOLD claim study use one sample per client.
 
@@ -9,9 +11,12 @@ large numbers. theta^0 = 0.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
+from fedbench.models.mean_estimation import constant_init
 from fedbench.models.spec import Model, ParamSlot
 
 
@@ -33,3 +38,23 @@ def _zeros(module: nn.Module, layout: tuple[ParamSlot, ...], generator: torch.Ge
 def diagonal_quadratics(dim: int) -> Model:
     return Model(name="diagonal_quadratics", config=(dim,), module=DiagonalQuadratic(dim), loss="squared",
                  eval_dtype=torch.float64, init_fn=_zeros)
+
+
+class ScalarQuadratic(nn.Module):
+    """x = [h, g]: the loss (1/2) h theta^2 + g theta itself (a ``value`` loss)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.theta = nn.Parameter(torch.empty(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 0.5 * x[:, 0] * self.theta[0] ** 2 + x[:, 1] * self.theta[0]
+
+
+def scalar_quadratics(x0: float) -> Model:
+    """One-dimensional quadratics (1/2) h theta^2 + g theta with the curvature h and linear coefficient g of each
+    sample as its inputs x = [h, g]: the SCAFFOLD section 7.2 instance (f_1 = mu x^2 + G x, f_2 = -G x), started at
+    theta^0 = x0. Evaluation in float64 (f_1 + f_2 cancels the +-G terms)."""
+
+    return Model(name="scalar_quadratics", config=(float(x0),), module=ScalarQuadratic(), loss="value",
+                 eval_dtype=torch.float64, init_fn=functools.partial(constant_init, value=float(x0)))

@@ -27,7 +27,7 @@ from torch.func import functional_call
 
 import fedbench.models.losses as losses
 
-LOSSES = ("softmax_ce", "sigmoid_ce", "squared")
+LOSSES = ("softmax_ce", "sigmoid_ce", "squared", "value")
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class Model:
 
     @property
     def has_accuracy(self) -> bool:
-        return self.loss != "squared"
+        return self.loss not in ("squared", "value")
 
     def unflatten(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
         """Views of one flat theta [P] as the module's named parameters."""

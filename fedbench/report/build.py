@@ -2,13 +2,22 @@
 
 Everything is written to a temporary folder first and moved into place, so an interrupted build never
 leaves a half-written report that looks complete.
+
+claims.md reads at a glance: grouped by paper, a coverage line per paper (how many of its headline claims are
+checked, at which fidelity), one summary row per claim (fidelity, rounds run against the paper's, seeds,
+published value with unit and scope, effect with its 95% interval, verdict), a sensitivity table (verdict and
+effect under other reading rules and at 25% and 50% of the rounds), then the details, with the deviations of
+each study listed once, the ones that matter first.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -16,9 +25,14 @@ from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
 from fedbench.report import figures
+from fedbench.report.claims import STUDY as MAIN_STUDY
 from fedbench.report.claims import evaluate_claims
+from fedbench.report.papers import PAPERS
 from fedbench.report.runs import load_runs
-from fedbench.studies import STUDIES_ROOT, VERDICTS
+from fedbench.report.stats import fmt_effect, fmt_number
+from fedbench.studies import CLAIM_KEYS, FIDELITIES, STUDIES_ROOT, VERDICTS, plain
+
+MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}
 
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
@@ -28,13 +42,17 @@ def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
     for name in cfg.claim_studies:
         path = Path(studies_root) / name / "claims.json"
         if not path.exists():
-            out.append({"id": f"{name}/*", "paper": "", "where": f"fedbench/studies/{name}.py", "claim": "",
-                        "published": None, "reproduced": None, "rule": "", "verdict": "not-run", "scale": {},
-                        "deviations": [], "observed": f"study {name} has not run (no {path})"})
+            placeholder = {k: None for k in CLAIM_KEYS} | {
+                "id": f"{name}/*", "paper": "", "where": f"fedbench/studies/{name}.py", "claim": "",
+                "published": {"value": None, "unit": "", "scope": "", "statement": ""}, "rule": "",
+                "verdict": "not-run", "verdict_text": "", "scale": {}, "deviations": [], "parts": [], "sensitivity": [],
+                "observed": f"study {name} has not run (no {path})", "fidelity": "stand-in",
+                "seeds": {"training": [], "data": []}, "would_change": f"running the study (dvc repro study@{name})"}
+            out.append(placeholder | {"study": name})
             continue
         body = json.loads(path.read_text())
         for c in body["claims"]:
-            out.append(c | {"study": name, "figures": sorted(p.name for p in path.parent.glob("*.png"))})
+            out.append(c | {"study": name})
     return out
 
 
@@ -43,13 +61,13 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
-    claims = evaluate_claims(cfg, hist, summ) + study_claims(cfg, studies_root)
+    claims = [c | {"study": MAIN_STUDY} for c in evaluate_claims(cfg, hist, summ)] + study_claims(cfg, studies_root)
     with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
         figures.figure5(hist, figs / "fig5_iid_stragglers.png")
         # the tables are written beside the figures and moved into out/ just before the figures are
-        (figs / "claims.json").write_text(json.dumps({"claims": claims}, indent=2, default=str) + "\n")
+        (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
         (figs / "claims.md").write_text(claims_markdown(claims, summ))
         summ.sort_values(["dataset", "variant", "stragglers", "seed"]).to_csv(figs / "runs.csv", index=False) \
             if len(summ) else (figs / "runs.csv").write_text("")
@@ -60,61 +78,240 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     return claims
 
 
-def _figure_links(c: dict) -> str:
-    study = c["study"]
-    return ", ".join(f"`studies/{study}/{name}`" for name in c["figures"])
+def anchor(cid: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", cid.lower()).strip("-")
 
 
-def _short(v, limit: int = 160) -> str:
-    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    if isinstance(x, str):
+        return math.inf if x == "inf" else -math.inf if x == "-inf" else None
+    return float(x)
 
 
-def _fmt(v) -> str:
-    if isinstance(v, dict) and "mean" in v:
-        if v["mean"] is None:
-            return "n/a"
-        return f"{v['mean']:+.2f} ± {v['sd']:.2f} (seeds: {', '.join('n/a' if x is None else f'{x:.2f}' for x in v['per_seed'])})"
-    return str(v)
+def _effect(e: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An effect dict read back from JSON, with "inf" strings as floats again."""
+    if not e:
+        return None
+    out = dict(e)
+    out["estimate"] = _num(e.get("estimate"))
+    if e.get("ci95") is not None:
+        out["ci95"] = [_num(x) for x in e["ci95"]]
+    return out
+
+
+def published_cell(pub: dict[str, Any] | None) -> str:
+    """The published value as a number with its unit and scope (or 'qualitative' with its scope)."""
+    if not pub:
+        return "—"
+    scope = f" ({pub['scope']})" if pub.get("scope") else ""
+    if pub.get("value") is None:
+        return f"qualitative{scope}"
+    return f"{fmt_number(float(pub['value']), signed=False)} {pub.get('unit', '')}{scope}".strip()
+
+
+def rounds_cell(c: dict[str, Any]) -> str:
+    run, paper = c.get("rounds_run"), c.get("rounds_paper")
+    return f"{'—' if run is None else f'{run:,}'} / {'not stated' if paper is None else f'{paper:,}'}"
+
+
+def seeds_cell(c: dict[str, Any]) -> str:
+    seeds = c.get("seeds") or {"training": [], "data": []}
+    effect = c.get("effect") or {}
+    if str(effect.get("test", "")).startswith("none (deterministic"):
+        return "deterministic"
+    n = len(seeds.get("training", []))
+    return f"{n}" + (f" (data {len(seeds['data'])})" if seeds.get("data") else "") if n else "—"
+
+
+def effect_cell(c: dict[str, Any]) -> str:
+    e = _effect(c.get("effect"))
+    if e is None:
+        return "—"
+    text = fmt_effect(e)
+    if e.get("p_value") is not None:
+        text += f", p = {fmt_number(float(e['p_value']))}"
+    parts = c.get("parts") or []
+    return f"{e['part']}: {text}" if len(parts) > 1 and e.get("part") else text
+
+
+def verdict_cell(c: dict[str, Any]) -> str:
+    text = f"**{c['verdict']}**"
+    return text + (f" ({c['verdict_text']})" if c.get("verdict_text") else "")
+
+
+def _cell(cell: dict[str, Any]) -> str:
+    e = _effect(cell)
+    return f"{MARK[cell['verdict']]} {fmt_number(e['estimate'], signed=True)}" if e and e["estimate"] is not None \
+        else MARK[cell["verdict"]]
+
+
+def sensitivity_row(c: dict[str, Any]) -> str | None:
+    cells = c.get("sensitivity") or []
+    if not cells:
+        return None
+    primary = next((x for x in cells if x.get("primary")), cells[0])
+    others = [x for x in cells if x["budget"] == 1.0 and not x.get("primary")]
+    budgets = {x["budget"]: x for x in cells if x["budget"] < 1.0}
+    unit = primary.get("unit", "")
+    return (f"| [`{c['id']}`](#{anchor(c['id'])}) | {_cell(primary)} {unit} ({primary['reading']}) | "
+            + ("; ".join(f"{x['reading']}: {_cell(x)}" for x in others) or "—") + " | "
+            + " | ".join(_cell(budgets[b]) if b in budgets else "—" for b in (0.25, 0.5)) + " |")
+
+
+def _prose(value: Any) -> str:
+    """A value for the details, without raw JSON: dicts as 'key: value; ...', lists comma-separated."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_prose(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, dict) for v in value):
+            return " | ".join(f"({_prose(v)})" for v in value)
+        return ", ".join(_prose(v) for v in value)
+    if isinstance(value, float):
+        return fmt_number(value)
+    return str(value)
+
+
+def _shared_deviations(group: list[dict[str, Any]]) -> list[str]:
+    """Deviations every claim of the group lists, in the order of the first claim."""
+    if not group:
+        return []
+    first = group[0].get("deviations") or []
+    return [d for d in first if all(d in (c.get("deviations") or []) for c in group[1:])]
+
+
+def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
+    checked, fid = [], {f: 0 for f in FIDELITIES}
+    missing = []
+    for i, (_, what) in enumerate(paper.headline):
+        ran = [claims_by_id[cid] for cid in paper.ids(i) if cid in claims_by_id and claims_by_id[cid]["verdict"] != "not-run"]
+        if ran:
+            checked.append(what)
+            fid[ran[0]["fidelity"]] += 1
+        else:
+            missing.append(what)
+    counts = ", ".join(f"{n} {f}" for f, n in fid.items() if n)
+    return (f"Coverage: {len(checked)} of {len(paper.headline)} headline claims checked"
+            + (f" ({counts})" if counts else "") + (f"; not checked: {'; '.join(missing)}" if missing else "") + ".")
 
 
 def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    by_id = {c["id"]: c for c in claims}
     lines = [
         "# Claims checked by fedbench",
         "",
-        "Generated by `dvc repro` (stage `report`) from the runs in `runs/`; do not edit by hand.",
+        ("Generated by `dvc repro` (stage `report`) from the runs in `runs/` and the claim studies in "
+        "`reports/studies/`; do not edit by hand. Machine-readable: `claims.json`."),
         "",
         "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()),
         "",
-        "| claim | published | reproduced | verdict |",
-        "|---|---|---|---|",
+        "How to read. **Effect**: the paired difference the claim is about, per training seed (methods compared "
+        "under one seed see the same clients, stragglers, minibatches and initial model), with its mean and 95% "
+        "Student-t interval over the seeds and the paired t-test; where a run diverged, the median, an "
+        "order-statistic interval and the sign test. **Verdict**: the rule stated in each entry, written before its "
+        "result was seen: reproduced when the interval lies on the paper's side, not-reproduced when it excludes "
+        "the paper's statement, inconclusive otherwise; a run at fewer rounds than the paper's cannot refute a "
+        "claim while its effect still moves toward the paper's side (budget-limited). **Fidelity**: paper-scale "
+        "(the paper's setup at its round budget), reduced-scale (the paper's setup, fewer rounds), stand-in "
+        "(other data or model), analytic (a closed-form check, no seed randomness). Sensitivity marks: "
+        + ", ".join(f"{m} {v}" for v, m in MARK.items() if v != "not-run") + ".",
+        "",
     ]
-    for c in claims:
-        pub = c["published"].get("value", c["published"]) if isinstance(c["published"], dict) else c["published"]
-        rep = c["reproduced"]["value"] if c["reproduced"] and isinstance(c["reproduced"]["value"], dict) \
-            and "mean" in c["reproduced"]["value"] else (c["observed"] or "—")
-        lines.append(f"| `{c['id']}` | {_short(pub) if pub is not None else '—'} "
-                     f"| {_fmt(rep) if isinstance(rep, dict) else _short(rep, 300)} | **{c['verdict']}** |")
-    lines += ["", "Figures: `figures/fig1_stragglers_synthetic_1_1.png`, `figures/fig2_heterogeneity.png`, "
-              "`figures/fig5_iid_stragglers.png`.", ""]
-    for c in claims:
-        lines += [
-            f"## `{c['id']}`: {c['verdict']}",
-            "",
-            f"- **Paper**: {c['paper']}, {c['where']}.",
-            f"- **Claim**: {c['claim']}",
-            f"- **Published**: {json.dumps(c['published'], ensure_ascii=False, default=str)}",
-            f"- **Observed**: {c['observed'] or '—'}",
-            f"- **Rule**: {c['rule']}",
-            f"- **Scale**: {json.dumps(c['scale'], default=str)}",
-            *([f"- **Figures**: {_figure_links(c)}"] if c.get("figures") else []),
-            "- **Deviations from the paper's setup**:",
-            *[f"  - {d}" for d in c["deviations"]],
-            "",
-        ]
+    known = {p.citation for p in PAPERS}
+    groups = [(p.name, p, [c for c in claims if c.get("paper") == p.citation]) for p in PAPERS]
+    others = [c for c in claims if c.get("paper") not in known]
+    if others:
+        groups.append(("Other", None, others))
+    for name, paper, group in groups:
+        if not group and paper is None:
+            continue
+        lines += [f"## {name}", ""] + ([f"{paper.citation}.", ""] if paper else [])
+        if paper:
+            lines += [_coverage(paper, by_id), ""]
+        if group:
+            lines += ["| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | verdict |",
+                      "|---|---|---|---|---|---|---|"]
+            for c in group:
+                lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {c['fidelity']} | {rounds_cell(c)} | "
+                             f"{seeds_cell(c)} | {published_cell(c.get('published'))} | {effect_cell(c)} | "
+                             f"{verdict_cell(c)} |")
+            lines.append("")
+    lines += ["## Sensitivity", "",
+              ("Verdict mark and effect estimate under the rule's own reading (primary), under the other readings at "
+              "the full budget, and under the primary reading at 25% and 50% of the rounds run."), "",
+              "| claim | primary | other readings | 25% of rounds | 50% of rounds |", "|---|---|---|---|---|"]
+    lines += [row for c in claims if (row := sensitivity_row(c))]
+    lines += ["", ("Figures: `figures/fig1_stragglers_synthetic_1_1.png`, `figures/fig2_heterogeneity.png`, "
+              "`figures/fig5_iid_stragglers.png`; each study's in `studies/<study>/`."), "", "## Details", ""]
+    for name, paper, group in groups:
+        if not group:
+            continue
+        lines += [f"### {name}", ""]
+        studies: dict[str, list[dict[str, Any]]] = {}
+        for c in group:
+            studies.setdefault(c.get("study") or "", []).append(c)
+        for study, members in studies.items():
+            shared = _shared_deviations(members)
+            lines += [f"#### Study: {study}" if study == MAIN_STUDY else f"#### Study: `{study}`", ""]
+            if shared:
+                lines += ["Deviations from the paper's setup shared by these claims, the ones that matter first:", ""]
+                lines += [f"{i}. {d}" for i, d in enumerate(shared, 1)] + [""]
+            for c in members:
+                lines += _details(c, shared)
     if len(summ):
         wall = summ["wall_time_s"].sum()
-        lines += [f"Runs: {len(summ)} on {', '.join(sorted(summ['device'].unique()))}, "
-                  f"{wall / 60:.1f} min of simulation in all (see `runs.csv`).", ""]
+        lines += [(f"Main-job runs: {len(summ)} on {', '.join(sorted(summ['device'].unique()))}, "
+                  f"{wall / 60:.1f} min of simulation in all (see `runs.csv`)."), ""]
     return "\n".join(lines)
+
+
+def _details(c: dict[str, Any], shared: list[str]) -> list[str]:
+    pub = c.get("published") or {}
+    extra = {k: v for k, v in pub.items() if k not in ("value", "unit", "scope", "statement")}
+    e = _effect(c.get("effect"))
+    out = [f'<a id="{anchor(c["id"])}"></a>', f"##### `{c['id']}`: {verdict_cell(c)}", "",
+           f"- **Paper**: {c.get('paper') or '—'}, {c.get('where') or '—'}.",
+           f"- **Claim**: {c.get('claim') or '—'}",
+           f"- **Published**: {published_cell(pub)}. {pub.get('statement') or ''}".rstrip()
+           + ("" if not extra else " " + " ".join(f"{k.replace('_', ' ').capitalize()}: {_prose(v)}." for k, v in
+                                                   extra.items())),
+           (f"- **Fidelity**: {c.get('fidelity')}; rounds run / paper: {rounds_cell(c)}; seeds: training "
+           f"{_prose((c.get('seeds') or {}).get('training') or 'none (deterministic)')}, data "
+           f"{_prose((c.get('seeds') or {}).get('data') or '—')}.")]
+    if e is not None:
+        per_seed = ", ".join(fmt_number(_num(x) if isinstance(x, str) else x, signed=True) for x in e["per_seed"])
+        p = f", p = {fmt_number(float(e['p_value']))}" if e.get("p_value") is not None else ""
+        coverage = (f" (interval coverage {100 * float(e['coverage']):.2f}%)" if e.get("coverage") not in (None, 0.95)
+                    else "")
+        part = f" ({e['part']})" if e.get("part") else ""
+        out.append(f"- **Effect**{part}: {fmt_effect(e)}; per seed: {per_seed}; {e['test']}{p}{coverage}.")
+    parts = c.get("parts") or []
+    if len(parts) > 1:
+        out += ["- **Parts**:", "", "  | part | effect [95% CI] | p | verdict |", "  |---|---|---|---|"]
+        for part in parts:
+            pe = _effect(part)
+            pv = fmt_number(float(part["p_value"])) if part.get("p_value") is not None else "—"
+            out.append(f"  | {part['part']} | {fmt_effect(pe)} | {pv} | {part['verdict']} |")
+        out.append("")
+    out += [f"- **Rule**: {c.get('rule') or '—'}",
+            f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
+    cells = c.get("sensitivity") or []
+    if cells:
+        out += ["- **Sensitivity**:", "", "  | reading | rounds | verdict | effect [95% CI] |", "  |---|---|---|---|"]
+        for cell in cells:
+            share = f"{int(round(100 * cell['budget']))}%"
+            out.append(f"  | {cell['reading']}{' (primary)' if cell.get('primary') else ''} | {share} | "
+                       f"{cell['verdict']} | {fmt_effect(_effect(cell))} |")
+        out.append("")
+    out.append(f"- **Observed**: {c.get('observed') or '—'}")
+    fig = c.get("figure")
+    if fig:
+        out.append(f"- **Deciding figure**: [{fig['panel']}]({fig['path']})")
+    if c.get("scale"):
+        out.append(f"- **Scale**: {_prose(c['scale'])}")
+    own = [d for d in (c.get("deviations") or []) if d not in shared]
+    if own:
+        out += ["- **Deviations specific to this claim**:", *[f"  - {d}" for d in own]]
+    return out + [""]

@@ -1,17 +1,25 @@
 """Small studies that turn paper statements into claims with verdicts from real runs.
 
-Each module exposes ``run(out_dir) -> list[claim dict]``: it runs what it needs through the engine (seconds on
-two CPU cores), writes its figure(s) as PNG and a record of every simulation it ran (fedbench.studies.record)
-into ``out_dir``, and returns one entry per claim, with exactly the keys of fedbench.report.claims entries.
-Verdicts come from the rule stated in each entry, never from the published number. ``run_claim_study`` is
-the DVC ``study`` stage; the ``track`` stage (fedbench.track) logs the results to MLflow.
+Each module exposes ``run(out_dir, workers=WORKERS) -> list[claim dict]``. A study first declares the list of
+simulations it needs (``Simulation``: a name, a SimulationConfig, a dataset builder, a model, an algorithm),
+then runs them all through one call of :func:`run_simulations`, and only then computes its claims from the
+outcomes: every study's runs go through that one function, so how runs execute (worker processes today, many
+runs as one tensor program later) is decided in one place. A study writes its figure(s) as PNG and a record of
+every simulation (fedbench.studies.record) into ``out_dir`` and returns one entry per claim with exactly
+CLAIM_KEYS (the keys of fedbench.report.claims entries). Verdicts come from the rule stated in each entry,
+never from the published number. ``run_claim_study`` is the DVC ``study`` stage; the ``track`` stage
+(fedbench.track) logs the results to MLflow.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
+import math
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +27,20 @@ from fedbench.data.format import atomic_folder
 from fedbench.studies.record import SIMULATIONS
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from fedbench.data.format import FederatedDataset
     from fedbench.engine.simulation import SimulationConfig
 
 STUDIES_ROOT = Path("reports/studies")
+WORKERS = 2  # worker processes of run_simulations (the pipeline's machines have 2 cores)
 
-CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "scale", "deviations",
-              "observed")
+CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
+              "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
+              "sensitivity", "would_change", "figure")
 VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
+FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")
+PUBLISHED_KEYS = ("value", "unit", "scope", "statement")
 
 FEDPROX_PAPER = ("FedProx: Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith. Federated Optimization in "
                  "Heterogeneous Networks. MLSys 2020")
@@ -33,15 +48,57 @@ FEDLAAVG_PAPER = ("FedLaAvg: Yan, Niu, Ding, Zheng, Wu, Chen, Tang, Jiang. Distr
                   "with Sublinear Speedup under Intermittent Client Availability. arXiv 2002.07399 v1 (2020)")
 DELTA_FL_PAPER = ("Delta-FL: Pillutla, Laguel, Malick, Harchaoui. Device Heterogeneity in Federated Learning: "
                   "A Superquantile Approach. arXiv 2002.11223 (2020)")
+SCAFFOLD_PAPER = ("SCAFFOLD: Karimireddy, Kale, Mohri, Reddi, Stich, Suresh. SCAFFOLD: Stochastic Controlled "
+                  "Averaging for Federated Learning. ICML 2020")
+MIME_PAPER = ("Mime: Karimireddy, Jaggi, Kale, Mohri, Reddi, Stich, Suresh. Mime: Mimicking Centralized Stochastic "
+              "Algorithms in Federated Learning. 2020")
+FEDPROXVR_PAPER = ("FedProxVR: Dinh, Tran, Nguyen, Bao, Zomaya, Zhou. Federated Learning with Proximal Stochastic "
+                   "Variance Reduced Gradient Algorithms. ICPP 2020 (talk slides)")
 
 
 def claim(**fields: Any) -> dict[str, Any]:
-    """A claim entry with exactly CLAIM_KEYS (a missing or extra key is a bug in the study)."""
+    """A claim entry with exactly CLAIM_KEYS, checked (a missing or extra key or a bad value is a bug in the
+    study): the verdict, the fidelity label, the seeds ({"training": [...], "data": [...]}), the published value
+    (a number or None with its unit, scope and statement) and the deciding figure ({"path", "panel"})."""
     if set(fields) != set(CLAIM_KEYS):
         raise ValueError(f"claim keys differ: missing {set(CLAIM_KEYS) - set(fields)}, extra {set(fields) - set(CLAIM_KEYS)}")
+    cid = fields["id"]
     if fields["verdict"] not in VERDICTS:
-        raise ValueError(f"verdict {fields['verdict']!r} is not one of {VERDICTS}")
+        raise ValueError(f"{cid}: verdict {fields['verdict']!r} is not one of {VERDICTS}")
+    if fields["fidelity"] not in FIDELITIES:
+        raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} is not one of {FIDELITIES}")
+    seeds = fields["seeds"]
+    if not isinstance(seeds, dict) or set(seeds) != {"training", "data"} or not all(
+            isinstance(v, list) for v in seeds.values()):
+        raise ValueError(f"{cid}: seeds must be {{'training': [...], 'data': [...]}}, got {seeds!r}")
+    pub = fields["published"]
+    if not isinstance(pub, dict) or not set(PUBLISHED_KEYS) <= set(pub):
+        raise ValueError(f"{cid}: published needs the keys {PUBLISHED_KEYS}, got {pub!r}")
+    if pub["value"] is not None and not isinstance(pub["value"], (int, float)):
+        raise ValueError(f"{cid}: published value must be a number or None, got {pub['value']!r}")
+    fig = fields["figure"]
+    if fig is not None and (not isinstance(fig, dict) or set(fig) != {"path", "panel"}):
+        raise ValueError(f"{cid}: figure must be None or {{'path', 'panel'}}, got {fig!r}")
+    if fields["verdict"] != "not-run" and fields["effect"] is None:
+        raise ValueError(f"{cid}: a judged claim needs its effect")
     return {k: fields[k] for k in CLAIM_KEYS}
+
+
+def plain(value: Any) -> Any:
+    """``value`` with infinite floats as the strings "inf"/"-inf" and NaN as None, so the JSON is strict."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return plain(value.tolist())
+    return value
 
 
 def sim_config(**fields: Any) -> SimulationConfig:
@@ -50,6 +107,42 @@ def sim_config(**fields: Any) -> SimulationConfig:
     from fedbench.engine.simulation import SimulationConfig  # here: importing fedbench.studies needs no torch
 
     return SimulationConfig(**{"device": "cpu", "eval_every": 10**9, "checkpoint_every": 10**9, **fields})
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """One run a study declares. ``dataset`` is a zero-argument builder of the run's FederatedDataset that
+    caches what it builds (a top-level ``functools.cache`` function, or a ``functools.partial`` of one), so that
+    runs sharing data share one copy and worker processes inherit it. ``knobs`` are the study's own settings
+    of the run, recorded with its params. ``trace`` keeps the global model after every round (small models
+    only)."""
+
+    name: str
+    config: SimulationConfig
+    dataset: Callable[[], FederatedDataset]
+    model: Any
+    algorithm: Any
+    knobs: dict[str, Any] = field(default_factory=dict)
+    trace: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a Simulation gave: the engine's per-evaluation ``history`` rows, the ``final`` evaluation's scalars,
+    whether it diverged, the final parameters' digest, the device, the traced models [rounds, P] (float64) when
+    asked for, and the seconds it took."""
+
+    name: str
+    history: list[dict[str, float]]
+    final: dict[str, float]
+    diverged: bool
+    param_digest: str
+    device: str
+    models: np.ndarray | None
+    seconds: float
+
+    def series(self, key: str) -> list[float]:
+        return [float(row.get(key, math.nan)) for row in self.history]
 
 
 class ModelTrace:
@@ -62,18 +155,64 @@ class ModelTrace:
         self.models.append(theta.detach().double().cpu().numpy().copy())
 
 
-def run_claim_study(name: str, root: Path = STUDIES_ROOT) -> list[dict[str, Any]]:
+def _simulate(*args: Any, **kwargs: Any):
+    """fedbench.engine.simulation.simulate (imported here so that importing fedbench.studies needs no torch)."""
+    from fedbench.engine.simulation import simulate
+
+    return simulate(*args, **kwargs)
+
+
+def _run_one(sim: Simulation) -> Outcome:
+    """One simulation (a top-level function, so worker processes can run it)."""
+    import numpy as np
+
+    trace = ModelTrace() if sim.trace else None
+    t0 = time.perf_counter()
+    result = _simulate(sim.config, sim.dataset(), sim.model, sim.algorithm, callbacks=(trace,) if trace else ())
+    seconds = time.perf_counter() - t0
+    models = np.array(trace.models) if trace else None
+    return Outcome(name=sim.name, history=result.history, final=result.final.scalars(), diverged=bool(result.diverged),
+                   param_digest=result.param_digest, device=result.device, models=models, seconds=seconds)
+
+
+def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS) -> list[Outcome]:
+    """Run every simulation and return their outcomes in order. Today: each run on its own through the engine,
+    spread over ``workers`` forked processes (fedbench.parallel.map_jobs), every dataset built once here first
+    so the workers share it. Names must be unique (they name the records and the MLflow runs)."""
+    from fedbench.parallel import map_jobs
+
+    names = [s.name for s in simulations]
+    if len(set(names)) != len(names):
+        raise ValueError(f"simulation names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    for sim in simulations:
+        sim.dataset()  # built (and cached) before the workers fork
+    return map_jobs(_run_one, list(simulations), max(1, min(workers, len(simulations))))
+
+
+def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
+                    budget: str | None = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
-    its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records."""
+    its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records.
+    ``budget`` picks one of the study's declared round budgets (its ``BUDGETS``), e.g. "paper" for the paper's
+    round counts where a study has them."""
     module = importlib.import_module(f"fedbench.studies.{name}")
+    kwargs: dict[str, Any] = {}
+    if "workers" in inspect.signature(module.run).parameters:
+        kwargs["workers"] = workers
+    if budget is not None:
+        allowed = list(getattr(module, "BUDGETS", {}))
+        if budget not in allowed:
+            raise ValueError(f"study {name} has no budget {budget!r}; allowed: {', '.join(allowed) or 'none'}")
+        kwargs["budget"] = budget
     with atomic_folder(root / name) as tmp:
         t0 = time.perf_counter()
-        claims = module.run(tmp)
+        claims = module.run(tmp, **kwargs)
         seconds = time.perf_counter() - t0
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")
-        (tmp / "claims.json").write_text(json.dumps({"study": name, "seconds": round(seconds, 1), "claims": claims},
-                                                    indent=2, default=float) + "\n")
+        (tmp / "claims.json").write_text(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
+                                                           "workers": kwargs.get("workers", 1),
+                                                           "claims": claims}), indent=2, allow_nan=False) + "\n")
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims

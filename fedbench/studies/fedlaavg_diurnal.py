@@ -12,7 +12,7 @@ Stand-in for the CIFAR-10 setup (section 5.1 and the authors' code, setups 5.4),
 - availability: the diurnal pattern with P = 10, beta = 0.5 (the authors' defaults): clients of classes 0-4
   for 10 rounds, then classes 5-9 for int(0.5 * 10) = 5 rounds;
 - K = 10 clients per round (gamma = 0.1), C = 10 local steps of batch 5 (the authors' defaults), constant
-  learning rate 0.05 for both algorithms, ROUNDS rounds, seeds 0-2 (selection, minibatches, init);
+  learning rate 0.05 for both algorithms, ROUNDS rounds, seeds 0-4 (selection, minibatches, init);
 - FedAvg selects K available clients uniformly (the engine's draw) and averages their models with weights
   n_k; FedLaAvg selects the K available clients absent the longest and steps with the average of all N latest
   accumulated gradients (loss scaled by N p_i).
@@ -33,12 +33,15 @@ from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
 from fedbench.algorithms.sequential_sgd import pool_clients, sequential_config
 from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.engine.simulation import SimulationConfig, simulate
+from fedbench.engine.simulation import SimulationConfig
 from fedbench.models import build_model
-from fedbench.parallel import map_jobs
+from fedbench.report.readings import NAMES, read_accuracy
+from fedbench.report.stats import fmt_effect
+from fedbench.report.verdict import Part, Rule, judge
 from fedbench.seeding import rng
-from fedbench.studies import FEDLAAVG_PAPER, claim, sim_config
-from fedbench.studies.record import params, record, write_simulations
+from fedbench.studies import FEDLAAVG_PAPER, WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies._entries import judged, new_entry, not_run
+from fedbench.studies.record import sim_record, write_simulations
 
 NUM_CLASSES = 10
 DIM = 60
@@ -49,7 +52,7 @@ PERIOD, BETA = 10, 0.5
 K, C, BATCH = 10, 10, 5
 LR = 0.05
 ROUNDS = 600
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2, 3, 4)
 MIN_GAIN = 1.0  # accuracy points: the mean gain the rule asks for
 
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
@@ -92,118 +95,122 @@ def config(seed: int, availability: AvailabilityConfig) -> SimulationConfig:
                       availability=availability)
 
 
-def _accuracy(result) -> np.ndarray:
-    return np.array([row["test/accuracy"] for row in result.history]) * 100
+@functools.cache
+def _pooled_dataset() -> FederatedDataset:
+    """The clients' data pooled into one client, for sequential SGD."""
+    return pool_clients(_shared_dataset())
 
 
-def _one_run(job: tuple[str, int]) -> tuple[str, int, np.ndarray, dict[str, Any]]:
-    """One run of the study, by name and seed (a top-level function, so worker processes can run it): its test
-    accuracy (%) per round and its record."""
-    name, seed = job
+def simulation(name: str, seed: int) -> Simulation:
+    """One run of the study, by name ("fedavg", "fedlaavg", their "_fca" full-availability variants, or
+    "sequential") and seed."""
     ds = _shared_dataset()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     diurnal = AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
     always = AvailabilityConfig()
     if name == "sequential":
-        cfg, data, algorithm = sequential_config(config(seed, always)), pool_clients(ds), SequentialSGD(lr=LR)
-    else:
-        cfg = config(seed, always if name.endswith("_fca") else diurnal)
-        data, algorithm = ds, FedLaAvg(lr=LR) if name.startswith("fedlaavg") else FedAvg(lr=LR)
-    result = simulate(cfg, data, model, algorithm)
-    return name, seed, _accuracy(result), record(f"{name}/seed={seed}", params(cfg, algorithm, method=name), result)
+        return Simulation(f"{name}/seed={seed}", sequential_config(config(seed, always)), _pooled_dataset, model,
+                          SequentialSGD(lr=LR), {"method": name})
+    cfg = config(seed, always if name.endswith("_fca") else diurnal)
+    algorithm = FedLaAvg(lr=LR) if name.startswith("fedlaavg") else FedAvg(lr=LR)
+    return Simulation(f"{name}/seed={seed}", cfg, _shared_dataset, model, algorithm, {"method": name})
 
 
-def run(out_dir: str | Path, workers: int = 2) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ds = _shared_dataset()  # built here, once: the forked workers inherit it
     # the comparison on every seed; the context runs (full availability, sequential SGD) on the first seed
     jobs = [(name, s) for s in SEEDS for name in ("fedavg", "fedlaavg")]
     jobs += [(name, SEEDS[0]) for name in ("fedavg_fca", "fedlaavg_fca", "sequential")]
-    results = map_jobs(_one_run, jobs, workers)
-    write_simulations(out_dir, [rec for *_, rec in results])
+    simulations = [simulation(name, seed) for name, seed in jobs]
+    outcomes = run_simulations(simulations, workers)
+    write_simulations(out_dir, [sim_record(sim, out) for sim, out in zip(simulations, outcomes)])
+    runs = {job: out for job, out in zip(jobs, outcomes)}
     curves: dict[str, dict[int, np.ndarray]] = {}
-    for name, seed, accuracy, _ in results:
-        curves.setdefault(name, {})[seed] = accuracy
+    for (name, seed), out in runs.items():
+        curves.setdefault(name, {})[seed] = 100 * np.array(out.series("test/accuracy"))
 
+    def acc(name: str, seed: int, reading: str, budget: float) -> float:
+        out = runs[(name, seed)]
+        return 100 * read_accuracy(out.series("train/loss"), out.series("test/accuracy"), reading, ROUNDS, budget)
+
+    part = Part("diurnal availability", Rule("greater", MIN_GAIN, "accuracy points"))
+    result = judge([part], lambda reading, budget: [[acc("fedlaavg", s, reading, budget) - acc("fedavg", s, reading, budget)
+                                                     for s in SEEDS]],
+                   "best", ("best", "tail", "final"), reading_names=NAMES | {"best": "best round"})
     best = {name: {s: float(c.max()) for s, c in per_seed.items()} for name, per_seed in curves.items()}
     tail = 4 * (PERIOD + int(BETA * PERIOD))  # the last four availability periods
     tail_mean = {name: float(np.mean([c[-tail:].mean() for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}
     tail_range = {name: float(np.mean([np.ptp(c[-tail:]) for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}
-    gains = [best["fedlaavg"][s] - best["fedavg"][s] for s in SEEDS]
-    mean_gain = float(np.mean(gains))
-    verdict = ("reproduced" if min(gains) > 0 and mean_gain >= MIN_GAIN
-               else "not-reproduced" if mean_gain <= 0 else "inconclusive")
     _figure(out_dir / "fedlaavg_diurnal.png", curves)
 
     def mean(name):
         return float(np.mean(list(best[name].values())))
 
-    def spread(values):
-        v = np.asarray(values, float)
-        return {"mean": round(float(v.mean()), 2), "sd": round(float(v.std(ddof=1)), 2) if len(v) > 1 else 0.0,
-                "per_seed": [round(float(x), 2) for x in v]}
-
-    scale = {"clients": ds.num_clients, "clients_per_round": K, "local_steps": C, "batch_size": BATCH, "lr": LR,
-             "rounds": ROUNDS, "period": PERIOD, "beta": BETA, "seeds": list(SEEDS), "model": "mclr",
+    scale = {"clients": NUM_CLASSES * CLIENTS_PER_CLASS, "clients_per_round": K, "local_steps": C, "batch_size": BATCH,
+             "lr": LR, "rounds": ROUNDS, "period": PERIOD, "beta": BETA, "model": "mclr",
              "data": f"{NUM_CLASSES}-class Gaussian mixture in R^{DIM}, {TRAIN_PER_CLASS}/{TEST_PER_CLASS} "
                      "train/test points per class, one class per client"}
     deviations = [
-        "synthetic Gaussian-mixture data and softmax regression instead of CIFAR-10 and the CNN (CIFAR-10 is not "
-        "wired into fedbench yet); N = 100 clients instead of 1000; 600 rounds instead of 70,000",
-        "constant learning rate 0.05 for every method (the paper tunes an exponentially decayed rate per "
-        "experiment; its values are stripped from our copy); chosen once before any comparison was run",
-        "FedAvg is fedbench's (n_k-weighted mean of local models, unscaled loss); the authors' FedAvg baseline "
-        "uses the N p_i-scaled loss and a plain mean (equal here up to the partition's size spread)",
+        ("synthetic Gaussian-mixture data and softmax regression instead of CIFAR-10 and the CNN (CIFAR-10 is not "
+        "wired into fedbench yet); N = 100 clients instead of 1000; 600 rounds instead of 70,000"),
+        ("constant learning rate 0.05 for every method (the paper tunes an exponentially decayed rate per "
+        "experiment; its values are stripped from our copy); chosen once before any comparison was run"),
+        ("FedAvg is fedbench's (n_k-weighted mean of local models, unscaled loss); the authors' FedAvg baseline "
+        "uses the N p_i-scaled loss and a plain mean (equal here up to the partition's size spread)"),
         "best test accuracy over the evaluated rounds (every round), pooled over the clients' test points",
         "sequential SGD starts a fresh permutation of the pooled data every round",
     ]
+    gain = result["effect"]
     observed = (f"best test accuracy, mean of {len(SEEDS)} seeds: FedLaAvg {mean('fedlaavg'):.2f}% vs FedAvg "
-                f"{mean('fedavg'):.2f}% under diurnal availability (gain {mean_gain:+.2f} points; per seed "
-                f"{', '.join(f'{g:+.2f}' for g in gains)}); seed {SEEDS[0]} only: full availability FedLaAvg "
-                f"{mean('fedlaavg_fca'):.2f}% vs FedAvg {mean('fedavg_fca'):.2f}%, sequential SGD "
-                f"{mean('sequential'):.2f}%. Over the last {tail} rounds (context, not the rule): mean accuracy FedLaAvg "
-                f"{tail_mean['fedlaavg']:.2f}% vs FedAvg {tail_mean['fedavg']:.2f}%, peak-to-trough FedLaAvg "
+                f"{mean('fedavg'):.2f}% under diurnal availability (gain {fmt_effect(gain)}); seed {SEEDS[0]} only: "
+                f"full availability FedLaAvg {mean('fedlaavg_fca'):.2f}% vs FedAvg {mean('fedavg_fca'):.2f}%, sequential "
+                f"SGD {mean('sequential'):.2f}%. Over the last {tail} rounds (context, not the rule): mean accuracy "
+                f"FedLaAvg {tail_mean['fedlaavg']:.2f}% vs FedAvg {tail_mean['fedavg']:.2f}%, peak-to-trough FedLaAvg "
                 f"{tail_range['fedlaavg']:.2f} vs FedAvg {tail_range['fedavg']:.2f} points"
                 + (" (FedAvg oscillates more with the availability pattern, as the paper's Figure 2 describes)"
                    if tail_range["fedavg"] > tail_range["fedlaavg"] else "")
-                + ". Published (CIFAR-10): "
-                f"{PUBLISHED_ICA['fedlaavg']} vs {PUBLISHED_ICA['fedavg']} (+4.23)")
-    diurnal_entry = claim(
+                + f". Published (CIFAR-10): {PUBLISHED_ICA['fedlaavg']} vs {PUBLISHED_ICA['fedavg']} (+4.23)")
+    figure = {"path": "studies/fedlaavg_diurnal/fedlaavg_diurnal.png", "panel": "test accuracy under diurnal "
+                                                                                 "availability (solid lines)"}
+    diurnal_entry = new_entry(
         id="fedlaavg/synthetic/diurnal-gain", paper=FEDLAAVG_PAPER, where="section 5.2, Table 2 (ICA column), Figure 2",
-        claim="Under diurnal intermittent availability with label-skewed clients, FedLaAvg reaches a higher best test "
-              "accuracy than FedAvg (reduced-scale synthetic stand-in for the CIFAR-10 +4.23 points).",
-        published={"value": round(PUBLISHED_ICA["fedlaavg"] - PUBLISHED_ICA["fedavg"], 2),
-                   "unit": "accuracy points on CIFAR-10 (best within 70,000 rounds)",
-                   "fedlaavg": PUBLISHED_ICA["fedlaavg"], "fedavg": PUBLISHED_ICA["fedavg"],
-                   "note": "CIFAR-10 with a CNN; ours is a synthetic stand-in, so only the sign and rough size compare"},
-        reproduced={"value": spread(gains), "unit": "accuracy points (FedLaAvg - FedAvg, best test accuracy)",
-                    "fedlaavg_best": spread(list(best["fedlaavg"].values())),
-                    "fedavg_best": spread(list(best["fedavg"].values())),
+        claim_text="Under diurnal intermittent availability with label-skewed clients, FedLaAvg reaches a higher best "
+                   "test accuracy than FedAvg (reduced-scale synthetic stand-in for the CIFAR-10 +4.23 points).",
+        published={"value": round(PUBLISHED_ICA["fedlaavg"] - PUBLISHED_ICA["fedavg"], 2), "unit": "accuracy points",
+                   "scope": "CIFAR-10, CNN, best within 70,000 rounds",
+                   "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, "
+                                "ICA); ours is a synthetic stand-in, so only the sign and rough size compare"},
+        reproduced={"unit": "best test accuracy (%)",
+                    "fedlaavg_best": [round(best["fedlaavg"][s], 2) for s in SEEDS],
+                    "fedavg_best": [round(best["fedavg"][s], 2) for s in SEEDS],
                     "full_availability_first_seed": {"fedlaavg_best": round(mean("fedlaavg_fca"), 2),
                                                      "fedavg_best": round(mean("fedavg_fca"), 2)},
                     "sequential_sgd_best_first_seed": round(mean("sequential"), 2)},
-        rule=f"per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points). reproduced: gain > 0 in every "
-             f"seed and mean gain >= {MIN_GAIN}; not-reproduced: mean gain <= 0; inconclusive otherwise",
-        verdict=verdict, scale=scale, deviations=deviations, observed=observed)
+        rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, the paper's Table 2 reading); "
+             + part.rule.text() + f" ({MIN_GAIN:g} point is the smallest gain that counts)",
+        scale=scale, deviations=deviations, figure=figure, fidelity="stand-in", rounds_run=ROUNDS,
+        rounds_paper=70000, training_seeds=list(SEEDS), data_seeds=[0], observed=observed)
 
-    cifar_entry = claim(
+    cifar_entry = new_entry(
         id="fedlaavg/cifar10/ica-gain", paper=FEDLAAVG_PAPER, where="abstract, section 5.2, Table 2",
-        claim="On CIFAR-10 (1000 one-class clients, diurnal availability P = 10, 10% of clients per round), FedLaAvg's "
-              "best test accuracy within 70,000 rounds is 4.23 points higher than FedAvg's (60.98% vs 56.75%).",
-        published={"value": 4.23, "unit": "accuracy points", "fedlaavg": PUBLISHED_ICA["fedlaavg"],
-                   "fedavg": PUBLISHED_ICA["fedavg"], "full_availability": PUBLISHED_FCA,
-                   "sequential_sgd_final": PUBLISHED_SEQUENTIAL_FINAL},
-        reproduced=None,
+        claim_text="On CIFAR-10 (1000 one-class clients, diurnal availability P = 10, 10% of clients per round), "
+                   "FedLaAvg's best test accuracy within 70,000 rounds is 4.23 points higher than FedAvg's (60.98% vs "
+                   "56.75%).",
+        published={"value": 4.23, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds",
+                   "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, "
+                                f"ICA); full availability {PUBLISHED_FCA['fedlaavg']}% vs {PUBLISHED_FCA['fedavg']}%; "
+                                f"sequential SGD ends at {PUBLISHED_SEQUENTIAL_FINAL}%"},
         rule="same as fedlaavg/synthetic/diurnal-gain, on CIFAR-10 at the paper's scale",
-        verdict="not-run",
         scale={"clients": 1000, "clients_per_round": 100, "local_steps": 10, "batch_size": 5, "period": 10,
                "rounds": 70000, "model": "CNN (PyTorch tutorial, 62,006 parameters)"},
-        deviations=["the paper's beta (ratio of the two groups' availability) is stripped from our copy; the authors' "
-                    "code default is 0.5"],
-        observed="not run: CIFAR-10 is not wired into fedbench's data pipeline yet; the synthetic stand-in is "
-                 "fedlaavg/synthetic/diurnal-gain")
-    return [diurnal_entry, cifar_entry]
+        deviations=[("the paper's beta (ratio of the two groups' availability) is stripped from our copy; the authors' "
+                    "code default is 0.5")],
+        figure=None, fidelity="paper-scale", rounds_run=None, rounds_paper=70000, training_seeds=[], data_seeds=[])
+    return [judged(diurnal_entry, result),
+            not_run(cifar_entry, "not run: CIFAR-10 is not wired into fedbench's data pipeline yet; the synthetic "
+                                 "stand-in is fedlaavg/synthetic/diurnal-gain",
+                    "wiring CIFAR-10 (fedbench/data) and a GPU run of 70,000 rounds")]
 
 
 def _figure(path: Path, curves) -> None:

@@ -7,6 +7,7 @@ A record is a JSON object, one per line:
     params        the algorithm's class and fields, the SimulationConfig fields that change what a run
                   computes, and the study's own knobs (G, delta, ...)
     history       per-round series {metric: [value of round 0, 1, ...]}; the step is the list index
+    seconds       wall-clock seconds of the run (when run through fedbench.studies.run_simulations)
     final         the final evaluation's scalars ("train/loss", ...)
     metrics       the study's own results of the run ("study/rounds_to_target", ...)
     diverged, param_digest, device    as in the engine's RunResult
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fedbench.engine.simulation import RunResult, SimulationConfig
+    pass  # fedbench.studies.Outcome and Simulation, named in annotations only (importing them would be a cycle)
 
 SIMULATIONS = "simulations.jsonl"
 HISTORY_KEYS = ("train/loss", "test/accuracy")  # per-round metrics a record keeps unless the study says otherwise
@@ -42,12 +44,21 @@ def compact(value: float | None) -> float | None:
 
 
 def params(cfg: SimulationConfig, algorithm: Any, **knobs: Any) -> dict[str, Any]:
-    """A simulation's params: ``algorithm`` (a dataclass: its class name and fields), the fields of ``cfg``
+    """A simulation's params: ``algorithm`` (a dataclass: its class name and fields; a field holding another
+    algorithm gives that one's fields as ``field.name``), the fields of ``cfg``
     that change what the run computes (availability flattened to ``availability.<field>``), and ``knobs``.
     A name in two of these with different values is an error."""
     out: dict[str, Any] = {"algorithm": type(algorithm).__name__}
-    out |= {f.name: getattr(algorithm, f.name) for f in dataclasses.fields(algorithm)
-            if f.name != "keeps_partial_work"}
+    for f in dataclasses.fields(algorithm):
+        value = getattr(algorithm, f.name)
+        if f.name == "keeps_partial_work":
+            continue
+        if dataclasses.is_dataclass(value):  # a wrapped algorithm: its class and fields under its field's name
+            out[f.name] = type(value).__name__
+            out |= {f"{f.name}.{g.name}": getattr(value, g.name) for g in dataclasses.fields(value)
+                    if g.name != "keeps_partial_work"}
+        else:
+            out[f.name] = value
     for f in dataclasses.fields(cfg):
         if f.name in EXECUTION_FIELDS:
             continue
@@ -65,18 +76,30 @@ def params(cfg: SimulationConfig, algorithm: Any, **knobs: Any) -> dict[str, Any
     return out | knobs
 
 
-def record(name: str, params: dict[str, Any], result: RunResult, keys: tuple[str, ...] = HISTORY_KEYS,
+def record(name: str, params: dict[str, Any], result: RunResult | Outcome, keys: tuple[str, ...] = HISTORY_KEYS,
            series: dict[str, Iterable[float]] | None = None,
            metrics: dict[str, float | None] | None = None) -> dict[str, Any]:
     """One simulation as a record: the per-round ``keys`` of ``result.history`` plus the study's own per-round
     ``series`` (e.g. a relative gap, the model's coordinates), the final evaluation, and the study's ``metrics``
-    of the run."""
-    history = {k: [compact(row[k]) for row in result.history] for k in keys}
+    of the run. ``result`` is an engine RunResult or a fedbench.studies.Outcome (which adds the run's
+    seconds)."""
+    history = {k: [compact(row.get(k)) for row in result.history] for k in keys}
     history |= {k: [compact(v) for v in values] for k, values in (series or {}).items()}
-    return {"name": name, "params": params, "history": history,
-            "final": {k: compact(v) for k, v in result.final.scalars().items()},
-            "metrics": {k: compact(v) for k, v in (metrics or {}).items()},
-            "diverged": bool(result.diverged), "param_digest": result.param_digest, "device": result.device}
+    final = result.final if isinstance(result.final, dict) else result.final.scalars()
+    out = {"name": name, "params": params, "history": history,
+           "final": {k: compact(v) for k, v in final.items()},
+           "metrics": {k: compact(v) for k, v in (metrics or {}).items()},
+           "diverged": bool(result.diverged), "param_digest": result.param_digest, "device": result.device}
+    if getattr(result, "seconds", None) is not None:
+        out["seconds"] = round(float(result.seconds), 3)
+    return out
+
+
+def sim_record(sim: Simulation, outcome: Outcome, keys: tuple[str, ...] = HISTORY_KEYS,
+               series: dict[str, Iterable[float]] | None = None,
+               metrics: dict[str, float | None] | None = None) -> dict[str, Any]:
+    """The record of a declared Simulation and its Outcome: params from its config, algorithm and knobs."""
+    return record(sim.name, params(sim.config, sim.algorithm, **sim.knobs), outcome, keys, series, metrics)
 
 
 def write_simulations(out_dir: str | Path, records: list[dict[str, Any]]) -> Path:

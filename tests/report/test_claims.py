@@ -1,80 +1,156 @@
-"""The claim rules on hand-made run tables: each can come out reproduced, not-reproduced or not-run."""
+"""The main-job claims on hand-made run histories: exact effects and intervals, every verdict, not-run, fidelity
+and the budget rule, and the same code at the paper's 200 rounds, 5 seeds and a 10% straggler level."""
+
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from fedbench.config import load_config
 from fedbench.report.claims import (
     HETERO,
     accuracy_gain,
     dissimilarity_tracks_loss,
+    evaluate_claims,
     heterogeneity_hurts,
     iid_robust,
+    mu_stabilises,
     partial_work,
 )
+from fedbench.report.claims import Curves as _Curves
+from fedbench.studies import CLAIM_KEYS
 
 CFG = load_config("params.yaml", {"train.seeds": [0, 1, 2], "train.rounds": 10})
+VARIANTS = ("fedavg", "fedprox_mu0", "fedprox_mu1")
 
 
-def _runs(loss_of, acc_of=lambda *a: 0.5, dis_of=lambda *a: 1.0):
-    """History and summary tables where run (dataset, variant, stragglers, seed) has a constant loss."""
-    rows, summ = [], []
+def _curves(cfg, loss_of, acc_of=lambda *a: 0.5, dis_of=lambda *a: 1.0, wiggle_of=lambda *a: 0.0,
+            levels=(0.0, 0.5, 0.9), drop=()):
+    """Curves where run (dataset, variant, stragglers, seed) has training loss loss_of(...) + 0.01 (R - r) +
+    wiggle_of(...) at odd rounds r (so its mean over the last 5 rounds is loss_of(...) + 0.02 + 0.6 wiggle for
+    R = 10), a constant test accuracy and a constant dissimilarity."""
+    rounds = cfg.train.rounds
+    rows = []
     for ds in HETERO:
-        for v in ("fedavg", "fedprox_mu0", "fedprox_mu1"):
-            for f in (0.0, 0.5, 0.9):
-                for s in CFG.train.seeds:
-                    loss, acc = loss_of(ds, v, f, s), acc_of(ds, v, f, s)
-                    for r in range(11):
+        for v in VARIANTS:
+            for f in levels:
+                for s in cfg.train.seeds:
+                    if (ds, v, f) in drop:
+                        continue
+                    for r in range(rounds + 1):
                         rows.append({"dataset": ds, "variant": v, "stragglers": f, "seed": s, "round": r,
-                                     "train/loss": loss + (10 - r) * 0.01, "test/accuracy": acc,
+                                     "train/loss": loss_of(ds, v, f, s) + 0.01 * (rounds - r)
+                                     + wiggle_of(ds, v, f, s) * (r % 2),
+                                     "test/accuracy": acc_of(ds, v, f, s), "diverging": 0.0,
                                      "train/dissimilarity": dis_of(ds, v, f, s)})
-                    summ.append({"dataset": ds, "variant": v, "stragglers": f, "seed": s,
-                                 "reporting_accuracy": acc, "reporting_round": 10, "reporting_reason": "round budget"})
-    return pd.DataFrame(rows), pd.DataFrame(summ)
+    return _Curves(pd.DataFrame(rows))
 
 
-def test_accuracy_gain_verdicts():
-    hist, summ = _runs(lambda *a: 1.0, acc_of=lambda ds, v, f, s: 0.8 if v == "fedprox_mu1" else 0.5)
-    e = accuracy_gain(CFG, hist, summ)
-    assert e["verdict"] == "reproduced" and e["reproduced"]["value"]["mean"] == pytest.approx(30.0)
-    hist, summ = _runs(lambda *a: 1.0, acc_of=lambda ds, v, f, s: 0.4 if v == "fedprox_mu1" else 0.5)
-    assert accuracy_gain(CFG, hist, summ)["verdict"] == "not-reproduced"
-    hist, summ = _runs(lambda *a: 1.0, acc_of=lambda ds, v, f, s: 0.52 if v == "fedprox_mu1" else 0.5)
-    assert accuracy_gain(CFG, hist, summ)["verdict"] == "inconclusive"
-    e = accuracy_gain(CFG, hist[hist["variant"] != "fedavg"], summ[summ["variant"] != "fedavg"])
-    assert e["verdict"] == "not-run" and "missing runs: fedavg on synthetic_1_1 at 90% stragglers" in e["observed"]
+def _t_interval(values):
+    v = np.asarray(values, float)
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return [pytest.approx(v.mean() - half, rel=1e-5), pytest.approx(v.mean() + half, rel=1e-5)]
+
+
+def test_accuracy_gain_exact_effect_and_verdicts():
+    c = _curves(CFG, lambda *a: 1.0, acc_of=lambda ds, v, f, s: 0.8 + 0.01 * s if v == "fedprox_mu1" else 0.5)
+    e = accuracy_gain(CFG, c)
+    assert tuple(e) == CLAIM_KEYS
+    assert e["verdict"] == "reproduced" and e["effect"]["estimate"] == pytest.approx(31.0)
+    assert e["effect"]["per_seed"] == [pytest.approx(30.0), pytest.approx(31.0), pytest.approx(32.0)]
+    assert e["effect"]["ci95"] == _t_interval([30.0, 31.0, 32.0])
+    assert e["effect"]["p_value"] == pytest.approx(stats.ttest_1samp([30.0, 31.0, 32.0], 0).pvalue, rel=1e-5)
+    assert (e["fidelity"], e["rounds_run"], e["rounds_paper"]) == ("reduced-scale", 10, 200)
+    assert e["seeds"] == {"training": [0, 1, 2], "data": [0]}
+    assert e["figure"]["path"] == "figures/fig1_stragglers_synthetic_1_1.png"
+    readings = [(x["reading"], x["budget"]) for x in e["sensitivity"]]
+    assert readings == [("mean of last 5 rounds", 1.0), ("paper's rule (C.3.2)", 1.0), ("final round", 1.0),
+                        ("best round", 1.0), ("mean of last 5 rounds", 0.25), ("mean of last 5 rounds", 0.5)]
+    small = _curves(CFG, lambda *a: 1.0, acc_of=lambda ds, v, f, s: 0.52 + 0.001 * s if v == "fedprox_mu1" else 0.5)
+    e = accuracy_gain(CFG, small)
+    assert e["verdict"] == "not-reproduced" and "smaller than the +5.00" in e["verdict_text"]  # real, but < 5 points
+    noisy = _curves(CFG, lambda *a: 1.0, acc_of=lambda ds, v, f, s: 0.5 + 0.2 * (s - 0.5) if v == "fedprox_mu1" else 0.5)
+    assert accuracy_gain(CFG, noisy)["verdict"] == "inconclusive"  # gains -10, +10, +30
+    missing = _curves(CFG, lambda *a: 1.0, drop=[("synthetic_1_1", "fedavg", 0.9)])
+    e = accuracy_gain(CFG, missing)
+    assert e["verdict"] == "not-run" and "fedavg on synthetic_1_1 at 90% stragglers (0/3 seeds)" in e["observed"]
 
 
 def test_partial_work_verdicts():
-    hist, summ = _runs(lambda ds, v, f, s: 1.0 if v == "fedprox_mu0" else 2.0)
-    assert partial_work(CFG, hist, summ)["verdict"] == "reproduced"
-    hist, summ = _runs(lambda ds, v, f, s: 3.0 if v == "fedprox_mu0" else 2.0)
-    assert partial_work(CFG, hist, summ)["verdict"] == "not-reproduced"
-    hist, summ = _runs(lambda ds, v, f, s: (1.0 if s else 3.0) if v == "fedprox_mu0" else 2.0)
-    assert partial_work(CFG, hist, summ)["verdict"] == "inconclusive"
+    def loss(prox, avg):
+        return lambda ds, v, f, s: (prox(s) if v == "fedprox_mu0" else avg(s))
+
+    e = partial_work(CFG, _curves(CFG, loss(lambda s: 1.0, lambda s: 2.0 + 0.1 * s)))
+    assert e["verdict"] == "reproduced" and e["effect"]["estimate"] == pytest.approx(1.1)
+    assert [p["part"] for p in e["parts"]] == ["50% stragglers", "90% stragglers"]
+    assert partial_work(CFG, _curves(CFG, loss(lambda s: 3.0 + 0.1 * s, lambda s: 2.0)))["verdict"] == "not-reproduced"
+    assert partial_work(CFG, _curves(CFG, loss(lambda s: 2.0 + (s - 1), lambda s: 2.0)))["verdict"] == "inconclusive"
+
+
+def test_mu_stabilises_upward_variation():
+    # mu=0 rises by 0.1 + 0.01 s - 0.01 at each of the 5 odd rounds: upward variation 5 (0.09 + 0.01 s)
+    c = _curves(CFG, lambda *a: 1.0, wiggle_of=lambda ds, v, f, s: 0.1 + 0.01 * s if v == "fedprox_mu0" else 0.0)
+    e = mu_stabilises(CFG, c)
+    assert e["verdict"] == "reproduced"
+    assert e["parts"][0]["per_seed"] == [pytest.approx(0.45), pytest.approx(0.5), pytest.approx(0.55)]
+    assert e["parts"][0]["ci95"] == _t_interval([0.45, 0.5, 0.55])
+    flat = _curves(CFG, lambda *a: 1.0)
+    assert mu_stabilises(CFG, flat)["verdict"] == "inconclusive"  # no rises anywhere: zero effect
+    worse = _curves(CFG, lambda *a: 1.0, wiggle_of=lambda ds, v, f, s: 0.1 + 0.01 * s if v == "fedprox_mu1" else 0.0)
+    assert mu_stabilises(CFG, worse)["verdict"] == "not-reproduced"
 
 
 def test_heterogeneity_and_dissimilarity_verdicts():
     level = {d: i for i, d in enumerate(HETERO)}
-    loss = lambda ds, v, f, s: 1.0 + level[ds] - (0.5 if v == "fedprox_mu1" and level[ds] else 0.0)
-    dis = lambda ds, v, f, s: 1.0 + level[ds] - (0.2 if v == "fedprox_mu1" and level[ds] else 0.0)
-    hist, summ = _runs(loss, dis_of=dis)
-    assert heterogeneity_hurts(CFG, hist, summ)["verdict"] == "reproduced"
-    assert dissimilarity_tracks_loss(CFG, hist, summ)["verdict"] == "reproduced"
-    # mu=1 lowers the loss but raises the dissimilarity: part B fails everywhere
-    hist, summ = _runs(loss, dis_of=lambda ds, v, f, s: 1.0 + level[ds] + (0.2 if v == "fedprox_mu1" else 0.0))
-    assert dissimilarity_tracks_loss(CFG, hist, summ)["verdict"] == "not-reproduced"
-    # loss no longer increases with heterogeneity
-    hist, summ = _runs(lambda ds, v, f, s: 4.0 - level[ds], dis_of=dis)
-    assert heterogeneity_hurts(CFG, hist, summ)["verdict"] == "not-reproduced"
+    loss = lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s - (0.5 if v == "fedprox_mu1" and level[ds] else 0.0)
+    dis = lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s - (0.2 if v == "fedprox_mu1" and level[ds] else 0.0)
+    c = _curves(CFG, loss, dis_of=dis)
+    e = heterogeneity_hurts(CFG, c)
+    assert e["verdict"] == "reproduced" and len(e["parts"]) == 6
+    assert e["parts"][0]["estimate"] == pytest.approx(1.0)  # FedAvg (0,0) - IID
+    assert dissimilarity_tracks_loss(CFG, c)["verdict"] == "reproduced"
+    assert dissimilarity_tracks_loss(CFG, c)["reproduced"]["spearman_dissimilarity_vs_loss_per_seed"] == [1.0] * 3
+    up = _curves(CFG, loss, dis_of=lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s + (0.2 if v == "fedprox_mu1" else 0))
+    assert dissimilarity_tracks_loss(CFG, up)["verdict"] == "not-reproduced"  # mu=1 raises the dissimilarity
+    assert heterogeneity_hurts(CFG, _curves(CFG, lambda ds, v, f, s: 4.0 - level[ds] + 0.01 * s,
+                                            dis_of=dis))["verdict"] == "not-reproduced"
 
 
-def test_iid_robust_verdicts():
-    hist, summ = _runs(lambda ds, v, f, s: 1.0 + 0.01 * f)
-    assert iid_robust(CFG, hist, summ)["verdict"] == "reproduced"
-    hist, summ = _runs(lambda ds, v, f, s: 1.0 + f)
-    e = iid_robust(CFG, hist, summ)
-    assert e["verdict"] == "not-reproduced" and "read after 10 rounds" in e["observed"]
-    # tail loss = loss + mean of the last five offsets (0.04 .. 0.0) = loss + 0.02
-    assert np.isclose(e["reproduced"]["value"]["stragglers 90%"]["mean"], 100 * (1.92 / 1.02 - 1), atol=1e-3)
+def test_iid_robust_verdicts_and_the_budget_rule():
+    e = iid_robust(CFG, _curves(CFG, lambda ds, v, f, s: 1.0 + 0.01 * f + 0.001 * s))
+    assert e["verdict"] == "reproduced" and [p["part"] for p in e["parts"]] == ["50% stragglers", "90% stragglers"]
+    assert "10% stragglers (shown in the paper's Figure 5) is not run" in e["deviations"]
+    # the loss at 90% is 1.5 + 0.1 s against 1.0 at 0%; both curves add 0.01 (R - r), so read at the end
+    e = iid_robust(CFG, _curves(CFG, lambda ds, v, f, s: 1.0 + (0.5 + 0.1 * s) * (f > 0.6)))
+    expected = [100 * ((1.5 + 0.1 * s + 0.02) / 1.02 - 1) for s in range(3)]
+    assert e["parts"][1]["per_seed"] == [pytest.approx(x, rel=1e-5) for x in expected]
+    assert e["verdict"] == "not-reproduced" and e["verdict_text"] == ""
+    # a 90% curve that starts far above and closes in on the 0% curve: not-reproduced at the end, but moving
+    # toward the paper's side fast enough to cross +10% by the paper's 200 rounds: inconclusive at reduced scale
+    rows = []
+    for f in (0.0, 0.5, 0.9):
+        for s in CFG.train.seeds:
+            for r in range(11):
+                gap = 3.0 * (f > 0.6) * (1 - r / 15) + 0.01 * s * (f > 0.6)
+                rows.append({"dataset": "synthetic_iid", "variant": "fedavg", "stragglers": f, "seed": s, "round": r,
+                             "train/loss": 1.0 + gap, "test/accuracy": 0.5, "diverging": 0.0,
+                             "train/dissimilarity": 1.0})
+    e = iid_robust(CFG, _Curves(pd.DataFrame(rows)))
+    assert e["verdict"] == "inconclusive" and e["verdict_text"] == "budget-limited"
+    assert "Budget rule applied: 90% stragglers" in e["would_change"]
+
+
+def test_same_code_at_the_papers_budget_with_five_seeds_and_ten_percent_stragglers():
+    cfg = load_config("params.yaml", {"train.seeds": [0, 1, 2, 3, 4], "train.rounds": 200,
+                                      "studies.stragglers.stragglers": [0.0, 0.1, 0.5, 0.9]})
+    c = _curves(cfg, lambda ds, v, f, s: 1.0 + 0.01 * f + 0.001 * s, levels=(0.0, 0.1, 0.5, 0.9),
+                acc_of=lambda ds, v, f, s: 0.8 + 0.01 * s if v == "fedprox_mu1" else 0.5)
+    claims = evaluate_claims(cfg, c.frame)
+    assert all(x["fidelity"] == "paper-scale" and x["rounds_run"] == 200 for x in claims)
+    robust = next(x for x in claims if x["id"] == "fedprox/synthetic-iid/robust-to-stragglers")
+    assert [p["part"] for p in robust["parts"]] == ["10% stragglers", "50% stragglers", "90% stragglers"]
+    assert robust["verdict"] == "reproduced" and robust["effect"]["n"] == 5
+    assert not any("not run" in d for d in robust["deviations"])
+    assert not any("rounds per run" in d for d in claims[0]["deviations"])  # no reduced budget to declare

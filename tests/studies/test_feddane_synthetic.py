@@ -1,67 +1,85 @@
-"""FedDane synthetic study (FedProx Figure 4): the three rules on made-up outcomes and a shortened run."""
+"""FedDane synthetic study (FedProx Figure 4): the stable loss-ratio reading, the three rules on made-up curves
+(every verdict, diverged runs) and a shortened run."""
 
 from __future__ import annotations
 
-import json
+import math
 
-from fedbench.studies import CLAIM_KEYS
+import numpy as np
+import pytest
+
 from fedbench.studies import feddane_synthetic as study
-from tests.studies import assert_every_run_recorded, spy_simulate
+from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
 
 INF = float("inf")
 
 
-def _losses(prox, c10, c30, k30=None, c20=(1.0, 1.0, 1.0, 1.0)):
-    rows = {"FedProx": prox, "FedDane c=10": c10, "FedDane c=20": c20, "FedDane c=30": c30,
-            "FedDane K=20": c20, "FedDane K=30": c30 if k30 is None else k30}
-    return {m: dict(zip(study.DATASETS, v)) for m, v in rows.items()}
+def test_loss_ratio_is_the_median_over_the_second_half(monkeypatch):
+    monkeypatch.setattr(study, "ROUNDS", 10)
+    prox = [1.0] * 11
+    dane = [1.0] * 5 + [1.5, 1.2, 9.0, 1.1, 1.3, 1.4]  # one chaotic round (9.0) in the second half
+    assert study.loss_ratio(dane, prox, "median") == pytest.approx(35.0)  # rounds 5..10: (1.3 + 1.4) / 2
+    assert study.loss_ratio(dane, prox, "final") == pytest.approx(40.0)
+    assert study.loss_ratio(dane, prox, "all") == pytest.approx(100 * (1.1 - 1))  # median of 11: six 1.0s, ...
+    stopped = [1.0] * 6 + [math.nan]  # diverged at round 6: rounds 6..10 count as infinite
+    assert study.loss_ratio(stopped, prox, "median") == INF
+    assert study.loss_ratio(dane, prox, "median", budget=0.5) == pytest.approx(0.0)  # rounds 2..5: 1, 1, 1, 1.5
+    assert math.isnan(study.loss_ratio(dane, [1.0, math.nan], "median"))  # FedProx failed: no comparison
 
 
-def test_rules():
-    prox = (0.50, 0.8, 0.9, 1.5)
-    assert study.verdicts(_losses(prox, (0.52, 5.0, 4.0, INF), (0.51, 2.0, 3.0, 4.0))) == (
-        "reproduced", "reproduced", "reproduced")
-    # IID 30% off; c = 10 worse on two of three; c = 30 better everywhere
-    assert study.verdicts(_losses(prox, (0.65, 5.0, 0.5, 4.0), (0.5, 0.7, 0.8, 1.0))) == (
-        "not-reproduced", "inconclusive", "not-reproduced")
-    assert study.verdicts(_losses(prox, (INF, 0.1, 0.1, 0.1), (0.5, 0.7, 0.8, 9.0)))[:2] == (
-        "not-reproduced", "not-reproduced")
-    # the two readings of c disagree: c = 30 worse everywhere, K = 30 better everywhere
-    assert study.verdicts(_losses(prox, (0.5, 5.0, 4.0, 4.0), (0.5, 2.0, 3.0, 4.0), k30=(0.5, 0.1, 0.1, 0.1)))[2] == (
-        "inconclusive")
+def _curves(ratio_of, seeds=(0, 1, 2, 3, 4)):
+    """Loss curves where FedDane's loss is ratio_of(dataset, method, seed) times FedProx's at every round."""
+    out = {}
+    for d in study.DATASETS:
+        for s in seeds:
+            prox = list(np.linspace(2.0, 1.0, study.ROUNDS + 1))
+            out[(d, "FedProx", s)] = prox
+            for m in study.METHODS[1:]:
+                out[(d, m, s)] = [p * ratio_of(d, m, s) for p in prox]
+    return out
 
 
-def test_both_diverged_is_no_evidence_either_way():
-    both = (INF, INF, INF, INF)
-    assert study.verdicts(_losses(both, both, both)) == ("inconclusive", "inconclusive", "inconclusive")
+def test_rules_every_verdict():
+    good = _curves(lambda d, m, s: (1.0 + 0.01 * s) if d == "synthetic_iid" else 2.0 + 0.1 * s)
+    similar, worse, still = study.judge_claims(good)
+    assert (similar["verdict"], worse["verdict"], still["verdict"]) == ("reproduced",) * 3
+    assert similar["effect"]["estimate"] == pytest.approx(2.0)  # 100 (1.02 - 1)
+    bad = _curves(lambda d, m, s: (1.4 + 0.01 * s) if d == "synthetic_iid" else 0.5 + 0.01 * s)
+    similar, worse, still = study.judge_claims(bad)
+    assert (similar["verdict"], worse["verdict"], still["verdict"]) == ("not-reproduced",) * 3
+    mixed = _curves(lambda d, m, s: 1.0 + 0.3 * (s - 2) if d == "synthetic_iid" else 1.0 + 0.5 * (s - 2))
+    assert tuple(r["verdict"] for r in study.judge_claims(mixed)) == ("inconclusive",) * 3
+
+
+def test_diverged_feddane_counts_as_worse():
+    curves = _curves(lambda d, m, s: 1.0 if d == "synthetic_iid" else 3.0)
+    for s in range(5):
+        curves[("synthetic_1_1", "FedDane c=10", s)] = [2.0] * 3 + [math.nan]  # stopped at round 3
+    _, worse, _ = study.judge_claims(curves)
+    part = next(p for p in worse["parts"] if p["part"] == "synthetic_1_1")
+    assert part["per_seed"] == [INF] * 5 and part["test"].startswith("sign test")
+    assert part["verdict"] == "reproduced" and worse["verdict"] == "reproduced"
 
 
 def test_loss_jumps():
     assert study.loss_jumps([1.0, 1.4, 2.2, 2.0, float("nan"), 1.0]) == 2  # 1.4 -> 2.2 and -> nan
 
 
-def test_final_loss_counts_short_or_non_finite_runs_as_infinite(monkeypatch):
-    monkeypatch.setattr(study, "ROUNDS", 3)
-    assert study.final([2.0, 1.0, 0.5, 0.4]) == 0.4
-    assert study.final([2.0, 1.0, float("nan")]) == INF  # stopped early
-    assert study.final([2.0, 1.0, 0.5, float("nan")]) == INF
-
-
 def test_short_run_writes_claims_figure_and_records(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 2)
     monkeypatch.setattr(study, "EPOCHS", 1)
+    monkeypatch.setattr(study, "SEEDS", (0, 1))
     monkeypatch.setattr(study, "DATASETS", ("synthetic_iid", "synthetic_1_1"))
     monkeypatch.setattr(study, "NON_IID", ("synthetic_1_1",))
-    calls = spy_simulate(monkeypatch, study)
+    calls = spy_simulate(monkeypatch)
     claims = study.run(tmp_path, workers=1)
     assert_every_run_recorded(tmp_path, calls)
-    assert len(calls) == 2 * len(study.METHODS)
+    assert_valid_entries(claims)
+    assert len(calls) == 2 * 2 * len(study.METHODS)
     dane = [(cfg.clients_per_round, alg.gradient_clients) for cfg, alg, _ in calls if hasattr(alg, "gradient_clients")]
     assert sorted(set(dane)) == [(10, 10), (10, 20), (10, 30), (20, 0), (30, 0)]  # both readings of c
     assert [c["id"] for c in claims] == ["fedprox/synthetic-iid/feddane-similar-to-fedprox",
                                          "fedprox/synthetic/feddane-poor-on-non-iid",
                                          "fedprox/synthetic/feddane-more-devices-still-worse"]
-    for c in claims:
-        assert tuple(c) == CLAIM_KEYS
-        json.dumps(c)
+    assert all(c["seeds"]["training"] == [0, 1] and c["fidelity"] == "reduced-scale" for c in claims)
     assert (tmp_path / "feddane_synthetic.png").stat().st_size > 0

@@ -1,11 +1,11 @@
 """FedLaAvg diurnal study: the one-class partition and its groups, and a shortened run of the study."""
 
 import numpy as np
+import pytest
 
 from fedbench.availability import majority_label_groups
-from fedbench.studies import CLAIM_KEYS
 from fedbench.studies import fedlaavg_diurnal as study
-from tests.studies import assert_every_run_recorded, spy_simulate
+from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
 
 
 def test_one_class_clients_and_groups():
@@ -22,12 +22,16 @@ def test_one_class_clients_and_groups():
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 15)
     monkeypatch.setattr(study, "SEEDS", (0, 1))
-    calls = spy_simulate(monkeypatch, study)
+    calls = spy_simulate(monkeypatch)
     claims = study.run(tmp_path, workers=1)
     assert_every_run_recorded(tmp_path, calls)
+    assert_valid_entries(claims)
     assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain", "fedlaavg/cifar10/ica-gain"]
-    for c in claims:
-        assert tuple(c) == CLAIM_KEYS
     assert claims[1]["verdict"] == "not-run" and claims[1]["published"]["value"] == 4.23
-    assert len(claims[0]["reproduced"]["value"]["per_seed"]) == 2
+    gain = claims[0]
+    assert gain["fidelity"] == "stand-in" and (gain["rounds_run"], gain["rounds_paper"]) == (15, 70000)
+    assert gain["effect"]["n"] == 2 and gain["seeds"]["training"] == [0, 1]
+    best = gain["reproduced"]
+    assert gain["effect"]["per_seed"] == [pytest.approx(a - b, abs=1e-4) for a, b in
+                                          zip(best["fedlaavg_best"], best["fedavg_best"])]
     assert (tmp_path / "fedlaavg_diurnal.png").stat().st_size > 10_000

@@ -1,32 +1,102 @@
-"""Mime synthetic study: the rule on made-up outcomes and a shortened run."""
+"""Mime synthetic study: the arms (server-only = Mime with one local step, MimeLite with SGD = FedAvg), tuning on
+seeds apart from the judged ones, the three rules on made-up accuracies, and a shortened run."""
 
 from __future__ import annotations
 
-import json
+import pytest
+import torch
 
-from fedbench.studies import CLAIM_KEYS
+from fedbench.algorithms.fedavg import FedAvg
+from fedbench.seeding import torch_generator
 from fedbench.studies import mime_synthetic as study
-from tests.studies import assert_every_run_recorded, spy_simulate
+from fedbench.studies import sim_config
+from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
 
 
-def test_rule():
-    def verdict(mime, lite, fedavgm):
-        return study.verdict({"Mime (SGDm)": mime, "MimeLite (SGDm)": lite, "FedAvg + server momentum": fedavgm})
+def test_server_only_is_one_base_optimizer_step_on_the_cohorts_gradient():
+    sim = study.simulation("server-only SGD", 0.1, 0)
+    assert sim.config.local_steps == 1 and study.simulation("Mime (SGD)", 0.1, 0).config.local_steps == study.LOCAL_STEPS
+    ds, model = study._dataset(), sim.model
+    from fedbench.engine.simulation import simulate
 
-    assert verdict([0.4, 0.5], [0.45, 0.55], [0.5, 0.6]) == "reproduced"
-    assert verdict([0.4, 0.65], [0.45, 0.55], [0.5, 0.6]) == "inconclusive"  # below on the mean, not every seed
-    assert verdict([0.6, 0.7], [0.45, 0.55], [0.5, 0.6]) == "not-reproduced"
-    assert verdict([0.4, 0.5], [float("inf"), 0.5], [0.5, 0.6]) == "not-reproduced"  # MimeLite diverged once
+    cfg = sim_config(rounds=1, clients_per_round=study.CLIENTS_PER_ROUND, local_steps=1, batch_size=10,
+                     sampling="proportional", seed=3)
+    one = simulate(cfg, ds, model, sim.algorithm)
+    # the same round by hand: x - lr * mean of the selected clients' full-batch gradients at x
+    from fedbench.engine.sampling import select_clients
+
+    clients, _ = select_clients(3, 0, ds.train.sizes, study.CLIENTS_PER_ROUND, "proportional")
+    theta0 = model.init(torch_generator(3, -1, "init"))
+    grads = []
+    for c in clients:
+        x, y = ds.train.client(int(c))
+        th = theta0.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(model.loss_fn(th, torch.from_numpy(x), torch.from_numpy(y)), th)
+        grads.append(g)
+    expected = theta0 - 0.1 * torch.stack(grads).mean(0)
+    torch.testing.assert_close(one.theta, expected, rtol=1e-4, atol=1e-6)
 
 
-def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "ROUNDS", 6)
-    monkeypatch.setattr(study, "LR_GRID", (0.003, 0.01))
-    monkeypatch.setattr(study, "SEEDS", (0,))
-    calls = spy_simulate(monkeypatch, study)
-    (c,) = study.run(tmp_path)
+def test_tuning_picks_the_best_tail_accuracy_on_tuning_seeds(monkeypatch):
+    monkeypatch.setattr(study, "LR_GRID", (0.01, 0.1))
+
+    class Run:
+        def __init__(self, acc):
+            self.acc = acc
+
+        def series(self, key):
+            return [1.0] * (study.ROUNDS + 1) if key == "train/loss" else [self.acc] * (study.ROUNDS + 1)
+
+    runs = {(m, lr, s): Run(0.5 + (0.1 if (lr == 0.1) == (m == "FedAvg") else 0.0)) for m in study.METHODS
+            for lr in study.LR_GRID for s in study.TUNING_SEEDS}
+    best = study.tune(runs)
+    assert best["FedAvg"] == 0.1 and best["Mime (SGDm)"] == 0.01
+    assert not set(study.TUNING_SEEDS) & set(study.SEEDS)
+
+
+def test_rules():
+    def acc_of(table):
+        return lambda m, s, r, b: table[m] + 0.1 * s
+
+    base = {"Mime (SGDm)": 80.0, "MimeLite (SGDm)": 79.0, "FedAvg + server momentum": 75.0, "server-only SGDm": 70.0,
+            "Mime (SGD)": 72.0, "FedAvg": 74.0, "server-only SGD": 65.0}
+    fedavgm, server, usage = study.judge_all(acc_of(base))
+    assert (fedavgm["verdict"], server["verdict"], usage["verdict"]) == ("reproduced",) * 3
+    assert usage["effect"]["estimate"] == pytest.approx((80 - 72) - (75 - 74))  # 7 points
+    worse = base | {"MimeLite (SGDm)": 74.0, "server-only SGDm": 85.0, "Mime (SGD)": 80.0}
+    fedavgm, server, usage = study.judge_all(acc_of(worse))
+    assert (fedavgm["verdict"], server["verdict"], usage["verdict"]) == ("not-reproduced",) * 3
+
+    def noisy(m, s, r, b):
+        return base[m] + (10.0 * (s - 2) if m == "FedAvg + server momentum" else 0.0)
+
+    assert study.judge_all(noisy)[0]["verdict"] == "inconclusive"
+
+
+def test_mimelite_with_plain_sgd_is_fedavg():
+    ds = study._dataset()
+    cfg = sim_config(rounds=3, clients_per_round=10, local_steps=4, batch_size=10, sampling="proportional", seed=1)
+    from fedbench.algorithms.mime import Mime
+    from fedbench.engine.simulation import simulate
+
+    model = study.simulation("FedAvg", 0.05, 0).model
+    a = simulate(cfg, ds, model, Mime(lr=0.05, variant="mimelite", base="sgdm", momentum=0.0))
+    b = simulate(cfg, ds, model, FedAvg(lr=0.05))
+    torch.testing.assert_close(a.theta, b.theta)
+
+
+def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "ROUNDS", 4)
+    monkeypatch.setattr(study, "LR_GRID", (0.003, 0.03))
+    monkeypatch.setattr(study, "SEEDS", (0, 1))
+    monkeypatch.setattr(study, "TUNING_SEEDS", (100,))
+    calls = spy_simulate(monkeypatch)
+    claims = study.run(tmp_path, workers=1)
     assert_every_run_recorded(tmp_path, calls)
-    assert tuple(c) == CLAIM_KEYS and c["id"] == "mime/synthetic-1-1/momentum-helps"
-    json.dumps(c)
-    assert set(c["reproduced"]["best_lr"]) == set(study.METHODS)
+    assert_valid_entries(claims)
+    assert len(calls) == len(study.METHODS) * (2 * 1 + 2)  # the grid on one tuning seed, then the two seeds
+    assert [c["id"] for c in claims] == ["mime/synthetic-1-1/momentum-helps", "mime/synthetic-1-1/beats-server-only",
+                                         "mime/synthetic-1-1/better-use-of-momentum"]
+    assert all(c["fidelity"] == "stand-in" and c["seeds"]["training"] == [0, 1] for c in claims)
+    assert set(claims[0]["reproduced"]["best_lr"]) == set(study.METHODS)
     assert (tmp_path / "mime_synthetic.png").stat().st_size > 0

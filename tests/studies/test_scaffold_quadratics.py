@@ -1,68 +1,113 @@
-"""SCAFFOLD quadratics study: the model object against autograd, the problem's G and optimum, the rules of
-both entries on made-up outcomes, and a shortened run."""
+"""SCAFFOLD on the section 7.2 instance: the model against autograd, the instance's constants (delta = beta = 1,
+dissimilarity G), the warm start, the speed and plateau measures, both rules on made-up curves, and a
+shortened run."""
 
 from __future__ import annotations
 
-import json
+import math
 
 import numpy as np
 import pytest
+import torch
 
-from fedbench.studies import CLAIM_KEYS
+from fedbench.models.quadratics import scalar_quadratics
 from fedbench.studies import scaffold_quadratics as study
-from tests.studies import assert_every_run_recorded, spy_simulate
+from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
 
 
-@pytest.mark.parametrize("g", [0.01, 1.0, 100.0])
-def test_problem_has_dissimilarity_g_at_its_optimum(g):
-    p = study.make_problem(1, g, 0.5)
-    x = p.dataset.train.x.astype(np.float64)
-    h, b = x[:, : study.DIM], x[:, study.DIM:]
-    grads = h * (p.x_star - b)  # grad f_i(x*)
-    np.testing.assert_allclose(grads.sum(0), 0.0, atol=1e-9 * max(g, 1))  # x* is the optimum of the mean
-    assert np.sqrt((grads**2).sum(1).mean()) == pytest.approx(g, rel=1e-5)
-    f0 = np.mean(0.5 * (h * b**2).sum(1))  # f(0)
-    assert f0 - p.f_star == pytest.approx(p.gap0, rel=1e-9)
+def test_model_gradients_match_autograd():
+    from fedbench.engine.kernels import choose_kernel
+
+    ds = study.instance(10.0)
+    model = scalar_quadratics(study.X0)
+    kernel = choose_kernel(model, "cpu")
+    x = torch.from_numpy(ds.train.x)  # [2, 2]
+    theta = torch.tensor([[0.7], [-1.3]])
+    expected = torch.tensor([[2.0 * 0.7 + 10.0], [-10.0]])  # h theta + g per client
+    w = torch.ones(2, 1)
+    torch.testing.assert_close(kernel.grad(theta, *kernel.batch(x.unsqueeze(1), torch.zeros(2, 1, dtype=torch.long), w)),
+                               expected)
+    seg = kernel.segment_grads(theta, x, torch.zeros(2, dtype=torch.long), torch.arange(2), torch.ones(2, dtype=torch.long))
+    torch.testing.assert_close(seg, expected)
+
+
+@pytest.mark.parametrize("g", [1.0, 10.0, 100.0])
+def test_instance_has_delta_beta_one_and_dissimilarity_g(g):
+    x = study.instance(g).train.x.astype(np.float64)
+    h, lin = x[:, 0], x[:, 1]
+    assert h.mean() == study.MU == 1.0  # f = (1/2) x^2: beta = mu = 1
+    assert np.abs(h - h.mean()).max() == 1.0  # delta = 1
+    np.testing.assert_allclose(h * 0.0 + lin, [g, -g])  # client gradients at x* = 0: +-G
+    loss = scalar_quadratics(study.X0).loss_fn(torch.tensor([0.5], dtype=torch.float64), torch.from_numpy(x), None)
+    assert float(loss.mean()) == pytest.approx(0.5 * 0.5**2)  # the engine's loss is f - f*
+
+
+def test_warm_start_control_variates():
+    warm = study.WarmStartScaffold(study.Scaffold(lr=0.1), 10.0)
+    c_i = warm.init_clients(2, torch.zeros(1))
+    torch.testing.assert_close(c_i, torch.tensor([[12.0], [-10.0]]))  # 2 mu x0 + G and -G at x0 = 1
+    assert float(warm.init(torch.full((1,), 1.0), 2).c) == pytest.approx(1.0)  # their mean = grad f(x0)
+
+
+def test_rounds_per_decade_and_plateau(monkeypatch):
+    monkeypatch.setattr(study, "MAX_ROUNDS", 20)
+    gap = np.array([10.0 ** (1 - t) for t in range(21)])  # one decade per round from 10
+    assert study.rounds_per_decade(gap) == pytest.approx(1.0)
+    slow = np.array([100.0 * 10 ** (-t / 2) for t in range(21)])  # 2 rounds per decade, peak at round 0
+    assert study.rounds_per_decade(slow) == pytest.approx(2.0)
+    bump = np.concatenate([[1.0, 1000.0], 1000.0 * 10.0 ** (-np.arange(1, 20) / 1.0)])  # peak at round 1
+    assert study.rounds_per_decade(bump) == pytest.approx(1.0)
+    stuck = np.array([1.0] + [0.5] * 20)
+    assert study.rounds_per_decade(stuck) == math.inf and study.plateau(stuck) == 0.5
+    assert study.rounds_per_decade(np.array([0.5, 0.0] + [0.0] * 19)) == 0.0  # lands on x* in one round
+
+
+def _curves(rpd, plateau_of, sgd_rpd):
+    """Made-up curves: SCAFFOLD (both starts) falling at rpd(G, K) rounds per decade, FedAvg flat at
+    plateau_of(G, K) from round 1, SGD at sgd_rpd(lr) rounds per decade; every step size of the grid alike."""
+    t = np.arange(study.MAX_ROUNDS + 1)
+    out = {}
+    for g in study.G_VALUES:
+        for k in study.K_VALUES:
+            for lr in set(study.LR_GRID) | set(study.COMMON_LRS):
+                out[("scaffold", g, k, lr)] = 0.5 * 10.0 ** (-t / rpd(g, k, lr))
+                out[("scaffold-warm", g, k, lr)] = out[("scaffold", g, k, lr)]
+                out[("fedavg", g, k, lr)] = np.where(t == 0, 0.5, plateau_of(g, k))
+    for lr in set(study.LR_GRID) | set(study.COMMON_LRS):
+        out[("sgd", study.STEPS_G, 1, lr)] = 0.5 * 10.0 ** (-t / sgd_rpd(lr))
+    return out
 
 
 def test_heterogeneity_rule():
-    gs = study.G_VALUES
-    tail, floor, warm = {g: [1] for g in gs}, {g: [0.1] for g in gs}, {g: [5] for g in gs}
-
-    def res(lo, hi):  # rounds per seed at the small G's and at the largest
-        return {**{g: lo for g in gs[:-1]}, gs[-1]: hi}
-
-    def verdict(sc, fa):
-        return study.heterogeneity_claim({"scaffold": sc, "fedavg": fa}, tail, floor, warm)["verdict"]
-
-    assert verdict(res([10], [14]), res([10], [None])) == "reproduced"
-    assert verdict(res([10], [40]), res([10], [None])) == "not-reproduced"
-    assert verdict(res([10], [20]), res([10], [None])) == "inconclusive"
-    assert verdict(res([10], [10]), res([10], [12])) == "not-reproduced"  # FedAvg unaffected too
-    assert verdict(res([10], [10]), res([None], [None])) == "inconclusive"  # FedAvg never measurable
+    good = _curves(lambda g, k, lr: 10.0 + 0.1 * math.log10(g), lambda g, k: 1e-4 * g**2, lambda lr: 50.0)
+    assert study.heterogeneity_claim(good)["verdict"] == "reproduced"
+    slowed = _curves(lambda g, k, lr: 10.0 * (1 + math.log10(g)), lambda g, k: 1e-4 * g**2, lambda lr: 50.0)
+    assert study.heterogeneity_claim(slowed)["verdict"] == "not-reproduced"  # SCAFFOLD 2x, 3x slower with G
+    flat = _curves(lambda g, k, lr: 10.0, lambda g, k: 1e-4, lambda lr: 50.0)
+    e = study.heterogeneity_claim(flat)
+    assert e["verdict"] == "inconclusive"  # FedAvg's plateau does not move: exactly 0 decades
+    assert e["effect"]["part"].startswith("FedAvg") and e["fidelity"] == "paper-scale"
 
 
 def test_local_steps_rule():
-    def verdict(r1, r2, r10):
-        return study.local_steps_claim({1: r1, 2: r2, 10: r10})["verdict"]
-
-    assert verdict([48], [24], [12]) == "reproduced"
-    assert verdict([48], [47], [46]) == "inconclusive"  # helps, but far less than the slides say
-    assert verdict([48], [50], [30]) == "not-reproduced"
-    assert verdict([48], [24], [None]) == "inconclusive"
+    # SGD at 20 rounds per decade; K=2 twice, K=10 four times as fast at every step size
+    good = _curves(lambda g, k, lr: 20.0 / {2: 2.0, 10: 4.0}[k], lambda g, k: 1e-4, lambda lr: 20.0)
+    e = study.local_steps_claim(good)
+    assert e["verdict"] == "reproduced" and e["reproduced"]["speedup_same_step"]["step 0.1"]["K=10"] == 4.0
+    too_fast = _curves(lambda g, k, lr: 20.0 / {2: 2.0, 10: 8.0}[k], lambda g, k: 1e-4, lambda lr: 20.0)
+    assert study.local_steps_claim(too_fast)["verdict"] == "not-reproduced"  # 8x is outside "only 4 times"
 
 
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "SEEDS", (0,))
-    monkeypatch.setattr(study, "G_VALUES", (0.01, 100.0))
-    monkeypatch.setattr(study, "LR_GRID", (0.35 / study.L,))
+    monkeypatch.setattr(study, "G_VALUES", (1.0, 100.0))
+    monkeypatch.setattr(study, "LR_GRID", (0.5, 0.25))
+    monkeypatch.setattr(study, "COMMON_LRS", (0.1,))
     monkeypatch.setattr(study, "MAX_ROUNDS", 30)
-    calls = spy_simulate(monkeypatch, study)
-    claims = study.run(tmp_path)
+    calls = spy_simulate(monkeypatch)
+    claims = study.run(tmp_path, workers=1)
     assert_every_run_recorded(tmp_path, calls)
+    assert_valid_entries(claims)
     assert [c["id"] for c in claims] == ["scaffold/quadratics/unaffected-by-heterogeneity",
                                          "scaffold/quadratics/local-steps-help"]
-    for c in claims:
-        assert tuple(c) == CLAIM_KEYS
-        json.dumps(c)
+    assert all(c["effect"]["test"].startswith("none (deterministic") for c in claims)
     assert (tmp_path / "scaffold_quadratics.png").stat().st_size > 0

@@ -1,0 +1,270 @@
+"""How an effect with its interval becomes a verdict, how the parts of a claim combine, and how sensitive the
+verdict is to the reading rule and the round budget.
+
+Every rule is written down before the result it judges is looked at; the paper's published number never
+enters it. A rule compares the 95% interval of a paired effect (fedbench.report.stats) with zero or with a
+stated threshold:
+
+    kind       the paper says          reproduced             not-reproduced            otherwise
+    greater    effect > 0 (of at       low > 0, high >= d     high < d (an effect of    inconclusive
+               least d, d >= 0)                               size d is excluded)
+    at_least   effect >= -m            low > -m               high < -m                 inconclusive
+    at_most    effect <= b             high < b               low > b                   inconclusive
+    within     |effect| < m            -m < low, high < m     low >= m or high <= -m    inconclusive
+
+A claim with several parts (datasets, straggler levels) is reproduced when every part is, not-reproduced when
+some part is, inconclusive otherwise. The part that decides is reported as the claim's ``effect``.
+
+Budget: a run at fewer rounds than the paper's ("reduced-scale") cannot refute a statement about the paper's
+budget while its trend could still get there. For a not-reproduced part, the estimate's change from 50% to 100%
+of the rounds run (one doubling of the rounds) is carried on at the same step per doubling up to the paper's
+budget (log2(paper's rounds / rounds run) more doublings); if that extrapolated value would no longer be
+not-reproduced under the part's rule, the part becomes inconclusive (budget-limited). Rule history: the first
+version capped on any movement toward the paper's side; on the main job a 0.9-point drift of a 56-point effect
+(FedAvg's loss at 90% stragglers on IID data) then flipped a verdict, so the trend must now be able to reach
+the rule's threshold (this change makes caps rarer: it moves verdicts away from the paper, not toward it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fedbench.report.stats import fmt_number, paired_effect
+
+KINDS = ("greater", "at_least", "at_most", "within")
+VERDICT_ORDER = {"not-reproduced": 0, "inconclusive": 1, "reproduced": 2, "not-run": -1}
+FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")
+BUDGETS = (0.25, 0.5, 1.0)  # fractions of the rounds run at which every empirical claim is also judged
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One part's decision rule: ``kind`` (KINDS) and its ``threshold`` (d, m or b of the table above, in
+    ``unit``)."""
+
+    kind: str
+    threshold: float = 0.0
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"rule kind {self.kind!r}; allowed: {', '.join(KINDS)}")
+        if self.kind in ("greater", "at_least", "within") and self.threshold < 0:
+            raise ValueError(f"a {self.kind} rule needs a threshold >= 0, got {self.threshold}")
+
+    def _t(self, x: float) -> str:
+        return f"{fmt_number(x, signed=True)}{' ' + self.unit if self.unit else ''}"
+
+    def text(self) -> str:
+        d = self.threshold
+        if self.kind == "greater":
+            if d == 0:
+                return "reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0"
+            return (f"reproduced if the 95% interval lies above 0 and reaches {self._t(d)}, not-reproduced if it "
+                    f"lies below {self._t(d)} (the smallest effect that counts)")
+        if self.kind == "at_least":
+            return (f"reproduced if the 95% interval lies above {self._t(-d)} (the margin), not-reproduced if it "
+                    f"lies below it")
+        if self.kind == "at_most":
+            return f"reproduced if the 95% interval lies below {self._t(d)}, not-reproduced if it lies above it"
+        return (f"reproduced if the 95% interval lies within +-{fmt_number(d)}{' ' + self.unit if self.unit else ''}, "
+                f"not-reproduced if it lies wholly outside")
+
+    def verdict(self, effect: dict[str, Any]) -> str:
+        ci = effect.get("ci95")
+        if ci is None:
+            return "inconclusive"
+        lo, hi = map(float, ci)
+        d = self.threshold
+        if self.kind == "greater":
+            return "not-reproduced" if hi < d else "reproduced" if lo > 0 else "inconclusive"
+        if self.kind == "at_least":
+            return "reproduced" if lo > -d else "not-reproduced" if hi < -d else "inconclusive"
+        if self.kind == "at_most":
+            return "reproduced" if hi < d else "not-reproduced" if lo > d else "inconclusive"
+        return "reproduced" if -d < lo and hi < d else "not-reproduced" if lo >= d or hi <= -d else "inconclusive"
+
+    def toward_paper(self, before: float | None, after: float | None) -> bool:
+        """Whether an estimate moving from ``before`` to ``after`` moved toward the paper's side."""
+        if before is None or after is None or math.isnan(before) or math.isnan(after) or before == after:
+            return False
+        if self.kind in ("greater", "at_least"):
+            return after > before
+        if self.kind == "at_most":
+            return after < before
+        return abs(after) < abs(before)
+
+    def slack(self, effect: dict[str, Any]) -> float:
+        """How far the interval is from changing this part's verdict, in units of its half-width (smaller: a
+        closer call)."""
+        ci = effect.get("ci95")
+        if ci is None:
+            return 0.0
+        lo, hi = map(float, ci)
+        half = max((hi - lo) / 2, 1e-12) if math.isfinite(hi - lo) else math.inf
+        d = self.threshold
+        edges = {"greater": [lo, hi - d], "at_least": [lo + d, hi + d], "at_most": [d - hi, d - lo],
+                 "within": [lo + d, d - hi, lo - d, -d - hi]}[self.kind]
+        dist = min(abs(e) for e in edges)
+        return dist / half if math.isfinite(half) else 0.0
+
+    def would_change(self, effect: dict[str, Any], verdict: str) -> str:
+        """What would change ``verdict`` (this rule's verdict of ``effect``), with the current interval ends."""
+        ci = effect.get("ci95")
+        if ci is None:
+            return "no interval (one seed): more seeds would be needed for any verdict but inconclusive"
+        lo, hi = (fmt_number(float(x), signed=True) for x in ci)
+        d, u = self.threshold, f" {self.unit}" if self.unit else ""
+        t = fmt_number(d, signed=True)
+        mt = fmt_number(-d, signed=True)
+        if str(effect.get("test", "")).startswith("none (deterministic"):  # a value, no interval
+            edge = {"greater": f"{t}" if d else "0", "at_least": mt, "at_most": t, "within": f"+-{fmt_number(d)}"}
+            other = "not-reproduced" if verdict == "reproduced" else "reproduced"
+            return f"{other} if the value crossed {edge[self.kind]}{u} (now {lo}{u}; deterministic)"
+        if self.kind == "greater":
+            return {"reproduced": f"inconclusive if the interval's low end fell to 0 or below (now {lo}{u})"
+                                  + (f", not-reproduced if its high end fell below {t}{u} (now {hi}{u})" if d else ""),
+                    "not-reproduced": f"inconclusive if the interval's high end reached {t}{u} (now {hi}{u})",
+                    "inconclusive": f"reproduced if the interval's low end rose above 0 (now {lo}{u}); "
+                                    f"not-reproduced if its high end fell below {t}{u} (now {hi}{u})"}[verdict]
+        if self.kind == "at_least":
+            return {"reproduced": f"inconclusive if the interval's low end fell to {mt}{u} or below (now {lo}{u})",
+                    "not-reproduced": f"inconclusive if the interval's high end reached {mt}{u} (now {hi}{u})",
+                    "inconclusive": f"reproduced if the interval's low end rose above {mt}{u} (now {lo}{u}); "
+                                    f"not-reproduced if its high end fell below {mt}{u} (now {hi}{u})"}[verdict]
+        if self.kind == "at_most":
+            return {"reproduced": f"inconclusive if the interval's high end reached {t}{u} (now {hi}{u})",
+                    "not-reproduced": f"inconclusive if the interval's low end fell to {t}{u} or below (now {lo}{u})",
+                    "inconclusive": f"reproduced if the interval's high end fell below {t}{u} (now {hi}{u}); "
+                                    f"not-reproduced if its low end rose above {t}{u} (now {lo}{u})"}[verdict]
+        return {"reproduced": f"inconclusive if the interval reached +-{fmt_number(d)}{u} (now [{lo}, {hi}]{u})",
+                "not-reproduced": f"inconclusive if the interval reached back inside +-{fmt_number(d)}{u} "
+                                  f"(now [{lo}, {hi}]{u})",
+                "inconclusive": f"reproduced if the interval shrank inside +-{fmt_number(d)}{u}; not-reproduced if "
+                                f"it lay wholly outside (now [{lo}, {hi}]{u})"}[verdict]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a claim: a label ("90% stragglers"), its rule, and the unit of its per-seed values."""
+
+    label: str
+    rule: Rule
+
+    @property
+    def unit(self) -> str:
+        return self.rule.unit
+
+
+def combine(verdicts: Sequence[str]) -> str:
+    """Every part reproduced: reproduced; some part not-reproduced: not-reproduced; else inconclusive."""
+    if not verdicts:
+        return "not-run"
+    if all(v == "reproduced" for v in verdicts):
+        return "reproduced"
+    return "not-reproduced" if any(v == "not-reproduced" for v in verdicts) else "inconclusive"
+
+
+Measure = Callable[[str, float], Sequence[Sequence[float | None]]]
+
+
+def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Sequence[str] = (),
+          budgets: Sequence[float] = BUDGETS, paper_budget: float = 1.0, deterministic: bool = False,
+          reading_names: dict[str, str] | None = None) -> dict[str, Any]:
+    """Judge a claim: ``measure(reading, budget)`` gives, for each part, the per-seed paired values read with
+    ``reading`` from the runs cut at ``budget`` (a fraction of the rounds run). The verdict uses ``primary`` at
+    the full budget (with the budget rule of the module docstring when ``paper_budget``, the paper's rounds over
+    the rounds run, exceeds 1); the other ``readings`` at
+    the full budget and the ``primary`` reading at each smaller budget are the sensitivity.
+
+    Returns {"verdict", "effect" (the deciding part's effect, with "part"), "parts", "sensitivity",
+    "would_change", "budget_note" (the budget rule, where it applied), "notes" (e.g. a real effect smaller than
+    the threshold that counts)}."""
+    names = reading_names or {}
+
+    def evaluate(reading: str, budget: float) -> list[tuple[Part, dict[str, Any], str]]:
+        values = measure(reading, budget)
+        if len(values) != len(parts):
+            raise ValueError(f"measure gave {len(values)} parts for {len(parts)}")
+        out = []
+        for part, vals in zip(parts, values):
+            effect = paired_effect(vals, part.unit, deterministic=deterministic)
+            out.append((part, effect, part.rule.verdict(effect)))
+        return out
+
+    full = evaluate(primary, 1.0)
+    notes = []
+    if paper_budget > 1.0 and 0.5 in budgets:
+        half = evaluate(primary, 0.5)
+        doublings = math.log2(paper_budget)
+        capped = []
+        for (part, effect, v), (_, effect_half, _) in zip(full, half):
+            now, before = effect["estimate"], effect_half["estimate"]
+            if v == "not-reproduced" and part.rule.toward_paper(before, now) and math.isfinite(now - before):
+                projected = now + doublings * (now - before)
+                if part.rule.verdict({"ci95": [projected, projected]}) != "not-reproduced":
+                    notes.append(f"{part.label or 'the effect'}: not-reproduced at the rounds run, but its estimate moved "
+                                 f"from {fmt_number(before, signed=True)} (50% of the rounds) to "
+                                 f"{fmt_number(now, signed=True)} {part.unit}; at that pace it would reach "
+                                 f"{fmt_number(projected, signed=True)} {part.unit} at the paper's budget: inconclusive "
+                                 "(budget-limited)")
+                    v = "inconclusive"
+            capped.append((part, effect, v))
+        full = capped
+    verdict = combine([v for *_, v in full])
+    for part, effect, v in full:
+        ci = effect.get("ci95")
+        if v == "not-reproduced" and part.rule.kind == "greater" and ci is not None and float(ci[0]) > 0:
+            notes.append(f"{part.label or 'the effect'}: real (interval above 0) but smaller than the "
+                         f"{fmt_number(part.rule.threshold, signed=True)} {part.unit} that counts")
+    deciding = _deciding(full, verdict)
+    part, effect, v = deciding
+    would = part.rule.would_change(effect, v)
+    if len(full) > 1:
+        would = f"{part.label}: {would}" + ("; every other part also has to hold" if verdict == "reproduced" else "")
+    sensitivity = [_cell(names.get(primary, primary), 1.0, full, verdict, primary=True)]
+    for reading in readings:
+        if reading != primary:
+            cells = evaluate(reading, 1.0)
+            sensitivity.append(_cell(names.get(reading, reading), 1.0, cells, combine([c[2] for c in cells])))
+    for budget in budgets:
+        if budget < 1.0:
+            cells = evaluate(primary, budget)
+            sensitivity.append(_cell(names.get(primary, primary), budget, cells, combine([c[2] for c in cells])))
+    budget_notes = [n for n in notes if "budget-limited" in n]
+    return {"verdict": verdict, "effect": {"part": part.label, **effect},
+            "parts": [{"part": p.label, "rule": p.rule.text(), "verdict": pv, **e} for p, e, pv in full],
+            "sensitivity": sensitivity, "would_change": would, "budget_note": "; ".join(budget_notes) or None,
+            "notes": [n for n in notes if n not in budget_notes]}
+
+
+def _deciding(cells: list[tuple[Part, dict[str, Any], str]], verdict: str) -> tuple[Part, dict[str, Any], str]:
+    """The part that decides the verdict: the closest call among the parts whose verdict is the claim's (for a
+    reproduced claim: the part nearest to losing it)."""
+    same = [c for c in cells if c[2] == verdict] or cells
+    return min(same, key=lambda c: c[0].rule.slack(c[1]))
+
+
+def _cell(reading: str, budget: float, cells, verdict: str, primary: bool = False) -> dict[str, Any]:
+    part, effect, _ = _deciding(cells, verdict)
+    return {"reading": reading, "budget": budget, "primary": primary, "verdict": verdict, "part": part.label,
+            "estimate": effect["estimate"], "ci95": effect["ci95"], "unit": effect["unit"]}
+
+
+def fidelity(setup: str, rounds_run: int | None, rounds_paper: int | None) -> str:
+    """The fidelity label of a claim: ``setup`` is "paper" (the paper's data law or instance, model and
+    hyperparameters), "stand-in" (other data or model) or "analytic" (a closed-form check on a constructed
+    instance). The paper's setup is "paper-scale" when it ran the paper's rounds (or the paper gives none) and
+    "reduced-scale" when it ran fewer."""
+    if setup == "analytic":
+        return "analytic"
+    if setup == "stand-in":
+        return "stand-in"
+    if setup != "paper":
+        raise ValueError(f"setup {setup!r}; allowed: paper, stand-in, analytic")
+    if rounds_paper is not None and (rounds_run is None or rounds_run < rounds_paper):
+        return "reduced-scale"
+    return "paper-scale"

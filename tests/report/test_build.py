@@ -1,0 +1,87 @@
+"""claims.md at a glance: grouped by paper with a coverage line, summary rows without raw JSON or cut cells,
+published values with unit and scope, a sensitivity row per judged claim, anchors, deviations once per study."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from fedbench.config import load_config
+from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
+from fedbench.report.claims import STUDY, common_deviations, evaluate_claims
+from fedbench.studies import plain
+from tests.report.test_claims import _curves
+
+CFG = load_config("params.yaml", {"train.seeds": [0, 1, 2], "train.rounds": 10})
+
+
+@pytest.fixture(scope="module")
+def claims():
+    c = _curves(CFG, lambda ds, v, f, s: 1.0 + 0.1 * s + (0.3 if v == "fedavg" else 0.0),
+                acc_of=lambda ds, v, f, s: 0.8 + 0.01 * s if v == "fedprox_mu1" else 0.5)
+    main = [x | {"study": STUDY} for x in evaluate_claims(CFG, c.frame)]
+    return json.loads(json.dumps(plain(main)))  # as the report reads them back
+
+
+def _summary_rows(md):
+    lines = md.splitlines()
+    return [ln for ln in lines[: lines.index("## Sensitivity")] if ln.startswith("| [`")]
+
+
+def test_summary_rows_read_at_a_glance(claims):
+    md = claims_markdown(claims, pd.DataFrame())
+    rows = _summary_rows(md)
+    assert len(rows) == len(claims)
+    for row in rows:
+        assert "…" not in row and "..." not in row and "{" not in row and "[{" not in row
+        assert row.count(" | ") == 6  # claim, fidelity, rounds, seeds, published, effect, verdict
+    gain = next(r for r in rows if "accuracy-gain" in r)
+    assert "| reduced-scale | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
+    assert "+31.0 [+28.5, +33.5] accuracy points, p = " in gain and "**reproduced**" in gain
+
+
+def test_papers_coverage_and_anchors(claims):
+    md = claims_markdown(claims, pd.DataFrame())
+    assert md.index("## FedProx") < md.index("## Sensitivity") < md.index("## Details")
+    assert "Coverage: 6 of 13 headline claims checked (6 reduced-scale); not checked: partial work still helps" in md
+    assert "Coverage: 0 of 3 headline claims checked; not checked:" in md  # SCAFFOLD: its study did not run here
+    for c in claims:
+        assert f'<a id="{anchor(c["id"])}"></a>' in md and f"](#{anchor(c['id'])})" in md
+    assert anchor("fedprox/synthetic-1-1/partial-work") == "fedprox-synthetic-1-1-partial-work"
+
+
+def test_deviations_once_per_study_most_important_first(claims):
+    md = claims_markdown(claims, pd.DataFrame())
+    rounds = common_deviations(CFG)[0]
+    assert rounds.startswith("10 of the paper's 200 rounds") and all(rounds in c["deviations"] for c in claims)
+    assert md.count(rounds) == 1
+    shared = md.index("Deviations from the paper's setup shared by these claims")
+    assert md.index("1. " + rounds) > shared
+    assert "- **Deviations specific to this claim**:\n  - only Synthetic(1,1) of the paper's five datasets" in md
+
+
+def test_sensitivity_and_details(claims):
+    md = claims_markdown(claims, pd.DataFrame())
+    sens = md[md.index("## Sensitivity"): md.index("## Details")]
+    assert sens.count("| [`") == len(claims)
+    assert "paper's rule (C.3.2): ✓" in sens
+    assert "- **What would change the verdict**: inconclusive if the interval's low end fell to 0" in md
+    assert "- **Deciding figure**: [bottom row, 90% stragglers (test accuracy)](figures/fig1_stragglers_synthetic_1_1.png)" in md
+    assert "| mean of last 5 rounds (primary) | 100% | reproduced |" in md
+
+
+def test_cells():
+    assert published_cell({"value": None, "unit": "loss", "scope": "Figure 1", "statement": "x"}) == \
+        "qualitative (Figure 1)"
+    assert published_cell({"value": 4.23, "unit": "accuracy points", "scope": "CIFAR-10", "statement": ""}) == \
+        "4.23 accuracy points (CIFAR-10)"
+    assert rounds_cell({"rounds_run": 40, "rounds_paper": 70000}) == "40 / 70,000"
+    assert rounds_cell({"rounds_run": 300, "rounds_paper": None}) == "300 / not stated"
+
+
+def test_study_not_run_placeholder(tmp_path):
+    cfg = load_config("params.yaml", {"claim_studies": ["delta_fl_triangle"]})
+    (c,) = study_claims(cfg, tmp_path)
+    assert c["verdict"] == "not-run" and c["study"] == "delta_fl_triangle" and "has not run" in c["observed"]
+    md = claims_markdown([c], pd.DataFrame())
+    assert "delta_fl_triangle/*" in md

@@ -1,0 +1,53 @@
+"""Reading rules on hand-made curves: tail, final, best, the paper's C.3.2 rule, budget cuts and diverged runs."""
+
+import math
+
+import pytest
+
+from fedbench.report.readings import cut_round, read_accuracy, read_loss, rising_rounds, upward_variation
+
+LOSS = [2.0, 1.5, 1.2, 1.3, 1.0, 0.9, 0.95, 0.8, 0.7, 0.75, 0.6]  # rounds 0..10
+ACC = [0.1, 0.3, 0.4, 0.38, 0.5, 0.55, 0.52, 0.6, 0.62, 0.61, 0.66]
+
+
+def test_cut_round():
+    assert cut_round(40, 0.25) == 10 and cut_round(40, 0.5) == 20 and cut_round(40, 1.0) == 40
+    assert cut_round(3, 0.25) == 1  # at least one round
+    with pytest.raises(ValueError):
+        cut_round(10, 0.0)
+
+
+def test_loss_readings():
+    assert read_loss(LOSS, "tail", 10) == pytest.approx((0.95 + 0.8 + 0.7 + 0.75 + 0.6) / 5)
+    assert read_loss(LOSS, "final", 10) == 0.6 == read_loss(LOSS, "paper", 10)
+    assert read_loss(LOSS, "best", 10) == 0.6
+    assert read_loss(LOSS, "final", 10, budget=0.5) == 0.9  # rounds 0..5
+    assert read_loss(LOSS, "tail", 10, budget=0.5) == pytest.approx((1.5 + 1.2 + 1.3 + 1.0 + 0.9) / 5)
+
+
+def test_accuracy_readings_and_the_paper_rule():
+    assert read_accuracy(LOSS, ACC, "final", 10) == 0.66
+    assert read_accuracy(LOSS, ACC, "best", 10) == 0.66
+    assert read_accuracy(LOSS, ACC, "tail", 10) == pytest.approx((0.52 + 0.6 + 0.62 + 0.61 + 0.66) / 5)
+    assert read_accuracy(LOSS, ACC, "paper", 10) == 0.66  # no round converged or diverged: the last one
+    converging = [2.0, 1.0, 0.5, 0.49995, 0.4, 0.3]
+    assert read_accuracy(converging, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "paper", 5) == 0.4  # |f3 - f2| < 1e-4
+    rising = [2.0 - 0.1 * t for t in range(11)] + [3.5, 3.6]  # f_11 - f_1 = 3.5 - 1.9 > 1: diverging at round 11
+    assert read_accuracy(rising, [0.5] * 11 + [0.2, 0.1], "paper", 12) == 0.2
+
+
+def test_diverged_runs():
+    stopped = [2.0, 1.5, math.nan]  # the engine stops at the first non-finite loss (round 2 of 10)
+    assert read_loss(stopped, "tail", 10) == math.inf
+    assert read_loss(stopped, "best", 10) == 1.5
+    assert read_accuracy(stopped, [0.1, 0.3, 0.2], "final", 10) == 0.0  # from divergence on: accuracy 0
+    assert read_accuracy(stopped, [0.1, 0.3, 0.2], "best", 10) == 0.3
+    assert read_accuracy(stopped, [0.1, 0.3, 0.2], "paper", 10) == 0.3  # C.3.2: the last finite round
+    assert read_loss(stopped, "final", 10, budget=0.1) == 1.5  # cut before it diverged
+
+
+def test_instability_measures():
+    assert upward_variation(LOSS, 10) == pytest.approx(0.1 + 0.05 + 0.05)
+    assert rising_rounds(LOSS, 10) == 3
+    assert upward_variation([1.0, math.inf], 10) == math.inf
+    assert rising_rounds([2.0, 1.0, 1.5, math.nan], 5) == 1 + 3  # one rise, then 3 rounds diverged (2..5 of 0..5)

@@ -1,0 +1,92 @@
+"""Paired effects: the t interval and p-value against scipy and a hand computation, the sign test and the
+order-statistic interval when a run diverged, deterministic and one-seed settings, and the report's number
+formats."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fedbench.report.stats import fmt_effect, fmt_number, order_statistic_interval, paired_effect, sign_test
+
+
+def test_t_interval_and_p_value_by_hand():
+    e = paired_effect([1.0, 2.0, 3.0, 4.0, 5.0], "points")
+    # mean 3, sd sqrt(2.5), se sqrt(2.5/5) = 0.70711; t_{0.975, 4} = 2.776445; t = 3 / 0.70711 = 4.24264
+    half = 2.7764451051977987 * math.sqrt(0.5)
+    assert e["estimate"] == 3.0 and e["n"] == 5
+    assert e["ci95"] == [pytest.approx(3 - half, rel=1e-5), pytest.approx(3 + half, rel=1e-5)]
+    assert e["ci95"][0] == pytest.approx(1.03676, abs=1e-5)
+    assert e["p_value"] == pytest.approx(2 * stats.t.sf(3 / math.sqrt(0.5), 4), rel=1e-5)
+    assert e["p_value"] == pytest.approx(0.013236, abs=1e-6)
+    assert e["test"] == "paired t-test, two-sided" and e["coverage"] == 0.95 and e["unit"] == "points"
+
+
+def test_paired_values_match_scipy_paired_test():
+    g = np.random.default_rng(3)
+    a, b = g.normal(1.0, 1.0, 7), g.normal(0.5, 1.0, 7)
+    e = paired_effect(list(a - b), "loss")
+    ref = stats.ttest_rel(a, b)
+    lo, hi = ref.confidence_interval(0.95)
+    assert e["p_value"] == pytest.approx(ref.pvalue, rel=1e-5)
+    assert e["ci95"] == [pytest.approx(lo, rel=1e-5), pytest.approx(hi, rel=1e-5)]
+    assert e["estimate"] == pytest.approx(float(np.mean(a - b)), rel=1e-5)
+
+
+def test_interval_excludes_zero_exactly_when_p_below_five_percent():
+    for values in ([0.1, 0.2, 0.15, 0.3, 0.05], [0.1, -0.2, 0.15, 0.3, 0.05], [-1, -2, -1.5, -1.2, -0.9]):
+        e = paired_effect(values, "")
+        lo, hi = e["ci95"]
+        assert (lo > 0 or hi < 0) == (e["p_value"] < 0.05)
+
+
+def test_zero_spread():
+    e = paired_effect([2.0, 2.0, 2.0], "x")
+    assert e["ci95"] == [2.0, 2.0] and e["p_value"] == 0.0
+    assert paired_effect([0.0, 0.0], "x")["p_value"] == 1.0
+
+
+def test_diverged_run_uses_median_order_statistics_and_sign_test():
+    e = paired_effect([1.0, 2.0, math.inf, 4.0, 5.0], "loss")
+    assert e["estimate"] == 4.0  # the median
+    assert e["ci95"] == [1.0, math.inf]  # [x_(1), x_(5)]: no k reaches 95% with 5 seeds
+    assert e["coverage"] == pytest.approx(1 - 2 * 0.5**5)  # 93.75%
+    assert e["p_value"] == pytest.approx(2 * 0.5**5)  # all five positive: 0.0625
+    assert e["test"].startswith("sign test")
+
+
+def test_order_statistic_interval_reaches_95_percent_from_six_seeds():
+    assert order_statistic_interval(5) == (1, pytest.approx(0.9375))
+    k, cov = order_statistic_interval(6)
+    assert k == 1 and cov == pytest.approx(1 - 2 / 64)
+    k, cov = order_statistic_interval(10)
+    assert k == 2 and cov == pytest.approx(1 - 2 * stats.binom.cdf(1, 10, 0.5))  # 97.85%; k = 3 gives 89%
+
+
+def test_sign_test_by_hand():
+    assert sign_test([1, 2, -3, 4, 5]) == pytest.approx(2 * (1 + 5) / 32)  # 2 P(Bin(5, 1/2) <= 1) = 0.375
+    assert sign_test([0, 0]) == 1.0
+    assert sign_test([1, 0, 2]) == pytest.approx(0.5)  # zero dropped: n = 2, both positive
+
+
+def test_missing_values_deterministic_and_one_seed():
+    e = paired_effect([1.0, None, 3.0], "x")
+    assert e["n"] == 2 and e["per_seed"] == [1.0, None, 3.0] and e["estimate"] == 2.0
+    d = paired_effect([0.5], "x", deterministic=True)
+    assert d["ci95"] == [0.5, 0.5] and d["p_value"] is None and d["test"].startswith("none (deterministic")
+    one = paired_effect([0.5], "x")
+    assert one["ci95"] is None and one["test"] == "none (one seed: no interval)"
+    with pytest.raises(ValueError, match="one value per arm"):
+        paired_effect([1.0, 2.0], "x", deterministic=True)
+    assert paired_effect([], "x")["estimate"] is None
+
+
+def test_formats():
+    assert fmt_number(16.4123, signed=True) == "+16.4"
+    assert fmt_number(-0.01234, signed=True) == "-0.0123"
+    assert fmt_number(1.5e-9) == "1.50e-09" and fmt_number(math.inf, signed=True) == "+inf"
+    assert fmt_number(None) == "n/a" and fmt_number(0.0) == "0"
+    assert fmt_effect(paired_effect([1.0, 2.0, 3.0, 4.0, 5.0], "points")) == "+3.00 [+1.04, +4.96] points"
+    assert fmt_effect(paired_effect([0.2], "x", deterministic=True)) == "+0.200 (deterministic) x"
+    assert fmt_effect(None) == "n/a"

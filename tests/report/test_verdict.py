@@ -1,0 +1,127 @@
+"""Verdict rules: every branch of every rule kind, how parts combine, the budget rule, what would change a verdict,
+the sensitivity cells of judge() and the fidelity labels."""
+
+import pytest
+
+from fedbench.report.verdict import Part, Rule, combine, fidelity, judge
+
+
+def _ci(lo, hi):
+    return {"estimate": (lo + hi) / 2, "ci95": [lo, hi], "test": "paired t-test, two-sided"}
+
+
+@pytest.mark.parametrize("rule,ci,verdict", [
+    (Rule("greater", 0.0), (0.1, 2.0), "reproduced"),
+    (Rule("greater", 0.0), (-0.1, 2.0), "inconclusive"),
+    (Rule("greater", 0.0), (-2.0, -0.1), "not-reproduced"),
+    (Rule("greater", 5.0), (1.0, 8.0), "reproduced"),  # above 0 and 5 not excluded
+    (Rule("greater", 5.0), (1.0, 4.0), "not-reproduced"),  # real, but an effect of 5 is excluded
+    (Rule("greater", 5.0), (-1.0, 8.0), "inconclusive"),
+    (Rule("at_least", 1.0), (-0.5, 3.0), "reproduced"),
+    (Rule("at_least", 1.0), (-3.0, -1.5), "not-reproduced"),
+    (Rule("at_least", 1.0), (-3.0, 0.0), "inconclusive"),
+    (Rule("at_most", 10.0), (2.0, 9.0), "reproduced"),
+    (Rule("at_most", 10.0), (11.0, 20.0), "not-reproduced"),
+    (Rule("at_most", 10.0), (5.0, 12.0), "inconclusive"),
+    (Rule("within", 25.0), (-10.0, 20.0), "reproduced"),
+    (Rule("within", 25.0), (26.0, 40.0), "not-reproduced"),
+    (Rule("within", 25.0), (-40.0, -30.0), "not-reproduced"),
+    (Rule("within", 25.0), (-30.0, 10.0), "inconclusive"),
+])
+def test_rule_branches(rule, ci, verdict):
+    assert rule.verdict(_ci(*ci)) == verdict
+
+
+def test_no_interval_is_inconclusive_and_bad_rules_fail():
+    assert Rule("greater").verdict({"estimate": 1.0, "ci95": None}) == "inconclusive"
+    with pytest.raises(ValueError, match="rule kind"):
+        Rule("bigger")
+    with pytest.raises(ValueError, match="threshold >= 0"):
+        Rule("within", -1.0)
+
+
+def test_combine():
+    assert combine(["reproduced", "reproduced"]) == "reproduced"
+    assert combine(["reproduced", "inconclusive"]) == "inconclusive"
+    assert combine(["inconclusive", "not-reproduced", "reproduced"]) == "not-reproduced"
+    assert combine([]) == "not-run"
+
+
+def test_would_change_names_the_bound_and_its_value():
+    r = Rule("greater", 0.0, "points")
+    assert r.would_change(_ci(1.0, 3.0), "reproduced") == (
+        "inconclusive if the interval's low end fell to 0 or below (now +1.00 points)")
+    assert "reproduced if the interval's low end rose above 0 (now -1.00 points)" in r.would_change(
+        _ci(-1.0, 3.0), "inconclusive")
+    assert Rule("at_most", 10.0, "%").would_change(_ci(11.0, 20.0), "not-reproduced") == (
+        "inconclusive if the interval's low end fell to +10.0 % or below (now +11.0 %)")
+    det = {"estimate": 0.5, "ci95": [0.5, 0.5], "test": "none (deterministic: no seed randomness, one run per arm)"}
+    assert Rule("at_most", 1.0).would_change(det, "reproduced") == (
+        "not-reproduced if the value crossed +1.00 (now +0.500; deterministic)")
+
+
+def _judge(values_at, kind="greater", threshold=0.0, paper_budget=1.0, readings=("tail", "final")):
+    """judge() of one part whose per-seed values come from values_at[(reading, budget)]."""
+    return judge([Part("p", Rule(kind, threshold, "u"))], lambda r, b: [values_at[(r, b)]], "tail", readings,
+                 paper_budget=paper_budget)
+
+
+def test_judge_effect_and_sensitivity_cells():
+    v = {("tail", 1.0): [1.0, 2.0, 3.0, 4.0, 5.0], ("final", 1.0): [-1.0, 2.0, 3.0, -4.0, 5.0],
+         ("tail", 0.25): [-1.0, -2.0, -3.0, -4.0, -5.0], ("tail", 0.5): [0.5, 1.0, 1.5, 2.0, 2.5]}
+    out = _judge(v)
+    assert out["verdict"] == "reproduced" and out["effect"]["estimate"] == 3.0 and out["effect"]["part"] == "p"
+    cells = {(c["reading"], c["budget"]): c for c in out["sensitivity"]}
+    assert [c["verdict"] for c in out["sensitivity"]] == ["reproduced", "inconclusive", "not-reproduced", "reproduced"]
+    assert cells[("tail", 1.0)]["primary"] and cells[("tail", 0.25)]["estimate"] == -3.0
+    assert out["budget_note"] is None
+
+
+def _moving(at_half, at_full):
+    return {("tail", 1.0): [at_full + d for d in (0.0, -0.1, 0.1, -0.2, 0.2)],
+            ("tail", 0.5): [at_half + d for d in (0.0, -0.1, 0.1, -0.2, 0.2)],
+            ("tail", 0.25): [at_half] * 5, ("final", 1.0): [at_full] * 5}
+
+
+def test_budget_rule_extrapolates_the_trend_to_the_papers_budget():
+    # -3 at 50% of the rounds, -1 at 100%: +2 per doubling; 5x the rounds is 2.32 more doublings -> +3.64 > 0
+    capped = _judge(_moving(-3.0, -1.0), paper_budget=5.0)
+    assert capped["verdict"] == "inconclusive" and "budget-limited" in capped["budget_note"]
+    assert "would reach +3.64 u at the paper's budget" in capped["budget_note"]
+    assert capped["sensitivity"][0]["verdict"] == "inconclusive"
+    assert _judge(_moving(-3.0, -1.0))["verdict"] == "not-reproduced"  # at the paper's budget: no rule to apply
+    # the same pace, but the paper's budget is only 1.25x the rounds run: -1 + 0.32 x 2 = -0.36 < 0 stays refuted
+    assert _judge(_moving(-3.0, -1.0), paper_budget=1.25)["verdict"] == "not-reproduced"
+    # a small drift toward the paper cannot reach it: 56.5 -> 55.6 with an at_most 10 rule, 5x the rounds
+    drift = _judge(_moving(56.5, 55.6), "at_most", 10.0, paper_budget=5.0, readings=())
+    assert drift["verdict"] == "not-reproduced" and drift["budget_note"] is None
+    assert _judge(_moving(-1.0, -3.0), paper_budget=5.0)["verdict"] == "not-reproduced"  # moving away
+    # at_most: 21 -> 12.5 is -8.5 per doubling, 12.5 - 2.32 x 8.5 < 10
+    assert _judge(_moving(21.0, 12.5), "at_most", 10.0, paper_budget=5.0, readings=())["verdict"] == "inconclusive"
+
+
+def test_real_but_small_effect_is_noted():
+    v = {("tail", 1.0): [1.0, 1.1, 0.9, 1.2, 1.0], ("tail", 0.5): [1.0] * 5, ("tail", 0.25): [1.0] * 5}
+    out = _judge(v, threshold=5.0, readings=())
+    assert out["verdict"] == "not-reproduced" and "smaller than the +5.00 u that counts" in out["notes"][0]
+
+
+def test_deciding_part_is_the_failing_one_or_the_closest_call():
+    parts = [Part("a", Rule("greater")), Part("b", Rule("greater")), Part("c", Rule("greater"))]
+    vals = {"a": [5.0, 5.1, 4.9], "b": [0.9, 1.0, 1.1], "c": [-3.0, -2.9, -3.1]}
+    out = judge(parts, lambda r, b: [vals["a"], vals["b"], vals["c"]], "x", budgets=(1.0,))
+    assert out["verdict"] == "not-reproduced" and out["effect"]["part"] == "c"
+    vals["c"] = [8.0, 8.1, 7.9]
+    out = judge(parts, lambda r, b: [vals["a"], vals["b"], vals["c"]], "x", budgets=(1.0,))
+    assert out["verdict"] == "reproduced" and out["effect"]["part"] == "b"  # fewest half-widths above 0
+    assert out["would_change"].startswith("b: inconclusive if") and "every other part" in out["would_change"]
+
+
+def test_fidelity_labels():
+    assert fidelity("paper", 40, 200) == "reduced-scale"
+    assert fidelity("paper", 200, 200) == "paper-scale"
+    assert fidelity("paper", 300, None) == "paper-scale"  # the paper gives no budget
+    assert fidelity("stand-in", 600, 70000) == "stand-in"
+    assert fidelity("analytic", 200, None) == "analytic"
+    with pytest.raises(ValueError, match="setup"):
+        fidelity("real", 1, 1)

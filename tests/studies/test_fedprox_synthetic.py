@@ -1,0 +1,110 @@
+"""FedProx synthetic study: the partial-epoch stragglers of the E = 1 claim, the three rules on made-up curves,
+and a shortened run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedbench.algorithms.fedprox import FedProx
+from fedbench.engine.simulation import Cohort, simulate
+from fedbench.studies import fedprox_synthetic as study
+from fedbench.studies import sim_config
+from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
+
+
+def _cohort(steps, seed=0, round_=3):
+    k = len(steps)
+    return Cohort(clients=torch.arange(k), num_samples=torch.full((k,), 50), epochs=torch.ones(k, dtype=torch.long),
+                  steps=torch.tensor(steps), client_rows=None, full_grad=None, weights=torch.full((k,), 1 / k),
+                  round=round_, seed=seed)
+
+
+def test_partial_epoch_stragglers_draw():
+    bcast = FedProx(lr=0.1, mu=0.0).broadcast(FedProx(lr=0.1, mu=0.0).init(torch.zeros(3), 10))
+    drop = study.PartialEpochStragglers(lr=0.1, fraction=0.9, keep=False).client_init(bcast, _cohort([5] * 10))
+    keep = study.PartialEpochStragglers(lr=0.1, fraction=0.9, keep=True).client_init(bcast, _cohort([5] * 10))
+    full = drop.budget == 5
+    assert int(full.sum()) == 1  # round(10 x 0.1) active clients run their whole epoch
+    assert torch.all((drop.budget[~full] >= 1) & (drop.budget[~full] <= 4))  # stragglers: U{1..S-1} steps
+    assert torch.equal(drop.budget, keep.budget)  # the same draw for both arms
+    assert torch.equal(drop.kept, full.float()) and torch.all(keep.kept == 1)
+
+
+def test_partial_epoch_steps_and_aggregation():
+    alg = study.PartialEpochStragglers(lr=0.5, fraction=0.5, keep=False)
+    state = alg.init(torch.zeros(1), 2)
+    bcast = alg.broadcast(state)
+    local = study.PartialLocal(inner=torch.zeros(2, 1), step=torch.zeros(2), budget=torch.tensor([3.0, 1.0]),
+                               kept=torch.tensor([1.0, 0.0]))
+    for _ in range(3):  # gradient -1 everywhere: each working step adds lr
+        local = alg.client_step(local, lambda th: -torch.ones_like(th), bcast)
+    torch.testing.assert_close(local.inner, torch.tensor([[1.5], [0.5]]))  # 3 steps and 1 step
+    new = alg.server_update(state, local, torch.tensor([0.5, 0.5]), None)
+    torch.testing.assert_close(new.theta, torch.tensor([1.5]))  # the straggler is dropped
+    kept = study.PartialEpochStragglers(lr=0.5, fraction=0.5, keep=True)
+    both = study.PartialLocal(inner=local.inner, step=local.step, budget=local.budget, kept=torch.ones(2))
+    torch.testing.assert_close(kept.server_update(state, both, torch.tensor([0.5, 0.5]), None).theta,
+                               torch.tensor([1.0]))
+
+
+def test_no_stragglers_is_fedprox():
+    ds = study._synthetic("synthetic_1_1")
+    sim = study.simulation("e1-keep-0.5", "synthetic_1_1", 0)
+    cfg = sim_config(rounds=2, clients_per_round=10, local_epochs=1, batch_size=10, seed=2)
+    a = simulate(cfg, ds, sim.model, study.PartialEpochStragglers(lr=0.01, fraction=0.0, keep=False))
+    b = simulate(cfg, ds, sim.model, FedProx(lr=0.01, mu=0.0))
+    torch.testing.assert_close(a.theta, b.theta)
+
+
+def _losses(level_of):
+    """Constant-offset curves: loss(arm, dataset, seed) = level_of(arm, dataset, seed) + 0.01 (R - r)."""
+    def loss(arm, d, s):
+        return [level_of(arm, d, s) + 0.01 * (study.ROUNDS - r) for r in range(study.ROUNDS + 1)]
+    return loss
+
+
+def test_rules():
+    def good(arm, d, s):
+        return {"adaptive": 1.0, "mu0": 1.05, "mu1": 1.02}.get(arm, 1.0) + 0.001 * s if not arm.startswith("e1") \
+            else (2.0 if "drop" in arm else 1.0) + 0.01 * s
+
+    adaptive, sampling, e1 = study.judge_all(_losses(good))
+    assert adaptive["verdict"] == "reproduced" and e1["verdict"] == "reproduced"
+    assert sampling["verdict"] == "inconclusive"  # no rises in either scheme: zero effect
+    assert adaptive["effect"]["estimate"] < 0  # adaptive below both fixed mu
+    bad = lambda arm, d, s: {"adaptive": 2.0}.get(arm, 1.0) + 0.001 * s
+    adaptive, _, e1 = study.judge_all(_losses(bad))
+    assert adaptive["verdict"] == "not-reproduced"  # 100% above the fixed mu
+    assert e1["verdict"] == "inconclusive"  # dropping and keeping alike
+
+    def wiggly(arm, d, s):  # uniform sampling rises at odd rounds, proportional does not
+        base = [1.0 + 0.01 * (study.ROUNDS - r) for r in range(study.ROUNDS + 1)]
+        if arm in ("mu0", "mu1"):
+            return [b + (0.05 + 0.01 * s) * (r % 2) for r, b in enumerate(base)]
+        return base
+
+    _, sampling, _ = study.judge_all(wiggly)
+    assert sampling["verdict"] == "reproduced"
+    n_odd = study.ROUNDS // 2
+    assert sampling["parts"][0]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.01 * s)) for s in study.SEEDS]
+
+
+def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "ROUNDS", 3)
+    monkeypatch.setattr(study, "EPOCHS", 2)
+    monkeypatch.setattr(study, "SEEDS", (0, 1))
+    calls = spy_simulate(monkeypatch)
+    claims = study.run(tmp_path, workers=1)
+    assert_every_run_recorded(tmp_path, calls)
+    assert_valid_entries(claims)
+    assert len(calls) == 2 * (2 * 3 + 2 + 4)
+    assert [c["id"] for c in claims] == ["fedprox/synthetic/adaptive-mu", "fedprox/synthetic-1-1/sampling-stability",
+                                         "fedprox/synthetic-1-1/partial-work-e1"]
+    assert all(c["fidelity"] == "reduced-scale" and (c["rounds_run"], c["rounds_paper"]) == (3, 200) for c in claims)
+    samplings = {cfg.sampling for cfg, *_ in calls}
+    assert samplings == {"uniform", "proportional"}
+    assert {cfg.local_epochs for cfg, *_ in calls} == {1, 2}
+    assert np.isfinite(claims[0]["effect"]["estimate"])
+    assert (tmp_path / "fedprox_synthetic.png").stat().st_size > 0
