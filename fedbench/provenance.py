@@ -2,10 +2,10 @@
 
 ``RUN_CODE`` is the source of a training run's numbers: the run fingerprint hashes it (a change makes every
 finished run stale), and the commit recorded with a run is ``-dirty`` only when a file of it differs from
-HEAD. ``STUDY_CODE`` is the same for the claim studies. dvc.yaml's stages depend on exactly these lists plus
-the code that turns params.yaml into the stage's work (``TRAIN_STAGE_CODE``, ``STUDY_STAGE_CODE``);
-tests/faults/test_layering.py checks that dvc.yaml says the same. Paths are relative to the fedbench package;
-a folder stands for every ``.py`` file under it.
+HEAD. ``STUDY_CODE`` is the same for the claim studies. dvc.yaml's study stage depends on exactly
+``STUDY_CODE``, its train stages on ``TRAIN_STAGE_CODE`` (``RUN_CODE`` plus the code that turns params.yaml into
+runs); tests/faults/test_layering.py checks that dvc.yaml says the same. Paths are relative to the fedbench
+package; a folder stands for every ``.py`` file under it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ STUDY_CODE = ("studies", "engine", "algorithms", "models", "availability", "data
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
 # the stage, which then reuses every run whose fingerprint (params, data, RUN_CODE) still matches.
 TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "pipeline.py", "parallel.py", "data/registry.py")
-STUDY_STAGE_CODE = STUDY_CODE
 
 
 def code_files(paths: Sequence[str], root: Path = PACKAGE) -> list[Path]:

@@ -18,10 +18,19 @@ from fedbench.report.runs import study_cells
 HERE = Path(__file__).resolve().parent.parent / "tests" / "regression"
 PROFILE = HERE / "quick_profile.yaml"
 REFERENCE = HERE / "reference.json"
-# Tolerances: absolute, per metric. Loose enough for CPU/GPU and BLAS differences, tight enough to catch
-# a changed algorithm, sampling draw or evaluation (those move these numbers by 1e-2 or more).
-TOLERANCES = {"final_train_loss": 2e-3, "final_test_accuracy": 2e-3, "final_dissimilarity": 2e-2,
-              "loss_round_1": 2e-3}
+# Tolerances, absolute, per metric, set from measured cross-machine drift. fedbench is bit-identical on one
+# machine (same code, same torch build: checked by rerunning), but not across CPUs: torch picks its vectorized
+# kernels (ATen's CPU capability: AVX2 or AVX512) and MKL its code path by the CPU, and sums in a different
+# order. Measured on this profile (2 CPU cores, AMD EPYC with AVX512; the same seed under ATen AVX512 vs
+# ATEN_CPU_CAPABILITY=avx2, MKL_ENABLE_INSTRUCTIONS=SSE4_2, MKL_CBWR=COMPATIBLE; torch threads 1 vs 2 changed
+# nothing), the largest moves were: training loss 1.2e-6, round-1 loss 3.3e-7, dissimilarity (about 100-160
+# here) 2.5e-5, test accuracy 0; over the main job's 40 rounds, loss 2.2e-6 and dissimilarity 3.9e-5. The
+# committed outputs of an AVX2 machine are reproduced bit for bit here under ATEN_CPU_CAPABILITY=avx2.
+# A tolerance is about 50 to 100 times the largest drift (room for CPUs and MKL builds not measured), and for
+# accuracy two test samples of the profile's 1254 (a drift can flip a sample that sits on a class boundary).
+# A changed algorithm, sampling draw or evaluation moves these numbers by 1e-2 or more, far outside.
+TOLERANCES = {"final_train_loss": 1e-4, "loss_round_1": 1e-4, "final_dissimilarity": 2e-3,
+              "final_test_accuracy": 2e-3}
 
 
 def key_numbers(params: str | Path = "params.yaml") -> dict[str, float]:
@@ -44,13 +53,14 @@ def key_numbers(params: str | Path = "params.yaml") -> dict[str, float]:
 
 def update(params: str | Path = "params.yaml") -> Path:
     values = key_numbers(params)
-    REFERENCE.write_text(json.dumps({"profile": str(PROFILE.name), "tolerances": TOLERANCES, "values": values},
-                                    indent=2, sort_keys=True) + "\n")
+    REFERENCE.write_text(json.dumps({"profile": str(PROFILE.name), "values": values}, indent=2, sort_keys=True)
+                         + "\n")
     print(f"wrote {len(values)} reference values to {REFERENCE}")
     return REFERENCE
 
 
-def compare(values: dict[str, float], reference: dict[str, Any]) -> list[str]:
+def compare(values: dict[str, float], reference: dict[str, Any],
+            tolerances: dict[str, float] = TOLERANCES) -> list[str]:
     problems = []
     ref = reference["values"]
     for key in sorted(set(ref) | set(values)):
@@ -60,7 +70,7 @@ def compare(values: dict[str, float], reference: dict[str, Any]) -> list[str]:
         if key not in ref:
             problems.append(f"{key}: produced but missing from the reference (run `fedbench regress --update`)")
             continue
-        tol = reference["tolerances"][key.rsplit("/", 1)[1]]
+        tol = tolerances[key.rsplit("/", 1)[1]]
         a, b = values[key], ref[key]
         if a is None or b is None or abs(a - b) > tol:
             problems.append(f"{key}: {a} vs reference {b} (tolerance ±{tol})")

@@ -10,10 +10,11 @@ again, so rerunning the pipeline does not duplicate runs.
 
 Concurrent writers: every use of the store holds its lock (``mlflow.db.lock`` beside a SQLite store; for
 other stores a lock file in the temporary folder keyed by the URI, which serialises this machine's writers
-only). So one process at a time creates and migrates a fresh store (two at once break MLflow's migrations:
-"table ... already exists", which can leave the file unusable), and "is this fingerprint logged? if not,
-log it" is atomic: the same run logged by two processes at once is logged once. Reading (``fedbench show``)
-never creates a store.
+only). So one process at a time creates a fresh store (two at once break MLflow's migrations: "table ...
+already exists", which can leave the file unusable), a SQLite store appears complete or not at all (built in
+a temporary file, then renamed), and "is this fingerprint logged? if not, log it" is atomic: the same run
+logged by two processes at once is logged once, and an attempt cut short (a killed process) is replaced, not
+kept beside the new one. Reading (``fedbench show``) never creates a store.
 """
 
 from __future__ import annotations
@@ -68,8 +69,22 @@ def _store(create: bool = True) -> Iterator[MlflowClient | None]:
         yield None  # nothing to read, and nothing (not even the lock file) is created
         return
     with file_lock(store_lock_path(uri)):
+        if uri.startswith(SQLITE) and not Path(uri[len(SQLITE):]).exists():
+            _create_sqlite_store(Path(uri[len(SQLITE):]))
         mlflow.set_tracking_uri(uri)
         yield MlflowClient(uri)
+
+
+def _create_sqlite_store(db: Path) -> None:
+    """Create the SQLite store ``db`` all at once (the caller holds its lock): MLflow builds its tables in a
+    temporary file beside it, renamed into place once complete, so a process killed meanwhile leaves no
+    half-made store behind, only a temporary file that the next creation removes."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    for stale in db.parent.glob(f".{db.name}.init-*"):  # from a creation that was killed
+        stale.unlink()
+    tmp = db.with_name(f".{db.name}.init-{os.getpid()}")
+    MlflowClient(f"{SQLITE}{tmp}").search_experiments()
+    os.replace(tmp, db)
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:
