@@ -39,8 +39,8 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
         k, v = p.split("=", 1)
         try:
             out[k] = parse_value(v)
-        except Exception as exc:  # a YAML error in the value
-            raise ConfigError(f"--set {p!r}: the value is not valid YAML ({' '.join(str(exc).split())})") from None
+        except ConfigError as exc:
+            raise ConfigError(f"--set {p!r}: {exc}") from None
     return out
 
 

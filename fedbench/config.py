@@ -293,8 +293,11 @@ _Loader.add_implicit_resolver(  # YAML 1.2 floats: 1e-3, 1.5E+2 (PyYAML's YAML 1
 
 
 def parse_value(text: str) -> Any:
-    """One YAML value as params.yaml would read it (for ``--set KEY=VALUE``)."""
-    return yaml.load(text, Loader=_Loader)
+    """One YAML value as params.yaml would read it (for ``--set KEY=VALUE``); ConfigError if it is not YAML."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML ({' '.join(str(exc).split())})") from None
 
 
 def load_config(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Config:

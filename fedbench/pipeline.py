@@ -4,17 +4,20 @@ arguments). The study stage is fedbench.studies.run_claim_study, the track stage
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fedbench.config import Config, ConfigError, check_stragglers
 from fedbench.data.format import save_dataset
+from fedbench.data.registry import dataset_dir
+from fedbench.errors import DataError
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.locking import file_lock
 from fedbench.parallel import map_jobs
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, dataset_meta, run_one
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, dataset_meta, run_stack
 
-__all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "train"]
+__all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
 
 
 def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
@@ -31,7 +34,7 @@ def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
 def ensure_dataset(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
     """``root/name``, generated first if it is not there; processes that ask at once generate it once. A real
     variant (data/real/<name>) is built by `fedbench data prepare`, not here."""
-    from fedbench.data.registry import VARIANTS, dataset_dir
+    from fedbench.data.registry import VARIANTS
 
     if name in VARIANTS:
         folder = dataset_dir(root, name)
@@ -60,27 +63,97 @@ def check_cell(cfg: Config, variant: str, stragglers: float, where: str = "--str
 
 def train(cfg: Config, study: str, dataset: str, variant: str, stragglers: float, data_root: Path = DATA_ROOT,
           runs_root: Path = RUNS_ROOT, track: bool = False, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every seed of one (dataset, variant, stragglers) cell, in parallel processes. With ``track``, each
-    run is logged to MLflow as soon as it finishes, so an interrupted cell keeps what it finished."""
+    """Run every seed of one (dataset, variant, stragglers) cell of ``study`` (stacked). With ``track``, each
+    run is logged to MLflow as soon as its stack finishes."""
+    keys = [RunKey(dataset, variant, float(stragglers), s) for s in cfg.train.seeds]
+    return train_runs(cfg, keys, data_root, runs_root, {k: study for k in keys} if track else None, progress)
+
+
+def study_runs(cfg: Config, studies: Sequence[str] | None = None) -> dict[RunKey, str]:
+    """Every run of the named studies (default: all of params.yaml's), each once, with the first study listing it."""
+    out: dict[RunKey, str] = {}
+    for name in studies or list(cfg.studies):
+        if name not in cfg.studies:
+            raise ConfigError(f"study {name!r} is not in studies; allowed: {', '.join(cfg.studies)}")
+        s = cfg.studies[name]
+        for ds in s.datasets:
+            for variant in s.algorithms:
+                for f in s.stragglers:
+                    for seed in cfg.train.seeds:
+                        out.setdefault(RunKey(ds, variant, float(f), seed), name)
+    return out
+
+
+def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT, runs_root: Path = RUNS_ROOT,
+               track: dict[RunKey, str] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+    """Run (or reuse) ``keys``: the runs not finished yet are grouped into stacks (fedbench.engine.stacking: runs
+    of one algorithm class, one model and the same settings but seed and stragglers, cut to keep
+    ``train.workers`` processes equally busy) and the stacks run in parallel processes. Returns the summaries in
+    the order of ``keys``. With ``track`` (run -> study), each run is logged to MLflow once its stack finishes."""
     from fedbench.engine.simulation import resolve_device
 
-    check_cell(cfg, variant, stragglers)
-    dataset_meta(cfg, dataset, data_root)  # data made with these settings, or one line saying how to remake it
-    seeds = list(cfg.train.seeds)
-    workers = min(cfg.train.workers, len(seeds))
-    if resolve_device(cfg.train.device).type == "cuda":
-        workers = 1  # one GPU: runs share it one after another
-    args = [(cfg, data_root, runs_root, dataset, variant, stragglers, s, progress, i % workers)
-            for i, s in enumerate(seeds)]
+    keys = list(dict.fromkeys(keys))
+    for k in keys:
+        check_cell(cfg, k.variant, k.stragglers)
+    for ds in dict.fromkeys(k.dataset for k in keys):
+        dataset_meta(cfg, ds, data_root)  # data made with these settings, or one line saying how to remake it
+    workers = 1 if resolve_device(cfg.train.device).type == "cuda" else cfg.train.workers  # one GPU: in turn
+    pieces = plan_runs(cfg, keys, data_root, runs_root, workers)
     if track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
         from fedbench.track import track_cell
 
-    def finished(summary: dict[str, Any]) -> None:
-        print(_one_line(summary), file=sys.stderr)
-        if track:
-            track_cell(study, dataset, variant, stragglers, [summary], runs_root)
+    done: dict[RunKey, dict[str, Any]] = {}
 
-    return map_jobs(_run_star, args, workers, each=finished)  # forked workers on the CPU; a GPU runs them in turn
+    def finished(summaries: list[dict[str, Any]]) -> None:
+        for s in summaries:
+            key = _key(s)
+            done[key] = s
+            print(_one_line(s), file=sys.stderr)
+            if track:
+                track_cell(track[key], key.dataset, key.variant, key.stragglers, [s], runs_root)
+
+    jobs = [(cfg, data_root, runs_root, piece, progress, i % max(1, workers)) for i, piece in enumerate(pieces)]
+    map_jobs(_stack_star, jobs, min(workers, max(1, len(jobs))), each=finished)  # forked workers on the CPU
+    return [done[k] for k in keys]
+
+
+def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path, workers: int) -> list[list[RunKey]]:
+    """``keys`` grouped into the stacks that will run them, costliest first; runs already finished (same
+    fingerprint) form stacks of their own that only read them back."""
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.simulation import RunSpec, SimulationConfig
+    from fedbench.engine.stacking import plan_stacks
+    from fedbench.runner import _load_dataset, _plan, load_run
+
+    todo, reused = [], []
+    for k in keys:
+        p = _plan(cfg, data_root, runs_root, k)
+        try:
+            finished = load_run(p.folder, p.fingerprint) is not None
+        except DataError:
+            finished = False
+        (reused if finished else todo).append(k)
+    if not todo:
+        return [reused] if reused else []
+    datasets = {ds: _load_dataset(dataset_dir(data_root, ds), ds) for ds in dict.fromkeys(k.dataset for k in todo)}
+    t = cfg.train
+    specs = [RunSpec(SimulationConfig(rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
+                                      batch_size=t.batch_size, straggler_fraction=k.stragglers, sampling=t.sampling,
+                                      straggler_epochs=t.straggler_epochs, seed=k.seed, device=t.device),
+                     datasets[k.dataset], build_algorithm(cfg.algorithms[k.variant].name, t.lr,
+                                                          **cfg.algorithms[k.variant].hyper))
+             for k in todo]
+    pieces = [[todo[i] for i in piece] for piece in plan_stacks(specs, workers)]
+    return pieces + ([reused] if reused else [])
+
+
+def _key(summary: dict[str, Any]) -> RunKey:
+    p = summary["params"]
+    return RunKey(p["dataset"], p["variant"], float(p["straggler_fraction"]), int(p["seed"]))
+
+
+def _stack_star(a: tuple) -> list[dict[str, Any]]:
+    return run_stack(*a[:4], progress=a[4], position=a[5])
 
 
 def _one_line(s: dict[str, Any]) -> str:
@@ -98,5 +171,3 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def _run_star(a: tuple) -> dict[str, Any]:
-    return run_one(*a[:7], progress=a[7], position=a[8])

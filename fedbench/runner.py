@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,57 +126,113 @@ def load_run(folder: Path, fingerprint: str | None = None) -> dict[str, Any] | N
     return summary
 
 
+@dataclass(frozen=True)
+class RunKey:
+    """One run of the main job: a (dataset, algorithm variant, straggler fraction, seed) of a study's grid."""
+
+    dataset: str
+    variant: str
+    stragglers: float
+    seed: int
+
+    @property
+    def desc(self) -> str:
+        return f"{self.dataset} {self.variant} stragglers={self.stragglers:g} seed={self.seed}"
+
+
+@dataclass(frozen=True)
+class _Planned:
+    key: RunKey
+    params: dict[str, Any]
+    fingerprint: str
+    folder: Path
+    dataset_hash: str
+    data_dir: Path
+
+
+def _plan(cfg: Config, data_root: str | Path, out_root: str | Path, key: RunKey) -> _Planned:
+    ds_hash = dataset_meta(cfg, key.dataset, data_root)["content_hash"]
+    params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
+    return _Planned(key, params, fingerprint(params, ds_hash),
+                    run_folder(out_root, key.dataset, key.variant, key.stragglers, key.seed), ds_hash,
+                    dataset_dir(data_root, key.dataset))  # data/generated/<name>, or data/real/<name>
+
+
 def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: str, variant: str,
             stragglers: float, seed: int, progress: bool = True, position: int = 0) -> dict[str, Any]:
     """Run (or reuse) one experiment and return its summary (with ``history`` rows)."""
-    data_dir = dataset_dir(data_root, dataset)  # data/generated/<name>, or data/real/<name> for a real variant
-    ds_hash = dataset_meta(cfg, dataset, data_root)["content_hash"]
-    params = run_params(cfg, dataset, variant, stragglers, seed)
-    fp = fingerprint(params, ds_hash)
-    folder = run_folder(out_root, dataset, variant, stragglers, seed)
-    desc = f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
-    with file_lock(folder.parent / f".{folder.name}.lock", what=desc):
-        try:
-            summary = load_run(folder, fp)
-        except DataError as exc:  # the run is computed again and its folder replaced
-            print(f"fedbench: warning: {exc}; computing it again", file=sys.stderr)
-            summary = None
-        if summary is not None:
-            summary["reused"] = True
-            return summary
-        return _compute(cfg, data_dir, folder, dataset, variant, stragglers, seed, params, fp, ds_hash, desc,
-                        progress, position)
+    return run_stack(cfg, data_root, out_root, [RunKey(dataset, variant, float(stragglers), seed)], progress,
+                     position)[0]
 
 
-def _compute(cfg: Config, data_dir: Path, folder: Path, dataset: str, variant: str, stragglers: float, seed: int,
-             params: dict[str, Any], fp: str, ds_hash: str, desc: str, progress: bool, position: int) -> dict[str, Any]:
+def run_stack(cfg: Config, data_root: str | Path, out_root: str | Path, keys: list[RunKey], progress: bool = True,
+              position: int = 0) -> list[dict[str, Any]]:
+    """Run (or reuse) the runs ``keys`` as one stack (fedbench.engine.simulation.simulate_stack: the runs' local
+    steps as one tensor program, each run's numbers the same as alone) and return their summaries, in order.
+
+    Each run keeps its own folder, checkpoint and lock: the locks are taken in a fixed order (so two processes
+    never wait on each other), finished runs are reused, and only the others are computed."""
+    planned = [_plan(cfg, data_root, out_root, k) for k in keys]
+    with ExitStack() as locks:
+        for p in sorted(planned, key=lambda p: str(p.folder)):
+            locks.enter_context(file_lock(p.folder.parent / f".{p.folder.name}.lock", what=p.key.desc))
+        out: list[dict[str, Any] | None] = []
+        for p in planned:
+            try:
+                summary = load_run(p.folder, p.fingerprint)
+            except DataError as exc:  # the run is computed again and its folder replaced
+                print(f"fedbench: warning: {exc}; computing it again", file=sys.stderr)
+                summary = None
+            if summary is not None:
+                summary["reused"] = True
+            out.append(summary)
+        pending = [p for p, s in zip(planned, out) if s is None]
+        if pending:
+            computed = iter(_compute(cfg, pending, progress, position))
+            out = [s if s is not None else next(computed) for s in out]
+    return out
+
+
+def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int) -> list[dict[str, Any]]:
     import torch
 
     from fedbench.algorithms import build_algorithm
-    from fedbench.engine.metrics import reporting_round
-    from fedbench.engine.simulation import SimulationConfig, simulate
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
     from fedbench.models import build_model
 
     torch.set_num_threads(1)
-    ds = _load_dataset(data_dir, dataset)
-    model = build_model(cfg.train.model, ds.feature_shape, ds.num_classes)
-    algo_cfg = cfg.algorithms[variant]
-    algorithm = build_algorithm(algo_cfg.name, cfg.train.lr, **algo_cfg.hyper)
+    datasets = {}
+    for p in planned:  # each dataset loaded once for the whole stack
+        if p.key.dataset not in datasets:
+            datasets[p.key.dataset] = _load_dataset(p.data_dir, p.key.dataset)
+    first = datasets[planned[0].key.dataset]
+    model = build_model(cfg.train.model, first.feature_shape, first.num_classes)
     t = cfg.train
-    sim = SimulationConfig(
-        rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
-        batch_size=t.batch_size, straggler_fraction=stragglers, sampling=t.sampling,
-        straggler_epochs=t.straggler_epochs, seed=seed, device=t.device, eval_every=t.eval_every,
-        checkpoint_every=t.checkpoint_every,
-    )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    checkpoint = folder.parent / f".{folder.name}.{fp}.checkpoint.pt"
-    callbacks = (_Progress(desc, t.rounds, position),) if progress else ()
+    bar = _Progress(planned[0].key.desc if len(planned) == 1 else f"{len(planned)} runs stacked",
+                    t.rounds * len(planned), position) if progress else None
+    specs = []
+    for p in planned:
+        algo_cfg = cfg.algorithms[p.key.variant]
+        sim = SimulationConfig(
+            rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
+            batch_size=t.batch_size, straggler_fraction=p.key.stragglers, sampling=t.sampling,
+            straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device, eval_every=t.eval_every,
+            checkpoint_every=t.checkpoint_every,
+        )
+        p.folder.parent.mkdir(parents=True, exist_ok=True)
+        specs.append(RunSpec(sim, datasets[p.key.dataset], build_algorithm(algo_cfg.name, t.lr, **algo_cfg.hyper),
+                             callbacks=(bar,) if bar else (),
+                             checkpoint=p.folder.parent / f".{p.folder.name}.{p.fingerprint}.checkpoint.pt"))
     try:
-        result = simulate(sim, ds, model, algorithm, callbacks=callbacks, checkpoint=checkpoint)
+        results = simulate_stack(model, specs)
     finally:
-        for cb in callbacks:
-            cb.close()
+        if bar:
+            bar.close()
+    return [_write_result(p, datasets[p.key.dataset], result) for p, result in zip(planned, results)]
+
+
+def _write_result(p: _Planned, ds, result) -> dict[str, Any]:
+    from fedbench.engine.metrics import reporting_round
 
     history = pd.DataFrame(result.history)
     losses = history["train/loss"].to_numpy()
@@ -183,8 +241,8 @@ def _compute(cfg: Config, data_dir: Path, folder: Path, dataset: str, variant: s
         at = max(0, at - 1)
     diverged_at = int(history["round"].iloc[-1]) if result.diverged else None
     if result.diverged:
-        print(f"fedbench: warning: {desc} diverged at round {diverged_at} (training loss {losses[-1]:.4g}, round 0: "
-              f"{losses[0]:.4g}); recorded as diverged (the rule: fedbench.engine.metrics.has_diverged)",
+        print(f"fedbench: warning: {p.key.desc} diverged at round {diverged_at} (training loss {losses[-1]:.4g}, "
+              f"round 0: {losses[0]:.4g}); recorded as diverged (the rule: fedbench.engine.metrics.has_diverged)",
               file=sys.stderr)
     per_device = pd.DataFrame({
         "client_id": ds.client_ids,
@@ -192,16 +250,17 @@ def _compute(cfg: Config, data_dir: Path, folder: Path, dataset: str, variant: s
         "train_loss": result.final.device_train_loss, "test_accuracy": result.final.device_test_accuracy,
     })
     summary = {
-        "fingerprint": fp, "params": params, "dataset_hash": ds_hash, "device": result.device,
+        "fingerprint": p.fingerprint, "params": p.params, "dataset_hash": p.dataset_hash, "device": result.device,
         "diverged": result.diverged, "diverged_at_round": diverged_at, "param_digest": result.param_digest,
         "final": {k: _num(v) for k, v in result.final.scalars().items()},
         "reporting_round": int(at), "reporting_reason": reason,
         "reporting_test_accuracy": _num(history["test/accuracy"].iloc[at]),
         "best_test_accuracy": _num(history["test/accuracy"].max()),
         "wall_time_s": float(history["wall_time_s"].sum()),
+        "kernel": result.kernel, "stack_size": result.stack_size,
         "versions": versions(), "git_commit": git_commit(RUN_CODE),
     }
-    _write_run(folder, history, per_device, summary)
+    _write_run(p.folder, history, per_device, summary)
     summary["history"] = history.to_dict("records")
     summary["reused"] = False
     return summary
@@ -227,7 +286,8 @@ def _write_run(folder: Path, history: pd.DataFrame, per_device: pd.DataFrame, su
 
 
 class _Progress:
-    """A tqdm bar per run showing the round and the current training loss and test accuracy."""
+    """A tqdm bar over the rounds of a run, or of every run of a stack, with the latest training loss and test
+    accuracy."""
 
     def __init__(self, desc: str, total: int, position: int) -> None:
         from tqdm.auto import tqdm
@@ -236,9 +296,8 @@ class _Progress:
                         dynamic_ncols=True, mininterval=1.0)
 
     def on_round_end(self, round_: int, row: dict[str, float]) -> None:
-        self.bar.n = round_ + 1
         self.bar.set_postfix(loss=f"{row['train/loss']:.3f}", acc=f"{row['test/accuracy']:.3f}", refresh=False)
-        self.bar.refresh()
+        self.bar.update(1)
 
     def close(self) -> None:
         self.bar.close()

@@ -1,32 +1,23 @@
-"""DVC stage: train every seed of one (dataset, algorithm variant, straggler fraction) cell of a study."""
+"""DVC stage: train every run of the studies in params.yaml (each study's datasets x algorithm variants x
+straggler fractions x train.seeds), as stacks of runs spread over train.workers processes; finished runs whose
+settings, data and code are unchanged are reused."""
 
 import argparse
 
 from fedbench.cli import run_guarded
-from fedbench.config import ConfigError, load_config
-from fedbench.pipeline import train
+from fedbench.config import load_config
+from fedbench.pipeline import study_runs, train_runs
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--study", help="the study the cell belongs to (default: the first study listing it); the "
-                                   "runs do not depend on it")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--algorithm", required=True, help="an algorithm variant named in params.yaml 'algorithms'")
-    p.add_argument("--stragglers", type=float, required=True)
+    p.add_argument("--study", action="append", default=[], metavar="NAME",
+                   help="only this study of params.yaml's 'studies' (repeatable; default: every study)")
     p.add_argument("--params", default="params.yaml")
     a = p.parse_args()
     cfg = load_config(a.params)
-    if a.study is not None and a.study not in cfg.studies:
-        raise ConfigError(f"--study {a.study!r} is not in studies; allowed: {', '.join(cfg.studies)}")
-    cell = (a.dataset, a.algorithm, a.stragglers)
-    studies = [name for name, s in cfg.studies.items() if (a.study or name) == name
-               and a.dataset in s.datasets and a.algorithm in s.algorithms and a.stragglers in s.stragglers]
-    if not studies:
-        raise ConfigError(f"--dataset {a.dataset} --algorithm {a.algorithm} --stragglers {a.stragglers:g} is not a "
-                          f"cell of {'studies.' + a.study if a.study else 'any study'}; allowed: the datasets x "
-                          f"algorithms x stragglers of {', '.join(cfg.studies)}")
-    train(cfg, studies[0], *cell)
+    runs = study_runs(cfg, a.study or None)
+    train_runs(cfg, list(runs))
 
 
 if __name__ == "__main__":

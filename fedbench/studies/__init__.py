@@ -155,38 +155,50 @@ class ModelTrace:
         self.models.append(theta.detach().double().cpu().numpy().copy())
 
 
-def _simulate(*args: Any, **kwargs: Any):
-    """fedbench.engine.simulation.simulate (imported here so that importing fedbench.studies needs no torch)."""
-    from fedbench.engine.simulation import simulate
+def _simulate_stack(model: Any, specs: list) -> list:
+    """fedbench.engine.simulation.simulate_stack (imported here so that importing fedbench.studies needs no torch)."""
+    from fedbench.engine.simulation import simulate_stack
 
-    return simulate(*args, **kwargs)
+    return simulate_stack(model, specs)
 
 
-def _run_one(sim: Simulation) -> Outcome:
-    """One simulation (a top-level function, so worker processes can run it)."""
+def _run_stack(sims: list[Simulation]) -> list[Outcome]:
+    """Simulations that share a stack, run as one (a top-level function, so worker processes can run it); each
+    outcome's ``seconds`` is its share of the stack's time."""
     import numpy as np
 
-    trace = ModelTrace() if sim.trace else None
+    from fedbench.engine.simulation import RunSpec
+
+    traces = [ModelTrace() if sim.trace else None for sim in sims]
+    specs = [RunSpec(sim.config, sim.dataset(), sim.algorithm, callbacks=(t,) if t else ()) for sim, t in zip(sims, traces)]
     t0 = time.perf_counter()
-    result = _simulate(sim.config, sim.dataset(), sim.model, sim.algorithm, callbacks=(trace,) if trace else ())
-    seconds = time.perf_counter() - t0
-    models = np.array(trace.models) if trace else None
-    return Outcome(name=sim.name, history=result.history, final=result.final.scalars(), diverged=bool(result.diverged),
-                   param_digest=result.param_digest, device=result.device, models=models, seconds=seconds)
+    results = _simulate_stack(sims[0].model, specs)
+    seconds = (time.perf_counter() - t0) / len(sims)
+    return [Outcome(name=sim.name, history=r.history, final=r.final.scalars(), diverged=bool(r.diverged),
+                    param_digest=r.param_digest, device=r.device, models=np.array(t.models) if t else None,
+                    seconds=seconds) for sim, r, t in zip(sims, results, traces)]
 
 
 def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS) -> list[Outcome]:
-    """Run every simulation and return their outcomes in order. Today: each run on its own through the engine,
-    spread over ``workers`` forked processes (fedbench.parallel.map_jobs), every dataset built once here first
-    so the workers share it. Names must be unique (they name the records and the MLflow runs)."""
+    """Run every simulation and return their outcomes in order. Simulations of one model that may share a stack
+    (fedbench.engine.simulation.stack_key: the same settings but seed, stragglers and availability, one algorithm
+    class) run as stacked runs, their numbers the same as alone; the stacks are cut to keep ``workers`` forked
+    processes equally busy (fedbench.engine.stacking), every dataset built once here first so the workers share
+    it. Names must be unique (they name the records and the MLflow runs)."""
+    from fedbench.engine.simulation import RunSpec, stack_key
+    from fedbench.engine.stacking import plan_stacks
     from fedbench.parallel import map_jobs
 
     names = [s.name for s in simulations]
     if len(set(names)) != len(names):
         raise ValueError(f"simulation names repeat: {sorted({n for n in names if names.count(n) > 1})}")
-    for sim in simulations:
-        sim.dataset()  # built (and cached) before the workers fork
-    return map_jobs(_run_one, list(simulations), max(1, min(workers, len(simulations))))
+    sims = list(simulations)
+    specs = [RunSpec(sim.config, sim.dataset(), sim.algorithm) for sim in sims]  # datasets built before the fork
+    pieces = plan_stacks(specs, max(1, workers), key=lambda spec, m={id(s): sim.model for s, sim in zip(specs, sims)}:
+                         (m[id(spec)], stack_key(spec)))
+    outcomes = map_jobs(_run_stack, [[sims[i] for i in piece] for piece in pieces], max(1, min(workers, len(pieces))))
+    by_name = {o.name: o for stack in outcomes for o in stack}
+    return [by_name[name] for name in names]
 
 
 def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,

@@ -59,7 +59,7 @@ def test_diverged_runs_go_through_the_dvc_stages_and_the_claims(ws, monkeypatch)
     # rules say (partial work: a diverged run counts as infinite loss; accuracy: read before it diverged)
     params = ws.write_params(lambda raw: raw["train"].update(lr=1000.0, rounds=6))
     assert ws.fedbench("generate").returncode == 0
-    stage = ws.fedbench_script("train", "--dataset", "synthetic_1_1", "--algorithm", "fedavg", "--stragglers", "0.9")
+    stage = ws.fedbench_script("train", "--study", "stragglers")
     assert stage.returncode == 0, stage.stderr[-3000:]
     from fedbench.config import load_config
     from fedbench.pipeline import train

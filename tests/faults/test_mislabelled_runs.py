@@ -26,11 +26,11 @@ def test_clients_per_round_beyond_the_datas_clients(ws):
     assert ws.fedbench("generate", "--set", "data.num_devices=5", "--set", "train.clients_per_round=5").returncode == 0
     proc = ws.fedbench(*RUN, "--set", "data.num_devices=5")  # clients_per_round 10 > 5: refused at load
     assert proc.returncode == 2 and "train.clients_per_round: 10 exceeds data.num_devices (5)" in one_line(proc.stderr)
+    import json
+
     from fedbench.config import load_config
     from fedbench.errors import ConfigError
     from fedbench.runner import dataset_meta
-
-    import json
 
     meta = ws.path / "data/generated/synthetic_1_1/meta.json"
     body = json.loads(meta.read_text())

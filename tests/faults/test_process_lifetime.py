@@ -46,7 +46,9 @@ def test_workers_die_with_their_parent(ws, reaper, sig):
 
 
 def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
-    ws.write_params(lambda raw: raw["train"].update(rounds=300, seeds=[0, 1, 2, 3], workers=2, checkpoint_every=5))
+    # three seeds on two workers: stacks of two runs and of one (fedbench.engine.stacking), so one stack finishes
+    # well before the other
+    ws.write_params(lambda raw: raw["train"].update(rounds=300, seeds=[0, 1, 2], workers=2, checkpoint_every=5))
     assert ws.fedbench("generate").returncode == 0
     ws.create_store()  # logging a run then takes well under the time of a run
     proc = ws.start(*RUN)
@@ -60,11 +62,11 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     logged = {int(r.info.run_name.rsplit("=", 1)[1]) for r in ws.runs() if r.info.status == "FINISHED"}
     cell = ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0"
     done = {int(p.name.split("-")[1]) for p in cell.iterdir() if p.is_dir()}  # no half-written folder either
-    assert logged and logged <= done and done < {0, 1, 2, 3}  # a run that finished as Ctrl-C came may be unlogged
+    assert logged and logged <= done and done < {0, 1, 2}  # a run that finished as Ctrl-C came may be unlogged
     assert list(cell.glob(".seed-*.checkpoint.pt"))  # the unfinished ones resume from their checkpoints
     again = ws.fedbench(*RUN, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stderr.count("(reused)") == len(done)
     runs = ws.runs()  # each seed logged once (an attempt cut short by Ctrl-C is replaced, not duplicated)
-    assert sorted(r.info.run_name[-6:] for r in runs) == [f"seed={s}" for s in range(4)]
+    assert sorted(r.info.run_name[-6:] for r in runs) == [f"seed={s}" for s in range(3)]
     assert all(r.info.status == "FINISHED" for r in runs)

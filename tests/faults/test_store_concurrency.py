@@ -7,7 +7,6 @@ import sqlite3
 from collections import Counter
 
 
-
 def test_processes_on_a_fresh_store(ws):
     args = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg"]
     procs = [ws.start(*args, "--seed", str(seed)) for seed in (1, 1, 2, 2)]

@@ -12,33 +12,39 @@ from fedbench.studies.record import read_simulations
 
 
 def spy_simulate(monkeypatch, study=None) -> list[tuple[Any, Any, Any]]:
-    """Make every study simulation (fedbench.studies.run_simulations -> _simulate) keep (cfg, algorithm, result)
-    of each call. Calls are seen in this process only: run the study with ``workers=1``."""
+    """Make every study simulation (fedbench.studies.run_simulations -> _simulate_stack) keep (cfg, algorithm,
+    result) of each run. Runs are seen in this process only: run the study with ``workers=1``."""
     calls = []
-    real = fedbench.studies._simulate
+    real = fedbench.studies._simulate_stack
 
-    def simulate(cfg, dataset, model, algorithm, *args, **kwargs):
-        result = real(cfg, dataset, model, algorithm, *args, **kwargs)
-        calls.append((cfg, algorithm, result))
-        return result
+    def simulate_stack(model, specs):
+        results = real(model, specs)
+        calls.extend((spec.cfg, spec.algorithm, result) for spec, result in zip(specs, results))
+        return results
 
-    monkeypatch.setattr(fedbench.studies, "_simulate", simulate)
+    monkeypatch.setattr(fedbench.studies, "_simulate_stack", simulate_stack)
     return calls
 
 
 def assert_every_run_recorded(out_dir: Path, calls: list[tuple[Any, Any, Any]]) -> None:
-    """simulations.jsonl holds one record per simulate() call, in call order, with that call's params and result."""
+    """simulations.jsonl holds one record per simulated run (in any order: runs are stacked), each with its run's
+    params and result."""
     records = read_simulations(out_dir)
     assert len(records) == len(calls) > 0
-    for rec, (cfg, algorithm, result) in zip(records, calls):
+
+    def key_of_record(rec):
         p = rec["params"]
-        lr = p.get("lr", p.get("scaffold.lr"))
-        assert (p["rounds"], p["seed"], p["clients_per_round"], lr) == (cfg.rounds, cfg.seed, cfg.clients_per_round,
-                                                                        algorithm.lr)
-        assert rec["param_digest"] == result.param_digest and rec["device"] == result.device
-        assert rec["seconds"] >= 0
+        return p["rounds"], p["seed"], p["clients_per_round"], p.get("lr", p.get("scaffold.lr")), rec["param_digest"]
+
+    left = [(cfg.rounds, cfg.seed, cfg.clients_per_round, algorithm.lr, result.param_digest, result)
+            for cfg, algorithm, result in calls]
+    for rec in records:
+        match = next(i for i, c in enumerate(left) if c[:5] == key_of_record(rec))
+        result = left.pop(match)[5]
+        assert rec["device"] == result.device and rec["seconds"] >= 0
         for values in rec["history"].values():  # per round (engine metrics also have the final evaluation)
             assert len(result.history) - 1 <= len(values) <= len(result.history)
+    assert not left
 
 
 def assert_valid_entries(claims: list[dict[str, Any]]) -> None:
