@@ -13,6 +13,7 @@ costs of the mclr kernel measured on 2 CPU cores (``fedbench bench``); only thei
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ def piece_cost(costs: Sequence[RunCost]) -> float:
 
 
 MAX_PIECES = 4  # a group is cut into at most this many stacks
+EXHAUSTIVE_PLANS = 4096  # up to this many ways of cutting the groups, every way is tried; beyond, a greedy search
 
 
 def plan_stacks(specs: Sequence, workers: int, key=None) -> list[list[int]]:
@@ -57,7 +59,10 @@ def plan_stacks(specs: Sequence, workers: int, key=None) -> list[list[int]]:
     Runs are grouped by ``key`` (default: fedbench.engine.simulation.stack_key; every spec here must use the
     same model). Each group is cut into 1..MAX_PIECES stacks of about equal cost (runs dealt out by cost);
     the cuts chosen are those whose pieces, packed longest first, give the smallest largest load, and among
-    equal loads the fewest pieces. With one worker every group stays whole."""
+    equal loads the fewest pieces. With one worker every group stays whole. Where the ways of cutting exceed
+    EXHAUSTIVE_PLANS (a study of many small groups: the SCAFFOLD quadratics' 66 groups of 3 have 3^66), the
+    cuts grow greedily from every group whole, one cut at a time, the one that lowers that score most, until
+    none does (the plan decides only how busy the workers are; a run's numbers never depend on it)."""
     if key is None:
         from fedbench.engine.simulation import stack_key as key
     groups: dict = {}
@@ -66,13 +71,25 @@ def plan_stacks(specs: Sequence, workers: int, key=None) -> list[list[int]]:
     costs = [run_cost(s) for s in specs]
     groups_list = [sorted(g, key=lambda i: -costs[i].rows) for g in groups.values()]
     workers = max(1, workers)
-    choices = [range(1, min(MAX_PIECES, len(g)) + 1) if workers > 1 else range(1, 2) for g in groups_list]
-    best, best_score = None, None
-    for cuts in itertools.product(*choices):
+    limits = [min(MAX_PIECES, len(g)) if workers > 1 else 1 for g in groups_list]
+
+    def plan(cuts) -> tuple[list[list[int]], tuple[float, int]]:
         pieces = [g[j::n] for g, n in zip(groups_list, cuts) for j in range(n)]
-        score = (max(_pack(pieces, costs, workers)), len(pieces))
-        if best_score is None or score < best_score:
-            best, best_score = pieces, score
+        return pieces, (max(_pack(pieces, costs, workers)), len(pieces))
+
+    if math.prod(limits) <= EXHAUSTIVE_PLANS:
+        best, _ = min((plan(cuts) for cuts in itertools.product(*(range(1, n + 1) for n in limits))),
+                      key=lambda p: p[1])
+    else:
+        cuts = [1] * len(groups_list)
+        best, score = plan(cuts)
+        while True:
+            trials = [(plan(c), c) for c in (cuts[:i] + [cuts[i] + 1] + cuts[i + 1:] for i in range(len(cuts))
+                                             if cuts[i] < limits[i])]
+            better = [(s, c, p) for (p, s), c in trials if s < score]
+            if not better:
+                break
+            score, cuts, best = min(better, key=lambda t: t[0])
     return sorted(best, key=lambda p: -piece_cost([costs[i] for i in p]))
 
 

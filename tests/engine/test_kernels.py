@@ -26,7 +26,7 @@ from fedbench.models import (
     scaffold_mlp,
 )
 from fedbench.models.mean_estimation import mean_estimation
-from fedbench.models.quadratics import diagonal_quadratics
+from fedbench.models.quadratics import diagonal_quadratics, scalar_quadratics
 from fedbench.seeding import torch_generator
 
 CLASSES = 4
@@ -43,6 +43,8 @@ def _inputs(model, n: int, g: torch.Generator, dtype) -> tuple[torch.Tensor, tor
         x = torch.randn(n, 3, 32, 32, generator=g, dtype=dtype)
     elif model.name in GRAY_28:
         x = torch.randn(n, 1, 28, 28, generator=g, dtype=dtype)
+    elif model.name == "scalar_quadratics":
+        x = torch.cat([torch.rand(n, 1, generator=g, dtype=dtype) + 0.5, torch.randn(n, 1, generator=g, dtype=dtype)], 1)
     elif model.name == "diagonal_quadratics":
         d = model.config[0]
         x = torch.cat([torch.rand(n, d, generator=g, dtype=dtype) + 0.5, torch.randn(n, d, generator=g, dtype=dtype)], 1)
@@ -59,6 +61,7 @@ MODELS = {
     "cifar_cnn": cifar_cnn(3, CLASSES),
     "mean_estimation": mean_estimation(3, 0.5),
     "quadratics": diagonal_quadratics(3),
+    "scalar_quadratics": scalar_quadratics(0.5),
     "fedprox_shakespeare_lstm": fedprox_shakespeare_lstm(VOCAB),
     "fedprox_sent140_lstm": fedprox_sent140_lstm(_TABLE),
     "deltafl_emnist_cnn": deltafl_emnist_cnn(CLASSES),
@@ -139,7 +142,7 @@ def test_evaluation_and_full_gradients_equal_the_reference(model_name, kernel_na
     for m in range(4):
         one, one_correct = kernel.per_example(theta[m], x, y)
         torch.testing.assert_close(many[m], one, rtol=0, atol=1e-12)
-        assert torch.equal(many_correct[m], one_correct) or model.loss == "squared"
+        assert torch.equal(many_correct[m], one_correct) or model.loss in ("squared", "value")  # no accuracy (nan)
     grads = kernel.segment_grads(theta, x, y, segment, counts)
     seg_losses = kernel.segment_losses(theta, x, y, segment, counts)
     shared_losses = kernel.segment_losses(theta[0], x, y, segment, counts)
@@ -184,7 +187,9 @@ def test_engine_local_work_equals_the_reference_loop(model_name, kernel_name):
 def test_kernel_choice_per_model_and_device():
     assert choose_kernel(mclr(5, 3), "cpu").name == "mclr"
     assert choose_kernel(cifar_cnn(), "cpu").name == "loop"
-    assert choose_kernel(mean_estimation(2), "cpu").name == "vmap"
+    assert choose_kernel(mean_estimation(2), "cpu").name == "quadratic"
+    assert choose_kernel(scalar_quadratics(1.0), "cuda").name == "quadratic"
+    assert choose_kernel(mean_estimation(2), "cpu", "vmap").name == "vmap"
     assert choose_kernel(mclr(5, 3), "cpu", "vmap").name == "vmap"
     with pytest.raises(ValueError, match="kernel 'mclr' cannot run model cifar_cnn; allowed: auto, vmap, loop"):
         choose_kernel(cifar_cnn(), "cpu", "mclr")

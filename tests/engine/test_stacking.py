@@ -50,3 +50,18 @@ def test_runs_are_grouped_by_what_they_may_share_and_cut_to_balance_workers():
     assert max(_pack(two, costs, 2)) < max(_pack(one, costs, 2))  # cutting balanced the two processes
     assert [piece_cost([costs[i] for i in p]) for p in two] == sorted(
         (piece_cost([costs[i] for i in p]) for p in two), reverse=True)  # costliest first
+
+
+def test_many_groups_are_cut_greedily_in_time():
+    """60 groups of 3 runs (3^60 ways to cut them, as the SCAFFOLD quadratics' 66 groups): the greedy search
+    plans them, every run once, pieces within a group, and no worse than leaving every group whole."""
+    ds = _dataset([40 + i for i in range(20)])
+    specs = [RunSpec(dataclasses.replace(CFG, seed=s, local_epochs=1 + g % 7), ds, FedAvg(lr=0.01 * (g + 1)))
+             for g in range(60) for s in range(3)]
+    pieces = plan_stacks(specs, workers=2)
+    assert sorted(i for p in pieces for i in p) == list(range(180))
+    assert all(len({i // 3 for i in p}) == 1 for p in pieces)  # a piece never mixes two lr values
+    costs = [run_cost(s) for s in specs]
+    whole = [list(range(3 * g, 3 * g + 3)) for g in range(60)]
+    assert max(_pack(pieces, costs, 2)) <= max(_pack(whole, costs, 2))
+    assert len(pieces) < 180  # cut only where it pays, not into single runs
