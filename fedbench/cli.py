@@ -87,6 +87,8 @@ def cmd_show(a: argparse.Namespace) -> None:
             return
         for c in json.loads(path.read_text())["claims"]:
             print(f"{c['verdict']:>15}  {c['id']}\n{'':>17}{c['observed']}")
+            if c.get("command"):  # a not-run real-data entry: the command that fetches its data and runs it
+                print(f"{'':>17}command: {c['command']}  (projected {c['cost']['hours']:g} h, {c['cost']['device']})")
         return
     from fedbench import tracking
 
@@ -141,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  fedbench run --dataset synthetic_1_1 --algorithm fedprox_mu1 --stragglers 0.9 --seed 0\n"
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
-               "  fedbench show --claims          # verdicts of reports/claims.json\n"
+               "  fedbench show --claims          # verdicts of reports/claims.json (and the commands of not-run ones)\n"
+               "  fedbench paper list             # the paper profile's studies and their projected cost\n"
                "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
                "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n"
                "  fedbench data show mnist5k_fedprox   # a real dataset's statistics (fetch, prepare: see `fedbench data -h`)\n",
@@ -191,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("data", help="real datasets: fetch, prepare, show (see `fedbench data --help`)", add_help=False)
     d.add_argument("data_args", nargs=argparse.REMAINDER)
 
+    sub.add_parser("paper", help="the paper profile: real-data studies, their cost, running one (see `fedbench paper --help`)",
+                   add_help=False).add_argument("paper_args", nargs=argparse.REMAINDER)
+
     b = sub.add_parser("bench", help="measure simulator throughput (see `fedbench bench --help`)", add_help=False)
     b.add_argument("bench_args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
@@ -203,6 +209,10 @@ def main(argv: list[str] | None = None) -> None:
         from fedbench.data.cli import main as data_main
 
         sys.exit(data_main(argv[1:]))
+    if argv[:1] == ["paper"]:  # the paper profile's studies (fedbench.report.paper_run)
+        from fedbench.report.paper_run import main as paper_main
+
+        sys.exit(paper_main(argv[1:]))
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's own parser
         from fedbench.bench.cli import main as bench_main
 

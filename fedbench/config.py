@@ -73,6 +73,11 @@ class StudyConfig:
     datasets: tuple[str, ...]
     algorithms: tuple[str, ...]
     stragglers: tuple[float, ...]
+    # the study's own train settings (STUDY_TRAIN_KEYS) over the train section, e.g. the paper's rate for its data
+    train: dict[str, Any] = field(default_factory=dict)
+
+
+STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every")
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,14 @@ class Config:
     algorithms: dict[str, AlgorithmConfig]
     studies: dict[str, StudyConfig]
     claim_studies: tuple[str, ...] = ()  # small studies in fedbench/studies/, each turning paper statements into claims
+
+    def train_for(self, dataset: str) -> TrainConfig:
+        """The train settings of ``dataset``'s runs: the train section with the overrides of the study that lists
+        it (parse_config checks that every study listing a dataset gives it the same settings)."""
+        for study in self.studies.values():
+            if dataset in study.datasets and study.train:
+                return dataclasses.replace(self.train, **study.train)
+        return self.train
 
 
 def _suggest(key: str, allowed: list[str]) -> str:
@@ -198,7 +211,7 @@ def parse_config(raw: Any) -> Config:
         raise ConfigError(f"data.num_devices: must be >= 1, got {data.num_devices}")
     if not 0.0 < data.train_fraction < 1.0:
         raise ConfigError(f"data.train_fraction: must be in (0, 1), got {data.train_fraction}")
-    _one_of(train.model, ["mclr"], "train.model")
+    _one_of(train.model, available_models(), "train.model")
     _one_of(train.sampling, list(SAMPLING_SCHEMES), "train.sampling")
     _one_of(train.straggler_epochs, list(STRAGGLER_EPOCHS), "train.straggler_epochs")
     for key in ("rounds", "clients_per_round", "local_epochs", "batch_size", "workers", "eval_every",
@@ -233,18 +246,29 @@ def parse_config(raw: Any) -> Config:
     if not isinstance(raw_studies, dict):
         raise ConfigError("studies: expected a mapping of study name -> {datasets, algorithms, stragglers}")
     studies = {}
+    train_of: dict[str, tuple[str, dict[str, Any]]] = {}  # dataset -> (first study listing it, its overrides)
     for name, body in raw_studies.items():
-        study = _build(StudyConfig, body, f"studies.{name}")
+        overrides = _study_train(body, train, raw.get("train"), f"studies.{name}")
+        study = _build(StudyConfig, {k: v for k, v in body.items() if k != "train"} if isinstance(body, dict) else body,
+                       f"studies.{name}")
+        study = dataclasses.replace(study, train=overrides)
+        study_train = dataclasses.replace(train, **overrides)
+        for ds in study.datasets:
+            first, given = train_of.setdefault(ds, (name, overrides))
+            if given != overrides:
+                raise ConfigError(f"studies.{name}.train: {ds} is also in studies.{first}, with other train settings "
+                                  f"({given or 'none'} vs {overrides or 'none'}); a dataset's runs have one set of "
+                                  "train settings: give both studies the same, or list the dataset once")
         for ds in study.datasets:
             _one_of(ds, list(data.datasets) + list(data.real), f"studies.{name}.datasets")
             clients = known_num_clients(ds, data.variants.get(ds)) if ds in data.real else None
-            if clients is not None and train.clients_per_round > clients:
-                raise ConfigError(f"train.clients_per_round: {train.clients_per_round} exceeds the {clients} clients "
+            if clients is not None and study_train.clients_per_round > clients:
+                raise ConfigError(f"train.clients_per_round: {study_train.clients_per_round} exceeds the {clients} clients "
                                   f"of {ds} (studies.{name}); allowed: 1..{clients}")
         for algo in study.algorithms:
             _one_of(algo, list(algorithms), f"studies.{name}.algorithms")
         for f, written in zip(study.stragglers, (body or {}).get("stragglers", [])):
-            check_stragglers(train, f, f"studies.{name}.stragglers")
+            check_stragglers(study_train, f, f"studies.{name}.stragglers")
             if not isinstance(written, float):
                 raise ConfigError(f"studies.{name}.stragglers: write {written!r} as {float(written)!r} (DVC names "
                                   "each run folder after the value as written)")
@@ -257,6 +281,38 @@ def parse_config(raw: Any) -> Config:
         for name in claim_studies:
             _one_of(name, available, "claim_studies")
     return Config(data=data, train=train, algorithms=algorithms, studies=studies, claim_studies=claim_studies)
+
+
+def _study_train(body: Any, train: TrainConfig, raw_train: Any, where: str) -> dict[str, Any]:
+    """A study's ``train`` overrides (STUDY_TRAIN_KEYS), checked as the train section is: only keys that differ
+    from the train section are kept, so a study that repeats the section's value changes no run."""
+    given = body.get("train") if isinstance(body, dict) else None
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise ConfigError(f"{where}.train: expected a mapping of train keys ({', '.join(STUDY_TRAIN_KEYS)})")
+    for key in given:
+        if key not in STUDY_TRAIN_KEYS:
+            raise ConfigError(f"{where}.train.{key}: not a per-study key{_suggest(key, list(STUDY_TRAIN_KEYS))}; "
+                              f"allowed: {', '.join(STUDY_TRAIN_KEYS)}")
+    merged = _build(TrainConfig, {**(raw_train or {}), **given}, f"{where}.train")
+    _one_of(merged.model, available_models(), f"{where}.train.model")
+    for key in ("rounds", "local_epochs", "batch_size", "clients_per_round", "eval_every"):
+        if getattr(merged, key) < 1:
+            raise ConfigError(f"{where}.train.{key}: must be >= 1, got {getattr(merged, key)}")
+    if merged.lr <= 0:
+        raise ConfigError(f"{where}.train.lr: must be > 0, got {merged.lr}")
+    return {k: getattr(merged, k) for k in given if getattr(merged, k) != getattr(train, k)}
+
+
+def available_models() -> list[str]:
+    """The model names of fedbench.models.build_model (the keys of its BUILDERS), read from source so that
+    loading the config imports no torch."""
+    source = (Path(__file__).resolve().parent / "models" / "__init__.py").read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BUILDERS" for t in node.targets):
+            return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    raise RuntimeError("fedbench/models/__init__.py defines no BUILDERS")  # pragma: no cover
 
 
 def available_claim_studies() -> list[str]:

@@ -121,7 +121,7 @@ def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: P
     """``keys`` grouped into the stacks that will run them, costliest first; runs already finished (same
     fingerprint) form stacks of their own that only read them back."""
     from fedbench.algorithms import build_algorithm
-    from fedbench.engine.simulation import RunSpec, SimulationConfig
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, stack_key
     from fedbench.engine.stacking import plan_stacks
     from fedbench.runner import _load_dataset, _plan, load_run
 
@@ -136,14 +136,14 @@ def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: P
     if not todo:
         return [reused] if reused else []
     datasets = {ds: _load_dataset(dataset_dir(data_root, ds), ds) for ds in dict.fromkeys(k.dataset for k in todo)}
-    t = cfg.train
     specs = [RunSpec(SimulationConfig(rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
                                       batch_size=t.batch_size, straggler_fraction=k.stragglers, sampling=t.sampling,
                                       straggler_epochs=t.straggler_epochs, seed=k.seed, device=t.device),
                      datasets[k.dataset], build_algorithm(cfg.algorithms[k.variant].name, t.lr,
                                                           **cfg.algorithms[k.variant].hyper))
-             for k in todo]
-    pieces = [[todo[i] for i in piece] for piece in plan_stacks(specs, workers)]
+             for k in todo for t in [cfg.train_for(k.dataset)]]  # each dataset's study settings
+    model_of = {id(s): cfg.train_for(k.dataset).model for s, k in zip(specs, todo)}
+    pieces = [[todo[i] for i in piece] for piece in plan_stacks(specs, workers, key=lambda s: (model_of[id(s)], stack_key(s)))]
     return pieces + ([reused] if reused else [])
 
 

@@ -46,7 +46,7 @@ def run_folder(root: str | Path, dataset: str, variant: str, stragglers: float, 
 def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
     """Every setting that determines a run's numbers, flat, as logged to MLflow."""
     algo = cfg.algorithms[variant]
-    t = cfg.train
+    t = cfg.train_for(dataset)  # the train section with the overrides of the study listing the dataset
     return {
         "dataset": dataset, "algorithm": algo.name, "variant": variant, **{f"algo.{k}": v for k, v in algo.hyper.items()},
         "straggler_fraction": stragglers, "seed": seed, "model": t.model, "rounds": t.rounds,
@@ -90,8 +90,8 @@ def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -
                         f"data was not made with; run with the data's settings, or regenerate it: fedbench "
                         f"generate {dataset} " + " ".join(f"--set data.{k}={wanted[k]}" for k in differ))
     clients = int(meta.get("num_clients", len(meta.get("client_ids", []))))
-    if cfg.train.clients_per_round > clients:
-        raise ConfigError(f"train.clients_per_round: {cfg.train.clients_per_round} exceeds the {clients} clients of "
+    if cfg.train_for(dataset).clients_per_round > clients:
+        raise ConfigError(f"train.clients_per_round: {cfg.train_for(dataset).clients_per_round} exceeds the {clients} clients of "
                           f"{folder}; allowed: 1..{clients}")
     return meta
 
@@ -206,8 +206,8 @@ def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int
         if p.key.dataset not in datasets:
             datasets[p.key.dataset] = _load_dataset(p.data_dir, p.key.dataset)
     first = datasets[planned[0].key.dataset]
-    model = build_model(cfg.train.model, first.feature_shape, first.num_classes)
-    t = cfg.train
+    t = cfg.train_for(planned[0].key.dataset)  # one stack: one model and one set of train settings
+    model = build_model(t.model, first.feature_shape, first.num_classes, _embedding(first))
     bar = _Progress(planned[0].key.desc if len(planned) == 1 else f"{len(planned)} runs stacked",
                     t.rounds * len(planned), position) if progress else None
     specs = []
@@ -229,6 +229,19 @@ def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int
         if bar:
             bar.close()
     return [_write_result(p, datasets[p.key.dataset], result) for p, result in zip(planned, results)]
+
+
+def _embedding(ds):
+    """The frozen word table a token dataset refers to (its ``input.embedding`` folder, as the partition stage
+    recorded it), as a tensor; None for other inputs."""
+    ref = ds.input.embedding
+    if ref is None:
+        return None
+    import torch
+
+    from fedbench.data.datasets.glove import load_embedding
+
+    return torch.from_numpy(load_embedding(Path(ref.folder))[1])
 
 
 def _write_result(p: _Planned, ds, result) -> dict[str, Any]:

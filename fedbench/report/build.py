@@ -24,10 +24,11 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
-from fedbench.report import figures
+from fedbench.report import figures, real_claims
 from fedbench.report.claims import STUDY as MAIN_STUDY
 from fedbench.report.claims import evaluate_claims
 from fedbench.report.papers import PAPERS
+from fedbench.report.real_claims import STUDY as REAL_STUDY
 from fedbench.report.runs import load_runs
 from fedbench.report.stats import fmt_effect, fmt_number
 from fedbench.studies import CLAIM_KEYS, FIDELITIES, STUDIES_ROOT, VERDICTS, plain
@@ -61,7 +62,9 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
-    claims = [c | {"study": MAIN_STUDY} for c in evaluate_claims(cfg, hist, summ)] + study_claims(cfg, studies_root)
+    claims = ([c | {"study": MAIN_STUDY} for c in evaluate_claims(cfg, hist, summ)]
+              + [c | {"study": REAL_STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root))]
+              + study_claims(cfg, studies_root))
     with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")

@@ -44,34 +44,51 @@ PAPERS = (
         ("fedprox/synthetic-iid/feddane-similar-to-fedprox", "FedDane similar to FedProx on IID data"),
         ("fedprox/synthetic/feddane-poor-on-non-iid", "FedDane poor on non-IID data"),
         ("fedprox/synthetic/feddane-more-devices-still-worse", "FedDane still worse with c = 30"),
-        (None, "the same comparisons on MNIST, FEMNIST, Shakespeare and Sent140 (real data not wired yet)"),
+        ("fedprox/five-datasets/mean-accuracy-gain", "+22 points on average over the five datasets at 90% stragglers"),
+        (("fedprox/mnist/stragglers-90/accuracy-gain", "fedprox/mnist5k/stragglers-90/accuracy-gain"),
+         "MNIST: FedProx's accuracy gain at 90% stragglers (Figure 7)"),
+        (("fedprox/mnist/dissimilarity-lower-with-mu", "fedprox/mnist5k/dissimilarity-lower-with-mu"),
+         "MNIST: mu > 0 lowers the dissimilarity (Figure 8)"),
+        ("fedprox/femnist/stragglers-90/accuracy-gain", "FEMNIST: accuracy gain at 90% stragglers"),
+        ("fedprox/femnist/dissimilarity-lower-with-mu", "FEMNIST: mu > 0 lowers the dissimilarity"),
+        (("fedprox/shakespeare/stragglers-90/accuracy-gain", "fedprox/shakespeare-plays/stragglers-90/accuracy-gain"),
+         "Shakespeare: accuracy gain at 90% stragglers"),
+        (("fedprox/shakespeare/dissimilarity-lower-with-mu", "fedprox/shakespeare-plays/dissimilarity-lower-with-mu"),
+         "Shakespeare: mu > 0 lowers the dissimilarity"),
+        ("fedprox/sent140/stragglers-90/accuracy-gain", "Sent140: accuracy gain at 90% stragglers"),
+        ("fedprox/sent140/dissimilarity-lower-with-mu", "Sent140: mu > 0 lowers the dissimilarity"),
     )),
     Paper("SCAFFOLD", SCAFFOLD_PAPER, (
         ("scaffold/quadratics/unaffected-by-heterogeneity", "SCAFFOLD unaffected by G, FedAvg degrades"),
         ("scaffold/quadratics/local-steps-help", "more local steps help SCAFFOLD (2x, 4x)"),
-        (None, ("EMNIST logistic regression: rounds to 0.5 accuracy by epochs and similarity (Table 3) and by "
-               "sampling (Table 4); 2-layer network accuracy (Table 5) (EMNIST not wired yet)")),
+        ("scaffold/emnist/rounds-to-0.5", "EMNIST: rounds to 0.5 accuracy by epochs and similarity (Table 3)"),
+        ("scaffold/emnist/sampling", "EMNIST: rounds to 0.45 accuracy by clients sampled (Table 4)"),
+        ("scaffold/emnist/two-layer-accuracy", "EMNIST: 2-layer network accuracy after 1k rounds (Table 5)"),
     )),
     Paper("Mime", MIME_PAPER, (
         ("mime/synthetic-1-1/momentum-helps", "Mime and MimeLite beat FedAvg with momentum"),
         ("mime/synthetic-1-1/beats-server-only", "Mime and MimeLite beat the server-only baseline"),
         ("mime/synthetic-1-1/better-use-of-momentum", "Mime makes better use of momentum than FedAvg"),
-        (None, "the same with Adam, on EMNIST62 and CIFAR100 (not wired yet)"),
+        ("mime/emnist62/ordering", "Figure 3's ordering on EMNIST62 (and CIFAR100, Adam: no entry)"),
     )),
     Paper("FedProxVR", FEDPROXVR_PAPER, (
         ("fedproxvr/synthetic/matches-or-beats-fedavg", "SVRG and SARAH at least FedAvg's accuracy (convex task)"),
-        (None, "the non-convex task (Table 2; its model is not stated)"),
+        ("fedproxvr/mnist/non-convex-accuracy", "the non-convex task (Table 2; its data and model are not stated)"),
     )),
     Paper("Delta-FL", DELTA_FL_PAPER, (
         ("delta-fl/gaussian-triangle/longest-side-midpoint", "the Gaussian-triangle illustration"),
-        (None, ("lower 90th-percentile test error than FedAvg on EMNIST, Sent140, Shakespeare (Tables 2-3; real "
-               "data not wired yet)")),
+        ("delta-fl/real/p90-error", "lower 90th-percentile test error than FedAvg on EMNIST, Sent140, Shakespeare "
+                                    "(Table 2)"),
+        ("delta-fl/real/mean-error-on-par", "mean test error on par with FedAvg (Table 3)"),
     )),
     Paper("FedLaAvg", FEDLAAVG_PAPER, (
         ("fedlaavg/example-1/fedavg-bias", "FedAvg's bias in Example 1 (Theorem 1)"),
         ("fedlaavg/example-1/fedlaavg-converges", "FedLaAvg converges on Example 1 (Theorem 2)"),
         (("fedlaavg/cifar10/ica-gain", "fedlaavg/synthetic/diurnal-gain"),
          "+4.23 points on CIFAR-10 under intermittent availability (Table 2)"),
+        ("fedlaavg/cifar10/fca-gain", "+5.45 points under full availability; near sequential SGD (Table 2)"),
+        ("fedlaavg/cifar10/sublinear-speedup", "rounds to 55% fall with N: the sublinear speedup (Table 3, Figure 3)"),
+        ("fedlaavg/cifar10/fedavg-oscillates", "FedAvg oscillates with the availability period (Figure 2)"),
     )),
 )
 

@@ -45,8 +45,8 @@ def test_summary_rows_read_at_a_glance(claims):
 def test_papers_coverage_and_anchors(claims):
     md = claims_markdown(claims, pd.DataFrame())
     assert md.index("## FedProx") < md.index("## Sensitivity") < md.index("## Details")
-    assert "Coverage: 6 of 13 headline claims checked (6 reduced-scale); not checked: partial work still helps" in md
-    assert "Coverage: 0 of 3 headline claims checked; not checked:" in md  # SCAFFOLD: its study did not run here
+    assert "Coverage: 6 of 21 headline claims checked (6 reduced-scale); not checked: partial work still helps" in md
+    assert "Coverage: 0 of 5 headline claims checked; not checked:" in md  # SCAFFOLD: its study did not run here
     for c in claims:
         assert f'<a id="{anchor(c["id"])}"></a>' in md and f"](#{anchor(c['id'])})" in md
     assert anchor("fedprox/synthetic-1-1/partial-work") == "fedprox-synthetic-1-1-partial-work"

