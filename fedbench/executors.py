@@ -158,18 +158,27 @@ class RayExecutor:
             self._ray.shutdown()
         self._ray, self._started = None, False
 
+    def _resources(self) -> tuple[float, float]:
+        """The cluster's CPUs and GPUs; for a local Ray not started yet, what it will have (without starting it:
+        a stage whose runs are all finished starts none)."""
+        ray = sys.modules.get("ray")
+        if self._ray is None and not os.environ.get("RAY_ADDRESS") and not (ray and ray.is_initialized()):
+            import torch
+
+            return float(self.workers), float(torch.cuda.device_count())
+        res = self.connect().cluster_resources()
+        return res.get("CPU", 1.0), res.get("GPU", 0.0)
+
     def uses_gpu(self, device: str) -> bool:
         """Whether a unit on ``device`` trains on a GPU: cuda/cuda:N, or auto on a cluster that has GPUs."""
-        if device.startswith("cuda"):
-            return True
-        return device == "auto" and self.connect().cluster_resources().get("GPU", 0) > 0
+        return device.startswith("cuda") or (device == "auto" and self._resources()[1] > 0)
 
     def slots(self, device: str) -> int:
         """How many units the cluster runs at once: its CPUs, and on GPUs at most GPUs / gpu_fraction."""
-        res = self.connect().cluster_resources()
-        n = int(res.get("CPU", 1))
+        cpus, gpus = self._resources()
+        n = int(cpus)
         if self.uses_gpu(device):
-            n = min(n, int(res.get("GPU", 0) / self.gpu_fraction + 1e-9))
+            n = min(n, int(gpus / self.gpu_fraction + 1e-9))
         return max(1, n)
 
     def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], device: str = "cpu",

@@ -104,7 +104,7 @@ def _train_on(executor, cfg: Config, keys: list[RunKey], data_root: Path, runs_r
               track: dict[RunKey, str] | None, progress: bool) -> list[dict[str, Any]]:
     """train_runs on ``executor`` (fedbench.executors), open for this stage."""
     workers = executor.slots(cfg.train.device)  # local: train.workers, 1 on a GPU (in turn); ray: the cluster's
-    pieces = plan_runs(cfg, keys, data_root, runs_root, workers)
+    pieces, reused = plan_runs(cfg, keys, data_root, runs_root, workers)
     if track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
         from fedbench.track import track_cell
 
@@ -118,16 +118,20 @@ def _train_on(executor, cfg: Config, keys: list[RunKey], data_root: Path, runs_r
             if track:
                 track_cell(track[key], key.dataset, key.variant, key.stragglers, [s], runs_root)
 
+    if reused:  # read back here (under their locks): nothing to compute, no worker or cluster needed
+        finished(run_stack(cfg, data_root, runs_root, reused, progress=False))
     jobs = [(cfg, data_root, runs_root, piece, progress and executor.worker_progress, i % max(1, workers))
             for i, piece in enumerate(pieces)]
-    executor.map(_stack_star, jobs, cfg.train.device, each=finished, progress=progress,
-                 names=[", ".join(k.desc for k in piece) for piece in pieces])
+    if jobs:
+        executor.map(_stack_star, jobs, cfg.train.device, each=finished, progress=progress,
+                     names=[", ".join(k.desc for k in piece) for piece in pieces])
     return [done[k] for k in keys]
 
 
-def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path, workers: int) -> list[list[RunKey]]:
-    """``keys`` grouped into the stacks that will run them, costliest first; runs already finished (same
-    fingerprint) form stacks of their own that only read them back."""
+def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path,
+              workers: int) -> tuple[list[list[RunKey]], list[RunKey]]:
+    """The runs of ``keys`` still to compute grouped into the stacks that will run them, costliest first, and
+    the runs already finished (same fingerprint), which are only read back."""
     from fedbench.algorithms import build_algorithm
     from fedbench.engine.simulation import RunSpec, SimulationConfig
     from fedbench.engine.stacking import plan_stacks
@@ -142,7 +146,7 @@ def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: P
             finished = False
         (reused if finished else todo).append(k)
     if not todo:
-        return [reused] if reused else []
+        return [], reused
     datasets = {ds: _load_dataset(dataset_dir(data_root, ds), ds) for ds in dict.fromkeys(k.dataset for k in todo)}
     t = cfg.train
     specs = [RunSpec(SimulationConfig(rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
@@ -151,8 +155,7 @@ def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: P
                      datasets[k.dataset], build_algorithm(cfg.algorithms[k.variant].name, t.lr,
                                                           **cfg.algorithms[k.variant].hyper))
              for k in todo]
-    pieces = [[todo[i] for i in piece] for piece in plan_stacks(specs, workers)]
-    return pieces + ([reused] if reused else [])
+    return [[todo[i] for i in piece] for piece in plan_stacks(specs, workers)], reused
 
 
 def _key(summary: dict[str, Any]) -> RunKey:

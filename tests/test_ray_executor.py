@@ -96,6 +96,8 @@ def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, worksp
         b = run_folder(root / "runs-ray", k.dataset, k.variant, k.stragglers, k.seed)
         assert _files(a) == _files(b), k.desc
     assert "2 of 2 units done" in capfd.readouterr().err  # two stacks for the cluster's 2 CPUs
+    again = train_runs(cfg, keys, root / "data", root / "runs-ray", progress=False)  # finished: read back here
+    assert all(s["reused"] for s in again) and "units done" not in capfd.readouterr().err
     # and the committed regression reference holds for them (the key numbers of fedbench.regression)
     values = {}
     for k, s in on_ray.items():

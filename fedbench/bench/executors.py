@@ -51,7 +51,7 @@ def measure_executors(workers: int = 2, repeats: int = 1, log=print) -> dict[str
             done = train_runs(cfg[kind], keys, tmp / "data", tmp / name, progress=False)
             return time.perf_counter() - t0, done
 
-        units = len(plan_runs(cfg["local"], keys, tmp / "data", tmp / "none", workers))  # the stacks of either
+        units = len(plan_runs(cfg["local"], keys, tmp / "data", tmp / "none", workers)[0])  # the stacks of either
         local = [stage("local", f"local-{i}") for i in range(repeats)]
         t0 = time.perf_counter()
         with open_executor(ExecutorSettings("local"), workers) as ex:
