@@ -60,6 +60,8 @@ class TrainConfig:
     workers: int = 2  # seeds run in parallel processes
     eval_every: int = 1  # dissimilarity every this many rounds (loss and accuracy every round)
     checkpoint_every: int = 10  # rounds between resumable checkpoints
+    executor: str = "local"  # where the units run: local (worker processes) | ray (fedbench.executors)
+    gpu_fraction: float = 0.25  # ray: the share of one GPU a unit asks for when it trains on a GPU
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,20 @@ def check_stragglers(train: TrainConfig, fraction: float, where: str) -> None:
                           "local_epochs >= 2, straggler_epochs: paper, or no stragglers")
 
 
+def _check_executor(train: TrainConfig) -> None:
+    """train.executor and train.gpu_fraction (neither is in a run's fingerprint: they change no number)."""
+    import importlib.util
+
+    from fedbench.executors import EXECUTORS
+
+    _one_of(train.executor, EXECUTORS, "train.executor")
+    if train.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError("train.executor: 'ray' needs Ray, which is not installed here (pip install "
+                          "'fedbench[ray]'); allowed without it: local")
+    if not 0.0 < train.gpu_fraction <= 1.0:
+        raise ConfigError(f"train.gpu_fraction: must be in (0, 1], got {train.gpu_fraction}")
+
+
 TOP_KEYS = ["data", "train", "algorithms", "studies", "claim_studies"]
 REAL_DATA_KEYS = ("sources", "real", "variants", "prepare")
 
@@ -218,6 +234,7 @@ def parse_config(raw: Any) -> Config:
                 "checkpoint_every"):
         if getattr(train, key) < 1:
             raise ConfigError(f"train.{key}: must be >= 1, got {getattr(train, key)}")
+    _check_executor(train)
     if train.lr <= 0:
         raise ConfigError(f"train.lr: must be > 0, got {train.lr}")
     if train.clients_per_round > data.num_devices:

@@ -53,7 +53,7 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM) -> None:
         os._exit(128 + sig)
 
 
-def _one_torch_thread() -> None:
+def one_torch_thread() -> None:
     import torch
 
     torch.set_num_threads(1)  # the processes are the parallelism; one thread each keeps them from competing
@@ -72,7 +72,7 @@ def _init_worker(parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
     signal.signal(signal.SIGTERM, _worker_sigterm)
     die_with_parent(parent_pid)
-    _one_torch_thread()
+    one_torch_thread()
 
 
 def _run_in_worker(fn: Callable[[Job], Result], job: Job) -> Result:
@@ -100,7 +100,7 @@ def map_jobs(fn: Callable[[Job], Result], jobs: Iterable[Job], workers: int,
     """
     jobs = list(jobs)
     if workers <= 1:
-        _one_torch_thread()
+        one_torch_thread()
         results = []
         for job in jobs:
             results.append(fn(job))

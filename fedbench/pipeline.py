@@ -14,7 +14,7 @@ from fedbench.data.registry import dataset_dir
 from fedbench.errors import DataError
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.locking import file_lock
-from fedbench.parallel import map_jobs
+from fedbench.executors import ExecutorSettings, open_executor
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, dataset_meta, run_stack
 
 __all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
@@ -88,17 +88,23 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
                track: dict[RunKey, str] | None = None, progress: bool = True) -> list[dict[str, Any]]:
     """Run (or reuse) ``keys``: the runs not finished yet are grouped into stacks (fedbench.engine.stacking: runs
     of one algorithm class, one model and the same settings but seed and stragglers, cut to keep
-    ``train.workers`` processes equally busy) and the stacks run in parallel processes. Returns the summaries in
-    the order of ``keys``. With ``track`` (run -> study), each run is logged to MLflow once its stack finishes."""
-    from fedbench.engine.simulation import resolve_device
-
+    ``train.workers`` processes equally busy) and the stacks run in parallel processes (or as Ray tasks:
+    ``train.executor``, fedbench.executors). Returns the summaries in the order of ``keys``. With ``track``
+    (run -> study), each run is logged to MLflow, here, once its stack finishes."""
     keys = list(dict.fromkeys(keys))
     for k in keys:
         check_cell(cfg, k.variant, k.stragglers)
     for ds in dict.fromkeys(k.dataset for k in keys):
         dataset_meta(cfg, ds, data_root)  # data made with these settings, or one line saying how to remake it
-    workers = 1 if resolve_device(cfg.train.device).type == "cuda" else cfg.train.workers  # one GPU: in turn
-    pieces = plan_runs(cfg, keys, data_root, runs_root, workers)
+    with open_executor(ExecutorSettings.of(cfg.train), cfg.train.workers) as executor:
+        return _train_on(executor, cfg, keys, data_root, runs_root, track, progress)
+
+
+def _train_on(executor, cfg: Config, keys: list[RunKey], data_root: Path, runs_root: Path,
+              track: dict[RunKey, str] | None, progress: bool) -> list[dict[str, Any]]:
+    """train_runs on ``executor`` (fedbench.executors), open for this stage."""
+    workers = executor.slots(cfg.train.device)  # local: train.workers, 1 on a GPU (in turn); ray: the cluster's
+    pieces, reused = plan_runs(cfg, keys, data_root, runs_root, workers)
     if track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
         from fedbench.track import track_cell
 
@@ -112,14 +118,20 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
             if track:
                 track_cell(track[key], key.dataset, key.variant, key.stragglers, [s], runs_root)
 
-    jobs = [(cfg, data_root, runs_root, piece, progress, i % max(1, workers)) for i, piece in enumerate(pieces)]
-    map_jobs(_stack_star, jobs, min(workers, max(1, len(jobs))), each=finished)  # forked workers on the CPU
+    if reused:  # read back here (under their locks): nothing to compute, no worker or cluster needed
+        finished(run_stack(cfg, data_root, runs_root, reused, progress=False))
+    jobs = [(cfg, data_root, runs_root, piece, progress and executor.worker_progress, i % max(1, workers))
+            for i, piece in enumerate(pieces)]
+    if jobs:
+        executor.map(_stack_star, jobs, cfg.train.device, each=finished, progress=progress,
+                     names=[", ".join(k.desc for k in piece) for piece in pieces])
     return [done[k] for k in keys]
 
 
-def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path, workers: int) -> list[list[RunKey]]:
-    """``keys`` grouped into the stacks that will run them, costliest first; runs already finished (same
-    fingerprint) form stacks of their own that only read them back."""
+def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path,
+              workers: int) -> tuple[list[list[RunKey]], list[RunKey]]:
+    """The runs of ``keys`` still to compute grouped into the stacks that will run them, costliest first, and
+    the runs already finished (same fingerprint), which are only read back."""
     from fedbench.algorithms import build_algorithm
     from fedbench.engine.simulation import RunSpec, SimulationConfig, stack_key
     from fedbench.engine.stacking import plan_stacks
@@ -134,7 +146,7 @@ def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: P
             finished = False
         (reused if finished else todo).append(k)
     if not todo:
-        return [reused] if reused else []
+        return [], reused
     datasets = {ds: _load_dataset(dataset_dir(data_root, ds), ds) for ds in dict.fromkeys(k.dataset for k in todo)}
     specs = [RunSpec(SimulationConfig(rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
                                       batch_size=t.batch_size, straggler_fraction=k.stragglers, sampling=t.sampling,
@@ -143,8 +155,8 @@ def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: P
                                                           **cfg.algorithms[k.variant].hyper))
              for k in todo for t in [cfg.train_for(k.dataset)]]  # each dataset's study settings
     model_of = {id(s): cfg.train_for(k.dataset).model for s, k in zip(specs, todo)}
-    pieces = [[todo[i] for i in piece] for piece in plan_stacks(specs, workers, key=lambda s: (model_of[id(s)], stack_key(s)))]
-    return pieces + ([reused] if reused else [])
+    pieces = plan_stacks(specs, workers, key=lambda s: (model_of[id(s)], stack_key(s)))
+    return [[todo[i] for i in piece] for piece in pieces], reused
 
 
 def _key(summary: dict[str, Any]) -> RunKey:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fedbench.cli import run_guarded
 from fedbench.config import ConfigError, load_config
+from fedbench.executors import ExecutorSettings
 from fedbench.studies import STUDIES_ROOT, WORKERS, run_claim_study
 
 
@@ -24,7 +25,8 @@ def main() -> None:
     if a.workers < 1:
         raise ConfigError(f"--workers: must be >= 1, got {a.workers}")
     try:
-        run_claim_study(a.study, Path(a.root), workers=a.workers, budget=a.budget)
+        run_claim_study(a.study, Path(a.root), workers=a.workers, budget=a.budget,
+                        executor=ExecutorSettings.of(cfg.train))  # train.executor: where the stacks run
     except ValueError as exc:
         if "has no budget" in str(exc):
             raise ConfigError(f"--budget: {exc}") from None

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "fedbench.bench/2"
-PARTS = ("throughput", "workload")
+PARTS = ("throughput", "workload", "executors")
+DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install 'fedbench[ray]')
 
 DESCRIPTION = """\
 How fast the simulator trains, measured on this machine (figures are per core with the default --threads 1).
@@ -25,6 +26,9 @@ workload (issue 10)   FedProx's synthetic study at the paper's settings (30 devi
                       seeds 0-4) for R = 1, 15 and all runs: stacked (simulate_stack), one by one (simulate),
                       a plain numpy per-client loop, and the arithmetic floor; each run's first rounds are timed
                       and projected to 200 rounds. With CUDA, also a CNN study (10 clients per round).
+executors (issue 13)  not by default: the regression's quick profile through the train stage on the local
+                      process pool and as Ray tasks on a local Ray of as many CPUs, side by side: Ray's
+                      start-up, seconds per unit (a stack of runs) and their ratio, no-op dispatch per unit.
 
 Nothing is asserted: targets are printed as met or not. Timings on a machine shared with other jobs are not
 publishable; the README written by --report states the load average at the start."""
@@ -34,6 +38,7 @@ examples:
   fedbench bench --quick                          # both parts, short measurements (about 1 min on 2 cores)
   fedbench bench --quick --parts throughput --models mclr --cohorts 10,100
   fedbench bench --quick --json out/bench.json    # the figures as JSON
+  fedbench bench --quick --parts executors        # ray vs local executor overhead (needs fedbench[ray])
   fedbench bench --report                         # full run (about 10 min on CPU); writes reports/bench/
   fedbench bench --device cuda --threads 0 --report   # on a GPU; writes reports/bench-gpu/
 """
@@ -49,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", nargs="?", const="", metavar="DIR",
                    help="write README.md (tables), bench.json and figures to DIR (default reports/bench, or "
                         "reports/bench-gpu on CUDA)")
-    p.add_argument("--parts", default=",".join(PARTS), metavar="NAME,...",
-                   help=f"which measurements: {', '.join(PARTS)} (default both)")
+    p.add_argument("--parts", default=",".join(DEFAULT_PARTS), metavar="NAME,...",
+                   help=f"which measurements: {', '.join(PARTS)} (default {','.join(DEFAULT_PARTS)})")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (cuda if available; default)")
     p.add_argument("--models", metavar="NAME,...",
                    help="throughput: models to measure, of mclr, leaf_femnist_cnn, cifar_cnn, fedprox_shakespeare_lstm, "
@@ -177,6 +182,10 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
         result["workload_targets"] = [t for w in result["workloads"] for t in workload.check_targets(w)]
         result["workloads_skipped"] = [] if device.type == "cuda" else [
             {"name": "cnn_cifar_shaped", "reason": "the GPU study; this run has no CUDA"}]
+    if "executors" in parts:
+        from fedbench.bench.executors import measure_executors
+
+        result["executors"] = measure_executors(workers=2, repeats=1 if quick else 3, log=log)
     result["elapsed_s"] = time.perf_counter() - t_start
     log(f"done in {result['elapsed_s']:.0f} s")
     return result

@@ -106,6 +106,10 @@ def print_summary(result: dict[str, Any]) -> str:
         out.append(f"target {t['study']}: {t['target']}: {t['measured']} {'met' if t['met'] else 'NOT met'}")
     for s in result.get("workloads_skipped", []):
         out.append(f"skipped: {s['name']}: {s['reason']}")
+    if result.get("executors"):
+        from fedbench.bench.executors import table
+
+        out += ["", "Executors, ray against local (issue 13):", *table(result["executors"])]
     return "\n".join(out)
 
 
@@ -199,6 +203,11 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
         lines += [f"![projected wall time of the workloads]({figures['workload']})", ""]
     for s in result.get("workloads_skipped", []):
         lines += [f"Not measured: {s['name']} ({s['reason']}).", ""]
+    if result.get("executors"):
+        from fedbench.bench.executors import table
+
+        lines += ["## Executors: ray against local (issue 13)", "", *table(result["executors"]), "",
+                  "Not measured: GPU fractions per Ray task (no GPU on this machine).", ""]
     return "\n".join(lines)
 
 

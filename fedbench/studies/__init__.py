@@ -19,11 +19,13 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedbench.data.format import atomic_folder
+from fedbench.executors import ExecutorSettings, open_executor
 from fedbench.studies.record import SIMULATIONS
 
 if TYPE_CHECKING:
@@ -34,6 +36,9 @@ if TYPE_CHECKING:
 
 STUDIES_ROOT = Path("reports/studies")
 WORKERS = 2  # worker processes of run_simulations (the pipeline's machines have 2 cores)
+# where run_simulations runs its stacks when not told: the executor run_claim_study was given (a study's run()
+# passes only workers), else local worker processes
+EXECUTOR: ContextVar[ExecutorSettings] = ContextVar("fedbench_studies_executor", default=ExecutorSettings())
 
 CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
               "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
@@ -179,34 +184,40 @@ def _run_stack(sims: list[Simulation]) -> list[Outcome]:
                     seconds=seconds) for sim, r, t in zip(sims, results, traces)]
 
 
-def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS) -> list[Outcome]:
+def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
+                    executor: ExecutorSettings | None = None) -> list[Outcome]:
     """Run every simulation and return their outcomes in order. Simulations of one model that may share a stack
     (fedbench.engine.simulation.stack_key: the same settings but seed, stragglers and availability, one algorithm
     class) run as stacked runs, their numbers the same as alone; the stacks are cut to keep ``workers`` forked
     processes equally busy (fedbench.engine.stacking), every dataset built once here first so the workers share
-    it. Names must be unique (they name the records and the MLflow runs)."""
+    it; or, with the ``ray`` executor (``executor``, default the one run_claim_study was given:
+    fedbench.executors), as Ray tasks cut for the cluster. Names must be unique (they name the records and the
+    MLflow runs)."""
     from fedbench.engine.simulation import RunSpec, stack_key
     from fedbench.engine.stacking import plan_stacks
-    from fedbench.parallel import map_jobs
 
     names = [s.name for s in simulations]
     if len(set(names)) != len(names):
         raise ValueError(f"simulation names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     sims = list(simulations)
     specs = [RunSpec(sim.config, sim.dataset(), sim.algorithm) for sim in sims]  # datasets built before the fork
-    pieces = plan_stacks(specs, max(1, workers), key=lambda spec, m={id(s): sim.model for s, sim in zip(specs, sims)}:
-                         (m[id(spec)], stack_key(spec)))
-    outcomes = map_jobs(_run_stack, [[sims[i] for i in piece] for piece in pieces], max(1, min(workers, len(pieces))))
+    device = next((s.config.device for s in sims if s.config.device != "cpu"), "cpu")
+    with open_executor(executor or EXECUTOR.get(), workers) as ex:
+        pieces = plan_stacks(specs, ex.slots(device), key=lambda spec, m={id(s): sim.model for s, sim in zip(specs, sims)}:
+                             (m[id(spec)], stack_key(spec)))
+        outcomes = ex.map(_run_stack, [[sims[i] for i in piece] for piece in pieces], device,
+                          names=[", ".join(sims[i].name for i in piece) for piece in pieces])
     by_name = {o.name: o for stack in outcomes for o in stack}
     return [by_name[name] for name in names]
 
 
 def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
-                    budget: str | None = None) -> list[dict[str, Any]]:
+                    budget: str | None = None, executor: ExecutorSettings | None = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records.
     ``budget`` picks one of the study's declared round budgets (its ``BUDGETS``), e.g. "paper" for the paper's
-    round counts where a study has them."""
+    round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
+    run_simulations calls run their stacks (default: local worker processes)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
     kwargs: dict[str, Any] = {}
     if "workers" in inspect.signature(module.run).parameters:
@@ -218,7 +229,11 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
         kwargs["budget"] = budget
     with atomic_folder(root / name) as tmp:
         t0 = time.perf_counter()
-        claims = module.run(tmp, **kwargs)
+        token = EXECUTOR.set(executor or ExecutorSettings())
+        try:
+            claims = module.run(tmp, **kwargs)
+        finally:
+            EXECUTOR.reset(token)
         seconds = time.perf_counter() - t0
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")

@@ -1,0 +1,287 @@
+"""Issue 13: the ``ray`` executor (fedbench.executors) against a local Ray of 2 CPUs, started once for the module:
+the regression profile gives the same numbers, bit for bit, as the local executor; a unit whose worker dies after
+a checkpoint is retried and resumes to the same digest; two stages submitting overlapping runs at once lose and
+duplicate nothing; a unit that raises fails the stage naming its runs; a claim study gives the same records; a
+wrong executor is one line at load."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedbench.config import ConfigError, load_config
+from fedbench.regression import PROFILE, REFERENCE, compare
+from fedbench.runner import RunKey, run_folder, run_stack
+
+ROOT = Path(__file__).resolve().parents[1]
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a private cluster on this machine
+TIMING = ("wall_time_s", "eval_time_s")  # the only columns of a run's history that may differ
+
+
+def _overrides(executor: str, **more) -> dict:
+    """The regression profile (tests/regression/quick_profile.yaml) on 2 workers, with ``executor``."""
+    return {**yaml.safe_load(PROFILE.read_text()), "train.workers": 2, "train.executor": executor, **more}
+
+
+def _history(rows: list[dict]) -> str:
+    """History rows without their timings, as JSON (NaN compares equal to NaN there)."""
+    return json.dumps([{k: v for k, v in row.items() if k not in TIMING} for row in rows])
+
+
+def _numbers(summary: dict) -> dict:
+    """Everything of a run's summary that its numbers decide (timings and the stack it ran in left out)."""
+    return {"fingerprint": summary["fingerprint"], "param_digest": summary["param_digest"],
+            "final": summary["final"], "history": _history(summary["history"]), "diverged": summary["diverged"]}
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """A run folder's files as text, its timing columns dropped."""
+    import pandas as pd
+
+    history = pd.read_csv(folder / "history.csv").drop(columns=list(TIMING), errors="ignore")
+    summary = json.loads((folder / "summary.json").read_text())
+    return {"history": history.to_csv(index=False), "per_device": (folder / "per_device.csv").read_text(),
+            "summary": json.dumps({k: v for k, v in summary.items() if k not in ("wall_time_s", "stack_size")})}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(workspace):
+    """One local Ray (2 CPUs, no dashboard) for the whole module; its address for other processes. Started after
+    the local executor's runs (``workspace``): forking worker processes from a process that holds Ray's threads
+    can deadlock the children, so nothing here forks while Ray is up."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fedbench[ray]')")
+    saved = {k: os.environ.get(k) for k in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """The profile's data, and its runs computed by the local executor (2 worker processes)."""
+    from fedbench.pipeline import generate, study_runs, train_runs
+
+    root = tmp_path_factory.mktemp("ray-ws")
+    cfg = load_config(ROOT / "params.yaml", _overrides("local"))
+    for ds in cfg.data.datasets:
+        generate(cfg, ds, root=root / "data")
+    keys = list(study_runs(cfg))
+    local = train_runs(cfg, keys, root / "data", root / "runs-local", progress=False)
+    return root, keys, dict(zip(keys, local))
+
+
+def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, workspace, capfd):
+    from fedbench.pipeline import train_runs
+
+    root, keys, local = workspace
+    cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
+    on_ray = dict(zip(keys, train_runs(cfg, keys, root / "data", root / "runs-ray", progress=False)))
+    for k in keys:
+        assert not on_ray[k]["reused"]
+        assert _numbers(on_ray[k]) == _numbers(local[k]), k.desc
+        a = run_folder(root / "runs-local", k.dataset, k.variant, k.stragglers, k.seed)
+        b = run_folder(root / "runs-ray", k.dataset, k.variant, k.stragglers, k.seed)
+        assert _files(a) == _files(b), k.desc
+    assert "2 of 2 units done" in capfd.readouterr().err  # two stacks for the cluster's 2 CPUs
+    again = train_runs(cfg, keys, root / "data", root / "runs-ray", progress=False)  # finished: read back here
+    assert all(s["reused"] for s in again) and "units done" not in capfd.readouterr().err
+    # and the committed regression reference holds for them (the key numbers of fedbench.regression)
+    values = {}
+    for k, s in on_ray.items():
+        head = f"{k.dataset}/{k.variant}/stragglers={k.stragglers:g}/seed={k.seed}"
+        values |= {f"{head}/final_train_loss": s["final"]["train/loss"],
+                   f"{head}/final_test_accuracy": s["final"]["test/accuracy"],
+                   f"{head}/final_dissimilarity": s["final"]["train/dissimilarity"],
+                   f"{head}/loss_round_1": s["history"][1]["train/loss"]}
+    assert compare(values, json.loads(REFERENCE.read_text())) == []
+
+
+def die_after_first_checkpoint(job: tuple) -> list:
+    """pipeline._stack_star, except that on its first attempt the worker process dies (os._exit, as a killed or
+    lost worker) right after the run's first checkpoint is written. The second attempt records what it resumed
+    from. Top-level in an importable module: Ray workers import it."""
+    import torch
+
+    import fedbench.engine.simulation as simulation
+
+    cfg, data_root, runs_root, piece = job[:4]
+    log = Path(runs_root).parent / "attempts.jsonl"
+    key = piece[0]
+    folder = run_folder(runs_root, key.dataset, key.variant, key.stragglers, key.seed)
+    checkpoints = sorted(folder.parent.glob(f".{folder.name}.*.checkpoint.pt"))
+    resumed = torch.load(checkpoints[0], weights_only=False)["round"] if checkpoints else None
+    first = not log.exists()
+    with open(log, "a") as f:
+        f.write(json.dumps({"pid": os.getpid(), "resumed_from_round": resumed}) + "\n")
+    if first:
+        save = simulation._save_checkpoint
+
+        def save_then_die(*args, **kwargs):
+            save(*args, **kwargs)
+            os._exit(1)
+
+        simulation._save_checkpoint = save_then_die
+    return run_stack(cfg, data_root, runs_root, piece, progress=False)
+
+
+def test_worker_killed_after_a_checkpoint_is_retried_and_resumes_to_the_same_digest(ray_cluster, workspace,
+                                                                                     monkeypatch, capfd):
+    import fedbench.pipeline as pipeline
+
+    root, _, _ = workspace
+    key = RunKey("synthetic_1_1", "fedavg", 0.0, 0)
+    more = {"train.rounds": 6, "train.checkpoint_every": 2}
+    uninterrupted = pipeline.train_runs(load_config(ROOT / "params.yaml", _overrides("local", **more)), [key],
+                                        root / "data", root / "kill" / "local", progress=False)[0]
+    monkeypatch.setattr(pipeline, "_stack_star", die_after_first_checkpoint)
+    cfg = load_config(ROOT / "params.yaml", _overrides("ray", **more))
+    retried = pipeline.train_runs(cfg, [key], root / "data", root / "kill" / "ray", progress=False)[0]
+    attempts = [json.loads(line) for line in (root / "kill" / "attempts.jsonl").read_text().splitlines()]
+    assert len(attempts) == 2 and attempts[0]["pid"] != attempts[1]["pid"]  # the first worker died
+    assert attempts[0]["resumed_from_round"] is None and attempts[1]["resumed_from_round"] == 2
+    assert _numbers(retried) == _numbers(uninterrupted)
+    assert "1 of 1 units done" in capfd.readouterr().err and not list((root / "kill" / "ray").rglob("*.checkpoint.pt*"))
+
+
+SUBMIT = """
+import json, sys
+from pathlib import Path
+from fedbench.config import load_config
+from fedbench.pipeline import train_runs
+from fedbench.runner import RunKey
+overrides, keys, root, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+cfg = load_config(Path(sys.argv[5]) / "params.yaml", overrides)
+done = train_runs(cfg, [RunKey(*k) for k in keys], root / "data", root / "runs-shared", progress=False)
+Path(out).write_text(json.dumps([[s["param_digest"], s["reused"]] for s in done]))
+"""
+
+
+def test_two_stages_submitting_overlapping_runs_lose_and_duplicate_nothing(ray_cluster, workspace, tmp_path):
+    root, keys, local = workspace
+    mine, theirs = keys[:4], keys[2:]  # two runs in both
+    env = os.environ | RAY_ENV | {"RAY_ADDRESS": ray_cluster, "PYTHONPATH": str(ROOT)}
+    procs = []
+    for name, ks in (("a", mine), ("b", theirs)):
+        args = [json.dumps(_overrides("ray")), json.dumps([[k.dataset, k.variant, k.stragglers, k.seed] for k in ks]),
+                str(root), str(tmp_path / f"{name}.json"), str(ROOT)]
+        procs.append(subprocess.Popen([sys.executable, "-c", SUBMIT, *args], cwd=tmp_path, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for p in procs:
+        out, _ = p.communicate(timeout=240)
+        assert p.returncode == 0, out[-3000:]
+    a = dict(zip(mine, json.loads((tmp_path / "a.json").read_text())))
+    b = dict(zip(theirs, json.loads((tmp_path / "b.json").read_text())))
+    for k in keys:  # every run there, with the local executor's numbers
+        digests = {d for d, _ in (x for x in (a.get(k), b.get(k)) if x)}
+        assert digests == {local[k]["param_digest"]}, k.desc
+    for k in set(mine) & set(theirs):  # computed by one stage, read back by the other
+        assert sorted([a[k][1], b[k][1]]) == [False, True], k.desc
+    shared = root / "runs-shared"
+    assert len(list(shared.rglob("summary.json"))) == len(keys)
+    assert not [p for p in shared.rglob("*") if ".tmp" in p.name or p.name.endswith(".checkpoint.pt")]
+
+
+def fail_on_fedprox_mu1(job: tuple) -> list:
+    """pipeline._stack_star, except that a stack holding a fedprox_mu1 run raises (as a run's own bug would)."""
+    if any(k.variant == "fedprox_mu1" for k in job[3]):
+        raise ZeroDivisionError("a bug in this run")
+    return run_stack(*job[:4], progress=False)
+
+
+def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster, workspace, monkeypatch):
+    import fedbench.pipeline as pipeline
+    from fedbench.executors import UnitsFailed
+
+    root, keys, _ = workspace
+    monkeypatch.setattr(pipeline, "_stack_star", fail_on_fedprox_mu1)
+    cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
+    fedavg = [k for k in keys if k.variant == "fedavg"]
+    mu1 = [k for k in keys if k.variant == "fedprox_mu1"]
+    with pytest.raises(UnitsFailed) as failed:
+        pipeline.train_runs(cfg, fedavg + mu1, root / "data", root / "runs-failing", progress=False)
+    message = str(failed.value)
+    assert "\n" not in message and message.startswith("1 of 2 units failed for good")
+    assert all(k.desc in message for k in mu1) and "ZeroDivisionError: a bug in this run" in message
+    assert isinstance(failed.value.__cause__, ZeroDivisionError)
+    for k in fedavg:  # the other unit finished and is kept
+        assert (run_folder(root / "runs-failing", k.dataset, k.variant, k.stragglers, k.seed) / "summary.json").exists()
+
+
+def test_claim_study_simulations_on_ray_are_the_same(ray_cluster):
+    """A claim study's simulations through run_simulations, on the executor run_claim_study sets (studies
+    stacked; the workers rebuild the datasets, which locally they inherit by fork)."""
+    import dataclasses
+
+    import fedbench.studies as studies
+    from fedbench.algorithms.delta_fl import DeltaFL
+    from fedbench.algorithms.fedavg import FedAvg
+    from fedbench.executors import ExecutorSettings
+    from fedbench.studies.delta_fl_triangle import simulation
+
+    sims = [simulation("delta_fl", DeltaFL(lr=0.1, theta=2 / 3, weighting="exact"), "obtuse"),
+            simulation("fedavg", FedAvg(lr=0.1), "obtuse"), simulation("delta_fl", DeltaFL(lr=0.1, theta=2 / 3), "acute")]
+    sims = [dataclasses.replace(s, config=dataclasses.replace(s.config, rounds=40)) for s in sims]
+    outcomes = {}
+    for kind, workers in (("local", 1), ("ray", 2)):  # local in this process: no fork while Ray is up
+        token = studies.EXECUTOR.set(ExecutorSettings(kind))  # as run_claim_study does for a study's run()
+        try:
+            outcomes[kind] = studies.run_simulations(sims, workers=workers)
+        finally:
+            studies.EXECUTOR.reset(token)
+    for a, b in zip(outcomes["local"], outcomes["ray"]):
+        assert (a.name, a.param_digest, a.diverged, json.dumps(a.final)) == (b.name, b.param_digest, b.diverged,
+                                                                            json.dumps(b.final))
+        assert _history(a.history) == _history(b.history) and a.models.tobytes() == b.models.tobytes()
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("train.executor", "rey", "train.executor: 'rey' is not allowed (did you mean 'ray'?); allowed: local, ray"),
+    ("train.executor", 1, "train.executor: expected a string, got 1"),
+    ("train.gpu_fraction", 0.0, "train.gpu_fraction: must be in (0, 1], got 0.0"),
+])
+def test_bad_executor_settings_are_one_line_at_load(key, value, expected):
+    with pytest.raises(ConfigError) as bad:
+        load_config(ROOT / "params.yaml", {key: value})
+    assert str(bad.value) == expected
+
+
+def test_ray_executor_without_ray_installed_is_one_line(monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
+    with pytest.raises(ConfigError, match=r"^train.executor: 'ray' needs Ray, which is not installed here \(pip "
+                                          r"install 'fedbench\[ray\]'\); allowed without it: local$"):
+        load_config(ROOT / "params.yaml", {"train.executor": "ray"})
+
+
+def test_bad_executor_from_the_command_line_is_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "fedbench.cli", "run", "--params", str(ROOT / "params.yaml"),
+                           "--dataset", "synthetic_1_1", "--algorithm", "fedavg", "--stragglers", "0", "--seed", "0",
+                           "--set", "train.executor=threads"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("fedbench: config error: train.executor: 'threads' is not allowed; allowed: "
+                                   "local, ray")
+
+
+def test_importing_fedbench_imports_no_ray():
+    probe = ("import sys, fedbench, fedbench.pipeline, fedbench.studies, fedbench.executors, fedbench.config; "
+             "print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
