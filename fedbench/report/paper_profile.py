@@ -116,8 +116,9 @@ def overrides(names: list[str], base: dict[str, Any] | None = None) -> dict[str,
 
 
 def dvc_arguments(values: dict[str, Any]) -> str:
-    """``values`` as ``dvc exp run`` -S arguments (Hydra override syntax, quoted for a POSIX shell; new keys with
-    ``+`` would be needed only for keys params.yaml lacks, and DVC adds those with ``++``)."""
+    """``values`` as ``dvc exp run`` -S arguments in Hydra's override syntax (``++`` adds a key params.yaml lacks
+    or replaces it), for ``dvc exp run $(fedbench paper profile NAME)``: unquoted and without spaces, because
+    the shell does not remove quotes from a command substitution's output (quoted, DVC got the quotes)."""
     def text(v: Any) -> str:
         if isinstance(v, dict):
             return "{" + ",".join(f"{k}:{text(x)}" for k, x in v.items()) + "}"
@@ -129,7 +130,11 @@ def dvc_arguments(values: dict[str, Any]) -> str:
             return repr(v)
         return str(v)
 
-    return " ".join(f"-S '++{k}={text(v)}'" for k, v in values.items())
+    args = [f"++{k}={text(v)}" for k, v in values.items()]
+    spaced = [a for a in args if any(c.isspace() or c in "'\"" for c in a)]
+    if spaced:
+        raise ValueError(f"a profile value would not survive the shell's word splitting: {spaced[0]}")
+    return " ".join(f"-S {a}" for a in args)
 
 
 def command(name: str) -> str:
