@@ -148,6 +148,16 @@ def wait_for_descendants(pid: int, n: int, timeout: float = 60) -> set[int]:
     return wait_for(found, timeout, f"{n} processes below {pid}")
 
 
+@pytest.fixture
+def reaper():
+    """Pids to SIGKILL at the end of the test if still alive (so that a failing test leaves no orphans)."""
+    pids: set[int] = set()
+    yield pids
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

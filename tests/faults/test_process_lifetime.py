@@ -4,7 +4,6 @@ every seed to finish, then said "interrupted" with the finished runs not logged.
 kernel when the parent dies (PR_SET_PDEATHSIG), SIGTERM/Ctrl-C stop the parent at once, and each run is logged
 as soon as it finishes."""
 
-import os
 import signal
 
 import pytest
@@ -12,16 +11,6 @@ import pytest
 from tests.faults.conftest import alive, descendants, wait_for, wait_for_descendants
 
 RUN = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg"]
-
-
-@pytest.fixture
-def reaper():
-    """Pids to SIGKILL at the end of the test if still alive (so that a failing test leaves no orphans)."""
-    pids: set[int] = set()
-    yield pids
-    for pid in pids:
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
 
 
 def _workers(proc, n: int) -> set[int]:
@@ -53,8 +42,8 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     ws.create_store()  # logging a run then takes well under the time of a run
     proc = ws.start(*RUN)
     reaper.update(_workers(proc, 2))
-    finished = wait_for(lambda: [r for r in ws.runs() if r.info.status == "FINISHED"] or None, 120,
-                        "a seed to be logged", step=0.2)  # the others are running
+    wait_for(lambda: [r for r in ws.runs() if r.info.status == "FINISHED"] or None, 120,
+             "a seed to be logged", step=0.2)  # the others are running
     reaper.update(descendants(proc.pid))
     proc.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT`
     err = ws.finish(proc, timeout=5)  # at once, not when every seed is done

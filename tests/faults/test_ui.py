@@ -2,7 +2,6 @@
 running on the port. Now the server runs under fedbench.parallel.supervised: a process group that goes down
 with `fedbench ui` (on SIGTERM, SIGINT or SIGHUP by its handlers, on SIGKILL by the parent-death signal)."""
 
-import os
 import signal
 import socket
 import subprocess
@@ -22,15 +21,6 @@ def _free_port() -> int:
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-@pytest.fixture
-def reaper():
-    pids: set[int] = set()
-    yield pids
-    for pid in pids:
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_ui_stopped_by_its_pid_frees_the_port(ws, reaper):

@@ -88,3 +88,19 @@ def contiguous_segments(x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor)
         return x, y, segment
     order = torch.argsort(segment, stable=True)
     return x[order], y[order], segment[order]
+
+
+class GenericEvaluation:
+    """Evaluation and full-data gradients through the functions above, for a kernel with ``self.model`` and a
+    ``grad``; a kernel with a faster way (fedbench.engine.kernels.mclr) writes its own."""
+
+    model: Model
+
+    def per_example(self, theta, x, y):
+        return per_example(self.model, theta, x, y)
+
+    def segment_grads(self, theta, x, y, segment, counts):
+        return segment_grads(self, theta, x, y, segment, counts)
+
+    def segment_losses(self, theta, x, y, segment, counts):
+        return segment_losses(self, theta, x, y, segment, counts)

@@ -12,7 +12,7 @@ import fedbench.engine.kernels.generic as generic
 from fedbench.models.spec import Model
 
 
-class LoopKernel:
+class LoopKernel(generic.GenericEvaluation):
     name = "loop"
 
     def __init__(self, model: Model) -> None:
@@ -37,12 +37,3 @@ class LoopKernel:
                 loss = self.model.weighted_loss(th, x[k][keep], y[k][keep], w[k][keep])
                 (out[k],) = torch.autograd.grad(loss, th)
         return out
-
-    def per_example(self, theta, x, y):
-        return generic.per_example(self.model, theta, x, y)
-
-    def segment_grads(self, theta, x, y, segment, counts):
-        return generic.segment_grads(self, theta, x, y, segment, counts)
-
-    def segment_losses(self, theta, x, y, segment, counts):
-        return generic.segment_losses(self, theta, x, y, segment, counts)

@@ -22,7 +22,7 @@ from fedbench.models.spec import Model
 MODELS = ("diagonal_quadratics", "scalar_quadratics", "mean_estimation")
 
 
-class QuadraticKernel:
+class QuadraticKernel(generic.GenericEvaluation):
     name = "quadratic"
 
     def __init__(self, model: Model) -> None:
@@ -50,12 +50,3 @@ class QuadraticKernel:
         d = theta.shape[1]
         h, b = x[..., :d], x[..., d:]
         return (w.unsqueeze(-1) * h * (theta.unsqueeze(1) - b)).sum(1)
-
-    def per_example(self, theta, x, y):
-        return generic.per_example(self.model, theta, x, y)
-
-    def segment_grads(self, theta, x, y, segment, counts):
-        return generic.segment_grads(self, theta, x, y, segment, counts)
-
-    def segment_losses(self, theta, x, y, segment, counts):
-        return generic.segment_losses(self, theta, x, y, segment, counts)

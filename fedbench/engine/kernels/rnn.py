@@ -36,7 +36,7 @@ from fedbench.models.recurrent import FROZEN_TABLE, SequenceClassifier
 from fedbench.models.spec import Model
 
 
-class RecurrentKernel:
+class RecurrentKernel(generic.GenericEvaluation):
     name = "rnn"
 
     def __init__(self, model: Model) -> None:
@@ -100,17 +100,6 @@ class RecurrentKernel:
             weight, bias = params[f"head.{i}.weight"], params[f"head.{i}.bias"]
             z = torch.baddbmm(bias.unsqueeze(1), z, weight.transpose(1, 2))
         return z
-
-    # ---- evaluation ----------------------------------------------------------------------------------
-
-    def per_example(self, theta, x, y):
-        return generic.per_example(self.model, theta, x, y)
-
-    def segment_grads(self, theta, x, y, segment, counts):
-        return generic.segment_grads(self, theta, x, y, segment, counts)
-
-    def segment_losses(self, theta, x, y, segment, counts):
-        return generic.segment_losses(self, theta, x, y, segment, counts)
 
 
 def _getter(params: dict[str, torch.Tensor], frozen, prefix: str, suffix: str):

@@ -16,7 +16,7 @@ CPU_VMAP_SAMPLES = 512  # on CPU, vmap runs over this many samples' clients at a
 # (over ~32 MB) are fresh mmap allocations whose page faults cost more than the arithmetic
 
 
-class VmapKernel:
+class VmapKernel(generic.GenericEvaluation):
     name = "vmap"
 
     def __init__(self, model: Model) -> None:
@@ -36,12 +36,3 @@ class VmapKernel:
     def grad(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         chunk = max(1, CPU_VMAP_SAMPLES // max(1, x.shape[1])) if theta.device.type == "cpu" else None
         return vmap(self._grad, chunk_size=chunk)(theta, x, y, w)
-
-    def per_example(self, theta, x, y):
-        return generic.per_example(self.model, theta, x, y)
-
-    def segment_grads(self, theta, x, y, segment, counts):
-        return generic.segment_grads(self, theta, x, y, segment, counts)
-
-    def segment_losses(self, theta, x, y, segment, counts):
-        return generic.segment_losses(self, theta, x, y, segment, counts)
