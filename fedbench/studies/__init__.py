@@ -135,7 +135,8 @@ class Simulation:
 class Outcome:
     """What a Simulation gave: the engine's per-evaluation ``history`` rows, the ``final`` evaluation's scalars,
     whether it diverged, the final parameters' digest, the device, the traced models [rounds, P] (float64) when
-    asked for, and the seconds it took."""
+    asked for, the seconds it took, and the final model's test accuracy on each client [N] (NaN for a client
+    without test data: Delta-FL's per-device error)."""
 
     name: str
     history: list[dict[str, float]]
@@ -145,6 +146,7 @@ class Outcome:
     device: str
     models: np.ndarray | None
     seconds: float
+    device_accuracy: np.ndarray | None = None
 
     def series(self, key: str) -> list[float]:
         return [float(row.get(key, math.nan)) for row in self.history]
@@ -181,7 +183,8 @@ def _run_stack(sims: list[Simulation]) -> list[Outcome]:
     seconds = (time.perf_counter() - t0) / len(sims)
     return [Outcome(name=sim.name, history=r.history, final=r.final.scalars(), diverged=bool(r.diverged),
                     param_digest=r.param_digest, device=r.device, models=np.array(t.models) if t else None,
-                    seconds=seconds) for sim, r, t in zip(sims, results, traces)]
+                    seconds=seconds, device_accuracy=np.asarray(r.final.device_test_accuracy, dtype=np.float64))
+            for sim, r, t in zip(sims, results, traces)]
 
 
 def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
@@ -212,12 +215,14 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
 
 
 def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
-                    budget: str | None = None, executor: ExecutorSettings | None = None) -> list[dict[str, Any]]:
+                    budget: str | None = None, executor: ExecutorSettings | None = None,
+                    real_root: Path | None = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records.
     ``budget`` picks one of the study's declared round budgets (its ``BUDGETS``), e.g. "paper" for the paper's
     round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
-    run_simulations calls run their stacks (default: local worker processes)."""
+    run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
+    paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
     kwargs: dict[str, Any] = {}
     if "workers" in inspect.signature(module.run).parameters:
@@ -227,6 +232,10 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
         if budget not in allowed:
             raise ValueError(f"study {name} has no budget {budget!r}; allowed: {', '.join(allowed) or 'none'}")
         kwargs["budget"] = budget
+    if real_root is not None:
+        if "real_root" not in inspect.signature(module.run).parameters:
+            raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")
+        kwargs["real_root"] = Path(real_root)
     with atomic_folder(root / name) as tmp:
         t0 = time.perf_counter()
         token = EXECUTOR.set(executor or ExecutorSettings())
@@ -239,7 +248,7 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")
         (tmp / "claims.json").write_text(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
                                                            "workers": kwargs.get("workers", 1),
-                                                           "claims": claims}), indent=2, allow_nan=False) + "\n")
+                                                           "budget": budget, "claims": claims}), indent=2, allow_nan=False) + "\n")
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims

@@ -1,0 +1,131 @@
+"""What the paper-scale studies on real data share (FedLaAvg on CIFAR-10, SCAFFOLD on EMNIST, Delta-FL's five
+dataset-model pairs, FedProxVR's CNN, Mime on EMNIST-62): their claims' declaration, their data, and the
+``not-run`` entries that stand in the report until they have run.
+
+A paper-scale study is a claim study (fedbench.studies: ``run(out_dir, workers, budget, real_root) -> claims``)
+that trains on real variants built by the data pipeline (``data/real/<variant>``, fedbench.data) and declares,
+at module level, without importing torch:
+
+    NAME       the study's name, e.g. "fedlaavg_cifar10" (its module is fedbench.studies.<NAME>)
+    VARIANTS   the data.real variants it trains on (``fedbench paper run NAME`` fetches, prepares and builds them
+               with params.yaml's data.variants parameters)
+    CLAIMS     one PaperClaim per claim it judges: the claim, the published value and the rule, stated before any
+               run; ``run`` returns one entry per claim with the same ids
+    BUDGETS    the scales it runs at: "paper" (the paper's, or the stated stand-in's) and "fixture" (the test
+               suite's: fixture-sized data, a few rounds, the same code path)
+    SCALES     the runs of the "paper" budget as fedbench.report.costs.Scale, for its projected cost
+
+``fedbench paper run NAME`` runs it at the "paper" budget into ``runs/studies/NAME/`` (kept with the train
+stage's runs, so a later ``dvc repro`` reports it); until then the report carries ``not_run_entry`` for each of
+its claims, with that command and the projected cost.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from fedbench.report.costs import Scale, load_measured, project
+from fedbench.studies._entries import new_entry, not_run
+
+if TYPE_CHECKING:
+    from fedbench.data.format import FederatedDataset
+
+REAL_ROOT = Path("data/real")  # where the partition stage builds the real variants
+PAPER_STUDIES_ROOT = Path("runs/studies")  # where `fedbench paper run` writes a paper-scale study
+
+
+@dataclass(frozen=True)
+class PaperClaim:
+    """A real-data claim a paper-scale study judges: what the paper says (``claim``, ``where``, ``published``
+    with keys value, unit, scope, statement), the ``rule`` its verdict comes from (written before any run and
+    never from the published number), the paper's round budget, the fidelity of the ``paper`` budget
+    (paper-scale, or stand-in where the paper leaves its setup unstated), and ``note``: what the study assumes
+    where the paper is silent (said in the not-run entry)."""
+
+    id: str
+    paper: str
+    where: str
+    claim: str
+    published: dict[str, Any]
+    rule: str
+    rounds_paper: int | None
+    fidelity: str = "paper-scale"
+    note: str = ""
+
+
+def study_module(name: str) -> ModuleType:
+    return importlib.import_module(f"fedbench.studies.{name}")
+
+
+def command(name: str) -> str:
+    """The one command that fetches a paper-scale study's data, runs it and rebuilds the report."""
+    return f"fedbench paper run {name}"
+
+
+def study_cost(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Any]:
+    """The projected cost of a study's runs (fedbench.report.costs.project, summed over its scales)."""
+    measured = load_measured()
+    parts = [project(s, measured) for s in scales]
+    seconds = sum(p["seconds"] for p in parts)
+    return {"device": measured["device"], "seconds": round(seconds, 1), "hours": round(seconds / 3600, 2),
+            "runs": sum(p["runs"] for p in parts),
+            "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(scales, parts))}
+
+
+def base_entry(c: PaperClaim, *, scale: dict[str, Any], deviations: list[str], figure: dict[str, str] | None,
+               fidelity: str | None = None, rounds_run: int | None = None, training_seeds: list[int] = (),
+               data_seeds: list[int] = (), observed: str = "", reproduced: Any = None) -> dict[str, Any]:
+    """A not-yet-judged entry of claim ``c`` (fedbench.studies._entries.new_entry), its fidelity the claim's
+    unless the budget run says otherwise (the fixture budget: reduced-scale)."""
+    return new_entry(id=c.id, paper=c.paper, where=c.where, claim_text=c.claim, published=c.published, rule=c.rule,
+                     scale=scale, deviations=deviations, figure=figure, fidelity=fidelity or c.fidelity,
+                     rounds_run=rounds_run, rounds_paper=c.rounds_paper, training_seeds=list(training_seeds),
+                     data_seeds=list(data_seeds), observed=observed, reproduced=reproduced)
+
+
+def not_run_entry(name: str) -> list[dict[str, Any]]:
+    """Study ``name``'s claims as not-run entries: the command that runs it, its projected cost at the paper
+    budget, the variants it needs, and what it assumes where the paper is silent."""
+    module = study_module(name)
+    cost = study_cost(module.SCALES)
+    cmd = command(name)
+    out = []
+    for c in module.CLAIMS:
+        e = base_entry(c, scale={"study": name, "variants": list(module.VARIANTS)}, deviations=[c.note] if c.note else [],
+                       figure=None)
+        out.append(not_run(e, f"not run: the paper-scale study {name} has not run on this machine; `{cmd}` fetches "
+                              f"its data ({', '.join(module.VARIANTS)}) and runs it (projected {cost['hours']:g} h on "
+                              f"{cost['device']})", f"running `{cmd}` ({cost['basis']})")
+                   | {"command": cmd, "cost": cost})
+    return out
+
+
+@functools.cache
+def load_real(variant: str, real_root: str | Path = REAL_ROOT) -> FederatedDataset:
+    """The real variant built in ``real_root/variant`` (loaded once per process, so that runs sharing it share
+    one copy and worker processes inherit it); a missing or corrupt one is one line saying how to build it."""
+    from fedbench.runner import _load_dataset
+
+    return _load_dataset(Path(real_root) / variant, variant)
+
+
+def embedding(ds: FederatedDataset):
+    """The frozen word table a token dataset refers to, as a tensor (None for other inputs): what build_model
+    takes for the Sent140 models."""
+    from fedbench.runner import _embedding
+
+    return _embedding(ds)
+
+
+def build(model: str, ds: FederatedDataset):
+    """Model ``model`` for dataset ``ds`` (its input shape, classes and word table)."""
+    from fedbench.models import build_model
+
+    table = embedding(ds)
+    return build_model(model, ds.feature_shape, ds.num_classes, table) if table is not None else \
+        build_model(model, ds.feature_shape, ds.num_classes)
