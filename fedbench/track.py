@@ -65,8 +65,8 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
 
 
 def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT) -> int:
-    """Log every finished run of the configured studies and every claim study that has run to MLflow; write
-    the run-id index of the training runs to ``out_csv``."""
+    """Log every finished run of the configured studies, every claim study that has run and every paper-scale study
+    in ``runs_root/studies/`` to MLflow; write the run-id index of the training runs to ``out_csv``."""
     import pandas as pd
 
     rows = []
@@ -83,6 +83,11 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     studies = [name for name in cfg.claim_studies if (Path(studies_root) / name / "claims.json").exists()]
     for name in studies:
         track_study(name, studies_root)
+    paper_root = Path(runs_root) / "studies"  # paper-scale studies `fedbench paper run` left (fedbench.studies.real_data)
+    paper = sorted(f.name for f in paper_root.iterdir() if (f / "claims.json").exists()) if paper_root.is_dir() else []
+    for name in paper:
+        track_study(name, paper_root)
+    studies += paper
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_csv.name}.", dir=out_csv.parent)  # a name no other writer uses

@@ -69,6 +69,7 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
         figures.figure5(hist, figs / "fig5_iid_stragglers.png")
+        real_claims.draw_figures(cfg, Path(runs_root), Path(data_root), figs)
         # the tables are written beside the figures and moved into out/ just before the figures are
         (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
         (figs / "claims.md").write_text(claims_markdown(claims, summ))

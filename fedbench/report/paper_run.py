@@ -1,10 +1,14 @@
 """``fedbench paper list|profile|run``: the paper profile's studies, their projected cost, and running one.
 
-``fedbench paper run NAME`` is the command a ``not-run`` FedProx entry carries: it loads params.yaml with the
-study added (fedbench.report.paper_profile.overrides, validated as params.yaml is), fetches the study's sources
-(verified; ``FEDBENCH_MIRROR`` serves them from a mirror), prepares them, builds its dataset, trains its runs
-with the train stage's code (stacked, reused when finished) and rebuilds ``reports/``. Nothing is trained before
-every download has arrived, so an offline machine stops at the first fetch with one line naming the URL.
+``fedbench paper run NAME`` is the command a ``not-run`` real-data entry carries. For a FedProx study it loads
+params.yaml with the study added (fedbench.report.paper_profile.overrides, validated as params.yaml is), fetches
+the study's sources (verified; ``FEDBENCH_MIRROR`` serves them from a mirror), prepares them, builds its dataset,
+trains its runs with the train stage's code (stacked, reused when finished) and rebuilds ``reports/``. For a
+paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
+the study's variants (``VARIANTS``, with params.yaml's data.variants parameters) the same way, runs the study at
+its ``paper`` budget into ``runs/studies/NAME/`` (train.workers processes, train.executor; on a GPU when there is
+one) and rebuilds ``reports/``. Nothing is trained before every download has arrived, so an offline machine stops
+at the first fetch with one line naming the URL.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 
 from fedbench.config import Config, load_config
 from fedbench.errors import FedbenchError
-from fedbench.report.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
+from fedbench.report.paper_profile import CLAIM_STUDIES, PROFILES, STUDIES, dvc_arguments, overrides
 
 
 def study_config(params: str, name: str) -> Config:
@@ -32,24 +36,50 @@ def _variant_of(cfg: Config, name: str) -> list[str]:
     return list(cfg.studies[name].datasets)
 
 
-def run(params: str, name: str, data_root: Path = Path("data"), runs_root: Path | None = None,
-        report_dir: str = "reports", progress: bool = True) -> None:
+def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: bool = True) -> None:
+    """Fetch, prepare and partition ``variants`` into ``data_root/real/`` with ``cfg``'s data parameters; every
+    download first, so an offline machine stops before anything else is done."""
     from fedbench.data import stages
     from fedbench.data.registry import VARIANTS
-    from fedbench.pipeline import RUNS_ROOT, study_runs, train_runs
-    from fedbench.report.build import build_report
 
-    cfg = study_config(params, name)
-    variants = [v for v in _variant_of(cfg, name) if v in VARIANTS]
+    variants = [v for v in variants if v in VARIANTS]
     sources = list(dict.fromkeys(s for v in variants for s in VARIANTS[v].sources))
-    for source in sources:  # every download first: an offline machine stops here
+    for source in sources:
         stages.fetch(source, data_root, progress=progress)
     for source in sources:
         stages.prepare_source(source, data_root, params=cfg.data.prepare.get(source))
     for v in variants:
         stages.partition(v, data_root, cfg.data.variants.get(v))
-    train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", runs_root or RUNS_ROOT, progress=progress)
-    build_report(cfg, out_dir=report_dir, runs_root=runs_root or RUNS_ROOT, data_root=data_root / "generated")
+
+
+def run(params: str, name: str, data_root: Path = Path("data"), runs_root: Path | None = None,
+        report_dir: str = "reports", progress: bool = True) -> None:
+    from fedbench.pipeline import RUNS_ROOT, study_runs, train_runs
+    from fedbench.report.build import build_report
+
+    runs_root = runs_root or RUNS_ROOT
+    if name in CLAIM_STUDIES:
+        run_claim(params, name, data_root, runs_root, progress)
+        build_report(load_config(params), out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated")
+        return
+    cfg = study_config(params, name)
+    build_variants(cfg, _variant_of(cfg, name), data_root, progress)
+    train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", runs_root, progress=progress)
+    build_report(cfg, out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated")
+
+
+def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress: bool = True,
+              budget: str = "paper") -> list[dict]:
+    """Paper-scale claim study ``name``: its variants built, then the study run at ``budget`` into
+    ``runs_root/studies/NAME/`` (replaced atomically when it finishes)."""
+    from fedbench.executors import ExecutorSettings
+    from fedbench.studies import run_claim_study
+    from fedbench.studies.real_data import study_module
+
+    cfg = load_config(params)
+    build_variants(cfg, list(study_module(name).VARIANTS), data_root, progress)
+    return run_claim_study(name, runs_root / "studies", workers=cfg.train.workers, budget=budget,
+                           executor=ExecutorSettings.of(cfg.train), real_root=data_root / "real")
 
 
 def listing(params: str) -> str:
@@ -61,14 +91,22 @@ def listing(params: str) -> str:
     seeds = len(cfg.train.seeds)
     lines = [f"costs projected from per-step costs measured on {measured['device']} ({measured['measured_on']}); "
              f"{seeds} seeds (train.seeds), each run on its own"]
+    from fedbench.studies.real_data import study_cost, study_module
+
     for profile, names in PROFILES.items():
         total = 0.0
         lines.append(f"profile {profile}:")
         for n in names:
             c = project(STUDIES[n].scale(seeds), measured)
             total += c["hours"]
-            lines.append(f"  {n:<28} {c['runs']:>3} runs x {c['rounds']:>4} rounds, {c['per_round_s']:>9.3f} s/round: "
+            lines.append(f"  {n:<28} {c['runs']:>3} runs x {c['rounds']:>6} rounds, {c['per_round_s']:>9.3f} s/round: "
                          f"{c['hours']:>9.2f} h   fedbench paper run {n}")
+        if profile == "paper":
+            for n in CLAIM_STUDIES:
+                c = study_cost(study_module(n).SCALES)
+                total += c["hours"]
+                lines.append(f"  {n:<28} {c['runs']:>3} runs (claim study){'':>27}: {c['hours']:>9.2f} h   "
+                             f"fedbench paper run {n}")
         lines.append(f"  {'total':<28} {total:.1f} h")
     return "\n".join(lines)
 
@@ -82,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's studies")
     pr.add_argument("profile", choices=list(PROFILES))
     r = sub.add_parser("run", help="fetch a study's data, train its runs, rebuild reports/")
-    r.add_argument("name", choices=list(STUDIES) + ["fedprox_mnist5k"], metavar="NAME",
-                   help=f"one of: {', '.join(STUDIES)}, fedprox_mnist5k")
+    names = list(STUDIES) + ["fedprox_mnist5k"] + list(CLAIM_STUDIES)
+    r.add_argument("name", choices=names, metavar="NAME", help=f"one of: {', '.join(names)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     a = p.parse_args(argv)
     if a.command == "list":

