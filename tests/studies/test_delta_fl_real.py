@@ -1,0 +1,155 @@
+"""The Delta-FL real-data study (fedbench.studies.delta_fl_real): end to end on fixture-sized variants of its four
+datasets (tests/data/fixtures writes them in the upstream formats), its readings on hand-made numbers, EMNIST's
+per-seed user draw, repeatability and the not-run entry."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fedbench.data import stages
+from fedbench.data.datasets.femnist import deltafl_subsample
+from fedbench.data.format import FederatedDataset, Split
+from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import delta_fl_real as study
+from fedbench.studies.real_data import not_run_entry
+from fedbench.studies.record import read_simulations
+from tests.data import fixtures
+
+# fixture-sized variants: FEMNIST's 3 writers (1 train, 2 test), Shakespeare's roles cut to 3 (fraction 0.3, so
+# the GRU's evaluation stays small), Sent140's 5 users (2 train, 3 test)
+VARIANT_PARAMS = {"femnist_deltafl": {"min_samples": 2, "drop_last_partial_file": False},
+                  "shakespeare_deltafl": {"min_samples": 5, "fraction": 0.3},
+                  "sent140_deltafl": {"min_samples": 10}, "sent140_deltafl_linear": {"min_samples": 10}}
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("deltafl_real")
+    raw = root / "raw"
+    files = {"femnist": fixtures.sd19()[0], "shakespeare": fixtures.gutenberg()[0], "sent140": fixtures.sent140()[0],
+             "glove": fixtures.glove()}
+    for source, members in files.items():
+        (raw / source).mkdir(parents=True)
+        for name, data in members.items():
+            (raw / source / name).write_bytes(data)
+        stages.prepare_source(source, root, raw, verify=False)
+    assert set(VARIANT_PARAMS) == set(study.VARIANTS)
+    for variant, params in VARIANT_PARAMS.items():
+        stages.partition(variant, root, params)
+    return root / "real"
+
+
+def test_fixture_budget_end_to_end(real_root, tmp_path):
+    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    seeds = list(study.BUDGETS["fixture"].seeds)
+    for c in claims:
+        assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale"
+        assert len(c["effect"]["per_seed"]) == len(seeds) and c["seeds"]["training"] == seeds
+        assert len(c["parts"]) == len(study.PAIRS)  # every pair judged at the fixture budget
+        assert c["figure"]["path"] == f"figures/{study.NAME}/{study.NAME}.png"
+    folder = tmp_path / "out" / study.NAME
+    assert (folder / f"{study.NAME}.png").stat().st_size > 0
+    assert json.loads((folder / "claims.json").read_text())["budget"] == "fixture"
+    records = read_simulations(folder)
+    assert len(records) == len(study.PAIRS) * (1 + len(study.THETAS)) * len(seeds)
+    for r in records:
+        p = study.pair(r["params"]["pair"])
+        ds = study.load_real(p.variant, str(real_root))
+        assert r["metrics"]["study/test_devices"] == int(ds.test_only.sum())
+        assert len(r["history"]["test/error_p90"]) == study.BUDGETS["fixture"].rounds + 1
+        # the engine's final p90 is over the devices with test data: the same devices and percentile as the study's
+        assert r["final"]["test/error_p90"] == pytest.approx(r["metrics"]["study/test_error_p90"], abs=1e-5)
+    table = claims[0]["reproduced"]["table"]
+    for row in table.values():
+        for alg in ("fedavg", *(f"delta_fl/theta={t:g}" for t in study.THETAS)):
+            assert len(row[alg]["p90"]) == len(seeds) and all(0 <= v <= 100 for v in row[alg]["p90"])
+        assert row["theta_star"] in study.THETAS
+    # the p90 effect of a pair is FedAvg's p90 minus that of theta*, per seed, in points
+    sent = table["sent140_linear"]
+    star = f"delta_fl/theta={sent['theta_star']:g}"
+    part = next(p for p in claims[0]["parts"] if p["part"] == "Sent140 linear")
+    assert part["per_seed"] == pytest.approx([a - b for a, b in zip(sent["fedavg"]["p90"], sent[star]["p90"])], abs=1e-2)
+
+
+def _outcome(acc, diverged=False, history=()):
+    return Outcome(name="run", history=list(history), final={}, diverged=diverged, param_digest="", device="cpu",
+                   models=None, seconds=0.0, device_accuracy=np.asarray(acc, dtype=np.float64))
+
+
+def _dataset(train_sizes, test_sizes) -> FederatedDataset:
+    def split(sizes):
+        xs = [np.full((n, 2), k, np.float32) for k, n in enumerate(sizes)]
+        return Split.from_clients(xs, [np.full(n, k % 2, np.int64) for k, n in enumerate(sizes)], (2,))
+
+    return FederatedDataset(name="hand", client_ids=tuple(f"u{k}" for k in range(len(train_sizes))),
+                            train=split(train_sizes), test=split(test_sizes), num_classes=2,
+                            hierarchy={"group": tuple(f"g{k}" for k in range(len(train_sizes)))})
+
+
+def test_readings_on_hand_made_numbers():
+    # 2 training devices (no test data) then 11 test devices with accuracies 1.0, 0.9, ..., 0.0
+    ds = _dataset([5, 5] + [0] * 11, [0, 0] + [4] * 11)
+    acc = np.concatenate([[np.nan, np.nan], np.linspace(1.0, 0.0, 11)])
+    errors = study.test_device_errors(ds, _outcome(acc))
+    assert errors == pytest.approx(np.linspace(0.0, 1.0, 11))
+    assert study.p90(errors) == pytest.approx(0.9)  # linear interpolation: rank 0.9 x 10 = 9 -> 0.9
+    assert study.p90([0.0, 0.1, 0.3, 0.5]) == pytest.approx(0.44)  # rank 2.7: 0.3 + 0.7 x 0.2
+    assert study.test_device_errors(ds, _outcome(acc, diverged=True)) == pytest.approx(np.ones(11))
+    mixed = _dataset([5, 5, 0], [0, 3, 4])  # a training device with test data: not a by-user split
+    with pytest.raises(ValueError, match="test-only"):
+        study.test_device_errors(mixed, _outcome([np.nan, 0.5, 0.5]))
+
+
+def test_history_reading_theta_choice():
+    rows = [{"round": r, "test/error_p90": v} for r, v in enumerate([0.9, 0.8, 0.6, 0.5, 0.45, 0.4, 0.3, 0.2, 0.1])]
+    o = _outcome([], history=rows)
+    assert study.history_p90(o, 8, "final", 1.0) == pytest.approx(0.1)
+    assert study.history_p90(o, 8, "final", 0.5) == pytest.approx(0.45)  # round 4
+    assert study.history_p90(o, 8, "tail", 1.0) == pytest.approx(np.mean([0.4, 0.3, 0.2, 0.1, 0.45]))
+    stopped = _outcome([], diverged=True, history=rows[:3])
+    assert study.history_p90(stopped, 8, "final", 1.0) == 1.0 == study.history_p90(stopped, 8, "final", 0.25)
+    assert study.history_p90(stopped, 8, "final", 0.125) == 0.8  # before the round it diverged in
+    assert study.best_theta({0.8: [0.3, 0.5], 0.5: [0.2, 0.4], 0.1: [0.35, 0.3]}) == 0.5
+    assert study.best_theta({0.8: [0.3, 0.3], 0.5: [0.3, 0.3], 0.1: [0.4, 0.4]}) == 0.8  # a tie: the first level
+
+
+def test_emnist_user_draw_keeps_the_authors_clients():
+    ds = _dataset([3, 4, 5, 6, 0, 0, 0, 0], [0, 0, 0, 0, 2, 3, 4, 5])
+    train, test = deltafl_subsample(ds, seed=3, fraction=0.5)
+    sub = study.subset_clients(ds, np.concatenate([train, test]), {"deltafl_subsample": {"seed": 3}})
+    kept = np.sort(np.concatenate([train, test]))
+    assert sub.client_ids == tuple(ds.client_ids[k] for k in kept) and len(train) == len(test) == 2
+    assert sub.hierarchy["group"] == tuple(f"g{k}" for k in kept)
+    for j, k in enumerate(kept):
+        for a, b in zip(sub.train.client(j) + sub.test.client(j), ds.train.client(k) + ds.test.client(k)):
+            assert np.array_equal(a, b)
+    assert sub.partition["deltafl_subsample"] == {"seed": 3} and sub.content_hash != ds.content_hash
+    with pytest.raises(ValueError, match="distinct"):
+        study.subset_clients(ds, np.array([1, 1]), {})
+
+
+def test_same_seed_same_numbers(real_root):
+    budget = study.Budget(device="cpu", seeds=(0,), rounds=2, subsample=False, pairs=("sent140_linear",))
+    sims = study.simulations(budget, real_root)
+    delta = [sims[("sent140_linear", 0.5, 0)]]
+    first, again = run_simulations(delta, workers=1), run_simulations(delta, workers=1)
+    assert first[0].param_digest == again[0].param_digest
+    assert np.array_equal(first[0].device_accuracy, again[0].device_accuracy, equal_nan=True)
+    assert set(sims) == {("sent140_linear", t, 0) for t in (None, *study.THETAS)}
+
+
+def test_not_run_entry_and_paper_budget():
+    entries = not_run_entry(study.NAME)
+    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    for e in entries:
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == len(study.PAIRS) * 4 * 5
+    paper = study.BUDGETS["paper"]
+    assert paper.device == "auto" and len(paper.seeds) >= 3 and paper.rounds is None and paper.subsample
+    assert [s.model for s in study.SCALES] == [p.model for p in study.PAIRS]
+    assert all(math.isfinite(s.rounds) and s.eval_every == 1 for s in study.SCALES)
