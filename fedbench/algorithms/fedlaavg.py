@@ -24,7 +24,7 @@ Deviations:
   step with the stale G. The authors' option to collect gradients without updating during the first rounds
   (num_non_update_rounds, default 0) is not implemented.
 - Stragglers (not in the paper) are dropped like FedAvg drops them; they still count as selected (r_i set).
-- Constant learning rate (the CIFAR runs decay it by 0.9999 per round).
+- The learning rate is constant unless SimulationConfig.lr_decay decays it (the CIFAR runs: 0.9999 per round).
 """
 
 from __future__ import annotations

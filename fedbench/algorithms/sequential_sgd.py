@@ -11,7 +11,8 @@ with more than one client per round is refused rather than silently becoming Fed
 Deviations:
 - Each round starts a fresh permutation of the pooled data (the engine's minibatch order) and cycles
   through it; the authors' loader continues its epoch across rounds.
-- Constant learning rate (the CIFAR runs decay it by 0.9999 per round); the batch size is the engine's.
+- The learning rate is constant unless SimulationConfig.lr_decay decays it (the CIFAR runs: 0.9999 per round);
+  the batch size is the engine's.
 """
 
 from __future__ import annotations
@@ -59,13 +60,14 @@ class SequentialSGD:
 
 
 def pool_clients(dataset: FederatedDataset) -> FederatedDataset:
-    """``dataset`` with every client's training (and test) data merged into one client, 'pooled'."""
+    """``dataset`` with every client's training (and test) data merged into one client, 'pooled' (its input
+    spec, label kind and global test set kept: a real image dataset still reads as images)."""
     def merge(split: Split) -> Split:
         return Split(x=split.x, y=split.y, offsets=np.array([0, len(split.x)], dtype=np.int64))
 
-    return FederatedDataset(name=f"{dataset.name}-pooled", client_ids=("pooled",), train=merge(dataset.train),
-                            test=merge(dataset.test), num_classes=dataset.num_classes,
-                            source={**dataset.source, "pooled_from": dataset.name})
+    return dataclasses.replace(dataset, name=f"{dataset.name}-pooled", client_ids=("pooled",), train=merge(dataset.train),
+                               test=merge(dataset.test), hierarchy={}, partition={},
+                               source={**dataset.source, "pooled_from": dataset.name})
 
 
 def sequential_config(cfg, clients_per_round: int | None = None, local_steps: int | None = None):

@@ -10,6 +10,7 @@ steps (broadcast, client_init, client_result, server_update) is called per run, 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -106,11 +107,13 @@ class RoundSchedule:
     cohort: Cohort
     bcast: Any
     local: Any
+    algorithm: Any = None  # the run's algorithm in this round (its learning rate decayed: algorithm_at)
 
 
 def schedule_round(stack: Stack, run: RunState, r: int) -> RoundSchedule | None:
     """Who trains in round ``r`` of ``run`` and on which minibatches (None: nobody trains this round)."""
-    cfg, algorithm, sizes, data = run.cfg, run.algorithm, run.sizes, run.data
+    cfg, sizes, data = run.cfg, run.sizes, run.data
+    algorithm = algorithm_at(run.algorithm, cfg.lr_decay, r)
     available = run.availability.mask(cfg.seed, r) & (sizes > 0)  # a client without training data never trains
     choose = getattr(algorithm, "choose_clients", None)
     chosen = None
@@ -163,7 +166,17 @@ def schedule_round(stack: Stack, run: RunState, r: int) -> RoundSchedule | None:
     bcast = algorithm.broadcast(run.state)
     local = algorithm.client_init(bcast, cohort)
     return RoundSchedule(run=run, round=r, clients=clients, steps=steps, batches=batches, cohort=cohort,
-                         bcast=bcast, local=local)
+                         bcast=bcast, local=local, algorithm=algorithm)
+
+
+def algorithm_at(algorithm: Any, lr_decay: float, r: int) -> Any:
+    """``algorithm`` as it runs in round ``r``: with lr * lr_decay ** r (SimulationConfig.lr_decay; the object
+    itself when the rate is constant)."""
+    if lr_decay == 1.0:
+        return algorithm
+    if not dataclasses.is_dataclass(algorithm) or "lr" not in {f.name for f in dataclasses.fields(algorithm)}:
+        raise ValueError(f"lr_decay {lr_decay}: algorithm {type(algorithm).__name__} has no lr field to decay")
+    return dataclasses.replace(algorithm, lr=algorithm.lr * lr_decay ** r)
 
 
 def run_round(stack: Stack, schedules: list[RoundSchedule]) -> None:
@@ -171,7 +184,7 @@ def run_round(stack: Stack, schedules: list[RoundSchedule]) -> None:
     if not schedules:
         return
     local_fn = LOCAL_PATHS[stack.local_path]
-    algorithm = schedules[0].run.algorithm  # client_step reads only fields every run of the stack shares
+    algorithm = schedules[0].algorithm  # client_step reads only fields every run of the stack shares
     if len(schedules) == 1:
         s = schedules[0]
         data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared,
@@ -181,7 +194,7 @@ def run_round(stack: Stack, schedules: list[RoundSchedule]) -> None:
     else:
         locals_ = _run_merged(stack, schedules, local_fn, algorithm)
     for s, local in zip(schedules, locals_):
-        run, alg = s.run, s.run.algorithm
+        run, alg = s.run, s.algorithm
         client_result = getattr(alg, "client_result", None)
         result, new_rows = client_result(local, s.bcast, s.cohort) if client_result is not None else (local, None)
         run.state = alg.server_update(run.state, result, s.cohort.weights, s.cohort)

@@ -31,6 +31,9 @@ and, where an algorithm needs them (the engine uses a default where one is not d
     stack_varying: tuple[str, ...]   # class attribute: fields that may differ between the runs of one stack
         (client_step must not read them: it runs once for the whole stack, on the first run's object).
 
+A learning-rate schedule (``SimulationConfig.lr_decay``) is the engine's: in round r it hands the algorithm a
+copy whose ``lr`` field is lr * lr_decay ** r, so an algorithm with an ``lr`` field needs nothing of its own.
+
 Which clients can be selected at all comes from ``SimulationConfig.availability`` (fedbench.availability):
 the uniform draw and ``choose_clients`` see only the clients available in the round; clients without
 training data are never selected.
@@ -91,6 +94,13 @@ class SimulationConfig:
     # a run whose loss exceeds this times max(|f_0|, 1) has diverged and stops (fedbench.engine.metrics.has_diverged);
     # a study whose losses legitimately grow far above the first round's (a plateau far from a tiny f_0) raises it
     divergence_factor: float = DIVERGENCE_FACTOR
+    # the learning rate of round r is the algorithm's lr * lr_decay ** r (fedbench.engine.round.algorithm_at);
+    # 1.0: constant. FedLaAvg's CIFAR-10 code decays by 0.9999 per round
+    lr_decay: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.lr_decay <= 1.0:
+            raise ValueError(f"lr_decay: {self.lr_decay} must be in (0, 1]")
 
 
 # The settings that may differ between the runs of one stack (everything else must be equal).

@@ -60,8 +60,8 @@ def params(cfg: SimulationConfig, algorithm: Any, **knobs: Any) -> dict[str, Any
         else:
             out[f.name] = value
     for f in dataclasses.fields(cfg):
-        if f.name in EXECUTION_FIELDS:
-            continue
+        if f.name in EXECUTION_FIELDS or (f.name == "lr_decay" and cfg.lr_decay == 1.0):
+            continue  # a constant rate (lr_decay 1.0) is every run's but FedLaAvg CIFAR-10's: not recorded
         value = getattr(cfg, f.name)
         if f.name == "availability":  # its other fields only matter when some clients are unavailable
             kept = dataclasses.asdict(value) if value.model != "always" else {"model": value.model}

@@ -26,8 +26,7 @@ def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     claims = study.run(tmp_path, workers=1)
     assert_every_run_recorded(tmp_path, calls)
     assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain", "fedlaavg/cifar10/ica-gain"]
-    assert claims[1]["verdict"] == "not-run" and claims[1]["published"]["value"] == 4.23
+    assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain"]  # CIFAR-10: fedlaavg_cifar10
     gain = claims[0]
     assert gain["fidelity"] == "stand-in" and (gain["rounds_run"], gain["rounds_paper"]) == (15, 70000)
     assert gain["effect"]["n"] == 2 and gain["seeds"]["training"] == [0, 1]

@@ -1,0 +1,144 @@
+"""FedLaAvg on CIFAR-10 (the paper-scale study fedlaavg_cifar10): its readings with exact numbers, its data (the
+global test set handed to the clients, the N sweep's partitions rebuilt from the prepared source), its not-run
+entries, and the whole study at the fixture budget on fixture-sized CIFAR-10."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fedbench.data import stages
+from fedbench.studies import fedlaavg_cifar10 as study
+from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies.real_data import not_run_entry, study_cost
+from fedbench.studies.record import compact, read_simulations
+from tests.data import fixtures
+from tests.studies import assert_valid_entries
+
+BUILT_N = study.BUDGETS["fixture"].n
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    """Fixture-sized CIFAR-10 (20 training and 4 test images a class) prepared and built as cifar10_fedlaavg with
+    the fixture budget's N."""
+    root = tmp_path_factory.mktemp("fedlaavg_cifar10")
+    raw = root / "raw_copy"
+    raw.mkdir()
+    files, _ = fixtures.cifar_tar(per_class_per_batch=4)
+    for name, data in files.items():
+        (raw / name).write_bytes(data)
+    stages.prepare_dataset(study.VARIANT, root, raw=raw, verify=False, variant_params={"num_clients": BUILT_N, "seed": 1})
+    return root / "real"
+
+
+def test_rounds_to_target():
+    curve = np.array([10.0, 40.0, 56.0, 50.0, 60.0, 61.0])
+    assert study.rounds_to_target(curve, 55.0) == 2
+    assert study.rounds_to_target(curve, 70.0) == 5  # never: the last round
+    # running mean of the last 3: 10, 25, 35.33, 48.67, 55.33, 57
+    assert study.rounds_to_target(curve, 55.0, smooth=3) == 4
+
+
+def test_spearman():
+    assert study.spearman([200, 400, 600], [300, 200, 100]) == pytest.approx(-1.0)
+    assert study.spearman([200, 400, 600, 800], [5, 5, 5, 5]) == 0.0  # no ordering
+    # ties get average ranks: y ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4
+    assert study.spearman([1, 2, 3, 4], [7, 7, 9, 10]) == pytest.approx(np.corrcoef([1, 2, 3, 4], [1.5, 1.5, 3, 4])[0, 1])
+
+
+def test_period_power():
+    t = np.arange(300)
+    wave = 2.0 * np.sin(2 * np.pi * t / 15 + 0.3)
+    assert study.period_power(50.0 + wave, 15) == pytest.approx(2.0, abs=1e-9)  # amplitude 2: power 2^2 / 2
+    assert study.period_power(50.0 + 0.1 * t + wave, 15) == pytest.approx(2.0, abs=1e-9)  # on a trend
+    assert study.period_power(50.0 + 0.1 * t, 15) == pytest.approx(0.0, abs=1e-12)  # a trend has none
+    assert study.period_power(50.0 + 2.0 * np.sin(2 * np.pi * t / 10), 15) < 1e-3  # another period: (almost) none
+    # the second half only: an oscillation that died out halfway has none there, the whole curve still some
+    fading = 50.0 + np.where(t < 150, wave, 0.0)
+    assert study.period_power(fading, 15) == pytest.approx(0.0, abs=1e-12)
+    assert study.period_power(fading, 15, whole=True) == pytest.approx(0.5, abs=0.05)  # half as wide: a = 1
+    assert math.isnan(study.period_power(np.ones(20), 15))  # under one period in the second half
+
+
+def test_accuracy_curve_cuts_and_zeroes_a_diverged_run():
+    loss = [2.3, 2.0, float("nan")]
+    acc = [0.1, 0.2, 0.3]
+    np.testing.assert_allclose(study.accuracy_curve(loss, acc, rounds=4, budget=1.0), [10.0, 20.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(study.accuracy_curve([2.3, 2.0, 1.9], acc, rounds=2, budget=0.5), [10.0, 20.0])
+
+
+def test_global_test_set_is_handed_to_the_clients_of_its_class(real_root):
+    built = study.federated(BUILT_N, str(real_root), BUILT_N)
+    assert built.global_test is None and int(built.test.sizes.sum()) == 40
+    classes = np.array([int(c) for c in built.hierarchy["class"]])
+    for k in range(built.num_clients):
+        _, y = built.test.client(k)
+        assert np.all(y == classes[k]) and len(y) == 1  # 4 test images a class over its 4 clients
+    with pytest.raises(ValueError, match="global test set"):
+        study.with_global_test(built)
+
+
+def test_the_n_sweep_rebuilds_the_authors_partition_from_the_prepared_source(real_root):
+    small = study.federated(10, str(real_root), BUILT_N)
+    assert small.num_clients == 10 and int(small.train.sizes.sum()) == 200  # every training image, 20 a client
+    assert [len(set(small.train.client(k)[1])) for k in range(10)] == [1] * 10
+    assert small.partition["params"]["num_clients"] == 10 and small.partition["params"]["seed"] == 1
+    pooled = study.pooled(str(real_root), BUILT_N)
+    assert pooled.num_clients == 1 and pooled.input.kind == "image" and pooled.input.transform == "normalize"
+    with pytest.raises(ValueError, match="N = 1000"):
+        study.federated(1000, str(real_root), 1000)
+
+
+def test_plan_shares_runs_between_roles():
+    b = study.BUDGETS["paper"]
+    roles = study.plan(b)
+    assert roles["n=1000"] == roles["fedlaavg_ica"] and roles["p=10"] == roles["fedlaavg_ica"][:1]
+    runs = {r for rs in roles.values() for r in rs}
+    # Table 2: 4 x 3 + sequential 3; the N sweep below 1000: 4 x 3; context P 5, 15 and 4 gammas: 6
+    assert len(runs) == 12 + 3 + 12 + 6
+    assert [b.k(n) for n in b.clients] == [20, 40, 60, 80, 100] and b.cycle() == 15
+
+
+def test_not_run_entries_carry_the_command_and_a_positive_cost():
+    entries = not_run_entry(study.NAME)
+    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    for e in entries:
+        assert e["verdict"] == "not-run" and e["command"] == "fedbench paper run fedlaavg_cifar10"
+        assert e["cost"]["hours"] > 0 and e["scale"]["variants"] == ["cifar10_fedlaavg"]
+    assert study_cost(study.SCALES)["runs"] == 33
+
+
+def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
+    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    assert_valid_entries(claims)
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    b = study.BUDGETS["fixture"]
+    for c in claims:
+        assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale"
+        assert c["effect"]["n"] == len(b.seeds) and len(c["effect"]["per_seed"]) == len(b.seeds)
+        assert (c["rounds_run"], c["rounds_paper"]) == (b.rounds, 70000)
+    ica = claims[0]
+    best = ica["reproduced"]
+    assert ica["effect"]["per_seed"] == [pytest.approx(x - y, abs=0.02) for x, y in
+                                         zip(best["fedlaavg_best"], best["fedavg_best"])]
+    assert [p["part"] for p in claims[1]["parts"]] == ["full availability (FCA)", "FedLaAvg (ICA) vs sequential SGD"]
+    speedup = claims[2]
+    assert set(speedup["reproduced"]["by_N"]) == {"10", "20", "40"}
+    assert all(-1.0 <= v <= 1.0 for v in speedup["effect"]["per_seed"])
+    out = tmp_path / "out" / study.NAME
+    records = read_simulations(out)
+    assert len(records) == len({r for rs in study.plan(b).values() for r in rs})
+    assert all(r["params"]["lr_decay"] == b.lr_decay for r in records)
+    assert {r["params"]["clients_per_round"] for r in records if r["params"]["method"] == "fedlaavg"} == {1, 2, 4}
+    for name in ("table2", "table3"):
+        assert (out / f"{study.NAME}_{name}.png").stat().st_size > 10_000
+    # the same seed gives the same numbers: FedLaAvg's and FedAvg's first ICA runs again, alone
+    roles = study.plan(b)
+    again = [study.simulation(b, roles[role][0], str(real_root)) for role in ("fedlaavg_ica", "fedavg_ica")]
+    by_name = {r["name"]: r for r in records}
+    for sim, outcome in zip(again, run_simulations(again, workers=1)):
+        assert outcome.param_digest == by_name[sim.name]["param_digest"]
+        assert [compact(v) for v in outcome.series("test/accuracy")] == by_name[sim.name]["history"]["test/accuracy"]
