@@ -71,7 +71,7 @@ def test_step_size_selection_mean_then_tiebreak_then_smaller_step():
 def test_paired_rounds_effect_on_hand_made_curves():
     """Table 4's measure on two seeds: FedAvg reaches 0.45 at rounds 3 and 4 with its better step, SCAFFOLD at 1
     and 2: the per-seed effects are 2 and 2."""
-    b = study.Budget(rounds=5, seeds=(0, 1), lr_grid=(0.1, 0.3), device="cpu")
+    b = study.Budget(rounds=5, seeds=(0, 1), lr_grid=(0.1, 0.3, 1.0), device="cpu")
     curves = {}
     for c in study.cells():
         for lr in b.lr_grid:
@@ -89,6 +89,10 @@ def test_paired_rounds_effect_on_hand_made_curves():
     assert entry["verdict"] == "reproduced"
     assert [p["per_seed"] for p in entry["parts"]] == [[2.0, 2.0]] * 6
     assert entry["reproduced"]["cells"]["fedavg, 0.2, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0], "mean": 3.5}
+    # FedAvg's step is the grid's smallest in all six cells, SCAFFOLD's (0.3) an inner one: flagged, not judged
+    assert sorted(entry["reproduced"]["selected_at_grid_edge"]) == sorted(
+        f"fedavg, {f}, {s}" for f in study.TABLE4_SAMPLED for s in study.JUDGED_SIMILARITY)
+    assert "at an end of the grid in 6 of 12 cells" in entry["observed"]
 
 
 def test_declaration_cells_stacks_and_paper_scales():
