@@ -1,0 +1,152 @@
+"""The SCAFFOLD EMNIST paper-scale study (fedbench.studies.scaffold_emnist): its readings and step-size selection
+on hand-made curves, its declaration, and the whole study at the fixture budget on fixture-sized EMNIST variants
+in the upstream format (tests/data/fixtures)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fedbench.data import stages
+from fedbench.studies import SIMULATIONS, real_data, run_claim_study, run_simulations
+from fedbench.studies import scaffold_emnist as study
+from tests.data import fixtures
+
+FIXTURE_CLIENTS = {100: 10, 400: 20}  # the fixture's 141 training images over fewer clients
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scaffold_emnist")
+    raw = root / "raw"
+    raw.mkdir()
+    for name, data in fixtures.emnist_zip().items():
+        (raw / name).write_bytes(data)
+    for v in study.VARIANTS:
+        n = 400 if "_n400_" in v else 100
+        stages.prepare_dataset(v, root, raw=raw, verify=False, variant_params={"num_clients": FIXTURE_CLIENTS[n]})
+    return root / "real"
+
+
+@pytest.fixture(scope="module")
+def fixture_study(real_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp("scaffold_emnist_out")
+    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.NAME
+
+
+def test_rounds_to_target_first_held_and_never():
+    acc = [0.1, 0.52, 0.4, 0.5, 0.6, 0.55, 0.51, 0.7]
+    assert study.rounds_to(acc, 0.5, 7) == 1
+    assert study.rounds_to(acc, 0.5, 7, hold=3) == 3  # 0.5, 0.6, 0.55 from round 3
+    assert study.rounds_to(acc, 0.5, 7, hold=5) == 3  # 0.5 0.6 0.55 0.51 0.7
+    assert study.rounds_to(acc, 0.65, 7, hold=5) == 7  # the window cut short by the end counts on what it has
+    assert study.rounds_to(acc, 0.8, 7) == 7  # never: the rounds run
+    assert study.rounds_to(acc, 0.6, 3) == 3  # the budget cut: never within rounds 0..3
+    assert study.rounds_to([0.1, float("nan")], 0.5, 1000) == 1000  # a diverged run's NaN never reaches it
+
+
+def test_best_and_tail_accuracy():
+    acc = [0.1, 0.3, 0.8, 0.5, 0.6, 0.7, 0.4, float("nan")]
+    assert study.best_accuracy(acc, 7) == 0.8
+    assert study.best_accuracy(acc, 1) == 0.3
+    assert study.tail_accuracy(acc, 6) == pytest.approx((0.8 + 0.5 + 0.6 + 0.7 + 0.4) / 5)
+    assert study.tail_accuracy(acc, 7) == pytest.approx((0.5 + 0.6 + 0.7 + 0.4 + 0.0) / 5)  # NaN counts as 0
+    assert study.tail_accuracy([0.5, 0.7, 0.9], 4) == pytest.approx(2.1 / 5)  # missing (diverged) rounds count as 0
+    assert study.best_accuracy([float("nan")], 3) == 0.0
+
+
+def test_step_size_selection_mean_then_tiebreak_then_smaller_step():
+    scores = {0.1: [100, 200], 0.3: [120, 140], 1.0: [1000, 1000]}
+    assert study.select(scores, lower_is_better=True) == 0.3  # mean 130 < 150
+    tied = {0.1: [1000, 1000], 0.3: [1000, 1000]}
+    assert study.select(tied, True, tiebreak={0.1: [0.40, 0.44], 0.3: [0.45, 0.46]}) == 0.3
+    assert study.select(tied, True, tiebreak={0.1: [0.4], 0.3: [0.4]}) == 0.1
+    assert study.select({0.1: [0.8, 0.7], 0.3: [0.75, 0.76]}, lower_is_better=False) == 0.3
+
+
+def test_paired_rounds_effect_on_hand_made_curves():
+    """Table 4's measure on two seeds: FedAvg reaches 0.45 at rounds 3 and 4 with its better step, SCAFFOLD at 1
+    and 2: the per-seed effects are 2 and 2."""
+    b = study.Budget(rounds=5, seeds=(0, 1), lr_grid=(0.1, 0.3, 1.0), device="cpu")
+    curves = {}
+    for c in study.cells():
+        for lr in b.lr_grid:
+            for s in b.seeds:
+                curves[(c, lr, s)] = [0.0] * 6
+    for f in study.TABLE4_SAMPLED:
+        for sim in study.JUDGED_SIMILARITY:
+            sc, fa = study.Cell(4, "scaffold", 5, sim, f), study.Cell(4, "fedavg", 5, sim, f)
+            curves[(sc, 0.3, 0)] = [0, 0.5, 0.5, 0.5, 0.5, 0.5]
+            curves[(sc, 0.3, 1)] = [0, 0, 0.5, 0.5, 0.5, 0.5]
+            curves[(fa, 0.1, 0)] = [0, 0, 0, 0.46, 0.46, 0.46]
+            curves[(fa, 0.1, 1)] = [0, 0, 0, 0, 0.46, 0.46]
+            curves[(fa, 0.3, 0)] = [0, 0, 0, 0, 0, 0.46]  # the worse step (mean 5 vs 3.5) is not selected
+    entry = study.table4_claim(study.Runs(curves, b))
+    assert entry["verdict"] == "reproduced"
+    assert [p["per_seed"] for p in entry["parts"]] == [[2.0, 2.0]] * 6
+    assert entry["reproduced"]["cells"]["fedavg, 0.2, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0], "mean": 3.5}
+    # FedAvg's step is the grid's smallest in all six cells, SCAFFOLD's (0.3) an inner one: flagged, not judged
+    assert sorted(entry["reproduced"]["selected_at_grid_edge"]) == sorted(
+        f"fedavg, {f}, {s}" for f in study.TABLE4_SAMPLED for s in study.JUDGED_SIMILARITY)
+    assert "at an end of the grid in 6 of 12 cells" in entry["observed"]
+
+
+def test_declaration_cells_stacks_and_paper_scales():
+    cells = study.cells()
+    assert len(cells) == 39 + 12 + 6  # Table 3: 3 x 4 x 3 + SGD x 3; Table 4: 2 x 3 x 2; Table 5: 3 x 2
+    assert len({c.label() for c in cells}) == len(cells)
+    assert {c.variant for c in cells} == set(study.VARIANTS)
+    scales = study.SCALES
+    assert sum(s.runs for s in scales) == len(cells) * 3 * len(study.LR_GRID)
+    t4 = {s.clients_per_round: s for s in scales if s.client_samples == 282}
+    assert sorted(t4) == [4, 20, 80] and t4[80].batch_size == 57  # 20/5/1% of 400; ceil(282 / 5)
+    assert all(s.batch_size == 226 for s in scales if s.client_samples == 1128)
+    assert {s.model for s in scales} == {"mclr", "scaffold_mlp"}
+    assert study.BUDGETS["paper"].rounds == 1000 and len(study.BUDGETS["paper"].seeds) >= 3
+    assert study.BUDGETS["paper"].device == "auto" and study.BUDGETS["fixture"].device == "cpu"
+
+
+def test_not_run_entries_have_the_command_and_a_positive_cost():
+    entries = real_data.not_run_entry(study.NAME)
+    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    for e in entries:
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 855
+
+
+def test_global_test_set_becomes_the_test_split(real_root):
+    ds = study.on_global_test("emnist_scaffold_n100_s0", str(real_root))
+    assert ds.num_clients == 10 and int(ds.test.sizes.sum()) == 47 == len(ds.global_test.y)
+    assert np.array_equal(ds.test.y, ds.global_test.y) and ds.test.sizes.max() - ds.test.sizes.min() <= 1
+    assert study.batch_size(ds) == math.ceil(int(ds.train.sizes.max()) / 5) == 3
+
+
+def test_same_seed_same_numbers(real_root):
+    sims = [s for s in study.declare(study.BUDGETS["fixture"], real_root)
+            if s.name.startswith("table3/scaffold/E=5/s=0/") and s.name.endswith("seed=1")][:1]
+    a, b = run_simulations(sims, workers=1), run_simulations(sims, workers=1)
+    assert a[0].param_digest == b[0].param_digest
+    assert a[0].series("test/accuracy") == b[0].series("test/accuracy")
+    assert all(math.isfinite(x) for x in a[0].series("test/accuracy"))
+
+
+def test_fixture_study_end_to_end(fixture_study):
+    claims, out = fixture_study
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    for c in claims:
+        assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
+        assert c["fidelity"] == "reduced-scale" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
+        assert len(c["effect"]["per_seed"]) == 2 and c["seeds"]["training"] == [0, 1]
+        assert c["figure"]["path"] == f"figures/{study.NAME}/{study.NAME}.png"
+    assert len(claims[0]["parts"]) == 24 and len(claims[1]["parts"]) == 6 and len(claims[2]["parts"]) == 4
+    records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
+    assert len(records) == len(study.cells()) * 2 * 2  # two steps, two seeds
+    acc = records[0]["history"]["test/accuracy"]
+    assert len(acc) == 4 and all(a is not None for a in acc)  # the global test set is evaluated every round
+    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    saved = json.loads((out / "claims.json").read_text())
+    assert saved["budget"] == "fixture" and len(saved["claims"]) == 3
