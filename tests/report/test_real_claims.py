@@ -134,7 +134,7 @@ def test_show_claims_prints_the_command(tmp_path, capsys):
     (tmp_path / "claims.json").write_text(json.dumps({"claims": entries}))
     cli_main(["show", "--claims", "--out", str(tmp_path)])
     out = capsys.readouterr().out
-    assert "command: fedbench paper run fedprox_femnist" in out and "command: fedbench data fetch cifar10" in out
+    assert "command: fedbench paper run fedprox_femnist" in out and "command: fedbench paper run fedlaavg_cifar10" in out
 
 
 def test_study_train_settings_are_validated_at_load():
