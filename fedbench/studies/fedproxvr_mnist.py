@@ -119,7 +119,7 @@ def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) ->
 
     dataset = functools.partial(load_real, VARIANTS[0], str(real_root))
     model = build(MODEL, dataset())
-    knobs = {"method": method, "variant": VARIANTS[0], "model": MODEL}
+    knobs = {"method": method, "dataset": VARIANTS[0], "model": MODEL}
     common = {"rounds": budget.rounds, "clients_per_round": budget.clients_per_round, "batch_size": BATCH[method],
               "seed": seed, "device": budget.device}
     if method == "FedAvg":
