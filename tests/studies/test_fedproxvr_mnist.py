@@ -1,0 +1,99 @@
+"""FedProxVR on MNIST (paper-scale study, stand-in for the slides' Table 2): end to end on fixture-sized
+mnist_fedproxvr, the paper budget's declared runs, the readings, repeatability and the not-run entry."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import fedproxvr_mnist as study
+from fedbench.studies.real_data import not_run_entry
+from fedbench.studies.record import read_simulations
+from tests.studies import assert_valid_entries
+from tests.studies.real_fixtures import build_real
+
+FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2}
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    return build_real(tmp_path_factory.mktemp("fedproxvr_mnist"), "mnist_fedproxvr", **FIXTURE_PARAMS)
+
+
+@pytest.fixture(scope="module")
+def fixture_run(real_root):
+    out = real_root.parent / "out"
+    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.NAME
+
+
+def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
+    claims, out = fixture_run
+    assert_valid_entries(claims)
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    (c,) = claims
+    b = study.BUDGETS["fixture"]
+    assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale"
+    assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
+    assert [p["part"] for p in c["parts"]] == ["SVRG - FedAvg", "SARAH - FedAvg"]
+    for p, m in zip(c["parts"], ("SVRG", "SARAH")):  # the effect is the per-seed difference of the best accuracies
+        assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
+                                 zip(c["reproduced"][m], c["reproduced"]["FedAvg"])]
+    assert c["figure"] == {"path": f"figures/{study.NAME}/{study.NAME}.png", "panel": "test accuracy"}
+    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    records = read_simulations(out)
+    assert len(records) == len(study.METHODS) * len(b.seeds)
+    assert {r["params"]["algorithm"] for r in records} == {"FedAvg", "FedProxVR"}
+    assert all(len(r["history"]["test/accuracy"]) == b.rounds + 1 for r in records)
+    saved = json.loads((out / "claims.json").read_text())
+    assert saved["budget"] == "fixture" and saved["claims"][0]["id"] == c["id"]
+
+
+def test_paper_budget_declares_table_2_runs(real_root):
+    b = study.BUDGETS["paper"]
+    assert len(b.seeds) >= 3 and b.device == "auto" and b.rounds == 1000
+    fedavg = study.simulation("FedAvg", 0, b, real_root)
+    svrg = study.simulation("SVRG", 1, b, real_root)
+    sarah = study.simulation("SARAH", 2, b, real_root)
+    assert (fedavg.config.local_epochs, fedavg.config.local_steps, fedavg.config.batch_size) == (20, 0, 16)
+    assert (svrg.config.local_steps, svrg.config.batch_size, sarah.config.batch_size) == (19, 16, 32)
+    assert (svrg.algorithm.estimator, sarah.algorithm.estimator) == ("svrg", "sarah")
+    assert svrg.algorithm.mu == sarah.algorithm.mu == 0.01 and svrg.algorithm.tau == 20
+    assert fedavg.config.clients_per_round == 10 and fedavg.config.device == "auto"
+    assert fedavg.dataset() is svrg.dataset()  # one cached copy shared by every run
+
+
+def _outcome(acc, loss=None) -> Outcome:
+    loss = loss or [1.0] * len(acc)
+    return Outcome(name="x", history=[{"train/loss": lo, "test/accuracy": a} for lo, a in zip(loss, acc)], final={},
+                   diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
+
+
+def test_readings_of_a_run():
+    o = _outcome([0.1, 0.5, 0.3, 0.2, 0.4, 0.35, 0.3])
+    assert study.best_accuracy(o, "best", 6) == pytest.approx(50.0)
+    assert study.best_accuracy(o, "final", 6) == pytest.approx(30.0)
+    assert study.best_accuracy(o, "tail", 6) == pytest.approx(100 * np.mean([0.3, 0.2, 0.4, 0.35, 0.3]))
+    # a run whose loss turns non-finite scores 0 from there on: its best is the best before
+    dead = _outcome([0.1, 0.6, 0.9], [1.0, 1.0, float("nan")])
+    assert study.best_accuracy(dead, "best", 2) == pytest.approx(60.0)
+
+
+def test_same_seed_same_numbers(real_root):
+    b = study.BUDGETS["fixture"]
+    sims = [study.simulation("SARAH", 0, b, real_root)]
+    first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
+    assert first.param_digest == second.param_digest
+    assert first.series("test/accuracy") == second.series("test/accuracy")
+
+
+def test_not_run_entry_has_the_command_and_a_cost():
+    entries = not_run_entry(study.NAME)
+    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    for e in entries:
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * len(study.BUDGETS["paper"].seeds)
+        assert e["fidelity"] == "stand-in" and e["scale"]["variants"] == ["mnist_fedproxvr"]

@@ -1,0 +1,108 @@
+"""Mime and MimeLite vs FedAvgM on FEMNIST (paper-scale study, stand-in for the Mime slides' Figure 3): end to end
+on fixture-sized femnist_leaf, the paper budget's declared runs, the readings and the rule on made-up runs,
+repeatability and the not-run entry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
+from fedbench.algorithms.mime import Mime
+from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import mime_emnist as study
+from fedbench.studies.real_data import not_run_entry
+from fedbench.studies.record import read_simulations
+from tests.studies import assert_valid_entries
+from tests.studies.real_fixtures import build_real
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    return build_real(tmp_path_factory.mktemp("mime_emnist"), "femnist_leaf")
+
+
+@pytest.fixture(scope="module")
+def fixture_run(real_root):
+    out = real_root.parent / "out"
+    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.NAME
+
+
+def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
+    claims, out = fixture_run
+    assert_valid_entries(claims)
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    (c,) = claims
+    b = study.BUDGETS["fixture"]
+    assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale"
+    assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
+    assert [p["part"] for p in c["parts"]] == ["Mime - FedAvgM", "MimeLite - FedAvgM"]
+    for p, m in zip(c["parts"], ("Mime", "MimeLite")):
+        assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
+                                 zip(c["reproduced"][m], c["reproduced"]["FedAvgM"])]
+    assert c["scale"]["model"] == b.model and any(b.model in d for d in c["deviations"])
+    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    records = read_simulations(out)
+    assert len(records) == len(study.METHODS) * len(b.seeds)
+    assert sorted(r["params"]["algorithm"] for r in records) == ["FedAvgMomentum"] * 2 + ["Mime"] * 4
+    assert all(r["params"]["sampling"] == "proportional" for r in records)
+    assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
+
+
+def test_paper_budget_declares_the_stated_setup(real_root):
+    b = study.BUDGETS["paper"]
+    assert len(b.seeds) >= 3 and b.device == "auto" and b.model == "leaf_femnist_cnn"
+    sims = {m: study.simulation(m, 0, b, real_root) for m in study.METHODS}
+    assert sims["Mime"].algorithm == Mime(lr=0.004, variant="mime", base="sgdm", momentum=0.9)
+    assert sims["MimeLite"].algorithm == Mime(lr=0.004, variant="mimelite", base="sgdm", momentum=0.9)
+    assert sims["FedAvgM"].algorithm == FedAvgMomentum(lr=0.004, beta=0.9, server_lr=1.0)
+    cfg = sims["Mime"].config
+    assert (cfg.rounds, cfg.clients_per_round, cfg.local_epochs, cfg.batch_size) == (500, 35, 1, 10)
+    assert sims["Mime"].model.num_params == 6_603_710  # LEAF's reference CNN for 62 classes (real-data.md)
+
+
+def _outcome(acc) -> Outcome:
+    return Outcome(name="x", history=[{"train/loss": 1.0, "test/accuracy": a} for a in acc], final={},
+                   diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
+
+
+def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
+    o = _outcome([0.0, 0.2, 0.6, 0.5, 0.55, 0.58])
+    assert (study.accuracy(o, "best", 5), study.accuracy(o, "final", 5)) == (pytest.approx(60.0), pytest.approx(58.0))
+    assert study.accuracy(o, "tail", 5) == pytest.approx(100 * (0.2 + 0.6 + 0.5 + 0.55 + 0.58) / 5)
+    # Mime above FedAvgM on every seed, MimeLite below on every seed: Mime's part holds, MimeLite's does not
+    best = {"Mime": (0.50, 0.61, 0.55), "MimeLite": (0.35, 0.30, 0.33), "FedAvgM": (0.40, 0.40, 0.40)}
+    curves = {(m, s): [0.1, v] for m, vals in best.items() for s, v in enumerate(vals)}
+
+    def fake_run(sims, workers):
+        return [_outcome(curves[(s.knobs["method"], s.config.seed)]) for s in sims]
+
+    monkeypatch.setattr(study, "run_simulations", fake_run)
+    monkeypatch.setattr("fedbench.studies.record.write_simulations", lambda out, records: None)
+    monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, metrics=None: {})
+    monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
+                                                               device="cpu", model="mclr"))
+    real_root = build_real(tmp_path, "femnist_leaf")
+    (c,) = study.run(tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    assert c["parts"][0]["per_seed"] == pytest.approx([10.0, 21.0, 15.0])
+    assert c["parts"][1]["per_seed"] == pytest.approx([-5.0, -10.0, -7.0])
+    assert [p["verdict"] for p in c["parts"]] == ["reproduced", "not-reproduced"]
+    assert c["verdict"] == "not-reproduced" and c["reproduced"]["FedAvgM"] == [40.0, 40.0, 40.0]
+
+
+def test_same_seed_same_numbers(real_root):
+    sims = [study.simulation("Mime", 1, study.BUDGETS["fixture"], real_root)]
+    first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
+    assert first.param_digest == second.param_digest
+    assert first.series("train/loss") == second.series("train/loss")
+
+
+def test_not_run_entry_has_the_command_and_a_cost():
+    entries = not_run_entry(study.NAME)
+    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    for e in entries:
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * len(study.BUDGETS["paper"].seeds)
+        assert e["fidelity"] == "stand-in" and e["scale"]["variants"] == ["femnist_leaf"]
