@@ -91,7 +91,7 @@ PROFILES = {"paper": PAPER, "shakespeare-plays": ["fedprox_shakespeare_plays"]}
 # The other papers' paper-scale studies: claim studies on real data (fedbench/studies/<name>.py, declared as
 # fedbench.studies.real_data says), not studies of the train stage. ``fedbench paper run NAME`` runs one into
 # runs/studies/NAME/; they belong to the ``paper`` profile's cost but not to its -S keys.
-CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "delta_fl_real")
+CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "delta_fl_real", "fedproxvr_mnist", "mime_emnist")
 
 
 def algorithm_overrides(study: PaperStudy) -> dict[str, Any]:

@@ -85,14 +85,13 @@ def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress
 def listing(params: str) -> str:
     """Each profile's studies with their projected cost, and the totals."""
     from fedbench.report.costs import load_measured, project
+    from fedbench.studies.real_data import study_cost, study_module
 
     measured = load_measured()
     cfg = load_config(params)
     seeds = len(cfg.train.seeds)
-    lines = [f"costs projected from per-step costs measured on {measured['device']} ({measured['measured_on']}); "
-             f"{seeds} seeds (train.seeds), each run on its own"]
-    from fedbench.studies.real_data import study_cost, study_module
-
+    lines = [(f"costs projected from per-step costs measured on {measured['device']} ({measured['measured_on']}); "
+              f"{seeds} seeds (train.seeds) for the FedProx studies, each run on its own")]
     for profile, names in PROFILES.items():
         total = 0.0
         lines.append(f"profile {profile}:")
@@ -105,7 +104,7 @@ def listing(params: str) -> str:
             for n in CLAIM_STUDIES:
                 c = study_cost(study_module(n).SCALES)
                 total += c["hours"]
-                lines.append(f"  {n:<28} {c['runs']:>3} runs (claim study){'':>27}: {c['hours']:>9.2f} h   "
+                lines.append(f"  {n:<28} {c['runs']:>3} runs, claim study (fedbench/studies/{n}.py): {c['hours']:>9.2f} h   "
                              f"fedbench paper run {n}")
         lines.append(f"  {'total':<28} {total:.1f} h")
     return "\n".join(lines)

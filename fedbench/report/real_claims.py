@@ -30,19 +30,12 @@ import numpy as np
 
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
-from fedbench.report.costs import Scale, load_measured, project
+from fedbench.report.costs import load_measured, project
 from fedbench.report.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
 from fedbench.report.readings import NAMES, read_accuracy
 from fedbench.report.stats import fmt_effect
 from fedbench.report.verdict import Part, Rule, judge
-from fedbench.studies import (
-    DELTA_FL_PAPER,
-    FEDLAAVG_PAPER,
-    FEDPROX_PAPER,
-    FEDPROXVR_PAPER,
-    MIME_PAPER,
-    SCAFFOLD_PAPER,
-)
+from fedbench.studies import FEDPROX_PAPER
 from fedbench.studies._entries import judged, new_entry, not_run
 
 GAIN_RULE = Rule("greater", 5.0, "accuracy points")
@@ -247,153 +240,6 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
     return judged(e, result)
 
 
-@dataclasses.dataclass(frozen=True)
-class Pending:
-    """A real-data claim of another paper that fedbench cannot run yet: what it says, the rule it will be judged by,
-    the command that fetches and prepares its data, the paper-scale cost, and what is missing."""
-
-    id: str
-    paper: str
-    where: str
-    claim: str
-    published: dict[str, Any]
-    rule: str
-    variants: tuple[str, ...]
-    scale: Scale
-    rounds_paper: int | None
-    missing: str
-    fidelity: str = "paper-scale"
-
-
-def _prepare_command(variants: tuple[str, ...]) -> str:
-    return " && ".join(f"fedbench data prepare {v}" for v in variants)
-
-
-def _fetch_command(variants: tuple[str, ...]) -> str:
-    from fedbench.data.registry import VARIANTS
-
-    sources: list[str] = []
-    for v in variants:
-        sources += [x for x in VARIANTS[v].sources if x not in sources]
-    return "fedbench data fetch " + " ".join(sources)
-
-
-def pending_entry(p: Pending) -> dict[str, Any]:
-    cost = project(p.scale, load_measured())
-    cmd = f"{_fetch_command(p.variants)} && {_prepare_command(p.variants)}"
-    e = new_entry(id=p.id, paper=p.paper, where=p.where, claim_text=p.claim, published=p.published, rule=p.rule,
-                  scale={"variants": list(p.variants), **dataclasses.asdict(p.scale)}, deviations=[], figure=None,
-                  fidelity=p.fidelity, rounds_run=None, rounds_paper=p.rounds_paper, training_seeds=[], data_seeds=[])
-    return not_run(e, f"not run: {p.missing}; `{cmd}` fetches and prepares its data (projected paper-scale cost "
-                      f"{cost['hours']:g} h on {cost['device']})",
-                   f"writing that study, then running it ({cost['basis']})") | {"command": cmd, "cost": cost}
-
-
-EMNIST_TRAIN = 112800  # EMNIST balanced training images (47 classes x 2,400)
-NO_RUNNER = "the paper-scale study for this claim is not written yet (issue 12 left it undone)"
-PENDING: tuple[Pending, ...] = (
-    Pending("fedlaavg/cifar10/fca-gain", FEDLAAVG_PAPER, "section 5.2, Table 2",
-            "With full client availability on CIFAR-10, FedLaAvg's best test accuracy within 70,000 rounds is higher "
-            "than FedAvg's (64.70% vs 59.25%), and FedLaAvg under intermittent availability is within a point of "
-            "sequential SGD's 61.59%.",
-            {"value": 5.45, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds",
-             "statement": "FCA: FedLaAvg 64.70% vs FedAvg 59.25%; ICA: 60.98% vs 56.75%; sequential SGD 61.59%"},
-            "per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, Table 2's reading), full "
-            "availability; greater than 1 point (as fedlaavg/synthetic/diurnal-gain)",
-            ("cifar10_fedlaavg",), Scale("cifar_cnn", 5 * 3, 70000, 100, 50, 1, 5, 10000, eval_every=100,
-                                         local_steps=10), 70000, NO_RUNNER),
-    Pending("fedlaavg/cifar10/sublinear-speedup", FEDLAAVG_PAPER, "section 5.3, Table 3 and Figure 3",
-            "On CIFAR-10, the rounds FedLaAvg needs to reach 55% test accuracy fall as the number of clients N grows "
-            "(200 to 1,000: 33,550 to 10,100 rounds), the sublinear speedup of its rate, and stay flat in P up to 10.",
-            {"value": None, "unit": "rounds to 55% test accuracy", "scope": "CIFAR-10, N, P and gamma varied (Table 3)",
-             "statement": "N 200/400/600/800/1000: 33550/14800/12850/12700/10100; P 1/5/10/15: 10000/9950/10100/13400; "
-                          "gamma 0.02-0.10: 27800/32200/13450/9400/10100"},
-            "per seed, the Spearman correlation of N and the rounds to 55% over N = 200..1,000 (a run that never "
-            "reaches 55% counts as its budget); below 0 with the 95% interval of the per-seed values",
-            ("cifar10_fedlaavg",), Scale("cifar_cnn", 12 * 3, 35000, 100, 50, 1, 5, 10000, eval_every=100,
-                                         local_steps=10), 70000, NO_RUNNER),
-    Pending("fedlaavg/cifar10/fedavg-oscillates", FEDLAAVG_PAPER, "section 5.2, Figure 2",
-            "Under intermittent availability on CIFAR-10, FedAvg's test accuracy oscillates with the availability "
-            "period while FedLaAvg's does not.",
-            {"value": None, "unit": "accuracy oscillation", "scope": "CIFAR-10, ICA (Figure 2 curves)",
-             "statement": "FedAvg's curve oscillates periodically, FedLaAvg's is smooth"},
-            "per seed, the power of the test-accuracy curve (detrended) at the availability period (1 + beta) P, "
-            "FedAvg minus FedLaAvg; greater than 0",
-            ("cifar10_fedlaavg",), Scale("cifar_cnn", 2 * 3, 70000, 100, 50, 1, 5, 10000, eval_every=100,
-                                         local_steps=10), 70000,
-            NO_RUNNER + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain), so its cost is theirs"),
-    Pending("scaffold/emnist/rounds-to-0.5", SCAFFOLD_PAPER, "section 7.1, Table 3",
-            "On EMNIST with logistic regression, SCAFFOLD reaches 0.5 test accuracy in fewer rounds than FedAvg, "
-            "FedProx and SGD at every number of epochs for 0% and 10% similarity.",
-            {"value": None, "unit": "rounds to 0.5 test accuracy", "scope": "EMNIST balanced, 100 clients, 20% sampled",
-             "statement": "0% similarity, 5 epochs: SCAFFOLD 152, FedAvg 428, FedProx 1k+, SGD 317 (1 epoch); 10%: "
-                          "SCAFFOLD 20, FedAvg 34; full Table 3 in real-data.md section 5"},
-            "per seed and cell, rounds to 0.5 of FedAvg minus SCAFFOLD's (a run that never gets there counts as 1,000); "
-            "greater than 0 in every cell of 0% and 10% similarity",
-            ("emnist_scaffold_n100_s0", "emnist_scaffold_n100_s10", "emnist_scaffold_n100_s100"),
-            Scale("mclr", 13 * 3 * 3, 1000, 20, EMNIST_TRAIN / 100, 1, 10, 18800 + EMNIST_TRAIN, eval_every=1,
-                  local_steps=5 * 9 * 23), 1000,
-            NO_RUNNER + " (cost: 5 steps an epoch of batch 0.2 n, counted as 23 steps of 10 per step, mean 9 epochs)"),
-    Pending("scaffold/emnist/sampling", SCAFFOLD_PAPER, "section 7.1, Table 4",
-            "On EMNIST (400 clients, 5 epochs), SCAFFOLD needs fewer rounds than FedAvg to reach 0.45 accuracy at 20%, "
-            "5% and 1% of clients sampled.",
-            {"value": None, "unit": "rounds to 0.45 test accuracy", "scope": "EMNIST balanced, 400 clients",
-             "statement": "0% similarity: SCAFFOLD 143/290/790, FedAvg 179/334/1k+; 10%: 9/13/28 vs 12/17/35"},
-            "per seed and cell, rounds to 0.45 of FedAvg minus SCAFFOLD's (never: 1,000); greater than 0 in every cell",
-            ("emnist_scaffold_n400_s0", "emnist_scaffold_n400_s10"),
-            Scale("mclr", 2 * 3 * 2 * 3, 1000, 35, EMNIST_TRAIN / 400, 5, 56, 18800 + EMNIST_TRAIN, local_steps=25 * 6),
-            1000, NO_RUNNER),
-    Pending("scaffold/emnist/two-layer-accuracy", SCAFFOLD_PAPER, "section 7.1, Table 5",
-            "On EMNIST with a two-layer network, SCAFFOLD's best accuracy after 1,000 rounds is above FedAvg's and SGD's "
-            "at 0% and 10% similarity.",
-            {"value": 0.801, "unit": "best test accuracy", "scope": "EMNIST balanced, 2-layer FC, 5 epochs, 0% similarity",
-             "statement": "SGD .766/.764, FedAvg .787/.828, SCAFFOLD .801/.842 (0%/10% similarity); hidden width not "
-                          "given"},
-            "per seed, SCAFFOLD's best accuracy minus FedAvg's (points); greater than 0 at both similarities",
-            ("emnist_scaffold_n100_s0", "emnist_scaffold_n100_s10"),
-            Scale("scaffold_mlp", 3 * 2 * 3, 1000, 20, EMNIST_TRAIN / 100, 5, 226, 18800 + EMNIST_TRAIN,
-                  local_steps=25 * 23), 1000, NO_RUNNER + "; the hidden width is not given (fedbench's scaffold_mlp "
-                                                          "states its choice)"),
-    Pending("delta-fl/real/p90-error", DELTA_FL_PAPER, "section 5, Table 2",
-            "For EMNIST (linear and ConvNet), Sent140 (linear and RNN) and Shakespeare (RNN), Delta-FL at some "
-            "conformity level theta has a lower 90th percentile of test-device error than FedAvg.",
-            {"value": None, "unit": "90th percentile of test-device error", "scope": "five dataset-model pairs",
-             "statement": "numbers missing: our copy of the paper has Table 2's numbers stripped; direction only"},
-            "per seed and pair, FedAvg's 90th-percentile error minus the lowest of Delta-FL's at theta = 0.8, 0.5, 0.1 "
-            "(chosen per seed: the paper's best theta), final round; greater than 0 for every pair",
-            ("femnist_deltafl", "sent140_deltafl", "sent140_deltafl_linear", "shakespeare_deltafl"),
-            Scale("deltafl_emnist_cnn", 4 * 3, 1000, 100, 200, 1, 16, 380000, eval_every=10), None,
-            NO_RUNNER + " (cost: the EMNIST ConvNet pair, the costliest; the others: linear, RNN)"),
-    Pending("delta-fl/real/mean-error-on-par", DELTA_FL_PAPER, "section 5, Table 3",
-            "Delta-FL's mean test-device error is comparable to FedAvg's on the same five dataset-model pairs.",
-            {"value": None, "unit": "mean test-device error", "scope": "five dataset-model pairs",
-             "statement": "numbers missing: our copy of the paper has Table 3's numbers stripped; direction only"},
-            "per seed and pair, Delta-FL's mean error (theta of the Table 2 entry) minus FedAvg's; within 2 points",
-            ("femnist_deltafl", "sent140_deltafl", "sent140_deltafl_linear", "shakespeare_deltafl"),
-            Scale("deltafl_emnist_cnn", 4 * 3, 1000, 100, 200, 1, 16, 380000, eval_every=10), None,
-            NO_RUNNER + "; its runs are the Table 2 entry's"),
-    Pending("fedproxvr/mnist/non-convex-accuracy", FEDPROXVR_PAPER, "slides, Table 2",
-            "On the non-convex task, FedProxVR (SVRG 94.06%, SARAH 93.75%) reaches a higher test accuracy than FedAvg "
-            "(93.52%).",
-            {"value": 94.06, "unit": "test accuracy (%)", "scope": "non-convex task, best hyperparameters (Table 2)",
-             "statement": "SVRG 94.06%, SARAH 93.75%, FedAvg 93.52%; the dataset (MNIST or Fashion-MNIST) and the model "
-                          "are not stated (FPVR's code has a CNN)"},
-            "per seed, best test accuracy of FedProxVR(SVRG) minus FedAvg's (points); greater than 0",
-            ("mnist_fedproxvr",), Scale("fedproxvr_cnn", 3 * 3, 1000, 10, 520, 20, 16, 70000, eval_every=10),
-            1000, NO_RUNNER + "; which dataset and model the table uses is not stated (MNIST and FPVR's CNN assumed)",
-            fidelity="stand-in"),
-    Pending("mime/emnist62/ordering", MIME_PAPER, "talk slides, Figure 3",
-            "On EMNIST-62 with momentum, Mime and MimeLite reach a higher test accuracy than FedAvg with momentum.",
-            {"value": None, "unit": "test accuracy", "scope": "EMNIST-62, SGDm (Figure 3)",
-             "statement": "ordering only; no numbers are available in our copy (slides)"},
-            "per seed, Mime's best test accuracy minus FedAvg-with-momentum's; greater than 0",
-            ("femnist_leaf",), Scale("leaf_femnist_cnn", 4 * 3, 1000, 10, 226, 1, 20, 805263, eval_every=10), None,
-            "the slides do not state Figure 3's client split (natural writers or a synthetic split), the "
-            "number of rounds, the local steps or the learning rates, so the setup cannot be stated; FEMNIST's "
-            "natural writer split (femnist_leaf) is the likely one", fidelity="stand-in"),
-)
-
-
 def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
     """The claims of paper-scale study ``name`` as ``fedbench paper run NAME`` left them in
     ``runs_root/studies/NAME/`` (the budget it ran at in its cost; the fixture budget's entries say reduced-scale),
@@ -419,19 +265,15 @@ def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
 
 def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """Every real-data entry: the offline MNIST-5k study, each FedProx dataset, the five-dataset mean, the other
-    papers' paper-scale studies (and the pending claims no study judges yet)."""
-    from fedbench.studies.real_data import study_module
-
+    papers' paper-scale studies."""
     out = []
     if MNIST5K in cfg.studies:
         out += [gain_at_90(cfg, MNIST5K_STUDY, runs_root, data_root), dissimilarity(cfg, MNIST5K_STUDY, runs_root, data_root)]
     for s in STUDIES.values():
         out += [gain_at_90(cfg, s, runs_root, data_root), dissimilarity(cfg, s, runs_root, data_root)]
     out.append(five_dataset_mean(cfg, runs_root, data_root))
-    covered = {c.id for name in CLAIM_STUDIES for c in study_module(name).CLAIMS}
     for name in CLAIM_STUDIES:
         out += paper_study_entries(name, runs_root)
-    out += [pending_entry(p) for p in PENDING if p.id not in covered]
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -205,3 +206,34 @@ def test_sent140_tokens_and_linear_features(mirror, tmp_path):
     linear = build(tmp_path, "sent140_deltafl_linear", min_samples=10)
     assert linear.train.x.shape[1] == 50 and linear.input.transform == "divide_by_mean"
     assert np.isfinite(model_inputs(linear, "train")).all()
+
+
+def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
+    """`fedbench paper run fedlaavg_cifar10`'s path at the fixture budget: CIFAR-10 fetched from the mirror,
+    prepared and built with params.yaml's variant parameters, the study run into runs/studies/, then read by the
+    report as judged entries with their measured cost, its figure copied beside the report's."""
+    import yaml
+
+    from fedbench.config import load_config
+    from fedbench.report import real_claims
+    from fedbench.report.paper_run import run_claim
+    from fedbench.studies import fedlaavg_cifar10 as study
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
+    raw["data"]["variants"]["cifar10_fedlaavg"] = {"num_clients": study.BUDGETS["fixture"].n, "seed": 1}
+    raw["train"]["workers"] = 1
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    runs = tmp_path / "runs"
+    claims = run_claim(str(tmp_path / "params.yaml"), "fedlaavg_cifar10", tmp_path / "data", runs, progress=False,
+                       budget="fixture")
+    assert [n for k, n in mirror.hits.items() if k.endswith("/cifar-10-python.tar.gz")] == [1] and (runs / "studies" / "fedlaavg_cifar10" / "claims.json").exists()
+    entries = real_claims.paper_study_entries("fedlaavg_cifar10", runs)
+    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS] == [c["id"] for c in claims]
+    for e in entries:
+        assert e["verdict"] != "not-run" and e["fidelity"] == "reduced-scale" and "command" not in e
+        assert e["cost"]["measured"] and e["cost"]["budget"] == "fixture" and e["cost"]["device"] == "cpu"
+    figures = real_claims.draw_figures(load_config(tmp_path / "params.yaml"), runs, tmp_path / "data" / "generated",
+                                       tmp_path / "figures")
+    copied = {f.relative_to(tmp_path / "figures").as_posix() for f in figures}
+    assert {e["figure"]["path"].removeprefix("figures/") for e in entries} <= copied  # every entry's figure is there
+    assert json.loads((runs / "studies" / "fedlaavg_cifar10" / "claims.json").read_text())["budget"] == "fixture"
