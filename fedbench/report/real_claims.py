@@ -255,9 +255,10 @@ def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
     if not (folder / "claims.json").exists():
         return pending
     body = json.loads((folder / "claims.json").read_text())
-    devices = sorted({r.get("device") or "" for r in read_simulations(folder)} - {""})
+    records = read_simulations(folder)
+    devices = sorted({r.get("device") or "" for r in records} - {""})
     cost = {"device": ", ".join(devices), "seconds": body["seconds"], "hours": round(body["seconds"] / 3600, 3),
-            "runs": len(read_simulations(folder)), "workers": body.get("workers"), "budget": body.get("budget"),
+            "runs": len(records), "workers": body.get("workers"), "budget": body.get("budget"),
             "measured": True}
     ran = {c["id"]: c | {"cost": cost} for c in body["claims"]}
     return [ran.get(c.id, p) for c, p in zip(study_module(name).CLAIMS, pending)]
