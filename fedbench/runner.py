@@ -1,6 +1,13 @@
 """Run one experiment (dataset, algorithm variant, straggler fraction, seed) and write its outputs.
 
-A run's folder holds ``history.csv`` (one row per round), ``per_device.csv`` (final per-device metrics)
+A run's folder is ``runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fingerprint>/``: the fingerprint is the
+identity of everything that determines the run's numbers (its settings, its data's content hash and the code,
+:func:`fingerprint`), so runs of other parameters (a ``dvc exp run -S train.rounds=4`` variation) get folders of
+their own and never overwrite each other; going back to earlier parameters finds their runs again and reuses
+them. Readers (the report, the track stage, ``fedbench show``) compute the fingerprint of the parameters in force
+and read that folder (:func:`find_run`), so they see only the runs of those parameters.
+
+It holds ``history.csv`` (one row per round), ``per_device.csv`` (final per-device metrics)
 and ``summary.json`` (written last: a folder without it is incomplete). Runs checkpoint every few rounds
 into ``<folder>.checkpoint.pt`` and pick up from there when restarted with the same settings; a finished
 run whose fingerprint matches is not run again. One process at a time works on a run (a lock beside its
@@ -39,8 +46,9 @@ DATA_ROOT = Path("data/generated")
 RUNS_ROOT = Path("runs")
 
 
-def run_folder(root: str | Path, dataset: str, variant: str, stragglers: float, seed: int) -> Path:
-    return Path(root) / dataset / variant / f"stragglers-{float(stragglers)}" / f"seed-{seed}"
+def run_folder(root: str | Path, dataset: str, variant: str, stragglers: float, seed: int, fingerprint: str) -> Path:
+    """Where the run of these settings with this fingerprint lives (see the module docstring)."""
+    return Path(root) / dataset / variant / f"stragglers-{float(stragglers)}" / f"seed-{seed}-{fingerprint}"
 
 
 def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
@@ -153,9 +161,23 @@ class _Planned:
 def _plan(cfg: Config, data_root: str | Path, out_root: str | Path, key: RunKey) -> _Planned:
     ds_hash = dataset_meta(cfg, key.dataset, data_root)["content_hash"]
     params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
-    return _Planned(key, params, fingerprint(params, ds_hash),
-                    run_folder(out_root, key.dataset, key.variant, key.stragglers, key.seed), ds_hash,
-                    dataset_dir(data_root, key.dataset))  # data/generated/<name>, or data/real/<name>
+    fp = fingerprint(params, ds_hash)
+    return _Planned(key, params, fp, run_folder(out_root, key.dataset, key.variant, key.stragglers, key.seed, fp),
+                    ds_hash, dataset_dir(data_root, key.dataset))  # data/generated/<name>, or data/real/<name>
+
+
+def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: RunKey,
+             dataset_hash: str | None = None) -> dict[str, Any] | None:
+    """The finished run of ``key`` under the parameters of ``cfg`` (its summary with ``history``, as
+    :func:`load_run`), or None when it has not been computed or its dataset is not there. ``dataset_hash``
+    (the dataset's content hash) saves reading its metadata again."""
+    if dataset_hash is None:
+        try:
+            dataset_hash = read_meta(dataset_dir(data_root, key.dataset))["content_hash"]
+        except FileNotFoundError:
+            return None
+    fp = fingerprint(run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed), dataset_hash)
+    return load_run(run_folder(runs_root, key.dataset, key.variant, key.stragglers, key.seed, fp), fp)
 
 
 def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: str, variant: str,
@@ -222,7 +244,7 @@ def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int
         p.folder.parent.mkdir(parents=True, exist_ok=True)
         specs.append(RunSpec(sim, datasets[p.key.dataset], build_algorithm(algo_cfg.name, t.lr, **algo_cfg.hyper),
                              callbacks=(bar,) if bar else (),
-                             checkpoint=p.folder.parent / f".{p.folder.name}.{p.fingerprint}.checkpoint.pt"))
+                             checkpoint=p.folder.parent / f".{p.folder.name}.checkpoint.pt"))
     try:
         results = simulate_stack(model, specs)
     finally:

@@ -15,7 +15,7 @@ from fedbench import tracking
 from fedbench.config import Config
 from fedbench.provenance import STUDY_CODE, git_commit
 from fedbench.report.figures import run_curves
-from fedbench.runner import RUNS_ROOT, load_run, run_folder
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, run_folder
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies.record import SIMULATIONS
 
@@ -32,7 +32,7 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
     ids = []
     for s in summaries:
         seed = s["params"]["seed"]
-        folder = run_folder(runs_root, dataset, variant, stragglers, seed)
+        folder = run_folder(runs_root, dataset, variant, stragglers, seed, s["fingerprint"])
         title = f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
         name = f"{variant}/{dataset}/stragglers={stragglers:g}/seed={seed}"
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
@@ -64,8 +64,9 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
                               body.get("git_commit") or git_commit(STUDY_CODE))
 
 
-def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT) -> int:
-    """Log every finished run of the configured studies, every claim study that has run and every paper-scale study
+def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT,
+              data_root: Path = DATA_ROOT) -> int:
+    """Log every finished run of the configured studies (under the parameters in force: fedbench.runner.find_run), every claim study that has run and every paper-scale study
     in ``runs_root/studies/`` to MLflow; write the run-id index of the training runs to ``out_csv``."""
     import pandas as pd
 
@@ -74,7 +75,8 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
         for ds in study.datasets:
             for variant in study.algorithms:
                 for f in study.stragglers:
-                    runs = (load_run(run_folder(runs_root, ds, variant, f, seed)) for seed in cfg.train.seeds)
+                    runs = (find_run(cfg, data_root, runs_root, RunKey(ds, variant, float(f), seed))
+                            for seed in cfg.train.seeds)
                     summaries = [s for s in runs if s is not None]
                     ids = track_cell(study_name, ds, variant, f, summaries, runs_root)
                     rows += [{"experiment": STUDY_EXPERIMENTS.get(study_name, study_name), "dataset": ds,

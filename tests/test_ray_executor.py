@@ -94,8 +94,8 @@ def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, worksp
     for k in keys:
         assert not on_ray[k]["reused"]
         assert _numbers(on_ray[k]) == _numbers(local[k]), k.desc
-        a = run_folder(root / "runs-local", k.dataset, k.variant, k.stragglers, k.seed)
-        b = run_folder(root / "runs-ray", k.dataset, k.variant, k.stragglers, k.seed)
+        a = run_folder(root / "runs-local", k.dataset, k.variant, k.stragglers, k.seed, local[k]["fingerprint"])
+        b = run_folder(root / "runs-ray", k.dataset, k.variant, k.stragglers, k.seed, on_ray[k]["fingerprint"])
         assert _files(a) == _files(b), k.desc
     assert "2 of 2 units done" in capfd.readouterr().err  # two stacks for the cluster's 2 CPUs
     again = train_runs(cfg, keys, root / "data", root / "runs-ray", progress=False)  # finished: read back here
@@ -122,8 +122,8 @@ def die_after_first_checkpoint(job: tuple) -> list:
     cfg, data_root, runs_root, piece = job[:4]
     log = Path(runs_root).parent / "attempts.jsonl"
     key = piece[0]
-    folder = run_folder(runs_root, key.dataset, key.variant, key.stragglers, key.seed)
-    checkpoints = sorted(folder.parent.glob(f".{folder.name}.*.checkpoint.pt"))
+    cell = Path(runs_root) / key.dataset / key.variant / f"stragglers-{float(key.stragglers)}"
+    checkpoints = sorted(cell.glob(f".seed-{key.seed}-*.checkpoint.pt"))
     resumed = torch.load(checkpoints[0], weights_only=False)["round"] if checkpoints else None
     first = not log.exists()
     with open(log, "a") as f:
@@ -219,7 +219,8 @@ def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster,
     assert all(k.desc in message for k in mu1) and "ZeroDivisionError: a bug in this run" in message
     assert isinstance(failed.value.__cause__, ZeroDivisionError)
     for k in fedavg:  # the other unit finished and is kept
-        assert (run_folder(root / "runs-failing", k.dataset, k.variant, k.stragglers, k.seed) / "summary.json").exists()
+        cell = root / "runs-failing" / k.dataset / k.variant / f"stragglers-{float(k.stragglers)}"
+        assert len(list(cell.glob(f"seed-{k.seed}-*/summary.json"))) == 1
 
 
 def test_claim_study_simulations_on_ray_are_the_same(ray_cluster):

@@ -1,4 +1,5 @@
-"""Load finished runs (runs/<dataset>/<variant>/stragglers-<f>/seed-<s>/) into tables."""
+"""Load the finished runs of the parameters in force (runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fingerprint>/,
+fedbench.runner) into tables."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.data.format import read_meta
 from fedbench.data.registry import dataset_dir
-from fedbench.runner import fingerprint, load_run, run_folder, run_params
+from fedbench.runner import RunKey, find_run
 
 
 def study_cells(cfg: Config) -> list[tuple[str, str, float]]:
@@ -37,8 +38,7 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
         for seed in cfg.train.seeds:
             if hashes[ds] is None:
                 continue
-            fp = fingerprint(run_params(cfg, ds, variant, f, seed), hashes[ds])
-            summary = load_run(run_folder(runs_root, ds, variant, f, seed), fp)
+            summary = find_run(cfg, data_root, runs_root, RunKey(ds, variant, float(f), seed), hashes[ds])
             if summary is None:
                 continue
             h = pd.DataFrame(summary["history"]).assign(dataset=ds, variant=variant, stragglers=f, seed=seed,

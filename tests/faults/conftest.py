@@ -48,6 +48,13 @@ class Workspace:
         (self.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
         return self.path / "params.yaml"
 
+    def run_dir(self, dataset: str, variant: str, stragglers: float, seed: int) -> Path:
+        """The one folder of a run of this cell and seed (runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fp>)."""
+        found = sorted((self.path / "runs" / dataset / variant / f"stragglers-{float(stragglers)}").glob(f"seed-{seed}-*"))
+        found = [p for p in found if p.is_dir()]
+        assert len(found) == 1, f"expected one run folder of seed {seed}, found {[p.name for p in found]}"
+        return found[0]
+
     def fedbench(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "fedbench.cli", *args], cwd=self.path, env=self.env,
                               capture_output=True, text=True, timeout=timeout)

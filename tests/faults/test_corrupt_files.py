@@ -32,7 +32,7 @@ def test_corrupt_dataset_is_one_line(ws, damage):
 
 def test_corrupt_run_files(ws):
     assert ws.fedbench(*RUN).returncode == 0
-    summary = ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0/seed-0/summary.json"
+    summary = ws.run_dir("synthetic_1_1", "fedavg", 0.0, 0) / "summary.json"
     summary.write_text('{"fingerprint": ')
     report = ws.fedbench("report")  # reading it: one line naming the file and the fix
     assert report.returncode == 2 and "delete the folder and rerun" in one_line(report.stderr)

@@ -11,7 +11,7 @@ RUN = ["run", "--dataset", "synthetic_1_1", "--seed", "0", "--set", "train.lr=10
 
 
 def _summary(ws, variant):
-    return json.loads((ws.path / "runs/synthetic_1_1" / variant / "stragglers-0.0/seed-0/summary.json").read_text())
+    return json.loads((ws.run_dir("synthetic_1_1", variant, 0.0, 0) / "summary.json").read_text())
 
 
 def test_nan_loss_is_recorded_diverged_and_reruns_reuse_it(ws):
@@ -36,7 +36,7 @@ def test_finite_loss_beyond_the_bound_is_diverged(ws):
     assert proc.returncode == 0, proc.stderr[-3000:]
     s = _summary(ws, "fedavg")
     assert s["diverged"] is True and "diverged at round" in proc.stderr
-    history = (ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0/seed-0/history.csv").read_text().splitlines()
+    history = (ws.run_dir("synthetic_1_1", "fedavg", 0.0, 0) / "history.csv").read_text().splitlines()
     assert len(history) - 1 == s["diverged_at_round"] + 1 < 21  # the run stopped at the round it diverged
     assert s["reporting_reason"] == "diverged" and s["reporting_round"] == s["diverged_at_round"] - 1
 

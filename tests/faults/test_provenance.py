@@ -34,7 +34,7 @@ def test_commit_is_dirty_only_for_the_numbers_code(tmp_path, ws):
         proc = ws.fedbench("run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg", "--seed", str(seed),
                            "--no-track")
         assert proc.returncode == 0, proc.stderr[-2000:]
-        summary = ws.path / f"runs/synthetic_1_1/fedavg/stragglers-0.0/seed-{seed}/summary.json"
+        summary = ws.run_dir("synthetic_1_1", "fedavg", 0.0, seed) / "summary.json"
         return json.loads(summary.read_text())["git_commit"]
 
     assert commit_of_run(0) == sha

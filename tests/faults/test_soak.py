@@ -70,8 +70,9 @@ def test_soak(ws, tmp_path):
     per_seed = Counter(int(r.data.tags["seed"]) for r in runs)
     summaries = {}
     for s in seeds:
-        path = ws.path / f"runs/synthetic_1_1/fedavg/stragglers-0.0/seed-{s}/summary.json"
-        summaries[s] = json.loads(path.read_text()) if path.exists() else None
+        paths = list((ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0").glob(f"seed-{s}-*/summary.json"))
+        assert len(paths) <= 1, paths  # one fingerprint: one folder per seed
+        summaries[s] = json.loads(paths[0].read_text()) if paths else None
     changed = [s for s in seeds if summaries[s] is not None and summaries[s]["param_digest"] != reference[s]]
     changed += [int(r.data.tags["seed"]) for r in runs if r.data.tags["param_digest"] != reference[int(r.data.tags["seed"])]]
     with sqlite3.connect(ws.store) as db:

@@ -34,7 +34,7 @@ def test_yaml_12_numbers(ws):
     assert proc.returncode == 0, proc.stderr[-2000:]
     import json
 
-    summary = ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0/seed-0/summary.json"
+    summary = ws.run_dir("synthetic_1_1", "fedavg", 0.0, 0) / "summary.json"
     assert json.loads(summary.read_text())["params"]["lr"] == 0.001
 
 
