@@ -19,13 +19,12 @@ PACKAGE = Path(__file__).resolve().parent
 
 # a training run: the engine, the algorithms and models, and runner.py, which builds the simulation from params
 RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", "data/transforms.py", "runner.py",
-            "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py")
+            "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py", "divergence.py")
 # a claim study: the same engine, the studies, their synthetic data, the worker processes or Ray tasks (one torch
-# thread each, which fixes the order of floating-point sums) and the figures they draw
+# thread each, which fixes the order of floating-point sums), the claim model that judges them and the figures they draw
 STUDY_CODE = ("studies", "engine", "algorithms", "models", "availability", "data/__init__.py", "data/format.py",
               "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py",
-              "parallel.py", "executors.py", "report/figures.py", "report/stats.py", "report/verdict.py",
-              "report/readings.py")
+              "parallel.py", "executors.py", "divergence.py", "claims", "plotting.py")
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
 # the stage, which then reuses every run whose fingerprint (params, data, RUN_CODE) still matches.
 TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "pipeline.py", "parallel.py", "executors.py", "data/registry.py")

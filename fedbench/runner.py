@@ -267,7 +267,7 @@ def _embedding(ds):
 
 
 def _write_result(p: _Planned, ds, result) -> dict[str, Any]:
-    from fedbench.engine.metrics import reporting_round
+    from fedbench.divergence import reporting_round
 
     history = pd.DataFrame(result.history)
     losses = history["train/loss"].to_numpy()

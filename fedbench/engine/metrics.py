@@ -8,7 +8,7 @@
   (the authors' code; the paper writes E_k[||grad F_k - grad f||^2]). It is streamed over chunks of clients,
   so no [N, P] tensor is ever held (a 6.6M-parameter CNN x 3,500 FEMNIST writers would be 92 GB).
 - divergence by appendix C.3.2: f_t - f_{t-10} > 1, or a non-finite loss.
-- ``has_diverged``: the rule by which a run has diverged and stops (below).
+- ``has_diverged``: the rule by which a run has diverged and stops (fedbench.divergence).
 
 Several models on the same data (the runs of a stack) are evaluated at once where the kernel can.
 """
@@ -22,16 +22,12 @@ import torch
 
 from fedbench.data.format import FederatedDataset
 from fedbench.data.transforms import model_inputs
+from fedbench.divergence import (  # noqa: F401 (the engine's divergence rule; re-read by its callers here)
+    DIVERGENCE_FACTOR,
+    has_diverged,
+    is_diverging,
+)
 
-DIVERGENCE_WINDOW = 10
-DIVERGENCE_JUMP = 1.0
-CONVERGENCE_TOL = 1e-4
-# A run has diverged, and the engine stops it, once its training loss f_t is not finite or exceeds
-# DIVERGENCE_FACTOR * max(|f_0|, 1), f_0 being the loss of the initial model (round 0). The run is then a
-# result (recorded diverged), not an error. From the usual initialisation a cross-entropy f_0 is about
-# ln(classes) (2.3 to 3.5 on the synthetic data), so the bound is in the thousands; the largest loss of a
-# normal run here is about 42 f_0 (FedDane in the Figure 4 study), 24 times below it.
-DIVERGENCE_FACTOR = 1000.0
 DISSIMILARITY_CHUNK_BYTES = 64 * 2**20  # client gradients held at once while streaming the dissimilarity
 
 
@@ -200,35 +196,3 @@ def segment_grads_many(kernel, thetas: torch.Tensor, x, y, segment, counts) -> t
         return fn(thetas, x, y, segment, counts)
     s = len(counts)
     return torch.stack([kernel.segment_grads(th.expand(s, -1), x, y, segment, counts) for th in thetas])
-
-
-def has_diverged(losses: list[float], factor: float = DIVERGENCE_FACTOR) -> bool:
-    """The divergence rule on the losses f_0..f_t of the rounds so far: f_t not finite, or above ``factor`` *
-    max(|f_0|, 1) (SimulationConfig.divergence_factor; default DIVERGENCE_FACTOR)."""
-    return not np.isfinite(losses[-1]) or losses[-1] > factor * max(abs(losses[0]), 1.0)
-
-
-def is_diverging(losses: list[float]) -> bool:
-    """Appendix C.3.2: diverging once f_t - f_{t-10} > 1 (or the run has diverged by has_diverged)."""
-    if not losses or has_diverged(losses):
-        return bool(losses)
-    return len(losses) > DIVERGENCE_WINDOW and losses[-1] - losses[-1 - DIVERGENCE_WINDOW] > DIVERGENCE_JUMP
-
-
-def reporting_round(losses: list[float] | np.ndarray) -> tuple[int, str]:
-    """The round at which FedProx appendix C.3.2 reads a method's accuracy: the first round that has
-    converged (|f_t - f_{t-1}| < 1e-4), or has started to diverge (f_t - f_{t-10} > 1), or the last one;
-    or the round at which the run diverged (has_diverged), reason "diverged"."""
-    losses = list(map(float, losses))
-    if not losses:
-        raise ValueError("reporting_round needs at least one evaluated round")
-    if has_diverged(losses[:1]):
-        return 0, "diverged"
-    for t in range(1, len(losses)):
-        if has_diverged(losses[: t + 1]):
-            return t, "diverged"
-        if abs(losses[t] - losses[t - 1]) < CONVERGENCE_TOL:
-            return t, "converged"
-        if is_diverging(losses[: t + 1]):
-            return t, "diverging"
-    return len(losses) - 1, "round budget"

@@ -30,8 +30,9 @@ from fedbench.report.claims import evaluate_claims
 from fedbench.report.papers import PAPERS
 from fedbench.report.real_claims import STUDY as REAL_STUDY
 from fedbench.report.runs import load_runs
-from fedbench.report.stats import fmt_effect, fmt_number
-from fedbench.studies import CLAIM_KEYS, FIDELITIES, STUDIES_ROOT, VERDICTS, plain
+from fedbench.claims.stats import fmt_effect, fmt_number
+from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, VERDICTS, plain
+from fedbench.studies import STUDIES_ROOT
 
 MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}
 

@@ -1,7 +1,7 @@
 """The FedProx claims judged on the main job's runs, each a function from the runs to a claim entry.
 
 Every entry has the keys of fedbench.studies.CLAIM_KEYS. Its verdict comes from paired effects over the
-training seeds (fedbench.report.stats) and the rule stated in the entry (fedbench.report.verdict); the rule was
+training seeds (fedbench.claims.stats) and the rule stated in the entry (fedbench.claims.verdict); the rule was
 written before the result it judges was looked at, and the published number never enters it. Each entry also
 says what would change its verdict, and how the verdict and effect move with the reading rule (mean of the
 last rounds, final round, best round, the paper's own rule where it has one) and with the budget (25%, 50% and
@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from fedbench.config import Config
-from fedbench.report.readings import NAMES, read_accuracy, read_loss, rising_rounds, upward_variation
-from fedbench.report.stats import fmt_effect, fmt_number
-from fedbench.report.verdict import Part, Rule, fidelity, judge
-from fedbench.studies import FEDPROX_PAPER
-from fedbench.studies._entries import judged, new_entry, not_run
+from fedbench.claims.readings import NAMES, read_accuracy, read_loss, rising_rounds, upward_variation
+from fedbench.claims.stats import fmt_effect, fmt_number
+from fedbench.claims.verdict import Part, Rule, fidelity, judge
+from fedbench.claims.papers import FEDPROX_PAPER
+from fedbench.claims.entry import judged, new_entry, not_run
 
 PAPER_ROUNDS = 200  # FedProx's synthetic runs (FP run_fedavg.sh / run_fedprox.sh: num_rounds = 200)
 STUDY = "main job"
@@ -111,7 +111,7 @@ def _not_run(e: dict[str, Any], missing: list[str]) -> dict[str, Any]:
 
 
 def _reduced(cfg: Config) -> float:
-    """The paper's rounds over the rounds run (fedbench.report.verdict's budget rule applies above 1)."""
+    """The paper's rounds over the rounds run (fedbench.claims.verdict's budget rule applies above 1)."""
     return PAPER_ROUNDS / cfg.train.rounds
 
 
@@ -287,7 +287,7 @@ def heterogeneity_hurts(cfg: Config, curves: Curves) -> dict[str, Any]:
 
 
 def _mean_dissimilarity(series: np.ndarray, rounds: int, budget: float, reading: str) -> float:
-    from fedbench.report.readings import cut_round
+    from fedbench.claims.readings import cut_round
 
     v = series[: cut_round(rounds, budget) + 1]
     v = v[np.isfinite(v)]

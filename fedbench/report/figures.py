@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
+
+from fedbench.plotting import pyplot, save_figure
+
+plt = pyplot()
 
 LABELS = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", "fedprox_mu1": "FedProx, μ=1"}
 PALETTE = {"FedAvg": "#1f77b4", "FedProx, μ=0": "#ff7f0e", "FedProx, μ=1": "#2ca02c"}
@@ -128,19 +128,3 @@ def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Pa
         ax.set_title(metric, fontsize=9)
     fig.suptitle(title, fontsize=9)
     return save_figure(fig, path)
-
-
-def pyplot():
-    """matplotlib.pyplot on the file-only Agg backend (this module selects it on import), for figure code that
-    imports this module lazily."""
-    return plt
-
-
-def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
-    """Lay out ``fig``, write it to ``path`` as PNG (creating the folder) and close it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path

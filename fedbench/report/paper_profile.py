@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.report.costs import Scale
+from fedbench.bench.costs import Scale
 
 STRAGGLERS = [0.0, 0.5, 0.9]  # Figures 1 and 7 (the seeds are params.yaml's train.seeds: 5, at least 3)
 

@@ -84,7 +84,7 @@ def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress
 
 def listing(params: str) -> str:
     """Each profile's studies with their projected cost, and the totals."""
-    from fedbench.report.costs import load_measured, project
+    from fedbench.bench.costs import load_measured, project
     from fedbench.studies.real_data import study_cost, study_module
 
     measured = load_measured()

@@ -9,14 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedbench.studies import (
-    DELTA_FL_PAPER,
-    FEDLAAVG_PAPER,
-    FEDPROX_PAPER,
-    FEDPROXVR_PAPER,
-    MIME_PAPER,
-    SCAFFOLD_PAPER,
-)
+from fedbench.claims.papers import DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, FEDPROXVR_PAPER, MIME_PAPER, SCAFFOLD_PAPER
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ lists, so runs made by ``fedbench paper run NAME`` count in every later report. 
 claims are judged by the paper-scale claim studies of fedbench.report.paper_profile.CLAIM_STUDIES
 (fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``runs/studies/<name>/claims.json`` where
 ``fedbench paper run NAME`` has run one, else ``not-run`` with that command and the cost projected from the
-measured per-step cost of their models (fedbench.report.costs). A judged entry carries its measured cost
+measured per-step cost of their models (fedbench.bench.costs). A judged entry carries its measured cost
 (device, seconds, hours); a not-run one its projected cost.
 
 Rules, written before any of these runs was looked at (the published number never enters them):
@@ -30,13 +30,13 @@ import numpy as np
 
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
-from fedbench.report.costs import load_measured, project
+from fedbench.bench.costs import load_measured, project
 from fedbench.report.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
-from fedbench.report.readings import NAMES, read_accuracy
-from fedbench.report.stats import fmt_effect
-from fedbench.report.verdict import Part, Rule, judge
-from fedbench.studies import FEDPROX_PAPER
-from fedbench.studies._entries import judged, new_entry, not_run
+from fedbench.claims.readings import NAMES, read_accuracy
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.papers import FEDPROX_PAPER
+from fedbench.claims.entry import judged, new_entry, not_run
 
 GAIN_RULE = Rule("greater", 5.0, "accuracy points")
 DISSIMILARITY_RULE = Rule("greater", 0.0, "dissimilarity")

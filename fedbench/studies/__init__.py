@@ -6,7 +6,7 @@ then runs them all through one call of :func:`run_simulations`, and only then co
 outcomes: every study's runs go through that one function, so how runs execute (worker processes today, many
 runs as one tensor program later) is decided in one place. A study writes its figure(s) as PNG and a record of
 every simulation (fedbench.studies.record) into ``out_dir`` and returns one entry per claim with exactly
-CLAIM_KEYS (the keys of fedbench.report.claims entries). Verdicts come from the rule stated in each entry,
+the keys of fedbench.claims.entry.CLAIM_KEYS. Verdicts come from the rule stated in each entry,
 never from the published number. ``run_claim_study`` is the DVC ``study`` stage; the ``track`` stage
 (fedbench.track) logs the results to MLflow.
 """
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedbench.claims.entry import plain
 from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings, open_executor
 from fedbench.studies.record import SIMULATIONS
@@ -39,72 +40,6 @@ WORKERS = 2  # worker processes of run_simulations (the pipeline's machines have
 # where run_simulations runs its stacks when not told: the executor run_claim_study was given (a study's run()
 # passes only workers), else local worker processes
 EXECUTOR: ContextVar[ExecutorSettings] = ContextVar("fedbench_studies_executor", default=ExecutorSettings())
-
-CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
-              "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
-              "sensitivity", "would_change", "figure")
-VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
-FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")
-PUBLISHED_KEYS = ("value", "unit", "scope", "statement")
-
-FEDPROX_PAPER = ("FedProx: Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith. Federated Optimization in "
-                 "Heterogeneous Networks. MLSys 2020")
-FEDLAAVG_PAPER = ("FedLaAvg: Yan, Niu, Ding, Zheng, Wu, Chen, Tang, Jiang. Distributed Non-Convex Optimization "
-                  "with Sublinear Speedup under Intermittent Client Availability. arXiv 2002.07399 v1 (2020)")
-DELTA_FL_PAPER = ("Delta-FL: Pillutla, Laguel, Malick, Harchaoui. Device Heterogeneity in Federated Learning: "
-                  "A Superquantile Approach. arXiv 2002.11223 (2020)")
-SCAFFOLD_PAPER = ("SCAFFOLD: Karimireddy, Kale, Mohri, Reddi, Stich, Suresh. SCAFFOLD: Stochastic Controlled "
-                  "Averaging for Federated Learning. ICML 2020")
-MIME_PAPER = ("Mime: Karimireddy, Jaggi, Kale, Mohri, Reddi, Stich, Suresh. Mime: Mimicking Centralized Stochastic "
-              "Algorithms in Federated Learning. 2020")
-FEDPROXVR_PAPER = ("FedProxVR: Dinh, Tran, Nguyen, Bao, Zomaya, Zhou. Federated Learning with Proximal Stochastic "
-                   "Variance Reduced Gradient Algorithms. ICPP 2020 (talk slides)")
-
-
-def claim(**fields: Any) -> dict[str, Any]:
-    """A claim entry with exactly CLAIM_KEYS, checked (a missing or extra key or a bad value is a bug in the
-    study): the verdict, the fidelity label, the seeds ({"training": [...], "data": [...]}), the published value
-    (a number or None with its unit, scope and statement) and the deciding figure ({"path", "panel"})."""
-    if set(fields) != set(CLAIM_KEYS):
-        raise ValueError(f"claim keys differ: missing {set(CLAIM_KEYS) - set(fields)}, extra {set(fields) - set(CLAIM_KEYS)}")
-    cid = fields["id"]
-    if fields["verdict"] not in VERDICTS:
-        raise ValueError(f"{cid}: verdict {fields['verdict']!r} is not one of {VERDICTS}")
-    if fields["fidelity"] not in FIDELITIES:
-        raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} is not one of {FIDELITIES}")
-    seeds = fields["seeds"]
-    if not isinstance(seeds, dict) or set(seeds) != {"training", "data"} or not all(
-            isinstance(v, list) for v in seeds.values()):
-        raise ValueError(f"{cid}: seeds must be {{'training': [...], 'data': [...]}}, got {seeds!r}")
-    pub = fields["published"]
-    if not isinstance(pub, dict) or not set(PUBLISHED_KEYS) <= set(pub):
-        raise ValueError(f"{cid}: published needs the keys {PUBLISHED_KEYS}, got {pub!r}")
-    if pub["value"] is not None and not isinstance(pub["value"], (int, float)):
-        raise ValueError(f"{cid}: published value must be a number or None, got {pub['value']!r}")
-    fig = fields["figure"]
-    if fig is not None and (not isinstance(fig, dict) or set(fig) != {"path", "panel"}):
-        raise ValueError(f"{cid}: figure must be None or {{'path', 'panel'}}, got {fig!r}")
-    if fields["verdict"] != "not-run" and fields["effect"] is None:
-        raise ValueError(f"{cid}: a judged claim needs its effect")
-    return {k: fields[k] for k in CLAIM_KEYS}
-
-
-def plain(value: Any) -> Any:
-    """``value`` with infinite floats as the strings "inf"/"-inf" and NaN as None, so the JSON is strict."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return value
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if hasattr(value, "tolist"):
-        return plain(value.tolist())
-    return value
-
 
 def sim_config(**fields: Any) -> SimulationConfig:
     """A SimulationConfig with the studies' defaults, ``fields`` on top: on the CPU (the studies are small),

@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.report.costs import Scale
-from fedbench.studies import DELTA_FL_PAPER, WORKERS
+from fedbench.bench.costs import Scale
+from fedbench.claims.papers import DELTA_FL_PAPER
+from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, load_real
 
 if TYPE_CHECKING:
@@ -242,7 +243,7 @@ def history_p90(outcome: Outcome, rounds: int, reading: str, budget: float) -> f
     """The engine's per-round ``test/error_p90`` (the same percentile over the devices with test data) read with
     ``reading`` ("final": the round cut at ``budget`` of ``rounds``; "tail": the mean of the last TAIL evaluations
     up to it); 1 if the run stopped (diverged) before the cut."""
-    from fedbench.report.readings import TAIL, cut_round
+    from fedbench.claims.readings import TAIL, cut_round
 
     last = cut_round(rounds, budget)
     values = {int(row["round"]): float(row["test/error_p90"]) for row in outcome.history}
@@ -310,11 +311,11 @@ CLAIMS = (
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.report.readings import NAMES
-    from fedbench.report.stats import fmt_effect
-    from fedbench.report.verdict import Part, Rule, judge
+    from fedbench.claims.readings import NAMES
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.studies import run_simulations
-    from fedbench.studies._entries import judged
+    from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record, write_simulations
 
     if budget not in BUDGETS:
@@ -418,7 +419,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 def figure(path: Path, pairs: list[Pair], seeds: tuple[int, ...], errors: dict) -> None:
     """Per pair: the 90th percentile (top) and the mean (bottom) of the test-device error of each algorithm, the
     seed mean as a bar and every seed as a dot."""
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     algs = (None, *THETAS)
     fig, axes = pyplot().subplots(2, len(pairs), figsize=(3.2 * len(pairs), 6), squeeze=False)

@@ -42,10 +42,11 @@ from fedbench.algorithms import DeltaFL, FedAvg
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.models.mean_estimation import mean_estimation
 from fedbench.quantile import superquantile
-from fedbench.report.verdict import Part, Rule, judge
+from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
-from fedbench.studies import DELTA_FL_PAPER, WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.papers import DELTA_FL_PAPER
+from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 OBTUSE = np.array([[0.0, 0.0], [4.0, 0.0], [1.2, 1.5]])
@@ -258,7 +259,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
 
 
 def _figure(path, means, delta_path, fedavg_path, above_path, midpoint, centroid, per_delta, per_avg) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(11, 4.2))
     tri = np.vstack([means, means[:1]])

@@ -16,7 +16,7 @@ FedDane is chaotic: the same seed gives bit-identical losses on one machine but 
 (BLAS summation order), so no rule reads one round of one run. Per seed, the compared number is the median,
 over the second half of the rounds, of FedDane's training loss divided by FedProx's at the same round (a round
 after FedDane diverged counts as infinite); the verdicts use the interval of that number over the seeds
-(fedbench.report.verdict). This was stated before any run of this version.
+(fedbench.claims.verdict). This was stated before any run of this version.
 
 What c means in the bottom row is read two ways (fedbench.algorithms.feddane): (a) c devices send gradients,
 the K = 10 selected ones among them ("FedDane c=20"); (b) K = c devices are selected, and all of them send
@@ -37,11 +37,12 @@ from fedbench.algorithms.fedprox import FedProx
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.models import build_model
-from fedbench.report.readings import cut_round
-from fedbench.report.stats import fmt_number
-from fedbench.report.verdict import Part, Rule, fidelity, judge
-from fedbench.studies import FEDPROX_PAPER, WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.readings import cut_round
+from fedbench.claims.stats import fmt_number
+from fedbench.claims.verdict import Part, Rule, fidelity, judge
+from fedbench.claims.papers import FEDPROX_PAPER
+from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
@@ -145,7 +146,7 @@ def judge_claims(curves: dict[tuple[str, str, int], list[float]], seeds=None) ->
 
 
 def figure(path: Path, curves: dict[tuple[str, str, int], list[float]]) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, len(DATASETS), figsize=(14, 3.4))
     for ax, name in zip(axes, DATASETS):

@@ -52,8 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedbench.report.costs import Scale
-from fedbench.studies import FEDLAAVG_PAPER, WORKERS
+from fedbench.bench.costs import Scale
+from fedbench.claims.papers import FEDLAAVG_PAPER
+from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 
 if TYPE_CHECKING:
@@ -335,11 +336,11 @@ def simulation(b: Budget, r: Run, real_root: str):
 # --- readings ---------------------------------------------------------------------------------------------------
 
 def accuracy_curve(loss: list[float], accuracy: list[float], rounds: int, budget: float) -> np.ndarray:
-    """Test accuracy (%) of the evaluations of rounds 0..cut (fedbench.report.readings.cut_round), 0 from the first
+    """Test accuracy (%) of the evaluations of rounds 0..cut (fedbench.claims.readings.cut_round), 0 from the first
     non-finite loss on and for the rounds a diverged run did not reach."""
     import numpy as np
 
-    from fedbench.report.readings import cut_round
+    from fedbench.claims.readings import cut_round
 
     last = cut_round(rounds, budget)
     lv = np.asarray(loss, dtype=float)[: last + 1]
@@ -399,10 +400,10 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     import numpy as np
 
-    from fedbench.report.stats import fmt_effect
-    from fedbench.report.verdict import Part, Rule, judge
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.studies import run_simulations
-    from fedbench.studies._entries import judged
+    from fedbench.claims.entry import judged
     from fedbench.studies.real_data import base_entry
     from fedbench.studies.record import sim_record, write_simulations
 
@@ -546,7 +547,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach: dict[Run, int]) -> None:
     import numpy as np
 
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     plt = pyplot()
 

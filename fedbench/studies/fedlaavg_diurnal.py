@@ -36,12 +36,13 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig
 from fedbench.models import build_model
-from fedbench.report.readings import NAMES, read_accuracy
-from fedbench.report.stats import fmt_effect
-from fedbench.report.verdict import Part, Rule, judge
+from fedbench.claims.readings import NAMES, read_accuracy
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
-from fedbench.studies import FEDLAAVG_PAPER, WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.papers import FEDLAAVG_PAPER
+from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 NUM_CLASSES = 10
@@ -195,7 +196,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
 
 
 def _figure(path: Path, curves) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, ax = pyplot().subplots(figsize=(8, 4.2))
     styles = {"fedavg": ("FedAvg (ICA)", "tab:red", "-"), "fedlaavg": ("FedLaAvg (ICA)", "tab:blue", "-"),

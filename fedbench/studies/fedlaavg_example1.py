@@ -31,9 +31,10 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig
 from fedbench.models.mean_estimation import mean_estimation
-from fedbench.report.verdict import Part, Rule, judge
-from fedbench.studies import FEDLAAVG_PAPER, WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.papers import FEDLAAVG_PAPER
+from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 MU = (-1.0, 1.0)
@@ -215,7 +216,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
 
 
 def _figure(path: Path, fedavg, fedlaavg, w_star: float) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(11, 4))
     eta = ETAS[len(ETAS) // 2]

@@ -34,12 +34,13 @@ from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.models import build_model
-from fedbench.report.readings import NAMES, read_loss, rising_rounds, upward_variation
-from fedbench.report.stats import fmt_effect
-from fedbench.report.verdict import Part, Rule, fidelity, judge
+from fedbench.claims.readings import NAMES, read_loss, rising_rounds, upward_variation
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.seeding import rng
-from fedbench.studies import FEDPROX_PAPER, WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.papers import FEDPROX_PAPER
+from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
@@ -178,7 +179,7 @@ def judge_all(loss, seeds=None) -> tuple[dict, dict, dict]:
 
 
 def figure(path: Path, losses: dict[tuple[str, str, int], list[float]]) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     def mean_curve(arm, d):
         return np.mean([np.asarray(losses[(arm, d, s)], dtype=float) for s in SEEDS], 0)

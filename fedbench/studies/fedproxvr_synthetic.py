@@ -26,11 +26,12 @@ from fedbench.algorithms.fedproxvr import FedProxVR
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.models import build_model
-from fedbench.report.readings import NAMES, read_accuracy
-from fedbench.report.stats import fmt_effect
-from fedbench.report.verdict import Part, Rule, fidelity, judge
-from fedbench.studies import FEDPROXVR_PAPER, WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.readings import NAMES, read_accuracy
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part, Rule, fidelity, judge
+from fedbench.claims.papers import FEDPROXVR_PAPER
+from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 NUM_USERS = 100
@@ -89,7 +90,7 @@ def simulation(method: str, seed: int, rounds: int) -> Simulation:
 
 
 def figure(path: Path, histories: dict[str, list[dict[str, float]]]) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, 2, figsize=(10, 3.8))
     for (name, hist), style in zip(histories.items(), ("-", "-", "--")):
@@ -161,7 +162,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
               f"{rounds + 1} evaluations; each of SVRG and SARAH: " + parts[0].rule.text()
               + f" ({MARGIN:g} point: 'matches'); reproduced if both are, not-reproduced if one is. Rule history: the "
                 "first version could not return not-reproduced before the slides' budget (it needed a settled loss); "
-                "the general budget rule (fedbench.report.verdict) replaces that condition"),
+                "the general budget rule (fedbench.claims.verdict) replaces that condition"),
         scale={"dataset": "synthetic_0_0", "users": NUM_USERS, "users_per_round": NUM_USERS,
                "train_fraction": TRAIN_FRACTION, "rounds": rounds, "smoothness_L": round(lip, 3),
                "fedproxvr": {**VR, "engine_local_steps": VR["tau"] - 1}, "fedavg": FEDAVG, "model": "mclr"},

@@ -37,11 +37,12 @@ from fedbench.algorithms.mime import Mime
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.models import build_model
-from fedbench.report.readings import NAMES, read_accuracy
-from fedbench.report.stats import fmt_effect
-from fedbench.report.verdict import Part, Rule, judge
-from fedbench.studies import MIME_PAPER, WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.readings import NAMES, read_accuracy
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.papers import MIME_PAPER
+from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 ROUNDS = 100
@@ -115,7 +116,7 @@ def judge_all(acc, seeds=None) -> tuple[dict, dict, dict]:
 
 
 def figure(path: Path, curves: dict[str, np.ndarray], lrs: dict[str, float]) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, 2, figsize=(11, 4))
     for ax, with_momentum in zip(axes, (True, False)):

@@ -13,7 +13,7 @@ at module level, without importing torch:
                run; ``run`` returns one entry per claim with the same ids
     BUDGETS    the scales it runs at: "paper" (the paper's, or the stated stand-in's) and "fixture" (the test
                suite's: fixture-sized data, a few rounds, the same code path)
-    SCALES     the runs of the "paper" budget as fedbench.report.costs.Scale, for its projected cost
+    SCALES     the runs of the "paper" budget as fedbench.bench.costs.Scale, for its projected cost
 
 ``fedbench paper run NAME`` runs it at the "paper" budget into ``runs/studies/NAME/`` (kept with the train
 stage's runs, so a later ``dvc repro`` reports it); until then the report carries ``not_run_entry`` for each of
@@ -29,8 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fedbench.report.costs import Scale, load_measured, project
-from fedbench.studies._entries import new_entry, not_run
+from fedbench.bench.costs import Scale, load_measured, project
+from fedbench.claims.entry import new_entry, not_run
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
@@ -68,7 +68,7 @@ def command(name: str) -> str:
 
 
 def study_cost(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Any]:
-    """The projected cost of a study's runs (fedbench.report.costs.project, summed over its scales)."""
+    """The projected cost of a study's runs (fedbench.bench.costs.project, summed over its scales)."""
     measured = load_measured()
     parts = [project(s, measured) for s in scales]
     seconds = sum(p["seconds"] for p in parts)
@@ -80,7 +80,7 @@ def study_cost(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Any]:
 def base_entry(c: PaperClaim, *, scale: dict[str, Any], deviations: list[str], figure: dict[str, str] | None,
                fidelity: str | None = None, rounds_run: int | None = None, training_seeds: list[int] = (),
                data_seeds: list[int] = (), observed: str = "", reproduced: Any = None) -> dict[str, Any]:
-    """A not-yet-judged entry of claim ``c`` (fedbench.studies._entries.new_entry), its fidelity the claim's
+    """A not-yet-judged entry of claim ``c`` (fedbench.claims.entry.new_entry), its fidelity the claim's
     unless the budget run says otherwise (the fixture budget: reduced-scale)."""
     return new_entry(id=c.id, paper=c.paper, where=c.where, claim_text=c.claim, published=c.published, rule=c.rule,
                      scale=scale, deviations=deviations, figure=figure, fidelity=fidelity or c.fidelity,

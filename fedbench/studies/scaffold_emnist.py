@@ -51,8 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedbench.report.costs import Scale
-from fedbench.studies import SCAFFOLD_PAPER, WORKERS
+from fedbench.bench.costs import Scale
+from fedbench.claims.papers import SCAFFOLD_PAPER
+from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 
 NAME = "scaffold_emnist"
@@ -226,7 +227,7 @@ CLAIMS = (CLAIM_T3, CLAIM_T4, CLAIM_T5)
 
 
 def _paper_scales() -> tuple[Scale, ...]:
-    """The runs of the paper budget. The measured step cost is per batch of 10 (fedbench.report.costs), so a
+    """The runs of the paper budget. The measured step cost is per batch of 10 (fedbench.bench.costs), so a
     step of batch B counts as ceil(B / 10) of them."""
     budget = BUDGETS["paper"]
     runs_per_cell = len(budget.seeds) * len(budget.lr_grid)
@@ -362,7 +363,7 @@ def _fmt_rounds(x: float, rounds: int) -> str:
 
 
 def table3_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.report.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, Rule, judge
 
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "fedprox", "sgd")]
     parts = [Part(f"{s}% similarity, {e} epochs: {LABELS[comp]} - SCAFFOLD", Rule("greater", 0.0, "rounds"))
@@ -390,7 +391,7 @@ def table3_claim(runs: Runs) -> dict[str, Any]:
 
 
 def table4_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.report.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, Rule, judge
 
     rows = [(s, f) for s in JUDGED_SIMILARITY for f in TABLE4_SAMPLED]
     parts = [Part(f"{s}% similarity, {100 * f:g}% sampled: FedAvg - SCAFFOLD", Rule("greater", 0.0, "rounds"))
@@ -417,7 +418,7 @@ def table4_claim(runs: Runs) -> dict[str, Any]:
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.report.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, Rule, judge
 
     rows = [(s, comp) for s in JUDGED_SIMILARITY for comp in ("fedavg", "sgd")]
     parts = [Part(f"{s}% similarity: SCAFFOLD - {LABELS[comp]}", Rule("greater", 0.0, "accuracy points"))
@@ -484,8 +485,8 @@ def _deviations(budget: Budget) -> list[str]:
 
 def _entry(c: PaperClaim, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any], observed: str,
            panel: str) -> dict[str, Any]:
-    from fedbench.report.verdict import fidelity
-    from fedbench.studies._entries import judged
+    from fedbench.claims.verdict import fidelity
+    from fedbench.claims.entry import judged
     from fedbench.studies.real_data import base_entry
 
     b = runs.budget
@@ -510,7 +511,7 @@ def _entry(c: PaperClaim, runs: Runs, result: dict[str, Any], reproduced: dict[s
 def figure(path: Path, runs: Runs) -> None:
     import numpy as np
 
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     seed = runs.budget.seeds[0]
     fig, axes = pyplot().subplots(1, 3, figsize=(15, 4))

@@ -52,10 +52,11 @@ from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.scaffold import Scaffold
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.models.quadratics import scalar_quadratics
-from fedbench.report.stats import fmt_number
-from fedbench.report.verdict import Part, Rule, judge
-from fedbench.studies import SCAFFOLD_PAPER, WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.studies._entries import judged, new_entry
+from fedbench.claims.stats import fmt_number
+from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.papers import SCAFFOLD_PAPER
+from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
+from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
 # Every setting of the study, fixed before any run of this version.
@@ -395,7 +396,7 @@ def _num(x: float) -> float | str:
 
 
 def figure(path: Path, curves: dict) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, 3, figsize=(14, 4))
     k = K_VALUES[-1]

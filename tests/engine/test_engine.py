@@ -18,7 +18,8 @@ from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine import local, simulation
 from fedbench.engine import round as round_
 from fedbench.engine.kernels import choose_kernel
-from fedbench.engine.metrics import DeviceData, evaluate, is_diverging, reporting_round
+from fedbench.divergence import is_diverging, reporting_round
+from fedbench.engine.metrics import DeviceData, evaluate
 from fedbench.engine.simulation import SimulationConfig, simulate
 from fedbench.models import build_model
 from fedbench.models import mclr

@@ -45,7 +45,7 @@ def test_the_rule_and_its_bound():
     import sys
 
     sys.path.insert(0, str(CODE))
-    from fedbench.engine.metrics import DIVERGENCE_FACTOR, has_diverged, reporting_round
+    from fedbench.divergence import DIVERGENCE_FACTOR, has_diverged, reporting_round
 
     assert has_diverged([2.3, float("nan")]) and has_diverged([2.3, math.inf])
     assert has_diverged([2.3, 2.3 * DIVERGENCE_FACTOR + 1]) and not has_diverged([2.3, 2.3 * DIVERGENCE_FACTOR])

@@ -84,6 +84,38 @@ def test_no_import_cycles():
             visit(m, [m])
 
 
+# The direction imports run in between fedbench's packages (a module imports, at module level or inside a function,
+# nothing its package may not): the claim model (entry schema, rules, readings, statistics, verdicts, citations) is
+# below both the studies and the report and imports neither; studies never import the report; the numbers' layers
+# (data, availability, models, algorithms, engine) import nothing above them; the report renders entries and runs
+# and imports no engine, algorithm, model or MLflow.
+MAY_NOT_IMPORT = {
+    "fedbench.claims": ("fedbench.studies", "fedbench.report", "fedbench.engine", "fedbench.algorithms",
+                        "fedbench.models", "fedbench.data", "fedbench.bench", "fedbench.runner", "fedbench.pipeline",
+                        "fedbench.tracking", "fedbench.track", "fedbench.cli", "fedbench.executors"),
+    "fedbench.studies": ("fedbench.report", "fedbench.tracking", "fedbench.track", "fedbench.cli"),
+    "fedbench.report": ("fedbench.engine", "fedbench.algorithms", "fedbench.models", "fedbench.tracking"),
+    **{numbers: ("fedbench.claims", "fedbench.studies", "fedbench.report", "fedbench.bench", "fedbench.runner",
+                 "fedbench.pipeline", "fedbench.tracking", "fedbench.track", "fedbench.cli")
+       for numbers in ("fedbench.data", "fedbench.availability", "fedbench.models", "fedbench.algorithms",
+                       "fedbench.engine")},
+}
+
+
+def test_packages_import_one_way():
+    graph = _import_graph()
+    wrong = sorted(f"{m} imports {t}" for m, targets in graph.items() for t in targets for pkg, banned in
+                   MAY_NOT_IMPORT.items() if (m == pkg or m.startswith(pkg + ".")) and
+                   any(t == b or t.startswith(b + ".") for b in banned))
+    assert wrong == []
+
+
+def test_claims_import_no_torch():
+    probe = "import sys, fedbench.claims.entry, fedbench.claims.verdict, fedbench.claims.readings; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
 def test_tracking_imports_no_engine():
     graph = _import_graph()  # the MLflow module, even counting imports inside its functions
     seen, todo = set(), ["fedbench.tracking"]

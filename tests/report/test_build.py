@@ -9,7 +9,7 @@ import pytest
 from fedbench.config import load_config
 from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
 from fedbench.report.claims import STUDY, common_deviations, evaluate_claims
-from fedbench.studies import plain
+from fedbench.claims.entry import plain
 from tests.report.test_claims import _curves
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs

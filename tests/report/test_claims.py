@@ -20,7 +20,7 @@ from fedbench.report.claims import (
     partial_work,
 )
 from fedbench.report.claims import Curves as _Curves
-from fedbench.studies import CLAIM_KEYS
+from fedbench.claims.entry import CLAIM_KEYS
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs
 CFG = load_config("params.yaml", {"train.seeds": [0, 1, 2], "train.rounds": 10,

@@ -15,7 +15,7 @@ from fedbench.config import ConfigError, load_config, parse_config
 from fedbench.data import download, stages
 from fedbench.pipeline import study_runs, train_runs
 from fedbench.report import real_claims
-from fedbench.report.costs import Scale, load_measured, project
+from fedbench.bench.costs import Scale, load_measured, project
 from fedbench.report.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
 from fedbench.runner import run_params
 from tests.data import fixtures

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import fedbench.studies
-from fedbench.studies import CLAIM_KEYS, FIDELITIES, VERDICTS
+from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, VERDICTS
 from fedbench.studies.record import read_simulations
 
 

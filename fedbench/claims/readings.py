@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fedbench.engine.metrics import reporting_round
+from fedbench.divergence import reporting_round
 
 TAIL = 5
 READINGS = ("tail", "final", "best", "paper")

@@ -3,7 +3,7 @@ the sensitivity cells of judge() and the fidelity labels."""
 
 import pytest
 
-from fedbench.report.verdict import Part, Rule, combine, fidelity, judge
+from fedbench.claims.verdict import Part, Rule, combine, fidelity, judge
 
 
 def _ci(lo, hi):

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from fedbench.report.readings import cut_round, read_accuracy, read_loss, rising_rounds, upward_variation
+from fedbench.claims.readings import cut_round, read_accuracy, read_loss, rising_rounds, upward_variation
 
 LOSS = [2.0, 1.5, 1.2, 1.3, 1.0, 0.9, 0.95, 0.8, 0.7, 0.75, 0.6]  # rounds 0..10
 ACC = [0.1, 0.3, 0.4, 0.38, 0.5, 0.55, 0.52, 0.6, 0.62, 0.61, 0.66]

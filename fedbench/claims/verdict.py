@@ -2,7 +2,7 @@
 verdict is to the reading rule and the round budget.
 
 Every rule is written down before the result it judges is looked at; the paper's published number never
-enters it. A rule compares the 95% interval of a paired effect (fedbench.report.stats) with zero or with a
+enters it. A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with zero or with a
 stated threshold:
 
     kind       the paper says          reproduced             not-reproduced            otherwise
@@ -32,11 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedbench.report.stats import fmt_number, paired_effect
+from fedbench.claims.entry import FIDELITIES
+from fedbench.claims.stats import fmt_number, paired_effect
 
 KINDS = ("greater", "at_least", "at_most", "within")
 VERDICT_ORDER = {"not-reproduced": 0, "inconclusive": 1, "reproduced": 2, "not-run": -1}
-FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")
 BUDGETS = (0.25, 0.5, 1.0)  # fractions of the rounds run at which every empirical claim is also judged
 
 

@@ -12,7 +12,7 @@ models (no data-dependent branches).
 ``project`` turns a study's scale into seconds: per round, K x E x ceil(n / B) local steps of the mean client
 plus one evaluation of every sample. It counts every run on its own (stacked runs share their local steps and
 are faster on a GPU, so this is an upper bound there) and no data preparation. The measured numbers are kept
-in ``fedbench/report/measured_costs.json`` with the machine and the date; ``python -m fedbench.report.costs``
+in ``fedbench/bench/measured_costs.json`` with the machine and the date; ``python -m fedbench.bench.costs``
 measures them again (``--models`` for some).
 """
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fedbench.report.stats import fmt_effect, fmt_number, order_statistic_interval, paired_effect, sign_test
+from fedbench.claims.stats import fmt_effect, fmt_number, order_statistic_interval, paired_effect, sign_test
 
 
 def test_t_interval_and_p_value_by_hand():

@@ -1,0 +1,94 @@
+"""A claim entry: its keys (CLAIM_KEYS), verdicts, fidelity labels and the published value's keys; building one
+(a new entry not yet judged, the entry filled with a fedbench.claims.verdict.judge result, or left not-run), each
+checked by :func:`claim`; and :func:`plain` for strict JSON. Shared by the main-job claims, every study and the
+report (which only renders entries)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
+              "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
+              "sensitivity", "would_change", "figure")
+VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
+FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")
+PUBLISHED_KEYS = ("value", "unit", "scope", "statement")
+
+
+def claim(**fields: Any) -> dict[str, Any]:
+    """A claim entry with exactly CLAIM_KEYS, checked (a missing or extra key or a bad value is a bug in the
+    study): the verdict, the fidelity label, the seeds ({"training": [...], "data": [...]}), the published value
+    (a number or None with its unit, scope and statement) and the deciding figure ({"path", "panel"})."""
+    if set(fields) != set(CLAIM_KEYS):
+        raise ValueError(f"claim keys differ: missing {set(CLAIM_KEYS) - set(fields)}, extra {set(fields) - set(CLAIM_KEYS)}")
+    cid = fields["id"]
+    if fields["verdict"] not in VERDICTS:
+        raise ValueError(f"{cid}: verdict {fields['verdict']!r} is not one of {VERDICTS}")
+    if fields["fidelity"] not in FIDELITIES:
+        raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} is not one of {FIDELITIES}")
+    seeds = fields["seeds"]
+    if not isinstance(seeds, dict) or set(seeds) != {"training", "data"} or not all(
+            isinstance(v, list) for v in seeds.values()):
+        raise ValueError(f"{cid}: seeds must be {{'training': [...], 'data': [...]}}, got {seeds!r}")
+    pub = fields["published"]
+    if not isinstance(pub, dict) or not set(PUBLISHED_KEYS) <= set(pub):
+        raise ValueError(f"{cid}: published needs the keys {PUBLISHED_KEYS}, got {pub!r}")
+    if pub["value"] is not None and not isinstance(pub["value"], (int, float)):
+        raise ValueError(f"{cid}: published value must be a number or None, got {pub['value']!r}")
+    fig = fields["figure"]
+    if fig is not None and (not isinstance(fig, dict) or set(fig) != {"path", "panel"}):
+        raise ValueError(f"{cid}: figure must be None or {{'path', 'panel'}}, got {fig!r}")
+    if fields["verdict"] != "not-run" and fields["effect"] is None:
+        raise ValueError(f"{cid}: a judged claim needs its effect")
+    return {k: fields[k] for k in CLAIM_KEYS}
+
+
+def plain(value: Any) -> Any:
+    """``value`` with infinite floats as the strings "inf"/"-inf" and NaN as None, so the JSON is strict."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return plain(value.tolist())
+    return value
+
+
+def new_entry(*, id: str, paper: str, where: str, claim_text: str, published: dict[str, Any], rule: str,
+              scale: dict[str, Any], deviations: list[str], figure: dict[str, str] | None, fidelity: str,
+              rounds_run: int | None, rounds_paper: int | None, training_seeds: list[int], data_seeds: list[int],
+              observed: str = "", reproduced: Any = None, verdict_text: str = "") -> dict[str, Any]:
+    """An entry with verdict not-run and no effect yet (``deviations``: the ones that matter most first)."""
+    return {"id": id, "paper": paper, "where": where, "claim": claim_text, "published": published,
+            "reproduced": reproduced, "rule": rule, "verdict": "not-run", "verdict_text": verdict_text, "scale": scale,
+            "deviations": list(deviations), "observed": observed, "fidelity": fidelity, "rounds_run": rounds_run,
+            "rounds_paper": rounds_paper, "seeds": {"training": list(training_seeds), "data": list(data_seeds)},
+            "effect": None, "parts": [], "sensitivity": [], "would_change": "", "figure": figure}
+
+
+def judged(entry: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with the verdict, effect, parts, sensitivity and what would change the verdict from ``result``
+    (fedbench.claims.verdict.judge), checked by :func:`claim`."""
+    entry = dict(entry)
+    entry.update(verdict=result["verdict"], effect=result["effect"], parts=result["parts"],
+                 sensitivity=result["sensitivity"], would_change=result["would_change"])
+    for note in result.get("notes", []):
+        entry["verdict_text"] = "; ".join(t for t in (entry["verdict_text"], note) if t)
+    if result.get("budget_note"):
+        entry["verdict_text"] = "; ".join(t for t in (entry["verdict_text"], "budget-limited") if t)
+        entry["would_change"] += f". Budget rule applied: {result['budget_note']}"
+    return claim(**entry)
+
+
+def not_run(entry: dict[str, Any], why: str, would_change: str) -> dict[str, Any]:
+    """``entry`` left not-run, saying why and what would run it."""
+    entry = dict(entry)
+    entry.update(observed=why, would_change=would_change)
+    return claim(**entry)
