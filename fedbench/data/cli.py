@@ -25,6 +25,9 @@ from fedbench.data.registry import (
 EPILOG = """examples:
   fedbench data list                                  # sources (sizes, offline or download) and variants
   fedbench data fetch mnist                           # download to data/raw/mnist/, verified
+  fedbench data fetch fashion_mnist                   # Debian's copy when installed (apt-get install
+                                                      #   dataset-fashion-mnist), else the download; verified
+  fedbench data fetch fashion_mnist --raw ~/fmnist    # a copy of your own, verified (recompressed is fine)
   fedbench data prepare mnist_fedprox                 # prepare its sources, then build data/real/mnist_fedprox/
   fedbench data prepare femnist_fedprox --raw ~/sd19 --no-verify   # a lab's own copy (recorded as unverified)
   fedbench data show mnist5k_fedprox                  # statistics, and reports/data/mnist5k_fedprox.{json,png}
@@ -62,8 +65,12 @@ def _sources_of(names: list[str]) -> list[str]:
 def cmd_fetch(a: argparse.Namespace) -> None:
     from fedbench.data.stages import fetch
 
-    for source in _sources_of(a.names):
-        fetch(source, a.root, progress=not a.quiet)
+    sources = _sources_of(a.names)
+    if a.raw is not None and len(sources) != 1:
+        raise ValueError(f"--raw names the folder of one source; {' '.join(a.names)} has {len(sources)}: "
+                         f"{', '.join(sources)}")
+    for source in sources:
+        fetch(source, a.root, progress=not a.quiet, local=a.raw, use_local_copies=not a.download)
 
 
 def cmd_prepare(a: argparse.Namespace) -> None:
@@ -115,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fetch", help="download sources (or a variant's sources) into data/raw/, verified")
     f.add_argument("names", nargs="+", metavar="NAME", help="a source or a dataset variant")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
+    f.add_argument("--raw", metavar="FOLDER", help="take the files from this folder (a copy of your own), verified "
+                   "by their published md5 or, where recompressed, by the md5 of their decompressed contents")
+    f.add_argument("--download", action="store_true",
+                   help="download even when a system package's copy is installed (e.g. dataset-fashion-mnist)")
     f.set_defaults(fn=cmd_fetch)
     r = sub.add_parser("prepare", help="prepare a source, or a variant (its sources, then its partition)")
     r.add_argument("name", metavar="NAME", help="a source or a dataset variant")
