@@ -313,8 +313,11 @@ def _read_records(folder: Path) -> dict[str, Any]:
 
 
 def _write_records(folder: Path, records: dict[str, Any]) -> None:
+    text = json.dumps(records, indent=2, sort_keys=True) + "\n"
+    if (folder / CHECKSUMS).is_file() and (folder / CHECKSUMS).read_text() == text:
+        return  # unchanged: left untouched (the pipeline's fetch stage reruns at every repro)
     tmp = folder / f".{CHECKSUMS}.tmp"
-    tmp.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, folder / CHECKSUMS)
 
 
