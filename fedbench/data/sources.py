@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import subprocess
+import urllib.parse
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -449,7 +450,8 @@ def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[s
         installs = [f"{c.install} (used from {c.path()})" for c in source.local_copies]
         local = f"; or install a local copy: {' or '.join(installs)}" if installs else ""
         remedy = " or ".join([c.install for c in source.local_copies] +
-                             [f"`fedbench data fetch {source.name}` where {urls[0]} is reachable"])
+                             [f"`fedbench data fetch {source.name}` where {urllib.parse.urlsplit(urls[0]).netloc} is "
+                              "reachable"])
         raise Unavailable(f"could not fetch {remote.filename} of {source.name!r} from {len(urls)} URL(s) "
                           f"({' | '.join(failures)}); expected {expected}; put a copy fetched by hand at {dest} "
                           f"and rerun: it is verified and used{local}", remedy)
