@@ -16,6 +16,8 @@ from types import MappingProxyType
 
 import pytest
 
+import fedbench.data
+
 from fedbench.data import availability, sources, stages
 from fedbench.data.cli import main as data_main
 from fedbench.data.format import read_meta
@@ -182,6 +184,7 @@ def test_pipeline_records_an_unavailable_source_and_passes_it_on(system, tmp_pat
     real = stages.partition("fashion_mnist_fedproxvr", root, pass_unavailable=True)
     assert sorted(p.name for p in real.iterdir()) == [availability.MARKER]
     assert availability.variant_unavailable(root, "fashion_mnist_fedproxvr") == line
+    assert fedbench.data.variant_unavailable(root, "fashion_mnist_fedproxvr") == line
     with pytest.raises(FileNotFoundError, match=f"{real}: fashion_mnist is not on this machine"):
         read_meta(real)
     stages.report(["fashion_mnist_fedproxvr"], root, tmp_path / "reports")
