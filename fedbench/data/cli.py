@@ -1,4 +1,4 @@
-"""``fedbench data fetch|prepare|show|list|profile``: real datasets by hand (DVC runs the same functions).
+"""``fedbench data fetch|prepare|show|export|list|profile``: real datasets by hand (DVC runs the same functions).
 
 Torch is imported only by ``prepare`` (its partitioners draw from fedbench.seeding); ``show``, ``list`` and
 ``profile`` answer without it.
@@ -31,6 +31,7 @@ EPILOG = """examples:
   fedbench data prepare mnist_fedprox                 # prepare its sources, then build data/real/mnist_fedprox/
   fedbench data prepare femnist_fedprox --raw ~/sd19 --no-verify   # a lab's own copy (recorded as unverified)
   fedbench data show mnist5k_fedprox                  # statistics, and reports/data/mnist5k_fedprox.{json,png}
+  fedbench data export femnist_leaf --leaf-json out/  # LEAF's JSON: out/train/*_train.json, out/test/*_test.json
   dvc exp run $(fedbench data profile paper)          # the paper profile: every variant, every download
 environment: FEDBENCH_MIRROR=http://host:port/ fetches every file from that base, each under its upstream path.
 """
@@ -97,6 +98,18 @@ def cmd_show(a: argparse.Namespace) -> None:
     print(f"  written            {Path(a.out) / (ds.name + '.json')}, {Path(a.out) / (ds.name + '.png')}")
 
 
+def cmd_export(a: argparse.Namespace) -> None:
+    from fedbench.data.format import load_dataset
+    from fedbench.data.leaf import write_leaf_json
+
+    folder = dataset_folder(a.name, a.root)
+    if not folder.exists():
+        hint = f"`fedbench data prepare {a.name}`" if a.name in VARIANTS else "`dvc repro` (its generate stage)"
+        raise FileNotFoundError(f"{folder}: no such dataset; build it with {hint}")
+    train, test = write_leaf_json(load_dataset(folder), a.leaf_json)
+    print(f"{a.name}: LEAF JSON written to {train} and {test}")
+
+
 def cmd_list(a: argparse.Namespace) -> None:
     from fedbench.data.sources import SOURCES
 
@@ -136,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", metavar="NAME", help="a dataset variant (or a synthetic dataset)")
     s.add_argument("--out", default="reports/data", help="where the statistics and figure go (default: reports/data)")
     s.set_defaults(fn=cmd_show)
+    e = sub.add_parser("export", help="write a dataset in another format (LEAF's JSON)")
+    e.add_argument("name", metavar="NAME", help="a dataset variant (or a synthetic dataset)")
+    e.add_argument("--leaf-json", required=True, metavar="FOLDER",
+                   help="write FOLDER/train/NAME_train.json and FOLDER/test/NAME_test.json as LEAF writes them")
+    e.set_defaults(fn=cmd_export)
     ls = sub.add_parser("list", help="every source and variant")
     ls.set_defaults(fn=cmd_list)
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments of a profile (offline, paper)")
