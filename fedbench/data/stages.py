@@ -8,6 +8,7 @@ by hand (``fedbench data ...``) the same situation is an error saying what to in
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from fedbench.data.registry import (
     load_function,
     resolve_params,
 )
-from fedbench.data.sources import Unavailable, download_source, get_source, raw_folder
+from fedbench.data.sources import CHECKSUMS, Unavailable, download_source, get_source, raw_folder
 
 
 class Prepared:
@@ -74,10 +75,6 @@ def fetch(source: str, root: str | Path = DATA_ROOT, progress: bool = True, loca
 
 
 def _records(folder: Path) -> dict[str, Any]:
-    from fedbench.data.sources import CHECKSUMS
-
-    import json
-
     path = folder / CHECKSUMS
     return json.loads(path.read_text()) if path.exists() else {}
 

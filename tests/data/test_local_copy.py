@@ -17,7 +17,6 @@ from types import MappingProxyType
 import pytest
 
 import fedbench.data
-
 from fedbench.data import availability, sources, stages
 from fedbench.data.cli import main as data_main
 from fedbench.data.format import read_meta
