@@ -530,6 +530,8 @@ def verify_raw(source: str | Source, folder: str | os.PathLike, verify: bool = T
     records = _read_records(folder)
     files = []
     checked = True  # every file's contents were checked against a published or recorded checksum
+    package = next((f"{c.describe()} ({folder.resolve()})" for c in source.local_copies
+                    if c.path().resolve() == folder.resolve()), None)
     for remote in source.files:
         path = folder / remote.filename
         if not path.is_file():
@@ -540,8 +542,9 @@ def verify_raw(source: str | Source, folder: str | os.PathLike, verify: bool = T
                                     f"{source.name}` or put the upstream file there")
         digests = _digests(path)
         recorded = records.get(remote.filename, {})
-        # which copy: the record's (a local copy fetched into data/raw), or this folder when nothing was fetched
-        extra = {"copy": recorded.get("copy") or f"files in {folder.resolve()}"} if (
+        # which copy: the record's (a local copy fetched into data/raw), a system package's folder read in place,
+        # or this folder when nothing was fetched
+        extra = {"copy": recorded.get("copy") or package or f"files in {folder.resolve()}"} if (
             recorded.get("copy") or not recorded) else {}
         if not verify:
             how = "not verified (--no-verify)"

