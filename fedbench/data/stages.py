@@ -70,7 +70,7 @@ def fetch(source: str, root: str | Path = DATA_ROOT, progress: bool = True, loca
     clear_unavailable(folder)
     copies = {r.get("copy") for r in _records(folder).values()} - {None}
     print(f"{source}: {len(get_source(source).files)} file(s) in {folder}"
-          + (f" (copied from {', '.join(sorted(copies))}, verified)" if copies else ""))
+          + (f" (from {', '.join(sorted(copies))}, verified)" if copies else ""))
     return folder
 
 

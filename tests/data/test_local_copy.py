@@ -69,7 +69,7 @@ def test_recompressed_system_copy_is_verified_by_its_contents_and_used_offline(s
     assert md5((system / IMAGES).read_bytes()) != md5(UPSTREAM[IMAGES])  # the compressed bytes differ
     root = tmp_path / "data"
     assert data_main(["--root", str(root), "fetch", "fashion_mnist", "--quiet"]) == 0
-    assert "copied from Debian package dataset-fashion-mnist 0.0~test-1, verified" in capsys.readouterr().out
+    assert "(from Debian package dataset-fashion-mnist 0.0~test-1, verified)" in capsys.readouterr().out
     folder = raw_folder("fashion_mnist", root)
     record = json.loads((folder / sources.CHECKSUMS).read_text())[IMAGES]
     assert record == {"md5": md5(recompressed(CONTENTS[IMAGES])), "bytes": len(recompressed(CONTENTS[IMAGES])),
