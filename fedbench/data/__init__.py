@@ -3,7 +3,6 @@ synthetic generators, real sources with checksums and resumable downloads (sourc
 module per real dataset (datasets/), LEAF's steps (leafsteps.py), partitioners (partition/), LEAF JSON (leaf.py),
 the registry of variants (registry.py) and `fedbench data` (cli.py)."""
 
-from fedbench.data.availability import variant_unavailable
 from fedbench.data.format import FederatedDataset, Split, load_dataset, save_dataset
 
-__all__ = ["FederatedDataset", "Split", "load_dataset", "save_dataset", "variant_unavailable"]
+__all__ = ["FederatedDataset", "Split", "load_dataset", "save_dataset"]

@@ -4,9 +4,10 @@ When the DVC ``fetch`` stage can get no copy of a source (no local copy installe
 it writes ``data/raw/<source>/UNAVAILABLE``, one line saying what to install or fetch, instead of failing the
 whole pipeline; ``prepare`` passes the line on to ``data/prepared/<source>/UNAVAILABLE`` and ``partition`` to
 ``data/real/<variant>/UNAVAILABLE``. A prepared or built folder that is unavailable holds that file and nothing
-else, so it can never be mistaken for data: reading it as a dataset fails with the line
-(:func:`fedbench.data.format.read_meta`). Code that needs a variant asks :func:`variant_unavailable` first and
-reports its entries as not run, with the line as their command.
+else, so it can never be mistaken for data (reading it as a dataset fails: no meta.json). Code that needs a
+variant asks :func:`variant_unavailable` first and reports its entries as not run, with the line as their
+command. (Not re-exported by ``fedbench/data/__init__.py``: that file is part of provenance.STUDY_CODE, whose
+hash every claim study's fingerprint carries.)
 """
 
 from __future__ import annotations

@@ -345,8 +345,6 @@ def save_dataset(ds: FederatedDataset, folder: str | os.PathLike) -> Path:
 
 def read_meta(folder: str | os.PathLike) -> dict[str, Any]:
     path = Path(folder) / _META
-    if not path.exists() and (Path(folder) / "UNAVAILABLE").is_file():  # fedbench.data.availability's marker
-        raise FileNotFoundError(f"{folder}: {(Path(folder) / 'UNAVAILABLE').read_text().strip()}")
     if not path.exists():
         raise FileNotFoundError(f"{folder} is not a complete fedbench dataset (no {_META}); regenerate it")
     return json.loads(path.read_text())
