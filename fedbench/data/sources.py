@@ -424,6 +424,14 @@ def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[s
             return
         if _verified_copy(remote, dest, recorded):
             return
+        if remote.contents_md5 is not None and not recorded:  # put by hand, perhaps recompressed: check contents
+            try:
+                checked = check_copy(remote, dest, "")
+            except DownloadError:
+                checked = None  # not the upstream contents: fetched again below
+            if checked is not None:
+                records[remote.filename] = {**checked, "url": None, "copy": f"put by hand at {dest}"}
+                return
         if remote.md5 is None and recorded and file_checksum(dest, "sha256") == sha256:
             return
         if remote.md5 is None and not recorded:  # put here by hand, nothing to check against: record it

@@ -226,3 +226,16 @@ def test_prepare_reads_an_installed_package_in_place_when_nothing_was_fetched(sy
     assert meta["verified"] is True and {f["checksum"] for f in meta["files"]} == {CONTENTS_MATCHED}
     assert {f["copy"] for f in meta["files"]} == {f"Debian package dataset-fashion-mnist 0.0~test-1 ({system})"}
     assert not raw_folder("fashion_mnist", root).exists()  # read where the package put it
+
+
+def test_a_recompressed_file_put_by_hand_in_the_raw_folder_is_verified_by_contents(system, tmp_path):
+    folder = raw_folder("fashion_mnist", tmp_path / "data")
+    install(folder)  # no package, offline: the hand-put copies are all there is
+    stages.fetch("fashion_mnist", tmp_path / "data", progress=False)
+    files = verify_raw("fashion_mnist", folder)["files"]
+    assert {f["checksum"] for f in files} == {CONTENTS_MATCHED}
+    assert {f["copy"] for f in files} == {f"put by hand at {folder / n}" for n in CONTENTS}
+    (folder / LABELS).write_bytes(recompressed(CONTENTS[LABELS] + b"\x00"))  # other contents: refetched, offline
+    (folder / sources.CHECKSUMS).unlink()
+    with pytest.raises(sources.Unavailable, match=f"could not fetch {LABELS}"):
+        stages.fetch("fashion_mnist", tmp_path / "data", progress=False)
