@@ -94,3 +94,12 @@ def test_offline_fetch_of_cifar10_leaves_no_checksums_json(tmp_path, monkeypatch
     assert data_main(["--root", str(tmp_path), "fetch", "cifar10", "--quiet"]) == 1
     assert "could not fetch cifar-10-python.tar.gz of 'cifar10'" in capsys.readouterr().err
     assert list(raw_folder("cifar10", tmp_path).iterdir()) == []
+
+
+def test_fetch_raw_of_a_source_without_published_checksum_records_it(tmp_path):
+    mine = put(tmp_path / "mine", fixtures.glove())
+    folder = stages.fetch("glove", tmp_path / "data", progress=False, local=mine)
+    record = json.loads((folder / "checksums.json").read_text())["glove.6B.zip"]
+    assert record["checksum"] == "recorded from this copy (no published checksum)"
+    assert record["copy"] == f"folder given with --raw: {mine.resolve()}"
+    assert (folder / "glove.6B.zip").read_bytes() == fixtures.glove()["glove.6B.zip"]
