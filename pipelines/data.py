@@ -1,4 +1,7 @@
-"""DVC data stages: ``fetch SOURCE``, ``prepare SOURCE``, ``partition VARIANT``, ``report`` (reports/data/)."""
+"""DVC data stages: ``fetch SOURCE``, ``prepare SOURCE``, ``partition VARIANT``, ``report`` (reports/data/).
+
+A source of which no copy can be had (no local copy, no network) is recorded as unavailable and passed on
+(fedbench.data.availability), so the rest of the main job runs; a corrupt copy still fails the stage."""
 
 import argparse
 import sys
@@ -22,11 +25,11 @@ def main() -> None:
 
     try:
         if a.step == "fetch":
-            stages.fetch(a.name, progress=sys.stderr.isatty())
+            stages.fetch(a.name, progress=sys.stderr.isatty(), pass_unavailable=True)
         elif a.step == "prepare":
-            stages.prepare_source(a.name, params=cfg.data.prepare.get(a.name))
+            stages.prepare_source(a.name, params=cfg.data.prepare.get(a.name), pass_unavailable=True)
         elif a.step == "partition":
-            stages.partition(a.name, params=cfg.data.variants.get(a.name))
+            stages.partition(a.name, params=cfg.data.variants.get(a.name), pass_unavailable=True)
         else:
             stages.report(cfg.data.real)
     except (ValueError, OSError, RuntimeError) as exc:  # download, checksum, partition errors: one line

@@ -1,4 +1,4 @@
-"""``fedbench data fetch|prepare|show|list|profile``: real datasets by hand (DVC runs the same functions).
+"""``fedbench data fetch|prepare|show|export|list|profile``: real datasets by hand (DVC runs the same functions).
 
 Torch is imported only by ``prepare`` (its partitioners draw from fedbench.seeding); ``show``, ``list`` and
 ``profile`` answer without it.
@@ -25,9 +25,13 @@ from fedbench.data.registry import (
 EPILOG = """examples:
   fedbench data list                                  # sources (sizes, offline or download) and variants
   fedbench data fetch mnist                           # download to data/raw/mnist/, verified
+  fedbench data fetch fashion_mnist                   # Debian's copy when installed (apt-get install
+                                                      #   dataset-fashion-mnist), else the download; verified
+  fedbench data fetch fashion_mnist --raw ~/fmnist    # a copy of your own, verified (recompressed is fine)
   fedbench data prepare mnist_fedprox                 # prepare its sources, then build data/real/mnist_fedprox/
   fedbench data prepare femnist_fedprox --raw ~/sd19 --no-verify   # a lab's own copy (recorded as unverified)
   fedbench data show mnist5k_fedprox                  # statistics, and reports/data/mnist5k_fedprox.{json,png}
+  fedbench data export femnist_leaf --leaf-json out/  # LEAF's JSON: out/train/*_train.json, out/test/*_test.json
   dvc exp run $(fedbench data profile paper)          # the paper profile: every variant, every download
 environment: FEDBENCH_MIRROR=http://host:port/ fetches every file from that base, each under its upstream path.
 """
@@ -62,8 +66,12 @@ def _sources_of(names: list[str]) -> list[str]:
 def cmd_fetch(a: argparse.Namespace) -> None:
     from fedbench.data.stages import fetch
 
-    for source in _sources_of(a.names):
-        fetch(source, a.root, progress=not a.quiet)
+    sources = _sources_of(a.names)
+    if a.raw is not None and len(sources) != 1:
+        raise ValueError(f"--raw names the folder of one source; {' '.join(a.names)} has {len(sources)}: "
+                         f"{', '.join(sources)}")
+    for source in sources:
+        fetch(source, a.root, progress=not a.quiet, local=a.raw, use_local_copies=not a.download)
 
 
 def cmd_prepare(a: argparse.Namespace) -> None:
@@ -88,6 +96,18 @@ def cmd_show(a: argparse.Namespace) -> None:
     stats = write_one(ds, a.out)
     print(format_stats(stats))
     print(f"  written            {Path(a.out) / (ds.name + '.json')}, {Path(a.out) / (ds.name + '.png')}")
+
+
+def cmd_export(a: argparse.Namespace) -> None:
+    from fedbench.data.format import load_dataset
+    from fedbench.data.leaf import write_leaf_json
+
+    folder = dataset_folder(a.name, a.root)
+    if not folder.exists():
+        hint = f"`fedbench data prepare {a.name}`" if a.name in VARIANTS else "`dvc repro` (its generate stage)"
+        raise FileNotFoundError(f"{folder}: no such dataset; build it with {hint}")
+    train, test = write_leaf_json(load_dataset(folder), a.leaf_json)
+    print(f"{a.name}: LEAF JSON written to {train} and {test}")
 
 
 def cmd_list(a: argparse.Namespace) -> None:
@@ -115,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fetch", help="download sources (or a variant's sources) into data/raw/, verified")
     f.add_argument("names", nargs="+", metavar="NAME", help="a source or a dataset variant")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
+    f.add_argument("--raw", metavar="FOLDER", help="take the files from this folder (a copy of your own), verified "
+                   "by their published md5 or, where recompressed, by the md5 of their decompressed contents")
+    f.add_argument("--download", action="store_true",
+                   help="download even when a system package's copy is installed (e.g. dataset-fashion-mnist)")
     f.set_defaults(fn=cmd_fetch)
     r = sub.add_parser("prepare", help="prepare a source, or a variant (its sources, then its partition)")
     r.add_argument("name", metavar="NAME", help="a source or a dataset variant")
@@ -125,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", metavar="NAME", help="a dataset variant (or a synthetic dataset)")
     s.add_argument("--out", default="reports/data", help="where the statistics and figure go (default: reports/data)")
     s.set_defaults(fn=cmd_show)
+    e = sub.add_parser("export", help="write a dataset in another format (LEAF's JSON)")
+    e.add_argument("name", metavar="NAME", help="a dataset variant (or a synthetic dataset)")
+    e.add_argument("--leaf-json", required=True, metavar="FOLDER",
+                   help="write FOLDER/train/NAME_train.json and FOLDER/test/NAME_test.json as LEAF writes them")
+    e.set_defaults(fn=cmd_export)
     ls = sub.add_parser("list", help="every source and variant")
     ls.set_defaults(fn=cmd_list)
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments of a profile (offline, paper)")

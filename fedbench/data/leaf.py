@@ -31,7 +31,8 @@ Departures and limits:
 - ``hierarchies`` (one value per user) become the dataset's ``hierarchy`` level ``hierarchy_name``.
 
 Writing (:func:`write_leaf_json`): one train and one test file, as LEAF HEAD writes them; x is what a model
-consumes (the input transform applied: FEMNIST's floats in [0, 1]), character ids are written back as
+consumes (the input transform applied), except that pixels stored as integers with the ``scale`` transform are
+written as LEAF writes them (uint8 / 255 in float64: 159 -> 0.6235294117647059), character ids are written back as
 strings, word ids as integer lists (LEAF-based code expecting raw tweets cannot read those).
 """
 
@@ -246,8 +247,14 @@ def _leaf_x(ds: FederatedDataset, split: str) -> list:
         symbols = ds.input.vocabulary.symbols
         stored = ds.train.x if split == "train" else ds.test.x
         return ["".join(symbols[i] for i in row) for row in stored]
-    x = model_inputs(ds, split)
-    return x.reshape(len(x), -1).tolist()
+    stored = ds.train.x if split == "train" else ds.test.x
+    if ds.input.transform == "scale" and np.issubdtype(stored.dtype, np.integer):
+        # LEAF's femnist data_to_json: numpy uint8 pixels / 255 in float64, written as Python floats (159 ->
+        # 0.6235294117647059), not the float32 a model consumes (0.6235294342041016)
+        x = stored.astype(np.float64) / float(ds.input.transform_params["divisor"])
+    else:
+        x = model_inputs(ds, split)
+    return x.reshape(len(x), -1).tolist() if len(x) else []  # a split with no samples (no client has test data)
 
 
 def write_leaf_json(ds: FederatedDataset, folder: PathLike) -> tuple[Path, Path]:

@@ -21,10 +21,13 @@ taken from the clock) are the callers' to decide; here every fraction and seed i
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
 import numpy as np
+
+from fedbench.data.partition import PartitionError
 
 
 @dataclass
@@ -202,15 +205,50 @@ class LeafCommand:
                              f"{self.train_fraction}")
 
 
-def run_leaf(files: list[LeafFile], command: LeafCommand) -> tuple[list[SplitUser], list[SplitUser]]:
+def _users(files: list[LeafFile]) -> list[int]:
+    """Each user's sample count, over all files."""
+    return [len(s) for f in files for s in f.samples]
+
+
+def run_leaf(files: list[LeafFile], command: LeafCommand, where: str = "data.variants.<variant>"
+             ) -> tuple[list[SplitUser], list[SplitUser]]:
     """all_data -> (sample) -> (remove users) -> split; returns (train users, test-only users). Split by sample
-    gives every user train and test rows and no test-only users."""
-    if command.sample == "niid":
-        files = sample_niid(files, command.fraction, command.sampling_seed)
-    elif command.sample == "iid":
-        files = sample_iid(files, command.fraction, command.user_fraction, command.sampling_seed)
-    if command.min_samples is not None:
-        files = remove_users(files, command.min_samples, command.strict)
-    if command.split == "user":
-        return split_by_user(files, command.train_fraction, command.split_seed)
-    return split_by_sample(files, command.train_fraction, command.split_seed, command.nonoverlap_gap), []
+    gives every user train and test rows and no test-only users. A step that leaves no client (or a by-user
+    split that leaves no training user) raises PartitionError naming the parameter (under ``where``) that
+    removed them, and the numbers."""
+    c = command
+    before = _users(files)
+    if c.sample == "niid":
+        files = sample_niid(files, c.fraction, c.sampling_seed)
+    elif c.sample == "iid":
+        files = sample_iid(files, c.fraction, c.user_fraction, c.sampling_seed)
+    sampled = _users(files)
+    if before and not sampled:
+        raise PartitionError(f"no client is left: {where}.fraction = {c.fraction} (LEAF's --sf, sampling "
+                             f"{c.sample}) kept none of the {len(before)} users; raise it")
+    if c.min_samples is not None:
+        files = remove_users(files, c.min_samples, c.strict)
+        kept = _users(files)
+        if sampled and not kept:
+            rule = f"more than {c.min_samples}" if c.strict else f"at least {c.min_samples}"
+            raise PartitionError(f"no client is left: {where}.min_samples = {c.min_samples} (LEAF's -k: keep users "
+                                 f"with {rule} samples{', strict' if c.strict else ''}) removed all {len(sampled)} "
+                                 f"users (the largest has {max(sampled)} samples); lower it")
+    left = _users(files)
+    if c.split == "user":
+        train, test = split_by_user(files, c.train_fraction, c.split_seed)
+        if left and not train:
+            raise PartitionError(f"no training client is left: the by-user split ({where}.split = 'user', "
+                                 f"train_fraction = {c.train_fraction}) of {len(left)} user(s) puts int("
+                                 f"{c.train_fraction} * {len(left)}) = 0 in training, so no sample would be "
+                                 f"trained on; it needs at least {math.ceil(1 / c.train_fraction)} users: lower "
+                                 f"{where}.min_samples or raise {where}.fraction")
+        return train, test
+    train = split_by_sample(files, c.train_fraction, c.split_seed, c.nonoverlap_gap)
+    if left and not train:
+        gap = (f" and, with the non-overlapping split (gap {c.nonoverlap_gap}), those left with no test sample"
+               if c.nonoverlap_gap is not None else "")
+        raise PartitionError(f"no client is left: the by-sample split ({where}.split = 'sample') drops users with "
+                             f"fewer than 2 samples{gap}: all {len(left)} users (the largest has {max(left)} "
+                             f"samples); raise {where}.fraction or lower {where}.min_samples")
+    return train, []

