@@ -1,17 +1,18 @@
 """FedProxVR on Fashion-MNIST (Table 1 paper-scale, Table 2 stand-in): end to end on fixture-sized
-fashion_mnist_fedproxvr, the declared runs of the paper and pipeline budgets, the smoothness bound, repeatability
+fashion_mnist_fedproxvr, the declared runs of the paper and convex budgets, the smoothness bound, repeatability
 and the not-run entries."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from fedbench.data import stages
-from fedbench.studies import run_claim_study, run_simulations
 from fedbench.studies import fedproxvr_fashion as study
+from fedbench.studies import run_claim_study, run_simulations
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
 from tests.data import fixtures
@@ -89,7 +90,8 @@ def test_paper_budget_declares_the_tables_runs(real_root):
     assert svrg2.algorithm.mu == sarah2.algorithm.mu == 0.01
     assert fedavg2.algorithm.lr == svrg2.algorithm.eta == sarah2.algorithm.eta == 0.01
     assert fedavg2.config.device == "auto"
-    assert study.BUDGETS["pipeline"].tables == (TABLE_1.claim_id,)
+    convex = study.BUDGETS["convex"]  # Table 1 alone, at the paper's scale
+    assert (convex.tables, convex.rounds, convex.seeds, convex.tau_cap) == ((TABLE_1.claim_id,), 1000, b.seeds, 0)
 
 
 def test_smoothness_is_the_largest_per_sample_bound():
@@ -113,3 +115,13 @@ def test_not_run_entries_have_the_command_and_a_cost():
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
         assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 2 * 3 * 5
         assert e["scale"]["variants"] == ["fashion_mnist_fedproxvr"]
+
+
+def test_a_budget_without_table_2_leaves_it_not_run(real_root, tmp_path, monkeypatch):
+    """The convex budget's path (Table 1 alone), at the fixture's scale: Table 2's entry is the not-run entry."""
+    fixture = study.BUDGETS["fixture"]
+    monkeypatch.setitem(study.BUDGETS, "convex", dataclasses.replace(fixture, tables=(TABLE_1.claim_id,)))
+    t1, t2 = study.run(tmp_path, workers=1, budget="convex", real_root=real_root)
+    assert t1["id"] == TABLE_1.claim_id and t1["verdict"] != "not-run" and t1["scale"]["budget"] == "convex"
+    assert t2 == not_run_entry(study.NAME)[1] and t2["verdict"] == "not-run"
+    assert {r["params"]["table"] for r in read_simulations(tmp_path)} == {TABLE_1.claim_id}
