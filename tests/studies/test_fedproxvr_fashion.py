@@ -1,0 +1,127 @@
+"""FedProxVR on Fashion-MNIST (Table 1 paper-scale, Table 2 stand-in): end to end on fixture-sized
+fashion_mnist_fedproxvr, the declared runs of the paper and convex budgets, the smoothness bound, repeatability
+and the not-run entries."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from fedbench.data import stages
+from fedbench.studies import fedproxvr_fashion as study
+from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies.real_data import not_run_entry
+from fedbench.studies.record import read_simulations
+from tests.data import fixtures
+from tests.studies import assert_valid_entries
+
+FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2, "tf_validation_size": 0}
+TABLE_1, TABLE_2 = study.TABLE_1, study.TABLE_2
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    """fashion_mnist_fedproxvr built from MNIST-format fixture files (Fashion-MNIST's layout is MNIST's)."""
+    root = tmp_path_factory.mktemp("fedproxvr_fashion")
+    raw = root / "raw" / "fashion_mnist"
+    raw.mkdir(parents=True)
+    for name, data in fixtures.mnist_like().items():
+        (raw / name).write_bytes(data)
+    stages.prepare_dataset(study.VARIANTS[0], root, raw=root / "raw", verify=False, variant_params=FIXTURE_PARAMS)
+    return root / "real"
+
+
+@pytest.fixture(scope="module")
+def fixture_run(real_root):
+    out = real_root.parent / "out"
+    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.NAME
+
+
+def test_fixture_budget_judges_both_tables_end_to_end(fixture_run):
+    claims, out = fixture_run
+    assert_valid_entries(claims)
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS] == [TABLE_1.claim_id, TABLE_2.claim_id]
+    b = study.BUDGETS["fixture"]
+    for c in claims:
+        assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale" and c["rounds_run"] == b.rounds
+        assert [p["part"] for p in c["parts"]] == ["SVRG - FedAvg", "SARAH - FedAvg"]
+        for p, m in zip(c["parts"], ("SVRG", "SARAH")):  # per seed: best accuracy of the VR method - FedAvg's
+            assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
+                                     zip(c["reproduced"][m], c["reproduced"]["FedAvg"])]
+    t1, t2 = claims
+    assert t1["scale"]["model"] == "mclr" and t2["scale"]["model"] == "fedproxvr_cnn"
+    assert t1["scale"]["users_per_round"] == t2["scale"]["users_per_round"] == 10  # min(100 | 10, 10 clients)
+    lip = t1["scale"]["smoothness_L"]
+    assert t1["scale"]["eta"] == pytest.approx({"FedAvg": 1 / (10 * lip), "SVRG": 1 / (10 * lip),
+                                                "SARAH": 1 / (5 * lip)})
+    assert t2["scale"]["smoothness_L"] is None and set(t2["scale"]["eta"].values()) == {study.LR_CNN}
+    assert t1["deviations"][1].startswith("dataset inferred from the authors' code")
+    assert t2["deviations"][1].startswith("stand-in: the authors' code points Table 2 to MNIST")
+    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    records = read_simulations(out)
+    assert len(records) == 2 * len(study.METHODS) * len(b.seeds)
+    assert {r["params"]["algorithm"] for r in records} == {"FedAvg", "FedProxVR"}
+    assert all(len(r["history"]["test/accuracy"]) == b.rounds + 1 for r in records)
+    saved = json.loads((out / "claims.json").read_text())
+    assert saved["budget"] == "fixture" and [c["id"] for c in saved["claims"]] == [t1["id"], t2["id"]]
+
+
+def test_paper_budget_declares_the_tables_runs(real_root):
+    b = study.BUDGETS["paper"]
+    assert b.seeds == (0, 1, 2, 3, 4) and b.rounds == 1000 and b.device == "auto" and b.tau_cap == 0
+    fedavg, svrg, sarah = (study.simulation(TABLE_1, m, s, b, real_root) for m, s in
+                           (("FedAvg", 0), ("SVRG", 1), ("SARAH", 2)))
+    # Table 1: FedAvg 10 minibatch steps of 16; FedProxVR the full-gradient step + 19 steps of 32, mu 0.1
+    assert (fedavg.config.local_steps, fedavg.config.batch_size) == (10, 16)
+    assert (svrg.config.local_steps, svrg.config.batch_size, sarah.config.batch_size) == (19, 32, 32)
+    assert (svrg.algorithm.estimator, sarah.algorithm.estimator) == ("svrg", "sarah")
+    assert svrg.algorithm.mu == sarah.algorithm.mu == 0.1 and svrg.algorithm.tau == sarah.algorithm.tau == 20
+    lip = study.data_smoothness(str(real_root))
+    assert fedavg.algorithm.lr == svrg.algorithm.eta == pytest.approx(1 / (10 * lip))
+    assert sarah.algorithm.eta == pytest.approx(1 / (5 * lip)) and (svrg.algorithm.beta, sarah.algorithm.beta) == (10, 5)
+    assert fedavg.dataset() is svrg.dataset()  # one cached copy shared by every run
+    fedavg2, svrg2, sarah2 = (study.simulation(TABLE_2, m, 0, b, real_root) for m in study.METHODS)
+    assert (fedavg2.config.local_steps, fedavg2.config.batch_size) == (20, 16)
+    assert (svrg2.config.local_steps, svrg2.config.batch_size, sarah2.config.batch_size) == (19, 16, 32)
+    assert svrg2.algorithm.mu == sarah2.algorithm.mu == 0.01
+    assert fedavg2.algorithm.lr == svrg2.algorithm.eta == sarah2.algorithm.eta == 0.01
+    assert fedavg2.config.device == "auto"
+    convex = study.BUDGETS["convex"]  # Table 1 alone, at the paper's scale
+    assert (convex.tables, convex.rounds, convex.seeds, convex.tau_cap) == ((TABLE_1.claim_id,), 1000, b.seeds, 0)
+
+
+def test_smoothness_is_the_largest_per_sample_bound():
+    x = np.array([[1.0, 2.0], [3.0, -1.0], [0.0, 0.5]], np.float32)
+    assert study.smoothness(x) == pytest.approx((9 + 1 + 1) / 2)  # max (||x||^2 + 1) / 2 over samples
+
+
+def test_same_seed_same_numbers(real_root):
+    b = study.BUDGETS["fixture"]
+    sims = [study.simulation(TABLE_1, "SARAH", 0, b, real_root)]
+    first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
+    assert first.param_digest == second.param_digest
+    assert first.series("test/accuracy") == second.series("test/accuracy")
+
+
+def test_not_run_entries_have_the_command_and_a_cost():
+    entries = not_run_entry(study.NAME)
+    assert [e["id"] for e in entries] == [TABLE_1.claim_id, TABLE_2.claim_id]
+    assert [e["fidelity"] for e in entries] == ["paper-scale", "stand-in"]
+    for e in entries:
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 2 * 3 * 5
+        assert e["scale"]["variants"] == ["fashion_mnist_fedproxvr"]
+
+
+def test_a_budget_without_table_2_leaves_it_not_run(real_root, tmp_path, monkeypatch):
+    """The convex budget's path (Table 1 alone), at the fixture's scale: Table 2's entry is the not-run entry."""
+    fixture = study.BUDGETS["fixture"]
+    monkeypatch.setitem(study.BUDGETS, "convex", dataclasses.replace(fixture, tables=(TABLE_1.claim_id,)))
+    t1, t2 = study.run(tmp_path, workers=1, budget="convex", real_root=real_root)
+    assert t1["id"] == TABLE_1.claim_id and t1["verdict"] != "not-run" and t1["scale"]["budget"] == "convex"
+    assert t2 == not_run_entry(study.NAME)[1] and t2["verdict"] == "not-run"
+    assert {r["params"]["table"] for r in read_simulations(tmp_path)} == {TABLE_1.claim_id}
