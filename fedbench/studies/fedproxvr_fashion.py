@@ -54,7 +54,7 @@ from 2.93 by about 0.025 a round at the start. Cost on the project's 2-core CPU 
 VR round, 0.72 s is the full local gradient, most of it gathering the cohort's 35,528 training rows). Table 1,
 5 seeds x 1000 rounds: about 9,000 CPU seconds (2.5 core-hours, 1.3 h on both cores): too large for the main
 job's 15 minutes; it runs with the "convex" budget (or "paper", with Table 2, whose CNN evaluates 47,421
-images every round: fedbench.report.costs projects 1.5 h for Table 1 and 1,076 h for Table 2 on one CPU thread;
+images every round: fedbench.bench.costs projects 1.5 h for Table 1 and 1,076 h for Table 2 on one CPU thread;
 one Table 2 round with its two evaluations had used 132 CPU seconds, unfinished, when stopped: a GPU's work).
 """
 
@@ -69,8 +69,9 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.report.costs import Scale
-from fedbench.studies import FEDPROXVR_PAPER, WORKERS, Simulation, run_simulations, sim_config
+from fedbench.bench.costs import Scale
+from fedbench.claims.papers import FEDPROXVR_PAPER
+from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real, not_run_entry
 
 NAME = "fedproxvr_fashion"
@@ -140,7 +141,7 @@ USERS, TRAIN_SAMPLES, SAMPLES = 100, 35_528, 47_421
 
 
 def _scales() -> tuple[Scale, ...]:
-    """The paper budget's runs as fedbench.report.costs.Scale: local work in minibatch-gradient units (VR: the
+    """The paper budget's runs as fedbench.bench.costs.Scale: local work in minibatch-gradient units (VR: the
     full local gradient, n/B batches, then two gradients a step)."""
     n, runs, out = TRAIN_SAMPLES / USERS, len(SEEDS), []
     for table in TABLES:
@@ -265,15 +266,15 @@ def simulation(table: Table, method: str, seed: int, budget: Budget, real_root: 
 
 
 def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0) -> float:
-    """A run's test accuracy (%) under ``reading`` (fedbench.report.readings: best, tail, final)."""
-    from fedbench.report.readings import read_accuracy
+    """A run's test accuracy (%) under ``reading`` (fedbench.claims.readings: best, tail, final)."""
+    from fedbench.claims.readings import read_accuracy
 
     return 100 * read_accuracy(outcome.series("train/loss"), outcome.series("test/accuracy"), reading, rounds, budget)
 
 
 def figure(path: Path, panels: dict[str, dict[str, np.ndarray]]) -> None:
     """One panel per table run: each method's test accuracy, mean over seeds, with the slides' values dotted."""
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, len(panels), figsize=(6.5 * len(panels), 4), squeeze=False)
     for ax, (title, curves) in zip(axes[0], panels.items()):
@@ -289,9 +290,9 @@ def figure(path: Path, panels: dict[str, dict[str, np.ndarray]]) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.report.stats import fmt_effect
-    from fedbench.report.verdict import Part, Rule, judge
-    from fedbench.studies._entries import judged
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule, judge
+    from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record, write_simulations
 
     b = BUDGETS[budget]
