@@ -50,7 +50,8 @@ from typing import Any
 from fedbench.report.costs import Scale
 from fedbench.studies import SCAFFOLD_PAPER, WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
-from fedbench.studies.scaffold_emnist import HOLD, best_accuracy, rounds_to, select, tail_accuracy
+from fedbench.studies.scaffold_emnist import (HOLD, batch_size, best_accuracy, on_global_test, rounds_to, select,
+                                             tail_accuracy)
 
 NAME = "scaffold_fashion"
 VARIANTS = ("fashion_mnist_scaffold_n100_s0", "fashion_mnist_scaffold_n100_s10", "fashion_mnist_scaffold_n100_s100")
@@ -207,7 +208,6 @@ def declare(budget: Budget, real_root: Path, steps: dict[Cell, float] | None = N
     """The tuning runs (``steps`` None: every cell at every step of the grid on the tuning seeds) or the judged
     runs (every cell at its step in ``steps`` on the judged seeds). Runs that differ only in seed share a stack."""
     from fedbench.studies import Simulation, sim_config
-    from fedbench.studies.scaffold_emnist import batch_size, on_global_test
 
     sims = []
     for c in cells():
