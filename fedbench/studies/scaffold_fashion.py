@@ -50,8 +50,15 @@ from typing import Any
 from fedbench.report.costs import Scale
 from fedbench.studies import SCAFFOLD_PAPER, WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
-from fedbench.studies.scaffold_emnist import (HOLD, batch_size, best_accuracy, on_global_test, rounds_to, select,
-                                             tail_accuracy)
+from fedbench.studies.scaffold_emnist import (
+    HOLD,
+    batch_size,
+    best_accuracy,
+    on_global_test,
+    rounds_to,
+    select,
+    tail_accuracy,
+)
 
 NAME = "scaffold_fashion"
 VARIANTS = ("fashion_mnist_scaffold_n100_s0", "fashion_mnist_scaffold_n100_s10", "fashion_mnist_scaffold_n100_s100")

@@ -125,9 +125,8 @@ def test_table3_effects_and_verdicts_on_hand_made_curves():
 
 def test_table5_effects_on_hand_made_curves():
     entry = study.table5_claim(_judged_runs(2, (3, 4, 4)))
-    assert [p["part"] for p in entry["parts"]] == ["0% similarity: SCAFFOLD - FedAvg", "0% similarity: SCAFFOLD - SGD "
-                                                   "(large batch)", "10% similarity: SCAFFOLD - FedAvg",
-                                                   "10% similarity: SCAFFOLD - SGD (large batch)"]
+    assert [p["part"] for p in entry["parts"]] == [f"{s}% similarity: SCAFFOLD - {m}" for s in (0, 10)
+                                                   for m in ("FedAvg", "SGD (large batch)")]
     assert [p["per_seed"] for p in entry["parts"]] == [pytest.approx([2.0] * 3), pytest.approx([1.0] * 3)] * 2
     assert entry["reproduced"]["cells"]["scaffold, 0% similarity"]["mean"] == 0.8
 
