@@ -195,8 +195,12 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     result = judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc(BASELINE, s, r, bud) for s in b.seeds] for m in arms],
                    "tail", READINGS, reading_names=READING_NAMES)
     tail = {m: [acc(m, s, "tail", 1.0) for s in b.seeds] for m in METHODS}
-    curves = {f"{m} (step {steps[m]:g})": np.mean([100 * np.array(runs[(m, steps[m], s)].series("test/accuracy"))
-                                                   for s in b.seeds], 0) for m in METHODS}
+    def padded(o) -> np.ndarray:  # a diverged run stops early: its missing evaluations are NaN
+        acc = 100 * np.array(o.series("test/accuracy"))
+        return np.concatenate([acc, np.full(b.rounds + 1 - len(acc), np.nan)])
+
+    curves = {f"{m} (step {steps[m]:g})": np.mean([padded(runs[(m, steps[m], s)]) for s in b.seeds], 0)
+              for m in METHODS}
     png = f"{NAME}.png"
     ds = load_real(VARIANTS[0], str(real_root))
     figure(out / png, curves, f"{VARIANTS[0]} ({ds.num_clients} users), {MODEL}, SGDm {MOMENTUM:g}")
