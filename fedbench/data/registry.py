@@ -137,6 +137,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             _D + "sent140:build_sent140_deltafl_linear",
             _leaf("niid", 1.0, 50, True, "user", 0.5, 0, 1, embedding="glove.6B.50d"),
             "Delta-FL's Sent140 for its linear model: mean GloVe 50d vector, normalised by the mean"),
+    *(Variant(f"fashion_mnist_scaffold_n100_s{s}", "SCAFFOLD (ICML 2020), Fashion-MNIST stand-in", ("fashion_mnist",),
+              _D + "fashion_mnist:build_scaffold", {"num_clients": 100, "similarity_percent": s, "seed": 0},
+              f"Fashion-MNIST, SCAFFOLD's {s}%-similarity split over 100 clients, global test set")
+      for s in (0, 10, 100)),
 )}
 
 # real data with no download (params.yaml): Python packages' files, and Fashion-MNIST from Debian's package (downloaded

@@ -15,6 +15,12 @@ Variant ``fashion_mnist_fedproxvr``: the authors' data/fashion_mnist/generate_ni
   eps 0.001 (not per pixel as FedProx's MNIST);
 - 100 users, two labels each, FedProxVR's power law (fedbench.data.partition.fedproxvr_mnist) with numpy
   seeded 0; the authors leave Python's random unseeded, here ``python_seed`` (default 0); 75/25 split.
+
+Variants ``fashion_mnist_scaffold_n100_s{0,10,100}``: SCAFFOLD's s%-similarity split (ICML 2020, section 7.1;
+fedbench.data.partition.similarity) of the 60,000 training images over 100 clients, the 10,000 test images a
+global test set, input x / 255: the paper's EMNIST recipe (fedbench.data.datasets.emnist.build_scaffold) on
+Fashion-MNIST, a stand-in dataset (fedbench.studies.scaffold_fashion). With 10 classes of 6,000 images, s = 0
+gives each client 600 images of one class.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from fedbench.data.build import assemble
 from fedbench.data.datasets.mnist import IMAGE_SHAPE, prepare_idx
 from fedbench.data.format import FederatedDataset, InputSpec
 from fedbench.data.partition.fedproxvr_mnist import fedproxvr_mnist
+from fedbench.data.partition.similarity import similarity
 from fedbench.data.pool import Pool
 
 
@@ -54,3 +61,21 @@ def build_fashion_mnist_fedproxvr(prepared: Any, params: dict[str, Any]) -> Fede
                         "FedProxVR Fashion-MNIST generator replayed: numpy seed 0; Python's random (unseeded by the "
                         "authors) seeded with python_seed",
                         "TensorFlow's reader's 5,000 validation images left out, as the authors' pool"])
+
+
+def build_scaffold(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
+    """SCAFFOLD's similarity split of the training images; the test images are the global test set."""
+    variant, pool, p = prepared.variant, prepared("fashion_mnist"), params
+    train_rows = np.flatnonzero(pool["origin"] == 0)
+    test_rows = np.flatnonzero(pool["origin"] == 1)
+    keys, labels = pool["key"][train_rows], pool["y"][train_rows]
+    partition = similarity(keys, labels, p["num_clients"], p["similarity_percent"], p["seed"])
+    clients = [train_rows[c] for c in partition.clients]
+    empty = [np.zeros(0, np.int64)] * len(clients)
+    spec = InputSpec(kind="features", transform="scale", transform_params={"divisor": 255.0}, image_shape=IMAGE_SHAPE)
+    return assemble(variant, pool["x"], pool["y"], clients, empty, [f"c_{k:04d}" for k in range(len(clients))],
+                    10, input=spec, partition=partition, keys=keys, pools=[pool], params=p,
+                    global_test=(pool["x"][test_rows], pool["y"][test_rows]), notes=[
+                        ("SCAFFOLD (Karimireddy et al. ICML 2020) sec. 7.1 similarity split on Fashion-MNIST (stand-in "
+                         "for EMNIST balanced)"),
+                        "Fashion-MNIST test images as a global test set; clients have no test data"])

@@ -1,0 +1,133 @@
+"""Mime and MimeLite vs FedAvgM on Fashion-MNIST (fedbench.studies.mime_fashion, stand-in): end to end on
+fixture-sized fashion_mnist_fedproxvr, the step-size selection on the tuning seeds, the rule on made-up runs (one
+part holding, one failing), the paper budget's declared runs, repeatability and the not-run entry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
+from fedbench.algorithms.mime import Mime
+from fedbench.data import stages
+from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import mime_fashion as study
+from fedbench.studies.real_data import not_run_entry
+from fedbench.studies.record import read_simulations
+from tests.data import fixtures
+from tests.studies import assert_valid_entries
+
+FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2, "tf_validation_size": 20}
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mime_fashion")
+    raw = root / "raw"
+    raw.mkdir()
+    for name, data in fixtures.mnist_like().items():
+        (raw / name).write_bytes(data)
+    stages.prepare_dataset(study.VARIANTS[0], root, raw=raw, verify=False, variant_params=FIXTURE_PARAMS)
+    return root / "real"
+
+
+@pytest.fixture(scope="module")
+def fixture_run(real_root):
+    out = real_root.parent / "out"
+    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.NAME
+
+
+def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
+    claims, out = fixture_run
+    assert_valid_entries(claims)
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    (c,) = claims
+    b = study.BUDGETS["fixture"]
+    assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale"
+    assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
+    assert [p["part"] for p in c["parts"]] == ["Mime - FedAvgM", "MimeLite - FedAvgM"]
+    for p, m in zip(c["parts"], ("Mime", "MimeLite")):
+        assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
+                                 zip(c["reproduced"][m], c["reproduced"]["FedAvgM"])]
+    assert set(c["reproduced"]["steps"]) == set(study.METHODS)
+    assert all(v in b.lr_grid for v in c["reproduced"]["steps"].values())
+    records = read_simulations(out)
+    assert len(records) == len(study.METHODS) * (len(b.lr_grid) * len(b.tuning_seeds) + len(b.seeds))
+    assert sum(r["params"]["phase"] == "tuning" for r in records) == len(study.METHODS) * len(b.lr_grid)
+    assert all(r["params"]["sampling"] == "proportional" for r in records)
+    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
+
+
+def test_paper_budget_declares_the_stated_setup(real_root):
+    b = study.BUDGETS["paper"]
+    assert b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100, 101) and b.device == "auto"
+    assert b.lr_grid == (0.001, 0.003, 0.01, 0.03, 0.1, 0.3)
+    sims = {m: study.simulation(m, 0.01, 0, b, real_root) for m in study.METHODS}
+    assert sims["Mime"].algorithm == Mime(lr=0.01, variant="mime", base="sgdm", momentum=0.9)
+    assert sims["MimeLite"].algorithm == Mime(lr=0.01, variant="mimelite", base="sgdm", momentum=0.9)
+    assert sims["FedAvgM"].algorithm == FedAvgMomentum(lr=0.01, beta=0.9, server_lr=1.0)
+    cfg = sims["Mime"].config
+    assert (cfg.rounds, cfg.clients_per_round, cfg.local_steps, cfg.batch_size, cfg.sampling) == (
+        200, 10, 10, 10, "proportional")
+    assert sims["Mime"].model.num_params == 7850  # mclr 784 -> 10
+    assert sum(s.runs for s in study.SCALES) == 3 * (6 * 2 + 5)
+
+
+def _outcome(acc) -> Outcome:
+    return Outcome(name="x", history=[{"train/loss": 1.0, "test/accuracy": a} for a in acc], final={},
+                   diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
+
+
+def test_tuning_picks_the_best_tail_on_the_tuning_seeds_ties_to_the_smaller_step():
+    b = study.Budget(rounds=1, clients_per_round=2, seeds=(0,), tuning_seeds=(100, 101), lr_grid=(0.01, 0.1, 0.3),
+                     device="cpu")
+    tail = {"Mime": {0.01: (0.5, 0.5), 0.1: (0.7, 0.5), 0.3: (0.9, 0.1)},  # means .5, .6, .5
+            "MimeLite": {0.01: (0.4, 0.4), 0.1: (0.4, 0.4), 0.3: (0.1, 0.1)},  # tie: the smaller step
+            "FedAvgM": {0.01: (0.1, 0.1), 0.1: (0.2, 0.2), 0.3: (0.6, 0.5)}}
+    outcomes = {(m, lr, s): _outcome([v, v]) for m, t in tail.items() for lr, vals in t.items()
+                for s, v in zip(b.tuning_seeds, vals)}
+    assert study.tune(outcomes, b) == {"Mime": 0.1, "MimeLite": 0.01, "FedAvgM": 0.3}
+
+
+def test_readings_and_rule_on_made_up_runs(monkeypatch, real_root, tmp_path):
+    o = _outcome([0.0, 0.2, 0.6, 0.5, 0.55, 0.58])
+    assert study.accuracy(o, "tail", 5) == pytest.approx(100 * (0.2 + 0.6 + 0.5 + 0.55 + 0.58) / 5)
+    assert (study.accuracy(o, "best", 5), study.accuracy(o, "final", 5)) == (pytest.approx(60.0), pytest.approx(58.0))
+    # every step gives the same curve, so the smallest step is selected; Mime above FedAvgM on every seed,
+    # MimeLite below on every seed: Mime's part holds, MimeLite's does not, so the claim is not reproduced
+    final = {"Mime": (0.50, 0.61, 0.55), "MimeLite": (0.35, 0.30, 0.33), "FedAvgM": (0.40, 0.40, 0.40)}
+
+    def fake_run(sims, workers):
+        return [_outcome([0.1, final[s.knobs["method"]][s.config.seed]] if s.config.seed < 3 else [0.1, 0.2])
+                for s in sims]
+
+    monkeypatch.setattr(study, "run_simulations", fake_run)
+    monkeypatch.setattr("fedbench.studies.record.write_simulations", lambda out, records: None)
+    monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, metrics=None: {})
+    monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
+                                                               tuning_seeds=(100,), lr_grid=(0.01, 0.1), device="cpu"))
+    (c,) = study.run(tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    # the tail reading of a 1-round run averages both evaluations: (0.1 + v) / 2
+    assert c["parts"][0]["per_seed"] == pytest.approx([5.0, 10.5, 7.5])
+    assert c["parts"][1]["per_seed"] == pytest.approx([-2.5, -5.0, -3.5])
+    assert [p["verdict"] for p in c["parts"]] == ["reproduced", "not-reproduced"]
+    assert c["verdict"] == "not-reproduced" and c["reproduced"]["steps"] == {m: 0.01 for m in study.METHODS}
+
+
+def test_same_seed_same_numbers(real_root):
+    sims = [study.simulation("Mime", 0.1, 1, study.BUDGETS["fixture"], real_root)]
+    first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
+    assert first.param_digest == second.param_digest
+    assert first.series("train/loss") == second.series("train/loss")
+
+
+def test_not_run_entry_is_stand_in_with_the_command_and_a_cost():
+    (e,) = not_run_entry(study.NAME)
+    assert e["id"] == study.CLAIMS[0].id and e["verdict"] == "not-run"
+    assert e["command"] == f"fedbench paper run {study.NAME}" and e["fidelity"] == "stand-in"
+    assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * 17
+    assert e["scale"]["variants"] == ["fashion_mnist_fedproxvr"]
+    assert "could differ" in e["deviations"][0]

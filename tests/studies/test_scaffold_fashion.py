@@ -1,0 +1,167 @@
+"""SCAFFOLD's EMNIST setup on Fashion-MNIST (fedbench.studies.scaffold_fashion, stand-in): the similarity
+variants on fixture-sized Fashion-MNIST files in the upstream format, step-size selection on the tuning seeds
+only, the claims' measures on hand-made curves (a reproduced and a not-reproduced case), the declaration and its
+cost, repeatability, and the whole study at the fixture budget."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fedbench.data import stages
+from fedbench.data.registry import VARIANTS
+from fedbench.studies import SIMULATIONS, real_data, run_claim_study, run_simulations
+from fedbench.studies import scaffold_fashion as study
+from tests.data import fixtures
+from tests.studies import assert_valid_entries
+
+FIXTURE_CLIENTS = 10  # the fixture's 120 training images (12 of each class) over 10 clients
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scaffold_fashion")
+    raw = root / "raw"
+    raw.mkdir()
+    for name, data in fixtures.mnist_like().items():
+        (raw / name).write_bytes(data)
+    for v in study.VARIANTS:
+        stages.prepare_dataset(v, root, raw=raw, verify=False, variant_params={"num_clients": FIXTURE_CLIENTS})
+    return root / "real"
+
+
+@pytest.fixture(scope="module")
+def fixture_study(real_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp("scaffold_fashion_out")
+    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.NAME
+
+
+def test_variants_registered_with_the_papers_split(real_root):
+    for s in (0, 10, 100):
+        v = VARIANTS[f"fashion_mnist_scaffold_n100_s{s}"]
+        assert v.sources == ("fashion_mnist",) and v.defaults == {"num_clients": 100, "similarity_percent": s, "seed": 0}
+    zero = study.on_global_test("fashion_mnist_scaffold_n100_s0", str(real_root))
+    assert zero.num_clients == 10 and zero.train.sizes.tolist() == [12] * 10 and zero.num_classes == 10
+    labels = [np.unique(zero.train.y[a:b]).tolist() for a, b in zip(zero.train.offsets[:-1], zero.train.offsets[1:])]
+    assert labels == [[k] for k in range(10)]  # 0% similarity: one class a client, in label order
+    iid = study.on_global_test("fashion_mnist_scaffold_n100_s100", str(real_root))
+    assert max(len(np.unique(iid.train.y[a:b])) for a, b in zip(iid.train.offsets[:-1], iid.train.offsets[1:])) > 1
+    assert int(zero.test.sizes.sum()) == 30 == len(zero.global_test.y)  # the 30 test images, cut over the clients
+    assert (zero.input.transform, zero.input.transform_params) == ("scale", {"divisor": 255.0})  # x / 255
+
+
+def test_declaration_cells_seeds_and_paper_scales():
+    cells = study.cells()
+    assert len(cells) == 3 * 2 * 4 + 3 + 2 * 3  # Table 3: s x {SCAFFOLD, FedAvg} x E, SGD x s; Table 5: 2 x 3
+    assert len({c.label() for c in cells}) == len(cells) and {c.variant for c in cells} == set(study.VARIANTS)
+    b = study.BUDGETS["paper"]
+    assert b.rounds == 1000 and b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100, 101)
+    assert not set(b.seeds) & set(b.tuning_seeds) and b.device == "auto"
+    assert study.TARGET == 0.70
+    assert sum(s.runs for s in study.SCALES) == len(cells) * (2 * 5 + 5) == 495
+    assert {s.batch_size for s in study.SCALES} == {120} and {s.clients_per_round for s in study.SCALES} == {20}
+    assert {(s.model, s.local_steps) for s in study.SCALES} == {
+        ("mclr", 5 * e * 12) for e in (1, 5, 10, 20)} | {("scaffold_mlp", 60), ("scaffold_mlp", 300)}
+
+
+def _flat(value: float, rounds: int = 5) -> list[float]:
+    return [0.0] + [value] * rounds
+
+
+def test_step_selection_uses_the_tuning_seeds_only():
+    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3), device="cpu")
+    # the curves of the tuning seeds only: selection never reads a judged seed (it would fail with a KeyError)
+    curves = {(c, lr, s): _flat(0.1) for c in study.cells() for lr in b.lr_grid for s in b.tuning_seeds}
+    t3 = study.Cell(3, "fedavg", 5, 0)
+    curves[(t3, 0.1, 100)] = [0, 0, 0.7, 0.7, 0.7, 0.7]  # rounds 2 and 4: mean 3
+    curves[(t3, 0.1, 101)] = [0, 0, 0, 0, 0.7, 0.7]
+    curves[(t3, 0.3, 100)] = [0, 0.75, 0.75, 0.75, 0.75, 0.75]  # rounds 1 and 5 (never): mean 3, better best
+    curves[(t3, 0.3, 101)] = _flat(0.69)  # mean best (0.75 + 0.69) / 2 = 0.72 > 0.70
+    t5 = study.cell(5, "scaffold", 10)
+    curves[(t5, 0.1, 100)], curves[(t5, 0.1, 101)] = _flat(0.80), _flat(0.70)  # mean best 0.75
+    curves[(t5, 0.3, 100)], curves[(t5, 0.3, 101)] = _flat(0.76), _flat(0.76)  # 0.76
+    steps = study.selected_steps(curves, b)
+    assert steps[t3] == 0.3  # tied mean rounds (3): the higher mean best accuracy
+    assert steps[t5] == 0.3
+    assert steps[study.Cell(3, "scaffold", 1, 0)] == 0.1  # all tied: the smaller step
+    curves[(t5, 0.1, 101)] = _flat(0.75)  # now 0.775 > 0.76: the tuning seeds decide
+    assert study.selected_steps(curves, b)[t5] == 0.1
+
+
+def _judged_runs(scaffold_round: int, fedavg_rounds: tuple[int, int, int]) -> study.Runs:
+    """Judged curves on seeds 0-2: SCAFFOLD reaches 0.7 at ``scaffold_round``, FedAvg and SGD at
+    ``fedavg_rounds``; Table 5: SCAFFOLD best 0.80, the others 0.78 and 0.79."""
+    b = study.Budget(rounds=6, seeds=(0, 1, 2), tuning_seeds=(100,), lr_grid=(0.1, 0.3), device="cpu")
+
+    def reach(r: int) -> list[float]:
+        return [0.0] * r + [0.71] * (7 - r)
+
+    curves = {}
+    for c in study.cells():
+        for i, s in enumerate(b.seeds):
+            if c.table == 3:
+                curves[(c, s)] = reach(scaffold_round if c.method == "scaffold" else fedavg_rounds[i])
+            else:
+                curves[(c, s)] = _flat({"scaffold": 0.80, "fedavg": 0.78, "sgd": 0.79}[c.method], 6)
+    return study.Runs(curves, {c: 0.1 for c in study.cells()}, b)
+
+
+def test_table3_effects_and_verdicts_on_hand_made_curves():
+    entry = study.table3_claim(_judged_runs(2, (3, 4, 4)))
+    assert entry["verdict"] == "reproduced" and len(entry["parts"]) == 16
+    assert [p["per_seed"] for p in entry["parts"]] == [[1.0, 2.0, 2.0]] * 16
+    assert entry["reproduced"]["cells"]["fedavg, 5, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0, 4.0],
+                                                            "mean": pytest.approx(11 / 3)}
+    assert entry["fidelity"] == "reduced-scale" and entry["rounds_run"] == 6
+    assert len(entry["reproduced"]["selected_at_grid_edge"]) == 27  # every cell at 0.1, the grid's lower end
+    worse = study.table3_claim(_judged_runs(5, (1, 2, 2)))
+    assert [p["per_seed"] for p in worse["parts"]] == [[-4.0, -3.0, -3.0]] * 16
+    assert worse["verdict"] == "not-reproduced"
+
+
+def test_table5_effects_on_hand_made_curves():
+    entry = study.table5_claim(_judged_runs(2, (3, 4, 4)))
+    assert [p["part"] for p in entry["parts"]] == [f"{s}% similarity: SCAFFOLD - {m}" for s in (0, 10)
+                                                   for m in ("FedAvg", "SGD (large batch)")]
+    assert [p["per_seed"] for p in entry["parts"]] == [pytest.approx([2.0] * 3), pytest.approx([1.0] * 3)] * 2
+    assert entry["reproduced"]["cells"]["scaffold, 0% similarity"]["mean"] == 0.8
+
+
+def test_not_run_entries_are_stand_in_with_the_command_and_a_cost():
+    entries = real_data.not_run_entry(study.NAME)
+    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    for e in entries:
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["fidelity"] == "stand-in" and e["cost"]["runs"] == 495 and e["cost"]["seconds"] > 0
+        assert "stand-in: full Fashion-MNIST" in e["deviations"][0] and "could differ" in e["deviations"][0]
+
+
+def test_same_seed_same_numbers(real_root):
+    b = study.BUDGETS["fixture"]
+    sims = [s for s in study.declare(b, real_root) if s.name.startswith("tuning/table3/scaffold/E=5/s=0/lr=0.3")]
+    a, c = run_simulations(sims, workers=1), run_simulations(sims, workers=1)
+    assert a[0].param_digest == c[0].param_digest
+    assert a[0].series("test/accuracy") == c[0].series("test/accuracy")
+    assert all(math.isfinite(x) for x in a[0].series("test/accuracy"))
+
+
+def test_fixture_study_end_to_end(fixture_study):
+    claims, out = fixture_study
+    assert_valid_entries(claims)
+    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    for c in claims:
+        assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
+        assert c["fidelity"] == "reduced-scale" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
+        assert c["seeds"]["training"] == [0, 1] and len(c["effect"]["per_seed"]) == 2
+    assert len(claims[0]["parts"]) == 16 and len(claims[1]["parts"]) == 4
+    records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
+    assert len(records) == len(study.cells()) * (2 * 1 + 2)  # two steps x one tuning seed, then two judged seeds
+    assert sum(r["params"]["phase"] == "judged" for r in records) == len(study.cells()) * 2
+    acc = records[0]["history"]["test/accuracy"]
+    assert len(acc) == 4 and all(a is not None for a in acc)
+    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
