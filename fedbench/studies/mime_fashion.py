@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.report.costs import Scale
-from fedbench.studies import MIME_PAPER, WORKERS, Simulation, run_simulations, sim_config
+from fedbench.bench.costs import Scale
+from fedbench.claims.papers import MIME_PAPER
+from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real
 
 NAME = "mime_fashion"
@@ -141,8 +142,8 @@ def _model(real_root: str):
 
 
 def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0) -> float:
-    """A run's test accuracy (%) under ``reading`` (fedbench.report.readings: tail, best, final)."""
-    from fedbench.report.readings import read_accuracy
+    """A run's test accuracy (%) under ``reading`` (fedbench.claims.readings: tail, best, final)."""
+    from fedbench.claims.readings import read_accuracy
 
     return 100 * read_accuracy(outcome.series("train/loss"), outcome.series("test/accuracy"), reading, rounds, budget)
 
@@ -155,7 +156,7 @@ def tune(outcomes: dict[tuple[str, float, int], Any], budget: Budget) -> dict[st
 
 
 def figure(path: Path, curves: dict[str, np.ndarray], title: str) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     fig, ax = pyplot().subplots(1, 1, figsize=(6.5, 4))
     for (name, acc), style in zip(curves.items(), ("-", "-", "--")):
@@ -167,9 +168,9 @@ def figure(path: Path, curves: dict[str, np.ndarray], title: str) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.report.stats import fmt_effect
-    from fedbench.report.verdict import Part, Rule, judge
-    from fedbench.studies._entries import judged
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule, judge
+    from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record, write_simulations
 
     if budget not in BUDGETS:

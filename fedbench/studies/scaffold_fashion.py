@@ -47,8 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedbench.report.costs import Scale
-from fedbench.studies import SCAFFOLD_PAPER, WORKERS
+from fedbench.bench.costs import Scale
+from fedbench.claims.papers import SCAFFOLD_PAPER
+from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 from fedbench.studies.scaffold_emnist import (
     HOLD,
@@ -176,7 +177,7 @@ CLAIMS = (CLAIM_T3, CLAIM_T5)
 
 def _paper_scales() -> tuple[Scale, ...]:
     """The runs of the paper budget: per cell, every step of the grid on the tuning seeds, then the selected step
-    on the judged seeds. The measured step cost is per batch of 10 (fedbench.report.costs), so a step of batch B
+    on the judged seeds. The measured step cost is per batch of 10 (fedbench.bench.costs), so a step of batch B
     counts as ceil(B / 10) of them."""
     b = BUDGETS["paper"]
     runs_per_cell = len(b.tuning_seeds) * len(b.lr_grid) + len(b.seeds)
@@ -285,7 +286,7 @@ def _fmt_rounds(x: float, rounds: int) -> str:
 
 
 def table3_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.report.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, Rule, judge
 
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "sgd")]
     parts = [Part(f"{s}% similarity, {e} epochs: {LABELS[comp]} - SCAFFOLD", Rule("greater", 0.0, "rounds"))
@@ -313,7 +314,7 @@ def table3_claim(runs: Runs) -> dict[str, Any]:
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.report.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, Rule, judge
 
     rows = [(s, comp) for s in JUDGED_SIMILARITY for comp in ("fedavg", "sgd")]
     parts = [Part(f"{s}% similarity: SCAFFOLD - {LABELS[comp]}", Rule("greater", 0.0, "accuracy points"))
@@ -361,8 +362,8 @@ def _deviations(budget: Budget) -> list[str]:
 
 def _entry(c: PaperClaim, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any], observed: str,
            panel: str) -> dict[str, Any]:
-    from fedbench.report.verdict import fidelity
-    from fedbench.studies._entries import judged
+    from fedbench.claims.verdict import fidelity
+    from fedbench.claims.entry import judged
     from fedbench.studies.real_data import base_entry
 
     b = runs.budget
@@ -384,7 +385,7 @@ def _entry(c: PaperClaim, runs: Runs, result: dict[str, Any], reproduced: dict[s
 
 
 def figure(path: Path, runs: Runs) -> None:
-    from fedbench.report.figures import pyplot, save_figure
+    from fedbench.plotting import pyplot, save_figure
 
     seed = runs.budget.seeds[0]
     fig, axes = pyplot().subplots(1, 2, figsize=(11, 4))
