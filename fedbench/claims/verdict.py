@@ -1,8 +1,11 @@
 """How an effect with its interval becomes a verdict, how the parts of a claim combine, and how sensitive the
 verdict is to the reading rule and the round budget.
 
-Every rule is written down before the result it judges is looked at; the paper's published number never
-enters it. A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with zero or with a
+Every rule is written down before the result it judges is looked at (fedbench.claims.registry records when);
+the paper's published number never enters it. These rules are a claim's direction part; a claim with a
+published number also has a magnitude part, which uses that number by definition (fedbench.claims.magnitude).
+Convention: an entry carries both (entry["direction"], entry["magnitude"], each with its verdict and rule), and
+its "verdict" is the direction verdict unless the claim is about the size itself (then both must hold). A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with zero or with a
 stated threshold:
 
     kind       the paper says          reproduced             not-reproduced            otherwise
@@ -32,7 +35,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedbench.claims.entry import FIDELITIES
 from fedbench.claims.stats import fmt_number, paired_effect
 
 KINDS = ("greater", "at_least", "at_most", "within")

@@ -142,6 +142,23 @@ def effect_cell(c: dict[str, Any]) -> str:
     return f"{e['part']}: {text}" if len(parts) > 1 and e.get("part") else text
 
 
+def direction_cell(c: dict[str, Any]) -> str:
+    d = c.get("direction")
+    return d["verdict"] if d else "—"
+
+
+def magnitude_cell(c: dict[str, Any]) -> str:
+    """The magnitude part's verdict against the published value; "qualitative" without one, "none" where the
+    claim registers no magnitude part (its reason in the details)."""
+    m = c.get("magnitude")
+    if m is None:
+        return "—" if c.get("verdict") == "not-run" else "qualitative"
+    if m.get("verdict") is None:
+        return "none (see details)"
+    on = f" ({m['part']})" if m.get("part") else ""
+    return f"{m['verdict']} vs {fmt_number(float(m['published']), signed=True)}{on}"
+
+
 def verdict_cell(c: dict[str, Any]) -> str:
     text = f"**{c['verdict']}**"
     return text + (f" ({c['verdict_text']})" if c.get("verdict_text") else "")
@@ -243,7 +260,10 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "order-statistic interval and the sign test. **Verdict**: the rule stated in each entry, written before its "
         "result was seen: reproduced when the interval lies on the paper's side, not-reproduced when it excludes "
         "the paper's statement, inconclusive otherwise; a run at fewer rounds than the paper's cannot refute a "
-        "claim while its effect still moves toward the paper's side (budget-limited). **Fidelity**: paper-scale "
+        "claim while its effect still moves toward the paper's side (budget-limited). **Direction** is that rule; "
+        "**magnitude**, only where the paper publishes a number, asks whether the published value lies in the 95% "
+        "interval (or reaches a share of it registered per claim, fedbench/claims/magnitude.py); the verdict is the "
+        "direction's unless the claim is about the size itself. **Fidelity**: paper-scale "
         "(the paper's data, setup and budget), reduced-budget (the paper's data and setup, fewer rounds or seeds), "
         "reduced-data (a subset of the paper's dataset with the setup scaled to it), stand-in (other data or "
         "model), analytic (a closed-form check, no seed randomness); only the first three count toward a "
@@ -263,12 +283,12 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         if paper:
             lines += [_coverage(paper, by_id), ""]
         if group:
-            lines += ["| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | verdict |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += ["| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | direction | "
+                      "magnitude | verdict |", "|---|---|---|---|---|---|---|---|---|"]
             for c in group:
                 lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {c['fidelity']} | {rounds_cell(c)} | "
                              f"{seeds_cell(c)} | {published_cell(c.get('published'))} | {effect_cell(c)} | "
-                             f"{verdict_cell(c)} |")
+                             f"{direction_cell(c)} | {magnitude_cell(c)} | {verdict_cell(c)} |")
             lines.append("")
     lines += ["## Sensitivity", "",
               ("Verdict mark and effect estimate under the rule's own reading (primary), under the other readings at "
@@ -327,8 +347,17 @@ def _details(c: dict[str, Any], shared: list[str]) -> list[str]:
             pv = fmt_number(float(part["p_value"])) if part.get("p_value") is not None else "—"
             out.append(f"  | {part['part']} | {fmt_effect(pe)} | {pv} | {part['verdict']} |")
         out.append("")
-    out += [f"- **Rule**: {c.get('rule') or '—'}",
-            f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
+    out += [f"- **Rule**: {c.get('rule') or '—'}"]
+    if c.get("direction"):
+        out.append(f"- **Direction**: {c['direction']['verdict']}; {c['direction']['rule']}")
+    m = c.get("magnitude")
+    if m:
+        where = (f"; {m['part']}: " if m.get("part") else "; ") + fmt_effect(_effect(m)) if m.get("ci95") is not None \
+            else ""
+        out.append(f"- **Magnitude** (published {fmt_number(float(m['published']), signed=True)} {m.get('unit', '')}): "
+                   f"{m['verdict'] or 'not judged'}{where}; {m['rule']}"
+                   + ("; the claim is about the size, so its verdict needs both parts" if m.get("about_size") else ""))
+    out += [f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
     cells = c.get("sensitivity") or []
     if cells:
         out += ["- **Sensitivity**:", "", "  | reading | rounds | verdict | effect [95% CI] |", "  |---|---|---|---|"]

@@ -37,10 +37,27 @@ def test_summary_rows_read_at_a_glance(claims):
     assert len(rows) == len(claims)
     for row in rows:
         assert "…" not in row and "..." not in row and "{" not in row and "[{" not in row
-        assert row.count(" | ") == 6  # claim, fidelity, rounds, seeds, published, effect, verdict
+        assert row.count(" | ") == 8  # claim, fidelity, rounds, seeds, published, effect, direction, magnitude, verdict
     gain = next(r for r in rows if "accuracy-gain" in r)
     assert "| reduced-budget | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
     assert "+31.0 [+28.5, +33.5] accuracy points, p = " in gain and "**reproduced**" in gain
+    assert " | reproduced | none (see details) | **reproduced**" in gain  # the +22 is a five-dataset mean
+    partial = next(r for r in rows if "synthetic-1-1/partial-work" in r)
+    assert " | qualitative | **" in partial
+
+
+def test_direction_and_magnitude_shown_apart(claims):
+    gain = next(c for c in claims if c["id"].endswith("accuracy-gain"))
+    five = gain | {"id": "fedprox/five-datasets/mean-accuracy-gain",
+                   "magnitude": {"kind": "contains", "published": 22.0, "unit": "accuracy points", "verdict":
+                                 "not-reproduced", "rule": "reproduced if ...", "about_size": True, "part": "mean",
+                                 "estimate": 31.0, "ci95": [28.5, 33.5]}, "verdict": "not-reproduced"}
+    md = claims_markdown([five], pd.DataFrame())
+    row = _summary_rows(md)[0]
+    assert row.endswith(" | reproduced | not-reproduced vs +22.0 (mean) | **not-reproduced** |")
+    assert ("- **Magnitude** (published +22.0 accuracy points): not-reproduced; mean: +31.0 [+28.5, +33.5] accuracy "
+            "points; reproduced if ...; the claim is about the size, so its verdict needs both parts") in md
+    assert "- **Direction**: reproduced; the claim's registered rule: reproduced if the 95% interval lies above 0" in md
 
 
 def test_papers_coverage_and_anchors(claims):
