@@ -33,6 +33,7 @@ from fedbench.report.real_claims import STUDY as REAL_STUDY
 from fedbench.report.runs import load_runs
 from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, PAPER_DATA, VERDICTS, plain
+from fedbench.claims import registry as rules_registry
 from fedbench.studies import STUDIES_ROOT
 
 MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}
@@ -67,6 +68,8 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     claims = ([c | {"study": MAIN_STUDY} for c in evaluate_claims(cfg, hist, summ)]
               + [c | {"study": REAL_STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root))]
               + study_claims(cfg, studies_root))
+    registered = rules_registry.load()
+    claims = [c | {"registration": rules_registry.status(c, registered)} for c in claims]
     with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
@@ -161,7 +164,50 @@ def magnitude_cell(c: dict[str, Any]) -> str:
 
 def verdict_cell(c: dict[str, Any]) -> str:
     text = f"**{c['verdict']}**"
-    return text + (f" ({c['verdict_text']})" if c.get("verdict_text") else "")
+    text += f" ({c['verdict_text']})" if c.get("verdict_text") else ""
+    before = original_verdicts(c)
+    if before:
+        text += "; rule changed after results, the earlier rule's verdict: " + ", ".join(
+            f"{v} (changed {when})" for v, when in before)
+    reg = (c.get("registration") or {}).get("status")
+    return text + (f" [{reg}]" if reg and reg != "registered" else "")
+
+
+def original_verdicts(c: dict[str, Any]) -> list[tuple[str, str]]:
+    """(verdict, when it changed) of each earlier rule of ``c``: its history, and the registered rule's last
+    recorded verdict where the rule has changed since it was registered."""
+    reg = c.get("registration") or {}
+    out = [(h.get("verdict") or "not recorded", str(h.get("changed", "")).split(" ")[0]) for h in reg.get("history", [])]
+    if reg.get("status") == "changed":
+        last = reg.get("registered_verdict") or {}
+        out.append((last.get("verdict") or "not recorded", "since " + str((reg.get("registered") or {}).get("commit"))))
+    return out
+
+
+def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
+    """The registration summary and the table of every rule changed after a result, with both verdicts."""
+    regs = [c.get("registration") or {} for c in claims]
+    n = {s: sum(r.get("status") == s for r in regs) for s in ("registered", "changed", "unregistered")}
+    lines = ["## Registered rules", "",
+             (f"Each claim's rule (its text, parts with their kinds and thresholds, readings, runs, published value "
+              f"and magnitude part) is hashed and registered in `fedbench/claims/registry.json` by `fedbench claims "
+              f"register`, never by the report: {n['registered']} registered (hash matches), {n['changed']} changed "
+              f"since registration, {n['unregistered']} unregistered. Rules changed after a result existed, with the "
+              "verdict of the earlier rule beside the current one:"), "",
+             "| claim | earlier rule's verdict | current verdict | changed | why | how the earlier verdict was found |",
+             "|---|---|---|---|---|---|"]
+    for c, r in zip(claims, regs):
+        for h in r.get("history", []):
+            lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {h.get('verdict') or 'not recorded'} | {c['verdict']} | "
+                         f"{h.get('changed', '—')} | {h.get('why', '—')} | {h.get('verdict_source', '—')} |")
+        if r.get("status") == "changed":
+            last = r.get("registered_verdict") or {}
+            reg = r.get("registered") or {}
+            lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {last.get('verdict') or 'not recorded'} | "
+                         f"{c['verdict']} | after {reg.get('commit')} ({reg.get('date')}) | not yet re-registered: "
+                         f"{', '.join(r.get('changed_fields', []))} changed | the last verdict recorded under the "
+                         "registered rule |")
+    return lines + [""]
 
 
 def _cell(cell: dict[str, Any]) -> str:
@@ -290,6 +336,7 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
                              f"{seeds_cell(c)} | {published_cell(c.get('published'))} | {effect_cell(c)} | "
                              f"{direction_cell(c)} | {magnitude_cell(c)} | {verdict_cell(c)} |")
             lines.append("")
+    lines += registration_lines(claims)
     lines += ["## Sensitivity", "",
               ("Verdict mark and effect estimate under the rule's own reading (primary), under the other readings at "
               "the full budget, and under the primary reading at 25% and 50% of the rounds run."), "",
@@ -358,6 +405,20 @@ def _details(c: dict[str, Any], shared: list[str]) -> list[str]:
                    f"{m['verdict'] or 'not judged'}{where}; {m['rule']}"
                    + ("; the claim is about the size, so its verdict needs both parts" if m.get("about_size") else ""))
     out += [f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
+    reg = c.get("registration") or {}
+    if reg.get("registered"):
+        r = reg["registered"]
+        out.append(f"- **Registered**: {reg['status']}; rule hash {reg['hash']}"
+                   + (f" (registered {r['hash']})" if r["hash"] != reg["hash"] else "")
+                   + f", registered on {r['commit']}, {r['date']}, "
+                   + ("before its first result" if r.get("before_result") else "after a result existed"))
+    elif reg:
+        out.append(f"- **Registered**: no (rule hash {reg['hash']}; `fedbench claims register` registers it)")
+    for h in reg.get("history", []):
+        effect = f" ({fmt_effect(_effect(h))})" if h.get("ci95") is not None else ""
+        out.append(f"- **Earlier rule** ({h.get('registered', '—')}; changed {h.get('changed', '—')}): {h.get('rule')}. "
+                   f"Its verdict: {h.get('verdict') or 'not recorded'}{effect}, {h.get('verdict_source', '')}. Why it "
+                   f"changed: {h.get('why', '—')}")
     cells = c.get("sensitivity") or []
     if cells:
         out += ["- **Sensitivity**:", "", "  | reading | rounds | verdict | effect [95% CI] |", "  |---|---|---|---|"]

@@ -125,3 +125,29 @@ def test_study_not_run_placeholder(tmp_path):
     assert c["verdict"] == "not-run" and c["study"] == "delta_fl_triangle" and "has not run" in c["observed"]
     md = claims_markdown([c], pd.DataFrame())
     assert "delta_fl_triangle/*" in md
+
+
+def test_registration_marks_and_rules_changed_after_results(claims):
+    from fedbench.claims import registry
+
+    gain = next(c for c in claims if c["id"].endswith("accuracy-gain"))
+    partial = next(c for c in claims if c["id"].endswith("synthetic-1-1/partial-work"))
+    book, _ = registry.register([gain, partial], {}, "abc123", "2026-11-26")
+    book[gain["id"]]["history"] = [{"rule": "read at C.3.2", "registered": "r0", "changed": "c1 2026-11-23",
+                                    "why": "compares rounds", "reading": "paper's rule (C.3.2)", "verdict": None,
+                                    "verdict_source": "the sensitivity reading"}]
+    changed = partial | {"rule": partial["rule"] + " (edited)"}
+    marked = [c | {"registration": registry.status(c, book)} for c in (gain, changed)]
+    md = claims_markdown(marked, pd.DataFrame())
+    cell = next(x for x in gain["sensitivity"] if x["reading"] == "paper's rule (C.3.2)")
+    rows = _summary_rows(md)
+    assert rows[0].endswith(f"**{gain['verdict']}**; rule changed after results, the earlier rule's verdict: "
+                            f"{cell['verdict']} (changed c1) |")
+    assert rows[1].endswith(f"**{partial['verdict']}**; rule changed after results, the earlier rule's verdict: "
+                            f"{partial['verdict']} (changed since abc123) [changed] |")
+    assert ("1 registered (hash matches), 1 changed since registration, 0 unregistered" in md)
+    assert (f"| {cell['verdict']} | {gain['verdict']} | c1 2026-11-23 | compares rounds | the sensitivity reading |"
+            in md)
+    assert (f"| {partial['verdict']} | {partial['verdict']} | after abc123 (2026-11-26) | not yet re-registered: "
+            "rule changed | the last verdict recorded under the registered rule |") in md
+    assert "- **Registered**: registered; rule hash sha256:" in md and "registered on abc123, 2026-11-26, after a result" in md
