@@ -5,8 +5,10 @@ Every rule is written down before the result it judges is looked at (fedbench.cl
 the paper's published number never enters it. These rules are a claim's direction part; a claim with a
 published number also has a magnitude part, which uses that number by definition (fedbench.claims.magnitude).
 Convention: an entry carries both (entry["direction"], entry["magnitude"], each with its verdict and rule), and
-its "verdict" is the direction verdict unless the claim is about the size itself (then both must hold). A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with zero or with a
-stated threshold:
+its "verdict" is the direction verdict unless the claim is about the size itself (then both must hold).
+
+A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with zero or with a stated
+threshold:
 
     kind       the paper says          reproduced             not-reproduced            otherwise
     greater    effect > 0 (of at       low > 0, high >= d     high < d (an effect of    inconclusive
