@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("paper", help="the paper profile: real-data studies, their cost, running one (see `fedbench paper --help`)",
                    add_help=False).add_argument("paper_args", nargs=argparse.REMAINDER)
 
+    sub.add_parser("claims", help="the claims' registered rules: `fedbench claims register` (see `fedbench claims --help`)",
+                   add_help=False).add_argument("claims_args", nargs=argparse.REMAINDER)
+
     b = sub.add_parser("bench", help="measure simulator throughput (see `fedbench bench --help`)", add_help=False)
     b.add_argument("bench_args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
@@ -213,6 +216,10 @@ def main(argv: list[str] | None = None) -> None:
         from fedbench.report.paper_run import main as paper_main
 
         sys.exit(paper_main(argv[1:]))
+    if argv[:1] == ["claims"]:  # the claims' registered rules (fedbench.claims.registry)
+        from fedbench.claims.registry import main as claims_main
+
+        sys.exit(claims_main(argv[1:]))
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's own parser
         from fedbench.bench.cli import main as bench_main
 

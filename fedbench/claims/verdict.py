@@ -1,9 +1,14 @@
 """How an effect with its interval becomes a verdict, how the parts of a claim combine, and how sensitive the
 verdict is to the reading rule and the round budget.
 
-Every rule is written down before the result it judges is looked at; the paper's published number never
-enters it. A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with zero or with a
-stated threshold:
+Every rule is written down before the result it judges is looked at (fedbench.claims.registry records when);
+the paper's published number never enters it. These rules are a claim's direction part; a claim with a
+published number also has a magnitude part, which uses that number by definition (fedbench.claims.magnitude).
+Convention: an entry carries both (entry["direction"], entry["magnitude"], each with its verdict and rule), and
+its "verdict" is the direction verdict unless the claim is about the size itself (then both must hold).
+
+A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with zero or with a stated
+threshold:
 
     kind       the paper says          reproduced             not-reproduced            otherwise
     greater    effect > 0 (of at       low > 0, high >= d     high < d (an effect of    inconclusive
@@ -15,7 +20,7 @@ stated threshold:
 A claim with several parts (datasets, straggler levels) is reproduced when every part is, not-reproduced when
 some part is, inconclusive otherwise. The part that decides is reported as the claim's ``effect``.
 
-Budget: a run at fewer rounds than the paper's ("reduced-scale") cannot refute a statement about the paper's
+Budget: a run at fewer rounds than the paper's ("reduced-budget") cannot refute a statement about the paper's
 budget while its trend could still get there. For a not-reproduced part, the estimate's change from 50% to 100%
 of the rounds run (one doubling of the rounds) is carried on at the same step per doubling up to the paper's
 budget (log2(paper's rounds / rounds run) more doublings); if that extrapolated value would no longer be
@@ -32,7 +37,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedbench.claims.entry import FIDELITIES
 from fedbench.claims.stats import fmt_number, paired_effect
 
 KINDS = ("greater", "at_least", "at_most", "within")
@@ -254,17 +258,21 @@ def _cell(reading: str, budget: float, cells, verdict: str, primary: bool = Fals
             "estimate": effect["estimate"], "ci95": effect["ci95"], "unit": effect["unit"]}
 
 
-def fidelity(setup: str, rounds_run: int | None, rounds_paper: int | None) -> str:
-    """The fidelity label of a claim: ``setup`` is "paper" (the paper's data law or instance, model and
-    hyperparameters), "stand-in" (other data or model) or "analytic" (a closed-form check on a constructed
-    instance). The paper's setup is "paper-scale" when it ran the paper's rounds (or the paper gives none) and
-    "reduced-scale" when it ran fewer."""
-    if setup == "analytic":
-        return "analytic"
-    if setup == "stand-in":
-        return "stand-in"
+FULL_SEEDS = 5  # the benchmark's seeds for an empirical claim: fewer make a paper-setup entry reduced-budget
+
+
+def fidelity(setup: str, rounds_run: int | None, rounds_paper: int | None, seeds: int | None = None) -> str:
+    """The fidelity label of a claim (fedbench.claims.entry.FIDELITIES): ``setup`` is "paper" (the paper's data,
+    model and hyperparameters), "reduced-data" (a subset of the paper's dataset with the setup scaled to it),
+    "stand-in" (other data or model) or "analytic" (a closed-form check on a constructed instance). The paper's
+    setup is "paper-scale" when it ran the paper's rounds (or the paper gives none) with ``seeds`` >= FULL_SEEDS
+    (None: deterministic, or not yet known), and "reduced-budget" when it ran fewer rounds or seeds."""
+    if setup in ("reduced-data", "stand-in", "analytic"):
+        return setup
     if setup != "paper":
-        raise ValueError(f"setup {setup!r}; allowed: paper, stand-in, analytic")
+        raise ValueError(f"setup {setup!r}; allowed: paper, reduced-data, stand-in, analytic")
     if rounds_paper is not None and (rounds_run is None or rounds_run < rounds_paper):
-        return "reduced-scale"
+        return "reduced-budget"
+    if seeds is not None and 0 < seeds < FULL_SEEDS:
+        return "reduced-budget"
     return "paper-scale"

@@ -3,8 +3,9 @@
 Everything is written to a temporary folder first and moved into place, so an interrupted build never
 leaves a half-written report that looks complete.
 
-claims.md reads at a glance: grouped by paper, a coverage line per paper (how many of its headline claims are
-checked, at which fidelity), one summary row per claim (fidelity, rounds run against the paper's, seeds,
+claims.md reads at a glance: the verdicts by fidelity class (the papers' own data apart from stand-in and
+analytic checks, which never count toward a headline), then grouped by paper, a coverage line per paper (how
+many of its headline claims are checked on the paper's data, at which fidelity), one summary row per claim (fidelity, rounds run against the paper's, seeds,
 published value with unit and scope, effect with its 95% interval, verdict), a sensitivity table (verdict and
 effect under other reading rules and at 25% and 50% of the rounds), then the details, with the deviations of
 each study listed once, the ones that matter first.
@@ -31,7 +32,8 @@ from fedbench.report.papers import PAPERS
 from fedbench.report.real_claims import STUDY as REAL_STUDY
 from fedbench.report.runs import load_runs
 from fedbench.claims.stats import fmt_effect, fmt_number
-from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, VERDICTS, plain
+from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, PAPER_DATA, VERDICTS, plain
+from fedbench.claims import registry as rules_registry
 from fedbench.studies import STUDIES_ROOT
 
 MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}
@@ -66,6 +68,8 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     claims = ([c | {"study": MAIN_STUDY} for c in evaluate_claims(cfg, hist, summ)]
               + [c | {"study": REAL_STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root))]
               + study_claims(cfg, studies_root))
+    registered = rules_registry.load()
+    claims = [c | {"registration": rules_registry.status(c, registered)} for c in claims]
     with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
@@ -141,9 +145,69 @@ def effect_cell(c: dict[str, Any]) -> str:
     return f"{e['part']}: {text}" if len(parts) > 1 and e.get("part") else text
 
 
+def direction_cell(c: dict[str, Any]) -> str:
+    d = c.get("direction")
+    return d["verdict"] if d else "—"
+
+
+def magnitude_cell(c: dict[str, Any]) -> str:
+    """The magnitude part's verdict against the published value; "qualitative" without one, "none" where the
+    claim registers no magnitude part (its reason in the details)."""
+    m = c.get("magnitude")
+    if m is None:
+        return "—" if c.get("verdict") == "not-run" else "qualitative"
+    if m.get("verdict") is None:
+        return "none (see details)"
+    on = f" ({m['part']})" if m.get("part") else ""
+    return f"{m['verdict']} vs {fmt_number(float(m['published']), signed=True)}{on}"
+
+
 def verdict_cell(c: dict[str, Any]) -> str:
     text = f"**{c['verdict']}**"
-    return text + (f" ({c['verdict_text']})" if c.get("verdict_text") else "")
+    text += f" ({c['verdict_text']})" if c.get("verdict_text") else ""
+    before = original_verdicts(c)
+    if before:
+        text += "; rule changed after results, the earlier rule's verdict: " + ", ".join(
+            f"{v} (changed {when})" for v, when in before)
+    reg = (c.get("registration") or {}).get("status")
+    return text + (f" [{reg}]" if reg and reg != "registered" else "")
+
+
+def original_verdicts(c: dict[str, Any]) -> list[tuple[str, str]]:
+    """(verdict, when it changed) of each earlier rule of ``c``: its history, and the registered rule's last
+    recorded verdict where the rule has changed since it was registered."""
+    reg = c.get("registration") or {}
+    out = [(h.get("verdict") or "not recorded", str(h.get("changed", "")).split(" ")[0]) for h in reg.get("history", [])]
+    if reg.get("status") == "changed":
+        last = reg.get("registered_verdict") or {}
+        out.append((last.get("verdict") or "not recorded", "since " + str((reg.get("registered") or {}).get("commit"))))
+    return out
+
+
+def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
+    """The registration summary and the table of every rule changed after a result, with both verdicts."""
+    regs = [c.get("registration") or {} for c in claims]
+    n = {s: sum(r.get("status") == s for r in regs) for s in ("registered", "changed", "unregistered")}
+    lines = ["## Registered rules", "",
+             (f"Each claim's rule (its text, parts with their kinds and thresholds, readings, runs, published value "
+              f"and magnitude part) is hashed and registered in `fedbench/claims/registry.json` by `fedbench claims "
+              f"register`, never by the report: {n['registered']} registered (hash matches), {n['changed']} changed "
+              f"since registration, {n['unregistered']} unregistered. Rules changed after a result existed, with the "
+              "verdict of the earlier rule beside the current one:"), "",
+             "| claim | earlier rule's verdict | current verdict | changed | why | how the earlier verdict was found |",
+             "|---|---|---|---|---|---|"]
+    for c, r in zip(claims, regs):
+        for h in r.get("history", []):
+            lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {h.get('verdict') or 'not recorded'} | {c['verdict']} | "
+                         f"{h.get('changed', '—')} | {h.get('why', '—')} | {h.get('verdict_source', '—')} |")
+        if r.get("status") == "changed":
+            last = r.get("registered_verdict") or {}
+            reg = r.get("registered") or {}
+            lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {last.get('verdict') or 'not recorded'} | "
+                         f"{c['verdict']} | after {reg.get('commit')} ({reg.get('date')}) | not yet re-registered: "
+                         f"{', '.join(r.get('changed_fields', []))} changed | the last verdict recorded under the "
+                         "registered rule |")
+    return lines + [""]
 
 
 def _cell(cell: dict[str, Any]) -> str:
@@ -187,22 +251,43 @@ def _shared_deviations(group: list[dict[str, Any]]) -> list[str]:
 
 
 def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
-    checked, fid = [], {f: 0 for f in FIDELITIES}
-    missing = []
+    """How many of ``paper``'s headline claims an entry judged on the paper's own data covers (PAPER_DATA), by
+    the best fidelity among its entries; a headline judged only on a stand-in or analytically is named apart and
+    not counted."""
+    checked, fid = [], {f: 0 for f in PAPER_DATA}
+    elsewhere, missing = [], []
     for i, (_, what) in enumerate(paper.headline):
         ran = [claims_by_id[cid] for cid in paper.ids(i) if cid in claims_by_id and claims_by_id[cid]["verdict"] != "not-run"]
-        if ran:
+        own = [c["fidelity"] for c in ran if c.get("fidelity") in PAPER_DATA]
+        if own:
             checked.append(what)
-            fid[ran[0]["fidelity"]] += 1
+            fid[min(own, key=PAPER_DATA.index)] += 1
+        elif ran:
+            elsewhere.append(f"{what} ({', '.join(sorted({str(c.get('fidelity')) for c in ran}))})")
         else:
             missing.append(what)
     counts = ", ".join(f"{n} {f}" for f, n in fid.items() if n)
-    return (f"Coverage: {len(checked)} of {len(paper.headline)} headline claims checked"
-            + (f" ({counts})" if counts else "") + (f"; not checked: {'; '.join(missing)}" if missing else "") + ".")
+    return (f"Coverage: {len(checked)} of {len(paper.headline)} headline claims checked on the paper's data"
+            + (f" ({counts})" if counts else "")
+            + (f"; judged only on a stand-in or analytically, not counted: {'; '.join(elsewhere)}" if elsewhere else "")
+            + (f"; not checked: {'; '.join(missing)}" if missing else "") + ".")
+
+
+def tally(claims: list[dict]) -> list[str]:
+    """The headline tally: verdicts by fidelity class, the paper's own data (PAPER_DATA, with their total) apart
+    from the stand-in and analytic columns, which never count toward it."""
+    others = [f for f in FIDELITIES if f not in PAPER_DATA]
+    cols = [*PAPER_DATA, "paper's data, all", *others]
+    lines = ["| verdict | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for v in VERDICTS:
+        n = {f: sum(c["verdict"] == v and c.get("fidelity") == f for c in claims) for f in FIDELITIES}
+        row = [n[f] for f in PAPER_DATA] + [sum(n[f] for f in PAPER_DATA)] + [n[f] for f in others]
+        lines.append(f"| {v} | " + " | ".join(str(x) for x in row) + " |")
+    return lines
 
 
 def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    counts = {v: sum(c["verdict"] == v and c.get("fidelity") in PAPER_DATA for c in claims) for v in VERDICTS}
     by_id = {c["id"]: c for c in claims}
     lines = [
         "# Claims checked by fedbench",
@@ -210,7 +295,10 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         ("Generated by `dvc repro` (stage `report`) from the runs in `runs/` and the claim studies in "
         "`reports/studies/`; do not edit by hand. Machine-readable: `claims.json`."),
         "",
-        "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()),
+        "Verdicts on the papers' own data: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+        + ". Stand-in and analytic verdicts are counted in their own columns and never toward a headline:",
+        "",
+        *tally(claims),
         "",
         "How to read. **Effect**: the paired difference the claim is about, per training seed (methods compared "
         "under one seed see the same clients, stragglers, minibatches and initial model), with its mean and 95% "
@@ -218,9 +306,14 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "order-statistic interval and the sign test. **Verdict**: the rule stated in each entry, written before its "
         "result was seen: reproduced when the interval lies on the paper's side, not-reproduced when it excludes "
         "the paper's statement, inconclusive otherwise; a run at fewer rounds than the paper's cannot refute a "
-        "claim while its effect still moves toward the paper's side (budget-limited). **Fidelity**: paper-scale "
-        "(the paper's setup at its round budget), reduced-scale (the paper's setup, fewer rounds), stand-in "
-        "(other data or model), analytic (a closed-form check, no seed randomness). Sensitivity marks: "
+        "claim while its effect still moves toward the paper's side (budget-limited). **Direction** is that rule; "
+        "**magnitude**, only where the paper publishes a number, asks whether the published value lies in the 95% "
+        "interval (or reaches a share of it registered per claim, fedbench/claims/magnitude.py); the verdict is the "
+        "direction's unless the claim is about the size itself. **Fidelity**: paper-scale "
+        "(the paper's data, setup and budget), reduced-budget (the paper's data and setup, fewer rounds or seeds), "
+        "reduced-data (a subset of the paper's dataset with the setup scaled to it), stand-in (other data or "
+        "model), analytic (a closed-form check, no seed randomness); only the first three count toward a "
+        "headline. Sensitivity marks: "
         + ", ".join(f"{m} {v}" for v, m in MARK.items() if v != "not-run") + ".",
         "",
     ]
@@ -236,13 +329,14 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         if paper:
             lines += [_coverage(paper, by_id), ""]
         if group:
-            lines += ["| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | verdict |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += ["| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | direction | "
+                      "magnitude | verdict |", "|---|---|---|---|---|---|---|---|---|"]
             for c in group:
                 lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {c['fidelity']} | {rounds_cell(c)} | "
                              f"{seeds_cell(c)} | {published_cell(c.get('published'))} | {effect_cell(c)} | "
-                             f"{verdict_cell(c)} |")
+                             f"{direction_cell(c)} | {magnitude_cell(c)} | {verdict_cell(c)} |")
             lines.append("")
+    lines += registration_lines(claims)
     lines += ["## Sensitivity", "",
               ("Verdict mark and effect estimate under the rule's own reading (primary), under the other readings at "
               "the full budget, and under the primary reading at 25% and 50% of the rounds run."), "",
@@ -300,8 +394,31 @@ def _details(c: dict[str, Any], shared: list[str]) -> list[str]:
             pv = fmt_number(float(part["p_value"])) if part.get("p_value") is not None else "—"
             out.append(f"  | {part['part']} | {fmt_effect(pe)} | {pv} | {part['verdict']} |")
         out.append("")
-    out += [f"- **Rule**: {c.get('rule') or '—'}",
-            f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
+    out += [f"- **Rule**: {c.get('rule') or '—'}"]
+    if c.get("direction"):
+        out.append(f"- **Direction**: {c['direction']['verdict']}; {c['direction']['rule']}")
+    m = c.get("magnitude")
+    if m:
+        where = (f"; {m['part']}: " if m.get("part") else "; ") + fmt_effect(_effect(m)) if m.get("ci95") is not None \
+            else ""
+        out.append(f"- **Magnitude** (published {fmt_number(float(m['published']), signed=True)} {m.get('unit', '')}): "
+                   f"{m['verdict'] or 'not judged'}{where}; {m['rule']}"
+                   + ("; the claim is about the size, so its verdict needs both parts" if m.get("about_size") else ""))
+    out += [f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
+    reg = c.get("registration") or {}
+    if reg.get("registered"):
+        r = reg["registered"]
+        out.append(f"- **Registered**: {reg['status']}; rule hash {reg['hash']}"
+                   + (f" (registered {r['hash']})" if r["hash"] != reg["hash"] else "")
+                   + f", registered on {r['commit']}, {r['date']}, "
+                   + ("before its first result" if r.get("before_result") else "after a result existed"))
+    elif reg:
+        out.append(f"- **Registered**: no (rule hash {reg['hash']}; `fedbench claims register` registers it)")
+    for h in reg.get("history", []):
+        effect = f" ({fmt_effect(_effect(h))})" if h.get("ci95") is not None else ""
+        out.append(f"- **Earlier rule** ({h.get('registered', '—')}; changed {h.get('changed', '—')}): {h.get('rule')}. "
+                   f"Its verdict: {h.get('verdict') or 'not recorded'}{effect}, {h.get('verdict_source', '')}. Why it "
+                   f"changed: {h.get('why', '—')}")
     cells = c.get("sensitivity") or []
     if cells:
         out += ["- **Sensitivity**:", "", "  | reading | rounds | verdict | effect [95% CI] |", "  |---|---|---|---|"]

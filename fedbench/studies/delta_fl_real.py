@@ -398,7 +398,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                                "user_subsample": SUBSAMPLE_FRACTION if p.subsample and b.subsample else None}
                        for p in pairs}}
     figure_path = f"figures/{NAME}/{NAME}.png"
-    common = {"scale": scale, "deviations": DEVIATIONS, "fidelity": "reduced-scale" if reduced else None,
+    common = {"scale": scale, "deviations": DEVIATIONS, "fidelity": "stand-in" if reduced else None,
               "rounds_run": rounds_run, "training_seeds": list(b.seeds),
               "data_seeds": list(DATA_SEEDS)}
     p90_entry = base_entry(

@@ -201,7 +201,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         "g_t weights the c gradients by n_k, as the authors' aggregate()",
     ]
     common = dict(paper=FEDPROX_PAPER, scale=scale, deviations=deviations,
-                  fidelity=fidelity("paper", ROUNDS, PAPER_ROUNDS), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
+                  fidelity=fidelity("paper", ROUNDS, PAPER_ROUNDS, len(SEEDS)), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
                   training_seeds=list(SEEDS), data_seeds=[DATA_SEED],
                   reproduced={"unit": "100 (FedDane's loss / FedProx's - 1), median over seeds of the per-seed median "
                                       f"over rounds {ROUNDS // 2}-{ROUNDS}", "value": table,

@@ -435,7 +435,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                                                                             f"{b.target:g}%",
                      "half": "second half of the rounds", "whole": "whole curve"}
     paper_budget = ROUNDS_PAPER / b.rounds
-    fidelity = "reduced-scale" if budget != "paper" else None
+    fidelity = "stand-in" if budget != "paper" else None  # the fixture: fixture-sized data
 
     def read(r: Run, reading: str, frac: float) -> float:
         c = curve(r, frac)

@@ -176,7 +176,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     diurnal_entry = new_entry(
         id="fedlaavg/synthetic/diurnal-gain", paper=FEDLAAVG_PAPER, where="section 5.2, Table 2 (ICA column), Figure 2",
         claim_text="Under diurnal intermittent availability with label-skewed clients, FedLaAvg reaches a higher best "
-                   "test accuracy than FedAvg (reduced-scale synthetic stand-in for the CIFAR-10 +4.23 points).",
+                   "test accuracy than FedAvg (small synthetic stand-in for the CIFAR-10 +4.23 points).",
         published={"value": round(PUBLISHED_ICA["fedlaavg"] - PUBLISHED_ICA["fedavg"], 2), "unit": "accuracy points",
                    "scope": "CIFAR-10, CNN, best within 70,000 rounds",
                    "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, "

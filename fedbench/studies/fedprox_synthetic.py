@@ -228,7 +228,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         "train/test split 90/10 as in the authors' code (the paper says 80/20)",
     ]
     fig = "studies/fedprox_synthetic/fedprox_synthetic.png"
-    common = dict(paper=FEDPROX_PAPER, fidelity=fidelity("paper", ROUNDS, PAPER_ROUNDS), rounds_run=ROUNDS,
+    common = dict(paper=FEDPROX_PAPER, fidelity=fidelity("paper", ROUNDS, PAPER_ROUNDS, len(SEEDS)), rounds_run=ROUNDS,
                   rounds_paper=PAPER_ROUNDS, training_seeds=list(SEEDS), data_seeds=[DATA_SEED])
     arms_loss = {f"{a} on {d}": [round(v, 4) for v in tail(a, d)] for d in ADAPTIVE for a in ("mu0", "mu1", "adaptive")}
     entries = [

@@ -192,7 +192,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                   "users_per_round": b.clients_per_round, "rounds": b.rounds, "lr": LR, "mu": MU, "tau": b.tau,
                   "batch_size": BATCH, "fedavg_local_epochs": b.fedavg_epochs, "device": b.device},
         deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": "test accuracy"},
-        fidelity=None if budget == "paper" else "reduced-scale", rounds_run=b.rounds, training_seeds=list(b.seeds),
+        fidelity=None if budget == "paper" else "stand-in", rounds_run=b.rounds, training_seeds=list(b.seeds),
         observed=observed,
         reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
                     **{m: [round(v, 3) for v in best[m]] for m in METHODS}})

@@ -168,6 +168,6 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
                "fedproxvr": {**VR, "engine_local_steps": VR["tau"] - 1}, "fedavg": FEDAVG, "model": "mclr"},
         deviations=deviations,
         figure={"path": "studies/fedproxvr_synthetic/fedproxvr_synthetic.png", "panel": "right: test accuracy"},
-        fidelity=fidelity("paper", rounds, PAPER_ROUNDS), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
+        fidelity=fidelity("stand-in", rounds, PAPER_ROUNDS), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
         training_seeds=list(SEEDS), data_seeds=[DATA_SEED], observed=observed)
     return [judged(entry, result)]

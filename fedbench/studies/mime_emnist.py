@@ -178,7 +178,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                   "momentum": MOMENTUM, "fedavgm_server_lr": 1.0, "eval": "every round, all writers",
                   "device": b.device},
         deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": "test accuracy"},
-        fidelity=None if budget == "paper" else "reduced-scale", rounds_run=b.rounds, training_seeds=list(b.seeds),
+        fidelity=None if budget == "paper" else "stand-in", rounds_run=b.rounds, training_seeds=list(b.seeds),
         observed=observed,
         reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
                     **{m: [round(v, 3) for v in best[m]] for m in METHODS}})

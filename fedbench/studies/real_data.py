@@ -81,7 +81,7 @@ def base_entry(c: PaperClaim, *, scale: dict[str, Any], deviations: list[str], f
                fidelity: str | None = None, rounds_run: int | None = None, training_seeds: list[int] = (),
                data_seeds: list[int] = (), observed: str = "", reproduced: Any = None) -> dict[str, Any]:
     """A not-yet-judged entry of claim ``c`` (fedbench.claims.entry.new_entry), its fidelity the claim's
-    unless the budget run says otherwise (the fixture budget: reduced-scale)."""
+    unless the budget run says otherwise (the fixture budget: stand-in, fixture-sized data)."""
     return new_entry(id=c.id, paper=c.paper, where=c.where, claim_text=c.claim, published=c.published, rule=c.rule,
                      scale=scale, deviations=deviations, figure=figure, fidelity=fidelity or c.fidelity,
                      rounds_run=rounds_run, rounds_paper=c.rounds_paper, training_seeds=list(training_seeds),

@@ -496,7 +496,7 @@ def _entry(c: PaperClaim, runs: Runs, result: dict[str, Any], reproduced: dict[s
              "scaffold_option": "II", "sgd": "minibatch_sgd, 1 epoch of gradients at the server model",
              "models": {"tables 3-4": "mclr (784 -> 47)", "table 5": "scaffold_mlp (784-256-47)"},
              "device": b.device}
-    fid = c.fidelity if fidelity("paper", b.rounds, c.rounds_paper) != "reduced-scale" else "reduced-scale"
+    fid = "stand-in" if b == BUDGETS["fixture"] else fidelity("paper", b.rounds, c.rounds_paper, len(b.seeds)) if c.fidelity == "paper-scale" else c.fidelity
     edge = [name for name, v in reproduced["cells"].items() if v["lr"] in (min(b.lr_grid), max(b.lr_grid))]
     reproduced = reproduced | {"selected_at_grid_edge": edge}
     observed += (f". Selected step at an end of the grid in {len(edge)} of {len(reproduced['cells'])} cells"

@@ -290,7 +290,7 @@ def heterogeneity_claim(curves: dict) -> dict[str, Any]:
         deviations=_deviations(),
         figure={"path": "studies/scaffold_quadratics/scaffold_quadratics.png",
                 "panel": "left and middle: SCAFFOLD and FedAvg, f - f* for each G"},
-        fidelity="paper-scale", rounds_run=MAX_ROUNDS, rounds_paper=None, training_seeds=[], data_seeds=[],
+        fidelity="stand-in", rounds_run=MAX_ROUNDS, rounds_paper=None, training_seeds=[], data_seeds=[],
         observed=observed)
     return judged(entry, result)
 
@@ -363,7 +363,7 @@ def local_steps_claim(curves: dict) -> dict[str, Any]:
         deviations=_deviations(),
         figure={"path": "studies/scaffold_quadratics/scaffold_quadratics.png",
                 "panel": "right: SGD and SCAFFOLD K=2, K=10 at step 0.1"},
-        fidelity="paper-scale", rounds_run=MAX_ROUNDS, rounds_paper=None, training_seeds=[], data_seeds=[],
+        fidelity="stand-in", rounds_run=MAX_ROUNDS, rounds_paper=None, training_seeds=[], data_seeds=[],
         observed=observed, verdict_text=summary)
     return judged(entry, result)
 

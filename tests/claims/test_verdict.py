@@ -118,8 +118,12 @@ def test_deciding_part_is_the_failing_one_or_the_closest_call():
 
 
 def test_fidelity_labels():
-    assert fidelity("paper", 40, 200) == "reduced-scale"
+    assert fidelity("paper", 40, 200) == "reduced-budget"  # fewer rounds
     assert fidelity("paper", 200, 200) == "paper-scale"
+    assert fidelity("paper", 200, 200, 5) == "paper-scale"
+    assert fidelity("paper", 200, 200, 3) == "reduced-budget"  # fewer seeds than FULL_SEEDS
+    assert fidelity("paper", 200, 200, 0) == "paper-scale"  # deterministic: no seeds to count
+    assert fidelity("reduced-data", 100, 100, 5) == "reduced-data"
     assert fidelity("paper", 300, None) == "paper-scale"  # the paper gives no budget
     assert fidelity("stand-in", 600, 70000) == "stand-in"
     assert fidelity("analytic", 200, None) == "analytic"

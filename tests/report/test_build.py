@@ -8,6 +8,7 @@ import pytest
 
 from fedbench.config import load_config
 from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
+from fedbench.report.papers import PAPERS
 from fedbench.report.claims import STUDY, common_deviations, evaluate_claims
 from fedbench.claims.entry import plain
 from tests.report.test_claims import _curves
@@ -36,17 +37,54 @@ def test_summary_rows_read_at_a_glance(claims):
     assert len(rows) == len(claims)
     for row in rows:
         assert "…" not in row and "..." not in row and "{" not in row and "[{" not in row
-        assert row.count(" | ") == 6  # claim, fidelity, rounds, seeds, published, effect, verdict
+        assert row.count(" | ") == 8  # claim, fidelity, rounds, seeds, published, effect, direction, magnitude, verdict
     gain = next(r for r in rows if "accuracy-gain" in r)
-    assert "| reduced-scale | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
+    assert "| reduced-budget | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
     assert "+31.0 [+28.5, +33.5] accuracy points, p = " in gain and "**reproduced**" in gain
+    assert " | reproduced | none (see details) | **reproduced**" in gain  # the +22 is a five-dataset mean
+    partial = next(r for r in rows if "synthetic-1-1/partial-work" in r)
+    assert " | qualitative | **" in partial
+
+
+def test_direction_and_magnitude_shown_apart(claims):
+    gain = next(c for c in claims if c["id"].endswith("accuracy-gain"))
+    five = gain | {"id": "fedprox/five-datasets/mean-accuracy-gain",
+                   "magnitude": {"kind": "contains", "published": 22.0, "unit": "accuracy points", "verdict":
+                                 "not-reproduced", "rule": "reproduced if ...", "about_size": True, "part": "mean",
+                                 "estimate": 31.0, "ci95": [28.5, 33.5]}, "verdict": "not-reproduced"}
+    md = claims_markdown([five], pd.DataFrame())
+    row = _summary_rows(md)[0]
+    assert row.endswith(" | reproduced | not-reproduced vs +22.0 (mean) | **not-reproduced** |")
+    assert ("- **Magnitude** (published +22.0 accuracy points): not-reproduced; mean: +31.0 [+28.5, +33.5] accuracy "
+            "points; reproduced if ...; the claim is about the size, so its verdict needs both parts") in md
+    assert "- **Direction**: reproduced; the claim's registered rule: reproduced if the 95% interval lies above 0" in md
 
 
 def test_papers_coverage_and_anchors(claims):
     md = claims_markdown(claims, pd.DataFrame())
     assert md.index("## FedProx") < md.index("## Sensitivity") < md.index("## Details")
-    assert "Coverage: 6 of 21 headline claims checked (6 reduced-scale); not checked: partial work still helps" in md
-    assert "Coverage: 0 of 5 headline claims checked; not checked:" in md  # SCAFFOLD: its study did not run here
+    assert ("Coverage: 6 of 21 headline claims checked on the paper's data (6 reduced-budget); not checked: +22 "
+            "points on average over the five datasets at 90% stragglers; partial work still helps") in md
+    assert "Coverage: 0 of 5 headline claims checked on the paper's data; not checked:" in md  # SCAFFOLD: not run
+
+
+def test_tally_and_coverage_count_the_papers_data_only(claims):
+    """A stand-in or analytic verdict is shown in its own column and never covers a headline; the +22 headline
+    is listed once."""
+    fedprox = next(p for p in PAPERS if p.name == "FedProx")
+    listed = [cid for i in range(len(fedprox.headline)) for cid in fedprox.ids(i)]
+    assert listed.count("fedprox/five-datasets/mean-accuracy-gain") == 1
+    assert sum("+22" in what for _, what in fedprox.headline) == 1
+    standin = [c | {"fidelity": "stand-in"} if c["id"].endswith("partial-work") else c for c in claims]
+    md = claims_markdown(standin, pd.DataFrame())
+    assert ("Coverage: 5 of 21 headline claims checked on the paper's data (5 reduced-budget); judged only on a "
+            "stand-in or analytically, not counted: keeping stragglers' partial work helps (E = 20) (stand-in)") in md
+    verdict = next(c["verdict"] for c in claims if c["id"].endswith("partial-work"))
+    row = next(ln for ln in md.splitlines() if ln.startswith(f"| {verdict} | "))
+    n_budget = sum(c["verdict"] == verdict for c in claims) - 1
+    assert row == f"| {verdict} | 0 | {n_budget} | 0 | {n_budget} | 1 | 0 |"
+    assert ("| verdict | paper-scale | reduced-budget | reduced-data | paper's data, all | stand-in | analytic |"
+            in md.splitlines())
     for c in claims:
         assert f'<a id="{anchor(c["id"])}"></a>' in md and f"](#{anchor(c['id'])})" in md
     assert anchor("fedprox/synthetic-1-1/partial-work") == "fedprox-synthetic-1-1-partial-work"
@@ -87,3 +125,29 @@ def test_study_not_run_placeholder(tmp_path):
     assert c["verdict"] == "not-run" and c["study"] == "delta_fl_triangle" and "has not run" in c["observed"]
     md = claims_markdown([c], pd.DataFrame())
     assert "delta_fl_triangle/*" in md
+
+
+def test_registration_marks_and_rules_changed_after_results(claims):
+    from fedbench.claims import registry
+
+    gain = next(c for c in claims if c["id"].endswith("accuracy-gain"))
+    partial = next(c for c in claims if c["id"].endswith("synthetic-1-1/partial-work"))
+    book, _ = registry.register([gain, partial], {}, "abc123", "2026-11-26")
+    book[gain["id"]]["history"] = [{"rule": "read at C.3.2", "registered": "r0", "changed": "c1 2026-11-23",
+                                    "why": "compares rounds", "reading": "paper's rule (C.3.2)", "verdict": None,
+                                    "verdict_source": "the sensitivity reading"}]
+    changed = partial | {"rule": partial["rule"] + " (edited)"}
+    marked = [c | {"registration": registry.status(c, book)} for c in (gain, changed)]
+    md = claims_markdown(marked, pd.DataFrame())
+    cell = next(x for x in gain["sensitivity"] if x["reading"] == "paper's rule (C.3.2)")
+    rows = _summary_rows(md)
+    assert rows[0].endswith(f"**{gain['verdict']}**; rule changed after results, the earlier rule's verdict: "
+                            f"{cell['verdict']} (changed c1) |")
+    assert rows[1].endswith(f"**{partial['verdict']}**; rule changed after results, the earlier rule's verdict: "
+                            f"{partial['verdict']} (changed since abc123) [changed] |")
+    assert ("1 registered (hash matches), 1 changed since registration, 0 unregistered" in md)
+    assert (f"| {cell['verdict']} | {gain['verdict']} | c1 2026-11-23 | compares rounds | the sensitivity reading |"
+            in md)
+    assert (f"| {partial['verdict']} | {partial['verdict']} | after abc123 (2026-11-26) | not yet re-registered: "
+            "rule changed | the last verdict recorded under the registered rule |") in md
+    assert "- **Registered**: registered; rule hash sha256:" in md and "registered on abc123, 2026-11-26, after a result" in md

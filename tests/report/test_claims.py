@@ -64,7 +64,7 @@ def test_accuracy_gain_exact_effect_and_verdicts():
     assert e["effect"]["per_seed"] == [pytest.approx(30.0), pytest.approx(31.0), pytest.approx(32.0)]
     assert e["effect"]["ci95"] == _t_interval([30.0, 31.0, 32.0])
     assert e["effect"]["p_value"] == pytest.approx(stats.ttest_1samp([30.0, 31.0, 32.0], 0).pvalue, rel=1e-5)
-    assert (e["fidelity"], e["rounds_run"], e["rounds_paper"]) == ("reduced-scale", 10, 200)
+    assert (e["fidelity"], e["rounds_run"], e["rounds_paper"]) == ("reduced-budget", 10, 200)
     assert e["seeds"] == {"training": [0, 1, 2], "data": [0]}
     assert e["figure"]["path"] == "figures/fig1_stragglers_synthetic_1_1.png"
     readings = [(x["reading"], x["budget"]) for x in e["sensitivity"]]

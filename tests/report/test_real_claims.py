@@ -47,7 +47,7 @@ def test_mnist5k_study_end_to_end_on_fixture_data(tmp_path):
     gain = real_claims.gain_at_90(cfg, real_claims.MNIST5K_STUDY, runs, tmp_path / "generated")
     dis = real_claims.dissimilarity(cfg, real_claims.MNIST5K_STUDY, runs, tmp_path / "generated")
     for e in (gain, dis):
-        _judged(e, "reduced-scale")
+        _judged(e, "reduced-data")
     assert gain["scale"]["lr"] == 0.03 and gain["rounds_run"] == 4 and gain["rounds_paper"] == 100
     assert gain["cost"]["measured"] and gain["cost"]["runs"] == 18 and gain["cost"]["device"] == "cpu"
     assert gain["figure"]["path"] == "figures/fedprox_mnist5k.png"  # drawn by the report:
@@ -77,7 +77,7 @@ def test_shakespeare_plays_lstm_study_end_to_end_on_fixture_data(tmp_path):
     train_runs(cfg, keys, tmp_path / "generated", runs, progress=False)
     for e in (real_claims.gain_at_90(cfg, s, runs, tmp_path / "generated"),
               real_claims.dissimilarity(cfg, s, runs, tmp_path / "generated")):
-        _judged(e, "reduced-scale", seeds=2)
+        _judged(e, "reduced-data", seeds=2)
 
 
 def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):

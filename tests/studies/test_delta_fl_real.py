@@ -48,7 +48,7 @@ def test_fixture_budget_end_to_end(real_root, tmp_path):
     assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
     seeds = list(study.BUDGETS["fixture"].seeds)
     for c in claims:
-        assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale"
+        assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
         assert len(c["effect"]["per_seed"]) == len(seeds) and c["seeds"]["training"] == seeds
         assert len(c["parts"]) == len(study.PAIRS)  # every pair judged at the fixture budget
         assert c["figure"]["path"] == f"figures/{study.NAME}/{study.NAME}.png"

@@ -81,5 +81,5 @@ def test_short_run_writes_claims_figure_and_records(tmp_path, monkeypatch):
     assert [c["id"] for c in claims] == ["fedprox/synthetic-iid/feddane-similar-to-fedprox",
                                          "fedprox/synthetic/feddane-poor-on-non-iid",
                                          "fedprox/synthetic/feddane-more-devices-still-worse"]
-    assert all(c["seeds"]["training"] == [0, 1] and c["fidelity"] == "reduced-scale" for c in claims)
+    assert all(c["seeds"]["training"] == [0, 1] and c["fidelity"] == "reduced-budget" for c in claims)
     assert (tmp_path / "feddane_synthetic.png").stat().st_size > 0

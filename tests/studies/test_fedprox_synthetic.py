@@ -102,7 +102,7 @@ def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     assert len(calls) == 2 * (2 * 3 + 2 + 4)
     assert [c["id"] for c in claims] == ["fedprox/synthetic/adaptive-mu", "fedprox/synthetic-1-1/sampling-stability",
                                          "fedprox/synthetic-1-1/partial-work-e1"]
-    assert all(c["fidelity"] == "reduced-scale" and (c["rounds_run"], c["rounds_paper"]) == (3, 200) for c in claims)
+    assert all(c["fidelity"] == "reduced-budget" and (c["rounds_run"], c["rounds_paper"]) == (3, 200) for c in claims)
     samplings = {cfg.sampling for cfg, *_ in calls}
     assert samplings == {"uniform", "proportional"}
     assert {cfg.local_epochs for cfg, *_ in calls} == {1, 2}

@@ -139,7 +139,7 @@ def test_fixture_study_end_to_end(fixture_study):
     assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
     for c in claims:
         assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
-        assert c["fidelity"] == "reduced-scale" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
+        assert c["fidelity"] == "stand-in" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
         assert len(c["effect"]["per_seed"]) == 2 and c["seeds"]["training"] == [0, 1]
         assert c["figure"]["path"] == f"figures/{study.NAME}/{study.NAME}.png"
     assert len(claims[0]["parts"]) == 24 and len(claims[1]["parts"]) == 6 and len(claims[2]["parts"]) == 4

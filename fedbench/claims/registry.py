@@ -1,0 +1,221 @@
+"""Registered rules: per claim id, a content hash of its rule, the commit it was registered on and the date,
+kept in a committed file (fedbench/claims/registry.json) that only ``fedbench claims register`` writes, never
+the report (issue 21, "Registration"; a pre-registration as in registered reports).
+
+What a claim registers (:func:`rule_spec`, hashed by :func:`content_hash`): its rule text, its parts with
+their rule kinds and thresholds (each part's rule text states both), its primary reading and the other readings
+and budgets it is read at, the runs it reads (the scale, seeds, rounds run and the paper's), and its published
+value with the magnitude part chosen for it (fedbench.claims.magnitude). A claim registered before its first
+run has no parts or readings yet, and a real-data study that has not run states no rounds or seeds: they are
+recorded when it is first judged, and filling them in is no change.
+
+:func:`status` compares an entry with its registration: "registered" (the hash matches, or only fields that
+were empty at registration are now filled), "changed" (a registered field differs: the report shows the
+registered rule's verdict beside the new one), or "unregistered". ``register`` adds claims not yet registered,
+and records, for every claim whose registration still matches, the verdict it has now (so a later change keeps
+the verdict of the registered rule); a changed claim is re-registered only with the reason (``--why``): its old
+registration moves to its ``history`` with that verdict, the date and the reason.
+
+A history record (``history``: the rules a claim had before its registered one, oldest first) has the keys
+rule (its text), registered (commit or "never committed" and where it is described), changed (commit and date),
+why, verdict (the original rule's verdict), verdict_source (how it was found: computed from the current runs,
+or the committed reports/claims.json of that time, with its commit) and optionally reading: a sensitivity
+reading of the current entry that is the original rule, whose verdict the report reads live.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from fedbench.claims.magnitude import magnitude_of
+
+REGISTRY = Path(__file__).with_name("registry.json")
+SPEC_KEYS = ("rule", "parts", "primary", "readings", "budgets", "runs", "published", "magnitude")
+FILLED_AT_JUDGEMENT = ("parts", "primary", "readings", "budgets")  # empty when registered before any run
+
+
+def rule_spec(entry: dict[str, Any]) -> dict[str, Any]:
+    """What ``entry`` registers: everything that decides its verdict, nothing it observed."""
+    cells = entry.get("sensitivity") or []
+    primary = next((c["reading"] for c in cells if c.get("primary")), None)
+    pub = (entry.get("published") or {}).get("value")
+    return {
+        "rule": entry.get("rule") or "",
+        "parts": [[p["part"], p["rule"]] for p in entry.get("parts") or []],
+        "primary": primary,
+        "readings": sorted({c["reading"] for c in cells if c["budget"] == 1.0}),
+        "budgets": sorted({float(c["budget"]) for c in cells}),
+        "runs": {"scale": entry.get("scale") or {}, "seeds": entry.get("seeds") or {},
+                 "rounds_run": entry.get("rounds_run"), "rounds_paper": entry.get("rounds_paper")},
+        "published": pub,
+        "magnitude": magnitude_of(entry["id"]).spec() if pub is not None else None,
+    }
+
+
+def content_hash(spec: dict[str, Any]) -> str:
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load(path: str | Path = REGISTRY) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        body = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e.msg}, line {e.lineno}); restore it from git") from None
+    if not isinstance(body, dict) or not all(isinstance(v, dict) and "hash" in v for v in body.values()):
+        raise ValueError(f"{path}: expected {{claim id: {{hash, commit, date, spec, ...}}}}; restore it from git")
+    return body
+
+
+def changed_fields(registered: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The registered fields that ``now`` differs in (a field empty at registration and filled at the first
+    judgement is no change)."""
+    out = []
+    for k in SPEC_KEYS:
+        before = registered.get(k)
+        if k in FILLED_AT_JUDGEMENT and before in (None, [], {}):
+            continue
+        if k == "runs" and before and before.get("rounds_run") is None and not (before.get("seeds") or {}).get("training"):
+            continue  # a study registered before it ran states its runs when it first runs
+        if json.dumps(before, sort_keys=True, default=str) != json.dumps(now.get(k), sort_keys=True, default=str):
+            out.append(k)
+    return out
+
+
+def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
+    """The registration of ``entry``: {"status", "hash" (now), "registered" (hash, commit, date, before_result),
+    "changed_fields", "registered_verdict" (the last verdict recorded under the registered rule), "history"}."""
+    spec = rule_spec(entry)
+    now = content_hash(spec)
+    reg = registry.get(entry["id"])
+    if reg is None:
+        return {"status": "unregistered", "hash": now, "registered": None, "changed_fields": [],
+                "registered_verdict": None, "history": []}
+    fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec)
+    return {"status": "changed" if fields else "registered", "hash": now,
+            "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
+            "changed_fields": fields, "registered_verdict": reg.get("verdict"),
+            "history": [resolve(h, entry) for h in reg.get("history", [])]}
+
+
+def resolve(record: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """A history record with its verdict read live where it names a sensitivity reading of ``entry`` (the
+    original rule computed from the current runs), else as recorded."""
+    reading = record.get("reading")
+    if reading:
+        cell = next((c for c in entry.get("sensitivity") or [] if c["reading"] == reading and c["budget"] == 1.0), None)
+        if cell is not None:
+            return record | {"verdict": cell["verdict"], "estimate": cell.get("estimate"), "ci95": cell.get("ci95"),
+                             "unit": cell.get("unit", "")}
+    return record
+
+
+def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str, date: str, why: str = "",
+             ids: list[str] | None = None, report: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """``registry`` with ``entries`` registered on ``commit`` (only ``ids`` if given) and the list of what was
+    done; the verdicts recorded are those of the report ``entries`` come from (``report``: the commit of that
+    claims.json, default ``commit``). A changed claim needs ``why``; without it, ValueError naming the claims and
+    the fields that changed."""
+    seen = report or commit
+    out = {k: dict(v) for k, v in registry.items()}
+    done, refused = [], []
+    chosen = [e for e in entries if ids is None or e["id"] in ids]
+    if ids is not None and (unknown := sorted(set(ids) - {e["id"] for e in chosen})):
+        raise ValueError(f"claim ids not in the claims read: {', '.join(unknown)}")
+    for e in chosen:
+        if e.get("verdict") is None or e["id"].endswith("/*"):  # a study that has not run: nothing to register
+            continue
+        spec, st = rule_spec(e), status(e, registry)
+        if st["status"] == "changed" and not why:
+            refused.append(f"{e['id']} ({', '.join(st['changed_fields'])})")
+            continue
+        judged = e["verdict"] != "not-run"
+        if st["status"] == "unregistered":
+            out[e["id"]] = {"hash": content_hash(spec), "commit": commit, "date": date, "before_result": not judged,
+                            "spec": spec, "verdict": _verdict(e, seen, date) if judged else None, "history": []}
+            done.append(f"registered {e['id']}")
+        elif st["status"] == "changed":
+            old = out[e["id"]]
+            record = {"rule": (old.get("spec") or {}).get("rule", ""), "hash": old["hash"],
+                      "registered": old.get("commit"), "changed": f"{commit} {date}", "why": why,
+                      "fields": st["changed_fields"],
+                      "verdict": (old.get("verdict") or {}).get("verdict"),
+                      "verdict_source": ("the last verdict recorded under it: " + _source(old["verdict"]))
+                      if old.get("verdict") else "none recorded (the rule changed before any verdict was recorded)"}
+            out[e["id"]] = {"hash": content_hash(spec), "commit": commit, "date": date, "before_result": not judged,
+                            "spec": spec, "verdict": _verdict(e, seen, date) if judged else None,
+                            "history": [*old.get("history", []), record]}
+            done.append(f"re-registered {e['id']} ({', '.join(st['changed_fields'])}): {why}")
+        else:
+            if spec != out[e["id"]].get("spec"):  # parts and readings filled in at the first judgement
+                out[e["id"]]["spec"] = spec
+            if judged:
+                out[e["id"]]["verdict"] = _verdict(e, seen, date)
+    if refused:
+        raise ValueError("rule changed since registration, re-register with --why REASON: " + "; ".join(refused))
+    return out, done
+
+
+def _verdict(e: dict[str, Any], commit: str, date: str) -> dict[str, Any]:
+    return {"verdict": e["verdict"], "commit": commit, "date": date}
+
+
+def _source(v: dict[str, Any]) -> str:
+    return f"{v['verdict']} in the report of {v['commit']} ({v['date']})"
+
+
+def dump(registry: dict[str, Any], path: str | Path = REGISTRY) -> None:
+    """Write the registry whole (a temporary file moved into place: never half-written)."""
+    path = Path(path)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(dict(sorted(registry.items())), indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)
+
+
+def main(argv: list[str]) -> int:
+    """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON]``."""
+    import argparse
+    import datetime
+    import subprocess
+    import sys
+
+    p = argparse.ArgumentParser(prog="fedbench claims", description="the claims' registered rules")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    r = sub.add_parser("register", help="register the rules of the claims in a claims.json (new ones; a changed one "
+                                        "only with --why) and record their current verdicts")
+    r.add_argument("ids", nargs="*", help="only these claim ids (default: all)")
+    r.add_argument("--claims", default="reports/claims.json", help="the claims to register (default: %(default)s)")
+    r.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
+    r.add_argument("--why", default="", help="why a registered rule changed (required to re-register one)")
+    a = p.parse_args(argv)
+    try:
+        entries = json.loads(Path(a.claims).read_text())["claims"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        print(f"--claims {a.claims}: not a readable claims.json with a 'claims' list (build it: dvc repro)",
+              file=sys.stderr)
+        return 2
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        print("fedbench claims register: needs a git checkout (the registry records the commit)", file=sys.stderr)
+        return 2
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    report = subprocess.run(["git", "log", "-1", "--format=%h", "--", a.claims], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", a.claims], capture_output=True, text=True).stdout
+    report = f"{report or commit}{' + uncommitted changes' if dirty.strip() else ''}"
+    try:
+        new, done = register(entries, load(a.registry), commit, date, a.why, a.ids or None, report)
+    except ValueError as e:
+        print(f"fedbench claims register: {e}", file=sys.stderr)
+        return 1
+    dump(new, a.registry)
+    print("\n".join(done) or "nothing new to register; current verdicts recorded")
+    return 0
