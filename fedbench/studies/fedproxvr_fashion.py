@@ -346,7 +346,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                       "rounds": b.rounds, "rows": {m: dataclasses.asdict(r) for m, r in t.rows.items()}, "tau_cap": b.tau_cap,
                       "smoothness_L": lip, "eta": steps, "device": b.device},
             deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": titles[c.id]},
-            fidelity="reduced-scale" if budget == "fixture" else None, rounds_run=b.rounds,
+            fidelity="stand-in" if budget == "fixture" else None, rounds_run=b.rounds,
             training_seeds=list(b.seeds), observed=observed,
             reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
                         **{m: [round(v, 3) for v in best[m]] for m in METHODS}})

@@ -45,7 +45,7 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
     assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
     (c,) = claims
     b = study.BUDGETS["fixture"]
-    assert c["verdict"] != "not-run" and c["fidelity"] == "reduced-scale"
+    assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
     assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
     assert [p["part"] for p in c["parts"]] == ["Mime - FedAvgM", "MimeLite - FedAvgM"]
     for p, m in zip(c["parts"], ("Mime", "MimeLite")):
