@@ -11,7 +11,7 @@ from typing import Any
 
 SCHEMA = "fedbench.bench/2"
 PARTS = ("throughput", "workload", "executors")
-DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install 'fedbench[ray]')
+DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install -e '.[ray]')
 
 DESCRIPTION = """\
 How fast the simulator trains, measured on this machine (figures are per core with the default --threads 1).
@@ -38,7 +38,7 @@ examples:
   fedbench bench --quick                          # both parts, short measurements (about 1 min on 2 cores)
   fedbench bench --quick --parts throughput --models mclr --cohorts 10,100
   fedbench bench --quick --json out/bench.json    # the figures as JSON
-  fedbench bench --quick --parts executors        # ray vs local executor overhead (needs fedbench[ray])
+  fedbench bench --quick --parts executors        # ray vs local executor overhead (needs pip install -e '.[ray]')
   fedbench bench --report                         # full run (about 10 min on CPU); writes reports/bench/
   fedbench bench --device cuda --threads 0 --report   # on a GPU; writes reports/bench-gpu/
 """
