@@ -193,8 +193,11 @@ def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, l
 
 def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict[str, Any],
              artifacts: Callable[[], Iterable[Path]], description: str = "", finished_ms: int | None = None) -> str:
-    exp_id = experiment_id(client, experiment, description)
     fp = summary["fingerprint"]
+    logged = _finished(client, fp)  # in any experiment: `fedbench run` reusing the main job's run adds nothing
+    if logged:
+        return logged[0].info.run_id
+    exp_id = experiment_id(client, experiment, description)
     found = _finished_or_cleared(client, exp_id, fp)
     if found:
         return found
