@@ -293,6 +293,8 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
     the caller turns SIGTERM into Terminated). The server runs as its own process group (MLflow, its web server
     and its job workers), stopped as a whole when this process stops, or dies (fedbench.parallel.supervised)."""
     uri = tracking_uri()
+    with _store():  # a store made here is made as fedbench makes it (all at once, no Default), not by the server
+        pass
     base = f"http://{host}:{port}"
     links = experiment_links(base)
     print(f"MLflow UI for {uri} at {base}/#/experiments?{UI_MODE}  (Ctrl-C to stop)")
