@@ -58,7 +58,29 @@ def cmd_run(a: argparse.Namespace) -> None:
                           f"{', '.join(cfg.data.datasets + cfg.data.real)}")
     check_cell(cfg, a.algorithm, a.stragglers)  # everything that can fail before data is generated
     ensure_dataset(cfg, a.dataset)
-    train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
+    summaries = train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
+    print("\n".join(run_locations(cfg, summaries, tracked=not a.no_track)))
+
+
+def run_locations(cfg, summaries: list[dict], tracked: bool, data_root: Path | None = None,
+                  runs_root: Path | None = None) -> list[str]:
+    """Where each run of ``summaries`` is: its folder, and the MLflow experiment holding it (a run the main job
+    logged already stays in its experiment: it is not logged twice)."""
+    from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, _plan
+
+    lines = []
+    for s in summaries:
+        p = s["params"]
+        key = RunKey(p["dataset"], p["variant"], float(p["straggler_fraction"]), int(p["seed"]))
+        folder = _plan(cfg, data_root or DATA_ROOT, runs_root or RUNS_ROOT, key).folder
+        lines.append(f"{key.desc}: {'reused' if s.get('reused') else 'wrote'} {folder}")
+        if tracked:
+            from fedbench import tracking
+
+            found = tracking.find_logged(s["fingerprint"])
+            lines.append(f"  MLflow: experiment {found[0]!r}, run {found[1]} ({tracking.tracking_uri()})" if found
+                         else "  MLflow: not logged")
+    return lines
 
 
 def cmd_generate(a: argparse.Namespace) -> None:
@@ -79,19 +101,18 @@ def cmd_report(a: argparse.Namespace) -> None:
 
 def cmd_show(a: argparse.Namespace) -> None:
     if a.claims:
-        import json
+        from fedbench.report.show import show_claims
 
-        path = Path(a.out) / "claims.json"
-        if not path.exists():
-            print(f"no {path}: run `dvc repro` (or `fedbench report`) first")
-            return
-        for c in json.loads(path.read_text())["claims"]:
-            print(f"{c['verdict']:>15}  {c['id']}\n{'':>17}{c['observed']}")
-            if c.get("command"):  # a not-run real-data entry: the command that fetches its data and runs it
-                print(f"{'':>17}command: {c['command']}  (projected {c['cost']['hours']:g} h, {c['cost']['device']})")
+        print("\n".join(show_claims(Path(a.out) / "claims.json", paper=a.paper, verdict=a.verdict,
+                                    fidelity=a.fidelity, verbose=a.verbose)))
         return
+    if a.paper or a.verdict or a.fidelity or a.verbose:
+        raise ConfigError("--paper, --verdict, --fidelity and --verbose select claims: use them with --claims")
     from fedbench import tracking
 
+    if a.experiment is not None and a.experiment not in (known := tracking.experiment_names()):
+        raise ConfigError(f"--experiment {a.experiment!r} is not an MLflow experiment in {tracking.tracking_uri()}; "
+                          f"known: {', '.join(known) or 'none (run `dvc repro` first)'}")
     rows = tracking.list_runs(a.experiment)
     if not rows:
         print(f"no runs in {tracking.tracking_uri()}")
@@ -103,7 +124,26 @@ def cmd_show(a: argparse.Namespace) -> None:
         print(df.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
 
 
+def check_port(port: int, host: str = "127.0.0.1") -> None:
+    """A ConfigError unless ``port`` is in 1..65535 and free to listen on at ``host`` (checked before MLflow
+    starts: it would print the link, then fail to bind, and the link would show whatever owns the port)."""
+    import errno
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"--port {port}: allowed 1..65535")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as MLflow's server: a closed port's TIME_WAIT is free
+        try:
+            s.bind((host, port))
+            s.listen(1)
+        except OSError as exc:
+            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror})"
+            raise ConfigError(f"--port {port}: {host}:{port} {why}; pick another, e.g. --port {port + 1 if port < 65535 else 5000}") from None
+
+
 def cmd_ui(a: argparse.Namespace) -> None:
+    check_port(a.port)
     from fedbench import tracking
 
     sys.exit(tracking.serve_ui(port=a.port))
@@ -143,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  fedbench run --dataset synthetic_1_1 --algorithm fedprox_mu1 --stragglers 0.9 --seed 0\n"
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
-               "  fedbench show --claims          # verdicts of reports/claims.json (and the commands of not-run ones)\n"
+               "  fedbench show --claims          # one line per claim of reports/claims.json, with counts; --verbose, --paper, ...\n"
                "  fedbench paper list             # the paper profile's studies and their projected cost\n"
                "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
                "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n"
@@ -160,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--algorithm", required=True, help="a variant in 'algorithms', e.g. fedavg, fedprox_mu1")
     r.add_argument("--stragglers", type=float, default=0.0, help="fraction of selected clients that straggle, in [0, 1]")
     r.add_argument("--seed", type=int, help="run only this seed (default: train.seeds)")
-    r.add_argument("--study", default="adhoc", help="MLflow experiment name (default: adhoc)")
+    r.add_argument("--study", default="adhoc", help="the study it belongs to: MLflow experiment train-STUDY (default: adhoc)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key, e.g. train.rounds=200")
     r.add_argument("--no-track", action="store_true", help="do not log to MLflow")
     r.set_defaults(fn=cmd_run)
@@ -171,17 +211,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(fn=cmd_generate)
 
     rp = sub.add_parser("report", parents=[params], help="rebuild reports/ (figures, claims.json, claims.md) from runs/")
-    rp.add_argument("--out", default="reports")
+    rp.add_argument("--out", default="reports", help="folder to write the report into (default: reports)")
     rp.set_defaults(fn=cmd_report)
 
     s = sub.add_parser("show", parents=[params], help="list tracked runs with their final metrics, or the claims' verdicts")
-    s.add_argument("--experiment", help="only this MLflow experiment (e.g. fedprox-stragglers)")
-    s.add_argument("--claims", action="store_true", help="show reports/claims.json verdicts instead")
-    s.add_argument("--out", default="reports")
+    s.add_argument("--experiment", help="only this MLflow experiment (e.g. train-stragglers)")
+    s.add_argument("--claims", action="store_true", help="the claims' verdicts instead (OUT/claims.json), one line each")
+    s.add_argument("--paper", help="--claims: only this paper's claims (e.g. FedProx, SCAFFOLD)")
+    s.add_argument("--verdict", help="--claims: only this verdict (reproduced, not-reproduced, inconclusive, not-run)")
+    s.add_argument("--fidelity", help="--claims: only this fidelity (paper-scale, reduced-scale, stand-in, analytic)")
+    s.add_argument("--verbose", action="store_true", help="--claims: each claim's observation, rule and command too")
+    s.add_argument("--out", default="reports", help="the report folder to read claims.json from (default: reports)")
     s.set_defaults(fn=cmd_show)
 
     u = sub.add_parser("ui", parents=[params], help="open the MLflow UI on 127.0.0.1 against the tracking store")
-    u.add_argument("--port", type=int, default=5000)
+    u.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1, 1..65535, free (default: 5000)")
     u.set_defaults(fn=cmd_ui)
 
     c = sub.add_parser("check-config", parents=[params], help="validate params.yaml and exit")

@@ -189,7 +189,7 @@ def _check_executor(train: TrainConfig) -> None:
     _one_of(train.executor, EXECUTORS, "train.executor")
     if train.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError("train.executor: 'ray' needs Ray, which is not installed here (pip install "
-                          "'fedbench[ray]'); allowed without it: local")
+                          "-e '.[ray]'); allowed without it: local")
     if not 0.0 < train.gpu_fraction <= 1.0:
         raise ConfigError(f"train.gpu_fraction: must be in (0, 1], got {train.gpu_fraction}")
 

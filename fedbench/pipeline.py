@@ -120,12 +120,19 @@ def _train_on(executor, cfg: Config, keys: list[RunKey], data_root: Path, runs_r
 
     if reused:  # read back here (under their locks): nothing to compute, no worker or cluster needed
         finished(run_stack(cfg, data_root, runs_root, reused, progress=False))
-    jobs = [(cfg, data_root, runs_root, piece, progress and executor.worker_progress, i % max(1, workers))
+    jobs = [(cfg, data_root, runs_root, piece, worker_bars(progress, executor), i % max(1, workers))
             for i, piece in enumerate(pieces)]
     if jobs:
         executor.map(_stack_star, jobs, cfg.train.device, each=finished, progress=progress,
                      names=[", ".join(k.desc for k in piece) for piece in pieces])
     return [done[k] for k in keys]
+
+
+def worker_bars(progress: bool, executor) -> bool:
+    """Whether the workers draw their progress bars: bars at one position per worker move the cursor with escape
+    codes, which a log that is not a terminal (DVC's, a file) keeps as raw ``[A``; there, only each run's closing
+    line is written."""
+    return progress and executor.worker_progress and sys.stderr.isatty()
 
 
 def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path,

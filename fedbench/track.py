@@ -19,26 +19,78 @@ from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, run_folder
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies.record import SIMULATIONS
 
-STUDY_EXPERIMENTS = {
-    "stragglers": "fedprox-stragglers",
-    "heterogeneity": "fedprox-heterogeneity",
+# One naming scheme: `train-<study>` holds a training study's runs (params.yaml `studies:`, and `fedbench run`'s
+# --study, default adhoc), one per (dataset, algorithm, stragglers, seed); `claims-<study>` holds a claim study
+# (params.yaml `claim_studies:`, or a paper-scale study of `fedbench paper run`): one run, a nested run per simulation.
+TRAIN_NOTES = {
+    "stragglers": "FedProx (Li et al., MLSys 2020) Figures 1 and 5: FedAvg, FedProx mu=0 and mu=1 at 0/10/50/90% "
+                  "stragglers on Synthetic(1,1) and Synthetic-IID, 200 rounds.",
+    "heterogeneity": "FedProx (Li et al., MLSys 2020) Figure 2: FedAvg and FedProx mu=1 on Synthetic(0,0) and "
+                     "(0.5,0.5), no stragglers.",
+    "fedprox_mnist5k": "FedProx's MNIST scheme on 5,000 real MNIST images (100 devices): FedAvg and FedProx mu=1 at "
+                       "0/50/90% stragglers, lr 0.03, 100 rounds (reduced scale).",
+    "adhoc": "Runs started by hand with `fedbench run` (a run the main job logged already stays in its experiment).",
 }
+RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed); the tags dataset, variant, stragglers, mu "
+            "and seed are columns of the runs table, final/* tags the final values. Curves: tick runs, then Chart "
+            "view (x axis Step = round). The report's figures with seed bands: reports/.")
+
+
+def train_experiment(study: str) -> str:
+    """The MLflow experiment of training study ``study``'s runs."""
+    return f"train-{study}"
+
+
+def claims_experiment(study: str) -> str:
+    """The MLflow experiment of claim study ``study``."""
+    return f"claims-{study}"
+
+
+def train_description(study: str) -> str:
+    return TRAIN_NOTES.get(study, f"Training runs of study {study!r} (params.yaml `studies.{study}`).") + RUNS_HOW
+
+
+def claims_description(study: str, claims: list[dict[str, Any]]) -> str:
+    """The study's purpose (its module's first docstring line, where it is one of fedbench.studies), its verdicts
+    and where its runs are."""
+    import importlib.util
+
+    head = f"Claim study {study!r}."
+    if importlib.util.find_spec(f"fedbench.studies.{study}") is not None:
+        import importlib
+
+        doc = (importlib.import_module(f"fedbench.studies.{study}").__doc__ or "").strip().split("\n\n")[0]
+        head = " ".join(doc.split()) or head
+    counts: dict[str, int] = {}
+    for c in claims:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    return (f"{head} Claims: {verdicts or 'none'} (verdict.* tags; reports/claims.md). One run per study run, "
+            "with a nested run per simulation it ran (expand the study run).")
 
 
 def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
                runs_root: Path = RUNS_ROOT) -> list[str]:
     """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint)."""
-    experiment = STUDY_EXPERIMENTS.get(study, study)
     ids = []
     for s in summaries:
         seed = s["params"]["seed"]
         folder = run_folder(runs_root, dataset, variant, stragglers, seed, s["fingerprint"])
         title = f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
-        name = f"{variant}/{dataset}/stragglers={stragglers:g}/seed={seed}"
+        summary_file = folder / "summary.json"
+        finished_ms = int(summary_file.stat().st_mtime * 1000) if summary_file.exists() else None
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
             curves = Path(tmp) / f"curves-seed-{seed}.png"  # drawn only if the run is not in MLflow yet
-            ids.append(tracking.log_run(experiment, name, s, partial(_run_artifacts, s, folder, curves, title)))
+            ids.append(tracking.log_run(train_experiment(study), run_name(dataset, variant, stragglers, seed), s,
+                                        partial(_run_artifacts, s, folder, curves, title), train_description(study),
+                                        finished_ms))
     return ids
+
+
+def run_name(dataset: str, variant: str, stragglers: float, seed: int) -> str:
+    """A run's name, short enough for the runs table's column, what varies most first:
+    ``fedprox_mu1 90% s0 synthetic_1_1`` (each part is also a tag)."""
+    return f"{variant} {100 * stragglers:g}% s{seed} {dataset}"
 
 
 def _run_artifacts(summary: dict[str, Any], folder: Path, curves: Path, title: str) -> list[Path]:
@@ -48,7 +100,7 @@ def _run_artifacts(summary: dict[str, Any], folder: Path, curves: Path, title: s
 
 
 def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
-    """Log the claim study in ``root/name`` as one MLflow run of experiment ``study-<name>`` with a nested run
+    """Log the claim study in ``root/name`` as one MLflow run of experiment ``claims-<name>`` with a nested run
     per simulation; its fingerprint is the hash of claims.json and the simulation records. The commit recorded
     is the one claims.json names, if it does, else HEAD, dirty only if the studies' code (STUDY_CODE) differs
     from it: the track stage runs on studies DVC has just found up to date with that code."""
@@ -59,9 +111,9 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     fingerprint = hashlib.sha256(claims_json + records).hexdigest()[:16]
     body = json.loads(claims_json)
     simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.studies.record.read_simulations
-    return tracking.log_study(f"study-{name}", name, body["claims"], body["seconds"], simulations,
+    return tracking.log_study(claims_experiment(name), name, body["claims"], body["seconds"], simulations,
                               sorted(p for p in folder.iterdir() if p.is_file()), fingerprint,
-                              body.get("git_commit") or git_commit(STUDY_CODE))
+                              body.get("git_commit") or git_commit(STUDY_CODE), claims_description(name, body["claims"]))
 
 
 def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT,
@@ -79,7 +131,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
                             for seed in cfg.train.seeds)
                     summaries = [s for s in runs if s is not None]
                     ids = track_cell(study_name, ds, variant, f, summaries, runs_root)
-                    rows += [{"experiment": STUDY_EXPERIMENTS.get(study_name, study_name), "dataset": ds,
+                    rows += [{"experiment": train_experiment(study_name), "dataset": ds,
                               "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
                              for s, i in zip(summaries, ids)]
     studies = [name for name in cfg.claim_studies if (Path(studies_root) / name / "claims.json").exists()]
@@ -102,5 +154,5 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
         Path(tmp).unlink(missing_ok=True)
         raise
     print(f"{len(rows)} runs and {len(studies)} claim studies in MLflow (experiments: "
-          f"{', '.join(sorted({r['experiment'] for r in rows} | {f'study-{n}' for n in studies}))})")
+          f"{', '.join(sorted({r['experiment'] for r in rows} | {claims_experiment(n) for n in studies}))})")
     return len(rows)

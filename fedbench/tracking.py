@@ -1,12 +1,22 @@
 """MLflow tracking: the only module that imports mlflow.
 
 The store is a local SQLite file (``mlflow.db`` in the working directory, ignored by git) unless
-``MLFLOW_TRACKING_URI`` says otherwise. One experiment per study, one run per (algorithm variant,
-setting, seed); per-round metrics are step metrics named ``split/name``; tags record the git commit,
-dataset content hash, seed, device and library versions; the per-device final metrics, the history and
-a figure of the run's curves are artifacts. A claim study (experiment ``study-<name>``) is one run with
-one nested run per simulation it ran. A run already logged with the same fingerprint is not logged
-again, so rerunning the pipeline does not duplicate runs.
+``MLFLOW_TRACKING_URI`` says otherwise. One experiment per study (names: fedbench.track), each marked a model
+training experiment (MLFLOW_KIND) and described (``mlflow.note.content``); MLflow's empty ``Default``
+experiment is deleted. One run per (algorithm variant, setting, seed), named short (``fedprox_mu1 90% s0
+synthetic_1_1``) with dataset, algorithm, variant, stragglers, mu and seed as tags; per-round metrics are step
+metrics named ``split/name``, stamped with the run's real round times (its start plus the cumulated
+``wall_time_s``), so the UI's time axes and the run's duration are its training's; final values are tags
+(``final/<name>``), summary values rather than one-point charts; tags also record the git commit, dataset
+content hash, device and library versions; the per-device final metrics, the history and a figure of the run's
+curves are artifacts. A claim study is one run with one nested run per simulation it ran. A run already logged
+with the same fingerprint, in any experiment, is not logged again, so rerunning the pipeline, or `fedbench run`
+reusing a run of the pipeline, does not duplicate runs.
+
+The UI: MLflow 3 opens in its GenAI mode unless told otherwise. The experiment page reads the tag
+``mlflow.experimentKind`` (MLFLOW_KIND marks model training) where its workflow switch is off; where it is on
+(MLflow 3.17's build), the mode is the browser's ``mlflow.workflowType`` setting, default ``genai``, which a
+``?workflowType=machine_learning`` query overrides: ``fedbench ui`` prints links that carry it.
 
 Concurrent writers: every use of the store holds its lock (``mlflow.db.lock`` beside a SQLite store; for
 other stores a lock file in the temporary folder keyed by the URI, which serialises this machine's writers
@@ -36,13 +46,18 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
 
 import mlflow
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, RunTag, ViewType
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from fedbench.locking import file_lock
 from fedbench.parallel import Terminated, supervised
 
 DEFAULT_DB = "mlflow.db"
+MLFLOW_KIND = ("mlflow.experimentKind", "custom_model_development")  # the UI's "Model training" experiments
+NOTE = "mlflow.note.content"  # the experiment's (and a run's) description in the UI
+DEFAULT_EXPERIMENT = "0"  # MLflow's "Default", made with every store; fedbench logs nothing there
+UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on runs, not GenAI traces
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
                "test/error_p90", "diverging", "wall_time_s")
 SQLITE = "sqlite:///"
@@ -83,21 +98,44 @@ def _create_sqlite_store(db: Path) -> None:
     for stale in db.parent.glob(f".{db.name}.init-*"):  # from a creation that was killed
         stale.unlink()
     tmp = db.with_name(f".{db.name}.init-{os.getpid()}")
-    MlflowClient(f"{SQLITE}{tmp}").search_experiments()
+    client = MlflowClient(f"{SQLITE}{tmp}")
+    client.delete_experiment(DEFAULT_EXPERIMENT)  # empty; a deleted one is not made again
     os.replace(tmp, db)
 
 
-def experiment_id(client: MlflowClient, name: str) -> str:
+def experiment_id(client: MlflowClient, name: str, description: str = "") -> str:
+    """The id of experiment ``name``, created if needed, marked a model-training experiment and described by
+    ``description`` (when given): an experiment of an older store gets both the next time it is logged to."""
     exp = client.get_experiment_by_name(name)
-    return exp.experiment_id if exp else client.create_experiment(name)
+    tags = {MLFLOW_KIND[0]: MLFLOW_KIND[1], **({NOTE: description} if description else {})}
+    if exp is None:
+        _delete_empty_default(client)
+        return client.create_experiment(name, tags=tags)
+    for key, value in tags.items():
+        if exp.tags.get(key) != value:
+            client.set_experiment_tag(exp.experiment_id, key, value)
+    return exp.experiment_id
+
+
+def _delete_empty_default(client: MlflowClient) -> None:
+    """Delete MLflow's ``Default`` experiment where it is active and holds no run (a store made before fedbench
+    deleted it at creation, or by MLflow itself)."""
+    try:
+        default = client.get_experiment(DEFAULT_EXPERIMENT)
+    except MlflowException:
+        return
+    if default.lifecycle_stage == "active" and not client.search_runs([DEFAULT_EXPERIMENT], max_results=1,
+                                                                        run_view_type=ViewType.ALL):
+        client.delete_experiment(DEFAULT_EXPERIMENT)
 
 
 def _finished_or_cleared(client: MlflowClient, exp_id: str, fingerprint: str) -> str | None:
-    """The id of the FINISHED run tagged with ``fingerprint``, if there is one. Otherwise every earlier attempt
-    with that fingerprint (a FAILED or killed run, and the nested runs it had logged) is deleted, so that the
-    attempt about to be made leaves no duplicate behind."""
+    """The id of the FINISHED run tagged with ``fingerprint``, if there is one in any experiment (a run the main
+    job logged is not logged again by `fedbench run` under another). Otherwise every earlier attempt with that
+    fingerprint in ``exp_id`` (a FAILED or killed run, and the nested runs it had logged) is deleted, so that
+    the attempt about to be made leaves no duplicate behind."""
     tag = f"tags.`fedbench.fingerprint` = '{fingerprint}'"
-    found = client.search_runs([exp_id], filter_string=f"{tag} and attributes.status = 'FINISHED'", max_results=1)
+    found = _finished(client, fingerprint)
     if found:
         return found[0].info.run_id
     stale = client.search_runs([exp_id], filter_string=tag, max_results=1000)
@@ -108,62 +146,106 @@ def _finished_or_cleared(client: MlflowClient, exp_id: str, fingerprint: str) ->
     return None
 
 
-def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: Callable[[], Iterable[Path]]) -> str:
-    """Log one finished run (its summary with ``history`` rows); returns the MLflow run id. ``artifacts`` is
-    called for the files to attach only when the run is not logged already, so they are made only then."""
+def _finished(client: MlflowClient, fingerprint: str) -> list:
+    """The FINISHED run tagged with ``fingerprint`` in any active experiment ([] or one run)."""
+    ids = [e.experiment_id for e in client.search_experiments()]
+    return client.search_runs(ids, filter_string=f"tags.`fedbench.fingerprint` = '{fingerprint}' and "
+                                                 "attributes.status = 'FINISHED'", max_results=1) if ids else []
+
+
+def find_logged(fingerprint: str) -> tuple[str, str] | None:
+    """(experiment name, run id) of the finished run logged with ``fingerprint``, or None (no store: None)."""
+    with _store(create=False) as client:
+        runs = [] if client is None else _finished(client, fingerprint)
+        return (client.get_experiment(runs[0].info.experiment_id).name, runs[0].info.run_id) if runs else None
+
+
+def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: Callable[[], Iterable[Path]],
+            description: str = "", finished_ms: int | None = None) -> str:
+    """Log one finished run (its summary with ``history`` rows) into ``experiment`` (described by ``description``);
+    returns the MLflow run id. ``artifacts`` is called for the files to attach only when the run is not logged
+    already, so they are made only then. ``finished_ms``: when the run finished (default: now), the end of its
+    timeline (round_times)."""
     with _store() as client:
-        return _log_run(client, experiment, run_name, summary, artifacts)
+        return _log_run(client, experiment, run_name, summary, artifacts, description, finished_ms)
+
+
+def run_tags(params: dict[str, Any]) -> dict[str, str]:
+    """The tags that say which run this is, as columns of the UI's runs table: dataset, algorithm, variant,
+    stragglers, mu (``-`` for an algorithm without one) and seed."""
+    return {"dataset": str(params["dataset"]), "algorithm": str(params["algorithm"]),
+            "variant": str(params["variant"]), "stragglers": f"{float(params['straggler_fraction']):g}",
+            "mu": f"{float(params['algo.mu']):g}" if "algo.mu" in params else "-", "seed": str(params["seed"])}
+
+
+def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, list[int]]:
+    """The run's start and each history row's timestamp (ms): the rows' ``wall_time_s`` cumulated from the start,
+    which is ``finished_ms`` less their sum (a row without a wall time takes none)."""
+    walls = [float(row.get("wall_time_s") or 0.0) for row in history]
+    walls = [w if math.isfinite(w) else 0.0 for w in walls]
+    start = finished_ms - int(round(1000 * sum(walls)))
+    out, t = [], 0.0
+    for w in walls:
+        t += w
+        out.append(start + int(round(1000 * t)))
+    return start, out
 
 
 def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict[str, Any],
-             artifacts: Callable[[], Iterable[Path]]) -> str:
-    exp_id = experiment_id(client, experiment)
+             artifacts: Callable[[], Iterable[Path]], description: str = "", finished_ms: int | None = None) -> str:
     fp = summary["fingerprint"]
+    logged = _finished(client, fp)  # in any experiment: `fedbench run` reusing the main job's run adds nothing
+    if logged:
+        return logged[0].info.run_id
+    exp_id = experiment_id(client, experiment, description)
     found = _finished_or_cleared(client, exp_id, fp)
     if found:
         return found
     paths = list(artifacts())
     tags = {
         "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": summary.get("git_commit", "unknown"),
-        "dataset_hash": summary["dataset_hash"], "seed": str(summary["params"]["seed"]),
-        "device": summary["device"], "param_digest": summary["param_digest"],
+        **run_tags(summary["params"]),
+        "dataset_hash": summary["dataset_hash"], "device": summary["device"], "param_digest": summary["param_digest"],
         "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
+        **_final_tags(summary["final"]), "reporting_reason": summary["reporting_reason"],
+        "reporting/round": str(summary["reporting_round"]),
     }
+    if summary["reporting_test_accuracy"] is not None:
+        tags["reporting/test_accuracy"] = repr(float(summary["reporting_test_accuracy"]))
     if summary.get("diverged_at_round") is not None:
         tags["diverged_at_round"] = str(summary["diverged_at_round"])
-    with _mlflow_run(client, exp_id, run_name, tags) as run_id:
+    start, stamps = round_times(summary["history"], int(time.time() * 1000) if finished_ms is None else finished_ms)
+    with _mlflow_run(client, exp_id, run_name, tags, start, stamps[-1] if stamps else start) as run_id:
         params = [Param(k, str(v)) for k, v in summary["params"].items()]
-        now = int(time.time() * 1000)
         metrics = [
-            Metric(key, float(row[key]), now, int(row["round"]))
-            for row in summary["history"] for key in METRIC_KEYS
+            Metric(key, float(row[key]), stamp, int(row["round"]))
+            for row, stamp in zip(summary["history"], stamps) for key in METRIC_KEYS
             if key in row and row[key] is not None and math.isfinite(float(row[key]))
         ]
-        metrics += _final_metrics(summary["final"], now)
-        if summary["reporting_test_accuracy"] is not None:
-            metrics.append(Metric("reporting/test_accuracy", float(summary["reporting_test_accuracy"]), now,
-                                  int(summary["reporting_round"])))
-        _log_batched(client, run_id, metrics, params, [RunTag("reporting_reason", summary["reporting_reason"])])
+        _log_batched(client, run_id, metrics, params)
         for path in paths:
             client.log_artifact(run_id, str(path))
     return run_id
 
 
 @contextmanager
-def _mlflow_run(client: MlflowClient, exp_id: str, run_name: str, tags: dict[str, str]) -> Iterator[str]:
-    """Create a run and yield its id; it ends FINISHED when the block completes and FAILED if it raises."""
-    run_id = client.create_run(exp_id, run_name=run_name, tags=tags).info.run_id
+def _mlflow_run(client: MlflowClient, exp_id: str, run_name: str, tags: dict[str, str], start_ms: int | None = None,
+                end_ms: int | None = None) -> Iterator[str]:
+    """Create a run (started at ``start_ms``, default now) and yield its id; it ends FINISHED (at ``end_ms``,
+    default now) when the block completes and FAILED if it raises."""
+    run_id = client.create_run(exp_id, start_time=start_ms, run_name=run_name, tags=tags).info.run_id
     try:
         yield run_id
-        client.set_terminated(run_id, "FINISHED")
+        client.set_terminated(run_id, "FINISHED", end_time=end_ms)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
 
 
-def _final_metrics(final: dict[str, float | None], now: int) -> list[Metric]:
-    """``final/<name>`` (slashes in the name become underscores) at step 0, for each final value that exists."""
-    return [Metric(f"final/{k.replace('/', '_')}", float(v), now, 0) for k, v in final.items() if v is not None]
+def _final_tags(final: dict[str, float | None]) -> dict[str, str]:
+    """``final/<name>`` (slashes in the name become underscores) for each final value that exists, as tags: a
+    summary value in the runs table, not a one-point chart."""
+    return {f"final/{k.replace('/', '_')}": repr(float(v)) for k, v in final.items() if v is not None}
 
 
 def _log_batched(client: MlflowClient, run_id: str, metrics: list[Metric], params: Sequence[Param] = (),
@@ -189,8 +271,21 @@ def _list_runs(client: MlflowClient, experiment: str | None) -> list[dict[str, A
     out = []
     for r in client.search_runs(ids, max_results=5000, order_by=["attributes.start_time DESC"]) if ids else []:
         out.append({"experiment": names[r.info.experiment_id], "run": r.info.run_name, "status": r.info.status,
-                    **{k: v for k, v in r.data.metrics.items() if k.startswith("final/") or k.startswith("reporting/")}})
+                    **{k: float(v) for k, v in r.data.tags.items() if k.startswith("final/") or k == "reporting/test_accuracy"}})
     return out
+
+
+def experiment_names() -> list[str]:
+    """The active experiments' names ([] when there is no store: reading creates none)."""
+    with _store(create=False) as client:
+        return [] if client is None else sorted(e.name for e in client.search_experiments())
+
+
+def experiment_links(base_url: str) -> list[tuple[str, str]]:
+    """(name, link to its runs table in model-training mode) of every active experiment, by name."""
+    with _store(create=False) as client:
+        exps = [] if client is None else client.search_experiments()
+    return [(e.name, f"{base_url}/#/experiments/{e.experiment_id}/runs?{UI_MODE}") for e in sorted(exps, key=lambda e: e.name)]
 
 
 def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
@@ -198,7 +293,16 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
     the caller turns SIGTERM into Terminated). The server runs as its own process group (MLflow, its web server
     and its job workers), stopped as a whole when this process stops, or dies (fedbench.parallel.supervised)."""
     uri = tracking_uri()
-    print(f"MLflow UI for {uri} at http://{host}:{port}  (Ctrl-C to stop)")
+    with _store():  # a store made here is made as fedbench makes it (all at once, no Default), not by the server
+        pass
+    base = f"http://{host}:{port}"
+    links = experiment_links(base)
+    print(f"MLflow UI for {uri} at {base}/#/experiments?{UI_MODE}  (Ctrl-C to stop)")
+    width = max((len(name) for name, _ in links), default=0)
+    for name, link in links:  # each experiment's runs table, in model-training mode
+        print(f"  {name:<{width}}  {link}")
+    if not links:
+        print("  no experiments yet: `dvc repro` (or `fedbench run ...`) logs the runs")
     # one web worker: a local UI for one person (MLflow's default, 4, takes 4 times the memory and start-up time)
     mlflow_ui = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port),
                  "--workers", "1"]
@@ -238,28 +342,32 @@ def _kill_group(pgid: int, reap: Callable[[], object] = lambda: None, grace_s: f
 
 
 def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
-              simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str) -> str:
+              simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
+              description: str = "") -> str:
     """Log one claim study as a run (a tag per claim verdict; figures, claims.json and the simulation records as
     artifacts) with one nested run per simulation record (fedbench.studies.record): params, per-round step
     metrics, final metrics, param digest and device; ``commit`` is the commit that computed it. Skipped if a
-    finished study run with ``fingerprint`` is there already; returns the study run's id."""
+    finished study run with ``fingerprint`` is there already; returns the study run's id. The study's seconds and
+    simulation count, and each simulation's final values and study results, are tags (summary values); a
+    simulation's rounds are stamped at equal shares of its recorded seconds (records keep no per-round times)."""
     with _store() as client:
-        return _log_study(client, experiment, name, claims, seconds, simulations, artifacts, fingerprint, commit)
+        return _log_study(client, experiment, name, claims, seconds, simulations, artifacts, fingerprint, commit,
+                          description)
 
 
 def _log_study(client: MlflowClient, experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
-               simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str) -> str:
-    exp_id = experiment_id(client, experiment)
+               simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
+               description: str = "") -> str:
+    exp_id = experiment_id(client, experiment, description)
     found = _finished_or_cleared(client, exp_id, fingerprint)
     if found:
         return found
     tags = {"mlflow.runName": name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
+            "study/seconds": f"{float(seconds):g}", "study/simulations": str(len(simulations)),
             **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
-    with _mlflow_run(client, exp_id, name, tags) as run_id:  # FINISHED last: only with all its children
-        now = int(time.time() * 1000)
-        _log_batched(client, run_id, [Metric("study/seconds", float(seconds), now, 0),
-                                      Metric("study/simulations", float(len(simulations)), now, 0)],
-                     [Param("study", name)])
+    now = int(time.time() * 1000)
+    with _mlflow_run(client, exp_id, name, tags, now - int(1000 * float(seconds)), now) as run_id:
+        _log_batched(client, run_id, [], [Param("study", name)])  # FINISHED last: only with all its children
         for sim in simulations:
             _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now)
         for path in artifacts:
@@ -271,12 +379,14 @@ def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fi
                     sim: dict[str, Any], commit: str, now: int) -> None:
     tags = {"mlflow.parentRunId": parent_id, "fedbench.parent_fingerprint": parent_fingerprint,
             "mlflow.runName": sim["name"], "git_commit": commit,
-            "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"])}
-    run_id = client.create_run(exp_id, run_name=sim["name"], tags=tags).info.run_id
+            "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"]),
+            **_final_tags(sim["final"]), **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}}
+    steps = max((len(v) for v in sim["history"].values()), default=0)
+    seconds = float(sim.get("seconds") or 0.0)
+    start, stamps = round_times([{"wall_time_s": seconds / max(steps, 1)}] * steps, now)
+    run_id = client.create_run(exp_id, start_time=start, run_name=sim["name"], tags=tags).info.run_id
     params = [Param(k, str(v)) for k, v in sim["params"].items()]
-    metrics = [Metric(key, v, now, step) for key, values in sim["history"].items()
+    metrics = [Metric(key, v, stamps[step], step) for key, values in sim["history"].items()
                for step, v in enumerate(values) if v is not None]
-    metrics += _final_metrics(sim["final"], now)
-    metrics += [Metric(k, v, now, 0) for k, v in sim["metrics"].items() if v is not None]
     _log_batched(client, run_id, metrics, params)
-    client.set_terminated(run_id, "FINISHED")
+    client.set_terminated(run_id, "FINISHED", end_time=now)

@@ -65,11 +65,11 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(env["MLFLOW_TRACKING_URI"])
-    exp = client.get_experiment_by_name("fedprox-stragglers")
+    exp = client.get_experiment_by_name("train-stragglers")
     runs = client.search_runs([exp.experiment_id])
     assert sorted(r.info.run_name for r in runs) == [
-        "fedavg/synthetic_1_1/stragglers=0.9/seed=0", "fedavg/synthetic_1_1/stragglers=0.9/seed=1",
-        "fedprox_mu1/synthetic_1_1/stragglers=0.9/seed=0", "fedprox_mu1/synthetic_1_1/stragglers=0.9/seed=1"]
+        "fedavg 90% s0 synthetic_1_1", "fedavg 90% s1 synthetic_1_1",
+        "fedprox_mu1 90% s0 synthetic_1_1", "fedprox_mu1 90% s1 synthetic_1_1"]
     run = runs[0]
     assert run.info.status == "FINISHED"
     assert {"git_commit", "dataset_hash", "seed", "device", "version.torch"} <= set(run.data.tags)
@@ -78,16 +78,16 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     assert [m.step for m in curve] == [0, 1, 2, 3]
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"history.csv", "per_device.csv", "summary.json"}
 
-    real = client.search_runs([client.get_experiment_by_name("fedprox_mnist5k").experiment_id])
-    assert sorted(r.info.run_name for r in real) == ["fedavg/mnist5k_fedprox/stragglers=0/seed=0",
-                                                     "fedavg/mnist5k_fedprox/stragglers=0/seed=1"]
+    real = client.search_runs([client.get_experiment_by_name("train-fedprox_mnist5k").experiment_id])
+    assert sorted(r.info.run_name for r in real) == ["fedavg 0% s0 mnist5k_fedprox",
+                                                     "fedavg 0% s1 mnist5k_fedprox"]
     assert (tmp_path / "reports" / "data" / "mnist5k_fedprox.png").exists()
 
     again = subprocess.run(dvc + ["repro"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert again.returncode == 0
     assert "Data and pipelines are up to date" in again.stdout
     assert len(client.search_runs([exp.experiment_id])) == 4
-    study = client.get_experiment_by_name("study-delta_fl_triangle")
+    study = client.get_experiment_by_name("claims-delta_fl_triangle")
     study_runs = client.search_runs([study.experiment_id])
     (parent,) = [r for r in study_runs if "mlflow.parentRunId" not in r.data.tags]
     assert len(study_runs) == 1 + 5  # the study and its five simulations, each logged once

@@ -56,7 +56,7 @@ def ray_cluster(workspace):
     """One local Ray (2 CPUs, no dashboard) for the whole module; its address for other processes. Started after
     the local executor's runs (``workspace``): forking worker processes from a process that holds Ray's threads
     can deadlock the children, so nothing here forks while Ray is up."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fedbench[ray]')")
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
     saved = {k: os.environ.get(k) for k in RAY_ENV}
     os.environ.update(RAY_ENV)
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)

@@ -41,7 +41,7 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
     parent_id = track_study("delta_fl_triangle", root)
     assert track_study("delta_fl_triangle", root) == parent_id  # logged already: nothing added
     client = MlflowClient(uri)
-    exp_id = client.get_experiment_by_name("study-delta_fl_triangle").experiment_id
+    exp_id = client.get_experiment_by_name("claims-delta_fl_triangle").experiment_id
     runs = client.search_runs([exp_id])
     children = {r.info.run_name: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent_id}
     assert len(runs) == len(records) + 1 and set(children) == {r["name"] for r in records}
@@ -54,7 +54,7 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
         assert run.data.params == {k: str(v) for k, v in rec["params"].items()}
         w0 = client.get_metric_history(run.info.run_id, "model/w0")
         assert [(m.step, m.value) for m in w0] == list(enumerate(rec["history"]["model/w0"]))
-        assert run.data.metrics["final/train_loss"] == rec["final"]["train/loss"]
+        assert float(run.data.tags["final/train_loss"]) == rec["final"]["train/loss"] and "final/train_loss" not in run.data.metrics
 
     body = json.loads((root / "delta_fl_triangle" / "claims.json").read_text())
     (root / "delta_fl_triangle" / "claims.json").write_text(json.dumps(body | {"seconds": body["seconds"] + 1}))
@@ -82,10 +82,87 @@ def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, s
     with pytest.raises(ConnectionError):
         track_study("delta_fl_triangle", root)
     client = MlflowClient(uri)
-    exp_id = client.get_experiment_by_name("study-delta_fl_triangle").experiment_id
+    exp_id = client.get_experiment_by_name("claims-delta_fl_triangle").experiment_id
     assert len(client.search_runs([exp_id])) == 1 + 2  # a FAILED parent and the two children it had logged
     monkeypatch.setattr(tracking, "_log_simulation", real)
     parent_id = track_study("delta_fl_triangle", root)
     runs = client.search_runs([exp_id])
     assert len(runs) == len(records) + 1 and all(r.info.status == "FINISHED" for r in runs)
     assert {r.data.tags.get("mlflow.parentRunId") for r in runs} == {None, parent_id}
+
+
+def _summary(fingerprint: str = "fp-1", rounds: int = 3) -> dict:
+    """A finished run's summary as fedbench.runner writes it: round r took r + 1 seconds (round 0: none)."""
+    history = [{"round": r, "train/loss": 2.0 - r / 10, "test/accuracy": 0.5 + r / 100,
+                "wall_time_s": float(r)} for r in range(rounds)]
+    return {"fingerprint": fingerprint, "dataset_hash": "d0", "device": "cpu", "param_digest": "p0",
+            "diverged": False, "diverged_at_round": None, "git_commit": "abc", "versions": {"torch": "2"},
+            "params": {"dataset": "synthetic_1_1", "algorithm": "fedprox", "variant": "fedprox_mu1", "algo.mu": 1.0,
+                       "straggler_fraction": 0.9, "seed": 3, "rounds": rounds},
+            "final": {"train/loss": 1.8, "test/accuracy": 0.52, "train/dissimilarity": None},
+            "reporting_round": rounds - 1, "reporting_reason": "final", "reporting_test_accuracy": 0.52,
+            "history": history}
+
+
+def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_round_times(tmp_path, monkeypatch):
+    """Issue 23 item 2: a model-training experiment with a description and no `Default` beside it; a short run
+    name with dataset, algorithm, stragglers, mu and seed as tags; rounds stamped with the cumulated round times
+    ending at the run's finish (not one timestamp: curves in time were vertical lines); final values as tags."""
+    from fedbench import tracking
+    from fedbench.track import run_name, train_description, train_experiment
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    name = run_name("synthetic_1_1", "fedprox_mu1", 0.9, 3)
+    assert name == "fedprox_mu1 90% s3 synthetic_1_1"
+    run_id = tracking.log_run(train_experiment("stragglers"), name, _summary(), lambda: [],
+                              train_description("stragglers"), finished_ms=1_000_000)
+    client = MlflowClient(uri)
+    (exp,) = client.search_experiments()  # Default is deleted
+    assert exp.name == "train-stragglers" and exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert exp.tags["mlflow.note.content"].startswith("FedProx (Li et al., MLSys 2020) Figures 1 and 5")
+    run = client.get_run(run_id)
+    assert run.info.run_name == name
+    assert {k: run.data.tags[k] for k in ("dataset", "algorithm", "variant", "stragglers", "mu", "seed")} == {
+        "dataset": "synthetic_1_1", "algorithm": "fedprox", "variant": "fedprox_mu1", "stragglers": "0.9", "mu": "1",
+        "seed": "3"}
+    loss = client.get_metric_history(run_id, "train/loss")
+    assert [(m.step, m.timestamp) for m in loss] == [(0, 997_000), (1, 998_000), (2, 1_000_000)]
+    assert (run.info.start_time, run.info.end_time) == (997_000, 1_000_000)  # the duration is the training's
+    assert set(run.data.metrics) == {"train/loss", "test/accuracy", "wall_time_s"}  # no one-point final/* charts
+    assert run.data.tags["final/test_accuracy"] == "0.52" and "final/train_dissimilarity" not in run.data.tags
+    assert tracking.list_runs("train-stragglers")[0]["final/test_accuracy"] == 0.52
+
+
+def test_a_run_logged_by_the_main_job_is_not_logged_again_by_fedbench_run(tmp_path, monkeypatch):
+    """Issue 23 item 10: `fedbench run` reusing a run of the main job logged it again under `adhoc`."""
+    from fedbench import tracking
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    first = tracking.log_run("train-stragglers", "a", _summary(), lambda: [])
+    assert tracking.log_run("train-adhoc", "a", _summary(), lambda: []) == first
+    assert tracking.find_logged("fp-1") == ("train-stragglers", first)
+    assert tracking.find_logged("fp-2") is None
+    assert len(MlflowClient(uri).search_runs([e.experiment_id for e in MlflowClient(uri).search_experiments()])) == 1
+
+
+def test_empty_default_of_an_older_store_is_deleted_and_its_experiments_marked(tmp_path, monkeypatch):
+    from fedbench import tracking
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    MlflowClient(uri).create_experiment("train-stragglers")  # a store made by MLflow itself: Default is there
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    tracking.log_run("train-heterogeneity", "a", _summary(), lambda: [])
+    tracking.log_run("train-stragglers", "b", _summary("fp-2"), lambda: [], "a note")
+    exps = {e.name: e for e in MlflowClient(uri).search_experiments()}
+    assert set(exps) == {"train-stragglers", "train-heterogeneity"}
+    assert exps["train-stragglers"].tags == {"mlflow.experimentKind": "custom_model_development",
+                                             "mlflow.note.content": "a note"}
+
+
+def test_round_times_cumulate_wall_times_to_the_finish():
+    from fedbench.tracking import round_times
+
+    assert round_times([{"wall_time_s": 0.0}, {"wall_time_s": 1.5}, {}, {"wall_time_s": float("nan")},
+                        {"wall_time_s": 0.25}], 10_000) == (8_250, [8_250, 9_750, 9_750, 9_750, 10_000])

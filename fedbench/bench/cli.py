@@ -11,22 +11,22 @@ from typing import Any
 
 SCHEMA = "fedbench.bench/2"
 PARTS = ("throughput", "workload", "executors")
-DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install 'fedbench[ray]')
+DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install -e '.[ray]')
 
 DESCRIPTION = """\
 How fast the simulator trains, measured on this machine (figures are per core with the default --threads 1).
 
-throughput (issue 9)  for each model and cohort size, samples/s of one federated round through every
+throughput           for each model and cohort size, samples/s of one federated round through every
                       execution kernel that can run the model (the engine's schedule_round + run_round,
                       scheduling included), of centralized SGD at batch = cohort x 10, and the floor
                       max(FLOPs / peak, weight bytes / bandwidth), with peak matmul FLOP/s and memory
                       bandwidth measured in the same run.
-workload (issue 10)   FedProx's synthetic study at the paper's settings (30 devices, K = 10, E = 20, batch 10,
+workload             FedProx's synthetic study at the paper's settings (30 devices, K = 10, E = 20, batch 10,
                       lr 0.01; 140 runs: FedAvg, FedProx mu = 0 and 1, stragglers 0/10/50/90%, 4 datasets,
                       seeds 0-4) for R = 1, 15 and all runs: stacked (simulate_stack), one by one (simulate),
                       a plain numpy per-client loop, and the arithmetic floor; each run's first rounds are timed
                       and projected to 200 rounds. With CUDA, also a CNN study (10 clients per round).
-executors (issue 13)  not by default: the regression's quick profile through the train stage on the local
+executors            not by default: the regression's quick profile through the train stage on the local
                       process pool and as Ray tasks on a local Ray of as many CPUs, side by side: Ray's
                       start-up, seconds per unit (a stack of runs) and their ratio, no-op dispatch per unit.
 
@@ -35,10 +35,10 @@ publishable; the README written by --report states the load average at the start
 
 EPILOG = """\
 examples:
-  fedbench bench --quick                          # both parts, short measurements (about 1 min on 2 cores)
+  fedbench bench --quick                          # both parts, short measurements (about 3 min on 2 cores)
   fedbench bench --quick --parts throughput --models mclr --cohorts 10,100
   fedbench bench --quick --json out/bench.json    # the figures as JSON
-  fedbench bench --quick --parts executors        # ray vs local executor overhead (needs fedbench[ray])
+  fedbench bench --quick --parts executors        # ray vs local executor overhead (needs pip install -e '.[ray]')
   fedbench bench --report                         # full run (about 10 min on CPU); writes reports/bench/
   fedbench bench --device cuda --threads 0 --report   # on a GPU; writes reports/bench-gpu/
 """

@@ -211,6 +211,13 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
     return "\n".join(lines)
 
 
+def kernel_colours(cases: list[dict[str, Any]]) -> dict[str, str]:
+    """One colour per execution kernel over every panel (a model runs only some kernels: colours by position
+    would give one kernel a different colour in each panel); centralized and the floor have their own."""
+    kernels = sorted({k for c in cases for k in c["kernels"]})
+    return {k: f"C{i % 10}" for i, k in enumerate(kernels)}
+
+
 def plot(result: dict[str, Any], out_dir: Path) -> dict[str, str]:
     import matplotlib
 
@@ -220,16 +227,17 @@ def plot(result: dict[str, Any], out_dir: Path) -> dict[str, str]:
     names = {}
     cases = (result.get("throughput") or {}).get("cases") or []
     models = list(dict.fromkeys(c["model"] for c in cases))
+    colours = kernel_colours(cases)
     if models:
         fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
         for ax, model in zip(axes[0], models):
             rows = sorted((c for c in cases if c["model"] == model), key=lambda c: c["cohort"])
             k = [c["cohort"] for c in rows]
             for kernel in rows[0]["kernels"]:
-                ax.plot(k, [c["kernels"][kernel]["samples_per_s"] for c in rows], marker="o",
+                ax.plot(k, [c["kernels"][kernel]["samples_per_s"] for c in rows], marker="o", color=colours[kernel],
                         label=f"kernel {kernel}" + (" (chosen)" if kernel == rows[0]["chosen_kernel"] else ""))
             ax.plot(k, [c["centralized"][c["centralized_impl"]]["samples_per_s"] for c in rows], marker="s",
-                    label="centralized (batch = cohort x 10)")
+                    color="black", label="centralized (batch = cohort x 10)")
             ax.plot(k, [c["floor_samples_per_s"] for c in rows], ls="--", color="grey", label="floor of the round")
             ax.set(xscale="log", yscale="log", xlabel="cohort (clients per round)", ylabel="samples / s",
                    title=f"{model} on {result['device']}")

@@ -90,8 +90,13 @@ def cmd_show(a: argparse.Namespace) -> None:
 
     folder = dataset_folder(a.name, a.root)
     if not folder.exists():
-        hint = f"`fedbench data prepare {a.name}`" if a.name in VARIANTS else "`fedbench generate` or `dvc repro`"
-        raise FileNotFoundError(f"{folder}: no such dataset; build it with {hint}")
+        from fedbench.data.synthetic import SYNTHETIC_DATASETS
+
+        if a.name in VARIANTS:
+            raise FileNotFoundError(f"{folder}: no such dataset; build it with `fedbench data prepare {a.name}`")
+        if a.name in SYNTHETIC_DATASETS:
+            raise FileNotFoundError(f"{folder}: no such dataset; build it with `fedbench generate {a.name}` or `dvc repro`")
+        raise FileNotFoundError(f"{a.name!r} is not a dataset; known: {', '.join([*VARIANTS, *SYNTHETIC_DATASETS])}")
     ds = load_dataset(folder)
     stats = write_one(ds, a.out)
     print(format_stats(stats))

@@ -60,6 +60,24 @@ def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
     return out
 
 
+METRICS = "metrics.json"  # dvc.yaml's metrics: what `dvc exp show` and `dvc metrics diff` compare
+
+
+def report_metrics(claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's DVC metrics, derived from the claims only: the verdict counts (``verdicts``: all claims, with
+    their total; ``by_fidelity``: per fidelity class) and each judged claim's effect estimate (``effects``, keyed
+    by claim id, its dots made ``_`` since DVC joins nested keys with dots; the intervals are in claims.json).
+    Every count is there, zero included, so that variations always have the same columns."""
+    def counts(group: list[dict[str, Any]]) -> dict[str, int]:
+        return {v: sum(c["verdict"] == v for c in group) for v in VERDICTS}
+
+    effects = {c["id"].replace(".", "_"): _finite((c.get("effect") or {}).get("estimate")) for c in claims
+               if c["verdict"] != "not-run"}
+    return {"verdicts": {"total": len(claims), **counts(claims)},
+            "by_fidelity": {f: counts([c for c in claims if c["fidelity"] == f]) for f in FIDELITIES},
+            "effects": {k: v for k, v in effects.items() if v is not None}}
+
+
 def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path = RUNS_ROOT,
                  data_root: Path = DATA_ROOT, studies_root: Path = STUDIES_ROOT) -> list[dict]:
     out = Path(out_dir)
@@ -80,7 +98,8 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
         (figs / "claims.md").write_text(claims_markdown(claims, summ))
         summ.sort_values(["dataset", "variant", "stragglers", "seed"]).to_csv(figs / "runs.csv", index=False) \
             if len(summ) else (figs / "runs.csv").write_text("")
-        for name in ("claims.json", "claims.md", "runs.csv"):
+        (figs / METRICS).write_text(json.dumps(report_metrics(claims), indent=2, allow_nan=False) + "\n")
+        for name in ("claims.json", "claims.md", "runs.csv", METRICS):
             os.replace(figs / name, out / name)
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
@@ -97,6 +116,12 @@ def _num(x: Any) -> float | None:
     if isinstance(x, str):
         return math.inf if x == "inf" else -math.inf if x == "-inf" else None
     return float(x)
+
+
+def _finite(x: Any) -> float | None:
+    """``x`` as a float if it is a finite number (JSON metrics hold no inf), else None."""
+    v = _num(x)
+    return v if v is not None and math.isfinite(v) else None
 
 
 def _effect(e: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -79,8 +79,15 @@ def figure5(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_iid", stra
     else:
         import seaborn as sns
 
-        sub = sub.assign(stragglers=(sub["stragglers"] * 100).astype(int).astype(str) + "% stragglers")
-        sns.lineplot(data=sub, x="round", y="train/loss", hue="stragglers", errorbar=("pi", 100), ax=ax)
+        levels = sorted(sub["stragglers"].unique())
+        colours = dict(zip(levels, sns.color_palette(n_colors=len(levels))))
+        # 0% and 10% nearly coincide: 0% is drawn last, dashed, so the line below shows through its gaps
+        for f in sorted(levels, key=lambda f: (f == 0.0, -f)):
+            sns.lineplot(data=sub[sub["stragglers"] == f], x="round", y="train/loss", errorbar=("pi", 100), ax=ax,
+                         color=colours[f], label=f"{f * 100:g}% stragglers", linestyle="--" if f == 0.0 else "-")
+        handles, labels = ax.get_legend_handles_labels()
+        order = sorted(range(len(labels)), key=lambda i: float(labels[i].split("%")[0]))
+        ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8)
     ax.set_title("FedAvg on Synthetic-IID (FedProx Figure 5, rerun)", fontsize=10)
     ax.set_xlabel("# rounds")
     ax.set_ylabel("training loss")

@@ -9,6 +9,10 @@ the study's variants (``VARIANTS``, with params.yaml's data.variants parameters)
 its ``paper`` budget into ``runs/studies/NAME/`` (train.workers processes, train.executor; on a GPU when there is
 one) and rebuilds ``reports/``. Nothing is trained before every download has arrived, so an offline machine stops
 at the first fetch with one line naming the URL.
+
+Before anything starts, ``paper run`` prints the study's cost (projected from measured per-step costs, or measured
+where the main job ran it) and its downloads, and asks; ``--yes`` starts without asking (needed where stdin is not
+a terminal), ``--dry-run`` prints and stops.
 """
 
 from __future__ import annotations
@@ -82,6 +86,69 @@ def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress
                            executor=ExecutorSettings.of(cfg.train), real_root=data_root / "real")
 
 
+def study_variants(params: str, name: str) -> list[str]:
+    """The data.real variants study ``name`` builds."""
+    if name in CLAIM_STUDIES:
+        from fedbench.studies.real_data import study_module
+
+        return list(study_module(name).VARIANTS)
+    return _variant_of(study_config(params, name), name)
+
+
+def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = Path("reports/claims.json")) -> list[str]:
+    """What ``paper run NAME`` will cost and download, as lines: the projected cost (or the one measured by the
+    main job, from ``claims``), then each source with its size and whether it is here already."""
+    from fedbench.data.registry import VARIANTS
+    from fedbench.data.sources import CHECKSUMS, SOURCES, raw_folder
+
+    if name in CLAIM_STUDIES:
+        from fedbench.studies.real_data import study_cost, study_module
+
+        c = study_cost(study_module(name).SCALES)
+        cost = f"projected {c['hours']:,.2f} h ({c['runs']} runs) on {c['device']}"
+    elif name in STUDIES:
+        from fedbench.bench.costs import project
+
+        c = project(STUDIES[name].scale(len(load_config(params).train.seeds)))
+        cost = f"projected {c['hours']:,.2f} h ({c['runs']} runs x {c['rounds']} rounds) on {c['device']}"
+    else:  # a study of params.yaml the main job runs: its measured cost, if the report has it
+        import json
+
+        entries = json.loads(claims.read_text())["claims"] if claims.exists() else []
+        found = [e["cost"] for e in entries if (e.get("cost") or {}).get("measured") and name.split("_", 1)[-1] in e["id"]]
+        cost = (f"measured {found[0]['seconds']:,.0f} s ({found[0]['runs']} runs) on {found[0]['device']} by the main job"
+                if found else "no projection (a study of params.yaml: the main job runs it)")
+    sources = list(dict.fromkeys(s for v in study_variants(params, name) if v in VARIANTS for s in VARIANTS[v].sources))
+    lines = [f"fedbench paper run {name}: {cost}", "downloads:" if sources else "downloads: none"]
+    for src in sources:
+        here = (raw_folder(src, data_root) / CHECKSUMS).exists()
+        lines.append(f"  {src:<12} {SOURCES[src].size or 'size unknown'}"
+                     f"{'  (here already: ' + str(raw_folder(src, data_root)) + ')' if here else ''}")
+    return lines
+
+
+def confirm(lines: list[str], yes: bool, dry_run: bool) -> bool:
+    """Print the plan; True to start: ``yes``, or the user answered y at the terminal. ``dry_run``: False. Not a
+    terminal and no ``yes``: a FedbenchError saying to pass --yes."""
+    print("\n".join(lines))
+    if dry_run:
+        print("dry run: nothing started")
+        return False
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise FedbenchError("not starting without confirmation (stdin is not a terminal): pass --yes to start it, "
+                            "or --dry-run to see the cost only")
+    try:
+        answer = input("start it? [y/N] ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        print("not started")
+        return False
+    return True
+
+
 def listing(params: str) -> str:
     """Each profile's studies with their projected cost, and the totals."""
     from fedbench.bench.costs import load_measured, project
@@ -110,19 +177,31 @@ def listing(params: str) -> str:
     return "\n".join(lines)
 
 
+NAMES = list(STUDIES) + ["fedprox_mnist5k"] + list(CLAIM_STUDIES)  # what `paper run` runs
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="fedbench paper", description="The paper profile: real-data studies at the "
                                 "papers' scale (fedbench/report/paper_profile.py).")
-    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("list", help="each study with its projected cost, and the profiles' totals")
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's studies")
     pr.add_argument("profile", choices=list(PROFILES))
-    r = sub.add_parser("run", help="fetch a study's data, train its runs, rebuild reports/")
-    names = list(STUDIES) + ["fedprox_mnist5k"] + list(CLAIM_STUDIES)
-    r.add_argument("name", choices=names, metavar="NAME", help=f"one of: {', '.join(names)}")
+    r = sub.add_parser("run", help="print a study's cost and downloads, ask, then fetch its data, train its runs, "
+                                   "rebuild reports/")
+    r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--yes", "-y", action="store_true", help="start without asking (needed when stdin is not a terminal)")
+    r.add_argument("--dry-run", action="store_true", help="print the cost and downloads, start nothing")
     a = p.parse_args(argv)
+    if a.command == "run" and a.name not in NAMES:
+        import difflib
+
+        close = difflib.get_close_matches(a.name, NAMES, n=1)
+        print(f"fedbench paper run: {a.name!r} is not a paper study"
+              f"{f'; did you mean {close[0]!r}?' if close else ''}; known: {', '.join(NAMES)}", file=sys.stderr)
+        return 2
     if a.command == "list":
         print(listing(a.params))
     elif a.command == "profile":
@@ -132,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         print(dvc_arguments(overrides(PROFILES[a.profile], data)))
     else:
         try:
+            if not confirm(plan(a.params, a.name), a.yes, a.dry_run):
+                return 0
             run(a.params, a.name, progress=not a.quiet)
         except (FedbenchError, ValueError, OSError, KeyError, RuntimeError) as exc:  # config, DownloadError, ...
             print(f"fedbench paper run: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}",

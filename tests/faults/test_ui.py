@@ -27,7 +27,7 @@ def test_ui_stopped_by_its_pid_frees_the_port(ws, reaper):
     port = _free_port()
     proc = ws.start("ui", "--port", str(port))
     reaper.add(proc.pid)
-    wait_for(lambda: _listening(port), 90, f"the UI on port {port}", step=0.25)  # about 12 s: MLflow starting
+    wait_for(lambda: _listening(port), 240, f"the UI on port {port}", step=0.25)  # 12 s idle, 90 s at load 10
     server = descendants(proc.pid)
     reaper.update(server)
     proc.send_signal(signal.SIGTERM)  # `kill PID`
@@ -58,3 +58,62 @@ def test_supervised_group_dies_with_its_parent(ws, reaper, sig):
     parent.send_signal(sig)  # a SIGTERM that the parent does not handle kills it just the same
     parent.wait(timeout=10)
     wait_for(lambda: not any(alive(pid) for pid in group), 15, "the supervised group to exit")
+
+
+def _get(port: int, path: str, body: dict | None = None) -> dict:
+    import json
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, monkeypatch):
+    """Issue 23 item 2, checked through MLflow's REST API on the server `fedbench ui` starts: what the UI lists is
+    the experiments marked for its "Model training" mode (tag mlflow.experimentKind), each described (the note
+    the UI shows), no empty Default; the runs with short names and their dataset/algorithm/stragglers/mu/seed
+    tags; curves whose points carry the rounds' real times. `fedbench ui` prints each experiment's runs-table
+    link, in model-training mode (MLflow 3.17's UI takes its mode from the link: ?workflowType=machine_learning)."""
+    from fedbench import tracking
+    from fedbench.track import run_name, train_description, train_experiment
+    from tests.test_track import _summary
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", ws.uri)
+    for i, variant in enumerate(("fedavg", "fedprox_mu1")):
+        s = _summary(f"fp-{i}")
+        s["params"] |= {"variant": variant, "algorithm": variant.split("_")[0]}
+        if variant == "fedavg":
+            del s["params"]["algo.mu"]
+        tracking.log_run(train_experiment("stragglers"), run_name("synthetic_1_1", variant, 0.9, 3), s, lambda: [],
+                         train_description("stragglers"), finished_ms=2_000_000)
+    port = _free_port()
+    proc = ws.start("ui", "--port", str(port))
+    reaper.add(proc.pid)
+    wait_for(lambda: _listening(port), 240, f"the UI on port {port}", step=0.25)
+    reaper.update(descendants(proc.pid))
+
+    exps = _get(port, "/api/2.0/mlflow/experiments/search?max_results=100")["experiments"]
+    assert [e["name"] for e in exps] == ["train-stragglers"]  # no Default
+    tags = {t["key"]: t["value"] for t in exps[0]["tags"]}
+    assert tags["mlflow.experimentKind"] == "custom_model_development"
+    assert tags["mlflow.note.content"] == train_description("stragglers")
+    runs = _get(port, "/api/2.0/mlflow/runs/search", {"experiment_ids": [exps[0]["experiment_id"]]})["runs"]
+    by_name = {r["info"]["run_name"]: r for r in runs}
+    assert set(by_name) == {"fedavg 90% s3 synthetic_1_1", "fedprox_mu1 90% s3 synthetic_1_1"}
+    prox = by_name["fedprox_mu1 90% s3 synthetic_1_1"]
+    prox_tags = {t["key"]: t["value"] for t in prox["data"]["tags"]}
+    assert {k: prox_tags[k] for k in ("dataset", "variant", "stragglers", "mu", "seed")} == {
+        "dataset": "synthetic_1_1", "variant": "fedprox_mu1", "stragglers": "0.9", "mu": "1", "seed": "3"}
+    assert {t["key"]: t["value"] for t in by_name["fedavg 90% s3 synthetic_1_1"]["data"]["tags"]}["mu"] == "-"
+    assert int(prox["info"]["end_time"]) - int(prox["info"]["start_time"]) == 3_000  # the rounds' 0 + 1 + 2 s
+    curve = _get(port, f"/api/2.0/mlflow/metrics/get-history?run_id={prox['info']['run_id']}&metric_key=train/loss")
+    assert [(int(m["step"]), int(m["timestamp"])) for m in curve["metrics"]] == [(0, 1_997_000), (1, 1_998_000),
+                                                                                 (2, 2_000_000)]
+    assert not any(m["key"].startswith("final/") for m in prox["data"]["metrics"])
+
+    proc.send_signal(signal.SIGTERM)
+    log = ws.finish(proc, timeout=30)
+    link = f"http://127.0.0.1:{port}/#/experiments/{exps[0]['experiment_id']}/runs?workflowType=machine_learning"
+    assert f"  train-stragglers  {link}" in log.splitlines()

@@ -151,3 +151,35 @@ def test_registration_marks_and_rules_changed_after_results(claims):
     assert (f"| {partial['verdict']} | {partial['verdict']} | after abc123 (2026-11-26) | not yet re-registered: "
             "rule changed | the last verdict recorded under the registered rule |") in md
     assert "- **Registered**: registered; rule hash sha256:" in md and "registered on abc123, 2026-11-26, after a result" in md
+
+
+def test_report_metrics_count_verdicts_by_fidelity_and_keep_judged_effects():
+    """Issue 23 item 8: dvc.yaml declared no metrics, so `dvc exp show` compared variations by 266 parameter
+    columns and no result. reports/metrics.json: the verdict counts, by fidelity, and each judged claim's effect."""
+    from fedbench.report.build import report_metrics
+
+    def entry(cid, verdict, fidelity, estimate):
+        return {"id": cid, "verdict": verdict, "fidelity": fidelity,
+                "effect": None if estimate is None else {"estimate": estimate, "ci95": [0.9, 17.8]}}
+
+    metrics = report_metrics([entry("fedprox/s-1-1/stragglers-90/gain", "reproduced", "paper-scale", 9.3748),
+                              entry("scaffold/emnist/rounds-to-0.5", "not-run", "paper-scale", None),
+                              entry("mime/x", "inconclusive", "stand-in", "inf"),
+                              entry("fedlaavg/y", "not-reproduced", "reduced-budget", -2.5)])
+    assert metrics == {
+        "verdicts": {"total": 4, "reproduced": 1, "not-reproduced": 1, "inconclusive": 1, "not-run": 1},
+        "by_fidelity": {"paper-scale": {"reproduced": 1, "not-reproduced": 0, "inconclusive": 0, "not-run": 1},
+                        "reduced-budget": {"reproduced": 0, "not-reproduced": 1, "inconclusive": 0, "not-run": 0},
+                        "reduced-data": {"reproduced": 0, "not-reproduced": 0, "inconclusive": 0, "not-run": 0},
+                        "stand-in": {"reproduced": 0, "not-reproduced": 0, "inconclusive": 1, "not-run": 0},
+                        "analytic": {"reproduced": 0, "not-reproduced": 0, "inconclusive": 0, "not-run": 0}},
+        "effects": {"fedprox/s-1-1/stragglers-90/gain": 9.3748, "fedlaavg/y": -2.5}}  # no inf: JSON metrics
+
+
+def test_report_stage_declares_its_metrics():
+    import yaml
+
+    stage = yaml.safe_load(open("dvc.yaml"))["stages"]["report"]
+    assert stage["metrics"] == [{"reports/metrics.json": {"cache": False}}]
+    committed = json.loads(open("reports/metrics.json").read())
+    assert committed["verdicts"]["total"] == len(json.loads(open("reports/claims.json").read())["claims"])

@@ -121,7 +121,7 @@ def test_not_run_commands_stop_at_the_download_with_one_line(tmp_path, monkeypat
             assert name in study_config("params.yaml", name).studies  # offline data: no download to stop at
             continue
         with pytest.raises(SystemExit) as stop:
-            cli_main(first[1:] + (["--quiet"] if first[1] == "paper" else []))
+            cli_main(first[1:] + (["--quiet", "--yes"] if first[1] == "paper" else []))
         err = capsys.readouterr().err.strip().splitlines()
         assert stop.value.code == 1 and len(err) == 1 and "127.0.0.1:9" in err[0], (command, err)
     assert not (tmp_path / "runs").exists()  # nothing trained

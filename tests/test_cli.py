@@ -1,0 +1,235 @@
+"""The command line's everyday path (issue 23): the install that cannot pull in another project, `fedbench ui`'s
+port check, `fedbench run`'s closing lines, `paper run`'s confirmation, `show --claims` and its filters, the
+help texts, and the small things of item 10 (figure colours and draw order, progress bars in a log)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from fedbench.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _exit(argv: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    out = capsys.readouterr()
+    return stop.value.code, out.out, out.err
+
+
+def test_distribution_is_not_the_package_index_fedbench():
+    """Item 3: PyPI's `fedbench` 0.1.3 is another project; ours is `fedbench-repro`, imported and run as `fedbench`."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "fedbench-repro"
+    assert project["scripts"] == {"fedbench": "fedbench.cli:main"}
+    assert "ray" in project["optional-dependencies"]
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install -e '.[ray]'" in readme and "pip install 'fedbench[ray]'" not in readme
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_ui_port_out_of_range_fails_in_one_line(port, capsys):
+    """Item 5: `--port 99999` printed an 89-line traceback after 31 s and exited 0."""
+    code, out, err = _exit(["ui", "--port", port], capsys)
+    assert code == 2 and out == "" and err == f"fedbench: config error: --port {port}: allowed 1..65535\n"
+
+
+def test_ui_port_in_use_fails_before_starting_anything(capsys):
+    """Item 5: with the port taken, MLflow printed the URL, then a bind error, and exited 0."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        code, out, err = _exit(["ui", "--port", str(port)], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert f"--port {port}: 127.0.0.1:{port} is in use; pick another" in err
+
+
+CLAIMS = [
+    {"id": "fedprox/a", "paper": "FedProx: Li et al. MLSys 2020", "where": "Fig. 1", "verdict": "reproduced",
+     "fidelity": "paper-scale", "observed": "gain +9.4 " + "x" * 400, "rule": "interval above 0", "deviations": []},
+    {"id": "fedprox/b", "paper": "FedProx: Li et al. MLSys 2020", "where": "Fig. 2", "verdict": "not-run",
+     "fidelity": "paper-scale", "observed": "not run", "rule": "r", "deviations": ["d1"],
+     "command": "fedbench paper run fedprox_mnist", "cost": {"hours": 0.41, "device": "cpu"}},
+    {"id": "fedprox/c", "paper": "FedProx: Li et al. MLSys 2020", "where": "Fig. 3", "verdict": "not-run",
+     "fidelity": "paper-scale", "observed": "not run", "rule": "r", "deviations": [],
+     "command": "fedbench paper run fedprox_mnist", "cost": {"hours": 0.41, "device": "cpu"}},
+    {"id": "scaffold/d", "paper": "SCAFFOLD: Karimireddy et al. ICML 2020", "where": "Sec. 7", "verdict": "inconclusive",
+     "fidelity": "stand-in", "observed": "-0.1 [-0.3, +0.2]", "rule": "r", "deviations": []},
+]
+
+
+@pytest.fixture
+def claims_dir(tmp_path):
+    (tmp_path / "claims.json").write_text(json.dumps({"claims": CLAIMS}))
+    return tmp_path
+
+
+def test_show_claims_one_line_each_under_a_count_header(claims_dir, capsys):
+    """Item 7: 114 lines, the longest 1,039 characters, the not-run commands repeated, no count."""
+    main(["show", "--claims", "--out", str(claims_dir)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("4 claims: 1 reproduced, 1 inconclusive, 2 not-run")
+    assert lines[1:3] == ["  paper-scale:   1 reproduced, 2 not-run", "  stand-in:      1 inconclusive"]
+    assert [line.split()[2] for line in lines[3:7]] == ["fedprox/a", "fedprox/b", "fedprox/c", "scaffold/d"]
+    assert lines[4].endswith("-> fedbench paper run fedprox_mnist")
+    assert max(len(line) for line in lines) <= 150
+    assert lines[7:] == ["not-run claims run by 1 commands (each asks before it starts; `fedbench paper list` has "
+                         "the costs):", "  command: fedbench paper run fedprox_mnist  (2 claims; projected 0.41 h on cpu)"]
+
+
+def test_show_claims_filters_and_verbose(claims_dir, capsys):
+    main(["show", "--claims", "--out", str(claims_dir), "--paper", "fedprox", "--verdict", "not-run", "--verbose"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("2 claims (paper FedProx, verdict not-run): 2 not-run")
+    assert "    deviations: d1" in lines and "    rule: r" in lines
+    main(["show", "--claims", "--out", str(claims_dir), "--fidelity", "stand-in"])
+    assert capsys.readouterr().out.splitlines()[0].startswith("1 claims (fidelity stand-in): 1 inconclusive")
+
+
+@pytest.mark.parametrize("flag, value, known", [("--paper", "fedavg", "FedProx, SCAFFOLD"),
+                                                ("--verdict", "passed", "reproduced, not-reproduced"),
+                                                ("--fidelity", "full", "paper-scale, reduced-scale")])
+def test_show_claims_unknown_name_exits_with_the_known_ones(claims_dir, capsys, flag, value, known):
+    code, out, err = _exit(["show", "--claims", "--out", str(claims_dir), flag, value], capsys)
+    assert code == 2 and out == "" and err.startswith(f"fedbench: config error: {flag} {value!r} is not known; known: ")
+    assert known in err and len(err.splitlines()) == 1
+
+
+def test_show_unknown_experiment_exits_naming_the_known(tmp_path, monkeypatch, capsys):
+    """Item 7: `fedbench show --experiment nosuch` said "no runs in sqlite:///..." and exited 0."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    MlflowClient(uri).create_experiment("train-stragglers")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    code, out, err = _exit(["show", "--experiment", "nosuch"], capsys)
+    assert code == 2 and err.splitlines()[-1] == (  # (above it: MLflow's log of the store made by this test)
+        f"fedbench: config error: --experiment 'nosuch' is not an MLflow experiment in {uri}; "
+        "known: Default, train-stragglers")
+
+
+def _paper(argv: list[str], capsys, monkeypatch, tty: bool = False, answer: str = "") -> tuple[int, str, str, list]:
+    from fedbench.report import paper_run
+
+    started = []
+    monkeypatch.setattr(paper_run, "run", lambda *a, **k: started.append(a))
+    monkeypatch.setattr("sys.stdin.isatty", lambda: tty)
+    monkeypatch.setattr("builtins.input", lambda prompt: answer)
+    code, out, err = _exit(["paper", *argv], capsys)
+    return code, out, err, started
+
+
+def test_paper_run_refuses_without_yes_when_not_a_terminal(capsys, monkeypatch):
+    """Item 6: `paper run mime_emnist` started at once (about 2 GB of downloads, 11,488 projected CPU-hours)."""
+    code, out, err, started = _paper(["run", "mime_emnist"], capsys, monkeypatch)
+    assert code == 2 and not started
+    assert out.splitlines()[0].startswith("fedbench paper run mime_emnist: projected 11,488")
+    assert out.splitlines()[1:] == ["downloads:", "  femnist      about 2 GB (two zips of 128x128 PNGs)"]
+    assert err == ("fedbench paper run: not starting without confirmation (stdin is not a terminal): pass --yes to "
+                   "start it, or --dry-run to see the cost only\n")
+
+
+def test_paper_run_dry_run_yes_and_the_question(capsys, monkeypatch):
+    code, out, _, started = _paper(["run", "fedprox_sent140", "--dry-run"], capsys, monkeypatch)
+    assert code == 0 and not started and out.endswith("dry run: nothing started\n")
+    assert "  sent140      about 81 MB" in out and "  glove        about 860 MB (822 MiB)" in out
+    assert _paper(["run", "fedprox_sent140", "--yes"], capsys, monkeypatch)[3]
+    code, out, _, started = _paper(["run", "fedprox_sent140"], capsys, monkeypatch, tty=True, answer="n")
+    assert code == 0 and not started and out.endswith("not started\n")
+    assert _paper(["run", "fedprox_sent140"], capsys, monkeypatch, tty=True, answer="y")[3]
+
+
+def test_paper_run_unknown_name_says_did_you_mean(capsys, monkeypatch):
+    code, out, err, started = _paper(["run", "nosuchstud"], capsys, monkeypatch)
+    assert code == 2 and not started and err.startswith("fedbench paper run: 'nosuchstud' is not a paper study; ")
+    code, out, err, started = _paper(["run", "fedprox_mnst"], capsys, monkeypatch)
+    assert "did you mean 'fedprox_mnist'?" in err and len(err.splitlines()) == 1
+
+
+def test_options_have_help_text(capsys):
+    """Item 10: `--out`, `--port` and `paper --params` had no help text; `bench --help` named issue numbers and
+    "about 1 min" (the README says 3)."""
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for command, dest in (("report", "out"), ("show", "out"), ("ui", "port")):
+        assert next(a for a in sub[command]._actions if a.dest == dest).help
+    code, out, _ = _exit(["paper", "--help"], capsys)
+    assert "--params PARAMS  params file (default: params.yaml)" in " ".join(out.split("\n")).replace("  ", " ") or \
+        "params file (default: params.yaml)" in out
+    code, out, _ = _exit(["bench", "--help"], capsys)
+    assert code == 0 and "issue" not in out and "about 3 min on 2 cores" in out
+
+
+def test_data_show_of_an_unknown_name_does_not_suggest_generate(tmp_path, capsys):
+    from fedbench.data.cli import main as data_main
+
+    assert data_main(["--root", str(tmp_path), "show", "nosuch"]) != 0
+    err = capsys.readouterr().err
+    assert "'nosuch' is not a dataset; known: " in err and "synthetic_1_1" in err and "generate" not in err
+    assert data_main(["--root", str(tmp_path), "show", "synthetic_1_1"]) != 0
+    assert "fedbench generate synthetic_1_1" in capsys.readouterr().err
+
+
+def test_throughput_kernel_keeps_its_colour_across_panels():
+    from fedbench.bench.report import kernel_colours
+
+    cases = [{"kernels": {"mclr": {}, "loop": {}}}, {"kernels": {"vmap": {}, "loop": {}}}]
+    assert kernel_colours(cases) == {"loop": "C0", "mclr": "C1", "vmap": "C2"}
+
+
+def test_figure5_draws_0_percent_last_and_dashed(tmp_path, monkeypatch):
+    """Item 10: Figure 5's 0% line hid under the 10% line (they nearly coincide)."""
+    import pandas as pd
+
+    from fedbench.report import figures
+
+    rows = [{"dataset": "synthetic_iid", "variant": "fedavg", "stragglers": f, "seed": s, "round": r,
+             "train/loss": 1.0 / (r + 1)} for f in (0.0, 0.1, 0.5, 0.9) for s in (0, 1) for r in range(3)]
+    drawn = {}
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: drawn.setdefault("ax", fig.axes[0]))
+    figures.figure5(pd.DataFrame(rows), tmp_path / "f5.png")
+    ax = drawn["ax"]
+    lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_label() for line in lines][-1] == "0% stragglers" and lines[-1].get_linestyle() == "--"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "0% stragglers", "10% stragglers", "50% stragglers", "90% stragglers"]
+
+
+def test_worker_progress_bars_only_on_a_terminal(monkeypatch):
+    """Item 10: the two workers' position bars wrote raw `[A` escapes into DVC's log."""
+    from fedbench.executors import LocalExecutor
+    from fedbench.pipeline import worker_bars
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False)
+    assert not worker_bars(True, LocalExecutor(2))
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert worker_bars(True, LocalExecutor(2)) and not worker_bars(False, LocalExecutor(2))
+
+
+def test_run_says_where_it_wrote_and_logs_a_reused_run_once(tmp_path, monkeypatch, capsys):
+    """Item 10: `fedbench run` did not say where it wrote its run or which MLflow experiment it used, and logged a
+    run the main job had logged again under `adhoc`."""
+    from mlflow.tracking import MlflowClient
+
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    args = ["run", "--dataset", "synthetic_iid", "--algorithm", "fedavg", "--seed", "0", "--set", "train.rounds=2"]
+    main(args + ["--study", "stragglers"])
+    first = capsys.readouterr().out.splitlines()[-2:]  # (above: the dataset generated)
+    head = "synthetic_iid fedavg stragglers=0 seed=0: wrote "
+    assert first[0].startswith(head + "runs/") and (tmp_path / first[0][len(head):] / "summary.json").exists()
+    assert first[1].startswith("  MLflow: experiment 'train-stragglers', run ")
+    main(args)  # --study adhoc: the run is reused, and is in MLflow already
+    again = capsys.readouterr().out.splitlines()
+    assert again == [first[0].replace(": wrote ", ": reused "), first[1]]
+    client = MlflowClient(uri)
+    assert [e.name for e in client.search_experiments()] == ["train-stragglers"]
