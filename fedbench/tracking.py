@@ -170,6 +170,13 @@ def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: 
         return _log_run(client, experiment, run_name, summary, artifacts, description, finished_ms)
 
 
+def dvc_experiment() -> str:
+    """The DVC experiment this process runs in: ``dvc exp run`` names it in DVC_EXP_NAME for the stage commands;
+    "workspace" for a plain ``dvc repro`` or a command run by hand. A run is logged once, by the first experiment
+    that computed it; a variation that reuses it logs nothing again."""
+    return os.environ.get("DVC_EXP_NAME") or "workspace"
+
+
 def run_tags(params: dict[str, Any]) -> dict[str, str]:
     """The tags that say which run this is, as columns of the UI's runs table: dataset, algorithm, variant,
     stragglers, mu (``-`` for an algorithm without one) and seed."""
@@ -209,6 +216,7 @@ def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict
         "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
         **_final_tags(summary["final"]), "reporting_reason": summary["reporting_reason"],
         "reporting/round": str(summary["reporting_round"]),
+        "dvc.experiment": dvc_experiment(),
     }
     if summary["reporting_test_accuracy"] is not None:
         tags["reporting/test_accuracy"] = repr(float(summary["reporting_test_accuracy"]))

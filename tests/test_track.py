@@ -117,7 +117,13 @@ def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_rou
     assert name == "fedprox_mu1 90% s3 synthetic_1_1"
     run_id = tracking.log_run(train_experiment("stragglers"), name, _summary(), lambda: [],
                               train_description("stragglers"), finished_ms=1_000_000)
+    monkeypatch.setenv("DVC_EXP_NAME", "rounds-4")  # as `dvc exp run` sets it for the stage commands
+    tagged = tracking.log_run(train_experiment("stragglers"), "x", _summary() | {"fingerprint": "fp-exp"}, lambda: [],
+                              train_description("stragglers"), finished_ms=1_000_000)
     client = MlflowClient(uri)
+    assert client.get_run(tagged).data.tags["dvc.experiment"] == "rounds-4"
+    assert client.get_run(run_id).data.tags["dvc.experiment"] == "workspace"
+    client.delete_run(tagged)
     (exp,) = client.search_experiments()  # Default is deleted
     assert exp.name == "train-stragglers" and exp.tags["mlflow.experimentKind"] == "custom_model_development"
     assert exp.tags["mlflow.note.content"].startswith("FedProx (Li et al., MLSys 2020) Figures 1 and 5")
