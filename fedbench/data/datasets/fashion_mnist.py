@@ -74,6 +74,6 @@ def build_fashion_mnist_fedlaavg(prepared: Any, params: dict[str, Any]) -> Feder
                     [str(k) for k in range(len(clients))], 10, input=spec, partition=partition, keys=keys,
                     pools=[pool], params=p, hierarchy={"class": tuple(str(c) for c in classes)},
                     global_test=(pool["x"][test_rows], pool["y"][test_rows]), notes=[
-                        "FedLaAvg (Yan et al. arXiv 2002.07399 v1) utils/partition.py replayed with its seed 1 on "
-                        "Fashion-MNIST's training images (a stand-in for CIFAR-10)",
+                        ("FedLaAvg (Yan et al. arXiv 2002.07399 v1) utils/partition.py replayed with its seed 1 on "
+                         "Fashion-MNIST's training images (a stand-in for CIFAR-10)"),
                         "the 10,000 test images are a global test set; clients have no test data"])
