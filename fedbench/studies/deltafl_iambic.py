@@ -26,6 +26,12 @@ Setup, fixed before any run (delta_fl_real's Shakespeare pair where not said):
   Delta-FL(theta*) only. (delta_fl_real picks theta* on the judged runs themselves, as the paper's "at some
   theta"; here nothing judged takes part in a choice.)
 
+Cost, measured 2026-11-26 on this project's 2-core machine under load (about 7 runnable processes): one run of
+the paper budget's data (100 + 100 roles, 10,000 + 10,000 windows) took about 4.4 s of CPU a round (FedAvg and
+Delta-FL alike; 11-20 s of wall time under that load), as SCALES projects (4.35 s: 140 local steps and 20,000
+evaluated windows a round): the paper budget (16 runs x 200 rounds) is projected at 3.9 CPU-hours, about 2 h on 2
+quiet cores.
+
 Reading: for one run, a test device's error is 1 - its accuracy on its kept windows under the final model; the
 90th percentile over the run's test devices, unweighted, numpy's linear interpolation (delta_fl_real.p90); a
 diverged run reads as error 1.

@@ -28,6 +28,11 @@ data, the model's input layer and the rounds:
 - FedLaAvg: the K available clients absent the longest, the average of all N latest accumulated gradients;
   FedAvg: K available clients uniformly, the n_k-weighted mean of their models (fedbench.algorithms).
 
+Cost, measured 2026-11-26 on this project's 2-core machine with about 7 other processes running (load 7):
+4 rounds of one run took 266-290 s of wall time and about 14 s of CPU a round (about 65% of it the per-round
+evaluation of 70,000 images), in line with SCALES' projection from the CIFAR CNN's measured costs (15.2 s a round
+and run): the paper budget (10 runs x 150 rounds) is projected at 6.4 CPU-hours, about 3.2 h on 2 quiet cores.
+
 Reading, fixed before any run: per seed, the best test accuracy over the evaluated rounds (Table 2's reading), in
 points; sensitivity: the mean of the last 5 rounds and the final round, and the rounds cut at 25% and 50%.
 """
