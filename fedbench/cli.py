@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--claims", action="store_true", help="the claims' verdicts instead (OUT/claims.json), one line each")
     s.add_argument("--paper", help="--claims: only this paper's claims (e.g. FedProx, SCAFFOLD)")
     s.add_argument("--verdict", help="--claims: only this verdict (reproduced, not-reproduced, inconclusive, not-run)")
-    s.add_argument("--fidelity", help="--claims: only this fidelity (paper-scale, reduced-scale, stand-in, analytic)")
+    s.add_argument("--fidelity", help="--claims: only this fidelity (paper-scale, reduced-budget, reduced-data, stand-in, analytic)")
     s.add_argument("--verbose", action="store_true", help="--claims: each claim's observation, rule and command too")
     s.add_argument("--out", default="reports", help="the report folder to read claims.json from (default: reports)")
     s.set_defaults(fn=cmd_show)

@@ -96,7 +96,7 @@ def test_show_claims_filters_and_verbose(claims_dir, capsys):
 
 @pytest.mark.parametrize("flag, value, known", [("--paper", "fedavg", "FedProx, SCAFFOLD"),
                                                 ("--verdict", "passed", "reproduced, not-reproduced"),
-                                                ("--fidelity", "full", "paper-scale, reduced-scale")])
+                                                ("--fidelity", "full", "paper-scale, reduced-budget, reduced-data")])
 def test_show_claims_unknown_name_exits_with_the_known_ones(claims_dir, capsys, flag, value, known):
     code, out, err = _exit(["show", "--claims", "--out", str(claims_dir), flag, value], capsys)
     assert code == 2 and out == "" and err.startswith(f"fedbench: config error: {flag} {value!r} is not known; known: ")

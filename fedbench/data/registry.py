@@ -141,6 +141,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
               _D + "fashion_mnist:build_scaffold", {"num_clients": 100, "similarity_percent": s, "seed": 0},
               f"Fashion-MNIST, SCAFFOLD's {s}%-similarity split over 100 clients, global test set")
       for s in (0, 10, 100)),
+    Variant("fashion_mnist_fedlaavg", "FedLaAvg (arXiv 2002.07399), Fashion-MNIST stand-in", ("fashion_mnist",),
+            _D + "fashion_mnist:build_fashion_mnist_fedlaavg", {"num_clients": 1000, "seed": 1},
+            "FedLaAvg's CIFAR-10 partition on Fashion-MNIST: 1,000 clients of one class each, global 10k test set"),
 )}
 
 # real data with no download (params.yaml): Python packages' files, and Fashion-MNIST from Debian's package (downloaded

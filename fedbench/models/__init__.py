@@ -16,6 +16,7 @@ from fedbench.models.deltafl_emnist_linear import deltafl_emnist_linear
 from fedbench.models.deltafl_sent140_linear import deltafl_sent140_linear
 from fedbench.models.deltafl_sent140_lstm import deltafl_sent140_lstm
 from fedbench.models.deltafl_shakespeare_gru import deltafl_shakespeare_gru
+from fedbench.models.fashion_cnn import fashion_cnn
 from fedbench.models.fedprox_sent140_lstm import fedprox_sent140_lstm
 from fedbench.models.fedprox_shakespeare_lstm import fedprox_shakespeare_lstm
 from fedbench.models.fedproxvr_cnn import fedproxvr_cnn
@@ -40,6 +41,7 @@ __all__ = [
     "deltafl_sent140_lstm",
     "deltafl_shakespeare_gru",
     "diagonal_quadratics",
+    "fashion_cnn",
     "fedprox_sent140_lstm",
     "fedprox_shakespeare_lstm",
     "fedproxvr_cnn",
@@ -112,6 +114,11 @@ def _deltafl_shakespeare_gru(feature_shape: tuple[int, ...], num_classes: int) -
     return deltafl_shakespeare_gru(num_classes)
 
 
+def _fashion_cnn(feature_shape: tuple[int, ...], num_classes: int) -> Model:
+    _grey_28("fashion_cnn", feature_shape)
+    return fashion_cnn(num_classes)
+
+
 def _scaffold_mlp(feature_shape: tuple[int, ...], num_classes: int) -> Model:
     return scaffold_mlp(math.prod(feature_shape), num_classes)
 
@@ -142,6 +149,7 @@ BUILDERS = {
     "scaffold_mlp": _scaffold_mlp,  # SCAFFOLD's two-layer fully connected network (width 256: our choice)
     "leaf_femnist_cnn": _leaf_femnist_cnn,  # conv32-conv64 (same padding), dense 2048 -> 62
     "fedproxvr_cnn": _fedproxvr_cnn,  # conv32-conv64 (same padding), dense 512 -> 10
+    "fashion_cnn": _fashion_cnn,  # FedLaAvg's CIFAR CNN on 28x28 grey images: fc 256 -> 120 -> 84 -> C
 }
 EMBEDDING_MODELS = frozenset({"fedprox_sent140_lstm", "deltafl_sent140_lstm"})  # builders taking a frozen table
 MODEL_NAMES = tuple(BUILDERS)

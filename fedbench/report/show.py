@@ -11,10 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from fedbench.claims.entry import FIDELITIES, VERDICTS
 from fedbench.errors import ConfigError, DataError
 
-VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")  # as fedbench.studies.VERDICTS
-FIDELITIES = ("paper-scale", "reduced-scale", "stand-in", "analytic")  # as fedbench.studies.FIDELITIES
 WIDTH = 150  # a claim's line is at most this long
 
 

@@ -37,6 +37,7 @@ AUTHORS = {
     "scaffold_mlp": ((784,), 47, None, 213_039, 0),  # width 256 is our choice (the paper gives none)
     "leaf_femnist_cnn": ((784,), 62, None, 6_603_710, 0),
     "fedproxvr_cnn": ((784,), 10, None, 1_663_370, 0),
+    "fashion_cnn": ((1, 28, 28), 10, None, 44_426, 0),  # cifar_cnn's layers on 28x28x1: ours, not an author's
 }
 
 
@@ -66,6 +67,7 @@ TINY = {
     "deltafl_sent140_linear": ((5,), 2),
     "cnn": ((3, 32, 32), 3), "cifar_cnn": ((3, 32, 32), 3), "fedlaavg_cifar_cnn": ((3, 32, 32), 3),
     "deltafl_emnist_cnn": ((1, 28, 28), 3), "leaf_femnist_cnn": ((784,), 3), "fedproxvr_cnn": ((784,), 3),
+    "fashion_cnn": ((784,), 3),
     "fedprox_shakespeare_lstm": ((4,), 7), "deltafl_shakespeare_gru": ((4,), 7),
     "fedprox_sent140_lstm": ((4,), 2), "deltafl_sent140_lstm": ((4,), 2),
 }

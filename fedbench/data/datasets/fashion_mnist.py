@@ -79,3 +79,28 @@ def build_scaffold(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
                         ("SCAFFOLD (Karimireddy et al. ICML 2020) sec. 7.1 similarity split on Fashion-MNIST (stand-in "
                          "for EMNIST balanced)"),
                         "Fashion-MNIST test images as a global test set; clients have no test data"])
+def build_fashion_mnist_fedlaavg(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
+    """Variant ``fashion_mnist_fedlaavg``: FedLaAvg's CIFAR-10 partition (fedbench.data.partition.fedlaavg_cifar:
+    one class per client, N / 10 clients per class, sizes 5 + N(0, 1) clipped to [3, 7], the authors' seed 1)
+    replayed on Fashion-MNIST's 60,000 training images (mean 60 per client at N = 1000); the 10,000 test images
+    are the global test set; hierarchy ``class`` per client (FedLaAvg's availability groups); input ToTensor +
+    Normalize(0.5, 0.5) on the one channel, the authors' CIFAR-10 transform. A stand-in for CIFAR-10, not the
+    paper's data (fedbench.studies.fedlaavg_fashion)."""
+    from fedbench.data.partition.fedlaavg_cifar import client_classes, fedlaavg_cifar
+
+    pool = prepared("fashion_mnist")
+    p = params
+    train_rows, test_rows = np.flatnonzero(pool["origin"] == 0), np.flatnonzero(pool["origin"] == 1)
+    keys, labels = pool["key"][train_rows], pool["y"][train_rows]
+    partition = fedlaavg_cifar(keys, labels, num_clients=p["num_clients"], seed=p["seed"])
+    clients = [train_rows[c] for c in partition.clients]
+    spec = InputSpec(kind="features", transform="normalize", transform_params={"mean": [0.5], "std": [0.5]},
+                     image_shape=IMAGE_SHAPE)
+    classes = client_classes(p["num_clients"])
+    return assemble("fashion_mnist_fedlaavg", pool["x"], pool["y"], clients, [np.zeros(0, np.int64)] * len(clients),
+                    [str(k) for k in range(len(clients))], 10, input=spec, partition=partition, keys=keys,
+                    pools=[pool], params=p, hierarchy={"class": tuple(str(c) for c in classes)},
+                    global_test=(pool["x"][test_rows], pool["y"][test_rows]), notes=[
+                        ("FedLaAvg (Yan et al. arXiv 2002.07399 v1) utils/partition.py replayed with its seed 1 on "
+                         "Fashion-MNIST's training images (a stand-in for CIFAR-10)"),
+                        "the 10,000 test images are a global test set; clients have no test data"])

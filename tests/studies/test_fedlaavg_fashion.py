@@ -1,0 +1,102 @@
+"""FedLaAvg vs FedAvg on Fashion-MNIST (the stand-in study fedlaavg_fashion): its variant (the authors' one-class
+partition on fixture-sized idx files), its registered claim and budgets, its reading, and the whole study at the
+fixture budget, repeatable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedbench.data import stages
+from fedbench.data.partition.fedlaavg_cifar import client_classes
+from fedbench.studies import fedlaavg_fashion as study
+from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies.real_data import not_run_entry, study_cost
+from fedbench.studies.record import compact, read_simulations
+from tests.data import fixtures
+from tests.studies import assert_valid_entries
+
+BUILT_N = study.BUDGETS["fixture"].n
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory):
+    """Fixture-sized Fashion-MNIST (12 training and 3 test images a class, upstream idx format) built as
+    fashion_mnist_fedlaavg with the fixture budget's N = 20."""
+    root = tmp_path_factory.mktemp("fedlaavg_fashion")
+    raw = root / "raw_copy"
+    raw.mkdir()
+    for name, data in fixtures.mnist_like().items():
+        (raw / name).write_bytes(data)
+    stages.prepare_dataset(study.VARIANT, root, raw=raw, verify=False, variant_params={"num_clients": BUILT_N, "seed": 1})
+    return root / "real"
+
+
+def test_variant_is_one_class_per_client_with_the_test_images_on_their_class(real_root):
+    ds = study.federated(str(real_root), BUILT_N)
+    assert ds.num_clients == 20 and int(ds.train.sizes.sum()) == 120 and int(ds.test.sizes.sum()) == 30
+    classes = client_classes(20)
+    assert [int(c) for c in ds.hierarchy["class"]] == classes.tolist()
+    for k in range(20):
+        assert set(ds.train.client(k)[1].tolist()) == {classes[k]}
+        assert set(ds.test.client(k)[1].tolist()) <= {classes[k]}
+    # each class's 12 images split over its 2 clients by the authors' weights, its 3 test images 2 + 1
+    assert ds.train.sizes.tolist()[:2] == [7, 5] and ds.test.sizes.tolist()[:2] == [2, 1]
+    assert ds.input.transform == "normalize" and ds.input.transform_params == {"mean": [0.5], "std": [0.5]}
+    assert ds.feature_shape == (784,)
+    with pytest.raises(ValueError, match="N = 1000"):
+        study.federated(str(real_root), 1000)
+
+
+def test_registered_claim_and_budgets():
+    (claim,) = study.CLAIMS
+    assert claim.id == "fedlaavg/fashion/ica-gain" and claim.fidelity == "stand-in" and claim.rounds_paper == 70000
+    assert "lies above 0" in claim.rule and "Registered before any run" in claim.rule
+    assert "What could differ" in claim.note and "instead of CIFAR-10" in claim.note
+    b = study.BUDGETS["paper"]
+    assert (b.n, b.k, b.local_steps, b.batch_size, b.period, b.beta, b.cycle) == (1000, 100, 10, 5, 10, 0.5, 15)
+    assert (b.lr, b.lr_decay, b.rounds, b.seeds) == (0.01, 0.9999, 150, (0, 1, 2, 3, 4))
+    assert study_cost(study.SCALES)["runs"] == 10
+    (entry,) = not_run_entry(study.NAME)
+    assert entry["verdict"] == "not-run" and entry["fidelity"] == "stand-in"
+    assert entry["command"] == "fedbench paper run fedlaavg_fashion" and entry["cost"]["hours"] > 0
+
+
+def test_readings():
+    curve = np.array([10.0, 40.0, 35.0, 20.0, 30.0, 25.0])
+    assert study.read(curve, "best") == 40.0
+    assert study.read(curve, "tail") == pytest.approx(30.0)  # 40, 35, 20, 30, 25
+    assert study.read(curve, "final") == 25.0
+    with pytest.raises(ValueError, match="allowed: best, tail, final"):
+        study.read(curve, "median")
+
+
+def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
+    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    assert_valid_entries(claims)
+    (c,) = claims
+    b = study.BUDGETS["fixture"]
+    assert c["id"] == "fedlaavg/fashion/ica-gain" and c["fidelity"] == "stand-in"
+    assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive")
+    assert (c["rounds_run"], c["rounds_paper"]) == (8, 70000)
+    best = c["reproduced"]
+    # pinned on this machine (8 rounds, 30 test images: multiples of 10/3 points)
+    assert (best["fedlaavg_best"], best["fedavg_best"]) == ([10.0, 13.33], [13.33, 23.33])
+    assert c["effect"]["per_seed"] == [pytest.approx(x - y, abs=0.02) for x, y in
+                                       zip(best["fedlaavg_best"], best["fedavg_best"])]
+    # 30 test images: every accuracy is a multiple of 10/3 points
+    for v in best["fedlaavg_best"] + best["fedavg_best"]:
+        assert abs(v * 3 / 10 - round(v * 3 / 10)) < 0.005  # rounded to 2 decimals
+    out = tmp_path / "out" / study.NAME
+    records = read_simulations(out)
+    assert sorted(r["name"] for r in records) == sorted(study.run_name(m, s) for m in ("fedlaavg", "fedavg")
+                                                        for s in b.seeds)
+    assert {r["params"]["clients_per_round"] for r in records} == {2}
+    assert (out / f"{study.NAME}.png").stat().st_size > 10_000
+    # FedLaAvg and FedAvg train differently from the same seed, and a run alone repeats its recorded numbers
+    by_name = {r["name"]: r for r in records}
+    assert by_name["fedlaavg/ica/seed=0"]["param_digest"] != by_name["fedavg/ica/seed=0"]["param_digest"]
+    again = [study.simulation(b, m, 0, str(real_root)) for m in ("fedlaavg", "fedavg")]
+    for sim, outcome in zip(again, run_simulations(again, workers=1)):
+        assert outcome.param_digest == by_name[sim.name]["param_digest"]
+        assert [compact(v) for v in outcome.series("test/accuracy")] == by_name[sim.name]["history"]["test/accuracy"]
