@@ -35,6 +35,7 @@ from fedbench.bench.timing import Timed, median_ratio, time_interleaved
 from fedbench.bench.work import client_steps, samples_of_steps
 from fedbench.data.format import FederatedDataset
 from fedbench.engine.kernels import choose_kernel, kernel_names
+from fedbench.engine.kernels.measured import table_from_cases
 from fedbench.engine.round import run_round, schedule_round
 from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack
 from fedbench.models.spec import Model
@@ -264,7 +265,8 @@ def measure_all(specs: list[BenchModel], cohorts: tuple[int, ...], device: torch
                 f"samples/s, {c['chosen_over_loop']:.2f}x the loop, {c['chosen_over_centralized']:.2f} of "
                 f"centralized ({time.perf_counter() - t0:.0f} s)")
     return {"cases": cases, "skipped": skipped, "targets": check_targets(cases), "settings": asdict(settings),
-            "client_batch": CLIENT_BATCH, "lr": LR}
+            "client_batch": CLIENT_BATCH, "lr": LR,
+            "kernel_table": table_from_cases(cases)}  # for fedbench.engine.kernels.measured.MEASURED
 
 
 # Issue 9's targets. Reported, never asserted.
