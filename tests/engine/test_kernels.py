@@ -344,3 +344,22 @@ def test_measured_choice_is_the_fastest_kernel_never_slower_than_the_loop():
     case = {"model": "cifar_cnn", "device": "cuda:0", "cohort": 10, "kernels": {"loop": {"samples_per_s": 5.04},
                                                                                 "vmap": {"samples_per_s": 7.0}}}
     assert table_from_cases([case]) == {"cifar_cnn/cuda": {"10": {"loop": 5.0, "vmap": 7.0}}}
+
+
+@pytest.mark.parametrize("model_name", [m for m, model in MODELS.items() if "vmap" in kernel_names(model)])
+def test_vmap_gradient_is_bit_identical_to_differentiating_the_flat_rows(model_name):
+    """vmap differentiates the module's tensors and concatenates them (issue 20): the same bits as vmap over the
+    gradient of each flat row, as before."""
+    from torch.func import grad, vmap
+
+    model = MODELS[model_name]
+    g = torch.Generator().manual_seed(6)
+    k, b = 3, 4
+    x, y = _inputs(model, k * b, g, torch.float32)
+    x, y = x.view(k, b, *x.shape[1:]), y.view(k, b)
+    theta = _theta(model, k, torch.float32)
+    w = torch.tensor([[1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 1, 0]], dtype=torch.float32)
+    w = w / w.sum(1, keepdim=True)
+    got = KERNELS["vmap"](model).grad(theta, x, y, w)
+    want = vmap(grad(model.weighted_loss))(theta, x, y, w)
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
