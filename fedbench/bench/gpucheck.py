@@ -319,10 +319,11 @@ def summary(result: dict) -> str:
     from fedbench.bench.report import throughput_table
 
     env = result["environment"]
+    name = f" ({env['device_name']}, {env['device_memory_gib']} GiB)" if "device_name" in env else ""
     checks = result["checks"]
     failed = [c for c in checks if not c["passed"]]
     lines = [f"# fedbench GPU check: {'all checks passed' if not failed else f'{len(failed)} check(s) failed'}", "",
-             f"Device {env['device']} ({env.get('device_name', '')}); torch {env['torch']}, CUDA {env.get('cuda')}, "
+             f"Device {env['device']}{name}; torch {env['torch']}, CUDA {env.get('cuda')}, "
              f"numpy {env['numpy']}; {env['date']}; budget {result['budget_s']:.0f} s, used {result['elapsed_s']:.0f} s.",
              "", f"{len(checks)} checks ran, {len(failed)} failed, {len(result['skipped'])} skipped (gpu-tests.txt has "
              "one line each).", ""]

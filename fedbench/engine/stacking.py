@@ -242,15 +242,18 @@ def memory_limits(specs: Sequence, model_of, free_bytes: int | None) -> list[int
         return [len(specs)] * len(specs)
     import torch
 
+    from fedbench.engine.kernels import choose_kernel
     from fedbench.engine.kernels.generic import EVAL_CHUNK_SAMPLES
+    from fedbench.engine.simulation import resolve_device
 
     out = []
     for spec in specs:
         model, cfg = model_of(spec), spec.cfg
         n = spec.dataset.num_clients
         sample = torch.zeros(1, *spec.dataset.train.x.shape[1:], dtype=model.input_dtype)
+        batched = choose_kernel(model, resolve_device(cfg.device), cfg.kernel).name != "loop"  # every row's activations
         memory = step_memory(model, algorithm_vectors(spec.algorithm, model.num_params, n), sample, cfg.batch_size,
-                             EVAL_CHUNK_SAMPLES, n)
+                             EVAL_CHUNK_SAMPLES, n, batched_activations=batched)
         out.append(max(1, memory.runs_that_fit(min(cfg.clients_per_round, n), free_bytes)))
     return out
 

@@ -62,9 +62,9 @@ def test_plan_stacks_cuts_a_group_to_the_free_memory():
     model = mclr(5, 3)
     whole = plan_stacks(specs, workers=1, model_of=lambda s: model)  # the CPU: no memory limit
     assert [sorted(p) for p in whole] == [list(range(12))]
-    # evaluation chunks of 4096 samples and one row's activations: 12 x 4096 + 12 x 10 x 2 bytes fixed; a run of 3
-    # rows 72 + 3 x 360 = 1152 bytes: at 80% of this free memory 3 runs fit, not 4
-    free = int((12 * 4096 + 240 + 3.5 * 1152) / 0.8)
+    # mclr's kernel is batched: evaluation chunks of 4096 samples fixed (12 x 4096 bytes); a run of 3 rows
+    # 72 + 3 x (360 + 12 x 10 x 2 activations) = 1872 bytes: at 80% of this free memory 3 runs fit, not 4
+    free = int((12 * 4096 + 3.5 * 1872) / 0.8)
     cut = plan_stacks(specs, workers=1, model_of=lambda s: model, free_bytes=free)
     assert sorted(i for p in cut for i in p) == list(range(12))
     assert [len(p) for p in cut] == [3, 3, 3, 3]  # ceil(12 / 3) pieces, not more
