@@ -248,6 +248,7 @@ def measure_throughput(device, budget: Budget, log: Log, cohorts: tuple[int, ...
     from fedbench.bench.federation import BY_NAME
     from fedbench.bench.machine import measure_machine, train_flops_per_sample
     from fedbench.bench.throughput import CLIENT_BATCH, LR, Settings, check_targets, does_not_fit, measure_case, too_slow
+    from fedbench.engine.kernels.host_memory import release_freed_memory
     from fedbench.engine.kernels.measured import table_from_cases
 
     settings = Settings(quick=True, min_time=0.3, max_reps=3, max_floor_s=2.0)
@@ -277,6 +278,7 @@ def measure_throughput(device, budget: Budget, log: Log, cohorts: tuple[int, ...
                 log.skip("throughput", f"{name}/{k}", f"{type(exc).__name__}: {str(exc)[:200]}")
                 _empty_cache(device)
                 continue
+            release_freed_memory()
             cases.append(c)
             chosen = c["chosen_kernel"]
             print(f"  throughput {name} cohort {k}: {chosen} {c['kernels'][chosen]['samples_per_s']:.0f} samples/s, "

@@ -35,6 +35,7 @@ from fedbench.bench.timing import Timed, median_ratio, time_interleaved
 from fedbench.bench.work import client_steps, samples_of_steps
 from fedbench.data.format import FederatedDataset
 from fedbench.engine.kernels import choose_kernel, kernel_names
+from fedbench.engine.kernels.host_memory import release_freed_memory
 from fedbench.engine.kernels.measured import table_from_cases
 from fedbench.engine.round import run_round, schedule_round
 from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack
@@ -260,6 +261,7 @@ def measure_all(specs: list[BenchModel], cohorts: tuple[int, ...], device: torch
                 continue
             t0 = time.perf_counter()
             c = measure_case(spec, model, k, device, machine, settings, seed, flops)
+            release_freed_memory()  # the case's peak host memory back to the machine (kept while it ran)
             cases.append(c)
             log(f"  {spec.name} cohort {k}: {c['chosen_kernel']} {c['kernels'][c['chosen_kernel']]['samples_per_s']:.0f} "
                 f"samples/s, {c['chosen_over_loop']:.2f}x the loop, {c['chosen_over_centralized']:.2f} of "
