@@ -247,7 +247,15 @@ def check_models(device, budget: Budget, log: Log) -> None:
 def measure_throughput(device, budget: Budget, log: Log, cohorts: tuple[int, ...], models: tuple[str, ...]) -> dict:
     from fedbench.bench.federation import BY_NAME
     from fedbench.bench.machine import measure_machine, train_flops_per_sample
-    from fedbench.bench.throughput import CLIENT_BATCH, LR, Settings, check_targets, does_not_fit, measure_case, too_slow
+    from fedbench.bench.throughput import (
+        CLIENT_BATCH,
+        LR,
+        Settings,
+        check_targets,
+        does_not_fit,
+        measure_case,
+        too_slow,
+    )
     from fedbench.engine.kernels.host_memory import release_freed_memory
     from fedbench.engine.kernels.measured import table_from_cases
 
@@ -324,11 +332,12 @@ def summary(result: dict) -> str:
     name = f" ({env['device_name']}, {env['device_memory_gib']} GiB)" if "device_name" in env else ""
     checks = result["checks"]
     failed = [c for c in checks if not c["passed"]]
+    machine = (f"Device {env['device']}{name}; torch {env['torch']}, CUDA {env.get('cuda')}, numpy {env['numpy']}; "
+               f"{env['date']}; budget {result['budget_s']:.0f} s, used {result['elapsed_s']:.0f} s.")
+    counts = (f"{len(checks)} checks ran, {len(failed)} failed, {len(result['skipped'])} skipped (gpu-tests.txt has "
+              "one line each).")
     lines = [f"# fedbench GPU check: {'all checks passed' if not failed else f'{len(failed)} check(s) failed'}", "",
-             f"Device {env['device']}{name}; torch {env['torch']}, CUDA {env.get('cuda')}, "
-             f"numpy {env['numpy']}; {env['date']}; budget {result['budget_s']:.0f} s, used {result['elapsed_s']:.0f} s.",
-             "", f"{len(checks)} checks ran, {len(failed)} failed, {len(result['skipped'])} skipped (gpu-tests.txt has "
-             "one line each).", ""]
+             machine, "", counts, ""]
     for c in failed:
         lines.append(f"- FAIL {c['part']}/{c['name']}: {c['detail']}")
     if result.get("bench", {}).get("throughput", {}).get("cases"):

@@ -12,7 +12,13 @@ from fedbench.algorithms import FedAvg, FedProx
 from fedbench.algorithms.scaffold import Scaffold
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import RunSpec, SimulationConfig
-from fedbench.engine.stacking import AlgorithmVectors, algorithm_vectors, layer_output_floats, plan_stacks, step_memory
+from fedbench.engine.stacking import (
+    AlgorithmVectors,
+    algorithm_vectors,
+    layer_output_floats,
+    plan_stacks,
+    step_memory,
+)
 from fedbench.models import cifar_cnn, leaf_femnist_cnn, mclr
 
 
