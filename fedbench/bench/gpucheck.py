@@ -326,7 +326,7 @@ def measure_paper_cost(device, budget: Budget, log: Log) -> dict | None:
 # ---- the command ---------------------------------------------------------------------------------------------
 
 def summary(result: dict) -> str:
-    from fedbench.bench.report import throughput_table
+    from fedbench.bench.report import targets_table, throughput_table
 
     env = result["environment"]
     name = f" ({env['device_name']}, {env['device_memory_gib']} GiB)" if "device_name" in env else ""
@@ -342,6 +342,8 @@ def summary(result: dict) -> str:
         lines.append(f"- FAIL {c['part']}/{c['name']}: {c['detail']}")
     if result.get("bench", {}).get("throughput", {}).get("cases"):
         lines += ["", "## Throughput", ""] + throughput_table(result["bench"]["throughput"]["cases"])
+        lines += ["", "Targets (issues 9 and 20; reported, not asserted):", ""]
+        lines += targets_table(result["bench"]["throughput"]["targets"], "case")
     lines += ["", "Numerical contract and method: the docstring of fedbench/bench/gpucheck.py."]
     return "\n".join(lines) + "\n"
 
