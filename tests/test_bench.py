@@ -207,6 +207,15 @@ def test_targets_read_the_right_ratios():
     assert "floor" in t["target"] and t["met"]
     (t,) = throughput.check_targets([dict(case, device="cpu", chosen_over_loop=0.8)])
     assert not t["met"]
+    # issue 20: the CNNs on CUDA at >= 10x the loop, beside the share of centralized; the FEMNIST CNN on the CPU
+    cnn = dict(case, model="cifar_cnn", chosen_over_loop=12.0, chosen_over_centralized=0.4)
+    loop_target, central_target = throughput.check_targets([cnn])
+    assert loop_target["target"] == "chosen kernel >= 10x the per-client loop" and loop_target["met"]
+    assert central_target["target"] == ">= 0.5 of centralized" and not central_target["met"]
+    femnist_cpu = dict(case, model="leaf_femnist_cnn", device="cpu", chosen_kernel="loop", chosen_over_loop=1.0,
+                       chosen_share_of_floor=0.25)
+    assert [(t["target"], t["met"]) for t in throughput.check_targets([femnist_cpu])] == [
+        ("chosen kernel >= per-client loop", True), (">= 0.3 of the floor", False)]
 
 
 def test_fedprox_study_is_the_papers_grid():

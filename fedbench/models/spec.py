@@ -154,7 +154,13 @@ class Model:
 
     def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Outputs of one model theta [P] on inputs x [n, ...]."""
-        return functional_call(self.module, {**self.unflatten(theta), **self.frozen}, (x,))
+        return self.forward_params(self.unflatten(theta), x)
+
+    def forward_params(self, params: Mapping[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        """Outputs of the model whose trainable tensors are ``params`` (named and shaped as the layout) on x.
+        The per-client loop differentiates with respect to these tensors rather than theta (see
+        fedbench.engine.kernels.loop)."""
+        return functional_call(self.module, {**params, **self.frozen}, (x,))
 
     def example_losses(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per-example losses [n] from the outputs."""

@@ -141,8 +141,9 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     specs = [RunSpec(sim.config, sim.dataset(), sim.algorithm) for sim in sims]  # datasets built before the fork
     device = next((s.config.device for s in sims if s.config.device != "cpu"), "cpu")
     with open_executor(executor or EXECUTOR.get(), workers) as ex:
-        pieces = plan_stacks(specs, ex.slots(device), key=lambda spec, m={id(s): sim.model for s, sim in zip(specs, sims)}:
-                             (m[id(spec)], stack_key(spec)))
+        model_of = {id(s): sim.model for s, sim in zip(specs, sims)}
+        pieces = plan_stacks(specs, ex.slots(device), key=lambda spec: (model_of[id(spec)], stack_key(spec)),
+                             model_of=lambda spec: model_of[id(spec)])  # on CUDA: stacks cut to the free memory
         outcomes = ex.map(_run_stack, [[sims[i] for i in piece] for piece in pieces], device,
                           names=[", ".join(sims[i].name for i in piece) for piece in pieces])
     by_name = {o.name: o for stack in outcomes for o in stack}

@@ -249,3 +249,117 @@ def test_batched_recurrence_equals_nn_lstm_and_nn_gru_with_copied_weights(cell, 
         for k in range(3):
             module = _copy_rows_into(make(), model, theta[k])
             torch.testing.assert_close(out[k], module(x[k]), rtol=0, atol=1e-12)
+
+
+def _flat_row_grad(model, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """The per-client loop as it was before issue 20: autograd with respect to each flat row theta[k]."""
+    out = torch.empty_like(theta)
+    for k in range(theta.shape[0]):
+        keep = w[k] > 0
+        th = theta[k].detach().requires_grad_(True)
+        (out[k],) = torch.autograd.grad(model.weighted_loss(th, x[k][keep], y[k][keep], w[k][keep]), th)
+    return out
+
+
+@pytest.mark.parametrize("per_tensor", [False, True], ids=["concatenated", "per-tensor"])
+@pytest.mark.parametrize("model_name", list(MODELS))
+def test_loop_gradient_is_bit_identical_to_differentiating_the_flat_row(model_name, per_tensor, monkeypatch):
+    """The loop differentiates the module's tensors, not the flat row (4x faster on the FEMNIST CNN): the same
+    bits, padded or not, whichever way the row is written."""
+    import fedbench.engine.kernels.loop as loop
+
+    monkeypatch.setattr(loop, "PER_TENSOR_PLACING", 0 if per_tensor else 2**62)
+    model = MODELS[model_name]
+    kernel = KERNELS["loop"](model)
+    g = torch.Generator().manual_seed(5)
+    k, b = 3, 4
+    x, y = _inputs(model, k * b, g, torch.float32)
+    x, y = x.view(k, b, *x.shape[1:]), y.view(k, b)
+    theta = _theta(model, k, torch.float32)
+    full = torch.full((k, b), 1 / b)
+    padded = torch.tensor([[1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 1, 0]], dtype=torch.float32)
+    padded = padded / padded.sum(1, keepdim=True)
+    for w in (full, padded):
+        got, want = kernel.grad(theta, x, y, w), _flat_row_grad(model, theta, x, y, w)
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32))  # signed zeros included
+
+
+@pytest.mark.parametrize("per_tensor", [False, True], ids=["concatenated", "per-tensor"])
+def test_loop_places_negative_zero_gradients_as_the_flat_row_sum_does(per_tensor, monkeypatch):
+    """-0.0 in a tensor's gradient: the flat row's gradient sums the slices' zero-padded gradients, so it reads
+    +0.0 when two tensors get a gradient and -0.0 when only one does; the loop writes the same."""
+    import fedbench.engine.kernels.loop as loop
+    from fedbench.models.spec import Model
+
+    monkeypatch.setattr(loop, "PER_TENSOR_PLACING", 0 if per_tensor else 2**62)
+
+    class TwoTensors(torch.nn.Module):
+        def __init__(self, use_b: bool) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Parameter(torch.zeros(1, 3)), torch.nn.Parameter(torch.zeros(1, 2))
+            self.use_b = use_b
+
+        def forward(self, x):  # one sample: d/da = x exactly, -0.0 where x is -0.0 (no sum over samples)
+            out = (x[:, :3] * self.a).sum(1, keepdim=True)
+            return out + (x[:, 3:] * self.b).sum(1, keepdim=True) if self.use_b else out
+
+    x = torch.tensor([[[-0.0, 1.0, -2.0, -0.0, 3.0]]])  # one client, one sample
+    y, w, theta = torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 5)
+    for use_b, a_zero_sign in ((True, False), (False, True)):
+        model = Model(name="two", config=(use_b,), module=TwoTensors(use_b), loss="value")
+        got = KERNELS["loop"](model).grad(theta, x, y, w)
+        want = _flat_row_grad(model, theta, x, y, w)
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+        assert bool(torch.signbit(got[0, 0])) is a_zero_sign  # -0.0 survives only when one tensor gets a gradient
+
+
+def test_cpu_kernels_keep_freed_host_memory():
+    """Choosing a kernel for the CPU asks glibc to keep freed memory (fedbench.engine.kernels.host_memory);
+    the setting holds for the process (Linux with glibc, as CI and the project's machines)."""
+    import platform
+
+    from fedbench.engine.kernels import host_memory
+
+    choose_kernel(cifar_cnn(), "cpu")
+    assert host_memory.keep_freed_memory() is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
+    host_memory.release_freed_memory()  # hands free heap memory back; callable at any time
+
+
+def test_measured_choice_is_the_fastest_kernel_never_slower_than_the_loop():
+    from fedbench.engine.kernels.measured import MEASURED, fastest, table_from_cases
+
+    both = ["loop", "vmap", "rnn"]
+    assert fastest({10: {"loop": 100.0, "vmap": 150.0}, 100: {"loop": 100.0, "vmap": 120.0}}, both) == "vmap"
+    # faster on average but slower than the loop at one cohort: not chosen
+    assert fastest({10: {"loop": 100.0, "vmap": 400.0}, 100: {"loop": 100.0, "vmap": 99.0}}, both) == "loop"
+    # the larger geometric-mean gain wins; a kernel measured at one cohort only is not a candidate
+    assert fastest({10: {"loop": 1.0, "vmap": 2.0, "rnn": 1.5}, 100: {"loop": 1.0, "vmap": 1.1, "rnn": 1.5}}, both) == "rnn"
+    assert fastest({10: {"loop": 1.0, "vmap": 3.0}, 100: {"loop": 1.0}}, both) == "loop"
+    assert fastest({10: {"loop": 1.0, "vmap": 3.0}}, ["loop"]) == "loop"  # not allowed for the model
+    assert fastest({10: {"vmap": 3.0}}, both) is None and fastest({}, both) is None  # no loop measured
+    for (name, device), measured in MEASURED.items():
+        chosen = fastest(measured, measured[next(iter(measured))])
+        assert all(by_kernel[chosen] >= by_kernel["loop"] for by_kernel in measured.values()), (name, device)
+    assert choose_kernel(leaf_femnist_cnn(), "cpu").name == fastest(MEASURED["leaf_femnist_cnn", "cpu"], ["loop", "vmap"])
+    case = {"model": "cifar_cnn", "device": "cuda:0", "cohort": 10, "kernels": {"loop": {"samples_per_s": 5.04},
+                                                                                "vmap": {"samples_per_s": 7.0}}}
+    assert table_from_cases([case]) == {"cifar_cnn/cuda": {"10": {"loop": 5.0, "vmap": 7.0}}}
+
+
+@pytest.mark.parametrize("model_name", [m for m, model in MODELS.items() if "vmap" in kernel_names(model)])
+def test_vmap_gradient_is_bit_identical_to_differentiating_the_flat_rows(model_name):
+    """vmap differentiates the module's tensors and concatenates them (issue 20): the same bits as vmap over the
+    gradient of each flat row, as before."""
+    from torch.func import grad, vmap
+
+    model = MODELS[model_name]
+    g = torch.Generator().manual_seed(6)
+    k, b = 3, 4
+    x, y = _inputs(model, k * b, g, torch.float32)
+    x, y = x.view(k, b, *x.shape[1:]), y.view(k, b)
+    theta = _theta(model, k, torch.float32)
+    w = torch.tensor([[1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 1, 0]], dtype=torch.float32)
+    w = w / w.sum(1, keepdim=True)
+    got = KERNELS["vmap"](model).grad(theta, x, y, w)
+    want = vmap(grad(model.weighted_loss))(theta, x, y, w)
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import torch
 
+from fedbench.engine.kernels.host_memory import keep_freed_memory
 from fedbench.engine.kernels.loop import LoopKernel
 from fedbench.engine.kernels.mclr import MclrKernel
+from fedbench.engine.kernels.measured import MEASURED, fastest
 from fedbench.engine.kernels.quadratic import MODELS as QUADRATIC_MODELS
 from fedbench.engine.kernels.quadratic import QuadraticKernel
 from fedbench.engine.kernels.rnn import RecurrentKernel
@@ -30,7 +32,8 @@ from fedbench.models.spec import Model
 KERNELS = {"mclr": MclrKernel, "quadratic": QuadraticKernel, "vmap": VmapKernel, "loop": LoopKernel,
            "rnn": RecurrentKernel}
 
-# The kernel each model runs by default, per device type. Measured with `fedbench bench` (reports/bench*/):
+# The kernel each model runs by default, per device type: first the measured table (fedbench.engine.kernels.measured,
+# from `fedbench bench`), then this table, then the family rule (_family_default). Notes from measurements:
 # - mclr: the hand-written batched softmax regression beats vmap and the loop everywhere.
 # - the closed-form toy objectives (quadratics, mean estimation): their hand-written kernel, 15x vmap on the CPU
 #   (vmap's dispatch, about 0.8 ms a step, is the whole cost of a step of a scalar quadratic).
@@ -55,10 +58,14 @@ def kernel_names(model: Model) -> list[str]:
 
 
 def choose_kernel(model: Model, device: torch.device | str, name: str = "auto"):
-    """The kernel called ``name`` for ``model`` (``auto``: the table's choice for the device type)."""
+    """The kernel called ``name`` for ``model`` (``auto``: the table's choice for the device type). On the CPU,
+    the process keeps freed host memory for reuse from then on (fedbench.engine.kernels.host_memory)."""
     device_type = torch.device(device).type
+    if device_type == "cpu":
+        keep_freed_memory()
     if name == "auto":
-        name = DEFAULTS.get((model.name, device_type)) or _family_default(model, device_type)
+        name = (fastest(MEASURED.get((model.name, device_type), {}), kernel_names(model))
+                or DEFAULTS.get((model.name, device_type)) or _family_default(model, device_type))
     if name not in KERNELS:
         raise ValueError(f"kernel {name!r} is not known; allowed: auto, {', '.join(KERNELS)}")
     if not KERNELS[name].supports(model):

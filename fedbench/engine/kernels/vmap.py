@@ -2,7 +2,13 @@
 parameters, every client's loss computed on one shared module skeleton (frozen tensors shared, not batched).
 
 Works for any model whose layers have vmap batching rules (linear, convolution, embedding, elementwise);
-``nn.LSTM``/``nn.GRU`` have none (use the loop or the batched-recurrent kernel)."""
+``nn.LSTM``/``nn.GRU`` have none (use the loop or the batched-recurrent kernel).
+
+Gradients are taken with respect to the module's parameter tensors (views of the rows), not the flat rows, and
+concatenated: the same bits as differentiating the flat rows (whose slices' backward fills and sums a zero
+gradient of every whole row: each element reads g + 0.0, which :meth:`VmapKernel.grad` reproduces), without
+that traffic (issue 20; fedbench.engine.kernels.loop). This assumes every parameter tensor enters the loss, as in
+every model here (tests/engine/test_kernels.py compares the bits for each)."""
 
 from __future__ import annotations
 
@@ -21,7 +27,11 @@ class VmapKernel(generic.GenericEvaluation):
 
     def __init__(self, model: Model) -> None:
         self.model = model
-        self._grad = grad(model.weighted_loss)
+
+        def weighted_loss(params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+            return (model.example_losses(model.forward_params(params, x), y) * w).sum()  # Model.weighted_loss
+
+        self._grad = grad(weighted_loss)
 
     @staticmethod
     def supports(model: Model) -> bool:
@@ -35,4 +45,8 @@ class VmapKernel(generic.GenericEvaluation):
 
     def grad(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         chunk = max(1, CPU_VMAP_SAMPLES // max(1, x.shape[1])) if theta.device.type == "cpu" else None
-        return vmap(self._grad, chunk_size=chunk)(theta, x, y, w)
+        rows, layout = theta.shape[0], self.model.layout
+        params = {s.name: theta[:, s.offset: s.offset + s.numel].view(rows, *s.shape) for s in layout}
+        grads = vmap(self._grad, chunk_size=chunk)(params, x, y, w)
+        out = torch.cat([grads[s.name].reshape(rows, s.numel) for s in layout], dim=1)
+        return out.add_(0.0) if len(layout) > 1 else out

@@ -1,0 +1,435 @@
+"""The prepared GPU check (issue 20): one command, run once whenever a GPU is lent, within a time budget.
+
+    PYTHONPATH=. python -m fedbench.bench.gpucheck OUT_DIR --budget-s 420
+
+It needs torch and numpy only (the GPU machines have torch with CUDA and numpy, no venv): it imports neither
+MLflow nor DVC nor pytest, and nothing that draws figures. Its parts, in order, each given what is left of the
+budget (a part or case that would not finish in it is skipped and listed as skipped):
+
+1. **algorithms**: every registered algorithm (tests/algorithms/cases.py's configuration; the contract of
+   tests/engine/test_gpu.py) simulated 4 rounds on generated Synthetic(1,1) with mclr, on the CPU and on CUDA,
+   twice on CUDA: CUDA = CPU within rtol = atol = 1e-4 (theta and every round's training loss), CUDA = CUDA
+   within atol 1e-6.
+2. **models**: every paper model (:data:`PAPER_MODELS`), on random inputs of its real shape: each execution
+   kernel's cohort gradient (3 clients, one with padding) on the device against the per-client loop on the CPU in
+   float64, max |difference| <= 1e-4 x max |gradient| (float32, TF32 off); and 2 rounds of FedAvg through the
+   engine (chosen kernel) on the device against the CPU: theta within rtol = atol = 1e-4.
+3. **throughput**: ``fedbench bench``'s throughput part (every bench model, cohorts 10, 100 and 1000, quick
+   local work: fedbench.bench.throughput), each case timed only if the budget still allows it.
+4. **paper cost**: where the checkout has ``fedbench.bench.paper_cost`` with ``measure(device, budget_s) ->
+   dict`` (a measured cost of every paper-scale study), it runs with what is left; otherwise it is listed as not
+   present.
+
+Numerical contract on GPU: float32 throughout. The correctness parts (1, 2) run with TF32 off for matrix products
+and cuDNN convolutions (``torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False``); the
+CUDA results then equal the CPU reference within the tolerances above (reduction order differs, nothing else).
+Part 2 also reports, not judges, each kernel's deviation with cuDNN's TF32 on (PyTorch's default for
+convolutions: about 1e-3 relative). The throughput part runs PyTorch's defaults (TF32 off for matmul, on for cuDNN
+convolutions), as the engine does unless told otherwise.
+
+Without CUDA the same command runs its CPU part: the algorithms once each on the CPU (repeatable bit for bit),
+the kernels against the loop on the CPU, and the throughput of mclr and the CIFAR CNN at cohort 10 (CI runs it so,
+with a small budget). It writes at most these files into OUT_DIR: ``summary.md`` (what passed, what was skipped,
+the throughput table), ``gpucheck.json`` (everything), ``gpu-tests.txt`` (one line per check) and ``bench.json``
+(the throughput in ``fedbench bench``'s JSON schema, for ``reports/bench-gpu/``). Exit status 0 when every check
+that ran passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+PAPER_MODELS: tuple[tuple[str, tuple[int, ...], int, int | None, tuple[int, int] | None], ...] = (
+    # (model, one sample's input shape, classes, token vocabulary (None: float inputs), frozen word table)
+    ("mclr", (60,), 10, None, None),
+    ("cifar_cnn", (3, 32, 32), 10, None, None),
+    ("leaf_femnist_cnn", (1, 28, 28), 62, None, None),
+    ("fedproxvr_cnn", (1, 28, 28), 10, None, None),
+    ("deltafl_emnist_cnn", (1, 28, 28), 62, None, None),
+    ("deltafl_emnist_linear", (784,), 62, None, None),
+    ("scaffold_mlp", (784,), 47, None, None),
+    ("deltafl_sent140_linear", (50,), 2, None, None),
+    ("fedprox_shakespeare_lstm", (80,), 80, 80, None),
+    ("fedprox_sent140_lstm", (25,), 2, 1000, (1000, 300)),  # speed and numbers do not depend on the table's rows
+    ("deltafl_sent140_lstm", (25,), 2, 1000, (1000, 50)),
+    ("deltafl_shakespeare_gru", (80,), 53, 53, None),
+)
+FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json")
+SIM_TOL = 1e-4  # CUDA against CPU: theta and losses, rtol = atol (tests/engine/test_gpu.py)
+REPEAT_TOL = 1e-6  # CUDA against CUDA
+GRAD_TOL = 1e-4  # max |kernel - float64 loop| / max |gradient|
+
+
+class Budget:
+    def __init__(self, seconds: float) -> None:
+        self.end = time.perf_counter() + seconds
+
+    @property
+    def left(self) -> float:
+        return self.end - time.perf_counter()
+
+
+class Log:
+    """Checks as they run: one line each (gpu-tests.txt) and a record each (gpucheck.json)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.checks: list[dict[str, Any]] = []
+        self.skipped: list[dict[str, str]] = []
+
+    def check(self, part: str, name: str, ok: bool, detail: str, seconds: float) -> None:
+        self.checks.append({"part": part, "name": name, "passed": bool(ok), "detail": detail, "seconds": round(seconds, 2)})
+        self.lines.append(f"{'PASS' if ok else 'FAIL'} {part}/{name}: {detail} ({seconds:.1f} s)")
+        print(self.lines[-1], flush=True)
+
+    def skip(self, part: str, name: str, reason: str) -> None:
+        self.skipped.append({"part": part, "name": name, "reason": reason})
+        self.lines.append(f"SKIP {part}/{name}: {reason}")
+        print(self.lines[-1], flush=True)
+
+
+def _tf32(on: bool) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+
+
+def _max_rel(a, b) -> float:
+    scale = float(b.abs().max()) or 1.0
+    return float((a.double().cpu() - b.double().cpu()).abs().max()) / scale
+
+
+# ---- 1. algorithms -------------------------------------------------------------------------------------------
+
+def check_algorithms(device, budget: Budget, log: Log) -> None:
+    import numpy as np
+    import torch
+
+    from fedbench.algorithms import ALGORITHMS, build_algorithm
+    from fedbench.algorithms.sequential_sgd import pool_clients, sequential_config
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.engine.simulation import SimulationConfig, simulate
+    from fedbench.models import build_model
+
+    try:
+        from tests.algorithms.cases import CASES
+    except ImportError as exc:
+        log.skip("algorithms", "all", f"tests/algorithms/cases.py not importable ({exc}); run from the repository root")
+        return
+    data = generate_synthetic(1, 1, num_devices=12, seed=0, lognormal_mean=3.0, lognormal_sigma=0.5, min_samples=20)
+
+    def run(name: str, dev: str):
+        hyper, changes = CASES[name]
+        cfg = SimulationConfig(rounds=4, clients_per_round=5, local_epochs=2, batch_size=10, straggler_fraction=0.3,
+                               seed=5, device=dev, checkpoint_every=10_000)
+        cfg, ds = dataclasses.replace(cfg, **changes), data
+        if name == "sequential_sgd":
+            cfg, ds = sequential_config(cfg, local_steps=4), pool_clients(ds)
+        model = build_model("mclr", ds.feature_shape, ds.num_classes)
+        return simulate(cfg, ds, model, build_algorithm(name, **({"lr": 0.05} | hyper)))
+
+    for name in sorted(set(CASES) | set(ALGORITHMS)):
+        if budget.left <= 0:
+            log.skip("algorithms", name, "budget spent")
+            continue
+        if name not in CASES:
+            log.check("algorithms", name, False, "registered but without a case in tests/algorithms/cases.py", 0.0)
+            continue
+        t0 = time.perf_counter()
+        try:
+            cpu = run(name, "cpu")
+            if device.type == "cuda":
+                gpu, again = run(name, str(device)), run(name, str(device))
+                theta_err = float((gpu.theta.cpu() - cpu.theta).abs().max())
+                close = torch.allclose(gpu.theta.cpu(), cpu.theta, rtol=SIM_TOL, atol=SIM_TOL)
+                losses_close = np.allclose([r["train/loss"] for r in gpu.history], [r["train/loss"] for r in cpu.history],
+                                           rtol=SIM_TOL)
+                repeat = float((again.theta - gpu.theta).abs().max())
+                ok = close and losses_close and repeat <= REPEAT_TOL and not gpu.diverged
+                detail = (f"max |theta cuda - cpu| {theta_err:.1e} (tol {SIM_TOL:g}), losses within rtol {SIM_TOL:g}: "
+                          f"{losses_close}, cuda repeat {repeat:.1e}")
+            else:
+                again = run(name, "cpu")
+                ok = torch.equal(again.theta, cpu.theta) and not cpu.diverged
+                detail = "CPU only (no CUDA): repeatable bit for bit" if ok else "CPU runs differ"
+        except Exception as exc:  # noqa: BLE001 - a failing algorithm is a failed check, the others go on
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        log.check("algorithms", name, ok, detail, time.perf_counter() - t0)
+
+
+# ---- 2. models -----------------------------------------------------------------------------------------------
+
+def _bench_spec(name: str, shape, classes: int, vocab, table):
+    from fedbench.bench.federation import BenchModel
+
+    return BenchModel(name, tuple(shape), classes, quick_steps=1, vocabulary=vocab, embedding=table)
+
+
+def check_models(device, budget: Budget, log: Log) -> None:
+    import torch
+
+    from fedbench.algorithms import build_algorithm
+    from fedbench.bench.federation import make_federation
+    from fedbench.bench.machine import synthetic_inputs
+    from fedbench.engine.kernels import KERNELS, kernel_names
+    from fedbench.engine.simulation import SimulationConfig, simulate
+    from fedbench.seeding import torch_generator
+
+    for name, shape, classes, vocab, table in PAPER_MODELS:
+        if budget.left <= 0:
+            log.skip("models", name, "budget spent")
+            continue
+        spec = _bench_spec(name, shape, classes, vocab, table)
+        try:
+            model = spec.build()
+        except Exception as exc:  # noqa: BLE001
+            log.check("models", name, False, f"cannot be built: {type(exc).__name__}: {exc}", 0.0)
+            continue
+        k, b = 3, 4
+        x, y = synthetic_inputs(model, spec.feature_shape, classes, k * b, torch_generator(0, -1, "data", 3), vocab)
+        x, y = x.view(k, b, *x.shape[1:]), y.view(k, b)
+        valid = torch.tensor([[1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 1, 1]], dtype=torch.float32)
+        w = valid / valid.sum(1, keepdim=True)
+        theta = torch.stack([model.init(torch_generator(0, -1, "init", i)) for i in range(k)])
+        model64 = dataclasses.replace(model, frozen={n: t.double() for n, t in model.frozen.items()})
+        x64 = x.double() if x.is_floating_point() else x
+        reference = KERNELS["loop"](model64).grad(theta.double(), x64, y, w.double())
+        for kernel_name in kernel_names(model):
+            if device.type == "cpu" and kernel_name == "loop":
+                continue
+            t0 = time.perf_counter()
+            try:
+                dev_model = model.to(device)
+                kernel = KERNELS[kernel_name](dev_model)
+                xd = kernel.prepare(x.reshape(k * b, *x.shape[2:]).to(device))
+                xd = xd.view(k, b, *xd.shape[1:])
+                errors = {}
+                for tf32 in ((False, True) if device.type == "cuda" else (False,)):
+                    _tf32(tf32)
+                    got = kernel.grad(theta.to(device), *kernel.batch(xd, y.to(device), w.to(device)))
+                    errors[tf32] = _max_rel(got, reference)
+                _tf32(False)
+                ok = errors[False] <= GRAD_TOL
+                detail = f"{kernel_name} on {device.type}: max |g - float64 loop| / max |g| {errors[False]:.1e} (tol {GRAD_TOL:g})"
+                if True in errors:
+                    detail += f"; with cuDNN TF32 on {errors[True]:.1e} (reported)"
+            except Exception as exc:  # noqa: BLE001
+                ok, detail = False, f"{kernel_name}: {type(exc).__name__}: {exc}"
+            log.check("models", f"{name}/{kernel_name}", ok, detail, time.perf_counter() - t0)
+        if device.type != "cuda":
+            continue
+        t0 = time.perf_counter()
+        try:
+            ds = make_federation(spec, model, 4, seed=0)
+            cfg = SimulationConfig(rounds=2, clients_per_round=4, local_epochs=1, batch_size=10, seed=3, device="cpu",
+                                   local_steps=2, checkpoint_every=10_000)
+            cpu = simulate(cfg, ds, model, build_algorithm("fedavg", lr=0.01))
+            gpu = simulate(dataclasses.replace(cfg, device=str(device)), ds, model, build_algorithm("fedavg", lr=0.01))
+            err = float((gpu.theta.cpu() - cpu.theta).abs().max())
+            ok = torch.allclose(gpu.theta.cpu(), cpu.theta, rtol=SIM_TOL, atol=SIM_TOL)
+            detail = (f"2 rounds of FedAvg, kernel {gpu.kernel} on cuda, {cpu.kernel} on cpu: max |theta cuda - cpu| "
+                      f"{err:.1e} (tol {SIM_TOL:g})")
+        except Exception as exc:  # noqa: BLE001
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        log.check("models", f"{name}/engine", ok, detail, time.perf_counter() - t0)
+
+
+# ---- 3. throughput -------------------------------------------------------------------------------------------
+
+def measure_throughput(device, budget: Budget, log: Log, cohorts: tuple[int, ...], models: tuple[str, ...]) -> dict:
+    from fedbench.bench.federation import BY_NAME
+    from fedbench.bench.machine import measure_machine, train_flops_per_sample
+    from fedbench.bench.throughput import (
+        CLIENT_BATCH,
+        LR,
+        Settings,
+        check_targets,
+        does_not_fit,
+        measure_case,
+        too_slow,
+    )
+    from fedbench.engine.kernels.host_memory import release_freed_memory
+    from fedbench.engine.kernels.measured import table_from_cases
+
+    settings = Settings(quick=True, min_time=0.3, max_reps=3, max_floor_s=2.0)
+    machine = measure_machine(device, quick=True)
+    cases, skipped = [], []
+    for name in models:
+        spec = BY_NAME[name]
+        try:
+            model = spec.build()
+            flops = train_flops_per_sample(model, spec.feature_shape, spec.num_classes, CLIENT_BATCH, spec.vocabulary)
+        except Exception as exc:  # noqa: BLE001
+            skipped.append({"model": name, "reason": f"cannot be built: {type(exc).__name__}: {exc}"})
+            continue
+        for k in cohorts:
+            reason = does_not_fit(model, k, device) or too_slow(spec, flops, k, machine, settings)
+            if reason is None and budget.left <= (10 if device.type == "cuda" else 0):
+                reason = "budget spent"
+            if reason:
+                skipped.append({"model": name, "cohort": k, "reason": reason})
+                log.skip("throughput", f"{name}/{k}", reason)
+                continue
+            t0 = time.perf_counter()
+            try:
+                c = measure_case(spec, model, k, device, machine, settings, flops=flops)
+            except Exception as exc:  # noqa: BLE001 - an out-of-memory, say: listed, the others go on
+                skipped.append({"model": name, "cohort": k, "reason": f"{type(exc).__name__}: {exc}"})
+                log.skip("throughput", f"{name}/{k}", f"{type(exc).__name__}: {str(exc)[:200]}")
+                _empty_cache(device)
+                continue
+            release_freed_memory()
+            cases.append(c)
+            chosen = c["chosen_kernel"]
+            print(f"  throughput {name} cohort {k}: {chosen} {c['kernels'][chosen]['samples_per_s']:.0f} samples/s, "
+                  f"{c['chosen_over_loop']:.2f}x the loop, {c['chosen_over_centralized']:.2f} of centralized "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+            _empty_cache(device)
+    return {"machine": machine.as_dict(), "throughput": {
+        "cases": cases, "skipped": skipped, "targets": check_targets(cases), "settings": dataclasses.asdict(settings),
+        "client_batch": CLIENT_BATCH, "lr": LR, "kernel_table": table_from_cases(cases)}}
+
+
+def _empty_cache(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+# ---- 4. paper cost -------------------------------------------------------------------------------------------
+
+def measure_paper_cost(device, budget: Budget, log: Log) -> dict | None:
+    try:
+        from fedbench.bench import paper_cost  # type: ignore[attr-defined]
+    except ImportError:
+        log.skip("paper_cost", "all", "not present in this checkout (fedbench.bench.paper_cost)")
+        return None
+    t0 = time.perf_counter()
+    try:
+        result = paper_cost.measure(device, budget.left)
+    except Exception as exc:  # noqa: BLE001
+        log.check("paper_cost", "all", False, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
+        return None
+    log.check("paper_cost", "all", True, "measured", time.perf_counter() - t0)
+    return result
+
+
+# ---- the command ---------------------------------------------------------------------------------------------
+
+def summary(result: dict) -> str:
+    from fedbench.bench.report import targets_table, throughput_table
+
+    env = result["environment"]
+    name = f" ({env['device_name']}, {env['device_memory_gib']} GiB)" if "device_name" in env else ""
+    checks = result["checks"]
+    failed = [c for c in checks if not c["passed"]]
+    machine = (f"Device {env['device']}{name}; torch {env['torch']}, CUDA {env.get('cuda')}, numpy {env['numpy']}; "
+               f"{env['date']}; budget {result['budget_s']:.0f} s, used {result['elapsed_s']:.0f} s.")
+    counts = (f"{len(checks)} checks ran, {len(failed)} failed, {len(result['skipped'])} skipped (gpu-tests.txt has "
+              "one line each).")
+    lines = [f"# fedbench GPU check: {'all checks passed' if not failed else f'{len(failed)} check(s) failed'}", "",
+             machine, "", counts, ""]
+    for c in failed:
+        lines.append(f"- FAIL {c['part']}/{c['name']}: {c['detail']}")
+    if result.get("bench", {}).get("throughput", {}).get("cases"):
+        lines += ["", "## Throughput", ""] + throughput_table(result["bench"]["throughput"]["cases"])
+        lines += ["", "Targets (issues 9 and 20; reported, not asserted):", ""]
+        lines += targets_table(result["bench"]["throughput"]["targets"], "case")
+    lines += ["", "Numerical contract and method: the docstring of fedbench/bench/gpucheck.py."]
+    return "\n".join(lines) + "\n"
+
+
+def environment(device) -> dict:
+    import datetime
+    import platform
+
+    import numpy as np
+    import torch
+
+    env = {"device": str(device), "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
+           "cuda": torch.version.cuda, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    if device.type == "cuda":
+        env["device_name"] = torch.cuda.get_device_name(device)
+        env["device_memory_gib"] = round(torch.cuda.get_device_properties(device).total_memory / 2**30, 1)
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fedbench.bench.gpucheck", description=__doc__.split("\n\n")[0])
+    p.add_argument("out_dir", type=Path, help="folder for the files it writes (created; at most 4 files)")
+    p.add_argument("--budget-s", type=float, default=420.0, help="seconds for the whole check (default 420)")
+    p.add_argument("--parts", default="algorithms,models,throughput,paper_cost",
+                   help="which parts, in order (default all: algorithms,models,throughput,paper_cost)")
+    args = p.parse_args(argv)
+    parts = [s for s in args.parts.split(",") if s]
+    unknown = set(parts) - {"algorithms", "models", "throughput", "paper_cost"}
+    if unknown:
+        p.error(f"--parts: unknown {', '.join(sorted(unknown))}; allowed: algorithms, models, throughput, paper_cost")
+    if args.budget_s <= 0:
+        p.error("--budget-s must be positive")
+
+    import torch
+
+    start = time.perf_counter()
+    budget = Budget(args.budget_s)
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    if not cuda:
+        torch.set_num_threads(1)
+    _tf32(False)
+    log = Log()
+    result: dict[str, Any] = {"schema": "fedbench.gpucheck/1", "budget_s": args.budget_s, "environment": environment(device)}
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+
+    def write() -> None:
+        result.update(checks=log.checks, skipped=log.skipped, elapsed_s=time.perf_counter() - start)
+        (args.out_dir / "gpu-tests.txt").write_text("\n".join(log.lines) + "\n")
+        (args.out_dir / "gpucheck.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        (args.out_dir / "summary.md").write_text(summary(result))
+
+    shares = {"algorithms": 0.2, "models": 0.25, "throughput": 0.9, "paper_cost": 1.0}  # of what is left at its start
+    for part in parts:
+        part_budget = Budget(max(0.0, budget.left * shares[part]))
+        try:
+            if part == "algorithms":
+                check_algorithms(device, part_budget, log)
+            elif part == "models":
+                check_models(device, part_budget, log)
+            elif part == "throughput":
+                cohorts, models = ((10, 100, 1000), tuple(m[0] for m in _bench_models())) if cuda else \
+                    ((10,), ("mclr", "cifar_cnn"))
+                bench = measure_throughput(device, part_budget, log, cohorts, models)
+                result["bench"] = bench
+                from fedbench.bench.cli import SCHEMA
+
+                (args.out_dir / "bench.json").write_text(json.dumps(
+                    {"schema": SCHEMA, "quick": True, "device": str(device), "environment": result["environment"],
+                     "machine": bench["machine"], "throughput": bench["throughput"]}, indent=1, default=str) + "\n")
+            elif part == "paper_cost":
+                cost = measure_paper_cost(device, part_budget, log)
+                if cost is not None:
+                    result["paper_cost"] = cost
+        except Exception as exc:  # noqa: BLE001 - one part failing leaves the others' results
+            log.check(part, "part", False, f"{type(exc).__name__}: {exc}", 0.0)
+            traceback.print_exc()
+        write()
+    return 0 if all(c["passed"] for c in log.checks) else 1
+
+
+def _bench_models():
+    from fedbench.bench.federation import BENCH_MODELS
+
+    return [(m.name,) for m in BENCH_MODELS]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
