@@ -58,7 +58,7 @@ class TrainConfig:
     seeds: tuple[int, ...] = (0, 1, 2)
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     workers: int = 2  # seeds run in parallel processes
-    eval_every: int = 1  # dissimilarity every this many rounds (loss and accuracy every round)
+    eval_every: int = 1  # dissimilarity every this many rounds (SimulationConfig.dissimilarity_every)
     checkpoint_every: int = 10  # rounds between resumable checkpoints
     executor: str = "local"  # where the units run: local (worker processes) | ray (fedbench.executors)
     gpu_fraction: float = 0.25  # ray: the share of one GPU a unit asks for when it trains on a GPU

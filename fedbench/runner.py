@@ -216,7 +216,8 @@ def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int
         sim = SimulationConfig(
             rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
             batch_size=t.batch_size, straggler_fraction=p.key.stragglers, sampling=t.sampling,
-            straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device, eval_every=t.eval_every,
+            straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device,
+            dissimilarity_every=t.eval_every,  # params.yaml's train.eval_every: the dissimilarity's cadence
             checkpoint_every=t.checkpoint_every,
         )
         p.folder.parent.mkdir(parents=True, exist_ok=True)

@@ -108,10 +108,11 @@ def plain(value: Any) -> Any:
 
 def sim_config(**fields: Any) -> SimulationConfig:
     """A SimulationConfig with the studies' defaults, ``fields`` on top: on the CPU (the studies are small),
-    the gradient dissimilarity evaluated in round 0 only (eval_every) and no checkpoints (checkpoint_every)."""
+    the gradient dissimilarity evaluated in round 0 and on the final model only (dissimilarity_every) and no
+    checkpoints (checkpoint_every)."""
     from fedbench.engine.simulation import SimulationConfig  # here: importing fedbench.studies needs no torch
 
-    return SimulationConfig(**{"device": "cpu", "eval_every": 10**9, "checkpoint_every": 10**9, **fields})
+    return SimulationConfig(**{"device": "cpu", "dissimilarity_every": 10**9, "checkpoint_every": 10**9, **fields})
 
 
 @dataclass(frozen=True)
