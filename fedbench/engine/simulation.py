@@ -505,9 +505,11 @@ def _finish(stack: Stack, run: RunState, stack_size: int) -> RunResult:
         final = Evaluation(*(float("nan"),) * 5, device_train_loss=np.full(run.data.num_clients, np.nan),
                            device_test_accuracy=np.full(run.data.num_clients, np.nan), splits=(),
                            with_dissimilarity=False)
-    if not run.diverged:
+    if not run.diverged and not plan.empty:
         _record(run, run.next_round, plan, final)
         run.history[-1] |= {"wall_time_s": run.pending_s, "eval_time_s": run.pending_eval_s}
+    elif not run.diverged and run.history:  # no final evaluation: the last row keeps the time of the last rounds
+        run.history[-1]["wall_time_s"] = run.history[-1].get("wall_time_s", 0.0) + run.pending_s
     if run.checkpoint and run.checkpoint.exists():
         run.checkpoint.unlink()
     first = _full_losses(run)[:1] or [final.train_loss]
