@@ -150,7 +150,20 @@ class Outcome:
     device_accuracy: np.ndarray | None = None
 
     def series(self, key: str) -> list[float]:
-        return [float(row.get(key, math.nan)) for row in self.history]
+        """``key`` by round: element r is its value at round r (the model w_r; the final model at ``rounds``), NaN
+        at a round where it was not evaluated; up to the last round that evaluated it. With the default protocol
+        (every round) this is every row's value in order."""
+        values = self.at_rounds(key)
+        if not values:
+            return []
+        out = [math.nan] * (max(values) + 1)
+        for r, v in values.items():
+            out[r] = v
+        return out
+
+    def at_rounds(self, key: str) -> dict[int, float]:
+        """``key`` at the rounds that evaluated it, {round: value} in round order (the history rows holding it)."""
+        return {int(row["round"]): float(row[key]) for row in self.history if key in row}
 
 
 class ModelTrace:
