@@ -274,8 +274,14 @@ def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fi
             "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"])}
     run_id = client.create_run(exp_id, run_name=sim["name"], tags=tags).info.run_id
     params = [Param(k, str(v)) for k, v in sim["params"].items()]
-    metrics = [Metric(key, v, now, step) for key, values in sim["history"].items()
-               for step, v in enumerate(values) if v is not None]
+    # a record of a sparse evaluation protocol keeps its rows' rounds ("round"); else element i is round i
+    rounds = sim["history"].get("round")
+
+    def step(values: list, i: int) -> int:
+        return int(rounds[i]) if rounds and len(rounds) == len(values) else i
+
+    metrics = [Metric(key, v, now, step(values, i)) for key, values in sim["history"].items()
+               if key != "round" for i, v in enumerate(values) if v is not None]
     metrics += _final_metrics(sim["final"], now)
     metrics += [Metric(k, v, now, 0) for k, v in sim["metrics"].items() if v is not None]
     _log_batched(client, run_id, metrics, params)

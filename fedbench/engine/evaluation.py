@@ -121,8 +121,9 @@ DEFAULT_EVALUATIONS = (EvalSpec("train"), EvalSpec("test"))
 def check_evaluations(evaluations: tuple[EvalSpec, ...], *, train_samples: int, test_samples: int,
                       global_test_samples: int | None, train_clients: int, test_clients: int,
                       dataset: str = "the dataset") -> None:
-    """Refuse, in one line, a protocol the dataset cannot serve: a split it lacks, a sample larger than the split,
-    or a split evaluated twice."""
+    """Refuse, in one line, a protocol the dataset cannot serve: a split it lacks (only global_test can be lacking;
+    an empty test split evaluates to NaN, as it always has), a sample larger than the split, or a split evaluated
+    twice."""
     seen = set()
     for spec in evaluations:
         if not isinstance(spec, EvalSpec):
@@ -134,8 +135,6 @@ def check_evaluations(evaluations: tuple[EvalSpec, ...], *, train_samples: int, 
                             "global_test": (global_test_samples or 0, 0)}[spec.split]
         if spec.split == "global_test" and global_test_samples is None:
             raise ValueError(f"evaluations: {dataset} has no global_test split; its splits: train, test")
-        if samples == 0:
-            raise ValueError(f"evaluations: the {spec.split} split of {dataset} is empty; evaluate another split")
         if spec.samples_sample is not None and spec.samples_sample > samples:
             raise ValueError(f"evaluations: samples_sample={spec.samples_sample} exceeds the {samples} samples of "
                              f"{dataset}'s {spec.split} split")

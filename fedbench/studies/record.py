@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     pass  # fedbench.studies.Outcome and Simulation, named in annotations only (importing them would be a cycle)
 
 SIMULATIONS = "simulations.jsonl"
-HISTORY_KEYS = ("train/loss", "test/accuracy")  # per-round metrics a record keeps unless the study says otherwise
+# per-round metrics a record keeps unless the study says otherwise (one value per history row; a study with a sparse
+# evaluation protocol adds "round", so that readers and MLflow read rounds, not positions)
+HISTORY_KEYS = ("train/loss", "test/accuracy")
 DIGITS = 6
 # SimulationConfig fields that say how a run executes, not what it computes
 EXECUTION_FIELDS = ("device", "local_path", "dissimilarity_every", "dissimilarity_samples", "checkpoint_every")

@@ -568,7 +568,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         acc = o.series(ACCURACY)  # by round: every round is evaluated
         curves[(cell, sim.algorithm.lr, sim.config.seed)] = acc
         target = TARGET_T4 if cell.table == 4 else TARGET_T3
-        records.append(sim_record(sim, o, keys=(ACCURACY,), metrics={f"study/rounds_to_{target:g}": rounds_to(acc, target, b.rounds),
+        records.append(sim_record(sim, o, keys=("round", ACCURACY), metrics={f"study/rounds_to_{target:g}": rounds_to(acc, target, b.rounds),
                                                    "study/best_accuracy": best_accuracy(acc, b.rounds)}))
     write_simulations(out, records)
     runs = Runs(curves, b)
