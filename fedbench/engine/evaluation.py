@@ -127,7 +127,7 @@ def check_evaluations(evaluations: tuple[EvalSpec, ...], *, train_samples: int, 
     seen = set()
     for spec in evaluations:
         if not isinstance(spec, EvalSpec):
-            raise ValueError(f"evaluations: {spec!r} is not an EvalSpec")
+            raise TypeError(f"evaluations: {spec!r} is not an EvalSpec")
         if spec.split in seen:
             raise ValueError(f"evaluations: split {spec.split!r} is declared twice; declare one evaluation per split")
         seen.add(spec.split)

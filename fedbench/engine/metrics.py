@@ -1,7 +1,9 @@
-"""Per-round evaluation of the global model on every device (FedProx appendix C.2 and its code).
+"""Evaluation of the global model (FedProx appendix C.2 and its code); what is evaluated and when is declared in
+fedbench.engine.evaluation (by default every device, every round). A split may be read on a subset of its samples.
 
 - ``train/loss``: the global objective f(w) = sum_k n_k F_k(w) / n over all devices' training data.
 - ``test/accuracy``: pooled, sum of correct / sum of test samples over all devices.
+- ``global_test/loss``, ``global_test/accuracy``: pooled over the dataset's global test set (owned by no device).
 - per-device training loss and test accuracy (kept so percentiles can be read, e.g. Delta-FL's p90 error).
 - ``train/dissimilarity``: the variance of local gradients of Figure 2, the *unweighted* mean over all N
   devices of ||grad f(w) - grad F_k(w)||^2, with grad f the n_k-weighted mean of the full local gradients

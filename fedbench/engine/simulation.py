@@ -16,6 +16,9 @@ and, where an algorithm needs them (the engine uses a default where one is not d
 
     init_clients(num_clients, theta0) -> client_table   # per-client state kept across rounds; default: none
     begin_round(server_state, evaluation) -> server_state   # default: unchanged
+        with a class attribute ``needs_evaluation`` naming the metrics it reads (e.g. ("train/loss",)): the engine
+        evaluates them every round, whatever the protocol (fedbench.engine.evaluation); refused at build time
+        without one
     client_result(local, bcast, cohort) -> (result, new_client_rows | None)   # default: (local, None)
     choose_clients(server_state, round_, available, k) -> (server_state, clients)
         The algorithm picks its own cohort instead of the uniform draw: ``available`` is the bool [N] mask of
@@ -30,6 +33,12 @@ and, where an algorithm needs them (the engine uses a default where one is not d
         skipped.
     stack_varying: tuple[str, ...]   # class attribute: fields that may differ between the runs of one stack
         (client_step must not read them: it runs once for the whole stack, on the first run's object).
+
+What is evaluated, and when, is declared (``SimulationConfig.evaluations``, fedbench.engine.evaluation): by default
+train and test on every client every round and on the final model; a study may declare a cadence, listed rounds,
+a seeded sample of clients or samples, and the dataset's global test set. History rows are the evaluated rounds,
+each with its ``round``; divergence is caught every round (from the cohort's own losses where the training loss
+is not evaluated that round).
 
 A learning-rate schedule (``SimulationConfig.lr_decay``) is the engine's: in round r it hands the algorithm a
 copy whose ``lr`` field is lr * lr_decay ** r, so an algorithm with an ``lr`` field needs nothing of its own.

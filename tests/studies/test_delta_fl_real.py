@@ -5,7 +5,6 @@ per-seed user draw, repeatability and the not-run entry."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 
 from fedbench.data import stages
