@@ -79,7 +79,8 @@ from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, e
 from fedbench.engine.round import Cohort, RunState, Stack, cohort_losses, run_round, schedule_round
 from fedbench.seeding import rng, torch_generator
 
-__all__ = ["Cohort", "EvalSpec", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "simulate", "simulate_stack"]
+__all__ = ["Cohort", "EvalSpec", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "check_spec", "simulate",
+           "simulate_stack"]
 
 TABLE_DEVICE_FRACTION = 0.25  # per-client tables larger than this share of free GPU memory stay in host memory
 
@@ -246,14 +247,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
         if spec.cfg.local_steps and spec.cfg.straggler_fraction > 0:
             raise ValueError("stragglers are defined in epochs (FedProx section 5.2); with local_steps > 0 use "
                              "straggler_fraction=0")
-        check_evaluations(spec.cfg.evaluations, train_samples=len(ds.train.y), test_samples=len(ds.test.y),
-                          global_test_samples=None if ds.global_test is None else len(ds.global_test.y),
-                          train_clients=int((ds.train.sizes > 0).sum()), test_clients=int((ds.test.sizes > 0).sum()),
-                          dataset=ds.name)
-        for metric in check_needs(spec.algorithm):
-            if metric.startswith("global_test/") and ds.global_test is None:
-                raise ValueError(f"algorithm {type(spec.algorithm).__name__} needs {metric} but {ds.name} has no "
-                                 "global_test split")
+        check_spec(spec)
         if id(ds) not in datas:
             datas[id(ds)] = DeviceData.build(ds, device)
     bases, lo = {}, 0
@@ -271,6 +265,21 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
                   batch_size=cfg0.batch_size, local_steps=cfg0.local_steps)
     states = [_start_run(stack, spec, datas[id(spec.dataset)], bases[id(spec.dataset)]) for spec in runs]
     return stack, states
+
+
+def check_spec(spec: RunSpec) -> None:
+    """Refuse, in one line, a run whose evaluation protocol its dataset cannot serve or whose algorithm reads an
+    evaluation it does not declare (fedbench.engine.evaluation); ``simulate`` calls it, and a study may call it
+    before any run starts."""
+    ds = spec.dataset
+    check_evaluations(spec.cfg.evaluations, train_samples=len(ds.train.y), test_samples=len(ds.test.y),
+                      global_test_samples=None if ds.global_test is None else len(ds.global_test.y),
+                      train_clients=int((ds.train.sizes > 0).sum()), test_clients=int((ds.test.sizes > 0).sum()),
+                      dataset=ds.name)
+    for metric in check_needs(spec.algorithm):
+        if metric.startswith("global_test/") and ds.global_test is None:
+            raise ValueError(f"algorithm {type(spec.algorithm).__name__} needs {metric} but {ds.name} has no "
+                             "global_test split")
 
 
 def _start_run(stack: Stack, spec: RunSpec, data: DeviceData, base: int) -> RunState:

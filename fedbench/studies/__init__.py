@@ -210,7 +210,7 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     it; or, with the ``ray`` executor (``executor``, default the one run_claim_study was given:
     fedbench.executors), as Ray tasks cut for the cluster. Names must be unique (they name the records and the
     MLflow runs)."""
-    from fedbench.engine.simulation import RunSpec, stack_key
+    from fedbench.engine.simulation import RunSpec, check_spec, stack_key
     from fedbench.engine.stacking import plan_stacks
 
     names = [s.name for s in simulations]
@@ -218,6 +218,11 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
         raise ValueError(f"simulation names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     sims = list(simulations)
     specs = [RunSpec(sim.config, sim.dataset(), sim.algorithm) for sim in sims]  # datasets built before the fork
+    for sim, spec in zip(sims, specs):  # a protocol the data cannot serve: refused before any run starts
+        try:
+            check_spec(spec)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"simulation {sim.name}: {err}") from None
     device = next((s.config.device for s in sims if s.config.device != "cpu"), "cpu")
     with open_executor(executor or EXECUTOR.get(), workers) as ex:
         pieces = plan_stacks(specs, ex.slots(device), key=lambda spec, m={id(s): sim.model for s, sim in zip(specs, sims)}:

@@ -294,3 +294,13 @@ def test_resume_with_a_sparse_protocol_equals_the_uninterrupted_run(tmp_path):
     resumed = simulate(cfg, two_clients(), handmade_model(), FedAvg(lr=0.3), checkpoint=ckpt)
     assert resumed.param_digest == full.param_digest
     assert [(r["round"], r["test/loss"]) for r in resumed.history] == [(r["round"], r["test/loss"]) for r in full.history]
+
+
+def test_a_study_is_refused_before_any_run_starts():
+    from fedbench.studies import Simulation, run_simulations
+
+    ok = Simulation("fine", _cfg(), two_clients, handmade_model(), FedAvg(lr=0.1))
+    bad = Simulation("no-global", _cfg(evaluations=(EvalSpec("global_test"),)), lambda: two_clients(global_test=False),
+                     handmade_model(), FedAvg(lr=0.1))
+    with pytest.raises(ValueError, match="^simulation no-global: evaluations: two has no global_test split"):
+        run_simulations([ok, bad], workers=1)
