@@ -33,10 +33,10 @@ has a row and the two agree). ``wall_time_s`` of a row is the time of the rounds
 Divergence (fedbench.engine.metrics.has_diverged). Where the full training loss is evaluated every round (the
 default), the rule reads it, as it always has. Otherwise the engine reads a cheap signal every round: the
 n_k-weighted mean of F_k(w_r), the selected cohort's own training losses at the start of round r (a forward pass
-on their data, which Delta-FL's filter computes anyway); when that signal trips the rule (its first value
-being f_0), the engine evaluates the full training loss at once and the run has diverged if that loss trips
-the rule too (f_0: the first full training loss evaluated, else the signal's). Every evaluation of train/loss
-the protocol makes is checked by the rule as well.
+on their data, which Delta-FL's filter computes anyway); when that signal trips the rule, the engine evaluates
+the full training loss at once and the run has diverged if that loss trips the rule too (f_0, in both: the first
+training loss evaluated, else the signal's first value). Every evaluation of train/loss the protocol makes is
+checked by the rule as well.
 
 Algorithms that read an evaluation in ``begin_round`` declare the metrics they read (a class attribute
 ``needs_evaluation = ("train/loss",)``); the engine evaluates exactly those, on the full split, every round the

@@ -489,8 +489,9 @@ def _stop_diverged(run: RunState, r: int) -> None:
 
 def _check_signal(stack: Stack, schedules: list, plans: list[_Plan], live: list[RunState], r: int) -> list:
     """The cheap divergence signal of the runs whose training loss was not evaluated in round r: the n_k-weighted
-    mean F_k(w_r) of the clients training this round. When it trips the rule (fedbench.engine.metrics.has_diverged,
-    f_0 its first value), the full training loss is evaluated at once and confirms it or not (see
+    mean F_k(w_r) of the clients training this round. When it trips the rule (fedbench.engine.metrics.has_diverged;
+    f_0 the first training loss evaluated, else the signal's first value), the full training loss is evaluated at
+    once and confirms it or not (see
     fedbench.engine.evaluation). Returns the schedules of the runs that go on."""
     evaluated = {id(run) for run, plan in zip(live, plans) if "train" in plan.splits}
     kept = []
@@ -502,10 +503,10 @@ def _check_signal(stack: Stack, schedules: list, plans: list[_Plan], live: list[
         losses = cohort_losses(stack.kernel, run.data, s.clients, run.state.theta)
         n = run.sizes[s.clients].astype(np.float64)
         run.signal.append(float(np.dot(losses, n) / n.sum()))
-        if not has_diverged(run.signal, run.cfg.divergence_factor):
+        reference = _full_losses(run)[:1] or run.signal[:1]  # f_0: the first training loss evaluated, if any
+        if not has_diverged(reference + run.signal[-1:], run.cfg.divergence_factor):
             kept.append(s)
             continue
-        reference = _full_losses(run)[:1] or run.signal[:1]
         confirm = _Plan(splits=("train",), keep=frozenset({"train/loss", "train/accuracy"}))
         ev = _evaluate(stack, [run], [confirm])[0]
         _record(run, r, confirm, ev)

@@ -227,16 +227,20 @@ def test_begin_round_without_declaration_or_with_an_unknown_metric_is_refused():
 
 # ---- divergence -------------------------------------------------------------------------------------------------
 
-def test_divergence_is_caught_in_the_same_round_from_the_cohort_signal():
+@pytest.mark.parametrize("protocol", [(EvalSpec("test", every=100),), (EvalSpec("train", every=100),)],
+                         ids=["no-training-loss", "training-loss-at-round-0"])
+def test_divergence_is_caught_in_the_same_round_from_the_cohort_signal(protocol):
+    # lr 3000: the training loss climbs past 1000 f_0 (finite) in round 8
     cfg = _cfg(rounds=30, clients_per_round=2)
-    base, _ = _run(cfg, two_clients(), FedAvg(lr=1e4))
-    assert base.diverged
-    at = base.history[-1]["round"]
-    sparse, _ = _run(dataclasses.replace(cfg, evaluations=(EvalSpec("test", every=100),), dissimilarity_every=0),
-                     two_clients(), FedAvg(lr=1e4))
+    base, _ = _run(cfg, two_clients(), FedAvg(lr=3000.0))
+    assert base.diverged and base.history[-1]["round"] == 8
+    assert 1000 * base.history[0]["train/loss"] < base.history[-1]["train/loss"] < math.inf
+    sparse, _ = _run(dataclasses.replace(cfg, evaluations=protocol, dissimilarity_every=0), two_clients(),
+                     FedAvg(lr=3000.0))
     assert sparse.diverged and sparse.param_digest == base.param_digest
-    assert sparse.history[-1]["round"] == at  # the confirming evaluation, in the round it diverged
+    assert sparse.history[-1]["round"] == 8  # the confirming evaluation, in the round it diverged
     assert sparse.history[-1]["train/loss"] == pytest.approx(base.history[-1]["train/loss"], rel=1e-6)
+    assert [row["round"] for row in sparse.history] == [0, 8]
 
 
 # ---- bad input --------------------------------------------------------------------------------------------------
