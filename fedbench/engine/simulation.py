@@ -406,7 +406,7 @@ def _plan(run: RunState, r: int, final: bool = False) -> _Plan:
     every = cfg.dissimilarity_every
     dissim = every > 0 and (final or r % every == 0)
     keep = {m for e in due for m in e.kept_metrics} | set(needs)
-    if "train" in splits or dissim:
+    if dissim or ("train" in splits and every > 0):  # the main job's column, NaN in rounds without it
         keep.add(DISSIMILARITY)
     samples = tuple((e.split, _sample(run, e, r)) for e in due if e.sampled and e.split not in needed_splits)
     idx = _dissimilarity_sample(run, r) if dissim and cfg.dissimilarity_samples is not None else None
