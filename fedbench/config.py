@@ -58,7 +58,10 @@ class TrainConfig:
     seeds: tuple[int, ...] = (0, 1, 2)
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     workers: int = 2  # seeds run in parallel processes
-    eval_every: int = 1  # dissimilarity every this many rounds (loss and accuracy every round)
+    eval_every: int = 1  # dissimilarity every this many rounds (SimulationConfig.dissimilarity_every)
+    # each device's gradient in the dissimilarity on a seeded sample of at most this many of its samples (0: all;
+    # FedProx's authors: at most 4 minibatches of 50 for their LSTMs, 200)
+    dissimilarity_samples: int = 0
     checkpoint_every: int = 10  # rounds between resumable checkpoints
     executor: str = "local"  # where the units run: local (worker processes) | ray (fedbench.executors)
     gpu_fraction: float = 0.25  # ray: the share of one GPU a unit asks for when it trains on a GPU
@@ -79,7 +82,8 @@ class StudyConfig:
     train: dict[str, Any] = field(default_factory=dict)
 
 
-STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every")
+STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
+                    "dissimilarity_samples")
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,8 @@ def parse_config(raw: Any) -> Config:
                 "checkpoint_every"):
         if getattr(train, key) < 1:
             raise ConfigError(f"train.{key}: must be >= 1, got {getattr(train, key)}")
+    if train.dissimilarity_samples < 0:
+        raise ConfigError(f"train.dissimilarity_samples: must be >= 0 (0: all samples), got {train.dissimilarity_samples}")
     _check_executor(train)
     if train.lr <= 0:
         raise ConfigError(f"train.lr: must be > 0, got {train.lr}")
@@ -319,6 +325,9 @@ def _study_train(body: Any, train: TrainConfig, raw_train: Any, where: str) -> d
             raise ConfigError(f"{where}.train.{key}: must be >= 1, got {getattr(merged, key)}")
     if merged.lr <= 0:
         raise ConfigError(f"{where}.train.lr: must be > 0, got {merged.lr}")
+    if merged.dissimilarity_samples < 0:
+        raise ConfigError(f"{where}.train.dissimilarity_samples: must be >= 0 (0: all samples), got "
+                          f"{merged.dissimilarity_samples}")
     return {k: getattr(merged, k) for k in given if getattr(merged, k) != getattr(train, k)}
 
 

@@ -62,6 +62,8 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
         "lr": t.lr, "sampling": t.sampling, "straggler_epochs": t.straggler_epochs,
         "data.seed": cfg.data.seed, "data.num_devices": cfg.data.num_devices,
         "data.train_fraction": cfg.data.train_fraction,
+        # a sampled dissimilarity changes that metric's numbers; recorded only where a study asks for one
+        **({"dissimilarity_samples": t.dissimilarity_samples} if t.dissimilarity_samples else {}),
     }
 
 
@@ -238,7 +240,9 @@ def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int
         sim = SimulationConfig(
             rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
             batch_size=t.batch_size, straggler_fraction=p.key.stragglers, sampling=t.sampling,
-            straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device, eval_every=t.eval_every,
+            straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device,
+            dissimilarity_every=t.eval_every,  # params.yaml's train.eval_every: the dissimilarity's cadence
+            dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
             checkpoint_every=t.checkpoint_every,
         )
         p.folder.parent.mkdir(parents=True, exist_ok=True)

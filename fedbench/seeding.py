@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 # Purposes are fixed names; a typo would silently give a different stream, so they are checked.
 PURPOSES = frozenset(
-    {"data", "split", "select", "stragglers", "minibatch", "init", "availability", "algorithm", "partition"}
+    {"data", "split", "select", "stragglers", "minibatch", "init", "availability", "algorithm", "partition", "evaluation"}
 )
 
 

@@ -389,12 +389,18 @@ def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fi
             "mlflow.runName": sim["name"], "git_commit": commit,
             "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"]),
             **_final_tags(sim["final"]), **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}}
-    steps = max((len(v) for v in sim["history"].values()), default=0)
+    steps = max((len(v) for k, v in sim["history"].items() if k != "round"), default=0)
     seconds = float(sim.get("seconds") or 0.0)
     start, stamps = round_times([{"wall_time_s": seconds / max(steps, 1)}] * steps, now)
     run_id = client.create_run(exp_id, start_time=start, run_name=sim["name"], tags=tags).info.run_id
     params = [Param(k, str(v)) for k, v in sim["params"].items()]
-    metrics = [Metric(key, v, stamps[step], step) for key, values in sim["history"].items()
-               for step, v in enumerate(values) if v is not None]
+    # a record of a sparse evaluation protocol keeps its rows' rounds ("round"); else element i is round i
+    rounds = sim["history"].get("round")
+
+    def step(values: list, i: int) -> int:
+        return int(rounds[i]) if rounds and len(rounds) == len(values) else i
+
+    metrics = [Metric(key, v, stamps[i], step(values, i)) for key, values in sim["history"].items()
+               if key != "round" for i, v in enumerate(values) if v is not None]
     _log_batched(client, run_id, metrics, params)
     client.set_terminated(run_id, "FINISHED", end_time=now)

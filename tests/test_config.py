@@ -45,6 +45,10 @@ def test_committed_params_load():
     (lambda r: r["train"].update(sampling="weighted"), "train.sampling: 'weighted' is not allowed"),
     (lambda r: r["train"].update(device="tpu"), "train.device: 'tpu' is not allowed; allowed: auto, cpu, cuda, cuda:N"),
     (lambda r: r["train"].update(seeds=[0, 0]), "train.seeds: seeds must be distinct"),
+    (lambda r: r["train"].update(dissimilarity_samples=-1),
+     "train.dissimilarity_samples: must be >= 0 (0: all samples), got -1"),
+    (lambda r: r["studies"]["fedprox_mnist5k"].setdefault("train", {}).update(dissimilarity_samples=-5),
+     "studies.fedprox_mnist5k.train.dissimilarity_samples: must be >= 0"),
 ])
 def test_config_errors_name_the_key(tmp_path, edit, message):
     with pytest.raises(ConfigError) as err:
@@ -96,3 +100,17 @@ def test_part_a_algorithms_load(tmp_path):
     cfg = load_config(path)
     assert cfg.algorithms["d"].hyper == {"theta": 0.5, "weighting": "filter", "quantile_period": 2}
     assert cfg.algorithms["la"].hyper == {} and cfg.algorithms["seq"].name == "sequential_sgd"
+
+
+def test_dissimilarity_samples_reaches_the_runs_and_the_lstm_paper_studies_declare_the_authors_200(tmp_path):
+    from fedbench.report.paper_profile import STUDIES
+    from fedbench.runner import run_params
+
+    assert STUDIES["fedprox_shakespeare"].study()["train"]["dissimilarity_samples"] == 200  # 4 minibatches of 50
+    assert STUDIES["fedprox_sent140"].study()["train"]["dissimilarity_samples"] == 200
+    assert "dissimilarity_samples" not in STUDIES["fedprox_mnist"].study()["train"]  # mclr: every sample
+    cfg = load_config(_params(tmp_path, lambda r: r["studies"]["fedprox_mnist5k"].setdefault("train", {}).update(
+        dissimilarity_samples=200)))
+    assert run_params(cfg, "mnist5k_fedprox", "fedavg", 0.0, 0)["dissimilarity_samples"] == 200
+    main_job = load_config(ROOT / "params.yaml")
+    assert "dissimilarity_samples" not in run_params(main_job, "synthetic_1_1", "fedavg", 0.0, 0)  # params unchanged

@@ -50,6 +50,8 @@ def next_mu(mu: float, last_loss: float, loss: float, decreasing: int) -> tuple[
 @dataclass(frozen=True)
 class FedProxAdaptiveMu:
     stack_varying: ClassVar[tuple[str, ...]] = ("mu_init",)  # mu reaches clients through the broadcast
+    # begin_round reads the global training loss: the engine evaluates it every round, whatever the protocol
+    needs_evaluation: ClassVar[tuple[str, ...]] = ("train/loss",)
     lr: float
     mu_init: float
     keeps_partial_work: bool = True

@@ -54,7 +54,7 @@ class Workload:
     def config(self, run: StudyRun, rounds: int, device: str) -> SimulationConfig:
         return SimulationConfig(rounds=rounds, clients_per_round=self.clients_per_round,
                                 local_epochs=self.local_epochs, batch_size=self.batch_size,
-                                straggler_fraction=run.stragglers, seed=run.seed, device=device, eval_every=1,
+                                straggler_fraction=run.stragglers, seed=run.seed, device=device, dissimilarity_every=1,
                                 checkpoint_every=10**9, local_steps=self.local_steps)
 
     def algorithm(self, run: StudyRun):

@@ -1,7 +1,9 @@
-"""Per-round evaluation of the global model on every device (FedProx appendix C.2 and its code).
+"""Evaluation of the global model (FedProx appendix C.2 and its code); what is evaluated and when is declared in
+fedbench.engine.evaluation (by default every device, every round). A split may be read on a subset of its samples.
 
 - ``train/loss``: the global objective f(w) = sum_k n_k F_k(w) / n over all devices' training data.
 - ``test/accuracy``: pooled, sum of correct / sum of test samples over all devices.
+- ``global_test/loss``, ``global_test/accuracy``: pooled over the dataset's global test set (owned by no device).
 - per-device training loss and test accuracy (kept so percentiles can be read, e.g. Delta-FL's p90 error).
 - ``train/dissimilarity``: the variance of local gradients of Figure 2, the *unweighted* mean over all N
   devices of ||grad f(w) - grad F_k(w)||^2, with grad f the n_k-weighted mean of the full local gradients
@@ -33,7 +35,8 @@ DISSIMILARITY_CHUNK_BYTES = 64 * 2**20  # client gradients held at once while st
 
 @dataclass(frozen=True)
 class DeviceData:
-    """A dataset's arrays as tensors on the compute device, with per-sample client ids."""
+    """A dataset's arrays as tensors on the compute device, with per-sample client ids; the global test set
+    (owned by no client) where the dataset has one."""
 
     x_train: torch.Tensor
     y_train: torch.Tensor
@@ -46,45 +49,73 @@ class DeviceData:
     train_offsets: np.ndarray
     num_clients: int
     num_classes: int
+    x_global: torch.Tensor | None = None
+    y_global: torch.Tensor | None = None
+    test_offsets: np.ndarray | None = None
 
     @property
     def train_sizes(self) -> np.ndarray:
         return np.diff(self.train_offsets)
+
+    @property
+    def test_sizes(self) -> np.ndarray:
+        return self.n_test.cpu().numpy() if self.test_offsets is None else np.diff(self.test_offsets)
 
     @staticmethod
     def build(ds: FederatedDataset, device: torch.device) -> DeviceData:
         def seg(sizes: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(np.repeat(np.arange(len(sizes)), sizes)).to(device)
 
+        glob = ds.global_test
         return DeviceData(  # model_inputs: stored arrays (uint8 pixels, int ids) -> what the model consumes
             x_train=torch.from_numpy(model_inputs(ds, "train")).to(device), y_train=torch.from_numpy(ds.train.y).to(device),
             seg_train=seg(ds.train.sizes), n_train=torch.from_numpy(ds.train.sizes).to(device),
             x_test=torch.from_numpy(model_inputs(ds, "test")).to(device), y_test=torch.from_numpy(ds.test.y).to(device),
             seg_test=seg(ds.test.sizes), n_test=torch.from_numpy(ds.test.sizes).to(device),
             train_offsets=ds.train.offsets, num_clients=ds.num_clients, num_classes=ds.num_classes,
+            x_global=None if glob is None else torch.from_numpy(model_inputs(ds, "global_test")).to(device),
+            y_global=None if glob is None else torch.from_numpy(glob.y).to(device),
+            test_offsets=ds.test.offsets,
         )
+
+
+NAN = float("nan")
+DEFAULT_SPLITS = ("train", "test")
 
 
 @dataclass(frozen=True)
 class Evaluation:
+    """One evaluation of a global model: the metrics of the splits in ``splits`` (the others NaN), the gradient
+    dissimilarity where ``with_dissimilarity``, and per-device values (NaN for a device not evaluated)."""
+
     train_loss: float
     train_accuracy: float
     test_loss: float
     test_accuracy: float
     dissimilarity: float
     device_train_loss: np.ndarray  # [N]
-    device_test_accuracy: np.ndarray  # [N], NaN for devices without test data
+    device_test_accuracy: np.ndarray  # [N], NaN for devices without (evaluated) test data
+    global_test_loss: float = NAN
+    global_test_accuracy: float = NAN
+    splits: tuple[str, ...] = DEFAULT_SPLITS
+    with_dissimilarity: bool = True
 
     def scalars(self) -> dict[str, float]:
-        acc = self.device_test_accuracy[np.isfinite(self.device_test_accuracy)]
-        return {
-            "train/loss": self.train_loss,
-            "train/accuracy": self.train_accuracy,
-            "test/loss": self.test_loss,
-            "test/accuracy": self.test_accuracy,
-            "train/dissimilarity": self.dissimilarity,
-            "test/error_p90": float(np.percentile(1.0 - acc, 90)) if len(acc) else float("nan"),
-        }
+        """The evaluated metrics, by name (with train and test: the six columns the main job has always had,
+        train/dissimilarity NaN in rounds without it)."""
+        out: dict[str, float] = {}
+        if "train" in self.splits:
+            out |= {"train/loss": self.train_loss, "train/accuracy": self.train_accuracy}
+        if "test" in self.splits:
+            out |= {"test/loss": self.test_loss, "test/accuracy": self.test_accuracy}
+        if "train" in self.splits or self.with_dissimilarity:
+            out["train/dissimilarity"] = self.dissimilarity
+        if "test" in self.splits:
+            acc = self.device_test_accuracy[np.isfinite(self.device_test_accuracy)]
+            out["test/error_p90"] = float(np.percentile(1.0 - acc, 90)) if len(acc) else NAN
+        if "global_test" in self.splits:
+            out |= {"global_test/loss": self.global_test_loss, "global_test/accuracy": self.global_test_accuracy}
+        return out
 
 
 def _segment_mean(values: torch.Tensor, seg: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -97,40 +128,91 @@ def _segment_mean(values: torch.Tensor, seg: torch.Tensor, counts: torch.Tensor)
 
 
 @torch.no_grad()
-def evaluate(kernel, theta: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True) -> Evaluation:
-    """The global model theta [P] on every device of ``data``."""
-    return evaluate_many(kernel, theta.unsqueeze(0), data, with_dissimilarity)[0]
+def evaluate(kernel, theta: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True, **how) -> Evaluation:
+    """The global model theta [P] on ``data`` (every device by default; ``how``: as :func:`evaluate_many`)."""
+    return evaluate_many(kernel, theta.unsqueeze(0), data, with_dissimilarity, **how)[0]
+
+
+def _mean(values: torch.Tensor) -> float:
+    return float(values.double().mean()) if values.shape[-1] else NAN
 
 
 @torch.no_grad()
-def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True) -> list[Evaluation]:
+def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True, *,
+                  splits: tuple[str, ...] = DEFAULT_SPLITS, samples: dict[str, np.ndarray] | None = None,
+                  dissimilarity_idx: np.ndarray | None = None) -> list[Evaluation]:
     """Several global models thetas [M, P] on the same data (the runs of a stack), in one pass where the kernel
-    evaluates several models at once."""
-    m = thetas.shape[0]
+    evaluates several models at once. ``splits``: which of "train", "test", "global_test"; ``samples``: for a
+    split, the sorted indices of the samples to read (absent: all); ``dissimilarity_idx``: the sorted indices of
+    the training samples each client's gradient is taken on (None: all)."""
+    samples = samples or {}
+    m, n_dev = thetas.shape[0], data.num_clients
+    none = np.full((m, n_dev), np.nan)
     acc = Dissimilarity(m, thetas.shape[1], data.train_sizes, thetas.device) if with_dissimilarity else None
     fused = getattr(kernel, "train_eval", None)
-    if fused is not None:  # the kernel's own pass: losses and client gradients from the same logits
-        loss_tr, correct_tr = fused(thetas, data.x_train, data.y_train, data.train_offsets, acc)
-    else:
-        loss_tr, correct_tr = _per_example_many(kernel, thetas, data.x_train, data.y_train)
-        if acc is not None:
-            _stream_client_grads(kernel, thetas, data, acc)
-    loss_te, correct_te = _per_example_many(kernel, thetas, data.x_test, data.y_test)
-    dev_loss = _segment_mean(loss_tr, data.seg_train, data.n_train).cpu().numpy()
-    dev_acc = _segment_mean(correct_te, data.seg_test, data.n_test).cpu().numpy()
-    dissim = acc.value() if acc is not None else np.full(m, float("nan"))
+    train_idx = samples.get("train")
+    streamed = acc is None
+    loss_tr = correct_tr = None
+    if "train" in splits and train_idx is None and fused is not None:
+        # the kernel's own pass: losses and client gradients from the same logits
+        full_grads = dissimilarity_idx is None
+        loss_tr, correct_tr = fused(thetas, data.x_train, data.y_train, data.train_offsets, acc if full_grads else None)
+        streamed = streamed or full_grads
+    elif "train" in splits:
+        x, y = (data.x_train, data.y_train) if train_idx is None else _take(data.x_train, data.y_train, train_idx)
+        loss_tr, correct_tr = _per_example_many(kernel, thetas, x, y)
+    if not streamed:
+        _stream_client_grads(kernel, thetas, data, acc, dissimilarity_idx)
+    dev_loss = none
+    if loss_tr is not None:
+        seg, counts = _segments(data.seg_train, data.n_train, train_idx, n_dev)
+        dev_loss = _segment_mean(loss_tr, seg, counts).cpu().numpy()
+    loss_te = correct_te = None
+    dev_acc = none
+    if "test" in splits:
+        test_idx = samples.get("test")
+        x, y = (data.x_test, data.y_test) if test_idx is None else _take(data.x_test, data.y_test, test_idx)
+        loss_te, correct_te = _per_example_many(kernel, thetas, x, y)
+        seg, counts = _segments(data.seg_test, data.n_test, test_idx, n_dev)
+        dev_acc = _segment_mean(correct_te, seg, counts).cpu().numpy()
+    loss_gl = correct_gl = None
+    if "global_test" in splits:
+        if data.x_global is None:
+            raise ValueError("evaluations: the dataset has no global_test split")
+        gl_idx = samples.get("global_test")
+        x, y = (data.x_global, data.y_global) if gl_idx is None else _take(data.x_global, data.y_global, gl_idx)
+        loss_gl, correct_gl = _per_example_many(kernel, thetas, x, y)
+    dissim = acc.value() if acc is not None else np.full(m, NAN)
     out = []
     for i in range(m):
         out.append(Evaluation(
-            train_loss=float(loss_tr[i].double().mean()),
-            train_accuracy=float(correct_tr[i].double().mean()),
-            test_loss=float(loss_te[i].double().mean()) if loss_te.shape[-1] else float("nan"),
-            test_accuracy=float(correct_te[i].double().mean()) if correct_te.shape[-1] else float("nan"),
+            train_loss=float(loss_tr[i].double().mean()) if loss_tr is not None else NAN,
+            train_accuracy=float(correct_tr[i].double().mean()) if correct_tr is not None else NAN,
+            test_loss=_mean(loss_te[i]) if loss_te is not None else NAN,
+            test_accuracy=_mean(correct_te[i]) if correct_te is not None else NAN,
             dissimilarity=float(dissim[i]),
             device_train_loss=dev_loss[i],
             device_test_accuracy=dev_acc[i],
+            global_test_loss=_mean(loss_gl[i]) if loss_gl is not None else NAN,
+            global_test_accuracy=_mean(correct_gl[i]) if correct_gl is not None else NAN,
+            splits=tuple(s for s in ("train", "test", "global_test") if s in splits),
+            with_dissimilarity=with_dissimilarity,
         ))
     return out
+
+
+def _take(x: torch.Tensor, y: torch.Tensor, idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    t = torch.from_numpy(np.asarray(idx, dtype=np.int64)).to(x.device)
+    return x[t], y[t]
+
+
+def _segments(seg: torch.Tensor, counts: torch.Tensor, idx: np.ndarray | None, n_dev: int):
+    """The client of each evaluated sample and each client's count of evaluated samples."""
+    if idx is None:
+        return seg, counts
+    t = torch.from_numpy(np.asarray(idx, dtype=np.int64)).to(seg.device)
+    sub = seg[t]
+    return sub, torch.bincount(sub, minlength=n_dev)
 
 
 def _per_example_many(kernel, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor):
@@ -167,19 +249,29 @@ class Dissimilarity:
         return value.clamp(min=0.0).cpu().numpy()
 
 
-def _stream_client_grads(kernel, thetas: torch.Tensor, data: DeviceData, acc: Dissimilarity) -> None:
-    """Full gradients of every client with training data at each model, a chunk of clients at a time."""
+def _stream_client_grads(kernel, thetas: torch.Tensor, data: DeviceData, acc: Dissimilarity,
+                         idx: np.ndarray | None = None) -> None:
+    """Gradients of every client with training data at each model, a chunk of clients at a time: on all its
+    samples, or (``idx``, sorted training-sample indices) on its samples among ``idx``; weighted by its n_k."""
     m, p = thetas.shape
     sizes = data.train_sizes
     has_data = np.flatnonzero(sizes > 0)
     per_chunk = max(1, DISSIMILARITY_CHUNK_BYTES // max(1, 4 * p * m))
     offs = data.train_offsets
+    if idx is None:
+        lo_k, hi_k, pool = offs[:-1], offs[1:], None
+    else:
+        pool = np.asarray(idx, dtype=np.int64)
+        lo_k, hi_k = np.searchsorted(pool, offs[:-1]), np.searchsorted(pool, offs[1:])
     for lo in range(0, len(has_data), per_chunk):
         clients = has_data[lo: lo + per_chunk]
-        idx = torch.from_numpy(np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients])).to(thetas.device)
+        ranges = [np.arange(lo_k[c], hi_k[c]) for c in clients]
+        rows = np.concatenate(ranges) if pool is None else pool[np.concatenate(ranges)]
+        idx_t = torch.from_numpy(rows).to(thetas.device)
+        used = torch.from_numpy(np.array([len(r) for r in ranges], dtype=np.int64)).to(thetas.device)
         counts = torch.from_numpy(sizes[clients]).to(thetas.device)
-        seg = torch.repeat_interleave(torch.arange(len(clients), device=thetas.device), counts)
-        acc.add(counts, segment_grads_many(kernel, thetas, data.x_train[idx], data.y_train[idx], seg, counts))
+        seg = torch.repeat_interleave(torch.arange(len(clients), device=thetas.device), used)
+        acc.add(counts, segment_grads_many(kernel, thetas, data.x_train[idx_t], data.y_train[idx_t], seg, used))
 
 
 def dissimilarity(kernel, thetas: torch.Tensor, data: DeviceData) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -72,6 +72,10 @@ class RunState:
     checkpoint: Any = None
     diverged: bool = False
     done: bool = False
+    next_round: int = 0  # the round this run starts next (rounds done so far)
+    signal: list[float] = field(default_factory=list)  # the cheap divergence signal of the rounds without train/loss
+    pending_s: float = 0.0  # seconds of the rounds since this run's last history row
+    pending_eval_s: float = 0.0
 
     @property
     def sizes(self) -> np.ndarray:

@@ -16,6 +16,9 @@ and, where an algorithm needs them (the engine uses a default where one is not d
 
     init_clients(num_clients, theta0) -> client_table   # per-client state kept across rounds; default: none
     begin_round(server_state, evaluation) -> server_state   # default: unchanged
+        with a class attribute ``needs_evaluation`` naming the metrics it reads (e.g. ("train/loss",)): the engine
+        evaluates them every round, whatever the protocol (fedbench.engine.evaluation); refused at build time
+        without one
     client_result(local, bcast, cohort) -> (result, new_client_rows | None)   # default: (local, None)
     choose_clients(server_state, round_, available, k) -> (server_state, clients)
         The algorithm picks its own cohort instead of the uniform draw: ``available`` is the bool [N] mask of
@@ -30,6 +33,12 @@ and, where an algorithm needs them (the engine uses a default where one is not d
         skipped.
     stack_varying: tuple[str, ...]   # class attribute: fields that may differ between the runs of one stack
         (client_step must not read them: it runs once for the whole stack, on the first run's object).
+
+What is evaluated, and when, is declared (``SimulationConfig.evaluations``, fedbench.engine.evaluation): by default
+train and test on every client every round and on the final model; a study may declare a cadence, listed rounds,
+a seeded sample of clients or samples, and the dataset's global test set. History rows are the evaluated rounds,
+each with its ``round``; divergence is caught every round (from the cohort's own losses where the training loss
+is not evaluated that round).
 
 A learning-rate schedule (``SimulationConfig.lr_decay``) is the engine's: in round r it hands the algorithm a
 copy whose ``lr`` field is lr * lr_decay ** r, so an algorithm with an ``lr`` field needs nothing of its own.
@@ -65,11 +74,13 @@ from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
 from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
+from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
-from fedbench.engine.round import Cohort, RunState, Stack, run_round, schedule_round
-from fedbench.seeding import torch_generator
+from fedbench.engine.round import Cohort, RunState, Stack, cohort_losses, run_round, schedule_round
+from fedbench.seeding import rng, torch_generator
 
-__all__ = ["Cohort", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "simulate", "simulate_stack"]
+__all__ = ["Cohort", "EvalSpec", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "check_spec", "simulate",
+           "simulate_stack"]
 
 TABLE_DEVICE_FRACTION = 0.25  # per-client tables larger than this share of free GPU memory stay in host memory
 
@@ -86,7 +97,15 @@ class SimulationConfig:
     seed: int = 0
     device: str = "auto"
     local_path: str = "vectorized"
-    eval_every: int = 1
+    # what is evaluated, and when (fedbench.engine.evaluation): by default train and test, every round, every
+    # client, and the final model (FedProx's authors' protocol, the main job's)
+    evaluations: tuple[EvalSpec, ...] = DEFAULT_EVALUATIONS
+    # the gradient dissimilarity (FedProx Figure 2) in rounds 0, k, 2k, ... and on the final model (0: never);
+    # params.yaml's train.eval_every maps onto it
+    dissimilarity_every: int = 1
+    # each client's gradient on a seeded sample of at most this many of its training samples (None: all of them;
+    # FedProx's authors: at most 4 minibatches of 50 for their LSTMs)
+    dissimilarity_samples: int | None = None
     checkpoint_every: int = 25
     local_steps: int = 0  # 0: local_epochs epochs of local work; C > 0: exactly C minibatch steps per client
     availability: AvailabilityConfig = field(default_factory=AvailabilityConfig)  # who can be selected, per round
@@ -101,6 +120,16 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         if not 0.0 < self.lr_decay <= 1.0:
             raise ValueError(f"lr_decay: {self.lr_decay} must be in (0, 1]")
+        if not isinstance(self.evaluations, tuple) or not all(isinstance(e, EvalSpec) for e in self.evaluations):
+            raise ValueError(f"evaluations: {self.evaluations!r} must be a tuple of EvalSpec")
+        splits = [e.split for e in self.evaluations]
+        if len(set(splits)) != len(splits):
+            raise ValueError(f"evaluations: a split is declared twice in {splits}; declare one evaluation per split")
+        if not isinstance(self.dissimilarity_every, int) or self.dissimilarity_every < 0:
+            raise ValueError(f"dissimilarity_every: {self.dissimilarity_every!r} must be an integer >= 0 (0: never)")
+        if self.dissimilarity_samples is not None and (not isinstance(self.dissimilarity_samples, int)
+                                                       or self.dissimilarity_samples < 1):
+            raise ValueError(f"dissimilarity_samples: {self.dissimilarity_samples!r} must be an integer >= 1 or None")
 
 
 # The settings that may differ between the runs of one stack (everything else must be equal).
@@ -218,6 +247,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
         if spec.cfg.local_steps and spec.cfg.straggler_fraction > 0:
             raise ValueError("stragglers are defined in epochs (FedProx section 5.2); with local_steps > 0 use "
                              "straggler_fraction=0")
+        check_spec(spec)
         if id(ds) not in datas:
             datas[id(ds)] = DeviceData.build(ds, device)
     bases, lo = {}, 0
@@ -237,6 +267,21 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
     return stack, states
 
 
+def check_spec(spec: RunSpec) -> None:
+    """Refuse, in one line, a run whose evaluation protocol its dataset cannot serve or whose algorithm reads an
+    evaluation it does not declare (fedbench.engine.evaluation); ``simulate`` calls it, and a study may call it
+    before any run starts."""
+    ds = spec.dataset
+    check_evaluations(spec.cfg.evaluations, train_samples=len(ds.train.y), test_samples=len(ds.test.y),
+                      global_test_samples=None if ds.global_test is None else len(ds.global_test.y),
+                      train_clients=int((ds.train.sizes > 0).sum()), test_clients=int((ds.test.sizes > 0).sum()),
+                      dataset=ds.name)
+    for metric in check_needs(spec.algorithm):
+        if metric.startswith("global_test/") and ds.global_test is None:
+            raise ValueError(f"algorithm {type(spec.algorithm).__name__} needs {metric} but {ds.name} has no "
+                             "global_test split")
+
+
 def _start_run(stack: Stack, spec: RunSpec, data: DeviceData, base: int) -> RunState:
     cfg, algorithm, ds = spec.cfg, spec.algorithm, spec.dataset
     theta0 = stack.model.init(torch_generator(cfg.seed, -1, "init")).to(stack.device)
@@ -253,6 +298,7 @@ def _start_run(stack: Stack, spec: RunSpec, data: DeviceData, base: int) -> RunS
     if run.checkpoint and run.checkpoint.exists():
         saved = torch.load(run.checkpoint, map_location=stack.device, weights_only=False)
         run.state, run.history = saved["state"], saved["history"]
+        run.next_round, run.signal = saved["round"], list(saved.get("signal", []))
         run.table = None if saved["table"] is None else _to_device(saved["table"], table_device)
     return run
 
@@ -281,68 +327,214 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
     in order. Each run checkpoints to and resumes from its own file and notifies its own callbacks."""
     stack, states = build_stack(model, runs)
     cfg = runs[0].cfg
-    start = min(len(s.history) for s in states)
+    start = min(s.next_round for s in states)
     for r in range(start, cfg.rounds):
-        live = [s for s in states if not s.done and len(s.history) == r]
+        live = [s for s in states if not s.done and s.next_round == r]
         if not live:
             continue
         t0 = time.perf_counter()
-        evaluations = _evaluate(stack, live, with_dissimilarity=(r % cfg.eval_every == 0))
+        plans = [_plan(run, r) for run in live]
+        evaluations = _evaluate(stack, live, plans)
         training = []
-        for run, ev in zip(live, evaluations):
-            losses = [row["train/loss"] for row in run.history] + [ev.train_loss]
-            run.history.append({"round": r, **ev.scalars(), "diverging": float(is_diverging(losses))})
-            if has_diverged(losses, cfg.divergence_factor):  # a result, not an error: the run stops here (and leaves the stack)
-                run.diverged = run.done = True
-                run.history[-1] |= {"wall_time_s": 0.0}
-                _notify(run.callbacks, r, run.history[-1])
-                continue
+        for run, plan, ev in zip(live, plans, evaluations):
+            if ev is not None:
+                _record(run, r, plan, ev)
+                if "train" in plan.splits and _diverged(run, ev.train_loss):  # a result, not an error: the run
+                    _stop_diverged(run, r)  # stops here (and leaves the stack)
+                    continue
             if hasattr(run.algorithm, "begin_round"):
                 run.state = run.algorithm.begin_round(run.state, ev)
             training.append(run)
         eval_s = (time.perf_counter() - t0) / len(live)
         schedules = [s for s in (schedule_round(stack, run, r) for run in training) if s is not None]
+        schedules = _check_signal(stack, schedules, plans, live, r)
+        training = [run for run in training if not run.done]
         run_round(stack, schedules)
         if stack.device.type == "cuda":
             torch.cuda.synchronize()
         share = (time.perf_counter() - t0) / max(1, len(live))  # each run's share of the stack's round
         for run in training:
-            run.history[-1] |= {"wall_time_s": share, "eval_time_s": eval_s}
+            run.next_round = r + 1
+            run.pending_s += share
+            run.pending_eval_s += eval_s
             _notify_model(run.callbacks, r, run.state.theta)
-            stop = _notify(run.callbacks, r, run.history[-1])
+            stop = False
+            if run.history and run.history[-1]["round"] == r:
+                run.history[-1] |= {"wall_time_s": run.pending_s, "eval_time_s": run.pending_eval_s}
+                run.pending_s = run.pending_eval_s = 0.0
+                stop = _notify(run.callbacks, r, run.history[-1])
             if run.checkpoint and ((r + 1) % cfg.checkpoint_every == 0) and r + 1 < cfg.rounds:
-                _save_checkpoint(run.checkpoint, r + 1, run.state, run.table, run.history)
+                _save_checkpoint(run.checkpoint, r + 1, run.state, run.table, run.history, run.signal)
             if stop:
                 run.done = True
     return [_finish(stack, run, len(states)) for run in states]
 
 
-def _evaluate(stack: Stack, runs: list[RunState], with_dissimilarity: bool) -> list[Evaluation]:
-    """Each run's global model on its own data; runs on the same data are evaluated together."""
-    out: dict[int, Evaluation] = {}
-    groups: dict[int, list[int]] = {}
-    for i, run in enumerate(runs):
-        groups.setdefault(id(run.data), []).append(i)
+@dataclass(frozen=True)
+class _Plan:
+    """What one run evaluates at one round: the splits, the dissimilarity, the samples read (split -> sorted
+    sample indices; absent: all) and the metrics its history row keeps."""
+
+    splits: tuple[str, ...] = ()
+    dissimilarity: bool = False
+    samples: tuple[tuple[str, np.ndarray], ...] = ()
+    dissimilarity_idx: np.ndarray | None = None
+    keep: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return not self.splits and not self.dissimilarity
+
+    @property
+    def shared(self) -> bool:
+        """Whether runs on the same data can be evaluated together (nothing sampled: the seed plays no part)."""
+        return not self.samples and self.dissimilarity_idx is None
+
+
+SPLIT_CODE = {"train": 0, "test": 1, "global_test": 2, "dissimilarity": 3}  # the extra of each sample's stream
+
+
+def _plan(run: RunState, r: int, final: bool = False) -> _Plan:
+    """Round r's evaluations of ``run``: the protocol's due ones (``final``: those of the final model), what its
+    algorithm needs (every round, on the full split), the dissimilarity when due."""
+    cfg = run.cfg
+    due = [e for e in cfg.evaluations if (e.final if final else e.due(r))]
+    needs = () if final else tuple(getattr(run.algorithm, "needs_evaluation", ()))
+    needed_splits = {m.split("/")[0] for m in needs}
+    splits = tuple(s for s in ("train", "test", "global_test")
+                   if s in needed_splits or any(e.split == s for e in due))
+    every = cfg.dissimilarity_every
+    dissim = every > 0 and (final or r % every == 0)
+    keep = {m for e in due for m in e.kept_metrics} | set(needs)
+    if dissim or ("train" in splits and every > 0):  # the main job's column, NaN in rounds without it
+        keep.add(DISSIMILARITY)
+    samples = tuple((e.split, _sample(run, e, r)) for e in due if e.sampled and e.split not in needed_splits)
+    idx = _dissimilarity_sample(run, r) if dissim and cfg.dissimilarity_samples is not None else None
+    return _Plan(splits, dissim, samples, idx, frozenset(keep))
+
+
+def _sample(run: RunState, spec: EvalSpec, r: int) -> np.ndarray:
+    """The sorted sample indices of ``spec.split`` that round r evaluates: a seeded draw of clients (all their
+    samples) or of samples, from (seed, round, "evaluation", split)."""
+    data = run.data
+    if spec.split == "global_test":
+        offsets = np.array([0, len(data.y_global)])
+    else:
+        offsets = data.train_offsets if spec.split == "train" else data.test_offsets
+    g = rng(run.cfg.seed, r, "evaluation", SPLIT_CODE[spec.split])
+    if spec.samples_sample is not None:
+        return np.sort(g.choice(int(offsets[-1]), spec.samples_sample, replace=False))
+    sizes = np.diff(offsets)
+    clients = np.sort(g.choice(np.flatnonzero(sizes > 0), spec.clients_sample, replace=False))
+    return np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in clients])
+
+
+def _dissimilarity_sample(run: RunState, r: int) -> np.ndarray:
+    """Sorted training-sample indices: of each client, a seeded sample of at most dissimilarity_samples."""
+    cap, offs = run.cfg.dissimilarity_samples, run.data.train_offsets
+    g = rng(run.cfg.seed, r, "evaluation", SPLIT_CODE["dissimilarity"])
+    parts = []
+    for c, n in enumerate(np.diff(offs)):
+        parts.append(offs[c] + (np.sort(g.choice(n, cap, replace=False)) if n > cap else np.arange(n)))
+    return np.concatenate(parts).astype(np.int64)
+
+
+def _evaluate(stack: Stack, runs: list[RunState], plans: list[_Plan]) -> list[Evaluation | None]:
+    """Each run's global model on its own data, as its plan says (None: nothing to evaluate); runs on the same
+    data with the same unsampled plan are evaluated together."""
+    out: dict[int, Evaluation | None] = {}
+    groups: dict[tuple, list[int]] = {}
+    for i, (run, plan) in enumerate(zip(runs, plans)):
+        if plan.empty:
+            out[i] = None
+            continue
+        key = (id(run.data), plan.splits, plan.dissimilarity) if plan.shared else ("own", i)
+        groups.setdefault(key, []).append(i)
     for members in groups.values():
+        plan = plans[members[0]]
         thetas = torch.stack([runs[i].state.theta for i in members])
-        for i, ev in zip(members, evaluate_many(stack.kernel, thetas, runs[members[0]].data, with_dissimilarity)):
+        evs = evaluate_many(stack.kernel, thetas, runs[members[0]].data, plan.dissimilarity, splits=plan.splits,
+                            samples=dict(plan.samples), dissimilarity_idx=plan.dissimilarity_idx)
+        for i, ev in zip(members, evs):
             out[i] = ev
     return [out[i] for i in range(len(runs))]
 
 
-def _finish(stack: Stack, run: RunState, stack_size: int) -> RunResult:
-    from fedbench.engine.metrics import evaluate
+def _full_losses(run: RunState) -> list[float]:
+    """The training losses of the run's history rows (with the default protocol: every round's)."""
+    return [row["train/loss"] for row in run.history if "train/loss" in row]
 
-    final = evaluate(stack.kernel, run.state.theta, run.data)
-    if not run.diverged:
-        losses = [row["train/loss"] for row in run.history] + [final.train_loss]
-        run.history.append({"round": len(run.history), **final.scalars(), "diverging": float(is_diverging(losses)),
-                            "wall_time_s": 0.0, "eval_time_s": 0.0})
+
+def _diverged(run: RunState, loss: float) -> bool:
+    """The divergence rule on ``loss``, the training loss just recorded, against the first one evaluated."""
+    return has_diverged(_full_losses(run), run.cfg.divergence_factor)
+
+
+def _record(run: RunState, r: int, plan: _Plan, ev: Evaluation) -> None:
+    """Round r's history row (merged into the row of round r if there is one already)."""
+    row = {k: v for k, v in ev.scalars().items() if k in plan.keep}
+    if run.history and run.history[-1]["round"] == r:
+        run.history[-1] |= row
+    else:
+        run.history.append({"round": r, **row})
+    if "train/loss" in row:
+        run.history[-1]["diverging"] = float(is_diverging(_full_losses(run)))
+
+
+def _stop_diverged(run: RunState, r: int) -> None:
+    run.diverged = run.done = True
+    run.history[-1] |= {"wall_time_s": 0.0}
+    _notify(run.callbacks, r, run.history[-1])
+
+
+def _check_signal(stack: Stack, schedules: list, plans: list[_Plan], live: list[RunState], r: int) -> list:
+    """The cheap divergence signal of the runs whose training loss was not evaluated in round r: the n_k-weighted
+    mean F_k(w_r) of the clients training this round. When it trips the rule (fedbench.engine.metrics.has_diverged;
+    f_0 the first training loss evaluated, else the signal's first value), the full training loss is evaluated at
+    once and confirms it or not (see
+    fedbench.engine.evaluation). Returns the schedules of the runs that go on."""
+    evaluated = {id(run) for run, plan in zip(live, plans) if "train" in plan.splits}
+    kept = []
+    for s in schedules:
+        run = s.run
+        if id(run) in evaluated:
+            kept.append(s)
+            continue
+        losses = cohort_losses(stack.kernel, run.data, s.clients, run.state.theta)
+        n = run.sizes[s.clients].astype(np.float64)
+        run.signal.append(float(np.dot(losses, n) / n.sum()))
+        reference = _full_losses(run)[:1] or run.signal[:1]  # f_0: the first training loss evaluated, if any
+        if not has_diverged(reference + run.signal[-1:], run.cfg.divergence_factor):
+            kept.append(s)
+            continue
+        confirm = _Plan(splits=("train",), keep=frozenset({"train/loss", "train/accuracy"}))
+        ev = _evaluate(stack, [run], [confirm])[0]
+        _record(run, r, confirm, ev)
+        if has_diverged(reference + [ev.train_loss], run.cfg.divergence_factor):
+            _stop_diverged(run, r)
+        else:
+            kept.append(s)
+    return kept
+
+
+def _finish(stack: Stack, run: RunState, stack_size: int) -> RunResult:
+    plan = _plan(run, run.next_round, final=True)
+    final = _evaluate(stack, [run], [plan])[0]
+    if final is None:
+        final = Evaluation(*(float("nan"),) * 5, device_train_loss=np.full(run.data.num_clients, np.nan),
+                           device_test_accuracy=np.full(run.data.num_clients, np.nan), splits=(),
+                           with_dissimilarity=False)
+    if not run.diverged and not plan.empty:
+        _record(run, run.next_round, plan, final)
+        run.history[-1] |= {"wall_time_s": run.pending_s, "eval_time_s": run.pending_eval_s}
+    elif not run.diverged and run.history:  # no final evaluation: the last row keeps the time of the last rounds
+        run.history[-1]["wall_time_s"] = run.history[-1].get("wall_time_s", 0.0) + run.pending_s
     if run.checkpoint and run.checkpoint.exists():
         run.checkpoint.unlink()
+    first = _full_losses(run)[:1] or [final.train_loss]
     return RunResult(history=run.history, final=final, theta=run.state.theta.detach().cpu(),
-                     diverged=run.diverged or has_diverged([row["train/loss"] for row in run.history[:1]]
-                                                           + [final.train_loss], run.cfg.divergence_factor),
+                     diverged=run.diverged or ("train" in final.splits
+                                               and has_diverged(first + [final.train_loss], run.cfg.divergence_factor)),
                      param_digest=param_digest(run.state.theta), device=str(stack.device), kernel=stack.kernel.name,
                      stack_size=stack_size)
 
@@ -363,7 +555,7 @@ def _notify_model(callbacks: tuple[Any, ...], r: int, theta: torch.Tensor) -> No
             fn(r, theta.detach())
 
 
-def _save_checkpoint(path: Path, round_: int, state: Any, table: Any, history: list) -> None:
+def _save_checkpoint(path: Path, round_: int, state: Any, table: Any, history: list, signal: list) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save({"round": round_, "state": state, "table": table, "history": history}, tmp)
+    torch.save({"round": round_, "state": state, "table": table, "history": history, "signal": signal}, tmp)
     os.replace(tmp, path)

@@ -20,7 +20,13 @@ from typing import Any
 
 from fedbench.bench.costs import Scale
 
-STRAGGLERS = [0.0, 0.5, 0.9]  # Figures 1 and 7 (the seeds are params.yaml's train.seeds: 5, at least 3)
+STRAGGLERS = [0.0, 0.5, 0.9]
+# The evaluation protocol of the FedProx studies is the authors' (paper-setups.md 1.8, flearn eval_every = 1): loss
+# and accuracy on every device every round (SimulationConfig's default), and the dissimilarity every round; for the
+# LSTMs each device's gradient in the dissimilarity is over at most 4 minibatches of 50 of its samples (the authors'
+# code; train.dissimilarity_samples)
+LSTM_MODELS = ("fedprox_shakespeare_lstm", "fedprox_sent140_lstm")
+LSTM_DISSIMILARITY_SAMPLES = 4 * 50  # Figures 1 and 7 (the seeds are params.yaml's train.seeds: 5, at least 3)
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ class PaperStudy:
         train: dict[str, Any] = {"model": self.model, "lr": self.lr, "rounds": self.rounds}
         if self.local_epochs != 20:
             train["local_epochs"] = self.local_epochs
+        if self.model in LSTM_MODELS:
+            train["dissimilarity_samples"] = LSTM_DISSIMILARITY_SAMPLES
         return {"datasets": [self.variant], "algorithms": self.algorithms, "stragglers": list(STRAGGLERS),
                 "train": train}
 

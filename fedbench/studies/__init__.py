@@ -43,10 +43,11 @@ EXECUTOR: ContextVar[ExecutorSettings] = ContextVar("fedbench_studies_executor",
 
 def sim_config(**fields: Any) -> SimulationConfig:
     """A SimulationConfig with the studies' defaults, ``fields`` on top: on the CPU (the studies are small),
-    the gradient dissimilarity evaluated in round 0 only (eval_every) and no checkpoints (checkpoint_every)."""
+    the gradient dissimilarity evaluated in round 0 and on the final model only (dissimilarity_every) and no
+    checkpoints (checkpoint_every)."""
     from fedbench.engine.simulation import SimulationConfig  # here: importing fedbench.studies needs no torch
 
-    return SimulationConfig(**{"device": "cpu", "eval_every": 10**9, "checkpoint_every": 10**9, **fields})
+    return SimulationConfig(**{"device": "cpu", "dissimilarity_every": 10**9, "checkpoint_every": 10**9, **fields})
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,20 @@ class Outcome:
     device_accuracy: np.ndarray | None = None
 
     def series(self, key: str) -> list[float]:
-        return [float(row.get(key, math.nan)) for row in self.history]
+        """``key`` by round: element r is its value at round r (the model w_r; the final model at ``rounds``), NaN
+        at a round where it was not evaluated; up to the last round that evaluated it. With the default protocol
+        (every round) this is every row's value in order."""
+        values = self.at_rounds(key)
+        if not values:
+            return []
+        out = [math.nan] * (max(values) + 1)
+        for r, v in values.items():
+            out[r] = v
+        return out
+
+    def at_rounds(self, key: str) -> dict[int, float]:
+        """``key`` at the rounds that evaluated it, {round: value} in round order (the history rows holding it)."""
+        return {int(row["round"]): float(row[key]) for row in self.history if key in row}
 
 
 class ModelTrace:
@@ -131,7 +145,7 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     it; or, with the ``ray`` executor (``executor``, default the one run_claim_study was given:
     fedbench.executors), as Ray tasks cut for the cluster. Names must be unique (they name the records and the
     MLflow runs)."""
-    from fedbench.engine.simulation import RunSpec, stack_key
+    from fedbench.engine.simulation import RunSpec, check_spec, stack_key
     from fedbench.engine.stacking import plan_stacks
 
     names = [s.name for s in simulations]
@@ -139,6 +153,11 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
         raise ValueError(f"simulation names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     sims = list(simulations)
     specs = [RunSpec(sim.config, sim.dataset(), sim.algorithm) for sim in sims]  # datasets built before the fork
+    for sim, spec in zip(sims, specs):  # a protocol the data cannot serve: refused before any run starts
+        try:
+            check_spec(spec)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"simulation {sim.name}: {err}") from None
     device = next((s.config.device for s in sims if s.config.device != "cpu"), "cpu")
     with open_executor(executor or EXECUTOR.get(), workers) as ex:
         model_of = {id(s): sim.model for s, sim in zip(specs, sims)}

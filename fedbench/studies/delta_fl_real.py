@@ -3,7 +3,7 @@ and 3; appendix C): the 90th percentile and the mean of the test-device misclass
 model, on the paper's five dataset-model pairs, FedAvg and Delta-FL at conformity levels theta = 0.8, 0.5, 0.1.
 
 Data (fedbench.data, params.yaml data.variants): the authors' by-user splits, test devices are other users
-(test-only clients: the engine never selects them and evaluates them every round):
+(test-only clients: the engine never selects them and evaluates them at every evaluation):
     EMNIST linear / ConvNet   femnist_deltafl          865 train / 865 test writers; per run seed the authors keep
                                                         int(0.5 x 865) = 432 of each (numpy seeded with the run
                                                         seed: fedbench.data.datasets.femnist.deltafl_subsample)
@@ -25,6 +25,12 @@ selected device reports its loss, the devices at or above the n_i-weighted (1 - 
 averaged with weights n_i; the quantile recomputed every round). FedAvg is fedbench.algorithms.FedAvg (uniform
 selection, n_i-weighted average). Both use the same rates ("tuned for FedAvg only and reused", section 5). Every
 setting the paper leaves open, and every departure, is in DEVIATIONS.
+
+Evaluation (:func:`evaluations`), the authors' protocol (simplicial-fl models/scripts/exp/*: ``eval_every``;
+paper-setups.md 4.5): the training loss on every training device and the per-device test accuracy on every test
+device every ``Pair.eval_every`` rounds (EMNIST linear 50, EMNIST ConvNet 10, Sent140 linear 20, Sent140 RNN 25,
+Shakespeare 10), also at rounds 5, 10, 15, 20 and 75 (EXTRA_ROUNDS), and on the final model, which is what
+Tables 2 and 3 read.
 
 Reading (fixed before any run). For one run: its test devices are the dataset's test-only clients (EMNIST: the
 432 drawn for the run's seed; Sent140: 439; Shakespeare: 545); a device's error is 1 - its accuracy on all its
@@ -78,21 +84,23 @@ class Pair:
     subsample: bool  # EMNIST: the authors keep int(0.5 n) train and as many test users per run seed
     client_samples: float
     eval_samples: int
+    eval_every: int  # the authors' scripts' eval_every (simplicial-fl models/scripts/exp/*)
     schedule_note: str = ""
 
 
 PAIRS = (
     Pair("emnist_linear", "EMNIST linear", "femnist_deltafl", "deltafl_emnist_linear", 3000, 100, 1.0, 10, True,
-         227, 196_000),
+         227, 196_000, 50),
     Pair("emnist_cnn", "EMNIST ConvNet", "femnist_deltafl", "deltafl_emnist_cnn", 1000, 100, 0.32, 16, True,
-         227, 196_000, "the paper halves it every 400 rounds"),
+         227, 196_000, 10, "the paper halves it every 400 rounds"),
     Pair("sent140_linear", "Sent140 linear", "sent140_deltafl_linear", "deltafl_sent140_linear", 2000, 100, 0.01, 10,
-         False, 80, 70_000),
+         False, 80, 70_000, 20),
     Pair("sent140_rnn", "Sent140 RNN", "sent140_deltafl", "deltafl_sent140_lstm", 600, 50, 2.0, 10, False, 80,
-         70_000, "the paper halves it every 200 rounds"),
+         70_000, 25, "the paper halves it every 200 rounds"),
     Pair("shakespeare_rnn", "Shakespeare RNN", "shakespeare_deltafl", "deltafl_shakespeare_gru", 400, 100, 0.1, 16,
-         False, 3_870, 4_200_000, "the paper halves it every 200 rounds"),
+         False, 3_870, 4_200_000, 10, "the paper halves it every 200 rounds"),
 )
+EXTRA_ROUNDS = (5, 10, 15, 20, 75)  # the authors' main.py also evaluates at these rounds (and the final one)
 SUBSAMPLE_FRACTION = 0.5  # the authors' setup_clients(subsample_fraction=0.5), EMNIST only
 # the by-user splits' seeds (params.yaml data.variants: sampling_seed 0, split_seed 1, the authors' Random(0) and
 # Random(1)); EMNIST's per-run user draw uses the training seed
@@ -118,7 +126,7 @@ BUDGETS = {
     "fixture": Budget(device="cpu", seeds=(0, 1), rounds=3, subsample=False),
 }
 SCALES = tuple(Scale(p.model, (1 + len(THETAS)) * len(BUDGETS["paper"].seeds), p.rounds, p.clients_per_round,
-                     p.client_samples, 1, p.batch_size, p.eval_samples, eval_every=1) for p in PAIRS)
+                     p.client_samples, 1, p.batch_size, p.eval_samples, eval_every=p.eval_every) for p in PAIRS)
 
 DEVIATIONS = [
     ("constant local learning rates at the paper's initial values: the engine has no learning-rate schedule; the "
@@ -135,8 +143,8 @@ DEVIATIONS = [
      "(the authors stop at 3 x the initial loss); a run the engine marks diverged reads as error 1 everywhere"),
     ("EMNIST's per-seed user draw is numpy's RandomState(seed) over the clients in the dataset's sorted order, "
      "the authors' over their JSON files' order: the same seed picks other writers"),
-    ("the engine evaluates every device every round (the authors every 10 to 50 rounds); the claims read the final "
-     "round only, so this changes no number"),
+    ("evaluation as the authors' scripts: every 10 to 50 rounds (per pair), at rounds 5, 10, 15, 20, 75 and the final "
+     "one; the sensitivity readings at a cut before the final round read the last evaluation up to the cut"),
 ]
 
 
@@ -191,6 +199,15 @@ def algorithm_name(theta: float | None) -> str:
     return FEDAVG if theta is None else f"delta_fl/theta={theta:g}"
 
 
+def evaluations(p: Pair) -> tuple:
+    """The authors' protocol for pair ``p``: training loss and per-device test accuracy every ``p.eval_every``
+    rounds, at EXTRA_ROUNDS and on the final model."""
+    from fedbench.engine.evaluation import EvalSpec
+
+    return (EvalSpec("train", metrics=("train/loss",), every=p.eval_every, rounds=EXTRA_ROUNDS),
+            EvalSpec("test", every=p.eval_every, rounds=EXTRA_ROUNDS))
+
+
 def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None, int], Simulation]:
     """Every run: (pair key, theta or None for FedAvg, seed) -> Simulation."""
     from fedbench.algorithms import DeltaFL, FedAvg
@@ -206,7 +223,8 @@ def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None
             # the authors' min(clients per round, training devices): only the fixture-sized data has fewer
             k = min(p.clients_per_round, len(data().train_clients))
             cfg = sim_config(rounds=budget.rounds or p.rounds, clients_per_round=k, local_epochs=1,
-                             batch_size=p.batch_size, seed=seed, device=budget.device)
+                             batch_size=p.batch_size, seed=seed, device=budget.device, evaluations=evaluations(p),
+                             dissimilarity_every=0)
             knobs = {"pair": p.key, "variant": p.variant, "user_subsample": bool(p.subsample and budget.subsample)}
             for theta in (None, *THETAS):
                 alg = FedAvg(lr=p.lr) if theta is None else DeltaFL(lr=p.lr, theta=theta, weighting=WEIGHTING)
@@ -240,21 +258,22 @@ def p90(errors: np.ndarray) -> float:
 
 
 def history_p90(outcome: Outcome, rounds: int, reading: str, budget: float) -> float:
-    """The engine's per-round ``test/error_p90`` (the same percentile over the devices with test data) read with
-    ``reading`` ("final": the round cut at ``budget`` of ``rounds``; "tail": the mean of the last TAIL evaluations
-    up to it); 1 if the run stopped (diverged) before the cut."""
+    """The engine's ``test/error_p90`` at its evaluations (the same percentile over the devices with test data), read
+    by round with ``reading`` ("final": the last evaluation at or before the round cut at ``budget`` of
+    ``rounds``; "tail": the mean of the last TAIL evaluations up to it); 1 if the run diverged at or before the
+    cut (the round of its last history row)."""
     from fedbench.claims.readings import TAIL, cut_round
 
     last = cut_round(rounds, budget)
-    values = {int(row["round"]): float(row["test/error_p90"]) for row in outcome.history}
-    if outcome.diverged and last >= max(values):
+    if outcome.diverged and last >= int(outcome.history[-1]["round"]):
         return 1.0
-    if last not in values:
+    values = [v for r, v in outcome.at_rounds("test/error_p90").items() if r <= last]
+    if not values:
         return 1.0
     if reading == "final":
-        return values[last]
+        return values[-1]
     if reading == "tail":
-        return float(np.mean([values[r] for r in sorted(values) if r <= last][-TAIL:]))
+        return float(np.mean(values[-TAIL:]))
     raise ValueError(f"reading {reading!r}; allowed: final, tail")
 
 
@@ -327,7 +346,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     outcomes = dict(zip(sims, run_simulations(list(sims.values()), workers)))
     errors = {k: test_device_errors(sims[k].dataset(), o) for k, o in outcomes.items()}
     pooled = {k: 1.0 if o.diverged else 1.0 - float(o.final["test/accuracy"]) for k, o in outcomes.items()}
-    write_simulations(out, [sim_record(sims[k], o, keys=("train/loss", "test/accuracy", "test/error_p90"),
+    write_simulations(out, [sim_record(sims[k], o, keys=("round", "train/loss", "test/accuracy", "test/error_p90"),
                                        metrics={"study/test_error_p90": p90(errors[k]),
                                                 "study/test_error_mean": float(errors[k].mean()),
                                                 "study/test_devices": len(errors[k])})

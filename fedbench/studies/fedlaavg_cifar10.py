@@ -12,8 +12,12 @@ paper-setups.md 5.4) where our copy of the paper strips it:
 - K = round(gamma N) clients per round, gamma = 0.1; C = 10 local steps of batch 5;
 - learning rate 0.01 * 0.9999^round for every method (the authors' code default: lr_strategy exp; the paper tunes
   the initial rate and its decay per experiment, and its appendix G values are stripped from our copy);
-- 70,000 rounds (Table 2's budget), test accuracy evaluated after every round; seeds 0, 1, 2 (selection,
-  minibatches, initial model);
+- 70,000 rounds (Table 2's budget); seeds 0, 1, 2 (selection, minibatches, initial model);
+- evaluation, the authors' protocol (train/command_line.py: ``tb_every`` 20, ``max_test`` 10000): the global
+  model's accuracy on the global test set (CIFAR-10's 10,000 test images, owned by no client) every 20 rounds
+  from round 0 and on the final model, on at most 10,000 of its images (all of them), evaluated by the engine
+  (:data:`EVALUATIONS`); no training-loss evaluation (no claim reads one; divergence is caught from the
+  cohort's own losses, fedbench.engine.evaluation) and no per-device metric (no client holds test images);
 - FedLaAvg: the K available clients absent the longest, the average of all N latest accumulated gradients
   (fedbench.algorithms.FedLaAvg); FedAvg: K available clients uniformly, the n_k-weighted mean of their models;
   sequential SGD: K C = 1,000 steps of batch 5 a round on the pooled data.
@@ -26,7 +30,7 @@ prepares for cifar10_fedlaavg), with K = round(0.1 N). No other variant is neede
 seed only): P = 5 and 15 (P = 1 with beta = 0.5 would leave classes 5-9 never available, int(0.5) = 0, which
 fedbench refuses), gamma = 0.02 .. 0.08.
 
-Readings, fixed before any run:
+Readings, fixed before any run; they read the evaluated rounds (every 20th and the final one), by round:
 - best test accuracy: the highest over the evaluated rounds (Table 2's reading);
 - rounds to the target (55%, Table 3): the first evaluated round whose test accuracy is at least the target;
   a run that never gets there counts as the rounds run (cut at the budget); sensitivity: the same on the running
@@ -35,17 +39,17 @@ Readings, fixed before any run:
   gives the same rounds, e.g. none reaches the target: no ordering);
 - oscillation power: over the second half of the rounds run (a whole number of availability periods T = P +
   int(beta P) ending at the last evaluation), the least-squares fit of a line plus a period-T sinusoid
-  a cos(2 pi t / T + phi) to the test accuracy (points), and that sinusoid's power a^2 / 2; sensitivity: over
-  the whole curve.
+  a cos(2 pi t / T + phi) to the test accuracy (points) at the evaluated rounds t, and that sinusoid's power
+  a^2 / 2; sensitivity: over the whole curve. (Evaluations 20 rounds apart sample a period of 15 rounds at
+  three phases, 20 mod 15 = 5 rounds apart, which the fit resolves.)
 
-The engine evaluates test accuracy pooled over the clients' test data; this variant's test images are a global
-test set, so the study hands each class's test images to that class's clients (:func:`with_global_test`): the
-pooled accuracy is then exactly the accuracy on the 10,000 test images.
+Until this protocol was declared, the engine evaluated every round and only the clients' test data, so the study
+copied each class's test images onto that class's clients; the pooled accuracy was the same numbers, the
+per-device accuracy meaningless. The engine now evaluates the global test set itself.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -68,9 +72,14 @@ VARIANTS = (VARIANT,)
 MODEL = "cifar_cnn"
 ROUNDS_PAPER = 70000
 TRAIN_IMAGES, TEST_IMAGES = 50000, 10000
+ACCURACY = "global_test/accuracy"  # the metric every reading reads
 MIN_GAIN = 1.0  # accuracy points: the smallest best-accuracy gain that counts (as fedlaavg/synthetic/diurnal-gain)
 NEAR_SEQUENTIAL = 1.0  # accuracy points: "within a point" of sequential SGD
 SMOOTH = 10  # evaluations in the running mean of the smoothed rounds-to-target reading
+# The authors' evaluation protocol (mikudehuane/FedLaAvg train/command_line.py defaults: tb_every=20, max_test=10000):
+# test accuracy every EVAL_EVERY rounds (and the final model) on at most MAX_TEST images of the global test set.
+EVAL_EVERY = 20
+MAX_TEST = 10000
 
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
 PUBLISHED_FCA = {"fedavg": 59.25, "fedlaavg": 64.70}
@@ -99,6 +108,7 @@ class Budget:
     context_periods: tuple[int, ...]
     context_gammas: tuple[float, ...]
     device: str
+    eval_every: int = EVAL_EVERY  # rounds between evaluations of the global test set (the authors' tb_every)
 
     @property
     def n(self) -> int:
@@ -120,15 +130,15 @@ BUDGETS = {
     # fixture-sized data (tests/data/fixtures.cifar_tar: 20 training images a class, variant built with N = 40)
     "fixture": Budget(rounds=8, seeds=(0, 1), clients=(10, 20, 40), gamma=0.1, local_steps=2, batch_size=5,
                       period=2, beta=0.5, lr=0.05, lr_decay=0.99, target=30.0, context_periods=(4,),
-                      context_gammas=(0.05,), device="cpu"),
+                      context_gammas=(0.05,), device="cpu", eval_every=2),
 }
 
 
 def _scale(runs: int, n: int, k: int, local_steps: int, pooled: bool = False) -> Scale:
-    """Runs of the paper budget: every round evaluates the training loss on all 50,000 images and the accuracy on
-    the 10,000 test images (the engine evaluates every round)."""
+    """Runs of the paper budget: every EVAL_EVERY rounds the accuracy on the 10,000 test images (EVALUATIONS)."""
     return Scale(MODEL, runs, ROUNDS_PAPER, 1 if pooled else k, TRAIN_IMAGES if pooled else TRAIN_IMAGES / n, 1, 5,
-                 TRAIN_IMAGES + TEST_IMAGES, eval_every=1, local_steps=k * local_steps if pooled else local_steps)
+                 min(TEST_IMAGES, MAX_TEST), eval_every=EVAL_EVERY,
+                 local_steps=k * local_steps if pooled else local_steps)
 
 
 def _scales(b: Budget) -> tuple[Scale, ...]:
@@ -207,43 +217,19 @@ DEVIATIONS = [
      "N p_i-scaled loss and a plain mean (equal in expectation; they differ by the partition's size spread)"),
     ("3 training seeds (selection, minibatches, initial model) where the paper shows one run; the authors start "
      "every run from one saved initial model"),
-    ("test accuracy after every round on the 10,000 test images (the authors evaluate every 20 rounds); the study "
-     "hands each class's test images to that class's clients, so the engine's pooled accuracy is the global one"),
+    ("test accuracy every 20 rounds and on the final model, on the 10,000 test images (the authors' tb_every=20, "
+     "max_test=10000); no training loss is evaluated, and divergence is caught from the cohort's own training "
+     "losses each round (fedbench.engine.evaluation), where the authors' code checks none"),
     "sequential SGD starts a fresh permutation of the pooled data every round (the authors' loader runs on)",
 ]
 
 
 # --- data -------------------------------------------------------------------------------------------------------
 
-def with_global_test(ds: FederatedDataset) -> FederatedDataset:
-    """``ds`` with its global test set as the clients' test data: class c's test images (in order) split as evenly
-    as possible over the clients of class c (the ``class`` hierarchy), so the engine's pooled test accuracy is the
-    accuracy on the whole global test set."""
-    import numpy as np
-
-    from fedbench.data.format import Split
-
-    if ds.global_test is None or "class" not in ds.hierarchy:
-        raise ValueError(f"{ds.name}: needs a global test set and a 'class' hierarchy (FedLaAvg's CIFAR-10 variant)")
-    classes = np.array([int(c) for c in ds.hierarchy["class"]])
-    gx, gy = ds.global_test.x, ds.global_test.y
-    rows: list[np.ndarray] = [np.zeros(0, np.int64)] * ds.num_clients
-    for c in np.unique(classes):
-        members = np.flatnonzero(classes == c)
-        for k, part in zip(members, np.array_split(np.flatnonzero(gy == c), len(members))):
-            rows[k] = part
-    missing = len(gy) - sum(len(r) for r in rows)
-    if missing:
-        raise ValueError(f"{ds.name}: {missing} global test images have a class no client holds")
-    test = Split.from_clients([gx[r] for r in rows], [gy[r] for r in rows], ds.feature_shape, dtype=None)
-    return dataclasses.replace(ds, test=test, global_test=None,
-                               source={**ds.source, "test": "global test set handed to the clients of each class"})
-
-
 @functools.cache
 def federated(n: int, real_root: str, built_n: int) -> FederatedDataset:
     """CIFAR-10 over ``n`` clients (the built variant when ``n`` is its N, else the authors' partition re-run with
-    num_clients = n from the prepared source beside ``real_root``), its test images on the clients."""
+    num_clients = n from the prepared source beside ``real_root``); its test images are its global test set."""
     from fedbench.studies.real_data import load_real
 
     built = load_real(VARIANT, real_root)
@@ -251,11 +237,11 @@ def federated(n: int, real_root: str, built_n: int) -> FederatedDataset:
         raise ValueError(f"{Path(real_root) / VARIANT}: built with N = {built.num_clients} clients; this budget needs "
                          f"N = {built_n} (params.yaml data.variants.{VARIANT}.num_clients)")
     if n == built_n:
-        return with_global_test(built)
+        return built
     from fedbench.data.stages import build_variant
 
     seed = int((built.partition.get("params") or {}).get("seed", 1))
-    return with_global_test(build_variant(VARIANT, Path(real_root).parent, {"num_clients": n, "seed": seed}))
+    return build_variant(VARIANT, Path(real_root).parent, {"num_clients": n, "seed": seed})
 
 
 @functools.cache
@@ -307,6 +293,18 @@ def plan(b: Budget) -> dict[str, list[Run]]:
     }
 
 
+def evaluations(b: Budget, ds: FederatedDataset) -> tuple:
+    """The authors' protocol (EVAL_EVERY, MAX_TEST): the global test set every ``b.eval_every`` rounds and on the
+    final model, on a seeded sample of MAX_TEST of its images where it has more."""
+    from fedbench.engine.evaluation import EvalSpec
+
+    if ds.global_test is None:
+        raise ValueError(f"{ds.name}: no global test set (built by an older fedbench? rebuild it with "
+                         f"`fedbench data prepare {VARIANT}`)")
+    cap = MAX_TEST if len(ds.global_test.y) > MAX_TEST else None
+    return (EvalSpec("global_test", every=b.eval_every, samples_sample=cap),)
+
+
 def simulation(b: Budget, r: Run, real_root: str):
     from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
     from fedbench.algorithms.sequential_sgd import sequential_config
@@ -324,7 +322,7 @@ def simulation(b: Budget, r: Run, real_root: str):
         availability = AvailabilityConfig()
     cfg = sim_config(rounds=b.rounds, clients_per_round=b.k(r.n, r.gamma), local_steps=b.local_steps,
                      batch_size=b.batch_size, seed=r.seed, device=b.device, lr_decay=b.lr_decay,
-                     availability=availability)
+                     availability=availability, evaluations=evaluations(b, ds), dissimilarity_every=0)
     knobs = {"method": r.method, "N": r.n, "gamma": r.gamma}
     if r.method == "sequential":
         return Simulation(r.name, sequential_config(cfg), functools.partial(pooled, real_root, b.n), build(MODEL, ds),
@@ -335,34 +333,42 @@ def simulation(b: Budget, r: Run, real_root: str):
 
 # --- readings ---------------------------------------------------------------------------------------------------
 
-def accuracy_curve(loss: list[float], accuracy: list[float], rounds: int, budget: float) -> np.ndarray:
-    """Test accuracy (%) of the evaluations of rounds 0..cut (fedbench.claims.readings.cut_round), 0 from the first
-    non-finite loss on and for the rounds a diverged run did not reach."""
+def evaluation_rounds(b: Budget, budget: float = 1.0) -> np.ndarray:
+    """The rounds the protocol evaluates up to the cut (fedbench.claims.readings.cut_round): 0, eval_every, ...,
+    and the final model (round ``b.rounds``) when the cut is the whole budget."""
     import numpy as np
 
     from fedbench.claims.readings import cut_round
 
-    last = cut_round(rounds, budget)
-    lv = np.asarray(loss, dtype=float)[: last + 1]
-    av = 100 * np.asarray(accuracy, dtype=float)[: len(lv)]
-    finite = np.isfinite(lv)
-    dead = len(lv) if finite.all() else int(np.argmin(finite))
-    av = np.where(np.arange(len(av)) < dead, av, 0.0)
-    return np.concatenate([av, np.zeros(last + 1 - len(av))])
+    last = cut_round(b.rounds, budget)
+    t = list(range(0, last + 1, b.eval_every))
+    if last == b.rounds and t[-1] != last:
+        t.append(last)
+    return np.array(t)
 
 
-def rounds_to_target(curve: np.ndarray, target: float, smooth: int = 1) -> int:
-    """The first round (evaluation index) whose accuracy, or the running mean of the last ``smooth`` evaluations,
-    is at least ``target``; the curve's last round when it never gets there."""
+def accuracy_curve(accuracy: dict[int, float], rounds: np.ndarray, diverged_at: int | None = None) -> np.ndarray:
+    """Test accuracy (%) at the evaluated ``rounds`` (evaluation_rounds), from a run's {round: accuracy}; 0 from
+    the round a run diverged on (``diverged_at``) and at the rounds a run did not reach."""
+    import numpy as np
+
+    return np.array([100 * accuracy[t] if t in accuracy and (diverged_at is None or t < diverged_at) else 0.0
+                     for t in map(int, rounds)])
+
+
+def rounds_to_target(curve: np.ndarray, target: float, smooth: int = 1, rounds: np.ndarray | None = None) -> int:
+    """The first evaluated round (``rounds``, default 0, 1, 2, ...) whose accuracy, or the running mean of the last
+    ``smooth`` evaluations, is at least ``target``; the curve's last round when it never gets there."""
     import numpy as np
 
     c = np.asarray(curve, dtype=float)
+    t = np.arange(len(c)) if rounds is None else np.asarray(rounds)
     if smooth > 1:
         sums = np.cumsum(np.concatenate([[0.0], c]))
         width = np.minimum(np.arange(1, len(c) + 1), smooth)
         c = (sums[1:] - sums[np.arange(1, len(c) + 1) - width]) / width
     hit = np.flatnonzero(c >= target)
-    return int(hit[0]) if len(hit) else len(c) - 1
+    return int(t[hit[0]]) if len(hit) else int(t[-1])
 
 
 def spearman(x, y) -> float:
@@ -376,21 +382,25 @@ def spearman(x, y) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def period_power(curve: np.ndarray, period: int, whole: bool = False) -> float:
+def period_power(curve: np.ndarray, period: int, whole: bool = False, rounds: np.ndarray | None = None) -> float:
     """The power a^2 / 2 of the period-``period`` sinusoid a cos(2 pi t / period + phi) in the least-squares fit of
-    a line plus that sinusoid to ``curve`` over its second half (a whole number of periods ending at its last
-    value), or over the whole curve (``whole``). NaN when the window holds less than one period."""
+    a line plus that sinusoid to ``curve``, evaluated at ``rounds`` t (default 0, 1, 2, ...), over the second
+    half of the rounds (a whole number of periods ending at the last evaluated round), or over all of them
+    (``whole``). NaN when that window holds less than one period or no evaluation."""
     import numpy as np
 
     c = np.asarray(curve, dtype=float)
-    span = len(c) if whole else len(c) // 2
+    t = np.arange(len(c)) if rounds is None else np.asarray(rounds)
+    last = int(t[-1])
+    span = last + 1 if whole else (last + 1) // 2
     n = (span // period) * period
-    if n < period:
+    inside = t > last - n
+    if n < period or not inside.any():
         return math.nan
-    t = np.arange(n, dtype=float)
-    angle = 2 * np.pi * t / period
-    design = np.column_stack([np.ones(n), t / n, np.cos(angle), np.sin(angle)])
-    coef = np.linalg.lstsq(design, c[len(c) - n:], rcond=None)[0]
+    tt = (t[inside] - (last - n + 1)).astype(float)
+    angle = 2 * np.pi * tt / period
+    design = np.column_stack([np.ones(len(tt)), tt / n, np.cos(angle), np.sin(angle)])
+    coef = np.linalg.lstsq(design, c[inside], rcond=None)[0]
     return float((coef[2] ** 2 + coef[3] ** 2) / 2)
 
 
@@ -419,18 +429,23 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     outcomes = dict(zip(runs, run_simulations(sims, workers)))
 
     def curve(r: Run, frac: float = 1.0) -> np.ndarray:
+        """The run's test accuracy (%) at evaluation_rounds(b, frac)."""
         o = outcomes[r]
-        return accuracy_curve(o.series("train/loss"), o.series("test/accuracy"), b.rounds, frac)
+        diverged_at = int(o.history[-1]["round"]) if o.diverged else None
+        return accuracy_curve(o.at_rounds(ACCURACY), evaluation_rounds(b, frac), diverged_at)
 
-    reach = {r: rounds_to_target(curve(r), b.target) for r in runs if r.method == "fedlaavg"}
-    power = {r: period_power(curve(r), b.cycle(r.period)) for r in roles["fedlaavg_ica"] + roles["fedavg_ica"]}
-    write_simulations(out_dir, [sim_record(s, outcomes[r], metrics={"study/best_accuracy": float(curve(r).max()),
+    evaluated = evaluation_rounds(b)
+    reach = {r: rounds_to_target(curve(r), b.target, rounds=evaluated) for r in runs if r.method == "fedlaavg"}
+    power = {r: period_power(curve(r), b.cycle(r.period), rounds=evaluated)
+             for r in roles["fedlaavg_ica"] + roles["fedavg_ica"]}
+    write_simulations(out_dir, [sim_record(s, outcomes[r], keys=("round", ACCURACY),
+                                           metrics={"study/best_accuracy": float(curve(r).max()),
                                                                     "study/rounds_to_target": reach.get(r),
                                                                     "study/period_power": power.get(r)})
                                 for s, r in zip(sims, runs)])
-    _figures(out_dir, b, roles, curve, reach)
+    _figures(out_dir, b, roles, curve, reach, evaluated)
 
-    reading_names = {"best": "best round", "tail": "mean of last 5 rounds", "final": "final round",
+    reading_names = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final round",
                      "first": f"first round >= {b.target:g}%", "smoothed": f"first round the mean of {SMOOTH} >= "
                                                                             f"{b.target:g}%",
                      "half": "second half of the rounds", "whole": "whole curve"}
@@ -498,7 +513,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         smooth = SMOOTH if reading == "smoothed" else 1
         per_seed = []
         for i in range(len(b.seeds)):
-            needed = [rounds_to_target(curve(roles[f"n={n}"][i], frac), b.target, smooth) for n in b.clients]
+            needed = [rounds_to_target(curve(roles[f"n={n}"][i], frac), b.target, smooth, evaluation_rounds(b, frac))
+                      for n in b.clients]
             per_seed.append(spearman(b.clients, needed))
         return [per_seed]
 
@@ -526,7 +542,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     # Figure 2, oscillation
     def oscillation(reading: str, frac: float) -> list[list[float]]:
         whole = reading == "whole"
-        return [[period_power(curve(x, frac), b.cycle(), whole) - period_power(curve(y, frac), b.cycle(), whole)
+        t = evaluation_rounds(b, frac)
+        return [[period_power(curve(x, frac), b.cycle(), whole, t) - period_power(curve(y, frac), b.cycle(), whole, t)
                  for x, y in zip(roles["fedavg_ica"], roles["fedlaavg_ica"])]]
 
     part = Part("diurnal availability (ICA)", Rule("greater", 0.0, "accuracy points^2"))
@@ -544,7 +561,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     return entries
 
 
-def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach: dict[Run, int]) -> None:
+def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach: dict[Run, int],
+             t: np.ndarray) -> None:
     import numpy as np
 
     from fedbench.plotting import pyplot, save_figure
@@ -560,15 +578,16 @@ def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach
               "sequential": ("sequential SGD", "k", "--")}
     for role, (label, color, ls) in styles.items():
         m = mean_curve(role)
-        a.plot(np.arange(len(m)), m, color=color, ls=ls, lw=0.8, label=label)
+        a.plot(t, m, color=color, ls=ls, lw=0.8, label=label)
     a.set_xlabel("round")
     a.set_ylabel(f"test accuracy (%), mean of {len(b.seeds)} seeds")
     a.set_title(f"(a) Table 2: N={b.n}, K={b.k(b.n)}, P={b.period}, beta={b.beta}")
     a.legend(fontsize=8)
-    window = min(b.rounds + 1, 10 * b.cycle())
+    window = min(b.rounds + 1, 10 * b.cycle() * b.eval_every)  # about ten periods' worth of evaluations
+    shown = t > b.rounds - window
     for role in ("fedavg_ica", "fedlaavg_ica"):
-        c = curve(roles[role][0])[-window:]
-        z.plot(np.arange(len(c)) + (b.rounds + 1 - len(c)), c, color=styles[role][1], lw=0.8, label=styles[role][0])
+        z.plot(t[shown], curve(roles[role][0])[shown], color=styles[role][1], lw=0.8, marker=".", ms=2,
+               label=styles[role][0])
     z.set_xlabel("round")
     z.set_title(f"(b) the last {window} rounds, seed {b.seeds[0]} (period {b.cycle()})")
     z.legend(fontsize=8)
@@ -582,7 +601,7 @@ def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach
     for ax, (title, lines) in zip(axes.flat, panels):
         for label, role in lines:
             m = mean_curve(role)
-            ax.plot(np.arange(len(m)), m, lw=0.8, label=label)
+            ax.plot(t, m, lw=0.8, label=label)
         ax.axhline(b.target, color="grey", lw=0.6, ls="--")
         ax.set_title(title)
         ax.set_xlabel("round")

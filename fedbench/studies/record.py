@@ -25,15 +25,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
+
 if TYPE_CHECKING:
     from fedbench.engine.simulation import RunResult, SimulationConfig
     pass  # fedbench.studies.Outcome and Simulation, named in annotations only (importing them would be a cycle)
 
 SIMULATIONS = "simulations.jsonl"
-HISTORY_KEYS = ("train/loss", "test/accuracy")  # per-round metrics a record keeps unless the study says otherwise
+# per-round metrics a record keeps unless the study says otherwise (one value per history row; a study with a sparse
+# evaluation protocol adds "round", so that readers and MLflow read rounds, not positions)
+HISTORY_KEYS = ("train/loss", "test/accuracy")
 DIGITS = 6
 # SimulationConfig fields that say how a run executes, not what it computes
-EXECUTION_FIELDS = ("device", "local_path", "eval_every", "checkpoint_every")
+EXECUTION_FIELDS = ("device", "local_path", "dissimilarity_every", "dissimilarity_samples", "checkpoint_every")
 
 
 def compact(value: float | None) -> float | None:
@@ -63,7 +67,11 @@ def params(cfg: SimulationConfig, algorithm: Any, **knobs: Any) -> dict[str, Any
         if f.name in EXECUTION_FIELDS or (f.name == "lr_decay" and cfg.lr_decay == 1.0):
             continue  # a constant rate (lr_decay 1.0) is every run's but FedLaAvg CIFAR-10's: not recorded
         value = getattr(cfg, f.name)
-        if f.name == "availability":  # its other fields only matter when some clients are unavailable
+        if f.name == "evaluations":  # recorded where a study declares its own protocol
+            if value != DEFAULT_EVALUATIONS:
+                out["evaluations"] = [{k: v for k, v in dataclasses.asdict(e).items() if v not in ((), None)}
+                                      for e in value]
+        elif f.name == "availability":  # its other fields only matter when some clients are unavailable
             kept = dataclasses.asdict(value) if value.model != "always" else {"model": value.model}
             out |= {f"availability.{k}": v for k, v in kept.items()}
         elif f.name in out and out[f.name] != value:

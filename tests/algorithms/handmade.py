@@ -153,6 +153,10 @@ class Recorder:
     def __getattr__(self, name):
         return getattr(self.algorithm, name)
 
+    @property
+    def needs_evaluation(self) -> tuple[str, ...]:  # begin_round records every round: it needs an evaluation
+        return getattr(self.algorithm, "needs_evaluation", ()) or ("train/loss",)
+
     def begin_round(self, state, evaluation):
         begin = getattr(self.algorithm, "begin_round", None)
         new = begin(state, evaluation) if begin is not None else state

@@ -187,8 +187,8 @@ def test_callback_can_stop_the_run(synthetic):
     assert [r["round"] for r in result.history] == [0, 1, 2]  # rounds 0, 1 and the final evaluation
 
 
-def test_history_rows_and_eval_every(synthetic):
-    result = simulate(_cfg(rounds=3, eval_every=2), synthetic, _model(synthetic), FedAvg(lr=0.01))
+def test_history_rows_and_dissimilarity_every(synthetic):
+    result = simulate(_cfg(rounds=3, dissimilarity_every=2), synthetic, _model(synthetic), FedAvg(lr=0.01))
     assert [r["round"] for r in result.history] == [0, 1, 2, 3]
     dissim = [r["train/dissimilarity"] for r in result.history]
     assert math.isfinite(dissim[0]) and math.isnan(dissim[1]) and math.isfinite(dissim[2])
@@ -355,6 +355,8 @@ class _MinimalSGD:
 
 class _ExplicitSGD(_MinimalSGD):
     """The same algorithm with the optional methods written out as their defaults."""
+
+    needs_evaluation = ("train/loss",)  # begin_round is declared with what it reads
 
     def init_clients(self, num_clients, theta0):
         return None

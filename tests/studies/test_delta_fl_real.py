@@ -5,7 +5,6 @@ per-seed user draw, repeatability and the not-run entry."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -61,7 +60,8 @@ def test_fixture_budget_end_to_end(real_root, tmp_path):
         p = study.pair(r["params"]["pair"])
         ds = study.load_real(p.variant, str(real_root))
         assert r["metrics"]["study/test_devices"] == int(ds.test_only.sum())
-        assert len(r["history"]["test/error_p90"]) == study.BUDGETS["fixture"].rounds + 1
+        assert r["history"]["round"] == [0, 3]  # the authors' cadence (every 10-50 rounds, 5, 10, ...) and the final
+        assert all(v is not None for v in r["history"]["test/error_p90"] + r["history"]["train/loss"])
         # the engine's final p90 is over the devices with test data: the same devices and percentile as the study's
         assert r["final"]["test/error_p90"] == pytest.approx(r["metrics"]["study/test_error_p90"], abs=1e-5)
     table = claims[0]["reproduced"]["table"]
@@ -114,6 +114,13 @@ def test_history_reading_theta_choice():
     stopped = _outcome([], diverged=True, history=rows[:3])
     assert study.history_p90(stopped, 8, "final", 1.0) == 1.0 == study.history_p90(stopped, 8, "final", 0.25)
     assert study.history_p90(stopped, 8, "final", 0.125) == 0.8  # before the round it diverged in
+    # evaluated at rounds 0, 5, 10, 15, 20 (and the final 30): the last evaluation up to the cut, by round
+    sparse = _outcome([], history=[{"round": r, "test/error_p90": v}
+                                   for r, v in zip([0, 5, 10, 15, 20, 30], [0.9, 0.7, 0.6, 0.5, 0.4, 0.2])])
+    assert study.history_p90(sparse, 30, "final", 1.0) == pytest.approx(0.2)
+    assert study.history_p90(sparse, 30, "final", 0.5) == pytest.approx(0.5)  # cut at 15
+    assert study.history_p90(sparse, 30, "final", 0.6) == pytest.approx(0.5)  # cut at 18: round 15's
+    assert study.history_p90(sparse, 30, "tail", 0.6) == pytest.approx(np.mean([0.9, 0.7, 0.6, 0.5]))
     assert study.best_theta({0.8: [0.3, 0.5], 0.5: [0.2, 0.4], 0.1: [0.35, 0.3]}) == 0.5
     assert study.best_theta({0.8: [0.3, 0.3], 0.5: [0.3, 0.3], 0.1: [0.4, 0.4]}) == 0.8  # a tie: the first level
 
@@ -152,4 +159,7 @@ def test_not_run_entry_and_paper_budget():
     paper = study.BUDGETS["paper"]
     assert paper.device == "auto" and len(paper.seeds) >= 3 and paper.rounds is None and paper.subsample
     assert [s.model for s in study.SCALES] == [p.model for p in study.PAIRS]
-    assert all(math.isfinite(s.rounds) and s.eval_every == 1 for s in study.SCALES)
+    assert [s.eval_every for s in study.SCALES] == [50, 10, 20, 25, 10]  # the authors' scripts
+    (train, test) = study.evaluations(study.pair("emnist_cnn"))
+    assert (train.split, train.every, train.rounds, train.metrics) == ("train", 10, (5, 10, 15, 20, 75), ("train/loss",))
+    assert (test.split, test.every, test.final) == ("test", 10, True)

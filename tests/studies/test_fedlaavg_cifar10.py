@@ -1,6 +1,6 @@
 """FedLaAvg on CIFAR-10 (the paper-scale study fedlaavg_cifar10): its readings with exact numbers, its data (the
-global test set handed to the clients, the N sweep's partitions rebuilt from the prepared source), its not-run
-entries, and the whole study at the fixture budget on fixture-sized CIFAR-10."""
+global test set evaluated by the engine, the N sweep's partitions rebuilt from the prepared source), its
+evaluation protocol, its not-run entries, and the whole study at the fixture budget on fixture-sized CIFAR-10."""
 
 from __future__ import annotations
 
@@ -40,6 +40,25 @@ def test_rounds_to_target():
     assert study.rounds_to_target(curve, 70.0) == 5  # never: the last round
     # running mean of the last 3: 10, 25, 35.33, 48.67, 55.33, 57
     assert study.rounds_to_target(curve, 55.0, smooth=3) == 4
+    # evaluated every 20 rounds, the final model at 90: rounds, not positions
+    rounds = np.array([0, 20, 40, 60, 80, 90])
+    assert study.rounds_to_target(curve, 55.0, rounds=rounds) == 40
+    assert study.rounds_to_target(curve, 70.0, rounds=rounds) == 90
+    assert study.rounds_to_target(curve, 55.0, smooth=3, rounds=rounds) == 80
+
+
+def test_evaluation_rounds_and_curve():
+    b = study.BUDGETS["paper"]
+    t = study.evaluation_rounds(b)
+    assert (t[:3].tolist(), t[-1], len(t)) == ([0, 20, 40], 70000, 3501)  # every 20th round; 70,000 is one of them
+    half = study.evaluation_rounds(b, 0.5)
+    assert (half[-1], len(half)) == (35000, 1751)
+    fixture = study.BUDGETS["fixture"]  # 8 rounds every 2
+    assert study.evaluation_rounds(fixture).tolist() == [0, 2, 4, 6, 8]
+    # a run that diverged at round 4: 0 from there on, and at the rounds it never reached
+    acc = {0: 0.1, 2: 0.2, 4: 0.15}
+    np.testing.assert_allclose(study.accuracy_curve(acc, np.array([0, 2, 4, 6, 8]), diverged_at=4), [10, 20, 0, 0, 0])
+    np.testing.assert_allclose(study.accuracy_curve(acc, np.array([0, 2, 4])), [10, 20, 15])
 
 
 def test_spearman():
@@ -61,24 +80,24 @@ def test_period_power():
     assert study.period_power(fading, 15) == pytest.approx(0.0, abs=1e-12)
     assert study.period_power(fading, 15, whole=True) == pytest.approx(0.5, abs=0.05)  # half as wide: a = 1
     assert math.isnan(study.period_power(np.ones(20), 15))  # under one period in the second half
+    # evaluated every 20 rounds: a period of 15 rounds is seen at three phases, and the fit recovers its power
+    rounds = np.arange(0, 6001, 20)
+    sampled = 50.0 + 0.001 * rounds + 2.0 * np.sin(2 * np.pi * rounds / 15 + 0.3)
+    assert study.period_power(sampled, 15, rounds=rounds) == pytest.approx(2.0, abs=1e-9)
+    assert study.period_power(50.0 + 0.001 * rounds, 15, rounds=rounds) == pytest.approx(0.0, abs=1e-12)
 
 
-def test_accuracy_curve_cuts_and_zeroes_a_diverged_run():
-    loss = [2.3, 2.0, float("nan")]
-    acc = [0.1, 0.2, 0.3]
-    np.testing.assert_allclose(study.accuracy_curve(loss, acc, rounds=4, budget=1.0), [10.0, 20.0, 0.0, 0.0, 0.0])
-    np.testing.assert_allclose(study.accuracy_curve([2.3, 2.0, 1.9], acc, rounds=2, budget=0.5), [10.0, 20.0])
-
-
-def test_global_test_set_is_handed_to_the_clients_of_its_class(real_root):
+def test_the_global_test_set_stays_global_and_the_protocol_is_the_authors(real_root):
     built = study.federated(BUILT_N, str(real_root), BUILT_N)
-    assert built.global_test is None and int(built.test.sizes.sum()) == 40
-    classes = np.array([int(c) for c in built.hierarchy["class"]])
-    for k in range(built.num_clients):
-        _, y = built.test.client(k)
-        assert np.all(y == classes[k]) and len(y) == 1  # 4 test images a class over its 4 clients
-    with pytest.raises(ValueError, match="global test set"):
-        study.with_global_test(built)
+    assert len(built.global_test.y) == 40 and int(built.test.sizes.sum()) == 0  # no copies on the clients
+    assert not hasattr(study, "with_global_test")
+    b = study.BUDGETS["paper"]
+    (spec,) = study.evaluations(b, built)
+    assert (spec.split, spec.every, spec.final, spec.samples_sample) == ("global_test", 20, True, None)  # 40 <= 10,000
+    sim = study.simulation(study.BUDGETS["fixture"], study.plan(study.BUDGETS["fixture"])["fedlaavg_ica"][0],
+                           str(real_root))
+    assert sim.config.evaluations == (spec.__class__("global_test", every=2),)
+    assert sim.config.dissimilarity_every == 0
 
 
 def test_the_n_sweep_rebuilds_the_authors_partition_from_the_prepared_source(real_root):
@@ -141,4 +160,7 @@ def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     by_name = {r["name"]: r for r in records}
     for sim, outcome in zip(again, run_simulations(again, workers=1)):
         assert outcome.param_digest == by_name[sim.name]["param_digest"]
-        assert [compact(v) for v in outcome.series("test/accuracy")] == by_name[sim.name]["history"]["test/accuracy"]
+        history = by_name[sim.name]["history"]
+        assert history["round"] == [0, 2, 4, 6, 8]  # every 2 rounds at the fixture budget, and the final model
+        assert [compact(v) for v in outcome.at_rounds("global_test/accuracy").values()] == history["global_test/accuracy"]
+        assert all("test/accuracy" not in row for row in outcome.history)  # no per-device copies evaluated

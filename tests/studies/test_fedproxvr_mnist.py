@@ -68,7 +68,8 @@ def test_paper_budget_declares_table_2_runs(real_root):
 
 def _outcome(acc, loss=None) -> Outcome:
     loss = loss or [1.0] * len(acc)
-    return Outcome(name="x", history=[{"train/loss": lo, "test/accuracy": a} for lo, a in zip(loss, acc)], final={},
+    return Outcome(name="x", history=[{"round": r, "train/loss": lo, "test/accuracy": a}
+                                              for r, (lo, a) in enumerate(zip(loss, acc))], final={},
                    diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
 
 

@@ -5,7 +5,9 @@ repeatability and the not-run entry."""
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
@@ -64,14 +66,22 @@ def test_paper_budget_declares_the_stated_setup(real_root):
 
 
 def _outcome(acc) -> Outcome:
-    return Outcome(name="x", history=[{"train/loss": 1.0, "test/accuracy": a} for a in acc], final={},
+    return Outcome(name="x", history=[{"round": r, "test/accuracy": a} for r, a in enumerate(acc)], final={},
                    diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
 
 
 def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
     o = _outcome([0.0, 0.2, 0.6, 0.5, 0.55, 0.58])
-    assert (study.accuracy(o, "best", 5), study.accuracy(o, "final", 5)) == (pytest.approx(60.0), pytest.approx(58.0))
-    assert study.accuracy(o, "tail", 5) == pytest.approx(100 * (0.2 + 0.6 + 0.5 + 0.55 + 0.58) / 5)
+    assert (study.accuracy(o, "best", 5, every=1), study.accuracy(o, "final", 5, every=1)) == (
+        pytest.approx(60.0), pytest.approx(58.0))
+    assert study.accuracy(o, "tail", 5, every=1) == pytest.approx(100 * (0.2 + 0.6 + 0.5 + 0.55 + 0.58) / 5)
+    # the protocol's cadence: rounds 0 and 5 of these (every 5, and the final model), read by round
+    assert study.evaluation_rounds(12, 5) == [0, 5, 10, 12] and study.evaluation_rounds(12, 5, 0.5) == [0, 5]
+    assert study.accuracy(o, "best", 5) == pytest.approx(58.0)
+    sparse = Outcome(name="x", history=[{"round": 0, "test/accuracy": 0.1}, {"round": 5, "test/accuracy": 0.4},
+                                        {"round": 7, "train/loss": float("nan")}], final={}, diverged=True,
+                     param_digest="", device="cpu", models=None, seconds=0.0)
+    np.testing.assert_allclose(study.curve(sparse, 12, 5), [10.0, 40.0, 0.0, 0.0])  # diverged at 7: 0 from 10 on
     # Mime above FedAvgM on every seed, MimeLite below on every seed: Mime's part holds, MimeLite's does not
     best = {"Mime": (0.50, 0.61, 0.55), "MimeLite": (0.35, 0.30, 0.33), "FedAvgM": (0.40, 0.40, 0.40)}
     curves = {(m, s): [0.1, v] for m, vals in best.items() for s, v in enumerate(vals)}
@@ -81,7 +91,7 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
 
     monkeypatch.setattr(study, "run_simulations", fake_run)
     monkeypatch.setattr("fedbench.studies.record.write_simulations", lambda out, records: None)
-    monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, metrics=None: {})
+    monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, keys=(), metrics=None: {})
     monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
                                                                device="cpu", model="mclr"))
     real_root = build_real(tmp_path, "femnist_leaf")
@@ -96,7 +106,9 @@ def test_same_seed_same_numbers(real_root):
     sims = [study.simulation("Mime", 1, study.BUDGETS["fixture"], real_root)]
     first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
     assert first.param_digest == second.param_digest
-    assert first.series("train/loss") == second.series("train/loss")
+    assert first.series("test/accuracy") == second.series("test/accuracy")
+    assert [row["round"] for row in first.history] == [0, 2]  # round 0 and the final model (every 5 rounds)
+    assert all(math.isfinite(v) for v in first.at_rounds("test/accuracy").values())
 
 
 def test_not_run_entry_has_the_command_and_a_cost():

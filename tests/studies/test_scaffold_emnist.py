@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 
 from fedbench.data import stages
@@ -118,11 +117,15 @@ def test_not_run_entries_have_the_command_and_a_positive_cost():
         assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 855
 
 
-def test_global_test_set_becomes_the_test_split(real_root):
-    ds = study.on_global_test("emnist_scaffold_n100_s0", str(real_root))
-    assert ds.num_clients == 10 and int(ds.test.sizes.sum()) == 47 == len(ds.global_test.y)
-    assert np.array_equal(ds.test.y, ds.global_test.y) and ds.test.sizes.max() - ds.test.sizes.min() <= 1
+def test_the_global_test_set_is_evaluated_by_the_engine_every_round(real_root):
+    ds = study.dataset("emnist_scaffold_n100_s0", str(real_root))
+    assert ds.num_clients == 10 and len(ds.global_test.y) == 47 and int(ds.test.sizes.sum()) == 0  # no copies
+    assert not hasattr(study, "on_global_test")
     assert study.batch_size(ds) == math.ceil(int(ds.train.sizes.max()) / 5) == 3
+    sim = study.declare(study.BUDGETS["fixture"], real_root)[0]
+    (spec,) = sim.config.evaluations
+    assert (spec.split, spec.every, spec.final, spec.sampled) == ("global_test", 1, True, False)
+    assert sim.config.dissimilarity_every == 0
 
 
 def test_same_seed_same_numbers(real_root):
@@ -130,8 +133,10 @@ def test_same_seed_same_numbers(real_root):
             if s.name.startswith("table3/scaffold/E=5/s=0/") and s.name.endswith("seed=1")][:1]
     a, b = run_simulations(sims, workers=1), run_simulations(sims, workers=1)
     assert a[0].param_digest == b[0].param_digest
-    assert a[0].series("test/accuracy") == b[0].series("test/accuracy")
-    assert all(math.isfinite(x) for x in a[0].series("test/accuracy"))
+    assert a[0].series("global_test/accuracy") == b[0].series("global_test/accuracy")
+    assert len(a[0].series("global_test/accuracy")) == 4  # rounds 0..3, the final model the last
+    assert all(math.isfinite(x) for x in a[0].series("global_test/accuracy"))
+    assert all("test/accuracy" not in row and "train/loss" not in row for row in a[0].history)
 
 
 def test_fixture_study_end_to_end(fixture_study):
@@ -145,7 +150,7 @@ def test_fixture_study_end_to_end(fixture_study):
     assert len(claims[0]["parts"]) == 24 and len(claims[1]["parts"]) == 6 and len(claims[2]["parts"]) == 4
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
     assert len(records) == len(study.cells()) * 2 * 2  # two steps, two seeds
-    acc = records[0]["history"]["test/accuracy"]
+    acc = records[0]["history"]["global_test/accuracy"]
     assert len(acc) == 4 and all(a is not None for a in acc)  # the global test set is evaluated every round
     assert (out / f"{study.NAME}.png").stat().st_size > 0
     saved = json.loads((out / "claims.json").read_text())
