@@ -1,19 +1,22 @@
-"""What a paper-scale run costs: each paper model's measured cost per local minibatch step and per evaluated
-sample on this machine, and the projection of a study's cost from them.
+"""What a paper-scale run costs: each paper model's measured cost per local minibatch step, per evaluated sample and
+per round (fixed overheads) on this machine, and the projection of a study's cost from them.
 
-``measure(model)`` times the real engine (fedbench.engine.simulation.simulate, one run, float32, one thread as
-the train stage uses) on a dataset of the model's input shape with random content: 10 clients of 100 training
-and 10 test samples, batch 10, 2 rounds at E = 1 and again at E = 3. The difference is the cost of 400 extra
-local steps, so ``step_s`` = (t(E=3) - t(E=1)) / 400; the rest of the E = 1 time is evaluation (three
-evaluations of the 1,100 samples' loss and accuracy, the dissimilarity included) plus fixed costs, read as
-``eval_sample_s`` per sample and evaluation. The content of the data does not change the time of these
-models (no data-dependent branches).
+``measure(model)`` times the real engine (fedbench.engine.simulation.simulate, one run, float32, one thread as the
+train stage uses) on a dataset of the model's input shape with random content: 10 clients of 100 training samples,
+batch 10, 2 rounds, with the gradient dissimilarity off (as every paper-scale study runs), three times:
+- E = 1 with 10 test samples a client (a), and E = 3 (b): ``step_s`` = (t_b - t_a) / the 400 extra local steps;
+- E = 1 with 100 more test samples a client (c): ``eval_sample_s`` = (t_c - t_a) / the 3,000 extra evaluated
+  samples (three evaluations: rounds 0, 1 and the final model);
+- what is left of t_a once its steps and evaluated samples are paid is the fixed cost of a round (scheduling,
+  aggregation, bookkeeping), ``round_s``.
+The content of the data does not change the time of these models (no data-dependent branches).
 
-``project`` turns a study's scale into seconds: per round, K x E x ceil(n / B) local steps of the mean client
-plus one evaluation of every sample. It counts every run on its own (stacked runs share their local steps and
-are faster on a GPU, so this is an upper bound there) and no data preparation. The measured numbers are kept
-in ``fedbench/bench/measured_costs.json`` with the machine and the date; ``python -m fedbench.bench.costs``
-measures them again (``--models`` for some).
+``project`` turns a study's scale into seconds: per round, K x E x ceil(n / B) local steps of the mean client (or
+its fixed local steps), the samples its evaluation protocol evaluates (``eval_samples`` every ``eval_every``
+rounds) and the fixed cost; training and evaluation are reported apart. It counts every run on its own (stacked
+runs share their local steps and are faster on a GPU, so this is an upper bound there) and no data preparation.
+The measured numbers are kept in ``fedbench/bench/measured_costs.json`` with the machine and the date;
+``python -m fedbench.bench.costs`` measures them again (``--models`` for some).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ MODEL_INPUTS: dict[str, tuple[tuple[int, ...], int, str, int, int]] = {
     "fedproxvr_cnn": ((784,), 10, "features", 0, 0),
     "leaf_femnist_cnn": ((784,), 62, "features", 0, 0),  # Mime's EMNIST-62 (LEAF's reference CNN)
 }
-CLIENTS, TRAIN_N, TEST_N, BATCH, ROUNDS = 10, 100, 10, 10, 2
+CLIENTS, TRAIN_N, TEST_N, EXTRA_TEST_N, BATCH, ROUNDS = 10, 100, 10, 100, 10, 2
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class Scale:
         return self.clients_per_round * self.local_epochs * math.ceil(self.client_samples / self.batch_size)
 
 
-def _dataset(model: str):
+def _dataset(model: str, test_n: int = TEST_N):
     import numpy as np
 
     from fedbench.data.format import FederatedDataset, InputSpec, Split, Vocabulary
@@ -90,11 +93,11 @@ def _dataset(model: str):
     spec = InputSpec(kind=kind, transform="ids" if kind in ("chars", "tokens") else "identity",
                      vocabulary=Vocabulary(name="random", size=vocab) if vocab else None)
     return FederatedDataset(name=f"cost-{model}", client_ids=tuple(f"c{k}" for k in range(CLIENTS)),
-                            train=split(TRAIN_N), test=split(TEST_N), num_classes=classes, input=spec,
+                            train=split(TRAIN_N), test=split(test_n), num_classes=classes, input=spec,
                             label_kind="binary" if classes == 2 else "class")
 
 
-def _time(model_name: str, epochs: int) -> float:
+def _time(model_name: str, epochs: int, test_n: int = TEST_N) -> float:
     import torch
 
     from fedbench.algorithms import build_algorithm
@@ -102,29 +105,36 @@ def _time(model_name: str, epochs: int) -> float:
     from fedbench.models import build_model
 
     shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
-    ds = _dataset(model_name)
+    ds = _dataset(model_name, test_n)
     embedding = torch.randn(vocab + 1, dim) if dim else None
     model = build_model(model_name, shape, classes, embedding) if dim else build_model(model_name, shape, classes)
     cfg = SimulationConfig(rounds=ROUNDS, clients_per_round=CLIENTS, local_epochs=epochs, batch_size=BATCH, seed=0,
-                           device="cpu", eval_every=1, checkpoint_every=10**9)
+                           device="cpu", dissimilarity_every=0, checkpoint_every=10**9)
     t0 = time.perf_counter()
     simulate(cfg, ds, model, build_algorithm("fedavg", 0.01))
     return time.perf_counter() - t0
 
 
-def measure(model: str) -> dict[str, float]:
-    """``step_s`` (one local minibatch step of ``BATCH``) and ``eval_sample_s`` (one sample's share of one
-    evaluation), timed on this machine with one torch thread."""
+def measure(model: str, repeats: int = 2) -> dict[str, float]:
+    """``step_s`` (one local minibatch step of ``BATCH``), ``eval_sample_s`` (one sample's share of one
+    evaluation: loss and accuracy, no dissimilarity) and ``round_s`` (a round's fixed cost), timed on this machine
+    with one torch thread; each time the least of ``repeats``."""
     import torch
 
     torch.set_num_threads(1)
     _time(model, 1)  # warm-up: imports, kernels, allocator
-    t1, t3 = _time(model, 1), _time(model, 3)
-    extra_steps = ROUNDS * CLIENTS * 2 * math.ceil(TRAIN_N / BATCH)
-    step = max(t3 - t1, 0.0) / extra_steps
-    evaluated = (ROUNDS + 1) * CLIENTS * (TRAIN_N + TEST_N)
-    rest = max(t1 - step * ROUNDS * CLIENTS * math.ceil(TRAIN_N / BATCH), 0.0)
-    return {"step_s": step, "eval_sample_s": rest / evaluated}
+
+    def least(*args) -> float:
+        return min(_time(model, *args) for _ in range(repeats))
+
+    t_a, t_b, t_c = least(1), least(3), least(1, TEST_N + EXTRA_TEST_N)
+    steps_a = ROUNDS * CLIENTS * math.ceil(TRAIN_N / BATCH)
+    step = max(t_b - t_a, 0.0) / (2 * steps_a)
+    evaluations = ROUNDS + 1
+    eval_sample = max(t_c - t_a, 0.0) / (evaluations * CLIENTS * EXTRA_TEST_N)
+    evaluated_a = evaluations * CLIENTS * (TRAIN_N + TEST_N)
+    fixed = max(t_a - step * steps_a - eval_sample * evaluated_a, 0.0) / ROUNDS
+    return {"step_s": step, "eval_sample_s": eval_sample, "round_s": fixed}
 
 
 def load_measured(path: Path = MEASURED) -> dict[str, Any]:
@@ -132,19 +142,24 @@ def load_measured(path: Path = MEASURED) -> dict[str, Any]:
 
 
 def project(scale: Scale, measured: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The projected cost of ``scale`` on the machine of ``measured``: seconds, hours, and how they were got."""
+    """The projected cost of ``scale`` on the machine of ``measured``: seconds and hours in all, of training (local
+    steps and the round's fixed cost) and of evaluation, and how they were got."""
     measured = measured or load_measured()
     if scale.model not in measured["models"]:
         raise KeyError(f"no measured cost of model {scale.model!r} in {MEASURED.name}; measured: "
                        f"{', '.join(measured['models'])}")
     m = measured["models"][scale.model]
-    per_round = scale.steps_per_round() * m["step_s"] + scale.eval_samples * m["eval_sample_s"] / scale.eval_every
-    seconds = per_round * scale.rounds * scale.runs
-    return {"device": measured["device"], "per_round_s": round(per_round, 4), "rounds": scale.rounds,
+    train_round = scale.steps_per_round() * m["step_s"] + m.get("round_s", 0.0)
+    eval_round = scale.eval_samples * m["eval_sample_s"] / scale.eval_every
+    per_run = scale.rounds * scale.runs
+    seconds = (train_round + eval_round) * per_run
+    return {"device": measured["device"], "per_round_s": round(train_round + eval_round, 4), "rounds": scale.rounds,
             "runs": scale.runs, "seconds": round(seconds, 1), "hours": round(seconds / 3600, 2),
-            "basis": (f"{scale.steps_per_round():,} local steps x {m['step_s'] * 1e3:.3g} ms + {scale.eval_samples:,} "
-                      f"evaluated samples x {m['eval_sample_s'] * 1e6:.3g} us per round (measured "
-                      f"{measured['measured_on']}), x {scale.rounds:,} rounds x {scale.runs} runs, each run on its own")}
+            "train_hours": round(train_round * per_run / 3600, 2), "eval_hours": round(eval_round * per_run / 3600, 2),
+            "basis": (f"{scale.steps_per_round():,} local steps x {m['step_s'] * 1e3:.3g} ms + {m.get('round_s', 0.0) * 1e3:.3g} ms "
+                      f"fixed + {scale.eval_samples:,} evaluated samples x {m['eval_sample_s'] * 1e6:.3g} us every "
+                      f"{scale.eval_every} round(s) (measured {measured['measured_on']}), x {scale.rounds:,} rounds x "
+                      f"{scale.runs} runs, each run on its own")}
 
 
 def _cpu_name() -> str:
@@ -158,12 +173,13 @@ def _cpu_name() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="measure each paper model's cost per step and per evaluated sample")
+    p = argparse.ArgumentParser(description="measure each paper model's cost per local step, per evaluated sample and "
+                                            "per round on this machine (one torch thread)")
     p.add_argument("--models", nargs="*", default=list(MODEL_INPUTS), choices=list(MODEL_INPUTS))
     p.add_argument("--out", default=str(MEASURED))
     a = p.parse_args(argv)
     out = load_measured(Path(a.out)) if Path(a.out).exists() else {"models": {}}
-    out.update(device=f"CPU, 1 torch thread ({_cpu_name()}, {os.cpu_count()} cores shared with other jobs)",
+    out.update(device=f"CPU, 1 torch thread ({_cpu_name()}, {os.cpu_count()} cores)",
                measured_on=time.strftime("%Y-%m-%d"))
     for model in a.models:
         out["models"][model] = {k: float(f"{v:.4g}") for k, v in measure(model).items()}

@@ -158,35 +158,38 @@ def confirm(lines: list[str], yes: bool, dry_run: bool) -> bool:
 
 
 def listing(params: str) -> str:
-    """Each profile's studies with their projected cost, and the totals."""
+    """Each profile's studies with their projected cost (runs, rounds, training and evaluation hours, the share of
+    evaluation), and the totals."""
     from fedbench.bench.costs import load_measured, project
     from fedbench.studies.real_data import study_cost, study_module
 
     measured = load_measured()
     cfg = load_config(params)
     seeds = len(cfg.train.seeds)
-    lines = [(f"costs projected from per-step costs measured on {measured['device']} ({measured['measured_on']}); "
-              f"{seeds} seeds (train.seeds) for the FedProx studies, each run on its own")]
+    lines = [(f"costs projected from per-step, per-sample and per-round costs measured on {measured['device']} "
+              f"({measured['measured_on']}); {seeds} seeds (train.seeds) for the FedProx studies; each study "
+              "evaluates by its declared protocol; each run on its own"),
+             f"  {'study':<28} {'runs':>5} {'rounds':>7} {'train h':>10} {'eval h':>10} {'eval':>5} {'total h':>10}"]
+
+    def line(name: str, c: dict) -> str:
+        share = c["eval_hours"] / c["hours"] if c["hours"] else 0.0
+        return (f"  {name:<28} {c['runs']:>5} {c['rounds']:>7,} {c['train_hours']:>10,.2f} {c['eval_hours']:>10,.2f} "
+                f"{share:>5.0%} {c['hours']:>10,.2f}   fedbench paper run {name}")
+
     for profile, names in PROFILES.items():
-        total = 0.0
+        total = train = evaluation = 0.0
         lines.append(f"profile {profile}:")
-        for n in names:
-            c = project(STUDIES[n].scale(seeds), measured)
-            total += c["hours"]
-            lines.append(f"  {n:<28} {c['runs']:>3} runs x {c['rounds']:>6} rounds, {c['per_round_s']:>9.3f} s/round: "
-                         f"{c['hours']:>9.2f} h   fedbench paper run {n}")
+        costs = [(n, project(STUDIES[n].scale(seeds), measured)) for n in names]
         if profile == "paper":
-            for n in PAPER_CLAIM_STUDIES:
-                c = study_cost(study_module(n).SCALES)
-                total += c["hours"]
-                lines.append(f"  {n:<28} {c['runs']:>3} runs, claim study (fedbench/studies/{n}.py): {c['hours']:>9.2f} h   "
-                             f"fedbench paper run {n}")
-        lines.append(f"  {'total':<28} {total:.1f} h")
+            costs += [(n, study_cost(study_module(n).SCALES)) for n in PAPER_CLAIM_STUDIES]
+        for n, c in costs:
+            total, train, evaluation = total + c["hours"], train + c["train_hours"], evaluation + c["eval_hours"]
+            lines.append(line(n, c))
+        share = evaluation / total if total else 0.0
+        lines.append(f"  {'total':<28} {'':>5} {'':>7} {train:>10,.1f} {evaluation:>10,.1f} {share:>5.0%} {total:>10,.1f}")
     lines.append("stand-ins on real data this machine can install (not in the profile's total):")
     for n in STAND_IN_STUDIES:
-        c = study_cost(study_module(n).SCALES)
-        lines.append(f"  {n:<28} {c['runs']:>3} runs, claim study (fedbench/studies/{n}.py): {c['hours']:>9.2f} h   "
-                     f"fedbench paper run {n}")
+        lines.append(line(n, study_cost(study_module(n).SCALES)))
     return "\n".join(lines)
 
 

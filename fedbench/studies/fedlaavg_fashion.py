@@ -134,7 +134,7 @@ DEVIATIONS = [
     ("FedAvg is fedbench's (n_k-weighted mean of the local models, unscaled loss); the authors' FedAvg uses the "
      "N p_i-scaled loss and a plain mean (equal in expectation)"),
     ("5 training seeds where the paper shows one run; test accuracy after every round on the 10,000 test images "
-     "(the authors evaluate every 20 rounds), handed to the clients of each class so the pooled accuracy is global"),
+     "(the authors evaluate every 20 rounds), the engine's evaluation of the global test set (EVALUATIONS)"),
 ]
 
 
@@ -142,16 +142,30 @@ DEVIATIONS = [
 
 @functools.cache
 def federated(real_root: str, n: int) -> FederatedDataset:
-    """The built variant with its test images handed to the clients of their class (fedlaavg_cifar10's
-    with_global_test); one line saying how to rebuild it when it was built with another N."""
-    from fedbench.studies.fedlaavg_cifar10 import with_global_test
+    """The built variant (its 10,000 test images the global test set, which the engine evaluates: EVALUATIONS);
+    one line saying how to rebuild it when it was built with another N or without a global test set."""
     from fedbench.studies.real_data import load_real
 
     built = load_real(VARIANT, real_root)
     if built.num_clients != n:
         raise ValueError(f"{Path(real_root) / VARIANT}: built with N = {built.num_clients} clients; this budget needs "
                          f"N = {n} (params.yaml data.variants.{VARIANT}.num_clients)")
-    return with_global_test(built)
+    if built.global_test is None:
+        raise ValueError(f"{Path(real_root) / VARIANT}: no global test set (built by an older fedbench? rebuild it with "
+                         f"`fedbench data prepare {VARIANT}`)")
+    return built
+
+
+ACCURACY = "global_test/accuracy"  # what every reading reads
+
+
+def evaluations() -> tuple:
+    """The protocol, registered with the claim: the global test set (the 10,000 test images) every round and on the
+    final model; no training-loss evaluation (no reading needs one; the engine catches divergence from the
+    cohort's losses)."""
+    from fedbench.engine.evaluation import EvalSpec
+
+    return (EvalSpec("global_test", every=1),)
 
 
 def run_name(method: str, seed: int) -> str:
@@ -173,7 +187,8 @@ def simulation(b: Budget, method: str, seed: int, real_root: str):
     availability = AvailabilityConfig(model="diurnal", period=b.period, beta=b.beta,
                                       groups=tuple(int(g) for g in availability_groups(ds)))
     cfg = sim_config(rounds=b.rounds, clients_per_round=b.k, local_steps=b.local_steps, batch_size=b.batch_size,
-                     seed=seed, device=b.device, lr_decay=b.lr_decay, availability=availability)
+                     seed=seed, device=b.device, lr_decay=b.lr_decay, availability=availability,
+                     evaluations=evaluations(), dissimilarity_every=0)
     algorithm = FedLaAvg(lr=b.lr) if method == "fedlaavg" else FedAvg(lr=b.lr)
     return Simulation(run_name(method, seed), cfg, data, build(MODEL, ds), algorithm,
                       {"method": method, "N": b.n, "gamma": b.gamma})
@@ -200,6 +215,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.studies import run_simulations
     from fedbench.claims.entry import judged
+    from fedbench.claims.readings import cut_round
     from fedbench.studies.fedlaavg_cifar10 import accuracy_curve
     from fedbench.studies.real_data import base_entry
     from fedbench.studies.record import sim_record, write_simulations
@@ -215,9 +231,11 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 
     def curve(key: tuple[str, int], frac: float = 1.0) -> np.ndarray:
         o = outcomes[key]
-        return accuracy_curve(o.series("train/loss"), o.series("test/accuracy"), b.rounds, frac)
+        diverged_at = int(o.history[-1]["round"]) if o.diverged else None
+        return accuracy_curve(o.at_rounds(ACCURACY), np.arange(cut_round(b.rounds, frac) + 1), diverged_at)
 
-    write_simulations(out_dir, [sim_record(s, outcomes[k], metrics={"study/best_accuracy": read(curve(k), "best")})
+    write_simulations(out_dir, [sim_record(s, outcomes[k], keys=("round", ACCURACY),
+                                           metrics={"study/best_accuracy": read(curve(k), "best")})
                                 for s, k in zip(sims, keys)])
     _figure(out_dir, b, curve)
 

@@ -73,7 +73,9 @@ def study_cost(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Any]:
     parts = [project(s, measured) for s in scales]
     seconds = sum(p["seconds"] for p in parts)
     return {"device": measured["device"], "seconds": round(seconds, 1), "hours": round(seconds / 3600, 2),
-            "runs": sum(p["runs"] for p in parts),
+            "train_hours": round(sum(p["train_hours"] for p in parts), 2),
+            "eval_hours": round(sum(p["eval_hours"] for p in parts), 2), "runs": sum(p["runs"] for p in parts),
+            "rounds": max(p["rounds"] for p in parts),
             "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(scales, parts))}
 
 

@@ -52,10 +52,12 @@ from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 from fedbench.studies.scaffold_emnist import (
+    ACCURACY,
     HOLD,
     batch_size,
     best_accuracy,
-    on_global_test,
+    dataset,
+    evaluations,
     rounds_to,
     select,
     tail_accuracy,
@@ -219,7 +221,7 @@ def declare(budget: Budget, real_root: Path, steps: dict[Cell, float] | None = N
 
     sims = []
     for c in cells():
-        builder = functools.partial(on_global_test, c.variant, str(real_root))
+        builder = functools.partial(dataset, c.variant, str(real_root))
         ds = builder()
         k = max(1, round(SAMPLED * ds.num_clients))
         grid, seeds = (budget.lr_grid, budget.tuning_seeds) if steps is None else ((steps[c],), budget.seeds)
@@ -227,7 +229,7 @@ def declare(budget: Budget, real_root: Path, steps: dict[Cell, float] | None = N
             for seed in seeds:
                 cfg = sim_config(rounds=budget.rounds, clients_per_round=k, local_epochs=c.epochs,
                                  local_steps=STEPS_PER_EPOCH * c.epochs, batch_size=batch_size(ds), seed=seed,
-                                 device=budget.device)
+                                 device=budget.device, evaluations=evaluations(), dissimilarity_every=0)
                 sims.append(Simulation(
                     name=f"{'tuning' if steps is None else 'judged'}/{c.label()}/lr={lr:g}/seed={seed}", config=cfg,
                     dataset=builder, model=_model(c.model), algorithm=_algorithm(c.method, lr),
@@ -417,16 +419,16 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 
     def curves_of(sims, outcomes):
         return {(by_label[s.name.split("/", 1)[1].rsplit("/lr=", 1)[0]], s.algorithm.lr, s.config.seed):
-                o.series("test/accuracy") for s, o in zip(sims, outcomes)}
+                o.series(ACCURACY) for s, o in zip(sims, outcomes)}
 
     tuning_sims = declare(b, Path(real_root))
     tuning = run_simulations(tuning_sims, workers)
     steps = selected_steps(curves_of(tuning_sims, tuning), b)
     judged_sims = declare(b, Path(real_root), steps)
     judged = run_simulations(judged_sims, workers)
-    write_simulations(out, [sim_record(s, o, metrics={f"study/rounds_to_{TARGET:g}": rounds_to(
-                                           o.series("test/accuracy"), TARGET, b.rounds),
-                                       "study/best_accuracy": best_accuracy(o.series("test/accuracy"), b.rounds)})
+    write_simulations(out, [sim_record(s, o, keys=("round", ACCURACY), metrics={f"study/rounds_to_{TARGET:g}": rounds_to(
+                                           o.series(ACCURACY), TARGET, b.rounds),
+                                       "study/best_accuracy": best_accuracy(o.series(ACCURACY), b.rounds)})
                             for s, o in zip(tuning_sims + judged_sims, tuning + judged)])
     runs = Runs({(c, s): acc for (c, _, s), acc in curves_of(judged_sims, judged).items()}, steps, b)
     figure(out / f"{NAME}.png", runs)

@@ -44,13 +44,13 @@ def test_variants_registered_with_the_papers_split(real_root):
     for s in (0, 10, 100):
         v = VARIANTS[f"fashion_mnist_scaffold_n100_s{s}"]
         assert v.sources == ("fashion_mnist",) and v.defaults == {"num_clients": 100, "similarity_percent": s, "seed": 0}
-    zero = study.on_global_test("fashion_mnist_scaffold_n100_s0", str(real_root))
+    zero = study.dataset("fashion_mnist_scaffold_n100_s0", str(real_root))
     assert zero.num_clients == 10 and zero.train.sizes.tolist() == [12] * 10 and zero.num_classes == 10
     labels = [np.unique(zero.train.y[a:b]).tolist() for a, b in zip(zero.train.offsets[:-1], zero.train.offsets[1:])]
     assert labels == [[k] for k in range(10)]  # 0% similarity: one class a client, in label order
-    iid = study.on_global_test("fashion_mnist_scaffold_n100_s100", str(real_root))
+    iid = study.dataset("fashion_mnist_scaffold_n100_s100", str(real_root))
     assert max(len(np.unique(iid.train.y[a:b])) for a, b in zip(iid.train.offsets[:-1], iid.train.offsets[1:])) > 1
-    assert int(zero.test.sizes.sum()) == 30 == len(zero.global_test.y)  # the 30 test images, cut over the clients
+    assert int(zero.test.sizes.sum()) == 0 and len(zero.global_test.y) == 30  # the 30 test images: the global test set
     assert (zero.input.transform, zero.input.transform_params) == ("scale", {"divisor": 255.0})  # x / 255
 
 
@@ -161,7 +161,7 @@ def test_fixture_study_end_to_end(fixture_study):
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
     assert len(records) == len(study.cells()) * (2 * 1 + 2)  # two steps x one tuning seed, then two judged seeds
     assert sum(r["params"]["phase"] == "judged" for r in records) == len(study.cells()) * 2
-    acc = records[0]["history"]["test/accuracy"]
+    acc = records[0]["history"][study.ACCURACY]  # the global test set, every round and the final model
     assert len(acc) == 4 and all(a is not None for a in acc)
     assert (out / f"{study.NAME}.png").stat().st_size > 0
     assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
