@@ -93,6 +93,19 @@ def cmd_generate(a: argparse.Namespace) -> None:
         generate(cfg, name)
 
 
+def cmd_compare(a: argparse.Namespace) -> None:
+    from fedbench.report.compare import Selection, compare
+
+    cfg = load_config(a.params, _overrides(a.set))
+    selection = Selection(tuple(a.dataset), tuple(a.algorithm), tuple(a.stragglers), tuple(a.seed))
+    path, missing = compare(cfg, selection, a.metric or ["train/loss", "test/accuracy"], Path(a.out))
+    if missing:
+        print(f"fedbench compare: {len(missing)} selected runs have not finished under these parameters, drawn "
+              f"without them: {'; '.join(k.desc for k in missing[:5])}{' ...' if len(missing) > 5 else ''}",
+              file=sys.stderr)
+    print(path)
+
+
 def cmd_report(a: argparse.Namespace) -> None:
     from fedbench.report.build import build_report
 
@@ -213,6 +226,19 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", parents=[params], help="rebuild reports/ (figures, claims.json, claims.md) from runs/")
     rp.add_argument("--out", default="reports", help="folder to write the report into (default: reports)")
     rp.set_defaults(fn=cmd_report)
+
+    cp = sub.add_parser("compare", parents=[params], help="draw any selection of finished runs (mean over seeds, band "
+                                                          "min..max) to a PNG, in the report's style")
+    cp.add_argument("--dataset", nargs="+", default=[], help="datasets (default: every one the studies list)")
+    cp.add_argument("--algorithm", nargs="+", default=[], help="algorithm variants, e.g. fedavg fedprox_mu1 (default: all)")
+    cp.add_argument("--stragglers", nargs="+", type=float, default=[], help="straggler fractions (default: all)")
+    cp.add_argument("--seed", nargs="+", type=int, default=[], help="seeds (default: train.seeds)")
+    cp.add_argument("--metric", nargs="+", help="panels, e.g. train/loss test/accuracy train/dissimilarity "
+                                                "(default: train/loss test/accuracy)")
+    cp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="the parameters whose runs are read, e.g. train.rounds=40 (default: params.yaml's)")
+    cp.add_argument("--out", default="compare.png", help="the PNG to write (default: compare.png)")
+    cp.set_defaults(fn=cmd_compare)
 
     s = sub.add_parser("show", parents=[params], help="list tracked runs with their final metrics, or the claims' verdicts")
     s.add_argument("--experiment", help="only this MLflow experiment (e.g. train-stragglers)")

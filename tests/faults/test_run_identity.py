@@ -39,3 +39,23 @@ def test_the_report_reads_the_runs_of_the_parameters_in_force(ws):
     assert sorted(summaries) == [2, 3]
     row = runs[(runs.variant == "fedavg") & (runs.stragglers == 0.0) & (runs.seed == 0)]
     assert len(row) == 1 and row.final_loss.iloc[0] == summaries[3]["final"]["train/loss"] != summaries[2]["final"]["train/loss"]
+
+
+def test_compare_draws_a_selection_of_the_runs_in_force(ws):
+    """Issue 23 item 4: `fedbench compare` draws any selection of runs (the parameters in force) to a PNG."""
+    from tests.faults.conftest import one_line
+
+    for algorithm in ("fedavg", "fedprox_mu1"):
+        assert ws.fedbench("run", "--dataset", "synthetic_1_1", "--algorithm", algorithm, "--no-track").returncode == 0
+    out = ws.path / "fig.png"
+    proc = ws.fedbench("compare", "--algorithm", "fedavg", "fedprox_mu1", "--stragglers", "0", "--metric",
+                       "train/loss", "test/accuracy", "train/dissimilarity", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == str(out) and out.stat().st_size > 10_000 and proc.stderr == ""
+    partly = ws.fedbench("compare", "--algorithm", "fedavg", "fedprox_mu0", "--stragglers", "0", "--out", str(out))
+    assert partly.returncode == 0 and "1 selected runs have not finished" in partly.stderr  # fedprox_mu0: not run
+    other = ws.fedbench("compare", "--set", "train.rounds=2", "--out", str(out))  # runs of other parameters
+    assert other.returncode == 2 and "none of the" in one_line(other.stderr) and "fedbench run --dataset" in other.stderr
+    unknown = ws.fedbench("compare", "--algorithm", "fedprxo", "--out", str(out))
+    assert unknown.returncode == 2
+    assert one_line(unknown.stderr).startswith("fedbench: config error: --algorithm 'fedprxo' is not in params.yaml's")

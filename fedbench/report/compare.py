@@ -1,0 +1,125 @@
+"""``fedbench compare``: any selection of finished runs drawn in the report's style (line: mean over seeds; band:
+min to max over seeds), one panel per metric, to a PNG.
+
+A selection is datasets x algorithm variants x straggler fractions x seeds, each defaulting to every value the
+studies of params.yaml list (seeds: train.seeds). The runs read are those of the parameters in force (params.yaml
+with ``--set`` overrides: fedbench.runner.find_run), so a variation's runs and the main job's are compared by
+running the command once under each. A selection that finds no run says which cells it looked for and how to run
+them; cells with some runs missing are drawn from the runs there are, and the missing ones are named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from fedbench.config import Config
+from fedbench.errors import ConfigError, DataError
+from fedbench.report.figures import LABELS, TITLES
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run
+
+METRICS = ("train/loss", "test/accuracy", "train/dissimilarity", "test/loss", "train/accuracy", "test/error_p90")
+YLABELS = {"train/loss": "training loss", "test/accuracy": "test accuracy", "train/dissimilarity": "gradient dissimilarity",
+           "test/loss": "test loss", "train/accuracy": "training accuracy", "test/error_p90": "90th-percentile test error"}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which runs to draw: each a tuple of values (empty: every value params.yaml's studies list)."""
+
+    datasets: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    stragglers: tuple[float, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    def keys(self, cfg: Config) -> list[RunKey]:
+        """The runs selected, checked against params.yaml: an unknown name is one line listing the known ones."""
+        studies = list(cfg.studies.values())
+        known = {
+            "--dataset": list(dict.fromkeys(d for s in studies for d in s.datasets)),
+            "--algorithm": list(dict.fromkeys(v for s in studies for v in s.algorithms)),
+            "--stragglers": list(dict.fromkeys(float(f) for s in studies for f in s.stragglers)),
+        }
+        chosen = {"--dataset": list(self.datasets), "--algorithm": list(self.variants),
+                  "--stragglers": [float(f) for f in self.stragglers]}
+        for flag, values in chosen.items():
+            pool = known[flag] if flag != "--algorithm" else list(dict.fromkeys(known[flag] + list(cfg.algorithms)))
+            unknown = [v for v in values if v not in pool]
+            if unknown:
+                raise ConfigError(f"{flag} {unknown[0]!r} is not in params.yaml's studies; known: "
+                                  f"{', '.join(map(str, pool))}")
+        seeds = list(self.seeds) or list(cfg.train.seeds)
+        return [RunKey(d, v, f, s) for d in chosen["--dataset"] or known["--dataset"]
+                for v in chosen["--algorithm"] or known["--algorithm"]
+                for f in chosen["--stragglers"] or known["--stragglers"] for s in seeds]
+
+
+def load(cfg: Config, keys: list[RunKey], runs_root: Path = RUNS_ROOT,
+         data_root: Path = DATA_ROOT) -> tuple[pd.DataFrame, list[RunKey]]:
+    """The histories of the selected runs that have finished under ``cfg`` (one frame, a row per evaluated round),
+    and the selected runs that have not."""
+    frames, missing = [], []
+    for k in keys:
+        summary = find_run(cfg, data_root, runs_root, k)
+        if summary is None:
+            missing.append(k)
+            continue
+        frames.append(pd.DataFrame(summary["history"]).assign(dataset=k.dataset, variant=k.variant,
+                                                              stragglers=k.stragglers, seed=k.seed))
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), missing
+
+
+def _curve_label(row: pd.Series, vary: list[str]) -> str:
+    parts = []
+    if "variant" in vary:
+        parts.append(LABELS.get(row["variant"], row["variant"]))
+    if "dataset" in vary:
+        parts.append(TITLES.get(row["dataset"], row["dataset"]))
+    if "stragglers" in vary:
+        parts.append(f"{row['stragglers']:.0%} stragglers")
+    return ", ".join(parts) or LABELS.get(row["variant"], row["variant"])
+
+
+def draw(hist: pd.DataFrame, metrics: list[str], path: Path, title: str = "") -> Path:
+    """One panel per metric; a curve per (dataset, variant, stragglers) with its seeds as the band."""
+    import seaborn as sns
+
+    from fedbench.plotting import pyplot, save_figure
+
+    vary = [c for c in ("variant", "dataset", "stragglers") if hist[c].nunique() > 1]
+    hist = hist.assign(curve=hist.apply(_curve_label, axis=1, vary=vary))
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.8), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        sub = hist[hist[metric].notna()] if metric in hist else hist.iloc[0:0]
+        if sub.empty:
+            ax.text(0.5, 0.5, f"no {metric} in these runs", ha="center", va="center", transform=ax.transAxes,
+                    color="grey")
+        else:
+            sns.lineplot(data=sub, x="round", y=metric, hue="curve", estimator="mean", errorbar=("pi", 100), ax=ax,
+                         linewidth=1.4)
+            ax.legend(fontsize=7, title=None)
+        ax.set(xlabel="# rounds", ylabel=YLABELS.get(metric, metric))
+    seeds = sorted(hist["seed"].unique())
+    fig.suptitle((title + "; " if title else "") + f"mean over seeds {', '.join(map(str, seeds))}, band = min..max",
+                 fontsize=10)
+    return save_figure(fig, path)
+
+
+def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, runs_root: Path = RUNS_ROOT,
+            data_root: Path = DATA_ROOT) -> tuple[Path, list[RunKey]]:
+    """Draw the selected runs of ``cfg`` into ``out``; returns the file and the selected runs that are missing.
+    None found: a DataError naming what was looked for and the command that runs it."""
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ConfigError(f"--metric {unknown[0]!r} is not known; known: {', '.join(METRICS)}")
+    keys = selection.keys(cfg)
+    hist, missing = load(cfg, keys, runs_root, data_root)
+    if hist.empty:
+        k = keys[0]
+        raise DataError(f"none of the {len(keys)} selected runs has finished under these parameters (e.g. {k.desc}); "
+                        f"run them: fedbench run --dataset {k.dataset} --algorithm {k.variant} --stragglers "
+                        f"{k.stragglers:g} (or dvc repro)")
+    return draw(hist, metrics, Path(out)), missing
