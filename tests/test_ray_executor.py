@@ -267,7 +267,7 @@ def test_ray_executor_without_ray_installed_is_one_line(monkeypatch):
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
     with pytest.raises(ConfigError, match=r"^train.executor: 'ray' needs Ray, which is not installed here \(pip "
-                                          r"install 'fedbench\[ray\]'\); allowed without it: local$"):
+                                          r"install -e '\.\[ray\]'\); allowed without it: local$"):
         load_config(ROOT / "params.yaml", {"train.executor": "ray"})
 
 

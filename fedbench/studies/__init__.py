@@ -125,6 +125,9 @@ def _run_stack(sims: list[Simulation]) -> list[Outcome]:
 
     from fedbench.engine.simulation import RunSpec
 
+    from fedbench.parallel import one_torch_thread
+
+    one_torch_thread()  # one thread per stack fixes the order of float sums, in a worker or in the caller alike
     traces = [ModelTrace() if sim.trace else None for sim in sims]
     specs = [RunSpec(sim.config, sim.dataset(), sim.algorithm, callbacks=(t,) if t else ()) for sim, t in zip(sims, traces)]
     t0 = time.perf_counter()

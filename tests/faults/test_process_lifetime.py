@@ -49,7 +49,7 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     proc.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT`
     err = ws.finish(proc, timeout=5)  # at once, not when every seed is done
     assert proc.returncode == 130 and "interrupted; finished runs are kept" in err and "Traceback" not in err
-    logged = {int(r.info.run_name.rsplit("=", 1)[1]) for r in ws.runs() if r.info.status == "FINISHED"}
+    logged = {int(r.data.tags["seed"]) for r in ws.runs() if r.info.status == "FINISHED"}
     cell = ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0"
     done = {int(p.name.split("-")[1]) for p in cell.iterdir() if p.is_dir()}  # no half-written folder either
     assert logged and logged <= done <= {0, 1, 2}  # a run that finished as Ctrl-C came may be unlogged
@@ -59,5 +59,5 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stderr.count("(reused)") == len(done)
     runs = ws.runs()  # each seed logged once (an attempt cut short by Ctrl-C is replaced, not duplicated)
-    assert sorted(r.info.run_name[-6:] for r in runs) == [f"seed={s}" for s in range(3)]
+    assert sorted(r.data.tags["seed"] for r in runs) == [str(s) for s in range(3)]
     assert all(r.info.status == "FINISHED" for r in runs)

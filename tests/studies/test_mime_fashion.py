@@ -77,7 +77,7 @@ def test_paper_budget_declares_the_stated_setup(real_root):
 
 
 def _outcome(acc) -> Outcome:
-    return Outcome(name="x", history=[{"train/loss": 1.0, "test/accuracy": a} for a in acc], final={},
+    return Outcome(name="x", history=[{"round": r, "train/loss": 1.0, "test/accuracy": a} for r, a in enumerate(acc)], final={},
                    diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
 
 
