@@ -5,7 +5,7 @@ per round (fixed overheads) on this machine, and the projection of a study's cos
 train stage uses) on a dataset of the model's input shape with random content: 10 clients of 100 training samples,
 batch 10, 2 rounds, with the gradient dissimilarity off (as every paper-scale study runs), three times:
 - E = 1 with 10 test samples a client (a), and E = 3 (b): ``step_s`` = (t_b - t_a) / the 400 extra local steps;
-- E = 1 with 100 more test samples a client (c): ``eval_sample_s`` = (t_c - t_a) / the 3,000 extra evaluated
+- E = 1 with 1,000 more test samples a client (c): ``eval_sample_s`` = (t_c - t_a) / the 30,000 extra evaluated
   samples (three evaluations: rounds 0, 1 and the final model);
 - what is left of t_a once its steps and evaluated samples are paid is the fixed cost of a round (scheduling,
   aggregation, bookkeeping), ``round_s``.
@@ -48,7 +48,7 @@ MODEL_INPUTS: dict[str, tuple[tuple[int, ...], int, str, int, int]] = {
     "fedproxvr_cnn": ((784,), 10, "features", 0, 0),
     "leaf_femnist_cnn": ((784,), 62, "features", 0, 0),  # Mime's EMNIST-62 (LEAF's reference CNN)
 }
-CLIENTS, TRAIN_N, TEST_N, EXTRA_TEST_N, BATCH, ROUNDS = 10, 100, 10, 100, 10, 2
+CLIENTS, TRAIN_N, TEST_N, EXTRA_TEST_N, BATCH, ROUNDS = 10, 100, 10, 1000, 10, 2
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def _time(model_name: str, epochs: int, test_n: int = TEST_N) -> float:
     return time.perf_counter() - t0
 
 
-def measure(model: str, repeats: int = 2) -> dict[str, float]:
+def measure(model: str, repeats: int = 3) -> dict[str, float]:
     """``step_s`` (one local minibatch step of ``BATCH``), ``eval_sample_s`` (one sample's share of one
     evaluation: loss and accuracy, no dissimilarity) and ``round_s`` (a round's fixed cost), timed on this machine
     with one torch thread; each time the least of ``repeats``."""
