@@ -20,11 +20,15 @@ PACKAGE = Path(__file__).resolve().parent
 # a training run: the engine, the algorithms and models, and runner.py, which builds the simulation from params
 RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", "data/transforms.py", "runner.py",
             "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py", "divergence.py")
+# the claim model's code, file by file: fedbench/claims/ also holds the committed registry (registry.json), data that
+# `fedbench claims register` rewrites and that changes no study's numbers, so the folder itself is no dependency
+CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "magnitude", "papers", "readings", "registry", "stats",
+                                                 "verdict"))
 # a claim study: the same engine, the studies, their synthetic data, the worker processes or Ray tasks (one torch
 # thread each, which fixes the order of floating-point sums), the claim model that judges them and the figures they draw
 STUDY_CODE = ("studies", "engine", "algorithms", "models", "availability", "data/__init__.py", "data/format.py",
               "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py",
-              "parallel.py", "executors.py", "divergence.py", "claims", "plotting.py")
+              "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
 # the stage, which then reuses every run whose fingerprint (params, data, RUN_CODE) still matches.
 TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "pipeline.py", "parallel.py", "executors.py", "data/registry.py")

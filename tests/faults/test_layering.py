@@ -145,6 +145,9 @@ def test_dvc_deps_are_the_provenance_lists():
     assert _deps(stages["study"]) == {f"fedbench/{p}" for p in STUDY_CODE}
     for rel in RUN_CODE + STUDY_CODE + TRAIN_STAGE_CODE:
         assert (ROOT / "fedbench" / rel).exists(), rel
+    from fedbench.provenance import CLAIMS_CODE  # every module of the claim model, file by file
+
+    assert {f"claims/{p.name}" for p in (ROOT / "fedbench" / "claims").glob("*.py")} == set(CLAIMS_CODE)
 
 
 def test_fingerprint_hashes_run_code(tmp_path):
