@@ -51,7 +51,16 @@ def prepare(folder: Path, verify: bool = True, params: dict[str, Any] | None = N
 
 
 def build_scaffold(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
-    variant, pool, p = prepared.variant, prepared("emnist"), params
+    return scaffold_split(prepared, params, "emnist", NUM_CLASSES, [
+        "SCAFFOLD (Karimireddy et al. ICML 2020) sec. 7.1 similarity split, one reading of one sentence",
+        "EMNIST balanced test images as a global test set; clients have no test data"])
+
+
+def scaffold_split(prepared: Any, params: dict[str, Any], source: str, num_classes: int,
+                   notes: list[str]) -> FederatedDataset:
+    """SCAFFOLD's s%-similarity split of an idx pool's training images (``origin`` 0) over ``num_clients``, its test
+    images (``origin`` 1) the global test set, input x / 255; shared by EMNIST and the Fashion-MNIST stand-in."""
+    variant, pool, p = prepared.variant, prepared(source), params
     train_rows = np.flatnonzero(pool["origin"] == 0)
     test_rows = np.flatnonzero(pool["origin"] == 1)
     keys, labels = pool["key"][train_rows], pool["y"][train_rows]
@@ -60,7 +69,5 @@ def build_scaffold(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
     empty = [np.zeros(0, np.int64)] * len(clients)
     spec = InputSpec(kind="features", transform="scale", transform_params={"divisor": 255.0}, image_shape=(1, 28, 28))
     return assemble(variant, pool["x"], pool["y"], clients, empty, [f"c_{k:04d}" for k in range(len(clients))],
-                    NUM_CLASSES, input=spec, partition=partition, keys=keys, pools=[pool], params=p,
-                    global_test=(pool["x"][test_rows], pool["y"][test_rows]), notes=[
-                        "SCAFFOLD (Karimireddy et al. ICML 2020) sec. 7.1 similarity split, one reading of one sentence",
-                        "EMNIST balanced test images as a global test set; clients have no test data"])
+                    num_classes, input=spec, partition=partition, keys=keys, pools=[pool], params=p,
+                    global_test=(pool["x"][test_rows], pool["y"][test_rows]), notes=notes)

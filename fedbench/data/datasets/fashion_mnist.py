@@ -34,7 +34,6 @@ from fedbench.data.build import assemble
 from fedbench.data.datasets.mnist import IMAGE_SHAPE, prepare_idx
 from fedbench.data.format import FederatedDataset, InputSpec
 from fedbench.data.partition.fedproxvr_mnist import fedproxvr_mnist
-from fedbench.data.partition.similarity import similarity
 from fedbench.data.pool import Pool
 
 
@@ -64,21 +63,13 @@ def build_fashion_mnist_fedproxvr(prepared: Any, params: dict[str, Any]) -> Fede
 
 
 def build_scaffold(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
-    """SCAFFOLD's similarity split of the training images; the test images are the global test set."""
-    variant, pool, p = prepared.variant, prepared("fashion_mnist"), params
-    train_rows = np.flatnonzero(pool["origin"] == 0)
-    test_rows = np.flatnonzero(pool["origin"] == 1)
-    keys, labels = pool["key"][train_rows], pool["y"][train_rows]
-    partition = similarity(keys, labels, p["num_clients"], p["similarity_percent"], p["seed"])
-    clients = [train_rows[c] for c in partition.clients]
-    empty = [np.zeros(0, np.int64)] * len(clients)
-    spec = InputSpec(kind="features", transform="scale", transform_params={"divisor": 255.0}, image_shape=IMAGE_SHAPE)
-    return assemble(variant, pool["x"], pool["y"], clients, empty, [f"c_{k:04d}" for k in range(len(clients))],
-                    10, input=spec, partition=partition, keys=keys, pools=[pool], params=p,
-                    global_test=(pool["x"][test_rows], pool["y"][test_rows]), notes=[
-                        ("SCAFFOLD (Karimireddy et al. ICML 2020) sec. 7.1 similarity split on Fashion-MNIST (stand-in "
-                         "for EMNIST balanced)"),
-                        "Fashion-MNIST test images as a global test set; clients have no test data"])
+    """SCAFFOLD's similarity split of the training images; the test images are the global test set
+    (fedbench.data.datasets.emnist.scaffold_split, the EMNIST recipe)."""
+    from fedbench.data.datasets.emnist import scaffold_split
+
+    return scaffold_split(prepared, params, "fashion_mnist", 10, [
+        "SCAFFOLD (Karimireddy et al. ICML 2020) sec. 7.1 similarity split on Fashion-MNIST (stand-in for EMNIST "
+        "balanced)", "Fashion-MNIST test images as a global test set; clients have no test data"])
 def build_fashion_mnist_fedlaavg(prepared: Any, params: dict[str, Any]) -> FederatedDataset:
     """Variant ``fashion_mnist_fedlaavg``: FedLaAvg's CIFAR-10 partition (fedbench.data.partition.fedlaavg_cifar:
     one class per client, N / 10 clients per class, sizes 5 + N(0, 1) clipped to [3, 7], the authors' seed 1)
