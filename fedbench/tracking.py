@@ -33,6 +33,7 @@ import hashlib
 import math
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,8 @@ import mlflow
 from mlflow.entities import Metric, Param, RunTag, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from fedbench.locking import file_lock
 from fedbench.parallel import Terminated, supervised
@@ -61,6 +64,22 @@ UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
                "test/error_p90", "diverging", "wall_time_s")
 SQLITE = "sqlite:///"
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
+    """A SQLite store in write-ahead-log mode with ``synchronous=NORMAL``: a commit appends to the log without
+    waiting for the disk (SQLite's default waits, about 15 ms a commit here, and logging the main job's runs
+    commits about 7,000 times); the store stays consistent after a killed process or a power loss, which may
+    lose only the last commits. A store being created (the temporary file renamed into place) keeps SQLite's
+    default journal, so that the rename moves everything it wrote."""
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list")]
+    if any(".init-" in Path(f).name for f in files if f):
+        return
+    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
 
 def tracking_uri() -> str:
@@ -100,6 +119,8 @@ def _create_sqlite_store(db: Path) -> None:
     tmp = db.with_name(f".{db.name}.init-{os.getpid()}")
     client = MlflowClient(f"{SQLITE}{tmp}")
     client.delete_experiment(DEFAULT_EXPERIMENT)  # empty; a deleted one is not made again
+    for log in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        log.unlink(missing_ok=True)  # a deleted store's write-ahead log must never be read as the new one's
     os.replace(tmp, db)
 
 

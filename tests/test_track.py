@@ -172,3 +172,25 @@ def test_round_times_cumulate_wall_times_to_the_finish():
 
     assert round_times([{"wall_time_s": 0.0}, {"wall_time_s": 1.5}, {}, {"wall_time_s": float("nan")},
                         {"wall_time_s": 0.25}], 10_000) == (8_250, [8_250, 9_750, 9_750, 9_750, 10_000])
+
+
+def test_sqlite_store_in_wal_mode_and_a_deleted_stores_log_never_read(tmp_path, monkeypatch):
+    """The store commits without waiting for the disk (write-ahead log, synchronous=NORMAL); a new store never
+    picks up the log of a store that was deleted beside it."""
+    import sqlite3
+
+    from fedbench import tracking
+
+    db = tmp_path / "store.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+    stale = tmp_path / "store.db-wal"
+    stale.write_bytes(b"not this store's log")
+    with tracking._store() as client:
+        tracking.experiment_id(client, "train-x", "a study")
+    assert not stale.exists() or stale.read_bytes() != b"not this store's log"
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        names = {r[0] for r in con.execute("SELECT name FROM experiments WHERE lifecycle_stage = 'active'")}
+    assert names == {"train-x"}
+    assert not list(tmp_path.glob(".store.db.init-*"))
