@@ -71,7 +71,10 @@ def test_rules():
             else (2.0 if "drop" in arm else 1.0) + 0.01 * s
 
     adaptive, sampling, e1, mu1 = study.judge_all(_losses(good))
-    assert adaptive["verdict"] == "reproduced" and e1["verdict"] == "reproduced"
+    # at 40 rounds mu cannot fall from 1 to 0 on Synthetic-IID (51 rounds at the least): that part cannot act
+    assert [p["verdict"] for p in adaptive["parts"]] == ["inconclusive", "reproduced", "reproduced", "reproduced"]
+    assert adaptive["verdict"] == "inconclusive" and "cannot act within the budget" in adaptive["notes"][-1]
+    assert e1["verdict"] == "reproduced"
     assert sampling["verdict"] == "inconclusive"  # no rises in either scheme: zero effect
     assert adaptive["effect"]["estimate"] < 0  # adaptive below both fixed mu
     bad = lambda arm, d, s: {"adaptive": 2.0}.get(arm, 1.0) + 0.001 * s
@@ -133,3 +136,20 @@ def test_paper_budget_runs_200_rounds(monkeypatch):
     assert study.simulation("mu1", "synthetic_1_1", 0).config.rounds == 40
     with pytest.raises(ValueError, match="budget 'full'; allowed: pipeline, paper"):
         study.run("unused", budget="full")
+
+
+def test_adaptive_mu_mechanism_needs_its_rounds():
+    assert study.rounds_to_reach(1.0, 0.0) == 1 + 10 * 5  # ten falls of 0.1, five decreasing rounds each
+    assert study.rounds_to_reach(0.0, 1.0) == 1 + 10  # ten rises, one round each
+    assert study.rounds_to_reach(1.0, 1.0) == 1
+
+    def good(arm, d, s):
+        return {"adaptive": 1.0, "mu0": 1.05, "mu1": 1.02}.get(arm, 1.0) + 0.001 * s
+
+    def curves(arm, d, s):  # the paper's 200 rounds: every part can act
+        return [good(arm, d, s) + 0.01 * (200 - r) for r in range(201)]
+
+    adaptive, *_ = study.judge_all(curves, rounds=200)
+    assert adaptive["verdict"] == "reproduced" and not any("cannot act" in n for n in adaptive["notes"])
+    assert adaptive["parts"][0]["per_seed"] == [pytest.approx(100 * ((1.02 + 0.001 * s) / (1.07 + 0.001 * s) - 1))
+                                                for s in study.SEEDS]
