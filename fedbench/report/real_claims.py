@@ -139,7 +139,7 @@ def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> 
         return [[_accuracy(curves, s, s.best_variant, x, reading, rounds, budget)
                  - _accuracy(curves, s, "fedavg", x, reading, rounds, budget) for x in seeds]]
 
-    result = judge([part], measure, "tail", ACCURACY_READINGS, paper_budget=max(1.0, s.rounds / rounds),
+    result = judge([part], measure, "tail", ACCURACY_READINGS,
                    reading_names=NAMES)
     prox = [_accuracy(curves, s, s.best_variant, x, "tail", rounds, 1.0) for x in seeds]
     avg = [_accuracy(curves, s, "fedavg", x, "tail", rounds, 1.0) for x in seeds]
@@ -172,7 +172,7 @@ def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) 
     def measure(reading: str, budget: float) -> list[list[float]]:
         return [[dis("fedavg", x, reading, budget) - dis(s.best_variant, x, reading, budget) for x in seeds]]
 
-    result = judge([part], measure, "mean", ("mean", "final"), paper_budget=max(1.0, s.rounds / rounds),
+    result = judge([part], measure, "mean", ("mean", "final"),
                    reading_names={"mean": "mean over rounds", "final": "final round"})
     e["reproduced"] = {"unit": "mean dissimilarity over the evaluated rounds",
                        **{v: _per_seed([dis(v, x, "mean", 1.0) for x in seeds]) for v in ("fedavg", s.best_variant)}}

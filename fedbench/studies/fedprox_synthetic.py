@@ -9,7 +9,10 @@ multinomial logistic regression, K = 10 devices per round, batch 10, lr 0.01, E 
 
 - Adaptive mu (fedbench.algorithms.fedprox_adaptive: +0.1 when the loss rises, -0.1 after 5 rounds of decrease),
   started at 1 on Synthetic-IID and at 0 on Synthetic(1,1), against FedProx with fixed mu = 0 (FedAvg here: no
-  stragglers) and mu = 1, on Figure 3's two datasets (Figure 11's other two are not run, for time).
+  stragglers) and mu = 1, on Figure 3's two datasets (Figure 11's other two are not run, for time). Mu moves by
+  0.1 at most once a round when the loss rises and once per 5 decreasing rounds, so from 1 it needs 51 rounds to
+  reach 0: at the pipeline's 40 rounds the Synthetic-IID part against mu = 0 cannot act and is inconclusive
+  (``rounds_to_reach``; the rule says so, issue 21).
 - Sampling (Figure 12, E = 20, mu in {0, 1}) on Synthetic(1,1): uniform selection with n_k-weighted averages (the
   paper's experiments) against selection with probability n_k / n and simple averages (its Algorithms 1-2).
 - E = 1 with 50% and 90% stragglers on Synthetic(1,1): FedAvg (stragglers dropped) against FedProx mu = 0
