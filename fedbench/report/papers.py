@@ -64,6 +64,10 @@ PAPERS = (
         ("fedprox/synthetic/mu-increases-accuracy", "mu > 0 also increases the accuracy in most cases (Figures 6-7)"),
         ("fedprox/synthetic-iid/partial-work-no-effect", "partial work has not much effect on IID data (Figure 5)"),
         ("fedprox/synthetic-1-1/sampling-mu1-stabler", "mu = 1 more stable than mu = 0 under either sampling (Figure 12)"),
+        ("fedprox/synthetic/feddane-mu1", "FedDane with mu = 1 (Figure 4, top row)"),
+        ("fedprox/real/partial-work-e1", "partial work helps at E = 1 on the real datasets (Figures 9-10)"),
+        ("fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu", "adaptive mu on the other two non-IID sets (Figure 11)"),
+        ("fedprox/synthetic-others/sampling-stability", "the sampling schemes on the other synthetic sets (Figure 12)"),
     )),
     Paper("SCAFFOLD", SCAFFOLD_PAPER, (
         ("scaffold/quadratics/unaffected-by-heterogeneity", "SCAFFOLD unaffected by G, FedAvg degrades"),
