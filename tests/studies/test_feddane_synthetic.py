@@ -66,7 +66,7 @@ def test_loss_jumps():
 
 
 def test_short_run_writes_claims_figure_and_records(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "ROUNDS", 2)
+    monkeypatch.setitem(study.BUDGETS, "pipeline", 2)
     monkeypatch.setattr(study, "EPOCHS", 1)
     monkeypatch.setattr(study, "SEEDS", (0, 1))
     monkeypatch.setattr(study, "DATASETS", ("synthetic_iid", "synthetic_1_1"))
@@ -83,3 +83,13 @@ def test_short_run_writes_claims_figure_and_records(tmp_path, monkeypatch):
                                          "fedprox/synthetic/feddane-more-devices-still-worse"]
     assert all(c["seeds"]["training"] == [0, 1] and c["fidelity"] == "reduced-budget" for c in claims)
     assert (tmp_path / "feddane_synthetic.png").stat().st_size > 0
+
+
+def test_paper_budget_runs_200_rounds_and_reads_its_own_rounds():
+    assert study.BUDGETS == {"pipeline": 40, "paper": 200}
+    assert study.simulation("synthetic_1_1", "FedProx", 0, rounds=200).config.rounds == 200
+    prox, dane = [1.0] * 201, [1.0] * 100 + [2.0] * 101  # FedDane doubles from round 100 on
+    assert study.loss_ratio(dane, prox, "median", rounds=200) == pytest.approx(100.0)  # rounds 100..200
+    assert study.loss_ratio(dane, prox, "median", budget=0.25, rounds=200) == pytest.approx(0.0)  # rounds 25..50
+    with pytest.raises(ValueError, match="budget 'full'; allowed: pipeline, paper"):
+        study.run("unused", budget="full")

@@ -70,12 +70,15 @@ def test_rules():
         return {"adaptive": 1.0, "mu0": 1.05, "mu1": 1.02}.get(arm, 1.0) + 0.001 * s if not arm.startswith("e1") \
             else (2.0 if "drop" in arm else 1.0) + 0.01 * s
 
-    adaptive, sampling, e1 = study.judge_all(_losses(good))
-    assert adaptive["verdict"] == "reproduced" and e1["verdict"] == "reproduced"
+    adaptive, sampling, e1, mu1 = study.judge_all(_losses(good))
+    # at 40 rounds mu cannot fall from 1 to 0 on Synthetic-IID (51 rounds at the least): that part cannot act
+    assert [p["verdict"] for p in adaptive["parts"]] == ["inconclusive", "reproduced", "reproduced", "reproduced"]
+    assert adaptive["verdict"] == "inconclusive" and "cannot act within the budget" in adaptive["notes"][-1]
+    assert e1["verdict"] == "reproduced"
     assert sampling["verdict"] == "inconclusive"  # no rises in either scheme: zero effect
     assert adaptive["effect"]["estimate"] < 0  # adaptive below both fixed mu
     bad = lambda arm, d, s: {"adaptive": 2.0}.get(arm, 1.0) + 0.001 * s
-    adaptive, _, e1 = study.judge_all(_losses(bad))
+    adaptive, _, e1, _ = study.judge_all(_losses(bad))
     assert adaptive["verdict"] == "not-reproduced"  # 100% above the fixed mu
     assert e1["verdict"] == "inconclusive"  # dropping and keeping alike
 
@@ -85,14 +88,14 @@ def test_rules():
             return [b + (0.05 + 0.01 * s) * (r % 2) for r, b in enumerate(base)]
         return base
 
-    _, sampling, _ = study.judge_all(wiggly)
+    _, sampling, _, mu1 = study.judge_all(wiggly)
     assert sampling["verdict"] == "reproduced"
     n_odd = study.ROUNDS // 2
     assert sampling["parts"][0]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.01 * s)) for s in study.SEEDS]
 
 
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "ROUNDS", 3)
+    monkeypatch.setitem(study.BUDGETS, "pipeline", 3)
     monkeypatch.setattr(study, "EPOCHS", 2)
     monkeypatch.setattr(study, "SEEDS", (0, 1))
     calls = spy_simulate(monkeypatch)
@@ -101,10 +104,52 @@ def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     assert_valid_entries(claims)
     assert len(calls) == 2 * (2 * 3 + 2 + 4)
     assert [c["id"] for c in claims] == ["fedprox/synthetic/adaptive-mu", "fedprox/synthetic-1-1/sampling-stability",
-                                         "fedprox/synthetic-1-1/partial-work-e1"]
+                                         "fedprox/synthetic-1-1/partial-work-e1", "fedprox/synthetic-1-1/sampling-mu1-stabler"]
     assert all(c["fidelity"] == "reduced-budget" and (c["rounds_run"], c["rounds_paper"]) == (3, 200) for c in claims)
     samplings = {cfg.sampling for cfg, *_ in calls}
     assert samplings == {"uniform", "proportional"}
     assert {cfg.local_epochs for cfg, *_ in calls} == {1, 2}
     assert np.isfinite(claims[0]["effect"]["estimate"])
     assert (tmp_path / "fedprox_synthetic.png").stat().st_size > 0
+
+
+def test_mu1_stabler_under_both_sampling_schemes():
+    def curves(rising):  # the arms in ``rising`` rise by 0.04 + 0.01 s at each odd round
+        def loss(arm, d, s):
+            base = [1.0 + 0.01 * (study.ROUNDS - r) for r in range(study.ROUNDS + 1)]
+            return [b + (0.05 + 0.01 * s) * (r % 2) if arm in rising else b for r, b in enumerate(base)]
+        return loss
+
+    *_, mu1 = study.judge_all(curves({"mu0", "prop-mu0"}))
+    assert [p["part"] for p in mu1["parts"]] == ["uniform: mu=0 - mu=1", "proportional: mu=0 - mu=1"]
+    n_odd = study.ROUNDS // 2
+    assert mu1["parts"][1]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.01 * s)) for s in study.SEEDS]
+    assert mu1["verdict"] == "reproduced"
+    *_, mu1 = study.judge_all(curves({"mu0", "prop-mu1"}))
+    assert [p["verdict"] for p in mu1["parts"]] == ["reproduced", "not-reproduced"]
+    assert mu1["verdict"] == "not-reproduced"
+
+
+def test_paper_budget_runs_200_rounds(monkeypatch):
+    assert study.BUDGETS == {"pipeline": 40, "paper": 200}
+    assert study.simulation("mu1", "synthetic_1_1", 0, rounds=study.BUDGETS["paper"]).config.rounds == 200
+    assert study.simulation("mu1", "synthetic_1_1", 0).config.rounds == 40
+    with pytest.raises(ValueError, match="budget 'full'; allowed: pipeline, paper"):
+        study.run("unused", budget="full")
+
+
+def test_adaptive_mu_mechanism_needs_its_rounds():
+    assert study.rounds_to_reach(1.0, 0.0) == 1 + 10 * 5  # ten falls of 0.1, five decreasing rounds each
+    assert study.rounds_to_reach(0.0, 1.0) == 1 + 10  # ten rises, one round each
+    assert study.rounds_to_reach(1.0, 1.0) == 1
+
+    def good(arm, d, s):
+        return {"adaptive": 1.0, "mu0": 1.05, "mu1": 1.02}.get(arm, 1.0) + 0.001 * s
+
+    def curves(arm, d, s):  # the paper's 200 rounds: every part can act
+        return [good(arm, d, s) + 0.01 * (200 - r) for r in range(201)]
+
+    adaptive, *_ = study.judge_all(curves, rounds=200)
+    assert adaptive["verdict"] == "reproduced" and not any("cannot act" in n for n in adaptive["notes"])
+    assert adaptive["parts"][0]["per_seed"] == [pytest.approx(100 * ((1.02 + 0.001 * s) / (1.07 + 0.001 * s) - 1))
+                                                for s in study.SEEDS]

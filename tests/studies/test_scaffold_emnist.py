@@ -67,24 +67,36 @@ def test_step_size_selection_mean_then_tiebreak_then_smaller_step():
     assert study.select({0.1: [0.8, 0.7], 0.3: [0.75, 0.76]}, lower_is_better=False) == 0.3
 
 
+def test_steps_selected_on_the_tuning_seeds_only():
+    """The tuning seeds pick the step; the judged seeds' curves never enter the selection."""
+    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3), device="cpu")
+    assert not set(b.seeds) & set(study.BUDGETS["paper"].tuning_seeds)
+    assert study.BUDGETS["paper"].seeds == (0, 1, 2, 3, 4) and study.BUDGETS["paper"].tuning_seeds == (100, 101, 102)
+    curves = {(c, lr, s): [0.0] * 6 for c in study.cells() for lr in b.lr_grid for s in b.tuning_seeds}
+    t4 = study.Cell(4, "fedavg", 5, 0, 0.2)
+    curves[(t4, 0.3, 100)] = curves[(t4, 0.3, 101)] = [0, 0, 0.46, 0.46, 0.46, 0.46]  # 0.3 reaches 0.45 at round 2
+    t5 = study.Cell(5, "scaffold", 5, 0)
+    curves[(t5, 0.1, 100)] = curves[(t5, 0.1, 101)] = [0, 0.3, 0.6, 0.6, 0.6, 0.6]  # 0.1: the best accuracy
+    steps = study.selected_steps(curves, b)
+    assert steps[t4] == 0.3 and steps[t5] == 0.1
+    assert steps[study.Cell(4, "scaffold", 5, 0, 0.2)] == 0.1  # all tied at 'never': the smaller step
+
+
 def test_paired_rounds_effect_on_hand_made_curves():
-    """Table 4's measure on two seeds: FedAvg reaches 0.45 at rounds 3 and 4 with its better step, SCAFFOLD at 1
-    and 2: the per-seed effects are 2 and 2."""
-    b = study.Budget(rounds=5, seeds=(0, 1), lr_grid=(0.1, 0.3, 1.0), device="cpu")
-    curves = {}
-    for c in study.cells():
-        for lr in b.lr_grid:
-            for s in b.seeds:
-                curves[(c, lr, s)] = [0.0] * 6
+    """Table 4's measure on two judged seeds: FedAvg reaches 0.45 at rounds 3 and 4 at its selected step, SCAFFOLD
+    at 1 and 2: the per-seed effects are 2 and 2."""
+    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100,), lr_grid=(0.1, 0.3, 1.0), device="cpu")
+    curves = {(c, s): [0.0] * 6 for c in study.cells() for s in b.seeds}
+    steps = {c: 0.3 for c in study.cells()}
     for f in study.TABLE4_SAMPLED:
         for sim in study.JUDGED_SIMILARITY:
             sc, fa = study.Cell(4, "scaffold", 5, sim, f), study.Cell(4, "fedavg", 5, sim, f)
-            curves[(sc, 0.3, 0)] = [0, 0.5, 0.5, 0.5, 0.5, 0.5]
-            curves[(sc, 0.3, 1)] = [0, 0, 0.5, 0.5, 0.5, 0.5]
-            curves[(fa, 0.1, 0)] = [0, 0, 0, 0.46, 0.46, 0.46]
-            curves[(fa, 0.1, 1)] = [0, 0, 0, 0, 0.46, 0.46]
-            curves[(fa, 0.3, 0)] = [0, 0, 0, 0, 0, 0.46]  # the worse step (mean 5 vs 3.5) is not selected
-    entry = study.table4_claim(study.Runs(curves, b))
+            steps[fa] = 0.1
+            curves[(sc, 0)] = [0, 0.5, 0.5, 0.5, 0.5, 0.5]
+            curves[(sc, 1)] = [0, 0, 0.5, 0.5, 0.5, 0.5]
+            curves[(fa, 0)] = [0, 0, 0, 0.46, 0.46, 0.46]
+            curves[(fa, 1)] = [0, 0, 0, 0, 0.46, 0.46]
+    entry = study.table4_claim(study.Runs(curves, steps, b))
     assert entry["verdict"] == "reproduced"
     assert [p["per_seed"] for p in entry["parts"]] == [[2.0, 2.0]] * 6
     assert entry["reproduced"]["cells"]["fedavg, 0.2, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0], "mean": 3.5}
@@ -92,17 +104,27 @@ def test_paired_rounds_effect_on_hand_made_curves():
     assert sorted(entry["reproduced"]["selected_at_grid_edge"]) == sorted(
         f"fedavg, {f}, {s}" for f in study.TABLE4_SAMPLED for s in study.JUDGED_SIMILARITY)
     assert "at an end of the grid in 6 of 12 cells" in entry["observed"]
+    assert "budget-limited" not in entry["verdict_text"]  # no extrapolation to the paper's 1,000 rounds
+    five = {(study.client_cell("scaffold"), s): [0, 0.5, 0.5, 0.5, 0.5, 0.5] for s in b.seeds}  # 0.45 at round 1
+    fifty = {(study.client_cell("fedavg"), s): [0, 0, 0, 0, 0.46, 0.46] for s in b.seeds}  # at round 4
+    clients = study.clients_claim(study.Runs(curves | five | fifty, steps, b))
+    assert clients["id"] == "scaffold/emnist/5-clients-beat-fedavg-50" and clients["verdict"] == "reproduced"
+    assert clients["parts"][0]["per_seed"] == [3.0, 3.0]
+    never = study.clients_claim(study.Runs(curves | fifty, steps, b))  # SCAFFOLD never: the 5 rounds run
+    assert never["parts"][0]["per_seed"] == [-1.0, -1.0] and never["verdict"] == "not-reproduced"
 
 
 def test_declaration_cells_stacks_and_paper_scales():
     cells = study.cells()
-    assert len(cells) == 39 + 12 + 6  # Table 3: 3 x 4 x 3 + SGD x 3; Table 4: 2 x 3 x 2; Table 5: 3 x 2
+    assert len(cells) == 39 + 12 + 6 + 2  # Table 3: 3 x 4 x 3 + SGD x 3; Table 4: 2 x 3 x 2; Table 5: 3 x 2; slides 2
     assert len({c.label() for c in cells}) == len(cells)
     assert {c.variant for c in cells} == set(study.VARIANTS)
+    assert [(c.method, c.clients, round(c.sampled * c.clients), c.epochs, c.similarity) for c in cells[-2:]] == [
+        ("scaffold", 400, 5, 1, 0), ("fedavg", 400, 50, 1, 0)]
     scales = study.SCALES
-    assert sum(s.runs for s in scales) == len(cells) * 3 * len(study.LR_GRID)
+    assert sum(s.runs for s in scales) == len(cells) * (3 * len(study.LR_GRID) + 5)  # tuning grid, then judged
     t4 = {s.clients_per_round: s for s in scales if s.client_samples == 282}
-    assert sorted(t4) == [4, 20, 80] and t4[80].batch_size == 57  # 20/5/1% of 400; ceil(282 / 5)
+    assert sorted(t4) == [4, 5, 20, 50, 80] and t4[80].batch_size == 57  # 20/5/1% of 400; ceil(282 / 5)
     assert all(s.batch_size == 226 for s in scales if s.client_samples == 1128)
     assert {s.model for s in scales} == {"mclr", "scaffold_mlp"}
     assert study.BUDGETS["paper"].rounds == 1000 and len(study.BUDGETS["paper"].seeds) >= 3
@@ -114,7 +136,7 @@ def test_not_run_entries_have_the_command_and_a_positive_cost():
     assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
-        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 855
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 59 * 20
 
 
 def test_the_global_test_set_is_evaluated_by_the_engine_every_round(real_root):
@@ -130,7 +152,7 @@ def test_the_global_test_set_is_evaluated_by_the_engine_every_round(real_root):
 
 def test_same_seed_same_numbers(real_root):
     sims = [s for s in study.declare(study.BUDGETS["fixture"], real_root)
-            if s.name.startswith("table3/scaffold/E=5/s=0/") and s.name.endswith("seed=1")][:1]
+            if s.name.startswith("tuning/table3/scaffold/E=5/s=0/") and s.name.endswith("seed=100")][:1]
     a, b = run_simulations(sims, workers=1), run_simulations(sims, workers=1)
     assert a[0].param_digest == b[0].param_digest
     assert a[0].series("global_test/accuracy") == b[0].series("global_test/accuracy")
@@ -147,11 +169,14 @@ def test_fixture_study_end_to_end(fixture_study):
         assert c["fidelity"] == "stand-in" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
         assert len(c["effect"]["per_seed"]) == 2 and c["seeds"]["training"] == [0, 1]
         assert c["figure"]["path"] == f"figures/{study.NAME}/{study.NAME}.png"
-    assert len(claims[0]["parts"]) == 24 and len(claims[1]["parts"]) == 6 and len(claims[2]["parts"]) == 4
+        assert c["scale"]["tuning_seeds"] == [100] and "budget-limited" not in c["verdict_text"]
+    assert [len(c["parts"]) for c in claims] == [24, 6, 4, 1]
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
-    assert len(records) == len(study.cells()) * 2 * 2  # two steps, two seeds
+    assert len(records) == len(study.cells()) * (2 * 1 + 2)  # two steps on one tuning seed, then two judged seeds
+    phases = [r["name"].split("/", 1)[0] for r in records]
+    assert phases == ["tuning"] * (2 * len(study.cells())) + ["judged"] * (2 * len(study.cells()))
     acc = records[0]["history"]["global_test/accuracy"]
     assert len(acc) == 4 and all(a is not None for a in acc)  # the global test set is evaluated every round
     assert (out / f"{study.NAME}.png").stat().st_size > 0
     saved = json.loads((out / "claims.json").read_text())
-    assert saved["budget"] == "fixture" and len(saved["claims"]) == 3
+    assert saved["budget"] == "fixture" and len(saved["claims"]) == 4
