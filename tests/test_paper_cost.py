@@ -142,13 +142,13 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, messag
 def test_a_tiny_measurement_end_to_end(tmp_path):
     """A generated mclr study of 3 clients, timed within a few seconds: every unit cost >= 0 and finite, the step
     and the evaluated sample > 0, the notes say what was scaled up; the files are written and read back."""
-    tiny = (Scale("mclr", 2, 30, 3, 40, 1, 10, 300, eval_every=10, local_steps=5),
-            Scale("mclr", 4, 30, 3, 40, 1, 10, 300, read=False))
+    tiny = (Scale("mclr", 2, 30, 3, 40, 1, 10, 20000, eval_every=10, local_steps=300),  # enough work to time
+            Scale("mclr", 4, 30, 3, 40, 1, 10, 20000, read=False))
     result = paper_cost.run({"tiny": tiny}, "cpu", tmp_path, max_seconds=4.0, rounds=1, progress=lambda m: None)
     unit = result["studies"]["tiny"]["units"]["mclr@10"]
     assert all(unit[k] >= 0 for k in paper_cost.COST_KEYS) and unit["step_s"] > 0 and unit["eval_sample_s"] > 0
-    assert unit["grad_sample_s"] == 0.0 and unit["real"] == {"clients": 3, "client_samples": 40, "steps": 5,
-                                                              "eval_samples": 300}
+    assert unit["grad_sample_s"] == 0.0 and unit["real"] == {"clients": 3, "client_samples": 40, "steps": 300,
+                                                              "eval_samples": 20000}
     assert result["studies"]["tiny"]["projection"]["runs"] == 2 and result["studies"]["tiny"]["projection"]["left_out"] == 4
     back = paper_cost.load("cpu", tmp_path)
     assert back["device_name"] == result["device_name"] and "tiny" in back["studies"]

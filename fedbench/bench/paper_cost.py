@@ -24,7 +24,10 @@ the history's per-round ``wall_time_s`` and ``eval_time_s`` (training = wall - e
                                                                           cohort's own losses the engine reads)
     grad_sample_s = (eval_C - eval_A) / (K' d)                            one sample's gradient (dissimilarity; C's
                                                                           clients hold d = min(n, 200) samples)
-Time cap (``max_seconds`` a study, split over its units): a pilot round sizes A and B; where the real cohort and
+On the CPU the times are CPU seconds (each run's wall times x its process CPU time / wall time, one torch thread):
+CPU-hours, not inflated by other jobs on a shared machine (``cpu_share`` records the share of a core a run got; the
+load average is recorded beside). On CUDA they are wall seconds.
+Time cap (``max_seconds`` a study, split over its units; CPU seconds on the CPU, wall seconds on CUDA): a pilot round sizes A and B; where the real cohort and
 local work would not fit, B runs a partial cohort K' < K and s < S steps, and the projection scales them up
 linearly (K S step_s; round_s measured with K' clients is scaled by K / K'), saying so in ``notes``.
 
@@ -52,6 +55,7 @@ DEVICES = tuple(FOLDERS)
 SMALL_EVAL = 64  # run A's evaluated samples
 MAX_EVAL = 20000  # run B's evaluated samples at most (more is scaled per sample)
 MIN_SECONDS = 1.0
+SHARES: list[float] = []  # each timed run's share of a core (CPU time / wall time), for the record
 DISSIMILARITY_SAMPLES = 200  # run C's gradients a client at most (FedProx's LSTMs: 4 minibatches of 50)
 
 
@@ -124,7 +128,9 @@ def _dataset(model: str, clients: int, n: int, eval_n: int):
 
 def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, steps: int, eval_n: int, rounds: int,
             dissimilarity: int = 0) -> tuple[float, float]:
-    """(training, evaluation) seconds of the least timed round of one generated run."""
+    """(training, evaluation) seconds of the least timed round of one generated run. On the CPU these are CPU
+    seconds: the wall times of the history scaled by the run's share of a core (process CPU time / wall time, at
+    most 1; one torch thread), so that a machine loaded by other jobs does not inflate them."""
     import torch
 
     from fedbench.algorithms import build_algorithm
@@ -141,17 +147,22 @@ def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, step
                            dissimilarity_every=1 if dissimilarity else 0,
                            dissimilarity_samples=dissimilarity or None, checkpoint_every=10**9,
                            divergence_factor=1e30)
+    wall, cpu = time.perf_counter(), time.process_time()
     result = simulate(cfg, ds, model, build_algorithm("fedavg", 1e-3))
+    share = 1.0 if device == "cuda" else min(1.0, (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9))
+    SHARES.append(share)
     timed = [r for r in result.history if 1 <= r.get("round", 0) <= rounds and "wall_time_s" in r]  # not the final
     if not timed:
         raise RuntimeError(f"{model_name}: no timed round in the history (diverged?)")
-    return (min(r["wall_time_s"] - r["eval_time_s"] for r in timed), min(r["eval_time_s"] for r in timed))
+    return (share * min(r["wall_time_s"] - r["eval_time_s"] for r in timed), share * min(r["eval_time_s"] for r in timed))
 
 
 def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> dict[str, Any]:
     """The unit costs (COST_KEYS) of scale ``s`` timed on ``device`` within about ``max_seconds``, with what was
     timed (``measured_with``) and ``notes`` on what was scaled up."""
-    start = time.perf_counter()
+    clock = time.perf_counter if device == "cuda" else time.process_time  # the cap: CPU seconds on the CPU
+    start = clock()
+    SHARES.clear()
     K, n, S = s.clients_per_round, max(1, round(s.client_samples)), max(1, s.steps_per_client())
     m = min(n, s.batch_size)  # samples a timed client holds: a step reads a minibatch, whatever n is
     g_a = min(SMALL_EVAL, max(1, s.eval_samples // 2))
@@ -161,12 +172,13 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> 
     train_p, eval_p = _rounds(s.model, device, pilot_k, m, s.batch_size, 1, g_a, 1)
     per_client = max(train_p / pilot_k, 1e-6)
     per_sample = max(eval_p / g_a, 1e-8)
-    left = max(max_seconds - (time.perf_counter() - start), MIN_SECONDS)
+    left = max(max_seconds - (clock() - start), MIN_SECONDS)
     runs = 3 if s.dissimilarity_every else 2
-    per_round = left / (runs * (rounds + 1) * 1.2)  # what a round of A, B (and C) may take, with setup's share
+    per_round = left / (runs * (rounds + 1))  # what a round of A, B (and C) may take
     g_b = int(min(s.eval_samples, MAX_EVAL, max(2 * g_a, 0.3 * per_round / per_sample)))
     g_b = max(g_b, g_a + 1)
-    budget_steps = max(0.8 * per_round - g_b * per_sample, 0.0) / per_client  # client-steps of B's round
+    budget_steps = max(per_round - g_b * per_sample, 0.0) / per_client  # client-steps of B's round (an upper bound
+    # of a client-step: the pilot's fixed cost is in it, so B takes less)
     k = int(min(K, max(1, budget_steps // 4)))
     steps = int(min(S, max(2, budget_steps // k))) if S > 1 else 2
     train_a, eval_a = _rounds(s.model, device, k, m, s.batch_size, 1, g_a, rounds)
@@ -190,9 +202,10 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> 
              "grad_sample_s": grad_sample_s}
     return {**{key: float(f"{v:.4g}") for key, v in costs.items()},
             "measured_with": {"clients": k, "client_samples": m, "batch": s.batch_size, "steps": steps,
-                              "eval_samples": [g_a, g_b], "dissimilarity_samples": d, "timed_rounds": rounds},
+                              "eval_samples": [g_a, g_b], "dissimilarity_samples": d, "timed_rounds": rounds,
+                              "cpu_share": round(sum(SHARES) / len(SHARES), 3)},
             "real": {"clients": K, "client_samples": n, "steps": S, "eval_samples": int(s.eval_samples)},
-            "seconds": round(time.perf_counter() - start, 1), "notes": notes}
+            "seconds": round(clock() - start, 1), "notes": notes}
 
 
 def measure_study(scales: tuple[Scale, ...] | list[Scale], device: str, max_seconds: float,
@@ -256,10 +269,10 @@ def run(studies: dict[str, tuple[Scale, ...]], device: str, out: Path, max_secon
     for name, scales in studies.items():
         t0 = time.perf_counter()
         result["studies"][name] = measure_study(scales, device, max_seconds, rounds)
+        write(result, out)  # after each study: a long measurement interrupted keeps what it measured
         p = result["studies"][name]["projection"]
         progress(f"{name}: {p['hours']:,.2f} h ({p['train_hours']:,.2f} training, {p['eval_hours']:,.2f} evaluation; "
                  f"{p['runs']} runs read, {p['left_out']} left out); measured in {time.perf_counter() - t0:.0f} s")
-    write(result, out)
     return result
 
 

@@ -1,4 +1,10 @@
-"""``fedbench paper list|profile|run``: the paper profile's studies, their projected cost, and running one.
+"""``fedbench paper list|cost|profile|run``: the paper profile's studies, their cost, and running one.
+
+``fedbench paper list`` prints each study's cost: the runs its claims read (the others left out, and counted), its
+rounds, training and evaluation hours by its declared protocol, the share of evaluation and the total, measured
+(``fedbench paper cost``'s file for the device, fedbench.bench.paper_cost) where there is one and projected from the
+per-model table (fedbench.bench.costs) otherwise, each figure saying which. ``fedbench paper cost`` times each study
+at its real shapes on generated data (fedbench.bench.paper_cost; this module only hands it the studies' scales).
 
 ``fedbench paper run NAME`` is the command a ``not-run`` real-data entry carries. For a FedProx study it loads
 params.yaml with the study added (fedbench.report.paper_profile.overrides, validated as params.yaml is), fetches
@@ -256,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     co.add_argument("--study", nargs="+", default=[], metavar="NAME", help="only these studies (default: all)")
     co.add_argument("--rounds", type=int, default=2, help="timed rounds a run, after one warm-up round (default 2)")
     co.add_argument("--max-seconds", type=float, default=120.0, help="about how long one study may take (default "
-                    "120); a study that would take longer is timed on a partial cohort and fewer local steps, "
-                    "scaled up, and says so")
+                    "120; CPU seconds on the CPU, so a machine shared with other jobs takes longer in wall time); a "
+                    "study that would take longer is timed on a partial cohort and fewer local steps, scaled up, "
+                    "and says so")
     co.add_argument("--out", type=Path, default=None, metavar="DIR", help="where to write paper-cost.json and "
                     "paper-cost.md (default reports/bench/ for cpu, reports/bench-gpu/ for cuda)")
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's studies")
