@@ -116,17 +116,17 @@ def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = 
     from fedbench.data.registry import VARIANTS
     from fedbench.data.sources import CHECKSUMS, SOURCES, raw_folder
 
-    if name in CLAIM_STUDIES:
-        from fedbench.studies.real_data import study_cost, study_module
+    if name in CLAIM_STUDIES or name in STUDIES:
+        from fedbench.bench.costs import load_measured, project_study
+        from fedbench.bench.paper_cost import load, study_costs
 
-        c = study_cost(study_module(name).SCALES)
-        cost = f"projected {c['hours']:,.2f} h ({c['runs']} runs its claims read) on {c['device']}"
-    elif name in STUDIES:
-        from fedbench.bench.costs import project_study
-
-        c = project_study(STUDIES[name].scales(len(load_config(params).train.seeds)))
-        cost = (f"projected {c['hours']:,.2f} h ({c['runs']} runs its claims read, of {c['runs'] + c['left_out']}, "
-                f"x {c['rounds']} rounds) on {c['device']}")
+        data = load("cpu")
+        own = study_costs(data, name)
+        c = project_study(study_scales(len(load_config(params).train.seeds))[name], load_measured(), own)
+        where = (f"from costs measured at its shapes on {data['device_name']} ({data['studies'][name]['measured_at']}, "
+                 "`fedbench paper cost`)" if own else f"on {c['device']}")
+        cost = (f"projected {c['hours']:,.2f} CPU-h ({c['runs']} runs its claims read, of {c['runs'] + c['left_out']}, "
+                f"x up to {c['rounds']:,} rounds) {where}")
     else:  # a study of params.yaml the main job runs: its measured cost, if the report has it
         import json
 
