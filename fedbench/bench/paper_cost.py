@@ -24,9 +24,10 @@ the history's per-round ``wall_time_s`` and ``eval_time_s`` (training = wall - e
                                                                           cohort's own losses the engine reads)
     grad_sample_s = (eval_C - eval_A) / (K' d)                            one sample's gradient (dissimilarity; C's
                                                                           clients hold d = min(n, 200) samples)
-On the CPU the times are CPU seconds (each run's wall times x its process CPU time / wall time, one torch thread):
-CPU-hours, not inflated by other jobs on a shared machine (``cpu_share`` records the share of a core a run got; the
-load average is recorded beside). On CUDA they are wall seconds.
+On the CPU the times are CPU seconds (the process CPU time between two round ends, one torch thread, split between
+training and evaluation as the engine's wall times of that round split it): CPU-hours, not inflated by other jobs
+on a shared machine (``cpu_share`` records the share of a core the timed rounds got; the load average is recorded
+beside). On CUDA they are wall seconds.
 Time cap (``max_seconds`` a study, split over its units; CPU seconds on the CPU, wall seconds on CUDA): a pilot round sizes A and B; where the real cohort and
 local work would not fit, B runs a partial cohort K' < K and s < S steps, and the projection scales them up
 linearly (K S step_s; round_s measured with K' clients is scaled by K / K'), saying so in ``notes``.
@@ -129,8 +130,9 @@ def _dataset(model: str, clients: int, n: int, eval_n: int):
 def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, steps: int, eval_n: int, rounds: int,
             dissimilarity: int = 0) -> tuple[float, float]:
     """(training, evaluation) seconds of the least timed round of one generated run. On the CPU these are CPU
-    seconds: the wall times of the history scaled by the run's share of a core (process CPU time / wall time, at
-    most 1; one torch thread), so that a machine loaded by other jobs does not inflate them."""
+    seconds: the process CPU time of the round (between two round ends, one torch thread), split between training
+    and evaluation as the history's wall times of that round split it, so that a machine loaded by other jobs does
+    not inflate them."""
     import torch
 
     from fedbench.algorithms import build_algorithm
@@ -147,14 +149,38 @@ def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, step
                            dissimilarity_every=1 if dissimilarity else 0,
                            dissimilarity_samples=dissimilarity or None, checkpoint_every=10**9,
                            divergence_factor=1e30)
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = simulate(cfg, ds, model, build_algorithm("fedavg", 1e-3))
-    share = 1.0 if device == "cuda" else min(1.0, (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9))
-    SHARES.append(share)
-    timed = [r for r in result.history if 1 <= r.get("round", 0) <= rounds and "wall_time_s" in r]  # not the final
+    clock = _RoundClock(device)
+    simulate(cfg, ds, model, build_algorithm("fedavg", 1e-3), callbacks=(clock,))
+    timed = clock.rounds(range(1, rounds + 1))
     if not timed:
-        raise RuntimeError(f"{model_name}: no timed round in the history (diverged?)")
-    return (share * min(r["wall_time_s"] - r["eval_time_s"] for r in timed), share * min(r["eval_time_s"] for r in timed))
+        raise RuntimeError(f"{model_name}: no timed round (diverged?)")
+    SHARES.extend(t[2] for t in timed)
+    return min(t[0] for t in timed), min(t[1] for t in timed)
+
+
+class _RoundClock:
+    """A callback (on_round_end) that reads the clock at every round's end: CPU time on the CPU, wall time on
+    CUDA (the engine synchronizes before the round ends)."""
+
+    def __init__(self, device: str) -> None:
+        self.cuda = device == "cuda"
+        self.marks: dict[int, tuple[float, float, float, float]] = {-1: (time.perf_counter(), time.process_time(), 0, 0)}
+
+    def on_round_end(self, r: int, row: dict) -> bool:
+        self.marks[r] = (time.perf_counter(), time.process_time(), row["wall_time_s"], row["eval_time_s"])
+        return False
+
+    def rounds(self, which) -> list[tuple[float, float, float]]:
+        """(training, evaluation, share of a core) seconds of each round of ``which`` that has both marks."""
+        out = []
+        for r in which:
+            if r in self.marks and r - 1 in self.marks:
+                wall, cpu, row_wall, row_eval = self.marks[r]
+                spent_wall = wall - self.marks[r - 1][0]
+                spent = spent_wall if self.cuda else cpu - self.marks[r - 1][1]
+                evaluation = spent * min(row_eval / row_wall, 1.0) if row_wall > 0 else 0.0
+                out.append((spent - evaluation, evaluation, min(1.0, spent / spent_wall) if spent_wall > 0 else 1.0))
+        return out
 
 
 def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> dict[str, Any]:
