@@ -197,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  fedbench run --dataset synthetic_1_1 --algorithm fedprox_mu1 --stragglers 0.9 --seed 0\n"
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
                "  fedbench show --claims          # one line per claim of reports/claims.json, with counts; --verbose, --paper, ...\n"
-               "  fedbench paper list             # the paper profile's studies and their projected cost\n"
+               "  fedbench paper list             # the paper studies' cost: runs read, training/evaluation hours, measured or projected\n"
+               "  fedbench paper cost --device cpu   # time each paper study at its shapes on generated data (reports/bench/)\n"
                "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
                "  fedbench bench --quick          # simulator speed vs per-client loop and centralized\n"
                "  fedbench data show mnist5k_fedprox   # a real dataset's statistics (fetch, prepare: see `fedbench data -h`)\n",

@@ -11,11 +11,21 @@ batch 10, 2 rounds, with the gradient dissimilarity off (as every paper-scale st
   aggregation, bookkeeping), ``round_s``.
 The content of the data does not change the time of these models (no data-dependent branches).
 
-``project`` turns a study's scale into seconds: per round, K x E x ceil(n / B) local steps of the mean client (or
-its fixed local steps), the samples its evaluation protocol evaluates (``eval_samples`` every ``eval_every``
-rounds) and the fixed cost; training and evaluation are reported apart. It counts every run on its own (stacked
-runs share their local steps and are faster on a GPU, so this is an upper bound there) and no data preparation.
-The measured numbers are kept in ``fedbench/bench/measured_costs.json`` with the machine and the date;
+``project`` turns a study's scale into seconds, training and evaluation apart (``Scale`` declares both):
+- training, every round: the fixed cost of a round (``round_s``), K x (local steps of the mean client, or its fixed
+  ``local_steps``) steps (``step_s``), and, where the protocol does not evaluate the training loss every round, the
+  cohort's own losses the engine reads to catch a divergence (K x n forward passes, ``eval_sample_s`` each);
+- evaluation: at every evaluated round (round 0, every ``eval_every`` rounds, the listed ``eval_rounds``, and the
+  final model: :meth:`Scale.evaluations`, counted exactly) a fixed cost (``eval_s``) and ``eval_samples`` samples
+  (``eval_sample_s``); and the gradient dissimilarity where the study has it on (``dissimilarity_every``), one
+  gradient per sample of ``dissimilarity_samples`` (``grad_sample_s``).
+Only the runs a claim reads count (``Scale.read``); :func:`project_study` says how many were left out. Every run is
+counted on its own (stacked runs share their local steps and are faster on a GPU, so this is an upper bound there)
+and no data preparation. The per-model table here (``measured_costs.json``, batch 10, no fixed cost of an
+evaluation) is the fallback; ``fedbench paper cost`` (fedbench.bench.paper_cost) measures each study at its own
+shapes and batch, and ``fedbench paper list`` shows that figure where there is one. From the batch-10 table a step
+of batch B costs ``step_s`` x max(1, B / 10) and a sample's gradient ``step_s`` / 10 (not measured: an estimate,
+said so). The measured numbers are kept in ``fedbench/bench/measured_costs.json`` with the machine and the date;
 ``python -m fedbench.bench.costs`` measures them again (``--models`` for some).
 """
 
@@ -53,10 +63,17 @@ CLIENTS, TRAIN_N, TEST_N, EXTRA_TEST_N, BATCH, ROUNDS = 10, 100, 10, 1000, 10, 2
 
 @dataclass(frozen=True)
 class Scale:
-    """A study at some scale: ``runs`` simulations of ``rounds`` rounds, ``clients_per_round`` (K) clients of
-    ``client_samples`` mean training samples each doing ``local_epochs`` (E) epochs of batch ``batch_size``,
-    and ``eval_samples`` samples evaluated every ``eval_every`` rounds; or ``local_steps`` fixed steps a client
-    (FedLaAvg, SCAFFOLD: steps, not epochs) when given."""
+    """A study's runs at some scale: ``runs`` simulations of ``rounds`` rounds, ``clients_per_round`` (K) clients of
+    ``client_samples`` mean training samples each doing ``local_epochs`` (E) epochs of batch ``batch_size``, or
+    ``local_steps`` fixed steps a client when given (FedLaAvg, SCAFFOLD: steps, not epochs; VR and Mime methods:
+    their local work in minibatch-gradient units of batch ``batch_size``).
+
+    Its evaluation protocol (fedbench.engine.evaluation.EvalSpec, as the study declares it): ``eval_samples``
+    samples evaluated at round 0, every ``eval_every`` rounds, the listed ``eval_rounds`` and (``eval_final``) the
+    final model; ``cohort_signal``: the training loss is not evaluated every round, so the engine reads the
+    cohort's own losses each round; the gradient dissimilarity every ``dissimilarity_every`` rounds (0: off, as in
+    every claim study) over ``dissimilarity_samples`` samples. ``read``: whether a claim's rule reads these runs
+    (runs no claim reads are context and are not counted); ``label`` names them."""
 
     model: str
     runs: int
@@ -68,11 +85,37 @@ class Scale:
     eval_samples: int
     eval_every: int = 1
     local_steps: int | None = None
+    eval_rounds: tuple[int, ...] = ()
+    eval_final: bool = True
+    cohort_signal: bool = True
+    dissimilarity_every: int = 0
+    dissimilarity_samples: int = 0
+    read: bool = True
+    label: str = ""
+
+    def steps_per_client(self) -> int:
+        if self.local_steps is not None:
+            return self.local_steps
+        return self.local_epochs * math.ceil(self.client_samples / self.batch_size)
 
     def steps_per_round(self) -> int:
-        if self.local_steps is not None:
-            return self.clients_per_round * self.local_steps
-        return self.clients_per_round * self.local_epochs * math.ceil(self.client_samples / self.batch_size)
+        return self.clients_per_round * self.steps_per_client()
+
+    def evaluations(self) -> int:
+        """Evaluations of one run: the rounds r < ``rounds`` with r % eval_every == 0 or r in eval_rounds, and the
+        final model."""
+        due = set(range(0, self.rounds, self.eval_every)) | {r for r in self.eval_rounds if r < self.rounds}
+        return len(due) + (1 if self.eval_final else 0)
+
+    def dissimilarities(self) -> int:
+        """Dissimilarity evaluations of one run: rounds 0, k, 2k, ... and the final model (0: off)."""
+        if self.dissimilarity_every <= 0:
+            return 0
+        return len(range(0, self.rounds, self.dissimilarity_every)) + 1
+
+
+# what one unit of work costs, in seconds: the keys of a measured model (or a measured study's (model, batch))
+COST_KEYS = ("step_s", "round_s", "eval_s", "eval_sample_s", "grad_sample_s")
 
 
 def _dataset(model: str, test_n: int = TEST_N):
@@ -141,25 +184,77 @@ def load_measured(path: Path = MEASURED) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
-def project(scale: Scale, measured: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The projected cost of ``scale`` on the machine of ``measured``: seconds and hours in all, of training (local
-    steps and the round's fixed cost) and of evaluation, and how they were got."""
-    measured = measured or load_measured()
+def table_costs(scale: Scale, measured: dict[str, Any]) -> dict[str, float]:
+    """The unit costs of ``scale`` from the per-model table (batch 10): a step of batch B is ``step_s`` x
+    max(1, B / 10), a sample's gradient ``step_s`` / 10, the fixed cost of an evaluation 0 (not measured)."""
     if scale.model not in measured["models"]:
         raise KeyError(f"no measured cost of model {scale.model!r} in {MEASURED.name}; measured: "
                        f"{', '.join(measured['models'])}")
     m = measured["models"][scale.model]
-    train_round = scale.steps_per_round() * m["step_s"] + m.get("round_s", 0.0)
-    eval_round = scale.eval_samples * m["eval_sample_s"] / scale.eval_every
-    per_run = scale.rounds * scale.runs
-    seconds = (train_round + eval_round) * per_run
-    return {"device": measured["device"], "per_round_s": round(train_round + eval_round, 4), "rounds": scale.rounds,
-            "runs": scale.runs, "seconds": round(seconds, 1), "hours": round(seconds / 3600, 2),
-            "train_hours": round(train_round * per_run / 3600, 2), "eval_hours": round(eval_round * per_run / 3600, 2),
-            "basis": (f"{scale.steps_per_round():,} local steps x {m['step_s'] * 1e3:.3g} ms + {m.get('round_s', 0.0) * 1e3:.3g} ms "
-                      f"fixed + {scale.eval_samples:,} evaluated samples x {m['eval_sample_s'] * 1e6:.3g} us every "
-                      f"{scale.eval_every} round(s) (measured {measured['measured_on']}), x {scale.rounds:,} rounds x "
-                      f"{scale.runs} runs, each run on its own")}
+    return {"step_s": m["step_s"] * max(1.0, scale.batch_size / BATCH), "round_s": m.get("round_s", 0.0),
+            "eval_s": m.get("eval_s", 0.0), "eval_sample_s": m["eval_sample_s"],
+            "grad_sample_s": m.get("grad_sample_s", m["step_s"] / BATCH)}
+
+
+def seconds(scale: Scale, c: dict[str, float]) -> tuple[float, float]:
+    """(training, evaluation) seconds of one run of ``scale`` at unit costs ``c`` (COST_KEYS)."""
+    signal = scale.clients_per_round * scale.client_samples * c["eval_sample_s"] if scale.cohort_signal else 0.0
+    train = scale.rounds * (c["round_s"] + scale.steps_per_round() * c["step_s"] + signal)
+    evaluation = (scale.evaluations() * (c["eval_s"] + scale.eval_samples * c["eval_sample_s"])
+                  + scale.dissimilarities() * scale.dissimilarity_samples * c["grad_sample_s"])
+    return train, evaluation
+
+
+def project(scale: Scale, measured: dict[str, Any] | None = None, costs: dict[str, float] | None = None,
+            basis: str = "") -> dict[str, Any]:
+    """The projected cost of ``scale``'s runs: from unit ``costs`` when given (a measurement of this study), else
+    from the per-model table ``measured``: seconds and hours in all, of training and of evaluation, and how they
+    were got."""
+    if costs is None:
+        measured = measured or load_measured()
+        costs = table_costs(scale, measured)
+        basis = basis or f"per-model table, batch 10, measured {measured['measured_on']} on {measured['device']}"
+    train, evaluation = seconds(scale, costs)
+    total = (train + evaluation) * scale.runs
+    return {"device": (measured or {}).get("device", ""), "per_round_s": round((train + evaluation) / scale.rounds, 4),
+            "rounds": scale.rounds, "runs": scale.runs, "seconds": round(total, 1), "hours": round(total / 3600, 2),
+            "train_hours": round(train * scale.runs / 3600, 2),
+            "eval_hours": round(evaluation * scale.runs / 3600, 2),
+            "basis": (f"{scale.steps_per_round():,} local steps of batch {scale.batch_size} x "
+                      f"{costs['step_s'] * 1e3:.3g} ms + {costs['round_s'] * 1e3:.3g} ms fixed a round, x {scale.rounds:,} "
+                      f"rounds; {scale.evaluations():,} evaluations of {scale.eval_samples:,} samples x "
+                      f"{costs['eval_sample_s'] * 1e6:.3g} us + {costs['eval_s'] * 1e3:.3g} ms"
+                      + (f"; {scale.dissimilarities():,} dissimilarities of {scale.dissimilarity_samples:,} gradients"
+                         if scale.dissimilarities() else "")
+                      + f"; x {scale.runs} runs, each on its own ({basis})")}
+
+
+def project_study(scales: tuple[Scale, ...] | list[Scale], measured: dict[str, Any] | None = None,
+                  study_costs: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """A study's cost: its scales that a claim reads, summed (hours, training and evaluation hours, runs, the most
+    rounds), ``left_out`` the runs no claim reads, and ``source``: "measured" where ``study_costs`` (unit costs keyed
+    by :func:`unit_key`) covers every counted scale, "projected" where none, "partly measured" between."""
+    measured = measured or load_measured()
+    study_costs = study_costs or {}
+    read = [s for s in scales if s.read]
+    parts, hits = [], 0
+    for s in read:
+        c = study_costs.get(unit_key(s))
+        hits += c is not None
+        parts.append(project(s, measured, c, basis="measured" if c is not None else ""))
+    total = sum(p["seconds"] for p in parts)
+    source = "measured" if read and hits == len(read) else ("partly measured" if hits else "projected")
+    return {"device": measured["device"], "seconds": round(total, 1), "hours": round(total / 3600, 2),
+            "train_hours": round(sum(p["train_hours"] for p in parts), 2),
+            "eval_hours": round(sum(p["eval_hours"] for p in parts), 2), "runs": sum(p["runs"] for p in parts),
+            "left_out": sum(s.runs for s in scales if not s.read),
+            "rounds": max((p["rounds"] for p in parts), default=0), "source": source,
+            "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(read, parts))}
+
+
+def unit_key(scale: Scale) -> str:
+    """What a measured unit cost is keyed by: the model and the batch (``model@B``)."""
+    return f"{scale.model}@{scale.batch_size}"
 
 
 def _cpu_name() -> str:

@@ -16,9 +16,12 @@ budget (a part or case that would not finish in it is skipped and listed as skip
    engine (chosen kernel) on the device against the CPU: theta within rtol = atol = 1e-4.
 3. **throughput**: ``fedbench bench``'s throughput part (every bench model, cohorts 10, 100 and 1000, quick
    local work: fedbench.bench.throughput), each case timed only if the budget still allows it.
-4. **paper cost**: where the checkout has ``fedbench.bench.paper_cost`` with ``measure(device, budget_s) ->
-   dict`` (a measured cost of every paper-scale study), it runs with what is left; otherwise it is listed as not
-   present.
+4. **paper cost**: ``fedbench paper cost`` (fedbench.bench.paper_cost) for every paper study and stand-in in turn,
+   each given at most ``--paper-max-seconds`` (default: what is left, split evenly over the studies not yet
+   measured, x 0.7 for the setup's share); a study is skipped when under 5 s would be left for it. It writes
+   ``paper-cost.json`` and ``paper-cost.md`` (copy them to ``reports/bench-gpu/`` for ``fedbench paper list
+   --device cuda``). The FedProx studies are counted at 5 seeds (params.yaml's train.seeds: this machine has no
+   PyYAML to read it).
 
 Numerical contract on GPU: float32 throughout. The correctness parts (1, 2) run with TF32 off for matrix products
 and cuDNN convolutions (``torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False``); the
@@ -30,8 +33,9 @@ convolutions), as the engine does unless told otherwise.
 Without CUDA the same command runs its CPU part: the algorithms once each on the CPU (repeatable bit for bit),
 the kernels against the loop on the CPU, and the throughput of mclr and the CIFAR CNN at cohort 10 (CI runs it so,
 with a small budget). It writes at most these files into OUT_DIR: ``summary.md`` (what passed, what was skipped,
-the throughput table), ``gpucheck.json`` (everything), ``gpu-tests.txt`` (one line per check) and ``bench.json``
-(the throughput in ``fedbench bench``'s JSON schema, for ``reports/bench-gpu/``). Exit status 0 when every check
+the throughput table), ``gpucheck.json`` (everything), ``gpu-tests.txt`` (one line per check), ``bench.json``
+(the throughput in ``fedbench bench``'s JSON schema, for ``reports/bench-gpu/``) and, where a study was measured,
+``paper-cost.json`` and ``paper-cost.md``. Exit status 0 when every check
 that ran passed, 1 otherwise.
 """
 
@@ -61,7 +65,9 @@ PAPER_MODELS: tuple[tuple[str, tuple[int, ...], int, int | None, tuple[int, int]
     ("deltafl_sent140_lstm", (25,), 2, 1000, (1000, 50)),
     ("deltafl_shakespeare_gru", (80,), 53, 53, None),
 )
-FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json")
+FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-cost.json", "paper-cost.md")
+PAPER_SEEDS = 5  # params.yaml's train.seeds, for the FedProx studies' runs
+PAPER_MIN_S = 5.0  # a study is measured only with at least this many seconds for it
 SIM_TOL = 1e-4  # CUDA against CPU: theta and losses, rtol = atol (tests/engine/test_gpu.py)
 REPEAT_TOL = 1e-6  # CUDA against CUDA
 GRAD_TOL = 1e-4  # max |kernel - float64 loop| / max |gradient|
@@ -307,19 +313,28 @@ def _empty_cache(device) -> None:
 
 # ---- 4. paper cost -------------------------------------------------------------------------------------------
 
-def measure_paper_cost(device, budget: Budget, log: Log) -> dict | None:
-    try:
-        from fedbench.bench import paper_cost  # type: ignore[attr-defined]
-    except ImportError:
-        log.skip("paper_cost", "all", "not present in this checkout (fedbench.bench.paper_cost)")
-        return None
-    t0 = time.perf_counter()
-    try:
-        result = paper_cost.measure(device, budget.left)
-    except Exception as exc:  # noqa: BLE001
-        log.check("paper_cost", "all", False, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
-        return None
-    log.check("paper_cost", "all", True, "measured", time.perf_counter() - t0)
+def measure_paper_cost(device, budget: Budget, log: Log, out_dir: Path, max_seconds: float | None = None) -> dict | None:
+    """Every paper study measured in turn (fedbench.bench.paper_cost.run, one timed round a run) into ``out_dir``;
+    each given ``max_seconds`` or its even share of what is left; the last file's content, None if none ran."""
+    from fedbench.bench import paper_cost
+    from fedbench.report.paper_profile import study_scales
+
+    scales = study_scales(PAPER_SEEDS)
+    result = None
+    for i, (name, study) in enumerate(scales.items()):
+        share = min(max_seconds or max(0.7 * budget.left / (len(scales) - i), PAPER_MIN_S), 0.7 * budget.left)
+        if share < PAPER_MIN_S:
+            log.skip("paper_cost", name, f"budget spent ({max(budget.left, 0):.0f} s left)")
+            continue
+        t0 = time.perf_counter()
+        try:
+            result = paper_cost.run({name: study}, device.type, out_dir, share, rounds=1, progress=lambda m: None)
+        except Exception as exc:  # noqa: BLE001
+            log.check("paper_cost", name, False, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
+            continue
+        p = result["studies"][name]["projection"]
+        log.check("paper_cost", name, True, f"{p['hours']:,.2f} h projected ({p['runs']} runs read; at most "
+                  f"{share:.0f} s)", time.perf_counter() - t0)
     return result
 
 
@@ -344,6 +359,10 @@ def summary(result: dict) -> str:
         lines += ["", "## Throughput", ""] + throughput_table(result["bench"]["throughput"]["cases"])
         lines += ["", "Targets (issues 9 and 20; reported, not asserted):", ""]
         lines += targets_table(result["bench"]["throughput"]["targets"], "case")
+    if result.get("paper_cost"):
+        from fedbench.bench.paper_cost import markdown
+
+        lines += ["", markdown(result["paper_cost"]).replace("# Paper studies", "## Paper studies", 1)]
     lines += ["", "Numerical contract and method: the docstring of fedbench/bench/gpucheck.py."]
     return "\n".join(lines) + "\n"
 
@@ -365,10 +384,12 @@ def environment(device) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fedbench.bench.gpucheck", description=__doc__.split("\n\n")[0])
-    p.add_argument("out_dir", type=Path, help="folder for the files it writes (created; at most 4 files)")
+    p.add_argument("out_dir", type=Path, help="folder for the files it writes (created; at most 6 files)")
     p.add_argument("--budget-s", type=float, default=420.0, help="seconds for the whole check (default 420)")
     p.add_argument("--parts", default="algorithms,models,throughput,paper_cost",
                    help="which parts, in order (default all: algorithms,models,throughput,paper_cost)")
+    p.add_argument("--paper-max-seconds", type=float, default=None, help="seconds a paper study may take in the "
+                   "paper_cost part (default: what is left, split evenly over the studies)")
     args = p.parse_args(argv)
     parts = [s for s in args.parts.split(",") if s]
     unknown = set(parts) - {"algorithms", "models", "throughput", "paper_cost"}
@@ -376,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--parts: unknown {', '.join(sorted(unknown))}; allowed: algorithms, models, throughput, paper_cost")
     if args.budget_s <= 0:
         p.error("--budget-s must be positive")
+    if args.paper_max_seconds is not None and args.paper_max_seconds <= 0:
+        p.error("--paper-max-seconds must be positive")
 
     import torch
 
@@ -396,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         (args.out_dir / "gpucheck.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
         (args.out_dir / "summary.md").write_text(summary(result))
 
-    shares = {"algorithms": 0.2, "models": 0.25, "throughput": 0.9, "paper_cost": 1.0}  # of what is left at its start
+    # of what is left at its start (the throughput part leaves at least 30% to the paper cost)
+    shares = {"algorithms": 0.2, "models": 0.25, "throughput": 0.7, "paper_cost": 1.0}
     for part in parts:
         part_budget = Budget(max(0.0, budget.left * shares[part]))
         try:
@@ -415,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                     {"schema": SCHEMA, "quick": True, "device": str(device), "environment": result["environment"],
                      "machine": bench["machine"], "throughput": bench["throughput"]}, indent=1, default=str) + "\n")
             elif part == "paper_cost":
-                cost = measure_paper_cost(device, part_budget, log)
+                cost = measure_paper_cost(device, part_budget, log, args.out_dir, args.paper_max_seconds)
                 if cost is not None:
                     result["paper_cost"] = cost
         except Exception as exc:  # noqa: BLE001 - one part failing leaves the others' results

@@ -27,6 +27,9 @@ STRAGGLERS = [0.0, 0.5, 0.9]
 # code; train.dissimilarity_samples)
 LSTM_MODELS = ("fedprox_shakespeare_lstm", "fedprox_sent140_lstm")
 LSTM_DISSIMILARITY_SAMPLES = 4 * 50  # Figures 1 and 7 (the seeds are params.yaml's train.seeds: 5, at least 3)
+# the (algorithm, straggler fraction) runs the real-data claims read (fedbench.report.real_claims: the gain at 90%
+# stragglers and the dissimilarity without stragglers, FedAvg against FedProx at the best mu); "best": the best mu
+READ = (("fedavg", 0.9), ("best", 0.9), ("fedavg", 0.0), ("best", 0.0))
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,26 @@ class PaperStudy:
         return {"datasets": [self.variant], "algorithms": self.algorithms, "stragglers": list(STRAGGLERS),
                 "train": train}
 
-    def scale(self, seeds: int) -> Scale:
+    def scales(self, seeds: int) -> tuple[Scale, Scale]:
+        """Its runs for the cost: the ones the claims read (fedbench.report.real_claims: FedAvg and FedProx at the
+        best mu at 0% and 90% stragglers, ``READ``), then the others (FedProx mu = 0, and 50% stragglers: context,
+        not counted). The protocol is the authors' (every device's train and test samples every round and the final
+        model; the dissimilarity every round, over every training sample, or at most 4 x 50 a device for the LSTMs);
+        stragglers are counted as doing all E epochs (an upper bound)."""
         mean = self.samples / self.devices
-        return Scale(model=self.model, runs=len(self.algorithms) * len(STRAGGLERS) * seeds, rounds=self.rounds,
-                     clients_per_round=10, client_samples=mean * self.train_fraction, local_epochs=self.local_epochs,
-                     batch_size=10, eval_samples=self.samples)
+        n = mean * self.train_fraction
+        gradients = (self.devices * min(LSTM_DISSIMILARITY_SAMPLES, n) if self.model in LSTM_MODELS
+                     else self.samples * self.train_fraction)
+        read = len(READ) * seeds
+
+        def scale(runs: int, is_read: bool) -> Scale:
+            return Scale(model=self.model, runs=runs, rounds=self.rounds, clients_per_round=10, client_samples=n,
+                         local_epochs=self.local_epochs, batch_size=10, eval_samples=self.samples, cohort_signal=False,
+                         dissimilarity_every=1, dissimilarity_samples=round(gradients), read=is_read,
+                         label="read" if is_read else "context")
+
+        every = len(self.algorithms) * len(STRAGGLERS) * seeds
+        return scale(read, True), scale(every - read, False)
 
 
 STUDIES: dict[str, PaperStudy] = {s.name: s for s in (
@@ -158,3 +176,14 @@ def dvc_arguments(values: dict[str, Any]) -> str:
 def command(name: str) -> str:
     """The one command that fetches a study's data, trains its runs and rebuilds the report."""
     return f"fedbench paper run {name}"
+
+
+def study_scales(seeds: int) -> dict[str, tuple[Scale, ...]]:
+    """Every paper study's runs for its cost (name -> Scale tuple, read and context runs): the FedProx studies of
+    both profiles at ``seeds`` seeds (params.yaml's train.seeds), then the claim studies and the stand-ins (their
+    modules' SCALES)."""
+    from fedbench.studies.real_data import study_module
+
+    out: dict[str, tuple[Scale, ...]] = {name: s.scales(seeds) for name, s in STUDIES.items()}
+    out.update({name: tuple(study_module(name).SCALES) for name in CLAIM_STUDIES})
+    return out

@@ -1,4 +1,10 @@
-"""``fedbench paper list|profile|run``: the paper profile's studies, their projected cost, and running one.
+"""``fedbench paper list|cost|profile|run``: the paper profile's studies, their cost, and running one.
+
+``fedbench paper list`` prints each study's cost: the runs its claims read (the others left out, and counted), its
+rounds, training and evaluation hours by its declared protocol, the share of evaluation and the total, measured
+(``fedbench paper cost``'s file for the device, fedbench.bench.paper_cost) where there is one and projected from the
+per-model table (fedbench.bench.costs) otherwise, each figure saying which. ``fedbench paper cost`` times each study
+at its real shapes on generated data (fedbench.bench.paper_cost; this module only hands it the studies' scales).
 
 ``fedbench paper run NAME`` is the command a ``not-run`` real-data entry carries. For a FedProx study it loads
 params.yaml with the study added (fedbench.report.paper_profile.overrides, validated as params.yaml is), fetches
@@ -31,6 +37,7 @@ from fedbench.report.paper_profile import (
     STUDIES,
     dvc_arguments,
     overrides,
+    study_scales,
 )
 
 
@@ -109,16 +116,17 @@ def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = 
     from fedbench.data.registry import VARIANTS
     from fedbench.data.sources import CHECKSUMS, SOURCES, raw_folder
 
-    if name in CLAIM_STUDIES:
-        from fedbench.studies.real_data import study_cost, study_module
+    if name in CLAIM_STUDIES or name in STUDIES:
+        from fedbench.bench.costs import load_measured, project_study
+        from fedbench.bench.paper_cost import load, study_costs
 
-        c = study_cost(study_module(name).SCALES)
-        cost = f"projected {c['hours']:,.2f} h ({c['runs']} runs) on {c['device']}"
-    elif name in STUDIES:
-        from fedbench.bench.costs import project
-
-        c = project(STUDIES[name].scale(len(load_config(params).train.seeds)))
-        cost = f"projected {c['hours']:,.2f} h ({c['runs']} runs x {c['rounds']} rounds) on {c['device']}"
+        data = load("cpu")
+        own = study_costs(data, name)
+        c = project_study(study_scales(len(load_config(params).train.seeds))[name], load_measured(), own)
+        where = (f"from costs measured at its shapes on {data['device_name']} ({data['studies'][name]['measured_at']}, "
+                 "`fedbench paper cost`)" if own else f"on {c['device']}")
+        cost = (f"projected {c['hours']:,.2f} CPU-h ({c['runs']} runs its claims read, of {c['runs'] + c['left_out']}, "
+                f"x up to {c['rounds']:,} rounds) {where}")
     else:  # a study of params.yaml the main job runs: its measured cost, if the report has it
         import json
 
@@ -157,40 +165,82 @@ def confirm(lines: list[str], yes: bool, dry_run: bool) -> bool:
     return True
 
 
-def listing(params: str) -> str:
-    """Each profile's studies with their projected cost (runs, rounds, training and evaluation hours, the share of
-    evaluation), and the totals."""
-    from fedbench.bench.costs import load_measured, project
-    from fedbench.studies.real_data import study_cost, study_module
+def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> str:
+    """Each profile's studies with their cost (runs its claims read, the runs left out, rounds, training and
+    evaluation hours, the share of evaluation, the total), each figure measured (``fedbench paper cost``: the file
+    in ``costs_dir``, default reports/bench/ or reports/bench-gpu/ for ``device``) where there is one, projected
+    from the per-model table (CPU) otherwise, and the totals."""
+    from fedbench.bench.costs import load_measured, project_study
+    from fedbench.bench.paper_cost import FILE, folder, load, study_costs
 
     measured = load_measured()
-    cfg = load_config(params)
-    seeds = len(cfg.train.seeds)
-    lines = [(f"costs projected from per-step, per-sample and per-round costs measured on {measured['device']} "
-              f"({measured['measured_on']}); {seeds} seeds (train.seeds) for the FedProx studies; each study "
-              "evaluates by its declared protocol; each run on its own"),
-             f"  {'study':<28} {'runs':>5} {'rounds':>7} {'train h':>10} {'eval h':>10} {'eval':>5} {'total h':>10}"]
+    costs_dir = costs_dir or folder(device)
+    data = load(device, costs_dir)
+    seeds = len(load_config(params).train.seeds)
+    scales = study_scales(seeds)
+    unit = "GPU" if device == "cuda" else "CPU"
+    lines = [f"costs of the runs each study's claims read (runs no claim reads are left out and not counted), each run "
+             f"on its own, by the study's declared evaluation protocol; {seeds} seeds (train.seeds) for the FedProx "
+             f"studies; {unit}-hours",
+             (f"measured: `fedbench paper cost --device {device}` on {data['device_name']} (torch {data['torch']}, "
+              f"{data['date']}), {costs_dir / FILE}" if data else
+              f"measured: none for {device} yet ({costs_dir / FILE}; `fedbench paper cost --device {device}` makes it)"),
+             f"projected: from the per-model table on {measured['device']} ({measured['measured_on']}), "
+             "fedbench/bench/measured_costs.json" + ("; not shown for cuda (a CPU figure)" if device == "cuda" else ""),
+             f"  {'study':<26} {'source':<10} {'runs':>5} {'left out':>8} {'rounds':>7} {'train h':>10} {'eval h':>10} "
+             f"{'eval':>5} {'total h':>10}"]
 
-    def line(name: str, c: dict) -> str:
+    def cost(name: str) -> dict | None:
+        own = study_costs(data, name)
+        c = project_study(scales[name], measured, own)
+        if device == "cuda" and c["source"] != "measured":
+            return None
+        return c
+
+    def line(name: str, c: dict | None) -> str:
+        if c is None:
+            return f"  {name:<26} {'not measured':<10}   fedbench paper cost --device {device} --study {name}"
         share = c["eval_hours"] / c["hours"] if c["hours"] else 0.0
-        return (f"  {name:<28} {c['runs']:>5} {c['rounds']:>7,} {c['train_hours']:>10,.2f} {c['eval_hours']:>10,.2f} "
-                f"{share:>5.0%} {c['hours']:>10,.2f}   fedbench paper run {name}")
+        return (f"  {name:<26} {c['source']:<10} {c['runs']:>5} {c['left_out']:>8} {c['rounds']:>7,} "
+                f"{c['train_hours']:>10,.2f} {c['eval_hours']:>10,.2f} {share:>5.0%} {c['hours']:>10,.2f}")
+
+    def block(title: str, names: list[str], total: bool = True) -> None:
+        lines.append(title)
+        got = [(n, cost(n)) for n in names]
+        lines.extend(line(n, c) for n, c in got)
+        if not total:
+            return
+        counted = [c for _, c in got if c is not None]
+        hours = sum(c["hours"] for c in counted)
+        train, evaluation = sum(c["train_hours"] for c in counted), sum(c["eval_hours"] for c in counted)
+        share = evaluation / hours if hours else 0.0
+        sources = [c["source"] for c in counted]
+        said = ", ".join(f"{sources.count(k)} {k}" for k in ("measured", "partly measured", "projected") if k in sources)
+        missing = len(got) - len(counted)
+        said += f", {missing} not measured (not in the total)" if missing else ""
+        lines.append(f"  {'total':<26} {'':<10} {sum(c['runs'] for c in counted):>5} "
+                     f"{sum(c['left_out'] for c in counted):>8} {'':>7} {train:>10,.1f} {evaluation:>10,.1f} "
+                     f"{share:>5.0%} {hours:>10,.1f}   ({said})")
 
     for profile, names in PROFILES.items():
-        total = train = evaluation = 0.0
-        lines.append(f"profile {profile}:")
-        costs = [(n, project(STUDIES[n].scale(seeds), measured)) for n in names]
-        if profile == "paper":
-            costs += [(n, study_cost(study_module(n).SCALES)) for n in PAPER_CLAIM_STUDIES]
-        for n, c in costs:
-            total, train, evaluation = total + c["hours"], train + c["train_hours"], evaluation + c["eval_hours"]
-            lines.append(line(n, c))
-        share = evaluation / total if total else 0.0
-        lines.append(f"  {'total':<28} {'':>5} {'':>7} {train:>10,.1f} {evaluation:>10,.1f} {share:>5.0%} {total:>10,.1f}")
-    lines.append("stand-ins on real data this machine can install (not in the profile's total):")
-    for n in STAND_IN_STUDIES:
-        lines.append(line(n, study_cost(study_module(n).SCALES)))
+        block(f"profile {profile}:", names + (list(PAPER_CLAIM_STUDIES) if profile == "paper" else []))
+    block("stand-ins on real data this machine can install (not in the profile's total):", list(STAND_IN_STUDIES),
+          total=False)
+    lines.append("each study runs with `fedbench paper run NAME`")
     return "\n".join(lines)
+
+
+def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: float, out: Path | None) -> Path:
+    """``fedbench paper cost``: measure ``names`` (default: every study of the profiles and the stand-ins) on
+    ``device`` (fedbench.bench.paper_cost) and write the JSON and markdown table into ``out``."""
+    from fedbench.bench.paper_cost import folder, run, validate
+
+    scales = study_scales(len(load_config(params).train.seeds))
+    names = names or list(scales)
+    validate(names, list(scales), rounds, max_seconds, device)
+    out = out or folder(device)
+    run({n: scales[n] for n in names}, device, out, max_seconds, rounds, progress=lambda m: print(m, flush=True))
+    return out
 
 
 NAMES = list(STUDIES) + ["fedprox_mnist5k"] + list(CLAIM_STUDIES)  # what `paper run` runs
@@ -201,7 +251,22 @@ def main(argv: list[str] | None = None) -> int:
                                 "papers' scale (fedbench/report/paper_profile.py).")
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("list", help="each study with its projected cost, and the profiles' totals")
+    ls = sub.add_parser("list", help="each study with its cost (measured where `paper cost` measured it, projected "
+                                     "otherwise), and the profiles' totals")
+    ls.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="whose measured costs to show (default cpu)")
+    ls.add_argument("--costs", type=Path, default=None, metavar="DIR", help="the folder of paper-cost.json (default "
+                    "reports/bench/ for cpu, reports/bench-gpu/ for cuda)")
+    co = sub.add_parser("cost", help="time a few rounds of each paper study at its real shapes on generated data, "
+                                     "project each study and the profile, write paper-cost.json and .md")
+    co.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where to time (default cpu)")
+    co.add_argument("--study", nargs="+", default=[], metavar="NAME", help="only these studies (default: all)")
+    co.add_argument("--rounds", type=int, default=2, help="timed rounds a run, after one warm-up round (default 2)")
+    co.add_argument("--max-seconds", type=float, default=120.0, help="about how long one study may take (default "
+                    "120; CPU seconds on the CPU, so a machine shared with other jobs takes longer in wall time); a "
+                    "study that would take longer is timed on a partial cohort and fewer local steps, scaled up, "
+                    "and says so")
+    co.add_argument("--out", type=Path, default=None, metavar="DIR", help="where to write paper-cost.json and "
+                    "paper-cost.md (default reports/bench/ for cpu, reports/bench-gpu/ for cuda)")
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's studies")
     pr.add_argument("profile", choices=list(PROFILES))
     r = sub.add_parser("run", help="print a study's cost and downloads, ask, then fetch its data, train its runs, "
@@ -221,7 +286,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{f'; did you mean {close[0]!r}?' if close else ''}; known: {', '.join(NAMES)}", file=sys.stderr)
         return 2
     if a.command == "list":
-        print(listing(a.params))
+        try:
+            print(listing(a.params, a.device, a.costs))
+        except ValueError as exc:
+            print(f"fedbench paper list: {exc}", file=sys.stderr)
+            return 2
+    elif a.command == "cost":
+        try:
+            out = cost(a.params, a.device, a.study, a.rounds, a.max_seconds, a.out)
+        except ValueError as exc:
+            print(f"fedbench paper cost: {exc}", file=sys.stderr)
+            return 2
+        print(f"wrote {out / 'paper-cost.json'} and {out / 'paper-cost.md'}")
     elif a.command == "profile":
         import yaml
 

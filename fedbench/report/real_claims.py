@@ -30,7 +30,7 @@ import numpy as np
 
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
-from fedbench.bench.costs import load_measured, project
+from fedbench.bench.costs import load_measured, project_study
 from fedbench.report.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
@@ -84,7 +84,7 @@ def _measured(curves: Curves) -> dict[str, Any]:
 
 
 def _cost(cfg: Config, s: PaperStudy) -> dict[str, Any]:
-    return project(s.scale(len(cfg.train.seeds)), load_measured())
+    return project_study(s.scales(len(cfg.train.seeds)), load_measured())
 
 
 def _entry(cfg: Config, s: PaperStudy, cid: str, where: str, claim: str, published: dict[str, Any], rule: str,

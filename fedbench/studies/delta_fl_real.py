@@ -126,7 +126,8 @@ BUDGETS = {
     "fixture": Budget(device="cpu", seeds=(0, 1), rounds=3, subsample=False),
 }
 SCALES = tuple(Scale(p.model, (1 + len(THETAS)) * len(BUDGETS["paper"].seeds), p.rounds, p.clients_per_round,
-                     p.client_samples, 1, p.batch_size, p.eval_samples, eval_every=p.eval_every) for p in PAIRS)
+                     p.client_samples, 1, p.batch_size, p.eval_samples, eval_every=p.eval_every,
+                     eval_rounds=EXTRA_ROUNDS) for p in PAIRS)
 
 DEVIATIONS = [
     ("constant local learning rates at the paper's initial values: the engine has no learning-rate schedule; the "

@@ -134,11 +134,12 @@ BUDGETS = {
 }
 
 
-def _scale(runs: int, n: int, k: int, local_steps: int, pooled: bool = False) -> Scale:
-    """Runs of the paper budget: every EVAL_EVERY rounds the accuracy on the 10,000 test images (EVALUATIONS)."""
+def _scale(runs: int, n: int, k: int, local_steps: int, pooled: bool = False, read: bool = True) -> Scale:
+    """Runs of the paper budget: every EVAL_EVERY rounds the accuracy on the 10,000 test images (EVALUATIONS);
+    ``read``: whether a claim's rule reads them (the P and gamma rows are context, not judged)."""
     return Scale(MODEL, runs, ROUNDS_PAPER, 1 if pooled else k, TRAIN_IMAGES if pooled else TRAIN_IMAGES / n, 1, 5,
                  min(TEST_IMAGES, MAX_TEST), eval_every=EVAL_EVERY,
-                 local_steps=k * local_steps if pooled else local_steps)
+                 local_steps=k * local_steps if pooled else local_steps, read=read)
 
 
 def _scales(b: Budget) -> tuple[Scale, ...]:
@@ -146,8 +147,8 @@ def _scales(b: Budget) -> tuple[Scale, ...]:
     out = [_scale(4 * seeds, b.n, b.k(b.n), b.local_steps),  # FedLaAvg and FedAvg, ICA and FCA (Table 2)
            _scale(seeds, b.n, b.k(b.n), b.local_steps, pooled=True)]  # sequential SGD
     out += [_scale(seeds, n, b.k(n), b.local_steps) for n in b.clients[:-1]]  # the N sweep (Table 3)
-    out += [_scale(len(b.context_periods), b.n, b.k(b.n), b.local_steps)]  # P context, first seed
-    out += [_scale(1, b.n, b.k(b.n, g), b.local_steps) for g in b.context_gammas]  # gamma context, first seed
+    out += [_scale(len(b.context_periods), b.n, b.k(b.n), b.local_steps, read=False)]  # P context, first seed
+    out += [_scale(1, b.n, b.k(b.n, g), b.local_steps, read=False) for g in b.context_gammas]  # gamma context
     return tuple(out)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fedbench.bench.costs import Scale, load_measured, project
+from fedbench.bench.costs import Scale, load_measured, project_study
 from fedbench.claims.entry import new_entry, not_run
 
 if TYPE_CHECKING:
@@ -68,15 +68,8 @@ def command(name: str) -> str:
 
 
 def study_cost(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Any]:
-    """The projected cost of a study's runs (fedbench.bench.costs.project, summed over its scales)."""
-    measured = load_measured()
-    parts = [project(s, measured) for s in scales]
-    seconds = sum(p["seconds"] for p in parts)
-    return {"device": measured["device"], "seconds": round(seconds, 1), "hours": round(seconds / 3600, 2),
-            "train_hours": round(sum(p["train_hours"] for p in parts), 2),
-            "eval_hours": round(sum(p["eval_hours"] for p in parts), 2), "runs": sum(p["runs"] for p in parts),
-            "rounds": max(p["rounds"] for p in parts),
-            "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(scales, parts))}
+    """The projected cost of a study's runs that its claims read (fedbench.bench.costs.project_study)."""
+    return project_study(scales, load_measured())
 
 
 def base_entry(c: PaperClaim, *, scale: dict[str, Any], deviations: list[str], figure: dict[str, str] | None,

@@ -278,8 +278,8 @@ CLAIMS = (CLAIM_T3, CLAIM_T4, CLAIM_T5, CLAIM_CLIENTS)
 
 
 def _paper_scales() -> tuple[Scale, ...]:
-    """The runs of the paper budget. The measured step cost is per batch of 10 (fedbench.bench.costs), so a
-    step of batch B counts as ceil(B / 10) of them."""
+    """The runs of the paper budget: STEPS_PER_EPOCH steps of batch B an epoch (fedbench.bench.costs prices a
+    step of batch B)."""
     budget = BUDGETS["paper"]
     runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)  # tuning, then judged
     evaluated = EMNIST_TEST  # EVALUATIONS: the global test set every round
@@ -290,7 +290,7 @@ def _paper_scales() -> tuple[Scale, ...]:
         key = (c.model, max(1, round(c.sampled * c.clients)), n, c.epochs, batch)
         by_key[key] = by_key.get(key, 0) + runs_per_cell
     return tuple(Scale(model, runs, PAPER_ROUNDS, k, n, e, b, evaluated, eval_every=1,
-                       local_steps=STEPS_PER_EPOCH * e * math.ceil(b / 10))
+                       local_steps=STEPS_PER_EPOCH * e)
                  for (model, k, n, e, b), runs in by_key.items())
 
 

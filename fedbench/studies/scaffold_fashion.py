@@ -179,8 +179,8 @@ CLAIMS = (CLAIM_T3, CLAIM_T5)
 
 def _paper_scales() -> tuple[Scale, ...]:
     """The runs of the paper budget: per cell, every step of the grid on the tuning seeds, then the selected step
-    on the judged seeds. The measured step cost is per batch of 10 (fedbench.bench.costs), so a step of batch B
-    counts as ceil(B / 10) of them."""
+    on the judged seeds: STEPS_PER_EPOCH steps of batch B an epoch (fedbench.bench.costs prices a step of
+    batch B)."""
     b = BUDGETS["paper"]
     runs_per_cell = len(b.tuning_seeds) * len(b.lr_grid) + len(b.seeds)
     n = FASHION_TRAIN / CLIENTS
@@ -189,7 +189,7 @@ def _paper_scales() -> tuple[Scale, ...]:
     for c in cells():
         by_key[(c.model, c.epochs)] = by_key.get((c.model, c.epochs), 0) + runs_per_cell
     return tuple(Scale(model, runs, PAPER_ROUNDS, round(SAMPLED * CLIENTS), n, e, batch, FASHION_TRAIN + FASHION_TEST,
-                       eval_every=1, local_steps=STEPS_PER_EPOCH * e * math.ceil(batch / 10))
+                       eval_every=1, local_steps=STEPS_PER_EPOCH * e)
                  for (model, e), runs in by_key.items())
 
 

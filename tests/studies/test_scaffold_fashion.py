@@ -65,7 +65,7 @@ def test_declaration_cells_seeds_and_paper_scales():
     assert sum(s.runs for s in study.SCALES) == len(cells) * (2 * 5 + 5) == 495
     assert {s.batch_size for s in study.SCALES} == {120} and {s.clients_per_round for s in study.SCALES} == {20}
     assert {(s.model, s.local_steps) for s in study.SCALES} == {
-        ("mclr", 5 * e * 12) for e in (1, 5, 10, 20)} | {("scaffold_mlp", 60), ("scaffold_mlp", 300)}
+        ("mclr", 5 * e) for e in (1, 5, 10, 20)} | {("scaffold_mlp", 5), ("scaffold_mlp", 25)}  # steps of batch 120
 
 
 def _flat(value: float, rounds: int = 5) -> list[float]:

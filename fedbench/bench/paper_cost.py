@@ -1,0 +1,346 @@
+"""``fedbench paper cost``: each paper study's cost measured at its own shapes on this machine, and projected.
+
+For each study (its ``Scale`` tuple, fedbench.bench.costs) the runs its claims read are grouped by unit, the
+(model, batch) pair (:func:`fedbench.bench.costs.unit_key`); each unit is timed with the real engine
+(fedbench.engine.simulation.simulate, one run, float32; on the CPU with one torch thread, as the train stage runs
+each run) on GENERATED data of the real shapes (random content: these models have no data-dependent branches, so
+the time does not depend on pixel values, and nothing is downloaded), at the unit's dominant scale (the one with
+the most run-rounds): its cohort K, its local steps of batch B, and its evaluation; its mean client size n enters
+through what it costs, the forward pass over the cohort's n samples a client that the engine makes every round to
+catch a divergence (priced per sample as an evaluated sample), since a timed client holds m = min(n, B) samples (a
+local step reads one minibatch whatever n is; with n samples, that forward pass hides a step's time in its noise).
+FedAvg does the local work (the study's ``local_steps`` already count its algorithm's extra gradients in minibatch
+units).
+
+Each unit is two runs of ``rounds + 1`` rounds (round 0 warms up and is not timed; each figure is the least over
+the timed rounds), both evaluating a pooled set of generated samples every round with the dissimilarity off:
+    A: 1 local step a client, ``g_a`` evaluated samples;   B: ``s`` local steps a client, ``g_b`` samples;
+and, for a study with the dissimilarity on, C: A with the dissimilarity over at most ``d`` samples a client. From
+the history's per-round ``wall_time_s`` and ``eval_time_s`` (training = wall - evaluation):
+    step_s        = (train_B - train_A) / (K' (s - 1))                  one local step of batch B
+    eval_sample_s = (eval_B - eval_A) / (g_b - g_a)                       one evaluated sample
+    eval_s        = eval_A - g_a eval_sample_s                            an evaluation's fixed cost
+    round_s       = train_A - K' step_s - K' m eval_sample_s              a round's fixed cost (the last term: the
+                                                                          cohort's own losses the engine reads)
+    grad_sample_s = (eval_C - eval_A) / (K' d)                            one sample's gradient (dissimilarity; C's
+                                                                          clients hold d = min(n, 200) samples)
+On the CPU the times are CPU seconds (the process CPU time between two round ends, one torch thread, split between
+training and evaluation as the engine's wall times of that round split it): CPU-hours, not inflated by other jobs
+on a shared machine (``cpu_share`` records the share of a core the timed rounds got; the load average is recorded
+beside). On CUDA they are wall seconds.
+Time cap (``max_seconds`` a study, split over its units; CPU seconds on the CPU, wall seconds on CUDA): a pilot round sizes A and B; where the real cohort and
+local work would not fit, B runs a partial cohort K' < K and s < S steps, and the projection scales them up
+linearly (K S step_s; round_s measured with K' clients is scaled by K / K'), saying so in ``notes``.
+
+:func:`write` keeps one JSON (``paper-cost.json``) and one markdown table (``paper-cost.md``) in a folder: the device,
+torch and CUDA versions, the date, the load average, each study's unit costs and projection; a study measured
+again replaces its entry, the others are kept. ``fedbench paper list`` reads it (:func:`load`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from fedbench.bench.costs import COST_KEYS, MODEL_INPUTS, Scale, load_measured, project_study, unit_key
+
+FILE = "paper-cost.json"
+TABLE = "paper-cost.md"
+FOLDERS = {"cpu": Path("reports/bench"), "cuda": Path("reports/bench-gpu")}
+DEVICES = tuple(FOLDERS)
+SMALL_EVAL = 64  # run A's evaluated samples
+MAX_EVAL = 20000  # run B's evaluated samples at most (more is scaled per sample)
+MIN_SECONDS = 1.0
+SHARES: list[float] = []  # each timed run's share of a core (CPU time / wall time), for the record
+DISSIMILARITY_SAMPLES = 200  # run C's gradients a client at most (FedProx's LSTMs: 4 minibatches of 50)
+
+
+def folder(device: str) -> Path:
+    return FOLDERS[device]
+
+
+def load(device: str, root: Path | None = None) -> dict[str, Any] | None:
+    """The measured file for ``device`` (``root`` or its default folder), None where there is none; a corrupt one
+    is a one-line error naming the file."""
+    path = (root or folder(device)) / FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun `fedbench paper cost "
+                         f"--device {device}`") from None
+    if not isinstance(data, dict) or not isinstance(data.get("studies"), dict):
+        raise ValueError(f"{path}: no 'studies' table; rerun `fedbench paper cost --device {device}`")
+    for name, study in data["studies"].items():
+        for key, unit in (study.get("units") or {}).items():
+            missing = [k for k in COST_KEYS if not isinstance(unit.get(k), (int, float))]
+            if missing:
+                raise ValueError(f"{path}: study {name}, unit {key}: missing {', '.join(missing)}")
+    return data
+
+
+def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, float]] | None:
+    """The unit costs measured for study ``name`` (unit key -> COST_KEYS), None where it was not measured."""
+    if not data or name not in data["studies"]:
+        return None
+    return {k: {c: float(u[c]) for c in COST_KEYS} for k, u in data["studies"][name]["units"].items()}
+
+
+def units(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Scale]:
+    """unit key -> the read scale of that unit with the most run-rounds (what is timed)."""
+    out: dict[str, Scale] = {}
+    for s in scales:
+        if s.read:
+            k = unit_key(s)
+            if k not in out or s.runs * s.rounds > out[k].runs * out[k].rounds:
+                out[k] = s
+    return out
+
+
+def _dataset(model: str, clients: int, n: int, eval_n: int):
+    import numpy as np
+
+    from fedbench.data.format import FederatedDataset, InputSpec, Split, Vocabulary
+
+    shape, classes, kind, vocab, _ = MODEL_INPUTS[model]
+    rng = np.random.default_rng(0)
+
+    def block(m: int):
+        if kind in ("chars", "tokens"):
+            return rng.integers(0, vocab, size=(m, *shape)).astype(np.int64), rng.integers(0, classes, m)
+        return rng.standard_normal((m, *shape)).astype(np.float32), rng.integers(0, classes, m)
+
+    def split(sizes: list[int]) -> Split:
+        xs, ys = zip(*(block(m) for m in sizes))
+        return Split.from_clients(list(xs), list(ys), shape, dtype=None if kind in ("chars", "tokens") else np.float32)
+
+    spec = InputSpec(kind=kind, transform="ids" if kind in ("chars", "tokens") else "identity",
+                     vocabulary=Vocabulary(name="random", size=vocab) if vocab else None)
+    return FederatedDataset(name=f"cost-{model}", client_ids=tuple(f"c{k}" for k in range(clients)),
+                            train=split([n] * clients), test=split([0] * clients), num_classes=classes, input=spec,
+                            label_kind="binary" if classes == 2 else "class", global_test=split([eval_n]))
+
+
+def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, steps: int, eval_n: int, rounds: int,
+            dissimilarity: int = 0) -> tuple[float, float]:
+    """(training, evaluation) seconds of the least timed round of one generated run. On the CPU these are CPU
+    seconds: the process CPU time of the round (between two round ends, one torch thread), split between training
+    and evaluation as the history's wall times of that round split it, so that a machine loaded by other jobs does
+    not inflate them."""
+    import torch
+
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.evaluation import EvalSpec
+    from fedbench.engine.simulation import SimulationConfig, simulate
+    from fedbench.models import build_model
+
+    shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
+    ds = _dataset(model_name, clients, n, eval_n)
+    model = (build_model(model_name, shape, classes, torch.randn(vocab + 1, dim)) if dim
+             else build_model(model_name, shape, classes))
+    cfg = SimulationConfig(rounds=rounds + 1, clients_per_round=clients, local_epochs=1, local_steps=steps,
+                           batch_size=batch, seed=0, device=device, evaluations=(EvalSpec("global_test", final=False),),
+                           dissimilarity_every=1 if dissimilarity else 0,
+                           dissimilarity_samples=dissimilarity or None, checkpoint_every=10**9,
+                           divergence_factor=1e30)
+    clock = _RoundClock(device)
+    simulate(cfg, ds, model, build_algorithm("fedavg", 1e-3), callbacks=(clock,))
+    timed = clock.rounds(range(1, rounds + 1))
+    if not timed:
+        raise RuntimeError(f"{model_name}: no timed round (diverged?)")
+    SHARES.extend(t[2] for t in timed)
+    return min(t[0] for t in timed), min(t[1] for t in timed)
+
+
+class _RoundClock:
+    """A callback (on_round_end) that reads the clock at every round's end: CPU time on the CPU, wall time on
+    CUDA (the engine synchronizes before the round ends)."""
+
+    def __init__(self, device: str) -> None:
+        self.cuda = device == "cuda"
+        self.marks: dict[int, tuple[float, float, float, float]] = {-1: (time.perf_counter(), time.process_time(), 0, 0)}
+
+    def on_round_end(self, r: int, row: dict) -> bool:
+        self.marks[r] = (time.perf_counter(), time.process_time(), row["wall_time_s"], row["eval_time_s"])
+        return False
+
+    def rounds(self, which) -> list[tuple[float, float, float]]:
+        """(training, evaluation, share of a core) seconds of each round of ``which`` that has both marks."""
+        out = []
+        for r in which:
+            if r in self.marks and r - 1 in self.marks:
+                wall, cpu, row_wall, row_eval = self.marks[r]
+                spent_wall = wall - self.marks[r - 1][0]
+                spent = spent_wall if self.cuda else cpu - self.marks[r - 1][1]
+                evaluation = spent * min(row_eval / row_wall, 1.0) if row_wall > 0 else 0.0
+                out.append((spent - evaluation, evaluation, min(1.0, spent / spent_wall) if spent_wall > 0 else 1.0))
+        return out
+
+
+def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> dict[str, Any]:
+    """The unit costs (COST_KEYS) of scale ``s`` timed on ``device`` within about ``max_seconds``, with what was
+    timed (``measured_with``) and ``notes`` on what was scaled up."""
+    clock = time.perf_counter if device == "cuda" else time.process_time  # the cap: CPU seconds on the CPU
+    start = clock()
+    SHARES.clear()
+    K, n, S = s.clients_per_round, max(1, round(s.client_samples)), max(1, s.steps_per_client())
+    m = min(n, s.batch_size)  # samples a timed client holds: a step reads a minibatch, whatever n is
+    g_a = min(SMALL_EVAL, max(1, s.eval_samples // 2))
+    d = min(n, DISSIMILARITY_SAMPLES) if s.dissimilarity_every else 0
+    # pilot: one timed round, a cohort of at most 2, 1 step, g_a samples: an upper bound of a client-step and a sample
+    pilot_k = min(K, 2)
+    train_p, eval_p = _rounds(s.model, device, pilot_k, m, s.batch_size, 1, g_a, 1)
+    per_client = max(train_p / pilot_k, 1e-6)
+    per_sample = max(eval_p / g_a, 1e-8)
+    left = max(max_seconds - (clock() - start), MIN_SECONDS)
+    runs = 3 if s.dissimilarity_every else 2
+    per_round = left / (runs * (rounds + 1))  # what a round of A, B (and C) may take
+    g_b = int(min(s.eval_samples, MAX_EVAL, max(2 * g_a, 0.3 * per_round / per_sample)))
+    g_b = max(g_b, g_a + 1)
+    budget_steps = max(per_round - g_b * per_sample, 0.0) / per_client  # client-steps of B's round (an upper bound
+    # of a client-step: the pilot's fixed cost is in it, so B takes less)
+    k = int(min(K, max(1, budget_steps // 4)))
+    steps = int(min(S, max(2, budget_steps // k))) if S > 1 else 2
+    train_a, eval_a = _rounds(s.model, device, k, m, s.batch_size, 1, g_a, rounds)
+    train_b, eval_b = _rounds(s.model, device, k, m, s.batch_size, steps, g_b, rounds)
+    step_s = max(train_b - train_a, 0.0) / (k * (steps - 1))
+    eval_sample_s = max(eval_b - eval_a, 0.0) / (g_b - g_a)
+    eval_s = max(eval_a - g_a * eval_sample_s, 0.0)
+    round_s = max(train_a - k * step_s - k * m * eval_sample_s, 0.0) * K / k
+    grad_sample_s = 0.0
+    if s.dissimilarity_every:
+        _, eval_c = _rounds(s.model, device, k, d, s.batch_size, 1, g_a, rounds, dissimilarity=d)
+        grad_sample_s = max(eval_c - eval_a, 0.0) / (k * d)
+    notes = []
+    if k < K:
+        notes.append(f"cohort {k} of {K} timed, scaled up (the fixed round cost by {K}/{k})")
+    if steps < S:
+        notes.append(f"{steps} of {S} local steps a client timed, scaled up")
+    if g_b < s.eval_samples:
+        notes.append(f"{g_b:,} of {s.eval_samples:,} evaluated samples timed, scaled per sample")
+    costs = {"step_s": step_s, "round_s": round_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s,
+             "grad_sample_s": grad_sample_s}
+    return {**{key: float(f"{v:.4g}") for key, v in costs.items()},
+            "measured_with": {"clients": k, "client_samples": m, "batch": s.batch_size, "steps": steps,
+                              "eval_samples": [g_a, g_b], "dissimilarity_samples": d, "timed_rounds": rounds,
+                              "cpu_share": round(sum(SHARES) / len(SHARES), 3)},
+            "real": {"clients": K, "client_samples": n, "steps": S, "eval_samples": int(s.eval_samples)},
+            "seconds": round(clock() - start, 1), "notes": notes}
+
+
+def measure_study(scales: tuple[Scale, ...] | list[Scale], device: str, max_seconds: float,
+                  rounds: int = 2) -> dict[str, Any]:
+    """Every unit of a study measured (``max_seconds`` split evenly over them), and the study projected from them."""
+    found = units(scales)
+    share = max_seconds / max(1, len(found))
+    measured = {key: measure_unit(s, device, share, rounds) for key, s in found.items()}
+    projection = project_study(scales, load_measured(), {k: {c: u[c] for c in COST_KEYS} for k, u in measured.items()})
+    return {"units": measured, "projection": {k: projection[k] for k in
+                                              ("runs", "left_out", "rounds", "train_hours", "eval_hours", "hours")},
+            "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": _load()}
+
+
+def _load() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine(device: str) -> dict[str, Any]:
+    import torch
+
+    from fedbench.bench.costs import _cpu_name
+
+    name = torch.cuda.get_device_name(0) if device == "cuda" else (
+        f"{_cpu_name()}, {os.cpu_count()} cores, 1 torch thread a run")
+    return {"device": device, "device_name": name, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "load_average": _load()}
+
+
+def validate(names: list[str], known: list[str], rounds: int, max_seconds: float, device: str) -> None:
+    """Bad input as one line: an unknown study, rounds < 1, a cap <= 0, an unknown device or cuda without CUDA."""
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"--study {unknown[0]!r} is not a paper study; known: {', '.join(known)}")
+    if rounds < 1:
+        raise ValueError(f"--rounds {rounds}: must be an integer >= 1 (timed rounds a run, after one warm-up round)")
+    if not max_seconds > 0:
+        raise ValueError(f"--max-seconds {max_seconds}: must be > 0 (seconds a study may take)")
+    if device not in DEVICES:
+        raise ValueError(f"--device {device!r}: allowed: {', '.join(DEVICES)}")
+
+
+def run(studies: dict[str, tuple[Scale, ...]], device: str, out: Path, max_seconds: float, rounds: int = 2,
+        progress=print) -> dict[str, Any]:
+    """Measure ``studies`` (name -> scales) on ``device`` and write ``out``/paper-cost.json and .md (entries of
+    studies not measured now are kept from the file there, if its device name is the same)."""
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device here; use --device cpu")
+    if device == "cpu":
+        torch.set_num_threads(1)
+    head = machine(device)
+    data = load(device, out) or {}
+    kept = data.get("studies", {}) if data.get("device_name") == head["device_name"] else {}
+    result = {**head, "max_seconds": max_seconds, "timed_rounds": rounds, "studies": dict(kept)}
+    for name, scales in studies.items():
+        t0 = time.perf_counter()
+        result["studies"][name] = measure_study(scales, device, max_seconds, rounds)
+        write(result, out)  # after each study: a long measurement interrupted keeps what it measured
+        p = result["studies"][name]["projection"]
+        progress(f"{name}: {p['hours']:,.2f} h ({p['train_hours']:,.2f} training, {p['eval_hours']:,.2f} evaluation; "
+                 f"{p['runs']} runs read, {p['left_out']} left out); measured in {time.perf_counter() - t0:.0f} s")
+    return result
+
+
+def write(result: dict[str, Any], out: Path) -> None:
+    """paper-cost.json and paper-cost.md in ``out``, each written whole (a temporary file renamed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in ((FILE, json.dumps(result, indent=2, sort_keys=True) + "\n"), (TABLE, markdown(result))):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(out / name)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    unit = "GPU-h" if result["device"] == "cuda" else "CPU-h"
+    lines = [f"# Paper studies: measured cost ({result['device']})", "",
+             f"Measured by `fedbench paper cost --device {result['device']}` on {result['device_name']}; torch "
+             f"{result['torch']}, CUDA {result['cuda'] or 'none'}; {result['date']}; load average "
+             f"{', '.join(map(str, result['load_average']))} at the end; at most {result['max_seconds']:g} s a study, "
+             f"{result['timed_rounds']} timed round(s) a run after a warm-up round; generated data of each study's "
+             "real shapes. Hours project each study's runs that its claims read, each run on its own.", "",
+             f"| study | runs read | left out | rounds | training {unit} | evaluation {unit} | evaluation share | "
+             f"total {unit} | measured at (load) | scaled up |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for name, st in sorted(result["studies"].items()):
+        p = st["projection"]
+        share = p["eval_hours"] / p["hours"] if p["hours"] else 0.0
+        notes = "; ".join(f"{k}: {n}" for k, u in st["units"].items() for n in u["notes"]) or "-"
+        lines.append(f"| {name} | {p['runs']} | {p['left_out']} | {p['rounds']:,} | {p['train_hours']:,.2f} | "
+                     f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {st['measured_at']} "
+                     f"({', '.join(map(str, st['load_average']))}) | {notes} |")
+    lines += ["", "Unit costs (seconds): step_s a local step, round_s a round's fixed cost, eval_s an evaluation's "
+              "fixed cost, eval_sample_s a sample evaluated, grad_sample_s a sample's gradient (dissimilarity).", "",
+              "| study | unit | step_s | round_s | eval_s | eval_sample_s | grad_sample_s | timed with |",
+              "|---|---|---:|---:|---:|---:|---:|---|"]
+    for name, st in sorted(result["studies"].items()):
+        for key, u in st["units"].items():
+            w = u["measured_with"]
+            lines.append(f"| {name} | {key} | {u['step_s']:.4g} | {u['round_s']:.4g} | {u['eval_s']:.4g} | "
+                         f"{u['eval_sample_s']:.4g} | {u['grad_sample_s']:.4g} | K'={w['clients']}, n={w['client_samples']}, "
+                         f"{w['steps']} steps, eval {w['eval_samples'][0]}/{w['eval_samples'][1]} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["DEVICES", "FILE", "TABLE", "folder", "load", "markdown", "measure_study", "measure_unit", "run",
+           "study_costs", "units", "validate", "write"]

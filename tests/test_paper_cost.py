@@ -1,0 +1,160 @@
+"""Issue 19 item 4 and issue 20 item 3: costs count only the runs the claims read and the evaluation each protocol
+does (fedbench.bench.costs), ``fedbench paper cost`` measures them (fedbench.bench.paper_cost), ``paper list``
+shows the measured figure where there is one."""
+
+import json
+
+import pytest
+
+from fedbench.bench import paper_cost
+from fedbench.bench.costs import Scale, project, project_study, seconds, table_costs, unit_key
+from fedbench.cli import main
+from fedbench.report.paper_profile import STUDIES, study_scales
+from fedbench.report.paper_run import listing
+
+COSTS = {"step_s": 0.01, "round_s": 0.5, "eval_s": 0.2, "eval_sample_s": 0.001, "grad_sample_s": 0.004}
+TABLE = {"device": "test CPU", "measured_on": "today", "models": {"m": {"step_s": 0.02, "eval_sample_s": 0.001}}}
+
+
+def _exit(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    out = capsys.readouterr()
+    return stop.value.code, out.out, out.err
+
+
+def test_evaluations_are_counted_exactly_from_the_protocol():
+    s = Scale("m", 1, 100, 10, 50, 1, 10, 1000, eval_every=20, eval_rounds=(5, 10, 20, 150))
+    assert s.evaluations() == 8  # rounds 0, 20, 40, 60, 80, the listed 5 and 10 (20 once, 150 > rounds), final
+    assert Scale("m", 1, 100, 10, 50, 1, 10, 1000, eval_every=20, eval_final=False).evaluations() == 5
+    assert s.dissimilarities() == 0  # off unless declared
+    assert Scale("m", 1, 100, 10, 50, 1, 10, 1000, dissimilarity_every=10).dissimilarities() == 11
+
+
+def test_training_and_evaluation_seconds_term_by_term():
+    s = Scale("m", 3, 10, 4, 25, 2, 10, 500, eval_every=5, dissimilarity_every=5, dissimilarity_samples=100)
+    train, evaluation = seconds(s, COSTS)
+    # a round: 0.5 fixed + 4 clients x 2 epochs x ceil(25/10) = 24 steps x 0.01 + the cohort's losses 4 x 25 x 0.001
+    assert train == pytest.approx(10 * (0.5 + 24 * 0.01 + 100 * 0.001))
+    # 3 evaluations (rounds 0, 5, final) x (0.2 + 500 x 0.001), 3 dissimilarities x 100 gradients x 0.004
+    assert evaluation == pytest.approx(3 * (0.2 + 0.5) + 3 * 100 * 0.004)
+    p = project(s, TABLE, COSTS)
+    assert p["seconds"] == pytest.approx(3 * (8.4 + 3.3)) and p["runs"] == 3
+    assert p["train_hours"] == round(3 * 8.4 / 3600, 2) and p["eval_hours"] == round(3 * 3.3 / 3600, 2)
+    no_signal = Scale("m", 3, 10, 4, 25, 2, 10, 500, cohort_signal=False, local_steps=7)
+    assert seconds(no_signal, COSTS)[0] == pytest.approx(10 * (0.5 + 4 * 7 * 0.01))
+
+
+def test_the_batch_10_table_prices_a_larger_batch_and_a_gradient():
+    c = table_costs(Scale("m", 1, 1, 1, 64, 1, 32, 0), TABLE)
+    assert c == {"step_s": pytest.approx(0.064), "round_s": 0.0, "eval_s": 0.0, "eval_sample_s": 0.001,
+                 "grad_sample_s": pytest.approx(0.002)}
+    assert table_costs(Scale("m", 1, 1, 1, 64, 1, 5, 0), TABLE)["step_s"] == 0.02  # a smaller batch: as batch 10
+    with pytest.raises(KeyError, match="no measured cost of model 'nosuch'"):
+        table_costs(Scale("nosuch", 1, 1, 1, 1, 1, 1, 0), TABLE)
+
+
+def test_only_the_runs_a_claim_reads_count_and_the_source_is_said():
+    read = Scale("m", 2, 10, 1, 10, 1, 10, 0, cohort_signal=False, local_steps=1)
+    context = Scale("m", 5, 10, 1, 10, 1, 10, 0, cohort_signal=False, local_steps=1, read=False)
+    other = Scale("m", 1, 10, 1, 10, 1, 20, 0, cohort_signal=False, local_steps=1)
+    c = project_study((read, context, other), TABLE)
+    assert (c["runs"], c["left_out"], c["source"]) == (3, 5, "projected")
+    # table: a round is one step of 0.02 s (batch 10) or 0.04 s (batch 20), plus one final evaluation of 0 samples
+    assert c["seconds"] == pytest.approx(2 * 10 * 0.02 + 10 * 0.04)
+    measured = {unit_key(read): COSTS}
+    part = project_study((read, context, other), TABLE, measured)
+    assert part["source"] == "partly measured"
+    # measured: 10 rounds of 0.5 + 0.01 s, 11 evaluations (rounds 0-9 and the final model) of 0.2 s fixed
+    assert part["seconds"] == pytest.approx(2 * (10 * (0.5 + 0.01) + 11 * 0.2) + 10 * 0.04)
+    both = project_study((read, context, other), TABLE, {**measured, unit_key(other): COSTS})
+    assert both["source"] == "measured" and both["left_out"] == 5
+
+
+def test_fedprox_studies_count_the_20_runs_the_rules_read_with_their_dissimilarity():
+    read, context = STUDIES["fedprox_shakespeare"].scales(5)
+    assert (read.runs, read.read, context.runs, context.read) == (20, True, 25, False)
+    # every device's gradient on at most 4 x 50 samples, every round and the final model; all samples evaluated
+    assert read.dissimilarity_samples == 143 * 200 and read.dissimilarities() == 41 and read.evaluations() == 41
+    assert not read.cohort_signal and read.eval_samples == 517106
+    mnist, _ = STUDIES["fedprox_mnist"].scales(3)
+    assert mnist.runs == 12 and mnist.dissimilarity_samples == round(69035 * 0.9)
+
+
+def test_claim_studies_declare_their_context_runs_and_protocols():
+    scales = study_scales(5)
+    fedlaavg = project_study(scales["fedlaavg_cifar10"], TABLE | {"models": {"cifar_cnn": COSTS}})
+    assert (fedlaavg["runs"], fedlaavg["left_out"]) == (27, 6)  # P and gamma rows: context
+    delta = scales["delta_fl_real"][0]
+    assert delta.evaluations() == 60 + 5 + 1  # rounds 0, 50, ..., 2950; 5, 10, 15, 20, 75 (not 50); the final
+    assert all(s.dissimilarity_every == 0 for name, ss in scales.items() if name not in STUDIES for s in ss)
+
+
+def _measured_file(folder, hours_scale=1.0):
+    """A paper-cost.json as `paper cost` writes it, for study mime_fashion only (costs COSTS)."""
+    data = {"device": "cpu", "device_name": "test CPU", "torch": "0", "cuda": None, "date": "2026-11-26",
+            "load_average": [1.0, 1.0, 1.0], "max_seconds": 5, "timed_rounds": 1,
+            "studies": {"mime_fashion": {"units": {"mclr@10": {**{k: v * hours_scale for k, v in COSTS.items()},
+                                                                "measured_with": {}, "notes": []}},
+                                          "projection": {}, "measured_at": "now", "load_average": [1.0]}}}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "paper-cost.json").write_text(json.dumps(data))
+    return data
+
+
+def test_list_shows_the_measured_figure_where_there_is_one(tmp_path):
+    data = _measured_file(tmp_path / "bench")
+    assert paper_cost.study_costs(data, "mime_fashion") == {"mclr@10": COSTS}
+    assert paper_cost.study_costs(data, "mime_emnist") is None
+    text = listing("params.yaml", "cpu", tmp_path / "bench")
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["mime_fashion"])
+    expected = project_study(study_scales(5)["mime_fashion"], None, {"mclr@10": COSTS})
+    assert row.split()[1] == "measured" and row.split()[-1] == f"{expected['hours']:,.2f}"
+    assert "measured: `fedbench paper cost --device cpu` on test CPU" in text
+    fedprox = next(line for line in text.splitlines() if line.split()[:1] == ["fedprox_mnist"])
+    assert fedprox.split()[1:4] == ["projected", "20", "25"]  # runs read, runs left out
+    gpu = listing("params.yaml", "cuda", tmp_path / "none")
+    assert "measured: none for cuda yet" in gpu and "(0 measured" not in gpu
+    assert "fedlaavg_cifar10           not measured" in gpu
+
+
+def test_a_corrupt_measured_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "paper-cost.json").write_text("{not json")
+    code, out, err = _exit(["paper", "list", "--costs", str(tmp_path)], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith(f"fedbench paper list: {tmp_path / 'paper-cost.json'}: not valid JSON")
+    (tmp_path / "paper-cost.json").write_text(json.dumps({"studies": {"x": {"units": {"m@1": {"step_s": 1}}}}}))
+    code, _, err = _exit(["paper", "list", "--costs", str(tmp_path)], capsys)
+    assert code == 2 and "study x, unit m@1: missing round_s, eval_s, eval_sample_s, grad_sample_s" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--study", "nosuch"], "fedbench paper cost: --study 'nosuch' is not a paper study; known: fedprox_mnist, "),
+    (["--rounds", "0"], "fedbench paper cost: --rounds 0: must be an integer >= 1"),
+    (["--max-seconds", "0"], "fedbench paper cost: --max-seconds 0.0: must be > 0"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
+    code, out, err = _exit(["paper", "cost", "--out", str(tmp_path / "out"), *args], capsys)
+    assert code == 2 and out == "" and err.startswith(message) and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_tiny_measurement_end_to_end(tmp_path):
+    """A generated mclr study of 3 clients, timed within a few seconds: every unit cost >= 0 and finite, the step
+    and the evaluated sample > 0, the notes say what was scaled up; the files are written and read back."""
+    tiny = (Scale("mclr", 2, 30, 3, 40, 1, 10, 20000, eval_every=10, local_steps=300),  # enough work to time
+            Scale("mclr", 4, 30, 3, 40, 1, 10, 20000, read=False))
+    result = paper_cost.run({"tiny": tiny}, "cpu", tmp_path, max_seconds=4.0, rounds=1, progress=lambda m: None)
+    unit = result["studies"]["tiny"]["units"]["mclr@10"]
+    assert all(unit[k] >= 0 for k in paper_cost.COST_KEYS) and unit["step_s"] > 0 and unit["eval_sample_s"] > 0
+    assert unit["grad_sample_s"] == 0.0 and unit["real"] == {"clients": 3, "client_samples": 40, "steps": 300,
+                                                              "eval_samples": 20000}
+    assert result["studies"]["tiny"]["projection"]["runs"] == 2 and result["studies"]["tiny"]["projection"]["left_out"] == 4
+    back = paper_cost.load("cpu", tmp_path)
+    assert back["device_name"] == result["device_name"] and "tiny" in back["studies"]
+    md = (tmp_path / "paper-cost.md").read_text()
+    assert md.startswith("# Paper studies: measured cost (cpu)") and "| tiny | 2 | 4 | 30 |" in md
+    assert "load average" in md and f"torch {result['torch']}" in md
+    # a second study measured later keeps the first
+    paper_cost.run({"tiny2": tiny[:1]}, "cpu", tmp_path, max_seconds=2.0, rounds=1, progress=lambda m: None)
+    assert set(paper_cost.load("cpu", tmp_path)["studies"]) == {"tiny", "tiny2"}
