@@ -50,7 +50,7 @@ def test_gathered(benchmark, table_1):
 
 
 def test_one_product_floor(benchmark, table_1):
-    kernel, x, y, offsets, cohort, theta = table_1
+    _, x, _, _, _, theta = table_1
     w = theta[0].view(785, 10)
 
     def floor():
