@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from fedbench.engine import tree
+from fedbench.engine.kernels.generic import client_segments
 from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import minibatch_order, plan_round
@@ -163,9 +164,9 @@ def schedule_round(stack: Stack, run: RunState, r: int) -> RoundSchedule | None:
     cohort = Cohort(
         clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
         epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
-        client_rows=rows, full_grad=_full_grad_fn(stack.kernel, data, clients, device), weights=w, round=r,
+        client_rows=rows, full_grad=_full_grad_fn(stack.kernel, data, clients), weights=w, round=r,
         seed=cfg.seed, available=available, train_sizes=sizes,
-        client_grads=_client_grads_fn(stack.kernel, data, device),
+        client_grads=_client_grads_fn(stack.kernel, data),
     )
     bcast = algorithm.broadcast(run.state)
     local = algorithm.client_init(bcast, cohort)
@@ -274,37 +275,23 @@ def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
     return chosen
 
 
-def _cohort_segments(data: DeviceData, clients: np.ndarray, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Global indices of the cohort's training samples, their position in the cohort, and the counts n_k."""
-    offs = data.train_offsets
-    counts = offs[clients + 1] - offs[clients]
-    idx = np.concatenate([np.arange(offs[c], offs[c + 1]) for c in clients]) if len(clients) else np.zeros(0, np.int64)
-    seg = np.repeat(np.arange(len(clients)), counts)
-    return (torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device),
-            torch.from_numpy(counts).to(device))
-
-
-def _full_grad_fn(kernel, data: DeviceData, clients: np.ndarray, device) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]. The
-    cohort's sample indices are built on the first call: most algorithms never make one."""
-    segments = None
+def _full_grad_fn(kernel, data: DeviceData, clients: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]: the
+    kernel's client_grads on the stored training arrays (the mclr kernel reads each client's contiguous rows in
+    place; the others gather the cohort's rows on each call)."""
 
     def full_grad(theta: torch.Tensor) -> torch.Tensor:
-        nonlocal segments
-        if segments is None:
-            segments = _cohort_segments(data, clients, device)
-        idx_t, seg_t, counts = segments
-        return kernel.segment_grads(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
+        return kernel.client_grads(theta, data.x_train, data.y_train, data.train_offsets, clients)
 
     return full_grad
 
 
-def _client_grads_fn(kernel, data: DeviceData, device) -> Callable[[np.ndarray, torch.Tensor], torch.Tensor]:
+def _client_grads_fn(kernel, data: DeviceData) -> Callable[[np.ndarray, torch.Tensor], torch.Tensor]:
     """Gradient of F_j on all its training data at one model theta [P], for any clients j."""
 
     def client_grads(clients: np.ndarray, theta: torch.Tensor) -> torch.Tensor:
         clients = np.asarray(clients, dtype=np.int64)
-        return _full_grad_fn(kernel, data, clients, device)(theta.expand(len(clients), -1))
+        return _full_grad_fn(kernel, data, clients)(theta.expand(len(clients), -1))
 
     return client_grads
 
@@ -312,6 +299,6 @@ def _client_grads_fn(kernel, data: DeviceData, device) -> Callable[[np.ndarray, 
 @torch.no_grad()
 def cohort_losses(kernel, data: DeviceData, clients: np.ndarray, theta: torch.Tensor) -> np.ndarray:
     """F_k(theta) for each client k of ``clients``: its mean loss on all its training data (float64 [K])."""
-    idx_t, seg_t, counts = _cohort_segments(data, clients, data.x_train.device)
+    idx_t, seg_t, counts = client_segments(data.train_offsets, clients, data.x_train.device)
     losses = kernel.segment_losses(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
     return losses.double().cpu().numpy()

@@ -50,12 +50,19 @@ Setting, fixed before any run (the "paper" budget; "convex" is Table 1 alone at 
 Measured after the rules were committed (data/real/fashion_mnist_fedproxvr from Debian's package, params.yaml's
 parameters): L = 1021.36, so eta = 9.79e-5 (FedAvg, SVRG) and 1.96e-4 (SARAH); FedAvg's training loss falls
 from 2.93 by about 0.025 a round at the start. Cost on the project's 2-core CPU machine (shared; load average
-4-8 while measured), CPU seconds a round of one seed: FedAvg 0.15-0.18, SVRG 0.74-0.79, SARAH 0.75-1.0 (of a
-VR round, 0.72 s is the full local gradient, most of it gathering the cohort's 35,528 training rows). Table 1,
-5 seeds x 1000 rounds: about 9,000 CPU seconds (2.5 core-hours, 1.3 h on both cores): too large for the main
-job's 15 minutes; it runs with the "convex" budget (or "paper", with Table 2, whose CNN evaluates 47,421
-images every round: fedbench.bench.costs projects 1.5 h for Table 1 and 1,076 h for Table 2 on one CPU thread;
-one Table 2 round with its two evaluations had used 132 CPU seconds, unfinished, when stopped: a GPU's work).
+4-8 while measured), CPU seconds a round of one seed: FedAvg 0.15-0.18, SVRG 0.74-0.79, SARAH 0.75-1.0. Measured
+again (2026-11-26, load average about 6; process CPU time, one thread, each method's 5 seeds stacked as
+run_simulations runs them, evaluation included) once the full local gradient read each client's rows in place
+(the mclr kernel's client_grads): FedAvg 0.09, SVRG 0.42, SARAH 0.43 a round of one seed. Of a VR round the full
+local gradient is 0.063 s (0.087 s when the rows were gathered, measured side by side in one process; one
+forward and backward product over all 35,528 rows with a single model, its floor, takes about as long), the
+evaluation 0.012 s, and the rest, about 0.33 s, the tau - 1 = 19 local steps of two minibatch gradients each
+(3.4 times the full gradient's samples): an earlier note here put 0.72 s of a VR round in the full gradient,
+which these measurements do not reproduce. Table 1, 5 seeds x 1000 rounds: about 4,700 CPU seconds (1.3
+core-hours; 39 minutes on both cores at best), far over what the main job can spend on it; it runs with the
+"convex" budget (or "paper", with Table 2, whose CNN evaluates 47,421 images every round: fedbench.bench.costs
+projects 1.5 h for Table 1 and 1,076 h for Table 2 on one CPU thread; one Table 2 round with its two
+evaluations had used 132 CPU seconds, unfinished, when stopped: a GPU's work).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ A kernel is bound to one model (``KERNELS[name](model)``) and offers (theta [K, 
     per_example(theta, x, y)      losses and correctness of one model [P] -> [n], or of M models [M, P] -> [M, n]
     segment_grads(theta, x, y, segment, counts)    [M, P]: each segment's mean-loss gradient at its own model
     segment_losses(theta, x, y, segment, counts)   [M]: each segment's mean loss, at one shared or its own model
+    client_grads(theta, x, y, offsets, clients)    [K, P]: client clients[k]'s full gradient at theta[k], read from
+                                  the stored training arrays (client c: rows offsets[c]:offsets[c + 1])
 
 Every kernel computes the same numbers as the per-client reference (tested within stated tolerances); which
 one runs is chosen per (model, device) by :func:`choose_kernel`, from a table of measurements

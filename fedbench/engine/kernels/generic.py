@@ -3,6 +3,7 @@ kernels without a faster way use these."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from fedbench.models.spec import Model
@@ -81,6 +82,24 @@ def segment_grads(kernel, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
     return out
 
 
+def client_segments(offsets: np.ndarray, clients: np.ndarray, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Where the samples of ``clients`` are in the stored training arrays (client c: rows offsets[c]:offsets[c + 1]):
+    their global indices, their segment (position of their client in ``clients``) and the counts n_k."""
+    counts = offsets[clients + 1] - offsets[clients]
+    idx = np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in clients]) if len(clients) else np.zeros(0, np.int64)
+    seg = np.repeat(np.arange(len(clients)), counts)
+    return (torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device),
+            torch.from_numpy(counts).to(device))
+
+
+def client_grads(kernel, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, offsets: np.ndarray,
+                 clients: np.ndarray) -> torch.Tensor:
+    """[K, P]: the full gradient of client clients[k] at theta[k], its samples the rows offsets[c]:offsets[c + 1]
+    of the stored training arrays x, y: the clients' rows gathered, then ``kernel.segment_grads``."""
+    idx, seg, counts = client_segments(offsets, clients, x.device)
+    return kernel.segment_grads(theta, x[idx], y[idx], seg, counts)
+
+
 def contiguous_segments(x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor):
     """Samples reordered (stably) so that each segment's samples are contiguous and in segment order; the
     engine already passes them that way, so usually nothing moves."""
@@ -104,3 +123,6 @@ class GenericEvaluation:
 
     def segment_losses(self, theta, x, y, segment, counts):
         return segment_losses(self, theta, x, y, segment, counts)
+
+    def client_grads(self, theta, x, y, offsets, clients):
+        return client_grads(self, theta, x, y, offsets, clients)

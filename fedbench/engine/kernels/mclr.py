@@ -129,15 +129,32 @@ class MclrKernel:
 
     def segment_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor,
                       counts: torch.Tensor) -> torch.Tensor:
-        m, d, c = theta.shape[0], self.in_features, self.num_classes
         x, y, segment = generic.contiguous_segments(x.flatten(1), y, segment)
+        sizes = np.asarray(counts.tolist(), dtype=np.int64)
+        ends = np.cumsum(sizes)
+        return self._slice_grads(theta, x, y, ends - sizes, ends, counts)
+
+    def client_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, offsets: np.ndarray,
+                     clients: np.ndarray) -> torch.Tensor:
+        """Each client's full gradient read in place from the stored training arrays, where its samples are the
+        contiguous rows offsets[c]:offsets[c + 1]: nothing is gathered, and each client's products are those of
+        segment_grads on the gathered rows, operation for operation (the same numbers)."""
+        lo, hi = offsets[clients], offsets[clients + 1]
+        counts = torch.from_numpy(hi - lo).to(x.device)
+        return self._slice_grads(theta, x.flatten(1), y, lo, hi, counts)
+
+    def _slice_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, lo: np.ndarray, hi: np.ndarray,
+                     counts: torch.Tensor) -> torch.Tensor:
+        """[K, P]: the mean-loss gradient on the rows lo[k]:hi[k] of x [n, d] at theta[k], per row range one
+        product for the logits, their softmax minus the one-hot labels, and one product with the inputs."""
+        d, c = self.in_features, self.num_classes
         w, b = self._split(theta)
-        sizes = counts.tolist()
         scale = 1.0 / counts.clamp(min=1).to(x.dtype)
-        out = torch.zeros(m, self.model.num_params, dtype=x.dtype, device=x.device)
-        for k, (xk, yk) in enumerate(zip(x.split(sizes), y.split(sizes))):
-            if sizes[k] == 0:
+        out = torch.zeros(theta.shape[0], self.model.num_params, dtype=x.dtype, device=x.device)
+        for k, (start, end) in enumerate(zip(lo.tolist(), hi.tolist())):
+            if end == start:
                 continue
+            xk, yk = x[start:end], y[start:end]
             r = torch.softmax(torch.addmm(b[k], xk, w[k]) if b is not None else xk @ w[k], dim=1)
             r[torch.arange(len(yk), device=yk.device), yk] -= 1.0
             r = r * scale[k]
