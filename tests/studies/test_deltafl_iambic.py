@@ -74,7 +74,7 @@ def test_registered_claim_budgets_and_selection_rule():
     assert "selection seed 101" in claim.rule and "Registered before any run" in claim.rule
     assert "What could differ" in claim.note
     b = study.BUDGETS["paper"]
-    assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (100, (1, 2, 3, 4, 5), (101,), 100, 100)
+    assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (60, (1, 2, 3, 4, 5), (101,), 100, 100)
     assert (b.clients_per_round, b.lr, b.batch_size) == (20, 0.1, 16)
     assert study_cost(study.SCALES)["runs"] == 2 * 5 + 3 * 1
     # the authors' Shakespeare protocol: test devices every 10 rounds, at rounds 5, 10, 15, 20, 75, and the final one
