@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedbench.engine.evaluation import EvalSpec
+
 from fedbench.data import stages
 from fedbench.studies import deltafl_iambic as study
 from fedbench.studies import run_claim_study, run_simulations
@@ -69,12 +71,14 @@ def test_devices_draw_users_per_seed_and_cap_their_windows(real_root):
 def test_registered_claim_budgets_and_selection_rule():
     (claim,) = study.CLAIMS
     assert claim.id == "delta-fl/iambic/p90-error" and claim.fidelity == "stand-in" and claim.rounds_paper == 400
-    assert "selection seeds 101 and 102" in claim.rule and "Registered before any run" in claim.rule
+    assert "selection seed 101" in claim.rule and "Registered before any run" in claim.rule
     assert "What could differ" in claim.note
     b = study.BUDGETS["paper"]
-    assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (200, (1, 2, 3, 4, 5), (101, 102), 100, 100)
+    assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (60, (1, 2, 3, 4, 5), (101,), 100, 100)
     assert (b.clients_per_round, b.lr, b.batch_size) == (20, 0.1, 16)
-    assert study_cost(study.SCALES)["runs"] == 2 * 5 + 3 * 2
+    assert study_cost(study.SCALES)["runs"] == 2 * 5 + 3 * 1
+    # the authors' Shakespeare protocol: test devices every 10 rounds, at rounds 5, 10, 15, 20, 75, and the final one
+    assert study.evaluations() == (EvalSpec("test", every=10, rounds=(5, 10, 15, 20, 75)),)
     (entry,) = not_run_entry(study.NAME)
     assert entry["verdict"] == "not-run" and entry["fidelity"] == "stand-in" and entry["cost"]["hours"] > 0
     with pytest.raises(ValueError, match="disjoint"):

@@ -7,6 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedbench.engine.evaluation import EvalSpec
+from fedbench.studies.fedlaavg_cifar10 import evaluation_rounds
+
 from fedbench.data import stages
 from fedbench.data.partition.fedlaavg_cifar import client_classes
 from fedbench.studies import fedlaavg_fashion as study
@@ -60,7 +63,11 @@ def test_registered_claim_and_budgets():
     assert "What could differ" in claim.note and "instead of CIFAR-10" in claim.note
     b = study.BUDGETS["paper"]
     assert (b.n, b.k, b.local_steps, b.batch_size, b.period, b.beta, b.cycle) == (1000, 100, 10, 5, 10, 0.5, 15)
-    assert (b.lr, b.lr_decay, b.rounds, b.seeds) == (0.01, 0.9999, 150, (0, 1, 2, 3, 4))
+    assert (b.lr, b.lr_decay, b.rounds, b.seeds, b.eval_every) == (0.01, 0.9999, 20, (0, 1, 2, 3, 4), 5)
+    # the global test set every 5 rounds and on the final model, nothing else
+    assert study.evaluations(b) == (EvalSpec("global_test", every=5),)
+    assert evaluation_rounds(b).tolist() == [0, 5, 10, 15, 20]
+    assert evaluation_rounds(b, 0.5).tolist() == [0, 5, 10]
     assert study_cost(study.SCALES)["runs"] == 10
     (entry,) = not_run_entry(study.NAME)
     assert entry["verdict"] == "not-run" and entry["fidelity"] == "stand-in"

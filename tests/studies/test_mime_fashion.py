@@ -11,6 +11,7 @@ import pytest
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.data import stages
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import Outcome, run_claim_study, run_simulations
 from fedbench.studies import mime_fashion as study
 from fedbench.studies.real_data import not_run_entry
@@ -63,8 +64,8 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
 
 def test_paper_budget_declares_the_stated_setup(real_root):
     b = study.BUDGETS["paper"]
-    assert b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100, 101) and b.device == "auto"
-    assert b.lr_grid == (0.001, 0.003, 0.01, 0.03, 0.1, 0.3)
+    assert b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100,) and b.device == "auto"
+    assert b.lr_grid == (0.003, 0.01, 0.03, 0.1, 0.3)
     sims = {m: study.simulation(m, 0.01, 0, b, real_root) for m in study.METHODS}
     assert sims["Mime"].algorithm == Mime(lr=0.01, variant="mime", base="sgdm", momentum=0.9)
     assert sims["MimeLite"].algorithm == Mime(lr=0.01, variant="mimelite", base="sgdm", momentum=0.9)
@@ -73,7 +74,8 @@ def test_paper_budget_declares_the_stated_setup(real_root):
     assert (cfg.rounds, cfg.clients_per_round, cfg.local_steps, cfg.batch_size, cfg.sampling) == (
         200, 10, 10, 10, "proportional")
     assert sims["Mime"].model.num_params == 7850  # mclr 784 -> 10
-    assert sum(s.runs for s in study.SCALES) == 3 * (6 * 2 + 5)
+    assert cfg.evaluations == (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=5),)
+    assert sum(s.runs for s in study.SCALES) == 3 * (5 * 1 + 5)
 
 
 def _outcome(acc) -> Outcome:
@@ -92,10 +94,18 @@ def test_tuning_picks_the_best_tail_on_the_tuning_seeds_ties_to_the_smaller_step
     assert study.tune(outcomes, b) == {"Mime": 0.1, "MimeLite": 0.01, "FedAvgM": 0.3}
 
 
+def test_readings_read_the_protocol_rounds_only():
+    # evaluations every 5 rounds and the final model (round 27); a row at round 3 (not a protocol round) is not read
+    rows = {0: 0.0, 3: 0.99, 5: 0.2, 10: 0.6, 15: 0.5, 20: 0.55, 25: 0.58, 27: 0.4}
+    o = Outcome(name="x", history=[{"round": r, "test/accuracy": a} for r, a in rows.items()], final={},
+                diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
+    assert study.accuracy(o, "tail", 27) == pytest.approx(100 * (0.6 + 0.5 + 0.55 + 0.58 + 0.4) / 5)
+    assert (study.accuracy(o, "best", 27), study.accuracy(o, "final", 27)) == (pytest.approx(60.0), pytest.approx(40.0))
+    # cut at half the rounds (round 14): evaluations 0, 5, 10
+    assert study.accuracy(o, "tail", 27, 0.5) == pytest.approx(100 * (0.0 + 0.2 + 0.6) / 3)
+
+
 def test_readings_and_rule_on_made_up_runs(monkeypatch, real_root, tmp_path):
-    o = _outcome([0.0, 0.2, 0.6, 0.5, 0.55, 0.58])
-    assert study.accuracy(o, "tail", 5) == pytest.approx(100 * (0.2 + 0.6 + 0.5 + 0.55 + 0.58) / 5)
-    assert (study.accuracy(o, "best", 5), study.accuracy(o, "final", 5)) == (pytest.approx(60.0), pytest.approx(58.0))
     # every step gives the same curve, so the smallest step is selected; Mime above FedAvgM on every seed,
     # MimeLite below on every seed: Mime's part holds, MimeLite's does not, so the claim is not reproduced
     final = {"Mime": (0.50, 0.61, 0.55), "MimeLite": (0.35, 0.30, 0.33), "FedAvgM": (0.40, 0.40, 0.40)}
@@ -121,13 +131,13 @@ def test_same_seed_same_numbers(real_root):
     sims = [study.simulation("Mime", 0.1, 1, study.BUDGETS["fixture"], real_root)]
     first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
     assert first.param_digest == second.param_digest
-    assert first.series("train/loss") == second.series("train/loss")
+    assert first.series("test/accuracy") == second.series("test/accuracy")
 
 
 def test_not_run_entry_is_stand_in_with_the_command_and_a_cost():
     (e,) = not_run_entry(study.NAME)
     assert e["id"] == study.CLAIMS[0].id and e["verdict"] == "not-run"
     assert e["command"] == f"fedbench paper run {study.NAME}" and e["fidelity"] == "stand-in"
-    assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * 17
+    assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * 10
     assert e["scale"]["variants"] == ["fashion_mnist_fedproxvr"]
     assert "could differ" in e["deviations"][0]

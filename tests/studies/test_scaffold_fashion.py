@@ -28,7 +28,7 @@ def real_root(tmp_path_factory):
     raw.mkdir()
     for name, data in fixtures.mnist_like().items():
         (raw / name).write_bytes(data)
-    for v in study.VARIANTS:
+    for v in (*study.VARIANTS, "fashion_mnist_scaffold_n100_s100"):
         stages.prepare_dataset(v, root, raw=raw, verify=False, variant_params={"num_clients": FIXTURE_CLIENTS})
     return root / "real"
 
@@ -56,16 +56,19 @@ def test_variants_registered_with_the_papers_split(real_root):
 
 def test_declaration_cells_seeds_and_paper_scales():
     cells = study.cells()
-    assert len(cells) == 3 * 2 * 4 + 3 + 2 * 3  # Table 3: s x {SCAFFOLD, FedAvg} x E, SGD x s; Table 5: 2 x 3
+    assert len(cells) == 2 * 2 * 1 + 2 + 2 * 3  # Table 3: s x {SCAFFOLD, FedAvg} x E = 5, SGD x s; Table 5: 2 x 3
     assert len({c.label() for c in cells}) == len(cells) and {c.variant for c in cells} == set(study.VARIANTS)
+    assert study.cells((3,)) == cells[:6] and {c.table for c in study.cells((5,))} == {5}
     b = study.BUDGETS["paper"]
-    assert b.rounds == 1000 and b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100, 101)
+    assert b.rounds == 100 and b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100,) and b.tables == (3,)
+    assert b.lr_grid == (0.03, 0.1, 0.3) and study.BUDGETS["full"] == study.Budget(100, b.seeds, (100,), b.lr_grid,
+                                                                                   "auto", (3, 5))
     assert not set(b.seeds) & set(b.tuning_seeds) and b.device == "auto"
     assert study.TARGET == 0.70
-    assert sum(s.runs for s in study.SCALES) == len(cells) * (2 * 5 + 5) == 495
+    assert sum(s.runs for s in study.SCALES) == 6 * (3 * 1 + 5) == 48  # Table 3 only
     assert {s.batch_size for s in study.SCALES} == {120} and {s.clients_per_round for s in study.SCALES} == {20}
-    assert {(s.model, s.local_steps) for s in study.SCALES} == {
-        ("mclr", 5 * e) for e in (1, 5, 10, 20)} | {("scaffold_mlp", 5), ("scaffold_mlp", 25)}  # steps of batch 120
+    assert {s.rounds for s in study.SCALES} == {100}
+    assert {(s.model, s.local_steps) for s in study.SCALES} == {("mclr", 5 * 5), ("mclr", 5 * 1)}  # steps of batch 120
 
 
 def _flat(value: float, rounds: int = 5) -> list[float]:
@@ -87,7 +90,7 @@ def test_step_selection_uses_the_tuning_seeds_only():
     steps = study.selected_steps(curves, b)
     assert steps[t3] == 0.3  # tied mean rounds (3): the higher mean best accuracy
     assert steps[t5] == 0.3
-    assert steps[study.Cell(3, "scaffold", 1, 0)] == 0.1  # all tied: the smaller step
+    assert steps[study.Cell(3, "scaffold", 5, 10)] == 0.1  # all tied: the smaller step
     curves[(t5, 0.1, 101)] = _flat(0.75)  # now 0.775 > 0.76: the tuning seeds decide
     assert study.selected_steps(curves, b)[t5] == 0.1
 
@@ -112,14 +115,16 @@ def _judged_runs(scaffold_round: int, fedavg_rounds: tuple[int, int, int]) -> st
 
 def test_table3_effects_and_verdicts_on_hand_made_curves():
     entry = study.table3_claim(_judged_runs(2, (3, 4, 4)))
-    assert entry["verdict"] == "reproduced" and len(entry["parts"]) == 16
-    assert [p["per_seed"] for p in entry["parts"]] == [[1.0, 2.0, 2.0]] * 16
+    assert entry["verdict"] == "reproduced" and len(entry["parts"]) == 4
+    assert [p["part"] for p in entry["parts"]] == [f"{s}% similarity, 5 epochs: {m} - SCAFFOLD" for s in (0, 10)
+                                                   for m in ("FedAvg", "SGD (large batch)")]
+    assert [p["per_seed"] for p in entry["parts"]] == [[1.0, 2.0, 2.0]] * 4
     assert entry["reproduced"]["cells"]["fedavg, 5, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0, 4.0],
                                                             "mean": pytest.approx(11 / 3)}
     assert entry["fidelity"] == "stand-in" and entry["rounds_run"] == 6
-    assert len(entry["reproduced"]["selected_at_grid_edge"]) == 27  # every cell at 0.1, the grid's lower end
+    assert len(entry["reproduced"]["selected_at_grid_edge"]) == 6  # every Table 3 cell at 0.1, the grid's lower end
     worse = study.table3_claim(_judged_runs(5, (1, 2, 2)))
-    assert [p["per_seed"] for p in worse["parts"]] == [[-4.0, -3.0, -3.0]] * 16
+    assert [p["per_seed"] for p in worse["parts"]] == [[-4.0, -3.0, -3.0]] * 4
     assert worse["verdict"] == "not-reproduced"
 
 
@@ -131,12 +136,19 @@ def test_table5_effects_on_hand_made_curves():
     assert entry["reproduced"]["cells"]["scaffold, 0% similarity"]["mean"] == 0.8
 
 
+def test_table5_not_run_at_the_paper_budget_names_the_budget_that_runs_it():
+    e = study.table5_not_run(study.BUDGETS["paper"])
+    assert e["id"] == study.CLAIM_T5.id and e["verdict"] == "not-run" and e["fidelity"] == "stand-in"
+    assert e["would_change"].startswith("running `fedbench paper run scaffold_fashion --budget full`")
+    assert "Table 5 (2-layer network) not run at this budget" in " ".join(e["deviations"])
+
+
 def test_not_run_entries_are_stand_in_with_the_command_and_a_cost():
     entries = real_data.not_run_entry(study.NAME)
     assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
-        assert e["fidelity"] == "stand-in" and e["cost"]["runs"] == 495 and e["cost"]["seconds"] > 0
+        assert e["fidelity"] == "stand-in" and e["cost"]["runs"] == 48 and e["cost"]["seconds"] > 0
         assert "stand-in: full Fashion-MNIST" in e["deviations"][0] and "could differ" in e["deviations"][0]
 
 
@@ -157,7 +169,7 @@ def test_fixture_study_end_to_end(fixture_study):
         assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
         assert c["fidelity"] == "stand-in" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
         assert c["seeds"]["training"] == [0, 1] and len(c["effect"]["per_seed"]) == 2
-    assert len(claims[0]["parts"]) == 16 and len(claims[1]["parts"]) == 4
+    assert len(claims[0]["parts"]) == 4 and len(claims[1]["parts"]) == 4
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
     assert len(records) == len(study.cells()) * (2 * 1 + 2)  # two steps x one tuning seed, then two judged seeds
     assert sum(r["params"]["phase"] == "judged" for r in records) == len(study.cells()) * 2
