@@ -283,8 +283,8 @@ def main(argv: list[str] | None = None) -> None:
         from fedbench.data.cli import main as data_main
 
         sys.exit(data_main(argv[1:]))
-    if argv[:1] == ["paper"]:  # the paper profile's studies (fedbench.report.paper_run)
-        from fedbench.report.paper_run import main as paper_main
+    if argv[:1] == ["paper"]:  # the paper profile's studies (fedbench.paper)
+        from fedbench.paper import main as paper_main
 
         sys.exit(paper_main(argv[1:]))
     if argv[:1] == ["claims"]:  # the claims' registered rules (fedbench.claims.registry)

@@ -117,7 +117,7 @@ def test_show_unknown_experiment_exits_naming_the_known(tmp_path, monkeypatch, c
 
 
 def _paper(argv: list[str], capsys, monkeypatch, tty: bool = False, answer: str = "") -> tuple[int, str, str, list]:
-    from fedbench.report import paper_run
+    from fedbench import paper as paper_run
 
     started = []
     monkeypatch.setattr(paper_run, "run", lambda *a, **k: started.append(a))

@@ -317,7 +317,7 @@ def measure_paper_cost(device, budget: Budget, log: Log, out_dir: Path, max_seco
     """Every paper study measured in turn (fedbench.bench.paper_cost.run, one timed round a run) into ``out_dir``;
     each given ``max_seconds`` or its even share of what is left; the last file's content, None if none ran."""
     from fedbench.bench import paper_cost
-    from fedbench.report.paper_profile import study_scales
+    from fedbench.studies.paper_profile import study_scales
 
     scales = study_scales(PAPER_SEEDS)
     result = None

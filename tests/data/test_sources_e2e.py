@@ -216,7 +216,7 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
 
     from fedbench.config import load_config
     from fedbench.report import real_claims
-    from fedbench.report.paper_run import run_claim
+    from fedbench.paper import run_claim
     from fedbench.studies import fedlaavg_cifar10 as study
 
     raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())

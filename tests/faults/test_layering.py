@@ -94,7 +94,11 @@ MAY_NOT_IMPORT = {
                         "fedbench.models", "fedbench.data", "fedbench.bench", "fedbench.runner", "fedbench.pipeline",
                         "fedbench.tracking", "fedbench.track", "fedbench.cli", "fedbench.executors"),
     "fedbench.studies": ("fedbench.report", "fedbench.tracking", "fedbench.track", "fedbench.cli"),
-    "fedbench.report": ("fedbench.engine", "fedbench.algorithms", "fedbench.models", "fedbench.tracking"),
+    # report/ renders entries to markdown, JSON and figures: it fetches, trains and times nothing (fedbench.paper
+    # does, for `fedbench paper`); it reads finished runs (fedbench.runner.find_run) and cost tables only
+    "fedbench.report": ("fedbench.engine", "fedbench.algorithms", "fedbench.models", "fedbench.tracking",
+                        "fedbench.paper", "fedbench.data.stages", "fedbench.data.download",
+                        "fedbench.bench.paper_cost", "fedbench.bench.timing"),
     **{numbers: ("fedbench.claims", "fedbench.studies", "fedbench.report", "fedbench.bench", "fedbench.runner",
                  "fedbench.pipeline", "fedbench.tracking", "fedbench.track", "fedbench.cli")
        for numbers in ("fedbench.data", "fedbench.availability", "fedbench.models", "fedbench.algorithms",
