@@ -191,11 +191,17 @@ def verdict_cell(c: dict[str, Any]) -> str:
     text = f"**{c['verdict']}**"
     text += f" ({c['verdict_text']})" if c.get("verdict_text") else ""
     before = original_verdicts(c)
-    if before:
+    after_results = [(v, when) for v, when in before if v not in NO_RESULT]
+    if after_results:
         text += "; rule changed after results, the earlier rule's verdict: " + ", ".join(
-            f"{v} (changed {when})" for v, when in before)
+            f"{v} (changed {when})" for v, when in after_results)
+    elif before:  # re-registered while the claim had no result: nothing was judged under the earlier rule
+        text += "; rule changed before any result (" + ", ".join(f"changed {when}" for _, when in before) + ")"
     reg = (c.get("registration") or {}).get("status")
     return text + (f" [{reg}]" if reg and reg != "registered" else "")
+
+
+NO_RESULT = ("not recorded", "not-run")  # an earlier rule's verdict that judged nothing
 
 
 def original_verdicts(c: dict[str, Any]) -> list[tuple[str, str]]:
@@ -223,6 +229,8 @@ def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
              "|---|---|---|---|---|---|"]
     for c, r in zip(claims, regs):
         for h in r.get("history", []):
+            if (h.get("verdict") or "not recorded") in NO_RESULT:
+                continue  # changed before any result: listed in the claim's details, not among rules changed after
             lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {h.get('verdict') or 'not recorded'} | {c['verdict']} | "
                          f"{h.get('changed', '—')} | {h.get('why', '—')} | {h.get('verdict_source', '—')} |")
         if r.get("status") == "changed":

@@ -183,3 +183,21 @@ def test_report_stage_declares_its_metrics():
     assert stage["metrics"] == [{"reports/metrics.json": {"cache": False}}]
     committed = json.loads(open("reports/metrics.json").read())
     assert committed["verdicts"]["total"] == len(json.loads(open("reports/claims.json").read())["claims"])
+
+
+def test_rule_changed_before_any_result_is_not_called_changed_after_results(claims):
+    """A stand-in re-registered (cut to fit the machine) before its first run had no verdict under the earlier
+    rule: its cell says the rule changed before any result, and the table of rules changed after results skips it."""
+    from fedbench.claims import registry
+
+    gain = next(c for c in claims if c["id"].endswith("accuracy-gain"))
+    book, _ = registry.register([gain], {}, "abc123", "2026-11-26")
+    book[gain["id"]]["history"] = [{"rule": "the first cut", "registered": "r0", "changed": "c1 2026-11-26",
+                                    "why": "cut to fit 2 cores", "verdict": "not-run",
+                                    "verdict_source": "no result existed"}]
+    marked = [gain | {"registration": registry.status(gain, book)}]
+    md = claims_markdown(marked, pd.DataFrame())
+    row = _summary_rows(md)[0]
+    assert row.endswith(f"**{gain['verdict']}**; rule changed before any result (changed c1) |")
+    section = md.split("## Registered rules")[1].split("\n## ")[0]
+    assert "| claim | earlier rule's verdict |" in section and "cut to fit 2 cores" not in section
