@@ -110,7 +110,8 @@ def study_variants(params: str, name: str) -> list[str]:
     return _variant_of(study_config(params, name), name)
 
 
-def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = Path("reports/claims.json")) -> list[str]:
+def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = Path("reports/claims.json"),
+         budget: str = "paper") -> list[str]:
     """What ``paper run NAME`` will cost and download, as lines: the projected cost (or the one measured by the
     main job, from ``claims``), then each source with its size and whether it is here already."""
     from fedbench.data.registry import VARIANTS
@@ -127,6 +128,8 @@ def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = 
                  "`fedbench paper cost`)" if own else f"on {c['device']}")
         cost = (f"projected {c['hours']:,.2f} CPU-h ({c['runs']} runs its claims read, of {c['runs'] + c['left_out']}, "
                 f"x up to {c['rounds']:,} rounds) {where}")
+        if budget != "paper":  # the scales are the paper budget's: say so rather than print the wrong figure as this one's
+            cost += f"; that is the paper budget's cost, --budget {budget} runs part of it (the study's BUDGETS)"
     else:  # a study of params.yaml the main job runs: its measured cost, if the report has it
         import json
 
@@ -313,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 allowed = list(study_module(a.name).BUDGETS)
                 if a.budget not in allowed:
                     raise FedbenchError(f"--budget {a.budget!r}: study {a.name} has the budgets {', '.join(allowed)}")
-            if not confirm(plan(a.params, a.name), a.yes, a.dry_run):
+            if not confirm(plan(a.params, a.name, budget=a.budget), a.yes, a.dry_run):
                 return 0
             run(a.params, a.name, progress=not a.quiet, budget=a.budget)
         except (FedbenchError, ValueError, OSError, KeyError, RuntimeError) as exc:  # config, DownloadError, ...

@@ -158,3 +158,11 @@ def test_a_tiny_measurement_end_to_end(tmp_path):
     # a second study measured later keeps the first
     paper_cost.run({"tiny2": tiny[:1]}, "cpu", tmp_path, max_seconds=2.0, rounds=1, progress=lambda m: None)
     assert set(paper_cost.load("cpu", tmp_path)["studies"]) == {"tiny", "tiny2"}
+
+
+def test_plan_says_when_its_cost_is_the_paper_budgets():
+    from fedbench.paper import plan
+
+    line = plan("params.yaml", "fedproxvr_fashion", budget="convex")[0]
+    assert line.endswith("that is the paper budget's cost, --budget convex runs part of it (the study's BUDGETS)")
+    assert "paper budget's cost" not in plan("params.yaml", "fedproxvr_fashion")[0]
