@@ -12,7 +12,7 @@ paper-setups.md 5.4) where our copy of the paper strips it:
 - K = round(gamma N) clients per round, gamma = 0.1; C = 10 local steps of batch 5;
 - learning rate 0.01 * 0.9999^round for every method (the authors' code default: lr_strategy exp; the paper tunes
   the initial rate and its decay per experiment, and its appendix G values are stripped from our copy);
-- 70,000 rounds (Table 2's budget); seeds 0, 1, 2 (selection, minibatches, initial model);
+- 70,000 rounds (Table 2's budget); seeds 0-4 (selection, minibatches, initial model; 0-2 until 2026-11-26, changed before any run: issue 21);
 - evaluation, the authors' protocol (train/command_line.py: ``tb_every`` 20, ``max_test`` 10000): the global
   model's accuracy on the global test set (CIFAR-10's 10,000 test images, owned by no client) every 20 rounds
   from round 0 and on the final model, on at most 10,000 of its images (all of them), evaluated by the engine
@@ -124,7 +124,7 @@ class Budget:
 
 
 BUDGETS = {
-    "paper": Budget(rounds=ROUNDS_PAPER, seeds=(0, 1, 2), clients=(200, 400, 600, 800, 1000), gamma=0.1,
+    "paper": Budget(rounds=ROUNDS_PAPER, seeds=(0, 1, 2, 3, 4), clients=(200, 400, 600, 800, 1000), gamma=0.1,
                     local_steps=10, batch_size=5, period=10, beta=0.5, lr=0.01, lr_decay=0.9999, target=55.0,
                     context_periods=(5, 15), context_gammas=(0.02, 0.04, 0.06, 0.08), device="auto"),
     # fixture-sized data (tests/data/fixtures.cifar_tar: 20 training images a class, variant built with N = 40)

@@ -14,7 +14,7 @@ split, no rounds and no rates (paper-setups.md section 2.3). The Mime paper's ap
 - 1 local epoch of batch 10 (LEAF's FEMNIST FedAvg runs: num_epochs 1, LEAF's default batch size 10);
 - local step size 0.004 for every arm (LEAF's FEMNIST FedAvg learning rate), SGDm beta = 0.9 (the base optimizer
   of Mime and MimeLite; FedAvgM's server momentum, server step 1);
-- 500 rounds, 3 seeds (LEAF runs 2,000 rounds at a tenth of the effective step: 0.004 without momentum);
+- 500 rounds, 5 seeds (3 until 2026-11-26, changed before any run: issue 21) (LEAF runs 2,000 rounds at a tenth of the effective step: 0.004 without momentum);
 - evaluation (:func:`evaluations`): the Mime paper does not state it. Ours is FedJAX's EMNIST protocol (google/fedjax
   experiments/fed_avg/fed_avg.EMNIST_CONV.flags: ``eval_frequency=5``; run_fed_avg.py runs the full test
   evaluation periodically for EMNIST tasks and on the final model): the accuracy on every writer's own test
@@ -67,7 +67,7 @@ class Budget:
 
 
 BUDGETS = {
-    "paper": Budget(rounds=500, clients_per_round=35, seeds=(0, 1, 2), device="auto"),
+    "paper": Budget(rounds=500, clients_per_round=35, seeds=(0, 1, 2, 3, 4), device="auto"),
     # the test suite's: LEAF's CNN (6.6M parameters) takes about 40 s here for 2 rounds of 6 runs on 2 shared cores,
     # so the fixture trains the Delta-FL EMNIST ConvNet (115k parameters, the same 28x28 input and 62 classes)
     "fixture": Budget(rounds=2, clients_per_round=2, seeds=(0, 1), device="cpu", model="deltafl_emnist_cnn"),

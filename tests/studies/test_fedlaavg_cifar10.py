@@ -116,8 +116,8 @@ def test_plan_shares_runs_between_roles():
     roles = study.plan(b)
     assert roles["n=1000"] == roles["fedlaavg_ica"] and roles["p=10"] == roles["fedlaavg_ica"][:1]
     runs = {r for rs in roles.values() for r in rs}
-    # Table 2: 4 x 3 + sequential 3; the N sweep below 1000: 4 x 3; context P 5, 15 and 4 gammas: 6
-    assert len(runs) == 12 + 3 + 12 + 6
+    # Table 2: 4 x 5 seeds + sequential 5; the N sweep below 1000: 4 x 5; context P 5, 15 and 4 gammas (first seed): 6
+    assert len(runs) == 20 + 5 + 20 + 6
     assert [b.k(n) for n in b.clients] == [20, 40, 60, 80, 100] and b.cycle() == 15
 
 
@@ -127,7 +127,7 @@ def test_not_run_entries_carry_the_command_and_a_positive_cost():
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == "fedbench paper run fedlaavg_cifar10"
         assert e["cost"]["hours"] > 0 and e["scale"]["variants"] == ["cifar10_fedlaavg"]
-    assert study_cost(study.SCALES)["runs"] == 27 and study_cost(study.SCALES)["left_out"] == 6  # P, gamma: context
+    assert study_cost(study.SCALES)["runs"] == 45 and study_cost(study.SCALES)["left_out"] == 6  # P, gamma: context
 
 
 def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
