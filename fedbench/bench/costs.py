@@ -35,7 +35,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,16 +256,6 @@ def unit_key(scale: Scale) -> str:
     return f"{scale.model}@{scale.batch_size}"
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="measure each paper model's cost per local step, per evaluated sample and "
                                             "per round on this machine (one torch thread)")
@@ -274,7 +263,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default=str(MEASURED))
     a = p.parse_args(argv)
     out = load_measured(Path(a.out)) if Path(a.out).exists() else {"models": {}}
-    out.update(device=f"CPU, 1 torch thread ({_cpu_name()}, {os.cpu_count()} cores)",
+    from fedbench.bench.machine import cpu_name
+
+    out.update(device=f"CPU, 1 torch thread ({cpu_name()}, {os.cpu_count()} cores)",
                measured_on=time.strftime("%Y-%m-%d"))
     for model in a.models:
         out["models"][model] = {k: float(f"{v:.4g}") for k, v in measure(model).items()}

@@ -367,21 +367,6 @@ def summary(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def environment(device) -> dict:
-    import datetime
-    import platform
-
-    import numpy as np
-    import torch
-
-    env = {"device": str(device), "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
-           "cuda": torch.version.cuda, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    if device.type == "cuda":
-        env["device_name"] = torch.cuda.get_device_name(device)
-        env["device_memory_gib"] = round(torch.cuda.get_device_properties(device).total_memory / 2**30, 1)
-    return env
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fedbench.bench.gpucheck", description=__doc__.split("\n\n")[0])
     p.add_argument("out_dir", type=Path, help="folder for the files it writes (created; at most 6 files)")
@@ -410,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(1)
     _tf32(False)
     log = Log()
-    result: dict[str, Any] = {"schema": "fedbench.gpucheck/1", "budget_s": args.budget_s, "environment": environment(device)}
+    from fedbench.bench.machine import environment as machine_environment
+
+    result: dict[str, Any] = {"schema": "fedbench.gpucheck/1", "budget_s": args.budget_s, "environment": machine_environment(device)}
     args.out_dir.mkdir(parents=True, exist_ok=True)
 
     def write() -> None:

@@ -188,17 +188,34 @@ def weights_moved(row_steps: int, num_params: int) -> int:
 
 
 def environment(device: torch.device) -> dict:
+    """The machine and versions a measurement ran on: one record for every benchmark file (bench, paper cost,
+    the GPU check)."""
     import numpy as np
 
-    env = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
-           "platform": platform.platform(), "cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads()}
+    env = {"device": str(device), "python": platform.python_version(), "torch": torch.__version__,
+           "numpy": np.__version__, "cuda": torch.version.cuda, "platform": platform.platform(),
+           "cpu": cpu_name(), "cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     try:
         env["load_average"] = [round(v, 2) for v in os.getloadavg()]
     except OSError:
         pass
     if device.type == "cuda":
-        env["gpu"] = torch.cuda.get_device_name(device)
+        env["device_name"] = torch.cuda.get_device_name(device)
+        env["device_memory_gib"] = round(torch.cuda.get_device_properties(device).total_memory / 2**30, 1)
     return env
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform says."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def si(value: float) -> str:

@@ -40,9 +40,7 @@ again replaces its entry, the others are kept. ``fedbench paper list`` reads it 
 from __future__ import annotations
 
 import json
-import math
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Any
@@ -254,15 +252,15 @@ def _load() -> list[float]:
 
 
 def machine(device: str) -> dict[str, Any]:
+    """fedbench.bench.machine.environment, with the device named as the cost tables print it."""
     import torch
 
-    from fedbench.bench.costs import _cpu_name
+    from fedbench.bench.machine import environment
 
-    name = torch.cuda.get_device_name(0) if device == "cuda" else (
-        f"{_cpu_name()}, {os.cpu_count()} cores, 1 torch thread a run")
-    return {"device": device, "device_name": name, "torch": torch.__version__, "cuda": torch.version.cuda,
-            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "load_average": _load()}
+    env = environment(torch.device(device))
+    name = env["device_name"] if device == "cuda" else f"{env['cpu']}, {env['cpu_cores']} cores, 1 torch thread a run"
+    return {"device": device, "device_name": name, "torch": env["torch"], "cuda": env["cuda"],
+            "python": env["python"], "date": env["date"][:10], "load_average": env.get("load_average", [])}
 
 
 def validate(names: list[str], known: list[str], rounds: int, max_seconds: float, device: str) -> None:
