@@ -114,8 +114,20 @@ MAGNITUDES: dict[str, Magnitude] = {
 }
 
 
+# A sensitivity reading of a claim (the claim judged by its own rule with one setting changed, e.g. where the
+# authors' code and the paper differ) is an entry of its own whose id is the claim's + SENSITIVITY + the variant:
+# the report shows it beside its claim and never counts it in the tally; it has its claim's magnitude part
+SENSITIVITY = "/sensitivity-"
+
+
+def sensitivity_of(cid: str) -> str | None:
+    """The claim an entry id is a sensitivity reading of (None: the id is a claim's own)."""
+    return cid.split(SENSITIVITY)[0] if SENSITIVITY in cid else None
+
+
 def magnitude_of(cid: str) -> Magnitude:
-    return MAGNITUDES.get(cid, DEFAULT)
+    """The registered magnitude part of claim ``cid``; a sensitivity reading's is its claim's."""
+    return MAGNITUDES.get(cid) or MAGNITUDES.get(sensitivity_of(cid) or cid, DEFAULT)
 
 
 def combine(verdicts: list[str]) -> str:
