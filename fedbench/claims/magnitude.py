@@ -109,6 +109,11 @@ MAGNITUDES: dict[str, Magnitude] = {
         "none", why="the published 94.06% is an absolute accuracy on an unstated dataset and model; the effect is "
                     "a difference to FedAvg on a stand-in"),
     "fedproxvr/synthetic/matches-or-beats-fedavg": Magnitude(part="SVRG"),
+    # Table 1's and Table 2's SVRG - FedAvg (+0.10, +0.54 points; SARAH's +0.19 and +0.23 are in the scope), as on
+    # the synthetic data. Rule history: first registered with SVRG's accuracy (84.12, 94.06) as the published value,
+    # a level compared with a difference
+    "fedproxvr/fashion/convex-accuracy": Magnitude(part="SVRG - FedAvg"),
+    "fedproxvr/fashion/non-convex-accuracy": Magnitude(part="SVRG - FedAvg"),
     "scaffold/quadratics/local-steps-help": Magnitude(
         "parts", parts=r"speedup\(K=\d+\) - [0-9.]+$", about_size=True),
 }
