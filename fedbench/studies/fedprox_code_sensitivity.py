@@ -34,7 +34,15 @@ checks that it stays the headline's. Each variant is its own entry, id ``HEADLIN
 in the tally as another claim; it has the headline's magnitude part (none: the +22 is a five-dataset mean).
 
 Cost: 2 algorithms x 5 seeds x 3 variants = 30 runs of 200 rounds; FedAvg at 90% stragglers trains one device
-a round. Measured in the commit that first ran it (README of the study's output, and the lead's notes).
+a round, FedProx all ten. Measured on its first run (2026-11-26, the project's 2-core Xeon shared with three other
+sessions, load average about 3, nice 19, 2 workers): 254 CPU seconds (user; 0.6 system), 5 min 5 s wall at 83% of
+one core's worth of CPU; per run of a stack, FedProx 50 s (paper-sampling: proportional draws favour the large
+devices), 34 s (paper-straggler-epochs), 17 s (code-seeding), FedAvg 3-10 s. On 2 free cores about 2.1 min.
+
+Checked on that run against the main job's runs (runs/synthetic_1_1/*/stragglers-0.9, 200 rounds): FedAvg under
+paper-straggler-epochs has the main job's FedAvg parameters for all five seeds (the same param_digest: FedAvg drops
+its stragglers), and code-seeding's seed 0 (cohort seed 0 = its own seed) has the main job's seed-0 FedAvg and
+FedProx parameters: the study's runs are the main job's with one setting changed.
 """
 
 from __future__ import annotations
