@@ -41,7 +41,7 @@ def planned_work(cfg, sizes: np.ndarray, keeps_partial_work: bool, rounds: int) 
     samples, every client available (the engine drops stragglers of algorithms that do not keep partial work)."""
     samples, row_steps, chain = (np.zeros(rounds, np.int64) for _ in range(3))
     for r in range(rounds):
-        plan = plan_round(cfg.seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
+        plan = plan_round(cfg.seed if cfg.cohort_seed is None else cfg.cohort_seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
                           cfg.local_epochs, cfg.straggler_epochs)
         keep = np.ones(len(plan.clients), bool) if keeps_partial_work else ~plan.straggler
         n = sizes[plan.clients[keep]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fedbench.claims.magnitude import split
+from fedbench.claims.magnitude import SENSITIVITY, sensitivity_of, split  # noqa: F401 (part of the entry model)
 
 CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
               "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",

@@ -6,8 +6,11 @@ What a claim registers (:func:`rule_spec`, hashed by :func:`content_hash`): its 
 their rule kinds and thresholds (each part's rule text states both), its primary reading and the other readings
 and budgets it is read at, the runs it reads (the scale, seeds, rounds run and the paper's), and its published
 value with the magnitude part chosen for it (fedbench.claims.magnitude). A claim registered before its first
-run has no parts or readings yet, and a real-data study that has not run states no rounds or seeds: they are
-recorded when it is first judged, and filling them in is no change.
+run has no parts or readings yet: they are recorded when it is first judged, and filling them in is no change.
+A paper-scale study that has not run declares its runs and seeds (fedbench.studies.real_data.not_run_entry: its
+Scales in the scale, the paper budget's seeds), so the hash covers them and changing them before any run is a
+change; when it first runs, its scale is stated anew (no change), but its seeds and the paper's rounds must be
+the declared ones.
 
 :func:`status` compares an entry with its registration: "registered" (the hash matches, or only fields that
 were empty at registration are now filled), "changed" (a registered field differs: the report shows the
@@ -81,11 +84,22 @@ def changed_fields(registered: dict[str, Any], now: dict[str, Any]) -> list[str]
         before = registered.get(k)
         if k in FILLED_AT_JUDGEMENT and before in (None, [], {}):
             continue
-        if k == "runs" and before and before.get("rounds_run") is None and not (before.get("seeds") or {}).get("training"):
-            continue  # a study registered before it ran states its runs when it first runs
+        if k == "runs" and before and before.get("rounds_run") is None and (now.get(k) or {}).get("rounds_run") is not None:
+            if _declared_runs_differ(before, now[k]):  # registered before it ran, now judged
+                out.append(k)
+            continue
         if json.dumps(before, sort_keys=True, default=str) != json.dumps(now.get(k), sort_keys=True, default=str):
             out.append(k)
     return out
+
+
+def _declared_runs_differ(before: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether a claim registered before it ran (``before``: runs with no rounds run) ran other runs than it
+    declared (``now``: the runs it was judged on). Its scale is stated when it first runs (filling it in is no
+    change); the seeds it declared, each list that was not empty, and the paper's rounds must be the ones run."""
+    seeds_then, seeds_now = before.get("seeds") or {}, now.get("seeds") or {}
+    return (any(seeds_then.get(k) and list(seeds_then[k]) != list(seeds_now.get(k) or []) for k in ("training", "data"))
+            or before.get("rounds_paper") != now.get("rounds_paper"))
 
 
 def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:

@@ -126,7 +126,8 @@ def schedule_round(stack: Stack, run: RunState, r: int) -> RoundSchedule | None:
         k = min(cfg.clients_per_round, int(available.sum()))
         run.state, chosen = choose(run.state, r, available, k)
         chosen = _check_chosen(chosen, available, k)
-    plan = plan_round(cfg.seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
+    cohort_seed = cfg.seed if cfg.cohort_seed is None else cfg.cohort_seed  # SimulationConfig.cohort_seed
+    plan = plan_round(cohort_seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
                       cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
     weights = plan.weights
     keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler

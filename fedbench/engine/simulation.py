@@ -95,6 +95,10 @@ class SimulationConfig:
     sampling: str = "uniform"
     straggler_epochs: str = "authors_code"
     seed: int = 0
+    # None: clients and stragglers are drawn from the run's seed. An int c: every run draws them from seed c's
+    # streams, whatever its own seed (init and minibatches still follow it), as FedProx's authors' code does
+    # (np.random.seed(round) before both draws: every seed sees the same clients and stragglers)
+    cohort_seed: int | None = None
     device: str = "auto"
     local_path: str = "vectorized"
     # what is evaluated, and when (fedbench.engine.evaluation): by default train and test, every round, every
@@ -118,6 +122,8 @@ class SimulationConfig:
     lr_decay: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.cohort_seed is not None and (not isinstance(self.cohort_seed, int) or self.cohort_seed < 0):
+            raise ValueError(f"cohort_seed: {self.cohort_seed!r} must be None (the run's seed) or an integer >= 0")
         if not 0.0 < self.lr_decay <= 1.0:
             raise ValueError(f"lr_decay: {self.lr_decay} must be in (0, 1]")
         if not isinstance(self.evaluations, tuple) or not all(isinstance(e, EvalSpec) for e in self.evaluations):

@@ -32,7 +32,7 @@ from fedbench.report.papers import PAPERS
 from fedbench.report.real_claims import STUDY as REAL_STUDY
 from fedbench.report.runs import load_runs
 from fedbench.claims.stats import fmt_effect, fmt_number
-from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, PAPER_DATA, VERDICTS, plain
+from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, PAPER_DATA, VERDICTS, plain, sensitivity_of
 from fedbench.claims import registry as rules_registry
 from fedbench.studies import STUDIES_ROOT
 
@@ -306,9 +306,40 @@ def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
             + (f"; not checked: {'; '.join(missing)}" if missing else "") + ".")
 
 
+def counted(claims: list[dict]) -> list[dict]:
+    """The claims the tally counts: not the sensitivity readings (fedbench.claims.entry.sensitivity_of), which are
+    shown beside their claim."""
+    return [c for c in claims if not sensitivity_of(c["id"])]
+
+
+def beside_their_claims(claims: list[dict]) -> list[dict]:
+    """``claims`` in order, each sensitivity reading moved right after the claim it reads (where that is there)."""
+    ids = {c["id"] for c in claims}
+    readings: dict[str, list[dict]] = {}
+    for c in claims:
+        if (of := sensitivity_of(c["id"])) in ids:
+            readings.setdefault(of, []).append(c)
+    out = []
+    for c in claims:
+        if sensitivity_of(c["id"]) not in ids:
+            out += [c, *readings.get(c["id"], [])]
+    return out
+
+
+def sensitivity_lines(c: dict[str, Any], claims: list[dict]) -> list[str]:
+    """The details' line listing the sensitivity readings of claim ``c``, each with its verdict and effect."""
+    of = [x for x in claims if sensitivity_of(x["id"]) == c["id"]]
+    if not of:
+        return []
+    return ["- **Sensitivity readings** (the same rule with one setting changed; shown, not counted): " + "; ".join(
+        f"[`{x['id'].rsplit('/', 1)[-1]}`](#{anchor(x['id'])}): {x['verdict']}"
+        + (f", {fmt_effect(_effect(x['effect']))}" if x.get("effect") else "") for x in of)]
+
+
 def tally(claims: list[dict]) -> list[str]:
     """The headline tally: verdicts by fidelity class, the paper's own data (PAPER_DATA, with their total) apart
-    from the stand-in and analytic columns, which never count toward it."""
+    from the stand-in and analytic columns, which never count toward it; sensitivity readings are not counted."""
+    claims = counted(claims)
     others = [f for f in FIDELITIES if f not in PAPER_DATA]
     cols = [*PAPER_DATA, "paper's data, all", *others]
     lines = ["| verdict | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
@@ -320,7 +351,8 @@ def tally(claims: list[dict]) -> list[str]:
 
 
 def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
-    counts = {v: sum(c["verdict"] == v and c.get("fidelity") in PAPER_DATA for c in claims) for v in VERDICTS}
+    counts = {v: sum(c["verdict"] == v and c.get("fidelity") in PAPER_DATA for c in counted(claims)) for v in VERDICTS}
+    n_readings = len(claims) - len(counted(claims))
     by_id = {c["id"]: c for c in claims}
     lines = [
         "# Claims checked by fedbench",
@@ -333,6 +365,8 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "",
         *tally(claims),
         "",
+        *([f"{n_readings} sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where the "
+           "authors' code and the paper differ) are shown beside their claim and not counted.", ""] if n_readings else []),
         "How to read. **Effect**: the paired difference the claim is about, per training seed (methods compared "
         "under one seed see the same clients, stragglers, minibatches and initial model), with its mean and 95% "
         "Student-t interval over the seeds and the paired t-test; where a run diverged, the median, an "
@@ -351,6 +385,7 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "",
     ]
     known = {p.citation for p in PAPERS}
+    everything, claims = claims, beside_their_claims(claims)
     groups = [(p.name, p, [c for c in claims if c.get("paper") == p.citation]) for p in PAPERS]
     others = [c for c in claims if c.get("paper") not in known]
     if others:
@@ -391,7 +426,7 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
                 lines += ["Deviations from the paper's setup shared by these claims, the ones that matter first:", ""]
                 lines += [f"{i}. {d}" for i, d in enumerate(shared, 1)] + [""]
             for c in members:
-                lines += _details(c, shared)
+                lines += _details(c, shared, everything)
     if len(summ):
         wall = summ["wall_time_s"].sum()
         lines += [(f"Main-job runs: {len(summ)} on {', '.join(sorted(summ['device'].unique()))}, "
@@ -399,7 +434,7 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _details(c: dict[str, Any], shared: list[str]) -> list[str]:
+def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> list[str]:
     pub = c.get("published") or {}
     extra = {k: v for k, v in pub.items() if k not in ("value", "unit", "scope", "statement")}
     e = _effect(c.get("effect"))
@@ -437,6 +472,7 @@ def _details(c: dict[str, Any], shared: list[str]) -> list[str]:
         out.append(f"- **Magnitude** (published {fmt_number(float(m['published']), signed=True)} {m.get('unit', '')}): "
                    f"{m['verdict'] or 'not judged'}{where}; {m['rule']}"
                    + ("; the claim is about the size, so its verdict needs both parts" if m.get("about_size") else ""))
+    out += sensitivity_lines(c, list(claims))
     out += [f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
     reg = c.get("registration") or {}
     if reg.get("registered"):

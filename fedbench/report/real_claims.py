@@ -568,7 +568,7 @@ def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
     command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
     import json
 
-    from fedbench.studies.real_data import not_run_entry, study_module
+    from fedbench.studies.real_data import not_run_entry, redeclared, study_module
     from fedbench.studies.record import read_simulations
 
     folder = Path(runs_root) / "studies" / name
@@ -582,7 +582,10 @@ def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
             "runs": len(records), "workers": body.get("workers"), "budget": body.get("budget"),
             "measured": True}
     ran = {c["id"]: c | {"cost": cost} for c in body["claims"]}
-    return [ran.get(c.id, p) for c, p in zip(study_module(name).CLAIMS, pending)]
+    # a judged claim with its current declaration's published value and magnitude part (split again from its
+    # recorded parts); one the run left not-run, as the current declaration states it
+    return [redeclared(ran[c.id], c) if ran.get(c.id, {}).get("verdict") not in (None, "not-run") else p
+            for c, p in zip(study_module(name).CLAIMS, pending)]
 
 
 def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:

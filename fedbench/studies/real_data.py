@@ -22,6 +22,7 @@ its claims, with that command and the projected cost.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from dataclasses import dataclass
@@ -30,7 +31,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fedbench.bench.costs import Scale, load_measured, project_study
-from fedbench.claims.entry import new_entry, not_run
+from fedbench.claims.entry import CLAIM_KEYS, claim, new_entry, not_run
+from fedbench.claims.magnitude import combine as combine_parts, split
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
@@ -83,16 +85,39 @@ def base_entry(c: PaperClaim, *, scale: dict[str, Any], deviations: list[str], f
                      data_seeds=list(data_seeds), observed=observed, reproduced=reproduced)
 
 
+def redeclared(entry: dict[str, Any], c: PaperClaim) -> dict[str, Any]:
+    """A judged ``entry`` of claim ``c``, as a paper run left it, with ``c``'s current published value and its
+    direction, magnitude and verdict split again from the entry's recorded parts (no retraining): a corrected
+    published value or magnitude part applies to runs made before it. Unchanged where the entry was not judged or
+    its rule is not ``c``'s current one (the runs judged another rule: they must run again)."""
+    if entry.get("verdict") in (None, "not-run") or entry.get("rule") != c.rule:
+        return entry
+    fields = {k: v for k, v in entry.items() if k in CLAIM_KEYS}
+    verdict = combine_parts([p["verdict"] for p in entry["parts"]])
+    direction, magnitude, final = split(c.id, c.published, verdict, entry["effect"], entry["parts"])
+    fields.update(published=c.published, direction=direction, magnitude=magnitude, verdict=final)
+    return claim(**fields) | {k: v for k, v in entry.items() if k not in CLAIM_KEYS}
+
+
+def declared_seeds(module: ModuleType) -> tuple[int, ...]:
+    """The training seeds a paper-scale study's "paper" budget runs."""
+    return tuple(module.BUDGETS["paper"].seeds)
+
+
 def not_run_entry(name: str) -> list[dict[str, Any]]:
     """Study ``name``'s claims as not-run entries: the command that runs it, its projected cost at the paper
-    budget, the variants it needs, and what it assumes where the paper is silent."""
+    budget, the variants it needs, what it assumes where the paper is silent, and the runs and seeds it declares
+    (its SCALES and the paper budget's seeds, in the entry's scale and seeds: the registry's hash covers them,
+    so they cannot change silently before the study has run)."""
     module = study_module(name)
     cost = study_cost(module.SCALES)
     cmd = command(name)
     out = []
     for c in module.CLAIMS:
-        e = base_entry(c, scale={"study": name, "variants": list(module.VARIANTS)}, deviations=[c.note] if c.note else [],
-                       figure=None)
+        declared = {"study": name, "variants": list(module.VARIANTS), "budget": "paper",
+                    "runs": [dataclasses.asdict(s) for s in module.SCALES]}
+        e = base_entry(c, scale=declared, deviations=[c.note] if c.note else [], figure=None,
+                       training_seeds=list(declared_seeds(module)))
         out.append(not_run(e, f"not run: the paper-scale study {name} has not run on this machine; `{cmd}` fetches "
                               f"its data ({', '.join(module.VARIANTS)}) and runs it (projected {cost['hours']:g} h on "
                               f"{cost['device']})", f"running `{cmd}` ({cost['basis']})")

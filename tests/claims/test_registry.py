@@ -119,3 +119,42 @@ def test_committed_registry_covers_the_committed_report():
     assert earlier["scaffold/quadratics/unaffected-by-heterogeneity"] == ["not-reproduced", None]
     assert earlier["scaffold/quadratics/local-steps-help"] == ["reproduced"]
     assert earlier["fedprox/synthetic-iid/robust-to-stragglers"] == ["not-reproduced"]
+
+
+def _not_run_entry(seeds=(0, 1, 2, 3, 4), scale=None, cid="p/x"):
+    return _entry(verdict="not-run", seeds=seeds, cid=cid) | {
+        "rounds_run": None, "scale": scale or {"study": "s", "budget": "paper", "runs": [{"rounds": 200, "runs": 5}]}}
+
+
+def test_a_not_run_claims_hash_covers_the_seeds_and_runs_it_declares():
+    spec = reg.rule_spec(_not_run_entry())
+    assert spec["runs"] == {"scale": {"study": "s", "budget": "paper", "runs": [{"rounds": 200, "runs": 5}]},
+                            "seeds": {"training": [0, 1, 2, 3, 4], "data": [0]}, "rounds_run": None, "rounds_paper": 200}
+    r, _ = reg.register([_not_run_entry()], {}, "abc", "2026-11-26")
+    three = _not_run_entry(seeds=(0, 1, 2))
+    assert reg.content_hash(reg.rule_spec(three)) != r["p/x"]["hash"]
+    assert (reg.status(three, r)["status"], reg.status(three, r)["changed_fields"]) == ("changed", ["runs"])
+    fewer_rounds = _not_run_entry(scale={"study": "s", "budget": "paper", "runs": [{"rounds": 100, "runs": 5}]})
+    assert reg.status(fewer_rounds, r)["changed_fields"] == ["runs"]
+    # when it first runs, its scale is stated (no change), but the seeds it declared must be the ones run
+    assert reg.status(_entry(), r)["status"] == "registered"
+    assert reg.status(_entry(seeds=(0, 1, 2)), r)["changed_fields"] == ["runs"]
+    # a registration that declared no seeds: stating them before any run is a change (re-register with --why)
+    old, _ = reg.register([_not_run_entry(seeds=())], {}, "abc", "2026-11-26")
+    assert reg.status(_not_run_entry(), old)["changed_fields"] == ["runs"]
+    assert reg.status(_entry(), old)["status"] == "registered"  # nothing declared, nothing to hold it to
+
+
+def test_paper_study_not_run_entries_declare_their_seeds_and_runs(monkeypatch):
+    import dataclasses
+
+    from fedbench.studies import mime_emnist
+    from fedbench.studies.real_data import not_run_entry
+
+    (e,) = not_run_entry("mime_emnist")
+    assert e["seeds"]["training"] == [0, 1, 2, 3, 4] and e["rounds_run"] is None
+    assert e["scale"]["runs"] == [dataclasses.asdict(s) for s in mime_emnist.SCALES] and len(e["scale"]["runs"]) == 3
+    r, _ = reg.register([e], {}, "abc", "2026-11-26")
+    monkeypatch.setitem(mime_emnist.BUDGETS, "paper", dataclasses.replace(mime_emnist.BUDGETS["paper"], seeds=(0, 1, 2)))
+    (three,) = not_run_entry("mime_emnist")
+    assert reg.status(three, r)["changed_fields"] == ["runs"]

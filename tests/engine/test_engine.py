@@ -384,3 +384,36 @@ def test_optional_methods_default_and_cohort_describes_the_round(synthetic):
         torch.testing.assert_close(s["weights"], torch.as_tensor(sizes / sizes.sum(), dtype=torch.float32))
         torch.testing.assert_close(s["client_grads"], s["full_grad"], rtol=0, atol=1e-6)
         np.testing.assert_array_equal(s["train_sizes"], synthetic.train.sizes)
+
+
+# ---- cohort_seed: the authors' code's seeding of clients and stragglers by the round only ---------------------
+
+def test_cohort_seed_gives_every_seed_the_same_clients_and_stragglers(synthetic, monkeypatch):
+    plans, batches, params = {}, {}, {}
+    for seed in (7, 8):
+        with monkeypatch.context() as m:
+            plans[seed], batches[seed] = _record_plans(m), _record_batches(m)
+            params[seed] = simulate(_cfg(seed=seed, cohort_seed=3), synthetic, _model(synthetic),
+                                    FedProx(lr=0.01, mu=1.0)).param_digest
+    with monkeypatch.context() as m:
+        own = _record_plans(m)
+        simulate(_cfg(seed=3), synthetic, _model(synthetic), FedProx(lr=0.01, mu=1.0))
+    assert _same_plans(plans[7], plans[8]) and _same_plans(plans[7], own)  # seed 3's clients and stragglers
+    assert any(p.straggler.any() for p in own)
+    # the minibatches and the initial model still follow the run's own seed
+    shared = set(batches[7]) & set(batches[8])
+    assert shared and any(not np.array_equal(batches[7][k], batches[8][k]) for k in shared)
+    assert params[7] != params[8]
+
+
+def test_cohort_seed_none_is_the_runs_seed(synthetic):
+    a = simulate(_cfg(), synthetic, _model(synthetic), FedAvg(lr=0.01))
+    b = simulate(_cfg(cohort_seed=7), synthetic, _model(synthetic), FedAvg(lr=0.01))  # _cfg's seed is 7
+    c = simulate(_cfg(cohort_seed=8), synthetic, _model(synthetic), FedAvg(lr=0.01))
+    assert a.param_digest == b.param_digest != c.param_digest
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "0"])
+def test_cohort_seed_must_be_none_or_a_non_negative_integer(bad):
+    with pytest.raises(ValueError, match="cohort_seed"):
+        SimulationConfig(cohort_seed=bad)

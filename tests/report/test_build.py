@@ -201,3 +201,21 @@ def test_rule_changed_before_any_result_is_not_called_changed_after_results(clai
     assert row.endswith(f"**{gain['verdict']}**; rule changed before any result (changed c1) |")
     section = md.split("## Registered rules")[1].split("\n## ")[0]
     assert "| claim | earlier rule's verdict |" in section and "cut to fit 2 cores" not in section
+
+
+def test_a_sensitivity_reading_is_shown_beside_its_claim_and_not_counted(claims):
+    gain = next(c for c in claims if c["id"].endswith("stragglers-90/accuracy-gain"))
+    reading = gain | {"id": gain["id"] + "/sensitivity-code-seeding", "verdict": "inconclusive",
+                      "effect": gain["effect"] | {"estimate": 3.0, "ci95": [-1.0, 7.0]}}
+    plain_md = claims_markdown(claims, pd.DataFrame())
+    md = claims_markdown([reading, *claims], pd.DataFrame())  # listed first: the report moves it after its claim
+    tally = [ln for ln in md.splitlines() if ln.startswith("| inconclusive | ")]
+    assert tally == [ln for ln in plain_md.splitlines() if ln.startswith("| inconclusive | ")]  # not counted
+    assert md.splitlines()[2:5] == plain_md.splitlines()[2:5]  # the headline counts too
+    assert ("1 sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where the authors' "
+            "code and the paper differ) are shown beside their claim and not counted.") in md
+    rows = _summary_rows(md)
+    at = next(i for i, r in enumerate(rows) if r.startswith(f"| [`{gain['id']}`]"))
+    assert rows[at + 1].startswith(f"| [`{reading['id']}`]") and "**inconclusive**" in rows[at + 1]
+    assert (f"- **Sensitivity readings** (the same rule with one setting changed; shown, not counted): "
+            f"[`sensitivity-code-seeding`](#{anchor(reading['id'])}): inconclusive, +3.00 [-1.00, +7.00]") in md

@@ -125,3 +125,62 @@ def test_a_budget_without_table_2_leaves_it_not_run(real_root, tmp_path, monkeyp
     assert t1["id"] == TABLE_1.claim_id and t1["verdict"] != "not-run" and t1["scale"]["budget"] == "convex"
     assert t2 == not_run_entry(study.NAME)[1] and t2["verdict"] == "not-run"
     assert {r["params"]["table"] for r in read_simulations(tmp_path)} == {TABLE_1.claim_id}
+
+
+def test_published_values_are_the_tables_differences_like_the_effect():
+    """The effect is FedProxVR's accuracy minus FedAvg's, so the published value is the tables' SVRG - FedAvg."""
+    (t1, t2) = study.CLAIMS
+    assert (t1.published["value"], t1.published["unit"]) == (0.10, "accuracy points")  # 84.12 - 84.02
+    assert (t2.published["value"], t2.published["unit"]) == (0.54, "accuracy points")  # 94.06 - 93.52
+    assert study.published_gain(study.PUBLISHED_TABLE_1, "SARAH") == 0.19
+    assert study.published_gain(study.PUBLISHED_TABLE_2, "SARAH") == 0.23
+
+
+def _as_run_left_it():
+    """The Table 1 entry of the convex run (reports of 2026-11-26): its parts as recorded, declared with the
+    first published value (SVRG's accuracy, 84.12)."""
+    from fedbench.claims.entry import judged
+
+    c = study.CLAIMS[0]
+    first = dataclasses.replace(c, published=c.published | {"value": 84.12, "unit": "test accuracy (%)"})
+    parts = [{"part": "SVRG - FedAvg", "rule": "r", "verdict": "reproduced", "estimate": 0.220298,
+              "ci95": [0.143791, 0.296804], "unit": "accuracy points"},
+             {"part": "SARAH - FedAvg", "rule": "r", "verdict": "reproduced", "estimate": 3.68452,
+              "ci95": [3.14447, 4.22457], "unit": "accuracy points"}]
+    from fedbench.studies.real_data import base_entry
+
+    e = base_entry(first, scale={}, deviations=[], figure=None, rounds_run=1000, training_seeds=[0, 1, 2, 3, 4])
+    result = {"verdict": "reproduced", "effect": parts[0], "parts": parts, "sensitivity": [], "would_change": "w"}
+    return c, judged(e, result) | {"cost": {"measured": True}}
+
+
+def test_a_recorded_run_is_rejudged_with_the_corrected_published_value():
+    from fedbench.studies.real_data import redeclared
+
+    c, old = _as_run_left_it()
+    assert old["magnitude"]["published"] == 84.12 and old["magnitude"]["verdict"] == "not-reproduced"
+    new = redeclared(old, c)
+    assert new["published"]["value"] == 0.10 and new["cost"] == {"measured": True}
+    m = new["magnitude"]
+    assert (m["published"], m["part"], m["estimate"], m["ci95"]) == (0.10, "SVRG - FedAvg", 0.220298,
+                                                                      [0.143791, 0.296804])
+    assert m["verdict"] == "not-reproduced"  # +0.10 lies below the interval [+0.14, +0.30]
+    assert new["verdict"] == new["direction"]["verdict"] == "reproduced"  # the direction part is unchanged
+    assert redeclared(old | {"rule": "another rule"}, c) == old | {"rule": "another rule"}  # the runs judged another
+
+
+def test_the_report_reads_a_recorded_run_with_the_current_declaration(tmp_path):
+    from fedbench.report import real_claims
+
+    c, old = _as_run_left_it()
+    stale = dict(not_run_entry(study.NAME)[1])  # Table 2 as the convex run left it: the first declaration
+    stale |= {"published": stale["published"] | {"value": 94.06}, "seeds": {"training": [], "data": []}}
+    folder = tmp_path / "studies" / study.NAME
+    folder.mkdir(parents=True)
+    (folder / "claims.json").write_text(json.dumps({"study": study.NAME, "seconds": 2884.0, "workers": 2,
+                                                    "budget": "convex", "claims": [old, stale]}))
+    t1, t2 = real_claims.paper_study_entries(study.NAME, tmp_path)
+    assert t1["published"]["value"] == 0.10 and t1["magnitude"]["verdict"] == "not-reproduced"
+    assert t1["verdict"] == "reproduced" and t1["cost"]["seconds"] == 2884.0
+    assert t2["verdict"] == "not-run" and t2["published"]["value"] == 0.54
+    assert t2["seeds"]["training"] == [0, 1, 2, 3, 4] and "command" in t2  # the current not-run entry

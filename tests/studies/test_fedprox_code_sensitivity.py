@@ -1,0 +1,103 @@
+"""The FedProx code-vs-paper sensitivity study: its rule is the headline's, each variant changes one setting, the
+rule on made-up curves with exact numbers, and a shortened run."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedbench.algorithms.fedavg import FedAvg
+from fedbench.algorithms.fedprox import FedProx
+from fedbench.claims.entry import sensitivity_of
+from fedbench.claims.magnitude import magnitude_of
+from fedbench.config import load_config
+from fedbench.report import claims as main_claims
+from fedbench.studies import fedprox_code_sensitivity as study
+from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
+
+PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
+
+
+def test_the_rule_and_readings_are_the_headlines():
+    cfg = load_config(PARAMS)
+    headline = main_claims.accuracy_gain(cfg, main_claims.Curves(pd.DataFrame()))  # not-run: its rule only
+    assert headline["id"] == study.HEADLINE
+    first_sentence = headline["rule"].split(". ")[0]
+    assert first_sentence.endswith("reaches +5.00 accuracy points, not-reproduced if it lies below +5.00 accuracy "
+                                   "points (the smallest effect that counts)")
+    assert study.RULE.split(". ")[0] == first_sentence
+    assert study.READINGS == main_claims.ACCURACY_READINGS and study.PRIMARY == "tail"
+    # the main job's settings, which each variant changes in one field
+    t = cfg.train
+    assert (t.rounds, t.clients_per_round, t.local_epochs, t.batch_size, t.lr, t.sampling, t.straggler_epochs) == \
+        (study.ROUNDS, study.K, study.EPOCHS, study.BATCH, study.LR, "uniform", "authors_code")
+    assert tuple(t.seeds) == study.SEEDS and cfg.algorithms["fedprox_mu1"].hyper == {"mu": study.MU}
+
+
+def test_each_variant_changes_one_setting_of_the_main_jobs():
+    base = dataclasses.asdict(study.simulation("paper-sampling", "fedavg", 3).config) | {"sampling": "uniform"}
+    assert (base["straggler_fraction"], base["rounds"], base["cohort_seed"]) == (0.9, 200, None)
+    for variant, changed in {"paper-sampling": {"sampling": "proportional"},
+                             "paper-straggler-epochs": {"straggler_epochs": "paper"},
+                             "code-seeding": {"cohort_seed": 0}}.items():
+        for arm, algorithm in (("fedavg", FedAvg(lr=0.01)), ("fedprox_mu1", FedProx(lr=0.01, mu=1.0))):
+            sim = study.simulation(variant, arm, 3)
+            cfg = dataclasses.asdict(sim.config)
+            assert {k: v for k, v in cfg.items() if base[k] != v} == changed
+            assert sim.algorithm == algorithm and sim.config.seed == 3
+    assert len(study.declare()) == 3 * 2 * 5
+    with pytest.raises(ValueError, match="variant 'paper'; allowed: paper-sampling, paper-straggler-epochs, code-seeding"):
+        study.simulation("paper", "fedavg", 0)
+
+
+def _curves(gain_of_seed):
+    """FedAvg at 50% accuracy every round, FedProx at 50 + gain_of_seed(s) points; falling losses."""
+    def curves(arm, s):
+        loss = [2.0 - 0.001 * r for r in range(study.ROUNDS + 1)]
+        level = 0.5 + (gain_of_seed(s) / 100 if arm == "fedprox_mu1" else 0.0)
+        return loss, [level] * (study.ROUNDS + 1)
+    return curves
+
+
+def test_rule_on_made_up_curves():
+    result = study.judge_variant(_curves(lambda s: 10.0 + s))
+    assert result["effect"]["per_seed"] == [pytest.approx(10.0 + s) for s in study.SEEDS]
+    assert result["effect"]["estimate"] == pytest.approx(12.0)
+    assert result["verdict"] == "reproduced"
+    assert [c["reading"] for c in result["sensitivity"] if c["budget"] == 1.0] == \
+        ["mean of last 5 rounds", "paper's rule (C.3.2)", "final round", "best round"]
+    small = study.judge_variant(_curves(lambda s: 1.0 + 0.1 * s))  # a real gain of ~1.2 points: below the 5 that count
+    assert small["effect"]["estimate"] == pytest.approx(1.2) and small["verdict"] == "not-reproduced"
+    noisy = study.judge_variant(_curves(lambda s: [-6.0, 14.0, -2.0, 16.0, 3.0][s]))
+    assert noisy["verdict"] == "inconclusive"
+
+
+def test_sensitivity_ids_name_their_claim_and_take_its_magnitude():
+    cid = f"{study.HEADLINE}/sensitivity-code-seeding"
+    assert sensitivity_of(cid) == study.HEADLINE and sensitivity_of(study.HEADLINE) is None
+    assert magnitude_of(cid) == magnitude_of(study.HEADLINE) and magnitude_of(cid).kind == "none"
+
+
+def test_short_run_writes_three_sensitivity_entries(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "ROUNDS", 3)
+    monkeypatch.setattr(study, "EPOCHS", 2)
+    monkeypatch.setattr(study, "SEEDS", (0, 1))
+    calls = spy_simulate(monkeypatch)
+    entries = study.run(tmp_path, workers=1)
+    assert_every_run_recorded(tmp_path, calls)
+    assert_valid_entries(entries)
+    assert len(calls) == 3 * 2 * 2
+    assert [e["id"] for e in entries] == [f"{study.HEADLINE}/sensitivity-{v}" for v in
+                                          ("paper-sampling", "paper-straggler-epochs", "code-seeding")]
+    assert all(e["magnitude"]["verdict"] is None and e["verdict"] == e["direction"]["verdict"] for e in entries)
+    assert {(c.sampling, c.straggler_epochs, c.cohort_seed) for c, *_ in calls} == {
+        ("proportional", "authors_code", None), ("uniform", "paper", None), ("uniform", "authors_code", 0)}
+    # FedAvg drops its stragglers, so the straggler epochs leave it unchanged: the same model as under code
+    # seeding's seed 0 (which is seed 0's own cohort)
+    digests = {(c.straggler_epochs, c.cohort_seed, c.seed, type(a).__name__): r.param_digest for c, a, r in calls}
+    assert digests[("paper", None, 0, "FedAvg")] == digests[("authors_code", 0, 0, "FedAvg")]
+    assert digests[("paper", None, 0, "FedProx")] != digests[("authors_code", 0, 0, "FedProx")]
+    assert (tmp_path / "fedprox_code_sensitivity.png").stat().st_size > 0
