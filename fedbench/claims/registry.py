@@ -73,13 +73,16 @@ def load(path: str | Path = REGISTRY) -> dict[str, Any]:
     return body
 
 
-def changed_fields(registered: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def changed_fields(registered: dict[str, Any], now: dict[str, Any], judged: bool = True) -> list[str]:
     """The registered fields that ``now`` differs in (a field empty at registration and filled at the first
-    judgement is no change)."""
+    judgement is no change; an entry not ``judged`` (not-run: a study not run here) states no runs or readings, so
+    only its rule and published value are compared)."""
     out = []
     for k in SPEC_KEYS:
         before = registered.get(k)
-        if k in FILLED_AT_JUDGEMENT and before in (None, [], {}):
+        if k in FILLED_AT_JUDGEMENT and (before in (None, [], {}) or not judged):
+            continue
+        if k == "runs" and not judged:
             continue
         if k == "runs" and before and before.get("rounds_run") is None and not (before.get("seeds") or {}).get("training"):
             continue  # a study registered before it ran states its runs when it first runs
@@ -97,7 +100,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
     if reg is None:
         return {"status": "unregistered", "hash": now, "registered": None, "changed_fields": [],
                 "registered_verdict": None, "history": []}
-    fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec)
+    fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") != "not-run")
     return {"status": "changed" if fields else "registered", "hash": now,
             "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
             "changed_fields": fields, "registered_verdict": reg.get("verdict"),

@@ -172,15 +172,33 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     return [by_name[name] for name in names]
 
 
+def command(name: str) -> str:
+    """The one command that runs claim study ``name`` at its pipeline budget (fedbench.studies.stage.run_study)."""
+    return f"fedbench study run {name}"
+
+
+def not_run_entries(name: str, why: str, would_change: str) -> list[dict[str, Any]]:
+    """The claims study ``name`` declares (its module's ``CLAIMS``: id, where, claim_text, published, rule; and
+    ``PAPER``) as not-run entries saying ``why`` and what would run them; [] for a study that declares none."""
+    from fedbench.claims.entry import new_entry, not_run
+
+    module = importlib.import_module(f"fedbench.studies.{name}")
+    return [not_run(new_entry(**c, paper=module.PAPER, scale={"study": name}, deviations=[], figure=None,
+                              fidelity="stand-in", rounds_run=None, rounds_paper=None, training_seeds=[],
+                              data_seeds=[]), why, would_change)
+            for c in getattr(module, "CLAIMS", ())]
+
+
 def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
                     budget: str | None = None, executor: ExecutorSettings | None = None,
-                    real_root: Path | None = None) -> list[dict[str, Any]]:
+                    real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records.
     ``budget`` picks one of the study's declared round budgets (its ``BUDGETS``), e.g. "paper" for the paper's
     round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
     run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
-    paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real)."""
+    paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
+    the study's training seeds (only for a study whose run() takes them)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
     kwargs: dict[str, Any] = {}
     if "workers" in inspect.signature(module.run).parameters:
@@ -190,6 +208,10 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
         if budget not in allowed:
             raise ValueError(f"study {name} has no budget {budget!r}; allowed: {', '.join(allowed) or 'none'}")
         kwargs["budget"] = budget
+    if seeds is not None:
+        if "seeds" not in inspect.signature(module.run).parameters:
+            raise ValueError(f"study {name} fixes its seeds (its run() takes no seeds)")
+        kwargs["seeds"] = tuple(seeds)
     if real_root is not None:
         if "real_root" not in inspect.signature(module.run).parameters:
             raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")

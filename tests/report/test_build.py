@@ -120,7 +120,7 @@ def test_cells():
 
 
 def test_study_not_run_placeholder(tmp_path):
-    cfg = load_config("params.yaml", {"claim_studies": ["delta_fl_triangle"]})
+    cfg = load_config("params.yaml", {"claim_studies": {"default": {"delta_fl_triangle": {}}}})
     (c,) = study_claims(cfg, tmp_path)
     assert c["verdict"] == "not-run" and c["study"] == "delta_fl_triangle" and "has not run" in c["observed"]
     md = claims_markdown([c], pd.DataFrame())
