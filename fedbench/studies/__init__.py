@@ -17,6 +17,7 @@ import importlib
 import inspect
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from fedbench.claims.entry import plain
 from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings, open_executor
+from fedbench.studies import reuse
 from fedbench.studies.record import SIMULATIONS
 
 if TYPE_CHECKING:
@@ -40,6 +42,21 @@ WORKERS = 2  # worker processes of run_simulations (the pipeline's machines have
 # where run_simulations runs its stacks when not told: the executor run_claim_study was given (a study's run()
 # passes only workers), else local worker processes
 EXECUTOR: ContextVar[ExecutorSettings] = ContextVar("fedbench_studies_executor", default=ExecutorSettings())
+
+
+@dataclass
+class OutcomeStore:
+    """Where run_simulations reads and writes finished simulations (fedbench.studies.reuse), and the fingerprints
+    the study has used so far (the others are pruned when it finishes)."""
+
+    folder: Path
+    used: set[str] = field(default_factory=set)
+    reused: int = 0
+    computed: int = 0
+
+
+# the store run_claim_study opened for the study it runs (None: a study's run() called directly; nothing is reused)
+STORE: ContextVar[OutcomeStore | None] = ContextVar("fedbench_studies_store", default=None)
 
 def sim_config(**fields: Any) -> SimulationConfig:
     """A SimulationConfig with the studies' defaults, ``fields`` on top: on the CPU (the studies are small),
@@ -161,14 +178,40 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
             check_spec(spec)
         except (ValueError, TypeError) as err:
             raise ValueError(f"simulation {sim.name}: {err}") from None
-    device = next((s.config.device for s in sims if s.config.device != "cpu"), "cpu")
-    with open_executor(executor or EXECUTOR.get(), workers) as ex:
-        model_of = {id(s): sim.model for s, sim in zip(specs, sims)}
-        pieces = plan_stacks(specs, ex.slots(device), key=lambda spec: (model_of[id(spec)], stack_key(spec)),
-                             model_of=lambda spec: model_of[id(spec)])  # on CUDA: stacks cut to the free memory
-        outcomes = ex.map(_run_stack, [[sims[i] for i in piece] for piece in pieces], device,
-                          names=[", ".join(sims[i].name for i in piece) for piece in pieces])
-    by_name = {o.name: o for stack in outcomes for o in stack}
+    store = STORE.get()
+    by_name: dict[str, Outcome] = {}
+    key_of: dict[str, str] = {}
+    if store is not None:  # fingerprint reuse: a finished simulation with the same fingerprint is read back
+        code, data_hash = reuse.code_hash(reuse.STUDY_RUN_CODE), {}
+        for sim, spec in zip(sims, specs):
+            if id(spec.dataset) not in data_hash:  # a dataset many simulations share is hashed once
+                data_hash[id(spec.dataset)] = spec.dataset.content_hash
+            digest = data_hash[id(spec.dataset)]
+            key_of[sim.name] = reuse.fingerprint(sim, digest, code)
+            if (found := reuse.load(store.folder, key_of[sim.name])) is not None:
+                by_name[sim.name] = Outcome(name=sim.name, **found)
+        store.used |= set(key_of.values())
+        store.reused += len(by_name)
+        store.computed += len(sims) - len(by_name)
+        print(f"{len(by_name)} of {len(sims)} simulations reused (fingerprint match in {store.folder})", flush=True)
+
+    def keep(stack: list[Outcome]) -> None:  # as each stack finishes: an interrupted study keeps it
+        for o in stack:
+            if store is not None:
+                reuse.save(store.folder, key_of[o.name], o)
+
+    todo = [i for i, sim in enumerate(sims) if sim.name not in by_name]
+    if todo:
+        device = next((sims[i].config.device for i in todo if sims[i].config.device != "cpu"), "cpu")
+        with open_executor(executor or EXECUTOR.get(), workers) as ex:
+            model_of = {id(specs[i]): sims[i].model for i in todo}
+            pieces = plan_stacks([specs[i] for i in todo], ex.slots(device),
+                                 key=lambda spec: (model_of[id(spec)], stack_key(spec)),
+                                 model_of=lambda spec: model_of[id(spec)])  # on CUDA: stacks cut to the free memory
+            pieces = [[todo[j] for j in piece] for piece in pieces]
+            outcomes = ex.map(_run_stack, [[sims[i] for i in piece] for piece in pieces], device, each=keep,
+                              names=[", ".join(sims[i].name for i in piece) for piece in pieces])
+        by_name |= {o.name: o for stack in outcomes for o in stack}
     return [by_name[name] for name in names]
 
 
@@ -216,14 +259,19 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
         if "real_root" not in inspect.signature(module.run).parameters:
             raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")
         kwargs["real_root"] = Path(real_root)
+    store = OutcomeStore(root / name / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
     with atomic_folder(root / name) as tmp:
         t0 = time.perf_counter()
-        token = EXECUTOR.set(executor or ExecutorSettings())
+        token, store_token = EXECUTOR.set(executor or ExecutorSettings()), STORE.set(store)
         try:
             claims = module.run(tmp, **kwargs)
         finally:
             EXECUTOR.reset(token)
+            STORE.reset(store_token)
         seconds = time.perf_counter() - t0
+        reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
+        if store.folder.is_dir():
+            os.replace(store.folder, tmp / reuse.OUTCOMES)
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")
         (tmp / "claims.json").write_text(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
