@@ -24,13 +24,14 @@ RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", 
 # `fedbench claims register` rewrites and that changes no study's numbers, so the folder itself is no dependency
 CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "magnitude", "papers", "readings", "registry", "stats",
                                                  "verdict"))
-# a claim study: its own module (studies/<name>.py, see study_code) and this shared code: the studies' runner, record
-# format and stage (params.yaml -> the run), the same engine, their synthetic data, the worker processes or Ray tasks
+# a claim study: its own module (studies/<name>.py, see study_code) and this shared code: the studies' runner, their
+# declaration, record format, outcome reuse and stage (params.yaml -> the run), the same engine, their synthetic data, the worker processes or Ray tasks
 # (one torch thread each, which fixes the order of floating-point sums), the claim model that judges them and the
 # figures they draw
-STUDY_CODE = ("studies/__init__.py", "studies/record.py", "studies/reuse.py", "studies/stage.py", "engine", "algorithms", "models",
-              "availability", "data/__init__.py", "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py",
-              "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
+STUDY_CODE = ("studies/__init__.py", "studies/declaration.py", "studies/record.py", "studies/reuse.py",
+              "studies/stage.py", "engine", "algorithms", "models", "availability", "data/__init__.py",
+              "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py",
+              "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
 
 # what computes a claim study's simulation (its fingerprint hashes it, fedbench.studies.reuse): a training run's code,
 # the studies' runner (fedbench.studies: the stacks, the model trace) and the one-torch-thread rule of the workers

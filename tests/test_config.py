@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from fedbench.cli import main
-from fedbench.config import ConfigError, load_config
+from fedbench.config import ClaimStudyConfig, ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -168,3 +168,9 @@ def test_claim_study_errors_name_the_study_and_key(tmp_path, edit, message):
 def test_claim_study_without_settings_runs_at_the_pipeline_budget(tmp_path):
     cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["default"].update(mime_synthetic=None)))
     assert cfg.claim_studies["mime_synthetic"].budget == "pipeline" and cfg.claim_studies["mime_synthetic"].default
+
+
+def test_seeds_override_for_a_study_that_takes_seeds(tmp_path):
+    cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["default"].update(
+        fedproxvr_synthetic={"budget": "paper", "seeds": [1, 2]})))
+    assert cfg.claim_studies["fedproxvr_synthetic"] == ClaimStudyConfig(budget="paper", seeds=(1, 2), default=True)

@@ -28,12 +28,9 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fedbench.provenance import STUDY_RUN_CODE, code_hash
-
-if TYPE_CHECKING:
-    pass  # fedbench.studies.Outcome and Simulation, named in annotations only (importing them would be a cycle)
 
 OUTCOMES = "outcomes"  # the folder of finished simulations inside a study's output folder
 FORMAT = 1  # the outcome file's layout: a change here makes every stored outcome stale
@@ -78,8 +75,9 @@ def _model_identity(model: Any) -> dict[str, Any]:
             "init": None if init is None else _callable_identity(init), "frozen": frozen}
 
 
-def fingerprint(sim: Simulation, data_hash: str, code: str | None = None) -> str:
-    """Identity of ``sim``'s numbers: its settings, its data (``data_hash``) and the code that computes them."""
+def fingerprint(sim: Any, data_hash: str, code: str | None = None) -> str:
+    """Identity of the numbers of ``sim`` (a fedbench.studies.Simulation; not imported here: a cycle): its
+    settings, its data (``data_hash``) and the code that computes them (``code``, default STUDY_RUN_CODE's hash)."""
     blob = {"format": FORMAT, "config": repr(sim.config), "algorithm": repr(sim.algorithm),
             "model": _model_identity(sim.model), "trace": sim.trace, "data": data_hash,
             "code": code or code_hash(STUDY_RUN_CODE), "study_code": _study_sources(sim.algorithm, sim.model)}
@@ -92,8 +90,9 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def save(folder: Path, key: str, outcome: Outcome) -> None:
-    """``outcome`` as ``folder/<key>.json``, complete or not at all (a temporary file renamed into place)."""
+def save(folder: Path, key: str, outcome: Any) -> None:
+    """``outcome`` (a fedbench.studies.Outcome) as ``folder/<key>.json``, complete or not at all (a temporary file
+    renamed into place)."""
     import numpy as np
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,14 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of, available_claim_studies, study_budgets
+from fedbench.config import (
+    PIPELINE_BUDGET,
+    ClaimStudyConfig,
+    Config,
+    _one_of,
+    available_claim_studies,
+    study_budgets,
+)
 from fedbench.errors import ConfigError
 from fedbench.executors import ExecutorSettings
 from fedbench.studies import STUDIES_ROOT, WORKERS, run_claim_study
