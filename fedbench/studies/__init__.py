@@ -7,8 +7,9 @@ outcomes: every study's runs go through that one function, so how runs execute (
 runs as one tensor program later) is decided in one place. A study writes its figure(s) as PNG and a record of
 every simulation (fedbench.studies.record) into ``out_dir`` and returns one entry per claim with exactly
 the keys of fedbench.claims.entry.CLAIM_KEYS. Verdicts come from the rule stated in each entry,
-never from the published number. ``run_claim_study`` is the DVC ``study`` stage; the ``track`` stage
-(fedbench.track) logs the results to MLflow.
+never from the published number. ``run_claim_study`` runs one study (the DVC ``study@NAME`` stage and
+``fedbench study run``: fedbench.studies.stage), reusing the simulations it finished before (fedbench.studies.reuse);
+the ``track`` stage (fedbench.track) logs the results to MLflow.
 """
 
 from __future__ import annotations
@@ -164,7 +165,10 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     processes equally busy (fedbench.engine.stacking), every dataset built once here first so the workers share
     it; or, with the ``ray`` executor (``executor``, default the one run_claim_study was given:
     fedbench.executors), as Ray tasks cut for the cluster. Names must be unique (they name the records and the
-    MLflow runs)."""
+    MLflow runs). Under run_claim_study, a simulation whose fingerprint (settings, data, code: fedbench.studies.reuse)
+    matches an outcome the study kept is read back instead (its ``seconds`` those of the run that computed it), and
+    each computed stack is kept as soon as it finishes, so changing one arm reruns that arm only and an interrupted
+    study resumes."""
     from fedbench.engine.simulation import RunSpec, check_spec, stack_key
     from fedbench.engine.stacking import plan_stacks
 
@@ -182,12 +186,12 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     by_name: dict[str, Outcome] = {}
     key_of: dict[str, str] = {}
     if store is not None:  # fingerprint reuse: a finished simulation with the same fingerprint is read back
-        code, data_hash = reuse.code_hash(reuse.STUDY_RUN_CODE), {}
+        code, data_hash, model_ids = reuse.code_hash(reuse.STUDY_RUN_CODE), {}, {}
         for sim, spec in zip(sims, specs):
             if id(spec.dataset) not in data_hash:  # a dataset many simulations share is hashed once
                 data_hash[id(spec.dataset)] = spec.dataset.content_hash
             digest = data_hash[id(spec.dataset)]
-            key_of[sim.name] = reuse.fingerprint(sim, digest, code)
+            key_of[sim.name] = reuse.fingerprint(sim, digest, code, model_ids)
             if (found := reuse.load(store.folder, key_of[sim.name])) is not None:
                 by_name[sim.name] = Outcome(name=sim.name, **found)
         store.used |= set(key_of.values())

@@ -75,11 +75,15 @@ def _model_identity(model: Any) -> dict[str, Any]:
             "init": None if init is None else _callable_identity(init), "frozen": frozen}
 
 
-def fingerprint(sim: Any, data_hash: str, code: str | None = None) -> str:
+def fingerprint(sim: Any, data_hash: str, code: str | None = None, models: dict[int, Any] | None = None) -> str:
     """Identity of the numbers of ``sim`` (a fedbench.studies.Simulation; not imported here: a cycle): its
-    settings, its data (``data_hash``) and the code that computes them (``code``, default STUDY_RUN_CODE's hash)."""
+    settings, its data (``data_hash``) and the code that computes them (``code``, default STUDY_RUN_CODE's hash).
+    ``models`` memoizes the models' identities by object (a model's frozen tensors are hashed once per call)."""
+    models = {} if models is None else models
+    if id(sim.model) not in models:
+        models[id(sim.model)] = _model_identity(sim.model)
     blob = {"format": FORMAT, "config": repr(sim.config), "algorithm": repr(sim.algorithm),
-            "model": _model_identity(sim.model), "trace": sim.trace, "data": data_hash,
+            "model": models[id(sim.model)], "trace": sim.trace, "data": data_hash,
             "code": code or code_hash(STUDY_RUN_CODE), "study_code": _study_sources(sim.algorithm, sim.model)}
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
