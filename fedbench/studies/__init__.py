@@ -225,15 +225,18 @@ def command(name: str) -> str:
 
 
 def not_run_entries(name: str, why: str, would_change: str) -> list[dict[str, Any]]:
-    """The claims study ``name`` declares (its module's ``CLAIMS``: id, where, claim_text, published, rule; and
-    ``PAPER``) as not-run entries saying ``why`` and what would run them; [] for a study that declares none."""
+    """The claims study ``name`` declares (its module's ``STUDY``, fedbench.studies.declaration) as not-run entries
+    saying ``why`` and what would run them; [] for a study not declared that way."""
     from fedbench.claims.entry import new_entry, not_run
 
-    module = importlib.import_module(f"fedbench.studies.{name}")
-    return [not_run(new_entry(**c, paper=module.PAPER, scale={"study": name}, deviations=[], figure=None,
+    study = getattr(importlib.import_module(f"fedbench.studies.{name}"), "STUDY", None)
+    if study is None:
+        return []
+    return [not_run(new_entry(id=c.id, paper=study.paper, where=c.where, claim_text=c.claim_text,
+                              published=c.published, rule=c.rule, scale={"study": name}, deviations=[], figure=None,
                               fidelity="stand-in", rounds_run=None, rounds_paper=None, training_seeds=[],
                               data_seeds=[]), why, would_change)
-            for c in getattr(module, "CLAIMS", ())]
+            for c in study.claims]
 
 
 def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,

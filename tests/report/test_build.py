@@ -201,3 +201,23 @@ def test_rule_changed_before_any_result_is_not_called_changed_after_results(clai
     assert row.endswith(f"**{gain['verdict']}**; rule changed before any result (changed c1) |")
     section = md.split("## Registered rules")[1].split("\n## ")[0]
     assert "| claim | earlier rule's verdict |" in section and "cut to fit 2 cores" not in section
+
+
+def test_opt_in_study_is_not_run_with_its_command_and_cost_until_it_runs(tmp_path):
+    from fedbench.claims import registry
+
+    cfg = load_config("params.yaml")  # feddane_synthetic is opt-in (claim_studies.opt_in)
+    dane = [c for c in study_claims(cfg, tmp_path) if c["study"] == "feddane_synthetic"]
+    assert [c["id"] for c in dane] == ["fedprox/synthetic-iid/feddane-similar-to-fedprox",
+                                       "fedprox/synthetic/feddane-poor-on-non-iid",
+                                       "fedprox/synthetic/feddane-more-devices-still-worse"]
+    for c in dane:
+        assert c["verdict"] == "not-run" and c["command"] == "fedbench study run feddane_synthetic"
+        assert "273 s wall at the pipeline budget, 2 workers on 2 CPU cores, measured 2026-11-26" in c["observed"]
+        assert c["cost"]["seconds"] == 273
+        assert registry.status(c, registry.load())["status"] == "registered"  # its rule as registered: no change
+    (tmp_path / "feddane_synthetic").mkdir()  # someone ran it: its claims are read as any study's
+    judged = {"id": "fedprox/synthetic-iid/feddane-similar-to-fedprox", "verdict": "reproduced"}
+    (tmp_path / "feddane_synthetic" / "claims.json").write_text(json.dumps({"claims": [judged]}))
+    dane = [c for c in study_claims(cfg, tmp_path) if c["study"] == "feddane_synthetic"]
+    assert dane == [judged | {"study": "feddane_synthetic"}]
