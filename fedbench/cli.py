@@ -168,6 +168,16 @@ def cmd_check(a: argparse.Namespace) -> None:
     print(f"{a.params}: ok ({len(cfg.studies)} studies, {n} cells x {len(cfg.train.seeds)} seeds)")
 
 
+def cmd_study(a: argparse.Namespace) -> None:
+    from fedbench.studies.stage import list_studies, run_study
+
+    cfg = load_config(a.params)
+    if a.study_command == "list":
+        print("\n".join(list_studies(cfg)))
+    else:
+        run_study(cfg, a.name, budget=a.budget, workers=a.workers)
+
+
 def cmd_regress(a: argparse.Namespace) -> None:
     from fedbench.regression import check, update
 
@@ -197,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  fedbench run --dataset synthetic_1_1 --algorithm fedprox_mu1 --stragglers 0.9 --seed 0\n"
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
                "  fedbench show --claims          # one line per claim of reports/claims.json, with counts; --verbose, --paper, ...\n"
+               "  fedbench study list             # the claim studies: budgets, default or opt-in, cost\n"
+               "  fedbench study run feddane_synthetic   # an opt-in claim study into reports/studies/ (then dvc repro reports it)\n"
                "  fedbench paper list             # the paper studies' cost: runs read, training/evaluation hours, measured or projected\n"
                "  fedbench paper cost --device cpu   # time each paper study at its shapes on generated data (reports/bench/)\n"
                "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
@@ -257,6 +269,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check-config", parents=[params], help="validate params.yaml and exit")
     c.set_defaults(fn=cmd_check)
+
+    st = sub.add_parser("study", parents=[params], help="the claim studies: list them, or run one (what its DVC stage "
+                                                        "does, at any budget it declares)")
+    st_sub = st.add_subparsers(dest="study_command", required=True, metavar="{list,run}")
+    st_sub.add_parser("list", parents=[params], help="each claim study: its budgets, what runs it, its cost where known")
+    sr = st_sub.add_parser("run", parents=[params], help="run claim study NAME into reports/studies/NAME/ (at the budget "
+                                                         "params.yaml gives it) or reports/studies-BUDGET/NAME/")
+    sr.add_argument("name", help="a claim study of fedbench/studies/ (`fedbench study list`)")
+    sr.add_argument("--budget", help="a round budget the study declares (default: params.yaml claim_studies', else pipeline)")
+    sr.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    st.set_defaults(fn=cmd_study)
 
     rg = sub.add_parser("regress", parents=[params], help="run the quick profile and compare key numbers with the committed reference")
     rg.add_argument("--update", action="store_true", help="regenerate the reference values from the pipeline")

@@ -82,6 +82,22 @@ class StudyConfig:
     train: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ClaimStudyConfig:
+    """One claim study of params.yaml ``claim_studies``: the round budget it runs at (one its module declares in
+    BUDGETS; "pipeline" for a study that declares none), other training seeds where its run() takes ``seeds``
+    (None: the study's own), and whether `dvc repro` runs it (its group: ``default`` or ``opt_in``)."""
+
+    budget: str = "pipeline"
+    seeds: tuple[int, ...] | None = None
+    default: bool = True
+
+
+CLAIM_STUDY_GROUPS = ("default", "opt_in")  # claim_studies' keys: one DVC stage each / run by `fedbench study run`
+CLAIM_STUDY_KEYS = ("budget", "seeds")
+PIPELINE_BUDGET = "pipeline"  # a claim study's budget where its module declares no BUDGETS
+
+
 STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
                     "dissimilarity_samples")
 
@@ -92,7 +108,9 @@ class Config:
     train: TrainConfig
     algorithms: dict[str, AlgorithmConfig]
     studies: dict[str, StudyConfig]
-    claim_studies: tuple[str, ...] = ()  # small studies in fedbench/studies/, each turning paper statements into claims
+    # small studies in fedbench/studies/, each turning paper statements into claims: name -> its settings, the
+    # ones `dvc repro` runs (default) first
+    claim_studies: dict[str, ClaimStudyConfig] = field(default_factory=dict)
 
     def train_for(self, dataset: str) -> TrainConfig:
         """The train settings of ``dataset``'s runs: the train section with the overrides of the study that lists
@@ -296,14 +314,56 @@ def parse_config(raw: Any) -> Config:
                 raise ConfigError(f"studies.{name}.stragglers: write {written!r} as {float(written)!r} (DVC names "
                                   "each run folder after the value as written)")
         studies[name] = study
-    claim_studies = ()
-    if raw.get("claim_studies") is not None:
-        value = raw["claim_studies"]
-        claim_studies = () if value == [] else _coerce(value, tuple[str, ...], "claim_studies")
-        available = available_claim_studies()
-        for name in claim_studies:
-            _one_of(name, available, "claim_studies")
+    claim_studies = _claim_studies(raw.get("claim_studies"))
     return Config(data=data, train=train, algorithms=algorithms, studies=studies, claim_studies=claim_studies)
+
+
+def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
+    """params.yaml ``claim_studies``: {default: {NAME: {budget, seeds}}, opt_in: {NAME: ...}}, each name a claim
+    study of fedbench/studies/ listed once, its budget one the study declares, its seeds distinct integers >= 0 and
+    given only to a study whose run() takes them. Read from the studies' source: no torch is imported."""
+    if raw is None:
+        return {}
+    shape = "a mapping {default: {NAME: {budget, seeds}}, opt_in: {NAME: ...}}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"claim_studies: expected {shape}, got {type(raw).__name__}")
+    out: dict[str, ClaimStudyConfig] = {}
+    available = available_claim_studies()
+    for group in raw:
+        _one_of(group, CLAIM_STUDY_GROUPS, "claim_studies")
+    for group in CLAIM_STUDY_GROUPS:
+        body = raw.get(group)
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise ConfigError(f"claim_studies.{group}: expected a mapping of study name -> {{budget, seeds}}, got "
+                              f"{type(body).__name__}")
+        for name, settings in body.items():
+            where = f"claim_studies.{group}.{name}"
+            if name not in available:
+                raise ConfigError(f"{where}: unknown claim study{_suggest(str(name), available)}; allowed: "
+                                  f"{', '.join(available)}")
+            if name in out:
+                raise ConfigError(f"{where}: also in claim_studies.default; list a study once")
+            settings = {} if settings is None else settings
+            if not isinstance(settings, dict):
+                raise ConfigError(f"{where}: expected a mapping {{budget, seeds}}, got {settings!r}")
+            for key in settings:
+                if key not in CLAIM_STUDY_KEYS:
+                    raise ConfigError(f"{where}.{key}: unknown key{_suggest(str(key), list(CLAIM_STUDY_KEYS))}; "
+                                      f"allowed: {', '.join(CLAIM_STUDY_KEYS)}")
+            budget = _coerce(settings.get("budget", PIPELINE_BUDGET), str, f"{where}.budget")
+            _one_of(budget, study_budgets(name), f"{where}.budget")
+            seeds = None
+            if settings.get("seeds") is not None:
+                seeds = _coerce(settings["seeds"], tuple[int, ...], f"{where}.seeds")
+                if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+                    raise ConfigError(f"{where}.seeds: expected distinct integers >= 0, got {list(seeds)}")
+                if not study_takes_seeds(name):
+                    raise ConfigError(f"{where}.seeds: study {name} fixes its seeds in its module (its run() takes "
+                                      "no seeds); allowed: leave seeds out")
+            out[name] = ClaimStudyConfig(budget=budget, seeds=seeds, default=group == "default")
+    return out
 
 
 def _study_train(body: Any, train: TrainConfig, raw_train: Any, where: str) -> dict[str, Any]:
@@ -347,6 +407,28 @@ def available_claim_studies() -> list[str]:
     studies = Path(__file__).resolve().parent / "studies"
     return sorted(f.stem for f in studies.glob("*.py") if not f.stem.startswith("_") and any(
         isinstance(node, ast.FunctionDef) and node.name == "run" for node in ast.parse(f.read_text()).body))
+
+
+def _study_source(name: str) -> ast.Module:
+    return ast.parse((Path(__file__).resolve().parent / "studies" / f"{name}.py").read_text())
+
+
+def study_budgets(name: str) -> list[str]:
+    """The round budgets claim study ``name`` declares (the keys of its module-level ``BUDGETS``), read from its
+    source; ["pipeline"] for a study that declares none (it has one budget, the pipeline's)."""
+    for node in _study_source(name).body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BUDGETS" for t in node.targets)
+                and isinstance(node.value, ast.Dict)):
+            return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    return [PIPELINE_BUDGET]
+
+
+def study_takes_seeds(name: str) -> bool:
+    """Whether claim study ``name``'s run() takes ``seeds`` (read from its source)."""
+    for node in _study_source(name).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "run":
+            return any(a.arg == "seeds" for a in node.args.args + node.args.kwonlyargs)
+    return False
 
 
 class _Loader(yaml.SafeLoader):

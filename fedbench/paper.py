@@ -13,7 +13,9 @@ trains its runs with the train stage's code (stacked, reused when finished) and 
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
 the study's variants (``VARIANTS``, with params.yaml's data.variants parameters) the same way, runs the study at
 its ``paper`` budget into ``runs/studies/NAME/`` (train.workers processes, train.executor; on a GPU when there is
-one) and rebuilds ``reports/``. Nothing is trained before every download has arrived, so an offline machine stops
+one) and rebuilds ``reports/``: for such a study ``paper run NAME`` is ``fedbench study run NAME --budget paper``
+(the same runner, fedbench.studies.run_claim_study) plus the data fetch, written to ``runs/studies/NAME/`` instead of
+``reports/studies-paper/NAME/``. Nothing is trained before every download has arrived, so an offline machine stops
 at the first fetch with one line naming the URL.
 
 Before anything starts, ``paper run`` prints the study's cost (projected from measured per-step costs, or measured

@@ -2,8 +2,8 @@
 
 ``RUN_CODE`` is the source of a training run's numbers: the run fingerprint hashes it (a change makes every
 finished run stale), and the commit recorded with a run is ``-dirty`` only when a file of it differs from
-HEAD. ``STUDY_CODE`` is the same for the claim studies. dvc.yaml's study stage depends on exactly
-``STUDY_CODE``, its train stages on ``TRAIN_STAGE_CODE`` (``RUN_CODE`` plus the code that turns params.yaml into
+HEAD. ``STUDY_CODE`` is the same for the claim studies (the code they share; each also depends on its own module,
+``study_code``). dvc.yaml's study stages depend on exactly ``study_code(name)``, its train stages on ``TRAIN_STAGE_CODE`` (``RUN_CODE`` plus the code that turns params.yaml into
 runs); tests/faults/test_layering.py checks that dvc.yaml says the same. Paths are relative to the fedbench
 package; a folder stands for every ``.py`` file under it.
 """
@@ -24,11 +24,26 @@ RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", 
 # `fedbench claims register` rewrites and that changes no study's numbers, so the folder itself is no dependency
 CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "magnitude", "papers", "readings", "registry", "stats",
                                                  "verdict"))
-# a claim study: the same engine, the studies, their synthetic data, the worker processes or Ray tasks (one torch
-# thread each, which fixes the order of floating-point sums), the claim model that judges them and the figures they draw
-STUDY_CODE = ("studies", "engine", "algorithms", "models", "availability", "data/__init__.py", "data/format.py",
-              "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py",
-              "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
+# a claim study: its own module (studies/<name>.py, see study_code) and this shared code: the studies' runner, their
+# declaration, record format, outcome reuse and stage (params.yaml -> the run), the same engine, their synthetic
+# data, the worker processes or Ray tasks (one torch thread each, which fixes the order of floating-point sums), the
+# claim model that judges them and the figures they draw
+STUDY_CODE = ("studies/__init__.py", "studies/declaration.py", "studies/record.py", "studies/reuse.py",
+              "studies/stage.py", "engine", "algorithms", "models", "availability", "data/__init__.py",
+              "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py",
+              "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
+
+# what computes a claim study's simulation (its fingerprint hashes it, fedbench.studies.reuse): a training run's code,
+# the studies' runner (fedbench.studies: the stacks, the model trace) and the one-torch-thread rule of the workers
+STUDY_RUN_CODE = RUN_CODE + ("studies/__init__.py", "parallel.py")
+
+
+def study_code(name: str) -> tuple[str, ...]:
+    """The code claim study ``name``'s numbers and entries come from: its module and STUDY_CODE (dvc.yaml's
+    study@NAME deps; tests/faults/test_layering.py checks that a study imports nothing of fedbench outside them)."""
+    return (f"studies/{name}.py", *STUDY_CODE)
+
+
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
 # the stage, which then reuses every run whose fingerprint (params, data, RUN_CODE) still matches.
 TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "pipeline.py", "parallel.py", "executors.py", "data/registry.py")

@@ -102,7 +102,7 @@ def _run_artifacts(summary: dict[str, Any], folder: Path, curves: Path, title: s
 def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     """Log the claim study in ``root/name`` as one MLflow run of experiment ``claims-<name>`` with a nested run
     per simulation; its fingerprint is the hash of claims.json and the simulation records. The commit recorded
-    is the one claims.json names, if it does, else HEAD, dirty only if the studies' code (STUDY_CODE) differs
+    is the one claims.json names, if it does, else HEAD, dirty only if the studies' code (fedbench/studies and STUDY_CODE) differs
     from it: the track stage runs on studies DVC has just found up to date with that code."""
     folder = Path(root) / name
     claims_json = (folder / "claims.json").read_bytes()
@@ -113,7 +113,7 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.studies.record.read_simulations
     return tracking.log_study(claims_experiment(name), name, body["claims"], body["seconds"], simulations,
                               sorted(p for p in folder.iterdir() if p.is_file()), fingerprint,
-                              body.get("git_commit") or git_commit(STUDY_CODE), claims_description(name, body["claims"]))
+                              body.get("git_commit") or git_commit(("studies", *STUDY_CODE)), claims_description(name, body["claims"]))
 
 
 def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT,

@@ -1,14 +1,15 @@
-"""DVC stage: run one small claim study (fedbench/studies/<name>.py) into reports/studies/<name>/ (the track
-stage logs it to MLflow). ``--budget paper`` runs a study at the paper's round counts where it declares them
-(e.g. fedproxvr_synthetic), into another root so the pipeline's outputs stay as they are."""
+"""DVC stage ``study@NAME``: run claim study fedbench/studies/<NAME>.py as params.yaml's claim_studies declares it
+(its budget and seeds) into reports/studies/<NAME>/ (the track stage logs it to MLflow). ``--budget B`` runs it at
+another round budget it declares (e.g. paper) into reports/studies-B/, so the pipeline's outputs stay as they are.
+The same code path as ``fedbench study run NAME`` (fedbench.studies.stage.run_study)."""
 
 import argparse
 from pathlib import Path
 
 from fedbench.cli import run_guarded
-from fedbench.config import ConfigError, load_config
-from fedbench.executors import ExecutorSettings
-from fedbench.studies import STUDIES_ROOT, WORKERS, run_claim_study
+from fedbench.config import load_config
+from fedbench.studies import WORKERS
+from fedbench.studies.stage import run_study
 
 
 def main() -> None:
@@ -17,20 +18,11 @@ def main() -> None:
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--workers", type=int, default=WORKERS, help=f"worker processes (default {WORKERS})")
     p.add_argument("--budget", default=None, help="a round budget the study declares (its BUDGETS), e.g. paper")
-    p.add_argument("--root", default=str(STUDIES_ROOT), help=f"where the study folder goes (default {STUDIES_ROOT})")
+    p.add_argument("--root", default=None, help="where the study folder goes (default reports/studies at the study's "
+                                                "pipeline budget, reports/studies-BUDGET otherwise)")
     a = p.parse_args()
-    cfg = load_config(a.params)
-    if a.study not in cfg.claim_studies:
-        raise ConfigError(f"study {a.study!r} is not in claim_studies; allowed: {', '.join(cfg.claim_studies)}")
-    if a.workers < 1:
-        raise ConfigError(f"--workers: must be >= 1, got {a.workers}")
-    try:
-        run_claim_study(a.study, Path(a.root), workers=a.workers, budget=a.budget,
-                        executor=ExecutorSettings.of(cfg.train))  # train.executor: where the stacks run
-    except ValueError as exc:
-        if "has no budget" in str(exc):
-            raise ConfigError(f"--budget: {exc}") from None
-        raise
+    run_study(load_config(a.params), a.study, budget=a.budget, workers=a.workers,
+              root=Path(a.root) if a.root else None)
 
 
 if __name__ == "__main__":

@@ -233,3 +233,49 @@ def test_run_says_where_it_wrote_and_logs_a_reused_run_once(tmp_path, monkeypatc
     assert again == [first[0].replace(": wrote ", ": reused "), first[1]]
     client = MlflowClient(uri)
     assert [e.name for e in client.search_experiments()] == ["train-stragglers"]
+
+
+def test_study_list_says_what_runs_each_study_and_its_cost(tmp_path):
+    from fedbench.config import load_config
+    from fedbench.studies.stage import list_studies
+
+    lines = list_studies(load_config(ROOT / "params.yaml"), root=tmp_path)  # no study has run here
+    row = {line.split()[0]: line for line in lines[1:]}
+    assert "dvc repro (study@mime_synthetic)" in row["mime_synthetic"]
+    assert "opt-in: fedbench study run feddane_synthetic" in row["feddane_synthetic"]
+    assert "273 s wall, 2 workers on 2 CPU cores (2026-11-26)" in row["feddane_synthetic"]
+    assert "pipeline, paper" in row["fedprox_synthetic"] and "paper-scale: fedbench paper run" in row["mime_emnist"]
+
+
+def test_study_run_writes_the_pipeline_folder_with_the_committed_numbers(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    main(["study", "run", "delta_fl_triangle", "--workers", "1", "--params", str(ROOT / "params.yaml")])
+    got = json.loads((tmp_path / "reports/studies/delta_fl_triangle/claims.json").read_text())
+    committed = json.loads((ROOT / "reports/studies/delta_fl_triangle/claims.json").read_text())
+    strip = ("seconds", "workers")
+    assert {k: v for k, v in got.items() if k not in strip} == {k: v for k, v in committed.items() if k not in strip}
+
+
+def test_study_root_by_budget():
+    from fedbench.config import load_config
+    from fedbench.studies.stage import study_root
+
+    cfg = load_config(ROOT / "params.yaml")
+    assert study_root(cfg, "fedprox_synthetic", "pipeline") == Path("reports/studies")
+    assert study_root(cfg, "fedprox_synthetic", "paper") == Path("reports/studies-paper")
+    assert study_root(cfg, "fedlaavg_cifar10", "paper") == Path("reports/studies-paper")  # not in params.yaml
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nosuch"], "fedbench: config error: study: 'nosuch' is not allowed; allowed: delta_fl_real, "),
+    (["mime_synthetic", "--budget", "paper"],
+     "fedbench: config error: --budget (study mime_synthetic): 'paper' is not allowed; allowed: pipeline"),
+    (["mime_synthetic", "--workers", "0"], "fedbench: config error: --workers: must be >= 1, got 0"),
+])
+def test_study_run_bad_input_is_one_line(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as ex:
+        main(["study", "run", *args, "--params", str(ROOT / "params.yaml")])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and err.startswith(message) and err.count("\n") == 1
+    assert not (tmp_path / "reports").exists()

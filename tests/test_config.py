@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from fedbench.cli import main
-from fedbench.config import ConfigError, load_config
+from fedbench.config import ClaimStudyConfig, ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,3 +114,63 @@ def test_dissimilarity_samples_reaches_the_runs_and_the_lstm_paper_studies_decla
     assert run_params(cfg, "mnist5k_fedprox", "fedavg", 0.0, 0)["dissimilarity_samples"] == 200
     main_job = load_config(ROOT / "params.yaml")
     assert "dissimilarity_samples" not in run_params(main_job, "synthetic_1_1", "fedavg", 0.0, 0)  # params unchanged
+
+
+def test_claim_studies_are_a_validated_mapping_default_ones_first():
+    cfg = load_config(ROOT / "params.yaml")
+    names = list(cfg.claim_studies)
+    assert names[-1] == "feddane_synthetic" and not cfg.claim_studies["feddane_synthetic"].default  # opt-in
+    assert all(cfg.claim_studies[n].default for n in names[:-1]) and len(names) == 9
+    assert {c.budget for c in cfg.claim_studies.values()} == {"pipeline"}
+    assert all(c.seeds is None for c in cfg.claim_studies.values())
+
+
+def _claim_studies(r, group, name, value):
+    r["claim_studies"].setdefault(group, {})[name] = value
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: _claim_studies(r, "default", "fedprox_synthetics", {}),
+     "claim_studies.default.fedprox_synthetics: unknown claim study (did you mean 'fedprox_synthetic'?); allowed: "),
+    (lambda r: _claim_studies(r, "default", "record", {}), "claim_studies.default.record: unknown claim study"),
+    (lambda r: _claim_studies(r, "default", "fedprox_synthetic", {"budget": "fixture"}),
+     "claim_studies.default.fedprox_synthetic.budget: 'fixture' is not allowed; allowed: pipeline, paper"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"budget": "paper"}),
+     "claim_studies.default.mime_synthetic.budget: 'paper' is not allowed; allowed: pipeline"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": [0, 0]}),
+     "claim_studies.default.mime_synthetic.seeds: expected distinct integers >= 0, got [0, 0]"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": [-1]}),
+     "claim_studies.default.mime_synthetic.seeds: expected distinct integers >= 0, got [-1]"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": "0-4"}),
+     "claim_studies.default.mime_synthetic.seeds: expected a non-empty list of integers, got '0-4'"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": [0, 1]}),
+     "claim_studies.default.mime_synthetic.seeds: study mime_synthetic fixes its seeds in its module (its run() "
+     "takes no seeds); allowed: leave seeds out"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"budgett": "pipeline"}),
+     "claim_studies.default.mime_synthetic.budgett: unknown key (did you mean 'budget'?); allowed: budget, seeds"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"default": False}),
+     "claim_studies.default.mime_synthetic.default: unknown key; allowed: budget, seeds"),
+    (lambda r: _claim_studies(r, "opt_in", "mime_synthetic", {}),
+     "claim_studies.opt_in.mime_synthetic: also in claim_studies.default; list a study once"),
+    (lambda r: _claim_studies(r, "optin", "mime_synthetic", {}),
+     "claim_studies: 'optin' is not allowed (did you mean 'opt_in'?); allowed: default, opt_in"),
+    (lambda r: r.update(claim_studies=["mime_synthetic"]),
+     "claim_studies: expected a mapping {default: {NAME: {budget, seeds}}, opt_in: {NAME: ...}}, got list"),
+    (lambda r: _claim_studies(r, "default", "mime_synthetic", ["pipeline"]),
+     "claim_studies.default.mime_synthetic: expected a mapping {budget, seeds}, got ['pipeline']"),
+])
+def test_claim_study_errors_name_the_study_and_key(tmp_path, edit, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(_params(tmp_path, edit))
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_claim_study_without_settings_runs_at_the_pipeline_budget(tmp_path):
+    cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["default"].update(mime_synthetic=None)))
+    assert cfg.claim_studies["mime_synthetic"].budget == "pipeline" and cfg.claim_studies["mime_synthetic"].default
+
+
+def test_seeds_override_for_a_study_that_takes_seeds(tmp_path):
+    cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["default"].update(
+        fedproxvr_synthetic={"budget": "paper", "seeds": [1, 2]})))
+    assert cfg.claim_studies["fedproxvr_synthetic"] == ClaimStudyConfig(budget="paper", seeds=(1, 2), default=True)

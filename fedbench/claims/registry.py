@@ -76,13 +76,17 @@ def load(path: str | Path = REGISTRY) -> dict[str, Any]:
     return body
 
 
-def changed_fields(registered: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def changed_fields(registered: dict[str, Any], now: dict[str, Any], judged: bool = True) -> list[str]:
     """The registered fields that ``now`` differs in (a field empty at registration and filled at the first
-    judgement is no change)."""
+    judgement is no change; an entry not ``judged`` (not-run: a study not run here) states no readings, and its
+    runs only where it declares them (a paper-scale study's runs and seeds), so those are compared, its rule and
+    published value always)."""
     out = []
     for k in SPEC_KEYS:
         before = registered.get(k)
-        if k in FILLED_AT_JUDGEMENT and before in (None, [], {}):
+        if k in FILLED_AT_JUDGEMENT and (before in (None, [], {}) or not judged):
+            continue
+        if k == "runs" and not judged and not _declares_runs(now.get(k) or {}):
             continue
         if k == "runs" and before and before.get("rounds_run") is None and (now.get(k) or {}).get("rounds_run") is not None:
             if _declared_runs_differ(before, now[k]):  # registered before it ran, now judged
@@ -91,6 +95,12 @@ def changed_fields(registered: dict[str, Any], now: dict[str, Any]) -> list[str]
         if json.dumps(before, sort_keys=True, default=str) != json.dumps(now.get(k), sort_keys=True, default=str):
             out.append(k)
     return out
+
+
+def _declares_runs(runs: dict[str, Any]) -> bool:
+    """Whether a not-run entry declares the runs it will read: it names their seeds (a paper-scale study's
+    entries do; an opt-in study's placeholder names only the study)."""
+    return any((runs.get("seeds") or {}).values())
 
 
 def _declared_runs_differ(before: dict[str, Any], now: dict[str, Any]) -> bool:
@@ -111,7 +121,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
     if reg is None:
         return {"status": "unregistered", "hash": now, "registered": None, "changed_fields": [],
                 "registered_verdict": None, "history": []}
-    fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec)
+    fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") != "not-run")
     return {"status": "changed" if fields else "registered", "hash": now,
             "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
             "changed_fields": fields, "registered_verdict": reg.get("verdict"),

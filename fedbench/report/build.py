@@ -34,30 +34,58 @@ from fedbench.report.runs import load_runs
 from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, PAPER_DATA, VERDICTS, plain, sensitivity_of
 from fedbench.claims import registry as rules_registry
-from fedbench.studies import STUDIES_ROOT
+from fedbench.studies import STUDIES_ROOT, not_run_entries
+from fedbench.studies import command as study_command
 
 MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}
 
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
-    """Claims of the configured claim studies, read from their ``claims.json``; a study that has not run
-    gives one ``not-run`` entry."""
+    """Claims of the configured claim studies, read from their ``claims.json``. A study that has not run gives its
+    declared claims not-run (fedbench.studies.not_run_entries), or one ``not-run`` entry where it declares none,
+    saying what runs it: ``dvc repro`` for a default study, ``fedbench study run NAME`` and what it cost where it
+    was measured for an opt-in one (params.yaml claim_studies.opt_in: no DVC stage runs it)."""
     out = []
-    for name in cfg.claim_studies:
+    for name, declared in cfg.claim_studies.items():
         path = Path(studies_root) / name / "claims.json"
-        if not path.exists():
+        if path.exists():
+            out += [c | {"study": name} for c in json.loads(path.read_text())["claims"]]
+            continue
+        if declared.default:
+            why, would_change = f"study {name} has not run (no {path})", f"running the study (dvc repro study@{name})"
+        else:
+            cost = measured_cost(name)
+            why = (f"not run: study {name} is opt-in (params.yaml claim_studies.opt_in: `dvc repro` does not run it); "
+                   f"`{study_command(name)}` runs it" + (f" ({cost})" if cost else ""))
+            would_change = f"running `{study_command(name)}`, then `dvc repro` (the report then judges it as usual)"
+        entries = not_run_entries(name, why, would_change)
+        if not entries:
             placeholder = {k: None for k in CLAIM_KEYS} | {
                 "id": f"{name}/*", "paper": "", "where": f"fedbench/studies/{name}.py", "claim": "",
                 "published": {"value": None, "unit": "", "scope": "", "statement": ""}, "rule": "",
                 "verdict": "not-run", "verdict_text": "", "scale": {}, "deviations": [], "parts": [], "sensitivity": [],
-                "observed": f"study {name} has not run (no {path})", "fidelity": "stand-in",
-                "seeds": {"training": [], "data": []}, "would_change": f"running the study (dvc repro study@{name})"}
-            out.append(placeholder | {"study": name})
-            continue
-        body = json.loads(path.read_text())
-        for c in body["claims"]:
-            out.append(c | {"study": name})
+                "observed": why, "fidelity": "stand-in", "seeds": {"training": [], "data": []},
+                "would_change": would_change}
+            entries = [placeholder]
+        opt_in = {} if declared.default else {"command": study_command(name), "cost": measured(name)}
+        out += [e | {"study": name} | opt_in for e in entries]
     return out
+
+
+def measured(name: str) -> dict[str, Any] | None:
+    """What claim study ``name`` cost where it was measured (its module's ``MEASURED``: seconds, budget, workers,
+    device, date), or None."""
+    import importlib
+
+    m = getattr(importlib.import_module(f"fedbench.studies.{name}"), "MEASURED", None)
+    return None if m is None else dict(m)
+
+
+def measured_cost(name: str) -> str:
+    """:func:`measured` as words; "" if unknown."""
+    m = measured(name)
+    return (f"{m['seconds']:,} s wall at the {m['budget']} budget, {m['workers']} workers on {m['device']}, "
+            f"measured {m['date']}") if m else ""
 
 
 METRICS = "metrics.json"  # dvc.yaml's metrics: what `dvc exp show` and `dvc metrics diff` compare

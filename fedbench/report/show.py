@@ -75,6 +75,7 @@ def show_claims(path: Path, paper: str | None = None, verdict: str | None = None
                      "list` has the costs):")
         for command, e in commands.items():
             cost = e["cost"]
-            hours = f"projected {cost['hours']:g} h on {cost['device']}" if "hours" in cost else "cost not projected"
+            hours = (f"projected {cost['hours']:g} h on {cost['device']}" if "hours" in cost else
+                     f"measured {cost['seconds']:,} s on {cost['device']}" if "seconds" in cost else "cost not projected")
             lines.append(f"  command: {command}  ({e['claims']} claims; {hours})")
     return lines

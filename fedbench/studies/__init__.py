@@ -7,8 +7,9 @@ outcomes: every study's runs go through that one function, so how runs execute (
 runs as one tensor program later) is decided in one place. A study writes its figure(s) as PNG and a record of
 every simulation (fedbench.studies.record) into ``out_dir`` and returns one entry per claim with exactly
 the keys of fedbench.claims.entry.CLAIM_KEYS. Verdicts come from the rule stated in each entry,
-never from the published number. ``run_claim_study`` is the DVC ``study`` stage; the ``track`` stage
-(fedbench.track) logs the results to MLflow.
+never from the published number. ``run_claim_study`` runs one study (the DVC ``study@NAME`` stage and
+``fedbench study run``: fedbench.studies.stage), reusing the simulations it finished before (fedbench.studies.reuse);
+the ``track`` stage (fedbench.track) logs the results to MLflow.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import importlib
 import inspect
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from fedbench.claims.entry import plain
 from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings, open_executor
+from fedbench.studies import reuse
 from fedbench.studies.record import SIMULATIONS
 
 if TYPE_CHECKING:
@@ -40,6 +43,21 @@ WORKERS = 2  # worker processes of run_simulations (the pipeline's machines have
 # where run_simulations runs its stacks when not told: the executor run_claim_study was given (a study's run()
 # passes only workers), else local worker processes
 EXECUTOR: ContextVar[ExecutorSettings] = ContextVar("fedbench_studies_executor", default=ExecutorSettings())
+
+
+@dataclass
+class OutcomeStore:
+    """Where run_simulations reads and writes finished simulations (fedbench.studies.reuse), and the fingerprints
+    the study has used so far (the others are pruned when it finishes)."""
+
+    folder: Path
+    used: set[str] = field(default_factory=set)
+    reused: int = 0
+    computed: int = 0
+
+
+# the store run_claim_study opened for the study it runs (None: a study's run() called directly; nothing is reused)
+STORE: ContextVar[OutcomeStore | None] = ContextVar("fedbench_studies_store", default=None)
 
 def sim_config(**fields: Any) -> SimulationConfig:
     """A SimulationConfig with the studies' defaults, ``fields`` on top: on the CPU (the studies are small),
@@ -147,7 +165,10 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     processes equally busy (fedbench.engine.stacking), every dataset built once here first so the workers share
     it; or, with the ``ray`` executor (``executor``, default the one run_claim_study was given:
     fedbench.executors), as Ray tasks cut for the cluster. Names must be unique (they name the records and the
-    MLflow runs)."""
+    MLflow runs). Under run_claim_study, a simulation whose fingerprint (settings, data, code: fedbench.studies.reuse)
+    matches an outcome the study kept is read back instead (its ``seconds`` those of the run that computed it), and
+    each computed stack is kept as soon as it finishes, so changing one arm reruns that arm only and an interrupted
+    study resumes."""
     from fedbench.engine.simulation import RunSpec, check_spec, stack_key
     from fedbench.engine.stacking import plan_stacks
 
@@ -161,26 +182,73 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
             check_spec(spec)
         except (ValueError, TypeError) as err:
             raise ValueError(f"simulation {sim.name}: {err}") from None
-    device = next((s.config.device for s in sims if s.config.device != "cpu"), "cpu")
-    with open_executor(executor or EXECUTOR.get(), workers) as ex:
-        model_of = {id(s): sim.model for s, sim in zip(specs, sims)}
-        pieces = plan_stacks(specs, ex.slots(device), key=lambda spec: (model_of[id(spec)], stack_key(spec)),
-                             model_of=lambda spec: model_of[id(spec)])  # on CUDA: stacks cut to the free memory
-        outcomes = ex.map(_run_stack, [[sims[i] for i in piece] for piece in pieces], device,
-                          names=[", ".join(sims[i].name for i in piece) for piece in pieces])
-    by_name = {o.name: o for stack in outcomes for o in stack}
+    store = STORE.get()
+    by_name: dict[str, Outcome] = {}
+    key_of: dict[str, str] = {}
+    if store is not None:  # fingerprint reuse: a finished simulation with the same fingerprint is read back
+        code, data_hash, model_ids = reuse.code_hash(reuse.STUDY_RUN_CODE), {}, {}
+        for sim, spec in zip(sims, specs):
+            if id(spec.dataset) not in data_hash:  # a dataset many simulations share is hashed once
+                data_hash[id(spec.dataset)] = spec.dataset.content_hash
+            digest = data_hash[id(spec.dataset)]
+            key_of[sim.name] = reuse.fingerprint(sim, digest, code, model_ids)
+            if (found := reuse.load(store.folder, key_of[sim.name])) is not None:
+                by_name[sim.name] = Outcome(name=sim.name, **found)
+        store.used |= set(key_of.values())
+        store.reused += len(by_name)
+        store.computed += len(sims) - len(by_name)
+        print(f"{len(by_name)} of {len(sims)} simulations reused (fingerprint match in {store.folder})", flush=True)
+
+    def keep(stack: list[Outcome]) -> None:  # as each stack finishes: an interrupted study keeps it
+        for o in stack:
+            if store is not None:
+                reuse.save(store.folder, key_of[o.name], o)
+
+    todo = [i for i, sim in enumerate(sims) if sim.name not in by_name]
+    if todo:
+        device = next((sims[i].config.device for i in todo if sims[i].config.device != "cpu"), "cpu")
+        with open_executor(executor or EXECUTOR.get(), workers) as ex:
+            model_of = {id(specs[i]): sims[i].model for i in todo}
+            pieces = plan_stacks([specs[i] for i in todo], ex.slots(device),
+                                 key=lambda spec: (model_of[id(spec)], stack_key(spec)),
+                                 model_of=lambda spec: model_of[id(spec)])  # on CUDA: stacks cut to the free memory
+            pieces = [[todo[j] for j in piece] for piece in pieces]
+            outcomes = ex.map(_run_stack, [[sims[i] for i in piece] for piece in pieces], device, each=keep,
+                              names=[", ".join(sims[i].name for i in piece) for piece in pieces])
+        by_name |= {o.name: o for stack in outcomes for o in stack}
     return [by_name[name] for name in names]
+
+
+def command(name: str) -> str:
+    """The one command that runs claim study ``name`` at its pipeline budget (fedbench.studies.stage.run_study)."""
+    return f"fedbench study run {name}"
+
+
+def not_run_entries(name: str, why: str, would_change: str) -> list[dict[str, Any]]:
+    """The claims study ``name`` declares (its module's ``STUDY``, fedbench.studies.declaration) as not-run entries
+    saying ``why`` and what would run them; [] for a study not declared that way."""
+    from fedbench.claims.entry import new_entry, not_run
+
+    study = getattr(importlib.import_module(f"fedbench.studies.{name}"), "STUDY", None)
+    if study is None:
+        return []
+    return [not_run(new_entry(id=c.id, paper=study.paper, where=c.where, claim_text=c.claim_text,
+                              published=c.published, rule=c.rule, scale={"study": name}, deviations=[], figure=None,
+                              fidelity="stand-in", rounds_run=None, rounds_paper=None, training_seeds=[],
+                              data_seeds=[]), why, would_change)
+            for c in study.claims]
 
 
 def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
                     budget: str | None = None, executor: ExecutorSettings | None = None,
-                    real_root: Path | None = None) -> list[dict[str, Any]]:
+                    real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records.
     ``budget`` picks one of the study's declared round budgets (its ``BUDGETS``), e.g. "paper" for the paper's
     round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
     run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
-    paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real)."""
+    paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
+    the study's training seeds (only for a study whose run() takes them)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
     kwargs: dict[str, Any] = {}
     if "workers" in inspect.signature(module.run).parameters:
@@ -190,18 +258,27 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
         if budget not in allowed:
             raise ValueError(f"study {name} has no budget {budget!r}; allowed: {', '.join(allowed) or 'none'}")
         kwargs["budget"] = budget
+    if seeds is not None:
+        if "seeds" not in inspect.signature(module.run).parameters:
+            raise ValueError(f"study {name} fixes its seeds (its run() takes no seeds)")
+        kwargs["seeds"] = tuple(seeds)
     if real_root is not None:
         if "real_root" not in inspect.signature(module.run).parameters:
             raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")
         kwargs["real_root"] = Path(real_root)
+    store = OutcomeStore(root / name / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
     with atomic_folder(root / name) as tmp:
         t0 = time.perf_counter()
-        token = EXECUTOR.set(executor or ExecutorSettings())
+        token, store_token = EXECUTOR.set(executor or ExecutorSettings()), STORE.set(store)
         try:
             claims = module.run(tmp, **kwargs)
         finally:
             EXECUTOR.reset(token)
+            STORE.reset(store_token)
         seconds = time.perf_counter() - t0
+        reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
+        if store.folder.is_dir():
+            os.replace(store.folder, tmp / reuse.OUTCOMES)
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")
         (tmp / "claims.json").write_text(json.dumps(plain({"study": name, "seconds": round(seconds, 1),

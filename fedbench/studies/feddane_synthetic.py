@@ -44,6 +44,7 @@ from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
@@ -55,25 +56,70 @@ BUDGETS = {"pipeline": 40, "paper": 200}
 K, EPOCHS, BATCH, LR = 10, 20, 10, 0.01
 ROUNDS, PAPER_ROUNDS = BUDGETS["pipeline"], BUDGETS["paper"]
 COMMAND = "python pipelines/study.py feddane_synthetic --budget paper --root reports/studies-paper"
-SEEDS = (0, 1, 2, 3, 4)
 GRADIENT_DEVICES = (10, 20, 30)
 IID_SIMILAR = 25.0  # "performs similarly": FedDane's loss within 25% of FedProx's
-METHODS = ("FedProx", *(f"FedDane c={c}" for c in GRADIENT_DEVICES),
-           *(f"FedDane K={c}" for c in GRADIENT_DEVICES[1:]))  # reading (b); K = 10 is "FedDane c=10"
 READING_NAMES = {"median": "median ratio, 2nd half of the rounds", "final": "final round",
                  "all": "median ratio, all rounds"}
 
+WHERE = "Appendix B, Figure 4 and its caption"
+STABLE = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's training loss / FedProx's at the same "
+          "round - 1), R the rounds run, both mu = 0 (a round after FedDane diverged counts as infinite); "
+          "the median over rounds and the interval over seeds make the verdict stable across reruns of this "
+          "chaotic method (stated before any run of this version); the verdict is the one at the rounds run, never "
+          "extrapolated to the paper's 200 rounds (a budget-limited mark may explain it, never change it)")
+# The study as data (fedbench.studies.declaration): the arms (c read two ways: "FedDane c=...": K = 10 solving devices
+# plus c - 10 more sending gradients; "FedDane K=...": c devices selected, all sending gradients and solving), the
+# seeds, the budgets and the claims, each with its rule, stated before any run: run() returns one entry per claim in
+# this order, and a report without the study's outputs carries them not-run (fedbench.studies.not_run_entries).
+STUDY = StudyDeclaration(
+    name="feddane_synthetic", paper=FEDPROX_PAPER,
+    dataset=f"FedProx's four synthetic sets, {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
+    arms=(Arm("FedProx", "fedprox", {"mu": 0.0}),
+          *(Arm(f"FedDane c={c}", "feddane", {"mu": 0.0, "gradient_clients": c}) for c in GRADIENT_DEVICES),
+          *(Arm(f"FedDane K={c}", "feddane", {"mu": 0.0, "clients_per_round": c}) for c in GRADIENT_DEVICES[1:])),
+    seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,), claims=(
+        Claim(id="fedprox/synthetic-iid/feddane-similar-to-fedprox", where=WHERE + " (top row)",
+              claim_text="On the IID data FedDane performs similarly to FedProx.",
+              published={"value": None, "unit": "training loss", "scope": "Synthetic-IID, c = K = 10 (Figure 4 curves)",
+                         "statement": "FedDane's and FedProx's training-loss curves close on Synthetic-IID"},
+              rule=STABLE + "; FedDane c = K = 10 on Synthetic-IID: " + Rule("within", IID_SIMILAR, "%").text(),
+              reads=("FedProx", "FedDane c=10")),
+        Claim(id="fedprox/synthetic/feddane-poor-on-non-iid", where=WHERE + " (top row)",
+              claim_text="FedDane suffers from poor convergence on the non-IID synthetic datasets (compared with "
+                         "FedProx).",
+              published={"value": None, "unit": "training loss",
+                         "scope": "Synthetic(0,0), (0.5,0.5), (1,1), c = K = 10 (Figure 4 curves)",
+                         "statement": "FedDane's training loss above FedProx's, or diverging, on the non-IID sets"},
+              rule=STABLE + "; FedDane c = K = 10, each non-IID dataset: " + Rule("greater", 0.0, "%").text()
+                   + "; reproduced if all three are, not-reproduced if one is",
+              reads=("FedProx", "FedDane c=10")),
+        Claim(id="fedprox/synthetic/feddane-more-devices-still-worse", where=WHERE + " (bottom row)",
+              claim_text="Even with every device in FedDane's gradient estimate (c = 30), FedDane converges worse than "
+                         "FedProx on the non-IID synthetic datasets (the caption: more devices 'might help to some "
+                         "extent', FedDane 'is still unstable and tends to diverge').",
+              published={"value": None, "unit": "training loss",
+                         "scope": "non-IID sets, c = 30 (Figure 4 bottom-row curves)",
+                         "statement": "c = 30 still above FedProx or diverging on the non-IID sets"},
+              rule=STABLE + "; FedDane with c = 30 under both readings of c, each non-IID dataset (six parts): "
+                   + Rule("greater", 0.0, "%").text() + "; reproduced if all six are, not-reproduced if one is. "
+                   "Whether more devices help, and the instability, are reported, not judged",
+              reads=("FedProx", "FedDane c=30", "FedDane K=30")),
+    ))
+SEEDS = STUDY.seeds
+METHODS = tuple(a.name for a in STUDY.arms)  # the figure's and the records' method names
+# what the study cost where it was measured (params.yaml has it opt-in: it was 4.5 of the main job's 20 minutes)
+MEASURED = {"seconds": 273, "budget": "pipeline", "workers": 2, "device": "2 CPU cores", "date": "2026-11-26"}
+
 
 def _algorithm(method: str):
-    if method == "FedProx":
-        return FedProx(lr=LR, mu=0.0)
-    if method.startswith("FedDane K="):
-        return FedDane(lr=LR, mu=0.0)
-    return FedDane(lr=LR, mu=0.0, gradient_clients=int(method.split("=")[1]))
+    """The arm's algorithm with its declared settings (its clients_per_round is the run's, not the algorithm's)."""
+    arm = STUDY.arm(method)
+    settings = {k: v for k, v in arm.settings.items() if k != "clients_per_round"}
+    return (FedProx if arm.algorithm == "fedprox" else FedDane)(lr=LR, **settings)
 
 
 def _clients_per_round(method: str) -> int:
-    return int(method.split("=")[1]) if method.startswith("FedDane K=") else K
+    return STUDY.arm(method).settings.get("clients_per_round", K)
 
 
 @functools.cache
@@ -217,48 +263,20 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
          "read a median over rounds and an interval over seeds, not one round of one run"),
         "g_t weights the c gradients by n_k, as the authors' aggregate()",
     ]
-    common = dict(paper=FEDPROX_PAPER, scale=scale, deviations=deviations,
+    common = dict(paper=STUDY.paper, scale=scale, deviations=deviations,
                   fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(SEEDS)), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
                   training_seeds=list(SEEDS), data_seeds=[DATA_SEED],
                   reproduced={"unit": "100 (FedDane's loss / FedProx's - 1), median over seeds of the per-seed median "
                                       f"over rounds {rounds // 2}-{rounds}", "value": table,
                               "loss_jumps_non_iid": jumps, "runs_ending_diverged_non_iid": diverged})
-    where = "Appendix B, Figure 4 and its caption"
-    stable = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's training loss / FedProx's at the same "
-              "round - 1), R the rounds run, both mu = 0 (a round after FedDane diverged counts as infinite); "
-              "the median over rounds and the interval over seeds make the verdict stable across reruns of this "
-              "chaotic method (stated before any run of this version); the verdict is the one at the rounds run, never "
-              "extrapolated to the paper's 200 rounds (a budget-limited mark may explain it, never change it)")
     fig = {"path": "studies/feddane_synthetic/feddane_synthetic.png", "panel": "{}"}
+    similar_claim, worse_claim, still_claim = ({"id": c.id, "where": c.where, "claim_text": c.claim_text,
+                                                "published": c.published, "rule": c.rule} for c in STUDY.claims)
     entries = [
-        new_entry(id="fedprox/synthetic-iid/feddane-similar-to-fedprox", where=where + " (top row)",
-                  claim_text="On the IID data FedDane performs similarly to FedProx.",
-                  published={"value": None, "unit": "training loss", "scope": "Synthetic-IID, c = K = 10 (Figure 4 "
-                                                                                 "curves)",
-                             "statement": "FedDane's and FedProx's training-loss curves close on Synthetic-IID"},
-                  rule=stable + "; FedDane c = K = 10 on Synthetic-IID: "
-                       + Rule("within", IID_SIMILAR, "%").text(),
-                  figure=fig | {"panel": "left: Synthetic-IID"}, observed=observed_ratios, **common),
-        new_entry(id="fedprox/synthetic/feddane-poor-on-non-iid", where=where + " (top row)",
-                  claim_text="FedDane suffers from poor convergence on the non-IID synthetic datasets (compared with "
-                             "FedProx).",
-                  published={"value": None, "unit": "training loss", "scope": "Synthetic(0,0), (0.5,0.5), (1,1), "
-                                                                                 "c = K = 10 (Figure 4 curves)",
-                             "statement": "FedDane's training loss above FedProx's, or diverging, on the non-IID sets"},
-                  rule=stable + "; FedDane c = K = 10, each non-IID dataset: " + Rule("greater", 0.0, "%").text()
-                       + "; reproduced if all three are, not-reproduced if one is",
-                  figure=fig | {"panel": "the three right panels (non-IID sets)"}, observed=observed_ratios, **common),
-        new_entry(id="fedprox/synthetic/feddane-more-devices-still-worse", where=where + " (bottom row)",
-                  claim_text="Even with every device in FedDane's gradient estimate (c = 30), FedDane converges worse "
-                             "than FedProx on the non-IID synthetic datasets (the caption: more devices 'might help "
-                             "to some extent', FedDane 'is still unstable and tends to diverge').",
-                  published={"value": None, "unit": "training loss", "scope": "non-IID sets, c = 30 (Figure 4 "
-                                                                                 "bottom-row curves)",
-                             "statement": "c = 30 still above FedProx or diverging on the non-IID sets"},
-                  rule=stable + "; FedDane with c = 30 under both readings of c, each non-IID dataset (six parts): "
-                       + Rule("greater", 0.0, "%").text() + "; reproduced if all six are, not-reproduced if one is. "
-                       "Whether more devices help, and the instability, are reported, not judged",
-                  figure=fig | {"panel": "the three right panels, dashed and c=30 lines"},
+        new_entry(**similar_claim, figure=fig | {"panel": "left: Synthetic-IID"}, observed=observed_ratios, **common),
+        new_entry(**worse_claim, figure=fig | {"panel": "the three right panels (non-IID sets)"},
+                  observed=observed_ratios, **common),
+        new_entry(**still_claim, figure=fig | {"panel": "the three right panels, dashed and c=30 lines"},
                   observed=(observed_ratios + ". Rounds where the training loss rose by more than half, over the three "
                             f"non-IID sets and {len(SEEDS)} seeds: " + ", ".join(f"{m} {n}" for m, n in jumps.items())
                             + "; runs ending diverged: " + ", ".join(f"{m} {n}" for m, n in diverged.items())),

@@ -11,6 +11,10 @@ the slides' assumption (1) asks of L (softmax cross-entropy has Hessian <= ||x~|
 - FedProxVR, SVRG and SARAH: beta = 7, tau = 20, mu = 0.1 and minibatch B = 32 (Table 1's values for both).
 - FedAvg: Table 1's row, beta = 10 (eta = 1/(10 L)), tau = 10 read as 10 local epochs (in the authors'
   code the same option counts epochs for FedAvg and single-batch iterations for the VR methods), B = 16.
+
+The arms, seeds, budgets and the claim are declared once as data (``STUDY``, fedbench.studies.declaration); this
+module turns an arm into a simulation, reads the runs and draws the figure. ``run(..., seeds=...)`` runs other
+training seeds (params.yaml claim_studies.default.fedproxvr_synthetic.seeds).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged, new_entry
 from fedbench.studies.record import sim_record, write_simulations
 
@@ -40,12 +45,7 @@ DATA_SEED = 0
 # Round budgets: "pipeline" keeps the study near a minute on 2 CPU cores (the main job's budget); "paper" is the
 # slides' round counts (Table 1's T: 895, 965, 983), run with
 #   python pipelines/study.py fedproxvr_synthetic --budget paper --root reports/studies-paper
-BUDGETS = {"pipeline": 40, "paper": 1000}
-ROUNDS = BUDGETS["pipeline"]
-PAPER_ROUNDS = BUDGETS["paper"]
-SEEDS = (0, 1, 2, 3, 4)
-VR = {"beta": 7.0, "tau": 20, "mu": 0.1, "batch_size": 32}
-FEDAVG = {"beta": 10.0, "local_epochs": 10, "batch_size": 16}
+BUDGETS = {"pipeline": 40, "paper": 1000}  # a literal: fedbench.config reads it without importing this module
 MARGIN = 1.0  # accuracy points: "matches"
 COMMAND = "python pipelines/study.py fedproxvr_synthetic --budget paper --root reports/studies-paper"
 
@@ -58,7 +58,29 @@ UNKNOWN = {"dataset of Table 1": "unknown (the slides do not say; synthetic, MNI
            "(alpha, beta) of the synthetic data": "unknown", "users per round": "unknown (slides: all devices)",
            "L in eta = 1/(beta L)": "unknown (the formula itself is not verified)",
            "meaning of T": "unknown (round of the best accuracy, or the run length)", "seeds": "unknown"}
-METHODS = ("FedAvg", "SVRG", "SARAH")
+VR = {"beta": 7.0, "tau": 20, "mu": 0.1, "batch_size": 32}  # Table 1's values for both estimators (beta: the mu study's)
+STUDY = StudyDeclaration(
+    name="fedproxvr_synthetic", paper=FEDPROXVR_PAPER,
+    dataset=f"Synthetic(0,0), {NUM_USERS} users, FedProx's power law, {TRAIN_FRACTION:.0%} train (the slides' mu study)",
+    arms=(Arm("FedAvg", "fedavg", {"beta": 10.0, "local_epochs": 10, "batch_size": 16}),  # Table 1's FedAvg row
+          Arm("SVRG", "fedproxvr", VR), Arm("SARAH", "fedproxvr", VR)),
+    seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,),
+    claims=(Claim(
+        id="fedproxvr/synthetic/matches-or-beats-fedavg",
+        where="talk slides, 'Comparisons with FedAvg', Table 1 (convex task); setting of the mu study "
+              "('Synthetic: 100 users, beta = 7, tau = 20')",
+        claim_text="FedProxVR with the SVRG and with the SARAH estimator reaches at least FedAvg's test accuracy.",
+        published={"value": 0.10, "unit": "accuracy points", "scope": "SVRG - FedAvg, Table 1, convex task, dataset "
+                                                                      "not stated (SARAH - FedAvg: +0.19)",
+                   "statement": "84.12% (SVRG) and 84.21% (SARAH) vs 84.02% (FedAvg) at each method's best "
+                                "hyperparameters", "table": PUBLISHED_TABLE_1, "unknown": UNKNOWN},
+        rule=("per seed, effect = best pooled test accuracy of the VR method - that of FedAvg (points) over the "
+              "{evaluations} evaluations; each of SVRG and SARAH: " + Rule("at_least", MARGIN, "accuracy points").text()
+              + f" ({MARGIN:g} point: 'matches'); reproduced if both are, not-reproduced if one is. Rule history: the "
+                "first version could not return not-reproduced before the slides' budget (it needed a settled loss); "
+                "the general budget rule (fedbench.claims.verdict) replaces that condition"),
+        reads=("FedAvg", "SVRG", "SARAH")),))
+METHODS = tuple(a.name for a in STUDY.arms)
 
 
 def smoothness(x: np.ndarray) -> float:
@@ -78,25 +100,26 @@ def simulation(method: str, seed: int, rounds: int) -> Simulation:
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     lip = smoothness(ds.train.x)
     knobs = {"method": method, "dataset": "synthetic_0_0", "users": NUM_USERS, "data_seed": DATA_SEED}
+    arm = STUDY.arm(method).settings
     if method == "FedAvg":
-        cfg = sim_config(rounds=rounds, clients_per_round=ds.num_clients, local_epochs=FEDAVG["local_epochs"],
-                         batch_size=FEDAVG["batch_size"], seed=seed)
-        return Simulation(f"{method}/seed={seed}", cfg, _dataset, model, FedAvg(lr=1.0 / (FEDAVG["beta"] * lip)), knobs)
-    cfg = sim_config(rounds=rounds, clients_per_round=ds.num_clients, local_steps=VR["tau"] - 1,
-                     batch_size=VR["batch_size"], seed=seed)
-    algorithm = FedProxVR(lr=1.0 / (VR["beta"] * lip), beta=VR["beta"], smoothness=lip, tau=VR["tau"], mu=VR["mu"],
+        cfg = sim_config(rounds=rounds, clients_per_round=ds.num_clients, local_epochs=arm["local_epochs"],
+                         batch_size=arm["batch_size"], seed=seed, evaluations=STUDY.evaluation)
+        return Simulation(f"{method}/seed={seed}", cfg, _dataset, model, FedAvg(lr=1.0 / (arm["beta"] * lip)), knobs)
+    cfg = sim_config(rounds=rounds, clients_per_round=ds.num_clients, local_steps=arm["tau"] - 1,
+                     batch_size=arm["batch_size"], seed=seed, evaluations=STUDY.evaluation)
+    algorithm = FedProxVR(lr=1.0 / (arm["beta"] * lip), beta=arm["beta"], smoothness=lip, tau=arm["tau"], mu=arm["mu"],
                           estimator=method.lower())
     return Simulation(f"{method}/seed={seed}", cfg, _dataset, model, algorithm, knobs)
 
 
-def figure(path: Path, histories: dict[str, list[dict[str, float]]]) -> None:
+def figure(path: Path, histories: dict[str, list[dict[str, float]]], seed: int) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, 2, figsize=(10, 3.8))
     for (name, hist), style in zip(histories.items(), ("-", "-", "--")):
         axes[0].plot([r["train/loss"] for r in hist], style, label=name)
         axes[1].plot([100 * r["test/accuracy"] for r in hist], style, label=name)
-    axes[0].set(xlabel="round", ylabel="training loss", title=f"Synthetic(0,0), {NUM_USERS} users (seed {SEEDS[0]})")
+    axes[0].set(xlabel="round", ylabel="training loss", title=f"Synthetic(0,0), {NUM_USERS} users (seed {seed})")
     axes[1].set(xlabel="round", ylabel="test accuracy (%)")
     axes[1].axhline(PUBLISHED_TABLE_1[0]["accuracy"], color="grey", ls=":", lw=0.8)
     axes[1].text(0, PUBLISHED_TABLE_1[0]["accuracy"], " slides' Table 1 (dataset unknown)", fontsize=7, va="bottom")
@@ -104,38 +127,42 @@ def figure(path: Path, histories: dict[str, list[dict[str, float]]]) -> None:
     save_figure(fig, path, dpi=120)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The study at round budget ``budget`` (STUDY.budgets), with training ``seeds`` if given (STUDY.seeds)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rounds = BUDGETS[budget]
-    jobs = [(m, s) for s in SEEDS for m in METHODS]
+    study = STUDY.with_seeds(seeds)
+    rounds, paper_rounds, seeds = study.rounds(budget), study.budgets["paper"], study.seeds
+    fedavg, vr, (claim,) = study.arm("FedAvg").settings, study.arm("SVRG").settings, study.claims
+    jobs = [(m, s) for s in seeds for m in METHODS]
     simulations = [simulation(m, s, rounds) for m, s in jobs]
     outcomes = run_simulations(simulations, workers)
     write_simulations(out, [sim_record(sim, o) for sim, o in zip(simulations, outcomes)])
     runs = dict(zip(jobs, outcomes))
-    figure(out / "fedproxvr_synthetic.png", {m: runs[(m, SEEDS[0])].history for m in METHODS})
+    figure(out / "fedproxvr_synthetic.png", {m: runs[(m, seeds[0])].history for m in METHODS}, seeds[0])
 
     def acc(m, s, reading, b):
         o = runs[(m, s)]
         return 100 * read_accuracy(o.series("train/loss"), o.series("test/accuracy"), reading, rounds, b)
 
     parts = [Part(m, Rule("at_least", MARGIN, "accuracy points")) for m in METHODS[1:]]
-    result = judge(parts, lambda r, b: [[acc(m, s, r, b) - acc("FedAvg", s, r, b) for s in SEEDS] for m in METHODS[1:]],
-                   "best", ("best", "tail", "final"), paper_budget=PAPER_ROUNDS / rounds,
+    result = judge(parts, lambda r, b: [[acc(m, s, r, b) - acc("FedAvg", s, r, b) for s in seeds] for m in METHODS[1:]],
+                   "best", ("best", "tail", "final"), paper_budget=paper_rounds / rounds,
                    reading_names=NAMES | {"best": "best round"})
-    best = {m: [acc(m, s, "best", 1.0) for s in SEEDS] for m in METHODS}
-    final_loss = {m: [runs[(m, s)].series("train/loss")[-1] for s in SEEDS] for m in METHODS}
+    best = {m: [acc(m, s, "best", 1.0) for s in seeds] for m in METHODS}
+    final_loss = {m: [runs[(m, s)].series("train/loss")[-1] for s in seeds] for m in METHODS}
     lip = smoothness(_dataset().train.x)
-    observed = (f"best test accuracy within {rounds} rounds (mean of {len(SEEDS)} seeds): "
+    observed = (f"best test accuracy within {rounds} rounds (mean of {len(seeds)} seeds): "
                 + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in METHODS)
                 + " (slides: 84.02 / 84.12 / 84.21 on an unstated dataset after ~900-1000 rounds); VR - FedAvg: "
                 + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"])
                 + f"; training loss after {rounds} rounds: " + ", ".join(f"{m} {np.mean(v):.3f}" for m, v in final_loss.items())
-                + f". L = {lip:.1f}, so eta = {1 / (VR['beta'] * lip):.2e} (VR) and {1 / (FEDAVG['beta'] * lip):.2e} "
+                + f". L = {lip:.1f}, so eta = {1 / (vr['beta'] * lip):.2e} (VR) and {1 / (fedavg['beta'] * lip):.2e} "
                   "(FedAvg)")
     deviations = [
-        (f"{rounds} of the slides' ~{PAPER_ROUNDS} rounds (Table 1's T: 895-983) to fit the pipeline's CPU budget; "
-         f"the full budget runs with `{COMMAND}`") if rounds < PAPER_ROUNDS else
+        (f"{rounds} of the slides' ~{paper_rounds} rounds (Table 1's T: 895-983) to fit the pipeline's CPU budget; "
+         f"the full budget runs with `{COMMAND}`") if rounds < paper_rounds else
         f"{rounds} rounds, the slides' round counts (Table 1's T: 895-983)",
         ("Table 1's dataset is not stated; we use Synthetic(0,0) with 100 users, the setting of the slides' mu "
          "study, and beta = 7 for both VR methods as that study does (Table 1 tunes beta per method: 10 and 5)"),
@@ -147,27 +174,16 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
         "data is our seeded draw of the FedProx generator law (75/25 split), not the authors' files",
     ]
     entry = new_entry(
-        id="fedproxvr/synthetic/matches-or-beats-fedavg", paper=FEDPROXVR_PAPER,
-        where="talk slides, 'Comparisons with FedAvg', Table 1 (convex task); setting of the mu study "
-              "('Synthetic: 100 users, beta = 7, tau = 20')",
-        claim_text="FedProxVR with the SVRG and with the SARAH estimator reaches at least FedAvg's test accuracy.",
-        published={"value": 0.10, "unit": "accuracy points", "scope": "SVRG - FedAvg, Table 1, convex task, dataset "
-                                                                      "not stated (SARAH - FedAvg: +0.19)",
-                   "statement": "84.12% (SVRG) and 84.21% (SARAH) vs 84.02% (FedAvg) at each method's best "
-                                "hyperparameters", "table": PUBLISHED_TABLE_1, "unknown": UNKNOWN},
+        id=claim.id, paper=study.paper, where=claim.where, claim_text=claim.claim_text, published=claim.published,
         reproduced={"unit": f"best test accuracy (%) within {rounds} rounds",
                     **{m: [round(v, 2) for v in best[m]] for m in METHODS},
                     "final_training_loss": {m: [round(float(v), 4) for v in final_loss[m]] for m in METHODS}},
-        rule=(f"per seed, effect = best pooled test accuracy of the VR method - that of FedAvg (points) over the "
-              f"{rounds + 1} evaluations; each of SVRG and SARAH: " + parts[0].rule.text()
-              + f" ({MARGIN:g} point: 'matches'); reproduced if both are, not-reproduced if one is. Rule history: the "
-                "first version could not return not-reproduced before the slides' budget (it needed a settled loss); "
-                "the general budget rule (fedbench.claims.verdict) replaces that condition"),
+        rule=claim.rule_at(evaluations=rounds + 1),
         scale={"dataset": "synthetic_0_0", "users": NUM_USERS, "users_per_round": NUM_USERS,
                "train_fraction": TRAIN_FRACTION, "rounds": rounds, "smoothness_L": round(lip, 3),
-               "fedproxvr": {**VR, "engine_local_steps": VR["tau"] - 1}, "fedavg": FEDAVG, "model": "mclr"},
+               "fedproxvr": {**vr, "engine_local_steps": vr["tau"] - 1}, "fedavg": fedavg, "model": "mclr"},
         deviations=deviations,
         figure={"path": "studies/fedproxvr_synthetic/fedproxvr_synthetic.png", "panel": "right: test accuracy"},
-        fidelity=fidelity("stand-in", rounds, PAPER_ROUNDS), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
-        training_seeds=list(SEEDS), data_seeds=[DATA_SEED], observed=observed)
+        fidelity=fidelity("stand-in", rounds, paper_rounds), rounds_run=rounds, rounds_paper=paper_rounds,
+        training_seeds=list(seeds), data_seeds=list(study.data_seeds), observed=observed)
     return [judged(entry, result)]

@@ -42,7 +42,7 @@ class Workspace:
         raw["studies"] = {"stragglers": {"datasets": ["synthetic_1_1"], "algorithms": ["fedavg", "fedprox_mu0",
                                                                                      "fedprox_mu1"],
                                          "stragglers": [0.0, 0.5, 0.9]}}
-        raw["claim_studies"] = []
+        raw["claim_studies"] = {"default": {}}
         if edit is not None:
             edit(raw)
         (self.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))

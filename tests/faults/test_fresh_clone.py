@@ -29,5 +29,8 @@ def test_fresh_clone_runs_every_stage(tmp_path):
     assert status.returncode == 0, status.stderr[-2000:]
     to_run = set(json.loads(status.stdout))
     studies = yaml.safe_load((clone / "params.yaml").read_text())["claim_studies"]
-    assert {f"study@{name}" for name in studies} <= to_run  # every claim study is computed here
+    assert {f"study@{name}" for name in studies["default"]} <= to_run  # every default claim study is computed here
+    assert not {f"study@{name}" for name in studies.get("opt_in") or {}} & to_run  # an opt-in one has no stage
+    for name in studies.get("opt_in") or {}:  # nor committed outputs: its claims are not-run until it runs here
+        assert not any(rel.startswith(f"reports/studies/{name}/") for rel in files), name
     assert {"track", "report"} <= to_run

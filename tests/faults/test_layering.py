@@ -146,7 +146,7 @@ def test_dvc_deps_are_the_provenance_lists():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]  # PyYAML resolves the '<<' merge key
     assert set(RUN_CODE) <= set(TRAIN_STAGE_CODE)
     assert _deps(stages["train"]) == {f"fedbench/{p}" for p in TRAIN_STAGE_CODE}  # one stage trains every study
-    assert _deps(stages["study"]) == {f"fedbench/{p}" for p in STUDY_CODE}
+    assert _deps(stages["study"]) == {"fedbench/studies/${key}.py"} | {f"fedbench/{p}" for p in STUDY_CODE}
     for rel in RUN_CODE + STUDY_CODE + TRAIN_STAGE_CODE:
         assert (ROOT / "fedbench" / rel).exists(), rel
     from fedbench.provenance import CLAIMS_CODE  # every module of the claim model, file by file
@@ -197,3 +197,44 @@ def test_one_check_for_config_and_build(tmp_path, name, bad):
         build_algorithm(name, 0.1, **bad)
     key = next(iter(bad))
     assert f"algorithms.v.{key}:" in str(at_load.value) and f"{name}.{key}:" in str(at_build.value)
+
+
+# what a claim study may import without it being a dvc.yaml dep: the package root and the two modules of errors and
+# provenance (no number comes from them)
+NOT_STUDY_CODE = ("fedbench", "fedbench.errors", "fedbench.provenance")
+
+
+def _module_file(module: str) -> str:
+    rel = "/".join(module.split(".")[1:])
+    return f"{rel}/__init__.py" if (ROOT / "fedbench" / rel).is_dir() else f"{rel}.py"
+
+
+@pytest.mark.parametrize("group", ["default", "opt_in"])
+def test_each_study_stage_depends_on_what_the_study_imports(group):
+    """Item 19.2: a claim study's stage depends on its own module, the shared STUDY_CODE and its own params, and the
+    study imports (at any depth, module level or inside functions) nothing of fedbench outside those deps; so
+    editing one study reruns that study only, and no edit to code a study runs goes unseen."""
+    from fedbench.config import available_claim_studies
+    from fedbench.provenance import code_files, study_code
+
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["study"]
+    assert stage["foreach"] == "${claim_studies.default}"  # the opt-in studies have no stage
+    assert stage["do"]["params"] == ["claim_studies.default.${key}"]
+    assert "fedbench/studies" not in stage["do"]["deps"]
+    graph = _import_graph()
+    studies = yaml.safe_load((ROOT / "params.yaml").read_text())["claim_studies"][group]
+    assert studies
+    for name in studies:
+        deps = {d.replace("${key}", name) for d in _deps(stage)}
+        assert deps == {f"fedbench/{p}" for p in study_code(name)}
+        covered = {str(f.relative_to(ROOT)) for f in code_files(study_code(name), ROOT / "fedbench")}
+        seen, todo = set(), [f"fedbench.studies.{name}"]
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo += graph[m]
+        outside = sorted(m for m in seen - set(NOT_STUDY_CODE) if f"fedbench/{_module_file(m)}" not in covered)
+        assert outside == [], f"{name} imports code its stage does not depend on"
+        others = {m.rpartition(".")[2] for m in seen if m.startswith("fedbench.studies.")} - {name}
+        assert not others & set(available_claim_studies()), f"{name} imports another study"

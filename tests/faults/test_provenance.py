@@ -47,12 +47,13 @@ def test_commit_is_dirty_only_for_the_numbers_code(tmp_path, ws):
 
 
 def test_study_commit_follows_the_study_code(tmp_path):
-    from fedbench.provenance import RUN_CODE, STUDY_CODE, git_commit
+    from fedbench.provenance import RUN_CODE, STUDY_CODE, git_commit, study_code
 
     repo, sha = _checkout(tmp_path)
     (repo / "reports/claims.md").write_text("rewritten\n")
     (repo / "fedbench/cli.py").write_text("# edited\n" + (repo / "fedbench/cli.py").read_text())
     assert git_commit(STUDY_CODE, repo / "fedbench") == sha == git_commit(RUN_CODE, repo / "fedbench")
     (repo / "fedbench/studies/new_helper.py").write_text("X = 1\n")  # untracked code counts too
-    assert git_commit(STUDY_CODE, repo / "fedbench") == f"{sha}-dirty"
+    assert git_commit(study_code("new_helper"), repo / "fedbench") == f"{sha}-dirty"
+    assert git_commit(study_code("fedlaavg_example1"), repo / "fedbench") == sha  # another study's module: not its code
     assert git_commit(RUN_CODE, repo / "fedbench") == sha

@@ -19,10 +19,10 @@ def test_repeated_yaml_key_is_refused_as_dvc_does(ws):
 
 
 def test_helper_module_is_not_a_claim_study(ws):
-    ws.write_params(lambda raw: raw.update(claim_studies=["record"]))
+    ws.write_params(lambda raw: raw.update(claim_studies={"default": {"record": {}}}))
     proc = ws.fedbench("check-config")
     assert proc.returncode == 2
-    assert one_line(proc.stderr).startswith("fedbench: config error: claim_studies: 'record' is not allowed")
+    assert one_line(proc.stderr).startswith("fedbench: config error: claim_studies.default.record: unknown claim study")
 
 
 def test_yaml_12_numbers(ws):

@@ -120,7 +120,7 @@ def test_cells():
 
 
 def test_study_not_run_placeholder(tmp_path):
-    cfg = load_config("params.yaml", {"claim_studies": ["delta_fl_triangle"]})
+    cfg = load_config("params.yaml", {"claim_studies": {"default": {"delta_fl_triangle": {}}}})
     (c,) = study_claims(cfg, tmp_path)
     assert c["verdict"] == "not-run" and c["study"] == "delta_fl_triangle" and "has not run" in c["observed"]
     md = claims_markdown([c], pd.DataFrame())
@@ -219,3 +219,23 @@ def test_a_sensitivity_reading_is_shown_beside_its_claim_and_not_counted(claims)
     assert rows[at + 1].startswith(f"| [`{reading['id']}`]") and "**inconclusive**" in rows[at + 1]
     assert (f"- **Sensitivity readings** (the same rule with one setting changed; shown, not counted): "
             f"[`sensitivity-code-seeding`](#{anchor(reading['id'])}): inconclusive, +3.00 [-1.00, +7.00]") in md
+
+
+def test_opt_in_study_is_not_run_with_its_command_and_cost_until_it_runs(tmp_path):
+    from fedbench.claims import registry
+
+    cfg = load_config("params.yaml")  # feddane_synthetic is opt-in (claim_studies.opt_in)
+    dane = [c for c in study_claims(cfg, tmp_path) if c["study"] == "feddane_synthetic"]
+    assert [c["id"] for c in dane] == ["fedprox/synthetic-iid/feddane-similar-to-fedprox",
+                                       "fedprox/synthetic/feddane-poor-on-non-iid",
+                                       "fedprox/synthetic/feddane-more-devices-still-worse"]
+    for c in dane:
+        assert c["verdict"] == "not-run" and c["command"] == "fedbench study run feddane_synthetic"
+        assert "273 s wall at the pipeline budget, 2 workers on 2 CPU cores, measured 2026-11-26" in c["observed"]
+        assert c["cost"]["seconds"] == 273
+        assert registry.status(c, registry.load())["status"] == "registered"  # its rule as registered: no change
+    (tmp_path / "feddane_synthetic").mkdir()  # someone ran it: its claims are read as any study's
+    judged = {"id": "fedprox/synthetic-iid/feddane-similar-to-fedprox", "verdict": "reproduced"}
+    (tmp_path / "feddane_synthetic" / "claims.json").write_text(json.dumps({"claims": [judged]}))
+    dane = [c for c in study_claims(cfg, tmp_path) if c["study"] == "feddane_synthetic"]
+    assert dane == [judged | {"study": "feddane_synthetic"}]

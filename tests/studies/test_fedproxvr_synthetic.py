@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -25,13 +28,18 @@ def test_smoothness_bounds_every_sample_hessian():
         assert torch.linalg.eigvalsh(hess).max() <= lip + 1e-9
 
 
-def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "BUDGETS", {"pipeline": 2, "paper": 4})
-    monkeypatch.setattr(study, "PAPER_ROUNDS", 4)
+def _shrunk(monkeypatch, budgets, seeds):
+    """The study with a few rounds, ``seeds``, 10 users and FedAvg at 1 local epoch (its declaration replaced)."""
+    fedavg = study.STUDY.arm("FedAvg")
+    arms = tuple(dataclasses.replace(a, settings={**a.settings, "local_epochs": 1}) if a is fedavg else a
+                 for a in study.STUDY.arms)
+    monkeypatch.setattr(study, "STUDY", dataclasses.replace(study.STUDY, budgets=budgets, seeds=seeds, arms=arms))
     monkeypatch.setattr(study, "NUM_USERS", 10)
-    monkeypatch.setattr(study, "SEEDS", (0, 1))
-    monkeypatch.setattr(study, "FEDAVG", {**study.FEDAVG, "local_epochs": 1})
     study._dataset.cache_clear()
+
+
+def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
+    _shrunk(monkeypatch, {"pipeline": 2, "paper": 4}, (0, 1))
     calls = spy_simulate(monkeypatch)
     (c,) = study.run(tmp_path, workers=1)
     study._dataset.cache_clear()
@@ -47,12 +55,25 @@ def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
 
 
 def test_paper_budget_runs_the_slides_rounds(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "BUDGETS", {"pipeline": 1, "paper": 3})
-    monkeypatch.setattr(study, "PAPER_ROUNDS", 3)
-    monkeypatch.setattr(study, "NUM_USERS", 10)
-    monkeypatch.setattr(study, "SEEDS", (0,))
-    monkeypatch.setattr(study, "FEDAVG", {**study.FEDAVG, "local_epochs": 1})
-    study._dataset.cache_clear()
+    _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0,))
     (c,) = study.run(tmp_path, workers=1, budget="paper")
     study._dataset.cache_clear()
     assert (c["fidelity"], c["rounds_run"]) == ("stand-in", 3)  # the slides do not say which synthetic data
+
+
+def test_seeds_override_runs_other_seeds_and_says_so(tmp_path, monkeypatch):
+    _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0, 1, 2, 3, 4))
+    calls = spy_simulate(monkeypatch)
+    (c,) = study.run(tmp_path, workers=1, seeds=(7, 9))
+    study._dataset.cache_clear()
+    assert c["seeds"]["training"] == [7, 9] and len(c["parts"][0]["per_seed"]) == 2
+    assert sorted({json.loads(line)["name"].split("/")[1] for line in (tmp_path / "simulations.jsonl").read_text()
+                   .splitlines()}) == ["seed=7", "seed=9"]
+    assert {cfg.seed for cfg, _, _ in calls} == {7, 9}  # the runs themselves, not only their names
+
+
+def test_declaration_is_what_the_pipeline_runs():
+    assert study.STUDY.budgets == study.BUDGETS == {"pipeline": 40, "paper": 1000}
+    assert study.STUDY.seeds == (0, 1, 2, 3, 4) and study.METHODS == ("FedAvg", "SVRG", "SARAH")
+    (claim,) = study.STUDY.claims
+    assert claim.reads == study.METHODS and "over the 41 evaluations" in claim.rule_at(evaluations=41)

@@ -1,0 +1,111 @@
+"""A claim study declared as data: its arms, seeds, round budgets, evaluation protocol and claims (issue 19, item 2).
+
+A study module keeps what is specific to it (how an arm becomes a simulation, its measurements, its figure) and
+declares the rest once, at module level, as a :class:`StudyDeclaration`, validated when the module is imported: an
+arm named twice, a seed repeated or negative, a budget of no rounds, a claim that reads an arm the study does not
+declare, or two claims with one id are each refused in one line naming the study, the key and what is allowed.
+Imports no torch, so that the declaration can be read (listed, validated, costed) without the engine.
+
+fedbench.studies.fedproxvr_synthetic is the first study declared this way (the pattern for the others).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from fedbench.engine.evaluation import DEFAULT_EVALUATIONS, EvalSpec
+from fedbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One method a study runs: its ``name`` in the study (the simulations' and the figure's), the algorithm
+    (a name of fedbench.algorithms) and the settings the paper gives for it, as the paper states them (the study
+    turns them into the algorithm's fields and the run's settings; e.g. FedProxVR's beta into eta = 1/(beta L))."""
+
+    name: str
+    algorithm: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim the study judges, stated before any run: where the paper says it, the statement, the published value
+    (keys value, unit, scope, statement, ...), the rule its verdict comes from (``{name}`` fields are filled from the
+    run's budget, e.g. ``{evaluations}``) and ``reads``: the arms whose runs the rule reads."""
+
+    id: str
+    where: str
+    claim_text: str
+    published: dict[str, Any]
+    rule: str
+    reads: tuple[str, ...]
+
+    def rule_at(self, **fields: Any) -> str:
+        """The rule with the budget's fields filled in."""
+        return self.rule.format(**fields)
+
+
+@dataclass(frozen=True)
+class StudyDeclaration:
+    """What a claim study runs and judges. ``budgets``: round counts by name ("pipeline": what the DVC stage runs;
+    "paper": the paper's); ``evaluation``: the engine's protocol for every run (fedbench.engine.evaluation.EvalSpec);
+    ``dataset``: a description of the data (the study builds it)."""
+
+    name: str
+    paper: str
+    dataset: str
+    arms: tuple[Arm, ...]
+    seeds: tuple[int, ...]
+    budgets: dict[str, int]
+    claims: tuple[Claim, ...]
+    evaluation: tuple[EvalSpec, ...] = DEFAULT_EVALUATIONS
+    data_seeds: tuple[int, ...] = (0,)
+
+    def __post_init__(self) -> None:
+        where = f"study {self.name}"
+        names = [a.name for a in self.arms]
+        if not names:
+            raise ConfigError(f"{where}: arms: declare at least one arm")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{where}: arms: {sorted({n for n in names if names.count(n) > 1})} named twice; "
+                              "allowed: one arm per name")
+        self._check_seeds(self.seeds, "seeds")
+        self._check_seeds(self.data_seeds, "data_seeds")
+        for budget, rounds in self.budgets.items():
+            if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+                raise ConfigError(f"{where}: budgets.{budget}: {rounds!r} rounds; allowed: an integer >= 1")
+        if not self.budgets:
+            raise ConfigError(f"{where}: budgets: declare at least one (e.g. pipeline)")
+        ids = [c.id for c in self.claims]
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"{where}: claims: {sorted({i for i in ids if ids.count(i) > 1})} declared twice")
+        for c in self.claims:
+            unknown = [r for r in c.reads if r not in names]
+            if unknown or not c.reads:
+                raise ConfigError(f"{where}: claims.{c.id}.reads: {unknown or 'nothing'} is not an arm of the study; "
+                                  f"allowed: {', '.join(names)}")
+
+    def _check_seeds(self, seeds: tuple[int, ...], key: str) -> None:
+        if (not seeds or len(set(seeds)) != len(seeds)
+                or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)):
+            raise ConfigError(f"study {self.name}: {key}: {list(seeds)}; allowed: distinct integers >= 0, at least one")
+
+    def with_seeds(self, seeds: tuple[int, ...] | None) -> StudyDeclaration:
+        """The declaration with other training ``seeds`` (params.yaml claim_studies.<group>.<name>.seeds), validated;
+        itself for None."""
+        return self if seeds is None else dataclasses.replace(self, seeds=tuple(seeds))
+
+    def rounds(self, budget: str) -> int:
+        if budget not in self.budgets:
+            raise ConfigError(f"study {self.name}: budget {budget!r}; allowed: {', '.join(self.budgets)}")
+        return self.budgets[budget]
+
+    def arm(self, name: str) -> Arm:
+        return next(a for a in self.arms if a.name == name)
+
+    def runs(self) -> list[tuple[str, int]]:
+        """(arm, seed) of every run, seed-major (the order the study's records are written in)."""
+        return [(a.name, s) for s in self.seeds for a in self.arms]

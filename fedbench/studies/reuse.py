@@ -1,0 +1,146 @@
+"""Fingerprint reuse for the claim studies: a simulation whose numbers are already computed is read back, not rerun.
+
+A simulation's fingerprint hashes what determines its numbers, as the train stage's does (fedbench.runner.fingerprint):
+its SimulationConfig, its algorithm (class and fields, nested ones included), its model (name, builder arguments,
+loss, dtypes, init and frozen tensors), whether the global model is traced, the content of its dataset
+(FederatedDataset.content_hash) and the code that runs it (``provenance.STUDY_RUN_CODE``: the engine, algorithms and
+models and the studies' runner). An algorithm or model class defined in a study module (fedprox_synthetic's partial
+work) adds that module's source, so an edit there recomputes the runs that use it, and only those. The simulation's
+name and the study's knobs are labels: not in the fingerprint.
+
+A finished simulation is kept as ``<study folder>/outcomes/<fingerprint>.json``: the full Outcome (every history row,
+the final scalars, the traced models and the per-device accuracies at full float64 precision: JSON writes a float's
+shortest exact repr, so a reused run's numbers are bit-identical to a computed one's). Each file is written to a
+temporary name and renamed into place when complete, so an interrupted study leaves only whole outcomes (which its
+next run reuses) and nothing half-written that looks finished. The folder is not committed (.gitignore): a fresh clone
+computes every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import inspect
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fedbench.provenance import STUDY_RUN_CODE, code_hash
+
+OUTCOMES = "outcomes"  # the folder of finished simulations inside a study's output folder
+FORMAT = 1  # the outcome file's layout: a change here makes every stored outcome stale
+
+
+def _study_sources(*objects: Any) -> list[str]:
+    """SHA-256 of the source of each study module (fedbench.studies.<name>) that defines the class of one of
+    ``objects`` or of a dataclass field of theirs (a wrapped algorithm)."""
+    modules = set()
+    todo = list(objects)
+    while todo:
+        obj = todo.pop()
+        module = type(obj).__module__
+        init = getattr(obj, "init_fn", None)  # a model's init: a function or a functools.partial of one
+        while isinstance(init, functools.partial):
+            init = init.func
+        if init is not None and getattr(init, "__module__", "").startswith("fedbench.studies."):
+            modules.add(init.__module__)
+        if module.startswith("fedbench.studies."):
+            modules.add(module)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            todo += [getattr(obj, f.name) for f in dataclasses.fields(obj) if dataclasses.is_dataclass(getattr(obj, f.name))]
+    return [hashlib.sha256(inspect.getsource(sys.modules[m]).encode()).hexdigest()[:16] for m in sorted(modules)]
+
+
+def _callable_identity(fn: Any) -> Any:
+    """A function by its module and name; a functools.partial by its function and arguments."""
+    if isinstance(fn, functools.partial):
+        return {"func": _callable_identity(fn.func), "args": repr(fn.args), "keywords": repr(sorted(fn.keywords.items()))}
+    return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _model_identity(model: Any) -> dict[str, Any]:
+    frozen = {}
+    for key, tensor in sorted(getattr(model, "frozen", {}).items()):
+        array = tensor.detach().cpu().contiguous().numpy()
+        frozen[key] = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode() + array.tobytes()).hexdigest()[:16]
+    init = getattr(model, "init_fn", None)
+    return {"name": getattr(model, "name", type(model).__name__), "config": repr(getattr(model, "config", model)),
+            "loss": getattr(model, "loss", None), "input_dtype": str(getattr(model, "input_dtype", None)),
+            "eval_dtype": str(getattr(model, "eval_dtype", None)),
+            "init": None if init is None else _callable_identity(init), "frozen": frozen}
+
+
+def fingerprint(sim: Any, data_hash: str, code: str | None = None, models: dict[int, Any] | None = None) -> str:
+    """Identity of the numbers of ``sim`` (a fedbench.studies.Simulation; not imported here: a cycle): its
+    settings, its data (``data_hash``) and the code that computes them (``code``, default STUDY_RUN_CODE's hash).
+    ``models`` memoizes the models' identities by object (a model's frozen tensors are hashed once per call)."""
+    models = {} if models is None else models
+    if id(sim.model) not in models:
+        models[id(sim.model)] = _model_identity(sim.model)
+    blob = {"format": FORMAT, "config": repr(sim.config), "algorithm": repr(sim.algorithm),
+            "model": models[id(sim.model)], "trace": sim.trace, "data": data_hash,
+            "code": code or code_hash(STUDY_RUN_CODE), "study_code": _study_sources(sim.algorithm, sim.model)}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def save(folder: Path, key: str, outcome: Any) -> None:
+    """``outcome`` (a fedbench.studies.Outcome) as ``folder/<key>.json``, complete or not at all (a temporary file
+    renamed into place)."""
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {"format": FORMAT, "history": outcome.history, "final": outcome.final, "diverged": outcome.diverged,
+            "param_digest": outcome.param_digest, "device": outcome.device, "seconds": outcome.seconds,
+            "models": None if outcome.models is None else np.asarray(outcome.models, dtype=np.float64),
+            "device_accuracy": None if outcome.device_accuracy is None else np.asarray(outcome.device_accuracy,
+                                                                                       dtype=np.float64)}
+    fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(body, f, default=_plain)  # NaN and infinities as JSON's NaN/Infinity: read back exactly
+        os.replace(tmp, folder / f"{key}.json")
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(folder: Path, key: str) -> dict[str, Any] | None:
+    """The fields of the Outcome stored under ``key`` in ``folder`` (all but its name); None if there is none (or an
+    unreadable one, which is then recomputed)."""
+    import numpy as np
+
+    path = folder / f"{key}.json"
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if body.get("format") != FORMAT:
+        return None
+    arrays = {k: None if body[k] is None else np.asarray(body[k], dtype=np.float64) for k in ("models", "device_accuracy")}
+    return {"history": body["history"], "final": body["final"], "diverged": body["diverged"],
+            "param_digest": body["param_digest"], "device": body["device"], "seconds": body["seconds"], **arrays}
+
+
+def prune(folder: Path, keep: Iterable[str]) -> int:
+    """Remove the stored outcomes of ``folder`` whose fingerprint is not in ``keep`` (and stray temporary files);
+    the number removed."""
+    keep = set(keep)
+    removed = 0
+    for path in folder.glob("*.json") if folder.is_dir() else ():
+        if path.stem not in keep:
+            path.unlink()
+            removed += 1
+    for path in folder.glob(".*.tmp") if folder.is_dir() else ():
+        path.unlink()
+    return removed

@@ -1,0 +1,59 @@
+"""fedbench.studies.declaration: a study declared as data is refused at load, in one line naming the study, the key
+and what is allowed, when it is inconsistent (issue 19.2)."""
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from fedbench.errors import ConfigError
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+
+
+def _claim(**over):
+    return Claim(**{"id": "p/x/c", "where": "Table 1", "claim_text": "A beats B.", "published": {"value": 1.0},
+                    "rule": "over the {evaluations} evaluations: A - B >= 0", "reads": ("A", "B")} | over)
+
+
+def _study(**over):
+    return StudyDeclaration(**{"name": "toy", "paper": "P", "dataset": "d", "arms": (Arm("A", "fedavg"), Arm("B", "fedprox", {"mu": 1.0})),
+                               "seeds": (0, 1), "budgets": {"pipeline": 5}, "claims": (_claim(),)} | over)
+
+
+def test_a_consistent_declaration_loads_and_reads():
+    s = _study()
+    assert s.runs() == [("A", 0), ("B", 0), ("A", 1), ("B", 1)] and s.rounds("pipeline") == 5
+    assert s.with_seeds((3,)).seeds == (3,) and s.with_seeds(None) is s
+    assert s.claims[0].rule_at(evaluations=6) == "over the 6 evaluations: A - B >= 0"
+
+
+@pytest.mark.parametrize("over, message", [
+    ({"arms": (Arm("A", "fedavg"), Arm("A", "fedprox"))}, "study toy: arms: ['A'] named twice; allowed: one arm per name"),
+    ({"arms": ()}, "study toy: arms: declare at least one arm"),
+    ({"seeds": (0, 0)}, "study toy: seeds: [0, 0]; allowed: distinct integers >= 0, at least one"),
+    ({"seeds": (-1,)}, "study toy: seeds: [-1]; allowed: distinct integers >= 0, at least one"),
+    ({"seeds": ()}, "study toy: seeds: []; allowed: distinct integers >= 0, at least one"),
+    ({"budgets": {"pipeline": 0}}, "study toy: budgets.pipeline: 0 rounds; allowed: an integer >= 1"),
+    ({"budgets": {}}, "study toy: budgets: declare at least one (e.g. pipeline)"),
+    ({"claims": (_claim(reads=("A", "C")),)}, "study toy: claims.p/x/c.reads: ['C'] is not an arm of the study; allowed: A, B"),
+    ({"claims": (_claim(), _claim())}, "study toy: claims: ['p/x/c'] declared twice"),
+])
+def test_an_inconsistent_declaration_is_refused_in_one_line(over, message):
+    with pytest.raises(ConfigError) as err:
+        _study(**over)
+    assert str(err.value) == message
+
+
+def test_other_seeds_and_budgets_are_checked_too():
+    with pytest.raises(ConfigError, match=r"^study toy: seeds: \[2, 2\]; allowed"):
+        _study().with_seeds((2, 2))
+    with pytest.raises(ConfigError, match=r"^study toy: budget 'paper'; allowed: pipeline$"):
+        _study().rounds("paper")
+    assert dataclasses.replace(_study(), budgets={"pipeline": 5, "paper": 50}).rounds("paper") == 50
+
+
+def test_a_declaration_imports_no_torch():
+    probe = "import sys, fedbench.studies.declaration; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
