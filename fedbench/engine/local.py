@@ -61,12 +61,7 @@ def run_vectorized(algorithm: Any, kernel: Any, bcast: Any, local: Any, data: Co
     Minibatches are gathered a chunk of steps at a time, and only those of clients still training: the
     chunk's inputs are one block [sum_t a_t, B, ...] whose step-t part is contiguous, and the chunk is
     sized by :data:`CHUNK_BYTES` so that it stays in cache until it is used. The positions of the rows
-    come from the step counts, which live on the host, so nothing waits on the device.
-
-    A kernel that computes one row at a time anyway (``kernel.client_by_client``: the per-client loop) runs
-    :func:`run_client_by_client` instead: the same steps, each client's in turn."""
-    if getattr(kernel, "client_by_client", False):
-        return run_client_by_client(algorithm, kernel, bcast, local, data, row_bcast)
+    come from the step counts, which live on the host, so nothing waits on the device."""
     total = int(data.steps.max()) if len(data.steps) else 0
     counts = active_counts(data.steps, total)
     x_all = data.x_prepared
@@ -82,7 +77,12 @@ def run_vectorized(algorithm: Any, kernel: Any, bcast: Any, local: Any, data: Co
         client = np.arange(int(active.sum())) - np.repeat(offsets, active)
         positions = data.starts[client] + np.repeat(np.arange(t0, t1), active)
         idx = data.batches.index_select(0, torch.from_numpy(positions).to(data.batches.device))  # [R, B]
-        xc, labels, weight = _gather(x_all, data.y, idx)
+        valid = idx >= 0
+        flat = idx.clamp(min=0).reshape(-1)
+        xc = x_all.index_select(0, flat).view(*idx.shape, *x_all.shape[1:])  # row copies: far faster than x[idx]
+        weight = valid.to(xc.dtype if xc.is_floating_point() else torch.float32)
+        weight = weight / weight.sum(-1, keepdim=True).clamp(min=1.0)  # [R, B], each row summing to 1
+        labels = data.y.index_select(0, flat).view(*idx.shape)
         sizes = active.tolist()
         parts = [t.split(sizes) for t in kernel.batch(xc, labels, weight)]
         for i, a in enumerate(sizes):
@@ -97,58 +97,6 @@ def run_vectorized(algorithm: Any, kernel: Any, bcast: Any, local: Any, data: Co
     if a_work == len(data.steps):
         return work
     return tree.write_rows(local, work, 0, a_work)
-
-
-def run_client_by_client(algorithm: Any, kernel: Any, bcast: Any, local: Any, data: CohortData,
-                         row_bcast: bool = False) -> Any:
-    """:func:`run_vectorized`'s local work, one client after another: all of client k's steps on its row
-    alone (row k of the local state and, with ``row_bcast``, of the broadcast), its final row written back
-    over its starting row (in place, as run_vectorized writes the rows of clients that finish early; into a
-    fresh state where a tensor of ``local`` is not contiguous). For a kernel whose gradient is one row at a
-    time (the per-client loop), a client's weights, gradient and the algorithm's temporaries of one row are
-    reused from one operation to the next while they are in the processor's cache, where a step over all
-    active rows streams every [a_t, P] temporary through main memory (the LEAF FEMNIST CNN: 26 MB a row,
-    264 MB for 10 clients; issue 20).
-
-    Bit-identical to :func:`run_vectorized`: an algorithm's client_step treats each row on its own, whatever
-    rows surround it (what stacked runs already rely on: fedbench.ops.sgd_step), and the loop's gradient of a
-    row does not depend on the other rows (tests/engine/test_local.py checks every algorithm)."""
-    n_clients = len(data.steps)
-    if n_clients == 0:
-        return local
-    x_all = data.x_prepared
-    row_bytes = data.batches.shape[1] * x_all[:1].numel() * x_all.element_size()
-    per_gather = max(1, min(CHUNK_STEPS, CHUNK_BYTES // max(1, row_bytes)))
-    in_place = all(t.is_contiguous() for t in tree.tree_leaves(local))
-    out = local if in_place else tree.tree_map(lambda t: torch.empty_like(t, memory_format=torch.contiguous_format),
-                                               local)
-    for k in range(n_clients):
-        work = tree.rows(local, k, k + 1)
-        b_work = tree.rows(bcast, k, k + 1) if row_bcast else bcast
-        first, steps = int(data.starts[k]), int(data.steps[k])
-        for t0 in range(0, steps, per_gather):
-            idx = data.batches[first + t0: first + min(steps, t0 + per_gather)]  # [R, B]
-            xc, labels, weight = _gather(x_all, data.y, idx)
-            parts = kernel.batch(xc, labels, weight)
-            for i in range(idx.shape[0]):
-                step_batch = tuple(p[i: i + 1] for p in parts)
-                work = algorithm.client_step(work, lambda th, sb=step_batch: kernel.grad(th, *sb), b_work)
-        if n_clients == 1:
-            return work
-        for o, w in zip(tree.tree_leaves(out), tree.tree_leaves(work)):
-            o[k: k + 1].copy_(w)
-    return out
-
-
-def _gather(x_all: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Inputs [R, B, ...], labels [R, B] and weights [R, B] (each row summing to 1, 0 on padding) of the
-    minibatches ``idx`` [R, B] (global sample indices, padding -1)."""
-    valid = idx >= 0
-    flat = idx.clamp(min=0).reshape(-1)
-    xc = x_all.index_select(0, flat).view(*idx.shape, *x_all.shape[1:])  # row copies: far faster than x[idx]
-    weight = valid.to(xc.dtype if xc.is_floating_point() else torch.float32)
-    weight = weight / weight.sum(-1, keepdim=True).clamp(min=1.0)
-    return xc, y.index_select(0, flat).view(*idx.shape), weight
 
 
 def run_reference(algorithm: Any, model: Any, bcast: Any, local: Any, data: CohortData,

@@ -25,7 +25,6 @@ from fedbench.models.spec import Model
 
 class LoopKernel(generic.GenericEvaluation):
     name = "loop"
-    client_by_client = True  # the engine runs each client's local steps in turn (fedbench.engine.local)
 
     def __init__(self, model: Model) -> None:
         self.model = model
