@@ -211,10 +211,10 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
         from fedbench.bench.step_parts import steps_table
 
         lines += ["## A client step taken apart (issue 20)", "",
-                  "The per-client loop's step at client batch 10 (fedbench.bench.step_parts): gradients alone, "
-                  "placed into the cohort's rows (the kernel), with FedAvg's update (the engine's step), the engine "
-                  "round with one step per client, and an in-place update (headroom, not the engine's rounding). "
-                  "ms per client step (share of the FLOP floor).", "", *steps_table(result["steps"]), ""]
+                  ("The per-client loop's step at client batch 10 (fedbench.bench.step_parts): gradients alone, "
+                   "placed into the cohort's rows (the kernel), with FedAvg's update (the engine's step), the engine "
+                   "round with one step per client, and an in-place update (headroom, not the engine's rounding). "
+                   "ms per client step (share of the FLOP floor)."), "", *steps_table(result["steps"]), ""]
     if result.get("executors"):
         from fedbench.bench.executors import table
 
