@@ -26,7 +26,7 @@ workload             FedProx's synthetic study at the paper's settings (30 devic
                       seeds 0-4) for R = 1, 15 and all runs: stacked (simulate_stack), one by one (simulate),
                       a plain numpy per-client loop, and the arithmetic floor; each run's first rounds are timed
                       and projected to 200 rounds. With CUDA, also a CNN study (10 clients per round).
-steps                not by default: where a client step's time goes on the per-client loop (issue 20):
+steps                not by default: where a client step's time goes on the per-client loop:
                       autograd's gradients alone, placed into the cohort's rows (the kernel), with FedAvg's
                       update (the engine's step), the engine round, and an in-place update as headroom; ms
                       per client step and share of the FLOP floor (--models default leaf_femnist_cnn,cifar_cnn;
