@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "fedbench.bench/2"
-PARTS = ("throughput", "workload", "executors")
+PARTS = ("throughput", "workload", "executors", "steps")
 DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install -e '.[ray]')
 
 DESCRIPTION = """\
@@ -26,6 +26,11 @@ workload             FedProx's synthetic study at the paper's settings (30 devic
                       seeds 0-4) for R = 1, 15 and all runs: stacked (simulate_stack), one by one (simulate),
                       a plain numpy per-client loop, and the arithmetic floor; each run's first rounds are timed
                       and projected to 200 rounds. With CUDA, also a CNN study (10 clients per round).
+steps                not by default: where a client step's time goes on the per-client loop:
+                      autograd's gradients alone, placed into the cohort's rows (the kernel), with FedAvg's
+                      update (the engine's step), the engine round, and an in-place update as headroom; ms
+                      per client step and share of the FLOP floor (--models default leaf_femnist_cnn,cifar_cnn;
+                      --cohorts default 10).
 executors            not by default: the regression's quick profile through the train stage on the local
                       process pool and as Ray tasks on a local Ray of as many CPUs, side by side: Ray's
                       start-up, seconds per unit (a stack of runs) and their ratio, no-op dispatch per unit.
@@ -39,6 +44,7 @@ examples:
   fedbench bench --quick --parts throughput --models mclr --cohorts 10,100
   fedbench bench --quick --json out/bench.json    # the figures as JSON
   fedbench bench --quick --parts executors        # ray vs local executor overhead (needs pip install -e '.[ray]')
+  fedbench bench --parts steps --cohorts 10,35    # where the papers' CNNs' client step spends its time
   fedbench bench --report                         # full run (about 10 min on CPU); writes reports/bench/
   fedbench bench --device cuda --threads 0 --report   # on a GPU; writes reports/bench-gpu/
 """
@@ -182,6 +188,17 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
         result["workload_targets"] = [t for w in result["workloads"] for t in workload.check_targets(w)]
         result["workloads_skipped"] = [] if device.type == "cuda" else [
             {"name": "cnn_cifar_shaped", "reason": "the GPU study; this run has no CUDA"}]
+    if "steps" in parts:
+        import fedbench.bench.step_parts as step_parts
+
+        names = models or step_parts.MODELS
+        result["steps"] = []
+        for name in names:
+            for k in cohorts or (10,):
+                c = step_parts.measure_steps(BY_NAME[name], k, device, machine, min_time or (0.5 if quick else 2.0))
+                result["steps"].append(c)
+                log(f"  {name} cohort {k}: " + ", ".join(f"{p} {c['ms_per_client_step'][p]:.1f} ms"
+                                                          for p in step_parts.PARTS) + " a client step")
     if "executors" in parts:
         from fedbench.bench.executors import measure_executors
 

@@ -106,6 +106,10 @@ def print_summary(result: dict[str, Any]) -> str:
         out.append(f"target {t['study']}: {t['target']}: {t['measured']} {'met' if t['met'] else 'NOT met'}")
     for s in result.get("workloads_skipped", []):
         out.append(f"skipped: {s['name']}: {s['reason']}")
+    if result.get("steps"):
+        from fedbench.bench.step_parts import steps_table
+
+        out += ["", "A client step taken apart (ms per client step, share of the FLOP floor):", *steps_table(result["steps"])]
     if result.get("executors"):
         from fedbench.bench.executors import table
 
@@ -203,6 +207,14 @@ def readme(result: dict[str, Any], command: str, figures: dict[str, str]) -> str
         lines += [f"![projected wall time of the workloads]({figures['workload']})", ""]
     for s in result.get("workloads_skipped", []):
         lines += [f"Not measured: {s['name']} ({s['reason']}).", ""]
+    if result.get("steps"):
+        from fedbench.bench.step_parts import steps_table
+
+        lines += ["## A client step taken apart (issue 20)", "",
+                  ("The per-client loop's step at client batch 10 (fedbench.bench.step_parts): gradients alone, "
+                   "placed into the cohort's rows (the kernel), with FedAvg's update (the engine's step), the engine "
+                   "round with one step per client, and an in-place update (headroom, not the engine's rounding). "
+                   "ms per client step (share of the FLOP floor)."), "", *steps_table(result["steps"]), ""]
     if result.get("executors"):
         from fedbench.bench.executors import table
 

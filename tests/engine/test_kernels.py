@@ -311,6 +311,10 @@ def test_loop_places_negative_zero_gradients_as_the_flat_row_sum_does(per_tensor
         want = _flat_row_grad(model, theta, x, y, w)
         assert torch.equal(got.view(torch.int32), want.view(torch.int32))
         assert bool(torch.signbit(got[0, 0])) is a_zero_sign  # -0.0 survives only when one tensor gets a gradient
+        if use_b:  # vmap assumes every tensor enters the loss (fedbench.engine.kernels.vmap): the same bits then
+            monkeypatch.setattr(loop, "PER_TENSOR_PLACING", 0 if per_tensor else 2**62)
+            got = KERNELS["vmap"](model).grad(theta, x, y, w)
+            assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 
 
 def test_cpu_kernels_keep_freed_host_memory():
@@ -346,12 +350,16 @@ def test_measured_choice_is_the_fastest_kernel_never_slower_than_the_loop():
     assert table_from_cases([case]) == {"cifar_cnn/cuda": {"10": {"loop": 5.0, "vmap": 7.0}}}
 
 
+@pytest.mark.parametrize("per_tensor", [False, True], ids=["concatenated", "per-tensor"])
 @pytest.mark.parametrize("model_name", [m for m, model in MODELS.items() if "vmap" in kernel_names(model)])
-def test_vmap_gradient_is_bit_identical_to_differentiating_the_flat_rows(model_name):
-    """vmap differentiates the module's tensors and concatenates them (issue 20): the same bits as vmap over the
-    gradient of each flat row, as before."""
+def test_vmap_gradient_is_bit_identical_to_differentiating_the_flat_rows(model_name, per_tensor, monkeypatch):
+    """vmap differentiates the module's tensors and concatenates them, or (a large model) writes each tensor's
+    gradient into its columns (issue 20): the same bits as vmap over the gradient of each flat row, as before."""
     from torch.func import grad, vmap
 
+    import fedbench.engine.kernels.loop as loop
+
+    monkeypatch.setattr(loop, "PER_TENSOR_PLACING", 0 if per_tensor else 2**62)
     model = MODELS[model_name]
     g = torch.Generator().manual_seed(6)
     k, b = 3, 4

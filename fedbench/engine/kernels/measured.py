@@ -24,10 +24,11 @@ MEASURED: dict[tuple[str, str], dict[int, dict[str, float]]] = {
                       100: {"mclr": 931_600, "vmap": 327_959, "loop": 72_600}},
     ("fedprox_shakespeare_lstm", "cpu"): {10: {"loop": 334.8, "rnn": 136.1}},
     ("fedprox_sent140_lstm", "cpu"): {10: {"loop": 1914, "rnn": 1689}, 100: {"loop": 1534, "rnn": 1041}},
-    # measured before issue 20 made both the loop and vmap differentiate per tensor (each 2.5-3x faster on the
-    # FEMNIST CNN's step, one core: loop 31-45 ms, vmap 46 ms a client step at cohort 10); the choice stands
-    ("leaf_femnist_cnn", "cpu"): {10: {"loop": 101.8, "vmap": 39.6}, 100: {"loop": 50.1, "vmap": 22.0}},
-    ("cifar_cnn", "cpu"): {10: {"loop": 5267, "vmap": 4854}, 100: {"loop": 5812, "vmap": 5351}},
+    # the CNNs after issue 20's per-tensor differentiation (loop and vmap): fedbench bench --quick --parts
+    # throughput --models leaf_femnist_cnn,cifar_cnn --cohorts 10,100, same machine, load average 3.3 (commit
+    # f157c32). vmap is 1.26x the loop for the CIFAR CNN at cohort 100 but 0.85x at cohort 10: the loop stays
+    ("leaf_femnist_cnn", "cpu"): {10: {"loop": 241.9, "vmap": 192.6}, 100: {"loop": 237.6, "vmap": 181.4}},
+    ("cifar_cnn", "cpu"): {10: {"loop": 3757.7, "vmap": 3211.1}, 100: {"loop": 2407.0, "vmap": 3033.8}},
 }
 
 

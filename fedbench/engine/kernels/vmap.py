@@ -16,6 +16,7 @@ import torch
 from torch.func import grad, vmap
 
 import fedbench.engine.kernels.generic as generic
+import fedbench.engine.kernels.loop as loop
 from fedbench.models.spec import Model
 
 CPU_VMAP_SAMPLES = 512  # on CPU, vmap runs over this many samples' clients at a time: larger activations
@@ -48,5 +49,12 @@ class VmapKernel(generic.GenericEvaluation):
         rows, layout = theta.shape[0], self.model.layout
         params = {s.name: theta[:, s.offset: s.offset + s.numel].view(rows, *s.shape) for s in layout}
         grads = vmap(self._grad, chunk_size=chunk)(params, x, y, w)
+        if len(layout) > 1 and self.model.num_params >= loop.PER_TENSOR_PLACING:
+            # a large model: each tensor's g + 0.0 written into its columns in one pass (concatenating, then
+            # adding 0.0 in place, passes over the [rows, P] block twice: the same bits)
+            out = theta.new_empty(rows, self.model.num_params)
+            for s in layout:
+                torch.add(grads[s.name].reshape(rows, s.numel), 0.0, out=out[:, s.offset: s.offset + s.numel])
+            return out
         out = torch.cat([grads[s.name].reshape(rows, s.numel) for s in layout], dim=1)
         return out.add_(0.0) if len(layout) > 1 else out
