@@ -244,7 +244,7 @@ def test_study_list_says_what_runs_each_study_and_its_cost(tmp_path):
     assert "dvc repro (study@mime_synthetic)" in row["mime_synthetic"]
     assert "opt-in: fedbench study run feddane_synthetic" in row["feddane_synthetic"]
     assert "273 s wall, 2 workers on 2 CPU cores (2026-11-26)" in row["feddane_synthetic"]
-    assert "pipeline, paper" in row["fedprox_synthetic"] and "paper-scale: fedbench paper run" in row["mime_emnist"]
+    assert "paper, pipeline" in row["fedprox_synthetic"] and "paper-scale: fedbench paper run" in row["mime_emnist"]
 
 
 def test_study_run_writes_the_pipeline_folder_with_the_committed_numbers(tmp_path, monkeypatch, capsys):
@@ -261,8 +261,9 @@ def test_study_root_by_budget():
     from fedbench.studies.stage import study_root
 
     cfg = load_config(ROOT / "params.yaml")
-    assert study_root(cfg, "fedprox_synthetic", "pipeline") == Path("reports/studies")
-    assert study_root(cfg, "fedprox_synthetic", "paper") == Path("reports/studies-paper")
+    assert study_root(cfg, "mime_synthetic", "pipeline") == Path("reports/studies")
+    assert study_root(cfg, "fedprox_synthetic", "paper") == Path("reports/studies")  # opt-in at the paper's budget
+    assert study_root(cfg, "fedprox_synthetic", "pipeline") == Path("reports/studies-pipeline")
     assert study_root(cfg, "fedlaavg_cifar10", "paper") == Path("reports/studies-paper")  # not in params.yaml
 
 

@@ -119,9 +119,10 @@ def test_dissimilarity_samples_reaches_the_runs_and_the_lstm_paper_studies_decla
 def test_claim_studies_are_a_validated_mapping_default_ones_first():
     cfg = load_config(ROOT / "params.yaml")
     names = list(cfg.claim_studies)
-    assert names[-1] == "feddane_synthetic" and not cfg.claim_studies["feddane_synthetic"].default  # opt-in
-    assert all(cfg.claim_studies[n].default for n in names[:-1]) and len(names) == 9
-    assert {c.budget for c in cfg.claim_studies.values()} == {"pipeline"}
+    opt_in = ["fedprox_synthetic", "feddane_synthetic", "fedproxvr_synthetic"]  # at the papers' budgets
+    assert names[-3:] == opt_in and not any(cfg.claim_studies[n].default for n in opt_in)
+    assert all(cfg.claim_studies[n].default for n in names[:-3]) and len(names) == 9
+    assert {n: c.budget for n, c in cfg.claim_studies.items() if c.budget != "pipeline"} == dict.fromkeys(opt_in, "paper")
     assert all(c.seeds is None for c in cfg.claim_studies.values())
 
 
@@ -171,6 +172,6 @@ def test_claim_study_without_settings_runs_at_the_pipeline_budget(tmp_path):
 
 
 def test_seeds_override_for_a_study_that_takes_seeds(tmp_path):
-    cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["default"].update(
+    cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["opt_in"].update(
         fedproxvr_synthetic={"budget": "paper", "seeds": [1, 2]})))
-    assert cfg.claim_studies["fedproxvr_synthetic"] == ClaimStudyConfig(budget="paper", seeds=(1, 2), default=True)
+    assert cfg.claim_studies["fedproxvr_synthetic"] == ClaimStudyConfig(budget="paper", seeds=(1, 2), default=False)

@@ -40,8 +40,8 @@ def test_editing_one_study_makes_only_its_stage_stale(tmp_path):
     assert list(stale()) == ["study@mime_synthetic"]
     params = yaml.safe_load((clone / "params.yaml").read_text())
     params["claim_studies"]["default"]["fedlaavg_example1"]["seeds"] = None  # its entry changes, no one else's
-    params["claim_studies"]["opt_in"]["feddane_synthetic"]["budget"] = "paper"  # opt-in: no stage to go stale
+    params["claim_studies"]["opt_in"]["feddane_synthetic"]["budget"] = "pipeline"  # opt-in: no stage to go stale
     (clone / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     assert sorted(stale()) == ["study@fedlaavg_example1", "study@mime_synthetic"]
     names = _dvc(clone, "stage", "list", "--name-only").stdout.split()
-    assert "study@feddane_synthetic" not in names and "study@fedprox_synthetic" in names
+    assert "study@feddane_synthetic" not in names and "study@mime_synthetic" in names
