@@ -194,3 +194,46 @@ def test_sqlite_store_in_wal_mode_and_a_deleted_stores_log_never_read(tmp_path, 
         names = {r[0] for r in con.execute("SELECT name FROM experiments WHERE lifecycle_stage = 'active'")}
     assert names == {"train-x"}
     assert not list(tmp_path.glob(".store.db.init-*"))
+
+
+def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_path, monkeypatch):
+    """The SQL store's bulk insert (tracking._insert_new_metrics) leaves the rows log_batch leaves: every value
+    (NaN as 0 with is_nan, infinities as the largest doubles), step and timestamp, duplicates once, and the latest
+    value per key by (step, timestamp, value) whatever the order they come in."""
+    import sqlite3
+
+    from mlflow.entities import Metric
+
+    from fedbench import tracking
+
+    db = tmp_path / "store.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+    nan, inf = float("nan"), float("inf")
+    metrics = [Metric("train/loss", v, 1_000 + s, s) for s, v in enumerate([2.0, 1.5, nan, inf, -inf, 0.25])]
+    metrics += [Metric("test/accuracy", 0.5, 2_000, 3), Metric("test/accuracy", 0.7, 2_000, 1),
+                Metric("test/accuracy", 0.5, 2_000, 3), Metric("test/accuracy", 0.6, 2_000, 3),
+                Metric("diverging", nan, 5, 0)]
+    real, taken = tracking._insert_new_metrics, []
+
+    def bulk_insert(*args):
+        taken.append(real(*args))
+        return taken[-1]
+
+    with tracking._store() as client:
+        exp = tracking.experiment_id(client, "train-x")
+        ids = []
+        for bulk in (True, False):
+            monkeypatch.setattr(tracking, "_insert_new_metrics", bulk_insert if bulk else lambda *a: False)
+            with tracking._mlflow_run(client, exp, f"bulk={bulk}", {}) as run_id:
+                tracking._log_batched(client, run_id, metrics, [tracking.Param("a", "1")])
+            ids.append(run_id)
+    assert taken == [True]  # the SQL store took the bulk insert
+    with sqlite3.connect(db) as con:
+        def rows(table: str, run_id: str) -> list:
+            return sorted(con.execute(f"SELECT key, value, timestamp, step, is_nan FROM {table} WHERE run_uuid = ?",
+                                      (run_id,)))
+        assert len(rows("metrics", ids[1])) == 10  # the duplicate once
+        assert rows("metrics", ids[0]) == rows("metrics", ids[1])
+        assert rows("latest_metrics", ids[0]) == rows("latest_metrics", ids[1]) == [
+            ("diverging", 0.0, 5, 0, 1), ("test/accuracy", 0.6, 2000, 3, 0), ("train/loss", 0.25, 1005, 5, 0)]
+    assert MlflowClient(f"sqlite:///{db}").get_run(ids[0]).data.params == {"a": "1"}
