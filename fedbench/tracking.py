@@ -327,8 +327,8 @@ def _insert_new_metrics(client: MlflowClient, run_id: str, metrics: list[Metric]
         if now is None or (row["step"], row["timestamp"], row["value"]) > (now["step"], now["timestamp"], now["value"]):
             latest[m.key] = row
     with store.ManagedSessionMaker() as session:  # commits at the end of the block, or writes nothing
-        session.execute(insert(SqlMetric), rows)
-        session.execute(insert(SqlLatestMetric), list(latest.values()))
+        session.execute(insert(SqlMetric.__table__), rows)  # the tables themselves: one executemany each
+        session.execute(insert(SqlLatestMetric.__table__), list(latest.values()))
     return True
 
 
