@@ -197,7 +197,7 @@ def test_sqlite_store_in_wal_mode_and_a_deleted_stores_log_never_read(tmp_path, 
 
 
 def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_path, monkeypatch):
-    """The SQL store's bulk insert (tracking._insert_new_metrics) leaves the rows log_batch leaves: every value
+    """The SQL store's bulk insert (tracking._insert_new_history) leaves the rows log_batch leaves: every value
     (NaN as 0 with is_nan, infinities as the largest doubles), step and timestamp, duplicates once, and the latest
     value per key by (step, timestamp, value) whatever the order they come in."""
     import sqlite3
@@ -213,7 +213,7 @@ def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_pat
     metrics += [Metric("test/accuracy", 0.5, 2_000, 3), Metric("test/accuracy", 0.7, 2_000, 1),
                 Metric("test/accuracy", 0.5, 2_000, 3), Metric("test/accuracy", 0.6, 2_000, 3),
                 Metric("diverging", nan, 5, 0)]
-    real, taken = tracking._insert_new_metrics, []
+    real, taken = tracking._insert_new_history, []
 
     def bulk_insert(*args):
         taken.append(real(*args))
@@ -223,9 +223,9 @@ def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_pat
         exp = tracking.experiment_id(client, "train-x")
         ids = []
         for bulk in (True, False):
-            monkeypatch.setattr(tracking, "_insert_new_metrics", bulk_insert if bulk else lambda *a: False)
+            monkeypatch.setattr(tracking, "_insert_new_history", bulk_insert if bulk else lambda *a: False)
             with tracking._mlflow_run(client, exp, f"bulk={bulk}", {}) as run_id:
-                tracking._log_batched(client, run_id, metrics, [tracking.Param("a", "1")])
+                tracking._log_batched(client, run_id, metrics, [tracking.Param("a", "1"), tracking.Param("b", "x y")])
             ids.append(run_id)
     assert taken == [True]  # the SQL store took the bulk insert
     with sqlite3.connect(db) as con:
@@ -236,4 +236,6 @@ def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_pat
         assert rows("metrics", ids[0]) == rows("metrics", ids[1])
         assert rows("latest_metrics", ids[0]) == rows("latest_metrics", ids[1]) == [
             ("diverging", 0.0, 5, 0, 1), ("test/accuracy", 0.6, 2000, 3, 0), ("train/loss", 0.25, 1005, 5, 0)]
-    assert MlflowClient(f"sqlite:///{db}").get_run(ids[0]).data.params == {"a": "1"}
+    runs = [MlflowClient(f"sqlite:///{db}").get_run(i).data for i in ids]
+    assert runs[0].params == runs[1].params == {"a": "1", "b": "x y"}
+    assert repr(runs[0].metrics) == repr(runs[1].metrics)  # NaN included (NaN != NaN)
