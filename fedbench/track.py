@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -127,12 +128,6 @@ class Curves:
         self._pool.shutdown(cancel_futures=True)
         self._tmp.cleanup()
 
-    def __enter__(self) -> Curves:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def run_name(dataset: str, variant: str, stragglers: float, seed: int) -> str:
     """A run's name, short enough for the runs table's column, what varies most first:
@@ -173,7 +168,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
              for variant in study.algorithms for f in study.stragglers]
     found = {cell: [s for s in (find_run(cfg, data_root, runs_root, RunKey(cell[1], cell[2], float(cell[3]), seed))
                                 for seed in cfg.train.seeds) if s is not None] for cell in cells}
-    with Curves(CURVE_WORKERS) as curves:
+    with closing(Curves(CURVE_WORKERS)) as curves:
         for (_, ds, variant, f), summaries in found.items():  # the figures of the runs not logged yet, drawn ahead
             for s in summaries:
                 if tracking.find_logged(s["fingerprint"]) is None:

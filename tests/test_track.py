@@ -239,3 +239,25 @@ def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_pat
     runs = [MlflowClient(f"sqlite:///{db}").get_run(i).data for i in ids]
     assert runs[0].params == runs[1].params == {"a": "1", "b": "x y"}
     assert repr(runs[0].metrics) == repr(runs[1].metrics)  # NaN included (NaN != NaN)
+
+
+def test_curves_drawn_ahead_in_workers_are_the_figures_drawn_in_turn(tmp_path):
+    """track_all draws the runs' curves in worker processes (fedbench.track.Curves) while it logs: the same PNG
+    bytes as run_curves drawn in the logging process, and the temporary folder is gone once closed."""
+    from contextlib import closing
+
+    from fedbench.report.figures import run_curves
+    from fedbench.track import Curves
+
+    history = [{"round": r, "train/loss": 2.0 / (r + 1), "test/accuracy": 0.5 + r / 50, "train/dissimilarity": 0.1 * r}
+               for r in range(12)]
+    summaries = [{"fingerprint": f"fp-{i}", "params": {"seed": i}, "history": history[: 6 + i]} for i in range(3)]
+    with closing(Curves(2)) as curves:
+        for s in summaries:
+            curves.draw(s, f"title {s['fingerprint']}")
+        drawn = {s["fingerprint"]: curves.wait(s["fingerprint"]) for s in summaries}
+        assert "fp-9" not in curves and all(s["fingerprint"] in curves for s in summaries)
+        for s in summaries:
+            alone = run_curves(s["history"], tmp_path / f"{s['fingerprint']}.png", title=f"title {s['fingerprint']}")
+            assert drawn[s["fingerprint"]].read_bytes() == alone.read_bytes()
+    assert not any(p.exists() for p in drawn.values())
