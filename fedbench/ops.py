@@ -34,3 +34,26 @@ def sgd_step(theta: torch.Tensor, direction: torch.Tensor, lr: float) -> torch.T
     operations every row's result is the same whatever rows surround it, so a run is bit-identical alone and
     stacked with other runs (fedbench.engine.simulation)."""
     return theta - lr * direction
+
+
+def prox_sgd_step(theta: torch.Tensor, grad: torch.Tensor, anchor: torch.Tensor, mu: float | torch.Tensor,
+                  lr: float) -> torch.Tensor:
+    """``sgd_step(theta, prox_gradient(grad, theta, anchor, mu), lr)``, the proximal SGD step (FedProx eq. 2), as
+    the same plain operations in place on one fresh buffer: d = theta - anchor; d *= mu; d += grad; d *= lr;
+    theta - d. Each operation rounds as its out-of-place twin (IEEE addition and multiplication commute), so the
+    result is bit-identical; it allocates one tensor instead of five, which is a quarter of the time of these
+    operations on a stacked cohort's rows (about 5% of a FedProx run of the main job). Where in-place operations
+    could differ (mixed dtypes, autograd), it is the composed form."""
+    if not isinstance(mu, torch.Tensor) and mu == 0:
+        return sgd_step(theta, grad, lr)
+    dtypes = {theta.dtype, grad.dtype, anchor.dtype} | ({mu.dtype} if isinstance(mu, torch.Tensor) else set())
+    tensors = (theta, grad, anchor) + ((mu,) if isinstance(mu, torch.Tensor) else ())
+    if len(dtypes) > 1 or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+        return sgd_step(theta, prox_gradient(grad, theta, anchor, mu), lr)
+    d = torch.sub(theta, anchor)
+    if d.shape != theta.shape:  # an anchor with more rows than theta: the composed form broadcasts the same way
+        return sgd_step(theta, prox_gradient(grad, theta, anchor, mu), lr)
+    d.mul_(mu)
+    d.add_(grad)
+    d.mul_(lr)
+    return torch.sub(theta, d, out=d)

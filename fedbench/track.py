@@ -7,6 +7,8 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,10 @@ TRAIN_NOTES = {
 RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed); the tags dataset, variant, stragglers, mu "
             "and seed are columns of the runs table, final/* tags the final values. Curves: tick runs, then Chart "
             "view (x axis Step = round). The report's figures with seed bands: reports/.")
+
+
+# processes drawing the runs' curves while the track stage logs (Curves): the main job's two cores
+CURVE_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
 def train_experiment(study: str) -> str:
@@ -70,21 +76,57 @@ def claims_description(study: str, claims: list[dict[str, Any]]) -> str:
 
 
 def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
-               runs_root: Path = RUNS_ROOT) -> list[str]:
-    """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint)."""
+               runs_root: Path = RUNS_ROOT, curves: Curves | None = None) -> list[str]:
+    """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint). ``curves``: the
+    figures drawn ahead in other processes (track_all); without it each is drawn here when its run is logged."""
     ids = []
     for s in summaries:
         seed = s["params"]["seed"]
         folder = run_folder(runs_root, dataset, variant, stragglers, seed, s["fingerprint"])
-        title = f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
+        title = curves_title(dataset, variant, stragglers, seed)
         summary_file = folder / "summary.json"
         finished_ms = int(summary_file.stat().st_mtime * 1000) if summary_file.exists() else None
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
-            curves = Path(tmp) / f"curves-seed-{seed}.png"  # drawn only if the run is not in MLflow yet
+            figure = (partial(curves.wait, s["fingerprint"]) if curves is not None and s["fingerprint"] in curves
+                      else partial(run_curves, s["history"], Path(tmp) / f"curves-seed-{seed}.png", title=title))
             ids.append(tracking.log_run(train_experiment(study), run_name(dataset, variant, stragglers, seed), s,
-                                        partial(_run_artifacts, s, folder, curves, title), train_description(study),
+                                        partial(_run_artifacts, folder, figure), train_description(study),
                                         finished_ms))
     return ids
+
+
+def curves_title(dataset: str, variant: str, stragglers: float, seed: int) -> str:
+    """The title of a run's curves figure."""
+    return f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
+
+
+class Curves:
+    """The curves figures of the runs about to be logged, drawn meanwhile by ``workers`` other processes (a
+    figure takes about 0.2 s of matplotlib, a third of the time logging the main job's runs took when drawn in
+    turn); each is drawn into a private temporary folder, exactly as it would be drawn in turn."""
+
+    def __init__(self, workers: int) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="fedbench-curves-")
+        self._pool = ProcessPoolExecutor(max_workers=workers)
+        self._futures: dict[str, Any] = {}
+
+    def draw(self, summary: dict[str, Any], title: str) -> None:
+        fp = summary["fingerprint"]
+        if fp not in self._futures:
+            path = Path(self._tmp.name) / fp / f"curves-seed-{summary['params']['seed']}.png"
+            self._futures[fp] = self._pool.submit(run_curves, summary["history"], path, title=title)
+
+    def __contains__(self, fingerprint: str) -> bool:
+        return fingerprint in self._futures
+
+    def wait(self, fingerprint: str) -> Path:
+        return self._futures[fingerprint].result()
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+        self._tmp.cleanup()
 
 
 def run_name(dataset: str, variant: str, stragglers: float, seed: int) -> str:
@@ -93,10 +135,9 @@ def run_name(dataset: str, variant: str, stragglers: float, seed: int) -> str:
     return f"{variant} {100 * stragglers:g}% s{seed} {dataset}"
 
 
-def _run_artifacts(summary: dict[str, Any], folder: Path, curves: Path, title: str) -> list[Path]:
-    """The files logged with a run: its outputs and a figure of its curves, drawn into ``curves``."""
-    return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json",
-            run_curves(summary["history"], curves, title=title)]
+def _run_artifacts(folder: Path, figure: Callable[[], Path]) -> list[Path]:
+    """The files logged with a run: its outputs and the figure of its curves (``figure`` draws it, or waits for it)."""
+    return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json", figure()]
 
 
 def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
@@ -123,17 +164,20 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     import pandas as pd
 
     rows = []
-    for study_name, study in cfg.studies.items():
-        for ds in study.datasets:
-            for variant in study.algorithms:
-                for f in study.stragglers:
-                    runs = (find_run(cfg, data_root, runs_root, RunKey(ds, variant, float(f), seed))
-                            for seed in cfg.train.seeds)
-                    summaries = [s for s in runs if s is not None]
-                    ids = track_cell(study_name, ds, variant, f, summaries, runs_root)
-                    rows += [{"experiment": train_experiment(study_name), "dataset": ds,
-                              "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
-                             for s, i in zip(summaries, ids)]
+    cells = [(study_name, ds, variant, f) for study_name, study in cfg.studies.items() for ds in study.datasets
+             for variant in study.algorithms for f in study.stragglers]
+    found = {cell: [s for s in (find_run(cfg, data_root, runs_root, RunKey(cell[1], cell[2], float(cell[3]), seed))
+                                for seed in cfg.train.seeds) if s is not None] for cell in cells}
+    with closing(Curves(CURVE_WORKERS)) as curves:
+        for (_, ds, variant, f), summaries in found.items():  # the figures of the runs not logged yet, drawn ahead
+            for s in summaries:
+                if tracking.find_logged(s["fingerprint"]) is None:
+                    curves.draw(s, curves_title(ds, variant, f, s["params"]["seed"]))
+        for (study_name, ds, variant, f), summaries in found.items():
+            ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves)
+            rows += [{"experiment": train_experiment(study_name), "dataset": ds,
+                      "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
+                     for s, i in zip(summaries, ids)]
     studies = [name for name in cfg.claim_studies if (Path(studies_root) / name / "claims.json").exists()]
     for name in studies:
         track_study(name, studies_root)

@@ -194,3 +194,70 @@ def test_sqlite_store_in_wal_mode_and_a_deleted_stores_log_never_read(tmp_path, 
         names = {r[0] for r in con.execute("SELECT name FROM experiments WHERE lifecycle_stage = 'active'")}
     assert names == {"train-x"}
     assert not list(tmp_path.glob(".store.db.init-*"))
+
+
+def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_path, monkeypatch):
+    """The SQL store's bulk insert (tracking._insert_new_history) leaves the rows log_batch leaves: every value
+    (NaN as 0 with is_nan, infinities as the largest doubles), step and timestamp, duplicates once, and the latest
+    value per key by (step, timestamp, value) whatever the order they come in."""
+    import sqlite3
+
+    from mlflow.entities import Metric
+
+    from fedbench import tracking
+
+    db = tmp_path / "store.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+    nan, inf = float("nan"), float("inf")
+    metrics = [Metric("train/loss", v, 1_000 + s, s) for s, v in enumerate([2.0, 1.5, nan, inf, -inf, 0.25])]
+    metrics += [Metric("test/accuracy", 0.5, 2_000, 3), Metric("test/accuracy", 0.7, 2_000, 1),
+                Metric("test/accuracy", 0.5, 2_000, 3), Metric("test/accuracy", 0.6, 2_000, 3),
+                Metric("diverging", nan, 5, 0)]
+    real, taken = tracking._insert_new_history, []
+
+    def bulk_insert(*args):
+        taken.append(real(*args))
+        return taken[-1]
+
+    with tracking._store() as client:
+        exp = tracking.experiment_id(client, "train-x")
+        ids = []
+        for bulk in (True, False):
+            monkeypatch.setattr(tracking, "_insert_new_history", bulk_insert if bulk else lambda *a: False)
+            with tracking._mlflow_run(client, exp, f"bulk={bulk}", {}) as run_id:
+                tracking._log_batched(client, run_id, metrics, [tracking.Param("a", "1"), tracking.Param("b", "x y")])
+            ids.append(run_id)
+    assert taken == [True]  # the SQL store took the bulk insert
+    with sqlite3.connect(db) as con:
+        def rows(table: str, run_id: str) -> list:
+            return sorted(con.execute(f"SELECT key, value, timestamp, step, is_nan FROM {table} WHERE run_uuid = ?",
+                                      (run_id,)))
+        assert len(rows("metrics", ids[1])) == 10  # the duplicate once
+        assert rows("metrics", ids[0]) == rows("metrics", ids[1])
+        assert rows("latest_metrics", ids[0]) == rows("latest_metrics", ids[1]) == [
+            ("diverging", 0.0, 5, 0, 1), ("test/accuracy", 0.6, 2000, 3, 0), ("train/loss", 0.25, 1005, 5, 0)]
+    runs = [MlflowClient(f"sqlite:///{db}").get_run(i).data for i in ids]
+    assert runs[0].params == runs[1].params == {"a": "1", "b": "x y"}
+    assert repr(runs[0].metrics) == repr(runs[1].metrics)  # NaN included (NaN != NaN)
+
+
+def test_curves_drawn_ahead_in_workers_are_the_figures_drawn_in_turn(tmp_path):
+    """track_all draws the runs' curves in worker processes (fedbench.track.Curves) while it logs: the same PNG
+    bytes as run_curves drawn in the logging process, and the temporary folder is gone once closed."""
+    from contextlib import closing
+
+    from fedbench.report.figures import run_curves
+    from fedbench.track import Curves
+
+    history = [{"round": r, "train/loss": 2.0 / (r + 1), "test/accuracy": 0.5 + r / 50, "train/dissimilarity": 0.1 * r}
+               for r in range(12)]
+    summaries = [{"fingerprint": f"fp-{i}", "params": {"seed": i}, "history": history[: 6 + i]} for i in range(3)]
+    with closing(Curves(2)) as curves:
+        for s in summaries:
+            curves.draw(s, f"title {s['fingerprint']}")
+        drawn = {s["fingerprint"]: curves.wait(s["fingerprint"]) for s in summaries}
+        assert "fp-9" not in curves and all(s["fingerprint"] in curves for s in summaries)
+        for s in summaries:
+            alone = run_curves(s["history"], tmp_path / f"{s['fingerprint']}.png", title=f"title {s['fingerprint']}")
+            assert drawn[s["fingerprint"]].read_bytes() == alone.read_bytes()
+    assert not any(p.exists() for p in drawn.values())

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import torch
 
-from fedbench.ops import prox_gradient, sgd_step, weighted_mean
+from fedbench.ops import prox_sgd_step, weighted_mean
 
 MU_STEP = 0.1
 PATIENCE = 5
@@ -73,7 +73,7 @@ class FedProxAdaptiveMu:
         return bcast.theta.expand(len(cohort.clients), -1).clone()
 
     def client_step(self, theta: torch.Tensor, grad_fn, bcast: AdaptiveMuBroadcast) -> torch.Tensor:
-        return sgd_step(theta, prox_gradient(grad_fn(theta), theta, bcast.theta, bcast.mu), self.lr)
+        return prox_sgd_step(theta, grad_fn(theta), bcast.theta, bcast.mu, self.lr)
 
     def server_update(self, state: AdaptiveMuState, local_models: torch.Tensor, weights: torch.Tensor,
                       cohort) -> AdaptiveMuState:
