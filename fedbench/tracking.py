@@ -66,17 +66,21 @@ METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "tr
 SQLITE = "sqlite:///"
 
 
+_WAL_STORES: set[str] = set()  # the SQLite stores fedbench opens (resolved paths): the only ones _sqlite_wal touches
+
+
 @event.listens_for(Engine, "connect")
 def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
     """A SQLite store in write-ahead-log mode with ``synchronous=NORMAL``: a commit appends to the log without
     waiting for the disk (SQLite's default waits, about 15 ms a commit here, and logging the main job's runs
     commits about 7,000 times); the store stays consistent after a killed process or a power loss, which may
     lose only the last commits. A store being created (the temporary file renamed into place) keeps SQLite's
-    default journal, so that the rename moves everything it wrote."""
+    default journal, so that the rename moves everything it wrote. Any other SQLite database that SQLAlchemy
+    opens in the same process (another library's, a user's) is left as it is."""
     if not isinstance(dbapi_connection, sqlite3.Connection):
         return
-    files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list")]
-    if any(".init-" in Path(f).name for f in files if f):
+    main = next((row[2] for row in dbapi_connection.execute("PRAGMA database_list") if row[1] == "main"), "")
+    if not main or str(Path(main).resolve()) not in _WAL_STORES:
         return
     dbapi_connection.execute("PRAGMA journal_mode=WAL")
     dbapi_connection.execute("PRAGMA synchronous=NORMAL")
@@ -103,8 +107,11 @@ def _store(create: bool = True) -> Iterator[MlflowClient | None]:
         yield None  # nothing to read, and nothing (not even the lock file) is created
         return
     with file_lock(store_lock_path(uri)):
-        if uri.startswith(SQLITE) and not Path(uri[len(SQLITE):]).exists():
-            _create_sqlite_store(Path(uri[len(SQLITE):]))
+        if uri.startswith(SQLITE):
+            db = Path(uri[len(SQLITE):])
+            if not db.exists():
+                _create_sqlite_store(db)
+            _WAL_STORES.add(str(db.resolve()))
         mlflow.set_tracking_uri(uri)
         yield MlflowClient(uri)
 
@@ -305,6 +312,7 @@ def _insert_new_history(client: MlflowClient, run_id: str, metrics: list[Metric]
         from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
         from mlflow.utils.validation import _validate_metric, _validate_param
         from sqlalchemy import insert
+        from sqlalchemy.exc import SQLAlchemyError
     except ImportError:  # another MLflow layout: the public API
         return False
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
@@ -332,11 +340,14 @@ def _insert_new_history(client: MlflowClient, run_id: str, metrics: list[Metric]
         if prm.key in values:  # as log_batch: a key at most once
             raise MlflowException(f"Duplicate parameter keys have been submitted: {prm.key!r}")
         values[prm.key] = prm.value
-    with store.ManagedSessionMaker() as session:  # commits at the end of the block, or writes nothing
-        for table, table_rows in ((SqlParam, [{"run_uuid": run_id, "key": k, "value": v} for k, v in values.items()]),
-                                  (SqlMetric, rows), (SqlLatestMetric, list(latest.values()))):
-            if table_rows:  # the tables themselves: one executemany each
-                session.execute(insert(table.__table__), table_rows)
+    try:
+        with store.ManagedSessionMaker() as session:  # commits at the end of the block, or writes nothing
+            for table, table_rows in ((SqlParam, [{"run_uuid": run_id, "key": k, "value": v} for k, v in values.items()]),
+                                      (SqlMetric, rows), (SqlLatestMetric, list(latest.values()))):
+                if table_rows:  # the tables themselves: one executemany each
+                    session.execute(insert(table.__table__), table_rows)
+    except (SQLAlchemyError, MlflowException):  # e.g. an MLflow whose tables want more columns: nothing was
+        return False                             # written (rolled back), so log_batch writes it all
     return True
 
 

@@ -196,6 +196,22 @@ def test_sqlite_store_in_wal_mode_and_a_deleted_stores_log_never_read(tmp_path, 
     assert not list(tmp_path.glob(".store.db.init-*"))
 
 
+def test_wal_mode_only_for_fedbenchs_own_store(tmp_path, monkeypatch):
+    """Importing fedbench.tracking changes no other SQLite database that SQLAlchemy opens in the process."""
+    from sqlalchemy import create_engine, text
+
+    from fedbench import tracking
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'store.db'}")
+    with tracking._store() as client:
+        tracking.experiment_id(client, "train-x")
+    engine = create_engine(f"sqlite:///{tmp_path / 'other.db'}")
+    with engine.connect() as con:
+        assert con.execute(text("PRAGMA journal_mode")).scalar() == "delete"
+        assert con.execute(text("PRAGMA synchronous")).scalar() == 2  # SQLite's default, FULL
+    engine.dispose()
+
+
 def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_path, monkeypatch):
     """The SQL store's bulk insert (tracking._insert_new_history) leaves the rows log_batch leaves: every value
     (NaN as 0 with is_nan, infinities as the largest doubles), step and timestamp, duplicates once, and the latest
