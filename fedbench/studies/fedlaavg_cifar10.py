@@ -413,21 +413,16 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies import run_simulations
     from fedbench.claims.entry import judged
     from fedbench.studies.real_data import base_entry
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    root = str(real_root)
-    roles = plan(b)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out_dir, root, roles = study.out, str(real_root), plan(b)
     runs = list(dict.fromkeys(r for rs in roles.values() for r in rs))
-    sims = [simulation(b, r, root) for r in runs]
-    outcomes = dict(zip(runs, run_simulations(sims, workers)))
+    sims = {r: simulation(b, r, root) for r in runs}
+    outcomes = study.run(sims, keep=False)  # the records read every run's curve (below)
 
     def curve(r: Run, frac: float = 1.0) -> np.ndarray:
         """The run's test accuracy (%) at evaluation_rounds(b, frac)."""
@@ -439,11 +434,11 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     reach = {r: rounds_to_target(curve(r), b.target, rounds=evaluated) for r in runs if r.method == "fedlaavg"}
     power = {r: period_power(curve(r), b.cycle(r.period), rounds=evaluated)
              for r in roles["fedlaavg_ica"] + roles["fedavg_ica"]}
-    write_simulations(out_dir, [sim_record(s, outcomes[r], keys=("round", ACCURACY),
-                                           metrics={"study/best_accuracy": float(curve(r).max()),
-                                                                    "study/rounds_to_target": reach.get(r),
-                                                                    "study/period_power": power.get(r)})
-                                for s, r in zip(sims, runs)])
+    study.records += [sim_record(sims[r], outcomes[r], keys=("round", ACCURACY),
+                                 metrics={"study/best_accuracy": float(curve(r).max()),
+                                          "study/rounds_to_target": reach.get(r), "study/period_power": power.get(r)})
+                      for r in runs]
+    study.write()
     _figures(out_dir, b, roles, curve, reach, evaluated)
 
     reading_names = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final round",

@@ -642,34 +642,30 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.studies import run_simulations
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
     by_label = {c.label(): c for c in cells()}
 
     def curves_of(sims, outcomes) -> dict[tuple[Cell, float, int], list[float]]:
         return {(by_label[sim.name.split("/", 1)[1].rsplit("/lr=", 1)[0]], sim.algorithm.lr, sim.config.seed):
                 o.series(ACCURACY) for sim, o in zip(sims, outcomes)}  # by round: every round is evaluated
 
-    # two phases (the one exception to one run_simulations call a study): the judged runs need the tuning's steps
-    tuning_sims = declare(b, Path(real_root))
-    tuning = run_simulations(tuning_sims, workers)
-    steps = selected_steps(curves_of(tuning_sims, tuning), b)
-    judged_sims = declare(b, Path(real_root), steps)
-    judged = run_simulations(judged_sims, workers)
-    records = []
-    for sim, o in zip(tuning_sims + judged_sims, tuning + judged):
+    def record(sim, o):
         cell, acc = by_label[sim.name.split("/", 1)[1].rsplit("/lr=", 1)[0]], o.series(ACCURACY)
         target = target_of(cell)
-        records.append(sim_record(sim, o, keys=("round", ACCURACY),
-                                  metrics={f"study/rounds_to_{target:g}": rounds_to(acc, target, b.rounds),
-                                           "study/best_accuracy": best_accuracy(acc, b.rounds)}))
-    write_simulations(out, records)
+        return sim_record(sim, o, keys=("round", ACCURACY),
+                          metrics={f"study/rounds_to_{target:g}": rounds_to(acc, target, b.rounds),
+                                   "study/best_accuracy": best_accuracy(acc, b.rounds)})
+
+    # two phases: the judged runs need the tuning's steps
+    tuning_sims = declare(b, Path(real_root))
+    tuning = study.run_list(tuning_sims, record)
+    steps = selected_steps(curves_of(tuning_sims, tuning), b)
+    judged_sims = declare(b, Path(real_root), steps)
+    judged = study.run_list(judged_sims, record)
+    study.write()
     runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b)
-    figure(out / f"{NAME}.png", runs)
+    figure(study.out / f"{NAME}.png", runs)
     return [table3_claim(runs), table4_claim(runs), table5_claim(runs), clients_claim(runs)]
