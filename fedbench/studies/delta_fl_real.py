@@ -51,6 +51,7 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import DELTA_FL_PAPER
+from fedbench.claims.readings import device_percentile
 from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, load_real
 
@@ -254,8 +255,9 @@ def test_device_errors(ds: FederatedDataset, outcome: Outcome) -> np.ndarray:
 
 
 def p90(errors: np.ndarray) -> float:
-    """The 90th percentile of the device errors, unweighted, numpy's linear interpolation."""
-    return float(np.percentile(np.asarray(errors, dtype=np.float64), PERCENTILE))
+    """The 90th percentile of the device errors, unweighted, numpy's linear interpolation (the registry's
+    fedbench.claims.readings.device_percentile)."""
+    return device_percentile(errors, PERCENTILE)
 
 
 def error_record(sim: Simulation, outcome: Outcome,

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import FEDLAAVG_PAPER
+from fedbench.claims.readings import rounds_to_smoothed
 from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 
@@ -357,19 +358,8 @@ def accuracy_curve(accuracy: dict[int, float], rounds: np.ndarray, diverged_at: 
                      for t in map(int, rounds)])
 
 
-def rounds_to_target(curve: np.ndarray, target: float, smooth: int = 1, rounds: np.ndarray | None = None) -> int:
-    """The first evaluated round (``rounds``, default 0, 1, 2, ...) whose accuracy, or the running mean of the last
-    ``smooth`` evaluations, is at least ``target``; the curve's last round when it never gets there."""
-    import numpy as np
-
-    c = np.asarray(curve, dtype=float)
-    t = np.arange(len(c)) if rounds is None else np.asarray(rounds)
-    if smooth > 1:
-        sums = np.cumsum(np.concatenate([[0.0], c]))
-        width = np.minimum(np.arange(1, len(c) + 1), smooth)
-        c = (sums[1:] - sums[np.arange(1, len(c) + 1) - width]) / width
-    hit = np.flatnonzero(c >= target)
-    return int(t[hit[0]]) if len(hit) else int(t[-1])
+# rounds to a target, first or smoothed over SMOOTH evaluations: the registry's reading (fedbench.claims.readings)
+rounds_to_target = rounds_to_smoothed
 
 
 def spearman(x, y) -> float:

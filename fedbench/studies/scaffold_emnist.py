@@ -71,6 +71,7 @@ from typing import Any
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import SCAFFOLD_PAPER
+from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 
@@ -170,30 +171,8 @@ def client_cell(method: str) -> Cell:
 
 
 # ---------------------------------------------------------------------------------------------------- readings
-def rounds_to(accuracy: Sequence[float], target: float, rounds: int, hold: int = 1) -> int:
-    """Rounds until the test accuracy reaches ``target``: the first r in 0..rounds with accuracy[r..r+hold-1]
-    all >= target (a window cut short by the end counts on the evaluations it has); ``rounds`` if never
-    (a diverged run's missing evaluations never reach it)."""
-    acc = [float(a) for a in accuracy[: rounds + 1]]
-    for r in range(len(acc)):
-        window = acc[r: r + hold]
-        if all(a >= target for a in window):  # NaN compares False
-            return r
-    return rounds
-
-
-def best_accuracy(accuracy: Sequence[float], rounds: int) -> float:
-    """The highest test accuracy over the evaluations 0..rounds (0 if none is finite)."""
-    acc = [float(a) for a in accuracy[: rounds + 1] if math.isfinite(float(a))]
-    return max(acc, default=0.0)
-
-
-def tail_accuracy(accuracy: Sequence[float], rounds: int) -> float:
-    """The mean test accuracy of the last TAIL evaluations within 0..rounds (a diverged run's missing ones: 0)."""
-    acc = [float(a) for a in accuracy[: rounds + 1]]
-    acc += [0.0] * (rounds + 1 - len(acc))
-    tail = [a if math.isfinite(a) else 0.0 for a in acc[-TAIL:]]
-    return sum(tail) / len(tail)
+# the readings this study names, from the registry (fedbench.claims.readings): rounds to a held target, best, tail
+rounds_to, best_accuracy, tail_accuracy = rounds_to_target, best_of, tail_of
 
 
 def select(scores: dict[float, Sequence[float]], lower_is_better: bool,
