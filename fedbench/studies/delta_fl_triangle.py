@@ -178,6 +178,15 @@ STUDY = StudyDeclaration(
     ))
 
 
+def arm_simulation(arm: Arm) -> Simulation:
+    """The run of ``arm`` (STUDY.arms): FedAvg, or Delta-FL at its level and weighting, on its triangle."""
+    s = arm.settings
+    if arm.algorithm == "fedavg":
+        return simulation("fedavg", FedAvg(lr=LR), s["triangle"])
+    return simulation(f"delta_fl/theta={s['theta']:.3g}/{s['weighting']}",
+                      DeltaFL(lr=LR, theta=s["theta"], weighting=s["weighting"]), s["triangle"])
+
+
 def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -187,16 +196,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     midpoint = (means[a] + means[b]) / 2
     centroid = means.mean(0)
 
-    exact = DeltaFL(lr=LR, theta=THETA, weighting="exact")
-    simulations = {
-        "delta": simulation(f"delta_fl/theta={THETA:.3g}/exact", exact, "obtuse"),
-        "fedavg": simulation("fedavg", FedAvg(lr=LR), "obtuse"),
-        "filter": simulation(f"delta_fl/theta={THETA:.3g}/filter", DeltaFL(lr=LR, theta=THETA, weighting="filter"),
-                             "obtuse"),
-        "above": simulation(f"delta_fl/theta={THETA_ABOVE:g}/exact", DeltaFL(lr=LR, theta=THETA_ABOVE, weighting="exact"),
-                            "obtuse"),
-        "acute": simulation(f"delta_fl/theta={THETA:.3g}/exact", exact, "acute"),
-    }
+    simulations = {arm.name: arm_simulation(arm) for arm in STUDY.arms}  # delta, fedavg, filter, above, acute
     outcomes = run_simulations(list(simulations.values()), workers)
     runs = {key: path_and_record(sim, out) for (key, sim), out in zip(simulations.items(), outcomes)}
     write_simulations(out_dir, [rec for _, rec in runs.values()])

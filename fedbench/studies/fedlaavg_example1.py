@@ -143,7 +143,8 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     w_star = (MU[0] + MU[1]) / 2
     spread = abs(MU[1] - MU[0])
-    simulations = [simulation(make(lr=eta), eta) for eta in ETAS for make in (FedAvg, FedLaAvg)]
+    algorithms = {"fedavg": FedAvg, "fedlaavg": FedLaAvg}
+    simulations = [simulation(algorithms[arm.algorithm](lr=eta), eta) for eta in ETAS for arm in STUDY.arms]
     outcomes = run_simulations(simulations, workers)
     fedavg, fedlaavg = {}, {}
     records = []
