@@ -359,6 +359,9 @@ def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
                 seeds = _coerce(settings["seeds"], tuple[int, ...], f"{where}.seeds")
                 if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
                     raise ConfigError(f"{where}.seeds: expected distinct integers >= 0, got {list(seeds)}")
+                if study_is_deterministic(name):
+                    raise ConfigError(f"{where}.seeds: study {name} is deterministic (no seed randomness: its "
+                                      "declaration has seeds=()); allowed: leave seeds out")
                 if not study_takes_seeds(name):
                     raise ConfigError(f"{where}.seeds: study {name} fixes its seeds in its module (its run() takes "
                                       "no seeds); allowed: leave seeds out")
@@ -421,6 +424,15 @@ def study_budgets(name: str) -> list[str]:
                 and isinstance(node.value, ast.Dict)):
             return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
     return [PIPELINE_BUDGET]
+
+
+def study_is_deterministic(name: str) -> bool:
+    """Whether claim study ``name`` declares no training seeds (``StudyDeclaration(..., seeds=())``: no seed
+    randomness), read from its source."""
+    for node in ast.walk(_study_source(name)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "StudyDeclaration":
+            return any(k.arg == "seeds" and isinstance(k.value, ast.Tuple) and not k.value.elts for k in node.keywords)
+    return False
 
 
 def study_takes_seeds(name: str) -> bool:

@@ -144,9 +144,12 @@ def _claim_studies(r, group, name, value):
      "claim_studies.default.mime_synthetic.seeds: expected distinct integers >= 0, got [-1]"),
     (lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": "0-4"}),
      "claim_studies.default.mime_synthetic.seeds: expected a non-empty list of integers, got '0-4'"),
-    (lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": [0, 1]}),
-     "claim_studies.default.mime_synthetic.seeds: study mime_synthetic fixes its seeds in its module (its run() "
+    (lambda r: _claim_studies(r, "opt_in", "mime_emnist", {"budget": "paper", "seeds": [0, 1]}),
+     "claim_studies.opt_in.mime_emnist.seeds: study mime_emnist fixes its seeds in its module (its run() "
      "takes no seeds); allowed: leave seeds out"),
+    (lambda r: _claim_studies(r, "default", "delta_fl_triangle", {"seeds": [0, 1]}),
+     "claim_studies.default.delta_fl_triangle.seeds: study delta_fl_triangle is deterministic (no seed randomness: its "
+     "declaration has seeds=()); allowed: leave seeds out"),
     (lambda r: _claim_studies(r, "default", "mime_synthetic", {"budgett": "pipeline"}),
      "claim_studies.default.mime_synthetic.budgett: unknown key (did you mean 'budget'?); allowed: budget, seeds"),
     (lambda r: _claim_studies(r, "default", "mime_synthetic", {"default": False}),
@@ -169,6 +172,24 @@ def test_claim_study_errors_name_the_study_and_key(tmp_path, edit, message):
 def test_claim_study_without_settings_runs_at_the_pipeline_budget(tmp_path):
     cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["default"].update(mime_synthetic=None)))
     assert cfg.claim_studies["mime_synthetic"].budget == "pipeline" and cfg.claim_studies["mime_synthetic"].default
+
+
+@pytest.mark.parametrize("name", ["fedlaavg_diurnal", "mime_synthetic", "fedprox_synthetic", "fedprox_code_sensitivity",
+                                  "feddane_synthetic", "fedproxvr_synthetic"])
+def test_every_seed_based_small_study_takes_other_seeds(tmp_path, name):
+    def edit(r):
+        for group in r["claim_studies"].values():
+            group.pop(name, None)
+        r["claim_studies"]["opt_in"][name] = {"seeds": [7, 8]}
+
+    assert load_config(_params(tmp_path, edit)).claim_studies[name].seeds == (7, 8)
+
+
+@pytest.mark.parametrize("name", ["fedlaavg_example1", "delta_fl_triangle", "scaffold_quadratics"])
+def test_a_deterministic_study_declares_no_seeds(name):
+    from fedbench.config import study_is_deterministic
+
+    assert study_is_deterministic(name) and not study_is_deterministic("mime_synthetic")
 
 
 def test_seeds_override_for_a_study_that_takes_seeds(tmp_path):

@@ -102,3 +102,52 @@ def rising_rounds(loss: Sequence[float], rounds: int, budget: float = 1.0) -> fl
     finite = np.isfinite(v)
     good = v[: int(np.argmin(finite))] if not finite.all() else v
     return float(np.sum(np.diff(good) > 0) + (last + 1 - len(good)))
+
+
+# Readings of a per-round (or per-evaluation) curve that the paper-scale studies name; each was written in a study
+# first (the study keeps its old name as an alias) and is tested on hand-made curves in tests/claims/test_readings.py.
+
+def rounds_to_target(values: Sequence[float], target: float, rounds: int, hold: int = 1) -> int:
+    """Rounds until a curve (one value per round 0..rounds) reaches ``target``: the first r with values[r..r+hold-1]
+    all >= target ("first" for hold 1, "held" otherwise; a window cut short by the end counts on the values it has);
+    ``rounds`` if never (a NaN, or a diverged run's missing rounds, never reaches it)."""
+    v = [float(a) for a in values[: rounds + 1]]
+    for r in range(len(v)):
+        if all(a >= target for a in v[r: r + hold]):  # NaN compares False
+            return r
+    return rounds
+
+
+def rounds_to_smoothed(curve: Sequence[float], target: float, smooth: int = 1,
+                       rounds: Sequence[int] | None = None) -> int:
+    """The first evaluated round (``rounds``, default 0, 1, 2, ...) at which the curve, or the running mean of its
+    last ``smooth`` evaluations (fewer at the start), is at least ``target``; the curve's last round when it never
+    gets there."""
+    c = np.asarray(curve, dtype=float)
+    t = np.arange(len(c)) if rounds is None else np.asarray(rounds)
+    if smooth > 1:
+        sums = np.cumsum(np.concatenate([[0.0], c]))
+        width = np.minimum(np.arange(1, len(c) + 1), smooth)
+        c = (sums[1:] - sums[np.arange(1, len(c) + 1) - width]) / width
+    hit = np.flatnonzero(c >= target)
+    return int(t[hit[0]]) if len(hit) else int(t[-1])
+
+
+def best_of(values: Sequence[float], rounds: int) -> float:
+    """The highest finite value over rounds 0..rounds (0 if none is finite): the best accuracy of a curve."""
+    return max((float(a) for a in values[: rounds + 1] if math.isfinite(float(a))), default=0.0)
+
+
+def tail_of(values: Sequence[float], rounds: int) -> float:
+    """The mean of the last TAIL values within rounds 0..rounds, a missing (diverged) or non-finite one counting as
+    0: the tail accuracy of a curve."""
+    v = [float(a) for a in values[: rounds + 1]]
+    v += [0.0] * (rounds + 1 - len(v))
+    tail = [a if math.isfinite(a) else 0.0 for a in v[-TAIL:]]
+    return sum(tail) / len(tail)
+
+
+def device_percentile(values: Sequence[float], q: float = 90.0) -> float:
+    """The q-th percentile over devices of a per-device value (e.g. test error), unweighted, numpy's linear
+    interpolation (Delta-FL's authors' np.percentile): p90 over devices for q = 90."""
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))

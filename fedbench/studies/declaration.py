@@ -6,7 +6,10 @@ arm named twice, a seed repeated or negative, a budget of no rounds, a claim tha
 declare, or two claims with one id are each refused in one line naming the study, the key and what is allowed.
 Imports no torch, so that the declaration can be read (listed, validated, costed) without the engine.
 
-fedbench.studies.fedproxvr_synthetic is the first study declared this way (the pattern for the others).
+A study with no seed randomness (an analytic check: exact gradients, every client every round) declares ``seeds=()``:
+it is deterministic, and other seeds for it are refused (fedbench.config: claim_studies.<group>.<name>.seeds).
+:meth:`StudyDeclaration.entry` builds a claim's entry from its declaration (fedbench.claims.entry.new_entry), so a
+study states each claim's place in the paper, statement, published value and rule once.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedbench.claims.entry import new_entry
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS, EvalSpec
 from fedbench.errors import ConfigError
 
@@ -52,7 +56,9 @@ class Claim:
 class StudyDeclaration:
     """What a claim study runs and judges. ``budgets``: round counts by name ("pipeline": what the DVC stage runs;
     "paper": the paper's); ``evaluation``: the engine's protocol for every run (fedbench.engine.evaluation.EvalSpec);
-    ``dataset``: a description of the data (the study builds it)."""
+    ``dataset``: a description of the data (the study builds it); ``seeds``: the training seeds, () for a
+    deterministic study (no seed randomness; its runs use the engine's seed 0, from which nothing is drawn);
+    ``knobs``: the settings the study sweeps, by name (e.g. step sizes), each the values it runs."""
 
     name: str
     paper: str
@@ -63,6 +69,7 @@ class StudyDeclaration:
     claims: tuple[Claim, ...]
     evaluation: tuple[EvalSpec, ...] = DEFAULT_EVALUATIONS
     data_seeds: tuple[int, ...] = (0,)
+    knobs: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         where = f"study {self.name}"
@@ -72,8 +79,8 @@ class StudyDeclaration:
         if len(set(names)) != len(names):
             raise ConfigError(f"{where}: arms: {sorted({n for n in names if names.count(n) > 1})} named twice; "
                               "allowed: one arm per name")
-        self._check_seeds(self.seeds, "seeds")
-        self._check_seeds(self.data_seeds, "data_seeds")
+        self._check_seeds(self.seeds, "seeds", empty_ok=True)
+        self._check_seeds(self.data_seeds, "data_seeds", empty_ok=True)
         for budget, rounds in self.budgets.items():
             if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
                 raise ConfigError(f"{where}: budgets.{budget}: {rounds!r} rounds; allowed: an integer >= 1")
@@ -88,15 +95,27 @@ class StudyDeclaration:
                 raise ConfigError(f"{where}: claims.{c.id}.reads: {unknown or 'nothing'} is not an arm of the study; "
                                   f"allowed: {', '.join(names)}")
 
-    def _check_seeds(self, seeds: tuple[int, ...], key: str) -> None:
-        if (not seeds or len(set(seeds)) != len(seeds)
+    def _check_seeds(self, seeds: tuple[int, ...], key: str, empty_ok: bool = False) -> None:
+        if ((not seeds and not empty_ok) or len(set(seeds)) != len(seeds)
                 or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)):
             raise ConfigError(f"study {self.name}: {key}: {list(seeds)}; allowed: distinct integers >= 0, at least one")
 
+    @property
+    def deterministic(self) -> bool:
+        """No seed randomness: the study declares no training seeds."""
+        return not self.seeds
+
     def with_seeds(self, seeds: tuple[int, ...] | None) -> StudyDeclaration:
         """The declaration with other training ``seeds`` (params.yaml claim_studies.<group>.<name>.seeds), validated;
-        itself for None."""
-        return self if seeds is None else dataclasses.replace(self, seeds=tuple(seeds))
+        itself for None. A deterministic study takes none."""
+        if seeds is None:
+            return self
+        if self.deterministic:
+            raise ConfigError(f"study {self.name}: seeds: {list(seeds)}; the study is deterministic (no seed "
+                              "randomness: it declares no seeds); allowed: leave seeds out")
+        other = dataclasses.replace(self, seeds=tuple(seeds))
+        other._check_seeds(other.seeds, "seeds")
+        return other
 
     def rounds(self, budget: str) -> int:
         if budget not in self.budgets:
@@ -105,6 +124,19 @@ class StudyDeclaration:
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
+
+    def claim(self, claim_id: str) -> Claim:
+        return next(c for c in self.claims if c.id == claim_id)
+
+    def entry(self, claim_id: str, rule_fields: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+        """Claim ``claim_id``'s entry, not yet judged (fedbench.claims.entry.new_entry): its id, where, statement,
+        published value and rule from the declaration (the rule's ``{name}`` fields filled from ``rule_fields``), the
+        study's paper, its training and data seeds unless given, and ``fields`` (scale, deviations, reproduced, ...)."""
+        c = self.claim(claim_id)
+        fields.setdefault("training_seeds", list(self.seeds))
+        fields.setdefault("data_seeds", list(self.data_seeds))
+        return new_entry(id=c.id, paper=self.paper, where=c.where, claim_text=c.claim_text, published=c.published,
+                         rule=c.rule_at(**rule_fields) if rule_fields else c.rule, **fields)
 
     def runs(self) -> list[tuple[str, int]]:
         """(arm, seed) of every run, seed-major (the order the study's records are written in)."""

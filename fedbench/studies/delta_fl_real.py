@@ -51,6 +51,7 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import DELTA_FL_PAPER
+from fedbench.claims.readings import device_percentile
 from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, load_real
 
@@ -254,8 +255,21 @@ def test_device_errors(ds: FederatedDataset, outcome: Outcome) -> np.ndarray:
 
 
 def p90(errors: np.ndarray) -> float:
-    """The 90th percentile of the device errors, unweighted, numpy's linear interpolation."""
-    return float(np.percentile(np.asarray(errors, dtype=np.float64), PERCENTILE))
+    """The 90th percentile of the device errors, unweighted, numpy's linear interpolation (the registry's
+    fedbench.claims.readings.device_percentile)."""
+    return device_percentile(errors, PERCENTILE)
+
+
+def error_record(sim: Simulation, outcome: Outcome,
+                 keys: tuple[str, ...] = ("round", "train/loss", "test/accuracy", "test/error_p90")) -> dict[str, Any]:
+    """A run's record (fedbench.studies.record) with its final model's test-device errors: their 90th percentile,
+    mean and count."""
+    from fedbench.studies.record import sim_record
+
+    errors = test_device_errors(sim.dataset(), outcome)
+    return sim_record(sim, outcome, keys=keys, metrics={"study/test_error_p90": p90(errors),
+                                                        "study/test_error_mean": float(errors.mean()),
+                                                        "study/test_devices": len(errors)})
 
 
 def history_p90(outcome: Outcome, rounds: int, reading: str, budget: float) -> float:
@@ -334,24 +348,16 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies import run_simulations
     from fedbench.claims.entry import judged
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out = study.out
     sims = simulations(b, Path(real_root))
-    outcomes = dict(zip(sims, run_simulations(list(sims.values()), workers)))
+    outcomes = study.run(sims, error_record)
+    study.write()
     errors = {k: test_device_errors(sims[k].dataset(), o) for k, o in outcomes.items()}
     pooled = {k: 1.0 if o.diverged else 1.0 - float(o.final["test/accuracy"]) for k, o in outcomes.items()}
-    write_simulations(out, [sim_record(sims[k], o, keys=("round", "train/loss", "test/accuracy", "test/error_p90"),
-                                       metrics={"study/test_error_p90": p90(errors[k]),
-                                                "study/test_error_mean": float(errors[k].mean()),
-                                                "study/test_devices": len(errors[k])})
-                            for k, o in outcomes.items()])
 
     pairs = [pair(k) for k in b.pairs]
     rounds = {p.key: b.rounds or p.rounds for p in pairs}

@@ -46,7 +46,8 @@ from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged, new_entry
+from fedbench.claims.entry import judged
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
 
 OBTUSE = np.array([[0.0, 0.0], [4.0, 0.0], [1.2, 1.5]])
@@ -147,6 +148,45 @@ PUBLISHED = {
                   "fedbench.studies.delta_fl_triangle)"}
 
 
+# The study as data (fedbench.studies.declaration): deterministic (exact gradients, every device every round: no
+# seed randomness, so it declares no seeds and params.yaml cannot give it any; the data is drawn once, data seed 0),
+# its arms (the filter, theta above 2/3 and the acute triangle check the derivation, read by no rule) and its claim.
+STUDY = StudyDeclaration(
+    name="delta_fl_triangle", paper=DELTA_FL_PAPER,
+    dataset=f"three Gaussians N(mu_i, I) in R^{DIM}, {SAMPLES} whitened samples each, means {OBTUSE.tolist()}",
+    arms=(Arm("delta_fl", "delta_fl", {"theta": THETA, "weighting": "exact", "triangle": "obtuse"}),
+          Arm("fedavg", "fedavg", {"triangle": "obtuse"}),
+          Arm("delta_fl_filter", "delta_fl", {"theta": THETA, "weighting": "filter", "triangle": "obtuse"}),
+          Arm("delta_fl_above", "delta_fl", {"theta": THETA_ABOVE, "weighting": "exact", "triangle": "obtuse"}),
+          Arm("delta_fl_acute", "delta_fl", {"theta": THETA, "weighting": "exact", "triangle": "acute"})),
+    seeds=(), data_seeds=(0,), budgets={"pipeline": ROUNDS},
+    claims=(
+    Claim(
+        id='delta-fl/gaussian-triangle/longest-side-midpoint',
+        where="section 3 (Illustration), Figure 3",
+        claim_text="For three Gaussian training devices N(mu_i, I) whose means form a scalene triangle (uniform "
+                   "weights), the Delta-FL minimiser of the mean-estimation superquantile objective at the conformity "
+                   "level of the illustration is the midpoint of the triangle's longest side, and its worst loss over "
+                   "all admissible mixtures (conformity >= theta) is lower than FedAvg's (the centroid).",
+        published=PUBLISHED,
+        rule=f"on the obtuse triangle, theta = 2/3, exact weights: part 1, Delta-FL's final model within {MIDPOINT_TOL} "
+             "x (longest side) of the longest side's midpoint; part 2, its worst loss over the admissible-mixture grid "
+             "below FedAvg's by a relative margin of at least 1e-6. reproduced if both hold, not-reproduced if one "
+             "fails (deterministic: no seed randomness). The acute triangle is a check of the derivation's (iii), "
+             "reported in the verdict text, not judged",
+        reads=('delta_fl', 'fedavg')),
+    ))
+
+
+def arm_simulation(arm: Arm) -> Simulation:
+    """The run of ``arm`` (STUDY.arms): FedAvg, or Delta-FL at its level and weighting, on its triangle."""
+    s = arm.settings
+    if arm.algorithm == "fedavg":
+        return simulation("fedavg", FedAvg(lr=LR), s["triangle"])
+    return simulation(f"delta_fl/theta={s['theta']:.3g}/{s['weighting']}",
+                      DeltaFL(lr=LR, theta=s["theta"], weighting=s["weighting"]), s["triangle"])
+
+
 def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -156,16 +196,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     midpoint = (means[a] + means[b]) / 2
     centroid = means.mean(0)
 
-    exact = DeltaFL(lr=LR, theta=THETA, weighting="exact")
-    simulations = {
-        "delta": simulation(f"delta_fl/theta={THETA:.3g}/exact", exact, "obtuse"),
-        "fedavg": simulation("fedavg", FedAvg(lr=LR), "obtuse"),
-        "filter": simulation(f"delta_fl/theta={THETA:.3g}/filter", DeltaFL(lr=LR, theta=THETA, weighting="filter"),
-                             "obtuse"),
-        "above": simulation(f"delta_fl/theta={THETA_ABOVE:g}/exact", DeltaFL(lr=LR, theta=THETA_ABOVE, weighting="exact"),
-                            "obtuse"),
-        "acute": simulation(f"delta_fl/theta={THETA:.3g}/exact", exact, "acute"),
-    }
+    simulations = {arm.name: arm_simulation(arm) for arm in STUDY.arms}  # delta, fedavg, filter, above, acute
     outcomes = run_simulations(list(simulations.values()), workers)
     runs = {key: path_and_record(sim, out) for (key, sim), out in zip(simulations.items(), outcomes)}
     write_simulations(out_dir, [rec for _, rec in runs.values()])
@@ -214,14 +245,8 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     values = [dist_mid / side, (worst["fedavg"] - worst["delta_fl"]) / worst["fedavg"]]
     result = judge(parts, lambda reading, budget: [[v] for v in values], "final", budgets=(1.0,), deterministic=True,
                    reading_names={"final": "final model"})
-    entry = new_entry(
-        id="delta-fl/gaussian-triangle/longest-side-midpoint", paper=DELTA_FL_PAPER,
-        where="section 3 (Illustration), Figure 3",
-        claim_text="For three Gaussian training devices N(mu_i, I) whose means form a scalene triangle (uniform "
-                   "weights), the Delta-FL minimiser of the mean-estimation superquantile objective at the conformity "
-                   "level of the illustration is the midpoint of the triangle's longest side, and its worst loss over "
-                   "all admissible mixtures (conformity >= theta) is lower than FedAvg's (the centroid).",
-        published=PUBLISHED,
+    entry = STUDY.entry(
+        'delta-fl/gaussian-triangle/longest-side-midpoint',
         reproduced={"delta_fl_final": [round(float(v), 6) for v in w_delta], "midpoint": midpoint.tolist(),
                     "distance_to_midpoint": float(f"{dist_mid:.3e}"), "fedavg_final": [round(float(v), 6) for v in w_avg],
                     "centroid": centroid.tolist(), "worst_admissible_loss": {k: round(v, 6) for k, v in worst.items()},
@@ -229,11 +254,6 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
                     "acute_triangle": {"means": ACUTE.tolist(), "settles_at": [round(float(v), 4) for v in acute_tail],
                                        "distance_to_midpoint": round(acute_gap, 4)},
                     "unit": "parameters in R^2; loss (1/2)||w - xi||^2 in expectation"},
-        rule=f"on the obtuse triangle, theta = 2/3, exact weights: part 1, Delta-FL's final model within {MIDPOINT_TOL} "
-             "x (longest side) of the longest side's midpoint; part 2, its worst loss over the admissible-mixture grid "
-             "below FedAvg's by a relative margin of at least 1e-6. reproduced if both hold, not-reproduced if one "
-             "fails (deterministic: no seed randomness). The acute triangle is a check of the derivation's (iii), "
-             "reported in the verdict text, not judged",
         scale={"devices": 3, "samples_per_device": SAMPLES, "dimension": DIM, "means": means.tolist(), "theta": THETA,
                "rounds": ROUNDS, "lr": LR, "clients_per_round": 3,
                "local_work": "one full-batch (exact) gradient step per round", "mixture_grid_step": 1 / GRID,
@@ -250,11 +270,15 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         ],
         figure={"path": "studies/delta_fl_triangle/delta_fl_triangle.png",
                 "panel": "left: where the models land (midpoint x, centroid +)"},
-        fidelity="analytic", rounds_run=ROUNDS, rounds_paper=None, training_seeds=[0], data_seeds=[0],
+        fidelity="analytic",
+        rounds_run=ROUNDS,
+        rounds_paper=None,
+        training_seeds=[0],
+        data_seeds=[0],
         observed=observed,
-        verdict_text=(f"holds for non-acute triangles only: on an acute triangle Delta-FL settles {acute_gap:.3f} from "
+        verdict_text=f"holds for non-acute triangles only: on an acute triangle Delta-FL settles {acute_gap:.3f} from "
                       "the longest side's midpoint" if non_acute_only
-                      else "the acute check triangle also lands on its midpoint, against the derivation's (iii)"))
+                      else "the acute check triangle also lands on its midpoint, against the derivation's (iii)")
     return [judged(entry, result)]
 
 

@@ -231,37 +231,27 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies import run_simulations
     from fedbench.claims.entry import judged
-    from fedbench.studies.delta_fl_real import history_p90, p90, test_device_errors
+    from fedbench.studies.delta_fl_real import error_record, history_p90, p90, test_device_errors
     from fedbench.studies.real_data import base_entry
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    root = str(real_root)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")
 
     # 1. theta* on the selection seeds
     selection = {(t, s): simulation(b, t, s, root, selection=True) for t in THETAS for s in b.selection_seeds}
-    sel_out = dict(zip(selection, run_simulations(list(selection.values()), workers)))
+    sel_out = study.run(selection, lambda sim, o: sim_record(sim, o, keys=keys, metrics={
+        "study/test_error_p90": p90(test_device_errors(sim.dataset(), o))}))
     sel_p90 = {k: p90(test_device_errors(selection[k].dataset(), o)) for k, o in sel_out.items()}
     star = select_theta({t: [sel_p90[(t, s)] for s in b.selection_seeds] for t in THETAS})
 
     # 2. the judged seeds: FedAvg and Delta-FL(theta*)
     judged_sims = {(t, s): simulation(b, t, s, root) for t in (None, star) for s in b.seeds}
-    outcomes = dict(zip(judged_sims, run_simulations(list(judged_sims.values()), workers)))
+    outcomes = study.run(judged_sims, lambda sim, o: error_record(sim, o, keys))
+    study.write()
     errors = {k: test_device_errors(judged_sims[k].dataset(), o) for k, o in outcomes.items()}
-    records = [sim_record(selection[k], o, keys=("round", "test/accuracy", "test/error_p90"),
-                          metrics={"study/test_error_p90": sel_p90[k]})
-               for k, o in sel_out.items()]
-    records += [sim_record(judged_sims[k], o, keys=("round", "test/accuracy", "test/error_p90"),
-                           metrics={"study/test_error_p90": p90(errors[k]), "study/test_error_mean": float(errors[k].mean()),
-                                    "study/test_devices": len(errors[k])})
-                for k, o in outcomes.items()]
-    write_simulations(out, records)
 
     def effects(reading: str, frac: float) -> list[list[float]]:
         def one(t: float | None, s: int) -> float:

@@ -45,7 +45,7 @@ from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
-from fedbench.claims.entry import judged, new_entry
+from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
 
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
@@ -201,54 +201,60 @@ def judge_claims(curves: dict[tuple[str, str, int], list[float]], seeds=None,
     return similar, worse, still
 
 
-def figure(path: Path, curves: dict[tuple[str, str, int], list[float]], rounds: int | None = None) -> None:
+def figure(path: Path, curves: dict[tuple[str, str, int], list[float]], rounds: int | None = None,
+           seeds: tuple[int, ...] | None = None) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     rounds = ROUNDS if rounds is None else rounds
+    seeds = SEEDS if seeds is None else seeds
     fig, axes = pyplot().subplots(1, len(DATASETS), figsize=(14, 3.4))
     for ax, name in zip(axes, DATASETS):
         for method in METHODS:
-            stack = np.full((len(SEEDS), rounds + 1), np.nan)
-            for i, s in enumerate(SEEDS):
+            stack = np.full((len(seeds), rounds + 1), np.nan)
+            for i, s in enumerate(seeds):
                 v = np.asarray(curves[(name, method, s)], dtype=float)
                 stack[i, : len(v)] = np.where(np.isfinite(v), v, np.nan)
             with np.errstate(all="ignore"):
                 ax.plot(np.nanmedian(stack, 0), label=method, ls="--" if "K=" in method else "-")
         ax.axvline(rounds // 2, color="grey", lw=0.6, ls=":")
         ax.set(title=name, xlabel="round", yscale="log")
-    axes[0].set(ylabel=f"training loss (median of {len(SEEDS)} seeds)")
+    axes[0].set(ylabel=f"training loss (median of {len(seeds)} seeds)")
     axes[0].legend(fontsize=8)
     fig.suptitle(f"FedDane vs FedProx (mu = 0), {K} of {NUM_DEVICES} devices (dashed: K = c), E = {EPOCHS} "
                  "(FedProx Figure 4); dotted: the rules read the rounds right of it", fontsize=10)
     save_figure(fig, path, dpi=120)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -> list[dict[str, Any]]:
-    """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200)."""
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
+    given (STUDY.seeds)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
     rounds = BUDGETS[budget]
+    study = STUDY.with_seeds(seeds)
+    seeds = study.seeds
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(name, method, s) for s in SEEDS for name in DATASETS for method in METHODS]
+    jobs = [(name, method, s) for s in seeds for name in DATASETS for method in METHODS]
     simulations = [simulation(*job, rounds=rounds) for job in jobs]
     outcomes = run_simulations(simulations, workers)
     write_simulations(out, [sim_record(sim, o) for sim, o in zip(simulations, outcomes)])
     curves = {job: o.series("train/loss") for job, o in zip(jobs, outcomes)}
-    figure(out / "feddane_synthetic.png", curves, rounds)
-    similar, worse, still = judge_claims(curves, rounds=rounds)
+    figure(out / "feddane_synthetic.png", curves, rounds, seeds)
+    similar, worse, still = judge_claims(curves, seeds, rounds=rounds)
 
     def median_ratio(d, m):
         return float(np.median([loss_ratio(curves[(d, m, s)], curves[(d, "FedProx", s)], "median", 1.0, rounds)
-                                for s in SEEDS]))
+                                for s in seeds]))
 
     table = {m: {d: fmt_number(median_ratio(d, m), signed=True) for d in DATASETS} for m in METHODS[1:]}
     observed_ratios = ("FedDane's loss vs FedProx's, % (median over seeds of the per-seed median over rounds "
                        f"{rounds // 2}-{rounds}): " + "; ".join(
                            f"{d}: " + ", ".join(f"{m} {table[m][d]}" for m in METHODS[1:]) for d in DATASETS))
-    jumps = {m: sum(loss_jumps(curves[(d, m, s)]) for d in NON_IID for s in SEEDS) for m in METHODS}
+    jumps = {m: sum(loss_jumps(curves[(d, m, s)]) for d in NON_IID for s in seeds) for m in METHODS}
     diverged = {m: sum(not np.isfinite(curves[(d, m, s)][-1]) or len(curves[(d, m, s)]) <= rounds
-                       for d in NON_IID for s in SEEDS) for m in METHODS}
+                       for d in NON_IID for s in seeds) for m in METHODS}
     scale = {"datasets": list(DATASETS), "devices": NUM_DEVICES, "clients_per_round": K, "local_epochs": EPOCHS,
              "batch_size": BATCH, "lr": LR, "mu": 0.0, "rounds": rounds, "gradient_devices": list(GRADIENT_DEVICES),
              "model": "mclr"}
@@ -263,22 +269,20 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
          "read a median over rounds and an interval over seeds, not one round of one run"),
         "g_t weights the c gradients by n_k, as the authors' aggregate()",
     ]
-    common = dict(paper=STUDY.paper, scale=scale, deviations=deviations,
-                  fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(SEEDS)), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
-                  training_seeds=list(SEEDS), data_seeds=[DATA_SEED],
+    common = dict(scale=scale, deviations=deviations,
+                  fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
                   reproduced={"unit": "100 (FedDane's loss / FedProx's - 1), median over seeds of the per-seed median "
                                       f"over rounds {rounds // 2}-{rounds}", "value": table,
                               "loss_jumps_non_iid": jumps, "runs_ending_diverged_non_iid": diverged})
     fig = {"path": "studies/feddane_synthetic/feddane_synthetic.png", "panel": "{}"}
-    similar_claim, worse_claim, still_claim = ({"id": c.id, "where": c.where, "claim_text": c.claim_text,
-                                                "published": c.published, "rule": c.rule} for c in STUDY.claims)
+    similar_claim, worse_claim, still_claim = (c.id for c in study.claims)
     entries = [
-        new_entry(**similar_claim, figure=fig | {"panel": "left: Synthetic-IID"}, observed=observed_ratios, **common),
-        new_entry(**worse_claim, figure=fig | {"panel": "the three right panels (non-IID sets)"},
-                  observed=observed_ratios, **common),
-        new_entry(**still_claim, figure=fig | {"panel": "the three right panels, dashed and c=30 lines"},
+        study.entry(similar_claim, figure=fig | {"panel": "left: Synthetic-IID"}, observed=observed_ratios, **common),
+        study.entry(worse_claim, figure=fig | {"panel": "the three right panels (non-IID sets)"},
+                    observed=observed_ratios, **common),
+        study.entry(still_claim, figure=fig | {"panel": "the three right panels, dashed and c=30 lines"},
                   observed=(observed_ratios + ". Rounds where the training loss rose by more than half, over the three "
-                            f"non-IID sets and {len(SEEDS)} seeds: " + ", ".join(f"{m} {n}" for m, n in jumps.items())
+                            f"non-IID sets and {len(seeds)} seeds: " + ", ".join(f"{m} {n}" for m, n in jumps.items())
                             + "; runs ending diverged: " + ", ".join(f"{m} {n}" for m, n in diverged.items())),
                   **common),
     ]

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import FEDLAAVG_PAPER
+from fedbench.claims.readings import rounds_to_smoothed
 from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 
@@ -357,19 +358,8 @@ def accuracy_curve(accuracy: dict[int, float], rounds: np.ndarray, diverged_at: 
                      for t in map(int, rounds)])
 
 
-def rounds_to_target(curve: np.ndarray, target: float, smooth: int = 1, rounds: np.ndarray | None = None) -> int:
-    """The first evaluated round (``rounds``, default 0, 1, 2, ...) whose accuracy, or the running mean of the last
-    ``smooth`` evaluations, is at least ``target``; the curve's last round when it never gets there."""
-    import numpy as np
-
-    c = np.asarray(curve, dtype=float)
-    t = np.arange(len(c)) if rounds is None else np.asarray(rounds)
-    if smooth > 1:
-        sums = np.cumsum(np.concatenate([[0.0], c]))
-        width = np.minimum(np.arange(1, len(c) + 1), smooth)
-        c = (sums[1:] - sums[np.arange(1, len(c) + 1) - width]) / width
-    hit = np.flatnonzero(c >= target)
-    return int(t[hit[0]]) if len(hit) else int(t[-1])
+# rounds to a target, first or smoothed over SMOOTH evaluations: the registry's reading (fedbench.claims.readings)
+rounds_to_target = rounds_to_smoothed
 
 
 def spearman(x, y) -> float:
@@ -413,21 +403,16 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies import run_simulations
     from fedbench.claims.entry import judged
     from fedbench.studies.real_data import base_entry
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    root = str(real_root)
-    roles = plan(b)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out_dir, root, roles = study.out, str(real_root), plan(b)
     runs = list(dict.fromkeys(r for rs in roles.values() for r in rs))
-    sims = [simulation(b, r, root) for r in runs]
-    outcomes = dict(zip(runs, run_simulations(sims, workers)))
+    sims = {r: simulation(b, r, root) for r in runs}
+    outcomes = study.run(sims, keep=False)  # the records read every run's curve (below)
 
     def curve(r: Run, frac: float = 1.0) -> np.ndarray:
         """The run's test accuracy (%) at evaluation_rounds(b, frac)."""
@@ -439,11 +424,11 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     reach = {r: rounds_to_target(curve(r), b.target, rounds=evaluated) for r in runs if r.method == "fedlaavg"}
     power = {r: period_power(curve(r), b.cycle(r.period), rounds=evaluated)
              for r in roles["fedlaavg_ica"] + roles["fedavg_ica"]}
-    write_simulations(out_dir, [sim_record(s, outcomes[r], keys=("round", ACCURACY),
-                                           metrics={"study/best_accuracy": float(curve(r).max()),
-                                                                    "study/rounds_to_target": reach.get(r),
-                                                                    "study/period_power": power.get(r)})
-                                for s, r in zip(sims, runs)])
+    study.records += [sim_record(sims[r], outcomes[r], keys=("round", ACCURACY),
+                                 metrics={"study/best_accuracy": float(curve(r).max()),
+                                          "study/rounds_to_target": reach.get(r), "study/period_power": power.get(r)})
+                      for r in runs]
+    study.write()
     _figures(out_dir, b, roles, curve, reach, evaluated)
 
     reading_names = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final round",

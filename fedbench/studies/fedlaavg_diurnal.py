@@ -42,7 +42,8 @@ from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged, new_entry
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
 
 NUM_CLASSES = 10
@@ -54,10 +55,35 @@ PERIOD, BETA = 10, 0.5
 K, C, BATCH = 10, 10, 5
 LR = 0.05
 ROUNDS = 600
-SEEDS = (0, 1, 2, 3, 4)
+PAPER_ROUNDS = 70000  # Table 2: best within 70,000 rounds
 MIN_GAIN = 1.0  # accuracy points: the mean gain the rule asks for
+PART = Part("diurnal availability", Rule("greater", MIN_GAIN, "accuracy points"))
 
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
+CONTEXT = ("fedavg_fca", "fedlaavg_fca", "sequential")  # run on the first seed only, read by no rule
+# The study as data (fedbench.studies.declaration): the comparison arms run on every seed, the context arms on the
+# first; run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedlaavg_diurnal.seeds).
+STUDY = StudyDeclaration(
+    name="fedlaavg_diurnal", paper=FEDLAAVG_PAPER,
+    dataset=f"{NUM_CLASSES}-class Gaussian mixture in R^{DIM}, one class per client, {NUM_CLASSES * CLIENTS_PER_CLASS} "
+            "clients (CIFAR-10 stand-in)",
+    arms=(Arm("fedavg", "fedavg", {"lr": LR, "availability": "diurnal"}),
+          Arm("fedlaavg", "fedlaavg", {"lr": LR, "availability": "diurnal"}),
+          Arm("fedavg_fca", "fedavg", {"lr": LR, "availability": "always"}),
+          Arm("fedlaavg_fca", "fedlaavg", {"lr": LR, "availability": "always"}),
+          Arm("sequential", "sequential_sgd", {"lr": LR, "availability": "always"})),
+    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(0,),
+    claims=(Claim(
+        id="fedlaavg/synthetic/diurnal-gain", where="section 5.2, Table 2 (ICA column), Figure 2",
+        claim_text="Under diurnal intermittent availability with label-skewed clients, FedLaAvg reaches a higher best "
+                   "test accuracy than FedAvg (small synthetic stand-in for the CIFAR-10 +4.23 points).",
+        published={"value": round(PUBLISHED_ICA["fedlaavg"] - PUBLISHED_ICA["fedavg"], 2), "unit": "accuracy points",
+                   "scope": "CIFAR-10, CNN, best within 70,000 rounds",
+                   "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, "
+                                "ICA); ours is a synthetic stand-in, so only the sign and rough size compare"},
+        rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, the paper's Table 2 reading); "
+             + PART.rule.text() + f" ({MIN_GAIN:g} point is the smallest gain that counts)",
+        reads=("fedavg", "fedlaavg")),))
 
 
 def dataset(seed: int = 0) -> FederatedDataset:
@@ -102,26 +128,30 @@ def _pooled_dataset() -> FederatedDataset:
 
 
 def simulation(name: str, seed: int) -> Simulation:
-    """One run of the study, by name ("fedavg", "fedlaavg", their "_fca" full-availability variants, or
-    "sequential") and seed."""
+    """One run of the study: arm ``name`` of STUDY (its algorithm and availability) with ``seed``."""
     ds = _shared_dataset()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
-    diurnal = AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
-    always = AvailabilityConfig()
-    if name == "sequential":
-        return Simulation(f"{name}/seed={seed}", sequential_config(config(seed, always)), _pooled_dataset, model,
-                          SequentialSGD(lr=LR), {"method": name})
-    cfg = config(seed, always if name.endswith("_fca") else diurnal)
-    algorithm = FedLaAvg(lr=LR) if name.startswith("fedlaavg") else FedAvg(lr=LR)
-    return Simulation(f"{name}/seed={seed}", cfg, _shared_dataset, model, algorithm, {"method": name})
+    arm = STUDY.arm(name)
+    availability = (AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
+                    if arm.settings["availability"] == "diurnal" else AvailabilityConfig())
+    lr = arm.settings["lr"]
+    if arm.algorithm == "sequential_sgd":
+        return Simulation(f"{name}/seed={seed}", sequential_config(config(seed, availability)), _pooled_dataset, model,
+                          SequentialSGD(lr=lr), {"method": name})
+    algorithm = {"fedlaavg": FedLaAvg, "fedavg": FedAvg}[arm.algorithm](lr=lr)
+    return Simulation(f"{name}/seed={seed}", config(seed, availability), _shared_dataset, model, algorithm,
+                      {"method": name})
 
 
-def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The study with training ``seeds`` if given (STUDY.seeds)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    study = STUDY.with_seeds(seeds)
+    seeds = study.seeds
     # the comparison on every seed; the context runs (full availability, sequential SGD) on the first seed
-    jobs = [(name, s) for s in SEEDS for name in ("fedavg", "fedlaavg")]
-    jobs += [(name, SEEDS[0]) for name in ("fedavg_fca", "fedlaavg_fca", "sequential")]
+    jobs = [(name, s) for s in seeds for name in study.claim("fedlaavg/synthetic/diurnal-gain").reads]
+    jobs += [(name, seeds[0]) for name in CONTEXT]
     simulations = [simulation(name, seed) for name, seed in jobs]
     outcomes = run_simulations(simulations, workers)
     write_simulations(out_dir, [sim_record(sim, out) for sim, out in zip(simulations, outcomes)])
@@ -134,15 +164,14 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         out = runs[(name, seed)]
         return 100 * read_accuracy(out.series("train/loss"), out.series("test/accuracy"), reading, ROUNDS, budget)
 
-    part = Part("diurnal availability", Rule("greater", MIN_GAIN, "accuracy points"))
-    result = judge([part], lambda reading, budget: [[acc("fedlaavg", s, reading, budget) - acc("fedavg", s, reading, budget)
-                                                     for s in SEEDS]],
+    result = judge([PART], lambda reading, budget: [[acc("fedlaavg", s, reading, budget) - acc("fedavg", s, reading, budget)
+                                                     for s in seeds]],
                    "best", ("best", "tail", "final"), reading_names=NAMES | {"best": "best round"})
     best = {name: {s: float(c.max()) for s, c in per_seed.items()} for name, per_seed in curves.items()}
     tail = 4 * (PERIOD + int(BETA * PERIOD))  # the last four availability periods
     tail_mean = {name: float(np.mean([c[-tail:].mean() for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}
     tail_range = {name: float(np.mean([np.ptp(c[-tail:]) for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}
-    _figure(out_dir / "fedlaavg_diurnal.png", curves)
+    _figure(out_dir / "fedlaavg_diurnal.png", curves, len(seeds))
 
     def mean(name):
         return float(np.mean(list(best[name].values())))
@@ -162,8 +191,8 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         "sequential SGD starts a fresh permutation of the pooled data every round",
     ]
     gain = result["effect"]
-    observed = (f"best test accuracy, mean of {len(SEEDS)} seeds: FedLaAvg {mean('fedlaavg'):.2f}% vs FedAvg "
-                f"{mean('fedavg'):.2f}% under diurnal availability (gain {fmt_effect(gain)}); seed {SEEDS[0]} only: "
+    observed = (f"best test accuracy, mean of {len(seeds)} seeds: FedLaAvg {mean('fedlaavg'):.2f}% vs FedAvg "
+                f"{mean('fedavg'):.2f}% under diurnal availability (gain {fmt_effect(gain)}); seed {seeds[0]} only: "
                 f"full availability FedLaAvg {mean('fedlaavg_fca'):.2f}% vs FedAvg {mean('fedavg_fca'):.2f}%, sequential "
                 f"SGD {mean('sequential'):.2f}%. Over the last {tail} rounds (context, not the rule): mean accuracy "
                 f"FedLaAvg {tail_mean['fedlaavg']:.2f}% vs FedAvg {tail_mean['fedavg']:.2f}%, peak-to-trough FedLaAvg "
@@ -173,29 +202,21 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
                 + f". Published (CIFAR-10): {PUBLISHED_ICA['fedlaavg']} vs {PUBLISHED_ICA['fedavg']} (+4.23)")
     figure = {"path": "studies/fedlaavg_diurnal/fedlaavg_diurnal.png", "panel": "test accuracy under diurnal "
                                                                                  "availability (solid lines)"}
-    diurnal_entry = new_entry(
-        id="fedlaavg/synthetic/diurnal-gain", paper=FEDLAAVG_PAPER, where="section 5.2, Table 2 (ICA column), Figure 2",
-        claim_text="Under diurnal intermittent availability with label-skewed clients, FedLaAvg reaches a higher best "
-                   "test accuracy than FedAvg (small synthetic stand-in for the CIFAR-10 +4.23 points).",
-        published={"value": round(PUBLISHED_ICA["fedlaavg"] - PUBLISHED_ICA["fedavg"], 2), "unit": "accuracy points",
-                   "scope": "CIFAR-10, CNN, best within 70,000 rounds",
-                   "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, "
-                                "ICA); ours is a synthetic stand-in, so only the sign and rough size compare"},
+    diurnal_entry = study.entry(
+        "fedlaavg/synthetic/diurnal-gain",
         reproduced={"unit": "best test accuracy (%)",
-                    "fedlaavg_best": [round(best["fedlaavg"][s], 2) for s in SEEDS],
-                    "fedavg_best": [round(best["fedavg"][s], 2) for s in SEEDS],
+                    "fedlaavg_best": [round(best["fedlaavg"][s], 2) for s in seeds],
+                    "fedavg_best": [round(best["fedavg"][s], 2) for s in seeds],
                     "full_availability_first_seed": {"fedlaavg_best": round(mean("fedlaavg_fca"), 2),
                                                      "fedavg_best": round(mean("fedavg_fca"), 2)},
                     "sequential_sgd_best_first_seed": round(mean("sequential"), 2)},
-        rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, the paper's Table 2 reading); "
-             + part.rule.text() + f" ({MIN_GAIN:g} point is the smallest gain that counts)",
         scale=scale, deviations=deviations, figure=figure, fidelity="stand-in", rounds_run=ROUNDS,
-        rounds_paper=70000, training_seeds=list(SEEDS), data_seeds=[0], observed=observed)
+        rounds_paper=PAPER_ROUNDS, observed=observed)
 
     return [judged(diurnal_entry, result)]
 
 
-def _figure(path: Path, curves) -> None:
+def _figure(path: Path, curves, seeds: int) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     fig, ax = pyplot().subplots(figsize=(8, 4.2))
@@ -207,7 +228,7 @@ def _figure(path: Path, curves) -> None:
         stack = np.vstack(list(curves[name].values()))
         ax.plot(np.arange(stack.shape[1]), stack.mean(0), color=color, ls=ls, lw=1, label=label)
     ax.set_xlabel("round")
-    ax.set_ylabel(f"test accuracy (%), ICA: mean of {len(SEEDS)} seeds")
+    ax.set_ylabel(f"test accuracy (%), ICA: mean of {seeds} seeds")
     ax.set_title(f"Diurnal availability P={PERIOD}, beta={BETA}: one-class clients, N=100, K={K}, C={C}")
     ax.legend(fontsize=8)
     save_figure(fig, path, dpi=120)

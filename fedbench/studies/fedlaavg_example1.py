@@ -34,7 +34,8 @@ from fedbench.models.mean_estimation import mean_estimation
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged, new_entry
+from fedbench.claims.entry import judged
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
 
 MU = (-1.0, 1.0)
@@ -83,6 +84,47 @@ def config(eta: float) -> SimulationConfig:
                       availability=AvailabilityConfig(model="diurnal", period=A, beta=B / A, groups=(0, 1)))
 
 
+# The study as data (fedbench.studies.declaration): deterministic (exact gradients, one available client a round:
+# no seed randomness, so it declares no seeds and params.yaml cannot give it any; its runs use the engine's seed 0,
+# from which nothing is drawn), its arms, the step sizes it sweeps and its claims with the arms each reads.
+STUDY = StudyDeclaration(
+    name="fedlaavg_example1", paper=FEDLAAVG_PAPER,
+    dataset="two clients, four points each with sample mean mu_i = -1, 1; alternating availability a = 8, b = 2",
+    arms=(Arm("FedAvg", "fedavg", {"local_epochs": 1}), Arm("FedLaAvg", "fedlaavg", {"local_epochs": 1})),
+    seeds=(), data_seeds=(), budgets={"pipeline": max(periods_needed(eta) for eta in ETAS) * (A + B)},
+    knobs={"eta": ETAS},
+    claims=(
+    Claim(
+        id='fedlaavg/example-1/fedavg-bias',
+        where="section 3.1, Theorem 1, appendix A",
+        claim_text="In the two-client mean-estimation example with alternating availability (client 1 for a "
+                   "iterations, then client 2 for b), FedAvg with exact gradients has end-of-period iterates "
+                   "converging to w_inf = [mu2 (1 - q^b) + mu1 q^b (1 - q^a)] / (1 - q^(a+b)), q = 1 - c eta, which "
+                   "stays far from w* = (mu1 + mu2)/2 even with a small step (limit (a mu1 + b mu2)/(a + b)).",
+        published={"value": None, "unit": "parameter w", "scope": "closed form, any a, b, mu_1, mu_2",
+                   "statement": "w_inf as above; small-step limit (a mu1 + b mu2)/(a + b) != w* unless mu1 = mu2 or "
+                                "a = b (closed form derived in the setups file (5.6) from appendix A's recurrence; no "
+                                "numbers)"},
+        rule=f"for every eta in {{etas}}: the last end-of-period iterate is within {CLOSED_FORM_TOL} |mu2 - mu1| "
+             "of the closed form and of the previous period's (converged), and at the smallest eta its distance to "
+             "w* is more than half the small-step-limit bias |(a mu1 + b mu2)/(a + b) - w*|. reproduced if all hold, "
+             "not-reproduced otherwise (deterministic: no seed randomness)",
+        reads=('FedAvg',)),
+    Claim(
+        id='fedlaavg/example-1/fedlaavg-converges',
+        where="section 4.1, Theorem 2",
+        claim_text="On the same example, FedLaAvg (averaging the latest gradients of both clients) converges to within "
+                   "a bounded range of w*, a range that shrinks with the step size.",
+        published={"value": None, "unit": "parameter w", "scope": "the same example",
+                   "statement": "within a bounded range of w* that shrinks with the step size (the constants of "
+                                "Theorem 2 are stripped from our copy)"},
+        rule=f"for every eta, FedLaAvg's largest |w_t - w*| over the last period is below {FEDLAAVG_FRACTION} times "
+             "FedAvg's end-of-period bias |w_inf - w*| at that eta, and it does not grow as eta decreases (beyond "
+             f"float32 resolution, {FLOAT32_RESOLUTION} |mu2 - mu1|). reproduced if both hold, not-reproduced otherwise",
+        reads=('FedAvg', 'FedLaAvg')),
+    ))
+
+
 def simulation(algorithm, eta: float) -> Simulation:
     return Simulation(name=f"{type(algorithm).__name__}/eta={eta:g}", config=config(eta), dataset=_dataset,
                       model=mean_estimation(dim=1, start=START), algorithm=algorithm, knobs={"mu": list(MU), "w0": START},
@@ -101,7 +143,8 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     w_star = (MU[0] + MU[1]) / 2
     spread = abs(MU[1] - MU[0])
-    simulations = [simulation(make(lr=eta), eta) for eta in ETAS for make in (FedAvg, FedLaAvg)]
+    algorithms = {"fedavg": FedAvg, "fedlaavg": FedLaAvg}
+    simulations = [simulation(algorithms[arm.algorithm](lr=eta), eta) for eta in ETAS for arm in STUDY.arms]
     outcomes = run_simulations(simulations, workers)
     fedavg, fedlaavg = {}, {}
     records = []
@@ -160,29 +203,17 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         for eta, r in fedavg.items())
     c_values = sorted({round(r["c"], 3) for r in fedavg.values()})
     rounds = max(config(eta).rounds for eta in ETAS)
-    common = dict(paper=FEDLAAVG_PAPER, scale=scale, fidelity="analytic", rounds_run=rounds, rounds_paper=None,
+    common = dict(scale=scale, fidelity="analytic", rounds_run=rounds, rounds_paper=None,
                   training_seeds=[0], data_seeds=[0],
                   figure={"path": "studies/fedlaavg_example1/fedlaavg_example1.png",
                           "panel": "right: distance to w* against the step size"})
-    bias = new_entry(
-        id="fedlaavg/example-1/fedavg-bias", where="section 3.1, Theorem 1, appendix A",
-        claim_text="In the two-client mean-estimation example with alternating availability (client 1 for a "
-                   "iterations, then client 2 for b), FedAvg with exact gradients has end-of-period iterates "
-                   "converging to w_inf = [mu2 (1 - q^b) + mu1 q^b (1 - q^a)] / (1 - q^(a+b)), q = 1 - c eta, which "
-                   "stays far from w* = (mu1 + mu2)/2 even with a small step (limit (a mu1 + b mu2)/(a + b)).",
-        published={"value": None, "unit": "parameter w", "scope": "closed form, any a, b, mu_1, mu_2",
-                   "statement": "w_inf as above; small-step limit (a mu1 + b mu2)/(a + b) != w* unless mu1 = mu2 or "
-                                "a = b (closed form derived in the setups file (5.6) from appendix A's recurrence; no "
-                                "numbers)"},
+    bias = STUDY.entry(
+        'fedlaavg/example-1/fedavg-bias', rule_fields={"etas": list(ETAS)},
         reproduced={"value": {str(eta): {"end_of_period_w": round(r["end"], 6), "closed_form": round(r["closed_form"], 6),
                                          "bias": round(abs(r["end"] - w_star), 6), "periods": r["periods"]}
                               for eta, r in fedavg.items()},
                     "small_step_limit": small_step_limit(), "w_star": w_star, "measured_c": c_values,
                     "unit": "parameter w"},
-        rule=f"for every eta in {list(ETAS)}: the last end-of-period iterate is within {CLOSED_FORM_TOL} |mu2 - mu1| "
-             "of the closed form and of the previous period's (converged), and at the smallest eta its distance to "
-             "w* is more than half the small-step-limit bias |(a mu1 + b mu2)/(a + b) - w*|. reproduced if all hold, "
-             "not-reproduced otherwise (deterministic: no seed randomness)",
         deviations=deviations,
         observed=f"{bias_obs}; small-step limit {small_step_limit():+.3f}, w* = {w_star}; measured c = {c_values}",
         **common)
@@ -190,20 +221,12 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     converge_obs = "; ".join(
         f"eta={eta}: FedLaAvg max |w - w*| over the last period {fedlaavg[eta]['max_last_period']:.2e} vs FedAvg bias "
         f"{abs(fedavg[eta]['closed_form'] - w_star):.3f}" for eta in ETAS)
-    converges = new_entry(
-        id="fedlaavg/example-1/fedlaavg-converges", where="section 4.1, Theorem 2",
-        claim_text="On the same example, FedLaAvg (averaging the latest gradients of both clients) converges to within "
-                   "a bounded range of w*, a range that shrinks with the step size.",
-        published={"value": None, "unit": "parameter w", "scope": "the same example",
-                   "statement": "within a bounded range of w* that shrinks with the step size (the constants of "
-                                "Theorem 2 are stripped from our copy)"},
+    converges = STUDY.entry(
+        'fedlaavg/example-1/fedlaavg-converges',
         reproduced={"value": {str(eta): {"max_distance_last_period": float(f"{fedlaavg[eta]['max_last_period']:.3e}"),
                                          "end_w": round(fedlaavg[eta]["end"], 6),
                                          "fedavg_bias": round(abs(fedavg[eta]["closed_form"] - w_star), 6)}
                               for eta in ETAS}, "unit": "parameter w (w* = 0)"},
-        rule=f"for every eta, FedLaAvg's largest |w_t - w*| over the last period is below {FEDLAAVG_FRACTION} times "
-             "FedAvg's end-of-period bias |w_inf - w*| at that eta, and it does not grow as eta decreases (beyond "
-             f"float32 resolution, {FLOAT32_RESOLUTION} |mu2 - mu1|). reproduced if both hold, not-reproduced otherwise",
         deviations=deviations[:3],
         observed=converge_obs + ". With exact gradients on this quadratic, w* is a fixed point of FedLaAvg's period "
                  "map (at w* the latest gradients w* - mu_1 and w* - mu_2 sum to zero, stale or not), so the range of "

@@ -229,29 +229,28 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies import run_simulations
     from fedbench.claims.entry import judged
     from fedbench.studies.fedlaavg_cifar10 import accuracy_curve, evaluation_rounds
     from fedbench.studies.real_data import base_entry
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    keys = [(m, s) for m in ("fedlaavg", "fedavg") for s in b.seeds]
-    sims = [simulation(b, m, s, str(real_root)) for m, s in keys]
-    outcomes = dict(zip(keys, run_simulations(sims, workers)))
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out_dir = study.out
 
-    def curve(key: tuple[str, int], frac: float = 1.0) -> np.ndarray:
-        o = outcomes[key]
+    def curve_of(o, frac: float = 1.0) -> np.ndarray:
         diverged_at = int(o.history[-1]["round"]) if o.diverged else None
         return accuracy_curve(o.at_rounds(ACCURACY), evaluation_rounds(b, frac), diverged_at)
 
-    write_simulations(out_dir, [sim_record(s, outcomes[k], keys=("round", ACCURACY),
-                                           metrics={"study/best_accuracy": read(curve(k), "best")})
-                                for s, k in zip(sims, keys)])
+    outcomes = study.run_jobs([(m, s) for m in ("fedlaavg", "fedavg") for s in b.seeds],
+                              lambda m, s: simulation(b, m, s, str(real_root)),
+                              lambda sim, o: sim_record(sim, o, keys=("round", ACCURACY),
+                                                        metrics={"study/best_accuracy": read(curve_of(o), "best")}))
+    study.write()
+
+    def curve(key: tuple[str, int], frac: float = 1.0) -> np.ndarray:
+        return curve_of(outcomes[key], frac)
+
     _figure(out_dir, b, curve)
 
     def gains(reading: str, frac: float) -> list[list[float]]:

@@ -55,7 +55,7 @@ import numpy as np
 
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.fedprox import FedProx
-from fedbench.claims.entry import SENSITIVITY, judged, new_entry
+from fedbench.claims.entry import SENSITIVITY, judged
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.stats import fmt_effect
@@ -64,13 +64,13 @@ from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.models import build_model
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
 
 HEADLINE = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
 DATASET, NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = "synthetic_1_1", 30, 0, 0.9
 ROUNDS = PAPER_ROUNDS = 200  # the paper's budget (FP run_fedavg.sh / run_fedprox.sh: num_rounds = 200)
 K, EPOCHS, BATCH, LR, MU, STRAGGLERS = 10, 20, 10, 0.01, 1.0, 0.9
-SEEDS = (0, 1, 2, 3, 4)
 COHORT_SEED = 0  # code-seeding: every run's clients and stragglers are seed 0's (chosen before any run)
 # variant -> the SimulationConfig fields it changes from the main job's
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -78,7 +78,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "paper-straggler-epochs": {"straggler_epochs": "paper"},
     "code-seeding": {"cohort_seed": COHORT_SEED},
 }
-ARMS = ("fedavg", "fedprox_mu1")
 # the headline's part and readings (fedbench/report/claims.py accuracy_gain; studies do not import report)
 PART = Part("90% stragglers", Rule("greater", 5.0, "accuracy points"))
 PRIMARY, READINGS = "tail", ("tail", "paper", "final", "best")
@@ -91,6 +90,32 @@ WHAT = {
                      f"every seed sees the same devices and stragglers, here seed {COHORT_SEED}'s) instead of a draw "
                      "per seed; the initial model and minibatches still differ by seed"),
 }
+
+
+RULE = ("per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each the mean of the last 5 "
+        "evaluations, on Synthetic(1,1) at 90% stragglers; " + PART.rule.text() + ". The headline's rule ("
+        + HEADLINE + ") unchanged, with one difference between the authors' code and the paper switched: {what}. "
+        "A sensitivity reading of the headline, not a claim of its own")
+
+
+# The study as data (fedbench.studies.declaration): each variant is one sensitivity claim reading both arms;
+# run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedprox_code_sensitivity.seeds).
+STUDY = StudyDeclaration(
+    name="fedprox_code_sensitivity", paper=FEDPROX_PAPER,
+    dataset=f"Synthetic(1,1), {NUM_DEVICES} devices, data seed {DATA_SEED}, {TRAIN_FRACTION:.0%} train",
+    arms=(Arm("fedavg", "fedavg", {"lr": LR}), Arm("fedprox_mu1", "fedprox", {"lr": LR, "mu": MU})),
+    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(DATA_SEED,), knobs={"variant": tuple(VARIANTS)},
+    claims=tuple(Claim(
+        id=f"{HEADLINE}{SENSITIVITY}{v}",
+        where="abstract, section 5.3.2, Figure 7 (appendix C.3.2); the authors' code vs the paper",
+        claim_text=("With 90% stragglers, FedProx (mu = 1) improves absolute test accuracy over FedAvg on "
+                    f"Synthetic(1,1), with {WHAT[v]}."),
+        published={"value": 22.0, "unit": "accuracy points",
+                   "scope": "mean over the paper's five datasets, 90% stragglers",
+                   "statement": "the headline's: +22% on average over five datasets; Synthetic(1,1)'s own gain "
+                                "is published only as Figure 7's curves"},
+        rule=RULE.format(what=WHAT[v]), reads=("fedavg", "fedprox_mu1")) for v in VARIANTS))
+ARMS = tuple(a.name for a in STUDY.arms)
 
 
 @functools.cache
@@ -107,21 +132,22 @@ def simulation(variant: str, arm: str, seed: int, rounds: int | None = None) -> 
         raise ValueError(f"arm {arm!r}; allowed: {', '.join(ARMS)}")
     ds = _synthetic()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
-    algorithm = FedAvg(lr=LR) if arm == "fedavg" else FedProx(lr=LR, mu=MU)
+    settings = STUDY.arm(arm).settings
+    algorithm = FedAvg(**settings) if STUDY.arm(arm).algorithm == "fedavg" else FedProx(**settings)
     cfg = sim_config(rounds=ROUNDS if rounds is None else rounds, clients_per_round=K, local_epochs=EPOCHS,
                      batch_size=BATCH, straggler_fraction=STRAGGLERS, seed=seed, **VARIANTS[variant])
     return Simulation(f"{variant}/{arm}/seed={seed}", cfg, _synthetic, model, algorithm,
                       {"variant": variant, "arm": arm, "dataset": DATASET})
 
 
-def declare() -> list[tuple[str, str, int]]:
-    return [(v, a, s) for v in VARIANTS for s in SEEDS for a in ARMS]
+def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
+    return [(v, a, s) for v in VARIANTS for s in (STUDY.seeds if seeds is None else seeds) for a in ARMS]
 
 
 def judge_variant(curves, seeds=None, rounds: int | None = None) -> dict[str, Any]:
     """The headline's rule on one variant's runs: ``curves(arm, seed)`` is (training loss, test accuracy) by
-    round (the accuracy a fraction), over ``seeds`` (default SEEDS) and ``rounds`` (default ROUNDS)."""
-    seeds = SEEDS if seeds is None else seeds
+    round (the accuracy a fraction), over ``seeds`` (default STUDY.seeds) and ``rounds`` (default ROUNDS)."""
+    seeds = STUDY.seeds if seeds is None else seeds
     rounds = ROUNDS if rounds is None else rounds
 
     def acc(arm, s, reading, budget):
@@ -132,42 +158,40 @@ def judge_variant(curves, seeds=None, rounds: int | None = None) -> dict[str, An
                  PRIMARY, READINGS, reading_names=NAMES)
 
 
-RULE = ("per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each the mean of the last 5 "
-        "evaluations, on Synthetic(1,1) at 90% stragglers; " + PART.rule.text() + ". The headline's rule ("
-        + HEADLINE + ") unchanged, with one difference between the authors' code and the paper switched: {what}. "
-        "A sensitivity reading of the headline, not a claim of its own")
-
-
-def figure(path: Path, accuracy: dict[tuple[str, str, int], list[float]]) -> None:
+def figure(path: Path, accuracy: dict[tuple[str, str, int], list[float]], seeds: tuple[int, ...]) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, len(VARIANTS), figsize=(5 * len(VARIANTS), 3.6), sharey=True)
     for ax, v in zip(axes, VARIANTS):
         for arm, label in (("fedavg", "FedAvg (stragglers dropped)"), ("fedprox_mu1", "FedProx, mu=1")):
-            ax.plot(100 * np.mean([np.asarray(accuracy[(v, arm, s)], float) for s in SEEDS], 0), label=label)
+            ax.plot(100 * np.mean([np.asarray(accuracy[(v, arm, s)], float) for s in seeds], 0), label=label)
         ax.set(title=v, xlabel="round")
     axes[0].set(ylabel="test accuracy (%)")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"Synthetic(1,1), 90% stragglers, mean of {len(SEEDS)} seeds: the authors' code vs the paper",
+    fig.suptitle(f"Synthetic(1,1), 90% stragglers, mean of {len(seeds)} seeds: the authors' code vs the paper",
                  fontsize=10)
     save_figure(fig, path, dpi=110)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The study with training ``seeds`` if given (STUDY.seeds)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = declare()
+    study = STUDY.with_seeds(seeds)
+    seeds = study.seeds
+    jobs = declare(seeds)
     sims = [simulation(*job) for job in jobs]
     outcomes = run_simulations(sims, workers)
     write_simulations(out, [sim_record(sim, o) for sim, o in zip(sims, outcomes)])
     runs = dict(zip(jobs, outcomes))
-    figure(out / "fedprox_code_sensitivity.png", {job: o.series("test/accuracy") for job, o in runs.items()})
+    figure(out / "fedprox_code_sensitivity.png", {job: o.series("test/accuracy") for job, o in runs.items()},
+           seeds)
     scale = {"dataset": DATASET, "devices": NUM_DEVICES, "rounds": ROUNDS, "clients_per_round": K,
              "local_epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "mu": MU, "stragglers": STRAGGLERS, "model": "mclr"}
     deviations = [
         "data: our seeded draw (data seed 0) of the authors' generator law, not their committed JSON files",
         "train/test split 90/10 as in the authors' code (the paper says 80/20)",
-        f"{len(SEEDS)} training seeds where the paper shows one run",
+        f"{len(seeds)} training seeds where the paper shows one run",
     ]
     entries = []
     for v, changed in VARIANTS.items():
@@ -175,25 +199,16 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
             o = runs[(v, arm, s)]
             return o.series("train/loss"), o.series("test/accuracy")
 
-        result = judge_variant(curves)
-        tail = {arm: [100 * read_accuracy(*curves(arm, s), "tail", ROUNDS) for s in SEEDS] for arm in ARMS}
-        e = new_entry(
-            id=f"{HEADLINE}{SENSITIVITY}{v}", paper=FEDPROX_PAPER,
-            where="abstract, section 5.3.2, Figure 7 (appendix C.3.2); the authors' code vs the paper",
-            claim_text=("With 90% stragglers, FedProx (mu = 1) improves absolute test accuracy over FedAvg on "
-                        f"Synthetic(1,1), with {WHAT[v]}."),
-            published={"value": 22.0, "unit": "accuracy points",
-                       "scope": "mean over the paper's five datasets, 90% stragglers",
-                       "statement": "the headline's: +22% on average over five datasets; Synthetic(1,1)'s own gain "
-                                    "is published only as Figure 7's curves"},
+        result = judge_variant(curves, seeds)
+        tail = {arm: [100 * read_accuracy(*curves(arm, s), "tail", ROUNDS) for s in seeds] for arm in ARMS}
+        e = study.entry(
+            f"{HEADLINE}{SENSITIVITY}{v}",
             reproduced={"unit": "test accuracy (%), mean of the last 5 evaluations, Synthetic(1,1), 90% stragglers",
                         **{arm: [round(x, 2) for x in vals] for arm, vals in tail.items()}},
-            rule=RULE.format(what=WHAT[v]),
             scale=scale | {"changed": changed},
             deviations=[f"sensitivity reading of {HEADLINE}: {WHAT[v]}", *deviations],
             figure={"path": "studies/fedprox_code_sensitivity/fedprox_code_sensitivity.png", "panel": v},
-            fidelity=fidelity("paper", ROUNDS, PAPER_ROUNDS, len(SEEDS)), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
-            training_seeds=list(SEEDS), data_seeds=[DATA_SEED],
+            fidelity=fidelity("paper", ROUNDS, PAPER_ROUNDS, len(seeds)), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
             observed=(f"FedProx(mu=1) {np.mean(tail['fedprox_mu1']):.1f}% vs FedAvg {np.mean(tail['fedavg']):.1f}% "
                       f"(mean of the last 5 rounds): gain {fmt_effect(result['effect'])}"))
         entries.append(judged(e, result))

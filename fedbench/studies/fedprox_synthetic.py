@@ -51,7 +51,8 @@ from fedbench.claims.verdict import Part, Rule, combine, fidelity, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged, new_entry
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
 
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
@@ -62,11 +63,89 @@ COMMAND = "python pipelines/study.py fedprox_synthetic --budget paper --root rep
 NO_EXTRAPOLATION = ("; the verdict is the one at the rounds run, never extrapolated to the paper's 200 rounds (a "
                     "budget-limited mark may explain it, never change it)")
 K, EPOCHS, BATCH, LR = 10, 20, 10, 0.01
-SEEDS = (0, 1, 2, 3, 4)
 ADAPTIVE = {"synthetic_iid": 1.0, "synthetic_1_1": 0.0}  # Figure 3's datasets and the paper's starting mu
 ADAPTIVE_MARGIN = 10.0  # % above a fixed mu's loss that is still "competitive"
 E1_LEVELS = (0.5, 0.9)
 TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_1_1": "Synthetic(1,1)"}
+
+
+# The study as data (fedbench.studies.declaration): the arms (each on the datasets it runs), the seeds, the budgets and
+# the claims, each with its rule and the arms it reads, stated before any run; run(seeds=...) runs other seeds
+# (params.yaml claim_studies.<group>.fedprox_synthetic.seeds).
+STUDY = StudyDeclaration(
+    name="fedprox_synthetic", paper=FEDPROX_PAPER,
+    dataset=f"FedProx's synthetic sets (Synthetic-IID, Synthetic(1,1)), {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
+    arms=(Arm("mu0", "fedprox", {"mu": 0.0, "sampling": "uniform", "datasets": tuple(ADAPTIVE)}),
+          Arm("mu1", "fedprox", {"mu": 1.0, "sampling": "uniform", "datasets": tuple(ADAPTIVE)}),
+          Arm("adaptive", "fedprox_adaptive", {"mu_init": ADAPTIVE, "datasets": tuple(ADAPTIVE)}),
+          Arm("prop-mu0", "fedprox", {"mu": 0.0, "sampling": "proportional", "datasets": ("synthetic_1_1",)}),
+          Arm("prop-mu1", "fedprox", {"mu": 1.0, "sampling": "proportional", "datasets": ("synthetic_1_1",)}),
+          *(Arm(f"e1-{m}-{f:g}", "fedprox_partial_epoch", {"local_epochs": 1, "stragglers": f, "keep": m == "keep",
+                                                             "datasets": ("synthetic_1_1",)})
+            for f in E1_LEVELS for m in ("drop", "keep"))),
+    seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,), claims=(
+    Claim(
+        id="fedprox/synthetic/adaptive-mu", where="section 5.3.2, Figure 3; appendix C.3.3, Figure 11",
+            claim_text="Setting mu adaptively (+0.1 when the loss rises, -0.1 after 5 rounds of decrease), from a start "
+                       "adversarial to the method (1 on IID data, 0 on non-IID data), performs competitively with the "
+                       "fixed choices of mu.",
+            published={"value": None, "unit": "training loss", "scope": "Synthetic-IID and Synthetic(1,1) (Figure 3 "
+                                                                        "curves; Figure 11: all four sets)",
+                       "statement": "'this simple heuristic works well empirically'; 'allows for competitive "
+                                    "performance'"},
+        rule=("per seed, effect = 100 (adaptive mu's training loss / the fixed mu's - 1), each the mean of the last "
+                  "5 evaluations, against mu = 0 and against mu = 1 on each dataset (four parts: being within the "
+                  "margin of both fixed choices means within it of the better one, which is therefore not picked "
+                  f"after the fact); each part: {Rule('at_most', ADAPTIVE_MARGIN, '%').text()}; a part whose fixed mu "
+                  "the heuristic cannot reach within the rounds run (1 + steps x 5 rounds falling, 1 + steps rising, "
+                  "steps of 0.1) is inconclusive: the mechanism cannot act within the budget; reproduced if all four "
+                  "are, not-reproduced if one is" + NO_EXTRAPOLATION),
+        reads=('mu0', 'mu1', 'adaptive')),
+    Claim(
+        id="fedprox/synthetic-1-1/sampling-stability", where="appendix C.2 and C.3.4, Figure 12",
+            claim_text="Sampling devices with probability proportional to n_k and simply averaging the local models "
+                       "(Algorithms 1-2) gives more stable performance than uniform sampling with n_k-weighted "
+                       "averages, with mu = 0 and with mu = 1.",
+            published={"value": None, "unit": "training loss", "scope": "four synthetic sets, E = 20, mu in {0, 1} "
+                                                                        "(Figure 12 curves)",
+                       "statement": "the proposed sampling 'results in more stable performance for both methods' and "
+                                    "'performs slightly better'"},
+        rule=("instability of a run = the sum of the rises of its training loss from one round to the next; per "
+                  "seed, effect = instability under uniform sampling - that under n_k-proportional sampling, for mu = "
+                  "0 and mu = 1 on Synthetic(1,1); each: " + Rule("greater", 0.0, "").text() + "; reproduced if both "
+                  "are, not-reproduced if one is. The two schemes select different devices under one seed: the "
+                  "pairing shares the initial model and the minibatch streams only. Whether the loss is also lower "
+                  "('slightly better') is reported, not judged" + NO_EXTRAPOLATION),
+        reads=('mu0', 'mu1', 'prop-mu0', 'prop-mu1')),
+    Claim(
+        id="fedprox/synthetic-1-1/partial-work-e1", where="section 5.2, appendix C.3.2, Figures 9 and 10",
+            claim_text="With E = 1 (every device runs at most one epoch), tolerating partial solutions (FedProx, mu = "
+                       "0) still performs better than dropping the stragglers (FedAvg), at 50% and 90% stragglers.",
+            published={"value": None, "unit": "training loss", "scope": "five datasets, E = 1, 0/50/90% stragglers "
+                                                                        "(Figure 9 curves)",
+                       "statement": "FedProx (mu = 0) below FedAvg in the presence of stragglers"},
+        rule=("per seed and straggler level, effect = FedAvg's training loss - FedProx(mu=0)'s, each the mean of the "
+                  "last 5 evaluations (a diverged run counts as infinite), Synthetic(1,1), E = 1; each level: "
+                  + Rule("greater", 0.0, "").text() + "; reproduced if both are, not-reproduced if one is"
+                  + NO_EXTRAPOLATION),
+        reads=('e1-drop-0.5', 'e1-keep-0.5', 'e1-drop-0.9', 'e1-keep-0.9')),
+    Claim(
+        id="fedprox/synthetic-1-1/sampling-mu1-stabler", where="appendix C.3.4, Figure 12 and its caption",
+            claim_text="Under either sampling scheme (uniform with n_k-weighted averages, or n_k-proportional with "
+                       "simple averages), the settings with mu = 1 demonstrate more stable performance than the settings "
+                       "with mu = 0.",
+            published={"value": None, "unit": "training loss", "scope": "four synthetic sets, E = 20, both sampling "
+                                                                        "schemes (Figure 12 curves)",
+                       "statement": "'Under either sampling scheme, the settings with mu = 1 demonstrate more stable "
+                                    "performance than settings with mu = 0.'"},
+        rule=("instability of a run = the sum of the rises of its training loss from one round to the next (a "
+                  "diverged run counts as infinite); per seed and sampling scheme, effect = instability with mu = 0 - "
+                  "that with mu = 1 on Synthetic(1,1) (under one seed and scheme both see the same devices and "
+                  "minibatches); each scheme: " + Rule("greater", 0.0, "").text() + "; reproduced if both are, "
+                  "not-reproduced if one is. Registered from the paper's text before any of our values for it was "
+                  "read; the runs (this study's sampling arms) existed already" + NO_EXTRAPOLATION),
+        reads=('mu0', 'mu1', 'prop-mu0', 'prop-mu1')),
+))
 
 
 @functools.cache
@@ -132,36 +211,33 @@ class PartialEpochStragglers:
 
 
 def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> Simulation:
-    """``arm``: "mu0", "mu1", "adaptive" (E = 20, uniform sampling), "prop-mu0", "prop-mu1" (proportional sampling),
-    "e1-drop-<f>", "e1-keep-<f>" (E = 1, straggler fraction f)."""
+    """Arm ``arm`` of STUDY on ``dataset`` with ``seed``: "mu0", "mu1", "adaptive" (E = 20, uniform sampling),
+    "prop-mu0", "prop-mu1" (proportional sampling), "e1-drop-<f>", "e1-keep-<f>" (E = 1, straggler fraction f)."""
     rounds = ROUNDS if rounds is None else rounds
     ds = _synthetic(dataset)
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
-    epochs, sampling = EPOCHS, "uniform"
-    if arm in ("mu0", "mu1", "prop-mu0", "prop-mu1"):
-        algorithm: Any = FedProx(lr=LR, mu=float(arm[-1]))
-        sampling = "proportional" if arm.startswith("prop") else "uniform"
-    elif arm == "adaptive":
-        algorithm = FedProxAdaptiveMu(lr=LR, mu_init=ADAPTIVE[dataset])
-    elif arm.startswith("e1-"):
-        _, mode, f = arm.split("-")
-        algorithm, epochs = PartialEpochStragglers(lr=LR, fraction=float(f), keep=mode == "keep"), 1
-    else:
+    declared = next((a for a in STUDY.arms if a.name == arm), None)
+    if declared is None:
         raise ValueError(f"arm {arm!r}")
+    settings = declared.settings
+    epochs, sampling = settings.get("local_epochs", EPOCHS), settings.get("sampling", "uniform")
+    if declared.algorithm == "fedprox":
+        algorithm: Any = FedProx(lr=LR, mu=settings["mu"])
+    elif declared.algorithm == "fedprox_adaptive":
+        algorithm = FedProxAdaptiveMu(lr=LR, mu_init=settings["mu_init"][dataset])
+    else:
+        algorithm = PartialEpochStragglers(lr=LR, fraction=settings["stragglers"], keep=settings["keep"])
     cfg = sim_config(rounds=rounds, clients_per_round=K, local_epochs=epochs, batch_size=BATCH, sampling=sampling,
                      seed=seed)
     return Simulation(f"{arm}/{dataset}/seed={seed}", cfg, functools.partial(_synthetic, dataset), model, algorithm,
                       {"arm": arm, "dataset": dataset})
 
 
-def declare() -> list[tuple[str, str, int]]:
-    jobs = []
-    for s in SEEDS:
-        for d in ADAPTIVE:
-            jobs += [(a, d, s) for a in ("mu0", "mu1", "adaptive")]
-        jobs += [(a, "synthetic_1_1", s) for a in ("prop-mu0", "prop-mu1")]
-        jobs += [(f"e1-{m}-{f:g}", "synthetic_1_1", s) for f in E1_LEVELS for m in ("drop", "keep")]
-    return jobs
+def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
+    """(arm, dataset, seed) of every run, seed-major, each arm on its datasets, dataset-major within a seed."""
+    seeds = STUDY.seeds if seeds is None else seeds
+    datasets = dict.fromkeys(d for a in STUDY.arms for d in a.settings["datasets"])
+    return [(a.name, d, s) for s in seeds for d in datasets for a in STUDY.arms if d in a.settings["datasets"]]
 
 
 def rounds_to_reach(mu_init: float, mu: float) -> int:
@@ -194,7 +270,7 @@ def cannot_act(result: dict, labels: list[str], rounds: int) -> dict:
 def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, dict, dict]:
     """The four claims' judge results; ``loss(arm, dataset, seed)`` is a run's per-round training loss over
     ``rounds`` rounds. No extrapolation across budgets: each verdict is the one at ``rounds``."""
-    seeds = SEEDS if seeds is None else seeds
+    seeds = STUDY.seeds if seeds is None else seeds
     rounds = ROUNDS if rounds is None else rounds
     adaptive_pairs = [(d, fixed) for d in ADAPTIVE for fixed in ("mu0", "mu1")]
     adaptive = judge(
@@ -232,11 +308,11 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, 
     return adaptive, sampling, e1, mu1_stabler
 
 
-def figure(path: Path, losses: dict[tuple[str, str, int], list[float]]) -> None:
+def figure(path: Path, losses: dict[tuple[str, str, int], list[float]], seeds: tuple[int, ...]) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     def mean_curve(arm, d):
-        return np.mean([np.asarray(losses[(arm, d, s)], dtype=float) for s in SEEDS], 0)
+        return np.mean([np.asarray(losses[(arm, d, s)], dtype=float) for s in seeds], 0)
 
     fig, axes = pyplot().subplots(1, 4, figsize=(17, 3.8))
     for ax, d in zip(axes[:2], ADAPTIVE):
@@ -256,27 +332,31 @@ def figure(path: Path, losses: dict[tuple[str, str, int], list[float]]) -> None:
                          ls="-" if mode == "keep" else "--", color=color)
     axes[3].set(title="Synthetic(1,1), E = 1 (Fig. 9)", xlabel="round")
     axes[3].legend(fontsize=7)
-    fig.suptitle(f"FedProx on synthetic data, mean of {len(SEEDS)} seeds", fontsize=10)
+    fig.suptitle(f"FedProx on synthetic data, mean of {len(seeds)} seeds", fontsize=10)
     save_figure(fig, path, dpi=110)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -> list[dict[str, Any]]:
-    """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200)."""
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
+    given (STUDY.seeds)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
     rounds = BUDGETS[budget]
+    study = STUDY.with_seeds(seeds)
+    seeds = study.seeds
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = declare()
+    jobs = declare(seeds)
     sims = [simulation(*job, rounds=rounds) for job in jobs]
     outcomes = run_simulations(sims, workers)
     write_simulations(out, [sim_record(sim, o) for sim, o in zip(sims, outcomes)])
     losses = {job: o.series("train/loss") for job, o in zip(jobs, outcomes)}
-    figure(out / "fedprox_synthetic.png", losses)
-    adaptive, sampling, e1, mu1_stabler = judge_all(lambda a, d, s: losses[(a, d, s)], rounds=rounds)
+    figure(out / "fedprox_synthetic.png", losses, seeds)
+    adaptive, sampling, e1, mu1_stabler = judge_all(lambda a, d, s: losses[(a, d, s)], seeds, rounds=rounds)
 
     def tail(arm, d):
-        return [read_loss(losses[(arm, d, s)], "tail", rounds) for s in SEEDS]
+        return [read_loss(losses[(arm, d, s)], "tail", rounds) for s in seeds]
 
     scale = {"devices": NUM_DEVICES, "clients_per_round": K, "local_epochs": EPOCHS, "batch_size": BATCH, "lr": LR,
              "rounds": rounds, "model": "mclr"}
@@ -287,50 +367,23 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
         "train/test split 90/10 as in the authors' code (the paper says 80/20)",
     ]
     fig = "studies/fedprox_synthetic/fedprox_synthetic.png"
-    common = dict(paper=FEDPROX_PAPER, fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(SEEDS)), rounds_run=rounds,
-                  rounds_paper=PAPER_ROUNDS, training_seeds=list(SEEDS), data_seeds=[DATA_SEED])
+    common = dict(fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds,
+                  rounds_paper=PAPER_ROUNDS)
     arms_loss = {f"{a} on {d}": [round(v, 4) for v in tail(a, d)] for d in ADAPTIVE for a in ("mu0", "mu1", "adaptive")}
     entries = [
-        new_entry(
-            id="fedprox/synthetic/adaptive-mu", where="section 5.3.2, Figure 3; appendix C.3.3, Figure 11",
-            claim_text="Setting mu adaptively (+0.1 when the loss rises, -0.1 after 5 rounds of decrease), from a start "
-                       "adversarial to the method (1 on IID data, 0 on non-IID data), performs competitively with the "
-                       "fixed choices of mu.",
-            published={"value": None, "unit": "training loss", "scope": "Synthetic-IID and Synthetic(1,1) (Figure 3 "
-                                                                        "curves; Figure 11: all four sets)",
-                       "statement": "'this simple heuristic works well empirically'; 'allows for competitive "
-                                    "performance'"},
+        study.entry(
+            "fedprox/synthetic/adaptive-mu",
             reproduced={"unit": "training loss, mean of the last 5 evaluations", **arms_loss},
-            rule=("per seed, effect = 100 (adaptive mu's training loss / the fixed mu's - 1), each the mean of the last "
-                  "5 evaluations, against mu = 0 and against mu = 1 on each dataset (four parts: being within the "
-                  "margin of both fixed choices means within it of the better one, which is therefore not picked "
-                  f"after the fact); each part: {Rule('at_most', ADAPTIVE_MARGIN, '%').text()}; a part whose fixed mu "
-                  "the heuristic cannot reach within the rounds run (1 + steps x 5 rounds falling, 1 + steps rising, "
-                  "steps of 0.1) is inconclusive: the mechanism cannot act within the budget; reproduced if all four "
-                  "are, not-reproduced if one is" + NO_EXTRAPOLATION),
             scale=scale | {"datasets": list(ADAPTIVE), "mu_init": ADAPTIVE, "mu_step": 0.1, "patience": 5},
             deviations=["Figure 11's Synthetic(0,0) and (0.5,0.5) are not run (time)",
                         "mu is kept >= 0 (the paper does not say what happens at 0)", *deviations],
             figure={"path": fig, "panel": "first two panels: adaptive mu"},
             observed="; ".join(f"{p['part']}: {fmt_effect(p)}" for p in adaptive["parts"]), **common),
-        new_entry(
-            id="fedprox/synthetic-1-1/sampling-stability", where="appendix C.2 and C.3.4, Figure 12",
-            claim_text="Sampling devices with probability proportional to n_k and simply averaging the local models "
-                       "(Algorithms 1-2) gives more stable performance than uniform sampling with n_k-weighted "
-                       "averages, with mu = 0 and with mu = 1.",
-            published={"value": None, "unit": "training loss", "scope": "four synthetic sets, E = 20, mu in {0, 1} "
-                                                                        "(Figure 12 curves)",
-                       "statement": "the proposed sampling 'results in more stable performance for both methods' and "
-                                    "'performs slightly better'"},
+        study.entry(
+            "fedprox/synthetic-1-1/sampling-stability",
             reproduced={"unit": "training loss, mean of the last 5 evaluations",
                         **{f"{a} on synthetic_1_1": [round(v, 4) for v in tail(a, "synthetic_1_1")]
                            for a in ("mu0", "prop-mu0", "mu1", "prop-mu1")}},
-            rule=("instability of a run = the sum of the rises of its training loss from one round to the next; per "
-                  "seed, effect = instability under uniform sampling - that under n_k-proportional sampling, for mu = "
-                  "0 and mu = 1 on Synthetic(1,1); each: " + Rule("greater", 0.0, "").text() + "; reproduced if both "
-                  "are, not-reproduced if one is. The two schemes select different devices under one seed: the "
-                  "pairing shares the initial model and the minibatch streams only. Whether the loss is also lower "
-                  "('slightly better') is reported, not judged" + NO_EXTRAPOLATION),
             scale=scale | {"dataset": "synthetic_1_1", "mu": [0.0, 1.0]},
             deviations=["Figure 12's other three datasets are not run (time)", *deviations],
             figure={"path": fig, "panel": "third panel: sampling schemes"},
@@ -338,44 +391,22 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline") -
                       + ". Training loss (mean of the last 5 rounds, seed means): "
                       + ", ".join(f"{a} {np.mean(tail(a, 'synthetic_1_1')):.3f}"
                                   for a in ("mu0", "prop-mu0", "mu1", "prop-mu1"))), **common),
-        new_entry(
-            id="fedprox/synthetic-1-1/partial-work-e1", where="section 5.2, appendix C.3.2, Figures 9 and 10",
-            claim_text="With E = 1 (every device runs at most one epoch), tolerating partial solutions (FedProx, mu = "
-                       "0) still performs better than dropping the stragglers (FedAvg), at 50% and 90% stragglers.",
-            published={"value": None, "unit": "training loss", "scope": "five datasets, E = 1, 0/50/90% stragglers "
-                                                                        "(Figure 9 curves)",
-                       "statement": "FedProx (mu = 0) below FedAvg in the presence of stragglers"},
+        study.entry(
+            "fedprox/synthetic-1-1/partial-work-e1",
             reproduced={"unit": "training loss, mean of the last 5 evaluations",
                         **{f"{m} at {int(f * 100)}%": [round(v, 4) for v in tail(f"e1-{m}-{f:g}", "synthetic_1_1")]
                            for f in E1_LEVELS for m in ("drop", "keep")}},
-            rule=("per seed and straggler level, effect = FedAvg's training loss - FedProx(mu=0)'s, each the mean of the "
-                  "last 5 evaluations (a diverged run counts as infinite), Synthetic(1,1), E = 1; each level: "
-                  + Rule("greater", 0.0, "").text() + "; reproduced if both are, not-reproduced if one is"
-                  + NO_EXTRAPOLATION),
             scale=scale | {"dataset": "synthetic_1_1", "local_epochs": 1, "stragglers": list(E1_LEVELS)},
             deviations=[("a straggler runs U{1..S_k-1} of its S_k minibatch steps (the paper's E = 1 straggler rule "
                         "is not known: the authors' code cannot run it)"),
                         "only Synthetic(1,1) of the paper's five datasets", *deviations],
             figure={"path": fig, "panel": "fourth panel: E = 1"},
             observed="; ".join(f"{p['part']}: FedAvg - FedProx(mu=0) {fmt_effect(p)}" for p in e1["parts"]), **common),
-        new_entry(
-            id="fedprox/synthetic-1-1/sampling-mu1-stabler", where="appendix C.3.4, Figure 12 and its caption",
-            claim_text="Under either sampling scheme (uniform with n_k-weighted averages, or n_k-proportional with "
-                       "simple averages), the settings with mu = 1 demonstrate more stable performance than the settings "
-                       "with mu = 0.",
-            published={"value": None, "unit": "training loss", "scope": "four synthetic sets, E = 20, both sampling "
-                                                                        "schemes (Figure 12 curves)",
-                       "statement": "'Under either sampling scheme, the settings with mu = 1 demonstrate more stable "
-                                    "performance than settings with mu = 0.'"},
+        study.entry(
+            "fedprox/synthetic-1-1/sampling-mu1-stabler",
             reproduced={"unit": "training loss, mean of the last 5 evaluations",
                         **{f"{a} on synthetic_1_1": [round(v, 4) for v in tail(a, "synthetic_1_1")]
                            for a in ("mu0", "mu1", "prop-mu0", "prop-mu1")}},
-            rule=("instability of a run = the sum of the rises of its training loss from one round to the next (a "
-                  "diverged run counts as infinite); per seed and sampling scheme, effect = instability with mu = 0 - "
-                  "that with mu = 1 on Synthetic(1,1) (under one seed and scheme both see the same devices and "
-                  "minibatches); each scheme: " + Rule("greater", 0.0, "").text() + "; reproduced if both are, "
-                  "not-reproduced if one is. Registered from the paper's text before any of our values for it was "
-                  "read; the runs (this study's sampling arms) existed already" + NO_EXTRAPOLATION),
             scale=scale | {"dataset": "synthetic_1_1", "mu": [0.0, 1.0], "sampling": ["uniform", "proportional"]},
             deviations=["the runs were computed before this rule was registered (the rule was written from the paper's "
                         "text without reading our values)", "Figure 12's other three datasets are not run (time)",

@@ -78,7 +78,7 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real, not_run_entry
 
 NAME = "fedproxvr_fashion"
@@ -313,18 +313,17 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.claims.entry import judged
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out = study.out
     tables = [t for t in TABLES if t.claim_id in b.tables]
-    jobs = [(t.claim_id, m, s) for t in tables for s in b.seeds for m in METHODS]
     by_id = {t.claim_id: t for t in TABLES}
-    sims = [simulation(by_id[t], m, s, b, real_root) for t, m, s in jobs]
-    runs = dict(zip(jobs, run_simulations(sims, workers)))
-    write_simulations(out, [sim_record(sim, o, metrics={"study/best_test_accuracy": accuracy(o, "best", b.rounds)})
-                            for sim, o in zip(sims, runs.values())])
+    sims = {(t.claim_id, m, s): simulation(t, m, s, b, real_root) for t in tables for s in b.seeds for m in METHODS}
+    runs = study.run(sims, lambda sim, o: sim_record(sim, o, metrics={
+        "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
+    study.write()
     png = f"{NAME}.png"
     titles = {TABLE_1.claim_id: "Table 1: mclr, 100 users a round", TABLE_2.claim_id: "Table 2 (stand-in): "
               "fedproxvr_cnn, 10 users a round"}
@@ -351,7 +350,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in METHODS}
         published = PUBLISHED_TABLE_1 if t is TABLE_1 else PUBLISHED_TABLE_2
         lip = data_smoothness(str(real_root)) if t is TABLE_1 else None
-        steps = {m: sims[jobs.index((t.claim_id, m, b.seeds[0]))].knobs["eta"] for m in METHODS}
+        steps = {m: sims[(t.claim_id, m, b.seeds[0])].knobs["eta"] for m in METHODS}
         observed = (f"best test accuracy (mean of {len(b.seeds)} seeds): "
                     + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in METHODS)
                     + " (slides: " + ", ".join(f"{r['algorithm']} {r['accuracy']:.2f}" for r in published)

@@ -36,7 +36,7 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import MIME_PAPER
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real
 
 NAME = "mime_emnist"
@@ -184,17 +184,15 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.claims.entry import judged
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    jobs = [(m, s) for s in b.seeds for m in METHODS]
-    sims = [simulation(m, s, b, real_root) for m, s in jobs]
-    runs = dict(zip(jobs, run_simulations(sims, workers)))
-    write_simulations(out, [sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
-        "study/best_test_accuracy": accuracy(o, "best", b.rounds, every=b.eval_every)})
-        for sim, o in zip(sims, runs.values())])
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out = study.out
+    runs = study.run_jobs([(m, s) for s in b.seeds for m in METHODS], lambda m, s: simulation(m, s, b, real_root),
+                          lambda sim, o: sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
+                              "study/best_test_accuracy": accuracy(o, "best", b.rounds, every=b.eval_every)}))
+    study.write()
 
     def acc(m, s, reading, bud):
         return accuracy(runs[(m, s)], reading, b.rounds, bud, b.eval_every)

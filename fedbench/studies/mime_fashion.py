@@ -48,7 +48,7 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import MIME_PAPER
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real
 
 NAME = "mime_fashion"
@@ -197,22 +197,21 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.claims.entry import judged
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tuning_jobs = [(m, lr, s) for s in b.tuning_seeds for m in METHODS for lr in b.lr_grid]
-    tuning_sims = [simulation(m, lr, s, b, real_root, "tuning") for m, lr, s in tuning_jobs]
-    tuning = dict(zip(tuning_jobs, run_simulations(tuning_sims, workers)))
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    out = study.out
+
+    def record(sim, o):
+        return sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail", b.rounds)})
+
+    tuning = study.run_jobs([(m, lr, s) for s in b.tuning_seeds for m in METHODS for lr in b.lr_grid],
+                            lambda m, lr, s: simulation(m, lr, s, b, real_root, "tuning"), record)
     steps = tune(tuning, b)
-    jobs = [(m, steps[m], s) for s in b.seeds for m in METHODS]
-    sims = [simulation(m, lr, s, b, real_root) for m, lr, s in jobs]
-    runs = dict(zip(jobs, run_simulations(sims, workers)))
-    write_simulations(out, [sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail", b.rounds)})
-                            for sim, o in zip(tuning_sims + sims, list(tuning.values()) + list(runs.values()))])
+    runs = study.run_jobs([(m, steps[m], s) for s in b.seeds for m in METHODS],
+                          lambda m, lr, s: simulation(m, lr, s, b, real_root), record)
+    study.write()
 
     def acc(m, s, reading, bud):
         return accuracy(runs[(m, steps[m], s)], reading, b.rounds, bud)

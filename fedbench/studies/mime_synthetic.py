@@ -41,8 +41,10 @@ from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import MIME_PAPER
+from fedbench.errors import ConfigError
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged, new_entry
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
 
 ROUNDS = 100
@@ -50,21 +52,78 @@ CLIENTS_PER_ROUND = 10
 LOCAL_STEPS, BATCH_SIZE = 10, 10
 MOMENTUM = 0.9
 LR_GRID = tuple(float(f"{10 ** (-3 + i / 4):.3g}") for i in range(13))  # 0.001 ... 1, 4 per decade
-SEEDS = (0, 1, 2, 3, 4)
 TUNING_SEEDS = (100, 101)
 DATA_SEED = 0
 READINGS = ("tail", "final", "best")
 
-METHODS = {
-    "Mime (SGDm)": lambda lr: Mime(lr=lr, variant="mime", base="sgdm", momentum=MOMENTUM),
-    "MimeLite (SGDm)": lambda lr: Mime(lr=lr, variant="mimelite", base="sgdm", momentum=MOMENTUM),
-    "FedAvg + server momentum": lambda lr: FedAvgMomentum(lr=lr, beta=MOMENTUM, server_lr=1.0),
-    "server-only SGDm": lambda lr: Mime(lr=lr, variant="mime", base="sgdm", momentum=MOMENTUM),
-    "Mime (SGD)": lambda lr: Mime(lr=lr, variant="mime", base="sgdm", momentum=0.0),
-    "FedAvg": lambda lr: FedAvg(lr=lr),
-    "server-only SGD": lambda lr: Mime(lr=lr, variant="mime", base="sgdm", momentum=0.0),
-}
 SERVER_ONLY = ("server-only SGDm", "server-only SGD")
+ALGORITHMS = {"mime": Mime, "fedavg_momentum": FedAvgMomentum, "fedavg": FedAvg}
+# the rules' shared start; {tuning_seeds}, {grid} and {seeds} are filled from the run (rule_fields)
+TUNED = ("each arm at its step size tuned on seeds {tuning_seeds} (mean test accuracy over the last 5 rounds, grid "
+         "{grid}, 4 per decade); per seed ({seeds}), effect = test "
+         "accuracy (mean of the last 5 rounds) difference in points; each part: "
+         + Rule("greater", 0.0, "points").text())
+# The study as data (fedbench.studies.declaration): the arms (server-only: Mime with one local step), the judged seeds
+# (the tuning seeds stay apart from them), the budget and the claims, each with its rule and the arms it reads;
+# run(seeds=...) runs other judged seeds (params.yaml claim_studies.<group>.mime_synthetic.seeds).
+STUDY = StudyDeclaration(
+    name="mime_synthetic", paper=MIME_PAPER,
+    dataset="Synthetic(1,1), 30 devices, FedProx's power law, 90/10 split",
+    arms=(Arm("Mime (SGDm)", "mime", {"variant": "mime", "base": "sgdm", "momentum": MOMENTUM}),
+          Arm("MimeLite (SGDm)", "mime", {"variant": "mimelite", "base": "sgdm", "momentum": MOMENTUM}),
+          Arm("FedAvg + server momentum", "fedavg_momentum", {"beta": MOMENTUM, "server_lr": 1.0}),
+          Arm("server-only SGDm", "mime", {"variant": "mime", "base": "sgdm", "momentum": MOMENTUM}),
+          Arm("Mime (SGD)", "mime", {"variant": "mime", "base": "sgdm", "momentum": 0.0}),
+          Arm("FedAvg", "fedavg", {}),
+          Arm("server-only SGD", "mime", {"variant": "mime", "base": "sgdm", "momentum": 0.0})),
+    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(DATA_SEED,), knobs={"lr": LR_GRID},
+    claims=(
+    Claim(
+        id="mime/synthetic-1-1/momentum-helps", where="Figure 3 (EMNIST62 and CIFAR100, SGDm) and its caption; talk slides, 'Mime with momentum'",
+        claim_text="Mime and MimeLite with momentum beat FedAvg with server momentum (stand-in on "
+                   "Synthetic(1,1) for the paper's EMNIST/CIFAR-100 figure).",
+        published={"value": None, "unit": "test accuracy", "scope": "EMNIST62, CIFAR100 (Figure 3 curves)",
+                   "statement": "Mime and MimeLite above FedAvg with momentum throughout training; no "
+                                "numbers are available to us"},
+        rule=TUNED + "; parts: Mime (SGDm) - FedAvgM and MimeLite (SGDm) - FedAvgM; reproduced if both are, "
+             "not-reproduced if one is. Rule history: the first version compared training loss after 30 "
+             "rounds, with a coarse grid tuned on the judged seeds and epochs of work that varied by client",
+        reads=('Mime (SGDm)', 'MimeLite (SGDm)', 'FedAvg + server momentum')),
+    Claim(
+        id="mime/synthetic-1-1/beats-server-only", where="Figure 3 and its caption ('consistently the best')",
+        claim_text="Mime and MimeLite with momentum beat the server-only baseline with momentum (part of "
+                   "'consistently the best').",
+        published={"value": None, "unit": "test accuracy", "scope": "EMNIST62, CIFAR100 (Figure 3 curves)",
+                   "statement": "Mime and MimeLite above the server-only SGDm curve; FedAvg often below it"},
+        rule=TUNED + "; parts: Mime (SGDm) - server-only SGDm and MimeLite (SGDm) - server-only SGDm; "
+             "reproduced if both are, not-reproduced if one is. FedAvg against server-only ('often worse') "
+             "is reported, not judged",
+        reads=('Mime (SGDm)', 'MimeLite (SGDm)', 'server-only SGDm')),
+    Claim(
+        id="mime/synthetic-1-1/better-use-of-momentum", where="Figure 3 (right) and its caption",
+        claim_text="Mime makes better use of momentum than FedAvg: adding momentum raises Mime's accuracy "
+                   "more than it raises FedAvg's.",
+        published={"value": None, "unit": "test accuracy", "scope": "Figure 3 (right), curves",
+                   "statement": "'Mime makes better use of momentum than FedAvg, with a large increase in "
+                                "performance'"},
+        rule=TUNED.replace("difference in points", "gain from momentum of Mime (Mime SGDm - Mime SGD) "
+                                                   "minus that of FedAvg (FedAvgM - FedAvg), in points"),
+        reads=('Mime (SGDm)', 'Mime (SGD)', 'FedAvg + server momentum', 'FedAvg')),
+))
+METHODS = tuple(a.name for a in STUDY.arms)
+
+
+def _algorithm(method: str, lr: float):
+    """Arm ``method``'s algorithm at local step size ``lr``."""
+    arm = STUDY.arm(method)
+    return ALGORITHMS[arm.algorithm](lr=lr, **arm.settings)
+
+
+def seed_text(seeds: tuple[int, ...]) -> str:
+    """The judged seeds as the rules name them: "0-4" for a run of consecutive seeds, else "0, 3, 7"."""
+    if len(seeds) > 1 and tuple(seeds) == tuple(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 @functools.cache
@@ -78,7 +137,7 @@ def simulation(method: str, lr: float, seed: int) -> Simulation:
                      local_steps=1 if method in SERVER_ONLY else LOCAL_STEPS, batch_size=BATCH_SIZE,
                      sampling="proportional", seed=seed)
     return Simulation(f"{method}/lr={lr:g}/seed={seed}", cfg, _dataset,
-                      build_model("mclr", ds.feature_shape, ds.num_classes), METHODS[method](lr),
+                      build_model("mclr", ds.feature_shape, ds.num_classes), _algorithm(method, lr),
                       {"method": method, "dataset": "synthetic_1_1", "data_seed": DATA_SEED})
 
 
@@ -94,7 +153,7 @@ def tune(outcomes: dict[tuple[str, float, int], Any]) -> dict[str, float]:
 
 def judge_all(acc, seeds=None) -> tuple[dict, dict, dict]:
     """The three claims' judge results; ``acc(method, seed, reading, budget)`` is a run's test accuracy (%)."""
-    seeds = SEEDS if seeds is None else seeds
+    seeds = STUDY.seeds if seeds is None else seeds
     def diff(a, b):
         return lambda r, bud: [acc(a, s, r, bud) - acc(b, s, r, bud) for s in seeds]
 
@@ -115,7 +174,7 @@ def judge_all(acc, seeds=None) -> tuple[dict, dict, dict]:
     return fedavgm, server, usage
 
 
-def figure(path: Path, curves: dict[str, np.ndarray], lrs: dict[str, float]) -> None:
+def figure(path: Path, curves: dict[str, np.ndarray], lrs: dict[str, float], seeds: int) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, 2, figsize=(11, 4))
@@ -123,21 +182,29 @@ def figure(path: Path, curves: dict[str, np.ndarray], lrs: dict[str, float]) -> 
         for name, acc in curves.items():
             if ("m)" in name or "momentum" in name) == with_momentum:
                 ax.plot(acc, label=f"{name}, lr {lrs[name]:g}", ls="--" if "server-only" in name else "-")
-        ax.set(xlabel="round", ylabel=f"test accuracy (%), mean of {len(SEEDS)} seeds",
+        ax.set(xlabel="round", ylabel=f"test accuracy (%), mean of {seeds} seeds",
                title="with momentum 0.9" if with_momentum else "without momentum")
         ax.legend(fontsize=8)
     fig.suptitle("Synthetic(1,1), K = 10 local steps for every client (Mime Figure 3 stand-in)", fontsize=10)
     save_figure(fig, path, dpi=120)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The study with judged training ``seeds`` if given (STUDY.seeds; never one of the TUNING_SEEDS)."""
+    study = STUDY.with_seeds(seeds)
+    seeds = study.seeds
+    if set(seeds) & set(TUNING_SEEDS):
+        raise ConfigError(f"study mime_synthetic: seeds: {list(seeds)} share {sorted(set(seeds) & set(TUNING_SEEDS))} "
+                          f"with the tuning seeds {list(TUNING_SEEDS)}; allowed: seeds apart from them")
+    rule_fields = {"seeds": seed_text(seeds), "tuning_seeds": ", ".join(map(str, TUNING_SEEDS)),
+                   "grid": f"{LR_GRID[0]:g} to {LR_GRID[-1]:g}"}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tuning_jobs = [(m, lr, s) for s in TUNING_SEEDS for m in METHODS for lr in LR_GRID]
     tuning_sims = [simulation(*job) for job in tuning_jobs]
     tuning = dict(zip(tuning_jobs, run_simulations(tuning_sims, workers)))
     best_lr = tune(tuning)
-    jobs = [(m, best_lr[m], s) for s in SEEDS for m in METHODS]
+    jobs = [(m, best_lr[m], s) for s in seeds for m in METHODS]
     sims = [simulation(*job) for job in jobs]
     runs = dict(zip(jobs, run_simulations(sims, workers)))
     write_simulations(out, [sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail")})
@@ -146,11 +213,11 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     def acc(method, seed, reading, budget):
         return accuracy(runs[(method, best_lr[method], seed)], reading, budget)
 
-    fedavgm, server, usage = judge_all(acc)
-    curves = {m: np.mean([100 * np.array(runs[(m, best_lr[m], s)].series("test/accuracy")) for s in SEEDS], 0)
+    fedavgm, server, usage = judge_all(acc, seeds)
+    curves = {m: np.mean([100 * np.array(runs[(m, best_lr[m], s)].series("test/accuracy")) for s in seeds], 0)
               for m in METHODS}
-    figure(out / "mime_synthetic.png", curves, best_lr)
-    tail = {m: [acc(m, s, "tail", 1.0) for s in SEEDS] for m in METHODS}
+    figure(out / "mime_synthetic.png", curves, best_lr, len(seeds))
+    tail = {m: [acc(m, s, "tail", 1.0) for s in seeds] for m in METHODS}
     edge = [m for m in METHODS if best_lr[m] in (LR_GRID[0], LR_GRID[-1])]
     arms = ("test accuracy, mean of the last 5 rounds and of the seeds (tuned step size): "
             + "; ".join(f"{m} {np.mean(v):.2f}% (lr {best_lr[m]:g})" for m, v in tail.items())
@@ -169,54 +236,24 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         ("clients sampled with probability n_k / n and simple averages, so every arm shares one weighting (Mime's "
         "Algorithm 1 averages with 1/|S|)"),
     ]
-    common = dict(paper=MIME_PAPER, scale=scale, deviations=deviations, fidelity="stand-in", rounds_run=ROUNDS,
-                  rounds_paper=None, training_seeds=list(SEEDS), data_seeds=[DATA_SEED],
+    common = dict(scale=scale, deviations=deviations, fidelity="stand-in", rounds_run=ROUNDS, rounds_paper=None,
                   reproduced={"unit": "test accuracy (%), mean of the last 5 rounds", "best_lr": best_lr,
                               "per_seed": {m: [round(v, 3) for v in vals] for m, vals in tail.items()},
                               "tuning": {m: {str(lr): round(float(np.mean([accuracy(tuning[(m, lr, s)], "tail")
                                                                             for s in TUNING_SEEDS])), 3)
                                              for lr in LR_GRID} for m in METHODS}},
                   figure={"path": "studies/mime_synthetic/mime_synthetic.png", "panel": "{}"})
-    tuned = (f"each arm at its step size tuned on seeds {', '.join(map(str, TUNING_SEEDS))} (mean test accuracy over "
-             f"the last 5 rounds, grid {LR_GRID[0]:g} to {LR_GRID[-1]:g}, 4 per decade); per seed (0-4), effect = test "
-             "accuracy (mean of the last 5 rounds) difference in points; each part: "
-             + Rule("greater", 0.0, "points").text())
     figure_left = {"path": "studies/mime_synthetic/mime_synthetic.png", "panel": "left: with momentum"}
     entries = [
-        new_entry(id="mime/synthetic-1-1/momentum-helps",
-                  where="Figure 3 (EMNIST62 and CIFAR100, SGDm) and its caption; talk slides, 'Mime with momentum'",
-                  claim_text="Mime and MimeLite with momentum beat FedAvg with server momentum (stand-in on "
-                             "Synthetic(1,1) for the paper's EMNIST/CIFAR-100 figure).",
-                  published={"value": None, "unit": "test accuracy", "scope": "EMNIST62, CIFAR100 (Figure 3 curves)",
-                             "statement": "Mime and MimeLite above FedAvg with momentum throughout training; no "
-                                          "numbers are available to us"},
-                  rule=tuned + "; parts: Mime (SGDm) - FedAvgM and MimeLite (SGDm) - FedAvgM; reproduced if both are, "
-                       "not-reproduced if one is. Rule history: the first version compared training loss after 30 "
-                       "rounds, with a coarse grid tuned on the judged seeds and epochs of work that varied by client",
+        study.entry("mime/synthetic-1-1/momentum-helps", rule_fields=rule_fields,
                   observed=arms + ". " + "; ".join(f"{p['part']}: {fmt_effect(p)}" for p in fedavgm["parts"]),
                   **(common | {"figure": figure_left})),
-        new_entry(id="mime/synthetic-1-1/beats-server-only",
-                  where="Figure 3 and its caption ('consistently the best')",
-                  claim_text="Mime and MimeLite with momentum beat the server-only baseline with momentum (part of "
-                             "'consistently the best').",
-                  published={"value": None, "unit": "test accuracy", "scope": "EMNIST62, CIFAR100 (Figure 3 curves)",
-                             "statement": "Mime and MimeLite above the server-only SGDm curve; FedAvg often below it"},
-                  rule=tuned + "; parts: Mime (SGDm) - server-only SGDm and MimeLite (SGDm) - server-only SGDm; "
-                       "reproduced if both are, not-reproduced if one is. FedAvg against server-only ('often worse') "
-                       "is reported, not judged",
+        study.entry("mime/synthetic-1-1/beats-server-only", rule_fields=rule_fields,
                   observed=("; ".join(f"{p['part']}: {fmt_effect(p)}" for p in server["parts"])
                             + f". FedAvgM - server-only SGDm (context): mean {np.mean(fedavg_vs_server):+.2f} points "
-                              f"over {len(SEEDS)} seeds"),
+                              f"over {len(seeds)} seeds"),
                   **(common | {"figure": figure_left})),
-        new_entry(id="mime/synthetic-1-1/better-use-of-momentum",
-                  where="Figure 3 (right) and its caption",
-                  claim_text="Mime makes better use of momentum than FedAvg: adding momentum raises Mime's accuracy "
-                             "more than it raises FedAvg's.",
-                  published={"value": None, "unit": "test accuracy", "scope": "Figure 3 (right), curves",
-                             "statement": "'Mime makes better use of momentum than FedAvg, with a large increase in "
-                                          "performance'"},
-                  rule=tuned.replace("difference in points", "gain from momentum of Mime (Mime SGDm - Mime SGD) "
-                                                             "minus that of FedAvg (FedAvgM - FedAvg), in points"),
+        study.entry("mime/synthetic-1-1/better-use-of-momentum", rule_fields=rule_fields,
                   observed=(f"Mime's gain from momentum {np.mean(tail['Mime (SGDm)']) - np.mean(tail['Mime (SGD)']):+.2f}, "
                             f"FedAvg's {np.mean(tail['FedAvg + server momentum']) - np.mean(tail['FedAvg']):+.2f} points "
                             f"(seed means); difference {fmt_effect(usage['effect'])}"),

@@ -71,6 +71,7 @@ from typing import Any
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import SCAFFOLD_PAPER
+from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.studies import WORKERS
 from fedbench.studies.real_data import REAL_ROOT, PaperClaim
 
@@ -170,30 +171,8 @@ def client_cell(method: str) -> Cell:
 
 
 # ---------------------------------------------------------------------------------------------------- readings
-def rounds_to(accuracy: Sequence[float], target: float, rounds: int, hold: int = 1) -> int:
-    """Rounds until the test accuracy reaches ``target``: the first r in 0..rounds with accuracy[r..r+hold-1]
-    all >= target (a window cut short by the end counts on the evaluations it has); ``rounds`` if never
-    (a diverged run's missing evaluations never reach it)."""
-    acc = [float(a) for a in accuracy[: rounds + 1]]
-    for r in range(len(acc)):
-        window = acc[r: r + hold]
-        if all(a >= target for a in window):  # NaN compares False
-            return r
-    return rounds
-
-
-def best_accuracy(accuracy: Sequence[float], rounds: int) -> float:
-    """The highest test accuracy over the evaluations 0..rounds (0 if none is finite)."""
-    acc = [float(a) for a in accuracy[: rounds + 1] if math.isfinite(float(a))]
-    return max(acc, default=0.0)
-
-
-def tail_accuracy(accuracy: Sequence[float], rounds: int) -> float:
-    """The mean test accuracy of the last TAIL evaluations within 0..rounds (a diverged run's missing ones: 0)."""
-    acc = [float(a) for a in accuracy[: rounds + 1]]
-    acc += [0.0] * (rounds + 1 - len(acc))
-    tail = [a if math.isfinite(a) else 0.0 for a in acc[-TAIL:]]
-    return sum(tail) / len(tail)
+# the readings this study names, from the registry (fedbench.claims.readings): rounds to a held target, best, tail
+rounds_to, best_accuracy, tail_accuracy = rounds_to_target, best_of, tail_of
 
 
 def select(scores: dict[float, Sequence[float]], lower_is_better: bool,
@@ -642,34 +621,30 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.studies import run_simulations
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
     by_label = {c.label(): c for c in cells()}
 
     def curves_of(sims, outcomes) -> dict[tuple[Cell, float, int], list[float]]:
         return {(by_label[sim.name.split("/", 1)[1].rsplit("/lr=", 1)[0]], sim.algorithm.lr, sim.config.seed):
                 o.series(ACCURACY) for sim, o in zip(sims, outcomes)}  # by round: every round is evaluated
 
-    # two phases (the one exception to one run_simulations call a study): the judged runs need the tuning's steps
-    tuning_sims = declare(b, Path(real_root))
-    tuning = run_simulations(tuning_sims, workers)
-    steps = selected_steps(curves_of(tuning_sims, tuning), b)
-    judged_sims = declare(b, Path(real_root), steps)
-    judged = run_simulations(judged_sims, workers)
-    records = []
-    for sim, o in zip(tuning_sims + judged_sims, tuning + judged):
+    def record(sim, o):
         cell, acc = by_label[sim.name.split("/", 1)[1].rsplit("/lr=", 1)[0]], o.series(ACCURACY)
         target = target_of(cell)
-        records.append(sim_record(sim, o, keys=("round", ACCURACY),
-                                  metrics={f"study/rounds_to_{target:g}": rounds_to(acc, target, b.rounds),
-                                           "study/best_accuracy": best_accuracy(acc, b.rounds)}))
-    write_simulations(out, records)
+        return sim_record(sim, o, keys=("round", ACCURACY),
+                          metrics={f"study/rounds_to_{target:g}": rounds_to(acc, target, b.rounds),
+                                   "study/best_accuracy": best_accuracy(acc, b.rounds)})
+
+    # two phases: the judged runs need the tuning's steps
+    tuning_sims = declare(b, Path(real_root))
+    tuning = study.run_list(tuning_sims, record)
+    steps = selected_steps(curves_of(tuning_sims, tuning), b)
+    judged_sims = declare(b, Path(real_root), steps)
+    judged = study.run_list(judged_sims, record)
+    study.write()
     runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b)
-    figure(out / f"{NAME}.png", runs)
+    figure(study.out / f"{NAME}.png", runs)
     return [table3_claim(runs), table4_claim(runs), table5_claim(runs), clients_claim(runs)]

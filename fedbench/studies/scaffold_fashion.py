@@ -444,31 +444,29 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.studies import run_simulations
-    from fedbench.studies.record import sim_record, write_simulations
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.stage import open_budget
 
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    b, study = open_budget(out_dir, BUDGETS, budget, workers)
     by_label = {c.label(): c for c in cells()}
 
     def curves_of(sims, outcomes):
         return {(by_label[s.name.split("/", 1)[1].rsplit("/lr=", 1)[0]], s.algorithm.lr, s.config.seed):
                 o.series(ACCURACY) for s, o in zip(sims, outcomes)}
 
+    def record(s, o):
+        return sim_record(s, o, keys=("round", ACCURACY), metrics={
+            f"study/rounds_to_{TARGET:g}": rounds_to(o.series(ACCURACY), TARGET, b.rounds),
+            "study/best_accuracy": best_accuracy(o.series(ACCURACY), b.rounds)})
+
     tuning_sims = declare(b, Path(real_root))
-    tuning = run_simulations(tuning_sims, workers)
+    tuning = study.run_list(tuning_sims, record)
     steps = selected_steps(curves_of(tuning_sims, tuning), b)
     judged_sims = declare(b, Path(real_root), steps)
-    judged = run_simulations(judged_sims, workers)
-    write_simulations(out, [sim_record(s, o, keys=("round", ACCURACY), metrics={f"study/rounds_to_{TARGET:g}": rounds_to(
-                                           o.series(ACCURACY), TARGET, b.rounds),
-                                       "study/best_accuracy": best_accuracy(o.series(ACCURACY), b.rounds)})
-                            for s, o in zip(tuning_sims + judged_sims, tuning + judged)])
+    judged = study.run_list(judged_sims, record)
+    study.write()
     runs = Runs({(c, s): acc for (c, _, s), acc in curves_of(judged_sims, judged).items()}, steps, b)
-    figure(out / f"{NAME}.png", runs)
+    figure(study.out / f"{NAME}.png", runs)
     return [table3_claim(runs), table5_claim(runs) if 5 in b.tables else table5_not_run(b)]
 
 

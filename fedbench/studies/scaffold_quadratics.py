@@ -56,7 +56,8 @@ from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged, new_entry
+from fedbench.claims.entry import judged
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
 
 # Every setting of the study, fixed before any run of this version.
@@ -71,6 +72,58 @@ PEAK_FROM, PEAK_TO = 1e-2, 1e-8  # the converging phase: f - f* from 1e-2 to 1e-
 HETERO_TOLERANCE = 25.0  # % change of SCAFFOLD's rounds per decade that still counts as "unaffected"
 SPEEDUP_BANDS = {2: (1.5, 2.5), 10: (2.5, 6.0)}  # "2 times", "only 4 times"
 STEPS_G = 1.0  # the local-steps runs' G (the rate in the converging phase does not depend on G)
+
+
+# The study as data (fedbench.studies.declaration): deterministic (exact gradients, both clients every round: no
+# seed randomness, so it declares no seeds and params.yaml cannot give it any), its arms, the knobs it sweeps and its
+# claims with the arms each reads ("scaffold-warm" is reported, not judged).
+STUDY = StudyDeclaration(
+    name="scaffold_quadratics", paper=SCAFFOLD_PAPER,
+    dataset="two scalar quadratics f1 = mu x^2 + G x, f2 = -G x (section 7.2, Theorem II's construction as we read it)",
+    arms=(Arm("scaffold", "scaffold", {"eta_g": 1.0, "control_variate": "II", "start": "zero"}),
+          Arm("scaffold-warm", "scaffold", {"eta_g": 1.0, "control_variate": "II", "start": "c_i = grad f_i(x0)"}),
+          Arm("fedavg", "fedavg", {}),
+          Arm("sgd", "fedavg", {"local_steps": 1, "G": STEPS_G})),
+    seeds=(), data_seeds=(), budgets={"pipeline": MAX_ROUNDS},
+    knobs={"G": G_VALUES, "local_steps": K_VALUES, "lr": LR_GRID, "common_lr": COMMON_LRS},
+    claims=(
+    Claim(
+        id='scaffold/quadratics/unaffected-by-heterogeneity',
+        where="section 7.2 and Figure 3 (quadratics from the Theorem II lower bound); talk slides, 'Quick demo on "
+              "scalar quadratics'",
+        claim_text="On the paper's quadratic instance, SCAFFOLD's convergence is unaffected by the gradient "
+                   "dissimilarity G, while FedAvg gets worse as G grows.",
+        published={"value": None, "unit": "f - f* against rounds", "scope": "N = 2 quadratics, delta = beta = 1, "
+                                                                            "G in {1, 10, 100}, K in {2, 10}",
+                   "statement": "SCAFFOLD's curves for different G coincide; FedAvg slows with G (Figure 3; no "
+                                "numbers)"},
+        rule="deterministic (no seed randomness). Parts 1-4: SCAFFOLD (zero start, as the paper prescribes), "
+              "100 (rounds per decade at G / at G = 1 - 1), each at its best step size, for G = 10 and 100 and K = 2 "
+              f"and 10: {Rule('within', HETERO_TOLERANCE, '%').text()}. Parts 5-8: FedAvg judged by its plateau, "
+              "log10 (plateau at the larger G / plateau at the smaller), for G 1 -> 10 and 10 -> 100 and K = 2 and "
+              "10: " + Rule("greater", 0.0, "decades").text() + ". reproduced if all eight hold, not-reproduced if one "
+              "fails. Rule history: the first version ran another instance (10-dimensional quadratics, G 0.01 to "
+              "100) and compared rounds to a target, which charges SCAFFOLD for the zero start's first-round drift; "
+              "in this version's first run the plateau was the lowest f - f* of the run, round 0 included, which "
+              "caps it at f(x0) - f* when FedAvg never gets below its start: it is now the value at the end",
+        reads=('scaffold', 'fedavg')),
+    Claim(
+        id='scaffold/quadratics/local-steps-help',
+        where="section 7.2 and Figure 3; talk slides, 'Quick demo on scalar quadratics' and 'SCAFFOLD: Why take "
+              "more than 1 step?'",
+        claim_text="On the paper's quadratic instance, more local steps make SCAFFOLD faster than SGD: K=2 is about 2 "
+                   "times faster, K=10 only about 4 times.",
+        published={"value": 4.0, "unit": "x faster than SGD", "scope": "K=10 on the scalar-quadratics demo (K=2: 2x)",
+                   "statement": "Larger K is better; K=2 is 2 times faster; K=10 is only 4 times better (talk slides)"},
+        rule="deterministic. At each shared step size in " + "{common_lrs}"
+              + " (x 1/beta; the slides: SCAFFOLD 'works with the same learning rate as SGD'): speedup(K) = SGD's "
+                "rounds per decade / SCAFFOLD's (zero start, G = 1). Parts: speedup(K=10) - speedup(K=2): "
+              + Rule("greater", 0.0, "x").text() + "; speedup(K=2) within [1.5, 2.5] and speedup(K=10) within "
+                "[2.5, 6] ('2 times', 'only 4 times'; bands unchanged from the first version). reproduced if every "
+                "part holds at every step size, not-reproduced if one fails. Rule history: the first version ran "
+                "another instance whose Hessian similarity was chosen so that theory predicted the speedups",
+        reads=('scaffold', 'sgd')),
+    ))
 
 
 @functools.cache
@@ -255,16 +308,8 @@ def heterogeneity_claim(curves: dict) -> dict[str, Any]:
         + ", rounds to target "
         + "; ".join(f"K={k}: " + ", ".join(f"G={g:g} {_fmt_rounds(to_target[('scaffold-warm', k, g)])}"
                                           for g in G_VALUES) for k in K_VALUES))
-    entry = new_entry(
-        id="scaffold/quadratics/unaffected-by-heterogeneity", paper=SCAFFOLD_PAPER,
-        where="section 7.2 and Figure 3 (quadratics from the Theorem II lower bound); talk slides, 'Quick demo on "
-              "scalar quadratics'",
-        claim_text="On the paper's quadratic instance, SCAFFOLD's convergence is unaffected by the gradient "
-                   "dissimilarity G, while FedAvg gets worse as G grows.",
-        published={"value": None, "unit": "f - f* against rounds", "scope": "N = 2 quadratics, delta = beta = 1, "
-                                                                            "G in {1, 10, 100}, K in {2, 10}",
-                   "statement": "SCAFFOLD's curves for different G coincide; FedAvg slows with G (Figure 3; no "
-                                "numbers)"},
+    entry = STUDY.entry(
+        'scaffold/quadratics/unaffected-by-heterogeneity',
         reproduced={"scaffold_rounds_per_decade": {f"K={k}, G={g:g}": {"rpd": _num(rpd[(k, g)][0]),
                                                                        "lr": rpd[(k, g)][1]}
                                                    for k in K_VALUES for g in G_VALUES},
@@ -274,15 +319,6 @@ def heterogeneity_claim(curves: dict) -> dict[str, Any]:
                                                               for k in K_VALUES for g in G_VALUES},
                     "rounds_to_1e-8": {f"{m}, K={k}, G={g:g}": to_target[(m, k, g)]
                                        for m, k, g in to_target}},
-        rule=("deterministic (no seed randomness). Parts 1-4: SCAFFOLD (zero start, as the paper prescribes), "
-              "100 (rounds per decade at G / at G = 1 - 1), each at its best step size, for G = 10 and 100 and K = 2 "
-              f"and 10: {Rule('within', HETERO_TOLERANCE, '%').text()}. Parts 5-8: FedAvg judged by its plateau, "
-              "log10 (plateau at the larger G / plateau at the smaller), for G 1 -> 10 and 10 -> 100 and K = 2 and "
-              "10: " + Rule("greater", 0.0, "decades").text() + ". reproduced if all eight hold, not-reproduced if one "
-              "fails. Rule history: the first version ran another instance (10-dimensional quadratics, G 0.01 to "
-              "100) and compared rounds to a target, which charges SCAFFOLD for the zero start's first-round drift; "
-              "in this version's first run the plateau was the lowest f - f* of the run, round 0 included, which "
-              "caps it at f(x0) - f* when FedAvg never gets below its start: it is now the value at the end"),
         scale={"clients": 2, "participation": "both clients every round", "instance": "f1 = x^2 + G x, f2 = -G x",
                "mu": MU, "x0": X0, "G": list(G_VALUES), "local_steps_K": list(K_VALUES), "max_rounds": MAX_ROUNDS,
                "local_lr_grid": [round(v, 4) for v in LR_GRID], "gradients": "exact (full batch)",
@@ -290,7 +326,9 @@ def heterogeneity_claim(curves: dict) -> dict[str, Any]:
         deviations=_deviations(),
         figure={"path": "studies/scaffold_quadratics/scaffold_quadratics.png",
                 "panel": "left and middle: SCAFFOLD and FedAvg, f - f* for each G"},
-        fidelity="stand-in", rounds_run=MAX_ROUNDS, rounds_paper=None, training_seeds=[], data_seeds=[],
+        fidelity="stand-in",
+        rounds_run=MAX_ROUNDS,
+        rounds_paper=None,
         observed=observed)
     return judged(entry, result)
 
@@ -340,31 +378,21 @@ def local_steps_claim(curves: dict) -> dict[str, Any]:
                             for lr in COMMON_LRS)
                 + f". Each method at its best step size: K=2 {tuned['K=2']:.2f}x, K=10 {tuned['K=10']:.2f}x (SGD at "
                   "step 1 = 1/beta solves this one-dimensional f in one round)")
-    entry = new_entry(
-        id="scaffold/quadratics/local-steps-help", paper=SCAFFOLD_PAPER,
-        where="section 7.2 and Figure 3; talk slides, 'Quick demo on scalar quadratics' and 'SCAFFOLD: Why take "
-              "more than 1 step?'",
-        claim_text="On the paper's quadratic instance, more local steps make SCAFFOLD faster than SGD: K=2 is about 2 "
-                   "times faster, K=10 only about 4 times.",
-        published={"value": 4.0, "unit": "x faster than SGD", "scope": "K=10 on the scalar-quadratics demo (K=2: 2x)",
-                   "statement": "Larger K is better; K=2 is 2 times faster; K=10 is only 4 times better (talk slides)"},
+    entry = STUDY.entry(
+        'scaffold/quadratics/local-steps-help', rule_fields={"common_lrs": ", ".join(f"{lr:g}" for lr in COMMON_LRS)},
         reproduced={"speedup_same_step": table, "speedup_tuned": tuned,
                     "sgd_rounds_per_decade": {f"step {lr:g}": _num(v) for lr, v in rpd_sgd.items()}},
-        rule=("deterministic. At each shared step size in " + ", ".join(f"{lr:g}" for lr in COMMON_LRS)
-              + " (x 1/beta; the slides: SCAFFOLD 'works with the same learning rate as SGD'): speedup(K) = SGD's "
-                "rounds per decade / SCAFFOLD's (zero start, G = 1). Parts: speedup(K=10) - speedup(K=2): "
-              + Rule("greater", 0.0, "x").text() + "; speedup(K=2) within [1.5, 2.5] and speedup(K=10) within "
-                "[2.5, 6] ('2 times', 'only 4 times'; bands unchanged from the first version). reproduced if every "
-                "part holds at every step size, not-reproduced if one fails. Rule history: the first version ran "
-                "another instance whose Hessian similarity was chosen so that theory predicted the speedups"),
         scale={"clients": 2, "instance": "f1 = x^2 + G x, f2 = -G x", "G": STEPS_G, "mu": MU, "x0": X0,
                "common_step_sizes": list(COMMON_LRS), "local_steps_K": [1, *K_VALUES], "max_rounds": MAX_ROUNDS,
                "scaffold_option": "II", "eta_g": 1.0},
         deviations=_deviations(),
         figure={"path": "studies/scaffold_quadratics/scaffold_quadratics.png",
                 "panel": "right: SGD and SCAFFOLD K=2, K=10 at step 0.1"},
-        fidelity="stand-in", rounds_run=MAX_ROUNDS, rounds_paper=None, training_seeds=[], data_seeds=[],
-        observed=observed, verdict_text=summary)
+        fidelity="stand-in",
+        rounds_run=MAX_ROUNDS,
+        rounds_paper=None,
+        observed=observed,
+        verdict_text=summary)
     return judged(entry, result)
 
 

@@ -51,3 +51,42 @@ def test_instability_measures():
     assert rising_rounds(LOSS, 10) == 3
     assert upward_variation([1.0, math.inf], 10) == math.inf
     assert rising_rounds([2.0, 1.0, 1.5, math.nan], 5) == 1 + 3  # one rise, then 3 rounds diverged (2..5 of 0..5)
+
+
+def test_rounds_to_target_first_and_held():
+    from fedbench.claims.readings import rounds_to_target
+
+    curve = [0.1, 0.5, 0.4, 0.6, 0.7, float("nan"), 0.8]
+    assert rounds_to_target(curve, 0.5, 6) == 1  # first
+    assert rounds_to_target(curve, 0.5, 6, hold=2) == 3  # held two evaluations: 0.6, 0.7
+    assert rounds_to_target(curve, 0.5, 6, hold=3) == 6  # the NaN breaks 3..5; round 6's window is cut short
+    assert rounds_to_target(curve, 0.9, 6) == 6 and rounds_to_target(curve[:3], 0.6, 6) == 6  # never; diverged
+
+
+def test_rounds_to_smoothed():
+    from fedbench.claims.readings import rounds_to_smoothed
+
+    curve = [10.0, 50.0, 30.0, 60.0, 70.0]
+    assert rounds_to_smoothed(curve, 50.0) == 1
+    assert rounds_to_smoothed(curve, 50.0, smooth=2) == 4  # running means 10, 30, 40, 45, 65: first >= 50 at 4
+    assert rounds_to_smoothed(curve, 50.0, smooth=2, rounds=[0, 20, 40, 60, 80]) == 80
+    assert rounds_to_smoothed(curve, 99.0, rounds=[0, 20, 40, 60, 80]) == 80  # never: the last evaluated round
+
+
+def test_best_and_tail_of_a_curve():
+    from fedbench.claims.readings import best_of, tail_of
+
+    curve = [0.1, 0.5, float("nan"), 0.4, 0.3, 0.2, 0.45]
+    assert best_of(curve, 6) == 0.5 and best_of(curve, 0) == 0.1 and best_of([float("nan")], 0) == 0.0
+    assert tail_of(curve, 6) == pytest.approx((0.0 + 0.4 + 0.3 + 0.2 + 0.45) / 5)
+    assert tail_of([0.5, 0.6], 6) == pytest.approx((0.0 * 5) / 5)  # rounds 2..6 missing: diverged, 0
+    assert tail_of([0.5, 0.6, 0.7], 3) == pytest.approx((0.5 + 0.6 + 0.7 + 0.0) / 4)
+
+
+def test_device_percentile():
+    from fedbench.claims.readings import device_percentile
+
+    errors = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert device_percentile(errors) == pytest.approx(0.9)  # index 9 of 10 exactly
+    assert device_percentile([0.0, 1.0]) == pytest.approx(0.9)  # linear interpolation
+    assert device_percentile([0.2, 0.4, 0.1], 50) == pytest.approx(0.2)

@@ -119,12 +119,22 @@ def test_cells():
     assert rounds_cell({"rounds_run": 300, "rounds_paper": None}) == "300 / not stated"
 
 
-def test_study_not_run_placeholder(tmp_path):
+def test_a_declared_study_not_run_gives_its_claims_not_run(tmp_path):
     cfg = load_config("params.yaml", {"claim_studies": {"default": {"delta_fl_triangle": {}}}})
     (c,) = study_claims(cfg, tmp_path)
     assert c["verdict"] == "not-run" and c["study"] == "delta_fl_triangle" and "has not run" in c["observed"]
+    assert c["id"] == "delta-fl/gaussian-triangle/longest-side-midpoint" and c["rule"].startswith("on the obtuse")
     md = claims_markdown([c], pd.DataFrame())
-    assert "delta_fl_triangle/*" in md
+    assert "delta-fl/gaussian-triangle/longest-side-midpoint" in md
+
+
+def test_study_not_run_placeholder(tmp_path):
+    """A study that declares no claims as data (a paper-scale one, listed here) gives one placeholder."""
+    cfg = load_config("params.yaml", {"claim_studies": {"default": {"scaffold_emnist": {"budget": "paper"}}}})
+    (c,) = study_claims(cfg, tmp_path)
+    assert c["verdict"] == "not-run" and c["study"] == "scaffold_emnist" and "has not run" in c["observed"]
+    md = claims_markdown([c], pd.DataFrame())
+    assert "scaffold_emnist/*" in md
 
 
 def test_registration_marks_and_rules_changed_after_results(claims):

@@ -33,7 +33,6 @@ def test_a_consistent_declaration_loads_and_reads():
     ({"arms": ()}, "study toy: arms: declare at least one arm"),
     ({"seeds": (0, 0)}, "study toy: seeds: [0, 0]; allowed: distinct integers >= 0, at least one"),
     ({"seeds": (-1,)}, "study toy: seeds: [-1]; allowed: distinct integers >= 0, at least one"),
-    ({"seeds": ()}, "study toy: seeds: []; allowed: distinct integers >= 0, at least one"),
     ({"budgets": {"pipeline": 0}}, "study toy: budgets.pipeline: 0 rounds; allowed: an integer >= 1"),
     ({"budgets": {}}, "study toy: budgets: declare at least one (e.g. pipeline)"),
     ({"claims": (_claim(reads=("A", "C")),)}, "study toy: claims.p/x/c.reads: ['C'] is not an arm of the study; allowed: A, B"),
@@ -51,6 +50,28 @@ def test_other_seeds_and_budgets_are_checked_too():
     with pytest.raises(ConfigError, match=r"^study toy: budget 'paper'; allowed: pipeline$"):
         _study().rounds("paper")
     assert dataclasses.replace(_study(), budgets={"pipeline": 5, "paper": 50}).rounds("paper") == 50
+
+
+def test_a_deterministic_study_declares_no_seeds_and_refuses_other_seeds():
+    s = _study(seeds=())
+    assert s.deterministic and not _study().deterministic and s.runs() == []
+    with pytest.raises(ConfigError) as err:
+        s.with_seeds((1, 2))
+    assert str(err.value) == ("study toy: seeds: [1, 2]; the study is deterministic (no seed randomness: it declares no "
+                              "seeds); allowed: leave seeds out")
+    with pytest.raises(ConfigError, match=r"^study toy: seeds: \[\]; allowed: distinct integers >= 0, at least one$"):
+        _study().with_seeds(())
+
+
+def test_an_entry_comes_from_its_claim_declaration():
+    e = _study(seeds=(3, 4), data_seeds=(7,)).entry(
+        "p/x/c", rule_fields={"evaluations": 11}, scale={}, deviations=[], figure=None, fidelity="stand-in",
+        rounds_run=10, rounds_paper=None)
+    assert (e["id"], e["paper"], e["where"], e["claim"], e["published"], e["rule"], e["seeds"], e["verdict"]) == (
+        "p/x/c", "P", "Table 1", "A beats B.", {"value": 1.0}, "over the 11 evaluations: A - B >= 0",
+        {"training": [3, 4], "data": [7]}, "not-run")
+    assert _study().entry("p/x/c", scale={}, deviations=[], figure=None, fidelity="stand-in", rounds_run=1,
+                          rounds_paper=None, training_seeds=[0])["rule"] == "over the {evaluations} evaluations: A - B >= 0"
 
 
 def test_a_declaration_imports_no_torch():

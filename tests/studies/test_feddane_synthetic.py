@@ -68,11 +68,10 @@ def test_loss_jumps():
 def test_short_run_writes_claims_figure_and_records(tmp_path, monkeypatch):
     monkeypatch.setitem(study.BUDGETS, "pipeline", 2)
     monkeypatch.setattr(study, "EPOCHS", 1)
-    monkeypatch.setattr(study, "SEEDS", (0, 1))
     monkeypatch.setattr(study, "DATASETS", ("synthetic_iid", "synthetic_1_1"))
     monkeypatch.setattr(study, "NON_IID", ("synthetic_1_1",))
     calls = spy_simulate(monkeypatch)
-    claims = study.run(tmp_path, workers=1)
+    claims = study.run(tmp_path, workers=1, seeds=(0, 1))
     assert_every_run_recorded(tmp_path, calls)
     assert_valid_entries(claims)
     assert len(calls) == 2 * 2 * len(study.METHODS)

@@ -21,9 +21,8 @@ def test_one_class_clients_and_groups():
 
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 15)
-    monkeypatch.setattr(study, "SEEDS", (0, 1))
     calls = spy_simulate(monkeypatch)
-    claims = study.run(tmp_path, workers=1)
+    claims = study.run(tmp_path, workers=1, seeds=(0, 1))
     assert_every_run_recorded(tmp_path, calls)
     assert_valid_entries(claims)
     assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain"]  # CIFAR-10: fedlaavg_cifar10

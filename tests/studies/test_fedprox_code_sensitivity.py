@@ -34,7 +34,7 @@ def test_the_rule_and_readings_are_the_headlines():
     t = cfg.train
     assert (t.rounds, t.clients_per_round, t.local_epochs, t.batch_size, t.lr, t.sampling, t.straggler_epochs) == \
         (study.ROUNDS, study.K, study.EPOCHS, study.BATCH, study.LR, "uniform", "authors_code")
-    assert tuple(t.seeds) == study.SEEDS and cfg.algorithms["fedprox_mu1"].hyper == {"mu": study.MU}
+    assert tuple(t.seeds) == study.STUDY.seeds and cfg.algorithms["fedprox_mu1"].hyper == {"mu": study.MU}
 
 
 def test_each_variant_changes_one_setting_of_the_main_jobs():
@@ -64,7 +64,7 @@ def _curves(gain_of_seed):
 
 def test_rule_on_made_up_curves():
     result = study.judge_variant(_curves(lambda s: 10.0 + s))
-    assert result["effect"]["per_seed"] == [pytest.approx(10.0 + s) for s in study.SEEDS]
+    assert result["effect"]["per_seed"] == [pytest.approx(10.0 + s) for s in study.STUDY.seeds]
     assert result["effect"]["estimate"] == pytest.approx(12.0)
     assert result["verdict"] == "reproduced"
     assert [c["reading"] for c in result["sensitivity"] if c["budget"] == 1.0] == \
@@ -84,9 +84,8 @@ def test_sensitivity_ids_name_their_claim_and_take_its_magnitude():
 def test_short_run_writes_three_sensitivity_entries(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 3)
     monkeypatch.setattr(study, "EPOCHS", 2)
-    monkeypatch.setattr(study, "SEEDS", (0, 1))
     calls = spy_simulate(monkeypatch)
-    entries = study.run(tmp_path, workers=1)
+    entries = study.run(tmp_path, workers=1, seeds=(0, 1))
     assert_every_run_recorded(tmp_path, calls)
     assert_valid_entries(entries)
     assert len(calls) == 3 * 2 * 2

@@ -89,7 +89,7 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
     def fake_run(sims, workers):
         return [_outcome(curves[(s.knobs["method"], s.config.seed)]) for s in sims]
 
-    monkeypatch.setattr(study, "run_simulations", fake_run)
+    monkeypatch.setattr("fedbench.studies.run_simulations", fake_run)  # StudyRuns.run calls it
     monkeypatch.setattr("fedbench.studies.record.write_simulations", lambda out, records: None)
     monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, keys=(), metrics=None: {})
     monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),

@@ -51,7 +51,7 @@ def test_tuning_picks_the_best_tail_accuracy_on_tuning_seeds(monkeypatch):
             for lr in study.LR_GRID for s in study.TUNING_SEEDS}
     best = study.tune(runs)
     assert best["FedAvg"] == 0.1 and best["Mime (SGDm)"] == 0.01
-    assert not set(study.TUNING_SEEDS) & set(study.SEEDS)
+    assert not set(study.TUNING_SEEDS) & set(study.STUDY.seeds)
 
 
 def test_rules():
@@ -88,10 +88,9 @@ def test_mimelite_with_plain_sgd_is_fedavg():
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 4)
     monkeypatch.setattr(study, "LR_GRID", (0.003, 0.03))
-    monkeypatch.setattr(study, "SEEDS", (0, 1))
     monkeypatch.setattr(study, "TUNING_SEEDS", (100,))
     calls = spy_simulate(monkeypatch)
-    claims = study.run(tmp_path, workers=1)
+    claims = study.run(tmp_path, workers=1, seeds=(0, 1))
     assert_every_run_recorded(tmp_path, calls)
     assert_valid_entries(claims)
     assert len(calls) == len(study.METHODS) * (2 * 1 + 2)  # the grid on one tuning seed, then the two seeds
