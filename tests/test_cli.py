@@ -243,7 +243,7 @@ def test_study_list_says_what_runs_each_study_and_its_cost(tmp_path):
     row = {line.split()[0]: line for line in lines[1:]}
     assert "dvc repro (study@mime_synthetic)" in row["mime_synthetic"]
     assert "opt-in: fedbench study run feddane_synthetic" in row["feddane_synthetic"]
-    assert "273 s wall, 2 workers on 2 CPU cores (2026-11-26)" in row["feddane_synthetic"]
+    assert "1,721 s wall, 2 workers on 2 CPU cores beside other jobs (2,615 CPU-s) (2026-11-26)" in row["feddane_synthetic"]
     assert "paper, pipeline" in row["fedprox_synthetic"] and "paper-scale: fedbench paper run" in row["mime_emnist"]
 
 
