@@ -29,7 +29,7 @@ CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "magnitude",
 # data, the worker processes or Ray tasks (one torch thread each, which fixes the order of floating-point sums), the
 # claim model that judges them and the figures they draw
 STUDY_CODE = ("studies/__init__.py", "studies/declaration.py", "studies/record.py", "studies/reuse.py",
-              "studies/stage.py", "engine", "algorithms", "models", "availability", "data/__init__.py",
+              "studies/runs.py", "studies/stage.py", "engine", "algorithms", "models", "availability", "data/__init__.py",
               "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py",
               "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
 

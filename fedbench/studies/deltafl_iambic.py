@@ -235,7 +235,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.studies.delta_fl_real import error_record, history_p90, p90, test_device_errors
     from fedbench.studies.real_data import base_entry
     from fedbench.studies.record import sim_record
-    from fedbench.studies.stage import open_budget
+    from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
     out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")

@@ -43,10 +43,10 @@ from fedbench.claims.readings import cut_round
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROX_PAPER
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.studies.runs import open_budget
 
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
 NON_IID = DATASETS[1:]
@@ -231,19 +231,14 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
     given (STUDY.seeds)."""
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    rounds = BUDGETS[budget]
+    rounds, runs = open_budget(out_dir, BUDGETS, budget, workers)
     study = STUDY.with_seeds(seeds)
     seeds = study.seeds
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     jobs = [(name, method, s) for s in seeds for name in DATASETS for method in METHODS]
-    simulations = [simulation(*job, rounds=rounds) for job in jobs]
-    outcomes = run_simulations(simulations, workers)
-    write_simulations(out, [sim_record(sim, o) for sim, o in zip(simulations, outcomes)])
+    outcomes = runs.run_list([simulation(*job, rounds=rounds) for job in jobs])
+    runs.write()
     curves = {job: o.series("train/loss") for job, o in zip(jobs, outcomes)}
-    figure(out / "feddane_synthetic.png", curves, rounds, seeds)
+    figure(runs.out / "feddane_synthetic.png", curves, rounds, seeds)
     similar, worse, still = judge_claims(curves, seeds, rounds=rounds)
 
     def median_ratio(d, m):

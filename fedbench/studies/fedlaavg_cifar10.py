@@ -406,7 +406,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.entry import judged
     from fedbench.studies.real_data import base_entry
     from fedbench.studies.record import sim_record
-    from fedbench.studies.stage import open_budget
+    from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
     out_dir, root, roles = study.out, str(real_root), plan(b)

@@ -233,7 +233,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.studies.fedlaavg_cifar10 import accuracy_curve, evaluation_rounds
     from fedbench.studies.real_data import base_entry
     from fedbench.studies.record import sim_record
-    from fedbench.studies.stage import open_budget
+    from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
     out_dir = study.out

@@ -50,10 +50,10 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, combine, fidelity, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import FEDPROX_PAPER
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.studies.runs import open_budget
 
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
 # Round budgets: "pipeline" fits the main job's CPU budget; "paper" is the paper's 200 rounds (FP run_fedavg.sh)
@@ -344,19 +344,14 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
     given (STUDY.seeds)."""
-    if budget not in BUDGETS:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    rounds = BUDGETS[budget]
+    rounds, runs = open_budget(out_dir, BUDGETS, budget, workers)
     study = STUDY.with_seeds(seeds)
     seeds = study.seeds
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     jobs = declare(seeds)
-    sims = [simulation(*job, rounds=rounds) for job in jobs]
-    outcomes = run_simulations(sims, workers)
-    write_simulations(out, [sim_record(sim, o) for sim, o in zip(sims, outcomes)])
+    outcomes = runs.run_list([simulation(*job, rounds=rounds) for job in jobs])
+    runs.write()
     losses = {job: o.series("train/loss") for job, o in zip(jobs, outcomes)}
-    figure(out / "fedprox_synthetic.png", losses, seeds)
+    figure(runs.out / "fedprox_synthetic.png", losses, seeds)
     adaptive, sampling, e1, mu1_stabler = judge_all(lambda a, d, s: losses[(a, d, s)], seeds, rounds=rounds)
 
     def tail(arm, d):

@@ -185,7 +185,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record
-    from fedbench.studies.stage import open_budget
+    from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
     out = study.out

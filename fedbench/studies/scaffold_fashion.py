@@ -445,7 +445,7 @@ def figure(path: Path, runs: Runs) -> None:
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.studies.record import sim_record
-    from fedbench.studies.stage import open_budget
+    from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
     by_label = {c.label(): c for c in cells()}

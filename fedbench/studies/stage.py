@@ -1,17 +1,15 @@
 """A claim study run as params.yaml declares it: what the DVC stage ``study@NAME`` (pipelines/study.py) and
 ``fedbench study run NAME`` both do, one code path. params.yaml ``claim_studies`` gives each study its budget
 and seeds (fedbench.config.ClaimStudyConfig); the study runs at its declared budget into ``reports/studies/NAME/``,
-or at another budget it declares into ``reports/studies-BUDGET/NAME/``. :func:`open_budget` and :class:`StudyRuns`
-are what every study's run() shares: its budget checked, its folder, its runs and their records.
+or at another budget it declares into ``reports/studies-BUDGET/NAME/``. What every study's run() shares (its
+budget checked, its folder, its runs and their records) is fedbench.studies.runs.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from fedbench.config import (
     PIPELINE_BUDGET,
@@ -24,9 +22,6 @@ from fedbench.config import (
 from fedbench.errors import ConfigError
 from fedbench.executors import ExecutorSettings
 from fedbench.studies import STUDIES_ROOT, WORKERS, run_claim_study
-
-if TYPE_CHECKING:
-    from fedbench.studies import Outcome, Simulation
 
 
 def study_root(cfg: Config, name: str, budget: str) -> Path:
@@ -92,59 +87,3 @@ def list_studies(cfg: Config, root: Path = STUDIES_ROOT) -> list[str]:
         rows.append((name, ", ".join(budgets), how, cost or "not measured"))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return ["  ".join(f"{c:<{w}}" for c, w in zip(r[:3], widths)) + "  " + r[3] for r in rows]
-
-
-K = TypeVar("K", bound=Hashable)
-
-
-@dataclass
-class StudyRuns:
-    """A claim study's runs at one budget, the part every study's run() shares (issue 19.2): its output folder, its
-    simulations run through fedbench.studies.run_simulations one batch per call (a batch of tuning runs, then the runs
-    they pick), and one record per simulation (fedbench.studies.record), kept in the order the batches ran and written
-    once by :meth:`write`. The study's run() keeps what is specific to it: which runs, and what it reads from them."""
-
-    out: Path
-    workers: int = WORKERS
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    def run(self, simulations: Mapping[K, Simulation], record: Callable[..., dict[str, Any]] | None = None,
-            keep: bool = True, **record_fields: Any) -> dict[K, Outcome]:
-        """Run ``simulations`` (by key) in one call and keep each one's record: ``record(sim, outcome)`` if given, else
-        fedbench.studies.record.sim_record(sim, outcome, **record_fields); none with ``keep=False`` (a study whose
-        records read all its runs adds them to ``records`` itself). The outcomes, by the same keys."""
-        from fedbench.studies import run_simulations
-        from fedbench.studies.record import sim_record
-
-        outcomes = dict(zip(simulations, run_simulations(list(simulations.values()), self.workers)))
-        if keep:
-            self.records += [record(simulations[k], o) if record else sim_record(simulations[k], o, **record_fields)
-                             for k, o in outcomes.items()]
-        return outcomes
-
-    def run_list(self, simulations: Sequence[Simulation], record: Callable[..., dict[str, Any]] | None = None,
-                 **record_fields: Any) -> list[Outcome]:
-        """:meth:`run` of a list of simulations; their outcomes in order."""
-        return list(self.run(dict(enumerate(simulations)), record, **record_fields).values())
-
-    def run_jobs(self, jobs: Sequence[K], simulation: Callable[..., Simulation],
-                 record: Callable[..., dict[str, Any]] | None = None, **record_fields: Any) -> dict[K, Outcome]:
-        """:meth:`run` of ``simulation(*job)`` for each job (a tuple)."""
-        return self.run({job: simulation(*job) for job in jobs}, record, **record_fields)
-
-    def write(self) -> None:
-        """The records of every simulation run so far, in ``out`` (fedbench.studies.record.write_simulations)."""
-        from fedbench.studies.record import write_simulations
-
-        write_simulations(self.out, self.records)
-
-
-def open_budget(out_dir: str | Path, budgets: Mapping[str, Any], budget: str,
-                workers: int = WORKERS) -> tuple[Any, StudyRuns]:
-    """A study's round budget ``budget`` of its ``budgets`` (a ValueError naming the allowed ones otherwise) and its
-    :class:`StudyRuns` into ``out_dir`` (created)."""
-    if budget not in budgets:
-        raise ValueError(f"budget {budget!r}; allowed: {', '.join(budgets)}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return budgets[budget], StudyRuns(out, workers)

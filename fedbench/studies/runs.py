@@ -1,0 +1,71 @@
+"""The part every claim study's run() shares (issue 19.2): its round budget and its runs at that budget
+(:class:`StudyRuns`: the output folder, simulations run in batches, one record each, written once). Imports
+nothing of params.yaml, so that a study module importing it depends on no more than its DVC stage declares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fedbench.studies import WORKERS
+
+if TYPE_CHECKING:
+    from fedbench.studies import Outcome, Simulation
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass
+class StudyRuns:
+    """A claim study's runs at one budget, the part every study's run() shares (issue 19.2): its output folder, its
+    simulations run through fedbench.studies.run_simulations one batch per call (a batch of tuning runs, then the runs
+    they pick), and one record per simulation (fedbench.studies.record), kept in the order the batches ran and written
+    once by :meth:`write`. The study's run() keeps what is specific to it: which runs, and what it reads from them."""
+
+    out: Path
+    workers: int = WORKERS
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def run(self, simulations: Mapping[K, Simulation], record: Callable[..., dict[str, Any]] | None = None,
+            keep: bool = True, **record_fields: Any) -> dict[K, Outcome]:
+        """Run ``simulations`` (by key) in one call and keep each one's record: ``record(sim, outcome)`` if given, else
+        fedbench.studies.record.sim_record(sim, outcome, **record_fields); none with ``keep=False`` (a study whose
+        records read all its runs adds them to ``records`` itself). The outcomes, by the same keys."""
+        from fedbench.studies import run_simulations
+        from fedbench.studies.record import sim_record
+
+        outcomes = dict(zip(simulations, run_simulations(list(simulations.values()), self.workers)))
+        if keep:
+            self.records += [record(simulations[k], o) if record else sim_record(simulations[k], o, **record_fields)
+                             for k, o in outcomes.items()]
+        return outcomes
+
+    def run_list(self, simulations: Sequence[Simulation], record: Callable[..., dict[str, Any]] | None = None,
+                 **record_fields: Any) -> list[Outcome]:
+        """:meth:`run` of a list of simulations; their outcomes in order."""
+        return list(self.run(dict(enumerate(simulations)), record, **record_fields).values())
+
+    def run_jobs(self, jobs: Sequence[K], simulation: Callable[..., Simulation],
+                 record: Callable[..., dict[str, Any]] | None = None, **record_fields: Any) -> dict[K, Outcome]:
+        """:meth:`run` of ``simulation(*job)`` for each job (a tuple)."""
+        return self.run({job: simulation(*job) for job in jobs}, record, **record_fields)
+
+    def write(self) -> None:
+        """The records of every simulation run so far, in ``out`` (fedbench.studies.record.write_simulations)."""
+        from fedbench.studies.record import write_simulations
+
+        write_simulations(self.out, self.records)
+
+
+def open_budget(out_dir: str | Path, budgets: Mapping[str, Any], budget: str,
+                workers: int = WORKERS) -> tuple[Any, StudyRuns]:
+    """A study's round budget ``budget`` of its ``budgets`` (a ValueError naming the allowed ones otherwise) and its
+    :class:`StudyRuns` into ``out_dir`` (created)."""
+    if budget not in budgets:
+        raise ValueError(f"budget {budget!r}; allowed: {', '.join(budgets)}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return budgets[budget], StudyRuns(out, workers)
