@@ -95,10 +95,10 @@ def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress
     ``runs_root/studies/NAME/`` (replaced atomically when it finishes)."""
     from fedbench.executors import ExecutorSettings
     from fedbench.studies import run_claim_study
-    from fedbench.studies.real_data import study_module
+    from fedbench.studies.real_data import variants_of
 
     cfg = load_config(params)
-    build_variants(cfg, list(study_module(name).VARIANTS), data_root, progress)
+    build_variants(cfg, list(variants_of(name)), data_root, progress)
     return run_claim_study(name, runs_root / "studies", workers=cfg.train.workers, budget=budget,
                            executor=ExecutorSettings.of(cfg.train), real_root=data_root / "real")
 
@@ -106,9 +106,9 @@ def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress
 def study_variants(params: str, name: str) -> list[str]:
     """The data.real variants study ``name`` builds."""
     if name in CLAIM_STUDIES:
-        from fedbench.studies.real_data import study_module
+        from fedbench.studies.real_data import variants_of
 
-        return list(study_module(name).VARIANTS)
+        return list(variants_of(name))
     return _variant_of(study_config(params, name), name)
 
 

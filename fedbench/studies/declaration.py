@@ -16,11 +16,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from fedbench.claims.entry import new_entry
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS, EvalSpec
 from fedbench.errors import ConfigError
+
+
+@runtime_checkable
+class Budget(Protocol):
+    """A scale a study runs at, where it is more than a round count (a paper-scale study's: its seeds, cohort,
+    device, ...): the study's own frozen dataclass with at least these two fields. ``rounds`` None: the paper's,
+    which differ by dataset (the study reads them per dataset)."""
+
+    rounds: int | None
+    seeds: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,9 @@ class Claim:
     published: dict[str, Any]
     rule: str
     reads: tuple[str, ...]
+    rounds_paper: int | None = None  # the paper's round budget for this claim, where it states one
+    fidelity: str | None = None  # the entry's at the study's declared budget (None: the study sets it per entry)
+    note: str = ""  # what the study assumes where the paper is silent (a not-run entry's deviation)
 
     def rule_at(self, **fields: Any) -> str:
         """The rule with the budget's fields filled in."""
@@ -54,11 +67,15 @@ class Claim:
 
 @dataclass(frozen=True)
 class StudyDeclaration:
-    """What a claim study runs and judges. ``budgets``: round counts by name ("pipeline": what the DVC stage runs;
-    "paper": the paper's); ``evaluation``: the engine's protocol for every run (fedbench.engine.evaluation.EvalSpec);
-    ``dataset``: a description of the data (the study builds it); ``seeds``: the training seeds, () for a
+    """What a claim study runs and judges. ``budgets``: the scales it runs at by name ("pipeline": what the DVC
+    stage runs; "paper": the paper's; "fixture": the test suite's), each a round count, or a :class:`Budget` where
+    more than the rounds changes (its seeds replace ``seeds`` at that budget); ``evaluation``: the engine's protocol
+    for every run (fedbench.engine.evaluation.EvalSpec; a study whose protocol depends on the budget states it in
+    its module); ``dataset``: a description of the data (the study builds it); ``variants``: the real-data variants
+    it trains on (fedbench.data; ``fedbench paper run NAME`` builds them); ``seeds``: the training seeds, () for a
     deterministic study (no seed randomness; its runs use the engine's seed 0, from which nothing is drawn);
-    ``knobs``: the settings the study sweeps, by name (e.g. step sizes), each the values it runs."""
+    ``knobs``: the settings the study sweeps, by name (e.g. step sizes), each the values it runs; ``scales``: the
+    runs of its paper budget that its claims read, for the projected cost (fedbench.bench.costs.Scale)."""
 
     name: str
     paper: str
@@ -70,6 +87,8 @@ class StudyDeclaration:
     evaluation: tuple[EvalSpec, ...] = DEFAULT_EVALUATIONS
     data_seeds: tuple[int, ...] = (0,)
     knobs: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    variants: tuple[str, ...] = ()
+    scales: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"study {self.name}"
@@ -81,9 +100,13 @@ class StudyDeclaration:
                               "allowed: one arm per name")
         self._check_seeds(self.seeds, "seeds", empty_ok=True)
         self._check_seeds(self.data_seeds, "data_seeds", empty_ok=True)
-        for budget, rounds in self.budgets.items():
-            if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        for budget, declared in self.budgets.items():
+            rounds = declared.rounds if isinstance(declared, Budget) else declared
+            if not (isinstance(declared, Budget) and rounds is None) and (
+                    isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
                 raise ConfigError(f"{where}: budgets.{budget}: {rounds!r} rounds; allowed: an integer >= 1")
+            if isinstance(declared, Budget):
+                self._check_seeds(tuple(declared.seeds), f"budgets.{budget}.seeds", empty_ok=self.deterministic)
         if not self.budgets:
             raise ConfigError(f"{where}: budgets: declare at least one (e.g. pipeline)")
         ids = [c.id for c in self.claims]
@@ -117,10 +140,20 @@ class StudyDeclaration:
         other._check_seeds(other.seeds, "seeds")
         return other
 
-    def rounds(self, budget: str) -> int:
+    def budget(self, budget: str) -> Any:
+        """The declared budget ``budget`` (a round count or a :class:`Budget`); a ConfigError naming the allowed."""
         if budget not in self.budgets:
             raise ConfigError(f"study {self.name}: budget {budget!r}; allowed: {', '.join(self.budgets)}")
         return self.budgets[budget]
+
+    def rounds(self, budget: str) -> int | None:
+        declared = self.budget(budget)
+        return declared.rounds if isinstance(declared, Budget) else declared
+
+    def seeds_at(self, budget: str) -> tuple[int, ...]:
+        """The training seeds run at ``budget``: the Budget's own, else the study's."""
+        declared = self.budget(budget)
+        return tuple(declared.seeds) if isinstance(declared, Budget) else self.seeds
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -135,6 +168,9 @@ class StudyDeclaration:
         c = self.claim(claim_id)
         fields.setdefault("training_seeds", list(self.seeds))
         fields.setdefault("data_seeds", list(self.data_seeds))
+        fields.setdefault("rounds_paper", c.rounds_paper)
+        if c.fidelity is not None:
+            fields.setdefault("fidelity", c.fidelity)
         return new_entry(id=c.id, paper=self.paper, where=c.where, claim_text=c.claim_text, published=c.published,
                          rule=c.rule_at(**rule_fields) if rule_fields else c.rule, **fields)
 

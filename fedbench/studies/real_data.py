@@ -101,7 +101,28 @@ def redeclared(entry: dict[str, Any], c: PaperClaim) -> dict[str, Any]:
 
 def declared_seeds(module: ModuleType) -> tuple[int, ...]:
     """The training seeds a paper-scale study's "paper" budget runs."""
-    return tuple(module.BUDGETS["paper"].seeds)
+    d = getattr(module, "DECLARATION", None)
+    return d.seeds_at("paper") if d is not None else tuple(module.BUDGETS["paper"].seeds)
+
+
+# what a paper-scale study declares, read from its DECLARATION (fedbench.studies.declaration.StudyDeclaration), or,
+# until every study has one (issue 19.2, in progress), from its module-level CLAIMS, VARIANTS and SCALES
+def claims_of(name: str) -> tuple[Any, ...]:
+    module = study_module(name)
+    d = getattr(module, "DECLARATION", None)
+    return d.claims if d is not None else tuple(module.CLAIMS)
+
+
+def variants_of(name: str) -> tuple[str, ...]:
+    module = study_module(name)
+    d = getattr(module, "DECLARATION", None)
+    return d.variants if d is not None else tuple(module.VARIANTS)
+
+
+def scales_of(name: str) -> tuple[Scale, ...]:
+    module = study_module(name)
+    d = getattr(module, "DECLARATION", None)
+    return tuple(d.scales) if d is not None else tuple(module.SCALES)
 
 
 def not_run_entry(name: str) -> list[dict[str, Any]]:
@@ -110,16 +131,20 @@ def not_run_entry(name: str) -> list[dict[str, Any]]:
     (its SCALES and the paper budget's seeds, in the entry's scale and seeds: the registry's hash covers them,
     so they cannot change silently before the study has run)."""
     module = study_module(name)
-    cost = study_cost(module.SCALES)
+    scales, variants = scales_of(name), variants_of(name)
+    cost = study_cost(scales)
     cmd = command(name)
     out = []
-    for c in module.CLAIMS:
-        declared = {"study": name, "variants": list(module.VARIANTS), "budget": "paper",
-                    "runs": [dataclasses.asdict(s) for s in module.SCALES]}
-        e = base_entry(c, scale=declared, deviations=[c.note] if c.note else [], figure=None,
-                       training_seeds=list(declared_seeds(module)))
+    for c in claims_of(name):
+        declared = {"study": name, "variants": list(variants), "budget": "paper",
+                    "runs": [dataclasses.asdict(s) for s in scales]}
+        fields = dict(scale=declared, deviations=[c.note] if c.note else [], figure=None,
+                      training_seeds=list(declared_seeds(module)))
+        d = getattr(module, "DECLARATION", None)
+        e = (d.entry(c.id, **fields, rounds_run=None, data_seeds=list(d.data_seeds)) if d is not None
+             else base_entry(c, **fields))
         out.append(not_run(e, f"not run: the paper-scale study {name} has not run on this machine; `{cmd}` fetches "
-                              f"its data ({', '.join(module.VARIANTS)}) and runs it (projected {cost['hours']:g} h on "
+                              f"its data ({', '.join(variants)}) and runs it (projected {cost['hours']:g} h on "
                               f"{cost['device']})", f"running `{cmd}` ({cost['basis']})")
                    | {"command": cmd, "cost": cost})
     return out

@@ -78,3 +78,32 @@ def test_a_declaration_imports_no_torch():
     probe = "import sys, fedbench.studies.declaration; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scale:
+    """A paper-scale study's budget: more than a round count (fedbench.studies.declaration.Budget)."""
+
+    rounds: int | None
+    seeds: tuple[int, ...]
+    device: str = "cpu"
+
+
+def test_a_budget_may_carry_its_own_seeds_and_the_papers_rounds():
+    s = _study(budgets={"paper": _Scale(None, (1, 2, 3)), "fixture": _Scale(2, (0,))}, data_seeds=())
+    assert s.rounds("paper") is None and s.rounds("fixture") == 2
+    assert s.seeds_at("paper") == (1, 2, 3) and s.seeds_at("fixture") == (0,) and s.budget("fixture").device == "cpu"
+    with pytest.raises(ConfigError) as err:
+        _study(budgets={"paper": _Scale(0, (1,))})
+    assert str(err.value) == "study toy: budgets.paper: 0 rounds; allowed: an integer >= 1"
+    with pytest.raises(ConfigError) as err:
+        _study(budgets={"paper": _Scale(5, (1, 1))})
+    assert str(err.value) == "study toy: budgets.paper.seeds: [1, 1]; allowed: distinct integers >= 0, at least one"
+
+
+def test_an_entry_takes_the_claims_paper_rounds_and_fidelity_unless_given():
+    s = _study(claims=(_claim(rounds_paper=200, fidelity="paper-scale", note="n"),), data_seeds=())
+    e = s.entry("p/x/c", scale={}, deviations=[], figure=None, rounds_run=5)
+    assert (e["paper"], e["claim"], e["rounds_paper"], e["fidelity"], e["seeds"]) == (
+        "P", "A beats B.", 200, "paper-scale", {"training": [0, 1], "data": []})
+    assert s.entry("p/x/c", scale={}, deviations=[], figure=None, rounds_run=5, fidelity="stand-in")["fidelity"] == "stand-in"
