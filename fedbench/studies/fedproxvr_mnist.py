@@ -17,6 +17,13 @@ Setting, fixed before any run (the "paper" budget):
   FedAvg and minibatch iterations for the VR methods; fedproxvr_synthetic reads Table 1 the same way).
 - Step size: 0.01 for every method, the authors' code's default learning_rate (main.py). Table 2's beta is a
   step-size parameter of eta = 1/(beta L); a CNN has no L to compute, so beta cannot be turned into a step.
+
+The arms, seeds, budgets, evaluation protocol and the claim are declared once as data (``DECLARATION``,
+fedbench.studies.declaration); this module turns an arm into a simulation at a budget, reads the runs and draws
+the figure. Evaluation protocol (budget-independent): every round and the final model, the training loss on every
+user's training data and the accuracy pooled over every user's test images, as the authors' code does (main.py:
+eval_every 1; flearn/trainers/fedsvrg.py, fedsarah.py, fedsgd.py evaluate all users before each round and after
+the last).
 """
 
 from __future__ import annotations
@@ -30,16 +37,13 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
+from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT, build, load_real
 
 NAME = "fedproxvr_mnist"
-VARIANTS = ("mnist_fedproxvr",)
 MODEL = "fedproxvr_cnn"
-METHODS = ("FedAvg", "SVRG", "SARAH")
-LR = 0.01  # FPVR main.py's default learning_rate, every method
-MU = 0.01  # Table 2, both VR methods
-BATCH = {"FedAvg": 16, "SVRG": 16, "SARAH": 32}  # Table 2's B
 PAPER_ROUNDS = 1000  # Table 2's T: 958-995
 READINGS = ("best", "tail", "final")
 
@@ -64,23 +68,23 @@ BUDGETS = {
 
 # mnist_fedproxvr: 100 users of about 520 images each (75% train); the engine evaluates every image every round.
 USERS, USER_SAMPLES, TRAIN_FRACTION = 100, 520, 0.75
-_TRAIN = USER_SAMPLES * TRAIN_FRACTION
-_P = BUDGETS["paper"]
-# VR local work in minibatch-gradient units: the full local gradient (n/B batches) and two gradients a step
-SCALES = (
-    Scale(MODEL, len(_P.seeds), _P.rounds, _P.clients_per_round, _TRAIN, _P.fedavg_epochs, BATCH["FedAvg"],
-          USERS * USER_SAMPLES),
-    Scale(MODEL, len(_P.seeds), _P.rounds, _P.clients_per_round, _TRAIN, 1, BATCH["SVRG"], USERS * USER_SAMPLES,
-          local_steps=int(np.ceil(_TRAIN / BATCH["SVRG"])) + 2 * (_P.tau - 1)),
-    Scale(MODEL, len(_P.seeds), _P.rounds, _P.clients_per_round, _TRAIN, 1, BATCH["SARAH"], USERS * USER_SAMPLES,
-          local_steps=int(np.ceil(_TRAIN / BATCH["SARAH"])) + 2 * (_P.tau - 1)),
-)
+
+
+def _scales(arms: tuple[Arm, ...], b: Budget) -> tuple[Scale, ...]:
+    """The runs of budget ``b`` as fedbench.bench.costs.Scale: VR local work in minibatch-gradient units (the full
+    local gradient, n/B batches, then two gradients a step)."""
+    n, runs = USER_SAMPLES * TRAIN_FRACTION, (MODEL, len(b.seeds), b.rounds, b.clients_per_round)
+    return tuple(Scale(*runs, n, b.fedavg_epochs, batch, USERS * USER_SAMPLES) if a.algorithm == "fedavg" else
+                 Scale(*runs, n, 1, batch, USERS * USER_SAMPLES, local_steps=int(np.ceil(n / batch)) + 2 * (b.tau - 1))
+                 for a in arms for batch in (a.settings["batch_size"],))
+
 
 PUBLISHED_TABLE_2 = [  # copied from the slides (non-convex task; dataset and model not stated)
     {"algorithm": "FedAvg", "tau": 20, "beta": 10, "mu": 0, "B": 16, "T": 995, "accuracy": 93.52},
     {"algorithm": "FedProxVR (SVRG)", "tau": 20, "beta": 10, "mu": 0.01, "B": 16, "T": 970, "accuracy": 94.06},
     {"algorithm": "FedProxVR (SARAH)", "tau": 20, "beta": 9, "mu": 0.01, "B": 32, "T": 958, "accuracy": 93.75},
 ]
+LR = 0.01  # FPVR main.py's default learning_rate, every method (a CNN has no L to turn Table 2's beta into a step)
 ASSUMPTIONS = [
     ("stand-in: Table 2's dataset and model are not stated; MNIST split by the authors' 100-user generator "
      "(mnist_fedproxvr) and the authors' MNIST CNN (fedproxvr_cnn)"),
@@ -95,40 +99,51 @@ ASSUMPTIONS = [
     ("no tuning: Table 2 reports each method at its best hyperparameters; we run Table 2's (tau, mu, B) at one step "
      "size"),
 ]
-RULE = ("per seed, effect = best test accuracy (pooled over the test images of all users, over the evaluations "
-        "of the run) of FedProxVR minus FedAvg's, in points; parts SVRG - FedAvg and SARAH - FedAvg, each greater "
-        "than 0; reproduced if both are, not-reproduced if one is (the claim names both estimators, so the rule "
-        "judges both; sharpened from the SVRG-only rule before any run)")
-CLAIMS = (
-    PaperClaim(
-        id="fedproxvr/mnist/non-convex-accuracy", paper=FEDPROXVR_PAPER, where="slides, Table 2",
-        claim="On the non-convex task, FedProxVR (SVRG 94.06%, SARAH 93.75%) reaches a higher test accuracy than "
-              "FedAvg (93.52%).",
+# Table 2's rows as run (tau: FedAvg's local epochs, the VR methods' local iterations; the budget's tau and
+# fedavg_epochs are the paper's at the paper budget, fewer at the fixture's)
+_ARMS = (Arm("FedAvg", "fedavg", {"tau": 20, "mu": 0.0, "batch_size": 16, "lr": LR}),
+         Arm("SVRG", "fedproxvr", {"tau": 20, "mu": 0.01, "batch_size": 16, "lr": LR}),
+         Arm("SARAH", "fedproxvr", {"tau": 20, "mu": 0.01, "batch_size": 32, "lr": LR}))
+DECLARATION = StudyDeclaration(
+    name=NAME, paper=FEDPROXVR_PAPER,
+    dataset="MNIST split by the authors' 100-user generator (3 labels a user, power-law sizes, 75/25 split)",
+    variants=("mnist_fedproxvr",), arms=_ARMS, seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS,
+    evaluation=DEFAULT_EVALUATIONS,  # every round, all users (the authors' eval_every = 1): see the docstring
+    scales=_scales(_ARMS, BUDGETS["paper"]),
+    claims=(Claim(
+        id="fedproxvr/mnist/non-convex-accuracy", where="slides, Table 2",
+        claim_text="On the non-convex task, FedProxVR (SVRG 94.06%, SARAH 93.75%) reaches a higher test accuracy "
+                   "than FedAvg (93.52%).",
         published={"value": 94.06, "unit": "test accuracy (%)", "scope": "non-convex task, best hyperparameters "
                                                                          "(Table 2)",
                    "statement": "SVRG 94.06%, SARAH 93.75%, FedAvg 93.52%; the dataset (MNIST or Fashion-MNIST) and "
                                 "the model are not stated (FPVR's code has a CNN)", "table": PUBLISHED_TABLE_2},
-        rule=RULE, rounds_paper=PAPER_ROUNDS, fidelity="stand-in", note="; ".join(ASSUMPTIONS)),
-)
+        rule=("per seed, effect = best test accuracy (pooled over the test images of all users, over the evaluations "
+              "of the run) of FedProxVR minus FedAvg's, in points; parts SVRG - FedAvg and SARAH - FedAvg, each "
+              "greater than 0; reproduced if both are, not-reproduced if one is (the claim names both estimators, so "
+              "the rule judges both; sharpened from the SVRG-only rule before any run)"),
+        reads=("FedAvg", "SVRG", "SARAH"), rounds_paper=PAPER_ROUNDS, fidelity="stand-in",
+        note="; ".join(ASSUMPTIONS)),))
 
 
 def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:
-    """FedAvg (E local epochs) or FedProxVR with the SVRG or SARAH estimator (tau - 1 minibatch steps after the
-    full-gradient step), on mnist_fedproxvr with the authors' CNN."""
+    """Arm ``method``: FedAvg (E local epochs) or FedProxVR with the SVRG or SARAH estimator (tau - 1 minibatch
+    steps after the full-gradient step), on mnist_fedproxvr with the authors' CNN."""
     from fedbench.algorithms.fedavg import FedAvg
     from fedbench.algorithms.fedproxvr import FedProxVR
 
-    dataset = functools.partial(load_real, VARIANTS[0], str(real_root))
+    variant, arm = DECLARATION.variants[0], DECLARATION.arm(method).settings
+    dataset = functools.partial(load_real, variant, str(real_root))
     model = build(MODEL, dataset())
-    knobs = {"method": method, "dataset": VARIANTS[0], "model": MODEL}
-    common = {"rounds": budget.rounds, "clients_per_round": budget.clients_per_round, "batch_size": BATCH[method],
-              "seed": seed, "device": budget.device}
+    knobs = {"method": method, "dataset": variant, "model": MODEL}
+    common = {"rounds": budget.rounds, "clients_per_round": budget.clients_per_round, "batch_size": arm["batch_size"],
+              "seed": seed, "device": budget.device, "evaluations": DECLARATION.evaluation}
     if method == "FedAvg":
         cfg = sim_config(local_epochs=budget.fedavg_epochs, **common)
-        algorithm: Any = FedAvg(lr=LR)
+        algorithm: Any = FedAvg(lr=arm["lr"])
     else:
         cfg = sim_config(local_steps=budget.tau - 1, **common)
-        algorithm = FedProxVR(lr=LR, mu=MU, tau=budget.tau, estimator=method.lower())
+        algorithm = FedProxVR(lr=arm["lr"], mu=arm["mu"], tau=budget.tau, estimator=method.lower())
     return Simulation(f"{method}/seed={seed}", cfg, dataset, model, algorithm, knobs)
 
 
@@ -154,15 +169,16 @@ def figure(path: Path, curves: dict[str, np.ndarray], title: str) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+    from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
-    out = study.out
-    runs = study.run_jobs([(m, s) for s in b.seeds for m in METHODS], lambda m, s: simulation(m, s, b, real_root),
+    (c,), variant = DECLARATION.claims, DECLARATION.variants[0]
+    methods, vr = c.reads, c.reads[1:]  # FedAvg, then the VR methods compared with it
+    runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
                           lambda sim, o: sim_record(sim, o, metrics={
                               "study/best_test_accuracy": best_accuracy(o, "best", b.rounds)}))
     study.write()
@@ -170,29 +186,30 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     def acc(m, s, reading, bud):
         return best_accuracy(runs[(m, s)], reading, b.rounds, bud)
 
-    parts = [Part(f"{m} - FedAvg", Rule("greater", 0.0, "accuracy points")) for m in METHODS[1:]]
+    parts = [Part(f"{m} - FedAvg", Rule("greater", 0.0, "accuracy points")) for m in vr]
     result = judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc("FedAvg", s, r, bud) for s in b.seeds]
-                                          for m in METHODS[1:]],
+                                          for m in vr],
                    "best", READINGS, paper_budget=PAPER_ROUNDS / b.rounds,
                    reading_names={"best": "best evaluation", "tail": "mean of the last 5", "final": "final round"})
-    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in METHODS}
-    curves = {m: np.mean([100 * np.array(runs[(m, s)].series("test/accuracy")) for s in b.seeds], 0) for m in METHODS}
+    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
+    curves = {m: np.mean([100 * np.array(runs[(m, s)].series("test/accuracy")) for s in b.seeds], 0) for m in methods}
     png = f"{NAME}.png"
-    figure(out / png, curves, f"{VARIANTS[0]}, {MODEL}, {b.clients_per_round} users a round")
-    ds = load_real(VARIANTS[0], str(real_root))
-    observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in METHODS)
+    figure(study.out / png, curves, f"{variant}, {MODEL}, {b.clients_per_round} users a round")
+    ds = load_real(variant, str(real_root))
+    observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in methods)
                 + " (slides' Table 2: FedAvg 93.52, SVRG 94.06, SARAH 93.75 on an unstated dataset); VR - FedAvg: "
                 + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"]))
     deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau = {b.tau}, FedAvg {b.fedavg_epochs} "
                     "epoch(s): the test suite's fixture scale")] if budget != "paper" else []) + ASSUMPTIONS
-    c = CLAIMS[0]
-    entry = base_entry(
-        c, scale={"study": NAME, "budget": budget, "variant": VARIANTS[0], "model": MODEL, "users": ds.num_clients,
-                  "users_per_round": b.clients_per_round, "rounds": b.rounds, "lr": LR, "mu": MU, "tau": b.tau,
-                  "batch_size": BATCH, "fedavg_local_epochs": b.fedavg_epochs, "device": b.device},
+    arms = {m: DECLARATION.arm(m).settings for m in methods}
+    entry = DECLARATION.entry(
+        c.id, scale={"study": NAME, "budget": budget, "variant": variant, "model": MODEL, "users": ds.num_clients,
+                     "users_per_round": b.clients_per_round, "rounds": b.rounds, "lr": arms["FedAvg"]["lr"],
+                     "mu": arms["SVRG"]["mu"], "tau": b.tau,
+                     "batch_size": {m: a["batch_size"] for m, a in arms.items()}, "fedavg_local_epochs": b.fedavg_epochs, "device": b.device},
         deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": "test accuracy"},
-        fidelity=None if budget == "paper" else "stand-in", rounds_run=b.rounds, training_seeds=list(b.seeds),
-        observed=observed,
+        **({"fidelity": "stand-in"} if budget != "paper" else {}), rounds_run=b.rounds,
+        training_seeds=list(b.seeds), observed=observed,
         reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
-                    **{m: [round(v, 3) for v in best[m]] for m in METHODS}})
+                    **{m: [round(v, 3) for v in best[m]] for m in methods}})
     return [judged(entry, result)]

@@ -1,5 +1,6 @@
 """FedProxVR on MNIST (paper-scale study, stand-in for the slides' Table 2): end to end on fixture-sized
-mnist_fedproxvr, the paper budget's declared runs, the readings, repeatability and the not-run entry."""
+mnist_fedproxvr, the declaration and the paper budget's declared runs, the readings, repeatability and the not-run
+entry."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from tests.studies import assert_valid_entries
 from tests.studies.real_fixtures import build_real
 
 FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2}
+D = study.DECLARATION
+METHODS = ("FedAvg", "SVRG", "SARAH")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +36,7 @@ def fixture_run(real_root):
 def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
     claims, out = fixture_run
     assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    assert [c["id"] for c in claims] == [c.id for c in D.claims]
     (c,) = claims
     b = study.BUDGETS["fixture"]
     assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
@@ -45,11 +48,28 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
     assert c["figure"] == {"path": f"figures/{study.NAME}/{study.NAME}.png", "panel": "test accuracy"}
     assert (out / f"{study.NAME}.png").stat().st_size > 0
     records = read_simulations(out)
-    assert len(records) == len(study.METHODS) * len(b.seeds)
+    assert len(records) == len(METHODS) * len(b.seeds)
     assert {r["params"]["algorithm"] for r in records} == {"FedAvg", "FedProxVR"}
     assert all(len(r["history"]["test/accuracy"]) == b.rounds + 1 for r in records)
     saved = json.loads((out / "claims.json").read_text())
     assert saved["budget"] == "fixture" and saved["claims"][0]["id"] == c["id"]
+
+
+def test_the_declaration_is_table_2_as_run():
+    assert [a.name for a in D.arms] == list(D.claims[0].reads) == list(METHODS)
+    assert [a.algorithm for a in D.arms] == ["fedavg", "fedproxvr", "fedproxvr"]
+    assert [(a.settings["tau"], a.settings["mu"], a.settings["batch_size"]) for a in D.arms] == [
+        (20, 0.0, 16), (20, 0.01, 16), (20, 0.01, 32)]  # Table 2's tau, mu, B
+    assert {a.settings["lr"] for a in D.arms} == {0.01} and D.knobs == {}
+    assert D.seeds == D.seeds_at("paper") == (0, 1, 2, 3, 4) and D.seeds_at("fixture") == (0, 1)
+    assert D.data_seeds == () and D.variants == ("mnist_fedproxvr",) and D.rounds("paper") == 1000
+    assert [(e.split, e.every, e.final, e.clients_sample, e.samples_sample) for e in D.evaluation] == [
+        ("train", 1, True, None, None), ("test", 1, True, None, None)]  # every round, every user (eval_every 1)
+    c = D.claims[0]
+    assert (c.fidelity, c.rounds_paper, c.published["value"]) == ("stand-in", 1000, 94.06)
+    assert [s.local_steps for s in D.scales] == [None, 25 + 38, 13 + 38]  # ceil(390 / B) + 2 (tau - 1)
+    assert [(s.runs, s.rounds, s.clients_per_round, s.local_epochs) for s in D.scales] == [
+        (5, 1000, 10, 20), (5, 1000, 10, 1), (5, 1000, 10, 1)]
 
 
 def test_paper_budget_declares_table_2_runs(real_root):
@@ -93,8 +113,8 @@ def test_same_seed_same_numbers(real_root):
 
 def test_not_run_entry_has_the_command_and_a_cost():
     entries = not_run_entry(study.NAME)
-    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    assert [e["id"] for e in entries] == [c.id for c in D.claims]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
-        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * len(study.BUDGETS["paper"].seeds)
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * len(D.seeds)
         assert e["fidelity"] == "stand-in" and e["scale"]["variants"] == ["mnist_fedproxvr"]
