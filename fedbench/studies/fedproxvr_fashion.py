@@ -46,6 +46,14 @@ Setting, fixed before any run (the "paper" budget; "convex" is Table 1 alone at 
   SARAH: tau 20, B 32, mu 0.01.
 - Reading: best pooled test accuracy over the evaluations (the engine evaluates every test image every round;
   the authors report each method's accuracy at its best hyperparameters and T near the run's end).
+- Evaluation (``DECLARATION.evaluation``, every budget): every round and the final model, the training loss on
+  every user's training data and the accuracy pooled over every user's test images, as the authors' code does
+  (main.py: eval_every 1; flearn/trainers/fedsgd.py, fedsvrg.py, fedsarah.py evaluate all users before each round
+  and after the last).
+
+The arms (each table's rows, named <model>/<method> as the records are), seeds, budgets, evaluation and claims are
+declared once as data (``DECLARATION``, fedbench.studies.declaration); this module turns an arm into a simulation,
+reads the runs and draws the figure.
 
 Measured after the rules were committed (data/real/fashion_mnist_fedproxvr from Debian's package, params.yaml's
 parameters): L = 1021.36, so eta = 9.79e-5 (FedAvg, SVRG) and 1.96e-4 (SARAH); FedAvg's training loss falls
@@ -67,7 +75,6 @@ evaluations had used 132 CPU seconds, unfinished, when stopped: a GPU's work).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -78,49 +85,16 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
+from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real, not_run_entry
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT, build, load_real, not_run_entry
 
 NAME = "fedproxvr_fashion"
-VARIANTS = ("fashion_mnist_fedproxvr",)
-METHODS = ("FedAvg", "SVRG", "SARAH")
 PAPER_ROUNDS = 1000  # the authors' Numb_Glob_I; the tables' T: 895-995
 READINGS = ("best", "tail", "final")
 LR_CNN = 0.01  # Table 2 (a CNN has no L): the authors' main.py default, as fedproxvr_mnist
-
-
-@dataclass(frozen=True)
-class Row:
-    """One method's row of a table as run here: ``tau`` local iterations (FedAvg: tau minibatch SGD steps;
-    FedProxVR: the full-gradient step, then tau - 1 minibatch steps), proximal weight ``mu``, minibatch ``batch``,
-    and the step: eta = 1/(beta L) where ``beta`` > 0 (convex model), else ``lr``."""
-
-    tau: int
-    mu: float
-    batch: int
-    beta: float = 0.0
-    lr: float = 0.0
-
-
-@dataclass(frozen=True)
-class Table:
-    """One of the slides' tables: the claim it carries, its model, users a round and the rows run."""
-
-    claim_id: str
-    model: str
-    users_per_round: int
-    rows: dict[str, Row]
-
-
-TABLE_1 = Table("fedproxvr/fashion/convex-accuracy", "mclr", 100, {
-    "FedAvg": Row(tau=10, mu=0.0, batch=16, beta=10.0),
-    "SVRG": Row(tau=20, mu=0.1, batch=32, beta=10.0),
-    "SARAH": Row(tau=20, mu=0.1, batch=32, beta=5.0)})
-TABLE_2 = Table("fedproxvr/fashion/non-convex-accuracy", "fedproxvr_cnn", 10, {
-    "FedAvg": Row(tau=20, mu=0.0, batch=16, lr=LR_CNN),
-    "SVRG": Row(tau=20, mu=0.01, batch=16, lr=LR_CNN),
-    "SARAH": Row(tau=20, mu=0.01, batch=32, lr=LR_CNN)})
-TABLES = (TABLE_1, TABLE_2)
+CONVEX, NON_CONVEX = "fedproxvr/fashion/convex-accuracy", "fedproxvr/fashion/non-convex-accuracy"  # Tables 1, 2
 
 
 @dataclass(frozen=True)
@@ -135,11 +109,10 @@ class Budget:
     device: str = "auto"
 
 
-SEEDS = (0, 1, 2, 3, 4)
 BUDGETS = {
-    "paper": Budget(rounds=PAPER_ROUNDS, seeds=SEEDS, tables=(TABLE_1.claim_id, TABLE_2.claim_id)),
-    "convex": Budget(rounds=PAPER_ROUNDS, seeds=SEEDS, tables=(TABLE_1.claim_id,)),
-    "fixture": Budget(rounds=2, seeds=(0, 1), tables=(TABLE_1.claim_id, TABLE_2.claim_id), tau_cap=2, device="cpu"),
+    "paper": Budget(rounds=PAPER_ROUNDS, seeds=(0, 1, 2, 3, 4), tables=(CONVEX, NON_CONVEX)),
+    "convex": Budget(rounds=PAPER_ROUNDS, seeds=(0, 1, 2, 3, 4), tables=(CONVEX,)),
+    "fixture": Budget(rounds=2, seeds=(0, 1), tables=(CONVEX, NON_CONVEX), tau_cap=2, device="cpu"),
 }
 
 # fashion_mnist_fedproxvr with params.yaml's parameters: 100 users, 35,528 train and 11,893 test images; the
@@ -147,19 +120,35 @@ BUDGETS = {
 USERS, TRAIN_SAMPLES, SAMPLES = 100, 35_528, 47_421
 
 
-def _scales() -> tuple[Scale, ...]:
-    """The paper budget's runs as fedbench.bench.costs.Scale: local work in minibatch-gradient units (VR: the
+def _table(model: str, users_per_round: int, rows: dict[str, dict[str, Any]]) -> tuple[Arm, ...]:
+    """A table's rows as run, as arms ``<model>/<method>``: ``tau`` local iterations (FedAvg: tau minibatch SGD
+    steps; FedProxVR: the full-gradient step, then tau - 1 minibatch steps), proximal weight ``mu``, minibatch
+    ``batch_size``, and the step: eta = 1/(beta L) where ``beta`` is given (convex model), else ``lr``."""
+    return tuple(Arm(f"{model}/{method}", "fedavg" if method == "FedAvg" else "fedproxvr",
+                     {"model": model, "users_per_round": users_per_round, **row}) for method, row in rows.items())
+
+
+def method_of(arm: str) -> str:
+    """FedAvg, SVRG or SARAH: the method of arm ``<model>/<method>``."""
+    return arm.rsplit("/", 1)[1]
+
+
+def row_of(settings: dict[str, Any]) -> dict[str, Any]:
+    """An arm's row as an entry's scale records it: tau, mu, batch, beta and lr (0.0 where the step comes from the
+    other)."""
+    return {"tau": settings["tau"], "mu": settings["mu"], "batch": settings["batch_size"],
+            "beta": settings.get("beta", 0.0), "lr": settings.get("lr", 0.0)}
+
+
+def _scales(arms: tuple[Arm, ...], b: Budget) -> tuple[Scale, ...]:
+    """The runs of budget ``b`` as fedbench.bench.costs.Scale: local work in minibatch-gradient units (VR: the
     full local gradient, n/B batches, then two gradients a step)."""
-    n, runs, out = TRAIN_SAMPLES / USERS, len(SEEDS), []
-    for table in TABLES:
-        for method, row in table.rows.items():
-            steps = row.tau if method == "FedAvg" else math.ceil(n / row.batch) + 2 * (row.tau - 1)
-            out.append(Scale(table.model, runs, PAPER_ROUNDS, table.users_per_round, n, 1, row.batch, SAMPLES,
-                             local_steps=steps))
-    return tuple(out)
+    n = TRAIN_SAMPLES / USERS
+    return tuple(Scale(s["model"], len(b.seeds), b.rounds, s["users_per_round"], n, 1, s["batch_size"], SAMPLES,
+                       local_steps=s["tau"] if a.algorithm == "fedavg" else
+                       math.ceil(n / s["batch_size"]) + 2 * (s["tau"] - 1))
+                 for a in arms for s in (a.settings,))
 
-
-SCALES = _scales()
 
 PUBLISHED_TABLE_1 = [  # copied from the slides (convex task)
     {"algorithm": "FedAvg", "tau": 10, "beta": 10, "mu": 0, "B": 16, "T": 983, "accuracy": 84.02},
@@ -190,24 +179,27 @@ COMMON_ASSUMPTIONS = [
     ("no tuning: the tables report each method at its best hyperparameters; we run each table's (tau, beta or "
      "step, mu, B) once"),
 ]
-TABLE_1_ASSUMPTIONS = [
-    ("dataset inferred from the authors' code: the slides do not say which table ran on which data; the authors' "
-     "main_plot_fashion.py runs Fashion-MNIST (100 users, two labels) with logistic regression, 100 users a round, "
-     "1000 rounds and mu 0.1 (Table 1's); Python's random, unseeded by the authors, is seeded here"),
-    ("eta = 1/(beta L) with Table 1's beta and L = max_i (||x_i||^2 + 1)/2 over the standardised training "
-     "samples (every per-sample loss's smoothness, the slides' assumption (1)); the formula is the usual "
-     "convention, not verified in the slides; the authors' code takes raw rates 0.005 / 0.003"),
-    "all 100 users every round (the authors' main_plot_fashion.py: num_users = clients_per_round = 100)",
-] + COMMON_ASSUMPTIONS
-TABLE_2_ASSUMPTIONS = [
-    ("stand-in: the authors' code points Table 2 to MNIST (main_plot_mnist.py: the MNIST CNN, 10 users a round, "
-     "mu 0.01, 1000 rounds; fedbench.studies.fedproxvr_mnist); Fashion-MNIST, the slides' other real data set, "
-     "stands in with the same users, model and settings"),
-    (f"step size {LR_CNN:g} for every method (the authors' main.py default, as fedproxvr_mnist); Table 2's beta "
-     "(10, 10, 9) is not used: eta = 1/(beta L) needs an L a CNN does not give; the authors' last MNIST CNN script "
-     "used 0.0005 with tau 10 and B 64"),
-    "10 users a round out of 100 (the authors' main_plot_mnist.py: num_users = clients_per_round = 10)",
-] + COMMON_ASSUMPTIONS
+ASSUMPTIONS = {  # what each table's study assumes where the slides are silent (its entry's deviations)
+    CONVEX: [
+        ("dataset inferred from the authors' code: the slides do not say which table ran on which data; the "
+         "authors' main_plot_fashion.py runs Fashion-MNIST (100 users, two labels) with logistic regression, 100 "
+         "users a round, 1000 rounds and mu 0.1 (Table 1's); Python's random, unseeded by the authors, is seeded "
+         "here"),
+        ("eta = 1/(beta L) with Table 1's beta and L = max_i (||x_i||^2 + 1)/2 over the standardised training "
+         "samples (every per-sample loss's smoothness, the slides' assumption (1)); the formula is the usual "
+         "convention, not verified in the slides; the authors' code takes raw rates 0.005 / 0.003"),
+        "all 100 users every round (the authors' main_plot_fashion.py: num_users = clients_per_round = 100)",
+    ] + COMMON_ASSUMPTIONS,
+    NON_CONVEX: [
+        ("stand-in: the authors' code points Table 2 to MNIST (main_plot_mnist.py: the MNIST CNN, 10 users a "
+         "round, mu 0.01, 1000 rounds; fedbench.studies.fedproxvr_mnist); Fashion-MNIST, the slides' other real "
+         "data set, stands in with the same users, model and settings"),
+        (f"step size {LR_CNN:g} for every method (the authors' main.py default, as fedproxvr_mnist); Table 2's "
+         "beta (10, 10, 9) is not used: eta = 1/(beta L) needs an L a CNN does not give; the authors' last MNIST "
+         "CNN script used 0.0005 with tau 10 and B 64"),
+        "10 users a round out of 100 (the authors' main_plot_mnist.py: num_users = clients_per_round = 10)",
+    ] + COMMON_ASSUMPTIONS,
+}
 
 
 def _rule(task: str) -> str:
@@ -219,31 +211,45 @@ def _rule(task: str) -> str:
             "5 evaluations and the final one, and the best at 25% and 50% of the rounds")
 
 
-CLAIMS = (
-    PaperClaim(
-        id=TABLE_1.claim_id, paper=FEDPROXVR_PAPER, where="slides, 'Comparisons with FedAvg', Table 1",
-        claim="On the convex task, FedProxVR (SVRG 84.12%, SARAH 84.21%) reaches a higher test accuracy than FedAvg "
-              "(84.02%).",
-        published={"value": published_gain(PUBLISHED_TABLE_1, "SVRG"), "unit": "accuracy points",
-                   "scope": "SVRG - FedAvg (SARAH - FedAvg: +0.19), convex task, 100 users, best hyperparameters "
-                            "(Table 1)",
-                   "statement": "SVRG 84.12%, SARAH 84.21%, FedAvg 84.02%; the dataset is not stated (the authors' "
-                                "code: Fashion-MNIST, logistic regression)", "table": PUBLISHED_TABLE_1},
-        rule=_rule("convex task (Table 1's settings)"), rounds_paper=PAPER_ROUNDS, fidelity="paper-scale",
-        note="; ".join(TABLE_1_ASSUMPTIONS)),
-    PaperClaim(
-        id=TABLE_2.claim_id, paper=FEDPROXVR_PAPER, where="slides, 'Comparisons with FedAvg', Table 2",
-        claim="On the non-convex task, FedProxVR (SVRG 94.06%, SARAH 93.75%) reaches a higher test accuracy than "
-              "FedAvg (93.52%).",
-        published={"value": published_gain(PUBLISHED_TABLE_2, "SVRG"), "unit": "accuracy points",
-                   "scope": "SVRG - FedAvg (SARAH - FedAvg: +0.23), non-convex task, 10 users, best hyperparameters "
-                            "(Table 2)",
-                   "statement": "SVRG 94.06%, SARAH 93.75%, FedAvg 93.52%; the dataset and model are not stated (the "
-                                "authors' code: MNIST, their CNN)", "table": PUBLISHED_TABLE_2},
-        rule=_rule("non-convex task (Table 2's settings, Fashion-MNIST standing in for MNIST)"),
-        rounds_paper=PAPER_ROUNDS, fidelity="stand-in", note="; ".join(TABLE_2_ASSUMPTIONS)),
-)
-ASSUMPTIONS = {TABLE_1.claim_id: TABLE_1_ASSUMPTIONS, TABLE_2.claim_id: TABLE_2_ASSUMPTIONS}
+_ARMS = (  # Table 1 on mclr, all 100 users a round; Table 2 (stand-in) on the authors' CNN, 10 users a round
+    _table("mclr", 100, {"FedAvg": {"tau": 10, "mu": 0.0, "batch_size": 16, "beta": 10.0},
+                         "SVRG": {"tau": 20, "mu": 0.1, "batch_size": 32, "beta": 10.0},
+                         "SARAH": {"tau": 20, "mu": 0.1, "batch_size": 32, "beta": 5.0}})
+    + _table("fedproxvr_cnn", 10, {"FedAvg": {"tau": 20, "mu": 0.0, "batch_size": 16, "lr": LR_CNN},
+                                   "SVRG": {"tau": 20, "mu": 0.01, "batch_size": 16, "lr": LR_CNN},
+                                   "SARAH": {"tau": 20, "mu": 0.01, "batch_size": 32, "lr": LR_CNN}}))
+DECLARATION = StudyDeclaration(
+    name=NAME, paper=FEDPROXVR_PAPER,
+    dataset="full Fashion-MNIST, 100 users of two labels (35,528 train / 11,893 test images)",
+    variants=("fashion_mnist_fedproxvr",), arms=_ARMS, seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS,
+    evaluation=DEFAULT_EVALUATIONS,  # every round, all users (the authors' eval_every = 1): see the docstring
+    scales=_scales(_ARMS, BUDGETS["paper"]),
+    claims=(
+        Claim(
+            id=CONVEX, where="slides, 'Comparisons with FedAvg', Table 1",
+            claim_text="On the convex task, FedProxVR (SVRG 84.12%, SARAH 84.21%) reaches a higher test accuracy "
+                       "than FedAvg (84.02%).",
+            published={"value": published_gain(PUBLISHED_TABLE_1, "SVRG"), "unit": "accuracy points",
+                       "scope": "SVRG - FedAvg (SARAH - FedAvg: +0.19), convex task, 100 users, best "
+                                "hyperparameters (Table 1)",
+                       "statement": "SVRG 84.12%, SARAH 84.21%, FedAvg 84.02%; the dataset is not stated (the "
+                                    "authors' code: Fashion-MNIST, logistic regression)", "table": PUBLISHED_TABLE_1},
+            rule=_rule("convex task (Table 1's settings)"), reads=("mclr/FedAvg", "mclr/SVRG", "mclr/SARAH"),
+            rounds_paper=PAPER_ROUNDS, fidelity="paper-scale", note="; ".join(ASSUMPTIONS[CONVEX])),
+        Claim(
+            id=NON_CONVEX, where="slides, 'Comparisons with FedAvg', Table 2",
+            claim_text="On the non-convex task, FedProxVR (SVRG 94.06%, SARAH 93.75%) reaches a higher test "
+                       "accuracy than FedAvg (93.52%).",
+            published={"value": published_gain(PUBLISHED_TABLE_2, "SVRG"), "unit": "accuracy points",
+                       "scope": "SVRG - FedAvg (SARAH - FedAvg: +0.23), non-convex task, 10 users, best "
+                                "hyperparameters (Table 2)",
+                       "statement": "SVRG 94.06%, SARAH 93.75%, FedAvg 93.52%; the dataset and model are not stated "
+                                    "(the authors' code: MNIST, their CNN)", "table": PUBLISHED_TABLE_2},
+            rule=_rule("non-convex task (Table 2's settings, Fashion-MNIST standing in for MNIST)"),
+            reads=("fedproxvr_cnn/FedAvg", "fedproxvr_cnn/SVRG", "fedproxvr_cnn/SARAH"),
+            rounds_paper=PAPER_ROUNDS, fidelity="stand-in", note="; ".join(ASSUMPTIONS[NON_CONVEX])),
+    ))
+TITLES = {CONVEX: "Table 1: mclr, 100 users a round", NON_CONVEX: "Table 2 (stand-in): fedproxvr_cnn, 10 users a round"}
 
 
 def smoothness(x: np.ndarray) -> float:
@@ -256,33 +262,35 @@ def data_smoothness(real_root: str) -> float:
     """L of fashion_mnist_fedproxvr's training samples as the model sees them (standardised)."""
     from fedbench.data.transforms import model_inputs
 
-    return smoothness(model_inputs(load_real(VARIANTS[0], real_root), "train"))
+    return smoothness(model_inputs(load_real(DECLARATION.variants[0], real_root), "train"))
 
 
-def simulation(table: Table, method: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:
-    """FedAvg (tau minibatch SGD steps) or FedProxVR with the SVRG or SARAH estimator (the full-gradient step,
-    then tau - 1 minibatch steps), with ``table``'s row for ``method``."""
+def simulation(arm: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:
+    """Arm ``arm`` (``<model>/<method>``) of its table: FedAvg (tau minibatch SGD steps) or FedProxVR with the SVRG or
+    SARAH estimator (the full-gradient step, then tau - 1 minibatch steps)."""
     from fedbench.algorithms.fedavg import FedAvg
     from fedbench.algorithms.fedproxvr import FedProxVR
 
-    row = table.rows[method]
-    tau = min(row.tau, budget.tau_cap) if budget.tau_cap else row.tau
-    dataset = functools.partial(load_real, VARIANTS[0], str(real_root))
+    row, method, variant = DECLARATION.arm(arm).settings, method_of(arm), DECLARATION.variants[0]
+    table = next(c.id for c in DECLARATION.claims if arm in c.reads)
+    tau = min(row["tau"], budget.tau_cap) if budget.tau_cap else row["tau"]
+    dataset = functools.partial(load_real, variant, str(real_root))
     ds = dataset()
-    lip = data_smoothness(str(real_root)) if row.beta else 0.0
-    eta = 1.0 / (row.beta * lip) if row.beta else row.lr
-    knobs = {"table": table.claim_id, "method": method, "dataset": VARIANTS[0], "model": table.model, "tau": tau,
-             "eta": eta, "beta": row.beta, "smoothness_L": lip}
-    users = min(table.users_per_round, ds.num_clients)
-    common = {"rounds": budget.rounds, "clients_per_round": users, "batch_size": row.batch, "seed": seed,
-              "device": budget.device}
+    beta = row.get("beta", 0.0)
+    lip = data_smoothness(str(real_root)) if beta else 0.0
+    eta = 1.0 / (beta * lip) if beta else row["lr"]
+    knobs = {"table": table, "method": method, "dataset": variant, "model": row["model"], "tau": tau, "eta": eta,
+             "beta": beta, "smoothness_L": lip}
+    common = {"rounds": budget.rounds, "clients_per_round": min(row["users_per_round"], ds.num_clients),
+              "batch_size": row["batch_size"], "seed": seed, "device": budget.device,
+              "evaluations": DECLARATION.evaluation}
     if method == "FedAvg":
         cfg = sim_config(local_steps=tau, **common)
         algorithm: Any = FedAvg(lr=eta)
     else:
         cfg = sim_config(local_steps=tau - 1, **common)
-        algorithm = FedProxVR(lr=eta, mu=row.mu, tau=tau, estimator=method.lower(), beta=row.beta, smoothness=lip)
-    return Simulation(f"{table.model}/{method}/seed={seed}", cfg, dataset, build(table.model, ds), algorithm, knobs)
+        algorithm = FedProxVR(lr=eta, mu=row["mu"], tau=tau, estimator=method.lower(), beta=beta, smoothness=lip)
+    return Simulation(f"{arm}/seed={seed}", cfg, dataset, build(row["model"], ds), algorithm, knobs)
 
 
 def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0) -> float:
@@ -310,65 +318,61 @@ def figure(path: Path, panels: dict[str, dict[str, np.ndarray]]) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+    from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
-    out = study.out
-    tables = [t for t in TABLES if t.claim_id in b.tables]
-    by_id = {t.claim_id: t for t in TABLES}
-    sims = {(t.claim_id, m, s): simulation(t, m, s, b, real_root) for t in tables for s in b.seeds for m in METHODS}
+    variant, tables = DECLARATION.variants[0], [c for c in DECLARATION.claims if c.id in b.tables]
+    sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root) for c in tables for s in b.seeds for a in c.reads}
     runs = study.run(sims, lambda sim, o: sim_record(sim, o, metrics={
         "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
     study.write()
     png = f"{NAME}.png"
-    titles = {TABLE_1.claim_id: "Table 1: mclr, 100 users a round", TABLE_2.claim_id: "Table 2 (stand-in): "
-              "fedproxvr_cnn, 10 users a round"}
-    panels = {titles[t.claim_id]: {m: np.mean([100 * np.array(runs[(t.claim_id, m, s)].series("test/accuracy"))
-                                               for s in b.seeds], 0) for m in METHODS} for t in tables}
-    figure(out / png, panels)
-    ds = load_real(VARIANTS[0], str(real_root))
+    figure(study.out / png, {TITLES[c.id]: {method_of(a): np.mean(
+        [100 * np.array(runs[(c.id, method_of(a), s)].series("test/accuracy")) for s in b.seeds], 0) for a in c.reads}
+        for c in tables})
+    ds = load_real(variant, str(real_root))
     entries = []
-    for c in CLAIMS:
-        if c.id not in b.tables:
+    for c in DECLARATION.claims:
+        if c not in tables:
             (entry,) = [e for e in not_run_entry(NAME) if e["id"] == c.id]
             entries.append(entry)
             continue
-        t = by_id[c.id]
+        rows = {method_of(a): DECLARATION.arm(a).settings for a in c.reads}
+        methods, vr = list(rows), list(rows)[1:]  # FedAvg, then the VR methods compared with it
 
-        def acc(m, s, reading, bud, t=t):
-            return accuracy(runs[(t.claim_id, m, s)], reading, b.rounds, bud)
+        def acc(m, s, reading, bud, c=c):
+            return accuracy(runs[(c.id, m, s)], reading, b.rounds, bud)
 
-        parts = [Part(f"{m} - FedAvg", Rule("greater", 0.0, "accuracy points")) for m in METHODS[1:]]
-        result = judge(parts, lambda r, bud, acc=acc: [[acc(m, s, r, bud) - acc("FedAvg", s, r, bud)
-                                                        for s in b.seeds] for m in METHODS[1:]],
+        parts = [Part(f"{m} - FedAvg", Rule("greater", 0.0, "accuracy points")) for m in vr]
+        result = judge(parts, lambda r, bud, acc=acc, vr=vr: [[acc(m, s, r, bud) - acc("FedAvg", s, r, bud)
+                                                               for s in b.seeds] for m in vr],
                        "best", READINGS, paper_budget=PAPER_ROUNDS / b.rounds,
                        reading_names={"best": "best evaluation", "tail": "mean of the last 5", "final": "final round"})
-        best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in METHODS}
-        published = PUBLISHED_TABLE_1 if t is TABLE_1 else PUBLISHED_TABLE_2
-        lip = data_smoothness(str(real_root)) if t is TABLE_1 else None
-        steps = {m: sims[(t.claim_id, m, b.seeds[0])].knobs["eta"] for m in METHODS}
+        best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
+        lip = data_smoothness(str(real_root)) if "beta" in rows["FedAvg"] else None
+        steps = {m: sims[(c.id, m, b.seeds[0])].knobs["eta"] for m in methods}
         observed = (f"best test accuracy (mean of {len(b.seeds)} seeds): "
-                    + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in METHODS)
-                    + " (slides: " + ", ".join(f"{r['algorithm']} {r['accuracy']:.2f}" for r in published)
+                    + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in methods)
+                    + " (slides: " + ", ".join(f"{r['algorithm']} {r['accuracy']:.2f}" for r in c.published["table"])
                     + "); VR - FedAvg: " + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"])
                     + (f"; L = {lip:.1f}, eta = " if lip else "; eta = ")
-                    + ", ".join(f"{m} {steps[m]:.3g}" for m in METHODS))
+                    + ", ".join(f"{m} {steps[m]:.3g}" for m in methods))
         deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau capped at {b.tau_cap}: the "
                         "test suite's fixture scale")] if budget == "fixture" else []) + ASSUMPTIONS[c.id]
-        entry = base_entry(
-            c, scale={"study": NAME, "budget": budget, "variant": VARIANTS[0], "model": t.model,
-                      "users": ds.num_clients, "users_per_round": min(t.users_per_round, ds.num_clients),
-                      "rounds": b.rounds, "rows": {m: dataclasses.asdict(r) for m, r in t.rows.items()}, "tau_cap": b.tau_cap,
-                      "smoothness_L": lip, "eta": steps, "device": b.device},
-            deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": titles[c.id]},
-            fidelity="stand-in" if budget == "fixture" else None, rounds_run=b.rounds,
+        users = rows["FedAvg"]["users_per_round"]
+        entry = DECLARATION.entry(
+            c.id, scale={"study": NAME, "budget": budget, "variant": variant, "model": rows["FedAvg"]["model"],
+                         "users": ds.num_clients, "users_per_round": min(users, ds.num_clients), "rounds": b.rounds,
+                         "rows": {m: row_of(r) for m, r in rows.items()}, "tau_cap": b.tau_cap, "smoothness_L": lip,
+                         "eta": steps, "device": b.device},
+            deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": TITLES[c.id]},
+            **({"fidelity": "stand-in"} if budget == "fixture" else {}), rounds_run=b.rounds,
             training_seeds=list(b.seeds), observed=observed,
             reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
-                        **{m: [round(v, 3) for v in best[m]] for m in METHODS}})
+                        **{m: [round(v, 3) for v in best[m]] for m in methods}})
         entries.append(judged(entry, result))
     return entries
-

@@ -1,6 +1,6 @@
 """FedProxVR on Fashion-MNIST (Table 1 paper-scale, Table 2 stand-in): end to end on fixture-sized
-fashion_mnist_fedproxvr, the declared runs of the paper and convex budgets, the smoothness bound, repeatability
-and the not-run entries."""
+fashion_mnist_fedproxvr, the declaration and the declared runs of the paper and convex budgets, the smoothness bound,
+repeatability and the not-run entries."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from tests.data import fixtures
 from tests.studies import assert_valid_entries
 
 FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2, "tf_validation_size": 0}
-TABLE_1, TABLE_2 = study.TABLE_1, study.TABLE_2
+D = study.DECLARATION
+CONVEX, NON_CONVEX = "fedproxvr/fashion/convex-accuracy", "fedproxvr/fashion/non-convex-accuracy"
+METHODS = ("FedAvg", "SVRG", "SARAH")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def real_root(tmp_path_factory):
     raw.mkdir(parents=True)
     for name, data in fixtures.mnist_like().items():
         (raw / name).write_bytes(data)
-    stages.prepare_dataset(study.VARIANTS[0], root, raw=root / "raw", verify=False, variant_params=FIXTURE_PARAMS)
+    stages.prepare_dataset(D.variants[0], root, raw=root / "raw", verify=False, variant_params=FIXTURE_PARAMS)
     return root / "real"
 
 
@@ -44,7 +46,7 @@ def fixture_run(real_root):
 def test_fixture_budget_judges_both_tables_end_to_end(fixture_run):
     claims, out = fixture_run
     assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS] == [TABLE_1.claim_id, TABLE_2.claim_id]
+    assert [c["id"] for c in claims] == [c.id for c in D.claims] == [CONVEX, NON_CONVEX]
     b = study.BUDGETS["fixture"]
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in" and c["rounds_run"] == b.rounds
@@ -63,17 +65,43 @@ def test_fixture_budget_judges_both_tables_end_to_end(fixture_run):
     assert t2["deviations"][1].startswith("stand-in: the authors' code points Table 2 to MNIST")
     assert (out / f"{study.NAME}.png").stat().st_size > 0
     records = read_simulations(out)
-    assert len(records) == 2 * len(study.METHODS) * len(b.seeds)
+    assert len(records) == 2 * len(METHODS) * len(b.seeds)
     assert {r["params"]["algorithm"] for r in records} == {"FedAvg", "FedProxVR"}
     assert all(len(r["history"]["test/accuracy"]) == b.rounds + 1 for r in records)
     saved = json.loads((out / "claims.json").read_text())
     assert saved["budget"] == "fixture" and [c["id"] for c in saved["claims"]] == [t1["id"], t2["id"]]
 
 
+def test_the_declaration_is_the_tables_as_run():
+    assert [a.name for a in D.arms] == [f"{model}/{m}" for model in ("mclr", "fedproxvr_cnn") for m in METHODS]
+    t1, t2 = D.claims
+    assert list(t1.reads) == [a.name for a in D.arms[:3]] and list(t2.reads) == [a.name for a in D.arms[3:]]
+    assert [study.row_of(D.arm(a).settings) for a in t1.reads] == [  # Table 1's (tau, mu, B, beta)
+        {"tau": 10, "mu": 0.0, "batch": 16, "beta": 10.0, "lr": 0.0},
+        {"tau": 20, "mu": 0.1, "batch": 32, "beta": 10.0, "lr": 0.0},
+        {"tau": 20, "mu": 0.1, "batch": 32, "beta": 5.0, "lr": 0.0}]
+    assert [study.row_of(D.arm(a).settings) for a in t2.reads] == [  # Table 2's (tau, mu, B), step 0.01
+        {"tau": 20, "mu": 0.0, "batch": 16, "beta": 0.0, "lr": 0.01},
+        {"tau": 20, "mu": 0.01, "batch": 16, "beta": 0.0, "lr": 0.01},
+        {"tau": 20, "mu": 0.01, "batch": 32, "beta": 0.0, "lr": 0.01}]
+    assert {D.arm(a).settings["users_per_round"] for a in t1.reads} == {100}
+    assert {D.arm(a).settings["users_per_round"] for a in t2.reads} == {10}
+    assert D.seeds == D.seeds_at("paper") == D.seeds_at("convex") == (0, 1, 2, 3, 4) and D.seeds_at("fixture") == (0, 1)
+    assert D.data_seeds == () and D.variants == ("fashion_mnist_fedproxvr",) and D.knobs == {}
+    assert (D.rounds("paper"), D.rounds("convex"), D.rounds("fixture")) == (1000, 1000, 2)
+    assert [(e.split, e.every, e.final, e.clients_sample, e.samples_sample) for e in D.evaluation] == [
+        ("train", 1, True, None, None), ("test", 1, True, None, None)]  # every round, every user (eval_every 1)
+    assert [(c.fidelity, c.rounds_paper) for c in D.claims] == [("paper-scale", 1000), ("stand-in", 1000)]
+    # the paper budget's 30 runs: local work in minibatch gradients (VR: ceil(355.28 / B) + 2 (tau - 1))
+    assert [(s.model, s.runs, s.clients_per_round, s.local_steps) for s in D.scales] == [
+        ("mclr", 5, 100, 10), ("mclr", 5, 100, 12 + 38), ("mclr", 5, 100, 12 + 38),
+        ("fedproxvr_cnn", 5, 10, 20), ("fedproxvr_cnn", 5, 10, 23 + 38), ("fedproxvr_cnn", 5, 10, 12 + 38)]
+
+
 def test_paper_budget_declares_the_tables_runs(real_root):
     b = study.BUDGETS["paper"]
     assert b.seeds == (0, 1, 2, 3, 4) and b.rounds == 1000 and b.device == "auto" and b.tau_cap == 0
-    fedavg, svrg, sarah = (study.simulation(TABLE_1, m, s, b, real_root) for m, s in
+    fedavg, svrg, sarah = (study.simulation(f"mclr/{m}", s, b, real_root) for m, s in
                            (("FedAvg", 0), ("SVRG", 1), ("SARAH", 2)))
     # Table 1: FedAvg 10 minibatch steps of 16; FedProxVR the full-gradient step + 19 steps of 32, mu 0.1
     assert (fedavg.config.local_steps, fedavg.config.batch_size) == (10, 16)
@@ -84,14 +112,15 @@ def test_paper_budget_declares_the_tables_runs(real_root):
     assert fedavg.algorithm.lr == svrg.algorithm.eta == pytest.approx(1 / (10 * lip))
     assert sarah.algorithm.eta == pytest.approx(1 / (5 * lip)) and (svrg.algorithm.beta, sarah.algorithm.beta) == (10, 5)
     assert fedavg.dataset() is svrg.dataset()  # one cached copy shared by every run
-    fedavg2, svrg2, sarah2 = (study.simulation(TABLE_2, m, 0, b, real_root) for m in study.METHODS)
+    fedavg2, svrg2, sarah2 = (study.simulation(f"fedproxvr_cnn/{m}", 0, b, real_root) for m in METHODS)
     assert (fedavg2.config.local_steps, fedavg2.config.batch_size) == (20, 16)
     assert (svrg2.config.local_steps, svrg2.config.batch_size, sarah2.config.batch_size) == (19, 16, 32)
     assert svrg2.algorithm.mu == sarah2.algorithm.mu == 0.01
     assert fedavg2.algorithm.lr == svrg2.algorithm.eta == sarah2.algorithm.eta == 0.01
     assert fedavg2.config.device == "auto"
     convex = study.BUDGETS["convex"]  # Table 1 alone, at the paper's scale
-    assert (convex.tables, convex.rounds, convex.seeds, convex.tau_cap) == ((TABLE_1.claim_id,), 1000, b.seeds, 0)
+    assert (convex.tables, convex.rounds, convex.seeds, convex.tau_cap) == ((CONVEX,), 1000, b.seeds, 0)
+    assert fedavg.name == "mclr/FedAvg/seed=0" and fedavg.knobs["table"] == CONVEX and fedavg2.knobs["table"] == NON_CONVEX
 
 
 def test_smoothness_is_the_largest_per_sample_bound():
@@ -101,7 +130,7 @@ def test_smoothness_is_the_largest_per_sample_bound():
 
 def test_same_seed_same_numbers(real_root):
     b = study.BUDGETS["fixture"]
-    sims = [study.simulation(TABLE_1, "SARAH", 0, b, real_root)]
+    sims = [study.simulation("mclr/SARAH", 0, b, real_root)]
     first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
     assert first.param_digest == second.param_digest
     assert first.series("test/accuracy") == second.series("test/accuracy")
@@ -109,7 +138,7 @@ def test_same_seed_same_numbers(real_root):
 
 def test_not_run_entries_have_the_command_and_a_cost():
     entries = not_run_entry(study.NAME)
-    assert [e["id"] for e in entries] == [TABLE_1.claim_id, TABLE_2.claim_id]
+    assert [e["id"] for e in entries] == [CONVEX, NON_CONVEX]
     assert [e["fidelity"] for e in entries] == ["paper-scale", "stand-in"]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
@@ -120,16 +149,16 @@ def test_not_run_entries_have_the_command_and_a_cost():
 def test_a_budget_without_table_2_leaves_it_not_run(real_root, tmp_path, monkeypatch):
     """The convex budget's path (Table 1 alone), at the fixture's scale: Table 2's entry is the not-run entry."""
     fixture = study.BUDGETS["fixture"]
-    monkeypatch.setitem(study.BUDGETS, "convex", dataclasses.replace(fixture, tables=(TABLE_1.claim_id,)))
+    monkeypatch.setitem(study.BUDGETS, "convex", dataclasses.replace(fixture, tables=(CONVEX,)))
     t1, t2 = study.run(tmp_path, workers=1, budget="convex", real_root=real_root)
-    assert t1["id"] == TABLE_1.claim_id and t1["verdict"] != "not-run" and t1["scale"]["budget"] == "convex"
+    assert t1["id"] == CONVEX and t1["verdict"] != "not-run" and t1["scale"]["budget"] == "convex"
     assert t2 == not_run_entry(study.NAME)[1] and t2["verdict"] == "not-run"
-    assert {r["params"]["table"] for r in read_simulations(tmp_path)} == {TABLE_1.claim_id}
+    assert {r["params"]["table"] for r in read_simulations(tmp_path)} == {CONVEX}
 
 
 def test_published_values_are_the_tables_differences_like_the_effect():
     """The effect is FedProxVR's accuracy minus FedAvg's, so the published value is the tables' SVRG - FedAvg."""
-    (t1, t2) = study.CLAIMS
+    (t1, t2) = D.claims
     assert (t1.published["value"], t1.published["unit"]) == (0.10, "accuracy points")  # 84.12 - 84.02
     assert (t2.published["value"], t2.published["unit"]) == (0.54, "accuracy points")  # 94.06 - 93.52
     assert study.published_gain(study.PUBLISHED_TABLE_1, "SARAH") == 0.19
@@ -141,15 +170,14 @@ def _as_run_left_it():
     first published value (SVRG's accuracy, 84.12)."""
     from fedbench.claims.entry import judged
 
-    c = study.CLAIMS[0]
+    c = D.claims[0]
     first = dataclasses.replace(c, published=c.published | {"value": 84.12, "unit": "test accuracy (%)"})
     parts = [{"part": "SVRG - FedAvg", "rule": "r", "verdict": "reproduced", "estimate": 0.220298,
               "ci95": [0.143791, 0.296804], "unit": "accuracy points"},
              {"part": "SARAH - FedAvg", "rule": "r", "verdict": "reproduced", "estimate": 3.68452,
               "ci95": [3.14447, 4.22457], "unit": "accuracy points"}]
-    from fedbench.studies.real_data import base_entry
-
-    e = base_entry(first, scale={}, deviations=[], figure=None, rounds_run=1000, training_seeds=[0, 1, 2, 3, 4])
+    e = dataclasses.replace(D, claims=(first, D.claims[1])).entry(c.id, scale={}, deviations=[], figure=None,
+                                                                  rounds_run=1000)
     result = {"verdict": "reproduced", "effect": parts[0], "parts": parts, "sensitivity": [], "would_change": "w"}
     return c, judged(e, result) | {"cost": {"measured": True}}
 
@@ -172,7 +200,7 @@ def test_a_recorded_run_is_rejudged_with_the_corrected_published_value():
 def test_the_report_reads_a_recorded_run_with_the_current_declaration(tmp_path):
     from fedbench.report import real_claims
 
-    c, old = _as_run_left_it()
+    _, old = _as_run_left_it()
     stale = dict(not_run_entry(study.NAME)[1])  # Table 2 as the convex run left it: the first declaration
     stale |= {"published": stale["published"] | {"value": 94.06}, "seeds": {"training": [], "data": []}}
     folder = tmp_path / "studies" / study.NAME
