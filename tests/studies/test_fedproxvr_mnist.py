@@ -61,6 +61,8 @@ def test_the_declaration_is_table_2_as_run():
     assert [(a.settings["tau"], a.settings["mu"], a.settings["batch_size"]) for a in D.arms] == [
         (20, 0.0, 16), (20, 0.01, 16), (20, 0.01, 32)]  # Table 2's tau, mu, B
     assert {a.settings["lr"] for a in D.arms} == {0.01} and D.knobs == {}
+    paper = study.BUDGETS["paper"]  # the paper budget runs the arms' tau (VR iterations, FedAvg's epochs)
+    assert (paper.fedavg_epochs, paper.tau, paper.tau) == tuple(a.settings["tau"] for a in D.arms)
     assert D.seeds == D.seeds_at("paper") == (0, 1, 2, 3, 4) and D.seeds_at("fixture") == (0, 1)
     assert D.data_seeds == () and D.variants == ("mnist_fedproxvr",) and D.rounds("paper") == 1000
     assert [(e.split, e.every, e.final, e.clients_sample, e.samples_sample) for e in D.evaluation] == [
