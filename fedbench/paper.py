@@ -277,7 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("profile", choices=list(PROFILES))
     r = sub.add_parser("run", help="print a study's cost and downloads, ask, then fetch its data, train its runs, "
                                    "rebuild reports/ (a claim study: its variants built, then what `fedbench study "
-                                   "run NAME --budget BUDGET` does)")
+                                   "run NAME --budget BUDGET` does)",
+                       description="Print study NAME's cost and downloads and ask; then fetch and build its data, "
+                                   "run it and rebuild reports/. A FedProx study trains its runs with the train "
+                                   "stage's code into runs/; a claim study (real data) runs by exactly `fedbench study "
+                                   "run NAME --budget BUDGET` (the same function), into runs/studies/NAME/ at the "
+                                   "paper budget, runs/studies-BUDGET/NAME/ at another.")
     r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--yes", "-y", action="store_true", help="start without asking (needed when stdin is not a terminal)")
