@@ -16,7 +16,8 @@ first, and writes there at it, and beside it at any other, so that no budget eve
 
 The report reads a paper-scale study from :func:`reported_folder`: its home folder, else the folder of the first other
 budget it declares that has run (each entry's cost names the budget it ran at; the fixture budget's entries say
-stand-in).
+stand-in). A paper-scale study's budget reuses the finished simulations of its other budgets by fingerprint
+(:func:`offer_outcomes`) without writing into their folders.
 """
 
 from __future__ import annotations
@@ -81,6 +82,36 @@ def reported_folder(name: str, runs_root: Path = RUNS_ROOT) -> Path:
     return next((f for f in folders if (f / "claims.json").exists()), folders[0])
 
 
+def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_ROOT) -> int:
+    """Fingerprint reuse across the budgets of paper-scale study ``name``: the finished simulations its other budgets
+    kept (``<folder>/outcomes/<fingerprint>.json``, fedbench.studies.reuse) linked into ``budget``'s outcomes where it
+    lacks them, so that a budget whose runs another one computed (fedproxvr_fashion's paper budget after its convex
+    one, Table 1's runs) reads them back instead of recomputing them, as when both shared one folder; the run prunes
+    those it does not use. The other budgets' folders are only read (hard links to files that are only ever replaced,
+    never rewritten; copies where a link is not possible). The number offered."""
+    import os
+    import shutil
+
+    from fedbench.studies.reuse import OUTCOMES
+
+    target = study_root(cfg, name, budget, runs_root) / name / OUTCOMES
+    offered = 0
+    for other in study_budgets(name):
+        source = study_root(cfg, name, other, runs_root) / name / OUTCOMES
+        if other == budget or not source.is_dir():
+            continue
+        for f in sorted(source.glob("*.json")):
+            if (target / f.name).exists():
+                continue
+            target.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(f, target / f.name)
+            except OSError:
+                shutil.copy2(f, target / f.name)
+            offered += 1
+    return offered
+
+
 def missing_variant(name: str, real_root: Path) -> str | None:
     """The first real variant paper-scale study ``name`` trains on that is not built in ``real_root`` (no
     ``meta.json``, written last: fedbench.data.format); None where all are."""
@@ -112,6 +143,8 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
         if (variant := missing_variant(name, real_root)) is not None:
             raise DataError(f"study {name}: its real variant {variant} is not built (no {real_root / variant}/"
                             f"meta.json); `fedbench paper run {name}` fetches and builds it")
+    if root is None and paper_scale:
+        offer_outcomes(cfg, name, budget, runs_root)
     root = study_root(cfg, name, budget, runs_root) if root is None else Path(root)
     return run_claim_study(name, root, workers=workers, budget=None if budget == PIPELINE_BUDGET else budget,
                            executor=ExecutorSettings.of(cfg.train), seeds=declared.seeds,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fedbench.cli import main
+from fedbench.config import load_config
 from fedbench.report.real_claims import paper_study_entries
 from fedbench.studies import stage
 from fedbench.studies.real_data import claims_of
@@ -129,3 +130,26 @@ def test_runs_root_is_the_runners():
     from fedbench.runner import RUNS_ROOT
 
     assert stage.RUNS_ROOT == RUNS_ROOT
+
+
+def test_a_budget_reuses_the_runs_another_budget_finished_without_touching_its_folder(here, capsys):
+    """Each budget has its own folder, and fingerprint reuse still spans them (fedproxvr_fashion's paper budget reads
+    back the Table 1 runs its convex budget finished): here the fixture budget's runs, found in the paper budget's
+    folder, are read back, not recomputed."""
+    _study_run("--budget", "fixture")
+    fixture = here / "runs" / "studies-fixture" / NAME
+    first = json.loads((fixture / "claims.json").read_text())
+    paper = here / "runs" / "studies" / NAME
+    shutil.copytree(fixture / "outcomes", paper / "outcomes")  # as if the paper budget had finished these runs
+    shutil.rmtree(fixture)
+    before = sorted((p.name, p.read_bytes()) for p in (paper / "outcomes").iterdir())
+    capsys.readouterr()
+    _study_run("--budget", "fixture")
+    out = capsys.readouterr().out
+    n = len(before)
+    assert n > 0 and f"{n} of {n} simulations reused" in out
+    again = json.loads((fixture / "claims.json").read_text())
+    assert _judged(again["claims"]) == _judged(first["claims"])
+    assert sorted(p.name for p in (fixture / "outcomes").iterdir()) == [name for name, _ in before]
+    assert sorted((p.name, p.read_bytes()) for p in (paper / "outcomes").iterdir()) == before  # only read
+    assert stage.offer_outcomes(load_config(PARAMS), NAME, "fixture", Path("runs")) == 0  # it has them all
