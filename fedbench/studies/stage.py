@@ -4,8 +4,9 @@ variants) all do, one code path (:func:`run_study`). params.yaml ``claim_studies
 seeds (fedbench.config.ClaimStudyConfig). What every study's run() shares (its budget checked, its folder, its runs
 and their records) is fedbench.studies.runs.
 
-One output layout per (study, budget), :func:`study_root`; each study has a *home* budget, the one the report reads
-first, and writes there at it, and beside it at any other, so that no budget ever replaces another's output:
+One output layout per (study, budget), :func:`study_root`. Each study has a *home* budget, whose output the report
+reads: run at it, the study writes its home folder; run at any other, a sibling folder of that budget's, so that no
+budget ever replaces another's output:
 
     small claim study (pipeline-sized, generated data)    home: params.yaml's claim_studies budget, else "pipeline"
         at home                 reports/studies/NAME/            (the DVC stage's output; the report reads it)
