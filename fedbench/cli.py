@@ -270,14 +270,21 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-config", parents=[params], help="validate params.yaml and exit")
     c.set_defaults(fn=cmd_check)
 
-    st = sub.add_parser("study", parents=[params], help="the claim studies: list them, or run one (what its DVC stage "
-                                                        "does, at any budget it declares)")
+    st = sub.add_parser("study", parents=[params], help="the claim studies: list them, or run one at any budget it "
+                                                        "declares (what its DVC stage and `paper run` do)")
     st_sub = st.add_subparsers(dest="study_command", required=True, metavar="{list,run}")
     st_sub.add_parser("list", parents=[params], help="each claim study: its budgets, what runs it, its cost where known")
-    sr = st_sub.add_parser("run", parents=[params], help="run claim study NAME into reports/studies/NAME/ (at the budget "
-                                                         "params.yaml gives it) or reports/studies-BUDGET/NAME/")
+    sr = st_sub.add_parser(
+        "run", parents=[params], help="run claim study NAME at a budget it declares (`fedbench study list`)",
+        description="Run claim study NAME at BUDGET: the one code path of the DVC stage study@NAME and of `fedbench "
+                    "paper run NAME`. One folder per (study, budget), so no budget replaces another's output: a small study "
+                    "into reports/studies/NAME/ at the budget params.yaml gives it (else pipeline), "
+                    "reports/studies-BUDGET/NAME/ at another; a paper-scale study (real data) into runs/studies/NAME/ "
+                    "at its paper budget, runs/studies-BUDGET/NAME/ at another (e.g. fixture, convex), reading its "
+                    "variants from data/real/ (`fedbench paper run NAME` fetches and builds them first).")
     sr.add_argument("name", help="a claim study of fedbench/studies/ (`fedbench study list`)")
-    sr.add_argument("--budget", help="a round budget the study declares (default: params.yaml claim_studies', else pipeline)")
+    sr.add_argument("--budget", help="a round budget the study declares (default: params.yaml claim_studies', else "
+                                     "paper for a paper-scale study, else pipeline)")
     sr.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     st.set_defaults(fn=cmd_study)
 

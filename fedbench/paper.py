@@ -11,11 +11,11 @@ params.yaml with the study added (fedbench.studies.paper_profile.overrides, vali
 the study's sources (verified; ``FEDBENCH_MIRROR`` serves them from a mirror), prepares them, builds its dataset,
 trains its runs with the train stage's code (stacked, reused when finished) and rebuilds ``reports/``. For a
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
-the study's variants (``VARIANTS``, with params.yaml's data.variants parameters) the same way, runs the study at
-its ``paper`` budget into ``runs/studies/NAME/`` (train.workers processes, train.executor; on a GPU when there is
-one) and rebuilds ``reports/``: for such a study ``paper run NAME`` is ``fedbench study run NAME --budget paper``
-(the same runner, fedbench.studies.run_claim_study) plus the data fetch, written to ``runs/studies/NAME/`` instead of
-``reports/studies-paper/NAME/``. Nothing is trained before every download has arrived, so an offline machine stops
+the study's variants (its declared variants, with params.yaml's data.variants parameters) the same way, then makes
+exactly the call ``fedbench study run NAME --budget paper`` makes (fedbench.studies.stage.run_study: the one code path,
+train.workers processes, train.executor; on a GPU when there is one) into ``runs/studies/NAME/`` (``--budget B``:
+``runs/studies-B/NAME/``, so no budget replaces another's output; fedbench.studies.stage.study_root) and rebuilds
+``reports/``. Nothing is trained before every download has arrived, so an offline machine stops
 at the first fetch with one line naming the URL.
 
 Before anything starts, ``paper run`` prints the study's cost (projected from measured per-step costs, or measured
@@ -91,16 +91,17 @@ def run(params: str, name: str, data_root: Path = Path("data"), runs_root: Path 
 
 def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress: bool = True,
               budget: str = "paper") -> list[dict]:
-    """Paper-scale claim study ``name``: its variants built, then the study run at ``budget`` into
-    ``runs_root/studies/NAME/`` (replaced atomically when it finishes)."""
-    from fedbench.executors import ExecutorSettings
-    from fedbench.studies import run_claim_study
+    """Paper-scale claim study ``name``: its variants fetched and built into ``data_root/real/``, then exactly
+    ``fedbench study run NAME --budget BUDGET`` (fedbench.studies.stage.run_study, with train.workers processes):
+    into ``runs_root/studies/NAME/`` at the paper budget, ``runs_root/studies-BUDGET/NAME/`` at another (replaced
+    atomically when it finishes)."""
     from fedbench.studies.real_data import variants_of
+    from fedbench.studies.stage import run_study
 
     cfg = load_config(params)
     build_variants(cfg, list(variants_of(name)), data_root, progress)
-    return run_claim_study(name, runs_root / "studies", workers=cfg.train.workers, budget=budget,
-                           executor=ExecutorSettings.of(cfg.train), real_root=data_root / "real")
+    return run_study(cfg, name, budget=budget, workers=cfg.train.workers, runs_root=runs_root,
+                     real_root=data_root / "real")
 
 
 def study_variants(params: str, name: str) -> list[str]:
@@ -275,13 +276,20 @@ def main(argv: list[str] | None = None) -> int:
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's studies")
     pr.add_argument("profile", choices=list(PROFILES))
     r = sub.add_parser("run", help="print a study's cost and downloads, ask, then fetch its data, train its runs, "
-                                   "rebuild reports/")
+                                   "rebuild reports/ (a claim study: its variants built, then what `fedbench study "
+                                   "run NAME --budget BUDGET` does)",
+                       description="Print study NAME's cost and downloads and ask; then fetch and build its data, "
+                                   "run it and rebuild reports/. A FedProx study trains its runs with the train "
+                                   "stage's code into runs/; a claim study (real data) runs by exactly `fedbench study "
+                                   "run NAME --budget BUDGET` (the same function), into runs/studies/NAME/ at the "
+                                   "paper budget, runs/studies-BUDGET/NAME/ at another.")
     r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--yes", "-y", action="store_true", help="start without asking (needed when stdin is not a terminal)")
     r.add_argument("--dry-run", action="store_true", help="print the cost and downloads, start nothing")
     r.add_argument("--budget", default="paper", help="a claim study's budget (its BUDGETS; default paper), e.g. "
-                                                     "fedproxvr_fashion's convex: Table 1 alone")
+                                                     "fedproxvr_fashion's convex: Table 1 alone; written to "
+                                                     "runs/studies/NAME/ at paper, runs/studies-BUDGET/NAME/ otherwise")
     a = p.parse_args(argv)
     if a.command == "run" and a.name not in NAMES:
         import difflib
@@ -312,12 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if a.budget != "paper" and a.name not in CLAIM_STUDIES:
                 raise FedbenchError(f"--budget {a.budget}: only a claim study has budgets; {a.name} runs at the paper's")
-            if a.name in CLAIM_STUDIES:
-                from fedbench.studies.real_data import study_module
+            if a.name in CLAIM_STUDIES:  # the check `fedbench study run` makes, before the cost and any download
+                from fedbench.config import _one_of, study_budgets
 
-                allowed = list(study_module(a.name).BUDGETS)
-                if a.budget not in allowed:
-                    raise FedbenchError(f"--budget {a.budget!r}: study {a.name} has the budgets {', '.join(allowed)}")
+                _one_of(a.budget, study_budgets(a.name), f"--budget (study {a.name})")
             if not confirm(plan(a.params, a.name, budget=a.budget), a.yes, a.dry_run):
                 return 0
             run(a.params, a.name, progress=not a.quiet, budget=a.budget)

@@ -264,7 +264,10 @@ def test_study_root_by_budget():
     assert study_root(cfg, "mime_synthetic", "pipeline") == Path("reports/studies")
     assert study_root(cfg, "fedprox_synthetic", "paper") == Path("reports/studies")  # opt-in at the paper's budget
     assert study_root(cfg, "fedprox_synthetic", "pipeline") == Path("reports/studies-pipeline")
-    assert study_root(cfg, "fedlaavg_cifar10", "paper") == Path("reports/studies-paper")  # not in params.yaml
+    # a paper-scale study: runs/studies at its paper budget (what the report reads), runs/studies-BUDGET otherwise
+    assert study_root(cfg, "fedlaavg_cifar10", "paper") == Path("runs/studies")
+    assert study_root(cfg, "fedproxvr_fashion", "convex", Path("r")) == Path("r/studies-convex")
+    assert study_root(cfg, "mime_emnist", "fixture", Path("r")) == Path("r/studies-fixture")
 
 
 @pytest.mark.parametrize("args, message", [

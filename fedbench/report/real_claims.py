@@ -6,7 +6,8 @@ FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of
 lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
 claims are judged by the paper-scale claim studies of fedbench.studies.paper_profile.CLAIM_STUDIES
 (fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``runs/studies/<name>/claims.json`` where
-``fedbench paper run NAME`` has run one, else ``not-run`` with that command and the cost projected from the
+``fedbench paper run NAME`` has run one (else ``runs/studies-BUDGET/<name>/`` where it ran at another budget:
+fedbench.studies.stage.reported_folder), else ``not-run`` with that command and the cost projected from the
 measured per-step cost of their models (fedbench.bench.costs). A judged entry carries its measured cost
 (device, seconds, hours); a not-run one its projected cost.
 
@@ -562,16 +563,18 @@ def headline_entries() -> list[dict[str, Any]]:
 
 
 def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
-    """The claims of paper-scale study ``name`` as ``fedbench paper run NAME`` left them in
-    ``runs_root/studies/NAME/`` (the budget it ran at in its cost; the fixture budget's entries say stand-in: fixture-sized data),
+    """The claims of paper-scale study ``name`` as ``fedbench paper run NAME`` (``fedbench study run NAME``) left them
+    in ``runs_root/studies/NAME/``, else in the folder of another budget it ran at (fedbench.studies.stage.
+    reported_folder: ``runs_root/studies-BUDGET/NAME/``) (the budget it ran at in its cost; the fixture budget's entries say stand-in: fixture-sized data),
     each with its measured cost; not-run entries with the
     command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
     import json
 
     from fedbench.studies.real_data import claims_of, not_run_entry, redeclared
     from fedbench.studies.record import read_simulations
+    from fedbench.studies.stage import reported_folder
 
-    folder = Path(runs_root) / "studies" / name
+    folder = reported_folder(name, runs_root)  # runs/studies/NAME (paper), else runs/studies-BUDGET/NAME that ran
     pending = not_run_entry(name)
     if not (folder / "claims.json").exists():
         return pending
@@ -610,6 +613,7 @@ def draw_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Pat
     import shutil
 
     from fedbench.report.figures import figure_real
+    from fedbench.studies.stage import reported_folder
 
     drawn = []
     studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + list(STUDIES.values())
@@ -620,7 +624,7 @@ def draw_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Pat
         labels = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", s.best_variant: f"FedProx, μ={s.mu:g}"}
         drawn.append(figure_real(curves.frame, Path(figures_dir) / f"{s.name}.png", s.variant, s.title, labels))
     for name in CLAIM_STUDIES:
-        folder = Path(runs_root) / "studies" / name
+        folder = reported_folder(name, runs_root)  # the folder paper_study_entries read
         if (folder / "claims.json").exists():
             for png in sorted(folder.glob("*.png")):
                 (Path(figures_dir) / name).mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,24 @@
-"""A claim study run as params.yaml declares it: what the DVC stage ``study@NAME`` (pipelines/study.py) and
-``fedbench study run NAME`` both do, one code path. params.yaml ``claim_studies`` gives each study its budget
-and seeds (fedbench.config.ClaimStudyConfig); the study runs at its declared budget into ``reports/studies/NAME/``,
-or at another budget it declares into ``reports/studies-BUDGET/NAME/``. What every study's run() shares (its
-budget checked, its folder, its runs and their records) is fedbench.studies.runs.
+"""A claim study run at one of its budgets: what the DVC stage ``study@NAME`` (pipelines/study.py), ``fedbench study
+run NAME [--budget B]`` and, for a paper-scale study, ``fedbench paper run NAME`` (after it has built the study's real
+variants) all do, one code path (:func:`run_study`). params.yaml ``claim_studies`` gives a small study its budget and
+seeds (fedbench.config.ClaimStudyConfig). What every study's run() shares (its budget checked, its folder, its runs
+and their records) is fedbench.studies.runs.
+
+One output layout per (study, budget), :func:`study_root`. Each study has a *home* budget, whose output the report
+reads: run at it, the study writes its home folder; run at any other, a sibling folder of that budget's, so that no
+budget ever replaces another's output:
+
+    small claim study (pipeline-sized, generated data)    home: params.yaml's claim_studies budget, else "pipeline"
+        at home                 reports/studies/NAME/            (the DVC stage's output; the report reads it)
+        at another budget B     reports/studies-B/NAME/
+    paper-scale claim study (real data: fedbench.studies.paper_profile.CLAIM_STUDIES)              home: "paper"
+        at home                 runs/studies/NAME/               (kept with the train stage's runs)
+        at another budget B     runs/studies-B/NAME/             (e.g. runs/studies-convex/, runs/studies-fixture/)
+
+The report reads a paper-scale study from :func:`reported_folder`: its home folder, else the folder of the first other
+budget it declares that has run (each entry's cost names the budget it ran at; the fixture budget's entries say
+stand-in). A paper-scale study's budget reuses the finished simulations of its other budgets by fingerprint
+(:func:`offer_outcomes`) without writing into their folders.
 """
 
 from __future__ import annotations
@@ -19,34 +35,121 @@ from fedbench.config import (
     available_claim_studies,
     study_budgets,
 )
-from fedbench.errors import ConfigError
+from fedbench.errors import ConfigError, DataError
 from fedbench.executors import ExecutorSettings
 from fedbench.studies import STUDIES_ROOT, WORKERS, run_claim_study
 
+PAPER_BUDGET = "paper"  # a paper-scale study's home budget
+# fedbench.runner.RUNS_ROOT (not imported: it needs pandas); a paper-scale study goes in its studies/
+RUNS_ROOT = Path("runs")
 
-def study_root(cfg: Config, name: str, budget: str) -> Path:
-    """Where claim study ``name`` run at ``budget`` goes: ``reports/studies/`` at its pipeline budget (the one
-    params.yaml's claim_studies gives it; "pipeline" for a study not listed there), ``reports/studies-<budget>/``
-    otherwise, so that another budget never replaces what the pipeline's stage wrote."""
+
+def is_paper_scale(name: str) -> bool:
+    """Whether claim study ``name`` trains on real variants at the paper's scale (paper_profile.CLAIM_STUDIES)."""
+    from fedbench.studies.paper_profile import CLAIM_STUDIES
+
+    return name in CLAIM_STUDIES
+
+
+def home_budget(cfg: Config, name: str) -> str:
+    """The budget whose output the report reads first: "paper" for a paper-scale study, the one params.yaml's
+    claim_studies gives a small study ("pipeline" for one not listed there)."""
+    if is_paper_scale(name):
+        return PAPER_BUDGET
     listed = cfg.claim_studies.get(name)
-    return STUDIES_ROOT if budget == (listed.budget if listed else PIPELINE_BUDGET) else Path(f"{STUDIES_ROOT}-{budget}")
+    return listed.budget if listed else PIPELINE_BUDGET
 
 
-def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = WORKERS,
-              root: Path | None = None) -> list[dict[str, Any]]:
-    """Claim study ``name`` as params.yaml declares it (claim_studies: its budget and seeds), at ``budget`` if given,
-    into ``root`` (default :func:`study_root`), its stacks where train.executor says: what the DVC ``study@NAME``
-    stage and ``fedbench study run NAME`` both do. An unknown study or budget is a ConfigError naming it and what is
-    allowed, raised before anything runs."""
+def budget_root(base: Path, budget: str, home: str) -> Path:
+    """``base`` at the study's home budget, its sibling ``base-BUDGET`` at any other."""
+    return Path(base) if budget == home else Path(f"{base}-{budget}")
+
+
+def study_root(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_ROOT) -> Path:
+    """Where claim study ``name`` run at ``budget`` goes (the folder holding its NAME/ folder; the module docstring's
+    layout): ``runs_root/studies`` or ``runs_root/studies-BUDGET`` for a paper-scale study, ``reports/studies`` or
+    ``reports/studies-BUDGET`` for a small one."""
+    base = Path(runs_root) / "studies" if is_paper_scale(name) else STUDIES_ROOT
+    return budget_root(base, budget, home_budget(cfg, name))
+
+
+def reported_folder(name: str, runs_root: Path = RUNS_ROOT) -> Path:
+    """The folder the report reads paper-scale study ``name`` from: ``runs_root/studies/NAME`` (the paper budget's)
+    where it holds a finished run, else the first other budget's folder that does, in the order the study declares
+    its budgets; the paper budget's folder where none has run."""
+    base = Path(runs_root) / "studies"
+    budgets = [PAPER_BUDGET] + [b for b in study_budgets(name) if b != PAPER_BUDGET]
+    folders = [budget_root(base, b, PAPER_BUDGET) / name for b in budgets]
+    return next((f for f in folders if (f / "claims.json").exists()), folders[0])
+
+
+def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_ROOT) -> int:
+    """Fingerprint reuse across the budgets of paper-scale study ``name``: the finished simulations its other budgets
+    kept (``<folder>/outcomes/<fingerprint>.json``, fedbench.studies.reuse) linked into ``budget``'s outcomes where it
+    lacks them, so that a budget whose runs another one computed (fedproxvr_fashion's paper budget after its convex
+    one, Table 1's runs) reads them back instead of recomputing them, as when both shared one folder; the run prunes
+    those it does not use. The other budgets' folders are only read (hard links to files that are only ever replaced,
+    never rewritten; copies where a link is not possible). The number offered."""
+    import os
+    import shutil
+
+    from fedbench.studies.reuse import OUTCOMES
+
+    target = study_root(cfg, name, budget, runs_root) / name / OUTCOMES
+    offered = 0
+    for other in study_budgets(name):
+        source = study_root(cfg, name, other, runs_root) / name / OUTCOMES
+        if other == budget or not source.is_dir():
+            continue
+        for f in sorted(source.glob("*.json")):
+            if (target / f.name).exists():
+                continue
+            target.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(f, target / f.name)
+            except OSError:
+                shutil.copy2(f, target / f.name)
+            offered += 1
+    return offered
+
+
+def missing_variant(name: str, real_root: Path) -> str | None:
+    """The first real variant paper-scale study ``name`` trains on that is not built in ``real_root`` (no
+    ``meta.json``, written last: fedbench.data.format); None where all are."""
+    from fedbench.studies.real_data import variants_of
+
+    return next((v for v in variants_of(name) if not (Path(real_root) / v / "meta.json").exists()), None)
+
+
+def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = WORKERS, root: Path | None = None,
+              runs_root: Path = RUNS_ROOT, real_root: Path | None = None) -> list[dict[str, Any]]:
+    """Claim study ``name`` at ``budget`` (default: params.yaml claim_studies' for a small study, "paper" for a
+    paper-scale one) with params.yaml's seeds for it, into ``root`` (default :func:`study_root`), its stacks where
+    train.executor says: what the DVC ``study@NAME`` stage, ``fedbench study run NAME`` and ``fedbench paper run
+    NAME`` all do. A paper-scale study reads its real variants from ``real_root`` (default data/real). An unknown
+    study or budget, or a variant not built, is one line naming it and what is allowed (or the command that builds
+    it), raised before anything runs."""
     _one_of(name, available_claim_studies(), "study")
-    declared = cfg.claim_studies.get(name, ClaimStudyConfig())
+    home = home_budget(cfg, name)
+    declared = cfg.claim_studies.get(name, ClaimStudyConfig(budget=home))
     budget = declared.budget if budget is None else budget
     _one_of(budget, study_budgets(name), f"--budget (study {name})")
     if workers < 1:
         raise ConfigError(f"--workers: must be >= 1, got {workers}")
-    root = study_root(cfg, name, budget) if root is None else Path(root)
+    paper_scale = is_paper_scale(name)
+    if paper_scale:
+        from fedbench.studies.real_data import REAL_ROOT
+
+        real_root = Path(real_root or REAL_ROOT)
+        if (variant := missing_variant(name, real_root)) is not None:
+            raise DataError(f"study {name}: its real variant {variant} is not built (no {real_root / variant}/"
+                            f"meta.json); `fedbench paper run {name}` fetches and builds it")
+    if root is None and paper_scale:
+        offer_outcomes(cfg, name, budget, runs_root)
+    root = study_root(cfg, name, budget, runs_root) if root is None else Path(root)
     return run_claim_study(name, root, workers=workers, budget=None if budget == PIPELINE_BUDGET else budget,
-                           executor=ExecutorSettings.of(cfg.train), seeds=declared.seeds)
+                           executor=ExecutorSettings.of(cfg.train), seeds=declared.seeds,
+                           real_root=real_root if paper_scale else None)
 
 
 def measured(name: str) -> dict[str, Any] | None:
@@ -59,9 +162,10 @@ def measured(name: str) -> dict[str, Any] | None:
     return None
 
 
-def list_studies(cfg: Config, root: Path = STUDIES_ROOT) -> list[str]:
+def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_ROOT) -> list[str]:
     """One line per claim study: its budgets (the one params.yaml runs it at first), what runs it (`dvc repro` for a
-    default study, the command otherwise) and its cost where known (its last run here, or its MEASURED)."""
+    default study, the command otherwise) and its cost where known (its last run here: in ``root`` for a small study,
+    the report's folder under ``runs_root`` for a paper-scale one; or its MEASURED)."""
     import json
 
     rows = [("study", "budgets", "run by", "cost")]
@@ -70,19 +174,22 @@ def list_studies(cfg: Config, root: Path = STUDIES_ROOT) -> list[str]:
         budgets = study_budgets(name)
         if declared:
             budgets = [declared.budget] + [b for b in budgets if b != declared.budget]
+        paper_scale = is_paper_scale(name)
         if declared and declared.default:
             how = f"dvc repro (study@{name})"
-        elif declared or PIPELINE_BUDGET in budgets:
-            how = f"opt-in: fedbench study run {name}"
+        elif paper_scale:
+            how = f"paper-scale: fedbench paper run {name}"  # its data, then `fedbench study run NAME --budget paper`
         else:
-            how = f"paper-scale: fedbench paper run {name}"
-        cost, last, m = "", root / name / "claims.json", measured(name)
+            how = f"opt-in: fedbench study run {name}"
+        last = (reported_folder(name, runs_root) if paper_scale else Path(root) / name) / "claims.json"
+        cost, m = "", measured(name)
         if last.exists():
             body = json.loads(last.read_text())
-            cost = f"last run here {body['seconds']:,} s, {body.get('workers', 1)} workers ({last})"
+            cost = (f"last run here {body['seconds']:,} s, {body.get('workers', 1)} workers, budget "
+                    f"{body.get('budget') or PIPELINE_BUDGET} ({last})")
         elif m:
             cost = f"{m['seconds']:,} s wall, {m['workers']} workers on {m['device']} ({m['date']})"
-        elif how.startswith("paper-scale"):
+        elif paper_scale:
             cost = "see `fedbench paper list`"
         rows.append((name, ", ".join(budgets), how, cost or "not measured"))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
