@@ -181,10 +181,14 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     studies = [name for name in cfg.claim_studies if (Path(studies_root) / name / "claims.json").exists()]
     for name in studies:
         track_study(name, studies_root)
-    paper_root = Path(runs_root) / "studies"  # paper-scale studies `fedbench paper run` left (fedbench.studies.real_data)
-    paper = sorted(f.name for f in paper_root.iterdir() if (f / "claims.json").exists()) if paper_root.is_dir() else []
+    # paper-scale studies `fedbench study run` / `paper run` left, each from the folder the report reads it from
+    from fedbench.studies.paper_profile import CLAIM_STUDIES
+    from fedbench.studies.stage import reported_folder
+
+    reported = {name: reported_folder(name, runs_root) for name in sorted(CLAIM_STUDIES)}
+    paper = [name for name, folder in reported.items() if (folder / "claims.json").exists()]
     for name in paper:
-        track_study(name, paper_root)
+        track_study(name, reported[name].parent)
     studies += paper
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
