@@ -26,8 +26,8 @@ PIPELINE_ROUNDS = 200  # params.yaml train.rounds (tests/studies/test_fedprox_ma
 SEEDS = (0, 1, 2, 3, 4)  # params.yaml train.seeds (idem); a config's own train.seeds override them
 MAIN_STUDIES = ("stragglers", "heterogeneity")  # the params.yaml studies whose runs the claims read (their arms: ours)
 HETERO = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
-TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic(0,0)", "synthetic_0p5_0p5": "Synthetic(0.5,0.5)",
-          "synthetic_1_1": "Synthetic(1,1)"}
+TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic(0,0)",
+          "synthetic_0p5_0p5": "Synthetic(0.5,0.5)", "synthetic_1_1": "Synthetic(1,1)"}
 
 # the rules' parts, each stated once: fedbench/report/claims.py judges with these
 GAIN_RULE = Rule("greater", 5.0, "accuracy points")  # 5 points: what "improves" needs

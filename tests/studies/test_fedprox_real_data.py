@@ -12,7 +12,8 @@ from fedbench.studies.paper_profile import STUDIES
 def test_a_study_s_declaration():
     d = declaration(STUDIES["fedprox_shakespeare"])
     assert [(a.name, a.algorithm, a.settings) for a in d.arms] == [
-        ("fedavg", "fedavg", {}), ("fedprox_mu0", "fedprox", {"mu": 0.0}), ("fedprox_mu0p001", "fedprox", {"mu": 0.001})]
+        ("fedavg", "fedavg", {}), ("fedprox_mu0", "fedprox", {"mu": 0.0}),
+        ("fedprox_mu0p001", "fedprox", {"mu": 0.001})]
     assert [a.name for a in d.arms] == STUDIES["fedprox_shakespeare"].algorithms
     assert d.budgets == {"paper": 40} and d.variants == ("shakespeare_fedprox",) and d.seeds == (0, 1, 2, 3, 4)
     assert [c.id for c in d.claims] == ["fedprox/shakespeare/stragglers-90/accuracy-gain",
