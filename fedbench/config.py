@@ -120,6 +120,25 @@ class Config:
                 return dataclasses.replace(self.train, **study.train)
         return self.train
 
+    def declaration(self, name: str) -> Any:
+        """params.yaml study ``name`` as a study declaration (fedbench.studies.declaration.StudyDeclaration, issue
+        19): its algorithms as arms (each its algorithm and hyperparameters), train.seeds as seeds, its datasets and
+        straggler levels as knobs, one budget ("pipeline": its rounds, the study's own train.rounds where it sets
+        one) and no claims (the report judges them: fedbench.studies.fedprox_main_job). params.yaml's studies are
+        FedProx's (the main job). A ConfigError naming the studies for an unknown ``name``."""
+        from fedbench.claims.papers import FEDPROX_PAPER
+        from fedbench.studies.declaration import Arm, StudyDeclaration
+
+        if name not in self.studies:
+            raise ConfigError(f"studies.{name}: no such study; allowed: {', '.join(self.studies) or 'none'}")
+        study = self.studies[name]
+        rounds = dataclasses.replace(self.train, **study.train).rounds
+        arms = tuple(Arm(a, self.algorithms[a].name, dict(self.algorithms[a].hyper)) for a in study.algorithms)
+        return StudyDeclaration(name=name, paper=FEDPROX_PAPER, dataset=", ".join(study.datasets), arms=arms,
+                                seeds=tuple(self.train.seeds), budgets={"pipeline": rounds}, claims=(),
+                                data_seeds=(self.data.seed,),
+                                knobs={"datasets": tuple(study.datasets), "stragglers": tuple(study.stragglers)})
+
 
 def _suggest(key: str, allowed: list[str]) -> str:
     close = difflib.get_close_matches(key, allowed, n=1)

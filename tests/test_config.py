@@ -196,3 +196,20 @@ def test_seeds_override_for_a_study_that_takes_seeds(tmp_path):
     cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["opt_in"].update(
         fedproxvr_synthetic={"budget": "paper", "seeds": [1, 2]})))
     assert cfg.claim_studies["fedproxvr_synthetic"] == ClaimStudyConfig(budget="paper", seeds=(1, 2), default=False)
+
+
+def test_a_params_study_as_a_declaration():
+    """params.yaml's studies seen as study declarations (issue 19): arms from the algorithms, seeds from train.seeds,
+    the datasets and straggler levels as knobs, the study's own rounds as its pipeline budget."""
+    cfg = load_config(ROOT / "params.yaml", {"train.seeds": [3, 7]})
+    d = cfg.declaration("stragglers")
+    assert [(a.name, a.algorithm, a.settings) for a in d.arms] == [
+        ("fedavg", "fedavg", {}), ("fedprox_mu0", "fedprox", {"mu": 0.0}), ("fedprox_mu1", "fedprox", {"mu": 1.0})]
+    assert d.seeds == (3, 7) and d.data_seeds == (0,) and d.claims == ()
+    assert d.knobs == {"datasets": ("synthetic_1_1", "synthetic_iid"), "stragglers": (0.0, 0.1, 0.5, 0.9)}
+    assert d.budgets == {"pipeline": 200}
+    assert cfg.declaration("fedprox_mnist5k").budgets == {"pipeline": 100}  # its own train.rounds
+    assert d.runs()[:4] == [("fedavg", 3), ("fedprox_mu0", 3), ("fedprox_mu1", 3), ("fedavg", 7)]
+    with pytest.raises(ConfigError, match=r"^studies\.nope: no such study; allowed: stragglers, heterogeneity, "
+                                          r"fedprox_mnist5k$"):
+        cfg.declaration("nope")

@@ -32,7 +32,7 @@ from fedbench.report.papers import PAPERS
 from fedbench.report.real_claims import STUDY as REAL_STUDY
 from fedbench.report.runs import load_runs
 from fedbench.claims.stats import fmt_effect, fmt_number
-from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, PAPER_DATA, VERDICTS, plain, sensitivity_of
+from fedbench.claims.entry import FIDELITIES, PAPER_DATA, VERDICTS, new_entry, not_run, plain, sensitivity_of
 from fedbench.claims import registry as rules_registry
 from fedbench.studies import STUDIES_ROOT, not_run_entries
 from fedbench.studies import command as study_command
@@ -60,13 +60,10 @@ def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
             would_change = f"running `{study_command(name)}`, then `dvc repro` (the report then judges it as usual)"
         entries = not_run_entries(name, why, would_change)
         if not entries:
-            placeholder = {k: None for k in CLAIM_KEYS} | {
-                "id": f"{name}/*", "paper": "", "where": f"fedbench/studies/{name}.py", "claim": "",
-                "published": {"value": None, "unit": "", "scope": "", "statement": ""}, "rule": "",
-                "verdict": "not-run", "verdict_text": "", "scale": {}, "deviations": [], "parts": [], "sensitivity": [],
-                "observed": why, "fidelity": "stand-in", "seeds": {"training": [], "data": []},
-                "would_change": would_change}
-            entries = [placeholder]
+            entries = [not_run(new_entry(id=f"{name}/*", paper="", where=f"fedbench/studies/{name}.py", claim_text="",
+                                         published={"value": None, "unit": "", "scope": "", "statement": ""}, rule="",
+                                         scale={}, deviations=[], figure=None, fidelity="stand-in", rounds_run=None,
+                                         rounds_paper=None, training_seeds=[], data_seeds=[]), why, would_change)]
         opt_in = {} if declared.default else {"command": study_command(name), "cost": measured(name)}
         out += [e | {"study": name} | opt_in for e in entries]
     return out

@@ -1,6 +1,8 @@
 """The FedProx claims judged on the main job's runs, each a function from the runs to a claim entry.
 
-Every entry has the keys of fedbench.studies.CLAIM_KEYS. Its verdict comes from paired effects over the
+Each claim (its place in the paper, statement, published value, rule and the rule's parts) is declared once, as
+data, in fedbench.studies.fedprox_main_job (DECLARATION); this module reads the curves and judges them.
+Every entry has the keys of fedbench.claims.entry.CLAIM_KEYS. Its verdict comes from paired effects over the
 training seeds (fedbench.claims.stats) and the rule stated in the entry (fedbench.claims.verdict); the rule was
 written before the result it judges was looked at, and the published number never enters it. Each entry also
 says what would change its verdict, and how the verdict and effect move with the reading rule (mean of the
@@ -24,15 +26,15 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss, rising_rounds, upward_variation
 from fedbench.claims.stats import fmt_effect, fmt_number
-from fedbench.claims.verdict import Part, Rule, fidelity, judge
-from fedbench.claims.papers import FEDPROX_PAPER
-from fedbench.claims.entry import judged, new_entry, not_run
+from fedbench.claims.verdict import Part, fidelity, judge
+from fedbench.claims.entry import judged, not_run
+from fedbench.studies.fedprox_main_job import (
+    ACCURACY_RULE, DECLARATION, DISSIMILARITY_RULE, GAIN_RULE, HETERO, IID_PARTIAL_ACCURACY_RULE, IID_PARTIAL_LOSS_RULE,
+    IID_RULE, INSTABILITY_RULE, LOSS_RULE, MU_CASE_LABELS, MU_CASES, PAPER_ROUNDS, SHARE_RULE, TITLES)
 
-PAPER_ROUNDS = 200  # FedProx's synthetic runs (FP run_fedavg.sh / run_fedprox.sh: num_rounds = 200)
 STUDY = "main job"
-HETERO = ["synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1"]
-TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic(0,0)", "synthetic_0p5_0p5": "Synthetic(0.5,0.5)",
-          "synthetic_1_1": "Synthetic(1,1)"}
+REGISTERED_AFTER_RUNS = ("the runs were computed before this rule was registered (the rule was written from the "
+                         "paper's text without reading our values)")
 LOSS_READINGS = ("tail", "final", "best")
 ACCURACY_READINGS = ("tail", "paper", "final", "best")
 FIG1, FIG2, FIG5 = ("figures/fig1_stragglers_synthetic_1_1.png", "figures/fig2_heterogeneity.png",
@@ -94,14 +96,16 @@ def missing_runs(curves: Curves, cells: list[tuple[str, str, float]], seeds: Seq
     return out
 
 
-def entry(cfg: Config, cid: str, where: str, claim_text: str, published: dict[str, Any], rule: str,
-          datasets: list[str], deviations: list[str], figure: dict[str, str]) -> dict[str, Any]:
-    """A main-job claim entry with verdict not-run (the judging fills it in)."""
+def entry(cfg: Config, cid: str, datasets: list[str], deviations: list[str], figure: dict[str, str],
+          **rule_fields: Any) -> dict[str, Any]:
+    """Claim ``cid``'s entry with verdict not-run (the judging fills it in): its statement and rule from the
+    declaration (fedbench.studies.fedprox_main_job; ``rule_fields`` fill the rule's config-dependent fields), its
+    scale, seeds and fidelity from ``cfg``."""
     t = cfg.train
-    return new_entry(id=cid, paper=FEDPROX_PAPER, where=where, claim_text=claim_text, published=published, rule=rule,
-                     scale=scale(cfg, datasets), deviations=deviations + common_deviations(cfg), figure=figure,
-                     fidelity=fidelity("paper", t.rounds, PAPER_ROUNDS, len(t.seeds)), rounds_run=t.rounds,
-                     rounds_paper=PAPER_ROUNDS, training_seeds=list(t.seeds), data_seeds=[cfg.data.seed])
+    return DECLARATION.entry(cid, rule_fields or None, scale=scale(cfg, datasets),
+                             deviations=deviations + common_deviations(cfg), figure=figure,
+                             fidelity=fidelity("paper", t.rounds, PAPER_ROUNDS, len(t.seeds)), rounds_run=t.rounds,
+                             training_seeds=list(t.seeds), data_seeds=[cfg.data.seed])
 
 
 def apply(e: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
@@ -114,21 +118,10 @@ def _not_run(e: dict[str, Any], missing: list[str]) -> dict[str, Any]:
 
 def accuracy_gain(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
-    part = Part("90% stragglers", Rule("greater", 5.0, "accuracy points"))
+    part = Part("90% stragglers", GAIN_RULE)
     e = entry(
-        cfg, "fedprox/synthetic-1-1/stragglers-90/accuracy-gain", "abstract, section 5.3.2, Figure 7 (appendix C.3.2)",
-        "With 90% stragglers, FedProx (best mu > 0) improves absolute test accuracy over FedAvg, by 22% on average "
-        "over the five datasets (Synthetic(1,1), MNIST, FEMNIST, Shakespeare, Sent140).",
-        {"value": 22.0, "unit": "accuracy points", "scope": "mean over the paper's five datasets, 90% stragglers",
-         "statement": "FedProx improves absolute test accuracy by 22% on average in highly heterogeneous settings "
-                      "(the MLSys proceedings abstract says 18.8%); per-dataset values exist only as Figure 7 curves, "
-                      "so the Synthetic(1,1) gain is not published on its own"},
-        "per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each the mean of the last 5 "
-        "evaluations, on Synthetic(1,1) at 90% stragglers; " + part.rule.text() + ". 5 points is what 'improves' "
-        "needs here (the published +22 is a five-dataset mean, so it is no per-dataset target). Rule history: the "
-        "first version read each method at its appendix C.3.2 round; that reading compares different rounds (FedAvg "
-        "seed 2 read at round 10 'diverging' though it recovers by round 40), so it is now a sensitivity reading",
-        ["synthetic_1_1"], ["only Synthetic(1,1) of the paper's five datasets is run here"],
+        cfg, "fedprox/synthetic-1-1/stragglers-90/accuracy-gain", ["synthetic_1_1"],
+        ["only Synthetic(1,1) of the paper's five datasets is run here"],
         {"path": FIG1, "panel": "bottom row, 90% stragglers (test accuracy)"})
     cells = [("synthetic_1_1", "fedprox_mu1", 0.9), ("synthetic_1_1", "fedavg", 0.9)]
     missing = missing_runs(curves, cells, seeds)
@@ -156,17 +149,10 @@ def accuracy_gain(cfg: Config, curves: Curves) -> dict[str, Any]:
 def partial_work(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
     levels = (0.5, 0.9)
-    parts = [Part(f"{int(f * 100)}% stragglers", Rule("greater", 0.0, "training loss")) for f in levels]
+    parts = [Part(f"{int(f * 100)}% stragglers", LOSS_RULE) for f in levels]
     e = entry(
-        cfg, "fedprox/synthetic-1-1/partial-work", "section 5.2, Figure 1",
-        "Incorporating the partial work of stragglers (FedProx, mu=0) leads to better convergence than dropping them "
-        "(FedAvg) at 50% and 90% stragglers.",
-        {"value": None, "unit": "training loss", "scope": "Synthetic(1,1), 50% and 90% stragglers (Figure 1 curves)",
-         "statement": "FedProx(mu=0)'s training loss below FedAvg's"},
-        "per seed and straggler level, effect = FedAvg's training loss - FedProx(mu=0)'s, each the mean of the last 5 "
-        "evaluations (a diverged run counts as infinite); each level: " + parts[0].rule.text()
-        + "; reproduced if both levels are, not-reproduced if one is",
-        ["synthetic_1_1"], [], {"path": FIG1, "panel": "top row, 50% and 90% stragglers (training loss)"})
+        cfg, "fedprox/synthetic-1-1/partial-work", ["synthetic_1_1"], [],
+        {"path": FIG1, "panel": "top row, 50% and 90% stragglers (training loss)"})
     cells = [("synthetic_1_1", v, f) for v in ("fedprox_mu0", "fedavg") for f in levels]
     missing = missing_runs(curves, cells, seeds)
     if missing:
@@ -190,21 +176,10 @@ def partial_work(cfg: Config, curves: Curves) -> dict[str, Any]:
 def mu_stabilises(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
     levels = (0.0, 0.5, 0.9)
-    unit = "loss rise"
-    parts = [Part(f"{int(f * 100)}% stragglers", Rule("greater", 0.0, unit)) for f in levels]
+    parts = [Part(f"{int(f * 100)}% stragglers", INSTABILITY_RULE) for f in levels]
     e = entry(
-        cfg, "fedprox/synthetic-1-1/mu-stabilises", "section 5.3.2, Figure 1 and its caption, Figure 7",
-        "FedProx with mu > 0 leads to more stable convergence and enables otherwise divergent methods to converge, "
-        "both with systems heterogeneity (50% and 90% stragglers) and without (0%).",
-        {"value": None, "unit": "training loss", "scope": "Synthetic(1,1), 0/50/90% stragglers (Figure 1 curves)",
-         "statement": "FedProx(mu>0)'s training-loss curves steadier than FedProx(mu=0)'s, and converging where "
-                      "mu=0 diverges"},
-        "instability of a run = the sum of the rises of its training loss from one round to the next (its upward "
-        "variation; a diverged run counts as infinite); per seed and straggler level, effect = instability of "
-        "FedProx(mu=0) - that of FedProx(mu=1); each level: " + parts[0].rule.text() + "; reproduced if all three "
-        "levels are, not-reproduced if one is. Runs flagged diverging by appendix C.3.2 (f_t - f_t-10 > 1) are "
-        "counted and reported, not judged",
-        ["synthetic_1_1"], ["mu = 1 (the paper's best mu for Synthetic(1,1)) rather than a tuned mu per level"],
+        cfg, "fedprox/synthetic-1-1/mu-stabilises", ["synthetic_1_1"],
+        ["mu = 1 (the paper's best mu for Synthetic(1,1)) rather than a tuned mu per level"],
         {"path": FIG1, "panel": "top row (training loss), FedProx mu=0 against mu=1"})
     cells = [("synthetic_1_1", v, f) for v in ("fedprox_mu0", "fedprox_mu1") for f in levels]
     missing = missing_runs(curves, cells, seeds)
@@ -241,21 +216,12 @@ def mu_stabilises(cfg: Config, curves: Curves) -> dict[str, Any]:
 
 def heterogeneity_hurts(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
-    rule = Rule("greater", 0.0, "training loss")
+    rule = LOSS_RULE
     parts = ([Part(f"FedAvg {TITLES[b]} - {TITLES[a]}", rule) for a, b in zip(HETERO, HETERO[1:])]
              + [Part(f"FedAvg - FedProx(mu=1) on {TITLES[d]}", rule) for d in HETERO[1:]])
     e = entry(
-        cfg, "fedprox/synthetic/heterogeneity-hurts-fedavg", "section 5.3.1, Figure 2 (top row)",
-        "As data become more heterogeneous (Synthetic-IID, (0,0), (0.5,0.5), (1,1)), FedAvg's convergence worsens; "
-        "setting mu > 0 helps on the heterogeneous sets.",
-        {"value": None, "unit": "training loss", "scope": "four synthetic sets, no stragglers (Figure 2 curves)",
-         "statement": "FedAvg's training loss ordered IID < (0,0) < (0.5,0.5) < (1,1); FedProx(mu>0) below FedAvg on "
-                      "the non-IID sets"},
-        "training loss = mean of the last 5 evaluations, no stragglers, paired per seed. Parts A: FedAvg's loss on "
-        "each dataset minus its loss on the next less heterogeneous one (three steps); parts B: FedAvg's loss minus "
-        "FedProx(mu=1)'s on each non-IID set. Each part: " + rule.text() + "; reproduced if all six are, "
-        "not-reproduced if one is",
-        HETERO, ["mu = 1 for every dataset (the paper tunes mu per dataset; 1 is its best for Synthetic(1,1))"],
+        cfg, "fedprox/synthetic/heterogeneity-hurts-fedavg", list(HETERO),
+        ["mu = 1 for every dataset (the paper tunes mu per dataset; 1 is its best for Synthetic(1,1))"],
         {"path": FIG2, "panel": "top row (training loss)"})
     cells = [(d, v, 0.0) for d in HETERO for v in ("fedavg", "fedprox_mu1")]
     missing = missing_runs(curves, cells, seeds)
@@ -295,24 +261,11 @@ def _mean_dissimilarity(series: np.ndarray, rounds: int, budget: float, reading:
 
 def dissimilarity_tracks_loss(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
-    rule = Rule("greater", 0.0, "dissimilarity")
+    rule = DISSIMILARITY_RULE
     parts = ([Part(f"FedAvg {TITLES[b]} - {TITLES[a]}", rule) for a, b in zip(HETERO, HETERO[1:])]
              + [Part(f"FedAvg - FedProx(mu=1) on {TITLES[d]}", rule) for d in HETERO[1:]])
-    e = entry(
-        cfg, "fedprox/synthetic/dissimilarity-tracks-loss", "section 5.3.3, Figure 2 (bottom row)",
-        "The dissimilarity measure (variance of local gradients) captures statistical heterogeneity and is consistent "
-        "with the training loss (smaller dissimilarity, better convergence); increasing mu leads to smaller "
-        "dissimilarity.",
-        {"value": None, "unit": "variance of local gradients", "scope": "four synthetic sets, no stragglers "
-                                                                         "(Figure 2 curves)",
-         "statement": "dissimilarity ordered as heterogeneity and as the loss; FedProx(mu>0) lowers it"},
-        "dissimilarity of a run = mean of its evaluated dissimilarity over the rounds, no stragglers, paired per seed. "
-        "Parts A: FedAvg's dissimilarity on each dataset minus that on the next less heterogeneous one (it follows "
-        "heterogeneity, the order in which fedprox/synthetic/heterogeneity-hurts-fedavg judges the loss); parts B: "
-        "FedAvg's dissimilarity minus FedProx(mu=1)'s on each non-IID set. Each part: " + rule.text()
-        + "; reproduced if all six are, not-reproduced if one is. The per-seed Spearman correlation of dissimilarity "
-        "and loss over the four datasets is reported, not judged",
-        HETERO, [], {"path": FIG2, "panel": "bottom row (variance of local gradients)"})
+    e = entry(cfg, "fedprox/synthetic/dissimilarity-tracks-loss", list(HETERO), [],
+              {"path": FIG2, "panel": "bottom row (variance of local gradients)"})
     cells = [(d, v, 0.0) for d in HETERO for v in ("fedavg", "fedprox_mu1")]
     missing = missing_runs(curves, cells, seeds)
     if missing:
@@ -345,26 +298,17 @@ def dissimilarity_tracks_loss(cfg: Config, curves: Curves) -> dict[str, Any]:
     return apply(e, judged)
 
 
-IID_MARGIN = 10.0  # % above the 0%-straggler loss that still counts as "rather robust"
-
-
 def iid_robust(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
     configured = sorted({f for st in cfg.studies.values() if "synthetic_iid" in st.datasets and "fedavg" in st.algorithms
                          for f in st.stragglers})
     levels = [f for f in (0.1, 0.5, 0.9) if f in configured]
-    parts = [Part(f"{int(round(f * 100))}% stragglers", Rule("at_most", IID_MARGIN, "% loss increase"))
-             for f in levels]
+    parts = [Part(f"{int(round(f * 100))}% stragglers", IID_RULE) for f in levels]
     e = entry(
-        cfg, "fedprox/synthetic-iid/robust-to-stragglers", "section 5.2 and appendix C.3.1, Figure 5",
-        "On IID data (Synthetic-IID), FedAvg is rather robust to stragglers (device failure).",
-        {"value": None, "unit": "training loss", "scope": "Synthetic-IID, 0/10/50/90% stragglers (Figure 5 curves)",
-         "statement": "FedAvg's training-loss curves at 0, 10, 50 and 90% stragglers close together"},
-        "per seed and straggler level, effect = 100 (FedAvg's training loss at that level / its loss at 0% - 1), "
-        f"each the mean of the last 5 evaluations; each level ({', '.join(p.label for p in parts) or 'none'}): "
-        + Rule("at_most", IID_MARGIN, "%").text() + "; reproduced if every level is, not-reproduced if one is",
-        ["synthetic_iid"], [] if 0.1 in levels else ["10% stragglers (shown in the paper's Figure 5) is not run"],
-        {"path": FIG5, "panel": "FedAvg's training loss at each straggler level"})
+        cfg, "fedprox/synthetic-iid/robust-to-stragglers", ["synthetic_iid"],
+        [] if 0.1 in levels else ["10% stragglers (shown in the paper's Figure 5) is not run"],
+        {"path": FIG5, "panel": "FedAvg's training loss at each straggler level"},
+        levels=", ".join(p.label for p in parts) or "none")
     cells = [("synthetic_iid", "fedavg", f) for f in (0.0, *levels)]
     missing = missing_runs(curves, cells, seeds) if levels else ["no straggler level configured for synthetic_iid"]
     if missing:
@@ -388,24 +332,10 @@ def iid_robust(cfg: Config, curves: Curves) -> dict[str, Any]:
 def accuracy_gain_0_50(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
     levels = (0.0, 0.5)
-    parts = [Part(f"{int(f * 100)}% stragglers", Rule("greater", 0.0, "accuracy points")) for f in levels]
+    parts = [Part(f"{int(f * 100)}% stragglers", ACCURACY_RULE) for f in levels]
     e = entry(
-        cfg, "fedprox/synthetic-1-1/stragglers-0-50/accuracy-gain", "section 5.2, Figure 1 caption, Figure 7 "
-        "(appendix C.3.2)",
-        "FedProx (mu = 1, the paper's best for Synthetic(1,1)) reaches a higher test accuracy than FedAvg also without "
-        "stragglers and with 50% stragglers (Figure 1's caption: 'We also report testing accuracy in Figure 7 ... and "
-        "show that FedProx improves the test accuracy on all datasets').",
-        {"value": None, "unit": "accuracy points", "scope": "Synthetic(1,1), 0% and 50% stragglers (Figure 7 curves)",
-         "statement": "'FedProx improves the test accuracy on all datasets' (Figure 1 caption); no number is published "
-                      "at 0% or 50% (the +22 is the 90% five-dataset mean)"},
-        "per seed and straggler level, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each the mean "
-        "of the last 5 evaluations (a diverged run reads 0 from its divergence on); each level: " + parts[0].rule.text()
-        + "; reproduced if both levels are, not-reproduced if one is. Direction only: the paper publishes no size at "
-        "these levels. Registered from the paper's text before any of our values for it was read; the runs (the "
-        "stragglers study) existed already",
-        ["synthetic_1_1"], ["the runs were computed before this rule was registered (the rule was written from the "
-                            "paper's text without reading our values)"],
-        {"path": FIG1, "panel": "bottom row, 0% and 50% stragglers (test accuracy)"})
+        cfg, "fedprox/synthetic-1-1/stragglers-0-50/accuracy-gain", ["synthetic_1_1"],
+        [REGISTERED_AFTER_RUNS], {"path": FIG1, "panel": "bottom row, 0% and 50% stragglers (test accuracy)"})
     cells = [("synthetic_1_1", v, f) for v in ("fedprox_mu1", "fedavg") for f in levels]
     missing = missing_runs(curves, cells, seeds)
     if missing:
@@ -431,21 +361,10 @@ def accuracy_gain_0_50(cfg: Config, curves: Curves) -> dict[str, Any]:
 def stragglers_hurt_fedavg(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
     steps = ((0.0, 0.5), (0.5, 0.9))
-    parts = [Part(f"FedAvg {int(b * 100)}% - {int(a * 100)}% stragglers", Rule("greater", 0.0, "training loss"))
-             for a, b in steps]
+    parts = [Part(f"FedAvg {int(b * 100)}% - {int(a * 100)}% stragglers", LOSS_RULE) for a, b in steps]
     e = entry(
-        cfg, "fedprox/synthetic-1-1/stragglers-hurt-fedavg", "section 5.2, Figure 1",
-        "Systems heterogeneity has negative effects on convergence, and larger heterogeneity results in worse "
-        "convergence (FedAvg): FedAvg's training loss at 0% < 50% < 90% stragglers.",
-        {"value": None, "unit": "training loss", "scope": "Synthetic(1,1), 0/50/90% stragglers (Figure 1 curves)",
-         "statement": "'We see that on all the datasets, systems heterogeneity has negative effects on convergence, and "
-                      "larger heterogeneity results in worse convergence (FedAvg).'"},
-        "per seed, FedAvg's training loss (the mean of the last 5 evaluations; a diverged run counts as infinite) at "
-        "the higher straggler level minus that at the lower one, for 0% -> 50% and 50% -> 90%; each step: "
-        + parts[0].rule.text() + "; reproduced if both steps are, not-reproduced if one is. Registered from the "
-        "paper's text before any of our values for it was read; the runs (the stragglers study) existed already",
-        ["synthetic_1_1"], ["the runs were computed before this rule was registered (the rule was written from the "
-                            "paper's text without reading our values)"],
+        cfg, "fedprox/synthetic-1-1/stragglers-hurt-fedavg", ["synthetic_1_1"],
+        [REGISTERED_AFTER_RUNS],
         {"path": FIG1, "panel": "top row, FedAvg at 0%, 50% and 90% stragglers (training loss)"})
     cells = [("synthetic_1_1", "fedavg", f) for f in (0.0, 0.5, 0.9)]
     missing = missing_runs(curves, cells, seeds)
@@ -466,35 +385,17 @@ def stragglers_hurt_fedavg(cfg: Config, curves: Curves) -> dict[str, Any]:
     return apply(e, judged)
 
 
-# Figures 6 and 7's comparisons of mu > 0 with mu = 0 that the main job runs: (dataset, stragglers, the mu = 0 arm).
-# At 0% stragglers FedProx(mu=0) is FedAvg (Figure 1's caption), and the heterogeneity study runs FedAvg only
-MU_CASES = (("synthetic_iid", 0.0, "fedavg"), ("synthetic_0_0", 0.0, "fedavg"), ("synthetic_0p5_0p5", 0.0, "fedavg"),
-            ("synthetic_1_1", 0.0, "fedavg"), ("synthetic_1_1", 0.5, "fedprox_mu0"),
-            ("synthetic_1_1", 0.9, "fedprox_mu0"))
-
-
 def mu_increases_accuracy(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
-    part = Part("share of cases above 50%", Rule("greater", 0.0, "% of cases"))
-    labels = [f"{TITLES[d]} at {int(f * 100)}%" for d, f, _ in MU_CASES]
+    part = Part("share of cases above 50%", SHARE_RULE)
+    labels = MU_CASE_LABELS
     e = entry(
-        cfg, "fedprox/synthetic/mu-increases-accuracy", "section 5.3.2, Figures 6 and 7 (appendix C.3.2)",
-        "mu > 0 also increases the test accuracy in most cases (Figure 6: the four synthetic sets without stragglers; "
-        "Figure 7: Synthetic(1,1) at 0/50/90% stragglers).",
-        {"value": None, "unit": "% of cases", "scope": "the six synthetic comparisons of Figures 6 and 7",
-         "statement": "'mu > 0 also increases the accuracy in most cases (see Figure 6 and Figure 7 in Appendix C.3.2)'"},
-        "a case is one comparison of Figures 6-7 that the main job runs (" + ", ".join(labels) + "; mu > 0 is mu = 1, "
-        "mu = 0 is FedAvg at 0% stragglers and FedProx(mu=0) with stragglers); per seed, share = the percentage of the "
-        "six cases in which FedProx(mu=1)'s test accuracy (the mean of the last 5 evaluations; a diverged run reads 0 "
-        "from its divergence on) is above mu = 0's (a tie counts as not above), effect = share - 50 ('most cases': "
-        "more than half); " + part.rule.text() + ". The per-case gains are reported, not judged. Registered from the "
-        "paper's text before any of our values for it was read; the runs existed already",
-        HETERO, ["the runs were computed before this rule was registered (the rule was written from the paper's text "
-                 "without reading our values)",
-                 "mu = 1 for every dataset (the paper tunes mu per dataset; 1 is its best for Synthetic(1,1))",
-                 "Figure 7's four real datasets are judged in their own entries, not as cases here"],
+        cfg, "fedprox/synthetic/mu-increases-accuracy", list(HETERO),
+        [REGISTERED_AFTER_RUNS,
+         "mu = 1 for every dataset (the paper tunes mu per dataset; 1 is its best for Synthetic(1,1))",
+         "Figure 7's four real datasets are judged in their own entries, not as cases here"],
         {"path": FIG1, "panel": "bottom row: Synthetic(1,1)'s test accuracy (the other sets' accuracies, Figure 6, "
-                          "are not drawn)"})
+                                "are not drawn)"})
     cells = [(d, v, f) for d, f, zero in MU_CASES for v in (zero, "fedprox_mu1")]
     missing = missing_runs(curves, cells, seeds)
     if missing:
@@ -521,43 +422,19 @@ def mu_increases_accuracy(cfg: Config, curves: Curves) -> dict[str, Any]:
     return apply(e, judged)
 
 
-# Figure 5's "not much effect" of partial work on IID data, as an equivalence margin registered from the paper's
-# wording before any of our values was read: the training losses of FedAvg and FedProx(mu=0) within 10% of each other
-# (the margin fedbench already reads "rather robust" with, IID_MARGIN, for the same figure), and their test accuracies
-# within 5 points (the smallest gain fedbench counts as "improves", fedprox/synthetic-1-1/stragglers-90/accuracy-gain)
-IID_PARTIAL_LOSS_MARGIN = 10.0  # % of FedProx(mu=0)'s training loss
-IID_PARTIAL_ACCURACY_MARGIN = 5.0  # accuracy points
-
-
 def iid_partial_work_no_effect(cfg: Config, curves: Curves) -> dict[str, Any]:
     seeds, rounds = cfg.train.seeds, cfg.train.rounds
     configured = sorted({f for st in cfg.studies.values() if "synthetic_iid" in st.datasets
                          and {"fedavg", "fedprox_mu0"} <= set(st.algorithms) for f in st.stragglers})
     levels = [f for f in (0.1, 0.5, 0.9) if f in configured]
-    loss_rule = Rule("within", IID_PARTIAL_LOSS_MARGIN, "% loss difference")
-    acc_rule = Rule("within", IID_PARTIAL_ACCURACY_MARGIN, "accuracy points")
+    loss_rule, acc_rule = IID_PARTIAL_LOSS_RULE, IID_PARTIAL_ACCURACY_RULE
     parts = ([Part(f"loss at {int(round(f * 100))}% stragglers", loss_rule) for f in levels]
              + [Part(f"accuracy at {int(round(f * 100))}% stragglers", acc_rule) for f in levels])
     e = entry(
-        cfg, "fedprox/synthetic-iid/partial-work-no-effect", "section 5.2 and appendix C.3.1, Figure 5",
-        "On IID data (Synthetic-IID), incorporating the partial solutions of the stragglers (FedProx, mu = 0) or "
-        "dropping them (FedAvg) makes not much difference to convergence, at 10%, 50% and 90% stragglers.",
-        {"value": None, "unit": "training loss and test accuracy",
-         "scope": "Synthetic-IID, 10/50/90% stragglers (Figure 5 curves)",
-         "statement": "'whether incorporating partial solutions from the stragglers would not have much effect on "
-                      "convergence' (Figure 5 caption); 'tolerating variable amounts of local work may not cause major "
-                      "improvement' (section 5.2)"},
-        "an equivalence rule, its margins registered from the paper's wording ('not much effect') before any of our "
-        "values was read: per seed and straggler level, loss effect = 100 (FedAvg's training loss / FedProx(mu=0)'s - "
-        "1) and accuracy effect = FedAvg's test accuracy - FedProx(mu=0)'s in points, each the mean of the last 5 "
-        f"evaluations; each loss part: {loss_rule.text()} (10%: the margin fedbench reads Figure 5's 'rather robust' "
-        f"with); each accuracy part: {acc_rule.text()} (5 points: the smallest gain fedbench counts as 'improves'); "
-        "reproduced if every part is, not-reproduced if one is. The runs (the stragglers study) existed already",
-        ["synthetic_iid"],
-        ["the runs were computed before this rule was registered (the rule was written from the paper's text without "
-         "reading our values)"] + ([] if 0.1 in levels else ["10% stragglers (shown in Figure 5) is not run"]),
+        cfg, "fedprox/synthetic-iid/partial-work-no-effect", ["synthetic_iid"],
+        [REGISTERED_AFTER_RUNS] + ([] if 0.1 in levels else ["10% stragglers (shown in Figure 5) is not run"]),
         {"path": FIG5, "panel": "FedAvg's training loss at each straggler level (FedProx(mu=0)'s curves are not "
-                          "drawn)"})
+                                "drawn)"})
     cells = [("synthetic_iid", v, f) for v in ("fedavg", "fedprox_mu0") for f in levels]
     missing = missing_runs(curves, cells, seeds) if levels else ["no straggler level configured for synthetic_iid"]
     if missing:

