@@ -138,6 +138,7 @@ DECLARATION = StudyDeclaration(
     variants=(VARIANT,),
     arms=(Arm("fedlaavg", "fedlaavg", {"availability": "diurnal"}),
           Arm("fedavg", "fedavg", {"availability": "diurnal"})),
+    # the authors' protocol (fedlaavg_cifar10: tb_every=20) every 5 rounds instead: a 20-round run would have 2
     seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS, evaluation=evaluations(BUDGETS["paper"]),
     scales=(Scale(COST_MODEL, 2 * len(BUDGETS["paper"].seeds), ROUNDS, BUDGETS["paper"].k,
                   TRAIN_IMAGES / BUDGETS["paper"].n, 1, 5, TEST_IMAGES, eval_every=EVAL_EVERY, local_steps=10),),
