@@ -151,3 +151,65 @@ def device_percentile(values: Sequence[float], q: float = 90.0) -> float:
     """The q-th percentile over devices of a per-device value (e.g. test error), unweighted, numpy's linear
     interpolation (Delta-FL's authors' np.percentile): p90 over devices for q = 90."""
     return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+# --- curves evaluated every few rounds, and their oscillation (issue 19.3: read by fedlaavg_cifar10, fedlaavg_fashion
+# and fedlaavg_diurnal, written there first; each tested on hand-made curves in tests/claims/test_readings.py) ---
+
+def evaluation_rounds(rounds: int, every: int, budget: float = 1.0) -> np.ndarray:
+    """The rounds a protocol evaluating every ``every`` rounds and the final model reads, up to the cut
+    (:func:`cut_round`): 0, every, 2 every, ..., and the final model (round ``rounds``) when the cut is the whole run."""
+    last = cut_round(rounds, budget)
+    t = list(range(0, last + 1, every))
+    if last == rounds and t[-1] != last:
+        t.append(last)
+    return np.array(t)
+
+
+def accuracy_at(accuracy: dict[int, float], rounds: Sequence[int], diverged_at: int | None = None) -> np.ndarray:
+    """Accuracy in points (%) at the evaluated ``rounds`` (:func:`evaluation_rounds`), from a run's {round: accuracy
+    as a fraction}; 0 from the round a run diverged on (``diverged_at``) and at the rounds it did not reach."""
+    return np.array([100 * accuracy[t] if t in accuracy and (diverged_at is None or t < diverged_at) else 0.0
+                     for t in map(int, rounds)])
+
+
+CURVE_READINGS = ("best", "tail", "final")
+
+
+def read_curve(curve: Sequence[float], reading: str) -> float:
+    """``best`` (the highest), ``tail`` (the mean of the last TAIL) or ``final`` value of a curve at its evaluated
+    rounds (one whose diverged rounds already read 0, as :func:`accuracy_at` gives it)."""
+    c = np.asarray(curve, dtype=float)
+    if reading == "best":
+        return float(c.max())
+    if reading == "tail":
+        return float(c[-TAIL:].mean())
+    if reading == "final":
+        return float(c[-1])
+    raise ValueError(f"reading {reading!r}; allowed: {', '.join(CURVE_READINGS)}")
+
+
+def period_power(curve: Sequence[float], period: int, whole: bool = False,
+                 rounds: Sequence[int] | None = None) -> float:
+    """Oscillation power: a^2 / 2 of the period-``period`` sinusoid a cos(2 pi t / period + phi) in the least-squares
+    fit of a line plus that sinusoid to ``curve`` evaluated at ``rounds`` t (default 0, 1, 2, ...), over the second
+    half of the rounds (a whole number of periods ending at the last evaluated round), or over all of them
+    (``whole``). NaN when that window holds less than one period or no evaluation."""
+    c = np.asarray(curve, dtype=float)
+    t = np.arange(len(c)) if rounds is None else np.asarray(rounds)
+    last = int(t[-1])
+    span = last + 1 if whole else (last + 1) // 2
+    n = (span // period) * period
+    inside = t > last - n
+    if n < period or not inside.any():
+        return math.nan
+    tt = (t[inside] - (last - n + 1)).astype(float)
+    angle = 2 * np.pi * tt / period
+    design = np.column_stack([np.ones(len(tt)), tt / n, np.cos(angle), np.sin(angle)])
+    coef = np.linalg.lstsq(design, c[inside], rcond=None)[0]
+    return float((coef[2] ** 2 + coef[3] ** 2) / 2)
+
+
+def peak_to_trough(curve: Sequence[float], window: int) -> float:
+    """Oscillation amplitude: the highest minus the lowest of the last ``window`` values of a curve."""
+    return float(np.ptp(np.asarray(curve, dtype=float)[-window:]))

@@ -12,12 +12,14 @@ paper-setups.md 5.4) where our copy of the paper strips it:
 - K = round(gamma N) clients per round, gamma = 0.1; C = 10 local steps of batch 5;
 - learning rate 0.01 * 0.9999^round for every method (the authors' code default: lr_strategy exp; the paper tunes
   the initial rate and its decay per experiment, and its appendix G values are stripped from our copy);
-- 70,000 rounds (Table 2's budget); seeds 0-4 (selection, minibatches, initial model; 0-2 until 2026-11-26, changed before any run: issue 21);
+- 70,000 rounds (Table 2's budget); seeds 0-4 (selection, minibatches, initial model; 0-2 until 2026-11-26,
+  changed before any run: issue 21);
 - evaluation, the authors' protocol (train/command_line.py: ``tb_every`` 20, ``max_test`` 10000): the global
   model's accuracy on the global test set (CIFAR-10's 10,000 test images, owned by no client) every 20 rounds
   from round 0 and on the final model, on at most 10,000 of its images (all of them), evaluated by the engine
-  (:data:`EVALUATIONS`); no training-loss evaluation (no claim reads one; divergence is caught from the
-  cohort's own losses, fedbench.engine.evaluation) and no per-device metric (no client holds test images);
+  (:func:`evaluations`; DECLARATION's is the paper budget's); no training-loss evaluation (no claim reads one;
+  divergence is caught from the cohort's own losses, fedbench.engine.evaluation) and no per-device metric (no
+  client holds test images);
 - FedLaAvg: the K available clients absent the longest, the average of all N latest accumulated gradients
   (fedbench.algorithms.FedLaAvg); FedAvg: K available clients uniformly, the n_k-weighted mean of their models;
   sequential SGD: K C = 1,000 steps of batch 5 a round on the pooled data.
@@ -30,7 +32,8 @@ prepares for cifar10_fedlaavg), with K = round(0.1 N). No other variant is neede
 seed only): P = 5 and 15 (P = 1 with beta = 0.5 would leave classes 5-9 never available, int(0.5) = 0, which
 fedbench refuses), gamma = 0.02 .. 0.08.
 
-Readings, fixed before any run; they read the evaluated rounds (every 20th and the final one), by round:
+Readings, fixed before any run (fedbench.claims.readings, but for Spearman's rho); they read the evaluated
+rounds (every 20th and the final one), by round:
 - best test accuracy: the highest over the evaluated rounds (Table 2's reading);
 - rounds to the target (55%, Table 3): the first evaluated round whose test accuracy is at least the target;
   a run that never gets there counts as the rounds run (cut at the budget); sensitivity: the same on the running
@@ -46,33 +49,40 @@ Readings, fixed before any run; they read the evaluated rounds (every 20th and t
 Until this protocol was declared, the engine evaluated every round and only the clients' test data, so the study
 copied each class's test images onto that class's clients; the pooled accuracy was the same numbers, the
 per-device accuracy meaningless. The engine now evaluates the global test set itself.
+
+The module: the study as data (:data:`DECLARATION`: arms, seeds, budgets, knobs, protocol, claims), its plan of
+runs (:func:`plan`, :func:`simulation`), one function per claim judging it from the runs' curves (:class:`Curves`),
+and its figures.
 """
 
 from __future__ import annotations
 
 import functools
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from fedbench.bench.costs import Scale
+from fedbench.claims import readings
 from fedbench.claims.papers import FEDLAAVG_PAPER
-from fedbench.claims.readings import rounds_to_smoothed
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from fedbench.data.format import FederatedDataset
+    from fedbench.studies import Outcome
 
 NAME = "fedlaavg_cifar10"
 VARIANT = "cifar10_fedlaavg"
-VARIANTS = (VARIANT,)
 MODEL = "cifar_cnn"
 ROUNDS_PAPER = 70000
 TRAIN_IMAGES, TEST_IMAGES = 50000, 10000
+DATA_SEED = 1  # the authors' partition seed (the built variant's)
 ACCURACY = "global_test/accuracy"  # the metric every reading reads
 MIN_GAIN = 1.0  # accuracy points: the smallest best-accuracy gain that counts (as fedlaavg/synthetic/diurnal-gain)
 NEAR_SEQUENTIAL = 1.0  # accuracy points: "within a point" of sequential SGD
@@ -115,6 +125,16 @@ class Budget:
     def n(self) -> int:
         return self.clients[-1]
 
+    @property
+    def periods(self) -> tuple[int, ...]:
+        """Table 3's P row: the context periods and Table 2's."""
+        return tuple(sorted({*self.context_periods, self.period}))
+
+    @property
+    def gammas(self) -> tuple[float, ...]:
+        """Table 3's gamma row: the context shares and Table 2's."""
+        return tuple(sorted({*self.context_gammas, self.gamma}))
+
     def k(self, n: int, gamma: float | None = None) -> int:
         return max(1, round((self.gamma if gamma is None else gamma) * n))  # the authors' round(N * beta)
 
@@ -136,7 +156,7 @@ BUDGETS = {
 
 
 def _scale(runs: int, n: int, k: int, local_steps: int, pooled: bool = False, read: bool = True) -> Scale:
-    """Runs of the paper budget: every EVAL_EVERY rounds the accuracy on the 10,000 test images (EVALUATIONS);
+    """Runs of the paper budget: every EVAL_EVERY rounds the accuracy on the 10,000 test images (evaluations());
     ``read``: whether a claim's rule reads them (the P and gamma rows are context, not judged)."""
     return Scale(MODEL, runs, ROUNDS_PAPER, 1 if pooled else k, TRAIN_IMAGES if pooled else TRAIN_IMAGES / n, 1, 5,
                  min(TEST_IMAGES, MAX_TEST), eval_every=EVAL_EVERY,
@@ -153,62 +173,90 @@ def _scales(b: Budget) -> tuple[Scale, ...]:
     return tuple(out)
 
 
-SCALES = _scales(BUDGETS["paper"])
-
 ASSUMED = ("lr 0.01 * 0.9999^round for every method (the authors' code default; the paper's tuned rates are "
            "stripped), beta = 0.5 (authors' default), seeds 0-2, test accuracy after every round")
-CLAIMS = (
-    PaperClaim(
-        "fedlaavg/cifar10/ica-gain", FEDLAAVG_PAPER, "abstract, section 5.2, Table 2",
-        "On CIFAR-10 (1000 one-class clients, diurnal availability P = 10, 10% of clients per round), FedLaAvg's best "
-        "test accuracy within 70,000 rounds is 4.23 points higher than FedAvg's (60.98% vs 56.75%).",
-        {"value": 4.23, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds",
-         "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, ICA); "
-                      f"full availability {PUBLISHED_FCA['fedlaavg']}% vs {PUBLISHED_FCA['fedavg']}%; sequential SGD "
-                      f"ends at {PUBLISHED_SEQUENTIAL_FINAL}%"},
-        "per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, Table 2's reading), diurnal "
-        f"availability; greater than {MIN_GAIN:g} point (as fedlaavg/synthetic/diurnal-gain): reproduced if the 95% "
-        f"interval lies above 0 and reaches +{MIN_GAIN:g}, not-reproduced if it lies below +{MIN_GAIN:g}",
-        ROUNDS_PAPER, note=ASSUMED),
-    PaperClaim(
-        "fedlaavg/cifar10/fca-gain", FEDLAAVG_PAPER, "section 5.2, Table 2",
-        "With full client availability on CIFAR-10, FedLaAvg's best test accuracy within 70,000 rounds is higher than "
-        "FedAvg's (64.70% vs 59.25%), and FedLaAvg under intermittent availability is within a point of sequential "
-        "SGD's 61.59%.",
-        {"value": 5.45, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds",
-         "statement": "FCA: FedLaAvg 64.70% vs FedAvg 59.25%; ICA: 60.98% vs 56.75%; sequential SGD 61.59%"},
-        "two parts, both must hold. Full availability: per seed, best test accuracy of FedLaAvg - that of FedAvg "
-        f"(points, Table 2's reading); greater than {MIN_GAIN:g} point (as fedlaavg/synthetic/diurnal-gain). Near "
-        "sequential SGD: per seed, FedLaAvg's best test accuracy under diurnal availability - sequential SGD's final "
-        f"accuracy (the mean of its last 5 evaluations); at least -{NEAR_SEQUENTIAL:g} point: reproduced if the 95% "
-        f"interval lies above -{NEAR_SEQUENTIAL:g}, not-reproduced if it lies below",
-        ROUNDS_PAPER, note=ASSUMED),
-    PaperClaim(
-        "fedlaavg/cifar10/sublinear-speedup", FEDLAAVG_PAPER, "section 5.3, Table 3 and Figure 3",
-        "On CIFAR-10, the rounds FedLaAvg needs to reach 55% test accuracy fall as the number of clients N grows "
-        "(200 to 1,000: 33,550 to 10,100 rounds), the sublinear speedup of its rate, and stay flat in P up to 10.",
-        {"value": None, "unit": "rounds to 55% test accuracy", "scope": "CIFAR-10, N, P and gamma varied (Table 3)",
-         "statement": "N 200/400/600/800/1000: 33550/14800/12850/12700/10100; P 1/5/10/15: 10000/9950/10100/13400; "
-                      "gamma 0.02-0.10: 27800/32200/13450/9400/10100"},
-        "per seed, the Spearman correlation of N and the rounds to 55% over N = 200..1,000 (the first evaluated "
-        "round with test accuracy >= 55%; a run that never reaches 55% counts as its budget; rho = 0 when every N "
-        "gives the same rounds); below 0 with the 95% interval of the per-seed values (reproduced if the interval "
-        "lies below 0, not-reproduced if it lies above 0). P and gamma are context, not judged",
-        ROUNDS_PAPER, note=ASSUMED + "; each N is the authors' partition re-run with num_clients = N (as their code "
-                                     "does), K = 0.1 N; P and gamma runs on the first seed only, as context"),
-    PaperClaim(
-        "fedlaavg/cifar10/fedavg-oscillates", FEDLAAVG_PAPER, "section 5.2, Figure 2",
-        "Under intermittent availability on CIFAR-10, FedAvg's test accuracy oscillates with the availability period "
-        "while FedLaAvg's does not.",
-        {"value": None, "unit": "accuracy oscillation", "scope": "CIFAR-10, ICA (Figure 2 curves)",
-         "statement": "FedAvg's curve oscillates periodically, FedLaAvg's is smooth"},
-        "per seed, the power of the test-accuracy curve at the availability period T = (1 + beta) P = 15 rounds "
-        "(a^2 / 2 of the period-T sinusoid a cos(2 pi t / T + phi) in a least-squares fit of a line plus that "
-        "sinusoid to the accuracy in points), over the second half of the rounds run (a whole number of periods "
-        "ending at the last round), FedAvg minus FedLaAvg; greater than 0 (reproduced if the 95% interval lies "
-        "above 0, not-reproduced if it lies below)",
-        ROUNDS_PAPER, note=ASSUMED + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain)"),
-)
+# The study as data (fedbench.studies.declaration): Table 2's five arms on every seed of the budget, and the sweeps of
+# Table 3 (knobs), each FedLaAvg under diurnal availability with one setting changed: N on every seed, P and gamma on
+# the first (context, read by no rule). The not-run entries name no data seed (the runs' entries name the partition's,
+# DATA_SEED); the protocol is budget-dependent (evaluations(), the declaration's is the paper budget's).
+DECLARATION = StudyDeclaration(
+    name=NAME, paper=FEDLAAVG_PAPER,
+    dataset="CIFAR-10's 50,000 training images over N = 1000 one-class clients (the authors' partition, seed 1; "
+            "each N of Table 3 re-partitioned), its 10,000 test images the global test set",
+    variants=(VARIANT,),
+    arms=(Arm("fedlaavg_ica", "fedlaavg", {"availability": "diurnal"}),
+          Arm("fedavg_ica", "fedavg", {"availability": "diurnal"}),
+          Arm("fedlaavg_fca", "fedlaavg", {"availability": "always"}),
+          Arm("fedavg_fca", "fedavg", {"availability": "always"}),
+          Arm("sequential", "sequential_sgd", {"availability": "always"})),  # K C steps a round, pooled data
+    seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS,
+    # the authors' protocol (train/command_line.py: tb_every=20, max_test=10000): all 10,000 test images, no sample
+    evaluation=(EvalSpec("global_test", every=EVAL_EVERY),),
+    knobs={"N": BUDGETS["paper"].clients, "P": BUDGETS["paper"].periods, "gamma": BUDGETS["paper"].gammas},
+    scales=_scales(BUDGETS["paper"]),
+    claims=(
+        Claim(
+            id="fedlaavg/cifar10/ica-gain", where="abstract, section 5.2, Table 2",
+            claim_text="On CIFAR-10 (1000 one-class clients, diurnal availability P = 10, 10% of clients per round), "
+                       "FedLaAvg's best test accuracy within 70,000 rounds is 4.23 points higher than FedAvg's "
+                       "(60.98% vs 56.75%).",
+            published={"value": 4.23, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds",
+                       "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% "
+                                    f"(Table 2, ICA); full availability {PUBLISHED_FCA['fedlaavg']}% vs "
+                                    f"{PUBLISHED_FCA['fedavg']}%; sequential SGD ends at "
+                                    f"{PUBLISHED_SEQUENTIAL_FINAL}%"},
+            rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, Table 2's reading), "
+                 f"diurnal availability; greater than {MIN_GAIN:g} point (as fedlaavg/synthetic/diurnal-gain): "
+                 f"reproduced if the 95% interval lies above 0 and reaches +{MIN_GAIN:g}, not-reproduced if it lies "
+                 f"below +{MIN_GAIN:g}",
+            reads=("fedlaavg_ica", "fedavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="paper-scale", note=ASSUMED),
+        Claim(
+            id="fedlaavg/cifar10/fca-gain", where="section 5.2, Table 2",
+            claim_text="With full client availability on CIFAR-10, FedLaAvg's best test accuracy within 70,000 rounds "
+                       "is higher than FedAvg's (64.70% vs 59.25%), and FedLaAvg under intermittent availability is "
+                       "within a point of sequential SGD's 61.59%.",
+            published={"value": 5.45, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds",
+                       "statement": "FCA: FedLaAvg 64.70% vs FedAvg 59.25%; ICA: 60.98% vs 56.75%; sequential SGD "
+                                    "61.59%"},
+            rule="two parts, both must hold. Full availability: per seed, best test accuracy of FedLaAvg - that of "
+                 f"FedAvg (points, Table 2's reading); greater than {MIN_GAIN:g} point (as "
+                 "fedlaavg/synthetic/diurnal-gain). Near sequential SGD: per seed, FedLaAvg's best test accuracy "
+                 "under diurnal availability - sequential SGD's final accuracy (the mean of its last 5 evaluations); "
+                 f"at least -{NEAR_SEQUENTIAL:g} point: reproduced if the 95% interval lies above "
+                 f"-{NEAR_SEQUENTIAL:g}, not-reproduced if it lies below",
+            reads=("fedlaavg_fca", "fedavg_fca", "fedlaavg_ica", "sequential"), rounds_paper=ROUNDS_PAPER,
+            fidelity="paper-scale", note=ASSUMED),
+        Claim(
+            id="fedlaavg/cifar10/sublinear-speedup", where="section 5.3, Table 3 and Figure 3",
+            claim_text="On CIFAR-10, the rounds FedLaAvg needs to reach 55% test accuracy fall as the number of "
+                       "clients N grows (200 to 1,000: 33,550 to 10,100 rounds), the sublinear speedup of its rate, "
+                       "and stay flat in P up to 10.",
+            published={"value": None, "unit": "rounds to 55% test accuracy",
+                       "scope": "CIFAR-10, N, P and gamma varied (Table 3)",
+                       "statement": "N 200/400/600/800/1000: 33550/14800/12850/12700/10100; P 1/5/10/15: "
+                                    "10000/9950/10100/13400; gamma 0.02-0.10: 27800/32200/13450/9400/10100"},
+            rule="per seed, the Spearman correlation of N and the rounds to 55% over N = 200..1,000 (the first "
+                 "evaluated round with test accuracy >= 55%; a run that never reaches 55% counts as its budget; rho = "
+                 "0 when every N gives the same rounds); below 0 with the 95% interval of the per-seed values "
+                 "(reproduced if the interval lies below 0, not-reproduced if it lies above 0). P and gamma are "
+                 "context, not judged",
+            reads=("fedlaavg_ica",), rounds_paper=ROUNDS_PAPER, fidelity="paper-scale",
+            note=ASSUMED + "; each N is the authors' partition re-run with num_clients = N (as their code does), "
+                           "K = 0.1 N; P and gamma runs on the first seed only, as context"),
+        Claim(
+            id="fedlaavg/cifar10/fedavg-oscillates", where="section 5.2, Figure 2",
+            claim_text="Under intermittent availability on CIFAR-10, FedAvg's test accuracy oscillates with the "
+                       "availability period while FedLaAvg's does not.",
+            published={"value": None, "unit": "accuracy oscillation", "scope": "CIFAR-10, ICA (Figure 2 curves)",
+                       "statement": "FedAvg's curve oscillates periodically, FedLaAvg's is smooth"},
+            rule="per seed, the power of the test-accuracy curve at the availability period T = (1 + beta) P = 15 "
+                 "rounds (a^2 / 2 of the period-T sinusoid a cos(2 pi t / T + phi) in a least-squares fit of a line "
+                 "plus that sinusoid to the accuracy in points), over the second half of the rounds run (a whole "
+                 "number of periods ending at the last round), FedAvg minus FedLaAvg; greater than 0 (reproduced if "
+                 "the 95% interval lies above 0, not-reproduced if it lies below)",
+            reads=("fedavg_ica", "fedlaavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="paper-scale",
+            note=ASSUMED + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain)"),
+    ))
 
 DEVIATIONS = [
     ("learning rate 0.01 * 0.9999^round for every method, the authors' code defaults (the paper tunes the initial "
@@ -254,52 +302,58 @@ def pooled(real_root: str, built_n: int) -> FederatedDataset:
     return pool_clients(federated(built_n, real_root, built_n))
 
 
-# --- runs -------------------------------------------------------------------------------------------------------
+
+# --- the plan of runs -------------------------------------------------------------------------------------------
+
+METHODS = {"fedlaavg": "fedlaavg", "fedavg": "fedavg", "sequential_sgd": "sequential"}  # algorithm: records' method
+
 
 @dataclass(frozen=True)
 class Run:
-    """One run: method (fedlaavg, fedavg, sequential), availability (ica, fca), N, P, gamma, seed."""
+    """One run: an arm of DECLARATION at N clients, period P, share gamma, training seed."""
 
-    method: str
-    availability: str
+    arm: str
     n: int
     period: int
     gamma: float
     seed: int
 
     @property
+    def method(self) -> str:
+        return METHODS[DECLARATION.arm(self.arm).algorithm]
+
+    @property
+    def diurnal(self) -> bool:
+        return DECLARATION.arm(self.arm).settings["availability"] == "diurnal"
+
+    @property
     def name(self) -> str:
         if self.method == "sequential":
             return f"sequential/N={self.n}/seed={self.seed}"
-        return f"{self.method}/{self.availability}/N={self.n}/P={self.period}/gamma={self.gamma:g}/seed={self.seed}"
+        availability = "ica" if self.diurnal else "fca"
+        return f"{self.method}/{availability}/N={self.n}/P={self.period}/gamma={self.gamma:g}/seed={self.seed}"
 
 
 def plan(b: Budget) -> dict[str, list[Run]]:
-    """The runs of budget ``b`` by role (a run may serve several roles; it runs once)."""
-    first = b.seeds[0]
-
-    def run(method: str, availability: str = "ica", n: int | None = None, period: int | None = None,
-            gamma: float | None = None, seed: int = first) -> Run:
-        return Run(method, availability, b.n if n is None else n, b.period if period is None else period,
+    """The runs of budget ``b`` by role: each arm on every seed (Table 2), then Table 3's sweeps of FedLaAvg under
+    diurnal availability, N on every seed, P and gamma on the first (a run may serve several roles; it runs once)."""
+    def run(arm: str = "fedlaavg_ica", n: int | None = None, period: int | None = None, gamma: float | None = None,
+            seed: int = b.seeds[0]) -> Run:
+        return Run(arm, b.n if n is None else n, b.period if period is None else period,
                    b.gamma if gamma is None else gamma, seed)
 
     return {
-        "fedlaavg_ica": [run("fedlaavg", seed=s) for s in b.seeds],
-        "fedavg_ica": [run("fedavg", seed=s) for s in b.seeds],
-        "fedlaavg_fca": [run("fedlaavg", "fca", seed=s) for s in b.seeds],
-        "fedavg_fca": [run("fedavg", "fca", seed=s) for s in b.seeds],
-        "sequential": [run("sequential", "fca", seed=s) for s in b.seeds],
-        **{f"n={n}": [run("fedlaavg", n=n, seed=s) for s in b.seeds] for n in b.clients},
-        **{f"p={p}": [run("fedlaavg", period=p)] for p in sorted({*b.context_periods, b.period})},
-        **{f"gamma={g:g}": [run("fedlaavg", gamma=g)] for g in sorted({*b.context_gammas, b.gamma})},
+        **{a.name: [run(a.name, seed=s) for s in b.seeds] for a in DECLARATION.arms},
+        **{f"n={n}": [run(n=n, seed=s) for s in b.seeds] for n in b.clients},
+        **{f"p={p}": [run(period=p)] for p in b.periods},
+        **{f"gamma={g:g}": [run(gamma=g)] for g in b.gammas},
     }
 
 
-def evaluations(b: Budget, ds: FederatedDataset) -> tuple:
+def evaluations(b: Budget, ds: FederatedDataset) -> tuple[EvalSpec, ...]:
     """The authors' protocol (EVAL_EVERY, MAX_TEST): the global test set every ``b.eval_every`` rounds and on the
-    final model, on a seeded sample of MAX_TEST of its images where it has more."""
-    from fedbench.engine.evaluation import EvalSpec
-
+    final model, on a seeded sample of MAX_TEST of its images where it has more (DECLARATION's is the paper
+    budget's)."""
     if ds.global_test is None:
         raise ValueError(f"{ds.name}: no global test set (built by an older fedbench? rebuild it with "
                          f"`fedbench data prepare {VARIANT}`)")
@@ -308,6 +362,7 @@ def evaluations(b: Budget, ds: FederatedDataset) -> tuple:
 
 
 def simulation(b: Budget, r: Run, real_root: str):
+    """Run ``r``: its arm's algorithm and availability (diurnal: classes 0-4, then 5-9) at the budget's settings."""
     from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
     from fedbench.algorithms.sequential_sgd import sequential_config
     from fedbench.availability import AvailabilityConfig
@@ -317,7 +372,7 @@ def simulation(b: Budget, r: Run, real_root: str):
 
     data = functools.partial(federated, r.n, real_root, b.n)
     ds = data()
-    if r.availability == "ica":
+    if r.diurnal:
         availability = AvailabilityConfig(model="diurnal", period=r.period, beta=b.beta,
                                           groups=tuple(int(g) for g in availability_groups(ds)))
     else:
@@ -326,45 +381,18 @@ def simulation(b: Budget, r: Run, real_root: str):
                      batch_size=b.batch_size, seed=r.seed, device=b.device, lr_decay=b.lr_decay,
                      availability=availability, evaluations=evaluations(b, ds), dissimilarity_every=0)
     knobs = {"method": r.method, "N": r.n, "gamma": r.gamma}
-    if r.method == "sequential":
+    algorithm = DECLARATION.arm(r.arm).algorithm
+    if algorithm == "sequential_sgd":
         return Simulation(r.name, sequential_config(cfg), functools.partial(pooled, real_root, b.n), build(MODEL, ds),
                           SequentialSGD(lr=b.lr), knobs)
-    algorithm = FedLaAvg(lr=b.lr) if r.method == "fedlaavg" else FedAvg(lr=b.lr)
-    return Simulation(r.name, cfg, data, build(MODEL, ds), algorithm, knobs)
+    return Simulation(r.name, cfg, data, build(MODEL, ds), {"fedlaavg": FedLaAvg, "fedavg": FedAvg}[algorithm](lr=b.lr),
+                      knobs)
 
 
-# --- readings ---------------------------------------------------------------------------------------------------
-
-def evaluation_rounds(b: Budget, budget: float = 1.0) -> np.ndarray:
-    """The rounds the protocol evaluates up to the cut (fedbench.claims.readings.cut_round): 0, eval_every, ...,
-    and the final model (round ``b.rounds``) when the cut is the whole budget."""
-    import numpy as np
-
-    from fedbench.claims.readings import cut_round
-
-    last = cut_round(b.rounds, budget)
-    t = list(range(0, last + 1, b.eval_every))
-    if last == b.rounds and t[-1] != last:
-        t.append(last)
-    return np.array(t)
-
-
-def accuracy_curve(accuracy: dict[int, float], rounds: np.ndarray, diverged_at: int | None = None) -> np.ndarray:
-    """Test accuracy (%) at the evaluated ``rounds`` (evaluation_rounds), from a run's {round: accuracy}; 0 from
-    the round a run diverged on (``diverged_at``) and at the rounds a run did not reach."""
-    import numpy as np
-
-    return np.array([100 * accuracy[t] if t in accuracy and (diverged_at is None or t < diverged_at) else 0.0
-                     for t in map(int, rounds)])
-
-
-# rounds to a target, first or smoothed over SMOOTH evaluations: the registry's reading (fedbench.claims.readings)
-rounds_to_target = rounds_to_smoothed
-
+# --- readings (fedbench.claims.readings), by the rounds evaluated -----------------------------------------------
 
 def spearman(x, y) -> float:
     """Spearman's rho (Pearson correlation of average ranks); 0 when either has no spread (no ordering)."""
-    import numpy as np
     from scipy.stats import rankdata
 
     rx, ry = rankdata(x), rankdata(y)
@@ -373,142 +401,166 @@ def spearman(x, y) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def period_power(curve: np.ndarray, period: int, whole: bool = False, rounds: np.ndarray | None = None) -> float:
-    """The power a^2 / 2 of the period-``period`` sinusoid a cos(2 pi t / period + phi) in the least-squares fit of
-    a line plus that sinusoid to ``curve``, evaluated at ``rounds`` t (default 0, 1, 2, ...), over the second
-    half of the rounds (a whole number of periods ending at the last evaluated round), or over all of them
-    (``whole``). NaN when that window holds less than one period or no evaluation."""
-    import numpy as np
+@dataclass(frozen=True)
+class Curves:
+    """The runs' test accuracy (%) at the evaluated rounds, cut at a fraction ``frac`` of the rounds run, and the
+    readings the rules take from it (fedbench.claims.readings)."""
 
-    c = np.asarray(curve, dtype=float)
-    t = np.arange(len(c)) if rounds is None else np.asarray(rounds)
-    last = int(t[-1])
-    span = last + 1 if whole else (last + 1) // 2
-    n = (span // period) * period
-    inside = t > last - n
-    if n < period or not inside.any():
-        return math.nan
-    tt = (t[inside] - (last - n + 1)).astype(float)
-    angle = 2 * np.pi * tt / period
-    design = np.column_stack([np.ones(len(tt)), tt / n, np.cos(angle), np.sin(angle)])
-    coef = np.linalg.lstsq(design, c[inside], rcond=None)[0]
-    return float((coef[2] ** 2 + coef[3] ** 2) / 2)
+    b: Budget
+    roles: dict[str, list[Run]]
+    outcomes: dict[Run, Outcome]
+
+    def rounds(self, frac: float = 1.0) -> np.ndarray:
+        return readings.evaluation_rounds(self.b.rounds, self.b.eval_every, frac)
+
+    def __call__(self, r: Run, frac: float = 1.0) -> np.ndarray:
+        o = self.outcomes[r]
+        diverged_at = int(o.history[-1]["round"]) if o.diverged else None
+        return readings.accuracy_at(o.at_rounds(ACCURACY), self.rounds(frac), diverged_at)
+
+    def read(self, r: Run, reading: str, frac: float = 1.0) -> float:
+        """``best``, ``tail`` (the mean of the last 5) or ``final`` evaluation."""
+        return readings.read_curve(self(r, frac), reading)
+
+    def reach(self, r: Run, frac: float = 1.0, smooth: int = 1) -> int:
+        """Rounds to the budget's target: the first evaluated round at it (``smooth``: of the running mean)."""
+        return readings.rounds_to_smoothed(self(r, frac), self.b.target, smooth, self.rounds(frac))
+
+    def power(self, r: Run, frac: float = 1.0, whole: bool = False) -> float:
+        """Oscillation power at the run's availability period, over the second half of the rounds (or ``whole``)."""
+        return readings.period_power(self(r, frac), self.b.cycle(r.period), whole, self.rounds(frac))
+
+    def per_seed(self, role: str, reading: str = "best", frac: float = 1.0) -> list[float]:
+        return [self.read(r, reading, frac) for r in self.roles[role]]
+
+    def mean_best(self, role: str) -> float:
+        return float(np.mean(self.per_seed(role)))
 
 
 # --- the study ----------------------------------------------------------------------------------------------------
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    import numpy as np
-
-    from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.claims.entry import judged
-    from fedbench.studies.real_data import base_entry
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
-    out_dir, root, roles = study.out, str(real_root), plan(b)
+    roles = plan(b)
     runs = list(dict.fromkeys(r for rs in roles.values() for r in rs))
-    sims = {r: simulation(b, r, root) for r in runs}
-    outcomes = study.run(sims, keep=False)  # the records read every run's curve (below)
-
-    def curve(r: Run, frac: float = 1.0) -> np.ndarray:
-        """The run's test accuracy (%) at evaluation_rounds(b, frac)."""
-        o = outcomes[r]
-        diverged_at = int(o.history[-1]["round"]) if o.diverged else None
-        return accuracy_curve(o.at_rounds(ACCURACY), evaluation_rounds(b, frac), diverged_at)
-
-    evaluated = evaluation_rounds(b)
-    reach = {r: rounds_to_target(curve(r), b.target, rounds=evaluated) for r in runs if r.method == "fedlaavg"}
-    power = {r: period_power(curve(r), b.cycle(r.period), rounds=evaluated)
-             for r in roles["fedlaavg_ica"] + roles["fedavg_ica"]}
-    study.records += [sim_record(sims[r], outcomes[r], keys=("round", ACCURACY),
-                                 metrics={"study/best_accuracy": float(curve(r).max()),
+    sims = {r: simulation(b, r, str(real_root)) for r in runs}
+    c = Curves(b, roles, study.run(sims, keep=False))  # the records read every run's curve (below)
+    reach = {r: c.reach(r) for r in runs if r.method == "fedlaavg"}
+    power = {r: c.power(r) for r in roles["fedlaavg_ica"] + roles["fedavg_ica"]}
+    study.records += [sim_record(sims[r], c.outcomes[r], keys=("round", ACCURACY),
+                                 metrics={"study/best_accuracy": c.read(r, "best"),
                                           "study/rounds_to_target": reach.get(r), "study/period_power": power.get(r)})
                       for r in runs]
     study.write()
-    _figures(out_dir, b, roles, curve, reach, evaluated)
+    _figures(study.out, c, reach)
 
-    reading_names = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final round",
-                     "first": f"first round >= {b.target:g}%", "smoothed": f"first round the mean of {SMOOTH} >= "
-                                                                            f"{b.target:g}%",
-                     "half": "second half of the rounds", "whole": "whole curve"}
-    paper_budget = ROUNDS_PAPER / b.rounds
-    fidelity = "stand-in" if budget != "paper" else None  # the fixture: fixture-sized data
+    scale = {"study": NAME, "variants": list(DECLARATION.variants), "budget": budget, "clients": b.n,
+             "clients_per_round": b.k(b.n), "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr,
+             "lr_decay": b.lr_decay, "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL}
+    common = {"deviations": DEVIATIONS, "rounds_run": b.rounds, "training_seeds": list(b.seeds),
+              "data_seeds": [DATA_SEED], **({"fidelity": "stand-in"} if budget != "paper" else {})}  # fixture data
+    out = []
+    for judge_claim in (ica_gain, fca_gain, sublinear_speedup, fedavg_oscillates):
+        claim_id, result, fields = judge_claim(c)
+        fields["scale"] = scale | fields.get("scale", {})
+        out.append(judged(DECLARATION.entry(claim_id, **common, **fields), result))
+    return out
 
-    def read(r: Run, reading: str, frac: float) -> float:
-        c = curve(r, frac)
-        return float({"best": c.max(), "tail": c[-5:].mean(), "final": c[-1]}[reading])
 
-    def gains(a: str, z: str, reading: str, frac: float) -> list[float]:
-        return [read(x, reading, frac) - read(y, reading, frac) for x, y in zip(roles[a], roles[z])]
+# --- the claims: each judged from the runs' curves; its id, the judgement, and what its entry reports --------------
 
-    def mean_best(role: str) -> float:
-        return float(np.mean([curve(r).max() for r in roles[role]]))
+FIGURE_2 = {"path": f"figures/{NAME}/{NAME}_table2.png", "panel": "(a) test accuracy, mean of the seeds"}
 
-    scale = {"study": NAME, "variants": list(VARIANTS), "budget": budget, "clients": b.n, "clients_per_round": b.k(b.n),
-             "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr, "lr_decay": b.lr_decay,
-             "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL}
-    figure2 = {"path": f"figures/{NAME}/{NAME}_table2.png", "panel": "(a) test accuracy, mean of the seeds"}
-    figure3 = {"path": f"figures/{NAME}/{NAME}_table3.png", "panel": "(d) rounds to the target against N"}
-    figure_osc = {"path": f"figures/{NAME}/{NAME}_table2.png", "panel": "(b) the last periods, first seed"}
-    common = {"deviations": DEVIATIONS, "fidelity": fidelity, "rounds_run": b.rounds,
-              "training_seeds": list(b.seeds), "data_seeds": [1]}
-    claims = {c.id: c for c in CLAIMS}
-    best = {role: [round(float(curve(r).max()), 2) for r in roles[role]]
-            for role in ("fedlaavg_ica", "fedavg_ica", "fedlaavg_fca", "fedavg_fca", "sequential")}
-    entries = []
 
-    # Table 2, ICA
+def _judge(c: Curves, parts: list, measure: Callable[[str, float], list], primary: str,
+           also: tuple[str, ...]) -> dict[str, Any]:
+    """fedbench.claims.verdict.judge at the study's budget: ``measure(reading, frac)`` per part, per seed, read with
+    ``primary`` and, for the sensitivity, the readings ``also``."""
+    from fedbench.claims.verdict import judge
+
+    names = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final round",
+             "first": f"first round >= {c.b.target:g}%",
+             "smoothed": f"first round the mean of {SMOOTH} >= {c.b.target:g}%",
+             "half": "second half of the rounds", "whole": "whole curve"}
+    return judge(parts, measure, primary, also, paper_budget=ROUNDS_PAPER / c.b.rounds, reading_names=names)
+
+
+def _gains(c: Curves, a: str, z: str, reading: str, frac: float) -> list[float]:
+    """Per seed, role ``a``'s reading minus role ``z``'s."""
+    return [x - y for x, y in zip(c.per_seed(a, reading, frac), c.per_seed(z, reading, frac))]
+
+
+def _best(c: Curves, role: str) -> list[float]:
+    return [round(v, 2) for v in c.per_seed(role)]
+
+
+def ica_gain(c: Curves) -> tuple[str, dict, dict]:
+    """Table 2, ICA: FedLaAvg's best accuracy minus FedAvg's under diurnal availability."""
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule
+
     part = Part("diurnal availability (ICA)", Rule("greater", MIN_GAIN, "accuracy points"))
-    result = judge([part], lambda reading, frac: [gains("fedlaavg_ica", "fedavg_ica", reading, frac)], "best",
-                   ("best", "tail", "final"), paper_budget=paper_budget, reading_names=reading_names)
-    observed = (f"best test accuracy, mean of {len(b.seeds)} seeds: FedLaAvg {mean_best('fedlaavg_ica'):.2f}% vs FedAvg "
-                f"{mean_best('fedavg_ica'):.2f}% under diurnal availability (gain {fmt_effect(result['effect'])}). "
-                f"Published: {PUBLISHED_ICA['fedlaavg']}% vs {PUBLISHED_ICA['fedavg']}% (+4.23)")
-    entries.append(judged(base_entry(claims["fedlaavg/cifar10/ica-gain"], scale=scale, figure=figure2, observed=observed,
-                                     reproduced={"unit": "best test accuracy (%)", "fedlaavg_best": best["fedlaavg_ica"],
-                                                 "fedavg_best": best["fedavg_ica"]}, **common), result))
+    result = _judge(c, [part], lambda reading, frac: [_gains(c, "fedlaavg_ica", "fedavg_ica", reading, frac)],
+                    "best", ("best", "tail", "final"))
+    observed = (f"best test accuracy, mean of {len(c.b.seeds)} seeds: FedLaAvg {c.mean_best('fedlaavg_ica'):.2f}% vs "
+                f"FedAvg {c.mean_best('fedavg_ica'):.2f}% under diurnal availability (gain "
+                f"{fmt_effect(result['effect'])}). Published: {PUBLISHED_ICA['fedlaavg']}% vs "
+                f"{PUBLISHED_ICA['fedavg']}% (+4.23)")
+    return "fedlaavg/cifar10/ica-gain", result, {
+        "figure": FIGURE_2, "observed": observed,
+        "reproduced": {"unit": "best test accuracy (%)", "fedlaavg_best": _best(c, "fedlaavg_ica"),
+                       "fedavg_best": _best(c, "fedavg_ica")}}
 
-    # Table 2, FCA and sequential SGD
+
+def fca_gain(c: Curves) -> tuple[str, dict, dict]:
+    """Table 2, FCA and sequential SGD: FedLaAvg's gain under full availability, and FedLaAvg (ICA) against
+    sequential SGD's final accuracy."""
+    from fedbench.claims.verdict import Part, Rule
+
     def near_sequential(reading: str, frac: float) -> list[float]:
-        return [read(x, reading, frac) - read(s, "tail", frac) for x, s in zip(roles["fedlaavg_ica"], roles["sequential"])]
+        return [c.read(x, reading, frac) - c.read(s, "tail", frac)
+                for x, s in zip(c.roles["fedlaavg_ica"], c.roles["sequential"])]
 
     parts = [Part("full availability (FCA)", Rule("greater", MIN_GAIN, "accuracy points")),
              Part("FedLaAvg (ICA) vs sequential SGD", Rule("at_least", NEAR_SEQUENTIAL, "accuracy points"))]
-    result = judge(parts, lambda reading, frac: [gains("fedlaavg_fca", "fedavg_fca", reading, frac),
-                                                 near_sequential(reading, frac)],
-                   "best", ("best", "tail", "final"), paper_budget=paper_budget, reading_names=reading_names)
-    seq_final = float(np.mean([read(r, "tail", 1.0) for r in roles["sequential"]]))
-    observed = (f"best test accuracy, mean of {len(b.seeds)} seeds, full availability: FedLaAvg "
-                f"{mean_best('fedlaavg_fca'):.2f}% vs FedAvg {mean_best('fedavg_fca'):.2f}%; FedLaAvg under diurnal "
-                f"availability {mean_best('fedlaavg_ica'):.2f}% vs sequential SGD's final {seq_final:.2f}% (best "
-                f"{mean_best('sequential'):.2f}%). Published: FCA {PUBLISHED_FCA['fedlaavg']}% vs "
+    result = _judge(c, parts, lambda reading, frac: [_gains(c, "fedlaavg_fca", "fedavg_fca", reading, frac),
+                                                     near_sequential(reading, frac)],
+                    "best", ("best", "tail", "final"))
+    seq_final = float(np.mean(c.per_seed("sequential", "tail")))
+    observed = (f"best test accuracy, mean of {len(c.b.seeds)} seeds, full availability: FedLaAvg "
+                f"{c.mean_best('fedlaavg_fca'):.2f}% vs FedAvg {c.mean_best('fedavg_fca'):.2f}%; FedLaAvg under "
+                f"diurnal availability {c.mean_best('fedlaavg_ica'):.2f}% vs sequential SGD's final {seq_final:.2f}% "
+                f"(best {c.mean_best('sequential'):.2f}%). Published: FCA {PUBLISHED_FCA['fedlaavg']}% vs "
                 f"{PUBLISHED_FCA['fedavg']}%, sequential SGD {PUBLISHED_SEQUENTIAL_FINAL}% (FedLaAvg ICA 0.61 below)")
-    entries.append(judged(base_entry(claims["fedlaavg/cifar10/fca-gain"], scale=scale, figure=figure2, observed=observed,
-                                     reproduced={"unit": "test accuracy (%)", "fedlaavg_fca_best": best["fedlaavg_fca"],
-                                                 "fedavg_fca_best": best["fedavg_fca"],
-                                                 "fedlaavg_ica_best": best["fedlaavg_ica"],
-                                                 "sequential_final": [round(read(r, "tail", 1.0), 2)
-                                                                      for r in roles["sequential"]]}, **common), result))
+    return "fedlaavg/cifar10/fca-gain", result, {
+        "figure": FIGURE_2, "observed": observed,
+        "reproduced": {"unit": "test accuracy (%)", "fedlaavg_fca_best": _best(c, "fedlaavg_fca"),
+                       "fedavg_fca_best": _best(c, "fedavg_fca"), "fedlaavg_ica_best": _best(c, "fedlaavg_ica"),
+                       "sequential_final": [round(v, 2) for v in c.per_seed("sequential", "tail")]}}
 
-    # Table 3, N
+
+def sublinear_speedup(c: Curves) -> tuple[str, dict, dict]:
+    """Table 3, N: per seed, Spearman's rho of N against FedLaAvg's rounds to the target; P and gamma as context."""
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule
+
+    b = c.b
+
     def rho(reading: str, frac: float) -> list[list[float]]:
         smooth = SMOOTH if reading == "smoothed" else 1
-        per_seed = []
-        for i in range(len(b.seeds)):
-            needed = [rounds_to_target(curve(roles[f"n={n}"][i], frac), b.target, smooth, evaluation_rounds(b, frac))
-                      for n in b.clients]
-            per_seed.append(spearman(b.clients, needed))
-        return [per_seed]
+        return [[spearman(b.clients, [c.reach(c.roles[f"n={n}"][i], frac, smooth) for n in b.clients])
+                 for i in range(len(b.seeds))]]
 
     part = Part(f"N = {b.clients[0]}..{b.clients[-1]}", Rule("at_most", 0.0, "Spearman rho"))
-    result = judge([part], rho, "first", ("first", "smoothed"), paper_budget=paper_budget, reading_names=reading_names)
-    table_n = {n: [reach[r] for r in roles[f"n={n}"]] for n in b.clients}
-    context_p = {p: reach[roles[f"p={p}"][0]] for p in sorted({*b.context_periods, b.period})}
-    context_g = {g: reach[roles[f"gamma={g:g}"][0]] for g in sorted({*b.context_gammas, b.gamma})}
+    result = _judge(c, [part], rho, "first", ("first", "smoothed"))
+    table_n = {n: [c.reach(r) for r in c.roles[f"n={n}"]] for n in b.clients}
+    context_p = {p: c.reach(c.roles[f"p={p}"][0]) for p in b.periods}
+    context_g = {g: c.reach(c.roles[f"gamma={g:g}"][0]) for g in b.gammas}
     never = f"{b.rounds} = never within the budget"
     observed = (f"rounds to {b.target:g}% per N (seeds {list(b.seeds)}; {never}): "
                 + "; ".join(f"N={n}: {v}" for n, v in table_n.items())
@@ -516,55 +568,55 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                 + ", ".join(f"{p}: {v}" for p, v in context_p.items()) + "; gamma "
                 + ", ".join(f"{g:g}: {v}" for g, v in context_g.items())
                 + ". Published: N 200..1000: 33550/14800/12850/12700/10100")
-    entries.append(judged(base_entry(claims["fedlaavg/cifar10/sublinear-speedup"], scale=scale | {"N": list(b.clients)},
-                                     figure=figure3, observed=observed,
-                                     reproduced={"unit": f"rounds to {b.target:g}% test accuracy",
-                                                 "by_N": {str(n): v for n, v in table_n.items()},
-                                                 "context_first_seed": {"P": {str(p): v for p, v in context_p.items()},
-                                                                        "gamma": {f"{g:g}": v for g, v in
-                                                                                  context_g.items()}}}, **common),
-                          result))
+    return "fedlaavg/cifar10/sublinear-speedup", result, {
+        "scale": {"N": list(b.clients)}, "observed": observed,
+        "figure": {"path": f"figures/{NAME}/{NAME}_table3.png", "panel": "(d) rounds to the target against N"},
+        "reproduced": {"unit": f"rounds to {b.target:g}% test accuracy",
+                       "by_N": {str(n): v for n, v in table_n.items()},
+                       "context_first_seed": {"P": {str(p): v for p, v in context_p.items()},
+                                              "gamma": {f"{g:g}": v for g, v in context_g.items()}}}}
 
-    # Figure 2, oscillation
+
+def fedavg_oscillates(c: Curves) -> tuple[str, dict, dict]:
+    """Figure 2: per seed, FedAvg's oscillation power at the availability period minus FedLaAvg's (ICA)."""
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule
+
     def oscillation(reading: str, frac: float) -> list[list[float]]:
         whole = reading == "whole"
-        t = evaluation_rounds(b, frac)
-        return [[period_power(curve(x, frac), b.cycle(), whole, t) - period_power(curve(y, frac), b.cycle(), whole, t)
-                 for x, y in zip(roles["fedavg_ica"], roles["fedlaavg_ica"])]]
+        return [[c.power(x, frac, whole) - c.power(y, frac, whole)
+                 for x, y in zip(c.roles["fedavg_ica"], c.roles["fedlaavg_ica"])]]
 
     part = Part("diurnal availability (ICA)", Rule("greater", 0.0, "accuracy points^2"))
-    result = judge([part], oscillation, "half", ("half", "whole"), paper_budget=paper_budget,
-                   reading_names=reading_names)
-    p_avg = [power[r] for r in roles["fedavg_ica"]]
-    p_la = [power[r] for r in roles["fedlaavg_ica"]]
-    observed = (f"power of the period-{b.cycle()} component of the test accuracy over the second half of the rounds "
+    result = _judge(c, [part], oscillation, "half", ("half", "whole"))
+    p_avg = [c.power(r) for r in c.roles["fedavg_ica"]]
+    p_la = [c.power(r) for r in c.roles["fedlaavg_ica"]]
+    observed = (f"power of the period-{c.b.cycle()} component of the test accuracy over the second half of the rounds "
                 f"(points^2, per seed): FedAvg {[round(v, 4) for v in p_avg]}, FedLaAvg {[round(v, 4) for v in p_la]} "
                 f"(difference {fmt_effect(result['effect'])})")
-    entries.append(judged(base_entry(claims["fedlaavg/cifar10/fedavg-oscillates"], scale=scale, figure=figure_osc,
-                                     observed=observed,
-                                     reproduced={"unit": "period power (accuracy points^2)", "fedavg": p_avg,
-                                                 "fedlaavg": p_la}, **common), result))
-    return entries
+    return "fedlaavg/cifar10/fedavg-oscillates", result, {
+        "figure": {"path": f"figures/{NAME}/{NAME}_table2.png", "panel": "(b) the last periods, first seed"},
+        "observed": observed,
+        "reproduced": {"unit": "period power (accuracy points^2)", "fedavg": p_avg, "fedlaavg": p_la}}
 
 
-def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach: dict[Run, int],
-             t: np.ndarray) -> None:
-    import numpy as np
+# --- figures ------------------------------------------------------------------------------------------------------
 
+def _figures(out_dir: Path, c: Curves, reach: dict[Run, int]) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     plt = pyplot()
+    b, roles, t = c.b, c.roles, c.rounds()
 
     def mean_curve(role: str) -> np.ndarray:
-        return np.vstack([curve(r) for r in roles[role]]).mean(0)
+        return np.vstack([c(r) for r in roles[role]]).mean(0)
 
     fig, (a, z) = plt.subplots(1, 2, figsize=(12, 4.2))
     styles = {"fedlaavg_ica": ("FedLaAvg (ICA)", "tab:blue", "-"), "fedavg_ica": ("FedAvg (ICA)", "tab:red", "-"),
               "fedlaavg_fca": ("FedLaAvg (FCA)", "tab:blue", ":"), "fedavg_fca": ("FedAvg (FCA)", "tab:red", ":"),
               "sequential": ("sequential SGD", "k", "--")}
     for role, (label, color, ls) in styles.items():
-        m = mean_curve(role)
-        a.plot(t, m, color=color, ls=ls, lw=0.8, label=label)
+        a.plot(t, mean_curve(role), color=color, ls=ls, lw=0.8, label=label)
     a.set_xlabel("round")
     a.set_ylabel(f"test accuracy (%), mean of {len(b.seeds)} seeds")
     a.set_title(f"(a) Table 2: N={b.n}, K={b.k(b.n)}, P={b.period}, beta={b.beta}")
@@ -572,7 +624,7 @@ def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach
     window = min(b.rounds + 1, 10 * b.cycle() * b.eval_every)  # about ten periods' worth of evaluations
     shown = t > b.rounds - window
     for role in ("fedavg_ica", "fedlaavg_ica"):
-        z.plot(t[shown], curve(roles[role][0])[shown], color=styles[role][1], lw=0.8, marker=".", ms=2,
+        z.plot(t[shown], c(roles[role][0])[shown], color=styles[role][1], lw=0.8, marker=".", ms=2,
                label=styles[role][0])
     z.set_xlabel("round")
     z.set_title(f"(b) the last {window} rounds, seed {b.seeds[0]} (period {b.cycle()})")
@@ -581,13 +633,11 @@ def _figures(out_dir: Path, b: Budget, roles: dict[str, list[Run]], curve, reach
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     panels = [("(a) N (mean of seeds)", [(f"N={n}", f"n={n}") for n in b.clients]),
-              (f"(b) P (seed {b.seeds[0]})", [(f"P={p}", f"p={p}") for p in sorted({*b.context_periods, b.period})]),
-              (f"(c) gamma (seed {b.seeds[0]})", [(f"gamma={g:g}", f"gamma={g:g}")
-                                                  for g in sorted({*b.context_gammas, b.gamma})])]
+              (f"(b) P (seed {b.seeds[0]})", [(f"P={p}", f"p={p}") for p in b.periods]),
+              (f"(c) gamma (seed {b.seeds[0]})", [(f"gamma={g:g}", f"gamma={g:g}") for g in b.gammas])]
     for ax, (title, lines) in zip(axes.flat, panels):
         for label, role in lines:
-            m = mean_curve(role)
-            ax.plot(t, m, lw=0.8, label=label)
+            ax.plot(t, mean_curve(role), lw=0.8, label=label)
         ax.axhline(b.target, color="grey", lw=0.6, ls="--")
         ax.set_title(title)
         ax.set_xlabel("round")

@@ -36,7 +36,7 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.engine.simulation import SimulationConfig
 from fedbench.models import build_model
-from fedbench.claims.readings import NAMES, read_accuracy
+from fedbench.claims.readings import NAMES, peak_to_trough, read_accuracy
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
@@ -170,7 +170,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | No
     best = {name: {s: float(c.max()) for s, c in per_seed.items()} for name, per_seed in curves.items()}
     tail = 4 * (PERIOD + int(BETA * PERIOD))  # the last four availability periods
     tail_mean = {name: float(np.mean([c[-tail:].mean() for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}
-    tail_range = {name: float(np.mean([np.ptp(c[-tail:]) for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}
+    tail_range = {name: float(np.mean([peak_to_trough(c, tail) for c in curves[name].values()]))
+                  for name in ("fedavg", "fedlaavg")}
     _figure(out_dir / "fedlaavg_diurnal.png", curves, len(seeds))
 
     def mean(name):

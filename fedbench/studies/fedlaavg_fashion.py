@@ -34,8 +34,8 @@ data, the model's input layer and the rounds:
 
 Cost, measured 2026-11-26 on this project's 2-core machine with about 7 other processes running (load 7):
 4 rounds of one run took 266-290 s of wall time and about 14 s of CPU a round (about 65% of it the per-round
-evaluation of 70,000 images), in line with SCALES' projection from the CIFAR CNN's measured costs (15.2 s a round
-and run): the first registered budget (10 runs x 150 rounds, evaluated every round) was projected at 6.4
+evaluation of 70,000 images), in line with the declared scales' projection from the CIFAR CNN's measured costs
+(15.2 s a round and run): the first registered budget (10 runs x 150 rounds, evaluated every round) was projected at 6.4
 CPU-hours. Measured again the same day, training alone takes about 2.2 s of CPU a round and run (K = 100 clients
 x 10 steps of batch 5), so even 150 rounds without evaluation are 55 CPU-minutes, more than this machine has
 beside the other stand-ins: cut before any run to 20 rounds with the evaluation above, about 8 CPU-minutes
@@ -56,8 +56,10 @@ from typing import TYPE_CHECKING, Any
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import FEDLAAVG_PAPER
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,14 +68,15 @@ if TYPE_CHECKING:
 
 NAME = "fedlaavg_fashion"
 VARIANT = "fashion_mnist_fedlaavg"
-VARIANTS = (VARIANT,)
 MODEL = "fashion_cnn"
 COST_MODEL = "cifar_cnn"  # the projection's measured model (fashion_cnn has fewer operations: an upper bound)
 ROUNDS_PAPER = 70000
 ROUNDS = 20
 EVAL_EVERY = 5  # rounds between evaluations of the global test set (the authors' tb_every is 20)
 TRAIN_IMAGES, TEST_IMAGES = 60000, 10000
+DATA_SEED = 1  # the authors' partition seed (the built variant's)
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
+ACCURACY = "global_test/accuracy"  # what every reading reads
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,14 @@ BUDGETS = {
     "fixture": Budget(rounds=8, seeds=(0, 1), n=20, gamma=0.1, local_steps=2, batch_size=5, period=2, beta=0.5,
                       lr=0.05, lr_decay=0.99, device="cpu", eval_every=1),
 }
-SCALES = (Scale(COST_MODEL, 2 * len(BUDGETS["paper"].seeds), ROUNDS, BUDGETS["paper"].k,
-                TRAIN_IMAGES / BUDGETS["paper"].n, 1, 5, TEST_IMAGES, eval_every=EVAL_EVERY, local_steps=10),)
+
+
+def evaluations(b: Budget) -> tuple[EvalSpec, ...]:
+    """The protocol, registered with the claim: the global test set (the 10,000 test images) every ``b.eval_every``
+    rounds and on the final model; no training-loss evaluation (no reading needs one; the engine catches
+    divergence from the cohort's losses). The declaration's is the paper budget's."""
+    return (EvalSpec("global_test", every=b.eval_every),)
+
 
 WHY = ("stand-in: full Fashion-MNIST (60,000 real images, 10 classes, offline from Debian's dataset-fashion-mnist) "
        "instead of CIFAR-10, with the paper's one-class-per-client partition (N = 1000), diurnal two-group "
@@ -120,23 +129,36 @@ WHY = ("stand-in: full Fashion-MNIST (60,000 real images, 10 classes, offline fr
        "than CIFAR-10 and its class groups 0-4 (tops, trousers, dresses, coats) and 5-9 (shoes, shirts, bags) "
        "are unlike CIFAR-10's, so the availability bias FedLaAvg removes may be larger or smaller; a short run "
        "judges early training, where FedLaAvg's average of N latest gradients starts from zeros")
-CLAIMS = (
-    PaperClaim(
-        "fedlaavg/fashion/ica-gain", FEDLAAVG_PAPER, "abstract, section 5.2, Table 2 (on CIFAR-10)",
-        "Under intermittent (diurnal two-group) client availability with one class per client, FedLaAvg reaches a "
-        "higher test accuracy than FedAvg (CIFAR-10: best within 70,000 rounds 60.98% vs 56.75%, +4.23 points); "
-        "checked here on Fashion-MNIST as a stand-in.",
-        {"value": 4.23, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds (context only: "
-                                                            "the rule judges the direction on Fashion-MNIST)",
-         "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, ICA)"},
-        "per seed (seeds 0-4), gain = best test accuracy of FedLaAvg - that of FedAvg over the rounds run (points, "
-        "Table 2's reading; 10,000 test images), diurnal availability; the direction only: reproduced if the 95% "
-        "interval lies above 0, not-reproduced if it lies below 0 (a not-reproduced whose trend from 50% to 100% "
-        "of the rounds would cross 0 by the paper's 70,000 rounds is inconclusive, budget-limited). Evaluated every "
-        "5 rounds and on the final model, 20 rounds. Sensitivity: mean of the last 5 evaluations, final round, 25% "
-        "and 50% of the rounds. Registered before any run on the data",
-        ROUNDS_PAPER, fidelity="stand-in", note=WHY),
-)
+# The study as data (fedbench.studies.declaration): both arms on every seed of the budget; the not-run entry names
+# no data seed (the run's entry names the partition's, DATA_SEED)
+DECLARATION = StudyDeclaration(
+    name=NAME, paper=FEDLAAVG_PAPER,
+    dataset="Fashion-MNIST's 60,000 training images over N = 1000 one-class clients (the authors' CIFAR-10 "
+            "partition, seed 1), its 10,000 test images the global test set (a CIFAR-10 stand-in)",
+    variants=(VARIANT,),
+    arms=(Arm("fedlaavg", "fedlaavg", {"availability": "diurnal"}),
+          Arm("fedavg", "fedavg", {"availability": "diurnal"})),
+    # the authors' protocol (fedlaavg_cifar10: tb_every=20) every 5 rounds instead: a 20-round run would have 2
+    seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS, evaluation=evaluations(BUDGETS["paper"]),
+    scales=(Scale(COST_MODEL, 2 * len(BUDGETS["paper"].seeds), ROUNDS, BUDGETS["paper"].k,
+                  TRAIN_IMAGES / BUDGETS["paper"].n, 1, 5, TEST_IMAGES, eval_every=EVAL_EVERY, local_steps=10),),
+    claims=(Claim(
+        id="fedlaavg/fashion/ica-gain", where="abstract, section 5.2, Table 2 (on CIFAR-10)",
+        claim_text="Under intermittent (diurnal two-group) client availability with one class per client, FedLaAvg "
+                   "reaches a higher test accuracy than FedAvg (CIFAR-10: best within 70,000 rounds 60.98% vs 56.75%, "
+                   "+4.23 points); checked here on Fashion-MNIST as a stand-in.",
+        published={"value": 4.23, "unit": "accuracy points",
+                   "scope": "CIFAR-10, CNN, best within 70,000 rounds (context only: the rule judges the direction on "
+                            "Fashion-MNIST)",
+                   "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, "
+                                "ICA)"},
+        rule="per seed (seeds 0-4), gain = best test accuracy of FedLaAvg - that of FedAvg over the rounds run (points, "
+             "Table 2's reading; 10,000 test images), diurnal availability; the direction only: reproduced if the 95% "
+             "interval lies above 0, not-reproduced if it lies below 0 (a not-reproduced whose trend from 50% to 100% "
+             "of the rounds would cross 0 by the paper's 70,000 rounds is inconclusive, budget-limited). Evaluated "
+             "every 5 rounds and on the final model, 20 rounds. Sensitivity: mean of the last 5 evaluations, final "
+             "round, 25% and 50% of the rounds. Registered before any run on the data",
+        reads=("fedlaavg", "fedavg"), rounds_paper=ROUNDS_PAPER, fidelity="stand-in", note=WHY),))
 
 DEVIATIONS = [
     WHY,
@@ -158,7 +180,7 @@ DEVIATIONS = [
 
 @functools.cache
 def federated(real_root: str, n: int) -> FederatedDataset:
-    """The built variant (its 10,000 test images the global test set, which the engine evaluates: EVALUATIONS);
+    """The built variant (its 10,000 test images the global test set, which the engine evaluates: evaluations());
     one line saying how to rebuild it when it was built with another N or without a global test set."""
     from fedbench.studies.real_data import load_real
 
@@ -172,32 +194,21 @@ def federated(real_root: str, n: int) -> FederatedDataset:
     return built
 
 
-ACCURACY = "global_test/accuracy"  # what every reading reads
-
-
-def evaluations(b: Budget) -> tuple:
-    """The protocol, registered with the claim: the global test set (the 10,000 test images) every ``b.eval_every``
-    rounds and on the final model; no training-loss evaluation (no reading needs one; the engine catches
-    divergence from the cohort's losses)."""
-    from fedbench.engine.evaluation import EvalSpec
-
-    return (EvalSpec("global_test", every=b.eval_every),)
-
-
 def run_name(method: str, seed: int) -> str:
     return f"{method}/ica/seed={seed}"
 
 
 def simulation(b: Budget, method: str, seed: int, real_root: str):
-    """FedLaAvg or FedAvg ("fedlaavg", "fedavg") under the diurnal availability, training seed ``seed``."""
+    """Arm ``method`` of DECLARATION (FedLaAvg or FedAvg) under the diurnal availability, training seed ``seed``."""
     from fedbench.algorithms import FedAvg, FedLaAvg
     from fedbench.availability import AvailabilityConfig
     from fedbench.data.datasets.cifar10 import availability_groups
     from fedbench.studies import Simulation, sim_config
     from fedbench.studies.real_data import build
 
-    if method not in ("fedlaavg", "fedavg"):
-        raise ValueError(f"method {method!r}; allowed: fedlaavg, fedavg")
+    arms = [a.name for a in DECLARATION.arms]
+    if method not in arms:
+        raise ValueError(f"method {method!r}; allowed: {', '.join(arms)}")
     data = functools.partial(federated, real_root, b.n)
     ds = data()
     availability = AvailabilityConfig(model="diurnal", period=b.period, beta=b.beta,
@@ -205,20 +216,9 @@ def simulation(b: Budget, method: str, seed: int, real_root: str):
     cfg = sim_config(rounds=b.rounds, clients_per_round=b.k, local_steps=b.local_steps, batch_size=b.batch_size,
                      seed=seed, device=b.device, lr_decay=b.lr_decay, availability=availability,
                      evaluations=evaluations(b), dissimilarity_every=0)
-    algorithm = FedLaAvg(lr=b.lr) if method == "fedlaavg" else FedAvg(lr=b.lr)
+    algorithm = {"fedlaavg": FedLaAvg, "fedavg": FedAvg}[DECLARATION.arm(method).algorithm](lr=b.lr)
     return Simulation(run_name(method, seed), cfg, data, build(MODEL, ds), algorithm,
                       {"method": method, "N": b.n, "gamma": b.gamma})
-
-
-def read(curve: np.ndarray, reading: str) -> float:
-    """``best`` (the highest), ``tail`` (the mean of the last 5) or ``final`` of an accuracy curve (points)."""
-    if reading == "best":
-        return float(curve.max())
-    if reading == "tail":
-        return float(curve[-5:].mean())
-    if reading == "final":
-        return float(curve[-1])
-    raise ValueError(f"reading {reading!r}; allowed: best, tail, final")
 
 
 # --- the study ----------------------------------------------------------------------------------------------------
@@ -227,68 +227,65 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     import numpy as np
 
+    from fedbench.claims.entry import judged
+    from fedbench.claims.readings import CURVE_READINGS, accuracy_at, evaluation_rounds, read_curve
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.claims.entry import judged
-    from fedbench.studies.fedlaavg_cifar10 import accuracy_curve, evaluation_rounds
-    from fedbench.studies.real_data import base_entry
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
-    out_dir = study.out
+    methods = [a.name for a in DECLARATION.arms]
 
     def curve_of(o, frac: float = 1.0) -> np.ndarray:
+        """A run's test accuracy (%) at the evaluated rounds up to the cut ``frac``."""
         diverged_at = int(o.history[-1]["round"]) if o.diverged else None
-        return accuracy_curve(o.at_rounds(ACCURACY), evaluation_rounds(b, frac), diverged_at)
+        return accuracy_at(o.at_rounds(ACCURACY), evaluation_rounds(b.rounds, b.eval_every, frac), diverged_at)
 
-    outcomes = study.run_jobs([(m, s) for m in ("fedlaavg", "fedavg") for s in b.seeds],
+    outcomes = study.run_jobs([(m, s) for m in methods for s in b.seeds],
                               lambda m, s: simulation(b, m, s, str(real_root)),
                               lambda sim, o: sim_record(sim, o, keys=("round", ACCURACY),
-                                                        metrics={"study/best_accuracy": read(curve_of(o), "best")}))
+                                                        metrics={"study/best_accuracy": read_curve(curve_of(o), "best")}))
     study.write()
-
-    def curve(key: tuple[str, int], frac: float = 1.0) -> np.ndarray:
-        return curve_of(outcomes[key], frac)
-
-    _figure(out_dir, b, curve)
+    curves = {m: [curve_of(outcomes[(m, s)]) for s in b.seeds] for m in methods}
+    _figure(study.out, b, curves)
 
     def gains(reading: str, frac: float) -> list[list[float]]:
-        return [[read(curve(("fedlaavg", s), frac), reading) - read(curve(("fedavg", s), frac), reading)
-                 for s in b.seeds]]
+        return [[read_curve(curve_of(outcomes[("fedlaavg", s)], frac), reading)
+                 - read_curve(curve_of(outcomes[("fedavg", s)], frac), reading) for s in b.seeds]]
 
     names = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final round"}
     result = judge([Part("diurnal availability (ICA)", Rule("greater", 0.0, "accuracy points"))], gains, "best",
-                   ("best", "tail", "final"), paper_budget=ROUNDS_PAPER / b.rounds, reading_names=names)
-    best = {m: [round(read(curve((m, s)), "best"), 2) for s in b.seeds] for m in ("fedlaavg", "fedavg")}
+                   CURVE_READINGS, paper_budget=ROUNDS_PAPER / b.rounds, reading_names=names)
+    best = {m: [round(read_curve(c, "best"), 2) for c in curves[m]] for m in methods}
     observed = (f"best test accuracy within {b.rounds} rounds, mean of {len(b.seeds)} seeds: FedLaAvg "
                 f"{np.mean(best['fedlaavg']):.2f}% vs FedAvg {np.mean(best['fedavg']):.2f}% under diurnal "
                 f"availability on Fashion-MNIST (gain {fmt_effect(result['effect'])}). Published on CIFAR-10 within "
                 f"70,000 rounds: {PUBLISHED_ICA['fedlaavg']}% vs {PUBLISHED_ICA['fedavg']}% (+4.23), context only")
-    scale = {"study": NAME, "variants": list(VARIANTS), "budget": budget, "clients": b.n, "clients_per_round": b.k,
-             "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr, "lr_decay": b.lr_decay,
-             "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL, "eval_every": b.eval_every}
-    entry = base_entry(CLAIMS[0], scale=scale, deviations=DEVIATIONS,
-                       figure={"path": f"figures/{NAME}/{NAME}.png", "panel": "test accuracy, mean of the seeds"},
-                       fidelity="stand-in" if budget != "paper" else None, rounds_run=b.rounds,
-                       training_seeds=list(b.seeds), data_seeds=[1], observed=observed,
-                       reproduced={"unit": "best test accuracy (%)", "fedlaavg_best": best["fedlaavg"],
-                                   "fedavg_best": best["fedavg"]})
+    scale = {"study": NAME, "variants": list(DECLARATION.variants), "budget": budget, "clients": b.n,
+             "clients_per_round": b.k, "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr,
+             "lr_decay": b.lr_decay, "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL,
+             "eval_every": b.eval_every}
+    entry = DECLARATION.entry(  # stand-in at every budget (the claim's fidelity)
+        "fedlaavg/fashion/ica-gain", scale=scale, deviations=DEVIATIONS, rounds_run=b.rounds,
+        figure={"path": f"figures/{NAME}/{NAME}.png", "panel": "test accuracy, mean of the seeds"},
+        training_seeds=list(b.seeds), data_seeds=[DATA_SEED], observed=observed,
+        reproduced={"unit": "best test accuracy (%)", "fedlaavg_best": best["fedlaavg"], "fedavg_best": best["fedavg"]})
     return [judged(entry, result)]
 
 
-def _figure(out_dir: Path, b: Budget, curve) -> None:
+def _figure(out_dir: Path, b: Budget, curves: dict[str, list[np.ndarray]]) -> None:
     import numpy as np
 
+    from fedbench.claims.readings import evaluation_rounds
     from fedbench.plotting import pyplot, save_figure
-    from fedbench.studies.fedlaavg_cifar10 import evaluation_rounds
 
     fig, ax = pyplot().subplots(figsize=(7, 4.2))
+    t = evaluation_rounds(b.rounds, b.eval_every)
     for method, label, color in (("fedlaavg", "FedLaAvg", "tab:blue"), ("fedavg", "FedAvg", "tab:red")):
-        curves = np.vstack([curve((method, s)) for s in b.seeds])
-        t = evaluation_rounds(b)
-        ax.plot(t, curves.mean(0), color=color, lw=0.9, label=f"{label} (mean of {len(b.seeds)} seeds)")
-        ax.fill_between(t, curves.min(0), curves.max(0), color=color, alpha=0.15, lw=0)
+        stack = np.vstack(curves[method])
+        ax.plot(t, stack.mean(0), color=color, lw=0.9, label=f"{label} (mean of {len(b.seeds)} seeds)")
+        ax.fill_between(t, stack.min(0), stack.max(0), color=color, alpha=0.15, lw=0)
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(f"Fashion-MNIST, N={b.n}, K={b.k}, diurnal P={b.period}, beta={b.beta} (period {b.cycle})")

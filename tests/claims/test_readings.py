@@ -90,3 +90,69 @@ def test_device_percentile():
     assert device_percentile(errors) == pytest.approx(0.9)  # index 9 of 10 exactly
     assert device_percentile([0.0, 1.0]) == pytest.approx(0.9)  # linear interpolation
     assert device_percentile([0.2, 0.4, 0.1], 50) == pytest.approx(0.2)
+
+
+# --- curves evaluated every few rounds, and their oscillation (the readings of the FedLaAvg studies) ---
+
+def test_evaluation_rounds():
+    from fedbench.claims.readings import evaluation_rounds
+
+    t = evaluation_rounds(70000, 20)
+    assert (t[:3].tolist(), t[-1], len(t)) == ([0, 20, 40], 70000, 3501)  # every 20th round; 70,000 is one of them
+    half = evaluation_rounds(70000, 20, 0.5)
+    assert (half[-1], len(half)) == (35000, 1751)
+    assert evaluation_rounds(20, 5).tolist() == [0, 5, 10, 15, 20] and evaluation_rounds(20, 5, 0.5).tolist() == [0, 5, 10]
+    assert evaluation_rounds(12, 5).tolist() == [0, 5, 10, 12] and evaluation_rounds(12, 5, 0.5).tolist() == [0, 5]
+
+
+def test_accuracy_at():
+    import numpy as np
+
+    from fedbench.claims.readings import accuracy_at
+
+    acc = {0: 0.1, 2: 0.2, 4: 0.15}
+    # a run that diverged at round 4: 0 from there on, and at the rounds it never reached
+    np.testing.assert_allclose(accuracy_at(acc, np.array([0, 2, 4, 6, 8]), diverged_at=4), [10, 20, 0, 0, 0])
+    np.testing.assert_allclose(accuracy_at(acc, [0, 2, 4]), [10, 20, 15])
+
+
+def test_read_curve():
+    from fedbench.claims.readings import read_curve
+
+    curve = [10.0, 40.0, 35.0, 20.0, 30.0, 25.0]
+    assert read_curve(curve, "best") == 40.0
+    assert read_curve(curve, "tail") == pytest.approx(30.0)  # 40, 35, 20, 30, 25
+    assert read_curve(curve, "final") == 25.0
+    with pytest.raises(ValueError, match="allowed: best, tail, final"):
+        read_curve(curve, "median")
+
+
+def test_period_power():
+    import numpy as np
+
+    from fedbench.claims.readings import period_power
+
+    t = np.arange(300)
+    wave = 2.0 * np.sin(2 * np.pi * t / 15 + 0.3)
+    assert period_power(50.0 + wave, 15) == pytest.approx(2.0, abs=1e-9)  # amplitude 2: power 2^2 / 2
+    assert period_power(50.0 + 0.1 * t + wave, 15) == pytest.approx(2.0, abs=1e-9)  # on a trend
+    assert period_power(50.0 + 0.1 * t, 15) == pytest.approx(0.0, abs=1e-12)  # a trend has none
+    assert period_power(50.0 + 2.0 * np.sin(2 * np.pi * t / 10), 15) < 1e-3  # another period: (almost) none
+    # the second half only: an oscillation that died out halfway has none there, the whole curve still some
+    fading = 50.0 + np.where(t < 150, wave, 0.0)
+    assert period_power(fading, 15) == pytest.approx(0.0, abs=1e-12)
+    assert period_power(fading, 15, whole=True) == pytest.approx(0.5, abs=0.05)  # half as wide: a = 1
+    assert math.isnan(period_power(np.ones(20), 15))  # under one period in the second half
+    # evaluated every 20 rounds: a period of 15 rounds is seen at three phases, and the fit recovers its power
+    rounds = np.arange(0, 6001, 20)
+    sampled = 50.0 + 0.001 * rounds + 2.0 * np.sin(2 * np.pi * rounds / 15 + 0.3)
+    assert period_power(sampled, 15, rounds=rounds) == pytest.approx(2.0, abs=1e-9)
+    assert period_power(50.0 + 0.001 * rounds, 15, rounds=rounds) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_peak_to_trough():
+    from fedbench.claims.readings import peak_to_trough
+
+    curve = [90.0, 10.0, 40.0, 55.0, 35.0, 50.0]
+    assert peak_to_trough(curve, 4) == 20.0  # 55 - 35 over the last four
+    assert peak_to_trough(curve, 6) == 80.0 and peak_to_trough(curve, 1) == 0.0

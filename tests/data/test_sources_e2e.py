@@ -228,7 +228,7 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
                        budget="fixture")
     assert [n for k, n in mirror.hits.items() if k.endswith("/cifar-10-python.tar.gz")] == [1] and (runs / "studies" / "fedlaavg_cifar10" / "claims.json").exists()
     entries = real_claims.paper_study_entries("fedlaavg_cifar10", runs)
-    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS] == [c["id"] for c in claims]
+    assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims] == [c["id"] for c in claims]
     for e in entries:
         assert e["verdict"] != "not-run" and e["fidelity"] == "stand-in" and "command" not in e
         assert e["cost"]["measured"] and e["cost"]["budget"] == "fixture" and e["cost"]["device"] == "cpu"

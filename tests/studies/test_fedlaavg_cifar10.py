@@ -1,10 +1,9 @@
-"""FedLaAvg on CIFAR-10 (the paper-scale study fedlaavg_cifar10): its readings with exact numbers, its data (the
-global test set evaluated by the engine, the N sweep's partitions rebuilt from the prepared source), its
-evaluation protocol, its not-run entries, and the whole study at the fixture budget on fixture-sized CIFAR-10."""
+"""FedLaAvg on CIFAR-10 (the paper-scale study fedlaavg_cifar10): its declaration and plan of runs, its Spearman
+reading (the curve readings are the registry's: tests/claims/test_readings.py), its data (the global test set
+evaluated by the engine, the N sweep's partitions rebuilt from the prepared source), its evaluation protocol, its
+not-run entries, and the whole study at the fixture budget on fixture-sized CIFAR-10."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -34,57 +33,11 @@ def real_root(tmp_path_factory):
     return root / "real"
 
 
-def test_rounds_to_target():
-    curve = np.array([10.0, 40.0, 56.0, 50.0, 60.0, 61.0])
-    assert study.rounds_to_target(curve, 55.0) == 2
-    assert study.rounds_to_target(curve, 70.0) == 5  # never: the last round
-    # running mean of the last 3: 10, 25, 35.33, 48.67, 55.33, 57
-    assert study.rounds_to_target(curve, 55.0, smooth=3) == 4
-    # evaluated every 20 rounds, the final model at 90: rounds, not positions
-    rounds = np.array([0, 20, 40, 60, 80, 90])
-    assert study.rounds_to_target(curve, 55.0, rounds=rounds) == 40
-    assert study.rounds_to_target(curve, 70.0, rounds=rounds) == 90
-    assert study.rounds_to_target(curve, 55.0, smooth=3, rounds=rounds) == 80
-
-
-def test_evaluation_rounds_and_curve():
-    b = study.BUDGETS["paper"]
-    t = study.evaluation_rounds(b)
-    assert (t[:3].tolist(), t[-1], len(t)) == ([0, 20, 40], 70000, 3501)  # every 20th round; 70,000 is one of them
-    half = study.evaluation_rounds(b, 0.5)
-    assert (half[-1], len(half)) == (35000, 1751)
-    fixture = study.BUDGETS["fixture"]  # 8 rounds every 2
-    assert study.evaluation_rounds(fixture).tolist() == [0, 2, 4, 6, 8]
-    # a run that diverged at round 4: 0 from there on, and at the rounds it never reached
-    acc = {0: 0.1, 2: 0.2, 4: 0.15}
-    np.testing.assert_allclose(study.accuracy_curve(acc, np.array([0, 2, 4, 6, 8]), diverged_at=4), [10, 20, 0, 0, 0])
-    np.testing.assert_allclose(study.accuracy_curve(acc, np.array([0, 2, 4])), [10, 20, 15])
-
-
 def test_spearman():
     assert study.spearman([200, 400, 600], [300, 200, 100]) == pytest.approx(-1.0)
     assert study.spearman([200, 400, 600, 800], [5, 5, 5, 5]) == 0.0  # no ordering
     # ties get average ranks: y ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4
     assert study.spearman([1, 2, 3, 4], [7, 7, 9, 10]) == pytest.approx(np.corrcoef([1, 2, 3, 4], [1.5, 1.5, 3, 4])[0, 1])
-
-
-def test_period_power():
-    t = np.arange(300)
-    wave = 2.0 * np.sin(2 * np.pi * t / 15 + 0.3)
-    assert study.period_power(50.0 + wave, 15) == pytest.approx(2.0, abs=1e-9)  # amplitude 2: power 2^2 / 2
-    assert study.period_power(50.0 + 0.1 * t + wave, 15) == pytest.approx(2.0, abs=1e-9)  # on a trend
-    assert study.period_power(50.0 + 0.1 * t, 15) == pytest.approx(0.0, abs=1e-12)  # a trend has none
-    assert study.period_power(50.0 + 2.0 * np.sin(2 * np.pi * t / 10), 15) < 1e-3  # another period: (almost) none
-    # the second half only: an oscillation that died out halfway has none there, the whole curve still some
-    fading = 50.0 + np.where(t < 150, wave, 0.0)
-    assert study.period_power(fading, 15) == pytest.approx(0.0, abs=1e-12)
-    assert study.period_power(fading, 15, whole=True) == pytest.approx(0.5, abs=0.05)  # half as wide: a = 1
-    assert math.isnan(study.period_power(np.ones(20), 15))  # under one period in the second half
-    # evaluated every 20 rounds: a period of 15 rounds is seen at three phases, and the fit recovers its power
-    rounds = np.arange(0, 6001, 20)
-    sampled = 50.0 + 0.001 * rounds + 2.0 * np.sin(2 * np.pi * rounds / 15 + 0.3)
-    assert study.period_power(sampled, 15, rounds=rounds) == pytest.approx(2.0, abs=1e-9)
-    assert study.period_power(50.0 + 0.001 * rounds, 15, rounds=rounds) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_the_global_test_set_stays_global_and_the_protocol_is_the_authors(real_root):
@@ -94,6 +47,7 @@ def test_the_global_test_set_stays_global_and_the_protocol_is_the_authors(real_r
     b = study.BUDGETS["paper"]
     (spec,) = study.evaluations(b, built)
     assert (spec.split, spec.every, spec.final, spec.samples_sample) == ("global_test", 20, True, None)  # 40 <= 10,000
+    assert study.DECLARATION.evaluation == (spec,)  # the declared protocol is the paper budget's
     sim = study.simulation(study.BUDGETS["fixture"], study.plan(study.BUDGETS["fixture"])["fedlaavg_ica"][0],
                            str(real_root))
     assert sim.config.evaluations == (spec.__class__("global_test", every=2),)
@@ -111,6 +65,22 @@ def test_the_n_sweep_rebuilds_the_authors_partition_from_the_prepared_source(rea
         study.federated(1000, str(real_root), 1000)
 
 
+def test_declaration():
+    d = study.DECLARATION
+    assert [(a.name, a.algorithm, a.settings["availability"]) for a in d.arms] == [
+        ("fedlaavg_ica", "fedlaavg", "diurnal"), ("fedavg_ica", "fedavg", "diurnal"),
+        ("fedlaavg_fca", "fedlaavg", "always"), ("fedavg_fca", "fedavg", "always"),
+        ("sequential", "sequential_sgd", "always")]
+    assert (d.seeds, d.seeds_at("fixture"), d.data_seeds) == ((0, 1, 2, 3, 4), (0, 1), ())
+    assert d.variants == ("cifar10_fedlaavg",)
+    assert (d.rounds("paper"), d.rounds("fixture")) == (70000, 8)
+    assert d.knobs == {"N": (200, 400, 600, 800, 1000), "P": (5, 10, 15), "gamma": (0.02, 0.04, 0.06, 0.08, 0.1)}
+    assert [c.reads for c in d.claims] == [("fedlaavg_ica", "fedavg_ica"),
+                                           ("fedlaavg_fca", "fedavg_fca", "fedlaavg_ica", "sequential"),
+                                           ("fedlaavg_ica",), ("fedavg_ica", "fedlaavg_ica")]
+    assert {c.fidelity for c in d.claims} == {"paper-scale"} and {c.rounds_paper for c in d.claims} == {70000}
+
+
 def test_plan_shares_runs_between_roles():
     b = study.BUDGETS["paper"]
     roles = study.plan(b)
@@ -119,21 +89,25 @@ def test_plan_shares_runs_between_roles():
     # Table 2: 4 x 5 seeds + sequential 5; the N sweep below 1000: 4 x 5; context P 5, 15 and 4 gammas (first seed): 6
     assert len(runs) == 20 + 5 + 20 + 6
     assert [b.k(n) for n in b.clients] == [20, 40, 60, 80, 100] and b.cycle() == 15
+    assert roles["sequential"][0].name == "sequential/N=1000/seed=0" and roles["fedavg_fca"][1].name == \
+        "fedavg/fca/N=1000/P=10/gamma=0.1/seed=1"  # the records' names
+    assert roles["gamma=0.02"][0].name == "fedlaavg/ica/N=1000/P=10/gamma=0.02/seed=0"
 
 
 def test_not_run_entries_carry_the_command_and_a_positive_cost():
     entries = not_run_entry(study.NAME)
-    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == "fedbench paper run fedlaavg_cifar10"
         assert e["cost"]["hours"] > 0 and e["scale"]["variants"] == ["cifar10_fedlaavg"]
-    assert study_cost(study.SCALES)["runs"] == 45 and study_cost(study.SCALES)["left_out"] == 6  # P, gamma: context
+    cost = study_cost(study.DECLARATION.scales)
+    assert cost["runs"] == 45 and cost["left_out"] == 6  # P, gamma: context
 
 
 def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
     assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
     b = study.BUDGETS["fixture"]
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"

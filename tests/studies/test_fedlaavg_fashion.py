@@ -1,5 +1,5 @@
 """FedLaAvg vs FedAvg on Fashion-MNIST (the stand-in study fedlaavg_fashion): its variant (the authors' one-class
-partition on fixture-sized idx files), its registered claim and budgets, its reading, and the whole study at the
+partition on fixture-sized idx files), its declaration (claim, arms, budgets, protocol), and the whole study at the
 fixture budget, repeatable."""
 
 from __future__ import annotations
@@ -7,11 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies.fedlaavg_cifar10 import evaluation_rounds
-
+from fedbench.claims.readings import evaluation_rounds
 from fedbench.data import stages
 from fedbench.data.partition.fedlaavg_cifar import client_classes
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import fedlaavg_fashion as study
 from fedbench.studies import run_claim_study, run_simulations
 from fedbench.studies.real_data import not_run_entry, study_cost
@@ -57,30 +56,25 @@ def test_variant_is_one_class_per_client_with_the_test_images_on_their_class(rea
 
 
 def test_registered_claim_and_budgets():
-    (claim,) = study.CLAIMS
+    d = study.DECLARATION
+    (claim,) = d.claims
     assert claim.id == "fedlaavg/fashion/ica-gain" and claim.fidelity == "stand-in" and claim.rounds_paper == 70000
+    assert claim.reads == ("fedlaavg", "fedavg") == tuple(a.name for a in d.arms)
+    assert (d.variants, d.seeds, d.data_seeds, d.seeds_at("fixture")) == (("fashion_mnist_fedlaavg",), (0, 1, 2, 3, 4),
+                                                                        (), (0, 1))
     assert "lies above 0" in claim.rule and "Registered before any run" in claim.rule
     assert "What could differ" in claim.note and "instead of CIFAR-10" in claim.note
     b = study.BUDGETS["paper"]
     assert (b.n, b.k, b.local_steps, b.batch_size, b.period, b.beta, b.cycle) == (1000, 100, 10, 5, 10, 0.5, 15)
     assert (b.lr, b.lr_decay, b.rounds, b.seeds, b.eval_every) == (0.01, 0.9999, 20, (0, 1, 2, 3, 4), 5)
     # the global test set every 5 rounds and on the final model, nothing else
-    assert study.evaluations(b) == (EvalSpec("global_test", every=5),)
-    assert evaluation_rounds(b).tolist() == [0, 5, 10, 15, 20]
-    assert evaluation_rounds(b, 0.5).tolist() == [0, 5, 10]
-    assert study_cost(study.SCALES)["runs"] == 10
+    assert study.evaluations(b) == d.evaluation == (EvalSpec("global_test", every=5),)
+    assert evaluation_rounds(b.rounds, b.eval_every).tolist() == [0, 5, 10, 15, 20]
+    assert evaluation_rounds(b.rounds, b.eval_every, 0.5).tolist() == [0, 5, 10]
+    assert study_cost(d.scales)["runs"] == 10
     (entry,) = not_run_entry(study.NAME)
     assert entry["verdict"] == "not-run" and entry["fidelity"] == "stand-in"
     assert entry["command"] == "fedbench paper run fedlaavg_fashion" and entry["cost"]["hours"] > 0
-
-
-def test_readings():
-    curve = np.array([10.0, 40.0, 35.0, 20.0, 30.0, 25.0])
-    assert study.read(curve, "best") == 40.0
-    assert study.read(curve, "tail") == pytest.approx(30.0)  # 40, 35, 20, 30, 25
-    assert study.read(curve, "final") == 25.0
-    with pytest.raises(ValueError, match="allowed: best, tail, final"):
-        study.read(curve, "median")
 
 
 def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
