@@ -174,7 +174,8 @@ def _scales(b: Budget) -> tuple[Scale, ...]:
 
 
 ASSUMED = ("lr 0.01 * 0.9999^round for every method (the authors' code default; the paper's tuned rates are "
-           "stripped), beta = 0.5 (authors' default), seeds 0-2, test accuracy after every round")
+           "stripped), beta = 0.5 (authors' default), seeds 0-4, test accuracy every 20 rounds and on the final model "
+           "(the authors' tb_every = 20)")
 # The study as data (fedbench.studies.declaration): Table 2's five arms on every seed of the budget, and the sweeps of
 # Table 3 (knobs), each FedLaAvg under diurnal availability with one setting changed: N on every seed, P and gamma on
 # the first (context, read by no rule). The not-run entries name no data seed (the runs' entries name the partition's,
@@ -265,7 +266,7 @@ DEVIATIONS = [
      "= 0 would leave classes 5-9 never available, which fedbench refuses)"),
     ("FedAvg is fedbench's (n_k-weighted mean of the local models, unscaled loss); the authors' FedAvg uses the "
      "N p_i-scaled loss and a plain mean (equal in expectation; they differ by the partition's size spread)"),
-    ("3 training seeds (selection, minibatches, initial model) where the paper shows one run; the authors start "
+    (f"{len(BUDGETS['paper'].seeds)} training seeds (selection, minibatches, initial model) where the paper shows one run; the authors start "
      "every run from one saved initial model"),
     ("test accuracy every 20 rounds and on the final model, on the 10,000 test images (the authors' tb_every=20, "
      "max_test=10000); no training loss is evaluated, and divergence is caught from the cohort's own training "
