@@ -125,9 +125,10 @@ def test_read_at_cut():
     from fedbench.claims.readings import read_at_cut
 
     p90 = dict(zip([0, 5, 10, 15, 20, 30], [0.9, 0.7, 0.6, 0.5, 0.4, 0.2]))  # evaluated every 5 and at the final 30
-    assert read_at_cut(p90, 30, "final", diverged_at=None, diverged=1.0) == 0.2
-    assert read_at_cut(p90, 30, "final", 0.6, diverged_at=None, diverged=1.0) == 0.5  # cut at 18: round 15's
-    assert read_at_cut(p90, 30, "tail", 0.6, diverged_at=None, diverged=1.0) == pytest.approx((0.9 + 0.7 + 0.6 + 0.5) / 4)
-    assert read_at_cut(p90, 30, "tail", diverged_at=None, diverged=1.0) == pytest.approx((0.7 + 0.6 + 0.5 + 0.4 + 0.2) / 5)
+    alive = {"diverged_at": None, "diverged": 1.0}
+    assert read_at_cut(p90, 30, "final", **alive) == 0.2
+    assert read_at_cut(p90, 30, "final", 0.6, **alive) == 0.5  # cut at 18: round 15's
+    assert read_at_cut(p90, 30, "tail", 0.6, **alive) == pytest.approx((0.9 + 0.7 + 0.6 + 0.5) / 4)
+    assert read_at_cut(p90, 30, "tail", **alive) == pytest.approx((0.7 + 0.6 + 0.5 + 0.4 + 0.2) / 5)
     assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", diverged_at=2, diverged=1.0) == 1.0  # diverged on round 2
     assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", 0.125, diverged_at=2, diverged=1.0) == 0.8  # cut at 1: before it
