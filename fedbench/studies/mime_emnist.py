@@ -123,12 +123,11 @@ DECLARATION = StudyDeclaration(
 
 
 def algorithm(method: str) -> Any:
-    """Arm ``method``'s algorithm, built from its declared settings."""
-    from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
-    from fedbench.algorithms.mime import Mime
+    """Arm ``method``'s algorithm, built from its declared settings (fedbench.algorithms.build_algorithm)."""
+    from fedbench.algorithms import build_algorithm
 
     arm = DECLARATION.arm(method)
-    return {"mime": Mime, "fedavg_momentum": FedAvgMomentum}[arm.algorithm](**arm.settings)
+    return build_algorithm(arm.algorithm, **arm.settings)
 
 
 def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:

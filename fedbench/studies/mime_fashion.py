@@ -143,12 +143,12 @@ DECLARATION = StudyDeclaration(
 
 
 def algorithm(method: str, lr: float) -> Any:
-    """Arm ``method``'s algorithm at local step ``lr``, built from its declared settings."""
-    from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
-    from fedbench.algorithms.mime import Mime
+    """Arm ``method``'s algorithm at local step ``lr``, built from its declared settings
+    (fedbench.algorithms.build_algorithm)."""
+    from fedbench.algorithms import build_algorithm
 
     arm = DECLARATION.arm(method)
-    return {"mime": Mime, "fedavg_momentum": FedAvgMomentum}[arm.algorithm](lr=lr, **arm.settings)
+    return build_algorithm(arm.algorithm, lr, **arm.settings)
 
 
 def simulation(method: str, lr: float, seed: int, budget: Budget, real_root: str | Path,
