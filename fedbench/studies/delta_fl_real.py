@@ -26,11 +26,11 @@ averaged with weights n_i; the quantile recomputed every round). FedAvg is fedbe
 selection, n_i-weighted average). Both use the same rates ("tuned for FedAvg only and reused", section 5). Every
 setting the paper leaves open, and every departure, is in DEVIATIONS.
 
-Evaluation (:func:`evaluations`; per pair, so the declaration carries none), the authors' protocol (simplicial-fl models/scripts/exp/*: ``eval_every``;
-paper-setups.md 4.5): the training loss on every training device and the per-device test accuracy on every test
-device every ``Pair.eval_every`` rounds (EMNIST linear 50, EMNIST ConvNet 10, Sent140 linear 20, Sent140 RNN 25,
-Shakespeare 10), also at rounds 5, 10, 15, 20 and 75 (EXTRA_ROUNDS), and on the final model, which is what
-Tables 2 and 3 read.
+Evaluation (:func:`evaluations`: the protocol is the pair's, so the declaration's ``evaluation`` is empty), the
+authors' protocol (simplicial-fl models/scripts/exp/*: ``eval_every``; paper-setups.md 4.5): the training loss on
+every training device and the per-device test accuracy on every test device every ``Pair.eval_every`` rounds
+(EMNIST linear 50, EMNIST ConvNet 10, Sent140 linear 20, Sent140 RNN 25, Shakespeare 10), also at rounds 5, 10,
+15, 20 and 75 (EXTRA_ROUNDS), and on the final model, which is what Tables 2 and 3 read.
 
 Reading (fixed before any run). For one run: its test devices are the dataset's test-only clients (EMNIST: the
 432 drawn for the run's seed; Sent140: 439; Shakespeare: 545); a device's error is 1 - its accuracy on all its

@@ -20,17 +20,17 @@ Setup, fixed before any run (delta_fl_real's Shakespeare pair where not said):
   one local epoch, K = 20 devices a round of the 100 training roles (the paper's 100 of 544, about 18%);
 - FedAvg (uniform selection, n_i-weighted mean) and Delta-FL (fedbench.algorithms.DeltaFL, the authors'
   filter-then-average, weighting "filter") at theta in THETAS = (0.8, 0.5, 0.1), the same rate;
-- theta*, the level Delta-FL is judged at, is selected on SELECTION_SEEDS (disjoint from the judged seeds, with
-  their own draws of roles; one seed, 101, at the paper budget): the level whose 90th-percentile test-device error
-  at the final round, averaged over the selection seeds, is lowest (a tie goes to the higher theta). The judged seeds then run FedAvg and
-  Delta-FL(theta*) only. (delta_fl_real picks theta* on the judged runs themselves, as the paper's "at some
-  theta"; here nothing judged takes part in a choice.)
+- theta*, the level Delta-FL is judged at, is selected on the budget's selection_seeds (disjoint from the judged
+  seeds, with their own draws of roles; one seed, 101, at the paper budget): the level whose 90th-percentile
+  test-device error at the final round, averaged over the selection seeds, is lowest (a tie goes to the higher
+  theta). The judged seeds then run FedAvg and Delta-FL(theta*) only. (delta_fl_real picks theta* on the judged
+  runs themselves, as the paper's "at some theta"; here nothing judged takes part in a choice.)
 
-Evaluation (DECLARATION.evaluation, every budget's), the authors' Shakespeare protocol (delta_fl_real: simplicial-fl
-models/scripts/exp/*, ``eval_every`` 10 for Shakespeare; main.py also at rounds 5, 10, 15, 20, 75): the per-device
-test accuracy of every kept test role every 10 rounds, at those rounds and on the final model, which the claim
-reads. No training-loss evaluation (the authors' scripts log one; no reading needs it, and the engine catches
-divergence from the cohort's own losses).
+Evaluation (DECLARATION.evaluation, every budget's), the authors' Shakespeare protocol (delta_fl_real:
+simplicial-fl models/scripts/exp/*, ``eval_every`` 10 for Shakespeare; main.py also at rounds 5, 10, 15, 20, 75):
+the per-device test accuracy of every kept test role every 10 rounds, at those rounds and on the final model,
+which the claim reads. No training-loss evaluation (the authors' scripts log one; no reading needs it, and the
+engine catches divergence from the cohort's own losses).
 
 Cost. Registered first with every device evaluated every round (training and test) and 200 rounds at 16 runs:
 3.9 CPU-hours projected. Measured 2026-11-26 on this project's 2-core machine shared with other jobs: about 0.7 s
