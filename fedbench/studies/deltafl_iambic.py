@@ -164,7 +164,6 @@ DECLARATION = StudyDeclaration(
 ))
 
 
-
 # --- data ---------------------------------------------------------------------------------------------------------
 
 def cap_windows(ds: FederatedDataset, windows: int, rng: np.random.Generator) -> FederatedDataset:

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
+from fedbench.claims.readings import device_percentile
 from fedbench.data import stages
 from fedbench.data.datasets.femnist import deltafl_subsample
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.studies import Outcome, run_claim_study, run_simulations
-from fedbench.claims.readings import device_percentile
 from fedbench.studies import delta_fl_real as study
 from fedbench.studies.delta_fl_real import DECLARATION
 from fedbench.studies.real_data import not_run_entry

@@ -7,12 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbench.engine.evaluation import EvalSpec
-
 from fedbench.data import stages
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import deltafl_iambic as study
-from fedbench.studies.deltafl_iambic import DECLARATION
 from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies.deltafl_iambic import DECLARATION
 from fedbench.studies.real_data import not_run_entry, study_cost
 from fedbench.studies.record import read_simulations
 from tests.studies import assert_valid_entries
