@@ -153,8 +153,9 @@ def device_percentile(values: Sequence[float], q: float = 90.0) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q))
 
 
-# --- curves evaluated every few rounds, and their oscillation (issue 19.3: read by fedlaavg_cifar10, fedlaavg_fashion
-# and fedlaavg_diurnal, written there first; each tested on hand-made curves in tests/claims/test_readings.py) ---
+# --- a protocol that evaluates at some rounds only (every k rounds, listed rounds, the final model), read by round,
+# not by list position, and the oscillation of such a curve (issue 19.3: read by the FedLaAvg, Mime and Delta-FL
+# studies, written there first; each tested on hand-made curves in tests/claims/test_readings.py) ---
 
 def evaluation_rounds(rounds: int, every: int, budget: float = 1.0) -> np.ndarray:
     """The rounds a protocol evaluating every ``every`` rounds and the final model reads, up to the cut
@@ -213,3 +214,22 @@ def period_power(curve: Sequence[float], period: int, whole: bool = False,
 def peak_to_trough(curve: Sequence[float], window: int) -> float:
     """Oscillation amplitude: the highest minus the lowest of the last ``window`` values of a curve."""
     return float(np.ptp(np.asarray(curve, dtype=float)[-window:]))
+
+
+def read_at_cut(values: dict[int, float], rounds: int, reading: str, budget: float = 1.0, *,
+                diverged_at: int | None, diverged: float) -> float:
+    """A run's {round: value} at its evaluations, read up to the round cut at ``budget`` of ``rounds``: "final" the
+    last evaluation at or before the cut, "tail" the mean of the last TAIL of them; ``diverged`` (what a diverged run
+    reads as: error 1, ...) when the run diverged at or before the cut (``diverged_at``: the round it stopped on) or
+    evaluated nothing by then."""
+    last = cut_round(rounds, budget)
+    if diverged_at is not None and last >= diverged_at:
+        return diverged
+    kept = [v for r, v in values.items() if r <= last]
+    if not kept:
+        return diverged
+    if reading == "final":
+        return kept[-1]
+    if reading == "tail":
+        return float(np.mean(kept[-TAIL:]))
+    raise ValueError(f"reading {reading!r}; allowed: final, tail")

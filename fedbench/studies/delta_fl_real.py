@@ -26,11 +26,11 @@ averaged with weights n_i; the quantile recomputed every round). FedAvg is fedbe
 selection, n_i-weighted average). Both use the same rates ("tuned for FedAvg only and reused", section 5). Every
 setting the paper leaves open, and every departure, is in DEVIATIONS.
 
-Evaluation (:func:`evaluations`), the authors' protocol (simplicial-fl models/scripts/exp/*: ``eval_every``;
-paper-setups.md 4.5): the training loss on every training device and the per-device test accuracy on every test
-device every ``Pair.eval_every`` rounds (EMNIST linear 50, EMNIST ConvNet 10, Sent140 linear 20, Sent140 RNN 25,
-Shakespeare 10), also at rounds 5, 10, 15, 20 and 75 (EXTRA_ROUNDS), and on the final model, which is what
-Tables 2 and 3 read.
+Evaluation (:func:`evaluations`: the protocol is the pair's, so the declaration's ``evaluation`` is empty), the
+authors' protocol (simplicial-fl models/scripts/exp/*: ``eval_every``; paper-setups.md 4.5): the training loss on
+every training device and the per-device test accuracy on every test device every ``Pair.eval_every`` rounds
+(EMNIST linear 50, EMNIST ConvNet 10, Sent140 linear 20, Sent140 RNN 25, Shakespeare 10), also at rounds 5, 10,
+15, 20 and 75 (EXTRA_ROUNDS), and on the final model, which is what Tables 2 and 3 read.
 
 Reading (fixed before any run). For one run: its test devices are the dataset's test-only clients (EMNIST: the
 432 drawn for the run's seed; Sent140: 439; Shakespeare: 545); a device's error is 1 - its accuracy on all its
@@ -53,17 +53,15 @@ from fedbench.bench.costs import Scale
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.studies import WORKERS
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, load_real
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT, load_real
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
     from fedbench.studies import Outcome, Simulation
 
-NAME = "delta_fl_real"
-VARIANTS = ("femnist_deltafl", "sent140_deltafl_linear", "sent140_deltafl", "shakespeare_deltafl")
 THETAS = (0.8, 0.5, 0.1)  # Tables 2 and 3's three levels (the authors' README loop: nonconformity 0.2, 0.5, 0.9)
 WEIGHTING = "filter"  # the authors' code: keep F_i >= the quantile, weights n_i (fedbench.algorithms.delta_fl)
-PERCENTILE = 90
 MEAN_MARGIN = 2.0  # error points: "on par" (Table 3)
 FEDAVG = "fedavg"
 
@@ -126,9 +124,7 @@ BUDGETS = {
     # the test suite's: fixture-sized variants (3 FEMNIST writers: no subsample), 3 rounds, two seeds, every pair
     "fixture": Budget(device="cpu", seeds=(0, 1), rounds=3, subsample=False),
 }
-SCALES = tuple(Scale(p.model, (1 + len(THETAS)) * len(BUDGETS["paper"].seeds), p.rounds, p.clients_per_round,
-                     p.client_samples, 1, p.batch_size, p.eval_samples, eval_every=p.eval_every,
-                     eval_rounds=EXTRA_ROUNDS) for p in PAIRS)
+_P = BUDGETS["paper"]
 
 DEVIATIONS = [
     ("constant local learning rates at the paper's initial values: the engine has no learning-rate schedule; the "
@@ -148,6 +144,65 @@ DEVIATIONS = [
     ("evaluation as the authors' scripts: every 10 to 50 rounds (per pair), at rounds 5, 10, 15, 20, 75 and the final "
      "one; the sensitivity readings at a cut before the final round read the last evaluation up to the cut"),
 ]
+
+
+# The study as data (fedbench.studies.declaration): FedAvg and Delta-FL (the filter-then-average), swept over the
+# dataset-model pairs (each with its paper settings: rounds, cohort, rate, batch, the authors' evaluation cadence) and
+# the conformity levels theta; the paper budget's seeds; the claims with the arms their rules read. evaluation=():
+# the protocol is the pair's (evaluations(p)), not one for the study. data_seeds=(): the registered not-run entries
+# name none; a judged entry records the by-user splits' DATA_SEEDS.
+DECLARATION = StudyDeclaration(
+    name="delta_fl_real", paper=DELTA_FL_PAPER,
+    dataset="the authors' by-user splits of FEMNIST, Sent140 (GloVe features and tokens) and Shakespeare; test "
+            "devices are other users",
+    variants=tuple(dict.fromkeys(p.variant for p in PAIRS)),
+    arms=(Arm(FEDAVG, "fedavg", {}), Arm("delta_fl", "delta_fl", {"weighting": WEIGHTING})),
+    knobs={"pair": PAIRS, "theta": THETAS},
+    seeds=_P.seeds, data_seeds=(), budgets=BUDGETS, evaluation=(),
+    scales=tuple(Scale(p.model, (1 + len(THETAS)) * len(_P.seeds), p.rounds, p.clients_per_round, p.client_samples,
+                       1, p.batch_size, p.eval_samples, eval_every=p.eval_every, eval_rounds=EXTRA_ROUNDS)
+                 for p in PAIRS),
+    claims=(
+    Claim(
+        id="delta-fl/real/p90-error", where="section 5, Table 2",
+        claim_text="For EMNIST (linear and ConvNet), Sent140 (linear and RNN) and Shakespeare (RNN), Delta-FL at some "
+                   "conformity level theta has a lower 90th percentile of test-device error than FedAvg.",
+        published={"value": None, "unit": "90th percentile of test-device error", "scope": "five dataset-model pairs",
+                   "statement": "numbers missing: our copy of the paper has Table 2's numbers stripped; direction "
+                                "only ('for all datasets, the 90th percentile of the test error is smaller for "
+                                "Delta-FL than for FedAvg at some value of theta')"},
+        rule=("per pair: theta* = the level among 0.8, 0.5, 0.1 whose 90th-percentile test-device error, averaged "
+              "over the seeds, is lowest (Table 2 compares seed means; a tie goes to the higher theta); per seed, "
+              "effect = FedAvg's 90th-percentile error minus Delta-FL(theta*)'s, in error points, at the final round. "
+              "The error of a test device is 1 - its accuracy on all its samples; test devices are the run's "
+              "test-only clients (EMNIST: the 432 drawn for the seed; Sent140: 439; Shakespeare: 545), each counted "
+              "once (unweighted); the percentile is numpy's linear interpolation; a diverged run reads as error 1. "
+              "Each pair: reproduced if the 95% interval of the per-seed effects lies above 0, not-reproduced if it "
+              "lies below 0; the claim is reproduced if every pair is, not-reproduced if one is. Rule history: the "
+              "pending rule took the lowest theta per seed; sharpened before any run to one theta per pair chosen on "
+              "the seed means, since a per-seed minimum over three noisy levels is biased toward a positive effect "
+              "by the very noise being judged. theta* is still chosen on the test devices, as the paper's 'at some "
+              "theta'"),
+        reads=(FEDAVG, "delta_fl"), rounds_paper=None, fidelity="paper-scale",
+        note="rounds per pair 3000/1000/2000/600/400 (EMNIST linear/ConvNet, Sent140 linear/RNN, Shakespeare); "
+             "constant learning rates (no schedule in the engine), no l2 on the linear models, Delta-FL as the "
+             "authors' filter-then-average"),
+    Claim(
+        id="delta-fl/real/mean-error-on-par", where="section 5, Table 3",
+        claim_text="Delta-FL's mean test-device error is comparable to FedAvg's on the same five dataset-model pairs.",
+        published={"value": None, "unit": "mean test-device error", "scope": "five dataset-model pairs",
+                   "statement": "numbers missing: our copy of the paper has Table 3's numbers stripped; direction "
+                                "only ('Delta-FL is on par with FedAvg on the mean ..., and sometimes even better')"},
+        rule=(f"per pair, with theta* of the Table 2 entry (delta-fl/real/p90-error): per seed, effect = "
+              f"Delta-FL(theta*)'s mean test-device error minus FedAvg's, in error points, at the final round; the "
+              f"mean is unweighted over the same test devices (appendix C.2.3: 'the (unweighted) mean "
+              f"misclassification error'); each pair: reproduced if the 95% interval lies below +{MEAN_MARGIN:g} "
+              f"points ('on par, and sometimes even better': one-sided), not-reproduced if it lies above; the claim "
+              f"is reproduced if every pair is, not-reproduced if one is. Sensitivity: the n_i-weighted mean (the "
+              f"authors' print_metrics, np.average with test sample weights; the engine's pooled test accuracy)"),
+        reads=(FEDAVG, "delta_fl"), rounds_paper=None, fidelity="paper-scale",
+        note="its runs are the Table 2 entry's (delta-fl/real/p90-error)"),
+))
 
 
 def pair(key: str) -> Pair:
@@ -216,7 +271,7 @@ def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None
     from fedbench.studies import Simulation, sim_config
     from fedbench.studies.real_data import build
 
-    out = {}
+    out, delta = {}, DECLARATION.arm("delta_fl")
     for key in budget.pairs:
         p = pair(key)
         model = build(p.model, load_real(p.variant, str(real_root)))
@@ -229,7 +284,7 @@ def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None
                              dissimilarity_every=0)
             knobs = {"pair": p.key, "variant": p.variant, "user_subsample": bool(p.subsample and budget.subsample)}
             for theta in (None, *THETAS):
-                alg = FedAvg(lr=p.lr) if theta is None else DeltaFL(lr=p.lr, theta=theta, weighting=WEIGHTING)
+                alg = FedAvg(lr=p.lr) if theta is None else DeltaFL(lr=p.lr, theta=theta, **delta.settings)
                 name = f"{p.key}/{algorithm_name(theta)}/seed={seed}"
                 out[(p.key, theta, seed)] = Simulation(name, cfg, data, model, alg, knobs)
     return out
@@ -254,12 +309,6 @@ def test_device_errors(ds: FederatedDataset, outcome: Outcome) -> np.ndarray:
     return 1.0 - acc
 
 
-def p90(errors: np.ndarray) -> float:
-    """The 90th percentile of the device errors, unweighted, numpy's linear interpolation (the registry's
-    fedbench.claims.readings.device_percentile)."""
-    return device_percentile(errors, PERCENTILE)
-
-
 def error_record(sim: Simulation, outcome: Outcome,
                  keys: tuple[str, ...] = ("round", "train/loss", "test/accuracy", "test/error_p90")) -> dict[str, Any]:
     """A run's record (fedbench.studies.record) with its final model's test-device errors: their 90th percentile,
@@ -267,29 +316,20 @@ def error_record(sim: Simulation, outcome: Outcome,
     from fedbench.studies.record import sim_record
 
     errors = test_device_errors(sim.dataset(), outcome)
-    return sim_record(sim, outcome, keys=keys, metrics={"study/test_error_p90": p90(errors),
+    return sim_record(sim, outcome, keys=keys, metrics={"study/test_error_p90": device_percentile(errors),
                                                         "study/test_error_mean": float(errors.mean()),
                                                         "study/test_devices": len(errors)})
 
 
 def history_p90(outcome: Outcome, rounds: int, reading: str, budget: float) -> float:
     """The engine's ``test/error_p90`` at its evaluations (the same percentile over the devices with test data), read
-    by round with ``reading`` ("final": the last evaluation at or before the round cut at ``budget`` of
-    ``rounds``; "tail": the mean of the last TAIL evaluations up to it); 1 if the run diverged at or before the
-    cut (the round of its last history row)."""
-    from fedbench.claims.readings import TAIL, cut_round
+    by round up to the cut at ``budget`` of ``rounds`` (fedbench.claims.readings.read_at_cut: "final" the last
+    evaluation, "tail" the mean of the last 5); error 1 if the run diverged at or before the cut (the round of its
+    last history row)."""
+    from fedbench.claims.readings import read_at_cut
 
-    last = cut_round(rounds, budget)
-    if outcome.diverged and last >= int(outcome.history[-1]["round"]):
-        return 1.0
-    values = [v for r, v in outcome.at_rounds("test/error_p90").items() if r <= last]
-    if not values:
-        return 1.0
-    if reading == "final":
-        return values[-1]
-    if reading == "tail":
-        return float(np.mean(values[-TAIL:]))
-    raise ValueError(f"reading {reading!r}; allowed: final, tail")
+    dead = int(outcome.history[-1]["round"]) if outcome.diverged else None
+    return read_at_cut(outcome.at_rounds("test/error_p90"), rounds, reading, budget, diverged_at=dead, diverged=1.0)
 
 
 def best_theta(p90_by_theta: dict[float, list[float]]) -> float:
@@ -298,60 +338,16 @@ def best_theta(p90_by_theta: dict[float, list[float]]) -> float:
     return min(THETAS, key=lambda t: (float(np.mean(p90_by_theta[t])), THETAS.index(t)))
 
 
-# ---- claims ------------------------------------------------------------------------------------------------
-
-P90_RULE = ("per pair: theta* = the level among 0.8, 0.5, 0.1 whose 90th-percentile test-device error, averaged over "
-            "the seeds, is lowest (Table 2 compares seed means; a tie goes to the higher theta); per seed, effect = "
-            "FedAvg's 90th-percentile error minus Delta-FL(theta*)'s, in error points, at the final round. The error "
-            "of a test device is 1 - its accuracy on all its samples; test devices are the run's test-only clients "
-            "(EMNIST: the 432 drawn for the seed; Sent140: 439; Shakespeare: 545), each counted once (unweighted); "
-            "the percentile is numpy's linear interpolation; a diverged run reads as error 1. Each pair: "
-            "reproduced if the 95% interval of the per-seed effects lies above 0, not-reproduced if it lies below 0; "
-            "the claim is reproduced if every pair is, not-reproduced if one is. Rule history: the pending rule "
-            "took the lowest theta per seed; sharpened before any run to one theta per pair chosen on the seed "
-            "means, since a per-seed minimum over three noisy levels is biased toward a positive effect by the "
-            "very noise being judged. theta* is still chosen on the test devices, as the paper's 'at some theta'")
-MEAN_RULE = (f"per pair, with theta* of the Table 2 entry (delta-fl/real/p90-error): per seed, effect = Delta-FL(theta*)'s "
-             f"mean test-device error minus FedAvg's, in error points, at the final round; the mean is unweighted over "
-             f"the same test devices (appendix C.2.3: 'the (unweighted) mean misclassification error'); each pair: "
-             f"reproduced if the 95% interval lies below +{MEAN_MARGIN:g} points ('on par, and sometimes even better': "
-             f"one-sided), not-reproduced if it lies above; the claim is reproduced if every pair is, not-reproduced "
-             f"if one is. Sensitivity: the n_i-weighted mean (the authors' print_metrics, np.average with test sample "
-             f"weights; the engine's pooled test accuracy)")
-
-CLAIMS = (
-    PaperClaim(
-        id="delta-fl/real/p90-error", paper=DELTA_FL_PAPER, where="section 5, Table 2",
-        claim="For EMNIST (linear and ConvNet), Sent140 (linear and RNN) and Shakespeare (RNN), Delta-FL at some "
-              "conformity level theta has a lower 90th percentile of test-device error than FedAvg.",
-        published={"value": None, "unit": "90th percentile of test-device error", "scope": "five dataset-model pairs",
-                   "statement": "numbers missing: our copy of the paper has Table 2's numbers stripped; direction "
-                                "only ('for all datasets, the 90th percentile of the test error is smaller for "
-                                "Delta-FL than for FedAvg at some value of theta')"},
-        rule=P90_RULE, rounds_paper=None,
-        note="rounds per pair 3000/1000/2000/600/400 (EMNIST linear/ConvNet, Sent140 linear/RNN, Shakespeare); "
-             "constant learning rates (no schedule in the engine), no l2 on the linear models, Delta-FL as the "
-             "authors' filter-then-average"),
-    PaperClaim(
-        id="delta-fl/real/mean-error-on-par", paper=DELTA_FL_PAPER, where="section 5, Table 3",
-        claim="Delta-FL's mean test-device error is comparable to FedAvg's on the same five dataset-model pairs.",
-        published={"value": None, "unit": "mean test-device error", "scope": "five dataset-model pairs",
-                   "statement": "numbers missing: our copy of the paper has Table 3's numbers stripped; direction "
-                                "only ('Delta-FL is on par with FedAvg on the mean ..., and sometimes even better')"},
-        rule=MEAN_RULE, rounds_paper=None,
-        note="its runs are the Table 2 entry's (delta-fl/real/p90-error)"),
-)
-
-
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+    from fedbench.claims.entry import judged
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.claims.entry import judged
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    d = DECLARATION
+    b, study = open_budget(out_dir, d.budgets, budget, workers)
     out = study.out
     sims = simulations(b, Path(real_root))
     outcomes = study.run(sims, error_record)
@@ -364,7 +360,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 
     def p90_of(p: Pair, theta: float | None, seed: int, reading: str, frac: float) -> float:
         if reading == "final" and frac == 1.0:
-            return p90(errors[(p.key, theta, seed)])
+            return device_percentile(errors[(p.key, theta, seed)])
         return history_p90(outcomes[(p.key, theta, seed)], rounds[p.key], reading, frac)
 
     def theta_star(p: Pair, reading: str = "final", frac: float = 1.0) -> float:
@@ -393,14 +389,15 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                         "final", ("final", "weighted"), budgets=(1.0,), reading_names=names)
 
     stars = {p.key: theta_star(p) for p in pairs}
-    table = {p.key: {algorithm_name(t): {"p90": [round(100 * p90(errors[(p.key, t, s)]), 3) for s in b.seeds],
+    table = {p.key: {algorithm_name(t): {"p90": [round(100 * device_percentile(errors[(p.key, t, s)]), 3)
+                                                 for s in b.seeds],
                                          "mean": [round(100 * float(errors[(p.key, t, s)].mean()), 3)
                                                   for s in b.seeds]}
                      for t in (None, *THETAS)} | {"theta_star": stars[p.key],
                                                   "test_devices": len(errors[(p.key, None, b.seeds[0])])}
              for p in pairs}
     diverged = sorted(sims[k].name for k, o in outcomes.items() if o.diverged)
-    figure(out / f"{NAME}.png", pairs, b.seeds, errors)
+    figure(out / f"{d.name}.png", pairs, b.seeds, errors)
 
     def seed_mean(p: Pair, t: float | None, what: str) -> float:
         return float(np.mean(table[p.key][algorithm_name(t)][what]))
@@ -416,24 +413,24 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         for p, part in zip(pairs, mean_result["parts"]))
     tail = (f". Diverged runs (read as error 1): {', '.join(diverged)}" if diverged else "") + (
         f". Fixture budget: {b.rounds} rounds on fixture-sized data, every pair" if budget == "fixture" else "")
-    scale = {"study": NAME, "budget": budget, "variants": list(VARIANTS), "seeds": list(b.seeds),
+    scale = {"study": d.name, "budget": budget, "variants": list(d.variants), "seeds": list(b.seeds),
              "thetas": list(THETAS), "weighting": WEIGHTING, "device": b.device,
              "pairs": {p.key: {"variant": p.variant, "model": p.model, "rounds": rounds[p.key],
                                "rounds_paper": p.rounds, "clients_per_round": p.clients_per_round, "lr": p.lr,
                                "batch_size": p.batch_size, "local_epochs": 1,
                                "user_subsample": SUBSAMPLE_FRACTION if p.subsample and b.subsample else None}
                        for p in pairs}}
-    figure_path = f"figures/{NAME}/{NAME}.png"
-    common = {"scale": scale, "deviations": DEVIATIONS, "fidelity": "stand-in" if reduced else None,
-              "rounds_run": rounds_run, "training_seeds": list(b.seeds),
-              "data_seeds": list(DATA_SEEDS)}
-    p90_entry = base_entry(
-        CLAIMS[0], figure={"path": figure_path, "panel": "top row: 90th-percentile test-device error"},
+    figure_path = f"figures/{d.name}/{d.name}.png"
+    # the claims' fidelity (paper-scale) unless the budget cuts the rounds
+    common = {"scale": scale, "deviations": DEVIATIONS, "rounds_run": rounds_run, "training_seeds": list(b.seeds),
+              "data_seeds": list(DATA_SEEDS)} | ({"fidelity": "stand-in"} if reduced else {})
+    p90_entry = d.entry(
+        "delta-fl/real/p90-error", figure={"path": figure_path, "panel": "top row: 90th-percentile test-device error"},
         observed=f"90th-percentile test-device error (points, mean of {len(b.seeds)} seeds) at the final round: "
                  + observed_p90 + tail,
         reproduced={"unit": "test-device error (points), per seed", "table": table}, **common)
-    mean_entry = base_entry(
-        CLAIMS[1], figure={"path": figure_path, "panel": "bottom row: mean test-device error"},
+    mean_entry = d.entry(
+        "delta-fl/real/mean-error-on-par", figure={"path": figure_path, "panel": "bottom row: mean test-device error"},
         observed=f"mean test-device error (points, unweighted, mean of {len(b.seeds)} seeds) at the final round: "
                  + observed_mean + tail,
         reproduced={"unit": "test-device error (points), per seed", "theta_star": stars,
@@ -450,7 +447,8 @@ def figure(path: Path, pairs: list[Pair], seeds: tuple[int, ...], errors: dict) 
     algs = (None, *THETAS)
     fig, axes = pyplot().subplots(2, len(pairs), figsize=(3.2 * len(pairs), 6), squeeze=False)
     for j, p in enumerate(pairs):
-        for i, (what, fn) in enumerate((("90th percentile", p90), ("mean", lambda e: float(np.mean(e))))):
+        for i, (what, fn) in enumerate((("90th percentile", device_percentile),
+                                         ("mean", lambda e: float(np.mean(e))))):
             ax = axes[i][j]
             for x, t in enumerate(algs):
                 vals = [100 * fn(errors[(p.key, t, s)]) for s in seeds]

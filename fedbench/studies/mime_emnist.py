@@ -15,7 +15,7 @@ split, no rounds and no rates (paper-setups.md section 2.3). The Mime paper's ap
 - local step size 0.004 for every arm (LEAF's FEMNIST FedAvg learning rate), SGDm beta = 0.9 (the base optimizer
   of Mime and MimeLite; FedAvgM's server momentum, server step 1);
 - 500 rounds, 5 seeds (3 until 2026-11-26, changed before any run: issue 21) (LEAF runs 2,000 rounds at a tenth of the effective step: 0.004 without momentum);
-- evaluation (:func:`evaluations`): the Mime paper does not state it. Ours is FedJAX's EMNIST protocol (google/fedjax
+- evaluation (DECLARATION.evaluation, every budget's): the Mime paper does not state it. Ours is FedJAX's EMNIST protocol (google/fedjax
   experiments/fed_avg/fed_avg.EMNIST_CONV.flags: ``eval_frequency=5``; run_fed_avg.py runs the full test
   evaluation periodically for EMNIST tasks and on the final model): the accuracy on every writer's own test
   images, pooled, every 5 rounds from round 0 and on the final model; no training-loss evaluation (no claim
@@ -36,19 +36,17 @@ import numpy as np
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.papers import MIME_PAPER
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim, base_entry, build, load_real
+from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT, build, load_real
 
-NAME = "mime_emnist"
-VARIANTS = ("femnist_leaf",)
 MODEL = "leaf_femnist_cnn"
-METHODS = ("Mime", "MimeLite", "FedAvgM")
 BASELINE = "FedAvgM"
 LR = 0.004  # LEAF's FEMNIST FedAvg learning rate (paper_experiments/femnist.sh), every arm
 MOMENTUM = 0.9  # SGDm beta (the brief of the figure: SGD with momentum)
 LOCAL_EPOCHS, BATCH = 1, 10  # LEAF's FEMNIST FedAvg runs: 1 epoch; LEAF's default batch size
 READINGS = ("best", "tail", "final")
-TAIL = 5  # evaluations the "tail" reading averages
 # The evaluation protocol (the paper states none; FedJAX's EMNIST experiments, listed as a deviation): test accuracy
 # on every writer's own test images every EVAL_EVERY rounds and on the final model.
 EVAL_EVERY = 5
@@ -63,7 +61,6 @@ class Budget:
     seeds: tuple[int, ...]
     device: str
     model: str = MODEL
-    eval_every: int = EVAL_EVERY  # rounds between evaluations (FedJAX's eval_frequency)
 
 
 BUDGETS = {
@@ -78,11 +75,6 @@ WRITERS, IMAGES, TRAIN_FRACTION = 3500, 805263, 0.9
 _N = IMAGES * TRAIN_FRACTION / WRITERS  # mean training images of a writer (~207)
 _P = BUDGETS["paper"]
 _STEPS = math.ceil(_N / BATCH)  # local minibatch steps of one epoch
-# local work in minibatch-gradient units: every arm's epoch; Mime and MimeLite also the full local gradient at x
-# (for c and the server's momentum); Mime also grad f_i(x; zeta) on every minibatch
-SCALES = tuple(Scale(MODEL, len(_P.seeds), _P.rounds, _P.clients_per_round, _N, LOCAL_EPOCHS, BATCH,
-                     IMAGES * (1 - TRAIN_FRACTION), eval_every=_P.eval_every, local_steps=steps)
-               for steps in (3 * _STEPS, 2 * _STEPS, _STEPS))
 
 ASSUMPTIONS = [
     ("stand-in: the slides do not state Figure 3's client split, rounds, local work or rates; FEMNIST's natural "
@@ -98,74 +90,72 @@ ASSUMPTIONS = [
      "test accuracy on every writer's test images every 5 rounds and on the final model; no training loss"),
     "SGDm only: the figure's Adam panel and CIFAR-100 are not part of this claim",
 ]
-RULE = ("per seed, effect = best test accuracy (pooled over every writer's test images, over the evaluations of "
-        "the run) of Mime minus that of FedAvg with server momentum, in points, and the same for MimeLite; each "
-        "part greater than 0; reproduced if both are, not-reproduced if one is (the claim names both, so the rule "
-        "judges both; sharpened from the Mime-only rule before any run)")
-CLAIMS = (
-    PaperClaim(
-        id="mime/emnist62/ordering", paper=MIME_PAPER, where="talk slides, Figure 3",
-        claim="On EMNIST-62 with momentum, Mime and MimeLite reach a higher test accuracy than FedAvg with momentum.",
+# The study as data (fedbench.studies.declaration): the arms (each arm's algorithm is built from its settings), the
+# paper budget's seeds, the budgets, the protocol and the claim with the arms its rule reads. data_seeds=(): the data
+# is LEAF's fixed split (the registered not-run entry names no data seed).
+DECLARATION = StudyDeclaration(
+    name="mime_emnist", paper=MIME_PAPER,
+    dataset="femnist_leaf: LEAF's FEMNIST, 3,500 writers (natural split), 62 classes, 90/10 by-sample split",
+    variants=("femnist_leaf",),
+    arms=(Arm("Mime", "mime", {"lr": LR, "variant": "mime", "base": "sgdm", "momentum": MOMENTUM}),
+          Arm("MimeLite", "mime", {"lr": LR, "variant": "mimelite", "base": "sgdm", "momentum": MOMENTUM}),
+          Arm(BASELINE, "fedavg_momentum", {"lr": LR, "beta": MOMENTUM, "server_lr": 1.0})),
+    seeds=_P.seeds, data_seeds=(), budgets=BUDGETS,
+    evaluation=(EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=EVAL_EVERY),),
+    # local work in minibatch-gradient units: every arm's epoch; Mime and MimeLite also the full local gradient at x
+    # (for c and the server's momentum); Mime also grad f_i(x; zeta) on every minibatch
+    scales=tuple(Scale(MODEL, len(_P.seeds), _P.rounds, _P.clients_per_round, _N, LOCAL_EPOCHS, BATCH,
+                       IMAGES * (1 - TRAIN_FRACTION), eval_every=EVAL_EVERY, local_steps=steps)
+                 for steps in (3 * _STEPS, 2 * _STEPS, _STEPS)),
+    claims=(
+    Claim(
+        id="mime/emnist62/ordering", where="talk slides, Figure 3",
+        claim_text="On EMNIST-62 with momentum, Mime and MimeLite reach a higher test accuracy than FedAvg with "
+                   "momentum.",
         published={"value": None, "unit": "test accuracy", "scope": "EMNIST-62, SGDm (Figure 3)",
                    "statement": "ordering only; no numbers are available in our copy (slides)"},
-        rule=RULE, rounds_paper=None, fidelity="stand-in", note="; ".join(ASSUMPTIONS)),
-)
+        rule=("per seed, effect = best test accuracy (pooled over every writer's test images, over the evaluations of "
+              "the run) of Mime minus that of FedAvg with server momentum, in points, and the same for MimeLite; each "
+              "part greater than 0; reproduced if both are, not-reproduced if one is (the claim names both, so the "
+              "rule judges both; sharpened from the Mime-only rule before any run)"),
+        reads=("Mime", "MimeLite", BASELINE), rounds_paper=None, fidelity="stand-in", note="; ".join(ASSUMPTIONS)),
+))
 
 
 def algorithm(method: str) -> Any:
-    from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
-    from fedbench.algorithms.mime import Mime
+    """Arm ``method``'s algorithm, built from its declared settings (fedbench.algorithms.build_algorithm)."""
+    from fedbench.algorithms import build_algorithm
 
-    if method == BASELINE:
-        return FedAvgMomentum(lr=LR, beta=MOMENTUM, server_lr=1.0)
-    return Mime(lr=LR, variant=method.lower(), base="sgdm", momentum=MOMENTUM)
-
-
-def evaluations(budget: Budget) -> tuple:
-    """The study's protocol: every writer's test images, every ``budget.eval_every`` rounds and the final model."""
-    from fedbench.engine.evaluation import EvalSpec
-
-    return (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=budget.eval_every),)
+    arm = DECLARATION.arm(method)
+    return build_algorithm(arm.algorithm, **arm.settings)
 
 
 def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:
     """One arm on femnist_leaf with LEAF's CNN, writers sampled by size and averaged with equal weights."""
-    dataset = functools.partial(load_real, VARIANTS[0], str(real_root))
+    variant = DECLARATION.variants[0]
+    dataset = functools.partial(load_real, variant, str(real_root))
     cfg = sim_config(rounds=budget.rounds, clients_per_round=budget.clients_per_round, local_epochs=LOCAL_EPOCHS,
                      batch_size=BATCH, sampling="proportional", seed=seed, device=budget.device,
-                     evaluations=evaluations(budget), dissimilarity_every=0)
+                     evaluations=DECLARATION.evaluation, dissimilarity_every=0)
     return Simulation(f"{method}/seed={seed}", cfg, dataset, build(budget.model, dataset()), algorithm(method),
-                      {"method": method, "dataset": VARIANTS[0], "model": budget.model})
+                      {"method": method, "dataset": variant, "model": budget.model})
 
 
-def evaluation_rounds(rounds: int, every: int, budget: float = 1.0) -> list[int]:
-    """The rounds the protocol evaluates up to the cut (fedbench.claims.readings.cut_round): 0, every, 2 every, ...,
-    and the final model (round ``rounds``) when the cut is the whole budget."""
-    from fedbench.claims.readings import cut_round
+def curve(outcome, rounds: int, every: int = EVAL_EVERY, budget: float = 1.0) -> np.ndarray:
+    """A run's test accuracy (%) at the protocol's rounds (fedbench.claims.readings.evaluation_rounds): 0 from the
+    round it diverged on and where it never got (fedbench.claims.readings.accuracy_at)."""
+    from fedbench.claims.readings import accuracy_at, evaluation_rounds
 
-    last = cut_round(rounds, budget)
-    t = list(range(0, last + 1, every))
-    return t + [last] if last == rounds and t[-1] != last else t
-
-
-def curve(outcome, rounds: int, every: int, budget: float = 1.0) -> np.ndarray:
-    """A run's test accuracy (%) at evaluation_rounds: 0 from the round it diverged on and where it never got."""
-    values = outcome.at_rounds("test/accuracy")
     dead = int(outcome.history[-1]["round"]) if outcome.diverged else None
-    return np.array([100 * values[t] if t in values and (dead is None or t < dead) else 0.0
-                     for t in evaluation_rounds(rounds, every, budget)])
+    return accuracy_at(outcome.at_rounds("test/accuracy"), evaluation_rounds(rounds, every, budget), dead)
 
 
 def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0, every: int = EVAL_EVERY) -> float:
-    """A run's test accuracy (%) under ``reading``: the best evaluation, the mean of the last TAIL, the final."""
-    acc = curve(outcome, rounds, every, budget)
-    if reading == "best":
-        return float(acc.max())
-    if reading == "tail":
-        return float(acc[-TAIL:].mean())
-    if reading == "final":
-        return float(acc[-1])
-    raise ValueError(f"reading {reading!r}; allowed: {', '.join(READINGS)}")
+    """A run's test accuracy (%) under ``reading`` (fedbench.claims.readings.read_curve): the best evaluation, the
+    mean of the last 5, the final."""
+    from fedbench.claims.readings import read_curve
+
+    return read_curve(curve(outcome, rounds, every, budget), reading)
 
 
 def figure(path: Path, rounds: list[int], curves: dict[str, np.ndarray], title: str) -> None:
@@ -181,49 +171,53 @@ def figure(path: Path, rounds: list[int], curves: dict[str, np.ndarray], title: 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+    from fedbench.claims.entry import judged
+    from fedbench.claims.readings import TAIL, evaluation_rounds
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    d = DECLARATION
+    b, study = open_budget(out_dir, d.budgets, budget, workers)
     out = study.out
-    runs = study.run_jobs([(m, s) for s in b.seeds for m in METHODS], lambda m, s: simulation(m, s, b, real_root),
+    methods = [a.name for a in d.arms]
+    runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
                           lambda sim, o: sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
-                              "study/best_test_accuracy": accuracy(o, "best", b.rounds, every=b.eval_every)}))
+                              "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
     study.write()
 
     def acc(m, s, reading, bud):
-        return accuracy(runs[(m, s)], reading, b.rounds, bud, b.eval_every)
+        return accuracy(runs[(m, s)], reading, b.rounds, bud)
 
-    arms = [m for m in METHODS if m != BASELINE]
+    arms = [m for m in methods if m != BASELINE]
     parts = [Part(f"{m} - {BASELINE}", Rule("greater", 0.0, "accuracy points")) for m in arms]
     result = judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc(BASELINE, s, r, bud) for s in b.seeds] for m in arms],
                    "best", READINGS,
                    reading_names={"best": "best evaluation", "tail": f"mean of the last {TAIL} evaluations",
                                   "final": "final model"})
-    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in METHODS}
-    curves = {m: np.mean([curve(runs[(m, s)], b.rounds, b.eval_every) for s in b.seeds], 0) for m in METHODS}
-    png = f"{NAME}.png"
-    ds = load_real(VARIANTS[0], str(real_root))
-    figure(out / png, evaluation_rounds(b.rounds, b.eval_every), curves, f"{VARIANTS[0]} ({ds.num_clients} writers), {b.model}, SGDm {MOMENTUM:g}")
-    observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in METHODS)
+    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
+    curves = {m: np.mean([curve(runs[(m, s)], b.rounds) for s in b.seeds], 0) for m in methods}
+    png, variant = f"{d.name}.png", d.variants[0]
+    ds = load_real(variant, str(real_root))
+    figure(out / png, evaluation_rounds(b.rounds, EVAL_EVERY), curves,
+           f"{variant} ({ds.num_clients} writers), {b.model}, SGDm {MOMENTUM:g}")
+    observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in methods)
                 + "; " + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"]))
     fixture_note = (f"{b.rounds} rounds, {b.clients_per_round} writers a round and model {b.model}: the test suite's "
                     "fixture scale")
     deviations = ([fixture_note] if budget != "paper" else []) + ASSUMPTIONS
-    c = CLAIMS[0]
-    entry = base_entry(
-        c, scale={"study": NAME, "budget": budget, "variant": VARIANTS[0], "model": b.model, "writers": ds.num_clients,
-                  "writers_per_round": b.clients_per_round, "sampling": "proportional (equal-weight means)",
-                  "rounds": b.rounds, "local_epochs": LOCAL_EPOCHS, "batch_size": BATCH, "lr": LR,
-                  "momentum": MOMENTUM, "fedavgm_server_lr": 1.0,
-                  "eval": f"test accuracy every {b.eval_every} rounds and the final model, all writers",
-                  "device": b.device},
-        deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": "test accuracy"},
-        fidelity=None if budget == "paper" else "stand-in", rounds_run=b.rounds, training_seeds=list(b.seeds),
-        observed=observed,
+    # the claim's fidelity (stand-in) at every budget
+    entry = d.entry(
+        "mime/emnist62/ordering",
+        scale={"study": d.name, "budget": budget, "variant": variant, "model": b.model, "writers": ds.num_clients,
+               "writers_per_round": b.clients_per_round, "sampling": "proportional (equal-weight means)",
+               "rounds": b.rounds, "local_epochs": LOCAL_EPOCHS, "batch_size": BATCH, "lr": LR,
+               "momentum": MOMENTUM, "fedavgm_server_lr": 1.0,
+               "eval": f"test accuracy every {EVAL_EVERY} rounds and the final model, all writers",
+               "device": b.device},
+        deviations=deviations, figure={"path": f"figures/{d.name}/{png}", "panel": "test accuracy"},
+        rounds_run=b.rounds, training_seeds=list(b.seeds), observed=observed,
         reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
-                    **{m: [round(v, 3) for v in best[m]] for m in METHODS}})
+                    **{m: [round(v, 3) for v in best[m]] for m in methods}})
     return [judged(entry, result)]

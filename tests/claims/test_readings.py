@@ -92,7 +92,8 @@ def test_device_percentile():
     assert device_percentile([0.2, 0.4, 0.1], 50) == pytest.approx(0.2)
 
 
-# --- curves evaluated every few rounds, and their oscillation (the readings of the FedLaAvg studies) ---
+# --- curves of a protocol that evaluates at some rounds only, read by round, and their oscillation (the FedLaAvg,
+# Mime and Delta-FL studies' readings) ---
 
 def test_evaluation_rounds():
     from fedbench.claims.readings import evaluation_rounds
@@ -156,3 +157,16 @@ def test_peak_to_trough():
     curve = [90.0, 10.0, 40.0, 55.0, 35.0, 50.0]
     assert peak_to_trough(curve, 4) == 20.0  # 55 - 35 over the last four
     assert peak_to_trough(curve, 6) == 80.0 and peak_to_trough(curve, 1) == 0.0
+
+
+def test_read_at_cut():
+    from fedbench.claims.readings import read_at_cut
+
+    p90 = dict(zip([0, 5, 10, 15, 20, 30], [0.9, 0.7, 0.6, 0.5, 0.4, 0.2]))  # evaluated every 5 and at the final 30
+    alive = {"diverged_at": None, "diverged": 1.0}
+    assert read_at_cut(p90, 30, "final", **alive) == 0.2
+    assert read_at_cut(p90, 30, "final", 0.6, **alive) == 0.5  # cut at 18: round 15's
+    assert read_at_cut(p90, 30, "tail", 0.6, **alive) == pytest.approx((0.9 + 0.7 + 0.6 + 0.5) / 4)
+    assert read_at_cut(p90, 30, "tail", **alive) == pytest.approx((0.7 + 0.6 + 0.5 + 0.4 + 0.2) / 5)
+    assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", diverged_at=2, diverged=1.0) == 1.0  # diverged on round 2
+    assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", 0.125, diverged_at=2, diverged=1.0) == 0.8  # cut at 1: before it

@@ -153,7 +153,7 @@ def test_paper_study_not_run_entries_declare_their_seeds_and_runs(monkeypatch):
 
     (e,) = not_run_entry("mime_emnist")
     assert e["seeds"]["training"] == [0, 1, 2, 3, 4] and e["rounds_run"] is None
-    assert e["scale"]["runs"] == [dataclasses.asdict(s) for s in mime_emnist.SCALES] and len(e["scale"]["runs"]) == 3
+    assert e["scale"]["runs"] == [dataclasses.asdict(s) for s in mime_emnist.DECLARATION.scales] and len(e["scale"]["runs"]) == 3
     r, _ = reg.register([e], {}, "abc", "2026-11-26")
     monkeypatch.setitem(mime_emnist.BUDGETS, "paper", dataclasses.replace(mime_emnist.BUDGETS["paper"], seeds=(0, 1, 2)))
     (three,) = not_run_entry("mime_emnist")

@@ -9,11 +9,13 @@ import json
 import numpy as np
 import pytest
 
+from fedbench.claims.readings import device_percentile
 from fedbench.data import stages
 from fedbench.data.datasets.femnist import deltafl_subsample
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.studies import Outcome, run_claim_study, run_simulations
 from fedbench.studies import delta_fl_real as study
+from fedbench.studies.delta_fl_real import DECLARATION
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
 from tests.data import fixtures
@@ -36,23 +38,23 @@ def real_root(tmp_path_factory):
         for name, data in members.items():
             (raw / source / name).write_bytes(data)
         stages.prepare_source(source, root, raw, verify=False)
-    assert set(VARIANT_PARAMS) == set(study.VARIANTS)
+    assert set(VARIANT_PARAMS) == set(DECLARATION.variants)
     for variant, params in VARIANT_PARAMS.items():
         stages.partition(variant, root, params)
     return root / "real"
 
 
 def test_fixture_budget_end_to_end(real_root, tmp_path):
-    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
-    seeds = list(study.BUDGETS["fixture"].seeds)
+    claims = run_claim_study(DECLARATION.name, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    assert [c["id"] for c in claims] == [c.id for c in DECLARATION.claims]
+    seeds = list(DECLARATION.seeds_at("fixture"))
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
         assert len(c["effect"]["per_seed"]) == len(seeds) and c["seeds"]["training"] == seeds
         assert len(c["parts"]) == len(study.PAIRS)  # every pair judged at the fixture budget
-        assert c["figure"]["path"] == f"figures/{study.NAME}/{study.NAME}.png"
-    folder = tmp_path / "out" / study.NAME
-    assert (folder / f"{study.NAME}.png").stat().st_size > 0
+        assert c["figure"]["path"] == "figures/delta_fl_real/delta_fl_real.png"
+    folder = tmp_path / "out" / DECLARATION.name
+    assert (folder / "delta_fl_real.png").stat().st_size > 0
     assert json.loads((folder / "claims.json").read_text())["budget"] == "fixture"
     records = read_simulations(folder)
     assert len(records) == len(study.PAIRS) * (1 + len(study.THETAS)) * len(seeds)
@@ -97,8 +99,8 @@ def test_readings_on_hand_made_numbers():
     acc = np.concatenate([[np.nan, np.nan], np.linspace(1.0, 0.0, 11)])
     errors = study.test_device_errors(ds, _outcome(acc))
     assert errors == pytest.approx(np.linspace(0.0, 1.0, 11))
-    assert study.p90(errors) == pytest.approx(0.9)  # linear interpolation: rank 0.9 x 10 = 9 -> 0.9
-    assert study.p90([0.0, 0.1, 0.3, 0.5]) == pytest.approx(0.44)  # rank 2.7: 0.3 + 0.7 x 0.2
+    assert device_percentile(errors) == pytest.approx(0.9)  # linear interpolation: rank 0.9 x 10 = 9 -> 0.9
+    assert device_percentile([0.0, 0.1, 0.3, 0.5]) == pytest.approx(0.44)  # rank 2.7: 0.3 + 0.7 x 0.2
     assert study.test_device_errors(ds, _outcome(acc, diverged=True)) == pytest.approx(np.ones(11))
     mixed = _dataset([5, 5, 0], [0, 3, 4])  # a training device with test data: not a by-user split
     with pytest.raises(ValueError, match="test-only"):
@@ -151,15 +153,19 @@ def test_same_seed_same_numbers(real_root):
 
 
 def test_not_run_entry_and_paper_budget():
-    entries = not_run_entry(study.NAME)
-    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    entries = not_run_entry(DECLARATION.name)
+    assert [e["id"] for e in entries] == [c.id for c in DECLARATION.claims]
     for e in entries:
-        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["verdict"] == "not-run" and e["command"] == "fedbench paper run delta_fl_real"
         assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == len(study.PAIRS) * 4 * 5
-    paper = study.BUDGETS["paper"]
-    assert paper.device == "auto" and len(paper.seeds) >= 3 and paper.rounds is None and paper.subsample
-    assert [s.model for s in study.SCALES] == [p.model for p in study.PAIRS]
-    assert [s.eval_every for s in study.SCALES] == [50, 10, 20, 25, 10]  # the authors' scripts
+    paper = DECLARATION.budget("paper")
+    assert paper.device == "auto" and paper.seeds == DECLARATION.seeds == (1, 2, 3, 4, 5)
+    assert paper.rounds is None and paper.subsample
+    assert [s.model for s in DECLARATION.scales] == [p.model for p in study.PAIRS]
+    assert [s.eval_every for s in DECLARATION.scales] == [50, 10, 20, 25, 10]  # the authors' scripts
+    assert DECLARATION.knobs == {"pair": study.PAIRS, "theta": (0.8, 0.5, 0.1)}
+    assert [a.name for a in DECLARATION.arms] == ["fedavg", "delta_fl"]
+    assert all(c.reads == ("fedavg", "delta_fl") for c in DECLARATION.claims)
     (train, test) = study.evaluations(study.pair("emnist_cnn"))
     assert (train.split, train.every, train.rounds, train.metrics) == ("train", 10, (5, 10, 15, 20, 75), ("train/loss",))
     assert (test.split, test.every, test.final) == ("test", 10, True)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbench.engine.evaluation import EvalSpec
-
 from fedbench.data import stages
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import deltafl_iambic as study
 from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies.deltafl_iambic import DECLARATION
 from fedbench.studies.real_data import not_run_entry, study_cost
 from fedbench.studies.record import read_simulations
 from tests.studies import assert_valid_entries
@@ -46,7 +46,7 @@ def test_devices_draw_users_per_seed_and_cap_their_windows(real_root):
 
     full = load_real(study.VARIANT, str(real_root))
     assert full.num_clients == 12 and len(full.train_clients) == 6 and int(full.test_only.sum()) == 6
-    b = study.BUDGETS["fixture"]
+    b = DECLARATION.budget("fixture")
     ds = study.devices(str(real_root), 0, b.users, b.windows)
     assert ds.num_clients == 8 and len(ds.train_clients) == 4 and int(ds.test_only.sum()) == 4
     assert ds.train.sizes.max() == 30 and ds.test.sizes.max() == 30  # every fixture role has > 30 windows
@@ -69,17 +69,19 @@ def test_devices_draw_users_per_seed_and_cap_their_windows(real_root):
 
 
 def test_registered_claim_budgets_and_selection_rule():
-    (claim,) = study.CLAIMS
+    (claim,) = DECLARATION.claims
     assert claim.id == "delta-fl/iambic/p90-error" and claim.fidelity == "stand-in" and claim.rounds_paper == 400
+    assert claim.reads == ("fedavg", "delta_fl") and DECLARATION.knobs == {"theta": (0.8, 0.5, 0.1)}
     assert "selection seed 101" in claim.rule and "Registered before any run" in claim.rule
     assert "What could differ" in claim.note
-    b = study.BUDGETS["paper"]
+    b = DECLARATION.budget("paper")
+    assert b.seeds == DECLARATION.seeds
     assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (60, (1, 2, 3, 4, 5), (101,), 100, 100)
     assert (b.clients_per_round, b.lr, b.batch_size) == (20, 0.1, 16)
-    assert study_cost(study.SCALES)["runs"] == 2 * 5 + 3 * 1
+    assert study_cost(DECLARATION.scales)["runs"] == 2 * 5 + 3 * 1
     # the authors' Shakespeare protocol: test devices every 10 rounds, at rounds 5, 10, 15, 20, 75, and the final one
-    assert study.evaluations() == (EvalSpec("test", every=10, rounds=(5, 10, 15, 20, 75)),)
-    (entry,) = not_run_entry(study.NAME)
+    assert DECLARATION.evaluation == (EvalSpec("test", every=10, rounds=(5, 10, 15, 20, 75)),)
+    (entry,) = not_run_entry(DECLARATION.name)
     assert entry["verdict"] == "not-run" and entry["fidelity"] == "stand-in" and entry["cost"]["hours"] > 0
     with pytest.raises(ValueError, match="disjoint"):
         study.Budget(rounds=1, seeds=(1, 2), selection_seeds=(2,), users=1, windows=1, clients_per_round=1, lr=0.1,
@@ -89,10 +91,10 @@ def test_registered_claim_budgets_and_selection_rule():
 
 
 def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
-    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    claims = run_claim_study(DECLARATION.name, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
     assert_valid_entries(claims)
     (c,) = claims
-    b = study.BUDGETS["fixture"]
+    b = DECLARATION.budget("fixture")
     assert c["id"] == "delta-fl/iambic/p90-error" and c["fidelity"] == "stand-in"
     assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive") and c["rounds_run"] == 3
     star = c["reproduced"]["theta_star"]
@@ -109,7 +111,7 @@ def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     assert c["effect"]["per_seed"] == [pytest.approx(f - d, abs=1e-6) for f, d in
                                        zip(table["fedavg"]["p90"], table[f"delta_fl/theta={star:g}"]["p90"])]
     assert c["scale"]["test_devices"] == 4
-    records = read_simulations(tmp_path / "out" / study.NAME)
+    records = read_simulations(tmp_path / "out" / DECLARATION.name)
     names = sorted(r["name"] for r in records)
     assert names == sorted([f"delta_fl/theta={t:g}/seed=7" for t in study.THETAS]
                            + [f"{a}/seed={s}" for a in ("fedavg", f"delta_fl/theta={star:g}") for s in b.seeds])

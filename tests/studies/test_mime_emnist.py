@@ -12,8 +12,10 @@ import pytest
 
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
+from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import Outcome, run_claim_study, run_simulations
 from fedbench.studies import mime_emnist as study
+from fedbench.studies.mime_emnist import DECLARATION
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
 from tests.studies import assert_valid_entries
@@ -28,16 +30,16 @@ def real_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def fixture_run(real_root):
     out = real_root.parent / "out"
-    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.NAME
+    claims = run_claim_study(DECLARATION.name, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / DECLARATION.name
 
 
 def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
     claims, out = fixture_run
     assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    assert [c["id"] for c in claims] == [c.id for c in DECLARATION.claims]
     (c,) = claims
-    b = study.BUDGETS["fixture"]
+    b = DECLARATION.budget("fixture")
     assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
     assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
     assert [p["part"] for p in c["parts"]] == ["Mime - FedAvgM", "MimeLite - FedAvgM"]
@@ -45,23 +47,26 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
         assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
                                  zip(c["reproduced"][m], c["reproduced"]["FedAvgM"])]
     assert c["scale"]["model"] == b.model and any(b.model in d for d in c["deviations"])
-    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    assert (out / f"{DECLARATION.name}.png").stat().st_size > 0
     records = read_simulations(out)
-    assert len(records) == len(study.METHODS) * len(b.seeds)
+    assert len(records) == len(DECLARATION.arms) * len(b.seeds)
     assert sorted(r["params"]["algorithm"] for r in records) == ["FedAvgMomentum"] * 2 + ["Mime"] * 4
     assert all(r["params"]["sampling"] == "proportional" for r in records)
     assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
 
 
 def test_paper_budget_declares_the_stated_setup(real_root):
-    b = study.BUDGETS["paper"]
+    b = DECLARATION.budget("paper")
+    assert b.seeds == DECLARATION.seeds == (0, 1, 2, 3, 4)
     assert len(b.seeds) >= 3 and b.device == "auto" and b.model == "leaf_femnist_cnn"
-    sims = {m: study.simulation(m, 0, b, real_root) for m in study.METHODS}
+    sims = {a.name: study.simulation(a.name, 0, b, real_root) for a in DECLARATION.arms}
     assert sims["Mime"].algorithm == Mime(lr=0.004, variant="mime", base="sgdm", momentum=0.9)
     assert sims["MimeLite"].algorithm == Mime(lr=0.004, variant="mimelite", base="sgdm", momentum=0.9)
     assert sims["FedAvgM"].algorithm == FedAvgMomentum(lr=0.004, beta=0.9, server_lr=1.0)
     cfg = sims["Mime"].config
     assert (cfg.rounds, cfg.clients_per_round, cfg.local_epochs, cfg.batch_size) == (500, 35, 1, 10)
+    assert cfg.evaluations == (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=5),)
+    assert [c.reads for c in DECLARATION.claims] == [("Mime", "MimeLite", "FedAvgM")]
     assert sims["Mime"].model.num_params == 6_603_710  # LEAF's reference CNN for 62 classes (real-data.md)
 
 
@@ -76,7 +81,6 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
         pytest.approx(60.0), pytest.approx(58.0))
     assert study.accuracy(o, "tail", 5, every=1) == pytest.approx(100 * (0.2 + 0.6 + 0.5 + 0.55 + 0.58) / 5)
     # the protocol's cadence: rounds 0 and 5 of these (every 5, and the final model), read by round
-    assert study.evaluation_rounds(12, 5) == [0, 5, 10, 12] and study.evaluation_rounds(12, 5, 0.5) == [0, 5]
     assert study.accuracy(o, "best", 5) == pytest.approx(58.0)
     sparse = Outcome(name="x", history=[{"round": 0, "test/accuracy": 0.1}, {"round": 5, "test/accuracy": 0.4},
                                         {"round": 7, "train/loss": float("nan")}], final={}, diverged=True,
@@ -103,7 +107,7 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
 
 
 def test_same_seed_same_numbers(real_root):
-    sims = [study.simulation("Mime", 1, study.BUDGETS["fixture"], real_root)]
+    sims = [study.simulation("Mime", 1, DECLARATION.budget("fixture"), real_root)]
     first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
     assert first.param_digest == second.param_digest
     assert first.series("test/accuracy") == second.series("test/accuracy")
@@ -112,9 +116,9 @@ def test_same_seed_same_numbers(real_root):
 
 
 def test_not_run_entry_has_the_command_and_a_cost():
-    entries = not_run_entry(study.NAME)
-    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    entries = not_run_entry(DECLARATION.name)
+    assert [e["id"] for e in entries] == [c.id for c in DECLARATION.claims]
     for e in entries:
-        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
-        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * len(study.BUDGETS["paper"].seeds)
+        assert e["verdict"] == "not-run" and e["command"] == "fedbench paper run mime_emnist"
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * len(DECLARATION.seeds)
         assert e["fidelity"] == "stand-in" and e["scale"]["variants"] == ["femnist_leaf"]

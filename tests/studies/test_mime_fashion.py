@@ -14,6 +14,7 @@ from fedbench.data import stages
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import Outcome, run_claim_study, run_simulations
 from fedbench.studies import mime_fashion as study
+from fedbench.studies.mime_fashion import DECLARATION
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
 from tests.data import fixtures
@@ -29,44 +30,44 @@ def real_root(tmp_path_factory):
     raw.mkdir()
     for name, data in fixtures.mnist_like().items():
         (raw / name).write_bytes(data)
-    stages.prepare_dataset(study.VARIANTS[0], root, raw=raw, verify=False, variant_params=FIXTURE_PARAMS)
+    stages.prepare_dataset(DECLARATION.variants[0], root, raw=raw, verify=False, variant_params=FIXTURE_PARAMS)
     return root / "real"
 
 
 @pytest.fixture(scope="module")
 def fixture_run(real_root):
     out = real_root.parent / "out"
-    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.NAME
+    claims = run_claim_study(DECLARATION.name, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / DECLARATION.name
 
 
 def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
     claims, out = fixture_run
     assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    assert [c["id"] for c in claims] == [c.id for c in DECLARATION.claims]
     (c,) = claims
-    b = study.BUDGETS["fixture"]
+    b = DECLARATION.budget("fixture")
     assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
     assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
     assert [p["part"] for p in c["parts"]] == ["Mime - FedAvgM", "MimeLite - FedAvgM"]
     for p, m in zip(c["parts"], ("Mime", "MimeLite")):
         assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
                                  zip(c["reproduced"][m], c["reproduced"]["FedAvgM"])]
-    assert set(c["reproduced"]["steps"]) == set(study.METHODS)
+    assert set(c["reproduced"]["steps"]) == {a.name for a in DECLARATION.arms}
     assert all(v in b.lr_grid for v in c["reproduced"]["steps"].values())
     records = read_simulations(out)
-    assert len(records) == len(study.METHODS) * (len(b.lr_grid) * len(b.tuning_seeds) + len(b.seeds))
-    assert sum(r["params"]["phase"] == "tuning" for r in records) == len(study.METHODS) * len(b.lr_grid)
+    assert len(records) == len(DECLARATION.arms) * (len(b.lr_grid) * len(b.tuning_seeds) + len(b.seeds))
+    assert sum(r["params"]["phase"] == "tuning" for r in records) == len(DECLARATION.arms) * len(b.lr_grid)
     assert all(r["params"]["sampling"] == "proportional" for r in records)
-    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    assert (out / f"{DECLARATION.name}.png").stat().st_size > 0
     assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
 
 
 def test_paper_budget_declares_the_stated_setup(real_root):
-    b = study.BUDGETS["paper"]
-    assert b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100,) and b.device == "auto"
-    assert b.lr_grid == (0.003, 0.01, 0.03, 0.1, 0.3)
-    sims = {m: study.simulation(m, 0.01, 0, b, real_root) for m in study.METHODS}
+    b = DECLARATION.budget("paper")
+    assert b.seeds == DECLARATION.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100,) and b.device == "auto"
+    assert b.lr_grid == DECLARATION.knobs["lr"] == (0.003, 0.01, 0.03, 0.1, 0.3)
+    sims = {a.name: study.simulation(a.name, 0.01, 0, b, real_root) for a in DECLARATION.arms}
     assert sims["Mime"].algorithm == Mime(lr=0.01, variant="mime", base="sgdm", momentum=0.9)
     assert sims["MimeLite"].algorithm == Mime(lr=0.01, variant="mimelite", base="sgdm", momentum=0.9)
     assert sims["FedAvgM"].algorithm == FedAvgMomentum(lr=0.01, beta=0.9, server_lr=1.0)
@@ -74,8 +75,10 @@ def test_paper_budget_declares_the_stated_setup(real_root):
     assert (cfg.rounds, cfg.clients_per_round, cfg.local_steps, cfg.batch_size, cfg.sampling) == (
         200, 10, 10, 10, "proportional")
     assert sims["Mime"].model.num_params == 7850  # mclr 784 -> 10
-    assert cfg.evaluations == (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=5),)
-    assert sum(s.runs for s in study.SCALES) == 3 * (5 * 1 + 5)
+    protocol = (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=5),)
+    assert cfg.evaluations == DECLARATION.evaluation == protocol
+    assert sum(s.runs for s in DECLARATION.scales) == 3 * (5 * 1 + 5)
+    assert [c.reads for c in DECLARATION.claims] == [("Mime", "MimeLite", "FedAvgM")]
 
 
 def _outcome(acc) -> Outcome:
@@ -124,20 +127,20 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, real_root, tmp_path):
     assert c["parts"][0]["per_seed"] == pytest.approx([5.0, 10.5, 7.5])
     assert c["parts"][1]["per_seed"] == pytest.approx([-2.5, -5.0, -3.5])
     assert [p["verdict"] for p in c["parts"]] == ["reproduced", "not-reproduced"]
-    assert c["verdict"] == "not-reproduced" and c["reproduced"]["steps"] == {m: 0.01 for m in study.METHODS}
+    assert c["verdict"] == "not-reproduced" and c["reproduced"]["steps"] == {a.name: 0.01 for a in DECLARATION.arms}
 
 
 def test_same_seed_same_numbers(real_root):
-    sims = [study.simulation("Mime", 0.1, 1, study.BUDGETS["fixture"], real_root)]
+    sims = [study.simulation("Mime", 0.1, 1, DECLARATION.budget("fixture"), real_root)]
     first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
     assert first.param_digest == second.param_digest
     assert first.series("test/accuracy") == second.series("test/accuracy")
 
 
 def test_not_run_entry_is_stand_in_with_the_command_and_a_cost():
-    (e,) = not_run_entry(study.NAME)
-    assert e["id"] == study.CLAIMS[0].id and e["verdict"] == "not-run"
-    assert e["command"] == f"fedbench paper run {study.NAME}" and e["fidelity"] == "stand-in"
+    (e,) = not_run_entry(DECLARATION.name)
+    assert e["id"] == DECLARATION.claims[0].id and e["verdict"] == "not-run"
+    assert e["command"] == "fedbench paper run mime_fashion" and e["fidelity"] == "stand-in"
     assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * 10
     assert e["scale"]["variants"] == ["fashion_mnist_fedproxvr"]
     assert "could differ" in e["deviations"][0]
