@@ -63,12 +63,10 @@ sentence), and five training seeds where the paper reports one run.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedbench.bench.costs import Scale
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
 from fedbench.studies import scaffold_tables as tables
@@ -151,23 +149,6 @@ def client_cell(method: str) -> Cell:
     return Cell(6, method, CLIENT_FIGURE_EPOCHS, 0, CLIENT_FIGURE[method] / 400)
 
 
-def _paper_scales() -> tuple[Scale, ...]:
-    """The runs of the paper budget: STEPS_PER_EPOCH steps of batch B an epoch (fedbench.bench.costs prices a
-    step of batch B)."""
-    budget = BUDGETS["paper"]
-    runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)  # tuning, then judged
-    evaluated = EMNIST_TEST  # the evaluation protocol: the global test set every round
-    by_key: dict[tuple, int] = {}
-    for c in cells():
-        n = EMNIST_TRAIN / c.clients
-        batch = math.ceil(n / STEPS_PER_EPOCH)
-        key = (c.model, max(1, round(c.sampled * c.clients)), n, c.epochs, batch)
-        by_key[key] = by_key.get(key, 0) + runs_per_cell
-    return tuple(Scale(model, runs, PAPER_ROUNDS, k, n, e, b, evaluated, eval_every=1,
-                       local_steps=STEPS_PER_EPOCH * e)
-                 for (model, k, n, e, b), runs in by_key.items())
-
-
 # ------------------------------------------------------------------------------------------------- declaration
 DECLARATION = StudyDeclaration(
     name="scaffold_emnist", paper=SCAFFOLD_PAPER,
@@ -179,7 +160,7 @@ DECLARATION = StudyDeclaration(
     seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS, evaluation=tables.EVALUATION,
     knobs={"lr": BUDGETS["paper"].lr_grid, "tuning_seeds": BUDGETS["paper"].tuning_seeds, "epochs": EPOCHS,
            "similarity": TABLE3_SIMILARITY, "table4_sampled": TABLE4_SAMPLED},
-    scales=_paper_scales(),
+    scales=tables.paper_scales(cells(), BUDGETS["paper"], EMNIST_TRAIN, EMNIST_TEST),  # the global test set
     claims=(
     Claim(
         "scaffold/emnist/rounds-to-0.5", "section 7.1, Table 3",
@@ -397,16 +378,15 @@ def _deviations(budget: Budget) -> list[str]:
          "before any run)"),
         ("batch ceil(n_k / 5) (226 at 100 clients, 57 at 400) so an epoch is 5 steps over one permutation; the last "
         "batch of each epoch is 2 or 3 images short of 0.2 n_k"),
-        ("SGD is large-batch minibatch SGD: each sampled client's full local gradient (one epoch of its 5 minibatch "
-        "gradients, all at the server model), one server step per round"),
-        "the similarity split is one reading of the paper's sentence (fedbench.data.partition.similarity)",
+        tables.SGD_DEVIATION,
+        tables.SPLIT_DEVIATION,
         ("evaluation protocol not stated in the paper: ours is the accuracy on EMNIST's 18,800 test images (the "
          "global test set) after every round and on the final model, no training-loss evaluation (divergence caught "
          "from the cohort's own losses)"),
-        "2-layer network width 256 (not given in the paper; fedbench.models.scaffold_mlp)",
+        tables.WIDTH_DEVIATION,
         (f"{len(budget.seeds)} training seeds (model init, client sampling, minibatch order) where the paper reports "
         "one run; data seed 0"),
-        "float32 on the GPU when there is one; PyTorch's default initialisation from our seeded generator",
+        tables.FLOAT_DEVIATION,
     ]
 
 

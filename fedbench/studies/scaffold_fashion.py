@@ -60,12 +60,10 @@ About 70 runs x 100 rounds, about 12 CPU-minutes. The paper budget's grid and tu
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedbench.bench.costs import Scale
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
 from fedbench.studies import scaffold_tables as tables
@@ -124,6 +122,10 @@ class Cell:
     def sampled(self) -> float:
         return SAMPLED
 
+    @property
+    def clients(self) -> int:
+        return CLIENTS
+
     def label(self) -> str:
         return f"table{self.table}/{self.method}/E={self.epochs}/s={self.similarity}"
 
@@ -141,22 +143,6 @@ def cells(tables: tuple[int, ...] | None = None) -> list[Cell]:
     return [c for c in out if tables is None or c.table in tables]
 
 
-def _paper_scales() -> tuple[Scale, ...]:
-    """The runs of the paper budget: per cell, every step of the grid on the tuning seeds, then the selected step
-    on the judged seeds: STEPS_PER_EPOCH steps of batch B an epoch (fedbench.bench.costs prices a step of
-    batch B)."""
-    b = BUDGETS["paper"]
-    runs_per_cell = len(b.tuning_seeds) * len(b.lr_grid) + len(b.seeds)
-    n = FASHION_TRAIN / CLIENTS
-    batch = math.ceil(n / STEPS_PER_EPOCH)
-    by_key: dict[tuple[str, int], int] = {}
-    for c in cells(b.tables):
-        by_key[(c.model, c.epochs)] = by_key.get((c.model, c.epochs), 0) + runs_per_cell
-    return tuple(Scale(model, runs, b.rounds, round(SAMPLED * CLIENTS), n, e, batch, FASHION_TRAIN + FASHION_TEST,
-                       eval_every=1, local_steps=STEPS_PER_EPOCH * e)  # real steps of batch B (costs prices B)
-                 for (model, e), runs in by_key.items())
-
-
 # ------------------------------------------------------------------------------------------------- declaration
 _WHY = ("stand-in: full Fashion-MNIST (Debian's dataset-fashion-mnist) for EMNIST balanced: the same 28 x 28 "
         "inputs, models and s%-similarity split over 100 clients; could differ: 10 classes, not 47 (at 0% "
@@ -171,7 +157,8 @@ DECLARATION = StudyDeclaration(
     seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS, evaluation=tables.EVALUATION,
     knobs={"lr": BUDGETS["paper"].lr_grid, "tuning_seeds": BUDGETS["paper"].tuning_seeds, "epochs": EPOCHS,
            "similarity": SIMILARITY},
-    scales=_paper_scales(),
+    scales=tables.paper_scales(cells(BUDGETS["paper"].tables), BUDGETS["paper"], FASHION_TRAIN,
+                               FASHION_TRAIN + FASHION_TEST),
     claims=(
     Claim(
         "scaffold/fashion-mnist/rounds-to-target", "section 7.1, Table 3 (stand-in data)",
@@ -305,12 +292,11 @@ def _deviations(budget: Budget) -> list[str]:
          f"{', '.join(map(str, budget.seeds))}"),
         f"target test accuracy {TARGET} fixed a priori for Fashion-MNIST (the paper's 0.5 is EMNIST's)",
         "batch ceil(n_k / 5) = 120 so an epoch is 5 steps over one permutation",
-        ("SGD is large-batch minibatch SGD: each sampled client's full local gradient (one epoch of its 5 minibatch "
-         "gradients, all at the server model), one server step per round"),
+        tables.SGD_DEVIATION,
         "FedProx (a Table 3 comparator) and Table 4 (400 clients, sampling) are not run",
-        "the similarity split is one reading of the paper's sentence (fedbench.data.partition.similarity)",
-        "2-layer network width 256 (not given in the paper; fedbench.models.scaffold_mlp)",
-        "float32 on the GPU when there is one; PyTorch's default initialisation from our seeded generator",
+        tables.SPLIT_DEVIATION,
+        tables.WIDTH_DEVIATION,
+        tables.FLOAT_DEVIATION,
     ]
 
 

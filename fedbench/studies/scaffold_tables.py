@@ -139,6 +139,23 @@ def fmt_rounds(x: float, rounds: int, decimals: int = 0) -> str:
     return f"{rounds}+" if x >= rounds else f"{x:.{decimals}f}"
 
 
+def paper_scales(cells: Sequence[Any], budget: Budget, train_images: int, evaluated: int) -> tuple[Any, ...]:
+    """The runs of ``budget`` (the paper's) as fedbench.bench.costs.Scale, for the projected cost: per cell, every
+    step of the grid on the tuning seeds, then the selected step on the judged seeds; STEPS_PER_EPOCH steps of batch
+    ceil(n / 5) an epoch on clients of n = ``train_images`` / clients (costs prices a step of batch B);
+    ``evaluated`` samples every round. A cell has ``model``, ``clients``, ``sampled`` and ``epochs``."""
+    from fedbench.bench.costs import Scale
+
+    runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)
+    by_key: dict[tuple, int] = {}
+    for c in cells:
+        n = train_images / c.clients
+        key = (c.model, max(1, round(c.sampled * c.clients)), n, c.epochs, math.ceil(n / STEPS_PER_EPOCH))
+        by_key[key] = by_key.get(key, 0) + runs_per_cell
+    return tuple(Scale(model, runs, budget.rounds, k, n, e, b, evaluated, eval_every=1,
+                       local_steps=STEPS_PER_EPOCH * e) for (model, k, n, e, b), runs in by_key.items())
+
+
 # ------------------------------------------------------------------------------------------------------ the runs
 @functools.cache
 def dataset(variant_name: str, real_root: str):
@@ -239,6 +256,14 @@ def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, wor
 
 
 # ------------------------------------------------------------------------------------------------------ entries
+# deviations both studies list
+SGD_DEVIATION = ("SGD is large-batch minibatch SGD: each sampled client's full local gradient (one epoch of its 5 "
+                 "minibatch gradients, all at the server model), one server step per round")
+SPLIT_DEVIATION = "the similarity split is one reading of the paper's sentence (fedbench.data.partition.similarity)"
+WIDTH_DEVIATION = "2-layer network width 256 (not given in the paper; fedbench.models.scaffold_mlp)"
+FLOAT_DEVIATION = "float32 on the GPU when there is one; PyTorch's default initialisation from our seeded generator"
+
+
 def table_entry(d: StudyDeclaration, claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any],
                 observed: str, panel: str, scale: dict[str, Any], deviations: list[str],
                 fidelity: str | None = None) -> dict[str, Any]:
