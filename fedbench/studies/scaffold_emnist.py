@@ -250,21 +250,9 @@ def select_target(c: Cell) -> float | None:
 
 # ----------------------------------------------------------------------------------------------------- judging
 def table3_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "fedprox", "sgd")]
-    parts = [Part(f"{s}% similarity, {e} epochs: {LABELS[comp]} - SCAFFOLD", Rule("greater", 0.0, "rounds"))
-             for s, e, comp in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        out = []
-        for s, e, comp in rows:
-            mine = runs.reached(Cell(3, "scaffold", e, s), TARGET_T3, reading, fraction)
-            other = runs.reached(Cell(3, comp, SGD_EPOCHS if comp == "sgd" else e, s), TARGET_T3, reading, fraction)
-            out.append([a - b for a, b in zip(other, mine)])
-        return out
-
-    result = judge(parts, measure, "first", tuple(tables.ROUNDS_READINGS), reading_names=tables.ROUNDS_READINGS)
+    result = tables.table3_result(runs, rows, TARGET_T3, LABELS,
+                                  lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s))
     table = _rounds_table(runs, [c for c in cells() if c.table == 3], TARGET_T3)
     observed = ("mean rounds to 0.5 (selected step): " + "; ".join(
         f"{s}%: " + ", ".join(f"{LABELS[m]}{'' if m == 'sgd' else f' E={e}'} {fmt_rounds(v['mean'], runs.budget.rounds)}"
@@ -302,33 +290,11 @@ def table4_claim(runs: Runs) -> dict[str, Any]:
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
-    rows = [(s, comp) for s in JUDGED_SIMILARITY for comp in ("fedavg", "sgd")]
-    parts = [Part(f"{s}% similarity: SCAFFOLD - {LABELS[comp]}", Rule("greater", 0.0, "accuracy points"))
-             for s, comp in rows]
-
-    def cell(method: str, s: int) -> Cell:
-        return Cell(5, method, SGD_EPOCHS if method == "sgd" else TABLE5_EPOCHS, s)
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        return [[100 * (a - b) for a, b in zip(runs.accuracy(cell("scaffold", s), reading, fraction),
-                                               runs.accuracy(cell(comp, s), reading, fraction))]
-                for s, comp in rows]
-
-    result = judge(parts, measure, "best", tuple(tables.ACCURACY_READINGS), reading_names=tables.ACCURACY_READINGS)
-    table = {}
-    for s in JUDGED_SIMILARITY:
-        for m in ("sgd", "fedavg", "scaffold"):
-            lr, acc = runs.tuned_accuracy(cell(m, s), "best", 1.0)
-            table[(m, s)] = {"lr": lr, "per_seed": [round(a, 4) for a in acc], "mean": round(mean(acc), 4)}
-    observed = ("mean best test accuracy (selected step), SGD / FedAvg / SCAFFOLD: " + "; ".join(
-        f"{s}%: " + " / ".join(f"{table[(m, s)]['mean']:.3f}" for m in ("sgd", "fedavg", "scaffold"))
-        for s in JUDGED_SIMILARITY) + " (paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)")
-    return _entry("scaffold/emnist/two-layer-accuracy", runs, result,
-                  {"unit": "best test accuracy over the rounds run",
-                   "cells": {f"{m}, {s}% similarity": v for (m, s), v in table.items()}},
-                  observed, "right: 2-layer network, test accuracy at 0% similarity (seed 0, selected steps)")
+    result, reproduced, observed = tables.table5_result(
+        runs, JUDGED_SIMILARITY, LABELS, lambda m, s: Cell(5, m, SGD_EPOCHS if m == "sgd" else TABLE5_EPOCHS, s))
+    return _entry("scaffold/emnist/two-layer-accuracy", runs, result, reproduced,
+                  observed + " (paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
+                  "right: 2-layer network, test accuracy at 0% similarity (seed 0, selected steps)")
 
 
 def clients_claim(runs: Runs) -> dict[str, Any]:

@@ -60,6 +60,7 @@ About 70 runs x 100 rounds, about 12 CPU-minutes. The paper budget's grid and tu
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,20 +218,10 @@ def select_target(c: Cell) -> float | None:
 
 # ----------------------------------------------------------------------------------------------------- judging
 def table3_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "sgd")]
-    parts = [Part(f"{s}% similarity, {e} epochs: {LABELS[comp]} - SCAFFOLD", Rule("greater", 0.0, "rounds"))
-             for s, e, comp in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        return [[a - b for a, b in zip(runs.reached(Cell(3, comp, SGD_EPOCHS if comp == "sgd" else e, s), TARGET,
-                                                    reading, fraction),
-                                       runs.reached(Cell(3, "scaffold", e, s), TARGET, reading, fraction))]
-                for s, e, comp in rows]
-
-    result = judge(parts, measure, "first", tuple(tables.ROUNDS_READINGS),
-                   paper_budget=PAPER_ROUNDS / runs.budget.rounds, reading_names=tables.ROUNDS_READINGS)
+    result = tables.table3_result(runs, rows, TARGET, LABELS,
+                                  lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s),
+                                  paper_budget=PAPER_ROUNDS / runs.budget.rounds)
     table = {c: runs.reached(c, TARGET, "first", 1.0) for c in cells((3,))}
     observed = (f"mean rounds to {TARGET} (selected step): " + "; ".join(
         f"{s}%: " + ", ".join(f"{LABELS[c.method]}{'' if c.method == 'sgd' else f' E={c.epochs}'} "
@@ -245,31 +236,11 @@ def table3_claim(runs: Runs) -> dict[str, Any]:
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
-    rows = [(s, comp) for s in JUDGED_SIMILARITY for comp in ("fedavg", "sgd")]
-    parts = [Part(f"{s}% similarity: SCAFFOLD - {LABELS[comp]}", Rule("greater", 0.0, "accuracy points"))
-             for s, comp in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        return [[100 * (a - b) for a, b in zip(runs.accuracy(cell(5, "scaffold", s), reading, fraction),
-                                               runs.accuracy(cell(5, comp, s), reading, fraction))]
-                for s, comp in rows]
-
-    result = judge(parts, measure, "best", tuple(tables.ACCURACY_READINGS),
-                   paper_budget=PAPER_ROUNDS / runs.budget.rounds, reading_names=tables.ACCURACY_READINGS)
-    table = {}
-    for s in JUDGED_SIMILARITY:
-        for m in ("sgd", "fedavg", "scaffold"):
-            lr, acc = runs.tuned_accuracy(cell(5, m, s), "best", 1.0)
-            table[f"{m}, {s}% similarity"] = {"lr": lr, "per_seed": [round(a, 4) for a in acc],
-                                              "mean": round(mean(acc), 4)}
-    observed = ("mean best test accuracy (selected step), SGD / FedAvg / SCAFFOLD: " + "; ".join(
-        f"{s}%: " + " / ".join(f"{table[f'{m}, {s}% similarity']['mean']:.3f}" for m in ("sgd", "fedavg", "scaffold"))
-        for s in JUDGED_SIMILARITY) + " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)")
-    return _entry("scaffold/fashion-mnist/two-layer-accuracy", runs, result,
-                  {"unit": "best test accuracy over the rounds run", "cells": table},
-                  observed, "right: 2-layer network, 0% similarity (seed 0, selected steps)")
+    result, reproduced, observed = tables.table5_result(runs, JUDGED_SIMILARITY, LABELS, functools.partial(cell, 5),
+                                                        paper_budget=PAPER_ROUNDS / runs.budget.rounds)
+    return _entry("scaffold/fashion-mnist/two-layer-accuracy", runs, result, reproduced,
+                  observed + " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
+                  "right: 2-layer network, 0% similarity (seed 0, selected steps)")
 
 
 def _deviations(budget: Budget) -> list[str]:
