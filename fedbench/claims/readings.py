@@ -233,3 +233,36 @@ def read_at_cut(values: dict[int, float], rounds: int, reading: str, budget: flo
     if reading == "tail":
         return float(np.mean(kept[-TAIL:]))
     raise ValueError(f"reading {reading!r}; allowed: final, tail")
+
+
+# Readings of a decaying curve (a loss or suboptimality f - f*, one value per round), first written in
+# fedbench.studies.scaffold_quadratics; tested in tests/claims/test_readings.py.
+
+def rounds_per_decade(curve: Sequence[float], rounds: int, start: float = 1e-2, end: float = 1e-8) -> float:
+    """Rounds the curve takes per decade in its converging phase: from the first round after its peak at or below
+    ``start`` x peak to the first at or below ``end`` x peak, within rounds 0..rounds; 0 when both are the same
+    round (a step landing on the optimum), inf if a value is non-finite or the curve does not get there."""
+    g = np.asarray(curve, dtype=float)[: rounds + 1]
+    if not np.all(np.isfinite(g)):
+        return math.inf
+    top = int(np.argmax(g))
+    peak = g[top]
+    if peak <= 0:
+        return math.inf
+    after = g[top:]
+    first = np.flatnonzero(after <= start * peak)
+    last = np.flatnonzero(after <= end * peak)
+    if len(first) == 0 or len(last) == 0:
+        return math.inf
+    t1, t2 = int(first[0]), int(last[0])
+    if t2 == t1:
+        return 0.0
+    decades = math.log10(max(after[t1], 1e-300) / max(after[t2], 1e-300))
+    return (t2 - t1) / decades if decades > 0 else math.inf
+
+
+def rounds_to_loss(curve: Sequence[float], target: float) -> int | None:
+    """The first round at which a decaying curve is at or below ``target`` (a loss reaching a target); None if it
+    never is (a NaN never is)."""
+    hit = np.flatnonzero(np.asarray(curve, dtype=float) <= target)
+    return int(hit[0]) if len(hit) else None

@@ -27,15 +27,15 @@ Setting, fixed before any run (as fedbench.studies.scaffold_emnist where not sai
 - Target (Table 3's reading), fixed a priori before any run: test accuracy TARGET = 0.70, five-sixths of the
   about 0.84 multinomial logistic regression reaches on Fashion-MNIST (issue 22: FedProxVR's Table 1, 84.0-84.2%);
   not derived from the paper's 0.5, which belongs to EMNIST's 47 classes.
-- Step sizes: LR_GRID (five steps 0.01-1, a factor ~3 apart, scaffold_emnist's grid), the same for every method
-  (SGD: its server step). Selected per method and cell (table, epochs, similarity) on the TUNING_SEEDS (100,
-  101), disjoint from the judged SEEDS (0-4), so the selection does not bias the intervals: Table 3, the lowest
+- Step sizes: scaffold_emnist's grid (five steps 0.01-1, a factor ~3 apart), the same for every method (SGD: its
+  server step). Selected per method and cell (table, epochs, similarity) on tuning seeds (100, 101), disjoint
+  from the judged seeds (0-4), so the selection does not bias the intervals: Table 3, the lowest
   mean over the tuning seeds of rounds to TARGET (never: the rounds run; ties: the higher mean best accuracy,
   then the smaller step); Table 5, the highest mean best accuracy (ties: the smaller step). A cell whose selected
   step is an end of the grid is listed in its entry (``selected_at_grid_edge``).
-- Readings (fedbench.studies.scaffold_emnist): rounds to TARGET, first evaluation at it (primary) and the first
+- Readings (fedbench.studies.scaffold_tables): rounds to TARGET, first evaluation at it (primary) and the first
   of HOLD = 5 held (sensitivity); best accuracy (primary) and the mean of the last 5 (sensitivity).
-- Judged seeds 0-4 (model init, client sampling, minibatch order); data seed 0.
+- Judged seeds 0-4 (DECLARATION.seeds; model init, client sampling, minibatch order); data seed 0.
 
 What runs here (budget "paper"), cut before any run to fit this project's 2-core machine (the setting above, at
 1,000 rounds, E = 1, 5, 10, 20, three similarities, both tables, five steps on two tuning seeds: 495 runs, 292
@@ -53,36 +53,32 @@ FedAvg vs SGD, 0% and 10% similarity, the a-priori target, the judged seeds 0-4,
 - Table 5 (the 2-layer network) not run at this budget: about 1.2 s a round and run, so even 100 rounds of its 30
   judged and tuning runs exceed what this machine has; its claim is a not-run entry naming the budget "full"
   (both tables at the same cuts), which runs it.
-About 70 runs x 100 rounds, about 12 CPU-minutes.
+About 70 runs x 100 rounds, about 12 CPU-minutes. The paper budget's grid and tuning seed are DECLARATION.knobs
+("lr", "tuning_seeds"); what the two SCAFFOLD table studies share is fedbench.studies.scaffold_tables.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedbench.bench.costs import Scale
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
-from fedbench.studies.real_data import REAL_ROOT, PaperClaim
-from fedbench.studies.scaffold_emnist import (
-    ACCURACY,
-    HOLD,
-    batch_size,
-    best_accuracy,
-    dataset,
-    evaluations,
-    rounds_to,
-    select,
-    tail_accuracy,
+from fedbench.studies import scaffold_tables as tables
+from fedbench.studies.declaration import Claim, StudyDeclaration
+from fedbench.studies.real_data import REAL_ROOT
+from fedbench.studies.scaffold_tables import (
+    SAMPLED,
+    SGD_EPOCHS,
+    STEPS_PER_EPOCH,
+    Budget,
+    Runs,
+    fmt_rounds,
+    mean,
 )
-
-NAME = "scaffold_fashion"
-VARIANTS = ("fashion_mnist_scaffold_n100_s0", "fashion_mnist_scaffold_n100_s10")
 
 # Every setting of the study, fixed before any run.
 PAPER_ROUNDS = 1000
@@ -90,37 +86,19 @@ ROUND_CAP = 100  # the rounds run here; a run short of the target by then reads 
 PAPER_EPOCHS = (1, 5, 10, 20)  # Table 3's local epochs
 EPOCHS = (5,)  # the ones run here
 TABLE5_EPOCHS = 5
-STEPS_PER_EPOCH = 5  # "1 epoch ... corresponds to 5 local steps (0.2 batch size)"
-SGD_EPOCHS = 1  # "SGD (1 epoch)": one epoch of minibatch gradients at the server model = the full local gradient
-SAMPLED = 0.20  # "20% of clients are sampled each round"
 CLIENTS = 100
 SIMILARITY = (0, 10)  # the paper's 100% is reported there, never judged: not run here
 JUDGED_SIMILARITY = (0, 10)
 TARGET = 0.70  # a priori: five-sixths of logistic regression's ~0.84 on Fashion-MNIST (module docstring)
-ETA_G = 1.0
-LR_GRID = (0.03, 0.1, 0.3)  # eta_l (SGD: the server step), the same for every method (scaffold_emnist's middle)
-SEEDS = (0, 1, 2, 3, 4)  # judged
-TUNING_SEEDS = (100,)  # step-size selection only, disjoint from the judged seeds
 FASHION_TRAIN, FASHION_TEST = 60000, 10000
-METHODS = ("scaffold", "fedavg", "sgd")
 LABELS = {"scaffold": "SCAFFOLD", "fedavg": "FedAvg", "sgd": "SGD (large batch)"}
 
-
-@dataclass(frozen=True)
-class Budget:
-    """A scale the study runs at: rounds, judged seeds, tuning seeds, the step-size grid and where it runs
-    ("auto": the GPU when there is one)."""
-
-    rounds: int
-    seeds: tuple[int, ...]
-    tuning_seeds: tuple[int, ...]
-    lr_grid: tuple[float, ...]
-    device: str
-    tables: tuple[int, ...] = (3, 5)  # the tables it runs; a table not run is a not-run entry
-
-
-BUDGETS = {"paper": Budget(ROUND_CAP, SEEDS, TUNING_SEEDS, LR_GRID, "auto", tables=(3,)),
-           "full": Budget(ROUND_CAP, SEEDS, TUNING_SEEDS, LR_GRID, "auto", tables=(3, 5)),
+# The scales the study runs at. "paper": Table 3 at the cuts of the module docstring (judged seeds 0-4; three steps,
+# the middle of scaffold_emnist's grid, the same for every method, SGD: its server step; one tuning seed, disjoint
+# from the judged ones); "full": both tables at the same cuts; "fixture": the test suite's.
+_PAPER = Budget(ROUND_CAP, (0, 1, 2, 3, 4), (100,), (0.03, 0.1, 0.3), "auto", tables=(3,))
+BUDGETS = {"paper": _PAPER,
+           "full": dataclasses.replace(_PAPER, tables=(3, 5)),
            "fixture": Budget(3, (0, 1), (100,), (0.1, 0.3), "cpu")}
 
 
@@ -129,7 +107,7 @@ class Cell:
     """One method in one cell of a table: the runs that differ only in step size and seed."""
 
     table: int  # 3 or 5
-    method: str  # METHODS
+    method: str  # an arm of DECLARATION
     epochs: int
     similarity: int
 
@@ -141,6 +119,14 @@ class Cell:
     def variant(self) -> str:
         return f"fashion_mnist_scaffold_n{CLIENTS}_s{self.similarity}"
 
+    @property
+    def sampled(self) -> float:
+        return SAMPLED
+
+    @property
+    def clients(self) -> int:
+        return CLIENTS
+
     def label(self) -> str:
         return f"table{self.table}/{self.method}/E={self.epochs}/s={self.similarity}"
 
@@ -150,12 +136,12 @@ def cell(table: int, method: str, similarity: int) -> Cell:
     return Cell(table, method, SGD_EPOCHS if method == "sgd" else TABLE5_EPOCHS, similarity)
 
 
-def cells(tables: tuple[int, ...] = (3, 5)) -> list[Cell]:
-    """Every cell of ``tables`` the study runs."""
+def cells(tables: tuple[int, ...] | None = None) -> list[Cell]:
+    """Every cell of ``tables`` (None: both) the study runs."""
     out = [Cell(3, m, e, s) for s in SIMILARITY for m in ("scaffold", "fedavg") for e in EPOCHS]
     out += [Cell(3, "sgd", SGD_EPOCHS, s) for s in SIMILARITY]
-    out += [cell(5, m, s) for s in JUDGED_SIMILARITY for m in METHODS]
-    return [c for c in out if c.table in tables]
+    out += [cell(5, m, s) for s in JUDGED_SIMILARITY for m in ("scaffold", "fedavg", "sgd")]
+    return [c for c in out if tables is None or c.table in tables]
 
 
 # ------------------------------------------------------------------------------------------------- declaration
@@ -163,208 +149,98 @@ _WHY = ("stand-in: full Fashion-MNIST (Debian's dataset-fashion-mnist) for EMNIS
         "inputs, models and s%-similarity split over 100 clients; could differ: 10 classes, not 47 (at 0% "
         "similarity a client holds ONE class of 600 images), 60,000 training images (batch 120, not 226), and a "
         "higher accuracy scale, so the target is ours (0.70), not the paper's 0.5")
-CLAIM_T3 = PaperClaim(
-    "scaffold/fashion-mnist/rounds-to-target", SCAFFOLD_PAPER, "section 7.1, Table 3 (stand-in data)",
-    "With logistic regression, SCAFFOLD reaches the target test accuracy in fewer rounds than FedAvg and SGD at "
-    "5 local epochs for 0% and 10% similarity (the paper's EMNIST setup on Fashion-MNIST).",
-    {"value": None, "unit": "rounds to 0.5 test accuracy (EMNIST)", "scope": "EMNIST balanced, 100 clients, 20% "
-     "sampled (the paper); here Fashion-MNIST, target 0.70",
-     "statement": "EMNIST, 0% similarity, 5 epochs: SCAFFOLD 152, FedAvg 428, SGD 317 (1 epoch); 10%: SCAFFOLD 20, "
-                  "FedAvg 34; no Fashion-MNIST numbers exist"},
-    "per judged seed (0-4) and similarity (0% and 10%), at 5 local epochs, rounds to 0.70 test accuracy (fixed a "
-    "priori; the global test set every round) of the comparator minus SCAFFOLD's, each method at its own step of "
-    "the grid 0.03, 0.1, 0.3 selected on tuning seed 100 (lowest rounds to 0.70; ties: higher best accuracy, then "
-    "the smaller step); comparators FedAvg at 5 epochs and SGD (1 epoch); at most 100 rounds are run, and a run "
-    "that never gets there within them counts as 100 (the paper's tables write 1000+); each of the 4 parts: "
-    "reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; reproduced if every part is, "
-    "not-reproduced if any part is",
-    PAPER_ROUNDS, fidelity="stand-in",
-    note=_WHY + "; step sizes tuned per method and cell on seed 100, judged on 0-4; batch ceil(n_k/5) = 120 so "
-                "one epoch is 5 steps; SGD is large-batch minibatch SGD; FedProx not run; cut to fit a 2-core "
-                "machine: E = 5 only, 100 rounds (never: 100+), three steps, one tuning seed")
-CLAIM_T5 = PaperClaim(
-    "scaffold/fashion-mnist/two-layer-accuracy", SCAFFOLD_PAPER, "section 7.1, Table 5 (stand-in data)",
-    "With a two-layer network, SCAFFOLD's best test accuracy after 1,000 rounds is above FedAvg's and SGD's at 0% "
-    "and 10% similarity (the paper's EMNIST setup on Fashion-MNIST).",
-    {"value": None, "unit": "best test accuracy (EMNIST)", "scope": "EMNIST balanced, 2-layer FC, 5 epochs (the "
-     "paper); here Fashion-MNIST",
-     "statement": "EMNIST: SGD .766/.764, FedAvg .787/.828, SCAFFOLD .801/.842 (0%/10% similarity); no "
-                  "Fashion-MNIST numbers exist"},
-    "per judged seed (0-4), SCAFFOLD's best test accuracy over the rounds run (at most 100) minus the "
-    "comparator's (points), each at its own step of the grid 0.03, 0.1, 0.3 selected on tuning seed 100 (highest "
-    "best accuracy; ties: "
-    "the smaller step); comparators FedAvg (5 epochs) and SGD (1 epoch), at 0% and 10% similarity; each of the 4 "
-    "parts: reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; reproduced if every "
-    "part is, not-reproduced if any part is",
-    PAPER_ROUNDS, fidelity="stand-in",
-    note=_WHY + "; the 2-layer network's width is not given (scaffold_mlp: 784-256-10); step sizes tuned per "
-                "method and similarity on seed 100, judged on 0-4; run only by the budget 'full' (100 rounds)")
-CLAIMS = (CLAIM_T3, CLAIM_T5)
+DECLARATION = StudyDeclaration(
+    name="scaffold_fashion", paper=SCAFFOLD_PAPER,
+    dataset="full Fashion-MNIST (stand-in for EMNIST balanced), s%-similarity split over 100 equal clients, its "
+            "10,000 test images the global test set",
+    variants=("fashion_mnist_scaffold_n100_s0", "fashion_mnist_scaffold_n100_s10"),
+    arms=(tables.SCAFFOLD, tables.FEDAVG, tables.SGD),
+    seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS, evaluation=tables.EVALUATION,
+    knobs={"lr": BUDGETS["paper"].lr_grid, "tuning_seeds": BUDGETS["paper"].tuning_seeds, "epochs": EPOCHS,
+           "similarity": SIMILARITY},
+    scales=tables.paper_scales(cells(BUDGETS["paper"].tables), BUDGETS["paper"], FASHION_TRAIN,
+                               FASHION_TRAIN + FASHION_TEST),
+    claims=(
+    Claim(
+        "scaffold/fashion-mnist/rounds-to-target", "section 7.1, Table 3 (stand-in data)",
+        "With logistic regression, SCAFFOLD reaches the target test accuracy in fewer rounds than FedAvg and SGD at "
+        "5 local epochs for 0% and 10% similarity (the paper's EMNIST setup on Fashion-MNIST).",
+        {"value": None, "unit": "rounds to 0.5 test accuracy (EMNIST)", "scope": "EMNIST balanced, 100 clients, 20% "
+         "sampled (the paper); here Fashion-MNIST, target 0.70",
+         "statement": "EMNIST, 0% similarity, 5 epochs: SCAFFOLD 152, FedAvg 428, SGD 317 (1 epoch); 10%: SCAFFOLD 20, "
+                      "FedAvg 34; no Fashion-MNIST numbers exist"},
+        "per judged seed (0-4) and similarity (0% and 10%), at 5 local epochs, rounds to 0.70 test accuracy (fixed a "
+        "priori; the global test set every round) of the comparator minus SCAFFOLD's, each method at its own step of "
+        "the grid 0.03, 0.1, 0.3 selected on tuning seed 100 (lowest rounds to 0.70; ties: higher best accuracy, then "
+        "the smaller step); comparators FedAvg at 5 epochs and SGD (1 epoch); at most 100 rounds are run, and a run "
+        "that never gets there within them counts as 100 (the paper's tables write 1000+); each of the 4 parts: "
+        "reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; reproduced if every part is, "
+        "not-reproduced if any part is",
+        reads=("scaffold", "fedavg", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity="stand-in",
+        note=_WHY + "; step sizes tuned per method and cell on seed 100, judged on 0-4; batch ceil(n_k/5) = 120 so "
+                    "one epoch is 5 steps; SGD is large-batch minibatch SGD; FedProx not run; cut to fit a 2-core "
+                    "machine: E = 5 only, 100 rounds (never: 100+), three steps, one tuning seed"),
+    Claim(
+        "scaffold/fashion-mnist/two-layer-accuracy", "section 7.1, Table 5 (stand-in data)",
+        "With a two-layer network, SCAFFOLD's best test accuracy after 1,000 rounds is above FedAvg's and SGD's at 0% "
+        "and 10% similarity (the paper's EMNIST setup on Fashion-MNIST).",
+        {"value": None, "unit": "best test accuracy (EMNIST)", "scope": "EMNIST balanced, 2-layer FC, 5 epochs (the "
+         "paper); here Fashion-MNIST",
+         "statement": "EMNIST: SGD .766/.764, FedAvg .787/.828, SCAFFOLD .801/.842 (0%/10% similarity); no "
+                      "Fashion-MNIST numbers exist"},
+        "per judged seed (0-4), SCAFFOLD's best test accuracy over the rounds run (at most 100) minus the "
+        "comparator's (points), each at its own step of the grid 0.03, 0.1, 0.3 selected on tuning seed 100 (highest "
+        "best accuracy; ties: "
+        "the smaller step); comparators FedAvg (5 epochs) and SGD (1 epoch), at 0% and 10% similarity; each of the 4 "
+        "parts: reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; reproduced if every "
+        "part is, not-reproduced if any part is",
+        reads=("scaffold", "fedavg", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity="stand-in",
+        note=_WHY + "; the 2-layer network's width is not given (scaffold_mlp: 784-256-10); step sizes tuned per "
+                    "method and similarity on seed 100, judged on 0-4; run only by the budget 'full' (100 rounds)"),
+))
 
 
-def _paper_scales() -> tuple[Scale, ...]:
-    """The runs of the paper budget: per cell, every step of the grid on the tuning seeds, then the selected step
-    on the judged seeds: STEPS_PER_EPOCH steps of batch B an epoch (fedbench.bench.costs prices a step of
-    batch B)."""
-    b = BUDGETS["paper"]
-    runs_per_cell = len(b.tuning_seeds) * len(b.lr_grid) + len(b.seeds)
-    n = FASHION_TRAIN / CLIENTS
-    batch = math.ceil(n / STEPS_PER_EPOCH)
-    by_key: dict[tuple[str, int], int] = {}
-    for c in cells(b.tables):
-        by_key[(c.model, c.epochs)] = by_key.get((c.model, c.epochs), 0) + runs_per_cell
-    return tuple(Scale(model, runs, b.rounds, round(SAMPLED * CLIENTS), n, e, batch, FASHION_TRAIN + FASHION_TEST,
-                       eval_every=1, local_steps=STEPS_PER_EPOCH * e)  # real steps of batch B (costs prices B)
-                 for (model, e), runs in by_key.items())
-
-
-SCALES = _paper_scales()
-
-
-def _algorithm(method: str, lr: float):
-    from fedbench.algorithms import build_algorithm
-
-    if method == "scaffold":
-        return build_algorithm("scaffold", lr, eta_g=ETA_G, control_variate="II")
-    if method == "sgd":
-        return build_algorithm("minibatch_sgd", lr)
-    return build_algorithm("fedavg", lr)
-
-
-@functools.cache
-def _model(name: str):
-    """One model object per architecture (runs of one model may share a stack); Fashion-MNIST's 10 classes."""
-    from fedbench.models import build_model
-
-    return build_model(name, (784,), 10)
-
-
+# ------------------------------------------------------------------------------------------------------ the runs
 def declare(budget: Budget, real_root: Path, steps: dict[Cell, float] | None = None) -> list:
-    """The tuning runs (``steps`` None: every cell at every step of the grid on the tuning seeds) or the judged
-    runs (every cell at its step in ``steps`` on the judged seeds). Runs that differ only in seed share a stack."""
-    from fedbench.studies import Simulation, sim_config
+    """The tuning runs (``steps`` None) or the judged runs of the tables ``budget`` runs
+    (fedbench.studies.scaffold_tables.simulations)."""
+    def knobs(c: Cell) -> dict[str, Any]:
+        return {"table": c.table, "method": c.method, "variant": c.variant, "similarity": c.similarity,
+                "model": c.model}
 
-    sims = []
-    for c in cells(budget.tables):
-        builder = functools.partial(dataset, c.variant, str(real_root))
-        ds = builder()
-        k = max(1, round(SAMPLED * ds.num_clients))
-        grid, seeds = (budget.lr_grid, budget.tuning_seeds) if steps is None else ((steps[c],), budget.seeds)
-        for lr in grid:
-            for seed in seeds:
-                cfg = sim_config(rounds=budget.rounds, clients_per_round=k, local_epochs=c.epochs,
-                                 local_steps=STEPS_PER_EPOCH * c.epochs, batch_size=batch_size(ds), seed=seed,
-                                 device=budget.device, evaluations=evaluations(), dissimilarity_every=0)
-                sims.append(Simulation(
-                    name=f"{'tuning' if steps is None else 'judged'}/{c.label()}/lr={lr:g}/seed={seed}", config=cfg,
-                    dataset=builder, model=_model(c.model), algorithm=_algorithm(c.method, lr),
-                    knobs={"table": c.table, "method": c.method, "variant": c.variant, "similarity": c.similarity,
-                           "model": c.model, "phase": "tuning" if steps is None else "judged"}))
-    return sims
+    return tables.simulations(DECLARATION, cells(budget.tables), budget, real_root, 10, knobs, steps)
+
+
+def select_target(c: Cell) -> float | None:
+    """Table 3's cells are selected by rounds to TARGET, Table 5's (None) by their best accuracy."""
+    return TARGET if c.table == 3 else None
 
 
 # ----------------------------------------------------------------------------------------------------- judging
-def selected_steps(curves: dict[tuple[Cell, float, int], Sequence[float]], budget: Budget) -> dict[Cell, float]:
-    """Each cell's step from the tuning runs' test-accuracy curves (by cell, step, tuning seed), by the rule of
-    the module docstring."""
-    out = {}
-    for c in cells(budget.tables):
-        best = {lr: [best_accuracy(curves[(c, lr, s)], budget.rounds) for s in budget.tuning_seeds]
-                for lr in budget.lr_grid}
-        if c.table == 3:
-            reached = {lr: [float(rounds_to(curves[(c, lr, s)], TARGET, budget.rounds)) for s in budget.tuning_seeds]
-                       for lr in budget.lr_grid}
-            out[c] = select(reached, lower_is_better=True, tiebreak=best)
-        else:
-            out[c] = select(best, lower_is_better=False)
-    return out
-
-
-class Runs:
-    """The judged runs' test-accuracy curves by (cell, seed) at the cells' selected steps, and their readings."""
-
-    def __init__(self, curves: dict[tuple[Cell, int], list[float]], steps: dict[Cell, float], budget: Budget):
-        self.curves, self.steps, self.budget = curves, steps, budget
-
-    def rounds(self, fraction: float) -> int:
-        return max(1, round(fraction * self.budget.rounds))
-
-    def reached(self, c: Cell, reading: str, fraction: float) -> list[float]:
-        r = self.rounds(fraction)
-        return [float(rounds_to(self.curves[(c, s)], TARGET, r, HOLD if reading == "held" else 1))
-                for s in self.budget.seeds]
-
-    def accuracy(self, c: Cell, reading: str, fraction: float) -> list[float]:
-        r = self.rounds(fraction)
-        read = tail_accuracy if reading == "tail" else best_accuracy
-        return [read(self.curves[(c, s)], r) for s in self.budget.seeds]
-
-
-ROUNDS_READINGS = {"first": "first evaluation at the target", "held": f"first of {HOLD} evaluations at the target"}
-ACCURACY_READINGS = {"best": "best evaluation", "tail": "mean of the last 5 evaluations"}
-
-
-def _mean(v: Sequence[float]) -> float:
-    return sum(v) / len(v)
-
-
-def _fmt_rounds(x: float, rounds: int) -> str:
-    return f"{rounds}+" if x >= rounds else f"{x:.1f}"
-
-
 def table3_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "sgd")]
-    parts = [Part(f"{s}% similarity, {e} epochs: {LABELS[comp]} - SCAFFOLD", Rule("greater", 0.0, "rounds"))
-             for s, e, comp in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        return [[a - b for a, b in zip(runs.reached(Cell(3, comp, SGD_EPOCHS if comp == "sgd" else e, s), reading,
-                                                    fraction),
-                                       runs.reached(Cell(3, "scaffold", e, s), reading, fraction))]
-                for s, e, comp in rows]
-
-    result = judge(parts, measure, "first", tuple(ROUNDS_READINGS), paper_budget=PAPER_ROUNDS / runs.budget.rounds,
-                   reading_names=ROUNDS_READINGS)
-    table = {c: runs.reached(c, "first", 1.0) for c in cells((3,))}
+    result = tables.table3_result(runs, rows, TARGET, LABELS,
+                                  lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s),
+                                  paper_budget=PAPER_ROUNDS / runs.budget.rounds)
+    table = {c: runs.reached(c, TARGET, "first", 1.0) for c in cells((3,))}
     observed = (f"mean rounds to {TARGET} (selected step): " + "; ".join(
         f"{s}%: " + ", ".join(f"{LABELS[c.method]}{'' if c.method == 'sgd' else f' E={c.epochs}'} "
-                              f"{_fmt_rounds(_mean(v), runs.budget.rounds)}" for c, v in table.items()
+                              f"{fmt_rounds(mean(v), runs.budget.rounds, 1)}" for c, v in table.items()
                               if c.similarity == s) for s in SIMILARITY)
         + f" (at most {runs.budget.rounds} rounds; {runs.budget.rounds}+: never)")
-    cells_json = {f"{c.method}, {c.epochs}, {c.similarity}": {"lr": runs.steps[c], "per_seed": v, "mean": _mean(v)}
+    cells_json = {f"{c.method}, {c.epochs}, {c.similarity}": {"lr": runs.steps[c], "per_seed": v, "mean": mean(v)}
                   for c, v in table.items()}
-    return _entry(CLAIM_T3, runs, result, {"unit": f"rounds to {TARGET} test accuracy (never: rounds run)",
-                                           "cells": cells_json}, observed,
+    return _entry("scaffold/fashion-mnist/rounds-to-target", runs, result,
+                  {"unit": f"rounds to {TARGET} test accuracy (never: rounds run)", "cells": cells_json}, observed,
                   "left: logistic regression, 0% similarity, 5 epochs (seed 0, selected steps)")
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
-    rows = [(s, comp) for s in JUDGED_SIMILARITY for comp in ("fedavg", "sgd")]
-    parts = [Part(f"{s}% similarity: SCAFFOLD - {LABELS[comp]}", Rule("greater", 0.0, "accuracy points"))
-             for s, comp in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        return [[100 * (a - b) for a, b in zip(runs.accuracy(cell(5, "scaffold", s), reading, fraction),
-                                               runs.accuracy(cell(5, comp, s), reading, fraction))]
-                for s, comp in rows]
-
-    result = judge(parts, measure, "best", tuple(ACCURACY_READINGS), paper_budget=PAPER_ROUNDS / runs.budget.rounds,
-                   reading_names=ACCURACY_READINGS)
-    table = {}
-    for s in JUDGED_SIMILARITY:
-        for m in ("sgd", "fedavg", "scaffold"):
-            acc = runs.accuracy(cell(5, m, s), "best", 1.0)
-            table[f"{m}, {s}% similarity"] = {"lr": runs.steps[cell(5, m, s)], "per_seed": [round(a, 4) for a in acc],
-                                              "mean": round(_mean(acc), 4)}
-    observed = ("mean best test accuracy (selected step), SGD / FedAvg / SCAFFOLD: " + "; ".join(
-        f"{s}%: " + " / ".join(f"{table[f'{m}, {s}% similarity']['mean']:.3f}" for m in ("sgd", "fedavg", "scaffold"))
-        for s in JUDGED_SIMILARITY) + " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)")
-    return _entry(CLAIM_T5, runs, result, {"unit": "best test accuracy over the rounds run", "cells": table},
-                  observed, "right: 2-layer network, 0% similarity (seed 0, selected steps)")
+    result, reproduced, observed = tables.table5_result(runs, JUDGED_SIMILARITY, LABELS, functools.partial(cell, 5),
+                                                        paper_budget=PAPER_ROUNDS / runs.budget.rounds)
+    return _entry("scaffold/fashion-mnist/two-layer-accuracy", runs, result, reproduced,
+                  observed + " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
+                  "right: 2-layer network, 0% similarity (seed 0, selected steps)")
 
 
 def _deviations(budget: Budget) -> list[str]:
@@ -379,7 +255,7 @@ def _deviations(budget: Budget) -> list[str]:
         (f"Table 3 at E = {', '.join(map(str, EPOCHS))} only (the paper's E = "
          f"{', '.join(map(str, PAPER_EPOCHS))}); similarities {', '.join(f'{x}%' for x in SIMILARITY)} (the paper's "
          "100%, never judged, not run)"
-         + ("" if 5 in budget.tables else "; Table 5 (2-layer network) not run at this budget (budget 'full' runs "
+         + ("" if budget.runs_table(5) else "; Table 5 (2-layer network) not run at this budget (budget 'full' runs "
             "it)")),
         (f"the paper's step-size grid is not given: ours is {', '.join(f'{x:g}' for x in budget.lr_grid)} for every "
          f"method (SGD: the server step), selected per method and cell on tuning seed(s) "
@@ -387,51 +263,44 @@ def _deviations(budget: Budget) -> list[str]:
          f"{', '.join(map(str, budget.seeds))}"),
         f"target test accuracy {TARGET} fixed a priori for Fashion-MNIST (the paper's 0.5 is EMNIST's)",
         "batch ceil(n_k / 5) = 120 so an epoch is 5 steps over one permutation",
-        ("SGD is large-batch minibatch SGD: each sampled client's full local gradient (one epoch of its 5 minibatch "
-         "gradients, all at the server model), one server step per round"),
+        tables.SGD_DEVIATION,
         "FedProx (a Table 3 comparator) and Table 4 (400 clients, sampling) are not run",
-        "the similarity split is one reading of the paper's sentence (fedbench.data.partition.similarity)",
-        "2-layer network width 256 (not given in the paper; fedbench.models.scaffold_mlp)",
-        "float32 on the GPU when there is one; PyTorch's default initialisation from our seeded generator",
+        tables.SPLIT_DEVIATION,
+        tables.WIDTH_DEVIATION,
+        tables.FLOAT_DEVIATION,
     ]
 
 
-def _entry(c: PaperClaim, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any], observed: str,
-           panel: str) -> dict[str, Any]:
-    from fedbench.claims.entry import judged
-    from fedbench.studies.real_data import base_entry
+def _scale(b: Budget) -> dict[str, Any]:
+    return {"study": DECLARATION.name, "variants": list(DECLARATION.variants), "rounds": b.rounds,
+            "lr_grid": list(b.lr_grid), "tuning_seeds": list(b.tuning_seeds), "target": TARGET,
+            "steps_per_epoch": STEPS_PER_EPOCH, "batch": "ceil(n_k / 5)", "sampled": SAMPLED, "epochs": list(EPOCHS),
+            "eta_g": tables.ETA_G, "scaffold_option": "II",
+            "sgd": "minibatch_sgd, 1 epoch of gradients at the server model",
+            "models": {"table 3": "mclr (784 -> 10)", "table 5": "scaffold_mlp (784-256-10)"}, "device": b.device}
 
-    b = runs.budget
-    scale = {"study": NAME, "variants": list(VARIANTS), "rounds": b.rounds, "lr_grid": list(b.lr_grid),
-             "tuning_seeds": list(b.tuning_seeds), "target": TARGET, "steps_per_epoch": STEPS_PER_EPOCH,
-             "batch": "ceil(n_k / 5)", "sampled": SAMPLED, "epochs": list(EPOCHS), "eta_g": ETA_G,
-             "scaffold_option": "II", "sgd": "minibatch_sgd, 1 epoch of gradients at the server model",
-             "models": {"table 3": "mclr (784 -> 10)", "table 5": "scaffold_mlp (784-256-10)"}, "device": b.device}
-    fid = c.fidelity  # stand-in at every budget (the fixture: fixture-sized data as well)
-    edge = [name for name, v in reproduced["cells"].items() if v["lr"] in (min(b.lr_grid), max(b.lr_grid))]
-    reproduced = reproduced | {"selected_at_grid_edge": edge}
-    observed += (f". Selected step at an end of the grid in {len(edge)} of {len(reproduced['cells'])} cells"
-                 + (f" ({'; '.join(edge)}): a wider grid could change those cells" if edge else ""))
-    e = base_entry(c, scale=scale, deviations=_deviations(b), figure={"path": f"figures/{NAME}/{NAME}.png",
-                                                                      "panel": panel},
-                   fidelity=fid, rounds_run=b.rounds, training_seeds=list(b.seeds), data_seeds=[0],
-                   observed=observed, reproduced=reproduced)
-    return judged(e, result)
+
+def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any], observed: str,
+           panel: str) -> dict[str, Any]:
+    """The claim's judged entry: stand-in at every budget (the fixture: fixture-sized data as well)."""
+    return tables.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, _scale(runs.budget),
+                              _deviations(runs.budget))
 
 
 def figure(path: Path, runs: Runs) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     seed = runs.budget.seeds[0]
-    net = 5 in runs.budget.tables
+    net = runs.budget.runs_table(5)
     fig, axes = pyplot().subplots(1, 2 if net else 1, figsize=(11 if net else 6, 4), squeeze=False)
     axes = axes[0]
-    for m in METHODS:
+    methods = [a.name for a in DECLARATION.arms]
+    for m in methods:
         c = Cell(3, m, SGD_EPOCHS if m == "sgd" else 5, 0)
         axes[0].plot(runs.curves[(c, seed)], label=f"{LABELS[m]} (step {runs.steps[c]:g})")
     axes[0].axhline(TARGET, color="grey", ls=":", lw=0.8)
     axes[0].set(title="Table 3 setup: logistic, 0% similarity, 5 epochs", xlabel="round", ylabel="test accuracy")
-    for m in METHODS if net else ():
+    for m in methods if net else ():
         c = cell(5, m, 0)
         axes[1].plot(runs.curves[(c, seed)], label=f"{LABELS[m]} (step {runs.steps[c]:g})")
     if net:
@@ -444,40 +313,24 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_budget
+    def declared(b: Budget, steps: dict[Cell, float] | None = None) -> list:
+        return declare(b, Path(real_root), steps)
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
-    by_label = {c.label(): c for c in cells()}
-
-    def curves_of(sims, outcomes):
-        return {(by_label[s.name.split("/", 1)[1].rsplit("/lr=", 1)[0]], s.algorithm.lr, s.config.seed):
-                o.series(ACCURACY) for s, o in zip(sims, outcomes)}
-
-    def record(s, o):
-        return sim_record(s, o, keys=("round", ACCURACY), metrics={
-            f"study/rounds_to_{TARGET:g}": rounds_to(o.series(ACCURACY), TARGET, b.rounds),
-            "study/best_accuracy": best_accuracy(o.series(ACCURACY), b.rounds)})
-
-    tuning_sims = declare(b, Path(real_root))
-    tuning = study.run_list(tuning_sims, record)
-    steps = selected_steps(curves_of(tuning_sims, tuning), b)
-    judged_sims = declare(b, Path(real_root), steps)
-    judged = study.run_list(judged_sims, record)
-    study.write()
-    runs = Runs({(c, s): acc for (c, _, s), acc in curves_of(judged_sims, judged).items()}, steps, b)
-    figure(study.out / f"{NAME}.png", runs)
-    return [table3_claim(runs), table5_claim(runs) if 5 in b.tables else table5_not_run(b)]
+    b, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declared, lambda c: TARGET,
+                                       select_target)
+    figure(study.out / f"{DECLARATION.name}.png", runs)
+    return [table3_claim(runs), table5_claim(runs) if b.runs_table(5) else table5_not_run(b)]
 
 
 def table5_not_run(b: Budget) -> dict[str, Any]:
     """Table 5's claim, not run at budget ``b`` (the 2-layer network's cost): says why and what runs it."""
     from fedbench.claims.entry import not_run
-    from fedbench.studies.real_data import base_entry
 
-    e = base_entry(CLAIM_T5, scale={"study": NAME, "variants": list(VARIANTS), "rounds": b.rounds},
-                   deviations=_deviations(b), figure=None, rounds_run=None, training_seeds=list(b.seeds), data_seeds=[0])
+    e = DECLARATION.entry("scaffold/fashion-mnist/two-layer-accuracy",
+                          scale={"study": DECLARATION.name, "variants": list(DECLARATION.variants), "rounds": b.rounds},
+                          deviations=_deviations(b), figure=None, rounds_run=None, training_seeds=list(b.seeds),
+                          data_seeds=[0])
     return not_run(e, "not run: the 2-layer network costs about 1.2 s of CPU a round and run on this project's 2-core "
                       "machine (measured 2026-11-26), too much for its 30 runs beside Table 3's; logistic regression "
-                      "(Table 3) ran first", f"running `fedbench paper run {NAME} --budget full` (both tables, "
-                                             f"{b.rounds} rounds)")
+                      "(Table 3) ran first", f"running `fedbench paper run {DECLARATION.name} --budget full` (both "
+                                             f"tables, {b.rounds} rounds)")

@@ -52,6 +52,7 @@ from fedbench.algorithms.fedavg import FedAvg
 from fedbench.algorithms.scaffold import Scaffold
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.models.quadratics import scalar_quadratics
+from fedbench.claims import readings
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import SCAFFOLD_PAPER
@@ -209,25 +210,10 @@ def gaps(outcome: Outcome) -> np.ndarray:
 
 
 def rounds_per_decade(gap: np.ndarray, rounds: int | None = None) -> float:
-    """Rounds the curve takes per decade of f - f* in its converging phase (module docstring); inf if it does not
-    get from PEAK_FROM to PEAK_TO of its peak within ``rounds`` rounds (default MAX_ROUNDS)."""
-    g = gap[: (MAX_ROUNDS if rounds is None else rounds) + 1]
-    if not np.all(np.isfinite(g)):
-        return math.inf
-    top = int(np.argmax(g))
-    peak = g[top]
-    if peak <= 0:
-        return math.inf
-    after = g[top:]
-    start = np.flatnonzero(after <= PEAK_FROM * peak)
-    end = np.flatnonzero(after <= PEAK_TO * peak)
-    if len(start) == 0 or len(end) == 0:
-        return math.inf
-    t1, t2 = int(start[0]), int(end[0])
-    if t2 == t1:  # the whole phase within one round (e.g. a step landing exactly on x*)
-        return 0.0
-    decades = math.log10(max(after[t1], 1e-300) / max(after[t2], 1e-300))
-    return (t2 - t1) / decades if decades > 0 else math.inf
+    """Rounds the curve takes per decade of f - f* in its converging phase, PEAK_FROM to PEAK_TO of its peak
+    (fedbench.claims.readings.rounds_per_decade; module docstring); inf if it does not get there within ``rounds``
+    rounds (default MAX_ROUNDS)."""
+    return readings.rounds_per_decade(gap, MAX_ROUNDS if rounds is None else rounds, PEAK_FROM, PEAK_TO)
 
 
 def plateau(gap: np.ndarray, rounds: int | None = None) -> float:
@@ -407,12 +393,9 @@ def _deviations() -> list[str]:
 
 
 def _rounds_to(curves: dict, method: str, g: float, k: int) -> int | None:
-    best = None
-    for lr in LR_GRID:
-        hit = np.flatnonzero(curves[(method, g, k, lr)] <= 1e-8 * 0.5 * MU * X0**2)
-        if len(hit) and (best is None or hit[0] < best):
-            best = int(hit[0])
-    return best
+    """The fewest rounds to f - f* <= 1e-8 (f(x0) - f*) over the step sizes of LR_GRID; None if none gets there."""
+    hits = [readings.rounds_to_loss(curves[(method, g, k, lr)], 1e-8 * 0.5 * MU * X0**2) for lr in LR_GRID]
+    return min((r for r in hits if r is not None), default=None)
 
 
 def _fmt_rounds(r: int | None) -> str:

@@ -170,3 +170,21 @@ def test_read_at_cut():
     assert read_at_cut(p90, 30, "tail", **alive) == pytest.approx((0.7 + 0.6 + 0.5 + 0.4 + 0.2) / 5)
     assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", diverged_at=2, diverged=1.0) == 1.0  # diverged on round 2
     assert read_at_cut({0: 0.9, 1: 0.8}, 8, "final", 0.125, diverged_at=2, diverged=1.0) == 0.8  # cut at 1: before it
+
+
+def test_rounds_per_decade_of_a_decaying_curve():
+    from fedbench.claims.readings import rounds_per_decade
+
+    curve = [1.0, 100.0, 10.0, 1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7]  # peak 100 at round 1, then 1/round
+    assert rounds_per_decade(curve, 10, start=1e-2, end=1e-8) == pytest.approx(1.0)  # 1 at round 3 to 1e-6 at 9
+    assert rounds_per_decade(curve[:4] + [0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4], 10, 1e-2, 1e-5) == pytest.approx(2.0)
+    assert rounds_per_decade(curve, 8) == math.inf  # 1e-6 of the peak not reached by round 8
+    assert rounds_per_decade([1.0, float("nan"), 0.0], 2) == math.inf
+    assert rounds_per_decade([0.5, 0.0, 0.0], 2) == 0.0  # both thresholds at round 1: on the optimum in one step
+
+
+def test_rounds_to_loss():
+    from fedbench.claims.readings import rounds_to_loss
+
+    curve = [0.5, 0.2, float("nan"), 1e-3, 1e-9, 1e-12]
+    assert rounds_to_loss(curve, 0.2) == 1 and rounds_to_loss(curve, 1e-8) == 4 and rounds_to_loss(curve, 1e-13) is None

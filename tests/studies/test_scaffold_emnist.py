@@ -9,9 +9,11 @@ import math
 
 import pytest
 
+from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.data import stages
 from fedbench.studies import SIMULATIONS, real_data, run_claim_study, run_simulations
 from fedbench.studies import scaffold_emnist as study
+from fedbench.studies import scaffold_tables as tables
 from tests.data import fixtures
 
 FIXTURE_CLIENTS = {100: 10, 400: 20}  # the fixture's 141 training images over fewer clients
@@ -24,7 +26,7 @@ def real_root(tmp_path_factory):
     raw.mkdir()
     for name, data in fixtures.emnist_zip().items():
         (raw / name).write_bytes(data)
-    for v in study.VARIANTS:
+    for v in study.DECLARATION.variants:
         n = 400 if "_n400_" in v else 100
         stages.prepare_dataset(v, root, raw=raw, verify=False, variant_params={"num_clients": FIXTURE_CLIENTS[n]})
     return root / "real"
@@ -33,38 +35,38 @@ def real_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def fixture_study(real_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("scaffold_emnist_out")
-    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.NAME
+    claims = run_claim_study(study.DECLARATION.name, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.DECLARATION.name
 
 
 def test_rounds_to_target_first_held_and_never():
     acc = [0.1, 0.52, 0.4, 0.5, 0.6, 0.55, 0.51, 0.7]
-    assert study.rounds_to(acc, 0.5, 7) == 1
-    assert study.rounds_to(acc, 0.5, 7, hold=3) == 3  # 0.5, 0.6, 0.55 from round 3
-    assert study.rounds_to(acc, 0.5, 7, hold=5) == 3  # 0.5 0.6 0.55 0.51 0.7
-    assert study.rounds_to(acc, 0.65, 7, hold=5) == 7  # the window cut short by the end counts on what it has
-    assert study.rounds_to(acc, 0.8, 7) == 7  # never: the rounds run
-    assert study.rounds_to(acc, 0.6, 3) == 3  # the budget cut: never within rounds 0..3
-    assert study.rounds_to([0.1, float("nan")], 0.5, 1000) == 1000  # a diverged run's NaN never reaches it
+    assert rounds_to_target(acc, 0.5, 7) == 1
+    assert rounds_to_target(acc, 0.5, 7, hold=3) == 3  # 0.5, 0.6, 0.55 from round 3
+    assert rounds_to_target(acc, 0.5, 7, hold=5) == 3  # 0.5 0.6 0.55 0.51 0.7
+    assert rounds_to_target(acc, 0.65, 7, hold=5) == 7  # the window cut short by the end counts on what it has
+    assert rounds_to_target(acc, 0.8, 7) == 7  # never: the rounds run
+    assert rounds_to_target(acc, 0.6, 3) == 3  # the budget cut: never within rounds 0..3
+    assert rounds_to_target([0.1, float("nan")], 0.5, 1000) == 1000  # a diverged run's NaN never reaches it
 
 
 def test_best_and_tail_accuracy():
     acc = [0.1, 0.3, 0.8, 0.5, 0.6, 0.7, 0.4, float("nan")]
-    assert study.best_accuracy(acc, 7) == 0.8
-    assert study.best_accuracy(acc, 1) == 0.3
-    assert study.tail_accuracy(acc, 6) == pytest.approx((0.8 + 0.5 + 0.6 + 0.7 + 0.4) / 5)
-    assert study.tail_accuracy(acc, 7) == pytest.approx((0.5 + 0.6 + 0.7 + 0.4 + 0.0) / 5)  # NaN counts as 0
-    assert study.tail_accuracy([0.5, 0.7, 0.9], 4) == pytest.approx(2.1 / 5)  # missing (diverged) rounds count as 0
-    assert study.best_accuracy([float("nan")], 3) == 0.0
+    assert best_of(acc, 7) == 0.8
+    assert best_of(acc, 1) == 0.3
+    assert tail_of(acc, 6) == pytest.approx((0.8 + 0.5 + 0.6 + 0.7 + 0.4) / 5)
+    assert tail_of(acc, 7) == pytest.approx((0.5 + 0.6 + 0.7 + 0.4 + 0.0) / 5)  # NaN counts as 0
+    assert tail_of([0.5, 0.7, 0.9], 4) == pytest.approx(2.1 / 5)  # missing (diverged) rounds count as 0
+    assert best_of([float("nan")], 3) == 0.0
 
 
 def test_step_size_selection_mean_then_tiebreak_then_smaller_step():
     scores = {0.1: [100, 200], 0.3: [120, 140], 1.0: [1000, 1000]}
-    assert study.select(scores, lower_is_better=True) == 0.3  # mean 130 < 150
+    assert tables.select(scores, lower_is_better=True) == 0.3  # mean 130 < 150
     tied = {0.1: [1000, 1000], 0.3: [1000, 1000]}
-    assert study.select(tied, True, tiebreak={0.1: [0.40, 0.44], 0.3: [0.45, 0.46]}) == 0.3
-    assert study.select(tied, True, tiebreak={0.1: [0.4], 0.3: [0.4]}) == 0.1
-    assert study.select({0.1: [0.8, 0.7], 0.3: [0.75, 0.76]}, lower_is_better=False) == 0.3
+    assert tables.select(tied, True, tiebreak={0.1: [0.40, 0.44], 0.3: [0.45, 0.46]}) == 0.3
+    assert tables.select(tied, True, tiebreak={0.1: [0.4], 0.3: [0.4]}) == 0.1
+    assert tables.select({0.1: [0.8, 0.7], 0.3: [0.75, 0.76]}, lower_is_better=False) == 0.3
 
 
 def test_steps_selected_on_the_tuning_seeds_only():
@@ -77,7 +79,7 @@ def test_steps_selected_on_the_tuning_seeds_only():
     curves[(t4, 0.3, 100)] = curves[(t4, 0.3, 101)] = [0, 0, 0.46, 0.46, 0.46, 0.46]  # 0.3 reaches 0.45 at round 2
     t5 = study.Cell(5, "scaffold", 5, 0)
     curves[(t5, 0.1, 100)] = curves[(t5, 0.1, 101)] = [0, 0.3, 0.6, 0.6, 0.6, 0.6]  # 0.1: the best accuracy
-    steps = study.selected_steps(curves, b)
+    steps = tables.selected_steps(study.cells(), curves, b, study.select_target)
     assert steps[t4] == 0.3 and steps[t5] == 0.1
     assert steps[study.Cell(4, "scaffold", 5, 0, 0.2)] == 0.1  # all tied at 'never': the smaller step
 
@@ -118,11 +120,11 @@ def test_declaration_cells_stacks_and_paper_scales():
     cells = study.cells()
     assert len(cells) == 39 + 12 + 6 + 2  # Table 3: 3 x 4 x 3 + SGD x 3; Table 4: 2 x 3 x 2; Table 5: 3 x 2; slides 2
     assert len({c.label() for c in cells}) == len(cells)
-    assert {c.variant for c in cells} == set(study.VARIANTS)
+    assert {c.variant for c in cells} == set(study.DECLARATION.variants)
     assert [(c.method, c.clients, round(c.sampled * c.clients), c.epochs, c.similarity) for c in cells[-2:]] == [
         ("scaffold", 400, 5, 1, 0), ("fedavg", 400, 50, 1, 0)]
-    scales = study.SCALES
-    assert sum(s.runs for s in scales) == len(cells) * (3 * len(study.LR_GRID) + 5)  # tuning grid, then judged
+    scales = study.DECLARATION.scales
+    assert sum(s.runs for s in scales) == len(cells) * (3 * len(study.DECLARATION.knobs["lr"]) + 5)  # tuning grid, then judged
     t4 = {s.clients_per_round: s for s in scales if s.client_samples == 282}
     assert sorted(t4) == [4, 5, 20, 50, 80] and t4[80].batch_size == 57  # 20/5/1% of 400; ceil(282 / 5)
     assert all(s.batch_size == 226 for s in scales if s.client_samples == 1128)
@@ -131,19 +133,33 @@ def test_declaration_cells_stacks_and_paper_scales():
     assert study.BUDGETS["paper"].device == "auto" and study.BUDGETS["fixture"].device == "cpu"
 
 
+def test_the_declaration_states_arms_seeds_knobs_and_what_each_claim_reads():
+    d = study.DECLARATION
+    assert [(a.name, a.algorithm, a.settings) for a in d.arms] == [
+        ("scaffold", "scaffold", {"eta_g": 1.0, "control_variate": "II"}), ("fedavg", "fedavg", {}),
+        ("fedprox", "fedprox", {"mu": 1.0}), ("sgd", "minibatch_sgd", {})]
+    assert d.seeds == d.seeds_at("paper") == (0, 1, 2, 3, 4) and d.seeds_at("fixture") == (0, 1) and d.data_seeds == ()
+    assert d.knobs["lr"] == (0.01, 0.03, 0.1, 0.3, 1.0) and d.knobs["tuning_seeds"] == (100, 101, 102)
+    assert d.evaluation == tables.EVALUATION and d.rounds("paper") == 1000 and d.budgets is study.BUDGETS
+    assert [c.reads for c in d.claims] == [("scaffold", "fedavg", "fedprox", "sgd"), ("scaffold", "fedavg"),
+                                           ("scaffold", "fedavg", "sgd"), ("scaffold", "fedavg")]
+    assert {c.fidelity for c in d.claims} == {"paper-scale"} and {c.rounds_paper for c in d.claims} == {1000}
+    assert {c.method for c in study.cells()} == {a.name for a in d.arms}
+
+
 def test_not_run_entries_have_the_command_and_a_positive_cost():
-    entries = real_data.not_run_entry(study.NAME)
-    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    entries = real_data.not_run_entry(study.DECLARATION.name)
+    assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims]
     for e in entries:
-        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.DECLARATION.name}"
         assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 59 * 20
 
 
 def test_the_global_test_set_is_evaluated_by_the_engine_every_round(real_root):
-    ds = study.dataset("emnist_scaffold_n100_s0", str(real_root))
+    ds = tables.dataset("emnist_scaffold_n100_s0", str(real_root))
     assert ds.num_clients == 10 and len(ds.global_test.y) == 47 and int(ds.test.sizes.sum()) == 0  # no copies
     assert not hasattr(study, "on_global_test")
-    assert study.batch_size(ds) == math.ceil(int(ds.train.sizes.max()) / 5) == 3
+    assert tables.batch_size(ds) == math.ceil(int(ds.train.sizes.max()) / 5) == 3
     sim = study.declare(study.BUDGETS["fixture"], real_root)[0]
     (spec,) = sim.config.evaluations
     assert (spec.split, spec.every, spec.final, spec.sampled) == ("global_test", 1, True, False)
@@ -163,12 +179,12 @@ def test_same_seed_same_numbers(real_root):
 
 def test_fixture_study_end_to_end(fixture_study):
     claims, out = fixture_study
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
     for c in claims:
         assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
         assert c["fidelity"] == "stand-in" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
         assert len(c["effect"]["per_seed"]) == 2 and c["seeds"]["training"] == [0, 1]
-        assert c["figure"]["path"] == f"figures/{study.NAME}/{study.NAME}.png"
+        assert c["figure"]["path"] == f"figures/{study.DECLARATION.name}/{study.DECLARATION.name}.png"
         assert c["scale"]["tuning_seeds"] == [100] and "budget-limited" not in c["verdict_text"]
     assert [len(c["parts"]) for c in claims] == [24, 6, 4, 1]
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
@@ -177,6 +193,6 @@ def test_fixture_study_end_to_end(fixture_study):
     assert phases == ["tuning"] * (2 * len(study.cells())) + ["judged"] * (2 * len(study.cells()))
     acc = records[0]["history"]["global_test/accuracy"]
     assert len(acc) == 4 and all(a is not None for a in acc)  # the global test set is evaluated every round
-    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    assert (out / f"{study.DECLARATION.name}.png").stat().st_size > 0
     saved = json.loads((out / "claims.json").read_text())
     assert saved["budget"] == "fixture" and len(saved["claims"]) == 4

@@ -15,6 +15,7 @@ from fedbench.data import stages
 from fedbench.data.registry import VARIANTS
 from fedbench.studies import SIMULATIONS, real_data, run_claim_study, run_simulations
 from fedbench.studies import scaffold_fashion as study
+from fedbench.studies import scaffold_tables as tables
 from tests.data import fixtures
 from tests.studies import assert_valid_entries
 
@@ -28,7 +29,7 @@ def real_root(tmp_path_factory):
     raw.mkdir()
     for name, data in fixtures.mnist_like().items():
         (raw / name).write_bytes(data)
-    for v in (*study.VARIANTS, "fashion_mnist_scaffold_n100_s100"):
+    for v in (*study.DECLARATION.variants, "fashion_mnist_scaffold_n100_s100"):
         stages.prepare_dataset(v, root, raw=raw, verify=False, variant_params={"num_clients": FIXTURE_CLIENTS})
     return root / "real"
 
@@ -36,19 +37,19 @@ def real_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def fixture_study(real_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("scaffold_fashion_out")
-    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.NAME
+    claims = run_claim_study(study.DECLARATION.name, out, workers=1, budget="fixture", real_root=real_root)
+    return claims, out / study.DECLARATION.name
 
 
 def test_variants_registered_with_the_papers_split(real_root):
     for s in (0, 10, 100):
         v = VARIANTS[f"fashion_mnist_scaffold_n100_s{s}"]
         assert v.sources == ("fashion_mnist",) and v.defaults == {"num_clients": 100, "similarity_percent": s, "seed": 0}
-    zero = study.dataset("fashion_mnist_scaffold_n100_s0", str(real_root))
+    zero = tables.dataset("fashion_mnist_scaffold_n100_s0", str(real_root))
     assert zero.num_clients == 10 and zero.train.sizes.tolist() == [12] * 10 and zero.num_classes == 10
     labels = [np.unique(zero.train.y[a:b]).tolist() for a, b in zip(zero.train.offsets[:-1], zero.train.offsets[1:])]
     assert labels == [[k] for k in range(10)]  # 0% similarity: one class a client, in label order
-    iid = study.dataset("fashion_mnist_scaffold_n100_s100", str(real_root))
+    iid = tables.dataset("fashion_mnist_scaffold_n100_s100", str(real_root))
     assert max(len(np.unique(iid.train.y[a:b])) for a, b in zip(iid.train.offsets[:-1], iid.train.offsets[1:])) > 1
     assert int(zero.test.sizes.sum()) == 0 and len(zero.global_test.y) == 30  # the 30 test images: the global test set
     assert (zero.input.transform, zero.input.transform_params) == ("scale", {"divisor": 255.0})  # x / 255
@@ -57,7 +58,7 @@ def test_variants_registered_with_the_papers_split(real_root):
 def test_declaration_cells_seeds_and_paper_scales():
     cells = study.cells()
     assert len(cells) == 2 * 2 * 1 + 2 + 2 * 3  # Table 3: s x {SCAFFOLD, FedAvg} x E = 5, SGD x s; Table 5: 2 x 3
-    assert len({c.label() for c in cells}) == len(cells) and {c.variant for c in cells} == set(study.VARIANTS)
+    assert len({c.label() for c in cells}) == len(cells) and {c.variant for c in cells} == set(study.DECLARATION.variants)
     assert study.cells((3,)) == cells[:6] and {c.table for c in study.cells((5,))} == {5}
     b = study.BUDGETS["paper"]
     assert b.rounds == 100 and b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100,) and b.tables == (3,)
@@ -65,10 +66,22 @@ def test_declaration_cells_seeds_and_paper_scales():
                                                                                    "auto", (3, 5))
     assert not set(b.seeds) & set(b.tuning_seeds) and b.device == "auto"
     assert study.TARGET == 0.70
-    assert sum(s.runs for s in study.SCALES) == 6 * (3 * 1 + 5) == 48  # Table 3 only
-    assert {s.batch_size for s in study.SCALES} == {120} and {s.clients_per_round for s in study.SCALES} == {20}
-    assert {s.rounds for s in study.SCALES} == {100}
-    assert {(s.model, s.local_steps) for s in study.SCALES} == {("mclr", 5 * 5), ("mclr", 5 * 1)}  # steps of batch 120
+    assert sum(s.runs for s in study.DECLARATION.scales) == 6 * (3 * 1 + 5) == 48  # Table 3 only
+    assert {s.batch_size for s in study.DECLARATION.scales} == {120} and {s.clients_per_round for s in study.DECLARATION.scales} == {20}
+    assert {s.rounds for s in study.DECLARATION.scales} == {100}
+    assert {(s.model, s.local_steps) for s in study.DECLARATION.scales} == {("mclr", 5 * 5), ("mclr", 5 * 1)}  # steps of batch 120
+
+
+def test_the_declaration_states_arms_seeds_knobs_and_what_each_claim_reads():
+    d = study.DECLARATION
+    assert [(a.name, a.algorithm) for a in d.arms] == [("scaffold", "scaffold"), ("fedavg", "fedavg"),
+                                                      ("sgd", "minibatch_sgd")]
+    assert d.seeds == (0, 1, 2, 3, 4) and d.seeds_at("full") == d.seeds and d.seeds_at("fixture") == (0, 1)
+    assert d.data_seeds == () and d.knobs["lr"] == (0.03, 0.1, 0.3) and d.knobs["tuning_seeds"] == (100,)
+    assert d.evaluation == tables.EVALUATION and d.rounds("paper") == 100 and d.budgets is study.BUDGETS
+    assert [c.reads for c in d.claims] == [("scaffold", "fedavg", "sgd")] * 2
+    assert {c.fidelity for c in d.claims} == {"stand-in"} and {c.rounds_paper for c in d.claims} == {1000}
+    assert {c.method for c in study.cells()} == {a.name for a in d.arms}
 
 
 def _flat(value: float, rounds: int = 5) -> list[float]:
@@ -87,12 +100,12 @@ def test_step_selection_uses_the_tuning_seeds_only():
     t5 = study.cell(5, "scaffold", 10)
     curves[(t5, 0.1, 100)], curves[(t5, 0.1, 101)] = _flat(0.80), _flat(0.70)  # mean best 0.75
     curves[(t5, 0.3, 100)], curves[(t5, 0.3, 101)] = _flat(0.76), _flat(0.76)  # 0.76
-    steps = study.selected_steps(curves, b)
+    steps = tables.selected_steps(study.cells(), curves, b, study.select_target)
     assert steps[t3] == 0.3  # tied mean rounds (3): the higher mean best accuracy
     assert steps[t5] == 0.3
     assert steps[study.Cell(3, "scaffold", 5, 10)] == 0.1  # all tied: the smaller step
     curves[(t5, 0.1, 101)] = _flat(0.75)  # now 0.775 > 0.76: the tuning seeds decide
-    assert study.selected_steps(curves, b)[t5] == 0.1
+    assert tables.selected_steps(study.cells(), curves, b, study.select_target)[t5] == 0.1
 
 
 def _judged_runs(scaffold_round: int, fedavg_rounds: tuple[int, int, int]) -> study.Runs:
@@ -138,16 +151,16 @@ def test_table5_effects_on_hand_made_curves():
 
 def test_table5_not_run_at_the_paper_budget_names_the_budget_that_runs_it():
     e = study.table5_not_run(study.BUDGETS["paper"])
-    assert e["id"] == study.CLAIM_T5.id and e["verdict"] == "not-run" and e["fidelity"] == "stand-in"
+    assert e["id"] == study.DECLARATION.claims[1].id and e["verdict"] == "not-run" and e["fidelity"] == "stand-in"
     assert e["would_change"].startswith("running `fedbench paper run scaffold_fashion --budget full`")
     assert "Table 5 (2-layer network) not run at this budget" in " ".join(e["deviations"])
 
 
 def test_not_run_entries_are_stand_in_with_the_command_and_a_cost():
-    entries = real_data.not_run_entry(study.NAME)
-    assert [e["id"] for e in entries] == [c.id for c in study.CLAIMS]
+    entries = real_data.not_run_entry(study.DECLARATION.name)
+    assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims]
     for e in entries:
-        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
+        assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.DECLARATION.name}"
         assert e["fidelity"] == "stand-in" and e["cost"]["runs"] == 48 and e["cost"]["seconds"] > 0
         assert "stand-in: full Fashion-MNIST" in e["deviations"][0] and "could differ" in e["deviations"][0]
 
@@ -157,14 +170,14 @@ def test_same_seed_same_numbers(real_root):
     sims = [s for s in study.declare(b, real_root) if s.name.startswith("tuning/table3/scaffold/E=5/s=0/lr=0.3")]
     a, c = run_simulations(sims, workers=1), run_simulations(sims, workers=1)
     assert a[0].param_digest == c[0].param_digest
-    assert a[0].series("test/accuracy") == c[0].series("test/accuracy")
-    assert all(math.isfinite(x) for x in a[0].series("test/accuracy"))
+    assert a[0].series(tables.ACCURACY) == c[0].series(tables.ACCURACY)
+    assert len(a[0].series(tables.ACCURACY)) == 4 and all(math.isfinite(x) for x in a[0].series(tables.ACCURACY))
 
 
 def test_fixture_study_end_to_end(fixture_study):
     claims, out = fixture_study
     assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.CLAIMS]
+    assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
     for c in claims:
         assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
         assert c["fidelity"] == "stand-in" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
@@ -173,7 +186,7 @@ def test_fixture_study_end_to_end(fixture_study):
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
     assert len(records) == len(study.cells()) * (2 * 1 + 2)  # two steps x one tuning seed, then two judged seeds
     assert sum(r["params"]["phase"] == "judged" for r in records) == len(study.cells()) * 2
-    acc = records[0]["history"][study.ACCURACY]  # the global test set, every round and the final model
+    acc = records[0]["history"][tables.ACCURACY]  # the global test set, every round and the final model
     assert len(acc) == 4 and all(a is not None for a in acc)
-    assert (out / f"{study.NAME}.png").stat().st_size > 0
+    assert (out / f"{study.DECLARATION.name}.png").stat().st_size > 0
     assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"

@@ -1,0 +1,332 @@
+"""What SCAFFOLD's Table 3-5 studies share (Karimireddy et al., ICML 2020, section 7.1): the EMNIST study
+(fedbench.studies.scaffold_emnist) and its Fashion-MNIST stand-in (fedbench.studies.scaffold_fashion) run the same
+setup on different data, so this module holds, once, what their declarations and run() have in common. Each study
+keeps its own declaration (DECLARATION: arms, seeds, budgets, claims), its cells, its measures and its figure.
+
+- Local work: "1 epoch for local update methods corresponds to 5 local steps (0.2 batch size)": a client's batch is
+  ceil(n_k / 5) (:func:`batch_size`), E epochs are 5 E steps; "SGD (1 epoch)" is large-batch minibatch SGD, one
+  epoch of gradients at the server model.
+- The arms: SCAFFOLD option II with eta_g = 1 (c and c_i started at zero), FedAvg, SGD (fedbench.algorithms.
+  minibatch_sgd); an arm's settings are its algorithm's hyperparameters (:func:`algorithm`).
+- Evaluation (:data:`EVALUATION`, the paper states none; each study lists it among its deviations): the global
+  model's accuracy on the dataset's global test set after every round (rounds-to-target read to the round, as
+  Tables 3 and 4 report it) and on the final model; no training loss, no per-device metric.
+- Step sizes: every cell (one algorithm in one table cell) runs each step of its budget's grid on the tuning seeds
+  (disjoint from the judged seeds); :func:`selected_steps` picks the step by :func:`select` (rounds-to-target
+  cells: the lowest mean rounds, ties the higher mean best accuracy, then the smaller step; best-accuracy cells:
+  the highest mean best accuracy, then the smaller step); the judged seeds then run each cell at its step
+  (:func:`run_tables`: two phases, one record each, written once).
+- Readings (fedbench.claims.readings): rounds to the target, first evaluation at it (primary) or the first of
+  HOLD held (sensitivity); best accuracy (primary) and the mean of the last 5 (sensitivity); a budget cut reads
+  the curves up to round(fraction R) (:class:`Runs`).
+- Entries (:func:`table_entry`): the study's declared claim with its scale and deviations, data seed 0, and the
+  cells whose selected step is an end of the grid listed (``selected_at_grid_edge``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fedbench.claims.readings import best_of, rounds_to_target, tail_of
+from fedbench.engine.evaluation import EvalSpec
+from fedbench.studies.declaration import Arm, StudyDeclaration
+
+STEPS_PER_EPOCH = 5  # "1 epoch ... corresponds to 5 local steps (0.2 batch size)"
+SGD_EPOCHS = 1  # "SGD (1 epoch)": one epoch of minibatch gradients at the server model = the full local gradient
+SAMPLED = 0.20  # "20% of clients are sampled each round"
+ETA_G = 1.0
+ACCURACY = "global_test/accuracy"
+EVALUATION = (EvalSpec("global_test", every=1),)  # the global test set every round, and the final model
+HOLD = 5  # evaluations the "held" reading needs at or above the target
+ROUNDS_READINGS = {"first": "first evaluation at the target", "held": f"first of {HOLD} evaluations at the target"}
+ACCURACY_READINGS = {"best": "best evaluation", "tail": "mean of the last 5 evaluations"}
+
+# the arms both studies run, by the names their cells, records and figures use; settings: the algorithm's
+# hyperparameters as section 7.1 gives them
+SCAFFOLD = Arm("scaffold", "scaffold", {"eta_g": ETA_G, "control_variate": "II"})
+FEDAVG = Arm("fedavg", "fedavg", {})
+SGD = Arm("sgd", "minibatch_sgd", {})
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A scale a table study runs at: rounds, judged seeds, tuning seeds, the step-size grid, where it runs ("auto":
+    the GPU when there is one) and the tables it runs (None: every one the study has; a table not run is a not-run
+    entry)."""
+
+    rounds: int
+    seeds: tuple[int, ...]
+    tuning_seeds: tuple[int, ...]
+    lr_grid: tuple[float, ...]
+    device: str
+    tables: tuple[int, ...] | None = None
+
+    def runs_table(self, table: int) -> bool:
+        return self.tables is None or table in self.tables
+
+
+def select(scores: dict[float, Sequence[float]], lower_is_better: bool,
+           tiebreak: dict[float, Sequence[float]] | None = None) -> float:
+    """The step size of ``scores`` (step -> per-seed values) with the best mean; ties go to the higher mean of
+    ``tiebreak`` (step -> per-seed values, higher is better), then to the smaller step."""
+    def key(lr: float) -> tuple[float, float, float]:
+        s = mean(scores[lr])
+        return (s if lower_is_better else -s, -mean(tiebreak[lr]) if tiebreak else 0.0, lr)
+
+    return min(scores, key=key)
+
+
+def selected_steps(cells: Sequence[Any], curves: dict[tuple[Any, float, int], Sequence[float]], budget: Budget,
+                   target_of: Callable[[Any], float | None]) -> dict[Any, float]:
+    """Each cell's step from the tuning runs' test-accuracy curves (by cell, step, tuning seed): the lowest mean
+    rounds to ``target_of(cell)`` (ties: the higher mean best accuracy, then the smaller step), or, for a cell
+    whose target is None, the highest mean best accuracy (ties: the smaller step)."""
+    out = {}
+    for c in cells:
+        best = {lr: [best_of(curves[(c, lr, s)], budget.rounds) for s in budget.tuning_seeds]
+                for lr in budget.lr_grid}
+        target = target_of(c)
+        if target is None:
+            out[c] = select(best, lower_is_better=False)
+        else:
+            reached = {lr: [float(rounds_to_target(curves[(c, lr, s)], target, budget.rounds))
+                            for s in budget.tuning_seeds] for lr in budget.lr_grid}
+            out[c] = select(reached, lower_is_better=True, tiebreak=best)
+    return out
+
+
+class Runs:
+    """The judged runs' test-accuracy curves by (cell, seed) at the cells' selected steps (``steps``, chosen on
+    the tuning seeds), and their readings at a budget cut ``fraction`` of the rounds run."""
+
+    def __init__(self, curves: dict[tuple[Any, int], list[float]], steps: dict[Any, float], budget: Budget):
+        self.curves, self.steps, self.budget = curves, steps, budget
+
+    def rounds(self, fraction: float) -> int:
+        return max(1, round(fraction * self.budget.rounds))
+
+    def reached(self, cell: Any, target: float, reading: str, fraction: float) -> list[float]:
+        """Per judged seed, rounds to ``target`` ("first" or "held"; never: the rounds of the cut)."""
+        r = self.rounds(fraction)
+        return [float(rounds_to_target(self.curves[(cell, s)], target, r, HOLD if reading == "held" else 1))
+                for s in self.budget.seeds]
+
+    def accuracy(self, cell: Any, reading: str, fraction: float) -> list[float]:
+        """Per judged seed, the best ("best") or tail ("tail") accuracy."""
+        r = self.rounds(fraction)
+        read = tail_of if reading == "tail" else best_of
+        return [read(self.curves[(cell, s)], r) for s in self.budget.seeds]
+
+    def tuned_rounds(self, cell: Any, target: float, reading: str, fraction: float) -> tuple[float, list[float]]:
+        """(the cell's selected step, per-seed rounds to ``target`` at it)."""
+        return self.steps[cell], self.reached(cell, target, reading, fraction)
+
+    def tuned_accuracy(self, cell: Any, reading: str, fraction: float) -> tuple[float, list[float]]:
+        return self.steps[cell], self.accuracy(cell, reading, fraction)
+
+
+def mean(v: Sequence[float]) -> float:
+    return sum(v) / len(v)
+
+
+def fmt_rounds(x: float, rounds: int, decimals: int = 0) -> str:
+    """Mean rounds to a target as the tables print them: "R+" for never."""
+    return f"{rounds}+" if x >= rounds else f"{x:.{decimals}f}"
+
+
+def paper_scales(cells: Sequence[Any], budget: Budget, train_images: int, evaluated: int) -> tuple[Any, ...]:
+    """The runs of ``budget`` (the paper's) as fedbench.bench.costs.Scale, for the projected cost: per cell, every
+    step of the grid on the tuning seeds, then the selected step on the judged seeds; STEPS_PER_EPOCH steps of batch
+    ceil(n / 5) an epoch on clients of n = ``train_images`` / clients (costs prices a step of batch B);
+    ``evaluated`` samples every round. A cell has ``model``, ``clients``, ``sampled`` and ``epochs``."""
+    from fedbench.bench.costs import Scale
+
+    runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)
+    by_key: dict[tuple, int] = {}
+    for c in cells:
+        n = train_images / c.clients
+        key = (c.model, max(1, round(c.sampled * c.clients)), n, c.epochs, math.ceil(n / STEPS_PER_EPOCH))
+        by_key[key] = by_key.get(key, 0) + runs_per_cell
+    return tuple(Scale(model, runs, budget.rounds, k, n, e, b, evaluated, eval_every=1,
+                       local_steps=STEPS_PER_EPOCH * e) for (model, k, n, e, b), runs in by_key.items())
+
+
+# ------------------------------------------------------------------------------------------------------ the runs
+@functools.cache
+def dataset(variant_name: str, real_root: str):
+    """Real variant ``variant_name`` (its test images the global test set), refused without one. Cached: the runs
+    sharing a variant share one copy."""
+    from fedbench.studies.real_data import load_real
+
+    ds = load_real(variant_name, real_root)
+    if ds.global_test is None:
+        raise ValueError(f"{variant_name}: no global test set (built by an older fedbench? rebuild it with "
+                         f"`fedbench data prepare {variant_name}`)")
+    return ds
+
+
+def batch_size(ds) -> int:
+    """ceil(n_k / 5) of the largest client: one epoch is at most 5 steps for every client, exactly 5 on equal ones."""
+    return max(1, math.ceil(int(ds.train.sizes.max()) / STEPS_PER_EPOCH))
+
+
+@functools.cache
+def model(name: str, classes: int):
+    """One model object per architecture (runs of one model may share a stack), on 784 inputs."""
+    from fedbench.models import build_model
+
+    return build_model(name, (784,), classes)
+
+
+def algorithm(arm: Arm, lr: float):
+    """Arm ``arm``'s algorithm at step ``lr`` (its settings are the algorithm's hyperparameters)."""
+    from fedbench.algorithms import build_algorithm
+
+    return build_algorithm(arm.algorithm, lr, **arm.settings)
+
+
+def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_root: Path, classes: int,
+                knobs: Callable[[Any], dict[str, Any]], steps: dict[Any, float] | None = None) -> list:
+    """The tuning runs (``steps`` None: every cell at every step of the grid on the tuning seeds) or the judged runs
+    (every cell at its step in ``steps`` on the judged seeds), named phase/cell/lr/seed. A cell has ``label()``,
+    ``variant``, ``method`` (an arm of ``d``), ``epochs``, ``sampled`` and ``model``; ``knobs(cell)`` are its
+    records' parameters. Runs that differ only in seed (and in their data) share a stack."""
+    from fedbench.studies import Simulation, sim_config
+
+    phase = "tuning" if steps is None else "judged"
+    sims = []
+    for c in cells:
+        builder = functools.partial(dataset, c.variant, str(real_root))
+        ds = builder()
+        k = max(1, round(c.sampled * ds.num_clients))
+        grid, seeds = (budget.lr_grid, budget.tuning_seeds) if steps is None else ((steps[c],), budget.seeds)
+        for lr in grid:
+            for seed in seeds:
+                cfg = sim_config(rounds=budget.rounds, clients_per_round=k, local_epochs=c.epochs,
+                                 local_steps=STEPS_PER_EPOCH * c.epochs, batch_size=batch_size(ds), seed=seed,
+                                 device=budget.device, evaluations=d.evaluation, dissimilarity_every=0)
+                sims.append(Simulation(
+                    name=f"{phase}/{c.label()}/lr={lr:g}/seed={seed}", config=cfg, dataset=builder,
+                    model=model(c.model, classes), algorithm=algorithm(d.arm(c.method), lr),
+                    knobs=knobs(c) | {"phase": phase}))
+    return sims
+
+
+def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, workers: int, cells: Sequence[Any],
+               declare: Callable[..., list], record_target: Callable[[Any], float],
+               select_target: Callable[[Any], float | None]):
+    """Run a table study at ``budget`` into ``out_dir`` in two phases: the tuning runs (``declare(b)``), each cell's
+    step selected from them (:func:`selected_steps`, ``select_target``), then the judged runs (``declare(b, steps)``);
+    one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
+    ``cells``: every cell the study has (the records' names are read back to them). Returns (the budget, the
+    study's fedbench.studies.runs.StudyRuns, the judged :class:`Runs`)."""
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.runs import open_budget
+
+    b, study = open_budget(out_dir, budgets, budget, workers)
+    by_label = {c.label(): c for c in cells}
+
+    def cell_of(sim) -> Any:
+        return by_label[sim.name.split("/", 1)[1].rsplit("/lr=", 1)[0]]
+
+    def curves_of(sims, outcomes) -> dict[tuple[Any, float, int], list[float]]:
+        return {(cell_of(sim), sim.algorithm.lr, sim.config.seed): o.series(ACCURACY)
+                for sim, o in zip(sims, outcomes)}  # by round: every round is evaluated
+
+    def record(sim, o):
+        acc, target = o.series(ACCURACY), record_target(cell_of(sim))
+        return sim_record(sim, o, keys=("round", ACCURACY),
+                          metrics={f"study/rounds_to_{target:g}": rounds_to_target(acc, target, b.rounds),
+                                   "study/best_accuracy": best_of(acc, b.rounds)})
+
+    tuning_sims = declare(b)
+    tuning = study.run_list(tuning_sims, record)
+    steps = selected_steps([c for c in cells if b.runs_table(c.table)],
+                           curves_of(tuning_sims, tuning), b, select_target)
+    judged_sims = declare(b, steps)
+    judged = study.run_list(judged_sims, record)
+    study.write()
+    runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b)
+    return b, study, runs
+
+
+# ------------------------------------------------------------------------------------------------------ entries
+# ------------------------------------------------------------------------------------------------ the measures
+def table3_result(runs: Runs, rows: Sequence[tuple[int, int, str]], target: float, labels: dict[str, str],
+                  cell: Callable[[str, int, int], Any], **judge_args: Any) -> dict[str, Any]:
+    """Table 3's verdict (fedbench.claims.verdict.judge): per judged seed and row (similarity, epochs, comparator),
+    the comparator's rounds to ``target`` minus SCAFFOLD's, each cell (``cell(method, epochs, similarity)``) at its
+    selected step; "first" (primary) and "held" readings."""
+    from fedbench.claims.verdict import Part, Rule, judge
+
+    parts = [Part(f"{s}% similarity, {e} epochs: {labels[comp]} - SCAFFOLD", Rule("greater", 0.0, "rounds"))
+             for s, e, comp in rows]
+
+    def measure(reading: str, fraction: float) -> list[list[float]]:
+        return [[a - b for a, b in zip(runs.reached(cell(comp, e, s), target, reading, fraction),
+                                       runs.reached(cell("scaffold", e, s), target, reading, fraction))]
+                for s, e, comp in rows]
+
+    return judge(parts, measure, "first", tuple(ROUNDS_READINGS), reading_names=ROUNDS_READINGS, **judge_args)
+
+
+def table5_result(runs: Runs, similarities: Sequence[int], labels: dict[str, str], cell: Callable[[str, int], Any],
+                  **judge_args: Any) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Table 5's verdict, reproduced cells and observation (without the paper's numbers): per judged seed and
+    similarity, SCAFFOLD's best test accuracy minus FedAvg's and SGD's, in points, each cell (``cell(method,
+    similarity)``) at its selected step; "best" (primary) and "tail" readings."""
+    from fedbench.claims.verdict import Part, Rule, judge
+
+    rows = [(s, comp) for s in similarities for comp in ("fedavg", "sgd")]
+    parts = [Part(f"{s}% similarity: SCAFFOLD - {labels[comp]}", Rule("greater", 0.0, "accuracy points"))
+             for s, comp in rows]
+
+    def measure(reading: str, fraction: float) -> list[list[float]]:
+        return [[100 * (a - b) for a, b in zip(runs.accuracy(cell("scaffold", s), reading, fraction),
+                                               runs.accuracy(cell(comp, s), reading, fraction))]
+                for s, comp in rows]
+
+    result = judge(parts, measure, "best", tuple(ACCURACY_READINGS), reading_names=ACCURACY_READINGS, **judge_args)
+    table = {}
+    for s in similarities:
+        for m in ("sgd", "fedavg", "scaffold"):
+            lr, acc = runs.tuned_accuracy(cell(m, s), "best", 1.0)
+            table[f"{m}, {s}% similarity"] = {"lr": lr, "per_seed": [round(a, 4) for a in acc],
+                                              "mean": round(mean(acc), 4)}
+    observed = ("mean best test accuracy (selected step), SGD / FedAvg / SCAFFOLD: " + "; ".join(
+        f"{s}%: " + " / ".join(f"{table[f'{m}, {s}% similarity']['mean']:.3f}" for m in ("sgd", "fedavg", "scaffold"))
+        for s in similarities))
+    return result, {"unit": "best test accuracy over the rounds run", "cells": table}, observed
+
+
+# deviations both studies list
+SGD_DEVIATION = ("SGD is large-batch minibatch SGD: each sampled client's full local gradient (one epoch of its 5 "
+                 "minibatch gradients, all at the server model), one server step per round")
+SPLIT_DEVIATION = "the similarity split is one reading of the paper's sentence (fedbench.data.partition.similarity)"
+WIDTH_DEVIATION = "2-layer network width 256 (not given in the paper; fedbench.models.scaffold_mlp)"
+FLOAT_DEVIATION = "float32 on the GPU when there is one; PyTorch's default initialisation from our seeded generator"
+
+
+def table_entry(d: StudyDeclaration, claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any],
+                observed: str, panel: str, scale: dict[str, Any], deviations: list[str],
+                fidelity: str | None = None) -> dict[str, Any]:
+    """Claim ``claim_id``'s judged entry (``result``: fedbench.claims.verdict.judge) at the runs' budget: its
+    ``reproduced`` cells (each with its selected "lr") with the cells selected at an end of the grid listed, and
+    said in ``observed``; data seed 0; ``fidelity`` the claim's unless given."""
+    from fedbench.claims.entry import judged
+
+    b = runs.budget
+    edge = [name for name, v in reproduced["cells"].items() if v["lr"] in (min(b.lr_grid), max(b.lr_grid))]
+    reproduced = reproduced | {"selected_at_grid_edge": edge}
+    observed += (f". Selected step at an end of the grid in {len(edge)} of {len(reproduced['cells'])} cells"
+                 + (f" ({'; '.join(edge)}): a wider grid could change those cells" if edge else ""))
+    e = d.entry(claim_id, scale=scale, deviations=deviations,
+                figure={"path": f"figures/{d.name}/{d.name}.png", "panel": panel}, rounds_run=b.rounds,
+                training_seeds=list(b.seeds), data_seeds=[0], observed=observed, reproduced=reproduced,
+                **({"fidelity": fidelity} if fidelity is not None else {}))
+    return judged(e, result)
