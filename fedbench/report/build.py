@@ -22,6 +22,9 @@ from typing import Any
 
 import pandas as pd
 
+from fedbench.claims import registry as rules_registry
+from fedbench.claims.entry import FIDELITIES, PAPER_DATA, VERDICTS, plain, sensitivity_of
+from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
@@ -31,9 +34,6 @@ from fedbench.report.claims import evaluate_claims
 from fedbench.report.papers import PAPERS
 from fedbench.report.real_claims import STUDY as REAL_STUDY
 from fedbench.report.runs import load_runs
-from fedbench.claims.stats import fmt_effect, fmt_number
-from fedbench.claims.entry import FIDELITIES, PAPER_DATA, VERDICTS, new_entry, not_run, plain, sensitivity_of
-from fedbench.claims import registry as rules_registry
 from fedbench.studies import STUDIES_ROOT, not_run_entries
 from fedbench.studies import command as study_command
 
@@ -42,8 +42,7 @@ MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
     """Claims of the configured claim studies, read from their ``claims.json``. A study that has not run gives its
-    declared claims not-run (fedbench.studies.not_run_entries), or one ``not-run`` entry where it declares none,
-    saying what runs it: ``dvc repro`` for a default study, ``fedbench study run NAME`` and what it cost where it
+    declared claims not-run (fedbench.studies.not_run_entries), saying what runs it: ``dvc repro`` for a default study, ``fedbench study run NAME`` and what it cost where it
     was measured for an opt-in one (params.yaml claim_studies.opt_in: no DVC stage runs it)."""
     out = []
     for name, declared in cfg.claim_studies.items():
@@ -59,11 +58,6 @@ def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
                    f"`{study_command(name)}` runs it" + (f" ({cost})" if cost else ""))
             would_change = f"running `{study_command(name)}`, then `dvc repro` (the report then judges it as usual)"
         entries = not_run_entries(name, why, would_change)
-        if not entries:
-            entries = [not_run(new_entry(id=f"{name}/*", paper="", where=f"fedbench/studies/{name}.py", claim_text="",
-                                         published={"value": None, "unit": "", "scope": "", "statement": ""}, rule="",
-                                         scale={}, deviations=[], figure=None, fidelity="stand-in", rounds_run=None,
-                                         rounds_paper=None, training_seeds=[], data_seeds=[]), why, would_change)]
         opt_in = {} if declared.default else {"command": study_command(name), "cost": measured(name)}
         out += [e | {"study": name} | opt_in for e in entries]
     return out

@@ -142,7 +142,6 @@ def _run_stack(sims: list[Simulation]) -> list[Outcome]:
     import numpy as np
 
     from fedbench.engine.simulation import RunSpec
-
     from fedbench.parallel import one_torch_thread
 
     one_torch_thread()  # one thread per stack fixes the order of float sums, in a worker or in the caller alike
@@ -225,17 +224,13 @@ def command(name: str) -> str:
 
 
 def not_run_entries(name: str, why: str, would_change: str) -> list[dict[str, Any]]:
-    """The claims study ``name`` declares (its module's ``STUDY``, fedbench.studies.declaration) as not-run entries
-    saying ``why`` and what would run them; [] for a study not declared that way."""
-    from fedbench.claims.entry import new_entry, not_run
+    """The claims study ``name`` declares (its module's ``DECLARATION``, fedbench.studies.declaration) as not-run
+    entries saying ``why`` and what would run them, naming no runs or seeds."""
+    from fedbench.claims.entry import not_run
 
-    study = getattr(importlib.import_module(f"fedbench.studies.{name}"), "STUDY", None)
-    if study is None:
-        return []
-    return [not_run(new_entry(id=c.id, paper=study.paper, where=c.where, claim_text=c.claim_text,
-                              published=c.published, rule=c.rule, scale={"study": name}, deviations=[], figure=None,
-                              fidelity="stand-in", rounds_run=None, rounds_paper=None, training_seeds=[],
-                              data_seeds=[]), why, would_change)
+    study = importlib.import_module(f"fedbench.studies.{name}").DECLARATION
+    return [not_run(study.entry(c.id, scale={"study": name}, deviations=[], figure=None, fidelity="stand-in",
+                                rounds_run=None, rounds_paper=None, training_seeds=[], data_seeds=[]), why, would_change)
             for c in study.claims]
 
 

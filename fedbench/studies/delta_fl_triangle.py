@@ -151,7 +151,7 @@ PUBLISHED = {
 # The study as data (fedbench.studies.declaration): deterministic (exact gradients, every device every round: no
 # seed randomness, so it declares no seeds and params.yaml cannot give it any; the data is drawn once, data seed 0),
 # its arms (the filter, theta above 2/3 and the acute triangle check the derivation, read by no rule) and its claim.
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="delta_fl_triangle", paper=DELTA_FL_PAPER,
     dataset=f"three Gaussians N(mu_i, I) in R^{DIM}, {SAMPLES} whitened samples each, means {OBTUSE.tolist()}",
     arms=(Arm("delta_fl", "delta_fl", {"theta": THETA, "weighting": "exact", "triangle": "obtuse"}),
@@ -179,7 +179,7 @@ STUDY = StudyDeclaration(
 
 
 def arm_simulation(arm: Arm) -> Simulation:
-    """The run of ``arm`` (STUDY.arms): FedAvg, or Delta-FL at its level and weighting, on its triangle."""
+    """The run of ``arm`` (DECLARATION.arms): FedAvg, or Delta-FL at its level and weighting, on its triangle."""
     s = arm.settings
     if arm.algorithm == "fedavg":
         return simulation("fedavg", FedAvg(lr=LR), s["triangle"])
@@ -196,7 +196,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     midpoint = (means[a] + means[b]) / 2
     centroid = means.mean(0)
 
-    simulations = {arm.name: arm_simulation(arm) for arm in STUDY.arms}  # delta, fedavg, filter, above, acute
+    simulations = {arm.name: arm_simulation(arm) for arm in DECLARATION.arms}  # delta, fedavg, filter, above, acute
     outcomes = run_simulations(list(simulations.values()), workers)
     runs = {key: path_and_record(sim, out) for (key, sim), out in zip(simulations.items(), outcomes)}
     write_simulations(out_dir, [rec for _, rec in runs.values()])
@@ -245,7 +245,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     values = [dist_mid / side, (worst["fedavg"] - worst["delta_fl"]) / worst["fedavg"]]
     result = judge(parts, lambda reading, budget: [[v] for v in values], "final", budgets=(1.0,), deterministic=True,
                    reading_names={"final": "final model"})
-    entry = STUDY.entry(
+    entry = DECLARATION.entry(
         'delta-fl/gaussian-triangle/longest-side-midpoint',
         reproduced={"delta_fl_final": [round(float(v), 6) for v in w_delta], "midpoint": midpoint.tolist(),
                     "distance_to_midpoint": float(f"{dist_mid:.3e}"), "fedavg_final": [round(float(v), 6) for v in w_avg],

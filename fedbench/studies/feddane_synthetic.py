@@ -71,7 +71,7 @@ STABLE = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's traini
 # plus c - 10 more sending gradients; "FedDane K=...": c devices selected, all sending gradients and solving), the
 # seeds, the budgets and the claims, each with its rule, stated before any run: run() returns one entry per claim in
 # this order, and a report without the study's outputs carries them not-run (fedbench.studies.not_run_entries).
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="feddane_synthetic", paper=FEDPROX_PAPER,
     dataset=f"FedProx's four synthetic sets, {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("FedProx", "fedprox", {"mu": 0.0}),
@@ -105,8 +105,8 @@ STUDY = StudyDeclaration(
                    "Whether more devices help, and the instability, are reported, not judged",
               reads=("FedProx", "FedDane c=30", "FedDane K=30")),
     ))
-SEEDS = STUDY.seeds
-METHODS = tuple(a.name for a in STUDY.arms)  # the figure's and the records' method names
+SEEDS = DECLARATION.seeds
+METHODS = tuple(a.name for a in DECLARATION.arms)  # the figure's and the records' method names
 # what the study cost where it was measured, at the paper's budget (params.yaml has it opt-in: at 40 rounds it was
 # already 4.5 of the main job's 20 minutes, 273 s on 2 quiet cores)
 MEASURED = {"seconds": 1721, "budget": "paper", "workers": 2, "device": "2 CPU cores beside other jobs (2,615 CPU-s)",
@@ -115,13 +115,13 @@ MEASURED = {"seconds": 1721, "budget": "paper", "workers": 2, "device": "2 CPU c
 
 def _algorithm(method: str):
     """The arm's algorithm with its declared settings (its clients_per_round is the run's, not the algorithm's)."""
-    arm = STUDY.arm(method)
+    arm = DECLARATION.arm(method)
     settings = {k: v for k, v in arm.settings.items() if k != "clients_per_round"}
     return (FedProx if arm.algorithm == "fedprox" else FedDane)(lr=LR, **settings)
 
 
 def _clients_per_round(method: str) -> int:
-    return STUDY.arm(method).settings.get("clients_per_round", K)
+    return DECLARATION.arm(method).settings.get("clients_per_round", K)
 
 
 @functools.cache
@@ -230,9 +230,9 @@ def figure(path: Path, curves: dict[tuple[str, str, int], list[float]], rounds: 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
-    given (STUDY.seeds)."""
+    given (DECLARATION.seeds)."""
     rounds, runs = open_budget(out_dir, BUDGETS, budget, workers)
-    study = STUDY.with_seeds(seeds)
+    study = DECLARATION.with_seeds(seeds)
     seeds = study.seeds
     jobs = [(name, method, s) for s in seeds for name in DATASETS for method in METHODS]
     outcomes = runs.run_list([simulation(*job, rounds=rounds) for job in jobs])

@@ -63,7 +63,7 @@ PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
 CONTEXT = ("fedavg_fca", "fedlaavg_fca", "sequential")  # run on the first seed only, read by no rule
 # The study as data (fedbench.studies.declaration): the comparison arms run on every seed, the context arms on the
 # first; run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedlaavg_diurnal.seeds).
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="fedlaavg_diurnal", paper=FEDLAAVG_PAPER,
     dataset=f"{NUM_CLASSES}-class Gaussian mixture in R^{DIM}, one class per client, {NUM_CLASSES * CLIENTS_PER_CLASS} "
             "clients (CIFAR-10 stand-in)",
@@ -128,10 +128,10 @@ def _pooled_dataset() -> FederatedDataset:
 
 
 def simulation(name: str, seed: int) -> Simulation:
-    """One run of the study: arm ``name`` of STUDY (its algorithm and availability) with ``seed``."""
+    """One run of the study: arm ``name`` of DECLARATION (its algorithm and availability) with ``seed``."""
     ds = _shared_dataset()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
-    arm = STUDY.arm(name)
+    arm = DECLARATION.arm(name)
     availability = (AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
                     if arm.settings["availability"] == "diurnal" else AvailabilityConfig())
     lr = arm.settings["lr"]
@@ -144,10 +144,10 @@ def simulation(name: str, seed: int) -> Simulation:
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study with training ``seeds`` if given (STUDY.seeds)."""
+    """The study with training ``seeds`` if given (DECLARATION.seeds)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    study = STUDY.with_seeds(seeds)
+    study = DECLARATION.with_seeds(seeds)
     seeds = study.seeds
     # the comparison on every seed; the context runs (full availability, sequential SGD) on the first seed
     jobs = [(name, s) for s in seeds for name in study.claim("fedlaavg/synthetic/diurnal-gain").reads]

@@ -87,7 +87,7 @@ def config(eta: float) -> SimulationConfig:
 # The study as data (fedbench.studies.declaration): deterministic (exact gradients, one available client a round:
 # no seed randomness, so it declares no seeds and params.yaml cannot give it any; its runs use the engine's seed 0,
 # from which nothing is drawn), its arms, the step sizes it sweeps and its claims with the arms each reads.
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="fedlaavg_example1", paper=FEDLAAVG_PAPER,
     dataset="two clients, four points each with sample mean mu_i = -1, 1; alternating availability a = 8, b = 2",
     arms=(Arm("FedAvg", "fedavg", {"local_epochs": 1}), Arm("FedLaAvg", "fedlaavg", {"local_epochs": 1})),
@@ -144,7 +144,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     w_star = (MU[0] + MU[1]) / 2
     spread = abs(MU[1] - MU[0])
     algorithms = {"fedavg": FedAvg, "fedlaavg": FedLaAvg}
-    simulations = [simulation(algorithms[arm.algorithm](lr=eta), eta) for eta in ETAS for arm in STUDY.arms]
+    simulations = [simulation(algorithms[arm.algorithm](lr=eta), eta) for eta in ETAS for arm in DECLARATION.arms]
     outcomes = run_simulations(simulations, workers)
     fedavg, fedlaavg = {}, {}
     records = []
@@ -207,7 +207,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
                   training_seeds=[0], data_seeds=[0],
                   figure={"path": "studies/fedlaavg_example1/fedlaavg_example1.png",
                           "panel": "right: distance to w* against the step size"})
-    bias = STUDY.entry(
+    bias = DECLARATION.entry(
         'fedlaavg/example-1/fedavg-bias', rule_fields={"etas": list(ETAS)},
         reproduced={"value": {str(eta): {"end_of_period_w": round(r["end"], 6), "closed_form": round(r["closed_form"], 6),
                                          "bias": round(abs(r["end"] - w_star), 6), "periods": r["periods"]}
@@ -221,7 +221,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     converge_obs = "; ".join(
         f"eta={eta}: FedLaAvg max |w - w*| over the last period {fedlaavg[eta]['max_last_period']:.2e} vs FedAvg bias "
         f"{abs(fedavg[eta]['closed_form'] - w_star):.3f}" for eta in ETAS)
-    converges = STUDY.entry(
+    converges = DECLARATION.entry(
         'fedlaavg/example-1/fedlaavg-converges',
         reproduced={"value": {str(eta): {"max_distance_last_period": float(f"{fedlaavg[eta]['max_last_period']:.3e}"),
                                          "end_w": round(fedlaavg[eta]["end"], 6),

@@ -100,7 +100,7 @@ RULE = ("per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in poi
 
 # The study as data (fedbench.studies.declaration): each variant is one sensitivity claim reading both arms;
 # run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedprox_code_sensitivity.seeds).
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="fedprox_code_sensitivity", paper=FEDPROX_PAPER,
     dataset=f"Synthetic(1,1), {NUM_DEVICES} devices, data seed {DATA_SEED}, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("fedavg", "fedavg", {"lr": LR}), Arm("fedprox_mu1", "fedprox", {"lr": LR, "mu": MU})),
@@ -115,7 +115,7 @@ STUDY = StudyDeclaration(
                    "statement": "the headline's: +22% on average over five datasets; Synthetic(1,1)'s own gain "
                                 "is published only as Figure 7's curves"},
         rule=RULE.format(what=WHAT[v]), reads=("fedavg", "fedprox_mu1")) for v in VARIANTS))
-ARMS = tuple(a.name for a in STUDY.arms)
+ARMS = tuple(a.name for a in DECLARATION.arms)
 
 
 @functools.cache
@@ -132,8 +132,8 @@ def simulation(variant: str, arm: str, seed: int, rounds: int | None = None) -> 
         raise ValueError(f"arm {arm!r}; allowed: {', '.join(ARMS)}")
     ds = _synthetic()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
-    settings = STUDY.arm(arm).settings
-    algorithm = FedAvg(**settings) if STUDY.arm(arm).algorithm == "fedavg" else FedProx(**settings)
+    settings = DECLARATION.arm(arm).settings
+    algorithm = FedAvg(**settings) if DECLARATION.arm(arm).algorithm == "fedavg" else FedProx(**settings)
     cfg = sim_config(rounds=ROUNDS if rounds is None else rounds, clients_per_round=K, local_epochs=EPOCHS,
                      batch_size=BATCH, straggler_fraction=STRAGGLERS, seed=seed, **VARIANTS[variant])
     return Simulation(f"{variant}/{arm}/seed={seed}", cfg, _synthetic, model, algorithm,
@@ -141,13 +141,13 @@ def simulation(variant: str, arm: str, seed: int, rounds: int | None = None) -> 
 
 
 def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
-    return [(v, a, s) for v in VARIANTS for s in (STUDY.seeds if seeds is None else seeds) for a in ARMS]
+    return [(v, a, s) for v in VARIANTS for s in (DECLARATION.seeds if seeds is None else seeds) for a in ARMS]
 
 
 def judge_variant(curves, seeds=None, rounds: int | None = None) -> dict[str, Any]:
     """The headline's rule on one variant's runs: ``curves(arm, seed)`` is (training loss, test accuracy) by
-    round (the accuracy a fraction), over ``seeds`` (default STUDY.seeds) and ``rounds`` (default ROUNDS)."""
-    seeds = STUDY.seeds if seeds is None else seeds
+    round (the accuracy a fraction), over ``seeds`` (default DECLARATION.seeds) and ``rounds`` (default ROUNDS)."""
+    seeds = DECLARATION.seeds if seeds is None else seeds
     rounds = ROUNDS if rounds is None else rounds
 
     def acc(arm, s, reading, budget):
@@ -174,10 +174,10 @@ def figure(path: Path, accuracy: dict[tuple[str, str, int], list[float]], seeds:
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study with training ``seeds`` if given (STUDY.seeds)."""
+    """The study with training ``seeds`` if given (DECLARATION.seeds)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    study = STUDY.with_seeds(seeds)
+    study = DECLARATION.with_seeds(seeds)
     seeds = study.seeds
     jobs = declare(seeds)
     sims = [simulation(*job) for job in jobs]

@@ -76,7 +76,7 @@ TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_1_1": "Synthetic(1,1)"}
 # The study as data (fedbench.studies.declaration): the arms (each on the datasets it runs), the seeds, the budgets and
 # the claims, each with its rule and the arms it reads, stated before any run; run(seeds=...) runs other seeds
 # (params.yaml claim_studies.<group>.fedprox_synthetic.seeds).
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="fedprox_synthetic", paper=FEDPROX_PAPER,
     dataset=f"FedProx's synthetic sets (Synthetic-IID, Synthetic(1,1)), {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("mu0", "fedprox", {"mu": 0.0, "sampling": "uniform", "datasets": tuple(ADAPTIVE)}),
@@ -215,12 +215,12 @@ class PartialEpochStragglers:
 
 
 def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> Simulation:
-    """Arm ``arm`` of STUDY on ``dataset`` with ``seed``: "mu0", "mu1", "adaptive" (E = 20, uniform sampling),
+    """Arm ``arm`` of DECLARATION on ``dataset`` with ``seed``: "mu0", "mu1", "adaptive" (E = 20, uniform sampling),
     "prop-mu0", "prop-mu1" (proportional sampling), "e1-drop-<f>", "e1-keep-<f>" (E = 1, straggler fraction f)."""
     rounds = ROUNDS if rounds is None else rounds
     ds = _synthetic(dataset)
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
-    declared = next((a for a in STUDY.arms if a.name == arm), None)
+    declared = next((a for a in DECLARATION.arms if a.name == arm), None)
     if declared is None:
         raise ValueError(f"arm {arm!r}")
     settings = declared.settings
@@ -239,9 +239,9 @@ def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> 
 
 def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
     """(arm, dataset, seed) of every run, seed-major, each arm on its datasets, dataset-major within a seed."""
-    seeds = STUDY.seeds if seeds is None else seeds
-    datasets = dict.fromkeys(d for a in STUDY.arms for d in a.settings["datasets"])
-    return [(a.name, d, s) for s in seeds for d in datasets for a in STUDY.arms if d in a.settings["datasets"]]
+    seeds = DECLARATION.seeds if seeds is None else seeds
+    datasets = dict.fromkeys(d for a in DECLARATION.arms for d in a.settings["datasets"])
+    return [(a.name, d, s) for s in seeds for d in datasets for a in DECLARATION.arms if d in a.settings["datasets"]]
 
 
 def rounds_to_reach(mu_init: float, mu: float) -> int:
@@ -274,7 +274,7 @@ def cannot_act(result: dict, labels: list[str], rounds: int) -> dict:
 def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, dict, dict]:
     """The four claims' judge results; ``loss(arm, dataset, seed)`` is a run's per-round training loss over
     ``rounds`` rounds. No extrapolation across budgets: each verdict is the one at ``rounds``."""
-    seeds = STUDY.seeds if seeds is None else seeds
+    seeds = DECLARATION.seeds if seeds is None else seeds
     rounds = ROUNDS if rounds is None else rounds
     adaptive_pairs = [(d, fixed) for d in ADAPTIVE for fixed in ("mu0", "mu1")]
     adaptive = judge(
@@ -343,9 +343,9 @@ def figure(path: Path, losses: dict[tuple[str, str, int], list[float]], seeds: t
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
-    given (STUDY.seeds)."""
+    given (DECLARATION.seeds)."""
     rounds, runs = open_budget(out_dir, BUDGETS, budget, workers)
-    study = STUDY.with_seeds(seeds)
+    study = DECLARATION.with_seeds(seeds)
     seeds = study.seeds
     jobs = declare(seeds)
     outcomes = runs.run_list([simulation(*job, rounds=rounds) for job in jobs])

@@ -12,7 +12,7 @@ the slides' assumption (1) asks of L (softmax cross-entropy has Hessian <= ||x~|
 - FedAvg: Table 1's row, beta = 10 (eta = 1/(10 L)), tau = 10 read as 10 local epochs (in the authors'
   code the same option counts epochs for FedAvg and single-batch iterations for the VR methods), B = 16.
 
-The arms, seeds, budgets and the claim are declared once as data (``STUDY``, fedbench.studies.declaration); this
+The arms, seeds, budgets and the claim are declared once as data (``DECLARATION``, fedbench.studies.declaration); this
 module turns an arm into a simulation, reads the runs and draws the figure. ``run(..., seeds=...)`` runs other
 training seeds (params.yaml claim_studies.default.fedproxvr_synthetic.seeds).
 """
@@ -63,7 +63,7 @@ UNKNOWN = {"dataset of Table 1": "unknown (the slides do not say; synthetic, MNI
            "L in eta = 1/(beta L)": "unknown (the formula itself is not verified)",
            "meaning of T": "unknown (round of the best accuracy, or the run length)", "seeds": "unknown"}
 VR = {"beta": 7.0, "tau": 20, "mu": 0.1, "batch_size": 32}  # Table 1's values for both estimators (beta: the mu study's)
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="fedproxvr_synthetic", paper=FEDPROXVR_PAPER,
     dataset=f"Synthetic(0,0), {NUM_USERS} users, FedProx's power law, {TRAIN_FRACTION:.0%} train (the slides' mu study)",
     arms=(Arm("FedAvg", "fedavg", {"beta": 10.0, "local_epochs": 10, "batch_size": 16}),  # Table 1's FedAvg row
@@ -84,7 +84,7 @@ STUDY = StudyDeclaration(
                 "first version could not return not-reproduced before the slides' budget (it needed a settled loss); "
                 "the general budget rule (fedbench.claims.verdict) replaces that condition"),
         reads=("FedAvg", "SVRG", "SARAH")),))
-METHODS = tuple(a.name for a in STUDY.arms)
+METHODS = tuple(a.name for a in DECLARATION.arms)
 
 
 def smoothness(x: np.ndarray) -> float:
@@ -104,13 +104,13 @@ def simulation(method: str, seed: int, rounds: int) -> Simulation:
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     lip = smoothness(ds.train.x)
     knobs = {"method": method, "dataset": "synthetic_0_0", "users": NUM_USERS, "data_seed": DATA_SEED}
-    arm = STUDY.arm(method).settings
+    arm = DECLARATION.arm(method).settings
     if method == "FedAvg":
         cfg = sim_config(rounds=rounds, clients_per_round=ds.num_clients, local_epochs=arm["local_epochs"],
-                         batch_size=arm["batch_size"], seed=seed, evaluations=STUDY.evaluation)
+                         batch_size=arm["batch_size"], seed=seed, evaluations=DECLARATION.evaluation)
         return Simulation(f"{method}/seed={seed}", cfg, _dataset, model, FedAvg(lr=1.0 / (arm["beta"] * lip)), knobs)
     cfg = sim_config(rounds=rounds, clients_per_round=ds.num_clients, local_steps=arm["tau"] - 1,
-                     batch_size=arm["batch_size"], seed=seed, evaluations=STUDY.evaluation)
+                     batch_size=arm["batch_size"], seed=seed, evaluations=DECLARATION.evaluation)
     algorithm = FedProxVR(lr=1.0 / (arm["beta"] * lip), beta=arm["beta"], smoothness=lip, tau=arm["tau"], mu=arm["mu"],
                           estimator=method.lower())
     return Simulation(f"{method}/seed={seed}", cfg, _dataset, model, algorithm, knobs)
@@ -133,10 +133,10 @@ def figure(path: Path, histories: dict[str, list[dict[str, float]]], seed: int) 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study at round budget ``budget`` (STUDY.budgets), with training ``seeds`` if given (STUDY.seeds)."""
+    """The study at round budget ``budget`` (DECLARATION.budgets), with training ``seeds`` if given (DECLARATION.seeds)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    study = STUDY.with_seeds(seeds)
+    study = DECLARATION.with_seeds(seeds)
     rounds, paper_rounds, seeds = study.rounds(budget), study.budgets["paper"], study.seeds
     fedavg, vr, (claim,) = study.arm("FedAvg").settings, study.arm("SVRG").settings, study.claims
     jobs = [(m, s) for s in seeds for m in METHODS]

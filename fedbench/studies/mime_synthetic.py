@@ -66,7 +66,7 @@ TUNED = ("each arm at its step size tuned on seeds {tuning_seeds} (mean test acc
 # The study as data (fedbench.studies.declaration): the arms (server-only: Mime with one local step), the judged seeds
 # (the tuning seeds stay apart from them), the budget and the claims, each with its rule and the arms it reads;
 # run(seeds=...) runs other judged seeds (params.yaml claim_studies.<group>.mime_synthetic.seeds).
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="mime_synthetic", paper=MIME_PAPER,
     dataset="Synthetic(1,1), 30 devices, FedProx's power law, 90/10 split",
     arms=(Arm("Mime (SGDm)", "mime", {"variant": "mime", "base": "sgdm", "momentum": MOMENTUM}),
@@ -110,12 +110,12 @@ STUDY = StudyDeclaration(
                                                    "minus that of FedAvg (FedAvgM - FedAvg), in points"),
         reads=('Mime (SGDm)', 'Mime (SGD)', 'FedAvg + server momentum', 'FedAvg')),
 ))
-METHODS = tuple(a.name for a in STUDY.arms)
+METHODS = tuple(a.name for a in DECLARATION.arms)
 
 
 def _algorithm(method: str, lr: float):
     """Arm ``method``'s algorithm at local step size ``lr``."""
-    arm = STUDY.arm(method)
+    arm = DECLARATION.arm(method)
     return ALGORITHMS[arm.algorithm](lr=lr, **arm.settings)
 
 
@@ -153,7 +153,7 @@ def tune(outcomes: dict[tuple[str, float, int], Any]) -> dict[str, float]:
 
 def judge_all(acc, seeds=None) -> tuple[dict, dict, dict]:
     """The three claims' judge results; ``acc(method, seed, reading, budget)`` is a run's test accuracy (%)."""
-    seeds = STUDY.seeds if seeds is None else seeds
+    seeds = DECLARATION.seeds if seeds is None else seeds
     def diff(a, b):
         return lambda r, bud: [acc(a, s, r, bud) - acc(b, s, r, bud) for s in seeds]
 
@@ -190,8 +190,8 @@ def figure(path: Path, curves: dict[str, np.ndarray], lrs: dict[str, float], see
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study with judged training ``seeds`` if given (STUDY.seeds; never one of the TUNING_SEEDS)."""
-    study = STUDY.with_seeds(seeds)
+    """The study with judged training ``seeds`` if given (DECLARATION.seeds; never one of the TUNING_SEEDS)."""
+    study = DECLARATION.with_seeds(seeds)
     seeds = study.seeds
     if set(seeds) & set(TUNING_SEEDS):
         raise ConfigError(f"study mime_synthetic: seeds: {list(seeds)} share {sorted(set(seeds) & set(TUNING_SEEDS))} "

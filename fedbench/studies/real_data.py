@@ -4,16 +4,13 @@ dataset-model pairs, FedProxVR's CNN, Mime on EMNIST-62): their claims' declarat
 
 A paper-scale study is a claim study (fedbench.studies: ``run(out_dir, workers, budget, real_root) -> claims``)
 that trains on real variants built by the data pipeline (``data/real/<variant>``, fedbench.data) and declares,
-at module level, without importing torch:
-
-    NAME       the study's name, e.g. "fedlaavg_cifar10" (its module is fedbench.studies.<NAME>)
-    VARIANTS   the data.real variants it trains on (``fedbench paper run NAME`` fetches, prepares and builds them
-               with params.yaml's data.variants parameters)
-    CLAIMS     one PaperClaim per claim it judges: the claim, the published value and the rule, stated before any
-               run; ``run`` returns one entry per claim with the same ids
-    BUDGETS    the scales it runs at: "paper" (the paper's, or the stated stand-in's) and "fixture" (the test
-               suite's: fixture-sized data, a few rounds, the same code path)
-    SCALES     the runs of the "paper" budget as fedbench.bench.costs.Scale, for its projected cost
+at module level, without importing torch, one ``DECLARATION`` (fedbench.studies.declaration.StudyDeclaration):
+its arms, seeds, knobs and evaluation protocol, its ``variants`` (``fedbench paper run NAME`` fetches, prepares and
+builds them with params.yaml's data.variants parameters), its ``budgets`` ("paper": the paper's, or the stated
+stand-in's; "fixture": the test suite's, fixture-sized data, a few rounds, the same code path), its claims (each
+with the rule, stated before any run; ``run`` returns one entry per claim, built by ``DECLARATION.entry``) and
+its ``scales``: the runs of the paper budget its claims read, as fedbench.bench.costs.Scale, for its projected
+cost.
 
 ``fedbench paper run NAME`` runs it at the "paper" budget into ``runs/studies/NAME/`` (kept with the train
 stage's runs, so a later ``dvc repro`` reports it); until then the report carries ``not_run_entry`` for each of
@@ -25,39 +22,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fedbench.bench.costs import Scale, load_measured, project_study
-from fedbench.claims.entry import CLAIM_KEYS, claim, new_entry, not_run
-from fedbench.claims.magnitude import combine as combine_parts, split
+from fedbench.claims.entry import CLAIM_KEYS, claim, not_run
+from fedbench.claims.magnitude import combine as combine_parts
+from fedbench.claims.magnitude import split
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
+    from fedbench.studies.declaration import Claim, StudyDeclaration
 
 REAL_ROOT = Path("data/real")  # where the partition stage builds the real variants
-PAPER_STUDIES_ROOT = Path("runs/studies")  # where `fedbench paper run` writes a paper-scale study
-
-
-@dataclass(frozen=True)
-class PaperClaim:
-    """A real-data claim a paper-scale study judges: what the paper says (``claim``, ``where``, ``published``
-    with keys value, unit, scope, statement), the ``rule`` its verdict comes from (written before any run and
-    never from the published number), the paper's round budget, the fidelity of the ``paper`` budget
-    (paper-scale, or stand-in where the paper leaves its setup unstated), and ``note``: what the study assumes
-    where the paper is silent (said in the not-run entry)."""
-
-    id: str
-    paper: str
-    where: str
-    claim: str
-    published: dict[str, Any]
-    rule: str
-    rounds_paper: int | None
-    fidelity: str = "paper-scale"
-    note: str = ""
 
 
 def study_module(name: str) -> ModuleType:
@@ -74,18 +52,7 @@ def study_cost(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Any]:
     return project_study(scales, load_measured())
 
 
-def base_entry(c: PaperClaim, *, scale: dict[str, Any], deviations: list[str], figure: dict[str, str] | None,
-               fidelity: str | None = None, rounds_run: int | None = None, training_seeds: list[int] = (),
-               data_seeds: list[int] = (), observed: str = "", reproduced: Any = None) -> dict[str, Any]:
-    """A not-yet-judged entry of claim ``c`` (fedbench.claims.entry.new_entry), its fidelity the claim's
-    unless the budget run says otherwise (the fixture budget: stand-in, fixture-sized data)."""
-    return new_entry(id=c.id, paper=c.paper, where=c.where, claim_text=c.claim, published=c.published, rule=c.rule,
-                     scale=scale, deviations=deviations, figure=figure, fidelity=fidelity or c.fidelity,
-                     rounds_run=rounds_run, rounds_paper=c.rounds_paper, training_seeds=list(training_seeds),
-                     data_seeds=list(data_seeds), observed=observed, reproduced=reproduced)
-
-
-def redeclared(entry: dict[str, Any], c: PaperClaim) -> dict[str, Any]:
+def redeclared(entry: dict[str, Any], c: Claim) -> dict[str, Any]:
     """A judged ``entry`` of claim ``c``, as a paper run left it, with ``c``'s current published value and its
     direction, magnitude and verdict split again from the entry's recorded parts (no retraining): a corrected
     published value or magnitude part applies to runs made before it. Unchanged where the entry was not judged or
@@ -99,52 +66,39 @@ def redeclared(entry: dict[str, Any], c: PaperClaim) -> dict[str, Any]:
     return claim(**fields) | {k: v for k, v in entry.items() if k not in CLAIM_KEYS}
 
 
-def declared_seeds(module: ModuleType) -> tuple[int, ...]:
-    """The training seeds a paper-scale study's "paper" budget runs."""
-    d = getattr(module, "DECLARATION", None)
-    return d.seeds_at("paper") if d is not None else tuple(module.BUDGETS["paper"].seeds)
+def declaration(name: str) -> StudyDeclaration:
+    """Paper-scale study ``name``'s declaration: its module's ``DECLARATION``."""
+    return study_module(name).DECLARATION
 
 
-# what a paper-scale study declares, read from its DECLARATION (fedbench.studies.declaration.StudyDeclaration), or,
-# until every study has one (issue 19.2, in progress), from its module-level CLAIMS, VARIANTS and SCALES
-def claims_of(name: str) -> tuple[Any, ...]:
-    module = study_module(name)
-    d = getattr(module, "DECLARATION", None)
-    return d.claims if d is not None else tuple(module.CLAIMS)
+def claims_of(name: str) -> tuple[Claim, ...]:
+    return declaration(name).claims
 
 
 def variants_of(name: str) -> tuple[str, ...]:
-    module = study_module(name)
-    d = getattr(module, "DECLARATION", None)
-    return d.variants if d is not None else tuple(module.VARIANTS)
+    return declaration(name).variants
 
 
 def scales_of(name: str) -> tuple[Scale, ...]:
-    module = study_module(name)
-    d = getattr(module, "DECLARATION", None)
-    return tuple(d.scales) if d is not None else tuple(module.SCALES)
+    return tuple(declaration(name).scales)
 
 
 def not_run_entry(name: str) -> list[dict[str, Any]]:
     """Study ``name``'s claims as not-run entries: the command that runs it, its projected cost at the paper
     budget, the variants it needs, what it assumes where the paper is silent, and the runs and seeds it declares
-    (its SCALES and the paper budget's seeds, in the entry's scale and seeds: the registry's hash covers them,
+    (its scales and the paper budget's seeds, in the entry's scale and seeds: the registry's hash covers them,
     so they cannot change silently before the study has run)."""
-    module = study_module(name)
-    scales, variants = scales_of(name), variants_of(name)
-    cost = study_cost(scales)
+    d = declaration(name)
+    cost = study_cost(d.scales)
     cmd = command(name)
     out = []
-    for c in claims_of(name):
-        declared = {"study": name, "variants": list(variants), "budget": "paper",
-                    "runs": [dataclasses.asdict(s) for s in scales]}
-        fields = dict(scale=declared, deviations=[c.note] if c.note else [], figure=None,
-                      training_seeds=list(declared_seeds(module)))
-        d = getattr(module, "DECLARATION", None)
-        e = (d.entry(c.id, **fields, rounds_run=None, data_seeds=list(d.data_seeds)) if d is not None
-             else base_entry(c, **fields))
+    for c in d.claims:
+        declared = {"study": name, "variants": list(d.variants), "budget": "paper",
+                    "runs": [dataclasses.asdict(s) for s in d.scales]}
+        e = d.entry(c.id, scale=declared, deviations=[c.note] if c.note else [], figure=None, rounds_run=None,
+                    training_seeds=list(d.seeds_at("paper")))
         out.append(not_run(e, f"not run: the paper-scale study {name} has not run on this machine; `{cmd}` fetches "
-                              f"its data ({', '.join(variants)}) and runs it (projected {cost['hours']:g} h on "
+                              f"its data ({', '.join(d.variants)}) and runs it (projected {cost['hours']:g} h on "
                               f"{cost['device']})", f"running `{cmd}` ({cost['basis']})")
                    | {"command": cmd, "cost": cost})
     return out

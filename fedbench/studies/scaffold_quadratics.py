@@ -78,7 +78,7 @@ STEPS_G = 1.0  # the local-steps runs' G (the rate in the converging phase does 
 # The study as data (fedbench.studies.declaration): deterministic (exact gradients, both clients every round: no
 # seed randomness, so it declares no seeds and params.yaml cannot give it any), its arms, the knobs it sweeps and its
 # claims with the arms each reads ("scaffold-warm" is reported, not judged).
-STUDY = StudyDeclaration(
+DECLARATION = StudyDeclaration(
     name="scaffold_quadratics", paper=SCAFFOLD_PAPER,
     dataset="two scalar quadratics f1 = mu x^2 + G x, f2 = -G x (section 7.2, Theorem II's construction as we read it)",
     arms=(Arm("scaffold", "scaffold", {"eta_g": 1.0, "control_variate": "II", "start": "zero"}),
@@ -294,7 +294,7 @@ def heterogeneity_claim(curves: dict) -> dict[str, Any]:
         + ", rounds to target "
         + "; ".join(f"K={k}: " + ", ".join(f"G={g:g} {_fmt_rounds(to_target[('scaffold-warm', k, g)])}"
                                           for g in G_VALUES) for k in K_VALUES))
-    entry = STUDY.entry(
+    entry = DECLARATION.entry(
         'scaffold/quadratics/unaffected-by-heterogeneity',
         reproduced={"scaffold_rounds_per_decade": {f"K={k}, G={g:g}": {"rpd": _num(rpd[(k, g)][0]),
                                                                        "lr": rpd[(k, g)][1]}
@@ -364,7 +364,7 @@ def local_steps_claim(curves: dict) -> dict[str, Any]:
                             for lr in COMMON_LRS)
                 + f". Each method at its best step size: K=2 {tuned['K=2']:.2f}x, K=10 {tuned['K=10']:.2f}x (SGD at "
                   "step 1 = 1/beta solves this one-dimensional f in one round)")
-    entry = STUDY.entry(
+    entry = DECLARATION.entry(
         'scaffold/quadratics/local-steps-help', rule_fields={"common_lrs": ", ".join(f"{lr:g}" for lr in COMMON_LRS)},
         reproduced={"speedup_same_step": table, "speedup_tuned": tuned,
                     "sgd_rounds_per_decade": {f"step {lr:g}": _num(v) for lr, v in rpd_sgd.items()}},

@@ -6,11 +6,11 @@ import json
 import pandas as pd
 import pytest
 
+from fedbench.claims.entry import plain
 from fedbench.config import load_config
 from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
-from fedbench.report.papers import PAPERS
 from fedbench.report.claims import STUDY, common_deviations, evaluate_claims
-from fedbench.claims.entry import plain
+from fedbench.report.papers import PAPERS
 from tests.report.test_claims import _curves
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs
@@ -126,15 +126,6 @@ def test_a_declared_study_not_run_gives_its_claims_not_run(tmp_path):
     assert c["id"] == "delta-fl/gaussian-triangle/longest-side-midpoint" and c["rule"].startswith("on the obtuse")
     md = claims_markdown([c], pd.DataFrame())
     assert "delta-fl/gaussian-triangle/longest-side-midpoint" in md
-
-
-def test_study_not_run_placeholder(tmp_path):
-    """A study that declares no claims as data (a paper-scale one, listed here) gives one placeholder."""
-    cfg = load_config("params.yaml", {"claim_studies": {"default": {"scaffold_emnist": {"budget": "paper"}}}})
-    (c,) = study_claims(cfg, tmp_path)
-    assert c["verdict"] == "not-run" and c["study"] == "scaffold_emnist" and "has not run" in c["observed"]
-    md = claims_markdown([c], pd.DataFrame())
-    assert "scaffold_emnist/*" in md
 
 
 def test_registration_marks_and_rules_changed_after_results(claims):

@@ -107,3 +107,20 @@ def test_an_entry_takes_the_claims_paper_rounds_and_fidelity_unless_given():
     assert (e["paper"], e["claim"], e["rounds_paper"], e["fidelity"], e["seeds"]) == (
         "P", "A beats B.", 200, "paper-scale", {"training": [0, 1], "data": []})
     assert s.entry("p/x/c", scale={}, deviations=[], figure=None, rounds_run=5, fidelity="stand-in")["fidelity"] == "stand-in"
+
+
+def test_every_claim_study_is_declared_one_way():
+    """Every claim study, small or paper-scale, declares itself as one StudyDeclaration named after its module,
+    whose budgets are the ones params.yaml's validation reads from its source (fedbench.config.study_budgets)."""
+    import importlib
+
+    from fedbench.config import available_claim_studies, study_budgets
+    from fedbench.studies.paper_profile import CLAIM_STUDIES
+
+    names = available_claim_studies()
+    assert set(CLAIM_STUDIES) <= set(names) and len(names) >= 19
+    for name in names:
+        d = importlib.import_module(f"fedbench.studies.{name}").DECLARATION
+        assert isinstance(d, StudyDeclaration) and d.name == name and d.claims, name
+        assert list(d.budgets) == study_budgets(name), name
+        assert all(c.fidelity is not None for c in d.claims) or name not in CLAIM_STUDIES, name

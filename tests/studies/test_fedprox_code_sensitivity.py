@@ -34,7 +34,7 @@ def test_the_rule_and_readings_are_the_headlines():
     t = cfg.train
     assert (t.rounds, t.clients_per_round, t.local_epochs, t.batch_size, t.lr, t.sampling, t.straggler_epochs) == \
         (study.ROUNDS, study.K, study.EPOCHS, study.BATCH, study.LR, "uniform", "authors_code")
-    assert tuple(t.seeds) == study.STUDY.seeds and cfg.algorithms["fedprox_mu1"].hyper == {"mu": study.MU}
+    assert tuple(t.seeds) == study.DECLARATION.seeds and cfg.algorithms["fedprox_mu1"].hyper == {"mu": study.MU}
 
 
 def test_each_variant_changes_one_setting_of_the_main_jobs():
@@ -64,7 +64,7 @@ def _curves(gain_of_seed):
 
 def test_rule_on_made_up_curves():
     result = study.judge_variant(_curves(lambda s: 10.0 + s))
-    assert result["effect"]["per_seed"] == [pytest.approx(10.0 + s) for s in study.STUDY.seeds]
+    assert result["effect"]["per_seed"] == [pytest.approx(10.0 + s) for s in study.DECLARATION.seeds]
     assert result["effect"]["estimate"] == pytest.approx(12.0)
     assert result["verdict"] == "reproduced"
     assert [c["reading"] for c in result["sensitivity"] if c["budget"] == 1.0] == \

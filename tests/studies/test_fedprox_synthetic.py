@@ -91,7 +91,7 @@ def test_rules():
     _, sampling, _, mu1 = study.judge_all(wiggly)
     assert sampling["verdict"] == "reproduced"
     n_odd = study.ROUNDS // 2
-    assert sampling["parts"][0]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.01 * s)) for s in study.STUDY.seeds]
+    assert sampling["parts"][0]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.01 * s)) for s in study.DECLARATION.seeds]
 
 
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
@@ -122,7 +122,7 @@ def test_mu1_stabler_under_both_sampling_schemes():
     *_, mu1 = study.judge_all(curves({"mu0", "prop-mu0"}))
     assert [p["part"] for p in mu1["parts"]] == ["uniform: mu=0 - mu=1", "proportional: mu=0 - mu=1"]
     n_odd = study.ROUNDS // 2
-    assert mu1["parts"][1]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.01 * s)) for s in study.STUDY.seeds]
+    assert mu1["parts"][1]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.01 * s)) for s in study.DECLARATION.seeds]
     assert mu1["verdict"] == "reproduced"
     *_, mu1 = study.judge_all(curves({"mu0", "prop-mu1"}))
     assert [p["verdict"] for p in mu1["parts"]] == ["reproduced", "not-reproduced"]
@@ -151,4 +151,4 @@ def test_adaptive_mu_mechanism_needs_its_rounds():
     adaptive, *_ = study.judge_all(curves, rounds=200)
     assert adaptive["verdict"] == "reproduced" and not any("cannot act" in n for n in adaptive["notes"])
     assert adaptive["parts"][0]["per_seed"] == [pytest.approx(100 * ((1.02 + 0.001 * s) / (1.07 + 0.001 * s) - 1))
-                                                for s in study.STUDY.seeds]
+                                                for s in study.DECLARATION.seeds]

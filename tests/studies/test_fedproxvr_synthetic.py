@@ -30,10 +30,10 @@ def test_smoothness_bounds_every_sample_hessian():
 
 def _shrunk(monkeypatch, budgets, seeds):
     """The study with a few rounds, ``seeds``, 10 users and FedAvg at 1 local epoch (its declaration replaced)."""
-    fedavg = study.STUDY.arm("FedAvg")
+    fedavg = study.DECLARATION.arm("FedAvg")
     arms = tuple(dataclasses.replace(a, settings={**a.settings, "local_epochs": 1}) if a is fedavg else a
-                 for a in study.STUDY.arms)
-    monkeypatch.setattr(study, "STUDY", dataclasses.replace(study.STUDY, budgets=budgets, seeds=seeds, arms=arms))
+                 for a in study.DECLARATION.arms)
+    monkeypatch.setattr(study, "DECLARATION", dataclasses.replace(study.DECLARATION, budgets=budgets, seeds=seeds, arms=arms))
     monkeypatch.setattr(study, "NUM_USERS", 10)
     study._dataset.cache_clear()
 
@@ -73,7 +73,7 @@ def test_seeds_override_runs_other_seeds_and_says_so(tmp_path, monkeypatch):
 
 
 def test_declaration_is_what_the_pipeline_runs():
-    assert study.STUDY.budgets == study.BUDGETS == {"pipeline": 40, "paper": 1000}
-    assert study.STUDY.seeds == (0, 1, 2, 3, 4) and study.METHODS == ("FedAvg", "SVRG", "SARAH")
-    (claim,) = study.STUDY.claims
+    assert study.DECLARATION.budgets == study.BUDGETS == {"pipeline": 40, "paper": 1000}
+    assert study.DECLARATION.seeds == (0, 1, 2, 3, 4) and study.METHODS == ("FedAvg", "SVRG", "SARAH")
+    (claim,) = study.DECLARATION.claims
     assert claim.reads == study.METHODS and "over the 41 evaluations" in claim.rule_at(evaluations=41)

@@ -51,7 +51,7 @@ def test_tuning_picks_the_best_tail_accuracy_on_tuning_seeds(monkeypatch):
             for lr in study.LR_GRID for s in study.TUNING_SEEDS}
     best = study.tune(runs)
     assert best["FedAvg"] == 0.1 and best["Mime (SGDm)"] == 0.01
-    assert not set(study.TUNING_SEEDS) & set(study.STUDY.seeds)
+    assert not set(study.TUNING_SEEDS) & set(study.DECLARATION.seeds)
 
 
 def test_rules():
