@@ -36,7 +36,7 @@ from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
-from fedbench.claims.entry import judged, new_entry
+from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
 
 NUM_USERS = 100
@@ -177,12 +177,11 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         "minibatches are the engine's per-epoch permutations (the authors draw each batch at random)",
         "data is our seeded draw of the FedProx generator law (75/25 split), not the authors' files",
     ]
-    entry = new_entry(
-        id=claim.id, paper=study.paper, where=claim.where, claim_text=claim.claim_text, published=claim.published,
+    entry = study.entry(
+        claim.id, rule_fields={"evaluations": rounds + 1},
         reproduced={"unit": f"best test accuracy (%) within {rounds} rounds",
                     **{m: [round(v, 2) for v in best[m]] for m in METHODS},
                     "final_training_loss": {m: [round(float(v), 4) for v in final_loss[m]] for m in METHODS}},
-        rule=claim.rule_at(evaluations=rounds + 1),
         scale={"dataset": "synthetic_0_0", "users": NUM_USERS, "users_per_round": NUM_USERS,
                "train_fraction": TRAIN_FRACTION, "rounds": rounds, "smoothness_L": round(lip, 3),
                "fedproxvr": {**vr, "engine_local_steps": vr["tau"] - 1}, "fedavg": fedavg, "model": "mclr"},

@@ -211,7 +211,9 @@ def test_sent140_tokens_and_linear_features(mirror, tmp_path):
 def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
     """`fedbench paper run fedlaavg_cifar10`'s path at the fixture budget: CIFAR-10 fetched from the mirror,
     prepared and built with params.yaml's variant parameters, the study run into runs/studies/, then read by the
-    report as judged entries with their measured cost, its figure copied beside the report's."""
+    report as judged entries with their measured cost, its figure copied beside the report's. The fixture budget
+    writes runs/studies-fixture/ (one folder per study and budget), which the report reads while the paper budget's
+    has not run."""
     import yaml
 
     from fedbench.config import load_config
@@ -226,7 +228,8 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     claims = run_claim(str(tmp_path / "params.yaml"), "fedlaavg_cifar10", tmp_path / "data", runs, progress=False,
                        budget="fixture")
-    assert [n for k, n in mirror.hits.items() if k.endswith("/cifar-10-python.tar.gz")] == [1] and (runs / "studies" / "fedlaavg_cifar10" / "claims.json").exists()
+    assert [n for k, n in mirror.hits.items() if k.endswith("/cifar-10-python.tar.gz")] == [1] and (runs / "studies-fixture" / "fedlaavg_cifar10" / "claims.json").exists()
+    assert not (runs / "studies" / "fedlaavg_cifar10").exists()
     entries = real_claims.paper_study_entries("fedlaavg_cifar10", runs)
     assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims] == [c["id"] for c in claims]
     for e in entries:
@@ -236,4 +239,4 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
                                        tmp_path / "figures")
     copied = {f.relative_to(tmp_path / "figures").as_posix() for f in figures}
     assert {e["figure"]["path"].removeprefix("figures/") for e in entries} <= copied  # every entry's figure is there
-    assert json.loads((runs / "studies" / "fedlaavg_cifar10" / "claims.json").read_text())["budget"] == "fixture"
+    assert json.loads((runs / "studies-fixture" / "fedlaavg_cifar10" / "claims.json").read_text())["budget"] == "fixture"
