@@ -119,7 +119,8 @@ def admissible_mixtures(theta: float, step: int = GRID) -> np.ndarray:
 def simulation(name: str, algorithm, triangle: str) -> Simulation:
     """``algorithm`` on the ``triangle`` (OBTUSE or ACUTE), its global model traced every round."""
     means = TRIANGLES[triangle]
-    cfg = sim_config(rounds=ROUNDS, clients_per_round=len(means), local_epochs=1, batch_size=SAMPLES, seed=0)
+    cfg = sim_config(evaluations=DECLARATION.evaluation,
+                     rounds=ROUNDS, clients_per_round=len(means), local_epochs=1, batch_size=SAMPLES, seed=0)
     return Simulation(name=f"{name}/{triangle}", config=cfg, dataset=functools.partial(_triangle_dataset, triangle),
                       model=mean_estimation(dim=DIM, start=0.0), algorithm=algorithm,
                       knobs={"triangle": triangle, "means": means.tolist()}, trace=True)

@@ -135,7 +135,8 @@ def _synthetic(name: str) -> FederatedDataset:
 def simulation(name: str, method: str, seed: int, rounds: int | None = None) -> Simulation:
     rounds = ROUNDS if rounds is None else rounds
     ds = _synthetic(name)
-    cfg = sim_config(rounds=rounds, clients_per_round=_clients_per_round(method), local_epochs=EPOCHS,
+    cfg = sim_config(evaluations=DECLARATION.evaluation,
+                     rounds=rounds, clients_per_round=_clients_per_round(method), local_epochs=EPOCHS,
                      batch_size=BATCH, seed=seed)
     return Simulation(f"{method}/{name}/seed={seed}", cfg, functools.partial(_synthetic, name),
                       build_model("mclr", ds.feature_shape, ds.num_classes), _algorithm(method),

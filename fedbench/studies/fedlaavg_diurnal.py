@@ -117,7 +117,8 @@ def _shared_dataset() -> FederatedDataset:
 
 
 def config(seed: int, availability: AvailabilityConfig) -> SimulationConfig:
-    return sim_config(rounds=ROUNDS, clients_per_round=K, local_steps=C, batch_size=BATCH, seed=seed,
+    return sim_config(evaluations=DECLARATION.evaluation,
+                      rounds=ROUNDS, clients_per_round=K, local_steps=C, batch_size=BATCH, seed=seed,
                       availability=availability)
 
 

@@ -79,7 +79,8 @@ def periods_needed(eta: float) -> int:
 
 
 def config(eta: float) -> SimulationConfig:
-    return sim_config(rounds=periods_needed(eta) * (A + B), clients_per_round=1, local_epochs=1,
+    return sim_config(evaluations=DECLARATION.evaluation,
+                      rounds=periods_needed(eta) * (A + B), clients_per_round=1, local_epochs=1,
                       batch_size=len(OFFSETS), seed=0,
                       availability=AvailabilityConfig(model="diurnal", period=A, beta=B / A, groups=(0, 1)))
 

@@ -134,7 +134,8 @@ def simulation(variant: str, arm: str, seed: int, rounds: int | None = None) -> 
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     settings = DECLARATION.arm(arm).settings
     algorithm = FedAvg(**settings) if DECLARATION.arm(arm).algorithm == "fedavg" else FedProx(**settings)
-    cfg = sim_config(rounds=ROUNDS if rounds is None else rounds, clients_per_round=K, local_epochs=EPOCHS,
+    cfg = sim_config(evaluations=DECLARATION.evaluation,
+                     rounds=ROUNDS if rounds is None else rounds, clients_per_round=K, local_epochs=EPOCHS,
                      batch_size=BATCH, straggler_fraction=STRAGGLERS, seed=seed, **VARIANTS[variant])
     return Simulation(f"{variant}/{arm}/seed={seed}", cfg, _synthetic, model, algorithm,
                       {"variant": variant, "arm": arm, "dataset": DATASET})

@@ -231,7 +231,8 @@ def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> 
         algorithm = FedProxAdaptiveMu(lr=LR, mu_init=settings["mu_init"][dataset])
     else:
         algorithm = PartialEpochStragglers(lr=LR, fraction=settings["stragglers"], keep=settings["keep"])
-    cfg = sim_config(rounds=rounds, clients_per_round=K, local_epochs=epochs, batch_size=BATCH, sampling=sampling,
+    cfg = sim_config(evaluations=DECLARATION.evaluation,
+                     rounds=rounds, clients_per_round=K, local_epochs=epochs, batch_size=BATCH, sampling=sampling,
                      seed=seed)
     return Simulation(f"{arm}/{dataset}/seed={seed}", cfg, functools.partial(_synthetic, dataset), model, algorithm,
                       {"arm": arm, "dataset": dataset})

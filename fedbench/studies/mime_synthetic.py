@@ -133,7 +133,8 @@ def _dataset() -> FederatedDataset:
 
 def simulation(method: str, lr: float, seed: int) -> Simulation:
     ds = _dataset()
-    cfg = sim_config(rounds=ROUNDS, clients_per_round=CLIENTS_PER_ROUND,
+    cfg = sim_config(evaluations=DECLARATION.evaluation,
+                     rounds=ROUNDS, clients_per_round=CLIENTS_PER_ROUND,
                      local_steps=1 if method in SERVER_ONLY else LOCAL_STEPS, batch_size=BATCH_SIZE,
                      sampling="proportional", seed=seed)
     return Simulation(f"{method}/lr={lr:g}/seed={seed}", cfg, _dataset,

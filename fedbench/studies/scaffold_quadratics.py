@@ -194,7 +194,8 @@ def simulation(method: str, heterogeneity: float, local_steps: int, lr: float) -
         raise ValueError(f"method {method!r}")
     # FedAvg's loss on G = 100 settles near 1,100 from f_0 = 0.5: the plateau this study measures, not a divergence,
     # so the engine's bound relative to f_0 (fedbench.engine.metrics.has_diverged) is lifted; non-finite still stops
-    cfg = sim_config(rounds=MAX_ROUNDS, clients_per_round=2, local_epochs=local_steps, batch_size=1, seed=0,
+    cfg = sim_config(evaluations=DECLARATION.evaluation,
+                     rounds=MAX_ROUNDS, clients_per_round=2, local_epochs=local_steps, batch_size=1, seed=0,
                      divergence_factor=math.inf)
     return Simulation(name=f"{method}/G={heterogeneity:g}/K={local_steps}/lr={lr:.4g}", config=cfg,
                       dataset=functools.partial(instance, heterogeneity), model=scalar_quadratics(X0),

@@ -124,3 +124,14 @@ def test_every_claim_study_is_declared_one_way():
         assert isinstance(d, StudyDeclaration) and d.name == name and d.claims, name
         assert list(d.budgets) == study_budgets(name), name
         assert all(c.fidelity is not None for c in d.claims) or name not in CLAIM_STUDIES, name
+
+
+def test_a_small_studys_runs_evaluate_as_its_declaration_says(monkeypatch):
+    """The evaluation protocol is the declaration's: a study whose declaration names another cadence runs it."""
+    from fedbench.engine.evaluation import EvalSpec
+    from fedbench.studies import mime_synthetic as study
+
+    assert study.simulation("Mime (SGDm)", 0.1, 0).config.evaluations == study.DECLARATION.evaluation
+    every5 = (EvalSpec("train", every=5), EvalSpec("test", every=5))
+    monkeypatch.setattr(study, "DECLARATION", dataclasses.replace(study.DECLARATION, evaluation=every5))
+    assert study.simulation("Mime (SGDm)", 0.1, 0).config.evaluations == every5
