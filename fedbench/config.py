@@ -364,6 +364,10 @@ def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
                                   f"{', '.join(available)}")
             if name in out:
                 raise ConfigError(f"{where}: also in claim_studies.default; list a study once")
+            if study_is_paper_scale(name):
+                raise ConfigError(f"{where}: {name} is a paper-scale study on real data (its runs go to runs/studies*, "
+                                  f"not a claim_studies stage); allowed: a small claim study; run it with `fedbench "
+                                  f"paper run {name}`")
             settings = {} if settings is None else settings
             if not isinstance(settings, dict):
                 raise ConfigError(f"{where}: expected a mapping {{budget, seeds}}, got {settings!r}")
@@ -451,6 +455,16 @@ def study_is_deterministic(name: str) -> bool:
     for node in ast.walk(_study_source(name)):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "StudyDeclaration":
             return any(k.arg == "seeds" and isinstance(k.value, ast.Tuple) and not k.value.elts for k in node.keywords)
+    return False
+
+
+def study_is_paper_scale(name: str) -> bool:
+    """Whether claim study ``name`` trains on real-data variants (its declaration names ``variants``: a paper-scale
+    study, run by ``fedbench study run`` or ``fedbench paper run`` into runs/studies*, never by a DVC stage), read
+    from its source."""
+    for node in ast.walk(_study_source(name)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "StudyDeclaration":
+            return any(k.arg == "variants" for k in node.keywords)
     return False
 
 

@@ -144,9 +144,10 @@ def _claim_studies(r, group, name, value):
      "claim_studies.default.mime_synthetic.seeds: expected distinct integers >= 0, got [-1]"),
     (lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": "0-4"}),
      "claim_studies.default.mime_synthetic.seeds: expected a non-empty list of integers, got '0-4'"),
-    (lambda r: _claim_studies(r, "opt_in", "mime_emnist", {"budget": "paper", "seeds": [0, 1]}),
-     "claim_studies.opt_in.mime_emnist.seeds: study mime_emnist fixes its seeds in its module (its run() "
-     "takes no seeds); allowed: leave seeds out"),
+    (lambda r: _claim_studies(r, "opt_in", "mime_emnist", {"budget": "paper"}),
+     "claim_studies.opt_in.mime_emnist: mime_emnist is a paper-scale study on real data (its runs go to "
+     "runs/studies*, not a claim_studies stage); allowed: a small claim study; run it with `fedbench paper run "
+     "mime_emnist`"),
     (lambda r: _claim_studies(r, "default", "delta_fl_triangle", {"seeds": [0, 1]}),
      "claim_studies.default.delta_fl_triangle.seeds: study delta_fl_triangle is deterministic (no seed randomness: its "
      "declaration has seeds=()); allowed: leave seeds out"),
@@ -167,6 +168,17 @@ def test_claim_study_errors_name_the_study_and_key(tmp_path, edit, message):
     with pytest.raises(ConfigError) as err:
         load_config(_params(tmp_path, edit))
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_seeds_for_a_study_whose_run_fixes_them_are_refused(tmp_path, monkeypatch):
+    """Every small seed-based study takes other seeds today; a study whose run() takes none is refused them."""
+    import fedbench.config as config
+
+    monkeypatch.setattr(config, "study_takes_seeds", lambda name: name != "mime_synthetic")
+    with pytest.raises(ConfigError) as err:
+        load_config(_params(tmp_path, lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": [0, 1]})))
+    assert str(err.value) == ("claim_studies.default.mime_synthetic.seeds: study mime_synthetic fixes its seeds in its "
+                              "module (its run() takes no seeds); allowed: leave seeds out")
 
 
 def test_claim_study_without_settings_runs_at_the_pipeline_budget(tmp_path):
