@@ -34,6 +34,7 @@ from fedbench.config import (
     _one_of,
     available_claim_studies,
     study_budgets,
+    study_is_paper_scale,
 )
 from fedbench.errors import ConfigError, DataError
 from fedbench.executors import ExecutorSettings
@@ -45,10 +46,9 @@ RUNS_ROOT = Path("runs")
 
 
 def is_paper_scale(name: str) -> bool:
-    """Whether claim study ``name`` trains on real variants at the paper's scale (paper_profile.CLAIM_STUDIES)."""
-    from fedbench.studies.paper_profile import CLAIM_STUDIES
-
-    return name in CLAIM_STUDIES
+    """Whether claim study ``name`` trains on real variants (its declaration names ``variants``): the test that
+    params.yaml's validation makes (fedbench.config.study_is_paper_scale), so the two never disagree."""
+    return study_is_paper_scale(name)
 
 
 def home_budget(cfg: Config, name: str) -> str:

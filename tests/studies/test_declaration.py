@@ -114,11 +114,12 @@ def test_every_claim_study_is_declared_one_way():
     whose budgets are the ones params.yaml's validation reads from its source (fedbench.config.study_budgets)."""
     import importlib
 
-    from fedbench.config import available_claim_studies, study_budgets
+    from fedbench.config import available_claim_studies, study_budgets, study_is_paper_scale
     from fedbench.studies.paper_profile import CLAIM_STUDIES
 
     names = available_claim_studies()
     assert set(CLAIM_STUDIES) <= set(names) and len(names) >= 19
+    assert {n for n in names if study_is_paper_scale(n)} == set(CLAIM_STUDIES)  # the paper profile's list agrees
     for name in names:
         d = importlib.import_module(f"fedbench.studies.{name}").DECLARATION
         assert isinstance(d, StudyDeclaration) and d.name == name and d.claims, name
