@@ -95,11 +95,11 @@ def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress
     ``fedbench study run NAME --budget BUDGET`` (fedbench.studies.stage.run_study, with train.workers processes):
     into ``runs_root/studies/NAME/`` at the paper budget, ``runs_root/studies-BUDGET/NAME/`` at another (replaced
     atomically when it finishes)."""
-    from fedbench.studies.real_data import variants_of
+    from fedbench.studies.real_data import declaration
     from fedbench.studies.stage import run_study
 
     cfg = load_config(params)
-    build_variants(cfg, list(variants_of(name)), data_root, progress)
+    build_variants(cfg, list(declaration(name).variants), data_root, progress)
     return run_study(cfg, name, budget=budget, workers=cfg.train.workers, runs_root=runs_root,
                      real_root=data_root / "real")
 
@@ -107,9 +107,9 @@ def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress
 def study_variants(params: str, name: str) -> list[str]:
     """The data.real variants study ``name`` builds."""
     if name in CLAIM_STUDIES:
-        from fedbench.studies.real_data import variants_of
+        from fedbench.studies.real_data import declaration
 
-        return list(variants_of(name))
+        return list(declaration(name).variants)
     return _variant_of(study_config(params, name), name)
 
 

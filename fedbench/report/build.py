@@ -42,8 +42,8 @@ MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
     """Claims of the configured claim studies, read from their ``claims.json``. A study that has not run gives its
-    declared claims not-run (fedbench.studies.not_run_entries), saying what runs it: ``dvc repro`` for a default study, ``fedbench study run NAME`` and what it cost where it
-    was measured for an opt-in one (params.yaml claim_studies.opt_in: no DVC stage runs it)."""
+    declared claims not-run (fedbench.studies.not_run_entries), saying what runs it: ``dvc repro`` for a default
+    study, ``fedbench study run NAME`` and what it cost where it was measured for an opt-in one (params.yaml claim_studies.opt_in: no DVC stage runs it)."""
     out = []
     for name, declared in cfg.claim_studies.items():
         path = Path(studies_root) / name / "claims.json"

@@ -525,7 +525,7 @@ def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
     command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
     import json
 
-    from fedbench.studies.real_data import claims_of, not_run_entry, redeclared
+    from fedbench.studies.real_data import declaration, not_run_entry, redeclared
     from fedbench.studies.record import read_simulations
     from fedbench.studies.stage import reported_folder
 
@@ -543,7 +543,7 @@ def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
     # a judged claim with its current declaration's published value and magnitude part (split again from its
     # recorded parts); one the run left not-run, as the current declaration states it
     return [redeclared(ran[c.id], c) if ran.get(c.id, {}).get("verdict") not in (None, "not-run") else p
-            for c, p in zip(claims_of(name), pending)]
+            for c, p in zip(declaration(name).claims, pending)]
 
 
 def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:

@@ -182,8 +182,8 @@ def study_scales(seeds: int) -> dict[str, tuple[Scale, ...]]:
     """Every paper study's runs for its cost (name -> Scale tuple, read and context runs): the FedProx studies of
     both profiles at ``seeds`` seeds (params.yaml's train.seeds), then the claim studies and the stand-ins (their
     modules' SCALES)."""
-    from fedbench.studies.real_data import scales_of
+    from fedbench.studies.real_data import declaration
 
     out: dict[str, tuple[Scale, ...]] = {name: s.scales(seeds) for name, s in STUDIES.items()}
-    out.update({name: scales_of(name) for name in CLAIM_STUDIES})
+    out.update({name: tuple(declaration(name).scales) for name in CLAIM_STUDIES})
     return out

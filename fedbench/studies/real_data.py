@@ -71,18 +71,6 @@ def declaration(name: str) -> StudyDeclaration:
     return study_module(name).DECLARATION
 
 
-def claims_of(name: str) -> tuple[Claim, ...]:
-    return declaration(name).claims
-
-
-def variants_of(name: str) -> tuple[str, ...]:
-    return declaration(name).variants
-
-
-def scales_of(name: str) -> tuple[Scale, ...]:
-    return tuple(declaration(name).scales)
-
-
 def not_run_entry(name: str) -> list[dict[str, Any]]:
     """Study ``name``'s claims as not-run entries: the command that runs it, its projected cost at the paper
     budget, the variants it needs, what it assumes where the paper is silent, and the runs and seeds it declares

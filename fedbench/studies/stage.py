@@ -116,9 +116,9 @@ def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_R
 def missing_variant(name: str, real_root: Path) -> str | None:
     """The first real variant paper-scale study ``name`` trains on that is not built in ``real_root`` (no
     ``meta.json``, written last: fedbench.data.format); None where all are."""
-    from fedbench.studies.real_data import variants_of
+    from fedbench.studies.real_data import declaration
 
-    return next((v for v in variants_of(name) if not (Path(real_root) / v / "meta.json").exists()), None)
+    return next((v for v in declaration(name).variants if not (Path(real_root) / v / "meta.json").exists()), None)
 
 
 def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = WORKERS, root: Path | None = None,

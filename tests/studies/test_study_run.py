@@ -15,7 +15,7 @@ from fedbench.cli import main
 from fedbench.config import load_config
 from fedbench.report.real_claims import paper_study_entries
 from fedbench.studies import stage
-from fedbench.studies.real_data import claims_of
+from fedbench.studies.real_data import declaration
 from tests.studies.real_fixtures import build_real
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def test_study_run_of_a_paper_scale_study_writes_where_the_report_reads_it(here,
     assert stage.reported_folder(NAME, Path("runs")) == Path("runs/studies-fixture") / NAME
 
     entries = paper_study_entries(NAME, Path("runs"))  # what the report shows
-    assert [e["id"] for e in entries] == [c.id for c in claims_of(NAME)]
+    assert [e["id"] for e in entries] == [c.id for c in declaration(NAME).claims]
     assert _judged(entries) == _judged(body["claims"]) and all(e["verdict"] != "not-run" for e in entries)
     assert all(e["fidelity"] == "stand-in" for e in entries)  # the fixture budget: fixture-sized data
     assert entries[0]["cost"]["budget"] == "fixture" and entries[0]["cost"]["seconds"] == body["seconds"]
