@@ -13,7 +13,9 @@ from fedbench.claims.magnitude import SENSITIVITY, sensitivity_of, split  # noqa
 CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
               "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
               "sensitivity", "would_change", "figure", "direction", "magnitude")
-VERDICTS = ("reproduced", "not-reproduced", "inconclusive", "not-run")
+VERDICTS = ("reproduced", "direction-only", "not-reproduced", "inconclusive", "not-run")
+# direction-only: a claim that states a number whose direction holds but whose size is not shown
+# (fedbench.claims.magnitude.size_verdict); shown and tallied apart from reproduced
 # Fidelity classes, each meaning one thing (fedbench.claims.verdict.fidelity assigns the first two):
 #   paper-scale     the paper's data, setup and budget (rounds; the benchmark's FULL_SEEDS seeds)
 #   reduced-budget  the paper's data and setup, fewer rounds or seeds

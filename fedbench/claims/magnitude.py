@@ -17,9 +17,21 @@ part with the reason (the published value measures another quantity: a five-data
 another dataset's gain). ``MAGNITUDES`` lists these choices per claim id; a claim with a published number that
 is not listed gets the default on its deciding effect.
 
-The entry's ``verdict`` is the direction verdict, unless the claim is about the size itself (``about_size``:
-"+22 points on average", "K = 10 is 4 times faster"); then it is the combination of both (reproduced when both
-are, not-reproduced when either is).
+A claim that states a number is about that number (issue 32: "+22 points on average", "4.23 points", "K = 10 is 4
+times faster"): every claim with a magnitude part (kind other than "none") is a size claim, and its ``verdict``
+follows from both parts (:func:`size_verdict`):
+
+    direction \ magnitude   reproduced       inconclusive     not-reproduced
+    reproduced              reproduced       direction-only   direction-only
+    inconclusive            inconclusive     inconclusive     not-reproduced
+    not-reproduced          not-reproduced   not-reproduced   not-reproduced
+
+``direction-only``: the direction holds, the published size is not shown (or is excluded); it is shown and
+tallied apart from reproduced. A claim without a published number, or whose published number measures another
+quantity (kind "none", with the reason), is a direction claim: its verdict is the direction's. Rule history: until
+issue 32 a claim was a size claim only where it was marked ``about_size`` (two claims); the others with a magnitude
+part took the direction's verdict, so FedProxVR's +0.10 and FedLaAvg's +4.23 could be reproduced on the direction
+alone.
 """
 
 from __future__ import annotations
@@ -37,13 +49,12 @@ class Magnitude:
     """A claim's registered magnitude part: ``kind`` "contains" (the default), "share" (``share`` of the
     published value), "parts" (the parts whose label matches ``parts`` test the size with their own rules) or
     "none" (no magnitude part, ``why``); ``part``: the part the published value belongs to (None: the deciding
-    effect); ``about_size``: the claim is about the size, so its verdict needs both."""
+    effect). Every kind but "none" makes the claim a size claim (:attr:`states_size`)."""
 
     kind: str = "contains"
     share: float | None = None
     part: str | None = None
     parts: str | None = None
-    about_size: bool = False
     why: str = ""
 
     def __post_init__(self) -> None:
@@ -55,6 +66,11 @@ class Magnitude:
             raise ValueError("magnitude: a parts pattern goes with kind 'parts' only")
         if self.kind == "none" and not self.why:
             raise ValueError("magnitude kind 'none' needs the reason (why)")
+
+    @property
+    def states_size(self) -> bool:
+        """Whether the claim is judged on its published number (every magnitude part but "none")."""
+        return self.kind != "none"
 
     def spec(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,7 +112,7 @@ MAGNITUDES: dict[str, Magnitude] = {
     "fedprox/synthetic-1-1/stragglers-90/accuracy-gain": Magnitude(
         "none", why="the published +22 is the five-dataset mean (fedprox/five-datasets/mean-accuracy-gain); "
                     "Synthetic(1,1)'s own gain is published only as Figure 7's curves"),
-    "fedprox/five-datasets/mean-accuracy-gain": Magnitude(about_size=True),
+    "fedprox/five-datasets/mean-accuracy-gain": Magnitude(),
     "fedlaavg/cifar10/ica-gain": Magnitude(),
     "fedlaavg/cifar10/fca-gain": Magnitude(part="full availability (FCA)"),
     "fedlaavg/synthetic/diurnal-gain": Magnitude(
@@ -115,7 +131,7 @@ MAGNITUDES: dict[str, Magnitude] = {
     "fedproxvr/fashion/convex-accuracy": Magnitude(part="SVRG - FedAvg"),
     "fedproxvr/fashion/non-convex-accuracy": Magnitude(part="SVRG - FedAvg"),
     "scaffold/quadratics/local-steps-help": Magnitude(
-        "parts", parts=r"speedup\(K=\d+\) - [0-9.]+$", about_size=True),
+        "parts", parts=r"speedup\(K=\d+\) - [0-9.]+$"),
 }
 
 
@@ -141,6 +157,15 @@ def combine(verdicts: list[str]) -> str:
     return "not-reproduced" if any(v == "not-reproduced" for v in verdicts) else "inconclusive"
 
 
+def size_verdict(direction: str, magnitude: str | None) -> str:
+    """The verdict of a size claim from its direction and magnitude verdicts (the module docstring's table)."""
+    if direction == "reproduced":
+        return "reproduced" if magnitude == "reproduced" else "direction-only"
+    if direction == "not-reproduced" or magnitude == "not-reproduced":
+        return "not-reproduced"
+    return "inconclusive"
+
+
 def split(cid: str, published: dict[str, Any], verdict: str, effect: dict[str, Any] | None,
           parts: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
     """(direction, magnitude, verdict) of a judged claim: ``verdict``, ``effect`` and ``parts`` as
@@ -159,7 +184,8 @@ def split(cid: str, published: dict[str, Any], verdict: str, effect: dict[str, A
     if value is None:
         return direction, None, direction_verdict
     magnitude: dict[str, Any] = {"kind": m.kind, "published": float(value), "unit": published.get("unit", ""),
-                                 "rule": m.text(float(value), published.get("unit", "")), "about_size": m.about_size}
+                                 "rule": m.text(float(value), published.get("unit", "")),
+                                 "about_size": m.states_size}  # the key the report reads: a size claim
     if m.kind == "none":
         magnitude["verdict"] = None
         return direction, magnitude, direction_verdict
@@ -174,5 +200,4 @@ def split(cid: str, published: dict[str, Any], verdict: str, effect: dict[str, A
         magnitude["verdict"] = m.verdict(float(value), source)
         magnitude["part"] = source.get("part")
         magnitude["estimate"], magnitude["ci95"] = source.get("estimate"), source.get("ci95")
-    final = combine([direction_verdict, magnitude["verdict"]]) if m.about_size else direction_verdict
-    return direction, magnitude, final
+    return direction, magnitude, size_verdict(direction_verdict, magnitude["verdict"])

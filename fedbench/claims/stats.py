@@ -5,8 +5,13 @@ Two methods run with the same seed see the same clients, stragglers, minibatches
 differences (already oriented so that a positive value is the paper's direction, or in whatever unit the claim
 states):
 
-- all finite, two or more seeds: the mean, the Student-t 95% interval mean +- t_{0.975, n-1} sd / sqrt(n) and
-  the two-sided one-sample (= paired) t-test of a zero mean. The interval excludes zero exactly when p < 0.05.
+- all finite, two or more seeds, some spread: the mean, the Student-t 95% interval mean +- t_{0.975, n-1} sd /
+  sqrt(n) and the two-sided one-sample (= paired) t-test of a zero mean. The interval excludes zero exactly when
+  p < 0.05.
+- all finite and all equal (no spread: a discrete reading that came out the same on every seed): a t interval
+  would have zero width and p = 0, which no data of n seeds can support, so none is reported. The estimate is
+  the common value, the interval the order-statistic interval of the median below ([x, x], with its coverage
+  1 - 2 / 2^n stated: 93.75% for 5 seeds) and the test the exact sign test (p = 2 / 2^n: 0.0625 for 5 seeds).
 - some value infinite (a diverged run: its loss counts as infinite, so a difference can be +-inf): the t
   interval is undefined. The estimate is then the median, the interval the distribution-free order-statistic
   interval for the median [x_(k), x_(n+1-k)] with the largest k whose coverage 1 - 2 P(Bin(n, 1/2) <= k - 1)
@@ -15,6 +20,11 @@ states):
 - a deterministic setting (no seed randomness: one run per arm): the value itself, an interval of zero width
   and no test.
 - one seed of a random setting: the value, no interval, no test.
+
+A share (a reading that counts, per seed, in how many of a fixed number of cases something held: bounded
+and discrete) gets :func:`share_effect` instead: the exact (Clopper-Pearson) 95% interval of the share over the
+cases of all seeds pooled and the exact two-sided binomial test (the rule's :class:`Share` says how many cases a
+seed has and what is subtracted).
 
 NaN marks a missing value (a run that did not produce the quantity) and is left out of every statistic but
 kept, as None, in the per-seed list.
@@ -25,6 +35,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as _scipy_stats
@@ -83,22 +95,76 @@ def paired_effect(values: Sequence[float | None], unit: str, deterministic: bool
                       "test": "none (deterministic: no seed randomness, one run per arm)"}
     if len(v) == 1:
         return out | {"estimate": _round(float(v[0])), "test": "none (one seed: no interval)"}
-    if np.all(np.isfinite(v)):
+    # spread = the values differ by more than rounding: 1e-12 relative is ~4,500 float64 ulps (2.2e-16), above the
+    # rounding of a difference of two readings, and far below the 6 significant digits the JSON keeps
+    if np.all(np.isfinite(v)) and float(v.max() - v.min()) > 1e-12 * max(1.0, float(np.abs(v).max())):
         mean, sd, n = float(v.mean()), float(v.std(ddof=1)), len(v)
         half = float(_scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
-        if sd <= 1e-12 * max(1.0, abs(mean)):  # no spread (up to rounding): the mean is exact
-            sd, half = 0.0, 0.0
-            p = 1.0 if abs(mean) <= 1e-12 else 0.0
-        else:  # the one-sample t-test of the differences, i.e. the paired t-test
-            p = float(2 * _scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
+        p = float(2 * _scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))  # the paired t-test
         return out | {"estimate": _round(mean), "ci95": [_round(mean - half), _round(mean + half)],
                       "test": "paired t-test, two-sided", "p_value": _round(p), "coverage": CONFIDENCE}
     s = np.sort(v)
     k, coverage = order_statistic_interval(len(s))
+    why = ("a run diverged: no t interval" if not np.all(np.isfinite(v)) else
+           f"all {len(s)} values equal: no spread, so no t interval")
     return out | {"estimate": _round(float(np.median(s))), "ci95": [_round(float(s[k - 1])), _round(float(s[-k]))],
-                  "test": "sign test, two-sided (a run diverged: no t interval); interval = order statistics of "
-                          "the median",
+                  "test": f"sign test, two-sided ({why}); interval = order statistics of the median",
                   "p_value": _round(sign_test(s)), "coverage": _round(coverage)}
+
+
+@dataclass(frozen=True)
+class Share:
+    """A per-seed reading that is a share: ``100 * k / cases - minus`` for k of ``cases`` cases (e.g. the share of
+    six comparisons in which mu > 0 helped, minus 50 for "most cases")."""
+
+    cases: int
+    minus: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.cases < 1 or not 0.0 <= self.minus <= 100.0:
+            raise ValueError(f"a share needs cases >= 1 and 0 <= minus <= 100, got {self.cases}, {self.minus}")
+
+    def text(self) -> str:
+        return (f"interval: the exact (Clopper-Pearson) 95% interval of the share over the {self.cases} cases of "
+                f"every seed pooled (each case of each seed one trial), minus {self.minus:g}; test: exact binomial "
+                f"against {self.minus:g}%")
+
+
+def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a binomial proportion with ``k`` successes in ``n`` trials."""
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"clopper_pearson needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    a = (1 - confidence) / 2
+    lo = 0.0 if k == 0 else float(_scipy_stats.beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(_scipy_stats.beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
+
+
+def share_effect(values: Sequence[float | None], share: Share, unit: str) -> dict[str, Any]:
+    """The effect of a share reading (per seed ``100 * k / share.cases - share.minus``): the pooled share minus
+    ``share.minus`` as the estimate, the Clopper-Pearson interval over all cases of all seeds and the exact
+    two-sided binomial test of a share of ``share.minus`` percent. A per-seed value that is no whole number of
+    cases is a ValueError (the reading is not the share the rule declares)."""
+    raw = [float("nan") if x is None else float(x) for x in values]
+    kept = [x for x in raw if not math.isnan(x)]
+    out: dict[str, Any] = {"estimate": None, "ci95": None, "per_seed": [_round(x) for x in raw], "n": len(kept),
+                           "test": "none (no values)", "p_value": None, "coverage": None, "unit": unit}
+    if not kept:
+        return out
+    counts = []
+    for x in kept:
+        k = (x + share.minus) * share.cases / 100.0
+        if abs(k - round(k)) > 1e-6 or not 0 <= round(k) <= share.cases:  # 1e-6: the JSON keeps 6 digits
+            raise ValueError(f"share reading {x!r} is not 100 * k / {share.cases} - {share.minus:g} for a whole k")
+        counts.append(int(round(k)))
+    k, n = sum(counts), share.cases * len(counts)
+    lo, hi = clopper_pearson(k, n)
+    p = float(_scipy_stats.binomtest(k, n, share.minus / 100.0).pvalue) if 0 < share.minus < 100 else None
+    return out | {"estimate": _round(100.0 * k / n - share.minus),
+                  "ci95": [_round(100.0 * lo - share.minus), _round(100.0 * hi - share.minus)],
+                  "test": f"exact binomial, two-sided, {k} of {n} cases ({len(counts)} seeds x {share.cases}); "
+                          "interval = Clopper-Pearson",
+                  "p_value": _round(p) if p is not None else None, "coverage": CONFIDENCE}
 
 
 def fmt_number(x: float | None, signed: bool = False, digits: int = 3) -> str:

@@ -11,11 +11,23 @@ A rule compares the 95% interval of a paired effect (fedbench.claims.stats) with
 threshold:
 
     kind       the paper says          reproduced             not-reproduced            otherwise
-    greater    effect > 0 (of at       low > 0, high >= d     high < d (an effect of    inconclusive
-               least d, d >= 0)                               size d is excluded)
+    greater    effect > d (d = 0: the  low > d                high < d                  inconclusive
+               sign; d > 0 only where
+               the paper states d)
     at_least   effect >= -m            low > -m               high < -m                 inconclusive
     at_most    effect <= b             high < b               low > b                   inconclusive
     within     |effect| < m            -m < low, high < m     low >= m or high <= -m    inconclusive
+
+A threshold is the paper's or none: a direction rule tests the sign, or a threshold the paper itself states, and
+no smallest effect chosen by this project (issue 32; the margins of equivalence claims, "within" and "at_most", are
+listed in the claims' texts). A claim that states a number is judged on that number by its magnitude part
+(fedbench.claims.magnitude): its direction alone earns "direction-only", not "reproduced". Rule history: a
+``greater`` rule with d > 0 was first reproduced when low > 0 and high >= d (the size only not excluded); the
+project-chosen d of FedProx's headline (5 points), MNIST-5k's gain (5) and FedLaAvg's gains (1) let a size claim
+pass on its direction, so those rules test the sign now and ``greater`` with d > 0 needs the interval above d.
+
+A part's interval is the paired effect of fedbench.claims.stats, or for a share (a rule with ``share``) the exact
+interval of the pooled share (fedbench.claims.stats.share_effect).
 
 A claim with several parts (datasets, straggler levels) is reproduced when every part is, not-reproduced when
 some part is, inconclusive otherwise. The part that decides is reported as the claim's ``effect``.
@@ -37,21 +49,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedbench.claims.stats import fmt_number, paired_effect
+from fedbench.claims.stats import Share, fmt_number, paired_effect, share_effect
 
 KINDS = ("greater", "at_least", "at_most", "within")
-VERDICT_ORDER = {"not-reproduced": 0, "inconclusive": 1, "reproduced": 2, "not-run": -1}
+VERDICT_ORDER = {"not-reproduced": 0, "inconclusive": 1, "direction-only": 2, "reproduced": 3, "not-run": -1}
 BUDGETS = (0.25, 0.5, 1.0)  # fractions of the rounds run at which every empirical claim is also judged
 
 
 @dataclass(frozen=True)
 class Rule:
     """One part's decision rule: ``kind`` (KINDS) and its ``threshold`` (d, m or b of the table above, in
-    ``unit``)."""
+    ``unit``); ``share``: the per-seed values are a share of that many cases (bounded, discrete), read with an
+    exact interval instead of a t interval."""
 
     kind: str
     threshold: float = 0.0
     unit: str = ""
+    share: Share | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -62,13 +76,22 @@ class Rule:
     def _t(self, x: float) -> str:
         return f"{fmt_number(x, signed=True)}{' ' + self.unit if self.unit else ''}"
 
+    def effect(self, values, deterministic: bool = False) -> dict[str, Any]:
+        """The effect of one part's per-seed ``values`` with the interval this rule reads."""
+        if self.share is not None:
+            return share_effect(values, self.share, self.unit)
+        return paired_effect(values, self.unit, deterministic=deterministic)
+
     def text(self) -> str:
+        return self._text() + (f" ({self.share.text()})" if self.share is not None else "")
+
+    def _text(self) -> str:
         d = self.threshold
         if self.kind == "greater":
             if d == 0:
                 return "reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0"
-            return (f"reproduced if the 95% interval lies above 0 and reaches {self._t(d)}, not-reproduced if it "
-                    f"lies below {self._t(d)} (the smallest effect that counts)")
+            return (f"reproduced if the 95% interval lies above {self._t(d)}, not-reproduced if it lies below "
+                    f"{self._t(d)}")
         if self.kind == "at_least":
             return (f"reproduced if the 95% interval lies above {self._t(-d)} (the margin), not-reproduced if it "
                     f"lies below it")
@@ -84,7 +107,7 @@ class Rule:
         lo, hi = map(float, ci)
         d = self.threshold
         if self.kind == "greater":
-            return "not-reproduced" if hi < d else "reproduced" if lo > 0 else "inconclusive"
+            return "reproduced" if lo > d else "not-reproduced" if hi < d else "inconclusive"
         if self.kind == "at_least":
             return "reproduced" if lo > -d else "not-reproduced" if hi < -d else "inconclusive"
         if self.kind == "at_most":
@@ -110,7 +133,7 @@ class Rule:
         lo, hi = map(float, ci)
         half = max((hi - lo) / 2, 1e-12) if math.isfinite(hi - lo) else math.inf
         d = self.threshold
-        edges = {"greater": [lo, hi - d], "at_least": [lo + d, hi + d], "at_most": [d - hi, d - lo],
+        edges = {"greater": [lo - d, hi - d], "at_least": [lo + d, hi + d], "at_most": [d - hi, d - lo],
                  "within": [lo + d, d - hi, lo - d, -d - hi]}[self.kind]
         dist = min(abs(e) for e in edges)
         return dist / half if math.isfinite(half) else 0.0
@@ -129,10 +152,10 @@ class Rule:
             other = "not-reproduced" if verdict == "reproduced" else "reproduced"
             return f"{other} if the value crossed {edge[self.kind]}{u} (now {lo}{u}; deterministic)"
         if self.kind == "greater":
-            return {"reproduced": f"inconclusive if the interval's low end fell to 0 or below (now {lo}{u})"
-                                  + (f", not-reproduced if its high end fell below {t}{u} (now {hi}{u})" if d else ""),
+            edge = f"{t}{u}" if d else "0"
+            return {"reproduced": f"inconclusive if the interval's low end fell to {edge} or below (now {lo}{u})",
                     "not-reproduced": f"inconclusive if the interval's high end reached {t}{u} (now {hi}{u})",
-                    "inconclusive": f"reproduced if the interval's low end rose above 0 (now {lo}{u}); "
+                    "inconclusive": f"reproduced if the interval's low end rose above {edge} (now {lo}{u}); "
                                     f"not-reproduced if its high end fell below {t}{u} (now {hi}{u})"}[verdict]
         if self.kind == "at_least":
             return {"reproduced": f"inconclusive if the interval's low end fell to {mt}{u} or below (now {lo}{u})",
@@ -195,7 +218,7 @@ def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Seque
             raise ValueError(f"measure gave {len(values)} parts for {len(parts)}")
         out = []
         for part, vals in zip(parts, values):
-            effect = paired_effect(vals, part.unit, deterministic=deterministic)
+            effect = part.rule.effect(vals, deterministic=deterministic)
             out.append((part, effect, part.rule.verdict(effect)))
         return out
 
@@ -222,8 +245,8 @@ def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Seque
     for part, effect, v in full:
         ci = effect.get("ci95")
         if v == "not-reproduced" and part.rule.kind == "greater" and ci is not None and float(ci[0]) > 0:
-            notes.append(f"{part.label or 'the effect'}: real (interval above 0) but smaller than the "
-                         f"{fmt_number(part.rule.threshold, signed=True)} {part.unit} that counts")
+            notes.append(f"{part.label or 'the effect'}: real (interval above 0) but below the "
+                         f"{fmt_number(part.rule.threshold, signed=True)} {part.unit} the paper states")
     deciding = _deciding(full, verdict)
     part, effect, v = deciding
     would = part.rule.would_change(effect, v)

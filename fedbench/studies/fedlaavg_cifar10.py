@@ -84,7 +84,8 @@ ROUNDS_PAPER = 70000
 TRAIN_IMAGES, TEST_IMAGES = 50000, 10000
 DATA_SEED = 1  # the authors' partition seed (the built variant's)
 ACCURACY = "global_test/accuracy"  # the metric every reading reads
-MIN_GAIN = 1.0  # accuracy points: the smallest best-accuracy gain that counts (as fedlaavg/synthetic/diurnal-gain)
+MIN_GAIN = 0.0  # accuracy points: the sign; the size is the magnitude part's (issue 32: the 1-point threshold
+# registered before any run was this project's choice, not the paper's)
 NEAR_SEQUENTIAL = 1.0  # accuracy points: "within a point" of sequential SGD
 SMOOTH = 10  # evaluations in the running mean of the smoothed rounds-to-target reading
 # The authors' evaluation protocol (mikudehuane/FedLaAvg train/command_line.py defaults: tb_every=20, max_test=10000):
@@ -207,9 +208,9 @@ DECLARATION = StudyDeclaration(
                                     f"{PUBLISHED_FCA['fedavg']}%; sequential SGD ends at "
                                     f"{PUBLISHED_SEQUENTIAL_FINAL}%"},
             rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, Table 2's reading), "
-                 f"diurnal availability; greater than {MIN_GAIN:g} point (as fedlaavg/synthetic/diurnal-gain): "
-                 f"reproduced if the 95% interval lies above 0 and reaches +{MIN_GAIN:g}, not-reproduced if it lies "
-                 f"below +{MIN_GAIN:g}",
+                 f"diurnal availability; the direction: reproduced if the 95% interval lies above 0, not-reproduced if it "
+                 "lies below 0; the size (+4.23) is the magnitude part's. Rule history: registered before any run "
+                 "with a 1-point threshold this project chose; issue 32 made it the sign",
             reads=("fedlaavg_ica", "fedavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="paper-scale", note=ASSUMED),
         Claim(
             id="fedlaavg/cifar10/fca-gain", where="section 5.2, Table 2",
@@ -220,8 +221,8 @@ DECLARATION = StudyDeclaration(
                        "statement": "FCA: FedLaAvg 64.70% vs FedAvg 59.25%; ICA: 60.98% vs 56.75%; sequential SGD "
                                     "61.59%"},
             rule="two parts, both must hold. Full availability: per seed, best test accuracy of FedLaAvg - that of "
-                 f"FedAvg (points, Table 2's reading); greater than {MIN_GAIN:g} point (as "
-                 "fedlaavg/synthetic/diurnal-gain). Near sequential SGD: per seed, FedLaAvg's best test accuracy "
+                 f"FedAvg (points, Table 2's reading); greater than 0 (the sign; the size, +5.45, is the magnitude "
+                 "part's; registered before any run with a 1-point threshold, made the sign by issue 32). Near sequential SGD: per seed, FedLaAvg's best test accuracy "
                  "under diurnal availability - sequential SGD's final accuracy (the mean of its last 5 evaluations); "
                  f"at least -{NEAR_SEQUENTIAL:g} point: reproduced if the 95% interval lies above "
                  f"-{NEAR_SEQUENTIAL:g}, not-reproduced if it lies below",

@@ -56,8 +56,8 @@ K, C, BATCH = 10, 10, 5
 LR = 0.05
 ROUNDS = 600
 PAPER_ROUNDS = 70000  # Table 2: best within 70,000 rounds
-MIN_GAIN = 1.0  # accuracy points: the mean gain the rule asks for
-PART = Part("diurnal availability", Rule("greater", MIN_GAIN, "accuracy points"))
+PART = Part("diurnal availability", Rule("greater", 0.0, "accuracy points"))  # the sign (issue 32: the 1-point
+# threshold of the second version was this project's, not the paper's)
 
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
 CONTEXT = ("fedavg_fca", "fedlaavg_fca", "sequential")  # run on the first seed only, read by no rule
@@ -82,7 +82,9 @@ DECLARATION = StudyDeclaration(
                    "statement": f"FedLaAvg {PUBLISHED_ICA['fedlaavg']}% vs FedAvg {PUBLISHED_ICA['fedavg']}% (Table 2, "
                                 "ICA); ours is a synthetic stand-in, so only the sign and rough size compare"},
         rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, the paper's Table 2 reading); "
-             + PART.rule.text() + f" ({MIN_GAIN:g} point is the smallest gain that counts)",
+             + PART.rule.text() + " (the sign: the published +4.23 is CIFAR-10's. Rule history: the first version "
+             "asked for the sign, the second for +1 point, a threshold this project chose; issue 32 restored the "
+             "sign)",
         reads=("fedavg", "fedlaavg")),))
 
 

@@ -18,6 +18,7 @@ study of params.yaml ``claim_studies``); the runs are the train stage's.
 from __future__ import annotations
 
 from fedbench.claims.papers import FEDPROX_PAPER
+from fedbench.claims.stats import Share
 from fedbench.claims.verdict import Rule
 from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 
@@ -30,12 +31,12 @@ TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic(0,0)",
           "synthetic_0p5_0p5": "Synthetic(0.5,0.5)", "synthetic_1_1": "Synthetic(1,1)"}
 
 # the rules' parts, each stated once: fedbench/report/claims.py judges with these
-GAIN_RULE = Rule("greater", 5.0, "accuracy points")  # 5 points: what "improves" needs
+GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # the sign: the paper states no per-dataset gain to test
+# (issue 32: the 5-point threshold was this project's choice, not the paper's)
 LOSS_RULE = Rule("greater", 0.0, "training loss")
 INSTABILITY_RULE = Rule("greater", 0.0, "loss rise")
 DISSIMILARITY_RULE = Rule("greater", 0.0, "dissimilarity")
 ACCURACY_RULE = Rule("greater", 0.0, "accuracy points")
-SHARE_RULE = Rule("greater", 0.0, "% of cases")
 IID_MARGIN = 10.0  # % above the 0%-straggler loss that still counts as "rather robust"
 IID_RULE = Rule("at_most", IID_MARGIN, "% loss increase")
 # Figure 5's "not much effect" of partial work on IID data, as an equivalence margin registered from the paper's
@@ -53,6 +54,8 @@ MU_CASES = (("synthetic_iid", 0.0, "fedavg"), ("synthetic_0_0", 0.0, "fedavg"), 
             ("synthetic_1_1", 0.0, "fedavg"), ("synthetic_1_1", 0.5, "fedprox_mu0"),
             ("synthetic_1_1", 0.9, "fedprox_mu0"))
 MU_CASE_LABELS = tuple(f"{TITLES[d]} at {int(f * 100)}%" for d, f, _ in MU_CASES)
+SHARE_RULE = Rule("greater", 0.0, "% of cases", share=Share(cases=len(MU_CASES), minus=50.0))  # a bounded, discrete
+# reading: an exact interval (issue 32: the t interval over five equal shares read [33.3, 33.3], p = 0)
 
 REGISTERED_FROM_TEXT = ("Registered from the paper's text before any of our values for it was read; the runs (the "
                         "stragglers study) existed already")
@@ -76,11 +79,12 @@ DECLARATION = StudyDeclaration(
                                 "settings (the MLSys proceedings abstract says 18.8%); per-dataset values exist only "
                                 "as Figure 7 curves, so the Synthetic(1,1) gain is not published on its own"},
         rule="per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each the mean of the last 5 "
-             "evaluations, on Synthetic(1,1) at 90% stragglers; " + GAIN_RULE.text() + ". 5 points is what "
-             "'improves' needs here (the published +22 is a five-dataset mean, so it is no per-dataset target). Rule "
-             "history: the first version read each method at its appendix C.3.2 round; that reading compares "
-             "different rounds (FedAvg seed 2 read at round 10 'diverging' though it recovers by round 40), so it is "
-             "now a sensitivity reading",
+             "evaluations, on Synthetic(1,1) at 90% stragglers; " + GAIN_RULE.text() + ". The sign only: the "
+             "published +22 is a five-dataset mean (fedprox/five-datasets/mean-accuracy-gain judges that size), and "
+             "the paper states no gain for Synthetic(1,1) alone. Rule history: the first version read each method at "
+             "its appendix C.3.2 round; that reading compares different rounds (FedAvg seed 2 read at round 10 "
+             "'diverging' though it recovers by round 40), so it is now a sensitivity reading; the second asked the "
+             "interval to reach +5 points, a threshold this project chose (issue 32: removed)",
         reads=("fedprox_mu1", "fedavg"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic-1-1/partial-work", where="section 5.2, Figure 1",

@@ -58,8 +58,8 @@ def declaration(s: PaperStudy) -> StudyDeclaration:
                        "statement": "per-dataset gains exist only as Figure 7 curves; the +22 points is the "
                                     "five-dataset mean (fedprox/five-datasets/mean-accuracy-gain)"},
             rule="per seed, gain = test accuracy of FedProx(best mu) - that of FedAvg in points, each the mean of the "
-                 f"last 5 evaluations, at 90% stragglers; {GAIN_RULE.text()} (5 points: what 'improves' needs, as on "
-                 "Synthetic(1,1))",
+                 f"last 5 evaluations, at 90% stragglers; {GAIN_RULE.text()} (the sign: the paper states no "
+                 "per-dataset gain, as on Synthetic(1,1))",
             reads=(best, "fedavg"), rounds_paper=rounds),
         Claim(
             id=claim_id(s, DISSIMILARITY), where="appendix C.3.2, Figure 8",

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fedbench.claims.stats import fmt_effect, fmt_number, order_statistic_interval, paired_effect, sign_test
+from fedbench.claims.stats import (Share, clopper_pearson, fmt_effect, fmt_number, order_statistic_interval,
+                                   paired_effect, share_effect, sign_test)
 
 
 def test_t_interval_and_p_value_by_hand():
@@ -41,10 +42,36 @@ def test_interval_excludes_zero_exactly_when_p_below_five_percent():
         assert (lo > 0 or hi < 0) == (e["p_value"] < 0.05)
 
 
-def test_zero_spread():
-    e = paired_effect([2.0, 2.0, 2.0], "x")
-    assert e["ci95"] == [2.0, 2.0] and e["p_value"] == 0.0
-    assert paired_effect([0.0, 0.0], "x")["p_value"] == 1.0
+def test_no_spread_reports_no_t_interval_but_the_sign_test():
+    # five equal differences: a t interval would be [2, 2] with p = 0; the honest statement is the sign test,
+    # 5 of 5 positive: p = 2 / 2^5 = 0.0625, and the median's order-statistic interval [x_(1), x_(5)] at 93.75%
+    e = paired_effect([2.0, 2.0, 2.0, 2.0, 2.0], "x")
+    assert e["estimate"] == 2.0 and e["ci95"] == [2.0, 2.0]
+    assert e["p_value"] == 0.0625 and e["coverage"] == 0.9375
+    assert e["test"] == ("sign test, two-sided (all 5 values equal: no spread, so no t interval); interval = order "
+                         "statistics of the median")
+    assert paired_effect([0.0, 0.0], "x")["p_value"] == 1.0  # no non-zero difference: nothing to test
+    assert paired_effect([1.0, 1.0 + 1e-15], "x")["test"].startswith("sign test")  # rounding is no spread
+    assert paired_effect([1.0, 1.0 + 1e-9], "x")["test"] == "paired t-test, two-sided"  # a real, small spread
+
+
+def test_share_gets_the_exact_clopper_pearson_interval():
+    # mu-increases-accuracy's reading: per seed 100 * k / 6 - 50, 5 of 6 cases on each of 5 seeds -> 25 of 30
+    # pooled; Clopper-Pearson [Beta(0.025; 25, 6), Beta(0.975; 26, 5)] = [65.2788%, 94.3578%] (scipy 1.17.1;
+    # R's binom.test(25, 30) gives 0.6527883 0.9435783), minus 50
+    share = Share(cases=6, minus=50.0)
+    e = share_effect([100 * 5 / 6 - 50] * 5, share, "% of cases")
+    assert e["estimate"] == pytest.approx(100 * 25 / 30 - 50, abs=1e-4)  # +33.3333
+    assert e["ci95"] == [15.2788, 44.3578]
+    assert e["p_value"] == 0.000324914  # exact two-sided binomial, 25 of 30 against 1/2: 2 x 174,437 / 2^30
+    assert e["test"] == ("exact binomial, two-sided, 25 of 30 cases (5 seeds x 6); interval = Clopper-Pearson")
+    assert e["ci95"][0] < e["ci95"][1]  # never zero width while some case is undecided either way
+    assert clopper_pearson(0, 10) == (0.0, pytest.approx(0.308497, abs=1e-6))  # 1 - 0.025^(1/10)
+    assert clopper_pearson(10, 10) == (pytest.approx(0.691503, abs=1e-6), 1.0)
+    with pytest.raises(ValueError, match="whole k"):
+        share_effect([10.0], share, "%")  # 60% of 6 cases is no whole number of cases
+    with pytest.raises(ValueError, match="cases >= 1"):
+        Share(cases=0)
 
 
 def test_diverged_run_uses_median_order_statistics_and_sign_test():

@@ -14,8 +14,9 @@ def _ci(lo, hi):
     (Rule("greater", 0.0), (0.1, 2.0), "reproduced"),
     (Rule("greater", 0.0), (-0.1, 2.0), "inconclusive"),
     (Rule("greater", 0.0), (-2.0, -0.1), "not-reproduced"),
-    (Rule("greater", 5.0), (1.0, 8.0), "reproduced"),  # above 0 and 5 not excluded
-    (Rule("greater", 5.0), (1.0, 4.0), "not-reproduced"),  # real, but an effect of 5 is excluded
+    (Rule("greater", 5.0), (5.5, 8.0), "reproduced"),  # a threshold the paper states: the interval above it
+    (Rule("greater", 5.0), (1.0, 8.0), "inconclusive"),  # above 0 but not above 5: the size alone is not enough
+    (Rule("greater", 5.0), (1.0, 4.0), "not-reproduced"),  # real, but below the stated 5
     (Rule("greater", 5.0), (-1.0, 8.0), "inconclusive"),
     (Rule("at_least", 1.0), (-0.5, 3.0), "reproduced"),
     (Rule("at_least", 1.0), (-3.0, -1.5), "not-reproduced"),
@@ -55,6 +56,8 @@ def test_would_change_names_the_bound_and_its_value():
         _ci(-1.0, 3.0), "inconclusive")
     assert Rule("at_most", 10.0, "%").would_change(_ci(11.0, 20.0), "not-reproduced") == (
         "inconclusive if the interval's low end fell to +10.0 % or below (now +11.0 %)")
+    assert Rule("greater", 5.0, "points").would_change(_ci(6.0, 9.0), "reproduced") == (
+        "inconclusive if the interval's low end fell to +5.00 points or below (now +6.00 points)")
     det = {"estimate": 0.5, "ci95": [0.5, 0.5], "test": "none (deterministic: no seed randomness, one run per arm)"}
     assert Rule("at_most", 1.0).would_change(det, "reproduced") == (
         "not-reproduced if the value crossed +1.00 (now +0.500; deterministic)")
@@ -103,7 +106,7 @@ def test_budget_rule_extrapolates_the_trend_to_the_papers_budget():
 def test_real_but_small_effect_is_noted():
     v = {("tail", 1.0): [1.0, 1.1, 0.9, 1.2, 1.0], ("tail", 0.5): [1.0] * 5, ("tail", 0.25): [1.0] * 5}
     out = _judge(v, threshold=5.0, readings=())
-    assert out["verdict"] == "not-reproduced" and "smaller than the +5.00 u that counts" in out["notes"][0]
+    assert out["verdict"] == "not-reproduced" and "below the +5.00 u the paper states" in out["notes"][0]
 
 
 def test_deciding_part_is_the_failing_one_or_the_closest_call():
