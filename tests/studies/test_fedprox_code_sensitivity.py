@@ -26,8 +26,8 @@ def test_the_rule_and_readings_are_the_headlines():
     headline = main_claims.accuracy_gain(cfg, main_claims.Curves(pd.DataFrame()))  # not-run: its rule only
     assert headline["id"] == study.HEADLINE
     first_sentence = headline["rule"].split(". ")[0]
-    assert first_sentence.endswith("reaches +5.00 accuracy points, not-reproduced if it lies below +5.00 accuracy "
-                                   "points (the smallest effect that counts)")
+    assert first_sentence.endswith("reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0")
+    assert study.PART.rule == main_claims.GAIN_RULE  # the sign (issue 32: no project-chosen threshold)
     assert study.RULE.split(". ")[0] == first_sentence
     assert study.READINGS == main_claims.ACCURACY_READINGS and study.PRIMARY == "tail"
     # the main job's settings, which each variant changes in one field
@@ -69,8 +69,10 @@ def test_rule_on_made_up_curves():
     assert result["verdict"] == "reproduced"
     assert [c["reading"] for c in result["sensitivity"] if c["budget"] == 1.0] == \
         ["mean of last 5 rounds", "paper's rule (C.3.2)", "final round", "best round"]
-    small = study.judge_variant(_curves(lambda s: 1.0 + 0.1 * s))  # a real gain of ~1.2 points: below the 5 that count
-    assert small["effect"]["estimate"] == pytest.approx(1.2) and small["verdict"] == "not-reproduced"
+    small = study.judge_variant(_curves(lambda s: 1.0 + 0.1 * s))  # a real gain of ~1.2 points: the sign holds
+    assert small["effect"]["estimate"] == pytest.approx(1.2) and small["verdict"] == "reproduced"
+    worse = study.judge_variant(_curves(lambda s: -1.0 - 0.1 * s))
+    assert worse["effect"]["estimate"] == pytest.approx(-1.2) and worse["verdict"] == "not-reproduced"
     noisy = study.judge_variant(_curves(lambda s: [-6.0, 14.0, -2.0, 16.0, 3.0][s]))
     assert noisy["verdict"] == "inconclusive"
 
