@@ -24,6 +24,17 @@ rule (its text), registered (commit or "never committed" and where it is describ
 why, verdict (the original rule's verdict), verdict_source (how it was found: computed from the current runs,
 or the committed reports/claims.json of that time, with its commit) and optionally reading: a sensitivity
 reading of the current entry that is the original rule, whose verdict the report reads live.
+
+Frozen rules and confirmatory verdicts (issue 32, item 1: a rule written after its data was seen is judged again
+on data that did not exist when it was frozen). :func:`freeze` records, before anything runs, a claim's frozen
+hash (:func:`frozen_hash`: its rule spec without the seeds, which the confirmation replaces), the commit, the
+date and a block of fresh confirm seeds (:func:`fresh_seeds`: from CONFIRM_START up, none that any run of any
+claim, any tuning or selection seed, or any earlier frozen block has used). :func:`confirm` judges a claim rerun
+on exactly those seeds by the frozen rule and records its ``confirmatory`` verdict beside the exploratory
+``verdict``; it refuses in one line when the rule's hash has changed since freezing (:func:`check_frozen`). A later
+change of the rule (``register --why``) moves the frozen block and the confirmatory verdict into the history: the
+confirmation is void until the rule is frozen and confirmed again; :func:`status` reports a confirmation only
+while the frozen hash still matches.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ from typing import Any
 from fedbench.claims.magnitude import magnitude_of
 
 REGISTRY = Path(__file__).with_name("registry.json")
+CONFIRM_START = 1000  # confirm seeds come from here up: every run so far used seeds below 1000 (judged 0-4,
+# tuning and selection 100-102); fresh_seeds skips any used seed all the same
 SPEC_KEYS = ("rule", "parts", "primary", "readings", "budgets", "runs", "published", "magnitude")
 FILLED_AT_JUDGEMENT = ("parts", "primary", "readings", "budgets")  # empty when registered before any run
 
@@ -122,10 +135,17 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
         return {"status": "unregistered", "hash": now, "registered": None, "changed_fields": [],
                 "registered_verdict": None, "history": []}
     fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") != "not-run")
+    frozen, confirmed = reg.get("frozen"), reg.get("confirmatory")
+    holds = frozen is not None and frozen["hash"] == frozen_hash(entry)
     return {"status": "changed" if fields else "registered", "hash": now,
             "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
             "changed_fields": fields, "registered_verdict": reg.get("verdict"),
-            "history": [resolve(h, entry) for h in reg.get("history", [])]}
+            "history": [resolve(h, entry) for h in reg.get("history", [])],
+            "frozen": frozen if holds else None,
+            "confirmatory": confirmed if holds else None,
+            "confirmation": ("none (not frozen)" if frozen is None else
+                             "void (the rule changed since it was frozen)" if not holds else
+                             "confirmed" if confirmed else f"frozen, not yet run (seeds {_seeds_text(frozen['seeds'])})")}
 
 
 def resolve(record: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -172,6 +192,9 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
                       "verdict": (old.get("verdict") or {}).get("verdict"),
                       "verdict_source": ("the last verdict recorded under it: " + _source(old["verdict"]))
                       if old.get("verdict") else "none recorded (the rule changed before any verdict was recorded)"}
+            for key in ("frozen", "confirmatory"):  # a rule changed after freezing voids its confirmation
+                if old.get(key):
+                    record[key] = old[key]
             out[e["id"]] = {"hash": content_hash(spec), "commit": commit, "date": date, "before_result": not judged,
                             "spec": spec, "verdict": _verdict(e, seen, date) if judged else None,
                             "history": [*old.get("history", []), record]}
@@ -184,6 +207,108 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
     if refused:
         raise ValueError("rule changed since registration, re-register with --why REASON: " + "; ".join(refused))
     return out, done
+
+
+def frozen_hash(entry: dict[str, Any]) -> str:
+    """The hash a frozen rule keeps: the rule spec without the seeds of its runs (a confirmation reruns the same
+    rule, budget and runs on the frozen block of fresh seeds)."""
+    spec = rule_spec(entry)
+    spec["runs"] = {k: v for k, v in spec["runs"].items() if k != "seeds"}
+    return content_hash(spec)
+
+
+def used_seeds(entries: list[dict[str, Any]], registry: dict[str, Any]) -> set[int]:
+    """Every seed any claim's runs have used or named: each entry's training and data seeds, every integer under a
+    key naming seeds in its scale (tuning and selection seeds) and its registered spec, and every frozen block
+    of the registry and its history."""
+    out: set[int] = set()
+
+    def walk(value: Any, seedish: bool) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, seedish or "seed" in str(k).lower())
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, seedish)
+        elif seedish and isinstance(value, int) and not isinstance(value, bool):
+            out.add(value)
+
+    for e in entries:
+        walk({"seeds": e.get("seeds") or {}, "scale": e.get("scale") or {}}, False)
+    for r in registry.values():
+        walk({"runs": (r.get("spec") or {}).get("runs") or {}}, False)
+        for block in [r.get("frozen"), *(h.get("frozen") for h in r.get("history", []))]:
+            if block:
+                out.update(block["seeds"])
+    return out
+
+
+def fresh_seeds(used: set[int], count: int, start: int = CONFIRM_START) -> list[int]:
+    """The first ``count`` seeds from ``start`` up that are not in ``used``."""
+    if count < 1:
+        raise ValueError(f"a block of confirm seeds needs count >= 1, got {count}")
+    out, s = [], start
+    while len(out) < count:
+        if s not in used:
+            out.append(s)
+        s += 1
+    return out
+
+
+def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str, date: str, count: int = 5,
+           ids: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """``registry`` with every judged claim of ``entries`` (only ``ids`` if given) frozen on ``commit``: its frozen
+    hash and one block of ``count`` fresh confirm seeds shared by all claims frozen together (recorded before
+    anything runs). A claim must be registered with its current rule first (ValueError naming those that are
+    not); a claim already frozen with the same hash keeps its block."""
+    chosen = [e for e in entries if (ids is None or e["id"] in ids) and e.get("verdict") not in (None, "not-run")
+              and not e["id"].endswith("/*")]
+    if ids is not None and (unknown := sorted(set(ids) - {e["id"] for e in chosen})):
+        raise ValueError(f"claim ids not judged in the claims read: {', '.join(unknown)}")
+    stale = [e["id"] for e in chosen if status(e, registry)["status"] != "registered"]
+    if stale:
+        raise ValueError("register these rules before freezing them (fedbench claims register): " + ", ".join(stale))
+    seeds = fresh_seeds(used_seeds(entries, registry), count)
+    out = {k: dict(v) for k, v in registry.items()}
+    done = []
+    for e in chosen:
+        now, old = frozen_hash(e), out[e["id"]].get("frozen")
+        if old and old["hash"] == now:
+            continue
+        out[e["id"]]["frozen"] = {"hash": now, "commit": commit, "date": date, "seeds": list(seeds)}
+        out[e["id"]].pop("confirmatory", None)
+        done.append(f"froze {e['id']} (confirm seeds {_seeds_text(seeds)})")
+    return out, done
+
+
+def check_frozen(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
+    """The frozen block of ``entry``'s claim, if its rule is still the frozen one; else ValueError in one line."""
+    frozen = (registry.get(entry["id"]) or {}).get("frozen")
+    if frozen is None:
+        raise ValueError(f"{entry['id']}: not frozen; freeze it before its confirmatory run (fedbench claims freeze)")
+    now = frozen_hash(entry)
+    if now != frozen["hash"]:
+        raise ValueError(f"{entry['id']}: rule changed since it was frozen on {frozen['commit']} ({frozen['hash']} -> "
+                         f"{now}); its confirmation is void: freeze it again and rerun on new seeds")
+    return frozen
+
+
+def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: str) -> dict[str, Any]:
+    """``registry`` with the confirmatory verdict of ``entry``: its claim judged by the frozen rule on exactly the
+    frozen confirm seeds (ValueError in one line otherwise, or when the rule changed since freezing)."""
+    frozen = check_frozen(entry, registry)
+    ran = list((entry.get("seeds") or {}).get("training") or [])
+    if ran != list(frozen["seeds"]):
+        raise ValueError(f"{entry['id']}: confirmed on seeds {ran}, frozen with {frozen['seeds']}: rerun on the frozen "
+                         "seeds")
+    out = {k: dict(v) for k, v in registry.items()}
+    out[entry["id"]]["confirmatory"] = {"verdict": entry["verdict"], "commit": commit, "date": date,
+                                        "hash": frozen["hash"], "seeds": ran}
+    return out
+
+
+def _seeds_text(seeds: list[int]) -> str:
+    return f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
 
 
 def _verdict(e: dict[str, Any], commit: str, date: str) -> dict[str, Any]:
@@ -203,7 +328,8 @@ def dump(registry: dict[str, Any], path: str | Path = REGISTRY) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON]``."""
+    """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON]`` and ``fedbench claims
+    freeze [IDS...] [--claims reports/claims.json] [--count 5]``."""
     import argparse
     import datetime
     import subprocess
@@ -217,6 +343,12 @@ def main(argv: list[str]) -> int:
     r.add_argument("--claims", default="reports/claims.json", help="the claims to register (default: %(default)s)")
     r.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
     r.add_argument("--why", default="", help="why a registered rule changed (required to re-register one)")
+    f = sub.add_parser("freeze", help="freeze the judged claims' registered rules (hash, commit) with a block of fresh "
+                                      "confirm seeds, before their confirmatory runs")
+    f.add_argument("ids", nargs="*", help="only these claim ids (default: every judged claim)")
+    f.add_argument("--claims", default="reports/claims.json", help="the claims to freeze (default: %(default)s)")
+    f.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
+    f.add_argument("--count", type=int, default=5, help="confirm seeds in the block (default: %(default)s)")
     a = p.parse_args(argv)
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]
@@ -231,6 +363,15 @@ def main(argv: list[str]) -> int:
         print("fedbench claims register: needs a git checkout (the registry records the commit)", file=sys.stderr)
         return 2
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    if a.command == "freeze":
+        try:
+            new, done = freeze(entries, load(a.registry), commit, date, a.count, a.ids or None)
+        except ValueError as e:
+            print(f"fedbench claims freeze: {e}", file=sys.stderr)
+            return 1
+        dump(new, a.registry)
+        print("\n".join(done) or "every judged claim already frozen with its current rule")
+        return 0
     report = subprocess.run(["git", "log", "-1", "--format=%h", "--", a.claims], capture_output=True,
                             text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--", a.claims], capture_output=True, text=True).stdout

@@ -158,3 +158,57 @@ def test_paper_study_not_run_entries_declare_their_seeds_and_runs(monkeypatch):
     monkeypatch.setitem(mime_emnist.BUDGETS, "paper", dataclasses.replace(mime_emnist.BUDGETS["paper"], seeds=(0, 1, 2)))
     (three,) = not_run_entry("mime_emnist")
     assert reg.status(three, r)["changed_fields"] == ["runs"]
+
+
+def _frozen_registry(seeds=(0, 1, 2, 3, 4)):
+    r, _ = reg.register([_entry(seeds=seeds)], {}, "abc", "2026-11-26")
+    return reg.freeze([_entry(seeds=seeds)], r, "def", "2026-11-27")
+
+
+def test_freezing_names_fresh_seeds_that_no_run_has_used():
+    r, done = _frozen_registry()
+    frozen = r["p/x"]["frozen"]
+    assert frozen == {"hash": reg.frozen_hash(_entry()), "commit": "def", "date": "2026-11-27",
+                      "seeds": [1000, 1001, 1002, 1003, 1004]}
+    assert done == ["froze p/x (confirm seeds 1000-1004)"]
+    # a run (or a tuning seed in a scale) that used 1001, and an earlier frozen block: never reused
+    used = _entry(cid="p/y", seeds=(0, 1001)) | {"scale": {"tuning_seeds": [1003]}}
+    r2, _ = reg.register([used], r, "abc", "2026-11-26")
+    assert reg.used_seeds([used], r2) >= {0, 1001, 1003, 1000, 1002, 1004}
+    again, _ = reg.freeze([used], r2, "ghi", "2026-11-28")
+    assert again["p/y"]["frozen"]["seeds"] == [1005, 1006, 1007, 1008, 1009]
+    assert not set(again["p/y"]["frozen"]["seeds"]) & reg.used_seeds([_entry(), used], r2)
+    assert reg.fresh_seeds({1000, 1002}, 3) == [1001, 1003, 1004]
+
+
+def test_a_frozen_rule_refuses_a_changed_hash_and_confirms_on_its_seeds():
+    r, _ = _frozen_registry()
+    rerun = _entry(seeds=(1000, 1001, 1002, 1003, 1004), verdict="inconclusive")  # same rule, fresh seeds
+    confirmed = reg.confirm(rerun, r, "jkl", "2026-11-29")
+    assert confirmed["p/x"]["confirmatory"] == {"verdict": "inconclusive", "commit": "jkl", "date": "2026-11-29",
+                                                "hash": r["p/x"]["frozen"]["hash"], "seeds": [1000, 1001, 1002, 1003, 1004]}
+    assert confirmed["p/x"]["verdict"]["verdict"] == "reproduced"  # the exploratory verdict stays beside it
+    st = reg.status(_entry(), confirmed)
+    assert st["confirmation"] == "confirmed" and st["confirmatory"]["verdict"] == "inconclusive"
+    changed = _entry(seeds=(1000, 1001, 1002, 1003, 1004), threshold="reproduced if the 95% interval lies above +5")
+    with pytest.raises(ValueError, match=r"^p/x: rule changed since it was frozen on def \(sha256:\w+ -> sha256:\w+\); "
+                                         r"its confirmation is void: freeze it again and rerun on new seeds$"):
+        reg.confirm(changed, r, "jkl", "2026-11-29")
+    with pytest.raises(ValueError, match=r"confirmed on seeds \[0, 1, 2, 3, 4\], frozen with \[1000,"):
+        reg.confirm(_entry(), r, "jkl", "2026-11-29")  # the exploratory seeds are no confirmation
+    with pytest.raises(ValueError, match="p/z: not frozen"):
+        reg.check_frozen(_entry(cid="p/z"), r)
+
+
+def test_a_later_rule_change_voids_the_confirmation():
+    r, _ = _frozen_registry()
+    r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29")
+    changed = _entry(threshold="reproduced if the 95% interval lies above +5")
+    assert reg.status(changed, r)["confirmation"] == "void (the rule changed since it was frozen)"
+    assert reg.status(changed, r)["confirmatory"] is None
+    r2, _ = reg.register([changed], r, "mno", "2026-11-30", why="a sharper rule")
+    assert "frozen" not in r2["p/x"] and "confirmatory" not in r2["p/x"]
+    assert r2["p/x"]["history"][-1]["confirmatory"]["verdict"] == "reproduced"  # kept, as history
+    assert reg.status(changed, r2)["confirmation"] == "none (not frozen)"
+    with pytest.raises(ValueError, match="register these rules before freezing them"):
+        reg.freeze([changed], r, "pqr", "2026-12-01")  # changed but not re-registered
