@@ -154,7 +154,9 @@ def share_effect(values: Sequence[float | None], share: Share, unit: str) -> dic
     counts = []
     for x in kept:
         k = (x + share.minus) * share.cases / 100.0
-        if abs(k - round(k)) > 1e-6 or not 0 <= round(k) <= share.cases:  # 1e-6: the JSON keeps 6 digits
+        # k is whole up to rounding: a value kept to 6 significant digits (the JSON's) is off by at most 5e-5 (it is
+        # at most 100), i.e. 5e-7 x cases in k; 1e-3 covers up to 2,000 cases and is far below the 1 between shares
+        if abs(k - round(k)) > 1e-3 or not 0 <= round(k) <= share.cases:
             raise ValueError(f"share reading {x!r} is not 100 * k / {share.cases} - {share.minus:g} for a whole k")
         counts.append(int(round(k)))
     k, n = sum(counts), share.cases * len(counts)

@@ -66,6 +66,7 @@ def test_share_gets_the_exact_clopper_pearson_interval():
     assert e["p_value"] == 0.000324914  # exact two-sided binomial, 25 of 30 against 1/2: 2 x 174,437 / 2^30
     assert e["test"] == ("exact binomial, two-sided, 25 of 30 cases (5 seeds x 6); interval = Clopper-Pearson")
     assert e["ci95"][0] < e["ci95"][1]  # never zero width while some case is undecided either way
+    assert share_effect([33.3333] * 5, share, "% of cases")["ci95"] == [15.2788, 44.3578]  # as the JSON keeps it
     assert clopper_pearson(0, 10) == (0.0, pytest.approx(0.308497, abs=1e-6))  # 1 - 0.025^(1/10)
     assert clopper_pearson(10, 10) == (pytest.approx(0.691503, abs=1e-6), 1.0)
     with pytest.raises(ValueError, match="whole k"):
