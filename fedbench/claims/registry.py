@@ -307,6 +307,35 @@ def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: 
     return out
 
 
+def disclosures(registry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every rule change after a result, one row each (issue 32, item 6: claims.md lists them all): the claim id,
+    the commit and date of the change, why, the rule before, the verdict under it and under the rule that
+    replaced it (each with where it was read), ordered by claim id, oldest change first. A change made before any
+    verdict existed is no disclosure (the rule was not changed after a result) and is left out.
+
+    The verdict after a change is the record's own ``verdict_after`` where it states one, else the verdict of the
+    next history record that recorded one, else the claim's current registered verdict."""
+    rows = []
+    for cid, reg in sorted(registry.items()):
+        history = reg.get("history") or []
+        for i, h in enumerate(history):
+            if h.get("verdict") is None:
+                continue
+            if "verdict_after" in h:
+                after, source = h["verdict_after"], h.get("verdict_after_source", "")
+            elif nxt := [n for n in history[i + 1:] if n.get("verdict") is not None]:
+                after, source = nxt[0]["verdict"], nxt[0].get("verdict_source", "")
+            else:
+                current = reg.get("verdict") or {}
+                after = current.get("verdict")
+                source = _source(current) if current else "none recorded yet"
+            commit, _, date = str(h.get("changed", "")).partition(" ")
+            rows.append({"id": cid, "commit": commit, "date": date, "why": h.get("why", ""), "rule_before": h.get("rule", ""),
+                         "verdict_before": h["verdict"], "verdict_before_source": h.get("verdict_source", ""),
+                         "verdict_after": after, "verdict_after_source": source, "moved": after != h["verdict"]})
+    return rows
+
+
 def _seeds_text(seeds: list[int]) -> str:
     return f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
 

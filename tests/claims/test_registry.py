@@ -212,3 +212,33 @@ def test_a_later_rule_change_voids_the_confirmation():
     assert reg.status(changed, r2)["confirmation"] == "none (not frozen)"
     with pytest.raises(ValueError, match="register these rules before freezing them"):
         reg.freeze([changed], r, "pqr", "2026-12-01")  # changed but not re-registered
+
+
+def test_disclosure_rows_name_both_verdicts_and_the_commit():
+    r = {"p/x": {"hash": "h2", "verdict": {"verdict": "not-reproduced", "commit": "c3", "date": "2026-11-26"},
+                 "history": [{"rule": "r0", "changed": "c1 2026-11-22", "why": "w0", "verdict": "inconclusive",
+                              "verdict_source": "s0"},
+                             {"rule": "r1", "changed": "c2 2026-11-23", "why": "w1", "verdict": None},
+                             {"rule": "r2", "changed": "c3 2026-11-24", "why": "w2", "verdict": "reproduced",
+                              "verdict_source": "s2", "verdict_after": "reproduced", "verdict_after_source": "s3"}]}}
+    rows = reg.disclosures(r)
+    assert [(x["commit"], x["date"], x["verdict_before"], x["verdict_after"], x["moved"]) for x in rows] == [
+        ("c1", "2026-11-22", "inconclusive", "reproduced", True),  # the next record with a verdict
+        ("c3", "2026-11-24", "reproduced", "reproduced", False)]  # its own verdict_after; r1 had no verdict
+    assert rows[0]["verdict_after_source"] == "s2" and rows[0]["rule_before"] == "r0"
+
+
+def test_the_committed_registry_discloses_every_rule_changed_after_a_result():
+    # issue 32: 21 rules changed after a result; 7 had no history until then (git log -p reports/claims.json:
+    # their rules changed in fa8e885, between the reports of 593a6ba and d86b4fd)
+    rows = reg.disclosures(reg.load())
+    assert len({x["id"] for x in rows}) == 21
+    found = {x["id"]: (x["verdict_before"], x["verdict_after"]) for x in rows if x["commit"] == "fa8e885"
+             and x["verdict_before_source"].endswith("593a6ba (2026-11-22)")}
+    assert found == {"fedprox/synthetic-1-1/partial-work": ("inconclusive", "inconclusive"),
+                     "fedprox/synthetic/heterogeneity-hurts-fedavg": ("reproduced", "reproduced"),
+                     "fedprox/synthetic/dissimilarity-tracks-loss": ("reproduced", "reproduced"),
+                     "fedlaavg/example-1/fedavg-bias": ("reproduced", "reproduced"),
+                     "delta-fl/gaussian-triangle/longest-side-midpoint": ("reproduced", "reproduced"),
+                     "fedlaavg/synthetic/diurnal-gain": ("inconclusive", "not-reproduced"),
+                     "mime/synthetic-1-1/momentum-helps": ("not-reproduced", "not-reproduced")}
