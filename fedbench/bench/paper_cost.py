@@ -90,6 +90,33 @@ def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, f
     return {k: {c: float(u[c]) for c in COST_KEYS} for k, u in data["studies"][name]["units"].items()}
 
 
+def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu",
+               root: Path | None = None) -> dict[str, Any]:
+    """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper run --dry-run``, the
+    not-run claim entries, the README): its ``scales`` projected (fedbench.bench.costs.project_study) from the unit
+    costs ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default
+    :func:`folder`) where they are, from the per-model table (fedbench/bench/measured_costs.json) otherwise.
+
+    project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
+    ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine and
+    the date in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
+    from fedbench.bench.costs import MEASURED as PER_MODEL
+
+    per_model = load_measured()
+    data = load(device, root)
+    own = study_costs(data, name)
+    c = project_study(scales, per_model, own)
+    fallback = {"machine": per_model["device"], "date": per_model["measured_on"], "table": f"fedbench/bench/{PER_MODEL.name}"}
+    if own:
+        measured = {"machine": data["device_name"], "date": data["studies"][name]["measured_at"][:10],
+                    "table": str((root or folder(device)) / FILE)}
+        c |= measured if c["source"] == "measured" else {
+            k: f"{measured[k]}; the rest {fallback[k]}" for k in measured}
+    else:
+        c |= fallback
+    return c | {"device": f"{c['machine']}, measured {c['date']}"}
+
+
 def units(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Scale]:
     """unit key -> the read scale of that unit with the most run-rounds (what is timed)."""
     out: dict[str, Scale] = {}
@@ -341,4 +368,4 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 __all__ = ["DEVICES", "FILE", "TABLE", "folder", "load", "markdown", "measure_study", "measure_unit", "run",
-           "study_costs", "units", "validate", "write"]
+           "study_cost", "study_costs", "units", "validate", "write"]
