@@ -98,8 +98,8 @@ def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str =
     :func:`folder`) where they are, from the per-model table (fedbench/bench/measured_costs.json) otherwise.
 
     project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
-    ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine and
-    the date in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
+    ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine, the
+    date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
     from fedbench.bench.costs import MEASURED as PER_MODEL
 
     per_model = load_measured()
@@ -114,7 +114,7 @@ def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str =
             k: f"{measured[k]}; the rest {fallback[k]}" for k in measured}
     else:
         c |= fallback
-    return c | {"device": f"{c['machine']}, measured {c['date']}"}
+    return c | {"device": f"{c['machine']}, measured {c['date']} ({'GPU' if device == 'cuda' else 'CPU'}-hours)"}
 
 
 def units(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Scale]:

@@ -46,7 +46,7 @@ def test_a_measured_study_says_its_machine_and_date_and_a_missing_one_falls_back
     c = study_cost(name, scales[name])
     assert c["source"] == "measured" and c["machine"] == data["device_name"]
     assert c["date"] == data["studies"][name]["measured_at"][:10] and c["table"] == "reports/bench/paper-cost.json"
-    assert c["device"] == f"{c['machine']}, measured {c['date']}"
+    assert c["device"] == f"{c['machine']}, measured {c['date']} (CPU-hours)"
     per_model = load_measured()
     fallback = study_cost(name, scales[name], "cpu", tmp_path)  # no paper-cost.json there
     assert fallback["source"] == "projected" and fallback["machine"] == per_model["device"]
