@@ -405,8 +405,7 @@ def measure_workloads(device, budget: Budget, log: Log, out_dir: Path) -> dict |
     if budget.left < WORKLOAD_MIN_S:
         log.skip("workload", "all", f"{max(budget.left, 0):.0f} s left, under {WORKLOAD_MIN_S:.0f} s")
         return None
-    import fedbench.bench.studies as studies
-    import fedbench.bench.workload as workload
+    from fedbench.bench import studies, workload
     from fedbench.bench.cli import SCHEMA
     from fedbench.bench.machine import environment, measure_machine
 

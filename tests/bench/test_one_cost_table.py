@@ -57,7 +57,7 @@ def test_a_measured_study_says_its_machine_and_date_and_a_missing_one_falls_back
 def test_paper_list_quotes_the_table(costs):
     text = listing(str(ROOT / "params.yaml"))
     shown = {m[1]: m[2] for m in re.finditer(r"^  (\w+)\s+(?:measured|partly measured|projected)\s.*?([\d,.]+)$",
-                                            text, re.M)}
+                                            text, re.MULTILINE)}
     assert set(costs) <= set(shown)
     for name, c in costs.items():
         assert shown[name] == f"{c['hours']:,.2f}", name
@@ -97,7 +97,7 @@ def test_committed_not_run_entries_carry_the_table(costs):
 
 def _readme_hours(text: str) -> dict[str, str]:
     """study -> the hours the README's cost tables quote ('| fedprox_mnist | ... | 0.08 h |')."""
-    rows = re.finditer(r"^\| `?(\w+)`?[^|\n]*\|.*\| ([\d,.]+) h(?:;[^|]*)? \|$", text, re.M)
+    rows = re.finditer(r"^\| `?(\w+)`?[^|\n]*\|.*\| ([\d,.]+) h(?:;[^|]*)? \|$", text, re.MULTILINE)
     return {m[1]: m[2] for m in rows}
 
 
