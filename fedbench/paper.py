@@ -121,16 +121,13 @@ def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = 
     from fedbench.data.sources import CHECKSUMS, SOURCES, raw_folder
 
     if name in CLAIM_STUDIES or name in STUDIES:
-        from fedbench.bench.costs import load_measured, project_study
-        from fedbench.bench.paper_cost import load, study_costs
+        from fedbench.bench.paper_cost import study_cost
 
-        data = load("cpu")
-        own = study_costs(data, name)
-        c = project_study(study_scales(len(load_config(params).train.seeds))[name], load_measured(), own)
-        where = (f"from costs measured at its shapes on {data['device_name']} ({data['studies'][name]['measured_at']}, "
-                 "`fedbench paper cost`)" if own else f"on {c['device']}")
+        c = study_cost(name, study_scales(len(load_config(params).train.seeds))[name], "cpu")
+        where = ("from costs `fedbench paper cost` measured at its shapes" if c["source"] == "measured" else
+                 f"{c['source']}: from {c['table']}")
         cost = (f"projected {c['hours']:,.2f} CPU-h ({c['runs']} runs its claims read, of {c['runs'] + c['left_out']}, "
-                f"x up to {c['rounds']:,} rounds) {where}")
+                f"x up to {c['rounds']:,} rounds) {where} on {c['device']}")
         if budget != "paper":  # the scales are the paper budget's: say so rather than print the wrong figure as this one's
             cost += f"; that is the paper budget's cost, --budget {budget} runs part of it (the study's BUDGETS)"
     else:  # a study of params.yaml the main job runs: its measured cost, if the report has it
@@ -176,8 +173,8 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
     evaluation hours, the share of evaluation, the total), each figure measured (``fedbench paper cost``: the file
     in ``costs_dir``, default reports/bench/ or reports/bench-gpu/ for ``device``) where there is one, projected
     from the per-model table (CPU) otherwise, and the totals."""
-    from fedbench.bench.costs import load_measured, project_study
-    from fedbench.bench.paper_cost import FILE, folder, load, study_costs
+    from fedbench.bench.costs import load_measured
+    from fedbench.bench.paper_cost import FILE, folder, load, study_cost
 
     measured = load_measured()
     costs_dir = costs_dir or folder(device)
@@ -197,8 +194,7 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
              f"{'eval':>5} {'total h':>10}"]
 
     def cost(name: str) -> dict | None:
-        own = study_costs(data, name)
-        c = project_study(scales[name], measured, own)
+        c = study_cost(name, scales[name], device, costs_dir)
         if device == "cuda" and c["source"] != "measured":
             return None
         return c

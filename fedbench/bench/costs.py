@@ -32,6 +32,7 @@ said so). The measured numbers are kept in ``fedbench/bench/measured_costs.json`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -249,6 +250,51 @@ def project_study(scales: tuple[Scale, ...] | list[Scale], measured: dict[str, A
             "left_out": sum(s.runs for s in scales if not s.read),
             "rounds": max((p["rounds"] for p in parts), default=0), "source": source,
             "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(read, parts))}
+
+
+def stacked_seconds(scale: Scale, c: dict[str, float], runs: int) -> float:
+    """Seconds of one stack of ``runs`` runs of ``scale`` at unit costs ``c`` (COST_KEYS), as the study runner runs
+    it (fedbench.engine.stacking): the stack pays a round's fixed cost (``round_s``) and an evaluation's fixed cost
+    (``eval_s``) once for all its runs, and its runs' clients train in one batched step whose cost is taken as
+    linear in the rows (``step_s`` a client's step, measured at the unit's cohort: the batched step's own fixed
+    launch cost, shared in fact, is counted per row, so this overstates the stack); evaluated samples, the
+    cohort's own losses and the dissimilarity's gradients are per run. So, with T_1 the seconds of one run alone
+    (:func:`seconds`) and E its evaluations:
+        stack(R) = R T_1 - (R - 1) (rounds x round_s + E x eval_s)."""
+    train, evaluation = seconds(scale, c)
+    shared = scale.rounds * c["round_s"] + scale.evaluations() * c["eval_s"]
+    return runs * (train + evaluation) - (runs - 1) * shared
+
+
+def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None = None) -> list[tuple[Scale, int]]:
+    """The stacks the study runner would make of the read ``scales``, as (scale, runs in the stack): scales equal
+    in everything but ``runs``, ``read`` and ``label`` share stacks (they share model, rounds, cohort, batch, local
+    work and evaluation, as fedbench.engine.simulation.stack_key asks of a stack; a Scale records no algorithm, so
+    arms of different algorithm classes, which the engine stacks apart, are taken as one group: the gain is an
+    upper bound there), each group cut into stacks of at most ``max_stack`` runs (None: one stack; the device's
+    memory cut, fedbench.engine.stacking.memory_limits, is the caller's)."""
+    groups: dict[Scale, int] = {}
+    for s in scales:
+        if s.read:
+            key = dataclasses.replace(s, runs=0, read=True, label="")
+            groups[key] = groups.get(key, 0) + s.runs
+    out = []
+    for key, runs in groups.items():
+        size = runs if max_stack is None else max(1, max_stack)
+        out += [(key, min(size, runs - lo)) for lo in range(0, runs, size)]
+    return out
+
+
+def project_stacked(scales: tuple[Scale, ...] | list[Scale], costs_of, max_stack: int | None = None) -> dict[str, Any]:
+    """A study's read runs as the study runner would run them (:func:`stack_groups`, :func:`stacked_seconds`)
+    beside each run on its own; ``costs_of(scale)``: the unit costs of a scale. Seconds and hours of both, the
+    stacks, and ``gain`` (one by one / stacked)."""
+    stacks = stack_groups(scales, max_stack)
+    alone = sum(runs * sum(seconds(s, costs_of(s))) for s, runs in stacks)
+    stacked = sum(stacked_seconds(s, costs_of(s), runs) for s, runs in stacks)
+    return {"stacks": len(stacks), "runs": sum(r for _, r in stacks), "alone_seconds": round(alone, 1),
+            "alone_hours": round(alone / 3600, 2), "stacked_seconds": round(stacked, 1),
+            "stacked_hours": round(stacked / 3600, 2), "gain": round(alone / stacked, 3) if stacked else 1.0}
 
 
 def unit_key(scale: Scale) -> str:

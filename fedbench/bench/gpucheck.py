@@ -23,6 +23,24 @@ budget (a part or case that would not finish in it is skipped and listed as skip
    --device cuda``). The FedProx studies are counted at 5 seeds (params.yaml's train.seeds: this machine has no
    PyYAML to read it).
 
+5. **stacking** (on every device, before the timed parts): 3 FedProx runs of generated Synthetic(1,1) stacked
+   (fedbench.engine.simulation.simulate_stack) against each run alone on the CPU: equal bit for bit (issue 31's
+   "CPU: no number changes").
+6. **workload** (CUDA only): ``fedbench bench --quick --parts workload --device cuda``'s two studies, FedProx's
+   140-run synthetic study and the CIFAR-CNN study, stacked and one by one (fedbench.bench.workload; about 75 s
+   on an H200), when at least :data:`WORKLOAD_MIN_S` are left; its JSON is ``workload.json``.
+7. **capture** (optional): the engine's CUDA-graph capture checks, where the engine provides them: the function
+   named by :data:`CAPTURE_HOOK` (``check_capture(device) -> [(name, passed, detail)]``); skipped, and said so,
+   where it does not exist.
+
+Then the **targets** (issue 31; reported, never asserted: :func:`targets`), printed and written as met, not met
+or not measured: the paper profile as the study runner would run it (each study stacked,
+fedbench.bench.paper_cost.stacked_cost, from the unit costs just measured) <= 8 GPU-hours, each study's figure
+beside; FedProx's 140-run synthetic study stacked <= 60 s; the CIFAR-CNN study stacked at R = 15 >= 6x one by
+one; the Shakespeare LSTM at cohort 100 >= 0.3 of centralized; a round's fixed cost (``round_s`` of the paper
+studies' mclr units, the small model) <= 1 ms; and the CPU's numbers unchanged (the stacking part, and the
+algorithms' CPU runs repeatable bit for bit).
+
 Numerical contract on GPU: float32 throughout. The correctness parts (1, 2) run with TF32 off for matrix products
 and cuDNN convolutions (``torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False``); the
 CUDA results then equal the CPU reference within the tolerances above (reduction order differs, nothing else).
@@ -65,7 +83,17 @@ PAPER_MODELS: tuple[tuple[str, tuple[int, ...], int, int | None, tuple[int, int]
     ("deltafl_sent140_lstm", (25,), 2, 1000, (1000, 50)),
     ("deltafl_shakespeare_gru", (80,), 53, 53, None),
 )
-FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-cost.json", "paper-cost.md")
+FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-cost.json", "paper-cost.md",
+         "workload.json")
+PARTS = ("algorithms", "models", "stacking", "throughput", "workload", "paper_cost", "capture")
+WORKLOAD_MIN_S = 150.0  # the workload part runs only with this much left (75 s measured on an H200, x 2)
+CAPTURE_HOOK = "fedbench.engine.capture:check_capture"  # the engine's CUDA-graph checks, where it has them
+# issue 31's targets (reported, not asserted)
+PROFILE_GPU_HOURS = 8.0
+SYNTHETIC_STUDY_S = 60.0
+CNN_STACK_SPEEDUP = 6.0
+LSTM_OF_CENTRALIZED = 0.3
+ROUND_FIXED_S = 1e-3
 PAPER_SEEDS = 5  # params.yaml's train.seeds, for the FedProx studies' runs
 PAPER_MIN_S = 5.0  # a study is measured only with at least this many seconds for it
 SIM_TOL = 1e-4  # CUDA against CPU: theta and losses, rtol = atol (tests/engine/test_gpu.py)
@@ -338,6 +366,149 @@ def measure_paper_cost(device, budget: Budget, log: Log, out_dir: Path, max_seco
     return result
 
 
+# ---- 5. stacking, 6. workload, 7. capture -------------------------------------------------------------------
+
+def check_stacking(budget: Budget, log: Log) -> None:
+    """3 FedProx runs stacked against each alone, on the CPU: equal bit for bit."""
+    import torch
+
+    from fedbench.algorithms import build_algorithm
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate, simulate_stack
+    from fedbench.models import build_model
+
+    if budget.left <= 0:
+        log.skip("stacking", "cpu", "budget spent")
+        return
+    t0 = time.perf_counter()
+    try:
+        data = generate_synthetic(1, 1, num_devices=12, seed=0, lognormal_mean=3.0, lognormal_sigma=0.5, min_samples=20)
+        model = build_model("mclr", data.feature_shape, data.num_classes)
+        cfgs = [SimulationConfig(rounds=3, clients_per_round=5, local_epochs=2, batch_size=10, straggler_fraction=0.5,
+                                 seed=seed, device="cpu", checkpoint_every=10_000) for seed in (0, 1, 2)]
+        algorithm = build_algorithm("fedprox", lr=0.05, mu=1.0)
+        stacked = simulate_stack(model, [RunSpec(c, data, algorithm) for c in cfgs])
+        alone = [simulate(c, data, model, algorithm) for c in cfgs]
+        ok = all(torch.equal(a.theta, b.theta) for a, b in zip(stacked, alone))
+        detail = f"3 FedProx runs stacked = each alone on the CPU, bit for bit: {ok}"
+    except Exception as exc:  # noqa: BLE001
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    log.check("stacking", "cpu", ok, detail, time.perf_counter() - t0)
+
+
+def measure_workloads(device, budget: Budget, log: Log, out_dir: Path) -> dict | None:
+    """``fedbench bench --quick --parts workload`` on CUDA (both studies, 1 measured round a run), written to
+    ``out_dir``/workload.json; None where skipped."""
+    if device.type != "cuda":
+        log.skip("workload", "all", "no CUDA: `fedbench bench --parts workload` measures the CPU's (minutes on 2 cores)")
+        return None
+    if budget.left < WORKLOAD_MIN_S:
+        log.skip("workload", "all", f"{max(budget.left, 0):.0f} s left, under {WORKLOAD_MIN_S:.0f} s")
+        return None
+    from fedbench.bench import studies, workload
+    from fedbench.bench.cli import SCHEMA
+    from fedbench.bench.machine import environment, measure_machine
+
+    t0 = time.perf_counter()
+    machine = measure_machine(device, quick=True)
+    found = [workload.measure_workload(s, device, machine, 1, lambda m: print(m, flush=True))
+             for s in (studies.fedprox_study(), studies.cnn_study())]
+    result = {"schema": SCHEMA, "quick": True, "device": str(device), "environment": environment(device),
+              "machine": machine.as_dict(), "workloads": found,
+              "workload_targets": [t for w in found for t in workload.check_targets(w)]}
+    (out_dir / "workload.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    log.check("workload", "all", True, f"{len(found)} studies measured", time.perf_counter() - t0)
+    return result
+
+
+def check_capture(device, budget: Budget, log: Log) -> None:
+    """The engine's CUDA-graph capture checks (:data:`CAPTURE_HOOK`), where the engine has them."""
+    import importlib
+
+    module, name = CAPTURE_HOOK.split(":")
+    try:
+        hook = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        log.skip("capture", "all", f"the engine has no {CAPTURE_HOOK} yet")
+        return
+    if device.type != "cuda" or budget.left <= 0:
+        log.skip("capture", "all", "no CUDA" if device.type != "cuda" else "budget spent")
+        return
+    t0 = time.perf_counter()
+    for check_name, ok, detail in hook(device):
+        log.check("capture", str(check_name), bool(ok), str(detail), time.perf_counter() - t0)
+        t0 = time.perf_counter()
+
+
+# ---- the targets ---------------------------------------------------------------------------------------------
+
+def targets(result: dict) -> list[dict[str, Any]]:
+    """Issue 31's targets from what the check measured: rows of target, measured (text) and met (True, False, or
+    None: not measured here)."""
+    from fedbench.bench.paper_cost import stacked_cost
+    from fedbench.studies.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
+
+    device = result["environment"]["device"]
+    card = result["environment"].get("device_name", device)
+    rows: list[dict[str, Any]] = []
+
+    def row(target: str, measured: float | None, text: str, met, figure: bool = False) -> None:
+        rows.append({"target": target, "measured": text if measured is not None else "not measured",
+                     "met": None if measured is None or figure else bool(met), "figure": figure})
+
+    cost = result.get("paper_cost") if device == "cuda" else None
+    names = PROFILES["paper"] + list(PAPER_CLAIM_STUDIES)
+    scales = study_scales(PAPER_SEEDS)
+    per_study = {}
+    if cost:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:  # stacked_cost reads a paper-cost.json: this run's
+            (Path(tmp) / "paper-cost.json").write_text(json.dumps(cost))
+            per_study = {n: stacked_cost(n, scales[n], "cuda", Path(tmp))["stacked_hours"]
+                         for n in names if n in cost["studies"]}
+    for n in names:
+        h = per_study.get(n)
+        row(f"paper profile: {n}, stacked, GPU-h ({card})", h, f"{h:,.2f}" if h is not None else "", None, figure=True)
+    complete = len(per_study) == len(names)
+    total = sum(per_study.values()) if complete else None
+    row(f"paper profile as the study runner runs it <= {PROFILE_GPU_HOURS:g} GPU-h ({card})", total,
+        f"{total:,.1f} GPU-h" if total is not None else "", total is not None and total <= PROFILE_GPU_HOURS)
+    subsets = {w["name"]: w["subsets"] for w in (result.get("workload") or {}).get("workloads", [])}
+    whole = subsets.get("fedprox_synthetic", {}).get("all")
+    s = whole["stacked"]["projected_s"] if whole else None
+    row(f"FedProx's 140-run synthetic study, stacked <= {SYNTHETIC_STUDY_S:g} s ({card})", s,
+        f"{s:,.0f} s" if s is not None else "", s is not None and s <= SYNTHETIC_STUDY_S)
+    r15 = subsets.get("cnn_cifar_shaped", {}).get("R = 15")
+    x = r15["one_by_one"]["projected_s"] / r15["stacked"]["projected_s"] if r15 else None
+    row(f"CIFAR-CNN study stacked at R = 15 >= {CNN_STACK_SPEEDUP:g}x one by one ({card})", x,
+        f"{x:.1f}x" if x is not None else "", x is not None and x >= CNN_STACK_SPEEDUP)
+    cases = (result.get("bench") or {}).get("throughput", {}).get("cases", []) if device == "cuda" else []
+    lstm = next((c for c in cases if c["model"] == "fedprox_shakespeare_lstm" and c["cohort"] == 100), None)
+    f = lstm["chosen_over_centralized"] if lstm else None
+    row(f"Shakespeare LSTM, cohort 100 >= {LSTM_OF_CENTRALIZED:g} of centralized ({card})", f,
+        f"{f:.2f} ({lstm['chosen_kernel']})" if lstm else "", f is not None and f >= LSTM_OF_CENTRALIZED)
+    small = [u["round_s"] for st in (cost or {}).get("studies", {}).values() for k, u in st["units"].items()
+             if k.startswith("mclr@")]
+    worst = max(small) if small else None
+    row(f"a round's fixed cost <= {ROUND_FIXED_S * 1e3:g} ms, small model (mclr units' round_s) ({card})", worst,
+        f"{worst * 1e3:.1f} ms (largest of {len(small)})" if small else "", worst is not None and worst <= ROUND_FIXED_S)
+    cpu = [c for c in result.get("checks", []) if c["part"] == "stacking"]
+    same = all(c["passed"] for c in cpu) if cpu else None
+    row("CPU: no number changes (stacked = alone bit for bit)", same,
+        ("equal" if same else "differ") if cpu else "", same)
+    return rows
+
+
+def targets_lines(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| target | measured | met |", "|---|---|---|"]
+    for r in rows:
+        met = ("-" if r.get("figure") and r["measured"] != "not measured" else "not measured" if r["met"] is None
+               else "met" if r["met"] else "not met")
+        lines.append(f"| {r['target']} | {r['measured']} | {met} |")
+    return lines
+
+
 # ---- the command ---------------------------------------------------------------------------------------------
 
 def summary(result: dict) -> str:
@@ -355,6 +526,8 @@ def summary(result: dict) -> str:
              machine, "", counts, ""]
     for c in failed:
         lines.append(f"- FAIL {c['part']}/{c['name']}: {c['detail']}")
+    if result.get("targets"):
+        lines += ["", "## Targets (issue 31; reported, not asserted)", ""] + targets_lines(result["targets"])
     if result.get("bench", {}).get("throughput", {}).get("cases"):
         lines += ["", "## Throughput", ""] + throughput_table(result["bench"]["throughput"]["cases"])
         lines += ["", "Targets (issues 9 and 20; reported, not asserted):", ""]
@@ -369,17 +542,16 @@ def summary(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fedbench.bench.gpucheck", description=__doc__.split("\n\n")[0])
-    p.add_argument("out_dir", type=Path, help="folder for the files it writes (created; at most 6 files)")
+    p.add_argument("out_dir", type=Path, help=f"folder for the files it writes (created; at most {len(FILES)} files)")
     p.add_argument("--budget-s", type=float, default=420.0, help="seconds for the whole check (default 420)")
-    p.add_argument("--parts", default="algorithms,models,throughput,paper_cost",
-                   help="which parts, in order (default all: algorithms,models,throughput,paper_cost)")
+    p.add_argument("--parts", default=",".join(PARTS), help=f"which parts, in order (default all: {','.join(PARTS)})")
     p.add_argument("--paper-max-seconds", type=float, default=None, help="seconds a paper study may take in the "
                    "paper_cost part (default: what is left, split evenly over the studies)")
     args = p.parse_args(argv)
     parts = [s for s in args.parts.split(",") if s]
-    unknown = set(parts) - {"algorithms", "models", "throughput", "paper_cost"}
+    unknown = set(parts) - set(PARTS)
     if unknown:
-        p.error(f"--parts: unknown {', '.join(sorted(unknown))}; allowed: algorithms, models, throughput, paper_cost")
+        p.error(f"--parts: unknown {', '.join(sorted(unknown))}; allowed: {', '.join(PARTS)}")
     if args.budget_s <= 0:
         p.error("--budget-s must be positive")
     if args.paper_max_seconds is not None and args.paper_max_seconds <= 0:
@@ -402,12 +574,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def write() -> None:
         result.update(checks=log.checks, skipped=log.skipped, elapsed_s=time.perf_counter() - start)
+        result["targets"] = targets(result)
         (args.out_dir / "gpu-tests.txt").write_text("\n".join(log.lines) + "\n")
         (args.out_dir / "gpucheck.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
         (args.out_dir / "summary.md").write_text(summary(result))
 
     # of what is left at its start (the throughput part leaves at least 30% to the paper cost)
-    shares = {"algorithms": 0.2, "models": 0.25, "throughput": 0.7, "paper_cost": 1.0}
+    shares = {"algorithms": 0.2, "models": 0.25, "stacking": 0.1, "throughput": 0.5, "workload": 0.6, "paper_cost": 0.9,
+              "capture": 1.0}
     for part in parts:
         part_budget = Budget(max(0.0, budget.left * shares[part]))
         try:
@@ -425,6 +599,14 @@ def main(argv: list[str] | None = None) -> int:
                 (args.out_dir / "bench.json").write_text(json.dumps(
                     {"schema": SCHEMA, "quick": True, "device": str(device), "environment": result["environment"],
                      "machine": bench["machine"], "throughput": bench["throughput"]}, indent=1, default=str) + "\n")
+            elif part == "stacking":
+                check_stacking(part_budget, log)
+            elif part == "workload":
+                found = measure_workloads(device, part_budget, log, args.out_dir)
+                if found is not None:
+                    result["workload"] = found
+            elif part == "capture":
+                check_capture(device, part_budget, log)
             elif part == "paper_cost":
                 cost = measure_paper_cost(device, part_budget, log, args.out_dir, args.paper_max_seconds)
                 if cost is not None:
@@ -433,6 +615,8 @@ def main(argv: list[str] | None = None) -> int:
             log.check(part, "part", False, f"{type(exc).__name__}: {exc}", 0.0)
             traceback.print_exc()
         write()
+    write()  # the targets from every part (and the files, where no part ran)
+    print("\n".join(["targets (issue 31):"] + targets_lines(result["targets"])), flush=True)
     return 0 if all(c["passed"] for c in log.checks) else 1
 
 

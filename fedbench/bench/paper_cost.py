@@ -45,7 +45,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fedbench.bench.costs import COST_KEYS, MODEL_INPUTS, Scale, load_measured, project_study, unit_key
+from fedbench.bench.costs import (
+    COST_KEYS,
+    MODEL_INPUTS,
+    Scale,
+    load_measured,
+    project_stacked,
+    project_study,
+    table_costs,
+    unit_key,
+)
 
 FILE = "paper-cost.json"
 TABLE = "paper-cost.md"
@@ -88,6 +97,43 @@ def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, f
     if not data or name not in data["studies"]:
         return None
     return {k: {c: float(u[c]) for c in COST_KEYS} for k, u in data["studies"][name]["units"].items()}
+
+
+def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu",
+               root: Path | None = None) -> dict[str, Any]:
+    """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper run --dry-run``, the
+    not-run claim entries, the README): its ``scales`` projected (fedbench.bench.costs.project_study) from the unit
+    costs ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default
+    :func:`folder`) where they are, from the per-model table (fedbench/bench/measured_costs.json) otherwise.
+
+    project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
+    ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine, the
+    date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
+    from fedbench.bench.costs import MEASURED as PER_MODEL
+
+    per_model = load_measured()
+    data = load(device, root)
+    own = study_costs(data, name)
+    c = project_study(scales, per_model, own)
+    fallback = {"machine": per_model["device"], "date": per_model["measured_on"], "table": f"fedbench/bench/{PER_MODEL.name}"}
+    if own:
+        measured = {"machine": data["device_name"], "date": data["studies"][name]["measured_at"][:10],
+                    "table": str((root or folder(device)) / FILE)}
+        c |= measured if c["source"] == "measured" else {
+            k: f"{measured[k]}; the rest {fallback[k]}" for k in measured}
+    else:
+        c |= fallback
+    return c | {"device": f"{c['machine']}, measured {c['date']} ({'GPU' if device == 'cuda' else 'CPU'}-hours)"}
+
+
+def stacked_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu", root: Path | None = None,
+                 max_stack: int | None = None) -> dict[str, Any]:
+    """Study ``name``'s read runs as the study runner would run them, stacked (fedbench.bench.costs.project_stacked:
+    the model is stated there), beside each run on its own; unit costs as :func:`study_cost` takes them (measured
+    on ``device`` where they are, the per-model table otherwise)."""
+    own = study_costs(load(device, root), name) or {}
+    per_model = load_measured()
+    return project_stacked(scales, lambda s: own.get(unit_key(s)) or table_costs(s, per_model), max_stack)
 
 
 def units(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Scale]:
@@ -238,9 +284,12 @@ def measure_study(scales: tuple[Scale, ...] | list[Scale], device: str, max_seco
     found = units(scales)
     share = max_seconds / max(1, len(found))
     measured = {key: measure_unit(s, device, share, rounds) for key, s in found.items()}
-    projection = project_study(scales, load_measured(), {k: {c: u[c] for c in COST_KEYS} for k, u in measured.items()})
-    return {"units": measured, "projection": {k: projection[k] for k in
-                                              ("runs", "left_out", "rounds", "train_hours", "eval_hours", "hours")},
+    unit_costs = {k: {c: u[c] for c in COST_KEYS} for k, u in measured.items()}
+    projection = project_study(scales, load_measured(), unit_costs)
+    stacked = project_stacked(scales, lambda s: unit_costs[unit_key(s)])
+    return {"units": measured, "projection": {**{k: projection[k] for k in
+                                                 ("runs", "left_out", "rounds", "train_hours", "eval_hours", "hours")},
+                                              **{k: stacked[k] for k in ("stacks", "stacked_hours", "gain")}},
             "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": _load()}
 
 
@@ -261,6 +310,10 @@ def machine(device: str) -> dict[str, Any]:
     name = env["device_name"] if device == "cuda" else f"{env['cpu']}, {env['cpu_cores']} cores, 1 torch thread a run"
     return {"device": device, "device_name": name, "torch": env["torch"], "cuda": env["cuda"],
             "python": env["python"], "date": env["date"][:10], "load_average": env.get("load_average", [])}
+
+
+def _stacked(p: dict[str, Any]) -> str:
+    return f"{p['stacked_hours']:,.2f} ({p['stacks']})" if "stacked_hours" in p else "-"
 
 
 def validate(names: list[str], known: list[str], rounds: int, max_seconds: float, device: str) -> None:
@@ -316,16 +369,18 @@ def markdown(result: dict[str, Any]) -> str:
              f"{result['torch']}, CUDA {result['cuda'] or 'none'}; {result['date']}; load average "
              f"{', '.join(map(str, result['load_average']))} at the end; at most {result['max_seconds']:g} s a study, "
              f"{result['timed_rounds']} timed round(s) a run after a warm-up round; generated data of each study's "
-             "real shapes. Hours project each study's runs that its claims read, each run on its own.", "",
+             "real shapes. Hours project each study's runs that its claims read, each run on its own; 'stacked' "
+             "projects them as the study runner stacks them (fedbench.bench.costs.stacked_seconds: a stack pays a "
+             "round's and an evaluation's fixed cost once).", "",
              f"| study | runs read | left out | rounds | training {unit} | evaluation {unit} | evaluation share | "
-             f"total {unit} | measured at (load) | scaled up |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             f"total {unit} | stacked {unit} (stacks) | measured at (load) | scaled up |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for name, st in sorted(result["studies"].items()):
         p = st["projection"]
         share = p["eval_hours"] / p["hours"] if p["hours"] else 0.0
         notes = "; ".join(f"{k}: {n}" for k, u in st["units"].items() for n in u["notes"]) or "-"
         lines.append(f"| {name} | {p['runs']} | {p['left_out']} | {p['rounds']:,} | {p['train_hours']:,.2f} | "
-                     f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {st['measured_at']} "
+                     f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {_stacked(p)} | {st['measured_at']} "
                      f"({', '.join(map(str, st['load_average']))}) | {notes} |")
     lines += ["", "Unit costs (seconds): step_s a local step, round_s a round's fixed cost, eval_s an evaluation's "
               "fixed cost, eval_sample_s a sample evaluated, grad_sample_s a sample's gradient (dissimilarity).", "",
@@ -341,4 +396,4 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 __all__ = ["DEVICES", "FILE", "TABLE", "folder", "load", "markdown", "measure_study", "measure_unit", "run",
-           "study_costs", "units", "validate", "write"]
+           "stacked_cost", "study_cost", "study_costs", "units", "validate", "write"]

@@ -193,7 +193,7 @@ def measure_case(spec: BenchModel, model: Model, cohort: int, device: torch.devi
     the model's training FLOPs per sample, if already counted."""
     ds = make_federation(spec, model, cohort, seed)
     local_steps = spec.quick_steps if settings.quick else 0
-    chosen = choose_kernel(model, device).name
+    chosen = choose_kernel(model, device, cohort=cohort).name  # as a stack of `cohort` rows would choose
     kernels = [chosen] + [k for k in kernel_names(model) if k != chosen]
     sizes = ds.train.sizes
     steps = client_steps(sizes, CLIENT_BATCH, np.ones_like(sizes), local_steps)

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fedbench.bench.costs import Scale, load_measured, project_study
+from fedbench.bench.costs import Scale
 from fedbench.claims.entry import CLAIM_KEYS, claim, not_run
 from fedbench.claims.magnitude import combine as combine_parts
 from fedbench.claims.magnitude import split
@@ -47,9 +47,12 @@ def command(name: str) -> str:
     return f"fedbench paper run {name}"
 
 
-def study_cost(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Any]:
-    """The projected cost of a study's runs that its claims read (fedbench.bench.costs.project_study)."""
-    return project_study(scales, load_measured())
+def study_cost(scales: tuple[Scale, ...] | list[Scale], name: str = "") -> dict[str, Any]:
+    """The projected cost of study ``name``'s runs that its claims read: the one figure every place quotes
+    (fedbench.bench.paper_cost.study_cost; without a name, from the per-model table, and it says so)."""
+    from fedbench.bench.paper_cost import study_cost as quoted_cost
+
+    return quoted_cost(name, scales)
 
 
 def redeclared(entry: dict[str, Any], c: Claim) -> dict[str, Any]:
@@ -77,7 +80,7 @@ def not_run_entry(name: str) -> list[dict[str, Any]]:
     (its scales and the paper budget's seeds, in the entry's scale and seeds: the registry's hash covers them,
     so they cannot change silently before the study has run)."""
     d = declaration(name)
-    cost = study_cost(d.scales)
+    cost = study_cost(d.scales, name)
     cmd = command(name)
     out = []
     for c in d.claims:
