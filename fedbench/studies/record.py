@@ -125,21 +125,25 @@ def write_simulations(out_dir: str | Path, records: list[dict[str, Any]]) -> Pat
     return path
 
 
-def keep_seconds(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """``new`` (a JSON object: a record, or a study's claims.json body) with the ``seconds`` of ``previous`` where the
-    two differ in nothing else; ``new`` as it is otherwise.
+# what says how long a run took and on how many worker processes (claims.json's "workers"), not what it computed
+TIMING = ("seconds", "workers")
 
-    Why the committed files keep the earlier seconds rather than this run's: a researcher diffing reports/ reads it
-    for results, and a wall time differs on every run (the machine, its load, a reused outcome) without anything
-    having been found. Kept beside identical numbers, the seconds still say what computing them cost, and a diff
-    shows a change exactly when a number, verdict or setting changed (the seconds then change with them). Moving the
-    timing out of the tracked files instead would have left the MLflow runs (fedbench.tracking stamps each run's
-    rounds from its record's seconds) and ``fedbench study list``'s cost without it."""
+
+def keep_seconds(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` (a JSON object: a record, or a study's claims.json body) with the :data:`TIMING` of ``previous`` (its
+    ``seconds``, and the ``workers`` they were measured with) where the two differ in nothing else; ``new`` as it is
+    otherwise.
+
+    Why the committed files keep the earlier timing rather than this run's: a researcher diffing reports/ reads it
+    for results, and a wall time differs on every run (the machine, its load, the workers, a reused outcome) without
+    anything having been found. Kept beside identical numbers, the seconds still say what computing them cost, and a
+    diff shows a change exactly when a number, verdict or setting changed (the timing then changes with them).
+    Moving the timing out of the tracked files instead would have left the MLflow runs (fedbench.tracking stamps each
+    run's rounds from its record's seconds) and ``fedbench study list``'s cost without it."""
     if previous is None or "seconds" not in previous or "seconds" not in new:
         return new
-    rest = {k: v for k, v in new.items() if k != "seconds"}
-    same = rest == {k: v for k, v in previous.items() if k != "seconds"}
-    return {**new, "seconds": previous["seconds"]} if same else new
+    same = {k: v for k, v in new.items() if k not in TIMING} == {k: v for k, v in previous.items() if k not in TIMING}
+    return {**new, **{k: previous[k] for k in TIMING if k in new and k in previous}} if same else new
 
 
 def keep_simulation_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:

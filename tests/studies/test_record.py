@@ -70,6 +70,10 @@ def test_seconds_are_kept_where_nothing_else_changed():
     assert keep_seconds(before, changed) == changed  # a number changed: this run's seconds go with it
     assert keep_seconds(None, changed) == changed
     assert keep_seconds(before, {"name": "a", "history": before["history"]}) == {"name": "a", "history": before["history"]}
+    study = {"study": "s", "seconds": 1.5, "workers": 2, "claims": [{"verdict": "reproduced"}]}
+    assert keep_seconds(study, study | {"seconds": 9.0, "workers": 1}) == study  # timed on 1 worker: still timing
+    judged = study | {"seconds": 9.0, "workers": 1, "claims": [{"verdict": "refuted"}]}
+    assert keep_seconds(study, judged) == judged
 
 
 def test_a_changed_record_alone_takes_its_new_seconds(tmp_path):
