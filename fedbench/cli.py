@@ -96,9 +96,11 @@ def cmd_generate(a: argparse.Namespace) -> None:
 def cmd_compare(a: argparse.Namespace) -> None:
     from fedbench.report.compare import Selection, compare
 
-    cfg = load_config(a.params, _overrides(a.set))
+    overrides = _overrides(a.set)
+    cfg = load_config(a.params, overrides)
     selection = Selection(tuple(a.dataset), tuple(a.algorithm), tuple(a.stragglers), tuple(a.seed))
-    path, missing = compare(cfg, selection, a.metric or ["train/loss", "test/accuracy"], Path(a.out))
+    path, missing = compare(cfg, selection, a.metric or ["train/loss", "test/accuracy"], Path(a.out),
+                            overrides=overrides)
     if missing:
         print(f"fedbench compare: {len(missing)} selected runs have not finished under these parameters, drawn "
               f"without them: {'; '.join(k.desc for k in missing[:5])}{' ...' if len(missing) > 5 else ''}",

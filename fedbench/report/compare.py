@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -82,16 +83,38 @@ def _curve_label(row: pd.Series, vary: list[str]) -> str:
     return ", ".join(parts) or LABELS.get(row["variant"], row["variant"])
 
 
-def draw(hist: pd.DataFrame, metrics: list[str], path: Path, title: str = "") -> Path:
-    """One panel per metric; a curve per (dataset, variant, stragglers) with its seeds as the band."""
+def selection_title(hist: pd.DataFrame, rounds: dict[str, int], overrides: dict[str, Any] | None = None) -> str:
+    """What a figure of the runs in ``hist`` shows, for its title (issue 29.6: it said only which seeds): the datasets,
+    algorithm variants and straggler fractions drawn, by the names the command takes, the rounds the parameters in
+    force give each dataset (``rounds``), the ``--set`` overrides those parameters came from, and the seeds."""
+    datasets = list(dict.fromkeys(hist["dataset"]))
+    per_dataset = sorted({rounds[d] for d in datasets})
+    parts = [f"{'dataset' if len(datasets) == 1 else 'datasets'} {', '.join(datasets)}",
+             f"{'algorithm' if hist['variant'].nunique() == 1 else 'algorithms'} "
+             f"{', '.join(dict.fromkeys(hist['variant']))}",
+             f"stragglers {', '.join(f'{100 * f:g}%' for f in sorted(hist['stragglers'].unique()))}",
+             f"{per_dataset[0]} rounds" if len(per_dataset) == 1 else
+             "rounds " + ", ".join(f"{d} {rounds[d]}" for d in datasets)]
+    if overrides:
+        parts.append("--set " + " ".join(f"{k}={v}" for k, v in overrides.items()))
+    seeds = sorted(hist["seed"].unique())
+    return " | ".join(parts) + f"\nmean over seeds {', '.join(map(str, seeds))}, band = min..max"
+
+
+def figure(hist: pd.DataFrame, metrics: list[str], title: str = ""):
+    """The matplotlib Figure: one panel per metric; a curve per (dataset, variant, stragglers) with its seeds as the
+    band; ``title`` above the panels (:func:`selection_title`), each line wrapped to the figure's width."""
+    import textwrap
+
     import seaborn as sns
 
-    from fedbench.plotting import pyplot, save_figure
+    from fedbench.plotting import pyplot
 
     vary = [c for c in ("variant", "dataset", "stragglers") if hist[c].nunique() > 1]
     hist = hist.assign(curve=hist.apply(_curve_label, axis=1, vary=vary))
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.8), squeeze=False)
+    width = 4.6 * len(metrics)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(width, 3.8), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         sub = hist[hist[metric].notna()] if metric in hist else hist.iloc[0:0]
         if sub.empty:
@@ -102,16 +125,23 @@ def draw(hist: pd.DataFrame, metrics: list[str], path: Path, title: str = "") ->
                          linewidth=1.4)
             ax.legend(fontsize=7, title=None)
         ax.set(xlabel="# rounds", ylabel=YLABELS.get(metric, metric))
-    seeds = sorted(hist["seed"].unique())
-    fig.suptitle((title + "; " if title else "") + f"mean over seeds {', '.join(map(str, seeds))}, band = min..max",
-                 fontsize=10)
-    return save_figure(fig, path)
+    # about 14 characters of 9-point text to the inch: a line longer than the figure is wrapped, not cut
+    fig.suptitle("\n".join(textwrap.fill(line, int(14 * width)) for line in title.splitlines()), fontsize=9)
+    return fig
+
+
+def draw(hist: pd.DataFrame, metrics: list[str], path: Path, title: str = "") -> Path:
+    """:func:`figure`, written to ``path`` as PNG."""
+    from fedbench.plotting import save_figure
+
+    return save_figure(figure(hist, metrics, title), path)
 
 
 def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, runs_root: Path = RUNS_ROOT,
-            data_root: Path = DATA_ROOT) -> tuple[Path, list[RunKey]]:
-    """Draw the selected runs of ``cfg`` into ``out``; returns the file and the selected runs that are missing.
-    None found: a DataError naming what was looked for and the command that runs it."""
+            data_root: Path = DATA_ROOT, overrides: dict[str, Any] | None = None) -> tuple[Path, list[RunKey]]:
+    """Draw the selected runs of ``cfg`` (params.yaml with ``overrides``, the command's ``--set``, named in the title)
+    into ``out``; returns the file and the selected runs that are missing. None found: a DataError naming what was
+    looked for and the command that runs it."""
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ConfigError(f"--metric {unknown[0]!r} is not known; known: {', '.join(METRICS)}")
@@ -122,4 +152,5 @@ def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, ru
         raise DataError(f"none of the {len(keys)} selected runs has finished under these parameters (e.g. {k.desc}); "
                         f"run them: fedbench run --dataset {k.dataset} --algorithm {k.variant} --stragglers "
                         f"{k.stragglers:g} (or dvc repro)")
-    return draw(hist, metrics, Path(out)), missing
+    rounds = {d: cfg.train_for(d).rounds for d in hist["dataset"].unique()}
+    return draw(hist, metrics, Path(out), selection_title(hist, rounds, overrides)), missing

@@ -30,7 +30,7 @@ from fedbench.claims.entry import plain
 from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings, open_executor
 from fedbench.studies import reuse
-from fedbench.studies.record import SIMULATIONS
+from fedbench.studies.record import SIMULATIONS, keep_seconds, keep_simulation_seconds
 
 if TYPE_CHECKING:
     import numpy as np
@@ -238,7 +238,8 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
                     budget: str | None = None, executor: ExecutorSettings | None = None,
                     real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
-    its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records.
+    its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records (a rerun whose
+    numbers all match the folder's keeps the folder's seconds: fedbench.studies.record.keep_seconds).
     ``budget`` picks one of the study's declared round budgets (its ``BUDGETS``), e.g. "paper" for the paper's
     round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
     run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
@@ -276,9 +277,18 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
             os.replace(store.folder, tmp / reuse.OUTCOMES)
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.studies.record.write_simulations)")
-        (tmp / "claims.json").write_text(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
-                                                           "workers": kwargs.get("workers", 1),
-                                                           "budget": budget, "claims": claims}), indent=2, allow_nan=False) + "\n")
+        # seconds that changed while every number stayed the same are not rewritten (record.keep_seconds says why)
+        unchanged = keep_simulation_seconds(root / name, tmp)
+        body = json.loads(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
+                                            "workers": kwargs.get("workers", 1), "budget": budget, "claims": claims}),
+                                     allow_nan=False))
+        previous = root / name / "claims.json"
+        before = json.loads(previous.read_text()) if unchanged and previous.is_file() else None
+        body = keep_seconds(before, body)
+        (tmp / "claims.json").write_text(json.dumps(body, indent=2, allow_nan=False) + "\n")
+    if body == before:
+        print(f"{name}: every number as in the previous run, whose recorded seconds are kept ({body['seconds']:g} s; "
+              f"this run took {seconds:.1f} s)", flush=True)
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims

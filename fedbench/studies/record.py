@@ -14,6 +14,11 @@ A record is a JSON object, one per line:
 
 Floats keep 6 significant digits and non-finite values are null, so that the files stay small enough to
 commit (reports/studies is in git).
+
+A record's ``seconds`` (and claims.json's, the study's) are the wall time of the run that computed its numbers. A rerun
+whose numbers are all identical keeps the seconds already on disk (:func:`keep_seconds`), so that rerunning a study, or
+a fresh clone's ``make repro``, leaves its committed files byte-identical and ``git diff reports/`` shows only numbers
+that changed.
 """
 
 from __future__ import annotations
@@ -118,6 +123,41 @@ def write_simulations(out_dir: str | Path, records: list[dict[str, Any]]) -> Pat
     path = Path(out_dir) / SIMULATIONS
     path.write_text("".join(json.dumps(r, separators=(",", ":"), default=_plain) + "\n" for r in records))
     return path
+
+
+# what says how long a run took and on how many worker processes (claims.json's "workers"), not what it computed
+TIMING = ("seconds", "workers")
+
+
+def keep_seconds(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` (a JSON object: a record, or a study's claims.json body) with the :data:`TIMING` of ``previous`` (its
+    ``seconds``, and the ``workers`` they were measured with) where the two differ in nothing else; ``new`` as it is
+    otherwise.
+
+    Why the committed files keep the earlier timing rather than this run's: a researcher diffing reports/ reads it
+    for results, and a wall time differs on every run (the machine, its load, the workers, a reused outcome) without
+    anything having been found. Kept beside identical numbers, the seconds still say what computing them cost, and a
+    diff shows a change exactly when a number, verdict or setting changed (the timing then changes with them).
+    Moving the timing out of the tracked files instead would have left the MLflow runs (fedbench.tracking stamps each
+    run's rounds from its record's seconds) and ``fedbench study list``'s cost without it."""
+    if previous is None or "seconds" not in previous or "seconds" not in new:
+        return new
+    same = {k: v for k, v in new.items() if k not in TIMING} == {k: v for k, v in previous.items() if k not in TIMING}
+    return {**new, **{k: previous[k] for k in TIMING if k in new and k in previous}} if same else new
+
+
+def keep_simulation_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:
+    """Rewrite ``new_dir``'s simulations.jsonl with, for each record identical but for its seconds to the record of
+    the same name in ``previous_dir`` (the study's folder before this run), the previous seconds (:func:`keep_seconds`).
+    Whether every record of both is identical, the same runs in the same order (then the study's own seconds are kept
+    too, where its claims are unchanged)."""
+    before = read_simulations(previous_dir)
+    after = read_simulations(new_dir)
+    by_name = {r["name"]: r for r in before}
+    kept = [keep_seconds(by_name.get(r["name"]), r) for r in after]
+    if kept != after:
+        write_simulations(new_dir, kept)
+    return kept == before
 
 
 def read_simulations(study_dir: str | Path) -> list[dict[str, Any]]:

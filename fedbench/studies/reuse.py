@@ -116,20 +116,41 @@ def save(folder: Path, key: str, outcome: Any) -> None:
 
 
 def load(folder: Path, key: str) -> dict[str, Any] | None:
-    """The fields of the Outcome stored under ``key`` in ``folder`` (all but its name); None if there is none (or an
-    unreadable one, which is then recomputed)."""
+    """The fields of the Outcome stored under ``key`` in ``folder`` (all but its name); None if there is none, or if
+    the file is unreadable: then one line on stderr names it and why, and the simulation is recomputed (its file
+    replaced when it finishes)."""
     import numpy as np
 
     path = folder / f"{key}.json"
     try:
-        body = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if body.get("format") != FORMAT:
-        return None
-    arrays = {k: None if body[k] is None else np.asarray(body[k], dtype=np.float64) for k in ("models", "device_accuracy")}
+        text = path.read_text()
+    except FileNotFoundError:
+        return None  # not computed yet: nothing to say
+    except OSError as exc:
+        return _corrupt(path, f"{type(exc).__name__}: {exc.strerror or exc}")
+    try:
+        body = json.loads(text)
+    except ValueError as exc:  # a file cut short by a crash, or overwritten
+        return _corrupt(path, f"not JSON: {exc}")
+    if not isinstance(body, dict) or body.get("format") != FORMAT:
+        return _corrupt(path, f"format {body.get('format') if isinstance(body, dict) else None!r}, expected {FORMAT}")
+    missing = [k for k in ("history", "final", "diverged", "param_digest", "device", "seconds", "models",
+                           "device_accuracy") if k not in body]
+    if missing:
+        return _corrupt(path, f"no {', '.join(missing)}")
+    try:
+        arrays = {k: None if body[k] is None else np.asarray(body[k], dtype=np.float64)
+                  for k in ("models", "device_accuracy")}
+    except (TypeError, ValueError) as exc:
+        return _corrupt(path, f"its arrays: {exc}")
     return {"history": body["history"], "final": body["final"], "diverged": body["diverged"],
             "param_digest": body["param_digest"], "device": body["device"], "seconds": body["seconds"], **arrays}
+
+
+def _corrupt(path: Path, reason: str) -> None:
+    """Say in one line (stderr) that the stored outcome ``path`` cannot be used and is recomputed; None."""
+    print(f"fedbench: outcome {path} was corrupt ({reason}); recomputing", file=sys.stderr, flush=True)
+    return None
 
 
 def prune(folder: Path, keep: Iterable[str]) -> int:

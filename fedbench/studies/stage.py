@@ -164,8 +164,9 @@ def measured(name: str) -> dict[str, Any] | None:
 
 def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_ROOT) -> list[str]:
     """One line per claim study: its budgets (the one params.yaml runs it at first), what runs it (`dvc repro` for a
-    default study, the command otherwise) and its cost where known (its last run here: in ``root`` for a small study,
-    the report's folder under ``runs_root`` for a paper-scale one; or its MEASURED)."""
+    default study, the command otherwise) and its cost where known (the run that computed the numbers in its folder:
+    ``root`` for a small study, the report's folder under ``runs_root`` for a paper-scale one; a rerun that changed no
+    number keeps that run's seconds, fedbench.studies.record.keep_seconds; or its MEASURED)."""
     import json
 
     rows = [("study", "budgets", "run by", "cost")]
@@ -185,7 +186,7 @@ def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_
         cost, m = "", measured(name)
         if last.exists():
             body = json.loads(last.read_text())
-            cost = (f"last run here {body['seconds']:,} s, {body.get('workers', 1)} workers, budget "
+            cost = (f"computed in {body['seconds']:,} s, {body.get('workers', 1)} workers, budget "
                     f"{body.get('budget') or PIPELINE_BUDGET} ({last})")
         elif m:
             cost = f"{m['seconds']:,} s wall, {m['workers']} workers on {m['device']} ({m['date']})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import hashlib
 from types import MappingProxyType
 
@@ -57,14 +58,18 @@ def test_cut_connection_is_retried_from_where_it_stopped(server, tmp_path):
     assert server.ranges == [(PATH, len(FILES[BIG]) // 2)]
 
 
-def test_corrupt_download_and_corrupt_file_are_fetched_again(server, tmp_path, caplog):
+def test_corrupt_download_and_corrupt_file_are_fetched_again(server, tmp_path, capsys):
     server.faults[PATH] = ["corrupt"]
     folder = download_source("mnist", tmp_path, progress=False)
     assert (folder / BIG).read_bytes() == FILES[BIG] and server.hits[PATH] == 2
-    (folder / BIG).write_bytes(FILES[BIG][:-5])  # damaged afterwards
+    (folder / BIG).write_bytes(FILES[BIG][:-5])  # damaged afterwards: 3 of the trailer's 8 bytes left
+    capsys.readouterr()
     download_source("mnist", tmp_path, progress=False)
     assert (folder / BIG).read_bytes() == FILES[BIG] and server.hits[PATH] == 3
-    assert "is corrupt" in caplog.text
+    contents = len(gzip.decompress(FILES[BIG]))  # all of it decompresses; the stream's trailer is cut
+    assert capsys.readouterr().err == (f"fedbench: {folder / BIG}: truncated gzip file (its {len(FILES[BIG]) - 5:,} "
+                                       f"bytes decompress to {contents:,} bytes, and the gzip stream ends unfinished); "
+                                       "fetching it again\n")
 
 
 def test_offline_fails_in_one_line_and_a_file_put_by_hand_is_verified_and_used(server, tmp_path, monkeypatch,

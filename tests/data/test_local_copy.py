@@ -11,9 +11,12 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import io
 import json
+import zlib
 from types import MappingProxyType
 
+import numpy as np
 import pytest
 
 from fedbench.data import availability, sources, stages
@@ -124,7 +127,7 @@ def test_contents_that_differ_are_refused_naming_the_file_both_digests_and_the_f
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda data: data[:len(data) // 2], "truncated gzip file (it ends after "),
+    (lambda data: data[:len(data) // 2], "truncated gzip file (its "),
     (lambda data: b"<html>404 Not Found</html>", "not a gzip file (first bytes 3c68, expected 1f8b)"),
     (lambda data: b"", "not a gzip file (first bytes none: empty file, expected 1f8b)"),
 ])
@@ -136,6 +139,62 @@ def test_truncated_or_non_gzip_files_are_refused_in_one_line(system, tmp_path, c
     assert err.startswith(f"fedbench data fetch: {system / IMAGES}: {message}")
     assert err.endswith("; reinstall it (apt-get install --reinstall dataset-fashion-mnist) or fetch the download "
                         "instead (fedbench data fetch fashion_mnist --download)")
+
+
+def _labels_gz() -> tuple[bytes, bytes]:
+    """A real gzip file the size of Fashion-MNIST's training labels (60,008 bytes decompressed: the idx header and
+    60,000 labels in 0..9, drawn from a fixed seed), and its contents; about 29.5 kB, as Debian's 29,491 bytes."""
+    rng = np.random.default_rng(0)
+    contents = bytes.fromhex("000008010000ea60") + rng.integers(0, 10, 60_000, dtype=np.uint8).tobytes()
+    return gzip.compress(contents, compresslevel=9, mtime=0), contents
+
+
+def test_a_truncated_gzip_file_says_how_much_of_it_decompressed(tmp_path):
+    """Issue 29.6: a file truncated to 20,000 of its 29,491 bytes was reported as ending "after 0 decompressed
+    bytes" (gzip.open's read() raised and dropped what it had decompressed)."""
+    whole, contents = _labels_gz()
+    assert 29_000 < len(whole) < 30_000
+    path = tmp_path / LABELS
+    path.write_bytes(whole[:20_000])
+    # what the first 20,000 bytes decompress to, from zlib in one call (it returns what it can of a cut stream)
+    expected = len(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(whole[:20_000]))
+    assert 0 < expected < len(contents) and contents.startswith(gzip.GzipFile(fileobj=io.BytesIO(whole)).read(expected))
+    with pytest.raises(sources.LocalCopyError) as info:
+        sources.contents_digest(path)
+    assert str(info.value) == (f"{path}: truncated gzip file (its 20,000 bytes decompress to {expected:,} bytes, and "
+                               "the gzip stream ends unfinished)")
+    path.write_bytes(whole)
+    assert sources.contents_digest(path) == (md5(contents), 60_008)
+    path.write_bytes(whole + gzip.compress(b"more", mtime=0) + bytes(8))  # two members, then zero padding
+    assert sources.contents_digest(path) == (md5(contents + b"more"), 60_012)
+    flipped = bytearray(whole)
+    flipped[-8] ^= 1  # the trailer's CRC-32: every byte decompresses, the check fails
+    path.write_bytes(bytes(flipped))
+    with pytest.raises(sources.LocalCopyError) as info:
+        sources.contents_digest(path)
+    last = (len(whole) - 1) // sources.GZIP_CHUNK * sources.GZIP_CHUNK  # the last piece read holds the trailer
+    assert str(info.value) == (f"{path}: corrupt gzip data (Error -3 while decompressing data: incorrect data check) "
+                               f"in its bytes {last:,}-{len(whole):,} of {len(whole):,}, after "
+                               f"{len(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(whole[:last])):,} "
+                               "decompressed bytes")
+
+
+def test_a_truncated_fetched_file_is_named_and_fetched_again(system, tmp_path, capsys):
+    """A file of data/raw cut short (a copy interrupted, a disk filled) is not the upstream one: the next fetch says
+    which file, that it is truncated and how far it decompresses, and that it fetches it again, then does."""
+    install(system)
+    root = tmp_path / "data"
+    folder = stages.fetch("fashion_mnist", root, progress=False)
+    good = (folder / LABELS).read_bytes()
+    (folder / LABELS).write_bytes(good[:len(good) // 2])
+    capsys.readouterr()
+    stages.fetch("fashion_mnist", root, progress=False)
+    n = len(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(good[:len(good) // 2]))
+    assert capsys.readouterr().err == (
+        f"fedbench: {folder / LABELS}: truncated gzip file (its {len(good) // 2:,} bytes decompress to {n:,} bytes, "
+        "and the gzip stream ends unfinished); fetching it again from Debian package dataset-fashion-mnist "
+        "0.0~test-1\n")
+    assert (folder / LABELS).read_bytes() == good
 
 
 def test_a_partly_installed_package_names_what_is_missing(system, tmp_path, capsys):

@@ -1,9 +1,14 @@
-"""Simulation records: params from the algorithm, config and knobs; compact floats; the JSONL round trip; and
-run_claim_study refusing a study that records nothing."""
+"""Simulation records: params from the algorithm, config and knobs; compact floats; the JSONL round trip;
+run_claim_study refusing a study that records nothing; and a rerun whose numbers are all the same leaving the
+committed files byte-identical (issue 29.6: only the wall times differed, and git diff showed them)."""
 
 from __future__ import annotations
 
+import itertools
+import json
+import shutil
 import sys
+import time
 import types
 from types import SimpleNamespace
 
@@ -13,8 +18,10 @@ import pytest
 from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.availability import AvailabilityConfig
 from fedbench.engine.simulation import SimulationConfig
-from fedbench.studies import run_claim_study
-from fedbench.studies.record import SIMULATIONS, compact, params, read_simulations, record, write_simulations
+import fedbench.studies as studies
+from fedbench.studies import reuse, run_claim_study
+from fedbench.studies.record import (SIMULATIONS, compact, keep_seconds, keep_simulation_seconds, params,
+                                     read_simulations, record, write_simulations)
 
 
 def test_params_take_algorithm_config_and_knobs():
@@ -54,3 +61,60 @@ def test_a_study_that_records_nothing_fails_and_leaves_nothing(tmp_path, monkeyp
     with pytest.raises(RuntimeError, match=SIMULATIONS):
         run_claim_study("fake_study", tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_seconds_are_kept_where_nothing_else_changed():
+    before = {"name": "a", "history": {"train/loss": [1.0, 0.5]}, "seconds": 3.25}
+    assert keep_seconds(before, before | {"seconds": 9.0}) == before  # only the wall time differs: kept
+    changed = before | {"history": {"train/loss": [1.0, 0.4]}, "seconds": 9.0}
+    assert keep_seconds(before, changed) == changed  # a number changed: this run's seconds go with it
+    assert keep_seconds(None, changed) == changed
+    assert keep_seconds(before, {"name": "a", "history": before["history"]}) == {"name": "a", "history": before["history"]}
+    study = {"study": "s", "seconds": 1.5, "workers": 2, "claims": [{"verdict": "reproduced"}]}
+    assert keep_seconds(study, study | {"seconds": 9.0, "workers": 1}) == study  # timed on 1 worker: still timing
+    judged = study | {"seconds": 9.0, "workers": 1, "claims": [{"verdict": "refuted"}]}
+    assert keep_seconds(study, judged) == judged
+
+
+def test_a_changed_record_alone_takes_its_new_seconds(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    runs = [{"name": n, "final": {"train/loss": 0.5}, "seconds": 1.0} for n in ("a", "b")]
+    write_simulations(old, runs)
+    write_simulations(new, [r | {"seconds": 2.0} for r in runs])
+    assert keep_simulation_seconds(old, new) is True
+    assert (new / SIMULATIONS).read_bytes() == (old / SIMULATIONS).read_bytes()
+    write_simulations(new, [runs[0] | {"seconds": 2.0}, runs[1] | {"final": {"train/loss": 0.25}, "seconds": 2.0}])
+    assert keep_simulation_seconds(old, new) is False
+    assert read_simulations(new) == [runs[0], runs[1] | {"final": {"train/loss": 0.25}, "seconds": 2.0}]
+    write_simulations(new, [runs[0] | {"seconds": 2.0}])  # a run dropped: not every record is the same
+    assert keep_simulation_seconds(old, new) is False and read_simulations(new) == [runs[0]]
+
+
+def test_a_study_rerun_with_other_wall_times_leaves_its_tracked_files_byte_identical(tmp_path, monkeypatch, capsys):
+    """delta_fl_triangle (5 simulations, a few seconds) run twice, the second time computing every run again (its
+    outcomes removed, as in a fresh clone, where they are not committed) on a clock 100 s slower per reading: every
+    wall time differs, so only the kept seconds can make the files equal."""
+    run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    folder = tmp_path / "delta_fl_triangle"
+    tracked = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}  # the outcomes/ folder is not
+    assert sorted(tracked) == ["claims.json", "delta_fl_triangle.png", SIMULATIONS]
+    shutil.rmtree(folder / reuse.OUTCOMES)
+    readings = itertools.count(1)
+    monkeypatch.setattr(studies, "time", SimpleNamespace(perf_counter=lambda: time.perf_counter() + 100 * next(readings)))
+    capsys.readouterr()
+    run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    out = capsys.readouterr().out
+    assert "0 of 5 simulations reused" in out  # every run computed again
+    assert "delta_fl_triangle: every number as in the previous run, whose recorded seconds are kept" in out
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == tracked
+
+    # a number that changes takes this run's seconds with it, in the record and in claims.json
+    (folder / SIMULATIONS).write_text((folder / SIMULATIONS).read_text().replace('"diverged":false', '"diverged":true', 1))
+    shutil.rmtree(folder / reuse.OUTCOMES)
+    run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    first = [json.loads(line) for line in tracked[SIMULATIONS].decode().splitlines()]
+    after = read_simulations(folder)
+    assert after[0]["seconds"] != first[0]["seconds"]  # (the clock reads at least 100 s more)
+    assert [r["seconds"] for r in after[1:]] == [r["seconds"] for r in first[1:]]
+    assert json.loads((folder / "claims.json").read_text())["seconds"] >= 100 + json.loads(tracked["claims.json"])["seconds"]

@@ -98,19 +98,37 @@ def test_labels_are_not_settings_but_code_is(tmp_path, counted):
     assert reuse.fingerprint(sims[0], digest, "a") != reuse.fingerprint(sims[0], digest + "x", "a")
 
 
-def test_half_written_outcomes_are_recomputed_never_read(tmp_path, counted):
+def test_half_written_outcomes_are_recomputed_never_read(tmp_path, counted, capsys):
     sims = _sims((0.1,))
     first, _ = _run(tmp_path, sims)
+    assert "corrupt" not in capsys.readouterr().err  # none stored yet: nothing to say
     files = sorted(tmp_path.glob("*.json"))
     files[0].write_text(files[0].read_text()[:100])  # a truncated file (a crash mid-write without the rename)
+    with pytest.raises(ValueError) as cut:  # what the JSON parser says of the cut file: the line's reason
+        json.loads(files[0].read_text())
     (tmp_path / f".{files[1].stem}.abc.tmp").write_text("{}")  # a temporary file a crash left behind
     counted.clear()
     again, store = _run(tmp_path, sims)
     assert store.computed == 1 and len(counted) == 1
+    err = capsys.readouterr().err.splitlines()  # one line says which file and why (issue 29.6: it said nothing)
+    assert err == [f"fedbench: outcome {files[0]} was corrupt (not JSON: {cut.value}); recomputing"]
     for a, b in zip(first, again):
         assert _numbers(a.history) == _numbers(b.history) and a.param_digest == b.param_digest
     reuse.prune(tmp_path, store.used)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files)
+
+
+@pytest.mark.parametrize("body, reason", [
+    ('{"format": 0}', "format 0, expected 1"),
+    ("[1, 2]", "format None, expected 1"),
+    ('{"format": 1, "history": []}', "no final, diverged, param_digest, device, seconds, models, device_accuracy"),
+])
+def test_an_outcome_file_that_is_json_but_not_an_outcome_is_named_and_recomputed(tmp_path, capsys, body, reason):
+    (tmp_path / "0123456789abcdef.json").write_text(body)
+    assert reuse.load(tmp_path, "0123456789abcdef") is None
+    assert capsys.readouterr().err == (f"fedbench: outcome {tmp_path / '0123456789abcdef.json'} was corrupt ({reason}); "
+                                       "recomputing\n")
+    assert reuse.load(tmp_path, "fedcba9876543210") is None and capsys.readouterr().err == ""  # none stored: silent
 
 
 def test_study_folder_keeps_exactly_its_outcomes(tmp_path, capsys):

@@ -1,0 +1,47 @@
+"""fedbench.runner: a run restarted after an interruption says, in one line, that it resumes from its checkpoint and
+from which round (issue 29.6: it printed nothing), and ends with the numbers of an uninterrupted run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import fedbench.engine.simulation as simulation
+from fedbench.config import load_config
+from fedbench.pipeline import generate
+from fedbench.runner import RunKey, run_stack
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = RunKey("synthetic_1_1", "fedavg", 0.0, 0)
+
+
+class Interrupted(Exception):
+    """Stands for the kill that stops a run after its first checkpoint is on disk."""
+
+
+def test_a_resumed_run_says_from_which_round_of_its_checkpoint(tmp_path, monkeypatch, capsys):
+    cfg = load_config(ROOT / "params.yaml", {"train.rounds": 6, "train.checkpoint_every": 2, "train.seeds": [0],
+                                             "train.device": "cpu"})
+    generate(cfg, KEY.dataset, root=tmp_path / "data")
+    whole = run_stack(cfg, tmp_path / "data", tmp_path / "whole", [KEY], progress=False)[0]
+    assert "resuming" not in capsys.readouterr().err  # no checkpoint: nothing to say
+
+    save = simulation._save_checkpoint
+
+    def save_then_stop(*args, **kwargs):
+        save(*args, **kwargs)
+        raise Interrupted
+
+    monkeypatch.setattr(simulation, "_save_checkpoint", save_then_stop)
+    with pytest.raises(Interrupted):
+        run_stack(cfg, tmp_path / "data", tmp_path / "runs", [KEY], progress=False)
+    monkeypatch.setattr(simulation, "_save_checkpoint", save)
+    (checkpoint,) = (tmp_path / "runs").rglob("*.checkpoint.pt")
+    capsys.readouterr()
+    resumed = run_stack(cfg, tmp_path / "data", tmp_path / "runs", [KEY], progress=False)[0]
+    lines = [line for line in capsys.readouterr().err.splitlines() if "resuming" in line]
+    assert lines == [f"fedbench: resuming synthetic_1_1 fedavg stragglers=0 seed=0 from round 2 of 6 "
+                     f"(checkpoint {checkpoint})"]  # checkpoint_every 2: the first one holds rounds 0 and 1
+    assert resumed["param_digest"] == whole["param_digest"] and not resumed["reused"]
+    assert not checkpoint.exists()  # a finished run removes its checkpoint
