@@ -87,8 +87,9 @@ class Tally:
 
     def summary(self) -> str:
         """The one sentence that quotes the counts (claims.md's and show's headline, the README's quote)."""
-        return (f"{self.entries} entries: {self.claims} claims and {sum(self.readings.values())} sensitivity "
-                f"readings. Toward the headline: {self.headline_text()}. Counted apart: {self.apart_text()}.")
+        n = sum(self.readings.values())
+        return (f"{self.entries} entries: {self.claims} claims" + (f" and {n} sensitivity readings" if n else "")
+                + f". Toward the headline: {self.headline_text()}. Counted apart: {self.apart_text()}.")
 
 
 def words(counts: dict[str, int], verdicts: tuple[str, ...], zeros: bool = True) -> str:

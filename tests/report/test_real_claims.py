@@ -163,7 +163,9 @@ def test_show_claims_prints_the_command(tmp_path, capsys):
     (tmp_path / "claims.json").write_text(json.dumps({"claims": entries}))
     cli_main(["show", "--claims", "--out", str(tmp_path)])
     out = capsys.readouterr().out
-    assert "command: fedbench paper run fedprox_femnist" in out and "command: fedbench paper run fedlaavg_cifar10" in out
+    lines = out.splitlines()  # each command whole on its own line, under each claim it runs and once at the end
+    for command in ("fedbench paper run fedprox_femnist", "fedbench paper run fedlaavg_cifar10"):
+        assert f"    run: {command}" in lines and f"  {command}" in lines
 
 
 def test_study_train_settings_are_validated_at_load():
