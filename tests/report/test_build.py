@@ -183,6 +183,12 @@ def test_report_metrics_count_verdicts_by_fidelity_and_keep_judged_effects():
                     "fedprox/s-1-1/stragglers-90/gain/sensitivity-code": 17.7, "fedlaavg/y": -2.5}}
 
 
+def test_rounds_cell_of_a_not_run_claim_shows_the_papers_budget_only():
+    assert rounds_cell({"verdict": "not-run", "rounds_run": 100, "rounds_paper": 100}) == "— / 100"  # as stored before
+    assert rounds_cell({"verdict": "not-run", "rounds_run": None, "rounds_paper": None}) == "— / not stated"
+    assert rounds_cell({"verdict": "reproduced", "rounds_run": 20, "rounds_paper": 40}) == "20 / 40"
+
+
 def test_report_stage_declares_its_metrics():
     import yaml
 
