@@ -22,7 +22,7 @@ from typing import Any
 from fedbench.claims import entry as schema
 from fedbench.claims.magnitude import sensitivity_of
 
-DEFINITION = ("a headline counts the claims judged on the papers' own data (fidelity "
+DEFINITION = ("A headline counts the claims judged on the papers' own data (fidelity "
               + ", ".join(schema.PAPER_DATA[:-1]) + f" or {schema.PAPER_DATA[-1]}); stand-in and analytic claims "
               "are counted apart, and sensitivity readings (a claim judged by its own rule with one setting "
               "changed) are shown beside their claim and not counted")

@@ -371,7 +371,7 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "",
         t.summary(),
         "",
-        f"What counts: {DEFINITION} (fedbench/claims/tally.py). By fidelity class:",
+        f"{DEFINITION} (fedbench/claims/tally.py). By fidelity class:",
         "",
         *tally_table(t),
         "",

@@ -160,12 +160,11 @@ def show_claims(path: Path, paper: str | None = None, verdict: str | None = None
     t = tally(chosen)
     scope = ", ".join(f"{k} {v}" for k, v in (("paper", paper), ("verdict", verdict), ("fidelity", fidelity)) if v)
     lines = _wrap(f"{path}{f' ({scope})' if scope else ''}: {t.summary()}", width)
+    lines += _wrap(f"{DEFINITION}.", width)
     label_w = max(len(f) for f in (*t.by_fidelity, "sensitivity readings")) + 3
     rows = [(f, t.by_fidelity[f]) for f in (*schema.PAPER_DATA, *t.apart) if sum(t.by_fidelity[f].values())]
     for name, counts in rows + ([("sensitivity readings", t.readings)] if sum(t.readings.values()) else []):
         lines += _wrap(f"  {name + ':':<{label_w}}{words(counts, t.verdicts, zeros=False)}", width, "", " " * (2 + label_w))
-    if verbose:
-        lines += _wrap(f"What counts: {DEFINITION}.", width)
     verdict_w = max(len(v) for v in t.verdicts) + 2
     fidelity_w = max(len(f) for f in schema.FIDELITIES) + 2
     lines.append("")

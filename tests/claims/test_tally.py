@@ -52,7 +52,7 @@ def test_summary_is_one_sentence_of_the_same_counts(monkeypatch):
         "11 entries: 9 claims and 2 sensitivity readings. Toward the headline: 3 reproduced, 1 not-reproduced, "
         "1 inconclusive, 1 not-run (6 claims on the papers' own data). Counted apart: stand-in: 1 reproduced, "
         "1 not-run; analytic: 1 reproduced; sensitivity readings: 1 reproduced, 1 inconclusive.")
-    assert DEFINITION.startswith("a headline counts the claims judged on the papers' own data (fidelity paper-scale, "
+    assert DEFINITION.startswith("A headline counts the claims judged on the papers' own data (fidelity paper-scale, "
                                  "reduced-budget or reduced-data)")
 
 
