@@ -24,9 +24,9 @@ import pandas as pd
 
 from fedbench.claims import registry as rules_registry
 from fedbench.claims.entry import PAPER_DATA, plain, sensitivity_of
+from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.tally import DEFINITION, Tally, words
 from fedbench.claims.tally import tally as count_verdicts
-from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
@@ -375,9 +375,9 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "",
         *tally_table(t),
         "",
-        *([f"{n_readings} sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where the "
-           "authors' code and the paper differ) are shown beside their claim and not counted: "
-           f"{words(t.readings, t.verdicts, zeros=False)}.", ""] if n_readings else []),
+        *([(f"{n_readings} sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where "
+            "the authors' code and the paper differ) are shown beside their claim and not counted: "
+            f"{words(t.readings, t.verdicts, zeros=False)}."), ""] if n_readings else []),
         "How to read. **Effect**: the paired difference the claim is about, per training seed (methods compared "
         "under one seed see the same clients, stragglers, minibatches and initial model), with its mean and 95% "
         "Student-t interval over the seeds and the paired t-test; where a run diverged, the median, an "

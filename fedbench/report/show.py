@@ -66,7 +66,7 @@ def _number(x: Any, signed: bool = False) -> str:
     if mag != 0 and (mag >= 1e5 or mag < 1e-3):
         text = f"{x:.2e}"
     else:
-        text = f"{x:.{max(0, 2 - int(math.floor(math.log10(mag)))) if mag else 0}f}"
+        text = f"{x:.{max(0, 2 - math.floor(math.log10(mag))) if mag else 0}f}"
     return ("+" + text) if signed and x > 0 else text
 
 

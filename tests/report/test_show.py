@@ -10,17 +10,19 @@ import pytest
 
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.tally import DEFINITION, tally
-from fedbench.report.build import claims_markdown, report_metrics
+from fedbench.report.build import _effect, claims_markdown, report_metrics
 from fedbench.report.show import INDENT, _clauses, effect_text, show_claims, why_not_run
 
 ROOT = Path(__file__).resolve().parents[2]
+INF = float("inf")
 COMMITTED = ROOT / "reports" / "claims.json"
 LONG_REASON = ("not run, and no command would judge it yet: " + "the study runs one arm only, " * 20
                + "(missing: the other arms; and this claim declared in it)")
 FIXTURE = [
     {"id": "fedprox/judged", "paper": "FedProx: Li et al.", "where": "Fig. 1", "verdict": "reproduced",
      "fidelity": "paper-scale", "observed": "o", "rule": "r", "deviations": [], "parts": [{}],
-     "effect": {"estimate": 9.3748, "ci95": [0.929445, 17.8202], "unit": "accuracy points", "test": "paired t"}},
+     "effect": {"estimate": 9.3748, "ci95": [0.929445, 17.8202], "unit": "accuracy points", "test": "paired t",
+                "per_seed": [18.3, 0.4]}},
     {"id": "fedprox/placeholder", "paper": "FedProx: Li et al.", "where": "Fig. 9", "verdict": "not-run",
      "fidelity": "paper-scale", "observed": LONG_REASON, "rule": "r", "deviations": []},
     {"id": "scaffold/" + "very-long-claim-id-" * 6, "paper": "SCAFFOLD: Karimireddy et al.", "where": "Table 3",
@@ -109,15 +111,11 @@ def test_show_effect_text_is_the_reports():
     claims = json.loads(COMMITTED.read_text())["claims"]
     effects = [c["effect"] for c in claims if c.get("effect")]
     effects += [{"estimate": x, "ci95": [-x, 2 * x], "unit": "u"} for x in (1234.5, 2e5, 4e-4, 0.0, -17.82)]
-    effects += [{"estimate": 1.0, "ci95": None, "unit": "u"}, {"estimate": math_inf(), "ci95": [1.0, math_inf()],
-                                                              "unit": "u"}]
+    effects += [{"estimate": 1.0, "ci95": None, "unit": "u"}, {"estimate": INF, "ci95": [1.0, INF], "unit": "u"},
+                {"estimate": "inf", "ci95": ["-inf", "inf"], "unit": "u", "test": "sign test"}]  # as JSON holds them
     assert len(effects) > 40
-    for e in effects:
-        assert effect_text(e) == fmt_effect(e)
-
-
-def math_inf() -> float:
-    return float("inf")
+    for e in effects:  # the report reads "inf" back as a float (fedbench.report.build._effect); show reads raw JSON
+        assert effect_text(e) == fmt_effect(_effect(e))
 
 
 def _counts(text: str) -> dict[str, int]:
@@ -159,3 +157,18 @@ def test_committed_reports_are_the_tally_of_the_committed_claims():
     committed = json.loads((ROOT / "reports" / "metrics.json").read_text())
     assert {k: v for k, v in committed.items() if k != "effects"} == t.metrics()
     assert t.summary() in (ROOT / "reports" / "claims.md").read_text().splitlines()
+
+
+def test_a_new_verdict_reaches_every_reader_with_no_change_to_them(tmp_path, monkeypatch):
+    """direction-only (another helper adds it to VERDICTS): show, claims.md and metrics.json list it apart."""
+    from fedbench.claims import entry as schema
+
+    verdicts = schema.VERDICTS if "direction-only" in schema.VERDICTS else (*schema.VERDICTS, "direction-only")
+    monkeypatch.setattr(schema, "VERDICTS", verdicts)
+    size = FIXTURE[0] | {"id": "fedprox/size", "verdict": "direction-only"}
+    lines = _show(tmp_path, [*FIXTURE, size], 80, verdict="direction-only")
+    assert "Toward the headline: 0 reproduced" in " ".join(lines) and "  paper-scale:           1 direction-only" in lines
+    assert report_metrics([*FIXTURE, size])["headline"] == dict.fromkeys(verdicts, 0) | {
+        "reproduced": 1, "not-run": 2, "direction-only": 1}
+    md = claims_markdown([*FIXTURE, size], pd.DataFrame())
+    assert "| direction-only | 1 | 0 | 0 | 1 | 0 | 0 |" in md.splitlines()
