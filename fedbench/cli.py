@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  fedbench run --dataset synthetic_1_1 --algorithm fedprox_mu1 --stragglers 0.9 --seed 0\n"
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
-               "  fedbench show --claims          # one line per claim of reports/claims.json, with counts; --verbose, --paper, ...\n"
+               "  fedbench show --claims          # the claims of reports/claims.json under their counts; --verbose, --paper, ...\n"
                "  fedbench study list             # the claim studies: budgets, default or opt-in, cost\n"
                "  fedbench study run feddane_synthetic   # an opt-in claim study into reports/studies/ (then dvc repro reports it)\n"
                "  fedbench paper list             # the paper studies' cost: runs read, training/evaluation hours, measured or projected\n"
@@ -257,11 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", parents=[params], help="list tracked runs with their final metrics, or the claims' verdicts")
     s.add_argument("--experiment", help="only this MLflow experiment (e.g. train-stragglers)")
-    s.add_argument("--claims", action="store_true", help="the claims' verdicts instead (OUT/claims.json), one line each")
+    s.add_argument("--claims", action="store_true", help="the claims' verdicts instead (OUT/claims.json): their counts, "
+                   "then each claim with its effect, or why it did not run and the command that runs it, fit to the "
+                   "terminal's width")
     s.add_argument("--paper", help="--claims: only this paper's claims (e.g. FedProx, SCAFFOLD)")
     s.add_argument("--verdict", help="--claims: only this verdict (reproduced, not-reproduced, inconclusive, not-run)")
     s.add_argument("--fidelity", help="--claims: only this fidelity (paper-scale, reduced-budget, reduced-data, stand-in, analytic)")
-    s.add_argument("--verbose", action="store_true", help="--claims: each claim's observation, rule and command too")
+    s.add_argument("--verbose", action="store_true", help="--claims: each claim's observation, rule, deviations, place "
+                   "in the paper and what would change its verdict too")
     s.add_argument("--out", default="reports", help="the report folder to read claims.json from (default: reports)")
     s.set_defaults(fn=cmd_show)
 

@@ -72,26 +72,35 @@ def claims_dir(tmp_path):
     return tmp_path
 
 
-def test_show_claims_one_line_each_under_a_count_header(claims_dir, capsys):
-    """Item 7: 114 lines, the longest 1,039 characters, the not-run commands repeated, no count."""
+def test_show_claims_counts_then_each_claim_with_its_effect_or_command(claims_dir, capsys, monkeypatch):
+    """Item 7: 114 lines, the longest 1,039 characters, the not-run commands repeated, no count. Issue 29 item 3:
+    the counts are the one tally's (fedbench.claims.tally), the lines fit the width, the commands are whole."""
+    monkeypatch.setenv("COLUMNS", "100")  # shutil.get_terminal_size reads it first
     main(["show", "--claims", "--out", str(claims_dir)])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("4 claims: 1 reproduced, 1 inconclusive, 2 not-run")
-    assert lines[1:3] == ["  paper-scale:   1 reproduced, 2 not-run", "  stand-in:      1 inconclusive"]
-    assert [line.split()[2] for line in lines[3:7]] == ["fedprox/a", "fedprox/b", "fedprox/c", "scaffold/d"]
-    assert lines[4].endswith("-> fedbench paper run fedprox_mnist")
-    assert max(len(line) for line in lines) <= 150
-    assert lines[7:] == ["not-run claims run by 1 commands (each asks before it starts; `fedbench paper list` has "
-                         "the costs):", "  command: fedbench paper run fedprox_mnist  (2 claims; projected 0.41 h on cpu)"]
+    blank = lines.index("")
+    assert " ".join(lines[:blank]).startswith(
+        f"{claims_dir / 'claims.json'}: 4 entries: 4 claims. Toward the headline: 1 reproduced, 0 not-reproduced, "
+        "0 inconclusive, 2 not-run (3 claims on the papers' own data). Counted apart: stand-in: 1 inconclusive.")
+    assert lines[blank - 2:blank] == ["  paper-scale:           1 reproduced, 2 not-run",
+                                      "  stand-in:              1 inconclusive"]
+    heads = [line for line in lines[blank + 1:] if line and not line.startswith(" ")]
+    assert [h.split()[2] for h in heads[:4]] == ["fedprox/a", "fedprox/b", "fedprox/c", "scaffold/d"]
+    assert lines.count("    run: fedbench paper run fedprox_mnist") == 2 and lines.count("    why: not run") == 2
+    assert max(len(line) for line in lines) <= 100 and "x" * 40 not in "".join(lines)  # the observation: --verbose
+    assert lines[-2:] == ["  fedbench paper run fedprox_mnist", "      2 claims; projected 0.41 h on cpu"]
 
 
 def test_show_claims_filters_and_verbose(claims_dir, capsys):
     main(["show", "--claims", "--out", str(claims_dir), "--paper", "fedprox", "--verdict", "not-run", "--verbose"])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("2 claims (paper FedProx, verdict not-run): 2 not-run")
+    assert " ".join(lines[:lines.index("")]).startswith(
+        f"{claims_dir / 'claims.json'} (paper FedProx, verdict not-run): 2 entries: 2 claims.")
     assert "    deviations: d1" in lines and "    rule: r" in lines
     main(["show", "--claims", "--out", str(claims_dir), "--fidelity", "stand-in"])
-    assert capsys.readouterr().out.splitlines()[0].startswith("1 claims (fidelity stand-in): 1 inconclusive")
+    assert "(fidelity stand-in): 1 entries: 1 claims. Toward the headline: 0 reproduced, 0 not-reproduced, 0 " \
+           "inconclusive, 0 not-run (0 claims on the papers' own data). Counted apart: stand-in: 1 inconclusive." \
+           in " ".join(capsys.readouterr().out.split("\n\n")[0].split())
 
 
 @pytest.mark.parametrize("flag, value, known", [("--paper", "fedavg", "FedProx, SCAFFOLD"),

@@ -51,6 +51,9 @@ def claim(**fields: Any) -> dict[str, Any]:
     fig = fields["figure"]
     if fig is not None and (not isinstance(fig, dict) or set(fig) != {"path", "panel"}):
         raise ValueError(f"{cid}: figure must be None or {{'path', 'panel'}}, got {fig!r}")
+    if fields["verdict"] == "not-run" and fields["rounds_run"] is not None:
+        raise ValueError(f"{cid}: a not-run claim ran no rounds: rounds_run must be None, got {fields['rounds_run']!r} "
+                         "(the rounds it would run belong in its scale)")
     if fields["verdict"] != "not-run" and fields["effect"] is None:
         raise ValueError(f"{cid}: a judged claim needs its effect")
     if fields["verdict"] != "not-run" and not isinstance(fields["direction"], dict):
@@ -108,7 +111,8 @@ def judged(entry: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
 
 
 def not_run(entry: dict[str, Any], why: str, would_change: str) -> dict[str, Any]:
-    """``entry`` left not-run, saying why and what would run it."""
+    """``entry`` left not-run, saying why and what would run it; it ran no rounds (``rounds_run`` None: the rounds it
+    would run are in its scale)."""
     entry = dict(entry)
-    entry.update(observed=why, would_change=would_change)
+    entry.update(observed=why, would_change=would_change, rounds_run=None)
     return claim(**entry)

@@ -101,6 +101,8 @@ def changed_fields(registered: dict[str, Any], now: dict[str, Any], judged: bool
             continue
         if k == "runs" and not judged and not _declares_runs(now.get(k) or {}):
             continue
+        if k == "runs" and not judged and before:  # a not-run entry ran no rounds (fedbench.claims.entry.not_run):
+            before = {**before, "rounds_run": None}  # what it will run is its scale, compared as registered
         if k == "runs" and before and before.get("rounds_run") is None and (now.get(k) or {}).get("rounds_run") is not None:
             if _declared_runs_differ(before, now[k]):  # registered before it ran, now judged
                 out.append(k)

@@ -23,8 +23,10 @@ from typing import Any
 import pandas as pd
 
 from fedbench.claims import registry as rules_registry
-from fedbench.claims.entry import FIDELITIES, PAPER_DATA, VERDICTS, plain, sensitivity_of
+from fedbench.claims.entry import PAPER_DATA, plain, sensitivity_of
 from fedbench.claims.stats import fmt_effect, fmt_number
+from fedbench.claims.tally import DEFINITION, Tally, words
+from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
@@ -37,7 +39,7 @@ from fedbench.report.runs import load_runs
 from fedbench.studies import STUDIES_ROOT, not_run_entries
 from fedbench.studies import command as study_command
 
-MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}
+MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}  # a verdict not here: its name
 
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
@@ -83,18 +85,14 @@ METRICS = "metrics.json"  # dvc.yaml's metrics: what `dvc exp show` and `dvc met
 
 
 def report_metrics(claims: list[dict[str, Any]]) -> dict[str, Any]:
-    """The report's DVC metrics, derived from the claims only: the verdict counts (``verdicts``: all claims, with
-    their total; ``by_fidelity``: per fidelity class) and each judged claim's effect estimate (``effects``, keyed
-    by claim id, its dots made ``_`` since DVC joins nested keys with dots; the intervals are in claims.json).
-    Every count is there, zero included, so that variations always have the same columns."""
-    def counts(group: list[dict[str, Any]]) -> dict[str, int]:
-        return {v: sum(c["verdict"] == v for c in group) for v in VERDICTS}
-
+    """The report's DVC metrics, derived from the claims only: the verdict counts of the one tally
+    (fedbench.claims.tally: ``headline``, ``by_fidelity``, ``sensitivity_readings``, ``claims``, ``entries``) and each
+    judged claim's effect estimate (``effects``, keyed by claim id, its dots made ``_`` since DVC joins nested keys
+    with dots; the intervals are in claims.json). Every count is there, zero included, so that variations always
+    have the same columns."""
     effects = {c["id"].replace(".", "_"): _finite((c.get("effect") or {}).get("estimate")) for c in claims
                if c["verdict"] != "not-run"}
-    return {"verdicts": {"total": len(claims), **counts(claims)},
-            "by_fidelity": {f: counts([c for c in claims if c["fidelity"] == f]) for f in FIDELITIES},
-            "effects": {k: v for k, v in effects.items() if v is not None}}
+    return {**count_verdicts(claims).metrics(), "effects": {k: v for k, v in effects.items() if v is not None}}
 
 
 def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path = RUNS_ROOT,
@@ -165,7 +163,8 @@ def published_cell(pub: dict[str, Any] | None) -> str:
 
 
 def rounds_cell(c: dict[str, Any]) -> str:
-    run, paper = c.get("rounds_run"), c.get("rounds_paper")
+    """'rounds run / the paper's'; a not-run entry ran none: '— / the paper's'."""
+    run, paper = None if c.get("verdict") == "not-run" else c.get("rounds_run"), c.get("rounds_paper")
     return f"{'—' if run is None else f'{run:,}'} / {'not stated' if paper is None else f'{paper:,}'}"
 
 
@@ -264,8 +263,8 @@ def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
 
 def _cell(cell: dict[str, Any]) -> str:
     e = _effect(cell)
-    return f"{MARK[cell['verdict']]} {fmt_number(e['estimate'], signed=True)}" if e and e["estimate"] is not None \
-        else MARK[cell["verdict"]]
+    mark = MARK.get(cell["verdict"], cell["verdict"])
+    return f"{mark} {fmt_number(e['estimate'], signed=True)}" if e and e["estimate"] is not None else mark
 
 
 def sensitivity_row(c: dict[str, Any]) -> str | None:
@@ -325,12 +324,6 @@ def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
             + (f"; not checked: {'; '.join(missing)}" if missing else "") + ".")
 
 
-def counted(claims: list[dict]) -> list[dict]:
-    """The claims the tally counts: not the sensitivity readings (fedbench.claims.entry.sensitivity_of), which are
-    shown beside their claim."""
-    return [c for c in claims if not sensitivity_of(c["id"])]
-
-
 def beside_their_claims(claims: list[dict]) -> list[dict]:
     """``claims`` in order, each sensitivity reading moved right after the claim it reads (where that is there)."""
     ids = {c["id"] for c in claims}
@@ -355,23 +348,20 @@ def sensitivity_lines(c: dict[str, Any], claims: list[dict]) -> list[str]:
         + (f", {fmt_effect(_effect(x['effect']))}" if x.get("effect") else "") for x in of)]
 
 
-def tally(claims: list[dict]) -> list[str]:
-    """The headline tally: verdicts by fidelity class, the paper's own data (PAPER_DATA, with their total) apart
-    from the stand-in and analytic columns, which never count toward it; sensitivity readings are not counted."""
-    claims = counted(claims)
-    others = [f for f in FIDELITIES if f not in PAPER_DATA]
-    cols = [*PAPER_DATA, "paper's data, all", *others]
+def tally_table(t: Tally) -> list[str]:
+    """The tally as a table: verdicts by fidelity class, the paper's own data (PAPER_DATA, with their total) apart
+    from the classes counted apart (fedbench.claims.tally.DEFINITION)."""
+    cols = [*PAPER_DATA, "paper's data, all", *t.apart]
     lines = ["| verdict | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for v in VERDICTS:
-        n = {f: sum(c["verdict"] == v and c.get("fidelity") == f for c in claims) for f in FIDELITIES}
-        row = [n[f] for f in PAPER_DATA] + [sum(n[f] for f in PAPER_DATA)] + [n[f] for f in others]
+    for v in t.verdicts:
+        row = [t.by_fidelity[f][v] for f in PAPER_DATA] + [t.headline[v]] + [t.by_fidelity[f][v] for f in t.apart]
         lines.append(f"| {v} | " + " | ".join(str(x) for x in row) + " |")
     return lines
 
 
 def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
-    counts = {v: sum(c["verdict"] == v and c.get("fidelity") in PAPER_DATA for c in counted(claims)) for v in VERDICTS}
-    n_readings = len(claims) - len(counted(claims))
+    t = count_verdicts(claims)
+    n_readings = sum(t.readings.values())
     by_id = {c["id"]: c for c in claims}
     lines = [
         "# Claims checked by fedbench",
@@ -379,13 +369,15 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         ("Generated by `dvc repro` (stage `report`) from the runs in `runs/` and the claim studies in "
         "`reports/studies/`; do not edit by hand. Machine-readable: `claims.json`."),
         "",
-        "Verdicts on the papers' own data: " + ", ".join(f"{n} {v}" for v, n in counts.items())
-        + ". Stand-in and analytic verdicts are counted in their own columns and never toward a headline:",
+        t.summary(),
         "",
-        *tally(claims),
+        f"{DEFINITION} (fedbench/claims/tally.py). By fidelity class:",
         "",
-        *([f"{n_readings} sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where the "
-           "authors' code and the paper differ) are shown beside their claim and not counted.", ""] if n_readings else []),
+        *tally_table(t),
+        "",
+        *([(f"{n_readings} sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where "
+            "the authors' code and the paper differ) are shown beside their claim and not counted: "
+            f"{words(t.readings, t.verdicts, zeros=False)}."), ""] if n_readings else []),
         "How to read. **Effect**: the paired difference the claim is about, per training seed (methods compared "
         "under one seed see the same clients, stragglers, minibatches and initial model), with its mean and 95% "
         "Student-t interval over the seeds and the paired t-test; where a run diverged, the median, an "

@@ -1,30 +1,40 @@
-"""``fedbench show --claims``: the claims of ``reports/claims.json``, one line each, under a header that counts
-them by verdict and by fidelity; ``--verbose`` adds each claim's observation, rule and deviations; filters by
-paper, verdict and fidelity. The commands that run the not-run claims are listed once each, with their cost.
-Reads only the JSON file (no torch, no pandas): it answers at once."""
+"""``fedbench show --claims``: the claims of ``reports/claims.json`` for a person at a terminal.
+
+First the counts, from the one tally (fedbench.claims.tally: the sentence claims.md opens with, then each fidelity
+class), then each claim: its verdict, fidelity and id, and below it, indented, its effect with the 95% interval
+(a judged claim), or why it did not run and the full command that runs it (a not-run claim). Last, the commands
+that run the not-run claims, once each, with their cost. Everything fits the terminal's width
+(shutil.get_terminal_size, 100 columns where the output is no terminal): prose is wrapped, never cut, and a command
+or an id is never broken: one longer than the width sits alone on its line. ``--verbose`` adds each claim's
+observation, rule, deviations, place in the paper and what would change its verdict; filters by paper, verdict
+and fidelity. Reads only the JSON file (no torch, no pandas, no scipy): it answers at once."""
 
 from __future__ import annotations
 
 import json
+import math
+import shutil
 import textwrap
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fedbench.claims.entry import FIDELITIES, VERDICTS
+from fedbench.claims import entry as schema
+from fedbench.claims.magnitude import sensitivity_of
+from fedbench.claims.tally import DEFINITION, tally, words
 from fedbench.errors import ConfigError, DataError
 
-WIDTH = 150  # a claim's line is at most this long
+FALLBACK_WIDTH = 100  # columns where the output is not a terminal (a pipe, a file)
+INDENT = "    "  # a claim's details under its line
+
+
+def terminal_width() -> int:
+    """The terminal's width in columns (COLUMNS where set), FALLBACK_WIDTH where the output is no terminal."""
+    return shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
 
 
 def paper_name(claim: dict[str, Any]) -> str:
     """The paper's short name: the citation's part before the colon (``FedProx``, ``SCAFFOLD``, ...)."""
     return claim["paper"].split(":", 1)[0].strip()
-
-
-def _count(claims: list[dict[str, Any]], key: str, order: tuple[str, ...]) -> str:
-    counts = Counter(c[key] for c in claims)
-    return ", ".join(f"{counts[v]} {v}" for v in order if counts[v])
 
 
 def _pick(name: str, value: str | None, known: list[str]) -> str | None:
@@ -37,45 +47,145 @@ def _pick(name: str, value: str | None, known: list[str]) -> str | None:
     return match[0]
 
 
+def _wrap(text: str, width: int, indent: str = "", more: str | None = None) -> list[str]:
+    """``text`` wrapped to ``width`` (words longer than a line sit alone on theirs, unbroken)."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent if more is None else more,
+                         break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _number(x: Any, signed: bool = False) -> str:
+    """fedbench.claims.stats.fmt_number's rule (3 significant digits, more for large values; '+' when ``signed``),
+    kept here because that module imports scipy, which would make `show` take seconds; a test keeps them equal."""
+    if isinstance(x, str):
+        x = math.inf if x == "inf" else -math.inf if x == "-inf" else math.nan
+    if x is None or math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return ("+" if signed and x > 0 else "-" if x < 0 else "") + "inf"
+    mag = abs(x)
+    if mag != 0 and (mag >= 1e5 or mag < 1e-3):
+        text = f"{x:.2e}"
+    else:
+        text = f"{x:.{max(0, 2 - math.floor(math.log10(mag))) if mag else 0}f}"
+    return ("+" + text) if signed and x > 0 else text
+
+
+def effect_text(effect: dict[str, Any] | None) -> str:
+    """'+9.37 [+0.929, +17.8] accuracy points' (fedbench.claims.stats.fmt_effect's text), 'n/a' without one."""
+    if not effect or effect.get("estimate") is None:
+        return "n/a"
+    text = _number(effect["estimate"], signed=True)
+    if effect.get("ci95") is None:
+        text += " (no interval)"
+    elif str(effect.get("test", "")).startswith("none (deterministic"):
+        text += " (deterministic)"
+    else:
+        lo, hi = effect["ci95"]
+        text += f" [{_number(lo, signed=True)}, {_number(hi, signed=True)}]"
+    return f"{text} {effect['unit']}"
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` split at its '; ' outside parentheses and backquotes."""
+    out, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == "`":
+            quoted = not quoted
+        elif not quoted and ch in "([":
+            depth += 1
+        elif not quoted and ch in ")]":
+            depth -= 1
+        elif not quoted and depth == 0 and text.startswith("; ", i):
+            out.append(text[start:i])
+            start = i + 2
+    return out + [text[start:]]
+
+
+def why_not_run(c: dict[str, Any]) -> str:
+    """Why a not-run claim did not run: its note (``observed``), less the clauses that name its command (the row
+    shows the command and the closing list its cost), and less the leading "not run" that its verdict says."""
+    note = c.get("observed") or "no reason recorded"
+    command = c.get("command")
+    kept = [part for part in _clauses(note) if not (command and command in part)] or [note]
+    why = "; ".join(kept)
+    for lead in ("not run: ", "not run, and "):
+        if why.startswith(lead):
+            return why[len(lead):]
+    return why
+
+
+def claim_lines(c: dict[str, Any], width: int, verdict_w: int, fidelity_w: int) -> list[str]:
+    """A claim's lines: verdict, fidelity and id (the id on its own line where the three do not fit), then its
+    effect, or why it did not run and the command that runs it."""
+    head = f"{c['verdict']:<{verdict_w}}{c['fidelity']:<{fidelity_w}}"
+    lines = [head + c["id"]] if len(head) + len(c["id"]) <= width else [head.rstrip(), INDENT + c["id"]]
+    reading = sensitivity_of(c["id"])
+    note = f"sensitivity reading of {reading}, not counted; " if reading else ""
+    if c["verdict"] != "not-run":
+        effect = c.get("effect") or {}
+        part = f" ({effect['part']})" if effect.get("part") and len(c.get("parts") or []) > 1 else ""
+        lines += _wrap(f"{note}effect: {effect_text(effect)}{part}", width, INDENT, INDENT + "  ")
+        return lines
+    lines += _wrap(f"{note}why: {why_not_run(c)}", width, INDENT, INDENT + "  ")
+    if c.get("command"):
+        lines.append(f"{INDENT}run: {c['command']}")  # never wrapped: it is copied into a shell
+    return lines
+
+
+def cost_text(cost: dict[str, Any]) -> str:
+    """A command's cost as its entries carry it: hours (measured or projected) or measured seconds, the device and
+    the date where given."""
+    date = f", {cost['date']}" if cost.get("date") else ""
+    if "hours" in cost:
+        kind = "measured" if cost.get("measured") or cost.get("source") == "measured" else "projected"
+        return f"{kind} {cost['hours']:,g} h on {cost['device']}{date}"
+    if "seconds" in cost:
+        return f"measured {cost['seconds']:,} s on {cost['device']}{date}"
+    return "cost not projected"
+
+
 def show_claims(path: Path, paper: str | None = None, verdict: str | None = None, fidelity: str | None = None,
-                verbose: bool = False) -> list[str]:
-    """The lines ``fedbench show --claims`` prints for ``path`` (claims.json) with the filters given."""
+                verbose: bool = False, width: int | None = None) -> list[str]:
+    """The lines ``fedbench show --claims`` prints for ``path`` (claims.json) with the filters given, each at most
+    ``width`` columns (default: the terminal's) but for a command or an id longer than that, alone on its line."""
     if not Path(path).exists():
         raise DataError(f"no {path}: run `dvc repro` (or `fedbench report`) first")
+    width = max(40, width or terminal_width())
     claims = json.loads(Path(path).read_text())["claims"]
     paper = _pick("paper", paper, sorted({paper_name(c) for c in claims}, key=str.lower))
-    verdict = _pick("verdict", verdict, list(VERDICTS))
-    fidelity = _pick("fidelity", fidelity, list(FIDELITIES))
+    verdict = _pick("verdict", verdict, list(schema.VERDICTS))
+    fidelity = _pick("fidelity", fidelity, list(schema.FIDELITIES))
     chosen = [c for c in claims if (paper is None or paper_name(c) == paper)
               and (verdict is None or c["verdict"] == verdict) and (fidelity is None or c["fidelity"] == fidelity)]
+    t = tally(chosen)
     scope = ", ".join(f"{k} {v}" for k, v in (("paper", paper), ("verdict", verdict), ("fidelity", fidelity)) if v)
-    lines = [f"{len(chosen)} claims{f' ({scope})' if scope else ''}: {_count(chosen, 'verdict', VERDICTS) or 'none'}"
-             f"   ({path})"]
-    for fid in FIDELITIES:
-        of = [c for c in chosen if c["fidelity"] == fid]
-        if of:
-            lines.append(f"  {fid + ':':<15}{_count(of, 'verdict', VERDICTS)}")
-    idw = max((len(c["id"]) for c in chosen), default=0)
+    lines = _wrap(f"{path}{f' ({scope})' if scope else ''}: {t.summary()}", width)
+    lines += _wrap(f"{DEFINITION}.", width)
+    label_w = max(len(f) for f in (*t.by_fidelity, "sensitivity readings")) + 3
+    rows = [(f, t.by_fidelity[f]) for f in (*schema.PAPER_DATA, *t.apart) if sum(t.by_fidelity[f].values())]
+    for name, counts in rows + ([("sensitivity readings", t.readings)] if sum(t.readings.values()) else []):
+        lines += _wrap(f"  {name + ':':<{label_w}}{words(counts, t.verdicts, zeros=False)}", width, "", " " * (2 + label_w))
+    verdict_w = max(len(v) for v in t.verdicts) + 2
+    fidelity_w = max(len(f) for f in schema.FIDELITIES) + 2
+    lines.append("")
     for c in chosen:
-        head = f"{c['verdict']:<15}{c['fidelity']:<14}{c['id']:<{idw}}  "
-        tail = f"-> {c['command']}" if c.get("command") else c["observed"]
-        lines.append(head + textwrap.shorten(tail, max(20, WIDTH - len(head)), placeholder=" ..."))
+        lines += claim_lines(c, width, verdict_w, fidelity_w)
         if verbose:
             for label, text in (("observed", c["observed"]), ("rule", c["rule"]),
                                 ("deviations", "; ".join(c.get("deviations") or []) or "none"),
-                                ("where", f"{c['paper']}, {c['where']}")):
-                lines += textwrap.wrap(f"{label}: {text}", WIDTH, initial_indent="    ", subsequent_indent="      ")
+                                ("where", f"{c['paper']}, {c['where']}"),
+                                ("would change the verdict", c.get("would_change") or "-")):
+                lines += _wrap(f"{label}: {text}", width, INDENT, INDENT + "  ")
     commands: dict[str, dict[str, Any]] = {}
     for c in chosen:
         if c.get("command"):
             entry = commands.setdefault(c["command"], {"claims": 0, "cost": c.get("cost") or {}})
             entry["claims"] += 1
     if commands:
-        lines.append(f"not-run claims run by {len(commands)} commands (each asks before it starts; `fedbench paper "
-                     "list` has the costs):")
+        lines += [""] + _wrap(f"The not-run claims above run by {len(commands)} commands (each asks before it "
+                              "starts; `fedbench paper list` has every study's cost):", width)
         for command, e in commands.items():
-            cost = e["cost"]
-            hours = (f"projected {cost['hours']:g} h on {cost['device']}" if "hours" in cost else
-                     f"measured {cost['seconds']:,} s on {cost['device']}" if "seconds" in cost else "cost not projected")
-            lines.append(f"  command: {command}  ({e['claims']} claims; {hours})")
+            lines.append(f"  {command}")  # never wrapped: it is copied into a shell
+            n = e["claims"]
+            lines += _wrap(f"{n} claim{'' if n == 1 else 's'}; {cost_text(e['cost'])}", width, INDENT + "  ")
     return lines

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from fedbench.claims.entry import plain
+from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import load_config
 from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
 from fedbench.report.claims import STUDY, common_deviations, evaluate_claims
@@ -164,17 +165,28 @@ def test_report_metrics_count_verdicts_by_fidelity_and_keep_judged_effects():
                 "effect": None if estimate is None else {"estimate": estimate, "ci95": [0.9, 17.8]}}
 
     metrics = report_metrics([entry("fedprox/s-1-1/stragglers-90/gain", "reproduced", "paper-scale", 9.3748),
+                              entry("fedprox/s-1-1/stragglers-90/gain/sensitivity-code", "reproduced", "paper-scale", 17.7),
                               entry("scaffold/emnist/rounds-to-0.5", "not-run", "paper-scale", None),
                               entry("mime/x", "inconclusive", "stand-in", "inf"),
                               entry("fedlaavg/y", "not-reproduced", "reduced-budget", -2.5)])
-    assert metrics == {
-        "verdicts": {"total": 4, "reproduced": 1, "not-reproduced": 1, "inconclusive": 1, "not-run": 1},
-        "by_fidelity": {"paper-scale": {"reproduced": 1, "not-reproduced": 0, "inconclusive": 0, "not-run": 1},
-                        "reduced-budget": {"reproduced": 0, "not-reproduced": 1, "inconclusive": 0, "not-run": 0},
-                        "reduced-data": {"reproduced": 0, "not-reproduced": 0, "inconclusive": 0, "not-run": 0},
-                        "stand-in": {"reproduced": 0, "not-reproduced": 0, "inconclusive": 1, "not-run": 0},
-                        "analytic": {"reproduced": 0, "not-reproduced": 0, "inconclusive": 0, "not-run": 0}},
-        "effects": {"fedprox/s-1-1/stragglers-90/gain": 9.3748, "fedlaavg/y": -2.5}}  # no inf: JSON metrics
+    zero = {"reproduced": 0, "not-reproduced": 0, "inconclusive": 0, "not-run": 0}
+    assert metrics == {  # the counts of fedbench.claims.tally: the sensitivity reading apart, stand-in apart
+        "entries": 5, "claims": 4,
+        "headline": {"reproduced": 1, "not-reproduced": 1, "inconclusive": 0, "not-run": 1},
+        "by_fidelity": {"paper-scale": zero | {"reproduced": 1, "not-run": 1},
+                        "reduced-budget": zero | {"not-reproduced": 1},
+                        "reduced-data": zero,
+                        "stand-in": zero | {"inconclusive": 1},
+                        "analytic": zero},
+        "sensitivity_readings": zero | {"reproduced": 1},
+        "effects": {"fedprox/s-1-1/stragglers-90/gain": 9.3748,  # no inf: JSON metrics
+                    "fedprox/s-1-1/stragglers-90/gain/sensitivity-code": 17.7, "fedlaavg/y": -2.5}}
+
+
+def test_rounds_cell_of_a_not_run_claim_shows_the_papers_budget_only():
+    assert rounds_cell({"verdict": "not-run", "rounds_run": 100, "rounds_paper": 100}) == "— / 100"  # as stored before
+    assert rounds_cell({"verdict": "not-run", "rounds_run": None, "rounds_paper": None}) == "— / not stated"
+    assert rounds_cell({"verdict": "reproduced", "rounds_run": 20, "rounds_paper": 40}) == "20 / 40"
 
 
 def test_report_stage_declares_its_metrics():
@@ -183,7 +195,7 @@ def test_report_stage_declares_its_metrics():
     stage = yaml.safe_load(open("dvc.yaml"))["stages"]["report"]
     assert stage["metrics"] == [{"reports/metrics.json": {"cache": False}}]
     committed = json.loads(open("reports/metrics.json").read())
-    assert committed["verdicts"]["total"] == len(json.loads(open("reports/claims.json").read())["claims"])
+    assert committed["entries"] == len(json.loads(open("reports/claims.json").read())["claims"])
 
 
 def test_rule_changed_before_any_result_is_not_called_changed_after_results(claims):
@@ -212,9 +224,10 @@ def test_a_sensitivity_reading_is_shown_beside_its_claim_and_not_counted(claims)
     md = claims_markdown([reading, *claims], pd.DataFrame())  # listed first: the report moves it after its claim
     tally = [ln for ln in md.splitlines() if ln.startswith("| inconclusive | ")]
     assert tally == [ln for ln in plain_md.splitlines() if ln.startswith("| inconclusive | ")]  # not counted
-    assert md.splitlines()[2:5] == plain_md.splitlines()[2:5]  # the headline counts too
+    headline = "Toward the headline: " + count_verdicts(claims).headline_text()
+    assert headline in md and headline in plain_md  # the headline counts too
     assert ("1 sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where the authors' "
-            "code and the paper differ) are shown beside their claim and not counted.") in md
+            "code and the paper differ) are shown beside their claim and not counted: 1 inconclusive.") in md
     rows = _summary_rows(md)
     at = next(i for i, r in enumerate(rows) if r.startswith(f"| [`{gain['id']}`]"))
     assert rows[at + 1].startswith(f"| [`{reading['id']}`]") and "**inconclusive**" in rows[at + 1]

@@ -156,6 +156,14 @@ def test_not_run_commands_stop_at_the_download_with_one_line(tmp_path, monkeypat
     assert not (tmp_path / "runs").exists()  # nothing trained
 
 
+def test_not_run_entries_carry_no_rounds_run(tmp_path):
+    """Issue 32 item 3: the FedProx real-data entries not run here said 100 / 100 rounds; the rounds they would run
+    are in their scale."""
+    entries = real_claims.evaluate(load_config(PARAMS), tmp_path / "runs", tmp_path / "generated")
+    assert entries and all(e["verdict"] == "not-run" and e["rounds_run"] is None for e in entries)
+    assert {e["scale"].get("rounds") for e in entries if e["id"].startswith("fedprox/mnist/")} == {100}
+
+
 def test_show_claims_prints_the_command(tmp_path, capsys):
     from fedbench.cli import main as cli_main
 
@@ -163,7 +171,9 @@ def test_show_claims_prints_the_command(tmp_path, capsys):
     (tmp_path / "claims.json").write_text(json.dumps({"claims": entries}))
     cli_main(["show", "--claims", "--out", str(tmp_path)])
     out = capsys.readouterr().out
-    assert "command: fedbench paper run fedprox_femnist" in out and "command: fedbench paper run fedlaavg_cifar10" in out
+    lines = out.splitlines()  # each command whole on its own line, under each claim it runs and once at the end
+    for command in ("fedbench paper run fedprox_femnist", "fedbench paper run fedlaavg_cifar10"):
+        assert f"    run: {command}" in lines and f"  {command}" in lines
 
 
 def test_study_train_settings_are_validated_at_load():

@@ -1,0 +1,113 @@
+"""The one tally of claim entries: what counts toward a headline, and the counts every reader quotes
+(`fedbench show --claims`, ``claims.md`` and ``metrics.json`` of the report stage, the README).
+
+What counts toward a headline, the one definition (:data:`DEFINITION`, :func:`toward_headline`):
+
+- the entry is a claim's own, not a sensitivity reading (an id with fedbench.claims.magnitude.SENSITIVITY: the
+  claim judged by its own rule with one setting changed, shown beside its claim and never counted), and
+- it is judged on the paper's own data: its fidelity is one of fedbench.claims.entry.PAPER_DATA (paper-scale,
+  reduced-budget, reduced-data).
+
+Every other entry is counted apart: the stand-in and analytic claims in their own fidelity columns, the sensitivity
+readings on their own line. Verdicts are counted over fedbench.claims.entry.VERDICTS as it stands when a tally is
+made, so a verdict added there is tallied, and shown by every reader, with no change here. Torch-free; imports
+nothing from fedbench.studies or fedbench.report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fedbench.claims import entry as schema
+from fedbench.claims.magnitude import sensitivity_of
+
+DEFINITION = ("A headline counts the claims judged on the papers' own data (fidelity "
+              + ", ".join(schema.PAPER_DATA[:-1]) + f" or {schema.PAPER_DATA[-1]}); stand-in and analytic claims "
+              "are counted apart, and sensitivity readings (a claim judged by its own rule with one setting "
+              "changed) are shown beside their claim and not counted")
+
+
+def is_reading(e: dict[str, Any]) -> bool:
+    """Whether entry ``e`` is a sensitivity reading (shown beside its claim, never counted)."""
+    return sensitivity_of(e["id"]) is not None
+
+
+def toward_headline(e: dict[str, Any]) -> bool:
+    """Whether entry ``e`` counts toward a headline (:data:`DEFINITION`)."""
+    return not is_reading(e) and e["fidelity"] in schema.PAPER_DATA
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Verdict counts of a list of entries. ``verdicts``: the verdict vocabulary counted (VERDICTS when the tally
+    was made); ``by_fidelity``: the claims (sensitivity readings left out) of each fidelity class, by verdict;
+    ``readings``: the sensitivity readings by verdict. Every count is there, zero included."""
+
+    verdicts: tuple[str, ...]
+    by_fidelity: dict[str, dict[str, int]]
+    readings: dict[str, int]
+
+    @property
+    def headline(self) -> dict[str, int]:
+        """The claims counted toward a headline (the papers' own data), by verdict."""
+        return {v: sum(self.by_fidelity[f][v] for f in schema.PAPER_DATA) for v in self.verdicts}
+
+    @property
+    def apart(self) -> tuple[str, ...]:
+        """The fidelity classes counted apart, never toward a headline."""
+        return tuple(f for f in self.by_fidelity if f not in schema.PAPER_DATA)
+
+    @property
+    def claims(self) -> int:
+        """How many claims (sensitivity readings left out), of every fidelity."""
+        return sum(sum(c.values()) for c in self.by_fidelity.values())
+
+    @property
+    def entries(self) -> int:
+        """How many entries in all: the claims and the sensitivity readings."""
+        return self.claims + sum(self.readings.values())
+
+    def metrics(self) -> dict[str, Any]:
+        """The counts as the report stage's metrics.json holds them (DVC metrics: numbers only, nested)."""
+        return {"entries": self.entries, "claims": self.claims, "headline": self.headline,
+                "by_fidelity": self.by_fidelity, "sensitivity_readings": self.readings}
+
+    def headline_text(self) -> str:
+        """'14 reproduced, 4 not-reproduced, ... (64 claims on the papers' own data)': every verdict, zeros too."""
+        return f"{words(self.headline, self.verdicts)} ({sum(self.headline.values())} claims on the papers' own data)"
+
+    def apart_text(self) -> str:
+        """The counts kept apart: each other fidelity class and the sensitivity readings, those present only."""
+        parts = [f"{f}: {words(self.by_fidelity[f], self.verdicts, zeros=False)}" for f in self.apart
+                 if sum(self.by_fidelity[f].values())]
+        if sum(self.readings.values()):
+            parts.append(f"sensitivity readings: {words(self.readings, self.verdicts, zeros=False)}")
+        return "; ".join(parts) or "none"
+
+    def summary(self) -> str:
+        """The one sentence that quotes the counts (claims.md's and show's headline, the README's quote)."""
+        n = sum(self.readings.values())
+        return (f"{self.entries} entries: {self.claims} claims" + (f" and {n} sensitivity readings" if n else "")
+                + f". Toward the headline: {self.headline_text()}. Counted apart: {self.apart_text()}.")
+
+
+def words(counts: dict[str, int], verdicts: tuple[str, ...], zeros: bool = True) -> str:
+    """'11 reproduced, 3 not-reproduced, ...' in the order of ``verdicts`` (the zero counts left out unless
+    ``zeros``; 'none' where nothing is left)."""
+    return ", ".join(f"{counts[v]} {v}" for v in verdicts if zeros or counts[v]) or "none"
+
+
+def tally(entries: list[dict[str, Any]]) -> Tally:
+    """The :class:`Tally` of ``entries`` (claim entries, or dicts with at least their id, verdict and fidelity). A
+    verdict or fidelity outside the entry model's vocabulary is a ValueError naming the entry and what is allowed."""
+    verdicts, fidelities = tuple(schema.VERDICTS), tuple(schema.FIDELITIES)
+    by_fidelity = {f: dict.fromkeys(verdicts, 0) for f in fidelities}
+    readings = dict.fromkeys(verdicts, 0)
+    for e in entries:
+        if e["verdict"] not in verdicts:
+            raise ValueError(f"{e['id']}: verdict {e['verdict']!r} is not one of {', '.join(verdicts)}")
+        if e["fidelity"] not in fidelities:
+            raise ValueError(f"{e['id']}: fidelity {e['fidelity']!r} is not one of {', '.join(fidelities)}")
+        (readings if is_reading(e) else by_fidelity[e["fidelity"]])[e["verdict"]] += 1
+    return Tally(verdicts, by_fidelity, readings)

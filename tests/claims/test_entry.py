@@ -1,0 +1,26 @@
+"""A not-run entry ran no rounds (issue 32 item 3: 20 not-run entries carried a rounds_run, and claims.md printed
+"100 / 100" for runs that never happened)."""
+
+import pytest
+
+from fedbench.claims.entry import claim, new_entry, not_run
+
+
+def _planned(rounds_run):
+    return new_entry(id="fedprox/mnist/gain", paper="FedProx", where="Fig. 7", claim_text="c",
+                     published={"value": None, "unit": "", "scope": "", "statement": ""}, rule="r",
+                     scale={"rounds": 100}, deviations=[], figure=None, fidelity="paper-scale", rounds_run=rounds_run,
+                     rounds_paper=100, training_seeds=[0, 1], data_seeds=[0])
+
+
+def test_left_not_run_an_entry_carries_no_rounds_run_and_keeps_its_plan_in_its_scale():
+    e = not_run(_planned(100), "not run: missing runs", "running them")
+    assert e["verdict"] == "not-run" and e["rounds_run"] is None
+    assert e["scale"] == {"rounds": 100} and e["rounds_paper"] == 100
+
+
+def test_building_a_not_run_entry_with_rounds_run_is_an_error():
+    with pytest.raises(ValueError, match=r"^fedprox/mnist/gain: a not-run claim ran no rounds: rounds_run must be "
+                                         r"None, got 100 "):
+        claim(**_planned(100))
+    assert claim(**_planned(None))["rounds_run"] is None

@@ -1,0 +1,87 @@
+"""The one tally (issue 29 item 2): what counts toward a headline, counted over the verdict vocabulary as it stands."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fedbench.claims import entry as schema
+from fedbench.claims.tally import DEFINITION, tally, toward_headline
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def e(cid: str, verdict: str, fidelity: str) -> dict:
+    return {"id": cid, "verdict": verdict, "fidelity": fidelity}
+
+
+FIXTURE = [
+    e("a/paper/1", "reproduced", "paper-scale"),
+    e("a/paper/2", "reproduced", "paper-scale"),
+    e("a/paper/3", "not-reproduced", "paper-scale"),
+    e("a/paper/4", "not-run", "paper-scale"),
+    e("a/paper/1/sensitivity-code", "reproduced", "paper-scale"),  # a reading: apart, never counted
+    e("a/paper/1/sensitivity-sampling", "inconclusive", "paper-scale"),
+    e("b/budget/1", "inconclusive", "reduced-budget"),
+    e("b/subset/1", "reproduced", "reduced-data"),
+    e("c/standin/1", "reproduced", "stand-in"),
+    e("c/standin/2", "not-run", "stand-in"),
+    e("d/closed-form/1", "reproduced", "analytic"),
+]
+
+
+def test_tally_of_a_fixture_has_exact_counts():
+    t = tally(FIXTURE)
+    assert t.verdicts == schema.VERDICTS
+    zero = dict.fromkeys(schema.VERDICTS, 0)
+    assert t.by_fidelity == {"paper-scale": zero | {"reproduced": 2, "not-reproduced": 1, "not-run": 1},
+                             "reduced-budget": zero | {"inconclusive": 1},
+                             "reduced-data": zero | {"reproduced": 1},
+                             "stand-in": zero | {"reproduced": 1, "not-run": 1},
+                             "analytic": zero | {"reproduced": 1}}
+    assert t.readings == zero | {"reproduced": 1, "inconclusive": 1}
+    assert t.headline == zero | {"reproduced": 3, "not-reproduced": 1, "inconclusive": 1, "not-run": 1}
+    assert (t.entries, t.claims, t.apart) == (11, 9, ("stand-in", "analytic"))
+    assert [x["id"] for x in FIXTURE if toward_headline(x)] == ["a/paper/1", "a/paper/2", "a/paper/3", "a/paper/4",
+                                                                "b/budget/1", "b/subset/1"]
+
+
+def test_summary_is_one_sentence_of_the_same_counts(monkeypatch):
+    monkeypatch.setattr(schema, "VERDICTS", ("reproduced", "not-reproduced", "inconclusive", "not-run"))
+    assert tally(FIXTURE).summary() == (
+        "11 entries: 9 claims and 2 sensitivity readings. Toward the headline: 3 reproduced, 1 not-reproduced, "
+        "1 inconclusive, 1 not-run (6 claims on the papers' own data). Counted apart: stand-in: 1 reproduced, "
+        "1 not-run; analytic: 1 reproduced; sensitivity readings: 1 reproduced, 1 inconclusive.")
+    assert DEFINITION.startswith("A headline counts the claims judged on the papers' own data (fidelity paper-scale, "
+                                 "reduced-budget or reduced-data)")
+
+
+def test_a_new_verdict_is_tallied_apart_with_no_change_to_the_tally(monkeypatch):
+    """Another helper adds `direction-only` (a size claim whose direction holds and whose size does not) to
+    VERDICTS: the tally lists it in its own column, never among the reproduced."""
+    verdicts = schema.VERDICTS if "direction-only" in schema.VERDICTS else (*schema.VERDICTS, "direction-only")
+    monkeypatch.setattr(schema, "VERDICTS", verdicts)
+    t = tally([*FIXTURE, e("a/paper/5", "direction-only", "paper-scale"), e("c/standin/3", "direction-only",
+                                                                          "stand-in")])
+    assert t.verdicts == verdicts
+    assert t.headline["direction-only"] == 1 and t.headline["reproduced"] == 3
+    assert t.by_fidelity["stand-in"]["direction-only"] == 1 and t.by_fidelity["stand-in"]["reproduced"] == 1
+    assert "1 direction-only" in t.headline_text() and "stand-in: 1 reproduced, 1 not-run, 1 direction-only" \
+        in t.apart_text()
+    assert t.metrics()["headline"]["direction-only"] == 1
+
+
+def test_an_unknown_verdict_or_fidelity_is_one_line_naming_the_entry():
+    with pytest.raises(ValueError, match=r"^x/1: verdict 'passed' is not one of reproduced, not-reproduced, "):
+        tally([e("x/1", "passed", "paper-scale")])
+    with pytest.raises(ValueError, match=r"^x/2: fidelity 'full' is not one of paper-scale, "):
+        tally([e("x/2", "reproduced", "full")])
+
+
+def test_the_readme_quotes_the_tally_of_the_committed_claims():
+    """The README's counts are the tally's summary of the committed reports/claims.json, word for word. After the
+    report is regenerated, paste the sentence this test prints into README.md ("Verdicts: ...")."""
+    t = tally(json.loads((ROOT / "reports" / "claims.json").read_text())["claims"])
+    readme = " ".join((ROOT / "README.md").read_text().split())  # its line breaks as spaces
+    expected = f"On the committed `reports/claims.json`: {t.summary()}"
+    assert expected in readme, f"README.md should read: {expected}"
