@@ -39,7 +39,7 @@ from fedbench.report.runs import load_runs
 from fedbench.studies import STUDIES_ROOT, not_run_entries
 from fedbench.studies import command as study_command
 
-MARK = {"reproduced": "✓", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}  # a verdict not here: its name
+MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}  # a verdict not here: its name
 
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
