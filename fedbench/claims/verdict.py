@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fedbench.claims.fidelity import FULL_SEEDS, label as fidelity  # noqa: F401 (the labelling rule, issue 32)
 from fedbench.claims.stats import Share, fmt_number, paired_effect, share_effect
 
 KINDS = ("greater", "at_least", "at_most", "within")
@@ -280,22 +281,3 @@ def _cell(reading: str, budget: float, cells, verdict: str, primary: bool = Fals
     return {"reading": reading, "budget": budget, "primary": primary, "verdict": verdict, "part": part.label,
             "estimate": effect["estimate"], "ci95": effect["ci95"], "unit": effect["unit"]}
 
-
-FULL_SEEDS = 5  # the benchmark's seeds for an empirical claim: fewer make a paper-setup entry reduced-budget
-
-
-def fidelity(setup: str, rounds_run: int | None, rounds_paper: int | None, seeds: int | None = None) -> str:
-    """The fidelity label of a claim (fedbench.claims.entry.FIDELITIES): ``setup`` is "paper" (the paper's data,
-    model and hyperparameters), "reduced-data" (a subset of the paper's dataset with the setup scaled to it),
-    "stand-in" (other data or model) or "analytic" (a closed-form check on a constructed instance). The paper's
-    setup is "paper-scale" when it ran the paper's rounds (or the paper gives none) with ``seeds`` >= FULL_SEEDS
-    (None: deterministic, or not yet known), and "reduced-budget" when it ran fewer rounds or seeds."""
-    if setup in ("reduced-data", "stand-in", "analytic"):
-        return setup
-    if setup != "paper":
-        raise ValueError(f"setup {setup!r}; allowed: paper, reduced-data, stand-in, analytic")
-    if rounds_paper is not None and (rounds_run is None or rounds_run < rounds_paper):
-        return "reduced-budget"
-    if seeds is not None and 0 < seeds < FULL_SEEDS:
-        return "reduced-budget"
-    return "paper-scale"

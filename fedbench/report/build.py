@@ -23,7 +23,8 @@ from typing import Any
 import pandas as pd
 
 from fedbench.claims import registry as rules_registry
-from fedbench.claims.entry import PAPER_DATA, plain, sensitivity_of
+from fedbench.claims.fidelity import relabelled
+from fedbench.claims.entry import FIDELITIES, PAPER_DATA, VERDICTS, plain, sensitivity_of
 from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.tally import DEFINITION, Tally, words
 from fedbench.claims.tally import tally as count_verdicts
@@ -50,7 +51,8 @@ def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
     for name, declared in cfg.claim_studies.items():
         path = Path(studies_root) / name / "claims.json"
         if path.exists():
-            out += [c | {"study": name} for c in json.loads(path.read_text())["claims"]]
+            out += [c | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"], c["rounds_paper"])}
+                    for c in json.loads(path.read_text())["claims"]]  # labelled by the current rules
             continue
         if declared.default:
             why, would_change = f"study {name} has not run (no {path})", f"running the study (dvc repro study@{name})"

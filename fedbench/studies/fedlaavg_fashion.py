@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedbench.bench.costs import Scale
+from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
@@ -158,7 +159,8 @@ DECLARATION = StudyDeclaration(
              "of the rounds would cross 0 by the paper's 70,000 rounds is inconclusive, budget-limited). Evaluated "
              "every 5 rounds and on the final model, 20 rounds. Sensitivity: mean of the last 5 evaluations, final "
              "round, 25% and 50% of the rounds. Registered before any run on the data",
-        reads=("fedlaavg", "fedavg"), rounds_paper=ROUNDS_PAPER, fidelity="stand-in", note=WHY),))
+        reads=("fedlaavg", "fedavg"), rounds_paper=ROUNDS_PAPER, fidelity=data_label("fashion_mnist", FEDLAAVG_PAPER),
+        note=WHY),))
 
 DEVIATIONS = [
     WHY,

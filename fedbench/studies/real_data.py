@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedbench.bench.costs import Scale
 from fedbench.claims.entry import CLAIM_KEYS, claim, not_run
+from fedbench.claims.fidelity import relabelled
 from fedbench.claims.magnitude import combine as combine_parts
 from fedbench.claims.magnitude import split
 
@@ -56,10 +57,12 @@ def study_cost(scales: tuple[Scale, ...] | list[Scale], name: str = "") -> dict[
 
 
 def redeclared(entry: dict[str, Any], c: Claim) -> dict[str, Any]:
-    """A judged ``entry`` of claim ``c``, as a paper run left it, with ``c``'s current published value and its
+    """A judged ``entry`` of claim ``c``, as a paper run left it, labelled by the current rules (fedbench.claims.
+    fidelity.relabelled: its rounds, and ``c``'s declared setup), with ``c``'s current published value and its
     direction, magnitude and verdict split again from the entry's recorded parts (no retraining): a corrected
     published value or magnitude part applies to runs made before it. Unchanged where the entry was not judged or
     its rule is not ``c``'s current one (the runs judged another rule: they must run again)."""
+    entry = entry | {"fidelity": relabelled(entry["fidelity"], entry["rounds_run"], entry["rounds_paper"], c.fidelity)}
     if entry.get("verdict") in (None, "not-run") or entry.get("rule") != c.rule:
         return entry
     fields = {k: v for k, v in entry.items() if k in CLAIM_KEYS}

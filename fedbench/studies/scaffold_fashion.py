@@ -65,6 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
 from fedbench.studies import scaffold_tables as tables
@@ -176,7 +177,7 @@ DECLARATION = StudyDeclaration(
         "that never gets there within them counts as 100 (the paper's tables write 1000+); each of the 4 parts: "
         "reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; reproduced if every part is, "
         "not-reproduced if any part is",
-        reads=("scaffold", "fedavg", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity="stand-in",
+        reads=("scaffold", "fedavg", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity=data_label("fashion_mnist", SCAFFOLD_PAPER),
         note=_WHY + "; step sizes tuned per method and cell on seed 100, judged on 0-4; batch ceil(n_k/5) = 120 so "
                     "one epoch is 5 steps; SGD is large-batch minibatch SGD; FedProx not run; cut to fit a 2-core "
                     "machine: E = 5 only, 100 rounds (never: 100+), three steps, one tuning seed"),
@@ -194,7 +195,7 @@ DECLARATION = StudyDeclaration(
         "the smaller step); comparators FedAvg (5 epochs) and SGD (1 epoch), at 0% and 10% similarity; each of the 4 "
         "parts: reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; reproduced if every "
         "part is, not-reproduced if any part is",
-        reads=("scaffold", "fedavg", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity="stand-in",
+        reads=("scaffold", "fedavg", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity=data_label("fashion_mnist", SCAFFOLD_PAPER),
         note=_WHY + "; the 2-layer network's width is not given (scaffold_mlp: 784-256-10); step sizes tuned per "
                     "method and similarity on seed 100, judged on 0-4; run only by the budget 'full' (100 rounds)"),
 ))

@@ -121,14 +121,14 @@ def test_deciding_part_is_the_failing_one_or_the_closest_call():
 
 
 def test_fidelity_labels():
-    assert fidelity("paper", 40, 200) == "reduced-budget"  # fewer rounds
+    assert fidelity("paper", 40, 200) == "reduced-budget"  # fewer rounds, more than a tenth
     assert fidelity("paper", 200, 200) == "paper-scale"
     assert fidelity("paper", 200, 200, 5) == "paper-scale"
     assert fidelity("paper", 200, 200, 3) == "reduced-budget"  # fewer seeds than FULL_SEEDS
     assert fidelity("paper", 200, 200, 0) == "paper-scale"  # deterministic: no seeds to count
     assert fidelity("reduced-data", 100, 100, 5) == "reduced-data"
     assert fidelity("paper", 300, None) == "paper-scale"  # the paper gives no budget
-    assert fidelity("stand-in", 600, 70000) == "stand-in"
+    assert fidelity("stand-in", 600, 70000) == "smoke-check"  # at most a tenth of the paper's rounds
     assert fidelity("analytic", 200, None) == "analytic"
     with pytest.raises(ValueError, match="setup"):
         fidelity("real", 1, 1)

@@ -49,7 +49,7 @@ def test_mnist5k_study_end_to_end_on_fixture_data(tmp_path):
     low = real_claims.gain_at_0_50(cfg, real_claims.MNIST5K_STUDY, runs, tmp_path / "generated")
     hurt = real_claims.stragglers_hurt(cfg, real_claims.MNIST5K_STUDY, runs, tmp_path / "generated")
     for e in (gain, dis, low, hurt):
-        _judged(e, "reduced-data")
+        _judged(e, "smoke-check")  # 4 of the paper's 100 rounds
     assert [p["part"] for p in low["parts"]] == ["0% stragglers", "50% stragglers"] and low["magnitude"] is None
     assert [p["part"] for p in hurt["parts"]] == ["FedAvg 50% - 0% stragglers", "FedAvg 90% - 50% stragglers"]
     assert low["deviations"][0] == hurt["deviations"][0] == real_claims.REGISTERED_AFTER_RUNS
@@ -85,7 +85,7 @@ def test_shakespeare_plays_lstm_study_end_to_end_on_fixture_data(tmp_path):
     train_runs(cfg, keys, tmp_path / "generated", runs, progress=False)
     for e in (real_claims.gain_at_90(cfg, s, runs, tmp_path / "generated"),
               real_claims.dissimilarity(cfg, s, runs, tmp_path / "generated")):
-        _judged(e, "reduced-data", seeds=2)
+        _judged(e, "smoke-check", seeds=2)  # a fixture's few rounds of the paper's 40
 
 
 def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):

