@@ -317,9 +317,10 @@ def main(argv: list[str] | None = None) -> int:
             if a.budget != "paper" and a.name not in CLAIM_STUDIES:
                 raise FedbenchError(f"--budget {a.budget}: only a claim study has budgets; {a.name} runs at the paper's")
             if a.name in CLAIM_STUDIES:  # the check `fedbench study run` makes, before the cost and any download
-                from fedbench.config import _one_of, study_budgets
+                from fedbench.config import _one_of
+                from fedbench.study import registry
 
-                _one_of(a.budget, study_budgets(a.name), f"--budget (study {a.name})")
+                _one_of(a.budget, registry.budgets(a.name), f"--budget (study {a.name})")
             if not confirm(plan(a.params, a.name, budget=a.budget), a.yes, a.dry_run):
                 return 0
             run(a.params, a.name, progress=not a.quiet, budget=a.budget)

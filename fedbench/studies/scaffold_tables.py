@@ -34,7 +34,7 @@ from typing import Any
 
 from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies.declaration import Arm, StudyDeclaration
+from fedbench.study.declaration import Arm, StudyDeclaration
 
 STEPS_PER_EPOCH = 5  # "1 epoch ... corresponds to 5 local steps (0.2 batch size)"
 SGD_EPOCHS = 1  # "SGD (1 epoch)": one epoch of minibatch gradients at the server model = the full local gradient
