@@ -236,6 +236,9 @@ def _check_executor(train: TrainConfig) -> None:
 
 
 TOP_KEYS = ["data", "train", "algorithms", "studies", "claim_studies"]
+# the quick profile: the main job at a few rounds, one seed, a few cells, as overrides of params.yaml (dotted keys) for
+# load_config; what the CI regression check (fedbench.regression) and the executors' bench (fedbench.bench.executors) run
+QUICK_PROFILE = Path(__file__).resolve().parent.parent / "tests" / "regression" / "quick_profile.yaml"
 REAL_DATA_KEYS = ("sources", "real", "variants", "prepare")
 
 

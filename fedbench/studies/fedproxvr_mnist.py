@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.studies import WORKERS, Simulation, sim_config

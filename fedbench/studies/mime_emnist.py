@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS, Simulation, sim_config

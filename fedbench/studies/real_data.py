@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.entry import CLAIM_KEYS, claim, not_run
 from fedbench.claims.magnitude import combine as combine_parts
 from fedbench.claims.magnitude import split

@@ -144,7 +144,7 @@ def paper_scales(cells: Sequence[Any], budget: Budget, train_images: int, evalua
     step of the grid on the tuning seeds, then the selected step on the judged seeds; STEPS_PER_EPOCH steps of batch
     ceil(n / 5) an epoch on clients of n = ``train_images`` / clients (costs prices a step of batch B);
     ``evaluated`` samples every round. A cell has ``model``, ``clients``, ``sampled`` and ``epochs``."""
-    from fedbench.bench.costs import Scale
+    from fedbench.study.scale import Scale
 
     runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)
     by_key: dict[tuple, int] = {}

@@ -11,7 +11,7 @@ budget ever replaces another's output:
     small claim study (pipeline-sized, generated data)    home: params.yaml's claim_studies budget, else "pipeline"
         at home                 reports/studies/NAME/            (the DVC stage's output; the report reads it)
         at another budget B     reports/studies-B/NAME/
-    paper-scale claim study (real data: fedbench.studies.paper_profile.CLAIM_STUDIES)              home: "paper"
+    paper-scale claim study (real data: fedbench.study.paper_profile.CLAIM_STUDIES)              home: "paper"
         at home                 runs/studies/NAME/               (kept with the train stage's runs)
         at another budget B     runs/studies-B/NAME/             (e.g. runs/studies-convex/, runs/studies-fixture/)
 

@@ -23,7 +23,7 @@ SMALL: tuple[str, ...] = ("delta_fl_triangle", "feddane_synthetic", "fedlaavg_di
                           "fedprox_code_sensitivity", "fedprox_synthetic", "fedproxvr_synthetic", "mime_synthetic",
                           "scaffold_quadratics")
 # Paper-scale claim studies on the papers' real data: `fedbench paper run NAME` runs one into runs/studies/NAME/; they
-# belong to the paper profile's cost (fedbench.studies.paper_profile)
+# belong to the paper profile's cost (fedbench.study.paper_profile)
 PAPER_CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "delta_fl_real", "fedproxvr_mnist",
                                         "mime_emnist", "fedproxvr_fashion")
 # Real-data stand-ins (issue 22): the papers' setups on real data this machine can install (full Fashion-MNIST from

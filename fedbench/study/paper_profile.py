@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.bench.costs import Scale
-# the other papers' paper-scale claim studies and the real-data stand-ins (fedbench.study.registry: the one list)
 from fedbench.study import registry
+
+# the other papers' paper-scale claim studies and the real-data stand-ins (fedbench.study.registry: the one list)
 from fedbench.study.registry import CLAIM_STUDIES, PAPER_CLAIM_STUDIES, STAND_IN_STUDIES  # noqa: F401
+from fedbench.study.scale import Scale
 
 STRAGGLERS = [0.0, 0.5, 0.9]
 # The evaluation protocol of the FedProx studies is the authors' (paper-setups.md 1.8, flearn eval_every = 1): loss
