@@ -58,7 +58,14 @@ def cmd_run(a: argparse.Namespace) -> None:
                           f"{', '.join(cfg.data.datasets + cfg.data.real)}")
     check_cell(cfg, a.algorithm, a.stragglers)  # everything that can fail before data is generated
     ensure_dataset(cfg, a.dataset)
-    summaries = train(cfg, a.study, a.dataset, a.algorithm, a.stragglers, track=not a.no_track)
+    each = None
+    if not a.no_track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
+        from fedbench.track import track_cell
+
+        def each(key, summary):  # each run logged to MLflow as soon as its stack finishes
+            track_cell(a.study, key.dataset, key.variant, key.stragglers, [summary])
+
+    summaries = train(cfg, a.dataset, a.algorithm, a.stragglers, each=each)
     print("\n".join(run_locations(cfg, summaries, tracked=not a.no_track)))
 
 

@@ -27,6 +27,8 @@ from fedbench.data.registry import known_num_clients, validate_data_section
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
 from fedbench.errors import ConfigError
+from fedbench.study import registry
+from fedbench.study.declaration import Arm, StudyDeclaration
 
 __all__ = ["Config", "ConfigError", "check_stragglers", "load_config", "parse_config", "parse_value"]
 
@@ -84,8 +86,8 @@ class StudyConfig:
 
 @dataclass(frozen=True)
 class ClaimStudyConfig:
-    """One claim study of params.yaml ``claim_studies``: the round budget it runs at (one its module declares in
-    BUDGETS; "pipeline" for a study that declares none), other training seeds where its run() takes ``seeds``
+    """One claim study of params.yaml ``claim_studies``: the round budget it runs at (one its declaration names;
+    default "pipeline"), other training seeds where its run() takes ``seeds``
     (None: the study's own), and whether `dvc repro` runs it (its group: ``default`` or ``opt_in``)."""
 
     budget: str = "pipeline"
@@ -95,7 +97,7 @@ class ClaimStudyConfig:
 
 CLAIM_STUDY_GROUPS = ("default", "opt_in")  # claim_studies' keys: one DVC stage each / run by `fedbench study run`
 CLAIM_STUDY_KEYS = ("budget", "seeds")
-PIPELINE_BUDGET = "pipeline"  # a claim study's budget where its module declares no BUDGETS
+PIPELINE_BUDGET = "pipeline"  # a small claim study's budget where params.yaml names none
 
 
 STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
@@ -120,15 +122,13 @@ class Config:
                 return dataclasses.replace(self.train, **study.train)
         return self.train
 
-    def declaration(self, name: str) -> Any:
-        """params.yaml study ``name`` as a study declaration (fedbench.studies.declaration.StudyDeclaration, issue
+    def declaration(self, name: str) -> StudyDeclaration:
+        """params.yaml study ``name`` as a study declaration (fedbench.study.declaration.StudyDeclaration, issue
         19): its algorithms as arms (each its algorithm and hyperparameters), train.seeds as seeds, its datasets and
         straggler levels as knobs, one budget ("pipeline": its rounds, the study's own train.rounds where it sets
         one) and no claims (the report judges them: fedbench.studies.fedprox_main_job). params.yaml's studies are
         FedProx's (the main job). A ConfigError naming the studies for an unknown ``name``."""
         from fedbench.claims.papers import FEDPROX_PAPER
-        from fedbench.studies.declaration import Arm, StudyDeclaration
-
         if name not in self.studies:
             raise ConfigError(f"studies.{name}: no such study; allowed: {', '.join(self.studies) or 'none'}")
         study = self.studies[name]
@@ -236,6 +236,9 @@ def _check_executor(train: TrainConfig) -> None:
 
 
 TOP_KEYS = ["data", "train", "algorithms", "studies", "claim_studies"]
+# the quick profile: the main job at a few rounds, one seed, a few cells, as overrides of params.yaml (dotted keys) for
+# load_config; what the CI regression check (fedbench.regression) and the executors' bench (fedbench.bench.executors) run
+QUICK_PROFILE = Path(__file__).resolve().parent.parent / "tests" / "regression" / "quick_profile.yaml"
 REAL_DATA_KEYS = ("sources", "real", "variants", "prepare")
 
 
@@ -340,14 +343,15 @@ def parse_config(raw: Any) -> Config:
 def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
     """params.yaml ``claim_studies``: {default: {NAME: {budget, seeds}}, opt_in: {NAME: ...}}, each name a claim
     study of fedbench/studies/ listed once, its budget one the study declares, its seeds distinct integers >= 0 and
-    given only to a study whose run() takes them. Read from the studies' source: no torch is imported."""
+    given only to a study whose run() takes them, as the study registry (fedbench.study.registry) says: no torch is
+    imported."""
     if raw is None:
         return {}
     shape = "a mapping {default: {NAME: {budget, seeds}}, opt_in: {NAME: ...}}"
     if not isinstance(raw, dict):
         raise ConfigError(f"claim_studies: expected {shape}, got {type(raw).__name__}")
     out: dict[str, ClaimStudyConfig] = {}
-    available = available_claim_studies()
+    available = registry.names()
     for group in raw:
         _one_of(group, CLAIM_STUDY_GROUPS, "claim_studies")
     for group in CLAIM_STUDY_GROUPS:
@@ -364,7 +368,7 @@ def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
                                   f"{', '.join(available)}")
             if name in out:
                 raise ConfigError(f"{where}: also in claim_studies.default; list a study once")
-            if study_is_paper_scale(name):
+            if registry.is_paper_scale(name):
                 raise ConfigError(f"{where}: {name} is a paper-scale study on real data (its runs go to runs/studies*, "
                                   f"not a claim_studies stage); allowed: a small claim study; run it with `fedbench "
                                   f"paper run {name}`")
@@ -376,16 +380,16 @@ def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
                     raise ConfigError(f"{where}.{key}: unknown key{_suggest(str(key), list(CLAIM_STUDY_KEYS))}; "
                                       f"allowed: {', '.join(CLAIM_STUDY_KEYS)}")
             budget = _coerce(settings.get("budget", PIPELINE_BUDGET), str, f"{where}.budget")
-            _one_of(budget, study_budgets(name), f"{where}.budget")
+            _one_of(budget, registry.budgets(name), f"{where}.budget")
             seeds = None
             if settings.get("seeds") is not None:
                 seeds = _coerce(settings["seeds"], tuple[int, ...], f"{where}.seeds")
                 if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
                     raise ConfigError(f"{where}.seeds: expected distinct integers >= 0, got {list(seeds)}")
-                if study_is_deterministic(name):
+                if registry.is_deterministic(name):
                     raise ConfigError(f"{where}.seeds: study {name} is deterministic (no seed randomness: its "
                                       "declaration has seeds=()); allowed: leave seeds out")
-                if not study_takes_seeds(name):
+                if not registry.takes_seeds(name):
                     raise ConfigError(f"{where}.seeds: study {name} fixes its seeds in its module (its run() takes "
                                       "no seeds); allowed: leave seeds out")
             out[name] = ClaimStudyConfig(budget=budget, seeds=seeds, default=group == "default")
@@ -425,55 +429,6 @@ def available_models() -> list[str]:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BUILDERS" for t in node.targets):
             return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
     raise RuntimeError("fedbench/models/__init__.py defines no BUILDERS")  # pragma: no cover
-
-
-def available_claim_studies() -> list[str]:
-    """The claim studies: modules of fedbench/studies/ that define ``run(out_dir)`` (helpers such as
-    ``record`` do not), found from their source without importing them."""
-    studies = Path(__file__).resolve().parent / "studies"
-    return sorted(f.stem for f in studies.glob("*.py") if not f.stem.startswith("_") and any(
-        isinstance(node, ast.FunctionDef) and node.name == "run" for node in ast.parse(f.read_text()).body))
-
-
-def _study_source(name: str) -> ast.Module:
-    return ast.parse((Path(__file__).resolve().parent / "studies" / f"{name}.py").read_text())
-
-
-def study_budgets(name: str) -> list[str]:
-    """The round budgets claim study ``name`` declares (the keys of its module-level ``BUDGETS``), read from its
-    source; ["pipeline"] for a study that declares none (it has one budget, the pipeline's)."""
-    for node in _study_source(name).body:
-        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BUDGETS" for t in node.targets)
-                and isinstance(node.value, ast.Dict)):
-            return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
-    return [PIPELINE_BUDGET]
-
-
-def study_is_deterministic(name: str) -> bool:
-    """Whether claim study ``name`` declares no training seeds (``StudyDeclaration(..., seeds=())``: no seed
-    randomness), read from its source."""
-    for node in ast.walk(_study_source(name)):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "StudyDeclaration":
-            return any(k.arg == "seeds" and isinstance(k.value, ast.Tuple) and not k.value.elts for k in node.keywords)
-    return False
-
-
-def study_is_paper_scale(name: str) -> bool:
-    """Whether claim study ``name`` trains on real-data variants (its declaration names ``variants``: a paper-scale
-    study, run by ``fedbench study run`` or ``fedbench paper run`` into runs/studies*, never by a DVC stage), read
-    from its source."""
-    for node in ast.walk(_study_source(name)):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "StudyDeclaration":
-            return any(k.arg == "variants" for k in node.keywords)
-    return False
-
-
-def study_takes_seeds(name: str) -> bool:
-    """Whether claim study ``name``'s run() takes ``seeds`` (read from its source)."""
-    for node in _study_source(name).body:
-        if isinstance(node, ast.FunctionDef) and node.name == "run":
-            return any(a.arg == "seeds" for a in node.args.args + node.args.kwonlyargs)
-    return False
 
 
 class _Loader(yaml.SafeLoader):

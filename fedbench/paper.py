@@ -7,7 +7,7 @@ per-model table (fedbench.bench.costs) otherwise, each figure saying which. ``fe
 at its real shapes on generated data (fedbench.bench.paper_cost; this module only hands it the studies' scales).
 
 ``fedbench paper run NAME`` is the command a ``not-run`` real-data entry carries. For a FedProx study it loads
-params.yaml with the study added (fedbench.studies.paper_profile.overrides, validated as params.yaml is), fetches
+params.yaml with the study added (fedbench.study.paper_profile.overrides, validated as params.yaml is), fetches
 the study's sources (verified; ``FEDBENCH_MIRROR`` serves them from a mirror), prepares them, builds its dataset,
 trains its runs with the train stage's code (stacked, reused when finished) and rebuilds ``reports/``. For a
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from fedbench.config import Config, load_config
 from fedbench.errors import FedbenchError
-from fedbench.studies.paper_profile import (
+from fedbench.study.paper_profile import (
     CLAIM_STUDIES,
     PAPER_CLAIM_STUDIES,
     PROFILES,
@@ -250,7 +250,7 @@ NAMES = list(STUDIES) + ["fedprox_mnist5k"] + list(CLAIM_STUDIES)  # what `paper
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="fedbench paper", description="The paper profile: real-data studies at the "
-                                "papers' scale (fedbench/studies/paper_profile.py).")
+                                "papers' scale (fedbench/study/paper_profile.py).")
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ls = sub.add_parser("list", help="each study with its cost (measured where `paper cost` measured it, projected "
@@ -317,9 +317,10 @@ def main(argv: list[str] | None = None) -> int:
             if a.budget != "paper" and a.name not in CLAIM_STUDIES:
                 raise FedbenchError(f"--budget {a.budget}: only a claim study has budgets; {a.name} runs at the paper's")
             if a.name in CLAIM_STUDIES:  # the check `fedbench study run` makes, before the cost and any download
-                from fedbench.config import _one_of, study_budgets
+                from fedbench.config import _one_of
+                from fedbench.study import registry
 
-                _one_of(a.budget, study_budgets(a.name), f"--budget (study {a.name})")
+                _one_of(a.budget, registry.budgets(a.name), f"--budget (study {a.name})")
             if not confirm(plan(a.params, a.name, budget=a.budget), a.yes, a.dry_run):
                 return 0
             run(a.params, a.name, progress=not a.quiet, budget=a.budget)

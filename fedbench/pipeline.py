@@ -4,7 +4,7 @@ arguments). The study stage is fedbench.studies.run_claim_study, the track stage
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +61,12 @@ def check_cell(cfg: Config, variant: str, stragglers: float, where: str = "--str
         raise ConfigError(f"algorithms.{variant}: {exc}") from None
 
 
-def train(cfg: Config, study: str, dataset: str, variant: str, stragglers: float, data_root: Path = DATA_ROOT,
-          runs_root: Path = RUNS_ROOT, track: bool = False, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every seed of one (dataset, variant, stragglers) cell of ``study`` (stacked). With ``track``, each
-    run is logged to MLflow as soon as its stack finishes."""
+def train(cfg: Config, dataset: str, variant: str, stragglers: float, data_root: Path = DATA_ROOT,
+          runs_root: Path = RUNS_ROOT, each: Callable[[RunKey, dict[str, Any]], None] | None = None,
+          progress: bool = True) -> list[dict[str, Any]]:
+    """Run every seed of one (dataset, variant, stragglers) cell (stacked); ``each`` as in :func:`train_runs`."""
     keys = [RunKey(dataset, variant, float(stragglers), s) for s in cfg.train.seeds]
-    return train_runs(cfg, keys, data_root, runs_root, {k: study for k in keys} if track else None, progress)
+    return train_runs(cfg, keys, data_root, runs_root, each, progress)
 
 
 def study_runs(cfg: Config, studies: Sequence[str] | None = None) -> dict[RunKey, str]:
@@ -85,29 +85,28 @@ def study_runs(cfg: Config, studies: Sequence[str] | None = None) -> dict[RunKey
 
 
 def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT, runs_root: Path = RUNS_ROOT,
-               track: dict[RunKey, str] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+               each: Callable[[RunKey, dict[str, Any]], None] | None = None,
+               progress: bool = True) -> list[dict[str, Any]]:
     """Run (or reuse) ``keys``: the runs not finished yet are grouped into stacks (fedbench.engine.stacking: runs
     of one algorithm class, one model and the same settings but seed and stragglers, cut to keep
     ``train.workers`` processes equally busy) and the stacks run in parallel processes (or as Ray tasks:
-    ``train.executor``, fedbench.executors). Returns the summaries in the order of ``keys``. With ``track``
-    (run -> study), each run is logged to MLflow, here, once its stack finishes."""
+    ``train.executor``, fedbench.executors). Returns the summaries in the order of ``keys``. ``each`` (a sink:
+    run key, summary) is called here with each run once its stack finishes, e.g. `fedbench run` logging it to MLflow
+    (fedbench.track.track_cell)."""
     keys = list(dict.fromkeys(keys))
     for k in keys:
         check_cell(cfg, k.variant, k.stragglers)
     for ds in dict.fromkeys(k.dataset for k in keys):
         dataset_meta(cfg, ds, data_root)  # data made with these settings, or one line saying how to remake it
     with open_executor(ExecutorSettings.of(cfg.train), cfg.train.workers) as executor:
-        return _train_on(executor, cfg, keys, data_root, runs_root, track, progress)
+        return _train_on(executor, cfg, keys, data_root, runs_root, each, progress)
 
 
 def _train_on(executor, cfg: Config, keys: list[RunKey], data_root: Path, runs_root: Path,
-              track: dict[RunKey, str] | None, progress: bool) -> list[dict[str, Any]]:
+              each: Callable[[RunKey, dict[str, Any]], None] | None, progress: bool) -> list[dict[str, Any]]:
     """train_runs on ``executor`` (fedbench.executors), open for this stage."""
     workers = executor.slots(cfg.train.device)  # local: train.workers, 1 on a GPU (in turn); ray: the cluster's
     pieces, reused = plan_runs(cfg, keys, data_root, runs_root, workers)
-    if track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
-        from fedbench.track import track_cell
-
     done: dict[RunKey, dict[str, Any]] = {}
 
     def finished(summaries: list[dict[str, Any]]) -> None:
@@ -115,8 +114,8 @@ def _train_on(executor, cfg: Config, keys: list[RunKey], data_root: Path, runs_r
             key = _key(s)
             done[key] = s
             print(_one_line(s), file=sys.stderr)
-            if track:
-                track_cell(track[key], key.dataset, key.variant, key.stragglers, [s], runs_root)
+            if each is not None:
+                each(key, s)
 
     if reused:  # read back here (under their locks): nothing to compute, no worker or cluster needed
         finished(run_stack(cfg, data_root, runs_root, reused, progress=False))

@@ -28,7 +28,7 @@ CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "magnitude",
 # declaration, record format, outcome reuse and stage (params.yaml -> the run), the same engine, their synthetic
 # data, the worker processes or Ray tasks (one torch thread each, which fixes the order of floating-point sums), the
 # claim model that judges them and the figures they draw
-STUDY_CODE = ("studies/__init__.py", "studies/declaration.py", "studies/record.py", "studies/reuse.py",
+STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "studies/record.py", "studies/reuse.py",
               "studies/runs.py", "studies/stage.py", "engine", "algorithms", "models", "availability", "data/__init__.py",
               "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py",
               "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")

@@ -11,12 +11,12 @@ from typing import Any
 
 import yaml
 
+from fedbench.config import QUICK_PROFILE as PROFILE
 from fedbench.config import load_config
 from fedbench.pipeline import generate, train
 from fedbench.report.runs import study_cells
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "regression"
-PROFILE = HERE / "quick_profile.yaml"
 REFERENCE = HERE / "reference.json"
 # Tolerances, absolute, per metric, set from measured cross-machine drift. fedbench is bit-identical on one
 # machine (same code, same torch build: checked by rerunning), but not across CPUs: torch picks its vectorized
@@ -41,8 +41,7 @@ def key_numbers(params: str | Path = "params.yaml") -> dict[str, float]:
         for ds in cfg.data.datasets:
             generate(cfg, ds, root=data_root)
         for ds, variant, f in study_cells(cfg):  # each cell once, even if two studies list it
-            for s in train(cfg, "regression", ds, variant, f, data_root=data_root, runs_root=runs_root,
-                           track=False, progress=False):
+            for s in train(cfg, ds, variant, f, data_root=data_root, runs_root=runs_root, progress=False):
                 key = f"{ds}/{variant}/stragglers={f:g}/seed={s['params']['seed']}"
                 out[f"{key}/final_train_loss"] = s["final"]["train/loss"]
                 out[f"{key}/final_test_accuracy"] = s["final"]["test/accuracy"]

@@ -182,7 +182,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     for name in studies:
         track_study(name, studies_root)
     # paper-scale studies `fedbench study run` / `paper run` left, each from the folder the report reads it from
-    from fedbench.studies.paper_profile import CLAIM_STUDIES
+    from fedbench.study.paper_profile import CLAIM_STUDIES
     from fedbench.studies.stage import reported_folder
 
     reported = {name: reported_folder(name, runs_root) for name in sorted(CLAIM_STUDIES)}

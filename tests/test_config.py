@@ -103,7 +103,7 @@ def test_part_a_algorithms_load(tmp_path):
 
 
 def test_dissimilarity_samples_reaches_the_runs_and_the_lstm_paper_studies_declare_the_authors_200(tmp_path):
-    from fedbench.studies.paper_profile import STUDIES
+    from fedbench.study.paper_profile import STUDIES
     from fedbench.runner import run_params
 
     assert STUDIES["fedprox_shakespeare"].study()["train"]["dissimilarity_samples"] == 200  # 4 minibatches of 50
@@ -172,9 +172,9 @@ def test_claim_study_errors_name_the_study_and_key(tmp_path, edit, message):
 
 def test_seeds_for_a_study_whose_run_fixes_them_are_refused(tmp_path, monkeypatch):
     """Every small seed-based study takes other seeds today; a study whose run() takes none is refused them."""
-    import fedbench.config as config
+    from fedbench.study import registry
 
-    monkeypatch.setattr(config, "study_takes_seeds", lambda name: name != "mime_synthetic")
+    monkeypatch.setattr(registry, "takes_seeds", lambda name: name != "mime_synthetic")
     with pytest.raises(ConfigError) as err:
         load_config(_params(tmp_path, lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": [0, 1]})))
     assert str(err.value) == ("claim_studies.default.mime_synthetic.seeds: study mime_synthetic fixes its seeds in its "
@@ -199,9 +199,9 @@ def test_every_seed_based_small_study_takes_other_seeds(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["fedlaavg_example1", "delta_fl_triangle", "scaffold_quadratics"])
 def test_a_deterministic_study_declares_no_seeds(name):
-    from fedbench.config import study_is_deterministic
+    from fedbench.study import registry
 
-    assert study_is_deterministic(name) and not study_is_deterministic("mime_synthetic")
+    assert registry.is_deterministic(name) and not registry.is_deterministic("mime_synthetic")
 
 
 def test_seeds_override_for_a_study_that_takes_seeds(tmp_path):

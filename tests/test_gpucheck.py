@@ -93,7 +93,7 @@ def test_targets_from_the_committed_h200_check():
     is each study's stacked projection from that file's unit costs (fedbench.bench.costs.stacked_seconds)."""
     from fedbench.bench.gpucheck import targets
     from fedbench.bench.paper_cost import stacked_cost
-    from fedbench.studies.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
+    from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
 
     gpu = ROOT / "reports/bench-gpu"
     result = json.loads((gpu / "gpucheck.json").read_text())

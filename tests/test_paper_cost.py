@@ -9,7 +9,7 @@ import pytest
 from fedbench.bench import paper_cost
 from fedbench.bench.costs import Scale, project, project_study, seconds, table_costs, unit_key
 from fedbench.cli import main
-from fedbench.studies.paper_profile import STUDIES, study_scales
+from fedbench.study.paper_profile import STUDIES, study_scales
 from fedbench.paper import listing
 
 COSTS = {"step_s": 0.01, "round_s": 0.5, "eval_s": 0.2, "eval_sample_s": 0.001, "grad_sample_s": 0.004}

@@ -30,10 +30,10 @@ def noop(job: int) -> int:
 def measure_executors(workers: int = 2, repeats: int = 1, log=print) -> dict[str, Any]:
     """Seconds of the quick profile's train stage under ``local`` and ``ray`` (``repeats`` times each, the best
     kept), Ray's start-up, and the dispatch seconds per no-op unit of each executor."""
+    from fedbench.config import QUICK_PROFILE as PROFILE
     from fedbench.config import load_config
     from fedbench.executors import ExecutorSettings, RayExecutor, open_executor
     from fedbench.pipeline import generate, plan_runs, study_runs, train_runs
-    from fedbench.regression import PROFILE
 
     root = Path(__file__).resolve().parents[2]
     overrides = {**yaml.safe_load(PROFILE.read_text()), "train.workers": workers}

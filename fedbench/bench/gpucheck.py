@@ -345,7 +345,7 @@ def measure_paper_cost(device, budget: Budget, log: Log, out_dir: Path, max_seco
     """Every paper study measured in turn (fedbench.bench.paper_cost.run, one timed round a run) into ``out_dir``;
     each given ``max_seconds`` or its even share of what is left; the last file's content, None if none ran."""
     from fedbench.bench import paper_cost
-    from fedbench.studies.paper_profile import study_scales
+    from fedbench.study.paper_profile import study_scales
 
     scales = study_scales(PAPER_SEEDS)
     result = None
@@ -446,7 +446,7 @@ def targets(result: dict) -> list[dict[str, Any]]:
     """Issue 31's targets from what the check measured: rows of target, measured (text) and met (True, False, or
     None: not measured here)."""
     from fedbench.bench.paper_cost import stacked_cost
-    from fedbench.studies.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
+    from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
 
     device = result["environment"]["device"]
     card = result["environment"].get("device_name", device)

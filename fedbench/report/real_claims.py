@@ -1,10 +1,10 @@
 """Every paper's headline claim on real data: judged from runs where they exist, ``not-run`` with the command that
 fetches the data and runs it, its projected cost and the published value where they do not.
 
-FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of fedbench.studies.paper_profile
+FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of fedbench.study.paper_profile
 (or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from ``runs/`` whatever params.yaml
 lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
-claims are judged by the paper-scale claim studies of fedbench.studies.paper_profile.CLAIM_STUDIES
+claims are judged by the paper-scale claim studies of fedbench.study.paper_profile.CLAIM_STUDIES
 (fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``runs/studies/<name>/claims.json`` where
 ``fedbench paper run NAME`` has run one (else ``runs/studies-BUDGET/<name>/`` where it ran at another budget:
 fedbench.studies.stage.reported_folder), else ``not-run`` with that command and the cost projected from the
@@ -35,7 +35,7 @@ from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarit
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
                                                 MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
-from fedbench.studies.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
+from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
@@ -332,7 +332,7 @@ HEADLINES = (
         "infinite), E = 1; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below "
         "0; reproduced if every part is; 5 seeds, each dataset's paper rounds",
         "paper-scale", None,
-        "the FedProx real-data studies (fedbench.studies.paper_profile) run E = 20 only, and an E = 1 straggler rule "
+        "the FedProx real-data studies (fedbench.study.paper_profile) run E = 20 only, and an E = 1 straggler rule "
         "needs a partial-epoch straggler on the real models (missing: E = 1 studies)"),
     Headline(
         "fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu", FEDPROX_PAPER, "appendix C.3.3, Figure 11",

@@ -49,11 +49,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.studies import WORKERS
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT, load_real
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ DEVIATIONS = [
 ]
 
 
-# The study as data (fedbench.studies.declaration): FedAvg and Delta-FL (the filter-then-average), swept over the
+# The study as data (fedbench.study.declaration): FedAvg and Delta-FL (the filter-then-average), swept over the
 # dataset-model pairs (each with its paper settings: rounds, cohort, rate, batch, the authors' evaluation cadence) and
 # the conformity levels theta; the paper budget's seeds; the claims with the arms their rules read. evaluation=():
 # the protocol is the pair's (evaluations(p)), not one for the study. data_seeds=(): the registered not-run entries

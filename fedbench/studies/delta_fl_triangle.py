@@ -38,16 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.algorithms import DeltaFL, FedAvg
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.models.mean_estimation import mean_estimation
 from fedbench.quantile import superquantile
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
 from fedbench.claims.entry import judged
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
 
 OBTUSE = np.array([[0.0, 0.0], [4.0, 0.0], [1.2, 1.5]])
@@ -118,6 +116,8 @@ def admissible_mixtures(theta: float, step: int = GRID) -> np.ndarray:
 
 def simulation(name: str, algorithm, triangle: str) -> Simulation:
     """``algorithm`` on the ``triangle`` (OBTUSE or ACUTE), its global model traced every round."""
+    from fedbench.models.mean_estimation import mean_estimation
+
     means = TRIANGLES[triangle]
     cfg = sim_config(evaluations=DECLARATION.evaluation,
                      rounds=ROUNDS, clients_per_round=len(means), local_epochs=1, batch_size=SAMPLES, seed=0)
@@ -149,7 +149,7 @@ PUBLISHED = {
                   "fedbench.studies.delta_fl_triangle)"}
 
 
-# The study as data (fedbench.studies.declaration): deterministic (exact gradients, every device every round: no
+# The study as data (fedbench.study.declaration): deterministic (exact gradients, every device every round: no
 # seed randomness, so it declares no seeds and params.yaml cannot give it any; the data is drawn once, data seed 0),
 # its arms (the filter, theta above 2/3 and the acute triangle check the derivation, read by no rule) and its claim.
 DECLARATION = StudyDeclaration(
@@ -181,6 +181,8 @@ DECLARATION = StudyDeclaration(
 
 def arm_simulation(arm: Arm) -> Simulation:
     """The run of ``arm`` (DECLARATION.arms): FedAvg, or Delta-FL at its level and weighting, on its triangle."""
+    from fedbench.algorithms import DeltaFL, FedAvg
+
     s = arm.settings
     if arm.algorithm == "fedavg":
         return simulation("fedavg", FedAvg(lr=LR), s["triangle"])

@@ -53,13 +53,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ DEVIATIONS = [
      "2-core machine (registered at 200 rounds, two selection seeds and every device every round: 3.9 CPU-hours)"),
 ]
 
-# The study as data (fedbench.studies.declaration): FedAvg and Delta-FL (the filter-then-average) at the conformity
+# The study as data (fedbench.study.declaration): FedAvg and Delta-FL (the filter-then-average) at the conformity
 # levels theta (the knob; theta* chosen on the selection seeds), the paper budget's judged seeds, the budgets, the
 # authors' Shakespeare protocol, the runs its claim reads (FedAvg and Delta-FL(theta*) on the judged seeds, every
 # level on the selection seeds) and the claim. data_seeds=(): the registered not-run entry names none; a judged

@@ -34,17 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.algorithms.feddane import FedDane
-from fedbench.algorithms.fedprox import FedProx
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.models import build_model
 from fedbench.claims.readings import cut_round
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
 from fedbench.studies.runs import open_budget
 
@@ -67,7 +64,7 @@ STABLE = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's traini
           "the median over rounds and the interval over seeds make the verdict stable across reruns of this "
           "chaotic method (stated before any run of this version); the verdict is the one at the rounds run, never "
           "extrapolated to the paper's 200 rounds (a budget-limited mark may explain it, never change it)")
-# The study as data (fedbench.studies.declaration): the arms (c read two ways: "FedDane c=...": K = 10 solving devices
+# The study as data (fedbench.study.declaration): the arms (c read two ways: "FedDane c=...": K = 10 solving devices
 # plus c - 10 more sending gradients; "FedDane K=...": c devices selected, all sending gradients and solving), the
 # seeds, the budgets and the claims, each with its rule, stated before any run: run() returns one entry per claim in
 # this order, and a report without the study's outputs carries them not-run (fedbench.studies.not_run_entries).
@@ -115,6 +112,9 @@ MEASURED = {"seconds": 1721, "budget": "paper", "workers": 2, "device": "2 CPU c
 
 def _algorithm(method: str):
     """The arm's algorithm with its declared settings (its clients_per_round is the run's, not the algorithm's)."""
+    from fedbench.algorithms.feddane import FedDane
+    from fedbench.algorithms.fedprox import FedProx
+
     arm = DECLARATION.arm(method)
     settings = {k: v for k, v in arm.settings.items() if k != "clients_per_round"}
     return (FedProx if arm.algorithm == "fedprox" else FedDane)(lr=LR, **settings)
@@ -133,6 +133,8 @@ def _synthetic(name: str) -> FederatedDataset:
 
 
 def simulation(name: str, method: str, seed: int, rounds: int | None = None) -> Simulation:
+    from fedbench.models import build_model
+
     rounds = ROUNDS if rounds is None else rounds
     ds = _synthetic(name)
     cfg = sim_config(evaluations=DECLARATION.evaluation,

@@ -65,12 +65,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims import readings
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ ASSUMED = ("reconstructed, not paper-scale (issue 32, item 3): the paper's tuned
            "lr 0.01 * 0.9999^round for every method (the authors' code default; the paper's tuned rates are "
            "stripped), beta = 0.5 (authors' default), seeds 0-4, test accuracy every 20 rounds and on the final model "
            "(the authors' tb_every = 20)")
-# The study as data (fedbench.studies.declaration): Table 2's five arms on every seed of the budget, and the sweeps of
+# The study as data (fedbench.study.declaration): Table 2's five arms on every seed of the budget, and the sweeps of
 # Table 3 (knobs), each FedLaAvg under diurnal availability with one setting changed: N on every seed, P and gamma on
 # the first (context, read by no rule). The not-run entries name no data seed (the runs' entries name the partition's,
 # DATA_SEED); the protocol is budget-dependent (evaluations(), the declaration's is the paper budget's).

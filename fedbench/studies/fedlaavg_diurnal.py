@@ -26,25 +26,24 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
-from fedbench.algorithms.sequential_sgd import pool_clients, sequential_config
 from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.engine.simulation import SimulationConfig
-from fedbench.models import build_model
 from fedbench.claims.readings import NAMES, peak_to_trough, read_accuracy
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
+
+if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
+    from fedbench.engine.simulation import SimulationConfig
 
 NUM_CLASSES = 10
 DIM = 60
@@ -61,7 +60,7 @@ PART = Part("diurnal availability", Rule("greater", 0.0, "accuracy points"))  # 
 
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
 CONTEXT = ("fedavg_fca", "fedlaavg_fca", "sequential")  # run on the first seed only, read by no rule
-# The study as data (fedbench.studies.declaration): the comparison arms run on every seed, the context arms on the
+# The study as data (fedbench.study.declaration): the comparison arms run on every seed, the context arms on the
 # first; run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedlaavg_diurnal.seeds).
 DECLARATION = StudyDeclaration(
     name="fedlaavg_diurnal", paper=FEDLAAVG_PAPER,
@@ -127,11 +126,17 @@ def config(seed: int, availability: AvailabilityConfig) -> SimulationConfig:
 @functools.cache
 def _pooled_dataset() -> FederatedDataset:
     """The clients' data pooled into one client, for sequential SGD."""
+    from fedbench.algorithms.sequential_sgd import pool_clients
+
     return pool_clients(_shared_dataset())
 
 
 def simulation(name: str, seed: int) -> Simulation:
     """One run of the study: arm ``name`` of DECLARATION (its algorithm and availability) with ``seed``."""
+    from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
+    from fedbench.algorithms.sequential_sgd import sequential_config
+    from fedbench.models import build_model
+
     ds = _shared_dataset()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     arm = DECLARATION.arm(name)

@@ -22,21 +22,21 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.engine.simulation import SimulationConfig
-from fedbench.models.mean_estimation import mean_estimation
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
 from fedbench.claims.entry import judged
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
+
+if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
+    from fedbench.engine.simulation import SimulationConfig
 
 MU = (-1.0, 1.0)
 A, B = 8, 2  # iterations client 1, then client 2, is available in each period
@@ -85,7 +85,7 @@ def config(eta: float) -> SimulationConfig:
                       availability=AvailabilityConfig(model="diurnal", period=A, beta=B / A, groups=(0, 1)))
 
 
-# The study as data (fedbench.studies.declaration): deterministic (exact gradients, one available client a round:
+# The study as data (fedbench.study.declaration): deterministic (exact gradients, one available client a round:
 # no seed randomness, so it declares no seeds and params.yaml cannot give it any; its runs use the engine's seed 0,
 # from which nothing is drawn), its arms, the step sizes it sweeps and its claims with the arms each reads.
 DECLARATION = StudyDeclaration(
@@ -127,6 +127,8 @@ DECLARATION = StudyDeclaration(
 
 
 def simulation(algorithm, eta: float) -> Simulation:
+    from fedbench.models.mean_estimation import mean_estimation
+
     return Simulation(name=f"{type(algorithm).__name__}/eta={eta:g}", config=config(eta), dataset=_dataset,
                       model=mean_estimation(dim=1, start=START), algorithm=algorithm, knobs={"mu": list(MU), "w0": START},
                       trace=True)
@@ -140,6 +142,8 @@ def trajectory(sim: Simulation, outcome: Outcome) -> tuple[np.ndarray, dict[str,
 
 
 def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
+    from fedbench.algorithms import FedAvg, FedLaAvg
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     w_star = (MU[0] + MU[1]) / 2

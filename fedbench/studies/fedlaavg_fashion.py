@@ -54,12 +54,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ WHY = ("stand-in: full Fashion-MNIST (60,000 real images, 10 classes, offline fr
        "than CIFAR-10 and its class groups 0-4 (tops, trousers, dresses, coats) and 5-9 (shoes, shirts, bags) "
        "are unlike CIFAR-10's, so the availability bias FedLaAvg removes may be larger or smaller; a short run "
        "judges early training, where FedLaAvg's average of N latest gradients starts from zeros")
-# The study as data (fedbench.studies.declaration): both arms on every seed of the budget; the not-run entry names
+# The study as data (fedbench.study.declaration): both arms on every seed of the budget; the not-run entry names
 # no data seed (the run's entry names the partition's, DATA_SEED)
 DECLARATION = StudyDeclaration(
     name=NAME, paper=FEDLAAVG_PAPER,

@@ -53,8 +53,6 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.algorithms.fedavg import FedAvg
-from fedbench.algorithms.fedprox import FedProx
 from fedbench.claims.entry import SENSITIVITY, judged
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import NAMES, read_accuracy
@@ -62,9 +60,8 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.models import build_model
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
 
 HEADLINE = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
@@ -98,7 +95,7 @@ RULE = ("per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in poi
         "A sensitivity reading of the headline, not a claim of its own")
 
 
-# The study as data (fedbench.studies.declaration): each variant is one sensitivity claim reading both arms;
+# The study as data (fedbench.study.declaration): each variant is one sensitivity claim reading both arms;
 # run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedprox_code_sensitivity.seeds).
 DECLARATION = StudyDeclaration(
     name="fedprox_code_sensitivity", paper=FEDPROX_PAPER,
@@ -126,6 +123,10 @@ def _synthetic() -> FederatedDataset:
 
 def simulation(variant: str, arm: str, seed: int, rounds: int | None = None) -> Simulation:
     """One run: ``arm`` ("fedavg" or "fedprox_mu1") under ``variant`` (VARIANTS) with ``seed``."""
+    from fedbench.algorithms.fedavg import FedAvg
+    from fedbench.algorithms.fedprox import FedProx
+    from fedbench.models import build_model
+
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     if arm not in ARMS:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.stats import Share
 from fedbench.claims.verdict import Rule
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 PAPER_ROUNDS = 200  # FedProx's synthetic runs (FP run_fedavg.sh / run_fedprox.sh: num_rounds = 200)
 PIPELINE_ROUNDS = 200  # params.yaml train.rounds (tests/studies/test_fedprox_main_job.py checks they agree)

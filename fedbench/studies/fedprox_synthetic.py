@@ -35,25 +35,26 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-from fedbench.algorithms.fedprox import FedProx
-from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE, FedProxAdaptiveMu
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.models import build_model
 from fedbench.claims.readings import NAMES, read_loss, rising_rounds, upward_variation
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, combine, fidelity, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
 from fedbench.studies.runs import open_budget
+
+if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
+    import torch
+
+    from fedbench.algorithms.fedprox import FedProx
 
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
 # Round budgets: "pipeline" fits the main job's CPU budget; "paper" is the paper's 200 rounds (FP run_fedavg.sh)
@@ -73,7 +74,7 @@ E1_LEVELS = (0.5, 0.9)
 TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_1_1": "Synthetic(1,1)"}
 
 
-# The study as data (fedbench.studies.declaration): the arms (each on the datasets it runs), the seeds, the budgets and
+# The study as data (fedbench.study.declaration): the arms (each on the datasets it runs), the seeds, the budgets and
 # the claims, each with its rule and the arms it reads, stated before any run; run(seeds=...) runs other seeds
 # (params.yaml claim_studies.<group>.fedprox_synthetic.seeds).
 DECLARATION = StudyDeclaration(
@@ -180,6 +181,8 @@ class PartialEpochStragglers:
 
     @property
     def inner(self) -> FedProx:
+        from fedbench.algorithms.fedprox import FedProx
+
         return FedProx(lr=self.lr, mu=self.mu)
 
     def init(self, theta0, num_clients):
@@ -189,6 +192,8 @@ class PartialEpochStragglers:
         return self.inner.broadcast(state)
 
     def client_init(self, bcast, cohort) -> PartialLocal:
+        import torch
+
         k = len(cohort.clients)
         g = rng(cohort.seed, cohort.round, "stragglers", 1)
         active = np.zeros(k, bool)
@@ -201,6 +206,8 @@ class PartialEpochStragglers:
                             kept=torch.as_tensor(active | self.keep, dtype=torch.float32, device=device))
 
     def client_step(self, local: PartialLocal, grad_fn, bcast) -> PartialLocal:
+        import torch
+
         moved = self.inner.client_step(local.inner, grad_fn, bcast)
         working = (local.step < local.budget).unsqueeze(1)
         return PartialLocal(inner=torch.where(working, moved, local.inner), step=local.step + 1, budget=local.budget,
@@ -217,6 +224,10 @@ class PartialEpochStragglers:
 def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> Simulation:
     """Arm ``arm`` of DECLARATION on ``dataset`` with ``seed``: "mu0", "mu1", "adaptive" (E = 20, uniform sampling),
     "prop-mu0", "prop-mu1" (proportional sampling), "e1-drop-<f>", "e1-keep-<f>" (E = 1, straggler fraction f)."""
+    from fedbench.algorithms.fedprox import FedProx
+    from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
+    from fedbench.models import build_model
+
     rounds = ROUNDS if rounds is None else rounds
     ds = _synthetic(dataset)
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
@@ -248,6 +259,8 @@ def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
 def rounds_to_reach(mu_init: float, mu: float) -> int:
     """The fewest rounds in which the adaptive heuristic can move mu from ``mu_init`` to ``mu``: the first round
     only records the loss; then a rise adds MU_STEP at once, a fall needs PATIENCE decreasing rounds per step."""
+    from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE
+
     steps = round(abs(mu - mu_init) / MU_STEP)
     return 1 + steps * (PATIENCE if mu < mu_init else 1)
 
@@ -255,6 +268,8 @@ def rounds_to_reach(mu_init: float, mu: float) -> int:
 def cannot_act(result: dict, labels: list[str], rounds: int) -> dict:
     """``result`` (fedbench.claims.verdict.judge) with the parts named in ``labels`` inconclusive, the reason
     stated (the adaptive heuristic cannot reach their fixed mu within ``rounds``), and the verdict recombined."""
+    from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE
+
     if not labels:
         return result
     parts = [p | {"verdict": "inconclusive"} if p["part"] in labels else p for p in result["parts"]]

@@ -52,7 +52,7 @@ Setting, fixed before any run (the "paper" budget; "convex" is Table 1 alone at 
   and after the last).
 
 The arms (each table's rows, named <model>/<method> as the records are), seeds, budgets, evaluation and claims are
-declared once as data (``DECLARATION``, fedbench.studies.declaration); this module turns an arm into a simulation,
+declared once as data (``DECLARATION``, fedbench.study.declaration); this module turns an arm into a simulation,
 reads the runs and draws the figure.
 
 Measured after the rules were committed (data/real/fashion_mnist_fedproxvr from Debian's package, params.yaml's
@@ -83,11 +83,11 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT, build, load_real, not_run_entry
 
 NAME = "fedproxvr_fashion"

@@ -19,7 +19,7 @@ Setting, fixed before any run (the "paper" budget):
   step-size parameter of eta = 1/(beta L); a CNN has no L to compute, so beta cannot be turned into a step.
 
 The arms, seeds, budgets, evaluation protocol and the claim are declared once as data (``DECLARATION``,
-fedbench.studies.declaration); this module turns an arm into a simulation at a budget, reads the runs and draws
+fedbench.study.declaration); this module turns an arm into a simulation at a budget, reads the runs and draws
 the figure. Evaluation protocol (budget-independent): every round and the final model, the training loss on every
 user's training data and the accuracy pooled over every user's test images, as the authors' code does (main.py:
 eval_every 1; flearn/trainers/fedsvrg.py, fedsarah.py, fedsgd.py evaluate all users before each round and after
@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT, build, load_real
 
 NAME = "fedproxvr_mnist"

@@ -12,7 +12,7 @@ the slides' assumption (1) asks of L (softmax cross-entropy has Hessian <= ||x~|
 - FedAvg: Table 1's row, beta = 10 (eta = 1/(10 L)), tau = 10 read as 10 local epochs (in the authors'
   code the same option counts epochs for FedAvg and single-batch iterations for the VR methods), B = 16.
 
-The arms, seeds, budgets and the claim are declared once as data (``DECLARATION``, fedbench.studies.declaration); this
+The arms, seeds, budgets and the claim are declared once as data (``DECLARATION``, fedbench.study.declaration); this
 module turns an arm into a simulation, reads the runs and draws the figure. ``run(..., seeds=...)`` runs other
 training seeds (params.yaml claim_studies.default.fedproxvr_synthetic.seeds).
 """
@@ -25,17 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.algorithms.fedavg import FedAvg
-from fedbench.algorithms.fedproxvr import FedProxVR
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import generate_synthetic
-from fedbench.models import build_model
 from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
 
@@ -100,6 +97,10 @@ def _dataset() -> FederatedDataset:
 def simulation(method: str, seed: int, rounds: int) -> Simulation:
     """FedAvg with Table 1's row, or FedProxVR with the SVRG or SARAH estimator (the full-gradient step gives
     w^(1); tau - 1 minibatch steps give w^(2..tau))."""
+    from fedbench.algorithms.fedavg import FedAvg
+    from fedbench.algorithms.fedproxvr import FedProxVR
+    from fedbench.models import build_model
+
     ds = _dataset()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     lip = smoothness(ds.train.x)

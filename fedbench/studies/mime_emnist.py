@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT, build, load_real
 
 MODEL = "leaf_femnist_cnn"
@@ -90,7 +90,7 @@ ASSUMPTIONS = [
      "test accuracy on every writer's test images every 5 rounds and on the final model; no training loss"),
     "SGDm only: the figure's Adam panel and CIFAR-100 are not part of this claim",
 ]
-# The study as data (fedbench.studies.declaration): the arms (each arm's algorithm is built from its settings), the
+# The study as data (fedbench.study.declaration): the arms (each arm's algorithm is built from its settings), the
 # paper budget's seeds, the budgets, the protocol and the claim with the arms its rule reads. data_seeds=(): the data
 # is LEAF's fixed split (the registered not-run entry names no data seed).
 DECLARATION = StudyDeclaration(

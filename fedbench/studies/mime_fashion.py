@@ -48,12 +48,12 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT, build, load_real
 
 MODEL = "mclr"
@@ -110,7 +110,7 @@ ASSUMPTIONS = [
      "FedAvgM's server momentum (server step 1)"),
     "SGDm only: the figure's Adam panel and CIFAR-100 are not part of this claim",
 ]
-# The study as data (fedbench.studies.declaration): the arms (each at its own step of the budget's grid, the knob),
+# The study as data (fedbench.study.declaration): the arms (each at its own step of the budget's grid, the knob),
 # the paper budget's judged seeds, the budgets, the protocol and the claim with the arms its rule reads.
 # data_seeds=(): the registered not-run entry names none; a judged entry records the split's data seed 0.
 DECLARATION = StudyDeclaration(

@@ -31,19 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.algorithms.fedavg import FedAvg
-from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
-from fedbench.algorithms.mime import Mime
+from fedbench.algorithms import algorithm_class
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import generate_synthetic
-from fedbench.models import build_model
 from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.errors import ConfigError
 from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
 from fedbench.studies.record import sim_record, write_simulations
 
@@ -57,13 +54,12 @@ DATA_SEED = 0
 READINGS = ("tail", "final", "best")
 
 SERVER_ONLY = ("server-only SGDm", "server-only SGD")
-ALGORITHMS = {"mime": Mime, "fedavg_momentum": FedAvgMomentum, "fedavg": FedAvg}
 # the rules' shared start; {tuning_seeds}, {grid} and {seeds} are filled from the run (rule_fields)
 TUNED = ("each arm at its step size tuned on seeds {tuning_seeds} (mean test accuracy over the last 5 rounds, grid "
          "{grid}, 4 per decade); per seed ({seeds}), effect = test "
          "accuracy (mean of the last 5 rounds) difference in points; each part: "
          + Rule("greater", 0.0, "points").text())
-# The study as data (fedbench.studies.declaration): the arms (server-only: Mime with one local step), the judged seeds
+# The study as data (fedbench.study.declaration): the arms (server-only: Mime with one local step), the judged seeds
 # (the tuning seeds stay apart from them), the budget and the claims, each with its rule and the arms it reads;
 # run(seeds=...) runs other judged seeds (params.yaml claim_studies.<group>.mime_synthetic.seeds).
 DECLARATION = StudyDeclaration(
@@ -116,7 +112,7 @@ METHODS = tuple(a.name for a in DECLARATION.arms)
 def _algorithm(method: str, lr: float):
     """Arm ``method``'s algorithm at local step size ``lr``."""
     arm = DECLARATION.arm(method)
-    return ALGORITHMS[arm.algorithm](lr=lr, **arm.settings)
+    return algorithm_class(arm.algorithm)(lr=lr, **arm.settings)
 
 
 def seed_text(seeds: tuple[int, ...]) -> str:
@@ -132,6 +128,8 @@ def _dataset() -> FederatedDataset:
 
 
 def simulation(method: str, lr: float, seed: int) -> Simulation:
+    from fedbench.models import build_model
+
     ds = _dataset()
     cfg = sim_config(evaluations=DECLARATION.evaluation,
                      rounds=ROUNDS, clients_per_round=CLIENTS_PER_ROUND,

@@ -4,7 +4,7 @@ dataset-model pairs, FedProxVR's CNN, Mime on EMNIST-62): their claims' declarat
 
 A paper-scale study is a claim study (fedbench.studies: ``run(out_dir, workers, budget, real_root) -> claims``)
 that trains on real variants built by the data pipeline (``data/real/<variant>``, fedbench.data) and declares,
-at module level, without importing torch, one ``DECLARATION`` (fedbench.studies.declaration.StudyDeclaration):
+at module level, without importing torch, one ``DECLARATION`` (fedbench.study.declaration.StudyDeclaration):
 its arms, seeds, knobs and evaluation protocol, its ``variants`` (``fedbench paper run NAME`` fetches, prepares and
 builds them with params.yaml's data.variants parameters), its ``budgets`` ("paper": the paper's, or the stated
 stand-in's; "fixture": the test suite's, fixture-sized data, a few rounds, the same code path), its claims (each
@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fedbench.bench.costs import Scale
+from fedbench.study.scale import Scale
 from fedbench.claims.entry import CLAIM_KEYS, claim, not_run
 from fedbench.claims.fidelity import relabelled
 from fedbench.claims.magnitude import combine as combine_parts
@@ -34,7 +34,7 @@ from fedbench.claims.magnitude import split
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
-    from fedbench.studies.declaration import Claim, StudyDeclaration
+    from fedbench.study.declaration import Claim, StudyDeclaration
 
 REAL_ROOT = Path("data/real")  # where the partition stage builds the real variants
 

@@ -70,7 +70,7 @@ from typing import Any
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
 from fedbench.studies import scaffold_tables as tables
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
 from fedbench.studies.scaffold_tables import (
     SAMPLED,

@@ -69,7 +69,7 @@ from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
 from fedbench.studies import scaffold_tables as tables
-from fedbench.studies.declaration import Claim, StudyDeclaration
+from fedbench.study.declaration import Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
 from fedbench.studies.scaffold_tables import (
     SAMPLED,

@@ -43,23 +43,24 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-from fedbench.algorithms.fedavg import FedAvg
-from fedbench.algorithms.scaffold import Scaffold
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.models.quadratics import scalar_quadratics
 from fedbench.claims import readings
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
 from fedbench.claims.entry import judged
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.record import sim_record, write_simulations
+
+if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
+    import torch
+
+    from fedbench.algorithms.scaffold import Scaffold
 
 # Every setting of the study, fixed before any run of this version.
 MU = 1.0  # f = (mu/2) x^2: beta = mu = 1 and delta = 1 (module docstring)
@@ -75,7 +76,7 @@ SPEEDUP_BANDS = {2: (1.5, 2.5), 10: (2.5, 6.0)}  # "2 times", "only 4 times"
 STEPS_G = 1.0  # the local-steps runs' G (the rate in the converging phase does not depend on G)
 
 
-# The study as data (fedbench.studies.declaration): deterministic (exact gradients, both clients every round: no
+# The study as data (fedbench.study.declaration): deterministic (exact gradients, both clients every round: no
 # seed randomness, so it declares no seeds and params.yaml cannot give it any), its arms, the knobs it sweeps and its
 # claims with the arms each reads ("scaffold-warm" is reported, not judged).
 DECLARATION = StudyDeclaration(
@@ -139,6 +140,8 @@ def instance(heterogeneity: float) -> FederatedDataset:
 
 def client_gradients_at_start(heterogeneity: float) -> torch.Tensor:
     """[2, 1]: grad f_1(x0) = 2 mu x0 + G and grad f_2(x0) = -G."""
+    import torch
+
     return torch.tensor([[2 * MU * X0 + heterogeneity], [-heterogeneity]], dtype=torch.float32)
 
 
@@ -184,6 +187,10 @@ class WarmStartScaffold:
 def simulation(method: str, heterogeneity: float, local_steps: int, lr: float) -> Simulation:
     """``method``: "scaffold" (zero start), "scaffold-warm" or "fedavg" (SGD: "sgd", gradient descent on f, is
     FedAvg with one local step)."""
+    from fedbench.algorithms.fedavg import FedAvg
+    from fedbench.algorithms.scaffold import Scaffold
+    from fedbench.models.quadratics import scalar_quadratics
+
     if method == "scaffold":
         algorithm: Any = Scaffold(lr=lr, eta_g=1.0, control_variate="II")
     elif method == "scaffold-warm":

@@ -34,7 +34,7 @@ from typing import Any
 
 from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies.declaration import Arm, StudyDeclaration
+from fedbench.study.declaration import Arm, StudyDeclaration
 
 STEPS_PER_EPOCH = 5  # "1 epoch ... corresponds to 5 local steps (0.2 batch size)"
 SGD_EPOCHS = 1  # "SGD (1 epoch)": one epoch of minibatch gradients at the server model = the full local gradient
@@ -144,7 +144,7 @@ def paper_scales(cells: Sequence[Any], budget: Budget, train_images: int, evalua
     step of the grid on the tuning seeds, then the selected step on the judged seeds; STEPS_PER_EPOCH steps of batch
     ceil(n / 5) an epoch on clients of n = ``train_images`` / clients (costs prices a step of batch B);
     ``evaluated`` samples every round. A cell has ``model``, ``clients``, ``sampled`` and ``epochs``."""
-    from fedbench.bench.costs import Scale
+    from fedbench.study.scale import Scale
 
     runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)
     by_key: dict[tuple, int] = {}

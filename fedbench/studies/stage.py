@@ -11,7 +11,7 @@ budget ever replaces another's output:
     small claim study (pipeline-sized, generated data)    home: params.yaml's claim_studies budget, else "pipeline"
         at home                 reports/studies/NAME/            (the DVC stage's output; the report reads it)
         at another budget B     reports/studies-B/NAME/
-    paper-scale claim study (real data: fedbench.studies.paper_profile.CLAIM_STUDIES)              home: "paper"
+    paper-scale claim study (real data: fedbench.study.paper_profile.CLAIM_STUDIES)              home: "paper"
         at home                 runs/studies/NAME/               (kept with the train stage's runs)
         at another budget B     runs/studies-B/NAME/             (e.g. runs/studies-convex/, runs/studies-fixture/)
 
@@ -23,21 +23,13 @@ stand-in). A paper-scale study's budget reuses the finished simulations of its o
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Any
 
-from fedbench.config import (
-    PIPELINE_BUDGET,
-    ClaimStudyConfig,
-    Config,
-    _one_of,
-    available_claim_studies,
-    study_budgets,
-    study_is_paper_scale,
-)
+from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of
 from fedbench.errors import ConfigError, DataError
 from fedbench.executors import ExecutorSettings
+from fedbench.study import registry
 from fedbench.studies import STUDIES_ROOT, WORKERS, run_claim_study
 
 PAPER_BUDGET = "paper"  # a paper-scale study's home budget
@@ -47,8 +39,8 @@ RUNS_ROOT = Path("runs")
 
 def is_paper_scale(name: str) -> bool:
     """Whether claim study ``name`` trains on real variants (its declaration names ``variants``): the test that
-    params.yaml's validation makes (fedbench.config.study_is_paper_scale), so the two never disagree."""
-    return study_is_paper_scale(name)
+    params.yaml's validation makes (fedbench.study.registry.is_paper_scale), so the two never disagree."""
+    return registry.is_paper_scale(name)
 
 
 def home_budget(cfg: Config, name: str) -> str:
@@ -78,7 +70,7 @@ def reported_folder(name: str, runs_root: Path = RUNS_ROOT) -> Path:
     where it holds a finished run, else the first other budget's folder that does, in the order the study declares
     its budgets; the paper budget's folder where none has run."""
     base = Path(runs_root) / "studies"
-    budgets = [PAPER_BUDGET] + [b for b in study_budgets(name) if b != PAPER_BUDGET]
+    budgets = [PAPER_BUDGET] + [b for b in registry.budgets(name) if b != PAPER_BUDGET]
     folders = [budget_root(base, b, PAPER_BUDGET) / name for b in budgets]
     return next((f for f in folders if (f / "claims.json").exists()), folders[0])
 
@@ -97,7 +89,7 @@ def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_R
 
     target = study_root(cfg, name, budget, runs_root) / name / OUTCOMES
     offered = 0
-    for other in study_budgets(name):
+    for other in registry.budgets(name):
         source = study_root(cfg, name, other, runs_root) / name / OUTCOMES
         if other == budget or not source.is_dir():
             continue
@@ -129,11 +121,11 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
     NAME`` all do. A paper-scale study reads its real variants from ``real_root`` (default data/real). An unknown
     study or budget, or a variant not built, is one line naming it and what is allowed (or the command that builds
     it), raised before anything runs."""
-    _one_of(name, available_claim_studies(), "study")
+    _one_of(name, registry.names(), "study")
     home = home_budget(cfg, name)
     declared = cfg.claim_studies.get(name, ClaimStudyConfig(budget=home))
     budget = declared.budget if budget is None else budget
-    _one_of(budget, study_budgets(name), f"--budget (study {name})")
+    _one_of(budget, registry.budgets(name), f"--budget (study {name})")
     if workers < 1:
         raise ConfigError(f"--workers: must be >= 1, got {workers}")
     paper_scale = is_paper_scale(name)
@@ -153,13 +145,9 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
 
 
 def measured(name: str) -> dict[str, Any] | None:
-    """Claim study ``name``'s module-level ``MEASURED`` (what it cost where it was measured), read from its source
-    without importing it; None where it declares none."""
-    source = (Path(__file__).resolve().parent / f"{name}.py").read_text()
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MEASURED" for t in node.targets):
-            return ast.literal_eval(node.value)
-    return None
+    """Claim study ``name``'s module-level ``MEASURED`` (what it cost where it was measured); None where it declares
+    none."""
+    return getattr(registry.module(name), "MEASURED", None)
 
 
 def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_ROOT) -> list[str]:
@@ -170,9 +158,9 @@ def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_
     import json
 
     rows = [("study", "budgets", "run by", "cost")]
-    for name in available_claim_studies():
+    for name in registry.names():
         declared = cfg.claim_studies.get(name)
-        budgets = study_budgets(name)
+        budgets = registry.budgets(name)
         if declared:
             budgets = [declared.budget] + [b for b in budgets if b != declared.budget]
         paper_scale = is_paper_scale(name)

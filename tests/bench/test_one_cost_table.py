@@ -14,7 +14,7 @@ from fedbench.bench.costs import load_measured
 from fedbench.bench.paper_cost import load, study_cost
 from fedbench.config import load_config
 from fedbench.paper import listing, plan
-from fedbench.studies.paper_profile import CLAIM_STUDIES, study_scales
+from fedbench.study.paper_profile import CLAIM_STUDIES, study_scales
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,7 +109,7 @@ def test_readme_quotes_the_table(costs):
         # the README prints whole hours from 1 h up and hundredths below: equal to within half its last digit
         half_digit = 0.005 if "." in shown else 0.5
         assert abs(float(shown.replace(",", "")) - costs[name]["hours"]) <= half_digit, (name, shown)
-    from fedbench.studies.paper_profile import PAPER_CLAIM_STUDIES, PROFILES
+    from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES
 
     total = sum(costs[n]["hours"] for n in PROFILES["paper"] + list(PAPER_CLAIM_STUDIES))  # as paper list sums it
     shown = re.search(r"\*\*([\d,]+) CPU-hours\*\*", text)[1]

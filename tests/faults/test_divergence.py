@@ -67,7 +67,7 @@ def test_diverged_runs_go_through_the_dvc_stages_and_the_claims(ws, monkeypatch)
     monkeypatch.chdir(ws.path)
     cfg = load_config(params)
     for variant, f in [("fedprox_mu0", 0.5), ("fedprox_mu0", 0.9), ("fedavg", 0.5), ("fedprox_mu1", 0.9)]:
-        train(cfg, "stragglers", "synthetic_1_1", variant, f, progress=False)
+        train(cfg, "synthetic_1_1", variant, f, progress=False)
     report = ws.fedbench("report")
     assert report.returncode == 0, report.stderr[-3000:]
     claims = {c["id"]: c for c in json.loads((ws.path / "reports/claims.json").read_text())["claims"]}

@@ -106,6 +106,45 @@ MAY_NOT_IMPORT = {
 }
 
 
+# Every package and top-level module of fedbench on its floor, bottom first (issue 30, item 7: the layering covers
+# every package, config, pipeline, bench and the CLI included). A module imports, at module level or inside a
+# function, only its own package and what stands on a lower floor: no arrow runs back up, and two rooms of one floor
+# import neither each other. The order is what `farm-studio look` draws: the study framework (fedbench.study:
+# declaration, registry, scale, paper profile) below config, which asks it; the studies above bench, whose costs they
+# quote; `fedbench run`'s MLflow sink (fedbench.track) handed to the pipeline by the CLI, not imported by it.
+FLOORS = (
+    ("fedbench.errors", "fedbench.provenance", "fedbench.seeding", "fedbench.ops", "fedbench.quantile",
+     "fedbench.proximal", "fedbench.optimizers", "fedbench.plotting", "fedbench.locking", "fedbench.divergence",
+     "fedbench.parallel", "fedbench.models"),
+    ("fedbench.data", "fedbench.claims", "fedbench.tracking"),
+    ("fedbench.availability",),
+    ("fedbench.engine", "fedbench.algorithms"),
+    ("fedbench.executors", "fedbench.study"),
+    ("fedbench.config",),
+    ("fedbench.runner",),
+    ("fedbench.pipeline",),
+    ("fedbench.bench",),
+    ("fedbench.studies",),
+    ("fedbench.report",),
+    ("fedbench.regression", "fedbench.track", "fedbench.paper"),
+    ("fedbench.cli",),
+)
+
+
+def _room(module: str) -> str | None:
+    """The entry of FLOORS that ``module`` belongs to (None: the package's face, fedbench/__init__.py)."""
+    return next((r for floor in FLOORS for r in floor if module == r or module.startswith(r + ".")), None)
+
+
+def test_every_module_stands_on_a_floor_and_imports_only_down():
+    graph = _import_graph()
+    floor_of = {r: i for i, floor in enumerate(FLOORS) for r in floor}
+    assert [m for m in graph if m != "fedbench" and _room(m) is None] == []  # a new package is given its floor
+    up = sorted(f"{m} imports {t}" for m, targets in graph.items() if m != "fedbench" for t in targets
+                if t != "fedbench" and _room(t) != _room(m) and floor_of[_room(t)] >= floor_of[_room(m)])
+    assert up == []
+
+
 def test_packages_import_one_way():
     graph = _import_graph()
     wrong = sorted(f"{m} imports {t}" for m, targets in graph.items() for t in targets for pkg, banned in
@@ -214,7 +253,7 @@ def test_each_study_stage_depends_on_what_the_study_imports(group):
     """Item 19.2: a claim study's stage depends on its own module, the shared STUDY_CODE and its own params, and the
     study imports (at any depth, module level or inside functions) nothing of fedbench outside those deps; so
     editing one study reruns that study only, and no edit to code a study runs goes unseen."""
-    from fedbench.config import available_claim_studies
+    from fedbench.study import registry
     from fedbench.provenance import code_files, study_code
 
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["study"]
@@ -237,4 +276,4 @@ def test_each_study_stage_depends_on_what_the_study_imports(group):
         outside = sorted(m for m in seen - set(NOT_STUDY_CODE) if f"fedbench/{_module_file(m)}" not in covered)
         assert outside == [], f"{name} imports code its stage does not depend on"
         others = {m.rpartition(".")[2] for m in seen if m.startswith("fedbench.studies.")} - {name}
-        assert not others & set(available_claim_studies()), f"{name} imports another study"
+        assert not others & set(registry.names()), f"{name} imports another study"

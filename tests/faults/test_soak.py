@@ -39,7 +39,7 @@ def test_soak(ws, tmp_path):
 
     cfg = load_config(ws.path / "params.yaml")  # the reference: every run once, undisturbed, elsewhere
     reference = {s["params"]["seed"]: s["param_digest"] for s in
-                 train(cfg, "soak", "synthetic_1_1", "fedavg", 0.0, data_root=ws.path / "data/generated",
+                 train(cfg, "synthetic_1_1", "fedavg", 0.0, data_root=ws.path / "data/generated",
                        runs_root=tmp_path / "reference-runs", progress=False)}
 
     kills: Counter[str] = Counter()

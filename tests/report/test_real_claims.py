@@ -16,7 +16,7 @@ from fedbench.data import download, stages
 from fedbench.pipeline import study_runs, train_runs
 from fedbench.report import real_claims
 from fedbench.bench.costs import Scale, load_measured, project
-from fedbench.studies.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
+from fedbench.study.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
 from fedbench.runner import run_params
 from tests.data import fixtures
 
@@ -130,7 +130,7 @@ def test_not_run_commands_stop_at_the_download_with_one_line(tmp_path, monkeypat
     as far as the first download and stops there with a one-line error; the offline studies (no download) only
     load their config."""
     from fedbench.cli import main as cli_main
-    from fedbench.studies.paper_profile import CLAIM_STUDIES
+    from fedbench.study.paper_profile import CLAIM_STUDIES
     from fedbench.paper import study_config
     from fedbench.studies.real_data import declaration
 
@@ -220,7 +220,7 @@ def test_projection_is_linear_in_rounds_runs_and_steps():
     assert one["seconds"] == pytest.approx(10 * (10 * 2 * 2 * 0.01) + 11 * 100 * 0.001)
     three = project(Scale("m", 3, 10, 10, 20, 2, 10, 100, cohort_signal=False), measured)
     assert three["seconds"] == pytest.approx(3 * one["seconds"])
-    from fedbench.studies.paper_profile import CLAIM_STUDIES
+    from fedbench.study.paper_profile import CLAIM_STUDIES
     from fedbench.studies.real_data import declaration
 
     claim_models = {x.model for name in CLAIM_STUDIES for x in declaration(name).scales}

@@ -6,7 +6,7 @@ from pathlib import Path
 from fedbench.config import load_config
 from fedbench.report import real_claims
 from fedbench.studies.fedprox_real_data import FIVE, FIVE_DATASETS, MNIST5K_STUDY, declaration
-from fedbench.studies.paper_profile import STUDIES
+from fedbench.study.paper_profile import STUDIES
 
 
 def test_a_study_s_declaration():

@@ -43,7 +43,9 @@ def test_instance_has_delta_beta_one_and_dissimilarity_g(g):
 
 
 def test_warm_start_control_variates():
-    warm = study.WarmStartScaffold(study.Scaffold(lr=0.1), 10.0)
+    from fedbench.algorithms.scaffold import Scaffold
+
+    warm = study.WarmStartScaffold(Scaffold(lr=0.1), 10.0)
     c_i = warm.init_clients(2, torch.zeros(1))
     torch.testing.assert_close(c_i, torch.tensor([[12.0], [-10.0]]))  # 2 mu x0 + G and -G at x0 = 1
     assert float(warm.init(torch.full((1,), 1.0), 2).c) == pytest.approx(1.0)  # their mean = grad f(x0)

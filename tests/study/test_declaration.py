@@ -1,4 +1,4 @@
-"""fedbench.studies.declaration: a study declared as data is refused at load, in one line naming the study, the key
+"""fedbench.study.declaration: a study declared as data is refused at load, in one line naming the study, the key
 and what is allowed, when it is inconsistent (issue 19.2)."""
 
 import dataclasses
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from fedbench.errors import ConfigError
-from fedbench.studies.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 
 def _claim(**over):
@@ -75,14 +75,14 @@ def test_an_entry_comes_from_its_claim_declaration():
 
 
 def test_a_declaration_imports_no_torch():
-    probe = "import sys, fedbench.studies.declaration; print('torch' in sys.modules)"
+    probe = "import sys, fedbench.study.declaration; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
 
 
 @dataclasses.dataclass(frozen=True)
 class _Scale:
-    """A paper-scale study's budget: more than a round count (fedbench.studies.declaration.Budget)."""
+    """A paper-scale study's budget: more than a round count (fedbench.study.declaration.Budget)."""
 
     rounds: int | None
     seeds: tuple[int, ...]
@@ -109,24 +109,6 @@ def test_an_entry_takes_the_claims_paper_rounds_and_fidelity_unless_given():
     assert s.entry("p/x/c", scale={}, deviations=[], figure=None, rounds_run=21, fidelity="stand-in")["fidelity"] == "stand-in"
 
 
-def test_every_claim_study_is_declared_one_way():
-    """Every claim study, small or paper-scale, declares itself as one StudyDeclaration named after its module,
-    whose budgets are the ones params.yaml's validation reads from its source (fedbench.config.study_budgets)."""
-    import importlib
-
-    from fedbench.config import available_claim_studies, study_budgets, study_is_paper_scale
-    from fedbench.studies.paper_profile import CLAIM_STUDIES
-
-    names = available_claim_studies()
-    assert set(CLAIM_STUDIES) <= set(names) and len(names) >= 19
-    assert {n for n in names if study_is_paper_scale(n)} == set(CLAIM_STUDIES)  # the paper profile's list agrees
-    for name in names:
-        d = importlib.import_module(f"fedbench.studies.{name}").DECLARATION
-        assert isinstance(d, StudyDeclaration) and d.name == name and d.claims, name
-        assert list(d.budgets) == study_budgets(name), name
-        assert all(c.fidelity is not None for c in d.claims) or name not in CLAIM_STUDIES, name
-
-
 def test_a_small_studys_runs_evaluate_as_its_declaration_says(monkeypatch):
     """The evaluation protocol is the declaration's: a study whose declaration names another cadence runs it."""
     from fedbench.engine.evaluation import EvalSpec
@@ -145,7 +127,7 @@ def _every_declaration():
 
     from fedbench.config import available_claim_studies
     from fedbench.studies.fedprox_real_data import MNIST5K_STUDY, declaration
-    from fedbench.studies.paper_profile import STUDIES
+    from fedbench.study.paper_profile import STUDIES
 
     yield from ((importlib.import_module(f"fedbench.studies.{n}").DECLARATION, None) for n in available_claim_studies())
     yield from ((declaration(s), s.fidelity) for s in [MNIST5K_STUDY, *STUDIES.values()])

