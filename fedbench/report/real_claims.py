@@ -81,9 +81,9 @@ def _measured(curves: Curves) -> dict[str, Any]:
 
 
 def _cost(cfg: Config, s: PaperStudy) -> dict[str, Any]:
-    from fedbench.bench.paper_cost import study_cost  # the one figure every place quotes
+    from fedbench.studies.real_data import study_cost  # the one figure every place quotes
 
-    return study_cost(s.name, s.scales(len(cfg.train.seeds)))
+    return study_cost(s.scales(len(cfg.train.seeds)), s.name)
 
 
 def _entry(cfg: Config, s: PaperStudy, kind: str, figure_panel: str) -> dict[str, Any]:

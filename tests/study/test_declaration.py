@@ -123,13 +123,12 @@ def test_a_small_studys_runs_evaluate_as_its_declaration_says(monkeypatch):
 def _every_declaration():
     """(declaration, its claims' label where they leave it to the study) of every claim study and every FedProx
     real-data study (fedbench.studies.fedprox_real_data: the PaperStudy's label)."""
-    import importlib
 
-    from fedbench.config import available_claim_studies
     from fedbench.studies.fedprox_real_data import MNIST5K_STUDY, declaration
+    from fedbench.study import registry
     from fedbench.study.paper_profile import STUDIES
 
-    yield from ((importlib.import_module(f"fedbench.studies.{n}").DECLARATION, None) for n in available_claim_studies())
+    yield from ((registry.declaration(n), None) for n in registry.names())
     yield from ((declaration(s), s.fidelity) for s in [MNIST5K_STUDY, *STUDIES.values()])
 
 
