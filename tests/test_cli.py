@@ -284,6 +284,7 @@ def assert_same_up_to_rounding(got, want, tol: float, where: str = "claims.json"
         assert got == want, f"{where}: {got!r} vs {want!r}"
 
 
+@pytest.mark.numerics
 def test_study_run_writes_the_pipeline_folder_with_the_committed_numbers(tmp_path, monkeypatch, capsys):
     """The committed claim, recomputed: its words and integers exactly, its floats up to the float32 resolution of
     the study's positions. Every float of the claim is a position (resolved to RESOLUTION), a loss or ratio of

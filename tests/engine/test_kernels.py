@@ -30,6 +30,8 @@ from fedbench.models.quadratics import diagonal_quadratics, scalar_quadratics
 from fedbench.seeding import torch_generator
 from tests.rounding import two_evaluations_bound
 
+pytestmark = pytest.mark.numerics  # kernels against autograd: rerun under every kernel path (make test-kernel-paths)
+
 CLASSES = 4
 VOCAB, STEPS = 6, 5  # token models: a vocabulary of 6 ids (the frozen tables have 6 rows), sequences of 5 steps
 GRAY_28 = ("deltafl_emnist_cnn", "leaf_femnist_cnn")
