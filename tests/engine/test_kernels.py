@@ -28,7 +28,7 @@ from fedbench.models import (
 from fedbench.models.mean_estimation import mean_estimation
 from fedbench.models.quadratics import diagonal_quadratics, scalar_quadratics
 from fedbench.seeding import torch_generator
-from tests.rounding import two_evaluations_bound
+from tests.rounding import two_evaluations_bound, unit_roundoff
 
 pytestmark = pytest.mark.numerics  # kernels against autograd: rerun under every kernel path (make test-kernel-paths)
 
@@ -90,14 +90,15 @@ def _reduction_length(model, x: torch.Tensor) -> int:
     return sum(fans) + x.shape[0] * positions
 
 
-def _per_sample_scale(model, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> float:
+def _per_sample_scale(model, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, reduce=torch.mean) -> float:
     """sum|terms| of the batch mean of per-sample gradients, the largest over the gradient's elements: max_j
-    mean_s |g_sj| (float64, so that the scale itself carries no rounding of the dtype under test)."""
+    mean_s |g_sj| (float64, so that the scale itself carries no rounding of the dtype under test); with
+    ``reduce=torch.amax``, max_j max_s |g_sj|, which bounds the mean over any sub-batch."""
     th = theta.double()
     xs = x.double() if x.is_floating_point() else x
     model = _in_dtype(model, torch.float64)
     per_sample = torch.stack([_reference_grad(model, th, xs[s: s + 1], y[s: s + 1]) for s in range(len(y))])
-    return float(per_sample.abs().mean(0).max())
+    return float(reduce(per_sample.abs(), 0).max())
 
 
 def _in_dtype(model, dtype):
@@ -205,12 +206,22 @@ def test_engine_local_work_equals_the_reference_loop(model_name, kernel_name):
     data = local.CohortData(x=x, y=y, x_prepared=kernel.prepare(x), batches=batches, starts=np.array([0, 3, 5]),
                             steps=steps)
     theta0 = model.init(torch_generator(0, -1, "init"))
-    for alg in (FedAvg(lr=0.1), FedProx(lr=0.1, mu=0.5)):
+    # Each step theta <- theta - lr (g + mu (theta - theta0)) evaluates g in another order on the two paths (within
+    # the bound of tests/rounding.py for a batch of 3, at the largest per-sample gradient, which bounds every batch
+    # mean of |terms|) and rounds the update (2 u (|theta| + lr |step|), |step| <= 2 max|g_s|: the gradient plus
+    # FedProx's mu |theta - theta0| <= 0.5 * 3 lr max|g_s|). To first order in u and with lr L <= 1 (L the
+    # gradient's Lipschitz constant), a difference carried into a later step at most doubles there: over 3 steps
+    # the differences add up to at most (1 + 2 + 4) times one step's.
+    lr, n_steps = 0.1, int(steps.max())
+    per_sample = _per_sample_scale(model, theta0, x, y, reduce=torch.amax)
+    one_step = (lr * two_evaluations_bound(_reduction_length(model, x[:3]), per_sample, torch.float32)
+                + 2 * unit_roundoff(torch.float32) * (float(theta0.abs().max()) + 2 * lr * per_sample))
+    for alg in (FedAvg(lr=lr), FedProx(lr=lr, mu=0.5)):
         bcast = alg.broadcast(alg.init(theta0, 3))
         start = theta0.expand(3, -1).clone()
         vec = local.run_vectorized(alg, kernel, bcast, start.clone(), data)
         ref = local.run_reference(alg, model, bcast, start.clone(), data)
-        torch.testing.assert_close(vec, ref, rtol=0, atol=2e-6)
+        torch.testing.assert_close(vec, ref, rtol=0, atol=(2**n_steps - 1) * one_step)
         assert float((vec - start).abs().max()) > 1e-4
 
 
