@@ -63,8 +63,8 @@ GRID = 300
 MIDPOINT_TOL = 1e-3  # |w - m| allowed, in units of the longest side (float32 iterates)
 # How finely the float32 runs resolve a position. Each step's gradient is a float32 mean over SAMPLES = 200 terms
 # w - x_s of mean size at most 3.25 (|w - mu_i| <= 2 near the minimisers, plus E|xi - mu_i| = sqrt(pi/2) = 1.25 in
-# R^2); summed in any order it is off by up to lambda sqrt(n) u mean|terms| = 5 * sqrt(200) * 6.0e-8 * 3.25 =
-# 1.4e-5 (probabilistic rounding bound, Higham and Mary 2019, lambda = 5, u = 2^-24; tests/rounding.py). At a fixed
+# R^2); summed in any order it is off by up to lambda sqrt(n) u mean|terms| = 6 * sqrt(200) * 6.0e-8 * 3.25 =
+# 1.6e-5 (Higham and Mary's probabilistic rounding bound, lambda = 6, u = 2^-24; tests/rounding.py). At a fixed
 # point the step is zero, so the model sits where the gradient's rounding error balances the curvature (1 here):
 # anywhere within that distance of the exact minimiser, wherever the CPU's kernels land (the gap at theta = 0.8
 # read 1.1e-7 on an Intel CPU and 1.3e-7 on an AMD one). Distances below RESOLUTION (the bound, rounded up) are
