@@ -5,6 +5,7 @@ help texts, and the small things of item 10 (figure colours and draw order, prog
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -256,13 +257,70 @@ def test_study_list_says_what_runs_each_study_and_its_cost(tmp_path):
     assert "paper, pipeline" in row["fedprox_synthetic"] and "paper-scale: fedbench paper run" in row["mime_emnist"]
 
 
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def _last_place(text: str) -> float:
+    """One unit in the last printed place of a number's text: 1e-4 for "3.1606", 1e-7 for "1.3e-07"."""
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def assert_same_up_to_rounding(got, want, tol: float, where: str = "claims.json") -> None:
+    """``got`` and ``want`` (parsed JSON) equal in structure, in every string's words and in every integer, and
+    in every float and every number printed with a decimal point within ``tol`` plus one unit in its last printed
+    place (two values ``tol`` apart round, at that precision, at most that far apart)."""
+    assert type(got) is type(want) or {type(got), type(want)} <= {int, float}, f"{where}: {got!r} vs {want!r}"
+    if isinstance(want, dict):
+        assert got.keys() == want.keys(), f"{where}: keys {sorted(got)} vs {sorted(want)}"
+        for key in want:
+            assert_same_up_to_rounding(got[key], want[key], tol, f"{where}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), f"{where}: {len(got)} items vs {len(want)}"
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert_same_up_to_rounding(a, b, tol, f"{where}[{i}]")
+    elif isinstance(want, float) or isinstance(got, float):
+        assert abs(got - want) <= tol + _last_place(repr(float(want))), f"{where}: {got} vs {want}"
+    elif isinstance(want, str):
+        assert _NUMBER.split(got) == _NUMBER.split(want), f"{where}: the words differ:\n{got}\n{want}"
+        for a, b in zip(_NUMBER.findall(got), _NUMBER.findall(want)):
+            if any(c in b for c in ".eE"):  # a float as printed
+                assert abs(float(a) - float(b)) <= tol + _last_place(b), f"{where}: {a} vs {b} in\n{got}"
+            else:
+                assert a == b, f"{where}: {a} vs {b} in\n{got}"
+    else:
+        assert got == want, f"{where}: {got!r} vs {want!r}"
+
+
+@pytest.mark.numerics
 def test_study_run_writes_the_pipeline_folder_with_the_committed_numbers(tmp_path, monkeypatch, capsys):
+    """The committed claim, recomputed: its words and integers exactly, its floats up to the float32 resolution of
+    the study's positions. Every float of the claim is a position (resolved to RESOLUTION), a loss or ratio of
+    losses (F_i has gradient w - mu_i, at most 5 in size on the triangle, and the ratio divides by FedAvg's loss,
+    about 3), or a fraction of mixtures: each moves by at most 5 * RESOLUTION when the positions do, on another CPU
+    or kernel path (tests/rounding.py); the words and integers do not move."""
+    from fedbench.studies.delta_fl_triangle import RESOLUTION
+
     monkeypatch.chdir(tmp_path)
     main(["study", "run", "delta_fl_triangle", "--workers", "1", "--params", str(ROOT / "params.yaml")])
     got = json.loads((tmp_path / "reports/studies/delta_fl_triangle/claims.json").read_text())
     committed = json.loads((ROOT / "reports/studies/delta_fl_triangle/claims.json").read_text())
     strip = ("seconds", "workers")
-    assert {k: v for k, v in got.items() if k not in strip} == {k: v for k, v in committed.items() if k not in strip}
+    assert_same_up_to_rounding({k: v for k, v in got.items() if k not in strip},
+                               {k: v for k, v in committed.items() if k not in strip}, 5 * RESOLUTION)
+
+
+def test_same_up_to_rounding_allows_the_last_printed_place_and_nothing_else():
+    claim = {"observed": "ends at (2.0000, 0.0000), 1.3e-07 from 3 devices", "n": 11476, "loss": 3.16056}
+    assert_same_up_to_rounding({"observed": "ends at (2.0001, -0.0000), 1.1e-07 from 3 devices", "n": 11476,
+                                "loss": 3.16057}, claim, 1e-7)
+    for moved in ({**claim, "observed": "ends at (2.0002, 0.0000), 1.3e-07 from 3 devices"},  # two last places
+                  {**claim, "observed": "ends at (2.0000, 0.0000), 1.3e-07 from 4 devices"},  # an integer
+                  {**claim, "observed": "ends near (2.0000, 0.0000), 1.3e-07 from 3 devices"},  # a word
+                  {**claim, "n": 11477}, {**claim, "loss": 3.1606}, {**claim, "extra": 1}):
+        with pytest.raises(AssertionError):
+            assert_same_up_to_rounding(moved, claim, 1e-7)
 
 
 def test_study_root_by_budget():

@@ -46,6 +46,21 @@ OFFSETS = (-1.5, -0.5, 0.5, 1.5)
 CLOSED_FORM_TOL = 1e-4  # |w_M - w_inf| allowed (float32 iterates), in units of |mu_2 - mu_1| = 2
 FEDLAAVG_FRACTION = 0.1  # FedLaAvg's distance to w* must be below this fraction of FedAvg's bias
 FLOAT32_RESOLUTION = 1e-6  # distances below this (in units of |mu_2 - mu_1|) are float32 rounding
+# A distance below the resolution depends on the CPU's kernels (float32 rounding), not on the algorithm: the text
+# prints it as "< 2e-06" (absolute; |mu_2 - mu_1| = 2) and the record and the judged values floor it to 0.
+
+
+def resolved(distance: float) -> float:
+    """``distance`` (absolute, signed) with its magnitude floored to the resolution: 0.0 below it."""
+    step = FLOAT32_RESOLUTION * abs(MU[1] - MU[0])
+    return float(np.sign(distance) * np.floor(abs(distance) / step) * step)
+
+
+def distance_text(distance: float, digits: int = 1) -> str:
+    """A distance as the text prints it: ``digits`` decimals in scientific notation, or "< 2e-06" below the
+    resolution."""
+    step = FLOAT32_RESOLUTION * abs(MU[1] - MU[0])
+    return f"< {step:.0e}" if abs(distance) < step else f"{distance:.{digits}e}"
 
 
 def dataset() -> FederatedDataset:
@@ -173,8 +188,8 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     bias_parts = ([Part(f"eta={eta}: |w_end - w_inf|", tol) for eta in ETAS]
                   + [Part(f"eta={eta}: |w_end - w_end of the previous period|", tol) for eta in ETAS]
                   + [Part(f"eta={small}: |w_end - w*| / small-step bias - 1/2", Rule("greater", 0.0, ""))])
-    bias_values = ([abs(fedavg[eta]["end"] - fedavg[eta]["closed_form"]) / spread for eta in ETAS]
-                   + [abs(fedavg[eta]["end"] - fedavg[eta]["previous_end"]) / spread for eta in ETAS]
+    bias_values = ([resolved(abs(fedavg[eta]["end"] - fedavg[eta]["closed_form"])) / spread for eta in ETAS]
+                   + [resolved(abs(fedavg[eta]["end"] - fedavg[eta]["previous_end"])) / spread for eta in ETAS]
                    + [abs(fedavg[small]["end"] - w_star) / limit_bias - 0.5])
     bias_result = judge(bias_parts, lambda reading, budget: [[v] for v in bias_values], "final", budgets=(1.0,),
                         deterministic=True, reading_names={"final": "end of the last period"})
@@ -186,7 +201,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
                                                                                         "|mu2 - mu1|"))
                      for a_, b_ in zip(sorted(ETAS, reverse=True), sorted(ETAS, reverse=True)[1:])])
     conv_values = ([fedlaavg[eta]["max_last_period"] / abs(fedavg[eta]["closed_form"] - w_star) for eta in ETAS]
-                   + [(b_ - a_) / spread for a_, b_ in zip(dists, dists[1:])])
+                   + [resolved(b_ - a_) / spread for a_, b_ in zip(dists, dists[1:])])
     conv_result = judge(conv_parts, lambda reading, budget: [[v] for v in conv_values], "final", budgets=(1.0,),
                         deterministic=True, reading_names={"final": "last period"})
 
@@ -204,7 +219,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     ]
     bias_obs = "; ".join(
         f"eta={eta}: end-of-period w = {r['end']:+.5f} vs closed form {r['closed_form']:+.5f} "
-        f"(|diff| {abs(r['end'] - r['closed_form']):.1e}), bias |w - w*| = {abs(r['end'] - w_star):.3f}"
+        f"(|diff| {distance_text(abs(r['end'] - r['closed_form']))}), bias |w - w*| = {abs(r['end'] - w_star):.3f}"
         for eta, r in fedavg.items())
     c_values = sorted({round(r["c"], 3) for r in fedavg.values()})
     rounds = max(config(eta).rounds for eta in ETAS)
@@ -224,11 +239,11 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         **common)
 
     converge_obs = "; ".join(
-        f"eta={eta}: FedLaAvg max |w - w*| over the last period {fedlaavg[eta]['max_last_period']:.2e} vs FedAvg bias "
+        f"eta={eta}: FedLaAvg max |w - w*| over the last period {distance_text(fedlaavg[eta]['max_last_period'], 2)} vs FedAvg bias "
         f"{abs(fedavg[eta]['closed_form'] - w_star):.3f}" for eta in ETAS)
     converges = DECLARATION.entry(
         'fedlaavg/example-1/fedlaavg-converges',
-        reproduced={"value": {str(eta): {"max_distance_last_period": float(f"{fedlaavg[eta]['max_last_period']:.3e}"),
+        reproduced={"value": {str(eta): {"max_distance_last_period": resolved(fedlaavg[eta]["max_last_period"]),
                                          "end_w": round(fedlaavg[eta]["end"], 6),
                                          "fedavg_bias": round(abs(fedavg[eta]["closed_form"] - w_star), 6)}
                               for eta in ETAS}, "unit": "parameter w (w* = 0)"},

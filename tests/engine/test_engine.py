@@ -53,6 +53,7 @@ def _losses(result):
 
 @pytest.mark.parametrize("algorithm", [FedAvg(lr=0.01), FedProx(lr=0.01, mu=1.0)], ids=["fedavg", "fedprox"])
 @pytest.mark.parametrize("chunk", [local.CHUNK_STEPS, 3], ids=["one_chunk", "chunks_of_3"])
+@pytest.mark.numerics
 def test_vectorized_path_equals_reference_path(synthetic, algorithm, chunk, monkeypatch):
     # 3-10 steps per client and round: CHUNK_STEPS=3 makes the vectorized path cross chunk boundaries,
     # also in the middle of the stragglers' shorter schedules.
@@ -266,6 +267,7 @@ def _eval_dataset() -> FederatedDataset:
                             test=Split.from_clients(txs, tys, (3,)), num_classes=3)
 
 
+@pytest.mark.numerics
 def test_evaluate_against_independent_computation():
     ds = _eval_dataset()
     model = mclr(3, 3)

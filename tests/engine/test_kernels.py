@@ -28,6 +28,9 @@ from fedbench.models import (
 from fedbench.models.mean_estimation import mean_estimation
 from fedbench.models.quadratics import diagonal_quadratics, scalar_quadratics
 from fedbench.seeding import torch_generator
+from tests.rounding import two_evaluations_bound, unit_roundoff
+
+pytestmark = pytest.mark.numerics  # kernels against autograd: rerun under every kernel path (make test-kernel-paths)
 
 CLASSES = 4
 VOCAB, STEPS = 6, 5  # token models: a vocabulary of 6 ids (the frozen tables have 6 rows), sequences of 5 steps
@@ -72,9 +75,30 @@ MODELS = {
     "leaf_femnist_cnn": leaf_femnist_cnn(CLASSES, dense=16),  # FedProxVR's CNN is this network at dense 512
 }
 CASES = [(m, k) for m, model in MODELS.items() for k in kernel_names(model)]
-TOL = {torch.float64: 1e-10, torch.float32: 3e-6}
-LARGE = {"cifar_cnn": 3, "fedprox_shakespeare_lstm": 3, "leaf_femnist_cnn": 3}  # atol factor:
-# longer float32 sums
+
+
+def _reduction_length(model, x: torch.Tensor) -> int:
+    """n of tests/rounding.py for a gradient on the batch ``x``: the sums along its chain, each weight's longer
+    side (its fan-in in the forward product, its fan-out in the backward one; a convolution's kernel window
+    included), plus the sum of its gradient over the samples and the positions it is shared by (pixels of an
+    image, steps of a sequence)."""
+    fans = [max(s.numel // s.shape[0], s.numel // s.shape[1]) for s in model.layout if len(s.shape) >= 2]
+    if x.dtype == torch.int64:
+        positions = x.shape[1]  # token ids: one recurrence step per position
+    else:
+        positions = x[0, 0].numel() if x.dim() > 2 else 1  # an image's pixels, or a vector's one position
+    return sum(fans) + x.shape[0] * positions
+
+
+def _per_sample_scale(model, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, reduce=torch.mean) -> float:
+    """sum|terms| of the batch mean of per-sample gradients, the largest over the gradient's elements: max_j
+    mean_s |g_sj| (float64, so that the scale itself carries no rounding of the dtype under test); with
+    ``reduce=torch.amax``, max_j max_s |g_sj|, which bounds the mean over any sub-batch."""
+    th = theta.double()
+    xs = x.double() if x.is_floating_point() else x
+    model = _in_dtype(model, torch.float64)
+    per_sample = torch.stack([_reference_grad(model, th, xs[s: s + 1], y[s: s + 1]) for s in range(len(y))])
+    return float(reduce(per_sample.abs(), 0).max())
 
 
 def _in_dtype(model, dtype):
@@ -115,13 +139,20 @@ def test_cohort_gradient_equals_per_client_autograd_with_padding(model_name, ker
     assert got.shape == theta.shape and got.abs().max() > 1e-4
     for t, c in zip((theta, xp, y, w), copies):
         assert torch.equal(t, c)  # inputs untouched
+    # the kernel and autograd evaluate the same sums in another order (batched, blocked per instruction set): they
+    # differ by at most twice the rounding bound of tests/rounding.py, for the client's own sums and scale
+    bounds = []
     for i in range(k):
-        want = _reference_grad(model, theta[i], x[i][valid[i]], y[i][valid[i]])
-        torch.testing.assert_close(got[i], want, rtol=0, atol=TOL[dtype] * LARGE.get(model_name, 1))
-    # padding slots carry junk that must not matter
+        xi, yi = x[i][valid[i]], y[i][valid[i]]
+        want = _reference_grad(model, theta[i], xi, yi)
+        bounds.append(two_evaluations_bound(_reduction_length(model, x[i]), _per_sample_scale(model, theta[i], xi, yi),
+                                            dtype))
+        torch.testing.assert_close(got[i], want, rtol=0, atol=bounds[i])
+    # padding slots carry junk that must not matter (a padded slot's weight is 0, so its terms are exact zeros: at
+    # most a change of summation order, within the same bound)
     junk_x = torch.where(valid.view(k, b, *[1] * (xp.dim() - 2)), xp, torch.full_like(xp, 3.0))
     junk_y = torch.where(valid, y, (y + 1) % CLASSES)
-    torch.testing.assert_close(kernel.grad(theta, *kernel.batch(junk_x, junk_y, w)), got, rtol=0, atol=TOL[dtype])
+    torch.testing.assert_close(kernel.grad(theta, *kernel.batch(junk_x, junk_y, w)), got, rtol=0, atol=max(bounds))
 
 
 @pytest.mark.parametrize("model_name,kernel_name", CASES, ids=[f"{m}-{k}" for m, k in CASES])
@@ -175,12 +206,22 @@ def test_engine_local_work_equals_the_reference_loop(model_name, kernel_name):
     data = local.CohortData(x=x, y=y, x_prepared=kernel.prepare(x), batches=batches, starts=np.array([0, 3, 5]),
                             steps=steps)
     theta0 = model.init(torch_generator(0, -1, "init"))
-    for alg in (FedAvg(lr=0.1), FedProx(lr=0.1, mu=0.5)):
+    # Each step theta <- theta - lr (g + mu (theta - theta0)) evaluates g in another order on the two paths (within
+    # the bound of tests/rounding.py for a batch of 3, at the largest per-sample gradient, which bounds every batch
+    # mean of |terms|) and rounds the update (2 u (|theta| + lr |step|), |step| <= 2 max|g_s|: the gradient plus
+    # FedProx's mu |theta - theta0| <= 0.5 * 3 lr max|g_s|). To first order in u and with lr L <= 1 (L the
+    # gradient's Lipschitz constant), a difference carried into a later step at most doubles there: over 3 steps
+    # the differences add up to at most (1 + 2 + 4) times one step's.
+    lr, n_steps = 0.1, int(steps.max())
+    per_sample = _per_sample_scale(model, theta0, x, y, reduce=torch.amax)
+    one_step = (lr * two_evaluations_bound(_reduction_length(model, x[:3]), per_sample, torch.float32)
+                + 2 * unit_roundoff(torch.float32) * (float(theta0.abs().max()) + 2 * lr * per_sample))
+    for alg in (FedAvg(lr=lr), FedProx(lr=lr, mu=0.5)):
         bcast = alg.broadcast(alg.init(theta0, 3))
         start = theta0.expand(3, -1).clone()
         vec = local.run_vectorized(alg, kernel, bcast, start.clone(), data)
         ref = local.run_reference(alg, model, bcast, start.clone(), data)
-        torch.testing.assert_close(vec, ref, rtol=0, atol=2e-6)
+        torch.testing.assert_close(vec, ref, rtol=0, atol=(2**n_steps - 1) * one_step)
         assert float((vec - start).abs().max()) > 1e-4
 
 
