@@ -30,6 +30,7 @@ kept beside the new one. Reading (``fedbench show``) never creates a store.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import signal
@@ -64,6 +65,7 @@ UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
                "test/error_p90", "diverging", "wall_time_s")
 SQLITE = "sqlite:///"
+LISTED_TAGS = ("rounds", "budget")  # the tags `fedbench show` lists beside a run's name
 
 
 _WAL_STORES: set[str] = set()  # the SQLite stores fedbench opens (resolved paths): the only ones _sqlite_wal touches
@@ -189,13 +191,13 @@ def find_logged(fingerprint: str) -> tuple[str, str] | None:
 
 
 def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: Callable[[], Iterable[Path]],
-            description: str = "", finished_ms: int | None = None) -> str:
+            description: str = "", finished_ms: int | None = None, tags: dict[str, str] | None = None) -> str:
     """Log one finished run (its summary with ``history`` rows) into ``experiment`` (described by ``description``);
     returns the MLflow run id. ``artifacts`` is called for the files to attach only when the run is not logged
     already, so they are made only then. ``finished_ms``: when the run finished (default: now), the end of its
-    timeline (round_times)."""
+    timeline (round_times). ``tags``: more tags (the run's study and budget: fedbench.track)."""
     with _store() as client:
-        return _log_run(client, experiment, run_name, summary, artifacts, description, finished_ms)
+        return _log_run(client, experiment, run_name, summary, artifacts, description, finished_ms, tags or {})
 
 
 def dvc_experiment() -> str:
@@ -207,10 +209,11 @@ def dvc_experiment() -> str:
 
 def run_tags(params: dict[str, Any]) -> dict[str, str]:
     """The tags that say which run this is, as columns of the UI's runs table: dataset, algorithm, variant,
-    stragglers, mu (``-`` for an algorithm without one) and seed."""
+    stragglers, mu (``-`` for an algorithm without one), seed and rounds."""
     return {"dataset": str(params["dataset"]), "algorithm": str(params["algorithm"]),
             "variant": str(params["variant"]), "stragglers": f"{float(params['straggler_fraction']):g}",
-            "mu": f"{float(params['algo.mu']):g}" if "algo.mu" in params else "-", "seed": str(params["seed"])}
+            "mu": f"{float(params['algo.mu']):g}" if "algo.mu" in params else "-", "seed": str(params["seed"]),
+            "rounds": str(params["rounds"])}
 
 
 def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, list[int]]:
@@ -227,7 +230,8 @@ def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, l
 
 
 def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict[str, Any],
-             artifacts: Callable[[], Iterable[Path]], description: str = "", finished_ms: int | None = None) -> str:
+             artifacts: Callable[[], Iterable[Path]], description: str = "", finished_ms: int | None = None,
+             extra_tags: dict[str, str] | None = None) -> str:
     fp = summary["fingerprint"]
     logged = _finished(client, fp)  # in any experiment: `fedbench run` reusing the main job's run adds nothing
     if logged:
@@ -244,7 +248,7 @@ def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict
         "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
         **_final_tags(summary["final"]), "reporting_reason": summary["reporting_reason"],
         "reporting/round": str(summary["reporting_round"]),
-        "dvc.experiment": dvc_experiment(),
+        "dvc.experiment": dvc_experiment(), **(extra_tags or {}),
     }
     if summary["reporting_test_accuracy"] is not None:
         tags["reporting/test_accuracy"] = repr(float(summary["reporting_test_accuracy"]))
@@ -352,8 +356,10 @@ def _insert_new_history(client: MlflowClient, run_id: str, metrics: list[Metric]
 
 
 def list_runs(experiment: str | None = None) -> list[dict[str, Any]]:
-    """Finished runs (name, experiment, key final metrics), newest first, for ``fedbench show`` ([] when there
-    is no store yet: reading creates none)."""
+    """The runs (experiment, name, rounds, budget, status, final metrics), newest first, for ``fedbench show``
+    ([] when there is no store yet: reading creates none). Runs that differ differ in name (fedbench.track's
+    run_name ends in their differences from params.yaml and their fingerprint); rounds and budget are tags
+    (``-`` on a run without one)."""
     with _store(create=False) as client:
         return [] if client is None else _list_runs(client, experiment)
 
@@ -364,7 +370,8 @@ def _list_runs(client: MlflowClient, experiment: str | None) -> list[dict[str, A
     names = {e.experiment_id: e.name for e in exps}
     out = []
     for r in client.search_runs(ids, max_results=5000, order_by=["attributes.start_time DESC"]) if ids else []:
-        out.append({"experiment": names[r.info.experiment_id], "run": r.info.run_name, "status": r.info.status,
+        out.append({"experiment": names[r.info.experiment_id], "run": r.info.run_name,
+                    **{k: r.data.tags.get(k, "-") for k in LISTED_TAGS}, "status": r.info.status,
                     **{k: float(v) for k, v in r.data.tags.items() if k.startswith("final/") or k == "reporting/test_accuracy"}})
     return out
 
@@ -437,42 +444,59 @@ def _kill_group(pgid: int, reap: Callable[[], object] = lambda: None, grace_s: f
 
 def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
               simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
-              description: str = "") -> str:
+              description: str = "", budget: str = "pipeline", run_name: str | None = None) -> str:
     """Log one claim study as a run (a tag per claim verdict; figures, claims.json and the simulation records as
     artifacts) with one nested run per simulation record (fedbench.studies.record): params, per-round step
     metrics, final metrics, param digest and device; ``commit`` is the commit that computed it. Skipped if a
     finished study run with ``fingerprint`` is there already; returns the study run's id. The study's seconds and
     simulation count, and each simulation's final values and study results, are tags (summary values); a
-    simulation's rounds are stamped at equal shares of its recorded seconds (records keep no per-round times)."""
+    simulation's rounds are stamped at equal shares of its recorded seconds (records keep no per-round times).
+    The study run and every simulation are tagged with the study, its ``budget`` and a fingerprint, each
+    simulation with its arm, seed and rounds too (simulation_tags). ``run_name``: the study run's (default
+    ``name``)."""
     with _store() as client:
         return _log_study(client, experiment, name, claims, seconds, simulations, artifacts, fingerprint, commit,
-                          description)
+                          description, budget, run_name or name)
 
 
 def _log_study(client: MlflowClient, experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
                simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
-               description: str = "") -> str:
+               description: str = "", budget: str = "pipeline", run_name: str | None = None) -> str:
     exp_id = experiment_id(client, experiment, description)
     found = _finished_or_cleared(client, exp_id, fingerprint)
     if found:
         return found
-    tags = {"mlflow.runName": name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
+    run_name = run_name or name
+    tags = {"mlflow.runName": run_name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
+            "study": name, "budget": budget,
             "study/seconds": f"{float(seconds):g}", "study/simulations": str(len(simulations)),
             **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
     now = int(time.time() * 1000)
-    with _mlflow_run(client, exp_id, name, tags, now - int(1000 * float(seconds)), now) as run_id:
+    with _mlflow_run(client, exp_id, run_name, tags, now - int(1000 * float(seconds)), now) as run_id:
         _log_batched(client, run_id, [], [Param("study", name)])  # FINISHED last: only with all its children
         for sim in simulations:
-            _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now)
+            _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now, {"study": name, "budget": budget})
         for path in artifacts:
             client.log_artifact(run_id, str(path))
     return run_id
 
 
+def simulation_tags(sim: dict[str, Any]) -> dict[str, str]:
+    """A simulation record's columns of the runs table: its arm (the record's ``arm`` or ``method`` param, else
+    the first part of its name, as the studies name them: ``scaffold/G=1/K=2``), seed and rounds (where its params
+    give them), and its fingerprint (``fedbench.fingerprint``): the hash of its params and final parameters'
+    digest, which tells apart simulations that computed different things."""
+    params = sim["params"]
+    identity = json.dumps({"params": params, "param_digest": sim["param_digest"]}, sort_keys=True, default=str)
+    tags = {"arm": str(params.get("arm") or params.get("method") or sim["name"].split("/")[0]),
+            "fedbench.fingerprint": hashlib.sha256(identity.encode()).hexdigest()[:16]}
+    return tags | {k: str(params[k]) for k in ("seed", "rounds") if params.get(k) is not None}
+
+
 def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fingerprint: str,
-                    sim: dict[str, Any], commit: str, now: int) -> None:
+                    sim: dict[str, Any], commit: str, now: int, study_tags: dict[str, str] | None = None) -> None:
     tags = {"mlflow.parentRunId": parent_id, "fedbench.parent_fingerprint": parent_fingerprint,
-            "mlflow.runName": sim["name"], "git_commit": commit,
+            "mlflow.runName": sim["name"], "git_commit": commit, **(study_tags or {}), **simulation_tags(sim),
             "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"]),
             **_final_tags(sim["final"]), **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}}
     steps = max((len(v) for k, v in sim["history"].items() if k != "round"), default=0)

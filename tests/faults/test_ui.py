@@ -86,7 +86,7 @@ def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, m
         s["params"] |= {"variant": variant, "algorithm": variant.split("_")[0]}
         if variant == "fedavg":
             del s["params"]["algo.mu"]
-        tracking.log_run(train_experiment("stragglers"), run_name("synthetic_1_1", variant, 0.9, 3), s, lambda: [],
+        tracking.log_run(train_experiment("stragglers"), run_name("synthetic_1_1", variant, 0.9, 3, s["fingerprint"]), s, lambda: [],
                          train_description("stragglers"), finished_ms=2_000_000)
     port = _free_port()
     proc = ws.start("ui", "--port", str(port))
@@ -101,12 +101,12 @@ def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, m
     assert tags["mlflow.note.content"] == train_description("stragglers")
     runs = _get(port, "/api/2.0/mlflow/runs/search", {"experiment_ids": [exps[0]["experiment_id"]]})["runs"]
     by_name = {r["info"]["run_name"]: r for r in runs}
-    assert set(by_name) == {"fedavg 90% s3 synthetic_1_1", "fedprox_mu1 90% s3 synthetic_1_1"}
-    prox = by_name["fedprox_mu1 90% s3 synthetic_1_1"]
+    assert set(by_name) == {"fedavg 90% s3 synthetic_1_1 #fp-0", "fedprox_mu1 90% s3 synthetic_1_1 #fp-1"}
+    prox = by_name["fedprox_mu1 90% s3 synthetic_1_1 #fp-1"]
     prox_tags = {t["key"]: t["value"] for t in prox["data"]["tags"]}
     assert {k: prox_tags[k] for k in ("dataset", "variant", "stragglers", "mu", "seed")} == {
         "dataset": "synthetic_1_1", "variant": "fedprox_mu1", "stragglers": "0.9", "mu": "1", "seed": "3"}
-    assert {t["key"]: t["value"] for t in by_name["fedavg 90% s3 synthetic_1_1"]["data"]["tags"]}["mu"] == "-"
+    assert {t["key"]: t["value"] for t in by_name["fedavg 90% s3 synthetic_1_1 #fp-0"]["data"]["tags"]}["mu"] == "-"
     assert int(prox["info"]["end_time"]) - int(prox["info"]["start_time"]) == 3_000  # the rounds' 0 + 1 + 2 s
     curve = _get(port, f"/api/2.0/mlflow/metrics/get-history?run_id={prox['info']['run_id']}&metric_key=train/loss")
     assert [(int(m["step"]), int(m["timestamp"])) for m in curve["metrics"]] == [(0, 1_997_000), (1, 1_998_000),
