@@ -13,10 +13,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fedbench import tracking
+from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
 from fedbench.provenance import STUDY_CODE, git_commit
-from fedbench.report.figures import run_curves
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, run_folder, run_params
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies.record import SIMULATIONS
@@ -84,6 +83,13 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
     defaults = defaults if defaults is not None else params_file_config()
     ids = []
     for s in summaries:
+        logged = tracking_index.find_logged(s["fingerprint"])
+        if logged is not None:  # read from the store's file: neither MLflow nor matplotlib is loaded
+            ids.append(logged[1])
+            continue
+        from fedbench import tracking
+        from fedbench.report.figures import run_curves
+
         seed = s["params"]["seed"]
         folder = run_folder(runs_root, dataset, variant, stragglers, seed, s["fingerprint"])
         title = curves_title(dataset, variant, stragglers, seed)
@@ -118,6 +124,8 @@ class Curves:
         self._futures: dict[str, Any] = {}
 
     def draw(self, summary: dict[str, Any], title: str) -> None:
+        from fedbench.report.figures import run_curves
+
         fp = summary["fingerprint"]
         if fp not in self._futures:
             path = Path(self._tmp.name) / fp / f"curves-seed-{summary['params']['seed']}.png"
@@ -209,6 +217,11 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     records_path = folder / SIMULATIONS
     records = records_path.read_bytes() if records_path.exists() else b""  # none: a study from before records
     fingerprint = hashlib.sha256(claims_json + records).hexdigest()[:16]
+    logged = tracking_index.find_logged(fingerprint)
+    if logged is not None:
+        return logged[1]
+    from fedbench import tracking
+
     body = json.loads(claims_json)
     simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.studies.record.read_simulations
     budget = body.get("budget") or PIPELINE_BUDGET  # claims.json: null at the pipeline budget
@@ -238,7 +251,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     with closing(Curves(CURVE_WORKERS)) as curves:
         for (_, ds, variant, f), summaries in found.items():  # the figures of the runs not logged yet, drawn ahead
             for s in summaries:
-                if tracking.find_logged(s["fingerprint"]) is None:
+                if tracking_index.find_logged(s["fingerprint"]) is None:
                     curves.draw(s, curves_title(ds, variant, f, s["params"]["seed"]))
         for (study_name, ds, variant, f), summaries in found.items():
             ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves, cfg)

@@ -37,7 +37,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -56,15 +55,15 @@ from sqlalchemy.engine import Engine
 
 from fedbench.locking import file_lock
 from fedbench.parallel import Terminated, supervised
-
-DEFAULT_DB = "mlflow.db"
+from fedbench.tracking_index import DEFAULT_DB, SQLITE, store_lock_path, tracking_uri  # noqa: F401 (also ours)
 MLFLOW_KIND = ("mlflow.experimentKind", "custom_model_development")  # the UI's "Model training" experiments
 NOTE = "mlflow.note.content"  # the experiment's (and a run's) description in the UI
 DEFAULT_EXPERIMENT = "0"  # MLflow's "Default", made with every store; fedbench logs nothing there
 UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on runs, not GenAI traces
+UI_READY_TIMEOUT_S = 300.0  # `fedbench ui` waits this long for the server to answer: 12 s idle, 90 s at load 10 here
+UI_POLL_S = 0.5  # between two health checks while it starts
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
                "test/error_p90", "diverging", "wall_time_s")
-SQLITE = "sqlite:///"
 LISTED_TAGS = ("rounds", "budget")  # the tags `fedbench show` lists beside a run's name
 
 
@@ -86,18 +85,6 @@ def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
         return
     dbapi_connection.execute("PRAGMA journal_mode=WAL")
     dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-
-def tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"{SQLITE}{Path(DEFAULT_DB).resolve()}"
-
-
-def store_lock_path(uri: str) -> Path:
-    """The lock every fedbench process holds while it uses the store at ``uri``."""
-    if uri.startswith(SQLITE):
-        db = Path(uri[len(SQLITE):])
-        return db.with_name(db.name + ".lock")
-    return Path(tempfile.gettempdir()) / f"fedbench-mlflow-{hashlib.sha256(uri.encode()).hexdigest()[:16]}.lock"
 
 
 @contextmanager
@@ -389,33 +376,67 @@ def experiment_links(base_url: str) -> list[tuple[str, str]]:
     return [(e.name, f"{base_url}/#/experiments/{e.experiment_id}/runs?{UI_MODE}") for e in sorted(exps, key=lambda e: e.name)]
 
 
-def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
+def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float = UI_READY_TIMEOUT_S) -> int:
     """Serve the MLflow UI on ``host:port`` against the tracking store until stopped (Ctrl-C, SIGTERM, SIGHUP;
-    the caller turns SIGTERM into Terminated). The server runs as its own process group (MLflow, its web server
-    and its job workers), stopped as a whole when this process stops, or dies (fedbench.parallel.supervised)."""
+    the caller turns SIGTERM into Terminated). The links are printed once the server answers HTTP (MLflow takes
+    25-40 s to start on a busy 2-core machine: links printed at once gave "connection refused"); a server that
+    exits first, or does not answer within ``ready_timeout_s``, is one line (FedbenchError). The server runs as
+    its own process group (MLflow, its web server and its job workers), stopped as a whole when this process
+    stops, or dies (fedbench.parallel.supervised)."""
     uri = tracking_uri()
     with _store():  # a store made here is made as fedbench makes it (all at once, no Default), not by the server
         pass
     base = f"http://{host}:{port}"
     links = experiment_links(base)
-    print(f"MLflow UI for {uri} at {base}/#/experiments?{UI_MODE}  (Ctrl-C to stop)")
-    width = max((len(name) for name, _ in links), default=0)
-    for name, link in links:  # each experiment's runs table, in model-training mode
-        print(f"  {name:<{width}}  {link}")
-    if not links:
-        print("  no experiments yet: `dvc repro` (or `fedbench run ...`) logs the runs")
+    print(f"starting the MLflow UI for {uri} on {base} ...", flush=True)
     # one web worker: a local UI for one person (MLflow's default, 4, takes 4 times the memory and start-up time)
     mlflow_ui = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port),
                  "--workers", "1"]
     server = subprocess.Popen(supervised(mlflow_ui), start_new_session=True)
     previous = signal.signal(signal.SIGHUP, signal.default_int_handler)  # a closed terminal stops it too
     try:
+        waited = _wait_until_answering(server, base, ready_timeout_s)
+        print(f"MLflow UI ready after {waited:.0f} s at {base}  (Ctrl-C to stop). Each experiment's runs, in "
+              "model-training mode (MLflow 3.17 opens its other pages in GenAI mode, runs hidden, until 'Model "
+              "training' is picked once at the top of its sidebar):")
+        width = max((len(name) for name, _ in links), default=0)
+        for name, link in links:  # each experiment's runs table, in model-training mode
+            print(f"  {name:<{width}}  {link}")
+        if not links:
+            print("  no experiments yet: `dvc repro` (or `fedbench run ...`) logs the runs")
+        sys.stdout.flush()
         return server.wait()
     except (KeyboardInterrupt, Terminated):
         return 0
     finally:
         signal.signal(signal.SIGHUP, previous)
         _stop_group(server)
+
+
+def _wait_until_answering(server: subprocess.Popen, base: str, timeout_s: float) -> float:
+    """Seconds until ``base``/health answers 200 (MLflow's health check: its web server is serving); a
+    FedbenchError if ``server`` exits first or ``timeout_s`` passes (the caller then stops it)."""
+    import urllib.error
+    import urllib.request
+
+    from fedbench.errors import FedbenchError
+
+    t0 = time.monotonic()
+    while True:
+        code = server.poll()
+        if code is not None:
+            raise FedbenchError(f"the MLflow UI server exited with code {code} before it answered on {base} "
+                                "(its messages are above)")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=UI_POLL_S) as reply:
+                if reply.status == 200:
+                    return time.monotonic() - t0
+        except (urllib.error.URLError, OSError):  # refused, reset, or not serving yet
+            pass
+        if time.monotonic() - t0 > timeout_s:
+            raise FedbenchError(f"the MLflow UI did not answer on {base} within {timeout_s:g} s; stopped it "
+                                "(a busy machine: try again, or `mlflow ui` by hand to see why)")
+        time.sleep(UI_POLL_S)
 
 
 def _stop_group(server: subprocess.Popen) -> None:
