@@ -83,9 +83,9 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
     defaults = defaults if defaults is not None else params_file_config()
     ids = []
     for s in summaries:
-        logged = tracking_index.find_logged(s["fingerprint"])
-        if logged is not None:  # read from the store's file: neither MLflow nor matplotlib is loaded
-            ids.append(logged[1])
+        found = logged(s["fingerprint"])
+        if found is not None:  # read from the store's file: neither MLflow nor matplotlib is loaded
+            ids.append(found[1])
             continue
         from fedbench import tracking
         from fedbench.report.figures import run_curves
@@ -104,6 +104,17 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
                                         train_description(study), finished_ms,
                                         tags=training_tags(study, s["params"], base)))
     return ids
+
+
+def logged(fingerprint: str) -> tuple[str, str] | None:
+    """(experiment name, run id) of the finished run logged with ``fingerprint``, or None: read from a SQLite
+    store's file where it can be (fedbench.tracking_index: no MLflow loaded), else asked of MLflow."""
+    try:
+        return tracking_index.find_logged(fingerprint)
+    except tracking_index.Unanswered:
+        from fedbench import tracking
+
+        return tracking.find_logged(fingerprint)
 
 
 def curves_title(dataset: str, variant: str, stragglers: float, seed: int) -> str:
@@ -144,13 +155,13 @@ class Curves:
 
 def run_name(dataset: str, variant: str, stragglers: float, seed: int, fingerprint: str,
              differences: dict[str, Any] | None = None) -> str:
-    """A run's name, short enough for the runs table's column, what varies most first, then the settings that
-    differ from the defaults and the start of the run's fingerprint (its folder's ``seed-<s>-<fingerprint>``):
-    ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults, ``fedavg 0% s0 synthetic_1_1 rounds=10 #9c04de``
-    with train.rounds=10. Runs that differ in anything that changes their numbers (their settings, data or code)
-    differ in name; each part is also a tag."""
+    """A run's name, what varies most first (the runs table's name column shows about 20 characters): variant,
+    stragglers, seed, the settings that differ from the defaults, dataset and the start of the run's fingerprint
+    (its folder's ``seed-<s>-<fingerprint>``): ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults,
+    ``fedavg 0% s0 rounds=10 synthetic_1_1 #9c04de`` with train.rounds=10. Runs that differ in anything that
+    changes their numbers (their settings, data or code) differ in name; each part is also a tag."""
     changed = " ".join(f"{k.removeprefix('algo.')}={_value(v)}" for k, v in (differences or {}).items())
-    return " ".join(p for p in (f"{variant} {100 * stragglers:g}% s{seed} {dataset}", changed,
+    return " ".join(p for p in (f"{variant} {100 * stragglers:g}% s{seed}", changed, dataset,
                                 f"#{fingerprint[:FINGERPRINT_CHARS]}") if p)
 
 
@@ -217,9 +228,9 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     records_path = folder / SIMULATIONS
     records = records_path.read_bytes() if records_path.exists() else b""  # none: a study from before records
     fingerprint = hashlib.sha256(claims_json + records).hexdigest()[:16]
-    logged = tracking_index.find_logged(fingerprint)
-    if logged is not None:
-        return logged[1]
+    found = logged(fingerprint)
+    if found is not None:
+        return found[1]
     from fedbench import tracking
 
     body = json.loads(claims_json)
@@ -251,7 +262,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     with closing(Curves(CURVE_WORKERS)) as curves:
         for (_, ds, variant, f), summaries in found.items():  # the figures of the runs not logged yet, drawn ahead
             for s in summaries:
-                if tracking_index.find_logged(s["fingerprint"]) is None:
+                if logged(s["fingerprint"]) is None:
                     curves.draw(s, curves_title(ds, variant, f, s["params"]["seed"]))
         for (study_name, ds, variant, f), summaries in found.items():
             ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves, cfg)

@@ -3,20 +3,24 @@
 The store is a local SQLite file (``mlflow.db`` in the working directory, ignored by git) unless
 ``MLFLOW_TRACKING_URI`` says otherwise. One experiment per study (names: fedbench.track), each marked a model
 training experiment (MLFLOW_KIND) and described (``mlflow.note.content``); MLflow's empty ``Default``
-experiment is deleted. One run per (algorithm variant, setting, seed), named short (``fedprox_mu1 90% s0
-synthetic_1_1``) with dataset, algorithm, variant, stragglers, mu and seed as tags; per-round metrics are step
+experiment is deleted. One run per (algorithm variant, setting, seed), named by fedbench.track (``fedprox_mu1 90% s0
+synthetic_1_1 #3f2a1b``: what differs from params.yaml, then the start of its fingerprint) with dataset, algorithm,
+variant, stragglers, mu, seed, rounds, study and budget as tags; per-round metrics are step
 metrics named ``split/name``, stamped with the run's real round times (its start plus the cumulated
 ``wall_time_s``), so the UI's time axes and the run's duration are its training's; final values are tags
 (``final/<name>``), summary values rather than one-point charts; tags also record the git commit, dataset
 content hash, device and library versions; the per-device final metrics, the history and a figure of the run's
-curves are artifacts. A claim study is one run with one nested run per simulation it ran. A run already logged
+curves are artifacts. A claim study is one run with one nested run per simulation it ran, each tagged study,
+budget, arm, seed, rounds and its fingerprint. A run already logged
 with the same fingerprint, in any experiment, is not logged again, so rerunning the pipeline, or `fedbench run`
-reusing a run of the pipeline, does not duplicate runs.
+reusing a run of the pipeline, does not duplicate runs (fedbench.tracking_index answers "is it logged?" from a
+SQLite store's file without loading MLflow).
 
-The UI: MLflow 3 opens in its GenAI mode unless told otherwise. The experiment page reads the tag
-``mlflow.experimentKind`` (MLFLOW_KIND marks model training) where its workflow switch is off; where it is on
-(MLflow 3.17's build), the mode is the browser's ``mlflow.workflowType`` setting, default ``genai``, which a
-``?workflowType=machine_learning`` query overrides: ``fedbench ui`` prints links that carry it.
+The UI: MLflow 3.17 opens in its GenAI mode (runs hidden) unless told otherwise: its mode is the link's
+``?workflowType=`` query, else the browser's ``mlflow.workflowType`` setting, default ``genai``; the experiment
+tag ``mlflow.experimentKind`` (MLFLOW_KIND marks model training) does not win over it (checked in headless
+Chromium: ``#/experiments/<id>`` opens GenAI's overview). ``fedbench ui`` prints, once the server answers, each
+experiment's runs link carrying ``?workflowType=machine_learning``.
 
 Concurrent writers: every use of the store holds its lock (``mlflow.db.lock`` beside a SQLite store; for
 other stores a lock file in the temporary folder keyed by the URI, which serialises this machine's writers

@@ -5,10 +5,11 @@ importing MLflow and opening its store (engine, schema check) took about 10 of t
 item 6). A SQLite store is a file that Python's sqlite3 reads in milliseconds: :func:`find_logged` looks the
 fingerprint up there, read-only, with the query MLflow's own search runs (a FINISHED run, active, in an active
 experiment, tagged ``fedbench.fingerprint``). Where that cannot answer (another kind of store, or a schema that is
-not the one read here: an older or newer MLflow), it asks MLflow (fedbench.tracking), as before. A test keeps the
-two answers equal on a real store.
+not the one read here: an older or newer MLflow), it says so (Unanswered) and MLflow answers, as before
+(fedbench.track.logged). A test keeps the two answers equal on a real store.
 
-This module imports no MLflow (only fedbench.tracking does): `fedbench run` on a logged run never loads it.
+This module imports no MLflow (only fedbench.tracking does, and it imports this one's store location): `fedbench
+run` on a logged run never loads MLflow.
 """
 
 from __future__ import annotations
@@ -73,14 +74,10 @@ def find_logged_in_sqlite(db: Path, fingerprint: str) -> tuple[str, str] | None:
 
 
 def find_logged(fingerprint: str) -> tuple[str, str] | None:
-    """(experiment name, run id) of the finished run logged with ``fingerprint`` in the tracking store, or None:
-    read from a SQLite store's file where it can be (no MLflow loaded), else asked of MLflow."""
+    """(experiment name, run id) of the finished run logged with ``fingerprint`` in the tracking store, or None,
+    read from a SQLite store's file; Unanswered for another kind of store, or a file this module cannot read
+    (then MLflow answers: fedbench.track.logged)."""
     db = sqlite_path(tracking_uri())
-    if db is not None:
-        try:
-            return find_logged_in_sqlite(db, fingerprint)
-        except Unanswered:
-            pass
-    from fedbench import tracking
-
-    return tracking.find_logged(fingerprint)
+    if db is None:
+        raise Unanswered(f"{tracking_uri()} is not a SQLite store")
+    return find_logged_in_sqlite(db, fingerprint)

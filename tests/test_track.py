@@ -350,7 +350,7 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
     client = MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
     main_mlflow, short_mlflow = client.get_run(main_id), client.get_run(short_id)
     assert main_mlflow.info.run_name == "fedavg 90% s0 synthetic_1_1 #a1b2c3"
-    assert short_mlflow.info.run_name == "fedavg 90% s0 synthetic_1_1 rounds=10 #0f1e2d"
+    assert short_mlflow.info.run_name == "fedavg 90% s0 rounds=10 synthetic_1_1 #0f1e2d"
     tags = ("rounds", "budget", "study", "fedbench.fingerprint")
     assert {k: main_mlflow.data.tags[k] for k in tags} == {"rounds": "200", "budget": "pipeline", "study": "stragglers",
                                                            "fedbench.fingerprint": "a1b2c3d4e5f60718"}
@@ -359,13 +359,13 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
     listed = {r["run"]: r for r in tracking.list_runs()}
     assert {name: (r["experiment"], r["rounds"], r["budget"]) for name, r in listed.items()} == {
         "fedavg 90% s0 synthetic_1_1 #a1b2c3": ("train-stragglers", "200", "pipeline"),
-        "fedavg 90% s0 synthetic_1_1 rounds=10 #0f1e2d": ("train-adhoc", "10", "custom")}
+        "fedavg 90% s0 rounds=10 synthetic_1_1 #0f1e2d": ("train-adhoc", "10", "custom")}
     main(["show"])
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["experiment", "run", "rounds", "budget", "status", "final/train_loss",
                               "final/test_accuracy", "reporting/test_accuracy"]
     rows = sorted(line.split() for line in out[1:])
-    assert rows == [["train-adhoc", "fedavg", "90%", "s0", "synthetic_1_1", "rounds=10", "#0f1e2d", "10", "custom",
+    assert rows == [["train-adhoc", "fedavg", "90%", "s0", "rounds=10", "synthetic_1_1", "#0f1e2d", "10", "custom",
                      "FINISHED", "1.8000", "0.5200", "0.5200"],
                     ["train-stragglers", "fedavg", "90%", "s0", "synthetic_1_1", "#a1b2c3", "200", "pipeline",
                      "FINISHED", "1.8000", "0.5200", "0.5200"]]
@@ -380,4 +380,4 @@ def test_a_run_differs_by_each_setting_that_is_not_the_defaults():
     assert differs({k: v for k, v in defaults.items() if k != "lr"}, defaults) == {"lr": "-"}
     assert differs(run, None) == {}  # defaults unknown: the fingerprint alone tells runs apart
     assert run_name("d", "fedprox_mu1", 0.1, 3, "0123456789abcdef", differs(run, defaults)) == (
-        "fedprox_mu1 10% s3 d mu=0.5 lr=0.03 dissimilarity_samples=100 #012345")
+        "fedprox_mu1 10% s3 mu=0.5 lr=0.03 dissimilarity_samples=100 d #012345")

@@ -185,7 +185,7 @@ def test_ui_links_answer_when_printed_and_open_the_runs_in_model_training_mode(w
         names.append(run_name("synthetic_1_1", "fedprox_mu1", 0.9, 3, fp, differs(s["params"], _summary()["params"]
                                                                                  | {"rounds": 200})))
         tracking.log_run(train_experiment("stragglers"), names[-1], s, lambda: [], train_description("stragglers"))
-    assert names == ["fedprox_mu1 90% s3 synthetic_1_1 #fp-0", "fedprox_mu1 90% s3 synthetic_1_1 rounds=10 #fp-1"]
+    assert names == ["fedprox_mu1 90% s3 synthetic_1_1 #fp-0", "fedprox_mu1 90% s3 rounds=10 synthetic_1_1 #fp-1"]
     port = _free_port()
     proc = ws.start("ui", "--port", str(port))
     reaper.add(proc.pid)
