@@ -32,10 +32,16 @@ TRAIN_NOTES = {
                        "0/50/90% stragglers, lr 0.03, 100 rounds (reduced scale).",
     "adhoc": "Runs started by hand with `fedbench run` (a run the main job logged already stays in its experiment).",
 }
-RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed) and settings; a run's name ends in what it "
-            "sets otherwise than params.yaml and its fingerprint (its folder's). The tags dataset, variant, stragglers, mu, "
-            "seed, rounds, budget and study are columns of the runs table, final/* tags the final values. Curves: tick runs, then Chart "
-            "view (x axis Step = round). The report's figures with seed bands: reports/.")
+RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed) and settings; a run's name gives what it "
+            "sets otherwise than params.yaml and ends in its fingerprint (its folder's). The tags dataset, variant, "
+            "stragglers, mu, seed, rounds, budget and study are columns of the runs table, final/* tags the final "
+            "values. Curves: tick runs, then Chart view (x axis Step = round). The report's figures with seed bands: "
+            "reports/.")
+
+
+FINGERPRINT_CHARS = 6  # of a name's fingerprint: 16.7 million values, enough to tell apart a cell's runs
+PARAMS = Path("params.yaml")  # the defaults a run is told apart from: the params file `dvc repro` reads
+NAMED = ("dataset", "algorithm", "variant", "straggler_fraction", "seed")  # run params the name always gives
 
 
 # processes drawing the runs' curves while the track stage logs (Curves): the main job's two cores
@@ -80,7 +86,6 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
     """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint). ``curves``: the
     figures drawn ahead in other processes (track_all); without it each is drawn here when its run is logged.
     ``defaults``: the config a run's name and tags say it differs from (default: the params file, PARAMS)."""
-    defaults = defaults if defaults is not None else params_file_config()
     ids = []
     for s in summaries:
         found = logged(s["fingerprint"])
@@ -89,6 +94,8 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
             continue
         from fedbench import tracking
         from fedbench.report.figures import run_curves
+
+        defaults = defaults if defaults is not None else params_file_config()
 
         seed = s["params"]["seed"]
         folder = run_folder(runs_root, dataset, variant, stragglers, seed, s["fingerprint"])
@@ -165,11 +172,6 @@ def run_name(dataset: str, variant: str, stragglers: float, seed: int, fingerpri
                                 f"#{fingerprint[:FINGERPRINT_CHARS]}") if p)
 
 
-FINGERPRINT_CHARS = 6  # of a name's fingerprint: 16.7 million values, enough to tell apart a cell's runs
-PARAMS = Path("params.yaml")  # the defaults a run is told apart from: the params file `dvc repro` reads
-NAMED = ("dataset", "algorithm", "variant", "straggler_fraction", "seed")  # run params the name always gives
-
-
 def _value(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
@@ -239,7 +241,8 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     return tracking.log_study(claims_experiment(name), name, body["claims"], body["seconds"], simulations,
                               sorted(p for p in folder.iterdir() if p.is_file()), fingerprint,
                               body.get("git_commit") or git_commit(("studies", *STUDY_CODE)),
-                              claims_description(name, body["claims"]), budget, study_run_name(name, budget, fingerprint))
+                              claims_description(name, body["claims"]), budget,
+                              study_run_name(name, budget, fingerprint))
 
 
 def study_run_name(name: str, budget: str, fingerprint: str) -> str:
