@@ -82,10 +82,11 @@ def run_locations(cfg, summaries: list[dict], tracked: bool, data_root: Path | N
         folder = _plan(cfg, data_root or DATA_ROOT, runs_root or RUNS_ROOT, key).folder
         lines.append(f"{key.desc}: {'reused' if s.get('reused') else 'wrote'} {folder}")
         if tracked:
-            from fedbench import tracking
+            from fedbench import tracking_index
+            from fedbench.track import logged  # no MLflow loaded where the store's file answers
 
-            found = tracking.find_logged(s["fingerprint"])
-            lines.append(f"  MLflow: experiment {found[0]!r}, run {found[1]} ({tracking.tracking_uri()})" if found
+            found = logged(s["fingerprint"])
+            lines.append(f"  MLflow: experiment {found[0]!r}, run {found[1]} ({tracking_index.tracking_uri()})" if found
                          else "  MLflow: not logged")
     return lines
 

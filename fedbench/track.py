@@ -13,11 +13,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fedbench import tracking
-from fedbench.config import Config
+from fedbench import tracking_index
+from fedbench.config import PIPELINE_BUDGET, Config
 from fedbench.provenance import STUDY_CODE, git_commit
-from fedbench.report.figures import run_curves
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, run_folder
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, run_folder, run_params
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies.record import SIMULATIONS
 
@@ -33,9 +32,16 @@ TRAIN_NOTES = {
                        "0/50/90% stragglers, lr 0.03, 100 rounds (reduced scale).",
     "adhoc": "Runs started by hand with `fedbench run` (a run the main job logged already stays in its experiment).",
 }
-RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed); the tags dataset, variant, stragglers, mu "
-            "and seed are columns of the runs table, final/* tags the final values. Curves: tick runs, then Chart "
-            "view (x axis Step = round). The report's figures with seed bands: reports/.")
+RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed) and settings; a run's name gives what it "
+            "sets otherwise than params.yaml and ends in its fingerprint (its folder's). The tags dataset, variant, "
+            "stragglers, mu, seed, rounds, budget and study are columns of the runs table, final/* tags the final "
+            "values. Curves: tick runs, then Chart view (x axis Step = round). The report's figures with seed bands: "
+            "reports/.")
+
+
+FINGERPRINT_CHARS = 6  # of a name's fingerprint: 16.7 million values, enough to tell apart a cell's runs
+PARAMS = Path("params.yaml")  # the defaults a run is told apart from: the params file `dvc repro` reads
+NAMED = ("dataset", "algorithm", "variant", "straggler_fraction", "seed")  # run params the name always gives
 
 
 # processes drawing the runs' curves while the track stage logs (Curves): the main job's two cores
@@ -76,23 +82,46 @@ def claims_description(study: str, claims: list[dict[str, Any]]) -> str:
 
 
 def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
-               runs_root: Path = RUNS_ROOT, curves: Curves | None = None) -> list[str]:
+               runs_root: Path = RUNS_ROOT, curves: Curves | None = None, defaults: Config | None = None) -> list[str]:
     """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint). ``curves``: the
-    figures drawn ahead in other processes (track_all); without it each is drawn here when its run is logged."""
+    figures drawn ahead in other processes (track_all); without it each is drawn here when its run is logged.
+    ``defaults``: the config a run's name and tags say it differs from (default: the params file, PARAMS)."""
     ids = []
     for s in summaries:
+        found = logged(s["fingerprint"])
+        if found is not None:  # read from the store's file: neither MLflow nor matplotlib is loaded
+            ids.append(found[1])
+            continue
+        from fedbench import tracking
+        from fedbench.report.figures import run_curves
+
+        defaults = defaults if defaults is not None else params_file_config()
+
         seed = s["params"]["seed"]
         folder = run_folder(runs_root, dataset, variant, stragglers, seed, s["fingerprint"])
         title = curves_title(dataset, variant, stragglers, seed)
         summary_file = folder / "summary.json"
         finished_ms = int(summary_file.stat().st_mtime * 1000) if summary_file.exists() else None
+        base = default_params(defaults, dataset, variant, stragglers, seed)
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
             figure = (partial(curves.wait, s["fingerprint"]) if curves is not None and s["fingerprint"] in curves
                       else partial(run_curves, s["history"], Path(tmp) / f"curves-seed-{seed}.png", title=title))
-            ids.append(tracking.log_run(train_experiment(study), run_name(dataset, variant, stragglers, seed), s,
-                                        partial(_run_artifacts, folder, figure), train_description(study),
-                                        finished_ms))
+            name = run_name(dataset, variant, stragglers, seed, s["fingerprint"], differs(s["params"], base))
+            ids.append(tracking.log_run(train_experiment(study), name, s, partial(_run_artifacts, folder, figure),
+                                        train_description(study), finished_ms,
+                                        tags=training_tags(study, s["params"], base)))
     return ids
+
+
+def logged(fingerprint: str) -> tuple[str, str] | None:
+    """(experiment name, run id) of the finished run logged with ``fingerprint``, or None: read from a SQLite
+    store's file where it can be (fedbench.tracking_index: no MLflow loaded), else asked of MLflow."""
+    try:
+        return tracking_index.find_logged(fingerprint)
+    except tracking_index.Unanswered:
+        from fedbench import tracking
+
+        return tracking.find_logged(fingerprint)
 
 
 def curves_title(dataset: str, variant: str, stragglers: float, seed: int) -> str:
@@ -113,6 +142,8 @@ class Curves:
         self._futures: dict[str, Any] = {}
 
     def draw(self, summary: dict[str, Any], title: str) -> None:
+        from fedbench.report.figures import run_curves
+
         fp = summary["fingerprint"]
         if fp not in self._futures:
             path = Path(self._tmp.name) / fp / f"curves-seed-{summary['params']['seed']}.png"
@@ -129,10 +160,59 @@ class Curves:
         self._tmp.cleanup()
 
 
-def run_name(dataset: str, variant: str, stragglers: float, seed: int) -> str:
-    """A run's name, short enough for the runs table's column, what varies most first:
-    ``fedprox_mu1 90% s0 synthetic_1_1`` (each part is also a tag)."""
-    return f"{variant} {100 * stragglers:g}% s{seed} {dataset}"
+def run_name(dataset: str, variant: str, stragglers: float, seed: int, fingerprint: str,
+             differences: dict[str, Any] | None = None) -> str:
+    """A run's name, what varies most first (the runs table's name column shows about 20 characters): variant,
+    stragglers, seed, the settings that differ from the defaults, dataset and the start of the run's fingerprint
+    (its folder's ``seed-<s>-<fingerprint>``): ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults,
+    ``fedavg 0% s0 rounds=10 synthetic_1_1 #9c04de`` with train.rounds=10. Runs that differ in anything that
+    changes their numbers (their settings, data or code) differ in name; each part is also a tag."""
+    changed = " ".join(f"{k.removeprefix('algo.')}={_value(v)}" for k, v in (differences or {}).items())
+    return " ".join(p for p in (f"{variant} {100 * stragglers:g}% s{seed}", changed, dataset,
+                                f"#{fingerprint[:FINGERPRINT_CHARS]}") if p)
+
+
+def _value(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def params_file_config(path: Path = PARAMS) -> Config | None:
+    """``path`` as a config (the defaults of `fedbench run`'s runs, whatever its --set), or None where there is
+    none or it does not load: then names carry no differences, only the fingerprint."""
+    from fedbench.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError:
+        return None
+
+
+def default_params(defaults: Config | None, dataset: str, variant: str, stragglers: float,
+                   seed: int) -> dict[str, Any] | None:
+    """The params (fedbench.runner.run_params) the run of this key has under ``defaults``; None where they do
+    not say (no config, or the variant is not one of its algorithms)."""
+    if defaults is None or variant not in defaults.algorithms:
+        return None
+    return run_params(defaults, dataset, variant, stragglers, seed)
+
+
+def differs(params: dict[str, Any], defaults: dict[str, Any] | None) -> dict[str, Any]:
+    """The run params, other than those the name gives (NAMED), whose values are not the defaults', in the
+    params' order ({} where the defaults are not known); a param the defaults lack counts, one only they have
+    is ``-``."""
+    if defaults is None:
+        return {}
+    out = {k: v for k, v in params.items() if k not in NAMED and (k not in defaults or defaults[k] != v)}
+    return out | {k: "-" for k in defaults if k not in NAMED and k not in params}
+
+
+def training_tags(study: str, params: dict[str, Any], defaults: dict[str, Any] | None) -> dict[str, str]:
+    """Tags of a training run besides tracking.run_tags': its study, and its budget: ``pipeline`` where its
+    rounds are the defaults', ``custom`` where they are not (no budget tag where the defaults are not known)."""
+    tags = {"study": study}
+    if defaults is not None:
+        tags["budget"] = "pipeline" if params.get("rounds") == defaults.get("rounds") else "custom"
+    return tags
 
 
 def _run_artifacts(folder: Path, figure: Callable[[], Path]) -> list[Path]:
@@ -150,11 +230,25 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     records_path = folder / SIMULATIONS
     records = records_path.read_bytes() if records_path.exists() else b""  # none: a study from before records
     fingerprint = hashlib.sha256(claims_json + records).hexdigest()[:16]
+    found = logged(fingerprint)
+    if found is not None:
+        return found[1]
+    from fedbench import tracking
+
     body = json.loads(claims_json)
     simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.studies.record.read_simulations
+    budget = body.get("budget") or PIPELINE_BUDGET  # claims.json: null at the pipeline budget
     return tracking.log_study(claims_experiment(name), name, body["claims"], body["seconds"], simulations,
                               sorted(p for p in folder.iterdir() if p.is_file()), fingerprint,
-                              body.get("git_commit") or git_commit(("studies", *STUDY_CODE)), claims_description(name, body["claims"]))
+                              body.get("git_commit") or git_commit(("studies", *STUDY_CODE)),
+                              claims_description(name, body["claims"]), budget,
+                              study_run_name(name, budget, fingerprint))
+
+
+def study_run_name(name: str, budget: str, fingerprint: str) -> str:
+    """A claim study run's name: the study, its budget and the start of its fingerprint
+    (``delta_fl_triangle pipeline #3f2a1b``), so runs of one study at two budgets, or rerun, differ in name."""
+    return f"{name} {budget} #{fingerprint[:FINGERPRINT_CHARS]}"
 
 
 def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT,
@@ -171,10 +265,10 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     with closing(Curves(CURVE_WORKERS)) as curves:
         for (_, ds, variant, f), summaries in found.items():  # the figures of the runs not logged yet, drawn ahead
             for s in summaries:
-                if tracking.find_logged(s["fingerprint"]) is None:
+                if logged(s["fingerprint"]) is None:
                     curves.draw(s, curves_title(ds, variant, f, s["params"]["seed"]))
         for (study_name, ds, variant, f), summaries in found.items():
-            ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves)
+            ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves, cfg)
             rows += [{"experiment": train_experiment(study_name), "dataset": ds,
                       "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
                      for s, i in zip(summaries, ids)]

@@ -3,20 +3,24 @@
 The store is a local SQLite file (``mlflow.db`` in the working directory, ignored by git) unless
 ``MLFLOW_TRACKING_URI`` says otherwise. One experiment per study (names: fedbench.track), each marked a model
 training experiment (MLFLOW_KIND) and described (``mlflow.note.content``); MLflow's empty ``Default``
-experiment is deleted. One run per (algorithm variant, setting, seed), named short (``fedprox_mu1 90% s0
-synthetic_1_1``) with dataset, algorithm, variant, stragglers, mu and seed as tags; per-round metrics are step
+experiment is deleted. One run per (algorithm variant, setting, seed), named by fedbench.track (``fedprox_mu1 90% s0
+synthetic_1_1 #3f2a1b``: what differs from params.yaml, then the start of its fingerprint) with dataset, algorithm,
+variant, stragglers, mu, seed, rounds, study and budget as tags; per-round metrics are step
 metrics named ``split/name``, stamped with the run's real round times (its start plus the cumulated
 ``wall_time_s``), so the UI's time axes and the run's duration are its training's; final values are tags
 (``final/<name>``), summary values rather than one-point charts; tags also record the git commit, dataset
 content hash, device and library versions; the per-device final metrics, the history and a figure of the run's
-curves are artifacts. A claim study is one run with one nested run per simulation it ran. A run already logged
+curves are artifacts. A claim study is one run with one nested run per simulation it ran, each tagged study,
+budget, arm, seed, rounds and its fingerprint. A run already logged
 with the same fingerprint, in any experiment, is not logged again, so rerunning the pipeline, or `fedbench run`
-reusing a run of the pipeline, does not duplicate runs.
+reusing a run of the pipeline, does not duplicate runs (fedbench.tracking_index answers "is it logged?" from a
+SQLite store's file without loading MLflow).
 
-The UI: MLflow 3 opens in its GenAI mode unless told otherwise. The experiment page reads the tag
-``mlflow.experimentKind`` (MLFLOW_KIND marks model training) where its workflow switch is off; where it is on
-(MLflow 3.17's build), the mode is the browser's ``mlflow.workflowType`` setting, default ``genai``, which a
-``?workflowType=machine_learning`` query overrides: ``fedbench ui`` prints links that carry it.
+The UI: MLflow 3.17 opens in its GenAI mode (runs hidden) unless told otherwise: its mode is the link's
+``?workflowType=`` query, else the browser's ``mlflow.workflowType`` setting, default ``genai``; the experiment
+tag ``mlflow.experimentKind`` (MLFLOW_KIND marks model training) does not win over it (checked in headless
+Chromium: ``#/experiments/<id>`` opens GenAI's overview). ``fedbench ui`` prints, once the server answers, each
+experiment's runs link carrying ``?workflowType=machine_learning``.
 
 Concurrent writers: every use of the store holds its lock (``mlflow.db.lock`` beside a SQLite store; for
 other stores a lock file in the temporary folder keyed by the URI, which serialises this machine's writers
@@ -30,13 +34,13 @@ kept beside the new one. Reading (``fedbench show``) never creates a store.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,15 +59,16 @@ from sqlalchemy.engine import Engine
 
 from fedbench.locking import file_lock
 from fedbench.parallel import Terminated, supervised
-
-DEFAULT_DB = "mlflow.db"
+from fedbench.tracking_index import DEFAULT_DB, SQLITE, store_lock_path, tracking_uri  # noqa: F401 (also ours)
 MLFLOW_KIND = ("mlflow.experimentKind", "custom_model_development")  # the UI's "Model training" experiments
 NOTE = "mlflow.note.content"  # the experiment's (and a run's) description in the UI
 DEFAULT_EXPERIMENT = "0"  # MLflow's "Default", made with every store; fedbench logs nothing there
 UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on runs, not GenAI traces
+UI_READY_TIMEOUT_S = 300.0  # `fedbench ui` waits this long for the server to answer: 12 s idle, 90 s at load 10 here
+UI_POLL_S = 0.5  # between two health checks while it starts
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
                "test/error_p90", "diverging", "wall_time_s")
-SQLITE = "sqlite:///"
+LISTED_TAGS = ("rounds", "budget")  # the tags `fedbench show` lists beside a run's name
 
 
 _WAL_STORES: set[str] = set()  # the SQLite stores fedbench opens (resolved paths): the only ones _sqlite_wal touches
@@ -84,18 +89,6 @@ def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
         return
     dbapi_connection.execute("PRAGMA journal_mode=WAL")
     dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-
-def tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"{SQLITE}{Path(DEFAULT_DB).resolve()}"
-
-
-def store_lock_path(uri: str) -> Path:
-    """The lock every fedbench process holds while it uses the store at ``uri``."""
-    if uri.startswith(SQLITE):
-        db = Path(uri[len(SQLITE):])
-        return db.with_name(db.name + ".lock")
-    return Path(tempfile.gettempdir()) / f"fedbench-mlflow-{hashlib.sha256(uri.encode()).hexdigest()[:16]}.lock"
 
 
 @contextmanager
@@ -189,13 +182,13 @@ def find_logged(fingerprint: str) -> tuple[str, str] | None:
 
 
 def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: Callable[[], Iterable[Path]],
-            description: str = "", finished_ms: int | None = None) -> str:
+            description: str = "", finished_ms: int | None = None, tags: dict[str, str] | None = None) -> str:
     """Log one finished run (its summary with ``history`` rows) into ``experiment`` (described by ``description``);
     returns the MLflow run id. ``artifacts`` is called for the files to attach only when the run is not logged
     already, so they are made only then. ``finished_ms``: when the run finished (default: now), the end of its
-    timeline (round_times)."""
+    timeline (round_times). ``tags``: more tags (the run's study and budget: fedbench.track)."""
     with _store() as client:
-        return _log_run(client, experiment, run_name, summary, artifacts, description, finished_ms)
+        return _log_run(client, experiment, run_name, summary, artifacts, description, finished_ms, tags or {})
 
 
 def dvc_experiment() -> str:
@@ -207,10 +200,11 @@ def dvc_experiment() -> str:
 
 def run_tags(params: dict[str, Any]) -> dict[str, str]:
     """The tags that say which run this is, as columns of the UI's runs table: dataset, algorithm, variant,
-    stragglers, mu (``-`` for an algorithm without one) and seed."""
+    stragglers, mu (``-`` for an algorithm without one), seed and rounds."""
     return {"dataset": str(params["dataset"]), "algorithm": str(params["algorithm"]),
             "variant": str(params["variant"]), "stragglers": f"{float(params['straggler_fraction']):g}",
-            "mu": f"{float(params['algo.mu']):g}" if "algo.mu" in params else "-", "seed": str(params["seed"])}
+            "mu": f"{float(params['algo.mu']):g}" if "algo.mu" in params else "-", "seed": str(params["seed"]),
+            "rounds": str(params["rounds"])}
 
 
 def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, list[int]]:
@@ -227,7 +221,8 @@ def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, l
 
 
 def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict[str, Any],
-             artifacts: Callable[[], Iterable[Path]], description: str = "", finished_ms: int | None = None) -> str:
+             artifacts: Callable[[], Iterable[Path]], description: str = "", finished_ms: int | None = None,
+             extra_tags: dict[str, str] | None = None) -> str:
     fp = summary["fingerprint"]
     logged = _finished(client, fp)  # in any experiment: `fedbench run` reusing the main job's run adds nothing
     if logged:
@@ -244,7 +239,7 @@ def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict
         "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
         **_final_tags(summary["final"]), "reporting_reason": summary["reporting_reason"],
         "reporting/round": str(summary["reporting_round"]),
-        "dvc.experiment": dvc_experiment(),
+        "dvc.experiment": dvc_experiment(), **(extra_tags or {}),
     }
     if summary["reporting_test_accuracy"] is not None:
         tags["reporting/test_accuracy"] = repr(float(summary["reporting_test_accuracy"]))
@@ -352,8 +347,10 @@ def _insert_new_history(client: MlflowClient, run_id: str, metrics: list[Metric]
 
 
 def list_runs(experiment: str | None = None) -> list[dict[str, Any]]:
-    """Finished runs (name, experiment, key final metrics), newest first, for ``fedbench show`` ([] when there
-    is no store yet: reading creates none)."""
+    """The runs (experiment, name, rounds, budget, status, final metrics), newest first, for ``fedbench show``
+    ([] when there is no store yet: reading creates none). Runs that differ differ in name (fedbench.track's
+    run_name ends in their differences from params.yaml and their fingerprint); rounds and budget are tags
+    (``-`` on a run without one)."""
     with _store(create=False) as client:
         return [] if client is None else _list_runs(client, experiment)
 
@@ -364,7 +361,8 @@ def _list_runs(client: MlflowClient, experiment: str | None) -> list[dict[str, A
     names = {e.experiment_id: e.name for e in exps}
     out = []
     for r in client.search_runs(ids, max_results=5000, order_by=["attributes.start_time DESC"]) if ids else []:
-        out.append({"experiment": names[r.info.experiment_id], "run": r.info.run_name, "status": r.info.status,
+        out.append({"experiment": names[r.info.experiment_id], "run": r.info.run_name,
+                    **{k: r.data.tags.get(k, "-") for k in LISTED_TAGS}, "status": r.info.status,
                     **{k: float(v) for k, v in r.data.tags.items() if k.startswith("final/") or k == "reporting/test_accuracy"}})
     return out
 
@@ -382,33 +380,67 @@ def experiment_links(base_url: str) -> list[tuple[str, str]]:
     return [(e.name, f"{base_url}/#/experiments/{e.experiment_id}/runs?{UI_MODE}") for e in sorted(exps, key=lambda e: e.name)]
 
 
-def serve_ui(port: int = 5000, host: str = "127.0.0.1") -> int:
+def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float = UI_READY_TIMEOUT_S) -> int:
     """Serve the MLflow UI on ``host:port`` against the tracking store until stopped (Ctrl-C, SIGTERM, SIGHUP;
-    the caller turns SIGTERM into Terminated). The server runs as its own process group (MLflow, its web server
-    and its job workers), stopped as a whole when this process stops, or dies (fedbench.parallel.supervised)."""
+    the caller turns SIGTERM into Terminated). The links are printed once the server answers HTTP (MLflow takes
+    25-40 s to start on a busy 2-core machine: links printed at once gave "connection refused"); a server that
+    exits first, or does not answer within ``ready_timeout_s``, is one line (FedbenchError). The server runs as
+    its own process group (MLflow, its web server and its job workers), stopped as a whole when this process
+    stops, or dies (fedbench.parallel.supervised)."""
     uri = tracking_uri()
     with _store():  # a store made here is made as fedbench makes it (all at once, no Default), not by the server
         pass
     base = f"http://{host}:{port}"
     links = experiment_links(base)
-    print(f"MLflow UI for {uri} at {base}/#/experiments?{UI_MODE}  (Ctrl-C to stop)")
-    width = max((len(name) for name, _ in links), default=0)
-    for name, link in links:  # each experiment's runs table, in model-training mode
-        print(f"  {name:<{width}}  {link}")
-    if not links:
-        print("  no experiments yet: `dvc repro` (or `fedbench run ...`) logs the runs")
+    print(f"starting the MLflow UI for {uri} on {base} ...", flush=True)
     # one web worker: a local UI for one person (MLflow's default, 4, takes 4 times the memory and start-up time)
     mlflow_ui = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port),
                  "--workers", "1"]
     server = subprocess.Popen(supervised(mlflow_ui), start_new_session=True)
     previous = signal.signal(signal.SIGHUP, signal.default_int_handler)  # a closed terminal stops it too
     try:
+        waited = _wait_until_answering(server, base, ready_timeout_s)
+        print(f"MLflow UI ready after {waited:.0f} s at {base}  (Ctrl-C to stop). Each experiment's runs, in "
+              "model-training mode (MLflow 3.17 opens its other pages in GenAI mode, runs hidden, until 'Model "
+              "training' is picked once at the top of its sidebar):")
+        width = max((len(name) for name, _ in links), default=0)
+        for name, link in links:  # each experiment's runs table, in model-training mode
+            print(f"  {name:<{width}}  {link}")
+        if not links:
+            print("  no experiments yet: `dvc repro` (or `fedbench run ...`) logs the runs")
+        sys.stdout.flush()
         return server.wait()
     except (KeyboardInterrupt, Terminated):
         return 0
     finally:
         signal.signal(signal.SIGHUP, previous)
         _stop_group(server)
+
+
+def _wait_until_answering(server: subprocess.Popen, base: str, timeout_s: float) -> float:
+    """Seconds until ``base``/health answers 200 (MLflow's health check: its web server is serving); a
+    FedbenchError if ``server`` exits first or ``timeout_s`` passes (the caller then stops it)."""
+    import urllib.error
+    import urllib.request
+
+    from fedbench.errors import FedbenchError
+
+    t0 = time.monotonic()
+    while True:
+        code = server.poll()
+        if code is not None:
+            raise FedbenchError(f"the MLflow UI server exited with code {code} before it answered on {base} "
+                                "(its messages are above)")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=UI_POLL_S) as reply:
+                if reply.status == 200:
+                    return time.monotonic() - t0
+        except (urllib.error.URLError, OSError):  # refused, reset, or not serving yet
+            pass
+        if time.monotonic() - t0 > timeout_s:
+            raise FedbenchError(f"the MLflow UI did not answer on {base} within {timeout_s:g} s; stopped it "
+                                "(a busy machine: try again, or `mlflow ui` by hand to see why)")
+        time.sleep(UI_POLL_S)
 
 
 def _stop_group(server: subprocess.Popen) -> None:
@@ -437,42 +469,59 @@ def _kill_group(pgid: int, reap: Callable[[], object] = lambda: None, grace_s: f
 
 def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
               simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
-              description: str = "") -> str:
+              description: str = "", budget: str = "pipeline", run_name: str | None = None) -> str:
     """Log one claim study as a run (a tag per claim verdict; figures, claims.json and the simulation records as
     artifacts) with one nested run per simulation record (fedbench.studies.record): params, per-round step
     metrics, final metrics, param digest and device; ``commit`` is the commit that computed it. Skipped if a
     finished study run with ``fingerprint`` is there already; returns the study run's id. The study's seconds and
     simulation count, and each simulation's final values and study results, are tags (summary values); a
-    simulation's rounds are stamped at equal shares of its recorded seconds (records keep no per-round times)."""
+    simulation's rounds are stamped at equal shares of its recorded seconds (records keep no per-round times).
+    The study run and every simulation are tagged with the study, its ``budget`` and a fingerprint, each
+    simulation with its arm, seed and rounds too (simulation_tags). ``run_name``: the study run's (default
+    ``name``)."""
     with _store() as client:
         return _log_study(client, experiment, name, claims, seconds, simulations, artifacts, fingerprint, commit,
-                          description)
+                          description, budget, run_name or name)
 
 
 def _log_study(client: MlflowClient, experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
                simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
-               description: str = "") -> str:
+               description: str = "", budget: str = "pipeline", run_name: str | None = None) -> str:
     exp_id = experiment_id(client, experiment, description)
     found = _finished_or_cleared(client, exp_id, fingerprint)
     if found:
         return found
-    tags = {"mlflow.runName": name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
+    run_name = run_name or name
+    tags = {"mlflow.runName": run_name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
+            "study": name, "budget": budget,
             "study/seconds": f"{float(seconds):g}", "study/simulations": str(len(simulations)),
             **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
     now = int(time.time() * 1000)
-    with _mlflow_run(client, exp_id, name, tags, now - int(1000 * float(seconds)), now) as run_id:
+    with _mlflow_run(client, exp_id, run_name, tags, now - int(1000 * float(seconds)), now) as run_id:
         _log_batched(client, run_id, [], [Param("study", name)])  # FINISHED last: only with all its children
         for sim in simulations:
-            _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now)
+            _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now, {"study": name, "budget": budget})
         for path in artifacts:
             client.log_artifact(run_id, str(path))
     return run_id
 
 
+def simulation_tags(sim: dict[str, Any]) -> dict[str, str]:
+    """A simulation record's columns of the runs table: its arm (the record's ``arm`` or ``method`` param, else
+    the first part of its name, as the studies name them: ``scaffold/G=1/K=2``), seed and rounds (where its params
+    give them), and its fingerprint (``fedbench.fingerprint``): the hash of its params and final parameters'
+    digest, which tells apart simulations that computed different things."""
+    params = sim["params"]
+    identity = json.dumps({"params": params, "param_digest": sim["param_digest"]}, sort_keys=True, default=str)
+    tags = {"arm": str(params.get("arm") or params.get("method") or sim["name"].split("/")[0]),
+            "fedbench.fingerprint": hashlib.sha256(identity.encode()).hexdigest()[:16]}
+    return tags | {k: str(params[k]) for k in ("seed", "rounds") if params.get(k) is not None}
+
+
 def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fingerprint: str,
-                    sim: dict[str, Any], commit: str, now: int) -> None:
+                    sim: dict[str, Any], commit: str, now: int, study_tags: dict[str, str] | None = None) -> None:
     tags = {"mlflow.parentRunId": parent_id, "fedbench.parent_fingerprint": parent_fingerprint,
-            "mlflow.runName": sim["name"], "git_commit": commit,
+            "mlflow.runName": sim["name"], "git_commit": commit, **(study_tags or {}), **simulation_tags(sim),
             "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"]),
             **_final_tags(sim["final"]), **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}}
     steps = max((len(v) for k, v in sim["history"].items() if k != "round"), default=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -48,13 +49,25 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
     parent = client.get_run(parent_id)
     assert parent.info.status == "FINISHED" and parent.data.tags[f"verdict.{claims[0]['id']}"] == claims[0]["verdict"]
     assert {a.path for a in client.list_artifacts(parent_id)} >= {"claims.json", "simulations.jsonl"}
+    assert parent.info.run_name == f"delta_fl_triangle pipeline #{parent.data.tags['fedbench.fingerprint'][:6]}"
+    assert {k: parent.data.tags[k] for k in ("study", "budget")} == {"study": "delta_fl_triangle", "budget": "pipeline"}
+    # the records carry no arm or method param: the arm is the name's first part (delta_fl_filter's record reads
+    # delta_fl/theta=0.667/filter/obtuse, so its arm reads delta_fl)
+    arms = {"delta_fl/theta=0.667/exact/obtuse": "delta_fl", "fedavg/obtuse": "fedavg",
+            "delta_fl/theta=0.667/filter/obtuse": "delta_fl", "delta_fl/theta=0.8/exact/obtuse": "delta_fl",
+            "delta_fl/theta=0.667/exact/acute": "delta_fl"}
     for rec in records:
         run = children[rec["name"]]
         assert run.info.status == "FINISHED" and run.data.tags["param_digest"] == rec["param_digest"]
+        assert {k: run.data.tags[k] for k in ("study", "budget", "seed", "rounds")} == {
+            "study": "delta_fl_triangle", "budget": "pipeline", "seed": "0", "rounds": "5"}
+        assert run.data.tags["arm"] == arms[rec["name"]]
         assert run.data.params == {k: str(v) for k, v in rec["params"].items()}
         w0 = client.get_metric_history(run.info.run_id, "model/w0")
         assert [(m.step, m.value) for m in w0] == list(enumerate(rec["history"]["model/w0"]))
         assert float(run.data.tags["final/train_loss"]) == rec["final"]["train/loss"] and "final/train_loss" not in run.data.metrics
+    fingerprints = {r.data.tags["fedbench.fingerprint"] for r in children.values()}
+    assert len(fingerprints) == len(records) and parent.data.tags["fedbench.fingerprint"] not in fingerprints
 
     body = json.loads((root / "delta_fl_triangle" / "claims.json").read_text())
     (root / "delta_fl_triangle" / "claims.json").write_text(json.dumps(body | {"seconds": body["seconds"] + 1}))
@@ -113,8 +126,8 @@ def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_rou
 
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    name = run_name("synthetic_1_1", "fedprox_mu1", 0.9, 3)
-    assert name == "fedprox_mu1 90% s3 synthetic_1_1"
+    name = run_name("synthetic_1_1", "fedprox_mu1", 0.9, 3, "fp-1")
+    assert name == "fedprox_mu1 90% s3 synthetic_1_1 #fp-1"
     run_id = tracking.log_run(train_experiment("stragglers"), name, _summary(), lambda: [],
                               train_description("stragglers"), finished_ms=1_000_000)
     monkeypatch.setenv("DVC_EXP_NAME", "rounds-4")  # as `dvc exp run` sets it for the stage commands
@@ -129,9 +142,9 @@ def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_rou
     assert exp.tags["mlflow.note.content"].startswith("FedProx (Li et al., MLSys 2020) Figures 1 and 5")
     run = client.get_run(run_id)
     assert run.info.run_name == name
-    assert {k: run.data.tags[k] for k in ("dataset", "algorithm", "variant", "stragglers", "mu", "seed")} == {
+    assert {k: run.data.tags[k] for k in ("dataset", "algorithm", "variant", "stragglers", "mu", "seed", "rounds")} == {
         "dataset": "synthetic_1_1", "algorithm": "fedprox", "variant": "fedprox_mu1", "stragglers": "0.9", "mu": "1",
-        "seed": "3"}
+        "seed": "3", "rounds": "3"}
     loss = client.get_metric_history(run_id, "train/loss")
     assert [(m.step, m.timestamp) for m in loss] == [(0, 997_000), (1, 998_000), (2, 1_000_000)]
     assert (run.info.start_time, run.info.end_time) == (997_000, 1_000_000)  # the duration is the training's
@@ -277,3 +290,94 @@ def test_curves_drawn_ahead_in_workers_are_the_figures_drawn_in_turn(tmp_path):
             alone = run_curves(s["history"], tmp_path / f"{s['fingerprint']}.png", title=f"title {s['fingerprint']}")
             assert drawn[s["fingerprint"]].read_bytes() == alone.read_bytes()
     assert not any(p.exists() for p in drawn.values())
+
+
+def test_simulation_arm_from_its_arm_or_method_param_else_its_name():
+    from fedbench.tracking import simulation_tags
+
+    sim = {"name": "paper-sampling/fedavg/seed=0", "param_digest": "d", "params": {"arm": "fedavg", "seed": 0}}
+    assert simulation_tags(sim) | {"fedbench.fingerprint": "-"} == {"arm": "fedavg", "seed": "0",
+                                                                    "fedbench.fingerprint": "-"}
+    mime = {"name": "Mime (SGDm)/lr=0.001/seed=100", "param_digest": "d",
+            "params": {"method": "Mime (SGDm)", "variant": "mime", "seed": 100, "rounds": 100}}
+    assert {k: simulation_tags(mime)[k] for k in ("arm", "seed", "rounds")} == {"arm": "Mime (SGDm)", "seed": "100",
+                                                                                "rounds": "100"}
+    other = mime | {"param_digest": "e"}  # same settings, other final parameters: another fingerprint
+    assert simulation_tags(other)["fedbench.fingerprint"] != simulation_tags(mime)["fedbench.fingerprint"]
+    assert len(simulation_tags(mime)["fedbench.fingerprint"]) == 16
+
+
+def _write_run(runs_root, summary):
+    """A finished run's folder as fedbench.runner leaves it (the files the track stage attaches)."""
+    import json as _json
+
+    from fedbench.runner import run_folder
+
+    p = summary["params"]
+    folder = run_folder(runs_root, p["dataset"], p["variant"], p["straggler_fraction"], p["seed"], summary["fingerprint"])
+    folder.mkdir(parents=True)
+    (folder / "history.csv").write_text("round,train/loss\n0,2.0\n")
+    (folder / "per_device.csv").write_text("device,accuracy\n0,0.5\n")
+    (folder / "summary.json").write_text(_json.dumps({"fingerprint": summary["fingerprint"]}))
+
+
+def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, monkeypatch, capsys):
+    """Issue 29 item 4: a 10-round and a 200-round run of one cell were both "fedavg 90% s0 synthetic_1_1" in
+    MLflow and `fedbench show`. Now the name carries what differs from params.yaml (rounds=10) and the start of
+    the fingerprint, the tags rounds, budget and study are columns, and `show` lists both apart."""
+    from fedbench import tracking
+    from fedbench.cli import main
+    from fedbench.config import load_config
+    from fedbench.runner import run_params
+    from fedbench.track import track_cell
+
+    repo_params = Path(__file__).resolve().parents[1] / "params.yaml"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(repo_params.read_text())  # the defaults `fedbench run` is told apart from
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'store.db'}")
+    defaults = load_config("params.yaml")
+    assert defaults.train.rounds == 200  # params.yaml's: the main job's budget
+    main_run, short_run = _summary("a1b2c3d4e5f60718"), _summary("0f1e2d3c4b5a6978")
+    main_run["params"] = run_params(defaults, "synthetic_1_1", "fedavg", 0.9, 0)
+    short_run["params"] = run_params(load_config("params.yaml", {"train.rounds": 10}), "synthetic_1_1", "fedavg", 0.9, 0)
+    for s in (main_run, short_run):
+        s["history"] = [row | {"train/dissimilarity": 0.1} for row in s["history"]]  # the curves figure draws it
+        _write_run(tmp_path / "runs", s)
+    # the track stage passes its config; `fedbench run --set train.rounds=10` leaves the defaults to params.yaml
+    (main_id,) = track_cell("stragglers", "synthetic_1_1", "fedavg", 0.9, [main_run], tmp_path / "runs", defaults=defaults)
+    (short_id,) = track_cell("adhoc", "synthetic_1_1", "fedavg", 0.9, [short_run], tmp_path / "runs")
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
+    main_mlflow, short_mlflow = client.get_run(main_id), client.get_run(short_id)
+    assert main_mlflow.info.run_name == "fedavg 90% s0 synthetic_1_1 #a1b2c3"
+    assert short_mlflow.info.run_name == "fedavg 90% s0 rounds=10 synthetic_1_1 #0f1e2d"
+    tags = ("rounds", "budget", "study", "fedbench.fingerprint")
+    assert {k: main_mlflow.data.tags[k] for k in tags} == {"rounds": "200", "budget": "pipeline", "study": "stragglers",
+                                                           "fedbench.fingerprint": "a1b2c3d4e5f60718"}
+    assert {k: short_mlflow.data.tags[k] for k in tags} == {"rounds": "10", "budget": "custom", "study": "adhoc",
+                                                            "fedbench.fingerprint": "0f1e2d3c4b5a6978"}
+    listed = {r["run"]: r for r in tracking.list_runs()}
+    assert {name: (r["experiment"], r["rounds"], r["budget"]) for name, r in listed.items()} == {
+        "fedavg 90% s0 synthetic_1_1 #a1b2c3": ("train-stragglers", "200", "pipeline"),
+        "fedavg 90% s0 rounds=10 synthetic_1_1 #0f1e2d": ("train-adhoc", "10", "custom")}
+    main(["show"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["experiment", "run", "rounds", "budget", "status", "final/train_loss",
+                              "final/test_accuracy", "reporting/test_accuracy"]
+    rows = sorted(line.split() for line in out[1:])
+    assert rows == [["train-adhoc", "fedavg", "90%", "s0", "rounds=10", "synthetic_1_1", "#0f1e2d", "10", "custom",
+                     "FINISHED", "1.8000", "0.5200", "0.5200"],
+                    ["train-stragglers", "fedavg", "90%", "s0", "synthetic_1_1", "#a1b2c3", "200", "pipeline",
+                     "FINISHED", "1.8000", "0.5200", "0.5200"]]
+
+
+def test_a_run_differs_by_each_setting_that_is_not_the_defaults():
+    from fedbench.track import differs, run_name
+
+    defaults = {"dataset": "d", "variant": "fedprox_mu1", "algo.mu": 1.0, "seed": 0, "rounds": 200, "lr": 0.01}
+    run = defaults | {"seed": 3, "algo.mu": 0.5, "lr": 0.03, "dissimilarity_samples": 100}
+    assert differs(run, defaults) == {"algo.mu": 0.5, "lr": 0.03, "dissimilarity_samples": 100}  # not seed: named
+    assert differs({k: v for k, v in defaults.items() if k != "lr"}, defaults) == {"lr": "-"}
+    assert differs(run, None) == {}  # defaults unknown: the fingerprint alone tells runs apart
+    assert run_name("d", "fedprox_mu1", 0.1, 3, "0123456789abcdef", differs(run, defaults)) == (
+        "fedprox_mu1 10% s3 mu=0.5 lr=0.03 dissimilarity_samples=100 d #012345")

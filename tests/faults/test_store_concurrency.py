@@ -15,8 +15,9 @@ def test_processes_on_a_fresh_store(ws):
         assert p.returncode == 0, err[-3000:]
     runs = ws.runs()
     assert all(r.info.status == "FINISHED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
-    names = Counter(r.info.run_name for r in runs)
-    assert names == {f"fedavg 0% s{s} synthetic_1_1": 1 for s in (1, 2)}, names  # none twice
+    names = Counter(r.info.run_name for r in runs)  # the workspace's params.yaml is the defaults: no differences
+    assert names == {f"fedavg 0% s{s} synthetic_1_1 #{ws.run_dir('synthetic_1_1', 'fedavg', 0.0, s).name[-16:][:6]}": 1
+                     for s in (1, 2)}, names  # none twice
     with sqlite3.connect(ws.store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     computed = sum("(reused)" not in err for err in results)  # the same seed twice: computed once

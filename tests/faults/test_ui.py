@@ -86,7 +86,7 @@ def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, m
         s["params"] |= {"variant": variant, "algorithm": variant.split("_")[0]}
         if variant == "fedavg":
             del s["params"]["algo.mu"]
-        tracking.log_run(train_experiment("stragglers"), run_name("synthetic_1_1", variant, 0.9, 3), s, lambda: [],
+        tracking.log_run(train_experiment("stragglers"), run_name("synthetic_1_1", variant, 0.9, 3, s["fingerprint"]), s, lambda: [],
                          train_description("stragglers"), finished_ms=2_000_000)
     port = _free_port()
     proc = ws.start("ui", "--port", str(port))
@@ -101,12 +101,12 @@ def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, m
     assert tags["mlflow.note.content"] == train_description("stragglers")
     runs = _get(port, "/api/2.0/mlflow/runs/search", {"experiment_ids": [exps[0]["experiment_id"]]})["runs"]
     by_name = {r["info"]["run_name"]: r for r in runs}
-    assert set(by_name) == {"fedavg 90% s3 synthetic_1_1", "fedprox_mu1 90% s3 synthetic_1_1"}
-    prox = by_name["fedprox_mu1 90% s3 synthetic_1_1"]
+    assert set(by_name) == {"fedavg 90% s3 synthetic_1_1 #fp-0", "fedprox_mu1 90% s3 synthetic_1_1 #fp-1"}
+    prox = by_name["fedprox_mu1 90% s3 synthetic_1_1 #fp-1"]
     prox_tags = {t["key"]: t["value"] for t in prox["data"]["tags"]}
     assert {k: prox_tags[k] for k in ("dataset", "variant", "stragglers", "mu", "seed")} == {
         "dataset": "synthetic_1_1", "variant": "fedprox_mu1", "stragglers": "0.9", "mu": "1", "seed": "3"}
-    assert {t["key"]: t["value"] for t in by_name["fedavg 90% s3 synthetic_1_1"]["data"]["tags"]}["mu"] == "-"
+    assert {t["key"]: t["value"] for t in by_name["fedavg 90% s3 synthetic_1_1 #fp-0"]["data"]["tags"]}["mu"] == "-"
     assert int(prox["info"]["end_time"]) - int(prox["info"]["start_time"]) == 3_000  # the rounds' 0 + 1 + 2 s
     curve = _get(port, f"/api/2.0/mlflow/metrics/get-history?run_id={prox['info']['run_id']}&metric_key=train/loss")
     assert [(int(m["step"]), int(m["timestamp"])) for m in curve["metrics"]] == [(0, 1_997_000), (1, 1_998_000),
@@ -117,3 +117,96 @@ def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, m
     log = ws.finish(proc, timeout=30)
     link = f"http://127.0.0.1:{port}/#/experiments/{exps[0]['experiment_id']}/runs?workflowType=machine_learning"
     assert f"  train-stragglers  {link}" in log.splitlines()
+
+
+def test_waiting_for_the_ui_gives_up_in_one_line():
+    """`fedbench ui` prints its links once MLflow answers; a server that exits first, or never answers, is one
+    line (the CLI then stops the server's group: serve_ui's finally)."""
+    import time
+
+    from fedbench.errors import FedbenchError
+    from fedbench.tracking import _wait_until_answering
+
+    base = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    exits = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    exits.wait(timeout=30)
+    with pytest.raises(FedbenchError, match="exited with code 3 before it answered"):
+        _wait_until_answering(exits, base, 30)
+    silent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(FedbenchError, match=r"did not answer on http://127\.0\.0\.1:\d+ within 1 s; stopped it"):
+            _wait_until_answering(silent, base, 1)
+        assert time.monotonic() - t0 < 10  # bounded: 1 s, plus one poll's connect timeout and sleep
+    finally:
+        silent.kill()
+        silent.wait()
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+# a first visit by a fresh browser (its own empty profile), as a new user's: no settings remembered from before
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1400,900", "--virtual-time-budget=20000")
+
+
+def _browse(url: str, profile, *action: str) -> str:
+    """The DOM (--dump-dom) of ``url`` after the page has run, or chromium's output (--screenshot=PATH)."""
+    out = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *action, url],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium on PATH (Debian: apt-get install -y chromium): the UI's "
+                                                "pages are not checked in a browser")
+def test_ui_links_answer_when_printed_and_open_the_runs_in_model_training_mode(ws, reaper, monkeypatch, tmp_path):
+    """Issue 29 item 5, in headless Chromium: the links `fedbench ui` prints answer the moment they are printed
+    (they were printed 25-40 s before the server answered), and the printed experiment link opens its runs table
+    with the runs' names in model-training mode, no mode switch (MLflow 3.17 opens GenAI mode, runs hidden, on a
+    first visit otherwise: the same page without the link's query is the control)."""
+    import re
+    import urllib.request
+
+    from fedbench import tracking
+    from fedbench.track import differs, run_name, train_description, train_experiment
+    from tests.test_track import _summary
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", ws.uri)
+    names = []
+    for fp, rounds in (("fp-0", 200), ("fp-1", 10)):  # two runs differing only in rounds
+        s = _summary(fp)
+        s["params"]["rounds"] = rounds
+        names.append(run_name("synthetic_1_1", "fedprox_mu1", 0.9, 3, fp, differs(s["params"], _summary()["params"]
+                                                                                 | {"rounds": 200})))
+        tracking.log_run(train_experiment("stragglers"), names[-1], s, lambda: [], train_description("stragglers"))
+    assert names == ["fedprox_mu1 90% s3 synthetic_1_1 #fp-0", "fedprox_mu1 90% s3 rounds=10 synthetic_1_1 #fp-1"]
+    port = _free_port()
+    proc = ws.start("ui", "--port", str(port))
+    reaper.add(proc.pid)
+    wait_for(lambda: "ready after" in proc.log.read_text(), 300, "`fedbench ui` to print its links", step=0.1)
+    base = f"http://127.0.0.1:{port}"
+    with urllib.request.urlopen(f"{base}/health", timeout=5) as reply:  # answering as soon as it says so
+        assert reply.status == 200
+    reaper.update(descendants(proc.pid))
+    (link,) = re.findall(r"^  train-stragglers  (\S+)$", proc.log.read_text(), re.M)
+    assert link.startswith(f"{base}/#/experiments/") and link.endswith("/runs?workflowType=machine_learning")
+
+    dom = _browse(link, tmp_path / "profile-link", "--dump-dom")
+    assert all(name in dom for name in names), dom[-3000:]
+    assert re.search(r"<h2[^>]*>Runs<", dom) and "Evaluation runs" not in dom  # model training: not GenAI's sidebar
+    control = _browse(link.split("?")[0], tmp_path / "profile-control", "--dump-dom")
+    assert re.search(r"<h2[^>]*>Training runs<", control) and "Evaluation runs" in control  # GenAI mode
+    shot = tmp_path / "runs.png"
+    _browse(link, tmp_path / "profile-shot", f"--screenshot={shot}")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000  # a drawn page (a blank 1400x900 one is a few KB)
+
+    server = descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    wait_for(lambda: not any(alive(pid) for pid in server), 20, "the server processes to exit")
