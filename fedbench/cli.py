@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from fedbench.claims.entry import FIDELITIES, VERDICTS
 from fedbench.config import ConfigError, load_config, parse_value
 from fedbench.errors import FedbenchError
 from fedbench.parallel import Terminated, raise_terminated
@@ -269,8 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "then each claim with its effect, or why it did not run and the command that runs it, fit to the "
                    "terminal's width")
     s.add_argument("--paper", help="--claims: only this paper's claims (e.g. FedProx, SCAFFOLD)")
-    s.add_argument("--verdict", help="--claims: only this verdict (reproduced, not-reproduced, inconclusive, not-run)")
-    s.add_argument("--fidelity", help="--claims: only this fidelity (paper-scale, reduced-budget, reduced-data, stand-in, analytic)")
+    s.add_argument("--verdict", help=f"--claims: only this verdict ({', '.join(VERDICTS)})")
+    s.add_argument("--fidelity", help=f"--claims: only this fidelity ({', '.join(FIDELITIES)})")
     s.add_argument("--verbose", action="store_true", help="--claims: each claim's observation, rule, deviations, place "
                    "in the paper and what would change its verdict too")
     s.add_argument("--out", default="reports", help="the report folder to read claims.json from (default: reports)")

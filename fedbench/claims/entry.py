@@ -18,7 +18,8 @@ VERDICTS = ("reproduced", "direction-only", "not-reproduced", "inconclusive", "n
 # direction-only: a claim that states a number whose direction holds but whose size is not shown
 # (fedbench.claims.magnitude.size_verdict); shown and tallied apart from reproduced
 # Fidelity classes, each meaning one thing (fedbench.claims.fidelity.label assigns them from what ran; an entry's
-# smoke-check is derived from its rounds by new_entry and checked by claim(), never hand-set):
+# smoke-check is derived from its rounds by new_entry and checked by claim(), never hand-set; a not-run entry keeps
+# the label of what it planned to run, checked by not_run against the planned rounds before it clears them):
 #   paper-scale     the paper's data, setup and budget (rounds; the benchmark's FULL_SEEDS seeds)
 #   reduced-budget  the paper's data and setup, fewer rounds (more than a tenth of the paper's) or fewer seeds
 #   reduced-data    a subset of the paper's dataset with the setup scaled to it (MNIST-5k)
@@ -46,11 +47,8 @@ def claim(**fields: Any) -> dict[str, Any]:
         raise ValueError(f"{cid}: verdict {fields['verdict']!r} is not one of {VERDICTS}")
     if fields["fidelity"] not in FIDELITIES:
         raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} is not one of {FIDELITIES}")
-    smoke = smoke_check(fields["rounds_run"], fields["rounds_paper"])
-    if smoke != (fields["fidelity"] == "smoke-check"):
-        raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} with {fields['rounds_run']} of the paper's "
-                         f"{fields['rounds_paper']} rounds; allowed: smoke-check exactly when the rounds run are at "
-                         "most a tenth of the paper's (fedbench.claims.fidelity.smoke_check)")
+    if fields["verdict"] != "not-run":  # a not-run entry's label was checked against its plan by not_run
+        _check_smoke(fields)
     seeds = fields["seeds"]
     if not isinstance(seeds, dict) or set(seeds) != {"training", "data"} or not all(
             isinstance(v, list) for v in seeds.values()):
@@ -73,6 +71,14 @@ def claim(**fields: Any) -> dict[str, Any]:
     if fields["magnitude"] is not None and (not isinstance(fields["magnitude"], dict) or pub["value"] is None):
         raise ValueError(f"{cid}: a magnitude part needs a published value, got {fields['magnitude']!r}")
     return {k: fields[k] for k in CLAIM_KEYS}
+
+
+def _check_smoke(fields: dict[str, Any]) -> None:
+    """Refuse a fidelity that says smoke-check where ``rounds_run`` of ``rounds_paper`` is not one, or the reverse."""
+    if smoke_check(fields["rounds_run"], fields["rounds_paper"]) != (fields["fidelity"] == "smoke-check"):
+        raise ValueError(f"{fields['id']}: fidelity {fields['fidelity']!r} with {fields['rounds_run']} of the paper's "
+                         f"{fields['rounds_paper']} rounds; allowed: smoke-check exactly when the rounds run are at "
+                         "most a tenth of the paper's (fedbench.claims.fidelity.smoke_check)")
 
 
 def plain(value: Any) -> Any:
@@ -128,7 +134,10 @@ def judged(entry: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
 
 def not_run(entry: dict[str, Any], why: str, would_change: str) -> dict[str, Any]:
     """``entry`` left not-run, saying why and what would run it; it ran no rounds (``rounds_run`` None: the rounds it
-    would run are in its scale)."""
+    would run are in its scale). Its fidelity is the label of what it would run: checked here against the rounds it
+    planned (``entry``'s ``rounds_run``) before they are cleared, so a claim planned as a smoke check stays counted
+    with the smoke checks rather than moving into a headline until it runs."""
+    _check_smoke(entry)
     entry = dict(entry)
     entry.update(observed=why, would_change=would_change, rounds_run=None)
     return claim(**entry)

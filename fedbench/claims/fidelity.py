@@ -92,8 +92,9 @@ _STRICTNESS = ("paper", "reduced-data", "reconstructed", "stand-in", "analytic")
 def relabelled(stored: str, rounds_run: int | None, rounds_paper: int | None, declared: str | None = None) -> str:
     """A stored entry's label under the current rules (an entry a run wrote before them): smoke-check by its rounds,
     else the stricter setup of the ``stored`` label and the claim's ``declared`` one (None: the stored alone), a
-    paper setup keeping its stored paper-scale or reduced-budget."""
-    if smoke_check(rounds_run, rounds_paper):
+    paper setup keeping its stored paper-scale or reduced-budget. A stored smoke-check with no rounds run is a
+    not-run entry planned as a smoke check (fedbench.claims.entry.not_run checked its plan): it stays one."""
+    if smoke_check(rounds_run, rounds_paper) or (stored == "smoke-check" and rounds_run is None):
         return "smoke-check"
     setups = [setup_of(f) for f in (stored, declared) if f is not None and f != "smoke-check"]
     setup = max(setups, key=_STRICTNESS.index) if setups else "stand-in"

@@ -8,8 +8,9 @@ What counts toward a headline, the one definition (:data:`DEFINITION`, :func:`to
 - it is judged on the paper's own data: its fidelity is one of fedbench.claims.entry.PAPER_DATA (paper-scale,
   reduced-budget, reduced-data).
 
-Every other entry is counted apart: the stand-in and analytic claims in their own fidelity columns, the sensitivity
-readings on their own line. Verdicts are counted over fedbench.claims.entry.VERDICTS as it stands when a tally is
+Every other entry is counted apart: the claims of every other fidelity class (reconstructed, stand-in, smoke-check,
+analytic: fedbench.claims.entry.FIDELITIES less PAPER_DATA) in their own fidelity columns, the sensitivity readings
+on their own line. Verdicts are counted over fedbench.claims.entry.VERDICTS as it stands when a tally is
 made, so a verdict added there is tallied, and shown by every reader, with no change here. Torch-free; imports
 nothing from fedbench.studies or fedbench.report.
 """
@@ -22,10 +23,11 @@ from typing import Any
 from fedbench.claims import entry as schema
 from fedbench.claims.magnitude import sensitivity_of
 
+_APART = tuple(f for f in schema.FIDELITIES if f not in schema.PAPER_DATA)
 DEFINITION = ("A headline counts the claims judged on the papers' own data (fidelity "
-              + ", ".join(schema.PAPER_DATA[:-1]) + f" or {schema.PAPER_DATA[-1]}); stand-in and analytic claims "
-              "are counted apart, and sensitivity readings (a claim judged by its own rule with one setting "
-              "changed) are shown beside their claim and not counted")
+              + ", ".join(schema.PAPER_DATA[:-1]) + f" or {schema.PAPER_DATA[-1]}); "
+              + ", ".join(_APART[:-1]) + f" and {_APART[-1]} claims are counted apart, and sensitivity readings (a "
+              "claim judged by its own rule with one setting changed) are shown beside their claim and not counted")
 
 
 def is_reading(e: dict[str, Any]) -> bool:

@@ -3,8 +3,8 @@
 Everything is written to a temporary folder first and moved into place, so an interrupted build never
 leaves a half-written report that looks complete.
 
-claims.md reads at a glance: the verdicts by fidelity class (the papers' own data apart from stand-in and
-analytic checks, which never count toward a headline), then grouped by paper, a coverage line per paper (how
+claims.md reads at a glance: the verdicts by fidelity class (the papers' own data apart from the reconstructed,
+stand-in, smoke-check and analytic classes, which never count toward a headline), then grouped by paper, a coverage line per paper (how
 many of its headline claims are checked on the paper's data, at which fidelity), one summary row per claim (fidelity, rounds run against the paper's, seeds,
 published value with unit and scope, effect with its 95% interval, verdict), a sensitivity table (verdict and
 effect under other reading rules and at 25% and 50% of the rounds), then the details, with the deviations of
@@ -305,8 +305,8 @@ def _shared_deviations(group: list[dict[str, Any]]) -> list[str]:
 
 def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
     """How many of ``paper``'s headline claims an entry judged on the paper's own data covers (PAPER_DATA), by
-    the best fidelity among its entries; a headline judged only on a stand-in or analytically is named apart and
-    not counted."""
+    the best fidelity among its entries; a headline judged only at a fidelity counted apart (reconstructed, stand-in,
+    smoke-check, analytic) is named apart with its fidelity and not counted."""
     checked, fid = [], {f: 0 for f in PAPER_DATA}
     elsewhere, missing = [], []
     for i, (_, what) in enumerate(paper.headline):
@@ -322,7 +322,7 @@ def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
     counts = ", ".join(f"{n} {f}" for f, n in fid.items() if n)
     return (f"Coverage: {len(checked)} of {len(paper.headline)} headline claims checked on the paper's data"
             + (f" ({counts})" if counts else "")
-            + (f"; judged only on a stand-in or analytically, not counted: {'; '.join(elsewhere)}" if elsewhere else "")
+            + (f"; judged only at a fidelity counted apart, not counted: {'; '.join(elsewhere)}" if elsewhere else "")
             + (f"; not checked: {'; '.join(missing)}" if missing else "") + ".")
 
 
@@ -389,10 +389,13 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "claim while its effect still moves toward the paper's side (budget-limited). **Direction** is that rule; "
         "**magnitude**, only where the paper publishes a number, asks whether the published value lies in the 95% "
         "interval (or reaches a share of it registered per claim, fedbench/claims/magnitude.py); the verdict is the "
-        "direction's unless the claim is about the size itself. **Fidelity**: paper-scale "
-        "(the paper's data, setup and budget), reduced-budget (the paper's data and setup, fewer rounds or seeds), "
-        "reduced-data (a subset of the paper's dataset with the setup scaled to it), stand-in (other data or "
-        "model), analytic (a closed-form check, no seed randomness); only the first three count toward a "
+        "direction's unless the claim is about the size itself: then it is reproduced when both hold and "
+        "direction-only when the direction holds and the size does not. **Fidelity**: paper-scale "
+        "(the paper's data, setup and budget), reduced-budget (the paper's data and setup, fewer rounds, more than "
+        "a tenth of the paper's, or fewer seeds), reduced-data (a subset of the paper's dataset with the setup "
+        "scaled to it), reconstructed (the paper's task on its data with a setting the paper does not give chosen "
+        "by fedbench), stand-in (other data or model), smoke-check (at most a tenth of the paper's rounds, whatever "
+        "the data), analytic (a closed-form check, no seed randomness); only the first three count toward a "
         "headline. Sensitivity marks: "
         + ", ".join(f"{m} {v}" for v, m in MARK.items() if v != "not-run") + ".",
         "",

@@ -24,3 +24,16 @@ def test_building_a_not_run_entry_with_rounds_run_is_an_error():
                                          r"None, got 100 "):
         claim(**_planned(100))
     assert claim(**_planned(None))["rounds_run"] is None
+
+
+def test_a_claim_planned_as_a_smoke_check_and_left_not_run_stays_one():
+    """The labels (smoke-check derived from the planned rounds) and the not-run rule (no rounds_run) together: 10 of
+    the paper's 100 rounds is a tenth, a smoke check; left not-run it keeps that label with rounds_run None, so it
+    is counted with the smoke checks, not toward a headline, before and after it runs."""
+    planned = _planned(10)
+    assert planned["fidelity"] == "smoke-check"  # 10 * 10 <= 100
+    e = not_run(planned, "not run: missing runs", "running them")
+    assert (e["verdict"], e["fidelity"], e["rounds_run"], e["rounds_paper"]) == ("not-run", "smoke-check", None, 100)
+    assert not_run(_planned(11), "why", "what")["fidelity"] == "paper-scale"  # 110 > 100: not a smoke check
+    with pytest.raises(ValueError, match=r"^fedprox/mnist/gain: fidelity 'smoke-check' with None of the paper's 100 "):
+        claim(**(planned | {"verdict": "reproduced", "rounds_run": None, "effect": {}, "direction": {}}))

@@ -56,6 +56,7 @@ def test_setup_of_a_declared_label():
 
 def test_a_stored_entry_is_relabelled_by_the_current_rules():
     assert relabelled("stand-in", 20, 70_000) == "smoke-check"
+    assert relabelled("smoke-check", None, 200) == "smoke-check"  # a not-run entry planned as a smoke check
     assert relabelled("paper-scale", 1_000, 1_000, "reconstructed") == "reconstructed"
     assert relabelled("stand-in", 3, 1_000, "reconstructed") == "smoke-check"
     assert relabelled("stand-in", 200, 1_000, "reconstructed") == "stand-in"  # a fixture stays stand-in

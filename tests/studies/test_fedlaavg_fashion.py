@@ -82,7 +82,7 @@ def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     assert_valid_entries(claims)
     (c,) = claims
     b = study.BUDGETS["fixture"]
-    assert c["id"] == "fedlaavg/fashion/ica-gain" and c["fidelity"] == "stand-in"
+    assert c["id"] == "fedlaavg/fashion/ica-gain" and c["fidelity"] == "smoke-check"  # 8 of 70,000 rounds
     assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive")
     assert (c["rounds_run"], c["rounds_paper"]) == (8, 70000)
     best = c["reproduced"]

@@ -182,7 +182,7 @@ def test_fixture_study_end_to_end(fixture_study):
     assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
     for c in claims:
         assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
-        assert c["fidelity"] == "stand-in" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
+        assert c["fidelity"] == "smoke-check" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000  # 30 <= 1,000
         assert len(c["effect"]["per_seed"]) == 2 and c["seeds"]["training"] == [0, 1]
         assert c["figure"]["path"] == f"figures/{study.DECLARATION.name}/{study.DECLARATION.name}.png"
         assert c["scale"]["tuning_seeds"] == [100] and "budget-limited" not in c["verdict_text"]

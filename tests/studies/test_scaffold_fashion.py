@@ -134,7 +134,7 @@ def test_table3_effects_and_verdicts_on_hand_made_curves():
     assert [p["per_seed"] for p in entry["parts"]] == [[1.0, 2.0, 2.0]] * 4
     assert entry["reproduced"]["cells"]["fedavg, 5, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0, 4.0],
                                                             "mean": pytest.approx(11 / 3)}
-    assert entry["fidelity"] == "stand-in" and entry["rounds_run"] == 6
+    assert entry["fidelity"] == "smoke-check" and entry["rounds_run"] == 6  # 6 of 1,000 rounds: at most a tenth
     assert len(entry["reproduced"]["selected_at_grid_edge"]) == 6  # every Table 3 cell at 0.1, the grid's lower end
     worse = study.table3_claim(_judged_runs(5, (1, 2, 2)))
     assert [p["per_seed"] for p in worse["parts"]] == [[-4.0, -3.0, -3.0]] * 4
@@ -180,7 +180,7 @@ def test_fixture_study_end_to_end(fixture_study):
     assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
     for c in claims:
         assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
-        assert c["fidelity"] == "stand-in" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000
+        assert c["fidelity"] == "smoke-check" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000  # 30 <= 1,000
         assert c["seeds"]["training"] == [0, 1] and len(c["effect"]["per_seed"]) == 2
     assert len(claims[0]["parts"]) == 4 and len(claims[1]["parts"]) == 4
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
