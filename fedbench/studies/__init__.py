@@ -224,7 +224,7 @@ def command(name: str) -> str:
 
 
 def not_run_entries(name: str, why: str, would_change: str) -> list[dict[str, Any]]:
-    """The claims study ``name`` declares (its module's ``DECLARATION``, fedbench.studies.declaration) as not-run
+    """The claims study ``name`` declares (its module's ``DECLARATION``, fedbench.study.declaration) as not-run
     entries saying ``why`` and what would run them, naming no runs or seeds."""
     from fedbench.claims.entry import not_run
 
