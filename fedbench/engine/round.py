@@ -22,7 +22,8 @@ from fedbench.engine import tree
 from fedbench.engine.kernels.generic import client_segments
 from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
-from fedbench.engine.sampling import minibatch_order, plan_round
+from fedbench.engine.sampling import plan_round
+from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
 
 
 @dataclass(frozen=True)
@@ -115,48 +116,37 @@ class RoundSchedule:
     algorithm: Any = None  # the run's algorithm in this round (its learning rate decayed: algorithm_at)
 
 
-def schedule_round(stack: Stack, run: RunState, r: int) -> RoundSchedule | None:
-    """Who trains in round ``r`` of ``run`` and on which minibatches (None: nobody trains this round)."""
+def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None = None) -> RoundSchedule | None:
+    """Who trains in round ``r`` of ``run`` and on which minibatches (None: nobody trains this round). ``draw``:
+    the round as fedbench.engine.schedule drew it ahead (a block's schedule); by default drawn here, the same."""
     cfg, sizes, data = run.cfg, run.sizes, run.data
     algorithm = algorithm_at(run.algorithm, cfg.lr_decay, r)
-    available = run.availability.mask(cfg.seed, r) & (sizes > 0)  # a client without training data never trains
+    draw = draw_round(run, r) if draw is None else draw
+    if draw.round != r:
+        raise ValueError(f"schedule_round: round {r} was given the draw of round {draw.round}")
+    available, plan, work = draw.available, draw.plan, draw.work
     choose = getattr(algorithm, "choose_clients", None)
-    chosen = None
     if choose is not None:
         k = min(cfg.clients_per_round, int(available.sum()))
         run.state, chosen = choose(run.state, r, available, k)
         chosen = _check_chosen(chosen, available, k)
-    cohort_seed = cfg.seed if cfg.cohort_seed is None else cfg.cohort_seed  # SimulationConfig.cohort_seed
-    plan = plan_round(cohort_seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
-                      cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
-    weights = plan.weights
-    keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
-    filter_cohort = getattr(algorithm, "filter_cohort", None)
-    if filter_cohort is not None and len(plan.clients):
-        losses = cohort_losses(stack.kernel, data, plan.clients, run.state.theta)
-        run.state, weights = filter_cohort(run.state, r, losses, sizes[plan.clients])
-        weights = np.asarray(weights, dtype=np.float64)
-        if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-            raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
-        keep &= weights > 0
-    clients, epochs, weights = plan.clients[keep], plan.epochs[keep], weights[keep]
+        plan = plan_round(cohort_seed(cfg), r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
+                          cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
+    if work is None:
+        weights = plan.weights
+        keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
+        filter_cohort = getattr(algorithm, "filter_cohort", None)
+        if filter_cohort is not None and len(plan.clients):
+            losses = cohort_losses(stack.kernel, data, plan.clients, run.state.theta)
+            run.state, weights = filter_cohort(run.state, r, losses, sizes[plan.clients])
+            weights = np.asarray(weights, dtype=np.float64)
+            if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+                raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
+            keep &= weights > 0
+        work = local_work(run, r, plan.clients[keep], plan.epochs[keep], weights[keep])
+    clients, epochs, weights, steps, batches = work.clients, work.epochs, work.weights, work.steps, work.batches
     if len(clients) == 0:
         return None
-    # Work-sorted order: most local steps first (stable), so active clients form a prefix.
-    per_epoch = -(-sizes[clients] // cfg.batch_size)
-    if cfg.local_steps:  # exactly C steps, cycling through fresh permutations (FedLaAvg's local iterations)
-        steps = np.where(per_epoch > 0, cfg.local_steps, 0)
-        epochs = -(-steps // np.maximum(per_epoch, 1))
-    else:
-        steps = epochs * per_epoch
-    order = np.argsort(-steps, kind="stable")
-    clients, epochs, weights, steps = clients[order], epochs[order], weights[order], steps[order]
-
-    parts = []
-    for c, e, s in zip(clients, epochs, steps):
-        local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)[:s]
-        parts.append(np.where(local_idx >= 0, local_idx + (data.train_offsets[c] + run.base), -1))
-    batches = np.concatenate(parts)
 
     device = stack.device
     client_idx = torch.from_numpy(clients).to(device)
