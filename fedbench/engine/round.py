@@ -24,6 +24,7 @@ from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
+from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ class Stack:
     x_prepared: torch.Tensor  # [n, ...] kernel.prepare(x), once per stack
     batch_size: int
     local_steps: int
+    capture: str = "none"  # SimulationConfig.capture: none (ragged eager), static (padded eager), cuda_graph
+    captured: Any = None  # fedbench.engine.capture.CapturedSteps where capture is cuda_graph
 
 
 @dataclass(frozen=True)
@@ -175,13 +178,17 @@ def algorithm_at(algorithm: Any, lr_decay: float, r: int) -> Any:
     return dataclasses.replace(algorithm, lr=algorithm.lr * lr_decay ** r)
 
 
-def run_round(stack: Stack, schedules: list[RoundSchedule]) -> None:
-    """Run the local work of every scheduled run at once, then each run's aggregation (in place on the runs)."""
+def run_round(stack: Stack, schedules: list[RoundSchedule], shape: StaticShape | None = None) -> None:
+    """Run the local work of every scheduled run at once, then each run's aggregation (in place on the runs).
+    With ``stack.capture`` static or cuda_graph, the local work runs at ``shape`` (default: this round's own
+    rows and largest client; fedbench.engine.static)."""
     if not schedules:
         return
     local_fn = LOCAL_PATHS[stack.local_path]
     algorithm = schedules[0].algorithm  # client_step reads only fields every run of the stack shares
-    if len(schedules) == 1:
+    if stack.capture != "none":
+        locals_ = _run_static(stack, schedules, algorithm, shape)
+    elif len(schedules) == 1:
         s = schedules[0]
         data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared,
                           batches=torch.from_numpy(s.batches).to(stack.device), starts=_starts(s.steps), steps=s.steps)
@@ -222,6 +229,33 @@ def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorith
         # mean) may then round differently
         out.append(tree.tree_map(torch.clone, tree.rows(back, lo, lo + len(s.steps))))
         lo += len(s.steps)
+    return out
+
+
+def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, shape: StaticShape | None) -> list[Any]:
+    """The runs' cohorts as the rows of one static-shape loop (fedbench.engine.static), in schedule order (no
+    sorting: every step runs every row), eagerly or replayed from a CUDA graph; each run's rows handed back as
+    fresh tensors (see _run_merged)."""
+    sizes = [len(s.steps) for s in schedules]
+    if shape is None:
+        shape = StaticShape(rows=sum(sizes), steps=max(int(s.steps.max()) for s in schedules), batch=stack.batch_size)
+    device = stack.device
+    cohort = pad_schedule([s.steps for s in schedules], [s.batches for s in schedules], shape, device)
+    local = pad_rows(tree.concat([s.local for s in schedules]), shape.rows)
+    if len(schedules) == 1:
+        bcast = schedules[0].bcast
+    else:
+        run_of_row = np.repeat(np.arange(len(schedules)), sizes)
+        run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
+        bcast = row_broadcast([s.bcast for s in schedules], torch.from_numpy(run_of_row).to(device))
+    if stack.capture == "cuda_graph":
+        merged = stack.captured.run(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
+    else:
+        merged = run_static(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
+    out, lo = [], 0
+    for k in sizes:
+        out.append(tree.tree_map(torch.clone, tree.rows(merged, lo, lo + k)))
+        lo += k
     return out
 
 

@@ -72,11 +72,14 @@ import torch
 
 from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
+from fedbench.engine.capture import CAPTURE_MODES, CapturedSteps, check_capture
 from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
 from fedbench.engine.round import Cohort, RunState, Stack, cohort_losses, run_round, schedule_round
+from fedbench.engine.schedule import RoundDraw, schedule_block
+from fedbench.engine.static import StaticShape
 from fedbench.seeding import rng, torch_generator
 
 __all__ = ["Cohort", "EvalSpec", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "check_spec", "simulate",
@@ -120,8 +123,15 @@ class SimulationConfig:
     # the learning rate of round r is the algorithm's lr * lr_decay ** r (fedbench.engine.round.algorithm_at);
     # 1.0: constant. FedLaAvg's CIFAR-10 code decays by 0.9999 per round
     lr_decay: float = 1.0
+    # how a round's local steps run (fedbench.engine.static, fedbench.engine.capture): "none" the ragged eager loop
+    # (the default: fewest operations, the CPU's fastest); "static" every step on all client rows of the stack,
+    # padded to the block's largest client and masked (the same numbers, no host read in the loop); "cuda_graph"
+    # the static loop replayed from a CUDA graph (CUDA only; opt-in until measured on a GPU)
+    capture: str = "none"
 
     def __post_init__(self) -> None:
+        if self.capture not in CAPTURE_MODES:
+            raise ValueError(f"capture: {self.capture!r} is not allowed; allowed: {', '.join(CAPTURE_MODES)}")
         if self.cohort_seed is not None and (not isinstance(self.cohort_seed, int) or self.cohort_seed < 0):
             raise ValueError(f"cohort_seed: {self.cohort_seed!r} must be None (the run's seed) or an integer >= 0")
         if not 0.0 < self.lr_decay <= 1.0:
@@ -243,6 +253,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
     if cfg0.local_path not in LOCAL_PATHS:
         raise ValueError(f"local_path={cfg0.local_path!r}; allowed: {list(LOCAL_PATHS)}")
     device = resolve_device(cfg0.device)
+    check_capture(cfg0.capture, device, cfg0.local_path)
     model = model.to(device)
     kernel = choose_kernel(model, device, cfg0.kernel)
     datas: dict[int, DeviceData] = {}
@@ -268,7 +279,8 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
         y = torch.cat([d.y_train for d in datas.values()])
     stack = Stack(model=model, kernel=kernel, device=device, local_path=cfg0.local_path, x=x, y=y,
                   x_prepared=kernel.prepare(x) if cfg0.local_path == "vectorized" else x,
-                  batch_size=cfg0.batch_size, local_steps=cfg0.local_steps)
+                  batch_size=cfg0.batch_size, local_steps=cfg0.local_steps, capture=cfg0.capture,
+                  captured=CapturedSteps() if cfg0.capture == "cuda_graph" else None)
     states = [_start_run(stack, spec, datas[id(spec.dataset)], bases[id(spec.dataset)]) for spec in runs]
     return stack, states
 
@@ -334,10 +346,14 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
     stack, states = build_stack(model, runs)
     cfg = runs[0].cfg
     start = min(s.next_round for s in states)
+    block: dict[int, dict[int, RoundDraw]] = {}  # with capture: each run's draws of the current block, by round
+    shape = None
     for r in range(start, cfg.rounds):
         live = [s for s in states if not s.done and s.next_round == r]
         if not live:
             continue
+        if stack.capture != "none" and any(r not in block.get(id(run), {}) for run in live):
+            block, shape = _draw_block(stack, live, r)
         t0 = time.perf_counter()
         plans = [_plan(run, r) for run in live]
         evaluations = _evaluate(stack, live, plans)
@@ -352,10 +368,11 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
                 run.state = run.algorithm.begin_round(run.state, ev)
             training.append(run)
         eval_s = (time.perf_counter() - t0) / len(live)
-        schedules = [s for s in (schedule_round(stack, run, r) for run in training) if s is not None]
+        schedules = [s for s in (schedule_round(stack, run, r, block[id(run)][r] if block else None)
+                                 for run in training) if s is not None]
         schedules = _check_signal(stack, schedules, plans, live, r)
         training = [run for run in training if not run.done]
-        run_round(stack, schedules)
+        run_round(stack, schedules, shape)
         if stack.device.type == "cuda":
             torch.cuda.synchronize()
         share = (time.perf_counter() - t0) / max(1, len(live))  # each run's share of the stack's round
@@ -374,6 +391,18 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
             if stop:
                 run.done = True
     return [_finish(stack, run, len(states)) for run in states]
+
+
+SCHEDULE_BLOCK = 20  # rounds drawn ahead at once where the local steps run at a static shape (capture != none)
+
+
+def _draw_block(stack: Stack, live: list[RunState], r0: int) -> tuple[dict[int, dict[int, RoundDraw]], StaticShape]:
+    """The live runs' draws of rounds [r0, r0 + SCHEDULE_BLOCK) (fedbench.engine.schedule) and the block's static
+    shape: rows for every run's largest cohort of the block, steps for the block's largest client."""
+    draws = {id(run): {d.round: d for d in schedule_block(run, r0, SCHEDULE_BLOCK)} for run in live}
+    rows = sum(max(d.max_clients for d in draws[id(run)].values()) for run in live)
+    steps = max(d.max_steps for run in live for d in draws[id(run)].values())
+    return draws, StaticShape(rows=max(1, rows), steps=max(1, steps), batch=stack.batch_size)
 
 
 @dataclass(frozen=True)

@@ -48,10 +48,10 @@ def _recorded(monkeypatch, spec: RunSpec, model) -> dict[int, tuple]:
     seen: dict[int, tuple] = {}
     real = simulation.run_round
 
-    def recording(stack, schedules):
+    def recording(stack, schedules, shape=None):
         for s in schedules:
             seen[s.round] = (s.clients, s.steps, s.batches, s.cohort.weights.numpy())
-        return real(stack, schedules)
+        return real(stack, schedules, shape)
 
     monkeypatch.setattr(simulation, "run_round", recording)
     simulate(spec.cfg, spec.dataset, model, spec.algorithm, checkpoint=spec.checkpoint)

@@ -1,0 +1,211 @@
+"""The local-step loop of a round captured in one CUDA graph (``SimulationConfig.capture = "cuda_graph"``; issue 31,
+item 4), and :func:`capture_check`, the measurement the prepared GPU check calls.
+
+On a GPU a small model's local step is a few microseconds of arithmetic and tens of microseconds of kernel
+launches: FedProx's mclr step for the 1,400 clients of its 140-run synthetic study takes 183 us eager and 54 us
+replayed from one CUDA graph on an H200 (../shared/measurements/gpu-h200-2026-11-27/graphstep.py). A graph
+replays a fixed sequence of kernels on fixed buffers, so the loop must have one shape and read nothing back:
+fedbench.engine.static gives it both (rows padded to the block's cohort, steps to the block's largest client,
+finished rows masked). :class:`CapturedSteps` captures the T steps of fedbench.engine.static.run_static once per
+(shape, algorithm object, kernel, non-tensor values of the local state and broadcast) and then, each round,
+copies the round's local state, broadcast and schedule into the graph's input buffers and replays it
+(PyTorch's ``torch.cuda.graph`` recipe: warm-up on a side stream, capture, replay).
+
+Numbers. A replay launches the kernels the eager static path launches, with the same inputs: on one device the
+two agree bit for bit where the kernels are deterministic, and within the CUDA == CPU tolerance of the GPU check
+(1e-4 absolute on parameters of order 1, TF32 off; fedbench.bench.gpucheck) in any case. ``capture_check``
+measures both differences.
+
+Deviations and limits:
+1. A Python number the step reads (an algorithm's lr, FedProx's mu when every run has the same, FedProxVR's
+   counter) is frozen into the graph: it is part of the cache key, so a learning rate decayed every round
+   (``lr_decay`` < 1) captures a graph every round, which costs more than it saves; keep ``capture: none`` there.
+   At most :data:`MAX_GRAPHS` graphs are kept (oldest dropped).
+2. A kernel whose ``batch`` or ``grad`` copies from the host or reads a value back cannot be captured; capture
+   then fails with CUDA's own error on the first round. The mclr, quadratic and vmap kernels do neither.
+3. On the CPU there is nothing to capture: the setting is refused at build time in one line
+   (fedbench.engine.simulation.build_stack); ``capture: static`` runs the same padded loop eagerly anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fedbench.engine import tree
+from fedbench.engine.static import StaticCohort, run_static
+
+CAPTURE_MODES = ("none", "static", "cuda_graph")
+MAX_GRAPHS = 8  # captured loops kept per stack (each holds its own memory pool)
+WARMUP_RUNS = 2  # eager runs on a side stream before capture (PyTorch's recipe: lazy init, cuBLAS workspaces)
+GPU_TOLERANCE = 1e-4  # captured vs eager parameters, absolute: the GPU check's CUDA == CPU bound (TF32 off)
+
+
+def check_capture(mode: str, device: torch.device, local_path: str) -> None:
+    """Refuse, in one line, a capture setting this stack cannot run."""
+    if mode not in CAPTURE_MODES:
+        raise ValueError(f"capture: {mode!r} is not allowed; allowed: {', '.join(CAPTURE_MODES)}")
+    if mode == "cuda_graph" and device.type != "cuda":
+        raise ValueError(f"capture: 'cuda_graph' needs a CUDA device, and this run trains on {device.type}; "
+                         "use 'none' (the default) or 'static' (the same padded loop, eager)")
+    if mode != "none" and local_path != "vectorized":
+        raise ValueError(f"capture: {mode!r} runs the vectorized local path, not local_path={local_path!r}; "
+                         "use capture 'none' with the reference path")
+
+
+def _signature(state: Any) -> tuple:
+    """What a captured graph freezes of a state besides its tensors' values: each tensor's shape and dtype and every
+    non-tensor field's value."""
+    if state is None:
+        return (None,)
+    if isinstance(state, torch.Tensor):
+        return ("t", tuple(state.shape), str(state.dtype), str(state.device))
+    if dataclasses.is_dataclass(state):
+        return (type(state).__name__,) + tuple((f.name, _signature(getattr(state, f.name)))
+                                              for f in dataclasses.fields(state))
+    return ("v", state)
+
+
+def _algorithm_key(algorithm: Any) -> Any:
+    try:
+        hash(algorithm)
+        return algorithm
+    except TypeError:  # an unhashable algorithm object: one graph per object
+        return ("id", id(algorithm))
+
+
+@dataclass
+class _Graph:
+    graph: Any  # torch.cuda.CUDAGraph
+    local: Any  # input buffers, the local state's shape
+    bcast: Any
+    batches: torch.Tensor
+    active: torch.Tensor
+    out: Any  # output buffers (overwritten by the next replay)
+
+
+class CapturedSteps:
+    """The graphs of one stack's local-step loops, by shape and frozen values (module docstring)."""
+
+    def __init__(self) -> None:
+        self.graphs: OrderedDict[tuple, _Graph] = OrderedDict()
+        self.captures = 0  # graphs captured so far (a test and capture_check read it)
+
+    def run(self, algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: torch.Tensor, y: torch.Tensor,
+            cohort: StaticCohort) -> Any:
+        """fedbench.engine.static.run_static's result, from a replay of the captured loop. The result is the graph's
+        own output buffer: copy what must outlive the next replay."""
+        key = (tuple(cohort.batches.shape), _algorithm_key(algorithm), id(kernel), x_prepared.data_ptr(),
+               y.data_ptr(), _signature(local), _signature(bcast))
+        entry = self.graphs.get(key)
+        if entry is None:
+            entry = self._capture(algorithm, kernel, bcast, local, x_prepared, y, cohort)
+            self.graphs[key] = entry
+            while len(self.graphs) > MAX_GRAPHS:
+                self.graphs.popitem(last=False)
+        else:
+            self.graphs.move_to_end(key)
+        for dst, src in zip(tree.tree_leaves(entry.local), tree.tree_leaves(local)):
+            dst.copy_(src)
+        for dst, src in zip(tree.tree_leaves(entry.bcast), tree.tree_leaves(bcast)):
+            dst.copy_(src)
+        entry.batches.copy_(cohort.batches)
+        entry.active.copy_(cohort.active)
+        entry.graph.replay()
+        return entry.out
+
+    def _capture(self, algorithm, kernel, bcast, local, x_prepared, y, cohort: StaticCohort) -> _Graph:
+        local_in = tree.tree_map(torch.clone, local)
+        bcast_in = tree.tree_map(torch.clone, bcast)
+        batches, active = cohort.batches.clone(), cohort.active.clone()
+        static = StaticCohort(batches=batches, active=active, rows=cohort.rows)
+
+        def loop():
+            return run_static(algorithm, kernel, bcast_in, local_in, x_prepared, y, static)
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_RUNS):
+                loop()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = loop()
+        self.captures += 1
+        return _Graph(graph=graph, local=local_in, bcast=bcast_in, batches=batches, active=active, out=out)
+
+
+# ---- the prepared GPU check's measurement ------------------------------------------------------------------------
+
+
+def capture_check(runs: int = 140, clients: int = 10, local_epochs: int = 20, repeats: int = 5,
+                  device: str = "cuda") -> dict[str, Any]:
+    """On CUDA: one round of FedProx's synthetic study at the paper's settings (mclr, 30 devices, K = ``clients``,
+    E = ``local_epochs``, batch 10, lr 0.01, ``runs`` runs of mu x seed x stragglers in one stack) run three ways on
+    the same schedules and starting models: the ragged eager path (capture none), the static padded path eager,
+    and the static path replayed from one CUDA graph. Returns the largest absolute differences of the local models
+    (captured vs static eager, captured vs ragged; both must be <= :data:`GPU_TOLERANCE`), the median round time
+    of each way over ``repeats`` rounds, and per local step; plus a short whole simulation (3 rounds, 20 runs)
+    with capture none vs cuda_graph. On a machine without CUDA: {"skipped": reason}. Imports neither MLflow nor
+    DVC."""
+    if not torch.cuda.is_available():
+        return {"skipped": "no CUDA device here; the captured path runs only on CUDA"}
+    from fedbench.algorithms import FedProx
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.engine.round import run_round, schedule_round
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack, simulate_stack
+    from fedbench.models import build_model
+    from fedbench.seeding import torch_generator
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    ds = generate_synthetic(1, 1, num_devices=30, seed=0)
+    model = build_model("mclr", ds.feature_shape, ds.num_classes)
+    mus, fractions = (0.0, 0.001, 0.01, 0.1, 1.0, 0.5, 2.0), (0.0, 0.5, 0.9, 0.2)
+    specs = []
+    for i in range(runs):
+        cfg = SimulationConfig(rounds=3, clients_per_round=clients, local_epochs=local_epochs, batch_size=10,
+                               straggler_fraction=fractions[i % len(fractions)], seed=i // len(mus), device=device,
+                               checkpoint_every=10_000)
+        specs.append(RunSpec(cfg, ds, FedProx(lr=0.01, mu=mus[i % len(mus)])))
+    out: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": runs,
+                           "clients_per_run": clients, "tolerance": GPU_TOLERANCE}
+    thetas = {}
+    for mode in CAPTURE_MODES:
+        mode_specs = [dataclasses.replace(s, cfg=dataclasses.replace(s.cfg, capture=mode)) for s in specs]
+        stack, states = build_stack(model, mode_specs)
+        times, result = [], None
+        for _ in range(repeats):
+            for st, spec in zip(states, mode_specs):  # every repeat restarts round 0 from the run's own w_0
+                theta0 = stack.model.init(torch_generator(st.cfg.seed, -1, "init")).to(stack.device)
+                st.state = spec.algorithm.init(theta0, ds.num_clients)
+            schedules = [s for s in (schedule_round(stack, st, 0) for st in states) if s is not None]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            run_round(stack, schedules)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+            result = torch.stack([st.state.theta for st in states])
+        shape_steps = max(int(s.steps.max()) for s in schedules)
+        times.sort()
+        out[f"round_ms_{mode}"] = 1e3 * times[len(times) // 2]
+        out[f"step_us_{mode}"] = 1e6 * times[len(times) // 2] / shape_steps
+        out["rows"] = sum(len(s.steps) for s in schedules)
+        out["steps"] = shape_steps
+        thetas[mode] = result
+    out["max_abs_captured_vs_static"] = float((thetas["cuda_graph"] - thetas["static"]).abs().max())
+    out["max_abs_captured_vs_ragged"] = float((thetas["cuda_graph"] - thetas["none"]).abs().max())
+    short = specs[:20]
+    whole = {mode: simulate_stack(model, [dataclasses.replace(s, cfg=dataclasses.replace(s.cfg, capture=mode))
+                                          for s in short]) for mode in ("none", "cuda_graph")}
+    out["max_abs_simulation_captured_vs_none"] = max(
+        float((a.theta - b.theta).abs().max()) for a, b in zip(whole["none"], whole["cuda_graph"]))
+    out["passed"] = all(out[k] <= GPU_TOLERANCE for k in ("max_abs_captured_vs_static", "max_abs_captured_vs_ragged",
+                                                           "max_abs_simulation_captured_vs_none"))
+    return out
