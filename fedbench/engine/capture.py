@@ -42,6 +42,8 @@ from fedbench.engine.static import StaticCohort, run_static
 
 CAPTURE_MODES = ("none", "static", "cuda_graph")
 MAX_GRAPHS = 8  # captured loops kept per stack (each holds its own memory pool)
+GRAPH_STEPS = 16  # local steps in one graph: a round of T steps replays it ceil(T / 16) times (at most 15 padded
+# steps a round: 0.1% of the FedProx synthetic study's chain of about 7,600 steps a round, fedbench.engine.lockstep)
 WARMUP_RUNS = 2  # eager runs on a side stream before capture (PyTorch's recipe: lazy init, cuBLAS workspaces)
 GPU_TOLERANCE = 1e-4  # captured vs eager parameters, absolute: the GPU check's CUDA == CPU bound (TF32 off)
 
@@ -90,44 +92,67 @@ class _Graph:
 
 
 class CapturedSteps:
-    """The graphs of one stack's local-step loops, by shape and frozen values (module docstring)."""
+    """The graphs of one stack's local-step loops (module docstring). A graph holds :data:`GRAPH_STEPS` steps at
+    the stack's rows; a round of T steps (padded to a multiple of GRAPH_STEPS, fedbench.engine.round) replays it
+    T / GRAPH_STEPS times, each time on the next GRAPH_STEPS rows of the round's schedule, so one graph serves
+    every round whatever its largest client, and the lockstep chain is each round's own
+    (fedbench.engine.lockstep)."""
 
     def __init__(self) -> None:
         self.graphs: OrderedDict[tuple, _Graph] = OrderedDict()
-        self.captures = 0  # graphs captured so far (a test and capture_check read it)
+        self.captures = 0  # graphs captured so far (capture_check reads it)
 
     def run(self, algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: torch.Tensor, y: torch.Tensor,
             cohort: StaticCohort) -> Any:
-        """fedbench.engine.static.run_static's result, from a replay of the captured loop. The result is the graph's
+        """fedbench.engine.static.run_static's result, from replays of the captured steps. The result is a graph's
         own output buffer: copy what must outlive the next replay."""
-        key = (tuple(cohort.batches.shape), _algorithm_key(algorithm), id(kernel), x_prepared.data_ptr(),
-               y.data_ptr(), _signature(local), _signature(bcast))
-        entry = self.graphs.get(key)
-        if entry is None:
-            entry = self._capture(algorithm, kernel, bcast, local, x_prepared, y, cohort)
-            self.graphs[key] = entry
-            while len(self.graphs) > MAX_GRAPHS:
-                self.graphs.popitem(last=False)
-        else:
-            self.graphs.move_to_end(key)
-        for dst, src in zip(tree.tree_leaves(entry.local), tree.tree_leaves(local)):
-            dst.copy_(src)
-        for dst, src in zip(tree.tree_leaves(entry.bcast), tree.tree_leaves(bcast)):
-            dst.copy_(src)
-        entry.batches.copy_(cohort.batches)
-        entry.active.copy_(cohort.active)
-        entry.graph.replay()
-        return entry.out
+        total, rows, batch = cohort.batches.shape
+        if total % GRAPH_STEPS:
+            raise ValueError(f"a captured round needs a multiple of {GRAPH_STEPS} steps, got {total}")
+        state = local
+        for t0 in range(0, total, GRAPH_STEPS):
+            entry = self._entry(algorithm, kernel, bcast, state, x_prepared, y, rows, batch)
+            for dst, src in zip(tree.tree_leaves(entry.local), tree.tree_leaves(state)):
+                dst.copy_(src)
+            for dst, src in zip(tree.tree_leaves(entry.bcast), tree.tree_leaves(bcast)):
+                dst.copy_(src)
+            entry.batches.copy_(cohort.batches[t0: t0 + GRAPH_STEPS])
+            entry.active.copy_(cohort.active[t0: t0 + GRAPH_STEPS])
+            entry.graph.replay()
+            state = entry.out
+        return state
 
-    def _capture(self, algorithm, kernel, bcast, local, x_prepared, y, cohort: StaticCohort) -> _Graph:
+    def _entry(self, algorithm, kernel, bcast, local, x_prepared, y, rows: int, batch: int) -> _Graph:
+        key = (rows, batch, _algorithm_key(algorithm), id(kernel), x_prepared.data_ptr(), y.data_ptr(),
+               _signature(local), _signature(bcast))
+        entry = self.graphs.get(key)
+        if entry is not None:
+            self.graphs.move_to_end(key)
+            return entry
+        entry = self._capture(algorithm, kernel, bcast, local, x_prepared, y, rows, batch)
+        self.graphs[key] = entry
+        while len(self.graphs) > MAX_GRAPHS:
+            self.graphs.popitem(last=False)
+        return entry
+
+    def _capture(self, algorithm, kernel, bcast, local, x_prepared, y, rows: int, batch: int) -> _Graph:
         local_in = tree.tree_map(torch.clone, local)
         bcast_in = tree.tree_map(torch.clone, bcast)
-        batches, active = cohort.batches.clone(), cohort.active.clone()
-        static = StaticCohort(batches=batches, active=active, rows=cohort.rows)
+        batches = torch.full((GRAPH_STEPS, rows, batch), -1, dtype=torch.int64, device=x_prepared.device)
+        active = torch.zeros(GRAPH_STEPS, rows, dtype=torch.bool, device=x_prepared.device)
+        static = StaticCohort(batches=batches, active=active, rows=rows)
 
         def loop():
             return run_static(algorithm, kernel, bcast_in, local_in, x_prepared, y, static)
 
+        graph, out = self._record(loop)
+        self.captures += 1
+        return _Graph(graph=graph, local=local_in, bcast=bcast_in, batches=batches, active=active, out=out)
+
+    @staticmethod
+    def _record(loop) -> tuple[Any, Any]:
+        """(graph, output buffers) of ``loop`` captured on the current CUDA device: warm-up runs on a side stream,
+        then one capture (PyTorch's torch.cuda.graph recipe)."""
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -137,8 +162,7 @@ class CapturedSteps:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             out = loop()
-        self.captures += 1
-        return _Graph(graph=graph, local=local_in, bcast=bcast_in, batches=batches, active=active, out=out)
+        return graph, out
 
 
 # ---- the prepared GPU check's measurement ------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
+from fedbench.engine.capture import GRAPH_STEPS
 from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
 
 
@@ -178,16 +179,18 @@ def algorithm_at(algorithm: Any, lr_decay: float, r: int) -> Any:
     return dataclasses.replace(algorithm, lr=algorithm.lr * lr_decay ** r)
 
 
-def run_round(stack: Stack, schedules: list[RoundSchedule], shape: StaticShape | None = None) -> None:
+def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = None) -> None:
     """Run the local work of every scheduled run at once, then each run's aggregation (in place on the runs).
-    With ``stack.capture`` static or cuda_graph, the local work runs at ``shape`` (default: this round's own
-    rows and largest client; fedbench.engine.static)."""
+    With ``stack.capture`` static or cuda_graph, the local work runs at a static shape (fedbench.engine.static):
+    ``rows`` client rows (default: this round's own; the round loop passes its block's, so that every round of a
+    block has the same rows) and this round's largest client's steps (for cuda_graph rounded up to a multiple
+    of fedbench.engine.capture.GRAPH_STEPS)."""
     if not schedules:
         return
     local_fn = LOCAL_PATHS[stack.local_path]
     algorithm = schedules[0].algorithm  # client_step reads only fields every run of the stack shares
     if stack.capture != "none":
-        locals_ = _run_static(stack, schedules, algorithm, shape)
+        locals_ = _run_static(stack, schedules, algorithm, rows)
     elif len(schedules) == 1:
         s = schedules[0]
         data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared,
@@ -232,13 +235,15 @@ def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorith
     return out
 
 
-def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, shape: StaticShape | None) -> list[Any]:
+def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: int | None) -> list[Any]:
     """The runs' cohorts as the rows of one static-shape loop (fedbench.engine.static), in schedule order (no
     sorting: every step runs every row), eagerly or replayed from a CUDA graph; each run's rows handed back as
     fresh tensors (see _run_merged)."""
     sizes = [len(s.steps) for s in schedules]
-    if shape is None:
-        shape = StaticShape(rows=sum(sizes), steps=max(int(s.steps.max()) for s in schedules), batch=stack.batch_size)
+    steps = max(int(s.steps.max()) for s in schedules)
+    if stack.capture == "cuda_graph":
+        steps = -(-steps // GRAPH_STEPS) * GRAPH_STEPS
+    shape = StaticShape(rows=sum(sizes) if rows is None else rows, steps=steps, batch=stack.batch_size)
     device = stack.device
     cohort = pad_schedule([s.steps for s in schedules], [s.batches for s in schedules], shape, device)
     local = pad_rows(tree.concat([s.local for s in schedules]), shape.rows)

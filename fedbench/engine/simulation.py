@@ -79,7 +79,6 @@ from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, Eval
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
 from fedbench.engine.round import Cohort, RunState, Stack, cohort_losses, run_round, schedule_round
 from fedbench.engine.schedule import RoundDraw, schedule_block
-from fedbench.engine.static import StaticShape
 from fedbench.seeding import rng, torch_generator
 
 __all__ = ["Cohort", "EvalSpec", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "check_spec", "simulate",
@@ -347,13 +346,13 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
     cfg = runs[0].cfg
     start = min(s.next_round for s in states)
     block: dict[int, dict[int, RoundDraw]] = {}  # with capture: each run's draws of the current block, by round
-    shape = None
+    rows = None
     for r in range(start, cfg.rounds):
         live = [s for s in states if not s.done and s.next_round == r]
         if not live:
             continue
         if stack.capture != "none" and any(r not in block.get(id(run), {}) for run in live):
-            block, shape = _draw_block(stack, live, r)
+            block, rows = _draw_block(live, r)
         t0 = time.perf_counter()
         plans = [_plan(run, r) for run in live]
         evaluations = _evaluate(stack, live, plans)
@@ -372,7 +371,7 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
                                  for run in training) if s is not None]
         schedules = _check_signal(stack, schedules, plans, live, r)
         training = [run for run in training if not run.done]
-        run_round(stack, schedules, shape)
+        run_round(stack, schedules, rows)
         if stack.device.type == "cuda":
             torch.cuda.synchronize()
         share = (time.perf_counter() - t0) / max(1, len(live))  # each run's share of the stack's round
@@ -396,13 +395,14 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
 SCHEDULE_BLOCK = 20  # rounds drawn ahead at once where the local steps run at a static shape (capture != none)
 
 
-def _draw_block(stack: Stack, live: list[RunState], r0: int) -> tuple[dict[int, dict[int, RoundDraw]], StaticShape]:
+def _draw_block(live: list[RunState], r0: int) -> tuple[dict[int, dict[int, RoundDraw]], int]:
     """The live runs' draws of rounds [r0, r0 + SCHEDULE_BLOCK) (fedbench.engine.schedule) and the block's static
-    shape: rows for every run's largest cohort of the block, steps for the block's largest client."""
+    rows: every run's largest cohort of the block, one after another. The steps are each round's own (its largest
+    client's): a static step count per block would lengthen the FedProx synthetic study's lockstep chain by 10%
+    (fedbench.engine.lockstep), while one graph of a few steps serves any count (fedbench.engine.capture)."""
     draws = {id(run): {d.round: d for d in schedule_block(run, r0, SCHEDULE_BLOCK)} for run in live}
     rows = sum(max(d.max_clients for d in draws[id(run)].values()) for run in live)
-    steps = max(d.max_steps for run in live for d in draws[id(run)].values())
-    return draws, StaticShape(rows=max(1, rows), steps=max(1, steps), batch=stack.batch_size)
+    return draws, max(1, rows)
 
 
 @dataclass(frozen=True)

@@ -61,13 +61,22 @@ def test_a_shape_larger_than_the_round_needs_changes_nothing(datasets):
                            seed=2, device="cpu", capture="static")
     specs = [RunSpec(dataclasses.replace(cfg, seed=s), ds, FedProx(lr=0.05, mu=m)) for s, m in ((2, 0.0), (3, 1.0))]
     thetas = []
-    for grow in (0, 5):  # the round's own shape, then 5 more rows and 5 more steps
+    for grow in (0, 5):  # the round's own rows, then 5 more padding rows
         stack, states = build_stack(model, specs)
         schedules = [round_.schedule_round(stack, st, 0) for st in states]
-        rows, steps = sum(len(s.steps) for s in schedules), max(int(s.steps.max()) for s in schedules)
-        round_.run_round(stack, schedules, StaticShape(rows=rows + grow, steps=steps + grow, batch=10))
+        round_.run_round(stack, schedules, rows=sum(len(s.steps) for s in schedules) + grow)
         thetas.append(torch.stack([st.state.theta for st in states]))
     assert torch.equal(thetas[0], thetas[1])
+    # and 7 more steps (all masked), the loop called directly on the first run's cohort
+    s = schedules[0]
+    locals_ = []
+    for extra in (0, 7):
+        shape = StaticShape(rows=len(s.steps) + 3, steps=int(s.steps.max()) + extra, batch=10)
+        cohort = pad_schedule([s.steps], [s.batches], shape, stack.device)
+        out = static.run_static(s.algorithm, stack.kernel, s.bcast, static.pad_rows(s.local, shape.rows),
+                                stack.x_prepared, stack.y, cohort)
+        locals_.append(out[: len(s.steps)])
+    assert torch.equal(locals_[0], locals_[1])
 
 
 def test_the_vmap_kernel_also_gives_the_same_numbers_padded(datasets):
@@ -168,3 +177,52 @@ def test_the_capture_setting_validates_and_cuda_graph_is_refused_on_the_cpu(data
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on CUDA the check measures (the GPU check runs it)")
 def test_the_capture_check_says_it_skipped_without_cuda():
     assert capture_check() == {"skipped": "no CUDA device here; the captured path runs only on CUDA"}
+
+
+# ---- the captured path's bookkeeping, with an eager stand-in for the graph --------------------------------------
+
+class _EagerGraph:
+    """Stands in for torch.cuda.CUDAGraph on the CPU: replay() runs the captured loop again on the same input
+    buffers and writes its result into the same output buffers, which is what a replay does on a GPU."""
+
+    def __init__(self, loop, out) -> None:
+        self.loop, self.out = loop, out
+
+    def replay(self) -> None:
+        from fedbench.engine import tree
+
+        for dst, src in zip(tree.tree_leaves(self.out), tree.tree_leaves(self.loop())):
+            dst.copy_(src)
+
+
+def _eager_record(loop):
+    out = loop()
+    return _EagerGraph(loop, out), out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_captured_paths_chunks_give_the_static_numbers(name, datasets, monkeypatch):
+    """cuda_graph's replays of GRAPH_STEPS steps (state copied in, schedule rows sliced, one graph per frozen
+    value) give the eager static loop's numbers: with the graph replaced by an eager stand-in, on the CPU."""
+    from fedbench.engine import capture, simulation
+
+    monkeypatch.setattr(capture.CapturedSteps, "_record", staticmethod(_eager_record))
+    monkeypatch.setattr(simulation, "check_capture", lambda *args: None)  # let the CPU take the cuda_graph path
+    monkeypatch.setattr(capture, "GRAPH_STEPS", 3)  # several replays a round (rounds here take 4-14 steps)
+    monkeypatch.setattr(round_, "GRAPH_STEPS", 3)
+    replays = []
+    monkeypatch.setattr(_EagerGraph, "replay", lambda self, real=_EagerGraph.replay: (replays.append(1), real(self)))
+    specs = _specs(name, datasets)[:4]
+    model = build_model("mclr", specs[0].dataset.feature_shape, specs[0].dataset.num_classes)
+    captured = []
+    real_init = capture.CapturedSteps.__init__
+
+    def init(self):
+        real_init(self)
+        captured.append(self)
+
+    monkeypatch.setattr(capture.CapturedSteps, "__init__", init)
+    _same(simulate_stack(model, _with(specs, capture="static")),
+          simulate_stack(model, _with(specs, capture="cuda_graph")))
+    assert captured and captured[0].captures >= 1
+    assert len(replays) >= 2 * specs[0].cfg.rounds  # every round more than one replay
