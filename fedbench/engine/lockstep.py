@@ -51,23 +51,29 @@ def _block_max(values: np.ndarray, block: int) -> np.ndarray:
     return out
 
 
-def chain(steps: list[RunSteps], stacks: list[list[int]], block: int | None) -> int:
-    """Local steps run one after another by ``stacks`` (indices into ``steps``); ``block`` None: the ragged path
-    (each round its own largest client), else a static shape per block of rounds."""
-    total = 0
-    for stack in stacks:
-        longest = np.max([steps[i].max_steps for i in stack], axis=0)  # [R]
-        total += int((longest if block is None else _block_max(longest, block)).sum())
-    return total
+def _longest(steps: list[RunSteps], stack: list[int], block: int | None, multiple: int) -> np.ndarray:
+    """[R] the stack's steps each round: its largest client's (``block``: the block's largest), rounded up to a
+    multiple of ``multiple`` (a captured graph's steps)."""
+    longest = np.max([steps[i].max_steps for i in stack], axis=0)
+    longest = longest if block is None else _block_max(longest, block)
+    return -(-longest // multiple) * multiple
 
 
-def padded_row_steps(steps: list[RunSteps], stacks: list[list[int]], block: int) -> int:
-    """Row-steps computed and discarded at a static shape per block (module docstring)."""
+def chain(steps: list[RunSteps], stacks: list[list[int]], block: int | None = None, multiple: int = 1) -> int:
+    """Local steps run one after another by ``stacks`` (indices into ``steps``): each round its own largest
+    client's steps (``block`` None, the ragged and the captured path) or its block's largest, rounded up to
+    ``multiple``."""
+    return sum(int(_longest(steps, stack, block, multiple).sum()) for stack in stacks)
+
+
+def padded_row_steps(steps: list[RunSteps], stacks: list[list[int]], row_block: int, block: int | None = None,
+                     multiple: int = 1) -> int:
+    """Row-steps computed and discarded at a static shape: rows for every run's largest cohort of a block of
+    ``row_block`` rounds, steps as :func:`chain` counts them."""
     total = 0
     for stack in stacks:
-        t = _block_max(np.max([steps[i].max_steps for i in stack], axis=0), block)
-        rows = np.sum([_block_max(steps[i].rows, block) for i in stack], axis=0)
-        total += int((t * rows).sum() - np.sum([steps[i].row_steps for i in stack]))
+        rows = np.sum([_block_max(steps[i].rows, row_block) for i in stack], axis=0)
+        total += int((_longest(steps, stack, block, multiple) * rows).sum() - np.sum([steps[i].row_steps for i in stack]))
     return total
 
 
@@ -103,9 +109,9 @@ def main() -> None:  # pragma: no cover - a measurement, printed
     useful = sum(int(s.row_steps.sum()) for s in steps)
     print(f"FedProx synthetic study: {len(specs)} runs in {len(groups)} groups, {rounds} rounds, "
           f"{useful:,} client minibatch steps in all")
-    print("| stacks per group | dealt | ragged chain | static chain, block 1 / 20 / 200 | padded row-steps, "
-          "block 1 / 20 / 200 |")
-    print("|---|---|---|---|---|")
+    print("| stacks per group | dealt | chain: ragged | chain: captured (own steps, x16) | chain: steps per block "
+          "of 20 | padded row-steps: captured (rows per block of 20) | padded row-steps: steps and rows per block of 20 |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for pieces in (1, 2, 4, 7):
         for name, how in (("cost round robin", "rr"), ("by size, contiguous", "size")):
             if pieces == 1 and how == "size":
@@ -116,9 +122,9 @@ def main() -> None:  # pragma: no cover - a measurement, printed
                     stacks += round_robin(sorted(g, key=lambda i: -costs[i].rows), pieces)
                 else:
                     stacks += contiguous(sorted(g, key=lambda i: -int(steps[i].max_steps.max())), pieces)
-            statics = " / ".join(f"{chain(steps, stacks, b):,}" for b in (1, 20, 200))
-            pads = " / ".join(f"{padded_row_steps(steps, stacks, b):,}" for b in (1, 20, 200))
-            print(f"| {pieces} | {name} | {chain(steps, stacks, None):,} | {statics} | {pads} |")
+            print(f"| {pieces} | {name} | {chain(steps, stacks):,} | {chain(steps, stacks, multiple=16):,} | "
+                  f"{chain(steps, stacks, block=20):,} | {padded_row_steps(steps, stacks, 20, multiple=16):,} | "
+                  f"{padded_row_steps(steps, stacks, 20, block=20):,} |")
 
 
 if __name__ == "__main__":  # pragma: no cover
