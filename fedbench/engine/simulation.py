@@ -420,11 +420,6 @@ class _Plan:
     def empty(self) -> bool:
         return not self.splits and not self.dissimilarity
 
-    @property
-    def shared(self) -> bool:
-        """Whether runs on the same data can be evaluated together (nothing sampled: the seed plays no part)."""
-        return not self.samples and self.dissimilarity_idx is None
-
 
 SPLIT_CODE = {"train": 0, "test": 1, "global_test": 2, "dissimilarity": 3}  # the extra of each sample's stream
 
@@ -474,22 +469,37 @@ def _dissimilarity_sample(run: RunState, r: int) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64)
 
 
+# Devices where runs on their own seeded samples share one evaluation pass on the union of their samples. Not the
+# CPU: there a model's float32 logits on a sample depend in the last bits on how many samples the product holds
+# (MKL picks its kernel by shape), so a run would evaluate differently stacked and alone; on CUDA the numbers are
+# held to the GPU check's tolerance anyway, and a pass per run is a launch-bound pass per run.
+UNION_PASS_DEVICES = ("cuda",)
+
+
 def _evaluate(stack: Stack, runs: list[RunState], plans: list[_Plan]) -> list[Evaluation | None]:
-    """Each run's global model on its own data, as its plan says (None: nothing to evaluate); runs on the same
-    data with the same unsampled plan are evaluated together."""
+    """Each run's global model on its own data, as its plan says (None: nothing to evaluate). Runs on the same data
+    that evaluate the same splits, on all of them or on the same samples, are evaluated in one batched pass; on
+    UNION_PASS_DEVICES so are runs that each evaluate their own seeded sample (fedbench.engine.metrics.evaluate_many:
+    every model on the union of the samples, each reading its own). A run whose dissimilarity is taken on its own
+    sample of training data is evaluated alone."""
     out: dict[int, Evaluation | None] = {}
     groups: dict[tuple, list[int]] = {}
+    union = stack.device.type in UNION_PASS_DEVICES
     for i, (run, plan) in enumerate(zip(runs, plans)):
         if plan.empty:
             out[i] = None
             continue
-        key = (id(run.data), plan.splits, plan.dissimilarity) if plan.shared else ("own", i)
+        if plan.dissimilarity_idx is not None or (plan.samples and not union):
+            key = ("own", i)
+        else:
+            key = (id(run.data), plan.splits, plan.dissimilarity)
         groups.setdefault(key, []).append(i)
     for members in groups.values():
         plan = plans[members[0]]
         thetas = torch.stack([runs[i].state.theta for i in members])
+        samples = [dict(plans[i].samples) for i in members]
         evs = evaluate_many(stack.kernel, thetas, runs[members[0]].data, plan.dissimilarity, splits=plan.splits,
-                            samples=dict(plan.samples), dissimilarity_idx=plan.dissimilarity_idx)
+                            samples=samples if any(samples) else None, dissimilarity_idx=plan.dissimilarity_idx)
         for i, ev in zip(members, evs):
             out[i] = ev
     return [out[i] for i in range(len(runs))]
