@@ -226,3 +226,21 @@ def test_the_captured_paths_chunks_give_the_static_numbers(name, datasets, monke
           simulate_stack(model, _with(specs, capture="cuda_graph")))
     assert captured and captured[0].captures >= 1
     assert len(replays) >= 2 * specs[0].cfg.rounds  # every round more than one replay
+
+
+def test_params_yaml_train_capture_is_validated_and_reaches_the_run():
+    import yaml
+
+    from fedbench.config import ConfigError, parse_config
+    from fedbench.runner import run_params
+
+    raw = yaml.safe_load(open("params.yaml"))
+    assert parse_config(raw).train.capture == "none"  # the committed default
+    with pytest.raises(ConfigError, match=r"train.capture: 'graph' is not allowed .*; allowed: none, static, cuda_graph"):
+        parse_config(raw | {"train": raw["train"] | {"capture": "graph"}})
+    with pytest.raises(ConfigError, match=r"train.capture: cuda_graph needs a CUDA device, and train.device is cpu"):
+        parse_config(raw | {"train": raw["train"] | {"capture": "cuda_graph", "device": "cpu"}})
+    cfg = parse_config(raw | {"train": raw["train"] | {"capture": "static"}})
+    dataset, variant = cfg.data.datasets[0], next(iter(cfg.algorithms))
+    assert run_params(cfg, dataset, variant, 0.0, 0)["capture"] == "static"  # a run records a capture that is on
+    assert "capture" not in run_params(parse_config(raw), dataset, variant, 0.0, 0)  # and none as before
