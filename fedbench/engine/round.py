@@ -6,6 +6,9 @@ A round may serve several runs at once (a *stack*, see fedbench.engine.simulatio
 own round from its own random streams, exactly as it would alone, and :func:`run_round` merges the runs'
 cohorts into one work-sorted cohort, so that every local step serves all runs. Everything around the local
 steps (broadcast, client_init, client_result, server_update) is called per run, on that run's own state.
+
+With ``Stack.capture`` static or cuda_graph the merged cohort is not sorted: its rows run every step of the round at
+one static shape, finished rows masked (fedbench.engine.static), the same numbers on the CPU.
 """
 
 from __future__ import annotations

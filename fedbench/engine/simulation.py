@@ -54,6 +54,15 @@ local steps of all runs' cohorts run as one merged cohort (fedbench.engine.round
 overhead is paid once per stack. Kernels compute each row on its own, so a run's training is bit-identical
 stacked and alone (tested); its evaluation may differ in the last bits where several models are evaluated in
 one batched product. A run that diverges leaves the stack and the others go on.
+
+Static shapes (``SimulationConfig.capture``: static or cuda_graph; issue 31). The loop then draws each run's rounds
+a block of SCHEDULE_BLOCK at a time (fedbench.engine.schedule: the same draws as round by round), gives every round
+of the block the same client rows (each run's largest cohort of the block), and runs the local steps padded and
+masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture). What stays on
+the host in such a round: the schedule (numpy draws, copied to the device once a round), the evaluation's and the
+divergence signal's read-back (once per evaluation; a run whose protocol skips train/loss reads its cohort signal
+every round), the algorithms' state hooks (choose_clients, filter_cohort), client_init's reads of the cohort where
+an algorithm makes them (FedProxVR's output iterates), and the per-round synchronisation that times the round.
 """
 
 from __future__ import annotations
