@@ -174,10 +174,12 @@ def capture_check(runs: int = 140, clients: int = 10, local_epochs: int = 20, re
     E = ``local_epochs``, batch 10, lr 0.01, ``runs`` runs of mu x seed x stragglers in one stack) run three ways on
     the same schedules and starting models: the ragged eager path (capture none), the static padded path eager,
     and the static path replayed from one CUDA graph. Returns the largest absolute differences of the local models
-    (captured vs static eager, captured vs ragged; both must be <= :data:`GPU_TOLERANCE`), the median round time
-    of each way over ``repeats`` rounds, and per local step; plus a short whole simulation (3 rounds, 20 runs)
-    with capture none vs cuda_graph. On a machine without CUDA: {"skipped": reason}. Imports neither MLflow nor
-    DVC."""
+    (captured vs static eager, captured vs ragged; both must be <= :data:`GPU_TOLERANCE`), the median time of
+    ``run_round`` (local steps and aggregation; the schedules are drawn before the clock starts) of each way over
+    ``repeats`` rounds, per local step of the round's longest client, and the first round's (for cuda_graph: with
+    the capture); plus a short whole simulation (3 rounds, 20 runs) with capture none vs cuda_graph. About a minute
+    on an H100/H200 at the defaults (not yet run on one). On a machine without CUDA: {"skipped": reason}. Imports
+    neither MLflow nor DVC."""
     if not torch.cuda.is_available():
         return {"skipped": "no CUDA device here; the captured path runs only on CUDA"}
     from fedbench.algorithms import FedProx
@@ -217,12 +219,15 @@ def capture_check(runs: int = 140, clients: int = 10, local_epochs: int = 20, re
             times.append(time.perf_counter() - t0)
             result = torch.stack([st.state.theta for st in states])
         shape_steps = max(int(s.steps.max()) for s in schedules)
+        out[f"first_round_ms_{mode}"] = 1e3 * times[0]
         times.sort()
         out[f"round_ms_{mode}"] = 1e3 * times[len(times) // 2]
         out[f"step_us_{mode}"] = 1e6 * times[len(times) // 2] / shape_steps
         out["rows"] = sum(len(s.steps) for s in schedules)
         out["steps"] = shape_steps
         thetas[mode] = result
+        if stack.captured is not None:
+            out["graphs_captured"] = stack.captured.captures
     out["max_abs_captured_vs_static"] = float((thetas["cuda_graph"] - thetas["static"]).abs().max())
     out["max_abs_captured_vs_ragged"] = float((thetas["cuda_graph"] - thetas["none"]).abs().max())
     short = specs[:20]
