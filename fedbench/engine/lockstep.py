@@ -9,7 +9,7 @@ For a stack (a set of runs) and a block of ``block`` rounds:
 - the *padded row-steps* are the client minibatch steps a static shape computes and discards: per round,
   (block's largest client) x (rows: every run's largest cohort of the block) - the steps clients really take.
 
-``python -m fedbench.engine.lockstep`` prints both for FedProx's 140-run synthetic study (fedbench.bench.studies)
+``python -m fedbench.engine.lockstep`` prints both for FedProx's 140-run synthetic study (as fedbench.bench.studies)
 at 200 rounds, for its runs dealt into 1, 2, 4 and 7 stacks per group two ways: cost-sorted round robin (as
 fedbench.engine.stacking.plan_stacks deals them) and sorted by each run's longest client into contiguous
 pieces (runs of similar size together); and for blocks of 1, 20 and 200 rounds.
@@ -87,18 +87,44 @@ def contiguous(order: list[int], pieces: int) -> list[list[int]]:
     return [list(p) for p in np.array_split(np.array(order), pieces) if len(p)]
 
 
+# FedProx's synthetic study at the paper's settings, as fedbench.bench.studies.fedprox_study declares it (the engine
+# may not import fedbench.bench; tests/engine/test_lockstep.py keeps the two equal): (dataset, algorithm, mu,
+# straggler fraction, seed) of each of its 140 runs, and its settings
+FEDPROX_SETTINGS = {"num_devices": 30, "clients_per_round": 10, "local_epochs": 20, "batch_size": 10, "lr": 0.01,
+                    "rounds": 200}
+
+
+def fedprox_synthetic_runs(seeds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> list[tuple[str, str, float, float, int]]:
+    runs = [(ds, alg, mu, f, s) for ds in ("synthetic_1_1", "synthetic_iid")
+            for alg, mu in (("fedavg", 0.0), ("fedprox", 0.0), ("fedprox", 1.0))
+            for f in (0.0, 0.1, 0.5, 0.9) for s in seeds]
+    return runs + [(ds, alg, mu, 0.0, s) for ds in ("synthetic_0_0", "synthetic_0p5_0p5")
+                   for alg, mu in (("fedavg", 0.0), ("fedprox", 1.0)) for s in seeds]
+
+
 def main() -> None:  # pragma: no cover - a measurement, printed
     import dataclasses
+    from functools import cache
 
-    from fedbench.bench.studies import fedprox_study
-    from fedbench.engine.simulation import RunSpec, build_stack, stack_key
+    from fedbench.algorithms import FedAvg, FedProx
+    from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack, stack_key
     from fedbench.engine.stacking import run_cost
     from fedbench.models import build_model
 
-    study = fedprox_study()
-    rounds = study.rounds
-    specs = [RunSpec(study.config(run, rounds, "cpu"), study.dataset(run.dataset), study.algorithm(run))
-             for run in study.runs]
+    st = FEDPROX_SETTINGS
+    rounds = st["rounds"]
+
+    @cache
+    def dataset(name: str):
+        alpha, beta, iid = SYNTHETIC_DATASETS[name]
+        return generate_synthetic(alpha, beta, iid, num_devices=st["num_devices"], seed=0)
+
+    specs = [RunSpec(SimulationConfig(rounds=rounds, clients_per_round=st["clients_per_round"],
+                                      local_epochs=st["local_epochs"], batch_size=st["batch_size"],
+                                      straggler_fraction=f, seed=seed, device="cpu"), dataset(ds),
+                     FedAvg(lr=st["lr"]) if alg == "fedavg" else FedProx(lr=st["lr"], mu=mu))
+             for ds, alg, mu, f, seed in fedprox_synthetic_runs()]
     ds0 = specs[0].dataset
     model = build_model("mclr", ds0.feature_shape, ds0.num_classes)
     steps = [run_steps(build_stack(model, [s])[1][0], rounds) for s in specs]

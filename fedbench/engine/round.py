@@ -22,12 +22,12 @@ import numpy as np
 import torch
 
 from fedbench.engine import tree
+from fedbench.engine.capture import GRAPH_STEPS
 from fedbench.engine.kernels.generic import client_segments
 from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
-from fedbench.engine.capture import GRAPH_STEPS
 from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedbench.engine.lockstep import RunSteps, chain, contiguous, padded_row_steps, round_robin
+from fedbench.engine.lockstep import (
+    FEDPROX_SETTINGS,
+    RunSteps,
+    chain,
+    contiguous,
+    fedprox_synthetic_runs,
+    padded_row_steps,
+    round_robin,
+)
 
 # run i: its largest client's steps, its cohort's rows and its steps in all, per round
 RUNS = [
@@ -30,3 +38,11 @@ def test_padded_row_steps_count_the_discarded_work():
 def test_runs_are_dealt_round_robin_or_cut_contiguously():
     assert round_robin([5, 4, 3, 2, 1], 2) == [[5, 3, 1], [4, 2]]
     assert contiguous([5, 4, 3, 2, 1], 2) == [[5, 4, 3], [2, 1]]
+
+
+def test_the_measured_study_is_the_benchs_fedprox_synthetic_study():
+    from fedbench.bench.studies import FEDPROX_PAPER, fedprox_study
+
+    study = fedprox_study()
+    assert fedprox_synthetic_runs() == [(r.dataset, r.algorithm, r.mu, r.stragglers, r.seed) for r in study.runs]
+    assert FEDPROX_SETTINGS == FEDPROX_PAPER

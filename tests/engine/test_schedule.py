@@ -117,7 +117,7 @@ def test_a_block_crossing_a_resume_point_equals_the_uninterrupted_schedule(datas
     draws = schedule_block(resumed, 1, 3)
     assert [d.round for d in draws] == [1, 2, 3]
     for d in draws:
-        clients, steps, batches, _ = whole[d.round]
+        clients, _, batches, _ = whole[d.round]
         assert np.array_equal(d.work.clients, clients) and np.array_equal(d.work.batches, batches)
 
 

@@ -15,7 +15,7 @@ from fedbench.algorithms import FedProx
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine import round as round_
 from fedbench.engine import static
-from fedbench.engine.capture import capture_check
+from fedbench.engine.capture_check import capture_check
 from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack, simulate_stack
 from fedbench.engine.static import StaticShape, pad_schedule
 from fedbench.models import build_model
@@ -25,7 +25,7 @@ from tests.engine.test_stack import _specs
 
 @pytest.fixture(scope="module")
 def datasets():
-    kw = dict(num_devices=12, seed=0, lognormal_mean=3.0, lognormal_sigma=0.7, min_samples=20)
+    kw = {"num_devices": 12, "seed": 0, "lognormal_mean": 3.0, "lognormal_sigma": 0.7, "min_samples": 20}
     return generate_synthetic(1, 1, **kw), generate_synthetic(0, 0, **kw)
 
 
@@ -234,7 +234,8 @@ def test_params_yaml_train_capture_is_validated_and_reaches_the_run():
     from fedbench.config import ConfigError, parse_config
     from fedbench.runner import run_params
 
-    raw = yaml.safe_load(open("params.yaml"))
+    with open("params.yaml") as f:
+        raw = yaml.safe_load(f)
     assert parse_config(raw).train.capture == "none"  # the committed default
     with pytest.raises(ConfigError, match=r"train.capture: 'graph' is not allowed .*; allowed: none, static, cuda_graph"):
         parse_config(raw | {"train": raw["train"] | {"capture": "graph"}})
