@@ -67,6 +67,9 @@ class TrainConfig:
     checkpoint_every: int = 10  # rounds between resumable checkpoints
     executor: str = "local"  # where the units run: local (worker processes) | ray (fedbench.executors)
     gpu_fraction: float = 0.25  # ray: the share of one GPU a unit asks for when it trains on a GPU
+    # how local steps run (fedbench.engine.capture): none (the default) | static (padded, masked, no host read; the
+    # same numbers) | cuda_graph (the static loop replayed from a CUDA graph; CUDA only, opt-in until measured)
+    capture: str = "none"
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,10 @@ def parse_config(raw: Any) -> Config:
     if train.dissimilarity_samples < 0:
         raise ConfigError(f"train.dissimilarity_samples: must be >= 0 (0: all samples), got {train.dissimilarity_samples}")
     _check_executor(train)
+    _one_of(train.capture, ["none", "static", "cuda_graph"], "train.capture")
+    if train.capture == "cuda_graph" and train.device == "cpu":
+        raise ConfigError("train.capture: cuda_graph needs a CUDA device, and train.device is cpu; allowed here: none, "
+                          "static")
     if train.lr <= 0:
         raise ConfigError(f"train.lr: must be > 0, got {train.lr}")
     if train.clients_per_round > data.num_devices:

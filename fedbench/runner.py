@@ -64,6 +64,8 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
         "data.train_fraction": cfg.data.train_fraction,
         # a sampled dissimilarity changes that metric's numbers; recorded only where a study asks for one
         **({"dissimilarity_samples": t.dissimilarity_samples} if t.dissimilarity_samples else {}),
+        # a captured loop may move CUDA numbers in the last bits (fedbench.engine.capture); recorded where it is on
+        **({"capture": t.capture} if t.capture != "none" else {}),
     }
 
 
@@ -243,7 +245,7 @@ def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int
             straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device,
             dissimilarity_every=t.eval_every,  # params.yaml's train.eval_every: the dissimilarity's cadence
             dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
-            checkpoint_every=t.checkpoint_every,
+            checkpoint_every=t.checkpoint_every, capture=t.capture,
         )
         p.folder.parent.mkdir(parents=True, exist_ok=True)
         checkpoint = p.folder.parent / f".{p.folder.name}.checkpoint.pt"

@@ -139,49 +139,50 @@ def _mean(values: torch.Tensor) -> float:
 
 @torch.no_grad()
 def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True, *,
-                  splits: tuple[str, ...] = DEFAULT_SPLITS, samples: dict[str, np.ndarray] | None = None,
+                  splits: tuple[str, ...] = DEFAULT_SPLITS,
+                  samples: dict[str, np.ndarray] | list[dict[str, np.ndarray]] | None = None,
                   dissimilarity_idx: np.ndarray | None = None) -> list[Evaluation]:
     """Several global models thetas [M, P] on the same data (the runs of a stack), in one pass where the kernel
     evaluates several models at once. ``splits``: which of "train", "test", "global_test"; ``samples``: for a
-    split, the sorted indices of the samples to read (absent: all); ``dissimilarity_idx``: the sorted indices of
-    the training samples each client's gradient is taken on (None: all)."""
-    samples = samples or {}
+    split, the sorted indices of the samples to read (absent: all), one dict for every model or a list of one
+    dict per model (each run's own seeded sample: every model is evaluated on the union of the samples in one
+    pass, and each reads its own; per-sample values do not depend on the other samples of the pass, so each
+    model's metrics are those of its own pass); ``dissimilarity_idx``: the sorted indices of the training samples
+    each client's gradient is taken on (None: all)."""
     m, n_dev = thetas.shape[0], data.num_clients
+    per_model = samples if isinstance(samples, list) else [samples or {}] * m
+    if len(per_model) != m:
+        raise ValueError(f"evaluate_many: {len(per_model)} sample plans for {m} models")
     none = np.full((m, n_dev), np.nan)
     acc = Dissimilarity(m, thetas.shape[1], data.train_sizes, thetas.device) if with_dissimilarity else None
     fused = getattr(kernel, "train_eval", None)
-    train_idx = samples.get("train")
+    train_idx = [s.get("train") for s in per_model]
     streamed = acc is None
     loss_tr = correct_tr = None
-    if "train" in splits and train_idx is None and fused is not None:
+    if "train" in splits and all(i is None for i in train_idx) and fused is not None:
         # the kernel's own pass: losses and client gradients from the same logits
         full_grads = dissimilarity_idx is None
         loss_tr, correct_tr = fused(thetas, data.x_train, data.y_train, data.train_offsets, acc if full_grads else None)
         streamed = streamed or full_grads
     elif "train" in splits:
-        x, y = (data.x_train, data.y_train) if train_idx is None else _take(data.x_train, data.y_train, train_idx)
-        loss_tr, correct_tr = _per_example_many(kernel, thetas, x, y)
+        loss_tr, correct_tr = _per_example_each(kernel, thetas, data.x_train, data.y_train, train_idx)
     if not streamed:
         _stream_client_grads(kernel, thetas, data, acc, dissimilarity_idx)
     dev_loss = none
     if loss_tr is not None:
-        seg, counts = _segments(data.seg_train, data.n_train, train_idx, n_dev)
-        dev_loss = _segment_mean(loss_tr, seg, counts).cpu().numpy()
+        dev_loss = _device_means(loss_tr, data.seg_train, data.n_train, train_idx, n_dev)
     loss_te = correct_te = None
     dev_acc = none
     if "test" in splits:
-        test_idx = samples.get("test")
-        x, y = (data.x_test, data.y_test) if test_idx is None else _take(data.x_test, data.y_test, test_idx)
-        loss_te, correct_te = _per_example_many(kernel, thetas, x, y)
-        seg, counts = _segments(data.seg_test, data.n_test, test_idx, n_dev)
-        dev_acc = _segment_mean(correct_te, seg, counts).cpu().numpy()
+        test_idx = [s.get("test") for s in per_model]
+        loss_te, correct_te = _per_example_each(kernel, thetas, data.x_test, data.y_test, test_idx)
+        dev_acc = _device_means(correct_te, data.seg_test, data.n_test, test_idx, n_dev)
     loss_gl = correct_gl = None
     if "global_test" in splits:
         if data.x_global is None:
             raise ValueError("evaluations: the dataset has no global_test split")
-        gl_idx = samples.get("global_test")
-        x, y = (data.x_global, data.y_global) if gl_idx is None else _take(data.x_global, data.y_global, gl_idx)
-        loss_gl, correct_gl = _per_example_many(kernel, thetas, x, y)
+        gl_idx = [s.get("global_test") for s in per_model]
+        loss_gl, correct_gl = _per_example_each(kernel, thetas, data.x_global, data.y_global, gl_idx)
     dissim = acc.value() if acc is not None else np.full(m, NAN)
     out = []
     for i in range(m):
@@ -199,6 +200,31 @@ def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimila
             with_dissimilarity=with_dissimilarity,
         ))
     return out
+
+
+def _device_means(values, seg: torch.Tensor, counts: torch.Tensor, idx: list[np.ndarray | None], n_dev: int):
+    """[M, N] each model's per-device mean of ``values`` over its own samples: one segment sum for all models where
+    they read the same samples (a tensor [M, n]), else one per model (a list)."""
+    if isinstance(values, torch.Tensor):
+        return _segment_mean(values, *_segments(seg, counts, idx[0], n_dev)).cpu().numpy()
+    return np.stack([_segment_mean(v, *_segments(seg, counts, i, n_dev)).cpu().numpy() for v, i in zip(values, idx)])
+
+
+def _per_example_each(kernel, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                      idx: list[np.ndarray | None]):
+    """Per-example losses and correctness of each model thetas[i] on its own samples ``idx[i]`` (None: all), in one
+    pass: on the split (or the one sample every model shares), else on the union of the samples, each model then
+    reading its own columns. Returns [M, n] tensors where every model reads the same samples, else lists."""
+    first = idx[0]
+    if all(i is None for i in idx) or all(i is not None and np.array_equal(i, first) for i in idx):
+        xs, ys = (x, y) if first is None else _take(x, y, first)
+        return _per_example_many(kernel, thetas, xs, ys)
+    union = np.arange(len(y)) if any(i is None for i in idx) else np.unique(np.concatenate(idx))
+    xs, ys = _take(x, y, union)
+    loss, correct = _per_example_many(kernel, thetas, xs, ys)
+    cols = [None if i is None else torch.from_numpy(np.searchsorted(union, i)).to(loss.device) for i in idx]
+    return ([loss[k] if c is None else loss[k, c] for k, c in enumerate(cols)],
+            [correct[k] if c is None else correct[k, c] for k, c in enumerate(cols)])
 
 
 def _take(x: torch.Tensor, y: torch.Tensor, idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:

@@ -6,6 +6,9 @@ A round may serve several runs at once (a *stack*, see fedbench.engine.simulatio
 own round from its own random streams, exactly as it would alone, and :func:`run_round` merges the runs'
 cohorts into one work-sorted cohort, so that every local step serves all runs. Everything around the local
 steps (broadcast, client_init, client_result, server_update) is called per run, on that run's own state.
+
+With ``Stack.capture`` static or cuda_graph the merged cohort is not sorted: its rows run every step of the round at
+one static shape, finished rows masked (fedbench.engine.static), the same numbers on the CPU.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ import numpy as np
 import torch
 
 from fedbench.engine import tree
+from fedbench.engine.capture import GRAPH_STEPS
 from fedbench.engine.kernels.generic import client_segments
 from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
-from fedbench.engine.sampling import minibatch_order, plan_round
+from fedbench.engine.sampling import plan_round
+from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
+from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ class Stack:
     x_prepared: torch.Tensor  # [n, ...] kernel.prepare(x), once per stack
     batch_size: int
     local_steps: int
+    capture: str = "none"  # SimulationConfig.capture: none (ragged eager), static (padded eager), cuda_graph
+    captured: Any = None  # fedbench.engine.capture.CapturedSteps where capture is cuda_graph
 
 
 @dataclass(frozen=True)
@@ -115,48 +123,37 @@ class RoundSchedule:
     algorithm: Any = None  # the run's algorithm in this round (its learning rate decayed: algorithm_at)
 
 
-def schedule_round(stack: Stack, run: RunState, r: int) -> RoundSchedule | None:
-    """Who trains in round ``r`` of ``run`` and on which minibatches (None: nobody trains this round)."""
+def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None = None) -> RoundSchedule | None:
+    """Who trains in round ``r`` of ``run`` and on which minibatches (None: nobody trains this round). ``draw``:
+    the round as fedbench.engine.schedule drew it ahead (a block's schedule); by default drawn here, the same."""
     cfg, sizes, data = run.cfg, run.sizes, run.data
     algorithm = algorithm_at(run.algorithm, cfg.lr_decay, r)
-    available = run.availability.mask(cfg.seed, r) & (sizes > 0)  # a client without training data never trains
+    draw = draw_round(run, r) if draw is None else draw
+    if draw.round != r:
+        raise ValueError(f"schedule_round: round {r} was given the draw of round {draw.round}")
+    available, plan, work = draw.available, draw.plan, draw.work
     choose = getattr(algorithm, "choose_clients", None)
-    chosen = None
     if choose is not None:
         k = min(cfg.clients_per_round, int(available.sum()))
         run.state, chosen = choose(run.state, r, available, k)
         chosen = _check_chosen(chosen, available, k)
-    cohort_seed = cfg.seed if cfg.cohort_seed is None else cfg.cohort_seed  # SimulationConfig.cohort_seed
-    plan = plan_round(cohort_seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
-                      cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
-    weights = plan.weights
-    keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
-    filter_cohort = getattr(algorithm, "filter_cohort", None)
-    if filter_cohort is not None and len(plan.clients):
-        losses = cohort_losses(stack.kernel, data, plan.clients, run.state.theta)
-        run.state, weights = filter_cohort(run.state, r, losses, sizes[plan.clients])
-        weights = np.asarray(weights, dtype=np.float64)
-        if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-            raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
-        keep &= weights > 0
-    clients, epochs, weights = plan.clients[keep], plan.epochs[keep], weights[keep]
+        plan = plan_round(cohort_seed(cfg), r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
+                          cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
+    if work is None:
+        weights = plan.weights
+        keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
+        filter_cohort = getattr(algorithm, "filter_cohort", None)
+        if filter_cohort is not None and len(plan.clients):
+            losses = cohort_losses(stack.kernel, data, plan.clients, run.state.theta)
+            run.state, weights = filter_cohort(run.state, r, losses, sizes[plan.clients])
+            weights = np.asarray(weights, dtype=np.float64)
+            if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+                raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
+            keep &= weights > 0
+        work = local_work(run, r, plan.clients[keep], plan.epochs[keep], weights[keep])
+    clients, epochs, weights, steps, batches = work.clients, work.epochs, work.weights, work.steps, work.batches
     if len(clients) == 0:
         return None
-    # Work-sorted order: most local steps first (stable), so active clients form a prefix.
-    per_epoch = -(-sizes[clients] // cfg.batch_size)
-    if cfg.local_steps:  # exactly C steps, cycling through fresh permutations (FedLaAvg's local iterations)
-        steps = np.where(per_epoch > 0, cfg.local_steps, 0)
-        epochs = -(-steps // np.maximum(per_epoch, 1))
-    else:
-        steps = epochs * per_epoch
-    order = np.argsort(-steps, kind="stable")
-    clients, epochs, weights, steps = clients[order], epochs[order], weights[order], steps[order]
-
-    parts = []
-    for c, e, s in zip(clients, epochs, steps):
-        local_idx = minibatch_order(cfg.seed, r, int(c), int(sizes[c]), int(e), cfg.batch_size)[:s]
-        parts.append(np.where(local_idx >= 0, local_idx + (data.train_offsets[c] + run.base), -1))
-    batches = np.concatenate(parts)
 
     device = stack.device
     client_idx = torch.from_numpy(clients).to(device)
@@ -185,13 +182,19 @@ def algorithm_at(algorithm: Any, lr_decay: float, r: int) -> Any:
     return dataclasses.replace(algorithm, lr=algorithm.lr * lr_decay ** r)
 
 
-def run_round(stack: Stack, schedules: list[RoundSchedule]) -> None:
-    """Run the local work of every scheduled run at once, then each run's aggregation (in place on the runs)."""
+def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = None) -> None:
+    """Run the local work of every scheduled run at once, then each run's aggregation (in place on the runs).
+    With ``stack.capture`` static or cuda_graph, the local work runs at a static shape (fedbench.engine.static):
+    ``rows`` client rows (default: this round's own; the round loop passes its block's, so that every round of a
+    block has the same rows) and this round's largest client's steps (for cuda_graph rounded up to a multiple
+    of fedbench.engine.capture.GRAPH_STEPS)."""
     if not schedules:
         return
     local_fn = LOCAL_PATHS[stack.local_path]
     algorithm = schedules[0].algorithm  # client_step reads only fields every run of the stack shares
-    if len(schedules) == 1:
+    if stack.capture != "none":
+        locals_ = _run_static(stack, schedules, algorithm, rows)
+    elif len(schedules) == 1:
         s = schedules[0]
         data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared,
                           batches=torch.from_numpy(s.batches).to(stack.device), starts=_starts(s.steps), steps=s.steps)
@@ -232,6 +235,35 @@ def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorith
         # mean) may then round differently
         out.append(tree.tree_map(torch.clone, tree.rows(back, lo, lo + len(s.steps))))
         lo += len(s.steps)
+    return out
+
+
+def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: int | None) -> list[Any]:
+    """The runs' cohorts as the rows of one static-shape loop (fedbench.engine.static), in schedule order (no
+    sorting: every step runs every row), eagerly or replayed from a CUDA graph; each run's rows handed back as
+    fresh tensors (see _run_merged)."""
+    sizes = [len(s.steps) for s in schedules]
+    steps = max(int(s.steps.max()) for s in schedules)
+    if stack.capture == "cuda_graph":
+        steps = -(-steps // GRAPH_STEPS) * GRAPH_STEPS
+    shape = StaticShape(rows=sum(sizes) if rows is None else rows, steps=steps, batch=stack.batch_size)
+    device = stack.device
+    cohort = pad_schedule([s.steps for s in schedules], [s.batches for s in schedules], shape, device)
+    local = pad_rows(tree.concat([s.local for s in schedules]), shape.rows)
+    if len(schedules) == 1:
+        bcast = schedules[0].bcast
+    else:
+        run_of_row = np.repeat(np.arange(len(schedules)), sizes)
+        run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
+        bcast = row_broadcast([s.bcast for s in schedules], torch.from_numpy(run_of_row).to(device))
+    if stack.capture == "cuda_graph":
+        merged = stack.captured.run(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
+    else:
+        merged = run_static(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
+    out, lo = [], 0
+    for k in sizes:
+        out.append(tree.tree_map(torch.clone, tree.rows(merged, lo, lo + k)))
+        lo += k
     return out
 
 

@@ -54,6 +54,15 @@ local steps of all runs' cohorts run as one merged cohort (fedbench.engine.round
 overhead is paid once per stack. Kernels compute each row on its own, so a run's training is bit-identical
 stacked and alone (tested); its evaluation may differ in the last bits where several models are evaluated in
 one batched product. A run that diverges leaves the stack and the others go on.
+
+Static shapes (``SimulationConfig.capture``: static or cuda_graph; issue 31). The loop then draws each run's rounds
+a block of SCHEDULE_BLOCK at a time (fedbench.engine.schedule: the same draws as round by round), gives every round
+of the block the same client rows (each run's largest cohort of the block), and runs the local steps padded and
+masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture). What stays on
+the host in such a round: the schedule (numpy draws, copied to the device once a round), the evaluation's and the
+divergence signal's read-back (once per evaluation; a run whose protocol skips train/loss reads its cohort signal
+every round), the algorithms' state hooks (choose_clients, filter_cohort), client_init's reads of the cohort where
+an algorithm makes them (FedProxVR's output iterates), and the per-round synchronisation that times the round.
 """
 
 from __future__ import annotations
@@ -72,11 +81,13 @@ import torch
 
 from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
+from fedbench.engine.capture import CAPTURE_MODES, CapturedSteps, check_capture
 from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
 from fedbench.engine.round import Cohort, RunState, Stack, cohort_losses, run_round, schedule_round
+from fedbench.engine.schedule import RoundDraw, schedule_block
 from fedbench.seeding import rng, torch_generator
 
 __all__ = ["Cohort", "EvalSpec", "RunResult", "RunSpec", "SimulationConfig", "build_stack", "check_spec", "simulate",
@@ -120,8 +131,15 @@ class SimulationConfig:
     # the learning rate of round r is the algorithm's lr * lr_decay ** r (fedbench.engine.round.algorithm_at);
     # 1.0: constant. FedLaAvg's CIFAR-10 code decays by 0.9999 per round
     lr_decay: float = 1.0
+    # how a round's local steps run (fedbench.engine.static, fedbench.engine.capture): "none" the ragged eager loop
+    # (the default: fewest operations, the CPU's fastest); "static" every step on all client rows of the stack,
+    # padded to the block's largest client and masked (the same numbers, no host read in the loop); "cuda_graph"
+    # the static loop replayed from a CUDA graph (CUDA only; opt-in until measured on a GPU)
+    capture: str = "none"
 
     def __post_init__(self) -> None:
+        if self.capture not in CAPTURE_MODES:
+            raise ValueError(f"capture: {self.capture!r} is not allowed; allowed: {', '.join(CAPTURE_MODES)}")
         if self.cohort_seed is not None and (not isinstance(self.cohort_seed, int) or self.cohort_seed < 0):
             raise ValueError(f"cohort_seed: {self.cohort_seed!r} must be None (the run's seed) or an integer >= 0")
         if not 0.0 < self.lr_decay <= 1.0:
@@ -243,6 +261,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
     if cfg0.local_path not in LOCAL_PATHS:
         raise ValueError(f"local_path={cfg0.local_path!r}; allowed: {list(LOCAL_PATHS)}")
     device = resolve_device(cfg0.device)
+    check_capture(cfg0.capture, device, cfg0.local_path)
     model = model.to(device)
     kernel = choose_kernel(model, device, cfg0.kernel)
     datas: dict[int, DeviceData] = {}
@@ -268,7 +287,8 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
         y = torch.cat([d.y_train for d in datas.values()])
     stack = Stack(model=model, kernel=kernel, device=device, local_path=cfg0.local_path, x=x, y=y,
                   x_prepared=kernel.prepare(x) if cfg0.local_path == "vectorized" else x,
-                  batch_size=cfg0.batch_size, local_steps=cfg0.local_steps)
+                  batch_size=cfg0.batch_size, local_steps=cfg0.local_steps, capture=cfg0.capture,
+                  captured=CapturedSteps() if cfg0.capture == "cuda_graph" else None)
     states = [_start_run(stack, spec, datas[id(spec.dataset)], bases[id(spec.dataset)]) for spec in runs]
     return stack, states
 
@@ -334,10 +354,14 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
     stack, states = build_stack(model, runs)
     cfg = runs[0].cfg
     start = min(s.next_round for s in states)
+    block: dict[int, dict[int, RoundDraw]] = {}  # with capture: each run's draws of the current block, by round
+    rows = None
     for r in range(start, cfg.rounds):
         live = [s for s in states if not s.done and s.next_round == r]
         if not live:
             continue
+        if stack.capture != "none" and any(r not in block.get(id(run), {}) for run in live):
+            block, rows = _draw_block(live, r)
         t0 = time.perf_counter()
         plans = [_plan(run, r) for run in live]
         evaluations = _evaluate(stack, live, plans)
@@ -352,10 +376,11 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
                 run.state = run.algorithm.begin_round(run.state, ev)
             training.append(run)
         eval_s = (time.perf_counter() - t0) / len(live)
-        schedules = [s for s in (schedule_round(stack, run, r) for run in training) if s is not None]
+        schedules = [s for s in (schedule_round(stack, run, r, block[id(run)][r] if block else None)
+                                 for run in training) if s is not None]
         schedules = _check_signal(stack, schedules, plans, live, r)
         training = [run for run in training if not run.done]
-        run_round(stack, schedules)
+        run_round(stack, schedules, rows)
         if stack.device.type == "cuda":
             torch.cuda.synchronize()
         share = (time.perf_counter() - t0) / max(1, len(live))  # each run's share of the stack's round
@@ -376,6 +401,19 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
     return [_finish(stack, run, len(states)) for run in states]
 
 
+SCHEDULE_BLOCK = 20  # rounds drawn ahead at once where the local steps run at a static shape (capture != none)
+
+
+def _draw_block(live: list[RunState], r0: int) -> tuple[dict[int, dict[int, RoundDraw]], int]:
+    """The live runs' draws of rounds [r0, r0 + SCHEDULE_BLOCK) (fedbench.engine.schedule) and the block's static
+    rows: every run's largest cohort of the block, one after another. The steps are each round's own (its largest
+    client's): a static step count per block would lengthen the FedProx synthetic study's lockstep chain by 10%
+    (fedbench.engine.lockstep), while one graph of a few steps serves any count (fedbench.engine.capture)."""
+    draws = {id(run): {d.round: d for d in schedule_block(run, r0, SCHEDULE_BLOCK)} for run in live}
+    rows = sum(max(d.max_clients for d in draws[id(run)].values()) for run in live)
+    return draws, max(1, rows)
+
+
 @dataclass(frozen=True)
 class _Plan:
     """What one run evaluates at one round: the splits, the dissimilarity, the samples read (split -> sorted
@@ -390,11 +428,6 @@ class _Plan:
     @property
     def empty(self) -> bool:
         return not self.splits and not self.dissimilarity
-
-    @property
-    def shared(self) -> bool:
-        """Whether runs on the same data can be evaluated together (nothing sampled: the seed plays no part)."""
-        return not self.samples and self.dissimilarity_idx is None
 
 
 SPLIT_CODE = {"train": 0, "test": 1, "global_test": 2, "dissimilarity": 3}  # the extra of each sample's stream
@@ -445,22 +478,37 @@ def _dissimilarity_sample(run: RunState, r: int) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64)
 
 
+# Devices where runs on their own seeded samples share one evaluation pass on the union of their samples. Not the
+# CPU: there a model's float32 logits on a sample depend in the last bits on how many samples the product holds
+# (MKL picks its kernel by shape), so a run would evaluate differently stacked and alone; on CUDA the numbers are
+# held to the GPU check's tolerance anyway, and a pass per run is a launch-bound pass per run.
+UNION_PASS_DEVICES = ("cuda",)
+
+
 def _evaluate(stack: Stack, runs: list[RunState], plans: list[_Plan]) -> list[Evaluation | None]:
-    """Each run's global model on its own data, as its plan says (None: nothing to evaluate); runs on the same
-    data with the same unsampled plan are evaluated together."""
+    """Each run's global model on its own data, as its plan says (None: nothing to evaluate). Runs on the same data
+    that evaluate the same splits, on all of them or on the same samples, are evaluated in one batched pass; on
+    UNION_PASS_DEVICES so are runs that each evaluate their own seeded sample (fedbench.engine.metrics.evaluate_many:
+    every model on the union of the samples, each reading its own). A run whose dissimilarity is taken on its own
+    sample of training data is evaluated alone."""
     out: dict[int, Evaluation | None] = {}
     groups: dict[tuple, list[int]] = {}
+    union = stack.device.type in UNION_PASS_DEVICES
     for i, (run, plan) in enumerate(zip(runs, plans)):
         if plan.empty:
             out[i] = None
             continue
-        key = (id(run.data), plan.splits, plan.dissimilarity) if plan.shared else ("own", i)
+        if plan.dissimilarity_idx is not None or (plan.samples and not union):
+            key = ("own", i)
+        else:
+            key = (id(run.data), plan.splits, plan.dissimilarity)
         groups.setdefault(key, []).append(i)
     for members in groups.values():
         plan = plans[members[0]]
         thetas = torch.stack([runs[i].state.theta for i in members])
+        samples = [dict(plans[i].samples) for i in members]
         evs = evaluate_many(stack.kernel, thetas, runs[members[0]].data, plan.dissimilarity, splits=plan.splits,
-                            samples=dict(plan.samples), dissimilarity_idx=plan.dissimilarity_idx)
+                            samples=samples if any(samples) else None, dissimilarity_idx=plan.dissimilarity_idx)
         for i, ev in zip(members, evs):
             out[i] = ev
     return [out[i] for i in range(len(runs))]

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from fedbench.algorithms import FedAvg, FedDane, FedProx, FedProxAdaptiveMu, FedProxVR, Scaffold
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.data.synthetic import generate_synthetic
-from fedbench.engine import local, simulation
+from fedbench.engine import local, schedule, simulation
 from fedbench.engine import round as round_
 from fedbench.engine.kernels import choose_kernel
 from fedbench.divergence import is_diverging, reporting_round
@@ -80,7 +80,8 @@ def _record_plans(monkeypatch):
         plans.append(plan)
         return plan
 
-    monkeypatch.setattr(round_, "plan_round", recording)
+    monkeypatch.setattr(round_, "plan_round", recording)  # an algorithm's own choice of clients
+    monkeypatch.setattr(schedule, "plan_round", recording)  # the seeded draw (fedbench.engine.schedule)
     return plans
 
 
@@ -93,14 +94,14 @@ def _same_plans(a, b) -> bool:
 
 def _record_batches(monkeypatch):
     calls = {}
-    real = round_.minibatch_order
+    real = schedule.minibatch_order
 
     def recording(seed, round_, client_id, num_samples, epochs, batch_size):
         out = real(seed, round_, client_id, num_samples, epochs, batch_size)
         calls[(round_, client_id)] = out
         return out
 
-    monkeypatch.setattr(round_, "minibatch_order", recording)
+    monkeypatch.setattr(schedule, "minibatch_order", recording)
     return calls
 
 

@@ -1,0 +1,129 @@
+"""Local work at one static shape: every step of a round runs on all K client rows of the stack, padded to the
+block's largest client and masked, so that the step is one fixed sequence of device operations that needs no
+host read and can be captured in a CUDA graph (fedbench.engine.capture; issue 31, items 3 and 4).
+
+The ragged path (fedbench.engine.local.run_vectorized) runs step t on the a_t clients still training, which is
+the least arithmetic but a different tensor shape at nearly every step, and it gathers minibatches chunk by chunk
+from positions computed on the host. Here the whole round's schedule is one index tensor [T, K, B] (minibatch
+indices, -1 padding) and one mask [T, K] (row k still training at step t), built on the host from the block's
+schedule (fedbench.engine.schedule) and copied to the device once; step t gathers row t of it, runs the
+algorithm's ``client_step`` on all K rows and keeps, for each row whose client has finished (or that pads the
+cohort), its previous state (``torch.where``). A padded row's minibatch is all padding: weight 0, so its gradient
+is zero, and the mask discards its step anyway.
+
+Numbers. Kernels compute each row on its own and ``torch.where`` selects exactly, so on the CPU a row's local
+state after the round is bit for bit the ragged path's (tested for every algorithm, stacked runs included). The
+cost is arithmetic on finished rows: sum_t (K - a_t) padded row-steps a round, which the GPU pays in idle lanes
+instead of launches.
+
+Deviations: an algorithm's local state may hold a non-tensor field (FedProxVR's step counter ``t``, one number
+for all rows); it takes the value of the last step, as on the ragged path, where the engine never advances the
+counter of finished rows either (the algorithm reads it only in client_step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedbench.engine import tree
+
+
+@dataclass(frozen=True)
+class StaticShape:
+    """The shape of every step of a block: ``rows`` client rows (all runs' cohorts, padded), ``steps`` local steps
+    (the block's largest client), minibatches of ``batch`` samples."""
+
+    rows: int
+    steps: int
+    batch: int
+
+    def __post_init__(self) -> None:
+        if min(self.rows, self.steps, self.batch) < 1:
+            raise ValueError(f"a static shape needs rows, steps and batch >= 1, got {self}")
+
+
+@dataclass(frozen=True)
+class StaticCohort:
+    """One round's schedule at a static shape, on the device."""
+
+    batches: torch.Tensor  # [T, K, B] int64 sample indices, -1 padding (a finished or padding row: all -1)
+    active: torch.Tensor  # [T, K] bool: row k trains at step t
+    rows: int  # the real rows (the first ``rows`` of K)
+
+
+def pad_schedule(steps: list[np.ndarray], batches: list[np.ndarray], shape: StaticShape,
+                 device: torch.device) -> StaticCohort:
+    """The runs' cohorts one after another as rows of one [T, K, B] schedule: run i's client j takes its steps[i][j]
+    minibatches from ``batches[i]`` (client after client, as fedbench.engine.round.RoundSchedule holds them)."""
+    all_steps = np.concatenate(steps) if steps else np.zeros(0, np.int64)
+    k = len(all_steps)
+    t_max = int(all_steps.max()) if k else 0
+    if k > shape.rows or t_max > shape.steps:
+        raise ValueError(f"a round of {k} client rows and {t_max} steps does not fit the static shape {shape}")
+    out = np.full((shape.steps, shape.rows, shape.batch), -1, dtype=np.int64)
+    flat = np.concatenate(batches) if batches else np.zeros((0, shape.batch), np.int64)
+    if flat.shape[1] != shape.batch:
+        raise ValueError(f"minibatches of {flat.shape[1]} samples for a static shape of batch {shape.batch}")
+    row = np.repeat(np.arange(k), all_steps)  # the client row of each minibatch, in order
+    step = np.arange(len(flat)) - np.repeat(np.cumsum(all_steps) - all_steps, all_steps)
+    out[step, row] = flat
+    active = np.arange(shape.steps)[:, None] < np.concatenate([all_steps, np.zeros(shape.rows - k, np.int64)])[None, :]
+    return StaticCohort(batches=torch.from_numpy(out).to(device), active=torch.from_numpy(active).to(device), rows=k)
+
+
+def pad_rows(state: Any, rows: int) -> Any:
+    """``state`` [k, ...] grown to ``rows`` rows, the new ones copies of row 0 (finite values that are masked)."""
+
+    def grow(t: torch.Tensor) -> torch.Tensor:
+        extra = rows - t.shape[0]
+        return t if extra == 0 else torch.cat([t, t[:1].expand(extra, *t.shape[1:])])
+
+    return tree.tree_map(grow, state)
+
+
+def static_step(algorithm: Any, kernel: Any, x_prepared: torch.Tensor, y: torch.Tensor, work: Any, bcast: Any,
+                idx: torch.Tensor, active: torch.Tensor) -> Any:
+    """One local step of all K rows on minibatches ``idx`` [K, B] (-1 padding); rows not ``active`` [K] keep
+    ``work``. The operations are those of one step of fedbench.engine.local.run_vectorized (the same gather, the
+    same weights summing to one per row, the kernel's batch and grad), at a shape that never changes."""
+    valid = idx >= 0
+    flat = idx.clamp(min=0).reshape(-1)
+    xc = x_prepared.index_select(0, flat).view(*idx.shape, *x_prepared.shape[1:])
+    weight = valid.to(xc.dtype if xc.is_floating_point() else torch.float32)
+    weight = weight / weight.sum(-1, keepdim=True).clamp(min=1.0)
+    labels = y.index_select(0, flat).view(*idx.shape)
+    step_batch = kernel.batch(xc, labels, weight)
+    new = algorithm.client_step(work, lambda th: kernel.grad(th, *step_batch), bcast)
+    return keep_finished(active, new, work)
+
+
+def keep_finished(active: torch.Tensor, new: Any, old: Any) -> Any:
+    """``new`` where ``active`` [K], ``old`` elsewhere, leaf by leaf (a non-tensor field: ``new``'s)."""
+    if isinstance(new, torch.Tensor):
+        return torch.where(active.view(-1, *(1,) * (new.dim() - 1)), new, old)
+    if dataclasses.is_dataclass(new):
+        changes = {f.name: keep_finished(active, getattr(new, f.name), getattr(old, f.name))
+                   for f in dataclasses.fields(new)
+                   if isinstance(getattr(new, f.name), torch.Tensor) or dataclasses.is_dataclass(getattr(new, f.name))}
+        return dataclasses.replace(new, **changes)
+    return new
+
+
+def run_static(algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: torch.Tensor, y: torch.Tensor,
+               cohort: StaticCohort) -> Any:
+    """Every row's local steps at the cohort's static shape, eagerly; returns the local state [K, ...] (rows past
+    ``cohort.rows`` are padding). ``local`` and a per-row ``bcast`` must already have K rows (:func:`pad_rows`)."""
+    work = local
+    for t in range(cohort.batches.shape[0]):
+        work = static_step(algorithm, kernel, x_prepared, y, work, bcast, cohort.batches[t], cohort.active[t])
+    return work
+
+
+def padded_row_steps(steps: np.ndarray, shape: StaticShape) -> int:
+    """Row-steps a round at ``shape`` computes and discards: T K - sum_k steps_k."""
+    return shape.steps * shape.rows - int(np.sum(steps))

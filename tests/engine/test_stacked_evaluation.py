@@ -1,0 +1,141 @@
+"""Stacked evaluation (fedbench.engine.simulation._evaluate, fedbench.engine.metrics.evaluate_many): the runs of a
+stack that evaluate the same splits of the same data are evaluated in one batched pass, and every run's history is
+the one it has alone, bit for bit on the CPU. Runs that each evaluate their own seeded sample share one pass on the
+union of their samples where UNION_PASS_DEVICES says (CUDA); forced on the CPU here, each run's numbers then equal
+its own pass's within a tolerance derived below (float32 logits of a product of another shape)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from fedbench.algorithms import FedProx
+from fedbench.data.synthetic import generate_synthetic
+from fedbench.engine import simulation
+from fedbench.engine.evaluation import EvalSpec
+from fedbench.engine.kernels import choose_kernel
+from fedbench.engine.metrics import DeviceData, evaluate_many
+from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate, simulate_stack
+from fedbench.models import build_model
+
+PROTOCOLS = {
+    "sampled clients and samples": (EvalSpec("train", samples_sample=60), EvalSpec("test", every=2, clients_sample=4)),
+    "sampled test, full train": (EvalSpec("train"), EvalSpec("test", clients_sample=5)),
+    "full": (EvalSpec("train"), EvalSpec("test")),
+}
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return generate_synthetic(1, 1, num_devices=12, seed=0, lognormal_mean=3.0, lognormal_sigma=0.7, min_samples=20)
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_a_stack_evaluates_in_one_pass_and_each_run_as_alone(protocol, dataset, monkeypatch):
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    cfg = SimulationConfig(rounds=4, clients_per_round=4, local_epochs=2, batch_size=10, straggler_fraction=0.3,
+                           device="cpu", evaluations=PROTOCOLS[protocol], dissimilarity_every=2)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), dataset, FedProx(lr=0.05, mu=m)) for s in (1, 2, 3)
+             for m in (0.0, 1.0)]
+    alone = [simulate(s.cfg, s.dataset, model, s.algorithm) for s in specs]
+    passes = []
+    real = simulation.evaluate_many
+
+    def counting(kernel, thetas, *args, **kwargs):
+        passes.append(thetas.shape[0])
+        return real(kernel, thetas, *args, **kwargs)
+
+    monkeypatch.setattr(simulation, "evaluate_many", counting)
+    stacked = simulate_stack(model, specs)
+    # round 0: every run's model in one pass, unless each run draws its own sample (then one pass a run on the CPU)
+    assert passes[0] == (len(specs) if protocol == "full" else 1)
+    for a, b in zip(alone, stacked):
+        assert torch.equal(a.theta, b.theta) and len(a.history) == len(b.history)
+        for ra, rb in zip(a.history, b.history):
+            assert ra.keys() == rb.keys()
+            for key, value in ra.items():
+                if key in ("wall_time_s", "eval_time_s"):
+                    continue
+                assert value == rb[key] or (np.isnan(value) and np.isnan(rb[key])), (key, ra["round"])
+        assert np.array_equal(a.final.device_test_accuracy, b.final.device_test_accuracy, equal_nan=True)
+
+
+U = 2.0**-24  # float32 unit roundoff
+
+
+def _tolerance(thetas: torch.Tensor, x_aug: torch.Tensor, max_loss: float) -> float:
+    """|own pass - union pass| of a mean loss. A logit z = w . x_aug (d + 1 = 61 terms) summed in any order is within
+    gamma_61 sum_i |w_i x_i| <= gamma_61 ||w|| ||x_aug|| of the exact value (Higham, Accuracy and Stability, 3.1;
+    gamma_n = n u / (1 - n u)), so two orders differ by at most twice that; the cross-entropy moves by at most 2 max_c
+    |dz_c| (its gradient p - e_y has L1 norm <= 2), and each pass's log-sum-exp adds a few roundings of the loss and
+    the logits (8 u (L + |z|) for both passes); a mean over samples moves by at most the largest move."""
+    gamma = 61 * U / (1 - 61 * U)
+    wx = float(thetas.view(thetas.shape[0], 61, -1).norm(dim=1).max() * x_aug.norm(dim=1).max())
+    return 2 * 2 * gamma * wx + 8 * U * (max_loss + wx)
+
+
+def test_the_union_pass_where_enabled_is_one_pass_within_the_derived_tolerance(dataset, monkeypatch):
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    cfg = SimulationConfig(rounds=4, clients_per_round=4, local_epochs=2, batch_size=10, device="cpu",
+                           evaluations=PROTOCOLS["sampled clients and samples"], dissimilarity_every=0)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), dataset, FedProx(lr=0.05, mu=1.0)) for s in (1, 2, 3)]
+    models = []
+
+    class Keep:
+        def on_model(self, round_, theta):
+            models.append(theta.clone())
+
+    alone = [simulate(s.cfg, s.dataset, model, s.algorithm, callbacks=(Keep(),)) for s in specs]
+    passes = []
+    real = simulation.evaluate_many
+
+    def counting(kernel, thetas, *args, **kwargs):
+        passes.append(thetas.shape[0])
+        return real(kernel, thetas, *args, **kwargs)
+
+    monkeypatch.setattr(simulation, "evaluate_many", counting)
+    monkeypatch.setattr(simulation, "UNION_PASS_DEVICES", ("cpu", "cuda"))
+    stacked = simulate_stack(model, specs)
+    assert passes[0] == len(specs)
+    x_aug = choose_kernel(model, "cpu").prepare(DeviceData.build(dataset, torch.device("cpu")).x_train)
+    thetas = torch.stack(models + [model.init(torch.Generator().manual_seed(0))])
+    losses = [row[k] for a in alone for row in a.history for k in ("train/loss", "test/loss") if k in row]
+    tol = _tolerance(thetas, x_aug, max(losses))
+    assert 0 < tol < 1e-3 * min(losses)  # a bound far below the losses themselves
+    for a, b in zip(alone, stacked):
+        assert torch.equal(a.theta, b.theta)  # training is untouched
+        for ra, rb in zip(a.history, b.history):
+            for key in ("train/loss", "test/loss"):
+                if key in ra:
+                    assert abs(ra[key] - rb[key]) <= tol, (key, ra["round"], ra[key] - rb[key])
+            for key in ("train/accuracy", "test/accuracy"):
+                if key in ra:
+                    assert ra[key] == rb[key], (key, ra["round"])
+
+
+def test_each_model_on_its_own_samples_equals_its_own_pass(dataset):
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    kernel = choose_kernel(model, "cpu")
+    data = DeviceData.build(dataset, torch.device("cpu"))
+    g = torch.Generator().manual_seed(0)
+    thetas = 0.1 * torch.randn(3, model.num_params, generator=g)
+    rng = np.random.default_rng(0)
+    n_train, n_test = len(dataset.train.y), len(dataset.test.y)
+    samples = [{"train": np.sort(rng.choice(n_train, 40, replace=False)), "test": np.sort(rng.choice(n_test, 30, replace=False))},
+               {"test": np.sort(rng.choice(n_test, 25, replace=False))},  # the full training split
+               {"train": np.sort(rng.choice(n_train, 10, replace=False))}]  # the full test split
+    together = evaluate_many(kernel, thetas, data, False, splits=("train", "test"), samples=samples)
+    for i, s in enumerate(samples):
+        (own,) = evaluate_many(kernel, thetas[i: i + 1], data, False, splits=("train", "test"), samples=s)
+        tol = _tolerance(thetas, kernel.prepare(data.x_train), max(own.train_loss, own.test_loss))
+        for f in ("train_loss", "test_loss"):
+            assert abs(getattr(own, f) - getattr(together[i], f)) <= tol, (i, f)
+        for f in ("train_accuracy", "test_accuracy"):
+            assert getattr(own, f) == getattr(together[i], f), (i, f)
+        assert np.allclose(own.device_train_loss, together[i].device_train_loss, rtol=0, atol=tol, equal_nan=True)
+        assert np.array_equal(own.device_test_accuracy, together[i].device_test_accuracy, equal_nan=True)
+    with pytest.raises(ValueError, match="2 sample plans for 3 models"):
+        evaluate_many(kernel, thetas, data, False, samples=samples[:2])
