@@ -30,7 +30,7 @@ budget (a part or case that would not finish in it is skipped and listed as skip
    140-run synthetic study and the CIFAR-CNN study, stacked and one by one (fedbench.bench.workload; about 75 s
    on an H200), when at least :data:`WORKLOAD_MIN_S` are left; its JSON is ``workload.json``.
 7. **capture** (optional): the engine's CUDA-graph capture checks, where the engine provides them: the function
-   named by :data:`CAPTURE_HOOK` (``check_capture(device) -> [(name, passed, detail)]``); skipped, and said so,
+   named by :data:`CAPTURE_HOOK` (``capture_check(device=...) -> dict``: differences against its GPU tolerance, and timings); skipped, and said so,
    where it does not exist.
 
 Then the **targets** (issue 31; reported, never asserted: :func:`targets`), printed and written as met, not met
@@ -87,7 +87,7 @@ FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-co
          "workload.json")
 PARTS = ("algorithms", "models", "stacking", "throughput", "workload", "paper_cost", "capture")
 WORKLOAD_MIN_S = 150.0  # the workload part runs only with this much left (75 s measured on an H200, x 2)
-CAPTURE_HOOK = "fedbench.engine.capture:check_capture"  # the engine's CUDA-graph checks, where it has them
+CAPTURE_HOOK = "fedbench.bench.capture_check:capture_check"  # the engine's CUDA-graph checks: one dict of figures
 # issue 31's targets (reported, not asserted)
 PROFILE_GPU_HOURS = 8.0
 SYNTHETIC_STUDY_S = 60.0
@@ -435,9 +435,18 @@ def check_capture(device, budget: Budget, log: Log) -> None:
         log.skip("capture", "all", "no CUDA" if device.type != "cuda" else "budget spent")
         return
     t0 = time.perf_counter()
-    for check_name, ok, detail in hook(device):
-        log.check("capture", str(check_name), bool(ok), str(detail), time.perf_counter() - t0)
-        t0 = time.perf_counter()
+    out = hook(device=device.type)
+    if "skipped" in out:
+        log.skip("capture", "all", str(out["skipped"]))
+        return
+    tol = out["tolerance"]
+    seconds = time.perf_counter() - t0
+    for key in ("max_abs_captured_vs_static", "max_abs_captured_vs_ragged", "max_abs_simulation_captured_vs_none"):
+        log.check("capture", key.removeprefix("max_abs_"), out[key] <= tol, f"max |diff| {out[key]:.3g} (<= {tol:g})",
+                  seconds)
+    timing = ", ".join(f"{m}: {out[f'round_ms_{m}']:.2f} ms a round, {out[f'step_us_{m}']:.1f} us a step"
+                       for m in ("none", "static", "cuda_graph") if f"round_ms_{m}" in out)
+    log.check("capture", "timing", True, f"{out['runs']} runs x {out['clients_per_run']} clients: {timing}", 0.0)
 
 
 # ---- the targets ---------------------------------------------------------------------------------------------

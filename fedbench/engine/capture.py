@@ -1,5 +1,5 @@
 """The local-step loop of a round captured in one CUDA graph (``SimulationConfig.capture = "cuda_graph"``; issue 31,
-item 4); fedbench.engine.capture_check measures it on a GPU.
+item 4); fedbench.bench.capture_check measures it on a GPU.
 
 On a GPU a small model's local step is a few microseconds of arithmetic and tens of microseconds of kernel
 launches: FedProx's mclr step for the 1,400 clients of its 140-run synthetic study takes 183 us eager and 54 us
@@ -14,7 +14,7 @@ copies the round's local state, broadcast and schedule into the graph's input bu
 Numbers. A replay launches the kernels the eager static path launches, with the same inputs: on one device the
 two agree bit for bit where the kernels are deterministic, and within the CUDA == CPU tolerance of the GPU check
 (1e-4 absolute on parameters of order 1, TF32 off; fedbench.bench.gpucheck) in any case.
-fedbench.engine.capture_check measures both differences.
+fedbench.bench.capture_check measures both differences.
 
 Deviations and limits:
 1. A Python number the step reads (an algorithm's lr, FedProx's mu when every run has the same, FedProxVR's
@@ -42,7 +42,7 @@ from fedbench.engine.static import StaticCohort, run_static
 CAPTURE_MODES = ("none", "static", "cuda_graph")
 MAX_GRAPHS = 8  # captured loops kept per stack (each holds its own memory pool)
 GRAPH_STEPS = 16  # local steps in one graph: a round of T steps replays it ceil(T / 16) times (at most 15 padded
-# steps a round: 0.1% of the FedProx synthetic study's chain of about 7,600 steps a round, fedbench.engine.lockstep)
+# steps a round: 0.1% of the FedProx synthetic study's chain of about 7,600 steps a round, fedbench.bench.lockstep)
 WARMUP_RUNS = 2  # eager runs on a side stream before capture (PyTorch's recipe: lazy init, cuBLAS workspaces)
 GPU_TOLERANCE = 1e-4  # captured vs eager parameters, absolute: the GPU check's CUDA == CPU bound (TF32 off)
 
@@ -95,7 +95,7 @@ class CapturedSteps:
     the stack's rows; a round of T steps (padded to a multiple of GRAPH_STEPS, fedbench.engine.round) replays it
     T / GRAPH_STEPS times, each time on the next GRAPH_STEPS rows of the round's schedule, so one graph serves
     every round whatever its largest client, and the lockstep chain is each round's own
-    (fedbench.engine.lockstep)."""
+    (fedbench.bench.lockstep)."""
 
     def __init__(self) -> None:
         self.graphs: OrderedDict[tuple, _Graph] = OrderedDict()

@@ -263,7 +263,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
     device = resolve_device(cfg0.device)
     check_capture(cfg0.capture, device, cfg0.local_path)
     model = model.to(device)
-    kernel = choose_kernel(model, device, cfg0.kernel)
+    kernel = choose_kernel(model, device, cfg0.kernel, cohort=len(runs) * cfg0.clients_per_round)  # rows a step
     datas: dict[int, DeviceData] = {}
     for spec in runs:
         ds = spec.dataset
@@ -408,7 +408,7 @@ def _draw_block(live: list[RunState], r0: int) -> tuple[dict[int, dict[int, Roun
     """The live runs' draws of rounds [r0, r0 + SCHEDULE_BLOCK) (fedbench.engine.schedule) and the block's static
     rows: every run's largest cohort of the block, one after another. The steps are each round's own (its largest
     client's): a static step count per block would lengthen the FedProx synthetic study's lockstep chain by 10%
-    (fedbench.engine.lockstep), while one graph of a few steps serves any count (fedbench.engine.capture)."""
+    (fedbench.bench.lockstep), while one graph of a few steps serves any count (fedbench.engine.capture)."""
     draws = {id(run): {d.round: d for d in schedule_block(run, r0, SCHEDULE_BLOCK)} for run in live}
     rows = sum(max(d.max_clients for d in draws[id(run)].values()) for run in live)
     return draws, max(1, rows)

@@ -54,6 +54,7 @@ def piece_cost(costs: Sequence[RunCost]) -> float:
     return STEP_COST * max(c.steps for c in costs) + ROW_COST * sum(c.rows for c in costs)
 
 
+LARGEST_COHORT = 1_000_000  # rows of a step when planning memory: the kernel chosen for the largest stack
 MAX_PIECES = 4  # a group is cut into at most this many stacks
 EXHAUSTIVE_PLANS = 4096  # up to this many ways of cutting the groups, every way is tried; beyond, a greedy search
 
@@ -251,7 +252,9 @@ def memory_limits(specs: Sequence, model_of, free_bytes: int | None) -> list[int
         model, cfg = model_of(spec), spec.cfg
         n = spec.dataset.num_clients
         sample = torch.zeros(1, *spec.dataset.train.x.shape[1:], dtype=model.input_dtype)
-        batched = choose_kernel(model, resolve_device(cfg.device), cfg.kernel).name != "loop"  # every row's activations
+        # every row's activations; sized for the largest stack (the kernel a big stack would choose), so that the
+        # memory a stack is planned in is never less than what its kernel needs (the CPU's choice has no cohort)
+        batched = choose_kernel(model, resolve_device(cfg.device), cfg.kernel, cohort=LARGEST_COHORT).name != "loop"
         memory = step_memory(model, algorithm_vectors(spec.algorithm, model.num_params, n), sample, cfg.batch_size,
                              EVAL_CHUNK_SAMPLES, n, batched_activations=batched)
         out.append(max(1, memory.runs_that_fit(min(cfg.clients_per_round, n), free_bytes)))

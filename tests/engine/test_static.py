@@ -15,7 +15,7 @@ from fedbench.algorithms import FedProx
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine import round as round_
 from fedbench.engine import static
-from fedbench.engine.capture_check import capture_check
+from fedbench.bench.capture_check import capture_check
 from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack, simulate_stack
 from fedbench.engine.static import StaticShape, pad_schedule
 from fedbench.models import build_model

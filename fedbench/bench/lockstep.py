@@ -9,7 +9,7 @@ For a stack (a set of runs) and a block of ``block`` rounds:
 - the *padded row-steps* are the client minibatch steps a static shape computes and discards: per round,
   (block's largest client) x (rows: every run's largest cohort of the block) - the steps clients really take.
 
-``python -m fedbench.engine.lockstep`` prints both for FedProx's 140-run synthetic study (as fedbench.bench.studies)
+``python -m fedbench.bench.lockstep`` prints both for FedProx's 140-run synthetic study (as fedbench.bench.studies)
 at 200 rounds, for its runs dealt into 1, 2, 4 and 7 stacks per group two ways: cost-sorted round robin (as
 fedbench.engine.stacking.plan_stacks deals them) and sorted by each run's longest client into contiguous
 pieces (runs of similar size together); and for blocks of 1, 20 and 200 rounds.
@@ -88,7 +88,7 @@ def contiguous(order: list[int], pieces: int) -> list[list[int]]:
 
 
 # FedProx's synthetic study at the paper's settings, as fedbench.bench.studies.fedprox_study declares it (the engine
-# may not import fedbench.bench; tests/engine/test_lockstep.py keeps the two equal): (dataset, algorithm, mu,
+# may not import fedbench.bench; tests/bench/test_lockstep.py keeps the two equal): (dataset, algorithm, mu,
 # straggler fraction, seed) of each of its 140 runs, and its settings
 FEDPROX_SETTINGS = {"num_devices": 30, "clients_per_round": 10, "local_epochs": 20, "batch_size": 10, "lr": 0.01,
                     "rounds": 200}

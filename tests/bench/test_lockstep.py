@@ -1,10 +1,10 @@
-"""The lockstep counts (fedbench.engine.lockstep) on a hand-made schedule of three runs over four rounds."""
+"""The lockstep counts (fedbench.bench.lockstep) on a hand-made schedule of three runs over four rounds."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from fedbench.engine.lockstep import (
+from fedbench.bench.lockstep import (
     FEDPROX_SETTINGS,
     RunSteps,
     chain,
