@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,12 @@ def _pick(name: str, value: str | None, known: list[str]) -> str | None:
 
 
 def _wrap(text: str, width: int, indent: str = "", more: str | None = None) -> list[str]:
-    """``text`` wrapped to ``width`` (words longer than a line sit alone on theirs, unbroken)."""
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent if more is None else more,
-                         break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
+    """``text`` wrapped to ``width`` (words longer than a line sit alone on theirs, unbroken; a count stays on the
+    line of the word it counts: "24 not-run", never "24" / "not-run")."""
+    glued = re.sub(r"(?<![\w.])(\d[\d,]*) (?=[a-z])", "\\1\0", text)
+    lines = textwrap.wrap(glued, width, initial_indent=indent, subsequent_indent=indent if more is None else more,
+                          break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
+    return [line.replace("\0", " ") for line in lines]
 
 
 def _number(x: Any, signed: bool = False) -> str:

@@ -113,7 +113,7 @@ def test_show_effect_text_is_the_reports():
     effects += [{"estimate": x, "ci95": [-x, 2 * x], "unit": "u"} for x in (1234.5, 2e5, 4e-4, 0.0, -17.82)]
     effects += [{"estimate": 1.0, "ci95": None, "unit": "u"}, {"estimate": INF, "ci95": [1.0, INF], "unit": "u"},
                 {"estimate": "inf", "ci95": ["-inf", "inf"], "unit": "u", "test": "sign test"}]  # as JSON holds them
-    assert len(effects) > 40
+    assert len(effects) > 20  # the committed effects (26 from a fresh clone's main job) and the edge values
     for e in effects:  # the report reads "inf" back as a float (fedbench.report.build._effect); show reads raw JSON
         assert effect_text(e) == fmt_effect(_effect(e))
 
@@ -130,7 +130,7 @@ def test_show_claims_md_and_metrics_agree_on_the_committed_claims(tmp_path):
     t = tally(claims)
     metrics = report_metrics(claims)
     md = claims_markdown(claims, pd.DataFrame()).splitlines()
-    lines = show_claims(COMMITTED, width=100)
+    lines = show_claims(COMMITTED, width=200)  # one line per class here; wrapping is tested on its own
     shown = " ".join(lines[:lines.index("")])
     # the headline: the same sentence in show and claims.md, the same numbers in metrics.json
     assert t.summary() in shown and t.summary() in md and DEFINITION in shown
