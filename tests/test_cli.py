@@ -81,8 +81,8 @@ def test_show_claims_counts_then_each_claim_with_its_effect_or_command(claims_di
     lines = capsys.readouterr().out.splitlines()
     blank = lines.index("")
     assert " ".join(lines[:blank]).startswith(
-        f"{claims_dir / 'claims.json'}: 4 entries: 4 claims. Toward the headline: 1 reproduced, 0 not-reproduced, "
-        "0 inconclusive, 2 not-run (3 claims on the papers' own data). Counted apart: stand-in: 1 inconclusive.")
+        f"{claims_dir / 'claims.json'}: 4 entries: 4 claims. Toward the headline: 1 reproduced, 0 direction-only, "
+        "0 not-reproduced, 0 inconclusive, 2 not-run (3 claims on the papers' own data). Counted apart: stand-in: 1 inconclusive.")
     assert lines[blank - 2:blank] == ["  paper-scale:           1 reproduced, 2 not-run",
                                       "  stand-in:              1 inconclusive"]
     heads = [line for line in lines[blank + 1:] if line and not line.startswith(" ")]
@@ -99,13 +99,13 @@ def test_show_claims_filters_and_verbose(claims_dir, capsys):
         f"{claims_dir / 'claims.json'} (paper FedProx, verdict not-run): 2 entries: 2 claims.")
     assert "    deviations: d1" in lines and "    rule: r" in lines
     main(["show", "--claims", "--out", str(claims_dir), "--fidelity", "stand-in"])
-    assert "(fidelity stand-in): 1 entries: 1 claims. Toward the headline: 0 reproduced, 0 not-reproduced, 0 " \
-           "inconclusive, 0 not-run (0 claims on the papers' own data). Counted apart: stand-in: 1 inconclusive." \
+    assert "(fidelity stand-in): 1 entries: 1 claims. Toward the headline: 0 reproduced, 0 direction-only, 0 " \
+           "not-reproduced, 0 inconclusive, 0 not-run (0 claims on the papers' own data). Counted apart: stand-in: 1 inconclusive." \
            in " ".join(capsys.readouterr().out.split("\n\n")[0].split())
 
 
 @pytest.mark.parametrize("flag, value, known", [("--paper", "fedavg", "FedProx, SCAFFOLD"),
-                                                ("--verdict", "passed", "reproduced, not-reproduced"),
+                                                ("--verdict", "passed", "reproduced, direction-only, not-reproduced"),
                                                 ("--fidelity", "full", "paper-scale, reduced-budget, reduced-data")])
 def test_show_claims_unknown_name_exits_with_the_known_ones(claims_dir, capsys, flag, value, known):
     code, out, err = _exit(["show", "--claims", "--out", str(claims_dir), flag, value], capsys)

@@ -30,7 +30,7 @@ def test_every_main_job_entry_is_built_from_the_declaration():
         assert (e["id"], e["where"], e["claim"], e["published"]) == (c.id, c.where, c.claim_text, c.published)
         assert e["verdict"] == "not-run" and e["observed"].startswith("missing runs: ")
         assert e["seeds"] == {"training": [0, 1], "data": [0]}  # the config's seeds, not the declared ones
-        assert (e["rounds_run"], e["rounds_paper"], e["fidelity"]) == (10, 200, "reduced-budget")
+        assert (e["rounds_run"], e["rounds_paper"], e["fidelity"]) == (None, 200, "smoke-check")  # not-run: no rounds run; 10 planned <= 200/10
         assert "{" not in e["rule"]  # every field filled
 
 
