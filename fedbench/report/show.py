@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import re
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from fedbench.claims import entry as schema
 from fedbench.claims.magnitude import sensitivity_of
+from fedbench.claims.stats import fmt_effect
 from fedbench.claims.tally import DEFINITION, tally, words
 from fedbench.errors import ConfigError, DataError
 
@@ -57,36 +58,17 @@ def _wrap(text: str, width: int, indent: str = "", more: str | None = None) -> l
     return [line.replace("\0", " ") for line in lines]
 
 
-def _number(x: Any, signed: bool = False) -> str:
-    """fedbench.claims.stats.fmt_number's rule (3 significant digits, more for large values; '+' when ``signed``),
-    kept here because that module imports scipy, which would make `show` take seconds; a test keeps them equal."""
-    if isinstance(x, str):
-        x = math.inf if x == "inf" else -math.inf if x == "-inf" else math.nan
-    if x is None or math.isnan(x):
-        return "n/a"
-    if math.isinf(x):
-        return ("+" if signed and x > 0 else "-" if x < 0 else "") + "inf"
-    mag = abs(x)
-    if mag != 0 and (mag >= 1e5 or mag < 1e-3):
-        text = f"{x:.2e}"
-    else:
-        text = f"{x:.{max(0, 2 - math.floor(math.log10(mag))) if mag else 0}f}"
-    return ("+" + text) if signed and x > 0 else text
-
-
 def effect_text(effect: dict[str, Any] | None) -> str:
-    """'+9.37 [+0.929, +17.8] accuracy points' (fedbench.claims.stats.fmt_effect's text), 'n/a' without one."""
+    """'+9.37 [+0.929, +17.8] accuracy points': fedbench.claims.stats.fmt_effect's text of the effect as JSON holds it
+    (infinite bounds as the strings "inf"/"-inf"), 'n/a' without one."""
     if not effect or effect.get("estimate") is None:
         return "n/a"
-    text = _number(effect["estimate"], signed=True)
-    if effect.get("ci95") is None:
-        text += " (no interval)"
-    elif str(effect.get("test", "")).startswith("none (deterministic"):
-        text += " (deterministic)"
-    else:
-        lo, hi = effect["ci95"]
-        text += f" [{_number(lo, signed=True)}, {_number(hi, signed=True)}]"
-    return f"{text} {effect['unit']}"
+
+    def number(x: Any) -> Any:
+        return {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}.get(x, x) if isinstance(x, str) else x
+    ci = effect.get("ci95")
+    return fmt_effect(effect | {"estimate": number(effect["estimate"]),
+                                "ci95": None if ci is None else [number(v) for v in ci]})
 
 
 def _clauses(text: str) -> list[str]:
