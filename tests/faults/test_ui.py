@@ -23,19 +23,6 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_ui_stopped_by_its_pid_frees_the_port(ws, reaper):
-    port = _free_port()
-    proc = ws.start("ui", "--port", str(port))
-    reaper.add(proc.pid)
-    wait_for(lambda: _listening(port), 240, f"the UI on port {port}", step=0.25)  # 12 s idle, 90 s at load 10
-    server = descendants(proc.pid)
-    reaper.update(server)
-    proc.send_signal(signal.SIGTERM)  # `kill PID`
-    assert proc.wait(timeout=30) == 0
-    wait_for(lambda: not any(alive(pid) for pid in server), 20, "the server processes to exit")
-    assert not _listening(port)
-
-
 TREE = """
 import subprocess, sys, time
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # a child of the program, as MLflow's
@@ -70,12 +57,14 @@ def _get(port: int, path: str, body: dict | None = None) -> dict:
         return json.loads(r.read())
 
 
-def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, monkeypatch):
+def test_ui_shows_model_training_runs_through_rest_and_stops_by_its_pid(ws, reaper, monkeypatch):
     """Issue 23 item 2, checked through MLflow's REST API on the server `fedbench ui` starts: what the UI lists is
     the experiments marked for its "Model training" mode (tag mlflow.experimentKind), each described (the note
     the UI shows), no empty Default; the runs with short names and their dataset/algorithm/stragglers/mu/seed
     tags; curves whose points carry the rounds' real times. `fedbench ui` prints each experiment's runs-table
-    link, in model-training mode (MLflow 3.17's UI takes its mode from the link: ?workflowType=machine_learning)."""
+    link, in model-training mode (MLflow 3.17's UI takes its mode from the link: ?workflowType=machine_learning).
+    Then `kill PID` (SIGTERM) stops it with the server and its workers, and the port is free again (item 7; one
+    server start serves both checks: MLflow takes 12-40 s to start)."""
     from fedbench import tracking
     from fedbench.track import run_name, train_description, train_experiment
     from tests.test_track import _summary
@@ -92,7 +81,8 @@ def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, m
     proc = ws.start("ui", "--port", str(port))
     reaper.add(proc.pid)
     wait_for(lambda: _listening(port), 240, f"the UI on port {port}", step=0.25)
-    reaper.update(descendants(proc.pid))
+    server = descendants(proc.pid)
+    reaper.update(server)
 
     exps = _get(port, "/api/2.0/mlflow/experiments/search?max_results=100")["experiments"]
     assert [e["name"] for e in exps] == ["train-stragglers"]  # no Default
@@ -113,8 +103,11 @@ def test_ui_shows_model_training_experiments_and_runs_through_rest(ws, reaper, m
                                                                                  (2, 2_000_000)]
     assert not any(m["key"].startswith("final/") for m in prox["data"]["metrics"])
 
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)  # `kill PID`
     log = ws.finish(proc, timeout=30)
+    assert proc.returncode == 0
+    wait_for(lambda: not any(alive(pid) for pid in server), 20, "the server processes to exit")
+    assert not _listening(port)
     link = f"http://127.0.0.1:{port}/#/experiments/{exps[0]['experiment_id']}/runs?workflowType=machine_learning"
     assert f"  train-stragglers  {link}" in log.splitlines()
 
