@@ -152,7 +152,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
             "confirmation": (DETERMINISTIC if fixed is not None and fixed["hash"] == frozen_hash(entry) else
                              "none (not frozen)" if frozen is None else
                              "void (the rule changed since it was frozen)" if not holds else
-                             "confirmed" if confirmed else f"frozen, not yet run (seeds {_seeds_text(frozen['seeds'])})")}
+                             "confirmed" if confirmed else f"frozen, not yet run (seeds {seeds_text(frozen['seeds'])})")}
 
 
 def resolve(record: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -284,7 +284,7 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
             continue
         out[e["id"]]["frozen"] = {"hash": now, "commit": commit, "date": date, "seeds": list(seeds)}
         out[e["id"]].pop("confirmatory", None)
-        done.append(f"froze {e['id']} (confirm seeds {_seeds_text(seeds)})")
+        done.append(f"froze {e['id']} (confirm seeds {seeds_text(seeds)})")
     return out, done
 
 
@@ -363,7 +363,7 @@ def disclosures(registry: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _seeds_text(seeds: list[int]) -> str:
+def seeds_text(seeds: list[int]) -> str:
     return f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
 
 

@@ -155,10 +155,6 @@ def git_commit() -> str:
     return head.stdout.strip() + (" + uncommitted changes" if lines else "")
 
 
-def _seeds(seeds: list[int]) -> str:
-    return rules._seeds_text(seeds)
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fedbench claims confirm",
@@ -215,7 +211,7 @@ def main(argv: list[str]) -> int:
         print("\n".join(done) or "every chosen claim already frozen")
         for study, members in groups.items():
             if runnable(study) and not studies.is_deterministic(study):
-                print(f"{study}: would run {len(members)} claims' study on seeds {_seeds(seeds_of(members, registry))} "
+                print(f"{study}: would run {len(members)} claims' study on seeds {rules.seeds_text(seeds_of(members, registry))} "
                       f"into {Path(a.root) / study}/")
         print("(dry run: nothing written)")
         return 0
@@ -225,7 +221,7 @@ def main(argv: list[str]) -> int:
     for study, members in groups.items():
         if not runnable(study):
             print(f"{study}: frozen, not yet run ({len(members)} claims on seeds "
-                  f"{_seeds(seeds_of(members, registry))}: its train runs on the frozen seeds have no confirm runner "
+                  f"{rules.seeds_text(seeds_of(members, registry))}: its train runs on the frozen seeds have no confirm runner "
                   "yet)", flush=True)
             continue
         if studies.is_deterministic(study):
@@ -234,7 +230,7 @@ def main(argv: list[str]) -> int:
         from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 
         seeds = seeds_of(members, registry)
-        print(f"{study}: confirmatory run on seeds {_seeds(seeds)} into {Path(a.root) / study}/ ...", flush=True)
+        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {Path(a.root) / study}/ ...", flush=True)
         t0 = time.perf_counter()
         try:
             rerun = run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers)
