@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -218,10 +219,26 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
 
 def frozen_hash(entry: dict[str, Any]) -> str:
     """The hash a frozen rule keeps: the rule spec without the seeds of its runs (a confirmation reruns the same
-    rule, budget and runs on the frozen block of fresh seeds)."""
+    rule, budget and runs on the frozen block of fresh seeds), where the rule's text and its parts' name the run's own
+    training seeds (mime_synthetic: "per seed (0-4)") with that mention made a placeholder (:func:`without_seeds`),
+    so that the same rule on other seeds keeps its hash and any other change of the text changes it."""
     spec = rule_spec(entry)
+    seeds = list((spec["runs"].get("seeds") or {}).get("training") or [])
     spec["runs"] = {k: v for k, v in spec["runs"].items() if k != "seeds"}
+    spec["rule"] = without_seeds(spec["rule"], seeds)
+    spec["parts"] = [[name, without_seeds(text, seeds)] for name, text in spec["parts"]]
     return content_hash(spec)
+
+
+def without_seeds(text: str, seeds: list[int]) -> str:
+    """``text`` with each mention of the training ``seeds`` as a whole ("0-4" or "0, 1, 2, 3, 4", not inside a longer
+    number or range) replaced by "{seeds}". A single seed is left as it is: its number alone is no mark of a seed
+    ("above 0")."""
+    if len(seeds) < 2:
+        return text
+    for form in sorted({seeds_text(seeds), ", ".join(map(str, seeds))}, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.,-]){re.escape(form)}(?![\w.-]|, \d)", "{seeds}", text)
+    return text
 
 
 def used_seeds(entries: list[dict[str, Any]], registry: dict[str, Any]) -> set[int]:
