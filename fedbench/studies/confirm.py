@@ -150,9 +150,13 @@ def git_commit() -> str:
     """HEAD's short hash, with " + uncommitted changes" where fedbench/ or params.yaml differ from it."""
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "fedbench", "params.yaml"], capture_output=True,
-                           text=True).stdout
+                           text=True, check=False).stdout
     lines = [ln for ln in dirty.splitlines() if not ln.endswith(rules.REGISTRY.name)]
     return head.stdout.strip() + (" + uncommitted changes" if lines else "")
+
+
+def _claims(members: list[dict[str, Any]]) -> str:
+    return f"{len(members)} claim{'s' if len(members) != 1 else ''}"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -211,7 +215,7 @@ def main(argv: list[str]) -> int:
         print("\n".join(done) or "every chosen claim already frozen")
         for study, members in groups.items():
             if runnable(study) and not studies.is_deterministic(study):
-                print(f"{study}: would run {len(members)} claims' study on seeds {rules.seeds_text(seeds_of(members, registry))} "
+                print(f"{study}: would run for {_claims(members)} on seeds {rules.seeds_text(seeds_of(members, registry))} "
                       f"into {Path(a.root) / study}/")
         print("(dry run: nothing written)")
         return 0
@@ -220,12 +224,12 @@ def main(argv: list[str]) -> int:
     failed = []
     for study, members in groups.items():
         if not runnable(study):
-            print(f"{study}: frozen, not yet run ({len(members)} claims on seeds "
+            print(f"{study}: frozen, not yet run ({_claims(members)} on seeds "
                   f"{rules.seeds_text(seeds_of(members, registry))}: its train runs on the frozen seeds have no confirm runner "
                   "yet)", flush=True)
             continue
         if studies.is_deterministic(study):
-            print(f"{study}: {rules.DETERMINISTIC} ({len(members)} claims)", flush=True)
+            print(f"{study}: {rules.DETERMINISTIC} ({_claims(members)})", flush=True)
             continue
         from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 

@@ -86,7 +86,7 @@ def short_diurnal(tmp_path, monkeypatch):
 def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdict(short_diurnal, tmp_path, capsys):
     entry, registry, args = short_diurnal
     assert confirm.main(args + ["--dry-run"]) == 0
-    assert "fedlaavg_diurnal: would run 1 claims' study on seeds 1000-1001" in capsys.readouterr().out
+    assert "fedlaavg_diurnal: would run for 1 claim on seeds 1000-1001" in capsys.readouterr().out
     assert "frozen" not in reg.load(registry)[entry["id"]]  # a dry run writes nothing
     assert confirm.main(args) == 0
     out = capsys.readouterr().out
