@@ -79,9 +79,11 @@ def refusals(groups: dict[str, list[dict[str, Any]]], registry: dict[str, Any]) 
         for e in members:
             st = rules.status(e, registry)
             frozen = (registry.get(e["id"]) or {}).get("frozen")
-            if st["status"] != "registered":
-                out.append(f"{e['id']}: rule {st['status']} since registration (fedbench claims register"
-                           f"{' --why REASON' if st['status'] == 'changed' else ''}), then confirm it")
+            if st["status"] == "unregistered":
+                out.append(f"{e['id']}: rule not registered (fedbench claims register), then confirm it")
+            elif st["status"] != "registered":
+                out.append(f"{e['id']}: rule changed since registration (fedbench claims register --why REASON), "
+                           "then confirm it")
             elif frozen is not None and frozen["hash"] != rules.frozen_hash(e):
                 try:
                     rules.check_frozen(e, registry)

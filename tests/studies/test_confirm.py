@@ -61,6 +61,8 @@ def test_a_claim_whose_rule_changed_since_freezing_is_refused_its_confirmation_v
     assert confirm.refusals({"mime_synthetic": [changed]}, r) == [
         "a/1: rule changed since registration (fedbench claims register --why REASON), then confirm it"]
     assert reg.status(changed, r)["confirmation"] == "void (the rule changed since it was frozen)"
+    assert confirm.refusals({"mime_synthetic": [_entry("a/2", "mime_synthetic")]}, r) == [
+        "a/2: rule not registered (fedbench claims register), then confirm it"]
     # registered again but frozen under the old rule (a registry edited by hand): the frozen check refuses it
     r[e["id"]] |= {"hash": reg.content_hash(reg.rule_spec(changed)), "spec": reg.rule_spec(changed)}
     (line,) = confirm.refusals({"mime_synthetic": [changed]}, r)
