@@ -21,7 +21,8 @@ For the chosen claims (judged entries of reports/claims.json), in this order:
 4. **Judge** each rerun entry by the frozen rule: its frozen hash must equal the one frozen (the study's code states
    the rule; a rerun whose rule differs is refused, its confirmation void), and its training seeds the frozen block
    (fedbench.claims.registry.confirm). The confirmatory verdict is recorded with its effect, the commit, the date and
-   the wall seconds the study's run took; the registry is written after each study.
+   the wall seconds the study's run took; the registry is written after each study. A study whose chosen claims
+   are all confirmed under their frozen rules is not run again (the same seeds would repeat the same numbers).
 
 The main job's claims (params.yaml ``studies``, judged by fedbench.report from the train stage's runs) have no
 confirmatory runner yet: named here (by id or ``--study "main job"``), they are frozen and left "frozen, not yet
@@ -216,7 +217,8 @@ def main(argv: list[str]) -> int:
     if a.dry_run:
         print("\n".join(done) or "every chosen claim already frozen")
         for study, members in groups.items():
-            if runnable(study) and not studies.is_deterministic(study):
+            if runnable(study) and not studies.is_deterministic(study) and not all(
+                    rules.status(e, registry)["confirmation"] == "confirmed" for e in members):
                 print(f"{study}: would run for {_claims(members)} on seeds {rules.seeds_text(seeds_of(members, registry))} "
                       f"into {Path(a.root) / study}/")
         print("(dry run: nothing written)")
@@ -232,6 +234,10 @@ def main(argv: list[str]) -> int:
             continue
         if studies.is_deterministic(study):
             print(f"{study}: {rules.DETERMINISTIC} ({_claims(members)})", flush=True)
+            continue
+        if all(rules.status(e, registry)["confirmation"] == "confirmed" for e in members):
+            print(f"{study}: already confirmed on its frozen seeds {rules.seeds_text(seeds_of(members, registry))} "
+                  "(a rerun on them repeats the numbers; a new confirmation needs the rule frozen again)", flush=True)
             continue
         from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 

@@ -104,6 +104,8 @@ def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdic
     assert r["verdict"]["verdict"] == entry["verdict"]  # the exploratory verdict stays beside it
     assert f"{rerun['verdict']:>15}  {entry['id']}  (exploratory: {entry['verdict']})" in out
     assert reg.status(entry, reg.load(registry))["confirmation"] == "confirmed"
+    assert confirm.main(args) == 0 and reg.load(registry)[entry["id"]] == r  # confirmed: not run again
+    assert "fedlaavg_diurnal: already confirmed on its frozen seeds 1000-1001" in capsys.readouterr().out
 
 
 def test_a_rerun_under_another_rule_than_the_frozen_one_records_nothing(short_diurnal, monkeypatch, capsys):
