@@ -312,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("paper", help="the paper profile: real-data studies, their cost, running one (see `fedbench paper --help`)",
                    add_help=False).add_argument("paper_args", nargs=argparse.REMAINDER)
 
-    sub.add_parser("claims", help="the claims' registered rules: `fedbench claims register` (see `fedbench claims --help`)",
+    sub.add_parser("claims", help="the claims' registered rules: `fedbench claims register`, `freeze`, `confirm` (see `fedbench claims "
+                   "--help`)",
                    add_help=False).add_argument("claims_args", nargs=argparse.REMAINDER)
 
     b = sub.add_parser("bench", help="measure simulator throughput (see `fedbench bench --help`)", add_help=False)
@@ -331,6 +332,10 @@ def main(argv: list[str] | None = None) -> None:
         from fedbench.paper import main as paper_main
 
         sys.exit(paper_main(argv[1:]))
+    if argv[:2] == ["claims", "confirm"]:  # confirmatory runs: reruns studies (fedbench.studies.confirm)
+        from fedbench.studies.confirm import main as confirm_main
+
+        sys.exit(confirm_main(argv[2:]))
     if argv[:1] == ["claims"]:  # the claims' registered rules (fedbench.claims.registry)
         from fedbench.claims.registry import main as claims_main
 

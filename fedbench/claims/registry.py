@@ -34,13 +34,16 @@ on exactly those seeds by the frozen rule and records its ``confirmatory`` verdi
 ``verdict``; it refuses in one line when the rule's hash has changed since freezing (:func:`check_frozen`). A later
 change of the rule (``register --why``) moves the frozen block and the confirmatory verdict into the history: the
 confirmation is void until the rule is frozen and confirmed again; :func:`status` reports a confirmation only
-while the frozen hash still matches.
+while the frozen hash still matches. A claim of a study with no seed randomness is marked DETERMINISTIC
+(:func:`mark_deterministic`) instead of frozen: nothing new would be learnt from a rerun. ``fedbench claims confirm``
+(fedbench.studies.confirm) freezes, reruns and records.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +53,8 @@ REGISTRY = Path(__file__).with_name("registry.json")
 CONFIRM_START = 1000  # confirm seeds come from here up: every run so far used seeds below 1000 (judged 0-4,
 # tuning and selection 100-102); fresh_seeds skips any used seed all the same
 SPEC_KEYS = ("rule", "parts", "primary", "readings", "budgets", "runs", "published", "magnitude")
+DETERMINISTIC = "deterministic: no seeds to confirm"  # a claim of a study with no seed randomness (seeds=()): a
+# rerun gives the same numbers, so a confirmation on fresh seeds would be a copy, not a new test
 FILLED_AT_JUDGEMENT = ("parts", "primary", "readings", "budgets")  # empty when registered before any run
 
 
@@ -137,7 +142,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
         return {"status": "unregistered", "hash": now, "registered": None, "changed_fields": [],
                 "registered_verdict": None, "history": []}
     fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") != "not-run")
-    frozen, confirmed = reg.get("frozen"), reg.get("confirmatory")
+    frozen, confirmed, fixed = reg.get("frozen"), reg.get("confirmatory"), reg.get("deterministic")
     holds = frozen is not None and frozen["hash"] == frozen_hash(entry)
     return {"status": "changed" if fields else "registered", "hash": now,
             "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
@@ -145,9 +150,10 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
             "history": [resolve(h, entry) for h in reg.get("history", [])],
             "frozen": frozen if holds else None,
             "confirmatory": confirmed if holds else None,
-            "confirmation": ("none (not frozen)" if frozen is None else
+            "confirmation": (DETERMINISTIC if fixed is not None and fixed["hash"] == frozen_hash(entry) else
+                             "none (not frozen)" if frozen is None else
                              "void (the rule changed since it was frozen)" if not holds else
-                             "confirmed" if confirmed else f"frozen, not yet run (seeds {_seeds_text(frozen['seeds'])})")}
+                             "confirmed" if confirmed else f"frozen, not yet run (seeds {seeds_text(frozen['seeds'])})")}
 
 
 def resolve(record: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +200,7 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
                       "verdict": (old.get("verdict") or {}).get("verdict"),
                       "verdict_source": ("the last verdict recorded under it: " + _source(old["verdict"]))
                       if old.get("verdict") else "none recorded (the rule changed before any verdict was recorded)"}
-            for key in ("frozen", "confirmatory"):  # a rule changed after freezing voids its confirmation
+            for key in ("frozen", "confirmatory", "deterministic"):  # a rule changed after freezing voids its confirmation
                 if old.get(key):
                     record[key] = old[key]
             out[e["id"]] = {"hash": content_hash(spec), "commit": commit, "date": date, "before_result": not judged,
@@ -213,10 +219,26 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
 
 def frozen_hash(entry: dict[str, Any]) -> str:
     """The hash a frozen rule keeps: the rule spec without the seeds of its runs (a confirmation reruns the same
-    rule, budget and runs on the frozen block of fresh seeds)."""
+    rule, budget and runs on the frozen block of fresh seeds), where the rule's text and its parts' name the run's own
+    training seeds (mime_synthetic: "per seed (0-4)") with that mention made a placeholder (:func:`without_seeds`),
+    so that the same rule on other seeds keeps its hash and any other change of the text changes it."""
     spec = rule_spec(entry)
+    seeds = list((spec["runs"].get("seeds") or {}).get("training") or [])
     spec["runs"] = {k: v for k, v in spec["runs"].items() if k != "seeds"}
+    spec["rule"] = without_seeds(spec["rule"], seeds)
+    spec["parts"] = [[name, without_seeds(text, seeds)] for name, text in spec["parts"]]
     return content_hash(spec)
+
+
+def without_seeds(text: str, seeds: list[int]) -> str:
+    """``text`` with each mention of the training ``seeds`` as a whole ("0-4" or "0, 1, 2, 3, 4", not inside a longer
+    number or range) replaced by "{seeds}". A single seed is left as it is: its number alone is no mark of a seed
+    ("above 0")."""
+    if len(seeds) < 2:
+        return text
+    for form in sorted({seeds_text(seeds), ", ".join(map(str, seeds))}, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.,-]){re.escape(form)}(?![\w.-]|, \d)", "{seeds}", text)
+    return text
 
 
 def used_seeds(entries: list[dict[str, Any]], registry: dict[str, Any]) -> set[int]:
@@ -279,7 +301,7 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
             continue
         out[e["id"]]["frozen"] = {"hash": now, "commit": commit, "date": date, "seeds": list(seeds)}
         out[e["id"]].pop("confirmatory", None)
-        done.append(f"froze {e['id']} (confirm seeds {_seeds_text(seeds)})")
+        done.append(f"froze {e['id']} (confirm seeds {seeds_text(seeds)})")
     return out, done
 
 
@@ -295,17 +317,37 @@ def check_frozen(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, A
     return frozen
 
 
-def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: str) -> dict[str, Any]:
+def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: str, seconds: float | None = None,
+            where: str | None = None) -> dict[str, Any]:
     """``registry`` with the confirmatory verdict of ``entry``: its claim judged by the frozen rule on exactly the
-    frozen confirm seeds (ValueError in one line otherwise, or when the rule changed since freezing)."""
+    frozen confirm seeds (ValueError in one line otherwise, or when the rule changed since freezing), recorded with
+    the commit and date, the effect it found (estimate, interval, unit), the wall ``seconds`` the confirmatory run of
+    its study took and ``where`` that run's records are."""
     frozen = check_frozen(entry, registry)
     ran = list((entry.get("seeds") or {}).get("training") or [])
     if ran != list(frozen["seeds"]):
         raise ValueError(f"{entry['id']}: confirmed on seeds {ran}, frozen with {frozen['seeds']}: rerun on the frozen "
                          "seeds")
+    effect = entry.get("effect") or {}
     out = {k: dict(v) for k, v in registry.items()}
     out[entry["id"]]["confirmatory"] = {"verdict": entry["verdict"], "commit": commit, "date": date,
-                                        "hash": frozen["hash"], "seeds": ran}
+                                        "hash": frozen["hash"], "seeds": ran,
+                                        **{k: effect[k] for k in ("estimate", "ci95", "unit") if k in effect},
+                                        **({"seconds": round(seconds, 1)} if seconds is not None else {}),
+                                        **({"where": where} if where else {})}
+    return out
+
+
+def mark_deterministic(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: str) -> dict[str, Any]:
+    """``registry`` with ``entry``'s claim marked deterministic (its study has no seed randomness: DETERMINISTIC),
+    under its current rule's frozen hash, so that a later change of the rule drops the mark. No seeds are frozen
+    and no verdict is recorded: a rerun would repeat the exploratory numbers. The claim must be registered with its
+    current rule (ValueError in one line otherwise)."""
+    st = status(entry, registry)
+    if st["status"] != "registered":
+        raise ValueError(f"{entry['id']}: rule {st['status']} (fedbench claims register first)")
+    out = {k: dict(v) for k, v in registry.items()}
+    out[entry["id"]]["deterministic"] = {"hash": frozen_hash(entry), "commit": commit, "date": date}
     return out
 
 
@@ -338,7 +380,7 @@ def disclosures(registry: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _seeds_text(seeds: list[int]) -> str:
+def seeds_text(seeds: list[int]) -> str:
     return f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
 
 
@@ -360,13 +402,17 @@ def dump(registry: dict[str, Any], path: str | Path = REGISTRY) -> None:
 
 def main(argv: list[str]) -> int:
     """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON]`` and ``fedbench claims
-    freeze [IDS...] [--claims reports/claims.json] [--count 5]``."""
+    freeze [IDS...] [--claims reports/claims.json] [--count 5]`` (``fedbench claims confirm``, which runs studies,
+    is fedbench.studies.confirm: the claims package runs nothing)."""
     import argparse
     import datetime
     import subprocess
     import sys
 
-    p = argparse.ArgumentParser(prog="fedbench claims", description="the claims' registered rules")
+    p = argparse.ArgumentParser(prog="fedbench claims", description="the claims' registered rules",
+                                epilog="fedbench claims confirm: rerun the judged claims' studies on their frozen "
+                                       "seeds and record the confirmatory verdicts (see fedbench claims confirm "
+                                       "--help; fedbench.studies.confirm)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     r = sub.add_parser("register", help="register the rules of the claims in a claims.json (new ones; a changed one "
                                         "only with --why) and record their current verdicts")

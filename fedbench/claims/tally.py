@@ -8,6 +8,15 @@ What counts toward a headline, the one definition (:data:`DEFINITION`, :func:`to
 - it is judged on the paper's own data: its fidelity is one of fedbench.claims.entry.PAPER_DATA (paper-scale,
   reduced-budget, reduced-data).
 
+Each entry is counted by the verdict :func:`counted_verdict` gives: its confirmatory verdict where it has one (its
+claim judged again by its frozen rule on seeds that did not exist when the rule was frozen, issue 32 item 1:
+fedbench.claims.registry.confirm; the report stage puts it in the entry's ``registration``, and only while the frozen
+hash still matches, so a rule changed since freezing is counted by its exploratory verdict again), else its exploratory
+verdict. A rule written after its data was seen is tested only by the confirmation, so where one exists it is what a
+headline quotes; the exploratory verdict stays beside it in claims.md. A claim not confirmed yet (frozen, not yet run;
+a deterministic study's, where a rerun repeats the same numbers) keeps its exploratory verdict, and the summary says
+how many entries were counted by a confirmatory verdict whenever any was.
+
 Every other entry is counted apart: the claims of every other fidelity class (reconstructed, stand-in, smoke-check,
 analytic: fedbench.claims.entry.FIDELITIES less PAPER_DATA) in their own fidelity columns, the sensitivity readings
 on their own line. Verdicts are counted over fedbench.claims.entry.VERDICTS as it stands when a tally is
@@ -27,7 +36,21 @@ _APART = tuple(f for f in schema.FIDELITIES if f not in schema.PAPER_DATA)
 DEFINITION = ("A headline counts the claims judged on the papers' own data (fidelity "
               + ", ".join(schema.PAPER_DATA[:-1]) + f" or {schema.PAPER_DATA[-1]}); "
               + ", ".join(_APART[:-1]) + f" and {_APART[-1]} claims are counted apart, and sensitivity readings (a "
-              "claim judged by its own rule with one setting changed) are shown beside their claim and not counted")
+              "claim judged by its own rule with one setting changed) are shown beside their claim and not counted; "
+              "each entry is counted by its confirmatory verdict (judged again by its frozen rule on fresh seeds) "
+              "where it has one, else by its exploratory verdict")
+
+
+def counted_verdict(e: dict[str, Any]) -> str:
+    """The verdict entry ``e`` is counted by: its confirmatory verdict where its registration carries one (valid: the
+    frozen hash still matches), else its own (exploratory) verdict."""
+    confirmed = (e.get("registration") or {}).get("confirmatory")
+    return confirmed["verdict"] if confirmed else e["verdict"]
+
+
+def is_confirmed(e: dict[str, Any]) -> bool:
+    """Whether entry ``e`` is counted by a confirmatory verdict."""
+    return bool((e.get("registration") or {}).get("confirmatory"))
 
 
 def is_reading(e: dict[str, Any]) -> bool:
@@ -49,6 +72,8 @@ class Tally:
     verdicts: tuple[str, ...]
     by_fidelity: dict[str, dict[str, int]]
     readings: dict[str, int]
+    confirmed: int = 0  # entries counted by a confirmatory verdict
+    confirmed_headline: int = 0  # of them, claims counted toward the headline
 
     @property
     def headline(self) -> dict[str, int]:
@@ -91,7 +116,10 @@ class Tally:
         """The one sentence that quotes the counts (claims.md's and show's headline, the README's quote)."""
         n = sum(self.readings.values())
         return (f"{self.entries} entries: {self.claims} claims" + (f" and {n} sensitivity readings" if n else "")
-                + f". Toward the headline: {self.headline_text()}. Counted apart: {self.apart_text()}.")
+                + f". Toward the headline: {self.headline_text()}. Counted apart: {self.apart_text()}."
+                + (f" Counted by a confirmatory verdict (judged again by its frozen rule on fresh seeds): "
+                   f"{self.confirmed} of the {self.entries} entries, {self.confirmed_headline} of them toward the "
+                   "headline; every other entry by its exploratory verdict." if self.confirmed else ""))
 
 
 def words(counts: dict[str, int], verdicts: tuple[str, ...], zeros: bool = True) -> str:
@@ -107,9 +135,11 @@ def tally(entries: list[dict[str, Any]]) -> Tally:
     by_fidelity = {f: dict.fromkeys(verdicts, 0) for f in fidelities}
     readings = dict.fromkeys(verdicts, 0)
     for e in entries:
-        if e["verdict"] not in verdicts:
-            raise ValueError(f"{e['id']}: verdict {e['verdict']!r} is not one of {', '.join(verdicts)}")
+        verdict = counted_verdict(e)
+        if verdict not in verdicts:
+            raise ValueError(f"{e['id']}: verdict {verdict!r} is not one of {', '.join(verdicts)}")
         if e["fidelity"] not in fidelities:
             raise ValueError(f"{e['id']}: fidelity {e['fidelity']!r} is not one of {', '.join(fidelities)}")
-        (readings if is_reading(e) else by_fidelity[e["fidelity"]])[e["verdict"]] += 1
-    return Tally(verdicts, by_fidelity, readings)
+        (readings if is_reading(e) else by_fidelity[e["fidelity"]])[verdict] += 1
+    confirmed = [e for e in entries if is_confirmed(e)]
+    return Tally(verdicts, by_fidelity, readings, len(confirmed), sum(map(toward_headline, confirmed)))

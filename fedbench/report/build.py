@@ -224,6 +224,36 @@ def verdict_cell(c: dict[str, Any]) -> str:
 NO_RESULT = ("not recorded", "not-run")  # an earlier rule's verdict that judged nothing
 
 
+def confirmation_cell(c: dict[str, Any]) -> str:
+    """The claim's confirmatory verdict (issue 32, item 1: judged again by its frozen rule on fresh seeds,
+    fedbench.studies.confirm), or where its confirmation stands: deterministic, frozen and not yet run, void (the rule
+    changed since it was frozen), or — (not frozen, or a claim not judged)."""
+    reg = c.get("registration") or {}
+    confirmed, state = reg.get("confirmatory"), reg.get("confirmation") or ""
+    if confirmed:
+        return f"**{confirmed['verdict']}** (seeds {rules_registry.seeds_text(confirmed['seeds'])})"
+    if c.get("verdict") == "not-run" or not state or state.startswith("none"):
+        return "—"
+    return state.split(" (the rule")[0] if state.startswith("void") else state
+
+
+def confirmation_line(c: dict[str, Any]) -> str | None:
+    """The details' line on the claim's confirmatory run: its verdict and effect, the frozen seeds, when the rule was
+    frozen, when and in how many seconds it ran, and where its records are; None where there is no confirmation."""
+    reg = c.get("registration") or {}
+    confirmed, frozen = reg.get("confirmatory"), reg.get("frozen") or {}
+    if not confirmed:
+        state = confirmation_cell(c)
+        return None if state == "—" else f"- **Confirmatory**: {state}."
+    effect = _effect({k: confirmed.get(k) for k in ("estimate", "ci95", "unit")}) if confirmed.get("ci95") else None
+    took = f" in {confirmed['seconds']:,} s wall" if confirmed.get("seconds") is not None else ""
+    return (f"- **Confirmatory**: {confirmed['verdict']}" + (f" ({fmt_effect(effect)})" if effect else "")
+            + f" on fresh seeds {rules_registry.seeds_text(confirmed['seeds'])}, by the rule frozen on "
+            f"{frozen.get('commit', '—')} ({frozen.get('date', '—')}); run on {confirmed['commit']} ({confirmed['date']})"
+            f"{took}" + (f", records in `{confirmed['where']}/`" if confirmed.get("where") else "")
+            + f"; exploratory verdict: {c['verdict']}.")
+
+
 def original_verdicts(c: dict[str, Any]) -> list[tuple[str, str]]:
     """(verdict, when it changed) of each earlier rule of ``c``: its history, and the registered rule's last
     recorded verdict where the rule has changed since it was registered."""
@@ -233,6 +263,18 @@ def original_verdicts(c: dict[str, Any]) -> list[tuple[str, str]]:
         last = reg.get("registered_verdict") or {}
         out.append((last.get("verdict") or "not recorded", "since " + str((reg.get("registered") or {}).get("commit"))))
     return out
+
+
+def confirmation_summary(regs: list[dict[str, Any]]) -> str:
+    """How the claims' confirmations stand, counted (``fedbench claims confirm``)."""
+    states = [r.get("confirmation") or "" for r in regs]
+    n = {"confirmed": sum(s == "confirmed" for s in states),
+         "frozen, not yet run": sum(s.startswith("frozen") for s in states),
+         rules_registry.DETERMINISTIC: sum(s == rules_registry.DETERMINISTIC for s in states),
+         "void (the rule changed since it was frozen)": sum(s.startswith("void") for s in states)}
+    return ("Confirmatory runs (`fedbench claims confirm`: each rule frozen with a block of never-used seeds before its "
+            "study is run again on them at the same budget; the tally counts a claim by its confirmatory verdict where "
+            "it has one): " + "; ".join(f"{v} {k}" for k, v in n.items()) + ".")
 
 
 def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
@@ -245,6 +287,7 @@ def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
               f"register`, never by the report: {n['registered']} registered (hash matches), {n['changed']} changed "
               f"since registration, {n['unregistered']} unregistered. Rules changed after a result existed, with the "
               "verdict of the earlier rule beside the current one:"), "",
+             confirmation_summary(regs), "",
              "| claim | earlier rule's verdict | current verdict | changed | why | how the earlier verdict was found |",
              "|---|---|---|---|---|---|"]
     for c, r in zip(claims, regs):
@@ -414,11 +457,12 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
             lines += [_coverage(paper, by_id), ""]
         if group:
             lines += ["| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | direction | "
-                      "magnitude | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+                      "magnitude | verdict | confirmatory (fresh seeds) |", "|---|---|---|---|---|---|---|---|---|---|"]
             for c in group:
                 lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {c['fidelity']} | {rounds_cell(c)} | "
                              f"{seeds_cell(c)} | {published_cell(c.get('published'))} | {effect_cell(c)} | "
-                             f"{direction_cell(c)} | {magnitude_cell(c)} | {verdict_cell(c)} |")
+                             f"{direction_cell(c)} | {magnitude_cell(c)} | {verdict_cell(c)} | "
+                             f"{confirmation_cell(c)} |")
             lines.append("")
     lines += registration_lines(claims)
     lines += ["## Sensitivity", "",
@@ -499,6 +543,8 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> l
                    + ("before its first result" if r.get("before_result") else "after a result existed"))
     elif reg:
         out.append(f"- **Registered**: no (rule hash {reg['hash']}; `fedbench claims register` registers it)")
+    if line := confirmation_line(c):
+        out.append(line)
     for h in reg.get("history", []):
         effect = f" ({fmt_effect(_effect(h))})" if h.get("ci95") is not None else ""
         out.append(f"- **Earlier rule** ({h.get('registered', '—')}; changed {h.get('changed', '—')}): {h.get('rule')}. "

@@ -22,7 +22,7 @@ from typing import Any
 from fedbench.claims import entry as schema
 from fedbench.claims.magnitude import sensitivity_of
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.tally import DEFINITION, tally, words
+from fedbench.claims.tally import DEFINITION, counted_verdict, is_confirmed, tally, words
 from fedbench.errors import ConfigError, DataError
 
 FALLBACK_WIDTH = 100  # columns where the output is not a terminal (a pipe, a file)
@@ -103,7 +103,7 @@ def why_not_run(c: dict[str, Any]) -> str:
 def claim_lines(c: dict[str, Any], width: int, verdict_w: int, fidelity_w: int) -> list[str]:
     """A claim's lines: verdict, fidelity and id (the id on its own line where the three do not fit), then its
     effect, or why it did not run and the command that runs it."""
-    head = f"{c['verdict']:<{verdict_w}}{c['fidelity']:<{fidelity_w}}"
+    head = f"{counted_verdict(c):<{verdict_w}}{c['fidelity']:<{fidelity_w}}"  # the verdict the tally counts
     lines = [head + c["id"]] if len(head) + len(c["id"]) <= width else [head.rstrip(), INDENT + c["id"]]
     reading = sensitivity_of(c["id"])
     note = f"sensitivity reading of {reading}, not counted; " if reading else ""
@@ -111,6 +111,11 @@ def claim_lines(c: dict[str, Any], width: int, verdict_w: int, fidelity_w: int) 
         effect = c.get("effect") or {}
         part = f" ({effect['part']})" if effect.get("part") and len(c.get("parts") or []) > 1 else ""
         lines += _wrap(f"{note}effect: {effect_text(effect)}{part}", width, INDENT, INDENT + "  ")
+        if is_confirmed(c):  # judged again by its frozen rule on fresh seeds (fedbench claims confirm)
+            confirmed = c["registration"]["confirmatory"]
+            seeds = confirmed["seeds"]
+            lines += _wrap(f"confirmatory on fresh seeds {seeds[0]}-{seeds[-1]}: {confirmed['verdict']} (exploratory, the "
+                           f"effect above: {c['verdict']})", width, INDENT, INDENT + "  ")
         return lines
     lines += _wrap(f"{note}why: {why_not_run(c)}", width, INDENT, INDENT + "  ")
     if c.get("command"):
@@ -142,7 +147,7 @@ def show_claims(path: Path, paper: str | None = None, verdict: str | None = None
     verdict = _pick("verdict", verdict, list(schema.VERDICTS))
     fidelity = _pick("fidelity", fidelity, list(schema.FIDELITIES))
     chosen = [c for c in claims if (paper is None or paper_name(c) == paper)
-              and (verdict is None or c["verdict"] == verdict) and (fidelity is None or c["fidelity"] == fidelity)]
+              and (verdict is None or counted_verdict(c) == verdict) and (fidelity is None or c["fidelity"] == fidelity)]
     t = tally(chosen)
     scope = ", ".join(f"{k} {v}" for k, v in (("paper", paper), ("verdict", verdict), ("fidelity", fidelity)) if v)
     lines = _wrap(f"{path}{f' ({scope})' if scope else ''}: {t.summary()}", width)

@@ -114,9 +114,11 @@ def missing_variant(name: str, real_root: Path) -> str | None:
 
 
 def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = WORKERS, root: Path | None = None,
-              runs_root: Path = RUNS_ROOT, real_root: Path | None = None) -> list[dict[str, Any]]:
+              runs_root: Path = RUNS_ROOT, real_root: Path | None = None,
+              seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Claim study ``name`` at ``budget`` (default: params.yaml claim_studies' for a small study, "paper" for a
-    paper-scale one) with params.yaml's seeds for it, into ``root`` (default :func:`study_root`), its stacks where
+    paper-scale one) with params.yaml's seeds for it (``seeds``: these instead, a confirmatory run's frozen block,
+    fedbench.studies.confirm), into ``root`` (default :func:`study_root`), its stacks where
     train.executor says: what the DVC ``study@NAME`` stage, ``fedbench study run NAME`` and ``fedbench paper run
     NAME`` all do. A paper-scale study reads its real variants from ``real_root`` (default data/real). An unknown
     study or budget, or a variant not built, is one line naming it and what is allowed (or the command that builds
@@ -140,7 +142,8 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
         offer_outcomes(cfg, name, budget, runs_root)
     root = study_root(cfg, name, budget, runs_root) if root is None else Path(root)
     return run_claim_study(name, root, workers=workers, budget=None if budget == PIPELINE_BUDGET else budget,
-                           executor=ExecutorSettings.of(cfg.train), seeds=declared.seeds,
+                           executor=ExecutorSettings.of(cfg.train),
+                           seeds=declared.seeds if seeds is None else tuple(seeds),
                            real_root=real_root if paper_scale else None)
 
 

@@ -247,3 +247,18 @@ def test_the_committed_registry_discloses_every_rule_changed_after_a_result():
                      "delta-fl/gaussian-triangle/longest-side-midpoint": ("reproduced", "reproduced"),
                      "fedlaavg/synthetic/diurnal-gain": ("inconclusive", "not-reproduced"),
                      "mime/synthetic-1-1/momentum-helps": ("not-reproduced", "not-reproduced")}
+
+
+def test_a_rule_naming_its_own_seeds_keeps_its_frozen_hash_on_fresh_seeds():
+    """mime_synthetic's rule says "per seed (0-4)": rerun on the frozen block it says "per seed (1000-1004)", the same
+    rule; any other change of the text, or seeds named inside a longer number, still changes the frozen hash."""
+    def said(seeds, text="per seed ({}), effect above 0"):
+        shown = reg.seeds_text(list(seeds))
+        return _entry(rule=text.format(shown), threshold=f"reproduced over seeds {shown} if above 0", seeds=seeds)
+
+    fresh = (1000, 1001, 1002, 1003, 1004)
+    assert reg.frozen_hash(said(range(5))) == reg.frozen_hash(said(fresh))
+    assert reg.frozen_hash(said(range(5))) != reg.frozen_hash(said(fresh, "per seed ({}), effect above 1"))
+    assert reg.without_seeds("seeds 0, 1, 2, 3, 4; 0-40; 10-4; 0, 1, 2, 3, 4, 5; above 0", [0, 1, 2, 3, 4]) == (
+        "seeds {seeds}; 0-40; 10-4; 0, 1, 2, 3, 4, 5; above 0")
+    assert reg.without_seeds("above 0", [0]) == "above 0"  # one seed: its number is no mark of a seed

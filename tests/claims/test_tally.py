@@ -90,3 +90,24 @@ def test_the_readme_quotes_the_tally_of_the_committed_claims():
     readme = " ".join((ROOT / "README.md").read_text().split())  # its line breaks as spaces
     expected = f"On the committed `reports/claims.json`: {t.summary()}"
     assert expected in readme, f"README.md should read: {expected}"
+
+
+def test_a_confirmatory_verdict_is_counted_in_place_of_the_exploratory_one():
+    """Issue 32, item 1: an entry whose registration carries a (valid) confirmatory verdict is counted by it; the
+    summary says how many were; with none, the summary is the sentence it always was."""
+    confirmed = e("a/paper/3", "not-reproduced", "paper-scale") | {
+        "registration": {"confirmatory": {"verdict": "inconclusive", "seeds": [1000, 1001]}}}
+    reading = e("a/paper/1/sensitivity-code", "reproduced", "paper-scale") | {
+        "registration": {"confirmatory": {"verdict": "not-reproduced", "seeds": [1000, 1001]}}}
+    void = e("c/standin/1", "reproduced", "stand-in") | {"registration": {"confirmatory": None, "confirmation": "void"}}
+    fixture = [x for x in FIXTURE if x["id"] not in ("a/paper/3", "a/paper/1/sensitivity-code", "c/standin/1")]
+    t = tally([*fixture, confirmed, reading, void])
+    before = tally(FIXTURE)
+    assert t.headline == before.headline | {"not-reproduced": 0, "inconclusive": before.headline["inconclusive"] + 1}
+    assert t.readings == before.readings | {"reproduced": 0, "not-reproduced": 1}
+    assert t.by_fidelity["stand-in"] == before.by_fidelity["stand-in"]  # void: its exploratory verdict
+    assert (t.confirmed, t.confirmed_headline) == (2, 1)
+    assert t.summary() == (f"11 entries: 9 claims and 2 sensitivity readings. Toward the headline: {t.headline_text()}. "
+                           f"Counted apart: {t.apart_text()}. Counted by a confirmatory verdict (judged again by its frozen rule on fresh seeds): 2 of the 11 entries, 1 "
+        "of them toward the headline; every other entry by its exploratory verdict.")
+    assert "confirmatory" not in before.summary() and "confirmatory verdict" in DEFINITION

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from fedbench.claims.entry import plain
+from fedbench.claims.entry import PAPER_DATA, plain
 from fedbench.claims.fidelity import label
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import load_config
@@ -39,7 +39,8 @@ def test_summary_rows_read_at_a_glance(claims):
     assert len(rows) == len(claims)
     for row in rows:
         assert "…" not in row and "..." not in row and "{" not in row and "[{" not in row
-        assert row.count(" | ") == 8  # claim, fidelity, rounds, seeds, published, effect, direction, magnitude, verdict
+        assert row.count(" | ") == 9  # claim, fidelity, rounds, seeds, published, effect, direction, magnitude, verdict,
+        # confirmatory
     gain = next(r for r in rows if "accuracy-gain" in r)
     # 10 of the paper's 200 rounds: at most a tenth, so smoke-check (fedbench.claims.fidelity.smoke_check)
     assert "| smoke-check | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
@@ -57,7 +58,7 @@ def test_direction_and_magnitude_shown_apart(claims):
                                  "estimate": 31.0, "ci95": [28.5, 33.5]}, "verdict": "not-reproduced"}
     md = claims_markdown([five], pd.DataFrame())
     row = _summary_rows(md)[0]
-    assert row.endswith(" | reproduced | not-reproduced vs +22.0 (mean) | **not-reproduced** |")
+    assert row.endswith(" | reproduced | not-reproduced vs +22.0 (mean) | **not-reproduced** | — |")
     assert ("- **Magnitude** (published +22.0 accuracy points): not-reproduced; mean: +31.0 [+28.5, +33.5] accuracy "
             "points; reproduced if ...; the claim is about the size, so its verdict needs both parts") in md
     assert "- **Direction**: reproduced; the claim's registered rule: reproduced if the 95% interval lies above 0" in md
@@ -157,9 +158,9 @@ def test_registration_marks_and_rules_changed_after_results(claims):
     cell = next(x for x in gain["sensitivity"] if x["reading"] == "paper's rule (C.3.2)")
     rows = _summary_rows(md)
     assert rows[0].endswith(f"**{gain['verdict']}**; rule changed after results, the earlier rule's verdict: "
-                            f"{cell['verdict']} (changed c1) |")
+                            f"{cell['verdict']} (changed c1) | — |")
     assert rows[1].endswith(f"**{partial['verdict']}**; rule changed after results, the earlier rule's verdict: "
-                            f"{partial['verdict']} (changed since abc123) [changed] |")
+                            f"{partial['verdict']} (changed since abc123) [changed] | — |")
     assert ("1 registered (hash matches), 1 changed since registration, 0 unregistered" in md)
     assert (f"| {cell['verdict']} | {gain['verdict']} | c1 2026-11-23 | compares rounds | the sensitivity reading |"
             in md)
@@ -226,7 +227,7 @@ def test_rule_changed_before_any_result_is_not_called_changed_after_results(clai
     marked = [gain | {"registration": registry.status(gain, book)}]
     md = claims_markdown(marked, pd.DataFrame())
     row = _summary_rows(md)[0]
-    assert row.endswith(f"**{gain['verdict']}**; rule changed before any result (changed c1) |")
+    assert row.endswith(f"**{gain['verdict']}**; rule changed before any result (changed c1) | — |")
     section = md.split("## Registered rules")[1].split("\n## ")[0]
     assert "| claim | earlier rule's verdict |" in section and "cut to fit 2 cores" not in section
 
@@ -270,3 +271,42 @@ def test_opt_in_study_is_not_run_with_its_command_and_cost_until_it_runs(tmp_pat
     (tmp_path / "feddane_synthetic" / "claims.json").write_text(json.dumps({"claims": [judged]}))
     dane = [c for c in study_claims(cfg, tmp_path) if c["study"] == "feddane_synthetic"]
     assert dane == [judged | {"study": "feddane_synthetic", "fidelity": "smoke-check"}]  # relabelled: 20 <= 200 / 10
+
+
+def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_counts_it(claims):
+    """Issue 32, item 1: a claim judged again by its frozen rule on fresh seeds shows that verdict in its row and its
+    details beside the exploratory one; a deterministic study's claim says it has no seeds to confirm; the tally
+    counts the confirmatory verdict, and a rule changed since freezing voids it (the exploratory verdict is counted)."""
+    from fedbench.claims import registry
+
+    gain, partial = claims[0], claims[1]
+    book, _ = registry.register([gain, partial], {}, "abc123", "2026-11-26")
+    book, _ = registry.freeze([gain], book, "def456", "2026-11-27", count=len(gain["seeds"]["training"]),
+                              ids=[gain["id"]])
+    seeds = book[gain["id"]]["frozen"]["seeds"]
+    other = "inconclusive" if gain["verdict"] != "inconclusive" else "reproduced"
+    rerun = gain | {"verdict": other, "seeds": {"training": seeds, "data": [0]},
+                    "effect": gain["effect"] | {"estimate": 1.5, "ci95": [-0.5, 3.5]}}
+    book = registry.confirm(rerun, book, "ghi789", "2026-11-28", seconds=61.04, where="runs/confirm/s")
+    book = registry.mark_deterministic(partial, book, "ghi789", "2026-11-28")
+    marked = [c | {"registration": registry.status(c, book)} for c in (gain, partial)]
+    md = claims_markdown(marked, pd.DataFrame())
+    rows = _summary_rows(md)
+    assert rows[0].endswith(f" | **{gain['verdict']}** | **{other}** (seeds {seeds[0]}-{seeds[-1]}) |")
+    assert rows[1].endswith(" | deterministic: no seeds to confirm |")
+    unit = gain["effect"].get("unit", "")
+    assert (f"- **Confirmatory**: {other} (+1.50 [-0.500, +3.50]{' ' + unit if unit else ''}) on fresh seeds "
+            f"{seeds[0]}-{seeds[-1]}, by the rule frozen on def456 (2026-11-27); run on ghi789 (2026-11-28) in 61.0 s "
+            f"wall, records in `runs/confirm/s/`; exploratory verdict: {gain['verdict']}.") in md
+    assert ("1 confirmed; 0 frozen, not yet run; 1 deterministic: no seeds to confirm; 0 void (the rule changed since "
+            "it was frozen).") in md
+    t = count_verdicts(marked)
+    assert (t.confirmed, sum(t.by_fidelity[gain["fidelity"]].values())) == (1, 1 + (partial["fidelity"] == gain["fidelity"]))
+    assert t.by_fidelity[gain["fidelity"]][other] == 1 + (partial["fidelity"] == gain["fidelity"] and partial["verdict"] == other)
+    assert t.summary().endswith(f"Counted by a confirmatory verdict (judged again by its frozen rule on fresh seeds): 1 of "
+                                f"the 2 entries, {int(gain['fidelity'] in PAPER_DATA)} of them toward the headline; every "
+                                "other entry by its exploratory verdict.")
+    changed = gain | {"rule": gain["rule"] + " (edited)"}
+    void = changed | {"registration": registry.status(changed, book)}
+    assert _summary_rows(claims_markdown([void], pd.DataFrame()))[0].endswith(" | void |")
+    assert count_verdicts([void]).confirmed == 0 and count_verdicts([void]).by_fidelity[gain["fidelity"]][gain["verdict"]] == 1

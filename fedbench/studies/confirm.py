@@ -1,0 +1,262 @@
+"""Confirmatory runs (issue 32, item 1): ``fedbench claims confirm`` judges a claim again, by its frozen rule, on
+seeds that did not exist when the rule was frozen. A rule written after its data was seen can only be tested on new
+data; this command makes that data and records the verdict beside the exploratory one.
+
+    fedbench claims confirm                                   # every default claim study (params.yaml claim_studies.default)
+    fedbench claims confirm --study mime_synthetic            # one study (repeat --study for more)
+    fedbench claims confirm mime/synthetic-1-1/momentum-helps # these claims only (their study runs once)
+    fedbench claims confirm --dry-run                         # what would be frozen and run, writing nothing
+
+For the chosen claims (judged entries of reports/claims.json), in this order:
+
+1. **Refuse** in one line per claim, before anything is written, a claim whose rule is not registered as it stands
+   (``fedbench claims register``), or whose rule changed since it was frozen: its confirmation is void (freeze it
+   again, on new seeds, with ``fedbench claims freeze``).
+2. **Freeze** the claims not frozen yet (fedbench.claims.registry.freeze: frozen hash, commit, date and a block of
+   fresh seeds from CONFIRM_START up that no run has used), one block per study, as many seeds as the study's
+   exploratory run had; the registry is written before any study runs. A study with no seed randomness
+   (``seeds=()``) is marked DETERMINISTIC instead: a rerun would repeat its numbers, so nothing is frozen or run.
+3. **Run** each study at its params.yaml budget on exactly its frozen seeds (fedbench.studies.stage.run_study with
+   the seeds replaced), into ``runs/confirm/<study>/``: never over the exploratory records in reports/studies/.
+4. **Judge** each rerun entry by the frozen rule: its frozen hash must equal the one frozen (the study's code states
+   the rule; a rerun whose rule differs is refused, its confirmation void), and its training seeds the frozen block
+   (fedbench.claims.registry.confirm). The confirmatory verdict is recorded with its effect, the commit, the date and
+   the wall seconds the study's run took; the registry is written after each study. A study whose chosen claims
+   are all confirmed under their frozen rules is not run again (the same seeds would repeat the same numbers).
+
+The main job's claims (params.yaml ``studies``, judged by fedbench.report from the train stage's runs) have no
+confirmatory runner yet: named here (by id or ``--study "main job"``), they are frozen and left "frozen, not yet
+run".
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fedbench.claims import registry as rules
+from fedbench.config import load_config
+from fedbench.errors import FedbenchError
+from fedbench.study import registry as studies
+
+CONFIRM_ROOT = Path("runs/confirm")  # the confirmatory runs' records: runs/confirm/<study>/ (git-ignored, like runs/)
+
+
+def judged(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries that carry a verdict to confirm: judged (not not-run), not a study's placeholder (``/*``)."""
+    return [e for e in entries if e.get("verdict") not in (None, "not-run") and not e["id"].endswith("/*")]
+
+
+def choose(entries: list[dict[str, Any]], chosen_studies: list[str], ids: list[str],
+           default: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The judged entries to confirm, by study (in the order the studies are named): those of ``ids`` where given,
+    else of ``chosen_studies``, else of the ``default`` studies. ValueError in one line for an id or study that has
+    no judged claim in ``entries``."""
+    pool = judged(entries)
+    known = sorted({e.get("study") or "" for e in pool})
+    if unknown := [s for s in chosen_studies if s not in known]:
+        raise ValueError(f"--study {', '.join(unknown)}: no judged claim in the claims read; allowed: {', '.join(known)}")
+    if unknown := sorted(set(ids) - {e["id"] for e in pool}):
+        raise ValueError(f"claim ids not judged in the claims read: {', '.join(unknown)}")
+    picked = [e for e in pool if (e["id"] in ids if ids else e.get("study") in (chosen_studies or default))]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in picked:
+        out.setdefault(e.get("study") or "", []).append(e)
+    order = chosen_studies or default
+    return dict(sorted(out.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+
+
+def refusals(groups: dict[str, list[dict[str, Any]]], registry: dict[str, Any]) -> list[str]:
+    """One line per claim that cannot be confirmed as it stands: its rule not registered as it is now, its rule changed
+    since it was frozen (its confirmation void), or a study whose claims were frozen with different seed blocks."""
+    out = []
+    for study, members in groups.items():
+        for e in members:
+            st = rules.status(e, registry)
+            frozen = (registry.get(e["id"]) or {}).get("frozen")
+            if st["status"] == "unregistered":
+                out.append(f"{e['id']}: rule not registered (fedbench claims register), then confirm it")
+            elif st["status"] != "registered":
+                out.append(f"{e['id']}: rule changed since registration (fedbench claims register --why REASON), "
+                           "then confirm it")
+            elif frozen is not None and frozen["hash"] != rules.frozen_hash(e):
+                try:
+                    rules.check_frozen(e, registry)
+                except ValueError as err:
+                    out.append(str(err))
+        blocks = {tuple(b["seeds"]) for e in members if (b := (registry.get(e["id"]) or {}).get("frozen"))}
+        if len(blocks) > 1 or (blocks and any(not (registry.get(e["id"]) or {}).get("frozen") for e in members)):
+            out.append(f"study {study}: its claims are frozen with different seed blocks ({sorted(blocks)}); freeze them "
+                       f"together: fedbench claims freeze {' '.join(e['id'] for e in members)}")
+    return out
+
+
+def runnable(study: str) -> bool:
+    """Whether ``study`` is a claim study this command can rerun (fedbench.study.registry); the main job's claims
+    are not (yet)."""
+    return study in studies.names()
+
+
+def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]], registry: dict[str, Any],
+               commit: str, date: str) -> tuple[dict[str, Any], list[str]]:
+    """``registry`` with every chosen claim of a seeded study frozen (one fresh block per study, as many seeds as its
+    exploratory run; a block chosen after the blocks frozen before it, so no two studies share a seed) and every
+    claim of a deterministic study marked DETERMINISTIC; and the lines saying what was done."""
+    done = []
+    for study, members in groups.items():
+        if runnable(study) and studies.is_deterministic(study):
+            for e in members:
+                if rules.status(e, registry)["confirmation"] != rules.DETERMINISTIC:
+                    registry = rules.mark_deterministic(e, registry, commit, date)
+                    done.append(f"{e['id']}: {rules.DETERMINISTIC} (study {study} has no seed randomness)")
+            continue
+        todo = [e["id"] for e in members if not (registry.get(e["id"]) or {}).get("frozen")]
+        if todo:
+            count = len((members[0].get("seeds") or {}).get("training") or [])
+            registry, lines = rules.freeze(entries, registry, commit, date, max(count, 1), todo)
+            done += lines
+    return registry, done
+
+
+def seeds_of(members: list[dict[str, Any]], registry: dict[str, Any]) -> list[int]:
+    return list(registry[members[0]["id"]]["frozen"]["seeds"])
+
+
+def judge(study: str, members: list[dict[str, Any]], rerun: list[dict[str, Any]], registry: dict[str, Any],
+          commit: str, date: str, seconds: float, where: str) -> tuple[dict[str, Any], list[str], list[str]]:
+    """``registry`` with the confirmatory verdict of each of ``members`` read from ``rerun`` (the study's entries on
+    the frozen seeds), the lines to print, and the refusals (a claim the rerun did not judge, or judged under another
+    rule than the frozen one: its confirmation void)."""
+    by_id = {e["id"]: e for e in rerun}
+    lines, refused = [], []
+    for e in members:
+        new = by_id.get(e["id"])
+        if new is None or new.get("verdict") in (None, "not-run"):
+            refused.append(f"{e['id']}: the confirmatory run of {study} did not judge it")
+            continue
+        try:
+            registry = rules.confirm(new, registry, commit, date, seconds, where)
+        except ValueError as err:
+            refused.append(str(err))
+            continue
+        lines.append(f"{new['verdict']:>15}  {e['id']}  (exploratory: {e['verdict']})")
+    return registry, lines, refused
+
+
+def git_commit() -> str:
+    """HEAD's short hash, with " + uncommitted changes" where fedbench/ or params.yaml differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "fedbench", "params.yaml"], capture_output=True,
+                           text=True, check=False).stdout
+    lines = [ln for ln in dirty.splitlines() if not ln.endswith(rules.REGISTRY.name)]
+    return head.stdout.strip() + (" + uncommitted changes" if lines else "")
+
+
+def _claims(members: list[dict[str, Any]]) -> str:
+    return f"{len(members)} claim{'s' if len(members) != 1 else ''}"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fedbench claims confirm",
+        description="Judge claims again on fresh seeds under their frozen rules (issue 32): freeze each chosen claim's "
+                    "rule with a block of never-used seeds (recorded in the registry before anything runs), rerun its "
+                    "study at the same budget on exactly those seeds into ROOT/<study>/, and record the confirmatory "
+                    "verdict, commit, date and wall time beside the exploratory one. A study with no seed randomness is "
+                    "marked 'deterministic: no seeds to confirm'. The main job's claims are frozen, not yet run.",
+        epilog="examples: fedbench claims confirm   (the default claim studies)  |  fedbench claims confirm --study "
+               "mime_synthetic  |  fedbench claims confirm --dry-run")
+    p.add_argument("ids", nargs="*", help="only these claim ids (default: every judged claim of the chosen studies)")
+    p.add_argument("--study", action="append", default=[], metavar="NAME",
+                   help="a study to confirm, as claims.json names it (repeatable; default: params.yaml's default "
+                        "claim_studies)")
+    p.add_argument("--claims", default="reports/claims.json", help="the exploratory claims (default: %(default)s)")
+    p.add_argument("--registry", default=str(rules.REGISTRY), help="the registry file (default: %(default)s)")
+    p.add_argument("--params", default="params.yaml", help="the params file: budgets and executor (default: %(default)s)")
+    p.add_argument("--root", default=str(CONFIRM_ROOT), help="where the confirmatory runs go (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (default: %(default)s)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be frozen and run; write nothing")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    a = parser().parse_args(argv)
+    name = "fedbench claims confirm"
+    try:
+        entries = json.loads(Path(a.claims).read_text())["claims"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        print(f"{name}: --claims {a.claims}: not a readable claims.json with a 'claims' list (build it: dvc repro)",
+              file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(a.params)
+        registry = rules.load(a.registry)
+        default = [s for s, c in cfg.claim_studies.items() if c.default]
+        groups = choose(entries, a.study, a.ids, default)
+        commit = git_commit()
+    except (ValueError, FedbenchError) as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 2
+    except (OSError, subprocess.CalledProcessError):
+        print(f"{name}: needs a git checkout (the registry records the commit)", file=sys.stderr)
+        return 2
+    if a.workers < 1:
+        print(f"{name}: --workers: must be >= 1, got {a.workers}", file=sys.stderr)
+        return 2
+    if refused := refusals(groups, registry):
+        print("\n".join(f"{name}: {r}" for r in refused), file=sys.stderr)
+        return 1
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    registry, done = freeze_all(groups, entries, registry, commit, date)
+    if a.dry_run:
+        print("\n".join(done) or "every chosen claim already frozen")
+        for study, members in groups.items():
+            if runnable(study) and not studies.is_deterministic(study) and not all(
+                    rules.status(e, registry)["confirmation"] == "confirmed" for e in members):
+                print(f"{study}: would run for {_claims(members)} on seeds {rules.seeds_text(seeds_of(members, registry))} "
+                      f"into {Path(a.root) / study}/")
+        print("(dry run: nothing written)")
+        return 0
+    rules.dump(registry, a.registry)  # frozen before anything runs
+    print("\n".join(done) or "every chosen claim already frozen", flush=True)
+    failed = []
+    for study, members in groups.items():
+        if not runnable(study):
+            print(f"{study}: frozen, not yet run ({_claims(members)} on seeds "
+                  f"{rules.seeds_text(seeds_of(members, registry))}: its train runs on the frozen seeds have no confirm runner "
+                  "yet)", flush=True)
+            continue
+        if studies.is_deterministic(study):
+            print(f"{study}: {rules.DETERMINISTIC} ({_claims(members)})", flush=True)
+            continue
+        if all(rules.status(e, registry)["confirmation"] == "confirmed" for e in members):
+            print(f"{study}: already confirmed on its frozen seeds {rules.seeds_text(seeds_of(members, registry))} "
+                  "(a rerun on them repeats the numbers; a new confirmation needs the rule frozen again)", flush=True)
+            continue
+        from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
+
+        seeds = seeds_of(members, registry)
+        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {Path(a.root) / study}/ ...", flush=True)
+        t0 = time.perf_counter()
+        try:
+            rerun = run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers)
+        except (ValueError, FedbenchError) as e:
+            failed.append(f"{study}: {e}")
+            print(f"{name}: {study}: {e}", file=sys.stderr)
+            continue
+        seconds = time.perf_counter() - t0
+        registry, lines, refused = judge(study, members, rerun, rules.load(a.registry), commit, date, seconds,
+                                         str(Path(a.root) / study))
+        rules.dump(registry, a.registry)
+        print(f"{study}: confirmed in {seconds:.1f} s wall")
+        print("\n".join(lines), flush=True)
+        for r in refused:
+            print(f"{name}: {r}", file=sys.stderr)
+        failed += refused
+    return 1 if failed else 0

@@ -1,0 +1,121 @@
+"""Confirmatory runs (fedbench.studies.confirm): the frozen blocks are disjoint from every used seed, a deterministic
+study is marked rather than rerun, and ``fedbench claims confirm`` on a shortened seeded study freezes before it
+runs, records the confirmatory verdict, refuses a rerun whose rule differs from the frozen one, and refuses a claim
+whose rule changed since freezing (its confirmation void)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from fedbench.claims import registry as reg
+from fedbench.claims.entry import new_entry
+from fedbench.studies import confirm
+from fedbench.studies import fedlaavg_diurnal as diurnal
+from tests.studies import spy_simulate
+
+
+def _entry(cid, study, seeds=(0, 1, 2, 3, 4), verdict="reproduced"):
+    e = new_entry(id=cid, paper="p", where="w", claim_text="c", published={"value": None, "unit": "u", "scope": "",
+                                                                             "statement": ""},
+                  rule="greater than 0", scale={"rounds": 20, "tuning_seeds": [100, 101]}, deviations=[], figure=None,
+                  fidelity="stand-in", rounds_run=20, rounds_paper=200, training_seeds=list(seeds), data_seeds=[0])
+    return e | {"verdict": verdict, "study": study,
+                "parts": [{"part": "a", "rule": "reproduced if the 95% interval lies above 0", "verdict": verdict}]}
+
+
+def test_each_study_gets_its_own_block_of_never_used_seeds_and_a_deterministic_one_none():
+    entries = [_entry("a/1", "mime_synthetic"), _entry("a/2", "mime_synthetic"),
+               _entry("b/1", "fedlaavg_diurnal", seeds=(0, 1, 2)), _entry("c/1", "delta_fl_triangle", seeds=(0,)),
+               _entry("d/1", "main job", seeds=(0, 1000))]  # an exploratory run that happened to use 1000
+    r, _ = reg.register(entries, {}, "abc", "2026-11-26")
+    groups = confirm.choose(entries, [], [], ["mime_synthetic", "fedlaavg_diurnal", "delta_fl_triangle"])
+    assert list(groups) == ["mime_synthetic", "fedlaavg_diurnal", "delta_fl_triangle"]  # the order named; d/1 not
+    r2, done = confirm.freeze_all(groups, entries, r, "def", "2026-11-27")
+    a, b = r2["a/1"]["frozen"]["seeds"], r2["b/1"]["frozen"]["seeds"]
+    assert a == r2["a/2"]["frozen"]["seeds"] == [1001, 1002, 1003, 1004, 1005]  # 1000 was used: skipped
+    assert b == [1006, 1007, 1008]  # as many as the study's exploratory seeds, after the block frozen before it
+    used = reg.used_seeds(entries, r)  # every seed a run, a tuning seed or an earlier block used
+    assert used == {0, 1, 2, 3, 4, 100, 101, 1000} and not (set(a) | set(b)) & used
+    assert "frozen" not in r2["c/1"] and r2["c/1"]["deterministic"]["hash"] == reg.frozen_hash(entries[3])
+    assert reg.status(entries[3], r2)["confirmation"] == reg.DETERMINISTIC == "deterministic: no seeds to confirm"
+    assert done[-1] == "c/1: deterministic: no seeds to confirm (study delta_fl_triangle has no seed randomness)"
+    again, nothing = confirm.freeze_all(groups, entries, r2, "ghi", "2026-11-28")
+    assert again == r2 and nothing == []  # frozen blocks and marks are kept
+
+
+def test_choosing_an_unknown_study_or_id_is_one_line():
+    entries = [_entry("a/1", "mime_synthetic")]
+    with pytest.raises(ValueError, match=r"^--study nope: no judged claim in the claims read; allowed: mime_synthetic$"):
+        confirm.choose(entries, ["nope"], [], [])
+    with pytest.raises(ValueError, match=r"^claim ids not judged in the claims read: a/9$"):
+        confirm.choose(entries, [], ["a/9"], [])
+
+
+def test_a_claim_whose_rule_changed_since_freezing_is_refused_its_confirmation_void():
+    e = _entry("a/1", "mime_synthetic")
+    r, _ = reg.register([e], {}, "abc", "2026-11-26")
+    r, _ = confirm.freeze_all({"mime_synthetic": [e]}, [e], r, "def", "2026-11-27")
+    assert confirm.refusals({"mime_synthetic": [e]}, r) == []
+    changed = e | {"parts": [{"part": "a", "rule": "reproduced if the 95% interval lies above +5", "verdict": "reproduced"}]}
+    assert confirm.refusals({"mime_synthetic": [changed]}, r) == [
+        "a/1: rule changed since registration (fedbench claims register --why REASON), then confirm it"]
+    assert reg.status(changed, r)["confirmation"] == "void (the rule changed since it was frozen)"
+    assert confirm.refusals({"mime_synthetic": [_entry("a/2", "mime_synthetic")]}, r) == [
+        "a/2: rule not registered (fedbench claims register), then confirm it"]
+    # registered again but frozen under the old rule (a registry edited by hand): the frozen check refuses it
+    r[e["id"]] |= {"hash": reg.content_hash(reg.rule_spec(changed)), "spec": reg.rule_spec(changed)}
+    (line,) = confirm.refusals({"mime_synthetic": [changed]}, r)
+    assert line.startswith("a/1: rule changed since it was frozen on def (") and line.endswith(
+        "its confirmation is void: freeze it again and rerun on new seeds")
+
+
+@pytest.fixture
+def short_diurnal(tmp_path, monkeypatch):
+    """FedLaAvg's diurnal study at 8 rounds on 2 seeds, judged once (the exploratory claims.json) and registered."""
+    monkeypatch.setattr(diurnal, "ROUNDS", 8)
+    spy_simulate(monkeypatch)
+    (entry,) = diurnal.run(tmp_path / "explore", workers=1, seeds=(0, 1))
+    claims = tmp_path / "claims.json"
+    claims.write_text(json.dumps({"claims": [entry | {"study": "fedlaavg_diurnal"}]}))
+    registry = tmp_path / "registry.json"
+    reg.dump(reg.register([entry], {}, "abc", "2026-11-26")[0], registry)
+    args = ["--study", "fedlaavg_diurnal", "--claims", str(claims), "--registry", str(registry),
+            "--root", str(tmp_path / "confirm"), "--workers", "1"]
+    return entry, registry, args
+
+
+def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdict(short_diurnal, tmp_path, capsys):
+    entry, registry, args = short_diurnal
+    assert confirm.main(args + ["--dry-run"]) == 0
+    assert "fedlaavg_diurnal: would run for 1 claim on seeds 1000-1001" in capsys.readouterr().out
+    assert "frozen" not in reg.load(registry)[entry["id"]]  # a dry run writes nothing
+    assert confirm.main(args) == 0
+    out = capsys.readouterr().out
+    assert out.index("froze fedlaavg/synthetic/diurnal-gain (confirm seeds 1000-1001)") < out.index("confirmatory run")
+    r = reg.load(registry)[entry["id"]]
+    got = r["confirmatory"]
+    assert r["frozen"]["seeds"] == got["seeds"] == [1000, 1001] and got["hash"] == r["frozen"]["hash"]
+    assert got["where"] == str(tmp_path / "confirm" / "fedlaavg_diurnal") and got["seconds"] > 0
+    rerun = json.loads((tmp_path / "confirm" / "fedlaavg_diurnal" / "claims.json").read_text())["claims"][0]
+    assert rerun["seeds"]["training"] == [1000, 1001]  # the study ran on exactly the frozen seeds
+    assert (got["verdict"], got["estimate"], got["ci95"]) == (rerun["verdict"], rerun["effect"]["estimate"],
+                                                              rerun["effect"]["ci95"])
+    assert r["verdict"]["verdict"] == entry["verdict"]  # the exploratory verdict stays beside it
+    assert f"{rerun['verdict']:>15}  {entry['id']}  (exploratory: {entry['verdict']})" in out
+    assert reg.status(entry, reg.load(registry))["confirmation"] == "confirmed"
+    assert confirm.main(args) == 0 and reg.load(registry)[entry["id"]] == r  # confirmed: not run again
+    assert "fedlaavg_diurnal: already confirmed on its frozen seeds 1000-1001" in capsys.readouterr().out
+
+
+def test_a_rerun_under_another_rule_than_the_frozen_one_records_nothing(short_diurnal, monkeypatch, capsys):
+    entry, registry, args = short_diurnal
+    (claim,) = diurnal.DECLARATION.claims
+    other = dataclasses.replace(diurnal.DECLARATION, claims=(dataclasses.replace(claim, rule=claim.rule + " (edited)"),))
+    monkeypatch.setattr(diurnal, "DECLARATION", other)  # the study's code changed after freezing
+    assert confirm.main(args) == 1
+    err = capsys.readouterr().err
+    assert f"fedbench claims confirm: {entry['id']}: rule changed since it was frozen on " in err
+    assert "its confirmation is void" in err
+    r = reg.load(registry)[entry["id"]]
+    assert "frozen" in r and "confirmatory" not in r
