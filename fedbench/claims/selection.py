@@ -23,22 +23,35 @@ The rule, stated once (:func:`choose`):
    tuning runs, and chooses again, until the choice is interior or ``max_extensions`` steps were added on a side;
    then it says the choice could not be made interior.
 
-Where it plugs in (a later step, not wired here): fedbench/studies/mime_fashion.py ``tune`` (per arm: the grid
-``Budget.lr_grid``, the readings ``accuracy(outcome, "tail", rounds)`` on ``Budget.tuning_seeds``, which needs a
-second tuning seed; ``run`` would call :func:`select` with an ``evaluate`` that runs the new step's tuning jobs)
-and ``run``'s "Step at an end of the grid" note (from ``Selection.text``); fedbench/studies/scaffold_tables.py
-``select``/``selected_steps`` (per cell, rounds to the target with ``higher_is_better=False``, used by
-scaffold_fashion.py and scaffold_emnist.py) and the ``selected_at_grid_edge`` list of its entries; the same for
-fedbench/studies/scaffold_fashion.py's budgets, whose ``tuning_seeds`` (one) would need a second seed.
+Where it plugs in: fedbench/studies/mime_fashion.py (per arm, the mean test accuracy of the last 5 evaluations)
+and fedbench/studies/scaffold_tables.py (per cell of scaffold_fashion's and scaffold_emnist's tables: rounds to the
+target, lower is better, or the best accuracy) call :func:`select_all`, which widens the grids of every cell at
+once so that the new steps' tuning runs go to the engine in one batch a widening; their rules quote
+:func:`rule_text`, their entries :meth:`Selection.record` (the chosen step, the grid, the per-seed tuning readings).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 SIDES = ("smaller", "larger")
+MAX_EXTENSIONS = 2  # steps added on a side before the choice is said to stay at the edge
+K = TypeVar("K", bound=Hashable)
+
+
+def rule_text(seeds: Sequence[int], reading: str, higher_is_better: bool = True,
+              max_extensions: int = MAX_EXTENSIONS) -> str:
+    """The selection rule as a claim's rule states it: ``reading`` (what a tuning run is read by) on tuning seeds
+    ``seeds``."""
+    better = "higher" if higher_is_better else "lower"
+    return (f"selected on tuning seeds {', '.join(map(str, seeds))} by {reading} ({better} is better): the step with "
+            "the best mean wins only if it beats every other step by more than the larger of the two steps' spreads (max "
+            "- min over the tuning seeds), else the smallest step tied with it; a choice at an end of the grid adds a step beyond "
+            f"it (the grid's ratio) and chooses again, at most {max_extensions} a side, else the entry says it stays "
+            "at the edge")
 
 
 @dataclass(frozen=True)
@@ -58,13 +71,28 @@ class Choice:
 @dataclass(frozen=True)
 class Selection:
     """The outcome of :func:`select`: the last ``choice``, the ``grid`` it was made on, the steps ``added`` (in
-    order), whether the choice is ``interior`` and the sentence an entry states (``text``)."""
+    order), whether the choice is ``interior``, the sentence an entry states (``text``) and the tuning
+    ``readings`` it was made from (step -> one reading per tuning seed)."""
 
     choice: Choice
     grid: tuple[float, ...]
     added: tuple[float, ...]
     interior: bool
     text: str
+    readings: dict[float, tuple[float, ...]]
+    higher_is_better: bool = True
+
+    @property
+    def step(self) -> float:
+        return self.choice.step
+
+    def record(self, digits: int = 4) -> dict[str, Any]:
+        """What an entry records of the selection: the step chosen, the grid it was chosen on (the steps added
+        too), whether the choice is interior, the per-seed tuning readings by step and the sentence saying why."""
+        return {"step": self.step, "grid": list(self.grid), "added": list(self.added), "interior": self.interior,
+                "better": "higher" if self.higher_is_better else "lower",
+                "tuning": {f"{s:g}": [round(v, digits) for v in self.readings[s]] for s in self.grid},
+                "why": self.text}
 
 
 def _check(grid: Sequence[float], readings: Mapping[float, Sequence[float]]) -> None:
@@ -115,35 +143,71 @@ def extend(grid: Sequence[float], side: str) -> tuple[float, ...]:
     return tuple([new, *g] if side == "smaller" else [*g, new])
 
 
+def select_all(grids: Mapping[K, Sequence[float]],
+               read: Callable[[K, tuple[float, ...]], tuple[Mapping[float, Sequence[float]], bool]],
+               evaluate: Callable[[list[tuple[K, float]]], None] | None = None,
+               max_extensions: int = MAX_EXTENSIONS) -> dict[K, Selection]:
+    """:func:`select` for many grids at once (one per key: an arm, a table cell). ``read(key, grid)`` gives the
+    key's tuning readings on ``grid`` (step -> one reading per tuning seed) and whether higher is better;
+    ``evaluate(jobs)`` runs the tuning runs of the new (key, step) pairs of one widening, all in one call, so that
+    ``read`` can read them next. ``evaluate`` None: no widening, only the statement of where it should go."""
+    grids = {k: tuple(sorted(g)) for k, g in grids.items()}
+    added: dict[K, list[float]] = {k: [] for k in grids}
+    per_side = {k: dict.fromkeys(SIDES, 0) for k in grids}
+
+    def decide(k: K) -> tuple[Choice, Mapping[float, Sequence[float]], bool]:
+        r, higher = read(k, grids[k])
+        return choose(grids[k], r, higher), r, higher
+
+    done = {k: decide(k) for k in grids}
+    while evaluate is not None:
+        jobs = []
+        for k, (choice, _, _) in done.items():
+            for side in choice.edge:
+                if per_side[k][side] < max_extensions:
+                    grids[k] = extend(grids[k], side)
+                    new = grids[k][0] if side == "smaller" else grids[k][-1]
+                    jobs.append((k, new))
+                    added[k].append(new)
+                    per_side[k][side] += 1
+        if not jobs:
+            break
+        evaluate(jobs)
+        for k in {k for k, _ in jobs}:
+            done[k] = decide(k)
+    return {k: _selection(c, grids[k], tuple(added[k]), r, higher, evaluate is not None, max_extensions)
+            for k, (c, r, higher) in done.items()}
+
+
 def select(grid: Sequence[float], readings: Mapping[float, Sequence[float]],
            evaluate: Callable[[float], Sequence[float]] | None = None, higher_is_better: bool = True,
-           max_extensions: int = 2) -> Selection:
+           max_extensions: int = MAX_EXTENSIONS) -> Selection:
     """Choose a step (:func:`choose`); while the choice is at an edge of the grid, add a step on that side
     (:func:`extend`), read it with ``evaluate(step)`` (its tuning runs: one reading per tuning seed, the seeds of
     ``readings``) and choose again, at most ``max_extensions`` steps a side. ``evaluate`` None: no extension,
     only the statement of where the grid should be extended."""
-    g, r, added = tuple(sorted(grid)), dict(readings), []
-    per_side = dict.fromkeys(SIDES, 0)
-    choice = choose(g, r, higher_is_better)
-    while choice.edge and evaluate is not None:
-        open_sides = [side for side in choice.edge if per_side[side] < max_extensions]
-        if not open_sides:
-            break
-        for side in open_sides:
-            g = extend(g, side)
-            new = g[0] if side == "smaller" else g[-1]
-            r[new] = list(evaluate(new))
-            added.append(new)
-            per_side[side] += 1
-        choice = choose(g, r, higher_is_better)
-    steps = ", ".join(f"{s:g}" for s in g)
+    r = {s: list(v) for s, v in readings.items()}
+
+    def run(jobs: list[tuple[None, float]]) -> None:
+        r.update({step: list(evaluate(step)) for _, step in jobs})
+
+    return select_all({None: grid}, lambda _, g: ({s: r[s] for s in g}, higher_is_better),
+                      run if evaluate is not None else None, max_extensions)[None]
+
+
+def _selection(choice: Choice, grid: tuple[float, ...], added: tuple[float, ...],
+               readings: Mapping[float, Sequence[float]], higher_is_better: bool, extended: bool,
+               max_extensions: int) -> Selection:
+    steps = ", ".join(f"{s:g}" for s in grid)
     if not choice.edge:
         text = f"step {choice.step:g} on the grid {steps}: {choice.reason}"
-    elif evaluate is None:
+    elif not extended:
         text = (f"step {choice.step:g} on the grid {steps}: {choice.reason}; at the grid's edge: extend the grid "
                 f"towards {' and '.join(f'{side} steps' for side in choice.edge)}")
     else:
         text = (f"step {choice.step:g} on the grid {steps}: {choice.reason}; still at the grid's edge "
                 f"({' and '.join(choice.edge)} steps) after {max_extensions} added step(s) a side: the choice could "
                 "not be made interior")
-    return Selection(choice=choice, grid=g, added=tuple(added), interior=not choice.edge, text=text)
+    return Selection(choice=choice, grid=grid, added=added, interior=not choice.edge, text=text,
+                     readings={s: tuple(float(v) for v in readings[s]) for s in grid},
+                     higher_is_better=higher_is_better)

@@ -8,8 +8,9 @@ states):
 - all finite, two or more seeds, some spread: the mean, the Student-t 95% interval mean +- t_{0.975, n-1} sd /
   sqrt(n) and the two-sided one-sample (= paired) t-test of a zero mean. The interval excludes zero exactly when
   p < 0.05.
-- all finite and all equal (no spread: a discrete reading that came out the same on every seed): a t interval
-  would have zero width and p = 0, which no data of n seeds can support, so none is reported. The estimate is
+- all finite and all equal (no spread: a discrete reading that came out the same on every seed), or a spread so
+  small that the t interval, kept to DIGITS significant digits, would read zero width: a t interval of zero
+  width and p = 0 is something no data of n seeds can support, so none is reported. The estimate is
   the common value, the interval the order-statistic interval of the median below ([x, x], with its coverage
   1 - 2 / 2^n stated: 93.75% for 5 seeds) and the test the exact sign test (p = 2 / 2^n: 0.0625 for 5 seeds).
 - some value infinite (a diverged run: its loss counts as infinite, so a difference can be +-inf): the t
@@ -109,15 +110,20 @@ def paired_effect(values: Sequence[float | None], unit: str, deterministic: bool
         return out | {"estimate": _round(float(v[0])), "test": "none (one seed: no interval)"}
     # spread = the values differ by more than rounding: 1e-12 relative is ~4,500 float64 ulps (2.2e-16), above the
     # rounding of a difference of two readings, and far below the 6 significant digits the JSON keeps
+    narrow = False
     if np.all(np.isfinite(v)) and float(v.max() - v.min()) > 1e-12 * max(1.0, float(np.abs(v).max())):
         mean, sd, n = float(v.mean()), float(v.std(ddof=1)), len(v)
         half = float(_scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
         p = float(2 * _scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))  # the paired t-test
-        return out | {"estimate": _round(mean), "ci95": [_round(mean - half), _round(mean + half)],
-                      "test": "paired t-test, two-sided", "p_value": _round(p), "coverage": CONFIDENCE}
+        ci = [_round(mean - half), _round(mean + half)]
+        if ci[0] != ci[1]:
+            return out | {"estimate": _round(mean), "ci95": ci, "test": "paired t-test, two-sided",
+                          "p_value": _round(p), "coverage": CONFIDENCE}
+        narrow = True  # a spread below the DIGITS reported: the t interval would read zero width, so none is
     s = np.sort(v)
     k, coverage = order_statistic_interval(len(s))
     why = ("a run diverged: no t interval" if not np.all(np.isfinite(v)) else
+           f"all {len(s)} values equal to the {DIGITS} significant digits reported: no t interval" if narrow else
            f"all {len(s)} values equal: no spread, so no t interval")
     return out | {"estimate": _round(float(np.median(s))), "ci95": [_round(float(s[k - 1])), _round(float(s[-k]))],
                   "test": f"sign test, two-sided ({why}); interval = order statistics of the median",

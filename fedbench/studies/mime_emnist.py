@@ -22,11 +22,13 @@ split, no rounds and no rates (paper-setups.md section 2.3). The Mime paper's ap
   reads one; divergence is caught from the cohort's own losses, fedbench.engine.evaluation). The readings read
   those evaluations by round: best, the mean of the last 5, the final model; a run that diverged reads 0 from
   the round it diverged.
+
+What it shares with its Fashion-MNIST stand-in (the arms, the sampling, the evaluation protocol, the readings, the
+rule's parts and the figure) is fedbench.studies.mime_real.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,20 +38,18 @@ import numpy as np
 
 from fedbench.study.scale import Scale
 from fedbench.claims.papers import MIME_PAPER
-from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies import WORKERS
+from fedbench.studies import mime_real as shared
+from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, accuracy, curve, figure
+from fedbench.study.declaration import Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT, build, load_real
 
 MODEL = "leaf_femnist_cnn"
-BASELINE = "FedAvgM"
 LR = 0.004  # LEAF's FEMNIST FedAvg learning rate (paper_experiments/femnist.sh), every arm
-MOMENTUM = 0.9  # SGDm beta (the brief of the figure: SGD with momentum)
 LOCAL_EPOCHS, BATCH = 1, 10  # LEAF's FEMNIST FedAvg runs: 1 epoch; LEAF's default batch size
 READINGS = ("best", "tail", "final")
 # The evaluation protocol (the paper states none; FedJAX's EMNIST experiments, listed as a deviation): test accuracy
-# on every writer's own test images every EVAL_EVERY rounds and on the final model.
-EVAL_EVERY = 5
+# on every writer's own test images every EVAL_EVERY rounds and on the final model (fedbench.studies.mime_real).
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,11 @@ ASSUMPTIONS = [
      "and averaged with equal weights (Mime's Algorithm 1 means)"),
     (f"{LOCAL_EPOCHS} local epoch of batch {BATCH} (LEAF's FEMNIST FedAvg runs and default batch size); local step "
      f"size {LR:g} for every arm (LEAF's FEMNIST rate), not tuned per arm as the paper does"),
-    (f"SGDm with beta = {MOMENTUM:g}, undampened (m <- g + beta m): Mime's and MimeLite's base optimizer and "
-     "FedAvgM's server momentum (server step 1)"),
+    shared.MOMENTUM_NOTE,
     "500 rounds (LEAF runs 2,000 at a tenth of the effective step)",
     ("evaluation protocol not stated by the paper: FedJAX's EMNIST one (eval_frequency 5, full test evaluation): "
      "test accuracy on every writer's test images every 5 rounds and on the final model; no training loss"),
-    "SGDm only: the figure's Adam panel and CIFAR-100 are not part of this claim",
+    shared.SCOPE_NOTE,
 ]
 # The study as data (fedbench.study.declaration): the arms (each arm's algorithm is built from its settings), the
 # paper budget's seeds, the budgets, the protocol and the claim with the arms its rule reads. data_seeds=(): the data
@@ -97,11 +96,7 @@ DECLARATION = StudyDeclaration(
     name="mime_emnist", paper=MIME_PAPER,
     dataset="femnist_leaf: LEAF's FEMNIST, 3,500 writers (natural split), 62 classes, 90/10 by-sample split",
     variants=("femnist_leaf",),
-    arms=(Arm("Mime", "mime", {"lr": LR, "variant": "mime", "base": "sgdm", "momentum": MOMENTUM}),
-          Arm("MimeLite", "mime", {"lr": LR, "variant": "mimelite", "base": "sgdm", "momentum": MOMENTUM}),
-          Arm(BASELINE, "fedavg_momentum", {"lr": LR, "beta": MOMENTUM, "server_lr": 1.0})),
-    seeds=_P.seeds, data_seeds=(), budgets=BUDGETS,
-    evaluation=(EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=EVAL_EVERY),),
+    arms=shared.arms(LR), seeds=_P.seeds, data_seeds=(), budgets=BUDGETS, evaluation=shared.EVALUATION,
     # local work in minibatch-gradient units: every arm's epoch; Mime and MimeLite also the full local gradient at x
     # (for c and the server's momentum); Mime also grad f_i(x; zeta) on every minibatch
     scales=tuple(Scale(MODEL, len(_P.seeds), _P.rounds, _P.clients_per_round, _N, LOCAL_EPOCHS, BATCH,
@@ -123,50 +118,18 @@ DECLARATION = StudyDeclaration(
 
 
 def algorithm(method: str) -> Any:
-    """Arm ``method``'s algorithm, built from its declared settings (fedbench.algorithms.build_algorithm)."""
-    from fedbench.algorithms import build_algorithm
-
-    arm = DECLARATION.arm(method)
-    return build_algorithm(arm.algorithm, **arm.settings)
+    """Arm ``method``'s algorithm, built from its declared settings (its step among them)."""
+    return shared.algorithm(DECLARATION.arm(method))
 
 
-def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:
+def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Any:
     """One arm on femnist_leaf with LEAF's CNN, writers sampled by size and averaged with equal weights."""
     variant = DECLARATION.variants[0]
-    dataset = functools.partial(load_real, variant, str(real_root))
-    cfg = sim_config(rounds=budget.rounds, clients_per_round=budget.clients_per_round, local_epochs=LOCAL_EPOCHS,
-                     batch_size=BATCH, sampling="proportional", seed=seed, device=budget.device,
-                     evaluations=DECLARATION.evaluation, dissimilarity_every=0)
-    return Simulation(f"{method}/seed={seed}", cfg, dataset, build(budget.model, dataset()), algorithm(method),
-                      {"method": method, "dataset": variant, "model": budget.model})
-
-
-def curve(outcome, rounds: int, every: int = EVAL_EVERY, budget: float = 1.0) -> np.ndarray:
-    """A run's test accuracy (%) at the protocol's rounds (fedbench.claims.readings.evaluation_rounds): 0 from the
-    round it diverged on and where it never got (fedbench.claims.readings.accuracy_at)."""
-    from fedbench.claims.readings import accuracy_at, evaluation_rounds
-
-    dead = int(outcome.history[-1]["round"]) if outcome.diverged else None
-    return accuracy_at(outcome.at_rounds("test/accuracy"), evaluation_rounds(rounds, every, budget), dead)
-
-
-def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0, every: int = EVAL_EVERY) -> float:
-    """A run's test accuracy (%) under ``reading`` (fedbench.claims.readings.read_curve): the best evaluation, the
-    mean of the last 5, the final."""
-    from fedbench.claims.readings import read_curve
-
-    return read_curve(curve(outcome, rounds, every, budget), reading)
-
-
-def figure(path: Path, rounds: list[int], curves: dict[str, np.ndarray], title: str) -> None:
-    from fedbench.plotting import pyplot, save_figure
-
-    fig, ax = pyplot().subplots(1, 1, figsize=(6.5, 4))
-    for (name, acc), style in zip(curves.items(), ("-", "-", "--")):
-        ax.plot(rounds, acc, style, label=name)
-    ax.set(xlabel="round", ylabel="test accuracy (%), mean over seeds", title=title)
-    ax.legend(fontsize=8)
-    save_figure(fig, path, dpi=120)
+    return shared.simulation(f"{method}/seed={seed}", variant, real_root,
+                             build(budget.model, load_real(variant, str(real_root))), algorithm(method),
+                             {"method": method, "dataset": variant, "model": budget.model}, rounds=budget.rounds,
+                             clients_per_round=budget.clients_per_round, local_epochs=LOCAL_EPOCHS, batch_size=BATCH,
+                             seed=seed, device=budget.device)
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
@@ -174,7 +137,6 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.entry import judged
     from fedbench.claims.readings import TAIL, evaluation_rounds
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
@@ -190,12 +152,9 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     def acc(m, s, reading, bud):
         return accuracy(runs[(m, s)], reading, b.rounds, bud)
 
-    arms = [m for m in methods if m != BASELINE]
-    parts = [Part(f"{m} - {BASELINE}", Rule("greater", 0.0, "accuracy points")) for m in arms]
-    result = judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc(BASELINE, s, r, bud) for s in b.seeds] for m in arms],
-                   "best", READINGS,
-                   reading_names={"best": "best evaluation", "tail": f"mean of the last {TAIL} evaluations",
-                                  "final": "final model"})
+    result = shared.judge_ordering(acc, methods, b.seeds, "best", READINGS,
+                                   {"best": "best evaluation", "tail": f"mean of the last {TAIL} evaluations",
+                                    "final": "final model"})
     best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
     curves = {m: np.mean([curve(runs[(m, s)], b.rounds) for s in b.seeds], 0) for m in methods}
     png, variant = f"{d.name}.png", d.variants[0]

@@ -12,15 +12,22 @@ keeps its own declaration (DECLARATION: arms, seeds, budgets, claims), its cells
   model's accuracy on the dataset's global test set after every round (rounds-to-target read to the round, as
   Tables 3 and 4 report it) and on the final model; no training loss, no per-device metric.
 - Step sizes: every cell (one algorithm in one table cell) runs each step of its budget's grid on the tuning seeds
-  (disjoint from the judged seeds); :func:`selected_steps` picks the step by :func:`select` (rounds-to-target
-  cells: the lowest mean rounds, ties the higher mean best accuracy, then the smaller step; best-accuracy cells:
-  the highest mean best accuracy, then the smaller step); the judged seeds then run each cell at its step
-  (:func:`run_tables`: two phases, one record each, written once).
+  (two or more, disjoint from the judged seeds and from the confirm seeds, 1000 up); :func:`select_steps` picks
+  the step by fedbench.claims.selection (rule: :func:`selection_rule`): rounds-to-target cells by their rounds to
+  the target (lower is better; a cell none of whose tuning runs reaches the target within the rounds run, by its
+  best accuracy: its rounds cannot tell its steps apart), best-accuracy cells by their best accuracy; the best
+  mean wins only by more than the spread between the tuning seeds, else the smallest step tied with it; a choice
+  at an end of the grid widens that cell's grid (the grid's ratio, at most 2 steps a side, the new steps' tuning
+  runs of every cell in one batch) until it is interior, or the entry says it stays at the edge. The judged seeds
+  then run each cell at its step (:func:`run_tables`: the phases, one record each, written once). Until
+  2026-11-28 (issue 32) the step was the best mean, ties to the higher mean best accuracy then the smaller step,
+  with no margin and no widening.
 - Readings (fedbench.claims.readings): rounds to the target, first evaluation at it (primary) or the first of
   HOLD held (sensitivity); best accuracy (primary) and the mean of the last 5 (sensitivity); a budget cut reads
   the curves up to round(fraction R) (:class:`Runs`).
-- Entries (:func:`table_entry`): the study's declared claim with its scale and deviations, data seed 0, and the
-  cells whose selected step is an end of the grid listed (``selected_at_grid_edge``).
+- Entries (:func:`table_entry`): the study's declared claim with its scale and deviations, data seed 0, each cell's
+  selection (the step, the grid, the per-seed tuning readings, why) and the cells whose choice stayed at an end of
+  its grid listed (``selected_at_grid_edge``).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.claims.readings import best_of, rounds_to_target, tail_of
+from fedbench.claims.selection import Selection, rule_text, select_all
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.study.declaration import Arm, StudyDeclaration
 
@@ -66,46 +74,54 @@ class Budget:
     device: str
     tables: tuple[int, ...] | None = None
 
+    def __post_init__(self):
+        if len(self.tuning_seeds) < 2 or set(self.tuning_seeds) & set(self.seeds):
+            raise ValueError(f"tuning seeds {self.tuning_seeds}: two or more (the selection's margin is their spread), "
+                             f"apart from the judged {self.seeds}")
+
     def runs_table(self, table: int) -> bool:
         return self.tables is None or table in self.tables
 
 
-def select(scores: dict[float, Sequence[float]], lower_is_better: bool,
-           tiebreak: dict[float, Sequence[float]] | None = None) -> float:
-    """The step size of ``scores`` (step -> per-seed values) with the best mean; ties go to the higher mean of
-    ``tiebreak`` (step -> per-seed values, higher is better), then to the smaller step."""
-    def key(lr: float) -> tuple[float, float, float]:
-        s = mean(scores[lr])
-        return (s if lower_is_better else -s, -mean(tiebreak[lr]) if tiebreak else 0.0, lr)
-
-    return min(scores, key=key)
+def selection_rule(seeds: Sequence[int], target: float | None) -> str:
+    """The selection rule as a claim states it: by rounds to ``target`` (None: by best accuracy) on ``seeds``."""
+    if target is None:
+        return rule_text(seeds, "the best test accuracy over the rounds run")
+    return (rule_text(seeds, f"rounds to {target:g}", higher_is_better=False)
+            + f"; a cell none of whose tuning runs reaches {target:g} within the rounds run is selected by its best "
+              "test accuracy (higher is better) by the same rule")
 
 
-def selected_steps(cells: Sequence[Any], curves: dict[tuple[Any, float, int], Sequence[float]], budget: Budget,
-                   target_of: Callable[[Any], float | None]) -> dict[Any, float]:
-    """Each cell's step from the tuning runs' test-accuracy curves (by cell, step, tuning seed): the lowest mean
-    rounds to ``target_of(cell)`` (ties: the higher mean best accuracy, then the smaller step), or, for a cell
-    whose target is None, the highest mean best accuracy (ties: the smaller step)."""
-    out = {}
-    for c in cells:
-        best = {lr: [best_of(curves[(c, lr, s)], budget.rounds) for s in budget.tuning_seeds]
-                for lr in budget.lr_grid}
+def select_steps(cells: Sequence[Any], curves: dict[tuple[Any, float, int], Sequence[float]], budget: Budget,
+                 target_of: Callable[[Any], float | None],
+                 evaluate: Callable[[list[tuple[Any, float]]], None] | None = None) -> dict[Any, Selection]:
+    """Each cell's selection (fedbench.claims.selection.select_all) from the tuning runs' test-accuracy curves
+    (by cell, step, tuning seed): by rounds to ``target_of(cell)`` (lower is better; by the best accuracy where no
+    tuning run of the cell's grid reaches it), or, for a cell whose target is None, by the best accuracy.
+    ``evaluate(pairs)`` runs the tuning runs of the (cell, step) pairs a widening adds and puts their curves in
+    ``curves``; None: no widening."""
+    def read(c: Any, grid: tuple[float, ...]) -> tuple[dict[float, list[float]], bool]:
+        best = {lr: [best_of(curves[(c, lr, s)], budget.rounds) for s in budget.tuning_seeds] for lr in grid}
         target = target_of(c)
         if target is None:
-            out[c] = select(best, lower_is_better=False)
-        else:
-            reached = {lr: [float(rounds_to_target(curves[(c, lr, s)], target, budget.rounds))
-                            for s in budget.tuning_seeds] for lr in budget.lr_grid}
-            out[c] = select(reached, lower_is_better=True, tiebreak=best)
-    return out
+            return best, True
+        reached = {lr: [float(rounds_to_target(curves[(c, lr, s)], target, budget.rounds))
+                        for s in budget.tuning_seeds] for lr in grid}
+        if all(r >= budget.rounds for v in reached.values() for r in v):
+            return best, True  # never reached: rounds cannot tell the steps apart
+        return reached, False
+
+    return select_all({c: budget.lr_grid for c in cells}, read, evaluate)
 
 
 class Runs:
     """The judged runs' test-accuracy curves by (cell, seed) at the cells' selected steps (``steps``, chosen on
-    the tuning seeds), and their readings at a budget cut ``fraction`` of the rounds run."""
+    the tuning seeds; ``selections``: how), and their readings at a budget cut ``fraction`` of the rounds run."""
 
-    def __init__(self, curves: dict[tuple[Any, int], list[float]], steps: dict[Any, float], budget: Budget):
+    def __init__(self, curves: dict[tuple[Any, int], list[float]], steps: dict[Any, float], budget: Budget,
+                 selections: dict[Any, Selection] | None = None):
         self.curves, self.steps, self.budget = curves, steps, budget
+        self.selections = selections or {}
 
     def rounds(self, fraction: float) -> int:
         return max(1, round(fraction * self.budget.rounds))
@@ -146,7 +162,7 @@ def paper_scales(cells: Sequence[Any], budget: Budget, train_images: int, evalua
     ``evaluated`` samples every round. A cell has ``model``, ``clients``, ``sampled`` and ``epochs``."""
     from fedbench.study.scale import Scale
 
-    runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)
+    runs_per_cell = len(budget.tuning_seeds) * len(budget.lr_grid) + len(budget.seeds)  # before any widening
     by_key: dict[tuple, int] = {}
     for c in cells:
         n = train_images / c.clients
@@ -191,20 +207,26 @@ def algorithm(arm: Arm, lr: float):
 
 
 def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_root: Path, classes: int,
-                knobs: Callable[[Any], dict[str, Any]], steps: dict[Any, float] | None = None) -> list:
-    """The tuning runs (``steps`` None: every cell at every step of the grid on the tuning seeds) or the judged runs
-    (every cell at its step in ``steps`` on the judged seeds), named phase/cell/lr/seed. A cell has ``label()``,
+                knobs: Callable[[Any], dict[str, Any]], steps: dict[Any, float] | None = None,
+                widen: Sequence[tuple[Any, float]] | None = None) -> list:
+    """The tuning runs (``steps`` None: every cell at every step of the grid on the tuning seeds; ``widen``: only
+    the (cell, step) pairs a widening of the grids adds, on the tuning seeds) or the judged runs (every cell at its
+    step in ``steps`` on the judged seeds), named phase/cell/lr/seed. A cell has ``label()``,
     ``variant``, ``method`` (an arm of ``d``), ``epochs``, ``sampled`` and ``model``; ``knobs(cell)`` are its
     records' parameters. Runs that differ only in seed (and in their data) share a stack."""
     from fedbench.studies import Simulation, sim_config
 
     phase = "tuning" if steps is None else "judged"
+    if widen is not None:
+        pairs = [(c, [lr for cc, lr in widen if cc == c]) for c in dict.fromkeys(c for c, _ in widen)]
+    else:
+        pairs = [(c, budget.lr_grid if steps is None else (steps[c],)) for c in cells]
+    seeds = budget.tuning_seeds if steps is None else budget.seeds
     sims = []
-    for c in cells:
+    for c, grid in pairs:
         builder = functools.partial(dataset, c.variant, str(real_root))
         ds = builder()
         k = max(1, round(c.sampled * ds.num_clients))
-        grid, seeds = (budget.lr_grid, budget.tuning_seeds) if steps is None else ((steps[c],), budget.seeds)
         for lr in grid:
             for seed in seeds:
                 cfg = sim_config(rounds=budget.rounds, clients_per_round=k, local_epochs=c.epochs,
@@ -220,9 +242,9 @@ def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_
 def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, workers: int, cells: Sequence[Any],
                declare: Callable[..., list], record_target: Callable[[Any], float],
                select_target: Callable[[Any], float | None]):
-    """Run a table study at ``budget`` into ``out_dir`` in two phases: the tuning runs (``declare(b)``), each cell's
-    step selected from them (:func:`selected_steps`, ``select_target``), then the judged runs (``declare(b, steps)``);
-    one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
+    """Run a table study at ``budget`` into ``out_dir`` in phases: the tuning runs (``declare(b)``), each cell's
+    step selected from them (:func:`select_steps`, ``select_target``; the tuning runs of the steps a widening adds:
+    ``declare(b, widen=pairs)``), then the judged runs (``declare(b, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
     ``cells``: every cell the study has (the records' names are read back to them). Returns (the budget, the
     study's fedbench.studies.runs.StudyRuns, the judged :class:`Runs`)."""
     from fedbench.studies.record import sim_record
@@ -245,13 +267,19 @@ def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, wor
                                    "study/best_accuracy": best_of(acc, b.rounds)})
 
     tuning_sims = declare(b)
-    tuning = study.run_list(tuning_sims, record)
-    steps = selected_steps([c for c in cells if b.runs_table(c.table)],
-                           curves_of(tuning_sims, tuning), b, select_target)
+    curves = curves_of(tuning_sims, study.run_list(tuning_sims, record))
+
+    def evaluate(pairs: list[tuple[Any, float]]) -> None:
+        sims = declare(b, widen=pairs)
+        curves.update(curves_of(sims, study.run_list(sims, record)))
+
+    selections = select_steps([c for c in cells if b.runs_table(c.table)], curves, b, select_target, evaluate)
+    steps = {c: sel.step for c, sel in selections.items()}
     judged_sims = declare(b, steps)
     judged = study.run_list(judged_sims, record)
     study.write()
-    runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b)
+    runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b,
+                selections)
     return b, study, runs
 
 
@@ -313,17 +341,22 @@ FLOAT_DEVIATION = "float32 on the GPU when there is one; PyTorch's default initi
 
 
 def table_entry(d: StudyDeclaration, claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any],
-                observed: str, panel: str, scale: dict[str, Any], deviations: list[str],
+                observed: str, panel: str, scale: dict[str, Any], deviations: list[str], cells: Sequence[Any],
                 fidelity: str | None = None) -> dict[str, Any]:
     """Claim ``claim_id``'s judged entry (``result``: fedbench.claims.verdict.judge) at the runs' budget: its
-    ``reproduced`` cells (each with its selected "lr") with the cells selected at an end of the grid listed, and
-    said in ``observed``; data seed 0; ``fidelity`` the claim's unless given."""
+    ``reproduced`` cells (each with its selected "lr"), the selection of each cell it reads (``cells``: the step,
+    the grid, the per-seed tuning readings, why), the cells whose choice stayed at an end of its grid listed and
+    said in ``observed`` with the grids widened; data seed 0; ``fidelity`` the claim's unless given."""
     from fedbench.claims.entry import judged
 
     b = runs.budget
-    edge = [name for name, v in reproduced["cells"].items() if v["lr"] in (min(b.lr_grid), max(b.lr_grid))]
-    reproduced = reproduced | {"selected_at_grid_edge": edge}
-    observed += (f". Selected step at an end of the grid in {len(edge)} of {len(reproduced['cells'])} cells"
+    sel = {c.label(): runs.selections[c] for c in cells}
+    edge = [name for name, s in sel.items() if not s.interior]
+    widened = [f"{name} to {', '.join(f'{x:g}' for x in s.added)}" for name, s in sel.items() if s.added]
+    reproduced = reproduced | {"selected_at_grid_edge": edge, "selection": {k: s.record() for k, s in sel.items()}}
+    observed += ((f". Grid {', '.join(f'{x:g}' for x in b.lr_grid)} widened for {len(widened)} of {len(sel)} cells "
+                  f"({'; '.join(widened)})" if widened else "")
+                 + f". Selected step still at an end of its grid in {len(edge)} of {len(sel)} cells"
                  + (f" ({'; '.join(edge)}): a wider grid could change those cells" if edge else ""))
     e = d.entry(claim_id, scale=scale, deviations=deviations,
                 figure={"path": f"figures/{d.name}/{d.name}.png", "panel": panel}, rounds_run=b.rounds,

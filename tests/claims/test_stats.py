@@ -52,7 +52,14 @@ def test_no_spread_reports_no_t_interval_but_the_sign_test():
                          "statistics of the median")
     assert paired_effect([0.0, 0.0], "x")["p_value"] == 1.0  # no non-zero difference: nothing to test
     assert paired_effect([1.0, 1.0 + 1e-15], "x")["test"].startswith("sign test")  # rounding is no spread
-    assert paired_effect([1.0, 1.0 + 1e-9], "x")["test"] == "paired t-test, two-sided"  # a real, small spread
+    # a spread of 1e-9: mean 1 + 5e-10, half-width t_{.975,1} sd / sqrt(2) = 12.706 * 5e-10 = 6.4e-9, so the t
+    # interval kept to 6 significant digits reads [1.0, 1.0] with p = 0.032: never reported; the sign test instead
+    narrow = paired_effect([1.0, 1.0 + 1e-9], "x")
+    assert narrow["ci95"] == [1.0, 1.0] and narrow["test"] == (
+        "sign test, two-sided (all 2 values equal to the 6 significant digits reported: no t interval); interval = "
+        "order statistics of the median") and narrow["p_value"] == 0.5
+    small = paired_effect([1.0, 1.001], "x")  # a spread the digits show: the t interval, of non-zero width
+    assert small["test"] == "paired t-test, two-sided" and small["ci95"][0] < small["ci95"][1]
 
 
 def test_share_gets_the_exact_clopper_pearson_interval():

@@ -42,7 +42,7 @@ def test_each_variant_changes_one_setting_of_the_main_jobs():
     assert (base["straggler_fraction"], base["rounds"], base["cohort_seed"]) == (0.9, 200, None)
     for variant, changed in {"paper-sampling": {"sampling": "proportional"},
                              "paper-straggler-epochs": {"straggler_epochs": "paper"},
-                             "code-seeding": {"cohort_seed": 0}}.items():
+                             "code-seeding": {"cohort_seed": 503}}.items():  # seed 3's own stream, 500 + 3
         for arm, algorithm in (("fedavg", FedAvg(lr=0.01)), ("fedprox_mu1", FedProx(lr=0.01, mu=1.0))):
             sim = study.simulation(variant, arm, 3)
             cfg = dataclasses.asdict(sim.config)
@@ -94,11 +94,14 @@ def test_short_run_writes_three_sensitivity_entries(tmp_path, monkeypatch):
     assert [e["id"] for e in entries] == [f"{study.HEADLINE}/sensitivity-{v}" for v in
                                           ("paper-sampling", "paper-straggler-epochs", "code-seeding")]
     assert all(e["magnitude"]["verdict"] is None and e["verdict"] == e["direction"]["verdict"] for e in entries)
-    assert {(c.sampling, c.straggler_epochs, c.cohort_seed) for c, *_ in calls} == {
-        ("proportional", "authors_code", None), ("uniform", "paper", None), ("uniform", "authors_code", 0)}
-    # FedAvg drops its stragglers, so the straggler epochs leave it unchanged: the same model as under code
-    # seeding's seed 0 (which is seed 0's own cohort)
+    # code seeding: each seed its own cohort stream (500 + seed), never another seed's (issue 32: independent seeds)
+    assert {(c.sampling, c.straggler_epochs, c.cohort_seed, c.seed) for c, *_ in calls} == {
+        ("proportional", "authors_code", None, 0), ("proportional", "authors_code", None, 1),
+        ("uniform", "paper", None, 0), ("uniform", "paper", None, 1),
+        ("uniform", "authors_code", 500, 0), ("uniform", "authors_code", 501, 1)}
+    assert entries[2]["scale"]["changed"] == {"cohort_seeds": [500, 501]}
+    # another cohort stream, the same initial model and minibatch stream: FedAvg's model differs from the one of
+    # seed 0's own cohort
     digests = {(c.straggler_epochs, c.cohort_seed, c.seed, type(a).__name__): r.param_digest for c, a, r in calls}
-    assert digests[("paper", None, 0, "FedAvg")] == digests[("authors_code", 0, 0, "FedAvg")]
-    assert digests[("paper", None, 0, "FedProx")] != digests[("authors_code", 0, 0, "FedProx")]
+    assert digests[("paper", None, 0, "FedAvg")] != digests[("authors_code", 500, 0, "FedAvg")]
     assert (tmp_path / "fedprox_code_sensitivity.png").stat().st_size > 0

@@ -85,7 +85,7 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
     sparse = Outcome(name="x", history=[{"round": 0, "test/accuracy": 0.1}, {"round": 5, "test/accuracy": 0.4},
                                         {"round": 7, "train/loss": float("nan")}], final={}, diverged=True,
                      param_digest="", device="cpu", models=None, seconds=0.0)
-    np.testing.assert_allclose(study.curve(sparse, 12, 5), [10.0, 40.0, 0.0, 0.0])  # diverged at 7: 0 from 10 on
+    np.testing.assert_allclose(study.curve(sparse, 12, every=5), [10.0, 40.0, 0.0, 0.0])  # diverged at 7: 0 from 10 on
     # Mime above FedAvgM on every seed, MimeLite below on every seed: Mime's part holds, MimeLite's does not
     best = {"Mime": (0.50, 0.61, 0.55), "MimeLite": (0.35, 0.30, 0.33), "FedAvgM": (0.40, 0.40, 0.40)}
     curves = {(m, s): [0.1, v] for m, vals in best.items() for s, v in enumerate(vals)}

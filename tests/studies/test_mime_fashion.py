@@ -53,11 +53,17 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
     for p, m in zip(c["parts"], ("Mime", "MimeLite")):
         assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
                                  zip(c["reproduced"][m], c["reproduced"]["FedAvgM"])]
-    assert set(c["reproduced"]["steps"]) == {a.name for a in DECLARATION.arms}
-    assert all(v in b.lr_grid for v in c["reproduced"]["steps"].values())
+    steps, tuning = c["reproduced"]["steps"], c["reproduced"]["tuning"]
+    assert set(steps) == set(tuning) == {a.name for a in DECLARATION.arms}
+    for m, t in tuning.items():  # the grid starts as the budget's, widened only beyond its ends
+        assert t["step"] == steps[m] and steps[m] in t["grid"] and set(b.lr_grid) <= set(t["grid"])
+        assert sorted(t["added"]) == sorted(set(t["grid"]) - set(b.lr_grid))
+        assert all(len(v) == len(b.tuning_seeds) for v in t["tuning"].values())
+    assert c["reproduced"]["selected_at_grid_edge"] == [m for m, t in tuning.items() if not t["interior"]]
     records = read_simulations(out)
-    assert len(records) == len(DECLARATION.arms) * (len(b.lr_grid) * len(b.tuning_seeds) + len(b.seeds))
-    assert sum(r["params"]["phase"] == "tuning" for r in records) == len(DECLARATION.arms) * len(b.lr_grid)
+    tuned = sum(len(t["grid"]) for t in tuning.values()) * len(b.tuning_seeds)
+    assert len(records) == tuned + len(DECLARATION.arms) * len(b.seeds)
+    assert sum(r["params"]["phase"] == "tuning" for r in records) == tuned
     assert all(r["params"]["sampling"] == "proportional" for r in records)
     assert (out / f"{DECLARATION.name}.png").stat().st_size > 0
     assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
@@ -65,7 +71,7 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
 
 def test_paper_budget_declares_the_stated_setup(real_root):
     b = DECLARATION.budget("paper")
-    assert b.seeds == DECLARATION.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100,) and b.device == "auto"
+    assert b.seeds == DECLARATION.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100, 101) and b.device == "auto"
     assert b.lr_grid == DECLARATION.knobs["lr"] == (0.003, 0.01, 0.03, 0.1, 0.3)
     sims = {a.name: study.simulation(a.name, 0.01, 0, b, real_root) for a in DECLARATION.arms}
     assert sims["Mime"].algorithm == Mime(lr=0.01, variant="mime", base="sgdm", momentum=0.9)
@@ -77,7 +83,10 @@ def test_paper_budget_declares_the_stated_setup(real_root):
     assert sims["Mime"].model.num_params == 7850  # mclr 784 -> 10
     protocol = (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=5),)
     assert cfg.evaluations == DECLARATION.evaluation == protocol
-    assert sum(s.runs for s in DECLARATION.scales) == 3 * (5 * 1 + 5)
+    assert sum(s.runs for s in DECLARATION.scales) == 3 * (5 * 2 + 5)  # before any widening of a grid
+    assert not {1000, *range(1000, 1100)} & {*b.tuning_seeds, *b.seeds}  # apart from the confirm seeds (1000 up)
+    with pytest.raises(ValueError, match="two or more"):
+        study.Budget(1, 2, seeds=(0,), tuning_seeds=(100,), lr_grid=(0.1, 0.3), device="cpu")
     assert [c.reads for c in DECLARATION.claims] == [("Mime", "MimeLite", "FedAvgM")]
 
 
@@ -86,15 +95,28 @@ def _outcome(acc) -> Outcome:
                    diverged=False, param_digest="", device="cpu", models=None, seconds=0.0)
 
 
-def test_tuning_picks_the_best_tail_on_the_tuning_seeds_ties_to_the_smaller_step():
+def test_tuning_selects_by_margin_ties_to_the_smaller_step_and_widens_the_grid():
     b = study.Budget(rounds=1, clients_per_round=2, seeds=(0,), tuning_seeds=(100, 101), lr_grid=(0.01, 0.1, 0.3),
                      device="cpu")
-    tail = {"Mime": {0.01: (0.5, 0.5), 0.1: (0.7, 0.5), 0.3: (0.9, 0.1)},  # means .5, .6, .5
-            "MimeLite": {0.01: (0.4, 0.4), 0.1: (0.4, 0.4), 0.3: (0.1, 0.1)},  # tie: the smaller step
-            "FedAvgM": {0.01: (0.1, 0.1), 0.1: (0.2, 0.2), 0.3: (0.6, 0.5)}}
-    outcomes = {(m, lr, s): _outcome([v, v]) for m, t in tail.items() for lr, vals in t.items()
-                for s, v in zip(b.tuning_seeds, vals)}
-    assert study.tune(outcomes, b) == {"Mime": 0.1, "MimeLite": 0.01, "FedAvgM": 0.3}
+    tail = {"Mime": {0.01: (0.50, 0.52), 0.1: (0.70, 0.71), 0.3: (0.60, 0.61)},  # 0.1 ahead by 10 > spread 1
+            "MimeLite": {0.01: (0.40, 0.40), 0.1: (0.55, 0.65), 0.3: (0.58, 0.62)},  # 0.1, 0.3 tied: the smaller
+            "FedAvgM": {0.01: (0.10, 0.11), 0.1: (0.20, 0.21), 0.3: (0.30, 0.31),  # rising: the grid widens
+                        0.9: (0.40, 0.41), 2.7: (0.35, 0.36)}}  # peak at 0.9, interior once 2.7 is read
+    asked = []
+
+    def run(jobs):
+        asked.append(jobs)
+        return {(m, lr, s): _outcome([v, v]) for m, lr, s in jobs
+                for v in [tail[m][lr][b.tuning_seeds.index(s)]]}
+
+    selections, outcomes = study.tune(run, b)
+    assert {m: sel.step for m, sel in selections.items()} == {"Mime": 0.1, "MimeLite": 0.1, "FedAvgM": 0.9}
+    assert [sel.interior for sel in selections.values()] == [True, True, True]
+    assert selections["FedAvgM"].added == (0.9, 2.7) and selections["Mime"].added == ()
+    assert asked[1:] == [[("FedAvgM", 0.9, 100), ("FedAvgM", 0.9, 101)], [("FedAvgM", 2.7, 100), ("FedAvgM", 2.7, 101)]]
+    assert len(asked[0]) == 3 * 3 * 2 and len(outcomes) == 3 * 3 * 2 + 4
+    assert selections["MimeLite"].choice.tied == (0.1, 0.3)
+    assert selections["Mime"].record()["tuning"]["0.1"] == [70.0, 71.0]
 
 
 def test_readings_read_the_protocol_rounds_only():
@@ -109,7 +131,7 @@ def test_readings_read_the_protocol_rounds_only():
 
 
 def test_readings_and_rule_on_made_up_runs(monkeypatch, real_root, tmp_path):
-    # every step gives the same curve, so the smallest step is selected; Mime above FedAvgM on every seed,
+    # every step gives the same curve on the tuning seeds; Mime above FedAvgM on every seed,
     # MimeLite below on every seed: Mime's part holds, MimeLite's does not, so the claim is not reproduced
     final = {"Mime": (0.50, 0.61, 0.55), "MimeLite": (0.35, 0.30, 0.33), "FedAvgM": (0.40, 0.40, 0.40)}
 
@@ -121,13 +143,18 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, real_root, tmp_path):
     monkeypatch.setattr("fedbench.studies.record.write_simulations", lambda out, records: None)
     monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, metrics=None: {})
     monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
-                                                               tuning_seeds=(100,), lr_grid=(0.01, 0.1), device="cpu"))
+                                                               tuning_seeds=(100, 101), lr_grid=(0.01, 0.1),
+                                                               device="cpu"))
     (c,) = study.run(tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
     # the tail reading of a 1-round run averages both evaluations: (0.1 + v) / 2
     assert c["parts"][0]["per_seed"] == pytest.approx([5.0, 10.5, 7.5])
     assert c["parts"][1]["per_seed"] == pytest.approx([-2.5, -5.0, -3.5])
     assert [p["verdict"] for p in c["parts"]] == ["reproduced", "not-reproduced"]
-    assert c["verdict"] == "not-reproduced" and c["reproduced"]["steps"] == {a.name: 0.01 for a in DECLARATION.arms}
+    # every step ties on the tuning seeds: the smallest step, at the grid's edge, so the grid widens twice towards
+    # smaller steps (0.001, 0.0001), ties again and says it stays at the edge
+    assert c["verdict"] == "not-reproduced" and c["reproduced"]["steps"] == {a.name: 0.0001 for a in DECLARATION.arms}
+    assert c["reproduced"]["selected_at_grid_edge"] == [a.name for a in DECLARATION.arms]
+    assert "could not be made interior" in c["reproduced"]["tuning"]["Mime"]["why"]
 
 
 def test_same_seed_same_numbers(real_root):
@@ -141,6 +168,6 @@ def test_not_run_entry_is_stand_in_with_the_command_and_a_cost():
     (e,) = not_run_entry(DECLARATION.name)
     assert e["id"] == DECLARATION.claims[0].id and e["verdict"] == "not-run"
     assert e["command"] == "fedbench paper run mime_fashion" and e["fidelity"] == "stand-in"
-    assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * 10
+    assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * 15
     assert e["scale"]["variants"] == ["fashion_mnist_fedproxvr"]
     assert "could differ" in e["deviations"][0]

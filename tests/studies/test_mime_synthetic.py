@@ -37,9 +37,7 @@ def test_server_only_is_one_base_optimizer_step_on_the_cohorts_gradient():
     torch.testing.assert_close(one.theta, expected, rtol=1e-4, atol=1e-6)
 
 
-def test_tuning_picks_the_best_tail_accuracy_on_tuning_seeds(monkeypatch):
-    monkeypatch.setattr(study, "LR_GRID", (0.01, 0.1))
-
+def test_tuning_selects_by_margin_and_widens_the_grid():
     class Run:
         def __init__(self, acc):
             self.acc = acc
@@ -47,10 +45,24 @@ def test_tuning_picks_the_best_tail_accuracy_on_tuning_seeds(monkeypatch):
         def series(self, key):
             return [1.0] * (study.ROUNDS + 1) if key == "train/loss" else [self.acc] * (study.ROUNDS + 1)
 
-    runs = {(m, lr, s): Run(0.5 + (0.1 if (lr == 0.1) == (m == "FedAvg") else 0.0)) for m in study.METHODS
-            for lr in study.LR_GRID for s in study.TUNING_SEEDS}
-    best = study.tune(runs)
-    assert best["FedAvg"] == 0.1 and best["Mime (SGDm)"] == 0.01
+    def tail(m, lr, s):  # FedAvg peaks at 0.1 by far; every other arm: 0.01 ahead of 0.1 by 0.5 points, within the
+        # 1-point spread between the tuning seeds, so the smaller step, 0.01 - then 0.001 (the widening) is worse
+        if m == "FedAvg":
+            return {0.01: 0.5, 0.1: 0.6, 1.0: 0.3}[lr]
+        return {0.001: 0.40, 0.01: 0.505, 0.1: 0.50}[lr] + (0.01 if s == study.TUNING_SEEDS[1] else 0.0)
+
+    asked = []
+
+    def run(jobs):
+        asked.append(jobs)
+        return {(m, lr, s): Run(tail(m, lr, s)) for m, lr, s in jobs}
+
+    selections, _ = study.tune(run, (0.01, 0.1))
+    assert {m: s.step for m, s in selections.items()} == {m: 0.01 for m in study.METHODS if m != "FedAvg"} | {
+        "FedAvg": 0.1}
+    assert selections["Mime (SGDm)"].added == (0.001,) and selections["FedAvg"].added == (1.0,)
+    assert all(s.interior for s in selections.values())
+    assert len(asked) == 2 and len(asked[1]) == len(study.METHODS) * 2  # one widening: one new step an arm, 2 seeds
     assert not set(study.TUNING_SEEDS) & set(study.DECLARATION.seeds)
 
 
@@ -88,12 +100,14 @@ def test_mimelite_with_plain_sgd_is_fedavg():
 def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "ROUNDS", 4)
     monkeypatch.setattr(study, "LR_GRID", (0.003, 0.03))
-    monkeypatch.setattr(study, "TUNING_SEEDS", (100,))
     calls = spy_simulate(monkeypatch)
     claims = study.run(tmp_path, workers=1, seeds=(0, 1))
     assert_every_run_recorded(tmp_path, calls)
     assert_valid_entries(claims)
-    assert len(calls) == len(study.METHODS) * (2 * 1 + 2)  # the grid on one tuning seed, then the two seeds
+    tuning = claims[0]["reproduced"]["tuning"]  # each arm's grid, widened where its choice sat at an end
+    assert all(t["grid"][1:-1] or not t["interior"] for t in tuning.values())
+    assert len(calls) == sum(len(t["grid"]) for t in tuning.values()) * 2 + len(study.METHODS) * 2  # then 2 seeds
+    assert claims[0]["reproduced"]["selected_at_grid_edge"] == [m for m, t in tuning.items() if not t["interior"]]
     assert [c["id"] for c in claims] == ["mime/synthetic-1-1/momentum-helps", "mime/synthetic-1-1/beats-server-only",
                                          "mime/synthetic-1-1/better-use-of-momentum"]
     assert all(c["fidelity"] == "stand-in" and c["seeds"]["training"] == [0, 1] for c in claims)

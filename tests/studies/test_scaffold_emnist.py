@@ -60,15 +60,6 @@ def test_best_and_tail_accuracy():
     assert best_of([float("nan")], 3) == 0.0
 
 
-def test_step_size_selection_mean_then_tiebreak_then_smaller_step():
-    scores = {0.1: [100, 200], 0.3: [120, 140], 1.0: [1000, 1000]}
-    assert tables.select(scores, lower_is_better=True) == 0.3  # mean 130 < 150
-    tied = {0.1: [1000, 1000], 0.3: [1000, 1000]}
-    assert tables.select(tied, True, tiebreak={0.1: [0.40, 0.44], 0.3: [0.45, 0.46]}) == 0.3
-    assert tables.select(tied, True, tiebreak={0.1: [0.4], 0.3: [0.4]}) == 0.1
-    assert tables.select({0.1: [0.8, 0.7], 0.3: [0.75, 0.76]}, lower_is_better=False) == 0.3
-
-
 def test_steps_selected_on_the_tuning_seeds_only():
     """The tuning seeds pick the step; the judged seeds' curves never enter the selection."""
     b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3), device="cpu")
@@ -79,40 +70,49 @@ def test_steps_selected_on_the_tuning_seeds_only():
     curves[(t4, 0.3, 100)] = curves[(t4, 0.3, 101)] = [0, 0, 0.46, 0.46, 0.46, 0.46]  # 0.3 reaches 0.45 at round 2
     t5 = study.Cell(5, "scaffold", 5, 0)
     curves[(t5, 0.1, 100)] = curves[(t5, 0.1, 101)] = [0, 0.3, 0.6, 0.6, 0.6, 0.6]  # 0.1: the best accuracy
-    steps = tables.selected_steps(study.cells(), curves, b, study.select_target)
-    assert steps[t4] == 0.3 and steps[t5] == 0.1
-    assert steps[study.Cell(4, "scaffold", 5, 0, 0.2)] == 0.1  # all tied at 'never': the smaller step
+    sel = tables.select_steps(study.cells(), curves, b, study.select_target)
+    assert sel[t4].step == 0.3 and sel[t5].step == 0.1  # rounds 2 against never (5); best 0.6 against 0
+    never = sel[study.Cell(4, "scaffold", 5, 0, 0.2)]  # never reached by any step: by best accuracy, all tied at 0
+    assert never.step == 0.1 and never.higher_is_better and never.choice.tied == (0.1, 0.3)
+    assert (sel[t4].higher_is_better, sel[t4].readings) == (False, {0.1: (5.0, 5.0), 0.3: (2.0, 2.0)})
 
 
 def test_paired_rounds_effect_on_hand_made_curves():
     """Table 4's measure on two judged seeds: FedAvg reaches 0.45 at rounds 3 and 4 at its selected step, SCAFFOLD
     at 1 and 2: the per-seed effects are 2 and 2."""
-    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100,), lr_grid=(0.1, 0.3, 1.0), device="cpu")
+    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3, 1.0), device="cpu")
     curves = {(c, s): [0.0] * 6 for c in study.cells() for s in b.seeds}
-    steps = {c: 0.3 for c in study.cells()}
+    # tuning: SCAFFOLD reaches 0.45 only at 0.3 (an inner step), FedAvg only at 0.1 (the grid's smallest)
+    tuning = {(c, lr, s): [0.0] * 6 for c in study.cells() for lr in b.lr_grid for s in b.tuning_seeds}
+    for c in study.cells():
+        for s in b.tuning_seeds:
+            tuning[(c, 0.1 if c.method == "fedavg" else 0.3, s)] = [0, 0.5, 0.5, 0.5, 0.5, 0.5]
+    selections = tables.select_steps(study.cells(), tuning, b, study.select_target)
+    steps = {c: sel.step for c, sel in selections.items()}
     for f in study.TABLE4_SAMPLED:
         for sim in study.JUDGED_SIMILARITY:
             sc, fa = study.Cell(4, "scaffold", 5, sim, f), study.Cell(4, "fedavg", 5, sim, f)
-            steps[fa] = 0.1
+            assert (steps[sc], steps[fa]) == (0.3, 0.1)
             curves[(sc, 0)] = [0, 0.5, 0.5, 0.5, 0.5, 0.5]
             curves[(sc, 1)] = [0, 0, 0.5, 0.5, 0.5, 0.5]
             curves[(fa, 0)] = [0, 0, 0, 0.46, 0.46, 0.46]
             curves[(fa, 1)] = [0, 0, 0, 0, 0.46, 0.46]
-    entry = study.table4_claim(study.Runs(curves, steps, b))
+    entry = study.table4_claim(study.Runs(curves, steps, b, selections))
     assert entry["verdict"] == "reproduced"
     assert [p["per_seed"] for p in entry["parts"]] == [[2.0, 2.0]] * 6
     assert entry["reproduced"]["cells"]["fedavg, 0.2, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0], "mean": 3.5}
     # FedAvg's step is the grid's smallest in all six cells, SCAFFOLD's (0.3) an inner one: flagged, not judged
     assert sorted(entry["reproduced"]["selected_at_grid_edge"]) == sorted(
-        f"fedavg, {f}, {s}" for f in study.TABLE4_SAMPLED for s in study.JUDGED_SIMILARITY)
-    assert "at an end of the grid in 6 of 12 cells" in entry["observed"]
+        study.Cell(4, "fedavg", 5, s, f).label() for f in study.TABLE4_SAMPLED for s in study.JUDGED_SIMILARITY)
+    assert "still at an end of its grid in 6 of 12 cells" in entry["observed"]
+    assert entry["reproduced"]["selection"]["table4/fedavg/E=5/s=0/sampled=20%"]["tuning"]["0.1"] == [1.0, 1.0]
     assert "budget-limited" not in entry["verdict_text"]  # no extrapolation to the paper's 1,000 rounds
     five = {(study.client_cell("scaffold"), s): [0, 0.5, 0.5, 0.5, 0.5, 0.5] for s in b.seeds}  # 0.45 at round 1
     fifty = {(study.client_cell("fedavg"), s): [0, 0, 0, 0, 0.46, 0.46] for s in b.seeds}  # at round 4
-    clients = study.clients_claim(study.Runs(curves | five | fifty, steps, b))
+    clients = study.clients_claim(study.Runs(curves | five | fifty, steps, b, selections))
     assert clients["id"] == "scaffold/emnist/5-clients-beat-fedavg-50" and clients["verdict"] == "reproduced"
     assert clients["parts"][0]["per_seed"] == [3.0, 3.0]
-    never = study.clients_claim(study.Runs(curves | fifty, steps, b))  # SCAFFOLD never: the 5 rounds run
+    never = study.clients_claim(study.Runs(curves | fifty, steps, b, selections))  # SCAFFOLD never: the 5 rounds run
     assert never["parts"][0]["per_seed"] == [-1.0, -1.0] and never["verdict"] == "not-reproduced"
 
 
@@ -185,12 +185,14 @@ def test_fixture_study_end_to_end(fixture_study):
         assert c["fidelity"] == "smoke-check" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000  # 30 <= 1,000
         assert len(c["effect"]["per_seed"]) == 2 and c["seeds"]["training"] == [0, 1]
         assert c["figure"]["path"] == f"figures/{study.DECLARATION.name}/{study.DECLARATION.name}.png"
-        assert c["scale"]["tuning_seeds"] == [100] and "budget-limited" not in c["verdict_text"]
+        assert c["scale"]["tuning_seeds"] == [100, 101] and "budget-limited" not in c["verdict_text"]
     assert [len(c["parts"]) for c in claims] == [24, 6, 4, 1]
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
-    assert len(records) == len(study.cells()) * (2 * 1 + 2)  # two steps on one tuning seed, then two judged seeds
+    selection = {k: v for c in claims for k, v in c["reproduced"]["selection"].items()}
+    assert set(selection) == {c.label() for c in study.cells()}
+    tuned = sum(len(s["grid"]) for s in selection.values()) * 2  # each cell's (widened) grid on two tuning seeds
     phases = [r["name"].split("/", 1)[0] for r in records]
-    assert phases == ["tuning"] * (2 * len(study.cells())) + ["judged"] * (2 * len(study.cells()))
+    assert phases == ["tuning"] * tuned + ["judged"] * (2 * len(study.cells()))
     acc = records[0]["history"]["global_test/accuracy"]
     assert len(acc) == 4 and all(a is not None for a in acc)  # the global test set is evaluated every round
     assert (out / f"{study.DECLARATION.name}.png").stat().st_size > 0

@@ -61,12 +61,12 @@ def test_declaration_cells_seeds_and_paper_scales():
     assert len({c.label() for c in cells}) == len(cells) and {c.variant for c in cells} == set(study.DECLARATION.variants)
     assert study.cells((3,)) == cells[:6] and {c.table for c in study.cells((5,))} == {5}
     b = study.BUDGETS["paper"]
-    assert b.rounds == 100 and b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100,) and b.tables == (3,)
-    assert b.lr_grid == (0.03, 0.1, 0.3) and study.BUDGETS["full"] == study.Budget(100, b.seeds, (100,), b.lr_grid,
+    assert b.rounds == 100 and b.seeds == (0, 1, 2, 3, 4) and b.tuning_seeds == (100, 101) and b.tables == (3,)
+    assert b.lr_grid == (0.03, 0.1, 0.3) and study.BUDGETS["full"] == study.Budget(100, b.seeds, (100, 101), b.lr_grid,
                                                                                    "auto", (3, 5))
     assert not set(b.seeds) & set(b.tuning_seeds) and b.device == "auto"
     assert study.TARGET == 0.70
-    assert sum(s.runs for s in study.DECLARATION.scales) == 6 * (3 * 1 + 5) == 48  # Table 3 only
+    assert sum(s.runs for s in study.DECLARATION.scales) == 6 * (3 * 2 + 5) == 66  # Table 3 only, no widening
     assert {s.batch_size for s in study.DECLARATION.scales} == {120} and {s.clients_per_round for s in study.DECLARATION.scales} == {20}
     assert {s.rounds for s in study.DECLARATION.scales} == {100}
     assert {(s.model, s.local_steps) for s in study.DECLARATION.scales} == {("mclr", 5 * 5), ("mclr", 5 * 1)}  # steps of batch 120
@@ -77,7 +77,7 @@ def test_the_declaration_states_arms_seeds_knobs_and_what_each_claim_reads():
     assert [(a.name, a.algorithm) for a in d.arms] == [("scaffold", "scaffold"), ("fedavg", "fedavg"),
                                                       ("sgd", "minibatch_sgd")]
     assert d.seeds == (0, 1, 2, 3, 4) and d.seeds_at("full") == d.seeds and d.seeds_at("fixture") == (0, 1)
-    assert d.data_seeds == () and d.knobs["lr"] == (0.03, 0.1, 0.3) and d.knobs["tuning_seeds"] == (100,)
+    assert d.data_seeds == () and d.knobs["lr"] == (0.03, 0.1, 0.3) and d.knobs["tuning_seeds"] == (100, 101)
     assert d.evaluation == tables.EVALUATION and d.rounds("paper") == 100 and d.budgets is study.BUDGETS
     assert [c.reads for c in d.claims] == [("scaffold", "fedavg", "sgd")] * 2
     assert {c.fidelity for c in d.claims} == {"stand-in"} and {c.rounds_paper for c in d.claims} == {1000}
@@ -88,30 +88,54 @@ def _flat(value: float, rounds: int = 5) -> list[float]:
     return [0.0] + [value] * rounds
 
 
-def test_step_selection_uses_the_tuning_seeds_only():
-    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3), device="cpu")
-    # the curves of the tuning seeds only: selection never reads a judged seed (it would fail with a KeyError)
-    curves = {(c, lr, s): _flat(0.1) for c in study.cells() for lr in b.lr_grid for s in b.tuning_seeds}
-    t3 = study.Cell(3, "fedavg", 5, 0)
-    curves[(t3, 0.1, 100)] = [0, 0, 0.7, 0.7, 0.7, 0.7]  # rounds 2 and 4: mean 3
-    curves[(t3, 0.1, 101)] = [0, 0, 0, 0, 0.7, 0.7]
-    curves[(t3, 0.3, 100)] = [0, 0.75, 0.75, 0.75, 0.75, 0.75]  # rounds 1 and 5 (never): mean 3, better best
-    curves[(t3, 0.3, 101)] = _flat(0.69)  # mean best (0.75 + 0.69) / 2 = 0.72 > 0.70
+def test_step_selection_by_margin_with_the_smaller_step_on_a_tie():
+    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3, 0.9), device="cpu")
+    t3, clear, never = study.Cell(3, "fedavg", 5, 0), study.Cell(3, "scaffold", 5, 10), study.Cell(3, "sgd", 1, 0)
     t5 = study.cell(5, "scaffold", 10)
-    curves[(t5, 0.1, 100)], curves[(t5, 0.1, 101)] = _flat(0.80), _flat(0.70)  # mean best 0.75
-    curves[(t5, 0.3, 100)], curves[(t5, 0.3, 101)] = _flat(0.76), _flat(0.76)  # 0.76
-    steps = tables.selected_steps(study.cells(), curves, b, study.select_target)
-    assert steps[t3] == 0.3  # tied mean rounds (3): the higher mean best accuracy
-    assert steps[t5] == 0.3
-    assert steps[study.Cell(3, "scaffold", 5, 10)] == 0.1  # all tied: the smaller step
-    curves[(t5, 0.1, 101)] = _flat(0.75)  # now 0.775 > 0.76: the tuning seeds decide
-    assert tables.selected_steps(study.cells(), curves, b, study.select_target)[t5] == 0.1
+    # the curves of the tuning seeds only: selection never reads a judged seed (it would fail with a KeyError)
+    curves = {(c, lr, s): _flat(0.1) for c in (t3, clear, never, t5) for lr in b.lr_grid for s in b.tuning_seeds}
+
+    def put(c, lr, one, two):
+        curves[(c, lr, 100)], curves[(c, lr, 101)] = one, two
+
+    put(t3, 0.1, [0, 0, 0.7, 0.7, 0.7, 0.7], [0, 0, 0, 0, 0.7, 0.7])  # rounds 2 and 4: mean 3, spread 2
+    put(t3, 0.3, [0, 0.7, 0.7, 0.7, 0.7, 0.7], [0, 0.7, 0.7, 0.7, 0.7, 0.7])  # 1 and 1: ahead by 2, not more
+    put(clear, 0.1, [0, 0, 0, 0, 0.7, 0.7], [0, 0, 0, 0, 0.7, 0.7])  # 4 and 4
+    put(clear, 0.3, [0, 0.7, 0.7, 0.7, 0.7, 0.7], [0, 0, 0.7, 0.7, 0.7, 0.7])  # 1 and 2: ahead by 2.5 > 1
+    put(never, 0.3, _flat(0.6), _flat(0.62))  # never at 0.7: by best accuracy, 0.61 ahead of 0.1 (0.1) by far
+    put(t5, 0.1, _flat(0.80), _flat(0.70))  # best accuracy: mean 0.75, spread 0.1
+    put(t5, 0.3, _flat(0.76), _flat(0.76))  # 0.76 ahead by 0.01 < 0.1: tied, the smaller step
+    sel = tables.select_steps([t3, clear, never, t5], curves, b, study.select_target)
+    assert {c: s.step for c, s in sel.items()} == {t3: 0.1, clear: 0.3, never: 0.3, t5: 0.1}
+    assert (sel[t3].choice.leader, sel[t3].choice.tied, sel[t3].higher_is_better) == (0.3, (0.1, 0.3), False)
+    assert sel[never].higher_is_better and sel[never].readings[0.3] == (0.6, 0.62)
+    assert sel[clear].readings[0.3] == (1.0, 2.0) and sel[clear].interior and sel[never].interior
+    # the tie-break's 0.1 is the grid's lower end and nothing runs new steps here: said, not widened
+    assert not sel[t3].interior and sel[t3].text.endswith("extend the grid towards smaller steps")
+    put(t5, 0.1, _flat(0.80), _flat(0.79))  # now 0.795 ahead of 0.76 by more than 0.01: the tuning seeds decide
+    assert tables.select_steps([t5], curves, b, study.select_target)[t5].step == 0.1
+
+
+def test_step_selection_widens_a_cell_grid_until_interior():
+    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3, 0.9), device="cpu")
+    t5 = study.cell(5, "fedavg", 0)
+    best = {0.1: 0.5, 0.3: 0.6, 0.9: 0.7, 2.7: 0.8, 8.1: 0.4}  # rising to 2.7, then falling
+    curves = {(t5, lr, s): _flat(best[lr] + d) for lr in b.lr_grid for s, d in zip(b.tuning_seeds, (0.0, 0.01))}
+    asked = []
+
+    def evaluate(pairs):
+        asked.append(pairs)
+        curves.update({(c, lr, s): _flat(best[lr] + d) for c, lr in pairs for s, d in zip(b.tuning_seeds, (0.0, 0.01))})
+
+    sel = tables.select_steps([t5], curves, b, study.select_target, evaluate)[t5]
+    assert asked == [[(t5, 2.7)], [(t5, 8.1)]] and sel.added == (2.7, 8.1) and sel.grid == (0.1, 0.3, 0.9, 2.7, 8.1)
+    assert sel.step == 2.7 and sel.interior and sel.record()["tuning"]["8.1"] == [0.4, 0.41]
 
 
 def _judged_runs(scaffold_round: int, fedavg_rounds: tuple[int, int, int]) -> study.Runs:
     """Judged curves on seeds 0-2: SCAFFOLD reaches 0.7 at ``scaffold_round``, FedAvg and SGD at
     ``fedavg_rounds``; Table 5: SCAFFOLD best 0.80, the others 0.78 and 0.79."""
-    b = study.Budget(rounds=6, seeds=(0, 1, 2), tuning_seeds=(100,), lr_grid=(0.1, 0.3), device="cpu")
+    b = study.Budget(rounds=6, seeds=(0, 1, 2), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3), device="cpu")
 
     def reach(r: int) -> list[float]:
         return [0.0] * r + [0.71] * (7 - r)
@@ -123,7 +147,9 @@ def _judged_runs(scaffold_round: int, fedavg_rounds: tuple[int, int, int]) -> st
                 curves[(c, s)] = reach(scaffold_round if c.method == "scaffold" else fedavg_rounds[i])
             else:
                 curves[(c, s)] = _flat({"scaffold": 0.80, "fedavg": 0.78, "sgd": 0.79}[c.method], 6)
-    return study.Runs(curves, {c: 0.1 for c in study.cells()}, b)
+    tuning = {(c, lr, s): _flat(0.1, 6) for c in study.cells() for lr in b.lr_grid for s in b.tuning_seeds}
+    selections = tables.select_steps(study.cells(), tuning, b, study.select_target)  # all tied: 0.1, not widened
+    return study.Runs(curves, {c: sel.step for c, sel in selections.items()}, b, selections)
 
 
 def test_table3_effects_and_verdicts_on_hand_made_curves():
@@ -136,6 +162,8 @@ def test_table3_effects_and_verdicts_on_hand_made_curves():
                                                             "mean": pytest.approx(11 / 3)}
     assert entry["fidelity"] == "smoke-check" and entry["rounds_run"] == 6  # 6 of 1,000 rounds: at most a tenth
     assert len(entry["reproduced"]["selected_at_grid_edge"]) == 6  # every Table 3 cell at 0.1, the grid's lower end
+    assert set(entry["reproduced"]["selection"]) == {c.label() for c in study.cells((3,))}
+    assert entry["reproduced"]["selection"]["table3/fedavg/E=5/s=0"]["tuning"] == {"0.1": [0.1, 0.1], "0.3": [0.1, 0.1]}
     worse = study.table3_claim(_judged_runs(5, (1, 2, 2)))
     assert [p["per_seed"] for p in worse["parts"]] == [[-4.0, -3.0, -3.0]] * 4
     assert worse["verdict"] == "not-reproduced"
@@ -161,7 +189,7 @@ def test_not_run_entries_are_stand_in_with_the_command_and_a_cost():
     assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.DECLARATION.name}"
-        assert e["fidelity"] == "stand-in" and e["cost"]["runs"] == 48 and e["cost"]["seconds"] > 0
+        assert e["fidelity"] == "stand-in" and e["cost"]["runs"] == 66 and e["cost"]["seconds"] > 0
         assert "stand-in: full Fashion-MNIST" in e["deviations"][0] and "could differ" in e["deviations"][0]
 
 
@@ -184,7 +212,11 @@ def test_fixture_study_end_to_end(fixture_study):
         assert c["seeds"]["training"] == [0, 1] and len(c["effect"]["per_seed"]) == 2
     assert len(claims[0]["parts"]) == 4 and len(claims[1]["parts"]) == 4
     records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
-    assert len(records) == len(study.cells()) * (2 * 1 + 2)  # two steps x one tuning seed, then two judged seeds
+    selection = claims[0]["reproduced"]["selection"] | claims[1]["reproduced"]["selection"]
+    assert set(selection) == {c.label() for c in study.cells()}
+    tuned = sum(len(s["grid"]) for s in selection.values()) * 2  # every step of each cell's grid x 2 tuning seeds
+    assert tuned >= len(study.cells()) * 2 * 2
+    assert len(records) == tuned + len(study.cells()) * 2  # then two judged seeds
     assert sum(r["params"]["phase"] == "judged" for r in records) == len(study.cells()) * 2
     acc = records[0]["history"][tables.ACCURACY]  # the global test set, every round and the final model
     assert len(acc) == 4 and all(a is not None for a in acc)

@@ -1,0 +1,109 @@
+"""What Mime's two real-data studies share (Karimireddy et al., "Mime", 2020; talk slides, Figure 3, SGDm panel):
+fedbench.studies.mime_emnist (FEMNIST, LEAF's CNN, one step for every arm) and its stand-in
+fedbench.studies.mime_fashion (Fashion-MNIST, logistic regression, each arm's step selected) judge the same
+ordering claim with the same arms, evaluation protocol and readings, so this module holds them once (issue 30: the
+duplication mime_emnist ~ mime_fashion). Each study keeps its own declaration, budgets, local work and entry.
+
+- Arms (:func:`arms`): Mime and MimeLite on SGDm (beta = MOMENTUM, undampened: m <- g + beta m) and FedAvg with server
+  momentum (FedAvgM: the same beta, server step 1), the baseline.
+- Sampling: users drawn with probability n_k / n and averaged with equal weights (the simple means of Mime's
+  Algorithm 1), so every simulation runs with ``sampling="proportional"`` (:func:`simulation`).
+- Evaluation (:data:`EVALUATION`; the slides state none): FedJAX's EMNIST protocol (google/fedjax
+  experiments/fed_avg/fed_avg.EMNIST_CONV.flags: ``eval_frequency=5``): the accuracy on every user's own test
+  images, pooled, every EVAL_EVERY = 5 rounds from round 0 and on the final model; no training-loss evaluation.
+- Readings (:func:`accuracy`): a run's test accuracy curve at the protocol's rounds (0 from the round it diverged
+  on), read by fedbench.claims.readings.read_curve (best, the mean of the last 5, final); a budget cut reads the
+  evaluations up to it.
+- The rule (:func:`judge_ordering`): per judged seed, Mime minus FedAvgM and MimeLite minus FedAvgM, in points; each
+  part greater than 0.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedbench.engine.evaluation import EvalSpec
+from fedbench.study.declaration import Arm
+
+BASELINE = "FedAvgM"
+MOMENTUM = 0.9  # SGDm beta
+EVAL_EVERY = 5  # FedJAX's EMNIST eval_frequency; and the final model
+EVALUATION = (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=EVAL_EVERY),)
+MOMENTUM_NOTE = (f"SGDm with beta = {MOMENTUM:g}, undampened (m <- g + beta m): Mime's and MimeLite's base optimizer "
+                 "and FedAvgM's server momentum (server step 1)")
+SCOPE_NOTE = "SGDm only: the figure's Adam panel and CIFAR-100 are not part of this claim"
+
+
+def arms(lr: float | None = None) -> tuple[Arm, ...]:
+    """Mime, MimeLite and FedAvgM on SGDm; ``lr`` their one local step (None: each run gives its own)."""
+    step = {} if lr is None else {"lr": lr}
+    return (Arm("Mime", "mime", step | {"variant": "mime", "base": "sgdm", "momentum": MOMENTUM}),
+            Arm("MimeLite", "mime", step | {"variant": "mimelite", "base": "sgdm", "momentum": MOMENTUM}),
+            Arm(BASELINE, "fedavg_momentum", step | {"beta": MOMENTUM, "server_lr": 1.0}))
+
+
+def algorithm(arm: Arm, *lr: float) -> Any:
+    """``arm``'s algorithm from its declared settings (fedbench.algorithms.build_algorithm), at step ``lr`` where
+    its settings name none."""
+    from fedbench.algorithms import build_algorithm
+
+    return build_algorithm(arm.algorithm, *lr, **arm.settings)
+
+
+def simulation(name: str, variant: str, real_root: str | Path, model: Any, alg: Any, knobs: dict[str, Any],
+               **config: Any) -> Any:
+    """One run on real variant ``variant``: users sampled by size and averaged with equal weights, the protocol's
+    evaluations, no dissimilarity; ``config`` the rest of its fedbench.studies.sim_config (rounds, local work,
+    seed, device)."""
+    from fedbench.studies import Simulation, sim_config
+    from fedbench.studies.real_data import load_real
+
+    dataset = functools.partial(load_real, variant, str(real_root))
+    cfg = sim_config(sampling="proportional", evaluations=EVALUATION, dissimilarity_every=0, **config)
+    return Simulation(name, cfg, dataset, model, alg, knobs)
+
+
+def curve(outcome, rounds: int, budget: float = 1.0, every: int = EVAL_EVERY) -> np.ndarray:
+    """A run's test accuracy (%) at the protocol's rounds (fedbench.claims.readings.evaluation_rounds): 0 from the
+    round it diverged on and where it never got (fedbench.claims.readings.accuracy_at)."""
+    from fedbench.claims.readings import accuracy_at, evaluation_rounds
+
+    dead = int(outcome.history[-1]["round"]) if outcome.diverged else None
+    return accuracy_at(outcome.at_rounds("test/accuracy"), evaluation_rounds(rounds, every, budget), dead)
+
+
+def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0, every: int = EVAL_EVERY) -> float:
+    """A run's test accuracy (%) under ``reading`` (best, tail: the mean of the last 5, final;
+    fedbench.claims.readings.read_curve), read by round at the protocol's evaluations."""
+    from fedbench.claims.readings import read_curve
+
+    return read_curve(curve(outcome, rounds, budget, every), reading)
+
+
+def judge_ordering(acc: Callable[[str, int, str, float], float], methods: Sequence[str], seeds: Sequence[int],
+                   primary: str, readings: Sequence[str], reading_names: dict[str, str]) -> dict[str, Any]:
+    """The ordering claim's verdict (fedbench.claims.verdict.judge): per seed, each arm of ``methods`` but the
+    baseline minus FedAvgM (``acc(method, seed, reading, budget)``, in points), each part greater than 0."""
+    from fedbench.claims.verdict import Part, Rule, judge
+
+    others = [m for m in methods if m != BASELINE]
+    parts = [Part(f"{m} - {BASELINE}", Rule("greater", 0.0, "accuracy points")) for m in others]
+    return judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc(BASELINE, s, r, bud) for s in seeds] for m in others],
+                 primary, readings, reading_names=reading_names)
+
+
+def figure(path: Path, rounds: list[int], curves: dict[str, np.ndarray], title: str) -> None:
+    """The arms' mean test-accuracy curves (the baseline dashed)."""
+    from fedbench.plotting import pyplot, save_figure
+
+    fig, ax = pyplot().subplots(1, 1, figsize=(6.5, 4))
+    for (name, acc), style in zip(curves.items(), ("-", "-", "--")):
+        ax.plot(rounds, acc, style, label=name)
+    ax.set(xlabel="round", ylabel="test accuracy (%), mean over seeds", title=title)
+    ax.legend(fontsize=8)
+    save_figure(fig, path, dpi=120)
