@@ -11,6 +11,7 @@ import pytest
 
 from fedbench.studies import Outcome, run_claim_study, run_simulations
 from fedbench.studies import fedproxvr_mnist as study
+from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
 from tests.studies import assert_valid_entries
@@ -97,12 +98,12 @@ def _outcome(acc, loss=None) -> Outcome:
 
 def test_readings_of_a_run():
     o = _outcome([0.1, 0.5, 0.3, 0.2, 0.4, 0.35, 0.3])
-    assert study.best_accuracy(o, "best", 6) == pytest.approx(50.0)
-    assert study.best_accuracy(o, "final", 6) == pytest.approx(30.0)
-    assert study.best_accuracy(o, "tail", 6) == pytest.approx(100 * np.mean([0.3, 0.2, 0.4, 0.35, 0.3]))
+    assert tables.accuracy(o, "best", 6) == pytest.approx(50.0)
+    assert tables.accuracy(o, "final", 6) == pytest.approx(30.0)
+    assert tables.accuracy(o, "tail", 6) == pytest.approx(100 * np.mean([0.3, 0.2, 0.4, 0.35, 0.3]))
     # a run whose loss turns non-finite scores 0 from there on: its best is the best before
     dead = _outcome([0.1, 0.6, 0.9], [1.0, 1.0, float("nan")])
-    assert study.best_accuracy(dead, "best", 2) == pytest.approx(60.0)
+    assert tables.accuracy(dead, "best", 2) == pytest.approx(60.0)
 
 
 def test_same_seed_same_numbers(real_root):
