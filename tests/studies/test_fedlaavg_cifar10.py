@@ -5,13 +5,12 @@ not-run entries, and the whole study at the fixture budget on fixture-sized CIFA
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from fedbench.data import stages
 from fedbench.studies import fedlaavg_cifar10 as study
 from fedbench.studies import run_claim_study, run_simulations
-from fedbench.studies.real_data import not_run_entry, study_cost
+from fedbench.studies.real_data import global_test_every, not_run_entry, pooled, repartitioned, study_cost
 from fedbench.studies.record import compact, read_simulations
 from tests.data import fixtures
 from tests.studies import assert_valid_entries
@@ -33,19 +32,12 @@ def real_root(tmp_path_factory):
     return root / "real"
 
 
-def test_spearman():
-    assert study.spearman([200, 400, 600], [300, 200, 100]) == pytest.approx(-1.0)
-    assert study.spearman([200, 400, 600, 800], [5, 5, 5, 5]) == 0.0  # no ordering
-    # ties get average ranks: y ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4
-    assert study.spearman([1, 2, 3, 4], [7, 7, 9, 10]) == pytest.approx(np.corrcoef([1, 2, 3, 4], [1.5, 1.5, 3, 4])[0, 1])
-
-
 def test_the_global_test_set_stays_global_and_the_protocol_is_the_authors(real_root):
-    built = study.federated(BUILT_N, str(real_root), BUILT_N)
+    built = repartitioned(study.VARIANT, str(real_root), BUILT_N, BUILT_N)
     assert len(built.global_test.y) == 40 and int(built.test.sizes.sum()) == 0  # no copies on the clients
     assert not hasattr(study, "with_global_test")
     b = study.BUDGETS["paper"]
-    (spec,) = study.evaluations(b, built)
+    (spec,) = global_test_every(built, study.VARIANT, b.eval_every, study.MAX_TEST)
     assert (spec.split, spec.every, spec.final, spec.samples_sample) == ("global_test", 20, True, None)  # 40 <= 10,000
     assert study.DECLARATION.evaluation == (spec,)  # the declared protocol is the paper budget's
     sim = study.simulation(study.BUDGETS["fixture"], study.plan(study.BUDGETS["fixture"])["fedlaavg_ica"][0],
@@ -55,14 +47,15 @@ def test_the_global_test_set_stays_global_and_the_protocol_is_the_authors(real_r
 
 
 def test_the_n_sweep_rebuilds_the_authors_partition_from_the_prepared_source(real_root):
-    small = study.federated(10, str(real_root), BUILT_N)
+    small = repartitioned(study.VARIANT, str(real_root), BUILT_N, 10)
     assert small.num_clients == 10 and int(small.train.sizes.sum()) == 200  # every training image, 20 a client
     assert [len(set(small.train.client(k)[1])) for k in range(10)] == [1] * 10
     assert small.partition["params"]["num_clients"] == 10 and small.partition["params"]["seed"] == 1
-    pooled = study.pooled(str(real_root), BUILT_N)
-    assert pooled.num_clients == 1 and pooled.input.kind == "image" and pooled.input.transform == "normalize"
+    pooled_data = pooled(study.VARIANT, str(real_root), BUILT_N)
+    assert pooled_data.num_clients == 1 and pooled_data.input.kind == "image"
+    assert pooled_data.input.transform == "normalize"
     with pytest.raises(ValueError, match="N = 1000"):
-        study.federated(1000, str(real_root), 1000)
+        repartitioned(study.VARIANT, str(real_root), 1000, 1000)
 
 
 def test_declaration():
