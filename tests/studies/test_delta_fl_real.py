@@ -14,6 +14,7 @@ from fedbench.data import stages
 from fedbench.data.datasets.femnist import deltafl_subsample
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import delta_fl_devices as devices
 from fedbench.studies import delta_fl_real as study
 from fedbench.studies.delta_fl_real import DECLARATION
 from fedbench.studies.real_data import not_run_entry
@@ -97,32 +98,32 @@ def test_readings_on_hand_made_numbers():
     # 2 training devices (no test data) then 11 test devices with accuracies 1.0, 0.9, ..., 0.0
     ds = _dataset([5, 5] + [0] * 11, [0, 0] + [4] * 11)
     acc = np.concatenate([[np.nan, np.nan], np.linspace(1.0, 0.0, 11)])
-    errors = study.test_device_errors(ds, _outcome(acc))
+    errors = devices.test_device_errors(ds, _outcome(acc))
     assert errors == pytest.approx(np.linspace(0.0, 1.0, 11))
     assert device_percentile(errors) == pytest.approx(0.9)  # linear interpolation: rank 0.9 x 10 = 9 -> 0.9
     assert device_percentile([0.0, 0.1, 0.3, 0.5]) == pytest.approx(0.44)  # rank 2.7: 0.3 + 0.7 x 0.2
-    assert study.test_device_errors(ds, _outcome(acc, diverged=True)) == pytest.approx(np.ones(11))
+    assert devices.test_device_errors(ds, _outcome(acc, diverged=True)) == pytest.approx(np.ones(11))
     mixed = _dataset([5, 5, 0], [0, 3, 4])  # a training device with test data: not a by-user split
     with pytest.raises(ValueError, match="test-only"):
-        study.test_device_errors(mixed, _outcome([np.nan, 0.5, 0.5]))
+        devices.test_device_errors(mixed, _outcome([np.nan, 0.5, 0.5]))
 
 
 def test_history_reading_theta_choice():
     rows = [{"round": r, "test/error_p90": v} for r, v in enumerate([0.9, 0.8, 0.6, 0.5, 0.45, 0.4, 0.3, 0.2, 0.1])]
     o = _outcome([], history=rows)
-    assert study.history_p90(o, 8, "final", 1.0) == pytest.approx(0.1)
-    assert study.history_p90(o, 8, "final", 0.5) == pytest.approx(0.45)  # round 4
-    assert study.history_p90(o, 8, "tail", 1.0) == pytest.approx(np.mean([0.4, 0.3, 0.2, 0.1, 0.45]))
+    assert devices.history_p90(o, 8, "final", 1.0) == pytest.approx(0.1)
+    assert devices.history_p90(o, 8, "final", 0.5) == pytest.approx(0.45)  # round 4
+    assert devices.history_p90(o, 8, "tail", 1.0) == pytest.approx(np.mean([0.4, 0.3, 0.2, 0.1, 0.45]))
     stopped = _outcome([], diverged=True, history=rows[:3])
-    assert study.history_p90(stopped, 8, "final", 1.0) == 1.0 == study.history_p90(stopped, 8, "final", 0.25)
-    assert study.history_p90(stopped, 8, "final", 0.125) == 0.8  # before the round it diverged in
+    assert devices.history_p90(stopped, 8, "final", 1.0) == 1.0 == devices.history_p90(stopped, 8, "final", 0.25)
+    assert devices.history_p90(stopped, 8, "final", 0.125) == 0.8  # before the round it diverged in
     # evaluated at rounds 0, 5, 10, 15, 20 (and the final 30): the last evaluation up to the cut, by round
     sparse = _outcome([], history=[{"round": r, "test/error_p90": v}
                                    for r, v in zip([0, 5, 10, 15, 20, 30], [0.9, 0.7, 0.6, 0.5, 0.4, 0.2])])
-    assert study.history_p90(sparse, 30, "final", 1.0) == pytest.approx(0.2)
-    assert study.history_p90(sparse, 30, "final", 0.5) == pytest.approx(0.5)  # cut at 15
-    assert study.history_p90(sparse, 30, "final", 0.6) == pytest.approx(0.5)  # cut at 18: round 15's
-    assert study.history_p90(sparse, 30, "tail", 0.6) == pytest.approx(np.mean([0.9, 0.7, 0.6, 0.5]))
+    assert devices.history_p90(sparse, 30, "final", 1.0) == pytest.approx(0.2)
+    assert devices.history_p90(sparse, 30, "final", 0.5) == pytest.approx(0.5)  # cut at 15
+    assert devices.history_p90(sparse, 30, "final", 0.6) == pytest.approx(0.5)  # cut at 18: round 15's
+    assert devices.history_p90(sparse, 30, "tail", 0.6) == pytest.approx(np.mean([0.9, 0.7, 0.6, 0.5]))
     assert study.best_theta({0.8: [0.3, 0.5], 0.5: [0.2, 0.4], 0.1: [0.35, 0.3]}) == 0.5
     assert study.best_theta({0.8: [0.3, 0.3], 0.5: [0.3, 0.3], 0.1: [0.4, 0.4]}) == 0.8  # a tie: the first level
 
@@ -130,7 +131,7 @@ def test_history_reading_theta_choice():
 def test_emnist_user_draw_keeps_the_authors_clients():
     ds = _dataset([3, 4, 5, 6, 0, 0, 0, 0], [0, 0, 0, 0, 2, 3, 4, 5])
     train, test = deltafl_subsample(ds, seed=3, fraction=0.5)
-    sub = study.subset_clients(ds, np.concatenate([train, test]), {"deltafl_subsample": {"seed": 3}})
+    sub = devices.subset_clients(ds, np.concatenate([train, test]), {"deltafl_subsample": {"seed": 3}})
     kept = np.sort(np.concatenate([train, test]))
     assert sub.client_ids == tuple(ds.client_ids[k] for k in kept) and len(train) == len(test) == 2
     assert sub.hierarchy["group"] == tuple(f"g{k}" for k in kept)
@@ -139,7 +140,7 @@ def test_emnist_user_draw_keeps_the_authors_clients():
             assert np.array_equal(a, b)
     assert sub.partition["deltafl_subsample"] == {"seed": 3} and sub.content_hash != ds.content_hash
     with pytest.raises(ValueError, match="distinct"):
-        study.subset_clients(ds, np.array([1, 1]), {})
+        devices.subset_clients(ds, np.array([1, 1]), {})
 
 
 def test_same_seed_same_numbers(real_root):
