@@ -4,64 +4,43 @@ per-seed user draw, repeatability and the not-run entry."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from fedbench.claims.readings import device_percentile
-from fedbench.data import stages
 from fedbench.data.datasets.femnist import deltafl_subsample
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import Outcome, run_simulations
 from fedbench.studies import delta_fl_devices as devices
 from fedbench.studies import delta_fl_real as study
 from fedbench.studies.delta_fl_real import DECLARATION
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
-from tests.data import fixtures
-
-# fixture-sized variants: FEMNIST's 3 writers (1 train, 2 test), Shakespeare's roles cut to 3 (fraction 0.3, so
-# the GRU's evaluation stays small), Sent140's 5 users (2 train, 3 test)
-VARIANT_PARAMS = {"femnist_deltafl": {"min_samples": 2, "drop_last_partial_file": False},
-                  "shakespeare_deltafl": {"min_samples": 5, "fraction": 0.3},
-                  "sent140_deltafl": {"min_samples": 10}, "sent140_deltafl_linear": {"min_samples": 10}}
+from tests.studies.real_fixtures import DELTAFL_VARIANT_PARAMS
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("deltafl_real")
-    raw = root / "raw"
-    files = {"femnist": fixtures.sd19()[0], "shakespeare": fixtures.gutenberg()[0], "sent140": fixtures.sent140()[0],
-             "glove": fixtures.glove()}
-    for source, members in files.items():
-        (raw / source).mkdir(parents=True)
-        for name, data in members.items():
-            (raw / source / name).write_bytes(data)
-        stages.prepare_source(source, root, raw, verify=False)
-    assert set(VARIANT_PARAMS) == set(DECLARATION.variants)
-    for variant, params in VARIANT_PARAMS.items():
-        stages.partition(variant, root, params)
-    return root / "real"
+def real_root(real_root_of):
+    """Fixture-sized variants of the four datasets (tests/studies/real_fixtures.DELTAFL_VARIANT_PARAMS)."""
+    assert set(DELTAFL_VARIANT_PARAMS) == set(DECLARATION.variants)
+    return real_root_of(DECLARATION.name)
 
 
-def test_fixture_budget_end_to_end(real_root, tmp_path):
-    claims = run_claim_study(DECLARATION.name, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
-    assert [c["id"] for c in claims] == [c.id for c in DECLARATION.claims]
+def test_fixture_budget_judges_every_pair(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(DECLARATION.name)
+    claims, folder = ran.claims, ran.out
     seeds = list(DECLARATION.seeds_at("fixture"))
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
         assert len(c["effect"]["per_seed"]) == len(seeds) and c["seeds"]["training"] == seeds
         assert len(c["parts"]) == len(study.PAIRS)  # every pair judged at the fixture budget
         assert c["figure"]["path"] == "figures/delta_fl_real/delta_fl_real.png"
-    folder = tmp_path / "out" / DECLARATION.name
-    assert (folder / "delta_fl_real.png").stat().st_size > 0
-    assert json.loads((folder / "claims.json").read_text())["budget"] == "fixture"
     records = read_simulations(folder)
     assert len(records) == len(study.PAIRS) * (1 + len(study.THETAS)) * len(seeds)
     for r in records:
         p = study.pair(r["params"]["pair"])
-        ds = study.load_real(p.variant, str(real_root))
+        ds = study.load_real(p.variant, str(ran.real_root))
         assert r["metrics"]["study/test_devices"] == int(ds.test_only.sum())
         assert r["history"]["round"] == [0, 3]  # the authors' cadence (every 10-50 rounds, 5, 10, ...) and the final
         assert all(v is not None for v in r["history"]["test/error_p90"] + r["history"]["train/loss"])

@@ -4,18 +4,14 @@ entry."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
-from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import Outcome, run_simulations
 from fedbench.studies import fedproxvr_mnist as study
 from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
-from tests.studies import assert_valid_entries
-from tests.studies.real_fixtures import build_real
 
 FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2}
 D = study.DECLARATION
@@ -23,22 +19,14 @@ METHODS = ("FedAvg", "SVRG", "SARAH")
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
-    return build_real(tmp_path_factory.mktemp("fedproxvr_mnist"), "mnist_fedproxvr", **FIXTURE_PARAMS)
+def real_root(real_root_of):
+    return real_root_of(study.NAME)
 
 
-@pytest.fixture(scope="module")
-def fixture_run(real_root):
-    out = real_root.parent / "out"
-    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.NAME
-
-
-def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
-    claims, out = fixture_run
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in D.claims]
-    (c,) = claims
+def test_fixture_budget_judges_the_claim(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(study.NAME)
+    (c,), out = ran.claims, ran.out
     b = study.BUDGETS["fixture"]
     assert c["verdict"] != "not-run" and c["fidelity"] == "smoke-check"  # 2 of the paper's 1,000 rounds
     assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
@@ -47,13 +35,10 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
         assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
                                  zip(c["reproduced"][m], c["reproduced"]["FedAvg"])]
     assert c["figure"] == {"path": f"figures/{study.NAME}/{study.NAME}.png", "panel": "test accuracy"}
-    assert (out / f"{study.NAME}.png").stat().st_size > 0
     records = read_simulations(out)
     assert len(records) == len(METHODS) * len(b.seeds)
     assert {r["params"]["algorithm"] for r in records} == {"FedAvg", "FedProxVR"}
     assert all(len(r["history"]["test/accuracy"]) == b.rounds + 1 for r in records)
-    saved = json.loads((out / "claims.json").read_text())
-    assert saved["budget"] == "fixture" and saved["claims"][0]["id"] == c["id"]
 
 
 def test_the_declaration_is_table_2_as_run():
