@@ -15,7 +15,6 @@ from fedbench.studies import run_simulations
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
 
-FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2, "tf_validation_size": 0}
 D = study.DECLARATION
 CONVEX, NON_CONVEX = "fedproxvr/fashion/convex-accuracy", "fedproxvr/fashion/non-convex-accuracy"
 METHODS = ("FedAvg", "SVRG", "SARAH")

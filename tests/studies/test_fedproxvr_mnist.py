@@ -13,7 +13,6 @@ from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
 
-FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2}
 D = study.DECLARATION
 METHODS = ("FedAvg", "SVRG", "SARAH")
 
