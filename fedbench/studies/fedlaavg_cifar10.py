@@ -383,7 +383,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
     roles = plan(b)
     runs = list(dict.fromkeys(r for rs in roles.values() for r in rs))
     sims = {r: simulation(b, r, str(real_root)) for r in runs}

@@ -286,7 +286,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.entry import judged
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
     variant, run_tables = DECLARATION.variants[0], [c for c in DECLARATION.claims if c.id in b.tables]
     sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root)
             for c in run_tables for s in b.seeds for a in c.reads}

@@ -139,7 +139,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.entry import judged
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
     (c,), variant = DECLARATION.claims, DECLARATION.variants[0]
     methods = c.reads  # FedAvg, then the VR methods compared with it
     runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
