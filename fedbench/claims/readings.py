@@ -266,3 +266,14 @@ def rounds_to_loss(curve: Sequence[float], target: float) -> int | None:
     never is (a NaN never is)."""
     hit = np.flatnonzero(np.asarray(curve, dtype=float) <= target)
     return int(hit[0]) if len(hit) else None
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rho of ``x`` and ``y``: the Pearson correlation of their average ranks (ties share a rank); 0 when
+    either has no spread (no ordering)."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x), rankdata(y)
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return 0.0
+    return float(np.corrcoef(rx, ry)[0, 1])

@@ -13,18 +13,13 @@ Data (fedbench.data, params.yaml data.variants): the authors' by-user splits, te
 Models: deltafl_emnist_linear, deltafl_emnist_cnn, deltafl_sent140_linear, deltafl_sent140_lstm,
 deltafl_shakespeare_gru (fedbench.models; the authors' architectures).
 
-Settings (paper-setups.md 4.5, the paper's appendix C.2 and the authors' scripts), chosen once, before any run:
-    pair              rounds  devices/round  lr (constant)  batch  local work
-    EMNIST linear      3000       100          1.0           10    1 epoch
-    EMNIST ConvNet     1000       100          0.32          16    1 epoch
-    Sent140 linear     2000       100          0.01          10    1 epoch
-    Sent140 RNN         600        50          2.0           10    1 epoch
-    Shakespeare RNN     400       100          0.1           16    1 epoch
+Settings (paper-setups.md 4.5, the paper's appendix C.2 and the authors' scripts), chosen once, before any run: one
+:data:`PAIRS` row a pair (rounds, devices a round, a constant learning rate, batch; one local epoch for every pair).
 Delta-FL is the authors' practical Algorithm 2 as coded (fedbench.algorithms.DeltaFL, weighting "filter": each
 selected device reports its loss, the devices at or above the n_i-weighted (1 - theta)-quantile are kept and
 averaged with weights n_i; the quantile recomputed every round). FedAvg is fedbench.algorithms.FedAvg (uniform
 selection, n_i-weighted average). Both use the same rates ("tuned for FedAvg only and reused", section 5). Every
-setting the paper leaves open, and every departure, is in DEVIATIONS.
+setting the paper leaves open, and every departure, is in the declaration's deviations.
 
 Evaluation (:func:`evaluations`: the protocol is the pair's, so the declaration's ``evaluation`` is empty), the
 authors' protocol (simplicial-fl models/scripts/exp/*: ``eval_every``; paper-setups.md 4.5): the training loss on
@@ -32,16 +27,13 @@ every training device and the per-device test accuracy on every test device ever
 (EMNIST linear 50, EMNIST ConvNet 10, Sent140 linear 20, Sent140 RNN 25, Shakespeare 10), also at rounds 5, 10,
 15, 20 and 75 (EXTRA_ROUNDS), and on the final model, which is what Tables 2 and 3 read.
 
-Reading (fixed before any run). For one run: its test devices are the dataset's test-only clients (EMNIST: the
-432 drawn for the run's seed; Sent140: 439; Shakespeare: 545); a device's error is 1 - its accuracy on all its
-samples under the final model; every device counts once (unweighted, as the paper's appendix C.2.3 says); the
-90th percentile is numpy's linearly interpolated percentile (the authors' np.percentile; = 1 - the 10th
-percentile of accuracy) and the mean is the plain mean. A diverged run reads as error 1 on every device.
+Reading (fixed before any run; fedbench.studies.delta_fl_devices): a run's test devices are the dataset's test-only
+clients (EMNIST: the 432 drawn for the run's seed; Sent140: 439; Shakespeare: 545), each device's error under the
+final model counted once; the 90th percentile (numpy's interpolated one, the authors') and the plain mean of them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,16 +41,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.study.scale import Scale
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.studies import WORKERS
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.delta_fl_devices import error_record, history_p90, subsampled, test_device_errors
 from fedbench.studies.real_data import REAL_ROOT, load_real
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.scale import Scale
 
 if TYPE_CHECKING:
-    from fedbench.data.format import FederatedDataset
-    from fedbench.studies import Outcome, Simulation
+    from fedbench.studies import Simulation
 
 THETAS = (0.8, 0.5, 0.1)  # Tables 2 and 3's three levels (the authors' README loop: nonconformity 0.2, 0.5, 0.9)
 WEIGHTING = "filter"  # the authors' code: keep F_i >= the quantile, weights n_i (fedbench.algorithms.delta_fl)
@@ -126,24 +118,6 @@ BUDGETS = {
 }
 _P = BUDGETS["paper"]
 
-DEVIATIONS = [
-    ("constant local learning rates at the paper's initial values: the engine has no learning-rate schedule; the "
-     "paper halves the rate every 400 rounds (EMNIST ConvNet) and every 200 rounds (Sent140 RNN, Shakespeare). "
-     "Both algorithms get the same rates, as in the paper"),
-    ("no l2 regulariser on the linear models (the authors tune lambda in 1e-10..1e-5 per algorithm and theta on "
-     "held-out training devices; their scripts use 1e-9 to 1e-6): the engine trains the plain loss"),
-    ("minibatch 10 (16 for EMNIST ConvNet and Shakespeare) as the paper says; the authors' linear and Sent140 RNN "
-     "scripts pass no batch size and run main.py's default 32"),
-    ("Sent140 linear runs 2,000 rounds for both algorithms (the authors' Delta-FL scripts; their FedAvg script has "
-     "1,000): the paper fixes one budget per dataset, and the longer one can only help FedAvg converge"),
-    ("Delta-FL is the authors' filter-then-average (weighting 'filter'); the paper's Algorithm 2 reweighting formula "
-     "is stripped from our copy. Updates with a non-finite norm are not rejected and nothing stops a run early "
-     "(the authors stop at 3 x the initial loss); a run the engine marks diverged reads as error 1 everywhere"),
-    ("EMNIST's per-seed user draw is numpy's RandomState(seed) over the clients in the dataset's sorted order, "
-     "the authors' over their JSON files' order: the same seed picks other writers"),
-    ("evaluation as the authors' scripts: every 10 to 50 rounds (per pair), at rounds 5, 10, 15, 20, 75 and the final "
-     "one; the sensitivity readings at a cut before the final round read the last evaluation up to the cut"),
-]
 
 
 # The study as data (fedbench.study.declaration): FedAvg and Delta-FL (the filter-then-average), swept over the
@@ -158,6 +132,24 @@ DECLARATION = StudyDeclaration(
     variants=tuple(dict.fromkeys(p.variant for p in PAIRS)),
     arms=(Arm(FEDAVG, "fedavg", {}), Arm("delta_fl", "delta_fl", {"weighting": WEIGHTING})),
     knobs={"pair": PAIRS, "theta": THETAS},
+    deviations=(
+        ("constant local learning rates at the paper's initial values: the engine has no learning-rate schedule; the "
+         "paper halves the rate every 400 rounds (EMNIST ConvNet) and every 200 rounds (Sent140 RNN, Shakespeare). "
+         "Both algorithms get the same rates, as in the paper"),
+        ("no l2 regulariser on the linear models (the authors tune lambda in 1e-10..1e-5 per algorithm and theta on "
+         "held-out training devices; their scripts use 1e-9 to 1e-6): the engine trains the plain loss"),
+        ("minibatch 10 (16 for EMNIST ConvNet and Shakespeare) as the paper says; the authors' linear and Sent140 RNN "
+         "scripts pass no batch size and run main.py's default 32"),
+        ("Sent140 linear runs 2,000 rounds for both algorithms (the authors' Delta-FL scripts; their FedAvg script has "
+         "1,000): the paper fixes one budget per dataset, and the longer one can only help FedAvg converge"),
+        ("Delta-FL is the authors' filter-then-average (weighting 'filter'); the paper's Algorithm 2 reweighting formula "
+         "is stripped from our copy. Updates with a non-finite norm are not rejected and nothing stops a run early "
+         "(the authors stop at 3 x the initial loss); a run the engine marks diverged reads as error 1 everywhere"),
+        ("EMNIST's per-seed user draw is numpy's RandomState(seed) over the clients in the dataset's sorted order, "
+         "the authors' over their JSON files' order: the same seed picks other writers"),
+        ("evaluation as the authors' scripts: every 10 to 50 rounds (per pair), at rounds 5, 10, 15, 20, 75 and the final "
+         "one; the sensitivity readings at a cut before the final round read the last evaluation up to the cut"),
+    ),
     seeds=_P.seeds, data_seeds=(), budgets=BUDGETS, evaluation=(),
     scales=tuple(Scale(p.model, (1 + len(THETAS)) * len(_P.seeds), p.rounds, p.clients_per_round, p.client_samples,
                        1, p.batch_size, p.eval_samples, eval_every=p.eval_every, eval_rounds=EXTRA_ROUNDS)
@@ -212,43 +204,10 @@ def pair(key: str) -> Pair:
     return by_key[key]
 
 
-def subset_clients(ds: FederatedDataset, clients: np.ndarray, note: dict[str, Any]) -> FederatedDataset:
-    """``ds`` with only ``clients`` (dataset indices, kept in the dataset's order), its partition record extended
-    by ``note`` (so the content hash and the run's record say which clients it kept)."""
-    from fedbench.data.format import Split
-
-    keep = np.sort(np.asarray(clients, dtype=np.int64))
-    if len(np.unique(keep)) != len(keep) or (len(keep) and (keep[0] < 0 or keep[-1] >= ds.num_clients)):
-        raise ValueError(f"clients must be distinct indices below {ds.num_clients}, got {keep.tolist()}")
-
-    def split(s: Split) -> Split:
-        rows = np.concatenate([np.arange(s.offsets[k], s.offsets[k + 1]) for k in keep]) if len(keep) else \
-            np.zeros(0, np.int64)
-        offsets = np.concatenate([[0], np.cumsum(s.sizes[keep])]).astype(np.int64)
-        return Split(x=s.x[rows], y=s.y[rows], offsets=offsets)
-
-    return dataclasses.replace(ds, client_ids=tuple(ds.client_ids[k] for k in keep), train=split(ds.train),
-                               test=split(ds.test),
-                               hierarchy={lv: tuple(v[k] for k in keep) for lv, v in ds.hierarchy.items()},
-                               partition={**ds.partition, **note})
-
-
-@functools.cache
-def subsampled(variant: str, real_root: str, seed: int, fraction: float = SUBSAMPLE_FRACTION) -> FederatedDataset:
-    """EMNIST's users of run seed ``seed`` (the authors' setup_clients): int(fraction x train users) train users
-    and as many test users (fedbench.data.datasets.femnist.deltafl_subsample), built once per seed."""
-    from fedbench.data.datasets.femnist import deltafl_subsample
-
-    ds = load_real(variant, real_root)
-    train, test = deltafl_subsample(ds, seed, fraction)
-    return subset_clients(ds, np.concatenate([train, test]),
-                          {"deltafl_subsample": {"seed": seed, "fraction": fraction}})
-
-
 def dataset_builder(p: Pair, budget: Budget, seed: int, real_root: Path):
     """The zero-argument cached builder of pair ``p``'s data for run seed ``seed``."""
     if p.subsample and budget.subsample:
-        return functools.partial(subsampled, p.variant, str(real_root), seed)
+        return functools.partial(subsampled, p.variant, str(real_root), seed, SUBSAMPLE_FRACTION)
     return functools.partial(load_real, p.variant, str(real_root))
 
 
@@ -290,47 +249,7 @@ def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None
     return out
 
 
-# ---- readings ----------------------------------------------------------------------------------------------
-
-def test_device_errors(ds: FederatedDataset, outcome: Outcome) -> np.ndarray:
-    """1 - the final model's accuracy on each test device (the dataset's test-only clients, in dataset order);
-    error 1 on every device for a diverged run. Clients with test data must be exactly the test-only ones (the
-    by-user split), else the per-device reading would mix in training devices."""
-    devices = np.flatnonzero(ds.test_only)
-    has_test = ds.test.sizes > 0
-    if not np.array_equal(np.flatnonzero(has_test), devices):
-        raise ValueError(f"{ds.name}: clients with test data are not exactly the test-only clients (a by-user split "
-                         "is needed for per-test-device errors)")
-    if outcome.diverged:
-        return np.ones(len(devices))
-    acc = np.asarray(outcome.device_accuracy, dtype=np.float64)[devices]
-    if not np.all(np.isfinite(acc)):
-        raise ValueError(f"{outcome.name}: a test device has no finite accuracy")
-    return 1.0 - acc
-
-
-def error_record(sim: Simulation, outcome: Outcome,
-                 keys: tuple[str, ...] = ("round", "train/loss", "test/accuracy", "test/error_p90")) -> dict[str, Any]:
-    """A run's record (fedbench.studies.record) with its final model's test-device errors: their 90th percentile,
-    mean and count."""
-    from fedbench.studies.record import sim_record
-
-    errors = test_device_errors(sim.dataset(), outcome)
-    return sim_record(sim, outcome, keys=keys, metrics={"study/test_error_p90": device_percentile(errors),
-                                                        "study/test_error_mean": float(errors.mean()),
-                                                        "study/test_devices": len(errors)})
-
-
-def history_p90(outcome: Outcome, rounds: int, reading: str, budget: float) -> float:
-    """The engine's ``test/error_p90`` at its evaluations (the same percentile over the devices with test data), read
-    by round up to the cut at ``budget`` of ``rounds`` (fedbench.claims.readings.read_at_cut: "final" the last
-    evaluation, "tail" the mean of the last 5); error 1 if the run diverged at or before the cut (the round of its
-    last history row)."""
-    from fedbench.claims.readings import read_at_cut
-
-    dead = int(outcome.history[-1]["round"]) if outcome.diverged else None
-    return read_at_cut(outcome.at_rounds("test/error_p90"), rounds, reading, budget, diverged_at=dead, diverged=1.0)
-
+# ---- readings (the per-test-device ones: fedbench.studies.delta_fl_devices) -------------------------------
 
 def best_theta(p90_by_theta: dict[float, list[float]]) -> float:
     """The level with the lowest mean over seeds of the 90th-percentile error (Table 2 compares seed means); a tie
@@ -340,7 +259,6 @@ def best_theta(p90_by_theta: dict[float, list[float]]) -> float:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.claims.entry import judged
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
@@ -422,21 +340,21 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                        for p in pairs}}
     figure_path = f"figures/{d.name}/{d.name}.png"
     # the claims' fidelity (paper-scale) unless the budget cuts the rounds
-    common = {"scale": scale, "deviations": DEVIATIONS, "rounds_run": rounds_run, "training_seeds": list(b.seeds),
+    common = {"scale": scale, "rounds_run": rounds_run, "training_seeds": list(b.seeds),
               "data_seeds": list(DATA_SEEDS)} | ({"fidelity": "stand-in"} if reduced else {})
-    p90_entry = d.entry(
-        "delta-fl/real/p90-error", figure={"path": figure_path, "panel": "top row: 90th-percentile test-device error"},
+    p90_entry = d.judged(
+        "delta-fl/real/p90-error", p90_result, figure={"path": figure_path, "panel": "top row: 90th-percentile test-device error"},
         observed=f"90th-percentile test-device error (points, mean of {len(b.seeds)} seeds) at the final round: "
                  + observed_p90 + tail,
         reproduced={"unit": "test-device error (points), per seed", "table": table}, **common)
-    mean_entry = d.entry(
-        "delta-fl/real/mean-error-on-par", figure={"path": figure_path, "panel": "bottom row: mean test-device error"},
+    mean_entry = d.judged(
+        "delta-fl/real/mean-error-on-par", mean_result, figure={"path": figure_path, "panel": "bottom row: mean test-device error"},
         observed=f"mean test-device error (points, unweighted, mean of {len(b.seeds)} seeds) at the final round: "
                  + observed_mean + tail,
         reproduced={"unit": "test-device error (points), per seed", "theta_star": stars,
                     "table": {k: {a: v["mean"] if isinstance(v, dict) else v for a, v in row.items()}
                               for k, row in table.items()}}, **common)
-    return [judged(p90_entry, p90_result), judged(mean_entry, mean_result)]
+    return [p90_entry, mean_entry]
 
 
 def figure(path: Path, pairs: list[Pair], seeds: tuple[int, ...], errors: dict) -> None:

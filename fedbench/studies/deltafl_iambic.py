@@ -192,7 +192,7 @@ def devices(real_root: str, seed: int, users: int, windows: int) -> FederatedDat
     """Run seed ``seed``'s data: ``users`` training roles and ``users`` test-only roles of the built variant drawn
     without replacement (fedbench.seeding: (seed, -1, "data")), at most ``windows`` windows each."""
     from fedbench.seeding import rng
-    from fedbench.studies.delta_fl_real import subset_clients
+    from fedbench.studies.delta_fl_devices import subset_clients
     from fedbench.studies.real_data import load_real
 
     ds = load_real(VARIANT, real_root)
@@ -242,7 +242,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies.delta_fl_real import error_record, history_p90, test_device_errors
+    from fedbench.studies.delta_fl_devices import error_record, history_p90, test_device_errors
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 

@@ -16,43 +16,28 @@ paper-setups.md 5.4) where our copy of the paper strips it:
   changed before any run: issue 21);
 - evaluation, the authors' protocol (train/command_line.py: ``tb_every`` 20, ``max_test`` 10000): the global
   model's accuracy on the global test set (CIFAR-10's 10,000 test images, owned by no client) every 20 rounds
-  from round 0 and on the final model, on at most 10,000 of its images (all of them), evaluated by the engine
-  (:func:`evaluations`; DECLARATION's is the paper budget's); no training-loss evaluation (no claim reads one;
-  divergence is caught from the cohort's own losses, fedbench.engine.evaluation) and no per-device metric (no
-  client holds test images);
+  from round 0 and on the final model, evaluated by the engine (fedbench.studies.real_data.global_test_every;
+  DECLARATION's is the paper budget's); no training-loss evaluation (divergence is caught from the cohort's own
+  losses, fedbench.engine.evaluation) and no per-device metric (no client holds test images);
 - FedLaAvg: the K available clients absent the longest, the average of all N latest accumulated gradients
   (fedbench.algorithms.FedLaAvg); FedAvg: K available clients uniformly, the n_k-weighted mean of their models;
   sequential SGD: K C = 1,000 steps of batch 5 a round on the pooled data.
 
 Table 3 varies N, P and gamma with the rest at their defaults. N: the authors' code partitions the whole training
-set again for each N (server.py: ``partition(num_clients=N)`` into ``cifar10_N{N}_ni0``), so each N here is the
-authors' partition re-run with num_clients = N (all 50,000 images, about 50,000 / N per client), built in memory
-from the prepared source beside the real variants (``<real_root>/../prepared/cifar10``, which ``fedbench paper run``
-prepares for cifar10_fedlaavg), with K = round(0.1 N). No other variant is needed. P and gamma are context (first
-seed only): P = 5 and 15 (P = 1 with beta = 0.5 would leave classes 5-9 never available, int(0.5) = 0, which
-fedbench refuses), gamma = 0.02 .. 0.08.
+set again for each N (server.py: ``partition(num_clients=N)``), so each N here is the authors' partition re-run
+with num_clients = N from the prepared source (fedbench.studies.real_data.repartitioned), K = round(0.1 N). P and
+gamma are context (first seed only): P = 5 and 15 (P = 1 with beta = 0.5 would leave classes 5-9 never available,
+int(0.5) = 0, which fedbench refuses), gamma = 0.02 .. 0.08.
 
-Readings, fixed before any run (fedbench.claims.readings, but for Spearman's rho); they read the evaluated
-rounds (every 20th and the final one), by round:
-- best test accuracy: the highest over the evaluated rounds (Table 2's reading);
-- rounds to the target (55%, Table 3): the first evaluated round whose test accuracy is at least the target;
-  a run that never gets there counts as the rounds run (cut at the budget); sensitivity: the same on the running
-  mean of the last SMOOTH evaluations;
-- Spearman's rho of N against those rounds over the N sweep, per seed (average ranks for ties; 0 when every N
-  gives the same rounds, e.g. none reaches the target: no ordering);
-- oscillation power: over the second half of the rounds run (a whole number of availability periods T = P +
-  int(beta P) ending at the last evaluation), the least-squares fit of a line plus a period-T sinusoid
-  a cos(2 pi t / T + phi) to the test accuracy (points) at the evaluated rounds t, and that sinusoid's power
-  a^2 / 2; sensitivity: over the whole curve. (Evaluations 20 rounds apart sample a period of 15 rounds at
-  three phases, 20 mod 15 = 5 rounds apart, which the fit resolves.)
+The readings, fixed before any run, are the registry's (fedbench.claims.readings) over the evaluated rounds (every
+20th and the final one), as each claim's rule states them: best test accuracy (Table 2's); rounds to the 55% target
+(a run that never gets there counts as the rounds run) and Spearman's rho of N against them; the power of a
+period-T sinusoid fitted with a line to the accuracy over the second half of the rounds (T = P + int(beta P); 20
+rounds between evaluations sample a 15-round period at three phases, which the fit resolves).
 
-Until this protocol was declared, the engine evaluated every round and only the clients' test data, so the study
-copied each class's test images onto that class's clients; the pooled accuracy was the same numbers, the
-per-device accuracy meaningless. The engine now evaluates the global test set itself.
-
-The module: the study as data (:data:`DECLARATION`: arms, seeds, budgets, knobs, protocol, claims), its plan of
-runs (:func:`plan`, :func:`simulation`), one function per claim judging it from the runs' curves (:class:`Curves`),
-and its figures.
+The module: the study as data (:data:`DECLARATION`: arms, seeds, budgets, knobs, protocol, deviations, claims), its
+plan of runs (:func:`plan`, :func:`simulation`), one function per claim judging it from the runs' curves
+(:class:`Curves`), and its figures.
 """
 
 from __future__ import annotations
@@ -65,16 +50,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.study.scale import Scale
 from fedbench.claims import readings
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.scale import Scale
 
 if TYPE_CHECKING:
-    from fedbench.data.format import FederatedDataset
     from fedbench.studies import Outcome
 
 NAME = "fedlaavg_cifar10"
@@ -157,7 +141,7 @@ BUDGETS = {
 
 
 def _scale(runs: int, n: int, k: int, local_steps: int, pooled: bool = False, read: bool = True) -> Scale:
-    """Runs of the paper budget: every EVAL_EVERY rounds the accuracy on the 10,000 test images (evaluations());
+    """Runs of the paper budget: every EVAL_EVERY rounds the accuracy on the 10,000 test images;
     ``read``: whether a claim's rule reads them (the P and gamma rows are context, not judged)."""
     return Scale(MODEL, runs, ROUNDS_PAPER, 1 if pooled else k, TRAIN_IMAGES if pooled else TRAIN_IMAGES / n, 1, 5,
                  min(TEST_IMAGES, MAX_TEST), eval_every=EVAL_EVERY,
@@ -182,7 +166,7 @@ ASSUMED = ("reconstructed, not paper-scale (issue 32, item 3): the paper's tuned
 # The study as data (fedbench.study.declaration): Table 2's five arms on every seed of the budget, and the sweeps of
 # Table 3 (knobs), each FedLaAvg under diurnal availability with one setting changed: N on every seed, P and gamma on
 # the first (context, read by no rule). The not-run entries name no data seed (the runs' entries name the partition's,
-# DATA_SEED); the protocol is budget-dependent (evaluations(), the declaration's is the paper budget's).
+# DATA_SEED); the protocol is budget-dependent (simulation(); the declaration's is the paper budget's).
 DECLARATION = StudyDeclaration(
     name=NAME, paper=FEDLAAVG_PAPER,
     dataset="CIFAR-10's 50,000 training images over N = 1000 one-class clients (the authors' partition, seed 1; "
@@ -198,6 +182,20 @@ DECLARATION = StudyDeclaration(
     evaluation=(EvalSpec("global_test", every=EVAL_EVERY),),
     knobs={"N": BUDGETS["paper"].clients, "P": BUDGETS["paper"].periods, "gamma": BUDGETS["paper"].gammas},
     scales=_scales(BUDGETS["paper"]),
+    deviations=(
+        ("learning rate 0.01 * 0.9999^round for every method, the authors' code defaults (the paper tunes the initial "
+         "rate and its decay per experiment; appendix G's values are stripped from our copy), chosen before any run"),
+        ("beta = 0.5 (the authors' code default; the paper's value is stripped); P = 1 of Table 3 not run (int(0.5 * 1) "
+         "= 0 would leave classes 5-9 never available, which fedbench refuses)"),
+        ("FedAvg is fedbench's (n_k-weighted mean of the local models, unscaled loss); the authors' FedAvg uses the "
+         "N p_i-scaled loss and a plain mean (equal in expectation; they differ by the partition's size spread)"),
+        (f"{len(BUDGETS['paper'].seeds)} training seeds (selection, minibatches, initial model) where the paper shows one run; the authors start "
+         "every run from one saved initial model"),
+        ("test accuracy every 20 rounds and on the final model, on the 10,000 test images (the authors' tb_every=20, "
+         "max_test=10000); no training loss is evaluated, and divergence is caught from the cohort's own training "
+         "losses each round (fedbench.engine.evaluation), where the authors' code checks none"),
+        "sequential SGD starts a fresh permutation of the pooled data every round (the authors' loader runs on)",
+    ),
     claims=(
         Claim(
             id="fedlaavg/cifar10/ica-gain", where="abstract, section 5.2, Table 2",
@@ -210,7 +208,7 @@ DECLARATION = StudyDeclaration(
                                     f"{PUBLISHED_FCA['fedavg']}%; sequential SGD ends at "
                                     f"{PUBLISHED_SEQUENTIAL_FINAL}%"},
             rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, Table 2's reading), "
-                 f"diurnal availability; the direction: reproduced if the 95% interval lies above 0, not-reproduced if it "
+                 "diurnal availability; the direction: reproduced if the 95% interval lies above 0, not-reproduced if it "
                  "lies below 0; the size (+4.23) is the magnitude part's. Rule history: registered before any run "
                  "with a 1-point threshold this project chose; issue 32 made it the sign",
             reads=("fedlaavg_ica", "fedavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed", note=ASSUMED),
@@ -262,49 +260,6 @@ DECLARATION = StudyDeclaration(
             note=ASSUMED + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain)"),
     ))
 
-DEVIATIONS = [
-    ("learning rate 0.01 * 0.9999^round for every method, the authors' code defaults (the paper tunes the initial "
-     "rate and its decay per experiment; appendix G's values are stripped from our copy), chosen before any run"),
-    ("beta = 0.5 (the authors' code default; the paper's value is stripped); P = 1 of Table 3 not run (int(0.5 * 1) "
-     "= 0 would leave classes 5-9 never available, which fedbench refuses)"),
-    ("FedAvg is fedbench's (n_k-weighted mean of the local models, unscaled loss); the authors' FedAvg uses the "
-     "N p_i-scaled loss and a plain mean (equal in expectation; they differ by the partition's size spread)"),
-    (f"{len(BUDGETS['paper'].seeds)} training seeds (selection, minibatches, initial model) where the paper shows one run; the authors start "
-     "every run from one saved initial model"),
-    ("test accuracy every 20 rounds and on the final model, on the 10,000 test images (the authors' tb_every=20, "
-     "max_test=10000); no training loss is evaluated, and divergence is caught from the cohort's own training "
-     "losses each round (fedbench.engine.evaluation), where the authors' code checks none"),
-    "sequential SGD starts a fresh permutation of the pooled data every round (the authors' loader runs on)",
-]
-
-
-# --- data -------------------------------------------------------------------------------------------------------
-
-@functools.cache
-def federated(n: int, real_root: str, built_n: int) -> FederatedDataset:
-    """CIFAR-10 over ``n`` clients (the built variant when ``n`` is its N, else the authors' partition re-run with
-    num_clients = n from the prepared source beside ``real_root``); its test images are its global test set."""
-    from fedbench.studies.real_data import load_real
-
-    built = load_real(VARIANT, real_root)
-    if built.num_clients != built_n:
-        raise ValueError(f"{Path(real_root) / VARIANT}: built with N = {built.num_clients} clients; this budget needs "
-                         f"N = {built_n} (params.yaml data.variants.{VARIANT}.num_clients)")
-    if n == built_n:
-        return built
-    from fedbench.data.stages import build_variant
-
-    seed = int((built.partition.get("params") or {}).get("seed", 1))
-    return build_variant(VARIANT, Path(real_root).parent, {"num_clients": n, "seed": seed})
-
-
-@functools.cache
-def pooled(real_root: str, built_n: int) -> FederatedDataset:
-    """The built variant's clients pooled into one, for sequential SGD."""
-    from fedbench.algorithms.sequential_sgd import pool_clients
-
-    return pool_clients(federated(built_n, real_root, built_n))
-
 
 
 # --- the plan of runs -------------------------------------------------------------------------------------------
@@ -354,17 +309,6 @@ def plan(b: Budget) -> dict[str, list[Run]]:
     }
 
 
-def evaluations(b: Budget, ds: FederatedDataset) -> tuple[EvalSpec, ...]:
-    """The authors' protocol (EVAL_EVERY, MAX_TEST): the global test set every ``b.eval_every`` rounds and on the
-    final model, on a seeded sample of MAX_TEST of its images where it has more (DECLARATION's is the paper
-    budget's)."""
-    if ds.global_test is None:
-        raise ValueError(f"{ds.name}: no global test set (built by an older fedbench? rebuild it with "
-                         f"`fedbench data prepare {VARIANT}`)")
-    cap = MAX_TEST if len(ds.global_test.y) > MAX_TEST else None
-    return (EvalSpec("global_test", every=b.eval_every, samples_sample=cap),)
-
-
 def simulation(b: Budget, r: Run, real_root: str):
     """Run ``r``: its arm's algorithm and availability (diurnal: classes 0-4, then 5-9) at the budget's settings."""
     from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
@@ -372,9 +316,9 @@ def simulation(b: Budget, r: Run, real_root: str):
     from fedbench.availability import AvailabilityConfig
     from fedbench.data.datasets.cifar10 import availability_groups
     from fedbench.studies import Simulation, sim_config
-    from fedbench.studies.real_data import build
+    from fedbench.studies.real_data import build, global_test_every, pooled, repartitioned
 
-    data = functools.partial(federated, r.n, real_root, b.n)
+    data = functools.partial(repartitioned, VARIANT, real_root, b.n, r.n)
     ds = data()
     if r.diurnal:
         availability = AvailabilityConfig(model="diurnal", period=r.period, beta=b.beta,
@@ -383,27 +327,18 @@ def simulation(b: Budget, r: Run, real_root: str):
         availability = AvailabilityConfig()
     cfg = sim_config(rounds=b.rounds, clients_per_round=b.k(r.n, r.gamma), local_steps=b.local_steps,
                      batch_size=b.batch_size, seed=r.seed, device=b.device, lr_decay=b.lr_decay,
-                     availability=availability, evaluations=evaluations(b, ds), dissimilarity_every=0)
+                     availability=availability, evaluations=global_test_every(ds, VARIANT, b.eval_every, MAX_TEST),
+                     dissimilarity_every=0)
     knobs = {"method": r.method, "N": r.n, "gamma": r.gamma}
     algorithm = DECLARATION.arm(r.arm).algorithm
     if algorithm == "sequential_sgd":
-        return Simulation(r.name, sequential_config(cfg), functools.partial(pooled, real_root, b.n), build(MODEL, ds),
+        return Simulation(r.name, sequential_config(cfg), functools.partial(pooled, VARIANT, real_root, b.n), build(MODEL, ds),
                           SequentialSGD(lr=b.lr), knobs)
     return Simulation(r.name, cfg, data, build(MODEL, ds), {"fedlaavg": FedLaAvg, "fedavg": FedAvg}[algorithm](lr=b.lr),
                       knobs)
 
 
 # --- readings (fedbench.claims.readings), by the rounds evaluated -----------------------------------------------
-
-def spearman(x, y) -> float:
-    """Spearman's rho (Pearson correlation of average ranks); 0 when either has no spread (no ordering)."""
-    from scipy.stats import rankdata
-
-    rx, ry = rankdata(x), rankdata(y)
-    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
-        return 0.0
-    return float(np.corrcoef(rx, ry)[0, 1])
-
 
 @dataclass(frozen=True)
 class Curves:
@@ -445,11 +380,10 @@ class Curves:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.claims.entry import judged
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
     roles = plan(b)
     runs = list(dict.fromkeys(r for rs in roles.values() for r in rs))
     sims = {r: simulation(b, r, str(real_root)) for r in runs}
@@ -466,13 +400,12 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     scale = {"study": NAME, "variants": list(DECLARATION.variants), "budget": budget, "clients": b.n,
              "clients_per_round": b.k(b.n), "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr,
              "lr_decay": b.lr_decay, "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL}
-    common = {"deviations": DEVIATIONS, "rounds_run": b.rounds, "training_seeds": list(b.seeds),
+    common = {"rounds_run": b.rounds, "training_seeds": list(b.seeds),
               "data_seeds": [DATA_SEED], **({"fidelity": "stand-in"} if budget != "paper" else {})}  # fixture data
     out = []
     for judge_claim in (ica_gain, fca_gain, sublinear_speedup, fedavg_oscillates):
         claim_id, result, fields = judge_claim(c)
-        fields["scale"] = scale | fields.get("scale", {})
-        out.append(judged(DECLARATION.entry(claim_id, **common, **fields), result))
+        out.append(DECLARATION.judged(claim_id, result, **common, **fields | {"scale": scale | fields.get("scale", {})}))
     return out
 
 
@@ -557,7 +490,7 @@ def sublinear_speedup(c: Curves) -> tuple[str, dict, dict]:
 
     def rho(reading: str, frac: float) -> list[list[float]]:
         smooth = SMOOTH if reading == "smoothed" else 1
-        return [[spearman(b.clients, [c.reach(c.roles[f"n={n}"][i], frac, smooth) for n in b.clients])
+        return [[readings.spearman(b.clients, [c.reach(c.roles[f"n={n}"][i], frac, smooth) for n in b.clients])
                  for i in range(len(b.seeds))]]
 
     part = Part(f"N = {b.clients[0]}..{b.clients[-1]}", Rule("at_most", 0.0, "Spearman rho"))

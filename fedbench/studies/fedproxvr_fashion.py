@@ -83,16 +83,17 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.study.scale import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
-from fedbench.studies import WORKERS, Simulation, sim_config
+from fedbench.studies import WORKERS, Simulation
+from fedbench.studies import fedproxvr_tables as tables
+from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_1, PUBLISHED_TABLE_2
+from fedbench.studies.real_data import REAL_ROOT, load_real, not_run_entry
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.studies.real_data import REAL_ROOT, build, load_real, not_run_entry
+from fedbench.study.scale import Scale
 
 NAME = "fedproxvr_fashion"
-PAPER_ROUNDS = 1000  # the authors' Numb_Glob_I; the tables' T: 895-995
-READINGS = ("best", "tail", "final")
+PAPER_ROUNDS = tables.PAPER_ROUNDS  # the authors' Numb_Glob_I; the tables' T: 895-995
 LR_CNN = 0.01  # Table 2 (a CNN has no L): the authors' main.py default, as fedproxvr_mnist
 CONVEX, NON_CONVEX = "fedproxvr/fashion/convex-accuracy", "fedproxvr/fashion/non-convex-accuracy"  # Tables 1, 2
 
@@ -150,16 +151,6 @@ def _scales(arms: tuple[Arm, ...], b: Budget) -> tuple[Scale, ...]:
                  for a in arms for s in (a.settings,))
 
 
-PUBLISHED_TABLE_1 = [  # copied from the slides (convex task)
-    {"algorithm": "FedAvg", "tau": 10, "beta": 10, "mu": 0, "B": 16, "T": 983, "accuracy": 84.02},
-    {"algorithm": "FedProxVR (SVRG)", "tau": 20, "beta": 10, "mu": 0.1, "B": 32, "T": 895, "accuracy": 84.12},
-    {"algorithm": "FedProxVR (SARAH)", "tau": 20, "beta": 5, "mu": 0.1, "B": 32, "T": 965, "accuracy": 84.21},
-]
-PUBLISHED_TABLE_2 = [  # copied from the slides (non-convex task)
-    {"algorithm": "FedAvg", "tau": 20, "beta": 10, "mu": 0, "B": 16, "T": 995, "accuracy": 93.52},
-    {"algorithm": "FedProxVR (SVRG)", "tau": 20, "beta": 10, "mu": 0.01, "B": 16, "T": 970, "accuracy": 94.06},
-    {"algorithm": "FedProxVR (SARAH)", "tau": 20, "beta": 9, "mu": 0.01, "B": 32, "T": 958, "accuracy": 93.75},
-]
 
 
 def published_gain(table: list[dict[str, Any]], method: str) -> float:
@@ -274,97 +265,51 @@ def data_smoothness(real_root: str) -> float:
 def simulation(arm: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:
     """Arm ``arm`` (``<model>/<method>``) of its table: FedAvg (tau minibatch SGD steps) or FedProxVR with the SVRG or
     SARAH estimator (the full-gradient step, then tau - 1 minibatch steps)."""
-    from fedbench.algorithms.fedavg import FedAvg
-    from fedbench.algorithms.fedproxvr import FedProxVR
-
     row, method, variant = DECLARATION.arm(arm).settings, method_of(arm), DECLARATION.variants[0]
     table = next(c.id for c in DECLARATION.claims if arm in c.reads)
     tau = min(row["tau"], budget.tau_cap) if budget.tau_cap else row["tau"]
     dataset = functools.partial(load_real, variant, str(real_root))
-    ds = dataset()
     beta = row.get("beta", 0.0)
     lip = data_smoothness(str(real_root)) if beta else 0.0
     eta = 1.0 / (beta * lip) if beta else row["lr"]
     knobs = {"table": table, "method": method, "dataset": variant, "model": row["model"], "tau": tau, "eta": eta,
              "beta": beta, "smoothness_L": lip}
-    common = {"rounds": budget.rounds, "clients_per_round": min(row["users_per_round"], ds.num_clients),
-              "batch_size": row["batch_size"], "seed": seed, "device": budget.device,
-              "evaluations": DECLARATION.evaluation}
-    if method == "FedAvg":
-        cfg = sim_config(local_steps=tau, **common)
-        algorithm: Any = FedAvg(lr=eta)
-    else:
-        cfg = sim_config(local_steps=tau - 1, **common)
-        algorithm = FedProxVR(lr=eta, mu=row["mu"], tau=tau, estimator=method.lower(), beta=beta, smoothness=lip)
-    return Simulation(f"{arm}/seed={seed}", cfg, dataset, build(row["model"], ds), algorithm, knobs)
-
-
-def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0) -> float:
-    """A run's test accuracy (%) under ``reading`` (fedbench.claims.readings: best, tail, final)."""
-    from fedbench.claims.readings import read_accuracy
-
-    return 100 * read_accuracy(outcome.series("train/loss"), outcome.series("test/accuracy"), reading, rounds, budget)
-
-
-def figure(path: Path, panels: dict[str, dict[str, np.ndarray]]) -> None:
-    """One panel per table run: each method's test accuracy, mean over seeds, with the slides' values dotted."""
-    from fedbench.plotting import pyplot, save_figure
-
-    fig, axes = pyplot().subplots(1, len(panels), figsize=(6.5 * len(panels), 4), squeeze=False)
-    for ax, (title, curves) in zip(axes[0], panels.items()):
-        for (name, acc), style in zip(curves.items(), ("-", "-", "--")):
-            ax.plot(acc, style, label=name)
-        published = PUBLISHED_TABLE_1 if title.startswith("Table 1") else PUBLISHED_TABLE_2
-        for row in published:
-            ax.axhline(row["accuracy"], color="grey", ls=":", lw=0.6)
-        ax.set(xlabel="round", ylabel="test accuracy (%), mean over seeds", title=title)
-        ax.legend(fontsize=8)
-    save_figure(fig, path, dpi=120)
+    return tables.simulation(
+        f"{arm}/seed={seed}", method, dataset, row["model"], knobs, lr=eta, mu=row["mu"], tau=tau,
+        fedavg_work={"local_steps": tau}, vr={"beta": beta, "smoothness": lip}, rounds=budget.rounds,
+        clients_per_round=min(row["users_per_round"], dataset().num_clients), batch_size=row["batch_size"], seed=seed,
+        device=budget.device, evaluations=DECLARATION.evaluation)
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.claims.entry import judged
-    from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
-    variant, tables = DECLARATION.variants[0], [c for c in DECLARATION.claims if c.id in b.tables]
-    sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root) for c in tables for s in b.seeds for a in c.reads}
-    runs = study.run(sims, lambda sim, o: sim_record(sim, o, metrics={
-        "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
+    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
+    variant, run_tables = DECLARATION.variants[0], [c for c in DECLARATION.claims if c.id in b.tables]
+    sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root)
+            for c in run_tables for s in b.seeds for a in c.reads}
+    runs = study.run(sims, tables.record(b.rounds))
     study.write()
     png = f"{NAME}.png"
-    figure(study.out / png, {TITLES[c.id]: {method_of(a): np.mean(
-        [100 * np.array(runs[(c.id, method_of(a), s)].series("test/accuracy")) for s in b.seeds], 0) for a in c.reads}
-        for c in tables})
+    tables.figure(study.out / png, {TITLES[c.id]: (
+        tables.mean_curves(lambda m, s, c=c: runs[(c.id, m, s)], [method_of(a) for a in c.reads], b.seeds),
+        c.published["table"]) for c in run_tables})
     ds = load_real(variant, str(real_root))
     entries = []
     for c in DECLARATION.claims:
-        if c not in tables:
+        if c not in run_tables:
             (entry,) = [e for e in not_run_entry(NAME) if e["id"] == c.id]
             entries.append(entry)
             continue
         rows = {method_of(a): DECLARATION.arm(a).settings for a in c.reads}
-        methods, vr = list(rows), list(rows)[1:]  # FedAvg, then the VR methods compared with it
-
-        def acc(m, s, reading, bud, c=c):
-            return accuracy(runs[(c.id, m, s)], reading, b.rounds, bud)
-
-        parts = [Part(f"{m} - FedAvg", Rule("greater", 0.0, "accuracy points")) for m in vr]
-        result = judge(parts, lambda r, bud, acc=acc, vr=vr: [[acc(m, s, r, bud) - acc("FedAvg", s, r, bud)
-                                                               for s in b.seeds] for m in vr],
-                       "best", READINGS, paper_budget=PAPER_ROUNDS / b.rounds,
-                       reading_names={"best": "best evaluation", "tail": "mean of the last 5", "final": "final round"})
-        best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
+        methods = list(rows)  # FedAvg, then the VR methods compared with it
+        result, best = tables.judge_table(lambda m, s, c=c: runs[(c.id, m, s)], methods, b.seeds, b.rounds)
         lip = data_smoothness(str(real_root)) if "beta" in rows["FedAvg"] else None
         steps = {m: sims[(c.id, m, b.seeds[0])].knobs["eta"] for m in methods}
-        observed = (f"best test accuracy (mean of {len(b.seeds)} seeds): "
-                    + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in methods)
-                    + " (slides: " + ", ".join(f"{r['algorithm']} {r['accuracy']:.2f}" for r in c.published["table"])
-                    + "); VR - FedAvg: " + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"])
+        observed = (tables.observed(best, result, f"{len(b.seeds)} seeds", "slides: " + ", ".join(
+            f"{r['algorithm']} {r['accuracy']:.2f}" for r in c.published["table"]))
                     + (f"; L = {lip:.1f}, eta = " if lip else "; eta = ")
                     + ", ".join(f"{m} {steps[m]:.3g}" for m in methods))
         deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau capped at {b.tau_cap}: the "
@@ -378,8 +323,6 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                          "eta": steps, "device": b.device},
             deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": TITLES[c.id]},
             **({"fidelity": "stand-in"} if budget == "fixture" else {}), rounds_run=b.rounds,
-            training_seeds=list(b.seeds), observed=observed,
-            reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
-                        **{m: [round(v, 3) for v in best[m]] for m in methods}})
+            training_seeds=list(b.seeds), observed=observed, reproduced=tables.reproduced(best, b.rounds))
         entries.append(judged(entry, result))
     return entries

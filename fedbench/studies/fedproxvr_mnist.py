@@ -35,17 +35,18 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.study.scale import Scale
 from fedbench.claims.papers import FEDPROXVR_PAPER
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
-from fedbench.studies import WORKERS, Simulation, sim_config
+from fedbench.studies import WORKERS, Simulation
+from fedbench.studies import fedproxvr_tables as tables
+from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_2
+from fedbench.studies.real_data import REAL_ROOT, load_real
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.studies.real_data import REAL_ROOT, build, load_real
+from fedbench.study.scale import Scale
 
 NAME = "fedproxvr_mnist"
 MODEL = "fedproxvr_cnn"
-PAPER_ROUNDS = 1000  # Table 2's T: 958-995
-READINGS = ("best", "tail", "final")
+PAPER_ROUNDS = tables.PAPER_ROUNDS  # Table 2's T: 958-995
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,6 @@ def _scales(arms: tuple[Arm, ...], b: Budget) -> tuple[Scale, ...]:
                  for a in arms for batch in (a.settings["batch_size"],))
 
 
-PUBLISHED_TABLE_2 = [  # copied from the slides (non-convex task; dataset and model not stated)
-    {"algorithm": "FedAvg", "tau": 20, "beta": 10, "mu": 0, "B": 16, "T": 995, "accuracy": 93.52},
-    {"algorithm": "FedProxVR (SVRG)", "tau": 20, "beta": 10, "mu": 0.01, "B": 16, "T": 970, "accuracy": 94.06},
-    {"algorithm": "FedProxVR (SARAH)", "tau": 20, "beta": 9, "mu": 0.01, "B": 32, "T": 958, "accuracy": 93.75},
-]
 LR = 0.01  # FPVR main.py's default learning_rate, every method (a CNN has no L to turn Table 2's beta into a step)
 ASSUMPTIONS = [
     ("stand-in: Table 2's dataset and model are not stated; MNIST split by the authors' 100-user generator "
@@ -129,87 +125,42 @@ DECLARATION = StudyDeclaration(
 def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Simulation:
     """Arm ``method``: FedAvg (E local epochs) or FedProxVR with the SVRG or SARAH estimator (tau - 1 minibatch
     steps after the full-gradient step), on mnist_fedproxvr with the authors' CNN."""
-    from fedbench.algorithms.fedavg import FedAvg
-    from fedbench.algorithms.fedproxvr import FedProxVR
-
     variant, arm = DECLARATION.variants[0], DECLARATION.arm(method).settings
-    dataset = functools.partial(load_real, variant, str(real_root))
-    model = build(MODEL, dataset())
-    knobs = {"method": method, "dataset": variant, "model": MODEL}
-    common = {"rounds": budget.rounds, "clients_per_round": budget.clients_per_round, "batch_size": arm["batch_size"],
-              "seed": seed, "device": budget.device, "evaluations": DECLARATION.evaluation}
-    if method == "FedAvg":
-        cfg = sim_config(local_epochs=budget.fedavg_epochs, **common)
-        algorithm: Any = FedAvg(lr=arm["lr"])
-    else:
-        cfg = sim_config(local_steps=budget.tau - 1, **common)
-        algorithm = FedProxVR(lr=arm["lr"], mu=arm["mu"], tau=budget.tau, estimator=method.lower())
-    return Simulation(f"{method}/seed={seed}", cfg, dataset, model, algorithm, knobs)
-
-
-def best_accuracy(outcome, reading: str, rounds: int, budget: float = 1.0) -> float:
-    """A run's test accuracy (%) under ``reading`` (fedbench.claims.readings: best, tail, final)."""
-    from fedbench.claims.readings import read_accuracy
-
-    return 100 * read_accuracy(outcome.series("train/loss"), outcome.series("test/accuracy"), reading, rounds, budget)
-
-
-def figure(path: Path, curves: dict[str, np.ndarray], title: str) -> None:
-    from fedbench.plotting import pyplot, save_figure
-
-    fig, ax = pyplot().subplots(1, 1, figsize=(6.5, 4))
-    for (name, acc), style in zip(curves.items(), ("-", "-", "--")):
-        ax.plot(acc, style, label=name)
-    for row in PUBLISHED_TABLE_2:
-        ax.axhline(row["accuracy"], color="grey", ls=":", lw=0.6)
-    ax.set(xlabel="round", ylabel="test accuracy (%), mean over seeds", title=title)
-    ax.legend(fontsize=8)
-    save_figure(fig, path, dpi=120)
+    return tables.simulation(
+        f"{method}/seed={seed}", method, functools.partial(load_real, variant, str(real_root)), MODEL,
+        {"method": method, "dataset": variant, "model": MODEL}, lr=arm["lr"], mu=arm["mu"], tau=budget.tau,
+        fedavg_work={"local_epochs": budget.fedavg_epochs}, rounds=budget.rounds,
+        clients_per_round=budget.clients_per_round, batch_size=arm["batch_size"], seed=seed, device=budget.device,
+        evaluations=DECLARATION.evaluation)
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.claims.entry import judged
-    from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_budget
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
     (c,), variant = DECLARATION.claims, DECLARATION.variants[0]
-    methods, vr = c.reads, c.reads[1:]  # FedAvg, then the VR methods compared with it
+    methods = c.reads  # FedAvg, then the VR methods compared with it
     runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
-                          lambda sim, o: sim_record(sim, o, metrics={
-                              "study/best_test_accuracy": best_accuracy(o, "best", b.rounds)}))
+                          tables.record(b.rounds))
     study.write()
-
-    def acc(m, s, reading, bud):
-        return best_accuracy(runs[(m, s)], reading, b.rounds, bud)
-
-    parts = [Part(f"{m} - FedAvg", Rule("greater", 0.0, "accuracy points")) for m in vr]
-    result = judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc("FedAvg", s, r, bud) for s in b.seeds]
-                                          for m in vr],
-                   "best", READINGS, paper_budget=PAPER_ROUNDS / b.rounds,
-                   reading_names={"best": "best evaluation", "tail": "mean of the last 5", "final": "final round"})
-    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
-    curves = {m: np.mean([100 * np.array(runs[(m, s)].series("test/accuracy")) for s in b.seeds], 0) for m in methods}
+    result, best = tables.judge_table(lambda m, s: runs[(m, s)], methods, b.seeds, b.rounds)
     png = f"{NAME}.png"
-    figure(study.out / png, curves, f"{variant}, {MODEL}, {b.clients_per_round} users a round")
+    tables.figure(study.out / png, {f"{variant}, {MODEL}, {b.clients_per_round} users a round": (
+        tables.mean_curves(lambda m, s: runs[(m, s)], methods, b.seeds), PUBLISHED_TABLE_2)})
     ds = load_real(variant, str(real_root))
-    observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in methods)
-                + " (slides' Table 2: FedAvg 93.52, SVRG 94.06, SARAH 93.75 on an unstated dataset); VR - FedAvg: "
-                + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"]))
+    observed = tables.observed(best, result, "seeds", "slides' Table 2: FedAvg 93.52, SVRG 94.06, SARAH 93.75 on an "
+                                                      "unstated dataset")
     deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau = {b.tau}, FedAvg {b.fedavg_epochs} "
                     "epoch(s): the test suite's fixture scale")] if budget != "paper" else []) + ASSUMPTIONS
     arms = {m: DECLARATION.arm(m).settings for m in methods}
     entry = DECLARATION.entry(
         c.id, scale={"study": NAME, "budget": budget, "variant": variant, "model": MODEL, "users": ds.num_clients,
                      "users_per_round": b.clients_per_round, "rounds": b.rounds, "lr": arms["FedAvg"]["lr"],
-                     "mu": arms["SVRG"]["mu"], "tau": b.tau,
-                     "batch_size": {m: a["batch_size"] for m, a in arms.items()}, "fedavg_local_epochs": b.fedavg_epochs, "device": b.device},
+                     "mu": arms["SVRG"]["mu"], "tau": b.tau, "batch_size": {m: a["batch_size"] for m, a in arms.items()},
+                     "fedavg_local_epochs": b.fedavg_epochs, "device": b.device},
         deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": "test accuracy"},
         **({"fidelity": "stand-in"} if budget != "paper" else {}), rounds_run=b.rounds,
-        training_seeds=list(b.seeds), observed=observed,
-        reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
-                    **{m: [round(v, 3) for v in best[m]] for m in methods}})
+        training_seeds=list(b.seeds), observed=observed, reproduced=tables.reproduced(best, b.rounds))
     return [judged(entry, result)]

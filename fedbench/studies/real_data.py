@@ -26,11 +26,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fedbench.study.scale import Scale
 from fedbench.claims.entry import CLAIM_KEYS, claim, not_run
 from fedbench.claims.fidelity import relabelled
 from fedbench.claims.magnitude import combine as combine_parts
 from fedbench.claims.magnitude import split
+from fedbench.study.scale import Scale
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
@@ -122,3 +122,43 @@ def build(model: str, ds: FederatedDataset):
     table = embedding(ds)
     return build_model(model, ds.feature_shape, ds.num_classes, table) if table is not None else \
         build_model(model, ds.feature_shape, ds.num_classes)
+
+
+@functools.cache
+def repartitioned(variant: str, real_root: str, built_n: int, n: int) -> FederatedDataset:
+    """Real variant ``variant`` over ``n`` clients: the one built in ``real_root`` when ``n`` is ``built_n`` (one line
+    saying how to rebuild it when it was built with another N), else its partition re-run with num_clients = ``n``
+    (and the built one's seed) from the prepared source beside ``real_root`` (``<real_root>/../prepared``): a study
+    that sweeps N partitions the whole training set again for each N, as FedLaAvg's authors' code does."""
+    built = load_real(variant, real_root)
+    if built.num_clients != built_n:
+        raise ValueError(f"{Path(real_root) / variant}: built with N = {built.num_clients} clients; this budget needs "
+                         f"N = {built_n} (params.yaml data.variants.{variant}.num_clients)")
+    if n == built_n:
+        return built
+    from fedbench.data.stages import build_variant
+
+    seed = int((built.partition.get("params") or {}).get("seed", 1))
+    return build_variant(variant, Path(real_root).parent, {"num_clients": n, "seed": seed})
+
+
+@functools.cache
+def pooled(variant: str, real_root: str, built_n: int) -> FederatedDataset:
+    """The built variant's clients pooled into one (fedbench.algorithms.sequential_sgd.pool_clients: sequential SGD's
+    data)."""
+    from fedbench.algorithms.sequential_sgd import pool_clients
+
+    return pool_clients(repartitioned(variant, real_root, built_n, built_n))
+
+
+def global_test_every(ds: FederatedDataset, variant: str, every: int, max_test: int) -> tuple[Any, ...]:
+    """The protocol of the FedLaAvg authors' code (train/command_line.py: tb_every, max_test): the global test set
+    every ``every`` rounds and on the final model, on a seeded sample of ``max_test`` of its images where it has
+    more; one line saying how to rebuild ``ds`` (real variant ``variant``) when it has no global test set."""
+    from fedbench.engine.evaluation import EvalSpec
+
+    if ds.global_test is None:
+        raise ValueError(f"{ds.name}: no global test set (built by an older fedbench? rebuild it with "
+                         f"`fedbench data prepare {variant}`)")
+    cap = max_test if len(ds.global_test.y) > max_test else None
+    return (EvalSpec("global_test", every=every, samples_sample=cap),)

@@ -47,15 +47,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.data.format import FederatedDataset, Split
 from fedbench.claims import readings
+from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, judge
-from fedbench.claims.papers import SCAFFOLD_PAPER
-from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged
+from fedbench.data.format import FederatedDataset, Split
+from fedbench.studies import WORKERS, Outcome, Simulation, sim_config
+from fedbench.studies.record import sim_record
+from fedbench.studies.runs import open_budget
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.studies.record import sim_record, write_simulations
 
 if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
     import torch
@@ -88,6 +88,13 @@ DECLARATION = StudyDeclaration(
           Arm("sgd", "fedavg", {"local_steps": 1, "G": STEPS_G})),
     seeds=(), data_seeds=(), budgets={"pipeline": MAX_ROUNDS},
     knobs={"G": G_VALUES, "local_steps": K_VALUES, "lr": LR_GRID, "common_lr": COMMON_LRS},
+    deviations=(
+        ("the appendix's Theorem II functions are not in our copies: we read them as f1 = mu x^2 + G x, f2 = -G x "
+         "with mu = 1, which has delta = beta = 1 and gradient dissimilarity G as section 7.2 states"),
+        ("the start x0 = 1, the round budget and the step sizes of Figure 3 are not in our copies (ours: x0 = 1, "
+         f"{MAX_ROUNDS} rounds, a grid of step sizes from 1 to 1/32, tuned per setting)"),
+        "the iterates are float32 (the engine's precision); f - f* is computed in float64",
+    ),
     claims=(
     Claim(
         id='scaffold/quadratics/unaffected-by-heterogeneity',
@@ -302,8 +309,8 @@ def heterogeneity_claim(curves: dict) -> dict[str, Any]:
         + ", rounds to target "
         + "; ".join(f"K={k}: " + ", ".join(f"G={g:g} {_fmt_rounds(to_target[('scaffold-warm', k, g)])}"
                                           for g in G_VALUES) for k in K_VALUES))
-    entry = DECLARATION.entry(
-        'scaffold/quadratics/unaffected-by-heterogeneity',
+    return DECLARATION.judged(
+        'scaffold/quadratics/unaffected-by-heterogeneity', result,
         reproduced={"scaffold_rounds_per_decade": {f"K={k}, G={g:g}": {"rpd": _num(rpd[(k, g)][0]),
                                                                        "lr": rpd[(k, g)][1]}
                                                    for k in K_VALUES for g in G_VALUES},
@@ -317,14 +324,10 @@ def heterogeneity_claim(curves: dict) -> dict[str, Any]:
                "mu": MU, "x0": X0, "G": list(G_VALUES), "local_steps_K": list(K_VALUES), "max_rounds": MAX_ROUNDS,
                "local_lr_grid": [round(v, 4) for v in LR_GRID], "gradients": "exact (full batch)",
                "scaffold_option": "II", "eta_g": 1.0},
-        deviations=_deviations(),
         figure={"path": "studies/scaffold_quadratics/scaffold_quadratics.png",
                 "panel": "left and middle: SCAFFOLD and FedAvg, f - f* for each G"},
-        fidelity="stand-in",
-        rounds_run=MAX_ROUNDS,
-        rounds_paper=None,
+        fidelity="stand-in", rounds_run=MAX_ROUNDS,
         observed=observed)
-    return judged(entry, result)
 
 
 def local_steps_claim(curves: dict) -> dict[str, Any]:
@@ -372,32 +375,18 @@ def local_steps_claim(curves: dict) -> dict[str, Any]:
                             for lr in COMMON_LRS)
                 + f". Each method at its best step size: K=2 {tuned['K=2']:.2f}x, K=10 {tuned['K=10']:.2f}x (SGD at "
                   "step 1 = 1/beta solves this one-dimensional f in one round)")
-    entry = DECLARATION.entry(
-        'scaffold/quadratics/local-steps-help', rule_fields={"common_lrs": ", ".join(f"{lr:g}" for lr in COMMON_LRS)},
+    return DECLARATION.judged(
+        'scaffold/quadratics/local-steps-help', result, rule_fields={"common_lrs": ", ".join(f"{lr:g}" for lr in COMMON_LRS)},
         reproduced={"speedup_same_step": table, "speedup_tuned": tuned,
                     "sgd_rounds_per_decade": {f"step {lr:g}": _num(v) for lr, v in rpd_sgd.items()}},
         scale={"clients": 2, "instance": "f1 = x^2 + G x, f2 = -G x", "G": STEPS_G, "mu": MU, "x0": X0,
                "common_step_sizes": list(COMMON_LRS), "local_steps_K": [1, *K_VALUES], "max_rounds": MAX_ROUNDS,
                "scaffold_option": "II", "eta_g": 1.0},
-        deviations=_deviations(),
         figure={"path": "studies/scaffold_quadratics/scaffold_quadratics.png",
                 "panel": "right: SGD and SCAFFOLD K=2, K=10 at step 0.1"},
-        fidelity="stand-in",
-        rounds_run=MAX_ROUNDS,
-        rounds_paper=None,
+        fidelity="stand-in", rounds_run=MAX_ROUNDS,
         observed=observed,
         verdict_text=summary)
-    return judged(entry, result)
-
-
-def _deviations() -> list[str]:
-    return [
-        ("the appendix's Theorem II functions are not in our copies: we read them as f1 = mu x^2 + G x, f2 = -G x "
-        "with mu = 1, which has delta = beta = 1 and gradient dissimilarity G as section 7.2 states"),
-        ("the start x0 = 1, the round budget and the step sizes of Figure 3 are not in our copies (ours: x0 = 1, "
-        f"{MAX_ROUNDS} rounds, a grid of step sizes from 1 to 1/32, tuned per setting)"),
-        "the iterates are float32 (the engine's precision); f - f* is computed in float64",
-    ]
 
 
 def _rounds_to(curves: dict, method: str, g: float, k: int) -> int | None:
@@ -435,19 +424,16 @@ def figure(path: Path, curves: dict) -> None:
 
 
 def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    simulations = declare()
-    outcomes = run_simulations(simulations, workers)
-    curves = {}
-    records = []
-    for sim, o in zip(simulations, outcomes):
-        kn = sim.knobs
-        key = (kn["method"], kn["G"], sim.config.local_epochs, sim.algorithm.lr)
-        curves[key] = gaps(o)
-        records.append(sim_record(sim, o, keys=(), series={"train/suboptimality": curves[key]},
-                                  metrics={"study/rounds_per_decade": rounds_per_decade(curves[key]),
-                                           "study/plateau": plateau(curves[key])}))
-    write_simulations(out, records)
-    figure(out / "scaffold_quadratics.png", curves)
+    def record(sim: Simulation, o: Outcome) -> dict[str, Any]:
+        gap = gaps(o)
+        return sim_record(sim, o, keys=(), series={"train/suboptimality": gap}, metrics={
+            "study/rounds_per_decade": rounds_per_decade(gap), "study/plateau": plateau(gap)})
+
+    _, study = open_budget(out_dir, DECLARATION.budgets, "pipeline", workers)
+    sims = declare()
+    outcomes = study.run_list(sims, record)
+    study.write()
+    curves = {(s.knobs["method"], s.knobs["G"], s.config.local_epochs, s.algorithm.lr): gaps(o)
+              for s, o in zip(sims, outcomes)}
+    figure(study.out / "scaffold_quadratics.png", curves)
     return [heterogeneity_claim(curves), local_steps_claim(curves)]

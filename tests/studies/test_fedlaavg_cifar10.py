@@ -5,47 +5,29 @@ not-run entries, and the whole study at the fixture budget on fixture-sized CIFA
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from fedbench.data import stages
 from fedbench.studies import fedlaavg_cifar10 as study
-from fedbench.studies import run_claim_study, run_simulations
-from fedbench.studies.real_data import not_run_entry, study_cost
+from fedbench.studies import run_simulations
+from fedbench.studies.real_data import global_test_every, not_run_entry, pooled, repartitioned, study_cost
 from fedbench.studies.record import compact, read_simulations
-from tests.data import fixtures
-from tests.studies import assert_valid_entries
 
 BUILT_N = study.BUDGETS["fixture"].n
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
+def real_root(real_root_of):
     """Fixture-sized CIFAR-10 (20 training and 4 test images a class) prepared and built as cifar10_fedlaavg with
-    the fixture budget's N."""
-    root = tmp_path_factory.mktemp("fedlaavg_cifar10")
-    raw = root / "raw_copy"
-    raw.mkdir()
-    files, _ = fixtures.cifar_tar(per_class_per_batch=4)
-    for name, data in files.items():
-        (raw / name).write_bytes(data)
-    stages.prepare_dataset(study.VARIANT, root, raw=raw, verify=False, variant_params={"num_clients": BUILT_N, "seed": 1})
-    return root / "real"
-
-
-def test_spearman():
-    assert study.spearman([200, 400, 600], [300, 200, 100]) == pytest.approx(-1.0)
-    assert study.spearman([200, 400, 600, 800], [5, 5, 5, 5]) == 0.0  # no ordering
-    # ties get average ranks: y ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4
-    assert study.spearman([1, 2, 3, 4], [7, 7, 9, 10]) == pytest.approx(np.corrcoef([1, 2, 3, 4], [1.5, 1.5, 3, 4])[0, 1])
+    the fixture budget's N (tests/studies/real_fixtures.py)."""
+    return real_root_of(study.NAME)
 
 
 def test_the_global_test_set_stays_global_and_the_protocol_is_the_authors(real_root):
-    built = study.federated(BUILT_N, str(real_root), BUILT_N)
+    built = repartitioned(study.VARIANT, str(real_root), BUILT_N, BUILT_N)
     assert len(built.global_test.y) == 40 and int(built.test.sizes.sum()) == 0  # no copies on the clients
     assert not hasattr(study, "with_global_test")
     b = study.BUDGETS["paper"]
-    (spec,) = study.evaluations(b, built)
+    (spec,) = global_test_every(built, study.VARIANT, b.eval_every, study.MAX_TEST)
     assert (spec.split, spec.every, spec.final, spec.samples_sample) == ("global_test", 20, True, None)  # 40 <= 10,000
     assert study.DECLARATION.evaluation == (spec,)  # the declared protocol is the paper budget's
     sim = study.simulation(study.BUDGETS["fixture"], study.plan(study.BUDGETS["fixture"])["fedlaavg_ica"][0],
@@ -55,14 +37,15 @@ def test_the_global_test_set_stays_global_and_the_protocol_is_the_authors(real_r
 
 
 def test_the_n_sweep_rebuilds_the_authors_partition_from_the_prepared_source(real_root):
-    small = study.federated(10, str(real_root), BUILT_N)
+    small = repartitioned(study.VARIANT, str(real_root), BUILT_N, 10)
     assert small.num_clients == 10 and int(small.train.sizes.sum()) == 200  # every training image, 20 a client
     assert [len(set(small.train.client(k)[1])) for k in range(10)] == [1] * 10
     assert small.partition["params"]["num_clients"] == 10 and small.partition["params"]["seed"] == 1
-    pooled = study.pooled(str(real_root), BUILT_N)
-    assert pooled.num_clients == 1 and pooled.input.kind == "image" and pooled.input.transform == "normalize"
+    pooled_data = pooled(study.VARIANT, str(real_root), BUILT_N)
+    assert pooled_data.num_clients == 1 and pooled_data.input.kind == "image"
+    assert pooled_data.input.transform == "normalize"
     with pytest.raises(ValueError, match="N = 1000"):
-        study.federated(1000, str(real_root), 1000)
+        repartitioned(study.VARIANT, str(real_root), 1000, 1000)
 
 
 def test_declaration():
@@ -104,10 +87,10 @@ def test_not_run_entries_carry_the_command_and_a_positive_cost():
     assert cost["runs"] == 45 and cost["left_out"] == 6  # P, gamma: context
 
 
-def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
-    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
+def test_fixture_budget_reads_every_role_and_repeats(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(study.NAME)
+    claims, real_root = ran.claims, ran.real_root
     b = study.BUDGETS["fixture"]
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "smoke-check"  # 8 of 70,000 rounds: at most a tenth
@@ -121,13 +104,12 @@ def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     speedup = claims[2]
     assert set(speedup["reproduced"]["by_N"]) == {"10", "20", "40"}
     assert all(-1.0 <= v <= 1.0 for v in speedup["effect"]["per_seed"])
-    out = tmp_path / "out" / study.NAME
-    records = read_simulations(out)
+    records = read_simulations(ran.out)
     assert len(records) == len({r for rs in study.plan(b).values() for r in rs})
     assert all(r["params"]["lr_decay"] == b.lr_decay for r in records)
     assert {r["params"]["clients_per_round"] for r in records if r["params"]["method"] == "fedlaavg"} == {1, 2, 4}
     for name in ("table2", "table3"):
-        assert (out / f"{study.NAME}_{name}.png").stat().st_size > 10_000
+        assert (ran.out / f"{study.NAME}_{name}.png").stat().st_size > 10_000
     # the same seed gives the same numbers: FedLaAvg's and FedAvg's first ICA runs again, alone
     roles = study.plan(b)
     again = [study.simulation(b, roles[role][0], str(real_root)) for role in ("fedlaavg_ica", "fedavg_ica")]

@@ -5,7 +5,6 @@ import pytest
 
 from fedbench.availability import majority_label_groups
 from fedbench.studies import fedlaavg_diurnal as study
-from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
 
 
 def test_one_class_clients_and_groups():
@@ -19,17 +18,11 @@ def test_one_class_clients_and_groups():
     np.testing.assert_array_equal(majority_label_groups(ds), np.repeat([0, 1], 50))  # classes 0-4 vs 5-9
 
 
-def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "ROUNDS", 15)
-    calls = spy_simulate(monkeypatch)
-    claims = study.run(tmp_path, workers=1, seeds=(0, 1))
-    assert_every_run_recorded(tmp_path, calls)
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == ["fedlaavg/synthetic/diurnal-gain"]  # CIFAR-10: fedlaavg_cifar10
-    gain = claims[0]
+def test_short_run_judges_the_gain_per_seed(study_run):
+    """The run at test size (tests/studies/end_to_end.SMALL: 15 rounds, seeds 0 and 1)."""
+    (gain,) = study_run(study.DECLARATION.name).claims
     assert gain["fidelity"] == "smoke-check" and (gain["rounds_run"], gain["rounds_paper"]) == (15, 70000)
     assert gain["effect"]["n"] == 2 and gain["seeds"]["training"] == [0, 1]
     best = gain["reproduced"]
     assert gain["effect"]["per_seed"] == [pytest.approx(a - b, abs=1e-4) for a, b in
                                           zip(best["fedlaavg_best"], best["fedavg_best"])]
-    assert (tmp_path / "fedlaavg_diurnal.png").stat().st_size > 10_000

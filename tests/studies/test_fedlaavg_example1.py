@@ -3,7 +3,6 @@
 import pytest
 
 from fedbench.studies import fedlaavg_example1 as study
-from tests.studies import assert_every_run_recorded, assert_valid_entries, spy_simulate
 
 
 @pytest.mark.parametrize("eta", [0.3, 0.05, 0.01])
@@ -32,16 +31,11 @@ def test_dataset_means_are_exact():
         assert float(x.mean()) == mu
 
 
-def test_short_run_writes_claims_and_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "ETAS", (0.2, 0.1))
-    calls = spy_simulate(monkeypatch)
-    claims = study.run(tmp_path, workers=1)
-    assert_every_run_recorded(tmp_path, calls)
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == ["fedlaavg/example-1/fedavg-bias", "fedlaavg/example-1/fedlaavg-converges"]
+def test_short_run_judges_both_claims_per_step_size(study_run):
+    """The run at test size (tests/studies/end_to_end.SMALL: step sizes 0.2 and 0.1)."""
+    claims = study_run(study.DECLARATION.name).claims
     for c in claims:
         assert c["verdict"] in ("reproduced", "not-reproduced") and c["fidelity"] == "analytic"
     assert claims[0]["reproduced"]["measured_c"] == [1.0]
     # parts: |w_end - w_inf| and convergence per eta, then the small-step bias
     assert len(claims[0]["parts"]) == 2 * 2 + 1 and len(claims[1]["parts"]) == 2 + 1
-    assert (tmp_path / "fedlaavg_example1.png").stat().st_size > 10_000

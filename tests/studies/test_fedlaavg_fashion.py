@@ -4,39 +4,25 @@ fixture budget, repeatable."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from fedbench.claims.readings import evaluation_rounds
-from fedbench.data import stages
 from fedbench.data.partition.fedlaavg_cifar import client_classes
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import fedlaavg_fashion as study
-from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies import run_simulations
 from fedbench.studies.real_data import not_run_entry, study_cost
 from fedbench.studies.record import compact, read_simulations
-from tests.data import fixtures
-from tests.studies import assert_valid_entries
 
 BUILT_N = study.BUDGETS["fixture"].n
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
-    """Fixture-sized Fashion-MNIST (12 training and 3 test images a class, upstream idx format) built as
-    fashion_mnist_fedlaavg with the fixture budget's N = 20."""
-    root = tmp_path_factory.mktemp("fedlaavg_fashion")
-    raw = root / "raw_copy"
-    raw.mkdir()
-    shared, fixtures.RNG = fixtures.RNG, np.random.default_rng(20240101)  # the same pixels whatever ran before
-    try:
-        files = fixtures.mnist_like()
-    finally:
-        fixtures.RNG = shared
-    for name, data in files.items():
-        (raw / name).write_bytes(data)
-    stages.prepare_dataset(study.VARIANT, root, raw=raw, verify=False, variant_params={"num_clients": BUILT_N, "seed": 1})
-    return root / "real"
+def real_root(real_root_of):
+    """Fixture-sized Fashion-MNIST (12 training and 3 test images a class, upstream idx format, its pixels the same
+    whatever ran before) built as fashion_mnist_fedlaavg with the fixture budget's N = 20."""
+    assert BUILT_N == 20
+    return real_root_of(study.NAME)
 
 
 def test_variant_is_one_class_per_client_with_the_test_images_on_their_class(real_root):
@@ -77,10 +63,10 @@ def test_registered_claim_and_budgets():
     assert entry["command"] == "fedbench paper run fedlaavg_fashion" and entry["cost"]["hours"] > 0
 
 
-def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
-    claims = run_claim_study(study.NAME, tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
-    assert_valid_entries(claims)
-    (c,) = claims
+def test_fixture_budget_gain_on_pinned_numbers_and_repeatable(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(study.NAME)
+    (c,), real_root = ran.claims, ran.real_root
     b = study.BUDGETS["fixture"]
     assert c["id"] == "fedlaavg/fashion/ica-gain" and c["fidelity"] == "smoke-check"  # 8 of 70,000 rounds
     assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive")
@@ -93,12 +79,10 @@ def test_fixture_budget_end_to_end_and_repeatable(real_root, tmp_path):
     # 30 test images: every accuracy is a multiple of 10/3 points
     for v in best["fedlaavg_best"] + best["fedavg_best"]:
         assert abs(v * 3 / 10 - round(v * 3 / 10)) < 0.005  # rounded to 2 decimals
-    out = tmp_path / "out" / study.NAME
-    records = read_simulations(out)
+    records = read_simulations(ran.out)
     assert sorted(r["name"] for r in records) == sorted(study.run_name(m, s) for m in ("fedlaavg", "fedavg")
                                                         for s in b.seeds)
     assert {r["params"]["clients_per_round"] for r in records} == {2}
-    assert (out / f"{study.NAME}.png").stat().st_size > 10_000
     # FedLaAvg and FedAvg train differently from the same seed, and a run alone repeats its recorded numbers
     by_name = {r["name"]: r for r in records}
     assert by_name["fedlaavg/ica/seed=0"]["param_digest"] != by_name["fedavg/ica/seed=0"]["param_digest"]

@@ -10,43 +10,27 @@ import json
 import numpy as np
 import pytest
 
-from fedbench.data import stages
 from fedbench.studies import fedproxvr_fashion as study
-from fedbench.studies import run_claim_study, run_simulations
+from fedbench.studies import run_simulations
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
-from tests.data import fixtures
-from tests.studies import assert_valid_entries
 
-FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2, "tf_validation_size": 0}
 D = study.DECLARATION
 CONVEX, NON_CONVEX = "fedproxvr/fashion/convex-accuracy", "fedproxvr/fashion/non-convex-accuracy"
 METHODS = ("FedAvg", "SVRG", "SARAH")
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
+def real_root(real_root_of):
     """fashion_mnist_fedproxvr built from MNIST-format fixture files (Fashion-MNIST's layout is MNIST's)."""
-    root = tmp_path_factory.mktemp("fedproxvr_fashion")
-    raw = root / "raw" / "fashion_mnist"
-    raw.mkdir(parents=True)
-    for name, data in fixtures.mnist_like().items():
-        (raw / name).write_bytes(data)
-    stages.prepare_dataset(D.variants[0], root, raw=root / "raw", verify=False, variant_params=FIXTURE_PARAMS)
-    return root / "real"
+    return real_root_of(study.NAME)
 
 
-@pytest.fixture(scope="module")
-def fixture_run(real_root):
-    out = real_root.parent / "out"
-    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.NAME
-
-
-def test_fixture_budget_judges_both_tables_end_to_end(fixture_run):
-    claims, out = fixture_run
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in D.claims] == [CONVEX, NON_CONVEX]
+def test_fixture_budget_judges_both_tables(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(study.NAME)
+    claims, out = ran.claims, ran.out
+    assert [c["id"] for c in claims] == [CONVEX, NON_CONVEX]
     b = study.BUDGETS["fixture"]
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "smoke-check" and c["rounds_run"] == b.rounds  # 2 of 1,000
@@ -66,13 +50,10 @@ def test_fixture_budget_judges_both_tables_end_to_end(fixture_run):
     assert t1["deviations"][0] == study.RECONSTRUCTED and t1["deviations"][1].startswith("2 rounds (the paper's ~1000)")
     assert t1["deviations"][2].startswith("dataset inferred from the authors' code")
     assert t2["deviations"][1].startswith("stand-in: the authors' code points Table 2 to MNIST")
-    assert (out / f"{study.NAME}.png").stat().st_size > 0
     records = read_simulations(out)
     assert len(records) == 2 * len(METHODS) * len(b.seeds)
     assert {r["params"]["algorithm"] for r in records} == {"FedAvg", "FedProxVR"}
     assert all(len(r["history"]["test/accuracy"]) == b.rounds + 1 for r in records)
-    saved = json.loads((out / "claims.json").read_text())
-    assert saved["budget"] == "fixture" and [c["id"] for c in saved["claims"]] == [t1["id"], t2["id"]]
 
 
 def test_the_declaration_is_the_tables_as_run():

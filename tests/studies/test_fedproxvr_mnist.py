@@ -4,40 +4,28 @@ entry."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
-from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import Outcome, run_simulations
 from fedbench.studies import fedproxvr_mnist as study
+from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.real_data import not_run_entry
 from fedbench.studies.record import read_simulations
-from tests.studies import assert_valid_entries
-from tests.studies.real_fixtures import build_real
 
-FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2}
 D = study.DECLARATION
 METHODS = ("FedAvg", "SVRG", "SARAH")
 
 
 @pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
-    return build_real(tmp_path_factory.mktemp("fedproxvr_mnist"), "mnist_fedproxvr", **FIXTURE_PARAMS)
+def real_root(real_root_of):
+    return real_root_of(study.NAME)
 
 
-@pytest.fixture(scope="module")
-def fixture_run(real_root):
-    out = real_root.parent / "out"
-    claims = run_claim_study(study.NAME, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.NAME
-
-
-def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
-    claims, out = fixture_run
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in D.claims]
-    (c,) = claims
+def test_fixture_budget_judges_the_claim(study_run):
+    """The run at the fixture budget (tests/studies/end_to_end.py)."""
+    ran = study_run(study.NAME)
+    (c,), out = ran.claims, ran.out
     b = study.BUDGETS["fixture"]
     assert c["verdict"] != "not-run" and c["fidelity"] == "smoke-check"  # 2 of the paper's 1,000 rounds
     assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
@@ -46,13 +34,10 @@ def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
         assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
                                  zip(c["reproduced"][m], c["reproduced"]["FedAvg"])]
     assert c["figure"] == {"path": f"figures/{study.NAME}/{study.NAME}.png", "panel": "test accuracy"}
-    assert (out / f"{study.NAME}.png").stat().st_size > 0
     records = read_simulations(out)
     assert len(records) == len(METHODS) * len(b.seeds)
     assert {r["params"]["algorithm"] for r in records} == {"FedAvg", "FedProxVR"}
     assert all(len(r["history"]["test/accuracy"]) == b.rounds + 1 for r in records)
-    saved = json.loads((out / "claims.json").read_text())
-    assert saved["budget"] == "fixture" and saved["claims"][0]["id"] == c["id"]
 
 
 def test_the_declaration_is_table_2_as_run():
@@ -97,12 +82,12 @@ def _outcome(acc, loss=None) -> Outcome:
 
 def test_readings_of_a_run():
     o = _outcome([0.1, 0.5, 0.3, 0.2, 0.4, 0.35, 0.3])
-    assert study.best_accuracy(o, "best", 6) == pytest.approx(50.0)
-    assert study.best_accuracy(o, "final", 6) == pytest.approx(30.0)
-    assert study.best_accuracy(o, "tail", 6) == pytest.approx(100 * np.mean([0.3, 0.2, 0.4, 0.35, 0.3]))
+    assert tables.accuracy(o, "best", 6) == pytest.approx(50.0)
+    assert tables.accuracy(o, "final", 6) == pytest.approx(30.0)
+    assert tables.accuracy(o, "tail", 6) == pytest.approx(100 * np.mean([0.3, 0.2, 0.4, 0.35, 0.3]))
     # a run whose loss turns non-finite scores 0 from there on: its best is the best before
     dead = _outcome([0.1, 0.6, 0.9], [1.0, 1.0, float("nan")])
-    assert study.best_accuracy(dead, "best", 2) == pytest.approx(60.0)
+    assert tables.accuracy(dead, "best", 2) == pytest.approx(60.0)
 
 
 def test_same_seed_same_numbers(real_root):

@@ -4,7 +4,6 @@ repeatability and the not-run entry."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -13,46 +12,16 @@ import pytest
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies import Outcome, run_claim_study, run_simulations
+from fedbench.studies import Outcome, run_simulations
 from fedbench.studies import mime_emnist as study
 from fedbench.studies.mime_emnist import DECLARATION
 from fedbench.studies.real_data import not_run_entry
-from fedbench.studies.record import read_simulations
-from tests.studies import assert_valid_entries
 from tests.studies.real_fixtures import build_real
 
 
 @pytest.fixture(scope="module")
 def real_root(tmp_path_factory):
     return build_real(tmp_path_factory.mktemp("mime_emnist"), "femnist_leaf")
-
-
-@pytest.fixture(scope="module")
-def fixture_run(real_root):
-    out = real_root.parent / "out"
-    claims = run_claim_study(DECLARATION.name, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / DECLARATION.name
-
-
-def test_fixture_budget_judges_the_claim_end_to_end(fixture_run):
-    claims, out = fixture_run
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in DECLARATION.claims]
-    (c,) = claims
-    b = DECLARATION.budget("fixture")
-    assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
-    assert len(c["effect"]["per_seed"]) == len(b.seeds) and c["rounds_run"] == b.rounds
-    assert [p["part"] for p in c["parts"]] == ["Mime - FedAvgM", "MimeLite - FedAvgM"]
-    for p, m in zip(c["parts"], ("Mime", "MimeLite")):
-        assert p["per_seed"] == [pytest.approx(a - f, abs=2e-3) for a, f in
-                                 zip(c["reproduced"][m], c["reproduced"]["FedAvgM"])]
-    assert c["scale"]["model"] == b.model and any(b.model in d for d in c["deviations"])
-    assert (out / f"{DECLARATION.name}.png").stat().st_size > 0
-    records = read_simulations(out)
-    assert len(records) == len(DECLARATION.arms) * len(b.seeds)
-    assert sorted(r["params"]["algorithm"] for r in records) == ["FedAvgMomentum"] * 2 + ["Mime"] * 4
-    assert all(r["params"]["sampling"] == "proportional" for r in records)
-    assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"
 
 
 def test_paper_budget_declares_the_stated_setup(real_root):

@@ -4,14 +4,13 @@ in the upstream format (tests/data/fixtures)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 
 from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.data import stages
-from fedbench.studies import SIMULATIONS, real_data, run_claim_study, run_simulations
+from fedbench.studies import real_data, run_simulations
 from fedbench.studies import scaffold_emnist as study
 from fedbench.studies import scaffold_tables as tables
 from tests.data import fixtures
@@ -30,13 +29,6 @@ def real_root(tmp_path_factory):
         n = 400 if "_n400_" in v else 100
         stages.prepare_dataset(v, root, raw=raw, verify=False, variant_params={"num_clients": FIXTURE_CLIENTS[n]})
     return root / "real"
-
-
-@pytest.fixture(scope="module")
-def fixture_study(real_root, tmp_path_factory):
-    out = tmp_path_factory.mktemp("scaffold_emnist_out")
-    claims = run_claim_study(study.DECLARATION.name, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.DECLARATION.name
 
 
 def test_rounds_to_target_first_held_and_never():
@@ -175,26 +167,3 @@ def test_same_seed_same_numbers(real_root):
     assert len(a[0].series("global_test/accuracy")) == 4  # rounds 0..3, the final model the last
     assert all(math.isfinite(x) for x in a[0].series("global_test/accuracy"))
     assert all("test/accuracy" not in row and "train/loss" not in row for row in a[0].history)
-
-
-def test_fixture_study_end_to_end(fixture_study):
-    claims, out = fixture_study
-    assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
-    for c in claims:
-        assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
-        assert c["fidelity"] == "smoke-check" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000  # 30 <= 1,000
-        assert len(c["effect"]["per_seed"]) == 2 and c["seeds"]["training"] == [0, 1]
-        assert c["figure"]["path"] == f"figures/{study.DECLARATION.name}/{study.DECLARATION.name}.png"
-        assert c["scale"]["tuning_seeds"] == [100, 101] and "budget-limited" not in c["verdict_text"]
-    assert [len(c["parts"]) for c in claims] == [24, 6, 4, 1]
-    records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
-    selection = {k: v for c in claims for k, v in c["reproduced"]["selection"].items()}
-    assert set(selection) == {c.label() for c in study.cells()}
-    tuned = sum(len(s["grid"]) for s in selection.values()) * 2  # each cell's (widened) grid on two tuning seeds
-    phases = [r["name"].split("/", 1)[0] for r in records]
-    assert phases == ["tuning"] * tuned + ["judged"] * (2 * len(study.cells()))
-    acc = records[0]["history"]["global_test/accuracy"]
-    assert len(acc) == 4 and all(a is not None for a in acc)  # the global test set is evaluated every round
-    assert (out / f"{study.DECLARATION.name}.png").stat().st_size > 0
-    saved = json.loads((out / "claims.json").read_text())
-    assert saved["budget"] == "fixture" and len(saved["claims"]) == 4

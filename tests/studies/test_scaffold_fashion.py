@@ -5,7 +5,6 @@ cost, repeatability, and the whole study at the fixture budget."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -13,11 +12,10 @@ import pytest
 
 from fedbench.data import stages
 from fedbench.data.registry import VARIANTS
-from fedbench.studies import SIMULATIONS, real_data, run_claim_study, run_simulations
+from fedbench.studies import real_data, run_simulations
 from fedbench.studies import scaffold_fashion as study
 from fedbench.studies import scaffold_tables as tables
 from tests.data import fixtures
-from tests.studies import assert_valid_entries
 
 FIXTURE_CLIENTS = 10  # the fixture's 120 training images (12 of each class) over 10 clients
 
@@ -32,13 +30,6 @@ def real_root(tmp_path_factory):
     for v in (*study.DECLARATION.variants, "fashion_mnist_scaffold_n100_s100"):
         stages.prepare_dataset(v, root, raw=raw, verify=False, variant_params={"num_clients": FIXTURE_CLIENTS})
     return root / "real"
-
-
-@pytest.fixture(scope="module")
-def fixture_study(real_root, tmp_path_factory):
-    out = tmp_path_factory.mktemp("scaffold_fashion_out")
-    claims = run_claim_study(study.DECLARATION.name, out, workers=1, budget="fixture", real_root=real_root)
-    return claims, out / study.DECLARATION.name
 
 
 def test_variants_registered_with_the_papers_split(real_root):
@@ -200,25 +191,3 @@ def test_same_seed_same_numbers(real_root):
     assert a[0].param_digest == c[0].param_digest
     assert a[0].series(tables.ACCURACY) == c[0].series(tables.ACCURACY)
     assert len(a[0].series(tables.ACCURACY)) == 4 and all(math.isfinite(x) for x in a[0].series(tables.ACCURACY))
-
-
-def test_fixture_study_end_to_end(fixture_study):
-    claims, out = fixture_study
-    assert_valid_entries(claims)
-    assert [c["id"] for c in claims] == [c.id for c in study.DECLARATION.claims]
-    for c in claims:
-        assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), c["observed"]
-        assert c["fidelity"] == "smoke-check" and c["rounds_run"] == 3 and c["rounds_paper"] == 1000  # 30 <= 1,000
-        assert c["seeds"]["training"] == [0, 1] and len(c["effect"]["per_seed"]) == 2
-    assert len(claims[0]["parts"]) == 4 and len(claims[1]["parts"]) == 4
-    records = [json.loads(line) for line in (out / SIMULATIONS).read_text().splitlines()]
-    selection = claims[0]["reproduced"]["selection"] | claims[1]["reproduced"]["selection"]
-    assert set(selection) == {c.label() for c in study.cells()}
-    tuned = sum(len(s["grid"]) for s in selection.values()) * 2  # every step of each cell's grid x 2 tuning seeds
-    assert tuned >= len(study.cells()) * 2 * 2
-    assert len(records) == tuned + len(study.cells()) * 2  # then two judged seeds
-    assert sum(r["params"]["phase"] == "judged" for r in records) == len(study.cells()) * 2
-    acc = records[0]["history"][tables.ACCURACY]  # the global test set, every round and the final model
-    assert len(acc) == 4 and all(a is not None for a in acc)
-    assert (out / f"{study.DECLARATION.name}.png").stat().st_size > 0
-    assert json.loads((out / "claims.json").read_text())["budget"] == "fixture"

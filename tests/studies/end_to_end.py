@@ -1,0 +1,108 @@
+"""Every claim study run end to end, small: the one run of each study that the parametrised test
+(tests/studies/test_study_end_to_end.py) and each study's own tests read (through the session fixture ``study_run``,
+tests/studies/conftest.py), so that a study runs once a session however many tests read it.
+
+How a study is run small is data here, one entry a study: a paper-scale study runs its declared "fixture" budget on
+fixture-sized real variants (tests/studies/real_fixtures.BUILDERS) through ``run_claim_study``, as ``fedbench paper
+run`` does; a small study runs its ``run()`` with a few rounds, seeds and settings (:class:`Small`: the module
+settings replaced for the run only). Every simulation is spied (tests.studies.spy_simulate), so the tests can hold
+the records against the runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from fedbench.study import registry
+from tests.studies import spy_simulate
+from tests.studies.real_fixtures import BUILDERS
+
+
+@dataclass(frozen=True)
+class Small:
+    """A small study's run at test size: module ``attrs`` and ``budgets`` entries replaced while it runs, any other
+    replacement (``patch(monkeypatch, module)``), and ``run()``'s keyword arguments."""
+
+    attrs: dict[str, Any] = field(default_factory=dict)
+    budgets: dict[str, Any] = field(default_factory=dict)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    patch: Callable[[pytest.MonkeyPatch, ModuleType], None] | None = None
+
+
+def _fedproxvr_synthetic(mp: pytest.MonkeyPatch, study: ModuleType) -> None:
+    """A few rounds, seeds 0 and 1, 10 users and FedAvg at 1 local epoch (its declaration replaced)."""
+    d = study.DECLARATION
+    arms = tuple(dataclasses.replace(a, settings={**a.settings, "local_epochs": 1}) if a.name == "FedAvg" else a
+                 for a in d.arms)
+    mp.setattr(study, "DECLARATION", dataclasses.replace(d, budgets={"pipeline": 2, "paper": 4}, seeds=(0, 1),
+                                                         arms=arms))
+    mp.setattr(study, "NUM_USERS", 10)
+    study._dataset.cache_clear()
+
+
+SEEDS = {"seeds": (0, 1)}
+SMALL: dict[str, Small] = {
+    "delta_fl_triangle": Small(attrs={"ROUNDS": 60}),
+    "feddane_synthetic": Small(attrs={"EPOCHS": 1, "DATASETS": ("synthetic_iid", "synthetic_1_1"),
+                                      "NON_IID": ("synthetic_1_1",)}, budgets={"pipeline": 2}, kwargs=SEEDS),
+    "fedlaavg_diurnal": Small(attrs={"ROUNDS": 15}, kwargs=SEEDS),
+    "fedlaavg_example1": Small(attrs={"ETAS": (0.2, 0.1)}),
+    "fedprox_code_sensitivity": Small(attrs={"ROUNDS": 3, "EPOCHS": 2}, kwargs=SEEDS),
+    "fedprox_synthetic": Small(attrs={"EPOCHS": 2}, budgets={"pipeline": 3}, kwargs=SEEDS),
+    "fedproxvr_synthetic": Small(patch=_fedproxvr_synthetic),
+    "mime_synthetic": Small(attrs={"ROUNDS": 4, "LR_GRID": (0.003, 0.03)}, kwargs=SEEDS),
+    "scaffold_quadratics": Small(attrs={"G_VALUES": (1.0, 100.0), "LR_GRID": (0.5, 0.25), "COMMON_LRS": (0.1,),
+                                       "MAX_ROUNDS": 30}),
+}
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A study's end-to-end run: its claims, its output folder and each simulation's (config, algorithm, result)."""
+
+    name: str
+    claims: list[dict[str, Any]]
+    out: Path
+    calls: list[tuple[Any, Any, Any]]
+    real_root: Path | None = None
+
+    @property
+    def module(self) -> ModuleType:
+        return registry.module(self.name)
+
+
+def run_small(name: str, tmp: Path, real_root: Callable[[str], Path]) -> Ran:
+    """Study ``name`` run end to end at test size into ``tmp`` (a fresh folder); ``real_root(name)``: the study's
+    fixture-sized real variants (paper-scale studies)."""
+    module = registry.module(name)
+    if (name in BUILDERS) == (name in SMALL):
+        raise AssertionError(f"study {name}: give it either fixture-sized real data (real_fixtures.BUILDERS) or a "
+                             "small run (end_to_end.SMALL)")
+    with pytest.MonkeyPatch.context() as mp:
+        calls = spy_simulate(mp)
+        if name in BUILDERS:
+            from fedbench.studies import run_claim_study
+
+            root = real_root(name)
+            claims = run_claim_study(name, tmp, workers=1, budget="fixture", real_root=root)
+            return Ran(name, claims, tmp / name, calls, root)
+        small = SMALL[name]
+        for attr, value in small.attrs.items():
+            mp.setattr(module, attr, value)
+        for budget, value in small.budgets.items():
+            mp.setitem(module.BUDGETS, budget, value)
+        if small.patch:
+            small.patch(mp, module)
+        try:
+            claims = module.run(tmp, workers=1, **small.kwargs)
+        finally:
+            if small.patch and hasattr(module, "_dataset"):  # the shrunk data is not kept for other tests
+                module._dataset.cache_clear()
+    return Ran(name, claims, tmp, calls)
