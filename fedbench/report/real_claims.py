@@ -41,7 +41,7 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
 from fedbench.claims.papers import (DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, FEDPROXVR_PAPER, MIME_PAPER,
                                      SCAFFOLD_PAPER)
-from fedbench.claims.entry import judged, new_entry, not_run
+from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
 STUDY = "real data"
 
@@ -518,7 +518,8 @@ HEADLINES = (
 
 
 def headline_entries() -> list[dict[str, Any]]:
-    """The HEADLINES as not-run entries, each saying what is missing (no command where none would judge it)."""
+    """The HEADLINES as not-implemented entries (fedbench.claims.entry.not_implemented: no command would judge
+    them yet, so no coverage figure counts them), each saying what is missing."""
     out = []
     for h in HEADLINES:
         e = new_entry(id=h.id, paper=h.paper, where=h.where, claim_text=h.claim,
@@ -526,8 +527,7 @@ def headline_entries() -> list[dict[str, Any]]:
                       rule=h.rule, scale={}, deviations=[h.note] if h.note else [], figure=None, fidelity=h.fidelity,
                       rounds_run=None,
                       rounds_paper=h.rounds_paper, training_seeds=[], data_seeds=[])
-        out.append(not_run(e, f"not run, and no command would judge it yet: {h.missing}",
-                           f"building what is missing ({h.missing}), then running it") | {"command": None, "cost": None})
+        out.append(not_implemented(e, h.missing) | {"command": None, "cost": None})
     return out
 
 
