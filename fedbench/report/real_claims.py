@@ -420,20 +420,6 @@ HEADLINES = (
         "fedbench/studies/fedproxvr_synthetic.py runs one beta and tau (missing: a beta/tau sweep and "
         "this claim in it)"),
     Headline(
-        "fedproxvr/synthetic/mu-effect", FEDPROXVR_PAPER, "talk slides, 'Effects of proximal penalty mu' (Synthetic: "
-        "100 users, beta = 7, tau = 20) and Corollary 1",
-        "The proximal penalty mu is a control knob for convergence: a larger mu keeps FedProxVR's federated factor "
-        "positive and its training converging on heterogeneous data.",
-        "the experiment slide is a title over a plot our copy lacks; the analysis slide says 'theta and mu are vital "
-        "control knobs for convergence' and 'To ensure Theta > 0: mu should be large'", "training loss rise",
-        "our reading of the analysis slide (the plot is missing): FedProxVR (SVRG) on fedproxvr_synthetic's data, "
-        "100 users, beta = 7, tau = 20, mu in {0, 0.001, 0.01, 0.1, 1}; instability of a run = the sum of the rises "
-        "of its training loss from one round to the next (diverged: infinite); per seed, the Spearman correlation "
-        "of mu and the instability; reproduced if the 95% interval of the per-seed values lies below 0, "
-        "not-reproduced if it lies above 0; 5 seeds, 1,000 rounds",
-        "stand-in", 1000,
-        "fedbench/studies/fedproxvr_synthetic.py runs one mu (missing: a mu sweep and this claim in it)"),
-    Headline(
         "delta-fl/real/thinner-upper-tails", DELTA_FL_PAPER, "section 5, Figure 4",
         "Delta-FL exhibits thinner upper tails of the test-device misclassification error than FedAvg.",
         "'Delta-FL exhibits thinner upper tails on the error, which shows an improved performance on devices which "
