@@ -404,22 +404,6 @@ HEADLINES = (
         "fedbench/studies/mime_emnist.py has no server-only arm and no Adam panel (missing: both arms and "
         "this claim in its CLAIMS); mime/synthetic-1-1/beats-server-only judges the stand-in on synthetic data"),
     Headline(
-        "fedproxvr/synthetic/beta-tau-effect", FEDPROXVR_PAPER,
-        "talk slides, 'Effects of step size parameter beta and local iterations tau' and 'Parameter Optimization'",
-        "A larger step-size parameter beta, and with it more local iterations tau, lets FedProxVR reach a given "
-        "accuracy in fewer global rounds when communication is expensive.",
-        "the experiment slides are titles over plots our copy lacks; the analysis slide says 'Optimal beta (thus "
-        "tau) is large' when communication is expensive and 'Devices will have to run more local iterations'",
-        "rounds to the target loss",
-        "our reading of the analysis slide (the plots are missing): FedProxVR (SVRG) on the power-law synthetic data "
-        "of fedproxvr_synthetic, mu = 0.1, beta in {4, 7, 10} with tau = floor((5 beta^2 - 4 beta) / 8) (Lemma 1's "
-        "upper end); per seed, the Spearman correlation of beta and the rounds to reach the training loss FedAvg "
-        "(Table 1's settings) ends at (never: the rounds run); reproduced if the 95% interval of the per-seed values "
-        "lies below 0, not-reproduced if it lies above 0; 5 seeds, the slides' 1,000 rounds",
-        "stand-in", 1000,
-        "fedbench/studies/fedproxvr_synthetic.py runs one beta and tau (missing: a beta/tau sweep and "
-        "this claim in it)"),
-    Headline(
         "delta-fl/real/thinner-upper-tails", DELTA_FL_PAPER, "section 5, Figure 4",
         "Delta-FL exhibits thinner upper tails of the test-device misclassification error than FedAvg.",
         "'Delta-FL exhibits thinner upper tails on the error, which shows an improved performance on devices which "

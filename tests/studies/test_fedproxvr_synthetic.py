@@ -41,18 +41,24 @@ def _shrunk(monkeypatch, budgets, seeds):
 def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
     _shrunk(monkeypatch, {"pipeline": 2, "paper": 4}, (0, 1))
     calls = spy_simulate(monkeypatch)
-    c, mu = study.run(tmp_path, workers=1)
+    c, mu, beta = study.run(tmp_path, workers=1)
     study._dataset.cache_clear()
     assert_every_run_recorded(tmp_path, calls)
-    assert_valid_entries([c, mu])
-    assert len(calls) == 2 * 7  # Table 1's three arms and the mu sweep's four others (mu = 0.1 is the SVRG arm)
-    assert mu["id"] == "fedproxvr/synthetic/mu-effect" and [p["part"] for p in mu["parts"]] == ["mu vs instability"]
+    assert_valid_entries([c, mu, beta])
+    assert len(calls) == 2 * 10  # Table 1's 3 arms, the mu sweep's 4 others (mu = 0.1 is the SVRG arm), 3 betas
+    assert beta["id"] == "fedproxvr/synthetic/beta-tau-effect" and beta["scale"]["tau"] == [8, 27, 57]
+    reached = beta["reproduced"]
+    assert beta["parts"][0]["per_seed"] == [pytest.approx(study.spearman(list(study.BETA_SWEEP), [
+        reached[m][i] for m in study.BETA_ARMS])) for i in range(2)]
+    assert all(0 <= r <= 2 for m in study.BETA_ARMS for r in reached[m])  # rounds, at most the 2 run
+    assert (tmp_path / "fedproxvr_synthetic_beta-tau-effect.png").stat().st_size > 0
+    assert mu["id"] == "fedproxvr/synthetic/mu-effect" and [p["part"] for p in mu["parts"]] == ["mu vs the sum of the training loss's rises"]
     assert (mu["fidelity"], mu["rounds_run"], mu["rounds_paper"]) == ("stand-in", 2, 4)
     rises = mu["reproduced"]  # each seed's value is the Spearman correlation of mu and the recorded rises
     assert mu["parts"][0]["per_seed"] == [pytest.approx(study.spearman(list(study.MU_SWEEP), [rises[m][i] for m in
                                                                                                study.MU_ARMS]))
                                           for i in range(2)]
-    assert "over the 2 rounds run" in mu["rule"] and (tmp_path / "fedproxvr_synthetic_mu.png").stat().st_size > 0
+    assert "over the 2 rounds run" in mu["rule"] and (tmp_path / "fedproxvr_synthetic_mu-effect.png").stat().st_size > 0
     assert c["id"] == "fedproxvr/synthetic/matches-or-beats-fedavg"
     assert (c["fidelity"], c["rounds_run"], c["rounds_paper"]) == ("stand-in", 2, 4)
     assert [p["part"] for p in c["parts"]] == ["SVRG", "SARAH"]
@@ -64,7 +70,7 @@ def test_short_run_writes_claim_and_figure(tmp_path, monkeypatch):
 
 def test_paper_budget_runs_the_slides_rounds(tmp_path, monkeypatch):
     _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0,))
-    c, _ = study.run(tmp_path, workers=1, budget="paper")
+    c, *_ = study.run(tmp_path, workers=1, budget="paper")
     study._dataset.cache_clear()
     assert (c["fidelity"], c["rounds_run"]) == ("stand-in", 3)  # the slides do not say which synthetic data
 
@@ -72,7 +78,7 @@ def test_paper_budget_runs_the_slides_rounds(tmp_path, monkeypatch):
 def test_seeds_override_runs_other_seeds_and_says_so(tmp_path, monkeypatch):
     _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0, 1, 2, 3, 4))
     calls = spy_simulate(monkeypatch)
-    c, _ = study.run(tmp_path, workers=1, seeds=(7, 9))
+    c, *_ = study.run(tmp_path, workers=1, seeds=(7, 9))
     study._dataset.cache_clear()
     assert c["seeds"]["training"] == [7, 9] and len(c["parts"][0]["per_seed"]) == 2
     assert sorted({json.loads(line)["name"].split("/")[1] for line in (tmp_path / "simulations.jsonl").read_text()
@@ -83,7 +89,10 @@ def test_seeds_override_runs_other_seeds_and_says_so(tmp_path, monkeypatch):
 def test_declaration_is_what_the_pipeline_runs():
     assert study.DECLARATION.budgets == study.BUDGETS == {"pipeline": 40, "paper": 1000}
     assert study.DECLARATION.seeds == (0, 1, 2, 3, 4) and study.METHODS == ("FedAvg", "SVRG", "SARAH")
-    claim, mu = study.DECLARATION.claims
+    claim, mu, beta = study.DECLARATION.claims
+    assert beta.reads == ("SVRG beta=4 tau=8", "SVRG beta=7 tau=27", "SVRG beta=10 tau=57") == study.BETA_ARMS
+    assert [study.DECLARATION.arm(a).settings for a in beta.reads] == [
+        study.VR | {"beta": b, "tau": t} for b, t in ((4.0, 8), (7.0, 27), (10.0, 57))]  # (5b^2 - 4b) // 8
     assert mu.reads == ("SVRG mu=0", "SVRG mu=0.001", "SVRG mu=0.01", "SVRG", "SVRG mu=1") == study.MU_ARMS
     assert all(study.DECLARATION.arm(a).settings == study.VR | {"mu": m} for a, m in zip(mu.reads, study.MU_SWEEP))
     assert claim.reads == study.METHODS and "over the 41 evaluations" in claim.rule_at(evaluations=41)
