@@ -56,8 +56,9 @@ DATA_SEED = 0
 BUDGETS = {"pipeline": 40, "paper": 1000}  # a literal: fedbench.config reads it without importing this module
 # what the study cost where it was measured, at the paper's budget (params.yaml has it opt-in: the default job's 15
 # minutes do not hold it)
-MEASURED = {"seconds": 570, "budget": "paper", "workers": 2, "device": "2 CPU cores beside other jobs (1,014 CPU-s)",
-            "date": "2026-11-26"}
+MEASURED = {"seconds": 570, "budget": "paper", "workers": 2, "date": "2026-11-26",
+            "device": "2 CPU cores beside other jobs (1,014 CPU-s; Table 1's 15 runs only: the mu and beta/tau "
+                      "sweeps added since, 35 runs, are projected at ~2,900 CPU-s more)"}
 MARGIN = 1.0  # accuracy points: "matches"
 COMMAND = "python pipelines/study.py fedproxvr_synthetic --budget paper --root reports/studies-paper"
 
