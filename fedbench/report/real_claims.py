@@ -320,7 +320,8 @@ HEADLINES = (
         "within +-25%, each non-IID set above 0 (95% intervals); reproduced if all four parts are, not-reproduced if "
         "one is; 5 seeds, the paper's 200 rounds, no extrapolation across budgets",
         "paper-scale", 200,
-        "fedbench/studies/feddane_synthetic.py runs mu = 0 only (missing: mu = 1 arms and this claim in it)"),
+        "fedbench/studies/feddane_synthetic.py runs mu = 0 only (missing: mu = 1 arms and this claim in it; "
+        "projected from its 120 runs' 2,615 CPU-s: 40 more runs, ~870 CPU-s at 200 rounds)"),
     Headline(
         "fedprox/real/partial-work-e1", FEDPROX_PAPER, "section 5.2, appendix C.3.2, Figures 9 and 10",
         "With E = 1 on MNIST, FEMNIST, Shakespeare and Sent140, keeping the stragglers' partial work (FedProx, mu = "
@@ -346,7 +347,7 @@ HEADLINES = (
         "inconclusive; 5 seeds, the paper's 200 rounds",
         "paper-scale", 200,
         "fedbench/studies/fedprox_synthetic.py runs Figure 3's two datasets only (missing: these two datasets in "
-        "it)"),
+        "it; projected from its 60 runs' 538 CPU-s, with Figure 12's arms: 70 more runs, ~630 CPU-s at 200 rounds)"),
     Headline(
         "fedprox/synthetic-others/sampling-stability", FEDPROX_PAPER, "appendix C.3.4, Figure 12",
         "On Synthetic-IID, (0,0) and (0.5,0.5) as well, n_k-proportional sampling with simple averages is more "
@@ -358,7 +359,7 @@ HEADLINES = (
         "interval; reproduced if every part is); 5 seeds, the paper's 200 rounds",
         "paper-scale", 200,
         "fedbench/studies/fedprox_synthetic.py runs the sampling arms on Synthetic(1,1) only (missing: the other "
-        "three datasets in it)"),
+        "three datasets in it; with Figure 11's, ~630 CPU-s at 200 rounds, projected)"),
     Headline(
         "scaffold/uci-concrete/faster-than-sgd", SCAFFOLD_PAPER, "talk slides, 'Quick demo' (SGD vs FedAvg; SCAFFOLD)",
         "On linear regression over UCI concrete (10 clients, no sampling, K = 10 local steps), FedAvg needs a smaller "
