@@ -14,9 +14,14 @@ from fedbench.claims.magnitude import SENSITIVITY, sensitivity_of, split  # noqa
 CLAIM_KEYS = ("id", "paper", "where", "claim", "published", "reproduced", "rule", "verdict", "verdict_text", "scale",
               "deviations", "observed", "fidelity", "rounds_run", "rounds_paper", "seeds", "effect", "parts",
               "sensitivity", "would_change", "figure", "direction", "magnitude")
-VERDICTS = ("reproduced", "direction-only", "not-reproduced", "inconclusive", "not-run")
+VERDICTS = ("reproduced", "direction-only", "not-reproduced", "inconclusive", "not-run", "not-implemented")
 # direction-only: a claim that states a number whose direction holds but whose size is not shown
 # (fedbench.claims.magnitude.size_verdict); shown and tallied apart from reproduced
+# not-run: a claim some command judges, not run where this report was made (it carries that command and its cost)
+# not-implemented: a claim no command would judge yet (what is missing, in its note): listed, and counted in no
+# coverage figure (fedbench.claims.tally: not among the claims, the headline or any fidelity class; issue 32, item 4)
+NOT_IMPLEMENTED = "not-implemented"
+UNJUDGED = ("not-run", NOT_IMPLEMENTED)  # the verdicts of an entry that judged nothing: no effect, no rounds run
 # Fidelity classes, each meaning one thing (fedbench.claims.fidelity.label assigns them from what ran; an entry's
 # smoke-check is derived from its rounds by new_entry and checked by claim(), never hand-set; a not-run entry keeps
 # the label of what it planned to run, checked by not_run against the planned rounds before it clears them):
@@ -47,7 +52,7 @@ def claim(**fields: Any) -> dict[str, Any]:
         raise ValueError(f"{cid}: verdict {fields['verdict']!r} is not one of {VERDICTS}")
     if fields["fidelity"] not in FIDELITIES:
         raise ValueError(f"{cid}: fidelity {fields['fidelity']!r} is not one of {FIDELITIES}")
-    if fields["verdict"] != "not-run":  # a not-run entry's label was checked against its plan by not_run
+    if fields["verdict"] not in UNJUDGED:  # a not-run entry's label was checked against its plan by not_run
         _check_smoke(fields)
     seeds = fields["seeds"]
     if not isinstance(seeds, dict) or set(seeds) != {"training", "data"} or not all(
@@ -61,12 +66,14 @@ def claim(**fields: Any) -> dict[str, Any]:
     fig = fields["figure"]
     if fig is not None and (not isinstance(fig, dict) or set(fig) != {"path", "panel"}):
         raise ValueError(f"{cid}: figure must be None or {{'path', 'panel'}}, got {fig!r}")
-    if fields["verdict"] == "not-run" and fields["rounds_run"] is not None:
-        raise ValueError(f"{cid}: a not-run claim ran no rounds: rounds_run must be None, got {fields['rounds_run']!r} "
-                         "(the rounds it would run belong in its scale)")
-    if fields["verdict"] != "not-run" and fields["effect"] is None:
+    if fields["verdict"] in UNJUDGED and fields["rounds_run"] is not None:
+        raise ValueError(f"{cid}: a {fields['verdict']} claim ran no rounds: rounds_run must be None, got "
+                         f"{fields['rounds_run']!r} (the rounds it would run belong in its scale)")
+    if fields["verdict"] == NOT_IMPLEMENTED and fields["effect"] is not None:
+        raise ValueError(f"{cid}: a not-implemented claim judged nothing: effect must be None")
+    if fields["verdict"] not in UNJUDGED and fields["effect"] is None:
         raise ValueError(f"{cid}: a judged claim needs its effect")
-    if fields["verdict"] != "not-run" and not isinstance(fields["direction"], dict):
+    if fields["verdict"] not in UNJUDGED and not isinstance(fields["direction"], dict):
         raise ValueError(f"{cid}: a judged claim needs its direction part ({{'verdict', 'rule'}})")
     if fields["magnitude"] is not None and (not isinstance(fields["magnitude"], dict) or pub["value"] is None):
         raise ValueError(f"{cid}: a magnitude part needs a published value, got {fields['magnitude']!r}")
@@ -140,4 +147,17 @@ def not_run(entry: dict[str, Any], why: str, would_change: str) -> dict[str, Any
     _check_smoke(entry)
     entry = dict(entry)
     entry.update(observed=why, would_change=would_change, rounds_run=None)
+    return claim(**entry)
+
+
+def not_implemented(entry: dict[str, Any], missing: str) -> dict[str, Any]:
+    """``entry`` (a new entry: nothing run) as a claim no command would judge yet: verdict not-implemented, its note
+    saying what is ``missing``; it ran no rounds, and no tally counts it toward any coverage figure
+    (fedbench.claims.tally)."""
+    if entry["verdict"] != "not-run" or entry["effect"] is not None:
+        raise ValueError(f"{entry['id']}: only an entry that judged nothing can be not-implemented, got verdict "
+                         f"{entry['verdict']!r}")
+    entry = dict(entry)
+    entry.update(verdict=NOT_IMPLEMENTED, observed=f"not implemented: {missing}", rounds_run=None,
+                 would_change=f"building what is missing ({missing}), then running it")
     return claim(**entry)

@@ -47,6 +47,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fedbench.claims.entry import UNJUDGED
 from fedbench.claims.magnitude import magnitude_of
 
 REGISTRY = Path(__file__).with_name("registry.json")
@@ -141,7 +142,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
     if reg is None:
         return {"status": "unregistered", "hash": now, "registered": None, "changed_fields": [],
                 "registered_verdict": None, "history": []}
-    fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") != "not-run")
+    fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") not in UNJUDGED)
     frozen, confirmed, fixed = reg.get("frozen"), reg.get("confirmatory"), reg.get("deterministic")
     holds = frozen is not None and frozen["hash"] == frozen_hash(entry)
     return {"status": "changed" if fields else "registered", "hash": now,
@@ -187,7 +188,7 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
         if st["status"] == "changed" and not why:
             refused.append(f"{e['id']} ({', '.join(st['changed_fields'])})")
             continue
-        judged = e["verdict"] != "not-run"
+        judged = e["verdict"] not in UNJUDGED
         if st["status"] == "unregistered":
             out[e["id"]] = {"hash": content_hash(spec), "commit": commit, "date": date, "before_result": not judged,
                             "spec": spec, "verdict": _verdict(e, seen, date) if judged else None, "history": []}
@@ -285,7 +286,7 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
     hash and one block of ``count`` fresh confirm seeds shared by all claims frozen together (recorded before
     anything runs). A claim must be registered with its current rule first (ValueError naming those that are
     not); a claim already frozen with the same hash keeps its block."""
-    chosen = [e for e in entries if (ids is None or e["id"] in ids) and e.get("verdict") not in (None, "not-run")
+    chosen = [e for e in entries if (ids is None or e["id"] in ids) and e.get("verdict") not in (None, *UNJUDGED)
               and not e["id"].endswith("/*")]
     if ids is not None and (unknown := sorted(set(ids) - {e["id"] for e in chosen})):
         raise ValueError(f"claim ids not judged in the claims read: {', '.join(unknown)}")

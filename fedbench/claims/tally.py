@@ -19,9 +19,11 @@ how many entries were counted by a confirmatory verdict whenever any was.
 
 Every other entry is counted apart: the claims of every other fidelity class (reconstructed, stand-in, smoke-check,
 analytic: fedbench.claims.entry.FIDELITIES less PAPER_DATA) in their own fidelity columns, the sensitivity readings
-on their own line. Verdicts are counted over fedbench.claims.entry.VERDICTS as it stands when a tally is
-made, so a verdict added there is tallied, and shown by every reader, with no change here. Torch-free; imports
-nothing from fedbench.studies or fedbench.report.
+on their own line. An entry with verdict not-implemented (fedbench.claims.entry.NOT_IMPLEMENTED: no command would
+judge it yet) is counted in no coverage figure: not a claim, not toward the headline, in no fidelity class; it is
+only listed, by id, and its number said once (issue 32, item 4). Every other verdict is counted over
+fedbench.claims.entry.VERDICTS as it stands when a tally is made, so a verdict added there is tallied, and shown by
+every reader, with no change here. Torch-free; imports nothing from fedbench.studies or fedbench.report.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ DEFINITION = ("A headline counts the claims judged on the papers' own data (fide
               + ", ".join(_APART[:-1]) + f" and {_APART[-1]} claims are counted apart, and sensitivity readings (a "
               "claim judged by its own rule with one setting changed) are shown beside their claim and not counted; "
               "each entry is counted by its confirmatory verdict (judged again by its frozen rule on fresh seeds) "
-              "where it has one, else by its exploratory verdict")
+              "where it has one, else by its exploratory verdict; an entry that no command would judge yet is listed "
+              "as not implemented and counted in no coverage figure")
 
 
 def counted_verdict(e: dict[str, Any]) -> str:
@@ -60,18 +63,21 @@ def is_reading(e: dict[str, Any]) -> bool:
 
 def toward_headline(e: dict[str, Any]) -> bool:
     """Whether entry ``e`` counts toward a headline (:data:`DEFINITION`)."""
-    return not is_reading(e) and e["fidelity"] in schema.PAPER_DATA
+    return not is_reading(e) and e["fidelity"] in schema.PAPER_DATA and e["verdict"] != schema.NOT_IMPLEMENTED
 
 
 @dataclass(frozen=True)
 class Tally:
     """Verdict counts of a list of entries. ``verdicts``: the verdict vocabulary counted (VERDICTS when the tally
-    was made); ``by_fidelity``: the claims (sensitivity readings left out) of each fidelity class, by verdict;
-    ``readings``: the sensitivity readings by verdict. Every count is there, zero included."""
+    was made, less not-implemented); ``by_fidelity``: the claims (sensitivity readings and not-implemented entries
+    left out) of each fidelity class, by verdict; ``readings``: the sensitivity readings by verdict;
+    ``not_implemented``: the ids of the entries no command would judge yet, counted in no figure but their own.
+    Every count is there, zero included."""
 
     verdicts: tuple[str, ...]
     by_fidelity: dict[str, dict[str, int]]
     readings: dict[str, int]
+    not_implemented: tuple[str, ...] = ()
     confirmed: int = 0  # entries counted by a confirmatory verdict
     confirmed_headline: int = 0  # of them, claims counted toward the headline
 
@@ -92,13 +98,14 @@ class Tally:
 
     @property
     def entries(self) -> int:
-        """How many entries in all: the claims and the sensitivity readings."""
-        return self.claims + sum(self.readings.values())
+        """How many entries in all: the claims, the sensitivity readings and the not-implemented entries."""
+        return self.claims + sum(self.readings.values()) + len(self.not_implemented)
 
     def metrics(self) -> dict[str, Any]:
         """The counts as the report stage's metrics.json holds them (DVC metrics: numbers only, nested)."""
         return {"entries": self.entries, "claims": self.claims, "headline": self.headline,
-                "by_fidelity": self.by_fidelity, "sensitivity_readings": self.readings}
+                "by_fidelity": self.by_fidelity, "sensitivity_readings": self.readings,
+                "not_implemented": len(self.not_implemented)}
 
     def headline_text(self) -> str:
         """'14 reproduced, 4 not-reproduced, ... (64 claims on the papers' own data)': every verdict, zeros too."""
@@ -114,8 +121,11 @@ class Tally:
 
     def summary(self) -> str:
         """The one sentence that quotes the counts (claims.md's and show's headline, the README's quote)."""
-        n = sum(self.readings.values())
-        return (f"{self.entries} entries: {self.claims} claims" + (f" and {n} sensitivity readings" if n else "")
+        n, m = sum(self.readings.values()), len(self.not_implemented)
+        kinds = [f"{self.claims} claims"] + ([f"{n} sensitivity readings"] if n else []) + (
+            [f"{m} not implemented (no command would judge them; counted in no figure here)"] if m else [])
+        listed = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+        return (f"{self.entries} entries: {listed}"
                 + f". Toward the headline: {self.headline_text()}. Counted apart: {self.apart_text()}."
                 + (f" Counted by a confirmatory verdict (judged again by its frozen rule on fresh seeds): "
                    f"{self.confirmed} of the {self.entries} entries, {self.confirmed_headline} of them toward the "
@@ -131,15 +141,22 @@ def words(counts: dict[str, int], verdicts: tuple[str, ...], zeros: bool = True)
 def tally(entries: list[dict[str, Any]]) -> Tally:
     """The :class:`Tally` of ``entries`` (claim entries, or dicts with at least their id, verdict and fidelity). A
     verdict or fidelity outside the entry model's vocabulary is a ValueError naming the entry and what is allowed."""
-    verdicts, fidelities = tuple(schema.VERDICTS), tuple(schema.FIDELITIES)
+    known, fidelities = tuple(schema.VERDICTS), tuple(schema.FIDELITIES)
+    verdicts = tuple(v for v in known if v != schema.NOT_IMPLEMENTED)
     by_fidelity = {f: dict.fromkeys(verdicts, 0) for f in fidelities}
     readings = dict.fromkeys(verdicts, 0)
+    missing = []
     for e in entries:
-        verdict = counted_verdict(e)
-        if verdict not in verdicts:
-            raise ValueError(f"{e['id']}: verdict {verdict!r} is not one of {', '.join(verdicts)}")
+        if e["verdict"] not in known:
+            raise ValueError(f"{e['id']}: verdict {e['verdict']!r} is not one of {', '.join(known)}")
         if e["fidelity"] not in fidelities:
             raise ValueError(f"{e['id']}: fidelity {e['fidelity']!r} is not one of {', '.join(fidelities)}")
+        if e["verdict"] == schema.NOT_IMPLEMENTED:
+            missing.append(e["id"])
+            continue
+        verdict = counted_verdict(e)
+        if verdict not in verdicts:
+            raise ValueError(f"{e['id']}: confirmatory verdict {verdict!r} is not one of {', '.join(verdicts)}")
         (readings if is_reading(e) else by_fidelity[e["fidelity"]])[verdict] += 1
-    confirmed = [e for e in entries if is_confirmed(e)]
-    return Tally(verdicts, by_fidelity, readings, len(confirmed), sum(map(toward_headline, confirmed)))
+    confirmed = [e for e in entries if e["verdict"] != schema.NOT_IMPLEMENTED and is_confirmed(e)]
+    return Tally(verdicts, by_fidelity, readings, tuple(missing), len(confirmed), sum(map(toward_headline, confirmed)))

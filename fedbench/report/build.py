@@ -23,8 +23,9 @@ from typing import Any
 import pandas as pd
 
 from fedbench.claims import registry as rules_registry
+from fedbench.claims.entry import UNJUDGED
 from fedbench.claims.fidelity import relabelled
-from fedbench.claims.entry import FIDELITIES, PAPER_DATA, VERDICTS, plain, sensitivity_of
+from fedbench.claims.entry import FIDELITIES, NOT_IMPLEMENTED, PAPER_DATA, UNJUDGED, VERDICTS, plain, sensitivity_of
 from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.tally import DEFINITION, Tally, words
 from fedbench.claims.tally import tally as count_verdicts
@@ -40,7 +41,8 @@ from fedbench.report.runs import load_runs
 from fedbench.studies import STUDIES_ROOT, not_run_entries
 from fedbench.studies import command as study_command
 
-MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–"}  # a verdict not here: its name
+MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–",
+        NOT_IMPLEMENTED: "∅"}  # a verdict not here: its name
 
 
 def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
@@ -93,7 +95,7 @@ def report_metrics(claims: list[dict[str, Any]]) -> dict[str, Any]:
     with dots; the intervals are in claims.json). Every count is there, zero included, so that variations always
     have the same columns."""
     effects = {c["id"].replace(".", "_"): _finite((c.get("effect") or {}).get("estimate")) for c in claims
-               if c["verdict"] != "not-run"}
+               if c["verdict"] not in UNJUDGED}
     return {**count_verdicts(claims).metrics(), "effects": {k: v for k, v in effects.items() if v is not None}}
 
 
@@ -166,7 +168,7 @@ def published_cell(pub: dict[str, Any] | None) -> str:
 
 def rounds_cell(c: dict[str, Any]) -> str:
     """'rounds run / the paper's'; a not-run entry ran none: '— / the paper's'."""
-    run, paper = None if c.get("verdict") == "not-run" else c.get("rounds_run"), c.get("rounds_paper")
+    run, paper = None if c.get("verdict") in UNJUDGED else c.get("rounds_run"), c.get("rounds_paper")
     return f"{'—' if run is None else f'{run:,}'} / {'not stated' if paper is None else f'{paper:,}'}"
 
 
@@ -200,7 +202,7 @@ def magnitude_cell(c: dict[str, Any]) -> str:
     claim registers no magnitude part (its reason in the details)."""
     m = c.get("magnitude")
     if m is None:
-        return "—" if c.get("verdict") == "not-run" else "qualitative"
+        return "—" if c.get("verdict") in UNJUDGED else "qualitative"
     if m.get("verdict") is None:
         return "none (see details)"
     on = f" ({m['part']})" if m.get("part") else ""
@@ -221,7 +223,7 @@ def verdict_cell(c: dict[str, Any]) -> str:
     return text + (f" [{reg}]" if reg and reg != "registered" else "")
 
 
-NO_RESULT = ("not recorded", "not-run")  # an earlier rule's verdict that judged nothing
+NO_RESULT = ("not recorded", *UNJUDGED)  # an earlier rule's verdict that judged nothing
 
 
 def confirmation_cell(c: dict[str, Any]) -> str:
@@ -232,7 +234,7 @@ def confirmation_cell(c: dict[str, Any]) -> str:
     confirmed, state = reg.get("confirmatory"), reg.get("confirmation") or ""
     if confirmed:
         return f"**{confirmed['verdict']}** (seeds {rules_registry.seeds_text(confirmed['seeds'])})"
-    if c.get("verdict") == "not-run" or not state or state.startswith("none"):
+    if c.get("verdict") in UNJUDGED or not state or state.startswith("none"):
         return "—"
     return state.split(" (the rule")[0] if state.startswith("void") else state
 
@@ -349,11 +351,16 @@ def _shared_deviations(group: list[dict[str, Any]]) -> list[str]:
 def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
     """How many of ``paper``'s headline claims an entry judged on the paper's own data covers (PAPER_DATA), by
     the best fidelity among its entries; a headline judged only at a fidelity counted apart (reconstructed, stand-in,
-    smoke-check, analytic) is named apart with its fidelity and not counted."""
+    smoke-check, analytic) is named apart with its fidelity and not counted; one whose entries are all
+    not-implemented (no command would judge it) is named as such, never counted."""
     checked, fid = [], {f: 0 for f in PAPER_DATA}
-    elsewhere, missing = [], []
+    elsewhere, missing, unbuilt = [], [], []
     for i, (_, what) in enumerate(paper.headline):
-        ran = [claims_by_id[cid] for cid in paper.ids(i) if cid in claims_by_id and claims_by_id[cid]["verdict"] != "not-run"]
+        mine = [claims_by_id[cid] for cid in paper.ids(i) if cid in claims_by_id]
+        ran = [c for c in mine if c["verdict"] not in UNJUDGED]
+        if mine and all(c["verdict"] == NOT_IMPLEMENTED for c in mine):
+            unbuilt.append(what)
+            continue
         own = [c["fidelity"] for c in ran if c.get("fidelity") in PAPER_DATA]
         if own:
             checked.append(what)
@@ -366,7 +373,8 @@ def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
     return (f"Coverage: {len(checked)} of {len(paper.headline)} headline claims checked on the paper's data"
             + (f" ({counts})" if counts else "")
             + (f"; judged only at a fidelity counted apart, not counted: {'; '.join(elsewhere)}" if elsewhere else "")
-            + (f"; not checked: {'; '.join(missing)}" if missing else "") + ".")
+            + (f"; not checked: {'; '.join(missing)}" if missing else "")
+            + (f"; not implemented (no command would judge it): {'; '.join(unbuilt)}" if unbuilt else "") + ".")
 
 
 def beside_their_claims(claims: list[dict]) -> list[dict]:
@@ -440,7 +448,7 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
         "by fedbench), stand-in (other data or model), smoke-check (at most a tenth of the paper's rounds, whatever "
         "the data), analytic (a closed-form check, no seed randomness); only the first three count toward a "
         "headline. Sensitivity marks: "
-        + ", ".join(f"{m} {v}" for v, m in MARK.items() if v != "not-run") + ".",
+        + ", ".join(f"{m} {v}" for v, m in MARK.items() if v not in UNJUDGED) + ".",
         "",
     ]
     known = {p.citation for p in PAPERS}

@@ -94,7 +94,7 @@ def why_not_run(c: dict[str, Any]) -> str:
     command = c.get("command")
     kept = [part for part in _clauses(note) if not (command and command in part)] or [note]
     why = "; ".join(kept)
-    for lead in ("not run: ", "not run, and "):
+    for lead in ("not run: ", "not run, and ", "not implemented: "):
         if why.startswith(lead):
             return why[len(lead):]
     return why
@@ -107,7 +107,7 @@ def claim_lines(c: dict[str, Any], width: int, verdict_w: int, fidelity_w: int) 
     lines = [head + c["id"]] if len(head) + len(c["id"]) <= width else [head.rstrip(), INDENT + c["id"]]
     reading = sensitivity_of(c["id"])
     note = f"sensitivity reading of {reading}, not counted; " if reading else ""
-    if c["verdict"] != "not-run":
+    if c["verdict"] not in schema.UNJUDGED:
         effect = c.get("effect") or {}
         part = f" ({effect['part']})" if effect.get("part") and len(c.get("parts") or []) > 1 else ""
         lines += _wrap(f"{note}effect: {effect_text(effect)}{part}", width, INDENT, INDENT + "  ")
@@ -117,7 +117,8 @@ def claim_lines(c: dict[str, Any], width: int, verdict_w: int, fidelity_w: int) 
             lines += _wrap(f"confirmatory on fresh seeds {seeds[0]}-{seeds[-1]}: {confirmed['verdict']} (exploratory, the "
                            f"effect above: {c['verdict']})", width, INDENT, INDENT + "  ")
         return lines
-    lines += _wrap(f"{note}why: {why_not_run(c)}", width, INDENT, INDENT + "  ")
+    lines += _wrap(f"{note}{'missing' if c['verdict'] == schema.NOT_IMPLEMENTED else 'why'}: {why_not_run(c)}",
+                   width, INDENT, INDENT + "  ")
     if c.get("command"):
         lines.append(f"{INDENT}run: {c['command']}")  # never wrapped: it is copied into a shell
     return lines
@@ -156,7 +157,10 @@ def show_claims(path: Path, paper: str | None = None, verdict: str | None = None
     rows = [(f, t.by_fidelity[f]) for f in (*schema.PAPER_DATA, *t.apart) if sum(t.by_fidelity[f].values())]
     for name, counts in rows + ([("sensitivity readings", t.readings)] if sum(t.readings.values()) else []):
         lines += _wrap(f"  {name + ':':<{label_w}}{words(counts, t.verdicts, zeros=False)}", width, "", " " * (2 + label_w))
-    verdict_w = max(len(v) for v in t.verdicts) + 2
+    if t.not_implemented:  # counted in no figure above: their number, once (fedbench.claims.tally)
+        lines += _wrap(f"  {'not implemented:':<{label_w}}{len(t.not_implemented)} (no command would judge them)", width,
+                       "", " " * (2 + label_w))
+    verdict_w = max(len(v) for v in schema.VERDICTS) + 2
     fidelity_w = max(len(f) for f in schema.FIDELITIES) + 2
     lines.append("")
     for c in chosen:

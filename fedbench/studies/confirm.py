@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fedbench.claims.entry import UNJUDGED
 from fedbench.claims import registry as rules
 from fedbench.config import load_config
 from fedbench.errors import FedbenchError
@@ -50,7 +51,7 @@ CONFIRM_ROOT = Path("runs/confirm")  # the confirmatory runs' records: runs/conf
 
 def judged(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The entries that carry a verdict to confirm: judged (not not-run), not a study's placeholder (``/*``)."""
-    return [e for e in entries if e.get("verdict") not in (None, "not-run") and not e["id"].endswith("/*")]
+    return [e for e in entries if e.get("verdict") not in (None, *UNJUDGED) and not e["id"].endswith("/*")]
 
 
 def choose(entries: list[dict[str, Any]], chosen_studies: list[str], ids: list[str],
@@ -137,7 +138,7 @@ def judge(study: str, members: list[dict[str, Any]], rerun: list[dict[str, Any]]
     lines, refused = [], []
     for e in members:
         new = by_id.get(e["id"])
-        if new is None or new.get("verdict") in (None, "not-run"):
+        if new is None or new.get("verdict") in (None, *UNJUDGED):
             refused.append(f"{e['id']}: the confirmatory run of {study} did not judge it")
             continue
         try:

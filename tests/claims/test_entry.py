@@ -3,7 +3,7 @@
 
 import pytest
 
-from fedbench.claims.entry import claim, new_entry, not_run
+from fedbench.claims.entry import claim, new_entry, not_implemented, not_run
 
 
 def _planned(rounds_run):
@@ -37,3 +37,16 @@ def test_a_claim_planned_as_a_smoke_check_and_left_not_run_stays_one():
     assert not_run(_planned(11), "why", "what")["fidelity"] == "paper-scale"  # 110 > 100: not a smoke check
     with pytest.raises(ValueError, match=r"^fedprox/mnist/gain: fidelity 'smoke-check' with None of the paper's 100 "):
         claim(**(planned | {"verdict": "reproduced", "rounds_run": None, "effect": {}, "direction": {}}))
+
+
+def test_a_not_implemented_entry_ran_nothing_and_says_what_is_missing():
+    """Issue 32, item 4: an entry no command would judge is not-implemented (counted in no coverage figure:
+    tests/claims/test_tally.py), with no rounds run and no effect; a judged entry cannot be made one."""
+    e = not_implemented(_planned(100), "a study of the mu = 1 arms")
+    assert (e["verdict"], e["rounds_run"], e["effect"]) == ("not-implemented", None, None)
+    assert e["observed"] == "not implemented: a study of the mu = 1 arms" and e["scale"] == {"rounds": 100}
+    with pytest.raises(ValueError, match=r"^fedprox/mnist/gain: only an entry that judged nothing can be "
+                                         r"not-implemented, got verdict 'reproduced'"):
+        not_implemented(_planned(None) | {"verdict": "reproduced"}, "x")
+    with pytest.raises(ValueError, match=r"^fedprox/mnist/gain: a not-implemented claim judged nothing: effect "):
+        claim(**(e | {"effect": {"estimate": 1.0}}))

@@ -28,12 +28,13 @@ FIXTURE = [
     e("c/standin/2", "not-run", "stand-in"),
     e("d/closed-form/1", "reproduced", "analytic"),
 ]
+COUNTED = tuple(v for v in schema.VERDICTS if v != schema.NOT_IMPLEMENTED)  # the verdicts a tally counts
 
 
 def test_tally_of_a_fixture_has_exact_counts():
     t = tally(FIXTURE)
-    assert t.verdicts == schema.VERDICTS
-    zero = dict.fromkeys(schema.VERDICTS, 0)
+    assert t.verdicts == COUNTED and t.not_implemented == ()
+    zero = dict.fromkeys(COUNTED, 0)
     assert t.by_fidelity == {"paper-scale": zero | {"reproduced": 2, "not-reproduced": 1, "not-run": 1},
                              "reduced-budget": zero | {"inconclusive": 1},
                              "reduced-data": zero | {"reproduced": 1},
@@ -64,10 +65,11 @@ def test_a_new_verdict_is_tallied_apart_with_no_change_to_the_tally(monkeypatch)
     assert "direction-only" in schema.VERDICTS
     verdicts = (*schema.VERDICTS, "made-up")
     monkeypatch.setattr(schema, "VERDICTS", verdicts)
+    counted = (*COUNTED, "made-up")
     t = tally([*FIXTURE, e("a/paper/5", "direction-only", "paper-scale"), e("c/standin/3", "direction-only",
                                                                           "stand-in"), e("c/standin/4", "made-up",
                                                                                          "stand-in")])
-    assert t.verdicts == verdicts
+    assert t.verdicts == counted
     assert t.headline["direction-only"] == 1 and t.headline["reproduced"] == 3 and t.headline["made-up"] == 0
     assert t.by_fidelity["stand-in"]["direction-only"] == 1 and t.by_fidelity["stand-in"]["reproduced"] == 1
     assert t.headline_text() == ("3 reproduced, 1 direction-only, 1 not-reproduced, 1 inconclusive, 1 not-run, "
@@ -111,3 +113,26 @@ def test_a_confirmatory_verdict_is_counted_in_place_of_the_exploratory_one():
                            f"Counted apart: {t.apart_text()}. Counted by a confirmatory verdict (judged again by its frozen rule on fresh seeds): 2 of the 11 entries, 1 "
         "of them toward the headline; every other entry by its exploratory verdict.")
     assert "confirmatory" not in before.summary() and "confirmatory verdict" in DEFINITION
+
+
+NOT_BUILT = [e("a/paper/9", "not-implemented", "paper-scale"), e("c/standin/9", "not-implemented", "stand-in"),
+             e("a/paper/1/sensitivity-x", "not-implemented", "paper-scale")]
+
+
+def test_a_not_implemented_entry_is_counted_in_no_coverage_figure():
+    """An entry no command would judge (issue 32, item 4) is listed by id and counted in no figure: the fixture's
+    counts are exactly those without it, whatever its fidelity, a reading's id included."""
+    without, t = tally(FIXTURE), tally([*FIXTURE, *NOT_BUILT])
+    assert (t.by_fidelity, t.readings, t.headline, t.claims) == (without.by_fidelity, without.readings,
+                                                                   without.headline, without.claims)
+    assert t.not_implemented == ("a/paper/9", "c/standin/9", "a/paper/1/sensitivity-x")
+    assert "not-implemented" not in t.verdicts and "not-implemented" not in t.headline_text()
+    assert t.entries == 14 and t.metrics()["not_implemented"] == 3 and t.metrics()["claims"] == 9
+    assert not any(toward_headline(x) for x in NOT_BUILT)
+    assert t.summary() == (
+        "14 entries: 9 claims, 2 sensitivity readings and 3 not implemented (no command would judge them; counted "
+        "in no figure here). Toward the headline: 3 reproduced, 0 direction-only, 1 not-reproduced, 1 inconclusive, "
+        "1 not-run (6 claims on the papers' own data). Counted apart: stand-in: 1 reproduced, 1 not-run; analytic: "
+        "1 reproduced; sensitivity readings: 1 reproduced, 1 inconclusive.")
+    assert DEFINITION.endswith("an entry that no command would judge yet is listed as not implemented and counted "
+                               "in no coverage figure")

@@ -102,13 +102,14 @@ def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):
                 "delta-fl/real/mean-error-on-par", "fedproxvr/mnist/non-convex-accuracy", "mime/emnist62/ordering"):
         assert cid in ids
     headlines = {h.id for h in real_claims.HEADLINES}
-    assert len(headlines) == 15 and headlines <= set(ids)
+    assert len(headlines) == 13 and headlines <= set(ids)
     for e in entries:  # nothing ran here: every entry is not-run with its command, cost and published value
-        assert e["verdict"] == "not-run" and e["published"]["statement"]
-        if e["id"] in headlines:  # no study would judge it yet: no command, what is missing instead
-            assert e["command"] is None and e["cost"] is None and "no command would judge it yet" in e["observed"]
-            assert "missing" in e["observed"] and e["rule"]
+        assert e["published"]["statement"] and e["rounds_run"] is None
+        if e["id"] in headlines:  # no study would judge it yet: not-implemented, no command, what is missing instead
+            assert e["verdict"] == "not-implemented" and e["command"] is None and e["cost"] is None
+            assert e["observed"].startswith("not implemented: ") and "missing" in e["observed"] and e["rule"]
             continue
+        assert e["verdict"] == "not-run"
         assert e["command"] and e["cost"]["hours"] > 0 and "CPU" in e["cost"]["device"]
         assert e["command"] in e["observed"]
     five = entries[ids.index("fedprox/five-datasets/mean-accuracy-gain")]
@@ -160,7 +161,7 @@ def test_not_run_entries_carry_no_rounds_run(tmp_path):
     """Issue 32 item 3: the FedProx real-data entries not run here said 100 / 100 rounds; the rounds they would run
     are in their scale."""
     entries = real_claims.evaluate(load_config(PARAMS), tmp_path / "runs", tmp_path / "generated")
-    assert entries and all(e["verdict"] == "not-run" and e["rounds_run"] is None for e in entries)
+    assert entries and all(e["verdict"] in ("not-run", "not-implemented") and e["rounds_run"] is None for e in entries)
     assert {e["scale"].get("rounds") for e in entries if e["id"].startswith("fedprox/mnist/")} == {100}
 
 

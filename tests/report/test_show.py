@@ -16,14 +16,14 @@ from fedbench.report.show import INDENT, _clauses, effect_text, show_claims, why
 ROOT = Path(__file__).resolve().parents[2]
 INF = float("inf")
 COMMITTED = ROOT / "reports" / "claims.json"
-LONG_REASON = ("not run, and no command would judge it yet: " + "the study runs one arm only, " * 20
+LONG_REASON = ("not implemented: " + "the study runs one arm only, " * 20
                + "(missing: the other arms; and this claim declared in it)")
 FIXTURE = [
     {"id": "fedprox/judged", "paper": "FedProx: Li et al.", "where": "Fig. 1", "verdict": "reproduced",
      "fidelity": "paper-scale", "observed": "o", "rule": "r", "deviations": [], "parts": [{}],
      "effect": {"estimate": 9.3748, "ci95": [0.929445, 17.8202], "unit": "accuracy points", "test": "paired t",
                 "per_seed": [18.3, 0.4]}},
-    {"id": "fedprox/placeholder", "paper": "FedProx: Li et al.", "where": "Fig. 9", "verdict": "not-run",
+    {"id": "fedprox/placeholder", "paper": "FedProx: Li et al.", "where": "Fig. 9", "verdict": "not-implemented",
      "fidelity": "paper-scale", "observed": LONG_REASON, "rule": "r", "deviations": []},
     {"id": "scaffold/" + "very-long-claim-id-" * 6, "paper": "SCAFFOLD: Karimireddy et al.", "where": "Table 3",
      "verdict": "not-run", "fidelity": "stand-in", "rule": "r", "deviations": [],
@@ -81,11 +81,13 @@ def test_show_fits_the_width_and_never_cuts_a_reason_or_a_command(tmp_path, widt
     assert set(rows) == {c["id"] for c in claims}
     for c in claims:
         details = rows[c["id"]]
-        if c["verdict"] == "not-run":
+        if c["verdict"] in ("not-run", "not-implemented"):
             why = " ".join(x.strip() for x in details if not x.startswith(f"{INDENT}run: "))
-            assert why == f"why: {why_not_run(c)}"  # whole: wrapped, never shortened
+            label = "missing" if c["verdict"] == "not-implemented" else "why"  # no command: what is missing
+            assert why == f"{label}: {why_not_run(c)}"  # whole: wrapped, never shortened
             kept = [p for p in _clauses(c["observed"]) if not (c.get("command") and c["command"] in p)]
-            assert all(p.removeprefix("not run: ").removeprefix("not run, and ") in why for p in kept)
+            assert all(p.removeprefix("not run: ").removeprefix("not run, and ").removeprefix("not implemented: ")
+                       in why for p in kept)
             if c.get("command"):
                 assert details[-1] == f"{INDENT}run: {c['command']}"  # the full command, alone on its line
                 assert f"  {c['command']}" in lines  # and in the closing list
@@ -169,9 +171,24 @@ def test_a_new_verdict_reaches_every_reader_with_no_change_to_them(tmp_path):
     size = FIXTURE[0] | {"id": "fedprox/size", "verdict": "direction-only"}
     lines = _show(tmp_path, [*FIXTURE, size], 80, verdict="direction-only")
     assert "Toward the headline: 0 reproduced" in " ".join(lines) and "  paper-scale:           1 direction-only" in lines
-    assert report_metrics([*FIXTURE, size])["headline"] == dict.fromkeys(verdicts, 0) | {
-        "reproduced": 1, "not-run": 2, "direction-only": 1}
+    counted = [v for v in verdicts if v != "not-implemented"]  # fedprox/placeholder: counted in no figure
+    assert report_metrics([*FIXTURE, size])["headline"] == dict.fromkeys(counted, 0) | {
+        "reproduced": 1, "not-run": 1, "direction-only": 1}
     md = claims_markdown([*FIXTURE, size], pd.DataFrame())
     # paper-scale, reduced-budget, reduced-data, the paper's data in all, then reconstructed, stand-in, smoke-check,
     # analytic (every class counted apart has its column, zeros too)
     assert "| direction-only | 1 | 0 | 0 | 1 | 0 | 0 | 0 | 0 |" in md.splitlines()
+
+
+def test_a_not_implemented_entry_is_listed_and_counted_by_no_reader(tmp_path):
+    """fedprox/placeholder (no command would judge it; issue 32, item 4): show lists it with what is missing and
+    says its number once; show's class lines, claims.md's table and metrics.json count only the other three."""
+    lines = _show(tmp_path, FIXTURE, 200)
+    shown = " ".join(lines[:lines.index("")])
+    assert shown.count("not implemented") == 3  # the summary's count, the definition and its own line; no class's
+    assert "4 entries: 3 claims and 1 not implemented (no command would judge them; counted in no figure here)" in shown
+    assert "  paper-scale:           1 reproduced, 1 not-run" in lines and "  not implemented:       1 (no command would judge them)" in lines
+    m = report_metrics(FIXTURE)
+    assert (m["entries"], m["claims"], m["not_implemented"]) == (4, 3, 1) and "not-implemented" not in m["headline"]
+    md = claims_markdown(FIXTURE, pd.DataFrame()).splitlines()
+    assert not any(row.startswith("| not-implemented |") for row in md)

@@ -39,7 +39,7 @@ def _shrunk(monkeypatch, budgets, seeds):
 
 def test_paper_budget_runs_the_slides_rounds(tmp_path, monkeypatch):
     _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0,))
-    (c,) = study.run(tmp_path, workers=1, budget="paper")
+    c, *_ = study.run(tmp_path, workers=1, budget="paper")
     study._dataset.cache_clear()
     assert (c["fidelity"], c["rounds_run"]) == ("stand-in", 3)  # the slides do not say which synthetic data
 
@@ -47,7 +47,7 @@ def test_paper_budget_runs_the_slides_rounds(tmp_path, monkeypatch):
 def test_seeds_override_runs_other_seeds_and_says_so(tmp_path, monkeypatch):
     _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0, 1, 2, 3, 4))
     calls = spy_simulate(monkeypatch)
-    (c,) = study.run(tmp_path, workers=1, seeds=(7, 9))
+    c, *_ = study.run(tmp_path, workers=1, seeds=(7, 9))
     study._dataset.cache_clear()
     assert c["seeds"]["training"] == [7, 9] and len(c["parts"][0]["per_seed"]) == 2
     assert sorted({json.loads(line)["name"].split("/")[1] for line in (tmp_path / "simulations.jsonl").read_text()
@@ -58,5 +58,19 @@ def test_seeds_override_runs_other_seeds_and_says_so(tmp_path, monkeypatch):
 def test_declaration_is_what_the_pipeline_runs():
     assert study.DECLARATION.budgets == study.BUDGETS == {"pipeline": 40, "paper": 1000}
     assert study.DECLARATION.seeds == (0, 1, 2, 3, 4) and study.METHODS == ("FedAvg", "SVRG", "SARAH")
-    (claim,) = study.DECLARATION.claims
+    claim, mu, beta = study.DECLARATION.claims
+    assert beta.reads == ("SVRG beta=4 tau=8", "SVRG beta=7 tau=27", "SVRG beta=10 tau=57") == study.BETA_ARMS
+    assert [study.DECLARATION.arm(a).settings for a in beta.reads] == [
+        study.VR | {"beta": b, "tau": t} for b, t in ((4.0, 8), (7.0, 27), (10.0, 57))]  # (5b^2 - 4b) // 8
+    assert mu.reads == ("SVRG mu=0", "SVRG mu=0.001", "SVRG mu=0.01", "SVRG", "SVRG mu=1") == study.MU_ARMS
+    assert all(study.DECLARATION.arm(a).settings == study.VR | {"mu": m} for a, m in zip(mu.reads, study.MU_SWEEP))
     assert claim.reads == study.METHODS and "over the 41 evaluations" in claim.rule_at(evaluations=41)
+
+
+def test_spearman_ranks_ties_and_infinities_and_reads_no_order_as_zero():
+    """Hand-computed: a diverged run (inf) ranks last; tied values share their mean rank; all equal: 0."""
+    mus = [0.0, 0.001, 0.01, 0.1, 1.0]
+    assert study.spearman(mus, [5.0, 4.0, 3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    assert study.spearman(mus, [float("inf"), 2.0, 3.0, 1.0, 0.5]) == pytest.approx(-0.9)  # 1 - 6*2/120
+    assert study.spearman(mus, [1.0, 1.0, 2.0, 2.0, 3.0]) == pytest.approx(9 / 90 ** 0.5)  # ranks 1.5,1.5,3.5,3.5,5: 9 / sqrt(10 * 9)
+    assert study.spearman(mus, [0.0] * 5) == 0.0

@@ -81,14 +81,30 @@ def test_fedprox_code_sensitivity_changes_one_setting_a_variant(study_run):
     assert digests[("paper", None, 0, "FedAvg")] != digests[("authors_code", 500, 0, "FedAvg")]
 
 
-def test_fedproxvr_synthetic_judges_both_estimators(study_run):
+def test_fedproxvr_synthetic_judges_both_estimators_and_the_mu_and_beta_sweeps(study_run):
     ran = study_run("fedproxvr_synthetic")
-    (c,) = ran.claims
+    study = ran.module
+    c, mu, beta = ran.claims
+    assert len(ran.calls) == 2 * 10  # Table 1's 3 arms, the mu sweep's 4 others (mu = 0.1 is the SVRG arm), 3 betas
+    assert beta["id"] == "fedproxvr/synthetic/beta-tau-effect" and beta["scale"]["tau"] == [8, 27, 57]
+    reached = beta["reproduced"]
+    assert beta["parts"][0]["per_seed"] == [pytest.approx(study.spearman(list(study.BETA_SWEEP), [
+        reached[m][i] for m in study.BETA_ARMS])) for i in range(2)]
+    assert all(0 <= r <= 2 for m in study.BETA_ARMS for r in reached[m])  # rounds, at most the 2 run
+    assert (ran.out / "fedproxvr_synthetic_beta-tau-effect.png").stat().st_size > 0
+    assert mu["id"] == "fedproxvr/synthetic/mu-effect"
+    assert [p["part"] for p in mu["parts"]] == ["mu vs the sum of the training loss's rises"]
+    assert (mu["fidelity"], mu["rounds_run"], mu["rounds_paper"]) == ("stand-in", 2, 4)
+    rises = mu["reproduced"]  # each seed's value is the Spearman correlation of mu and the recorded rises
+    assert mu["parts"][0]["per_seed"] == [pytest.approx(study.spearman(list(study.MU_SWEEP), [
+        rises[m][i] for m in study.MU_ARMS])) for i in range(2)]
+    assert "over the 2 rounds run" in mu["rule"] and (ran.out / "fedproxvr_synthetic_mu-effect.png").stat().st_size > 0
+    assert c["id"] == "fedproxvr/synthetic/matches-or-beats-fedavg"
     assert (c["fidelity"], c["rounds_run"], c["rounds_paper"]) == ("stand-in", 2, 4)
     assert [p["part"] for p in c["parts"]] == ["SVRG", "SARAH"]
     assert c["parts"][0]["per_seed"] == [pytest.approx(a - b, abs=0.011) for a, b in
                                          zip(c["reproduced"]["SVRG"], c["reproduced"]["FedAvg"])]
-    assert ran.module.COMMAND in c["deviations"][0]
+    assert study.COMMAND in c["deviations"][0]
 
 
 def test_mime_synthetic_tunes_on_two_seeds_widens_at_an_edge_then_runs_the_judged_ones(study_run):
