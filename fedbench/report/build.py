@@ -23,7 +23,6 @@ from typing import Any
 import pandas as pd
 
 from fedbench.claims import registry as rules_registry
-from fedbench.claims.entry import UNJUDGED
 from fedbench.claims.fidelity import relabelled
 from fedbench.claims.entry import FIDELITIES, NOT_IMPLEMENTED, PAPER_DATA, UNJUDGED, VERDICTS, plain, sensitivity_of
 from fedbench.claims.stats import fmt_effect, fmt_number
