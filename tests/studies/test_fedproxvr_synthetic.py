@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from fedbench.data.synthetic import generate_synthetic
