@@ -21,7 +21,7 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4;
 # the stamp names the torch build, so that a different TORCH_SPEC installs again
 STAMP := $(VENV)/.installed-$(subst =,_,$(subst /,_,$(TORCH_SPEC)))
 
-.PHONY: install repro test test-kernel-paths bench ui clean
+.PHONY: install repro test test-kernel-paths numerics-files bench ui clean
 
 install: $(STAMP)
 
@@ -62,13 +62,19 @@ test: install
 # about a minute); the four settings one at a time, which also passed, with
 #   make test-kernel-paths KERNEL_PATHS="ATEN_CPU_CAPABILITY=default ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2"
 KERNEL_PATHS ?= ATEN_CPU_CAPABILITY=default ATEN_CPU_CAPABILITY=avx2,ONEDNN_MAX_CPU_ISA=AVX2,MKL_ENABLE_INSTRUCTIONS=AVX2
+# only the files that hold numerics tests are collected (collecting the whole suite to deselect the rest costs each
+# test process about 15 s); tests/test_markers.py checks that no numerics test sits outside these files
+NUMERICS_FILES := $(shell grep -rlE --include='test_*.py' 'mark\.numerics|pytestmark.*numerics' tests | sort)
 
 test-kernel-paths: install
 	@status=0; log=$$(mktemp); for path in $(KERNEL_PATHS); do \
-	  if env $$(echo $$path | tr , ' ') $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m numerics -p no:cacheprovider >$$log 2>&1; \
+	  if env $$(echo $$path | tr , ' ') $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m numerics -p no:cacheprovider $(NUMERICS_FILES) >$$log 2>&1; \
 	  then echo "kernel path $$path: $$(tail -n 1 $$log)"; \
 	  else cat $$log; echo "kernel path $$path: FAILED"; status=1; fi; \
 	done; rm -f $$log; exit $$status
+
+numerics-files:
+	@echo $(NUMERICS_FILES)
 
 bench: install
 	$(VENV)/bin/fedbench bench

@@ -396,7 +396,11 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float =
     # one web worker: a local UI for one person (MLflow's default, 4, takes 4 times the memory and start-up time)
     mlflow_ui = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port),
                  "--workers", "1"]
-    server = subprocess.Popen(supervised(mlflow_ui), start_new_session=True)
+    # no job workers: they run MLflow's GenAI jobs (scorers, evaluations) that a training UI never starts, and cost 8
+    # processes importing MLflow (2-4 s of a 2-core machine's start-up, and memory while it serves); a user's own
+    # setting of the variable is kept
+    env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ}
+    server = subprocess.Popen(supervised(mlflow_ui), start_new_session=True, env=env)
     previous = signal.signal(signal.SIGHUP, signal.default_int_handler)  # a closed terminal stops it too
     try:
         waited = _wait_until_answering(server, base, ready_timeout_s)
