@@ -1,7 +1,7 @@
 # fedbench: the two commands of the README.
 #   make repro   install into .venv, then run the main job (dvc repro) on the offline default
-#   make test    install into .venv, then run the tests (CI's .ci/run calls this): the numerics-sensitive ones
-#                under other CPUs' kernel paths first (test-kernel-paths), then the whole suite
+#   make test    install into .venv, then run the tests (CI's .ci/run calls this), the numerics-sensitive ones
+#                also under other CPUs' kernel paths (tests/test_kernel_paths.py)
 # TORCH_SPEC picks the torch build: the default is the CPU build these machines carry on disk; on a GPU
 # machine use e.g. `make repro TORCH_SPEC=torch` (PyPI's Linux wheels are CUDA builds).
 
@@ -21,7 +21,7 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4;
 # the stamp names the torch build, so that a different TORCH_SPEC installs again
 STAMP := $(VENV)/.installed-$(subst =,_,$(subst /,_,$(TORCH_SPEC)))
 
-.PHONY: install repro test test-kernel-paths numerics-files bench ui clean
+.PHONY: install repro test test-kernel-paths bench ui clean
 
 install: $(STAMP)
 
@@ -48,33 +48,14 @@ repro: install
 	-@rm -f data/raw/*/UNAVAILABLE
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DVC_NO_ANALYTICS=1 dvc repro
 
-# Both parts run whatever the first gives, and the suite's closing line stays the last one printed.
+# The suite includes the numerics tests under other CPUs' kernel paths (tests/test_kernel_paths.py), started first.
 test: install
-	@status=0; $(MAKE) --no-print-directory test-kernel-paths || status=1; \
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || status=1; \
-	if [ $$status != 0 ]; then echo "make test: FAILED (the kernel-path run above, or the suite)"; fi; exit $$status
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
-# The tests marked `numerics` (floats compared across implementations, or with committed numbers) again under the
-# kernel paths of other x86 CPUs, one pytest run per path (a path: comma-separated settings): torch's ATen
-# kernels unvectorised, and a CPU without AVX-512 (ATen, oneDNN's convolutions and MKL's BLAS at AVX2 together, as
-# Zen 2/3 or pre-2017 Intel run them). A test that breaks here breaks on an AMD or older Intel CPU; README
-# "Regression check" says how far the numbers move. Two paths keep .ci/run within 10 minutes on 2 cores (each run
-# about a minute); the four settings one at a time, which also passed, with
-#   make test-kernel-paths KERNEL_PATHS="ATEN_CPU_CAPABILITY=default ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2"
-KERNEL_PATHS ?= ATEN_CPU_CAPABILITY=default ATEN_CPU_CAPABILITY=avx2,ONEDNN_MAX_CPU_ISA=AVX2,MKL_ENABLE_INSTRUCTIONS=AVX2
-# only the files that hold numerics tests are collected (collecting the whole suite to deselect the rest costs each
-# test process about 15 s); tests/test_markers.py checks that no numerics test sits outside these files
-NUMERICS_FILES := $(shell grep -rlE --include='test_*.py' 'mark\.numerics|pytestmark.*numerics' tests | sort)
-
+# Only the tests marked `numerics` again under the kernel paths of other x86 CPUs (tests/test_kernel_paths.py says
+# which); `make test` runs them too.
 test-kernel-paths: install
-	@status=0; log=$$(mktemp); for path in $(KERNEL_PATHS); do \
-	  if env $$(echo $$path | tr , ' ') $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m numerics -p no:cacheprovider $(NUMERICS_FILES) >$$log 2>&1; \
-	  then echo "kernel path $$path: $$(tail -n 1 $$log)"; \
-	  else cat $$log; echo "kernel path $$path: FAILED"; status=1; fi; \
-	done; rm -f $$log; exit $$status
-
-numerics-files:
-	@echo $(NUMERICS_FILES)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests/test_kernel_paths.py
 
 bench: install
 	$(VENV)/bin/fedbench bench

@@ -36,6 +36,7 @@ sys.exit(rc)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU part is what CI runs; on a GPU run the command itself")
 def test_gpucheck_cpu_part_writes_its_files_and_imports_no_mlflow_or_dvc(tmp_path):
     out = tmp_path / "check"

@@ -13,6 +13,7 @@ def _truncate(path):
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [
     lambda d: (d / "arrays.npz").write_bytes(b"not a zip file"),  # BadZipFile
     lambda d: _truncate(d / "arrays.npz"),  # a truncated archive
@@ -30,6 +31,7 @@ def test_corrupt_dataset_is_one_line(ws, damage):
     assert ws.fedbench("generate").returncode == 0 and ws.fedbench(*RUN).returncode == 0  # the fix it names
 
 
+@pytest.mark.slow
 def test_corrupt_run_files(ws):
     assert ws.fedbench(*RUN).returncode == 0
     summary = ws.run_dir("synthetic_1_1", "fedavg", 0.0, 0) / "summary.json"

@@ -5,6 +5,8 @@ reruns reuse it, and the pipeline goes on to the report."""
 import json
 import math
 
+import pytest
+
 from tests.faults.conftest import CODE
 
 RUN = ["run", "--dataset", "synthetic_1_1", "--seed", "0", "--set", "train.lr=1000", "--set", "train.rounds=20"]
@@ -14,6 +16,7 @@ def _summary(ws, variant):
     return json.loads((ws.run_dir("synthetic_1_1", variant, 0.0, 0) / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_nan_loss_is_recorded_diverged_and_reruns_reuse_it(ws):
     # issue: `fedbench run ... fedprox_mu1 --set train.lr=1000` crashed formatting None, and so did every rerun
     first = ws.fedbench(*RUN, "--algorithm", "fedprox_mu1")
@@ -54,6 +57,7 @@ def test_the_rule_and_its_bound():
     assert reporting_round([2.3, 2.0, 1.5]) == (2, "round budget")
 
 
+@pytest.mark.slow
 def test_diverged_runs_go_through_the_dvc_stages_and_the_claims(ws, monkeypatch):
     # issue: the same lr through `dvc repro` failed the train stage; the claims must read a diverged run as their
     # rules say (partial work: a diverged run counts as infinite loss; accuracy: read before it diverged)

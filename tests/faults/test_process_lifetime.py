@@ -34,6 +34,7 @@ def test_workers_die_with_their_parent(ws, reaper, sig):
     assert leftovers == []  # no half-written run folder
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     # three seeds on two workers: stacks of two runs and of one (fedbench.engine.stacking). The one-run stack
     # finishes first, but only by about a tenth of the time (a stacked step costs mostly its per-step overhead),

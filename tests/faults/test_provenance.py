@@ -6,6 +6,8 @@ import json
 import shutil
 import subprocess
 
+import pytest
+
 from tests.faults.conftest import CODE, Workspace
 
 
@@ -25,6 +27,7 @@ def _checkout(tmp_path):
     return repo, sha
 
 
+@pytest.mark.slow
 def test_commit_is_dirty_only_for_the_numbers_code(tmp_path, ws):
     repo, sha = _checkout(tmp_path)
     ws = Workspace(ws.path, ws.store.parent)

@@ -4,6 +4,8 @@ them; readers (the report) see only the runs of the parameters in force."""
 
 import json
 
+import pytest
+
 RUN = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg", "--seed", "0", "--no-track"]
 
 
@@ -11,6 +13,7 @@ def _rounds_of(folder):
     return json.loads((folder / "summary.json").read_text())["params"]["rounds"]
 
 
+@pytest.mark.slow
 def test_a_variation_never_overwrites_and_going_back_reuses(ws):
     cell = ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0"
     first = ws.fedbench(*RUN, "--set", "train.rounds=3")
@@ -26,6 +29,7 @@ def test_a_variation_never_overwrites_and_going_back_reuses(ws):
     assert json.loads((folder / "summary.json").read_text())["param_digest"] == digest  # not recomputed
 
 
+@pytest.mark.slow
 def test_the_report_reads_the_runs_of_the_parameters_in_force(ws):
     ws.write_params(lambda raw: raw["train"].update(rounds=3, seeds=[0]))
     assert ws.fedbench(*RUN).returncode == 0
@@ -41,6 +45,7 @@ def test_the_report_reads_the_runs_of_the_parameters_in_force(ws):
     assert len(row) == 1 and row.final_loss.iloc[0] == summaries[3]["final"]["train/loss"] != summaries[2]["final"]["train/loss"]
 
 
+@pytest.mark.slow
 def test_compare_draws_a_selection_of_the_runs_in_force(ws):
     """Issue 23 item 4: `fedbench compare` draws any selection of runs (the parameters in force) to a PNG."""
     from tests.faults.conftest import one_line

@@ -6,7 +6,10 @@ store is created once under a lock, "is it logged? log it" is atomic, and the sa
 import sqlite3
 from collections import Counter
 
+import pytest
 
+
+@pytest.mark.slow
 def test_processes_on_a_fresh_store(ws):
     args = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg"]
     procs = [ws.start(*args, "--seed", str(seed)) for seed in (1, 1, 2, 2)]

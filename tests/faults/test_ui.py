@@ -86,6 +86,7 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+@pytest.mark.slow
 def test_ui_answers_when_it_prints_its_links_shows_the_runs_and_stops_by_its_pid(ws, reaper, monkeypatch, tmp_path):
     """One server start serves every check of `fedbench ui` (MLflow takes 9-40 s to start on 2 cores).
 

@@ -65,6 +65,7 @@ def _tune(real_root: Path, settings: dict[str, str]) -> dict:
 # Not marked `numerics`: it sets the three kernel paths itself, so Makefile's test-kernel-paths would only rerun the
 # same three subprocesses twice more (no path it does not already cover). It takes 13.6 s here at load 2.7 (12.6 s of
 # CPU; 32 s of wall time at load 5 beside another study's run), once, in the whole suite.
+@pytest.mark.slow
 def test_tuning_chooses_the_same_steps_on_every_cpu_kernel_path(real_root):
     chosen = {name: _tune(real_root, settings) for name, settings in PATHS.items()}
     first = chosen["default"]

@@ -16,7 +16,10 @@ from fedbench.study import registry
 from tests.studies import assert_every_run_recorded, assert_valid_entries
 
 
-@pytest.mark.parametrize("name", registry.names())
+LONG = {"scaffold_emnist", "scaffold_fashion", "fedproxvr_fashion"}  # 10 s or more on 2 cores: started first
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LONG else n for n in registry.names()])
 def test_a_study_runs_end_to_end_and_records_every_simulation(name, study_run):
     ran = study_run(name)
     d = ran.module.DECLARATION
