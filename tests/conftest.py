@@ -18,8 +18,10 @@ NUMERICS_FILES = pytest.StashKey[set]()  # the files of the collected tests mark
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every collected numerics test, whatever the run selects
 def pytest_collection_modifyitems(config, items):
     """Records the files of the numerics tests, and moves the tests marked ``slow`` (10 s or more) to the front, in
-    their order: pytest-xdist's worksteal hands each worker a contiguous share and steals from the ends of the
-    queues, so a long test started first overlaps the rest, where one started last would be the run's tail."""
+    their order: a long test started first overlaps the rest, where one started last would be the run's tail.
+    (pytest-xdist's loadgroup, `make test`'s, hands out the xdist groups first, largest first, then each test in
+    this order to whichever process is free; a group keeps the tests that share an expensive fixture in one
+    process.)"""
     root = Path(__file__).resolve().parent.parent
     config.stash[NUMERICS_FILES] = {Path(i.path).resolve().relative_to(root).as_posix() for i in items
                                     if i.get_closest_marker("numerics")}

@@ -16,10 +16,16 @@ from fedbench.study import registry
 from tests.studies import assert_every_run_recorded, assert_valid_entries
 
 
-LONG = {"scaffold_emnist", "scaffold_fashion", "fedproxvr_fashion"}  # 10 s or more on 2 cores: started first
+# studies whose run at test size takes 10 s or more on 2 cores: started first, and every test reading the run in one
+# test process (an xdist group: the session fixture study_run runs a study once a process)
+LONG = ("scaffold_emnist", "scaffold_fashion", "fedproxvr_fashion")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LONG else n for n in registry.names()])
+def long_run(name: str) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.slow, pytest.mark.xdist_group(name)] if name in LONG else []
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=long_run(n)) for n in registry.names()])
 def test_a_study_runs_end_to_end_and_records_every_simulation(name, study_run):
     ran = study_run(name)
     d = ran.module.DECLARATION
@@ -151,7 +157,8 @@ def test_mime_real_data_judges_both_mime_variants_against_fedavgm(name, study_ru
     assert sum(r["params"]["phase"] == "tuning" for r in records) == tuned
 
 
-@pytest.mark.parametrize("name, parts", [("scaffold_emnist", [24, 6, 4, 1]), ("scaffold_fashion", [4, 4])])
+@pytest.mark.parametrize("name, parts", [pytest.param("scaffold_emnist", [24, 6, 4, 1], marks=long_run("scaffold_emnist")),
+                                         pytest.param("scaffold_fashion", [4, 4], marks=long_run("scaffold_fashion"))])
 def test_scaffold_real_data_tunes_then_judges_every_cell(name, parts, study_run):
     ran = study_run(name)
     study = ran.module
