@@ -50,12 +50,12 @@ repro: install
 
 # The suite includes the numerics tests under other CPUs' kernel paths (tests/test_kernel_paths.py), started first.
 test: install
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Only the tests marked `numerics` again under the kernel paths of other x86 CPUs (tests/test_kernel_paths.py says
 # which); `make test` runs them too.
 test-kernel-paths: install
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests/test_kernel_paths.py
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests/test_kernel_paths.py
 
 bench: install
 	$(VENV)/bin/fedbench bench

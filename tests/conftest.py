@@ -18,11 +18,17 @@ NUMERICS_FILES = pytest.StashKey[set]()  # the files of the collected tests mark
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every collected numerics test, whatever the run selects
 def pytest_collection_modifyitems(config, items):
     """Records the files of the numerics tests, and moves the tests marked ``slow`` (10 s or more) to the front, in
-    their order: a long test started first overlaps the rest, where one started last would be the run's tail.
-    (pytest-xdist's loadgroup, `make test`'s, hands out the xdist groups first, largest first, then each test in
-    this order to whichever process is free; a group keeps the tests that share an expensive fixture in one
-    process.)"""
+    their order, those marked ``slow(together=True)`` (a module's tests sharing an expensive module fixture) before
+    the others. pytest-xdist's worksteal (`make test`'s) gives each test process a contiguous share of this order
+    and an idle process steals from the ends of the others' queues: a long test started first overlaps the rest
+    (started last, it would be the run's tail), and tests at the very front are run by the process they were given,
+    so a shared fixture is set up once."""
     root = Path(__file__).resolve().parent.parent
     config.stash[NUMERICS_FILES] = {Path(i.path).resolve().relative_to(root).as_posix() for i in items
                                     if i.get_closest_marker("numerics")}
-    items[:] = sorted(items, key=lambda i: i.get_closest_marker("slow") is None)  # stable: the rest keep their order
+
+    def rank(item) -> int:
+        slow = item.get_closest_marker("slow")
+        return 2 if slow is None else 0 if slow.kwargs.get("together") else 1
+
+    items[:] = sorted(items, key=rank)  # stable: each rank keeps the collection's order

@@ -21,8 +21,9 @@ from fedbench.regression import PROFILE, REFERENCE, compare
 from fedbench.runner import RunKey, run_folder, run_stack
 
 ROOT = Path(__file__).resolve().parents[1]
-# a local Ray and the profile's runs, started once for the module: first in the suite, all in one test process
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# a local Ray and the profile's runs, started once for the module (fixtures): the first tests of the suite, so that
+# one test process runs them all (tests/conftest.py)
+pytestmark = pytest.mark.slow(together=True)
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a private cluster on this machine
 TIMING = ("wall_time_s", "eval_time_s")  # the only columns of a run's history that may differ
 

@@ -3,6 +3,9 @@ study's end-to-end run at test size, run once (tests/studies/end_to_end.py)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,13 +31,25 @@ def real_root_of(tmp_path_factory) -> Callable[[str], Path]:
 
 @pytest.fixture(scope="session")
 def study_run(tmp_path_factory, real_root_of) -> Callable[[str], Ran]:
-    """``study_run(study)``: the study's end-to-end run at test size (tests/studies/end_to_end.run_small), run on the
-    first call."""
+    """``study_run(study)``: the study's end-to-end run at test size (tests/studies/end_to_end.run_small), run once in
+    the whole test session: under pytest-xdist the first test process to ask runs it, under a file lock, and leaves
+    it pickled for the other processes (scaffold_emnist's takes 45 s on 2 cores; several test files read each run)."""
     ran: dict[str, Ran] = {}
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, shared by its workers
 
     def run(study: str) -> Ran:
         if study not in ran:
-            ran[study] = run_small(study, tmp_path_factory.mktemp(f"{study}_run"), real_root_of)
+            saved = shared / f"study-run-{study}.pickle"
+            with open(shared / f"study-run-{study}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                if saved.exists():
+                    ran[study] = pickle.loads(saved.read_bytes())
+                else:
+                    ran[study] = run_small(study, tmp_path_factory.mktemp(f"{study}_run"), real_root_of)
+                    part = saved.with_suffix(".part")
+                    part.write_bytes(pickle.dumps(ran[study]))
+                    os.replace(part, saved)  # whole or absent
         return ran[study]
 
     return run

@@ -26,8 +26,7 @@ def real_root(real_root_of):
     return real_root_of(study.NAME)
 
 
-@pytest.mark.slow
-@pytest.mark.xdist_group("fedproxvr_fashion")  # reads the run of tests/studies/test_study_end_to_end.py's group
+@pytest.mark.slow  # the study's run at test size (study_run), shared with tests/studies/test_study_end_to_end.py
 def test_fixture_budget_judges_both_tables(study_run):
     """The run at the fixture budget (tests/studies/end_to_end.py)."""
     ran = study_run(study.NAME)

@@ -16,13 +16,13 @@ from fedbench.study import registry
 from tests.studies import assert_every_run_recorded, assert_valid_entries
 
 
-# studies whose run at test size takes 10 s or more on 2 cores: started first, and every test reading the run in one
-# test process (an xdist group: the session fixture study_run runs a study once a process)
+# studies whose run at test size takes 10 s or more on 2 cores: started first (the session fixture study_run runs
+# each once; the other tests of the same run wait for it and read it)
 LONG = ("scaffold_emnist", "scaffold_fashion", "fedproxvr_fashion")
 
 
 def long_run(name: str) -> list[pytest.MarkDecorator]:
-    return [pytest.mark.slow, pytest.mark.xdist_group(name)] if name in LONG else []
+    return [pytest.mark.slow] if name in LONG else []
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=long_run(n)) for n in registry.names()])
