@@ -27,9 +27,11 @@ CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "fidelity", 
 # a claim study: its own module (studies/<name>.py, see study_code) and this shared code: the studies' runner, their
 # declaration, record format, outcome reuse and stage (params.yaml -> the run), the same engine, their synthetic
 # data, the worker processes or Ray tasks (one torch thread each, which fixes the order of floating-point sums), the
-# claim model that judges them and the figures they draw
+# claim model that judges them and the figures they draw; and a default study's sibling module (its claims, split
+# off for size): dvc.yaml's one study stage lists the same deps for every default study, so each depends on it
 STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "studies/record.py", "studies/reuse.py",
-              "studies/runs.py", "studies/stage.py", "engine", "algorithms", "models", "availability", "data/__init__.py",
+              "studies/runs.py", "studies/stage.py", "studies/scaffold_quadratics_claims.py", "engine", "algorithms",
+              "models", "availability", "data/__init__.py",
               "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py",
               "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
 
