@@ -197,8 +197,7 @@ def rounds_to_reach(mu_init: float, mu: float) -> int:
 
 
 def cannot_act(result: dict, labels: list[str], rounds: int) -> dict:
-    """``result`` (fedbench.claims.verdict.judge) with the parts named in ``labels`` inconclusive, the reason
-    stated (the adaptive heuristic cannot reach their fixed mu within ``rounds``), and the verdict recombined."""
+    """``result`` with the parts ``labels`` inconclusive: the heuristic cannot reach their fixed mu in ``rounds``."""
     from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE
 
     note = (f"{', '.join(labels)}: the heuristic cannot reach that fixed mu within the {rounds} rounds run (at most one "
