@@ -71,6 +71,7 @@ from typing import Any
 
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
+from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
@@ -255,48 +256,37 @@ def select_target(c: Cell) -> float | None:
 # ----------------------------------------------------------------------------------------------------- judging
 def table3_claim(runs: Runs) -> dict[str, Any]:
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "fedprox", "sgd")]
-    result = tables.table3_result(runs, rows, TARGET_T3, LABELS,
+    result = judging.table3_result(runs, rows, TARGET_T3, LABELS,
                                   lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s))
-    table = _rounds_table(runs, [c for c in cells() if c.table == 3], TARGET_T3)
+    table = judging.rounds_table(runs, [c for c in cells() if c.table == 3], TARGET_T3)
     observed = ("mean rounds to 0.5 (selected step): " + "; ".join(
         f"{s}%: " + ", ".join(f"{LABELS[m]}{'' if m == 'sgd' else f' E={e}'} {fmt_rounds(v['mean'], runs.budget.rounds)}"
                               for (m, e, ss), v in table.items() if ss == s) for s in TABLE3_SIMILARITY)
         + " (100% similarity reported, not judged)")
     return _entry("scaffold/emnist/rounds-to-0.5", runs, result,
-                  {"unit": f"rounds to {TARGET_T3} test accuracy (never: rounds run)", "cells": _table_json(table)},
+                  {"unit": f"rounds to {TARGET_T3} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
                   observed, "left: test accuracy, 0% similarity, 5 epochs (seed 0, selected steps)",
                   [c for c in cells() if c.table == 3])
 
 
 def table4_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
     rows = [(s, f) for s in JUDGED_SIMILARITY for f in TABLE4_SAMPLED]
-    parts = [Part(f"{s}% similarity, {100 * f:g}% sampled: FedAvg - SCAFFOLD", Rule("greater", 0.0, "rounds"))
-             for s, f in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        out = []
-        for s, f in rows:
-            mine = runs.reached(Cell(4, "scaffold", TABLE4_EPOCHS, s, f), TARGET_T4, reading, fraction)
-            other = runs.reached(Cell(4, "fedavg", TABLE4_EPOCHS, s, f), TARGET_T4, reading, fraction)
-            out.append([a - b for a, b in zip(other, mine)])
-        return out
-
-    result = judge(parts, measure, "first", tuple(tables.ROUNDS_READINGS), reading_names=tables.ROUNDS_READINGS)
-    table = _rounds_table(runs, [c for c in cells() if c.table == 4], TARGET_T4,
-                          key=lambda c: (c.method, c.sampled, c.similarity))
+    result = judging.rounds_gap(runs, [(f"{s}% similarity, {100 * f:g}% sampled: FedAvg - SCAFFOLD",
+                                        Cell(4, "scaffold", TABLE4_EPOCHS, s, f), Cell(4, "fedavg", TABLE4_EPOCHS, s, f))
+                                       for s, f in rows], TARGET_T4)
+    table = judging.rounds_table(runs, [c for c in cells() if c.table == 4], TARGET_T4,
+                                 key=lambda c: (c.method, c.sampled, c.similarity))
     observed = ("mean rounds to 0.45 (selected step), SCAFFOLD vs FedAvg: " + "; ".join(
         f"{s}%, {100 * f:g}% sampled: {fmt_rounds(table[('scaffold', f, s)]['mean'], runs.budget.rounds)} vs "
         f"{fmt_rounds(table[('fedavg', f, s)]['mean'], runs.budget.rounds)}" for s, f in rows))
     return _entry("scaffold/emnist/sampling", runs, result,
-                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": _table_json(table)},
+                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
                   observed, "middle: rounds to 0.45 against the share of clients sampled",
                   [c for c in cells() if c.table == 4])
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    result, reproduced, observed = tables.table5_result(
+    result, reproduced, observed = judging.table5_result(
         runs, JUDGED_SIMILARITY, LABELS, lambda m, s: Cell(5, m, SGD_EPOCHS if m == "sgd" else TABLE5_EPOCHS, s))
     return _entry("scaffold/emnist/two-layer-accuracy", runs, result, reproduced,
                   observed + " (paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
@@ -305,38 +295,18 @@ def table5_claim(runs: Runs) -> dict[str, Any]:
 
 
 def clients_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
-    part = Part(f"FedAvg ({CLIENT_FIGURE['fedavg']} clients) - SCAFFOLD ({CLIENT_FIGURE['scaffold']} clients)",
-                Rule("greater", 0.0, "rounds"))
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        mine = runs.reached(client_cell("scaffold"), TARGET_T4, reading, fraction)
-        other = runs.reached(client_cell("fedavg"), TARGET_T4, reading, fraction)
-        return [[a - b for a, b in zip(other, mine)]]
-
-    result = judge([part], measure, "first", tuple(tables.ROUNDS_READINGS), reading_names=tables.ROUNDS_READINGS)
-    table = _rounds_table(runs, [client_cell(m) for m in CLIENT_FIGURE], TARGET_T4,
-                          key=lambda c: (c.method, round(c.sampled * c.clients)))
+    result = judging.rounds_gap(runs, [(f"FedAvg ({CLIENT_FIGURE['fedavg']} clients) - SCAFFOLD "
+                                        f"({CLIENT_FIGURE['scaffold']} clients)", client_cell("scaffold"),
+                                        client_cell("fedavg"))], TARGET_T4)
+    table = judging.rounds_table(runs, [client_cell(m) for m in CLIENT_FIGURE], TARGET_T4,
+                                 key=lambda c: (c.method, round(c.sampled * c.clients)))
     observed = (f"mean rounds to {TARGET_T4} (selected step), 400 clients, 1 epoch, 0% similarity: " + ", ".join(
         f"{LABELS[m]} with {k} clients {fmt_rounds(table[(m, k)]['mean'], runs.budget.rounds)}"
         for m, k in CLIENT_FIGURE.items()))
     return _entry("scaffold/emnist/5-clients-beat-fedavg-50", runs, result,
-                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": _table_json(table)},
+                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
                   observed, "middle: rounds to 0.45 against the share of clients sampled (Table 4's cells)",
                   [client_cell(m) for m in CLIENT_FIGURE])
-
-
-def _rounds_table(runs: Runs, which: list[Cell], target: float, key=None) -> dict[tuple, dict[str, Any]]:
-    out = {}
-    for c in which:
-        lr, r = runs.tuned_rounds(c, target, "first", 1.0)
-        out[key(c) if key else (c.method, c.epochs, c.similarity)] = {"lr": lr, "per_seed": r, "mean": mean(r)}
-    return out
-
-
-def _table_json(table: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
-    return {", ".join(str(x) for x in k): v for k, v in table.items()}
 
 
 def _deviations(budget: Budget) -> list[str]:
@@ -353,15 +323,15 @@ def _deviations(budget: Budget) -> list[str]:
          "before any run)"),
         ("batch ceil(n_k / 5) (226 at 100 clients, 57 at 400) so an epoch is 5 steps over one permutation; the last "
         "batch of each epoch is 2 or 3 images short of 0.2 n_k"),
-        tables.SGD_DEVIATION,
-        tables.SPLIT_DEVIATION,
+        judging.SGD_DEVIATION,
+        judging.SPLIT_DEVIATION,
         ("evaluation protocol not stated in the paper: ours is the accuracy on EMNIST's 18,800 test images (the "
          "global test set) after every round and on the final model, no training-loss evaluation (divergence caught "
          "from the cohort's own losses)"),
-        tables.WIDTH_DEVIATION,
+        judging.WIDTH_DEVIATION,
         (f"{len(budget.seeds)} training seeds (model init, client sampling, minibatch order) where the paper reports "
         "one run; data seed 0"),
-        tables.FLOAT_DEVIATION,
+        judging.FLOAT_DEVIATION,
     ]
 
 
@@ -381,7 +351,7 @@ def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[s
     c = DECLARATION.claim(claim_id)
     fid = ("stand-in" if b == BUDGETS["fixture"] else fidelity("paper", b.rounds, c.rounds_paper, len(b.seeds))
            if c.fidelity == "paper-scale" else c.fidelity)
-    return tables.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, scale,
+    return judging.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, scale,
                               _deviations(b), read, fid)
 
 
