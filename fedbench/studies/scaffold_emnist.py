@@ -65,7 +65,6 @@ sentence), and five training seeds where the paper reports one run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +74,9 @@ from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
+from fedbench.studies.scaffold_emnist_cells import (
+    PAPER_ROUNDS, EPOCHS, TABLE4_SAMPLED, TABLE4_EPOCHS, TABLE5_EPOCHS, TABLE3_SIMILARITY, JUDGED_SIMILARITY,
+    CLIENT_FIGURE, TARGET_T3, TARGET_T4, FEDPROX_MU, EMNIST_TRAIN, EMNIST_TEST, LABELS, Cell, cells, client_cell)
 from fedbench.studies.scaffold_tables import (
     SAMPLED,
     SGD_EPOCHS,
@@ -85,72 +87,11 @@ from fedbench.studies.scaffold_tables import (
     mean,
 )
 
-# Every setting of the study, fixed before any run.
-PAPER_ROUNDS = 1000
-EPOCHS = (1, 5, 10, 20)  # Table 3's local epochs
-TABLE4_SAMPLED = (0.20, 0.05, 0.01)
-TABLE4_EPOCHS = TABLE5_EPOCHS = 5
-TABLE3_SIMILARITY = (0, 10, 100)  # 100% is run and reported, not judged (the claim is about 0% and 10%)
-JUDGED_SIMILARITY = (0, 10)
-CLIENT_FIGURE = {"scaffold": 5, "fedavg": 50}  # the slides' client-count figure: clients sampled of 400, 1 epoch
-CLIENT_FIGURE_EPOCHS = 1
-TARGET_T3, TARGET_T4 = 0.5, 0.45  # test accuracy targets of Tables 3 and 4 (and the client-count figure)
-FEDPROX_MU = 1.0
-EMNIST_TRAIN, EMNIST_TEST = 112800, 18800
-LABELS = {"scaffold": "SCAFFOLD", "fedavg": "FedAvg", "fedprox": "FedProx (mu=1)", "sgd": "SGD (large batch)"}
-
 # The scales the study runs at: the paper's (its judged seeds 0-4; the step-size grid, the same for every algorithm,
 # SGD: its server step; the tuning seeds, disjoint from the judged ones) and the test suite's.
 BUDGETS = {"paper": Budget(PAPER_ROUNDS, (0, 1, 2, 3, 4), (100, 101, 102), (0.01, 0.03, 0.1, 0.3, 1.0), "auto"),
            "fixture": Budget(3, (0, 1), (100, 101), (0.1, 0.3), "cpu")}
 _TUNING = BUDGETS["paper"].tuning_seeds
-
-
-def variant(clients: int, similarity: int) -> str:
-    return f"emnist_scaffold_n{clients}_s{similarity}"
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One algorithm in one cell of a table: the runs that differ only in step size and seed."""
-
-    table: int  # 3, 4 or 5; 6: the slides' client-count figure
-    method: str  # an arm of DECLARATION
-    epochs: int
-    similarity: int
-    sampled: float = SAMPLED
-
-    @property
-    def clients(self) -> int:
-        return 400 if self.table in (4, 6) else 100
-
-    @property
-    def model(self) -> str:
-        return "scaffold_mlp" if self.table == 5 else "mclr"
-
-    @property
-    def variant(self) -> str:
-        return variant(self.clients, self.similarity)
-
-    def label(self) -> str:
-        return (f"table{self.table}/{self.method}/E={self.epochs}/s={self.similarity}"
-                + (f"/sampled={100 * self.sampled:g}%" if self.table in (4, 6) else ""))
-
-
-def cells() -> list[Cell]:
-    """Every cell of Tables 3, 4 and 5 the study runs."""
-    out = [Cell(3, m, e, s) for s in TABLE3_SIMILARITY for m in ("scaffold", "fedavg", "fedprox") for e in EPOCHS]
-    out += [Cell(3, "sgd", SGD_EPOCHS, s) for s in TABLE3_SIMILARITY]
-    out += [Cell(4, m, TABLE4_EPOCHS, s, f) for s in JUDGED_SIMILARITY for f in TABLE4_SAMPLED for m in ("scaffold", "fedavg")]
-    out += [Cell(5, m, TABLE5_EPOCHS, s) for s in JUDGED_SIMILARITY for m in ("scaffold", "fedavg")]
-    out += [Cell(5, "sgd", SGD_EPOCHS, s) for s in JUDGED_SIMILARITY]
-    out += [client_cell(m) for m in CLIENT_FIGURE]
-    return out
-
-
-def client_cell(method: str) -> Cell:
-    """A cell of the slides' client-count figure: ``method`` sampling CLIENT_FIGURE[method] of the 400 clients."""
-    return Cell(6, method, CLIENT_FIGURE_EPOCHS, 0, CLIENT_FIGURE[method] / 400)
 
 
 # ------------------------------------------------------------------------------------------------- declaration
