@@ -45,7 +45,7 @@ from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.runs import open_budget
+from fedbench.studies.runs import open_seeded
 from fedbench.studies.fedprox_stragglers import PartialEpochStragglers, PartialLocal  # noqa: F401 (the arm's)
 
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
@@ -276,15 +276,10 @@ def figure(path: Path, losses: dict[tuple[str, str, int], list[float]], seeds: t
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
-    given (DECLARATION.seeds)."""
-    rounds, runs = open_budget(out_dir, BUDGETS, budget, workers)
-    study = DECLARATION.with_seeds(seeds)
+    """FedProx's four synthetic-data claims at round budget ``budget`` (BUDGETS), on ``seeds`` if given."""
+    rounds, runs, study = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
     seeds = study.seeds
-    jobs = declare(seeds)
-    outcomes = runs.run_list([simulation(*job, rounds=rounds) for job in jobs])
-    runs.write()
-    losses = {job: o.series("train/loss") for job, o in zip(jobs, outcomes)}
+    losses = runs.curves(declare(seeds), simulation, "train/loss", rounds=rounds)
     figure(runs.out / "fedprox_synthetic.png", losses, seeds)
     adaptive, sampling, e1, mu1_stabler = judge_all(lambda a, d, s: losses[(a, d, s)], seeds, rounds=rounds)
 
