@@ -79,6 +79,14 @@ def open_budget(out_dir: str | Path, budgets: Mapping[str, Any], budget: str,
     return budgets[budget], StudyRuns(out, workers)
 
 
+def open_declared(out_dir: str | Path, declaration: Any, budget: str,
+                  workers: int = WORKERS) -> tuple[Any, StudyRuns, list[str]]:
+    """:func:`open_budget` of ``declaration``'s budgets (a fedbench.study.declaration.StudyDeclaration), and the names
+    of its arms in declared order: the preamble of a study whose runs are one per arm and seed."""
+    b, runs = open_budget(out_dir, declaration.budgets, budget, workers)
+    return b, runs, [a.name for a in declaration.arms]
+
+
 def open_seeded(out_dir: str | Path, declaration: Any, budgets: Mapping[str, Any], budget: str, workers: int = WORKERS,
                 seeds: Sequence[int] | None = None) -> tuple[Any, StudyRuns, Any]:
     """:func:`open_budget`, and the study's ``declaration`` (a fedbench.study.declaration.StudyDeclaration) with
