@@ -333,10 +333,7 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    def declared(b: Budget, steps: dict[Cell, float] | None = None,
-                 widen: list[tuple[Cell, float]] | None = None) -> list:
-        return declare(b, Path(real_root), steps, widen)
-
-    _, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declared, target_of, select_target)
+    _, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declare, real_root, target_of,
+                                       select_target)
     figure(study.out / f"{DECLARATION.name}.png", runs)
     return [table3_claim(runs), table4_claim(runs), table5_claim(runs), clients_claim(runs)]

@@ -318,12 +318,8 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    def declared(b: Budget, steps: dict[Cell, float] | None = None,
-                 widen: list[tuple[Cell, float]] | None = None) -> list:
-        return declare(b, Path(real_root), steps, widen)
-
-    b, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declared, lambda c: TARGET,
-                                       select_target)
+    b, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declare, real_root,
+                                       lambda c: TARGET, select_target)
     figure(study.out / f"{DECLARATION.name}.png", runs)
     return [table3_claim(runs), table5_claim(runs) if b.runs_table(5) else table5_not_run(b)]
 

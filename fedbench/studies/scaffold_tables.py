@@ -240,11 +240,12 @@ def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_
 
 
 def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, workers: int, cells: Sequence[Any],
-               declare: Callable[..., list], record_target: Callable[[Any], float],
+               declare: Callable[..., list], real_root: str | Path, record_target: Callable[[Any], float],
                select_target: Callable[[Any], float | None]):
-    """Run a table study at ``budget`` into ``out_dir`` in phases: the tuning runs (``declare(b)``), each cell's
-    step selected from them (:func:`select_steps`, ``select_target``; the tuning runs of the steps a widening adds:
-    ``declare(b, widen=pairs)``), then the judged runs (``declare(b, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
+    """Run a table study at ``budget`` into ``out_dir`` in phases, its data under ``real_root``: the tuning runs
+    (``declare(b, real_root)``), each cell's step selected from them (:func:`select_steps`, ``select_target``; the
+    tuning runs of the steps a widening adds: ``declare(b, real_root, widen=pairs)``), then the judged runs
+    (``declare(b, real_root, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
     ``cells``: every cell the study has (the records' names are read back to them). Returns (the budget, the
     study's fedbench.studies.runs.StudyRuns, the judged :class:`Runs`)."""
     from fedbench.studies.record import sim_record
@@ -266,16 +267,17 @@ def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, wor
                           metrics={f"study/rounds_to_{target:g}": rounds_to_target(acc, target, b.rounds),
                                    "study/best_accuracy": best_of(acc, b.rounds)})
 
-    tuning_sims = declare(b)
+    real_root = Path(real_root)
+    tuning_sims = declare(b, real_root)
     curves = curves_of(tuning_sims, study.run_list(tuning_sims, record))
 
     def evaluate(pairs: list[tuple[Any, float]]) -> None:
-        sims = declare(b, widen=pairs)
+        sims = declare(b, real_root, widen=pairs)
         curves.update(curves_of(sims, study.run_list(sims, record)))
 
     selections = select_steps([c for c in cells if b.runs_table(c.table)], curves, b, select_target, evaluate)
     steps = {c: sel.step for c, sel in selections.items()}
-    judged_sims = declare(b, steps)
+    judged_sims = declare(b, real_root, steps)
     judged = study.run_list(judged_sims, record)
     study.write()
     runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b,
