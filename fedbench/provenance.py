@@ -27,11 +27,15 @@ CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "fidelity", 
 # a claim study: its own module (studies/<name>.py, see study_code) and this shared code: the studies' runner, their
 # declaration, record format, outcome reuse and stage (params.yaml -> the run), the same engine, their synthetic
 # data, the worker processes or Ray tasks (one torch thread each, which fixes the order of floating-point sums), the
-# claim model that judges them and the figures they draw
+# claim model that judges them and the figures they draw, and STUDY_PARTS: a params.yaml study's sibling modules (its
+# claims, or an arm's algorithm, kept apart; dvc.yaml's one study stage lists the same deps for every study it runs,
+# so each such study depends on every sibling)
+STUDY_PARTS = ("studies/scaffold_quadratics_claims.py", "studies/fedprox_stragglers.py")
 STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "studies/record.py", "studies/reuse.py",
-              "studies/runs.py", "studies/stage.py", "engine", "algorithms", "models", "availability", "data/__init__.py",
-              "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py", "quantile.py",
-              "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE, "plotting.py")
+              "studies/runs.py", "studies/stage.py", *STUDY_PARTS, "engine", "algorithms", "models", "availability",
+              "data/__init__.py", "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py",
+              "quantile.py", "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE,
+              "plotting.py")
 
 # what computes a claim study's simulation (its fingerprint hashes it, fedbench.studies.reuse): a training run's code,
 # the studies' runner (fedbench.studies: the stacks, the model trace) and the one-torch-thread rule of the workers

@@ -196,6 +196,23 @@ def combine(verdicts: Sequence[str]) -> str:
     return "not-reproduced" if any(v == "not-reproduced" for v in verdicts) else "inconclusive"
 
 
+def inconclusive_parts(result: dict[str, Any], labels: Sequence[str], note: str, would_change: str) -> dict[str, Any]:
+    """``result`` (:func:`judge`'s) with the parts named in ``labels`` inconclusive whatever their interval, ``note``
+    saying why (for instance a mechanism that cannot act within the rounds run), and the verdict recombined; where the
+    verdict changes, the effect is the deciding part's (one that has the new verdict) and ``would_change`` replaces
+    the result's. ``result`` itself when ``labels`` is empty."""
+    if not labels:
+        return result
+    parts = [p | {"verdict": "inconclusive"} if p["part"] in labels else p for p in result["parts"]]
+    verdict = combine([p["verdict"] for p in parts])
+    effect = result["effect"]
+    if verdict != result["verdict"]:
+        effect = {k: v for k, v in next(p for p in parts if p["verdict"] == verdict).items()
+                  if k not in ("rule", "verdict")}
+    return result | {"parts": parts, "verdict": verdict, "effect": effect, "notes": [*result.get("notes", []), note],
+                     "would_change": result["would_change"] if verdict == result["verdict"] else would_change}
+
+
 Measure = Callable[[str, float], Sequence[Sequence[float | None]]]
 
 

@@ -45,6 +45,7 @@ from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.studies import WORKERS
 from fedbench.studies.delta_fl_devices import error_record, history_p90, subsampled, test_device_errors
+from fedbench.studies.delta_fl_pairs import PAIRS, Pair, pair
 from fedbench.studies.real_data import REAL_ROOT, load_real
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.scale import Scale
@@ -58,39 +59,6 @@ MEAN_MARGIN = 2.0  # error points: "on par" (Table 3)
 FEDAVG = "fedavg"
 
 
-@dataclass(frozen=True)
-class Pair:
-    """One dataset-model pair of Tables 2 and 3 with its paper settings. ``client_samples`` and ``eval_samples``
-    (the mean training samples of a device and the samples the engine evaluates every round) are for the cost
-    projection only: estimates from the paper's Table 1 and LEAF's totals."""
-
-    key: str
-    label: str
-    variant: str
-    model: str
-    rounds: int
-    clients_per_round: int
-    lr: float
-    batch_size: int
-    subsample: bool  # EMNIST: the authors keep int(0.5 n) train and as many test users per run seed
-    client_samples: float
-    eval_samples: int
-    eval_every: int  # the authors' scripts' eval_every (simplicial-fl models/scripts/exp/*)
-    schedule_note: str = ""
-
-
-PAIRS = (
-    Pair("emnist_linear", "EMNIST linear", "femnist_deltafl", "deltafl_emnist_linear", 3000, 100, 1.0, 10, True,
-         227, 196_000, 50),
-    Pair("emnist_cnn", "EMNIST ConvNet", "femnist_deltafl", "deltafl_emnist_cnn", 1000, 100, 0.32, 16, True,
-         227, 196_000, 10, "the paper halves it every 400 rounds"),
-    Pair("sent140_linear", "Sent140 linear", "sent140_deltafl_linear", "deltafl_sent140_linear", 2000, 100, 0.01, 10,
-         False, 80, 70_000, 20),
-    Pair("sent140_rnn", "Sent140 RNN", "sent140_deltafl", "deltafl_sent140_lstm", 600, 50, 2.0, 10, False, 80,
-         70_000, 25, "the paper halves it every 200 rounds"),
-    Pair("shakespeare_rnn", "Shakespeare RNN", "shakespeare_deltafl", "deltafl_shakespeare_gru", 400, 100, 0.1, 16,
-         False, 3_870, 4_200_000, 10, "the paper halves it every 200 rounds"),
-)
 EXTRA_ROUNDS = (5, 10, 15, 20, 75)  # the authors' main.py also evaluates at these rounds (and the final one)
 SUBSAMPLE_FRACTION = 0.5  # the authors' setup_clients(subsample_fraction=0.5), EMNIST only
 # the by-user splits' seeds (params.yaml data.variants: sampling_seed 0, split_seed 1, the authors' Random(0) and
@@ -117,7 +85,6 @@ BUDGETS = {
     "fixture": Budget(device="cpu", seeds=(0, 1), rounds=3, subsample=False),
 }
 _P = BUDGETS["paper"]
-
 
 
 # The study as data (fedbench.study.declaration): FedAvg and Delta-FL (the filter-then-average), swept over the
@@ -195,13 +162,6 @@ DECLARATION = StudyDeclaration(
         reads=(FEDAVG, "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="its runs are the Table 2 entry's (delta-fl/real/p90-error)"),
 ))
-
-
-def pair(key: str) -> Pair:
-    by_key = {p.key: p for p in PAIRS}
-    if key not in by_key:
-        raise ValueError(f"pair {key!r}; allowed: {', '.join(by_key)}")
-    return by_key[key]
 
 
 def dataset_builder(p: Pair, budget: Budget, seed: int, real_root: Path):

@@ -43,7 +43,7 @@ from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.runs import open_budget
+from fedbench.studies.runs import open_seeded
 
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
 NON_IID = DATASETS[1:]
@@ -232,15 +232,12 @@ def figure(path: Path, curves: dict[tuple[str, str, int], list[float]], rounds: 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
-    given (DECLARATION.seeds)."""
-    rounds, runs = open_budget(out_dir, BUDGETS, budget, workers)
-    study = DECLARATION.with_seeds(seeds)
+    """FedDane against FedProx on the four synthetic sets at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds,
+    "paper" 200) with training ``seeds`` if given (DECLARATION.seeds): the three claims judged."""
+    rounds, runs, study = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
     seeds = study.seeds
     jobs = [(name, method, s) for s in seeds for name in DATASETS for method in METHODS]
-    outcomes = runs.run_list([simulation(*job, rounds=rounds) for job in jobs])
-    runs.write()
-    curves = {job: o.series("train/loss") for job, o in zip(jobs, outcomes)}
+    curves = runs.curves(jobs, simulation, "train/loss", rounds=rounds)
     figure(runs.out / "feddane_synthetic.png", curves, rounds, seeds)
     similar, worse, still = judge_claims(curves, seeds, rounds=rounds)
 

@@ -16,11 +16,9 @@ multinomial logistic regression, K = 10 devices per round, batch 10, lr 0.01, E 
 - Sampling (Figure 12, E = 20, mu in {0, 1}) on Synthetic(1,1): uniform selection with n_k-weighted averages (the
   paper's experiments) against selection with probability n_k / n and simple averages (its Algorithms 1-2).
 - E = 1 with 50% and 90% stragglers on Synthetic(1,1): FedAvg (stragglers dropped) against FedProx mu = 0
-  (partial work kept). With E = 1 the authors' straggler rule (U{1..E-1} epochs) is empty and the engine's
-  stragglers are whole epochs, so here a straggler runs a uniformly drawn part of its one epoch: U{1..S_k-1} of
-  its S_k minibatch steps (the authors' rule at the granularity of minibatches; how the paper's E = 1 runs drew
-  it is not known). ``PartialEpochStragglers`` does this around FedProx(mu = 0): the same draw for both arms,
-  from the (seed, round, "stragglers", 1) stream.
+  (partial work kept), a straggler running U{1..S_k-1} of its S_k minibatch steps, the same draw for both arms
+  (``PartialEpochStragglers`` around FedProx(mu = 0); why, and how it departs from the authors' rule, which is empty
+  at E = 1: fedbench.studies.fedprox_stragglers).
 - Figure 12's second statement, "under either sampling scheme, the settings with mu = 1 demonstrate more stable
   performance than settings with mu = 0", from the same four sampling runs (registered after those runs existed,
   from the paper's text alone).
@@ -33,9 +31,8 @@ reduced-budget.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -43,18 +40,13 @@ from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.claims.readings import NAMES, read_loss, rising_rounds, upward_variation
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, combine, fidelity, judge
-from fedbench.seeding import rng
+from fedbench.claims.verdict import Part, Rule, fidelity, inconclusive_parts, judge
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.runs import open_budget
-
-if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
-    import torch
-
-    from fedbench.algorithms.fedprox import FedProx
+from fedbench.studies.runs import open_seeded
+from fedbench.studies.fedprox_stragglers import PartialEpochStragglers, PartialLocal  # noqa: F401 (the arm's)
 
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
 # Round budgets: "pipeline" fits the main job's CPU budget; "paper" is the paper's 200 rounds (FP run_fedavg.sh)
@@ -72,6 +64,7 @@ ADAPTIVE = {"synthetic_iid": 1.0, "synthetic_1_1": 0.0}  # Figure 3's datasets a
 ADAPTIVE_MARGIN = 10.0  # % above a fixed mu's loss that is still "competitive"
 E1_LEVELS = (0.5, 0.9)
 TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_1_1": "Synthetic(1,1)"}
+INSTABILITY = {"upward": "sum of loss rises", "rising": "rounds with a rise"}  # the stability readings' names
 
 
 # The study as data (fedbench.study.declaration): the arms (each on the datasets it runs), the seeds, the budgets and
@@ -159,68 +152,6 @@ def _synthetic(name: str) -> FederatedDataset:
     return generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED, train_fraction=TRAIN_FRACTION)
 
 
-@dataclass(frozen=True)
-class PartialLocal:
-    inner: torch.Tensor  # [K, P] the wrapped algorithm's local models
-    step: torch.Tensor  # [K] local steps taken
-    budget: torch.Tensor  # [K] local steps allowed this round
-    kept: torch.Tensor  # [K] 1.0 if the client's update is aggregated
-
-
-@dataclass(frozen=True)
-class PartialEpochStragglers:
-    """FedProx(mu) whose stragglers run part of their one epoch (module docstring): round(K (1 - fraction)) of
-    the cohort run all S_k steps, the others U{1..S_k - 1}; ``keep`` aggregates the stragglers' partial work
-    (FedProx), else they are dropped (FedAvg)."""
-
-    lr: float
-    fraction: float
-    keep: bool
-    mu: float = 0.0
-    keeps_partial_work: bool = True  # the engine sees no stragglers (straggler_fraction = 0): this class has them
-
-    @property
-    def inner(self) -> FedProx:
-        from fedbench.algorithms.fedprox import FedProx
-
-        return FedProx(lr=self.lr, mu=self.mu)
-
-    def init(self, theta0, num_clients):
-        return self.inner.init(theta0, num_clients)
-
-    def broadcast(self, state):
-        return self.inner.broadcast(state)
-
-    def client_init(self, bcast, cohort) -> PartialLocal:
-        import torch
-
-        k = len(cohort.clients)
-        g = rng(cohort.seed, cohort.round, "stragglers", 1)
-        active = np.zeros(k, bool)
-        active[g.choice(k, size=int(round(k * (1.0 - self.fraction))), replace=False)] = True
-        steps = cohort.steps.cpu().numpy()
-        budget = np.where(active | (steps <= 1), steps, g.integers(1, np.maximum(steps, 2)))
-        device = bcast.theta.device
-        return PartialLocal(inner=self.inner.client_init(bcast, cohort), step=torch.zeros(k, device=device),
-                            budget=torch.as_tensor(budget, dtype=torch.float32, device=device),
-                            kept=torch.as_tensor(active | self.keep, dtype=torch.float32, device=device))
-
-    def client_step(self, local: PartialLocal, grad_fn, bcast) -> PartialLocal:
-        import torch
-
-        moved = self.inner.client_step(local.inner, grad_fn, bcast)
-        working = (local.step < local.budget).unsqueeze(1)
-        return PartialLocal(inner=torch.where(working, moved, local.inner), step=local.step + 1, budget=local.budget,
-                            kept=local.kept)
-
-    def client_result(self, local: PartialLocal, bcast, cohort) -> tuple[PartialLocal, None]:
-        return local, None
-
-    def server_update(self, state, local: PartialLocal, weights: torch.Tensor, cohort):
-        w = weights * local.kept
-        return self.inner.server_update(state, local.inner, w / w.sum(), cohort)
-
-
 def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> Simulation:
     """Arm ``arm`` of DECLARATION on ``dataset`` with ``seed``: "mu0", "mu1", "adaptive" (E = 20, uniform sampling),
     "prop-mu0", "prop-mu1" (proportional sampling), "e1-drop-<f>", "e1-keep-<f>" (E = 1, straggler fraction f)."""
@@ -266,25 +197,14 @@ def rounds_to_reach(mu_init: float, mu: float) -> int:
 
 
 def cannot_act(result: dict, labels: list[str], rounds: int) -> dict:
-    """``result`` (fedbench.claims.verdict.judge) with the parts named in ``labels`` inconclusive, the reason
-    stated (the adaptive heuristic cannot reach their fixed mu within ``rounds``), and the verdict recombined."""
+    """``result`` with the parts ``labels`` inconclusive: the heuristic cannot reach their fixed mu in ``rounds``."""
     from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE
 
-    if not labels:
-        return result
-    parts = [p | {"verdict": "inconclusive"} if p["part"] in labels else p for p in result["parts"]]
-    verdict = combine([p["verdict"] for p in parts])
     note = (f"{', '.join(labels)}: the heuristic cannot reach that fixed mu within the {rounds} rounds run (at most one "
             f"step of {MU_STEP:g} per {PATIENCE} decreasing rounds): inconclusive whatever the interval, the mechanism "
             "cannot act within the budget")
-    effect = result["effect"]
-    if verdict != result["verdict"]:  # the deciding part: one that has the new verdict
-        effect = {k: v for k, v in next(p for p in parts if p["verdict"] == verdict).items()
-                  if k not in ("rule", "verdict")}
-    return result | {"parts": parts, "verdict": verdict, "effect": effect, "notes": [*result.get("notes", []), note],
-                     "would_change": (result["would_change"] if verdict == result["verdict"] else
-                                      f"running the paper's {PAPER_ROUNDS} rounds (`{COMMAND}`), in which the heuristic "
-                                      f"can act; now: {note}")}
+    return inconclusive_parts(result, labels, note, f"running the paper's {PAPER_ROUNDS} rounds (`{COMMAND}`), in "
+                                                    f"which the heuristic can act; now: {note}")
 
 
 def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, dict, dict]:
@@ -311,8 +231,7 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, 
         [Part(f"mu={m}: uniform - proportional", Rule("greater", 0.0, "loss rise")) for m in (0, 1)],
         lambda r, b: [[instability(f"mu{m}", s, r, b) - instability(f"prop-mu{m}", s, r, b) for s in seeds]
                       for m in (0, 1)],
-        "upward", ("upward", "rising"),
-        reading_names={"upward": "sum of loss rises", "rising": "rounds with a rise"})
+        "upward", ("upward", "rising"), reading_names=INSTABILITY)
     e1 = judge(
         [Part(f"E=1, {int(f * 100)}% stragglers", Rule("greater", 0.0, "training loss")) for f in E1_LEVELS],
         lambda r, b: [[read_loss(loss(f"e1-drop-{f:g}", "synthetic_1_1", s), r, rounds, b)
@@ -323,8 +242,7 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, 
         [Part(f"{name}: mu=0 - mu=1", Rule("greater", 0.0, "loss rise")) for name in ("uniform", "proportional")],
         lambda r, b: [[instability(f"{pre}mu0", s, r, b) - instability(f"{pre}mu1", s, r, b) for s in seeds]
                       for pre in ("", "prop-")],
-        "upward", ("upward", "rising"),
-        reading_names={"upward": "sum of loss rises", "rising": "rounds with a rise"})
+        "upward", ("upward", "rising"), reading_names=INSTABILITY)
     return adaptive, sampling, e1, mu1_stabler
 
 
@@ -358,15 +276,10 @@ def figure(path: Path, losses: dict[tuple[str, str, int], list[float]], seeds: t
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds, "paper" 200), with training ``seeds`` if
-    given (DECLARATION.seeds)."""
-    rounds, runs = open_budget(out_dir, BUDGETS, budget, workers)
-    study = DECLARATION.with_seeds(seeds)
+    """FedProx's four synthetic-data claims at round budget ``budget`` (BUDGETS), on ``seeds`` if given."""
+    rounds, runs, study = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
     seeds = study.seeds
-    jobs = declare(seeds)
-    outcomes = runs.run_list([simulation(*job, rounds=rounds) for job in jobs])
-    runs.write()
-    losses = {job: o.series("train/loss") for job, o in zip(jobs, outcomes)}
+    losses = runs.curves(declare(seeds), simulation, "train/loss", rounds=rounds)
     figure(runs.out / "fedprox_synthetic.png", losses, seeds)
     adaptive, sampling, e1, mu1_stabler = judge_all(lambda a, d, s: losses[(a, d, s)], seeds, rounds=rounds)
 

@@ -83,13 +83,11 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.claims.papers import FEDPROXVR_PAPER
-from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.studies import WORKERS, Simulation
 from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_1, PUBLISHED_TABLE_2
 from fedbench.studies.real_data import REAL_ROOT, load_real, not_run_entry
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim
 from fedbench.study.scale import Scale
 
 NAME = "fedproxvr_fashion"
@@ -215,12 +213,10 @@ _ARMS = (  # Table 1 on mclr, all 100 users a round; Table 2 (stand-in) on the a
     + _table("fedproxvr_cnn", 10, {"FedAvg": {"tau": 20, "mu": 0.0, "batch_size": 16, "lr": LR_CNN},
                                    "SVRG": {"tau": 20, "mu": 0.01, "batch_size": 16, "lr": LR_CNN},
                                    "SARAH": {"tau": 20, "mu": 0.01, "batch_size": 32, "lr": LR_CNN}}))
-DECLARATION = StudyDeclaration(
-    name=NAME, paper=FEDPROXVR_PAPER,
+DECLARATION = tables.declaration(  # every round, all users (the authors' eval_every = 1): see the docstring
+    name=NAME,
     dataset="full Fashion-MNIST, 100 users of two labels (35,528 train / 11,893 test images)",
-    variants=("fashion_mnist_fedproxvr",), arms=_ARMS, seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS,
-    evaluation=DEFAULT_EVALUATIONS,  # every round, all users (the authors' eval_every = 1): see the docstring
-    scales=_scales(_ARMS, BUDGETS["paper"]),
+    variant="fashion_mnist_fedproxvr", arms=_ARMS, budgets=BUDGETS, scales=_scales(_ARMS, BUDGETS["paper"]),
     claims=(
         Claim(
             id=CONVEX, where="slides, 'Comparisons with FedAvg', Table 1",

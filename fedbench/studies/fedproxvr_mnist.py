@@ -35,13 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.claims.papers import FEDPROXVR_PAPER
-from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.studies import WORKERS, Simulation
 from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_2
 from fedbench.studies.real_data import REAL_ROOT, load_real
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim
 from fedbench.study.scale import Scale
 
 NAME = "fedproxvr_mnist"
@@ -100,12 +98,10 @@ ASSUMPTIONS = [
 _ARMS = (Arm("FedAvg", "fedavg", {"tau": 20, "mu": 0.0, "batch_size": 16, "lr": LR}),
          Arm("SVRG", "fedproxvr", {"tau": 20, "mu": 0.01, "batch_size": 16, "lr": LR}),
          Arm("SARAH", "fedproxvr", {"tau": 20, "mu": 0.01, "batch_size": 32, "lr": LR}))
-DECLARATION = StudyDeclaration(
-    name=NAME, paper=FEDPROXVR_PAPER,
+DECLARATION = tables.declaration(  # every round, all users (the authors' eval_every = 1): see the docstring
+    name=NAME,
     dataset="MNIST split by the authors' 100-user generator (3 labels a user, power-law sizes, 75/25 split)",
-    variants=("mnist_fedproxvr",), arms=_ARMS, seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS,
-    evaluation=DEFAULT_EVALUATIONS,  # every round, all users (the authors' eval_every = 1): see the docstring
-    scales=_scales(_ARMS, BUDGETS["paper"]),
+    variant="mnist_fedproxvr", arms=_ARMS, budgets=BUDGETS, scales=_scales(_ARMS, BUDGETS["paper"]),
     claims=(Claim(
         id="fedproxvr/mnist/non-convex-accuracy", where="slides, Table 2",
         claim_text="On the non-convex task, FedProxVR (SVRG 94.06%, SARAH 93.75%) reaches a higher test accuracy "

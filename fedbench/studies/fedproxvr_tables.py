@@ -14,6 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fedbench.claims.papers import FEDPROXVR_PAPER
+from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.scale import Scale
+
 if TYPE_CHECKING:
     from fedbench.studies import Outcome, Simulation
 
@@ -32,6 +37,16 @@ PUBLISHED_TABLE_2 = [  # copied from the slides (non-convex task; dataset and mo
     {"algorithm": "FedProxVR (SVRG)", "tau": 20, "beta": 10, "mu": 0.01, "B": 16, "T": 970, "accuracy": 94.06},
     {"algorithm": "FedProxVR (SARAH)", "tau": 20, "beta": 9, "mu": 0.01, "B": 32, "T": 958, "accuracy": 93.75},
 ]
+
+
+def declaration(name: str, dataset: str, variant: str, arms: tuple[Arm, ...], budgets: dict[str, Any],
+                scales: tuple[Scale, ...], claims: tuple[Claim, ...]) -> StudyDeclaration:
+    """A FedProxVR real-data study's declaration (fedbench.study.declaration) with what both share: the paper, the
+    paper budget's training seeds, no data seed (the registered not-run entries name none) and the authors'
+    protocol, every round on all users (their eval_every = 1; fedbench.engine.evaluation.DEFAULT_EVALUATIONS)."""
+    return StudyDeclaration(name=name, paper=FEDPROXVR_PAPER, dataset=dataset, variants=(variant,), arms=arms,
+                            seeds=budgets["paper"].seeds, data_seeds=(), budgets=budgets,
+                            evaluation=DEFAULT_EVALUATIONS, scales=scales, claims=claims)
 
 
 def simulation(name: str, method: str, dataset: Callable[[], Any], model: str, knobs: dict[str, Any], *, lr: float,

@@ -135,15 +135,13 @@ def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) ->
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.claims.entry import judged
-    from fedbench.claims.readings import TAIL, evaluation_rounds
+    from fedbench.claims.readings import TAIL
     from fedbench.claims.stats import fmt_effect
     from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_budget
+    from fedbench.studies.runs import open_declared
 
     d = DECLARATION
-    b, study = open_budget(out_dir, d.budgets, budget, workers)
-    out = study.out
-    methods = [a.name for a in d.arms]
+    b, study, methods = open_declared(out_dir, d, budget, workers)
     runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
                           lambda sim, o: sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
                               "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
@@ -159,7 +157,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     curves = {m: np.mean([curve(runs[(m, s)], b.rounds) for s in b.seeds], 0) for m in methods}
     png, variant = f"{d.name}.png", d.variants[0]
     ds = load_real(variant, str(real_root))
-    figure(out / png, evaluation_rounds(b.rounds, EVAL_EVERY), curves,
+    figure(study.out / png, b.rounds, curves,
            f"{variant} ({ds.num_clients} writers), {b.model}, SGDm {MOMENTUM:g}")
     observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in methods)
                 + "; " + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"]))

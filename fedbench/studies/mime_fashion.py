@@ -199,15 +199,12 @@ def tune(run: Callable[[list[tuple[str, float, int]]], dict[tuple[str, float, in
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.claims.entry import judged
-    from fedbench.claims.readings import evaluation_rounds
     from fedbench.claims.stats import fmt_effect
     from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_budget
+    from fedbench.studies.runs import open_declared
 
     d = DECLARATION
-    b, study = open_budget(out_dir, d.budgets, budget, workers)
-    out = study.out
-    methods = [a.name for a in d.arms]
+    b, study, methods = open_declared(out_dir, d, budget, workers)
 
     def record(sim, o):
         return sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail", b.rounds)})
@@ -228,7 +225,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
               for m in methods}
     png, variant = f"{d.name}.png", d.variants[0]
     ds = load_real(variant, str(real_root))
-    figure(out / png, evaluation_rounds(b.rounds, EVAL_EVERY), curves,
+    figure(study.out / png, b.rounds, curves,
            f"{variant} ({ds.num_clients} users), {MODEL}, SGDm {MOMENTUM:g}")
     edge = [m for m in methods if not selections[m].interior]
     widened = [f"{m} to {', '.join(f'{x:g}' for x in selections[m].added)}" for m in methods if selections[m].added]

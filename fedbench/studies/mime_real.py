@@ -97,13 +97,14 @@ def judge_ordering(acc: Callable[[str, int, str, float], float], methods: Sequen
                  primary, readings, reading_names=reading_names)
 
 
-def figure(path: Path, rounds: list[int], curves: dict[str, np.ndarray], title: str) -> None:
-    """The arms' mean test-accuracy curves (the baseline dashed)."""
+def figure(path: Path, rounds: int, curves: dict[str, np.ndarray], title: str) -> None:
+    """The arms' mean test-accuracy curves at the protocol's evaluations of ``rounds`` rounds (the baseline dashed)."""
+    from fedbench.claims.readings import evaluation_rounds
     from fedbench.plotting import pyplot, save_figure
 
     fig, ax = pyplot().subplots(1, 1, figsize=(6.5, 4))
     for (name, acc), style in zip(curves.items(), ("-", "-", "--")):
-        ax.plot(rounds, acc, style, label=name)
+        ax.plot(evaluation_rounds(rounds, EVAL_EVERY), acc, style, label=name)
     ax.set(xlabel="round", ylabel="test accuracy (%), mean over seeds", title=title)
     ax.legend(fontsize=8)
     save_figure(fig, path, dpi=120)

@@ -53,6 +53,14 @@ class StudyRuns:
         """:meth:`run` of ``simulation(*job)`` for each job (a tuple)."""
         return self.run({job: simulation(*job) for job in jobs}, record, **record_fields)
 
+    def curves(self, jobs: Sequence[K], simulation: Callable[..., Simulation], metric: str,
+               **simulation_args: Any) -> dict[K, list[float]]:
+        """For a study that reads one curve a run: ``simulation(*job, **simulation_args)`` run for every job (one
+        record each, then all written, :meth:`write`) and each job's ``metric`` per round."""
+        outcomes = self.run({job: simulation(*job, **simulation_args) for job in jobs})
+        self.write()
+        return {job: o.series(metric) for job, o in outcomes.items()}
+
     def write(self) -> None:
         """The records of every simulation run so far, in ``out`` (fedbench.studies.record.write_simulations)."""
         from fedbench.studies.record import write_simulations
@@ -69,3 +77,19 @@ def open_budget(out_dir: str | Path, budgets: Mapping[str, Any], budget: str,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return budgets[budget], StudyRuns(out, workers)
+
+
+def open_declared(out_dir: str | Path, declaration: Any, budget: str,
+                  workers: int = WORKERS) -> tuple[Any, StudyRuns, list[str]]:
+    """:func:`open_budget` of ``declaration``'s budgets (a fedbench.study.declaration.StudyDeclaration), and the names
+    of its arms in declared order: the preamble of a study whose runs are one per arm and seed."""
+    b, runs = open_budget(out_dir, declaration.budgets, budget, workers)
+    return b, runs, [a.name for a in declaration.arms]
+
+
+def open_seeded(out_dir: str | Path, declaration: Any, budgets: Mapping[str, Any], budget: str, workers: int = WORKERS,
+                seeds: Sequence[int] | None = None) -> tuple[Any, StudyRuns, Any]:
+    """:func:`open_budget`, and the study's ``declaration`` (a fedbench.study.declaration.StudyDeclaration) with
+    training ``seeds`` if given (its own otherwise): a seed-based study's budget, runs and declaration at once."""
+    b, runs = open_budget(out_dir, budgets, budget, workers)
+    return b, runs, declaration.with_seeds(seeds)

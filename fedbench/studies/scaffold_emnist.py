@@ -65,15 +65,18 @@ sentence), and five training seeds where the paper reports one run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
+from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
+from fedbench.studies.scaffold_emnist_cells import (
+    PAPER_ROUNDS, EPOCHS, TABLE4_SAMPLED, TABLE4_EPOCHS, TABLE5_EPOCHS, TABLE3_SIMILARITY, JUDGED_SIMILARITY,
+    CLIENT_FIGURE, TARGET_T3, TARGET_T4, FEDPROX_MU, EMNIST_TRAIN, EMNIST_TEST, LABELS, Cell, cells, client_cell)
 from fedbench.studies.scaffold_tables import (
     SAMPLED,
     SGD_EPOCHS,
@@ -84,72 +87,11 @@ from fedbench.studies.scaffold_tables import (
     mean,
 )
 
-# Every setting of the study, fixed before any run.
-PAPER_ROUNDS = 1000
-EPOCHS = (1, 5, 10, 20)  # Table 3's local epochs
-TABLE4_SAMPLED = (0.20, 0.05, 0.01)
-TABLE4_EPOCHS = TABLE5_EPOCHS = 5
-TABLE3_SIMILARITY = (0, 10, 100)  # 100% is run and reported, not judged (the claim is about 0% and 10%)
-JUDGED_SIMILARITY = (0, 10)
-CLIENT_FIGURE = {"scaffold": 5, "fedavg": 50}  # the slides' client-count figure: clients sampled of 400, 1 epoch
-CLIENT_FIGURE_EPOCHS = 1
-TARGET_T3, TARGET_T4 = 0.5, 0.45  # test accuracy targets of Tables 3 and 4 (and the client-count figure)
-FEDPROX_MU = 1.0
-EMNIST_TRAIN, EMNIST_TEST = 112800, 18800
-LABELS = {"scaffold": "SCAFFOLD", "fedavg": "FedAvg", "fedprox": "FedProx (mu=1)", "sgd": "SGD (large batch)"}
-
 # The scales the study runs at: the paper's (its judged seeds 0-4; the step-size grid, the same for every algorithm,
 # SGD: its server step; the tuning seeds, disjoint from the judged ones) and the test suite's.
 BUDGETS = {"paper": Budget(PAPER_ROUNDS, (0, 1, 2, 3, 4), (100, 101, 102), (0.01, 0.03, 0.1, 0.3, 1.0), "auto"),
            "fixture": Budget(3, (0, 1), (100, 101), (0.1, 0.3), "cpu")}
 _TUNING = BUDGETS["paper"].tuning_seeds
-
-
-def variant(clients: int, similarity: int) -> str:
-    return f"emnist_scaffold_n{clients}_s{similarity}"
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One algorithm in one cell of a table: the runs that differ only in step size and seed."""
-
-    table: int  # 3, 4 or 5; 6: the slides' client-count figure
-    method: str  # an arm of DECLARATION
-    epochs: int
-    similarity: int
-    sampled: float = SAMPLED
-
-    @property
-    def clients(self) -> int:
-        return 400 if self.table in (4, 6) else 100
-
-    @property
-    def model(self) -> str:
-        return "scaffold_mlp" if self.table == 5 else "mclr"
-
-    @property
-    def variant(self) -> str:
-        return variant(self.clients, self.similarity)
-
-    def label(self) -> str:
-        return (f"table{self.table}/{self.method}/E={self.epochs}/s={self.similarity}"
-                + (f"/sampled={100 * self.sampled:g}%" if self.table in (4, 6) else ""))
-
-
-def cells() -> list[Cell]:
-    """Every cell of Tables 3, 4 and 5 the study runs."""
-    out = [Cell(3, m, e, s) for s in TABLE3_SIMILARITY for m in ("scaffold", "fedavg", "fedprox") for e in EPOCHS]
-    out += [Cell(3, "sgd", SGD_EPOCHS, s) for s in TABLE3_SIMILARITY]
-    out += [Cell(4, m, TABLE4_EPOCHS, s, f) for s in JUDGED_SIMILARITY for f in TABLE4_SAMPLED for m in ("scaffold", "fedavg")]
-    out += [Cell(5, m, TABLE5_EPOCHS, s) for s in JUDGED_SIMILARITY for m in ("scaffold", "fedavg")]
-    out += [Cell(5, "sgd", SGD_EPOCHS, s) for s in JUDGED_SIMILARITY]
-    out += [client_cell(m) for m in CLIENT_FIGURE]
-    return out
-
-
-def client_cell(method: str) -> Cell:
-    """A cell of the slides' client-count figure: ``method`` sampling CLIENT_FIGURE[method] of the 400 clients."""
-    return Cell(6, method, CLIENT_FIGURE_EPOCHS, 0, CLIENT_FIGURE[method] / 400)
 
 
 # ------------------------------------------------------------------------------------------------- declaration
@@ -255,48 +197,37 @@ def select_target(c: Cell) -> float | None:
 # ----------------------------------------------------------------------------------------------------- judging
 def table3_claim(runs: Runs) -> dict[str, Any]:
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "fedprox", "sgd")]
-    result = tables.table3_result(runs, rows, TARGET_T3, LABELS,
+    result = judging.table3_result(runs, rows, TARGET_T3, LABELS,
                                   lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s))
-    table = _rounds_table(runs, [c for c in cells() if c.table == 3], TARGET_T3)
+    table = judging.rounds_table(runs, [c for c in cells() if c.table == 3], TARGET_T3)
     observed = ("mean rounds to 0.5 (selected step): " + "; ".join(
         f"{s}%: " + ", ".join(f"{LABELS[m]}{'' if m == 'sgd' else f' E={e}'} {fmt_rounds(v['mean'], runs.budget.rounds)}"
                               for (m, e, ss), v in table.items() if ss == s) for s in TABLE3_SIMILARITY)
         + " (100% similarity reported, not judged)")
     return _entry("scaffold/emnist/rounds-to-0.5", runs, result,
-                  {"unit": f"rounds to {TARGET_T3} test accuracy (never: rounds run)", "cells": _table_json(table)},
+                  {"unit": f"rounds to {TARGET_T3} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
                   observed, "left: test accuracy, 0% similarity, 5 epochs (seed 0, selected steps)",
                   [c for c in cells() if c.table == 3])
 
 
 def table4_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
     rows = [(s, f) for s in JUDGED_SIMILARITY for f in TABLE4_SAMPLED]
-    parts = [Part(f"{s}% similarity, {100 * f:g}% sampled: FedAvg - SCAFFOLD", Rule("greater", 0.0, "rounds"))
-             for s, f in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        out = []
-        for s, f in rows:
-            mine = runs.reached(Cell(4, "scaffold", TABLE4_EPOCHS, s, f), TARGET_T4, reading, fraction)
-            other = runs.reached(Cell(4, "fedavg", TABLE4_EPOCHS, s, f), TARGET_T4, reading, fraction)
-            out.append([a - b for a, b in zip(other, mine)])
-        return out
-
-    result = judge(parts, measure, "first", tuple(tables.ROUNDS_READINGS), reading_names=tables.ROUNDS_READINGS)
-    table = _rounds_table(runs, [c for c in cells() if c.table == 4], TARGET_T4,
-                          key=lambda c: (c.method, c.sampled, c.similarity))
+    result = judging.rounds_gap(runs, [(f"{s}% similarity, {100 * f:g}% sampled: FedAvg - SCAFFOLD",
+                                        Cell(4, "scaffold", TABLE4_EPOCHS, s, f), Cell(4, "fedavg", TABLE4_EPOCHS, s, f))
+                                       for s, f in rows], TARGET_T4)
+    table = judging.rounds_table(runs, [c for c in cells() if c.table == 4], TARGET_T4,
+                                 key=lambda c: (c.method, c.sampled, c.similarity))
     observed = ("mean rounds to 0.45 (selected step), SCAFFOLD vs FedAvg: " + "; ".join(
         f"{s}%, {100 * f:g}% sampled: {fmt_rounds(table[('scaffold', f, s)]['mean'], runs.budget.rounds)} vs "
         f"{fmt_rounds(table[('fedavg', f, s)]['mean'], runs.budget.rounds)}" for s, f in rows))
     return _entry("scaffold/emnist/sampling", runs, result,
-                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": _table_json(table)},
+                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
                   observed, "middle: rounds to 0.45 against the share of clients sampled",
                   [c for c in cells() if c.table == 4])
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    result, reproduced, observed = tables.table5_result(
+    result, reproduced, observed = judging.table5_result(
         runs, JUDGED_SIMILARITY, LABELS, lambda m, s: Cell(5, m, SGD_EPOCHS if m == "sgd" else TABLE5_EPOCHS, s))
     return _entry("scaffold/emnist/two-layer-accuracy", runs, result, reproduced,
                   observed + " (paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
@@ -305,38 +236,18 @@ def table5_claim(runs: Runs) -> dict[str, Any]:
 
 
 def clients_claim(runs: Runs) -> dict[str, Any]:
-    from fedbench.claims.verdict import Part, Rule, judge
-
-    part = Part(f"FedAvg ({CLIENT_FIGURE['fedavg']} clients) - SCAFFOLD ({CLIENT_FIGURE['scaffold']} clients)",
-                Rule("greater", 0.0, "rounds"))
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        mine = runs.reached(client_cell("scaffold"), TARGET_T4, reading, fraction)
-        other = runs.reached(client_cell("fedavg"), TARGET_T4, reading, fraction)
-        return [[a - b for a, b in zip(other, mine)]]
-
-    result = judge([part], measure, "first", tuple(tables.ROUNDS_READINGS), reading_names=tables.ROUNDS_READINGS)
-    table = _rounds_table(runs, [client_cell(m) for m in CLIENT_FIGURE], TARGET_T4,
-                          key=lambda c: (c.method, round(c.sampled * c.clients)))
+    result = judging.rounds_gap(runs, [(f"FedAvg ({CLIENT_FIGURE['fedavg']} clients) - SCAFFOLD "
+                                        f"({CLIENT_FIGURE['scaffold']} clients)", client_cell("scaffold"),
+                                        client_cell("fedavg"))], TARGET_T4)
+    table = judging.rounds_table(runs, [client_cell(m) for m in CLIENT_FIGURE], TARGET_T4,
+                                 key=lambda c: (c.method, round(c.sampled * c.clients)))
     observed = (f"mean rounds to {TARGET_T4} (selected step), 400 clients, 1 epoch, 0% similarity: " + ", ".join(
         f"{LABELS[m]} with {k} clients {fmt_rounds(table[(m, k)]['mean'], runs.budget.rounds)}"
         for m, k in CLIENT_FIGURE.items()))
     return _entry("scaffold/emnist/5-clients-beat-fedavg-50", runs, result,
-                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": _table_json(table)},
+                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
                   observed, "middle: rounds to 0.45 against the share of clients sampled (Table 4's cells)",
                   [client_cell(m) for m in CLIENT_FIGURE])
-
-
-def _rounds_table(runs: Runs, which: list[Cell], target: float, key=None) -> dict[tuple, dict[str, Any]]:
-    out = {}
-    for c in which:
-        lr, r = runs.tuned_rounds(c, target, "first", 1.0)
-        out[key(c) if key else (c.method, c.epochs, c.similarity)] = {"lr": lr, "per_seed": r, "mean": mean(r)}
-    return out
-
-
-def _table_json(table: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
-    return {", ".join(str(x) for x in k): v for k, v in table.items()}
 
 
 def _deviations(budget: Budget) -> list[str]:
@@ -353,15 +264,15 @@ def _deviations(budget: Budget) -> list[str]:
          "before any run)"),
         ("batch ceil(n_k / 5) (226 at 100 clients, 57 at 400) so an epoch is 5 steps over one permutation; the last "
         "batch of each epoch is 2 or 3 images short of 0.2 n_k"),
-        tables.SGD_DEVIATION,
-        tables.SPLIT_DEVIATION,
+        judging.SGD_DEVIATION,
+        judging.SPLIT_DEVIATION,
         ("evaluation protocol not stated in the paper: ours is the accuracy on EMNIST's 18,800 test images (the "
          "global test set) after every round and on the final model, no training-loss evaluation (divergence caught "
          "from the cohort's own losses)"),
-        tables.WIDTH_DEVIATION,
+        judging.WIDTH_DEVIATION,
         (f"{len(budget.seeds)} training seeds (model init, client sampling, minibatch order) where the paper reports "
         "one run; data seed 0"),
-        tables.FLOAT_DEVIATION,
+        judging.FLOAT_DEVIATION,
     ]
 
 
@@ -381,7 +292,7 @@ def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[s
     c = DECLARATION.claim(claim_id)
     fid = ("stand-in" if b == BUDGETS["fixture"] else fidelity("paper", b.rounds, c.rounds_paper, len(b.seeds))
            if c.fidelity == "paper-scale" else c.fidelity)
-    return tables.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, scale,
+    return judging.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, scale,
                               _deviations(b), read, fid)
 
 
@@ -422,10 +333,7 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    def declared(b: Budget, steps: dict[Cell, float] | None = None,
-                 widen: list[tuple[Cell, float]] | None = None) -> list:
-        return declare(b, Path(real_root), steps, widen)
-
-    _, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declared, target_of, select_target)
+    _, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declare, real_root, target_of,
+                                       select_target)
     figure(study.out / f"{DECLARATION.name}.png", runs)
     return [table3_claim(runs), table4_claim(runs), table5_claim(runs), clients_claim(runs)]

@@ -71,6 +71,7 @@ from typing import Any
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.studies import WORKERS
+from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
 from fedbench.study.declaration import Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
@@ -222,7 +223,7 @@ def select_target(c: Cell) -> float | None:
 # ----------------------------------------------------------------------------------------------------- judging
 def table3_claim(runs: Runs) -> dict[str, Any]:
     rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "sgd")]
-    result = tables.table3_result(runs, rows, TARGET, LABELS,
+    result = judging.table3_result(runs, rows, TARGET, LABELS,
                                   lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s),
                                   paper_budget=PAPER_ROUNDS / runs.budget.rounds)
     table = {c: runs.reached(c, TARGET, "first", 1.0) for c in cells((3,))}
@@ -239,7 +240,7 @@ def table3_claim(runs: Runs) -> dict[str, Any]:
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
-    result, reproduced, observed = tables.table5_result(runs, JUDGED_SIMILARITY, LABELS, functools.partial(cell, 5),
+    result, reproduced, observed = judging.table5_result(runs, JUDGED_SIMILARITY, LABELS, functools.partial(cell, 5),
                                                         paper_budget=PAPER_ROUNDS / runs.budget.rounds)
     return _entry("scaffold/fashion-mnist/two-layer-accuracy", runs, result, reproduced,
                   observed + " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
@@ -266,11 +267,11 @@ def _deviations(budget: Budget) -> list[str]:
          f"step), judged on seeds {', '.join(map(str, budget.seeds))}"),
         f"target test accuracy {TARGET} fixed a priori for Fashion-MNIST (the paper's 0.5 is EMNIST's)",
         "batch ceil(n_k / 5) = 120 so an epoch is 5 steps over one permutation",
-        tables.SGD_DEVIATION,
+        judging.SGD_DEVIATION,
         "FedProx (a Table 3 comparator) and Table 4 (400 clients, sampling) are not run",
-        tables.SPLIT_DEVIATION,
-        tables.WIDTH_DEVIATION,
-        tables.FLOAT_DEVIATION,
+        judging.SPLIT_DEVIATION,
+        judging.WIDTH_DEVIATION,
+        judging.FLOAT_DEVIATION,
     ]
 
 
@@ -287,7 +288,7 @@ def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[s
            panel: str, read: list[Cell]) -> dict[str, Any]:
     """The claim's judged entry (``read``: the cells it reads): stand-in at every budget (the fixture:
     fixture-sized data as well)."""
-    return tables.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, _scale(runs.budget),
+    return judging.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, _scale(runs.budget),
                               _deviations(runs.budget), read)
 
 
@@ -317,12 +318,8 @@ def figure(path: Path, runs: Runs) -> None:
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    def declared(b: Budget, steps: dict[Cell, float] | None = None,
-                 widen: list[tuple[Cell, float]] | None = None) -> list:
-        return declare(b, Path(real_root), steps, widen)
-
-    b, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declared, lambda c: TARGET,
-                                       select_target)
+    b, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declare, real_root,
+                                       lambda c: TARGET, select_target)
     figure(study.out / f"{DECLARATION.name}.png", runs)
     return [table3_claim(runs), table5_claim(runs) if b.runs_table(5) else table5_not_run(b)]
 

@@ -25,7 +25,7 @@ keeps its own declaration (DECLARATION: arms, seeds, budgets, claims), its cells
 - Readings (fedbench.claims.readings): rounds to the target, first evaluation at it (primary) or the first of
   HOLD held (sensitivity); best accuracy (primary) and the mean of the last 5 (sensitivity); a budget cut reads
   the curves up to round(fraction R) (:class:`Runs`).
-- Entries (:func:`table_entry`): the study's declared claim with its scale and deviations, data seed 0, each cell's
+- Entries (fedbench.studies.scaffold_table_claims, with the verdicts both studies share): the study's declared claim with its scale and deviations, data seed 0, each cell's
   selection (the step, the grid, the per-seed tuning readings, why) and the cells whose choice stayed at an end of
   its grid listed (``selected_at_grid_edge``).
 """
@@ -240,11 +240,12 @@ def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_
 
 
 def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, workers: int, cells: Sequence[Any],
-               declare: Callable[..., list], record_target: Callable[[Any], float],
+               declare: Callable[..., list], real_root: str | Path, record_target: Callable[[Any], float],
                select_target: Callable[[Any], float | None]):
-    """Run a table study at ``budget`` into ``out_dir`` in phases: the tuning runs (``declare(b)``), each cell's
-    step selected from them (:func:`select_steps`, ``select_target``; the tuning runs of the steps a widening adds:
-    ``declare(b, widen=pairs)``), then the judged runs (``declare(b, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
+    """Run a table study at ``budget`` into ``out_dir`` in phases, its data under ``real_root``: the tuning runs
+    (``declare(b, real_root)``), each cell's step selected from them (:func:`select_steps`, ``select_target``; the
+    tuning runs of the steps a widening adds: ``declare(b, real_root, widen=pairs)``), then the judged runs
+    (``declare(b, real_root, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
     ``cells``: every cell the study has (the records' names are read back to them). Returns (the budget, the
     study's fedbench.studies.runs.StudyRuns, the judged :class:`Runs`)."""
     from fedbench.studies.record import sim_record
@@ -266,100 +267,19 @@ def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, wor
                           metrics={f"study/rounds_to_{target:g}": rounds_to_target(acc, target, b.rounds),
                                    "study/best_accuracy": best_of(acc, b.rounds)})
 
-    tuning_sims = declare(b)
+    real_root = Path(real_root)
+    tuning_sims = declare(b, real_root)
     curves = curves_of(tuning_sims, study.run_list(tuning_sims, record))
 
     def evaluate(pairs: list[tuple[Any, float]]) -> None:
-        sims = declare(b, widen=pairs)
+        sims = declare(b, real_root, widen=pairs)
         curves.update(curves_of(sims, study.run_list(sims, record)))
 
     selections = select_steps([c for c in cells if b.runs_table(c.table)], curves, b, select_target, evaluate)
     steps = {c: sel.step for c, sel in selections.items()}
-    judged_sims = declare(b, steps)
+    judged_sims = declare(b, real_root, steps)
     judged = study.run_list(judged_sims, record)
     study.write()
     runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b,
                 selections)
     return b, study, runs
-
-
-# ------------------------------------------------------------------------------------------------------ entries
-# ------------------------------------------------------------------------------------------------ the measures
-def table3_result(runs: Runs, rows: Sequence[tuple[int, int, str]], target: float, labels: dict[str, str],
-                  cell: Callable[[str, int, int], Any], **judge_args: Any) -> dict[str, Any]:
-    """Table 3's verdict (fedbench.claims.verdict.judge): per judged seed and row (similarity, epochs, comparator),
-    the comparator's rounds to ``target`` minus SCAFFOLD's, each cell (``cell(method, epochs, similarity)``) at its
-    selected step; "first" (primary) and "held" readings."""
-    from fedbench.claims.verdict import Part, Rule, judge
-
-    parts = [Part(f"{s}% similarity, {e} epochs: {labels[comp]} - SCAFFOLD", Rule("greater", 0.0, "rounds"))
-             for s, e, comp in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        return [[a - b for a, b in zip(runs.reached(cell(comp, e, s), target, reading, fraction),
-                                       runs.reached(cell("scaffold", e, s), target, reading, fraction))]
-                for s, e, comp in rows]
-
-    return judge(parts, measure, "first", tuple(ROUNDS_READINGS), reading_names=ROUNDS_READINGS, **judge_args)
-
-
-def table5_result(runs: Runs, similarities: Sequence[int], labels: dict[str, str], cell: Callable[[str, int], Any],
-                  **judge_args: Any) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """Table 5's verdict, reproduced cells and observation (without the paper's numbers): per judged seed and
-    similarity, SCAFFOLD's best test accuracy minus FedAvg's and SGD's, in points, each cell (``cell(method,
-    similarity)``) at its selected step; "best" (primary) and "tail" readings."""
-    from fedbench.claims.verdict import Part, Rule, judge
-
-    rows = [(s, comp) for s in similarities for comp in ("fedavg", "sgd")]
-    parts = [Part(f"{s}% similarity: SCAFFOLD - {labels[comp]}", Rule("greater", 0.0, "accuracy points"))
-             for s, comp in rows]
-
-    def measure(reading: str, fraction: float) -> list[list[float]]:
-        return [[100 * (a - b) for a, b in zip(runs.accuracy(cell("scaffold", s), reading, fraction),
-                                               runs.accuracy(cell(comp, s), reading, fraction))]
-                for s, comp in rows]
-
-    result = judge(parts, measure, "best", tuple(ACCURACY_READINGS), reading_names=ACCURACY_READINGS, **judge_args)
-    table = {}
-    for s in similarities:
-        for m in ("sgd", "fedavg", "scaffold"):
-            lr, acc = runs.tuned_accuracy(cell(m, s), "best", 1.0)
-            table[f"{m}, {s}% similarity"] = {"lr": lr, "per_seed": [round(a, 4) for a in acc],
-                                              "mean": round(mean(acc), 4)}
-    observed = ("mean best test accuracy (selected step), SGD / FedAvg / SCAFFOLD: " + "; ".join(
-        f"{s}%: " + " / ".join(f"{table[f'{m}, {s}% similarity']['mean']:.3f}" for m in ("sgd", "fedavg", "scaffold"))
-        for s in similarities))
-    return result, {"unit": "best test accuracy over the rounds run", "cells": table}, observed
-
-
-# deviations both studies list
-SGD_DEVIATION = ("SGD is large-batch minibatch SGD: each sampled client's full local gradient (one epoch of its 5 "
-                 "minibatch gradients, all at the server model), one server step per round")
-SPLIT_DEVIATION = "the similarity split is one reading of the paper's sentence (fedbench.data.partition.similarity)"
-WIDTH_DEVIATION = "2-layer network width 256 (not given in the paper; fedbench.models.scaffold_mlp)"
-FLOAT_DEVIATION = "float32 on the GPU when there is one; PyTorch's default initialisation from our seeded generator"
-
-
-def table_entry(d: StudyDeclaration, claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any],
-                observed: str, panel: str, scale: dict[str, Any], deviations: list[str], cells: Sequence[Any],
-                fidelity: str | None = None) -> dict[str, Any]:
-    """Claim ``claim_id``'s judged entry (``result``: fedbench.claims.verdict.judge) at the runs' budget: its
-    ``reproduced`` cells (each with its selected "lr"), the selection of each cell it reads (``cells``: the step,
-    the grid, the per-seed tuning readings, why), the cells whose choice stayed at an end of its grid listed and
-    said in ``observed`` with the grids widened; data seed 0; ``fidelity`` the claim's unless given."""
-    from fedbench.claims.entry import judged
-
-    b = runs.budget
-    sel = {c.label(): runs.selections[c] for c in cells}
-    edge = [name for name, s in sel.items() if not s.interior]
-    widened = [f"{name} to {', '.join(f'{x:g}' for x in s.added)}" for name, s in sel.items() if s.added]
-    reproduced = reproduced | {"selected_at_grid_edge": edge, "selection": {k: s.record() for k, s in sel.items()}}
-    observed += ((f". Grid {', '.join(f'{x:g}' for x in b.lr_grid)} widened for {len(widened)} of {len(sel)} cells "
-                  f"({'; '.join(widened)})" if widened else "")
-                 + f". Selected step still at an end of its grid in {len(edge)} of {len(sel)} cells"
-                 + (f" ({'; '.join(edge)}): a wider grid could change those cells" if edge else ""))
-    e = d.entry(claim_id, scale=scale, deviations=deviations,
-                figure={"path": f"figures/{d.name}/{d.name}.png", "panel": panel}, rounds_run=b.rounds,
-                training_seeds=list(b.seeds), data_seeds=[0], observed=observed, reproduced=reproduced,
-                **({"fidelity": fidelity} if fidelity is not None else {}))
-    return judged(e, result)

@@ -3,7 +3,7 @@ the sensitivity cells of judge() and the fidelity labels."""
 
 import pytest
 
-from fedbench.claims.verdict import Part, Rule, combine, fidelity, judge
+from fedbench.claims.verdict import Part, Rule, combine, fidelity, inconclusive_parts, judge
 
 
 def _ci(lo, hi):
@@ -46,6 +46,20 @@ def test_combine():
     assert combine(["reproduced", "inconclusive"]) == "inconclusive"
     assert combine(["inconclusive", "not-reproduced", "reproduced"]) == "not-reproduced"
     assert combine([]) == "not-run"
+
+
+def test_inconclusive_parts_recombines_the_verdict_and_names_the_deciding_part():
+    parts = [{"part": "a", "verdict": "reproduced", "rule": "r", "mean": 1.0},
+             {"part": "b", "verdict": "reproduced", "rule": "r", "mean": 2.0}]
+    result = {"parts": parts, "verdict": "reproduced", "effect": {"part": "a", "mean": 1.0}, "would_change": "old"}
+    assert inconclusive_parts(result, [], "why", "new") is result
+    out = inconclusive_parts(result, ["b"], "why", "new")
+    assert [p["verdict"] for p in out["parts"]] == ["reproduced", "inconclusive"]
+    assert out["verdict"] == "inconclusive" and out["effect"] == {"part": "b", "mean": 2.0}
+    assert out["notes"] == ["why"] and out["would_change"] == "new"
+    failed = result | {"parts": [parts[0] | {"verdict": "not-reproduced"}, parts[1]], "verdict": "not-reproduced"}
+    kept = inconclusive_parts(failed, ["b"], "why", "new")  # a not-reproduced part still decides: nothing else moves
+    assert kept["verdict"] == "not-reproduced" and kept["effect"] == failed["effect"] and kept["would_change"] == "old"
 
 
 def test_would_change_names_the_bound_and_its_value():

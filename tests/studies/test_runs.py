@@ -1,0 +1,38 @@
+"""fedbench.studies.runs: the preambles several studies' run() share (open_declared, open_seeded) and
+StudyRuns.curves, on the deterministic two-client quadratics of fedbench.studies.scaffold_quadratics (a run is a
+fraction of a second)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedbench.studies import feddane_synthetic, run_simulations
+from fedbench.studies import scaffold_quadratics as quadratics
+from fedbench.studies.record import read_simulations
+from fedbench.studies.runs import open_declared, open_seeded
+
+
+def test_open_declared_gives_the_budget_the_runs_and_the_arm_names_in_declared_order(tmp_path):
+    b, runs, methods = open_declared(tmp_path / "out", quadratics.DECLARATION, "pipeline", workers=1)
+    assert b == quadratics.DECLARATION.budgets["pipeline"] and runs.out == tmp_path / "out" and runs.out.is_dir()
+    assert methods == [a.name for a in quadratics.DECLARATION.arms] == ["scaffold", "scaffold-warm", "fedavg", "sgd"]
+    with pytest.raises(ValueError, match="budget 'full'; allowed: pipeline"):
+        open_declared(tmp_path, quadratics.DECLARATION, "full")
+
+
+def test_open_seeded_takes_the_given_seeds_else_the_declared_ones(tmp_path):
+    rounds, _, study = open_seeded(tmp_path, feddane_synthetic.DECLARATION, feddane_synthetic.BUDGETS, "pipeline",
+                                   1, (7, 8))
+    assert rounds == feddane_synthetic.BUDGETS["pipeline"] and study.seeds == (7, 8)
+    assert open_seeded(tmp_path, feddane_synthetic.DECLARATION, feddane_synthetic.BUDGETS, "paper",
+                       1)[2].seeds == feddane_synthetic.DECLARATION.seeds
+
+
+def test_curves_runs_every_job_once_writes_its_record_and_returns_its_curve(tmp_path):
+    jobs = [("fedavg", 10.0, 2, 0.5), ("sgd", 1.0, 1, 0.25)]
+    _, runs, _ = open_declared(tmp_path, quadratics.DECLARATION, "pipeline", workers=1)
+    curves = runs.curves(jobs, quadratics.simulation, "train/loss")
+    direct = run_simulations([quadratics.simulation(*job) for job in jobs], 1)
+    assert list(curves) == jobs
+    assert [curves[job] for job in jobs] == [o.series("train/loss") for o in direct]  # the same numbers, bit for bit
+    assert [r["name"] for r in read_simulations(tmp_path)] == [quadratics.simulation(*job).name for job in jobs]
