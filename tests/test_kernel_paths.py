@@ -7,7 +7,8 @@ its kernels by instruction set when it is imported, from these variables.
   at AVX2 together.
 
 A test that breaks here breaks on an AMD or older Intel CPU; README "Regression check" says how far the numbers move.
-The four settings one at a time also passed (``KERNEL_PATHS`` below, extended by hand). These run inside the suite,
+The four settings one at a time also passed (``KERNEL_PATHS`` below, extended by hand: ``ATEN_CPU_CAPABILITY=avx2``,
+``ONEDNN_MAX_CPU_ISA=AVX2`` and ``MKL_ENABLE_INSTRUCTIONS=AVX2`` each alone, capability "AVX512" for the last two). These run inside the suite,
 where the parallel run starts them first (they are ``slow``), beside the other tests: on 2 cores the suite's
 waiting (servers starting, subprocesses) leaves room for them. ``make test-kernel-paths`` runs only these."""
 
