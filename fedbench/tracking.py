@@ -124,6 +124,16 @@ def _create_sqlite_store(db: Path) -> None:
     os.replace(tmp, db)
 
 
+def artifact_location(experiment: str) -> str | None:
+    """Where a new experiment's artifacts go: for a SQLite store, ``mlruns/<experiment>/`` beside the store file, so
+    they stay with their store whatever folder the command runs in (MLflow's default, ``./mlruns`` of the current
+    folder, scattered them, and left a test's artifacts in the checkout); for a server, None (the server decides)."""
+    uri = tracking_uri()
+    if not uri.startswith(SQLITE):
+        return None
+    return (Path(uri[len(SQLITE):]).resolve().parent / "mlruns" / experiment).as_uri()
+
+
 def experiment_id(client: MlflowClient, name: str, description: str = "") -> str:
     """The id of experiment ``name``, created if needed, marked a model-training experiment and described by
     ``description`` (when given): an experiment of an older store gets both the next time it is logged to."""
@@ -131,7 +141,7 @@ def experiment_id(client: MlflowClient, name: str, description: str = "") -> str
     tags = {MLFLOW_KIND[0]: MLFLOW_KIND[1], **({NOTE: description} if description else {})}
     if exp is None:
         _delete_empty_default(client)
-        return client.create_experiment(name, tags=tags)
+        return client.create_experiment(name, artifact_location=artifact_location(name), tags=tags)
     for key, value in tags.items():
         if exp.tags.get(key) != value:
             client.set_experiment_tag(exp.experiment_id, key, value)

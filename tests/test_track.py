@@ -49,6 +49,8 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
     parent = client.get_run(parent_id)
     assert parent.info.status == "FINISHED" and parent.data.tags[f"verdict.{claims[0]['id']}"] == claims[0]["verdict"]
     assert {a.path for a in client.list_artifacts(parent_id)} >= {"claims.json", "simulations.jsonl"}
+    # the artifacts beside the store, not in ./mlruns of the folder the test runs in (the checkout)
+    assert (tmp_path / "mlruns" / "claims-delta_fl_triangle" / parent_id / "artifacts" / "claims.json").is_file()
     assert parent.info.run_name == f"delta_fl_triangle pipeline #{parent.data.tags['fedbench.fingerprint'][:6]}"
     assert {k: parent.data.tags[k] for k in ("study", "budget")} == {"study": "delta_fl_triangle", "budget": "pipeline"}
     # the records carry no arm or method param: the arm is the name's first part (delta_fl_filter's record reads
