@@ -232,8 +232,8 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
     on = train_groups.confirm_config(cfg, seeds, a.workers)
     cost = train_groups.measured_seconds(cfg, group, Path(a.runs_csv))
     said = ("no measured cost at hand" if cost is None else
-            f"its {cost[1]} exploratory runs took {cost[0]:.0f} s in {a.runs_csv}, about {cost[0] / 60 / a.workers:.0f} "
-            f"min on {a.workers} workers")
+            f"its {cost[1]} exploratory runs took {cost[0]:.0f} s in {a.runs_csv}: about "
+            f"{cost[0] / 60 / a.workers:.1f} min on {a.workers} worker{'s' if a.workers != 1 else ''}")
     return (f"{study}: would train{again} {len(train_groups.runs_of(on, group))} runs (params.yaml studies "
             f"{', '.join(group.studies)}) for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
             f"{folder(study, a.root)}/ ({said})")
