@@ -24,9 +24,19 @@ For the chosen claims (judged entries of reports/claims.json), in this order:
    the wall seconds the study's run took; the registry is written after each study. A study whose chosen claims
    are all confirmed under their frozen rules is not run again (the same seeds would repeat the same numbers).
 
-The main job's claims (params.yaml ``studies``, judged by fedbench.report from the train stage's runs) have no
-confirmatory runner yet: named here (by id or ``--study "main job"``), they are frozen and left "frozen, not yet
-run".
+A confirmation recorded from a tree with uncommitted changes in fedbench/ or params.yaml (its commit ends in
+DIRTY: :func:`git_commit`) is no reproducible record: its study is run again on the same frozen seeds (nothing is
+frozen anew) and the record replaced; on a dirty tree the command still runs, says the record will be marked dirty,
+and never replaces a clean record with a dirty one.
+
+The claims judged from the train stage's runs (fedbench.studies.confirm_train): the main job's (``--study "main
+job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
+"real data"``: study fedprox_mnist5k, 30 runs) rerun those runs with train.seeds replaced by the frozen block
+(fedbench.pipeline.train_runs) into ``runs/confirm/main-job/`` and ``runs/confirm/real-data/`` (data from data/), and
+are judged by the report's own functions (fedbench.report.confirm_entries, handed in by the CLI: the studies import
+no report). Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv):
+about 13 and 2 minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale study (e.g. Mime's
+Fashion-MNIST ordering) has no runner here: frozen, not yet run.
 """
 
 from __future__ import annotations
