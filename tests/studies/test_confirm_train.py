@@ -126,3 +126,39 @@ def test_a_confirmation_recorded_from_a_dirty_tree_is_rerun_on_the_same_seeds(se
     reg.dump(clean | {gain: clean[gain] | {"confirmatory": clean[gain]["confirmatory"] | {"commit": "beef"}}}, registry)
     assert confirm.main(_args(base, registry), judges=JUDGES) == 0
     assert "main job: already confirmed on its frozen seeds 1000-1001" in capsys.readouterr().out
+
+
+def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, monkeypatch, capsys):
+    from fedbench.data import stages
+    from tests.data import fixtures
+
+    raw_copy = tmp_path / "raw_copy"
+    raw_copy.mkdir()
+    (raw_copy / "mnist_5k.csv.gz").write_bytes(fixtures.mnist5k_csv(per_digit=20))
+    # a real variant lives in <data root>/../real/ (fedbench.data.registry.dataset_dir): tmp_path/real for tmp_path/data
+    stages.prepare_dataset("mnist5k_fedprox", tmp_path, raw=raw_copy, verify=False,
+                           variant_params={"num_clients": 10})
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["train"] |= {"seeds": [0, 1], "workers": 1, "clients_per_round": 3, "checkpoint_every": 100, "device": "cpu"}
+    raw["data"].setdefault("variants", {})["mnist5k_fedprox"] = {"num_clients": 10}
+    raw["studies"]["fedprox_mnist5k"]["train"] = {"lr": 0.03, "rounds": 3, "local_epochs": 2}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "params.yaml")
+    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee")
+    from fedbench.pipeline import study_runs, train_runs
+
+    train_runs(cfg, list(study_runs(cfg, ["fedprox_mnist5k"])), tmp_path / "data", tmp_path / "explore", progress=False)
+    explore = [e | {"study": "real data"} for e in JUDGES["real data"](cfg, tmp_path / "explore", tmp_path / "data")]
+    mnist = [e for e in explore if e["id"] in confirm_train.GROUPS["real data"].ids]
+    assert len(mnist) == 4 and all(e["verdict"] != "not-run" for e in mnist)
+    (tmp_path / "claims.json").write_text(json.dumps({"claims": mnist}))
+    registry = tmp_path / "registry.json"
+    reg.dump(reg.register(mnist, {}, "abc", "2026-11-28")[0], registry)
+    args = ["--study", "real data", "--claims", str(tmp_path / "claims.json"), "--registry", str(registry), "--params",
+            str(tmp_path / "params.yaml"), "--root", str(tmp_path / "confirm"), "--data-root", str(tmp_path / "data"),
+            "--workers", "1"]
+    assert confirm.main(args, judges=JUDGES) == 0
+    r = reg.load(registry)
+    assert all(r[e["id"]]["confirmatory"]["seeds"] == [1000, 1001] for e in mnist)
+    assert all(r[e["id"]]["confirmatory"]["where"] == str(tmp_path / "confirm" / "real-data") for e in mnist)
+    assert len(list((tmp_path / "confirm" / "real-data").rglob("summary.json"))) == 12  # 6 cells, 2 seeds
