@@ -24,9 +24,19 @@ For the chosen claims (judged entries of reports/claims.json), in this order:
    the wall seconds the study's run took; the registry is written after each study. A study whose chosen claims
    are all confirmed under their frozen rules is not run again (the same seeds would repeat the same numbers).
 
-The main job's claims (params.yaml ``studies``, judged by fedbench.report from the train stage's runs) have no
-confirmatory runner yet: named here (by id or ``--study "main job"``), they are frozen and left "frozen, not yet
-run".
+A confirmation recorded from a tree with uncommitted changes in fedbench/ or params.yaml (its commit ends in
+DIRTY: :func:`git_commit`) is no reproducible record: its study is run again on the same frozen seeds (nothing is
+frozen anew) and the record replaced; on a dirty tree the command still runs, says the record will be marked dirty,
+and never replaces a clean record with a dirty one.
+
+The claims judged from the train stage's runs (fedbench.studies.confirm_train): the main job's (``--study "main
+job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
+"real data"``: study fedprox_mnist5k, 30 runs) rerun those runs with train.seeds replaced by the frozen block
+(fedbench.pipeline.train_runs) into ``runs/confirm/main-job/`` and ``runs/confirm/real-data/`` (data from data/), and
+are judged by the report's own functions (fedbench.report.confirm_entries, handed in by the CLI: the studies import
+no report). Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv):
+about 13 and 2 minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale study (e.g. Mime's
+Fashion-MNIST ordering) has no runner here: frozen, not yet run.
 """
 
 from __future__ import annotations
@@ -45,8 +55,11 @@ from fedbench.claims import registry as rules
 from fedbench.config import load_config
 from fedbench.errors import FedbenchError
 from fedbench.study import registry as studies
+from fedbench.studies import confirm_train as train_groups
 
 CONFIRM_ROOT = Path("runs/confirm")  # the confirmatory runs' records: runs/confirm/<study>/ (git-ignored, like runs/)
+DIRTY = " + uncommitted changes"  # git_commit's mark of a tree whose fedbench/ or params.yaml differ from HEAD
+RUNS_CSV = Path("reports/runs.csv")  # the train stage's runs with their measured wall times (the dry run's cost)
 
 
 def judged(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -68,7 +81,7 @@ def choose(entries: list[dict[str, Any]], chosen_studies: list[str], ids: list[s
     picked = [e for e in pool if (e["id"] in ids if ids else e.get("study") in (chosen_studies or default))]
     out: dict[str, list[dict[str, Any]]] = {}
     for e in picked:
-        out.setdefault(e.get("study") or "", []).append(e)
+        out.setdefault(train_groups.group_of(e), []).append(e)
     order = chosen_studies or default
     return dict(sorted(out.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
@@ -99,9 +112,21 @@ def refusals(groups: dict[str, list[dict[str, Any]]], registry: dict[str, Any]) 
 
 
 def runnable(study: str) -> bool:
-    """Whether ``study`` is a claim study this command can rerun (fedbench.study.registry); the main job's claims
-    are not (yet)."""
-    return study in studies.names()
+    """Whether ``study`` is a claim study this command can rerun (fedbench.study.registry) or a group of claims judged
+    from the train stage's runs (fedbench.studies.confirm_train: the main job, the MNIST-5k claims of real data)."""
+    return study in studies.names() or study in train_groups.GROUPS
+
+
+def deterministic(study: str) -> bool:
+    """Whether ``study`` is a claim study with no seed randomness (the train stage's runs all have seeds)."""
+    return study in studies.names() and studies.is_deterministic(study)
+
+
+def settled(e: dict[str, Any], registry: dict[str, Any]) -> bool:
+    """Whether ``e``'s claim needs no confirmatory run: confirmed under its frozen rule, recorded from a committed tree
+    (a confirmation recorded with uncommitted changes is rerun on the same frozen seeds and replaced)."""
+    st = rules.status(e, registry)
+    return st["confirmation"] == "confirmed" and not str(st["confirmatory"]["commit"]).endswith(DIRTY)
 
 
 def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]], registry: dict[str, Any],
@@ -111,7 +136,7 @@ def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, 
     claim of a deterministic study marked DETERMINISTIC; and the lines saying what was done."""
     done = []
     for study, members in groups.items():
-        if runnable(study) and studies.is_deterministic(study):
+        if deterministic(study):
             for e in members:
                 if rules.status(e, registry)["confirmation"] != rules.DETERMINISTIC:
                     registry = rules.mark_deterministic(e, registry, commit, date)
@@ -138,6 +163,9 @@ def judge(study: str, members: list[dict[str, Any]], rerun: list[dict[str, Any]]
     lines, refused = [], []
     for e in members:
         new = by_id.get(e["id"])
+        if commit.endswith(DIRTY) and settled(e, registry):  # a dirty record never replaces a clean one
+            lines.append(f"{'kept':>15}  {e['id']}  (its confirmation from a committed tree stays)")
+            continue
         if new is None or new.get("verdict") in (None, *UNJUDGED):
             refused.append(f"{e['id']}: the confirmatory run of {study} did not judge it")
             continue
@@ -156,7 +184,7 @@ def git_commit() -> str:
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "fedbench", "params.yaml"], capture_output=True,
                            text=True, check=False).stdout
     lines = [ln for ln in dirty.splitlines() if not ln.endswith(rules.REGISTRY.name)]
-    return head.stdout.strip() + (" + uncommitted changes" if lines else "")
+    return head.stdout.strip() + (DIRTY if lines else "")
 
 
 def _claims(members: list[dict[str, Any]]) -> str:
@@ -169,10 +197,15 @@ def parser() -> argparse.ArgumentParser:
         description="Judge claims again on fresh seeds under their frozen rules (issue 32): freeze each chosen claim's "
                     "rule with a block of never-used seeds (recorded in the registry before anything runs), rerun its "
                     "study at the same budget on exactly those seeds into ROOT/<study>/, and record the confirmatory "
-                    "verdict, commit, date and wall time beside the exploratory one. A study with no seed randomness is "
-                    "marked 'deterministic: no seeds to confirm'. The main job's claims are frozen, not yet run.",
+                    "verdict, commit, date and wall time beside the exploratory one. The main job's claims (--study "
+                    "'main job') and the MNIST-5k ones (--study 'real data') rerun the train stage's runs of their "
+                    "params.yaml studies on the frozen seeds into ROOT/main-job/ and ROOT/real-data/ (about 13 and 2 "
+                    "min on 2 CPU workers, from reports/runs.csv). A study with no seed randomness is marked "
+                    "'deterministic: no seeds to confirm'. A confirmation recorded from a tree with uncommitted "
+                    "changes is rerun on the same seeds and replaced.",
         epilog="examples: fedbench claims confirm   (the default claim studies)  |  fedbench claims confirm --study "
-               "mime_synthetic  |  fedbench claims confirm --dry-run")
+               "mime_synthetic  |  fedbench claims confirm --study 'main job' --study 'real data'  |  fedbench claims "
+               "confirm --dry-run")
     p.add_argument("ids", nargs="*", help="only these claim ids (default: every judged claim of the chosen studies)")
     p.add_argument("--study", action="append", default=[], metavar="NAME",
                    help="a study to confirm, as claims.json names it (repeatable; default: params.yaml's default "
@@ -181,13 +214,58 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--registry", default=str(rules.REGISTRY), help="the registry file (default: %(default)s)")
     p.add_argument("--params", default="params.yaml", help="the params file: budgets and executor (default: %(default)s)")
     p.add_argument("--root", default=str(CONFIRM_ROOT), help="where the confirmatory runs go (default: %(default)s)")
+    p.add_argument("--data-root", default="data", help="the train stage's data, read by the main job's and MNIST-5k's "
+                                                       "runs (default: %(default)s)")
+    p.add_argument("--runs-csv", default=str(RUNS_CSV), help="the exploratory runs' measured wall times, quoted by "
+                                                             "--dry-run (default: %(default)s)")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="say what would be frozen and run; write nothing")
     return p
 
 
-def main(argv: list[str]) -> int:
+def folder(study: str, root: str | Path) -> Path:
+    """Where ``study``'s confirmatory runs go: ROOT/<study>/, a train group's ROOT/<its folder>/ (main-job, real-data)."""
+    group = train_groups.GROUPS.get(study)
+    return Path(root) / (group.folder if group else study)
+
+
+def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, Any], cfg, a: argparse.Namespace) -> str:
+    """What the dry run says a study's confirmation would do: its claims, seeds and root; for a train group, how many
+    runs and what its exploratory runs cost (reports/runs.csv)."""
+    seeds = seeds_of(members, registry)
+    again = " again (its confirmation was recorded with uncommitted changes)" if any(
+        rules.status(e, registry)["confirmation"] == "confirmed" for e in members) else ""
+    group = train_groups.GROUPS.get(study)
+    if group is None:
+        return (f"{study}: would run{again} for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
+                f"{folder(study, a.root)}/")
+    on = train_groups.confirm_config(cfg, seeds, a.workers)
+    cost = train_groups.measured_seconds(cfg, group, Path(a.runs_csv))
+    said = ("no measured cost at hand" if cost is None else
+            f"its {cost[1]} exploratory runs took {cost[0]:.0f} s in {a.runs_csv}: about "
+            f"{cost[0] / 60 / a.workers:.1f} min on {a.workers} worker{'s' if a.workers != 1 else ''}")
+    return (f"{study}: would train{again} {len(train_groups.runs_of(on, group))} runs (params.yaml studies "
+            f"{', '.join(group.studies)}) for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
+            f"{folder(study, a.root)}/ ({said})")
+
+
+def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
+           judges: dict[str, train_groups.Judge]) -> list[dict[str, Any]]:
+    """The study's entries on the frozen ``seeds``, its runs in :func:`folder`: a claim study's by fedbench.studies
+    .stage.run_study, a train group's by fedbench.studies.confirm_train.run, judged by the report's ``judges``."""
+    if study in train_groups.GROUPS:
+        return train_groups.run(train_groups.confirm_config(cfg, seeds, a.workers), train_groups.GROUPS[study],
+                                folder(study, a.root), Path(a.data_root), judges[study])
+    from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
+
+    return run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers)
+
+
+def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -> int:
+    """``fedbench claims confirm``; ``judges``: the report's judging of each train group's runs
+    (fedbench.report.confirm_entries.JUDGES, handed in by the CLI); a group without one is frozen, not run."""
     a = parser().parse_args(argv)
+    judges = judges or {}
     name = "fedbench claims confirm"
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]
@@ -218,42 +296,41 @@ def main(argv: list[str]) -> int:
     if a.dry_run:
         print("\n".join(done) or "every chosen claim already frozen")
         for study, members in groups.items():
-            if runnable(study) and not studies.is_deterministic(study) and not all(
-                    rules.status(e, registry)["confirmation"] == "confirmed" for e in members):
-                print(f"{study}: would run for {_claims(members)} on seeds {rules.seeds_text(seeds_of(members, registry))} "
-                      f"into {Path(a.root) / study}/")
+            if runnable(study) and not deterministic(study) and not all(settled(e, registry) for e in members):
+                print(_plan_line(study, members, registry, cfg, a))
         print("(dry run: nothing written)")
         return 0
     rules.dump(registry, a.registry)  # frozen before anything runs
     print("\n".join(done) or "every chosen claim already frozen", flush=True)
+    if commit.endswith(DIRTY):
+        print(f"{name}: fedbench/ or params.yaml has uncommitted changes: a confirmation recorded now is marked "
+              f"'{commit}' and rerun on the same seeds once the tree is clean", flush=True)
     failed = []
     for study, members in groups.items():
-        if not runnable(study):
-            print(f"{study}: frozen, not yet run ({_claims(members)} on seeds "
-                  f"{rules.seeds_text(seeds_of(members, registry))}: its train runs on the frozen seeds have no confirm runner "
-                  "yet)", flush=True)
+        seeds = seeds_of(members, registry)
+        if not runnable(study) or (study in train_groups.GROUPS and study not in judges):
+            print(f"{study}: frozen, not yet run ({_claims(members)} on seeds {rules.seeds_text(seeds)}: no "
+                  "confirmatory runner for them yet)", flush=True)
             continue
-        if studies.is_deterministic(study):
+        if deterministic(study):
             print(f"{study}: {rules.DETERMINISTIC} ({_claims(members)})", flush=True)
             continue
-        if all(rules.status(e, registry)["confirmation"] == "confirmed" for e in members):
-            print(f"{study}: already confirmed on its frozen seeds {rules.seeds_text(seeds_of(members, registry))} "
+        if all(settled(e, registry) for e in members):
+            print(f"{study}: already confirmed on its frozen seeds {rules.seeds_text(seeds)} "
                   "(a rerun on them repeats the numbers; a new confirmation needs the rule frozen again)", flush=True)
             continue
-        from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
-
-        seeds = seeds_of(members, registry)
-        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {Path(a.root) / study}/ ...", flush=True)
+        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {folder(study, a.root)}/ ...",
+              flush=True)
         t0 = time.perf_counter()
         try:
-            rerun = run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers)
+            rerun = _rerun(study, seeds, cfg, a, judges)
         except (ValueError, FedbenchError) as e:
             failed.append(f"{study}: {e}")
             print(f"{name}: {study}: {e}", file=sys.stderr)
             continue
         seconds = time.perf_counter() - t0
         registry, lines, refused = judge(study, members, rerun, rules.load(a.registry), commit, date, seconds,
-                                         str(Path(a.root) / study))
+                                         str(folder(study, a.root)))
         rules.dump(registry, a.registry)
         print(f"{study}: confirmed in {seconds:.1f} s wall")
         print("\n".join(lines), flush=True)

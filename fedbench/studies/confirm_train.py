@@ -1,0 +1,91 @@
+"""Confirmatory runs of the claims judged from the train stage's runs (issue 32, item 1), for ``fedbench claims
+confirm`` (fedbench.studies.confirm): the main job's FedProx claims (params.yaml ``studies`` stragglers and
+heterogeneity, fedbench.studies.fedprox_main_job) and the offline MNIST-5k claims of "real data" (params.yaml
+``fedprox_mnist5k``, fedbench.studies.fedprox_real_data).
+
+A group's confirmatory run is the train stage's own work with one change: ``train.seeds`` replaced by the frozen
+block. Its runs (fedbench.pipeline.train_runs, the same run layout and fingerprints) go into ``ROOT/<folder>/``, a runs
+root of their own, so they never mix with the exploratory runs in runs/ (a run's folder names its seed, and its
+fingerprint every setting, so an interrupted confirmation resumes there and a finished one is only read back). The
+data stays where the train stage made it (data/). The entries are judged by the report's own functions
+(fedbench.report.confirm_entries), handed in by the CLI: the studies do not import the report
+(tests/faults/test_layering.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fedbench.config import Config
+from fedbench.studies.fedprox_main_job import DECLARATION as MAIN_JOB, MAIN_STUDIES
+from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY, declaration
+
+# the report's judging of a group's runs: (config, runs root, data root) -> its claim entries
+Judge = Callable[[Config, Path, Path], list[dict[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainGroup:
+    name: str  # the study claims.json gives its entries (fedbench.report.build: "main job", "real data")
+    folder: str  # its confirmatory runs: ROOT/<folder>/
+    studies: tuple[str, ...]  # the params.yaml studies whose runs its claims read
+    ids: tuple[str, ...]  # the claims it judges (the rest of a study "real data" is judged elsewhere)
+
+
+GROUPS = {g.name: g for g in (
+    TrainGroup("main job", "main-job", MAIN_STUDIES, tuple(c.id for c in MAIN_JOB.claims)),
+    TrainGroup("real data", "real-data", (MNIST5K,), tuple(c.id for c in declaration(MNIST5K_STUDY).claims)),
+)}
+
+
+def group_of(entry: dict[str, Any]) -> str:
+    """The confirmation group of a claim entry: its study; for a claim of a train group's study that the group does not
+    judge (a paper-scale study's "real data" entry), "<study>: <the study that ran it>", which has no runner here."""
+    study = entry.get("study") or ""
+    group = GROUPS.get(study)
+    if group is None or entry["id"] in group.ids:
+        return study
+    return f"{study}: {(entry.get('scale') or {}).get('study') or 'other'}"
+
+
+def confirm_config(cfg: Config, seeds: list[int], workers: int) -> Config:
+    """``cfg`` with the frozen ``seeds`` as train.seeds and ``workers`` worker processes (no number changes with it)."""
+    return dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seeds=tuple(seeds), workers=workers))
+
+
+def runs_of(cfg: Config, group: TrainGroup) -> list:
+    """Every run of the group's studies on ``cfg``'s train.seeds (fedbench.pipeline.study_runs)."""
+    from fedbench.pipeline import study_runs
+
+    return list(study_runs(cfg, group.studies))
+
+
+def run(cfg: Config, group: TrainGroup, where: Path, data_root: Path, judge: Judge) -> list[dict[str, Any]]:
+    """Train the group's runs on ``cfg`` (its seeds the frozen block: :func:`confirm_config`) into the runs root
+    ``where`` (ROOT/<folder>/), the synthetic data generated into ``data_root`` where it is missing (a real variant
+    must be built: one line saying how), and return the entries ``judge`` reads from them."""
+    from fedbench.pipeline import ensure_dataset, train_runs
+
+    keys = runs_of(cfg, group)
+    for ds in dict.fromkeys(k.dataset for k in keys):
+        ensure_dataset(cfg, ds, data_root)
+    train_runs(cfg, keys, data_root, where, progress=False)
+    return judge(cfg, Path(where), Path(data_root))
+
+
+def measured_seconds(cfg: Config, group: TrainGroup, runs_csv: Path) -> tuple[float, int] | None:
+    """The summed wall time (s) and the number of the group's exploratory runs in ``runs_csv`` (reports/runs.csv:
+    the train stage's runs, each stacked run with its share of its stack's time); None where the file or the runs
+    are not there."""
+    cells = {(k.dataset, k.variant, float(k.stragglers), k.seed) for k in runs_of(cfg, group)}
+    try:
+        with open(runs_csv, newline="") as f:
+            rows = [r for r in csv.DictReader(f)
+                    if (r["dataset"], r["variant"], float(r["stragglers"]), int(r["seed"])) in cells]
+    except (OSError, KeyError, ValueError):
+        return None
+    return (sum(float(r["wall_time_s"]) for r in rows), len(rows)) if rows else None

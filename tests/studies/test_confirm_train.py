@@ -1,0 +1,164 @@
+"""Confirmatory runs of the main job's claims (fedbench.studies.confirm_train, ``fedbench claims confirm --study
+'main job'``) on a tiny config (3 rounds, E = 2, 3 devices a round): the train stage's runs on the frozen seeds go into
+the confirm root only, the entries are the report's (fedbench.report.confirm_entries) judged by the frozen rule, a
+rerun under another rule is refused, and a confirmation recorded from a dirty tree is rerun on the same seeds."""
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from fedbench.claims import registry as reg
+from fedbench.claims.verdict import Rule
+from fedbench.config import load_config
+from fedbench.report import claims as main_claims
+from fedbench.report.confirm_entries import JUDGES, main_job
+from fedbench.report.runs import study_cells
+from fedbench.studies import confirm, confirm_train
+from tests.faults.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny params file, its exploratory main-job claims on seeds 0-1 (judged from hand-made curves: a rule's hash
+    depends on the config, not on the numbers) and the confirm and data roots, shared: a later test reuses the runs."""
+    base = tmp_path_factory.mktemp("mainjob")
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["train"] |= {"rounds": 3, "local_epochs": 2, "clients_per_round": 3, "seeds": [0, 1], "workers": 1,
+                     "checkpoint_every": 100, "device": "cpu"}
+    (base / "params.yaml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(base / "params.yaml")
+    rows = [{"dataset": ds, "variant": v, "stragglers": f, "seed": s, "round": r, "train/loss": 1.0 + 0.1 * s + f,
+             "test/accuracy": 0.5 + 0.01 * s, "diverging": 0.0, "train/dissimilarity": 1.0 + s}
+            for ds, v, f in study_cells(cfg) for s in (0, 1) for r in range(4)]
+    entries = [e | {"study": "main job"} for e in main_claims.evaluate_claims(cfg, pd.DataFrame(rows))]
+    assert all(e["verdict"] not in ("not-run", None) for e in entries)
+    (base / "claims.json").write_text(json.dumps({"claims": entries}))
+    return base, entries
+
+
+def _args(base, registry):
+    return ["--study", "main job", "--claims", str(base / "claims.json"), "--registry", str(registry), "--params",
+            str(base / "params.yaml"), "--root", str(base / "confirm"), "--data-root", str(base / "data"),
+            "--workers", "1"]
+
+
+@pytest.fixture
+def setup(tiny, tmp_path, monkeypatch):
+    base, entries = tiny
+    registry = tmp_path / "registry.json"  # a temp registry: the committed one is never written
+    reg.dump(reg.register(entries, {}, "abc", "2026-11-28")[0], registry)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)  # a default path (runs/, reports/) would land here
+    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee")
+    return base, entries, registry, cwd
+
+
+def test_groups_are_the_reports_studies_and_claims():
+    assert set(JUDGES) == set(confirm_train.GROUPS) == {main_claims.STUDY, "real data"}
+    assert confirm_train.GROUPS["main job"].ids == tuple(
+        fn(load_config(ROOT / "params.yaml"), main_claims.Curves(pd.DataFrame()))["id"] for fn in main_claims.CLAIMS)
+    assert confirm_train.group_of({"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "study": "real data"}) == "real data"
+    assert confirm_train.group_of({"id": "mime/fashion-mnist/ordering", "study": "real data",
+                                   "scale": {"study": "mime_fashion"}}) == "real data: mime_fashion"
+
+
+def test_main_job_confirmation_trains_into_the_confirm_root_and_judges_by_the_frozen_rule(setup, capsys):
+    base, entries, registry, cwd = setup
+    assert confirm.main(_args(base, registry) + ["--dry-run"], judges=JUDGES) == 0
+    assert (f"main job: would train 56 runs (params.yaml studies stragglers, heterogeneity) for 10 claims on seeds "
+            f"1000-1001 into {base / 'confirm' / 'main-job'}/ (no measured cost at hand)") in capsys.readouterr().out
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    r = reg.load(registry)
+    cfg = confirm_train.confirm_config(load_config(base / "params.yaml"), [1000, 1001], 1)
+    again = {e["id"]: e for e in main_job(cfg, base / "confirm" / "main-job", base / "data")}  # the runs, read back
+    for e in entries:
+        got, new = r[e["id"]]["confirmatory"], again[e["id"]]
+        assert r[e["id"]]["frozen"]["seeds"] == got["seeds"] == new["seeds"]["training"] == [1000, 1001]
+        assert (got["verdict"], got["estimate"], got["ci95"]) == (new["verdict"], new["effect"]["estimate"],
+                                                                  new["effect"]["ci95"])
+        assert got["commit"] == "c0ffee" and got["where"] == str(base / "confirm" / "main-job")
+    runs = sorted(p.parent.name.split("-")[1] for p in (base / "confirm" / "main-job").rglob("summary.json"))
+    assert runs == ["1000"] * 28 + ["1001"] * 28  # 28 cells of the two studies, on the frozen seeds only
+    assert list(cwd.iterdir()) == []  # nothing in runs/ or reports/
+
+
+def test_a_main_job_rerun_under_another_rule_is_refused(setup, monkeypatch, capsys):
+    base, entries, registry, _ = setup
+    monkeypatch.setattr(main_claims, "GAIN_RULE", Rule("greater", 1.0, "accuracy points"))  # code changed after freezing
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 1
+    gain = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
+    assert f"fedbench claims confirm: {gain}: rule changed since it was frozen on c0ffee (" in capsys.readouterr().err
+    r = reg.load(registry)
+    assert "frozen" in r[gain] and "confirmatory" not in r[gain]
+    assert all("confirmatory" in r[e["id"]] for e in entries if e["id"] != gain)
+
+
+def test_a_confirmation_recorded_from_a_dirty_tree_is_rerun_on_the_same_seeds(setup, monkeypatch, capsys):
+    base, entries, registry, _ = setup
+    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee + uncommitted changes")
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    assert "a confirmation recorded now is marked 'c0ffee + uncommitted changes'" in capsys.readouterr().out
+    dirty = reg.load(registry)
+    assert confirm.main(_args(base, registry) + ["--dry-run"], judges=JUDGES) == 0
+    assert "main job: would train again (its confirmation was recorded with uncommitted" in capsys.readouterr().out
+    monkeypatch.setattr(confirm, "git_commit", lambda: "beef")
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    assert "main job: confirmatory run on seeds 1000-1001" in capsys.readouterr().out  # not "already confirmed"
+    clean = reg.load(registry)
+    for e in entries:  # the same frozen seeds and the same numbers, recorded from a committed tree
+        was, now = dirty[e["id"]]["confirmatory"], clean[e["id"]]["confirmatory"]
+        assert clean[e["id"]]["frozen"] == dirty[e["id"]]["frozen"] and now["commit"] == "beef"
+        assert {k: v for k, v in now.items() if k not in ("commit", "seconds")} == {
+            k: v for k, v in was.items() if k not in ("commit", "seconds")}
+    # one record dirty again, the tree dirty: the study reruns, that record is replaced and the clean ones are kept
+    gain = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
+    clean[gain]["confirmatory"]["commit"] = "old + uncommitted changes"
+    reg.dump(clean, registry)
+    monkeypatch.setattr(confirm, "git_commit", lambda: "cafe + uncommitted changes")
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    after = reg.load(registry)
+    assert after[gain]["confirmatory"]["commit"] == "cafe + uncommitted changes"
+    assert all(after[e["id"]]["confirmatory"]["commit"] == "beef" for e in entries if e["id"] != gain)
+    monkeypatch.setattr(confirm, "git_commit", lambda: "beef")
+    reg.dump(clean | {gain: clean[gain] | {"confirmatory": clean[gain]["confirmatory"] | {"commit": "beef"}}}, registry)
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    assert "main job: already confirmed on its frozen seeds 1000-1001" in capsys.readouterr().out
+
+
+def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, monkeypatch, capsys):
+    from fedbench.data import stages
+    from tests.data import fixtures
+
+    raw_copy = tmp_path / "raw_copy"
+    raw_copy.mkdir()
+    (raw_copy / "mnist_5k.csv.gz").write_bytes(fixtures.mnist5k_csv(per_digit=20))
+    # a real variant lives in <data root>/../real/ (fedbench.data.registry.dataset_dir): tmp_path/real for tmp_path/data
+    stages.prepare_dataset("mnist5k_fedprox", tmp_path, raw=raw_copy, verify=False,
+                           variant_params={"num_clients": 10})
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["train"] |= {"seeds": [0, 1], "workers": 1, "clients_per_round": 3, "checkpoint_every": 100, "device": "cpu"}
+    raw["data"].setdefault("variants", {})["mnist5k_fedprox"] = {"num_clients": 10}
+    raw["studies"]["fedprox_mnist5k"]["train"] = {"lr": 0.03, "rounds": 3, "local_epochs": 2}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "params.yaml")
+    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee")
+    from fedbench.pipeline import study_runs, train_runs
+
+    train_runs(cfg, list(study_runs(cfg, ["fedprox_mnist5k"])), tmp_path / "data", tmp_path / "explore", progress=False)
+    explore = [e | {"study": "real data"} for e in JUDGES["real data"](cfg, tmp_path / "explore", tmp_path / "data")]
+    mnist = [e for e in explore if e["id"] in confirm_train.GROUPS["real data"].ids]
+    assert len(mnist) == 4 and all(e["verdict"] != "not-run" for e in mnist)
+    (tmp_path / "claims.json").write_text(json.dumps({"claims": mnist}))
+    registry = tmp_path / "registry.json"
+    reg.dump(reg.register(mnist, {}, "abc", "2026-11-28")[0], registry)
+    args = ["--study", "real data", "--claims", str(tmp_path / "claims.json"), "--registry", str(registry), "--params",
+            str(tmp_path / "params.yaml"), "--root", str(tmp_path / "confirm"), "--data-root", str(tmp_path / "data"),
+            "--workers", "1"]
+    assert confirm.main(args, judges=JUDGES) == 0
+    r = reg.load(registry)
+    assert all(r[e["id"]]["confirmatory"]["seeds"] == [1000, 1001] for e in mnist)
+    assert all(r[e["id"]]["confirmatory"]["where"] == str(tmp_path / "confirm" / "real-data") for e in mnist)
+    assert len(list((tmp_path / "confirm" / "real-data").rglob("summary.json"))) == 12  # 6 cells, 2 seeds
