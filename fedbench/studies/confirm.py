@@ -106,8 +106,11 @@ def refusals(groups: dict[str, list[dict[str, Any]]], registry: dict[str, Any]) 
                     out.append(str(err))
         blocks = {tuple(b["seeds"]) for e in members if (b := (registry.get(e["id"]) or {}).get("frozen"))}
         if len(blocks) > 1 or (blocks and any(not (registry.get(e["id"]) or {}).get("frozen") for e in members)):
-            out.append(f"study {study}: its claims are frozen with different seed blocks ({sorted(blocks)}); freeze them "
-                       f"together: fedbench claims freeze {' '.join(e['id'] for e in members)}")
+            apart = [e["id"] for e in members if not (registry.get(e["id"]) or {}).get("frozen")] or [
+                e["id"] for e in members]
+            out.append(f"study {study}: its claims are frozen with different seed blocks ({sorted(blocks)}); confirm "
+                       f"the others by id (frozen on a block of their own: fedbench claims confirm {' '.join(apart)}), "
+                       f"or freeze them all together: fedbench claims freeze {' '.join(e['id'] for e in members)}")
     return out
 
 

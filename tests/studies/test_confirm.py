@@ -52,6 +52,25 @@ def test_choosing_an_unknown_study_or_id_is_one_line():
         confirm.choose(entries, [], ["a/9"], [])
 
 
+def test_a_claim_unfrozen_beside_frozen_ones_is_refused_with_the_study_then_confirmed_alone_on_its_own_block():
+    """A claim whose rule was registered again after its study's others were frozen (their confirmation stands):
+    named with the study, it is refused in one line that says how to confirm it alone; named by id, it is frozen on a
+    fresh block of its own, and the others keep theirs."""
+    entries = [_entry("a/1", "mime_synthetic"), _entry("a/2", "mime_synthetic")]
+    r, _ = reg.register(entries, {}, "abc", "2026-11-26")
+    r, _ = reg.freeze(entries, r, "def", "2026-11-27", 5, ["a/1"])
+    both = confirm.choose(entries, ["mime_synthetic"], [], [])
+    assert confirm.refusals(both, r) == [
+        "study mime_synthetic: its claims are frozen with different seed blocks ([(1000, 1001, 1002, 1003, 1004)]); "
+        "confirm the others by id (frozen on a block of their own: fedbench claims confirm a/2), or freeze them all "
+        "together: fedbench claims freeze a/1 a/2"]
+    alone = confirm.choose(entries, [], ["a/2"], [])
+    assert alone == {"mime_synthetic": [entries[1]]} and confirm.refusals(alone, r) == []
+    r2, done = confirm.freeze_all(alone, entries, r, "ghi", "2026-11-28")
+    assert r2["a/2"]["frozen"]["seeds"] == [1005, 1006, 1007, 1008, 1009] and r2["a/1"] == r["a/1"]
+    assert done == ["froze a/2 (confirm seeds 1005-1009)"]
+
+
 def test_a_claim_whose_rule_changed_since_freezing_is_refused_its_confirmation_void():
     e = _entry("a/1", "mime_synthetic")
     r, _ = reg.register([e], {}, "abc", "2026-11-26")
