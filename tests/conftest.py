@@ -17,18 +17,39 @@ NUMERICS_FILES = pytest.StashKey[set]()  # the files of the collected tests mark
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every collected numerics test, whatever the run selects
 def pytest_collection_modifyitems(config, items):
-    """Records the files of the numerics tests, and moves the tests marked ``slow`` (10 s or more) to the front, in
-    their order, those marked ``slow(together=True)`` (a module's tests sharing an expensive module fixture) before
-    the others. pytest-xdist's worksteal (`make test`'s) gives each test process a contiguous share of this order
-    and an idle process steals from the ends of the others' queues: a long test started first overlaps the rest
-    (started last, it would be the run's tail), and tests at the very front are run by the process they were given,
-    so a shared fixture is set up once."""
+    """Records the files of the numerics tests, and orders the tests so that those marked ``slow`` (10 s or more)
+    start first in every test process: a long test started first overlaps the rest, where one started last would be
+    the run's tail. pytest-xdist's worksteal (`make test`'s) hands process i the i-th contiguous share of this order
+    (len(pending) // processes left) and an idle process steals from the ends of the others' queues; so each share
+    begins with its part of the slow tests (dealt in turn, from the second share when the first leads with
+    the together tests), the rest fills it in the collection's order. Tests
+    marked ``slow(together=True)`` (a module's tests sharing an expensive module fixture) all lead the first share,
+    so that one process runs them and sets the fixture up once."""
     root = Path(__file__).resolve().parent.parent
     config.stash[NUMERICS_FILES] = {Path(i.path).resolve().relative_to(root).as_posix() for i in items
                                     if i.get_closest_marker("numerics")}
+    items[:] = _slow_first(items, getattr(config, "workerinput", {}).get("workercount", 1))
 
-    def rank(item) -> int:
-        slow = item.get_closest_marker("slow")
-        return 2 if slow is None else 0 if slow.kwargs.get("together") else 1
 
-    items[:] = sorted(items, key=rank)  # stable: each rank keeps the collection's order
+def _slow_first(items: list, processes: int) -> list:
+    """``items`` in the order described above, for ``processes`` test processes (deterministic: every process of a
+    run collects, and must order, the same)."""
+    def slow(item, together=False):
+        mark = item.get_closest_marker("slow")
+        return mark is not None and bool(mark.kwargs.get("together")) == together
+
+    together = [i for i in items if slow(i, together=True)]
+    dealt = [i for i in items if slow(i)]
+    rest = [i for i in items if i.get_closest_marker("slow") is None]
+    shares = [list(together) if p == 0 else [] for p in range(processes)]
+    first = 1 if together else 0  # the deal starts beside the share that holds the together tests
+    for k, item in enumerate(dealt):
+        shares[(first + k) % processes].append(item)
+    out, left = [], len(items)
+    for p, share in enumerate(shares):
+        size = left // (processes - p)  # what worksteal hands this process
+        take = max(size - len(share), 0)
+        out += share + rest[:take]
+        rest = rest[take:]
+        left -= len(share) + take
+    return out + rest
