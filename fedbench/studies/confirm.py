@@ -255,9 +255,9 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
 def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
            judges: dict[str, train_groups.Judge]) -> list[dict[str, Any]]:
     """The study's entries on the frozen ``seeds``, its runs in :func:`folder`: a claim study's by fedbench.studies
-    .stage.run_study, a train group's by fedbench.studies.confirm_train.run, judged by the report's ``judges``."""
+    .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by the report's ``judges``."""
     if study in train_groups.GROUPS:
-        return train_groups.run(train_groups.confirm_config(cfg, seeds, a.workers), train_groups.GROUPS[study],
+        return train_groups.run_group(train_groups.confirm_config(cfg, seeds, a.workers), train_groups.GROUPS[study],
                                 folder(study, a.root), Path(a.data_root), judges[study])
     from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 

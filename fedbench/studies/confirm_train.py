@@ -64,7 +64,7 @@ def runs_of(cfg: Config, group: TrainGroup) -> list:
     return list(study_runs(cfg, group.studies))
 
 
-def run(cfg: Config, group: TrainGroup, where: Path, data_root: Path, judge: Judge) -> list[dict[str, Any]]:
+def run_group(cfg: Config, group: TrainGroup, where: Path, data_root: Path, judge: Judge) -> list[dict[str, Any]]:
     """Train the group's runs on ``cfg`` (its seeds the frozen block: :func:`confirm_config`) into the runs root
     ``where`` (ROOT/<folder>/), the synthetic data generated into ``data_root`` where it is missing (a real variant
     must be built: one line saying how), and return the entries ``judge`` reads from them."""

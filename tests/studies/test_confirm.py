@@ -104,8 +104,10 @@ def short_diurnal(tmp_path, monkeypatch):
     return entry, registry, args
 
 
-def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdict(short_diurnal, tmp_path, capsys):
+def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdict(short_diurnal, tmp_path, capsys,
+                                                                                  monkeypatch):
     entry, registry, args = short_diurnal
+    monkeypatch.setattr(confirm, "git_commit", lambda: "abc123def456")  # a clean tree, whatever the checkout's state
     assert confirm.main(args + ["--dry-run"]) == 0
     assert "fedlaavg_diurnal: would run for 1 claim on seeds 1000-1001" in capsys.readouterr().out
     assert "frozen" not in reg.load(registry)[entry["id"]]  # a dry run writes nothing
