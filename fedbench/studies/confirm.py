@@ -57,6 +57,7 @@ from fedbench.errors import FedbenchError
 from fedbench.study import registry as studies
 from fedbench.studies import confirm_train as train_groups
 
+DATA_ROOT = Path("data/generated")  # fedbench.runner.DATA_ROOT, not imported: --help imports no torch (a test: equal)
 CONFIRM_ROOT = Path("runs/confirm")  # the confirmatory runs' records: runs/confirm/<study>/ (git-ignored, like runs/)
 DIRTY = " + uncommitted changes"  # git_commit's mark of a tree whose fedbench/ or params.yaml differ from HEAD
 RUNS_CSV = Path("reports/runs.csv")  # the train stage's runs with their measured wall times (the dry run's cost)
@@ -217,8 +218,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--registry", default=str(rules.REGISTRY), help="the registry file (default: %(default)s)")
     p.add_argument("--params", default="params.yaml", help="the params file: budgets and executor (default: %(default)s)")
     p.add_argument("--root", default=str(CONFIRM_ROOT), help="where the confirmatory runs go (default: %(default)s)")
-    p.add_argument("--data-root", default="data", help="the train stage's data, read by the main job's and MNIST-5k's "
-                                                       "runs (default: %(default)s)")
+    p.add_argument("--data-root", default=str(DATA_ROOT), help="the train stage's synthetic data (its real variants "
+                                                             "beside it, in ../real/), read by the main job's and "
+                                                             "MNIST-5k's runs (default: %(default)s)")
     p.add_argument("--runs-csv", default=str(RUNS_CSV), help="the exploratory runs' measured wall times, quoted by "
                                                              "--dry-run (default: %(default)s)")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default: %(default)s)")

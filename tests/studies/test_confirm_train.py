@@ -4,6 +4,7 @@ the confirm root only, the entries are the report's (fedbench.report.confirm_ent
 rerun under another rule is refused, and a confirmation recorded from a dirty tree is rerun on the same seeds."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -162,3 +163,14 @@ def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, mon
     assert all(r[e["id"]]["confirmatory"]["seeds"] == [1000, 1001] for e in mnist)
     assert all(r[e["id"]]["confirmatory"]["where"] == str(tmp_path / "confirm" / "real-data") for e in mnist)
     assert len(list((tmp_path / "confirm" / "real-data").rglob("summary.json"))) == 12  # 6 cells, 2 seeds
+
+
+def test_the_default_data_root_is_the_train_stages():
+    """--data-root's default is where the train stage generates its data: synthetic sets in data/generated/, the
+    real variants beside it in data/real/ (a default of data/ regenerated the synthetic sets into data/ and looked
+    for MNIST-5k in real/)."""
+    from fedbench.data.registry import dataset_dir
+    from fedbench.runner import DATA_ROOT
+
+    assert confirm.DATA_ROOT == DATA_ROOT and confirm.parser().parse_args([]).data_root == str(DATA_ROOT)
+    assert dataset_dir(confirm.DATA_ROOT, "mnist5k_fedprox") == Path("data/real/mnist5k_fedprox")
