@@ -12,7 +12,7 @@ multinomial logistic regression, K = 10 devices per round drawn uniformly with n
 gradient for the correction term). 200 rounds at the paper's budget (its default here: params.yaml opt_in), 40 at
 "pipeline"; seeds 0-4; under one seed both methods see the same devices and minibatches. The reading is
 feddane_synthetic's median over the second half of the rounds of FedDane's loss / FedProx's (one chaotic round of
-FedDane cannot move it; fedbench.studies.feddane_synthetic.loss_ratio). A verdict is the one at the rounds run,
+FedDane cannot move it; :func:`loss_ratio`, a copy of feddane_synthetic's). A verdict is the one at the rounds run,
 never extrapolated to the paper's budget (issue 21).
 
 A study of its own, not arms of feddane_synthetic: adding them there would change that study's registered entries
@@ -30,17 +30,24 @@ import numpy as np
 from fedbench.claims.entry import judged
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.stats import fmt_number
+from fedbench.claims.readings import cut_round
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
+from fedbench.data.format import FederatedDataset
+from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.feddane_synthetic import (BATCH, DATA_SEED, IID_SIMILAR, LR, NUM_DEVICES, READING_NAMES,
-                                                TRAIN_FRACTION, _synthetic, loss_jumps, loss_ratio)
 from fedbench.studies.runs import open_seeded
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
+# feddane_synthetic's setting and reading, copied (a study imports no other study: tests/faults/test_layering.py;
+# tests/studies/test_feddane_mu1.py holds the copies equal to the originals)
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
 NON_IID = DATASETS[1:]
+NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
+K, EPOCHS, BATCH, LR = 10, 20, 10, 0.01  # c = K = 10: FedDane's gradient devices are the selected ones
+IID_SIMILAR = 25.0  # "performs similarly": FedDane's loss within 25% of FedProx's (feddane_synthetic's margin)
+READING_NAMES = {"median": "median ratio, 2nd half of the rounds", "final": "final round",
+                 "all": "median ratio, all rounds"}
 MU = 1.0
-K, EPOCHS = 10, 20  # c = K = 10: FedDane's gradient devices are the selected ones
 # Round budgets: "paper" is Figure 4's 200 rounds (params.yaml runs it opt-in at this one); "pipeline" a fifth
 BUDGETS = {"pipeline": 40, "paper": 200}
 ROUNDS, PAPER_ROUNDS = BUDGETS["pipeline"], BUDGETS["paper"]
@@ -72,6 +79,41 @@ DECLARATION = StudyDeclaration(
               rule=RULE, reads=("FedProx", "FedDane"), rounds_paper=PAPER_ROUNDS),
     ))
 METHODS = tuple(a.name for a in DECLARATION.arms)
+
+
+@functools.cache
+def _synthetic(name: str) -> FederatedDataset:
+    """The synthetic dataset ``name``, generated once per process (built before the workers fork)."""
+    alpha, beta, iid = SYNTHETIC_DATASETS[name]
+    return generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED,
+                              train_fraction=TRAIN_FRACTION)
+
+
+def loss_ratio(dane: list[float], prox: list[float], reading: str, budget: float, rounds: int) -> float:
+    """100 (FedDane's training loss / FedProx's - 1), read per round and summarised over the rounds: the median over
+    the second half of the rounds kept ("median", the rule's reading), the final round ("final"), or the median over
+    all rounds ("all"). A round after FedDane diverged (non-finite, or its run stopped) counts as infinite; NaN
+    where FedProx itself failed (no comparison). feddane_synthetic.loss_ratio's reading."""
+    last = cut_round(rounds, budget)
+    d = np.full(last + 1, np.inf)
+    got = np.asarray(dane[: last + 1], dtype=float)
+    d[: len(got)] = np.where(np.isfinite(got), got, np.inf)
+    p = np.asarray(prox[: last + 1], dtype=float)
+    if len(p) < last + 1 or not np.all(np.isfinite(p)):
+        return float("nan")
+    with np.errstate(invalid="ignore", over="ignore"):
+        ratio = d / p
+    windows = {"median": ratio[last // 2:], "final": ratio[-1:], "all": ratio}
+    if reading not in windows:
+        raise ValueError(f"reading {reading!r}; allowed: {', '.join(windows)}")
+    return float(100 * (np.median(windows[reading]) - 1))
+
+
+def loss_jumps(loss: list[float]) -> int:
+    """Rounds whose training loss is more than 1.5 times the previous round's, or turns non-finite."""
+    x = np.asarray(loss, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return int(np.sum((x[1:] > 1.5 * x[:-1]) | (~np.isfinite(x[1:]) & np.isfinite(x[:-1]))))
 
 
 def simulation(name: str, method: str, seed: int, rounds: int | None = None) -> Simulation:

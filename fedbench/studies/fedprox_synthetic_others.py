@@ -33,13 +33,18 @@ from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import NAMES, read_loss, rising_rounds, upward_variation
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, inconclusive_parts, judge
+from fedbench.data.format import FederatedDataset
+from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.fedprox_synthetic import (ADAPTIVE_MARGIN, BATCH, DATA_SEED, EPOCHS, INSTABILITY, LR,
-                                                NUM_DEVICES, TRAIN_FRACTION, _synthetic, rounds_to_reach)
 from fedbench.studies.runs import open_seeded
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
-K = 10
+# fedprox_synthetic's setting, copied (a study imports no other study: tests/faults/test_layering.py;
+# tests/studies/test_fedprox_synthetic_others.py holds the copies equal to the originals)
+NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
+K, EPOCHS, BATCH, LR = 10, 20, 10, 0.01
+ADAPTIVE_MARGIN = 10.0  # % above a fixed mu's loss that is still "competitive" (fedprox/synthetic/adaptive-mu's)
+INSTABILITY = {"upward": "sum of loss rises", "rising": "rounds with a rise"}  # the stability readings' names
 ADAPTIVE = {"synthetic_0_0": 0.0, "synthetic_0p5_0p5": 0.0}  # Figure 11's other two sets, mu started at 0
 SAMPLING = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5")  # Figure 12's other three sets
 DATASETS = SAMPLING
@@ -93,6 +98,21 @@ DECLARATION = StudyDeclaration(
 # Figure 12's four comparisons on each dataset: (label, the less stable arm by the paper, the more stable one)
 COMPARISONS = (("mu=0: uniform - proportional", "mu0", "prop-mu0"), ("mu=1: uniform - proportional", "mu1", "prop-mu1"),
                ("uniform: mu=0 - mu=1", "mu0", "mu1"), ("proportional: mu=0 - mu=1", "prop-mu0", "prop-mu1"))
+
+
+@functools.cache
+def _synthetic(name: str) -> FederatedDataset:
+    alpha, beta, iid = SYNTHETIC_DATASETS[name]
+    return generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED, train_fraction=TRAIN_FRACTION)
+
+
+def rounds_to_reach(mu_init: float, mu: float) -> int:
+    """The fewest rounds in which the adaptive heuristic can move mu from ``mu_init`` to ``mu``: the first round
+    only records the loss; then a rise adds MU_STEP at once, a fall needs PATIENCE decreasing rounds per step."""
+    from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE
+
+    steps = round(abs(mu - mu_init) / MU_STEP)
+    return 1 + steps * (PATIENCE if mu < mu_init else 1)
 
 
 def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> Simulation:

@@ -3,6 +3,7 @@ parts (and the ones the heuristic cannot reach), the twelve sampling parts on ma
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from fedbench.claims import registry
@@ -16,6 +17,21 @@ def test_the_rules_are_the_registered_ones_word_for_word():
     for claim, entry in zip(study.DECLARATION.claims, entries, strict=True):
         assert book[claim.id]["before_result"] is True and book[claim.id]["spec"]["rule"] == claim.rule
         assert registry.status(entry, book)["status"] == "registered", claim.id
+
+
+def test_the_setting_is_fedprox_synthetics():
+    """The copies (a study imports no other study) equal fedprox_synthetic's: its constants, its data and the rounds
+    the heuristic needs."""
+    from fedbench.studies import fedprox_synthetic as fig3
+
+    for name in ("NUM_DEVICES", "DATA_SEED", "TRAIN_FRACTION", "K", "EPOCHS", "BATCH", "LR", "ADAPTIVE_MARGIN",
+                 "INSTABILITY"):
+        assert getattr(study, name) == getattr(fig3, name), name
+    for mu_init, mu in ((0.0, 1.0), (0.0, 0.0), (1.0, 0.0), (0.5, 0.2)):
+        assert study.rounds_to_reach(mu_init, mu) == fig3.rounds_to_reach(mu_init, mu)
+    assert study.rounds_to_reach(0.0, 1.0) == 11  # ten rises of 0.1, the first round only records the loss
+    data, theirs = study._synthetic("synthetic_0p5_0p5"), fig3._synthetic("synthetic_0p5_0p5")
+    assert np.array_equal(data.train.x, theirs.train.x) and np.array_equal(data.test.y, theirs.test.y)
 
 
 def test_runs_and_arms():
