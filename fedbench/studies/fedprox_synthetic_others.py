@@ -54,6 +54,10 @@ BUDGETS = {"pipeline": 40, "paper": 200}
 ROUNDS, PAPER_ROUNDS = BUDGETS["pipeline"], BUDGETS["paper"]
 SEEDS = (0, 1, 2, 3, 4)
 COMMAND = "fedbench study run fedprox_synthetic_others"
+# what the study cost where it was measured, at the paper's budget (params.yaml has it opt-in: the default job's 15
+# minutes do not hold it); the machine otherwise idle (load 2: the study's own two workers)
+MEASURED = {"seconds": 702, "budget": "paper", "workers": 2, "device": "2 CPU cores (1,291 CPU-s)",
+            "date": "2026-11-28"}
 ADAPTIVE_ID = "fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu"
 SAMPLING_ID = "fedprox/synthetic-others/sampling-stability"
 
