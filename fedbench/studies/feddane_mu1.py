@@ -53,6 +53,9 @@ BUDGETS = {"pipeline": 40, "paper": 200}
 ROUNDS, PAPER_ROUNDS = BUDGETS["pipeline"], BUDGETS["paper"]
 SEEDS = (0, 1, 2, 3, 4)
 COMMAND = "fedbench study run feddane_mu1"
+# what the study cost where it was measured, at the paper's budget (params.yaml has it opt-in: the default job's 15
+# minutes do not hold it); the machine otherwise idle (load 2: the study's own two workers)
+MEASURED = {"seconds": 334, "budget": "paper", "workers": 2, "device": "2 CPU cores (613 CPU-s)", "date": "2026-11-28"}
 
 # The rule as registered before any run (a placeholder then; registry.json keeps its hash): its numbers are the
 # constants the parts below read (IID_SIMILAR: feddane_synthetic's equivalence margin for "performs similarly")
