@@ -119,9 +119,10 @@ def test_dissimilarity_samples_reaches_the_runs_and_the_lstm_paper_studies_decla
 def test_claim_studies_are_a_validated_mapping_default_ones_first():
     cfg = load_config(ROOT / "params.yaml")
     names = list(cfg.claim_studies)
-    opt_in = ["fedprox_synthetic", "feddane_synthetic", "fedproxvr_synthetic"]  # at the papers' budgets
-    assert names[-3:] == opt_in and not any(cfg.claim_studies[n].default for n in opt_in)
-    assert all(cfg.claim_studies[n].default for n in names[:-3]) and len(names) == 9
+    opt_in = ["fedprox_synthetic", "feddane_synthetic", "fedproxvr_synthetic", "feddane_mu1",
+              "fedprox_synthetic_others"]  # at the papers' budgets
+    assert names[-5:] == opt_in and not any(cfg.claim_studies[n].default for n in opt_in)
+    assert all(cfg.claim_studies[n].default for n in names[:-5]) and len(names) == 11
     assert {n: c.budget for n, c in cfg.claim_studies.items() if c.budget != "pipeline"} == dict.fromkeys(opt_in, "paper")
     assert all(c.seeds is None for c in cfg.claim_studies.values())
 

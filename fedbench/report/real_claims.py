@@ -310,19 +310,6 @@ CONCRETE_RECONSTRUCTED = ("reconstructed, not paper-scale: the slides give the d
 
 HEADLINES = (
     Headline(
-        "fedprox/synthetic/feddane-mu1", FEDPROX_PAPER, "appendix B, Figure 4 (top row, mu = 1)",
-        "With mu = 1 too, FedDane performs similarly to FedProx on the IID data and converges worse on the non-IID "
-        "synthetic datasets.",
-        "'While FedDane performs similarly as FedProx on the IID data, it suffers from poor convergence on the "
-        "non-IID datasets' (Figure 4's top row shows mu = 0 and mu = 1)", "% training loss vs FedProx",
-        "fedbench/studies/feddane_synthetic.py's two top-row rules with FedProx and FedDane both at mu = 1 (c = K = "
-        "10): per seed, 100 (median over rounds R/2..R of FedDane's training loss / FedProx's - 1); Synthetic-IID "
-        "within +-25%, each non-IID set above 0 (95% intervals); reproduced if all four parts are, not-reproduced if "
-        "one is; 5 seeds, the paper's 200 rounds, no extrapolation across budgets",
-        "paper-scale", 200,
-        "fedbench/studies/feddane_synthetic.py runs mu = 0 only (missing: mu = 1 arms and this claim in it; "
-        "projected from its 120 runs' 2,615 CPU-s: 40 more runs, ~870 CPU-s at 200 rounds)"),
-    Headline(
         "fedprox/real/partial-work-e1", FEDPROX_PAPER, "section 5.2, appendix C.3.2, Figures 9 and 10",
         "With E = 1 on MNIST, FEMNIST, Shakespeare and Sent140, keeping the stragglers' partial work (FedProx, mu = "
         "0) still performs better than dropping them (FedAvg).",
@@ -335,31 +322,6 @@ HEADLINES = (
         "paper-scale", None,
         "the FedProx real-data studies (fedbench.study.paper_profile) run E = 20 only, and an E = 1 straggler rule "
         "needs a partial-epoch straggler on the real models (missing: E = 1 studies)"),
-    Headline(
-        "fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu", FEDPROX_PAPER, "appendix C.3.3, Figure 11",
-        "Adaptive mu (started at 0) performs competitively with the fixed choices of mu on Synthetic(0,0) and "
-        "Synthetic(0.5,0.5) too.",
-        "'Full results of choosing mu adaptively on all the synthetic datasets ... this simple heuristic works "
-        "well in practice' (Figure 11 caption)", "% loss",
-        "fedprox/synthetic/adaptive-mu's rule on Synthetic(0,0) and Synthetic(0.5,0.5) (mu started at 0): per seed, "
-        "100 (adaptive mu's training loss / the fixed mu's - 1), mean of the last 5 evaluations, against mu = 0 and "
-        "mu = 1; each part at most +10%; a part whose fixed mu the heuristic cannot reach within the rounds run is "
-        "inconclusive; 5 seeds, the paper's 200 rounds",
-        "paper-scale", 200,
-        "fedbench/studies/fedprox_synthetic.py runs Figure 3's two datasets only (missing: these two datasets in "
-        "it; projected from its 60 runs' 538 CPU-s, with Figure 12's arms: 70 more runs, ~630 CPU-s at 200 rounds)"),
-    Headline(
-        "fedprox/synthetic-others/sampling-stability", FEDPROX_PAPER, "appendix C.3.4, Figure 12",
-        "On Synthetic-IID, (0,0) and (0.5,0.5) as well, n_k-proportional sampling with simple averages is more "
-        "stable than uniform sampling with weighted averages, and mu = 1 more stable than mu = 0 under either.",
-        "Figure 12 caption: the proposed sampling 'performs slightly better'; 'Under either sampling scheme, the "
-        "settings with mu = 1 demonstrate more stable performance than settings with mu = 0'", "loss rise",
-        "fedprox/synthetic-1-1/sampling-stability's and sampling-mu1-stabler's rules on each of the three other "
-        "synthetic sets (instability = the sum of the training loss's rises; each part above 0 by its 95% "
-        "interval; reproduced if every part is); 5 seeds, the paper's 200 rounds",
-        "paper-scale", 200,
-        "fedbench/studies/fedprox_synthetic.py runs the sampling arms on Synthetic(1,1) only (missing: the other "
-        "three datasets in it; with Figure 11's, ~630 CPU-s at 200 rounds, projected)"),
     Headline(
         "scaffold/uci-concrete/faster-than-sgd", SCAFFOLD_PAPER, "talk slides, 'Quick demo' (SGD vs FedAvg; SCAFFOLD)",
         "On linear regression over UCI concrete (10 clients, no sampling, K = 10 local steps), FedAvg needs a smaller "

@@ -50,12 +50,15 @@ def _fedproxvr_synthetic(mp: pytest.MonkeyPatch, study: ModuleType) -> None:
 SEEDS = {"seeds": (0, 1)}
 SMALL: dict[str, Small] = {
     "delta_fl_triangle": Small(attrs={"ROUNDS": 60}),
+    "feddane_mu1": Small(attrs={"EPOCHS": 1, "DATASETS": ("synthetic_iid", "synthetic_1_1"), "NON_IID": ("synthetic_1_1",)},
+                         budgets={"pipeline": 2}, kwargs=SEEDS),
     "feddane_synthetic": Small(attrs={"EPOCHS": 1, "DATASETS": ("synthetic_iid", "synthetic_1_1"),
                                       "NON_IID": ("synthetic_1_1",)}, budgets={"pipeline": 2}, kwargs=SEEDS),
     "fedlaavg_diurnal": Small(attrs={"ROUNDS": 15}, kwargs=SEEDS),
     "fedlaavg_example1": Small(attrs={"ETAS": (0.2, 0.1)}),
     "fedprox_code_sensitivity": Small(attrs={"ROUNDS": 3, "EPOCHS": 2}, kwargs=SEEDS),
     "fedprox_synthetic": Small(attrs={"EPOCHS": 2}, budgets={"pipeline": 3}, kwargs=SEEDS),
+    "fedprox_synthetic_others": Small(attrs={"EPOCHS": 1}, budgets={"pipeline": 3}, kwargs=SEEDS),
     "fedproxvr_synthetic": Small(patch=_fedproxvr_synthetic),
     "mime_synthetic": Small(attrs={"ROUNDS": 4, "LR_GRID": (0.003, 0.03)}, kwargs=SEEDS),
     "scaffold_quadratics": Small(attrs={"G_VALUES": (1.0, 100.0), "LR_GRID": (0.5, 0.25), "COMMON_LRS": (0.1,),

@@ -1,0 +1,105 @@
+"""FedDane at mu = 1 (FedProx Figure 4, top row): the rule is the one registered before any run, its four parts on
+made-up curves (every verdict, a diverged FedDane), the arms at mu = 1, and the test-size run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fedbench.claims import registry
+from fedbench.studies import feddane_mu1 as study
+from fedbench.studies import not_run_entries
+
+INF = float("inf")
+CLAIM = "fedprox/synthetic/feddane-mu1"
+
+
+def _curves(ratio_of, rounds=study.ROUNDS, seeds=study.SEEDS):
+    """Loss curves where FedDane's loss is ratio_of(dataset, seed) times FedProx's at every round."""
+    out = {}
+    for d in study.DATASETS:
+        for s in seeds:
+            prox = list(np.linspace(2.0, 1.0, rounds + 1))
+            out[(d, "FedProx", s)] = prox
+            out[(d, "FedDane", s)] = [p * ratio_of(d, s) for p in prox]
+    return out
+
+
+def test_the_rule_is_the_registered_one_word_for_word():
+    """Registered before any run (a placeholder in fedbench/claims/registry.json): the study must judge that rule, and
+    an entry carrying it is "registered", not "changed"."""
+    book = registry.load()
+    claim = study.DECLARATION.claim(CLAIM)
+    assert book[CLAIM]["before_result"] is True and book[CLAIM]["spec"]["rule"] == claim.rule
+    (entry,) = not_run_entries("feddane_mu1", "not run", "running it")  # as the report shows it before a run
+    assert registry.status(entry, book)["status"] == "registered"
+
+
+def test_the_setting_and_reading_are_feddane_synthetics():
+    """The copies (a study imports no other study) equal feddane_synthetic's: its constants, and its loss ratio on
+    curves with a chaotic round, a divergence and a failed FedProx, under every reading and two budgets."""
+    from fedbench.studies import feddane_synthetic as mu0
+
+    for name in ("DATASETS", "NON_IID", "NUM_DEVICES", "DATA_SEED", "TRAIN_FRACTION", "K", "EPOCHS", "BATCH", "LR",
+                 "IID_SIMILAR", "READING_NAMES"):
+        assert getattr(study, name) == getattr(mu0, name), name
+    prox = list(np.linspace(2.0, 1.0, 11))
+    for dane in ([1.0] * 5 + [1.5, 1.2, 9.0, 1.1, 1.3, 1.4], [1.0] * 6 + [math.nan], [3.0, 1.0, 0.5] * 3 + [1.0, 2.0]):
+        for reading in ("median", "final", "all"):
+            for budget in (0.5, 1.0):
+                assert study.loss_ratio(dane, prox, reading, budget, 10) == mu0.loss_ratio(dane, prox, reading, budget, 10)
+        assert study.loss_jumps(dane) == mu0.loss_jumps(dane)
+    assert math.isnan(study.loss_ratio(prox, [1.0, math.nan], "median", 1.0, 10))
+    with pytest.raises(ValueError, match="reading 'best'; allowed: median, final, all"):
+        study.loss_ratio(prox, prox, "best", 1.0, 10)
+    data, theirs = study._synthetic("synthetic_0_0"), mu0._synthetic("synthetic_0_0")
+    assert np.array_equal(data.train.x, theirs.train.x) and np.array_equal(data.train.y, theirs.train.y)
+
+
+def test_rule_every_verdict_and_the_part_that_decides():
+    good = study.judge_claim(_curves(lambda d, s: 1.0 + 0.01 * s if d == "synthetic_iid" else 1.5 + 0.1 * s))
+    assert good["verdict"] == "reproduced"
+    assert [p["part"] for p in good["parts"]] == ["Synthetic-IID", *study.NON_IID]
+    assert good["parts"][0]["per_seed"] == [pytest.approx(s) for s in study.SEEDS]  # 100 (1.0s - 1)
+    assert good["parts"][1]["per_seed"] == [pytest.approx(50 + 10 * s) for s in study.SEEDS]
+    iid_off = study.judge_claim(_curves(lambda d, s: 1.5 + 0.01 * s if d == "synthetic_iid" else 1.5 + 0.1 * s))
+    assert [p["verdict"] for p in iid_off["parts"]] == ["not-reproduced"] + ["reproduced"] * 3  # 50% > the 25% margin
+    assert iid_off["verdict"] == "not-reproduced"
+    better = study.judge_claim(_curves(lambda d, s: 1.0 if d == "synthetic_iid" else 0.8 - 0.01 * s))
+    assert better["verdict"] == "not-reproduced" and better["parts"][0]["verdict"] == "reproduced"
+    mixed = study.judge_claim(_curves(lambda d, s: 1.0 + 0.3 * (s - 2)))  # [-60%, +60%]: no side excluded
+    assert [p["verdict"] for p in mixed["parts"]] == ["inconclusive"] * 4 and mixed["verdict"] == "inconclusive"
+
+
+def test_a_diverged_feddane_counts_as_worse():
+    curves = _curves(lambda d, s: 1.0 if d == "synthetic_iid" else 2.0)
+    for s in study.SEEDS:
+        curves[("synthetic_1_1", "FedDane", s)] = [2.0] * 3 + [math.nan]  # stopped at round 3
+    result = study.judge_claim(curves)
+    part = next(p for p in result["parts"] if p["part"] == "synthetic_1_1")
+    assert part["per_seed"] == [INF] * 5 and part["verdict"] == "reproduced" and result["verdict"] == "reproduced"
+
+
+def test_both_arms_at_mu_1_with_c_equal_to_k():
+    prox = study.simulation("synthetic_0_0", "FedProx", 3, rounds=study.BUDGETS["paper"])
+    dane = study.simulation("synthetic_0_0", "FedDane", 3)
+    assert (prox.algorithm.mu, dane.algorithm.mu, dane.algorithm.gradient_clients) == (1.0, 1.0, 10)
+    assert (prox.config.rounds, dane.config.rounds) == (200, 40)
+    assert prox.config.clients_per_round == dane.config.clients_per_round == 10
+    assert (prox.config.local_epochs, prox.config.batch_size, prox.algorithm.lr) == (20, 10, 0.01)
+    with pytest.raises(ValueError, match="budget 'full'; allowed: pipeline, paper"):
+        study.run("unused", budget="full")
+
+
+def test_the_test_size_run(study_run):
+    ran = study_run("feddane_mu1")
+    assert len(ran.calls) == 2 * 2 * 2  # seeds x datasets x arms
+    assert {alg.mu for _, alg, _ in ran.calls} == {1.0}
+    (entry,) = ran.claims
+    assert entry["id"] == CLAIM and (entry["rounds_run"], entry["rounds_paper"]) == (2, 200)
+    assert entry["fidelity"] == "smoke-check"  # 2 of 200 rounds: under a tenth (fedbench.claims.fidelity)
+    assert entry["rule"] == study.RULE and len(entry["parts"]) == 2  # Synthetic-IID and the one non-IID set kept
+    # judged, it is still the registered rule (its parts and readings fill fields empty at registration)
+    assert registry.status(entry, registry.load())["status"] == "registered"
