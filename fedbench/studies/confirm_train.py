@@ -23,6 +23,7 @@ from typing import Any
 from fedbench.config import Config
 from fedbench.studies.fedprox_main_job import DECLARATION as MAIN_JOB, MAIN_STUDIES
 from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY, declaration
+from fedbench.study import registry as studies
 
 # the report's judging of a group's runs: (config, runs root, data root) -> its claim entries
 Judge = Callable[[Config, Path, Path], list[dict[str, Any]]]
@@ -44,12 +45,15 @@ GROUPS = {g.name: g for g in (
 
 def group_of(entry: dict[str, Any]) -> str:
     """The confirmation group of a claim entry: its study; for a claim of a train group's study that the group does not
-    judge (a paper-scale study's "real data" entry), "<study>: <the study that ran it>", which has no runner here."""
+    judge (a paper-scale study's "real data" entry), the claim study that ran it where the study registry has it (its
+    confirmatory run is that study's, fedbench.studies.stage.run_study: e.g. mime_fashion), else "<study>: <the study
+    named>", which has no runner here."""
     study = entry.get("study") or ""
     group = GROUPS.get(study)
     if group is None or entry["id"] in group.ids:
         return study
-    return f"{study}: {(entry.get('scale') or {}).get('study') or 'other'}"
+    ran = (entry.get("scale") or {}).get("study") or "other"
+    return ran if ran in studies.names() else f"{study}: {ran}"
 
 
 def confirm_config(cfg: Config, seeds: list[int], workers: int) -> Config:

@@ -62,8 +62,10 @@ def test_groups_are_the_reports_studies_and_claims():
     assert confirm_train.GROUPS["main job"].ids == tuple(
         fn(load_config(ROOT / "params.yaml"), main_claims.Curves(pd.DataFrame()))["id"] for fn in main_claims.CLAIMS)
     assert confirm_train.group_of({"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "study": "real data"}) == "real data"
+    # a paper-scale claim study's "real data" entry: that study's own runner confirms it
     assert confirm_train.group_of({"id": "mime/fashion-mnist/ordering", "study": "real data",
-                                   "scale": {"study": "mime_fashion"}}) == "real data: mime_fashion"
+                                   "scale": {"study": "mime_fashion"}}) == "mime_fashion"
+    assert confirm_train.group_of({"id": "x/y", "study": "real data", "scale": {"study": "nowhere"}}) == "real data: nowhere"
 
 
 def test_main_job_confirmation_trains_into_the_confirm_root_and_judges_by_the_frozen_rule(setup, capsys):
