@@ -32,11 +32,11 @@ from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
 from fedbench.report import figures, real_claims
-from fedbench.report.claims import STUDY as MAIN_STUDY
-from fedbench.report.claims import evaluate_claims
+from fedbench.studies.fedprox_main_job_claims import STUDY as MAIN_STUDY
+from fedbench.studies.fedprox_main_job_claims import evaluate_claims
 from fedbench.report.papers import PAPERS
 from fedbench.report.real_claims import STUDY as REAL_STUDY
-from fedbench.report.runs import load_runs
+from fedbench.studies.train_runs import load_runs
 from fedbench.studies import STUDIES_ROOT, not_run_entries
 from fedbench.studies import command as study_command
 

@@ -12,9 +12,9 @@ from fedbench.config import Config
 
 
 def main_job(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
-    """The main job's claims (fedbench.report.claims) from the runs under ``runs_root`` of ``cfg``'s train.seeds."""
-    from fedbench.report.claims import evaluate_claims
-    from fedbench.report.runs import load_runs
+    """The main job's claims (fedbench.studies.fedprox_main_job_claims) from the runs under ``runs_root`` of ``cfg``'s train.seeds."""
+    from fedbench.studies.fedprox_main_job_claims import evaluate_claims
+    from fedbench.studies.train_runs import load_runs
 
     hist, summ = load_runs(cfg, runs_root, data_root)
     return evaluate_claims(cfg, hist, summ)
@@ -28,4 +28,4 @@ def real_data(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, A
     return evaluate(cfg, runs_root, data_root)
 
 
-JUDGES = {"main job": main_job, "real data": real_data}  # fedbench.report.claims.STUDY, real_claims.STUDY
+JUDGES = {"main job": main_job, "real data": real_data}  # fedbench.studies.fedprox_main_job_claims.STUDY, real_claims.STUDY

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
-from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
+from fedbench.studies.fedprox_main_job_claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
                                                 MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
@@ -62,7 +62,7 @@ def _study_config(cfg: Config, s: PaperStudy) -> Config:
 
 def _runs_of(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> tuple[Config, Curves]:
     """``cfg`` with only study ``s``, and its runs (their summaries in ``Curves.summaries``)."""
-    from fedbench.report.runs import load_runs
+    from fedbench.studies.train_runs import load_runs
 
     only = _study_config(cfg, s)
     hist, summ = load_runs(only, runs_root, data_root)
@@ -251,8 +251,8 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
                           f"them (projected {hours:g} h on {costs[0]['device']})",
                        f"running `{cmd}`; the Synthetic(1,1) part comes from the main job") | {"command": cmd,
                                                                                                 "cost": cost}
-    from fedbench.report.claims import Curves as MainCurves
-    from fedbench.report.runs import load_runs
+    from fedbench.studies.fedprox_main_job_claims import Curves as MainCurves
+    from fedbench.studies.train_runs import load_runs
 
     main_hist, _ = load_runs(cfg, runs_root, data_root)
     main = MainCurves(main_hist)

@@ -13,9 +13,9 @@ import yaml
 from fedbench.claims import registry as reg
 from fedbench.claims.verdict import Rule
 from fedbench.config import load_config
-from fedbench.report import claims as main_claims
+from fedbench.studies import fedprox_main_job_claims as main_claims
 from fedbench.report.confirm_entries import JUDGES, main_job
-from fedbench.report.runs import study_cells
+from fedbench.studies.train_runs import study_cells
 from fedbench.studies import confirm, confirm_train
 from tests.faults.conftest import ROOT
 
