@@ -103,7 +103,7 @@ def cmd_generate(a: argparse.Namespace) -> None:
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
-    from fedbench.report.compare import Selection, compare
+    from fedbench.compare import Selection, compare
 
     overrides = _overrides(a.set)
     cfg = load_config(a.params, overrides)

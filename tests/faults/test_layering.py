@@ -118,7 +118,7 @@ FLOORS = (
     ("fedbench.bench",),
     ("fedbench.studies",),
     ("fedbench.report",),
-    ("fedbench.regression", "fedbench.track", "fedbench.paper"),
+    ("fedbench.regression", "fedbench.track", "fedbench.paper", "fedbench.compare"),
     ("fedbench.cli",),
 )
 
