@@ -31,11 +31,12 @@ from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
-from fedbench.report import figures, real_claims
+from fedbench.report import figures
+from fedbench.studies import real_claims
 from fedbench.studies.fedprox_main_job_claims import STUDY as MAIN_STUDY
 from fedbench.studies.fedprox_main_job_claims import evaluate_claims
 from fedbench.report.papers import PAPERS
-from fedbench.report.real_claims import STUDY as REAL_STUDY
+from fedbench.studies.real_claims import STUDY as REAL_STUDY
 from fedbench.studies.train_runs import load_runs
 from fedbench.studies import STUDIES_ROOT, not_run_entries
 from fedbench.studies import command as study_command
@@ -112,7 +113,7 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
         figures.figure5(hist, figs / "fig5_iid_stragglers.png")
-        real_claims.draw_figures(cfg, Path(runs_root), Path(data_root), figs)
+        figures.real_data_figures(cfg, Path(runs_root), Path(data_root), figs)
         # the tables are written beside the figures and moved into out/ just before the figures are
         (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
         (figs / "claims.md").write_text(claims_markdown(claims, summ))

@@ -33,11 +33,11 @@ The claims judged from the train stage's runs (fedbench.studies.confirm_train): 
 job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
 "real data"``: study fedprox_mnist5k, 30 runs) rerun those runs with train.seeds replaced by the frozen block
 (fedbench.pipeline.train_runs) into ``runs/confirm/main-job/`` and ``runs/confirm/real-data/`` (data from data/), and
-are judged by the report's own functions (fedbench.report.confirm_entries, handed in by the CLI: the studies import
-no report). Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv):
-about 13 and 2 minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale claim study (e.g. Mime's
-Fashion-MNIST ordering, run by mime_fashion) is confirmed by that study's own run on the frozen seeds, its real variant
-read from data/real (``--study mime_fashion`` or its id picks it).
+are judged by the functions that judge the exploratory runs for the report (fedbench.studies.confirm_train.JUDGES).
+Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv): about 13 and 2
+minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale claim study (e.g. Mime's
+Fashion-MNIST ordering, run by mime_fashion) is confirmed by that study's own run on the frozen seeds, its real
+variant read from data/real (``--study mime_fashion`` or its id picks it).
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
 def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
            judges: dict[str, train_groups.Judge]) -> list[dict[str, Any]]:
     """The study's entries on the frozen ``seeds``, its runs in :func:`folder`: a claim study's by fedbench.studies
-    .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by the report's ``judges``."""
+    .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by ``judges``."""
     if study in train_groups.GROUPS:
         return train_groups.run_group(train_groups.confirm_config(cfg, seeds, a.workers), train_groups.GROUPS[study],
                                 folder(study, a.root), Path(a.data_root), judges[study])
@@ -269,10 +269,10 @@ def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
 
 
 def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -> int:
-    """``fedbench claims confirm``; ``judges``: the report's judging of each train group's runs
-    (fedbench.report.confirm_entries.JUDGES, handed in by the CLI); a group without one is frozen, not run."""
+    """``fedbench claims confirm``; ``judges``: the judging of each train group's runs (default
+    fedbench.studies.confirm_train.JUDGES); a group without one is frozen, not run."""
     a = parser().parse_args(argv)
-    judges = judges or {}
+    judges = train_groups.JUDGES if judges is None else judges
     name = "fedbench claims confirm"
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]

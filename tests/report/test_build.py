@@ -314,10 +314,10 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
 
 
 def test_a_not_implemented_headline_is_named_and_covers_nothing(claims):
-    """Issue 32, item 4: the HEADLINES no command would judge (fedbench.report.real_claims.headline_entries) are
+    """Issue 32, item 4: the HEADLINES no command would judge (fedbench.studies.real_claims.headline_entries) are
     not-implemented entries; a paper's coverage line names them as such and counts them as not checked (they stay
     in its denominator: missing, never covered), and the tally counts them in no class."""
-    from fedbench.report.real_claims import headline_entries
+    from fedbench.studies.real_claims import headline_entries
 
     missing = json.loads(json.dumps(plain(headline_entries())))
     assert {c["verdict"] for c in missing} == {"not-implemented"} and all(c["rounds_run"] is None for c in missing)

@@ -1,6 +1,6 @@
 """Confirmatory runs of the main job's claims (fedbench.studies.confirm_train, ``fedbench claims confirm --study
 'main job'``) on a tiny config (3 rounds, E = 2, 3 devices a round): the train stage's runs on the frozen seeds go into
-the confirm root only, the entries are the report's (fedbench.report.confirm_entries) judged by the frozen rule, a
+the confirm root only, the entries are the report's (fedbench.studies.confirm_train.JUDGES) judged by the frozen rule, a
 rerun under another rule is refused, and a confirmation recorded from a dirty tree is rerun on the same seeds."""
 
 import json
@@ -14,7 +14,7 @@ from fedbench.claims import registry as reg
 from fedbench.claims.verdict import Rule
 from fedbench.config import load_config
 from fedbench.studies import fedprox_main_job_claims as main_claims
-from fedbench.report.confirm_entries import JUDGES, main_job
+from fedbench.studies.confirm_train import JUDGES, judge_main_job as main_job
 from fedbench.studies.train_runs import study_cells
 from fedbench.studies import confirm, confirm_train
 from tests.faults.conftest import ROOT
