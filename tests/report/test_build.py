@@ -10,9 +10,10 @@ from fedbench.claims.entry import PAPER_DATA, plain
 from fedbench.claims.fidelity import label
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import load_config
-from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
+from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell
+from fedbench.studies.entries import study_claims
 from fedbench.studies.fedprox_main_job_claims import STUDY, common_deviations, evaluate_claims
-from fedbench.report.papers import PAPERS
+from fedbench.claims.coverage import PAPERS
 from tests.studies.test_fedprox_main_job_claims import _curves
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs
