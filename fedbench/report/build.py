@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from fedbench.claims import registry as rules_registry
-from fedbench.claims.entry import FIDELITIES, NOT_IMPLEMENTED, PAPER_DATA, UNJUDGED, VERDICTS, plain, sensitivity_of
+from fedbench.claims.entry import NOT_IMPLEMENTED, PAPER_DATA, UNJUDGED, plain, sensitivity_of
 from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.tally import DEFINITION, Tally, words
 from fedbench.claims.tally import tally as count_verdicts
