@@ -65,9 +65,10 @@ def test_fixture_budget_judges_every_pair(study_run):
                                                      / loss[f"sent140_linear/fedavg/seed={s}"] - 1) for s in seeds],
                                              rel=1e-4, abs=1e-3)  # the records keep 6 significant digits
     # Figures 4 and 5: FedAvg's reading minus Delta-FL's, per seed. The shares' table keeps 3 decimals (each off by at
-    # most 5e-4: 1e-3 for a difference); the variances' 6 significant digits, as the effect does (each off by at
-    # most 5e-7 of its size: below 1e-5 (|a| + |b|) in all)
-    for c, tol in ((claims[2], lambda a, b: 1e-3 + 1e-9), (claims[3], lambda a, b: 1e-5 * (abs(a) + abs(b)) + 1e-15)):
+    # most 5e-4: 1e-3 for a difference) and the effect 6 significant digits of at most 100 points (5e-5): 1.1e-3
+    # bounds both; the variances' table keeps 6 significant digits, as the effect does (each off by at most 5e-7 of
+    # its size: below 1e-5 (|a| + |b|) in all)
+    for c, tol in ((claims[2], lambda a, b: 1.1e-3), (claims[3], lambda a, b: 1e-5 * (abs(a) + abs(b)) + 1e-15)):
         row = c["reproduced"]["table"]["sent140_linear"]
         part = next(p for p in c["parts"] if p["part"] == "Sent140 linear")
         for got, a, b in zip(part["per_seed"], row["fedavg"], row["delta_fl"], strict=True):
