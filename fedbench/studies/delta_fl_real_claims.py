@@ -110,15 +110,16 @@ def tail_share_effect(fedavg_errors: Sequence[float], delta_errors: Sequence[flo
 
 def training_losses(ds: FederatedDataset, outcome: Outcome) -> np.ndarray:
     """The final model's loss on each training device (the clients that are not test-only, in dataset order); inf
-    on every device for a diverged run."""
+    on every device for a diverged run. A device not evaluated (NaN) is an error: the reading would drop it; an
+    infinite loss is a reading (its variance is infinite)."""
     devices = np.flatnonzero(~np.asarray(ds.test_only))
     if outcome.diverged:
         return np.full(len(devices), math.inf)
     if outcome.device_train_loss is None:
         raise ValueError(f"{outcome.name}: no per-device training loss (its final evaluation skipped the train split)")
     loss = np.asarray(outcome.device_train_loss, dtype=np.float64)[devices]
-    if not len(loss) or not np.all(np.isfinite(loss)):
-        raise ValueError(f"{outcome.name}: a training device has no finite loss (or there is no training device)")
+    if not len(loss) or np.any(np.isnan(loss)):
+        raise ValueError(f"{outcome.name}: a training device has no loss (or there is no training device)")
     return loss
 
 
@@ -136,11 +137,12 @@ def aggregation_round(rounds: int) -> int:
 
 def loss_ratio_effect(fedavg_loss: float, delta_loss: float) -> float:
     """100 (Delta-FL's training loss / FedAvg's - 1); NaN when both diverged (no reading), +inf when Delta-FL alone
-    did, -100 when FedAvg alone did."""
+    did, -100 when FedAvg alone did; against a FedAvg loss of 0 (a loss is >= 0): 0 if Delta-FL's is 0 too, else
+    +inf."""
     if math.isinf(fedavg_loss) and math.isinf(delta_loss):
         return math.nan
-    if fedavg_loss <= 0:
-        raise ValueError(f"FedAvg's training loss {fedavg_loss}; allowed: > 0 (a ratio to it)")
+    if fedavg_loss == 0:
+        return 0.0 if delta_loss == 0 else math.inf
     return 100.0 * (delta_loss / fedavg_loss - 1.0)
 
 

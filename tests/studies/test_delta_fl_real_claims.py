@@ -70,8 +70,10 @@ def test_readings_on_hand_made_numbers():
     ds = _dataset([3, 5, 0, 0], [0, 0, 2, 2])  # two training devices, two test-only ones
     assert figures.training_losses(ds, _outcome(device_loss=[0.5, 1.5, np.nan, np.nan])) == pytest.approx([0.5, 1.5])
     assert list(figures.training_losses(ds, _outcome(device_loss=[0.5, np.nan, 1, 1], diverged=True))) == [math.inf] * 2
-    with pytest.raises(ValueError, match="no finite loss"):
+    with pytest.raises(ValueError, match="has no loss"):  # a training device not evaluated
         figures.training_losses(ds, _outcome(device_loss=[0.5, np.nan, np.nan, np.nan]))
+    overflow = figures.training_losses(ds, _outcome(device_loss=[0.5, np.inf, np.nan, np.nan]))
+    assert figures.loss_variance(overflow) == math.inf  # an infinite loss is a reading
     with pytest.raises(ValueError, match="no per-device training loss"):
         figures.training_losses(ds, _outcome())
 
@@ -79,6 +81,7 @@ def test_readings_on_hand_made_numbers():
     assert figures.loss_ratio_effect(2.0, 1.0) == pytest.approx(-50.0)
     assert figures.loss_ratio_effect(math.inf, 1.0) == -100.0 and figures.loss_ratio_effect(1.0, math.inf) == math.inf
     assert math.isnan(figures.loss_ratio_effect(math.inf, math.inf))
+    assert figures.loss_ratio_effect(0.0, 0.0) == 0.0 and figures.loss_ratio_effect(0.0, 0.1) == math.inf
     rows = [{"round": r, "train/loss": v} for r, v in ((0, 3.0), (5, 2.0), (10, 1.0))]
     assert figures.train_loss_at(_outcome(history=rows), 10, "final", 1.0) == 1.0
     assert figures.train_loss_at(_outcome(history=rows), 7, "final", 1.0) == 2.0  # the last evaluation up to round 7
