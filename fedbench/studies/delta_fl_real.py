@@ -320,7 +320,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                     "table": {k: {a: v["mean"] if isinstance(v, dict) else v for a, v in row.items()}
                               for k, row in table.items()}}, **common)
     figures = figure_entries(d, pairs, b.seeds, stars, outcomes, lambda k: sims[k].dataset(), errors, rounds,
-                             paper_budget, common)
+                             paper_budget, common, out)
     return [p90_entry, mean_entry, *figures]
 
 

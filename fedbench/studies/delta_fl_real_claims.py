@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 SECURE_AGGREGATION_CALLS = {"fedavg": 1, "delta_fl": 1}
 CONVERGENCE_MARGIN = 10.0  # % training loss: "competitive", as registered
 NEURAL = ("emnist_cnn", "sent140_rnn", "shakespeare_rnn")  # the neural-network pairs (Figure 5's "more pronounced")
+FIGURE = "delta_fl_real_figures.png"  # drawn into the study's folder (the report copies it to figures/delta_fl_real/)
 FIGURES = ("delta-fl/real/thinner-upper-tails", "delta-fl/real/train-loss-variance",
            "delta-fl/real/competitive-convergence")
 
@@ -156,11 +158,13 @@ def train_loss_at(outcome: Outcome, rounds: int, reading: str, budget: float) ->
 
 def figure_entries(d: Any, pairs: Sequence[Pair], seeds: Sequence[int], stars: dict[str, float],
                    outcomes: dict, datasets: Callable[[tuple], FederatedDataset], errors: dict,
-                   rounds: dict[str, int], paper_budget: float, common: dict[str, Any]) -> list[dict[str, Any]]:
+                   rounds: dict[str, int], paper_budget: float, common: dict[str, Any],
+                   out: Path | None = None) -> list[dict[str, Any]]:
     """The Figures 4-6 entries of study declaration ``d``: run key (pair key, theta or None for FedAvg, seed) ->
     ``outcomes``, ``datasets(key)`` its data and ``errors`` its test-device errors; ``stars`` theta* per pair;
     ``rounds`` the rounds run per pair; ``paper_budget`` the paper's rounds over the rounds run (> 1 at a cut
-    budget); ``common`` the fields every entry of the study carries."""
+    budget); ``common`` the fields every entry of the study carries; ``out``: the study's folder, where
+    :func:`draw` puts the figure (None: no figure)."""
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
@@ -225,20 +229,63 @@ def figure_entries(d: Any, pairs: Sequence[Pair], seeds: Sequence[int], stars: d
         f"{p.label} ({star(p)}, FedAvg at round {rounds[p.key]}, Delta-FL at round {aggregation_round(rounds[p.key])}): "
         f"effect {fmt_effect(part)}" for p, part in zip(pairs, conv_result["parts"]))
     n = len(seeds)
+    path = f"figures/{d.name}/{FIGURE}"
+    if out is not None:
+        draw(Path(out) / FIGURE, pairs, seeds, stars, key, outcomes, datasets, errors)
+
+    def panel(row: str) -> dict[str, str] | None:
+        return {"path": path, "panel": row} if out is not None else None
+
     return [
-        d.judged(FIGURES[0], tails_result, figure=None,
+        d.judged(FIGURES[0], tails_result, figure=panel("top row: histograms of the test-device error (Figure 4)"),
                  observed=f"share of test devices above FedAvg's 90th percentile (%, mean of {n} seeds), final model: "
                           + observed_tails,
                  reproduced={"unit": "% of test devices, per seed", "theta_star": stars, "table": shares}, **common),
-        d.judged(FIGURES[1], variance_result, figure=None,
+        d.judged(FIGURES[1], variance_result,
+                 figure=panel("middle row: training-device loss against its samples, first seed (Figure 5)"),
                  observed=f"variance of the training devices' loss (mean of {n} seeds), final model: {observed_var}. "
                           f"Reduction relative to FedAvg's, mean over the pairs (reported, not judged): {pronounced}",
                  reproduced={"unit": "loss variance, per seed", "theta_star": stars, "table": var_table,
                              "relative_reduction_pct": {k: round(v, 3) for k, v in relative.items()}}, **common),
-        d.judged(FIGURES[2], conv_result, figure=None,
+        d.judged(FIGURES[2], conv_result,
+                 figure=panel("bottom row: training loss against secure aggregation calls (Figure 6)"),
                  observed=f"training loss of Delta-FL relative to FedAvg's after the same number of secure aggregation "
                           f"calls ({SECURE_AGGREGATION_CALLS['fedavg']} a round for FedAvg, "
                           f"{SECURE_AGGREGATION_CALLS['delta_fl']} for Delta-FL; mean of {n} seeds): " + observed_conv,
                  reproduced={"unit": "% training loss, per seed", "theta_star": stars,
                              "secure_aggregation_calls_per_round": dict(SECURE_AGGREGATION_CALLS)}, **common),
     ]
+
+
+def draw(path: Path, pairs: Sequence[Pair], seeds: Sequence[int], stars: dict[str, float], key: Callable,
+         outcomes: dict, datasets: Callable[[tuple], FederatedDataset], errors: dict) -> None:
+    """Figures 4-6 as the paper draws them, a column per pair: the test-device errors of every seed pooled, as
+    histograms (top); each training device's final loss against its number of samples, first seed (middle); the
+    seed mean of the training loss against the secure aggregation calls, at the rounds every seed evaluated
+    (bottom). FedAvg red, Delta-FL(theta*) blue; a diverged run's devices are left out of the middle row."""
+    from fedbench.plotting import pyplot, save_figure
+
+    fig, axes = pyplot().subplots(3, len(pairs), figsize=(3.4 * len(pairs), 9), squeeze=False)
+    for j, p in enumerate(pairs):
+        for delta, color, label in ((False, "tab:red", "FedAvg"), (True, "tab:blue", f"Delta-FL θ={stars[p.key]:g}")):
+            keys = [key(p, delta, s) for s in seeds]
+            axes[0][j].hist(100 * np.concatenate([errors[k] for k in keys]), bins=20, range=(0, 100), alpha=0.5,
+                            color=color, label=label)
+            ds = datasets(keys[0])
+            loss = training_losses(ds, outcomes[keys[0]])
+            sizes = ds.train.sizes[np.flatnonzero(~np.asarray(ds.test_only))]
+            axes[1][j].scatter(sizes[np.isfinite(loss)], loss[np.isfinite(loss)], s=5, alpha=0.5, color=color)
+            curves = [outcomes[k].at_rounds("train/loss") for k in keys]
+            shared = sorted(set.intersection(*(set(c) for c in curves)))
+            calls = SECURE_AGGREGATION_CALLS["delta_fl" if delta else "fedavg"]
+            axes[2][j].plot([r * calls for r in shared], [np.mean([c[r] for c in curves]) for r in shared],
+                            color=color, label=label)
+        axes[0][j].set_title(p.label, fontsize=9)
+        axes[0][j].set_xlabel("test-device error (%)", fontsize=8)
+        axes[1][j].set_xlabel("training samples on the device", fontsize=8)
+        axes[2][j].set_xlabel("secure aggregation calls", fontsize=8)
+        axes[0][j].legend(fontsize=7)
+    axes[0][0].set_ylabel("test devices (all seeds)")
+    axes[1][0].set_ylabel("final training loss")
+    axes[2][0].set_ylabel("training loss (seed mean)")
+    save_figure(fig, path, dpi=110)

@@ -36,8 +36,11 @@ def test_fixture_budget_judges_every_pair(study_run):
         assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
         assert len(c["effect"]["per_seed"]) == len(seeds) and c["seeds"]["training"] == seeds
         assert len(c["parts"]) == len(study.PAIRS)  # every pair judged at the fixture budget
-    for c in claims[:2]:  # Tables 2 and 3; Figures 4-6 draw no figure of their own
+    for c in claims[:2]:  # Tables 2 and 3
         assert c["figure"]["path"] == "figures/delta_fl_real/delta_fl_real.png"
+    for c in claims[2:]:  # Figures 4-6: one figure, a row each
+        assert c["figure"]["path"] == "figures/delta_fl_real/delta_fl_real_figures.png"
+    assert (folder / "delta_fl_real_figures.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     records = read_simulations(folder)
     assert len(records) == len(study.PAIRS) * (1 + len(study.THETAS)) * len(seeds)
     for r in records:

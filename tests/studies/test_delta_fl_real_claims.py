@@ -122,14 +122,14 @@ def _runs(seed: int, fedavg_loss: float, delta_losses: dict[int, float], tail_ok
     return fedavg, delta
 
 
-def _entries(seeds, runs):
+def _entries(seeds, runs, out=None):
     p, star = pair("sent140_linear"), 0.5
     ds = _dataset([4] * TRAIN_DEVICES + [0] * TEST_DEVICES, [0] * TRAIN_DEVICES + [3] * TEST_DEVICES)
     outcomes = {(p.key, t, s): runs[s][t is not None] for s in seeds for t in (None, star)}
     errors = {k: devices.test_device_errors(ds, o) for k, o in outcomes.items()}
     common = {"scale": {"study": "delta_fl_real"}, "rounds_run": 10, "training_seeds": list(seeds), "data_seeds": [0, 1]}
     return figures.figure_entries(DECLARATION, [p], seeds, {p.key: star}, outcomes, lambda k: ds, errors,
-                                  {p.key: 10}, 1.0, common)
+                                  {p.key: 10}, 1.0, common, out)
 
 
 @pytest.mark.parametrize("verdict, good", [("reproduced", (True, True, True)),
@@ -155,3 +155,15 @@ def test_each_verdict_on_made_up_runs(verdict, good):
     if verdict == "reproduced":  # reported, not judged: the relative reduction of the variance, by kind of model
         assert variance["reproduced"]["relative_reduction_pct"] == {"sent140_linear": 100.0}
         assert "linear models: 100.0%" in variance["observed"] and "neural networks" not in variance["observed"]
+
+
+def test_the_figure_has_a_row_a_claim(tmp_path):
+    seeds = (0, 1)
+    runs = {s: _runs(s, 1.0, {10: 1.0}) for s in seeds}
+    runs[1] = (runs[1][0], _outcome(runs[1][1].device_accuracy, runs[1][1].device_train_loss,
+                                    runs[1][1].history[:1], diverged=True))  # a diverged Delta-FL run is drawn too
+    entries = _entries(seeds, runs, tmp_path)
+    assert (tmp_path / figures.FIGURE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [e["figure"]["panel"].split(":")[0] for e in entries] == ["top row", "middle row", "bottom row"]
+    assert {e["figure"]["path"] for e in entries} == {"figures/delta_fl_real/delta_fl_real_figures.png"}
+    assert entries[2]["parts"][0]["per_seed"] == [0.0, math.inf]  # diverged Delta-FL: an infinite loss ratio
