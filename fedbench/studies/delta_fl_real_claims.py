@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.claims.readings import device_percentile, read_at_cut
+from fedbench.claims.readings import cut_round, device_percentile, read_at_cut
 from fedbench.study.declaration import Claim
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def figure_entries(d: Any, pairs: Sequence[Pair], seeds: Sequence[int], stars: d
     def convergence(reading: str, frac: float) -> list[list[float]]:
         out = []
         for p in pairs:
-            fedavg_round = max(1, int(round(frac * rounds[p.key])))  # fedbench.claims.readings.cut_round
+            fedavg_round = cut_round(rounds[p.key], frac)
             out.append([loss_ratio_effect(train_loss_at(outcomes[key(p, False, s)], fedavg_round, reading, 1.0),
                                           train_loss_at(outcomes[key(p, True, s)], aggregation_round(fedavg_round),
                                                         reading, 1.0)) for s in seeds])

@@ -12,8 +12,8 @@ import pytest
 from fedbench.claims import registry
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.studies import Outcome
-from fedbench.studies import delta_fl_real_claims as figures
 from fedbench.studies import delta_fl_devices as devices
+from fedbench.studies import delta_fl_real_claims as figures
 from fedbench.studies.delta_fl_pairs import pair
 from fedbench.studies.delta_fl_real import DECLARATION, THETAS
 from fedbench.studies.real_data import not_run_entry
