@@ -89,8 +89,9 @@ class Simulation:
 class Outcome:
     """What a Simulation gave: the engine's per-evaluation ``history`` rows, the ``final`` evaluation's scalars,
     whether it diverged, the final parameters' digest, the device, the traced models [rounds, P] (float64) when
-    asked for, the seconds it took, and the final model's test accuracy on each client [N] (NaN for a client
-    without test data: Delta-FL's per-device error)."""
+    asked for, the seconds it took, the final model's test accuracy on each client [N] (NaN for a client
+    without test data: Delta-FL's per-device error) and its training loss on each client [N] (NaN for a client
+    without training data, or where the final evaluation skipped the train split: Delta-FL's Figure 5)."""
 
     name: str
     history: list[dict[str, float]]
@@ -101,6 +102,7 @@ class Outcome:
     models: np.ndarray | None
     seconds: float
     device_accuracy: np.ndarray | None = None
+    device_train_loss: np.ndarray | None = None
 
     def series(self, key: str) -> list[float]:
         """``key`` by round: element r is its value at round r (the model w_r; the final model at ``rounds``), NaN
@@ -152,7 +154,8 @@ def _run_stack(sims: list[Simulation]) -> list[Outcome]:
     seconds = (time.perf_counter() - t0) / len(sims)
     return [Outcome(name=sim.name, history=r.history, final=r.final.scalars(), diverged=bool(r.diverged),
                     param_digest=r.param_digest, device=r.device, models=np.array(t.models) if t else None,
-                    seconds=seconds, device_accuracy=np.asarray(r.final.device_test_accuracy, dtype=np.float64))
+                    seconds=seconds, device_accuracy=np.asarray(r.final.device_test_accuracy, dtype=np.float64),
+                    device_train_loss=np.asarray(r.final.device_train_loss, dtype=np.float64))
             for sim, r, t in zip(sims, results, traces)]
 
 

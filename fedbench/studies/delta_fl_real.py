@@ -30,6 +30,8 @@ every training device and the per-device test accuracy on every test device ever
 Reading (fixed before any run; fedbench.studies.delta_fl_devices): a run's test devices are the dataset's test-only
 clients (EMNIST: the 432 drawn for the run's seed; Sent140: 439; Shakespeare: 545), each device's error under the
 final model counted once; the 90th percentile (numpy's interpolated one, the authors') and the plain mean of them.
+Figures 4-6 (the upper tail of the test-device error, the variance of the training-device loss, the training loss
+after as many secure aggregation calls) are claims on the same runs: fedbench.studies.delta_fl_real_claims.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from fedbench.claims.readings import device_percentile
 from fedbench.studies import WORKERS
 from fedbench.studies.delta_fl_devices import error_record, history_p90, subsampled, test_device_errors
 from fedbench.studies.delta_fl_pairs import PAIRS, Pair, pair
+from fedbench.studies.delta_fl_real_claims import CLAIMS as FIGURE_CLAIMS, figure_entries
 from fedbench.studies.real_data import REAL_ROOT, load_real
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.scale import Scale
@@ -161,6 +164,7 @@ DECLARATION = StudyDeclaration(
               f"authors' print_metrics, np.average with test sample weights; the engine's pooled test accuracy)"),
         reads=(FEDAVG, "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="its runs are the Table 2 entry's (delta-fl/real/p90-error)"),
+    *FIGURE_CLAIMS,  # Figures 4-6, on the same runs (fedbench.studies.delta_fl_real_claims)
 ))
 
 
@@ -258,10 +262,11 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     paper_rounds = min(p.rounds for p in pairs)
     rounds_run = b.rounds or None
     reduced = b.rounds is not None and b.rounds < paper_rounds
+    paper_budget = paper_rounds / b.rounds if reduced else 1.0
     names = NAMES | {"final": "final round", "tail": "mean of the last 5 rounds' p90",
                      "weighted": "final round, n_i-weighted mean (authors' code)"}
     p90_result = judge([Part(p.label, Rule("greater", 0.0, "error points")) for p in pairs], p90_effects, "final",
-                       ("final", "tail"), paper_budget=paper_rounds / b.rounds if reduced else 1.0,
+                       ("final", "tail"), paper_budget=paper_budget,
                        reading_names=names)
     mean_result = judge([Part(p.label, Rule("at_most", MEAN_MARGIN, "error points")) for p in pairs], mean_effects,
                         "final", ("final", "weighted"), budgets=(1.0,), reading_names=names)
@@ -314,7 +319,9 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         reproduced={"unit": "test-device error (points), per seed", "theta_star": stars,
                     "table": {k: {a: v["mean"] if isinstance(v, dict) else v for a, v in row.items()}
                               for k, row in table.items()}}, **common)
-    return [p90_entry, mean_entry]
+    figures = figure_entries(d, pairs, b.seeds, stars, outcomes, lambda k: sims[k].dataset(), errors, rounds,
+                             paper_budget, common, out)
+    return [p90_entry, mean_entry, *figures]
 
 
 def figure(path: Path, pairs: list[Pair], seeds: tuple[int, ...], errors: dict) -> None:

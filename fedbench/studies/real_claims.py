@@ -39,8 +39,7 @@ from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, com
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.papers import (DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, MIME_PAPER,
-                                     SCAFFOLD_PAPER)
+from fedbench.claims.papers import FEDLAAVG_PAPER, FEDPROX_PAPER, MIME_PAPER, SCAFFOLD_PAPER
 from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
 STUDY = "real data"
@@ -366,44 +365,6 @@ HEADLINES = (
         "stand-in", None,
         "fedbench/studies/mime_emnist.py has no server-only arm and no Adam panel (missing: both arms and "
         "this claim in its CLAIMS); mime/synthetic-1-1/beats-server-only judges the stand-in on synthetic data"),
-    Headline(
-        "delta-fl/real/thinner-upper-tails", DELTA_FL_PAPER, "section 5, Figure 4",
-        "Delta-FL exhibits thinner upper tails of the test-device misclassification error than FedAvg.",
-        "'Delta-FL exhibits thinner upper tails on the error, which shows an improved performance on devices which "
-        "do not conform with the population' (histograms, no numbers)", "% of test devices",
-        "per seed and dataset-model pair, at the conformity level delta_fl_real selects (theta*), effect = the share "
-        "of test devices whose final-model error exceeds FedAvg's 90th percentile under FedAvg minus that share "
-        "under Delta-FL, in points; each pair: reproduced if the 95% interval lies above 0, not-reproduced if it "
-        "lies below 0; reproduced if every pair is; the paper's 5 seeds",
-        "paper-scale", None,
-        "`fedbench paper run delta_fl_real` makes the runs, but the study does not declare this claim "
-        "(missing: its entry in fedbench/studies/delta_fl_real.py CLAIMS)"),
-    Headline(
-        "delta-fl/real/train-loss-variance", DELTA_FL_PAPER, "section 5, Figure 5",
-        "Delta-FL reduces the variance of the loss over the training devices (more so on the neural networks).",
-        "'Delta-FL reduces the variance of the loss on the train devices ... Both effects are more pronounced on "
-        "the neural network models' (scatter plots, no numbers)", "variance of the training-device loss",
-        "per seed and pair, at theta*, the variance over training devices of the final model's training loss "
-        "under FedAvg minus that under Delta-FL; each pair: reproduced if the 95% interval lies above 0, "
-        "not-reproduced if it lies below 0; reproduced if every pair is; 'more pronounced on the neural networks' "
-        "reported, not judged; the paper's 5 seeds",
-        "paper-scale", None,
-        "`fedbench paper run delta_fl_real` makes the runs, but the study does not declare this claim "
-        "(missing: its entry in fedbench/studies/delta_fl_real.py CLAIMS)"),
-    Headline(
-        "delta-fl/real/competitive-convergence", DELTA_FL_PAPER, "section 5, Figure 6",
-        "Measured in secure aggregation calls, Delta-FL converges about as fast as FedAvg, with FedAvg's "
-        "hyperparameters.",
-        "'Delta-FL is competitive with FedAvg in convergence rate, despite using the same hyperparameters which "
-        "were tuned for FedAvg' (curves, no numbers)", "% training loss",
-        "per seed and pair, at theta*, effect = 100 (Delta-FL's mean training loss / FedAvg's - 1), both read after "
-        "the number of secure aggregation calls FedAvg makes in its round budget (Delta-FL's calls per round as "
-        "its Algorithm 2 counts them); 'competitive' registered as at most 10% worse (the margin fedbench reads "
-        "'rather robust' with): each pair reproduced if the 95% interval lies below +10%, not-reproduced if it "
-        "lies above; reproduced if every pair is; the paper's 5 seeds",
-        "paper-scale", None,
-        "`fedbench paper run delta_fl_real` makes the runs, but the study does not declare this claim "
-        "nor count secure aggregation calls (missing: both in fedbench/studies/delta_fl_real.py)"),
     Headline(
         "fedlaavg/cifar10/gamma-and-period-trends", FEDLAAVG_PAPER, "section 5.3, Table 3",
         "FedLaAvg needs fewer rounds to reach 55% test accuracy when the proportion gamma of selected clients "

@@ -9,7 +9,7 @@ work) adds that module's source, so an edit there recomputes the runs that use i
 name and the study's knobs are labels: not in the fingerprint.
 
 A finished simulation is kept as ``<study folder>/outcomes/<fingerprint>.json``: the full Outcome (every history row,
-the final scalars, the traced models and the per-device accuracies at full float64 precision: JSON writes a float's
+the final scalars, the traced models and the per-device accuracies and training losses at full float64 precision: JSON writes a float's
 shortest exact repr, so a reused run's numbers are bit-identical to a computed one's). Each file is written to a
 temporary name and renamed into place when complete, so an interrupted study leaves only whole outcomes (which its
 next run reuses) and nothing half-written that looks finished. The folder is not committed (.gitignore): a fresh clone
@@ -34,6 +34,7 @@ from fedbench.provenance import STUDY_RUN_CODE, code_hash
 
 OUTCOMES = "outcomes"  # the folder of finished simulations inside a study's output folder
 FORMAT = 1  # the outcome file's layout: a change here makes every stored outcome stale
+ARRAYS = ("models", "device_accuracy", "device_train_loss")  # the Outcome's arrays, stored at float64
 
 
 def _study_sources(*objects: Any) -> list[str]:
@@ -102,9 +103,8 @@ def save(folder: Path, key: str, outcome: Any) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     body = {"format": FORMAT, "history": outcome.history, "final": outcome.final, "diverged": outcome.diverged,
             "param_digest": outcome.param_digest, "device": outcome.device, "seconds": outcome.seconds,
-            "models": None if outcome.models is None else np.asarray(outcome.models, dtype=np.float64),
-            "device_accuracy": None if outcome.device_accuracy is None else np.asarray(outcome.device_accuracy,
-                                                                                       dtype=np.float64)}
+            **{k: None if getattr(outcome, k) is None else np.asarray(getattr(outcome, k), dtype=np.float64)
+               for k in ARRAYS}}
     fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w") as f:
@@ -134,13 +134,13 @@ def load(folder: Path, key: str) -> dict[str, Any] | None:
         return _corrupt(path, f"not JSON: {exc}")
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         return _corrupt(path, f"format {body.get('format') if isinstance(body, dict) else None!r}, expected {FORMAT}")
-    missing = [k for k in ("history", "final", "diverged", "param_digest", "device", "seconds", "models",
-                           "device_accuracy") if k not in body]
+    missing = [k for k in ("history", "final", "diverged", "param_digest", "device", "seconds", *ARRAYS)
+               if k not in body]
     if missing:
         return _corrupt(path, f"no {', '.join(missing)}")
     try:
         arrays = {k: None if body[k] is None else np.asarray(body[k], dtype=np.float64)
-                  for k in ("models", "device_accuracy")}
+                  for k in ARRAYS}
     except (TypeError, ValueError) as exc:
         return _corrupt(path, f"its arrays: {exc}")
     return {"history": body["history"], "final": body["final"], "diverged": body["diverged"],

@@ -31,11 +31,16 @@ def test_fixture_budget_judges_every_pair(study_run):
     ran = study_run(DECLARATION.name)
     claims, folder = ran.claims, ran.out
     seeds = list(DECLARATION.seeds_at("fixture"))
+    assert [c["id"] for c in claims] == [c.id for c in DECLARATION.claims]
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "stand-in"
         assert len(c["effect"]["per_seed"]) == len(seeds) and c["seeds"]["training"] == seeds
         assert len(c["parts"]) == len(study.PAIRS)  # every pair judged at the fixture budget
+    for c in claims[:2]:  # Tables 2 and 3
         assert c["figure"]["path"] == "figures/delta_fl_real/delta_fl_real.png"
+    for c in claims[2:]:  # Figures 4-6: one figure, a row each
+        assert c["figure"]["path"] == "figures/delta_fl_real/delta_fl_real_figures.png"
+    assert (folder / "delta_fl_real_figures.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     records = read_simulations(folder)
     assert len(records) == len(study.PAIRS) * (1 + len(study.THETAS)) * len(seeds)
     for r in records:
@@ -56,6 +61,21 @@ def test_fixture_budget_judges_every_pair(study_run):
     star = f"delta_fl/theta={sent['theta_star']:g}"
     part = next(p for p in claims[0]["parts"] if p["part"] == "Sent140 linear")
     assert part["per_seed"] == pytest.approx([a - b for a, b in zip(sent["fedavg"]["p90"], sent[star]["p90"])], abs=1e-2)
+    # Figure 6: Delta-FL(theta*)'s training loss over FedAvg's, both at round 3 (one secure aggregation call a round)
+    loss = {r["name"]: r["history"]["train/loss"][-1] for r in records}
+    conv = next(p for p in claims[4]["parts"] if p["part"] == "Sent140 linear")
+    assert conv["per_seed"] == pytest.approx([100 * (loss[f"sent140_linear/{star}/seed={s}"]
+                                                     / loss[f"sent140_linear/fedavg/seed={s}"] - 1) for s in seeds],
+                                             rel=1e-4, abs=1e-3)  # the records keep 6 significant digits
+    # Figures 4 and 5: FedAvg's reading minus Delta-FL's, per seed. The shares' table keeps 3 decimals (each off by at
+    # most 5e-4: 1e-3 for a difference) and the effect 6 significant digits of at most 100 points (5e-5): 1.1e-3
+    # bounds both; the variances' table keeps 6 significant digits, as the effect does (each off by at most 5e-7 of
+    # its size: below 1e-5 (|a| + |b|) in all)
+    for c, tol in ((claims[2], lambda a, b: 1.1e-3), (claims[3], lambda a, b: 1e-5 * (abs(a) + abs(b)) + 1e-15)):
+        row = c["reproduced"]["table"]["sent140_linear"]
+        part = next(p for p in c["parts"] if p["part"] == "Sent140 linear")
+        for got, a, b in zip(part["per_seed"], row["fedavg"], row["delta_fl"], strict=True):
+            assert abs(got - (a - b)) <= tol(a, b)
 
 
 def _outcome(acc, diverged=False, history=()):
@@ -137,7 +157,7 @@ def test_not_run_entry_and_paper_budget():
     assert [e["id"] for e in entries] == [c.id for c in DECLARATION.claims]
     for e in entries:
         assert e["verdict"] == "not-run" and e["command"] == "fedbench paper run delta_fl_real"
-        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == len(study.PAIRS) * 4 * 5
+        assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == len(study.PAIRS) * 4 * 5  # Figures 4-6 add no run
     paper = DECLARATION.budget("paper")
     assert paper.device == "auto" and paper.seeds == DECLARATION.seeds == (1, 2, 3, 4, 5)
     assert paper.rounds is None and paper.subsample

@@ -103,7 +103,7 @@ def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):
                 "delta-fl/real/mean-error-on-par", "fedproxvr/mnist/non-convex-accuracy", "mime/emnist62/ordering"):
         assert cid in ids
     headlines = {h.id for h in real_claims.HEADLINES}
-    assert len(headlines) == 10 and headlines <= set(ids)
+    assert len(headlines) == 7 and headlines <= set(ids)
     for e in entries:  # nothing ran here: every entry is not-run with its command, cost and published value
         assert e["published"]["statement"] and e["rounds_run"] is None
         if e["id"] in headlines:  # no study would judge it yet: not-implemented, no command, what is missing instead
@@ -115,8 +115,9 @@ def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):
         assert e["command"] in e["observed"]
     five = entries[ids.index("fedprox/five-datasets/mean-accuracy-gain")]
     assert five["published"]["value"] == 22.0 and "18.8" in five["published"]["statement"]
-    assert all("numbers missing" in e["published"]["statement"] for e in entries
-               if e["id"].startswith("delta-fl/") and e["id"] not in headlines)
+    # Delta-FL's Tables 2-3 had numbers (stripped from our copy); its Figures 4-6 are plots with none
+    assert all("numbers missing" in e["published"]["statement"] or e["published"]["statement"].endswith("no numbers)")
+               for e in entries if e["id"].startswith("delta-fl/") and e["id"] not in headlines)
 
 
 def _offline(variants) -> bool:

@@ -35,6 +35,7 @@ def _same(a, b) -> None:
     assert a.param_digest == b.param_digest and a.device == b.device and a.seconds == b.seconds
     np.testing.assert_array_equal(a.models, b.models)  # float64, bit for bit
     np.testing.assert_array_equal(a.device_accuracy, b.device_accuracy)  # NaN where a client has no test data
+    np.testing.assert_array_equal(a.device_train_loss, b.device_train_loss)  # NaN where a client has no train data
 
 
 @pytest.fixture
@@ -121,7 +122,8 @@ def test_half_written_outcomes_are_recomputed_never_read(tmp_path, counted, caps
 @pytest.mark.parametrize("body, reason", [
     ('{"format": 0}', "format 0, expected 1"),
     ("[1, 2]", "format None, expected 1"),
-    ('{"format": 1, "history": []}', "no final, diverged, param_digest, device, seconds, models, device_accuracy"),
+    ('{"format": 1, "history": []}', "no final, diverged, param_digest, device, seconds, models, device_accuracy, "
+                                     "device_train_loss"),
 ])
 def test_an_outcome_file_that_is_json_but_not_an_outcome_is_named_and_recomputed(tmp_path, capsys, body, reason):
     (tmp_path / "0123456789abcdef.json").write_text(body)
