@@ -32,9 +32,11 @@ A study of its own, not arms of mime_emnist: adding them there would change mime
 (its declared runs, which the registry's hash covers) and its runs' cost. FedAvgM runs here again (5 runs) rather
 than being read from mime_emnist's folder. The claims and their judges are fedbench.studies.mime_emnist_adam_claims.
 
-Cost: `fedbench paper cost --study mime_emnist_adam` on this project's 2-core Xeon (2026-11-28, 141 s): 196.5
-CPU-hours for the 30 runs (153.5 training, 43.0 evaluation; leaf_femnist_cnn@10 at 28.9 ms a local step, 0.38 s
-fixed a round, 0.63 ms an evaluated sample); at mime_emnist's unit costs of 2026-11-26 the same runs come to 194.6 h.
+Cost (reports/bench/paper-cost.json): `fedbench paper cost --study mime_emnist_adam --max-seconds 15` on this
+project's 2-core Xeon (2026-11-28, 14 s, the cap the other studies were measured with): 195.6 CPU-hours for the 30 runs
+(164.5 training, 31.1 evaluation; leaf_femnist_cnn@10 at 32.5 ms a local step, 0.30 s fixed a round, 0.46 ms an
+evaluated sample, as mime_emnist's 32.3 ms, 0.28 s and 0.46 ms). With a 120 s cap: 196.5 h; at mime_emnist's own unit
+costs of 2026-11-26: 194.6 h.
 """
 
 from __future__ import annotations
