@@ -14,6 +14,7 @@ from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.algorithms.server_only import ServerOnly
 from fedbench.claims import registry
+from fedbench.claims.stats import DIGITS
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import mime_emnist, mime_emnist_adam as study
 from fedbench.studies.mime_emnist_adam import DECLARATION
@@ -132,6 +133,25 @@ def test_below_server_only_gives_each_verdict(sgdm, adam, verdict):
     # the same numbers at every reading and budget here: every sensitivity cell combines as the verdict does
     assert {c["verdict"] for c in r["sensitivity"]} == {verdict} and len(r["sensitivity"]) == 5
     assert "'often'" in r["would_change"]
+
+
+def test_every_sensitivity_cell_combines_the_panels_by_often():
+    # at the full budget the SGDm panel holds and Adam's is open (reproduced); at a quarter of the rounds the SGDm
+    # panel is refuted and Adam's holds: 'often' reads inconclusive there, where every-part would read not-reproduced
+    full = {"server-only SGDm": (63.0, 62.5, 64.0), "server-only Adam": (59.5, 60.7, 60.1)}
+    quarter = {"server-only SGDm": (57.0, 57.5, 56.0), "server-only Adam": (63.0, 62.5, 64.0)}
+
+    def acc(m, s, reading, bud):
+        if m in ("FedAvgM", "FedAdam"):
+            return 60.0
+        return (quarter if bud == 0.25 else full)[m][s]
+
+    r = judge_below_server_only(acc, SEEDS, ("best",))
+    cells = {c["budget"]: c for c in r["sensitivity"]}
+    assert r["verdict"] == cells[1.0]["verdict"] == cells[0.5]["verdict"] == "reproduced"
+    assert cells[0.25]["verdict"] == "inconclusive"
+    assert cells[1.0]["part"] == "server-only SGDm - FedAvgM"  # the panel that decides: the one reproduced
+    assert cells[1.0]["estimate"] == float(f"{(3.0 + 2.5 + 4.0) / 3:.{DIGITS}g}")  # stored at stats.DIGITS digits
 
 
 def test_not_run_entries_have_the_command_and_the_projected_cost():
