@@ -3,6 +3,8 @@ fedbench.studies.mime_emnist (FEMNIST, LEAF's CNN, one step for every arm) and i
 fedbench.studies.mime_fashion (Fashion-MNIST, logistic regression, each arm's step selected) judge the same
 ordering claim with the same arms, evaluation protocol and readings, so this module holds them once (issue 30: the
 duplication mime_emnist ~ mime_fashion). Each study keeps its own declaration, budgets, local work and entry.
+fedbench.studies.mime_emnist_adam (the Adam panel and the server-only baselines on FEMNIST) takes its SGDm settings,
+baseline, simulation, evaluation protocol and readings from here too; its own rules are in mime_emnist_adam_claims.
 
 - Arms (:func:`arms`): Mime and MimeLite on SGDm (beta = MOMENTUM, undampened: m <- g + beta m) and FedAvg with server
   momentum (FedAvgM: the same beta, server step 1), the baseline.

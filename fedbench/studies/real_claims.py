@@ -39,7 +39,7 @@ from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, com
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.papers import FEDLAAVG_PAPER, FEDPROX_PAPER, MIME_PAPER, SCAFFOLD_PAPER
+from fedbench.claims.papers import FEDLAAVG_PAPER, FEDPROX_PAPER, SCAFFOLD_PAPER
 from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
 STUDY = "real data"
@@ -340,31 +340,6 @@ HEADLINES = (
         "no study runs it (missing: a study fedbench/studies/scaffold_concrete.py, and the UCI concrete "
         "data, which no package source of fedbench.data provides offline)",
         note=CONCRETE_RECONSTRUCTED),
-    Headline(
-        "mime/emnist62/adam-ordering", MIME_PAPER, "talk slides, Figure 3 (middle: Adam)",
-        "On EMNIST-62 with Adam as the base optimizer, Mime and MimeLite reach a higher test accuracy than FedAvg.",
-        "'Mime and MimeLite have very similar performance and are consistently the best' (Figure 3 caption: SGDm "
-        "and Adam panels); no numbers in our copy", "test accuracy",
-        "mime/emnist62/ordering's rule with Adam in place of SGDm: per seed, best test accuracy (pooled over every "
-        "writer's test images) of Mime minus that of FedAvg with server-side Adam, in points, and the same for "
-        "MimeLite; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; "
-        "reproduced if both are, not-reproduced if one is; 5 seeds; Adam's step and betas fixed before any run "
-        "(beta1 0.9, beta2 0.99, the same for every arm), not tuned",
-        "stand-in", None,
-        "fedbench/studies/mime_emnist.py runs the SGDm panel only (missing: Adam arms for Mime, MimeLite "
-        "and FedAvg, and this claim declared in its CLAIMS)"),
-    Headline(
-        "mime/emnist62/fedavg-below-server-only", MIME_PAPER, "talk slides, Figure 3 and its caption",
-        "FedAvg is often even worse than the server-only baselines (EMNIST-62, SGDm and Adam panels).",
-        "'FedAvg is often even worse than the server-only baselines.'", "test accuracy",
-        "per seed and panel (SGDm, Adam on EMNIST-62), best test accuracy of the server-only baseline (large-batch "
-        "gradients of the sampled clients at the server model, one server step of the base optimizer a round) minus "
-        "that of FedAvg with the same server optimizer, in points; each panel: reproduced if the 95% interval lies "
-        "above 0, not-reproduced if it lies below 0; 'often': reproduced if at least one of the two panels is "
-        "reproduced and none is not-reproduced, not-reproduced if both are, else inconclusive; 5 seeds",
-        "stand-in", None,
-        "fedbench/studies/mime_emnist.py has no server-only arm and no Adam panel (missing: both arms and "
-        "this claim in its CLAIMS); mime/synthetic-1-1/beats-server-only judges the stand-in on synthetic data"),
     Headline(
         "fedlaavg/cifar10/gamma-and-period-trends", FEDLAAVG_PAPER, "section 5.3, Table 3",
         "FedLaAvg needs fewer rounds to reach 55% test accuracy when the proportion gamma of selected clients "

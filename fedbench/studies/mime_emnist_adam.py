@@ -1,0 +1,213 @@
+"""The Mime slides' Figure 3 on EMNIST-62 beyond its SGDm ordering (Karimireddy et al., "Mime", 2020; talk slides,
+Figure 3 and its caption): Mime and MimeLite against FedAvg with Adam as the base optimizer (the middle panel), and
+FedAvg against the server-only baselines of both panels ("FedAvg is often even worse than the server-only
+baselines"). fedbench.studies.mime_emnist runs the SGDm ordering on the same data.
+
+Both claims were registered as placeholders before any run (fedbench/claims/registry.json, commit ee3bae3): the rule
+texts below are those registrations, word for word. The Adam rule fixes Adam's step and betas before any run, the
+same for every arm, untuned; the slides give no numbers, rates or rounds (paper-setups.md section 2.3).
+
+Setting, fixed before any run of this study: mime_emnist's (copied, :data:`LR`, :data:`BUDGETS`, ...: a study
+imports no other study; tests/studies/test_mime_emnist_adam.py holds the copies equal): LEAF's FEMNIST (femnist_leaf,
+3,500 writers, natural split), LEAF's CNN, 35 writers a round sampled with probability n_k / n and averaged with
+equal weights, 1 local epoch of batch 10, 500 rounds, seeds 0-4, FedJAX's evaluation protocol (every 5 rounds and the
+final model, every writer's test images), best test accuracy. Arms:
+
+    Adam panel (beta1 0.9, beta2 0.99, eps 1e-8)      SGDm panel (beta 0.9, undampened)
+    Mime (Adam), MimeLite (Adam): local step 0.001     FedAvgM: clients' SGD 0.004, server momentum, server step 1
+    FedAdam: clients' SGD 0.004, server Adam 0.001     server-only SGDm: step 0.004
+    server-only Adam: step 0.001
+
+- Adam's step, 0.001 (:data:`ADAM_LR`), is Kingma and Ba's default and torch's; it is the step of Adam wherever Adam
+  runs (Mime's and MimeLite's clients, FedAdam's server, the server-only baseline), as the rule fixes. beta2 0.99 is
+  the registered rule's; eps 1e-8 (not stated by the rule) is torch's, the same for every arm.
+- FedAvg "with the same server optimizer" (the server-only rule): FedAvgM (fedbench.algorithms.fedavg_momentum,
+  mime_emnist's baseline) on the SGDm panel, FedAdam (fedbench.algorithms.fedadam) on the Adam panel; their clients
+  take LEAF's SGD step 0.004, the step of mime_emnist's every arm.
+- server-only (fedbench.algorithms.server_only): each sampled writer's gradients at the server model over its epoch
+  of batch 10 (its full local gradient), averaged; one step of the base optimizer a round. Its SGDm step is
+  mime_emnist's 0.004 for every arm.
+
+A study of its own, not arms of mime_emnist: adding them there would change mime_emnist's registered not-run entry
+(its declared runs, which the registry's hash covers) and its runs' cost. FedAvgM runs here again (5 runs) rather
+than being read from mime_emnist's folder. The claims and their judges are fedbench.studies.mime_emnist_adam_claims.
+
+Cost (reports/bench/paper-cost.json): `fedbench paper cost --study mime_emnist_adam --max-seconds 15` on this
+project's 2-core Xeon (2026-11-28, 14 s, the cap the other studies were measured with): 195.6 CPU-hours for the 30 runs
+(164.5 training, 31.1 evaluation; leaf_femnist_cnn@10 at 32.5 ms a local step, 0.30 s fixed a round, 0.46 ms an
+evaluated sample, as mime_emnist's 32.3 ms, 0.28 s and 0.46 ms). With a 120 s cap: 196.5 h; at mime_emnist's own unit
+costs of 2026-11-26: 194.6 h.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fedbench.claims.papers import MIME_PAPER
+from fedbench.studies import WORKERS
+from fedbench.studies import mime_real as shared
+from fedbench.studies.mime_emnist_adam_claims import (ADAM_PANEL, BETA1, BETA2, CLAIMS, EPS, FEDADAM, SERVER_ADAM,
+                                                      SERVER_SGDM, judge_all)
+from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, accuracy, curve
+from fedbench.study.declaration import Arm, StudyDeclaration
+from fedbench.study.scale import Scale
+from fedbench.studies.real_data import REAL_ROOT, build, load_real
+
+MODEL = "leaf_femnist_cnn"
+LR = 0.004  # LEAF's FEMNIST FedAvg learning rate: every SGD step here (FedAvg's clients, server-only SGDm)
+ADAM_LR = 0.001  # Adam's step wherever Adam runs (Kingma and Ba's default), fixed before any run
+LOCAL_EPOCHS, BATCH = 1, 10  # LEAF's FEMNIST FedAvg runs: 1 epoch; LEAF's default batch size
+READINGS = ("best", "tail", "final")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One scale of the study: rounds, writers a round, seeds, the model and where it runs (mime_emnist's)."""
+
+    rounds: int
+    clients_per_round: int
+    seeds: tuple[int, ...]
+    device: str
+    model: str = MODEL
+
+
+BUDGETS = {
+    "paper": Budget(rounds=500, clients_per_round=35, seeds=(0, 1, 2, 3, 4), device="auto"),
+    # the test suite's: the Delta-FL EMNIST ConvNet (115k parameters, the same 28x28 input and 62 classes), as
+    # mime_emnist's fixture (LEAF's CNN takes about 40 s here for 2 rounds of 6 runs on 2 shared cores)
+    "fixture": Budget(rounds=2, clients_per_round=2, seeds=(0, 1), device="cpu", model="deltafl_emnist_cnn"),
+}
+
+# femnist_leaf: 3,500 writers, 805,263 images, 90% train; the test images evaluated every EVAL_EVERY rounds
+WRITERS, IMAGES, TRAIN_FRACTION = 3500, 805263, 0.9
+_N = IMAGES * TRAIN_FRACTION / WRITERS  # mean training images of a writer (~207)
+_P = BUDGETS["paper"]
+_STEPS = math.ceil(_N / BATCH)  # local minibatch steps of one epoch
+ADAM = {"beta1": BETA1, "beta2": BETA2, "eps": EPS}
+
+ARMS = (
+    Arm("Mime (Adam)", "mime", {"lr": ADAM_LR, "variant": "mime", "base": "adam", **ADAM}),
+    Arm("MimeLite (Adam)", "mime", {"lr": ADAM_LR, "variant": "mimelite", "base": "adam", **ADAM}),
+    Arm(FEDADAM, "fedadam", {"lr": LR, "server_lr": ADAM_LR, **ADAM}),
+    Arm(SERVER_ADAM, "server_only", {"lr": ADAM_LR, "base": "adam", **ADAM}),
+    Arm(BASELINE, "fedavg_momentum", {"lr": LR, "beta": MOMENTUM, "server_lr": 1.0}),
+    Arm(SERVER_SGDM, "server_only", {"lr": LR, "base": "sgdm", "momentum": MOMENTUM}),
+)
+
+ASSUMPTIONS = [
+    ("stand-in: the slides do not state Figure 3's client split, rounds, local work or rates; FEMNIST's natural "
+     "writer split (femnist_leaf, 3,500 writers, 62 classes) with LEAF's reference CNN (leaf_femnist_cnn), as "
+     "mime_emnist"),
+    ("35 writers a round (LEAF paper_experiments/femnist.sh, its larger cohort), sampled with probability n_k / n "
+     "and averaged with equal weights (Mime's Algorithm 1 means)"),
+    (f"{LOCAL_EPOCHS} local epoch of batch {BATCH}; SGD step {LR:g} (LEAF's FEMNIST rate) for FedAvg's clients and "
+     f"server-only SGDm; Adam's step {ADAM_LR:g} (Kingma and Ba's default) wherever Adam runs, beta1 {BETA1:g}, "
+     f"beta2 {BETA2:g}, eps {EPS:g}, the same for every arm; none tuned"),
+    (f"FedAvg with the panel's server optimizer: FedAvgM (momentum {MOMENTUM:g}, server step 1) and FedAdam (server "
+     f"Adam, step {ADAM_LR:g}; bias-corrected Adam, as Mime's, where Reddi et al. have none)"),
+    ("server-only: the sampled writers' mean gradient at the server model over their epoch of batch 10, one step "
+     "of the base optimizer a round"),
+    "500 rounds (LEAF runs 2,000 at a tenth of the effective step)",
+    ("evaluation protocol not stated by the paper: FedJAX's EMNIST one (eval_frequency 5, full test evaluation): "
+     "test accuracy on every writer's test images every 5 rounds and on the final model; no training loss"),
+]
+
+
+def _scale(runs: int, steps: int) -> Scale:
+    return Scale(MODEL, runs, _P.rounds, _P.clients_per_round, _N, LOCAL_EPOCHS, BATCH, IMAGES * (1 - TRAIN_FRACTION),
+                 eval_every=EVAL_EVERY, local_steps=steps)
+
+
+# The study as data (fedbench.study.declaration). data_seeds=(): the data is LEAF's fixed split.
+DECLARATION = StudyDeclaration(
+    name="mime_emnist_adam", paper=MIME_PAPER,
+    dataset="femnist_leaf: LEAF's FEMNIST, 3,500 writers (natural split), 62 classes, 90/10 by-sample split",
+    variants=("femnist_leaf",), arms=ARMS, seeds=_P.seeds, data_seeds=(), budgets=BUDGETS,
+    evaluation=shared.EVALUATION,
+    # local work in minibatch-gradient units: every arm's epoch (server-only: its gradients at x); Mime and MimeLite
+    # also the full local gradient at x; Mime also grad f_i(x; zeta) on every minibatch
+    scales=(_scale(len(_P.seeds), 3 * _STEPS), _scale(len(_P.seeds), 2 * _STEPS),
+            _scale(4 * len(_P.seeds), _STEPS)),
+    claims=tuple(dataclasses.replace(c, note="; ".join(ASSUMPTIONS)) for c in CLAIMS))
+
+
+def algorithm(method: str) -> Any:
+    """Arm ``method``'s algorithm, built from its declared settings (its step among them)."""
+    return shared.algorithm(DECLARATION.arm(method))
+
+
+def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Any:
+    """One arm on femnist_leaf, writers sampled by size and averaged with equal weights."""
+    variant = DECLARATION.variants[0]
+    return shared.simulation(f"{method}/seed={seed}", variant, real_root,
+                             build(budget.model, load_real(variant, str(real_root))), algorithm(method),
+                             {"method": method, "dataset": variant, "model": budget.model}, rounds=budget.rounds,
+                             clients_per_round=budget.clients_per_round, local_epochs=LOCAL_EPOCHS, batch_size=BATCH,
+                             seed=seed, device=budget.device)
+
+
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
+        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+    import numpy as np
+
+    from fedbench.claims.entry import judged
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.runs import open_declared
+
+    d = DECLARATION
+    b, study, methods = open_declared(out_dir, d, budget, workers)
+    runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
+                          lambda sim, o: sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
+                              "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
+    study.write()
+
+    def acc(m, s, reading, bud):
+        return accuracy(runs[(m, s)], reading, b.rounds, bud)
+
+    results = judge_all(acc, b.seeds, READINGS)
+    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
+    curves = {m: np.mean([curve(runs[(m, s)], b.rounds) for s in b.seeds], 0) for m in methods}
+    png, variant = f"{d.name}.png", d.variants[0]
+    ds = load_real(variant, str(real_root))
+    _figure(study.out / png, b.rounds, curves, f"{variant} ({ds.num_clients} writers), {b.model}")
+    fixture_note = (f"{b.rounds} rounds, {b.clients_per_round} writers a round and model {b.model}: the test suite's "
+                    "fixture scale")
+    deviations = ([fixture_note] if budget != "paper" else []) + ASSUMPTIONS
+    scale = {"study": d.name, "budget": budget, "variant": variant, "model": b.model, "writers": ds.num_clients,
+             "writers_per_round": b.clients_per_round, "sampling": "proportional (equal-weight means)",
+             "rounds": b.rounds, "local_epochs": LOCAL_EPOCHS, "batch_size": BATCH, "sgd_lr": LR, "adam_lr": ADAM_LR,
+             "adam_betas": [BETA1, BETA2], "adam_eps": EPS, "momentum": MOMENTUM, "fedavgm_server_lr": 1.0,
+             "eval": f"test accuracy every {EVAL_EVERY} rounds and the final model, all writers", "device": b.device}
+    out = []
+    for c, result in zip(d.claims, results):  # the claim's fidelity (stand-in) at every budget
+        observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in c.reads)
+                    + "; " + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"]))
+        entry = d.entry(c.id, scale=scale, deviations=deviations,
+                        figure={"path": f"figures/{d.name}/{png}", "panel": "test accuracy"}, rounds_run=b.rounds,
+                        training_seeds=list(b.seeds), observed=observed,
+                        reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
+                                    **{m: [round(v, 3) for v in best[m]] for m in c.reads}})
+        out.append(judged(entry, result))
+    return out
+
+
+def _figure(path: Path, rounds: int, curves: dict[str, Any], title: str) -> None:
+    """The arms' mean test-accuracy curves, one panel per base optimizer (FedAvg dashed, server-only dotted)."""
+    from fedbench.claims.readings import evaluation_rounds
+    from fedbench.plotting import pyplot, save_figure
+
+    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4), sharey=True)
+    x = evaluation_rounds(rounds, EVAL_EVERY)
+    for ax, (panel, names) in zip(axes, (("SGDm", (BASELINE, SERVER_SGDM)), ("Adam", ADAM_PANEL))):
+        for name in names:
+            ax.plot(x, curves[name], ":" if name.startswith("server-only") else "--" if name in (BASELINE, FEDADAM)
+                    else "-", label=name)
+        ax.set(xlabel="round", title=f"{title}, {panel}")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("test accuracy (%), mean over seeds")
+    save_figure(fig, path, dpi=120)
