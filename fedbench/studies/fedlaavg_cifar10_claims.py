@@ -28,7 +28,7 @@ MIN_GAIN = 0.0  # accuracy points: the sign; the size is the magnitude part's (i
 NEAR_SEQUENTIAL = 1.0  # accuracy points: "within a point" of sequential SGD
 SMOOTH = 10  # evaluations in the running mean of the smoothed rounds-to-target reading
 EARLY = 0.05  # share of the rounds run that early-oscillation reads (the rule's first 5%)
-EARLY_MIN = 3  # evaluations it reads at least (2 changes; binds only below 60 evaluations, e.g. the fixture)
+EARLY_MIN = 3  # evaluations it reads at least (2 changes; binds only below 41 evaluations, e.g. the fixture)
 MIXED = "'generally': one part is not-reproduced and the other is not, so inconclusive (the rule's combination)"
 
 ASSUMED = ("reconstructed, not paper-scale (issue 32, item 3): the paper's tuned step sizes, its beta and its "
