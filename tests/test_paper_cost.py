@@ -84,7 +84,7 @@ def test_fedprox_studies_count_the_20_runs_the_rules_read_with_their_dissimilari
 def test_claim_studies_declare_their_context_runs_and_protocols():
     scales = study_scales(5)
     fedlaavg = project_study(scales["fedlaavg_cifar10"], TABLE | {"models": {"cifar_cnn": COSTS}})
-    assert (fedlaavg["runs"], fedlaavg["left_out"]) == (45, 6)  # P and gamma rows: context
+    assert (fedlaavg["runs"], fedlaavg["left_out"]) == (75, 0)  # P and gamma rows on every seed: read, none context
     delta = scales["delta_fl_real"][0]
     assert delta.evaluations() == 60 + 5 + 1  # rounds 0, 50, ..., 2950; 5, 10, 15, 20, 75 (not 50); the final
     assert all(s.dissimilarity_every == 0 for name, ss in scales.items() if name not in STUDIES for s in ss)

@@ -25,19 +25,20 @@ paper-setups.md 5.4) where our copy of the paper strips it:
 
 Table 3 varies N, P and gamma with the rest at their defaults. N: the authors' code partitions the whole training
 set again for each N (server.py: ``partition(num_clients=N)``), so each N here is the authors' partition re-run
-with num_clients = N from the prepared source (fedbench.studies.real_data.repartitioned), K = round(0.1 N). P and
-gamma are context (first seed only): P = 5 and 15 (P = 1 with beta = 0.5 would leave classes 5-9 never available,
-int(0.5) = 0, which fedbench refuses), gamma = 0.02 .. 0.08.
+with num_clients = N from the prepared source (fedbench.studies.real_data.repartitioned), K = round(0.1 N). P = 5 and
+15 (P = 1 with beta = 0.5 would leave classes 5-9 never available, int(0.5) = 0, which fedbench refuses) and gamma =
+0.02 .. 0.08 run on every seed too (the first seed only, as context, until the three later claims read them).
 
 The readings, fixed before any run, are the registry's (fedbench.claims.readings) over the evaluated rounds (every
 20th and the final one), as each claim's rule states them: best test accuracy (Table 2's); rounds to the 55% target
-(a run that never gets there counts as the rounds run) and Spearman's rho of N against them; the power of a
-period-T sinusoid fitted with a line to the accuracy over the second half of the rounds (T = P + int(beta P); 20
-rounds between evaluations sample a 15-round period at three phases, which the fit resolves).
+(never: the rounds run) and Spearman's rho of N, gamma or P against them; the power of a period-T sinusoid fitted
+with a line to the accuracy over the second half of the rounds (T = P + int(beta P); 20 rounds between evaluations
+sample a 15-round period at three phases, which the fit resolves) and Spearman's rho of P against it; the standard
+deviation of the changes between evaluations over the first 5% of the rounds.
 
 The module: the study as data (:data:`DECLARATION`: arms, seeds, budgets, knobs, protocol, deviations, claims), its
-plan of runs (:func:`plan`, :func:`simulation`), one function per claim judging it from the runs' curves
-(:class:`Curves`), and its figures: the last two in fedbench.studies.fedlaavg_cifar10_claims.
+plan of runs (:func:`plan`, :func:`simulation`) and :func:`run`; the readings and one judge per claim are in
+fedbench.studies.fedlaavg_cifar10_claims, the figures in fedlaavg_cifar10_figures.
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import WORKERS
 from fedbench.studies.fedlaavg_cifar10_claims import (
-    ACCURACY, NAME, NEAR_SEQUENTIAL, PUBLISHED_FCA, PUBLISHED_ICA, PUBLISHED_SEQUENTIAL_FINAL, ROUNDS_PAPER,
-    Curves, fca_gain, fedavg_oscillates, figures, ica_gain, sublinear_speedup)
+    ACCURACY, ASSUMED, LATER_CLAIMS, NAME, NEAR_SEQUENTIAL, PUBLISHED_FCA, PUBLISHED_ICA, PUBLISHED_SEQUENTIAL_FINAL,
+    ROUNDS_PAPER, Curves, early_oscillation, fca_gain, fedavg_oscillates, gamma_and_period_trends, ica_gain,
+    oscillation_grows_with_period, sublinear_speedup)
+from fedbench.studies.fedlaavg_cifar10_figures import figures
 from fedbench.studies.real_data import REAL_ROOT
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.scale import Scale
@@ -70,7 +73,7 @@ MAX_TEST = 10000
 @dataclass(frozen=True)
 class Budget:
     """One scale of the study. ``clients`` is Table 3's N sweep, its last value the N of Table 2's runs and of
-    the built variant; ``context_periods`` and ``context_gammas`` are Table 3's P and gamma rows (first seed)."""
+    the built variant; ``context_periods`` and ``context_gammas``: Table 3's other P and gamma values (every seed)."""
 
     rounds: int
     seeds: tuple[int, ...]
@@ -117,7 +120,7 @@ BUDGETS = {
                     context_periods=(5, 15), context_gammas=(0.02, 0.04, 0.06, 0.08), device="auto"),
     # fixture-sized data (tests/data/fixtures.cifar_tar: 20 training images a class, variant built with N = 40)
     "fixture": Budget(rounds=8, seeds=(0, 1), clients=(10, 20, 40), gamma=0.1, local_steps=2, batch_size=5,
-                      period=2, beta=0.5, lr=0.05, lr_decay=0.99, target=30.0, context_periods=(4,),
+                      period=2, beta=0.5, lr=0.05, lr_decay=0.99, target=30.0, context_periods=(3,),
                       context_gammas=(0.05,), device="cpu", eval_every=2),
 }
 
@@ -130,25 +133,23 @@ def _scale(runs: int, n: int, k: int, local_steps: int, pooled: bool = False, re
                  local_steps=k * local_steps if pooled else local_steps, read=read)
 
 
-def _scales(b: Budget) -> tuple[Scale, ...]:
-    seeds = len(b.seeds)
+def _scales(b: Budget, registered: bool = False) -> tuple[Scale, ...]:
+    seeds, rows = len(b.seeds), 1 if registered else len(b.seeds)
     out = [_scale(4 * seeds, b.n, b.k(b.n), b.local_steps),  # FedLaAvg and FedAvg, ICA and FCA (Table 2)
            _scale(seeds, b.n, b.k(b.n), b.local_steps, pooled=True)]  # sequential SGD
     out += [_scale(seeds, n, b.k(n), b.local_steps) for n in b.clients[:-1]]  # the N sweep (Table 3)
-    out += [_scale(len(b.context_periods), b.n, b.k(b.n), b.local_steps, read=False)]  # P context, first seed
-    out += [_scale(1, b.n, b.k(b.n, g), b.local_steps, read=False) for g in b.context_gammas]  # gamma context
+    out += [_scale(len(b.context_periods) * rows, b.n, b.k(b.n), b.local_steps, read=not registered)]  # P row
+    out += [_scale(rows, b.n, b.k(b.n, g), b.local_steps, read=not registered) for g in b.context_gammas]  # gamma
     return tuple(out)
 
 
-ASSUMED = ("reconstructed, not paper-scale (issue 32, item 3): the paper's tuned step sizes, its beta and its "
-           "per-client size distribution are stripped, and the authors' code defaults fill them; "
-           "lr 0.01 * 0.9999^round for every method (the authors' code default; the paper's tuned rates are "
-           "stripped), beta = 0.5 (authors' default), seeds 0-4, test accuracy every 20 rounds and on the final model "
-           "(the authors' tb_every = 20)")
+# The runs the first four claims were registered with, which their not-run entries declare: the P and gamma rows on the
+# first seed as context (``registered``); they read none of them, so the runs they read are the same.
+REGISTERED = _scales(BUDGETS["paper"], registered=True)
 # The study as data (fedbench.study.declaration): Table 2's five arms on every seed of the budget, and the sweeps of
-# Table 3 (knobs), each FedLaAvg under diurnal availability with one setting changed: N on every seed, P and gamma on
-# the first (context, read by no rule). The not-run entries name no data seed (the runs' entries name the partition's,
-# DATA_SEED); the protocol is budget-dependent (simulation(); the declaration's is the paper budget's).
+# Table 3 (knobs), each FedLaAvg under diurnal availability with one setting changed, on every seed. The not-run
+# entries name no data seed (the runs' entries name the partition's, DATA_SEED); the protocol is budget-dependent
+# (simulation(); the declaration's is the paper budget's).
 DECLARATION = StudyDeclaration(
     name=NAME, paper=FEDLAAVG_PAPER,
     dataset="CIFAR-10's 50,000 training images over N = 1000 one-class clients (the authors' partition, seed 1; "
@@ -193,7 +194,8 @@ DECLARATION = StudyDeclaration(
                  "diurnal availability; the direction: reproduced if the 95% interval lies above 0, not-reproduced if it "
                  "lies below 0; the size (+4.23) is the magnitude part's. Rule history: registered before any run "
                  "with a 1-point threshold this project chose; issue 32 made it the sign",
-            reads=("fedlaavg_ica", "fedavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed", note=ASSUMED),
+            reads=("fedlaavg_ica", "fedavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed", note=ASSUMED,
+            scales=REGISTERED),
         Claim(
             id="fedlaavg/cifar10/fca-gain", where="section 5.2, Table 2",
             claim_text="With full client availability on CIFAR-10, FedLaAvg's best test accuracy within 70,000 rounds "
@@ -209,7 +211,7 @@ DECLARATION = StudyDeclaration(
                  f"at least -{NEAR_SEQUENTIAL:g} point: reproduced if the 95% interval lies above "
                  f"-{NEAR_SEQUENTIAL:g}, not-reproduced if it lies below",
             reads=("fedlaavg_fca", "fedavg_fca", "fedlaavg_ica", "sequential"), rounds_paper=ROUNDS_PAPER,
-            fidelity="reconstructed", note=ASSUMED),
+            fidelity="reconstructed", note=ASSUMED, scales=REGISTERED),
         Claim(
             id="fedlaavg/cifar10/sublinear-speedup", where="section 5.3, Table 3 and Figure 3",
             claim_text="On CIFAR-10, the rounds FedLaAvg needs to reach 55% test accuracy fall as the number of "
@@ -226,7 +228,7 @@ DECLARATION = StudyDeclaration(
                  "context, not judged",
             reads=("fedlaavg_ica",), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed",
             note=ASSUMED + "; each N is the authors' partition re-run with num_clients = N (as their code does), "
-                           "K = 0.1 N; P and gamma runs on the first seed only, as context"),
+                           "K = 0.1 N; the P and gamma runs are context for it", scales=REGISTERED),
         Claim(
             id="fedlaavg/cifar10/fedavg-oscillates", where="section 5.2, Figure 2",
             claim_text="Under intermittent availability on CIFAR-10, FedAvg's test accuracy oscillates with the "
@@ -239,8 +241,8 @@ DECLARATION = StudyDeclaration(
                  "number of periods ending at the last round), FedAvg minus FedLaAvg; greater than 0 (reproduced if "
                  "the 95% interval lies above 0, not-reproduced if it lies below)",
             reads=("fedavg_ica", "fedlaavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed",
-            note=ASSUMED + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain)"),
-    ))
+            note=ASSUMED + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain)", scales=REGISTERED),
+        *LATER_CLAIMS))
 
 
 # --- the plan of runs -------------------------------------------------------------------------------------------
@@ -276,7 +278,7 @@ class Run:
 
 def plan(b: Budget) -> dict[str, list[Run]]:
     """The runs of budget ``b`` by role: each arm on every seed (Table 2), then Table 3's sweeps of FedLaAvg under
-    diurnal availability, N on every seed, P and gamma on the first (a run may serve several roles; it runs once)."""
+    diurnal availability, N, P and gamma on every seed (a run may serve several roles; it runs once)."""
     def run(arm: str = "fedlaavg_ica", n: int | None = None, period: int | None = None, gamma: float | None = None,
             seed: int = b.seeds[0]) -> Run:
         return Run(arm, b.n if n is None else n, b.period if period is None else period,
@@ -285,8 +287,8 @@ def plan(b: Budget) -> dict[str, list[Run]]:
     return {
         **{a.name: [run(a.name, seed=s) for s in b.seeds] for a in DECLARATION.arms},
         **{f"n={n}": [run(n=n, seed=s) for s in b.seeds] for n in b.clients},
-        **{f"p={p}": [run(period=p)] for p in b.periods},
-        **{f"gamma={g:g}": [run(gamma=g)] for g in b.gammas},
+        **{f"p={p}": [run(period=p, seed=s) for s in b.seeds] for p in b.periods},
+        **{f"gamma={g:g}": [run(gamma=g, seed=s) for s in b.seeds] for g in b.gammas},
     }
 
 
@@ -301,11 +303,8 @@ def simulation(b: Budget, r: Run, real_root: str):
 
     data = functools.partial(repartitioned, VARIANT, real_root, b.n, r.n)
     ds = data()
-    if r.diurnal:
-        availability = AvailabilityConfig(model="diurnal", period=r.period, beta=b.beta,
-                                          groups=tuple(int(g) for g in availability_groups(ds)))
-    else:
-        availability = AvailabilityConfig()
+    availability = AvailabilityConfig(model="diurnal", period=r.period, beta=b.beta, groups=tuple(
+        int(g) for g in availability_groups(ds))) if r.diurnal else AvailabilityConfig()
     cfg = sim_config(rounds=b.rounds, clients_per_round=b.k(r.n, r.gamma), local_steps=b.local_steps,
                      batch_size=b.batch_size, seed=r.seed, device=b.device, lr_decay=b.lr_decay,
                      availability=availability, evaluations=global_test_every(ds, VARIANT, b.eval_every, MAX_TEST),
@@ -332,19 +331,19 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     sims = {r: simulation(b, r, str(real_root)) for r in runs}
     c = Curves(b, roles, study.run(sims, keep=False))  # the records read every run's curve (below)
     reach = {r: c.reach(r) for r in runs if r.method == "fedlaavg"}
-    power = {r: c.power(r) for r in roles["fedlaavg_ica"] + roles["fedavg_ica"]}
+    power = {r: c.power(r) for r in runs if r.diurnal}  # at each run's own period
     study.records += [sim_record(sims[r], c.outcomes[r], keys=("round", ACCURACY),
                                  metrics={"study/best_accuracy": c.read(r, "best"),
                                           "study/rounds_to_target": reach.get(r), "study/period_power": power.get(r)})
                       for r in runs]
     study.write()
     figures(study.out, c, reach)
-
     scale = {"study": NAME, "variants": list(DECLARATION.variants), "budget": budget, "clients": b.n,
              "clients_per_round": b.k(b.n), "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr,
              "lr_decay": b.lr_decay, "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL}
     common = {"rounds_run": b.rounds, "training_seeds": list(b.seeds),
               "data_seeds": [DATA_SEED], **({"fidelity": "stand-in"} if budget != "paper" else {})}  # fixture data
-    judged = [judge_claim(c) for judge_claim in (ica_gain, fca_gain, sublinear_speedup, fedavg_oscillates)]
+    judged = [judge_claim(c) for judge_claim in (ica_gain, fca_gain, sublinear_speedup, fedavg_oscillates,  # in order
+              gamma_and_period_trends, oscillation_grows_with_period, early_oscillation)]
     return [DECLARATION.judged(claim_id, result, **common, **fields | {"scale": scale | fields.get("scale", {})})
             for claim_id, result, fields in judged]

@@ -1,20 +1,21 @@
-"""The claims and figures of fedbench.studies.fedlaavg_cifar10 (FedLaAvg on CIFAR-10, Yan et al., arXiv
-2002.07399 v1, Tables 2 and 3, Figure 2): the readings of the runs' test-accuracy curves (:class:`Curves`, the
-registry's readings, fedbench.claims.readings), one function per claim judging it from them, and the two figures.
-The study module holds the declaration, the plan of runs and run(); this one holds how its claims read the
-outcomes, and its figures (a sibling for its size; it imports nothing of the study module).
+"""The claims of fedbench.studies.fedlaavg_cifar10 (FedLaAvg on CIFAR-10, Yan et al., arXiv 2002.07399 v1, Tables 2
+and 3, Figures 2 and 3): the readings of the runs' test-accuracy curves (:class:`Curves`, the registry's readings,
+fedbench.claims.readings), one function per claim judging it from them, and the three claims declared after the
+study's first four (:data:`LATER_CLAIMS`, each registered as a placeholder before any run, its rule word for word).
+The study module holds the declaration, the plan of runs and run(); fedlaavg_cifar10_figures its figures (siblings
+for their size; this one imports nothing of either).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fedbench.claims import readings
+from fedbench.study.declaration import Claim
 
 if TYPE_CHECKING:
     from fedbench.studies import Outcome
@@ -26,11 +27,19 @@ MIN_GAIN = 0.0  # accuracy points: the sign; the size is the magnitude part's (i
 # registered before any run was this project's choice, not the paper's)
 NEAR_SEQUENTIAL = 1.0  # accuracy points: "within a point" of sequential SGD
 SMOOTH = 10  # evaluations in the running mean of the smoothed rounds-to-target reading
+EARLY = 0.05  # share of the rounds run that early-oscillation reads (the rule's first 5%)
+EARLY_MIN = 3  # evaluations it reads at least (2 changes; binds only below 41 evaluations, e.g. the fixture)
+MIXED = "'generally': one part is not-reproduced and the other is not, so inconclusive (the rule's combination)"
+
+ASSUMED = ("reconstructed, not paper-scale (issue 32, item 3): the paper's tuned step sizes, its beta and its "
+           "per-client size distribution are stripped, and the authors' code defaults fill them; "
+           "lr 0.01 * 0.9999^round for every method (the authors' code default; the paper's tuned rates are "
+           "stripped), beta = 0.5 (authors' default), seeds 0-4, test accuracy every 20 rounds and on the final model "
+           "(the authors' tb_every = 20)")
 
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
 PUBLISHED_FCA = {"fedavg": 59.25, "fedlaavg": 64.70}
 PUBLISHED_SEQUENTIAL_FINAL = 61.59
-PUBLISHED_ROUNDS_N = {200: 33550, 400: 14800, 600: 12850, 800: 12700, 1000: 10100}
 PUBLISHED_ROUNDS_P = {1: 10000, 5: 9950, 10: 10100, 15: 13400}
 PUBLISHED_ROUNDS_GAMMA = {0.02: 27800, 0.04: 32200, 0.06: 13450, 0.08: 9400, 0.10: 10100}
 
@@ -66,6 +75,13 @@ class Curves:
         """Oscillation power at the run's availability period, over the second half of the rounds (or ``whole``)."""
         return readings.period_power(self(r, frac), self.b.cycle(r.period), whole, self.rounds(frac))
 
+    def early(self, r: Any, frac: float = 1.0, share: float = EARLY) -> float:
+        """Early oscillation: the (population) standard deviation of the accuracy's changes between consecutive
+        evaluations (its round-to-round changes) up to ``share`` of the rounds run, at least EARLY_MIN evaluations."""
+        t, curve = self.rounds(frac), self(r, frac)
+        inside = (t <= share * t[-1]) | (np.arange(len(t)) < EARLY_MIN)
+        return float(np.std(np.diff(curve[inside])))
+
     def per_seed(self, role: str, reading: str = "best", frac: float = 1.0) -> list[float]:
         return [self.read(r, reading, frac) for r in self.roles[role]]
 
@@ -89,7 +105,8 @@ def _judge(c: Curves, parts: list, measure: Callable[[str, float], list], primar
     names = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final round",
              "first": f"first round >= {c.b.target:g}%",
              "smoothed": f"first round the mean of {SMOOTH} >= {c.b.target:g}%",
-             "half": "second half of the rounds", "whole": "whole curve"}
+             "half": "second half of the rounds", "whole": "whole curve",
+             "early": f"first {EARLY:.0%} of the rounds", "early10": f"first {2 * EARLY:.0%} of the rounds"}
     return judge(parts, measure, primary, also, paper_budget=ROUNDS_PAPER / c.b.rounds, reading_names=names)
 
 
@@ -203,54 +220,131 @@ def fedavg_oscillates(c: Curves) -> tuple[str, dict, dict]:
         "reproduced": {"unit": "period power (accuracy points^2)", "fedavg": p_avg, "fedlaavg": p_la}}
 
 
-# --- figures ------------------------------------------------------------------------------------------------------
+# --- the later claims (issue 32 item 4): registered before any run as placeholders, each rule word for word -------
 
-def figures(out_dir: Path, c: Curves, reach: dict[Any, int]) -> None:
-    from fedbench.plotting import pyplot, save_figure
+def _later(id: str, where: str, claim_text: str, statement: str, unit: str, rule: str, reads: tuple[str, ...],
+           note: str) -> Claim:
+    return Claim(id=id, where=where, claim_text=claim_text, rule=rule, reads=reads, rounds_paper=ROUNDS_PAPER,
+                 published={"value": None, "unit": unit, "scope": where, "statement": statement},
+                 fidelity="reconstructed", note=ASSUMED + note)
 
-    plt = pyplot()
-    b, roles, t = c.b, c.roles, c.rounds()
 
-    def mean_curve(role: str) -> np.ndarray:
-        return np.vstack([c(r) for r in roles[role]]).mean(0)
+LATER_CLAIMS = (
+    _later("fedlaavg/cifar10/gamma-and-period-trends", "section 5.3, Table 3",
+           "FedLaAvg needs fewer rounds to reach 55% test accuracy when the proportion gamma of selected clients "
+           "increases or the period length P decreases.",
+           "'FedLaAvg generally needs fewer training rounds to reach a certain test accuracy when either the total "
+           "number of clients or the proportion of selected clients increases, or the period length decreases'; "
+           "Table 3: gamma 0.02-0.10: 27800/32200/13450/9400/10100 rounds; P 1/5/10/15: 10000/9950/10100/13400",
+           "rounds to 55% test accuracy",
+           "per seed, the Spearman correlation of gamma (0.02-0.10) and the rounds to 55% (never: the rounds run), and "
+           "that of P (5, 10, 15) and the rounds; parts: gamma's below 0, P's above 0 (each: reproduced if the 95% "
+           "interval of the per-seed values lies on the paper's side of 0, not-reproduced if on the other); "
+           "'generally': reproduced if both are, not-reproduced if both are not; 5 seeds",
+           ("fedlaavg_ica",), "; K = round(gamma N) at N = 1000; P = 1 not run (int(beta P) = 0)"),
+    _later("fedlaavg/cifar10/oscillation-grows-with-period", "section 5.3, Figure 3(b)",
+           "With a larger period length P, FedLaAvg's test accuracy oscillates more severely.",
+           "'From Subfigure 3(b), we further observe that with a larger P, the test accuracy of FedLaAvg oscillates "
+           "more severely'", "accuracy oscillation",
+           "per seed, the Spearman correlation of P (5, 10, 15) and the power of FedLaAvg's test-accuracy curve at its "
+           "availability period T = (1 + beta) P (fedlaavg/cifar10/fedavg-oscillates' measure, second half of the "
+           "rounds); reproduced if the 95% interval of the per-seed values lies above 0, not-reproduced if it lies "
+           "below 0; 5 seeds",
+           ("fedlaavg_ica",), "; T = P + int(beta P) = 7, 15, 22 rounds"),
+    _later("fedlaavg/cifar10/early-oscillation", "section 5.2, Figure 2",
+           "FedLaAvg's test accuracy oscillates more than FedAvg's early in training (under both full and "
+           "intermittent availability), before it converges.",
+           "'The test accuracy of FedLaAvg with both intermittent and full client availability suffers from large "
+           "oscillation at first but finally converges ... FedAvg has a smaller oscillation in the early stage of "
+           "training'", "accuracy points",
+           "per seed and availability (ICA, FCA), the standard deviation of the round-to-round changes of the test "
+           "accuracy (points) over the first 5% of the rounds run, FedLaAvg minus FedAvg; each part: reproduced if the "
+           "95% interval lies above 0, not-reproduced if it lies below 0; reproduced if both are; 5 seeds",
+           ("fedlaavg_ica", "fedavg_ica", "fedlaavg_fca", "fedavg_fca"),
+           "; its runs are Table 2's; the accuracy is evaluated every 20 rounds (the authors' tb_every), so its "
+           "round-to-round changes are those between consecutive evaluations"),
+)
 
-    fig, (a, z) = plt.subplots(1, 2, figsize=(12, 4.2))
-    styles = {"fedlaavg_ica": ("FedLaAvg (ICA)", "tab:blue", "-"), "fedavg_ica": ("FedAvg (ICA)", "tab:red", "-"),
-              "fedlaavg_fca": ("FedLaAvg (FCA)", "tab:blue", ":"), "fedavg_fca": ("FedAvg (FCA)", "tab:red", ":"),
-              "sequential": ("sequential SGD", "k", "--")}
-    for role, (label, color, ls) in styles.items():
-        a.plot(t, mean_curve(role), color=color, ls=ls, lw=0.8, label=label)
-    a.set_xlabel("round")
-    a.set_ylabel(f"test accuracy (%), mean of {len(b.seeds)} seeds")
-    a.set_title(f"(a) Table 2: N={b.n}, K={b.k(b.n)}, P={b.period}, beta={b.beta}")
-    a.legend(fontsize=8)
-    window = min(b.rounds + 1, 10 * b.cycle() * b.eval_every)  # about ten periods' worth of evaluations
-    shown = t > b.rounds - window
-    for role in ("fedavg_ica", "fedlaavg_ica"):
-        z.plot(t[shown], c(roles[role][0])[shown], color=styles[role][1], lw=0.8, marker=".", ms=2,
-               label=styles[role][0])
-    z.set_xlabel("round")
-    z.set_title(f"(b) the last {window} rounds, seed {b.seeds[0]} (period {b.cycle()})")
-    z.legend(fontsize=8)
-    save_figure(fig, out_dir / f"{NAME}_table2.png", dpi=110)
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    panels = [("(a) N (mean of seeds)", [(f"N={n}", f"n={n}") for n in b.clients]),
-              (f"(b) P (seed {b.seeds[0]})", [(f"P={p}", f"p={p}") for p in b.periods]),
-              (f"(c) gamma (seed {b.seeds[0]})", [(f"gamma={g:g}", f"gamma={g:g}") for g in b.gammas])]
-    for ax, (title, lines) in zip(axes.flat, panels):
-        for label, role in lines:
-            ax.plot(t, mean_curve(role), lw=0.8, label=label)
-        ax.axhline(b.target, color="grey", lw=0.6, ls="--")
-        ax.set_title(title)
-        ax.set_xlabel("round")
-        ax.set_ylabel("test accuracy (%)")
-        ax.legend(fontsize=7)
-    ax = axes.flat[3]
-    for i, s in enumerate(b.seeds):
-        ax.plot(b.clients, [reach[roles[f"n={n}"][i]] for n in b.clients], marker="o", lw=0.8, label=f"seed {s}")
-    ax.set_xlabel("N (clients)")
-    ax.set_ylabel(f"rounds to {b.target:g}% ({b.rounds} = never)")
-    ax.set_title("(d) rounds to the target against N")
-    ax.legend(fontsize=7)
-    save_figure(fig, out_dir / f"{NAME}_table3.png", dpi=110)
+def _generally(verdicts: list[str]) -> str:
+    """The rule's 'generally': reproduced if every part is, not-reproduced if every part is, else inconclusive."""
+    return next((v for v in ("reproduced", "not-reproduced") if all(x == v for x in verdicts)), "inconclusive")
+
+
+def gamma_and_period_trends(c: Curves) -> tuple[str, dict, dict]:
+    """Table 3, gamma and P: per seed, Spearman's rho of gamma (below 0) and of P (above 0) against FedLaAvg's rounds
+    to the target, combined by the rule's 'generally' (each part judged alone too, for the sensitivity cells')."""
+    from fedbench.claims.verdict import Part, Rule
+
+    b = c.b
+    rows = ((b.gammas, lambda g: f"gamma={g:g}"), (b.periods, lambda p: f"p={p}"))
+
+    def rho(reading: str, frac: float) -> list[list[float]]:
+        smooth = SMOOTH if reading == "smoothed" else 1
+        return [[readings.spearman(xs, [c.reach(c.roles[role(x)][i], frac, smooth) for x in xs])
+                 for i in range(len(b.seeds))] for xs, role in rows]
+
+    parts = [Part(f"gamma = {b.gammas[0]:g}..{b.gammas[-1]:g}", Rule("at_most", 0.0, "Spearman rho")),
+             Part(f"P = {', '.join(map(str, b.periods))}", Rule("greater", 0.0, "Spearman rho"))]
+    result = _judge(c, parts, rho, "first", ("first", "smoothed"))
+    alone = [_judge(c, [p], lambda r, f, i=i: rho(r, f)[i:i + 1], "first", ("first", "smoothed"))
+             for i, p in enumerate(parts)]
+    cells = [cell | {"verdict": _generally([a["sensitivity"][k]["verdict"] for a in alone])}
+             for k, cell in enumerate(result["sensitivity"])]
+    verdict = _generally([p["verdict"] for p in result["parts"]])
+    mixed = [MIXED] if verdict != result["verdict"] else []
+    result = result | {"verdict": verdict, "sensitivity": cells, "notes": [*result["notes"], *mixed]}
+    by = {f"gamma={g:g}": [c.reach(r) for r in c.roles[f"gamma={g:g}"]] for g in b.gammas}
+    by |= {f"P={p}": [c.reach(r) for r in c.roles[f"p={p}"]] for p in b.periods}
+    observed = (f"rounds to {b.target:g}% per setting (seeds {list(b.seeds)}; {b.rounds} = never): "
+                + "; ".join(f"{k}: {v}" for k, v in by.items()) + ". Spearman rho per seed: "
+                + "; ".join(f"{p['part']}: {[round(x, 3) for x in p['per_seed']]}" for p in result["parts"])
+                + f". Published: gamma {PUBLISHED_ROUNDS_GAMMA}; P {PUBLISHED_ROUNDS_P}")
+    return "fedlaavg/cifar10/gamma-and-period-trends", result, {
+        "scale": {"P": list(b.periods), "gamma": list(b.gammas)}, "observed": observed,
+        "figure": {"path": f"figures/{NAME}/{NAME}_table3.png", "panel": "(b) P and (c) gamma, mean of the seeds"},
+        "reproduced": {"unit": f"rounds to {b.target:g}% test accuracy", "by_setting": by}}
+
+
+def oscillation_grows_with_period(c: Curves) -> tuple[str, dict, dict]:
+    """Figure 3(b): per seed, Spearman's rho of P against FedLaAvg's oscillation power at its period T(P)."""
+    from fedbench.claims.stats import fmt_effect
+    from fedbench.claims.verdict import Part, Rule
+
+    b = c.b
+
+    def rho(reading: str, frac: float) -> list[list[float]]:  # per seed
+        whole = reading == "whole"
+        return [[readings.spearman(b.periods, [c.power(c.roles[f"p={p}"][i], frac, whole) for p in b.periods])
+                 for i in range(len(b.seeds))]]
+
+    part = Part(f"P = {', '.join(map(str, b.periods))}", Rule("greater", 0.0, "Spearman rho"))
+    result = _judge(c, [part], rho, "half", ("half", "whole"))
+    power = {str(p): [c.power(r) for r in c.roles[f"p={p}"]] for p in b.periods}
+    observed = (f"FedLaAvg's power at its period T = P + int({b.beta:g} P) over the second half of the rounds (points^2, "
+                "per seed): " + "; ".join(f"P={p}: {[round(v, 4) for v in vs]}" for p, vs in power.items())
+                + f"; Spearman rho of P and the power {fmt_effect(result['effect'])}")
+    return "fedlaavg/cifar10/oscillation-grows-with-period", result, {
+        "scale": {"P": list(b.periods)}, "observed": observed,
+        "figure": {"path": f"figures/{NAME}/{NAME}_table3.png", "panel": "(b) P, mean of the seeds"},
+        "reproduced": {"unit": "period power (accuracy points^2)", "by_P": power}}
+
+
+def early_oscillation(c: Curves) -> tuple[str, dict, dict]:
+    """Figure 2: per seed and availability, FedLaAvg's early oscillation (:meth:`Curves.early`) minus FedAvg's."""
+    from fedbench.claims.verdict import Part, Rule
+
+    def spread(reading: str, frac: float) -> list[list[float]]:
+        share = EARLY if reading == "early" else 2 * EARLY
+        return [[c.early(x, frac, share) - c.early(y, frac, share)
+                 for x, y in zip(c.roles[f"fedlaavg_{a}"], c.roles[f"fedavg_{a}"])] for a in ("ica", "fca")]
+
+    parts = [Part("intermittent availability (ICA)", Rule("greater", 0.0, "accuracy points")),
+             Part("full availability (FCA)", Rule("greater", 0.0, "accuracy points"))]
+    result = _judge(c, parts, spread, "early", ("early", "early10"))
+    sd = {role: [round(c.early(r), 3) for r in c.roles[role]]
+          for role in ("fedlaavg_ica", "fedavg_ica", "fedlaavg_fca", "fedavg_fca")}
+    observed = (f"standard deviation of the changes between evaluations over the first {EARLY:.0%} of the rounds "
+                "(points, per seed): " + "; ".join(f"{k}: {v}" for k, v in sd.items()))
+    return "fedlaavg/cifar10/early-oscillation", result, {
+        "figure": FIGURE_2, "observed": observed, "reproduced": {"unit": "accuracy points", **sd}}

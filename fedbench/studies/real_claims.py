@@ -39,7 +39,7 @@ from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, com
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.papers import FEDLAAVG_PAPER, FEDPROX_PAPER, SCAFFOLD_PAPER
+from fedbench.claims.papers import FEDPROX_PAPER, SCAFFOLD_PAPER
 from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
 STUDY = "real data"
@@ -301,9 +301,6 @@ class Headline:
 
 
 # why a headline is reconstructed, not paper-scale (issue 32, item 3; fedbench.claims.fidelity)
-FEDLAAVG_RECONSTRUCTED = ("reconstructed, not paper-scale: the paper's tuned step sizes, its beta and its per-client "
-                          "size distribution are stripped; the authors' code defaults fill them "
-                          "(fedbench/studies/fedlaavg_cifar10.py)")
 CONCRETE_RECONSTRUCTED = ("reconstructed, not paper-scale: the slides give the data, 10 clients, no sampling and "
                           "K = 10 only; the split of the data, the step-size grid and the target are fedbench's")
 
@@ -340,49 +337,6 @@ HEADLINES = (
         "no study runs it (missing: a study fedbench/studies/scaffold_concrete.py, and the UCI concrete "
         "data, which no package source of fedbench.data provides offline)",
         note=CONCRETE_RECONSTRUCTED),
-    Headline(
-        "fedlaavg/cifar10/gamma-and-period-trends", FEDLAAVG_PAPER, "section 5.3, Table 3",
-        "FedLaAvg needs fewer rounds to reach 55% test accuracy when the proportion gamma of selected clients "
-        "increases or the period length P decreases.",
-        "'FedLaAvg generally needs fewer training rounds to reach a certain test accuracy when either the total "
-        "number of clients or the proportion of selected clients increases, or the period length decreases'; "
-        "Table 3: gamma 0.02-0.10: 27800/32200/13450/9400/10100 rounds; P 1/5/10/15: 10000/9950/10100/13400",
-        "rounds to 55% test accuracy",
-        "per seed, the Spearman correlation of gamma (0.02-0.10) and the rounds to 55% (never: the rounds run), and "
-        "that of P (5, 10, 15) and the rounds; parts: gamma's below 0, P's above 0 (each: reproduced if the 95% "
-        "interval of the per-seed values lies on the paper's side of 0, not-reproduced if on the other); "
-        "'generally': reproduced if both are, not-reproduced if both are not; 5 seeds",
-        "reconstructed", 70000,
-        "fedbench/studies/fedlaavg_cifar10.py runs the gamma and P settings on its first seed only, as "
-        "context (missing: those runs on every seed and this claim in its CLAIMS)",
-        note=FEDLAAVG_RECONSTRUCTED),
-    Headline(
-        "fedlaavg/cifar10/oscillation-grows-with-period", FEDLAAVG_PAPER, "section 5.3, Figure 3(b)",
-        "With a larger period length P, FedLaAvg's test accuracy oscillates more severely.",
-        "'From Subfigure 3(b), we further observe that with a larger P, the test accuracy of FedLaAvg oscillates "
-        "more severely'", "accuracy oscillation",
-        "per seed, the Spearman correlation of P (5, 10, 15) and the power of FedLaAvg's test-accuracy curve at its "
-        "availability period T = (1 + beta) P (fedlaavg/cifar10/fedavg-oscillates' measure, second half of the "
-        "rounds); reproduced if the 95% interval of the per-seed values lies above 0, not-reproduced if it lies "
-        "below 0; 5 seeds",
-        "reconstructed", 70000,
-        "fedbench/studies/fedlaavg_cifar10.py runs P = 5 and 15 on its first seed only (missing: every "
-        "seed and this claim in its CLAIMS)",
-        note=FEDLAAVG_RECONSTRUCTED),
-    Headline(
-        "fedlaavg/cifar10/early-oscillation", FEDLAAVG_PAPER, "section 5.2, Figure 2",
-        "FedLaAvg's test accuracy oscillates more than FedAvg's early in training (under both full and intermittent "
-        "availability), before it converges.",
-        "'The test accuracy of FedLaAvg with both intermittent and full client availability suffers from large "
-        "oscillation at first but finally converges ... FedAvg has a smaller oscillation in the early stage of "
-        "training'", "accuracy points",
-        "per seed and availability (ICA, FCA), the standard deviation of the round-to-round changes of the test "
-        "accuracy (points) over the first 5% of the rounds run, FedLaAvg minus FedAvg; each part: reproduced if the "
-        "95% interval lies above 0, not-reproduced if it lies below 0; reproduced if both are; 5 seeds",
-        "reconstructed", 70000,
-        "`fedbench paper run fedlaavg_cifar10` makes these runs (Table 2's ICA and FCA arms), but the "
-        "study does not declare this claim (missing: its entry in fedbench/studies/fedlaavg_cifar10.py CLAIMS)",
-        note=FEDLAAVG_RECONSTRUCTED),
 )
 
 

@@ -80,7 +80,8 @@ def declaration(name: str) -> StudyDeclaration:
 def not_run_entry(name: str) -> list[dict[str, Any]]:
     """Study ``name``'s claims as not-run entries: the command that runs it, its projected cost at the paper
     budget, the variants it needs, what it assumes where the paper is silent, and the runs and seeds it declares
-    (its scales and the paper budget's seeds, in the entry's scale and seeds: the registry's hash covers them,
+    (its scales, or a claim's own as registered (Claim.scales), and the paper budget's seeds, in the entry's
+    scale and seeds: the registry's hash covers them,
     so they cannot change silently before the study has run)."""
     d = declaration(name)
     cost = study_cost(d.scales, name)
@@ -88,7 +89,7 @@ def not_run_entry(name: str) -> list[dict[str, Any]]:
     out = []
     for c in d.claims:
         declared = {"study": name, "variants": list(d.variants), "budget": "paper",
-                    "runs": [dataclasses.asdict(s) for s in d.scales]}
+                    "runs": [dataclasses.asdict(s) for s in c.scales or d.scales]}  # as registered
         e = d.entry(c.id, scale=declared, deviations=[c.note] if c.note else [], figure=None, rounds_run=None,
                     training_seeds=list(d.seeds_at("paper")))
         out.append(not_run(e, f"not run: the paper-scale study {name} has not run on this machine; `{cmd}` fetches "

@@ -59,6 +59,8 @@ class Claim:
     rounds_paper: int | None = None  # the paper's round budget for this claim, where it states one
     fidelity: str | None = None  # the entry's at the study's declared budget (None: the study sets it per entry)
     note: str = ""  # what the study assumes where the paper is silent (a not-run entry's deviation)
+    scales: tuple[Any, ...] = ()  # the runs its not-run entry declares where not the study's ``scales``: those it
+    # was registered with, where the study added runs for later claims that this one does not read (its hash holds)
 
     def rule_at(self, **fields: Any) -> str:
         """The rule with the budget's fields filled in."""

@@ -60,17 +60,21 @@ def test_declaration():
     assert d.knobs == {"N": (200, 400, 600, 800, 1000), "P": (5, 10, 15), "gamma": (0.02, 0.04, 0.06, 0.08, 0.1)}
     assert [c.reads for c in d.claims] == [("fedlaavg_ica", "fedavg_ica"),
                                            ("fedlaavg_fca", "fedavg_fca", "fedlaavg_ica", "sequential"),
-                                           ("fedlaavg_ica",), ("fedavg_ica", "fedlaavg_ica")]
+                                           ("fedlaavg_ica",), ("fedavg_ica", "fedlaavg_ica"), ("fedlaavg_ica",),
+                                           ("fedlaavg_ica",), ("fedlaavg_ica", "fedavg_ica", "fedlaavg_fca", "fedavg_fca")]
+    # the first four declare the runs they were registered with; the later three the study's
+    assert [c.scales for c in d.claims] == [study.REGISTERED] * 4 + [()] * 3
     assert {c.fidelity for c in d.claims} == {"reconstructed"} and {c.rounds_paper for c in d.claims} == {70000}
 
 
 def test_plan_shares_runs_between_roles():
     b = study.BUDGETS["paper"]
     roles = study.plan(b)
-    assert roles["n=1000"] == roles["fedlaavg_ica"] and roles["p=10"] == roles["fedlaavg_ica"][:1]
+    assert roles["n=1000"] == roles["p=10"] == roles["gamma=0.1"] == roles["fedlaavg_ica"]
     runs = {r for rs in roles.values() for r in rs}
-    # Table 2: 4 x 5 seeds + sequential 5; the N sweep below 1000: 4 x 5; context P 5, 15 and 4 gammas (first seed): 6
-    assert len(runs) == 20 + 5 + 20 + 6
+    # Table 2: 4 x 5 seeds + sequential 5; the N sweep below 1000: 4 x 5; P 5, 15: 2 x 5; gamma 0.02-0.08: 4 x 5
+    assert len(runs) == 20 + 5 + 20 + 10 + 20
+    assert [r.seed for r in roles["p=15"]] == [r.seed for r in roles["gamma=0.02"]] == [0, 1, 2, 3, 4]
     assert [b.k(n) for n in b.clients] == [20, 40, 60, 80, 100] and b.cycle() == 15
     assert roles["sequential"][0].name == "sequential/N=1000/seed=0" and roles["fedavg_fca"][1].name == \
         "fedavg/fca/N=1000/P=10/gamma=0.1/seed=1"  # the records' names
@@ -84,7 +88,10 @@ def test_not_run_entries_carry_the_command_and_a_positive_cost():
         assert e["verdict"] == "not-run" and e["command"] == "fedbench paper run fedlaavg_cifar10"
         assert e["cost"]["hours"] > 0 and e["scale"]["variants"] == ["cifar10_fedlaavg"]
     cost = study_cost(study.DECLARATION.scales)
-    assert cost["runs"] == 45 and cost["left_out"] == 6  # P, gamma: context
+    assert cost["runs"] == 75 and cost["left_out"] == 0  # P and gamma on every seed: read by the later claims
+    registered = study_cost(study.REGISTERED)
+    assert registered["runs"] == 45 and registered["left_out"] == 6  # as the first four were registered
+    assert {e["cost"]["hours"] for e in entries} == {study_cost(study.DECLARATION.scales, study.NAME)["hours"]}
 
 
 def test_fixture_budget_reads_every_role_and_repeats(study_run):
@@ -103,6 +110,10 @@ def test_fixture_budget_reads_every_role_and_repeats(study_run):
     assert [p["part"] for p in claims[1]["parts"]] == ["full availability (FCA)", "FedLaAvg (ICA) vs sequential SGD"]
     speedup = claims[2]
     assert set(speedup["reproduced"]["by_N"]) == {"10", "20", "40"}
+    trends, grows, early = claims[4:]
+    assert [p["part"] for p in trends["parts"]] == ["gamma = 0.05..0.1", "P = 2, 3"]
+    assert set(trends["reproduced"]["by_setting"]) == {"gamma=0.05", "gamma=0.1", "P=2", "P=3"}
+    assert set(grows["reproduced"]["by_P"]) == {"2", "3"} and len(early["parts"]) == 2
     assert all(-1.0 <= v <= 1.0 for v in speedup["effect"]["per_seed"])
     records = read_simulations(ran.out)
     assert len(records) == len({r for rs in study.plan(b).values() for r in rs})
