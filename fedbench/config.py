@@ -56,7 +56,8 @@ class TrainConfig:
     batch_size: int = 10
     lr: float = 0.01  # the paper's tuned rate for the synthetic data
     sampling: str = "uniform"  # 'uniform' (experiments) or 'proportional' (Algorithms 1-2)
-    straggler_epochs: str = "authors_code"  # U{1..E-1} as coded, or 'paper' for U{1..E}
+    straggler_epochs: str = "authors_code"  # U{1..E-1} as coded, 'paper' for U{1..E}, or 'minibatches':
+    # U{1..S_k-1} of the S_k minibatch steps of E epochs (what E = 1 needs: fedbench.engine.sampling.straggler_steps)
     seeds: tuple[int, ...] = (0, 1, 2)
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     workers: int = 2  # seeds run in parallel processes
