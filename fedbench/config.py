@@ -105,7 +105,7 @@ PIPELINE_BUDGET = "pipeline"  # a small claim study's budget where params.yaml n
 
 
 STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
-                    "dissimilarity_samples")
+                    "dissimilarity_samples", "straggler_epochs")
 
 
 @dataclass(frozen=True)
@@ -423,6 +423,7 @@ def _study_train(body: Any, train: TrainConfig, raw_train: Any, where: str) -> d
             raise ConfigError(f"{where}.train.{key}: must be >= 1, got {getattr(merged, key)}")
     if merged.lr <= 0:
         raise ConfigError(f"{where}.train.lr: must be > 0, got {merged.lr}")
+    _one_of(merged.straggler_epochs, list(STRAGGLER_EPOCHS), f"{where}.train.straggler_epochs")
     if merged.dissimilarity_samples < 0:
         raise ConfigError(f"{where}.train.dissimilarity_samples: must be >= 0 (0: all samples), got "
                           f"{merged.dissimilarity_samples}")

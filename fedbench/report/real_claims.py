@@ -20,6 +20,8 @@ Rules, written before any of these runs was looked at (the published number neve
   each as above); greater than 5 points;
 - Figure 8: per seed, FedAvg's dissimilarity minus that of FedProx at the best mu, each the mean over the rounds
   evaluated, no stragglers; greater than 0.
+- Figures 9 and 10 (fedbench.studies.fedprox_real_data.PARTIAL_WORK, the E = 1 studies of the partial-work-e1
+  profile): per seed, dataset and straggler level (50%, 90%), FedAvg's training loss minus FedProx(mu=0)'s.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ import numpy as np
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
-                                                MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
+                                                MNIST5K_STUDY, PARTIAL_WORK, PARTIAL_WORK_ID, STRAGGLERS_HURT, claim_id,
+                                                declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
-from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
+from fedbench.study.paper_profile import (CLAIM_STUDIES, PARTIAL_WORK_E1, PARTIAL_WORK_STRAGGLERS, STUDIES, PaperStudy,
+                                           command)
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
@@ -281,6 +285,61 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
     return judged(e, result)
 
 
+def partial_work_e1(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, Any]:
+    """Figures 9 and 10: 'FedProx, mu = 0 still performs better than dropping the stragglers (FedAvg)' at E = 1, one
+    part per dataset (the four studies of the partial-work-e1 profile) and straggler level: per seed, FedAvg's
+    training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (a diverged run: infinite). Not-run
+    with the commands of the studies whose runs are missing and their summed projected cost; its registration
+    declared no seeds (the rule states 5), so the not-run entry states none and the judged one the seeds it ran."""
+    studies = [STUDIES[n] for n in PARTIAL_WORK_E1]
+    seeds, levels, arms = cfg.train.seeds, PARTIAL_WORK_STRAGGLERS, ("fedavg", "fedprox_mu0")
+    runs = {s.name: _runs_of(cfg, s, runs_root, data_root) for s in studies}
+    rounds = {s.name: runs[s.name][0].train_for(s.variant).rounds for s in studies}
+    scale = {"studies": list(PARTIAL_WORK_E1), "datasets": [s.variant for s in studies],
+             "models": [s.model for s in studies], "lr": [s.lr for s in studies],
+             "rounds": [rounds[s.name] for s in studies], "local_epochs": 1, "straggler_epochs": "minibatches",
+             "stragglers": list(levels), "clients_per_round": 10, "batch_size": 10}
+    deviations = [PARTIAL_WORK.claim(PARTIAL_WORK_ID).note,
+                  f"{len(seeds)} training seeds where the paper shows one run"]
+    missing = [s.name for s in studies
+               if missing_runs(runs[s.name][1], [(s.variant, v, f) for v in arms for f in levels], seeds)]
+    if missing:
+        e = PARTIAL_WORK.entry(PARTIAL_WORK_ID, scale=scale, deviations=deviations, figure=None,
+                               fidelity="paper-scale", rounds_run=None, training_seeds=[], data_seeds=[])
+        costs = [_cost(cfg, STUDIES[n]) for n in missing]
+        hours = sum(c["hours"] for c in costs)
+        cmd = " && ".join(command(n) for n in missing)
+        cost = {"device": costs[0]["device"], "seconds": round(sum(c["seconds"] for c in costs), 1),
+                "hours": round(hours, 2), "per_study_hours": {n: c["hours"] for n, c in zip(missing, costs)},
+                "basis": "; ".join(f"{n}: {c['basis']}" for n, c in zip(missing, costs))}
+        return not_run(e, f"not run: missing the runs of {', '.join(missing)}; `{cmd}` fetches their data and runs "
+                          f"them (projected {hours:g} h on {costs[0]['device']})",
+                       f"running `{cmd}`") | {"command": cmd, "cost": cost}
+
+    def loss(s: PaperStudy, variant: str, f: float, x: int, reading: str, budget: float) -> float:
+        return read_loss(runs[s.name][1].series(s.variant, variant, f, x, "train/loss"), reading, rounds[s.name],
+                         budget)
+
+    def measure(reading: str, budget: float) -> list[list[float]]:
+        return [[loss(s, "fedavg", f, x, reading, budget) - loss(s, "fedprox_mu0", f, x, reading, budget)
+                 for x in seeds] for s in studies for f in levels]
+
+    parts = [Part(f"{s.title}, {int(f * 100)}% stragglers", LOSS_RULE) for s in studies for f in levels]
+    result = judge(parts, measure, "tail", ("tail", "final", "best"), reading_names=NAMES)
+    e = PARTIAL_WORK.entry(PARTIAL_WORK_ID, scale=scale, deviations=deviations, figure=None, fidelity="paper-scale",
+                           rounds_run=min(rounds.values()), training_seeds=list(seeds), data_seeds=[0])
+    e["reproduced"] = {"unit": "training loss, mean of the last 5 evaluations, E = 1",
+                       **{f"{s.title}, {int(f * 100)}% stragglers": {v: _per_seed([loss(s, v, f, x, "tail", 1.0)
+                                                                                  for x in seeds]) for v in arms}
+                          for s in studies for f in levels}}
+    e["observed"] = "; ".join(f"{p['part']}: FedAvg - FedProx(mu=0) {fmt_effect(p)}" for p in result["parts"])
+    measured = [_measured(runs[n][1]) for n in PARTIAL_WORK_E1]
+    seconds = sum(m["seconds"] for m in measured)
+    return judged(e, result) | {"cost": {"device": ", ".join(sorted({m["device"] for m in measured} - {""})),
+                                         "seconds": round(seconds, 1), "hours": round(seconds / 3600, 3),
+                                         "runs": sum(m["runs"] for m in measured), "measured": True}}
+
+
 # ------------------------------------------------------------------------------------ headlines nobody runs yet
 @dataclasses.dataclass(frozen=True)
 class Headline:
@@ -309,19 +368,6 @@ CONCRETE_RECONSTRUCTED = ("reconstructed, not paper-scale: the slides give the d
                           "K = 10 only; the split of the data, the step-size grid and the target are fedbench's")
 
 HEADLINES = (
-    Headline(
-        "fedprox/real/partial-work-e1", FEDPROX_PAPER, "section 5.2, appendix C.3.2, Figures 9 and 10",
-        "With E = 1 on MNIST, FEMNIST, Shakespeare and Sent140, keeping the stragglers' partial work (FedProx, mu = "
-        "0) still performs better than dropping them (FedAvg).",
-        "'Tolerating for partial solutions to be sent to the central server (FedProx, mu = 0) still performs better "
-        "than dropping the stragglers (FedAvg)' (Figure 9 caption, five datasets)", "training loss",
-        "fedprox/synthetic-1-1/partial-work-e1's rule on each real dataset: per seed and straggler level (50%, "
-        "90%), FedAvg's training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (diverged: "
-        "infinite), E = 1; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below "
-        "0; reproduced if every part is; 5 seeds, each dataset's paper rounds",
-        "paper-scale", None,
-        "the FedProx real-data studies (fedbench.study.paper_profile) run E = 20 only, and an E = 1 straggler rule "
-        "needs a partial-epoch straggler on the real models (missing: E = 1 studies)"),
     Headline(
         "scaffold/uci-concrete/faster-than-sgd", SCAFFOLD_PAPER, "talk slides, 'Quick demo' (SGD vs FedAvg; SCAFFOLD)",
         "On linear regression over UCI concrete (10 clients, no sampling, K = 10 local steps), FedAvg needs a smaller "
@@ -501,8 +547,9 @@ def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, An
     if MNIST5K in cfg.studies:
         out += [fn(cfg, MNIST5K_STUDY, runs_root, data_root) for fn in per_study]
     for s in STUDIES.values():
-        out += [fn(cfg, s, runs_root, data_root) for fn in per_study]
+        out += [] if s.partial_work else [fn(cfg, s, runs_root, data_root) for fn in per_study]
     out.append(five_dataset_mean(cfg, runs_root, data_root))
+    out.append(partial_work_e1(cfg, runs_root, data_root))
     for name in CLAIM_STUDIES:
         out += paper_study_entries(name, runs_root)
     return out + headline_entries()
@@ -518,7 +565,7 @@ def draw_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Pat
     from fedbench.studies.stage import reported_folder
 
     drawn = []
-    studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + list(STUDIES.values())
+    studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + [s for s in STUDIES.values() if not s.partial_work]
     for s in studies:
         _, curves = _runs_of(cfg, s, runs_root, data_root)
         if not len(curves.frame):
