@@ -326,10 +326,14 @@ def partial_work_e1(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, 
 
     parts = [Part(f"{s.title}, {int(f * 100)}% stragglers", LOSS_RULE) for s in studies for f in levels]
     result = judge(parts, measure, "tail", ("tail", "final", "best"), reading_names=NAMES)
-    labels = {fidelity("paper", rounds[s.name], s.rounds, len(seeds)) for s in studies}  # each at its paper rounds
+    # registered with each dataset's paper rounds (rounds_paper None); a study run short of its paper's rounds states
+    # the shortest (its rounds of its paper's), which labels it (and is a change of the registered runs)
+    short = min(studies, key=lambda s: rounds[s.name] / s.rounds)
+    run, paper = ((min(rounds.values()), None) if rounds[short.name] >= short.rounds
+                  else (rounds[short.name], short.rounds))
     e = PARTIAL_WORK.entry(PARTIAL_WORK_ID, scale=scale, deviations=deviations, figure=None,
-                           fidelity=next(f for f in ("smoke-check", "reduced-budget", "paper-scale") if f in labels),
-                           rounds_run=min(rounds.values()), training_seeds=list(seeds), data_seeds=[0])
+                           fidelity=fidelity("paper", run, paper, len(seeds)), rounds_run=run, rounds_paper=paper,
+                           training_seeds=list(seeds), data_seeds=[0])
     e["reproduced"] = {"unit": "training loss, mean of the last 5 evaluations, E = 1",
                        **{f"{s.title}, {int(f * 100)}% stragglers": {v: _per_seed([loss(s, v, f, x, "tail", 1.0)
                                                                                   for x in seeds]) for v in arms}
