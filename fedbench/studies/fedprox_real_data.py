@@ -44,6 +44,8 @@ def paper_rounds(s: PaperStudy) -> int:
 
 def declaration(s: PaperStudy) -> StudyDeclaration:
     """Study ``s``'s declaration: its arms, seeds, budget and its four claims (Figures 1, 7 and 8 on its dataset)."""
+    if s.partial_work:
+        raise ValueError(f"{s.name} is an E = 1 study: its one claim, over the four datasets, is PARTIAL_WORK's")
     rounds = paper_rounds(s)
     best = s.best_variant
     return StudyDeclaration(
