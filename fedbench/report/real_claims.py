@@ -35,15 +35,13 @@ import numpy as np
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
-                                                MNIST5K_STUDY, PARTIAL_WORK, PARTIAL_WORK_ID, STRAGGLERS_HURT, claim_id,
-                                                declaration)
+                                                MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
-from fedbench.study.paper_profile import (CLAIM_STUDIES, PARTIAL_WORK_E1, PARTIAL_WORK_STRAGGLERS, STUDIES, PaperStudy,
-                                           command)
+from fedbench.study.paper_profile import CLAIM_STUDIES, PARTIAL_WORK_E1, STUDIES, PaperStudy, command
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.papers import (DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, FEDPROXVR_PAPER, MIME_PAPER,
+from fedbench.claims.papers import (DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROXVR_PAPER, MIME_PAPER,
                                      SCAFFOLD_PAPER)
 from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
@@ -286,64 +284,13 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
 
 
 def partial_work_e1(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, Any]:
-    """Figures 9 and 10: 'FedProx, mu = 0 still performs better than dropping the stragglers (FedAvg)' at E = 1, one
-    part per dataset (the four studies of the partial-work-e1 profile) and straggler level: per seed, FedAvg's
-    training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (a diverged run: infinite). Not-run
-    with the commands of the studies whose runs are missing and their summed projected cost; its registration
-    declared no seeds (the rule states 5), so the not-run entry states none and the judged one the seeds it ran."""
-    studies = [STUDIES[n] for n in PARTIAL_WORK_E1]
-    seeds, levels, arms = cfg.train.seeds, PARTIAL_WORK_STRAGGLERS, ("fedavg", "fedprox_mu0")
-    runs = {s.name: _runs_of(cfg, s, runs_root, data_root) for s in studies}
-    rounds = {s.name: runs[s.name][0].train_for(s.variant).rounds for s in studies}
-    scale = {"studies": list(PARTIAL_WORK_E1), "datasets": [s.variant for s in studies],
-             "models": [s.model for s in studies], "lr": [s.lr for s in studies],
-             "rounds": [rounds[s.name] for s in studies], "local_epochs": 1, "straggler_epochs": "minibatches",
-             "stragglers": list(levels), "clients_per_round": 10, "batch_size": 10}
-    deviations = [PARTIAL_WORK.claim(PARTIAL_WORK_ID).note,
-                  f"{len(seeds)} training seeds where the paper shows one run"]
-    missing = [s.name for s in studies
-               if missing_runs(runs[s.name][1], [(s.variant, v, f) for v in arms for f in levels], seeds)]
-    if missing:
-        e = PARTIAL_WORK.entry(PARTIAL_WORK_ID, scale=scale, deviations=deviations, figure=None,
-                               fidelity="paper-scale", rounds_run=None, training_seeds=[], data_seeds=[])
-        costs = [_cost(cfg, STUDIES[n]) for n in missing]
-        hours = sum(c["hours"] for c in costs)
-        cmd = " && ".join(command(n) for n in missing)
-        cost = {"device": costs[0]["device"], "seconds": round(sum(c["seconds"] for c in costs), 1),
-                "hours": round(hours, 2), "per_study_hours": {n: c["hours"] for n, c in zip(missing, costs)},
-                "basis": "; ".join(f"{n}: {c['basis']}" for n, c in zip(missing, costs))}
-        return not_run(e, f"not run: missing the runs of {', '.join(missing)}; `{cmd}` fetches their data and runs "
-                          f"them (projected {hours:g} h on {costs[0]['device']})",
-                       f"running `{cmd}`") | {"command": cmd, "cost": cost}
+    """Figures 9 and 10 at E = 1 on the four real datasets (fedbench.report.fedprox_partial_work judges it) from the
+    runs of the partial-work-e1 profile's studies, each priced as ``fedbench paper list`` prices it."""
+    from fedbench.report.fedprox_partial_work import entry
 
-    def loss(s: PaperStudy, variant: str, f: float, x: int, reading: str, budget: float) -> float:
-        return read_loss(runs[s.name][1].series(s.variant, variant, f, x, "train/loss"), reading, rounds[s.name],
-                         budget)
-
-    def measure(reading: str, budget: float) -> list[list[float]]:
-        return [[loss(s, "fedavg", f, x, reading, budget) - loss(s, "fedprox_mu0", f, x, reading, budget)
-                 for x in seeds] for s in studies for f in levels]
-
-    parts = [Part(f"{s.title}, {int(f * 100)}% stragglers", LOSS_RULE) for s in studies for f in levels]
-    result = judge(parts, measure, "tail", ("tail", "final", "best"), reading_names=NAMES)
-    # registered with each dataset's paper rounds (rounds_paper None); a study run short of its paper's rounds states
-    # the shortest (its rounds of its paper's), which labels it (and is a change of the registered runs)
-    short = min(studies, key=lambda s: rounds[s.name] / s.rounds)
-    run, paper = ((min(rounds.values()), None) if rounds[short.name] >= short.rounds
-                  else (rounds[short.name], short.rounds))
-    e = PARTIAL_WORK.entry(PARTIAL_WORK_ID, scale=scale, deviations=deviations, figure=None,
-                           fidelity=fidelity("paper", run, paper, len(seeds)), rounds_run=run, rounds_paper=paper,
-                           training_seeds=list(seeds), data_seeds=[0])
-    e["reproduced"] = {"unit": "training loss, mean of the last 5 evaluations, E = 1",
-                       **{f"{s.title}, {int(f * 100)}% stragglers": {v: _per_seed([loss(s, v, f, x, "tail", 1.0)
-                                                                                  for x in seeds]) for v in arms}
-                          for s in studies for f in levels}}
-    e["observed"] = "; ".join(f"{p['part']}: FedAvg - FedProx(mu=0) {fmt_effect(p)}" for p in result["parts"])
-    measured = [_measured(runs[n][1]) for n in PARTIAL_WORK_E1]
-    seconds = sum(m["seconds"] for m in measured)
-    return judged(e, result) | {"cost": {"device": ", ".join(sorted({m["device"] for m in measured} - {""})),
-                                         "seconds": round(seconds, 1), "hours": round(seconds / 3600, 3),
-                                         "runs": sum(m["runs"] for m in measured), "measured": True}}
+    runs = {n: _runs_of(cfg, STUDIES[n], runs_root, data_root) for n in PARTIAL_WORK_E1}
+    return entry(cfg, runs, {n: _cost(cfg, STUDIES[n]) for n in PARTIAL_WORK_E1},
+                 {n: _measured(c) for n, (_, c) in runs.items()})
 
 
 # ------------------------------------------------------------------------------------ headlines nobody runs yet
