@@ -56,7 +56,8 @@ class TrainConfig:
     batch_size: int = 10
     lr: float = 0.01  # the paper's tuned rate for the synthetic data
     sampling: str = "uniform"  # 'uniform' (experiments) or 'proportional' (Algorithms 1-2)
-    straggler_epochs: str = "authors_code"  # U{1..E-1} as coded, or 'paper' for U{1..E}
+    straggler_epochs: str = "authors_code"  # U{1..E-1} as coded, 'paper' for U{1..E}, or 'minibatches':
+    # U{1..S_k-1} of the S_k minibatch steps of E epochs (what E = 1 needs: fedbench.engine.sampling.straggler_steps)
     seeds: tuple[int, ...] = (0, 1, 2)
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     workers: int = 2  # seeds run in parallel processes
@@ -104,7 +105,7 @@ PIPELINE_BUDGET = "pipeline"  # a small claim study's budget where params.yaml n
 
 
 STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
-                    "dissimilarity_samples")
+                    "dissimilarity_samples", "straggler_epochs")
 
 
 @dataclass(frozen=True)
@@ -422,6 +423,7 @@ def _study_train(body: Any, train: TrainConfig, raw_train: Any, where: str) -> d
             raise ConfigError(f"{where}.train.{key}: must be >= 1, got {getattr(merged, key)}")
     if merged.lr <= 0:
         raise ConfigError(f"{where}.train.lr: must be > 0, got {merged.lr}")
+    _one_of(merged.straggler_epochs, list(STRAGGLER_EPOCHS), f"{where}.train.straggler_epochs")
     if merged.dissimilarity_samples < 0:
         raise ConfigError(f"{where}.train.dissimilarity_samples: must be >= 0 (0: all samples), got "
                           f"{merged.dissimilarity_samples}")

@@ -49,6 +49,10 @@ def test_committed_params_load():
      "train.dissimilarity_samples: must be >= 0 (0: all samples), got -1"),
     (lambda r: r["studies"]["fedprox_mnist5k"].setdefault("train", {}).update(dissimilarity_samples=-5),
      "studies.fedprox_mnist5k.train.dissimilarity_samples: must be >= 0"),
+    (lambda r: r["studies"]["fedprox_mnist5k"].setdefault("train", {}).update(straggler_epochs="steps"),
+     "studies.fedprox_mnist5k.train.straggler_epochs: 'steps' is not allowed"),
+    (lambda r: r["studies"]["fedprox_mnist5k"].setdefault("train", {}).update(local_epochs=1),
+     "studies.fedprox_mnist5k.stragglers: stragglers with straggler_epochs='authors_code' run U{1..E-1} epochs"),
 ])
 def test_config_errors_name_the_key(tmp_path, edit, message):
     with pytest.raises(ConfigError) as err:

@@ -104,20 +104,28 @@ def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str =
     """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper run --dry-run``, the
     not-run claim entries, the README): its ``scales`` projected (fedbench.bench.costs.project_study) from the unit
     costs ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default
-    :func:`folder`) where they are, from the per-model table (fedbench/bench/measured_costs.json) otherwise.
+    :func:`folder`) where they are, else those measured for the study that prices it (fedbench.study.paper_profile.
+    UNIT_COSTS_OF: an E = 1 study, by its E = 20 study's units of the same model and batch; ``units_of`` names it),
+    from the per-model table (fedbench/bench/measured_costs.json) otherwise.
 
     project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
     ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine, the
     date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
     from fedbench.bench.costs import MEASURED as PER_MODEL
 
+    from fedbench.study.paper_profile import UNIT_COSTS_OF
+
     per_model = load_measured()
     data = load(device, root)
-    own = study_costs(data, name)
+    priced_by = name if study_costs(data, name) else UNIT_COSTS_OF.get(name, name)
+    own = study_costs(data, priced_by)
     c = project_study(scales, per_model, own)
     fallback = {"machine": per_model["device"], "date": per_model["measured_on"], "table": f"fedbench/bench/{PER_MODEL.name}"}
+    if own and priced_by != name:
+        c |= {"units_of": priced_by, "basis": f"{c['basis']} (the unit costs measured for {priced_by}: the same model "
+                                              "and batch)"}
     if own:
-        measured = {"machine": data["device_name"], "date": data["studies"][name]["measured_at"][:10],
+        measured = {"machine": data["device_name"], "date": data["studies"][priced_by]["measured_at"][:10],
                     "table": str((root or folder(device)) / FILE)}
         c |= measured if c["source"] == "measured" else {
             k: f"{measured[k]}; the rest {fallback[k]}" for k in measured}

@@ -42,10 +42,11 @@ def planned_work(cfg, sizes: np.ndarray, keeps_partial_work: bool, rounds: int) 
     samples, row_steps, chain = (np.zeros(rounds, np.int64) for _ in range(3))
     for r in range(rounds):
         plan = plan_round(cfg.seed if cfg.cohort_seed is None else cfg.cohort_seed, r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
-                          cfg.local_epochs, cfg.straggler_epochs)
+                          cfg.local_epochs, cfg.straggler_epochs, batch_size=cfg.batch_size)
         keep = np.ones(len(plan.clients), bool) if keeps_partial_work else ~plan.straggler
         n = sizes[plan.clients[keep]]
         steps = client_steps(n, cfg.batch_size, plan.epochs[keep], cfg.local_steps)
+        steps = steps if plan.steps is None else np.minimum(steps, plan.steps[keep])
         samples[r] = samples_of_steps(n, cfg.batch_size, steps).sum()
         row_steps[r] = steps.sum()
         chain[r] = steps.max() if len(steps) else 0

@@ -138,7 +138,8 @@ def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None =
         run.state, chosen = choose(run.state, r, available, k)
         chosen = _check_chosen(chosen, available, k)
         plan = plan_round(cohort_seed(cfg), r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
-                          cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen)
+                          cfg.local_epochs, cfg.straggler_epochs, available=available, chosen=chosen,
+                          batch_size=cfg.batch_size)
     if work is None:
         weights = plan.weights
         keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
@@ -150,7 +151,8 @@ def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None =
             if weights.shape != plan.clients.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
                 raise ValueError(f"filter_cohort must return {len(plan.clients)} finite weights >= 0, got {weights}")
             keep &= weights > 0
-        work = local_work(run, r, plan.clients[keep], plan.epochs[keep], weights[keep])
+        work = local_work(run, r, plan.clients[keep], plan.epochs[keep], weights[keep],
+                          None if plan.steps is None else plan.steps[keep])
     clients, epochs, weights, steps, batches = work.clients, work.epochs, work.weights, work.steps, work.batches
     if len(clients) == 0:
         return None

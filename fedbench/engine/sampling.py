@@ -14,18 +14,21 @@ import numpy as np
 from fedbench.seeding import rng
 
 SAMPLING_SCHEMES = ("uniform", "proportional")
-STRAGGLER_EPOCHS = ("authors_code", "paper")
+STRAGGLER_EPOCHS = ("authors_code", "paper", "minibatches")
 
 
 @dataclass(frozen=True)
 class RoundPlan:
     """The cohort of one round. Arrays are in selection order; ``epochs`` is the local work of each client
-    (E for the active ones, fewer for stragglers), ``straggler`` marks the clients with partial work."""
+    (E for the active ones, fewer for stragglers), ``straggler`` marks the clients with partial work; ``steps``
+    caps each client's local steps where stragglers are cut in minibatch steps (straggler_epochs 'minibatches';
+    None: the epochs decide)."""
 
     clients: np.ndarray  # [K] dataset indices
     straggler: np.ndarray  # [K] bool
     epochs: np.ndarray  # [K] int
     weights: np.ndarray  # [K] aggregation weight of each client if its update is received
+    steps: np.ndarray | None = None  # [K] int: local steps allowed, or None
 
 
 def select_clients(seed: int, round_: int, sizes: np.ndarray, k: int, scheme: str,
@@ -77,7 +80,9 @@ def draw_stragglers(seed: int, round_: int, k: int, fraction: float, local_epoch
     As the authors' code (flearn/trainers/fedprox.py): round(K (1 - fraction)) clients chosen uniformly
     stay active and run E epochs; every other one is a straggler running e ~ U{1, ..., E-1} epochs
     (numpy's randint(1, E), upper bound exclusive). ``mode='paper'`` draws e ~ U{1, ..., E} as section 5.2
-    says. Python's round() is used, as in the authors' code (0.5 stragglers of K=10: 5 active).
+    says. ``mode='minibatches'`` keeps every client's E epochs here: its stragglers are cut in minibatch steps
+    (:func:`straggler_steps`), which E = 1 needs (Figures 9 and 10). Python's round() is used, as in the authors'
+    code (0.5 stragglers of K=10: 5 active).
     """
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"straggler fraction {fraction} must be in [0, 1]")
@@ -90,7 +95,9 @@ def draw_stragglers(seed: int, round_: int, k: int, fraction: float, local_epoch
     epochs = np.full(k, local_epochs, dtype=np.int64)
     n_strag = int(straggler.sum())
     if n_strag:
-        if mode == "authors_code":
+        if mode == "minibatches":
+            pass  # E epochs, cut in steps by straggler_steps
+        elif mode == "authors_code":
             if local_epochs < 2:
                 raise ValueError("straggler_epochs='authors_code' needs local_epochs >= 2 "
                                  "(randint(1, E) is empty for E=1); use straggler_epochs='paper'")
@@ -100,18 +107,40 @@ def draw_stragglers(seed: int, round_: int, k: int, fraction: float, local_epoch
     return straggler, epochs
 
 
+def straggler_steps(seed: int, round_: int, straggler: np.ndarray, full_steps: np.ndarray) -> np.ndarray:
+    """The local steps each client may take when stragglers are cut in minibatch steps (straggler_epochs
+    'minibatches'): an active client its ``full_steps`` S_k (E epochs of ceil(n_k / B) steps), a straggler
+    s ~ U{1, ..., S_k - 1}, the authors' U{1..E-1} epochs at the granularity of minibatches, the rule
+    fedbench.studies.fedprox_stragglers applies on synthetic data (the paper does not say how its E = 1 runs drew
+    the stragglers' work); a straggler with S_k = 1 runs its one step. Its own (seed, round, 'stragglers', 1)
+    stream, so the clients and stragglers drawn are those of every other mode."""
+    full = np.asarray(full_steps, dtype=np.int64)
+    g = rng(seed, round_, "stragglers", 1)
+    cut = np.asarray(straggler, bool) & (full > 1)
+    steps = full.copy()
+    steps[cut] = g.integers(1, full[cut])  # upper bound exclusive: 1..S_k-1
+    return steps
+
+
 def plan_round(seed: int, round_: int, sizes: np.ndarray, k: int, scheme: str, straggler_fraction: float,
                local_epochs: int, straggler_epochs: str = "authors_code", available: np.ndarray | None = None,
-               chosen: np.ndarray | None = None) -> RoundPlan:
+               chosen: np.ndarray | None = None, batch_size: int | None = None) -> RoundPlan:
     """The cohort of one round: selected among the ``available`` clients (default all), or the clients an
-    algorithm ``chosen`` itself (weighted as the scheme weights them), then stragglers among them."""
+    algorithm ``chosen`` itself (weighted as the scheme weights them), then stragglers among them (in minibatch
+    steps of ``batch_size`` where ``straggler_epochs`` is 'minibatches')."""
     if chosen is None:
         clients, weights = select_clients(seed, round_, sizes, k, scheme, available)
     else:
         clients = np.asarray(chosen, dtype=np.int64)
         weights = aggregation_weights(sizes, clients, scheme)
     straggler, epochs = draw_stragglers(seed, round_, len(clients), straggler_fraction, local_epochs, straggler_epochs)
-    return RoundPlan(clients=clients, straggler=straggler, epochs=epochs, weights=weights)
+    steps = None
+    if straggler_epochs == "minibatches":
+        if batch_size is None:
+            raise ValueError("straggler_epochs='minibatches' cuts stragglers in minibatch steps: plan_round needs "
+                             "batch_size")
+        steps = straggler_steps(seed, round_, straggler, epochs * -(-sizes[clients] // batch_size))
+    return RoundPlan(clients=clients, straggler=straggler, epochs=epochs, weights=weights, steps=steps)
 
 
 def minibatch_order(seed: int, round_: int, client_id: int, num_samples: int, epochs: int,

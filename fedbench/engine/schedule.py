@@ -61,11 +61,12 @@ def draw_round(run, r: int) -> RoundDraw:
     plan = None
     if not hasattr(algorithm, "choose_clients"):
         plan = plan_round(cohort_seed(cfg), r, sizes, cfg.clients_per_round, cfg.sampling, cfg.straggler_fraction,
-                          cfg.local_epochs, cfg.straggler_epochs, available=available)
+                          cfg.local_epochs, cfg.straggler_epochs, available=available, batch_size=cfg.batch_size)
     work = None
     if plan is not None and not hasattr(algorithm, "filter_cohort"):
         keep = np.ones(len(plan.clients), bool) if algorithm.keeps_partial_work else ~plan.straggler
-        work = local_work(run, r, plan.clients[keep], plan.epochs[keep], plan.weights[keep])
+        work = local_work(run, r, plan.clients[keep], plan.epochs[keep], plan.weights[keep],
+                          None if plan.steps is None else plan.steps[keep])
     if work is not None:
         max_steps = int(work.steps.max()) if len(work.steps) else 0
     else:  # any available client could train its full local work
@@ -97,11 +98,15 @@ def client_steps(cfg, sizes: np.ndarray, epochs: np.ndarray) -> tuple[np.ndarray
     return epochs * per_epoch, epochs
 
 
-def local_work(run, r: int, clients: np.ndarray, epochs: np.ndarray, weights: np.ndarray) -> RoundWork:
+def local_work(run, r: int, clients: np.ndarray, epochs: np.ndarray, weights: np.ndarray,
+               allowed: np.ndarray | None = None) -> RoundWork:
     """The work-sorted local work of ``clients`` (with their drawn epochs and weights) in round ``r`` of ``run``:
-    their step counts and every step's minibatch, from the (seed, round, 'minibatch', client) streams."""
+    their step counts (at most ``allowed``, the plan's steps where stragglers are cut in minibatch steps: the first
+    steps of the full schedule) and every step's minibatch, from the (seed, round, 'minibatch', client) streams."""
     cfg, sizes, data = run.cfg, run.sizes, run.data
     steps, epochs = client_steps(cfg, sizes[clients], epochs)
+    if allowed is not None:
+        steps = np.minimum(steps, allowed)
     order = np.argsort(-steps, kind="stable")  # most local steps first, so active clients form a prefix
     clients, epochs, weights, steps = clients[order], epochs[order], weights[order], steps[order]
     parts = [np.zeros((0, cfg.batch_size), np.int64)]

@@ -150,7 +150,7 @@ def real_data_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir
     from fedbench.studies.stage import reported_folder
 
     drawn = []
-    studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + list(STUDIES.values())
+    studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + [s for s in STUDIES.values() if not s.partial_work]
     for s in studies:
         _, curves = runs_of(cfg, s, runs_root, data_root)
         if not len(curves.frame):

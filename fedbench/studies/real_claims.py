@@ -20,6 +20,8 @@ Rules, written before any of these runs was looked at (the published number neve
   each as above); greater than 5 points;
 - Figure 8: per seed, FedAvg's dissimilarity minus that of FedProx at the best mu, each the mean over the rounds
   evaluated, no stragglers; greater than 0.
+- Figures 9 and 10 (fedbench.studies.fedprox_real_data.PARTIAL_WORK, the E = 1 studies of the partial-work-e1
+  profile): per seed, dataset and straggler level (50%, 90%), FedAvg's training loss minus FedProx(mu=0)'s.
 """
 
 from __future__ import annotations
@@ -35,11 +37,11 @@ from fedbench.studies.fedprox_main_job_claims import ACCURACY_READINGS, Curves, 
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
                                                 MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
-from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, command
+from fedbench.study.paper_profile import CLAIM_STUDIES, PARTIAL_WORK_E1, STUDIES, PaperStudy, command
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.papers import FEDPROX_PAPER, SCAFFOLD_PAPER
+from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
 STUDY = "real data"
@@ -280,6 +282,16 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
     return judged(e, result)
 
 
+def partial_work_e1(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, Any]:
+    """Figures 9 and 10 at E = 1 on the four real datasets (fedbench.studies.fedprox_partial_work judges it) from the
+    runs of the partial-work-e1 profile's studies, each priced as ``fedbench paper list`` prices it."""
+    from fedbench.studies.fedprox_partial_work import entry
+
+    runs = {n: runs_of(cfg, STUDIES[n], runs_root, data_root) for n in PARTIAL_WORK_E1}
+    return entry(cfg, runs, {n: _cost(cfg, STUDIES[n]) for n in PARTIAL_WORK_E1},
+                 {n: _measured(c) for n, (_, c) in runs.items()})
+
+
 # ------------------------------------------------------------------------------------ headlines nobody runs yet
 @dataclasses.dataclass(frozen=True)
 class Headline:
@@ -305,19 +317,6 @@ CONCRETE_RECONSTRUCTED = ("reconstructed, not paper-scale: the slides give the d
                           "K = 10 only; the split of the data, the step-size grid and the target are fedbench's")
 
 HEADLINES = (
-    Headline(
-        "fedprox/real/partial-work-e1", FEDPROX_PAPER, "section 5.2, appendix C.3.2, Figures 9 and 10",
-        "With E = 1 on MNIST, FEMNIST, Shakespeare and Sent140, keeping the stragglers' partial work (FedProx, mu = "
-        "0) still performs better than dropping them (FedAvg).",
-        "'Tolerating for partial solutions to be sent to the central server (FedProx, mu = 0) still performs better "
-        "than dropping the stragglers (FedAvg)' (Figure 9 caption, five datasets)", "training loss",
-        "fedprox/synthetic-1-1/partial-work-e1's rule on each real dataset: per seed and straggler level (50%, "
-        "90%), FedAvg's training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (diverged: "
-        "infinite), E = 1; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below "
-        "0; reproduced if every part is; 5 seeds, each dataset's paper rounds",
-        "paper-scale", None,
-        "the FedProx real-data studies (fedbench.study.paper_profile) run E = 20 only, and an E = 1 straggler rule "
-        "needs a partial-epoch straggler on the real models (missing: E = 1 studies)"),
     Headline(
         "scaffold/uci-concrete/faster-than-sgd", SCAFFOLD_PAPER, "talk slides, 'Quick demo' (SGD vs FedAvg; SCAFFOLD)",
         "On linear regression over UCI concrete (10 clients, no sampling, K = 10 local steps), FedAvg needs a smaller "
@@ -391,8 +390,9 @@ def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, An
     if MNIST5K in cfg.studies:
         out += [fn(cfg, MNIST5K_STUDY, runs_root, data_root) for fn in per_study]
     for s in STUDIES.values():
-        out += [fn(cfg, s, runs_root, data_root) for fn in per_study]
+        out += [] if s.partial_work else [fn(cfg, s, runs_root, data_root) for fn in per_study]
     out.append(five_dataset_mean(cfg, runs_root, data_root))
+    out.append(partial_work_e1(cfg, runs_root, data_root))
     for name in CLAIM_STUDIES:
         out += paper_study_entries(name, runs_root)
     return out + headline_entries()

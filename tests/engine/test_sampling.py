@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbench.engine.sampling import draw_stragglers, minibatch_order, plan_round, select_clients
+from fedbench.engine.sampling import draw_stragglers, minibatch_order, plan_round, select_clients, straggler_steps
 
 SIZES = np.array([5, 80, 12, 40, 7, 300, 25, 60, 9, 150, 33, 18])
 
@@ -122,6 +122,38 @@ def test_invalid_fraction_raises(fraction):
 def test_unknown_straggler_mode_raises():
     with pytest.raises(ValueError, match="straggler_epochs"):
         draw_stragglers(0, 0, 10, 0.5, local_epochs=20, mode="uniform")
+
+
+def test_minibatch_stragglers_keep_e_epochs_and_draw_the_other_modes_stragglers():
+    for r in range(20):
+        straggler, epochs = draw_stragglers(4, r, 10, 0.5, local_epochs=1, mode="minibatches")
+        np.testing.assert_array_equal(epochs, 1)  # E = 1 is allowed: the cut is in steps (straggler_steps)
+        np.testing.assert_array_equal(straggler, draw_stragglers(4, r, 10, 0.5, local_epochs=1, mode="paper")[0])
+
+
+def test_straggler_steps_cut_stragglers_to_1_to_s_minus_1_and_leave_the_others_whole():
+    full = np.array([1, 2, 3, 8, 8, 8])
+    straggler = np.array([True, True, True, True, False, True])
+    seen = {2: set(), 3: set(), 8: set()}
+    for r in range(300):
+        steps = straggler_steps(0, r, straggler, full)
+        assert steps[0] == 1 and steps[4] == 8  # one step: its one step; an active client: all its steps
+        for i in (1, 2, 3, 5):
+            seen[int(full[i])].add(int(steps[i]))
+    assert seen == {2: {1}, 3: {1, 2}, 8: set(range(1, 8))}  # U{1..S_k-1}, every value reached
+    np.testing.assert_array_equal(straggler_steps(0, 5, straggler, full), straggler_steps(0, 5, straggler, full))
+
+
+def test_plan_round_in_minibatches_caps_the_stragglers_steps_at_e_ceil_n_over_b():
+    plan = plan_round(3, 4, SIZES, 6, "uniform", 0.5, 2, "minibatches", batch_size=10)
+    full = 2 * -(-SIZES[plan.clients] // 10)
+    np.testing.assert_array_equal(plan.steps, straggler_steps(3, 4, plan.straggler, full))
+    np.testing.assert_array_equal(plan.steps[~plan.straggler], full[~plan.straggler])
+    assert np.all(plan.steps[plan.straggler] < np.maximum(full[plan.straggler], 2))
+    np.testing.assert_array_equal(plan.clients, plan_round(3, 4, SIZES, 6, "uniform", 0.5, 2, "paper").clients)
+    assert plan_round(3, 4, SIZES, 6, "uniform", 0.5, 2, "paper").steps is None  # the epochs decide
+    with pytest.raises(ValueError, match="batch_size"):
+        plan_round(3, 4, SIZES, 6, "uniform", 0.5, 2, "minibatches")
 
 
 # ---- replay ------------------------------------------------------------------------------------------------

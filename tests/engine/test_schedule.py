@@ -128,3 +128,30 @@ def test_a_block_is_cut_at_the_last_round_and_refuses_an_empty_count(dataset):
     assert [d.round for d in schedule_block(run, 3, 10)] == [3, 4]
     with pytest.raises(ValueError, match="count >= 1"):
         schedule_block(run, 0, 0)
+
+
+@pytest.mark.parametrize("name", ["fedavg", "fedprox"])
+def test_minibatch_stragglers_at_one_epoch_run_the_plans_steps_drawn_ahead_or_one_by_one(name, dataset, monkeypatch):
+    """E = 1 with stragglers cut in minibatch steps (Figures 9 and 10): FedProx keeps the stragglers' first
+    U{1..S_k-1} steps, FedAvg drops them; the block drawn ahead equals the round loop's."""
+    from fedbench.engine.sampling import plan_round
+
+    spec = _spec(name, "always", dataset)
+    cfg = dataclasses.replace(spec.cfg, local_epochs=1, straggler_epochs="minibatches", straggler_fraction=0.5)
+    spec = dataclasses.replace(spec, cfg=cfg)
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    seen = _recorded(monkeypatch, spec, model)
+    _, (run,) = build_stack(model, [spec])
+    _assert_same(_blocks(run, 2), seen, hooked=False)
+    sizes = run.sizes
+    for r, (clients, steps, _, _) in seen.items():
+        plan = plan_round(cfg.seed, r, sizes, cfg.clients_per_round, cfg.sampling, 0.5, 1, "minibatches",
+                          batch_size=cfg.batch_size)
+        keep = np.ones(len(plan.clients), bool) if name == "fedprox" else ~plan.straggler
+        want = dict(zip(plan.clients[keep].tolist(), plan.steps[keep].tolist()))
+        assert dict(zip(clients.tolist(), steps.tolist())) == want
+        full = -(-sizes[plan.clients] // cfg.batch_size)  # one epoch's steps
+        assert np.all(plan.steps[plan.straggler] < full[plan.straggler])  # every straggler's work is cut (S_k > 1)
+    # FedProx trains the 4 selected clients, FedAvg the round(4 x (1 - 0.5)) = 2 active ones, in every round
+    assert sorted(seen) == list(range(ROUNDS))
+    assert all(len(c) == (4 if name == "fedprox" else 2) for c, *_ in seen.values())

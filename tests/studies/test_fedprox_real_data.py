@@ -49,3 +49,19 @@ def test_the_report_builds_each_fedprox_real_entry_from_a_declaration(tmp_path: 
         assert e["seeds"]["training"] == [0, 1, 2]  # the config's, not the declared ones
     assert [e["rounds_paper"] for e in entries] == [200, 200, 200, 200, None]
     assert entries[0]["fidelity"] == "reduced-budget"  # 3 seeds
+
+
+def test_partial_work_declares_the_e1_claim_over_the_four_e1_studies_with_its_registered_rule():
+    import pytest
+
+    from fedbench.claims.registry import load
+    from fedbench.studies.fedprox_real_data import PARTIAL_WORK, PARTIAL_WORK_ID
+    from fedbench.study.paper_profile import PARTIAL_WORK_E1
+
+    (c,) = PARTIAL_WORK.claims
+    assert c.id == PARTIAL_WORK_ID and c.rule == load()[c.id]["spec"]["rule"]  # word for word, as registered
+    assert [a.name for a in PARTIAL_WORK.arms] == ["fedavg", "fedprox_mu0"] == STUDIES[PARTIAL_WORK_E1[0]].algorithms
+    assert PARTIAL_WORK.variants == tuple(STUDIES[n].variant for n in FIVE)  # the same data as the E = 20 studies
+    assert PARTIAL_WORK.knobs == {"stragglers": (0.5, 0.9), "local_epochs": (1,)} and c.reads == ("fedavg", "fedprox_mu0")
+    with pytest.raises(ValueError, match="fedprox_mnist_e1 is an E = 1 study"):
+        declaration(STUDIES["fedprox_mnist_e1"])

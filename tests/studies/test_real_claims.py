@@ -8,6 +8,7 @@ import json
 import shlex
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -97,14 +98,14 @@ def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):
     for key in ("mnist5k", "mnist", "femnist", "shakespeare", "sent140", "shakespeare-plays"):
         assert f"fedprox/{key}/stragglers-90/accuracy-gain" in ids and f"fedprox/{key}/dissimilarity-lower-with-mu" in ids
         assert f"fedprox/{key}/stragglers-0-50/accuracy-gain" in ids and f"fedprox/{key}/stragglers-hurt-fedavg" in ids
-    for cid in ("fedprox/five-datasets/mean-accuracy-gain", "fedlaavg/cifar10/fca-gain",
+    for cid in ("fedprox/five-datasets/mean-accuracy-gain", "fedprox/real/partial-work-e1", "fedlaavg/cifar10/fca-gain",
                 "fedlaavg/cifar10/sublinear-speedup", "fedlaavg/cifar10/fedavg-oscillates", "scaffold/emnist/rounds-to-0.5",
                 "scaffold/emnist/sampling", "scaffold/emnist/two-layer-accuracy", "delta-fl/real/p90-error",
                 "delta-fl/real/mean-error-on-par", "fedproxvr/mnist/non-convex-accuracy", "mime/emnist62/ordering",
                 "mime/emnist62/adam-ordering", "mime/emnist62/fedavg-below-server-only"):
         assert cid in ids
     headlines = {h.id for h in real_claims.HEADLINES}
-    assert len(headlines) == 2 and headlines <= set(ids)
+    assert len(headlines) == 1 and headlines <= set(ids) and "fedprox/real/partial-work-e1" not in headlines
     for e in entries:  # nothing ran here: every entry is not-run with its command, cost and published value
         assert e["published"]["statement"] and e["rounds_run"] is None
         if e["id"] in headlines:  # no study would judge it yet: not-implemented, no command, what is missing instead
@@ -229,3 +230,108 @@ def test_projection_is_linear_in_rounds_runs_and_steps():
 
     claim_models = {x.model for name in CLAIM_STUDIES for x in declaration(name).scales}
     assert set(load_measured()["models"]) >= {s.model for s in STUDIES.values()} | claim_models
+
+
+# ---- fedprox/real/partial-work-e1: Figures 9 and 10 at E = 1 (the partial-work-e1 profile's four studies) --------
+E1_RULE = ("fedprox/synthetic-1-1/partial-work-e1's rule on each real dataset: per seed and straggler level (50%, "
+           "90%), FedAvg's training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (diverged: "
+           "infinite), E = 1; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below "
+           "0; reproduced if every part is; 5 seeds, each dataset's paper rounds")  # as registered, word for word
+
+
+def test_partial_work_e1_not_run_with_the_four_commands_their_summed_cost_and_its_registered_rule(tmp_path):
+    from fedbench.claims.registry import load, status
+    from fedbench.study.paper_profile import PARTIAL_WORK_E1
+
+    cfg = load_config(PARAMS)
+    e = real_claims.partial_work_e1(cfg, tmp_path / "runs", tmp_path / "generated")
+    assert e["verdict"] == "not-run" and e["rule"] == E1_RULE == load()[e["id"]]["spec"]["rule"]
+    assert e["command"] == " && ".join(f"fedbench paper run {n}" for n in PARTIAL_WORK_E1) and e["command"] in e["observed"]
+    costs = [real_claims._cost(cfg, STUDIES[n]) for n in PARTIAL_WORK_E1]
+    assert e["cost"]["per_study_hours"] == {n: c["hours"] for n, c in zip(PARTIAL_WORK_E1, costs)}
+    assert e["cost"]["hours"] == pytest.approx(sum(c["hours"] for c in costs)) and e["cost"]["hours"] > 0
+    assert e["rounds_run"] is None and e["seeds"] == {"training": [], "data": []}  # as it was registered
+    assert e["scale"]["rounds"] == [100, 200, 40, 800] and e["scale"]["straggler_epochs"] == "minibatches"
+    assert status(e, load())["status"] == "registered"  # registered before any run, 2026-11-26
+
+
+def _e1_curves(differences):
+    """Made-up runs of the four E = 1 studies: FedProx(mu=0)'s training loss 1.0 every round, FedAvg's 1.0 plus
+    ``differences(dataset title, straggler level)[seed]`` (inf: FedAvg diverged)."""
+    from fedbench.studies.fedprox_main_job_claims import Curves
+    from fedbench.study.paper_profile import PARTIAL_WORK_E1
+
+    frames = {}
+    for name in PARTIAL_WORK_E1:
+        s, rows = STUDIES[name], []
+        for f in (0.5, 0.9):
+            for seed, d in enumerate(differences(s.title, f)):
+                for v, loss in (("fedprox_mu0", 1.0), ("fedavg", 1.0 + d)):
+                    rows += [{"dataset": s.variant, "variant": v, "stragglers": f, "seed": seed, "round": r,
+                              "train/loss": loss} for r in range(s.rounds + 1)]
+        frames[s.variant] = Curves(pd.DataFrame(rows))
+        frames[s.variant].summaries = pd.DataFrame({"wall_time_s": [2.0] * 20, "device": ["cpu"] * 20})  # 20 runs
+    return frames
+
+
+@pytest.mark.parametrize("sent140_90, verdict, estimate", [
+    ([0.1, 0.2, 0.3, 0.4, 0.5], "reproduced", 0.3),  # every part above 0
+    ([-0.5, -0.4, -0.3, -0.2, -0.1], "not-reproduced", -0.3),  # one part below 0: not-reproduced
+    ([-0.2, 0.1, 0.3, -0.1, 0.2], "inconclusive", 0.06),  # one part's interval straddles 0
+])
+def test_partial_work_e1_judges_each_dataset_and_level(tmp_path, monkeypatch, sent140_90, verdict, estimate):
+    """Eight parts (4 datasets x 50%, 90%); the others all read [0.1, 0.2, 0.3, 0.4, 0.5] (mean 0.3, t interval
+    0.3 +- 2.776 x 0.1581 / sqrt(5) = [0.104, 0.496]), except MNIST at 90% where one FedAvg run diverged (+inf: the
+    sign test's order-statistic interval [min, max] = [0.1, inf], median 0.4)."""
+    def differences(title, f):
+        if (title, f) == ("Sent140", 0.9):
+            return sent140_90
+        return [0.1, 0.2, float("inf"), 0.4, 0.5] if (title, f) == ("MNIST", 0.9) else [0.1, 0.2, 0.3, 0.4, 0.5]
+
+    curves = _e1_curves(differences)
+    real_runs_of = real_claims.runs_of
+    monkeypatch.setattr(real_claims, "runs_of", lambda cfg, s, runs, data: (real_runs_of(cfg, s, runs, data)[0],
+                                                                             curves[s.variant]))
+    e = real_claims.partial_work_e1(load_config(PARAMS), tmp_path / "runs", tmp_path / "generated")
+    assert e["verdict"] == verdict and e["rule"] == E1_RULE and "command" not in e
+    parts = {p["part"]: p for p in e["parts"]}
+    assert list(parts) == [f"{t}, {f}% stragglers" for t in ("MNIST", "FEMNIST", "Shakespeare", "Sent140")
+                           for f in (50, 90)]
+    assert parts["Sent140, 90% stragglers"]["estimate"] == pytest.approx(estimate)
+    assert parts["FEMNIST, 50% stragglers"]["ci95"] == pytest.approx([0.103676, 0.496324], abs=1e-5)
+    diverged = parts["MNIST, 90% stragglers"]
+    assert diverged["verdict"] == "reproduced" and diverged["ci95"][0] == pytest.approx(0.1) and diverged["estimate"] == 0.4
+    assert e["fidelity"] == "paper-scale" and e["rounds_run"] == 40 and e["seeds"]["training"] == [0, 1, 2, 3, 4]
+    assert e["reproduced"]["Sent140, 90% stragglers"]["fedprox_mu0"] == [1.0] * 5
+    assert e["reproduced"]["MNIST, 90% stragglers"]["fedavg"] == [1.1, 1.2, "inf", 1.4, 1.5]
+    assert e["cost"] == {"device": "cpu", "seconds": 160.0, "hours": 0.044, "runs": 80, "measured": True}
+    from fedbench.claims.registry import load, status
+
+    assert status(e, load())["status"] == "registered"  # judged: its runs fill what the registration left open
+
+
+def test_partial_work_e1_end_to_end_on_fixture_mnist(tmp_path, monkeypatch):
+    """fedprox_mnist_e1 at fixture size (MNIST-format fixture images built as mnist_fedprox over 10 devices, 3
+    seeds, 6 rounds, 3 clients a round): the train stage's code runs its E = 1 minibatch stragglers and the claim,
+    narrowed to that one study, is judged from the runs."""
+    from tests.studies.real_fixtures import build_real, fixed_pixels
+
+    with fixed_pixels():
+        build_real(tmp_path, "mnist_fedprox", num_clients=10, phase1_per_label=5)
+    s = STUDIES["fedprox_mnist_e1"]
+    study = s.study()
+    study["train"] = study["train"] | {"rounds": 6}
+    cfg = load_config(PARAMS, {**TINY, **overrides([s.name], _raw()["data"]), f"studies.{s.name}": study,
+                               "data.variants.mnist_fedprox": {"num_clients": 10, "phase1_per_label": 5}})
+    assert run_params(cfg, s.variant, "fedavg", 0.9, 0)["straggler_epochs"] == "minibatches"
+    assert run_params(cfg, s.variant, "fedavg", 0.9, 0)["local_epochs"] == 1
+    runs = tmp_path / "runs"
+    train_runs(cfg, list(study_runs(cfg, [s.name])), tmp_path / "generated", runs, progress=False)
+    monkeypatch.setattr(real_claims, "PARTIAL_WORK_E1", [s.name])
+    e = real_claims.partial_work_e1(cfg, runs, tmp_path / "generated")
+    _judged(e, "smoke-check")  # 6 of the paper's 100 rounds
+    assert [p["part"] for p in e["parts"]] == ["MNIST, 50% stragglers", "MNIST, 90% stragglers"]
+    for p, f in zip(e["parts"], ("50", "90")):  # each part: the per-seed differences of the recorded losses
+        kept = e["reproduced"][f"MNIST, {f}% stragglers"]
+        assert p["per_seed"] == [pytest.approx(a - b, abs=2e-4) for a, b in zip(kept["fedavg"], kept["fedprox_mu0"])]
+    assert e["cost"]["measured"] and e["cost"]["runs"] == 12 and (e["rounds_run"], e["rounds_paper"]) == (6, 100)

@@ -1,0 +1,87 @@
+"""The paper profile's E = 1 studies (fedbench.study.paper_profile, profile ``partial-work-e1``: FedProx Figures 9
+and 10 on the four real datasets): what each runs, that the profile loads as params, and their projected cost from
+the measured unit costs of the E = 20 study of the same model and batch (fedbench.bench.paper_cost.study_cost)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedbench.bench.paper_cost import study_cost
+from fedbench.config import load_config
+from fedbench.study.paper_profile import (PAPER, PARTIAL_WORK_E1, PROFILES, STUDIES, UNIT_COSTS_OF, overrides,
+                                          study_scales)
+
+PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
+
+
+def test_the_e1_studies_are_the_paper_studies_at_one_epoch_fedavg_against_mu0_at_50_and_90():
+    assert PROFILES["partial-work-e1"] == PARTIAL_WORK_E1 == [
+        "fedprox_mnist_e1", "fedprox_femnist_e1", "fedprox_shakespeare_e1", "fedprox_sent140_e1"]
+    assert not set(PARTIAL_WORK_E1) & set(PAPER)  # the paper profile keeps its four E = 20 studies
+    assert PAPER == ["fedprox_mnist", "fedprox_femnist", "fedprox_shakespeare", "fedprox_sent140"]
+    for name, e20 in zip(PARTIAL_WORK_E1, PAPER):
+        s, base = STUDIES[name], STUDIES[e20]
+        assert (s.variant, s.model, s.lr, s.rounds) == (base.variant, base.model, base.lr, base.rounds)
+        study = s.study()
+        assert study["algorithms"] == ["fedavg", "fedprox_mu0"] and study["stragglers"] == [0.5, 0.9]
+        assert study["train"]["local_epochs"] == 1 and study["train"]["straggler_epochs"] == "minibatches"
+        assert UNIT_COSTS_OF[name] == e20
+    # the E = 20 studies' settings are unchanged (their runs' fingerprints, their claims' registered scale)
+    assert STUDIES["fedprox_mnist"].study() == {
+        "datasets": ["mnist_fedprox"], "algorithms": ["fedavg", "fedprox_mu0", "fedprox_mu1"],
+        "stragglers": [0.0, 0.5, 0.9], "train": {"model": "mclr", "lr": 0.03, "rounds": 100}}
+    assert "straggler_epochs" not in STUDIES["fedprox_sent140"].study()["train"]
+
+
+def test_every_run_of_an_e1_study_is_read():
+    """2 arms x 2 straggler levels x 5 seeds, all read by fedprox/real/partial-work-e1; one epoch a round."""
+    (read,) = STUDIES["fedprox_mnist_e1"].scales(5)
+    assert read.read and read.runs == 20 and read.local_epochs == 1 and read.rounds == 100
+    assert [x.runs for x in STUDIES["fedprox_mnist"].scales(5)] == [20, 25]  # the E = 20 study: unchanged
+    assert study_scales(5)["fedprox_sent140_e1"][0].runs == 20
+
+
+def test_the_e1_profile_loads_as_params_with_minibatch_stragglers():
+    raw = yaml.safe_load(PARAMS.read_text())
+    cfg = load_config(PARAMS, overrides(PARTIAL_WORK_E1, raw["data"]))
+    for name in PARTIAL_WORK_E1:
+        t = cfg.train_for(STUDIES[name].variant)
+        assert (t.local_epochs, t.straggler_epochs) == (1, "minibatches") and cfg.studies[name].stragglers == (0.5, 0.9)
+    assert cfg.train.local_epochs == 20 and cfg.train.straggler_epochs == "authors_code"  # the main job's
+
+
+UNITS = {"step_s": 0.001, "round_s": 0.01, "eval_s": 0.1, "eval_sample_s": 1e-6, "grad_sample_s": 2e-6}
+
+
+def _costs(folder: Path, studies: dict[str, dict]) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "paper-cost.json").write_text(json.dumps({"device_name": "test CPU", "date": "2026-01-01", "studies": {
+        name: {"measured_at": "2026-01-02 00:00 UTC", "units": {"mclr@10": units}} for name, units in studies.items()}}))
+    return folder
+
+
+def test_an_e1_study_is_priced_by_its_e20_studys_measured_units(tmp_path):
+    """fedprox_mnist_e1: 20 runs of 100 rounds; a round: 10 clients x 1 epoch x ceil(62.13 / 10) = 7 steps = 70
+    steps; 101 evaluations (rounds 0-100) of 69,035 samples; 101 dissimilarities of round(69,035 x 0.9) = 62,132
+    gradients (fedprox_mnist's own unit costs, the same model mclr and batch 10)."""
+    folder = _costs(tmp_path / "bench", {"fedprox_mnist": UNITS})
+    c = study_cost("fedprox_mnist_e1", STUDIES["fedprox_mnist_e1"].scales(5), "cpu", folder)
+    per_run = 100 * (0.01 + 70 * 0.001) + 101 * (0.1 + 69035 * 1e-6) + 101 * 62132 * 2e-6
+    assert c["seconds"] == pytest.approx(20 * per_run, abs=0.05)  # 752.5 s (rounded to 0.1 s)
+    assert c["source"] == "measured" and c["units_of"] == "fedprox_mnist" and c["left_out"] == 0
+    assert "the unit costs measured for fedprox_mnist" in c["basis"] and c["machine"] == "test CPU"
+    # the E = 20 study at the same units: E = 20 makes 1,400 steps a round
+    e20 = study_cost("fedprox_mnist", STUDIES["fedprox_mnist"].scales(5), "cpu", folder)
+    assert e20["train_hours"] == pytest.approx(20 * 100 * (0.01 + 1400 * 0.001) / 3600, abs=0.005)
+    assert "units_of" not in e20
+    # measured for itself, an E = 1 study is priced by its own units
+    own = study_cost("fedprox_mnist_e1", STUDIES["fedprox_mnist_e1"].scales(5), "cpu",
+                     _costs(tmp_path / "own", {"fedprox_mnist": UNITS, "fedprox_mnist_e1": UNITS | {"step_s": 0.002}}))
+    assert "units_of" not in own and own["seconds"] == pytest.approx(c["seconds"] + 20 * 100 * 70 * 0.001, abs=0.1)
+    # no measurement at all: the per-model table
+    assert study_cost("fedprox_mnist_e1", STUDIES["fedprox_mnist_e1"].scales(5), "cpu",
+                      tmp_path / "none")["source"] == "projected"
