@@ -14,10 +14,10 @@ ee3bae3; the rule text below is that registration, word for word):
   (the claim is about the training loss).
 - Split: SCAFFOLD's s%-similarity split (paper section 7.1: s% i.i.d., the rest sorted by label) with the strength
   as the label and s = SIMILARITY = 10 (the paper's EMNIST runs use 0, 10 and 100%; the slides: "sorted by labels
-  and then 'slightly shuffled'"), 10 clients of 103 rows; the split seed is the only randomness (full batches, every
+  and then 'slightly shuffled'"), 10 clients of 102 to 104 rows; the split seed is the only randomness (full batches, every
   client every round, a fixed start).
-- Methods: SGD is FedAvg with one full-batch local step (with equal clients its round is one step on the mean
-  gradient); FedAvg and SCAFFOLD (option II, eta_g = 1, control variates started at 0) take K = 10 full-batch steps.
+- Methods: SGD is FedAvg with one full-batch local step (FedAvg weighs the clients by their rows, so its round is
+  one step on the mean gradient of all rows); FedAvg and SCAFFOLD (option II, eta_g = 1, control variates started at 0) take K = 10 full-batch steps.
 - Step sizes: the grid 2^-j / L, j = 0..GRID_HALVINGS - 1, L the largest eigenvalue of the training loss's Hessian
   (1/n) A^T A, A = [z, 1] (the same for every split). A run "converges" when its training loss gets within 1% of the
   least-squares optimum f* (closed form, float64) within MAX_ROUNDS rounds; a seed's selection is the largest
