@@ -305,8 +305,6 @@ class Headline:
 FEDLAAVG_RECONSTRUCTED = ("reconstructed, not paper-scale: the paper's tuned step sizes, its beta and its per-client "
                           "size distribution are stripped; the authors' code defaults fill them "
                           "(fedbench/studies/fedlaavg_cifar10.py)")
-CONCRETE_RECONSTRUCTED = ("reconstructed, not paper-scale: the slides give the data, 10 clients, no sampling and "
-                          "K = 10 only; the split of the data, the step-size grid and the target are fedbench's")
 
 HEADLINES = (
     Headline(
@@ -322,25 +320,6 @@ HEADLINES = (
         "paper-scale", None,
         "the FedProx real-data studies (fedbench.study.paper_profile) run E = 20 only, and an E = 1 straggler rule "
         "needs a partial-epoch straggler on the real models (missing: E = 1 studies)"),
-    Headline(
-        "scaffold/uci-concrete/faster-than-sgd", SCAFFOLD_PAPER, "talk slides, 'Quick demo' (SGD vs FedAvg; SCAFFOLD)",
-        "On linear regression over UCI concrete (10 clients, no sampling, K = 10 local steps), FedAvg needs a smaller "
-        "learning rate than SGD and is slower than SGD, while SCAFFOLD works with SGD's learning rate and is faster "
-        "than SGD.",
-        "'FedAvg needs smaller learning rate'; 'Slower than SGD'; 'SCAFFOLD works with same learning rate as SGD'; "
-        "'Faster than SGD!' (plots only, no numbers)", "rounds to the target loss",
-        "least squares on UCI concrete split over 10 clients, every client every round, K = 10 local full-batch "
-        "gradient steps (SGD: one server step a round on the mean gradient); each method's step is the largest of "
-        "the grid {1, 1/2, 1/4, ...} x 1/L (L the largest eigenvalue of the data's Hessian) whose run converges, "
-        "chosen on split seeds 100-102 and judged on split seeds 0-4 (the client split is the only randomness); "
-        "reading: rounds until the training loss is within 1% of the least-squares optimum (never: the rounds run). "
-        "Parts: (a) SGD's rounds - SCAFFOLD's, (b) FedAvg's rounds - SGD's, (c) SGD's step / FedAvg's step >= 2 in "
-        "each seed's selection ('smaller learning rate'; a deterministic part); (a) and (b): reproduced if the 95% "
-        "interval lies above 0, not-reproduced if it lies below; reproduced if all three are",
-        "reconstructed", None,
-        "no study runs it (missing: a study fedbench/studies/scaffold_concrete.py, and the UCI concrete "
-        "data, which no package source of fedbench.data provides offline)",
-        note=CONCRETE_RECONSTRUCTED),
     Headline(
         "mime/emnist62/adam-ordering", MIME_PAPER, "talk slides, Figure 3 (middle: Adam)",
         "On EMNIST-62 with Adam as the base optimizer, Mime and MimeLite reach a higher test accuracy than FedAvg.",
