@@ -84,10 +84,10 @@ DECLARATION = StudyDeclaration(
     knobs={"lr_factor": LR_FACTORS, "selection_seed": SELECTION_SEEDS},
     deviations=(
         RECONSTRUCTED,
-        "inputs z-scored over all 1,030 rows; the target in MPa, fitted with an intercept (the slides give no "
-        "preprocessing)",
-        f"the split: SCAFFOLD's s%-similarity split with the strength as the label, s = {SIMILARITY:g} (ours; the "
-        "slides give none)",
+        ("inputs z-scored over all 1,030 rows; the target in MPa, fitted with an intercept (the slides give no "
+         "preprocessing)"),
+        (f"the split: SCAFFOLD's s%-similarity split with the strength as the label, s = {SIMILARITY:g} (ours; the "
+         "slides give none)"),
         "the strength as modeldata gives it (2 decimals; the UCI xls has more)",
     ),
     claims=(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
@@ -74,7 +73,7 @@ def judge_claim(study: ModuleType, curves: dict, steps: dict[str, float | None],
     step (a method with no chosen step: never, the rounds run), at 25, 50 and 100% of the rounds; part (c) from the
     selection, deterministic, combined with them."""
     def rounds(method: str, seed: int, budget: float) -> int:
-        cut = int(round(budget * study.MAX_ROUNDS))
+        cut = round(budget * study.MAX_ROUNDS)
         step = steps[method]
         return cut if step is None else rounds_to_target(study, curves[(method, step, seed)], f_star, cut)
 
