@@ -25,6 +25,11 @@ ee3bae3; the rule text below is that registration, word for word):
   selection seed (100-102). MAX_ROUNDS = 1,000, about 20 times the rounds plain gradient descent at 1/L needs.
 - Reading: rounds until the training loss is within 1% of f* (never: the rounds run).
 
+Cost: 99 selection runs (3 methods x 11 steps x 3 seeds) and 15 judged runs (3 methods x 5 seeds) of up to 1,000
+rounds. Projected, not measured whole (MEASURED stays None until a full run is timed): its first 18 runs, all of
+1,000 rounds, took 666 CPU-s on a 2-core Xeon shared with other jobs (37 CPU-s a run), so about 114 x 37 = 4,200
+CPU-s, ~35 min wall with 2 workers on 2 free cores; an upper bound, as a diverging run stops early.
+
 The claim logic (readings, the three parts, the figure) is in fedbench.studies.scaffold_concrete_claims.
 """
 
