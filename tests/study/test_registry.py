@@ -62,4 +62,4 @@ def test_the_registry_and_every_declaration_import_no_torch():
              "print(len(ds), sorted(m for m in ('torch', 'mlflow', 'pandas', 'matplotlib') if m in sys.modules))")
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "21 []", out.stderr[-2000:]
+    assert out.stdout.strip() == "22 []", out.stderr[-2000:]
