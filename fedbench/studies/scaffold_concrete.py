@@ -191,9 +191,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
     f_star = optimum()[0]
 
     def record(sim: Simulation, o: Outcome) -> dict[str, Any]:
-        curve = losses(o)
-        return sim_record(sim, o, keys=(), series={"train/loss": curve}, metrics={
-            "study/rounds_to_target": float(claims.rounds_to_target(this, curve, f_star))})
+        return sim_record(sim, o, keys=(), series={"train/loss": o.series("train/loss")}, metrics={
+            "study/rounds_to_target": float(claims.rounds_to_target(this, losses(o), f_star))})
 
     chosen_sims = [simulation(*job) for job in selection_runs()]
     curves = {job: losses(o) for job, o in zip(selection_runs(), study.run_list(chosen_sims, record))}
