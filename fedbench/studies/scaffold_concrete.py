@@ -26,9 +26,11 @@ ee3bae3; the rule text below is that registration, word for word):
 - Reading: rounds until the training loss is within 1% of f* (never: the rounds run).
 
 Cost: 99 selection runs (3 methods x 11 steps x 3 seeds) and 15 judged runs (3 methods x 5 seeds) of up to 1,000
-rounds. Projected, not measured whole (MEASURED stays None until a full run is timed): its first 18 runs, all of
-1,000 rounds, took 666 CPU-s on a 2-core Xeon shared with other jobs (37 CPU-s a run), so about 114 x 37 = 4,200
-CPU-s, ~35 min wall with 2 workers on 2 free cores; an upper bound, as a diverging run stops early.
+rounds. Projected, not measured whole (MEASURED stays None until a full run is timed), on a 2-core Xeon shared with
+other jobs: its first 18 runs, all of 1,000 rounds, took 666 CPU-s (37 CPU-s a run); three FedAvg runs of 200 rounds
+took 16.1 CPU-s on a quieter machine (27 CPU-s per 1,000 rounds). So 114 x 27-37 = 3,100-4,200 CPU-s, about 26-35 min
+wall with 2 workers on 2 cores; an upper bound, as a diverging run stops early. Most of it is functorch's dispatch
+(vmap of grad, about 5 ms a local step), not arithmetic.
 
 The claim logic (readings, the three parts, the figure) is in fedbench.studies.scaffold_concrete_claims.
 """
