@@ -24,13 +24,17 @@ RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", 
 # `fedbench claims register` rewrites and that changes no study's numbers, so the folder itself is no dependency
 CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "coverage", "entry", "fidelity", "magnitude", "papers", "readings", "registry",
                                                  "selection", "stats", "tally", "verdict"))
+# the real data a params.yaml study reads itself (scaffold_concrete: UCI concrete from a package's wheel, checked by
+# its sha256, split by SCAFFOLD's similarity partitioner)
+STUDY_DATA = ("data/concrete.py", "data/sources.py", "data/download.py", "data/partition")
 # a claim study: its own module (studies/<name>.py, see study_code) and this shared code: the studies' runner, their
 # declaration, record format, outcome reuse and stage (params.yaml -> the run), the same engine, their synthetic
 # data, the worker processes or Ray tasks (one torch thread each, which fixes the order of floating-point sums), the
 # claim model that judges them and the figures they draw, and STUDY_PARTS: a params.yaml study's sibling modules (its
 # claims, or an arm's algorithm, kept apart; dvc.yaml's one study stage lists the same deps for every study it runs,
 # so each such study depends on every sibling)
-STUDY_PARTS = ("studies/scaffold_quadratics_claims.py", "studies/fedprox_stragglers.py")
+STUDY_PARTS = ("studies/scaffold_quadratics_claims.py", "studies/fedprox_stragglers.py",
+               "studies/scaffold_concrete_claims.py", *STUDY_DATA)
 STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "studies/record.py", "studies/reuse.py",
               "studies/runs.py", "studies/stage.py", *STUDY_PARTS, "engine", "algorithms", "models", "availability",
               "data/__init__.py", "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py",

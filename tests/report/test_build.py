@@ -314,22 +314,28 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
     assert count_verdicts([void]).confirmed == 0 and count_verdicts([void]).by_fidelity[gain["fidelity"]][gain["verdict"]] == 1
 
 
-def test_a_not_implemented_headline_is_named_and_covers_nothing(claims):
-    """Issue 32, item 4: the HEADLINES no command would judge (fedbench.studies.real_claims.headline_entries) are
-    not-implemented entries; a paper's coverage line names them as such and counts them as not checked (they stay
-    in its denominator: missing, never covered), and the tally counts them in no class."""
-    from fedbench.studies.real_claims import headline_entries
+def test_a_not_implemented_headline_is_named_and_covers_nothing(claims, monkeypatch):
+    """Issue 32, item 4: a claim in HEADLINES, which no command would judge (fedbench.studies.real_claims.
+    headline_entries), is a not-implemented entry; a paper's coverage line names it as such and counts it as not
+    checked (it stays in its denominator: missing, never covered), and the tally counts it in no class. None is left
+    now (every placeholder of the review is a study's claim), so one is made up here: E = 1's partial work as it was
+    before its studies existed."""
+    from fedbench.claims.papers import FEDPROX_PAPER
+    from fedbench.studies import real_claims
 
-    missing = json.loads(json.dumps(plain(headline_entries())))
+    assert real_claims.HEADLINES == ()
+    monkeypatch.setattr(real_claims, "HEADLINES", (real_claims.Headline(
+        "fedprox/real/partial-work-e1", FEDPROX_PAPER, "section 5.2, Figures 9 and 10", "partial work helps at E = 1",
+        "'still performs better'", "training loss", "greater than 0", "paper-scale", None, "missing: E = 1 studies"),))
+    missing = json.loads(json.dumps(plain(real_claims.headline_entries())))
     assert {c["verdict"] for c in missing} == {"not-implemented"} and all(c["rounds_run"] is None for c in missing)
     md = claims_markdown(_at_40_rounds(claims) + missing, pd.DataFrame())
     assert ("Coverage: 10 of 30 headline claims checked on the paper's data (10 reduced-budget); not checked: +22 "
             "points on average over the five datasets at 90% stragglers; partial work still helps") in md
-    # a headline its study judges (here not run: feddane_mu1 is opt-in; the E = 1 studies of the partial-work-e1
-    # profile) is not checked, never "not implemented"
-    assert ("; FedDane with mu = 1 (Figure 4, top row); partial work helps at E = 1 on the real datasets (Figures "
-            "9-10); adaptive mu on the other two non-IID sets (Figure 11); ") in md
-    assert "not implemented (no command would judge it): partial work helps at E = 1" not in md
+    assert ("; not implemented (no command would judge it): partial work helps at E = 1 on the real datasets (Figures "
+            "9-10).") in md
+    # a headline its study judges (here not run: feddane_mu1 is opt-in) is not checked, never "not implemented"
+    assert "; FedDane with mu = 1 (Figure 4, top row); adaptive mu on the other two non-IID sets (Figure 11); " in md
     t = count_verdicts(_at_40_rounds(claims) + missing)
     assert t.claims == len(claims) and len(t.not_implemented) == len(missing) == 1
     assert t.headline == count_verdicts(_at_40_rounds(claims)).headline

@@ -47,6 +47,23 @@ def _fedproxvr_synthetic(mp: pytest.MonkeyPatch, study: ModuleType) -> None:
     study._dataset.cache_clear()
 
 
+def _scaffold_concrete(mp: pytest.MonkeyPatch, study: ModuleType) -> None:
+    """A generated table in place of UCI concrete (60 rows, 8 z-scored inputs; no package needed), with fresh caches
+    of the split and the optimum (restored with the real ones when the patch is undone)."""
+    import functools
+
+    import numpy as np
+
+    def table():
+        rng = np.random.default_rng(0)
+        z = rng.standard_normal((60, 8))
+        return (z - z.mean(0)) / z.std(0), 30.0 + z @ np.arange(1.0, 9.0) + rng.standard_normal(60)
+
+    mp.setattr(study, "table", table)
+    mp.setattr(study, "federated", functools.cache(study.federated.__wrapped__))
+    mp.setattr(study, "optimum", functools.cache(study.optimum.__wrapped__))
+
+
 SEEDS = {"seeds": (0, 1)}
 SMALL: dict[str, Small] = {
     "delta_fl_triangle": Small(attrs={"ROUNDS": 60}),
@@ -61,6 +78,8 @@ SMALL: dict[str, Small] = {
     "fedprox_synthetic_others": Small(attrs={"EPOCHS": 1}, budgets={"pipeline": 3}, kwargs=SEEDS),
     "fedproxvr_synthetic": Small(patch=_fedproxvr_synthetic),
     "mime_synthetic": Small(attrs={"ROUNDS": 4, "LR_GRID": (0.003, 0.03)}, kwargs=SEEDS),
+    "scaffold_concrete": Small(attrs={"MAX_ROUNDS": 30, "LR_FACTORS": (1.0, 0.5), "SELECTION_SEEDS": (100,)},
+                               kwargs=SEEDS, patch=_scaffold_concrete),
     "scaffold_quadratics": Small(attrs={"G_VALUES": (1.0, 100.0), "LR_GRID": (0.5, 0.25), "COMMON_LRS": (0.1,),
                                        "MAX_ROUNDS": 30}),
 }

@@ -20,7 +20,7 @@ def test_the_registry_names_every_study_module_and_only_those():
     study left out of the list, or a name that is no study, fails here."""
     runs = {f.stem for f in STUDIES.glob("*.py") if not f.stem.startswith("_")
             and callable(getattr(importlib.import_module(f"fedbench.studies.{f.stem}"), "run", None))}
-    assert set(registry.names()) == runs and len(runs) == 22
+    assert set(registry.names()) == runs and len(runs) == 23
     assert not set(registry.SMALL) & set(registry.CLAIM_STUDIES)
 
 
@@ -62,4 +62,4 @@ def test_the_registry_and_every_declaration_import_no_torch():
              "print(len(ds), sorted(m for m in ('torch', 'mlflow', 'pandas', 'matplotlib') if m in sys.modules))")
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "22 []", out.stderr[-2000:]
+    assert out.stdout.strip() == "23 []", out.stderr[-2000:]
