@@ -42,11 +42,11 @@ from fedbench.studies import WORKERS
 from fedbench.studies import mime_real as shared
 from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, accuracy, curve, figure
 from fedbench.study.declaration import Claim, StudyDeclaration
-from fedbench.studies.real_data import REAL_ROOT, build, load_real
+from fedbench.studies.real_data import REAL_ROOT, load_real
 
 MODEL = "leaf_femnist_cnn"
 LR = 0.004  # LEAF's FEMNIST FedAvg learning rate (paper_experiments/femnist.sh), every arm
-LOCAL_EPOCHS, BATCH = 1, 10  # LEAF's FEMNIST FedAvg runs: 1 epoch; LEAF's default batch size
+LOCAL_EPOCHS, BATCH = shared.LEAF_EPOCHS, shared.LEAF_BATCH  # LEAF's FEMNIST FedAvg runs: 1 epoch of its default batch
 READINGS = ("best", "tail", "final")
 # The evaluation protocol (the paper states none; FedJAX's EMNIST experiments, listed as a deviation): test accuracy
 # on every writer's own test images every EVAL_EVERY rounds and on the final model (fedbench.studies.mime_real).
@@ -117,35 +117,14 @@ DECLARATION = StudyDeclaration(
 ))
 
 
-def algorithm(method: str) -> Any:
-    """Arm ``method``'s algorithm, built from its declared settings (its step among them)."""
-    return shared.algorithm(DECLARATION.arm(method))
-
-
-def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) -> Any:
-    """One arm on femnist_leaf with LEAF's CNN, writers sampled by size and averaged with equal weights."""
-    variant = DECLARATION.variants[0]
-    return shared.simulation(f"{method}/seed={seed}", variant, real_root,
-                             build(budget.model, load_real(variant, str(real_root))), algorithm(method),
-                             {"method": method, "dataset": variant, "model": budget.model}, rounds=budget.rounds,
-                             clients_per_round=budget.clients_per_round, local_epochs=LOCAL_EPOCHS, batch_size=BATCH,
-                             seed=seed, device=budget.device)
-
-
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.claims.entry import judged
     from fedbench.claims.readings import TAIL
     from fedbench.claims.stats import fmt_effect
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_declared
 
     d = DECLARATION
-    b, study, methods = open_declared(out_dir, d, budget, workers)
-    runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
-                          lambda sim, o: sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
-                              "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
-    study.write()
+    b, study, methods, runs = shared.run_femnist(out_dir, d, budget, workers, real_root)
 
     def acc(m, s, reading, bud):
         return accuracy(runs[(m, s)], reading, b.rounds, bud)

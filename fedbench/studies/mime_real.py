@@ -110,3 +110,34 @@ def figure(path: Path, rounds: int, curves: dict[str, np.ndarray], title: str) -
     ax.set(xlabel="round", ylabel="test accuracy (%), mean over seeds", title=title)
     ax.legend(fontsize=8)
     save_figure(fig, path, dpi=120)
+
+
+# the EMNIST-62 studies (mime_emnist, mime_emnist_adam): LEAF's FEMNIST FedAvg runs, 1 epoch of LEAF's default batch
+LEAF_EPOCHS, LEAF_BATCH = 1, 10
+
+
+def femnist_simulation(declaration: Any, method: str, seed: int, budget: Any, real_root: str | Path) -> Any:
+    """Arm ``method`` of an EMNIST-62 study's ``declaration`` on femnist_leaf with ``budget.model``: writers sampled
+    by size and averaged with equal weights, LEAF's epoch of batch 10, the arm's algorithm from its settings."""
+    from fedbench.studies.real_data import build, load_real
+
+    variant = declaration.variants[0]
+    return simulation(f"{method}/seed={seed}", variant, real_root, build(budget.model, load_real(variant, str(real_root))),
+                      algorithm(declaration.arm(method)), {"method": method, "dataset": variant, "model": budget.model},
+                      rounds=budget.rounds, clients_per_round=budget.clients_per_round, local_epochs=LEAF_EPOCHS,
+                      batch_size=LEAF_BATCH, seed=seed, device=budget.device)
+
+
+def run_femnist(out_dir: str | Path, declaration: Any, budget: str, workers: int, real_root: str | Path) -> tuple:
+    """Every (arm, seed) of an EMNIST-62 study at ``budget``, each recorded with its best test accuracy: (the budget,
+    the study's runs, the arms' names, the outcomes by (arm, seed))."""
+    from fedbench.studies.record import sim_record
+    from fedbench.studies.runs import open_declared
+
+    b, study, methods = open_declared(out_dir, declaration, budget, workers)
+    runs = study.run_jobs([(m, s) for s in b.seeds for m in methods],
+                          lambda m, s: femnist_simulation(declaration, m, s, b, real_root),
+                          lambda sim, o: sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
+                              "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
+    study.write()
+    return b, study, methods, runs

@@ -15,6 +15,7 @@ from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import Outcome, run_simulations
 from fedbench.studies import mime_emnist as study
 from fedbench.studies.mime_emnist import DECLARATION
+from fedbench.studies.mime_real import femnist_simulation
 from fedbench.studies.real_data import not_run_entry
 from tests.studies.real_fixtures import build_real
 
@@ -28,7 +29,7 @@ def test_paper_budget_declares_the_stated_setup(real_root):
     b = DECLARATION.budget("paper")
     assert b.seeds == DECLARATION.seeds == (0, 1, 2, 3, 4)
     assert len(b.seeds) >= 3 and b.device == "auto" and b.model == "leaf_femnist_cnn"
-    sims = {a.name: study.simulation(a.name, 0, b, real_root) for a in DECLARATION.arms}
+    sims = {a.name: femnist_simulation(DECLARATION, a.name, 0, b, real_root) for a in DECLARATION.arms}
     assert sims["Mime"].algorithm == Mime(lr=0.004, variant="mime", base="sgdm", momentum=0.9)
     assert sims["MimeLite"].algorithm == Mime(lr=0.004, variant="mimelite", base="sgdm", momentum=0.9)
     assert sims["FedAvgM"].algorithm == FedAvgMomentum(lr=0.004, beta=0.9, server_lr=1.0)
@@ -76,7 +77,7 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
 
 
 def test_same_seed_same_numbers(real_root):
-    sims = [study.simulation("Mime", 1, DECLARATION.budget("fixture"), real_root)]
+    sims = [femnist_simulation(DECLARATION, "Mime", 1, DECLARATION.budget("fixture"), real_root)]
     first, second = run_simulations(sims, workers=1)[0], run_simulations(sims, workers=1)[0]
     assert first.param_digest == second.param_digest
     assert first.series("test/accuracy") == second.series("test/accuracy")

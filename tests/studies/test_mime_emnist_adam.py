@@ -18,6 +18,7 @@ from fedbench.claims.stats import DIGITS
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import mime_emnist, mime_emnist_adam as study
 from fedbench.studies.mime_emnist_adam import DECLARATION
+from fedbench.studies.mime_real import femnist_simulation
 from fedbench.studies.mime_emnist_adam_claims import judge_adam_ordering, judge_below_server_only, often
 from fedbench.studies.real_data import not_run_entry
 from tests.studies.real_fixtures import build_real
@@ -65,7 +66,7 @@ def test_the_setting_is_mime_emnists(tmp_path):
 def test_paper_budget_declares_every_arm_with_adams_fixed_step(tmp_path):
     real_root = build_real(tmp_path, "femnist_leaf")
     b = DECLARATION.budget("paper")
-    sims = {a.name: study.simulation(a.name, 0, b, real_root) for a in DECLARATION.arms}
+    sims = {a.name: femnist_simulation(DECLARATION, a.name, 0, b, real_root) for a in DECLARATION.arms}
     assert {m: s.algorithm for m, s in sims.items()} == {
         "Mime (Adam)": Mime(lr=0.001, variant="mime", base="adam", **ADAM),
         "MimeLite (Adam)": Mime(lr=0.001, variant="mimelite", base="adam", **ADAM),
