@@ -103,7 +103,7 @@ def cmd_generate(a: argparse.Namespace) -> None:
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
-    from fedbench.report.compare import Selection, compare
+    from fedbench.compare import Selection, compare
 
     overrides = _overrides(a.set)
     cfg = load_config(a.params, overrides)
@@ -332,11 +332,10 @@ def main(argv: list[str] | None = None) -> None:
         from fedbench.paper import main as paper_main
 
         sys.exit(paper_main(argv[1:]))
-    if argv[:2] == ["claims", "confirm"]:  # confirmatory runs: reruns studies (fedbench.studies.confirm), the main
-        from fedbench.report.confirm_entries import JUDGES  # job's judged by the report (studies import no report)
+    if argv[:2] == ["claims", "confirm"]:  # confirmatory runs: reruns studies (fedbench.studies.confirm)
         from fedbench.studies.confirm import main as confirm_main
 
-        sys.exit(confirm_main(argv[2:], judges=JUDGES))
+        sys.exit(confirm_main(argv[2:]))
     if argv[:1] == ["claims"]:  # the claims' registered rules (fedbench.claims.registry)
         from fedbench.claims.registry import main as claims_main
 

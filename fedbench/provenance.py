@@ -22,7 +22,7 @@ RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", 
             "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py", "divergence.py")
 # the claim model's code, file by file: fedbench/claims/ also holds the committed registry (registry.json), data that
 # `fedbench claims register` rewrites and that changes no study's numbers, so the folder itself is no dependency
-CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "entry", "fidelity", "magnitude", "papers", "readings", "registry",
+CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "coverage", "entry", "fidelity", "magnitude", "papers", "readings", "registry",
                                                  "selection", "stats", "tally", "verdict"))
 # a claim study: its own module (studies/<name>.py, see study_code) and this shared code: the studies' runner, their
 # declaration, record format, outcome reuse and stage (params.yaml -> the run), the same engine, their synthetic

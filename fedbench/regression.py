@@ -14,7 +14,7 @@ import yaml
 from fedbench.config import QUICK_PROFILE as PROFILE
 from fedbench.config import load_config
 from fedbench.pipeline import generate, train
-from fedbench.report.runs import study_cells
+from fedbench.studies.train_runs import study_cells
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "regression"
 REFERENCE = HERE / "reference.json"

@@ -277,3 +277,32 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     if np.ptp(rx) == 0 or np.ptp(ry) == 0:
         return 0.0
     return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def loss_ratio(method: Sequence[float], baseline: Sequence[float], reading: str, rounds: int,
+               budget: float = 1.0) -> float:
+    """100 (a method's training loss / a baseline's - 1), read per round over ``budget`` of ``rounds`` rounds and
+    summarised: the median over the second half of the rounds kept ("median": one chaotic round cannot move it), the
+    final round ("final"), or the median over all rounds ("all"). A round after the method diverged (non-finite, or
+    its run stopped) counts as infinite; NaN where the baseline itself failed (no comparison). FedDane against
+    FedProx (fedbench.studies.feddane_synthetic, feddane_mu1)."""
+    last = cut_round(rounds, budget)
+    d = np.full(last + 1, np.inf)
+    got = np.asarray(method[: last + 1], dtype=float)
+    d[: len(got)] = np.where(np.isfinite(got), got, np.inf)
+    p = np.asarray(baseline[: last + 1], dtype=float)
+    if len(p) < last + 1 or not np.all(np.isfinite(p)):
+        return float("nan")
+    with np.errstate(invalid="ignore", over="ignore"):
+        ratio = d / p
+    windows = {"median": ratio[last // 2:], "final": ratio[-1:], "all": ratio}
+    if reading not in windows:
+        raise ValueError(f"reading {reading!r}; allowed: {', '.join(windows)}")
+    return float(100 * (np.median(windows[reading]) - 1))
+
+
+def loss_jumps(loss: Sequence[float]) -> int:
+    """Rounds whose training loss is more than 1.5 times the previous round's, or turns non-finite."""
+    x = np.asarray(loss, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return int(np.sum((x[1:] > 1.5 * x[:-1]) | (~np.isfinite(x[1:]) & np.isfinite(x[:-1]))))

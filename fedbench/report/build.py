@@ -23,65 +23,21 @@ from typing import Any
 import pandas as pd
 
 from fedbench.claims import registry as rules_registry
-from fedbench.claims.fidelity import relabelled
-from fedbench.claims.entry import FIDELITIES, NOT_IMPLEMENTED, PAPER_DATA, UNJUDGED, VERDICTS, plain, sensitivity_of
+from fedbench.claims.entry import NOT_IMPLEMENTED, PAPER_DATA, UNJUDGED, plain, sensitivity_of
 from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.tally import DEFINITION, Tally, words
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder
-from fedbench.pipeline import DATA_ROOT, RUNS_ROOT
-from fedbench.report import figures, real_claims
-from fedbench.report.claims import STUDY as MAIN_STUDY
-from fedbench.report.claims import evaluate_claims
-from fedbench.report.papers import PAPERS
-from fedbench.report.real_claims import STUDY as REAL_STUDY
-from fedbench.report.runs import load_runs
-from fedbench.studies import STUDIES_ROOT, not_run_entries
-from fedbench.studies import command as study_command
+from fedbench.claims.coverage import PAPERS
+from fedbench.report import figures
+from fedbench.studies import STUDIES_ROOT
+from fedbench.studies.entries import collect
+from fedbench.studies.fedprox_main_job_claims import STUDY as MAIN_STUDY
+from fedbench.studies.train_runs import DATA_ROOT, RUNS_ROOT
 
 MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–",
         NOT_IMPLEMENTED: "∅"}  # a verdict not here: its name
-
-
-def study_claims(cfg: Config, studies_root: Path) -> list[dict]:
-    """Claims of the configured claim studies, read from their ``claims.json``. A study that has not run gives its
-    declared claims not-run (fedbench.studies.not_run_entries), saying what runs it: ``dvc repro`` for a default
-    study, ``fedbench study run NAME`` and what it cost where it was measured for an opt-in one (params.yaml claim_studies.opt_in: no DVC stage runs it)."""
-    out = []
-    for name, declared in cfg.claim_studies.items():
-        path = Path(studies_root) / name / "claims.json"
-        if path.exists():
-            out += [c | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"], c["rounds_paper"])}
-                    for c in json.loads(path.read_text())["claims"]]  # labelled by the current rules
-            continue
-        if declared.default:
-            why, would_change = f"study {name} has not run (no {path})", f"running the study (dvc repro study@{name})"
-        else:
-            cost = measured_cost(name)
-            why = (f"not run: study {name} is opt-in (params.yaml claim_studies.opt_in: `dvc repro` does not run it); "
-                   f"`{study_command(name)}` runs it" + (f" ({cost})" if cost else ""))
-            would_change = f"running `{study_command(name)}`, then `dvc repro` (the report then judges it as usual)"
-        entries = not_run_entries(name, why, would_change)
-        opt_in = {} if declared.default else {"command": study_command(name), "cost": measured(name)}
-        out += [e | {"study": name} | opt_in for e in entries]
-    return out
-
-
-def measured(name: str) -> dict[str, Any] | None:
-    """What claim study ``name`` cost where it was measured (its module's ``MEASURED``: seconds, budget, workers,
-    device, date), or None."""
-    import importlib
-
-    m = getattr(importlib.import_module(f"fedbench.studies.{name}"), "MEASURED", None)
-    return None if m is None else dict(m)
-
-
-def measured_cost(name: str) -> str:
-    """:func:`measured` as words; "" if unknown."""
-    m = measured(name)
-    return (f"{m['seconds']:,} s wall at the {m['budget']} budget, {m['workers']} workers on {m['device']}, "
-            f"measured {m['date']}") if m else ""
 
 
 METRICS = "metrics.json"  # dvc.yaml's metrics: what `dvc exp show` and `dvc metrics diff` compare
@@ -100,19 +56,16 @@ def report_metrics(claims: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path = RUNS_ROOT,
                  data_root: Path = DATA_ROOT, studies_root: Path = STUDIES_ROOT) -> list[dict]:
+    """Render every entry (fedbench.studies.entries.collect) into ``out_dir``: claims.json, claims.md, runs.csv,
+    metrics.json and the figures."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
-    claims = ([c | {"study": MAIN_STUDY} for c in evaluate_claims(cfg, hist, summ)]
-              + [c | {"study": REAL_STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root))]
-              + study_claims(cfg, studies_root))
-    registered = rules_registry.load()
-    claims = [c | {"registration": rules_registry.status(c, registered)} for c in claims]
+    claims, hist, summ = collect(cfg, Path(runs_root), Path(data_root), studies_root)
     with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
         figures.figure5(hist, figs / "fig5_iid_stragglers.png")
-        real_claims.draw_figures(cfg, Path(runs_root), Path(data_root), figs)
+        figures.real_data_figures(cfg, Path(runs_root), Path(data_root), figs)
         # the tables are written beside the figures and moved into out/ just before the figures are
         (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
         (figs / "claims.md").write_text(claims_markdown(claims, summ))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from fedbench.config import Config
 from fedbench.plotting import pyplot, save_figure
 
 plt = pyplot()
@@ -135,3 +136,31 @@ def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Pa
         ax.set_title(metric, fontsize=9)
     fig.suptitle(title, fontsize=9)
     return save_figure(fig, path)
+
+
+def real_data_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Path) -> list[Path]:
+    """The real-data figures (the entries: fedbench.studies.real_claims): the figure every judged real-data FedProx entry points at (``figures/<study>.png``: loss, accuracy and
+    dissimilarity at 0/50/90% stragglers), for each study with runs; and each paper-scale study's own figures,
+    copied from ``runs/studies/<name>/`` to ``figures/<name>/``."""
+    import shutil
+
+    from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY
+    from fedbench.studies.real_claims import runs_of
+    from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES
+    from fedbench.studies.stage import reported_folder
+
+    drawn = []
+    studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + list(STUDIES.values())
+    for s in studies:
+        _, curves = runs_of(cfg, s, runs_root, data_root)
+        if not len(curves.frame):
+            continue
+        labels = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", s.best_variant: f"FedProx, μ={s.mu:g}"}
+        drawn.append(figure_real(curves.frame, Path(figures_dir) / f"{s.name}.png", s.variant, s.title, labels))
+    for name in CLAIM_STUDIES:
+        folder = reported_folder(name, runs_root)  # the folder paper_study_entries read
+        if (folder / "claims.json").exists():
+            for png in sorted(folder.glob("*.png")):
+                (Path(figures_dir) / name).mkdir(parents=True, exist_ok=True)
+                drawn.append(Path(shutil.copy2(png, Path(figures_dir) / name / png.name)))
+    return drawn

@@ -33,10 +33,11 @@ The claims judged from the train stage's runs (fedbench.studies.confirm_train): 
 job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
 "real data"``: study fedprox_mnist5k, 30 runs) rerun those runs with train.seeds replaced by the frozen block
 (fedbench.pipeline.train_runs) into ``runs/confirm/main-job/`` and ``runs/confirm/real-data/`` (data from data/), and
-are judged by the report's own functions (fedbench.report.confirm_entries, handed in by the CLI: the studies import
-no report). Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv):
-about 13 and 2 minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale study (e.g. Mime's
-Fashion-MNIST ordering) has no runner here: frozen, not yet run.
+are judged by the functions that judge the exploratory runs for the report (fedbench.studies.confirm_train.JUDGES).
+Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv): about 13 and 2
+minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale claim study (e.g. Mime's
+Fashion-MNIST ordering, run by mime_fashion) is confirmed by that study's own run on the frozen seeds, its real
+variant read from data/real (``--study mime_fashion`` or its id picks it).
 """
 
 from __future__ import annotations
@@ -74,12 +75,13 @@ def choose(entries: list[dict[str, Any]], chosen_studies: list[str], ids: list[s
     else of ``chosen_studies``, else of the ``default`` studies. ValueError in one line for an id or study that has
     no judged claim in ``entries``."""
     pool = judged(entries)
-    known = sorted({e.get("study") or "" for e in pool})
+    known = sorted({e.get("study") or "" for e in pool} | {train_groups.group_of(e) for e in pool})
     if unknown := [s for s in chosen_studies if s not in known]:
         raise ValueError(f"--study {', '.join(unknown)}: no judged claim in the claims read; allowed: {', '.join(known)}")
     if unknown := sorted(set(ids) - {e["id"] for e in pool}):
         raise ValueError(f"claim ids not judged in the claims read: {', '.join(unknown)}")
-    picked = [e for e in pool if (e["id"] in ids if ids else e.get("study") in (chosen_studies or default))]
+    picked = [e for e in pool if (e["id"] in ids if ids else
+                                  {e.get("study"), train_groups.group_of(e)} & set(chosen_studies or default))]
     out: dict[str, list[dict[str, Any]]] = {}
     for e in picked:
         out.setdefault(train_groups.group_of(e), []).append(e)
@@ -212,8 +214,8 @@ def parser() -> argparse.ArgumentParser:
                "confirm --dry-run")
     p.add_argument("ids", nargs="*", help="only these claim ids (default: every judged claim of the chosen studies)")
     p.add_argument("--study", action="append", default=[], metavar="NAME",
-                   help="a study to confirm, as claims.json names it (repeatable; default: params.yaml's default "
-                        "claim_studies)")
+                   help="a study to confirm, as claims.json names it or the claim study that ran it (repeatable; "
+                        "default: params.yaml's default claim_studies)")
     p.add_argument("--claims", default="reports/claims.json", help="the exploratory claims (default: %(default)s)")
     p.add_argument("--registry", default=str(rules.REGISTRY), help="the registry file (default: %(default)s)")
     p.add_argument("--params", default="params.yaml", help="the params file: budgets and executor (default: %(default)s)")
@@ -257,7 +259,7 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
 def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
            judges: dict[str, train_groups.Judge]) -> list[dict[str, Any]]:
     """The study's entries on the frozen ``seeds``, its runs in :func:`folder`: a claim study's by fedbench.studies
-    .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by the report's ``judges``."""
+    .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by ``judges``."""
     if study in train_groups.GROUPS:
         return train_groups.run_group(train_groups.confirm_config(cfg, seeds, a.workers), train_groups.GROUPS[study],
                                 folder(study, a.root), Path(a.data_root), judges[study])
@@ -267,10 +269,10 @@ def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
 
 
 def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -> int:
-    """``fedbench claims confirm``; ``judges``: the report's judging of each train group's runs
-    (fedbench.report.confirm_entries.JUDGES, handed in by the CLI); a group without one is frozen, not run."""
+    """``fedbench claims confirm``; ``judges``: the judging of each train group's runs (default
+    fedbench.studies.confirm_train.JUDGES); a group without one is frozen, not run."""
     a = parser().parse_args(argv)
-    judges = judges or {}
+    judges = train_groups.JUDGES if judges is None else judges
     name = "fedbench claims confirm"
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]

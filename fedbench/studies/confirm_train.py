@@ -7,9 +7,9 @@ A group's confirmatory run is the train stage's own work with one change: ``trai
 block. Its runs (fedbench.pipeline.train_runs, the same run layout and fingerprints) go into ``ROOT/<folder>/``, a runs
 root of their own, so they never mix with the exploratory runs in runs/ (a run's folder names its seed, and its
 fingerprint every setting, so an interrupted confirmation resumes there and a finished one is only read back). The
-data stays where the train stage made it (data/). The entries are judged by the report's own functions
-(fedbench.report.confirm_entries), handed in by the CLI: the studies do not import the report
-(tests/faults/test_layering.py).
+data stays where the train stage made it (data/). The entries are judged by the very functions that judge the
+exploratory runs for the report (:data:`JUDGES`: fedbench.studies.fedprox_main_job_claims and
+fedbench.studies.real_claims), read from the confirmation's own runs root.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 from fedbench.config import Config
 from fedbench.studies.fedprox_main_job import DECLARATION as MAIN_JOB, MAIN_STUDIES
 from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY, declaration
+from fedbench.study import registry as studies
 
 # the report's judging of a group's runs: (config, runs root, data root) -> its claim entries
 Judge = Callable[[Config, Path, Path], list[dict[str, Any]]]
@@ -44,12 +45,15 @@ GROUPS = {g.name: g for g in (
 
 def group_of(entry: dict[str, Any]) -> str:
     """The confirmation group of a claim entry: its study; for a claim of a train group's study that the group does not
-    judge (a paper-scale study's "real data" entry), "<study>: <the study that ran it>", which has no runner here."""
+    judge (a paper-scale study's "real data" entry), the claim study that ran it where the study registry has it (its
+    confirmatory run is that study's, fedbench.studies.stage.run_study: e.g. mime_fashion), else "<study>: <the study
+    named>", which has no runner here."""
     study = entry.get("study") or ""
     group = GROUPS.get(study)
     if group is None or entry["id"] in group.ids:
         return study
-    return f"{study}: {(entry.get('scale') or {}).get('study') or 'other'}"
+    ran = (entry.get("scale") or {}).get("study") or "other"
+    return ran if ran in studies.names() else f"{study}: {ran}"
 
 
 def confirm_config(cfg: Config, seeds: list[int], workers: int) -> Config:
@@ -89,3 +93,26 @@ def measured_seconds(cfg: Config, group: TrainGroup, runs_csv: Path) -> tuple[fl
     except (OSError, KeyError, ValueError):
         return None
     return (sum(float(r["wall_time_s"]) for r in rows), len(rows)) if rows else None
+
+
+def judge_main_job(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """The main job's claims (fedbench.studies.fedprox_main_job_claims) from the runs under ``runs_root`` of ``cfg``'s
+    train.seeds."""
+    from fedbench.studies.fedprox_main_job_claims import evaluate_claims
+    from fedbench.studies.train_runs import load_runs
+
+    hist, summ = load_runs(cfg, runs_root, data_root)
+    return evaluate_claims(cfg, hist, summ)
+
+
+def judge_real_data(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """The real-data entries (fedbench.studies.real_claims) from the runs under ``runs_root``: the MNIST-5k ones are
+    judged where its runs are there; the others read runs a confirmation does not make and stay not-run."""
+    from fedbench.studies.real_claims import evaluate
+
+    return evaluate(cfg, runs_root, data_root)
+
+
+# each group's judging, keyed by the study claims.json gives its entries (fedprox_main_job_claims.STUDY,
+# real_claims.STUDY)
+JUDGES: dict[str, Judge] = {"main job": judge_main_job, "real data": judge_real_data}

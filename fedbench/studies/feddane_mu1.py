@@ -12,7 +12,7 @@ multinomial logistic regression, K = 10 devices per round drawn uniformly with n
 gradient for the correction term). 200 rounds at the paper's budget (its default here: params.yaml opt_in), 40 at
 "pipeline"; seeds 0-4; under one seed both methods see the same devices and minibatches. The reading is
 feddane_synthetic's median over the second half of the rounds of FedDane's loss / FedProx's (one chaotic round of
-FedDane cannot move it; :func:`loss_ratio`, a copy of feddane_synthetic's). A verdict is the one at the rounds run,
+FedDane cannot move it; fedbench.claims.readings.loss_ratio, as feddane_synthetic). A verdict is the one at the rounds run,
 never extrapolated to the paper's budget (issue 21).
 
 A study of its own, not arms of feddane_synthetic: adding them there would change that study's registered entries
@@ -30,7 +30,7 @@ import numpy as np
 from fedbench.claims.entry import judged
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.stats import fmt_number
-from fedbench.claims.readings import cut_round
+from fedbench.claims.readings import loss_jumps, loss_ratio
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
@@ -38,7 +38,7 @@ from fedbench.studies import WORKERS, Simulation, sim_config
 from fedbench.studies.runs import open_seeded
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
-# feddane_synthetic's setting and reading, copied (a study imports no other study: tests/faults/test_layering.py;
+# feddane_synthetic's setting, copied (a study imports no other study: tests/faults/test_layering.py;
 # tests/studies/test_feddane_mu1.py holds the copies equal to the originals)
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
 NON_IID = DATASETS[1:]
@@ -92,33 +92,6 @@ def _synthetic(name: str) -> FederatedDataset:
                               train_fraction=TRAIN_FRACTION)
 
 
-def loss_ratio(dane: list[float], prox: list[float], reading: str, budget: float, rounds: int) -> float:
-    """100 (FedDane's training loss / FedProx's - 1), read per round and summarised over the rounds: the median over
-    the second half of the rounds kept ("median", the rule's reading), the final round ("final"), or the median over
-    all rounds ("all"). A round after FedDane diverged (non-finite, or its run stopped) counts as infinite; NaN
-    where FedProx itself failed (no comparison). feddane_synthetic.loss_ratio's reading."""
-    last = cut_round(rounds, budget)
-    d = np.full(last + 1, np.inf)
-    got = np.asarray(dane[: last + 1], dtype=float)
-    d[: len(got)] = np.where(np.isfinite(got), got, np.inf)
-    p = np.asarray(prox[: last + 1], dtype=float)
-    if len(p) < last + 1 or not np.all(np.isfinite(p)):
-        return float("nan")
-    with np.errstate(invalid="ignore", over="ignore"):
-        ratio = d / p
-    windows = {"median": ratio[last // 2:], "final": ratio[-1:], "all": ratio}
-    if reading not in windows:
-        raise ValueError(f"reading {reading!r}; allowed: {', '.join(windows)}")
-    return float(100 * (np.median(windows[reading]) - 1))
-
-
-def loss_jumps(loss: list[float]) -> int:
-    """Rounds whose training loss is more than 1.5 times the previous round's, or turns non-finite."""
-    x = np.asarray(loss, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return int(np.sum((x[1:] > 1.5 * x[:-1]) | (~np.isfinite(x[1:]) & np.isfinite(x[:-1]))))
-
-
 def simulation(name: str, method: str, seed: int, rounds: int | None = None) -> Simulation:
     """Arm ``method`` ("FedProx" or "FedDane", both at mu = 1) on dataset ``name`` with ``seed``."""
     from fedbench.algorithms.feddane import FedDane
@@ -144,7 +117,7 @@ def judge_claim(curves: dict[tuple[str, str, int], list[float]], seeds=None, rou
         Part(d, Rule("greater", 0.0, "% loss vs FedProx")) for d in NON_IID]
 
     def measure(reading, budget):
-        return [[loss_ratio(curves[(d, "FedDane", s)], curves[(d, "FedProx", s)], reading, budget, rounds)
+        return [[loss_ratio(curves[(d, "FedDane", s)], curves[(d, "FedProx", s)], reading, rounds, budget)
                  for s in seeds] for d in ("synthetic_iid", *NON_IID)]
 
     return judge(parts, measure, "median", ("median", "final", "all"), reading_names=READING_NAMES)
@@ -183,8 +156,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
     result = judge_claim(curves, seeds, rounds)
 
     def median_ratio(d):
-        return float(np.median([loss_ratio(curves[(d, "FedDane", s)], curves[(d, "FedProx", s)], "median", 1.0,
-                                           rounds) for s in seeds]))
+        return float(np.median([loss_ratio(curves[(d, "FedDane", s)], curves[(d, "FedProx", s)], "median", rounds)
+                                for s in seeds]))
 
     table = {d: fmt_number(median_ratio(d), signed=True) for d in DATASETS}
     jumps = {m: sum(loss_jumps(curves[(d, m, s)]) for d in NON_IID for s in seeds) for m in METHODS}

@@ -36,7 +36,7 @@ import numpy as np
 
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.claims.readings import cut_round
+from fedbench.claims.readings import loss_jumps, loss_ratio
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROX_PAPER
@@ -145,40 +145,6 @@ def simulation(name: str, method: str, seed: int, rounds: int | None = None) -> 
                       {"method": method, "dataset": name})
 
 
-def loss_ratio(dane: list[float], prox: list[float], reading: str, budget: float = 1.0,
-               rounds: int | None = None) -> float:
-    """100 (FedDane's training loss / FedProx's - 1), read per round and summarised over rounds: the median over
-    the second half of the rounds kept ("median", the rules' reading: one chaotic round cannot move it), the
-    final round ("final"), or the median over all rounds ("all"). A round after FedDane diverged (non-finite, or
-    its run stopped) counts as infinite."""
-    last = cut_round(ROUNDS if rounds is None else rounds, budget)
-    d = np.full(last + 1, np.inf)
-    got = np.asarray(dane[: last + 1], dtype=float)
-    d[: len(got)] = np.where(np.isfinite(got), got, np.inf)
-    p = np.asarray(prox[: last + 1], dtype=float)
-    if len(p) < last + 1 or not np.all(np.isfinite(p)):
-        return float("nan")  # FedProx itself failed: no comparison
-    with np.errstate(invalid="ignore", over="ignore"):
-        ratio = d / p
-    if reading == "final":
-        window = ratio[-1:]
-    elif reading == "median":
-        window = ratio[last // 2:]
-    elif reading == "all":
-        window = ratio
-    else:
-        raise ValueError(f"reading {reading!r}; allowed: median, final, all")
-    return float(100 * (np.median(window) - 1))
-
-
-def loss_jumps(loss: list[float]) -> int:
-    """Rounds whose training loss is more than 1.5 times the previous round's, or turns non-finite."""
-    x = np.asarray(loss, dtype=float)
-    prev, cur = x[:-1], x[1:]
-    with np.errstate(invalid="ignore"):
-        return int(np.sum((cur > 1.5 * prev) | (~np.isfinite(cur) & np.isfinite(prev))))
-
-
 def judge_claims(curves: dict[tuple[str, str, int], list[float]], seeds=None,
                  rounds: int | None = None) -> tuple[dict, dict, dict]:
     """The three claims' judge results from the loss curves (dataset, method, seed) -> per-round losses over
@@ -188,7 +154,7 @@ def judge_claims(curves: dict[tuple[str, str, int], list[float]], seeds=None,
 
     def measure(pairs):
         def m(reading, budget):
-            return [[loss_ratio(curves[(d, meth, s)], curves[(d, "FedProx", s)], reading, budget, rounds) for s in seeds]
+            return [[loss_ratio(curves[(d, meth, s)], curves[(d, "FedProx", s)], reading, rounds, budget) for s in seeds]
                     for d, meth in pairs]
         return m
 
@@ -242,7 +208,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
     similar, worse, still = judge_claims(curves, seeds, rounds=rounds)
 
     def median_ratio(d, m):
-        return float(np.median([loss_ratio(curves[(d, m, s)], curves[(d, "FedProx", s)], "median", 1.0, rounds)
+        return float(np.median([loss_ratio(curves[(d, m, s)], curves[(d, "FedProx", s)], "median", rounds)
                                 for s in seeds]))
 
     table = {m: {d: fmt_number(median_ratio(d, m), signed=True) for d in DATASETS} for m in METHODS[1:]}

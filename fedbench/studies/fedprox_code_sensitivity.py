@@ -1,7 +1,7 @@
 """Sensitivity of FedProx's headline gain to where the authors' code and the paper differ (Li et al., MLSys 2020;
 issue 21, "show the verdict under both as a sensitivity reading").
 
-The headline entry ``fedprox/synthetic-1-1/stragglers-90/accuracy-gain`` (the main job, fedbench/report/claims.py)
+The headline entry ``fedprox/synthetic-1-1/stragglers-90/accuracy-gain`` (the main job, fedbench/studies/fedprox_main_job_claims.py)
 judges FedProx(mu = 1) against FedAvg on Synthetic(1,1) at 90% stragglers with the main job's settings, which
 follow the authors' code (litian96/FedProx @ d2a4501; /work/shared/reference/paper-setups.md sections 1.7-1.8) in
 three ways the paper does not. This study judges the same gain, by the same rule, with one of them changed at a
@@ -89,7 +89,7 @@ def changes(variant: str, seed: int) -> dict[str, Any]:
     if variant == "code-seeding":
         return {"cohort_seed": COHORT_OFFSET + seed}
     return VARIANTS[variant]
-# the headline's part and readings (fedbench/report/claims.py accuracy_gain; studies do not import report)
+# the headline's part and readings (fedbench/studies/fedprox_main_job_claims.py accuracy_gain, copied: a study imports no other study)
 PART = Part("90% stragglers", Rule("greater", 0.0, "accuracy points"))
 PRIMARY, READINGS = "tail", ("tail", "paper", "final", "best")
 WHAT = {

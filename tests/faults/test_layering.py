@@ -86,11 +86,11 @@ MAY_NOT_IMPORT = {
                         "fedbench.models", "fedbench.data", "fedbench.bench", "fedbench.runner", "fedbench.pipeline",
                         "fedbench.tracking", "fedbench.track", "fedbench.cli", "fedbench.executors"),
     "fedbench.studies": ("fedbench.report", "fedbench.tracking", "fedbench.track", "fedbench.cli"),
-    # report/ renders entries to markdown, JSON and figures: it fetches, trains and times nothing (fedbench.paper
-    # does, for `fedbench paper`); it reads finished runs (fedbench.runner.find_run) and cost tables only
+    # report/ only renders (issue 30, item 6): the entries the studies gather (fedbench.studies.entries) to markdown,
+    # JSON and figures; it judges, fetches, trains and times nothing, and reads no run but through the studies
     "fedbench.report": ("fedbench.engine", "fedbench.algorithms", "fedbench.models", "fedbench.tracking",
-                        "fedbench.paper", "fedbench.data.stages", "fedbench.data.download",
-                        "fedbench.bench.paper_cost", "fedbench.bench.timing"),
+                        "fedbench.paper", "fedbench.data.stages", "fedbench.data.download", "fedbench.bench",
+                        "fedbench.runner", "fedbench.pipeline", "fedbench.executors"),
     **{numbers: ("fedbench.claims", "fedbench.studies", "fedbench.report", "fedbench.bench", "fedbench.runner",
                  "fedbench.pipeline", "fedbench.tracking", "fedbench.track", "fedbench.cli")
        for numbers in ("fedbench.data", "fedbench.availability", "fedbench.models", "fedbench.algorithms",
@@ -118,7 +118,7 @@ FLOORS = (
     ("fedbench.bench",),
     ("fedbench.studies",),
     ("fedbench.report",),
-    ("fedbench.regression", "fedbench.track", "fedbench.paper"),
+    ("fedbench.regression", "fedbench.track", "fedbench.paper", "fedbench.compare"),
     ("fedbench.cli",),
 )
 

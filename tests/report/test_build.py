@@ -10,10 +10,11 @@ from fedbench.claims.entry import PAPER_DATA, plain
 from fedbench.claims.fidelity import label
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import load_config
-from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell, study_claims
-from fedbench.report.claims import STUDY, common_deviations, evaluate_claims
-from fedbench.report.papers import PAPERS
-from tests.report.test_claims import _curves
+from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell
+from fedbench.studies.entries import study_claims
+from fedbench.studies.fedprox_main_job_claims import STUDY, common_deviations, evaluate_claims
+from fedbench.claims.coverage import PAPERS
+from tests.studies.test_fedprox_main_job_claims import _curves
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs
 CFG = load_config("params.yaml", {"train.seeds": [0, 1, 2], "train.rounds": 10,
@@ -314,10 +315,10 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
 
 
 def test_a_not_implemented_headline_is_named_and_covers_nothing(claims):
-    """Issue 32, item 4: the HEADLINES no command would judge (fedbench.report.real_claims.headline_entries) are
+    """Issue 32, item 4: the HEADLINES no command would judge (fedbench.studies.real_claims.headline_entries) are
     not-implemented entries; a paper's coverage line names them as such and counts them as not checked (they stay
     in its denominator: missing, never covered), and the tally counts them in no class."""
-    from fedbench.report.real_claims import headline_entries
+    from fedbench.studies.real_claims import headline_entries
 
     missing = json.loads(json.dumps(plain(headline_entries())))
     assert {c["verdict"] for c in missing} == {"not-implemented"} and all(c["rounds_run"] is None for c in missing)

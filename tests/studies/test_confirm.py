@@ -52,6 +52,18 @@ def test_choosing_an_unknown_study_or_id_is_one_line():
         confirm.choose(entries, [], ["a/9"], [])
 
 
+def test_a_real_data_claim_of_a_paper_study_is_confirmed_by_that_study_named_either_way():
+    """A "real data" entry of a paper-scale claim study (its scale names the study that ran it) is grouped under that
+    study, whose own run confirms it; --study picks it by either name; the MNIST-5k claims stay the train group's."""
+    mime = _entry("mime/fashion-mnist/ordering", "real data") | {"scale": {"study": "mime_fashion"}}
+    mnist = _entry("fedprox/mnist5k/stragglers-hurt-fedavg", "real data")
+    for chosen in (["mime_fashion"], ["real data"]):
+        groups = confirm.choose([mime, mnist], chosen, [], [])
+        assert groups["mime_fashion"] == [mime] and confirm.runnable("mime_fashion")
+    assert confirm.choose([mime, mnist], ["mime_fashion"], [], []) == {"mime_fashion": [mime]}
+    assert confirm.choose([mime, mnist], ["real data"], [], [])["real data"] == [mnist]
+
+
 def test_a_claim_unfrozen_beside_frozen_ones_is_refused_with_the_study_then_confirmed_alone_on_its_own_block():
     """A claim whose rule was registered again after its study's others were frozen (their confirmation stands):
     named with the study, it is refused in one line that says how to confirm it alone; named by id, it is frozen on a

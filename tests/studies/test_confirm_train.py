@@ -1,6 +1,6 @@
 """Confirmatory runs of the main job's claims (fedbench.studies.confirm_train, ``fedbench claims confirm --study
 'main job'``) on a tiny config (3 rounds, E = 2, 3 devices a round): the train stage's runs on the frozen seeds go into
-the confirm root only, the entries are the report's (fedbench.report.confirm_entries) judged by the frozen rule, a
+the confirm root only, the entries are the report's (fedbench.studies.confirm_train.JUDGES) judged by the frozen rule, a
 rerun under another rule is refused, and a confirmation recorded from a dirty tree is rerun on the same seeds."""
 
 import json
@@ -13,9 +13,9 @@ import yaml
 from fedbench.claims import registry as reg
 from fedbench.claims.verdict import Rule
 from fedbench.config import load_config
-from fedbench.report import claims as main_claims
-from fedbench.report.confirm_entries import JUDGES, main_job
-from fedbench.report.runs import study_cells
+from fedbench.studies import fedprox_main_job_claims as main_claims
+from fedbench.studies.confirm_train import JUDGES, judge_main_job as main_job
+from fedbench.studies.train_runs import study_cells
 from fedbench.studies import confirm, confirm_train
 from tests.faults.conftest import ROOT
 
@@ -62,8 +62,10 @@ def test_groups_are_the_reports_studies_and_claims():
     assert confirm_train.GROUPS["main job"].ids == tuple(
         fn(load_config(ROOT / "params.yaml"), main_claims.Curves(pd.DataFrame()))["id"] for fn in main_claims.CLAIMS)
     assert confirm_train.group_of({"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "study": "real data"}) == "real data"
+    # a paper-scale claim study's "real data" entry: that study's own runner confirms it
     assert confirm_train.group_of({"id": "mime/fashion-mnist/ordering", "study": "real data",
-                                   "scale": {"study": "mime_fashion"}}) == "real data: mime_fashion"
+                                   "scale": {"study": "mime_fashion"}}) == "mime_fashion"
+    assert confirm_train.group_of({"id": "x/y", "study": "real data", "scale": {"study": "nowhere"}}) == "real data: nowhere"
 
 
 def test_main_job_confirmation_trains_into_the_confirm_root_and_judges_by_the_frozen_rule(setup, capsys):

@@ -37,23 +37,13 @@ def test_the_rule_is_the_registered_one_word_for_word():
     assert registry.status(entry, book)["status"] == "registered"
 
 
-def test_the_setting_and_reading_are_feddane_synthetics():
-    """The copies (a study imports no other study) equal feddane_synthetic's: its constants, and its loss ratio on
-    curves with a chaotic round, a divergence and a failed FedProx, under every reading and two budgets."""
+def test_the_setting_is_feddane_synthetics():
+    """The copies (a study imports no other study) equal feddane_synthetic's: its constants and its data."""
     from fedbench.studies import feddane_synthetic as mu0
 
     for name in ("DATASETS", "NON_IID", "NUM_DEVICES", "DATA_SEED", "TRAIN_FRACTION", "K", "EPOCHS", "BATCH", "LR",
                  "IID_SIMILAR", "READING_NAMES"):
         assert getattr(study, name) == getattr(mu0, name), name
-    prox = list(np.linspace(2.0, 1.0, 11))
-    for dane in ([1.0] * 5 + [1.5, 1.2, 9.0, 1.1, 1.3, 1.4], [1.0] * 6 + [math.nan], [3.0, 1.0, 0.5] * 3 + [1.0, 2.0]):
-        for reading in ("median", "final", "all"):
-            for budget in (0.5, 1.0):
-                assert study.loss_ratio(dane, prox, reading, budget, 10) == mu0.loss_ratio(dane, prox, reading, budget, 10)
-        assert study.loss_jumps(dane) == mu0.loss_jumps(dane)
-    assert math.isnan(study.loss_ratio(prox, [1.0, math.nan], "median", 1.0, 10))
-    with pytest.raises(ValueError, match="reading 'best'; allowed: median, final, all"):
-        study.loss_ratio(prox, prox, "best", 1.0, 10)
     data, theirs = study._synthetic("synthetic_0_0"), mu0._synthetic("synthetic_0_0")
     assert np.array_equal(data.train.x, theirs.train.x) and np.array_equal(data.train.y, theirs.train.y)
 

@@ -14,7 +14,7 @@ from fedbench.algorithms.fedprox import FedProx
 from fedbench.claims.entry import sensitivity_of
 from fedbench.claims.magnitude import magnitude_of
 from fedbench.config import load_config
-from fedbench.report import claims as main_claims
+from fedbench.studies import fedprox_main_job_claims as main_claims
 from fedbench.studies import fedprox_code_sensitivity as study
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"

@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 
 from fedbench.config import load_config
-from fedbench.report.claims import CLAIMS, evaluate_claims
+from fedbench.studies.fedprox_main_job_claims import CLAIMS, evaluate_claims
 from fedbench.studies.fedprox_main_job import DECLARATION, MAIN_STUDIES
 
 CFG = load_config("params.yaml")

@@ -4,7 +4,7 @@ budget, claims naming its dataset and mu), the five-dataset mean's, and the repo
 from pathlib import Path
 
 from fedbench.config import load_config
-from fedbench.report import real_claims
+from fedbench.studies import real_claims
 from fedbench.studies.fedprox_real_data import FIVE, FIVE_DATASETS, MNIST5K_STUDY, declaration
 from fedbench.study.paper_profile import STUDIES
 

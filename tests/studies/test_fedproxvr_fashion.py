@@ -184,7 +184,7 @@ def test_a_recorded_run_is_rejudged_with_the_corrected_published_value():
 
 
 def test_the_report_reads_a_recorded_run_with_the_current_declaration(tmp_path):
-    from fedbench.report import real_claims
+    from fedbench.studies import real_claims
 
     _, old = _as_run_left_it()
     stale = dict(not_run_entry(study.NAME)[1])  # Table 2 as the convex run left it: the first declaration

@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 
 from fedbench.config import load_config
-from fedbench.report import compare as comparing
-from fedbench.report.compare import Selection, compare, figure, selection_title
+from fedbench import compare as comparing
+from fedbench.compare import Selection, compare, figure, selection_title
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _history(datasets=("synthetic_1_1",), variants=("fedavg", "fedprox_mu1"), stragglers=(0.0, 0.9),

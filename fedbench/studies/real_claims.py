@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
-from fedbench.report.claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
+from fedbench.studies.fedprox_main_job_claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
                                                 MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
@@ -39,7 +39,7 @@ from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES, PaperStudy, com
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.papers import (DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, FEDPROXVR_PAPER, MIME_PAPER,
+from fedbench.claims.papers import (DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, MIME_PAPER,
                                      SCAFFOLD_PAPER)
 from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
 
@@ -60,9 +60,9 @@ def _study_config(cfg: Config, s: PaperStudy) -> Config:
     return dataclasses.replace(cfg, studies={s.name: study}, algorithms=algos)
 
 
-def _runs_of(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> tuple[Config, Curves]:
+def runs_of(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> tuple[Config, Curves]:
     """``cfg`` with only study ``s``, and its runs (their summaries in ``Curves.summaries``)."""
-    from fedbench.report.runs import load_runs
+    from fedbench.studies.train_runs import load_runs
 
     only = _study_config(cfg, s)
     hist, summ = load_runs(only, runs_root, data_root)
@@ -118,7 +118,7 @@ def _accuracy(curves: Curves, s: PaperStudy, variant: str, seed: int, reading: s
 
 
 def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
-    only, curves = _runs_of(cfg, s, runs_root, data_root)
+    only, curves = runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     part = Part("90% stragglers", GAIN_RULE)
     e = _entry(cfg, s, GAIN_90, "test accuracy at 90% stragglers")
@@ -142,7 +142,7 @@ def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> 
 
 
 def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
-    only, curves = _runs_of(cfg, s, runs_root, data_root)
+    only, curves = runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     part = Part("no stragglers", DISSIMILARITY_RULE)
     e = _entry(cfg, s, DISSIMILARITY, "variance of local gradients, 0% stragglers")
@@ -176,7 +176,7 @@ def _loss(curves: Curves, s: PaperStudy, variant: str, f: float, seed: int, read
 
 def gain_at_0_50(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
     """Figure 7 at 0% and 50% stragglers: 'FedProx improves the test accuracy on all datasets' (direction only)."""
-    only, curves = _runs_of(cfg, s, runs_root, data_root)
+    only, curves = runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     levels = (0.0, 0.5)
     parts = [Part(f"{int(f * 100)}% stragglers", ACCURACY_RULE) for f in levels]
@@ -204,7 +204,7 @@ def gain_at_0_50(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -
 
 def stragglers_hurt(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
     """Figure 1: 'on all the datasets ... larger heterogeneity results in worse convergence (FedAvg)'."""
-    only, curves = _runs_of(cfg, s, runs_root, data_root)
+    only, curves = runs_of(cfg, s, runs_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     steps = ((0.0, 0.5), (0.5, 0.9))
     parts = [Part(f"FedAvg {int(b * 100)}% - {int(a * 100)}% stragglers", LOSS_RULE) for a, b in steps]
@@ -237,7 +237,7 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
         deviations=["each dataset's own deviations (its entries)"], figure=None,
         fidelity=fidelity("paper", None, None, len(cfg.train.seeds)), rounds_run=None,
         training_seeds=list(cfg.train.seeds), data_seeds=[0])
-    parts = {n: _runs_of(cfg, STUDIES[n], runs_root, data_root) for n in FIVE}
+    parts = {n: runs_of(cfg, STUDIES[n], runs_root, data_root) for n in FIVE}
     missing = [n for n, (_, c) in parts.items()
                if missing_runs(c, [(STUDIES[n].variant, v, 0.9) for v in ("fedavg", STUDIES[n].best_variant)],
                                cfg.train.seeds)]
@@ -251,8 +251,8 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
                           f"them (projected {hours:g} h on {costs[0]['device']})",
                        f"running `{cmd}`; the Synthetic(1,1) part comes from the main job") | {"command": cmd,
                                                                                                 "cost": cost}
-    from fedbench.report.claims import Curves as MainCurves
-    from fedbench.report.runs import load_runs
+    from fedbench.studies.fedprox_main_job_claims import Curves as MainCurves
+    from fedbench.studies.train_runs import load_runs
 
     main_hist, _ = load_runs(cfg, runs_root, data_root)
     main = MainCurves(main_hist)
@@ -506,29 +506,3 @@ def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, An
     for name in CLAIM_STUDIES:
         out += paper_study_entries(name, runs_root)
     return out + headline_entries()
-
-
-def draw_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Path) -> list[Path]:
-    """The figure every judged real-data FedProx entry points at (``figures/<study>.png``: loss, accuracy and
-    dissimilarity at 0/50/90% stragglers), for each study with runs; and each paper-scale study's own figures,
-    copied from ``runs/studies/<name>/`` to ``figures/<name>/``."""
-    import shutil
-
-    from fedbench.report.figures import figure_real
-    from fedbench.studies.stage import reported_folder
-
-    drawn = []
-    studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + list(STUDIES.values())
-    for s in studies:
-        _, curves = _runs_of(cfg, s, runs_root, data_root)
-        if not len(curves.frame):
-            continue
-        labels = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", s.best_variant: f"FedProx, μ={s.mu:g}"}
-        drawn.append(figure_real(curves.frame, Path(figures_dir) / f"{s.name}.png", s.variant, s.title, labels))
-    for name in CLAIM_STUDIES:
-        folder = reported_folder(name, runs_root)  # the folder paper_study_entries read
-        if (folder / "claims.json").exists():
-            for png in sorted(folder.glob("*.png")):
-                (Path(figures_dir) / name).mkdir(parents=True, exist_ok=True)
-                drawn.append(Path(shutil.copy2(png, Path(figures_dir) / name / png.name)))
-    return drawn

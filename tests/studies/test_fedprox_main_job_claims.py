@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from fedbench.config import load_config
-from fedbench.report.claims import (
+from fedbench.studies.fedprox_main_job_claims import (
     HETERO,
     accuracy_gain,
     accuracy_gain_0_50,
@@ -23,7 +23,7 @@ from fedbench.report.claims import (
     partial_work,
     stragglers_hurt_fedavg,
 )
-from fedbench.report.claims import Curves as _Curves
+from fedbench.studies.fedprox_main_job_claims import Curves as _Curves
 from fedbench.claims.entry import CLAIM_KEYS
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs

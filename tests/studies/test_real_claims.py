@@ -1,4 +1,4 @@
-"""Real-data claims (fedbench.report.real_claims): the offline studies end to end on fixture-sized data in the
+"""Real-data claims (fedbench.studies.real_claims): the offline studies end to end on fixture-sized data in the
 upstream formats (tiny scale, the train stage's code, verdicts computed), every not-run entry's command run up
 to the download (a closed port as the mirror), per-study train settings, and the paper profile's keys."""
 
@@ -14,7 +14,8 @@ import yaml
 from fedbench.config import ConfigError, load_config, parse_config
 from fedbench.data import download, stages
 from fedbench.pipeline import study_runs, train_runs
-from fedbench.report import real_claims
+from fedbench.studies import real_claims
+from fedbench.report.figures import real_data_figures
 from fedbench.bench.costs import Scale, load_measured, project
 from fedbench.study.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
 from fedbench.runner import run_params
@@ -59,7 +60,7 @@ def test_mnist5k_study_end_to_end_on_fixture_data(tmp_path):
     assert gain["scale"]["lr"] == 0.03 and gain["rounds_run"] == 4 and gain["rounds_paper"] == 100
     assert gain["cost"]["measured"] and gain["cost"]["runs"] == 18 and gain["cost"]["device"] == "cpu"
     assert gain["figure"]["path"] == "figures/fedprox_mnist5k.png"  # drawn by the report:
-    drawn = real_claims.draw_figures(cfg, runs, tmp_path / "generated", tmp_path / "figures")
+    drawn = real_data_figures(cfg, runs, tmp_path / "generated", tmp_path / "figures")
     assert drawn == [tmp_path / "figures" / "fedprox_mnist5k.png"] and drawn[0].stat().st_size > 10_000
     # a run's fingerprint holds its study's settings: the same key under the train section differs
     assert run_params(cfg, "mnist5k_fedprox", "fedavg", 0.9, 0)["lr"] == 0.03 != cfg.train.lr

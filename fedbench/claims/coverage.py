@@ -5,7 +5,7 @@ first, then a reduced-data or stand-in one), or None where fedbench has no entry
 checked. The +22 points of the abstract is one headline (the five-dataset mean); Synthetic(1,1)'s own gain is
 Figure 7's panel, a headline of its own like the other four datasets'. Only entries judged on the paper's data
 (fedbench.claims.entry.PAPER_DATA) cover a headline; a verdict at any other fidelity (reconstructed, stand-in,
-smoke-check, analytic) is shown beside it, never counted (fedbench.report.build).
+smoke-check, analytic) is shown beside it, never counted (fedbench.report.build renders the line).
 """
 
 from __future__ import annotations

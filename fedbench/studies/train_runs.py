@@ -10,7 +10,7 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.data.format import read_meta
 from fedbench.data.registry import dataset_dir
-from fedbench.runner import RunKey, find_run
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run  # noqa: F401 (the roots: for the report)
 
 
 def study_cells(cfg: Config) -> list[tuple[str, str, float]]:

@@ -1,0 +1,74 @@
+"""Every claim entry the report renders, gathered in one place (the report judges nothing: fedbench.report.build only
+renders what this returns):
+
+- the main job's, judged from the train stage's runs (fedbench.studies.fedprox_main_job_claims);
+- the real data's: FedProx's judged from the train stage's runs of the paper profile, the paper-scale claim studies'
+  read from their records, the claims no command judges yet (fedbench.studies.real_claims);
+- each claim study's of params.yaml ``claim_studies``, read from its ``claims.json``, or, where it has not run, its
+  declared claims not-run with the command that runs it (:func:`study_claims`);
+
+each with its registration (fedbench.claims.registry.status: registered, changed, frozen, confirmed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fedbench.claims import registry as rules_registry
+from fedbench.claims.fidelity import relabelled
+from fedbench.config import Config
+from fedbench.studies import STUDIES_ROOT, not_run_entries
+from fedbench.studies import command as study_command
+from fedbench.studies import fedprox_main_job_claims as main_job, real_claims
+from fedbench.studies.stage import measured
+from fedbench.studies.train_runs import load_runs
+
+
+def measured_cost(name: str) -> str:
+    """What claim study ``name`` cost where it was measured (fedbench.studies.stage.measured), as words; "" if
+    unknown."""
+    m = measured(name)
+    return (f"{m['seconds']:,} s wall at the {m['budget']} budget, {m['workers']} workers on {m['device']}, "
+            f"measured {m['date']}") if m else ""
+
+
+def study_claims(cfg: Config, studies_root: Path = STUDIES_ROOT) -> list[dict[str, Any]]:
+    """Claims of the configured claim studies, read from their ``claims.json``. A study that has not run gives its
+    declared claims not-run (fedbench.studies.not_run_entries), saying what runs it: ``dvc repro`` for a default
+    study, ``fedbench study run NAME`` and what it cost where it was measured for an opt-in one (params.yaml
+    claim_studies.opt_in: no DVC stage runs it)."""
+    out = []
+    for name, declared in cfg.claim_studies.items():
+        path = Path(studies_root) / name / "claims.json"
+        if path.exists():
+            out += [c | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"], c["rounds_paper"])}
+                    for c in json.loads(path.read_text())["claims"]]  # labelled by the current rules
+            continue
+        if declared.default:
+            why, would_change = f"study {name} has not run (no {path})", f"running the study (dvc repro study@{name})"
+        else:
+            cost = measured_cost(name)
+            why = (f"not run: study {name} is opt-in (params.yaml claim_studies.opt_in: `dvc repro` does not run it); "
+                   f"`{study_command(name)}` runs it" + (f" ({cost})" if cost else ""))
+            would_change = f"running `{study_command(name)}`, then `dvc repro` (the report then judges it as usual)"
+        entries = not_run_entries(name, why, would_change)
+        m = measured(name)
+        opt_in = {} if declared.default else {"command": study_command(name), "cost": None if m is None else dict(m)}
+        out += [e | {"study": name} | opt_in for e in entries]
+    return out
+
+
+def collect(cfg: Config, runs_root: Path, data_root: Path,
+            studies_root: Path = STUDIES_ROOT) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
+    """(every entry with its registration, the train stage's run histories, their summaries): what the report
+    renders."""
+    hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
+    claims = ([c | {"study": main_job.STUDY} for c in main_job.evaluate_claims(cfg, hist, summ)]
+              + [c | {"study": real_claims.STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root))]
+              + study_claims(cfg, studies_root))
+    registered = rules_registry.load()
+    return [c | {"registration": rules_registry.status(c, registered)} for c in claims], hist, summ
