@@ -47,6 +47,7 @@ the rule's parts and the figure) is fedbench.studies.mime_real.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -196,15 +197,36 @@ def tune(run: Callable[[list[tuple[str, float, int]]], dict[tuple[str, float, in
     return select_all({m: budget.lr_grid for m in methods}, read, evaluate), outcomes
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+def on_seeds(seeds: tuple[int, ...], budget: Budget) -> tuple[StudyDeclaration, Budget, list[str]]:
+    """The declaration, ``budget`` and deviations judged on other training ``seeds`` (a confirmatory run's frozen
+    block, fedbench.studies.confirm): the rule's and the deviations' mention of the judged seeds names them (so the
+    rule's frozen hash, which reads the mention of a run's own seeds as a placeholder, is the exploratory one's);
+    the tuning seeds, and so the selected steps, stay."""
+    from fedbench.claims.registry import seeds_text
+
+    b = dataclasses.replace(budget, seeds=tuple(seeds))
+    said, says = f"per judged seed ({seeds_text(list(_P.seeds))})", f"per judged seed ({seeds_text(list(b.seeds))})"
+    claim = DECLARATION.claims[0]
+    if said not in claim.rule:
+        raise ValueError(f"study mime_fashion: its rule names no '{said}' to replace")  # pragma: no cover
+    d = dataclasses.replace(DECLARATION.with_seeds(b.seeds),
+                            claims=(dataclasses.replace(claim, rule=claim.rule.replace(said, says)),))
+    judged_on = f"judged on seeds {', '.join(map(str, _P.seeds))}"
+    return d, b, [a.replace(judged_on, f"judged on seeds {', '.join(map(str, b.seeds))}") for a in ASSUMPTIONS]
+
+
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The ordering judged at ``budget`` (BUDGETS), on training ``seeds`` if given (:func:`on_seeds`)."""
     from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_declared
 
-    d = DECLARATION
-    b, study, methods = open_declared(out_dir, d, budget, workers)
+    b, study, methods = open_declared(out_dir, DECLARATION, budget, workers)
+    d, assumptions = DECLARATION, ASSUMPTIONS
+    if seeds is not None:
+        d, b, assumptions = on_seeds(tuple(seeds), b)
 
     def record(sim, o):
         return sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail", b.rounds)})
@@ -236,7 +258,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                 + (f". Step still at an end of the grid: {', '.join(edge)} (a wider grid could change it)"
                    if edge else ""))
     fixture_note = f"{b.rounds} rounds and {b.clients_per_round} users a round on fixture-sized data: the test suite's"
-    deviations = ([fixture_note] if budget != "paper" else []) + ASSUMPTIONS
+    deviations = ([fixture_note] if budget != "paper" else []) + assumptions
     # the claim's fidelity (stand-in) at every budget; the split's data seed 0 (the declaration names none: above)
     entry = d.entry(
         "mime/fashion-mnist/ordering",

@@ -133,3 +133,27 @@ def test_not_run_entry_is_stand_in_with_the_command_and_a_cost():
     assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * 15
     assert e["scale"]["variants"] == ["fashion_mnist_fedproxvr"]
     assert "could differ" in e["deviations"][0]
+
+
+def test_on_other_seeds_the_rule_names_them_and_keeps_its_frozen_hash():
+    """A confirmatory run (fedbench.studies.confirm) judges the ordering on a frozen block of fresh seeds: the rule
+    and the deviations name those seeds, the tuning seeds and grid stay, and the rule's frozen hash is the
+    exploratory one's (a rule that named 0-4 on other seeds would be refused as changed)."""
+    from fedbench.claims import registry
+
+    paper = study.BUDGETS["paper"]
+    d, b, deviations = study.on_seeds((1055, 1056, 1057, 1058, 1059), paper)
+    assert b.seeds == (1055, 1056, 1057, 1058, 1059) and (b.tuning_seeds, b.lr_grid) == (paper.tuning_seeds,
+                                                                                       paper.lr_grid)
+    rule = d.claims[0].rule
+    assert "per judged seed (1055-1059)" in rule
+    assert rule.replace("(1055-1059)", "(0-4)") == study.DECLARATION.claims[0].rule
+    assert "judged on seeds 1055, 1056, 1057, 1058, 1059" in " ".join(deviations)
+
+    def entry(declaration, seeds):
+        return declaration.entry(declaration.claims[0].id, scale={"study": "mime_fashion"}, deviations=[],
+                                 figure=None, fidelity="stand-in", rounds_run=200, rounds_paper=None,
+                                 training_seeds=list(seeds), data_seeds=[0])
+
+    assert registry.frozen_hash(entry(d, b.seeds)) == registry.frozen_hash(entry(study.DECLARATION, paper.seeds))
+    assert registry.rule_spec(entry(d, b.seeds))["rule"] != registry.rule_spec(entry(study.DECLARATION, paper.seeds))["rule"]
