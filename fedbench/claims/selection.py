@@ -16,7 +16,10 @@ The rule, stated once (:func:`choose`):
 3. The leader is the step with the best mean. Another step is tied with it when the leader's mean beats it by no
    more than the larger of their two spreads. The leader is chosen only if no other step is tied with it (it
    beats the next by more than the spread between tuning seeds); otherwise the tie-break picks the smallest step
-   of the tied set (the smaller step: slower, but the one a noisy reading cannot push into divergence).
+   of the tied set (the smaller step: slower, but the one a noisy reading cannot push into divergence). The rule
+   holds for any knob read this way: :func:`choose` takes the tie-break's side (``tie_break="larger"``: the largest
+   value tied) and the knob's name (deltafl_iambic chooses Delta-FL's conformity level theta, a tie going to the
+   higher theta, the level closest to FedAvg; it calls :func:`choose` alone, its grid is the paper's three levels).
 4. The choice is at an edge when the chosen step or the leader is the smallest or the largest step of the grid:
    the best step may lie beyond it. :func:`select` then widens the grid on that side by the grid's own ratio
    (:func:`extend`: the next step continues the geometric spacing of the two end steps), runs the new step's
@@ -95,29 +98,35 @@ class Selection:
                 "why": self.text}
 
 
-def _check(grid: Sequence[float], readings: Mapping[float, Sequence[float]]) -> None:
+def _check(grid: Sequence[float], readings: Mapping[float, Sequence[float]], knob: str, tie_break: str) -> None:
     if len(grid) < 2 or any(s <= 0 for s in grid) or list(grid) != sorted(set(grid)):
-        raise ValueError(f"step-size grid {list(grid)}: needs two or more distinct positive steps, ascending")
+        raise ValueError(f"{knob} grid {list(grid)}: needs two or more distinct positive values, ascending")
+    if tie_break not in SIDES:
+        raise ValueError(f"tie_break {tie_break!r}; allowed: {', '.join(SIDES)}")
     if set(readings) != set(grid):
-        raise ValueError(f"tuning readings for steps {sorted(readings)}, grid {list(grid)}: every step needs readings")
+        raise ValueError(f"tuning readings for {knob} {sorted(readings)}, grid {list(grid)}: every {knob} needs readings")
     n = {len(readings[s]) for s in grid}
     if len(n) != 1 or min(n) < 2:
-        raise ValueError(f"tuning readings: every step needs the same two or more tuning seeds, got counts {sorted(n)}")
+        raise ValueError(f"tuning readings: every {knob} needs the same two or more tuning seeds, got counts {sorted(n)}")
     bad = [s for s in grid if not all(math.isfinite(float(x)) for x in readings[s])]
     if bad:
-        raise ValueError(f"tuning readings at steps {bad}: not finite (give a diverged run the reading's worst "
+        raise ValueError(f"tuning readings at {knob} {bad}: not finite (give a diverged run the reading's worst "
                          "finite value)")
 
 
-def choose(grid: Sequence[float], readings: Mapping[float, Sequence[float]], higher_is_better: bool = True) -> Choice:
-    """The step of ``grid`` chosen from ``readings`` (step -> one reading per tuning seed) by the module's rule."""
-    _check(grid, readings)
+def choose(grid: Sequence[float], readings: Mapping[float, Sequence[float]], higher_is_better: bool = True,
+           tie_break: str = "smaller", knob: str = "step") -> Choice:
+    """The value of ``grid`` chosen from ``readings`` (value -> one reading per tuning seed) by the module's rule.
+    ``tie_break`` ("smaller" or "larger") is the end of the tied set the rule takes (step sizes: the smaller);
+    ``knob`` names the values in the reason (any knob: a step size, Delta-FL's conformity level theta)."""
+    _check(grid, readings, knob, tie_break)
     sign = 1.0 if higher_is_better else -1.0
+    toward = -1.0 if tie_break == "smaller" else 1.0
     means = {s: sum(map(float, readings[s])) / len(readings[s]) for s in grid}
     spreads = {s: max(map(float, readings[s])) - min(map(float, readings[s])) for s in grid}
-    leader = max(grid, key=lambda s: (sign * means[s], -s))  # an exact tie of means: the smaller step leads
+    leader = max(grid, key=lambda s: (sign * means[s], toward * s))  # an exact tie of means: the tie-break's leads
     tied = tuple(s for s in grid if sign * (means[leader] - means[s]) <= max(spreads[leader], spreads[s]))
-    step = min(tied)
+    step = min(tied) if tie_break == "smaller" else max(tied)
     if tied == (leader,):
         nxt = max((s for s in grid if s != leader), key=lambda s: sign * means[s])
         reason = (f"{leader:g} beats the next ({nxt:g}) by {abs(means[leader] - means[nxt]):.4g}, more than the "
@@ -125,7 +134,8 @@ def choose(grid: Sequence[float], readings: Mapping[float, Sequence[float]], hig
     else:
         others = ", ".join(f"{s:g}" for s in tied if s != leader)
         reason = (f"{leader:g} has the best mean but does not beat {others} by more than the spread between tuning "
-                  f"seeds: the tie-break takes the smallest step, {step:g}")
+                  f"seeds: the tie-break takes the {'smallest' if tie_break == 'smaller' else 'largest'} {knob}, "
+                  f"{step:g}")
     edge = tuple(side for side, end in zip(SIDES, (grid[0], grid[-1])) if end in (step, leader))
     return Choice(step=step, leader=leader, tied=tied, means=means, spreads=spreads, reason=reason, edge=edge)
 

