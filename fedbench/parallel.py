@@ -68,9 +68,26 @@ def _worker_sigterm(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
+def _quiet_after_fork() -> None:
+    """In a child just forked from a process whose SIGTERM raises Terminated (a fedbench command): SIGTERM ends it at
+    once, as in a worker outside a job, until it installs a handler of its own. Without this, a worker still starting
+    up when its parent stops the pool raised the inherited Terminated in its start-up code, with a traceback."""
+    if signal.getsignal(signal.SIGTERM) is raise_terminated:
+        try:
+            signal.signal(signal.SIGTERM, _worker_sigterm)
+        except ValueError:  # pragma: no cover (forked from a thread that is not the main one: nothing to change)
+            pass
+
+
+os.register_at_fork(after_in_child=_quiet_after_fork)
+
+
 def _init_worker(parent_pid: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
-    signal.signal(signal.SIGTERM, _worker_sigterm)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+        signal.signal(signal.SIGTERM, _worker_sigterm)
+    except Terminated:  # SIGTERM came before the fork hook ran: the parent's handler, inherited
+        os._exit(128 + signal.SIGTERM)
     die_with_parent(parent_pid)
     one_torch_thread()
 
