@@ -28,10 +28,9 @@ from fedbench.studies.stage import measured
 from fedbench.studies.train_runs import load_runs
 
 
-def measured_cost(name: str) -> str:
-    """What claim study ``name`` cost where it was measured (fedbench.studies.stage.measured), as words; "" if
-    unknown."""
-    m = measured(name)
+def measured_cost(m: dict[str, Any] | None) -> str:
+    """What a claim study cost where it was measured (its MEASURED: fedbench.studies.stage.measured), as words; ""
+    if unknown."""
     return (f"{m['seconds']:,} s wall at the {m['budget']} budget, {m['workers']} workers on {m['device']}, "
             f"measured {m['date']}") if m else ""
 
@@ -48,15 +47,15 @@ def study_claims(cfg: Config, studies_root: Path = STUDIES_ROOT) -> list[dict[st
             out += [c | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"], c["rounds_paper"])}
                     for c in json.loads(path.read_text())["claims"]]  # labelled by the current rules
             continue
+        m = measured(name)
         if declared.default:
             why, would_change = f"study {name} has not run (no {path})", f"running the study (dvc repro study@{name})"
         else:
-            cost = measured_cost(name)
+            cost = measured_cost(m)
             why = (f"not run: study {name} is opt-in (params.yaml claim_studies.opt_in: `dvc repro` does not run it); "
                    f"`{study_command(name)}` runs it" + (f" ({cost})" if cost else ""))
             would_change = f"running `{study_command(name)}`, then `dvc repro` (the report then judges it as usual)"
         entries = not_run_entries(name, why, would_change)
-        m = measured(name)
         opt_in = {} if declared.default else {"command": study_command(name), "cost": None if m is None else dict(m)}
         out += [e | {"study": name} | opt_in for e in entries]
     return out
