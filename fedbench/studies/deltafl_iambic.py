@@ -260,7 +260,9 @@ def select_theta(p90_by_theta: dict[float, list[float]]) -> Choice:
 # --- the study ----------------------------------------------------------------------------------------------------
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+        real_root: str | Path = REAL_ROOT, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The claim judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block:
+    the rule names them, StudyDeclaration.on_seeds; the selection seeds, and so theta*'s choice, stay)."""
     from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
@@ -270,6 +272,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
 
     d = DECLARATION
     b, study = open_budget(out_dir, d.budgets, budget, workers)
+    if seeds is not None:
+        d, b = d.on_seeds(tuple(seeds)), dataclasses.replace(b, seeds=tuple(seeds))
     out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")
 
     # 1. theta* on the selection seeds

@@ -199,20 +199,12 @@ def tune(run: Callable[[list[tuple[str, float, int]]], dict[tuple[str, float, in
 
 def on_seeds(seeds: tuple[int, ...], budget: Budget) -> tuple[StudyDeclaration, Budget, list[str]]:
     """The declaration, ``budget`` and deviations judged on other training ``seeds`` (a confirmatory run's frozen
-    block, fedbench.studies.confirm): the rule's and the deviations' mention of the judged seeds names them (so the
-    rule's frozen hash, which reads the mention of a run's own seeds as a placeholder, is the exploratory one's);
-    the tuning seeds, and so the selected steps, stay."""
-    from fedbench.claims.registry import seeds_text
-
+    block, fedbench.studies.confirm): the rule and the deviations name them (StudyDeclaration.on_seeds, so the
+    rule's frozen hash is the exploratory one's); the tuning seeds, and so the selected steps, stay."""
     b = dataclasses.replace(budget, seeds=tuple(seeds))
-    said, says = f"per judged seed ({seeds_text(list(_P.seeds))})", f"per judged seed ({seeds_text(list(b.seeds))})"
-    claim = DECLARATION.claims[0]
-    if said not in claim.rule:
-        raise ValueError(f"study mime_fashion: its rule names no '{said}' to replace")  # pragma: no cover
-    d = dataclasses.replace(DECLARATION.with_seeds(b.seeds),
-                            claims=(dataclasses.replace(claim, rule=claim.rule.replace(said, says)),))
     judged_on = f"judged on seeds {', '.join(map(str, _P.seeds))}"
-    return d, b, [a.replace(judged_on, f"judged on seeds {', '.join(map(str, b.seeds))}") for a in ASSUMPTIONS]
+    return (DECLARATION.on_seeds(b.seeds), b,
+            [a.replace(judged_on, f"judged on seeds {', '.join(map(str, b.seeds))}") for a in ASSUMPTIONS])
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,

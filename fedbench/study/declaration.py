@@ -145,6 +145,19 @@ class StudyDeclaration:
         other._check_seeds(other.seeds, "seeds")
         return other
 
+    def on_seeds(self, seeds: tuple[int, ...]) -> StudyDeclaration:
+        """The declaration judged on other training ``seeds`` (a confirmatory run's frozen block, fedbench.studies.
+        confirm): :meth:`with_seeds`, each claim's rule naming them wherever it named the declared seeds ("per judged
+        seed (1-5)"), so that the rule's frozen hash, which reads a mention of a run's own seeds as a placeholder
+        (fedbench.claims.registry.frozen_hash), stays the exploratory rule's."""
+        from fedbench.claims.registry import seeds_text, without_seeds
+
+        said = list(self.seeds)
+        says = seeds_text(list(seeds)) if len(seeds) > 1 else str(seeds[0])
+        claims = tuple(dataclasses.replace(c, rule=without_seeds(c.rule, said).replace("{seeds}", says))
+                       if "{seeds}" in without_seeds(c.rule, said) else c for c in self.claims)
+        return dataclasses.replace(self.with_seeds(seeds), claims=claims)
+
     def budget(self, budget: str) -> Any:
         """The declared budget ``budget`` (a round count or a :class:`Budget`); a ConfigError naming the allowed."""
         if budget not in self.budgets:

@@ -131,3 +131,19 @@ def test_fixture_budget_selects_theta_on_its_own_seeds_and_repeats(study_run):
     (outcome,) = run_simulations([sim], workers=1)
     assert outcome.param_digest == by_name["fedavg/seed=0"]["param_digest"]
     assert by_name["fedavg/seed=0"]["param_digest"] != by_name[f"delta_fl/theta={star:g}/seed=0"]["param_digest"]
+
+
+def test_on_a_confirmatory_block_the_rule_names_its_seeds_and_theta_is_chosen_as_before(real_root, tmp_path):
+    """fedbench claims confirm reruns the study on a frozen block of fresh seeds (run(seeds=...)): the judged runs
+    and the rule's "per judged seed (...)" are that block's, the selection seeds (and so theta*'s choice) stay, and
+    the rule's frozen hash is the exploratory rule's."""
+    from fedbench.claims import registry
+
+    (c,) = study.run(tmp_path / "out", workers=1, budget="fixture", real_root=real_root, seeds=(20, 21))
+    assert c["seeds"]["training"] == [20, 21] and "per judged seed (20-21)" in c["rule"]
+    assert c["rule"].replace("(20-21)", "(1-5)") == DECLARATION.claims[0].rule
+    assert c["reproduced"]["theta_star"] == 0.1 and c["scale"]["selection_seeds"] == [7, 8]
+    judged = {r["params"]["seed"] for r in read_simulations(tmp_path / "out") if not r["params"]["selection"]}
+    assert judged == {20, 21}
+    exploratory = {**c, "rule": DECLARATION.claims[0].rule, "seeds": {**c["seeds"], "training": [1, 2, 3, 4, 5]}}
+    assert registry.frozen_hash(c) == registry.frozen_hash(exploratory)

@@ -63,6 +63,28 @@ def test_a_deterministic_study_declares_no_seeds_and_refuses_other_seeds():
         _study().with_seeds(())
 
 
+def test_on_other_seeds_each_rule_names_them_and_keeps_its_frozen_hash():
+    """A confirmatory run judges a study on a frozen block of fresh seeds: the rule names that block wherever it named
+    the declared seeds (a whole mention, not "0.1" or "10"), other rules stay as they are, and the frozen hash is the
+    exploratory rule's."""
+    from fedbench.claims import registry
+
+    named = _claim(rule="per judged seed (0-4), A - B >= 0.1 over 10 rounds")
+    s = _study(seeds=(0, 1, 2, 3, 4), claims=(named, _claim(id="p/x/d", rule="A - B >= 0")))
+    on = s.on_seeds((1060, 1061, 1062, 1063, 1064))
+    assert on.seeds == (1060, 1061, 1062, 1063, 1064)
+    assert [c.rule for c in on.claims] == ["per judged seed (1060-1064), A - B >= 0.1 over 10 rounds", "A - B >= 0"]
+
+    def entry(d):
+        return d.entry("p/x/c", scale={}, deviations=[], figure=None, fidelity="stand-in", rounds_run=10,
+                       rounds_paper=None, training_seeds=list(d.seeds))
+
+    assert registry.frozen_hash(entry(on)) == registry.frozen_hash(entry(s))
+    assert registry.rule_spec(entry(on))["rule"] != registry.rule_spec(entry(s))["rule"]
+    with pytest.raises(ConfigError, match=r"^study toy: seeds: \[3, 3\]; allowed"):
+        s.on_seeds((3, 3))
+
+
 def test_an_entry_comes_from_its_claim_declaration():
     e = _study(seeds=(3, 4), data_seeds=(7,)).entry(
         "p/x/c", rule_fields={"evaluations": 11}, scale={}, deviations=[], figure=None, fidelity="stand-in",
