@@ -45,7 +45,7 @@ def entry(cfg: Config, runs: dict[str, tuple[Config, Curves]], costs: dict[str, 
                if missing_runs(runs[s.name][1], [(s.variant, v, f) for v in ARMS for f in levels], seeds)]
     if missing:
         e = PARTIAL_WORK.entry(PARTIAL_WORK_ID, scale=scale, deviations=deviations, figure=None,
-                               fidelity="paper-scale", rounds_run=None, training_seeds=[], data_seeds=[])
+                               fidelity="reconstructed", rounds_run=None, training_seeds=[], data_seeds=[])
         hours = sum(costs[n]["hours"] for n in missing)
         device = costs[missing[0]]["device"]
         cmd = " && ".join(command(n) for n in missing)
@@ -72,7 +72,7 @@ def entry(cfg: Config, runs: dict[str, tuple[Config, Curves]], costs: dict[str, 
     run, paper = ((min(rounds.values()), None) if rounds[short.name] >= short.rounds
                   else (rounds[short.name], short.rounds))
     e = PARTIAL_WORK.entry(PARTIAL_WORK_ID, scale=scale, deviations=deviations, figure=None,
-                           fidelity=fidelity("paper", run, paper, len(seeds)), rounds_run=run, rounds_paper=paper,
+                           fidelity=fidelity("reconstructed", run, paper, len(seeds)), rounds_run=run, rounds_paper=paper,
                            training_seeds=list(seeds), data_seeds=[0])
     e["reproduced"] = {"unit": "training loss, mean of the last 5 evaluations, E = 1",
                        **{f"{s.title}, {int(f * 100)}% stragglers": {v: _per_seed([loss(s, v, f, x, "tail", 1.0)
