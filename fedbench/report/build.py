@@ -454,6 +454,12 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _no_seeds(c: dict[str, Any]) -> str:
+    """What an entry naming no training seeds says: a judged one ran none (a deterministic study); one that judged
+    nothing has run none yet."""
+    return "none yet (not run)" if c.get("verdict") in UNJUDGED else "none (deterministic)"
+
+
 def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> list[str]:
     pub = c.get("published") or {}
     extra = {k: v for k, v in pub.items() if k not in ("value", "unit", "scope", "statement")}
@@ -465,7 +471,7 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> l
            + ("" if not extra else " " + " ".join(f"{k.replace('_', ' ').capitalize()}: {_prose(v)}." for k, v in
                                                    extra.items())),
            (f"- **Fidelity**: {c.get('fidelity')}; rounds run / paper: {rounds_cell(c)}; seeds: training "
-           f"{_prose((c.get('seeds') or {}).get('training') or 'none (deterministic)')}, data "
+           f"{_prose((c.get('seeds') or {}).get('training') or _no_seeds(c))}, data "
            f"{_prose((c.get('seeds') or {}).get('data') or '—')}.")]
     if e is not None:
         per_seed = ", ".join(fmt_number(_num(x) if isinstance(x, str) else x, signed=True) for x in e["per_seed"])

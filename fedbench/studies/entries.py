@@ -55,7 +55,7 @@ def study_claims(cfg: Config, studies_root: Path = STUDIES_ROOT) -> list[dict[st
             why = (f"not run: study {name} is opt-in (params.yaml claim_studies.opt_in: `dvc repro` does not run it); "
                    f"`{study_command(name)}` runs it" + (f" ({cost})" if cost else ""))
             would_change = f"running `{study_command(name)}`, then `dvc repro` (the report then judges it as usual)"
-        entries = not_run_entries(name, why, would_change)
+        entries = not_run_entries(name, why, would_change, declared.budget)
         opt_in = {} if declared.default else {"command": study_command(name), "cost": None if m is None else dict(m)}
         out += [e | {"study": name} | opt_in for e in entries]
     return out

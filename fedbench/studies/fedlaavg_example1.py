@@ -121,7 +121,7 @@ DECLARATION = StudyDeclaration(
                    "statement": "w_inf as above; small-step limit (a mu1 + b mu2)/(a + b) != w* unless mu1 = mu2 or "
                                 "a = b (closed form derived in the setups file (5.6) from appendix A's recurrence; no "
                                 "numbers)"},
-        rule=f"for every eta in {{etas}}: the last end-of-period iterate is within {CLOSED_FORM_TOL} |mu2 - mu1| "
+        rule=f"for every eta in {list(ETAS)}: the last end-of-period iterate is within {CLOSED_FORM_TOL} |mu2 - mu1| "
              "of the closed form and of the previous period's (converged), and at the smallest eta its distance to "
              "w* is more than half the small-step-limit bias |(a mu1 + b mu2)/(a + b) - w*|. reproduced if all hold, "
              "not-reproduced otherwise (deterministic: no seed randomness)",
@@ -228,7 +228,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
                   figure={"path": "studies/fedlaavg_example1/fedlaavg_example1.png",
                           "panel": "right: distance to w* against the step size"})
     bias = DECLARATION.entry(
-        'fedlaavg/example-1/fedavg-bias', rule_fields={"etas": list(ETAS)},
+        'fedlaavg/example-1/fedavg-bias',
         reproduced={"value": {str(eta): {"end_of_period_w": round(r["end"], 6), "closed_form": round(r["closed_form"], 6),
                                          "bias": round(abs(r["end"] - w_star), 6), "periods": r["periods"]}
                               for eta, r in fedavg.items()},

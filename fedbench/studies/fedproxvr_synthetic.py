@@ -103,6 +103,8 @@ DECLARATION = StudyDeclaration(
           *(Arm(mu_arm(mu), "fedproxvr", VR | {"mu": mu}) for mu in MU_SWEEP if mu != VR["mu"]),
           *(Arm(beta_arm(b), "fedproxvr", VR | {"beta": b, "tau": tau_of(b)}) for b in BETA_SWEEP)),
     seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,),
+    # the rules' {rounds} and {evaluations} at each budget (a not-run entry states its configured budget's)
+    rule_fields={b: {"rounds": r, "evaluations": r + 1} for b, r in BUDGETS.items()},
     claims=(Claim(
         id="fedproxvr/synthetic/matches-or-beats-fedavg",
         where="talk slides, 'Comparisons with FedAvg', Table 1 (convex task); setting of the mu study "

@@ -53,15 +53,16 @@ CLIENTS_PER_ROUND = 10
 LOCAL_STEPS, BATCH_SIZE = 10, 10
 MOMENTUM = 0.9
 LR_GRID = tuple(float(f"{10 ** (-3 + i / 4):.3g}") for i in range(13))  # 0.001 ... 1, 4 per decade
+SEEDS = (0, 1, 2, 3, 4)  # the judged seeds (consecutive: the rules name them "0-4")
 TUNING_SEEDS = (100, 101)
 DATA_SEED = 0
 READINGS = ("tail", "final", "best")
 
 SERVER_ONLY = ("server-only SGDm", "server-only SGD")
-# the rules' shared start; {tuning_seeds}, {grid} and {seeds} are filled from the run (rule_fields)
-TUNED = ("each arm at its step size of the grid {grid} (4 per decade), "
+# the rules' shared start (the judged seeds named as DECLARATION's; run(seeds=...) names its own: on_seeds)
+TUNED = (f"each arm at its step size of the grid {LR_GRID[0]:g} to {LR_GRID[-1]:g} (4 per decade), "
          + rule_text(TUNING_SEEDS, "the mean test accuracy over the last 5 rounds")
-         + "; per seed ({seeds}), effect = test "
+         + f"; per seed ({SEEDS[0]}-{SEEDS[-1]}), effect = test "
          "accuracy (mean of the last 5 rounds) difference in points; each part: "
          + Rule("greater", 0.0, "points").text())
 # The study as data (fedbench.study.declaration): the arms (server-only: Mime with one local step), the judged seeds
@@ -77,7 +78,7 @@ DECLARATION = StudyDeclaration(
           Arm("Mime (SGD)", "mime", {"variant": "mime", "base": "sgdm", "momentum": 0.0}),
           Arm("FedAvg", "fedavg", {}),
           Arm("server-only SGD", "mime", {"variant": "mime", "base": "sgdm", "momentum": 0.0})),
-    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(DATA_SEED,), knobs={"lr": LR_GRID},
+    seeds=SEEDS, budgets={"pipeline": ROUNDS}, data_seeds=(DATA_SEED,), knobs={"lr": LR_GRID},
     claims=(
     Claim(
         id="mime/synthetic-1-1/momentum-helps", where="Figure 3 (EMNIST62 and CIFAR100, SGDm) and its caption; talk slides, 'Mime with momentum'",
@@ -118,13 +119,6 @@ def _algorithm(method: str, lr: float):
     """Arm ``method``'s algorithm at local step size ``lr``."""
     arm = DECLARATION.arm(method)
     return algorithm_class(arm.algorithm)(lr=lr, **arm.settings)
-
-
-def seed_text(seeds: tuple[int, ...]) -> str:
-    """The judged seeds as the rules name them: "0-4" for a run of consecutive seeds, else "0, 3, 7"."""
-    if len(seeds) > 1 and tuple(seeds) == tuple(range(seeds[0], seeds[0] + len(seeds))):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ", ".join(map(str, seeds))
 
 
 @functools.cache
@@ -207,13 +201,11 @@ def figure(path: Path, curves: dict[str, np.ndarray], lrs: dict[str, float], see
 
 def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The study with judged training ``seeds`` if given (DECLARATION.seeds; never one of the TUNING_SEEDS)."""
-    study = DECLARATION.with_seeds(seeds)
+    study = DECLARATION if seeds is None else DECLARATION.on_seeds(tuple(seeds))
     seeds = study.seeds
     if set(seeds) & set(TUNING_SEEDS):
         raise ConfigError(f"study mime_synthetic: seeds: {list(seeds)} share {sorted(set(seeds) & set(TUNING_SEEDS))} "
                           f"with the tuning seeds {list(TUNING_SEEDS)}; allowed: seeds apart from them")
-    rule_fields = {"seeds": seed_text(seeds), "tuning_seeds": ", ".join(map(str, TUNING_SEEDS)),
-                   "grid": f"{LR_GRID[0]:g} to {LR_GRID[-1]:g}"}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ran: list[tuple[Simulation, Any]] = []
@@ -266,15 +258,15 @@ def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | No
                   figure={"path": "studies/mime_synthetic/mime_synthetic.png", "panel": "{}"})
     figure_left = {"path": "studies/mime_synthetic/mime_synthetic.png", "panel": "left: with momentum"}
     entries = [
-        study.entry("mime/synthetic-1-1/momentum-helps", rule_fields=rule_fields,
+        study.entry("mime/synthetic-1-1/momentum-helps",
                   observed=arms + ". " + "; ".join(f"{p['part']}: {fmt_effect(p)}" for p in fedavgm["parts"]),
                   **(common | {"figure": figure_left})),
-        study.entry("mime/synthetic-1-1/beats-server-only", rule_fields=rule_fields,
+        study.entry("mime/synthetic-1-1/beats-server-only",
                   observed=("; ".join(f"{p['part']}: {fmt_effect(p)}" for p in server["parts"])
                             + f". FedAvgM - server-only SGDm (context): mean {np.mean(fedavg_vs_server):+.2f} points "
                               f"over {len(seeds)} seeds"),
                   **(common | {"figure": figure_left})),
-        study.entry("mime/synthetic-1-1/better-use-of-momentum", rule_fields=rule_fields,
+        study.entry("mime/synthetic-1-1/better-use-of-momentum",
                   observed=(f"Mime's gain from momentum {np.mean(tail['Mime (SGDm)']) - np.mean(tail['Mime (SGD)']):+.2f}, "
                             f"FedAvg's {np.mean(tail['FedAvg + server momentum']) - np.mean(tail['FedAvg']):+.2f} points "
                             f"(seed means); difference {fmt_effect(usage['effect'])}"),

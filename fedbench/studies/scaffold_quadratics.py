@@ -125,7 +125,7 @@ DECLARATION = StudyDeclaration(
                    "times faster, K=10 only about 4 times.",
         published={"value": 4.0, "unit": "x faster than SGD", "scope": "K=10 on the scalar-quadratics demo (K=2: 2x)",
                    "statement": "Larger K is better; K=2 is 2 times faster; K=10 is only 4 times better (talk slides)"},
-        rule="deterministic. At each shared step size in " + "{common_lrs}"
+        rule="deterministic. At each shared step size in " + ", ".join(f"{lr:g}" for lr in COMMON_LRS)
               + " (x 1/beta; the slides: SCAFFOLD 'works with the same learning rate as SGD'): speedup(K) = SGD's "
                 "rounds per decade / SCAFFOLD's (zero start, G = 1). Parts: speedup(K=10) - speedup(K=2): "
               + Rule("greater", 0.0, "x").text() + "; speedup(K=2) within [1.5, 2.5] and speedup(K=10) within "

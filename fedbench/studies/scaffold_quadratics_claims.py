@@ -142,7 +142,7 @@ def local_steps_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
                 + f". Each method at its best step size: K=2 {tuned['K=2']:.2f}x, K=10 {tuned['K=10']:.2f}x (SGD at "
                   "step 1 = 1/beta solves this one-dimensional f in one round)")
     return q.DECLARATION.judged(
-        'scaffold/quadratics/local-steps-help', result, rule_fields={"common_lrs": ", ".join(f"{lr:g}" for lr in q.COMMON_LRS)},
+        'scaffold/quadratics/local-steps-help', result,
         reproduced={"speedup_same_step": table, "speedup_tuned": tuned,
                     "sgd_rounds_per_decade": {f"step {lr:g}": _num(v) for lr, v in rpd_sgd.items()}},
         scale={"clients": 2, "instance": "f1 = x^2 + G x, f2 = -G x", "G": q.STEPS_G, "mu": q.MU, "x0": q.X0,

@@ -15,6 +15,7 @@ study states each claim's place in the paper, statement, published value and rul
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -79,7 +80,9 @@ class StudyDeclaration:
     ``knobs``: the settings the study sweeps, by name (e.g. step sizes), each the values it runs; ``scales``: the
     runs of its paper budget that its claims read, for the projected cost (fedbench.bench.costs.Scale);
     ``deviations``: where every run of the study departs from the paper (each judged entry's, unless it states its
-    own)."""
+    own); ``rule_fields``: each budget's values of the rules' ``{name}`` fields (e.g. the rounds it runs), which the
+    entries of a study that has not run state (a run fills them from what it ran), one per budget for every field a
+    rule names."""
 
     name: str
     paper: str
@@ -94,6 +97,7 @@ class StudyDeclaration:
     variants: tuple[str, ...] = ()
     scales: tuple[Any, ...] = ()
     deviations: tuple[str, ...] = ()
+    rule_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         where = f"study {self.name}"
@@ -117,11 +121,27 @@ class StudyDeclaration:
         ids = [c.id for c in self.claims]
         if len(set(ids)) != len(ids):
             raise ConfigError(f"{where}: claims: {sorted({i for i in ids if ids.count(i) > 1})} declared twice")
+        self._check_rule_fields(where)
         for c in self.claims:
             unknown = [r for r in c.reads if r not in names]
             if unknown or not c.reads:
                 raise ConfigError(f"{where}: claims.{c.id}.reads: {unknown or 'nothing'} is not an arm of the study; "
                                   f"allowed: {', '.join(names)}")
+
+    def _check_rule_fields(self, where: str) -> None:
+        """rule_fields names only declared budgets, and at each it names gives a value for every ``{name}`` field a
+        rule names (a study whose fields come from params.yaml, as the main job's, declares none)."""
+        unknown = sorted(set(self.rule_fields) - set(self.budgets))
+        if unknown:
+            raise ConfigError(f"{where}: rule_fields: {unknown} are not budgets of the study; allowed: "
+                              f"{', '.join(self.budgets)}")
+        for c in self.claims:
+            named = set(re.findall(r"\{([A-Za-z_]\w*)\}", c.rule))  # a field's name (not "{1, 1/2, ...}": text)
+            for budget, values in self.rule_fields.items():
+                missing = sorted(named - set(values))
+                if missing:
+                    raise ConfigError(f"{where}: rule_fields.{budget}: no value for {missing} (claims.{c.id}'s rule "
+                                      f"names them); allowed: a value for every field a rule names")
 
     def _check_seeds(self, seeds: tuple[int, ...], key: str, empty_ok: bool = False) -> None:
         if ((not seeds and not empty_ok) or len(set(seeds)) != len(seeds)

@@ -144,6 +144,22 @@ def test_a_declared_study_not_run_gives_its_claims_not_run(tmp_path):
     assert "delta-fl/gaussian-triangle/longest-side-midpoint" in md
 
 
+def test_every_configured_study_not_run_states_its_rules_filled_and_as_registered(tmp_path):
+    """A claim study that has not run here (an opt-in one on a fresh clone) gives its claims not-run, each rule as it
+    reads at the study's params.yaml budget: no ``{name}`` left unfilled (fedproxvr_synthetic's {rounds} once read so
+    and made its registration differ), and the same rule as registered, so none shows as changed."""
+    import re
+
+    from fedbench.claims import registry
+
+    cfg = load_config("params.yaml")
+    entries = study_claims(cfg, tmp_path)
+    assert {e["verdict"] for e in entries} == {"not-run"} and {e["study"] for e in entries} == set(cfg.claim_studies)
+    assert [e["id"] for e in entries if re.search(r"\{[A-Za-z_]\w*\}", e["rule"])] == []
+    book = registry.load()
+    assert [e["id"] for e in entries if registry.status(e, book)["status"] != "registered"] == []
+
+
 def test_registration_marks_and_rules_changed_after_results(claims):
     from fedbench.claims import registry
 
@@ -336,6 +352,8 @@ def test_a_not_implemented_headline_is_named_and_covers_nothing(claims, monkeypa
             "9-10).") in md
     # a headline its study judges (here not run: feddane_mu1 is opt-in) is not checked, never "not implemented"
     assert "; FedDane with mu = 1 (Figure 4, top row); adaptive mu on the other two non-IID sets (Figure 11); " in md
+    # an entry that judged nothing names no seeds as not yet run, never as deterministic
+    assert "seeds: training none yet (not run), data —." in md and "training none (deterministic)" not in md
     t = count_verdicts(_at_40_rounds(claims) + missing)
     assert t.claims == len(claims) and len(t.not_implemented) == len(missing) == 1
     assert t.headline == count_verdicts(_at_40_rounds(claims)).headline

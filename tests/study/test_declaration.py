@@ -85,6 +85,23 @@ def test_on_other_seeds_each_rule_names_them_and_keeps_its_frozen_hash():
         s.on_seeds((3, 3))
 
 
+def test_rule_fields_give_each_budgets_value_of_every_field_a_rule_names():
+    """A study that has not run states each rule as it reads at its budget (fedbench.studies.not_run_entries): its
+    rule_fields give that budget's value of every ``{name}`` a rule names; a budget it does not declare, or a field
+    left without a value, is refused at load. Braces around other text are no field."""
+    s = _study(rule_fields={"pipeline": {"evaluations": 6}})
+    assert s.entry("p/x/c", s.rule_fields["pipeline"], scale={}, deviations=[], figure=None, fidelity="stand-in",
+                   rounds_run=None, rounds_paper=None)["rule"] == "over the 6 evaluations: A - B >= 0"
+    with pytest.raises(ConfigError) as err:
+        _study(rule_fields={"paper": {"evaluations": 6}})
+    assert str(err.value) == "study toy: rule_fields: ['paper'] are not budgets of the study; allowed: pipeline"
+    with pytest.raises(ConfigError) as err:
+        _study(rule_fields={"pipeline": {"rounds": 5}})
+    assert str(err.value) == ("study toy: rule_fields.pipeline: no value for ['evaluations'] (claims.p/x/c's rule names "
+                              "them); allowed: a value for every field a rule names")
+    assert _study(claims=(_claim(rule="steps {1, 1/2, ...}"),), rule_fields={"pipeline": {}}).rule_fields
+
+
 def test_an_entry_comes_from_its_claim_declaration():
     e = _study(seeds=(3, 4), data_seeds=(7,)).entry(
         "p/x/c", rule_fields={"evaluations": 11}, scale={}, deviations=[], figure=None, fidelity="stand-in",
