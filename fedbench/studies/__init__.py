@@ -226,19 +226,6 @@ def command(name: str) -> str:
     return f"fedbench study run {name}"
 
 
-def not_run_entries(name: str, why: str, would_change: str, budget: str = "pipeline") -> list[dict[str, Any]]:
-    """The claims study ``name`` declares (its module's ``DECLARATION``, fedbench.study.declaration) as not-run
-    entries saying ``why`` and what would run them, naming no runs or seeds; each rule as it reads at ``budget``
-    (its fields filled from the declaration's rule_fields, as a run at that budget fills them)."""
-    from fedbench.claims.entry import not_run
-
-    study = importlib.import_module(f"fedbench.studies.{name}").DECLARATION
-    return [not_run(study.entry(c.id, study.rule_fields.get(budget), scale={"study": name}, deviations=[],
-                                figure=None, fidelity="stand-in", rounds_run=None, rounds_paper=None,
-                                training_seeds=[], data_seeds=[]), why, would_change)
-            for c in study.claims]
-
-
 def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
                     budget: str | None = None, executor: ExecutorSettings | None = None,
                     real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:

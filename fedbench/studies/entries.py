@@ -21,10 +21,11 @@ import pandas as pd
 from fedbench.claims import registry as rules_registry
 from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
-from fedbench.studies import STUDIES_ROOT, not_run_entries
+from fedbench.studies import STUDIES_ROOT
 from fedbench.studies import command as study_command
 from fedbench.studies import fedprox_main_job_claims as main_job, real_claims
 from fedbench.studies.stage import measured
+from fedbench.study.registry import declaration
 from fedbench.studies.train_runs import load_runs
 
 
@@ -35,9 +36,22 @@ def measured_cost(m: dict[str, Any] | None) -> str:
             f"measured {m['date']}") if m else ""
 
 
+def not_run_entries(name: str, why: str, would_change: str, budget: str = "pipeline") -> list[dict[str, Any]]:
+    """The claims study ``name`` declares (its module's ``DECLARATION``, fedbench.study.declaration) as not-run
+    entries saying ``why`` and what would run them, naming no runs or seeds; each rule as it reads at ``budget``
+    (its fields filled from the declaration's rule_fields, as a run at that budget fills them)."""
+    from fedbench.claims.entry import not_run
+
+    study = declaration(name)
+    return [not_run(study.entry(c.id, study.rule_fields.get(budget), scale={"study": name}, deviations=[],
+                                figure=None, fidelity="stand-in", rounds_run=None, rounds_paper=None,
+                                training_seeds=[], data_seeds=[]), why, would_change)
+            for c in study.claims]
+
+
 def study_claims(cfg: Config, studies_root: Path = STUDIES_ROOT) -> list[dict[str, Any]]:
     """Claims of the configured claim studies, read from their ``claims.json``. A study that has not run gives its
-    declared claims not-run (fedbench.studies.not_run_entries), saying what runs it: ``dvc repro`` for a default
+    declared claims not-run (fedbench.studies.entries.not_run_entries), saying what runs it: ``dvc repro`` for a default
     study, ``fedbench study run NAME`` and what it cost where it was measured for an opt-in one (params.yaml
     claim_studies.opt_in: no DVC stage runs it)."""
     out = []

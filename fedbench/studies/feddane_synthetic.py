@@ -67,7 +67,7 @@ STABLE = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's traini
 # The study as data (fedbench.study.declaration): the arms (c read two ways: "FedDane c=...": K = 10 solving devices
 # plus c - 10 more sending gradients; "FedDane K=...": c devices selected, all sending gradients and solving), the
 # seeds, the budgets and the claims, each with its rule, stated before any run: run() returns one entry per claim in
-# this order, and a report without the study's outputs carries them not-run (fedbench.studies.not_run_entries).
+# this order, and a report without the study's outputs carries them not-run (fedbench.studies.entries.not_run_entries).
 DECLARATION = StudyDeclaration(
     name="feddane_synthetic", paper=FEDPROX_PAPER,
     dataset=f"FedProx's four synthetic sets, {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",

@@ -10,7 +10,7 @@ import pytest
 
 from fedbench.claims import registry
 from fedbench.studies import feddane_mu1 as study
-from fedbench.studies import not_run_entries
+from fedbench.studies.entries import not_run_entries
 
 INF = float("inf")
 CLAIM = "fedprox/synthetic/feddane-mu1"

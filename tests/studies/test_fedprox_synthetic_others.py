@@ -8,7 +8,7 @@ import pytest
 
 from fedbench.claims import registry
 from fedbench.studies import fedprox_synthetic_others as study
-from fedbench.studies import not_run_entries
+from fedbench.studies.entries import not_run_entries
 
 
 def test_the_rules_are_the_registered_ones_word_for_word():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fedbench.claims import registry
-from fedbench.studies import not_run_entries
+from fedbench.studies.entries import not_run_entries
 from fedbench.studies import scaffold_concrete as study
 from fedbench.studies import scaffold_concrete_claims as claims
 

@@ -86,7 +86,7 @@ def test_on_other_seeds_each_rule_names_them_and_keeps_its_frozen_hash():
 
 
 def test_rule_fields_give_each_budgets_value_of_every_field_a_rule_names():
-    """A study that has not run states each rule as it reads at its budget (fedbench.studies.not_run_entries): its
+    """A study that has not run states each rule as it reads at its budget (fedbench.studies.entries.not_run_entries): its
     rule_fields give that budget's value of every ``{name}`` a rule names; a budget it does not declare, or a field
     left without a value, is refused at load. Braces around other text are no field."""
     s = _study(rule_fields={"pipeline": {"evaluations": 6}})
