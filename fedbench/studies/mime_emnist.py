@@ -29,8 +29,6 @@ rule's parts and the figure) is fedbench.studies.mime_real.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,37 +42,15 @@ from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, accuracy,
 from fedbench.study.declaration import Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT, load_real
 
-MODEL = "leaf_femnist_cnn"
-LR = 0.004  # LEAF's FEMNIST FedAvg learning rate (paper_experiments/femnist.sh), every arm
-LOCAL_EPOCHS, BATCH = shared.LEAF_EPOCHS, shared.LEAF_BATCH  # LEAF's FEMNIST FedAvg runs: 1 epoch of its default batch
+# the EMNIST-62 setting, mime_real's (one place for this study and its Adam panel)
+MODEL, LR, LOCAL_EPOCHS, BATCH = shared.FEMNIST_MODEL, shared.FEMNIST_LR, shared.LEAF_EPOCHS, shared.LEAF_BATCH
+Budget, BUDGETS = shared.FemnistBudget, shared.FEMNIST_BUDGETS
+WRITERS, IMAGES, TRAIN_FRACTION = shared.WRITERS, shared.IMAGES, shared.TRAIN_FRACTION
+_N, _STEPS = shared.MEAN_WRITER_IMAGES, shared.EPOCH_STEPS
+_P = BUDGETS["paper"]
 READINGS = ("best", "tail", "final")
 # The evaluation protocol (the paper states none; FedJAX's EMNIST experiments, listed as a deviation): test accuracy
 # on every writer's own test images every EVAL_EVERY rounds and on the final model (fedbench.studies.mime_real).
-
-
-@dataclass(frozen=True)
-class Budget:
-    """One scale of the study: rounds, writers a round, seeds, the model and where it runs."""
-
-    rounds: int
-    clients_per_round: int
-    seeds: tuple[int, ...]
-    device: str
-    model: str = MODEL
-
-
-BUDGETS = {
-    "paper": Budget(rounds=500, clients_per_round=35, seeds=(0, 1, 2, 3, 4), device="auto"),
-    # the test suite's: LEAF's CNN (6.6M parameters) takes about 40 s here for 2 rounds of 6 runs on 2 shared cores,
-    # so the fixture trains the Delta-FL EMNIST ConvNet (115k parameters, the same 28x28 input and 62 classes)
-    "fixture": Budget(rounds=2, clients_per_round=2, seeds=(0, 1), device="cpu", model="deltafl_emnist_cnn"),
-}
-
-# femnist_leaf: 3,500 writers, 805,263 images, 90% train; the test images evaluated every EVAL_EVERY rounds
-WRITERS, IMAGES, TRAIN_FRACTION = 3500, 805263, 0.9
-_N = IMAGES * TRAIN_FRACTION / WRITERS  # mean training images of a writer (~207)
-_P = BUDGETS["paper"]
-_STEPS = math.ceil(_N / BATCH)  # local minibatch steps of one epoch
 
 ASSUMPTIONS = [
     ("stand-in: the slides do not state Figure 3's client split, rounds, local work or rates; FEMNIST's natural "

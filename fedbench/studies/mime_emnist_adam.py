@@ -7,8 +7,8 @@ Both claims were registered as placeholders before any run (fedbench/claims/regi
 texts below are those registrations, word for word. The Adam rule fixes Adam's step and betas before any run, the
 same for every arm, untuned; the slides give no numbers, rates or rounds (paper-setups.md section 2.3).
 
-Setting, fixed before any run of this study: mime_emnist's (copied, :data:`LR`, :data:`BUDGETS`, ...: a study
-imports no other study; tests/studies/test_mime_emnist_adam.py holds the copies equal): LEAF's FEMNIST (femnist_leaf,
+Setting, fixed before any run of this study: mime_emnist's (both take :data:`LR`, :data:`BUDGETS`, ... from
+fedbench.studies.mime_real, which holds the EMNIST-62 setting once): LEAF's FEMNIST (femnist_leaf,
 3,500 writers, natural split), LEAF's CNN, 35 writers a round sampled with probability n_k / n and averaged with
 equal weights, 1 local epoch of batch 10, 500 rounds, seeds 0-4, FedJAX's evaluation protocol (every 5 rounds and the
 final model, every writer's test images), best test accuracy. Arms:
@@ -42,8 +42,6 @@ costs of 2026-11-26: 194.6 h.
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,36 +55,14 @@ from fedbench.study.declaration import Arm, StudyDeclaration
 from fedbench.study.scale import Scale
 from fedbench.studies.real_data import REAL_ROOT, load_real
 
-MODEL = "leaf_femnist_cnn"
-LR = 0.004  # LEAF's FEMNIST FedAvg learning rate: every SGD step here (FedAvg's clients, server-only SGDm)
-ADAM_LR = 0.001  # Adam's step wherever Adam runs (Kingma and Ba's default), fixed before any run
-LOCAL_EPOCHS, BATCH = shared.LEAF_EPOCHS, shared.LEAF_BATCH  # LEAF's FEMNIST FedAvg runs: 1 epoch of its default batch
-READINGS = ("best", "tail", "final")
-
-
-@dataclass(frozen=True)
-class Budget:
-    """One scale of the study: rounds, writers a round, seeds, the model and where it runs (mime_emnist's)."""
-
-    rounds: int
-    clients_per_round: int
-    seeds: tuple[int, ...]
-    device: str
-    model: str = MODEL
-
-
-BUDGETS = {
-    "paper": Budget(rounds=500, clients_per_round=35, seeds=(0, 1, 2, 3, 4), device="auto"),
-    # the test suite's: the Delta-FL EMNIST ConvNet (115k parameters, the same 28x28 input and 62 classes), as
-    # mime_emnist's fixture (LEAF's CNN takes about 40 s here for 2 rounds of 6 runs on 2 shared cores)
-    "fixture": Budget(rounds=2, clients_per_round=2, seeds=(0, 1), device="cpu", model="deltafl_emnist_cnn"),
-}
-
-# femnist_leaf: 3,500 writers, 805,263 images, 90% train; the test images evaluated every EVAL_EVERY rounds
-WRITERS, IMAGES, TRAIN_FRACTION = 3500, 805263, 0.9
-_N = IMAGES * TRAIN_FRACTION / WRITERS  # mean training images of a writer (~207)
+# the EMNIST-62 setting, mime_real's (one place for this study and its SGDm sibling)
+MODEL, LR, LOCAL_EPOCHS, BATCH = shared.FEMNIST_MODEL, shared.FEMNIST_LR, shared.LEAF_EPOCHS, shared.LEAF_BATCH
+Budget, BUDGETS = shared.FemnistBudget, shared.FEMNIST_BUDGETS
+WRITERS, IMAGES, TRAIN_FRACTION = shared.WRITERS, shared.IMAGES, shared.TRAIN_FRACTION
+_N, _STEPS = shared.MEAN_WRITER_IMAGES, shared.EPOCH_STEPS
 _P = BUDGETS["paper"]
-_STEPS = math.ceil(_N / BATCH)  # local minibatch steps of one epoch
+ADAM_LR = 0.001  # Adam's step wherever Adam runs (Kingma and Ba's default), fixed before any run
+READINGS = ("best", "tail", "final")
 ADAM = {"beta1": BETA1, "beta2": BETA2, "eps": EPS}
 
 ARMS = (

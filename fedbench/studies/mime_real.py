@@ -23,7 +23,9 @@ baseline, simulation, evaluation protocol and readings from here too; its own ru
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +114,34 @@ def figure(path: Path, rounds: int, curves: dict[str, np.ndarray], title: str) -
     save_figure(fig, path, dpi=120)
 
 
-# the EMNIST-62 studies (mime_emnist, mime_emnist_adam): LEAF's FEMNIST FedAvg runs, 1 epoch of LEAF's default batch
+# the EMNIST-62 studies (mime_emnist, mime_emnist_adam): LEAF's FEMNIST FedAvg runs, 1 epoch of LEAF's default batch,
+# LEAF's CNN at LEAF's FEMNIST rate (paper_experiments/femnist.sh), their scales and the data's size
 LEAF_EPOCHS, LEAF_BATCH = 1, 10
+FEMNIST_MODEL = "leaf_femnist_cnn"
+FEMNIST_LR = 0.004
+# femnist_leaf: 3,500 writers, 805,263 images, 90% train; the test images evaluated every EVAL_EVERY rounds
+WRITERS, IMAGES, TRAIN_FRACTION = 3500, 805263, 0.9
+MEAN_WRITER_IMAGES = IMAGES * TRAIN_FRACTION / WRITERS  # mean training images of a writer (~207)
+EPOCH_STEPS = math.ceil(MEAN_WRITER_IMAGES / LEAF_BATCH)  # local minibatch steps of one epoch
+
+
+@dataclass(frozen=True)
+class FemnistBudget:
+    """One scale of an EMNIST-62 study: rounds, writers a round, seeds, the model and where it runs."""
+
+    rounds: int
+    clients_per_round: int
+    seeds: tuple[int, ...]
+    device: str
+    model: str = FEMNIST_MODEL
+
+
+FEMNIST_BUDGETS = {
+    "paper": FemnistBudget(rounds=500, clients_per_round=35, seeds=(0, 1, 2, 3, 4), device="auto"),
+    # the test suite's: LEAF's CNN (6.6M parameters) takes about 40 s here for 2 rounds of 6 runs on 2 shared cores,
+    # so the fixture trains the Delta-FL EMNIST ConvNet (115k parameters, the same 28x28 input and 62 classes)
+    "fixture": FemnistBudget(rounds=2, clients_per_round=2, seeds=(0, 1), device="cpu", model="deltafl_emnist_cnn"),
+}
 
 
 def femnist_simulation(declaration: Any, method: str, seed: int, budget: Any, real_root: str | Path) -> Any:

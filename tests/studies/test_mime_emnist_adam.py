@@ -1,5 +1,5 @@
 """The Mime slides' Adam panel and FedAvg against the server-only baselines on FEMNIST (mime_emnist_adam): the
-registered rules word for word, the paper budget's declared arms and runs, the setting copied from mime_emnist, both
+registered rules word for word, the paper budget's declared arms and runs, the setting shared with mime_emnist, both
 judges on made-up runs giving each verdict, the not-run entry with its command and cost, and the end-to-end run at
 test size."""
 
@@ -51,10 +51,13 @@ def test_the_rules_are_the_registered_ones_word_for_word():
 
 
 def test_the_setting_is_mime_emnists(tmp_path):
-    # a study imports no other study: the copies are held equal here
+    # both studies take the EMNIST-62 setting from fedbench.studies.mime_real (a study imports no other study)
     assert (study.MODEL, study.LR, study.LOCAL_EPOCHS, study.BATCH, study.READINGS) == (
-        mime_emnist.MODEL, mime_emnist.LR, mime_emnist.LOCAL_EPOCHS, mime_emnist.BATCH, mime_emnist.READINGS)
-    assert {k: vars(b) for k, b in study.BUDGETS.items()} == {k: vars(b) for k, b in mime_emnist.BUDGETS.items()}
+        mime_emnist.MODEL, mime_emnist.LR, mime_emnist.LOCAL_EPOCHS, mime_emnist.BATCH, mime_emnist.READINGS) == (
+        "leaf_femnist_cnn", 0.004, 1, 10, ("best", "tail", "final"))
+    assert study.BUDGETS is mime_emnist.BUDGETS and vars(study.BUDGETS["paper"]) == {
+        "rounds": 500, "clients_per_round": 35, "seeds": (0, 1, 2, 3, 4), "device": "auto", "model": "leaf_femnist_cnn"}
+    assert (study._N, study._STEPS) == (mime_emnist._N, mime_emnist._STEPS) == (805263 * 0.9 / 3500, 21)
     assert (study.WRITERS, study.IMAGES, study.TRAIN_FRACTION) == (
         mime_emnist.WRITERS, mime_emnist.IMAGES, mime_emnist.TRAIN_FRACTION)
     assert DECLARATION.evaluation == mime_emnist.DECLARATION.evaluation
