@@ -5,31 +5,12 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from fedbench.claims.entry import FIDELITIES, VERDICTS
 from fedbench.config import ConfigError, load_config, parse_value
-from fedbench.errors import FedbenchError
-from fedbench.parallel import Terminated, raise_terminated
-
-
-def run_guarded(fn: Callable[[], object]) -> None:
-    """Run ``fn``; a problem the user can fix (a config, data or run-file error) prints one line and exits 2
-    (nothing has been written by then). Ctrl-C and SIGTERM stop at once (worker processes included), keeping
-    finished runs and the last checkpoint of the others: exit 130 or 143."""
-    signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        fn()
-    except FedbenchError as exc:
-        print(f"fedbench: {exc.label}: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except (KeyboardInterrupt, Terminated) as exc:
-        print(f"fedbench: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'terminated'}; finished runs are "
-              "kept: rerun the same command to resume the others from their last checkpoint", file=sys.stderr)
-        sys.exit(130 if isinstance(exc, KeyboardInterrupt) else 128 + signal.SIGTERM)
+from fedbench.guard import run_guarded
 
 
 def _overrides(pairs: list[str]) -> dict[str, object]:
@@ -322,6 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _rebuild_report(cfg, **where) -> None:
+    """reports/ rebuilt after `fedbench paper run` (fedbench.paper.run takes it from here: the paper module stands
+    below the report)."""
+    from fedbench.report.build import build_report
+
+    build_report(cfg, **where)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["data"]:  # everything after `data` belongs to fedbench.data.cli's parser
@@ -331,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["paper"]:  # the paper profile's studies (fedbench.paper)
         from fedbench.paper import main as paper_main
 
-        sys.exit(paper_main(argv[1:]))
+        sys.exit(paper_main(argv[1:], report=_rebuild_report))
     if argv[:2] == ["claims", "confirm"]:  # confirmatory runs: reruns studies (fedbench.studies.confirm)
         from fedbench.studies.confirm import main as confirm_main
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from fedbench.config import Config
 from fedbench.errors import ConfigError, DataError
-from fedbench.report.figures import LABELS, TITLES
+from fedbench.plotting import LABELS, TITLES
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run
 
 METRICS = ("train/loss", "test/accuracy", "train/dissimilarity", "test/loss", "train/accuracy", "test/error_p90")

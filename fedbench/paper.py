@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fedbench.config import Config, load_config
 from fedbench.errors import FedbenchError
@@ -74,19 +76,23 @@ def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: 
 
 
 def run(params: str, name: str, data_root: Path = Path("data"), runs_root: Path | None = None,
-        report_dir: str = "reports", progress: bool = True, budget: str = "paper") -> None:
+        report_dir: str = "reports", progress: bool = True, budget: str = "paper",
+        report: Callable[..., Any] | None = None) -> None:
+    """Fetch and build study ``name``'s data, run it, then ``report(cfg, out_dir=, runs_root=, data_root=)``: the
+    report's rebuild, handed in by the CLI (fedbench.report.build.build_report), so that this module stands below
+    the report (None: no rebuild)."""
     from fedbench.pipeline import RUNS_ROOT, study_runs, train_runs
-    from fedbench.report.build import build_report
 
     runs_root = runs_root or RUNS_ROOT
     if name in CLAIM_STUDIES:
         run_claim(params, name, data_root, runs_root, progress, budget)
-        build_report(load_config(params), out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated")
-        return
-    cfg = study_config(params, name)
-    build_variants(cfg, _variant_of(cfg, name), data_root, progress)
-    train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", runs_root, progress=progress)
-    build_report(cfg, out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated")
+        cfg = load_config(params)
+    else:
+        cfg = study_config(params, name)
+        build_variants(cfg, _variant_of(cfg, name), data_root, progress)
+        train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", runs_root, progress=progress)
+    if report is not None:
+        report(cfg, out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated")
 
 
 def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress: bool = True,
@@ -121,7 +127,7 @@ def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = 
     from fedbench.data.sources import CHECKSUMS, SOURCES, raw_folder
 
     if name in CLAIM_STUDIES or name in STUDIES:
-        from fedbench.bench.paper_cost import study_cost
+        from fedbench.study.costs import study_cost
 
         c = study_cost(name, study_scales(len(load_config(params).train.seeds))[name], "cpu")
         where = ("from costs `fedbench paper cost` measured at its shapes" if c["source"] == "measured" else
@@ -173,8 +179,7 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
     evaluation hours, the share of evaluation, the total), each figure measured (``fedbench paper cost``: the file
     in ``costs_dir``, default reports/bench/ or reports/bench-gpu/ for ``device``) where there is one, projected
     from the per-model table (CPU) otherwise, and the totals."""
-    from fedbench.bench.costs import load_measured
-    from fedbench.bench.paper_cost import FILE, folder, load, study_cost
+    from fedbench.study.costs import FILE, folder, load, load_measured, study_cost
 
     measured = load_measured()
     costs_dir = costs_dir or folder(device)
@@ -235,7 +240,8 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
 def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: float, out: Path | None) -> Path:
     """``fedbench paper cost``: measure ``names`` (default: every study of the profiles and the stand-ins) on
     ``device`` (fedbench.bench.paper_cost) and write the JSON and markdown table into ``out``."""
-    from fedbench.bench.paper_cost import folder, run, validate
+    from fedbench.bench.paper_cost import run, validate
+    from fedbench.study.costs import folder
 
     scales = study_scales(len(load_config(params).train.seeds))
     names = names or list(scales)
@@ -248,7 +254,8 @@ def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: f
 NAMES = list(STUDIES) + ["fedprox_mnist5k"] + list(CLAIM_STUDIES)  # what `paper run` runs
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None) -> int:
+    """``fedbench paper``; ``report``: how `paper run` rebuilds reports/ (the CLI hands it in: :func:`run`)."""
     p = argparse.ArgumentParser(prog="fedbench paper", description="The paper profile: real-data studies at the "
                                 "papers' scale (fedbench/study/paper_profile.py).")
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
@@ -323,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                 _one_of(a.budget, registry.budgets(a.name), f"--budget (study {a.name})")
             if not confirm(plan(a.params, a.name, budget=a.budget), a.yes, a.dry_run):
                 return 0
-            run(a.params, a.name, progress=not a.quiet, budget=a.budget)
+            run(a.params, a.name, progress=not a.quiet, budget=a.budget, report=report)
         except (FedbenchError, ValueError, OSError, KeyError, RuntimeError) as exc:  # config, DownloadError, ...
             print(f"fedbench paper run: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}",
                   file=sys.stderr)

@@ -4,7 +4,7 @@ processes die with their parent.
 Workers never outlive the process that started them: each asks the kernel for SIGTERM when its parent dies
 (Linux ``PR_SET_PDEATHSIG``, so even a SIGKILL of the parent reaches them), and on SIGTERM a worker unwinds the
 job it is running (``finally`` blocks run: temporary folders are removed, locks released; a run keeps its last
-checkpoint) and exits. Ctrl-C and SIGTERM are the parent's to handle (``fedbench.cli.run_guarded`` turns
+checkpoint) and exits. Ctrl-C and SIGTERM are the parent's to handle (``fedbench.guard.run_guarded`` turns
 SIGTERM into :class:`Terminated`): workers ignore SIGINT, and when the parent is interrupted, ``map_jobs``
 cancels the jobs not started, terminates the running ones and re-raises at once, keeping every result already
 handed to ``each``.

@@ -1,14 +1,22 @@
-"""matplotlib for fedbench's figures: the file-only Agg backend and one way to write a figure. Used by the
-report's figures and by the studies' own figures (a study draws what it measures; the report renders)."""
+"""matplotlib for fedbench's figures: the file-only Agg backend, one way to write a figure, and the display names
+of the train stage's variants and datasets (the report's figures and `fedbench compare` draw them alike). Used by
+the report's figures and by the studies' own figures (a study draws what it measures; the report renders)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
+
+# the train stage's variants and datasets as figures name them
+LABELS = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", "fedprox_mu1": "FedProx, μ=1"}
+PALETTE = {"FedAvg": "#1f77b4", "FedProx, μ=0": "#ff7f0e", "FedProx, μ=1": "#2ca02c"}
+TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic (0,0)",
+          "synthetic_0p5_0p5": "Synthetic (0.5,0.5)", "synthetic_1_1": "Synthetic (1,1)"}
 
 
 def pyplot():
@@ -25,3 +33,16 @@ def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Path:
+    """One run's training loss, test accuracy and dissimilarity against rounds (the MLflow artifact fedbench.track
+    logs with the run)."""
+    rounds = [row["round"] for row in history]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3))
+    for ax, metric in zip(axes, ["train/loss", "test/accuracy", "train/dissimilarity"]):
+        ax.plot(rounds, [row.get(metric, float("nan")) for row in history], lw=1.3)
+        ax.set_xlabel("round")
+        ax.set_title(metric, fontsize=9)
+    fig.suptitle(title, fontsize=9)
+    return save_figure(fig, path)

@@ -93,7 +93,7 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
             ids.append(found[1])
             continue
         from fedbench import tracking
-        from fedbench.report.figures import run_curves
+        from fedbench.plotting import run_curves
 
         defaults = defaults if defaults is not None else params_file_config()
 
@@ -142,7 +142,7 @@ class Curves:
         self._futures: dict[str, Any] = {}
 
     def draw(self, summary: dict[str, Any], title: str) -> None:
-        from fedbench.report.figures import run_curves
+        from fedbench.plotting import run_curves
 
         fp = summary["fingerprint"]
         if fp not in self._futures:

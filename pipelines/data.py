@@ -6,7 +6,7 @@ A source of which no copy can be had (no local copy, no network) is recorded as 
 import argparse
 import sys
 
-from fedbench.cli import run_guarded
+from fedbench.guard import run_guarded
 from fedbench.config import ConfigError, load_config
 
 

@@ -2,7 +2,7 @@
 
 import argparse
 
-from fedbench.cli import run_guarded
+from fedbench.guard import run_guarded
 from fedbench.config import load_config
 from fedbench.report.build import build_report
 

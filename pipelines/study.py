@@ -6,7 +6,7 @@ The same code path as ``fedbench study run NAME`` (fedbench.studies.stage.run_st
 import argparse
 from pathlib import Path
 
-from fedbench.cli import run_guarded
+from fedbench.guard import run_guarded
 from fedbench.config import load_config
 from fedbench.studies import WORKERS
 from fedbench.studies.stage import run_study

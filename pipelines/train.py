@@ -4,7 +4,7 @@ settings, data and code are unchanged are reused."""
 
 import argparse
 
-from fedbench.cli import run_guarded
+from fedbench.guard import run_guarded
 from fedbench.config import load_config
 from fedbench.pipeline import study_runs, train_runs
 

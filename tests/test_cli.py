@@ -350,3 +350,16 @@ def test_study_run_bad_input_is_one_line(tmp_path, monkeypatch, capsys, args, me
     err = capsys.readouterr().err
     assert ex.value.code == 2 and err.startswith(message) and err.count("\n") == 1
     assert not (tmp_path / "reports").exists()
+
+
+def test_paper_commands_get_the_reports_rebuild_from_the_cli(monkeypatch):
+    """`fedbench paper run` rebuilds reports/ with the function the CLI hands in (fedbench.paper stands below the
+    report and imports none of it: tests/faults/test_layering.py FLOORS)."""
+    import fedbench.paper
+    from fedbench import cli
+
+    seen = {}
+    monkeypatch.setattr(fedbench.paper, "main", lambda argv, report=None: seen.update(argv=argv, report=report) or 0)
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["paper", "list"])
+    assert ex.value.code == 0 and seen == {"argv": ["list"], "report": cli._rebuild_report}

@@ -91,9 +91,9 @@ def test_gpucheck_dry_cpu_part_prints_the_targets_with_not_measured_rows(tmp_pat
 
 def test_targets_from_the_committed_h200_check():
     """The targets as the H200 check of f3d2e18 measured them (reports/bench-gpu/): none met. The stacked profile
-    is each study's stacked projection from that file's unit costs (fedbench.bench.costs.stacked_seconds)."""
+    is each study's stacked projection from that file's unit costs (fedbench.study.costs.stacked_seconds)."""
     from fedbench.bench.gpucheck import targets
-    from fedbench.bench.paper_cost import stacked_cost
+    from fedbench.study.costs import stacked_cost
     from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
 
     gpu = ROOT / "reports/bench-gpu"

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from fedbench.bench import paper_cost
-from fedbench.bench.costs import Scale, project, project_study, seconds, table_costs, unit_key
+from fedbench.study import costs as study_costs_module
+from fedbench.study.costs import Scale, project, project_study, seconds, table_costs, unit_key
 from fedbench.cli import main
 from fedbench.study.paper_profile import STUDIES, study_scales
 from fedbench.paper import listing
@@ -104,8 +105,8 @@ def _measured_file(folder, hours_scale=1.0):
 
 def test_list_shows_the_measured_figure_where_there_is_one(tmp_path):
     data = _measured_file(tmp_path / "bench")
-    assert paper_cost.study_costs(data, "mime_fashion") == {"mclr@10": COSTS}
-    assert paper_cost.study_costs(data, "mime_emnist") is None
+    assert study_costs_module.study_costs(data, "mime_fashion") == {"mclr@10": COSTS}
+    assert study_costs_module.study_costs(data, "mime_emnist") is None
     text = listing("params.yaml", "cpu", tmp_path / "bench")
     row = next(line for line in text.splitlines() if line.split()[:1] == ["mime_fashion"])
     expected = project_study(study_scales(5)["mime_fashion"], None, {"mclr@10": COSTS})
@@ -150,14 +151,14 @@ def test_a_tiny_measurement_end_to_end(tmp_path):
     assert unit["grad_sample_s"] == 0.0 and unit["real"] == {"clients": 3, "client_samples": 40, "steps": 300,
                                                               "eval_samples": 20000}
     assert result["studies"]["tiny"]["projection"]["runs"] == 2 and result["studies"]["tiny"]["projection"]["left_out"] == 4
-    back = paper_cost.load("cpu", tmp_path)
+    back = study_costs_module.load("cpu", tmp_path)
     assert back["device_name"] == result["device_name"] and "tiny" in back["studies"]
     md = (tmp_path / "paper-cost.md").read_text()
     assert md.startswith("# Paper studies: measured cost (cpu)") and "| tiny | 2 | 4 | 30 |" in md
     assert "load average" in md and f"torch {result['torch']}" in md
     # a second study measured later keeps the first
     paper_cost.run({"tiny2": tiny[:1]}, "cpu", tmp_path, max_seconds=2.0, rounds=1, progress=lambda m: None)
-    assert set(paper_cost.load("cpu", tmp_path)["studies"]) == {"tiny", "tiny2"}
+    assert set(study_costs_module.load("cpu", tmp_path)["studies"]) == {"tiny", "tiny2"}
 
 
 def test_plan_says_when_its_cost_is_the_paper_budgets():

@@ -277,7 +277,7 @@ def test_curves_drawn_ahead_in_workers_are_the_figures_drawn_in_turn(tmp_path):
     bytes as run_curves drawn in the logging process, and the temporary folder is gone once closed."""
     from contextlib import closing
 
-    from fedbench.report.figures import run_curves
+    from fedbench.plotting import run_curves
     from fedbench.track import Curves
 
     history = [{"round": r, "train/loss": 2.0 / (r + 1), "test/accuracy": 0.5 + r / 50, "train/dissimilarity": 0.1 * r}

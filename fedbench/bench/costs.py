@@ -11,7 +11,7 @@ batch 10, 2 rounds, with the gradient dissimilarity off (as every paper-scale st
   aggregation, bookkeeping), ``round_s``.
 The content of the data does not change the time of these models (no data-dependent branches).
 
-``project`` turns a study's scale into seconds, training and evaluation apart (``Scale`` declares both):
+fedbench.study.costs.project turns a study's scale into seconds, training and evaluation apart (``Scale`` declares both):
 - training, every round: the fixed cost of a round (``round_s``), K x (local steps of the mean client, or its fixed
   ``local_steps``) steps (``step_s``), and, where the protocol does not evaluate the training loss every round, the
   cohort's own losses the engine reads to catch a divergence (K x n forward passes, ``eval_sample_s`` each);
@@ -19,7 +19,7 @@ The content of the data does not change the time of these models (no data-depend
   final model: :meth:`Scale.evaluations`, counted exactly) a fixed cost (``eval_s``) and ``eval_samples`` samples
   (``eval_sample_s``); and the gradient dissimilarity where the study has it on (``dissimilarity_every``), one
   gradient per sample of ``dissimilarity_samples`` (``grad_sample_s``).
-Only the runs a claim reads count (``Scale.read``); :func:`project_study` says how many were left out. Every run is
+Only the runs a claim reads count (``Scale.read``); fedbench.study.costs.project_study says how many were left out. Every run is
 counted on its own (stacked runs share their local steps and are faster on a GPU, so this is an upper bound there)
 and no data preparation. The per-model table here (``measured_costs.json``, batch 10, no fixed cost of an
 evaluation) is the fallback; ``fedbench paper cost`` (fedbench.bench.paper_cost) measures each study at its own
@@ -32,15 +32,13 @@ said so). The measured numbers are kept in ``fedbench/bench/measured_costs.json`
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
 import time
 from pathlib import Path
-from typing import Any
 
-from fedbench.study.scale import Scale  # a study's runs, as its declaration states them
+from fedbench.study.costs import load_measured
 
 MEASURED = Path(__file__).with_name("measured_costs.json")
 
@@ -64,8 +62,7 @@ CLIENTS, TRAIN_N, TEST_N, EXTRA_TEST_N, BATCH, ROUNDS = 10, 100, 10, 1000, 10, 2
 
 
 
-# what one unit of work costs, in seconds: the keys of a measured model (or a measured study's (model, batch))
-COST_KEYS = ("step_s", "round_s", "eval_s", "eval_sample_s", "grad_sample_s")
+
 
 
 def _dataset(model: str, test_n: int = TEST_N):
@@ -130,126 +127,31 @@ def measure(model: str, repeats: int = 3) -> dict[str, float]:
     return {"step_s": step, "eval_sample_s": eval_sample, "round_s": fixed}
 
 
-def load_measured(path: Path = MEASURED) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
 
 
-def table_costs(scale: Scale, measured: dict[str, Any]) -> dict[str, float]:
-    """The unit costs of ``scale`` from the per-model table (batch 10): a step of batch B is ``step_s`` x
-    max(1, B / 10), a sample's gradient ``step_s`` / 10, the fixed cost of an evaluation 0 (not measured)."""
-    if scale.model not in measured["models"]:
-        raise KeyError(f"no measured cost of model {scale.model!r} in {MEASURED.name}; measured: "
-                       f"{', '.join(measured['models'])}")
-    m = measured["models"][scale.model]
-    return {"step_s": m["step_s"] * max(1.0, scale.batch_size / BATCH), "round_s": m.get("round_s", 0.0),
-            "eval_s": m.get("eval_s", 0.0), "eval_sample_s": m["eval_sample_s"],
-            "grad_sample_s": m.get("grad_sample_s", m["step_s"] / BATCH)}
 
 
-def seconds(scale: Scale, c: dict[str, float]) -> tuple[float, float]:
-    """(training, evaluation) seconds of one run of ``scale`` at unit costs ``c`` (COST_KEYS)."""
-    signal = scale.clients_per_round * scale.client_samples * c["eval_sample_s"] if scale.cohort_signal else 0.0
-    train = scale.rounds * (c["round_s"] + scale.steps_per_round() * c["step_s"] + signal)
-    evaluation = (scale.evaluations() * (c["eval_s"] + scale.eval_samples * c["eval_sample_s"])
-                  + scale.dissimilarities() * scale.dissimilarity_samples * c["grad_sample_s"])
-    return train, evaluation
 
 
-def project(scale: Scale, measured: dict[str, Any] | None = None, costs: dict[str, float] | None = None,
-            basis: str = "") -> dict[str, Any]:
-    """The projected cost of ``scale``'s runs: from unit ``costs`` when given (a measurement of this study), else
-    from the per-model table ``measured``: seconds and hours in all, of training and of evaluation, and how they
-    were got."""
-    if costs is None:
-        measured = measured or load_measured()
-        costs = table_costs(scale, measured)
-        basis = basis or f"per-model table, batch 10, measured {measured['measured_on']} on {measured['device']}"
-    train, evaluation = seconds(scale, costs)
-    total = (train + evaluation) * scale.runs
-    return {"device": (measured or {}).get("device", ""), "per_round_s": round((train + evaluation) / scale.rounds, 4),
-            "rounds": scale.rounds, "runs": scale.runs, "seconds": round(total, 1), "hours": round(total / 3600, 2),
-            "train_hours": round(train * scale.runs / 3600, 2),
-            "eval_hours": round(evaluation * scale.runs / 3600, 2),
-            "basis": (f"{scale.steps_per_round():,} local steps of batch {scale.batch_size} x "
-                      f"{costs['step_s'] * 1e3:.3g} ms + {costs['round_s'] * 1e3:.3g} ms fixed a round, x {scale.rounds:,} "
-                      f"rounds; {scale.evaluations():,} evaluations of {scale.eval_samples:,} samples x "
-                      f"{costs['eval_sample_s'] * 1e6:.3g} us + {costs['eval_s'] * 1e3:.3g} ms"
-                      + (f"; {scale.dissimilarities():,} dissimilarities of {scale.dissimilarity_samples:,} gradients"
-                         if scale.dissimilarities() else "")
-                      + f"; x {scale.runs} runs, each on its own ({basis})")}
 
 
-def project_study(scales: tuple[Scale, ...] | list[Scale], measured: dict[str, Any] | None = None,
-                  study_costs: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
-    """A study's cost: its scales that a claim reads, summed (hours, training and evaluation hours, runs, the most
-    rounds), ``left_out`` the runs no claim reads, and ``source``: "measured" where ``study_costs`` (unit costs keyed
-    by :func:`unit_key`) covers every counted scale, "projected" where none, "partly measured" between."""
-    measured = measured or load_measured()
-    study_costs = study_costs or {}
-    read = [s for s in scales if s.read]
-    parts, hits = [], 0
-    for s in read:
-        c = study_costs.get(unit_key(s))
-        hits += c is not None
-        parts.append(project(s, measured, c, basis="measured" if c is not None else ""))
-    total = sum(p["seconds"] for p in parts)
-    source = "measured" if read and hits == len(read) else ("partly measured" if hits else "projected")
-    return {"device": measured["device"], "seconds": round(total, 1), "hours": round(total / 3600, 2),
-            "train_hours": round(sum(p["train_hours"] for p in parts), 2),
-            "eval_hours": round(sum(p["eval_hours"] for p in parts), 2), "runs": sum(p["runs"] for p in parts),
-            "left_out": sum(s.runs for s in scales if not s.read),
-            "rounds": max((p["rounds"] for p in parts), default=0), "source": source,
-            "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(read, parts))}
 
 
-def stacked_seconds(scale: Scale, c: dict[str, float], runs: int) -> float:
-    """Seconds of one stack of ``runs`` runs of ``scale`` at unit costs ``c`` (COST_KEYS), as the study runner runs
-    it (fedbench.engine.stacking): the stack pays a round's fixed cost (``round_s``) and an evaluation's fixed cost
-    (``eval_s``) once for all its runs, and its runs' clients train in one batched step whose cost is taken as
-    linear in the rows (``step_s`` a client's step, measured at the unit's cohort: the batched step's own fixed
-    launch cost, shared in fact, is counted per row, so this overstates the stack); evaluated samples, the
-    cohort's own losses and the dissimilarity's gradients are per run. So, with T_1 the seconds of one run alone
-    (:func:`seconds`) and E its evaluations:
-        stack(R) = R T_1 - (R - 1) (rounds x round_s + E x eval_s)."""
-    train, evaluation = seconds(scale, c)
-    shared = scale.rounds * c["round_s"] + scale.evaluations() * c["eval_s"]
-    return runs * (train + evaluation) - (runs - 1) * shared
 
 
-def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None = None) -> list[tuple[Scale, int]]:
-    """The stacks the study runner would make of the read ``scales``, as (scale, runs in the stack): scales equal
-    in everything but ``runs``, ``read`` and ``label`` share stacks (they share model, rounds, cohort, batch, local
-    work and evaluation, as fedbench.engine.simulation.stack_key asks of a stack; a Scale records no algorithm, so
-    arms of different algorithm classes, which the engine stacks apart, are taken as one group: the gain is an
-    upper bound there), each group cut into stacks of at most ``max_stack`` runs (None: one stack; the device's
-    memory cut, fedbench.engine.stacking.memory_limits, is the caller's)."""
-    groups: dict[Scale, int] = {}
-    for s in scales:
-        if s.read:
-            key = dataclasses.replace(s, runs=0, read=True, label="")
-            groups[key] = groups.get(key, 0) + s.runs
-    out = []
-    for key, runs in groups.items():
-        size = runs if max_stack is None else max(1, max_stack)
-        out += [(key, min(size, runs - lo)) for lo in range(0, runs, size)]
-    return out
 
 
-def project_stacked(scales: tuple[Scale, ...] | list[Scale], costs_of, max_stack: int | None = None) -> dict[str, Any]:
-    """A study's read runs as the study runner would run them (:func:`stack_groups`, :func:`stacked_seconds`)
-    beside each run on its own; ``costs_of(scale)``: the unit costs of a scale. Seconds and hours of both, the
-    stacks, and ``gain`` (one by one / stacked)."""
-    stacks = stack_groups(scales, max_stack)
-    alone = sum(runs * sum(seconds(s, costs_of(s))) for s, runs in stacks)
-    stacked = sum(stacked_seconds(s, costs_of(s), runs) for s, runs in stacks)
-    return {"stacks": len(stacks), "runs": sum(r for _, r in stacks), "alone_seconds": round(alone, 1),
-            "alone_hours": round(alone / 3600, 2), "stacked_seconds": round(stacked, 1),
-            "stacked_hours": round(stacked / 3600, 2), "gain": round(alone / stacked, 3) if stacked else 1.0}
 
 
-def unit_key(scale: Scale) -> str:
-    """What a measured unit cost is keyed by: the model and the batch (``model@B``)."""
-    return f"{scale.model}@{scale.batch_size}"
+
+
+
+
+
+
+
+
+
 
 
 def main(argv: list[str] | None = None) -> None:

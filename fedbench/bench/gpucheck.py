@@ -35,7 +35,7 @@ budget (a part or case that would not finish in it is skipped and listed as skip
 
 Then the **targets** (issue 31; reported, never asserted: :func:`targets`), printed and written as met, not met
 or not measured: the paper profile as the study runner would run it (each study stacked,
-fedbench.bench.paper_cost.stacked_cost, from the unit costs just measured) <= 8 GPU-hours, each study's figure
+fedbench.study.costs.stacked_cost, from the unit costs just measured) <= 8 GPU-hours, each study's figure
 beside; FedProx's 140-run synthetic study stacked <= 60 s; the CIFAR-CNN study stacked at R = 15 >= 6x one by
 one; the Shakespeare LSTM at cohort 100 >= 0.3 of centralized; a round's fixed cost (``round_s`` of the paper
 studies' mclr units, the small model) <= 1 ms; and the CPU's numbers unchanged (the stacking part, and the
@@ -454,7 +454,7 @@ def check_capture(device, budget: Budget, log: Log) -> None:
 def targets(result: dict) -> list[dict[str, Any]]:
     """Issue 31's targets from what the check measured: rows of target, measured (text) and met (True, False, or
     None: not measured here)."""
-    from fedbench.bench.paper_cost import stacked_cost
+    from fedbench.study.costs import stacked_cost
     from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
 
     device = result["environment"]["device"]

@@ -1,7 +1,7 @@
 """``fedbench paper cost``: each paper study's cost measured at its own shapes on this machine, and projected.
 
-For each study (its ``Scale`` tuple, fedbench.bench.costs) the runs its claims read are grouped by unit, the
-(model, batch) pair (:func:`fedbench.bench.costs.unit_key`); each unit is timed with the real engine
+For each study (its ``Scale`` tuple, fedbench.study.scale) the runs its claims read are grouped by unit, the
+(model, batch) pair (:func:`fedbench.study.costs.unit_key`); each unit is timed with the real engine
 (fedbench.engine.simulation.simulate, one run, float32; on the CPU with one torch thread, as the train stage runs
 each run) on GENERATED data of the real shapes (random content: these models have no data-dependent branches, so
 the time does not depend on pixel values, and nothing is downloaded), at the unit's dominant scale (the one with
@@ -34,7 +34,7 @@ linearly (K S step_s; round_s measured with K' clients is scaled by K / K'), say
 
 :func:`write` keeps one JSON (``paper-cost.json``) and one markdown table (``paper-cost.md``) in a folder: the device,
 torch and CUDA versions, the date, the load average, each study's unit costs and projection; a study measured
-again replaces its entry, the others are kept. ``fedbench paper list`` reads it (:func:`load`).
+again replaces its entry, the others are kept. ``fedbench paper list`` reads it (fedbench.study.costs.load).
 """
 
 from __future__ import annotations
@@ -45,21 +45,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fedbench.bench.costs import (
-    COST_KEYS,
-    MODEL_INPUTS,
-    Scale,
-    load_measured,
-    project_stacked,
-    project_study,
-    table_costs,
-    unit_key,
-)
+from fedbench.bench.costs import MODEL_INPUTS
+from fedbench.study.costs import (COST_KEYS, DEVICES, FILE, Scale, load, load_measured, project_stacked, project_study,
+                                  unit_key, units)
 
-FILE = "paper-cost.json"
+
 TABLE = "paper-cost.md"
-FOLDERS = {"cpu": Path("reports/bench"), "cuda": Path("reports/bench-gpu")}
-DEVICES = tuple(FOLDERS)
+
+
 SMALL_EVAL = 64  # run A's evaluated samples
 MAX_EVAL = 20000  # run B's evaluated samples at most (more is scaled per sample)
 MIN_SECONDS = 1.0
@@ -67,92 +60,22 @@ SHARES: list[float] = []  # each timed run's share of a core (CPU time / wall ti
 DISSIMILARITY_SAMPLES = 200  # run C's gradients a client at most (FedProx's LSTMs: 4 minibatches of 50)
 
 
-def folder(device: str) -> Path:
-    return FOLDERS[device]
 
 
-def load(device: str, root: Path | None = None) -> dict[str, Any] | None:
-    """The measured file for ``device`` (``root`` or its default folder), None where there is none; a corrupt one
-    is a one-line error naming the file."""
-    path = (root or folder(device)) / FILE
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun `fedbench paper cost "
-                         f"--device {device}`") from None
-    if not isinstance(data, dict) or not isinstance(data.get("studies"), dict):
-        raise ValueError(f"{path}: no 'studies' table; rerun `fedbench paper cost --device {device}`")
-    for name, study in data["studies"].items():
-        for key, unit in (study.get("units") or {}).items():
-            missing = [k for k in COST_KEYS if not isinstance(unit.get(k), (int, float))]
-            if missing:
-                raise ValueError(f"{path}: study {name}, unit {key}: missing {', '.join(missing)}")
-    return data
 
 
-def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, float]] | None:
-    """The unit costs measured for study ``name`` (unit key -> COST_KEYS), None where it was not measured."""
-    if not data or name not in data["studies"]:
-        return None
-    return {k: {c: float(u[c]) for c in COST_KEYS} for k, u in data["studies"][name]["units"].items()}
 
 
-def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu",
-               root: Path | None = None) -> dict[str, Any]:
-    """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper run --dry-run``, the
-    not-run claim entries, the README): its ``scales`` projected (fedbench.bench.costs.project_study) from the unit
-    costs ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default
-    :func:`folder`) where they are, else those measured for the study that prices it (fedbench.study.paper_profile.
-    UNIT_COSTS_OF: an E = 1 study, by its E = 20 study's units of the same model and batch; ``units_of`` names it),
-    from the per-model table (fedbench/bench/measured_costs.json) otherwise.
-
-    project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
-    ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine, the
-    date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
-    from fedbench.bench.costs import MEASURED as PER_MODEL
-
-    from fedbench.study.paper_profile import UNIT_COSTS_OF
-
-    per_model = load_measured()
-    data = load(device, root)
-    priced_by = name if study_costs(data, name) else UNIT_COSTS_OF.get(name, name)
-    own = study_costs(data, priced_by)
-    c = project_study(scales, per_model, own)
-    fallback = {"machine": per_model["device"], "date": per_model["measured_on"], "table": f"fedbench/bench/{PER_MODEL.name}"}
-    if own and priced_by != name:
-        c |= {"units_of": priced_by, "basis": f"{c['basis']} (the unit costs measured for {priced_by}: the same model "
-                                              "and batch)"}
-    if own:
-        measured = {"machine": data["device_name"], "date": data["studies"][priced_by]["measured_at"][:10],
-                    "table": str((root or folder(device)) / FILE)}
-        c |= measured if c["source"] == "measured" else {
-            k: f"{measured[k]}; the rest {fallback[k]}" for k in measured}
-    else:
-        c |= fallback
-    return c | {"device": f"{c['machine']}, measured {c['date']} ({'GPU' if device == 'cuda' else 'CPU'}-hours)"}
 
 
-def stacked_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu", root: Path | None = None,
-                 max_stack: int | None = None) -> dict[str, Any]:
-    """Study ``name``'s read runs as the study runner would run them, stacked (fedbench.bench.costs.project_stacked:
-    the model is stated there), beside each run on its own; unit costs as :func:`study_cost` takes them (measured
-    on ``device`` where they are, the per-model table otherwise)."""
-    own = study_costs(load(device, root), name) or {}
-    per_model = load_measured()
-    return project_stacked(scales, lambda s: own.get(unit_key(s)) or table_costs(s, per_model), max_stack)
 
 
-def units(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Scale]:
-    """unit key -> the read scale of that unit with the most run-rounds (what is timed)."""
-    out: dict[str, Scale] = {}
-    for s in scales:
-        if s.read:
-            k = unit_key(s)
-            if k not in out or s.runs * s.rounds > out[k].runs * out[k].rounds:
-                out[k] = s
-    return out
+
+
+
+
+
+
 
 
 def _dataset(model: str, clients: int, n: int, eval_n: int):
@@ -378,7 +301,7 @@ def markdown(result: dict[str, Any]) -> str:
              f"{', '.join(map(str, result['load_average']))} at the end; at most {result['max_seconds']:g} s a study, "
              f"{result['timed_rounds']} timed round(s) a run after a warm-up round; generated data of each study's "
              "real shapes. Hours project each study's runs that its claims read, each run on its own; 'stacked' "
-             "projects them as the study runner stacks them (fedbench.bench.costs.stacked_seconds: a stack pays a "
+             "projects them as the study runner stacks them (fedbench.study.costs.stacked_seconds: a stack pays a "
              "round's and an evaluation's fixed cost once).", "",
              f"| study | runs read | left out | rounds | training {unit} | evaluation {unit} | evaluation share | "
              f"total {unit} | stacked {unit} (stacks) | measured at (load) | scaled up |",
@@ -403,5 +326,4 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["DEVICES", "FILE", "TABLE", "folder", "load", "markdown", "measure_study", "measure_unit", "run",
-           "stacked_cost", "study_cost", "study_costs", "units", "validate", "write"]
+__all__ = ["TABLE", "markdown", "measure_study", "measure_unit", "run", "validate", "write"]

@@ -4,19 +4,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from fedbench.config import Config
-from fedbench.plotting import pyplot, save_figure
+from fedbench.plotting import LABELS, PALETTE, TITLES, pyplot, save_figure
 
 plt = pyplot()
 
-LABELS = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", "fedprox_mu1": "FedProx, μ=1"}
-PALETTE = {"FedAvg": "#1f77b4", "FedProx, μ=0": "#ff7f0e", "FedProx, μ=1": "#2ca02c"}
-TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic (0,0)",
-          "synthetic_0p5_0p5": "Synthetic (0.5,0.5)", "synthetic_1_1": "Synthetic (1,1)"}
 
 
 def _label(df: pd.DataFrame) -> pd.DataFrame:
@@ -123,18 +118,6 @@ def figure_real(hist: pd.DataFrame, path: Path, dataset: str, title: str, varian
             if ax.get_legend() and (i, j) != (0, 0):
                 ax.get_legend().remove()
     fig.suptitle(f"FedProx Figures 1, 7, 8 on {title} (rerun): mean over seeds, band = min..max", fontsize=10)
-    return save_figure(fig, path)
-
-
-def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Path:
-    """One run's training loss, test accuracy and dissimilarity against rounds (an MLflow artifact)."""
-    df = pd.DataFrame(history)
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3))
-    for ax, metric in zip(axes, ["train/loss", "test/accuracy", "train/dissimilarity"]):
-        ax.plot(df["round"], df[metric], lw=1.3)
-        ax.set_xlabel("round")
-        ax.set_title(metric, fontsize=9)
-    fig.suptitle(title, fontsize=9)
     return save_figure(fig, path)
 
 

@@ -140,7 +140,7 @@ def row_of(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scales(arms: tuple[Arm, ...], b: Budget) -> tuple[Scale, ...]:
-    """The runs of budget ``b`` as fedbench.bench.costs.Scale: local work in minibatch-gradient units (VR: the
+    """The runs of budget ``b`` as fedbench.study.scale.Scale: local work in minibatch-gradient units (VR: the
     full local gradient, n/B batches, then two gradients a step)."""
     n = TRAIN_SAMPLES / USERS
     return tuple(Scale(s["model"], len(b.seeds), b.rounds, s["users_per_round"], n, 1, s["batch_size"], SAMPLES,

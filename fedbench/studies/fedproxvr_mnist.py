@@ -70,7 +70,7 @@ USERS, USER_SAMPLES, TRAIN_FRACTION = 100, 520, 0.75
 
 
 def _scales(arms: tuple[Arm, ...], b: Budget) -> tuple[Scale, ...]:
-    """The runs of budget ``b`` as fedbench.bench.costs.Scale: VR local work in minibatch-gradient units (the full
+    """The runs of budget ``b`` as fedbench.study.scale.Scale: VR local work in minibatch-gradient units (the full
     local gradient, n/B batches, then two gradients a step)."""
     n, runs = USER_SAMPLES * TRAIN_FRACTION, (MODEL, len(b.seeds), b.rounds, b.clients_per_round)
     return tuple(Scale(*runs, n, b.fedavg_epochs, batch, USERS * USER_SAMPLES) if a.algorithm == "fedavg" else

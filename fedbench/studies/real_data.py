@@ -9,7 +9,7 @@ its arms, seeds, knobs and evaluation protocol, its ``variants`` (``fedbench pap
 builds them with params.yaml's data.variants parameters), its ``budgets`` ("paper": the paper's, or the stated
 stand-in's; "fixture": the test suite's, fixture-sized data, a few rounds, the same code path), its claims (each
 with the rule, stated before any run; ``run`` returns one entry per claim, built by ``DECLARATION.entry``) and
-its ``scales``: the runs of the paper budget its claims read, as fedbench.bench.costs.Scale, for its projected
+its ``scales``: the runs of the paper budget its claims read, as fedbench.study.scale.Scale, for its projected
 cost.
 
 ``fedbench paper run NAME`` runs it at the "paper" budget into ``runs/studies/NAME/`` (kept with the train
@@ -50,8 +50,8 @@ def command(name: str) -> str:
 
 def study_cost(scales: tuple[Scale, ...] | list[Scale], name: str = "") -> dict[str, Any]:
     """The projected cost of study ``name``'s runs that its claims read: the one figure every place quotes
-    (fedbench.bench.paper_cost.study_cost; without a name, from the per-model table, and it says so)."""
-    from fedbench.bench.paper_cost import study_cost as quoted_cost
+    (fedbench.study.costs.study_cost; without a name, from the per-model table, and it says so)."""
+    from fedbench.study.costs import study_cost as quoted_cost
 
     return quoted_cost(name, scales)
 

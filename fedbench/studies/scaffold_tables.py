@@ -156,7 +156,7 @@ def fmt_rounds(x: float, rounds: int, decimals: int = 0) -> str:
 
 
 def paper_scales(cells: Sequence[Any], budget: Budget, train_images: int, evaluated: int) -> tuple[Any, ...]:
-    """The runs of ``budget`` (the paper's) as fedbench.bench.costs.Scale, for the projected cost: per cell, every
+    """The runs of ``budget`` (the paper's) as fedbench.study.scale.Scale, for the projected cost: per cell, every
     step of the grid on the tuning seeds, then the selected step on the judged seeds; STEPS_PER_EPOCH steps of batch
     ceil(n / 5) an epoch on clients of n = ``train_images`` / clients (costs prices a step of batch B);
     ``evaluated`` samples every round. A cell has ``model``, ``clients``, ``sampled`` and ``epochs``."""

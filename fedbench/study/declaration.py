@@ -78,7 +78,7 @@ class StudyDeclaration:
     it trains on (fedbench.data; ``fedbench paper run NAME`` builds them); ``seeds``: the training seeds, () for a
     deterministic study (no seed randomness; its runs use the engine's seed 0, from which nothing is drawn);
     ``knobs``: the settings the study sweeps, by name (e.g. step sizes), each the values it runs; ``scales``: the
-    runs of its paper budget that its claims read, for the projected cost (fedbench.bench.costs.Scale);
+    runs of its paper budget that its claims read, for the projected cost (fedbench.study.scale.Scale);
     ``deviations``: where every run of the study departs from the paper (each judged entry's, unless it states its
     own); ``rule_fields``: each budget's values of the rules' ``{name}`` fields (e.g. the rounds it runs), which the
     entries of a study that has not run state (a run fills them from what it ran), one per budget for every field a

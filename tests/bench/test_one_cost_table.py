@@ -1,5 +1,5 @@
 """One truth for a study's cost (issue 29 item 2): ``fedbench paper list``, ``paper run --dry-run``, the not-run
-claim entries (built and committed) and the README quote the figure fedbench.bench.paper_cost.study_cost gives:
+claim entries (built and committed) and the README quote the figure fedbench.study.costs.study_cost gives:
 the measured table where there is one, with its machine and date."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fedbench.bench.costs import load_measured
-from fedbench.bench.paper_cost import load, study_cost
+from fedbench.study.costs import load, load_measured, study_cost
 from fedbench.config import load_config
 from fedbench.paper import listing, plan
 from fedbench.study.paper_profile import CLAIM_STUDIES, study_scales

@@ -1,4 +1,4 @@
-"""``fedbench paper cost``'s stacked projection (fedbench.bench.costs.stacked_seconds, stack_groups,
+"""``fedbench paper cost``'s stacked projection (fedbench.study.costs.stacked_seconds, stack_groups,
 project_stacked) on a hand-made study, with exact arithmetic (every unit cost is a power of two or an integer,
 so the float sums are exact)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedbench.bench.costs import Scale, project_stacked, seconds, stack_groups, stacked_seconds
+from fedbench.study.costs import Scale, project_stacked, seconds, stack_groups, stacked_seconds
 
 C = {"step_s": 1.0, "round_s": 10.0, "eval_s": 100.0, "eval_sample_s": 0.5, "grad_sample_s": 0.0}
 # 2 rounds, K = 2 clients of 20 samples, batch 10: 2 steps a client, 4 a round; evaluated at rounds 0, 1 and the

@@ -102,26 +102,24 @@ MAY_NOT_IMPORT = {
 # every package, config, pipeline, bench and the CLI included). A module imports, at module level or inside a
 # function, only its own package and what stands on a lower floor: no arrow runs back up, and two rooms of one floor
 # import neither each other. The order is what `farm-studio look` draws: the study framework (fedbench.study:
-# declaration, registry, scale, paper profile) below config, which asks it; the studies above bench, whose costs they
-# quote; `fedbench run`'s MLflow sink (fedbench.track) handed to the pipeline by the CLI, not imported by it.
+# declaration, registry, scale, costs, paper profile) below config, which asks it; the studies beside bench (the
+# costs they quote are the framework's); `fedbench run`'s MLflow sink (fedbench.track) and `paper run`'s report
+# rebuild handed in by the CLI, not imported; the stage scripts' guard (fedbench.guard) low, so pipelines/ need no CLI.
 FLOORS = (
     ("fedbench.errors", "fedbench.provenance", "fedbench.seeding", "fedbench.ops", "fedbench.quantile",
      "fedbench.proximal", "fedbench.optimizers", "fedbench.plotting", "fedbench.locking", "fedbench.divergence",
      "fedbench.parallel", "fedbench.models", "fedbench.tracking_index"),
-    ("fedbench.data", "fedbench.claims", "fedbench.tracking"),
+    ("fedbench.data", "fedbench.claims", "fedbench.tracking", "fedbench.guard"),
     ("fedbench.availability",),
     ("fedbench.engine", "fedbench.algorithms"),
     ("fedbench.executors", "fedbench.study"),
     ("fedbench.config",),
     ("fedbench.runner",),
-    ("fedbench.pipeline",),
-    ("fedbench.bench",),
-    ("fedbench.studies",),
-    ("fedbench.report",),
-    ("fedbench.regression", "fedbench.track", "fedbench.paper", "fedbench.compare"),
+    ("fedbench.pipeline", "fedbench.compare"),
+    ("fedbench.bench", "fedbench.studies"),
+    ("fedbench.report", "fedbench.regression", "fedbench.track", "fedbench.paper"),
     ("fedbench.cli",),
 )
-
 
 def _room(module: str) -> str | None:
     """The entry of FLOORS that ``module`` belongs to (None: the package's face, fedbench/__init__.py)."""

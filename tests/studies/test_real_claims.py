@@ -17,7 +17,7 @@ from fedbench.data import download, stages
 from fedbench.pipeline import study_runs, train_runs
 from fedbench.studies import real_claims
 from fedbench.report.figures import real_data_figures
-from fedbench.bench.costs import Scale, load_measured, project
+from fedbench.study.costs import Scale, load_measured, project
 from fedbench.study.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
 from fedbench.runner import run_params
 from tests.data import fixtures

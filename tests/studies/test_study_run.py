@@ -65,7 +65,6 @@ def test_study_run_of_a_paper_scale_study_writes_where_the_report_reads_it(here,
 def test_paper_run_builds_the_data_then_makes_the_study_run_call(here, monkeypatch, capsys):
     """`paper run NAME --budget B` = its variants built + stage.run_study (the one training path) + the report."""
     from fedbench import paper
-    from fedbench.report import build
     import fedbench.studies as studies
 
     _study_run("--budget", "fixture")  # the reference: `fedbench study run NAME --budget fixture`
@@ -79,8 +78,8 @@ def test_paper_run_builds_the_data_then_makes_the_study_run_call(here, monkeypat
     monkeypatch.setattr(stage, "run_claim_study", spy)
     monkeypatch.setattr(studies, "run_claim_study", spy)  # a second path calling it directly would count too
     monkeypatch.setattr(paper, "build_variants", lambda cfg, variants, data_root, progress: built.append(variants))
-    monkeypatch.setattr(build, "build_report", lambda cfg, **k: reports.append(k))
-    paper.run(PARAMS, NAME, data_root=Path("data"), runs_root=Path("runs"), progress=False, budget="fixture")
+    paper.run(PARAMS, NAME, data_root=Path("data"), runs_root=Path("runs"), progress=False, budget="fixture",
+              report=lambda cfg, **k: reports.append(k))  # the CLI hands in the report's rebuild
 
     assert built == [[VARIANT]]
     assert calls == [((NAME,), {"budget": "fixture", "workers": 2, "runs_root": Path("runs"),

@@ -1,6 +1,6 @@
 """The paper profile's E = 1 studies (fedbench.study.paper_profile, profile ``partial-work-e1``: FedProx Figures 9
 and 10 on the four real datasets): what each runs, that the profile loads as params, and their projected cost from
-the measured unit costs of the E = 20 study of the same model and batch (fedbench.bench.paper_cost.study_cost)."""
+the measured unit costs of the E = 20 study of the same model and batch (fedbench.study.costs.study_cost)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedbench.bench.paper_cost import study_cost
+from fedbench.study.costs import study_cost
 from fedbench.config import load_config
 from fedbench.study.paper_profile import (PAPER, PARTIAL_WORK_E1, PROFILES, STUDIES, UNIT_COSTS_OF, overrides,
                                           study_scales)

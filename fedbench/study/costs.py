@@ -1,0 +1,243 @@
+"""What a study's runs cost, projected from measured unit costs (the study framework's costs, issue 30 item 1): the
+one figure every place quotes for a study (``fedbench paper list``, ``paper run --dry-run``, the not-run claim
+entries, the README). Imports no torch and no benchmark: the unit costs are data, measured by the benchmarks
+(fedbench.bench.costs: the per-model table ``fedbench/bench/measured_costs.json``, batch 10; fedbench.bench.paper_cost:
+``fedbench paper cost``'s per-study table ``paper-cost.json`` in reports/bench or reports/bench-gpu), read here.
+
+``project`` turns a study's scale (fedbench.study.scale.Scale) into seconds, training and evaluation apart
+(fedbench.bench.costs's docstring says what each unit cost measures and how a scale spends it); ``project_study``
+sums the runs a claim reads; ``project_stacked`` prices them as the study runner stacks them; ``study_cost`` takes
+each study's own measured units where ``fedbench paper cost`` measured them, the per-model table otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from fedbench.study.scale import Scale
+
+MEASURED = Path(__file__).resolve().parent.parent / "bench" / "measured_costs.json"  # the per-model table
+TABLE_BATCH = 10  # the per-model table's batch (fedbench.bench.costs.BATCH)
+
+# what one unit of work costs, in seconds: the keys of a measured model (or a measured study's (model, batch))
+COST_KEYS = ("step_s", "round_s", "eval_s", "eval_sample_s", "grad_sample_s")
+
+
+def load_measured(path: Path = MEASURED) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+def table_costs(scale: Scale, measured: dict[str, Any]) -> dict[str, float]:
+    """The unit costs of ``scale`` from the per-model table (batch 10): a step of batch B is ``step_s`` x
+    max(1, B / 10), a sample's gradient ``step_s`` / 10, the fixed cost of an evaluation 0 (not measured)."""
+    if scale.model not in measured["models"]:
+        raise KeyError(f"no measured cost of model {scale.model!r} in {MEASURED.name}; measured: "
+                       f"{', '.join(measured['models'])}")
+    m = measured["models"][scale.model]
+    return {"step_s": m["step_s"] * max(1.0, scale.batch_size / TABLE_BATCH), "round_s": m.get("round_s", 0.0),
+            "eval_s": m.get("eval_s", 0.0), "eval_sample_s": m["eval_sample_s"],
+            "grad_sample_s": m.get("grad_sample_s", m["step_s"] / TABLE_BATCH)}
+
+
+def seconds(scale: Scale, c: dict[str, float]) -> tuple[float, float]:
+    """(training, evaluation) seconds of one run of ``scale`` at unit costs ``c`` (COST_KEYS)."""
+    signal = scale.clients_per_round * scale.client_samples * c["eval_sample_s"] if scale.cohort_signal else 0.0
+    train = scale.rounds * (c["round_s"] + scale.steps_per_round() * c["step_s"] + signal)
+    evaluation = (scale.evaluations() * (c["eval_s"] + scale.eval_samples * c["eval_sample_s"])
+                  + scale.dissimilarities() * scale.dissimilarity_samples * c["grad_sample_s"])
+    return train, evaluation
+
+
+def project(scale: Scale, measured: dict[str, Any] | None = None, costs: dict[str, float] | None = None,
+            basis: str = "") -> dict[str, Any]:
+    """The projected cost of ``scale``'s runs: from unit ``costs`` when given (a measurement of this study), else
+    from the per-model table ``measured``: seconds and hours in all, of training and of evaluation, and how they
+    were got."""
+    if costs is None:
+        measured = measured or load_measured()
+        costs = table_costs(scale, measured)
+        basis = basis or f"per-model table, batch 10, measured {measured['measured_on']} on {measured['device']}"
+    train, evaluation = seconds(scale, costs)
+    total = (train + evaluation) * scale.runs
+    return {"device": (measured or {}).get("device", ""), "per_round_s": round((train + evaluation) / scale.rounds, 4),
+            "rounds": scale.rounds, "runs": scale.runs, "seconds": round(total, 1), "hours": round(total / 3600, 2),
+            "train_hours": round(train * scale.runs / 3600, 2),
+            "eval_hours": round(evaluation * scale.runs / 3600, 2),
+            "basis": (f"{scale.steps_per_round():,} local steps of batch {scale.batch_size} x "
+                      f"{costs['step_s'] * 1e3:.3g} ms + {costs['round_s'] * 1e3:.3g} ms fixed a round, x {scale.rounds:,} "
+                      f"rounds; {scale.evaluations():,} evaluations of {scale.eval_samples:,} samples x "
+                      f"{costs['eval_sample_s'] * 1e6:.3g} us + {costs['eval_s'] * 1e3:.3g} ms"
+                      + (f"; {scale.dissimilarities():,} dissimilarities of {scale.dissimilarity_samples:,} gradients"
+                         if scale.dissimilarities() else "")
+                      + f"; x {scale.runs} runs, each on its own ({basis})")}
+
+
+def project_study(scales: tuple[Scale, ...] | list[Scale], measured: dict[str, Any] | None = None,
+                  study_costs: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """A study's cost: its scales that a claim reads, summed (hours, training and evaluation hours, runs, the most
+    rounds), ``left_out`` the runs no claim reads, and ``source``: "measured" where ``study_costs`` (unit costs keyed
+    by :func:`unit_key`) covers every counted scale, "projected" where none, "partly measured" between."""
+    measured = measured or load_measured()
+    study_costs = study_costs or {}
+    read = [s for s in scales if s.read]
+    parts, hits = [], 0
+    for s in read:
+        c = study_costs.get(unit_key(s))
+        hits += c is not None
+        parts.append(project(s, measured, c, basis="measured" if c is not None else ""))
+    total = sum(p["seconds"] for p in parts)
+    source = "measured" if read and hits == len(read) else ("partly measured" if hits else "projected")
+    return {"device": measured["device"], "seconds": round(total, 1), "hours": round(total / 3600, 2),
+            "train_hours": round(sum(p["train_hours"] for p in parts), 2),
+            "eval_hours": round(sum(p["eval_hours"] for p in parts), 2), "runs": sum(p["runs"] for p in parts),
+            "left_out": sum(s.runs for s in scales if not s.read),
+            "rounds": max((p["rounds"] for p in parts), default=0), "source": source,
+            "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(read, parts))}
+
+
+def stacked_seconds(scale: Scale, c: dict[str, float], runs: int) -> float:
+    """Seconds of one stack of ``runs`` runs of ``scale`` at unit costs ``c`` (COST_KEYS), as the study runner runs
+    it (fedbench.engine.stacking): the stack pays a round's fixed cost (``round_s``) and an evaluation's fixed cost
+    (``eval_s``) once for all its runs, and its runs' clients train in one batched step whose cost is taken as
+    linear in the rows (``step_s`` a client's step, measured at the unit's cohort: the batched step's own fixed
+    launch cost, shared in fact, is counted per row, so this overstates the stack); evaluated samples, the
+    cohort's own losses and the dissimilarity's gradients are per run. So, with T_1 the seconds of one run alone
+    (:func:`seconds`) and E its evaluations:
+        stack(R) = R T_1 - (R - 1) (rounds x round_s + E x eval_s)."""
+    train, evaluation = seconds(scale, c)
+    shared = scale.rounds * c["round_s"] + scale.evaluations() * c["eval_s"]
+    return runs * (train + evaluation) - (runs - 1) * shared
+
+
+def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None = None) -> list[tuple[Scale, int]]:
+    """The stacks the study runner would make of the read ``scales``, as (scale, runs in the stack): scales equal
+    in everything but ``runs``, ``read`` and ``label`` share stacks (they share model, rounds, cohort, batch, local
+    work and evaluation, as fedbench.engine.simulation.stack_key asks of a stack; a Scale records no algorithm, so
+    arms of different algorithm classes, which the engine stacks apart, are taken as one group: the gain is an
+    upper bound there), each group cut into stacks of at most ``max_stack`` runs (None: one stack; the device's
+    memory cut, fedbench.engine.stacking.memory_limits, is the caller's)."""
+    groups: dict[Scale, int] = {}
+    for s in scales:
+        if s.read:
+            key = dataclasses.replace(s, runs=0, read=True, label="")
+            groups[key] = groups.get(key, 0) + s.runs
+    out = []
+    for key, runs in groups.items():
+        size = runs if max_stack is None else max(1, max_stack)
+        out += [(key, min(size, runs - lo)) for lo in range(0, runs, size)]
+    return out
+
+
+def project_stacked(scales: tuple[Scale, ...] | list[Scale], costs_of, max_stack: int | None = None) -> dict[str, Any]:
+    """A study's read runs as the study runner would run them (:func:`stack_groups`, :func:`stacked_seconds`)
+    beside each run on its own; ``costs_of(scale)``: the unit costs of a scale. Seconds and hours of both, the
+    stacks, and ``gain`` (one by one / stacked)."""
+    stacks = stack_groups(scales, max_stack)
+    alone = sum(runs * sum(seconds(s, costs_of(s))) for s, runs in stacks)
+    stacked = sum(stacked_seconds(s, costs_of(s), runs) for s, runs in stacks)
+    return {"stacks": len(stacks), "runs": sum(r for _, r in stacks), "alone_seconds": round(alone, 1),
+            "alone_hours": round(alone / 3600, 2), "stacked_seconds": round(stacked, 1),
+            "stacked_hours": round(stacked / 3600, 2), "gain": round(alone / stacked, 3) if stacked else 1.0}
+
+
+def unit_key(scale: Scale) -> str:
+    """What a measured unit cost is keyed by: the model and the batch (``model@B``)."""
+    return f"{scale.model}@{scale.batch_size}"
+
+
+FILE = "paper-cost.json"
+
+
+FOLDERS = {"cpu": Path("reports/bench"), "cuda": Path("reports/bench-gpu")}
+
+
+DEVICES = tuple(FOLDERS)
+
+
+def folder(device: str) -> Path:
+    return FOLDERS[device]
+
+
+def load(device: str, root: Path | None = None) -> dict[str, Any] | None:
+    """The measured file for ``device`` (``root`` or its default folder), None where there is none; a corrupt one
+    is a one-line error naming the file."""
+    path = (root or folder(device)) / FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun `fedbench paper cost "
+                         f"--device {device}`") from None
+    if not isinstance(data, dict) or not isinstance(data.get("studies"), dict):
+        raise ValueError(f"{path}: no 'studies' table; rerun `fedbench paper cost --device {device}`")
+    for name, study in data["studies"].items():
+        for key, unit in (study.get("units") or {}).items():
+            missing = [k for k in COST_KEYS if not isinstance(unit.get(k), (int, float))]
+            if missing:
+                raise ValueError(f"{path}: study {name}, unit {key}: missing {', '.join(missing)}")
+    return data
+
+
+def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, float]] | None:
+    """The unit costs measured for study ``name`` (unit key -> COST_KEYS), None where it was not measured."""
+    if not data or name not in data["studies"]:
+        return None
+    return {k: {c: float(u[c]) for c in COST_KEYS} for k, u in data["studies"][name]["units"].items()}
+
+
+def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu",
+               root: Path | None = None) -> dict[str, Any]:
+    """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper run --dry-run``, the
+    not-run claim entries, the README): its ``scales`` projected (:func:`project_study`) from the unit
+    costs ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default
+    :func:`folder`) where they are, else those measured for the study that prices it (fedbench.study.paper_profile.
+    UNIT_COSTS_OF: an E = 1 study, by its E = 20 study's units of the same model and batch; ``units_of`` names it),
+    from the per-model table (fedbench/bench/measured_costs.json) otherwise.
+
+    project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
+    ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine, the
+    date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
+    from fedbench.study.paper_profile import UNIT_COSTS_OF
+
+    per_model = load_measured()
+    data = load(device, root)
+    priced_by = name if study_costs(data, name) else UNIT_COSTS_OF.get(name, name)
+    own = study_costs(data, priced_by)
+    c = project_study(scales, per_model, own)
+    fallback = {"machine": per_model["device"], "date": per_model["measured_on"], "table": f"fedbench/bench/{MEASURED.name}"}
+    if own and priced_by != name:
+        c |= {"units_of": priced_by, "basis": f"{c['basis']} (the unit costs measured for {priced_by}: the same model "
+                                              "and batch)"}
+    if own:
+        measured = {"machine": data["device_name"], "date": data["studies"][priced_by]["measured_at"][:10],
+                    "table": str((root or folder(device)) / FILE)}
+        c |= measured if c["source"] == "measured" else {
+            k: f"{measured[k]}; the rest {fallback[k]}" for k in measured}
+    else:
+        c |= fallback
+    return c | {"device": f"{c['machine']}, measured {c['date']} ({'GPU' if device == 'cuda' else 'CPU'}-hours)"}
+
+
+def stacked_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu", root: Path | None = None,
+                 max_stack: int | None = None) -> dict[str, Any]:
+    """Study ``name``'s read runs as the study runner would run them, stacked (:func:`project_stacked`:
+    the model is stated there), beside each run on its own; unit costs as :func:`study_cost` takes them (measured
+    on ``device`` where they are, the per-model table otherwise)."""
+    own = study_costs(load(device, root), name) or {}
+    per_model = load_measured()
+    return project_stacked(scales, lambda s: own.get(unit_key(s)) or table_costs(s, per_model), max_stack)
+
+
+def units(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Scale]:
+    """unit key -> the read scale of that unit with the most run-rounds (what is timed)."""
+    out: dict[str, Scale] = {}
+    for s in scales:
+        if s.read:
+            k = unit_key(s)
+            if k not in out or s.runs * s.rounds > out[k].runs * out[k].rounds:
+                out[k] = s
+    return out
