@@ -39,17 +39,14 @@ the per-device test accuracy of every kept test role every 10 rounds, at those r
 which the claim reads. No training-loss evaluation (the authors' scripts log one; no reading needs it, and the
 engine catches divergence from the cohort's own losses).
 
-Cost. Registered first with every device evaluated every round (training and test) and 200 rounds at 16 runs:
-3.9 CPU-hours projected. Measured 2026-11-26 on this project's 2-core machine shared with other jobs: about 0.7 s
-of CPU a round for training (FedAvg, 20 devices of at most 100 windows) and about 0.7 s for evaluating all 200
-kept roles' windows. Cut before any run, to fit this machine: the authors' evaluation protocol above, 60 rounds
-instead of 200, one selection seed (101) instead of two: 13 runs x 60 rounds, about 0.2 CPU-hours. A second
-selection seed (102) restored for issue 32 item 5 (a choice on one seed has no spread to judge a margin by): 3
-more runs, 16 runs x 60 rounds, about 0.25 CPU-hours.
+Cost. Registered first with every device evaluated every round and 200 rounds at 16 runs: 3.9 CPU-hours projected
+(measured 2026-11-26, 2 shared cores: about 0.7 CPU-s a round to train 20 devices of at most 100 windows, 0.7 to
+evaluate all 200 kept roles). Cut before any run: the authors' evaluation protocol, 60 of 200 rounds, one selection
+seed (101): 13 runs, about 0.2 CPU-hours; a second selection seed (102) restored for issue 32 item 5 (one seed has
+no spread to judge a margin by): 16 runs x 60 rounds, about 0.25 CPU-hours.
 
-Reading: for one run, a test device's error is 1 - its accuracy on its kept windows under the final model; the
-90th percentile over the run's test devices, unweighted, numpy's linear interpolation
-(fedbench.claims.readings.device_percentile); a diverged run reads as error 1.
+Reading: a test device's error is 1 - its accuracy on its kept windows under the final model; a run's reading is
+their unweighted 90th percentile, numpy's linear (fedbench.claims.readings.device_percentile); diverged: error 1.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ DATA_SEED = 0
 # Round budgets: "pipeline" keeps the study near a minute on 2 CPU cores (the main job's budget); "paper" is the
 # slides' round counts (Table 1's T: 895, 965, 983), run with
 #   python pipelines/study.py fedproxvr_synthetic --budget paper --root reports/studies-paper
-BUDGETS = {"pipeline": 40, "paper": 1000}  # a literal: fedbench.config reads it without importing this module
+BUDGETS = {"pipeline": 40, "paper": 1000}
 # what the study cost where it was measured, at the paper's budget (params.yaml has it opt-in: the default job's 15
 # minutes do not hold it)
 MEASURED = {"seconds": 4525, "budget": "paper", "workers": 2, "date": "2026-11-28",
