@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -99,8 +100,9 @@ def judge_claim(study: ModuleType, curves: dict, steps: dict[str, float | None],
     return out
 
 
-def claim_entry(study: ModuleType, curves: dict, steps: dict[str, float | None], seeds, f_star: float) -> dict:
-    """The judged entry of the study's claim."""
+def claim_entry(study: ModuleType, curves: dict, steps: dict[str, float | None], seeds, f_star: float,
+                declaration: Any = None) -> dict:
+    """The judged entry of the study's claim, from ``declaration`` (the study's, on ``seeds``: default its own)."""
     picked = selections(study, curves, f_star)
     result = judge_claim(study, curves, steps, seeds, f_star)
     median = {m: (None if steps[m] is None else
@@ -110,7 +112,7 @@ def claim_entry(study: ModuleType, curves: dict, steps: dict[str, float | None],
     observed = (f"steps chosen on split seeds {list(study.SELECTION_SEEDS)}: {step_text}; rounds to within "
                 f"{study.TARGET:.0%} of f* (median over split seeds {list(seeds)}; never = {study.MAX_ROUNDS}): "
                 + ", ".join(f"{m} {'-' if v is None else fmt_number(v)}" for m, v in median.items()))
-    entry = study.DECLARATION.entry(
+    entry = (declaration or study.DECLARATION).entry(
         study.CLAIM,
         scale={"data": "UCI concrete, 1,030 rows, 8 z-scored inputs + intercept", "clients": study.NUM_CLIENTS,
                "similarity_percent": study.SIMILARITY, "local_steps": study.K, "rounds": study.MAX_ROUNDS,
