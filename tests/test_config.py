@@ -231,3 +231,12 @@ def test_a_params_study_as_a_declaration():
     with pytest.raises(ConfigError, match=r"^studies\.nope: no such study; allowed: stragglers, heterogeneity, "
                                           r"fedprox_mnist5k$"):
         cfg.declaration("nope")
+
+
+def test_the_model_names_config_accepts_are_the_models_builders():
+    """config checks train.model against MODELS, written out so that loading it imports no torch: the same names, in
+    the same order, as fedbench.models builds (no source is parsed to find them, issue 30)."""
+    from fedbench.config import MODELS
+    from fedbench.models import MODEL_NAMES
+
+    assert MODELS == MODEL_NAMES
