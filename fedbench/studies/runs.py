@@ -89,7 +89,8 @@ def open_declared(out_dir: str | Path, declaration: Any, budget: str,
 
 def open_seeded(out_dir: str | Path, declaration: Any, budgets: Mapping[str, Any], budget: str, workers: int = WORKERS,
                 seeds: Sequence[int] | None = None) -> tuple[Any, StudyRuns, Any]:
-    """:func:`open_budget`, and the study's ``declaration`` (a fedbench.study.declaration.StudyDeclaration) with
-    training ``seeds`` if given (its own otherwise): a seed-based study's budget, runs and declaration at once."""
+    """:func:`open_budget`, and the study's ``declaration`` (a fedbench.study.declaration.StudyDeclaration) on
+    training ``seeds`` if given (its own otherwise; a rule that names the declared seeds names these:
+    StudyDeclaration.on_seeds): a seed-based study's budget, runs and declaration at once."""
     b, runs = open_budget(out_dir, budgets, budget, workers)
-    return b, runs, declaration.with_seeds(seeds)
+    return b, runs, declaration if seeds is None else declaration.on_seeds(tuple(seeds))
