@@ -226,7 +226,11 @@ def simulation(b: Budget, method: str, seed: int, real_root: str):
 # --- the study ----------------------------------------------------------------------------------------------------
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+        real_root: str | Path = REAL_ROOT, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The claim judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block:
+    the rule names them, StudyDeclaration.on_seeds)."""
+    import dataclasses
+
     import numpy as np
 
     from fedbench.claims.entry import judged
@@ -237,6 +241,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, BUDGETS, budget, workers)
+    d = DECLARATION if seeds is None else DECLARATION.on_seeds(tuple(seeds))
+    b = b if seeds is None else dataclasses.replace(b, seeds=d.seeds)
     methods = [a.name for a in DECLARATION.arms]
 
     def curve_of(o, frac: float = 1.0) -> np.ndarray:
@@ -268,7 +274,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
              "clients_per_round": b.k, "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr,
              "lr_decay": b.lr_decay, "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL,
              "eval_every": b.eval_every}
-    entry = DECLARATION.entry(  # stand-in at every budget (the claim's fidelity)
+    entry = d.entry(  # stand-in at every budget (the claim's fidelity)
         "fedlaavg/fashion/ica-gain", scale=scale, deviations=DEVIATIONS, rounds_run=b.rounds,
         figure={"path": f"figures/{NAME}/{NAME}.png", "panel": "test accuracy, mean of the seeds"},
         training_seeds=list(b.seeds), data_seeds=[DATA_SEED], observed=observed,

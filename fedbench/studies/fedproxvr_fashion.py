@@ -278,12 +278,17 @@ def simulation(arm: str, seed: int, budget: Budget, real_root: str | Path) -> Si
 
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+        real_root: str | Path = REAL_ROOT, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The tables' claims at ``budget``, on training ``seeds`` if given (a confirmatory block: the rules name them)."""
+    import dataclasses
+
     from fedbench.claims.entry import judged
     from fedbench.studies.runs import open_budget
 
     b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
-    variant, run_tables = DECLARATION.variants[0], [c for c in DECLARATION.claims if c.id in b.tables]
+    d = DECLARATION if seeds is None else DECLARATION.on_seeds(tuple(seeds))
+    b = b if seeds is None else dataclasses.replace(b, seeds=d.seeds)
+    variant, run_tables = d.variants[0], [c for c in d.claims if c.id in b.tables]
     sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root)
             for c in run_tables for s in b.seeds for a in c.reads}
     runs = study.run(sims, tables.record(b.rounds))
@@ -294,7 +299,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         c.published["table"]) for c in run_tables})
     ds = load_real(variant, str(real_root))
     entries = []
-    for c in DECLARATION.claims:
+    for c in d.claims:
         if c not in run_tables:
             (entry,) = [e for e in not_run_entry(NAME) if e["id"] == c.id]
             entries.append(entry)
@@ -312,7 +317,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                         "test suite's fixture scale")] if budget == "fixture" else []) + ASSUMPTIONS[c.id]
         deviations = ([RECONSTRUCTED] if c.fidelity == "reconstructed" else []) + deviations
         users = rows["FedAvg"]["users_per_round"]
-        entry = DECLARATION.entry(
+        entry = d.entry(
             c.id, scale={"study": NAME, "budget": budget, "variant": variant, "model": rows["FedAvg"]["model"],
                          "users": ds.num_clients, "users_per_round": min(users, ds.num_clients), "rounds": b.rounds,
                          "rows": {m: row_of(r) for m, r in rows.items()}, "tau_cap": b.tau_cap, "smoothness_L": lip,
