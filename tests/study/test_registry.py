@@ -39,7 +39,7 @@ def test_every_claim_study_is_declared_one_way():
     ("mime_synthetic", ["pipeline"], False, True),
     ("delta_fl_triangle", ["pipeline"], True, False),
     ("scaffold_fashion", ["paper", "full", "fixture"], False, False),
-    ("fedproxvr_fashion", ["paper", "convex", "fixture"], False, False),
+    ("fedproxvr_fashion", ["paper", "convex", "fixture"], False, True),  # runs on a confirmatory block
 ])
 def test_what_params_yaml_asks_of_a_study(name, budgets, deterministic, seeds):
     """The answers config's validation reads: the declared budgets in order, no seed randomness, run() taking seeds."""
