@@ -172,11 +172,11 @@ class StudyDeclaration:
         (fedbench.claims.registry.frozen_hash), stays the exploratory rule's."""
         from fedbench.claims.registry import seeds_text, without_seeds
 
-        said = list(self.seeds)
-        says = seeds_text(list(seeds)) if len(seeds) > 1 else str(seeds[0])
-        claims = tuple(dataclasses.replace(c, rule=without_seeds(c.rule, said).replace("{seeds}", says))
-                       if "{seeds}" in without_seeds(c.rule, said) else c for c in self.claims)
-        return dataclasses.replace(self.with_seeds(seeds), claims=claims)
+        other = self.with_seeds(seeds)  # validated first: no seeds, or a repeated one, is one line naming the key
+        says = seeds_text(list(other.seeds)) if len(other.seeds) > 1 else str(other.seeds[0])
+        return dataclasses.replace(other, claims=tuple(
+            dataclasses.replace(c, rule=without_seeds(c.rule, list(self.seeds)).replace("{seeds}", says))
+            for c in self.claims))
 
     def budget(self, budget: str) -> Any:
         """The declared budget ``budget`` (a round count or a :class:`Budget`); a ConfigError naming the allowed."""
