@@ -33,7 +33,7 @@ from fedbench.claims.coverage import PAPERS
 from fedbench.report import figures
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies.entries import collect
-from fedbench.studies.fedprox_main_job_claims import STUDY as MAIN_STUDY
+from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import DATA_ROOT, RUNS_ROOT
 
 MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–",

@@ -113,6 +113,6 @@ def judge_real_data(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[
     return evaluate(cfg, runs_root, data_root)
 
 
-# each group's judging, keyed by the study claims.json gives its entries (fedprox_main_job_claims.STUDY,
+# each group's judging, keyed by the study claims.json gives its entries (fedprox_curves.STUDY,
 # real_claims.STUDY)
 JUDGES: dict[str, Judge] = {"main job": judge_main_job, "real data": judge_real_data}

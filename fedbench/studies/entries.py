@@ -23,7 +23,7 @@ from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
 from fedbench.studies import STUDIES_ROOT
 from fedbench.studies import command as study_command
-from fedbench.studies import fedprox_main_job_claims as main_job, real_claims
+from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_job, real_claims
 from fedbench.studies.stage import measured
 from fedbench.study.registry import declaration
 from fedbench.studies.train_runs import load_runs
@@ -80,7 +80,7 @@ def collect(cfg: Config, runs_root: Path, data_root: Path,
     """(every entry with its registration, the train stage's run histories, their summaries): what the report
     renders."""
     hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
-    claims = ([c | {"study": main_job.STUDY} for c in main_job.evaluate_claims(cfg, hist, summ)]
+    claims = ([c | {"study": main_curves.STUDY} for c in main_job.evaluate_claims(cfg, hist, summ)]
               + [c | {"study": real_claims.STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root))]
               + study_claims(cfg, studies_root))
     registered = rules_registry.load()

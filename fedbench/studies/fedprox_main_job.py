@@ -1,8 +1,9 @@
 """The main job's FedProx claims, declared as data (issue 19, item 2): FedProx (Li et al., MLSys 2020) Figures 1, 2,
 5, 6 and 7 on the paper's four synthetic sets, judged from the train stage's runs of params.yaml's ``studies:``
-(fedbench/studies/fedprox_main_job_claims.py reads the curves and judges each claim against the rule stated here).
+(fedbench/studies/fedprox_main_job_claims.py and fedprox_main_job_heterogeneity.py judge each claim against the rule
+stated here).
 
-Setting (params.yaml, the paper's where it gives one; fedbench/studies/fedprox_main_job_claims.py common_deviations lists the rest):
+Setting (params.yaml, the paper's where it gives one; fedbench/studies/fedprox_curves.py common_deviations lists the rest):
 Synthetic-IID, (0,0), (0.5,0.5) and (1,1), 30 devices, data seed 0, multinomial logistic regression, K = 10 devices
 a round drawn uniformly, E = 20, batch 10, lr 0.01, 0/10/50/90% stragglers (section 5.2; the authors' code's
 U{1..E-1} epochs), the paper's 200 rounds; arms FedAvg (drops its stragglers), FedProx with mu = 0 (keeps their
@@ -30,7 +31,7 @@ HETERO = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1"
 TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic(0,0)",
           "synthetic_0p5_0p5": "Synthetic(0.5,0.5)", "synthetic_1_1": "Synthetic(1,1)"}
 
-# the rules' parts, each stated once: fedbench/studies/fedprox_main_job_claims.py judges with these
+# the rules' parts, each stated once: fedbench/studies/fedprox_main_job_claims.py and _heterogeneity.py judge with these
 GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # the sign: the paper states no per-dataset gain to test
 # (issue 32: the 5-point threshold was this project's choice, not the paper's)
 LOSS_RULE = Rule("greater", 0.0, "training loss")

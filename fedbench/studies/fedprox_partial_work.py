@@ -17,7 +17,7 @@ from fedbench.claims.readings import NAMES, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
 from fedbench.config import Config
-from fedbench.studies.fedprox_main_job_claims import Curves, _per_seed, missing_runs
+from fedbench.studies.fedprox_curves import Curves, missing_runs, per_seed
 from fedbench.studies.fedprox_main_job import LOSS_RULE
 from fedbench.studies.fedprox_real_data import PARTIAL_WORK, PARTIAL_WORK_ID
 from fedbench.study.paper_profile import PARTIAL_WORK_STRAGGLERS, STUDIES, PaperStudy, command
@@ -75,7 +75,7 @@ def entry(cfg: Config, runs: dict[str, tuple[Config, Curves]], costs: dict[str, 
                            fidelity=fidelity("reconstructed", run, paper, len(seeds)), rounds_run=run, rounds_paper=paper,
                            training_seeds=list(seeds), data_seeds=[0])
     e["reproduced"] = {"unit": "training loss, mean of the last 5 evaluations, E = 1",
-                       **{f"{s.title}, {int(f * 100)}% stragglers": {v: _per_seed([loss(s, v, f, x, "tail", 1.0)
+                       **{f"{s.title}, {int(f * 100)}% stragglers": {v: per_seed([loss(s, v, f, x, "tail", 1.0)
                                                                                   for x in seeds]) for v in ARMS}
                           for s in studies for f in levels}}
     e["observed"] = "; ".join(f"{p['part']}: FedAvg - FedProx(mu=0) {fmt_effect(p)}" for p in result["parts"])

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from fedbench.config import AlgorithmConfig, Config, StudyConfig
-from fedbench.studies.fedprox_main_job_claims import ACCURACY_READINGS, Curves, _mean_dissimilarity, _per_seed, missing_runs
+from fedbench.studies.fedprox_curves import ACCURACY_READINGS, Curves, mean_dissimilarity, missing_runs, per_seed
+from fedbench.studies.paper_entries import headline_entries, paper_study_entries
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
                                                 MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
@@ -41,7 +42,7 @@ from fedbench.study.paper_profile import CLAIM_STUDIES, PARTIAL_WORK_E1, STUDIES
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, fidelity, judge
-from fedbench.claims.entry import judged, new_entry, not_implemented, not_run
+from fedbench.claims.entry import judged, not_run
 
 STUDY = "real data"
 
@@ -135,7 +136,7 @@ def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> 
     prox = [_accuracy(curves, s, s.best_variant, x, "tail", rounds, 1.0) for x in seeds]
     avg = [_accuracy(curves, s, "fedavg", x, "tail", rounds, 1.0) for x in seeds]
     e["reproduced"] = {"unit": f"test accuracy (%), mean of the last 5 evaluations, {s.title}, 90% stragglers",
-                       s.best_variant: _per_seed(prox), "fedavg": _per_seed(avg)}
+                       s.best_variant: per_seed(prox), "fedavg": per_seed(avg)}
     e["observed"] = (f"FedProx(mu={s.mu:g}) {np.mean(prox):.1f}% vs FedAvg {np.mean(avg):.1f}% at 90% stragglers "
                      f"(mean of the last 5 rounds): gain {fmt_effect(result['effect'])}")
     return judged(e, result) | {"cost": _measured(curves)}
@@ -151,7 +152,7 @@ def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) 
         return _not_run(cfg, e, s, missing)
 
     def dis(variant: str, seed: int, reading: str, budget: float) -> float:
-        return _mean_dissimilarity(curves.series(s.variant, variant, 0.0, seed, "train/dissimilarity"), rounds, budget,
+        return mean_dissimilarity(curves.series(s.variant, variant, 0.0, seed, "train/dissimilarity"), rounds, budget,
                                    reading)
 
     def measure(reading: str, budget: float) -> list[list[float]]:
@@ -160,7 +161,7 @@ def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) 
     result = judge([part], measure, "mean", ("mean", "final"),
                    reading_names={"mean": "mean over rounds", "final": "final round"})
     e["reproduced"] = {"unit": "mean dissimilarity over the evaluated rounds",
-                       **{v: _per_seed([dis(v, x, "mean", 1.0) for x in seeds]) for v in ("fedavg", s.best_variant)}}
+                       **{v: per_seed([dis(v, x, "mean", 1.0) for x in seeds]) for v in ("fedavg", s.best_variant)}}
     e["observed"] = f"FedAvg - FedProx(mu={s.mu:g}): {fmt_effect(result['effect'])}"
     return judged(e, result) | {"cost": _measured(curves)}
 
@@ -196,7 +197,7 @@ def gain_at_0_50(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -
 
     result = judge(parts, measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": f"test accuracy (%), mean of the last 5 evaluations, {s.title}",
-                       **{f"{int(f * 100)}% stragglers": {v: _per_seed([acc(v, f, x, "tail", 1.0) for x in seeds])
+                       **{f"{int(f * 100)}% stragglers": {v: per_seed([acc(v, f, x, "tail", 1.0) for x in seeds])
                                                           for v in (s.best_variant, "fedavg")} for f in levels}}
     e["observed"] = "; ".join(f"{p['part']}: FedProx(mu={s.mu:g}) - FedAvg {fmt_effect(p)}" for p in result["parts"])
     return judged(e, result) | {"cost": _measured(curves)}
@@ -220,7 +221,7 @@ def stragglers_hurt(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path
 
     result = judge(parts, measure, "tail", ("tail", "final", "best"), reading_names=NAMES)
     e["reproduced"] = {"unit": f"FedAvg's training loss, mean of the last 5 evaluations, {s.title}",
-                       **{f"{int(f * 100)}% stragglers": _per_seed([_loss(curves, s, "fedavg", f, x, "tail", rounds, 1.0)
+                       **{f"{int(f * 100)}% stragglers": per_seed([_loss(curves, s, "fedavg", f, x, "tail", rounds, 1.0)
                                                                    for x in seeds]) for f in (0.0, 0.5, 0.9)}}
     e["observed"] = "; ".join(f"{p['part']}: {fmt_effect(p)}" for p in result["parts"])
     return judged(e, result) | {"cost": _measured(curves)}
@@ -251,7 +252,7 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
                           f"them (projected {hours:g} h on {costs[0]['device']})",
                        f"running `{cmd}`; the Synthetic(1,1) part comes from the main job") | {"command": cmd,
                                                                                                 "cost": cost}
-    from fedbench.studies.fedprox_main_job_claims import Curves as MainCurves
+    from fedbench.studies.fedprox_curves import Curves as MainCurves
     from fedbench.studies.train_runs import load_runs
 
     main_hist, _ = load_runs(cfg, runs_root, data_root)
@@ -289,75 +290,6 @@ def partial_work_e1(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, 
     runs = {n: runs_of(cfg, STUDIES[n], runs_root, data_root) for n in PARTIAL_WORK_E1}
     return entry(cfg, runs, {n: _cost(cfg, STUDIES[n]) for n in PARTIAL_WORK_E1},
                  {n: _measured(c) for n, (_, c) in runs.items()})
-
-
-# ------------------------------------------------------------------------------------ headlines nobody runs yet
-@dataclasses.dataclass(frozen=True)
-class Headline:
-    """A headline claim (issue 21, item 5) that no run of fedbench judges yet: what the paper says, the rule
-    registered for it now (before any run), and ``missing``: what would have to exist for it to run. No command
-    is given where none would judge it: ``missing`` names the study or the declaration that is lacking."""
-
-    id: str
-    paper: str
-    where: str
-    claim: str
-    statement: str
-    unit: str
-    rule: str
-    fidelity: str
-    rounds_paper: int | None
-    missing: str
-    note: str = ""  # why the label is what it is, where it is not the paper's setup (the entry's deviation)
-
-
-# why a headline is reconstructed, not paper-scale (issue 32, item 3; fedbench.claims.fidelity)
-# none now: every placeholder the issue-32 review listed is a study's claim (issue 32, item 4); a claim a paper makes that
-# no study judges yet is added here, with its rule, before any run
-HEADLINES: tuple[Headline, ...] = ()
-
-
-def headline_entries() -> list[dict[str, Any]]:
-    """The HEADLINES as not-implemented entries (fedbench.claims.entry.not_implemented: no command would judge
-    them yet, so no coverage figure counts them), each saying what is missing."""
-    out = []
-    for h in HEADLINES:
-        e = new_entry(id=h.id, paper=h.paper, where=h.where, claim_text=h.claim,
-                      published={"value": None, "unit": h.unit, "scope": h.where, "statement": h.statement},
-                      rule=h.rule, scale={}, deviations=[h.note] if h.note else [], figure=None, fidelity=h.fidelity,
-                      rounds_run=None,
-                      rounds_paper=h.rounds_paper, training_seeds=[], data_seeds=[])
-        out.append(not_implemented(e, h.missing) | {"command": None, "cost": None})
-    return out
-
-
-def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
-    """The claims of paper-scale study ``name`` as ``fedbench paper run NAME`` (``fedbench study run NAME``) left them
-    in ``runs_root/studies/NAME/``, else in the folder of another budget it ran at (fedbench.studies.stage.
-    reported_folder: ``runs_root/studies-BUDGET/NAME/``) (the budget it ran at in its cost; the fixture budget's entries say stand-in: fixture-sized data),
-    each with its measured cost; not-run entries with the
-    command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
-    import json
-
-    from fedbench.studies.real_data import declaration, not_run_entry, redeclared
-    from fedbench.studies.record import read_simulations
-    from fedbench.studies.stage import reported_folder
-
-    folder = reported_folder(name, runs_root)  # runs/studies/NAME (paper), else runs/studies-BUDGET/NAME that ran
-    pending = not_run_entry(name)
-    if not (folder / "claims.json").exists():
-        return pending
-    body = json.loads((folder / "claims.json").read_text())
-    records = read_simulations(folder)
-    devices = sorted({r.get("device") or "" for r in records} - {""})
-    cost = {"device": ", ".join(devices), "seconds": body["seconds"], "hours": round(body["seconds"] / 3600, 3),
-            "runs": len(records), "workers": body.get("workers"), "budget": body.get("budget"),
-            "measured": True}
-    ran = {c["id"]: c | {"cost": cost} for c in body["claims"]}
-    # a judged claim with its current declaration's published value and magnitude part (split again from its
-    # recorded parts); one the run left not-run, as the current declaration states it
-    return [redeclared(ran[c.id], c) if ran.get(c.id, {}).get("verdict") not in (None, "not-run") else p
-            for c, p in zip(declaration(name).claims, pending)]
 
 
 def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:

@@ -217,7 +217,7 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
     import yaml
 
     from fedbench.config import load_config
-    from fedbench.studies import real_claims
+    from fedbench.studies import paper_entries
     from fedbench.report.figures import real_data_figures
     from fedbench.paper import run_claim
     from fedbench.studies import fedlaavg_cifar10 as study
@@ -231,7 +231,7 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
                        budget="fixture")
     assert [n for k, n in mirror.hits.items() if k.endswith("/cifar-10-python.tar.gz")] == [1] and (runs / "studies-fixture" / "fedlaavg_cifar10" / "claims.json").exists()
     assert not (runs / "studies" / "fedlaavg_cifar10").exists()
-    entries = real_claims.paper_study_entries("fedlaavg_cifar10", runs)
+    entries = paper_entries.paper_study_entries("fedlaavg_cifar10", runs)
     assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims] == [c["id"] for c in claims]
     for e in entries:
         assert e["verdict"] != "not-run" and e["fidelity"] == "smoke-check" and "command" not in e  # fixture: 8 of 70,000 rounds

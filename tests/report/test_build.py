@@ -12,7 +12,8 @@ from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import load_config
 from fedbench.report.build import anchor, claims_markdown, published_cell, rounds_cell
 from fedbench.studies.entries import study_claims
-from fedbench.studies.fedprox_main_job_claims import STUDY, common_deviations, evaluate_claims
+from fedbench.studies.fedprox_curves import STUDY, common_deviations
+from fedbench.studies.fedprox_main_job_claims import evaluate_claims
 from fedbench.claims.coverage import PAPERS
 from tests.studies.test_fedprox_main_job_claims import _curves
 
@@ -331,19 +332,19 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
 
 
 def test_a_not_implemented_headline_is_named_and_covers_nothing(claims, monkeypatch):
-    """Issue 32, item 4: a claim in HEADLINES, which no command would judge (fedbench.studies.real_claims.
+    """Issue 32, item 4: a claim in HEADLINES, which no command would judge (fedbench.studies.paper_entries.
     headline_entries), is a not-implemented entry; a paper's coverage line names it as such and counts it as not
     checked (it stays in its denominator: missing, never covered), and the tally counts it in no class. None is left
     now (every placeholder of the review is a study's claim), so one is made up here: E = 1's partial work as it was
     before its studies existed."""
     from fedbench.claims.papers import FEDPROX_PAPER
-    from fedbench.studies import real_claims
+    from fedbench.studies import paper_entries
 
-    assert real_claims.HEADLINES == ()
-    monkeypatch.setattr(real_claims, "HEADLINES", (real_claims.Headline(
+    assert paper_entries.HEADLINES == ()
+    monkeypatch.setattr(paper_entries, "HEADLINES", (paper_entries.Headline(
         "fedprox/real/partial-work-e1", FEDPROX_PAPER, "section 5.2, Figures 9 and 10", "partial work helps at E = 1",
         "'still performs better'", "training loss", "greater than 0", "paper-scale", None, "missing: E = 1 studies"),))
-    missing = json.loads(json.dumps(plain(real_claims.headline_entries())))
+    missing = json.loads(json.dumps(plain(paper_entries.headline_entries())))
     assert {c["verdict"] for c in missing} == {"not-implemented"} and all(c["rounds_run"] is None for c in missing)
     md = claims_markdown(_at_40_rounds(claims) + missing, pd.DataFrame())
     assert ("Coverage: 10 of 30 headline claims checked on the paper's data (10 reduced-budget); not checked: +22 "

@@ -13,7 +13,7 @@ import yaml
 from fedbench.claims import registry as reg
 from fedbench.claims.verdict import Rule
 from fedbench.config import load_config
-from fedbench.studies import fedprox_main_job_claims as main_claims
+from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_claims
 from fedbench.studies.confirm_train import JUDGES, judge_main_job as main_job
 from fedbench.studies.train_runs import study_cells
 from fedbench.studies import confirm, confirm_train
@@ -58,9 +58,9 @@ def setup(tiny, tmp_path, monkeypatch):
 
 
 def test_groups_are_the_reports_studies_and_claims():
-    assert set(JUDGES) == set(confirm_train.GROUPS) == {main_claims.STUDY, "real data"}
+    assert set(JUDGES) == set(confirm_train.GROUPS) == {main_curves.STUDY, "real data"}
     assert confirm_train.GROUPS["main job"].ids == tuple(
-        fn(load_config(ROOT / "params.yaml"), main_claims.Curves(pd.DataFrame()))["id"] for fn in main_claims.CLAIMS)
+        fn(load_config(ROOT / "params.yaml"), main_curves.Curves(pd.DataFrame()))["id"] for fn in main_claims.CLAIMS)
     assert confirm_train.group_of({"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "study": "real data"}) == "real data"
     # a paper-scale claim study's "real data" entry: that study's own runner confirms it
     assert confirm_train.group_of({"id": "mime/fashion-mnist/ordering", "study": "real data",

@@ -14,7 +14,7 @@ from fedbench.algorithms.fedprox import FedProx
 from fedbench.claims.entry import sensitivity_of
 from fedbench.claims.magnitude import magnitude_of
 from fedbench.config import load_config
-from fedbench.studies import fedprox_main_job_claims as main_claims
+from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_claims
 from fedbench.studies import fedprox_code_sensitivity as study
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
@@ -22,13 +22,13 @@ PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 
 def test_the_rule_and_readings_are_the_headlines():
     cfg = load_config(PARAMS)
-    headline = main_claims.accuracy_gain(cfg, main_claims.Curves(pd.DataFrame()))  # not-run: its rule only
+    headline = main_claims.accuracy_gain(cfg, main_curves.Curves(pd.DataFrame()))  # not-run: its rule only
     assert headline["id"] == study.HEADLINE
     first_sentence = headline["rule"].split(". ")[0]
     assert first_sentence.endswith("reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0")
     assert study.PART.rule == main_claims.GAIN_RULE  # the sign (issue 32: no project-chosen threshold)
     assert study.RULE.split(". ")[0] == first_sentence
-    assert study.READINGS == main_claims.ACCURACY_READINGS and study.PRIMARY == "tail"
+    assert study.READINGS == main_curves.ACCURACY_READINGS and study.PRIMARY == "tail"
     # the main job's settings, which each variant changes in one field
     t = cfg.train
     assert (t.rounds, t.clients_per_round, t.local_epochs, t.batch_size, t.lr, t.sampling, t.straggler_epochs) == \

@@ -9,21 +9,23 @@ import pytest
 from scipy import stats
 
 from fedbench.config import load_config
+from fedbench.studies.fedprox_curves import Curves as _Curves
+from fedbench.studies.fedprox_main_job import HETERO
 from fedbench.studies.fedprox_main_job_claims import (
-    HETERO,
     accuracy_gain,
     accuracy_gain_0_50,
-    dissimilarity_tracks_loss,
     evaluate_claims,
-    heterogeneity_hurts,
-    iid_partial_work_no_effect,
-    iid_robust,
     mu_increases_accuracy,
     mu_stabilises,
     partial_work,
     stragglers_hurt_fedavg,
 )
-from fedbench.studies.fedprox_main_job_claims import Curves as _Curves
+from fedbench.studies.fedprox_main_job_heterogeneity import (
+    dissimilarity_tracks_loss,
+    heterogeneity_hurts,
+    iid_partial_work_no_effect,
+    iid_robust,
+)
 from fedbench.claims.entry import CLAIM_KEYS
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs

@@ -184,7 +184,7 @@ def test_a_recorded_run_is_rejudged_with_the_corrected_published_value():
 
 
 def test_the_report_reads_a_recorded_run_with_the_current_declaration(tmp_path):
-    from fedbench.studies import real_claims
+    from fedbench.studies import paper_entries
 
     _, old = _as_run_left_it()
     stale = dict(not_run_entry(study.NAME)[1])  # Table 2 as the convex run left it: the first declaration
@@ -193,7 +193,7 @@ def test_the_report_reads_a_recorded_run_with_the_current_declaration(tmp_path):
     folder.mkdir(parents=True)
     (folder / "claims.json").write_text(json.dumps({"study": study.NAME, "seconds": 2884.0, "workers": 2,
                                                     "budget": "convex", "claims": [old, stale]}))
-    t1, t2 = real_claims.paper_study_entries(study.NAME, tmp_path)
+    t1, t2 = paper_entries.paper_study_entries(study.NAME, tmp_path)
     assert t1["published"]["value"] == 0.10 and t1["magnitude"]["verdict"] == "not-reproduced"
     assert t1["verdict"] == "direction-only" and t1["cost"]["seconds"] == 2884.0  # +0.10 below [+0.14, +0.30]
     assert t2["verdict"] == "not-run" and t2["published"]["value"] == 0.54

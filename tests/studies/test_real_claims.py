@@ -15,7 +15,7 @@ import yaml
 from fedbench.config import ConfigError, load_config, parse_config
 from fedbench.data import download, stages
 from fedbench.pipeline import study_runs, train_runs
-from fedbench.studies import real_claims
+from fedbench.studies import paper_entries, real_claims
 from fedbench.report.figures import real_data_figures
 from fedbench.study.costs import Scale, load_measured, project
 from fedbench.study.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
@@ -104,7 +104,7 @@ def test_every_real_data_claim_has_an_entry_with_a_command_and_a_cost(tmp_path):
                 "delta-fl/real/mean-error-on-par", "fedproxvr/mnist/non-convex-accuracy", "mime/emnist62/ordering",
                 "mime/emnist62/adam-ordering", "mime/emnist62/fedavg-below-server-only"):
         assert cid in ids
-    headlines = {h.id for h in real_claims.HEADLINES}
+    headlines = {h.id for h in paper_entries.HEADLINES}
     assert len(headlines) == 0 and headlines <= set(ids) and "fedprox/real/partial-work-e1" not in headlines
     for e in entries:  # nothing ran here: every entry is not-run with its command, cost and published value
         assert e["published"]["statement"] and e["rounds_run"] is None
@@ -260,7 +260,7 @@ def test_partial_work_e1_not_run_with_the_four_commands_their_summed_cost_and_it
 def _e1_curves(differences):
     """Made-up runs of the four E = 1 studies: FedProx(mu=0)'s training loss 1.0 every round, FedAvg's 1.0 plus
     ``differences(dataset title, straggler level)[seed]`` (inf: FedAvg diverged)."""
-    from fedbench.studies.fedprox_main_job_claims import Curves
+    from fedbench.studies.fedprox_curves import Curves
     from fedbench.study.paper_profile import PARTIAL_WORK_E1
 
     frames = {}

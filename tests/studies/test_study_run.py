@@ -13,7 +13,7 @@ import pytest
 
 from fedbench.cli import main
 from fedbench.config import load_config
-from fedbench.studies.real_claims import paper_study_entries
+from fedbench.studies.paper_entries import paper_study_entries
 from fedbench.studies import stage
 from fedbench.studies.real_data import declaration
 from tests.studies.real_fixtures import build_real
