@@ -265,12 +265,9 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.studies.delta_fl_devices import error_record, history_p90, test_device_errors
     from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_budget
+    from fedbench.studies.runs import open_seeded
 
-    d = DECLARATION
-    b, study = open_budget(out_dir, d.budgets, budget, workers)
-    if seeds is not None:
-        d, b = d.on_seeds(tuple(seeds)), dataclasses.replace(b, seeds=tuple(seeds))
+    b, study, d = open_seeded(out_dir, DECLARATION, DECLARATION.budgets, budget, workers, seeds)
     out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")
 
     # 1. theta* on the selection seeds

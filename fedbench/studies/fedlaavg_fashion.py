@@ -229,7 +229,6 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The claim judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block:
     the rule names them, StudyDeclaration.on_seeds)."""
-    import dataclasses
 
     import numpy as np
 
@@ -238,11 +237,9 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_budget
+    from fedbench.studies.runs import open_seeded
 
-    b, study = open_budget(out_dir, BUDGETS, budget, workers)
-    d = DECLARATION if seeds is None else DECLARATION.on_seeds(tuple(seeds))
-    b = b if seeds is None else dataclasses.replace(b, seeds=d.seeds)
+    b, study, d = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
     methods = [a.name for a in DECLARATION.arms]
 
     def curve_of(o, frac: float = 1.0) -> np.ndarray:

@@ -280,14 +280,11 @@ def simulation(arm: str, seed: int, budget: Budget, real_root: str | Path) -> Si
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The tables' claims at ``budget``, on training ``seeds`` if given (a confirmatory block: the rules name them)."""
-    import dataclasses
 
     from fedbench.claims.entry import judged
-    from fedbench.studies.runs import open_budget
+    from fedbench.studies.runs import open_seeded
 
-    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
-    d = DECLARATION if seeds is None else DECLARATION.on_seeds(tuple(seeds))
-    b = b if seeds is None else dataclasses.replace(b, seeds=d.seeds)
+    b, study, d = open_seeded(out_dir, DECLARATION, DECLARATION.budgets, budget, workers, seeds)
     variant, run_tables = d.variants[0], [c for c in d.claims if c.id in b.tables]
     sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root)
             for c in run_tables for s in b.seeds for a in c.reads}

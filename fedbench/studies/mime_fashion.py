@@ -47,7 +47,6 @@ the rule's parts and the figure) is fedbench.studies.mime_real.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -109,20 +108,28 @@ WHY = ("stand-in: full Fashion-MNIST (Debian's dataset-fashion-mnist) split by F
        "(fashion_mnist_fedproxvr, 100 users) with logistic regression, for EMNIST-62 with a network; could differ: "
        "10 classes not 62, a synthetic two-label skew not the natural writer split, a convex model (no non-convex "
        "drift), and our 200 rounds and tuned steps where the slides give none")
-ASSUMPTIONS = [
-    WHY,
-    (f"{CLIENTS_PER_ROUND} users a round sampled with probability n_k / n and averaged with equal weights (Mime's "
-     "Algorithm 1 means)"),
-    f"K = {LOCAL_STEPS} local steps of batch {BATCH} for every user, {ROUNDS} rounds",
-    (f"local step of each arm selected on the grid {', '.join(f'{x:g}' for x in _P.lr_grid)} by the mean test "
-     f"accuracy of the last 5 evaluations on tuning seeds {', '.join(map(str, _P.tuning_seeds))} (a margin of the "
-     "spread between them, else the smaller step; the grid widened at an edge: fedbench.claims.selection); judged "
-     f"on seeds {', '.join(map(str, _P.seeds))}"),
-    (f"evaluation (the slides state none): FedJAX's EMNIST protocol (eval_frequency=5, as mime_emnist): test accuracy "
-     f"on every user's test images every {EVAL_EVERY} rounds and on the final model; no training-loss evaluation"),
-    shared.MOMENTUM_NOTE,
-    shared.SCOPE_NOTE,
-]
+
+
+def assumptions(seeds: tuple[int, ...]) -> list[str]:
+    """The setting's assumptions, naming the judged training ``seeds`` (the declared ones, or a confirmatory block's)."""
+    return [
+        WHY,
+        (f"{CLIENTS_PER_ROUND} users a round sampled with probability n_k / n and averaged with equal weights (Mime's "
+         "Algorithm 1 means)"),
+        f"K = {LOCAL_STEPS} local steps of batch {BATCH} for every user, {ROUNDS} rounds",
+        (f"local step of each arm selected on the grid {', '.join(f'{x:g}' for x in _P.lr_grid)} by the mean test "
+         f"accuracy of the last 5 evaluations on tuning seeds {', '.join(map(str, _P.tuning_seeds))} (a margin of the "
+         "spread between them, else the smaller step; the grid widened at an edge: fedbench.claims.selection); judged "
+         f"on seeds {', '.join(map(str, seeds))}"),
+        (f"evaluation (the slides state none): FedJAX's EMNIST protocol (eval_frequency=5, as mime_emnist): test accuracy "
+         f"on every user's test images every {EVAL_EVERY} rounds and on the final model; no training-loss evaluation"),
+        shared.MOMENTUM_NOTE,
+        shared.SCOPE_NOTE,
+    ]
+
+
+ASSUMPTIONS = assumptions(_P.seeds)
+
 # The study as data (fedbench.study.declaration): the arms (each at its own step of the budget's grid, the knob),
 # the paper budget's judged seeds, the budgets, the protocol and the claim with the arms its rule reads.
 # data_seeds=(): the registered not-run entry names none; a judged entry records the split's data seed 0.
@@ -197,28 +204,18 @@ def tune(run: Callable[[list[tuple[str, float, int]]], dict[tuple[str, float, in
     return select_all({m: budget.lr_grid for m in methods}, read, evaluate), outcomes
 
 
-def on_seeds(seeds: tuple[int, ...], budget: Budget) -> tuple[StudyDeclaration, Budget, list[str]]:
-    """The declaration, ``budget`` and deviations judged on other training ``seeds`` (a confirmatory run's frozen
-    block, fedbench.studies.confirm): the rule and the deviations name them (StudyDeclaration.on_seeds, so the
-    rule's frozen hash is the exploratory one's); the tuning seeds, and so the selected steps, stay."""
-    b = dataclasses.replace(budget, seeds=tuple(seeds))
-    judged_on = f"judged on seeds {', '.join(map(str, _P.seeds))}"
-    return (DECLARATION.on_seeds(b.seeds), b,
-            [a.replace(judged_on, f"judged on seeds {', '.join(map(str, b.seeds))}") for a in ASSUMPTIONS])
-
-
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The ordering judged at ``budget`` (BUDGETS), on training ``seeds`` if given (:func:`on_seeds`)."""
+    """The ordering judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
+    fedbench.studies.confirm: the rule and the assumptions name them, fedbench.studies.runs.open_seeded; the tuning
+    seeds, and so the selected steps, stay)."""
     from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
     from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_declared
+    from fedbench.studies.runs import open_seeded
 
-    b, study, methods = open_declared(out_dir, DECLARATION, budget, workers)
-    d, assumptions = DECLARATION, ASSUMPTIONS
-    if seeds is not None:
-        d, b, assumptions = on_seeds(tuple(seeds), b)
+    b, study, d = open_seeded(out_dir, DECLARATION, DECLARATION.budgets, budget, workers, seeds)
+    methods = [a.name for a in DECLARATION.arms]
 
     def record(sim, o):
         return sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail", b.rounds)})
@@ -250,7 +247,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
                 + (f". Step still at an end of the grid: {', '.join(edge)} (a wider grid could change it)"
                    if edge else ""))
     fixture_note = f"{b.rounds} rounds and {b.clients_per_round} users a round on fixture-sized data: the test suite's"
-    deviations = ([fixture_note] if budget != "paper" else []) + assumptions
+    deviations = ([fixture_note] if budget != "paper" else []) + assumptions(b.seeds)
     # the claim's fidelity (stand-in) at every budget; the split's data seed 0 (the declaration names none: above)
     entry = d.entry(
         "mime/fashion-mnist/ordering",

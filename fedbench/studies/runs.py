@@ -4,6 +4,7 @@ nothing of params.yaml, so that a study module importing it depends on no more t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,13 @@ def open_seeded(out_dir: str | Path, declaration: Any, budgets: Mapping[str, Any
                 seeds: Sequence[int] | None = None) -> tuple[Any, StudyRuns, Any]:
     """:func:`open_budget`, and the study's ``declaration`` (a fedbench.study.declaration.StudyDeclaration) on
     training ``seeds`` if given (its own otherwise; a rule that names the declared seeds names these:
-    StudyDeclaration.on_seeds): a seed-based study's budget, runs and declaration at once."""
+    StudyDeclaration.on_seeds): a seed-based study's budget, runs and declaration at once. A budget that is a
+    dataclass with its own ``seeds`` (a study's Budget) comes back with those seeds replaced by ``seeds``; its other
+    seeds (tuning, selection) stay, and so do the choices made on them."""
     b, runs = open_budget(out_dir, budgets, budget, workers)
-    return b, runs, declaration if seeds is None else declaration.on_seeds(tuple(seeds))
+    if seeds is None:
+        return b, runs, declaration
+    d = declaration.on_seeds(tuple(seeds))
+    if dataclasses.is_dataclass(b) and any(f.name == "seeds" for f in dataclasses.fields(b)):
+        b = dataclasses.replace(b, seeds=d.seeds)
+    return b, runs, d

@@ -135,14 +135,17 @@ def test_not_run_entry_is_stand_in_with_the_command_and_a_cost():
     assert "could differ" in e["deviations"][0]
 
 
-def test_on_other_seeds_the_rule_names_them_and_keeps_its_frozen_hash():
+def test_on_other_seeds_the_rule_names_them_and_keeps_its_frozen_hash(tmp_path):
     """A confirmatory run (fedbench.studies.confirm) judges the ordering on a frozen block of fresh seeds: the rule
     and the deviations name those seeds, the tuning seeds and grid stay, and the rule's frozen hash is the
     exploratory one's (a rule that named 0-4 on other seeds would be refused as changed)."""
     from fedbench.claims import registry
 
+    from fedbench.studies.runs import open_seeded
+
     paper = study.BUDGETS["paper"]
-    d, b, deviations = study.on_seeds((1055, 1056, 1057, 1058, 1059), paper)
+    b, _, d = open_seeded(tmp_path, study.DECLARATION, study.BUDGETS, "paper", 1, (1055, 1056, 1057, 1058, 1059))
+    deviations = study.assumptions(b.seeds)
     assert b.seeds == (1055, 1056, 1057, 1058, 1059) and (b.tuning_seeds, b.lr_grid) == (paper.tuning_seeds,
                                                                                        paper.lr_grid)
     rule = d.claims[0].rule

@@ -28,6 +28,22 @@ def test_open_seeded_takes_the_given_seeds_else_the_declared_ones(tmp_path):
                        1)[2].seeds == feddane_synthetic.DECLARATION.seeds
 
 
+
+def test_open_seeded_replaces_a_budget_dataclass_s_judged_seeds_and_keeps_its_others(tmp_path):
+    """A study whose budget is a dataclass with its own seeds (deltafl_iambic's Budget: judged and selection seeds):
+    on a confirmatory block the budget's judged seeds are the block, its selection seeds stay, and the declaration's
+    rule names the block (StudyDeclaration.on_seeds)."""
+    from fedbench.studies import deltafl_iambic as iambic
+
+    declared = iambic.DECLARATION.budgets["fixture"]
+    b, runs, d = open_seeded(tmp_path, iambic.DECLARATION, iambic.DECLARATION.budgets, "fixture", 1, (1060, 1061))
+    assert (b.seeds, b.selection_seeds, d.seeds) == ((1060, 1061), declared.selection_seeds, (1060, 1061))
+    assert b.rounds == declared.rounds and runs.out == tmp_path
+    assert d.claims[0].rule != iambic.DECLARATION.claims[0].rule and "1060" in d.claims[0].rule
+    same, _, d0 = open_seeded(tmp_path, iambic.DECLARATION, iambic.DECLARATION.budgets, "fixture", 1)
+    assert same is declared and d0 is iambic.DECLARATION
+
+
 def test_curves_runs_every_job_once_writes_its_record_and_returns_its_curve(tmp_path):
     jobs = [("fedavg", 10.0, 2, 0.5), ("sgd", 1.0, 1, 0.25)]
     _, runs, _ = open_declared(tmp_path, quadratics.DECLARATION, "pipeline", workers=1)
