@@ -4,6 +4,7 @@ the report's figures and by the studies' own figures (a study draws what it meas
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,20 @@ def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def median_curve(curves: list[Any], rounds: int):
+    """The per-round median over seeds of ``curves`` (one per seed, rounds 0..``rounds``): a shorter curve (a run
+    that stopped early) or a non-finite value leaves its seed out of those rounds."""
+    import numpy as np
+
+    stack = np.full((len(curves), rounds + 1), np.nan)
+    for i, curve in enumerate(curves):
+        v = np.asarray(curve, dtype=float)
+        stack[i, : len(v)] = np.where(np.isfinite(v), v, np.nan)
+    with warnings.catch_warnings():  # a round no seed reached is NaN, not a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(stack, 0)
 
 
 def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Path:

@@ -124,17 +124,12 @@ def judge_claim(curves: dict[tuple[str, str, int], list[float]], seeds=None, rou
 
 
 def figure(path: Path, curves: dict[tuple[str, str, int], list[float]], rounds: int, seeds: tuple[int, ...]) -> None:
-    from fedbench.plotting import pyplot, save_figure
+    from fedbench.plotting import median_curve, pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, len(DATASETS), figsize=(14, 3.4))
     for ax, name in zip(axes, DATASETS):
         for method in METHODS:
-            stack = np.full((len(seeds), rounds + 1), np.nan)
-            for i, s in enumerate(seeds):
-                v = np.asarray(curves[(name, method, s)], dtype=float)
-                stack[i, : len(v)] = np.where(np.isfinite(v), v, np.nan)
-            with np.errstate(all="ignore"):
-                ax.plot(np.nanmedian(stack, 0), label=f"{method}, mu = {MU:g}")
+            ax.plot(median_curve([curves[(name, method, s)] for s in seeds], rounds), label=f"{method}, mu = {MU:g}")
         ax.axvline(rounds // 2, color="grey", lw=0.6, ls=":")
         ax.set(title=name, xlabel="round", yscale="log")
     axes[0].set(ylabel=f"training loss (median of {len(seeds)} seeds)")

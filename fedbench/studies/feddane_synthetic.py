@@ -174,19 +174,15 @@ def judge_claims(curves: dict[tuple[str, str, int], list[float]], seeds=None,
 
 def figure(path: Path, curves: dict[tuple[str, str, int], list[float]], rounds: int | None = None,
            seeds: tuple[int, ...] | None = None) -> None:
-    from fedbench.plotting import pyplot, save_figure
+    from fedbench.plotting import median_curve, pyplot, save_figure
 
     rounds = ROUNDS if rounds is None else rounds
     seeds = SEEDS if seeds is None else seeds
     fig, axes = pyplot().subplots(1, len(DATASETS), figsize=(14, 3.4))
     for ax, name in zip(axes, DATASETS):
         for method in METHODS:
-            stack = np.full((len(seeds), rounds + 1), np.nan)
-            for i, s in enumerate(seeds):
-                v = np.asarray(curves[(name, method, s)], dtype=float)
-                stack[i, : len(v)] = np.where(np.isfinite(v), v, np.nan)
-            with np.errstate(all="ignore"):
-                ax.plot(np.nanmedian(stack, 0), label=method, ls="--" if "K=" in method else "-")
+            ax.plot(median_curve([curves[(name, method, s)] for s in seeds], rounds), label=method,
+                    ls="--" if "K=" in method else "-")
         ax.axvline(rounds // 2, color="grey", lw=0.6, ls=":")
         ax.set(title=name, xlabel="round", yscale="log")
     axes[0].set(ylabel=f"training loss (median of {len(seeds)} seeds)")
