@@ -2,8 +2,8 @@
 are imported only when an algorithm is built, so reading and checking a config needs no torch.
 
 An algorithm's hyperparameters are the fields of its dataclass (besides ``lr``, which every algorithm takes,
-and ``keeps_partial_work``, which is the engine's), read from the class's source without importing it, with
-their annotated types. ``DOMAINS`` states the values a field may take where not every value of its type is
+and ``keeps_partial_work``, which is the engine's), written out with their types in ``HYPERPARAMETERS`` (so that
+checking a config imports no algorithm). ``DOMAINS`` states the values a field may take where not every value of its type is
 allowed; :func:`check_hyperparameters` is the one place that checks a variant of params.yaml against both,
 and :func:`build_algorithm` checks again before the class's own ``__post_init__`` (which also checks what
 involves two fields, e.g. FedProxVR's beta and smoothness, or needs the data).
@@ -13,12 +13,9 @@ class refuses the values its domain excludes.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import math
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 ALGORITHMS: dict[str, str] = {
@@ -39,7 +36,6 @@ ALGORITHMS: dict[str, str] = {
 }
 
 NOT_HYPERPARAMETERS = ("lr", "keeps_partial_work")  # the run's learning rate; the engine's flag
-TYPES = {"float": float, "int": int, "str": str, "bool": bool}
 
 
 @dataclass(frozen=True)
@@ -105,24 +101,30 @@ DOMAINS: dict[str, dict[str, Domain]] = {
 }
 
 
-@cache
+# each algorithm's hyperparameters and their types: its dataclass fields less NOT_HYPERPARAMETERS, written out here so
+# that reading and checking a config imports no algorithm (and no torch); tests/faults/test_layering.py holds every
+# entry equal to the class's fields
+HYPERPARAMETERS: dict[str, dict[str, type]] = {
+    "fedavg": {},
+    "fedprox": {"mu": float},
+    "fedprox_adaptive": {"mu_init": float},
+    "delta_fl": {"theta": float, "weighting": str, "quantile_period": int},
+    "fedlaavg": {},
+    "sequential_sgd": {},
+    "scaffold": {"eta_g": float, "control_variate": str},
+    "minibatch_sgd": {},
+    "fedavg_momentum": {"beta": float, "server_lr": float},
+    "fedadam": {"server_lr": float, "beta1": float, "beta2": float, "eps": float},
+    "server_only": {"base": str, "momentum": float, "beta1": float, "beta2": float, "eps": float},
+    "mime": {"variant": str, "base": str, "momentum": float, "beta1": float, "beta2": float, "eps": float},
+    "fedproxvr": {"mu": float, "tau": int, "estimator": str, "beta": float, "smoothness": float},
+    "feddane": {"mu": float, "gradient_clients": int},
+}
+
+
 def hyperparameters(name: str) -> dict[str, type]:
-    """The hyperparameters of algorithm ``name`` and their types: its dataclass fields, read from the source
-    of its module (no import), less ``NOT_HYPERPARAMETERS``."""
-    module, cls = ALGORITHMS[name].split(":")
-    tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text())
-    (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
-    out = {}
-    for stmt in node.body:
-        if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
-            continue
-        field, annotation = stmt.target.id, ast.unparse(stmt.annotation)
-        if field in NOT_HYPERPARAMETERS or annotation.startswith("ClassVar"):
-            continue
-        if annotation not in TYPES:
-            raise TypeError(f"{cls}.{field}: type {annotation} cannot be given in params.yaml")
-        out[field] = TYPES[annotation]
-    return out
+    """The hyperparameters of algorithm ``name`` and their types (:data:`HYPERPARAMETERS`)."""
+    return HYPERPARAMETERS[name]
 
 
 def check_hyperparameters(name: str, hyper: dict[str, Any], where: str = "") -> dict[str, Any]:
