@@ -1,0 +1,49 @@
+"""The ground of issue 30's item 2 (the main job as a study): a train-stage run and the same run declared as a claim
+study's Simulation give the same numbers, bit for bit, stacked as the train stage stacks them. So the train stage can
+move onto the studies' runner (fedbench.studies.run_simulations) without a number moving; only the record's layout
+and the fingerprint's name would change."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from fedbench.config import load_config
+from fedbench.pipeline import generate, train_runs
+from fedbench.runner import RunKey
+
+pytest.importorskip("torch")
+
+
+def test_a_stack_of_train_stage_runs_is_the_same_as_its_simulations(tmp_path):
+    from fedbench.algorithms import build_algorithm
+    from fedbench.data.format import load_dataset
+    from fedbench.engine.simulation import SimulationConfig
+    from fedbench.models import build_model
+    from fedbench.studies import Simulation, run_simulations
+
+    cfg = load_config("params.yaml", {"train.rounds": 3, "train.seeds": [0, 1], "train.workers": 1})
+    data, runs = tmp_path / "data", tmp_path / "runs"
+    folder = generate(cfg, "synthetic_1_1", data)
+    keys = [RunKey("synthetic_1_1", v, 0.5, s) for v in ("fedavg", "fedprox_mu1") for s in (0, 1)]
+    summaries = train_runs(cfg, keys, data, runs, progress=False)
+
+    t = cfg.train_for("synthetic_1_1")
+    ds = load_dataset(folder)
+    sims = [Simulation(
+        f"{k.variant}/seed={k.seed}",
+        SimulationConfig(rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
+                         batch_size=t.batch_size, straggler_fraction=k.stragglers, sampling=t.sampling,
+                         straggler_epochs=t.straggler_epochs, seed=k.seed, device=t.device,
+                         dissimilarity_every=t.eval_every, dissimilarity_samples=t.dissimilarity_samples or None,
+                         capture=t.capture),
+        functools.partial(load_dataset, folder), build_model(t.model, ds.feature_shape, ds.num_classes),
+        build_algorithm(cfg.algorithms[k.variant].name, t.lr, **cfg.algorithms[k.variant].hyper)) for k in keys]
+    outcomes = run_simulations(sims, workers=1)
+
+    for s, o in zip(summaries, outcomes):
+        assert o.param_digest == s["param_digest"], o.name
+        for metric in ("train/loss", "test/accuracy", "train/dissimilarity"):
+            assert o.series(metric) == [row[metric] for row in s["history"]], (o.name, metric)
+    assert len({o.param_digest for o in outcomes}) == 4  # four different runs, not one repeated
