@@ -42,9 +42,9 @@ def not_run_entries(name: str, why: str, would_change: str, budget: str = "pipel
     (its fields filled from the declaration's rule_fields, as a run at that budget fills them)."""
     from fedbench.claims.entry import not_run
 
-    study = declaration(name)
+    study = declaration(name)  # labelled as a run labels it where the claim declares its class (e.g. reconstructed)
     return [not_run(study.entry(c.id, study.rule_fields.get(budget), scale={"study": name}, deviations=[],
-                                figure=None, fidelity="stand-in", rounds_run=None, rounds_paper=None,
+                                figure=None, fidelity=c.fidelity or "stand-in", rounds_run=None, rounds_paper=None,
                                 training_seeds=[], data_seeds=[]), why, would_change)
             for c in study.claims]
 
