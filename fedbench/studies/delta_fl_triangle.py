@@ -172,6 +172,7 @@ PUBLISHED = {
 # seed randomness, so it declares no seeds and params.yaml cannot give it any; the data is drawn once, data seed 0),
 # its arms (the filter, theta above 2/3 and the acute triangle check the derivation, read by no rule) and its claim.
 DECLARATION = StudyDeclaration(
+    setup="analytic",  # a closed-form example: its verdict is the arithmetic, not a training run
     name="delta_fl_triangle", paper=DELTA_FL_PAPER,
     dataset=f"three Gaussians N(mu_i, I) in R^{DIM}, {SAMPLES} whitened samples each, means {OBTUSE.tolist()}",
     arms=(Arm("delta_fl", "delta_fl", {"theta": THETA, "weighting": "exact", "triangle": "obtuse"}),

@@ -42,9 +42,10 @@ def not_run_entries(name: str, why: str, would_change: str, budget: str = "pipel
     (its fields filled from the declaration's rule_fields, as a run at that budget fills them)."""
     from fedbench.claims.entry import not_run
 
-    study = declaration(name)  # labelled as a run labels it where the claim declares its class (e.g. reconstructed)
+    study = declaration(name)  # each labelled as its run at ``budget`` would be (StudyDeclaration.not_run_label)
     return [not_run(study.entry(c.id, study.rule_fields.get(budget), scale={"study": name}, deviations=[],
-                                figure=None, fidelity=c.fidelity or "stand-in", rounds_run=None, rounds_paper=None,
+                                figure=None, fidelity=study.not_run_label(c.id, budget),
+                                rounds_run=study.rounds(budget),  # what it would run (not_run then states none)
                                 training_seeds=[], data_seeds=[]), why, would_change)
             for c in study.claims]
 

@@ -66,6 +66,7 @@ RULE = ("fedbench/studies/feddane_synthetic.py's two top-row rules with FedProx 
         "extrapolation across budgets")
 
 DECLARATION = StudyDeclaration(
+    setup="paper",  # FedProx's own synthetic data and setup: its runs are paper-scale at the paper's rounds
     name="feddane_mu1", paper=FEDPROX_PAPER,
     dataset=f"FedProx's four synthetic sets, {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("FedProx", "fedprox", {"mu": MU}),

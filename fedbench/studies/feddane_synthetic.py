@@ -69,6 +69,7 @@ STABLE = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's traini
 # seeds, the budgets and the claims, each with its rule, stated before any run: run() returns one entry per claim in
 # this order, and a report without the study's outputs carries them not-run (fedbench.studies.entries.not_run_entries).
 DECLARATION = StudyDeclaration(
+    setup="paper",  # FedProx's own synthetic data and setup: its runs are paper-scale at the paper's rounds
     name="feddane_synthetic", paper=FEDPROX_PAPER,
     dataset=f"FedProx's four synthetic sets, {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("FedProx", "fedprox", {"mu": 0.0}),

@@ -104,6 +104,7 @@ def config(eta: float) -> SimulationConfig:
 # no seed randomness, so it declares no seeds and params.yaml cannot give it any; its runs use the engine's seed 0,
 # from which nothing is drawn), its arms, the step sizes it sweeps and its claims with the arms each reads.
 DECLARATION = StudyDeclaration(
+    setup="analytic",  # a closed-form example: its verdict is the arithmetic, not a training run
     name="fedlaavg_example1", paper=FEDLAAVG_PAPER,
     dataset="two clients, four points each with sample mean mu_i = -1, 1; alternating availability a = 8, b = 2",
     arms=(Arm("FedAvg", "fedavg", {"local_epochs": 1}), Arm("FedLaAvg", "fedlaavg", {"local_epochs": 1})),

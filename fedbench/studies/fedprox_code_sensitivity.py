@@ -113,6 +113,7 @@ RULE = ("per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in poi
 # The study as data (fedbench.study.declaration): each variant is one sensitivity claim reading both arms;
 # run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedprox_code_sensitivity.seeds).
 DECLARATION = StudyDeclaration(
+    setup="paper",  # FedProx's own synthetic data and setup: its runs are paper-scale at the paper's rounds
     name="fedprox_code_sensitivity", paper=FEDPROX_PAPER,
     dataset=f"Synthetic(1,1), {NUM_DEVICES} devices, data seed {DATA_SEED}, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("fedavg", "fedavg", {"lr": LR}), Arm("fedprox_mu1", "fedprox", {"lr": LR, "mu": MU})),

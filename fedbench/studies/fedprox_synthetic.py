@@ -71,6 +71,7 @@ INSTABILITY = {"upward": "sum of loss rises", "rising": "rounds with a rise"}  #
 # the claims, each with its rule and the arms it reads, stated before any run; run(seeds=...) runs other seeds
 # (params.yaml claim_studies.<group>.fedprox_synthetic.seeds).
 DECLARATION = StudyDeclaration(
+    setup="paper",  # FedProx's own synthetic data and setup: its runs are paper-scale at the paper's rounds
     name="fedprox_synthetic", paper=FEDPROX_PAPER,
     dataset=f"FedProx's synthetic sets (Synthetic-IID, Synthetic(1,1)), {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("mu0", "fedprox", {"mu": 0.0, "sampling": "uniform", "datasets": tuple(ADAPTIVE)}),
@@ -126,7 +127,8 @@ DECLARATION = StudyDeclaration(
                   "last 5 evaluations (a diverged run counts as infinite), Synthetic(1,1), E = 1; each level: "
                   + Rule("greater", 0.0, "").text() + "; reproduced if both are, not-reproduced if one is"
                   + NO_EXTRAPOLATION),
-        reads=('e1-drop-0.5', 'e1-keep-0.5', 'e1-drop-0.9', 'e1-keep-0.9')),
+        reads=('e1-drop-0.5', 'e1-keep-0.5', 'e1-drop-0.9', 'e1-keep-0.9'),
+        fidelity="reconstructed"),  # E = 1's partial work: our setting where the paper gives none (run() says why)
     Claim(
         id="fedprox/synthetic-1-1/sampling-mu1-stabler", where="appendix C.3.4, Figure 12 and its caption",
             claim_text="Under either sampling scheme (uniform with n_k-weighted averages, or n_k-proportional with "

@@ -73,6 +73,7 @@ SAMPLING_RULE = (
     f"every part is); {len(SEEDS)} seeds, the paper's {PAPER_ROUNDS} rounds")
 
 DECLARATION = StudyDeclaration(
+    setup="paper",  # FedProx's own synthetic data and setup: its runs are paper-scale at the paper's rounds
     name="fedprox_synthetic_others", paper=FEDPROX_PAPER,
     dataset=f"FedProx's Synthetic-IID, (0,0) and (0.5,0.5), {NUM_DEVICES} devices, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("mu0", "fedprox", {"mu": 0.0, "sampling": "uniform", "datasets": SAMPLING}),

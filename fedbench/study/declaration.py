@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from fedbench.claims.entry import judged, new_entry
+from fedbench.claims.fidelity import SETUPS, label, setup_of
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS, EvalSpec
 from fedbench.errors import ConfigError
 
@@ -82,7 +83,9 @@ class StudyDeclaration:
     ``deviations``: where every run of the study departs from the paper (each judged entry's, unless it states its
     own); ``rule_fields``: each budget's values of the rules' ``{name}`` fields (e.g. the rounds it runs), which the
     entries of a study that has not run state (a run fills them from what it ran), one per budget for every field a
-    rule names."""
+    rule names; ``setup``: what its claims' runs are set up on (fedbench.claims.fidelity.SETUPS: "paper" for the
+    paper's own data and setup), which labels the entries of a study that has not run as a run at that budget would be
+    labelled (:meth:`not_run_label`; a claim's declared ``fidelity`` overrides it)."""
 
     name: str
     paper: str
@@ -98,9 +101,12 @@ class StudyDeclaration:
     scales: tuple[Any, ...] = ()
     deviations: tuple[str, ...] = ()
     rule_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    setup: str = "stand-in"
 
     def __post_init__(self) -> None:
         where = f"study {self.name}"
+        if self.setup not in SETUPS:
+            raise ConfigError(f"{where}: setup: {self.setup!r}; allowed: {', '.join(SETUPS)}")
         names = [a.name for a in self.arms]
         if not names:
             raise ConfigError(f"{where}: arms: declare at least one arm")
@@ -177,6 +183,17 @@ class StudyDeclaration:
         return dataclasses.replace(other, claims=tuple(
             dataclasses.replace(c, rule=without_seeds(c.rule, list(self.seeds)).replace("{seeds}", says))
             for c in self.claims))
+
+    def not_run_label(self, claim_id: str, budget: str) -> str:
+        """The fidelity label a run of claim ``claim_id`` at ``budget`` would carry (fedbench.claims.fidelity.label of
+        the claim's declared setup, else the study's, the budget's rounds and seeds against the paper's rounds: the
+        claim's, else the study's "paper" budget's), for its entry while it has not run: a study not run yet is
+        counted in the class its run will be counted in."""
+        c = self.claim(claim_id)
+        seeds = self.seeds_at(budget)
+        paper_rounds = c.rounds_paper or (self.rounds("paper") if "paper" in self.budgets else None)
+        return label(setup_of(c.fidelity) if c.fidelity else self.setup, self.rounds(budget), paper_rounds,
+                     len(seeds) or None)
 
     def budget(self, budget: str) -> Any:
         """The declared budget ``budget`` (a round count or a :class:`Budget`); a ConfigError naming the allowed."""

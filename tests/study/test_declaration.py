@@ -2,6 +2,7 @@
 and what is allowed, when it is inconsistent (issue 19.2)."""
 
 import dataclasses
+import json
 import subprocess
 import sys
 
@@ -209,3 +210,30 @@ def test_every_declared_label_follows_the_rules():
                   ("scaffold/fashion-mnist/rounds-to-target", "paper", 100, 1000),
                   ("fedlaavg/synthetic/diurnal-gain", "pipeline", 600, 70000)]:
         assert found in smoke, found
+
+
+def test_a_study_not_run_yet_is_labelled_as_its_run_will_be():
+    """Issue 32, item 3 on a fresh clone: an opt-in study that has not run gives its entries the class its run at the
+    configured budget gives them (FedProx's synthetic sets at the paper's 200 rounds: paper-scale; E = 1's partial work,
+    a setting the paper does not give: reconstructed; a tenth of the paper's rounds or less: smoke-check), so the
+    tally counts them where it will count them once they run; and a setup outside the allowed ones is one line."""
+    import yaml
+
+    from fedbench.study.registry import declaration
+    from fedbench.studies.entries import not_run_entries
+
+    labels = {e["id"]: e["fidelity"] for e in not_run_entries("fedprox_synthetic", "x", "y", "paper")}
+    assert labels["fedprox/synthetic-1-1/partial-work-e1"] == "reconstructed"
+    assert labels["fedprox/synthetic/adaptive-mu"] == "paper-scale"
+    assert declaration("fedprox_synthetic").not_run_label("fedprox/synthetic/adaptive-mu", "pipeline") == "reduced-budget"
+    assert [e["fidelity"] for e in not_run_entries("fedlaavg_diurnal", "x", "y")] == ["smoke-check"]
+    assert all(e["rounds_run"] is None for e in not_run_entries("fedlaavg_diurnal", "x", "y"))
+    # what params.yaml configures labels each not-run entry as the committed report labels the judged one
+    config = yaml.safe_load(open("params.yaml"))["claim_studies"]
+    committed = {e["id"]: e["fidelity"] for e in json.load(open("reports/claims.json"))["claims"]}
+    for kind in ("default", "opt_in"):
+        for name, settings in config.get(kind, {}).items():
+            for e in not_run_entries(name, "x", "y", (settings or {}).get("budget", "pipeline")):
+                assert e["fidelity"] == committed[e["id"]], (name, e["id"])
+    with pytest.raises(ConfigError, match=r"^study s: setup: 'toy'; allowed: paper, reconstructed, "):
+        dataclasses.replace(declaration("fedprox_synthetic"), name="s", setup="toy")
