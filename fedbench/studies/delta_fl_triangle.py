@@ -294,7 +294,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         ],
         figure={"path": "studies/delta_fl_triangle/delta_fl_triangle.png",
                 "panel": "left: where the models land (midpoint x, centroid +)"},
-        fidelity="analytic",
+        fidelity=DECLARATION.setup,
         rounds_run=ROUNDS,
         rounds_paper=None,
         training_seeds=[0],

@@ -175,7 +175,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         "fedprox/synthetic/feddane-mu1",
         scale={"datasets": list(DATASETS), "devices": NUM_DEVICES, "clients_per_round": K, "gradient_devices": K,
                "local_epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "mu": MU, "rounds": rounds, "model": "mclr"},
-        deviations=deviations, fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds,
+        deviations=deviations, fidelity=fidelity(DECLARATION.setup, rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds,
         reproduced={"unit": "100 (FedDane's loss / FedProx's - 1), median over seeds of the per-seed median over "
                             f"rounds {rounds // 2}-{rounds}", "value": table, "loss_jumps_non_iid": jumps,
                     "runs_ending_diverged_non_iid": diverged},

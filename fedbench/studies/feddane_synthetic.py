@@ -230,7 +230,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         "g_t weights the c gradients by n_k, as the authors' aggregate()",
     ]
     common = dict(scale=scale, deviations=deviations,
-                  fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
+                  fidelity=fidelity(DECLARATION.setup, rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds, rounds_paper=PAPER_ROUNDS,
                   reproduced={"unit": "100 (FedDane's loss / FedProx's - 1), median over seeds of the per-seed median "
                                       f"over rounds {rounds // 2}-{rounds}", "value": table,
                               "loss_jumps_non_iid": jumps, "runs_ending_diverged_non_iid": diverged})

@@ -224,7 +224,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         for eta, r in fedavg.items())
     c_values = sorted({round(r["c"], 3) for r in fedavg.values()})
     rounds = max(config(eta).rounds for eta in ETAS)
-    common = dict(scale=scale, fidelity="analytic", rounds_run=rounds, rounds_paper=None,
+    common = dict(scale=scale, fidelity=DECLARATION.setup, rounds_run=rounds, rounds_paper=None,
                   training_seeds=[0], data_seeds=[0],
                   figure={"path": "studies/fedlaavg_example1/fedlaavg_example1.png",
                           "panel": "right: distance to w* against the step size"})

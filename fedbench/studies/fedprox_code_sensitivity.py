@@ -228,7 +228,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | No
             scale=scale | {"changed": changed},
             deviations=[f"sensitivity reading of {HEADLINE}: {WHAT[v]}", *deviations],
             figure={"path": "studies/fedprox_code_sensitivity/fedprox_code_sensitivity.png", "panel": v},
-            fidelity=fidelity("paper", ROUNDS, PAPER_ROUNDS, len(seeds)), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
+            fidelity=fidelity(DECLARATION.setup, ROUNDS, PAPER_ROUNDS, len(seeds)), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
             observed=(f"FedProx(mu=1) {np.mean(tail['fedprox_mu1']):.1f}% vs FedAvg {np.mean(tail['fedavg']):.1f}% "
                       f"(mean of the last 5 rounds): gain {fmt_effect(result['effect'])}"))
         entries.append(judged(e, result))

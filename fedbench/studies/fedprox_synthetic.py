@@ -297,7 +297,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         "train/test split 90/10 as in the authors' code (the paper says 80/20)",
     ]
     fig = "studies/fedprox_synthetic/fedprox_synthetic.png"
-    common = dict(fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds,
+    common = dict(fidelity=fidelity(DECLARATION.setup, rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds,
                   rounds_paper=PAPER_ROUNDS)
     arms_loss = {f"{a} on {d}": [round(v, 4) for v in tail(a, d)] for d in ADAPTIVE for a in ("mu0", "mu1", "adaptive")}
     entries = [

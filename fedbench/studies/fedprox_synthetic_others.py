@@ -223,7 +223,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         "train/test split 90/10 as in the authors' code (the paper says 80/20)",
     ]
     fig = "studies/fedprox_synthetic_others/fedprox_synthetic_others.png"
-    common = dict(fidelity=fidelity("paper", rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds)
+    common = dict(fidelity=fidelity(DECLARATION.setup, rounds, PAPER_ROUNDS, len(seeds)), rounds_run=rounds)
     arms = ("mu0", "prop-mu0", "mu1", "prop-mu1")
     entries = [
         study.entry(
