@@ -11,11 +11,10 @@ from typing import Any
 from fedbench.config import Config, ConfigError, check_stragglers
 from fedbench.data.format import save_dataset
 from fedbench.data.registry import dataset_dir
-from fedbench.errors import DataError
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.locking import file_lock
-from fedbench.executors import ExecutorSettings, open_executor
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, dataset_meta, run_stack
+from fedbench.executors import ExecutorSettings
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunFolders, RunKey, plan, simulation
 
 __all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
 
@@ -87,91 +86,46 @@ def study_runs(cfg: Config, studies: Sequence[str] | None = None) -> dict[RunKey
 def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT, runs_root: Path = RUNS_ROOT,
                each: Callable[[RunKey, dict[str, Any]], None] | None = None,
                progress: bool = True) -> list[dict[str, Any]]:
-    """Run (or reuse) ``keys``: the runs not finished yet are grouped into stacks (fedbench.engine.stacking: runs
-    of one algorithm class, one model and the same settings but seed and stragglers, cut to keep
-    ``train.workers`` processes equally busy) and the stacks run in parallel processes (or as Ray tasks:
-    ``train.executor``, fedbench.executors). Returns the summaries in the order of ``keys``. ``each`` (a sink:
-    run key, summary) is called here with each run once its stack finishes, e.g. `fedbench run` logging it to MLflow
-    (fedbench.track.track_cell)."""
+    """Run (or reuse) ``keys`` through the one runner (fedbench.study.runner.run_simulations, as the claim studies'
+    runs), each run a Simulation (fedbench.runner.simulation) kept in its run folder (fedbench.runner.RunFolders):
+    the runs not finished yet are grouped into stacks (runs of one algorithm class, one model and the same settings
+    but seed and stragglers, cut to keep ``train.workers`` processes equally busy) and the stacks run in parallel
+    processes (or as Ray tasks: ``train.executor``, fedbench.executors). Returns the summaries in the order of
+    ``keys``. ``each`` (a sink: run key, summary) is called here with each run once its stack finishes (the runs read
+    back, at once), e.g. `fedbench run` logging it to MLflow (fedbench.track.track_cell)."""
+    from fedbench.study.runner import run_simulations
+
     keys = list(dict.fromkeys(keys))
     for k in keys:
         check_cell(cfg, k.variant, k.stragglers)
-    for ds in dict.fromkeys(k.dataset for k in keys):
-        dataset_meta(cfg, ds, data_root)  # data made with these settings, or one line saying how to remake it
-    with open_executor(ExecutorSettings.of(cfg.train), cfg.train.workers) as executor:
-        return _train_on(executor, cfg, keys, data_root, runs_root, each, progress)
+    planned = plan(cfg, data_root, runs_root, keys)  # data made with these settings, or one line saying how to remake it
+    store = RunFolders(planned)
 
-
-def _train_on(executor, cfg: Config, keys: list[RunKey], data_root: Path, runs_root: Path,
-              each: Callable[[RunKey, dict[str, Any]], None] | None, progress: bool) -> list[dict[str, Any]]:
-    """train_runs on ``executor`` (fedbench.executors), open for this stage."""
-    workers = executor.slots(cfg.train.device)  # local: train.workers, 1 on a GPU (in turn); ray: the cluster's
-    pieces, reused = plan_runs(cfg, keys, data_root, runs_root, workers)
-    done: dict[RunKey, dict[str, Any]] = {}
-
-    def finished(summaries: list[dict[str, Any]]) -> None:
-        for s in summaries:
-            key = _key(s)
-            done[key] = s
-            print(_one_line(s), file=sys.stderr)
+    def finished(outcomes) -> None:
+        for o in outcomes:
+            summary = store.summaries[o.name]
+            print(_one_line(summary), file=sys.stderr)
             if each is not None:
-                each(key, s)
+                each(store.planned[o.name].key, summary)
 
-    if reused:  # read back here (under their locks): nothing to compute, no worker or cluster needed
-        finished(run_stack(cfg, data_root, runs_root, reused, progress=False))
-    jobs = [(cfg, data_root, runs_root, piece, worker_bars(progress, executor), i % max(1, workers))
-            for i, piece in enumerate(pieces)]
-    if jobs:
-        executor.map(_stack_star, jobs, cfg.train.device, each=finished, progress=progress,
-                     names=[", ".join(k.desc for k in piece) for piece in pieces])
-    return [done[k] for k in keys]
-
-
-def worker_bars(progress: bool, executor) -> bool:
-    """Whether the workers draw their progress bars: bars at one position per worker move the cursor with escape
-    codes, which a log that is not a terminal (DVC's, a file) keeps as raw ``[A``; there, only each run's closing
-    line is written."""
-    return progress and executor.worker_progress and sys.stderr.isatty()
+    run_simulations([simulation(cfg, p) for p in planned], cfg.train.workers, ExecutorSettings.of(cfg.train), store,
+                    progress, finished)
+    return [store.summaries[k.desc] for k in keys]
 
 
 def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path,
               workers: int) -> tuple[list[list[RunKey]], list[RunKey]]:
-    """The runs of ``keys`` still to compute grouped into the stacks that will run them, costliest first, and
-    the runs already finished (same fingerprint), which are only read back."""
-    from fedbench.algorithms import build_algorithm
-    from fedbench.engine.simulation import RunSpec, SimulationConfig, stack_key
-    from fedbench.engine.stacking import plan_stacks
-    from fedbench.runner import _load_dataset, _plan, load_run
+    """The runs of ``keys`` still to compute grouped into the stacks that will run them (as the one runner cuts
+    them: fedbench.study.runner.plan), and the runs already finished (same fingerprint), which are only read back."""
+    from fedbench.study.runner import plan_pieces
 
-    todo, reused = [], []
-    for k in keys:
-        p = _plan(cfg, data_root, runs_root, k)
-        try:
-            finished = load_run(p.folder, p.fingerprint) is not None
-        except DataError:
-            finished = False
-        (reused if finished else todo).append(k)
-    if not todo:
-        return [], reused
-    datasets = {ds: _load_dataset(dataset_dir(data_root, ds), ds) for ds in dict.fromkeys(k.dataset for k in todo)}
-    specs = [RunSpec(SimulationConfig(rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
-                                      batch_size=t.batch_size, straggler_fraction=k.stragglers, sampling=t.sampling,
-                                      straggler_epochs=t.straggler_epochs, seed=k.seed, device=t.device),
-                     datasets[k.dataset], build_algorithm(cfg.algorithms[k.variant].name, t.lr,
-                                                          **cfg.algorithms[k.variant].hyper))
-             for k in todo for t in [cfg.train_for(k.dataset)]]  # each dataset's study settings
-    model_of = {id(s): cfg.train_for(k.dataset).model for s, k in zip(specs, todo)}
-    pieces = plan_stacks(specs, workers, key=lambda s: (model_of[id(s)], stack_key(s)))
-    return [[todo[i] for i in piece] for piece in pieces], reused
-
-
-def _key(summary: dict[str, Any]) -> RunKey:
-    p = summary["params"]
-    return RunKey(p["dataset"], p["variant"], float(p["straggler_fraction"]), int(p["seed"]))
-
-
-def _stack_star(a: tuple) -> list[dict[str, Any]]:
-    return run_stack(*a[:4], progress=a[4], position=a[5])
+    planned = plan(cfg, data_root, runs_root, keys)
+    store = RunFolders(planned)
+    sims = [simulation(cfg, p) for p in planned]
+    todo = [i for i, sim in enumerate(sims) if store.load(sim, store.key(sim)) is None]
+    pieces = plan_pieces(sims, todo, workers) if todo else []
+    return [[planned[i].key for i in piece] for piece in pieces], [planned[i].key for i in range(len(sims))
+                                                                    if i not in todo]
 
 
 def _one_line(s: dict[str, Any]) -> str:

@@ -17,9 +17,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 
-# a training run: the engine, the algorithms and models, and runner.py, which builds the simulation from params
+# a training run: the engine, the algorithms and models, runner.py, which builds the simulation from params, and the
+# one runner that stacks and runs it (study/runner.py)
 RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", "data/transforms.py", "runner.py",
-            "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py", "divergence.py")
+            "study/runner.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py", "divergence.py")
 # the claim model's code, file by file: fedbench/claims/ also holds the committed registry (registry.json), data that
 # `fedbench claims register` rewrites and that changes no study's numbers, so the folder itself is no dependency
 CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "coverage", "entry", "fidelity", "magnitude", "papers", "readings", "registry",
@@ -35,7 +36,7 @@ STUDY_DATA = ("data/concrete.py", "data/sources.py", "data/download.py", "data/p
 # so each such study depends on every sibling)
 STUDY_PARTS = ("studies/scaffold_quadratics_claims.py", "studies/fedprox_stragglers.py",
                "studies/scaffold_concrete_claims.py", *STUDY_DATA)
-STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "studies/record.py", "studies/reuse.py",
+STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "study/runner.py", "studies/record.py", "studies/reuse.py",
               "studies/runs.py", "studies/stage.py", *STUDY_PARTS, "engine", "algorithms", "models", "availability",
               "data/__init__.py", "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py",
               "quantile.py", "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE,

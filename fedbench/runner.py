@@ -1,4 +1,6 @@
-"""Run one experiment (dataset, algorithm variant, straggler fraction, seed) and write its outputs.
+"""The train stage's runs: each experiment (dataset, algorithm variant, straggler fraction, seed) of params.yaml's
+studies as a Simulation of the one runner (fedbench.study.runner), and its record, a run folder (:class:`RunFolders`,
+the runner's store for these runs).
 
 A run's folder is ``runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fingerprint>/``: the fingerprint is the
 identity of everything that determines the run's numbers (its settings, its data's content hash and the code,
@@ -22,10 +24,11 @@ report stages that read run folders stay light.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
-from contextlib import ExitStack
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,7 @@ from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
 from fedbench.provenance import RUN_CODE, code_hash, git_commit
 from fedbench.data.registry import VARIANTS, dataset_dir
+from fedbench.study.runner import Outcome, Simulation
 
 SUMMARY = "summary.json"
 DATA_ROOT = Path("data/generated")
@@ -121,7 +125,7 @@ def _load_dataset(folder: Path, dataset: str):
 
 
 def load_run(folder: Path, fingerprint: str | None = None) -> dict[str, Any] | None:
-    """The finished run in ``folder``: its summary with the ``history`` rows added, as :func:`run_one` returns
+    """The finished run in ``folder``: its summary with the ``history`` rows added, as the train stage returns
     it. None if the folder holds no finished run, or (given ``fingerprint``) one with another fingerprint.
     A corrupt summary or history raises DataError naming the file."""
     path = folder / SUMMARY
@@ -154,20 +158,29 @@ class RunKey:
 
 @dataclass(frozen=True)
 class _Planned:
+    """A run of ``key`` under a config: its params, fingerprint and folder, and its dataset's folder and metadata."""
+
     key: RunKey
     params: dict[str, Any]
     fingerprint: str
     folder: Path
-    dataset_hash: str
+    meta: dict[str, Any]
     data_dir: Path
 
 
-def _plan(cfg: Config, data_root: str | Path, out_root: str | Path, key: RunKey) -> _Planned:
-    ds_hash = dataset_meta(cfg, key.dataset, data_root)["content_hash"]
+def _plan(cfg: Config, data_root: str | Path, out_root: str | Path, key: RunKey,
+          meta: dict[str, Any] | None = None) -> _Planned:
+    meta = meta if meta is not None else dataset_meta(cfg, key.dataset, data_root)
     params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
-    fp = fingerprint(params, ds_hash)
+    fp = fingerprint(params, meta["content_hash"])
     return _Planned(key, params, fp, run_folder(out_root, key.dataset, key.variant, key.stragglers, key.seed, fp),
-                    ds_hash, dataset_dir(data_root, key.dataset))  # data/generated/<name>, or data/real/<name>
+                    meta, dataset_dir(data_root, key.dataset))  # data/generated/<name>, or data/real/<name>
+
+
+def plan(cfg: Config, data_root: str | Path, out_root: str | Path, keys: Sequence[RunKey]) -> list[_Planned]:
+    """Each run of ``keys`` planned (every dataset's metadata read and checked once)."""
+    metas = {ds: dataset_meta(cfg, ds, data_root) for ds in dict.fromkeys(k.dataset for k in keys)}
+    return [_plan(cfg, data_root, out_root, k, metas[k.dataset]) for k in keys]
 
 
 def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: RunKey,
@@ -184,115 +197,105 @@ def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: Run
     return load_run(run_folder(runs_root, key.dataset, key.variant, key.stragglers, key.seed, fp), fp)
 
 
-def run_one(cfg: Config, data_root: str | Path, out_root: str | Path, dataset: str, variant: str,
-            stragglers: float, seed: int, progress: bool = True, position: int = 0) -> dict[str, Any]:
-    """Run (or reuse) one experiment and return its summary (with ``history`` rows)."""
-    return run_stack(cfg, data_root, out_root, [RunKey(dataset, variant, float(stragglers), seed)], progress,
-                     position)[0]
+@functools.cache
+def _dataset(folder: str, dataset: str):
+    """The dataset in ``folder``, loaded once per process (a Simulation's cached builder)."""
+    return _load_dataset(Path(folder), dataset)
 
 
-def run_stack(cfg: Config, data_root: str | Path, out_root: str | Path, keys: list[RunKey], progress: bool = True,
-              position: int = 0) -> list[dict[str, Any]]:
-    """Run (or reuse) the runs ``keys`` as one stack (fedbench.engine.simulation.simulate_stack: the runs' local
-    steps as one tensor program, each run's numbers the same as alone) and return their summaries, in order.
-
-    Each run keeps its own folder, checkpoint and lock: the locks are taken in a fixed order (so two processes
-    never wait on each other), finished runs are reused, and only the others are computed."""
-    planned = [_plan(cfg, data_root, out_root, k) for k in keys]
-    with ExitStack() as locks:
-        for p in sorted(planned, key=lambda p: str(p.folder)):
-            locks.enter_context(file_lock(p.folder.parent / f".{p.folder.name}.lock", what=p.key.desc))
-        out: list[dict[str, Any] | None] = []
-        for p in planned:
-            try:
-                summary = load_run(p.folder, p.fingerprint)
-            except DataError as exc:  # the run is computed again and its folder replaced
-                print(f"fedbench: warning: {exc}; computing it again", file=sys.stderr)
-                summary = None
-            if summary is not None:
-                summary["reused"] = True
-            out.append(summary)
-        pending = [p for p, s in zip(planned, out) if s is None]
-        if pending:
-            computed = iter(_compute(cfg, pending, progress, position))
-            out = [s if s is not None else next(computed) for s in out]
-    return out
-
-
-def _compute(cfg: Config, planned: list[_Planned], progress: bool, position: int) -> list[dict[str, Any]]:
-    import torch
-
-    from fedbench.algorithms import build_algorithm
-    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
+@functools.cache
+def _model(name: str, feature_shape: tuple[int, ...], num_classes: int, embedding: str | None):
+    """Model ``name`` for inputs of ``feature_shape`` (with the frozen word table in folder ``embedding``, if any):
+    one object for every run of that model and input, so that runs of several datasets of one shape share stacks."""
     from fedbench.models import build_model
 
-    torch.set_num_threads(1)
-    datasets = {}
-    for p in planned:  # each dataset loaded once for the whole stack
-        if p.key.dataset not in datasets:
-            datasets[p.key.dataset] = _load_dataset(p.data_dir, p.key.dataset)
-    first = datasets[planned[0].key.dataset]
-    t = cfg.train_for(planned[0].key.dataset)  # one stack: one model and one set of train settings
-    model = build_model(t.model, first.feature_shape, first.num_classes, _embedding(first))
-    bar = _Progress(planned[0].key.desc if len(planned) == 1 else f"{len(planned)} runs stacked",
-                    t.rounds * len(planned), position) if progress else None
-    specs = []
-    for p in planned:
-        algo_cfg = cfg.algorithms[p.key.variant]
-        sim = SimulationConfig(
-            rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
-            batch_size=t.batch_size, straggler_fraction=p.key.stragglers, sampling=t.sampling,
-            straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device,
-            dissimilarity_every=t.eval_every,  # params.yaml's train.eval_every: the dissimilarity's cadence
-            dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
-            checkpoint_every=t.checkpoint_every, capture=t.capture,
-        )
+    return build_model(name, feature_shape, num_classes, None if embedding is None else _table(embedding))
+
+
+def simulation(cfg: Config, p: _Planned) -> Simulation:
+    """The run ``p`` (planned from ``cfg``) as a Simulation of the one runner, named by its key (RunKey.desc)."""
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.simulation import SimulationConfig
+
+    t, algo = cfg.train_for(p.key.dataset), cfg.algorithms[p.key.variant]
+    config = SimulationConfig(
+        rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
+        batch_size=t.batch_size, straggler_fraction=p.key.stragglers, sampling=t.sampling,
+        straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device,
+        dissimilarity_every=t.eval_every,  # params.yaml's train.eval_every: the dissimilarity's cadence
+        dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
+        checkpoint_every=t.checkpoint_every, capture=t.capture,
+    )
+    embedding = p.meta.get("input", {}).get("embedding")
+    model = _model(t.model, tuple(p.meta["feature_shape"]), int(p.meta["num_classes"]),
+                   embedding["folder"] if embedding else None)
+    return Simulation(p.key.desc, config, functools.partial(_dataset, str(p.data_dir), p.key.dataset), model,
+                      build_algorithm(algo.name, t.lr, **algo.hyper))
+
+
+class RunFolders:
+    """The train stage's store (fedbench.study.runner.Store): each run in its folder under ``out_root`` (the module
+    docstring), named by :func:`fingerprint`; one process at a time works on a run (a lock beside its folder), a
+    computing run checkpoints beside its folder, and a finished one is written whole (atomic_folder). ``summaries``
+    holds each run's summary (with ``history`` and ``reused``) as it was read back or written."""
+
+    def __init__(self, planned: Sequence[_Planned]) -> None:
+        self.planned = {p.key.desc: p for p in planned}
+        self.summaries: dict[str, dict[str, Any]] = {}
+
+    def key(self, sim: Simulation) -> str:
+        return str(self.planned[sim.name].folder)
+
+    def lock(self, sim: Simulation, key: str):
+        p = self.planned[sim.name]
         p.folder.parent.mkdir(parents=True, exist_ok=True)
-        checkpoint = p.folder.parent / f".{p.folder.name}.checkpoint.pt"
-        _say_resume(p.key, checkpoint, t.rounds)
-        specs.append(RunSpec(sim, datasets[p.key.dataset], build_algorithm(algo_cfg.name, t.lr, **algo_cfg.hyper),
-                             callbacks=(bar,) if bar else (),
-                             checkpoint=checkpoint))
-    try:
-        results = simulate_stack(model, specs)
-    finally:
-        if bar:
-            bar.close()
-    return [_write_result(p, datasets[p.key.dataset], result) for p, result in zip(planned, results)]
+        return file_lock(p.folder.parent / f".{p.folder.name}.lock", what=p.key.desc)
 
+    def load(self, sim: Simulation, key: str) -> Outcome | None:
+        p = self.planned[sim.name]
+        try:
+            summary = load_run(p.folder, p.fingerprint)
+        except DataError as exc:  # the run is computed again and its folder replaced
+            print(f"fedbench: warning: {exc}; computing it again", file=sys.stderr)
+            return None
+        if summary is None:
+            return None
+        summary["reused"] = True
+        self.summaries[sim.name] = summary
+        return Outcome(sim.name, summary["history"], summary["final"], summary["diverged"], summary["param_digest"],
+                       summary["device"], None, summary["wall_time_s"], kernel=summary.get("kernel", ""),
+                       stack_size=summary.get("stack_size", 1))
 
-def _say_resume(key: RunKey, checkpoint: Path, rounds: int) -> None:
-    """One line on stderr where run ``key`` picks up from its checkpoint (the engine resumes from it when it exists:
-    fedbench.engine.simulation), so that a resumed run says so. The round is read from the checkpoint's own record
-    (memory-mapped: its tensors are not read); one that cannot be read says nothing here, the engine's load of it
-    then failing with its own error."""
-    import torch
+    def checkpoint(self, sim: Simulation, key: str) -> Path:
+        p = self.planned[sim.name]
+        return p.folder.parent / f".{p.folder.name}.checkpoint.pt"
 
-    if not checkpoint.exists():
-        return
-    try:
-        saved = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
-        round_ = int(saved["round"])
-    except Exception:  # noqa: BLE001 - any unreadable checkpoint: the engine reports it when it loads it
-        return
-    print(f"fedbench: resuming {key.desc} from round {round_} of {rounds} (checkpoint {checkpoint})", file=sys.stderr,
-          flush=True)
+    def save(self, sim: Simulation, key: str, outcome: Outcome) -> None:
+        summary = _write_result(self.planned[sim.name], sim.dataset(), outcome)
+        self.summaries[sim.name] = summary
+
+    def finished(self, reused: int, total: int) -> None:
+        pass  # the stage says it run by run (fedbench.pipeline)
 
 
 def _embedding(ds):
     """The frozen word table a token dataset refers to (its ``input.embedding`` folder, as the partition stage
     recorded it), as a tensor; None for other inputs."""
     ref = ds.input.embedding
-    if ref is None:
-        return None
+    return None if ref is None else _table(ref.folder)
+
+
+def _table(folder: str):
+    """The word table of the embedding artifact in ``folder``, as a tensor."""
     import torch
 
     from fedbench.data.datasets.glove import load_embedding
 
-    return torch.from_numpy(load_embedding(Path(ref.folder))[1])
+    return torch.from_numpy(load_embedding(Path(folder))[1])
 
 
-def _write_result(p: _Planned, ds, result) -> dict[str, Any]:
+def _write_result(p: _Planned, ds, result: Outcome) -> dict[str, Any]:
+    """Write the computed run ``result`` (of dataset ``ds``) into its folder; its summary, with ``history``."""
     from fedbench.divergence import reporting_round
 
     history = pd.DataFrame(result.history)
@@ -308,12 +311,12 @@ def _write_result(p: _Planned, ds, result) -> dict[str, Any]:
     per_device = pd.DataFrame({
         "client_id": ds.client_ids,
         "train_samples": ds.train.sizes, "test_samples": ds.test.sizes,
-        "train_loss": result.final.device_train_loss, "test_accuracy": result.final.device_test_accuracy,
+        "train_loss": result.device_train_loss, "test_accuracy": result.device_accuracy,
     })
     summary = {
-        "fingerprint": p.fingerprint, "params": p.params, "dataset_hash": p.dataset_hash, "device": result.device,
+        "fingerprint": p.fingerprint, "params": p.params, "dataset_hash": p.meta["content_hash"], "device": result.device,
         "diverged": result.diverged, "diverged_at_round": diverged_at, "param_digest": result.param_digest,
-        "final": {k: _num(v) for k, v in result.final.scalars().items()},
+        "final": {k: _num(v) for k, v in result.final.items()},
         "reporting_round": int(at), "reporting_reason": reason,
         "reporting_test_accuracy": _num(history["test/accuracy"].iloc[at]),
         "best_test_accuracy": _num(history["test/accuracy"].max()),
@@ -344,21 +347,3 @@ def _write_run(folder: Path, history: pd.DataFrame, per_device: pd.DataFrame, su
         history.to_csv(tmp / "history.csv", index=False)
         per_device.to_csv(tmp / "per_device.csv", index=False)
         (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-
-
-class _Progress:
-    """A tqdm bar over the rounds of a run, or of every run of a stack, with the latest training loss and test
-    accuracy."""
-
-    def __init__(self, desc: str, total: int, position: int) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(total=total, desc=desc, position=position, leave=False, file=sys.stderr,
-                        dynamic_ncols=True, mininterval=1.0)
-
-    def on_round_end(self, round_: int, row: dict[str, float]) -> None:
-        self.bar.set_postfix(loss=f"{row['train/loss']:.3f}", acc=f"{row['test/accuracy']:.3f}", refresh=False)
-        self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()

@@ -215,7 +215,7 @@ def test_figure5_draws_0_percent_last_and_dashed(tmp_path, monkeypatch):
 def test_worker_progress_bars_only_on_a_terminal(monkeypatch):
     """Item 10: the two workers' position bars wrote raw `[A` escapes into DVC's log."""
     from fedbench.executors import LocalExecutor
-    from fedbench.pipeline import worker_bars
+    from fedbench.study.runner import worker_bars
 
     monkeypatch.setattr("sys.stderr.isatty", lambda: False)
     assert not worker_bars(True, LocalExecutor(2))

@@ -18,7 +18,8 @@ import yaml
 
 from fedbench.config import ConfigError, load_config
 from fedbench.regression import PROFILE, REFERENCE, compare
-from fedbench.runner import RunKey, run_folder, run_stack
+from fedbench.runner import RunKey, run_folder
+from fedbench.study.runner import _run_stack as run_stack  # the unit every stack runs as (unpatched)
 
 ROOT = Path(__file__).resolve().parents[1]
 # a local Ray and the profile's runs, started once for the module (fixtures): the first tests of the suite, so that
@@ -114,20 +115,17 @@ def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, worksp
     assert compare(values, json.loads(REFERENCE.read_text())) == []
 
 
-def die_after_first_checkpoint(job: tuple) -> list:
-    """pipeline._stack_star, except that on its first attempt the worker process dies (os._exit, as a killed or
-    lost worker) right after the run's first checkpoint is written. The second attempt records what it resumed
-    from. Top-level in an importable module: Ray workers import it."""
+def die_after_first_checkpoint(job) -> list:
+    """fedbench.study.runner._run_stack, except that on its first attempt the worker process dies (os._exit, as a
+    killed or lost worker) right after the run's first checkpoint is written. The second attempt records what it
+    resumed from. Top-level in an importable module: Ray workers import it."""
     import torch
 
     import fedbench.engine.simulation as simulation
 
-    cfg, data_root, runs_root, piece = job[:4]
-    log = Path(runs_root).parent / "attempts.jsonl"
-    key = piece[0]
-    cell = Path(runs_root) / key.dataset / key.variant / f"stragglers-{float(key.stragglers)}"
-    checkpoints = sorted(cell.glob(f".seed-{key.seed}-*.checkpoint.pt"))
-    resumed = torch.load(checkpoints[0], weights_only=False)["round"] if checkpoints else None
+    checkpoint = job.checkpoints[0]  # <runs root>/<dataset>/<variant>/stragglers-<f>/.seed-<s>-<fp>.checkpoint.pt
+    log = checkpoint.parents[3].parent / "attempts.jsonl"
+    resumed = torch.load(checkpoint, weights_only=False)["round"] if checkpoint.exists() else None
     first = not log.exists()
     with open(log, "a") as f:
         f.write(json.dumps({"pid": os.getpid(), "resumed_from_round": resumed}) + "\n")
@@ -139,19 +137,20 @@ def die_after_first_checkpoint(job: tuple) -> list:
             os._exit(1)
 
         simulation._save_checkpoint = save_then_die
-    return run_stack(cfg, data_root, runs_root, piece, progress=False)
+    return run_stack(job)
 
 
 def test_worker_killed_after_a_checkpoint_is_retried_and_resumes_to_the_same_digest(ray_cluster, workspace,
                                                                                      monkeypatch, capfd):
     import fedbench.pipeline as pipeline
+    import fedbench.study.runner as runner
 
     root, _, _ = workspace
     key = RunKey("synthetic_1_1", "fedavg", 0.0, 0)
     more = {"train.rounds": 6, "train.checkpoint_every": 2}
     uninterrupted = pipeline.train_runs(load_config(ROOT / "params.yaml", _overrides("local", **more)), [key],
                                         root / "data", root / "kill" / "local", progress=False)[0]
-    monkeypatch.setattr(pipeline, "_stack_star", die_after_first_checkpoint)
+    monkeypatch.setattr(runner, "_run_stack", die_after_first_checkpoint)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **more))
     retried = pipeline.train_runs(cfg, [key], root / "data", root / "kill" / "ray", progress=False)[0]
     attempts = [json.loads(line) for line in (root / "kill" / "attempts.jsonl").read_text().splitlines()]
@@ -199,19 +198,21 @@ def test_two_stages_submitting_overlapping_runs_lose_and_duplicate_nothing(ray_c
     assert not [p for p in shared.rglob("*") if ".tmp" in p.name or p.name.endswith(".checkpoint.pt")]
 
 
-def fail_on_fedprox_mu1(job: tuple) -> list:
-    """pipeline._stack_star, except that a stack holding a fedprox_mu1 run raises (as a run's own bug would)."""
-    if any(k.variant == "fedprox_mu1" for k in job[3]):
+def fail_on_fedprox_mu1(job) -> list:
+    """fedbench.study.runner._run_stack, except that a stack holding a fedprox_mu1 run raises (as a run's own bug
+    would)."""
+    if any(" fedprox_mu1 " in sim.name for sim in job.sims):  # a run's name: RunKey.desc
         raise ZeroDivisionError("a bug in this run")
-    return run_stack(*job[:4], progress=False)
+    return run_stack(job)
 
 
 def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster, workspace, monkeypatch):
     import fedbench.pipeline as pipeline
+    import fedbench.study.runner as runner
     from fedbench.executors import UnitsFailed
 
     root, keys, _ = workspace
-    monkeypatch.setattr(pipeline, "_stack_star", fail_on_fedprox_mu1)
+    monkeypatch.setattr(runner, "_run_stack", fail_on_fedprox_mu1)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
     fedavg = [k for k in keys if k.variant == "fedavg"]
     mu1 = [k for k in keys if k.variant == "fedprox_mu1"]

@@ -1,4 +1,4 @@
-"""fedbench.runner: a run restarted after an interruption says, in one line, that it resumes from its checkpoint and
+"""The train stage's runs (fedbench.runner, through the one runner): a run restarted after an interruption says, in one line, that it resumes from its checkpoint and
 from which round (issue 29.6: it printed nothing), and ends with the numbers of an uninterrupted run."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 import fedbench.engine.simulation as simulation
 from fedbench.config import load_config
-from fedbench.pipeline import generate
-from fedbench.runner import RunKey, run_stack
+from fedbench.pipeline import generate, train_runs
+from fedbench.runner import RunKey
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = RunKey("synthetic_1_1", "fedavg", 0.0, 0)
@@ -22,9 +22,9 @@ class Interrupted(Exception):
 
 def test_a_resumed_run_says_from_which_round_of_its_checkpoint(tmp_path, monkeypatch, capsys):
     cfg = load_config(ROOT / "params.yaml", {"train.rounds": 6, "train.checkpoint_every": 2, "train.seeds": [0],
-                                             "train.device": "cpu"})
+                                             "train.device": "cpu", "train.workers": 1})
     generate(cfg, KEY.dataset, root=tmp_path / "data")
-    whole = run_stack(cfg, tmp_path / "data", tmp_path / "whole", [KEY], progress=False)[0]
+    whole = train_runs(cfg, [KEY], tmp_path / "data", tmp_path / "whole", progress=False)[0]
     assert "resuming" not in capsys.readouterr().err  # no checkpoint: nothing to say
 
     save = simulation._save_checkpoint
@@ -35,11 +35,11 @@ def test_a_resumed_run_says_from_which_round_of_its_checkpoint(tmp_path, monkeyp
 
     monkeypatch.setattr(simulation, "_save_checkpoint", save_then_stop)
     with pytest.raises(Interrupted):
-        run_stack(cfg, tmp_path / "data", tmp_path / "runs", [KEY], progress=False)
+        train_runs(cfg, [KEY], tmp_path / "data", tmp_path / "runs", progress=False)
     monkeypatch.setattr(simulation, "_save_checkpoint", save)
     (checkpoint,) = (tmp_path / "runs").rglob("*.checkpoint.pt")
     capsys.readouterr()
-    resumed = run_stack(cfg, tmp_path / "data", tmp_path / "runs", [KEY], progress=False)[0]
+    resumed = train_runs(cfg, [KEY], tmp_path / "data", tmp_path / "runs", progress=False)[0]
     lines = [line for line in capsys.readouterr().err.splitlines() if "resuming" in line]
     assert lines == [f"fedbench: resuming synthetic_1_1 fedavg stragglers=0 seed=0 from round 2 of 6 "
                      f"(checkpoint {checkpoint})"]  # checkpoint_every 2: the first one holds rounds 0 and 1

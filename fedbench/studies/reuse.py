@@ -103,6 +103,7 @@ def save(folder: Path, key: str, outcome: Any) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     body = {"format": FORMAT, "history": outcome.history, "final": outcome.final, "diverged": outcome.diverged,
             "param_digest": outcome.param_digest, "device": outcome.device, "seconds": outcome.seconds,
+            "kernel": outcome.kernel, "stack_size": outcome.stack_size,
             **{k: None if getattr(outcome, k) is None else np.asarray(getattr(outcome, k), dtype=np.float64)
                for k in ARRAYS}}
     fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=folder)
@@ -144,7 +145,8 @@ def load(folder: Path, key: str) -> dict[str, Any] | None:
     except (TypeError, ValueError) as exc:
         return _corrupt(path, f"its arrays: {exc}")
     return {"history": body["history"], "final": body["final"], "diverged": body["diverged"],
-            "param_digest": body["param_digest"], "device": body["device"], "seconds": body["seconds"], **arrays}
+            "param_digest": body["param_digest"], "device": body["device"], "seconds": body["seconds"],
+            "kernel": body.get("kernel", ""), "stack_size": body.get("stack_size", 1), **arrays}
 
 
 def _corrupt(path: Path, reason: str) -> None:

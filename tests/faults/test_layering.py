@@ -102,7 +102,8 @@ MAY_NOT_IMPORT = {
 # every package, config, pipeline, bench and the CLI included). A module imports, at module level or inside a
 # function, only its own package and what stands on a lower floor: no arrow runs back up, and two rooms of one floor
 # import neither each other. The order is what `farm-studio look` draws: the study framework (fedbench.study:
-# declaration, registry, scale, costs, paper profile) below config, which asks it; the studies beside bench (the
+# declaration, registry, scale, costs, paper profile and the one runner, which runs its stacks on the executors)
+# below config, which asks it; the studies beside bench (the
 # costs they quote are the framework's); `fedbench run`'s MLflow sink (fedbench.track) and `paper run`'s report
 # rebuild handed in by the CLI, not imported; the stage scripts' guard (fedbench.guard) low, so pipelines/ need no CLI.
 FLOORS = (
@@ -112,7 +113,8 @@ FLOORS = (
     ("fedbench.data", "fedbench.claims", "fedbench.tracking", "fedbench.guard"),
     ("fedbench.availability",),
     ("fedbench.engine", "fedbench.algorithms"),
-    ("fedbench.executors", "fedbench.study"),
+    ("fedbench.executors",),
+    ("fedbench.study",),
     ("fedbench.config",),
     ("fedbench.runner",),
     ("fedbench.pipeline", "fedbench.compare"),

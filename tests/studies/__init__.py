@@ -6,23 +6,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-import fedbench.studies
+import fedbench.study.runner
 from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, VERDICTS
 from fedbench.studies.record import read_simulations
 
 
 def spy_simulate(monkeypatch, study=None) -> list[tuple[Any, Any, Any]]:
-    """Make every study simulation (fedbench.studies.run_simulations -> _simulate_stack) keep (cfg, algorithm,
+    """Make every study simulation (fedbench.study.runner.run_simulations -> _simulate_stack) keep (cfg, algorithm,
     result) of each run. Runs are seen in this process only: run the study with ``workers=1``."""
     calls = []
-    real = fedbench.studies._simulate_stack
+    real = fedbench.study.runner._simulate_stack
 
     def simulate_stack(model, specs):
         results = real(model, specs)
         calls.extend((spec.cfg, spec.algorithm, result) for spec, result in zip(specs, results))
         return results
 
-    monkeypatch.setattr(fedbench.studies, "_simulate_stack", simulate_stack)
+    monkeypatch.setattr(fedbench.study.runner, "_simulate_stack", simulate_stack)
     return calls
 
 

@@ -1,7 +1,8 @@
-"""The ground of issue 30's item 2 (the main job as a study): a train-stage run and the same run declared as a claim
-study's Simulation give the same numbers, bit for bit, stacked as the train stage stacks them. So the train stage can
-move onto the studies' runner (fedbench.studies.run_simulations) without a number moving; only the record's layout
-and the fingerprint's name would change."""
+"""Issue 30, item 2: the train stage runs through the one runner (fedbench.study.runner.run_simulations), its runs
+declared by fedbench.runner.simulation and kept in run folders (fedbench.runner.RunFolders). A stack of train-stage
+runs, read back from their folders, has the numbers of the same runs declared by hand as claim-study Simulations and
+run with no store, bit for bit: the declaration and the record change no number (the train stage's numbers did not
+move when it moved onto this runner: every one of its 170 runs recomputed the same)."""
 
 from __future__ import annotations
 

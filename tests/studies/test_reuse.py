@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-import fedbench.studies as studies
+import fedbench.study.runner as runner
 from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.studies import STORE, OutcomeStore, fedlaavg_example1, reuse, run_claim_study, run_simulations
 
@@ -42,13 +42,13 @@ def _same(a, b) -> None:
 def counted(monkeypatch):
     """The names of the simulations actually computed (one worker: the stacks run in this process)."""
     computed = []
-    run_stack = studies._run_stack
+    run_stack = runner._run_stack
 
-    def counting(sims):
-        computed.extend(s.name for s in sims)
-        return run_stack(sims)
+    def counting(job):
+        computed.extend(s.name for s in job.sims)
+        return run_stack(job)
 
-    monkeypatch.setattr(studies, "_run_stack", counting)
+    monkeypatch.setattr(runner, "_run_stack", counting)
     return computed
 
 
