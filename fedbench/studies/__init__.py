@@ -88,7 +88,7 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
     """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records (a rerun whose
     numbers all match the folder's keeps the folder's seconds: fedbench.studies.record.keep_seconds).
-    ``budget`` picks one of the study's declared round budgets (its ``BUDGETS``), e.g. "paper" for the paper's
+    ``budget`` picks one of the study's declared round budgets (its ``DECLARATION.budgets``), e.g. "paper" for the paper's
     round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
     run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
     paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
@@ -98,7 +98,7 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
     if "workers" in inspect.signature(module.run).parameters:
         kwargs["workers"] = workers
     if budget is not None:
-        allowed = list(getattr(module, "BUDGETS", {}))
+        allowed = list(module.DECLARATION.budgets)
         if budget not in allowed:
             raise ValueError(f"study {name} has no budget {budget!r}; allowed: {', '.join(allowed) or 'none'}")
         kwargs["budget"] = budget

@@ -267,7 +267,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_seeded
 
-    b, study, d = open_seeded(out_dir, DECLARATION, DECLARATION.budgets, budget, workers, seeds)
+    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")
 
     # 1. theta* on the selection seeds

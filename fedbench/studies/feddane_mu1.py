@@ -144,7 +144,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """FedDane against FedProx at mu = 1 on the four synthetic sets at round budget ``budget`` (BUDGETS), with
     training ``seeds`` if given: the claim judged."""
-    rounds, runs, study = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
+    rounds, runs, study = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     seeds = study.seeds
     jobs = [(name, method, s) for s in seeds for name in DATASETS for method in METHODS]
     curves = runs.curves(jobs, simulation, "train/loss", rounds=rounds)

@@ -197,7 +197,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """FedDane against FedProx on the four synthetic sets at round budget ``budget`` (BUDGETS: "pipeline" 40 rounds,
     "paper" 200) with training ``seeds`` if given (DECLARATION.seeds): the three claims judged."""
-    rounds, runs, study = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
+    rounds, runs, study = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     seeds = study.seeds
     jobs = [(name, method, s) for s in seeds for name in DATASETS for method in METHODS]
     curves = runs.curves(jobs, simulation, "train/loss", rounds=rounds)

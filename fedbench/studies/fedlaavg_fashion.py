@@ -239,7 +239,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_seeded
 
-    b, study, d = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
+    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     methods = [a.name for a in DECLARATION.arms]
 
     def curve_of(o, frac: float = 1.0) -> np.ndarray:

@@ -279,7 +279,7 @@ def figure(path: Path, losses: dict[tuple[str, str, int], list[float]], seeds: t
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """FedProx's four synthetic-data claims at round budget ``budget`` (BUDGETS), on ``seeds`` if given."""
-    rounds, runs, study = open_seeded(out_dir, DECLARATION, BUDGETS, budget, workers, seeds)
+    rounds, runs, study = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     seeds = study.seeds
     losses = runs.curves(declare(seeds), simulation, "train/loss", rounds=rounds)
     figure(runs.out / "fedprox_synthetic.png", losses, seeds)

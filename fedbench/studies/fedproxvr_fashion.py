@@ -284,7 +284,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.entry import judged
     from fedbench.studies.runs import open_seeded
 
-    b, study, d = open_seeded(out_dir, DECLARATION, DECLARATION.budgets, budget, workers, seeds)
+    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     variant, run_tables = d.variants[0], [c for c in d.claims if c.id in b.tables]
     sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root)
             for c in run_tables for s in b.seeds for a in c.reads}

@@ -214,7 +214,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
     from fedbench.studies.record import sim_record
     from fedbench.studies.runs import open_seeded
 
-    b, study, d = open_seeded(out_dir, DECLARATION, DECLARATION.budgets, budget, workers, seeds)
+    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     methods = [a.name for a in DECLARATION.arms]
 
     def record(sim, o):

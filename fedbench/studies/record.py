@@ -7,7 +7,7 @@ A record is a JSON object, one per line:
     params        the algorithm's class and fields, the SimulationConfig fields that change what a run
                   computes, and the study's own knobs (G, delta, ...)
     history       per-round series {metric: [value of round 0, 1, ...]}; the step is the list index
-    seconds       wall-clock seconds of the run (when run through fedbench.studies.run_simulations)
+    seconds       wall-clock seconds of the run (when run through fedbench.study.runner.run_simulations)
     final         the final evaluation's scalars ("train/loss", ...)
     metrics       the study's own results of the run ("study/rounds_to_target", ...)
     diverged, param_digest, device    as in the engine's RunResult

@@ -22,7 +22,7 @@ K = TypeVar("K", bound=Hashable)
 @dataclass
 class StudyRuns:
     """A claim study's runs at one budget, the part every study's run() shares (issue 19.2): its output folder, its
-    simulations run through fedbench.studies.run_simulations one batch per call (a batch of tuning runs, then the runs
+    simulations run through the one runner (run_simulations) one batch per call (a batch of tuning runs, then the runs
     they pick), and one record per simulation (fedbench.studies.record), kept in the order the batches ran and written
     once by :meth:`write`. The study's run() keeps what is specific to it: which runs, and what it reads from them."""
 
@@ -88,14 +88,14 @@ def open_declared(out_dir: str | Path, declaration: Any, budget: str,
     return b, runs, [a.name for a in declaration.arms]
 
 
-def open_seeded(out_dir: str | Path, declaration: Any, budgets: Mapping[str, Any], budget: str, workers: int = WORKERS,
+def open_seeded(out_dir: str | Path, declaration: Any, budget: str, workers: int = WORKERS,
                 seeds: Sequence[int] | None = None) -> tuple[Any, StudyRuns, Any]:
-    """:func:`open_budget`, and the study's ``declaration`` (a fedbench.study.declaration.StudyDeclaration) on
+    """:func:`open_budget` of ``declaration``'s budgets, and the study's ``declaration`` (a fedbench.study.declaration.StudyDeclaration) on
     training ``seeds`` if given (its own otherwise; a rule that names the declared seeds names these:
     StudyDeclaration.on_seeds): a seed-based study's budget, runs and declaration at once. A budget that is a
     dataclass with its own ``seeds`` (a study's Budget) comes back with those seeds replaced by ``seeds``; its other
     seeds (tuning, selection) stay, and so do the choices made on them."""
-    b, runs = open_budget(out_dir, budgets, budget, workers)
+    b, runs = open_budget(out_dir, declaration.budgets, budget, workers)
     if seeds is None:
         return b, runs, declaration
     d = declaration.on_seeds(tuple(seeds))

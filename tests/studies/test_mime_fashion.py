@@ -144,7 +144,7 @@ def test_on_other_seeds_the_rule_names_them_and_keeps_its_frozen_hash(tmp_path):
     from fedbench.studies.runs import open_seeded
 
     paper = study.BUDGETS["paper"]
-    b, _, d = open_seeded(tmp_path, study.DECLARATION, study.BUDGETS, "paper", 1, (1055, 1056, 1057, 1058, 1059))
+    b, _, d = open_seeded(tmp_path, study.DECLARATION, "paper", 1, (1055, 1056, 1057, 1058, 1059))
     deviations = study.assumptions(b.seeds)
     assert b.seeds == (1055, 1056, 1057, 1058, 1059) and (b.tuning_seeds, b.lr_grid) == (paper.tuning_seeds,
                                                                                        paper.lr_grid)

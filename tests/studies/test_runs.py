@@ -21,10 +21,10 @@ def test_open_declared_gives_the_budget_the_runs_and_the_arm_names_in_declared_o
 
 
 def test_open_seeded_takes_the_given_seeds_else_the_declared_ones(tmp_path):
-    rounds, _, study = open_seeded(tmp_path, feddane_synthetic.DECLARATION, feddane_synthetic.BUDGETS, "pipeline",
+    rounds, _, study = open_seeded(tmp_path, feddane_synthetic.DECLARATION, "pipeline",
                                    1, (7, 8))
     assert rounds == feddane_synthetic.BUDGETS["pipeline"] and study.seeds == (7, 8)
-    assert open_seeded(tmp_path, feddane_synthetic.DECLARATION, feddane_synthetic.BUDGETS, "paper",
+    assert open_seeded(tmp_path, feddane_synthetic.DECLARATION, "paper",
                        1)[2].seeds == feddane_synthetic.DECLARATION.seeds
 
 
@@ -36,11 +36,11 @@ def test_open_seeded_replaces_a_budget_dataclass_s_judged_seeds_and_keeps_its_ot
     from fedbench.studies import deltafl_iambic as iambic
 
     declared = iambic.DECLARATION.budgets["fixture"]
-    b, runs, d = open_seeded(tmp_path, iambic.DECLARATION, iambic.DECLARATION.budgets, "fixture", 1, (1060, 1061))
+    b, runs, d = open_seeded(tmp_path, iambic.DECLARATION, "fixture", 1, (1060, 1061))
     assert (b.seeds, b.selection_seeds, d.seeds) == ((1060, 1061), declared.selection_seeds, (1060, 1061))
     assert b.rounds == declared.rounds and runs.out == tmp_path
     assert d.claims[0].rule != iambic.DECLARATION.claims[0].rule and "1060" in d.claims[0].rule
-    same, _, d0 = open_seeded(tmp_path, iambic.DECLARATION, iambic.DECLARATION.budgets, "fixture", 1)
+    same, _, d0 = open_seeded(tmp_path, iambic.DECLARATION, "fixture", 1)
     assert same is declared and d0 is iambic.DECLARATION
 
 
