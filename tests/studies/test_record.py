@@ -19,6 +19,7 @@ from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.availability import AvailabilityConfig
 from fedbench.engine.simulation import SimulationConfig
 import fedbench.studies as studies
+import fedbench.study.runner as runner
 from fedbench.studies import reuse, run_claim_study
 from fedbench.studies.record import (SIMULATIONS, compact, keep_seconds, keep_simulation_seconds, params,
                                      read_simulations, record, write_simulations)
@@ -101,7 +102,9 @@ def test_a_study_rerun_with_other_wall_times_leaves_its_tracked_files_byte_ident
     assert sorted(tracked) == ["claims.json", "delta_fl_triangle.png", SIMULATIONS]
     shutil.rmtree(folder / reuse.OUTCOMES)
     readings = itertools.count(1)
-    monkeypatch.setattr(studies, "time", SimpleNamespace(perf_counter=lambda: time.perf_counter() + 100 * next(readings)))
+    clock = SimpleNamespace(perf_counter=lambda: time.perf_counter() + 100 * next(readings))
+    monkeypatch.setattr(studies, "time", clock)  # the study's seconds
+    monkeypatch.setattr(runner, "time", clock)  # each simulation's (the one runner times its stacks)
     capsys.readouterr()
     run_claim_study("delta_fl_triangle", tmp_path, workers=1)
     out = capsys.readouterr().out
