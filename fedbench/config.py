@@ -15,6 +15,7 @@ import dataclasses
 import difflib
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -116,6 +117,17 @@ class Config:
     # small studies in fedbench/studies/, each turning paper statements into claims: name -> its settings, the
     # ones `dvc repro` runs (default) first
     claim_studies: dict[str, ClaimStudyConfig] = field(default_factory=dict)
+
+    def cells(self, studies: Sequence[str] | None = None) -> list[tuple[str, str, str, float]]:
+        """Every (study, dataset, variant, straggler fraction) of ``studies`` (default: all of them), study by study in
+        that order, each in declared order: the main job's grid, which the train, report and track stages all read
+        (a cell two studies list appears under each)."""
+        names = list(self.studies) if studies is None else list(studies)
+        for name in names:
+            if name not in self.studies:
+                raise ConfigError(f"study {name!r} is not in studies; allowed: {', '.join(self.studies)}")
+        return [(name, ds, variant, float(f)) for name in names for ds in self.studies[name].datasets
+                for variant in self.studies[name].algorithms for f in self.studies[name].stragglers]
 
     def train_for(self, dataset: str) -> TrainConfig:
         """The train settings of ``dataset``'s runs: the train section with the overrides of the study that lists

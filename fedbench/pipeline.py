@@ -71,15 +71,9 @@ def train(cfg: Config, dataset: str, variant: str, stragglers: float, data_root:
 def study_runs(cfg: Config, studies: Sequence[str] | None = None) -> dict[RunKey, str]:
     """Every run of the named studies (default: all of params.yaml's), each once, with the first study listing it."""
     out: dict[RunKey, str] = {}
-    for name in studies or list(cfg.studies):
-        if name not in cfg.studies:
-            raise ConfigError(f"study {name!r} is not in studies; allowed: {', '.join(cfg.studies)}")
-        s = cfg.studies[name]
-        for ds in s.datasets:
-            for variant in s.algorithms:
-                for f in s.stragglers:
-                    for seed in cfg.train.seeds:
-                        out.setdefault(RunKey(ds, variant, float(f), seed), name)
+    for name, ds, variant, f in cfg.cells(studies or None):
+        for seed in cfg.train.seeds:
+            out.setdefault(RunKey(ds, variant, f, seed), name)
     return out
 
 

@@ -258,8 +258,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     import pandas as pd
 
     rows = []
-    cells = [(study_name, ds, variant, f) for study_name, study in cfg.studies.items() for ds in study.datasets
-             for variant in study.algorithms for f in study.stragglers]
+    cells = cfg.cells()
     found = {cell: [s for s in (find_run(cfg, data_root, runs_root, RunKey(cell[1], cell[2], float(cell[3]), seed))
                                 for seed in cfg.train.seeds) if s is not None] for cell in cells}
     with closing(Curves(CURVE_WORKERS)) as curves:

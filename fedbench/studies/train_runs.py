@@ -14,14 +14,8 @@ from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run  # noqa: F401
 
 
 def study_cells(cfg: Config) -> list[tuple[str, str, float]]:
-    cells = []
-    for study in cfg.studies.values():
-        for ds in study.datasets:
-            for variant in study.algorithms:
-                for f in study.stragglers:
-                    if (ds, variant, f) not in cells:
-                        cells.append((ds, variant, f))
-    return cells
+    """The main job's (dataset, variant, straggler fraction) cells, each once (Config.cells without the study)."""
+    return list(dict.fromkeys(cell[1:] for cell in cfg.cells()))
 
 
 def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
