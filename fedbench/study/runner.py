@@ -249,6 +249,7 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
     if store is None:
         return _compute(sims, list(range(len(sims))), {}, None, workers, executor, progress, each)
     keys = [store.key(sim) for sim in sims]
+    _allow_open_files(len(sims) + 256)  # a lock is an open file, held for the whole call
     with ExitStack() as locks:
         for i in sorted(range(len(sims)), key=lambda i: keys[i]):  # one order: two callers never wait on each other
             locks.enter_context(store.lock(sims[i], keys[i]))
@@ -258,6 +259,16 @@ def run_simulations(simulations: Sequence[Simulation], workers: int = WORKERS,
             each([found[n] for n in names if n in found])
         todo = [i for i, sim in enumerate(sims) if sim.name not in found]
         return _compute(sims, todo, found, (store, keys), workers, executor, progress, each)
+
+
+def _allow_open_files(n: int) -> None:
+    """Raise this process's soft limit on open files to ``n`` where it is lower (up to the hard limit): a call's
+    locks are one open file each (a user's default soft limit can be 1,024)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n if hard == resource.RLIM_INFINITY else min(n, hard), hard))
 
 
 def _compute(sims: list[Simulation], todo: list[int], found: dict[str, Outcome],
