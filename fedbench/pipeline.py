@@ -14,7 +14,7 @@ from fedbench.data.registry import dataset_dir
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.locking import file_lock
 from fedbench.executors import ExecutorSettings
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunFolders, RunKey, plan, simulation
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunFolders, RunKey, forget, plan, simulation
 
 __all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
 
@@ -102,22 +102,28 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
             if each is not None:
                 each(store.planned[o.name].key, summary)
 
-    run_simulations([simulation(cfg, p) for p in planned], cfg.train.workers, ExecutorSettings.of(cfg.train), store,
-                    progress, finished)
+    try:
+        run_simulations([simulation(cfg, p) for p in planned], cfg.train.workers, ExecutorSettings.of(cfg.train), store,
+                        progress, finished)
+    finally:
+        forget()  # the datasets and models it loaded
     return [store.summaries[k.desc] for k in keys]
 
 
 def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path,
               workers: int) -> tuple[list[list[RunKey]], list[RunKey]]:
     """The runs of ``keys`` still to compute grouped into the stacks that will run them (as the one runner cuts
-    them: fedbench.study.runner.plan), and the runs already finished (same fingerprint), which are only read back."""
+    them: fedbench.study.runner.plan_pieces), and the runs already finished (same fingerprint), which are only read back."""
     from fedbench.study.runner import plan_pieces
 
     planned = plan(cfg, data_root, runs_root, keys)
     store = RunFolders(planned)
     sims = [simulation(cfg, p) for p in planned]
     todo = [i for i, sim in enumerate(sims) if store.load(sim, store.key(sim)) is None]
-    pieces = plan_pieces(sims, todo, workers) if todo else []
+    try:
+        pieces = plan_pieces(sims, todo, workers) if todo else []
+    finally:
+        forget()
     return [[planned[i].key for i in piece] for piece in pieces], [planned[i].key for i in range(len(sims))
                                                                     if i not in todo]
 

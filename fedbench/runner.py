@@ -198,18 +198,26 @@ def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: Run
 
 
 @functools.cache
-def _dataset(folder: str, dataset: str):
-    """The dataset in ``folder``, loaded once per process (a Simulation's cached builder)."""
+def _dataset(folder: str, dataset: str, content_hash: str):
+    """The dataset in ``folder`` (of ``content_hash``: a folder made anew is loaded anew), loaded once per process
+    (a Simulation's cached builder; the train stage clears the cache when its call ends: :func:`forget`)."""
     return _load_dataset(Path(folder), dataset)
 
 
 @functools.cache
-def _model(name: str, feature_shape: tuple[int, ...], num_classes: int, embedding: str | None):
-    """Model ``name`` for inputs of ``feature_shape`` (with the frozen word table in folder ``embedding``, if any):
-    one object for every run of that model and input, so that runs of several datasets of one shape share stacks."""
+def _model(name: str, feature_shape: tuple[int, ...], num_classes: int, embedding: str | None, embedding_hash: str):
+    """Model ``name`` for inputs of ``feature_shape`` (with the frozen word table in folder ``embedding``, of
+    ``embedding_hash``, if any): one object for every run of that model and input, so that runs of several datasets
+    of one shape share stacks."""
     from fedbench.models import build_model
 
     return build_model(name, feature_shape, num_classes, None if embedding is None else _table(embedding))
+
+
+def forget() -> None:
+    """Drop the datasets and models the train stage's runs loaded (their caches), at the end of a call."""
+    _dataset.cache_clear()
+    _model.cache_clear()
 
 
 def simulation(cfg: Config, p: _Planned) -> Simulation:
@@ -228,9 +236,9 @@ def simulation(cfg: Config, p: _Planned) -> Simulation:
     )
     embedding = p.meta.get("input", {}).get("embedding")
     model = _model(t.model, tuple(p.meta["feature_shape"]), int(p.meta["num_classes"]),
-                   embedding["folder"] if embedding else None)
-    return Simulation(p.key.desc, config, functools.partial(_dataset, str(p.data_dir), p.key.dataset), model,
-                      build_algorithm(algo.name, t.lr, **algo.hyper))
+                   embedding["folder"] if embedding else None, embedding["content_hash"] if embedding else "")
+    data = functools.partial(_dataset, str(p.data_dir), p.key.dataset, p.meta["content_hash"])
+    return Simulation(p.key.desc, config, data, model, build_algorithm(algo.name, t.lr, **algo.hyper))
 
 
 class RunFolders:

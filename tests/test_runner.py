@@ -45,3 +45,26 @@ def test_a_resumed_run_says_from_which_round_of_its_checkpoint(tmp_path, monkeyp
                      f"(checkpoint {checkpoint})"]  # checkpoint_every 2: the first one holds rounds 0 and 1
     assert resumed["param_digest"] == whole["param_digest"] and not resumed["reused"]
     assert not checkpoint.exists()  # a finished run removes its checkpoint
+
+
+def test_a_dataset_made_anew_in_the_same_folder_is_trained_on_anew(tmp_path):
+    """The train stage loads each dataset once per call (a cached builder keyed by its folder and content hash, the
+    cache dropped when the call ends): data regenerated in place (another data.seed) is what the next call trains on,
+    never the copy loaded before."""
+    settings = {"train.rounds": 2, "train.seeds": [0], "train.device": "cpu", "train.workers": 1}
+    first_cfg = load_config(ROOT / "params.yaml", settings)
+    generate(first_cfg, KEY.dataset, root=tmp_path / "data")
+    first = train_runs(first_cfg, [KEY], tmp_path / "data", tmp_path / "runs", progress=False)[0]
+    import shutil
+
+    shutil.rmtree(tmp_path / "data" / KEY.dataset)
+    again_cfg = load_config(ROOT / "params.yaml", {**settings, "data.seed": 1})
+    folder = generate(again_cfg, KEY.dataset, root=tmp_path / "data")
+    again = train_runs(again_cfg, [KEY], tmp_path / "data", tmp_path / "runs", progress=False)[0]
+    from fedbench.data.format import read_meta
+
+    assert again["dataset_hash"] == read_meta(folder)["content_hash"] != first["dataset_hash"]
+    assert again["param_digest"] != first["param_digest"] and not again["reused"]
+    from fedbench.runner import _dataset, _model
+
+    assert _dataset.cache_info().currsize == 0 and _model.cache_info().currsize == 0  # dropped after each call
