@@ -29,7 +29,7 @@ from fedbench.executors import ExecutorSettings
 from fedbench.studies import reuse
 from fedbench.studies.record import SIMULATIONS, keep_seconds, keep_simulation_seconds
 from fedbench.study.runner import (  # noqa: F401 (the studies' names for the runner's parts)
-    EXECUTOR, STORE, WORKERS, ModelTrace, Outcome, Simulation, run_simulations, sim_config)
+    EXECUTOR, STORE, WORKERS, Outcome, Simulation, run_simulations, sim_config)
 
 STUDIES_ROOT = Path("reports/studies")
 
