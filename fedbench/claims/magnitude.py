@@ -1,4 +1,4 @@
-"""Direction and magnitude, judged apart (issue 21): what each claim with a published number registers for its
+r"""Direction and magnitude, judged apart (issue 21): what each claim with a published number registers for its
 magnitude part, and how an entry's direction, magnitude and verdict follow from its judged parts.
 
 Direction: the claim's own rule, as registered (fedbench.claims.verdict: for a ``greater`` rule, the interval on
