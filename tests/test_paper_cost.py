@@ -127,6 +127,13 @@ def test_a_corrupt_measured_file_is_one_line(tmp_path, capsys):
     (tmp_path / "paper-cost.json").write_text(json.dumps({"studies": {"x": {"units": {"m@1": {"step_s": 1}}}}}))
     code, _, err = _exit(["paper", "list", "--costs", str(tmp_path)], capsys)
     assert code == 2 and "study x, unit m@1: missing round_s, eval_s, eval_sample_s, grad_sample_s" in err
+    unit = {**COSTS, "stacked": [{"runs": 4, **{k: 0.1 for k in ("round_s", "step_s", "eval_s", "eval_sample_s")}},
+                                 {"runs": 2, **{k: 0.1 for k in ("round_s", "step_s", "eval_s", "eval_sample_s")}}]}
+    (tmp_path / "paper-cost.json").write_text(json.dumps({"studies": {"x": {"units": {"m@1": unit}}}}))
+    code, _, err = _exit(["paper", "list", "--costs", str(tmp_path)], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and err.rstrip().endswith(
+        "study x, unit m@1: 'stacked' must list points of increasing runs >= 2, each with runs, round_s, step_s, "
+        "eval_s, eval_sample_s")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -151,6 +158,8 @@ def test_a_tiny_measurement_end_to_end(tmp_path):
     assert unit["grad_sample_s"] == 0.0 and unit["real"] == {"clients": 3, "client_samples": 40, "steps": 300,
                                                               "eval_samples": 20000}
     assert result["studies"]["tiny"]["projection"]["runs"] == 2 and result["studies"]["tiny"]["projection"]["left_out"] == 4
+    # its 2 read runs share a stack: timed as one (half the budget is kept for it), not cut on the CPU
+    assert [p["runs"] for p in unit["stacked"]] in ([], [2]) and unit["stack_fit"] is None
     back = study_costs_module.load("cpu", tmp_path)
     assert back["device_name"] == result["device_name"] and "tiny" in back["studies"]
     md = (tmp_path / "paper-cost.md").read_text()
@@ -167,3 +176,46 @@ def test_plan_says_when_its_cost_is_the_paper_budgets():
     line = plan("params.yaml", "fedproxvr_fashion", budget="convex")[0]
     assert line.endswith("that is the paper budget's cost, --budget convex runs part of it (the study's BUDGETS)")
     assert "paper budget's cost" not in plan("params.yaml", "fedproxvr_fashion")[0]
+
+
+def _fake_rounds(calls, clock=None):
+    """_rounds of a made-up engine whose stack of R runs takes, a round: 2 R s fixed + R K' m samples of the
+    cohort's losses at 0.125 s and 1/R s a client-step a run (a batched step of R runs costs 1 s), and for
+    evaluation 4 s + R x samples x 0.125 s; ``clock`` (a one-item list) advances by the seconds its rounds take."""
+    def rounds(model, device, clients, n, batch, steps, eval_n, timed, dissimilarity=0, runs=1):
+        calls.append(runs)
+        train = 2.0 * runs + runs * clients * n * 0.125 + runs * clients * steps / runs
+        evaluation = 4.0 + runs * eval_n * 0.125
+        if clock is not None:
+            clock[0] += (timed + 1) * (train + evaluation)
+        return train, evaluation
+    return rounds
+
+
+def test_stacks_are_timed_in_doubling_sizes_up_to_the_group_and_their_costs_derived(monkeypatch):
+    calls = []
+    monkeypatch.setattr(paper_cost, "_rounds", _fake_rounds(calls))
+    shape = ("mclr", "cpu", 4, 2, 10, 5, (8, 16), 1)  # K' = 4 clients of m = 2 samples, 5 steps, g = 8 and 16
+    single = {"round_s": 2.0, "step_s": 1.0, "eval_s": 4.0, "eval_sample_s": 0.125}
+    points, note = paper_cost.measure_stacks(shape, 12, 1e9, single, lambda: 0.0)
+    assert note == "" and calls == [2, 2, 4, 4, 8, 8, 12, 12]  # A and B at each size, the group's 12 last
+    for p in points:
+        r = p["runs"]
+        assert p == pytest.approx({"runs": r, "round_s": 2.0 * r, "step_s": 1.0 / r, "eval_s": 4.0,
+                                   "eval_sample_s": 0.125})
+
+
+def test_a_stack_that_would_overrun_the_budget_is_not_timed_and_said(monkeypatch):
+    calls, now = [], [0.0]
+    monkeypatch.setattr(paper_cost, "_rounds", _fake_rounds(calls, now))
+    shape = ("mclr", "cpu", 4, 2, 10, 5, (8, 16), 1)
+    single = {"round_s": 2.0, "step_s": 1.0, "eval_s": 4.0, "eval_sample_s": 0.125}
+    # one pair alone: A 2 + 4 x 1.25 + 4 + 1 = 12 s, B 12 + 16 + 1 = 29 s, x 2 rounds: 82 s; at 2 runs taken as
+    # linear from it: 164 s
+    points, note = paper_cost.measure_stacks(shape, 8, 163.0, single, lambda: now[0])
+    assert points == [] and calls == []
+    assert note == "stacks of 2, 4, 8 runs not timed (about 164 s each, 163 s left); larger stacks extrapolated"
+    # 2 runs take 2 x (16 + 34) = 100 s; 4 would take 100 + 2 x (100 - 82) = 136 s, 65 s are left
+    points, note = paper_cost.measure_stacks(shape, 8, 165.0, single, lambda: now[0])
+    assert [p["runs"] for p in points] == [2] and calls == [2, 2] and now[0] == 100.0
+    assert note == "stacks of 4, 8 runs not timed (about 136 s each, 65 s left); larger stacks extrapolated"

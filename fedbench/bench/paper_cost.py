@@ -28,6 +28,12 @@ On the CPU the times are CPU seconds (the process CPU time between two round end
 training and evaluation as the engine's wall times of that round split it): CPU-hours, not inflated by other jobs
 on a shared machine (``cpu_share`` records the share of a core the timed rounds got; the load average is recorded
 beside). On CUDA they are wall seconds.
+**Stacks** (:func:`measure_stacks`): where the study runner would stack runs of a unit (its largest group of
+runs that may share a stack, fedbench.study.costs.group_sizes, cut on CUDA to what fits the device's memory,
+:func:`stack_fit`), A and B are timed again as stacks of 2, 4, 8, ... runs up to that size (simulate_stack, seeds
+0, 1, ...), as far as half the unit's budget allows, and the same unit costs derived per row of the stack;
+fedbench.study.costs.stacked_seconds prices a study's stacks from them.
+
 Time cap (``max_seconds`` a study, split over its units; CPU seconds on the CPU, wall seconds on CUDA): a pilot round sizes A and B; where the real cohort and
 local work would not fit, B runs a partial cohort K' < K and s < S steps, and the projection scales them up
 linearly (K S step_s; round_s measured with K' clients is scaled by K / K'), saying so in ``notes``.
@@ -46,8 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.bench.costs import MODEL_INPUTS
-from fedbench.study.costs import (COST_KEYS, DEVICES, FILE, Scale, load, load_measured, project_stacked, project_study,
-                                  unit_key, units)
+from fedbench.study.costs import (COST_KEYS, DEVICES, FILE, STACK_KEYS, Scale, group_sizes, load, load_measured,
+                                  project_stacked, project_study, unit_key, units)
 
 
 TABLE = "paper-cost.md"
@@ -103,34 +109,61 @@ def _dataset(model: str, clients: int, n: int, eval_n: int):
 
 
 def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, steps: int, eval_n: int, rounds: int,
-            dissimilarity: int = 0) -> tuple[float, float]:
-    """(training, evaluation) seconds of the least timed round of one generated run. On the CPU these are CPU
-    seconds: the process CPU time of the round (between two round ends, one torch thread), split between training
-    and evaluation as the history's wall times of that round split it, so that a machine loaded by other jobs does
-    not inflate them."""
+            dissimilarity: int = 0, runs: int = 1) -> tuple[float, float]:
+    """(training, evaluation) seconds of the least timed round of one generated run, or of a stack of ``runs``
+    runs (seeds 0, 1, ...; one dataset; fedbench.engine.simulation.simulate_stack, as the study runner runs a
+    stack: the whole stack's round). On the CPU these are CPU seconds: the process CPU time of the round (between
+    two round ends, one torch thread), split between training and evaluation as the history's wall times of that
+    round split it, so that a machine loaded by other jobs does not inflate them."""
     import torch
 
     from fedbench.algorithms import build_algorithm
     from fedbench.engine.evaluation import EvalSpec
-    from fedbench.engine.simulation import SimulationConfig, simulate
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
     from fedbench.models import build_model
 
     shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
     ds = _dataset(model_name, clients, n, eval_n)
     model = (build_model(model_name, shape, classes, torch.randn(vocab + 1, dim)) if dim
              else build_model(model_name, shape, classes))
-    cfg = SimulationConfig(rounds=rounds + 1, clients_per_round=clients, local_epochs=1, local_steps=steps,
-                           batch_size=batch, seed=0, device=device, evaluations=(EvalSpec("global_test", final=False),),
-                           dissimilarity_every=1 if dissimilarity else 0,
-                           dissimilarity_samples=dissimilarity or None, checkpoint_every=10**9,
-                           divergence_factor=1e30)
     clock = _RoundClock(device)
-    simulate(cfg, ds, model, build_algorithm("fedavg", 1e-3), callbacks=(clock,))
+    specs = []
+    for seed in range(runs):
+        cfg = SimulationConfig(rounds=rounds + 1, clients_per_round=clients, local_epochs=1, local_steps=steps,
+                               batch_size=batch, seed=seed, device=device,
+                               evaluations=(EvalSpec("global_test", final=False),),
+                               dissimilarity_every=1 if dissimilarity else 0,
+                               dissimilarity_samples=dissimilarity or None, checkpoint_every=10**9,
+                               divergence_factor=1e30)
+        # the clock on the first run only: the stack notifies its runs after the whole stack's round
+        specs.append(RunSpec(cfg, ds, build_algorithm("fedavg", 1e-3), (clock,) if seed == 0 else ()))
+    simulate_stack(model, specs)
     timed = clock.rounds(range(1, rounds + 1))
     if not timed:
         raise RuntimeError(f"{model_name}: no timed round (diverged?)")
     SHARES.extend(t[2] for t in timed)
     return min(t[0] for t in timed), min(t[1] for t in timed)
+
+
+def stack_fit(model_name: str, device: str, clients: int, n: int, batch: int) -> int | None:
+    """The most runs of a cohort of ``clients`` one stack holds in the device's free memory, as the study runner
+    plans it (fedbench.engine.stacking.memory_limits, for FedAvg's vectors: a study's algorithm that keeps a
+    per-client table needs more); None on the CPU (stacks are not cut for memory there)."""
+    import torch
+
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.simulation import RunSpec, SimulationConfig
+    from fedbench.engine.stacking import free_device_memory, memory_limits
+    from fedbench.models import build_model
+
+    shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
+    ds = _dataset(model_name, clients, min(n, batch), 1)
+    model = (build_model(model_name, shape, classes, torch.randn(vocab + 1, dim)) if dim
+             else build_model(model_name, shape, classes))
+    spec = RunSpec(SimulationConfig(clients_per_round=clients, local_steps=1, batch_size=batch, device=device), ds,
+                   build_algorithm("fedavg", 1e-3))
+    free = free_device_memory([spec])
+    return None if free is None else memory_limits([spec], lambda _: model, free)[0]
 
 
 class _RoundClock:
@@ -158,9 +191,11 @@ class _RoundClock:
         return out
 
 
-def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> dict[str, Any]:
+def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2, stack_runs: int = 1) -> dict[str, Any]:
     """The unit costs (COST_KEYS) of scale ``s`` timed on ``device`` within about ``max_seconds``, with what was
-    timed (``measured_with``) and ``notes`` on what was scaled up."""
+    timed (``measured_with``) and ``notes`` on what was scaled up; where the study runner would stack up to
+    ``stack_runs`` runs of it, also the same costs timed for stacks (``stacked``, :func:`measure_stacks`: half of
+    the budget is kept for them) and ``stack_fit``."""
     clock = time.perf_counter if device == "cuda" else time.process_time  # the cap: CPU seconds on the CPU
     start = clock()
     SHARES.clear()
@@ -173,7 +208,7 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> 
     train_p, eval_p = _rounds(s.model, device, pilot_k, m, s.batch_size, 1, g_a, 1)
     per_client = max(train_p / pilot_k, 1e-6)
     per_sample = max(eval_p / g_a, 1e-8)
-    left = max(max_seconds - (clock() - start), MIN_SECONDS)
+    left = max(max_seconds - (clock() - start), MIN_SECONDS) * (0.5 if stack_runs > 1 else 1.0)
     runs = 3 if s.dissimilarity_every else 2
     per_round = left / (runs * (rounds + 1))  # what a round of A, B (and C) may take
     g_b = int(min(s.eval_samples, MAX_EVAL, max(2 * g_a, 0.3 * per_round / per_sample)))
@@ -193,6 +228,19 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> 
         _, eval_c = _rounds(s.model, device, k, d, s.batch_size, 1, g_a, rounds, dissimilarity=d)
         grad_sample_s = max(eval_c - eval_a, 0.0) / (k * d)
     notes = []
+    stacked, fit = [], None
+    if stack_runs > 1:
+        fit = stack_fit(s.model, device, K, n, s.batch_size)
+        target = stack_runs if fit is None else min(stack_runs, fit)
+        left = max_seconds - (clock() - start)
+        single = {"round_s": round_s * k / K, "step_s": step_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s}
+        shape = (s.model, device, k, m, s.batch_size, steps, (g_a, g_b), rounds)
+        stacked, why = (measure_stacks(shape, target, left, single, clock) if target > 1
+                        else ([], "no stack timed: one run fills the device's memory"))
+        stacked = [p | {"round_s": p["round_s"] * K / k} for p in stacked]
+        notes += [why] if why else []
+        if fit is not None and fit < stack_runs:
+            notes.append(f"stacks cut to {fit} runs by the device's memory (a group of {stack_runs})")
     if k < K:
         notes.append(f"cohort {k} of {K} timed, scaled up (the fixed round cost by {K}/{k})")
     if steps < S:
@@ -202,6 +250,8 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> 
     costs = {"step_s": step_s, "round_s": round_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s,
              "grad_sample_s": grad_sample_s}
     return {**{key: float(f"{v:.4g}") for key, v in costs.items()},
+            **({"stacked": [{key: (v if key == "runs" else float(f"{v:.4g}")) for key, v in p.items()}
+                            for p in stacked], "stack_fit": fit} if stack_runs > 1 else {}),
             "measured_with": {"clients": k, "client_samples": m, "batch": s.batch_size, "steps": steps,
                               "eval_samples": [g_a, g_b], "dissimilarity_samples": d, "timed_rounds": rounds,
                               "cpu_share": round(sum(SHARES) / len(SHARES), 3)},
@@ -209,13 +259,61 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2) -> 
             "seconds": round(clock() - start, 1), "notes": notes}
 
 
+def measure_stacks(shape: tuple, target: int, left: float, single: dict[str, float], clock) -> tuple[list, str]:
+    """Stacks of 2, 4, 8, ... runs (the last ``target``) of a unit's timed shape ``shape`` = (model, device, K',
+    m, batch, steps, (g_a, g_b), rounds): each timed as runs A and B are alone (A: 1 step a client and g_a samples,
+    B: ``steps`` steps and g_b samples), its unit costs (per row of the stack's batched work) derived as alone:
+        step_s = (train_B - train_A) / (R K' (s - 1)),  eval_sample_s = (eval_B - eval_A) / (R (g_b - g_a)),
+        eval_s = eval_A - R g_a eval_sample_s,  round_s = train_A - R K' step_s - R K' m eval_sample_s
+    (round_s at K'; the caller scales it to the real cohort). A stack is timed only when the seconds it would take,
+    extrapolated along the last two sizes timed (from one run alone: ``single``'s costs), fit in ``left``
+    (``clock`` seconds); the sizes not timed are said. Returns the points and a note ('' when all were timed)."""
+    model, device, k, m, batch, steps, (g_a, g_b), rounds = shape
+
+    def cost_of(p: dict[str, float]) -> float:  # seconds of one timed pair (A and B, rounds + 1 rounds each)
+        r = p["runs"]
+        a = p["round_s"] + r * k * (p["step_s"] + m * p["eval_sample_s"]) + p["eval_s"] + r * g_a * p["eval_sample_s"]
+        b = a + r * k * (steps - 1) * p["step_s"] + r * (g_b - g_a) * p["eval_sample_s"]
+        return (rounds + 1) * (a + b)
+
+    points, sizes, r = [], [], 2
+    while True:
+        sizes.append(min(r, target))
+        if sizes[-1] == target:
+            break
+        r *= 2
+    known = [{"runs": 1, **single}]
+    start = clock()
+    for i, r in enumerate(sizes):
+        if len(known) == 1:
+            predicted = r * cost_of(known[0])  # from one run alone: linear in the runs (an upper bound)
+        else:
+            (p0, p1) = known[-2:]
+            c0, c1 = cost_of(p0), cost_of(p1)
+            predicted = c1 + (r - p1["runs"]) * (c1 - c0) / (p1["runs"] - p0["runs"])
+        if predicted > left - (clock() - start):
+            return points, (f"stacks of {', '.join(map(str, sizes[i:]))} runs not timed (about {predicted:.0f} s "
+                            f"each, {max(left - (clock() - start), 0):.0f} s left); larger stacks extrapolated")
+        train_a, eval_a = _rounds(model, device, k, m, batch, 1, g_a, rounds, runs=r)
+        train_b, eval_b = _rounds(model, device, k, m, batch, steps, g_b, rounds, runs=r)
+        step_s = max(train_b - train_a, 0.0) / (r * k * (steps - 1))
+        eval_sample_s = max(eval_b - eval_a, 0.0) / (r * (g_b - g_a))
+        eval_s = max(eval_a - r * g_a * eval_sample_s, 0.0)
+        round_s = max(train_a - r * k * step_s - r * k * m * eval_sample_s, 0.0)
+        point = {"runs": r, "round_s": round_s, "step_s": step_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s}
+        points.append(point)
+        known.append(point)
+    return points, ""
+
+
 def measure_study(scales: tuple[Scale, ...] | list[Scale], device: str, max_seconds: float,
                   rounds: int = 2) -> dict[str, Any]:
     """Every unit of a study measured (``max_seconds`` split evenly over them), and the study projected from them."""
     found = units(scales)
     share = max_seconds / max(1, len(found))
-    measured = {key: measure_unit(s, device, share, rounds) for key, s in found.items()}
-    unit_costs = {k: {c: u[c] for c in COST_KEYS} for k, u in measured.items()}
+    sizes = group_sizes(scales)
+    measured = {key: measure_unit(s, device, share, rounds, sizes.get(key, 1)) for key, s in found.items()}
+    unit_costs = {k: {c: u[c] for c in (*COST_KEYS, *STACK_KEYS) if c in u} for k, u in measured.items()}
     projection = project_study(scales, load_measured(), unit_costs)
     stacked = project_stacked(scales, lambda s: unit_costs[unit_key(s)])
     return {"units": measured, "projection": {**{k: projection[k] for k in
@@ -245,6 +343,14 @@ def machine(device: str) -> dict[str, Any]:
 
 def _stacked(p: dict[str, Any]) -> str:
     return f"{p['stacked_hours']:,.2f} ({p['stacks']})" if "stacked_hours" in p else "-"
+
+
+def _stacks(unit: dict[str, Any]) -> str:
+    if "stacked" not in unit:
+        return "-"
+    points = ", ".join(f"{p['runs']}: {p['step_s']:.3g}" for p in unit["stacked"]) or "none"
+    fit = unit.get("stack_fit")
+    return points + ("" if fit is None else f" (fit {fit:,})")
 
 
 def validate(names: list[str], known: list[str], rounds: int, max_seconds: float, device: str) -> None:
@@ -301,7 +407,8 @@ def markdown(result: dict[str, Any]) -> str:
              f"{', '.join(map(str, result['load_average']))} at the end; at most {result['max_seconds']:g} s a study, "
              f"{result['timed_rounds']} timed round(s) a run after a warm-up round; generated data of each study's "
              "real shapes. Hours project each study's runs that its claims read, each run on its own; 'stacked' "
-             "projects them as the study runner stacks them (fedbench.study.costs.stacked_seconds: a stack pays a "
+             "projects them as the study runner stacks them (fedbench.study.costs.stacked_seconds: from stacks of "
+             "each unit timed as the runner runs them where they were, column 'stacks timed'; else a stack pays a "
              "round's and an evaluation's fixed cost once).", "",
              f"| study | runs read | left out | rounds | training {unit} | evaluation {unit} | evaluation share | "
              f"total {unit} | stacked {unit} (stacks) | measured at (load) | scaled up |",
@@ -314,15 +421,17 @@ def markdown(result: dict[str, Any]) -> str:
                      f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {_stacked(p)} | {st['measured_at']} "
                      f"({', '.join(map(str, st['load_average']))}) | {notes} |")
     lines += ["", "Unit costs (seconds): step_s a local step, round_s a round's fixed cost, eval_s an evaluation's "
-              "fixed cost, eval_sample_s a sample evaluated, grad_sample_s a sample's gradient (dissimilarity).", "",
-              "| study | unit | step_s | round_s | eval_s | eval_sample_s | grad_sample_s | timed with |",
-              "|---|---|---:|---:|---:|---:|---:|---|"]
+              "fixed cost, eval_sample_s a sample evaluated, grad_sample_s a sample's gradient (dissimilarity); stacks "
+              "timed: the runs of each stack timed, with its step_s a row (a client-step of one of its runs), and "
+              "the most runs a stack fits in the device's memory.", "",
+              "| study | unit | step_s | round_s | eval_s | eval_sample_s | grad_sample_s | timed with | stacks timed |",
+              "|---|---|---:|---:|---:|---:|---:|---|---|"]
     for name, st in sorted(result["studies"].items()):
         for key, u in st["units"].items():
             w = u["measured_with"]
             lines.append(f"| {name} | {key} | {u['step_s']:.4g} | {u['round_s']:.4g} | {u['eval_s']:.4g} | "
                          f"{u['eval_sample_s']:.4g} | {u['grad_sample_s']:.4g} | K'={w['clients']}, n={w['client_samples']}, "
-                         f"{w['steps']} steps, eval {w['eval_samples'][0]}/{w['eval_samples'][1]} |")
+                         f"{w['steps']} steps, eval {w['eval_samples'][0]}/{w['eval_samples'][1]} | {_stacks(u)} |")
     return "\n".join(lines) + "\n"
 
 

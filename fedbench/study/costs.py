@@ -24,6 +24,11 @@ TABLE_BATCH = 10  # the per-model table's batch (fedbench.bench.costs.BATCH)
 
 # what one unit of work costs, in seconds: the keys of a measured model (or a measured study's (model, batch))
 COST_KEYS = ("step_s", "round_s", "eval_s", "eval_sample_s", "grad_sample_s")
+# what a measured unit may add: the same costs for stacks of 2 runs and more (``stacked``: a list of points, each
+# {"runs": R, "round_s", "step_s", "eval_s", "eval_sample_s"}) and the most runs a stack fits in the device's memory
+# (``stack_fit``; None: not cut), :func:`stacked_seconds`
+STACK_KEYS = ("stacked", "stack_fit")
+STACK_POINT_KEYS = ("runs", "round_s", "step_s", "eval_s", "eval_sample_s")
 
 
 def load_measured(path: Path = MEASURED) -> dict[str, Any]:
@@ -98,18 +103,43 @@ def project_study(scales: tuple[Scale, ...] | list[Scale], measured: dict[str, A
             "basis": "; ".join(f"{s.model}: {p['basis']}" for s, p in zip(read, parts))}
 
 
+def stack_point_seconds(scale: Scale, c: dict[str, float], point: dict[str, float]) -> float:
+    """Seconds of one stack of ``point["runs"]`` runs of ``scale`` at the unit costs timed for such a stack
+    (fedbench.bench.paper_cost: ``round_s`` and ``eval_s`` the stack's fixed costs, ``step_s`` a client-step and
+    ``eval_sample_s`` a sample, each one row of the stack's batched work); the dissimilarity's gradients are priced
+    per run at the run-alone ``grad_sample_s`` of ``c``. At one run it is :func:`seconds`'s sum."""
+    runs = point["runs"]
+    signal = scale.clients_per_round * scale.client_samples * point["eval_sample_s"] if scale.cohort_signal else 0.0
+    train = scale.rounds * (point["round_s"] + runs * (scale.steps_per_round() * point["step_s"] + signal))
+    evaluation = (scale.evaluations() * (point["eval_s"] + runs * scale.eval_samples * point["eval_sample_s"])
+                  + runs * scale.dissimilarities() * scale.dissimilarity_samples * c["grad_sample_s"])
+    return train + evaluation
+
+
 def stacked_seconds(scale: Scale, c: dict[str, float], runs: int) -> float:
     """Seconds of one stack of ``runs`` runs of ``scale`` at unit costs ``c`` (COST_KEYS), as the study runner runs
-    it (fedbench.engine.stacking): the stack pays a round's fixed cost (``round_s``) and an evaluation's fixed cost
-    (``eval_s``) once for all its runs, and its runs' clients train in one batched step whose cost is taken as
-    linear in the rows (``step_s`` a client's step, measured at the unit's cohort: the batched step's own fixed
-    launch cost, shared in fact, is counted per row, so this overstates the stack); evaluated samples, the
-    cohort's own losses and the dissimilarity's gradients are per run. So, with T_1 the seconds of one run alone
-    (:func:`seconds`) and E its evaluations:
+    it (fedbench.engine.simulation.simulate_stack).
+
+    Where stacks of this unit were timed (``c["stacked"]``: a list of points, each the unit costs of a stack of
+    ``runs`` runs, from 2 runs up; fedbench.bench.paper_cost), the stack's seconds are read off the measured curve
+    through (1, T_1) (T_1: one run alone, :func:`seconds`) and each point's seconds (:func:`stack_point_seconds`),
+    linear between points and along the last segment beyond the last. A batched step's cost grows less than
+    linearly in its rows (its launches are shared), so a chord lies above the curve: between points and beyond
+    them the figure overstates the stack, never understates it.
+
+    Where no stack was timed, the assumption fedbench had before it measured stacks: the stack pays a round's fixed
+    cost (``round_s``) and an evaluation's fixed cost (``eval_s``) once for all its runs, and everything else per
+    run (the batched step taken as linear in its rows, which overstates it):
         stack(R) = R T_1 - (R - 1) (rounds x round_s + E x eval_s)."""
     train, evaluation = seconds(scale, c)
-    shared = scale.rounds * c["round_s"] + scale.evaluations() * c["eval_s"]
-    return runs * (train + evaluation) - (runs - 1) * shared
+    points = [(1, train + evaluation)] + [(p["runs"], stack_point_seconds(scale, c, p)) for p in c.get("stacked") or ()]
+    if len(points) == 1:
+        shared = scale.rounds * c["round_s"] + scale.evaluations() * c["eval_s"]
+        return runs * (train + evaluation) - (runs - 1) * shared
+    for (r0, t0), (r1, t1) in zip(points, points[1:]):
+        if runs <= r1 or (r1, t1) == points[-1]:
+            return t0 + (runs - r0) * (t1 - t0) / (r1 - r0)
+    raise AssertionError("unreachable")
 
 
 def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None = None) -> list[tuple[Scale, int]]:
@@ -117,8 +147,8 @@ def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None 
     in everything but ``runs``, ``read`` and ``label`` share stacks (they share model, rounds, cohort, batch, local
     work and evaluation, as fedbench.engine.simulation.stack_key asks of a stack; a Scale records no algorithm, so
     arms of different algorithm classes, which the engine stacks apart, are taken as one group: the gain is an
-    upper bound there), each group cut into stacks of at most ``max_stack`` runs (None: one stack; the device's
-    memory cut, fedbench.engine.stacking.memory_limits, is the caller's)."""
+    upper bound there), each group cut into stacks of at most ``max_stack`` runs (None: one stack; a callable:
+    the most for that group's scale, as the device's memory allows, fedbench.engine.stacking.memory_limits)."""
     groups: dict[Scale, int] = {}
     for s in scales:
         if s.read:
@@ -126,16 +156,31 @@ def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None 
             groups[key] = groups.get(key, 0) + s.runs
     out = []
     for key, runs in groups.items():
-        size = runs if max_stack is None else max(1, max_stack)
+        cut = max_stack(key) if callable(max_stack) else max_stack
+        size = runs if cut is None else max(1, cut)
         out += [(key, min(size, runs - lo)) for lo in range(0, runs, size)]
+    return out
+
+
+def group_sizes(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, int]:
+    """unit key -> the most runs one of its stacks would hold, memory aside (:func:`stack_groups`): how large a
+    stack ``fedbench paper cost`` times."""
+    out: dict[str, int] = {}
+    for s, runs in stack_groups(scales):
+        out[unit_key(s)] = max(out.get(unit_key(s), 0), runs)
     return out
 
 
 def project_stacked(scales: tuple[Scale, ...] | list[Scale], costs_of, max_stack: int | None = None) -> dict[str, Any]:
     """A study's read runs as the study runner would run them (:func:`stack_groups`, :func:`stacked_seconds`)
-    beside each run on its own; ``costs_of(scale)``: the unit costs of a scale. Seconds and hours of both, the
-    stacks, and ``gain`` (one by one / stacked)."""
-    stacks = stack_groups(scales, max_stack)
+    beside each run on its own; ``costs_of(scale)``: the unit costs of a scale. A unit whose costs say how many runs
+    fit in the device's memory (``stack_fit``, timed on CUDA) has its groups cut to that. Seconds and hours of
+    both, the stacks, and ``gain`` (one by one / stacked)."""
+    def cut(s: Scale) -> int | None:
+        fit = costs_of(s).get("stack_fit")
+        return fit if max_stack is None else (max_stack if fit is None else min(fit, max_stack))
+
+    stacks = stack_groups(scales, cut)
     alone = sum(runs * sum(seconds(s, costs_of(s))) for s, runs in stacks)
     stacked = sum(stacked_seconds(s, costs_of(s), runs) for s, runs in stacks)
     return {"stacks": len(stacks), "runs": sum(r for _, r in stacks), "alone_seconds": round(alone, 1),
@@ -179,14 +224,23 @@ def load(device: str, root: Path | None = None) -> dict[str, Any] | None:
             missing = [k for k in COST_KEYS if not isinstance(unit.get(k), (int, float))]
             if missing:
                 raise ValueError(f"{path}: study {name}, unit {key}: missing {', '.join(missing)}")
+            points = unit.get("stacked") or []
+            bad = [p for p in points if not isinstance(p, dict)
+                   or not all(isinstance(p.get(k), (int, float)) for k in STACK_POINT_KEYS)]
+            runs = [p["runs"] for p in points if p not in bad]
+            if bad or runs != sorted(set(runs)) or any(r < 2 for r in runs):
+                raise ValueError(f"{path}: study {name}, unit {key}: 'stacked' must list points of increasing "
+                                 f"runs >= 2, each with {', '.join(STACK_POINT_KEYS)}")
     return data
 
 
-def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, float]] | None:
-    """The unit costs measured for study ``name`` (unit key -> COST_KEYS), None where it was not measured."""
+def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, Any]] | None:
+    """The unit costs measured for study ``name`` (unit key -> COST_KEYS, with ``stacked`` and ``stack_fit`` where
+    stacks were timed: :func:`stacked_seconds`), None where it was not measured."""
     if not data or name not in data["studies"]:
         return None
-    return {k: {c: float(u[c]) for c in COST_KEYS} for k, u in data["studies"][name]["units"].items()}
+    return {k: {c: float(u[c]) for c in COST_KEYS} | {s: u[s] for s in STACK_KEYS if s in u}
+            for k, u in data["studies"][name]["units"].items()}
 
 
 def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu",
