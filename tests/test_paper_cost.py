@@ -192,13 +192,14 @@ def _fake_rounds(calls, clock=None):
     return rounds
 
 
-def test_stacks_are_timed_in_doubling_sizes_up_to_the_group_and_their_costs_derived(monkeypatch):
+def test_the_groups_stack_is_timed_first_then_doubling_sizes_and_their_costs_derived(monkeypatch):
     calls = []
     monkeypatch.setattr(paper_cost, "_rounds", _fake_rounds(calls))
     shape = ("mclr", "cpu", 4, 2, 10, 5, (8, 16), 1)  # K' = 4 clients of m = 2 samples, 5 steps, g = 8 and 16
     single = {"round_s": 2.0, "step_s": 1.0, "eval_s": 4.0, "eval_sample_s": 0.125}
     points, note = paper_cost.measure_stacks(shape, 12, 1e9, single, lambda: 0.0)
-    assert note == "" and calls == [2, 2, 4, 4, 8, 8, 12, 12]  # A and B at each size, the group's 12 last
+    assert note == "" and calls == [12, 12, 2, 2, 4, 4, 8, 8]  # A and B at each size, the group's 12 first
+    assert [p["runs"] for p in points] == [2, 4, 8, 12]
     for p in points:
         r = p["runs"]
         assert p == pytest.approx({"runs": r, "round_s": 2.0 * r, "step_s": 1.0 / r, "eval_s": 4.0,
@@ -210,12 +211,16 @@ def test_a_stack_that_would_overrun_the_budget_is_not_timed_and_said(monkeypatch
     monkeypatch.setattr(paper_cost, "_rounds", _fake_rounds(calls, now))
     shape = ("mclr", "cpu", 4, 2, 10, 5, (8, 16), 1)
     single = {"round_s": 2.0, "step_s": 1.0, "eval_s": 4.0, "eval_sample_s": 0.125}
-    # one pair alone: A 2 + 4 x 1.25 + 4 + 1 = 12 s, B 12 + 16 + 1 = 29 s, x 2 rounds: 82 s; at 2 runs taken as
-    # linear from it: 164 s
-    points, note = paper_cost.measure_stacks(shape, 8, 163.0, single, lambda: now[0])
-    assert points == [] and calls == []
-    assert note == "stacks of 2, 4, 8 runs not timed (about 164 s each, 163 s left); larger stacks extrapolated"
-    # 2 runs take 2 x (16 + 34) = 100 s; 4 would take 100 + 2 x (100 - 82) = 136 s, 65 s are left
-    points, note = paper_cost.measure_stacks(shape, 8, 165.0, single, lambda: now[0])
-    assert [p["runs"] for p in points] == [2] and calls == [2, 2] and now[0] == 100.0
-    assert note == "stacks of 4, 8 runs not timed (about 136 s each, 65 s left); larger stacks extrapolated"
+    # A alone: 2 + 4 x 1.25 + 4 + 1 = 12 s a round, 24 s for its 2 rounds; a stack of R: at most R x 24 s.
+    # With 100 s: 8 runs (192 s) no; 2 runs: A takes 2 x 16 = 32 s, B at most 2 x (5 x 10 + 6 x 2) = 124 s > 68 s
+    # left: no; 4 runs (96 s) > 68 s: no
+    points, note = paper_cost.measure_stacks(shape, 8, 100.0, single, lambda: now[0])
+    assert points == [] and calls == [2] and now[0] == 32.0
+    assert note == ("stacks of 2, 4, 8 runs not timed (over the 100 s left for stacks); the stacked cost is read "
+                    "off the sizes timed")
+    # with 300 s: A at 8 runs (80 s), B at most 2 x (5 x 28 + 12 x 2) = 328 s > 220: no; 2 runs: A 32 s and B
+    # 68 s; 4 runs: A 48 s, B at most 2 x (5 x 16 + 8 x 2) = 192 s > 72 s: no
+    calls[:], now[0] = [], 0.0
+    points, note = paper_cost.measure_stacks(shape, 8, 300.0, single, lambda: now[0])
+    assert [p["runs"] for p in points] == [2] and calls == [8, 2, 2, 4] and now[0] == 228.0
+    assert note.startswith("stacks of 4, 8 runs not timed (over the 300 s left for stacks)")

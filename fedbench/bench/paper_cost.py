@@ -30,9 +30,9 @@ on a shared machine (``cpu_share`` records the share of a core the timed rounds 
 beside). On CUDA they are wall seconds.
 **Stacks** (:func:`measure_stacks`): where the study runner would stack runs of a unit (its largest group of
 runs that may share a stack, fedbench.study.costs.group_sizes, cut on CUDA to what fits the device's memory,
-:func:`stack_fit`), A and B are timed again as stacks of 2, 4, 8, ... runs up to that size (simulate_stack, seeds
-0, 1, ...), as far as half the unit's budget allows, and the same unit costs derived per row of the stack;
-fedbench.study.costs.stacked_seconds prices a study's stacks from them.
+:func:`stack_fit`), A and B are timed again as a stack of that size, then as stacks of 2, 4, 8, ... runs below
+it (simulate_stack, seeds 0, 1, ...), as far as half the unit's budget allows, and the same unit costs derived
+per row of the stack; fedbench.study.costs.stacked_seconds prices a study's stacks from them.
 
 Time cap (``max_seconds`` a study, split over its units; CPU seconds on the CPU, wall seconds on CUDA): a pilot round sizes A and B; where the real cohort and
 local work would not fit, B runs a partial cohort K' < K and s < S steps, and the projection scales them up
@@ -260,50 +260,41 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2, sta
 
 
 def measure_stacks(shape: tuple, target: int, left: float, single: dict[str, float], clock) -> tuple[list, str]:
-    """Stacks of 2, 4, 8, ... runs (the last ``target``) of a unit's timed shape ``shape`` = (model, device, K',
-    m, batch, steps, (g_a, g_b), rounds): each timed as runs A and B are alone (A: 1 step a client and g_a samples,
-    B: ``steps`` steps and g_b samples), its unit costs (per row of the stack's batched work) derived as alone:
+    """Stacks of ``target`` runs (the stacks the study runner would make of the unit), then of 2, 4, 8, ... below
+    it, of a unit's timed shape ``shape`` = (model, device, K', m, batch, steps, (g_a, g_b), rounds): each timed as
+    runs A and B are alone (A: 1 step a client and g_a samples, B: ``steps`` steps and g_b samples), its unit costs
+    (per row of the stack's batched work) derived as alone:
         step_s = (train_B - train_A) / (R K' (s - 1)),  eval_sample_s = (eval_B - eval_A) / (R (g_b - g_a)),
         eval_s = eval_A - R g_a eval_sample_s,  round_s = train_A - R K' step_s - R K' m eval_sample_s
-    (round_s at K'; the caller scales it to the real cohort). A stack is timed only when the seconds it would take,
-    extrapolated along the last two sizes timed (from one run alone: ``single``'s costs), fit in ``left``
-    (``clock`` seconds); the sizes not timed are said. Returns the points and a note ('' when all were timed)."""
+    (round_s at K'; the caller scales it to the real cohort). Each run is timed only when an upper bound of its
+    seconds fits in what is left of ``left`` (``clock`` seconds): A's, R times A's alone (``single``'s costs); B's,
+    from A at the same size: each of B's steps costs at most A's whole training round, and its evaluation at most
+    A's scaled by g_b / g_a. Returns the points, by runs, and a note of the sizes not timed ('' when all were)."""
     model, device, k, m, batch, steps, (g_a, g_b), rounds = shape
-
-    def cost_of(p: dict[str, float]) -> float:  # seconds of one timed pair (A and B, rounds + 1 rounds each)
-        r = p["runs"]
-        a = p["round_s"] + r * k * (p["step_s"] + m * p["eval_sample_s"]) + p["eval_s"] + r * g_a * p["eval_sample_s"]
-        b = a + r * k * (steps - 1) * p["step_s"] + r * (g_b - g_a) * p["eval_sample_s"]
-        return (rounds + 1) * (a + b)
-
-    points, sizes, r = [], [], 2
-    while True:
-        sizes.append(min(r, target))
-        if sizes[-1] == target:
-            break
+    alone_a = (rounds + 1) * (single["round_s"] + k * (single["step_s"] + m * single["eval_sample_s"])
+                              + single["eval_s"] + g_a * single["eval_sample_s"])
+    sizes, r = [target], 2
+    while r < target:
+        sizes.append(r)
         r *= 2
-    known = [{"runs": 1, **single}]
-    start = clock()
-    for i, r in enumerate(sizes):
-        if len(known) == 1:
-            predicted = r * cost_of(known[0])  # from one run alone: linear in the runs (an upper bound)
-        else:
-            (p0, p1) = known[-2:]
-            c0, c1 = cost_of(p0), cost_of(p1)
-            predicted = c1 + (r - p1["runs"]) * (c1 - c0) / (p1["runs"] - p0["runs"])
-        if predicted > left - (clock() - start):
-            return points, (f"stacks of {', '.join(map(str, sizes[i:]))} runs not timed (about {predicted:.0f} s "
-                            f"each, {max(left - (clock() - start), 0):.0f} s left); larger stacks extrapolated")
+    start, points, skipped = clock(), [], []
+    for r in sizes:
+        if r * alone_a > left - (clock() - start):
+            skipped.append(r)
+            continue
         train_a, eval_a = _rounds(model, device, k, m, batch, 1, g_a, rounds, runs=r)
+        if (rounds + 1) * (steps * train_a + eval_a * g_b / g_a) > left - (clock() - start):
+            skipped.append(r)
+            continue
         train_b, eval_b = _rounds(model, device, k, m, batch, steps, g_b, rounds, runs=r)
         step_s = max(train_b - train_a, 0.0) / (r * k * (steps - 1))
         eval_sample_s = max(eval_b - eval_a, 0.0) / (r * (g_b - g_a))
         eval_s = max(eval_a - r * g_a * eval_sample_s, 0.0)
         round_s = max(train_a - r * k * step_s - r * k * m * eval_sample_s, 0.0)
-        point = {"runs": r, "round_s": round_s, "step_s": step_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s}
-        points.append(point)
-        known.append(point)
-    return points, ""
+        points.append({"runs": r, "round_s": round_s, "step_s": step_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s})
+    note = (f"stacks of {', '.join(map(str, sorted(skipped)))} runs not timed (over the {left:.0f} s left for "
+            "stacks); the stacked cost is read off the sizes timed" if skipped else "")
+    return sorted(points, key=lambda p: p["runs"]), note
 
 
 def measure_study(scales: tuple[Scale, ...] | list[Scale], device: str, max_seconds: float,
