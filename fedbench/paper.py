@@ -176,10 +176,10 @@ def confirm(lines: list[str], yes: bool, dry_run: bool) -> bool:
 
 def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> str:
     """Each profile's studies with their cost (runs its claims read, the runs left out, rounds, training and
-    evaluation hours, the share of evaluation, the total), each figure measured (``fedbench paper cost``: the file
+    evaluation hours, the share of evaluation, the total, and the total stacked as the study runner runs it), each figure measured (``fedbench paper cost``: the file
     in ``costs_dir``, default reports/bench/ or reports/bench-gpu/ for ``device``) where there is one, projected
     from the per-model table (CPU) otherwise, and the totals."""
-    from fedbench.study.costs import FILE, folder, load, load_measured, study_cost
+    from fedbench.study.costs import FILE, folder, load, load_measured, stacked_cost, study_cost
 
     measured = load_measured()
     costs_dir = costs_dir or folder(device)
@@ -195,21 +195,25 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
               f"measured: none for {device} yet ({costs_dir / FILE}; `fedbench paper cost --device {device}` makes it)"),
              f"projected: from the per-model table on {measured['device']} ({measured['measured_on']}), "
              "fedbench/bench/measured_costs.json" + ("; not shown for cuda (a CPU figure)" if device == "cuda" else ""),
+             "stacked h: the same runs as the study runner stacks them (`fedbench paper cost`'s stacked column: "
+             "from each unit's stacks timed where they were; else only a round's and an evaluation's fixed costs "
+             "are shared)",
              f"  {'study':<26} {'source':<10} {'runs':>5} {'left out':>8} {'rounds':>7} {'train h':>10} {'eval h':>10} "
-             f"{'eval':>5} {'total h':>10}"]
+             f"{'eval':>5} {'total h':>10} {'stacked h':>10}"]
 
     def cost(name: str) -> dict | None:
         c = study_cost(name, scales[name], device, costs_dir)
         if device == "cuda" and c["source"] != "measured":
             return None
-        return c
+        return c | {"stacked_hours": stacked_cost(name, scales[name], device, costs_dir)["stacked_hours"]}
 
     def line(name: str, c: dict | None) -> str:
         if c is None:
             return f"  {name:<26} {'not measured':<10}   fedbench paper cost --device {device} --study {name}"
         share = c["eval_hours"] / c["hours"] if c["hours"] else 0.0
         return (f"  {name:<26} {c['source']:<10} {c['runs']:>5} {c['left_out']:>8} {c['rounds']:>7,} "
-                f"{c['train_hours']:>10,.2f} {c['eval_hours']:>10,.2f} {share:>5.0%} {c['hours']:>10,.2f}")
+                f"{c['train_hours']:>10,.2f} {c['eval_hours']:>10,.2f} {share:>5.0%} {c['hours']:>10,.2f} "
+                f"{c['stacked_hours']:>10,.2f}")
 
     def block(title: str, names: list[str], total: bool = True) -> None:
         lines.append(title)
@@ -227,7 +231,7 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
         said += f", {missing} not measured (not in the total)" if missing else ""
         lines.append(f"  {'total':<26} {'':<10} {sum(c['runs'] for c in counted):>5} "
                      f"{sum(c['left_out'] for c in counted):>8} {'':>7} {train:>10,.1f} {evaluation:>10,.1f} "
-                     f"{share:>5.0%} {hours:>10,.1f}   ({said})")
+                     f"{share:>5.0%} {hours:>10,.1f} {sum(c['stacked_hours'] for c in counted):>10,.1f}   ({said})")
 
     for profile, names in PROFILES.items():
         block(f"profile {profile}:", names + (list(PAPER_CLAIM_STUDIES) if profile == "paper" else []))

@@ -110,7 +110,9 @@ def test_list_shows_the_measured_figure_where_there_is_one(tmp_path):
     text = listing("params.yaml", "cpu", tmp_path / "bench")
     row = next(line for line in text.splitlines() if line.split()[:1] == ["mime_fashion"])
     expected = project_study(study_scales(5)["mime_fashion"], None, {"mclr@10": COSTS})
-    assert row.split()[1] == "measured" and row.split()[-1] == f"{expected['hours']:,.2f}"
+    assert row.split()[1] == "measured" and row.split()[-2] == f"{expected['hours']:,.2f}"
+    stacked = study_costs_module.stacked_cost("mime_fashion", study_scales(5)["mime_fashion"], "cpu", tmp_path / "bench")
+    assert row.split()[-1] == f"{stacked['stacked_hours']:,.2f}"
     assert "measured: `fedbench paper cost --device cpu` on test CPU" in text
     fedprox = next(line for line in text.splitlines() if line.split()[:1] == ["fedprox_mnist"])
     assert fedprox.split()[1:4] == ["projected", "20", "25"]  # runs read, runs left out
