@@ -18,7 +18,8 @@ budget (a part or case that would not finish in it is skipped and listed as skip
    local work: fedbench.bench.throughput), each case timed only if the budget still allows it.
 4. **paper cost**: ``fedbench paper cost`` (fedbench.bench.paper_cost) for every paper study and stand-in in turn,
    each given at most ``--paper-max-seconds`` (default: what is left, split evenly over the studies not yet
-   measured, x 0.7 for the setup's share); a study is skipped when under 5 s would be left for it. It writes
+   measured, x 0.7 for the setup's share; half of a unit's share times its stacks as the study runner makes
+   them, fedbench.bench.paper_cost.measure_stacks); a study is skipped when under 5 s would be left for it. It writes
    ``paper-cost.json`` and ``paper-cost.md`` (copy them to ``reports/bench-gpu/`` for ``fedbench paper list
    --device cuda``). The FedProx studies are counted at 5 seeds (params.yaml's train.seeds: this machine has no
    PyYAML to read it).
