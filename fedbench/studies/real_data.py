@@ -99,13 +99,29 @@ def not_run_entry(name: str) -> list[dict[str, Any]]:
     return out
 
 
-@functools.cache
 def load_real(variant: str, real_root: str | Path = REAL_ROOT) -> FederatedDataset:
-    """The real variant built in ``real_root/variant`` (loaded once per process, so that runs sharing it share
-    one copy and worker processes inherit it); a missing or corrupt one is one line saying how to build it."""
+    """The real variant built in ``real_root/variant``, loaded once per process and content (so that runs sharing it
+    share one copy and worker processes inherit it, while a variant rebuilt in place is loaded anew); a missing or
+    corrupt one is one line saying how to build it."""
+    folder = Path(real_root) / variant
+    return _load_real(str(folder), variant, _content_hash(folder))
+
+
+def _content_hash(folder: Path) -> str:
+    """The built dataset's content hash ('' where it has none: loading it then says how to build it)."""
+    from fedbench.data.format import read_meta
+
+    try:
+        return str(read_meta(folder).get("content_hash", ""))
+    except (OSError, ValueError):
+        return ""
+
+
+@functools.cache
+def _load_real(folder: str, variant: str, content_hash: str) -> FederatedDataset:
     from fedbench.runner import _load_dataset
 
-    return _load_dataset(Path(real_root) / variant, variant)
+    return _load_dataset(Path(folder), variant)
 
 
 def embedding(ds: FederatedDataset):
@@ -125,12 +141,16 @@ def build(model: str, ds: FederatedDataset):
         build_model(model, ds.feature_shape, ds.num_classes)
 
 
-@functools.cache
 def repartitioned(variant: str, real_root: str, built_n: int, n: int) -> FederatedDataset:
     """Real variant ``variant`` over ``n`` clients: the one built in ``real_root`` when ``n`` is ``built_n`` (one line
     saying how to rebuild it when it was built with another N), else its partition re-run with num_clients = ``n``
     (and the built one's seed) from the prepared source beside ``real_root`` (``<real_root>/../prepared``): a study
     that sweeps N partitions the whole training set again for each N, as FedLaAvg's authors' code does."""
+    return _repartitioned(variant, real_root, built_n, n, _content_hash(Path(real_root) / variant))
+
+
+@functools.cache
+def _repartitioned(variant: str, real_root: str, built_n: int, n: int, content_hash: str) -> FederatedDataset:
     built = load_real(variant, real_root)
     if built.num_clients != built_n:
         raise ValueError(f"{Path(real_root) / variant}: built with N = {built.num_clients} clients; this budget needs "
@@ -143,10 +163,14 @@ def repartitioned(variant: str, real_root: str, built_n: int, n: int) -> Federat
     return build_variant(variant, Path(real_root).parent, {"num_clients": n, "seed": seed})
 
 
-@functools.cache
 def pooled(variant: str, real_root: str, built_n: int) -> FederatedDataset:
     """The built variant's clients pooled into one (fedbench.algorithms.sequential_sgd.pool_clients: sequential SGD's
-    data)."""
+    data), once per process and content of the built variant."""
+    return _pooled(variant, real_root, built_n, _content_hash(Path(real_root) / variant))
+
+
+@functools.cache
+def _pooled(variant: str, real_root: str, built_n: int, content_hash: str) -> FederatedDataset:
     from fedbench.algorithms.sequential_sgd import pool_clients
 
     return pool_clients(repartitioned(variant, real_root, built_n, built_n))
