@@ -7,12 +7,15 @@ For a stack (a set of runs) and a block of ``block`` rounds:
   costs its own largest client's steps; at a static shape (capture static/cuda_graph) each round of a block
   costs the block's largest client's steps;
 - the *padded row-steps* are the client minibatch steps a static shape computes and discards: per round,
-  (block's largest client) x (rows: every run's largest cohort of the block) - the steps clients really take.
+  (block's largest client) x (rows: every run's largest cohort of the block) - the steps clients really take;
+- the *out-of-phase chain* is the chain if each run of a stack started its next round as soon as its own ended,
+  instead of waiting for the stack's longest client: the stack's longest run's own chain.
 
 ``python -m fedbench.bench.lockstep`` prints both for FedProx's 140-run synthetic study (as fedbench.bench.studies)
 at 200 rounds, for its runs dealt into 1, 2, 4 and 7 stacks per group two ways: cost-sorted round robin (as
 fedbench.engine.stacking.plan_stacks deals them) and sorted by each run's longest client into contiguous
-pieces (runs of similar size together); and for blocks of 1, 20 and 200 rounds.
+pieces (runs of similar size together); and for blocks of 1, 20 and 200 rounds; and every run in one stack (the
+algorithm classes merged), in lockstep and out of phase.
 """
 
 from __future__ import annotations
@@ -64,6 +67,14 @@ def chain(steps: list[RunSteps], stacks: list[list[int]], block: int | None = No
     client's steps (``block`` None, the ragged and the captured path) or its block's largest, rounded up to
     ``multiple``."""
     return sum(int(_longest(steps, stack, block, multiple).sum()) for stack in stacks)
+
+
+def out_of_phase_chain(steps: list[RunSteps], stacks: list[list[int]]) -> int:
+    """Local steps run one after another by ``stacks`` if each run of a stack started its next round as soon as its
+    own round ended (its runs are independent; no round waits for another run's longest client): each stack
+    lasts as long as its longest run's own chain, sum over stacks. A lower bound of :func:`chain` for the same
+    stacks: no ordering of runs or clients does better, since a round cannot end before its longest client."""
+    return sum(int(max(steps[i].max_steps.sum() for i in stack)) for stack in stacks)
 
 
 def padded_row_steps(steps: list[RunSteps], stacks: list[list[int]], row_block: int, block: int | None = None,
@@ -136,8 +147,9 @@ def main() -> None:  # pragma: no cover - a measurement, printed
     print(f"FedProx synthetic study: {len(specs)} runs in {len(groups)} groups, {rounds} rounds, "
           f"{useful:,} client minibatch steps in all")
     print("| stacks per group | dealt | chain: ragged | chain: captured (own steps, x16) | chain: steps per block "
-          "of 20 | padded row-steps: captured (rows per block of 20) | padded row-steps: steps and rows per block of 20 |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+          "of 20 | padded row-steps: captured (rows per block of 20) | padded row-steps: steps and rows per block of 20 "
+          "| chain: out of phase |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for pieces in (1, 2, 4, 7):
         for name, how in (("cost round robin", "rr"), ("by size, contiguous", "size")):
             if pieces == 1 and how == "size":
@@ -150,7 +162,10 @@ def main() -> None:  # pragma: no cover - a measurement, printed
                     stacks += contiguous(sorted(g, key=lambda i: -int(steps[i].max_steps.max())), pieces)
             print(f"| {pieces} | {name} | {chain(steps, stacks):,} | {chain(steps, stacks, multiple=16):,} | "
                   f"{chain(steps, stacks, block=20):,} | {padded_row_steps(steps, stacks, 20, multiple=16):,} | "
-                  f"{padded_row_steps(steps, stacks, 20, block=20):,} |")
+                  f"{padded_row_steps(steps, stacks, 20, block=20):,} | {out_of_phase_chain(steps, stacks):,} |")
+    every = [list(range(len(specs)))]
+    print(f"every run in one stack (the algorithm classes merged): chain {chain(steps, every):,} in lockstep, "
+          f"{out_of_phase_chain(steps, every):,} out of phase")
 
 
 if __name__ == "__main__":  # pragma: no cover

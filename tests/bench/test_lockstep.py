@@ -10,6 +10,7 @@ from fedbench.bench.lockstep import (
     chain,
     contiguous,
     fedprox_synthetic_runs,
+    out_of_phase_chain,
     padded_row_steps,
     round_robin,
 )
@@ -27,6 +28,13 @@ def test_the_chain_of_one_stack_is_each_rounds_largest_client():
     assert chain(RUNS, [[0, 1]], multiple=4) == 8 + 8 + 8 + 4
     assert chain(RUNS, [[0, 1]], block=2) == 6 + 6 + 8 + 8
     assert chain(RUNS, [[0], [1]]) == (5 + 3 + 8 + 2) + (4 + 6 + 1 + 2)  # two stacks run one after the other
+
+
+def test_out_of_phase_each_stack_lasts_its_longest_runs_own_chain():
+    # run 0's own rounds: 5 + 3 + 8 + 2 = 18, run 1's 4 + 6 + 1 + 2 = 13, run 2's 36
+    assert out_of_phase_chain(RUNS, [[0, 1]]) == 18 < chain(RUNS, [[0, 1]]) == 21
+    assert out_of_phase_chain(RUNS, [[0], [1]]) == 18 + 13 == chain(RUNS, [[0], [1]])  # alone: no waiting
+    assert out_of_phase_chain(RUNS, [[0, 1, 2]]) == 36 == chain(RUNS, [[0, 1, 2]])  # run 2 is the longest each round
 
 
 def test_padded_row_steps_count_the_discarded_work():
