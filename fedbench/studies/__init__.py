@@ -38,8 +38,10 @@ STUDIES_ROOT = Path("reports/studies")
 class OutcomeStore:
     """A claim study's finished simulations (the runner's Store: fedbench.study.runner), one outcome file each in
     ``folder`` (fedbench.studies.reuse), and the fingerprints the study has used so far (the others are pruned
-    when it finishes). No locks (a study's stage runs once at a time) and no checkpoints (a study's simulations are
-    short; an interrupted study resumes from the stacks it finished)."""
+    when it finishes). No locks (a study's stage runs once at a time). A computing simulation checkpoints into
+    ``folder`` (``.<fingerprint>.checkpoint.pt``, every ``checkpoint_every`` rounds: fedbench.study.runner.sim_config),
+    so an interrupted study resumes from the stacks it finished and from its unfinished runs' last checkpoints; a
+    traced simulation (``trace``) does not (the models of its earlier rounds are not in a checkpoint)."""
 
     folder: Path
     used: set[str] = field(default_factory=set)
@@ -66,7 +68,7 @@ class OutcomeStore:
         return None if found is None else Outcome(name=sim.name, **found)
 
     def checkpoint(self, sim: Simulation, key: str) -> Path | None:
-        return None
+        return None if sim.trace else self.folder / f".{key}{reuse.CHECKPOINT}"
 
     def save(self, sim: Simulation, key: str, outcome: Outcome) -> None:
         reuse.save(self.folder, key, outcome)

@@ -155,9 +155,12 @@ def _corrupt(path: Path, reason: str) -> None:
     return None
 
 
+CHECKPOINT = ".checkpoint.pt"  # a computing simulation's checkpoint: .<fingerprint>.checkpoint.pt (OutcomeStore)
+
+
 def prune(folder: Path, keep: Iterable[str]) -> int:
-    """Remove the stored outcomes of ``folder`` whose fingerprint is not in ``keep`` (and stray temporary files);
-    the number removed."""
+    """Remove the stored outcomes of ``folder`` whose fingerprint is not in ``keep`` (and stray temporary files,
+    and checkpoints of fingerprints not in ``keep``); the number of outcomes removed."""
     keep = set(keep)
     removed = 0
     for path in folder.glob("*.json") if folder.is_dir() else ():
@@ -166,4 +169,7 @@ def prune(folder: Path, keep: Iterable[str]) -> int:
             removed += 1
     for path in folder.glob(".*.tmp") if folder.is_dir() else ():
         path.unlink()
+    for path in folder.glob(f".*{CHECKPOINT}") if folder.is_dir() else ():
+        if path.name[1:-len(CHECKPOINT)] not in keep:
+            path.unlink()
     return removed

@@ -39,13 +39,21 @@ WORKERS = 2  # worker processes of run_simulations (the pipeline's machines have
 EXECUTOR: ContextVar[ExecutorSettings] = ContextVar("fedbench_studies_executor", default=ExecutorSettings())
 
 
+CHECKPOINTS_A_RUN = 10  # a claim study's run checkpoints about this many times (the rounds between, at least:)
+CHECKPOINT_MIN_ROUNDS = 50
+
+
 def sim_config(**fields: Any) -> SimulationConfig:
     """A SimulationConfig with the studies' defaults, ``fields`` on top: on the CPU (the studies are small),
-    the gradient dissimilarity evaluated in round 0 and on the final model only (dissimilarity_every) and no
-    checkpoints (checkpoint_every)."""
+    the gradient dissimilarity evaluated in round 0 and on the final model only (dissimilarity_every), and a
+    checkpoint (where the store gives a file) every rounds / CHECKPOINTS_A_RUN rounds, at least
+    CHECKPOINT_MIN_ROUNDS apart (checkpoint_every): a long run interrupted loses at most a tenth of its rounds,
+    a short one writes no more than a few."""
     from fedbench.engine.simulation import SimulationConfig  # here: importing the runner needs no torch
 
-    return SimulationConfig(**{"device": "cpu", "dissimilarity_every": 10**9, "checkpoint_every": 10**9, **fields})
+    rounds = fields.get("rounds", SimulationConfig.rounds)
+    every = max(CHECKPOINT_MIN_ROUNDS, rounds // CHECKPOINTS_A_RUN)
+    return SimulationConfig(**{"device": "cpu", "dissimilarity_every": 10**9, "checkpoint_every": every, **fields})
 
 
 @dataclass(frozen=True)
