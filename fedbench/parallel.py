@@ -143,8 +143,12 @@ def map_jobs(fn: Callable[[Job], Result], jobs: Iterable[Job], workers: int,
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Cancel the jobs not started and SIGTERM the workers (each unwinds its job and exits), then reap them."""
+    """Cancel the jobs not started and SIGTERM the workers (each unwinds its job and exits), then reap them, and
+    wait for the pool's manager thread to wind down: left running, it closes its wake-up pipe while the
+    interpreter's exit hook writes to it (concurrent.futures.process._python_exit; CPython 3.11 takes no lock
+    there), and the exit prints an OSError traceback after our one line."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # no public API before Python 3.14
+    manager = getattr(pool, "_executor_manager_thread", None)  # nor for this one
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         if p.is_alive():
@@ -154,6 +158,8 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join()
+    if manager is not None:
+        manager.join(timeout=10)
 
 
 def supervised(command: list[str]) -> list[str]:
