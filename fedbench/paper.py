@@ -176,9 +176,9 @@ def confirm(lines: list[str], yes: bool, dry_run: bool) -> bool:
 
 def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> str:
     """Each profile's studies with their cost (runs its claims read, the runs left out, rounds, training and
-    evaluation hours, the share of evaluation, the total, and the total stacked as the study runner runs it), each figure measured (``fedbench paper cost``: the file
-    in ``costs_dir``, default reports/bench/ or reports/bench-gpu/ for ``device``) where there is one, projected
-    from the per-model table (CPU) otherwise, and the totals."""
+    evaluation hours, the share of evaluation, the total, and the total stacked as the study runner runs it), each
+    figure measured (``fedbench paper cost``: the file in ``costs_dir``, default reports/bench/ or reports/bench-gpu/
+    for ``device``) where there is one, projected from the per-model table (CPU) otherwise, and the totals."""
     from fedbench.study.costs import FILE, folder, load, load_measured, stacked_cost, study_cost
 
     measured = load_measured()

@@ -108,6 +108,17 @@ def _dataset(model: str, clients: int, n: int, eval_n: int):
                             label_kind="binary" if classes == 2 else "class", global_test=split([eval_n]))
 
 
+def _model(model_name: str):
+    """Model ``model_name`` at its real input shape (a random frozen word table where it takes one)."""
+    import torch
+
+    from fedbench.models import build_model
+
+    shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
+    return (build_model(model_name, shape, classes, torch.randn(vocab + 1, dim)) if dim
+            else build_model(model_name, shape, classes))
+
+
 def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, steps: int, eval_n: int, rounds: int,
             dissimilarity: int = 0, runs: int = 1) -> tuple[float, float]:
     """(training, evaluation) seconds of the least timed round of one generated run, or of a stack of ``runs``
@@ -115,17 +126,13 @@ def _rounds(model_name: str, device: str, clients: int, n: int, batch: int, step
     stack: the whole stack's round). On the CPU these are CPU seconds: the process CPU time of the round (between
     two round ends, one torch thread), split between training and evaluation as the history's wall times of that
     round split it, so that a machine loaded by other jobs does not inflate them."""
-    import torch
 
     from fedbench.algorithms import build_algorithm
     from fedbench.engine.evaluation import EvalSpec
     from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
-    from fedbench.models import build_model
 
-    shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
     ds = _dataset(model_name, clients, n, eval_n)
-    model = (build_model(model_name, shape, classes, torch.randn(vocab + 1, dim)) if dim
-             else build_model(model_name, shape, classes))
+    model = _model(model_name)
     clock = _RoundClock(device)
     specs = []
     for seed in range(runs):
@@ -149,17 +156,13 @@ def stack_fit(model_name: str, device: str, clients: int, n: int, batch: int) ->
     """The most runs of a cohort of ``clients`` one stack holds in the device's free memory, as the study runner
     plans it (fedbench.engine.stacking.memory_limits, for FedAvg's vectors: a study's algorithm that keeps a
     per-client table needs more); None on the CPU (stacks are not cut for memory there)."""
-    import torch
 
     from fedbench.algorithms import build_algorithm
     from fedbench.engine.simulation import RunSpec, SimulationConfig
     from fedbench.engine.stacking import free_device_memory, memory_limits
-    from fedbench.models import build_model
 
-    shape, classes, _, vocab, dim = MODEL_INPUTS[model_name]
     ds = _dataset(model_name, clients, min(n, batch), 1)
-    model = (build_model(model_name, shape, classes, torch.randn(vocab + 1, dim)) if dim
-             else build_model(model_name, shape, classes))
+    model = _model(model_name)
     spec = RunSpec(SimulationConfig(clients_per_round=clients, local_steps=1, batch_size=batch, device=device), ds,
                    build_algorithm("fedavg", 1e-3))
     free = free_device_memory([spec])

@@ -136,10 +136,10 @@ def stacked_seconds(scale: Scale, c: dict[str, float], runs: int) -> float:
     if len(points) == 1:
         shared = scale.rounds * c["round_s"] + scale.evaluations() * c["eval_s"]
         return runs * (train + evaluation) - (runs - 1) * shared
-    for (r0, t0), (r1, t1) in zip(points, points[1:]):
-        if runs <= r1 or (r1, t1) == points[-1]:
-            return t0 + (runs - r0) * (t1 - t0) / (r1 - r0)
-    raise AssertionError("unreachable")
+    for (r0, t0), (r1, t1) in zip(points, points[1:]):  # the segment holding ``runs``, else the last one
+        if runs <= r1:
+            break
+    return t0 + (runs - r0) * (t1 - t0) / (r1 - r0)
 
 
 def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None = None) -> list[tuple[Scale, int]]:
