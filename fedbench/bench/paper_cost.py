@@ -194,6 +194,19 @@ class _RoundClock:
         return out
 
 
+def derive(a: tuple[float, float], b: tuple[float, float], runs: int, k: int, m: int, steps: int,
+           samples: tuple[int, int]) -> dict[str, float]:
+    """The unit costs (the module docstring's formulas) from the (training, evaluation) seconds of a round of runs
+    A and B, alone or stacked ``runs`` at a time, each a row of the stack's batched work: ``k`` clients of ``m``
+    samples, B's ``steps`` steps a client, A's and B's evaluated ``samples``; ``round_s`` at ``k`` clients."""
+    (train_a, eval_a), (train_b, eval_b), (g_a, g_b) = a, b, samples
+    step_s = max(train_b - train_a, 0.0) / (runs * k * (steps - 1))
+    eval_sample_s = max(eval_b - eval_a, 0.0) / (runs * (g_b - g_a))
+    eval_s = max(eval_a - runs * g_a * eval_sample_s, 0.0)
+    round_s = max(train_a - runs * k * step_s - runs * k * m * eval_sample_s, 0.0)
+    return {"round_s": round_s, "step_s": step_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s}
+
+
 def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2, stack_runs: int = 1) -> dict[str, Any]:
     """The unit costs (COST_KEYS) of scale ``s`` timed on ``device`` within about ``max_seconds``, with what was
     timed (``measured_with``) and ``notes`` on what was scaled up; where the study runner would stack up to
@@ -222,10 +235,9 @@ def measure_unit(s: Scale, device: str, max_seconds: float, rounds: int = 2, sta
     steps = int(min(S, max(2, budget_steps // k))) if S > 1 else 2
     train_a, eval_a = _rounds(s.model, device, k, m, s.batch_size, 1, g_a, rounds)
     train_b, eval_b = _rounds(s.model, device, k, m, s.batch_size, steps, g_b, rounds)
-    step_s = max(train_b - train_a, 0.0) / (k * (steps - 1))
-    eval_sample_s = max(eval_b - eval_a, 0.0) / (g_b - g_a)
-    eval_s = max(eval_a - g_a * eval_sample_s, 0.0)
-    round_s = max(train_a - k * step_s - k * m * eval_sample_s, 0.0) * K / k
+    costs = derive((train_a, eval_a), (train_b, eval_b), 1, k, m, steps, (g_a, g_b))
+    step_s, eval_sample_s, eval_s = costs["step_s"], costs["eval_sample_s"], costs["eval_s"]
+    round_s = costs["round_s"] * K / k
     grad_sample_s = 0.0
     if s.dissimilarity_every:
         _, eval_c = _rounds(s.model, device, k, d, s.batch_size, 1, g_a, rounds, dissimilarity=d)
@@ -266,13 +278,11 @@ def measure_stacks(shape: tuple, target: int, left: float, single: dict[str, flo
     """Stacks of ``target`` runs (the stacks the study runner would make of the unit), then of 2, 4, 8, ... below
     it, of a unit's timed shape ``shape`` = (model, device, K', m, batch, steps, (g_a, g_b), rounds): each timed as
     runs A and B are alone (A: 1 step a client and g_a samples, B: ``steps`` steps and g_b samples), its unit costs
-    (per row of the stack's batched work) derived as alone:
-        step_s = (train_B - train_A) / (R K' (s - 1)),  eval_sample_s = (eval_B - eval_A) / (R (g_b - g_a)),
-        eval_s = eval_A - R g_a eval_sample_s,  round_s = train_A - R K' step_s - R K' m eval_sample_s
-    (round_s at K'; the caller scales it to the real cohort). Each run is timed only when an upper bound of its
-    seconds fits in what is left of ``left`` (``clock`` seconds): A's, R times A's alone (``single``'s costs); B's,
-    from A at the same size: each of B's steps costs at most A's whole training round, and its evaluation at most
-    A's scaled by g_b / g_a. Returns the points, by runs, and a note of the sizes not timed ('' when all were)."""
+    (per row of the stack's batched work) derived as alone (:func:`derive`, with R runs: step_s = (train_B -
+    train_A) / (R K' (s - 1)), and so on; round_s at K', the caller scales it to the real cohort). Each run is timed
+    only when an upper bound of its seconds fits in what is left of ``left`` (``clock`` seconds): A's, R times A's
+    alone (``single``'s costs); B's, from A at the same size: each of B's steps costs at most A's whole training
+    round, and its evaluation at most A's scaled by g_b / g_a. Returns the points, by runs, and a note of the sizes not timed ('' when all were)."""
     model, device, k, m, batch, steps, (g_a, g_b), rounds = shape
     alone_a = (rounds + 1) * (single["round_s"] + k * (single["step_s"] + m * single["eval_sample_s"])
                               + single["eval_s"] + g_a * single["eval_sample_s"])
@@ -290,11 +300,7 @@ def measure_stacks(shape: tuple, target: int, left: float, single: dict[str, flo
             skipped.append(r)
             continue
         train_b, eval_b = _rounds(model, device, k, m, batch, steps, g_b, rounds, runs=r)
-        step_s = max(train_b - train_a, 0.0) / (r * k * (steps - 1))
-        eval_sample_s = max(eval_b - eval_a, 0.0) / (r * (g_b - g_a))
-        eval_s = max(eval_a - r * g_a * eval_sample_s, 0.0)
-        round_s = max(train_a - r * k * step_s - r * k * m * eval_sample_s, 0.0)
-        points.append({"runs": r, "round_s": round_s, "step_s": step_s, "eval_s": eval_s, "eval_sample_s": eval_sample_s})
+        points.append({"runs": r, **derive((train_a, eval_a), (train_b, eval_b), r, k, m, steps, (g_a, g_b))})
     note = (f"stacks of {', '.join(map(str, sorted(skipped)))} runs not timed (over the {left:.0f} s left for "
             "stacks); the stacked cost is read off the sizes timed" if skipped else "")
     return sorted(points, key=lambda p: p["runs"]), note
