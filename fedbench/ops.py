@@ -1,17 +1,20 @@
-"""Shared maths that several algorithms use, written once."""
+"""Shared maths that several algorithms use, written once, and how the engine and the algorithms move a host array
+to the device (:func:`to_device`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
 def weighted_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """sum_k w_k v_k / sum_k w_k over the leading axis (weights [K], values [K, ...])."""
+    """sum_k w_k v_k / sum_k w_k over the leading axis (weights [K] >= 0 with a positive sum, values [K, ...]).
+
+    The weights are not checked here: on a device, a check would read their sum back to the host and make it wait
+    (fedbench.engine.host_sync). The engine checks a cohort's weights where it draws them, on the host
+    (fedbench.engine.round.schedule_round), and the other weights the algorithms pass are sample counts n_k > 0."""
     w = weights.to(values.dtype)
-    total = w.sum()
-    if not torch.isfinite(total) or total <= 0:
-        raise ValueError("weighted_mean needs positive total weight")
-    return torch.tensordot(w / total, values, dims=1)
+    return torch.tensordot(w / w.sum(), values, dims=1)
 
 
 def prox_gradient(grad: torch.Tensor, theta: torch.Tensor, anchor: torch.Tensor,
@@ -57,3 +60,16 @@ def prox_sgd_step(theta: torch.Tensor, grad: torch.Tensor, anchor: torch.Tensor,
     d.add_(grad)
     d.mul_(lr)
     return torch.sub(theta, d, out=d)
+
+
+def to_device(array: np.ndarray | torch.Tensor, device: torch.device | str, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A host array (numpy, or a CPU tensor) as a tensor on ``device`` (converted to ``dtype`` on the host first, where
+    given), without making the host wait: on CUDA it is staged in pinned memory and copied with non_blocking=True
+    (PyTorch's caching host allocator keeps the pinned copy alive until the copy has run, so the array may change
+    afterwards); on the CPU it is the array itself (``torch.from_numpy`` shares its memory, as ``.to("cpu")`` did)."""
+    t = torch.from_numpy(np.ascontiguousarray(array)) if isinstance(array, np.ndarray) else array
+    if dtype is not None:
+        t = t.to(dtype)
+    if torch.device(device).type == "cpu":
+        return t
+    return t.pin_memory().to(device, non_blocking=True)

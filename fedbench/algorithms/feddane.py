@@ -45,7 +45,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from fedbench.ops import prox_gradient, sgd_step, weighted_mean
+from fedbench.ops import prox_gradient, sgd_step, to_device, weighted_mean
 from fedbench.seeding import rng
 
 
@@ -86,7 +86,7 @@ class FedDane:
         extra = self.extra_gradient_clients(cohort)
         if len(extra):
             grads = torch.cat([grads, cohort.client_grads(extra, theta)])
-            sizes = torch.cat([sizes, torch.as_tensor(cohort.train_sizes[extra], device=sizes.device)])
+            sizes = torch.cat([sizes, to_device(cohort.train_sizes[extra], sizes.device)])
         g_t = weighted_mean(grads, sizes)  # step 1, weights n_k
         return FedDaneLocal(w=w, correction=g_t - local_grads)
 
@@ -99,7 +99,7 @@ class FedDane:
         if self.gradient_clients <= k:
             return np.zeros(0, dtype=np.int64)
         others = np.ones(cohort.num_clients, dtype=bool) if cohort.available is None else cohort.available.copy()
-        others[cohort.clients.cpu().numpy()] = False
+        others[cohort.host_clients] = False
         pool = np.flatnonzero(others)
         take = min(self.gradient_clients - k, len(pool))
         return np.sort(rng(cohort.seed, cohort.round, "algorithm").choice(pool, size=take, replace=False))

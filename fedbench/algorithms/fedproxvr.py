@@ -39,9 +39,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from fedbench.ops import weighted_mean
+from fedbench.ops import to_device, weighted_mean
 from fedbench.proximal import prox_squared_distance
 from fedbench.seeding import rng
 
@@ -103,7 +104,7 @@ class FedProxVR:
         return [int(rng(seed, round_, "algorithm", int(c)).integers(1, self.tau + 1)) for c in clients]
 
     def client_init(self, theta: torch.Tensor, cohort) -> FedProxVRLocal:
-        fewest = int(cohort.steps.min())
+        fewest = int(cohort.host_steps.min())
         if fewest < self.tau - 1:
             raise ValueError(f"FedProxVR with tau={self.tau} needs at least tau - 1 = {self.tau - 1} local steps "
                              f"per client, but a client has {fewest}: raise local_epochs or lower batch_size")
@@ -111,8 +112,8 @@ class FedProxVR:
         w0 = theta.expand(k, -1).contiguous()
         v0 = cohort.full_grad(w0)  # v^(0) = grad F_n(w^(0))
         w1 = prox_squared_distance(w0 - self.eta * v0, theta, self.eta, self.mu)
-        t_out = torch.tensor(self.output_iterates(cohort.seed, cohort.round, cohort.clients.tolist()),
-                             device=w0.device)
+        t_out = to_device(np.array(self.output_iterates(cohort.seed, cohort.round, cohort.host_clients), np.int64),
+                          w0.device)
         return FedProxVRLocal(w=w1, w_prev=w0, v=v0, t_out=t_out, out=w1.clone(), t=1)
 
     def client_step(self, local: FedProxVRLocal, grad_fn, theta: torch.Tensor) -> FedProxVRLocal:

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from fedbench.engine import tree
+from fedbench.ops import to_device
 
 CHUNK_STEPS = 64  # most minibatches gathered at once
 CHUNK_BYTES = 4 * 2**20  # and about this many bytes of gathered inputs at most, so they stay in cache
@@ -76,7 +77,7 @@ def run_vectorized(algorithm: Any, kernel: Any, bcast: Any, local: Any, data: Co
         offsets = np.cumsum(active) - active
         client = np.arange(int(active.sum())) - np.repeat(offsets, active)
         positions = data.starts[client] + np.repeat(np.arange(t0, t1), active)
-        idx = data.batches.index_select(0, torch.from_numpy(positions).to(data.batches.device))  # [R, B]
+        idx = data.batches.index_select(0, to_device(positions, data.batches.device))  # [R, B]
         valid = idx >= 0
         flat = idx.clamp(min=0).reshape(-1)
         xc = x_all.index_select(0, flat).view(*idx.shape, *x_all.shape[1:])  # row copies: far faster than x[idx]

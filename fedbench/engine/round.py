@@ -23,6 +23,7 @@ import torch
 
 from fedbench.engine import tree
 from fedbench.engine.capture import GRAPH_STEPS
+from fedbench.ops import to_device
 from fedbench.engine.kernels.generic import client_segments
 from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
@@ -49,6 +50,10 @@ class Cohort:
     train_sizes: np.ndarray | None = None  # [N] training samples of every client
     # gradient of F_j on all its data at one model theta [P], for any clients j (int64 array [c]) -> [c, P]
     client_grads: Callable[[np.ndarray, torch.Tensor], torch.Tensor] | None = None
+    # ``clients`` and ``steps`` as the host has them: read these, not the device tensors, to decide anything on the
+    # host (reading a device tensor back makes the host wait for the device: fedbench.engine.host_sync)
+    host_clients: np.ndarray | None = None
+    host_steps: np.ndarray | None = None
 
     @property
     def num_clients(self) -> int | None:
@@ -157,16 +162,18 @@ def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None =
     if len(clients) == 0:
         return None
 
+    total = float(weights.sum())
+    if not (np.isfinite(total) and total > 0):  # checked here, on the host: server_update gets them on the device
+        raise ValueError(f"round {r}: the cohort's aggregation weights sum to {total}; they must have a positive sum")
     device = stack.device
-    client_idx = torch.from_numpy(clients).to(device)
     rows = _table_rows(run, clients, device)
-    w = torch.as_tensor(weights / weights.sum(), dtype=torch.float32, device=device)
     cohort = Cohort(
-        clients=client_idx, num_samples=torch.from_numpy(sizes[clients]).to(device),
-        epochs=torch.from_numpy(epochs).to(device), steps=torch.from_numpy(steps).to(device),
-        client_rows=rows, full_grad=_full_grad_fn(stack.kernel, data, clients), weights=w, round=r,
+        clients=to_device(clients, device), num_samples=to_device(sizes[clients], device),
+        epochs=to_device(epochs, device), steps=to_device(steps, device),
+        client_rows=rows, full_grad=_full_grad_fn(stack.kernel, data, clients),
+        weights=to_device(weights / total, device, torch.float32), round=r,
         seed=cfg.seed, available=available, train_sizes=sizes,
-        client_grads=_client_grads_fn(stack.kernel, data),
+        client_grads=_client_grads_fn(stack.kernel, data), host_clients=clients, host_steps=steps,
     )
     bcast = algorithm.broadcast(run.state)
     local = algorithm.client_init(bcast, cohort)
@@ -199,7 +206,7 @@ def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = N
     elif len(schedules) == 1:
         s = schedules[0]
         data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared,
-                          batches=torch.from_numpy(s.batches).to(stack.device), starts=_starts(s.steps), steps=s.steps)
+                          batches=to_device(s.batches, stack.device), starts=_starts(s.steps), steps=s.steps)
         kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
         locals_ = [local_fn(algorithm, kernel_or_model, s.bcast, s.local, data)]
     else:
@@ -210,8 +217,11 @@ def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = N
         result, new_rows = client_result(local, s.bcast, s.cohort) if client_result is not None else (local, None)
         run.state = alg.server_update(run.state, result, s.cohort.weights, s.cohort)
         if run.table is not None and new_rows is not None:
-            index = s.cohort.clients.to(run.table_device)
-            run.table = tree.scatter_rows(run.table, index, tree.tree_map(lambda t: t.to(run.table_device), new_rows))
+            if run.table_device == stack.device:
+                run.table = tree.scatter_rows(run.table, s.cohort.clients, new_rows)
+            else:  # a table kept in host memory: the new rows are read back (fedbench.engine.simulation._table_device)
+                index = to_device(s.clients, run.table_device)
+                run.table = tree.scatter_rows(run.table, index, tree.tree_map(lambda t: t.to(run.table_device), new_rows))
 
 
 def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorithm) -> list[Any]:
@@ -222,15 +232,15 @@ def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorith
     run_of_row = np.repeat(np.arange(len(schedules)), [len(s.steps) for s in schedules])[order]
     starts = _starts(steps)  # the runs' batches concatenated: row k's minibatches from starts[k] on
     device = stack.device
-    order_t = torch.from_numpy(order).to(device)
+    order_t = to_device(order, device)
     local = tree.take_rows(tree.concat([s.local for s in schedules]), order_t)
-    bcast = row_broadcast([s.bcast for s in schedules], torch.from_numpy(run_of_row).to(device))
-    batches = torch.from_numpy(np.concatenate([s.batches for s in schedules])).to(device)
+    bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
+    batches = to_device(np.concatenate([s.batches for s in schedules]), device)
     data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared, batches=batches, starts=starts[order],
                       steps=steps[order])
     kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
     merged = local_fn(algorithm, kernel_or_model, bcast, local, data, row_bcast=True)
-    back = tree.take_rows(merged, torch.from_numpy(np.argsort(order, kind="stable")).to(device))
+    back = tree.take_rows(merged, to_device(np.argsort(order, kind="stable"), device))
     out, lo = [], 0
     for s in schedules:  # each run's rows as fresh tensors: a view at an offset into the merged buffer would
         # be differently aligned than the run's own buffer, and BLAS reductions over it (the server's weighted
@@ -257,7 +267,7 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
     else:
         run_of_row = np.repeat(np.arange(len(schedules)), sizes)
         run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
-        bcast = row_broadcast([s.bcast for s in schedules], torch.from_numpy(run_of_row).to(device))
+        bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
     if stack.capture == "cuda_graph":
         merged = stack.captured.run(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
     else:
@@ -284,7 +294,7 @@ def row_broadcast(bcasts: list[Any], run_of_row: torch.Tensor) -> Any:
     if isinstance(first, (int, float)) and not isinstance(first, bool):
         if all(b == first for b in bcasts):
             return first
-        return torch.tensor([float(b) for b in bcasts], device=run_of_row.device)[run_of_row].unsqueeze(1)
+        return to_device(torch.tensor([float(b) for b in bcasts]), run_of_row.device)[run_of_row].unsqueeze(1)
     if hasattr(first, "__dataclass_fields__"):
         import dataclasses
 
@@ -299,8 +309,8 @@ def row_broadcast(bcasts: list[Any], run_of_row: torch.Tensor) -> Any:
 def _table_rows(run: RunState, clients: np.ndarray, device: torch.device) -> Any:
     if run.table is None:
         return None
-    rows = tree.take_rows(run.table, torch.from_numpy(clients).to(run.table_device))
-    return rows if run.table_device == device else tree.tree_map(lambda t: t.to(device), rows)
+    rows = tree.take_rows(run.table, to_device(clients, run.table_device))
+    return rows if run.table_device == device else tree.tree_map(lambda t: to_device(t, device), rows)
 
 
 def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
@@ -333,7 +343,13 @@ def _client_grads_fn(kernel, data: DeviceData) -> Callable[[np.ndarray, torch.Te
 
 @torch.no_grad()
 def cohort_losses(kernel, data: DeviceData, clients: np.ndarray, theta: torch.Tensor) -> np.ndarray:
-    """F_k(theta) for each client k of ``clients``: its mean loss on all its training data (float64 [K])."""
+    """F_k(theta) for each client k of ``clients``: its mean loss on all its training data (float64 [K]), read back
+    to the host."""
+    return cohort_loss_tensor(kernel, data, clients, theta).double().cpu().numpy()
+
+
+@torch.no_grad()
+def cohort_loss_tensor(kernel, data: DeviceData, clients: np.ndarray, theta: torch.Tensor) -> torch.Tensor:
+    """:func:`cohort_losses` left on the device (float32 [K])."""
     idx_t, seg_t, counts = client_segments(data.train_offsets, clients, data.x_train.device)
-    losses = kernel.segment_losses(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)
-    return losses.double().cpu().numpy()
+    return kernel.segment_losses(theta, data.x_train[idx_t], data.y_train[idx_t], seg_t, counts)

@@ -86,7 +86,7 @@ from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
-from fedbench.engine.round import Cohort, RunState, Stack, cohort_losses, run_round, schedule_round
+from fedbench.engine.round import Cohort, RunState, Stack, cohort_loss_tensor, run_round, schedule_round
 from fedbench.engine.schedule import RoundDraw, schedule_block
 from fedbench.seeding import rng, torch_generator
 
@@ -545,18 +545,23 @@ def _check_signal(stack: Stack, schedules: list, plans: list[_Plan], live: list[
     """The cheap divergence signal of the runs whose training loss was not evaluated in round r: the n_k-weighted
     mean F_k(w_r) of the clients training this round. When it trips the rule (fedbench.engine.metrics.has_diverged;
     f_0 the first training loss evaluated, else the signal's first value), the full training loss is evaluated at
-    once and confirms it or not (see
-    fedbench.engine.evaluation). Returns the schedules of the runs that go on."""
+    once and confirms it or not (see fedbench.engine.evaluation). Every run's cohort losses are read back to the
+    host together, once a round (fedbench.engine.host_sync). Returns the schedules of the runs that go on."""
     evaluated = {id(run) for run, plan in zip(live, plans) if "train" in plan.splits}
+    signalled = [s for s in schedules if id(s.run) not in evaluated]
+    if not signalled:
+        return schedules
+    read = torch.cat([cohort_loss_tensor(stack.kernel, s.run.data, s.clients, s.run.state.theta)
+                      for s in signalled]).double().cpu().numpy()
+    losses = dict(zip(map(id, signalled), np.split(read, np.cumsum([len(s.clients) for s in signalled])[:-1])))
     kept = []
     for s in schedules:
         run = s.run
         if id(run) in evaluated:
             kept.append(s)
             continue
-        losses = cohort_losses(stack.kernel, run.data, s.clients, run.state.theta)
         n = run.sizes[s.clients].astype(np.float64)
-        run.signal.append(float(np.dot(losses, n) / n.sum()))
+        run.signal.append(float(np.dot(losses[id(s)], n) / n.sum()))
         reference = _full_losses(run)[:1] or run.signal[:1]  # f_0: the first training loss evaluated, if any
         if not has_diverged(reference + run.signal[-1:], run.cfg.divergence_factor):
             kept.append(s)

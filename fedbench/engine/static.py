@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from fedbench.engine import tree
+from fedbench.ops import to_device
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def pad_schedule(steps: list[np.ndarray], batches: list[np.ndarray], shape: Stat
     step = np.arange(len(flat)) - np.repeat(np.cumsum(all_steps) - all_steps, all_steps)
     out[step, row] = flat
     active = np.arange(shape.steps)[:, None] < np.concatenate([all_steps, np.zeros(shape.rows - k, np.int64)])[None, :]
-    return StaticCohort(batches=torch.from_numpy(out).to(device), active=torch.from_numpy(active).to(device), rows=k)
+    return StaticCohort(batches=to_device(out, device), active=to_device(active, device), rows=k)
 
 
 def pad_rows(state: Any, rows: int) -> Any:

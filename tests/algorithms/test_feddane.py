@@ -79,8 +79,8 @@ def test_gradient_clients_equal_to_the_cohort_is_the_default():
 
 
 def _cohort(clients, available, round_=0, seed=0):
-    return SimpleNamespace(clients=torch.tensor(clients), num_clients=len(available), available=available,
-                           round=round_, seed=seed)
+    return SimpleNamespace(clients=torch.tensor(clients), host_clients=np.array(clients), num_clients=len(available),
+                           available=available, round=round_, seed=seed)
 
 
 def test_extra_gradient_devices_are_other_available_clients_drawn_per_round():

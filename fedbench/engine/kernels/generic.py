@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from fedbench.ops import to_device
 from fedbench.models.spec import Model
 
 EVAL_CHUNK_SAMPLES = 4096  # samples per forward in evaluation (bounds activation memory)
@@ -88,8 +89,7 @@ def client_segments(offsets: np.ndarray, clients: np.ndarray, device) -> tuple[t
     counts = offsets[clients + 1] - offsets[clients]
     idx = np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in clients]) if len(clients) else np.zeros(0, np.int64)
     seg = np.repeat(np.arange(len(clients)), counts)
-    return (torch.from_numpy(idx).to(device), torch.from_numpy(seg).to(device),
-            torch.from_numpy(counts).to(device))
+    return to_device(idx, device), to_device(seg, device), to_device(counts, device)
 
 
 def client_grads(kernel, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, offsets: np.ndarray,

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 import fedbench.engine.kernels.generic as generic
 from fedbench.models.spec import Model
+from fedbench.ops import to_device
 
 
 class MclrKernel:
@@ -140,7 +141,7 @@ class MclrKernel:
         contiguous rows offsets[c]:offsets[c + 1]: nothing is gathered, and each client's products are those of
         segment_grads on the gathered rows, operation for operation (the same numbers)."""
         lo, hi = offsets[clients], offsets[clients + 1]
-        counts = torch.from_numpy(hi - lo).to(x.device)
+        counts = to_device(hi - lo, x.device)
         return self._slice_grads(theta, x.flatten(1), y, lo, hi, counts)
 
     def _slice_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, lo: np.ndarray, hi: np.ndarray,
