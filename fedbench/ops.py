@@ -62,7 +62,8 @@ def prox_sgd_step(theta: torch.Tensor, grad: torch.Tensor, anchor: torch.Tensor,
     return torch.sub(theta, d, out=d)
 
 
-def to_device(array: np.ndarray | torch.Tensor, device: torch.device | str, dtype: torch.dtype | None = None) -> torch.Tensor:
+def to_device(array: np.ndarray | torch.Tensor, device: torch.device | str,
+              dtype: torch.dtype | None = None) -> torch.Tensor:
     """A host array (numpy, or a CPU tensor) as a tensor on ``device`` (converted to ``dtype`` on the host first, where
     given), without making the host wait: on CUDA it is staged in pinned memory and copied with non_blocking=True
     (PyTorch's caching host allocator keeps the pinned copy alive until the copy has run, so the array may change

@@ -48,7 +48,7 @@ def test_gpucheck_cpu_part_writes_its_files_and_imports_no_mlflow_or_dvc(tmp_pat
     files = sorted(p.name for p in out.iterdir())
     assert {"bench.json", "gpu-tests.txt", "gpucheck.json", "summary.md"} <= set(files)  # at most 8, none elsewhere
     assert set(files) <= {"bench.json", "gpu-tests.txt", "gpucheck.json", "summary.md", "paper-cost.json",
-                          "paper-cost.md"}
+                          "paper-cost.md", "syncs.md"}
     result = json.loads((out / "gpucheck.json").read_text())
     assert result["environment"]["device"] == "cpu" and result["budget_s"] == 20
     passed = [c for c in result["checks"] if c["passed"]]
@@ -87,6 +87,21 @@ def test_gpucheck_dry_cpu_part_prints_the_targets_with_not_measured_rows(tmp_pat
     assert "| FedProx's 140-run synthetic study, stacked <= 60 s (cpu) | not measured | not measured |" in summary
     assert {s["part"] for s in result["skipped"]} == {"workload", "capture"}
     assert "targets (issue 31):" in capsys.readouterr().out
+
+
+def test_gpucheck_syncs_part_checks_every_algorithm_round_waits_once_per_stack(tmp_path):
+    from fedbench.bench.gpucheck import main
+    from fedbench.bench.host_syncs import PER_RUN
+    from tests.algorithms.cases import CASES
+
+    assert main([str(tmp_path / "out"), "--parts", "syncs", "--budget-s", "600"]) == 0
+    result = json.loads((tmp_path / "out" / "gpucheck.json").read_text())
+    checks = {c["name"]: c for c in result["checks"]}
+    assert set(checks) == set(CASES) - {"sequential_sgd"} and all(c["passed"] for c in checks.values())
+    assert checks["fedprox"]["detail"] == "waits a round: 2 alone, 2 with 3 runs stacked, 0 a further run (declared 0)"
+    assert [r["per_run"] for r in result["syncs"]] == [PER_RUN.get(r["algorithm"], 0) for r in result["syncs"]]
+    table = (tmp_path / "out" / "syncs.md").read_text().splitlines()
+    assert "| fedprox | 2 | 2 | 0 | - |" in table and len([t for t in table if t.startswith("| ")]) == 1 + len(checks)
 
 
 def test_targets_from_the_committed_h200_check():

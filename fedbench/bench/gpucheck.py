@@ -30,7 +30,11 @@ budget (a part or case that would not finish in it is skipped and listed as skip
 6. **workload** (CUDA only): ``fedbench bench --quick --parts workload --device cuda``'s two studies, FedProx's
    140-run synthetic study and the CIFAR-CNN study, stacked and one by one (fedbench.bench.workload; about 75 s
    on an H200), when at least :data:`WORKLOAD_MIN_S` are left; its JSON is ``workload.json``.
-7. **capture** (optional): the engine's CUDA-graph capture checks, where the engine provides them: the function
+7. **syncs** (on every device, seconds): how often a round makes the host wait for the device, for every
+   algorithm alone and 3 runs stacked (fedbench.bench.host_syncs; on CUDA with torch's own count of synchronising
+   operations beside): a check each, passed where each further run adds only what
+   fedbench.bench.host_syncs.PER_RUN declares and no copy to the device blocks. Its table is ``syncs.md``.
+8. **capture** (optional): the engine's CUDA-graph capture checks, where the engine provides them: the function
    named by :data:`CAPTURE_HOOK` (``capture_check(device=...) -> dict``: differences against its GPU tolerance, and timings); skipped, and said so,
    where it does not exist.
 
@@ -53,8 +57,8 @@ Without CUDA the same command runs its CPU part: the algorithms once each on the
 the kernels against the loop on the CPU, and the throughput of mclr and the CIFAR CNN at cohort 10 (CI runs it so,
 with a small budget). It writes at most these files into OUT_DIR: ``summary.md`` (what passed, what was skipped,
 the throughput table), ``gpucheck.json`` (everything), ``gpu-tests.txt`` (one line per check), ``bench.json``
-(the throughput in ``fedbench bench``'s JSON schema, for ``reports/bench-gpu/``) and, where a study was measured,
-``paper-cost.json`` and ``paper-cost.md``. Exit status 0 when every check
+(the throughput in ``fedbench bench``'s JSON schema, for ``reports/bench-gpu/``), ``syncs.md`` and, where a study was
+measured, ``paper-cost.json`` and ``paper-cost.md``. Exit status 0 when every check
 that ran passed, 1 otherwise.
 """
 
@@ -85,8 +89,8 @@ PAPER_MODELS: tuple[tuple[str, tuple[int, ...], int, int | None, tuple[int, int]
     ("deltafl_shakespeare_gru", (80,), 53, 53, None),
 )
 FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-cost.json", "paper-cost.md",
-         "workload.json")
-PARTS = ("algorithms", "models", "stacking", "throughput", "workload", "paper_cost", "capture")
+         "workload.json", "syncs.md")
+PARTS = ("algorithms", "models", "stacking", "syncs", "throughput", "workload", "paper_cost", "capture")
 WORKLOAD_MIN_S = 150.0  # the workload part runs only with this much left (75 s measured on an H200, x 2)
 CAPTURE_HOOK = "fedbench.bench.capture_check:capture_check"  # the engine's CUDA-graph checks: one dict of figures
 # issue 31's targets (reported, not asserted)
@@ -397,6 +401,41 @@ def check_stacking(budget: Budget, log: Log) -> None:
     log.check("stacking", "cpu", ok, detail, time.perf_counter() - t0)
 
 
+def check_syncs(device, budget: Budget, log: Log, out_dir: Path) -> list[dict] | None:
+    """Every algorithm's waits for the device a round, alone and stacked (fedbench.bench.host_syncs), into
+    ``syncs.md``."""
+    from fedbench.bench import host_syncs
+
+    try:
+        from tests.algorithms.cases import CASES
+    except ImportError as exc:
+        log.skip("syncs", "all", f"tests/algorithms/cases.py not importable ({exc}); run from the repository root")
+        return None
+    rows = []
+    for name in sorted(CASES):
+        if budget.left <= 0:
+            log.skip("syncs", name, "budget spent")
+            continue
+        t0 = time.perf_counter()
+        try:
+            found = host_syncs.measure({name: CASES[name]}, str(device))
+        except Exception as exc:  # noqa: BLE001 - one algorithm failing leaves the others
+            log.check("syncs", name, False, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
+            continue
+        for r in found:
+            rows.append(r)
+            torch_count = "" if r["alone"]["torch"] is None else \
+                f"; torch's syncs {r['alone']['torch']:g} alone, {r['stacked']['torch']:g} stacked"
+            log.check("syncs", name, r["as_declared"], f"waits a round: {r['alone']['reads'] + r['alone']['copies']} "
+                      f"alone, {r['stacked']['reads'] + r['stacked']['copies']} with {host_syncs.STACKED} runs stacked, "
+                      f"{r['per_run']:g} a further run (declared {host_syncs.PER_RUN.get(name, 0)}){torch_count}",
+                      time.perf_counter() - t0)
+    (out_dir / "syncs.md").write_text("\n".join(["# Waits for the device in a round between evaluations", "",
+                                                 f"Device {device}; fedbench.bench.host_syncs says how they are "
+                                                 "counted.", ""] + host_syncs.table(rows)) + "\n")
+    return rows
+
+
 def measure_workloads(device, budget: Budget, log: Log, out_dir: Path) -> dict | None:
     """``fedbench bench --quick --parts workload`` on CUDA (both studies, 1 measured round a run), written to
     ``out_dir``/workload.json; None where skipped."""
@@ -590,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.out_dir / "summary.md").write_text(summary(result))
 
     # of what is left at its start (the throughput part leaves at least 30% to the paper cost)
-    shares = {"algorithms": 0.2, "models": 0.25, "stacking": 0.1, "throughput": 0.5, "workload": 0.6, "paper_cost": 0.9,
+    shares = {"algorithms": 0.2, "models": 0.25, "stacking": 0.1, "syncs": 0.1, "throughput": 0.5, "workload": 0.6, "paper_cost": 0.9,
               "capture": 1.0}
     for part in parts:
         part_budget = Budget(max(0.0, budget.left * shares[part]))
@@ -611,6 +650,10 @@ def main(argv: list[str] | None = None) -> int:
                      "machine": bench["machine"], "throughput": bench["throughput"]}, indent=1, default=str) + "\n")
             elif part == "stacking":
                 check_stacking(part_budget, log)
+            elif part == "syncs":
+                found = check_syncs(device, part_budget, log, args.out_dir)
+                if found is not None:
+                    result["syncs"] = found
             elif part == "workload":
                 found = measure_workloads(device, part_budget, log, args.out_dir)
                 if found is not None:

@@ -8,10 +8,11 @@ while the host prepares the next work. A round of a stack should make them once 
 
 :class:`HostSyncs` counts these calls by kind and by the fedbench line that made them, through a
 ``TorchFunctionMode``, so the count is the same on the CPU as on CUDA: the CPU tests assert it
-(tests/engine/test_host_sync.py) and the prepared GPU check can print it. fedbench.ops.to_device is the one way the
-engine and the algorithms move a host array (a round's schedule) to the device without such a wait. What it cannot see: numpy's own reads of a
-CPU tensor through the buffer protocol (``torch.from_numpy`` shares memory, no copy), and synchronisations inside
-torch itself (a kernel that sizes its output from data, such as ``nonzero`` or a boolean mask).
+(tests/engine/test_host_sync.py) and the prepared GPU check prints it (fedbench.bench.host_syncs). What it cannot
+see: numpy's own reads of a CPU tensor through the buffer protocol (``torch.from_numpy`` shares memory, no copy),
+and synchronisations inside torch itself (a kernel that sizes its output from data, such as ``nonzero`` or a boolean
+mask; the GPU check counts those with torch's own sync debug mode). fedbench.ops.to_device is the one way the engine
+and the algorithms move a host array (a round's schedule) to the device without a wait.
 """
 
 from __future__ import annotations

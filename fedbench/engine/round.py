@@ -23,13 +23,13 @@ import torch
 
 from fedbench.engine import tree
 from fedbench.engine.capture import GRAPH_STEPS
-from fedbench.ops import to_device
 from fedbench.engine.kernels.generic import client_segments
 from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
 from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
+from fedbench.ops import to_device
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,8 @@ def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = N
                 run.table = tree.scatter_rows(run.table, s.cohort.clients, new_rows)
             else:  # a table kept in host memory: the new rows are read back (fedbench.engine.simulation._table_device)
                 index = to_device(s.clients, run.table_device)
-                run.table = tree.scatter_rows(run.table, index, tree.tree_map(lambda t: t.to(run.table_device), new_rows))
+                new_rows = tree.tree_map(lambda t: t.to(run.table_device), new_rows)
+                run.table = tree.scatter_rows(run.table, index, new_rows)
 
 
 def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorithm) -> list[Any]:

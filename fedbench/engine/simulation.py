@@ -58,11 +58,16 @@ one batched product. A run that diverges leaves the stack and the others go on.
 Static shapes (``SimulationConfig.capture``: static or cuda_graph; issue 31). The loop then draws each run's rounds
 a block of SCHEDULE_BLOCK at a time (fedbench.engine.schedule: the same draws as round by round), gives every round
 of the block the same client rows (each run's largest cohort of the block), and runs the local steps padded and
-masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture). What stays on
-the host in such a round: the schedule (numpy draws, copied to the device once a round), the evaluation's and the
-divergence signal's read-back (once per evaluation; a run whose protocol skips train/loss reads its cohort signal
-every round), the algorithms' state hooks (choose_clients, filter_cohort), client_init's reads of the cohort where
-an algorithm makes them (FedProxVR's output iterates), and the per-round synchronisation that times the round.
+masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture).
+
+Waiting for the device (issue 31, item 3; counted by fedbench.engine.host_sync, per algorithm by
+fedbench.bench.host_syncs). Every host array a round moves to the device goes through fedbench.ops.to_device
+(pinned, non_blocking), and the algorithms decide on the cohort's host copies (Cohort.host_clients, host_steps),
+so that in a round between evaluations a stack waits for the device once, whatever its runs: the divergence
+signal of every run whose protocol skips train/loss, read back together. What else still waits: each evaluation
+(the stack's per-device means once, each run's scalars), the state hooks that read the model (filter_cohort's
+losses; an algorithm that needs the training loss every round), a per-client table kept in host memory, and the
+synchronisation that times each round on CUDA. The schedule itself is drawn on the host (numpy streams).
 """
 
 from __future__ import annotations

@@ -3,18 +3,12 @@ counter itself on a hand-made sequence, and every algorithm's round, whose waits
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
 
-from fedbench.algorithms import build_algorithm
-from fedbench.data.synthetic import generate_synthetic
-from fedbench.engine.evaluation import EvalSpec
+from fedbench.bench.host_syncs import PER_RUN, measure, round_syncs, table
 from fedbench.engine.host_sync import HostSyncs
-from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
-from fedbench.models import build_model
 from fedbench.ops import to_device
 from tests.algorithms.cases import CASES
 
@@ -40,39 +34,10 @@ def test_to_device_gives_the_array_itself_on_the_cpu_and_converts_on_the_host():
     assert torch.equal(to_device(a, torch.device("cpu"), torch.float32), torch.as_tensor(a, dtype=torch.float32))
 
 
-DATA = generate_synthetic(1.0, 1.0, False, num_devices=30, seed=0, train_fraction=0.9)
-MODEL = build_model("mclr", DATA.feature_shape, DATA.num_classes)
-# evaluated at round 0 and on the final model only: the rounds between run on the divergence signal
-PROTOCOL = (EvalSpec("train", every=10_000), EvalSpec("test", every=10_000))
-# The waits a run adds to a round between evaluations, by algorithm, and why (fedbench.engine.simulation's docstring
-# lists what stays on the host): a state hook that reads the model's losses (Delta-FL's filter_cohort: .cpu() and
-# .numpy() of one read), and an algorithm that reads the training loss every round (FedProx with adaptive mu: its
-# evaluation reads the stack's per-device means once, .cpu() and .numpy(), and each run's loss and accuracy)
-PER_RUN = {"delta_fl": 2, "fedprox_adaptive": 2}
+# What each run adds to a round (fedbench.bench.host_syncs.PER_RUN says why), and what a stack reads once: FedProx with
+# adaptive mu reads its evaluation's per-device means (.cpu() and .numpy() of one read)
 PER_STACK = {"fedprox_adaptive": 2}
 EVERY_ROUND = {"fedprox_adaptive"}  # evaluates the training loss every round: no divergence signal to read
-
-
-def _syncs_per_round(name: str, runs: int) -> HostSyncs:
-    """The waits of rounds 1-2 of a stack of ``runs`` runs: a 5-round simulation's minus a 3-round one's (the first
-    evaluation, the start and the final evaluation cancel), halved."""
-    hyper, changes = CASES[name]
-    counts = []
-    for rounds in (3, 5):
-        cfg = SimulationConfig(rounds=rounds, clients_per_round=5, local_epochs=1, batch_size=10, device="cpu",
-                               evaluations=PROTOCOL, dissimilarity_every=0, **changes)
-        specs = [RunSpec(dataclasses.replace(cfg, seed=s), DATA, build_algorithm(name, **{"lr": 0.05, **hyper}))
-                 for s in range(runs)]
-        with HostSyncs() as syncs:
-            simulate_stack(MODEL, specs)
-        counts.append(syncs)
-    out = HostSyncs()
-    for key in counts[1].count | counts[0].count:
-        diff = counts[1].count[key] - counts[0].count[key]
-        assert diff % 2 == 0, (key, diff)
-        if diff:
-            out.count[key] = diff // 2
-    return out
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - {"sequential_sgd"}))  # sequential SGD runs on pooled data
@@ -81,13 +46,22 @@ def test_a_stacked_round_waits_for_the_device_once_per_stack_not_once_per_run(na
     device without a blocking copy, the aggregation weights are checked on the host, and the divergence signal of
     every run is read back in one read. Before, a FedProx round waited 3 times a run (2 for the weights' check, 1 for
     the signal), and FedProxVR's and FedDane's client_init read the cohort back."""
-    one, three = _syncs_per_round(name, 1), _syncs_per_round(name, 3)
-    assert three.total() - one.total() == 2 * PER_RUN.get(name, 0), (one.count, three.count)
-    assert one.total("copy") == 0, one.count  # nothing copied to the device blocks
+    hyper, changes = CASES[name]
+    one, three = (round_syncs(name, hyper, changes, runs) for runs in (1, 3))
+    assert three["reads"] - one["reads"] == 2 * PER_RUN.get(name, 0), (one, three)
+    assert one["copies"] == three["copies"] == 0, (one, three)  # nothing copied to the device blocks
     signal = 0 if name in EVERY_ROUND else 2  # the signal's one read: .cpu() and .numpy()
-    assert one.count[("read", "engine/simulation.py:" + _signal_line())] == signal
-    assert three.count[("read", "engine/simulation.py:" + _signal_line())] == signal
-    assert one.total("read") == signal + PER_STACK.get(name, 0) + PER_RUN.get(name, 0), one.count
+    where = "read@engine/simulation.py:" + _signal_line()
+    assert one["lines"].get(where, 0) == three["lines"].get(where, 0) == signal
+    assert one["reads"] == signal + PER_STACK.get(name, 0) + PER_RUN.get(name, 0), one
+    assert one["torch"] is None  # torch's own count is CUDA's
+
+
+def test_the_bench_table_gives_what_each_further_run_adds():
+    rows = measure({n: CASES[n] for n in ("fedprox", "delta_fl", "sequential_sgd")})
+    assert [r["algorithm"] for r in rows] == ["delta_fl", "fedprox"]  # sequential SGD has no stack
+    assert [r["per_run"] for r in rows] == [2, 0] and all(r["as_declared"] for r in rows)
+    assert table(rows)[2:] == ["| delta_fl | 4 | 8 | 2 | - |", "| fedprox | 2 | 2 | 0 | - |"]
 
 
 def _signal_line() -> str:
