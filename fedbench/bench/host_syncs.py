@@ -24,9 +24,8 @@ from typing import Any
 PROTOCOL_EVERY = 10_000  # evaluated at round 0 and on the final model only
 STACKED = 3  # runs of the stacked count
 # The waits each run adds to a round, by algorithm, and why: a state hook that reads the model's losses (Delta-FL's
-# filter_cohort: .cpu() and .numpy() of one read), and an algorithm that reads the training loss every round (FedProx
-# with adaptive mu: each run's evaluated loss and accuracy). Every other algorithm adds none.
-PER_RUN = {"delta_fl": 2, "fedprox_adaptive": 2}
+# filter_cohort: .cpu() and .numpy() of one read). Every other algorithm adds none.
+PER_RUN = {"delta_fl": 2}
 
 
 def round_syncs(name: str, hyper: dict[str, Any], changes: dict[str, Any], runs: int, device: str = "cpu") -> dict:

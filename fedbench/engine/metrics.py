@@ -133,8 +133,9 @@ def evaluate(kernel, theta: torch.Tensor, data: DeviceData, with_dissimilarity: 
     return evaluate_many(kernel, theta.unsqueeze(0), data, with_dissimilarity, **how)[0]
 
 
-def _mean(values: torch.Tensor) -> float:
-    return float(values.double().mean()) if values.shape[-1] else NAN
+def _mean(values: torch.Tensor) -> torch.Tensor:
+    """The mean of ``values`` [n] in float64, on its device (NaN for none)."""
+    return values.double().mean() if values.shape[-1] else torch.full((), NAN, dtype=torch.float64, device=values.device)
 
 
 @torch.no_grad()
@@ -148,12 +149,13 @@ def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimila
     dict per model (each run's own seeded sample: every model is evaluated on the union of the samples in one
     pass, and each reads its own; per-sample values do not depend on the other samples of the pass, so each
     model's metrics are those of its own pass); ``dissimilarity_idx``: the sorted indices of the training samples
-    each client's gradient is taken on (None: all)."""
+    each client's gradient is taken on (None: all). Every model's metrics are read back to the host in one read
+    (fedbench.engine.host_sync), each computed as it would be alone."""
     m, n_dev = thetas.shape[0], data.num_clients
     per_model = samples if isinstance(samples, list) else [samples or {}] * m
     if len(per_model) != m:
         raise ValueError(f"evaluate_many: {len(per_model)} sample plans for {m} models")
-    none = np.full((m, n_dev), np.nan)
+    none = torch.full((m, n_dev), NAN, dtype=torch.float64, device=thetas.device)
     acc = Dissimilarity(m, thetas.shape[1], data.train_sizes, thetas.device) if with_dissimilarity else None
     fused = getattr(kernel, "train_eval", None)
     train_idx = [s.get("train") for s in per_model]
@@ -183,31 +185,33 @@ def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimila
             raise ValueError("evaluations: the dataset has no global_test split")
         gl_idx = [s.get("global_test") for s in per_model]
         loss_gl, correct_gl = _per_example_each(kernel, thetas, data.x_global, data.y_global, gl_idx)
-    dissim = acc.value() if acc is not None else np.full(m, NAN)
+    nan = torch.full((), NAN, dtype=torch.float64, device=thetas.device)
+    columns = [(loss_tr, lambda v: v.double().mean()), (correct_tr, lambda v: v.double().mean()), (loss_te, _mean),
+               (correct_te, _mean), (loss_gl, _mean), (correct_gl, _mean)]
+    scalars = torch.stack([torch.stack([nan if v is None else fn(v[i]) for v, fn in columns]) for i in range(m)])
+    dissim = acc.value_tensor() if acc is not None else torch.full((m,), NAN, dtype=torch.float64,
+                                                                     device=thetas.device)
+    read = torch.cat([scalars, dissim.unsqueeze(1), dev_loss, dev_acc], dim=1).cpu().numpy()  # the one read
     out = []
-    for i in range(m):
+    for row in read:
+        (tr_loss, tr_acc, te_loss, te_acc, gl_loss, gl_acc), rest = row[:6].tolist(), row[6:]
         out.append(Evaluation(
-            train_loss=float(loss_tr[i].double().mean()) if loss_tr is not None else NAN,
-            train_accuracy=float(correct_tr[i].double().mean()) if correct_tr is not None else NAN,
-            test_loss=_mean(loss_te[i]) if loss_te is not None else NAN,
-            test_accuracy=_mean(correct_te[i]) if correct_te is not None else NAN,
-            dissimilarity=float(dissim[i]),
-            device_train_loss=dev_loss[i],
-            device_test_accuracy=dev_acc[i],
-            global_test_loss=_mean(loss_gl[i]) if loss_gl is not None else NAN,
-            global_test_accuracy=_mean(correct_gl[i]) if correct_gl is not None else NAN,
+            train_loss=tr_loss, train_accuracy=tr_acc, test_loss=te_loss, test_accuracy=te_acc,
+            dissimilarity=float(rest[0]), device_train_loss=rest[1:1 + n_dev], device_test_accuracy=rest[1 + n_dev:],
+            global_test_loss=gl_loss, global_test_accuracy=gl_acc,
             splits=tuple(s for s in ("train", "test", "global_test") if s in splits),
             with_dissimilarity=with_dissimilarity,
         ))
     return out
 
 
-def _device_means(values, seg: torch.Tensor, counts: torch.Tensor, idx: list[np.ndarray | None], n_dev: int):
-    """[M, N] each model's per-device mean of ``values`` over its own samples: one segment sum for all models where
-    they read the same samples (a tensor [M, n]), else one per model (a list)."""
+def _device_means(values, seg: torch.Tensor, counts: torch.Tensor, idx: list[np.ndarray | None],
+                  n_dev: int) -> torch.Tensor:
+    """[M, N] each model's per-device mean of ``values`` over its own samples, on the device: one segment sum for all
+    models where they read the same samples (a tensor [M, n]), else one per model (a list)."""
     if isinstance(values, torch.Tensor):
-        return _segment_mean(values, *_segments(seg, counts, idx[0], n_dev)).cpu().numpy()
-    return np.stack([_segment_mean(v, *_segments(seg, counts, i, n_dev)).cpu().numpy() for v, i in zip(values, idx)])
+        return _segment_mean(values, *_segments(seg, counts, idx[0], n_dev))
+    return torch.stack([_segment_mean(v, *_segments(seg, counts, i, n_dev)) for v, i in zip(values, idx)])
 
 
 def _per_example_each(kernel, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
@@ -269,10 +273,14 @@ class Dissimilarity:
         self.g += torch.einsum("c,mcp->mp", counts.double() / self.n_total, grads)
 
     def value(self) -> np.ndarray:
+        return self.value_tensor().cpu().numpy()
+
+    def value_tensor(self) -> torch.Tensor:
+        """[M] float64, on the device."""
         if self.count == 0:
-            return np.full(len(self.s1), float("nan"))
+            return torch.full_like(self.s1, float("nan"))
         value = (self.s1 - 2.0 * (self.g * self.s2).sum(1) + self.count * (self.g * self.g).sum(1)) / self.count
-        return value.clamp(min=0.0).cpu().numpy()
+        return value.clamp(min=0.0)
 
 
 def _stream_client_grads(kernel, thetas: torch.Tensor, data: DeviceData, acc: Dissimilarity,

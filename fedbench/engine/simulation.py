@@ -65,9 +65,9 @@ fedbench.bench.host_syncs). Every host array a round moves to the device goes th
 (pinned, non_blocking), and the algorithms decide on the cohort's host copies (Cohort.host_clients, host_steps),
 so that in a round between evaluations a stack waits for the device once, whatever its runs: the divergence
 signal of every run whose protocol skips train/loss, read back together. What else still waits: each evaluation
-(the stack's per-device means once, each run's scalars), the state hooks that read the model (filter_cohort's
-losses; an algorithm that needs the training loss every round), a per-client table kept in host memory, and the
-synchronisation that times each round on CUDA. The schedule itself is drawn on the host (numpy streams).
+(once for the runs evaluated together: fedbench.engine.metrics.evaluate_many reads every model's metrics in one
+read), a state hook that reads the model (filter_cohort's losses, once a run), a per-client table kept in host
+memory, and the synchronisation that times each round on CUDA. The schedule is drawn on the host (numpy streams).
 """
 
 from __future__ import annotations

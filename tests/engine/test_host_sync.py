@@ -35,7 +35,8 @@ def test_to_device_gives_the_array_itself_on_the_cpu_and_converts_on_the_host():
 
 
 # What each run adds to a round (fedbench.bench.host_syncs.PER_RUN says why), and what a stack reads once: FedProx with
-# adaptive mu reads its evaluation's per-device means (.cpu() and .numpy() of one read)
+# adaptive mu evaluates the training loss every round, and every run's metrics come back in one read (.cpu() and
+# .numpy())
 PER_STACK = {"fedprox_adaptive": 2}
 EVERY_ROUND = {"fedprox_adaptive"}  # evaluates the training loss every round: no divergence signal to read
 
@@ -44,8 +45,9 @@ EVERY_ROUND = {"fedprox_adaptive"}  # evaluates the training loss every round: n
 def test_a_stacked_round_waits_for_the_device_once_per_stack_not_once_per_run(name):
     """The same waits per round for a stack of 3 runs as for one run (plus what PER_RUN says): the schedule goes to the
     device without a blocking copy, the aggregation weights are checked on the host, and the divergence signal of
-    every run is read back in one read. Before, a FedProx round waited 3 times a run (2 for the weights' check, 1 for
-    the signal), and FedProxVR's and FedDane's client_init read the cohort back."""
+    every run is read back in one read, as is every run's evaluation. Before, a FedProx round waited 3 times a run (2
+    for the weights' check, 1 for the signal), an evaluation 4-6 times a run, and FedProxVR's and FedDane's
+    client_init read the cohort back."""
     hyper, changes = CASES[name]
     one, three = (round_syncs(name, hyper, changes, runs) for runs in (1, 3))
     assert three["reads"] - one["reads"] == 2 * PER_RUN.get(name, 0), (one, three)
@@ -72,3 +74,27 @@ def _signal_line() -> str:
 
     lines, first = inspect.getsourcelines(simulation._check_signal)
     return str(first + next(i for i, line in enumerate(lines) if ".cpu().numpy()" in line))
+
+
+def test_an_evaluation_of_a_stack_reads_back_once_whatever_its_models():
+    """evaluate_many's metrics of M models (train, test, per-device means, dissimilarity) come back in one read,
+    each model's as evaluated alone."""
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.engine.kernels import choose_kernel
+    from fedbench.engine.metrics import DeviceData, evaluate, evaluate_many
+    from fedbench.models import build_model
+    from fedbench.seeding import torch_generator
+
+    data = generate_synthetic(1.0, 1.0, False, num_devices=8, seed=0, train_fraction=0.9)
+    model = build_model("mclr", data.feature_shape, data.num_classes)
+    kernel, device_data = choose_kernel(model, "cpu"), DeviceData.build(data, torch.device("cpu"))
+    thetas = torch.stack([model.init(torch_generator(s, -1, "init")) for s in range(4)])
+    reads = []
+    for m in (1, 4):
+        with HostSyncs() as syncs:
+            evs = evaluate_many(kernel, thetas[:m], device_data, True, splits=("train", "test"))
+        reads.append(syncs.total("read"))
+    assert reads == [2, 2]  # .cpu() and .numpy() of the one read
+    alone = evaluate(kernel, thetas[3], device_data, True, splits=("train", "test"))
+    assert evs[3].scalars() == alone.scalars()
+    np.testing.assert_array_equal(evs[3].device_test_accuracy, alone.device_test_accuracy)
