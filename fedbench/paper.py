@@ -202,10 +202,11 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
              f"{'eval':>5} {'total h':>10} {'stacked h':>10}"]
 
     def cost(name: str) -> dict | None:
-        c = study_cost(name, scales[name], device, costs_dir)
+        c = study_cost(name, scales[name], device, costs_dir, table=data, per_model=measured)
         if device == "cuda" and c["source"] != "measured":
             return None
-        return c | {"stacked_hours": stacked_cost(name, scales[name], device, costs_dir)["stacked_hours"]}
+        stacked = stacked_cost(name, scales[name], device, costs_dir, table=data, per_model=measured)
+        return c | {"stacked_hours": stacked["stacked_hours"]}
 
     def line(name: str, c: dict | None) -> str:
         if c is None:

@@ -121,6 +121,22 @@ def test_list_shows_the_measured_figure_where_there_is_one(tmp_path):
     assert "fedlaavg_cifar10           not measured" in gpu
 
 
+def test_list_reads_each_table_once(tmp_path, monkeypatch):
+    """`paper list` prices every study from the tables it read once, not twice a study."""
+    _measured_file(tmp_path / "bench")
+    reads = {"load": 0, "load_measured": 0}
+    for name in reads:
+        real = getattr(study_costs_module, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            reads[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(study_costs_module, name, counted)
+    listing("params.yaml", "cpu", tmp_path / "bench")
+    assert reads == {"load": 1, "load_measured": 1}
+
+
 def test_a_corrupt_measured_file_is_one_line(tmp_path, capsys):
     (tmp_path / "paper-cost.json").write_text("{not json")
     code, out, err = _exit(["paper", "list", "--costs", str(tmp_path)], capsys)

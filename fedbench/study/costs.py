@@ -243,8 +243,11 @@ def study_costs(data: dict[str, Any] | None, name: str) -> dict[str, dict[str, A
             for k, u in data["studies"][name]["units"].items()}
 
 
+READ = object()  # study_cost's and stacked_cost's default: read the tables themselves
+
+
 def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu",
-               root: Path | None = None) -> dict[str, Any]:
+               root: Path | None = None, table: Any = READ, per_model: dict[str, Any] | None = None) -> dict[str, Any]:
     """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper run --dry-run``, the
     not-run claim entries, the README): its ``scales`` projected (:func:`project_study`) from the unit
     costs ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default
@@ -254,11 +257,14 @@ def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str =
 
     project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
     ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine, the
-    date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected"."""
+    date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected".
+
+    A caller pricing many studies passes the tables it read once: ``table`` (:func:`load`'s result, None where there is
+    no file) and ``per_model`` (:func:`load_measured`'s)."""
     from fedbench.study.paper_profile import UNIT_COSTS_OF
 
-    per_model = load_measured()
-    data = load(device, root)
+    per_model = per_model or load_measured()
+    data = load(device, root) if table is READ else table
     priced_by = name if study_costs(data, name) else UNIT_COSTS_OF.get(name, name)
     own = study_costs(data, priced_by)
     c = project_study(scales, per_model, own)
@@ -277,12 +283,13 @@ def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str =
 
 
 def stacked_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu", root: Path | None = None,
-                 max_stack: int | None = None) -> dict[str, Any]:
+                 max_stack: int | None = None, table: Any = READ, per_model: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
     """Study ``name``'s read runs as the study runner would run them, stacked (:func:`project_stacked`:
     the model is stated there), beside each run on its own; unit costs as :func:`study_cost` takes them (measured
-    on ``device`` where they are, the per-model table otherwise)."""
-    own = study_costs(load(device, root), name) or {}
-    per_model = load_measured()
+    on ``device`` where they are, the per-model table otherwise; ``table``, ``per_model``: as there)."""
+    own = study_costs(load(device, root) if table is READ else table, name) or {}
+    per_model = per_model or load_measured()
     return project_stacked(scales, lambda s: own.get(unit_key(s)) or table_costs(s, per_model), max_stack)
 
 
