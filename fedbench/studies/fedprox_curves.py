@@ -18,7 +18,7 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import fidelity
-from fedbench.claims.entry import judged, not_run
+from fedbench.claims.entry import not_run
 from fedbench.studies.fedprox_main_job import DECLARATION, PAPER_ROUNDS
 
 
@@ -98,10 +98,6 @@ def entry(cfg: Config, cid: str, datasets: list[str], deviations: list[str], fig
                              training_seeds=list(t.seeds), data_seeds=[cfg.data.seed])
 
 
-def apply(e: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    return judged(e, result)
-
-
 def not_run_for(e: dict[str, Any], missing: list[str]) -> dict[str, Any]:
     return not_run(e, "missing runs: " + "; ".join(missing), "running the missing runs (dvc repro)")
 
@@ -120,8 +116,8 @@ def per_seed(values: list[float]) -> list[float | str]:
     return [round(float(v), 4) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in values]
 
 
-def reading_effect(judged: dict[str, Any], reading: str) -> str:
-    for cell in judged["sensitivity"]:
+def reading_effect(result: dict[str, Any], reading: str) -> str:
+    for cell in result["sensitivity"]:
         if cell["reading"] == reading and cell["budget"] == 1.0:
             return f"{fmt_effect(cell)} ({cell['verdict']})"
     return "n/a"

@@ -29,8 +29,9 @@ from fedbench.config import Config
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss, rising_rounds, upward_variation
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, judge
+from fedbench.claims.entry import judged
 from fedbench.studies.fedprox_curves import (ACCURACY_READINGS, FIG1, LOSS_READINGS, REGISTERED_AFTER_RUNS, Curves,
-                                             apply, entry, missing_runs, not_run_for, per_seed, reading_effect)
+                                             entry, missing_runs, not_run_for, per_seed, reading_effect)
 from fedbench.studies.fedprox_main_job import (ACCURACY_RULE, GAIN_RULE, HETERO, INSTABILITY_RULE, LOSS_RULE,
                                                MU_CASE_LABELS, MU_CASES, SHARE_RULE)
 from fedbench.studies.fedprox_main_job_heterogeneity import (dissimilarity_tracks_loss, heterogeneity_hurts,
@@ -56,15 +57,15 @@ def accuracy_gain(cfg: Config, curves: Curves) -> dict[str, Any]:
     def measure(reading, budget):
         return [[acc("fedprox_mu1", reading, budget, s) - acc("fedavg", reading, budget, s) for s in seeds]]
 
-    judged = judge([part], measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
+    result = judge([part], measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
     prox = [acc("fedprox_mu1", "tail", 1.0, s) for s in seeds]
     avg = [acc("fedavg", "tail", 1.0, s) for s in seeds]
     e["reproduced"] = {"unit": "test accuracy (%), mean of the last 5 evaluations, Synthetic(1,1), 90% stragglers",
                        "fedprox_mu1": per_seed(prox), "fedavg": per_seed(avg)}
     e["observed"] = (f"FedProx(mu=1) {np.mean(prox):.1f}% vs FedAvg {np.mean(avg):.1f}% at 90% stragglers (mean of the "
-                     f"last 5 rounds): gain {fmt_effect(judged['effect'])}; under the paper's C.3.2 reading "
-                     + reading_effect(judged, NAMES["paper"]) + "; the paper's +22 is a five-dataset mean")
-    return apply(e, judged)
+                     f"last 5 rounds): gain {fmt_effect(result['effect'])}; under the paper's C.3.2 reading "
+                     + reading_effect(result, NAMES["paper"]) + "; the paper's +22 is a five-dataset mean")
+    return judged(e, result)
 
 
 def partial_work(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -86,12 +87,12 @@ def partial_work(cfg: Config, curves: Curves) -> dict[str, Any]:
         return [[loss("fedavg", f, s, reading, budget) - loss("fedprox_mu0", f, s, reading, budget) for s in seeds]
                 for f in levels]
 
-    judged = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
+    result = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": "training loss, mean of the last 5 evaluations",
                        **{f"{int(f * 100)}% stragglers": {v: per_seed([loss(v, f, s, "tail", 1.0) for s in seeds])
                                                           for v in ("fedavg", "fedprox_mu0")} for f in levels}}
-    e["observed"] = "; ".join(f"{p['part']}: FedAvg - FedProx(mu=0) {fmt_effect(p)}" for p in judged["parts"])
-    return apply(e, judged)
+    e["observed"] = "; ".join(f"{p['part']}: FedAvg - FedProx(mu=0) {fmt_effect(p)}" for p in result["parts"])
+    return judged(e, result)
 
 
 def mu_stabilises(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -115,7 +116,7 @@ def mu_stabilises(cfg: Config, curves: Curves) -> dict[str, Any]:
         return [[instability("fedprox_mu0", f, s, reading, budget) - instability("fedprox_mu1", f, s, reading, budget)
                  for s in seeds] for f in levels]
 
-    judged = judge(parts, measure, "upward", ("upward", "rising"),
+    result = judge(parts, measure, "upward", ("upward", "rising"),
                    reading_names={"upward": "sum of loss rises", "rising": "rounds with a rise"})
 
     def flagged(v, f):
@@ -128,11 +129,11 @@ def mu_stabilises(cfg: Config, curves: Curves) -> dict[str, Any]:
                        "runs_flagged_diverging": {f"{int(f * 100)}% stragglers": {v: flagged(v, f)
                                                                                   for v in ("fedprox_mu0", "fedprox_mu1")}
                                                   for f in levels}}
-    e["observed"] = ("; ".join(f"{p['part']}: mu=0 - mu=1 {fmt_effect(p)}" for p in judged["parts"])
+    e["observed"] = ("; ".join(f"{p['part']}: mu=0 - mu=1 {fmt_effect(p)}" for p in result["parts"])
                      + ". Runs flagged diverging (C.3.2) of " + str(len(seeds)) + ": "
                      + ", ".join(f"{int(f * 100)}%: mu=0 {flagged('fedprox_mu0', f)}, mu=1 {flagged('fedprox_mu1', f)}"
                                  for f in levels))
-    return apply(e, judged)
+    return judged(e, result)
 
 
 def accuracy_gain_0_50(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -156,12 +157,12 @@ def accuracy_gain_0_50(cfg: Config, curves: Curves) -> dict[str, Any]:
         return [[acc("fedprox_mu1", f, s, reading, budget) - acc("fedavg", f, s, reading, budget) for s in seeds]
                 for f in levels]
 
-    judged = judge(parts, measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
+    result = judge(parts, measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": "test accuracy (%), mean of the last 5 evaluations, Synthetic(1,1)",
                        **{f"{int(f * 100)}% stragglers": {v: per_seed([acc(v, f, s, "tail", 1.0) for s in seeds])
                                                           for v in ("fedprox_mu1", "fedavg")} for f in levels}}
-    e["observed"] = "; ".join(f"{p['part']}: FedProx(mu=1) - FedAvg {fmt_effect(p)}" for p in judged["parts"])
-    return apply(e, judged)
+    e["observed"] = "; ".join(f"{p['part']}: FedProx(mu=1) - FedAvg {fmt_effect(p)}" for p in result["parts"])
+    return judged(e, result)
 
 
 def stragglers_hurt_fedavg(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -183,12 +184,12 @@ def stragglers_hurt_fedavg(cfg: Config, curves: Curves) -> dict[str, Any]:
     def measure(reading, budget):
         return [[loss(b, s, reading, budget) - loss(a, s, reading, budget) for s in seeds] for a, b in steps]
 
-    judged = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
+    result = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": "FedAvg's training loss, mean of the last 5 evaluations, Synthetic(1,1)",
                        **{f"{int(f * 100)}% stragglers": per_seed([loss(f, s, "tail", 1.0) for s in seeds])
                           for f in (0.0, 0.5, 0.9)}}
-    e["observed"] = "; ".join(f"{p['part']}: {fmt_effect(p)}" for p in judged["parts"])
-    return apply(e, judged)
+    e["observed"] = "; ".join(f"{p['part']}: {fmt_effect(p)}" for p in result["parts"])
+    return judged(e, result)
 
 
 def mu_increases_accuracy(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -218,14 +219,14 @@ def mu_increases_accuracy(cfg: Config, curves: Curves) -> dict[str, Any]:
     def measure(reading, budget):
         return [[100 * float(np.mean([gain(c, s, reading, budget) > 0 for c in MU_CASES])) - 50 for s in seeds]]
 
-    judged = judge([part], measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
+    result = judge([part], measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": "FedProx(mu=1) - mu=0 test accuracy in points, mean of the last 5 evaluations, per seed",
                        **{lab: per_seed([gain(c, s, "tail", 1.0) for s in seeds]) for lab, c in zip(labels, MU_CASES)}}
-    e["observed"] = (f"share of cases with a higher accuracy under mu=1, minus 50: {fmt_effect(judged['effect'])}; per "
+    e["observed"] = (f"share of cases with a higher accuracy under mu=1, minus 50: {fmt_effect(result['effect'])}; per "
                      "case, seed mean gain: " + ", ".join(
                          f"{lab} {np.mean([gain(c, s, 'tail', 1.0) for s in seeds]):+.2f}"
                          for lab, c in zip(labels, MU_CASES)))
-    return apply(e, judged)
+    return judged(e, result)
 
 
 CLAIMS: list[Callable[[Config, Curves], dict[str, Any]]] = [

@@ -15,8 +15,9 @@ from fedbench.config import Config
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.verdict import Part, judge
+from fedbench.claims.entry import judged
 from fedbench.studies.fedprox_curves import (FIG2, FIG5, LOSS_READINGS, ACCURACY_READINGS, REGISTERED_AFTER_RUNS,
-                                             Curves, apply, entry, mean_dissimilarity, missing_runs, not_run_for,
+                                             Curves, entry, mean_dissimilarity, missing_runs, not_run_for,
                                              per_seed)
 from fedbench.studies.fedprox_main_job import (DISSIMILARITY_RULE, HETERO, IID_PARTIAL_ACCURACY_RULE,
                                                IID_PARTIAL_LOSS_RULE, IID_RULE, LOSS_RULE, PAPER_ROUNDS, TITLES)
@@ -46,15 +47,15 @@ def heterogeneity_hurts(cfg: Config, curves: Curves) -> dict[str, Any]:
              for d in HETERO[1:]]
         return a + b
 
-    judged = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
+    result = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": "training loss, mean of the last 5 evaluations",
                        **{d: {v: per_seed([loss(d, v, s, "tail", 1.0) for s in seeds]) for v in ("fedavg", "fedprox_mu1")}
                           for d in HETERO}}
     means = {d: float(np.mean([loss(d, "fedavg", s, "tail", 1.0) for s in seeds])) for d in HETERO}
     e["observed"] = ("FedAvg's loss by dataset (seed means): " + ", ".join(f"{TITLES[d]} {fmt_number(m)}"
                                                                           for d, m in means.items())
-                     + "; " + "; ".join(f"{p['part']}: {fmt_effect(p)} ({p['verdict']})" for p in judged["parts"]))
-    return apply(e, judged)
+                     + "; " + "; ".join(f"{p['part']}: {fmt_effect(p)} ({p['verdict']})" for p in result["parts"]))
+    return judged(e, result)
 
 
 def dissimilarity_tracks_loss(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def dissimilarity_tracks_loss(cfg: Config, curves: Curves) -> dict[str, Any]:
              for d in HETERO[1:]]
         return a + b
 
-    judged = judge(parts, measure, "mean", ("mean", "final"),
+    result = judge(parts, measure, "mean", ("mean", "final"),
                    reading_names={"mean": "mean over rounds", "final": "final round"})
     rho = []
     for s in seeds:
@@ -90,10 +91,10 @@ def dissimilarity_tracks_loss(cfg: Config, curves: Curves) -> dict[str, Any]:
                        **{d: {v: per_seed([dis(d, v, s, "mean", 1.0) for s in seeds]) for v in ("fedavg", "fedprox_mu1")}
                           for d in HETERO},
                        "spearman_dissimilarity_vs_loss_per_seed": [round(r, 4) for r in rho]}
-    e["observed"] = ("; ".join(f"{p['part']}: {fmt_effect(p)} ({p['verdict']})" for p in judged["parts"])
+    e["observed"] = ("; ".join(f"{p['part']}: {fmt_effect(p)} ({p['verdict']})" for p in result["parts"])
                      + ". Spearman of FedAvg's dissimilarity and loss over the datasets, per seed: "
                      + ", ".join(f"{r:.2f}" for r in rho))
-    return apply(e, judged)
+    return judged(e, result)
 
 
 def iid_robust(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -118,13 +119,13 @@ def iid_robust(cfg: Config, curves: Curves) -> dict[str, Any]:
     def measure(reading, budget):
         return [[100 * (loss(f, s, reading, budget) / loss(0.0, s, reading, budget) - 1) for s in seeds] for f in levels]
 
-    judged = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
+    result = judge(parts, measure, "tail", LOSS_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": "FedAvg's training loss, mean of the last 5 evaluations",
                        **{f"{int(round(f * 100))}% stragglers": per_seed([loss(f, s, "tail", 1.0) for s in seeds])
                           for f in (0.0, *levels)}}
-    e["observed"] = ("; ".join(f"{p['part']}: loss {fmt_effect(p)} vs 0%" for p in judged["parts"])
+    e["observed"] = ("; ".join(f"{p['part']}: loss {fmt_effect(p)} vs 0%" for p in result["parts"])
                      + f" (read after {rounds} rounds; the paper's Figure 5 runs {PAPER_ROUNDS})")
-    return apply(e, judged)
+    return judged(e, result)
 
 
 def iid_partial_work_no_effect(cfg: Config, curves: Curves) -> dict[str, Any]:
@@ -158,11 +159,11 @@ def iid_partial_work_no_effect(cfg: Config, curves: Curves) -> dict[str, Any]:
                 + [[acc("fedavg", f, s, reading, budget) - acc("fedprox_mu0", f, s, reading, budget) for s in seeds]
                    for f in levels])
 
-    judged = judge(parts, measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
+    result = judge(parts, measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
     e["reproduced"] = {"unit": "training loss and test accuracy (%), mean of the last 5 evaluations, Synthetic-IID",
                        **{f"{int(round(f * 100))}% stragglers": {
                            v: {"loss": per_seed([loss(v, f, s, "tail", 1.0) for s in seeds]),
                                "accuracy": per_seed([acc(v, f, s, "tail", 1.0) for s in seeds])}
                            for v in ("fedavg", "fedprox_mu0")} for f in levels}}
-    e["observed"] = "; ".join(f"{p['part']}: FedAvg vs FedProx(mu=0) {fmt_effect(p)}" for p in judged["parts"])
-    return apply(e, judged)
+    e["observed"] = "; ".join(f"{p['part']}: FedAvg vs FedProx(mu=0) {fmt_effect(p)}" for p in result["parts"])
+    return judged(e, result)
