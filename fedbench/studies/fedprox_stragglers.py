@@ -60,16 +60,18 @@ class PartialEpochStragglers:
     def client_init(self, bcast, cohort) -> PartialLocal:
         import torch
 
+        from fedbench.ops import to_device
+
         k = len(cohort.clients)
         g = rng(cohort.seed, cohort.round, "stragglers", 1)
         active = np.zeros(k, bool)
         active[g.choice(k, size=int(round(k * (1.0 - self.fraction))), replace=False)] = True
-        steps = cohort.steps.cpu().numpy()
+        steps = cohort.host_steps  # the host's copy: reading cohort.steps back would wait for the device
         budget = np.where(active | (steps <= 1), steps, g.integers(1, np.maximum(steps, 2)))
         device = bcast.theta.device
         return PartialLocal(inner=self.inner.client_init(bcast, cohort), step=torch.zeros(k, device=device),
-                            budget=torch.as_tensor(budget, dtype=torch.float32, device=device),
-                            kept=torch.as_tensor(active | self.keep, dtype=torch.float32, device=device))
+                            budget=to_device(budget, device, torch.float32),
+                            kept=to_device(active | self.keep, device, torch.float32))
 
     def client_step(self, local: PartialLocal, grad_fn, bcast) -> PartialLocal:
         import torch

@@ -3,6 +3,7 @@ and a shortened run."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -16,7 +17,7 @@ def _cohort(steps, seed=0, round_=3):
     k = len(steps)
     return Cohort(clients=torch.arange(k), num_samples=torch.full((k,), 50), epochs=torch.ones(k, dtype=torch.long),
                   steps=torch.tensor(steps), client_rows=None, full_grad=None, weights=torch.full((k,), 1 / k),
-                  round=round_, seed=seed)
+                  round=round_, seed=seed, host_clients=np.arange(k), host_steps=np.array(steps))
 
 
 def test_partial_epoch_stragglers_draw():
