@@ -18,6 +18,7 @@ an algorithm's state hook reads the device (fedbench.engine.simulation's docstri
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from typing import Any
 
@@ -35,14 +36,11 @@ def round_syncs(name: str, hyper: dict[str, Any], changes: dict[str, Any], runs:
     import torch
 
     from fedbench.algorithms import build_algorithm
-    from fedbench.data.synthetic import generate_synthetic
     from fedbench.engine.evaluation import EvalSpec
     from fedbench.engine.host_sync import HostSyncs
     from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
-    from fedbench.models import build_model
 
-    data = generate_synthetic(1.0, 1.0, False, num_devices=30, seed=0, train_fraction=0.9)
-    model = build_model("mclr", data.feature_shape, data.num_classes)
+    data, model = _setup()
     protocol = (EvalSpec("train", every=PROTOCOL_EVERY), EvalSpec("test", every=PROTOCOL_EVERY))
     cuda = torch.device(device).type == "cuda"
     counts, torch_counts = [], []
@@ -72,6 +70,16 @@ def round_syncs(name: str, hyper: dict[str, Any], changes: dict[str, Any], runs:
     return {"reads": sum(n for k, n in lines.items() if k.startswith("read@")),
             "copies": sum(n for k, n in lines.items() if k.startswith("copy@")),
             "torch": (torch_counts[1] - torch_counts[0]) / 2 if cuda else None, "lines": lines}
+
+
+@functools.cache
+def _setup():
+    """The data and model every count runs on, made once per process."""
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.models import build_model
+
+    data = generate_synthetic(1.0, 1.0, False, num_devices=30, seed=0, train_fraction=0.9)
+    return data, build_model("mclr", data.feature_shape, data.num_classes)
 
 
 def measure(cases: dict[str, tuple[dict, dict]], device: str = "cpu") -> list[dict]:

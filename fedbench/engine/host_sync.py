@@ -24,9 +24,8 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
-READS = {torch.Tensor.item: "read", torch.Tensor.cpu: "read", torch.Tensor.tolist: "read",
-         torch.Tensor.numpy: "read", torch.Tensor.__bool__: "read", torch.Tensor.__int__: "read",
-         torch.Tensor.__float__: "read", torch.Tensor.__index__: "read", torch.Tensor.__array__: "read"}
+READS = {torch.Tensor.item, torch.Tensor.cpu, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__bool__,
+         torch.Tensor.__int__, torch.Tensor.__float__, torch.Tensor.__index__, torch.Tensor.__array__}
 COPIES = {torch.Tensor.to, torch.Tensor.cuda, torch.tensor, torch.as_tensor}
 PACKAGE = str(Path(__file__).resolve().parents[1])
 
@@ -43,11 +42,10 @@ class HostSyncs(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        kind = READS.get(func)
-        if kind is None and func in COPIES and _blocking_copy(func, args, kwargs):
-            kind = "copy"
-        if kind is not None:
-            self.count[(kind, _caller())] += 1
+        if func in READS:
+            self.count[("read", _caller())] += 1
+        elif func in COPIES and _blocking_copy(func, args, kwargs):
+            self.count[("copy", _caller())] += 1
         return func(*args, **kwargs)
 
     def total(self, kind: str | None = None) -> int:

@@ -186,9 +186,8 @@ def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimila
         gl_idx = [s.get("global_test") for s in per_model]
         loss_gl, correct_gl = _per_example_each(kernel, thetas, data.x_global, data.y_global, gl_idx)
     nan = torch.full((), NAN, dtype=torch.float64, device=thetas.device)
-    columns = [(loss_tr, lambda v: v.double().mean()), (correct_tr, lambda v: v.double().mean()), (loss_te, _mean),
-               (correct_te, _mean), (loss_gl, _mean), (correct_gl, _mean)]
-    scalars = torch.stack([torch.stack([nan if v is None else fn(v[i]) for v, fn in columns]) for i in range(m)])
+    columns = (loss_tr, correct_tr, loss_te, correct_te, loss_gl, correct_gl)
+    scalars = torch.stack([torch.stack([nan if v is None else _mean(v[i]) for v in columns]) for i in range(m)])
     dissim = acc.value_tensor() if acc is not None else torch.full((m,), NAN, dtype=torch.float64,
                                                                      device=thetas.device)
     read = torch.cat([scalars, dissim.unsqueeze(1), dev_loss, dev_acc], dim=1).cpu().numpy()  # the one read

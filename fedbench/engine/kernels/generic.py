@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedbench.ops import to_device
 from fedbench.models.spec import Model
+from fedbench.ops import to_device
 
 EVAL_CHUNK_SAMPLES = 4096  # samples per forward in evaluation (bounds activation memory)
 SEGMENT_CHUNK_SAMPLES = 4096  # padded samples per ``grad`` call in segment_grads
