@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from tests.faults.conftest import alive, descendants, wait_for, wait_for_descendants
+from tests.faults.conftest import Workspace, alive, descendants, wait_for, wait_for_descendants
 
 RUN = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg"]
 
@@ -34,12 +34,10 @@ def test_workers_die_with_their_parent(ws, reaper, sig):
     assert leftovers == []  # no half-written run folder
 
 
-@pytest.mark.slow
-def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
-    # three seeds on two workers: stacks of two runs and of one (fedbench.engine.stacking). The one-run stack
-    # finishes first, but only by about a tenth of the time (a stacked step costs mostly its per-step overhead),
-    # so the rounds are many enough that the two-run stack is still training when Ctrl-C comes, as a rule
-    ws.write_params(lambda raw: raw["train"].update(rounds=600, seeds=[0, 1, 2], workers=2, checkpoint_every=5))
+def _interrupt_after_a_seed_is_logged(ws, reaper, rounds: int):
+    """`fedbench run` of three seeds on two workers at ``rounds`` rounds, Ctrl-C'd as soon as one seed is logged;
+    the process and its stderr."""
+    ws.write_params(lambda raw: raw["train"].update(rounds=rounds, seeds=[0, 1, 2], workers=2, checkpoint_every=5))
     assert ws.fedbench("generate").returncode == 0
     ws.create_store()  # logging a run then takes well under the time of a run
     proc = ws.start(*RUN)
@@ -48,7 +46,24 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
              "a seed to be logged", step=0.2)  # the others are running (a bound: 15 s alone, 120+ s at load 6)
     reaper.update(descendants(proc.pid))
     proc.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT`
-    err = ws.finish(proc, timeout=5)  # at once, not when every seed is done
+    return proc, ws.finish(proc, timeout=5)  # at once, not when every seed is done
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
+    # three seeds on two workers: stacks of two runs and of one (fedbench.engine.stacking). The one-run stack
+    # finishes first, but only by about a tenth of the time (a stacked step costs mostly its per-step overhead),
+    # so the rounds are many enough that the two-run stack is still training when Ctrl-C comes, as a rule. On a
+    # machine fast enough to finish every seed within the time it takes to see the first one logged (a 600-round
+    # run took 5 s on a 2-core AMD EPYC, 15 s on the 2-core Xeon the bound was set on), the process has ended
+    # before the signal: then the same again in a fresh folder and store, at five times the rounds
+    for rounds in (600, 3_000, 15_000):
+        if rounds > 600:
+            ws = Workspace(ws.path / f"rounds-{rounds}")
+            ws.path.mkdir()
+        proc, err = _interrupt_after_a_seed_is_logged(ws, reaper, rounds)
+        if proc.returncode != 0:
+            break
     assert proc.returncode == 130 and "interrupted; finished runs are kept" in err and "Traceback" not in err
     logged = {int(r.data.tags["seed"]) for r in ws.runs() if r.info.status == "FINISHED"}
     cell = ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0"
