@@ -1,5 +1,5 @@
 """What the DVC generate and train stages do, as library functions (the stage scripts in pipelines/ only parse
-arguments). The study stage is fedbench.studies.run_claim_study, the track stage fedbench.track."""
+arguments). The study stage is fedbench.study.output.run_claim_study, the track stage fedbench.track."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
 from fedbench.provenance import STUDY_CODE, git_commit
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, run_folder, run_params
-from fedbench.studies import STUDIES_ROOT
-from fedbench.studies.record import SIMULATIONS
+from fedbench.study.output import STUDIES_ROOT
+from fedbench.study.record import SIMULATIONS
 
 # One naming scheme: `train-<study>` holds a training study's runs (params.yaml `studies:`, and `fedbench run`'s
 # --study, default adhoc), one per (dataset, algorithm, stragglers, seed); `claims-<study>` holds a claim study
@@ -236,7 +236,7 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     from fedbench import tracking
 
     body = json.loads(claims_json)
-    simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.studies.record.read_simulations
+    simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.study.record.read_simulations
     budget = body.get("budget") or PIPELINE_BUDGET  # claims.json: null at the pipeline budget
     return tracking.log_study(claims_experiment(name), name, body["claims"], body["seconds"], simulations,
                               sorted(p for p in folder.iterdir() if p.is_file()), fingerprint,

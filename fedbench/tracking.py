@@ -485,7 +485,7 @@ def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds:
               simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
               description: str = "", budget: str = "pipeline", run_name: str | None = None) -> str:
     """Log one claim study as a run (a tag per claim verdict; figures, claims.json and the simulation records as
-    artifacts) with one nested run per simulation record (fedbench.studies.record): params, per-round step
+    artifacts) with one nested run per simulation record (fedbench.study.record): params, per-round step
     metrics, final metrics, param digest and device; ``commit`` is the commit that computed it. Skipped if a
     finished study run with ``fingerprint`` is there already; returns the study run's id. The study's seconds and
     simulation count, and each simulation's final values and study results, are tags (summary values); a

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fedbench.guard import run_guarded
 from fedbench.config import load_config
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies.stage import run_study
 
 

@@ -232,7 +232,7 @@ def test_claim_study_simulations_on_ray_are_the_same(ray_cluster):
     stacked; the workers rebuild the datasets, which locally they inherit by fork)."""
     import dataclasses
 
-    import fedbench.studies as studies
+    import fedbench.study.runner as studies
     from fedbench.algorithms.delta_fl import DeltaFL
     from fedbench.algorithms.fedavg import FedAvg
     from fedbench.executors import ExecutorSettings

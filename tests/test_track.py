@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from fedbench.studies import delta_fl_triangle, run_claim_study
-from fedbench.studies.record import read_simulations
+from fedbench.studies import delta_fl_triangle
+from fedbench.study.output import run_claim_study
+from fedbench.study.record import read_simulations
 from fedbench.track import track_study
 
 

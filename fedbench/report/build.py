@@ -31,7 +31,7 @@ from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.claims.coverage import PAPERS
 from fedbench.report import figures
-from fedbench.studies import STUDIES_ROOT
+from fedbench.study.output import STUDIES_ROOT
 from fedbench.studies.entries import collect
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import DATA_ROOT, RUNS_ROOT

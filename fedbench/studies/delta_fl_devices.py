@@ -22,7 +22,7 @@ from fedbench.claims.readings import device_percentile
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
-    from fedbench.studies import Outcome, Simulation
+    from fedbench.study.runner import Outcome, Simulation
 
 
 def subset_clients(ds: FederatedDataset, clients: np.ndarray, note: dict[str, Any]) -> FederatedDataset:
@@ -78,9 +78,9 @@ def test_device_errors(ds: FederatedDataset, outcome: Outcome) -> np.ndarray:
 
 def error_record(sim: Simulation, outcome: Outcome,
                  keys: tuple[str, ...] = ("round", "train/loss", "test/accuracy", "test/error_p90")) -> dict[str, Any]:
-    """A run's record (fedbench.studies.record) with its final model's test-device errors: their 90th percentile,
+    """A run's record (fedbench.study.record) with its final model's test-device errors: their 90th percentile,
     mean and count."""
-    from fedbench.studies.record import sim_record
+    from fedbench.study.record import sim_record
 
     errors = test_device_errors(sim.dataset(), outcome)
     return sim_record(sim, outcome, keys=keys, metrics={"study/test_error_p90": device_percentile(errors),

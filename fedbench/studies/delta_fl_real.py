@@ -45,7 +45,7 @@ import numpy as np
 
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies.delta_fl_devices import error_record, history_p90, subsampled, test_device_errors
 from fedbench.studies.delta_fl_pairs import PAIRS, Pair, pair
 from fedbench.studies.delta_fl_real_claims import CLAIMS as FIGURE_CLAIMS, figure_entries
@@ -54,7 +54,7 @@ from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.scale import Scale
 
 if TYPE_CHECKING:
-    from fedbench.studies import Simulation
+    from fedbench.study.runner import Simulation
 
 THETAS = (0.8, 0.5, 0.1)  # Tables 2 and 3's three levels (the authors' README loop: nonconformity 0.2, 0.5, 0.9)
 WEIGHTING = "filter"  # the authors' code: keep F_i >= the quantile, weights n_i (fedbench.algorithms.delta_fl)
@@ -191,7 +191,7 @@ def evaluations(p: Pair) -> tuple:
 def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None, int], Simulation]:
     """Every run: (pair key, theta or None for FedAvg, seed) -> Simulation."""
     from fedbench.algorithms import DeltaFL, FedAvg
-    from fedbench.studies import Simulation, sim_config
+    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build
 
     out, delta = {}, DECLARATION.arm("delta_fl")
@@ -226,7 +226,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies.runs import open_budget
+    from fedbench.study.runs import open_budget
 
     d = DECLARATION
     b, study = open_budget(out_dir, d.budgets, budget, workers)

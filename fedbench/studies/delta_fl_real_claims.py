@@ -36,7 +36,7 @@ from fedbench.study.declaration import Claim
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
-    from fedbench.studies import Outcome
+    from fedbench.study.runner import Outcome
     from fedbench.studies.delta_fl_pairs import Pair
 
 # Secure aggregation calls a round, by algorithm: appendix C.2.2, "Both FedAvg and Algorithm 2 require one call to

@@ -43,10 +43,10 @@ from fedbench.quantile import superquantile
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import DELTA_FL_PAPER
-from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
+from fedbench.study.runner import WORKERS, Outcome, Simulation, run_simulations, sim_config
 from fedbench.claims.entry import judged
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.study.record import sim_record, write_simulations
 
 OBTUSE = np.array([[0.0, 0.0], [4.0, 0.0], [1.2, 1.5]])
 ACUTE = np.array([[0.0, 0.0], [4.0, 0.0], [2.2, 3.0]])  # a check of (iii): same longest side, acute opposite

@@ -65,7 +65,7 @@ from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
 
@@ -235,7 +235,7 @@ def simulation(b: Budget, theta: float | None, seed: int, real_root: str, select
     """FedAvg (``theta`` None) or Delta-FL at ``theta`` on run seed ``seed``'s devices; ``selection`` (a run that
     chooses theta*, not a judged one) is recorded with the run."""
     from fedbench.algorithms import DeltaFL, FedAvg
-    from fedbench.studies import Simulation, sim_config
+    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build
 
     data = functools.partial(devices, real_root, seed, b.users, b.windows)
@@ -264,8 +264,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
     from fedbench.studies.delta_fl_devices import error_record, history_p90, test_device_errors
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_seeded
+    from fedbench.study.record import sim_record
+    from fedbench.study.runs import open_seeded
 
     b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")

@@ -21,8 +21,7 @@ import pandas as pd
 from fedbench.claims import registry as rules_registry
 from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
-from fedbench.studies import STUDIES_ROOT
-from fedbench.studies import command as study_command
+from fedbench.study.output import STUDIES_ROOT, command as study_command
 from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_job, real_claims
 from fedbench.studies.stage import measured
 from fedbench.study.registry import declaration

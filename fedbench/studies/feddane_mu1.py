@@ -34,8 +34,8 @@ from fedbench.claims.readings import loss_jumps, loss_ratio
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.runs import open_seeded
+from fedbench.study.runner import WORKERS, Simulation, sim_config
+from fedbench.study.runs import open_seeded
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 # feddane_synthetic's setting, copied (a study imports no other study: tests/faults/test_layering.py;

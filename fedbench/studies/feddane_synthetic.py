@@ -40,10 +40,10 @@ from fedbench.claims.readings import loss_jumps, loss_ratio
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROX_PAPER
-from fedbench.studies import WORKERS, Simulation, sim_config
+from fedbench.study.runner import WORKERS, Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.runs import open_seeded
+from fedbench.study.runs import open_seeded
 
 DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
 NON_IID = DATASETS[1:]

@@ -50,7 +50,7 @@ from typing import Any
 
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies.fedlaavg_cifar10_claims import (
     ACCURACY, ASSUMED, LATER_CLAIMS, NAME, NEAR_SEQUENTIAL, PUBLISHED_FCA, PUBLISHED_ICA, PUBLISHED_SEQUENTIAL_FINAL,
     ROUNDS_PAPER, Curves, early_oscillation, fca_gain, fedavg_oscillates, gamma_and_period_trends, ica_gain,
@@ -298,7 +298,7 @@ def simulation(b: Budget, r: Run, real_root: str):
     from fedbench.algorithms.sequential_sgd import sequential_config
     from fedbench.availability import AvailabilityConfig
     from fedbench.data.datasets.cifar10 import availability_groups
-    from fedbench.studies import Simulation, sim_config
+    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build, global_test_every, pooled, repartitioned
 
     data = functools.partial(repartitioned, VARIANT, real_root, b.n, r.n)
@@ -322,8 +322,8 @@ def simulation(b: Budget, r: Run, real_root: str):
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_budget
+    from fedbench.study.record import sim_record
+    from fedbench.study.runs import open_budget
 
     b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
     roles = plan(b)

@@ -18,7 +18,7 @@ from fedbench.claims import readings
 from fedbench.study.declaration import Claim
 
 if TYPE_CHECKING:
-    from fedbench.studies import Outcome
+    from fedbench.study.runner import Outcome
 
 NAME = "fedlaavg_cifar10"
 ROUNDS_PAPER = 70000

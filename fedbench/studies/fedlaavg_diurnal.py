@@ -37,10 +37,10 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.seeding import rng
 from fedbench.claims.papers import FEDLAAVG_PAPER
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.study.record import sim_record, write_simulations
 
 if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
     from fedbench.engine.simulation import SimulationConfig

@@ -30,10 +30,10 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import FEDLAAVG_PAPER
-from fedbench.studies import WORKERS, Outcome, Simulation, run_simulations, sim_config
+from fedbench.study.runner import WORKERS, Outcome, Simulation, run_simulations, sim_config
 from fedbench.claims.entry import judged
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.study.record import sim_record, write_simulations
 
 if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
     from fedbench.engine.simulation import SimulationConfig

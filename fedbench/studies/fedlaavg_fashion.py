@@ -58,7 +58,7 @@ from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.real_data import REAL_ROOT
 
@@ -205,7 +205,7 @@ def simulation(b: Budget, method: str, seed: int, real_root: str):
     from fedbench.algorithms import FedAvg, FedLaAvg
     from fedbench.availability import AvailabilityConfig
     from fedbench.data.datasets.cifar10 import availability_groups
-    from fedbench.studies import Simulation, sim_config
+    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build
 
     arms = [a.name for a in DECLARATION.arms]
@@ -236,8 +236,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     from fedbench.claims.readings import CURVE_READINGS, accuracy_at, evaluation_rounds, read_curve
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_seeded
+    from fedbench.study.record import sim_record
+    from fedbench.study.runs import open_seeded
 
     b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     methods = [a.name for a in DECLARATION.arms]

@@ -64,9 +64,9 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.study.record import sim_record, write_simulations
 
 HEADLINE = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
 DATASET, NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = "synthetic_1_1", 30, 0, 0.9

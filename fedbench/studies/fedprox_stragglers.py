@@ -6,7 +6,7 @@ E = 1 runs drew it is not known). The draw comes from the (seed, round, "straggl
 arm that keeps the partial work (FedProx, mu = 0) and the one that drops it (FedAvg).
 
 Its own module (not the study's): a run's fingerprint hashes the source of the study module that defines its
-algorithm (fedbench.studies.reuse), so the wrapper kept apart from the study's claims and figure is rerun only when
+algorithm (fedbench.study.reuse), so the wrapper kept apart from the study's claims and figure is rerun only when
 it changes.
 """
 

@@ -42,10 +42,10 @@ from fedbench.claims.readings import NAMES, read_loss, rising_rounds, upward_var
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, inconclusive_parts, judge
 from fedbench.claims.papers import FEDPROX_PAPER
-from fedbench.studies import WORKERS, Simulation, sim_config
+from fedbench.study.runner import WORKERS, Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.runs import open_seeded
+from fedbench.study.runs import open_seeded
 from fedbench.studies.fedprox_stragglers import PartialEpochStragglers, PartialLocal  # noqa: F401 (the arm's)
 
 NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9

@@ -35,8 +35,8 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, inconclusive_parts, judge
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.studies import WORKERS, Simulation, sim_config
-from fedbench.studies.runs import open_seeded
+from fedbench.study.runner import WORKERS, Simulation, sim_config
+from fedbench.study.runs import open_seeded
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 # fedprox_synthetic's setting, copied (a study imports no other study: tests/faults/test_layering.py;

@@ -83,7 +83,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.studies import WORKERS, Simulation
+from fedbench.study.runner import WORKERS, Simulation
 from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_1, PUBLISHED_TABLE_2
 from fedbench.studies.real_data import REAL_ROOT, load_real, not_run_entry
@@ -282,7 +282,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     """The tables' claims at ``budget``, on training ``seeds`` if given (a confirmatory block: the rules name them)."""
 
     from fedbench.claims.entry import judged
-    from fedbench.studies.runs import open_seeded
+    from fedbench.study.runs import open_seeded
 
     b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     variant, run_tables = d.variants[0], [c for c in d.claims if c.id in b.tables]

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.studies import WORKERS, Simulation
+from fedbench.study.runner import WORKERS, Simulation
 from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_2
 from fedbench.studies.real_data import REAL_ROOT, load_real
@@ -133,7 +133,7 @@ def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) ->
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
     from fedbench.claims.entry import judged
-    from fedbench.studies.runs import open_budget
+    from fedbench.study.runs import open_budget
 
     b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
     (c,), variant = DECLARATION.claims, DECLARATION.variants[0]

@@ -43,10 +43,10 @@ from fedbench.claims.readings import NAMES, cut_round, read_accuracy, rising_rou
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROXVR_PAPER
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.study.record import sim_record, write_simulations
 
 NUM_USERS = 100
 TRAIN_FRACTION = 0.75

@@ -20,7 +20,7 @@ from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.scale import Scale
 
 if TYPE_CHECKING:
-    from fedbench.studies import Outcome, Simulation
+    from fedbench.study.runner import Outcome, Simulation
 
 PAPER_ROUNDS = 1000  # the authors' Numb_Glob_I; the tables' T: 895-995
 READINGS = ("best", "tail", "final")
@@ -57,7 +57,7 @@ def simulation(name: str, method: str, dataset: Callable[[], Any], model: str, k
     ``config``: the run's SimulationConfig fields (rounds, users a round, batch, seed, device, evaluations)."""
     from fedbench.algorithms.fedavg import FedAvg
     from fedbench.algorithms.fedproxvr import FedProxVR
-    from fedbench.studies import Simulation, sim_config
+    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build
 
     if method == BASELINE:
@@ -77,8 +77,8 @@ def accuracy(outcome: Outcome, reading: str, rounds: int, budget: float = 1.0) -
 
 
 def record(rounds: int) -> Callable[[Simulation, Outcome], dict[str, Any]]:
-    """A run's record (fedbench.studies.record.sim_record) with its best test accuracy as the study's metric."""
-    from fedbench.studies.record import sim_record
+    """A run's record (fedbench.study.record.sim_record) with its best test accuracy as the study's metric."""
+    from fedbench.study.record import sim_record
 
     return lambda sim, o: sim_record(sim, o, metrics={"study/best_test_accuracy": accuracy(o, "best", rounds)})
 

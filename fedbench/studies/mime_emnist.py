@@ -36,7 +36,7 @@ import numpy as np
 
 from fedbench.study.scale import Scale
 from fedbench.claims.papers import MIME_PAPER
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies import mime_real as shared
 from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, accuracy, curve, figure
 from fedbench.study.declaration import Claim, StudyDeclaration

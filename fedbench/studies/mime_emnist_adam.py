@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.claims.papers import MIME_PAPER
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies import mime_real as shared
 from fedbench.studies.mime_emnist_adam_claims import (ADAM_PANEL, BETA1, BETA2, CLAIMS, EPS, FEDADAM, SERVER_ADAM,
                                                       SERVER_SGDM, judge_all)

@@ -60,7 +60,7 @@ from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.claims.selection import Selection, rule_text, select_all
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies import mime_real as shared
 from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, accuracy, curve, figure
 from fedbench.study.declaration import Claim, StudyDeclaration
@@ -207,12 +207,12 @@ def tune(run: Callable[[list[tuple[str, float, int]]], dict[tuple[str, float, in
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The ordering judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm: the rule and the assumptions name them, fedbench.studies.runs.open_seeded; the tuning
+    fedbench.studies.confirm: the rule and the assumptions name them, fedbench.study.runs.open_seeded; the tuning
     seeds, and so the selected steps, stay)."""
     from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_seeded
+    from fedbench.study.record import sim_record
+    from fedbench.study.runs import open_seeded
 
     b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     methods = [a.name for a in DECLARATION.arms]

@@ -62,9 +62,9 @@ def algorithm(arm: Arm, *lr: float) -> Any:
 def simulation(name: str, variant: str, real_root: str | Path, model: Any, alg: Any, knobs: dict[str, Any],
                **config: Any) -> Any:
     """One run on real variant ``variant``: users sampled by size and averaged with equal weights, the protocol's
-    evaluations, no dissimilarity; ``config`` the rest of its fedbench.studies.sim_config (rounds, local work,
+    evaluations, no dissimilarity; ``config`` the rest of its fedbench.study.runner.sim_config (rounds, local work,
     seed, device)."""
-    from fedbench.studies import Simulation, sim_config
+    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import load_real
 
     dataset = functools.partial(load_real, variant, str(real_root))
@@ -159,8 +159,8 @@ def femnist_simulation(declaration: Any, method: str, seed: int, budget: Any, re
 def run_femnist(out_dir: str | Path, declaration: Any, budget: str, workers: int, real_root: str | Path) -> tuple:
     """Every (arm, seed) of an EMNIST-62 study at ``budget``, each recorded with its best test accuracy: (the budget,
     the study's runs, the arms' names, the outcomes by (arm, seed))."""
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_declared
+    from fedbench.study.record import sim_record
+    from fedbench.study.runs import open_declared
 
     b, study, methods = open_declared(out_dir, declaration, budget, workers)
     runs = study.run_jobs([(m, s) for s in b.seeds for m in methods],

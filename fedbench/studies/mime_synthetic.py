@@ -43,10 +43,10 @@ from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, judge
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.errors import ConfigError
-from fedbench.studies import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.claims.entry import judged
-from fedbench.studies.record import sim_record, write_simulations
+from fedbench.study.record import sim_record, write_simulations
 
 ROUNDS = 100
 CLIENTS_PER_ROUND = 10

@@ -20,7 +20,7 @@ def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
     each with its measured cost; not-run entries with the
     command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
     from fedbench.studies.real_data import declaration, not_run_entry, redeclared
-    from fedbench.studies.record import read_simulations
+    from fedbench.study.record import read_simulations
     from fedbench.studies.stage import reported_folder
 
     folder = reported_folder(name, runs_root)  # runs/studies/NAME (paper), else runs/studies-BUDGET/NAME that ran

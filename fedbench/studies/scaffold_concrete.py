@@ -45,10 +45,10 @@ import numpy as np
 
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.studies import WORKERS, Outcome, Simulation, sim_config
+from fedbench.study.runner import WORKERS, Outcome, Simulation, sim_config
 from fedbench.studies import scaffold_concrete_claims as claims
-from fedbench.studies.record import sim_record
-from fedbench.studies.runs import open_budget
+from fedbench.study.record import sim_record
+from fedbench.study.runs import open_budget
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 NUM_CLIENTS = 10  # the slides

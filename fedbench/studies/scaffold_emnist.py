@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.claims.papers import SCAFFOLD_PAPER
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration

@@ -70,7 +70,7 @@ from typing import Any
 
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import SCAFFOLD_PAPER
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
 from fedbench.study.declaration import Claim, StudyDeclaration

@@ -52,10 +52,10 @@ from fedbench.claims import readings
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.claims.verdict import Rule
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.studies import WORKERS, Outcome, Simulation, sim_config
+from fedbench.study.runner import WORKERS, Outcome, Simulation, sim_config
 from fedbench.studies import scaffold_quadratics_claims as claims
-from fedbench.studies.record import sim_record
-from fedbench.studies.runs import open_budget
+from fedbench.study.record import sim_record
+from fedbench.study.runs import open_budget
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)

@@ -214,7 +214,7 @@ def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_
     step in ``steps`` on the judged seeds), named phase/cell/lr/seed. A cell has ``label()``,
     ``variant``, ``method`` (an arm of ``d``), ``epochs``, ``sampled`` and ``model``; ``knobs(cell)`` are its
     records' parameters. Runs that differ only in seed (and in their data) share a stack."""
-    from fedbench.studies import Simulation, sim_config
+    from fedbench.study.runner import Simulation, sim_config
 
     phase = "tuning" if steps is None else "judged"
     if widen is not None:
@@ -247,9 +247,9 @@ def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, wor
     tuning runs of the steps a widening adds: ``declare(b, real_root, widen=pairs)``), then the judged runs
     (``declare(b, real_root, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
     ``cells``: every cell the study has (the records' names are read back to them). Returns (the budget, the
-    study's fedbench.studies.runs.StudyRuns, the judged :class:`Runs`)."""
-    from fedbench.studies.record import sim_record
-    from fedbench.studies.runs import open_budget
+    study's fedbench.study.runs.StudyRuns, the judged :class:`Runs`)."""
+    from fedbench.study.record import sim_record
+    from fedbench.study.runs import open_budget
 
     b, study = open_budget(out_dir, budgets, budget, workers)
     by_label = {c.label(): c for c in cells}

@@ -2,7 +2,7 @@
 run NAME [--budget B]`` and, for a paper-scale study, ``fedbench paper run NAME`` (after it has built the study's real
 variants) all do, one code path (:func:`run_study`). params.yaml ``claim_studies`` gives a small study its budget and
 seeds (fedbench.config.ClaimStudyConfig). What every study's run() shares (its budget checked, its folder, its runs
-and their records) is fedbench.studies.runs.
+and their records) is fedbench.study.runs.
 
 One output layout per (study, budget), :func:`study_root`. Each study has a *home* budget, whose output the report
 reads: run at it, the study writes its home folder; run at any other, a sibling folder of that budget's, so that no
@@ -30,7 +30,8 @@ from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of
 from fedbench.errors import ConfigError, DataError
 from fedbench.executors import ExecutorSettings
 from fedbench.study import registry
-from fedbench.studies import STUDIES_ROOT, WORKERS, run_claim_study
+from fedbench.study.output import STUDIES_ROOT, run_claim_study
+from fedbench.study.runner import WORKERS
 
 PAPER_BUDGET = "paper"  # a paper-scale study's home budget
 # fedbench.runner.RUNS_ROOT (not imported: it needs pandas); a paper-scale study goes in its studies/
@@ -77,7 +78,7 @@ def reported_folder(name: str, runs_root: Path = RUNS_ROOT) -> Path:
 
 def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_ROOT) -> int:
     """Fingerprint reuse across the budgets of paper-scale study ``name``: the finished simulations its other budgets
-    kept (``<folder>/outcomes/<fingerprint>.json``, fedbench.studies.reuse) linked into ``budget``'s outcomes where it
+    kept (``<folder>/outcomes/<fingerprint>.json``, fedbench.study.reuse) linked into ``budget``'s outcomes where it
     lacks them, so that a budget whose runs another one computed (fedproxvr_fashion's paper budget after its convex
     one, Table 1's runs) reads them back instead of recomputing them, as when both shared one folder; the run prunes
     those it does not use. The other budgets' folders are only read (hard links to files that are only ever replaced,
@@ -85,7 +86,7 @@ def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_R
     import os
     import shutil
 
-    from fedbench.studies.reuse import OUTCOMES
+    from fedbench.study.reuse import OUTCOMES
 
     target = study_root(cfg, name, budget, runs_root) / name / OUTCOMES
     offered = 0
@@ -157,7 +158,7 @@ def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_
     """One line per claim study: its budgets (the one params.yaml runs it at first), what runs it (`dvc repro` for a
     default study, the command otherwise) and its cost where known (the run that computed the numbers in its folder:
     ``root`` for a small study, the report's folder under ``runs_root`` for a paper-scale one; a rerun that changed no
-    number keeps that run's seconds, fedbench.studies.record.keep_seconds; or its MEASURED)."""
+    number keeps that run's seconds, fedbench.study.record.keep_seconds; or its MEASURED)."""
     import json
 
     rows = [("study", "budgets", "run by", "cost")]

@@ -8,7 +8,7 @@ availability run as one tensor program, each run's numbers the same as alone), r
 as Ray tasks (fedbench.executors), and gives each finished stack to the store as soon as it finishes, so an interrupted
 call keeps what finished. A run the store gives a checkpoint file checkpoints there every ``checkpoint_every`` rounds
 and picks up from it when run again (saying so, in one line). Two stores exist: the claim studies' outcome files
-(fedbench.studies.OutcomeStore) and the train stage's run folders (fedbench.runner.RunFolders).
+(fedbench.study.reuse.OutcomeStore) and the train stage's run folders (fedbench.runner.RunFolders).
 
 Importing this module imports no torch (the engine is imported when runs are computed).
 """

@@ -301,7 +301,7 @@ def test_resume_with_a_sparse_protocol_equals_the_uninterrupted_run(tmp_path):
 
 
 def test_a_study_is_refused_before_any_run_starts():
-    from fedbench.studies import Simulation, run_simulations
+    from fedbench.study.runner import Simulation, run_simulations
 
     ok = Simulation("fine", _cfg(), two_clients, handmade_model(), FedAvg(lr=0.1))
     bad = Simulation("no-global", _cfg(evaluations=(EvalSpec("global_test"),)), lambda: two_clients(global_test=False),

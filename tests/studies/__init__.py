@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import fedbench.study.runner
-from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, VERDICTS
-from fedbench.studies.record import read_simulations
+from fedbench.claims.entry import CLAIM_KEYS, FIDELITIES, VERDICTS, plain
+from fedbench.study.record import read_simulations
 
 
 def spy_simulate(monkeypatch, study=None) -> list[tuple[Any, Any, Any]]:
@@ -55,4 +55,4 @@ def assert_valid_entries(claims: list[dict[str, Any]]) -> None:
         assert set(c["seeds"]) == {"training", "data"}
         if c["verdict"] != "not-run":
             assert c["effect"] is not None and c["would_change"] and c["sensitivity"]
-        json.dumps(fedbench.studies.plain(c), allow_nan=False)
+        json.dumps(plain(c), allow_nan=False)

@@ -110,7 +110,7 @@ def run_small(name: str, tmp: Path, real_root: Callable[[str], Path]) -> Ran:
     with pytest.MonkeyPatch.context() as mp:
         calls = spy_simulate(mp)
         if name in BUILDERS:
-            from fedbench.studies import run_claim_study
+            from fedbench.study.output import run_claim_study
 
             root = real_root(name)
             claims = run_claim_study(name, tmp, workers=1, budget="fixture", real_root=root)

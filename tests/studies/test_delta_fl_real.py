@@ -10,12 +10,12 @@ import pytest
 from fedbench.claims.readings import device_percentile
 from fedbench.data.datasets.femnist import deltafl_subsample
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.studies import Outcome, run_simulations
+from fedbench.study.runner import Outcome, run_simulations
 from fedbench.studies import delta_fl_devices as devices
 from fedbench.studies import delta_fl_real as study
 from fedbench.studies.delta_fl_real import DECLARATION
 from fedbench.studies.real_data import not_run_entry
-from fedbench.studies.record import read_simulations
+from fedbench.study.record import read_simulations
 from tests.studies.real_fixtures import DELTAFL_VARIANT_PARAMS
 
 

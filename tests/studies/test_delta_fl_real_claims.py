@@ -11,7 +11,7 @@ import pytest
 
 from fedbench.claims import registry
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.studies import Outcome
+from fedbench.study.runner import Outcome
 from fedbench.studies import delta_fl_devices as devices
 from fedbench.studies import delta_fl_real_claims as figures
 from fedbench.studies.delta_fl_pairs import pair

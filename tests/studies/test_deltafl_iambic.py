@@ -9,10 +9,10 @@ import pytest
 
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import deltafl_iambic as study
-from fedbench.studies import run_simulations
+from fedbench.study.runner import run_simulations
 from fedbench.studies.deltafl_iambic import DECLARATION
 from fedbench.studies.real_data import not_run_entry, study_cost
-from fedbench.studies.record import read_simulations
+from fedbench.study.record import read_simulations
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fedbench.claims import registry
-from fedbench.studies import Outcome
+from fedbench.study.runner import Outcome
 from fedbench.studies import fedlaavg_cifar10 as study
 from fedbench.studies.fedlaavg_cifar10_claims import (
     ACCURACY, MIXED, Curves, early_oscillation, gamma_and_period_trends, oscillation_grows_with_period)

@@ -10,9 +10,9 @@ from fedbench.claims.readings import evaluation_rounds
 from fedbench.data.partition.fedlaavg_cifar import client_classes
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import fedlaavg_fashion as study
-from fedbench.studies import run_simulations
+from fedbench.study.runner import run_simulations
 from fedbench.studies.real_data import not_run_entry, study_cost
-from fedbench.studies.record import compact, read_simulations
+from fedbench.study.record import compact, read_simulations
 
 BUILT_N = study.BUDGETS["fixture"].n
 

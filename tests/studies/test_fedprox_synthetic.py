@@ -10,7 +10,7 @@ import torch
 from fedbench.algorithms.fedprox import FedProx
 from fedbench.engine.simulation import Cohort, simulate
 from fedbench.studies import fedprox_synthetic as study
-from fedbench.studies import sim_config
+from fedbench.study.runner import sim_config
 
 
 def _cohort(steps, seed=0, round_=3):

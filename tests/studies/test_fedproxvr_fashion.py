@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from fedbench.studies import fedproxvr_fashion as study
-from fedbench.studies import run_simulations
+from fedbench.study.runner import run_simulations
 from fedbench.studies.real_data import not_run_entry
-from fedbench.studies.record import read_simulations
+from fedbench.study.record import read_simulations
 
 D = study.DECLARATION
 CONVEX, NON_CONVEX = "fedproxvr/fashion/convex-accuracy", "fedproxvr/fashion/non-convex-accuracy"

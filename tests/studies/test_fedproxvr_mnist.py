@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbench.studies import Outcome, run_simulations
+from fedbench.study.runner import Outcome, run_simulations
 from fedbench.studies import fedproxvr_mnist as study
 from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.real_data import not_run_entry
-from fedbench.studies.record import read_simulations
+from fedbench.study.record import read_simulations
 
 D = study.DECLARATION
 METHODS = ("FedAvg", "SVRG", "SARAH")

@@ -12,7 +12,7 @@ import pytest
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies import Outcome, run_simulations
+from fedbench.study.runner import Outcome, run_simulations
 from fedbench.studies import mime_emnist as study
 from fedbench.studies.mime_emnist import DECLARATION
 from fedbench.studies.mime_real import femnist_simulation
@@ -63,9 +63,9 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
     def fake_run(sims, workers):
         return [_outcome(curves[(s.knobs["method"], s.config.seed)]) for s in sims]
 
-    monkeypatch.setattr("fedbench.studies.run_simulations", fake_run)  # StudyRuns.run calls it
-    monkeypatch.setattr("fedbench.studies.record.write_simulations", lambda out, records: None)
-    monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, keys=(), metrics=None: {})
+    monkeypatch.setattr("fedbench.study.runner.run_simulations", fake_run)  # StudyRuns.run calls it
+    monkeypatch.setattr("fedbench.study.record.write_simulations", lambda out, records: None)
+    monkeypatch.setattr("fedbench.study.record.sim_record", lambda sim, o, keys=(), metrics=None: {})
     monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
                                                                device="cpu", model="mclr"))
     real_root = build_real(tmp_path, "femnist_leaf")

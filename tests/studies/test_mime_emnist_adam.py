@@ -22,7 +22,7 @@ from fedbench.studies.mime_real import femnist_simulation
 from fedbench.studies.mime_emnist_adam_claims import judge_adam_ordering, judge_below_server_only, often
 from fedbench.studies.real_data import not_run_entry
 from tests.studies.real_fixtures import build_real
-from fedbench.studies.record import read_simulations
+from fedbench.study.record import read_simulations
 
 ADAM = {"beta1": 0.9, "beta2": 0.99, "eps": 1e-8}
 # the rules as registered before any run (fedbench/claims/registry.json, commit ee3bae3), word for word

@@ -11,7 +11,7 @@ from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.data import stages
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies import Outcome, run_simulations
+from fedbench.study.runner import Outcome, run_simulations
 from fedbench.studies import mime_fashion as study
 from fedbench.studies.mime_fashion import DECLARATION
 from fedbench.studies.real_data import not_run_entry
@@ -101,9 +101,9 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, real_root, tmp_path):
         return [_outcome([0.1, final[s.knobs["method"]][s.config.seed]] if s.config.seed < 3 else [0.1, 0.2])
                 for s in sims]
 
-    monkeypatch.setattr("fedbench.studies.run_simulations", fake_run)  # StudyRuns.run calls it
-    monkeypatch.setattr("fedbench.studies.record.write_simulations", lambda out, records: None)
-    monkeypatch.setattr("fedbench.studies.record.sim_record", lambda sim, o, metrics=None: {})
+    monkeypatch.setattr("fedbench.study.runner.run_simulations", fake_run)  # StudyRuns.run calls it
+    monkeypatch.setattr("fedbench.study.record.write_simulations", lambda out, records: None)
+    monkeypatch.setattr("fedbench.study.record.sim_record", lambda sim, o, metrics=None: {})
     monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
                                                                tuning_seeds=(100, 101), lr_grid=(0.01, 0.1),
                                                                device="cpu"))
@@ -141,7 +141,7 @@ def test_on_other_seeds_the_rule_names_them_and_keeps_its_frozen_hash(tmp_path):
     exploratory one's (a rule that named 0-4 on other seeds would be refused as changed)."""
     from fedbench.claims import registry
 
-    from fedbench.studies.runs import open_seeded
+    from fedbench.study.runs import open_seeded
 
     paper = study.BUDGETS["paper"]
     b, _, d = open_seeded(tmp_path, study.DECLARATION, "paper", 1, (1055, 1056, 1057, 1058, 1059))

@@ -9,7 +9,7 @@ import torch
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.seeding import torch_generator
 from fedbench.studies import mime_synthetic as study
-from fedbench.studies import sim_config
+from fedbench.study.runner import sim_config
 
 
 def test_server_only_is_one_base_optimizer_step_on_the_cohorts_gradient():

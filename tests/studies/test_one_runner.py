@@ -22,7 +22,7 @@ def test_a_stack_of_train_stage_runs_is_the_same_as_its_simulations(tmp_path):
     from fedbench.data.format import load_dataset
     from fedbench.engine.simulation import SimulationConfig
     from fedbench.models import build_model
-    from fedbench.studies import Simulation, run_simulations
+    from fedbench.study.runner import Simulation, run_simulations
 
     cfg = load_config("params.yaml", {"train.rounds": 3, "train.seeds": [0, 1], "train.workers": 1})
     data, runs = tmp_path / "data", tmp_path / "runs"

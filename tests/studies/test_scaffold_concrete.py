@@ -138,7 +138,7 @@ def test_split_optimum_and_one_gradient_step(monkeypatch):
     assert top == pytest.approx(np.linalg.eigvalsh(a.T @ a / 60)[-1], rel=1e-12)
     # SGD's first round is one gradient step at 1/L on the mean gradient: the engine's loss after it, exactly
     # (float32 iterates: 1e-5 relative is about 100 float32 ulps of a 9-term sum)
-    from fedbench.studies import run_simulations
+    from fedbench.study.runner import run_simulations
 
     monkeypatch.setattr(study, "MAX_ROUNDS", 1)
     (o,) = run_simulations([study.simulation("sgd", 1.0, 3)], 1)

@@ -10,7 +10,8 @@ import pytest
 
 from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.data import stages
-from fedbench.studies import real_data, run_simulations
+from fedbench.studies import real_data
+from fedbench.study.runner import run_simulations
 from fedbench.studies import scaffold_emnist as study
 from fedbench.studies import scaffold_tables as tables
 from tests.data import fixtures

@@ -12,7 +12,8 @@ import pytest
 
 from fedbench.data import stages
 from fedbench.data.registry import VARIANTS
-from fedbench.studies import real_data, run_simulations
+from fedbench.studies import real_data
+from fedbench.study.runner import run_simulations
 from fedbench.studies import scaffold_fashion as study
 from fedbench.studies import scaffold_tables as tables
 from tests.data import fixtures

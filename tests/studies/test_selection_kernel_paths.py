@@ -27,7 +27,7 @@ FIXTURE_PARAMS = {"num_clients": 10, "phase1_per_label": 2, "tf_validation_size"
 
 TUNE = """
 import json, sys
-from fedbench.studies import run_simulations
+from fedbench.study.runner import run_simulations
 from fedbench.studies import mime_fashion as study
 
 b, root = study.BUDGETS["fixture"], sys.argv[1]

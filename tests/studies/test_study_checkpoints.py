@@ -1,4 +1,4 @@
-"""A claim study's simulation checkpoints into its study's outcome folder (fedbench.studies.OutcomeStore) every
+"""A claim study's simulation checkpoints into its study's outcome folder (fedbench.study.reuse.OutcomeStore) every
 ``checkpoint_every`` rounds (fedbench.study.runner.sim_config: a tenth of its rounds, at least 50 apart) and an
 interrupted one resumes from there, saying so, with the numbers of an uninterrupted run; a traced simulation does
 not checkpoint, and a checkpoint of a fingerprint the study no longer uses is pruned with its outcomes."""
@@ -12,7 +12,10 @@ import pytest
 
 import fedbench.engine.simulation as engine
 from fedbench.algorithms import FedAvg
-from fedbench.studies import STORE, OutcomeStore, fedlaavg_example1, reuse, run_simulations, sim_config
+from fedbench.study.runner import STORE, run_simulations, sim_config
+from fedbench.study.reuse import OutcomeStore
+from fedbench.studies import fedlaavg_example1
+from fedbench.study import reuse
 from fedbench.study.runner import Simulation
 
 CLOCK = ("wall_time_s", "eval_time_s")

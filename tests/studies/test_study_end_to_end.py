@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fedbench.studies.record import read_simulations
+from fedbench.study.record import read_simulations
 from fedbench.study import registry
 from tests.studies import assert_every_run_recorded, assert_valid_entries
 

@@ -65,7 +65,7 @@ def test_study_run_of_a_paper_scale_study_writes_where_the_report_reads_it(here,
 def test_paper_run_builds_the_data_then_makes_the_study_run_call(here, monkeypatch, capsys):
     """`paper run NAME --budget B` = its variants built + stage.run_study (the one training path) + the report."""
     from fedbench import paper
-    import fedbench.studies as studies
+    import fedbench.study.output as studies
 
     _study_run("--budget", "fixture")  # the reference: `fedbench study run NAME --budget fixture`
     reference = json.loads((here / "runs/studies-fixture" / NAME / "claims.json").read_text())

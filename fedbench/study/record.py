@@ -34,7 +34,7 @@ from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 
 if TYPE_CHECKING:
     from fedbench.engine.simulation import RunResult, SimulationConfig
-    pass  # fedbench.studies.Outcome and Simulation, named in annotations only (importing them would be a cycle)
+    from fedbench.study.runner import Outcome, Simulation
 
 SIMULATIONS = "simulations.jsonl"
 # per-round metrics a record keeps unless the study says otherwise (one value per history row; a study with a sparse
@@ -94,7 +94,7 @@ def record(name: str, params: dict[str, Any], result: RunResult | Outcome, keys:
            metrics: dict[str, float | None] | None = None) -> dict[str, Any]:
     """One simulation as a record: the per-round ``keys`` of ``result.history`` plus the study's own per-round
     ``series`` (e.g. a relative gap, the model's coordinates), the final evaluation, and the study's ``metrics``
-    of the run. ``result`` is an engine RunResult or a fedbench.studies.Outcome (which adds the run's
+    of the run. ``result`` is an engine RunResult or a fedbench.study.runner.Outcome (which adds the run's
     seconds)."""
     history = {k: [compact(row.get(k)) for row in result.history] for k in keys}
     history |= {k: [compact(v) for v in values] for k, values in (series or {}).items()}

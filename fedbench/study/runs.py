@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fedbench.studies import WORKERS
+from fedbench.study.runner import WORKERS
 
 if TYPE_CHECKING:
-    from fedbench.studies import Outcome, Simulation
+    from fedbench.study.runner import Outcome, Simulation
 
 
 K = TypeVar("K", bound=Hashable)
@@ -23,7 +23,7 @@ K = TypeVar("K", bound=Hashable)
 class StudyRuns:
     """A claim study's runs at one budget, the part every study's run() shares (issue 19.2): its output folder, its
     simulations run through the one runner (run_simulations) one batch per call (a batch of tuning runs, then the runs
-    they pick), and one record per simulation (fedbench.studies.record), kept in the order the batches ran and written
+    they pick), and one record per simulation (fedbench.study.record), kept in the order the batches ran and written
     once by :meth:`write`. The study's run() keeps what is specific to it: which runs, and what it reads from them."""
 
     out: Path
@@ -33,10 +33,10 @@ class StudyRuns:
     def run(self, simulations: Mapping[K, Simulation], record: Callable[..., dict[str, Any]] | None = None,
             keep: bool = True, **record_fields: Any) -> dict[K, Outcome]:
         """Run ``simulations`` (by key) in one call and keep each one's record: ``record(sim, outcome)`` if given, else
-        fedbench.studies.record.sim_record(sim, outcome, **record_fields); none with ``keep=False`` (a study whose
+        fedbench.study.record.sim_record(sim, outcome, **record_fields); none with ``keep=False`` (a study whose
         records read all its runs adds them to ``records`` itself). The outcomes, by the same keys."""
-        from fedbench.studies import run_simulations
-        from fedbench.studies.record import sim_record
+        from fedbench.study.record import sim_record
+        from fedbench.study.runner import run_simulations
 
         outcomes = dict(zip(simulations, run_simulations(list(simulations.values()), self.workers)))
         if keep:
@@ -63,8 +63,8 @@ class StudyRuns:
         return {job: o.series(metric) for job, o in outcomes.items()}
 
     def write(self) -> None:
-        """The records of every simulation run so far, in ``out`` (fedbench.studies.record.write_simulations)."""
-        from fedbench.studies.record import write_simulations
+        """The records of every simulation run so far, in ``out`` (fedbench.study.record.write_simulations)."""
+        from fedbench.study.record import write_simulations
 
         write_simulations(self.out, self.records)
 

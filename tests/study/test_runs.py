@@ -1,4 +1,4 @@
-"""fedbench.studies.runs: the preambles several studies' run() share (open_declared, open_seeded) and
+"""fedbench.study.runs: the preambles several studies' run() share (open_declared, open_seeded) and
 StudyRuns.curves, on the deterministic two-client quadratics of fedbench.studies.scaffold_quadratics (a run is a
 fraction of a second)."""
 
@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from fedbench.studies import feddane_synthetic, run_simulations
+from fedbench.studies import feddane_synthetic
+from fedbench.study.runner import run_simulations
 from fedbench.studies import scaffold_quadratics as quadratics
-from fedbench.studies.record import read_simulations
-from fedbench.studies.runs import open_declared, open_seeded
+from fedbench.study.record import read_simulations
+from fedbench.study.runs import open_declared, open_seeded
 
 
 def test_open_declared_gives_the_budget_the_runs_and_the_arm_names_in_declared_order(tmp_path):

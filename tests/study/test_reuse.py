@@ -10,7 +10,11 @@ import pytest
 
 import fedbench.study.runner as runner
 from fedbench.algorithms import FedAvg, FedLaAvg
-from fedbench.studies import STORE, OutcomeStore, fedlaavg_example1, reuse, run_claim_study, run_simulations
+from fedbench.study.runner import STORE, run_simulations
+from fedbench.study.reuse import OutcomeStore
+from fedbench.studies import fedlaavg_example1
+from fedbench.study import reuse
+from fedbench.study.output import run_claim_study
 
 
 def _sims(etas=(0.1, 0.02)):

@@ -27,10 +27,13 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fedbench.provenance import STUDY_RUN_CODE, code_hash
+from fedbench.study.runner import Outcome, Simulation
 
 OUTCOMES = "outcomes"  # the folder of finished simulations inside a study's output folder
 FORMAT = 1  # the outcome file's layout: a change here makes every stored outcome stale
@@ -77,7 +80,7 @@ def _model_identity(model: Any) -> dict[str, Any]:
 
 
 def fingerprint(sim: Any, data_hash: str, code: str | None = None, models: dict[int, Any] | None = None) -> str:
-    """Identity of the numbers of ``sim`` (a fedbench.studies.Simulation; not imported here: a cycle): its
+    """Identity of the numbers of ``sim`` (a Simulation): its
     settings, its data (``data_hash``) and the code that computes them (``code``, default STUDY_RUN_CODE's hash).
     ``models`` memoizes the models' identities by object (a model's frozen tensors are hashed once per call)."""
     models = {} if models is None else models
@@ -96,7 +99,7 @@ def _plain(value: Any) -> Any:
 
 
 def save(folder: Path, key: str, outcome: Any) -> None:
-    """``outcome`` (a fedbench.studies.Outcome) as ``folder/<key>.json``, complete or not at all (a temporary file
+    """``outcome`` (an Outcome) as ``folder/<key>.json``, complete or not at all (a temporary file
     renamed into place)."""
     import numpy as np
 
@@ -173,3 +176,48 @@ def prune(folder: Path, keep: Iterable[str]) -> int:
         if path.name[1:-len(CHECKPOINT)] not in keep:
             path.unlink()
     return removed
+
+
+@dataclass
+class OutcomeStore:
+    """A claim study's finished simulations (the runner's Store: fedbench.study.runner), one outcome file each in
+    ``folder`` (this module), and the fingerprints the study has used so far (the others are pruned
+    when it finishes). No locks (a study's stage runs once at a time). A computing simulation checkpoints into
+    ``folder`` (``.<fingerprint>.checkpoint.pt``, every ``checkpoint_every`` rounds: fedbench.study.runner.sim_config),
+    so an interrupted study resumes from the stacks it finished and from its unfinished runs' last checkpoints; a
+    traced simulation (``trace``) does not (the models of its earlier rounds are not in a checkpoint)."""
+
+    folder: Path
+    used: set[str] = field(default_factory=set)
+    reused: int = 0
+    computed: int = 0
+    _models: dict[int, Any] = field(default_factory=dict, repr=False)
+    _data: dict[int, str] = field(default_factory=dict, repr=False)
+    _code: str = field(default="", repr=False)
+
+    def key(self, sim: Simulation) -> str:
+        data = sim.dataset()
+        if id(data) not in self._data:  # a dataset many simulations share is hashed once
+            self._data[id(data)] = data.content_hash
+        self._code = self._code or code_hash(STUDY_RUN_CODE)  # the code: hashed once a study
+        key = fingerprint(sim, self._data[id(data)], self._code, self._models)
+        self.used.add(key)
+        return key
+
+    def lock(self, sim: Simulation, key: str) -> AbstractContextManager:
+        return nullcontext()
+
+    def load(self, sim: Simulation, key: str) -> Outcome | None:
+        found = load(self.folder, key)
+        return None if found is None else Outcome(name=sim.name, **found)
+
+    def checkpoint(self, sim: Simulation, key: str) -> Path | None:
+        return None if sim.trace else self.folder / f".{key}{CHECKPOINT}"
+
+    def save(self, sim: Simulation, key: str, outcome: Outcome) -> None:
+        save(self.folder, key, outcome)
+
+    def finished(self, reused: int, total: int) -> None:
+        self.reused += reused
+        self.computed += total - reused
+        print(f"{reused} of {total} simulations reused (fingerprint match in {self.folder})", flush=True)

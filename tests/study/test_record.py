@@ -18,10 +18,11 @@ import pytest
 from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.availability import AvailabilityConfig
 from fedbench.engine.simulation import SimulationConfig
-import fedbench.studies as studies
+import fedbench.study.output as output
 import fedbench.study.runner as runner
-from fedbench.studies import reuse, run_claim_study
-from fedbench.studies.record import (SIMULATIONS, compact, keep_seconds, keep_simulation_seconds, params,
+from fedbench.study import reuse
+from fedbench.study.output import run_claim_study
+from fedbench.study.record import (SIMULATIONS, compact, keep_seconds, keep_simulation_seconds, params,
                                      read_simulations, record, write_simulations)
 
 
@@ -103,7 +104,7 @@ def test_a_study_rerun_with_other_wall_times_leaves_its_tracked_files_byte_ident
     shutil.rmtree(folder / reuse.OUTCOMES)
     readings = itertools.count(1)
     clock = SimpleNamespace(perf_counter=lambda: time.perf_counter() + 100 * next(readings))
-    monkeypatch.setattr(studies, "time", clock)  # the study's seconds
+    monkeypatch.setattr(output, "time", clock)  # the study's seconds
     monkeypatch.setattr(runner, "time", clock)  # each simulation's (the one runner times its stacks)
     capsys.readouterr()
     run_claim_study("delta_fl_triangle", tmp_path, workers=1)

@@ -1,0 +1,89 @@
+"""A claim study run into its output folder (issue 30: the framework's choreography around a study's run()): its
+``claims.json`` with the seconds it took, its figures and simulation records (fedbench.study.record), and its finished
+simulations kept for reuse by fingerprint (fedbench.study.reuse.OutcomeStore), written whole or not at all. What the
+DVC ``study@NAME`` stage and ``fedbench study run`` do through fedbench.studies.stage.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from fedbench.claims.entry import plain
+from fedbench.data.format import atomic_folder
+from fedbench.executors import ExecutorSettings
+from fedbench.study import reuse
+from fedbench.study.record import SIMULATIONS, keep_seconds, keep_simulation_seconds
+from fedbench.study.runner import EXECUTOR, STORE, WORKERS
+
+STUDIES_ROOT = Path("reports/studies")
+
+
+def command(name: str) -> str:
+    """The one command that runs claim study ``name`` at its pipeline budget (fedbench.studies.stage.run_study)."""
+    return f"fedbench study run {name}"
+
+
+def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
+                    budget: str | None = None, executor: ExecutorSettings | None = None,
+                    real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
+    its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records (a rerun whose
+    numbers all match the folder's keeps the folder's seconds: fedbench.study.record.keep_seconds).
+    ``budget`` picks one of the study's declared round budgets (its ``DECLARATION.budgets``), e.g. "paper" for the paper's
+    round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
+    run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
+    paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
+    the study's training seeds (only for a study whose run() takes them)."""
+    module = importlib.import_module(f"fedbench.studies.{name}")
+    kwargs: dict[str, Any] = {}
+    if "workers" in inspect.signature(module.run).parameters:
+        kwargs["workers"] = workers
+    if budget is not None:
+        allowed = list(module.DECLARATION.budgets)
+        if budget not in allowed:
+            raise ValueError(f"study {name} has no budget {budget!r}; allowed: {', '.join(allowed) or 'none'}")
+        kwargs["budget"] = budget
+    if seeds is not None:
+        if "seeds" not in inspect.signature(module.run).parameters:
+            raise ValueError(f"study {name} fixes its seeds (its run() takes no seeds)")
+        kwargs["seeds"] = tuple(seeds)
+    if real_root is not None:
+        if "real_root" not in inspect.signature(module.run).parameters:
+            raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")
+        kwargs["real_root"] = Path(real_root)
+    store = reuse.OutcomeStore(root / name / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
+    with atomic_folder(root / name) as tmp:
+        t0 = time.perf_counter()
+        token, store_token = EXECUTOR.set(executor or ExecutorSettings()), STORE.set(store)
+        try:
+            claims = module.run(tmp, **kwargs)
+        finally:
+            EXECUTOR.reset(token)
+            STORE.reset(store_token)
+        seconds = time.perf_counter() - t0
+        reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
+        if store.folder.is_dir():
+            os.replace(store.folder, tmp / reuse.OUTCOMES)
+        if not (tmp / SIMULATIONS).exists():
+            raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
+        # seconds that changed while every number stayed the same are not rewritten (record.keep_seconds says why)
+        unchanged = keep_simulation_seconds(root / name, tmp)
+        body = json.loads(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
+                                            "workers": kwargs.get("workers", 1), "budget": budget, "claims": claims}),
+                                     allow_nan=False))
+        previous = root / name / "claims.json"
+        before = json.loads(previous.read_text()) if unchanged and previous.is_file() else None
+        body = keep_seconds(before, body)
+        (tmp / "claims.json").write_text(json.dumps(body, indent=2, allow_nan=False) + "\n")
+    if body == before:
+        print(f"{name}: every number as in the previous run, whose recorded seconds are kept ({body['seconds']:g} s; "
+              f"this run took {seconds:.1f} s)", flush=True)
+    for c in claims:
+        print(f"{c['verdict']:>15}  {c['id']}")
+    return claims
