@@ -51,18 +51,17 @@ def cmd_run(a: argparse.Namespace) -> None:
     print("\n".join(run_locations(cfg, summaries, tracked=not a.no_track)))
 
 
-def run_locations(cfg, summaries: list[dict], tracked: bool, data_root: Path | None = None,
-                  runs_root: Path | None = None) -> list[str]:
-    """Where each run of ``summaries`` is: its folder, and the MLflow experiment holding it (a run the main job
+def run_locations(cfg, summaries: list[dict], tracked: bool, runs_root: Path | None = None) -> list[str]:
+    """Where each run of ``summaries`` is: its outcome file, and the MLflow experiment holding it (a run the main job
     logged already stays in its experiment: it is not logged twice)."""
-    from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, _plan
+    from fedbench.runner import RUNS_ROOT, RunKey, outcome_path
 
     lines = []
     for s in summaries:
         p = s["params"]
         key = RunKey(p["dataset"], p["variant"], float(p["straggler_fraction"]), int(p["seed"]))
-        folder = _plan(cfg, data_root or DATA_ROOT, runs_root or RUNS_ROOT, key).folder
-        lines.append(f"{key.desc}: {'reused' if s.get('reused') else 'wrote'} {folder}")
+        lines.append(f"{key.desc}: {'reused' if s.get('reused') else 'wrote'} "
+                     f"{outcome_path(runs_root or RUNS_ROOT, s['fingerprint'])}")
         if tracked:
             from fedbench import tracking_index
             from fedbench.track import logged  # no MLflow loaded where the store's file answers

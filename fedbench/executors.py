@@ -1,6 +1,6 @@
 """Where a stage's units of work run (``train.executor``): ``local``, the forked process pool of
 fedbench.parallel on this machine, or ``ray``, one Ray task per unit on a Ray cluster. A unit is a stack of runs
-(fedbench.engine.stacking): the train stage's stacks of RunKeys, a claim study's stacks of Simulations. Both
+(fedbench.engine.stacking): Simulations, the train stage's and a claim study's alike. Both
 executors take the same units and return the same results, in order, calling ``each`` on the driver as each
 unit finishes; this is the only module that imports Ray, and only when the ``ray`` executor is used.
 

@@ -14,7 +14,7 @@ from fedbench.data.registry import dataset_dir
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.locking import file_lock
 from fedbench.executors import ExecutorSettings
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunFolders, RunKey, forget, plan, simulation
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, TrainStore, forget, plan, simulation
 
 __all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
 
@@ -81,7 +81,7 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
                each: Callable[[RunKey, dict[str, Any]], None] | None = None,
                progress: bool = True) -> list[dict[str, Any]]:
     """Run (or reuse) ``keys`` through the one runner (fedbench.study.runner.run_simulations, as the claim studies'
-    runs), each run a Simulation (fedbench.runner.simulation) kept in its run folder (fedbench.runner.RunFolders):
+    runs), each run a Simulation (fedbench.runner.simulation) kept in the train store (fedbench.runner.TrainStore):
     the runs not finished yet are grouped into stacks (runs of one algorithm class, one model and the same settings
     but seed and stragglers, cut to keep ``train.workers`` processes equally busy) and the stacks run in parallel
     processes (or as Ray tasks: ``train.executor``, fedbench.executors). Returns the summaries in the order of
@@ -92,8 +92,8 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
     keys = list(dict.fromkeys(keys))
     for k in keys:
         check_cell(cfg, k.variant, k.stragglers)
-    planned = plan(cfg, data_root, runs_root, keys)  # data made with these settings, or one line saying how to remake it
-    store = RunFolders(planned)
+    planned = plan(cfg, data_root, keys)  # data made with these settings, or one line saying how to remake it
+    store = TrainStore(planned, runs_root)
 
     def finished(outcomes) -> None:
         for o in outcomes:
@@ -116,8 +116,8 @@ def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: P
     them: fedbench.study.runner.plan_pieces), and the runs already finished (same fingerprint), which are only read back."""
     from fedbench.study.runner import plan_pieces
 
-    planned = plan(cfg, data_root, runs_root, keys)
-    store = RunFolders(planned)
+    planned = plan(cfg, data_root, keys)
+    store = TrainStore(planned, runs_root)
     sims = [simulation(cfg, p) for p in planned]
     todo = [i for i, sim in enumerate(sims) if store.load(sim, store.key(sim)) is None]
     try:

@@ -1,31 +1,33 @@
 """The train stage's runs: each experiment (dataset, algorithm variant, straggler fraction, seed) of params.yaml's
-studies as a Simulation of the one runner (fedbench.study.runner), and its record, a run folder (:class:`RunFolders`,
-the runner's store for these runs).
+studies as a Simulation of the one runner (fedbench.study.runner), kept in the one store (:class:`TrainStore`: outcome
+files named by the one fingerprint, fedbench.study.reuse, as every claim study's).
 
-A run's folder is ``runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fingerprint>/``: the fingerprint is the
-identity of everything that determines the run's numbers (its settings, its data's content hash and the code,
-:func:`fingerprint`), so runs of other parameters (a ``dvc exp run -S train.rounds=4`` variation) get folders of
-their own and never overwrite each other; going back to earlier parameters finds their runs again and reuses
-them. Readers (the report, the track stage, ``fedbench show``) compute the fingerprint of the parameters in force
-and read that folder (:func:`find_run`), so they see only the runs of those parameters.
+The runs live in ``runs/train/``: ``outcomes/<fingerprint>.json``, each run's full outcome (every history row, the
+final scalars, the per-device metrics, float64), and ``index.jsonl``, one line per finished run naming its fingerprint
+beside the settings that determine it (:func:`run_params`), its data's content hash and the code's hash. The
+fingerprint is the identity of everything that determines the run's numbers (its settings, its data and the code,
+fedbench.study.reuse.fingerprint), so runs of other parameters (a ``dvc exp run -S train.rounds=4`` variation) get
+outcomes of their own and never overwrite each other; going back to earlier parameters finds their runs again and
+reuses them. Readers (the report, the track stage, ``fedbench show``) look a run up in the index by the parameters in
+force (:func:`find_run`: no torch, no model built), so they see only the runs of those parameters.
 
-It holds ``history.csv`` (one row per round), ``per_device.csv`` (final per-device metrics)
-and ``summary.json`` (written last: a folder without it is incomplete). Runs checkpoint every few rounds
-into ``<folder>.checkpoint.pt`` and pick up from there when restarted with the same settings; a finished
-run whose fingerprint matches is not run again. One process at a time works on a run (a lock beside its
-folder), so the same run started twice at once is computed once and reused by the other.
+A run's summary (:func:`summary`: its settings, final and reporting values, divergence, wall time, provenance) is
+computed from its outcome, the same for a run just computed and one read back. Runs checkpoint every few rounds into
+``outcomes/.<fingerprint>.checkpoint.pt`` and pick up from there when restarted with the same settings; a finished
+run whose fingerprint matches is not run again. One process at a time works on a run (a lock beside its outcome), so
+the same run started twice at once is computed once and reused by the other.
 
 A run whose loss leaves the engine's bound (fedbench.engine.metrics.has_diverged) is a result: it stops, is
 recorded ``diverged`` with the round it diverged at, and a warning is printed; its final metrics may be null.
 
 Importing this module imports no torch (the engine is imported when a run is computed), so the tracking and
-report stages that read run folders stay light.
+report stages that read runs stay light.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import hashlib
 import json
 import sys
 from collections.abc import Sequence
@@ -38,21 +40,28 @@ import pandas as pd
 
 import fedbench
 from fedbench.config import Config
-from fedbench.data.format import atomic_folder, load_dataset, read_meta
+from fedbench.data.format import load_dataset, read_meta
+from fedbench.data.registry import VARIANTS, dataset_dir
 from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
-from fedbench.provenance import RUN_CODE, code_hash, git_commit
-from fedbench.data.registry import VARIANTS, dataset_dir
+from fedbench.provenance import RUN_CODE, STUDY_RUN_CODE, code_hash, git_commit
+from fedbench.study import reuse
 from fedbench.study.runner import Outcome, Simulation
 
-SUMMARY = "summary.json"
 DATA_ROOT = Path("data/generated")
 RUNS_ROOT = Path("runs")
+TRAIN = "train"  # the train stage's folder in the runs root
+INDEX = "index.jsonl"  # in it: one line per finished run, its fingerprint by its settings, data and code
 
 
-def run_folder(root: str | Path, dataset: str, variant: str, stragglers: float, seed: int, fingerprint: str) -> Path:
-    """Where the run of these settings with this fingerprint lives (see the module docstring)."""
-    return Path(root) / dataset / variant / f"stragglers-{float(stragglers)}" / f"seed-{seed}-{fingerprint}"
+def train_folder(runs_root: str | Path) -> Path:
+    """The train stage's store: ``runs_root/train`` (its ``outcomes/`` and ``index.jsonl``)."""
+    return Path(runs_root) / TRAIN
+
+
+def outcome_path(runs_root: str | Path, fingerprint: str) -> Path:
+    """The file of the finished run ``fingerprint``."""
+    return train_folder(runs_root) / reuse.OUTCOMES / f"{fingerprint}.json"
 
 
 def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
@@ -63,7 +72,7 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
         "dataset": dataset, "algorithm": algo.name, "variant": variant, **{f"algo.{k}": v for k, v in algo.hyper.items()},
         "straggler_fraction": stragglers, "seed": seed, "model": t.model, "rounds": t.rounds,
         "clients_per_round": t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size,
-        "lr": t.lr, "sampling": t.sampling, "straggler_epochs": t.straggler_epochs,
+        "lr": t.lr, "sampling": t.sampling, "straggler_epochs": t.straggler_epochs, "eval_every": t.eval_every,
         "data.seed": cfg.data.seed, "data.num_devices": cfg.data.num_devices,
         "data.train_fraction": cfg.data.train_fraction,
         # a sampled dissimilarity changes that metric's numbers; recorded only where a study asks for one
@@ -71,12 +80,6 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
         # a captured loop may move CUDA numbers in the last bits (fedbench.engine.capture); recorded where it is on
         **({"capture": t.capture} if t.capture != "none" else {}),
     }
-
-
-def fingerprint(params: dict[str, Any], dataset_hash: str) -> str:
-    """Identity of a run's numbers: its settings, its data and the code that computes them (RUN_CODE)."""
-    blob = json.dumps({"params": params, "dataset": dataset_hash, "code": code_hash(RUN_CODE)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _regenerate(dataset: str) -> str:
@@ -124,24 +127,6 @@ def _load_dataset(folder: Path, dataset: str):
                         f"{_regenerate(dataset)}") from None
 
 
-def load_run(folder: Path, fingerprint: str | None = None) -> dict[str, Any] | None:
-    """The finished run in ``folder``: its summary with the ``history`` rows added, as the train stage returns
-    it. None if the folder holds no finished run, or (given ``fingerprint``) one with another fingerprint.
-    A corrupt summary or history raises DataError naming the file."""
-    path = folder / SUMMARY
-    if not path.exists():
-        return None
-    try:
-        summary = json.loads(path.read_text())
-        if fingerprint is not None and summary.get("fingerprint") != fingerprint:
-            return None
-        summary["history"] = pd.read_csv(folder / "history.csv").to_dict("records")
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{folder}: unreadable run files ({type(exc).__name__}: {str(exc)[:200]}); delete the folder "
-                        "and rerun to compute it again") from None
-    return summary
-
-
 @dataclass(frozen=True)
 class RunKey:
     """One run of the main job: a (dataset, algorithm variant, straggler fraction, seed) of a study's grid."""
@@ -158,43 +143,76 @@ class RunKey:
 
 @dataclass(frozen=True)
 class _Planned:
-    """A run of ``key`` under a config: its params, fingerprint and folder, and its dataset's folder and metadata."""
+    """A run of ``key`` under a config: its params, and its dataset's folder and metadata."""
 
     key: RunKey
     params: dict[str, Any]
-    fingerprint: str
-    folder: Path
     meta: dict[str, Any]
     data_dir: Path
 
 
-def _plan(cfg: Config, data_root: str | Path, out_root: str | Path, key: RunKey,
-          meta: dict[str, Any] | None = None) -> _Planned:
+def _plan(cfg: Config, data_root: str | Path, key: RunKey, meta: dict[str, Any] | None = None) -> _Planned:
     meta = meta if meta is not None else dataset_meta(cfg, key.dataset, data_root)
     params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
-    fp = fingerprint(params, meta["content_hash"])
-    return _Planned(key, params, fp, run_folder(out_root, key.dataset, key.variant, key.stragglers, key.seed, fp),
-                    meta, dataset_dir(data_root, key.dataset))  # data/generated/<name>, or data/real/<name>
+    return _Planned(key, params, meta, dataset_dir(data_root, key.dataset))  # data/generated/<name>, or data/real/<name>
 
 
-def plan(cfg: Config, data_root: str | Path, out_root: str | Path, keys: Sequence[RunKey]) -> list[_Planned]:
+def plan(cfg: Config, data_root: str | Path, keys: Sequence[RunKey]) -> list[_Planned]:
     """Each run of ``keys`` planned (every dataset's metadata read and checked once)."""
     metas = {ds: dataset_meta(cfg, ds, data_root) for ds in dict.fromkeys(k.dataset for k in keys)}
-    return [_plan(cfg, data_root, out_root, k, metas[k.dataset]) for k in keys]
+    return [_plan(cfg, data_root, k, metas[k.dataset]) for k in keys]
+
+
+def _lookup(params: dict[str, Any], dataset_hash: str, code: str) -> str:
+    """A run's line in the index is found by this: what determines its fingerprint, as the readers know it."""
+    return json.dumps([params, dataset_hash, code], sort_keys=True)
+
+
+def read_index(runs_root: str | Path) -> dict[str, str]:
+    """The train store's index: each finished run's fingerprint by :func:`_lookup` of its settings (the last line
+    wins; a line cut short by a crash is skipped). Read once per state of the file."""
+    path = train_folder(runs_root) / INDEX
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return {}
+    return _read_index(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_index(path: str, mtime_ns: int, size: int) -> dict[str, str]:
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        try:
+            entry = json.loads(line)
+            out[_lookup(entry["params"], entry["dataset_hash"], entry["code"])] = entry["fingerprint"]
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
 
 
 def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: RunKey,
-             dataset_hash: str | None = None) -> dict[str, Any] | None:
-    """The finished run of ``key`` under the parameters of ``cfg`` (its summary with ``history``, as
-    :func:`load_run`), or None when it has not been computed or its dataset is not there. ``dataset_hash``
-    (the dataset's content hash) saves reading its metadata again."""
+             dataset_hash: str | None = None, code: str | None = None) -> dict[str, Any] | None:
+    """The finished run of ``key`` under the parameters of ``cfg`` (its :func:`summary`, with ``history``), or None
+    when it has not been computed with these settings, data and code, or its dataset is not there. ``dataset_hash``
+    (the dataset's content hash) and ``code`` (code_hash of STUDY_RUN_CODE) save computing them again."""
     if dataset_hash is None:
         try:
             dataset_hash = read_meta(dataset_dir(data_root, key.dataset))["content_hash"]
         except FileNotFoundError:
             return None
-    fp = fingerprint(run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed), dataset_hash)
-    return load_run(run_folder(runs_root, key.dataset, key.variant, key.stragglers, key.seed, fp), fp)
+    params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
+    fp = read_index(runs_root).get(_lookup(params, dataset_hash, code or code_hash(STUDY_RUN_CODE)))
+    if fp is None:
+        return None
+    try:
+        found = reuse.read(train_folder(runs_root) / reuse.OUTCOMES, fp)
+    except FileNotFoundError:  # removed by hand: not computed
+        return None
+    except ValueError as exc:
+        raise DataError(f"{outcome_path(runs_root, fp)}: unreadable run ({exc}); run it again to compute it anew "
+                        f"(`fedbench run` or the train stage: the unreadable file is replaced)") from None
+    return summary(found, params, dataset_hash, fp)
 
 
 @functools.cache
@@ -241,46 +259,63 @@ def simulation(cfg: Config, p: _Planned) -> Simulation:
     return Simulation(p.key.desc, config, data, model, build_algorithm(algo.name, t.lr, **algo.hyper))
 
 
-class RunFolders:
-    """The train stage's store (fedbench.study.runner.Store): each run in its folder under ``out_root`` (the module
-    docstring), named by :func:`fingerprint`; one process at a time works on a run (a lock beside its folder), a
-    computing run checkpoints beside its folder, and a finished one is written whole (atomic_folder). ``summaries``
-    holds each run's summary (with ``history`` and ``reused``) as it was read back or written."""
+class TrainStore:
+    """The train stage's store (fedbench.study.runner.Store): each run an outcome file in ``runs_root/train/outcomes``
+    named by the one fingerprint (fedbench.study.reuse), and a line of the index naming it by the run's settings (the
+    module docstring); one process at a time works on a run (a lock beside its outcome), a computing run checkpoints
+    beside it, and a finished one is written whole. ``summaries`` holds each run's :func:`summary` (with ``history``
+    and ``reused``) as it was read back or computed."""
 
-    def __init__(self, planned: Sequence[_Planned]) -> None:
+    def __init__(self, planned: Sequence[_Planned], runs_root: str | Path) -> None:
         self.planned = {p.key.desc: p for p in planned}
+        self.runs_root = Path(runs_root)
+        self.folder = train_folder(runs_root) / reuse.OUTCOMES
+        self.index = train_folder(runs_root) / INDEX
         self.summaries: dict[str, dict[str, Any]] = {}
+        self._code = code_hash(STUDY_RUN_CODE)
+        self._models: dict[int, Any] = {}
 
     def key(self, sim: Simulation) -> str:
-        return str(self.planned[sim.name].folder)
+        return reuse.fingerprint(sim, self.planned[sim.name].meta["content_hash"], self._code, self._models)
 
     def lock(self, sim: Simulation, key: str):
-        p = self.planned[sim.name]
-        p.folder.parent.mkdir(parents=True, exist_ok=True)
-        return file_lock(p.folder.parent / f".{p.folder.name}.lock", what=p.key.desc)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return file_lock(self.folder / f".{key}.lock", what=self.planned[sim.name].key.desc)
 
     def load(self, sim: Simulation, key: str) -> Outcome | None:
-        p = self.planned[sim.name]
-        try:
-            summary = load_run(p.folder, p.fingerprint)
-        except DataError as exc:  # the run is computed again and its folder replaced
-            print(f"fedbench: warning: {exc}; computing it again", file=sys.stderr)
+        found = reuse.load(self.folder, key)  # an unreadable one says so in one line and is computed again
+        if found is None:
             return None
-        if summary is None:
-            return None
-        summary["reused"] = True
-        self.summaries[sim.name] = summary
-        return Outcome(sim.name, summary["history"], summary["final"], summary["diverged"], summary["param_digest"],
-                       summary["device"], None, summary["wall_time_s"], kernel=summary.get("kernel", ""),
-                       stack_size=summary.get("stack_size", 1))
+        self._keep(sim, key, found, reused=True)
+        found.pop("about")
+        return Outcome(name=sim.name, **found)
 
     def checkpoint(self, sim: Simulation, key: str) -> Path:
-        p = self.planned[sim.name]
-        return p.folder.parent / f".{p.folder.name}.checkpoint.pt"
+        return self.folder / f".{key}{reuse.CHECKPOINT}"
 
     def save(self, sim: Simulation, key: str, outcome: Outcome) -> None:
-        summary = _write_result(self.planned[sim.name], sim.dataset(), outcome)
-        self.summaries[sim.name] = summary
+        about = {"versions": versions(), "git_commit": git_commit(RUN_CODE)}
+        reuse.save(self.folder, key, outcome, about)
+        found = {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome) if f.name != "name"}
+        self._keep(sim, key, found | {"about": about}, reused=False)
+        if outcome.diverged:
+            s = self.summaries[sim.name]
+            losses = [row["train/loss"] for row in outcome.history]
+            print(f"fedbench: warning: {self.planned[sim.name].key.desc} diverged at round {s['diverged_at_round']} "
+                  f"(training loss {losses[-1]:.4g}, round 0: {losses[0]:.4g}); recorded as diverged (the rule: "
+                  "fedbench.engine.metrics.has_diverged)", file=sys.stderr)
+
+    def _keep(self, sim: Simulation, key: str, found: dict[str, Any], reused: bool) -> None:
+        """The run's summary, and its index line where the index lacks it."""
+        p = self.planned[sim.name]
+        dataset_hash = p.meta["content_hash"]
+        if read_index(self.runs_root).get(_lookup(p.params, dataset_hash, self._code)) != key:
+            line = json.dumps({"name": p.key.desc, "fingerprint": key, "params": p.params,
+                               "dataset_hash": dataset_hash, "code": self._code}, sort_keys=True)
+            with file_lock(self.index.parent / f".{INDEX}.lock", what="the train store's index"):
+                with self.index.open("a") as f:
+                    f.write(line + "\n")
+        self.summaries[sim.name] = summary(found, p.params, dataset_hash, key) | {"reused": reused}
 
     def finished(self, reused: int, total: int) -> None:
         pass  # the stage says it run by run (fedbench.pipeline)
@@ -302,40 +337,49 @@ def _table(folder: str):
     return torch.from_numpy(load_embedding(Path(folder))[1])
 
 
-def _write_result(p: _Planned, ds, result: Outcome) -> dict[str, Any]:
-    """Write the computed run ``result`` (of dataset ``ds``) into its folder; its summary, with ``history``."""
+def summary(found: dict[str, Any], params: dict[str, Any], dataset_hash: str, fingerprint: str) -> dict[str, Any]:
+    """A run's summary, from its stored outcome ``found`` (fedbench.study.reuse.load's fields): its settings, final
+    values, the reporting round (fedbench.divergence.reporting_round: the final model, or the last one before it
+    diverged), its best test accuracy, wall time, provenance, and its ``history`` rows."""
     from fedbench.divergence import reporting_round
 
-    history = pd.DataFrame(result.history)
-    losses = history["train/loss"].to_numpy()
+    history = found["history"]
+    losses = np.array([row.get("train/loss", np.nan) for row in history], dtype=np.float64)
+    accuracy = np.array([row.get("test/accuracy", np.nan) for row in history], dtype=np.float64)
     at, reason = reporting_round(losses)
     if reason == "diverged":  # the model past the bound predicts nothing useful: read the round before
         at = max(0, at - 1)
-    diverged_at = int(history["round"].iloc[-1]) if result.diverged else None
-    if result.diverged:
-        print(f"fedbench: warning: {p.key.desc} diverged at round {diverged_at} (training loss {losses[-1]:.4g}, "
-              f"round 0: {losses[0]:.4g}); recorded as diverged (the rule: fedbench.engine.metrics.has_diverged)",
-              file=sys.stderr)
-    per_device = pd.DataFrame({
-        "client_id": ds.client_ids,
-        "train_samples": ds.train.sizes, "test_samples": ds.test.sizes,
-        "train_loss": result.device_train_loss, "test_accuracy": result.device_accuracy,
-    })
-    summary = {
-        "fingerprint": p.fingerprint, "params": p.params, "dataset_hash": p.meta["content_hash"], "device": result.device,
-        "diverged": result.diverged, "diverged_at_round": diverged_at, "param_digest": result.param_digest,
-        "final": {k: _num(v) for k, v in result.final.items()},
-        "reporting_round": int(at), "reporting_reason": reason,
-        "reporting_test_accuracy": _num(history["test/accuracy"].iloc[at]),
-        "best_test_accuracy": _num(history["test/accuracy"].max()),
-        "wall_time_s": float(history["wall_time_s"].sum()),
-        "kernel": result.kernel, "stack_size": result.stack_size,
-        "versions": versions(), "git_commit": git_commit(RUN_CODE),
+    about = found.get("about") or {}
+    return {
+        "fingerprint": fingerprint, "params": params, "dataset_hash": dataset_hash, "device": found["device"],
+        "diverged": found["diverged"], "diverged_at_round": int(history[-1]["round"]) if found["diverged"] else None,
+        "param_digest": found["param_digest"], "final": {k: _num(v) for k, v in found["final"].items()},
+        "reporting_round": int(at), "reporting_reason": reason, "reporting_test_accuracy": _num(accuracy[at]),
+        "best_test_accuracy": _num(np.nanmax(accuracy)) if np.isfinite(accuracy).any() else None,
+        "wall_time_s": float(np.nansum([row.get("wall_time_s", np.nan) for row in history])),
+        "kernel": found.get("kernel", ""), "stack_size": found.get("stack_size", 1),
+        "versions": about.get("versions", {}), "git_commit": about.get("git_commit", "unknown"),
+        "history": history,
     }
-    _write_run(p.folder, history, per_device, summary)
-    summary["history"] = history.to_dict("records")
-    summary["reused"] = False
-    return summary
+
+
+def run_files(runs_root: str | Path, data_root: str | Path, s: dict[str, Any], folder: Path) -> list[Path]:
+    """The run of summary ``s`` as the files a person opens (MLflow's artifacts), written into ``folder``:
+    ``history.csv`` (one row per evaluation), ``per_device.csv`` (each client's samples and the final model's
+    training loss and test accuracy) and ``summary.json``."""
+    found = reuse.read(train_folder(runs_root) / reuse.OUTCOMES, s["fingerprint"])
+    data = dataset_dir(data_root, s["params"]["dataset"])
+    meta = read_meta(data)
+    with np.load(data / "arrays.npz") as arrays:  # only the offsets are read
+        train, test = np.diff(arrays["train_offsets"]), np.diff(arrays["test_offsets"])
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(s["history"]).to_csv(folder / "history.csv", index=False)
+    pd.DataFrame({"client_id": meta["client_ids"], "train_samples": train, "test_samples": test,
+                  "train_loss": found["device_train_loss"], "test_accuracy": found["device_accuracy"]}
+                 ).to_csv(folder / "per_device.csv", index=False)
+    body = {k: v for k, v in s.items() if k not in ("history", "reused")}
+    (folder / "summary.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json"]
 
 
 def _num(v: Any) -> float | None:
@@ -348,10 +392,3 @@ def versions() -> dict[str, str]:
 
     return {"fedbench": fedbench.__version__, "torch": torch.__version__, "numpy": np.__version__,
             "pandas": pd.__version__, "python": sys.version.split()[0]}
-
-
-def _write_run(folder: Path, history: pd.DataFrame, per_device: pd.DataFrame, summary: dict) -> None:
-    with atomic_folder(folder) as tmp:
-        history.to_csv(tmp / "history.csv", index=False)
-        per_device.to_csv(tmp / "per_device.csv", index=False)
-        (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")

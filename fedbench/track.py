@@ -15,8 +15,8 @@ from typing import Any
 
 from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
-from fedbench.provenance import STUDY_CODE, git_commit
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, run_folder, run_params
+from fedbench.provenance import STUDY_CODE, STUDY_RUN_CODE, code_hash, git_commit
+from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, outcome_path, run_files, run_params
 from fedbench.study.output import STUDIES_ROOT
 from fedbench.study.record import SIMULATIONS
 
@@ -33,7 +33,7 @@ TRAIN_NOTES = {
     "adhoc": "Runs started by hand with `fedbench run` (a run the main job logged already stays in its experiment).",
 }
 RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed) and settings; a run's name gives what it "
-            "sets otherwise than params.yaml and ends in its fingerprint (its folder's). The tags dataset, variant, "
+            "sets otherwise than params.yaml and ends in its fingerprint (its outcome file's name). The tags dataset, variant, "
             "stragglers, mu, seed, rounds, budget and study are columns of the runs table, final/* tags the final "
             "values. Curves: tick runs, then Chart view (x axis Step = round). The report's figures with seed bands: "
             "reports/.")
@@ -82,7 +82,8 @@ def claims_description(study: str, claims: list[dict[str, Any]]) -> str:
 
 
 def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
-               runs_root: Path = RUNS_ROOT, curves: Curves | None = None, defaults: Config | None = None) -> list[str]:
+               runs_root: Path = RUNS_ROOT, curves: Curves | None = None, defaults: Config | None = None,
+               data_root: Path = DATA_ROOT) -> list[str]:
     """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint). ``curves``: the
     figures drawn ahead in other processes (track_all); without it each is drawn here when its run is logged.
     ``defaults``: the config a run's name and tags say it differs from (default: the params file, PARAMS)."""
@@ -98,16 +99,16 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
         defaults = defaults if defaults is not None else params_file_config()
 
         seed = s["params"]["seed"]
-        folder = run_folder(runs_root, dataset, variant, stragglers, seed, s["fingerprint"])
         title = curves_title(dataset, variant, stragglers, seed)
-        summary_file = folder / "summary.json"
-        finished_ms = int(summary_file.stat().st_mtime * 1000) if summary_file.exists() else None
+        outcome = outcome_path(runs_root, s["fingerprint"])
+        finished_ms = int(outcome.stat().st_mtime * 1000) if outcome.exists() else None
         base = default_params(defaults, dataset, variant, stragglers, seed)
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
             figure = (partial(curves.wait, s["fingerprint"]) if curves is not None and s["fingerprint"] in curves
                       else partial(run_curves, s["history"], Path(tmp) / f"curves-seed-{seed}.png", title=title))
             name = run_name(dataset, variant, stragglers, seed, s["fingerprint"], differs(s["params"], base))
-            ids.append(tracking.log_run(train_experiment(study), name, s, partial(_run_artifacts, folder, figure),
+            files = partial(run_files, runs_root, data_root, s, Path(tmp) / "run")
+            ids.append(tracking.log_run(train_experiment(study), name, s, partial(_run_artifacts, files, figure),
                                         train_description(study), finished_ms,
                                         tags=training_tags(study, s["params"], base)))
     return ids
@@ -164,7 +165,7 @@ def run_name(dataset: str, variant: str, stragglers: float, seed: int, fingerpri
              differences: dict[str, Any] | None = None) -> str:
     """A run's name, what varies most first (the runs table's name column shows about 20 characters): variant,
     stragglers, seed, the settings that differ from the defaults, dataset and the start of the run's fingerprint
-    (its folder's ``seed-<s>-<fingerprint>``): ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults,
+    (its outcome file, ``runs/train/outcomes/<fingerprint>.json``): ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults,
     ``fedavg 0% s0 rounds=10 synthetic_1_1 #9c04de`` with train.rounds=10. Runs that differ in anything that
     changes their numbers (their settings, data or code) differ in name; each part is also a tag."""
     changed = " ".join(f"{k.removeprefix('algo.')}={_value(v)}" for k, v in (differences or {}).items())
@@ -215,9 +216,10 @@ def training_tags(study: str, params: dict[str, Any], defaults: dict[str, Any] |
     return tags
 
 
-def _run_artifacts(folder: Path, figure: Callable[[], Path]) -> list[Path]:
-    """The files logged with a run: its outputs and the figure of its curves (``figure`` draws it, or waits for it)."""
-    return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json", figure()]
+def _run_artifacts(files: Callable[[], list[Path]], figure: Callable[[], Path]) -> list[Path]:
+    """The files logged with a run: its outputs (``files`` writes them: fedbench.runner.run_files) and the figure of its
+    curves (``figure`` draws it, or waits for it)."""
+    return [*files(), figure()]
 
 
 def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
@@ -259,7 +261,9 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
 
     rows = []
     cells = cfg.cells()
-    found = {cell: [s for s in (find_run(cfg, data_root, runs_root, RunKey(cell[1], cell[2], float(cell[3]), seed))
+    code = code_hash(STUDY_RUN_CODE)  # hashed once, not once a run
+    found = {cell: [s for s in (find_run(cfg, data_root, runs_root, RunKey(cell[1], cell[2], float(cell[3]), seed),
+                                         code=code)
                                 for seed in cfg.train.seeds) if s is not None] for cell in cells}
     with closing(Curves(CURVE_WORKERS)) as curves:
         for (_, ds, variant, f), summaries in found.items():  # the figures of the runs not logged yet, drawn ahead
@@ -267,7 +271,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
                 if logged(s["fingerprint"]) is None:
                     curves.draw(s, curves_title(ds, variant, f, s["params"]["seed"]))
         for (study_name, ds, variant, f), summaries in found.items():
-            ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves, cfg)
+            ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves, cfg, data_root)
             rows += [{"experiment": train_experiment(study_name), "dataset": ds,
                       "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
                      for s, i in zip(summaries, ids)]

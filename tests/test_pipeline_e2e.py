@@ -69,12 +69,14 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     client = MlflowClient(env["MLFLOW_TRACKING_URI"])
     exp = client.get_experiment_by_name("train-stragglers")
     runs = client.search_runs([exp.experiment_id])
-    # at params.yaml's settings a name has no differences, only the start of its fingerprint: its folder's
-    # runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fingerprint> (fedbench.track.run_name)
-    folders = {(v, s): next((tmp_path / "runs" / "synthetic_1_1" / v / "stragglers-0.9").glob(f"seed-{s}-*")).name
-               for v in ("fedavg", "fedprox_mu1") for s in (0, 1)}
+    # at params.yaml's settings a name has no differences, only the start of its fingerprint: its outcome file's
+    # runs/train/outcomes/<fingerprint>.json, named in the train store's index (fedbench.track.run_name)
+    index = [json.loads(line) for line in (tmp_path / "runs/train/index.jsonl").read_text().splitlines()]
+    fingerprints = {(x["params"]["variant"], x["params"]["seed"]): x["fingerprint"] for x in index
+                    if x["params"]["dataset"] == "synthetic_1_1" and x["params"]["straggler_fraction"] == 0.9}
     assert sorted(r.info.run_name for r in runs) == sorted(
-        f"{v} 90% s{s} synthetic_1_1 #{folder.rsplit('-', 1)[1][:6]}" for (v, s), folder in folders.items())
+        f"{v} 90% s{s} synthetic_1_1 #{fingerprints[v, s][:6]}" for v in ("fedavg", "fedprox_mu1") for s in (0, 1))
+    assert all((tmp_path / "runs/train/outcomes" / f"{fp}.json").is_file() for fp in fingerprints.values())
     run = runs[0]
     assert run.info.status == "FINISHED"
     assert {"git_commit", "dataset_hash", "seed", "device", "version.torch"} <= set(run.data.tags)

@@ -18,7 +18,7 @@ import yaml
 
 from fedbench.config import ConfigError, load_config
 from fedbench.regression import PROFILE, REFERENCE, compare
-from fedbench.runner import RunKey, run_folder
+from fedbench.runner import RunKey, run_files
 from fedbench.study.runner import _run_stack as run_stack  # the unit every stack runs as (unpatched)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,10 +45,12 @@ def _numbers(summary: dict) -> dict:
             "final": summary["final"], "history": _history(summary["history"]), "diverged": summary["diverged"]}
 
 
-def _files(folder: Path) -> dict[str, str]:
-    """A run folder's files as text, its timing columns dropped."""
+def _files(runs_root: Path, data_root: Path, summary: dict, folder: Path) -> dict[str, str]:
+    """A run's files as a person opens them (fedbench.runner.run_files, written into ``folder``) as text, its timing
+    columns dropped."""
     import pandas as pd
 
+    run_files(runs_root, data_root, summary, folder)
     history = pd.read_csv(folder / "history.csv").drop(columns=list(TIMING), errors="ignore")
     summary = json.loads((folder / "summary.json").read_text())
     return {"history": history.to_csv(index=False), "per_device": (folder / "per_device.csv").read_text(),
@@ -98,9 +100,9 @@ def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, worksp
     for k in keys:
         assert not on_ray[k]["reused"]
         assert _numbers(on_ray[k]) == _numbers(local[k]), k.desc
-        a = run_folder(root / "runs-local", k.dataset, k.variant, k.stragglers, k.seed, local[k]["fingerprint"])
-        b = run_folder(root / "runs-ray", k.dataset, k.variant, k.stragglers, k.seed, on_ray[k]["fingerprint"])
-        assert _files(a) == _files(b), k.desc
+        a = _files(root / "runs-local", root / "data", local[k], root / "files-local" / k.desc)
+        b = _files(root / "runs-ray", root / "data", on_ray[k], root / "files-ray" / k.desc)
+        assert a == b, k.desc
     assert "2 of 2 units done" in capfd.readouterr().err  # two stacks for the cluster's 2 CPUs
     again = train_runs(cfg, keys, root / "data", root / "runs-ray", progress=False)  # finished: read back here
     assert all(s["reused"] for s in again) and "units done" not in capfd.readouterr().err
@@ -123,8 +125,8 @@ def die_after_first_checkpoint(job) -> list:
 
     import fedbench.engine.simulation as simulation
 
-    checkpoint = job.checkpoints[0]  # <runs root>/<dataset>/<variant>/stragglers-<f>/.seed-<s>-<fp>.checkpoint.pt
-    log = checkpoint.parents[3].parent / "attempts.jsonl"
+    checkpoint = job.checkpoints[0]  # <runs root>/train/outcomes/.<fingerprint>.checkpoint.pt
+    log = checkpoint.parents[2].parent / "attempts.jsonl"
     resumed = torch.load(checkpoint, weights_only=False)["round"] if checkpoint.exists() else None
     first = not log.exists()
     with open(log, "a") as f:
@@ -194,7 +196,7 @@ def test_two_stages_submitting_overlapping_runs_lose_and_duplicate_nothing(ray_c
     for k in set(mine) & set(theirs):  # computed by one stage, read back by the other
         assert sorted([a[k][1], b[k][1]]) == [False, True], k.desc
     shared = root / "runs-shared"
-    assert len(list(shared.rglob("summary.json"))) == len(keys)
+    assert len(list((shared / "train" / "outcomes").glob("*.json"))) == len(keys)
     assert not [p for p in shared.rglob("*") if ".tmp" in p.name or p.name.endswith(".checkpoint.pt")]
 
 
@@ -222,9 +224,8 @@ def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster,
     assert "\n" not in message and message.startswith("1 of 2 units failed for good")
     assert all(k.desc in message for k in mu1) and "ZeroDivisionError: a bug in this run" in message
     assert isinstance(failed.value.__cause__, ZeroDivisionError)
-    for k in fedavg:  # the other unit finished and is kept
-        cell = root / "runs-failing" / k.dataset / k.variant / f"stragglers-{float(k.stragglers)}"
-        assert len(list(cell.glob(f"seed-{k.seed}-*/summary.json"))) == 1
+    index = (root / "runs-failing" / "train" / "index.jsonl").read_text().splitlines()  # the other unit is kept
+    assert sorted(json.loads(line)["name"] for line in index) == sorted(k.desc for k in fedavg)
 
 
 def test_claim_study_simulations_on_ray_are_the_same(ray_cluster):

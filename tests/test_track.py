@@ -310,18 +310,15 @@ def test_simulation_arm_from_its_arm_or_method_param_else_its_name():
     assert len(simulation_tags(mime)["fedbench.fingerprint"]) == 16
 
 
-def _write_run(runs_root, summary):
-    """A finished run's folder as fedbench.runner leaves it (the files the track stage attaches)."""
+def _run_files(runs_root, data_root, summary, folder):
+    """The files the track stage attaches to a run (fedbench.runner.run_files), for a run with no stored outcome."""
     import json as _json
 
-    from fedbench.runner import run_folder
-
-    p = summary["params"]
-    folder = run_folder(runs_root, p["dataset"], p["variant"], p["straggler_fraction"], p["seed"], summary["fingerprint"])
     folder.mkdir(parents=True)
     (folder / "history.csv").write_text("round,train/loss\n0,2.0\n")
     (folder / "per_device.csv").write_text("device,accuracy\n0,0.5\n")
     (folder / "summary.json").write_text(_json.dumps({"fingerprint": summary["fingerprint"]}))
+    return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json"]
 
 
 def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, monkeypatch, capsys):
@@ -331,6 +328,7 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
     from fedbench import tracking
     from fedbench.cli import main
     from fedbench.config import load_config
+    from fedbench import track
     from fedbench.runner import run_params
     from fedbench.track import track_cell
 
@@ -345,7 +343,7 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
     short_run["params"] = run_params(load_config("params.yaml", {"train.rounds": 10}), "synthetic_1_1", "fedavg", 0.9, 0)
     for s in (main_run, short_run):
         s["history"] = [row | {"train/dissimilarity": 0.1} for row in s["history"]]  # the curves figure draws it
-        _write_run(tmp_path / "runs", s)
+    monkeypatch.setattr(track, "run_files", _run_files)
     # the track stage passes its config; `fedbench run --set train.rounds=10` leaves the defaults to params.yaml
     (main_id,) = track_cell("stragglers", "synthetic_1_1", "fedavg", 0.9, [main_run], tmp_path / "runs", defaults=defaults)
     (short_id,) = track_cell("adhoc", "synthetic_1_1", "fedavg", 0.9, [short_run], tmp_path / "runs")

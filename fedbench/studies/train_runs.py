@@ -1,5 +1,4 @@
-"""Load the finished runs of the parameters in force (runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fingerprint>/,
-fedbench.runner) into tables."""
+"""Load the finished runs of the parameters in force (the train store, runs/train/: fedbench.runner) into tables."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.data.format import read_meta
 from fedbench.data.registry import dataset_dir
+from fedbench.provenance import STUDY_RUN_CODE, code_hash
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run  # noqa: F401 (the roots: for the report)
 
 
@@ -23,6 +23,7 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
     the current params (stale runs from other settings are ignored)."""
     histories, summaries = [], []
     hashes: dict[str, str | None] = {}
+    code = code_hash(STUDY_RUN_CODE)
     for ds, variant, f in study_cells(cfg):
         if ds not in hashes:
             try:
@@ -32,7 +33,7 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
         for seed in cfg.train.seeds:
             if hashes[ds] is None:
                 continue
-            summary = find_run(cfg, data_root, runs_root, RunKey(ds, variant, float(f), seed), hashes[ds])
+            summary = find_run(cfg, data_root, runs_root, RunKey(ds, variant, float(f), seed), hashes[ds], code)
             if summary is None:
                 continue
             h = pd.DataFrame(summary["history"]).assign(dataset=ds, variant=variant, stragglers=f, seed=seed,

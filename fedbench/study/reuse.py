@@ -1,7 +1,8 @@
-"""Fingerprint reuse for the claim studies: a simulation whose numbers are already computed is read back, not rerun.
+"""Fingerprint reuse, for every simulation (the claim studies' and the train stage's): a simulation whose numbers are
+already computed is read back, not rerun.
 
-A simulation's fingerprint hashes what determines its numbers, as the train stage's does (fedbench.runner.fingerprint):
-its SimulationConfig, its algorithm (class and fields, nested ones included), its model (name, builder arguments,
+A simulation's fingerprint (the one fingerprint: the train stage's runs have it too, fedbench.runner.TrainStore) hashes
+what determines its numbers: its SimulationConfig (how often it checkpoints left out), its algorithm (class and fields, nested ones included), its model (name, builder arguments,
 loss, dtypes, init and frozen tensors), whether the global model is traced, the content of its dataset
 (FederatedDataset.content_hash) and the code that runs it (``provenance.STUDY_RUN_CODE``: the engine, algorithms and
 models and the studies' runner). An algorithm or model class defined in a study module (fedprox_synthetic's partial
@@ -86,7 +87,8 @@ def fingerprint(sim: Any, data_hash: str, code: str | None = None, models: dict[
     models = {} if models is None else models
     if id(sim.model) not in models:
         models[id(sim.model)] = _model_identity(sim.model)
-    blob = {"format": FORMAT, "config": repr(sim.config), "algorithm": repr(sim.algorithm),
+    config = dataclasses.replace(sim.config, checkpoint_every=0)  # how often it checkpoints changes no number
+    blob = {"format": FORMAT, "config": repr(config), "algorithm": repr(sim.algorithm),
             "model": models[id(sim.model)], "trace": sim.trace, "data": data_hash,
             "code": code or code_hash(STUDY_RUN_CODE), "study_code": _study_sources(sim.algorithm, sim.model)}
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
@@ -98,9 +100,9 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def save(folder: Path, key: str, outcome: Any) -> None:
+def save(folder: Path, key: str, outcome: Any, about: dict[str, Any] | None = None) -> None:
     """``outcome`` (an Outcome) as ``folder/<key>.json``, complete or not at all (a temporary file
-    renamed into place)."""
+    renamed into place); ``about``: what computed it (versions, commit), kept beside its numbers."""
     import numpy as np
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -108,7 +110,7 @@ def save(folder: Path, key: str, outcome: Any) -> None:
             "param_digest": outcome.param_digest, "device": outcome.device, "seconds": outcome.seconds,
             "kernel": outcome.kernel, "stack_size": outcome.stack_size,
             **{k: None if getattr(outcome, k) is None else np.asarray(getattr(outcome, k), dtype=np.float64)
-               for k in ARRAYS}}
+               for k in ARRAYS}, **({"about": about} if about is not None else {})}
     fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w") as f:
@@ -119,37 +121,50 @@ def save(folder: Path, key: str, outcome: Any) -> None:
         raise
 
 
-def load(folder: Path, key: str) -> dict[str, Any] | None:
-    """The fields of the Outcome stored under ``key`` in ``folder`` (all but its name); None if there is none, or if
-    the file is unreadable: then one line on stderr names it and why, and the simulation is recomputed (its file
-    replaced when it finishes)."""
+def read(folder: Path, key: str) -> dict[str, Any]:
+    """The fields of the Outcome stored under ``key`` in ``folder`` (all but its name), and ``about`` (what computed
+    it, as :func:`save` was told; None where it was not). FileNotFoundError where there is none; ValueError saying
+    why where the file is unreadable."""
     import numpy as np
 
     path = folder / f"{key}.json"
     try:
         text = path.read_text()
     except FileNotFoundError:
-        return None  # not computed yet: nothing to say
+        raise
     except OSError as exc:
-        return _corrupt(path, f"{type(exc).__name__}: {exc.strerror or exc}")
+        raise ValueError(f"{type(exc).__name__}: {exc.strerror or exc}") from None
     try:
         body = json.loads(text)
     except ValueError as exc:  # a file cut short by a crash, or overwritten
-        return _corrupt(path, f"not JSON: {exc}")
+        raise ValueError(f"not JSON: {exc}") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
-        return _corrupt(path, f"format {body.get('format') if isinstance(body, dict) else None!r}, expected {FORMAT}")
+        raise ValueError(f"format {body.get('format') if isinstance(body, dict) else None!r}, expected {FORMAT}")
     missing = [k for k in ("history", "final", "diverged", "param_digest", "device", "seconds", *ARRAYS)
                if k not in body]
     if missing:
-        return _corrupt(path, f"no {', '.join(missing)}")
+        raise ValueError(f"no {', '.join(missing)}")
     try:
         arrays = {k: None if body[k] is None else np.asarray(body[k], dtype=np.float64)
                   for k in ARRAYS}
     except (TypeError, ValueError) as exc:
-        return _corrupt(path, f"its arrays: {exc}")
+        raise ValueError(f"its arrays: {exc}") from None
     return {"history": body["history"], "final": body["final"], "diverged": body["diverged"],
             "param_digest": body["param_digest"], "device": body["device"], "seconds": body["seconds"],
-            "kernel": body.get("kernel", ""), "stack_size": body.get("stack_size", 1), **arrays}
+            "kernel": body.get("kernel", ""), "stack_size": body.get("stack_size", 1), **arrays,
+            "about": body.get("about")}
+
+
+def load(folder: Path, key: str) -> dict[str, Any] | None:
+    """:func:`read`, for a store about to compute what it lacks: None if there is no such outcome, or if the file is
+    unreadable: then one line on stderr names it and why, and the simulation is recomputed (its file replaced when it
+    finishes)."""
+    try:
+        return read(folder, key)
+    except FileNotFoundError:
+        return None  # not computed yet: nothing to say
+    except ValueError as exc:
+        return _corrupt(folder / f"{key}.json", str(exc))
 
 
 def _corrupt(path: Path, reason: str) -> None:
@@ -209,7 +224,10 @@ class OutcomeStore:
 
     def load(self, sim: Simulation, key: str) -> Outcome | None:
         found = load(self.folder, key)
-        return None if found is None else Outcome(name=sim.name, **found)
+        if found is None:
+            return None
+        found.pop("about")
+        return Outcome(name=sim.name, **found)
 
     def checkpoint(self, sim: Simulation, key: str) -> Path | None:
         return None if sim.trace else self.folder / f".{key}{CHECKPOINT}"

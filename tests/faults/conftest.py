@@ -48,12 +48,31 @@ class Workspace:
         (self.path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
         return self.path / "params.yaml"
 
-    def run_dir(self, dataset: str, variant: str, stragglers: float, seed: int) -> Path:
-        """The one folder of a run of this cell and seed (runs/<dataset>/<variant>/stragglers-<f>/seed-<s>-<fp>)."""
-        found = sorted((self.path / "runs" / dataset / variant / f"stragglers-{float(stragglers)}").glob(f"seed-{seed}-*"))
-        found = [p for p in found if p.is_dir()]
-        assert len(found) == 1, f"expected one run folder of seed {seed}, found {[p.name for p in found]}"
-        return found[0]
+    def stored(self, dataset: str, variant: str, stragglers: float, seed: int, **overrides) -> dict:
+        """The stored run of this cell and seed under the workspace's params.yaml with ``overrides`` (dotted keys, as
+        `--set`: fedbench.runner.find_run: its summary, with ``history``), and its outcome file as ``path``
+        (runs/train/outcomes/<fingerprint>.json)."""
+        from fedbench.config import load_config
+        from fedbench.runner import RunKey, find_run, outcome_path
+
+        cfg = load_config(self.path / "params.yaml", overrides or None)
+        found = find_run(cfg, self.path / "data/generated", self.path / "runs",
+                         RunKey(dataset, variant, float(stragglers), seed))
+        assert found is not None, f"no stored run of {dataset} {variant} stragglers={stragglers} seed={seed}"
+        return found | {"path": outcome_path(self.path / "runs", found["fingerprint"])}
+
+    def index(self) -> list[dict]:
+        """The train store's index (runs/train/index.jsonl): one line per finished run, oldest first."""
+        import json
+
+        path = self.path / "runs/train/index.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def outcome(self, fingerprint: str) -> dict:
+        """The stored outcome file of run ``fingerprint``, as JSON."""
+        import json
+
+        return json.loads((self.path / "runs/train/outcomes" / f"{fingerprint}.json").read_text())
 
     def fedbench(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "fedbench.cli", *args], cwd=self.path, env=self.env,

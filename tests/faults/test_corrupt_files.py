@@ -34,10 +34,13 @@ def test_corrupt_dataset_is_one_line(ws, damage):
 @pytest.mark.slow
 def test_corrupt_run_files(ws):
     assert ws.fedbench(*RUN).returncode == 0
-    summary = ws.run_dir("synthetic_1_1", "fedavg", 0.0, 0) / "summary.json"
-    summary.write_text('{"fingerprint": ')
+    outcome = ws.stored("synthetic_1_1", "fedavg", 0.0, 0)["path"]
+    outcome.write_text('{"format": ')  # cut short
     report = ws.fedbench("report")  # reading it: one line naming the file and the fix
-    assert report.returncode == 2 and "delete the folder and rerun" in one_line(report.stderr)
+    line = one_line(report.stderr)
+    assert report.returncode == 2 and line.startswith(f"fedbench: data error: runs/train/outcomes/{outcome.name}: ")
+    assert "run it again to compute it anew" in line and "Traceback" not in report.stderr
     again = ws.fedbench(*RUN)  # running it: computed again, with a warning
-    assert again.returncode == 0 and "computing it again" in again.stderr
+    assert again.returncode == 0 and f"outcome runs/train/outcomes/{outcome.name} was corrupt" in again.stderr
+    assert "recomputing" in again.stderr
     assert ws.fedbench("report").returncode == 0

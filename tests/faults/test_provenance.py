@@ -37,8 +37,8 @@ def test_commit_is_dirty_only_for_the_numbers_code(tmp_path, ws):
         proc = ws.fedbench("run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg", "--seed", str(seed),
                            "--no-track")
         assert proc.returncode == 0, proc.stderr[-2000:]
-        summary = ws.run_dir("synthetic_1_1", "fedavg", 0.0, seed) / "summary.json"
-        return json.loads(summary.read_text())["git_commit"]
+        (line,) = [line for line in ws.index() if line["params"]["seed"] == seed]
+        return ws.outcome(line["fingerprint"])["about"]["git_commit"]
 
     assert commit_of_run(0) == sha
     for rewritten in ("reports/claims.md", "reports/runs.csv", "README.md"):  # what the pipeline (or a note) rewrites

@@ -69,10 +69,11 @@ def test_soak(ws, tmp_path):
     runs = [r for r in ws.runs() if r.info.status == "FINISHED"]
     per_seed = Counter(int(r.data.tags["seed"]) for r in runs)
     summaries = {}
+    index = ws.index()
     for s in seeds:
-        paths = list((ws.path / "runs/synthetic_1_1/fedavg/stragglers-0.0").glob(f"seed-{s}-*/summary.json"))
-        assert len(paths) <= 1, paths  # one fingerprint: one folder per seed
-        summaries[s] = json.loads(paths[0].read_text()) if paths else None
+        lines = [line for line in index if line["params"]["seed"] == s]
+        assert len(lines) <= 1, lines  # one fingerprint: one run per seed
+        summaries[s] = ws.outcome(lines[0]["fingerprint"]) if lines else None
     changed = [s for s in seeds if summaries[s] is not None and summaries[s]["param_digest"] != reference[s]]
     changed += [int(r.data.tags["seed"]) for r in runs if r.data.tags["param_digest"] != reference[int(r.data.tags["seed"])]]
     with sqlite3.connect(ws.store) as db:
@@ -86,8 +87,7 @@ def test_soak(ws, tmp_path):
         "store_integrity": integrity,
         "unfinished_attempts_left": len([r for r in ws.runs() if r.info.status != "FINISHED"]),
         "processes_left": sorted(p for p in pids if alive(p)),
-        "temporary_folders_left": sorted(str(p.relative_to(ws.path)) for p in (ws.path / "runs").rglob(".seed-*")
-                                         if p.is_dir()),
+        "temporary_files_left": sorted(str(p.relative_to(ws.path)) for p in (ws.path / "runs").rglob("*.tmp")),
     }
     out = Path(os.environ.get("SOAK_REPORT", tmp_path / "soak-report.json"))
     out.write_text(json.dumps(report, indent=2) + "\n")

@@ -83,8 +83,9 @@ def test_main_job_confirmation_trains_into_the_confirm_root_and_judges_by_the_fr
         assert (got["verdict"], got["estimate"], got["ci95"]) == (new["verdict"], new["effect"]["estimate"],
                                                                   new["effect"]["ci95"])
         assert got["commit"] == "c0ffee" and got["where"] == str(base / "confirm" / "main-job")
-    runs = sorted(p.parent.name.split("-")[1] for p in (base / "confirm" / "main-job").rglob("summary.json"))
-    assert runs == ["1000"] * 28 + ["1001"] * 28  # 28 cells of the two studies, on the frozen seeds only
+    index = (base / "confirm" / "main-job" / "train" / "index.jsonl").read_text().splitlines()
+    runs = sorted(json.loads(line)["params"]["seed"] for line in index)
+    assert runs == [1000] * 28 + [1001] * 28  # 28 cells of the two studies, on the frozen seeds only
     assert list(cwd.iterdir()) == []  # nothing in runs/ or reports/
 
 
@@ -164,7 +165,7 @@ def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, mon
     r = reg.load(registry)
     assert all(r[e["id"]]["confirmatory"]["seeds"] == [1000, 1001] for e in mnist)
     assert all(r[e["id"]]["confirmatory"]["where"] == str(tmp_path / "confirm" / "real-data") for e in mnist)
-    assert len(list((tmp_path / "confirm" / "real-data").rglob("summary.json"))) == 12  # 6 cells, 2 seeds
+    assert len(list((tmp_path / "confirm" / "real-data" / "train" / "outcomes").glob("*.json"))) == 12  # 6 cells, 2 seeds
 
 
 def test_the_default_data_root_is_the_train_stages():

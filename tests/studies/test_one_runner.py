@@ -1,6 +1,6 @@
 """Issue 30, item 2: the train stage runs through the one runner (fedbench.study.runner.run_simulations), its runs
-declared by fedbench.runner.simulation and kept in run folders (fedbench.runner.RunFolders). A stack of train-stage
-runs, read back from their folders, has the numbers of the same runs declared by hand as claim-study Simulations and
+declared by fedbench.runner.simulation and kept in the train store (fedbench.runner.TrainStore). A stack of train-stage
+runs, read back from the store, has the numbers of the same runs declared by hand as claim-study Simulations and
 run with no store, bit for bit: the declaration and the record change no number (the train stage's numbers did not
 move when it moved onto this runner: every one of its 170 runs recomputed the same)."""
 
