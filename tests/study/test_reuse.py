@@ -103,6 +103,18 @@ def test_labels_are_not_settings_but_code_is(tmp_path, counted):
     assert reuse.fingerprint(sims[0], digest, "a") != reuse.fingerprint(sims[0], digest + "x", "a")
 
 
+def test_how_often_a_run_checkpoints_is_not_a_setting_but_what_it_evaluates_is():
+    """The one fingerprint leaves out checkpoint_every (it changes no number: resume == uninterrupted, bit for bit),
+    and keeps every other field of the SimulationConfig, the dissimilarity's cadence included (it changes the
+    history)."""
+    (sim,) = _sims((0.1,))[:1]
+    digest = sim.dataset().content_hash
+    again = dataclasses.replace(sim, config=dataclasses.replace(sim.config, checkpoint_every=7))
+    other = dataclasses.replace(sim, config=dataclasses.replace(sim.config, dissimilarity_every=3))
+    assert reuse.fingerprint(again, digest, "a") == reuse.fingerprint(sim, digest, "a")
+    assert reuse.fingerprint(other, digest, "a") != reuse.fingerprint(sim, digest, "a")
+
+
 def test_half_written_outcomes_are_recomputed_never_read(tmp_path, counted, capsys):
     sims = _sims((0.1,))
     first, _ = _run(tmp_path, sims)
