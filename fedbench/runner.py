@@ -274,6 +274,7 @@ class TrainStore:
         self.summaries: dict[str, dict[str, Any]] = {}
         self._code = code_hash(STUDY_RUN_CODE)
         self._models: dict[int, Any] = {}
+        self._indexed = dict(read_index(runs_root))  # read once; this store's own lines added as it writes them
 
     def key(self, sim: Simulation) -> str:
         return reuse.fingerprint(sim, self.planned[sim.name].meta["content_hash"], self._code, self._models)
@@ -300,7 +301,7 @@ class TrainStore:
         self._keep(sim, key, found | {"about": about}, reused=False)
         if outcome.diverged:
             s = self.summaries[sim.name]
-            losses = [row["train/loss"] for row in outcome.history]
+            losses = [row.get("train/loss", float("nan")) for row in outcome.history]
             print(f"fedbench: warning: {self.planned[sim.name].key.desc} diverged at round {s['diverged_at_round']} "
                   f"(training loss {losses[-1]:.4g}, round 0: {losses[0]:.4g}); recorded as diverged (the rule: "
                   "fedbench.engine.metrics.has_diverged)", file=sys.stderr)
@@ -309,12 +310,14 @@ class TrainStore:
         """The run's summary, and its index line where the index lacks it."""
         p = self.planned[sim.name]
         dataset_hash = p.meta["content_hash"]
-        if read_index(self.runs_root).get(_lookup(p.params, dataset_hash, self._code)) != key:
+        lookup = _lookup(p.params, dataset_hash, self._code)
+        if self._indexed.get(lookup) != key:  # another process may add the same line: the last one wins, all alike
             line = json.dumps({"name": p.key.desc, "fingerprint": key, "params": p.params,
                                "dataset_hash": dataset_hash, "code": self._code}, sort_keys=True)
             with file_lock(self.index.parent / f".{INDEX}.lock", what="the train store's index"):
                 with self.index.open("a") as f:
                     f.write(line + "\n")
+            self._indexed[lookup] = key
         self.summaries[sim.name] = summary(found, p.params, dataset_hash, key) | {"reused": reused}
 
     def finished(self, reused: int, total: int) -> None:
