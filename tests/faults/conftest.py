@@ -174,14 +174,45 @@ def wait_for_descendants(pid: int, n: int, timeout: float = 60) -> set[int]:
     return wait_for(found, timeout, f"{n} processes below {pid}")
 
 
+def _start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/<pid>/stat field 22); None if there is none."""
+    try:
+        return int((Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Reaper(set):
+    """Pids to SIGKILL at the end of a test if still alive, each with its start time: a pid the kernel has given to
+    another process since (pids wrap at /proc/sys/kernel/pid_max, 32,768 on these machines, and the suite starts tens
+    of thousands of processes; a test running beside this one may hold it) is left alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: dict[int, int | None] = {}
+
+    def add(self, pid: int) -> None:
+        self.started.setdefault(pid, _start_time(pid))
+        super().add(pid)
+
+    def update(self, *pid_sets) -> None:
+        for pids in pid_sets:
+            for pid in pids:
+                self.add(pid)
+
+    def kill_leftovers(self) -> None:
+        for pid in self:
+            if alive(pid) and self.started[pid] is not None and _start_time(pid) == self.started[pid]:
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.fixture
 def reaper():
-    """Pids to SIGKILL at the end of the test if still alive (so that a failing test leaves no orphans)."""
-    pids: set[int] = set()
+    """Pids to SIGKILL at the end of the test if still alive (so that a failing test leaves no orphans), and still
+    the processes they were when added (:class:`Reaper`)."""
+    pids = Reaper()
     yield pids
-    for pid in pids:
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+    pids.kill_leftovers()
 
 
 def alive(pid: int) -> bool:
