@@ -42,7 +42,8 @@ def cmd_run(a: argparse.Namespace) -> None:
     ensure_dataset(cfg, a.dataset)
     each = None
     if not a.no_track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
-        from fedbench.track import track_cell
+        from fedbench import plotting, tracking  # noqa: F401 (MLflow and matplotlib, each run's figure: 2 s to import
+        from fedbench.track import track_cell  #   alone, 5 s and more on a loaded machine, paid once here)
 
         def each(key, summary):  # each run logged to MLflow as soon as its stack finishes
             track_cell(a.study, key.dataset, key.variant, key.stragglers, [summary])

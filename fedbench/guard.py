@@ -19,6 +19,10 @@ def run_guarded(fn: Callable[[], object]) -> None:
     signal.signal(signal.SIGTERM, raise_terminated)
     try:
         fn()
+        # the work is done and kept: a stop signal during the interpreter's exit (torch's and MLflow's finalizers, a
+        # second or more) ends the process at once, not with a KeyboardInterrupt traceback from an atexit hook
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except FedbenchError as exc:
         print(f"fedbench: {exc.label}: {exc}", file=sys.stderr)
         sys.exit(2)
