@@ -21,6 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CODE = Path(os.environ.get("FAULTS_CODE_ROOT", ROOT)).resolve()
 
 
+# A background command started as a terminal starts one: Ctrl-C and SIGTERM at their defaults, then the same process
+# becomes ``python -m fedbench.cli ...`` (exec keeps its pid). A process whose SIGINT is ignored passes that on to its
+# children, and Python then never raises KeyboardInterrupt in them: under the parallel suite a pytest worker was seen
+# in that state (after some test in it), and `fedbench run` there ran every seed to the end through a Ctrl-C.
+AS_A_TERMINAL_STARTS_IT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                           "signal.signal(signal.SIGTERM, signal.SIG_DFL); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
+
 class Workspace:
     """A folder to run ``fedbench`` in: params.yaml (a tiny profile of the repository's), data/, runs/, and an
     MLflow store in ``store_dir`` (on tmpfs where there is one: creating a SQLite store is a few hundred fsyncs,
@@ -89,8 +97,8 @@ class Workspace:
         self._started = getattr(self, "_started", 0) + 1
         log = self.path.parent / f"{self.path.name}-process-{self._started}.log"
         with open(log, "w") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "fedbench.cli", *args], cwd=self.path, env=self.env,
-                                    stdout=out, stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL_STARTS_IT, "-m", "fedbench.cli", *args],
+                                    cwd=self.path, env=self.env, stdout=out, stderr=subprocess.STDOUT, text=True)
         proc.log = log
         return proc
 
