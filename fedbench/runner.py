@@ -288,8 +288,7 @@ class TrainStore:
         if found is None:
             return None
         self._keep(sim, key, found, reused=True)
-        found.pop("about")
-        return Outcome(name=sim.name, **found)
+        return reuse.as_outcome(sim.name, found)
 
     def checkpoint(self, sim: Simulation, key: str) -> Path:
         return self.folder / f".{key}{reuse.CHECKPOINT}"

@@ -2,8 +2,9 @@
 already computed is read back, not rerun.
 
 A simulation's fingerprint (the one fingerprint: the train stage's runs have it too, fedbench.runner.TrainStore) hashes
-what determines its numbers: its SimulationConfig (how often it checkpoints left out), its algorithm (class and fields, nested ones included), its model (name, builder arguments,
-loss, dtypes, init and frozen tensors), whether the global model is traced, the content of its dataset
+what determines its numbers: its SimulationConfig (how often it checkpoints left out), its algorithm (class and
+fields, nested ones included), its model (name, builder arguments, loss, dtypes, init and frozen tensors), whether
+the global model is traced, the content of its dataset
 (FederatedDataset.content_hash) and the code that runs it (``provenance.STUDY_RUN_CODE``: the engine, algorithms and
 models and the studies' runner). An algorithm or model class defined in a study module (fedprox_synthetic's partial
 work) adds that module's source, so an edit there recomputes the runs that use it, and only those. The simulation's
@@ -155,6 +156,11 @@ def read(folder: Path, key: str) -> dict[str, Any]:
             "about": body.get("about")}
 
 
+def as_outcome(name: str, found: dict[str, Any]) -> Outcome:
+    """The Outcome named ``name`` of fields ``found`` (:func:`read`'s: its ``about`` is not part of an Outcome)."""
+    return Outcome(name=name, **{k: v for k, v in found.items() if k != "about"})
+
+
 def load(folder: Path, key: str) -> dict[str, Any] | None:
     """:func:`read`, for a store about to compute what it lacks: None if there is no such outcome, or if the file is
     unreadable: then one line on stderr names it and why, and the simulation is recomputed (its file replaced when it
@@ -224,10 +230,7 @@ class OutcomeStore:
 
     def load(self, sim: Simulation, key: str) -> Outcome | None:
         found = load(self.folder, key)
-        if found is None:
-            return None
-        found.pop("about")
-        return Outcome(name=sim.name, **found)
+        return None if found is None else as_outcome(sim.name, found)
 
     def checkpoint(self, sim: Simulation, key: str) -> Path | None:
         return None if sim.trace else self.folder / f".{key}{CHECKPOINT}"
