@@ -1,17 +1,27 @@
 """The DVC ``track`` stage: log every finished training run and every claim study to MLflow (fedbench.tracking),
-each once: what is already there with the same fingerprint is not logged again."""
+each once: what is already there with the same fingerprint is not logged again.
+
+Each simulation becomes one tracking.Record, tagged alike whatever study it belongs to (simulation_tags: study,
+budget, arm, seed, rounds, fingerprint; train_record, simulation_record). A claim study's simulations are nested
+in its study run, which carries its verdicts. A training study's runs are runs of their own in ``train-<study>``
+(the experiment is the study): MLflow 3.17's runs table shows a parent run collapsed, its nested runs hidden
+until expanded, and its chart view then draws none of their curves, with or without a search on their tags
+(seen in headless Chromium on 2026-11-29), so nesting them would hide the comparison the README leads to
+(FedProx vs FedAvg at 90% stragglers: search, then the chart view)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import closing
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
@@ -19,6 +29,9 @@ from fedbench.provenance import STUDY_CODE, STUDY_RUN_CODE, code_hash, git_commi
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, outcome_path, run_files, run_params
 from fedbench.study.output import STUDIES_ROOT
 from fedbench.study.record import SIMULATIONS
+
+if TYPE_CHECKING:
+    from fedbench import tracking
 
 # One naming scheme: `train-<study>` holds a training study's runs (params.yaml `studies:`, and `fedbench run`'s
 # --study, default adhoc), one per (dataset, algorithm, stragglers, seed); `claims-<study>` holds a claim study
@@ -42,6 +55,8 @@ RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed) and set
 FINGERPRINT_CHARS = 6  # of a name's fingerprint: 16.7 million values, enough to tell apart a cell's runs
 PARAMS = Path("params.yaml")  # the defaults a run is told apart from: the params file `dvc repro` reads
 NAMED = ("dataset", "algorithm", "variant", "straggler_fraction", "seed")  # run params the name always gives
+METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
+               "test/error_p90", "diverging", "wall_time_s")  # a training run's step metrics
 
 
 # processes drawing the runs' curves while the track stage logs (Curves): the main job's two cores
@@ -108,10 +123,66 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
                       else partial(run_curves, s["history"], Path(tmp) / f"curves-seed-{seed}.png", title=title))
             name = run_name(dataset, variant, stragglers, seed, s["fingerprint"], differs(s["params"], base))
             files = partial(run_files, runs_root, data_root, s, Path(tmp) / "run")
-            ids.append(tracking.log_run(train_experiment(study), name, s, partial(_run_artifacts, files, figure),
-                                        train_description(study), finished_ms,
-                                        tags=training_tags(study, s["params"], base)))
+            record = train_record(study, name, s, base, partial(_run_artifacts, files, figure), finished_ms)
+            ids += tracking.log_runs(train_experiment(study), [record], train_description(study))
     return ids
+
+
+def train_record(study: str, name: str, summary: dict[str, Any], defaults: dict[str, Any] | None,
+                 artifacts: Callable[[], list[Path]], finished_ms: int | None = None) -> tracking.Record:
+    """A training run as the run MLflow logs (tracking.Record): named ``name``; tagged with what a simulation
+    of any study is tagged with (simulation_tags: study, budget, arm = its variant, seed, rounds), its dataset,
+    algorithm, stragglers and mu (run_tags), its provenance and final values; its history rows as step metrics
+    stamped with the rounds' real times, ending ``finished_ms`` (default: now)."""
+    from fedbench import tracking
+
+    params = summary["params"]
+    tags = {
+        **training_tags(study, params, defaults), **run_tags(params), "arm": str(params["variant"]),
+        "git_commit": summary.get("git_commit", "unknown"), "dataset_hash": summary["dataset_hash"],
+        "device": summary["device"], "param_digest": summary["param_digest"], "diverged": str(summary["diverged"]),
+        **{f"version.{k}": v for k, v in summary["versions"].items()}, **final_tags(summary["final"]),
+        "reporting_reason": summary["reporting_reason"], "reporting/round": str(summary["reporting_round"]),
+        "dvc.experiment": tracking.dvc_experiment(),
+    }
+    if summary["reporting_test_accuracy"] is not None:
+        tags["reporting/test_accuracy"] = repr(float(summary["reporting_test_accuracy"]))
+    if summary.get("diverged_at_round") is not None:
+        tags["diverged_at_round"] = str(summary["diverged_at_round"])
+    history = summary["history"]
+    start, stamps = round_times(history, int(time.time() * 1000) if finished_ms is None else finished_ms)
+    points = [(key, float(row[key]), stamp, int(row["round"])) for row, stamp in zip(history, stamps)
+              for key in METRIC_KEYS if key in row and row[key] is not None and math.isfinite(float(row[key]))]
+    return tracking.Record(name, summary["fingerprint"], tags, {k: str(v) for k, v in params.items()}, points, start,
+                           stamps[-1] if stamps else start, artifacts)
+
+
+def run_tags(params: dict[str, Any]) -> dict[str, str]:
+    """The tags that say which training run this is, as columns of the UI's runs table: dataset, algorithm,
+    variant, stragglers, mu (``-`` for an algorithm without one), seed and rounds."""
+    return {"dataset": str(params["dataset"]), "algorithm": str(params["algorithm"]),
+            "variant": str(params["variant"]), "stragglers": f"{float(params['straggler_fraction']):g}",
+            "mu": f"{float(params['algo.mu']):g}" if "algo.mu" in params else "-", "seed": str(params["seed"]),
+            "rounds": str(params["rounds"])}
+
+
+def final_tags(final: dict[str, float | None]) -> dict[str, str]:
+    """``final/<name>`` (slashes in the name become underscores) for each final value that exists, as tags: a
+    summary value in the runs table, not a one-point chart."""
+    return {f"final/{k.replace('/', '_')}": repr(float(v)) for k, v in final.items() if v is not None}
+
+
+def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, list[int]]:
+    """The run's start and each history row's timestamp (ms): the rows' ``wall_time_s`` cumulated from the start,
+    which is ``finished_ms`` less their sum (a row without a wall time takes none)."""
+    walls = [float(row.get("wall_time_s") or 0.0) for row in history]
+    walls = [w if math.isfinite(w) else 0.0 for w in walls]
+    start = finished_ms - round(1000 * sum(walls))
+    out, t = [], 0.0
+    for w in walls:
+        t += w
+        out.append(start + round(1000 * t))
+    return start, out
 
 
 def logged(fingerprint: str) -> tuple[str, str] | None:
@@ -208,7 +279,7 @@ def differs(params: dict[str, Any], defaults: dict[str, Any] | None) -> dict[str
 
 
 def training_tags(study: str, params: dict[str, Any], defaults: dict[str, Any] | None) -> dict[str, str]:
-    """Tags of a training run besides tracking.run_tags': its study, and its budget: ``pipeline`` where its
+    """Tags of a training run besides run_tags': its study, and its budget: ``pipeline`` where its
     rounds are the defaults', ``custom`` where they are not (no budget tag where the defaults are not known)."""
     tags = {"study": study}
     if defaults is not None:
@@ -240,11 +311,55 @@ def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
     body = json.loads(claims_json)
     simulations = [json.loads(line) for line in records.splitlines()]  # as fedbench.study.record.read_simulations
     budget = body.get("budget") or PIPELINE_BUDGET  # claims.json: null at the pipeline budget
-    return tracking.log_study(claims_experiment(name), name, body["claims"], body["seconds"], simulations,
-                              sorted(p for p in folder.iterdir() if p.is_file()), fingerprint,
-                              body.get("git_commit") or git_commit(("studies", *STUDY_CODE)),
-                              claims_description(name, body["claims"]), budget,
-                              study_run_name(name, budget, fingerprint))
+    commit = body.get("git_commit") or git_commit(("studies", *STUDY_CODE))
+    now = int(time.time() * 1000)
+    study = {"study": name, "budget": budget, "git_commit": commit}
+    tags = {**study, "study/seconds": f"{float(body['seconds']):g}", "study/simulations": str(len(simulations)),
+            **{f"verdict.{c['id']}": c["verdict"] for c in body["claims"]}}
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    parent = tracking.Record(study_run_name(name, budget, fingerprint), fingerprint, tags, {"study": name}, [],
+                             now - int(1000 * float(body["seconds"])), now, lambda: files)
+    return tracking.log_study(claims_experiment(name), parent,
+                              [simulation_record(sim, study, now) for sim in simulations],
+                              claims_description(name, body["claims"]))
+
+
+def simulation_record(sim: dict[str, Any], study: dict[str, str], now: int) -> tracking.Record:
+    """A claim study's simulation record (fedbench.study.record) as the run MLflow logs (tracking.Record): named
+    by the record; tagged with ``study`` (its study, budget and commit), simulation_tags, its param digest, device,
+    final values and study results; its history as step metrics (a record of a sparse evaluation protocol keeps
+    its rows' rounds, ``round``; else element i is round i), stamped at equal shares of its recorded seconds,
+    ending ``now`` (records keep no per-round times)."""
+    from fedbench import tracking
+
+    tags = {**study, **simulation_tags(sim), "param_digest": sim["param_digest"], "device": sim["device"],
+            "diverged": str(sim["diverged"]), **final_tags(sim["final"]),
+            **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}}
+    fingerprint = tags.pop("fedbench.fingerprint")
+    steps = max((len(v) for k, v in sim["history"].items() if k != "round"), default=0)
+    seconds = float(sim.get("seconds") or 0.0)
+    start, stamps = round_times([{"wall_time_s": seconds / max(steps, 1)}] * steps, now)
+    rounds = sim["history"].get("round")
+
+    def step(values: list, i: int) -> int:
+        return int(rounds[i]) if rounds and len(rounds) == len(values) else i
+
+    points = [(key, v, stamps[i], step(values, i)) for key, values in sim["history"].items()
+              if key != "round" for i, v in enumerate(values) if v is not None]
+    return tracking.Record(sim["name"], fingerprint, tags, {k: str(v) for k, v in sim["params"].items()}, points,
+                           start, now)
+
+
+def simulation_tags(sim: dict[str, Any]) -> dict[str, str]:
+    """A simulation record's columns of the runs table: its arm (the record's ``arm`` or ``method`` param, else
+    the first part of its name, as the studies name them: ``scaffold/G=1/K=2``), seed and rounds (where its params
+    give them), and its fingerprint (``fedbench.fingerprint``): the hash of its params and final parameters'
+    digest, which tells apart simulations that computed different things."""
+    params = sim["params"]
+    identity = json.dumps({"params": params, "param_digest": sim["param_digest"]}, sort_keys=True, default=str)
+    tags = {"arm": str(params.get("arm") or params.get("method") or sim["name"].split("/")[0]),
+            "fedbench.fingerprint": hashlib.sha256(identity.encode()).hexdigest()[:16]}
+    return tags | {k: str(params[k]) for k in ("seed", "rounds") if params.get(k) is not None}
 
 
 def study_run_name(name: str, budget: str, fingerprint: str) -> str:
@@ -279,8 +394,8 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
     for name in studies:
         track_study(name, studies_root)
     # paper-scale studies `fedbench study run` / `paper run` left, each from the folder the report reads it from
-    from fedbench.study.paper_profile import CLAIM_STUDIES
     from fedbench.studies.stage import reported_folder
+    from fedbench.study.paper_profile import CLAIM_STUDIES
 
     reported = {name: reported_folder(name, runs_root) for name in sorted(CLAIM_STUDIES)}
     paper = [name for name, folder in reported.items() if (folder / "claims.json").exists()]

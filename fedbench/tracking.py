@@ -3,18 +3,15 @@
 The store is a local SQLite file (``mlflow.db`` in the working directory, ignored by git) unless
 ``MLFLOW_TRACKING_URI`` says otherwise. One experiment per study (names: fedbench.track), each marked a model
 training experiment (MLFLOW_KIND) and described (``mlflow.note.content``); MLflow's empty ``Default``
-experiment is deleted. One run per (algorithm variant, setting, seed), named by fedbench.track (``fedprox_mu1 90% s0
-synthetic_1_1 #3f2a1b``: what differs from params.yaml, then the start of its fingerprint) with dataset, algorithm,
-variant, stragglers, mu, seed, rounds, study and budget as tags; per-round metrics are step
-metrics named ``split/name``, stamped with the run's real round times (its start plus the cumulated
-``wall_time_s``), so the UI's time axes and the run's duration are its training's; final values are tags
-(``final/<name>``), summary values rather than one-point charts; tags also record the git commit, dataset
-content hash, device and library versions; the per-device final metrics, the history and a figure of the run's
-curves are artifacts. A claim study is one run with one nested run per simulation it ran, each tagged study,
-budget, arm, seed, rounds and its fingerprint. A run already logged
-with the same fingerprint, in any experiment, is not logged again, so rerunning the pipeline, or `fedbench run`
-reusing a run of the pipeline, does not duplicate runs (fedbench.tracking_index answers "is it logged?" from a
-SQLite store's file without loading MLflow).
+experiment is deleted.
+
+One path: whatever computed a run (a training run, a claim study's simulation, the study run of a claim
+study), fedbench.track turns it into a :class:`Record` (name, fingerprint, tags, params, step metrics stamped
+with its rounds' times, artifacts), and this module logs records: :func:`log_runs` each as a run of its own,
+:func:`log_study` a study run with its simulations nested in it. A run already logged with the same fingerprint,
+in any experiment, is not logged again, so rerunning the pipeline, or `fedbench run` reusing a run of the
+pipeline, does not duplicate runs (fedbench.tracking_index answers "is it logged?" from a SQLite store's file
+without loading MLflow).
 
 The UI: MLflow 3.17 opens in its GenAI mode (runs hidden) unless told otherwise: its mode is the link's
 ``?workflowType=`` query, else the browser's ``mlflow.workflowType`` setting, default ``genai``; the experiment
@@ -33,9 +30,6 @@ kept beside the new one. Reading (``fedbench show``) never creates a store.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
 import signal
 import sqlite3
@@ -44,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +55,13 @@ from sqlalchemy.engine import Engine
 from fedbench.locking import file_lock
 from fedbench.parallel import Terminated, supervised
 from fedbench.tracking_index import DEFAULT_DB, SQLITE, store_lock_path, tracking_uri  # noqa: F401 (also ours)
+
 MLFLOW_KIND = ("mlflow.experimentKind", "custom_model_development")  # the UI's "Model training" experiments
 NOTE = "mlflow.note.content"  # the experiment's (and a run's) description in the UI
 DEFAULT_EXPERIMENT = "0"  # MLflow's "Default", made with every store; fedbench logs nothing there
 UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on runs, not GenAI traces
 UI_READY_TIMEOUT_S = 300.0  # `fedbench ui` waits this long for the server to answer: 12 s idle, 90 s at load 10 here
 UI_POLL_S = 0.5  # between two health checks while it starts
-METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
-               "test/error_p90", "diverging", "wall_time_s")
 LISTED_TAGS = ("rounds", "budget")  # the tags `fedbench show` lists beside a run's name
 
 
@@ -191,14 +185,76 @@ def find_logged(fingerprint: str) -> tuple[str, str] | None:
         return (client.get_experiment(runs[0].info.experiment_id).name, runs[0].info.run_id) if runs else None
 
 
-def log_run(experiment: str, run_name: str, summary: dict[str, Any], artifacts: Callable[[], Iterable[Path]],
-            description: str = "", finished_ms: int | None = None, tags: dict[str, str] | None = None) -> str:
-    """Log one finished run (its summary with ``history`` rows) into ``experiment`` (described by ``description``);
-    returns the MLflow run id. ``artifacts`` is called for the files to attach only when the run is not logged
-    already, so they are made only then. ``finished_ms``: when the run finished (default: now), the end of its
-    timeline (round_times). ``tags``: more tags (the run's study and budget: fedbench.track)."""
+@dataclass(frozen=True)
+class Record:
+    """One MLflow run to log, whatever computed it (a training run, a claim study's simulation, a study run):
+    its name, fingerprint (``fedbench.fingerprint``: a run is logged once), tags, params, metric points
+    ``(key, value, timestamp_ms, step)``, when it started and ended (ms), and ``artifacts``, called for the files
+    to attach only when the run is logged, so they are made only then. fedbench.track builds them."""
+
+    name: str
+    fingerprint: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    points: list[tuple[str, float, int, int]]
+    start_ms: int
+    end_ms: int
+    artifacts: Callable[[], Iterable[Path]] = tuple
+
+
+def log_runs(experiment: str, records: Sequence[Record], description: str = "") -> list[str]:
+    """Log each record as a run of ``experiment`` (described by ``description``), unless a finished run with its
+    fingerprint is in any experiment already (a run the main job logged is not logged again by `fedbench run`);
+    returns their MLflow run ids."""
     with _store() as client:
-        return _log_run(client, experiment, run_name, summary, artifacts, description, finished_ms, tags or {})
+        ids, exp_id = [], None
+        for record in records:
+            found = _finished(client, record.fingerprint)
+            if found:
+                ids.append(found[0].info.run_id)
+                continue
+            exp_id = exp_id or experiment_id(client, experiment, description)  # made only for a run to log
+            ids.append(_finished_or_cleared(client, exp_id, record.fingerprint)
+                       or _log_record(client, exp_id, record))
+        return ids
+
+
+def log_study(experiment: str, study: Record, records: Sequence[Record], description: str = "") -> str:
+    """Log ``study`` as a run of ``experiment`` with each of ``records`` nested in it (tagged with the study
+    run's fingerprint, ``fedbench.parent_fingerprint``), unless a finished study run with its fingerprint is
+    there already; returns the study run's id. The study run ends FINISHED only once all of them are logged; an
+    attempt cut short (FAILED, or a killed process) is deleted with its nested runs by the next attempt."""
+    with _store() as client:
+        exp_id = experiment_id(client, experiment, description)
+        found = _finished_or_cleared(client, exp_id, study.fingerprint)
+        if found:
+            return found
+        paths = list(study.artifacts())
+        with _mlflow_run(client, exp_id, study, study.end_ms) as run_id:
+            _log_batched(client, run_id, _metrics(study), _params(study))
+            nested = {"mlflow.parentRunId": run_id, "fedbench.parent_fingerprint": study.fingerprint}
+            for record in records:
+                _log_record(client, exp_id, record, nested)
+            for path in paths:
+                client.log_artifact(run_id, str(path))
+        return run_id
+
+
+def _log_record(client: MlflowClient, exp_id: str, record: Record, extra_tags: dict[str, str] | None = None) -> str:
+    paths = list(record.artifacts())
+    with _mlflow_run(client, exp_id, record, record.end_ms, extra_tags) as run_id:
+        _log_batched(client, run_id, _metrics(record), _params(record))
+        for path in paths:
+            client.log_artifact(run_id, str(path))
+    return run_id
+
+
+def _metrics(record: Record) -> list[Metric]:
+    return [Metric(key, float(value), int(stamp), int(step)) for key, value, stamp, step in record.points]
+
+
+def _params(record: Record) -> list[Param]:
+    return [Param(k, str(v)) for k, v in record.params.items()]
 
 
 def dvc_experiment() -> str:
@@ -208,85 +264,20 @@ def dvc_experiment() -> str:
     return os.environ.get("DVC_EXP_NAME") or "workspace"
 
 
-def run_tags(params: dict[str, Any]) -> dict[str, str]:
-    """The tags that say which run this is, as columns of the UI's runs table: dataset, algorithm, variant,
-    stragglers, mu (``-`` for an algorithm without one), seed and rounds."""
-    return {"dataset": str(params["dataset"]), "algorithm": str(params["algorithm"]),
-            "variant": str(params["variant"]), "stragglers": f"{float(params['straggler_fraction']):g}",
-            "mu": f"{float(params['algo.mu']):g}" if "algo.mu" in params else "-", "seed": str(params["seed"]),
-            "rounds": str(params["rounds"])}
-
-
-def round_times(history: list[dict[str, Any]], finished_ms: int) -> tuple[int, list[int]]:
-    """The run's start and each history row's timestamp (ms): the rows' ``wall_time_s`` cumulated from the start,
-    which is ``finished_ms`` less their sum (a row without a wall time takes none)."""
-    walls = [float(row.get("wall_time_s") or 0.0) for row in history]
-    walls = [w if math.isfinite(w) else 0.0 for w in walls]
-    start = finished_ms - int(round(1000 * sum(walls)))
-    out, t = [], 0.0
-    for w in walls:
-        t += w
-        out.append(start + int(round(1000 * t)))
-    return start, out
-
-
-def _log_run(client: MlflowClient, experiment: str, run_name: str, summary: dict[str, Any],
-             artifacts: Callable[[], Iterable[Path]], description: str = "", finished_ms: int | None = None,
-             extra_tags: dict[str, str] | None = None) -> str:
-    fp = summary["fingerprint"]
-    logged = _finished(client, fp)  # in any experiment: `fedbench run` reusing the main job's run adds nothing
-    if logged:
-        return logged[0].info.run_id
-    exp_id = experiment_id(client, experiment, description)
-    found = _finished_or_cleared(client, exp_id, fp)
-    if found:
-        return found
-    paths = list(artifacts())
-    tags = {
-        "mlflow.runName": run_name, "fedbench.fingerprint": fp, "git_commit": summary.get("git_commit", "unknown"),
-        **run_tags(summary["params"]),
-        "dataset_hash": summary["dataset_hash"], "device": summary["device"], "param_digest": summary["param_digest"],
-        "diverged": str(summary["diverged"]), **{f"version.{k}": v for k, v in summary["versions"].items()},
-        **_final_tags(summary["final"]), "reporting_reason": summary["reporting_reason"],
-        "reporting/round": str(summary["reporting_round"]),
-        "dvc.experiment": dvc_experiment(), **(extra_tags or {}),
-    }
-    if summary["reporting_test_accuracy"] is not None:
-        tags["reporting/test_accuracy"] = repr(float(summary["reporting_test_accuracy"]))
-    if summary.get("diverged_at_round") is not None:
-        tags["diverged_at_round"] = str(summary["diverged_at_round"])
-    start, stamps = round_times(summary["history"], int(time.time() * 1000) if finished_ms is None else finished_ms)
-    with _mlflow_run(client, exp_id, run_name, tags, start, stamps[-1] if stamps else start) as run_id:
-        params = [Param(k, str(v)) for k, v in summary["params"].items()]
-        metrics = [
-            Metric(key, float(row[key]), stamp, int(row["round"]))
-            for row, stamp in zip(summary["history"], stamps) for key in METRIC_KEYS
-            if key in row and row[key] is not None and math.isfinite(float(row[key]))
-        ]
-        _log_batched(client, run_id, metrics, params)
-        for path in paths:
-            client.log_artifact(run_id, str(path))
-    return run_id
-
-
 @contextmanager
-def _mlflow_run(client: MlflowClient, exp_id: str, run_name: str, tags: dict[str, str], start_ms: int | None = None,
-                end_ms: int | None = None) -> Iterator[str]:
-    """Create a run (started at ``start_ms``, default now) and yield its id; it ends FINISHED (at ``end_ms``,
-    default now) when the block completes and FAILED if it raises."""
-    run_id = client.create_run(exp_id, start_time=start_ms, run_name=run_name, tags=tags).info.run_id
+def _mlflow_run(client: MlflowClient, exp_id: str, record: Record, end_ms: int | None = None,
+                extra_tags: dict[str, str] | None = None) -> Iterator[str]:
+    """Create ``record``'s run (started at its start) and yield its id; it ends FINISHED (at ``end_ms``, default
+    now) when the block completes and FAILED if it raises."""
+    tags = {"mlflow.runName": record.name, "fedbench.fingerprint": record.fingerprint, **record.tags,
+            **(extra_tags or {})}
+    run_id = client.create_run(exp_id, start_time=record.start_ms, run_name=record.name, tags=tags).info.run_id
     try:
         yield run_id
         client.set_terminated(run_id, "FINISHED", end_time=end_ms)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
-
-
-def _final_tags(final: dict[str, float | None]) -> dict[str, str]:
-    """``final/<name>`` (slashes in the name become underscores) for each final value that exists, as tags: a
-    summary value in the runs table, not a one-point chart."""
-    return {f"final/{k.replace('/', '_')}": repr(float(v)) for k, v in final.items() if v is not None}
 
 
 def _log_batched(client: MlflowClient, run_id: str, metrics: list[Metric], params: Sequence[Param] = (),
@@ -479,77 +470,3 @@ def _kill_group(pgid: int, reap: Callable[[], object] = lambda: None, grace_s: f
             except ProcessLookupError:
                 return
             time.sleep(0.05)
-
-
-def log_study(experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
-              simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
-              description: str = "", budget: str = "pipeline", run_name: str | None = None) -> str:
-    """Log one claim study as a run (a tag per claim verdict; figures, claims.json and the simulation records as
-    artifacts) with one nested run per simulation record (fedbench.study.record): params, per-round step
-    metrics, final metrics, param digest and device; ``commit`` is the commit that computed it. Skipped if a
-    finished study run with ``fingerprint`` is there already; returns the study run's id. The study's seconds and
-    simulation count, and each simulation's final values and study results, are tags (summary values); a
-    simulation's rounds are stamped at equal shares of its recorded seconds (records keep no per-round times).
-    The study run and every simulation are tagged with the study, its ``budget`` and a fingerprint, each
-    simulation with its arm, seed and rounds too (simulation_tags). ``run_name``: the study run's (default
-    ``name``)."""
-    with _store() as client:
-        return _log_study(client, experiment, name, claims, seconds, simulations, artifacts, fingerprint, commit,
-                          description, budget, run_name or name)
-
-
-def _log_study(client: MlflowClient, experiment: str, name: str, claims: list[dict[str, Any]], seconds: float,
-               simulations: list[dict[str, Any]], artifacts: list[Path], fingerprint: str, commit: str,
-               description: str = "", budget: str = "pipeline", run_name: str | None = None) -> str:
-    exp_id = experiment_id(client, experiment, description)
-    found = _finished_or_cleared(client, exp_id, fingerprint)
-    if found:
-        return found
-    run_name = run_name or name
-    tags = {"mlflow.runName": run_name, "fedbench.fingerprint": fingerprint, "git_commit": commit,
-            "study": name, "budget": budget,
-            "study/seconds": f"{float(seconds):g}", "study/simulations": str(len(simulations)),
-            **{f"verdict.{c['id']}": c["verdict"] for c in claims}}
-    now = int(time.time() * 1000)
-    with _mlflow_run(client, exp_id, run_name, tags, now - int(1000 * float(seconds)), now) as run_id:
-        _log_batched(client, run_id, [], [Param("study", name)])  # FINISHED last: only with all its children
-        for sim in simulations:
-            _log_simulation(client, exp_id, run_id, fingerprint, sim, commit, now, {"study": name, "budget": budget})
-        for path in artifacts:
-            client.log_artifact(run_id, str(path))
-    return run_id
-
-
-def simulation_tags(sim: dict[str, Any]) -> dict[str, str]:
-    """A simulation record's columns of the runs table: its arm (the record's ``arm`` or ``method`` param, else
-    the first part of its name, as the studies name them: ``scaffold/G=1/K=2``), seed and rounds (where its params
-    give them), and its fingerprint (``fedbench.fingerprint``): the hash of its params and final parameters'
-    digest, which tells apart simulations that computed different things."""
-    params = sim["params"]
-    identity = json.dumps({"params": params, "param_digest": sim["param_digest"]}, sort_keys=True, default=str)
-    tags = {"arm": str(params.get("arm") or params.get("method") or sim["name"].split("/")[0]),
-            "fedbench.fingerprint": hashlib.sha256(identity.encode()).hexdigest()[:16]}
-    return tags | {k: str(params[k]) for k in ("seed", "rounds") if params.get(k) is not None}
-
-
-def _log_simulation(client: MlflowClient, exp_id: str, parent_id: str, parent_fingerprint: str,
-                    sim: dict[str, Any], commit: str, now: int, study_tags: dict[str, str] | None = None) -> None:
-    tags = {"mlflow.parentRunId": parent_id, "fedbench.parent_fingerprint": parent_fingerprint,
-            "mlflow.runName": sim["name"], "git_commit": commit, **(study_tags or {}), **simulation_tags(sim),
-            "param_digest": sim["param_digest"], "device": sim["device"], "diverged": str(sim["diverged"]),
-            **_final_tags(sim["final"]), **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}}
-    steps = max((len(v) for k, v in sim["history"].items() if k != "round"), default=0)
-    seconds = float(sim.get("seconds") or 0.0)
-    start, stamps = round_times([{"wall_time_s": seconds / max(steps, 1)}] * steps, now)
-    run_id = client.create_run(exp_id, start_time=start, run_name=sim["name"], tags=tags).info.run_id
-    params = [Param(k, str(v)) for k, v in sim["params"].items()]
-    # a record of a sparse evaluation protocol keeps its rows' rounds ("round"); else element i is round i
-    rounds = sim["history"].get("round")
-
-    def step(values: list, i: int) -> int:
-        return int(rounds[i]) if rounds and len(rounds) == len(values) else i
-
-    metrics = [Metric(key, v, stamps[i], step(values, i)) for key, values in sim["history"].items()
-               if key != "round" for i, v in enumerate(values) if v is not None]
-    _log_batched(client, run_id, metrics, params)
-    client.set_terminated(run_id, "FINISHED", end_time=now)

@@ -86,7 +86,7 @@ def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, s
     root, _ = _copy_study(study_run, tmp_path)
     records = read_simulations(root / "delta_fl_triangle")
 
-    real, calls = tracking._log_simulation, []
+    real, calls = tracking._log_record, []
 
     def fail_on_third(*args, **kwargs):
         calls.append(1)
@@ -94,13 +94,13 @@ def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, s
             raise ConnectionError("store went away")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tracking, "_log_simulation", fail_on_third)
+    monkeypatch.setattr(tracking, "_log_record", fail_on_third)
     with pytest.raises(ConnectionError):
         track_study("delta_fl_triangle", root)
     client = MlflowClient(uri)
     exp_id = client.get_experiment_by_name("claims-delta_fl_triangle").experiment_id
     assert len(client.search_runs([exp_id])) == 1 + 2  # a FAILED parent and the two children it had logged
-    monkeypatch.setattr(tracking, "_log_simulation", real)
+    monkeypatch.setattr(tracking, "_log_record", real)
     parent_id = track_study("delta_fl_triangle", root)
     runs = client.search_runs([exp_id])
     assert len(runs) == len(records) + 1 and all(r.info.status == "FINISHED" for r in runs)
@@ -120,6 +120,17 @@ def _summary(fingerprint: str = "fp-1", rounds: int = 3) -> dict:
             "history": history}
 
 
+def log_train(experiment: str, name: str, summary: dict, artifacts, description: str = "",
+              finished_ms: int | None = None) -> str:
+    """Log a training run's summary as the track stage does (fedbench.track.train_record, tracking.log_runs)
+    into ``experiment`` (``train-<study>``), with no defaults to tell it apart from."""
+    from fedbench import tracking
+    from fedbench.track import train_record
+
+    record = train_record(experiment.removeprefix("train-"), name, summary, None, artifacts, finished_ms)
+    return tracking.log_runs(experiment, [record], description)[0]
+
+
 def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_round_times(tmp_path, monkeypatch):
     """Issue 23 item 2: a model-training experiment with a description and no `Default` beside it; a short run
     name with dataset, algorithm, stragglers, mu and seed as tags; rounds stamped with the cumulated round times
@@ -131,10 +142,10 @@ def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_rou
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     name = run_name("synthetic_1_1", "fedprox_mu1", 0.9, 3, "fp-1")
     assert name == "fedprox_mu1 90% s3 synthetic_1_1 #fp-1"
-    run_id = tracking.log_run(train_experiment("stragglers"), name, _summary(), lambda: [],
+    run_id = log_train(train_experiment("stragglers"), name, _summary(), lambda: [],
                               train_description("stragglers"), finished_ms=1_000_000)
     monkeypatch.setenv("DVC_EXP_NAME", "rounds-4")  # as `dvc exp run` sets it for the stage commands
-    tagged = tracking.log_run(train_experiment("stragglers"), "x", _summary() | {"fingerprint": "fp-exp"}, lambda: [],
+    tagged = log_train(train_experiment("stragglers"), "x", _summary() | {"fingerprint": "fp-exp"}, lambda: [],
                               train_description("stragglers"), finished_ms=1_000_000)
     client = MlflowClient(uri)
     assert client.get_run(tagged).data.tags["dvc.experiment"] == "rounds-4"
@@ -162,8 +173,8 @@ def test_a_run_logged_by_the_main_job_is_not_logged_again_by_fedbench_run(tmp_pa
 
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    first = tracking.log_run("train-stragglers", "a", _summary(), lambda: [])
-    assert tracking.log_run("train-adhoc", "a", _summary(), lambda: []) == first
+    first = log_train("train-stragglers", "a", _summary(), lambda: [])
+    assert log_train("train-adhoc", "a", _summary(), lambda: []) == first
     assert tracking.find_logged("fp-1") == ("train-stragglers", first)
     assert tracking.find_logged("fp-2") is None
     assert len(MlflowClient(uri).search_runs([e.experiment_id for e in MlflowClient(uri).search_experiments()])) == 1
@@ -175,8 +186,8 @@ def test_empty_default_of_an_older_store_is_deleted_and_its_experiments_marked(t
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     MlflowClient(uri).create_experiment("train-stragglers")  # a store made by MLflow itself: Default is there
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    tracking.log_run("train-heterogeneity", "a", _summary(), lambda: [])
-    tracking.log_run("train-stragglers", "b", _summary("fp-2"), lambda: [], "a note")
+    log_train("train-heterogeneity", "a", _summary(), lambda: [])
+    log_train("train-stragglers", "b", _summary("fp-2"), lambda: [], "a note")
     exps = {e.name: e for e in MlflowClient(uri).search_experiments()}
     assert set(exps) == {"train-stragglers", "train-heterogeneity"}
     assert exps["train-stragglers"].tags == {"mlflow.experimentKind": "custom_model_development",
@@ -184,7 +195,7 @@ def test_empty_default_of_an_older_store_is_deleted_and_its_experiments_marked(t
 
 
 def test_round_times_cumulate_wall_times_to_the_finish():
-    from fedbench.tracking import round_times
+    from fedbench.track import round_times
 
     assert round_times([{"wall_time_s": 0.0}, {"wall_time_s": 1.5}, {}, {"wall_time_s": float("nan")},
                         {"wall_time_s": 0.25}], 10_000) == (8_250, [8_250, 9_750, 9_750, 9_750, 10_000])
@@ -256,7 +267,8 @@ def test_metric_histories_bulk_inserted_exactly_as_log_batch_writes_them(tmp_pat
         ids = []
         for bulk in (True, False):
             monkeypatch.setattr(tracking, "_insert_new_history", bulk_insert if bulk else lambda *a: False)
-            with tracking._mlflow_run(client, exp, f"bulk={bulk}", {}) as run_id:
+            record = tracking.Record(f"bulk={bulk}", f"fp-{bulk}", {}, {}, [], 0, 1)
+            with tracking._mlflow_run(client, exp, record) as run_id:
                 tracking._log_batched(client, run_id, metrics, [tracking.Param("a", "1"), tracking.Param("b", "x y")])
             ids.append(run_id)
     assert taken == [True]  # the SQL store took the bulk insert
@@ -296,7 +308,7 @@ def test_curves_drawn_ahead_in_workers_are_the_figures_drawn_in_turn(tmp_path):
 
 
 def test_simulation_arm_from_its_arm_or_method_param_else_its_name():
-    from fedbench.tracking import simulation_tags
+    from fedbench.track import simulation_tags
 
     sim = {"name": "paper-sampling/fedavg/seed=0", "param_digest": "d", "params": {"arm": "fedavg", "seed": 0}}
     assert simulation_tags(sim) | {"fedbench.fingerprint": "-"} == {"arm": "fedavg", "seed": "0",
@@ -308,6 +320,36 @@ def test_simulation_arm_from_its_arm_or_method_param_else_its_name():
     other = mime | {"param_digest": "e"}  # same settings, other final parameters: another fingerprint
     assert simulation_tags(other)["fedbench.fingerprint"] != simulation_tags(mime)["fedbench.fingerprint"]
     assert len(simulation_tags(mime)["fedbench.fingerprint"]) == 16
+
+
+def test_a_training_run_and_a_claim_simulation_are_one_kind_of_record():
+    """Issue 30 item 5: one path. A training run and a claim study's simulation become the same tracking.Record,
+    tagged alike (study, budget, arm, seed, rounds, commit, digest, device, final values), their histories as step
+    metrics ending when they finished."""
+    from fedbench.track import simulation_record, train_record
+
+    summary = _summary()
+    train = train_record("stragglers", "a", summary, summary["params"], lambda: [], finished_ms=1_000_000)
+    sim = {"name": "fedprox/seed=3", "param_digest": "p0", "device": "cpu", "diverged": False, "seconds": 3.0,
+           "params": {"arm": "fedprox", "seed": 3, "rounds": 3}, "final": {"train/loss": 1.8},
+           "metrics": {"gain": 0.25}, "history": {"train/loss": [2.0, 1.9, 1.8]}}
+    claim = simulation_record(sim, {"study": "fedprox_synthetic", "budget": "pipeline", "git_commit": "abc"}, 1_000_000)
+    shared = ("study", "budget", "arm", "seed", "rounds", "git_commit", "param_digest", "device", "diverged",
+              "final/train_loss")
+    assert {k: train.tags[k] for k in shared} == {
+        "study": "stragglers", "budget": "pipeline", "arm": "fedprox_mu1", "seed": "3", "rounds": "3",
+        "git_commit": "abc", "param_digest": "p0", "device": "cpu", "diverged": "False", "final/train_loss": "1.8"}
+    assert {k: claim.tags[k] for k in shared} == {
+        "study": "fedprox_synthetic", "budget": "pipeline", "arm": "fedprox", "seed": "3", "rounds": "3",
+        "git_commit": "abc", "param_digest": "p0", "device": "cpu", "diverged": "False", "final/train_loss": "1.8"}
+    assert "fedbench.fingerprint" not in train.tags | claim.tags  # the record's own field, one tag when logged
+    assert (train.fingerprint, len(claim.fingerprint), claim.tags["gain"]) == ("fp-1", 16, "0.25")
+    assert [p for p in train.points if p[0] == "train/loss"] == [("train/loss", 2.0, 997_000, 0),
+                                                                ("train/loss", 1.9, 998_000, 1),
+                                                                ("train/loss", 1.8, 1_000_000, 2)]
+    assert claim.points == [("train/loss", 2.0, 998_000, 0), ("train/loss", 1.9, 999_000, 1),
+                            ("train/loss", 1.8, 1_000_000, 2)]
+    assert (train.start_ms, train.end_ms, claim.start_ms, claim.end_ms) == (997_000, 1_000_000, 997_000, 1_000_000)
 
 
 def _run_files(runs_root, data_root, summary, folder):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.test_track import _summary
+from tests.test_track import _summary, log_train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,9 +22,9 @@ def test_the_store_files_answer_is_mlflows(tmp_path, monkeypatch):
     db = tmp_path / "store.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
     assert tracking_index.find_logged("fp-1") is None and not db.exists()  # no store: none, and none made
-    finished = tracking.log_run("train-a", "finished", _summary("fp-1"), lambda: [])
-    deleted_run = tracking.log_run("train-a", "deleted run", _summary("fp-2"), lambda: [])
-    in_deleted_exp = tracking.log_run("train-b", "in a deleted experiment", _summary("fp-3"), lambda: [])
+    finished = log_train("train-a", "finished", _summary("fp-1"), lambda: [])
+    deleted_run = log_train("train-a", "deleted run", _summary("fp-2"), lambda: [])
+    in_deleted_exp = log_train("train-b", "in a deleted experiment", _summary("fp-3"), lambda: [])
     client = MlflowClient(f"sqlite:///{db}")
     client.delete_run(deleted_run)
     client.delete_experiment(client.get_experiment_by_name("train-b").experiment_id)
@@ -80,7 +80,7 @@ def test_a_logged_run_is_found_without_loading_mlflow(tmp_path, monkeypatch):
 
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    run_id = tracking.log_run("train-stragglers", "a", _summary("fp-1"), lambda: [])
+    run_id = log_train("train-stragglers", "a", _summary("fp-1"), lambda: [])
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "runs")], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": uri})
     assert out.returncode == 0, out.stderr[-2000:]

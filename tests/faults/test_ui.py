@@ -106,7 +106,7 @@ def test_ui_answers_when_it_prints_its_links_shows_the_runs_and_stops_by_its_pid
 
     from fedbench import tracking
     from fedbench.track import differs, run_name, train_description, train_experiment
-    from tests.test_track import _summary
+    from tests.test_track import _summary, log_train
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", ws.uri)
     monkeypatch.delenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", raising=False)
@@ -118,7 +118,7 @@ def test_ui_answers_when_it_prints_its_links_shows_the_runs_and_stops_by_its_pid
             del s["params"]["algo.mu"]
         names.append(run_name("synthetic_1_1", variant, 0.9, 3, fp,
                               differs(s["params"], s["params"] | {"rounds": 200})))  # a default of 200 rounds
-        tracking.log_run(train_experiment("stragglers"), names[-1], s, lambda: [], train_description("stragglers"),
+        log_train(train_experiment("stragglers"), names[-1], s, lambda: [], train_description("stragglers"),
                          finished_ms=2_000_000)
     assert names == ["fedavg 90% s3 synthetic_1_1 #fp-0", "fedprox_mu1 90% s3 synthetic_1_1 #fp-1",
                      "fedprox_mu1 90% s3 rounds=10 synthetic_1_1 #fp-2"]
