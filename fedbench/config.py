@@ -408,9 +408,6 @@ def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
                 if registry.is_deterministic(name):
                     raise ConfigError(f"{where}.seeds: study {name} is deterministic (no seed randomness: its "
                                       "declaration has seeds=()); allowed: leave seeds out")
-                if not registry.takes_seeds(name):
-                    raise ConfigError(f"{where}.seeds: study {name} fixes its seeds in its module (its run() takes "
-                                      "no seeds); allowed: leave seeds out")
             out[name] = ClaimStudyConfig(budget=budget, seeds=seeds, default=group == "default")
     return out
 

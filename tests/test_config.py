@@ -176,17 +176,6 @@ def test_claim_study_errors_name_the_study_and_key(tmp_path, edit, message):
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
-def test_seeds_for_a_study_whose_run_fixes_them_are_refused(tmp_path, monkeypatch):
-    """Every small seed-based study takes other seeds today; a study whose run() takes none is refused them."""
-    from fedbench.study import registry
-
-    monkeypatch.setattr(registry, "takes_seeds", lambda name: name != "mime_synthetic")
-    with pytest.raises(ConfigError) as err:
-        load_config(_params(tmp_path, lambda r: _claim_studies(r, "default", "mime_synthetic", {"seeds": [0, 1]})))
-    assert str(err.value) == ("claim_studies.default.mime_synthetic.seeds: study mime_synthetic fixes its seeds in its "
-                              "module (its run() takes no seeds); allowed: leave seeds out")
-
-
 def test_claim_study_without_settings_runs_at_the_pipeline_budget(tmp_path):
     cfg = load_config(_params(tmp_path, lambda r: r["claim_studies"]["default"].update(mime_synthetic=None)))
     assert cfg.claim_studies["mime_synthetic"].budget == "pipeline" and cfg.claim_studies["mime_synthetic"].default

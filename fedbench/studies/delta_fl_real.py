@@ -221,15 +221,16 @@ def best_theta(p90_by_theta: dict[float, list[float]]) -> float:
     return min(THETAS, key=lambda t: (float(np.mean(p90_by_theta[t])), THETAS.index(t)))
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
+    fedbench.studies.confirm)."""
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
     from fedbench.claims.verdict import Part, Rule, judge
-    from fedbench.study.runs import open_budget
+    from fedbench.study.runs import open_seeded
 
-    d = DECLARATION
-    b, study = open_budget(out_dir, d.budgets, budget, workers)
+    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     out = study.out
     sims = simulations(b, Path(real_root))
     outcomes = study.run(sims, error_record)

@@ -320,12 +320,14 @@ def simulation(b: Budget, r: Run, real_root: str):
 
 # --- the study ----------------------------------------------------------------------------------------------------
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
+    fedbench.studies.confirm)."""
     from fedbench.study.record import sim_record
-    from fedbench.study.runs import open_budget
+    from fedbench.study.runs import open_seeded
 
-    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
+    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     roles = plan(b)
     runs = list(dict.fromkeys(r for rs in roles.values() for r in rs))
     sims = {r: simulation(b, r, str(real_root)) for r in runs}
@@ -338,12 +340,12 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                       for r in runs]
     study.write()
     figures(study.out, c, reach)
-    scale = {"study": NAME, "variants": list(DECLARATION.variants), "budget": budget, "clients": b.n,
+    scale = {"study": NAME, "variants": list(d.variants), "budget": budget, "clients": b.n,
              "clients_per_round": b.k(b.n), "local_steps": b.local_steps, "batch_size": b.batch_size, "lr": b.lr,
              "lr_decay": b.lr_decay, "rounds": b.rounds, "period": b.period, "beta": b.beta, "model": MODEL}
     common = {"rounds_run": b.rounds, "training_seeds": list(b.seeds),
               "data_seeds": [DATA_SEED], **({"fidelity": "stand-in"} if budget != "paper" else {})}  # fixture data
     judged = [judge_claim(c) for judge_claim in (ica_gain, fca_gain, sublinear_speedup, fedavg_oscillates,  # in order
               gamma_and_period_trends, oscillation_grows_with_period, early_oscillation)]
-    return [DECLARATION.judged(claim_id, result, **common, **fields | {"scale": scale | fields.get("scale", {})})
+    return [d.judged(claim_id, result, **common, **fields | {"scale": scale | fields.get("scale", {})})
             for claim_id, result, fields in judged]

@@ -130,13 +130,15 @@ def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) ->
         evaluations=DECLARATION.evaluation)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
+    fedbench.studies.confirm)."""
     from fedbench.claims.entry import judged
-    from fedbench.study.runs import open_budget
+    from fedbench.study.runs import open_seeded
 
-    b, study = open_budget(out_dir, DECLARATION.budgets, budget, workers)
-    (c,), variant = DECLARATION.claims, DECLARATION.variants[0]
+    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
+    (c,), variant = d.claims, d.variants[0]
     methods = c.reads  # FedAvg, then the VR methods compared with it
     runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
                           tables.record(b.rounds))
@@ -150,8 +152,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                                                       "unstated dataset")
     deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau = {b.tau}, FedAvg {b.fedavg_epochs} "
                     "epoch(s): the test suite's fixture scale")] if budget != "paper" else []) + ASSUMPTIONS
-    arms = {m: DECLARATION.arm(m).settings for m in methods}
-    entry = DECLARATION.entry(
+    arms = {m: d.arm(m).settings for m in methods}
+    entry = d.entry(
         c.id, scale={"study": NAME, "budget": budget, "variant": variant, "model": MODEL, "users": ds.num_clients,
                      "users_per_round": b.clients_per_round, "rounds": b.rounds, "lr": arms["FedAvg"]["lr"],
                      "mu": arms["SVRG"]["mu"], "tau": b.tau, "batch_size": {m: a["batch_size"] for m, a in arms.items()},

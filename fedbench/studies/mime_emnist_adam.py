@@ -111,15 +111,16 @@ DECLARATION = StudyDeclaration(
     claims=tuple(dataclasses.replace(c, note="; ".join(ASSUMPTIONS)) for c in CLAIMS))
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
+    fedbench.studies.confirm)."""
     import numpy as np
 
     from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
 
-    d = DECLARATION
-    b, study, methods, runs = shared.run_femnist(out_dir, d, budget, workers, real_root)
+    b, study, methods, runs, d = shared.run_femnist(out_dir, DECLARATION, budget, workers, real_root, seeds)
 
     def acc(m, s, reading, bud):
         return accuracy(runs[(m, s)], reading, b.rounds, bud)

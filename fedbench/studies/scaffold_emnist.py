@@ -206,7 +206,7 @@ def table3_claim(runs: Runs) -> dict[str, Any]:
         + " (100% similarity reported, not judged)")
     return _entry("scaffold/emnist/rounds-to-0.5", runs, result,
                   {"unit": f"rounds to {TARGET_T3} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
-                  observed, "left: test accuracy, 0% similarity, 5 epochs (seed 0, selected steps)",
+                  observed, f"left: test accuracy, 0% similarity, 5 epochs (seed {runs.budget.seeds[0]}, selected steps)",
                   [c for c in cells() if c.table == 3])
 
 
@@ -231,7 +231,7 @@ def table5_claim(runs: Runs) -> dict[str, Any]:
         runs, JUDGED_SIMILARITY, LABELS, lambda m, s: Cell(5, m, SGD_EPOCHS if m == "sgd" else TABLE5_EPOCHS, s))
     return _entry("scaffold/emnist/two-layer-accuracy", runs, result, reproduced,
                   observed + " (paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
-                  "right: 2-layer network, test accuracy at 0% similarity (seed 0, selected steps)",
+                  f"right: 2-layer network, test accuracy at 0% similarity (seed {runs.budget.seeds[0]}, selected steps)",
                   [c for c in cells() if c.table == 5])
 
 
@@ -290,10 +290,11 @@ def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[s
              "models": {"tables 3-4": "mclr (784 -> 47)", "table 5": "scaffold_mlp (784-256-47)"},
              "device": b.device}
     c = DECLARATION.claim(claim_id)
-    fid = ("stand-in" if b == BUDGETS["fixture"] else fidelity("paper", b.rounds, c.rounds_paper, len(b.seeds))
-           if c.fidelity == "paper-scale" else c.fidelity)
-    return judging.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, scale,
-                              _deviations(b), read, fid)
+    fixture = BUDGETS["fixture"]
+    fid = ("stand-in" if (b.rounds, b.lr_grid) == (fixture.rounds, fixture.lr_grid) else
+           fidelity("paper", b.rounds, c.rounds_paper, len(b.seeds)) if c.fidelity == "paper-scale" else c.fidelity)
+    return judging.table_entry(runs.declaration or DECLARATION, claim_id, runs, result, reproduced, observed, panel,
+                               scale, _deviations(b), read, fid)
 
 
 def figure(path: Path, runs: Runs) -> None:
@@ -331,9 +332,11 @@ def figure(path: Path, runs: Runs) -> None:
     save_figure(fig, path, dpi=120)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    _, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declare, real_root, target_of,
-                                       select_target)
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The four claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen
+    block, fedbench.studies.confirm; the tuning seeds, and so the selected steps, stay)."""
+    _, study, runs = tables.run_tables(out_dir, DECLARATION, budget, workers, cells(), declare, real_root, target_of,
+                                       select_target, seeds)
     figure(study.out / f"{DECLARATION.name}.png", runs)
     return [table3_claim(runs), table4_claim(runs), table5_claim(runs), clients_claim(runs)]

@@ -236,7 +236,7 @@ def table3_claim(runs: Runs) -> dict[str, Any]:
                   for c, v in table.items()}
     return _entry("scaffold/fashion-mnist/rounds-to-target", runs, result,
                   {"unit": f"rounds to {TARGET} test accuracy (never: rounds run)", "cells": cells_json}, observed,
-                  "left: logistic regression, 0% similarity, 5 epochs (seed 0, selected steps)", cells((3,)))
+                  f"left: logistic regression, 0% similarity, 5 epochs (seed {runs.budget.seeds[0]}, selected steps)", cells((3,)))
 
 
 def table5_claim(runs: Runs) -> dict[str, Any]:
@@ -244,7 +244,7 @@ def table5_claim(runs: Runs) -> dict[str, Any]:
                                                         paper_budget=PAPER_ROUNDS / runs.budget.rounds)
     return _entry("scaffold/fashion-mnist/two-layer-accuracy", runs, result, reproduced,
                   observed + " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
-                  "right: 2-layer network, 0% similarity (seed 0, selected steps)", cells((5,)))
+                  f"right: 2-layer network, 0% similarity (seed {runs.budget.seeds[0]}, selected steps)", cells((5,)))
 
 
 def _deviations(budget: Budget) -> list[str]:
@@ -288,8 +288,8 @@ def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[s
            panel: str, read: list[Cell]) -> dict[str, Any]:
     """The claim's judged entry (``read``: the cells it reads): stand-in at every budget (the fixture:
     fixture-sized data as well)."""
-    return judging.table_entry(DECLARATION, claim_id, runs, result, reproduced, observed, panel, _scale(runs.budget),
-                              _deviations(runs.budget), read)
+    return judging.table_entry(runs.declaration or DECLARATION, claim_id, runs, result, reproduced, observed, panel,
+                               _scale(runs.budget), _deviations(runs.budget), read)
 
 
 def figure(path: Path, runs: Runs) -> None:
@@ -316,10 +316,12 @@ def figure(path: Path, runs: Runs) -> None:
     save_figure(fig, path, dpi=120)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT) -> list[dict[str, Any]]:
-    b, study, runs = tables.run_tables(out_dir, BUDGETS, budget, workers, cells(), declare, real_root,
-                                       lambda c: TARGET, select_target)
+def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
+        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
+    fedbench.studies.confirm; the tuning seeds, and so the selected steps, stay)."""
+    b, study, runs = tables.run_tables(out_dir, DECLARATION, budget, workers, cells(), declare, real_root,
+                                       lambda c: TARGET, select_target, seeds)
     figure(study.out / f"{DECLARATION.name}.png", runs)
     return [table3_claim(runs), table5_claim(runs) if b.runs_table(5) else table5_not_run(b)]
 

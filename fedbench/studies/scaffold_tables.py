@@ -119,9 +119,10 @@ class Runs:
     the tuning seeds; ``selections``: how), and their readings at a budget cut ``fraction`` of the rounds run."""
 
     def __init__(self, curves: dict[tuple[Any, int], list[float]], steps: dict[Any, float], budget: Budget,
-                 selections: dict[Any, Selection] | None = None):
+                 selections: dict[Any, Selection] | None = None, declaration: StudyDeclaration | None = None):
         self.curves, self.steps, self.budget = curves, steps, budget
         self.selections = selections or {}
+        self.declaration = declaration  # the study's on the seeds judged (StudyDeclaration.on_seeds); None: its own
 
     def rounds(self, fraction: float) -> int:
         return max(1, round(fraction * self.budget.rounds))
@@ -239,19 +240,21 @@ def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_
     return sims
 
 
-def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, workers: int, cells: Sequence[Any],
+def run_tables(out_dir: str | Path, declaration: StudyDeclaration, budget: str, workers: int, cells: Sequence[Any],
                declare: Callable[..., list], real_root: str | Path, record_target: Callable[[Any], float],
-               select_target: Callable[[Any], float | None]):
+               select_target: Callable[[Any], float | None], seeds: Sequence[int] | None = None):
     """Run a table study at ``budget`` into ``out_dir`` in phases, its data under ``real_root``: the tuning runs
     (``declare(b, real_root)``), each cell's step selected from them (:func:`select_steps`, ``select_target``; the
     tuning runs of the steps a widening adds: ``declare(b, real_root, widen=pairs)``), then the judged runs
     (``declare(b, real_root, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
-    ``cells``: every cell the study has (the records' names are read back to them). Returns (the budget, the
-    study's fedbench.study.runs.StudyRuns, the judged :class:`Runs`)."""
+    ``cells``: every cell the study has (the records' names are read back to them). ``seeds``: the judged seeds
+    instead of the budget's (a confirmatory run's frozen block: fedbench.study.runs.open_seeded; the tuning seeds,
+    and so the selected steps, stay). Returns (the budget, the study's fedbench.study.runs.StudyRuns, the judged
+    :class:`Runs`, whose ``declaration`` is ``declaration`` on the judged seeds)."""
     from fedbench.study.record import sim_record
-    from fedbench.study.runs import open_budget
+    from fedbench.study.runs import open_seeded
 
-    b, study = open_budget(out_dir, budgets, budget, workers)
+    b, study, d = open_seeded(out_dir, declaration, budget, workers, seeds)
     by_label = {c.label(): c for c in cells}
 
     def cell_of(sim) -> Any:
@@ -281,5 +284,5 @@ def run_tables(out_dir: str | Path, budgets: dict[str, Budget], budget: str, wor
     judged = study.run_list(judged_sims, record)
     study.write()
     runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b,
-                selections)
+                selections, d)
     return b, study, runs

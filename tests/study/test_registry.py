@@ -38,13 +38,19 @@ def test_every_claim_study_is_declared_one_way():
     ("fedprox_synthetic", ["pipeline", "paper"], False, True),
     ("mime_synthetic", ["pipeline"], False, True),
     ("delta_fl_triangle", ["pipeline"], True, False),
-    ("scaffold_fashion", ["paper", "full", "fixture"], False, False),
+    ("scaffold_fashion", ["paper", "full", "fixture"], False, True),
     ("fedproxvr_fashion", ["paper", "convex", "fixture"], False, True),  # runs on a confirmatory block
 ])
 def test_what_params_yaml_asks_of_a_study(name, budgets, deterministic, seeds):
     """The answers config's validation reads: the declared budgets in order, no seed randomness, run() taking seeds."""
     assert registry.budgets(name) == budgets
     assert registry.is_deterministic(name) is deterministic and registry.takes_seeds(name) is seeds
+
+
+def test_a_study_takes_other_seeds_exactly_when_it_has_seed_randomness():
+    """Every seed-based study's run() takes a confirmatory block of seeds (`fedbench claims confirm`, params.yaml
+    ``seeds``); a deterministic one takes none (a rerun would be a copy)."""
+    assert [n for n in registry.names() if registry.takes_seeds(n) == registry.is_deterministic(n)] == []
 
 
 def test_an_unknown_study_is_one_line():
