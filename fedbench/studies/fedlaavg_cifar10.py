@@ -322,8 +322,7 @@ def simulation(b: Budget, r: Run, real_root: str):
 
 def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
         seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm)."""
+    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory block)."""
     from fedbench.study.record import sim_record
     from fedbench.study.runs import open_seeded
 
