@@ -11,6 +11,7 @@ from pathlib import Path
 from fedbench.claims.entry import FIDELITIES, VERDICTS
 from fedbench.config import ConfigError, load_config, parse_value
 from fedbench.guard import run_guarded
+from fedbench.helptext import described
 
 
 def _overrides(pairs: list[str]) -> dict[str, object]:
@@ -300,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measure simulator throughput (see `fedbench bench --help`)", add_help=False)
     b.add_argument("bench_args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
-    return p
+    return described(p)
 
 
 def _rebuild_report(cfg, **where) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from fedbench.config import Config, load_config
 from fedbench.errors import FedbenchError
+from fedbench.helptext import described
 from fedbench.study.paper_profile import (
     CLAIM_STUDIES,
     PAPER_CLAIM_STUDIES,
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
     r.add_argument("--budget", default="paper", help="a claim study's budget (its BUDGETS; default paper), e.g. "
                                                      "fedproxvr_fashion's convex: Table 1 alone; written to "
                                                      "runs/studies/NAME/ at paper, runs/studies-BUDGET/NAME/ otherwise")
-    a = p.parse_args(argv)
+    a = described(p).parse_args(argv)
     if a.command == "run" and a.name not in NAMES:
         import difflib
 

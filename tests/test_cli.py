@@ -177,6 +177,32 @@ def test_options_have_help_text(capsys):
     assert code == 0 and "issue" not in out and "about 3 min on 2 cores" in out
 
 
+@pytest.mark.parametrize("argv", [["run"], ["show"], ["compare"], ["ui"], ["check-config"], ["study", "list"],
+                                  ["data", "fetch"], ["data", "show"], ["paper", "list"], ["paper", "cost"],
+                                  ["claims", "register"], ["claims", "freeze"]])
+def test_every_command_help_says_what_it_does(argv, capsys):
+    """`fedbench run --help` printed the usage and the options alone: a command's help line showed only in its
+    parent's list. Each opens with it now (fedbench.helptext), as a sentence."""
+    code, out, _ = _exit([*argv, "--help"], capsys)
+    first = next(line for line in out.split("\n\n")[1:] if line.strip())  # the paragraph after the usage
+    assert code == 0 and first[0].isupper() and not first.startswith(("options:", "positional arguments:")), out
+
+
+def test_described_keeps_a_given_description_and_describes_nested_commands():
+    import argparse
+
+    from fedbench.helptext import described
+
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers()
+    given = sub.add_parser("a", help="short", description="The long one.")
+    nested = sub.add_parser("b", help="has commands").add_subparsers().add_parser("c", help="draw a figure.")
+    silent = sub.add_parser("d")
+    described(p)
+    assert (given.description, nested.description, silent.description) == ("The long one.", "Draw a figure.", None)
+    assert sub.choices["b"].description == "Has commands."
+
+
 def test_data_show_of_an_unknown_name_does_not_suggest_generate(tmp_path, capsys):
     from fedbench.data.cli import main as data_main
 

@@ -410,6 +410,8 @@ def main(argv: list[str]) -> int:
     import subprocess
     import sys
 
+    from fedbench.helptext import described
+
     p = argparse.ArgumentParser(prog="fedbench claims", description="the claims' registered rules",
                                 epilog="fedbench claims confirm: rerun the judged claims' studies on their frozen "
                                        "seeds and record the confirmatory verdicts (see fedbench claims confirm "
@@ -427,7 +429,7 @@ def main(argv: list[str]) -> int:
     f.add_argument("--claims", default="reports/claims.json", help="the claims to freeze (default: %(default)s)")
     f.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
     f.add_argument("--count", type=int, default=5, help="confirm seeds in the block (default: %(default)s)")
-    a = p.parse_args(argv)
+    a = described(p).parse_args(argv)
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError):

@@ -21,6 +21,7 @@ from fedbench.data.registry import (
     profile,
     validate_data_section,
 )
+from fedbench.helptext import described
 
 EPILOG = """examples:
   fedbench data list                                  # sources (sizes, offline or download) and variants
@@ -164,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments of a profile (offline, paper)")
     pr.add_argument("profile", choices=["offline", "paper"])
     pr.set_defaults(fn=cmd_profile)
-    return p
+    return described(p)
 
 
 def main(argv: list[str] | None = None) -> int:

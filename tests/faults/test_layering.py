@@ -109,7 +109,7 @@ MAY_NOT_IMPORT = {
 FLOORS = (
     ("fedbench.errors", "fedbench.provenance", "fedbench.seeding", "fedbench.ops", "fedbench.quantile",
      "fedbench.proximal", "fedbench.optimizers", "fedbench.plotting", "fedbench.locking", "fedbench.divergence",
-     "fedbench.parallel", "fedbench.models", "fedbench.tracking_index"),
+     "fedbench.parallel", "fedbench.models", "fedbench.tracking_index", "fedbench.helptext"),
     ("fedbench.data", "fedbench.claims", "fedbench.tracking", "fedbench.guard"),
     ("fedbench.availability",),
     ("fedbench.engine", "fedbench.algorithms"),
