@@ -130,10 +130,10 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
 
 def train_record(study: str, name: str, summary: dict[str, Any], defaults: dict[str, Any] | None,
                  artifacts: Callable[[], list[Path]], finished_ms: int | None = None) -> tracking.Record:
-    """A training run as the run MLflow logs (tracking.Record): named ``name``; tagged with what a simulation
-    of any study is tagged with (simulation_tags: study, budget, arm = its variant, seed, rounds), its dataset,
-    algorithm, stragglers and mu (run_tags), its provenance and final values; its history rows as step metrics
-    stamped with the rounds' real times, ending ``finished_ms`` (default: now)."""
+    """A training run as the run MLflow logs (tracking.Record): named ``name``; tagged as a claim study's
+    simulation is (simulation_record: study, budget, arm, here its variant, seed, rounds, commit, digest, device,
+    final values), with its dataset, algorithm, stragglers and mu (run_tags) and its provenance; its history rows
+    as step metrics stamped with the rounds' real times, ending ``finished_ms`` (default: now)."""
     from fedbench import tracking
 
     params = summary["params"]

@@ -230,7 +230,7 @@ def log_study(experiment: str, study: Record, records: Sequence[Record], descrip
         if found:
             return found
         paths = list(study.artifacts())
-        with _mlflow_run(client, exp_id, study, study.end_ms) as run_id:
+        with _mlflow_run(client, exp_id, study) as run_id:
             _log_batched(client, run_id, _metrics(study), _params(study))
             nested = {"mlflow.parentRunId": run_id, "fedbench.parent_fingerprint": study.fingerprint}
             for record in records:
@@ -242,7 +242,7 @@ def log_study(experiment: str, study: Record, records: Sequence[Record], descrip
 
 def _log_record(client: MlflowClient, exp_id: str, record: Record, extra_tags: dict[str, str] | None = None) -> str:
     paths = list(record.artifacts())
-    with _mlflow_run(client, exp_id, record, record.end_ms, extra_tags) as run_id:
+    with _mlflow_run(client, exp_id, record, extra_tags) as run_id:
         _log_batched(client, run_id, _metrics(record), _params(record))
         for path in paths:
             client.log_artifact(run_id, str(path))
@@ -265,16 +265,16 @@ def dvc_experiment() -> str:
 
 
 @contextmanager
-def _mlflow_run(client: MlflowClient, exp_id: str, record: Record, end_ms: int | None = None,
+def _mlflow_run(client: MlflowClient, exp_id: str, record: Record,
                 extra_tags: dict[str, str] | None = None) -> Iterator[str]:
-    """Create ``record``'s run (started at its start) and yield its id; it ends FINISHED (at ``end_ms``, default
-    now) when the block completes and FAILED if it raises."""
+    """Create ``record``'s run (with ``extra_tags``, started at its start) and yield its id; it ends FINISHED (at
+    its end) when the block completes and FAILED if it raises."""
     tags = {"mlflow.runName": record.name, "fedbench.fingerprint": record.fingerprint, **record.tags,
             **(extra_tags or {})}
     run_id = client.create_run(exp_id, start_time=record.start_ms, run_name=record.name, tags=tags).info.run_id
     try:
         yield run_id
-        client.set_terminated(run_id, "FINISHED", end_time=end_ms)
+        client.set_terminated(run_id, "FINISHED", end_time=record.end_ms)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
