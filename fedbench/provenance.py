@@ -44,7 +44,9 @@ STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "study/runner.py", 
 
 # what computes a claim study's simulation (its fingerprint hashes it, fedbench.study.reuse): a training run's code
 # (the one runner, fedbench.study.runner, included: the stacks, the model trace) and the one-torch-thread rule of the
-# workers
+# workers. runner.py stays in it although the small studies' stages do not depend on it: the paper-scale studies
+# load their real variants and word tables through it (fedbench.studies.real_data), and have no stage; the train
+# store's index keys its runs by this hash too (fedbench.runner.TrainStore)
 STUDY_RUN_CODE = RUN_CODE + ("parallel.py",)
 
 
