@@ -19,8 +19,9 @@ PACKAGE = Path(__file__).resolve().parent
 
 # a training run: the engine, the algorithms and models, runner.py, which builds the simulation from params, and the
 # one runner that stacks and runs it (study/runner.py)
-RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", "data/transforms.py", "runner.py",
-            "study/runner.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py", "divergence.py")
+RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", "data/transforms.py", "data/load.py",
+            "runner.py", "study/runner.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py",
+            "divergence.py")
 # the claim model's code, file by file: fedbench/claims/ also holds the committed registry (registry.json), data that
 # `fedbench claims register` rewrites and that changes no study's numbers, so the folder itself is no dependency
 CLAIMS_CODE = tuple(f"claims/{m}.py" for m in ("__init__", "coverage", "entry", "fidelity", "magnitude", "papers", "readings", "registry",
@@ -38,16 +39,17 @@ STUDY_PARTS = ("studies/scaffold_quadratics_claims.py", "studies/fedprox_straggl
                "studies/scaffold_concrete_claims.py", *STUDY_DATA)
 STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "study/runner.py", "study/output.py", "study/record.py",
               "study/reuse.py", "study/runs.py", "studies/stage.py", *STUDY_PARTS, "engine", "algorithms", "models", "availability",
-              "data/__init__.py", "data/format.py", "data/transforms.py", "data/synthetic.py", "seeding.py", "ops.py",
+              "data/__init__.py", "data/format.py", "data/transforms.py", "data/load.py", "data/synthetic.py", "seeding.py", "ops.py",
               "quantile.py", "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE,
               "plotting.py")
 
-# what computes a claim study's simulation (its fingerprint hashes it, fedbench.study.reuse): a training run's code
-# (the one runner, fedbench.study.runner, included: the stacks, the model trace) and the one-torch-thread rule of the
-# workers. runner.py stays in it although the small studies' stages do not depend on it: the paper-scale studies
-# load their real variants and word tables through it (fedbench.studies.real_data), and have no stage; the train
-# store's index keys its runs by this hash too (fedbench.runner.TrainStore)
-STUDY_RUN_CODE = RUN_CODE + ("parallel.py",)
+# what computes a train stage's run (the train store's fingerprints and index hash it, fedbench.runner.TrainStore): a
+# training run's code and the one-torch-thread rule of the workers
+TRAIN_RUN_CODE = RUN_CODE + ("parallel.py",)
+# what computes a claim study's simulation (its fingerprint hashes it, fedbench.study.reuse): the same but the train
+# stage's own module, runner.py, which no claim study runs; every file of it is a dep of the study stages
+# (STUDY_CODE), so an edit DVC calls up to date leaves no study's outcomes stale
+STUDY_RUN_CODE = tuple(p for p in TRAIN_RUN_CODE if p != "runner.py")
 
 
 def study_code(name: str) -> tuple[str, ...]:

@@ -40,11 +40,12 @@ import pandas as pd
 
 import fedbench
 from fedbench.config import Config
-from fedbench.data.format import load_dataset, read_meta
+from fedbench.data.format import read_meta
+from fedbench.data.load import load, rebuild_hint, word_table
 from fedbench.data.registry import VARIANTS, dataset_dir
 from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
-from fedbench.provenance import RUN_CODE, STUDY_RUN_CODE, code_hash, git_commit
+from fedbench.provenance import RUN_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.study import reuse
 from fedbench.study.runner import Outcome, Simulation
 
@@ -82,10 +83,6 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
     }
 
 
-def _regenerate(dataset: str) -> str:
-    return f"regenerate it: fedbench generate {dataset} (or dvc repro -f generate@{dataset})"
-
-
 def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -> dict[str, Any]:
     """The metadata of the dataset a run of ``cfg`` would train on, checked against ``cfg``: the settings a run
     records (data.seed, data.num_devices, data.train_fraction) must be the ones the data was made with, and
@@ -94,11 +91,11 @@ def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -
     try:
         meta = read_meta(folder)
     except FileNotFoundError:
-        raise DataError(f"{folder}: no dataset there (no meta.json); {_regenerate(dataset)}") from None
+        raise DataError(f"{folder}: no dataset there (no meta.json); {rebuild_hint(dataset)}") from None
     except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
-        raise DataError(f"{folder}/meta.json is unreadable ({type(exc).__name__}: {exc}); {_regenerate(dataset)}") from None
+        raise DataError(f"{folder}/meta.json is unreadable ({type(exc).__name__}: {exc}); {rebuild_hint(dataset)}") from None
     if meta.get("name") != dataset:
-        raise DataError(f"{folder} holds dataset {meta.get('name')!r}, not {dataset!r}; {_regenerate(dataset)}")
+        raise DataError(f"{folder} holds dataset {meta.get('name')!r}, not {dataset!r}; {rebuild_hint(dataset)}")
     made = {} if dataset in VARIANTS else meta.get("source", {}).get("params", {})  # the generators' settings
     wanted = {"seed": cfg.data.seed, "num_devices": cfg.data.num_devices, "train_fraction": cfg.data.train_fraction}
     differ = [k for k, v in wanted.items() if k in made and made[k] != v]
@@ -113,18 +110,6 @@ def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -
         raise ConfigError(f"train.clients_per_round: {cfg.train_for(dataset).clients_per_round} exceeds the {clients} clients of "
                           f"{folder}; allowed: 1..{clients}")
     return meta
-
-
-def _load_dataset(folder: Path, dataset: str):
-    """The dataset in ``folder``; a missing or corrupt file is one DataError line saying how to regenerate."""
-    import zipfile
-
-    try:
-        return load_dataset(folder)
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-        what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DataError(f"{folder}: the dataset files are missing or corrupt ({type(exc).__name__}: {what}); "
-                        f"{_regenerate(dataset)}") from None
 
 
 @dataclass(frozen=True)
@@ -195,14 +180,14 @@ def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: Run
              dataset_hash: str | None = None, code: str | None = None) -> dict[str, Any] | None:
     """The finished run of ``key`` under the parameters of ``cfg`` (its :func:`summary`, with ``history``), or None
     when it has not been computed with these settings, data and code, or its dataset is not there. ``dataset_hash``
-    (the dataset's content hash) and ``code`` (code_hash of STUDY_RUN_CODE) save computing them again."""
+    (the dataset's content hash) and ``code`` (code_hash of TRAIN_RUN_CODE) save computing them again."""
     if dataset_hash is None:
         try:
             dataset_hash = read_meta(dataset_dir(data_root, key.dataset))["content_hash"]
         except FileNotFoundError:
             return None
     params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
-    fp = read_index(runs_root).get(_lookup(params, dataset_hash, code or code_hash(STUDY_RUN_CODE)))
+    fp = read_index(runs_root).get(_lookup(params, dataset_hash, code or code_hash(TRAIN_RUN_CODE)))
     if fp is None:
         return None
     try:
@@ -219,7 +204,7 @@ def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: Run
 def _dataset(folder: str, dataset: str, content_hash: str):
     """The dataset in ``folder`` (of ``content_hash``: a folder made anew is loaded anew), loaded once per process
     (a Simulation's cached builder; the train stage clears the cache when its call ends: :func:`forget`)."""
-    return _load_dataset(Path(folder), dataset)
+    return load(folder, dataset)
 
 
 @functools.cache
@@ -229,7 +214,7 @@ def _model(name: str, feature_shape: tuple[int, ...], num_classes: int, embeddin
     of one shape share stacks."""
     from fedbench.models import build_model
 
-    return build_model(name, feature_shape, num_classes, None if embedding is None else _table(embedding))
+    return build_model(name, feature_shape, num_classes, None if embedding is None else word_table(embedding))
 
 
 def forget() -> None:
@@ -272,7 +257,7 @@ class TrainStore:
         self.folder = train_folder(runs_root) / reuse.OUTCOMES
         self.index = train_folder(runs_root) / INDEX
         self.summaries: dict[str, dict[str, Any]] = {}
-        self._code = code_hash(STUDY_RUN_CODE)
+        self._code = code_hash(TRAIN_RUN_CODE)
         self._models: dict[int, Any] = {}
         self._indexed = dict(read_index(runs_root))  # read once; this store's own lines added as it writes them
 
@@ -321,22 +306,6 @@ class TrainStore:
 
     def finished(self, reused: int, total: int) -> None:
         pass  # the stage says it run by run (fedbench.pipeline)
-
-
-def _embedding(ds):
-    """The frozen word table a token dataset refers to (its ``input.embedding`` folder, as the partition stage
-    recorded it), as a tensor; None for other inputs."""
-    ref = ds.input.embedding
-    return None if ref is None else _table(ref.folder)
-
-
-def _table(folder: str):
-    """The word table of the embedding artifact in ``folder``, as a tensor."""
-    import torch
-
-    from fedbench.data.datasets.glove import load_embedding
-
-    return torch.from_numpy(load_embedding(Path(folder))[1])
 
 
 def summary(found: dict[str, Any], params: dict[str, Any], dataset_hash: str, fingerprint: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
-from fedbench.provenance import STUDY_CODE, STUDY_RUN_CODE, code_hash, git_commit
+from fedbench.provenance import STUDY_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, outcome_path, run_files, run_params
 from fedbench.study.output import STUDIES_ROOT
 from fedbench.study.record import SIMULATIONS
@@ -376,7 +376,7 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
 
     rows = []
     cells = cfg.cells()
-    code = code_hash(STUDY_RUN_CODE)  # hashed once, not once a run
+    code = code_hash(TRAIN_RUN_CODE)  # hashed once, not once a run
     found = {cell: [s for s in (find_run(cfg, data_root, runs_root, RunKey(cell[1], cell[2], float(cell[3]), seed),
                                          code=code)
                                 for seed in cfg.train.seeds) if s is not None] for cell in cells}

@@ -16,7 +16,7 @@ import pytest
 from fedbench.config import load_config
 from fedbench.data.format import read_meta
 from fedbench.pipeline import generate, train_runs
-from fedbench.provenance import STUDY_RUN_CODE, code_hash
+from fedbench.provenance import TRAIN_RUN_CODE, code_hash
 from fedbench.runner import INDEX, RunKey, find_run, outcome_path, read_index, run_files, summary, train_folder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def test_each_run_is_an_outcome_file_named_in_the_index(trained):
     lines = [json.loads(x) for x in (train_folder(root / "runs") / INDEX).read_text().splitlines()]
     assert [x["name"] for x in lines] == [k.desc for k in KEYS]  # in the order they finished: one stack here
     assert [x["fingerprint"] for x in lines] == [s["fingerprint"] for s in computed]
-    assert all(x["code"] == code_hash(STUDY_RUN_CODE) and x["params"] == s["params"] for x, s in zip(lines, computed))
+    assert all(x["code"] == code_hash(TRAIN_RUN_CODE) and x["params"] == s["params"] for x, s in zip(lines, computed))
     assert all(outcome_path(root / "runs", s["fingerprint"]).is_file() for s in computed)
     assert len({s["fingerprint"] for s in computed}) == 2 and not any(s["reused"] for s in computed)
 

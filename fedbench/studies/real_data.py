@@ -119,17 +119,17 @@ def _content_hash(folder: Path) -> str:
 
 @functools.cache
 def _load_real(folder: str, variant: str, content_hash: str) -> FederatedDataset:
-    from fedbench.runner import _load_dataset
+    from fedbench.data.load import load
 
-    return _load_dataset(Path(folder), variant)
+    return load(folder, variant)
 
 
 def embedding(ds: FederatedDataset):
     """The frozen word table a token dataset refers to, as a tensor (None for other inputs): what build_model
     takes for the Sent140 models."""
-    from fedbench.runner import _embedding
+    from fedbench.data.load import word_table_of
 
-    return _embedding(ds)
+    return word_table_of(ds)
 
 
 def build(model: str, ds: FederatedDataset):

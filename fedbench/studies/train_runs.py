@@ -9,7 +9,7 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.data.format import read_meta
 from fedbench.data.registry import dataset_dir
-from fedbench.provenance import STUDY_RUN_CODE, code_hash
+from fedbench.provenance import TRAIN_RUN_CODE, code_hash
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run  # noqa: F401 (the roots: for the report)
 
 
@@ -23,7 +23,7 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
     the current params (stale runs from other settings are ignored)."""
     histories, summaries = [], []
     hashes: dict[str, str | None] = {}
-    code = code_hash(STUDY_RUN_CODE)
+    code = code_hash(TRAIN_RUN_CODE)
     for ds, variant, f in study_cells(cfg):
         if ds not in hashes:
             try:

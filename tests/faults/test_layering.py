@@ -172,10 +172,13 @@ def _deps(stage: dict) -> set[str]:
 
 
 def test_dvc_deps_are_the_provenance_lists():
-    from fedbench.provenance import RUN_CODE, STUDY_CODE, TRAIN_STAGE_CODE
+    from fedbench.provenance import RUN_CODE, STUDY_CODE, STUDY_RUN_CODE, TRAIN_RUN_CODE, TRAIN_STAGE_CODE
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]  # PyYAML resolves the '<<' merge key
     assert set(RUN_CODE) <= set(TRAIN_STAGE_CODE)
+    # every file a fingerprint hashes is a dep of the stage that computes it: an edit DVC calls up to date never
+    # leaves a stored outcome stale (STUDY_RUN_CODE held fedbench/runner.py, which no study stage depended on)
+    assert set(TRAIN_RUN_CODE) <= set(TRAIN_STAGE_CODE) and set(STUDY_RUN_CODE) <= set(STUDY_CODE)
     assert _deps(stages["train"]) == {f"fedbench/{p}" for p in TRAIN_STAGE_CODE}  # one stage trains every study
     assert _deps(stages["study"]) == {"fedbench/studies/${key}.py"} | {f"fedbench/{p}" for p in STUDY_CODE}
     for rel in RUN_CODE + STUDY_CODE + TRAIN_STAGE_CODE:
