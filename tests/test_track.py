@@ -156,6 +156,7 @@ def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_rou
     assert exp.tags["mlflow.note.content"].startswith("FedProx (Li et al., MLSys 2020) Figures 1 and 5")
     run = client.get_run(run_id)
     assert run.info.run_name == name
+    assert "mlflow.parentRunId" not in run.data.tags  # top-level: MLflow's UI hides nested runs from its charts
     assert {k: run.data.tags[k] for k in ("dataset", "algorithm", "variant", "stragglers", "mu", "seed", "rounds")} == {
         "dataset": "synthetic_1_1", "algorithm": "fedprox", "variant": "fedprox_mu1", "stragglers": "0.9", "mu": "1",
         "seed": "3", "rounds": "3"}
