@@ -17,8 +17,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 
-# a training run: the engine, the algorithms and models, runner.py, which builds the simulation from params, and the
-# one runner that stacks and runs it (study/runner.py)
+# a training run: the engine, the algorithms and models, the loader of its dataset and word table (data/load.py),
+# runner.py, which builds the simulation from params, and the one runner that stacks and runs it (study/runner.py)
 RUN_CODE = ("engine", "algorithms", "models", "availability", "data/format.py", "data/transforms.py", "data/load.py",
             "runner.py", "study/runner.py", "seeding.py", "ops.py", "quantile.py", "optimizers.py", "proximal.py",
             "divergence.py")
