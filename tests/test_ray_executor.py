@@ -47,14 +47,15 @@ def _numbers(summary: dict) -> dict:
 
 def _files(runs_root: Path, data_root: Path, summary: dict, folder: Path) -> dict[str, str]:
     """A run's files as a person opens them (fedbench.runner.run_files, written into ``folder``) as text, its timing
-    columns dropped."""
+    columns dropped, and the commit it was computed on (the local runs are computed minutes before the Ray ones: a
+    commit made meanwhile failed the comparison)."""
     import pandas as pd
 
     run_files(runs_root, data_root, summary, folder)
     history = pd.read_csv(folder / "history.csv").drop(columns=list(TIMING), errors="ignore")
     summary = json.loads((folder / "summary.json").read_text())
     return {"history": history.to_csv(index=False), "per_device": (folder / "per_device.csv").read_text(),
-            "summary": json.dumps({k: v for k, v in summary.items() if k not in ("wall_time_s", "stack_size")})}
+            "summary": json.dumps({k: v for k, v in summary.items() if k not in ("wall_time_s", "stack_size", "git_commit")})}
 
 
 @pytest.fixture(scope="module")
