@@ -253,11 +253,11 @@ class TrainStore:
 
     def __init__(self, planned: Sequence[_Planned], runs_root: str | Path) -> None:
         self.planned = {p.key.desc: p for p in planned}
-        self.runs_root = Path(runs_root)
         self.folder = train_folder(runs_root) / reuse.OUTCOMES
         self.index = train_folder(runs_root) / INDEX
         self.summaries: dict[str, dict[str, Any]] = {}
         self._code = code_hash(TRAIN_RUN_CODE)
+        self._about: dict[str, Any] | None = None  # what computes the runs: asked of git once a store, not once a run
         self._models: dict[int, Any] = {}
         self._indexed = dict(read_index(runs_root))  # read once; this store's own lines added as it writes them
 
@@ -279,7 +279,9 @@ class TrainStore:
         return self.folder / f".{key}{reuse.CHECKPOINT}"
 
     def save(self, sim: Simulation, key: str, outcome: Outcome) -> None:
-        about = {"versions": versions(), "git_commit": git_commit(RUN_CODE)}
+        if self._about is None:
+            self._about = {"versions": versions(), "git_commit": git_commit(RUN_CODE)}
+        about = self._about
         reuse.save(self.folder, key, outcome, about)
         found = {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome) if f.name != "name"}
         self._keep(sim, key, found | {"about": about}, reused=False)
