@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  fedbench run --dataset synthetic_iid --algorithm fedavg --stragglers 0 --set train.rounds=200\n"
                "  fedbench show --claims          # the claims of reports/claims.json under their counts; --verbose, --paper, ...\n"
                "  fedbench study list             # the claim studies: budgets, default or opt-in, cost\n"
-               "  fedbench study run feddane_synthetic   # an opt-in claim study into reports/studies/ (then dvc repro reports it)\n"
+               "  fedbench study run feddane_synthetic   # an opt-in claim study into results/ (then dvc repro reports it)\n"
                "  fedbench paper list             # the paper studies' cost: runs read, training/evaluation hours, measured or projected\n"
                "  fedbench paper cost --device cpu   # time each paper study at its shapes on generated data (reports/bench/)\n"
                "  fedbench ui --port 5000         # MLflow UI on http://127.0.0.1:5000\n"
@@ -273,11 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     sr = st_sub.add_parser(
         "run", parents=[params], help="run claim study NAME at a budget it declares (`fedbench study list`)",
         description="Run claim study NAME at BUDGET: the one code path of the DVC stage study@NAME and of `fedbench "
-                    "paper run NAME`. One folder per (study, budget), so no budget replaces another's output: a small study "
-                    "into reports/studies/NAME/ at the budget params.yaml gives it (else pipeline), "
-                    "reports/studies-BUDGET/NAME/ at another; a paper-scale study (real data) into runs/studies/NAME/ "
-                    "at its paper budget, runs/studies-BUDGET/NAME/ at another (e.g. fixture, convex), reading its "
-                    "variants from data/real/ (`fedbench paper run NAME` fetches and builds them first).")
+                    "paper run NAME`, into results/NAME/BUDGET/: one folder per (study, budget), so no budget replaces "
+                    "another's output (the report reads a small study at the budget params.yaml gives it, else "
+                    "pipeline; a paper-scale one at paper, else a budget that has run). A paper-scale study (real "
+                    "data) reads its variants from data/real/ (`fedbench paper run NAME` fetches and builds them "
+                    "first).")
     sr.add_argument("name", help="a claim study of fedbench/studies/ (`fedbench study list`)")
     sr.add_argument("--budget", help="a round budget the study declares (default: params.yaml claim_studies', else "
                                      "paper for a paper-scale study, else pipeline)")

@@ -27,7 +27,7 @@ from fedbench.data.registry import known_num_clients, validate_data_section
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
 from fedbench.errors import ConfigError
-from fedbench.study import registry
+from fedbench.study import layout, registry
 from fedbench.study.declaration import Arm, StudyDeclaration
 
 __all__ = ["Config", "ConfigError", "check_stragglers", "load_config", "parse_config", "parse_value"]
@@ -101,7 +101,7 @@ class ClaimStudyConfig:
 
 CLAIM_STUDY_GROUPS = ("default", "opt_in")  # claim_studies' keys: one DVC stage each / run by `fedbench study run`
 CLAIM_STUDY_KEYS = ("budget", "seeds")
-PIPELINE_BUDGET = "pipeline"  # a small claim study's budget where params.yaml names none
+PIPELINE_BUDGET = layout.PIPELINE_BUDGET  # a small claim study's budget where params.yaml names none
 
 
 STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
@@ -388,7 +388,7 @@ def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
             if name in out:
                 raise ConfigError(f"{where}: also in claim_studies.default; list a study once")
             if registry.is_paper_scale(name):
-                raise ConfigError(f"{where}: {name} is a paper-scale study on real data (its runs go to runs/studies*, "
+                raise ConfigError(f"{where}: {name} is a paper-scale study on real data (its runs go to results/{name}/, "
                                   f"not a claim_studies stage); allowed: a small claim study; run it with `fedbench "
                                   f"paper run {name}`")
             settings = {} if settings is None else settings

@@ -13,8 +13,8 @@ trains its runs with the train stage's code (stacked, reused when finished) and 
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
 the study's variants (its declared variants, with params.yaml's data.variants parameters) the same way, then makes
 exactly the call ``fedbench study run NAME --budget paper`` makes (fedbench.studies.stage.run_study: the one code path,
-train.workers processes, train.executor; on a GPU when there is one) into ``runs/studies/NAME/`` (``--budget B``:
-``runs/studies-B/NAME/``, so no budget replaces another's output; fedbench.studies.stage.study_root) and rebuilds
+train.workers processes, train.executor; on a GPU when there is one) into ``results/NAME/paper/`` (``--budget B``:
+``results/NAME/B/``, so no budget replaces another's output; fedbench.study.layout) and rebuilds
 ``reports/``. Nothing is trained before every download has arrived, so an offline machine stops
 at the first fetch with one line naming the URL.
 
@@ -34,6 +34,7 @@ from typing import Any
 from fedbench.config import Config, load_config
 from fedbench.errors import FedbenchError
 from fedbench.helptext import described
+from fedbench.study.layout import RESULTS_ROOT
 from fedbench.study.paper_profile import (
     CLAIM_STUDIES,
     PAPER_CLAIM_STUDIES,
@@ -78,36 +79,37 @@ def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: 
 
 def run(params: str, name: str, data_root: Path = Path("data"), runs_root: Path | None = None,
         report_dir: str = "reports", progress: bool = True, budget: str = "paper",
-        report: Callable[..., Any] | None = None) -> None:
-    """Fetch and build study ``name``'s data, run it, then ``report(cfg, out_dir=, runs_root=, data_root=)``: the
-    report's rebuild, handed in by the CLI (fedbench.report.build.build_report), so that this module stands below
-    the report (None: no rebuild)."""
+        report: Callable[..., Any] | None = None, results_root: Path = RESULTS_ROOT) -> None:
+    """Fetch and build study ``name``'s data, run it (a FedProx study's runs into ``runs_root``, a claim study into
+    ``results_root``), then ``report(cfg, out_dir=, runs_root=, data_root=, results_root=)``: the report's rebuild,
+    handed in by the CLI (fedbench.report.build.build_report), so that this module stands below the report (None:
+    no rebuild)."""
     from fedbench.pipeline import RUNS_ROOT, study_runs, train_runs
 
     runs_root = runs_root or RUNS_ROOT
     if name in CLAIM_STUDIES:
-        run_claim(params, name, data_root, runs_root, progress, budget)
+        run_claim(params, name, data_root, results_root, progress, budget)
         cfg = load_config(params)
     else:
         cfg = study_config(params, name)
         build_variants(cfg, _variant_of(cfg, name), data_root, progress)
         train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", runs_root, progress=progress)
     if report is not None:
-        report(cfg, out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated")
+        report(cfg, out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated",
+               results_root=results_root)
 
 
-def run_claim(params: str, name: str, data_root: Path, runs_root: Path, progress: bool = True,
+def run_claim(params: str, name: str, data_root: Path, results_root: Path = RESULTS_ROOT, progress: bool = True,
               budget: str = "paper") -> list[dict]:
     """Paper-scale claim study ``name``: its variants fetched and built into ``data_root/real/``, then exactly
     ``fedbench study run NAME --budget BUDGET`` (fedbench.studies.stage.run_study, with train.workers processes):
-    into ``runs_root/studies/NAME/`` at the paper budget, ``runs_root/studies-BUDGET/NAME/`` at another (replaced
-    atomically when it finishes)."""
+    into ``results_root/NAME/BUDGET/`` (replaced atomically when it finishes)."""
     from fedbench.studies.real_data import declaration
     from fedbench.studies.stage import run_study
 
     cfg = load_config(params)
     build_variants(cfg, list(declaration(name).variants), data_root, progress)
-    return run_study(cfg, name, budget=budget, workers=cfg.train.workers, runs_root=runs_root,
+    return run_study(cfg, name, budget=budget, workers=cfg.train.workers, root=results_root,
                      real_root=data_root / "real")
 
 
@@ -290,15 +292,14 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                        description="Print study NAME's cost and downloads and ask; then fetch and build its data, "
                                    "run it and rebuild reports/. A FedProx study trains its runs with the train "
                                    "stage's code into runs/; a claim study (real data) runs by exactly `fedbench study "
-                                   "run NAME --budget BUDGET` (the same function), into runs/studies/NAME/ at the "
-                                   "paper budget, runs/studies-BUDGET/NAME/ at another.")
+                                   "run NAME --budget BUDGET` (the same function), into results/NAME/BUDGET/.")
     r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--yes", "-y", action="store_true", help="start without asking (needed when stdin is not a terminal)")
     r.add_argument("--dry-run", action="store_true", help="print the cost and downloads, start nothing")
     r.add_argument("--budget", default="paper", help="a claim study's budget (its BUDGETS; default paper), e.g. "
                                                      "fedproxvr_fashion's convex: Table 1 alone; written to "
-                                                     "runs/studies/NAME/ at paper, runs/studies-BUDGET/NAME/ otherwise")
+                                                     "results/NAME/BUDGET/")
     a = described(p).parse_args(argv)
     if a.command == "run" and a.name not in NAMES:
         import difflib

@@ -27,7 +27,7 @@ from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
 from fedbench.provenance import STUDY_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, outcome_path, run_files, run_params
-from fedbench.study.output import STUDIES_ROOT
+from fedbench.study.layout import RESULTS_ROOT, adopt, reported_folder, study_folder
 from fedbench.study.record import SIMULATIONS
 
 if TYPE_CHECKING:
@@ -293,12 +293,12 @@ def _run_artifacts(files: Callable[[], list[Path]], figure: Callable[[], Path]) 
     return [*files(), figure()]
 
 
-def track_study(name: str, root: Path = STUDIES_ROOT) -> str:
-    """Log the claim study in ``root/name`` as one MLflow run of experiment ``claims-<name>`` with a nested run
+def track_study(name: str, folder: Path) -> str:
+    """Log claim study ``name`` run into ``folder`` (fedbench.study.layout) as one MLflow run of experiment ``claims-<name>`` with a nested run
     per simulation; its fingerprint is the hash of claims.json and the simulation records. The commit recorded
     is the one claims.json names, if it does, else HEAD, dirty only if the studies' code (fedbench/studies and STUDY_CODE) differs
     from it: the track stage runs on studies DVC has just found up to date with that code."""
-    folder = Path(root) / name
+    folder = Path(folder)
     claims_json = (folder / "claims.json").read_bytes()
     records_path = folder / SIMULATIONS
     records = records_path.read_bytes() if records_path.exists() else b""  # none: a study from before records
@@ -368,10 +368,12 @@ def study_run_name(name: str, budget: str, fingerprint: str) -> str:
     return f"{name} {budget} #{fingerprint[:FINGERPRINT_CHARS]}"
 
 
-def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_root: Path = STUDIES_ROOT,
+def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, results_root: Path = RESULTS_ROOT,
               data_root: Path = DATA_ROOT) -> int:
-    """Log every finished run of the configured studies (under the parameters in force: fedbench.runner.find_run), every claim study that has run and every paper-scale study
-    in ``runs_root/studies/`` to MLflow; write the run-id index of the training runs to ``out_csv``."""
+    """Log to MLflow every finished run of the configured studies in ``runs_root`` (under the parameters in force:
+    fedbench.runner.find_run), every configured claim study that has run at its budget and every paper-scale study
+    that has run, each from the folder the report reads (``results_root``: fedbench.study.layout); write the run-id
+    index of the training runs to ``out_csv``."""
     import pandas as pd
 
     rows = []
@@ -390,18 +392,16 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, studies_r
             rows += [{"experiment": train_experiment(study_name), "dataset": ds,
                       "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
                      for s, i in zip(summaries, ids)]
-    studies = [name for name in cfg.claim_studies if (Path(studies_root) / name / "claims.json").exists()]
-    for name in studies:
-        track_study(name, studies_root)
-    # paper-scale studies `fedbench study run` / `paper run` left, each from the folder the report reads it from
-    from fedbench.studies.stage import reported_folder
+    adopt(cfg, results_root)
+    # the configured claim studies at their budgets, then the paper-scale studies `fedbench study run` / `paper run`
+    # left, each from the folder the report reads it from
     from fedbench.study.paper_profile import CLAIM_STUDIES
 
-    reported = {name: reported_folder(name, runs_root) for name in sorted(CLAIM_STUDIES)}
-    paper = [name for name, folder in reported.items() if (folder / "claims.json").exists()]
-    for name in paper:
-        track_study(name, reported[name].parent)
-    studies += paper
+    reported = ({name: study_folder(name, c.budget, results_root) for name, c in cfg.claim_studies.items()}
+                | {name: reported_folder(name, results_root) for name in sorted(CLAIM_STUDIES)})
+    studies = [name for name, folder in reported.items() if (folder / "claims.json").exists()]
+    for name in studies:
+        track_study(name, reported[name])
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_csv.name}.", dir=out_csv.parent)  # a name no other writer uses

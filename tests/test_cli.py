@@ -330,7 +330,7 @@ def test_study_run_writes_the_pipeline_folder_with_the_committed_numbers(tmp_pat
 
     monkeypatch.chdir(tmp_path)
     main(["study", "run", "delta_fl_triangle", "--workers", "1", "--params", str(ROOT / "params.yaml")])
-    got = json.loads((tmp_path / "reports/studies/delta_fl_triangle/claims.json").read_text())
+    got = json.loads((tmp_path / "results/delta_fl_triangle/pipeline/claims.json").read_text())
     committed = json.loads((ROOT / "reports/studies/delta_fl_triangle/claims.json").read_text())
     strip = ("seconds", "workers")
     assert_same_up_to_rounding({k: v for k, v in got.items() if k not in strip},
@@ -347,20 +347,6 @@ def test_same_up_to_rounding_allows_the_last_printed_place_and_nothing_else():
                   {**claim, "n": 11477}, {**claim, "loss": 3.1606}, {**claim, "extra": 1}):
         with pytest.raises(AssertionError):
             assert_same_up_to_rounding(moved, claim, 1e-7)
-
-
-def test_study_root_by_budget():
-    from fedbench.config import load_config
-    from fedbench.studies.stage import study_root
-
-    cfg = load_config(ROOT / "params.yaml")
-    assert study_root(cfg, "mime_synthetic", "pipeline") == Path("reports/studies")
-    assert study_root(cfg, "fedprox_synthetic", "paper") == Path("reports/studies")  # opt-in at the paper's budget
-    assert study_root(cfg, "fedprox_synthetic", "pipeline") == Path("reports/studies-pipeline")
-    # a paper-scale study: runs/studies at its paper budget (what the report reads), runs/studies-BUDGET otherwise
-    assert study_root(cfg, "fedlaavg_cifar10", "paper") == Path("runs/studies")
-    assert study_root(cfg, "fedproxvr_fashion", "convex", Path("r")) == Path("r/studies-convex")
-    assert study_root(cfg, "mime_emnist", "fixture", Path("r")) == Path("r/studies-fixture")
 
 
 @pytest.mark.parametrize("args, message", [

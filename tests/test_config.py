@@ -152,7 +152,7 @@ def _claim_studies(r, group, name, value):
      "claim_studies.default.mime_synthetic.seeds: expected a non-empty list of integers, got '0-4'"),
     (lambda r: _claim_studies(r, "opt_in", "mime_emnist", {"budget": "paper"}),
      "claim_studies.opt_in.mime_emnist: mime_emnist is a paper-scale study on real data (its runs go to "
-     "runs/studies*, not a claim_studies stage); allowed: a small claim study; run it with `fedbench paper run "
+     "results/mime_emnist/, not a claim_studies stage); allowed: a small claim study; run it with `fedbench paper run "
      "mime_emnist`"),
     (lambda r: _claim_studies(r, "default", "delta_fl_triangle", {"seeds": [0, 1]}),
      "claim_studies.default.delta_fl_triangle.seeds: study delta_fl_triangle is deterministic (no seed randomness: its "

@@ -22,7 +22,7 @@ def study_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("studies")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(delta_fl_triangle, "ROUNDS", 5)
-        claims = run_claim_study("delta_fl_triangle", root)
+        claims = run_claim_study("delta_fl_triangle", root / "delta_fl_triangle")
     return root, claims
 
 
@@ -40,8 +40,8 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
     records = read_simulations(root / "delta_fl_triangle")
     assert len(records) == 5
 
-    parent_id = track_study("delta_fl_triangle", root)
-    assert track_study("delta_fl_triangle", root) == parent_id  # logged already: nothing added
+    parent_id = track_study("delta_fl_triangle", root / "delta_fl_triangle")
+    assert track_study("delta_fl_triangle", root / "delta_fl_triangle") == parent_id  # logged already: nothing added
     client = MlflowClient(uri)
     exp_id = client.get_experiment_by_name("claims-delta_fl_triangle").experiment_id
     runs = client.search_runs([exp_id])
@@ -74,7 +74,7 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
 
     body = json.loads((root / "delta_fl_triangle" / "claims.json").read_text())
     (root / "delta_fl_triangle" / "claims.json").write_text(json.dumps(body | {"seconds": body["seconds"] + 1}))
-    assert track_study("delta_fl_triangle", root) != parent_id  # a rerun study is a new study run
+    assert track_study("delta_fl_triangle", root / "delta_fl_triangle") != parent_id  # a rerun study is a new study run
     assert len(client.search_runs([exp_id])) == 2 * (len(records) + 1)
 
 
@@ -96,12 +96,12 @@ def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, s
 
     monkeypatch.setattr(tracking, "_log_record", fail_on_third)
     with pytest.raises(ConnectionError):
-        track_study("delta_fl_triangle", root)
+        track_study("delta_fl_triangle", root / "delta_fl_triangle")
     client = MlflowClient(uri)
     exp_id = client.get_experiment_by_name("claims-delta_fl_triangle").experiment_id
     assert len(client.search_runs([exp_id])) == 1 + 2  # a FAILED parent and the two children it had logged
     monkeypatch.setattr(tracking, "_log_record", real)
-    parent_id = track_study("delta_fl_triangle", root)
+    parent_id = track_study("delta_fl_triangle", root / "delta_fl_triangle")
     runs = client.search_runs([exp_id])
     assert len(runs) == len(records) + 1 and all(r.info.status == "FINISHED" for r in runs)
     assert {r.data.tags.get("mlflow.parentRunId") for r in runs} == {None, parent_id}

@@ -9,6 +9,7 @@ import pandas as pd
 
 from fedbench.config import Config
 from fedbench.plotting import LABELS, PALETTE, TITLES, pyplot, save_figure
+from fedbench.study.layout import RESULTS_ROOT, reported_folder
 
 plt = pyplot()
 
@@ -121,16 +122,16 @@ def figure_real(hist: pd.DataFrame, path: Path, dataset: str, title: str, varian
     return save_figure(fig, path)
 
 
-def real_data_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Path) -> list[Path]:
+def real_data_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Path,
+                      results_root: Path = RESULTS_ROOT) -> list[Path]:
     """The real-data figures (the entries: fedbench.studies.real_claims): the figure every judged real-data FedProx entry points at (``figures/<study>.png``: loss, accuracy and
     dissimilarity at 0/50/90% stragglers), for each study with runs; and each paper-scale study's own figures,
-    copied from ``runs/studies/<name>/`` to ``figures/<name>/``."""
+    copied from the folder the report reads it from (``results_root/<name>/<budget>/``) to ``figures/<name>/``."""
     import shutil
 
     from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY
     from fedbench.studies.real_claims import runs_of
     from fedbench.study.paper_profile import CLAIM_STUDIES, STUDIES
-    from fedbench.studies.stage import reported_folder
 
     drawn = []
     studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + [s for s in STUDIES.values() if not s.partial_work]
@@ -141,7 +142,7 @@ def real_data_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir
         labels = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", s.best_variant: f"FedProx, μ={s.mu:g}"}
         drawn.append(figure_real(curves.frame, Path(figures_dir) / f"{s.name}.png", s.variant, s.title, labels))
     for name in CLAIM_STUDIES:
-        folder = reported_folder(name, runs_root)  # the folder paper_study_entries read
+        folder = reported_folder(name, results_root)  # the folder paper_study_entries read
         if (folder / "claims.json").exists():
             for png in sorted(folder.glob("*.png")):
                 (Path(figures_dir) / name).mkdir(parents=True, exist_ok=True)

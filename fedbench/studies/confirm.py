@@ -17,7 +17,7 @@ For the chosen claims (judged entries of reports/claims.json), in this order:
    exploratory run had; the registry is written before any study runs. A study with no seed randomness
    (``seeds=()``) is marked DETERMINISTIC instead: a rerun would repeat its numbers, so nothing is frozen or run.
 3. **Run** each study at its params.yaml budget on exactly its frozen seeds (fedbench.studies.stage.run_study with
-   the seeds replaced), into ``runs/confirm/<study>/``: never over the exploratory records in reports/studies/.
+   the seeds replaced), into ``runs/confirm/<study>/<budget>/``: never over the exploratory records in results/.
 4. **Judge** each rerun entry by the frozen rule: its frozen hash must equal the one frozen (the study's code states
    the rule; a rerun whose rule differs is refused, its confirmation void), and its training seeds the frozen block
    (fedbench.claims.registry.confirm). The confirmatory verdict is recorded with its effect, the commit, the date and
@@ -56,10 +56,11 @@ from fedbench.claims import registry as rules
 from fedbench.config import load_config
 from fedbench.errors import FedbenchError
 from fedbench.study import registry as studies
+from fedbench.study.layout import home_budget, study_folder
 from fedbench.studies import confirm_train as train_groups
 
 DATA_ROOT = Path("data/generated")  # fedbench.runner.DATA_ROOT, not imported: --help imports no torch (a test: equal)
-CONFIRM_ROOT = Path("runs/confirm")  # the confirmatory runs' records: runs/confirm/<study>/ (git-ignored, like runs/)
+CONFIRM_ROOT = Path("runs/confirm")  # the confirmatory runs' records: runs/confirm/<study>/<budget>/ (git-ignored)
 DIRTY = " + uncommitted changes"  # git_commit's mark of a tree whose fedbench/ or params.yaml differ from HEAD
 RUNS_CSV = Path("reports/runs.csv")  # the train stage's runs with their measured wall times (the dry run's cost)
 
@@ -230,10 +231,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def folder(study: str, root: str | Path) -> Path:
-    """Where ``study``'s confirmatory runs go: ROOT/<study>/, a train group's ROOT/<its folder>/ (main-job, real-data)."""
+def folder(study: str, root: str | Path, cfg) -> Path:
+    """Where ``study``'s confirmatory runs go: a claim study's ROOT/<study>/<its budget>/ (the results layout,
+    fedbench.study.layout), a train group's ROOT/<its folder>/ (main-job, real-data)."""
     group = train_groups.GROUPS.get(study)
-    return Path(root) / (group.folder if group else study)
+    return Path(root) / group.folder if group else study_folder(study, home_budget(cfg, study), root)
 
 
 def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, Any], cfg, a: argparse.Namespace) -> str:
@@ -245,7 +247,7 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
     group = train_groups.GROUPS.get(study)
     if group is None:
         return (f"{study}: would run{again} for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
-                f"{folder(study, a.root)}/")
+                f"{folder(study, a.root, cfg)}/")
     on = train_groups.confirm_config(cfg, seeds, a.workers)
     cost = train_groups.measured_seconds(cfg, group, Path(a.runs_csv))
     said = ("no measured cost at hand" if cost is None else
@@ -253,7 +255,7 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
             f"{cost[0] / 60 / a.workers:.1f} min on {a.workers} worker{'s' if a.workers != 1 else ''}")
     return (f"{study}: would train{again} {len(train_groups.runs_of(on, group))} runs (params.yaml studies "
             f"{', '.join(group.studies)}) for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
-            f"{folder(study, a.root)}/ ({said})")
+            f"{folder(study, a.root, cfg)}/ ({said})")
 
 
 def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
@@ -262,7 +264,7 @@ def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
     .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by ``judges``."""
     if study in train_groups.GROUPS:
         return train_groups.run_group(train_groups.confirm_config(cfg, seeds, a.workers), train_groups.GROUPS[study],
-                                folder(study, a.root), Path(a.data_root), judges[study])
+                                folder(study, a.root, cfg), Path(a.data_root), judges[study])
     from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 
     return run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers)
@@ -326,7 +328,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
             print(f"{study}: already confirmed on its frozen seeds {rules.seeds_text(seeds)} "
                   "(a rerun on them repeats the numbers; a new confirmation needs the rule frozen again)", flush=True)
             continue
-        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {folder(study, a.root)}/ ...",
+        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {folder(study, a.root, cfg)}/ ...",
               flush=True)
         t0 = time.perf_counter()
         try:
@@ -337,7 +339,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
             continue
         seconds = time.perf_counter() - t0
         registry, lines, refused = judge(study, members, rerun, rules.load(a.registry), commit, date, seconds,
-                                         str(folder(study, a.root)))
+                                         str(folder(study, a.root, cfg)))
         rules.dump(registry, a.registry)
         print(f"{study}: confirmed in {seconds:.1f} s wall")
         print("\n".join(lines), flush=True)

@@ -21,7 +21,8 @@ import pandas as pd
 from fedbench.claims import registry as rules_registry
 from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
-from fedbench.study.output import STUDIES_ROOT, command as study_command
+from fedbench.study.layout import RESULTS_ROOT, study_folder
+from fedbench.study.output import command as study_command
 from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_job, real_claims
 from fedbench.studies.stage import measured
 from fedbench.study.registry import declaration
@@ -49,14 +50,15 @@ def not_run_entries(name: str, why: str, would_change: str, budget: str = "pipel
             for c in study.claims]
 
 
-def study_claims(cfg: Config, studies_root: Path = STUDIES_ROOT) -> list[dict[str, Any]]:
-    """Claims of the configured claim studies, read from their ``claims.json``. A study that has not run gives its
+def study_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
+    """Claims of the configured claim studies, read from the ``claims.json`` of each one's folder at its params.yaml
+    budget (``results_root/NAME/BUDGET/``: fedbench.study.layout). A study that has not run gives its
     declared claims not-run (fedbench.studies.entries.not_run_entries), saying what runs it: ``dvc repro`` for a default
     study, ``fedbench study run NAME`` and what it cost where it was measured for an opt-in one (params.yaml
     claim_studies.opt_in: no DVC stage runs it)."""
     out = []
     for name, declared in cfg.claim_studies.items():
-        path = Path(studies_root) / name / "claims.json"
+        path = study_folder(name, declared.budget, results_root) / "claims.json"
         if path.exists():
             out += [c | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"], c["rounds_paper"])}
                     for c in json.loads(path.read_text())["claims"]]  # labelled by the current rules
@@ -76,12 +78,13 @@ def study_claims(cfg: Config, studies_root: Path = STUDIES_ROOT) -> list[dict[st
 
 
 def collect(cfg: Config, runs_root: Path, data_root: Path,
-            studies_root: Path = STUDIES_ROOT) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
+            results_root: Path = RESULTS_ROOT) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
     """(every entry with its registration, the train stage's run histories, their summaries): what the report
-    renders."""
+    renders; the train stage's runs read from ``runs_root``, the claim studies' from ``results_root``."""
     hist, summ = load_runs(cfg, Path(runs_root), Path(data_root))
     claims = ([c | {"study": main_curves.STUDY} for c in main_job.evaluate_claims(cfg, hist, summ)]
-              + [c | {"study": real_claims.STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root))]
-              + study_claims(cfg, studies_root))
+              + [c | {"study": real_claims.STUDY} for c in real_claims.evaluate(cfg, Path(runs_root), Path(data_root),
+                                                                                 Path(results_root))]
+              + study_claims(cfg, results_root))
     registered = rules_registry.load()
     return [c | {"registration": rules_registry.status(c, registered)} for c in claims], hist, summ

@@ -9,7 +9,7 @@ Setting, fixed before any run: the main job's data (the values of params.yaml's 
 here as constants: the FedProx synthetic law, 30 devices, data seed 0, 90/10 split), multinomial logistic
 regression, K = 10 devices per round drawn uniformly with n_k
 weights, E = 20 epochs of batch 10, lr 0.01, no stragglers, 40 rounds (budget "pipeline"; the paper runs 200:
-budget "paper", ``python pipelines/study.py feddane_synthetic --budget paper --root reports/studies-paper``),
+budget "paper", ``fedbench study run feddane_synthetic --budget paper``),
 seeds 0-4. A verdict is the one at the rounds run, never extrapolated to the paper's budget (issue 21).
 FedProx and FedDane both with mu = 0 (the figure's bottom row; its top row also has mu = 1, not run here).
 Under one seed every method sees the same devices and minibatches.
@@ -52,7 +52,7 @@ NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = 30, 0, 0.9
 BUDGETS = {"pipeline": 40, "paper": 200}
 K, EPOCHS, BATCH, LR = 10, 20, 10, 0.01
 ROUNDS, PAPER_ROUNDS = BUDGETS["pipeline"], BUDGETS["paper"]
-COMMAND = "python pipelines/study.py feddane_synthetic --budget paper --root reports/studies-paper"
+COMMAND = "fedbench study run feddane_synthetic --budget paper"
 GRADIENT_DEVICES = (10, 20, 30)
 IID_SIMILAR = 25.0  # "performs similarly": FedDane's loss within 25% of FedProx's
 READING_NAMES = {"median": "median ratio, 2nd half of the rounds", "final": "final round",

@@ -3,8 +3,8 @@ the sampling scheme (Figure 12, appendix C.2) and partial work at E = 1 (Figures
 
 Setting, fixed before any run: the main job's data law and hyperparameters (30 devices, data seed 0, 90/10 split,
 multinomial logistic regression, K = 10 devices per round, batch 10, lr 0.01, E = 20 unless said), 40 rounds
-(budget "pipeline"; the paper runs 200: budget "paper", ``python pipelines/study.py fedprox_synthetic --budget paper
---root reports/studies-paper``), seeds 0-4; under one seed every arm sees the same devices, stragglers and minibatches
+(budget "pipeline"; the paper runs 200: budget "paper", ``fedbench study run fedprox_synthetic --budget paper``),
+seeds 0-4; under one seed every arm sees the same devices, stragglers and minibatches
 (fedbench.seeding), except across sampling schemes, which select differently by design.
 
 - Adaptive mu (fedbench.algorithms.fedprox_adaptive: +0.1 when the loss rises, -0.1 after 5 rounds of decrease),
@@ -56,7 +56,7 @@ BUDGETS = {"pipeline": 40, "paper": 200}
 MEASURED = {"seconds": 405, "budget": "paper", "workers": 2, "device": "2 CPU cores beside other jobs (538 CPU-s)",
             "date": "2026-11-26"}
 ROUNDS, PAPER_ROUNDS = BUDGETS["pipeline"], BUDGETS["paper"]
-COMMAND = "python pipelines/study.py fedprox_synthetic --budget paper --root reports/studies-paper"
+COMMAND = "fedbench study run fedprox_synthetic --budget paper"
 NO_EXTRAPOLATION = ("; the verdict is the one at the rounds run, never extrapolated to the paper's 200 rounds (a "
                     "budget-limited mark may explain it, never change it)")
 K, EPOCHS, BATCH, LR = 10, 20, 10, 0.01

@@ -53,7 +53,7 @@ TRAIN_FRACTION = 0.75
 DATA_SEED = 0
 # Round budgets: "pipeline" keeps the study near a minute on 2 CPU cores (the main job's budget); "paper" is the
 # slides' round counts (Table 1's T: 895, 965, 983), run with
-#   python pipelines/study.py fedproxvr_synthetic --budget paper --root reports/studies-paper
+#   fedbench study run fedproxvr_synthetic --budget paper
 BUDGETS = {"pipeline": 40, "paper": 1000}
 # what the study cost where it was measured, at the paper's budget (params.yaml has it opt-in: the default job's 15
 # minutes do not hold it)
@@ -62,7 +62,7 @@ MEASURED = {"seconds": 4525, "budget": "paper", "workers": 2, "date": "2026-11-2
                       "2026-11-26; 3,955 s: the mu and beta/tau sweeps' 35 runs, 5 of them reused, 2,404 CPU-s, "
                       "2026-11-28)"}
 MARGIN = 1.0  # accuracy points: "matches"
-COMMAND = "python pipelines/study.py fedproxvr_synthetic --budget paper --root reports/studies-paper"
+COMMAND = "fedbench study run fedproxvr_synthetic --budget paper"
 
 PUBLISHED_TABLE_1 = [  # copied from the slides (convex task; dataset not stated)
     {"algorithm": "FedAvg", "tau": 10, "beta": 10, "mu": 0, "B": 16, "T": 983, "accuracy": 84.02},

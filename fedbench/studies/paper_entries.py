@@ -11,19 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.claims.entry import new_entry, not_implemented
+from fedbench.study.layout import RESULTS_ROOT, reported_folder
 
 
-def paper_study_entries(name: str, runs_root: Path) -> list[dict[str, Any]]:
+def paper_study_entries(name: str, root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
     """The claims of paper-scale study ``name`` as ``fedbench paper run NAME`` (``fedbench study run NAME``) left them
-    in ``runs_root/studies/NAME/``, else in the folder of another budget it ran at (fedbench.studies.stage.
-    reported_folder: ``runs_root/studies-BUDGET/NAME/``) (the budget it ran at in its cost; the fixture budget's entries say stand-in: fixture-sized data),
-    each with its measured cost; not-run entries with the
+    in ``root/NAME/paper/``, else in the folder of another budget it ran at (fedbench.study.layout.reported_folder:
+    ``root/NAME/BUDGET/``; the budget it ran at in its cost; the fixture budget's entries say stand-in: fixture-sized
+    data), each with its measured cost; not-run entries with the
     command and the projected cost where it has not run (a claim the study declares but the run lacks, too)."""
     from fedbench.studies.real_data import declaration, not_run_entry, redeclared
     from fedbench.study.record import read_simulations
-    from fedbench.studies.stage import reported_folder
 
-    folder = reported_folder(name, runs_root)  # runs/studies/NAME (paper), else runs/studies-BUDGET/NAME that ran
+    folder = reported_folder(name, root)  # results/NAME/paper, else results/NAME/BUDGET that ran
     pending = not_run_entry(name)
     if not (folder / "claims.json").exists():
         return pending

@@ -5,9 +5,9 @@ FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of
 (or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from ``runs/`` whatever params.yaml
 lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
 claims are judged by the paper-scale claim studies of fedbench.study.paper_profile.CLAIM_STUDIES
-(fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``runs/studies/<name>/claims.json`` where
-``fedbench paper run NAME`` has run one (else ``runs/studies-BUDGET/<name>/`` where it ran at another budget:
-fedbench.studies.stage.reported_folder), else ``not-run`` with that command and the cost projected from the
+(fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``results/<name>/paper/claims.json`` where
+``fedbench paper run NAME`` has run one (else ``results/<name>/BUDGET/`` where it ran at another budget:
+fedbench.study.layout.reported_folder), else ``not-run`` with that command and the cost projected from the
 measured per-step cost of their models (fedbench.bench.costs). A judged entry carries its measured cost
 (device, seconds, hours); a not-run one its projected cost. Each FedProx claim (place in the paper, statement,
 published value, rule) is declared once, as data, in fedbench.studies.fedprox_real_data; this module judges them.
@@ -38,6 +38,7 @@ from fedbench.studies.paper_entries import headline_entries, paper_study_entries
 from fedbench.studies.fedprox_real_data import (DISSIMILARITY, FIVE, FIVE_DATASETS, GAIN_0_50, GAIN_90, MNIST5K,
                                                 MNIST5K_STUDY, STRAGGLERS_HURT, claim_id, declaration)
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE
+from fedbench.study.layout import RESULTS_ROOT
 from fedbench.study.paper_profile import CLAIM_STUDIES, PARTIAL_WORK_E1, STUDIES, PaperStudy, command
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
@@ -292,9 +293,9 @@ def partial_work_e1(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, 
                  {n: _measured(c) for n, (_, c) in runs.items()})
 
 
-def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
-    """Every real-data entry: the offline MNIST-5k study, each FedProx dataset, the five-dataset mean, the other
-    papers' paper-scale studies."""
+def evaluate(cfg: Config, runs_root: Path, data_root: Path, results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
+    """Every real-data entry: the offline MNIST-5k study, each FedProx dataset, the five-dataset mean (from the train
+    stage's runs in ``runs_root``), the other papers' paper-scale studies (from their folders in ``results_root``)."""
     out = []
     per_study = (gain_at_90, dissimilarity, gain_at_0_50, stragglers_hurt)
     if MNIST5K in cfg.studies:
@@ -304,5 +305,5 @@ def evaluate(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, An
     out.append(five_dataset_mean(cfg, runs_root, data_root))
     out.append(partial_work_e1(cfg, runs_root, data_root))
     for name in CLAIM_STUDIES:
-        out += paper_study_entries(name, runs_root)
+        out += paper_study_entries(name, results_root)
     return out + headline_entries()

@@ -12,8 +12,8 @@ with the rule, stated before any run; ``run`` returns one entry per claim, built
 its ``scales``: the runs of the paper budget its claims read, as fedbench.study.scale.Scale, for its projected
 cost.
 
-``fedbench paper run NAME`` runs it at the "paper" budget into ``runs/studies/NAME/`` (kept with the train
-stage's runs, so a later ``dvc repro`` reports it); until then the report carries ``not_run_entry`` for each of
+``fedbench paper run NAME`` runs it at the "paper" budget into ``results/NAME/paper/`` (fedbench.study.layout; a later
+``dvc repro`` reports it); until then the report carries ``not_run_entry`` for each of
 its claims, with that command and the projected cost.
 """
 

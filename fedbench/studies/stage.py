@@ -4,21 +4,10 @@ variants) all do, one code path (:func:`run_study`). params.yaml ``claim_studies
 seeds (fedbench.config.ClaimStudyConfig). What every study's run() shares (its budget checked, its folder, its runs
 and their records) is fedbench.study.runs.
 
-One output layout per (study, budget), :func:`study_root`. Each study has a *home* budget, whose output the report
-reads: run at it, the study writes its home folder; run at any other, a sibling folder of that budget's, so that no
-budget ever replaces another's output:
-
-    small claim study (pipeline-sized, generated data)    home: params.yaml's claim_studies budget, else "pipeline"
-        at home                 reports/studies/NAME/            (the DVC stage's output; the report reads it)
-        at another budget B     reports/studies-B/NAME/
-    paper-scale claim study (real data: fedbench.study.paper_profile.CLAIM_STUDIES)              home: "paper"
-        at home                 runs/studies/NAME/               (kept with the train stage's runs)
-        at another budget B     runs/studies-B/NAME/             (e.g. runs/studies-convex/, runs/studies-fixture/)
-
-The report reads a paper-scale study from :func:`reported_folder`: its home folder, else the folder of the first other
-budget it declares that has run (each entry's cost names the budget it ran at; the fixture budget's entries say
-stand-in). A paper-scale study's budget reuses the finished simulations of its other budgets by fingerprint
-(:func:`offer_outcomes`) without writing into their folders.
+One output folder per (study, budget), ``results/<study>/<budget>/`` (fedbench.study.layout, which also says which
+folder the report reads), so that no budget ever replaces another's output. A paper-scale study's budget reuses the
+finished simulations of its other budgets by fingerprint (:func:`offer_outcomes`) without writing into their
+folders.
 """
 
 from __future__ import annotations
@@ -30,12 +19,9 @@ from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of
 from fedbench.errors import ConfigError, DataError
 from fedbench.executors import ExecutorSettings
 from fedbench.study import registry
-from fedbench.study.output import STUDIES_ROOT, run_claim_study
+from fedbench.study.layout import RESULTS_ROOT, adopt, home_budget, reported_folder, study_folder
+from fedbench.study.output import run_claim_study
 from fedbench.study.runner import WORKERS
-
-PAPER_BUDGET = "paper"  # a paper-scale study's home budget
-# fedbench.runner.RUNS_ROOT (not imported: it needs pandas); a paper-scale study goes in its studies/
-RUNS_ROOT = Path("runs")
 
 
 def is_paper_scale(name: str) -> bool:
@@ -44,39 +30,7 @@ def is_paper_scale(name: str) -> bool:
     return registry.is_paper_scale(name)
 
 
-def home_budget(cfg: Config, name: str) -> str:
-    """The budget whose output the report reads first: "paper" for a paper-scale study, the one params.yaml's
-    claim_studies gives a small study ("pipeline" for one not listed there)."""
-    if is_paper_scale(name):
-        return PAPER_BUDGET
-    listed = cfg.claim_studies.get(name)
-    return listed.budget if listed else PIPELINE_BUDGET
-
-
-def budget_root(base: Path, budget: str, home: str) -> Path:
-    """``base`` at the study's home budget, its sibling ``base-BUDGET`` at any other."""
-    return Path(base) if budget == home else Path(f"{base}-{budget}")
-
-
-def study_root(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_ROOT) -> Path:
-    """Where claim study ``name`` run at ``budget`` goes (the folder holding its NAME/ folder; the module docstring's
-    layout): ``runs_root/studies`` or ``runs_root/studies-BUDGET`` for a paper-scale study, ``reports/studies`` or
-    ``reports/studies-BUDGET`` for a small one."""
-    base = Path(runs_root) / "studies" if is_paper_scale(name) else STUDIES_ROOT
-    return budget_root(base, budget, home_budget(cfg, name))
-
-
-def reported_folder(name: str, runs_root: Path = RUNS_ROOT) -> Path:
-    """The folder the report reads paper-scale study ``name`` from: ``runs_root/studies/NAME`` (the paper budget's)
-    where it holds a finished run, else the first other budget's folder that does, in the order the study declares
-    its budgets; the paper budget's folder where none has run."""
-    base = Path(runs_root) / "studies"
-    budgets = [PAPER_BUDGET] + [b for b in registry.budgets(name) if b != PAPER_BUDGET]
-    folders = [budget_root(base, b, PAPER_BUDGET) / name for b in budgets]
-    return next((f for f in folders if (f / "claims.json").exists()), folders[0])
-
-
-def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_ROOT) -> int:
+def offer_outcomes(name: str, budget: str, root: Path = RESULTS_ROOT) -> int:
     """Fingerprint reuse across the budgets of paper-scale study ``name``: the finished simulations its other budgets
     kept (``<folder>/outcomes/<fingerprint>.json``, fedbench.study.reuse) linked into ``budget``'s outcomes where it
     lacks them, so that a budget whose runs another one computed (fedproxvr_fashion's paper budget after its convex
@@ -88,10 +42,10 @@ def offer_outcomes(cfg: Config, name: str, budget: str, runs_root: Path = RUNS_R
 
     from fedbench.study.reuse import OUTCOMES
 
-    target = study_root(cfg, name, budget, runs_root) / name / OUTCOMES
+    target = study_folder(name, budget, root) / OUTCOMES
     offered = 0
     for other in registry.budgets(name):
-        source = study_root(cfg, name, other, runs_root) / name / OUTCOMES
+        source = study_folder(name, other, root) / OUTCOMES
         if other == budget or not source.is_dir():
             continue
         for f in sorted(source.glob("*.json")):
@@ -114,12 +68,11 @@ def missing_variant(name: str, real_root: Path) -> str | None:
     return next((v for v in declaration(name).variants if not (Path(real_root) / v / "meta.json").exists()), None)
 
 
-def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = WORKERS, root: Path | None = None,
-              runs_root: Path = RUNS_ROOT, real_root: Path | None = None,
-              seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = WORKERS, root: Path = RESULTS_ROOT,
+              real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Claim study ``name`` at ``budget`` (default: params.yaml claim_studies' for a small study, "paper" for a
     paper-scale one) with params.yaml's seeds for it (``seeds``: these instead, a confirmatory run's frozen block,
-    fedbench.studies.confirm), into ``root`` (default :func:`study_root`), its stacks where
+    fedbench.studies.confirm), into ``root/name/budget`` (fedbench.study.layout), its stacks where
     train.executor says: what the DVC ``study@NAME`` stage, ``fedbench study run NAME`` and ``fedbench paper run
     NAME`` all do. A paper-scale study reads its real variants from ``real_root`` (default data/real). An unknown
     study or budget, or a variant not built, is one line naming it and what is allowed (or the command that builds
@@ -139,10 +92,11 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
         if (variant := missing_variant(name, real_root)) is not None:
             raise DataError(f"study {name}: its real variant {variant} is not built (no {real_root / variant}/"
                             f"meta.json); `fedbench paper run {name}` fetches and builds it")
-    if root is None and paper_scale:
-        offer_outcomes(cfg, name, budget, runs_root)
-    root = study_root(cfg, name, budget, runs_root) if root is None else Path(root)
-    return run_claim_study(name, root, workers=workers, budget=None if budget == PIPELINE_BUDGET else budget,
+    adopt(cfg, root)
+    if paper_scale:
+        offer_outcomes(name, budget, root)
+    return run_claim_study(name, study_folder(name, budget, root), workers=workers,
+                           budget=None if budget == PIPELINE_BUDGET else budget,
                            executor=ExecutorSettings.of(cfg.train),
                            seeds=declared.seeds if seeds is None else tuple(seeds),
                            real_root=real_root if paper_scale else None)
@@ -154,11 +108,11 @@ def measured(name: str) -> dict[str, Any] | None:
     return getattr(registry.module(name), "MEASURED", None)
 
 
-def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_ROOT) -> list[str]:
+def list_studies(cfg: Config, root: Path = RESULTS_ROOT) -> list[str]:
     """One line per claim study: its budgets (the one params.yaml runs it at first), what runs it (`dvc repro` for a
-    default study, the command otherwise) and its cost where known (the run that computed the numbers in its folder:
-    ``root`` for a small study, the report's folder under ``runs_root`` for a paper-scale one; a rerun that changed no
-    number keeps that run's seconds, fedbench.study.record.keep_seconds; or its MEASURED)."""
+    default study, the command otherwise) and its cost where known (the run that computed the numbers in the folder
+    the report reads, :func:`reported_folder`; a rerun that changed no number keeps that run's seconds,
+    fedbench.study.record.keep_seconds; or its MEASURED)."""
     import json
 
     rows = [("study", "budgets", "run by", "cost")]
@@ -174,7 +128,7 @@ def list_studies(cfg: Config, root: Path = STUDIES_ROOT, runs_root: Path = RUNS_
             how = f"paper-scale: fedbench paper run {name}"  # its data, then `fedbench study run NAME --budget paper`
         else:
             how = f"opt-in: fedbench study run {name}"
-        last = (reported_folder(name, runs_root) if paper_scale else Path(root) / name) / "claims.json"
+        last = reported_folder(name, root, cfg) / "claims.json"
         cost, m = "", measured(name)
         if last.exists():
             body = json.loads(last.read_text())

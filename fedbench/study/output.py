@@ -1,4 +1,5 @@
-"""A claim study run into its output folder (issue 30: the framework's choreography around a study's run()): its
+"""A claim study run into its output folder (issue 30: the framework's choreography around a study's run();
+where that folder is: fedbench.study.layout): its
 ``claims.json`` with the seconds it took, its figures and simulation records (fedbench.study.record), and its finished
 simulations kept for reuse by fingerprint (fedbench.study.reuse.OutcomeStore), written whole or not at all. What the
 DVC ``study@NAME`` stage and ``fedbench study run`` do through fedbench.studies.stage.
@@ -18,10 +19,9 @@ from fedbench.claims.entry import plain
 from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings
 from fedbench.study import reuse
+from fedbench.study.layout import RESULTS_ROOT, study_folder
 from fedbench.study.record import SIMULATIONS, keep_seconds, keep_simulation_seconds
 from fedbench.study.runner import EXECUTOR, STORE, WORKERS
-
-STUDIES_ROOT = Path("reports/studies")
 
 
 def command(name: str) -> str:
@@ -29,10 +29,11 @@ def command(name: str) -> str:
     return f"fedbench study run {name}"
 
 
-def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS,
+def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKERS,
                     budget: str | None = None, executor: ExecutorSettings | None = None,
                     real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """Run fedbench.studies.<name> into ``root/name`` (atomically: a temporary folder renamed into place), with
+    """Run fedbench.studies.<name> into ``folder`` (default ``results/<name>/<budget>``: fedbench.study.layout;
+    atomically: a temporary folder renamed into place), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records (a rerun whose
     numbers all match the folder's keeps the folder's seconds: fedbench.study.record.keep_seconds).
     ``budget`` picks one of the study's declared round budgets (its ``DECLARATION.budgets``), e.g. "paper" for the paper's
@@ -57,8 +58,9 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
         if "real_root" not in inspect.signature(module.run).parameters:
             raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")
         kwargs["real_root"] = Path(real_root)
-    store = reuse.OutcomeStore(root / name / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
-    with atomic_folder(root / name) as tmp:
+    folder = study_folder(name, budget, RESULTS_ROOT) if folder is None else Path(folder)
+    store = reuse.OutcomeStore(folder / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
+    with atomic_folder(folder) as tmp:
         t0 = time.perf_counter()
         token, store_token = EXECUTOR.set(executor or ExecutorSettings()), STORE.set(store)
         try:
@@ -73,11 +75,11 @@ def run_claim_study(name: str, root: Path = STUDIES_ROOT, workers: int = WORKERS
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
         # seconds that changed while every number stayed the same are not rewritten (record.keep_seconds says why)
-        unchanged = keep_simulation_seconds(root / name, tmp)
+        unchanged = keep_simulation_seconds(folder, tmp)
         body = json.loads(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
                                             "workers": kwargs.get("workers", 1), "budget": budget, "claims": claims}),
                                      allow_nan=False))
-        previous = root / name / "claims.json"
+        previous = folder / "claims.json"
         before = json.loads(previous.read_text()) if unchanged and previous.is_file() else None
         body = keep_seconds(before, body)
         (tmp / "claims.json").write_text(json.dumps(body, indent=2, allow_nan=False) + "\n")

@@ -13,7 +13,7 @@ A record is a JSON object, one per line:
     diverged, param_digest, device    as in the engine's RunResult
 
 Floats keep 6 significant digits and non-finite values are null, so that the files stay small enough to
-commit (reports/studies is in git).
+commit (the report's copy of each study's records, reports/studies/, is in git: fedbench.study.layout.publish).
 
 A record's ``seconds`` (and claims.json's, the study's) are the wall time of the run that computed its numbers. A rerun
 whose numbers are all identical keeps the seconds already on disk (:func:`keep_seconds`), so that rerunning a study, or

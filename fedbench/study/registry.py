@@ -23,7 +23,7 @@ SMALL: tuple[str, ...] = ("delta_fl_triangle", "feddane_mu1", "feddane_synthetic
                           "fedlaavg_example1", "fedprox_code_sensitivity", "fedprox_synthetic",
                           "fedprox_synthetic_others", "fedproxvr_synthetic", "mime_synthetic", "scaffold_concrete",
                           "scaffold_quadratics")
-# Paper-scale claim studies on the papers' real data: `fedbench paper run NAME` runs one into runs/studies/NAME/; they
+# Paper-scale claim studies on the papers' real data: `fedbench paper run NAME` runs one into results/NAME/paper/; they
 # belong to the paper profile's cost (fedbench.study.paper_profile)
 PAPER_CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "delta_fl_real", "fedproxvr_mnist",
                                         "mime_emnist", "mime_emnist_adam", "fedproxvr_fashion")
@@ -59,7 +59,7 @@ def budgets(name: str) -> list[str]:
 
 def is_paper_scale(name: str) -> bool:
     """Whether study ``name`` trains on real-data variants (its declaration names ``variants``): run by ``fedbench
-    study run`` or ``fedbench paper run`` into runs/studies*, never by a DVC stage."""
+    study run`` or ``fedbench paper run`` into results/NAME/BUDGET/, never by a DVC stage."""
     return bool(declaration(name).variants)
 
 

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.provenance import STUDY_RUN_CODE, code_hash
+from fedbench.study.layout import OUTCOMES  # the folder of finished simulations inside a study's output folder
 from fedbench.study.runner import Outcome, Simulation
 
-OUTCOMES = "outcomes"  # the folder of finished simulations inside a study's output folder
 FORMAT = 1  # the outcome file's layout: a change here makes every stored outcome stale
 ARRAYS = ("models", "device_accuracy", "device_train_loss")  # the Outcome's arrays, stored at float64
 

@@ -210,9 +210,9 @@ def test_sent140_tokens_and_linear_features(mirror, tmp_path):
 
 def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
     """`fedbench paper run fedlaavg_cifar10`'s path at the fixture budget: CIFAR-10 fetched from the mirror,
-    prepared and built with params.yaml's variant parameters, the study run into runs/studies/, then read by the
+    prepared and built with params.yaml's variant parameters, the study run into results/, then read by the
     report as judged entries with their measured cost, its figure copied beside the report's. The fixture budget
-    writes runs/studies-fixture/ (one folder per study and budget), which the report reads while the paper budget's
+    writes results/fedlaavg_cifar10/fixture/ (one folder per study and budget), which the report reads while the paper budget's
     has not run."""
     import yaml
 
@@ -226,18 +226,19 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
     raw["data"]["variants"]["cifar10_fedlaavg"] = {"num_clients": study.BUDGETS["fixture"].n, "seed": 1}
     raw["train"]["workers"] = 1
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
-    runs = tmp_path / "runs"
-    claims = run_claim(str(tmp_path / "params.yaml"), "fedlaavg_cifar10", tmp_path / "data", runs, progress=False,
+    results = tmp_path / "results"
+    claims = run_claim(str(tmp_path / "params.yaml"), "fedlaavg_cifar10", tmp_path / "data", results, progress=False,
                        budget="fixture")
-    assert [n for k, n in mirror.hits.items() if k.endswith("/cifar-10-python.tar.gz")] == [1] and (runs / "studies-fixture" / "fedlaavg_cifar10" / "claims.json").exists()
-    assert not (runs / "studies" / "fedlaavg_cifar10").exists()
-    entries = paper_entries.paper_study_entries("fedlaavg_cifar10", runs)
+    folder = results / "fedlaavg_cifar10" / "fixture"
+    assert [n for k, n in mirror.hits.items() if k.endswith("/cifar-10-python.tar.gz")] == [1] and (folder / "claims.json").exists()
+    assert not (results / "fedlaavg_cifar10" / "paper").exists()
+    entries = paper_entries.paper_study_entries("fedlaavg_cifar10", results)
     assert [e["id"] for e in entries] == [c.id for c in study.DECLARATION.claims] == [c["id"] for c in claims]
     for e in entries:
         assert e["verdict"] != "not-run" and e["fidelity"] == "smoke-check" and "command" not in e  # fixture: 8 of 70,000 rounds
         assert e["cost"]["measured"] and e["cost"]["budget"] == "fixture" and e["cost"]["device"] == "cpu"
-    figures = real_data_figures(load_config(tmp_path / "params.yaml"), runs, tmp_path / "data" / "generated",
-                                       tmp_path / "figures")
+    figures = real_data_figures(load_config(tmp_path / "params.yaml"), tmp_path / "runs", tmp_path / "data" / "generated",
+                                tmp_path / "figures", results)
     copied = {f.relative_to(tmp_path / "figures").as_posix() for f in figures}
     assert {e["figure"]["path"].removeprefix("figures/") for e in entries} <= copied  # every entry's figure is there
-    assert json.loads((runs / "studies-fixture" / "fedlaavg_cifar10" / "claims.json").read_text())["budget"] == "fixture"
+    assert json.loads((folder / "claims.json").read_text())["budget"] == "fixture"

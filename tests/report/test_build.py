@@ -284,10 +284,11 @@ def test_opt_in_study_is_not_run_with_its_command_and_cost_until_it_runs(tmp_pat
                 "2026-11-26") in c["observed"]
         assert c["cost"]["seconds"] == 1721
         assert registry.status(c, registry.load())["status"] == "registered"  # its rule as registered: no change
-    (tmp_path / "feddane_synthetic").mkdir()  # someone ran it: its claims are read as any study's
+    folder = tmp_path / "feddane_synthetic" / "paper"  # someone ran it at its budget: read as any study's claims
+    folder.mkdir(parents=True)
     judged = {"id": "fedprox/synthetic-iid/feddane-similar-to-fedprox", "verdict": "reproduced",
               "fidelity": "paper-scale", "rounds_run": 20, "rounds_paper": 200}  # stored before the smoke-check rule
-    (tmp_path / "feddane_synthetic" / "claims.json").write_text(json.dumps({"claims": [judged]}))
+    (folder / "claims.json").write_text(json.dumps({"claims": [judged]}))
     dane = [c for c in study_claims(cfg, tmp_path) if c["study"] == "feddane_synthetic"]
     assert dane == [judged | {"study": "feddane_synthetic", "fidelity": "smoke-check"}]  # relabelled: 20 <= 200 / 10
 

@@ -113,7 +113,7 @@ def run_small(name: str, tmp: Path, real_root: Callable[[str], Path]) -> Ran:
             from fedbench.study.output import run_claim_study
 
             root = real_root(name)
-            claims = run_claim_study(name, tmp, workers=1, budget="fixture", real_root=root)
+            claims = run_claim_study(name, tmp / name, workers=1, budget="fixture", real_root=root)
             return Ran(name, claims, tmp / name, calls, root)
         small = SMALL[name]
         for attr, value in small.attrs.items():

@@ -189,7 +189,7 @@ def test_the_report_reads_a_recorded_run_with_the_current_declaration(tmp_path):
     _, old = _as_run_left_it()
     stale = dict(not_run_entry(study.NAME)[1])  # Table 2 as the convex run left it: the first declaration
     stale |= {"published": stale["published"] | {"value": 94.06}, "seeds": {"training": [], "data": []}}
-    folder = tmp_path / "studies" / study.NAME
+    folder = tmp_path / study.NAME / "convex"  # the budget it ran at (results/NAME/BUDGET/)
     folder.mkdir(parents=True)
     (folder / "claims.json").write_text(json.dumps({"study": study.NAME, "seconds": 2884.0, "workers": 2,
                                                     "budget": "convex", "claims": [old, stale]}))

@@ -1,5 +1,5 @@
 """Issue 19.2: one code path runs any claim study. `fedbench study run NAME --budget B` runs a paper-scale study too,
-into the one folder per (study, budget) that the report reads (fedbench.studies.stage.study_root, reported_folder);
+into the one folder per (study, budget) that the report reads (fedbench.study.layout: study_folder, reported_folder);
 `fedbench paper run NAME` is its data built and then exactly that call. On FEMNIST fixture files (mime_emnist's
 fixture budget: one round, a few seconds)."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from fedbench.cli import main
-from fedbench.config import load_config
 from fedbench.studies.paper_entries import paper_study_entries
 from fedbench.studies import stage
+from fedbench.study.layout import reported_folder
 from fedbench.studies.real_data import declaration
 from tests.studies.real_fixtures import build_real
 
@@ -41,24 +41,25 @@ def here(tmp_path, monkeypatch):
 
 def test_study_run_of_a_paper_scale_study_writes_where_the_report_reads_it(here, capsys):
     _study_run("--budget", "fixture")
-    folder = here / "runs" / "studies-fixture" / NAME  # another budget than the paper's: beside runs/studies/
+    folder = here / "results" / NAME / "fixture"  # another budget than the paper's: beside results/NAME/paper/
     body = json.loads((folder / "claims.json").read_text())
     assert body["study"] == NAME and body["budget"] == "fixture" and body["workers"] == 1
-    assert not (here / "runs" / "studies").exists() and not (here / "reports").exists()
-    assert stage.reported_folder(NAME, Path("runs")) == Path("runs/studies-fixture") / NAME
+    assert sorted(p.name for p in (here / "results" / NAME).iterdir()) == ["fixture"]
+    assert not (here / "runs").exists() and not (here / "reports").exists()
+    assert reported_folder(NAME) == Path("results") / NAME / "fixture"
 
-    entries = paper_study_entries(NAME, Path("runs"))  # what the report shows
+    entries = paper_study_entries(NAME)  # what the report shows
     assert [e["id"] for e in entries] == [c.id for c in declaration(NAME).claims]
     assert _judged(entries) == _judged(body["claims"]) and all(e["verdict"] != "not-run" for e in entries)
     assert all(e["fidelity"] == "stand-in" for e in entries)  # the fixture budget: fixture-sized data
     assert entries[0]["cost"]["budget"] == "fixture" and entries[0]["cost"]["seconds"] == body["seconds"]
 
-    # a paper-budget run lands in runs/studies/NAME/, which the report then reads; the fixture run stays as it was
-    paper = here / "runs" / "studies" / NAME
+    # a paper-budget run lands in results/NAME/paper/, which the report then reads; the fixture run stays as it was
+    paper = here / "results" / NAME / "paper"
     shutil.copytree(folder, paper)
     (paper / "claims.json").write_text(json.dumps(body | {"budget": "paper", "seconds": 7.0}))
-    assert stage.reported_folder(NAME, Path("runs")) == Path("runs/studies") / NAME
-    assert paper_study_entries(NAME, Path("runs"))[0]["cost"]["budget"] == "paper"
+    assert reported_folder(NAME) == Path("results") / NAME / "paper"
+    assert paper_study_entries(NAME)[0]["cost"]["budget"] == "paper"
     assert json.loads((folder / "claims.json").read_text()) == body
 
 
@@ -68,8 +69,8 @@ def test_paper_run_builds_the_data_then_makes_the_study_run_call(here, monkeypat
     import fedbench.study.output as studies
 
     _study_run("--budget", "fixture")  # the reference: `fedbench study run NAME --budget fixture`
-    reference = json.loads((here / "runs/studies-fixture" / NAME / "claims.json").read_text())
-    shutil.rmtree(here / "runs")
+    reference = json.loads((here / "results" / NAME / "fixture" / "claims.json").read_text())
+    shutil.rmtree(here / "results")
 
     calls, trainings, built, reports = [], [], [], []
     run_study, run_claim_study = stage.run_study, studies.run_claim_study
@@ -82,11 +83,12 @@ def test_paper_run_builds_the_data_then_makes_the_study_run_call(here, monkeypat
               report=lambda cfg, **k: reports.append(k))  # the CLI hands in the report's rebuild
 
     assert built == [[VARIANT]]
-    assert calls == [((NAME,), {"budget": "fixture", "workers": 2, "runs_root": Path("runs"),
+    assert calls == [((NAME,), {"budget": "fixture", "workers": 2, "root": Path("results"),
                                 "real_root": Path("data/real")})]  # train.workers of params.yaml
     assert trainings == [NAME]  # trained once, under run_study
-    assert reports == [{"out_dir": "reports", "runs_root": Path("runs"), "data_root": Path("data/generated")}]
-    got = json.loads((here / "runs/studies-fixture" / NAME / "claims.json").read_text())
+    assert reports == [{"out_dir": "reports", "runs_root": Path("runs"), "data_root": Path("data/generated"),
+                        "results_root": Path("results")}]
+    got = json.loads((here / "results" / NAME / "fixture" / "claims.json").read_text())
     assert _judged(got["claims"]) == _judged(reference["claims"]) and got["budget"] == "fixture"
 
 
@@ -116,19 +118,11 @@ def test_an_unknown_budget_of_a_paper_scale_study_is_one_line(tmp_path, monkeypa
 
 def test_the_report_reads_the_paper_budget_first_then_the_others_in_declared_order(tmp_path):
     name = "fedproxvr_fashion"  # budgets: paper, convex, fixture
-    assert stage.reported_folder(name, tmp_path) == tmp_path / "studies" / name  # none has run
+    assert reported_folder(name, tmp_path) == tmp_path / name / "paper"  # none has run
     for budget in ("fixture", "convex", "paper"):
-        folder = stage.budget_root(tmp_path / "studies", budget, "paper") / name
-        folder.mkdir(parents=True)
-        (folder / "claims.json").write_text("{}")
-        expected = {"fixture": "studies-fixture", "convex": "studies-convex", "paper": "studies"}[budget]
-        assert stage.reported_folder(name, tmp_path) == tmp_path / expected / name
-
-
-def test_runs_root_is_the_runners():
-    from fedbench.runner import RUNS_ROOT
-
-    assert stage.RUNS_ROOT == RUNS_ROOT
+        (tmp_path / name / budget).mkdir(parents=True)
+        (tmp_path / name / budget / "claims.json").write_text("{}")
+        assert reported_folder(name, tmp_path) == tmp_path / name / budget
 
 
 def test_a_budget_reuses_the_runs_another_budget_finished_without_touching_its_folder(here, capsys):
@@ -136,9 +130,9 @@ def test_a_budget_reuses_the_runs_another_budget_finished_without_touching_its_f
     back the Table 1 runs its convex budget finished): here the fixture budget's runs, found in the paper budget's
     folder, are read back, not recomputed."""
     _study_run("--budget", "fixture")
-    fixture = here / "runs" / "studies-fixture" / NAME
+    fixture = here / "results" / NAME / "fixture"
     first = json.loads((fixture / "claims.json").read_text())
-    paper = here / "runs" / "studies" / NAME
+    paper = here / "results" / NAME / "paper"
     shutil.copytree(fixture / "outcomes", paper / "outcomes")  # as if the paper budget had finished these runs
     shutil.rmtree(fixture)
     before = sorted((p.name, p.read_bytes()) for p in (paper / "outcomes").iterdir())
@@ -151,4 +145,4 @@ def test_a_budget_reuses_the_runs_another_budget_finished_without_touching_its_f
     assert _judged(again["claims"]) == _judged(first["claims"])
     assert sorted(p.name for p in (fixture / "outcomes").iterdir()) == [name for name, _ in before]
     assert sorted((p.name, p.read_bytes()) for p in (paper / "outcomes").iterdir()) == before  # only read
-    assert stage.offer_outcomes(load_config(PARAMS), NAME, "fixture", Path("runs")) == 0  # it has them all
+    assert stage.offer_outcomes(NAME, "fixture") == 0  # it has them all

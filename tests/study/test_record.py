@@ -61,7 +61,7 @@ def test_a_study_that_records_nothing_fails_and_leaves_nothing(tmp_path, monkeyp
     fake.run = lambda out_dir: []
     monkeypatch.setitem(sys.modules, "fedbench.studies.fake_study", fake)
     with pytest.raises(RuntimeError, match=SIMULATIONS):
-        run_claim_study("fake_study", tmp_path)
+        run_claim_study("fake_study", tmp_path / "fake_study")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -97,7 +97,7 @@ def test_a_study_rerun_with_other_wall_times_leaves_its_tracked_files_byte_ident
     """delta_fl_triangle (5 simulations, a few seconds) run twice, the second time computing every run again (its
     outcomes removed, as in a fresh clone, where they are not committed) on a clock 100 s slower per reading: every
     wall time differs, so only the kept seconds can make the files equal."""
-    run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     folder = tmp_path / "delta_fl_triangle"
     tracked = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}  # the outcomes/ folder is not
     assert sorted(tracked) == ["claims.json", "delta_fl_triangle.png", SIMULATIONS]
@@ -107,7 +107,7 @@ def test_a_study_rerun_with_other_wall_times_leaves_its_tracked_files_byte_ident
     monkeypatch.setattr(output, "time", clock)  # the study's seconds
     monkeypatch.setattr(runner, "time", clock)  # each simulation's (the one runner times its stacks)
     capsys.readouterr()
-    run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     out = capsys.readouterr().out
     assert "0 of 5 simulations reused" in out  # every run computed again
     assert "delta_fl_triangle: every number as in the previous run, whose recorded seconds are kept" in out
@@ -116,7 +116,7 @@ def test_a_study_rerun_with_other_wall_times_leaves_its_tracked_files_byte_ident
     # a number that changes takes this run's seconds with it, in the record and in claims.json
     (folder / SIMULATIONS).write_text((folder / SIMULATIONS).read_text().replace('"diverged":false', '"diverged":true', 1))
     shutil.rmtree(folder / reuse.OUTCOMES)
-    run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     first = [json.loads(line) for line in tracked[SIMULATIONS].decode().splitlines()]
     after = read_simulations(folder)
     assert after[0]["seconds"] != first[0]["seconds"]  # (the clock reads at least 100 s more)

@@ -150,12 +150,12 @@ def test_an_outcome_file_that_is_json_but_not_an_outcome_is_named_and_recomputed
 
 
 def test_study_folder_keeps_exactly_its_outcomes(tmp_path, capsys):
-    claims = run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    claims = run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     folder = tmp_path / "delta_fl_triangle"
     kept = sorted(p.name for p in (folder / reuse.OUTCOMES).iterdir())
     assert len(kept) == 5 and "0 of 5 simulations reused" in capsys.readouterr().out
     (folder / reuse.OUTCOMES / "0123456789abcdef.json").write_text("{}")  # a run the study no longer declares
-    again = run_claim_study("delta_fl_triangle", tmp_path, workers=1)
+    again = run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     assert "5 of 5 simulations reused" in capsys.readouterr().out
     assert sorted(p.name for p in (folder / reuse.OUTCOMES).iterdir()) == kept
     assert json.dumps(again) == json.dumps(claims)

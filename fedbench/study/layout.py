@@ -1,0 +1,139 @@
+"""Where a claim study's run goes (issue 30, item 4): one folder per (study, budget), the same for every study,
+
+    results/<study>/<budget>/     claims.json, simulations.jsonl, the study's figures, outcomes/<fingerprint>.json
+
+whether the study is small (generated data, a DVC ``study@NAME`` stage) or paper-scale (real data, ``fedbench paper
+run``), and whichever budget it ran at. ``results/`` is not committed: a fresh clone computes every run. What is
+committed is the report's copy of each small study's home folder, ``reports/studies/<study>/`` (its outcomes left
+out: fedbench.report.studies). Confirmatory runs keep their own root (fedbench.studies.confirm: runs/confirm/) in
+the same layout, so that they never write over the exploratory records.
+
+:func:`adopt_legacy` moves what the earlier layout left (``reports/studies[-B]/<study>/``, ``runs/studies[-B]/
+<study>/``) into this one, once, so that a checkout made before it keeps its finished simulations (hours, for a
+paper-scale study) instead of computing them again. Torch-free: the report and the track stage import it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from fedbench.study import registry
+
+RESULTS_ROOT = Path("results")
+PIPELINE_BUDGET = "pipeline"  # a study's budget where none is named (params.yaml's claim_studies, a study's run())
+PAPER_BUDGET = "paper"  # a paper-scale study's home budget
+OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.study.reuse)
+
+# the earlier layout (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
+# reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/
+LEGACY_SMALL, LEGACY_PAPER = Path("reports/studies"), Path("runs/studies")
+
+
+def study_folder(name: str, budget: str | None, root: str | Path = RESULTS_ROOT) -> Path:
+    """Claim study ``name`` run at ``budget`` (None: the pipeline budget): ``root/name/budget``."""
+    return Path(root) / name / (budget or PIPELINE_BUDGET)
+
+
+def home_budget(cfg: Any, name: str) -> str:
+    """The *home* budget of claim study ``name``, whose folder the report reads first: "paper" for a paper-scale
+    study (fedbench.study.registry.is_paper_scale), the one params.yaml's claim_studies gives a small study (``cfg``:
+    a fedbench.config.Config), "pipeline" for one not listed there."""
+    if registry.is_paper_scale(name):
+        return PAPER_BUDGET
+    listed = cfg.claim_studies.get(name) if cfg is not None else None
+    return listed.budget if listed else PIPELINE_BUDGET
+
+
+def reported_folder(name: str, root: str | Path = RESULTS_ROOT, cfg: Any = None) -> Path:
+    """The folder the report reads claim study ``name`` from: its home budget's (:func:`home_budget`); for a
+    paper-scale study, where that holds no finished run, the first other budget's folder that does, in the order the
+    study declares its budgets, so that a study run only at its fixture budget is reported (each entry's cost names
+    the budget it ran at; the fixture budget's entries say stand-in). The home folder where none has run."""
+    home = home_budget(cfg, name)
+    others = [b for b in registry.budgets(name) if b != home] if registry.is_paper_scale(name) else []
+    folders = [study_folder(name, b, root) for b in [home, *others]]
+    return next((f for f in folders if (f / "claims.json").exists()), folders[0])
+
+
+def homes(cfg: Any) -> dict[str, str]:
+    """Every claim study's home budget (:func:`home_budget`)."""
+    return {name: home_budget(cfg, name) for name in registry.names()}
+
+
+def publish(cfg: Any, root: str | Path = RESULTS_ROOT, out: str | Path = "reports/studies") -> list[Path]:
+    """The report's copy of each of ``cfg``'s claim studies (params.yaml claim_studies) that has run at its budget:
+    ``out/<study>/`` gets the files of ``root/<study>/<budget>/`` (its claims.json, simulations.jsonl and figures;
+    not its outcomes), replacing the folder whole. A record or claims.json whose numbers equal the copy's already
+    there keeps that copy's seconds (fedbench.study.record.keep_seconds), so that a rerun or a fresh clone's
+    ``make repro`` leaves the committed files byte-identical and ``git diff reports/`` shows only numbers that
+    changed. The folders written."""
+    import json
+
+    from fedbench.data.format import atomic_folder
+    from fedbench.study.record import keep_seconds, keep_simulation_seconds
+
+    written = []
+    for name, declared in cfg.claim_studies.items():
+        source, target = study_folder(name, declared.budget, root), Path(out) / name
+        if not (source / "claims.json").is_file():
+            continue
+        with atomic_folder(target) as tmp:
+            for f in sorted(p for p in source.iterdir() if p.is_file()):
+                shutil.copy2(f, tmp / f.name)
+            unchanged = keep_simulation_seconds(target, tmp)
+            if unchanged and (target / "claims.json").is_file():
+                before = json.loads((target / "claims.json").read_text())
+                if keep_seconds(before, json.loads((tmp / "claims.json").read_text())) == before:
+                    shutil.copy2(target / "claims.json", tmp / "claims.json")
+        written.append(target)
+    return written
+
+
+def _move(source: Path, target: Path, legacy: Path, what: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, target)
+    print(f"{legacy}/: {what} moved to {target}/ (the results layout, fedbench.study.layout)", flush=True)
+
+
+def adopt(cfg: Any, root: str | Path = RESULTS_ROOT) -> list[Path]:
+    """:func:`adopt_legacy` into ``root`` where it is the working tree's ``results/`` (a test's or a confirmatory
+    root is its own), with ``cfg``'s home budgets: done before a study runs and before the track stage and the
+    report read ``results/``."""
+    return adopt_legacy(homes(cfg), RESULTS_ROOT) if Path(root) == RESULTS_ROOT else []
+
+
+def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: str | Path = ".") -> list[Path]:
+    """Move the folders of the earlier layout under ``base`` into ``root`` where ``root`` lacks them: each study's
+    folder at a budget B (``reports/studies-B/<study>``, ``runs/studies-B/<study>``) whole; a paper-scale study's
+    home folder (``runs/studies/<study>``, budget "paper") whole; a small study's home folder
+    (``reports/studies/<study>``, budget ``homes[study]``, else pipeline) by copying its files and moving its
+    ``outcomes/``, since its files are also the committed report. Anything the new layout already has is left
+    alone. The folders created, each printed as one line."""
+    base, root = Path(base), Path(root)
+    adopted = []
+    for legacy, home in ((base / LEGACY_SMALL, None), (base / LEGACY_PAPER, PAPER_BUDGET)):
+        for parent in sorted(legacy.parent.glob(legacy.name + "*")):
+            budget = parent.name[len(legacy.name) + 1:] if parent.name != legacy.name else home
+            if not parent.is_dir() or (parent.name != legacy.name and not parent.name.startswith(legacy.name + "-")):
+                continue
+            for folder in sorted(p for p in parent.iterdir() if p.is_dir()):
+                target = study_folder(folder.name, budget or homes.get(folder.name), root)
+                if target.exists() or not (folder / "claims.json").is_file():
+                    continue  # adopted already, or never finished: nothing to keep
+                if budget is not None:
+                    _move(folder, target, folder, "the study's run")
+                else:  # reports/studies/<study>: the committed copy stays where it is
+                    tmp = target.with_name(f".{target.name}.adopting")
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    tmp.mkdir(parents=True)
+                    for f in folder.iterdir():
+                        if f.is_file():
+                            shutil.copy2(f, tmp / f.name)
+                    if (folder / OUTCOMES).is_dir():
+                        os.replace(folder / OUTCOMES, tmp / OUTCOMES)
+                    _move(tmp, target, folder, "its finished simulations (and a copy of its records)")
+                adopted.append(target)
+    return adopted
