@@ -28,7 +28,10 @@ def test_editing_one_study_makes_only_its_stage_stale(tmp_path):
         (clone / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(CODE / rel, clone / rel)
     subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
-    stages = ["study@fedlaavg_example1", "study@delta_fl_triangle", "study@mime_synthetic"]
+    names = ["fedlaavg_example1", "delta_fl_triangle", "mime_synthetic"]
+    stages = [f"study@{name}" for name in names]
+    for name in names:  # their outs (results/NAME/; not committed) as a run leaves them
+        shutil.copytree(clone / "reports/studies" / name, clone / "results" / name / "pipeline")
     _dvc(clone, "commit", "-f", "-q", *stages)  # as if they had just run: their deps and params recorded
 
     def stale() -> dict:

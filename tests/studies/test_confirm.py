@@ -129,8 +129,8 @@ def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdic
     r = reg.load(registry)[entry["id"]]
     got = r["confirmatory"]
     assert r["frozen"]["seeds"] == got["seeds"] == [1000, 1001] and got["hash"] == r["frozen"]["hash"]
-    assert got["where"] == str(tmp_path / "confirm" / "fedlaavg_diurnal") and got["seconds"] > 0
-    rerun = json.loads((tmp_path / "confirm" / "fedlaavg_diurnal" / "claims.json").read_text())["claims"][0]
+    assert got["where"] == str(tmp_path / "confirm" / "fedlaavg_diurnal" / "pipeline") and got["seconds"] > 0
+    rerun = json.loads((tmp_path / "confirm" / "fedlaavg_diurnal" / "pipeline" / "claims.json").read_text())["claims"][0]
     assert rerun["seeds"]["training"] == [1000, 1001]  # the study ran on exactly the frozen seeds
     assert (got["verdict"], got["estimate"], got["ci95"]) == (rerun["verdict"], rerun["effect"]["estimate"],
                                                               rerun["effect"]["ci95"])
