@@ -5,7 +5,7 @@
 whether the study is small (generated data, a DVC ``study@NAME`` stage) or paper-scale (real data, ``fedbench paper
 run``), and whichever budget it ran at. ``results/`` is not committed: a fresh clone computes every run. What is
 committed is the report's copy of each small study's home folder, ``reports/studies/<study>/`` (its outcomes left
-out: fedbench.report.studies). Confirmatory runs keep their own root (fedbench.studies.confirm: runs/confirm/) in
+out: :func:`publish`). Confirmatory runs keep their own root (fedbench.studies.confirm: runs/confirm/) in
 the same layout, so that they never write over the exploratory records.
 
 :func:`adopt_legacy` moves what the earlier layout left (``reports/studies[-B]/<study>/``, ``runs/studies[-B]/
@@ -110,8 +110,9 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
     folder at a budget B (``reports/studies-B/<study>``, ``runs/studies-B/<study>``) whole; a paper-scale study's
     home folder (``runs/studies/<study>``, budget "paper") whole; a small study's home folder
     (``reports/studies/<study>``, budget ``homes[study]``, else pipeline) by copying its files and moving its
-    ``outcomes/``, since its files are also the committed report. Anything the new layout already has is left
-    alone. The folders created, each printed as one line."""
+    ``outcomes/``, since its files are also the committed report. A folder is adopted where it holds a finished
+    run (claims.json) or finished simulations (outcomes/: a run cut short); anything the new layout already has
+    is left alone. The folders created, each printed as one line."""
     base, root = Path(base), Path(root)
     adopted = []
     for legacy, home in ((base / LEGACY_SMALL, None), (base / LEGACY_PAPER, PAPER_BUDGET)):
@@ -121,8 +122,8 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
                 continue
             for folder in sorted(p for p in parent.iterdir() if p.is_dir()):
                 target = study_folder(folder.name, budget or homes.get(folder.name), root)
-                if target.exists() or not (folder / "claims.json").is_file():
-                    continue  # adopted already, or never finished: nothing to keep
+                if target.exists() or not ((folder / "claims.json").is_file() or (folder / OUTCOMES).is_dir()):
+                    continue  # adopted already, or nothing to keep (a run cut short keeps its finished outcomes)
                 if budget is not None:
                     _move(folder, target, folder, "the study's run")
                 else:  # reports/studies/<study>: the committed copy stays where it is

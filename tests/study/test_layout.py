@@ -56,13 +56,16 @@ def test_the_earlier_layout_is_adopted_once_keeping_every_finished_run(tmp_path,
     _finished(old / "reports/studies-pipeline/fedprox_synthetic")  # a small one at another budget
     _finished(old / "runs/studies/fedlaavg_cifar10", outcomes=3)  # a paper-scale one at paper
     _finished(old / "runs/studies-fixture/mime_emnist")  # and at another budget
-    (old / "runs/studies/delta_fl_real").mkdir(parents=True)  # never finished: nothing to keep
+    (old / "runs/studies/delta_fl_real").mkdir(parents=True)  # nothing finished: nothing to keep
+    (old / "runs/studies-fixture/scaffold_fashion/outcomes").mkdir(parents=True)  # a run cut short: its outcomes kept
+    (old / "runs/studies-fixture/scaffold_fashion/outcomes/00000000000000ff.json").write_text("{}")
     committed = {p.name: p.read_bytes() for p in (old / "reports/studies/mime_synthetic").iterdir() if p.is_file()}
     new = tmp_path / "results"
 
     adopted = adopt_legacy(homes(CFG), new, old)
     assert sorted(p.relative_to(new).as_posix() for p in adopted) == [
-        "fedlaavg_cifar10/paper", "fedprox_synthetic/pipeline", "mime_emnist/fixture", "mime_synthetic/pipeline"]
+        "fedlaavg_cifar10/paper", "fedprox_synthetic/pipeline", "mime_emnist/fixture", "mime_synthetic/pipeline",
+        "scaffold_fashion/fixture"]
     home = new / "mime_synthetic/pipeline"
     assert {p.name: p.read_bytes() for p in home.iterdir() if p.is_file()} == committed
     assert len(list((home / "outcomes").iterdir())) == 2
@@ -73,7 +76,8 @@ def test_the_earlier_layout_is_adopted_once_keeping_every_finished_run(tmp_path,
     assert len(list((new / "fedlaavg_cifar10/paper/outcomes").iterdir())) == 3
     assert (old / "runs/studies/delta_fl_real").is_dir() and not (new / "delta_fl_real").exists()
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 4 and all("moved to" in line and "results" in line for line in out)
+    assert (new / "scaffold_fashion/fixture/outcomes/00000000000000ff.json").is_file()
+    assert len(out) == 5 and all("moved to" in line and "results" in line for line in out)
     assert not [p for p in (new / "mime_synthetic").iterdir() if p.name.startswith(".")]  # no temporary folder
 
     _finished(old / "runs/studies/scaffold_emnist")
