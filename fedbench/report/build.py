@@ -31,7 +31,7 @@ from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.claims.coverage import PAPERS
 from fedbench.report import figures
-from fedbench.study.layout import RESULTS_ROOT, adopt, publish
+from fedbench.study.layout import RESULTS_ROOT, publish
 from fedbench.studies.entries import collect
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import DATA_ROOT, RUNS_ROOT
@@ -60,7 +60,6 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", runs_root: Path =
     metrics.json, the figures, and the claim studies' records (``studies/<study>/``: fedbench.study.layout.publish)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    adopt(cfg, results_root)
     claims, hist, summ = collect(cfg, Path(runs_root), Path(data_root), results_root)
     publish(cfg, results_root, out / "studies")
     with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written

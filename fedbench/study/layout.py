@@ -100,8 +100,8 @@ def _move(source: Path, target: Path, legacy: Path, what: str) -> None:
 
 def adopt(cfg: Any, root: str | Path = RESULTS_ROOT) -> list[Path]:
     """:func:`adopt_legacy` into ``root`` where it is the working tree's ``results/`` (a test's or a confirmatory
-    root is its own), with ``cfg``'s home budgets: done before a study runs and before the track stage and the
-    report read ``results/``."""
+    root is its own), with ``cfg``'s home budgets: done before a study runs and before the track stage reads
+    ``results/`` (the report, which runs after both in ``dvc repro``, only reads)."""
     return adopt_legacy(homes(cfg), RESULTS_ROOT) if Path(root) == RESULTS_ROOT else []
 
 
