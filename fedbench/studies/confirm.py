@@ -92,7 +92,9 @@ def choose(entries: list[dict[str, Any]], chosen_studies: list[str], ids: list[s
 
 def refusals(groups: dict[str, list[dict[str, Any]]], registry: dict[str, Any]) -> list[str]:
     """One line per claim that cannot be confirmed as it stands: its rule not registered as it is now, its rule changed
-    since it was frozen (its confirmation void), or a study whose claims were frozen with different seed blocks."""
+    since it was frozen (its confirmation void), or a study whose claims were frozen with different seed blocks and
+    are not all confirmed yet (a study whose claims were confirmed on blocks of their own, as the refusal advises,
+    has nothing to run: refusing it would stop every later ``fedbench claims confirm``)."""
     out = []
     for study, members in groups.items():
         for e in members:
@@ -108,6 +110,8 @@ def refusals(groups: dict[str, list[dict[str, Any]]], registry: dict[str, Any]) 
                     rules.check_frozen(e, registry)
                 except ValueError as err:
                     out.append(str(err))
+        if all(settled(e, registry) for e in members):
+            continue
         blocks = {tuple(b["seeds"]) for e in members if (b := (registry.get(e["id"]) or {}).get("frozen"))}
         if len(blocks) > 1 or (blocks and any(not (registry.get(e["id"]) or {}).get("frozen") for e in members)):
             apart = [e["id"] for e in members if not (registry.get(e["id"]) or {}).get("frozen")] or [
@@ -133,7 +137,7 @@ def settled(e: dict[str, Any], registry: dict[str, Any]) -> bool:
     """Whether ``e``'s claim needs no confirmatory run: confirmed under its frozen rule, recorded from a committed tree
     (a confirmation recorded with uncommitted changes is rerun on the same frozen seeds and replaced)."""
     st = rules.status(e, registry)
-    return st["confirmation"] == "confirmed" and not str(st["confirmatory"]["commit"]).endswith(DIRTY)
+    return st.get("confirmation") == "confirmed" and not str(st["confirmatory"]["commit"]).endswith(DIRTY)
 
 
 def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]], registry: dict[str, Any],
@@ -159,6 +163,12 @@ def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, 
 
 def seeds_of(members: list[dict[str, Any]], registry: dict[str, Any]) -> list[int]:
     return list(registry[members[0]["id"]]["frozen"]["seeds"])
+
+
+def blocks_text(members: list[dict[str, Any]], registry: dict[str, Any]) -> str:
+    """The frozen seed blocks of ``members``, each once, in the order first met: "1010-1014 and 1040-1044"."""
+    blocks = dict.fromkeys(tuple(registry[e["id"]]["frozen"]["seeds"]) for e in members)
+    return " and ".join(rules.seeds_text(list(b)) for b in blocks)
 
 
 def judge(study: str, members: list[dict[str, Any]], rerun: list[dict[str, Any]], registry: dict[str, Any],
@@ -305,7 +315,11 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
     if a.dry_run:
         print("\n".join(done) or "every chosen claim already frozen")
         for study, members in groups.items():
-            if runnable(study) and not deterministic(study) and not all(settled(e, registry) for e in members):
+            if not runnable(study) or deterministic(study):
+                continue
+            if all(settled(e, registry) for e in members):
+                print(f"{study}: already confirmed on its frozen seeds {blocks_text(members, registry)} (nothing to run)")
+            else:
                 print(_plan_line(study, members, registry, cfg, a))
         print("(dry run: nothing written)")
         return 0
@@ -325,7 +339,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
             print(f"{study}: {rules.DETERMINISTIC} ({_claims(members)})", flush=True)
             continue
         if all(settled(e, registry) for e in members):
-            print(f"{study}: already confirmed on its frozen seeds {rules.seeds_text(seeds)} "
+            print(f"{study}: already confirmed on its frozen seeds {blocks_text(members, registry)} "
                   "(a rerun on them repeats the numbers; a new confirmation needs the rule frozen again)", flush=True)
             continue
         print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {folder(study, a.root, cfg)}/ ...",

@@ -81,6 +81,15 @@ def test_a_claim_unfrozen_beside_frozen_ones_is_refused_with_the_study_then_conf
     r2, done = confirm.freeze_all(alone, entries, r, "ghi", "2026-11-28")
     assert r2["a/2"]["frozen"]["seeds"] == [1005, 1006, 1007, 1008, 1009] and r2["a/1"] == r["a/1"]
     assert done == ["froze a/2 (confirm seeds 1005-1009)"]
+    # each confirmed on its own block: the study has nothing left to run, so naming it is no longer refused
+    # (fedbench claims confirm with no argument names every default study)
+    a1 = entries[0] | {"seeds": {"training": [1000, 1001, 1002, 1003, 1004], "data": [0]}}
+    r3 = reg.confirm(a1, r2, "jkl", "2026-11-29")
+    assert confirm.refusals(both, r3) != []  # a/2 not confirmed yet: still refused
+    a2 = entries[1] | {"seeds": {"training": [1005, 1006, 1007, 1008, 1009], "data": [0]}}
+    r4 = reg.confirm(a2, r3, "jkl", "2026-11-29")
+    assert confirm.refusals(both, r4) == [] and all(confirm.settled(e, r4) for e in entries)
+    assert confirm.blocks_text(entries, r4) == "1000-1004 and 1005-1009"
 
 
 def test_a_claim_whose_rule_changed_since_freezing_is_refused_its_confirmation_void():
@@ -139,6 +148,8 @@ def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdic
     assert reg.status(entry, reg.load(registry))["confirmation"] == "confirmed"
     assert confirm.main(args) == 0 and reg.load(registry)[entry["id"]] == r  # confirmed: not run again
     assert "fedlaavg_diurnal: already confirmed on its frozen seeds 1000-1001" in capsys.readouterr().out
+    assert confirm.main(args + ["--dry-run"]) == 0
+    assert "fedlaavg_diurnal: already confirmed on its frozen seeds 1000-1001 (nothing to run)" in capsys.readouterr().out
 
 
 def test_a_rerun_under_another_rule_than_the_frozen_one_records_nothing(short_diurnal, monkeypatch, capsys):
