@@ -478,15 +478,16 @@ def _fetch_one(source: Source, remote: RemoteFile, folder: Path, records: dict[s
         except DownloadError as e:
             failures.append(str(e).split(";")[0])
     else:
-        expected = f"md5 {remote.md5}" if remote.md5 else (
-            f"sha256 {sha256} (recorded at first fetch)" if sha256 else "no published checksum")
+        expected = (f"expected md5 {remote.md5}" if remote.md5 else
+                    f"expected sha256 {sha256} (recorded at first fetch)" if sha256 else
+                    "it has no published checksum (the first copy's is recorded)")
         installs = [f"{c.install} (used from {c.path()})" for c in source.local_copies]
         local = f"; or install a local copy: {' or '.join(installs)}" if installs else ""
         remedy = " or ".join([c.install for c in source.local_copies] +
                              [f"`fedbench data fetch {source.name}` where {urllib.parse.urlsplit(urls[0]).netloc} is "
                               "reachable"])
         raise Unavailable(f"could not fetch {remote.filename} of {source.name!r} from {len(urls)} URL(s) "
-                          f"({' | '.join(failures)}); expected {expected}; put a copy fetched by hand at {dest} "
+                          f"({' | '.join(failures)}); {expected}; put a copy fetched by hand at {dest} "
                           f"and rerun: it is verified and used{local}", remedy)
     checksum = ("published md5 matched" if remote.md5 else
                 "recorded checksum matched" if sha256 else "recorded at first fetch (no published checksum)")

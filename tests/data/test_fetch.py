@@ -91,6 +91,15 @@ def test_offline_fails_in_one_line_and_a_file_put_by_hand_is_verified_and_used(s
     assert not (dest.parent / BIG).exists()  # removed, never used
 
 
+def test_offline_fetch_of_a_file_with_no_published_checksum_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FEDBENCH_MIRROR", "http://127.0.0.1:9")  # nothing listens there
+    assert data_main(["--root", str(tmp_path), "fetch", "shakespeare", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "expected no published" not in err
+    assert ("; it has no published checksum (the first copy's is recorded); put a copy fetched by hand at "
+            f"{raw_folder('shakespeare', tmp_path) / '1994-01-100.zip'} and rerun") in err
+
+
 def test_unpublished_checksum_is_recorded_at_first_fetch_then_enforced(tmp_path, monkeypatch):
     files, _ = fixtures.gutenberg()
     name = "1994-01-100.zip"
