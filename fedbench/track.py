@@ -294,10 +294,11 @@ def _run_artifacts(files: Callable[[], list[Path]], figure: Callable[[], Path]) 
 
 
 def track_study(name: str, folder: Path) -> str:
-    """Log claim study ``name`` run into ``folder`` (fedbench.study.layout) as one MLflow run of experiment ``claims-<name>`` with a nested run
-    per simulation; its fingerprint is the hash of claims.json and the simulation records. The commit recorded
-    is the one claims.json names, if it does, else HEAD, dirty only if the studies' code (fedbench/studies and STUDY_CODE) differs
-    from it: the track stage runs on studies DVC has just found up to date with that code."""
+    """Log claim study ``name``, run into ``folder`` (fedbench.study.layout), as one MLflow run of experiment
+    ``claims-<name>`` with a nested run per simulation; its fingerprint is the hash of claims.json and the simulation
+    records. The commit recorded is the one claims.json names, if it does, else HEAD, dirty only if the studies' code
+    (fedbench/studies and STUDY_CODE) differs from it: the track stage runs on studies DVC has just found up to date
+    with that code."""
     folder = Path(folder)
     claims_json = (folder / "claims.json").read_bytes()
     records_path = folder / SIMULATIONS
