@@ -97,6 +97,12 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     again = subprocess.run(dvc + ["repro"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert again.returncode == 0
     assert "Data and pipelines are up to date" in again.stdout
+    # a run finished outside this lock's state (another experiment's, `fedbench paper run`'s) survives a checkout:
+    # runs/ is not in DVC's cache, so no `dvc checkout` or `dvc exp apply` restores it to an older state
+    later = tmp_path / "runs/train/outcomes/ffffffffffffffff.json"
+    later.write_text("{}")
+    checkout = subprocess.run(dvc + ["checkout", "--force"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert checkout.returncode == 0 and later.exists(), checkout.stderr[-2000:]
     assert len(client.search_runs([exp.experiment_id])) == 4
     study = client.get_experiment_by_name("claims-delta_fl_triangle")
     study_runs = client.search_runs([study.experiment_id])
