@@ -111,8 +111,9 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
     home folder (``runs/studies/<study>``, budget "paper") whole; a small study's home folder
     (``reports/studies/<study>``, budget ``homes[study]``, else pipeline) by copying its files and moving its
     ``outcomes/``, since its files are also the committed report. A folder is adopted where it holds a finished
-    run (claims.json) or finished simulations (outcomes/: a run cut short); anything the new layout already has
-    is left alone. The folders created, each printed as one line."""
+    run (claims.json) or finished simulations (outcomes/: a run cut short); ``reports/studies/<study>`` only where it
+    holds outcomes (on a fresh clone it holds the committed files alone: nothing ran there). Anything the new layout
+    already has is left alone. The folders created, each printed as one line."""
     base, root = Path(base), Path(root)
     adopted = []
     for legacy, home in ((base / LEGACY_SMALL, None), (base / LEGACY_PAPER, PAPER_BUDGET)):
@@ -122,8 +123,11 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
                 continue
             for folder in sorted(p for p in parent.iterdir() if p.is_dir()):
                 target = study_folder(folder.name, budget or homes.get(folder.name), root)
-                if target.exists() or not ((folder / "claims.json").is_file() or (folder / OUTCOMES).is_dir()):
-                    continue  # adopted already, or nothing to keep (a run cut short keeps its finished outcomes)
+                # what is kept: a finished run (claims.json), or finished simulations (a run cut short); in
+                # reports/studies/<study>, the committed files alone are the report's copy, no run to adopt
+                finished = (folder / "claims.json").is_file() and budget is not None
+                if target.exists() or not (finished or (folder / OUTCOMES).is_dir()):
+                    continue
                 if budget is not None:
                     _move(folder, target, folder, "the study's run")
                 else:  # reports/studies/<study>: the committed copy stays where it is
@@ -133,8 +137,7 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
                     for f in folder.iterdir():
                         if f.is_file():
                             shutil.copy2(f, tmp / f.name)
-                    if (folder / OUTCOMES).is_dir():
-                        os.replace(folder / OUTCOMES, tmp / OUTCOMES)
+                    os.replace(folder / OUTCOMES, tmp / OUTCOMES)
                     _move(tmp, target, folder, "its finished simulations (and a copy of its records)")
                 adopted.append(target)
     return adopted

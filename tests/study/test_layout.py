@@ -57,6 +57,8 @@ def test_the_earlier_layout_is_adopted_once_keeping_every_finished_run(tmp_path,
     _finished(old / "runs/studies/fedlaavg_cifar10", outcomes=3)  # a paper-scale one at paper
     _finished(old / "runs/studies-fixture/mime_emnist")  # and at another budget
     (old / "runs/studies/delta_fl_real").mkdir(parents=True)  # nothing finished: nothing to keep
+    _finished(old / "reports/studies/delta_fl_triangle", outcomes=0)  # a fresh clone's committed copy: no run
+    (old / "reports/studies/delta_fl_triangle/outcomes").rmdir()
     (old / "runs/studies-fixture/scaffold_fashion/outcomes").mkdir(parents=True)  # a run cut short: its outcomes kept
     (old / "runs/studies-fixture/scaffold_fashion/outcomes/00000000000000ff.json").write_text("{}")
     committed = {p.name: p.read_bytes() for p in (old / "reports/studies/mime_synthetic").iterdir() if p.is_file()}
@@ -75,6 +77,7 @@ def test_the_earlier_layout_is_adopted_once_keeping_every_finished_run(tmp_path,
     assert not (old / "runs/studies/fedlaavg_cifar10").exists()
     assert len(list((new / "fedlaavg_cifar10/paper/outcomes").iterdir())) == 3
     assert (old / "runs/studies/delta_fl_real").is_dir() and not (new / "delta_fl_real").exists()
+    assert not (new / "delta_fl_triangle").exists()
     out = capsys.readouterr().out.splitlines()
     assert (new / "scaffold_fashion/fixture/outcomes/00000000000000ff.json").is_file()
     assert len(out) == 5 and all("moved to" in line and "results" in line for line in out)
