@@ -70,10 +70,8 @@ def publish(cfg: Any, root: str | Path = RESULTS_ROOT, out: str | Path = "report
     there keeps that copy's seconds (fedbench.study.record.keep_seconds), so that a rerun or a fresh clone's
     ``make repro`` leaves the committed files byte-identical and ``git diff reports/`` shows only numbers that
     changed. The folders written."""
-    import json
-
     from fedbench.data.format import atomic_folder
-    from fedbench.study.record import keep_seconds, keep_simulation_seconds
+    from fedbench.study.record import keep_folder_seconds
 
     written = []
     for name, declared in cfg.claim_studies.items():
@@ -83,11 +81,7 @@ def publish(cfg: Any, root: str | Path = RESULTS_ROOT, out: str | Path = "report
         with atomic_folder(target) as tmp:
             for f in sorted(p for p in source.iterdir() if p.is_file()):
                 shutil.copy2(f, tmp / f.name)
-            unchanged = keep_simulation_seconds(target, tmp)
-            if unchanged and (target / "claims.json").is_file():
-                before = json.loads((target / "claims.json").read_text())
-                if keep_seconds(before, json.loads((tmp / "claims.json").read_text())) == before:
-                    shutil.copy2(target / "claims.json", tmp / "claims.json")
+            keep_folder_seconds(target, tmp)
         written.append(target)
     return written
 

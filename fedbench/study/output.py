@@ -20,7 +20,7 @@ from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings
 from fedbench.study import reuse
 from fedbench.study.layout import RESULTS_ROOT, study_folder
-from fedbench.study.record import SIMULATIONS, keep_seconds, keep_simulation_seconds
+from fedbench.study.record import SIMULATIONS, keep_folder_seconds
 from fedbench.study.runner import EXECUTOR, STORE, WORKERS
 
 
@@ -74,17 +74,15 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
             os.replace(store.folder, tmp / reuse.OUTCOMES)
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
-        # seconds that changed while every number stayed the same are not rewritten (record.keep_seconds says why)
-        unchanged = keep_simulation_seconds(folder, tmp)
         body = json.loads(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
                                             "workers": kwargs.get("workers", 1), "budget": budget, "claims": claims}),
                                      allow_nan=False))
-        previous = folder / "claims.json"
-        before = json.loads(previous.read_text()) if unchanged and previous.is_file() else None
-        body = keep_seconds(before, body)
         (tmp / "claims.json").write_text(json.dumps(body, indent=2, allow_nan=False) + "\n")
-    if body == before:
-        print(f"{name}: every number as in the previous run, whose recorded seconds are kept ({body['seconds']:g} s; "
+        # seconds that changed while every number stayed the same are not rewritten (record.keep_seconds says why)
+        kept = keep_folder_seconds(folder, tmp)
+        recorded = json.loads((tmp / "claims.json").read_text())["seconds"]
+    if kept:
+        print(f"{name}: every number as in the previous run, whose recorded seconds are kept ({recorded:g} s; "
               f"this run took {seconds:.1f} s)", flush=True)
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")

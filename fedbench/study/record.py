@@ -160,6 +160,21 @@ def keep_simulation_seconds(previous_dir: str | Path, new_dir: str | Path) -> bo
     return kept == before
 
 
+def keep_folder_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:
+    """``new_dir`` (a study's folder just written) given the seconds of ``previous_dir`` (its folder before) where no
+    number changed: its records by :func:`keep_simulation_seconds`, and its claims.json replaced by the previous one
+    where every record is the same and the two claims.json differ only in :data:`TIMING`. Whether they did (every
+    number as before: the previous claims.json is kept, byte for byte)."""
+    previous, new = Path(previous_dir) / "claims.json", Path(new_dir) / "claims.json"
+    if not keep_simulation_seconds(previous_dir, new_dir) or not previous.is_file():
+        return False
+    before = json.loads(previous.read_text())
+    if keep_seconds(before, json.loads(new.read_text())) != before:
+        return False
+    new.write_bytes(previous.read_bytes())
+    return True
+
+
 def read_simulations(study_dir: str | Path) -> list[dict[str, Any]]:
     """The records of a study folder ([] if it has none: a study run before simulations were recorded)."""
     path = Path(study_dir) / SIMULATIONS
