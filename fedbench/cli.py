@@ -53,17 +53,18 @@ def cmd_run(a: argparse.Namespace) -> None:
     print("\n".join(run_locations(cfg, summaries, tracked=not a.no_track)))
 
 
-def run_locations(cfg, summaries: list[dict], tracked: bool, runs_root: Path | None = None) -> list[str]:
+def run_locations(cfg, summaries: list[dict], tracked: bool, results_root: Path | None = None) -> list[str]:
     """Where each run of ``summaries`` is: its outcome file, and the MLflow experiment holding it (a run the main job
     logged already stays in its experiment: it is not logged twice)."""
-    from fedbench.runner import RUNS_ROOT, RunKey, outcome_path
+    from fedbench.runner import RunKey, outcome_path
+    from fedbench.study.layout import RESULTS_ROOT
 
     lines = []
     for s in summaries:
         p = s["params"]
         key = RunKey(p["dataset"], p["variant"], float(p["straggler_fraction"]), int(p["seed"]))
         lines.append(f"{key.desc}: {'reused' if s.get('reused') else 'wrote'} "
-                     f"{outcome_path(runs_root or RUNS_ROOT, s['fingerprint'])}")
+                     f"{outcome_path(results_root or RESULTS_ROOT, s['fingerprint'])}")
         if tracked:
             from fedbench import tracking_index
             from fedbench.track import logged  # no MLflow loaded where the store's file answers
@@ -194,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fedbench",
         description="Rerun federated-optimization papers' experiments and check their published numbers.\n"
-                    "The main job is `dvc repro` (params.yaml -> runs/ -> reports/); these commands do its parts by hand.",
+                    "The main job is `dvc repro` (params.yaml -> results/ -> reports/); these commands do its parts by hand.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
                "  fedbench run --dataset synthetic_1_1 --algorithm fedprox_mu1 --stragglers 0.9 --seed 0\n"
@@ -229,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key, e.g. data.seed=1")
     g.set_defaults(fn=cmd_generate)
 
-    rp = sub.add_parser("report", parents=[params], help="rebuild reports/ (figures, claims.json, claims.md) from runs/")
+    rp = sub.add_parser("report", parents=[params], help="rebuild reports/ (figures, claims.json, claims.md) from results/")
     rp.add_argument("--out", default="reports", help="folder to write the report into (default: reports)")
     rp.set_defaults(fn=cmd_report)
 

@@ -19,7 +19,8 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.errors import ConfigError, DataError
 from fedbench.plotting import LABELS, TITLES
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run
+from fedbench.runner import DATA_ROOT, RunKey, find_run
+from fedbench.study.layout import RESULTS_ROOT, adopt
 
 METRICS = ("train/loss", "test/accuracy", "train/dissimilarity", "test/loss", "train/accuracy", "test/error_p90")
 YLABELS = {"train/loss": "training loss", "test/accuracy": "test accuracy", "train/dissimilarity": "gradient dissimilarity",
@@ -57,13 +58,13 @@ class Selection:
                 for f in chosen["--stragglers"] or known["--stragglers"] for s in seeds]
 
 
-def load(cfg: Config, keys: list[RunKey], runs_root: Path = RUNS_ROOT,
+def load(cfg: Config, keys: list[RunKey], results_root: Path = RESULTS_ROOT,
          data_root: Path = DATA_ROOT) -> tuple[pd.DataFrame, list[RunKey]]:
     """The histories of the selected runs that have finished under ``cfg`` (one frame, a row per evaluated round),
     and the selected runs that have not."""
     frames, missing = [], []
     for k in keys:
-        summary = find_run(cfg, data_root, runs_root, k)
+        summary = find_run(cfg, data_root, results_root, k)
         if summary is None:
             missing.append(k)
             continue
@@ -137,7 +138,7 @@ def draw(hist: pd.DataFrame, metrics: list[str], path: Path, title: str = "") ->
     return save_figure(figure(hist, metrics, title), path)
 
 
-def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, runs_root: Path = RUNS_ROOT,
+def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, results_root: Path = RESULTS_ROOT,
             data_root: Path = DATA_ROOT, overrides: dict[str, Any] | None = None) -> tuple[Path, list[RunKey]]:
     """Draw the selected runs of ``cfg`` (params.yaml with ``overrides``, the command's ``--set``, named in the title)
     into ``out``; returns the file and the selected runs that are missing. None found: a DataError naming what was
@@ -146,7 +147,8 @@ def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, ru
     if unknown:
         raise ConfigError(f"--metric {unknown[0]!r} is not known; known: {', '.join(METRICS)}")
     keys = selection.keys(cfg)
-    hist, missing = load(cfg, keys, runs_root, data_root)
+    adopt(cfg, results_root)  # the earlier layout's runs/train/, moved into results/ first
+    hist, missing = load(cfg, keys, results_root, data_root)
     if hist.empty:
         k = keys[0]
         raise DataError(f"none of the {len(keys)} selected runs has finished under these parameters (e.g. {k.desc}); "

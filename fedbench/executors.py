@@ -13,7 +13,7 @@ The ``ray`` executor
     ``auto`` and the cluster has GPUs; stacks are then planned for min(CPUs, GPUs / gpu_fraction) units at once,
     on the CPU for the cluster's CPUs.
   - Faults: a unit whose worker process or node dies is run again, up to MAX_RETRIES times; it takes its runs'
-    locks again and resumes each run from its last checkpoint (runs/ must be where every node reads and writes
+    locks again and resumes each run from its last checkpoint (results/ must be where every node reads and writes
     it: fedbench.runner). A unit that raises fails for good at once (the error is the run's own, a retry would
     raise it again); the others go on, and the stage then fails naming every failed unit and its error.
   - Same numbers as ``local``: every unit runs with one torch thread in the driver's working directory, with the
@@ -24,7 +24,7 @@ The ``ray`` executor
   - Progress: one bar on the driver over all units, with how many are queued, running, retried and failed.
 
 A cluster of several machines needs what a single machine gives for free: the project folder (params.yaml,
-data/, runs/) at the same path on every node, on a filesystem they all mount (NFS, a cluster filesystem), and
+data/, results/) at the same path on every node, on a filesystem they all mount (NFS, a cluster filesystem), and
 the same fedbench and torch installed on each; for bit-identical numbers across nodes, the same CPU code path
 (ATEN_CPU_CAPABILITY and MKL_ENABLE_INSTRUCTIONS set on the driver are copied to the tasks; see
 fedbench.regression on cross-CPU drift).
@@ -260,7 +260,7 @@ def _code_hash() -> str:
 
 @dataclass(frozen=True)
 class _Setup:
-    cwd: str  # the driver's working directory (params.yaml, data/, runs/ are relative to it)
+    cwd: str  # the driver's working directory (params.yaml, data/, results/ are relative to it)
     code: str  # the driver's _code_hash
     env: dict[str, str]  # the driver's ENV_KEYS
 
@@ -276,7 +276,7 @@ def _run_unit(fn: Callable[[Any], Any], job: Any, index: int, setup: _Setup, boa
         os.chdir(setup.cwd)
     except OSError:
         raise FedbenchError(f"node {host}: the driver's working directory {setup.cwd} is not here; a Ray cluster of "
-                            "several machines needs the project (params.yaml, data/, runs/) at the same path on every "
+                            "several machines needs the project (params.yaml, data/, results/) at the same path on every "
                             "node, on a filesystem they all mount") from None
     if _code_hash() != setup.code:
         import fedbench

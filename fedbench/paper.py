@@ -77,26 +77,25 @@ def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: 
         stages.partition(v, data_root, cfg.data.variants.get(v))
 
 
-def run(params: str, name: str, data_root: Path = Path("data"), runs_root: Path | None = None,
+def run(params: str, name: str, data_root: Path = Path("data"), results_root: Path = RESULTS_ROOT,
         report_dir: str = "reports", progress: bool = True, budget: str = "paper",
-        report: Callable[..., Any] | None = None, results_root: Path = RESULTS_ROOT) -> None:
-    """Fetch and build study ``name``'s data, run it (a FedProx study's runs into ``runs_root``, a claim study into
-    ``results_root``), then ``report(cfg, out_dir=, runs_root=, data_root=, results_root=)``: the report's rebuild,
+        report: Callable[..., Any] | None = None) -> None:
+    """Fetch and build study ``name``'s data, run it into ``results_root`` (a FedProx study's runs into its train store,
+    ``results_root/train/``, a claim study into ``results_root/NAME/BUDGET/``: fedbench.study.layout), then
+    ``report(cfg, out_dir=, results_root=, data_root=)``: the report's rebuild,
     handed in by the CLI (fedbench.report.build.build_report), so that this module stands below the report (None:
     no rebuild)."""
-    from fedbench.pipeline import RUNS_ROOT, study_runs, train_runs
+    from fedbench.pipeline import study_runs, train_runs
 
-    runs_root = runs_root or RUNS_ROOT
     if name in CLAIM_STUDIES:
         run_claim(params, name, data_root, results_root, progress, budget)
         cfg = load_config(params)
     else:
         cfg = study_config(params, name)
         build_variants(cfg, _variant_of(cfg, name), data_root, progress)
-        train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", runs_root, progress=progress)
+        train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", results_root, progress=progress)
     if report is not None:
-        report(cfg, out_dir=report_dir, runs_root=runs_root, data_root=data_root / "generated",
-               results_root=results_root)
+        report(cfg, out_dir=report_dir, results_root=results_root, data_root=data_root / "generated")
 
 
 def run_claim(params: str, name: str, data_root: Path, results_root: Path = RESULTS_ROOT, progress: bool = True,
@@ -291,7 +290,7 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                                    "run NAME --budget BUDGET` does)",
                        description="Print study NAME's cost and downloads and ask; then fetch and build its data, "
                                    "run it and rebuild reports/. A FedProx study trains its runs with the train "
-                                   "stage's code into runs/; a claim study (real data) runs by exactly `fedbench study "
+                                   "stage's code into results/train/; a claim study (real data) runs by exactly `fedbench study "
                                    "run NAME --budget BUDGET` (the same function), into results/NAME/BUDGET/.")
     r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -14,9 +14,10 @@ from fedbench.data.registry import dataset_dir
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.locking import file_lock
 from fedbench.executors import ExecutorSettings
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, TrainStore, forget, plan, simulation
+from fedbench.runner import DATA_ROOT, RunKey, TrainStore, forget, plan, simulation
+from fedbench.study.layout import RESULTS_ROOT, adopt
 
-__all__ = ["DATA_ROOT", "RUNS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
+__all__ = ["DATA_ROOT", "RESULTS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
 
 
 def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
@@ -61,11 +62,11 @@ def check_cell(cfg: Config, variant: str, stragglers: float, where: str = "--str
 
 
 def train(cfg: Config, dataset: str, variant: str, stragglers: float, data_root: Path = DATA_ROOT,
-          runs_root: Path = RUNS_ROOT, each: Callable[[RunKey, dict[str, Any]], None] | None = None,
+          results_root: Path = RESULTS_ROOT, each: Callable[[RunKey, dict[str, Any]], None] | None = None,
           progress: bool = True) -> list[dict[str, Any]]:
     """Run every seed of one (dataset, variant, stragglers) cell (stacked); ``each`` as in :func:`train_runs`."""
     keys = [RunKey(dataset, variant, float(stragglers), s) for s in cfg.train.seeds]
-    return train_runs(cfg, keys, data_root, runs_root, each, progress)
+    return train_runs(cfg, keys, data_root, results_root, each, progress)
 
 
 def study_runs(cfg: Config, studies: Sequence[str] | None = None) -> dict[RunKey, str]:
@@ -77,7 +78,7 @@ def study_runs(cfg: Config, studies: Sequence[str] | None = None) -> dict[RunKey
     return out
 
 
-def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT, runs_root: Path = RUNS_ROOT,
+def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT, results_root: Path = RESULTS_ROOT,
                each: Callable[[RunKey, dict[str, Any]], None] | None = None,
                progress: bool = True) -> list[dict[str, Any]]:
     """Run (or reuse) ``keys`` through the one runner (fedbench.study.runner.run_simulations, as the claim studies'
@@ -93,7 +94,8 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
     for k in keys:
         check_cell(cfg, k.variant, k.stragglers)
     planned = plan(cfg, data_root, keys)  # data made with these settings, or one line saying how to remake it
-    store = TrainStore(planned, runs_root)
+    adopt(cfg, results_root)  # the earlier layout's runs/train/, moved into results/ before the store reads it
+    store = TrainStore(planned, results_root)
 
     def finished(outcomes) -> None:
         for o in outcomes:
@@ -110,14 +112,14 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
     return [store.summaries[k.desc] for k in keys]
 
 
-def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, runs_root: Path,
+def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, results_root: Path,
               workers: int) -> tuple[list[list[RunKey]], list[RunKey]]:
     """The runs of ``keys`` still to compute grouped into the stacks that will run them (as the one runner cuts
     them: fedbench.study.runner.plan_pieces), and the runs already finished (same fingerprint), which are only read back."""
     from fedbench.study.runner import plan_pieces
 
     planned = plan(cfg, data_root, keys)
-    store = TrainStore(planned, runs_root)
+    store = TrainStore(planned, results_root)
     sims = [simulation(cfg, p) for p in planned]
     todo = [i for i, sim in enumerate(sims) if store.load(sim, store.key(sim)) is None]
     try:

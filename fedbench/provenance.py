@@ -59,8 +59,10 @@ def study_code(name: str) -> tuple[str, ...]:
 
 
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
-# the stage, which then reuses every run whose fingerprint (params, data, RUN_CODE) still matches.
-TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "pipeline.py", "parallel.py", "executors.py", "data/registry.py")
+# the stage, which then reuses every run whose fingerprint (params, data, RUN_CODE) still matches; and where the runs
+# go (study/layout.py: results/train/, and the earlier layout it moves in).
+TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "pipeline.py", "parallel.py", "executors.py", "data/registry.py",
+                               "study/layout.py")
 
 
 def code_files(paths: Sequence[str], root: Path = PACKAGE) -> list[Path]:

@@ -37,11 +37,11 @@ def key_numbers(params: str | Path = "params.yaml") -> dict[str, float]:
     cfg = load_config(params, yaml.safe_load(PROFILE.read_text()))
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="fedbench-regress-") as tmp:
-        data_root, runs_root = Path(tmp) / "data", Path(tmp) / "runs"
+        data_root, results_root = Path(tmp) / "data", Path(tmp) / "runs"
         for ds in cfg.data.datasets:
             generate(cfg, ds, root=data_root)
         for ds, variant, f in study_cells(cfg):  # each cell once, even if two studies list it
-            for s in train(cfg, ds, variant, f, data_root=data_root, runs_root=runs_root, progress=False):
+            for s in train(cfg, ds, variant, f, data_root=data_root, results_root=results_root, progress=False):
                 key = f"{ds}/{variant}/stragglers={f:g}/seed={s['params']['seed']}"
                 out[f"{key}/final_train_loss"] = s["final"]["train/loss"]
                 out[f"{key}/final_test_accuracy"] = s["final"]["test/accuracy"]

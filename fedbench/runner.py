@@ -2,7 +2,7 @@
 studies as a Simulation of the one runner (fedbench.study.runner), kept in the one store (:class:`TrainStore`: outcome
 files named by the one fingerprint, fedbench.study.reuse, as every claim study's).
 
-The runs live in ``runs/train/``: ``outcomes/<fingerprint>.json``, each run's full outcome (every history row, the
+The runs live in ``results/train/`` (fedbench.study.layout): ``outcomes/<fingerprint>.json``, each run's full outcome (every history row, the
 final scalars, the per-device metrics, float64), and ``index.jsonl``, one line per finished run naming its fingerprint
 beside the settings that determine it (:func:`run_params`), its data's content hash and the code's hash. The
 fingerprint is the identity of everything that determines the run's numbers (its settings, its data and the code,
@@ -47,22 +47,16 @@ from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
 from fedbench.provenance import RUN_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.study import reuse
+from fedbench.study.layout import RESULTS_ROOT, train_folder
 from fedbench.study.runner import Outcome, Simulation
 
 DATA_ROOT = Path("data/generated")
-RUNS_ROOT = Path("runs")
-TRAIN = "train"  # the train stage's folder in the runs root
-INDEX = "index.jsonl"  # in it: one line per finished run, its fingerprint by its settings, data and code
+INDEX = "index.jsonl"  # in the train store: one line per finished run, its fingerprint by its settings, data and code
 
 
-def train_folder(runs_root: str | Path) -> Path:
-    """The train stage's store: ``runs_root/train`` (its ``outcomes/`` and ``index.jsonl``)."""
-    return Path(runs_root) / TRAIN
-
-
-def outcome_path(runs_root: str | Path, fingerprint: str) -> Path:
+def outcome_path(results_root: str | Path, fingerprint: str) -> Path:
     """The file of the finished run ``fingerprint``."""
-    return train_folder(runs_root) / reuse.OUTCOMES / f"{fingerprint}.json"
+    return train_folder(results_root) / reuse.OUTCOMES / f"{fingerprint}.json"
 
 
 def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
@@ -153,10 +147,10 @@ def _lookup(params: dict[str, Any], dataset_hash: str, code: str) -> str:
     return json.dumps([params, dataset_hash, code], sort_keys=True)
 
 
-def read_index(runs_root: str | Path) -> dict[str, str]:
+def read_index(results_root: str | Path) -> dict[str, str]:
     """The train store's index: each finished run's fingerprint by :func:`_lookup` of its settings (the last line
     wins; a line cut short by a crash is skipped). Read once per state of the file."""
-    path = train_folder(runs_root) / INDEX
+    path = train_folder(results_root) / INDEX
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -176,7 +170,7 @@ def _read_index(path: str, mtime_ns: int, size: int) -> dict[str, str]:
     return out
 
 
-def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: RunKey,
+def find_run(cfg: Config, data_root: str | Path, results_root: str | Path, key: RunKey,
              dataset_hash: str | None = None, code: str | None = None) -> dict[str, Any] | None:
     """The finished run of ``key`` under the parameters of ``cfg`` (its :func:`summary`, with ``history``), or None
     when it has not been computed with these settings, data and code, or its dataset is not there. ``dataset_hash``
@@ -187,15 +181,15 @@ def find_run(cfg: Config, data_root: str | Path, runs_root: str | Path, key: Run
         except FileNotFoundError:
             return None
     params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
-    fp = read_index(runs_root).get(_lookup(params, dataset_hash, code or code_hash(TRAIN_RUN_CODE)))
+    fp = read_index(results_root).get(_lookup(params, dataset_hash, code or code_hash(TRAIN_RUN_CODE)))
     if fp is None:
         return None
     try:
-        found = reuse.read(train_folder(runs_root) / reuse.OUTCOMES, fp)
+        found = reuse.read(train_folder(results_root) / reuse.OUTCOMES, fp)
     except FileNotFoundError:  # removed by hand: not computed
         return None
     except ValueError as exc:
-        raise DataError(f"{outcome_path(runs_root, fp)}: unreadable run ({exc}); run it again to compute it anew "
+        raise DataError(f"{outcome_path(results_root, fp)}: unreadable run ({exc}); run it again to compute it anew "
                         f"(`fedbench run` or the train stage: the unreadable file is replaced)") from None
     return summary(found, params, dataset_hash, fp)
 
@@ -245,21 +239,21 @@ def simulation(cfg: Config, p: _Planned) -> Simulation:
 
 
 class TrainStore:
-    """The train stage's store (fedbench.study.runner.Store): each run an outcome file in ``runs_root/train/outcomes``
+    """The train stage's store (fedbench.study.runner.Store): each run an outcome file in ``results_root/train/outcomes``
     named by the one fingerprint (fedbench.study.reuse), and a line of the index naming it by the run's settings (the
     module docstring); one process at a time works on a run (a lock beside its outcome), a computing run checkpoints
     beside it, and a finished one is written whole. ``summaries`` holds each run's :func:`summary` (with ``history``
     and ``reused``) as it was read back or computed."""
 
-    def __init__(self, planned: Sequence[_Planned], runs_root: str | Path) -> None:
+    def __init__(self, planned: Sequence[_Planned], results_root: str | Path) -> None:
         self.planned = {p.key.desc: p for p in planned}
-        self.folder = train_folder(runs_root) / reuse.OUTCOMES
-        self.index = train_folder(runs_root) / INDEX
+        self.folder = train_folder(results_root) / reuse.OUTCOMES
+        self.index = train_folder(results_root) / INDEX
         self.summaries: dict[str, dict[str, Any]] = {}
         self._code = code_hash(TRAIN_RUN_CODE)
         self._about: dict[str, Any] | None = None  # what computes the runs: asked of git once a store, not once a run
         self._models: dict[int, Any] = {}
-        self._indexed = dict(read_index(runs_root))  # read once; this store's own lines added as it writes them
+        self._indexed = dict(read_index(results_root))  # read once; this store's own lines added as it writes them
 
     def key(self, sim: Simulation) -> str:
         return reuse.fingerprint(sim, self.planned[sim.name].meta["content_hash"], self._code, self._models)
@@ -336,11 +330,11 @@ def summary(found: dict[str, Any], params: dict[str, Any], dataset_hash: str, fi
     }
 
 
-def run_files(runs_root: str | Path, data_root: str | Path, s: dict[str, Any], folder: Path) -> list[Path]:
+def run_files(results_root: str | Path, data_root: str | Path, s: dict[str, Any], folder: Path) -> list[Path]:
     """The run of summary ``s`` as the files a person opens (MLflow's artifacts), written into ``folder``:
     ``history.csv`` (one row per evaluation), ``per_device.csv`` (each client's samples and the final model's
     training loss and test accuracy) and ``summary.json``."""
-    found = reuse.read(train_folder(runs_root) / reuse.OUTCOMES, s["fingerprint"])
+    found = reuse.read(train_folder(results_root) / reuse.OUTCOMES, s["fingerprint"])
     data = dataset_dir(data_root, s["params"]["dataset"])
     meta = read_meta(data)
     with np.load(data / "arrays.npz") as arrays:  # only the offsets are read

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
 from fedbench.provenance import STUDY_CODE, TRAIN_RUN_CODE, code_hash, git_commit
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run, outcome_path, run_files, run_params
+from fedbench.runner import DATA_ROOT, RunKey, find_run, outcome_path, run_files, run_params
 from fedbench.study.layout import RESULTS_ROOT, adopt, reported_folder, study_folder
 from fedbench.study.record import SIMULATIONS
 
@@ -97,7 +97,7 @@ def claims_description(study: str, claims: list[dict[str, Any]]) -> str:
 
 
 def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
-               runs_root: Path = RUNS_ROOT, curves: Curves | None = None, defaults: Config | None = None,
+               results_root: Path = RESULTS_ROOT, curves: Curves | None = None, defaults: Config | None = None,
                data_root: Path = DATA_ROOT) -> list[str]:
     """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint). ``curves``: the
     figures drawn ahead in other processes (track_all); without it each is drawn here when its run is logged.
@@ -115,14 +115,14 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
 
         seed = s["params"]["seed"]
         title = curves_title(dataset, variant, stragglers, seed)
-        outcome = outcome_path(runs_root, s["fingerprint"])
+        outcome = outcome_path(results_root, s["fingerprint"])
         finished_ms = int(outcome.stat().st_mtime * 1000) if outcome.exists() else None
         base = default_params(defaults, dataset, variant, stragglers, seed)
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
             figure = (partial(curves.wait, s["fingerprint"]) if curves is not None and s["fingerprint"] in curves
                       else partial(run_curves, s["history"], Path(tmp) / f"curves-seed-{seed}.png", title=title))
             name = run_name(dataset, variant, stragglers, seed, s["fingerprint"], differs(s["params"], base))
-            files = partial(run_files, runs_root, data_root, s, Path(tmp) / "run")
+            files = partial(run_files, results_root, data_root, s, Path(tmp) / "run")
             record = train_record(study, name, s, base, partial(_run_artifacts, files, figure), finished_ms)
             ids += tracking.log_runs(train_experiment(study), [record], train_description(study))
     return ids
@@ -236,7 +236,7 @@ def run_name(dataset: str, variant: str, stragglers: float, seed: int, fingerpri
              differences: dict[str, Any] | None = None) -> str:
     """A run's name, what varies most first (the runs table's name column shows about 20 characters): variant,
     stragglers, seed, the settings that differ from the defaults, dataset and the start of the run's fingerprint
-    (its outcome file, ``runs/train/outcomes/<fingerprint>.json``): ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults,
+    (its outcome file, ``results/train/outcomes/<fingerprint>.json``): ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults,
     ``fedavg 0% s0 rounds=10 synthetic_1_1 #9c04de`` with train.rounds=10. Runs that differ in anything that
     changes their numbers (their settings, data or code) differ in name; each part is also a tag."""
     changed = " ".join(f"{k.removeprefix('algo.')}={_value(v)}" for k, v in (differences or {}).items())
@@ -369,18 +369,18 @@ def study_run_name(name: str, budget: str, fingerprint: str) -> str:
     return f"{name} {budget} #{fingerprint[:FINGERPRINT_CHARS]}"
 
 
-def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, results_root: Path = RESULTS_ROOT,
-              data_root: Path = DATA_ROOT) -> int:
-    """Log to MLflow every finished run of the configured studies in ``runs_root`` (under the parameters in force:
+def track_all(cfg: Config, out_csv: Path, results_root: Path = RESULTS_ROOT, data_root: Path = DATA_ROOT) -> int:
+    """Log to MLflow every finished run of the configured studies in ``results_root`` (under the parameters in force:
     fedbench.runner.find_run), every configured claim study that has run at its budget and every paper-scale study
     that has run, each from the folder the report reads (``results_root``: fedbench.study.layout); write the run-id
     index of the training runs to ``out_csv``."""
     import pandas as pd
 
+    adopt(cfg, results_root)  # the earlier layout's runs/ and studies, moved in first
     rows = []
     cells = cfg.cells()
     code = code_hash(TRAIN_RUN_CODE)  # hashed once, not once a run
-    found = {cell: [s for s in (find_run(cfg, data_root, runs_root, RunKey(cell[1], cell[2], float(cell[3]), seed),
+    found = {cell: [s for s in (find_run(cfg, data_root, results_root, RunKey(cell[1], cell[2], float(cell[3]), seed),
                                          code=code)
                                 for seed in cfg.train.seeds) if s is not None] for cell in cells}
     with closing(Curves(CURVE_WORKERS)) as curves:
@@ -389,11 +389,10 @@ def track_all(cfg: Config, out_csv: Path, runs_root: Path = RUNS_ROOT, results_r
                 if logged(s["fingerprint"]) is None:
                     curves.draw(s, curves_title(ds, variant, f, s["params"]["seed"]))
         for (study_name, ds, variant, f), summaries in found.items():
-            ids = track_cell(study_name, ds, variant, f, summaries, runs_root, curves, cfg, data_root)
+            ids = track_cell(study_name, ds, variant, f, summaries, results_root, curves, cfg, data_root)
             rows += [{"experiment": train_experiment(study_name), "dataset": ds,
                       "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
                      for s, i in zip(summaries, ids)]
-    adopt(cfg, results_root)
     # the configured claim studies at their budgets, then the paper-scale studies `fedbench study run` / `paper run`
     # left, each from the folder the report reads it from
     from fedbench.study.paper_profile import CLAIM_STUDIES

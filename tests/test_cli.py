@@ -262,7 +262,7 @@ def test_run_says_where_it_wrote_and_logs_a_reused_run_once(tmp_path, monkeypatc
     main(args + ["--study", "stragglers"])
     first = capsys.readouterr().out.splitlines()[-2:]  # (above: the dataset generated)
     head = "synthetic_iid fedavg stragglers=0 seed=0: wrote "
-    assert first[0].startswith(head + "runs/train/outcomes/") and (tmp_path / first[0][len(head):]).is_file()
+    assert first[0].startswith(head + "results/train/outcomes/") and (tmp_path / first[0][len(head):]).is_file()
     assert first[1].startswith("  MLflow: experiment 'train-stragglers', run ")
     main(args)  # --study adhoc: the run is reused, and is in MLflow already
     again = capsys.readouterr().out.splitlines()

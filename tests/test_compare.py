@@ -50,7 +50,7 @@ def test_several_datasets_with_their_own_rounds_are_each_named_and_a_long_title_
 def test_compare_puts_the_rounds_in_force_and_the_set_overrides_in_the_title(monkeypatch, tmp_path):
     overrides = {"train.rounds": 7}
     cfg = load_config(ROOT / "params.yaml", overrides)
-    monkeypatch.setattr(comparing, "load", lambda cfg, keys, runs_root, data_root: (_history(), []))
+    monkeypatch.setattr(comparing, "load", lambda cfg, keys, results_root, data_root: (_history(), []))
     drawn = {}
     monkeypatch.setattr(comparing, "draw", lambda hist, metrics, path, title: drawn.setdefault("title", title) and path)
     compare(cfg, Selection(), ["train/loss"], tmp_path / "fig.png", overrides=overrides)

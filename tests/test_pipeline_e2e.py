@@ -71,13 +71,13 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     exp = client.get_experiment_by_name("train-stragglers")
     runs = client.search_runs([exp.experiment_id])
     # at params.yaml's settings a name has no differences, only the start of its fingerprint: its outcome file's
-    # runs/train/outcomes/<fingerprint>.json, named in the train store's index (fedbench.track.run_name)
-    index = [json.loads(line) for line in (tmp_path / "runs/train/index.jsonl").read_text().splitlines()]
+    # results/train/outcomes/<fingerprint>.json, named in the train store's index (fedbench.track.run_name)
+    index = [json.loads(line) for line in (tmp_path / "results/train/index.jsonl").read_text().splitlines()]
     fingerprints = {(x["params"]["variant"], x["params"]["seed"]): x["fingerprint"] for x in index
                     if x["params"]["dataset"] == "synthetic_1_1" and x["params"]["straggler_fraction"] == 0.9}
     assert sorted(r.info.run_name for r in runs) == sorted(
         f"{v} 90% s{s} synthetic_1_1 #{fingerprints[v, s][:6]}" for v in ("fedavg", "fedprox_mu1") for s in (0, 1))
-    assert all((tmp_path / "runs/train/outcomes" / f"{fp}.json").is_file() for fp in fingerprints.values())
+    assert all((tmp_path / "results/train/outcomes" / f"{fp}.json").is_file() for fp in fingerprints.values())
     run = runs[0]
     assert run.info.status == "FINISHED"
     assert {"git_commit", "dataset_hash", "seed", "device", "version.torch"} <= set(run.data.tags)
@@ -98,8 +98,8 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     assert again.returncode == 0
     assert "Data and pipelines are up to date" in again.stdout
     # a run finished outside this lock's state (another experiment's, `fedbench paper run`'s) survives a checkout:
-    # runs/ is not in DVC's cache, so no `dvc checkout` or `dvc exp apply` restores it to an older state
-    later = tmp_path / "runs/train/outcomes/ffffffffffffffff.json"
+    # results/train/ is not in DVC's cache, so no `dvc checkout` or `dvc exp apply` restores it to an older state
+    later = tmp_path / "results/train/outcomes/ffffffffffffffff.json"
     later.write_text("{}")
     checkout = subprocess.run(dvc + ["checkout", "--force"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert checkout.returncode == 0 and later.exists(), checkout.stderr[-2000:]

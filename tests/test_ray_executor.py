@@ -45,13 +45,13 @@ def _numbers(summary: dict) -> dict:
             "final": summary["final"], "history": _history(summary["history"]), "diverged": summary["diverged"]}
 
 
-def _files(runs_root: Path, data_root: Path, summary: dict, folder: Path) -> dict[str, str]:
+def _files(results_root: Path, data_root: Path, summary: dict, folder: Path) -> dict[str, str]:
     """A run's files as a person opens them (fedbench.runner.run_files, written into ``folder``) as text, its timing
     columns dropped, and the commit it was computed on (the local runs are computed minutes before the Ray ones: a
     commit made meanwhile failed the comparison)."""
     import pandas as pd
 
-    run_files(runs_root, data_root, summary, folder)
+    run_files(results_root, data_root, summary, folder)
     history = pd.read_csv(folder / "history.csv").drop(columns=list(TIMING), errors="ignore")
     summary = json.loads((folder / "summary.json").read_text())
     return {"history": history.to_csv(index=False), "per_device": (folder / "per_device.csv").read_text(),

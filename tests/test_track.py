@@ -353,7 +353,7 @@ def test_a_training_run_and_a_claim_simulation_are_one_kind_of_record():
     assert (train.start_ms, train.end_ms, claim.start_ms, claim.end_ms) == (997_000, 1_000_000, 997_000, 1_000_000)
 
 
-def _run_files(runs_root, data_root, summary, folder):
+def _run_files(results_root, data_root, summary, folder):
     """The files the track stage attaches to a run (fedbench.runner.run_files), for a run with no stored outcome."""
     import json as _json
 

@@ -1,5 +1,5 @@
 """The train stage's store (fedbench.runner.TrainStore, issue 30 item 4): each run an outcome file named by the one
-fingerprint (fedbench.study.reuse, as a claim study's simulation) and a line of runs/train/index.jsonl naming it by its
+fingerprint (fedbench.study.reuse, as a claim study's simulation) and a line of results/train/index.jsonl naming it by its
 settings, data and code, so that readers find it without the engine (find_run). A run read back has the summary of
 the run computed; an index line cut short is skipped; a later line for the same settings wins; another code is
 another run."""

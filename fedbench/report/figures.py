@@ -122,8 +122,7 @@ def figure_real(hist: pd.DataFrame, path: Path, dataset: str, title: str, varian
     return save_figure(fig, path)
 
 
-def real_data_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir: Path,
-                      results_root: Path = RESULTS_ROOT) -> list[Path]:
+def real_data_figures(cfg: Config, results_root: Path, data_root: Path, figures_dir: Path) -> list[Path]:
     """The real-data figures (the entries: fedbench.studies.real_claims): the figure every judged real-data FedProx entry points at (``figures/<study>.png``: loss, accuracy and
     dissimilarity at 0/50/90% stragglers), for each study with runs; and each paper-scale study's own figures,
     copied from the folder the report reads it from (``results_root/<name>/<budget>/``) to ``figures/<name>/``."""
@@ -136,7 +135,7 @@ def real_data_figures(cfg: Config, runs_root: Path, data_root: Path, figures_dir
     drawn = []
     studies = ([MNIST5K_STUDY] if MNIST5K in cfg.studies else []) + [s for s in STUDIES.values() if not s.partial_work]
     for s in studies:
-        _, curves = runs_of(cfg, s, runs_root, data_root)
+        _, curves = runs_of(cfg, s, results_root, data_root)
         if not len(curves.frame):
             continue
         labels = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", s.best_variant: f"FedProx, μ={s.mu:g}"}

@@ -17,7 +17,7 @@ For the chosen claims (judged entries of reports/claims.json), in this order:
    exploratory run had; the registry is written before any study runs. A study with no seed randomness
    (``seeds=()``) is marked DETERMINISTIC instead: a rerun would repeat its numbers, so nothing is frozen or run.
 3. **Run** each study at its params.yaml budget on exactly its frozen seeds (fedbench.studies.stage.run_study with
-   the seeds replaced), into ``runs/confirm/<study>/<budget>/``: never over the exploratory records in results/.
+   the seeds replaced), into ``results/confirm/<study>/<budget>/``: never over the exploratory records in results/<study>/.
 4. **Judge** each rerun entry by the frozen rule: its frozen hash must equal the one frozen (the study's code states
    the rule; a rerun whose rule differs is refused, its confirmation void), and its training seeds the frozen block
    (fedbench.claims.registry.confirm). The confirmatory verdict is recorded with its effect, the commit, the date and
@@ -32,7 +32,7 @@ and never replaces a clean record with a dirty one.
 The claims judged from the train stage's runs (fedbench.studies.confirm_train): the main job's (``--study "main
 job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
 "real data"``: study fedprox_mnist5k, 30 runs) rerun those runs with train.seeds replaced by the frozen block
-(fedbench.pipeline.train_runs) into ``runs/confirm/main-job/`` and ``runs/confirm/real-data/`` (data from data/), and
+(fedbench.pipeline.train_runs) into ``results/confirm/main-job/`` and ``results/confirm/real-data/`` (data from data/), and
 are judged by the functions that judge the exploratory runs for the report (fedbench.studies.confirm_train.JUDGES).
 Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv): about 13 and 2
 minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale claim study (e.g. Mime's
@@ -56,11 +56,11 @@ from fedbench.claims import registry as rules
 from fedbench.config import load_config
 from fedbench.errors import FedbenchError
 from fedbench.study import registry as studies
-from fedbench.study.layout import home_budget, study_folder
+from fedbench.study.layout import adopt, confirm_root, home_budget, study_folder
 from fedbench.studies import confirm_train as train_groups
 
 DATA_ROOT = Path("data/generated")  # fedbench.runner.DATA_ROOT, not imported: --help imports no torch (a test: equal)
-CONFIRM_ROOT = Path("runs/confirm")  # the confirmatory runs' records: runs/confirm/<study>/<budget>/ (git-ignored)
+CONFIRM_ROOT = confirm_root()  # the confirmatory runs' records: results/confirm/<study>/<budget>/ (git-ignored)
 DIRTY = " + uncommitted changes"  # git_commit's mark of a tree whose fedbench/ or params.yaml differ from HEAD
 RUNS_CSV = Path("reports/runs.csv")  # the train stage's runs with their measured wall times (the dry run's cost)
 
@@ -294,6 +294,8 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
         return 2
     try:
         cfg = load_config(a.params)
+        if Path(a.root) == CONFIRM_ROOT:  # the earlier layout's runs/ (runs/confirm/ among them), moved in first
+            adopt(cfg)
         registry = rules.load(a.registry)
         default = [s for s, c in cfg.claim_studies.items() if c.default]
         groups = choose(entries, a.study, a.ids, default)

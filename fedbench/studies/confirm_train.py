@@ -4,8 +4,8 @@ heterogeneity, fedbench.studies.fedprox_main_job) and the offline MNIST-5k claim
 ``fedprox_mnist5k``, fedbench.studies.fedprox_real_data).
 
 A group's confirmatory run is the train stage's own work with one change: ``train.seeds`` replaced by the frozen
-block. Its runs (fedbench.pipeline.train_runs, the same run layout and fingerprints) go into ``ROOT/<folder>/``, a runs
-root of their own, so they never mix with the exploratory runs in runs/ (a run's folder names its seed, and its
+block. Its runs (fedbench.pipeline.train_runs, the same run layout and fingerprints) go into ``ROOT/<folder>/``, a
+root of their own, so they never mix with the exploratory runs in results/train/ (a run's folder names its seed, and its
 fingerprint every setting, so an interrupted confirmation resumes there and a finished one is only read back). The
 data stays where the train stage made it (data/). The entries are judged by the very functions that judge the
 exploratory runs for the report (:data:`JUDGES`: fedbench.studies.fedprox_main_job_claims and
@@ -95,22 +95,22 @@ def measured_seconds(cfg: Config, group: TrainGroup, runs_csv: Path) -> tuple[fl
     return (sum(float(r["wall_time_s"]) for r in rows), len(rows)) if rows else None
 
 
-def judge_main_job(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
-    """The main job's claims (fedbench.studies.fedprox_main_job_claims) from the runs under ``runs_root`` of ``cfg``'s
+def judge_main_job(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """The main job's claims (fedbench.studies.fedprox_main_job_claims) from the runs under ``results_root`` of ``cfg``'s
     train.seeds."""
     from fedbench.studies.fedprox_main_job_claims import evaluate_claims
     from fedbench.studies.train_runs import load_runs
 
-    hist, summ = load_runs(cfg, runs_root, data_root)
+    hist, summ = load_runs(cfg, results_root, data_root)
     return evaluate_claims(cfg, hist, summ)
 
 
-def judge_real_data(cfg: Config, runs_root: Path, data_root: Path) -> list[dict[str, Any]]:
-    """The real-data entries (fedbench.studies.real_claims) from the runs under ``runs_root``: the MNIST-5k ones are
+def judge_real_data(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """The real-data entries (fedbench.studies.real_claims) from the runs under ``results_root``: the MNIST-5k ones are
     judged where its runs are there; the others read runs a confirmation does not make and stay not-run."""
     from fedbench.studies.real_claims import evaluate
 
-    return evaluate(cfg, runs_root, data_root)
+    return evaluate(cfg, results_root, data_root)
 
 
 # each group's judging, keyed by the study claims.json gives its entries (fedprox_curves.STUDY,

@@ -2,7 +2,7 @@
 fetches the data and runs it, its projected cost and the published value where they do not.
 
 FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of fedbench.study.paper_profile
-(or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from ``runs/`` whatever params.yaml
+(or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from the train store (``results/train/``) whatever params.yaml
 lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
 claims are judged by the paper-scale claim studies of fedbench.study.paper_profile.CLAIM_STUDIES
 (fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``results/<name>/paper/claims.json`` where
@@ -62,12 +62,12 @@ def _study_config(cfg: Config, s: PaperStudy) -> Config:
     return dataclasses.replace(cfg, studies={s.name: study}, algorithms=algos)
 
 
-def runs_of(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> tuple[Config, Curves]:
+def runs_of(cfg: Config, s: PaperStudy, results_root: Path, data_root: Path) -> tuple[Config, Curves]:
     """``cfg`` with only study ``s``, and its runs (their summaries in ``Curves.summaries``)."""
     from fedbench.studies.train_runs import load_runs
 
     only = _study_config(cfg, s)
-    hist, summ = load_runs(only, runs_root, data_root)
+    hist, summ = load_runs(only, results_root, data_root)
     curves = Curves(hist)
     curves.summaries = summ
     return only, curves
@@ -119,8 +119,8 @@ def _accuracy(curves: Curves, s: PaperStudy, variant: str, seed: int, reading: s
                                curves.series(s.variant, variant, 0.9, seed, "test/accuracy"), reading, rounds, budget)
 
 
-def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
-    only, curves = runs_of(cfg, s, runs_root, data_root)
+def gain_at_90(cfg: Config, s: PaperStudy, results_root: Path, data_root: Path) -> dict[str, Any]:
+    only, curves = runs_of(cfg, s, results_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     part = Part("90% stragglers", GAIN_RULE)
     e = _entry(cfg, s, GAIN_90, "test accuracy at 90% stragglers")
@@ -143,8 +143,8 @@ def gain_at_90(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> 
     return judged(e, result) | {"cost": _measured(curves)}
 
 
-def dissimilarity(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
-    only, curves = runs_of(cfg, s, runs_root, data_root)
+def dissimilarity(cfg: Config, s: PaperStudy, results_root: Path, data_root: Path) -> dict[str, Any]:
+    only, curves = runs_of(cfg, s, results_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     part = Part("no stragglers", DISSIMILARITY_RULE)
     e = _entry(cfg, s, DISSIMILARITY, "variance of local gradients, 0% stragglers")
@@ -176,9 +176,9 @@ def _loss(curves: Curves, s: PaperStudy, variant: str, f: float, seed: int, read
     return read_loss(curves.series(s.variant, variant, f, seed, "train/loss"), reading, rounds, budget)
 
 
-def gain_at_0_50(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
+def gain_at_0_50(cfg: Config, s: PaperStudy, results_root: Path, data_root: Path) -> dict[str, Any]:
     """Figure 7 at 0% and 50% stragglers: 'FedProx improves the test accuracy on all datasets' (direction only)."""
-    only, curves = runs_of(cfg, s, runs_root, data_root)
+    only, curves = runs_of(cfg, s, results_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     levels = (0.0, 0.5)
     parts = [Part(f"{int(f * 100)}% stragglers", ACCURACY_RULE) for f in levels]
@@ -204,9 +204,9 @@ def gain_at_0_50(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -
     return judged(e, result) | {"cost": _measured(curves)}
 
 
-def stragglers_hurt(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path) -> dict[str, Any]:
+def stragglers_hurt(cfg: Config, s: PaperStudy, results_root: Path, data_root: Path) -> dict[str, Any]:
     """Figure 1: 'on all the datasets ... larger heterogeneity results in worse convergence (FedAvg)'."""
-    only, curves = runs_of(cfg, s, runs_root, data_root)
+    only, curves = runs_of(cfg, s, results_root, data_root)
     seeds, rounds = cfg.train.seeds, only.train_for(s.variant).rounds
     steps = ((0.0, 0.5), (0.5, 0.9))
     parts = [Part(f"FedAvg {int(b * 100)}% - {int(a * 100)}% stragglers", LOSS_RULE) for a, b in steps]
@@ -228,7 +228,7 @@ def stragglers_hurt(cfg: Config, s: PaperStudy, runs_root: Path, data_root: Path
     return judged(e, result) | {"cost": _measured(curves)}
 
 
-def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, Any]:
+def five_dataset_mean(cfg: Config, results_root: Path, data_root: Path) -> dict[str, Any]:
     """The abstract's +22 points: the mean gain over Synthetic(1,1) (the main job) and the four real datasets."""
     part = Part("mean of five datasets", GAIN_RULE)
     studies = [STUDIES[n] for n in FIVE]
@@ -239,7 +239,7 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
         deviations=["each dataset's own deviations (its entries)"], figure=None,
         fidelity=fidelity("paper", None, None, len(cfg.train.seeds)), rounds_run=None,
         training_seeds=list(cfg.train.seeds), data_seeds=[0])
-    parts = {n: runs_of(cfg, STUDIES[n], runs_root, data_root) for n in FIVE}
+    parts = {n: runs_of(cfg, STUDIES[n], results_root, data_root) for n in FIVE}
     missing = [n for n, (_, c) in parts.items()
                if missing_runs(c, [(STUDIES[n].variant, v, 0.9) for v in ("fedavg", STUDIES[n].best_variant)],
                                cfg.train.seeds)]
@@ -256,7 +256,7 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
     from fedbench.studies.fedprox_curves import Curves as MainCurves
     from fedbench.studies.train_runs import load_runs
 
-    main_hist, _ = load_runs(cfg, runs_root, data_root)
+    main_hist, _ = load_runs(cfg, results_root, data_root)
     main = MainCurves(main_hist)
     seeds = cfg.train.seeds
 
@@ -283,27 +283,28 @@ def five_dataset_mean(cfg: Config, runs_root: Path, data_root: Path) -> dict[str
     return judged(e, result)
 
 
-def partial_work_e1(cfg: Config, runs_root: Path, data_root: Path) -> dict[str, Any]:
+def partial_work_e1(cfg: Config, results_root: Path, data_root: Path) -> dict[str, Any]:
     """Figures 9 and 10 at E = 1 on the four real datasets (fedbench.studies.fedprox_partial_work judges it) from the
     runs of the partial-work-e1 profile's studies, each priced as ``fedbench paper list`` prices it."""
     from fedbench.studies.fedprox_partial_work import entry
 
-    runs = {n: runs_of(cfg, STUDIES[n], runs_root, data_root) for n in PARTIAL_WORK_E1}
+    runs = {n: runs_of(cfg, STUDIES[n], results_root, data_root) for n in PARTIAL_WORK_E1}
     return entry(cfg, runs, {n: _cost(cfg, STUDIES[n]) for n in PARTIAL_WORK_E1},
                  {n: _measured(c) for n, (_, c) in runs.items()})
 
 
-def evaluate(cfg: Config, runs_root: Path, data_root: Path, results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
+def evaluate(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """Every real-data entry: the offline MNIST-5k study, each FedProx dataset, the five-dataset mean (from the train
-    stage's runs in ``runs_root``), the other papers' paper-scale studies (from their folders in ``results_root``)."""
+    store's runs, ``results_root/train/``), the other papers' paper-scale studies (from their folders in
+    ``results_root``: fedbench.study.layout)."""
     out = []
     per_study = (gain_at_90, dissimilarity, gain_at_0_50, stragglers_hurt)
     if MNIST5K in cfg.studies:
-        out += [fn(cfg, MNIST5K_STUDY, runs_root, data_root) for fn in per_study]
+        out += [fn(cfg, MNIST5K_STUDY, results_root, data_root) for fn in per_study]
     for s in STUDIES.values():
-        out += [] if s.partial_work else [fn(cfg, s, runs_root, data_root) for fn in per_study]
-    out.append(five_dataset_mean(cfg, runs_root, data_root))
-    out.append(partial_work_e1(cfg, runs_root, data_root))
+        out += [] if s.partial_work else [fn(cfg, s, results_root, data_root) for fn in per_study]
+    out.append(five_dataset_mean(cfg, results_root, data_root))
+    out.append(partial_work_e1(cfg, results_root, data_root))
     for name in CLAIM_STUDIES:
         out += paper_study_entries(name, results_root)
     return out + headline_entries()

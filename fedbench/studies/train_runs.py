@@ -1,4 +1,4 @@
-"""Load the finished runs of the parameters in force (the train store, runs/train/: fedbench.runner) into tables."""
+"""Load the finished runs of the parameters in force (the train store, results/train/: fedbench.runner) into tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fedbench.config import Config
 from fedbench.data.format import read_meta
 from fedbench.data.registry import dataset_dir
 from fedbench.provenance import TRAIN_RUN_CODE, code_hash
-from fedbench.runner import DATA_ROOT, RUNS_ROOT, RunKey, find_run  # noqa: F401 (the roots: for the report)
+from fedbench.runner import DATA_ROOT, RunKey, find_run  # noqa: F401 (DATA_ROOT: for the report)
 
 
 def study_cells(cfg: Config) -> list[tuple[str, str, float]]:
@@ -18,7 +18,7 @@ def study_cells(cfg: Config) -> list[tuple[str, str, float]]:
     return list(dict.fromkeys(cell[1:] for cell in cfg.cells()))
 
 
-def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_runs(cfg: Config, results_root: Path, data_root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(history, summaries) of every complete run of the configured studies whose fingerprint matches
     the current params (stale runs from other settings are ignored)."""
     histories, summaries = [], []
@@ -33,7 +33,7 @@ def load_runs(cfg: Config, runs_root: Path, data_root: Path) -> tuple[pd.DataFra
         for seed in cfg.train.seeds:
             if hashes[ds] is None:
                 continue
-            summary = find_run(cfg, data_root, runs_root, RunKey(ds, variant, float(f), seed), hashes[ds], code)
+            summary = find_run(cfg, data_root, results_root, RunKey(ds, variant, float(f), seed), hashes[ds], code)
             if summary is None:
                 continue
             h = pd.DataFrame(summary["history"]).assign(dataset=ds, variant=variant, stragglers=f, seed=seed,

@@ -1,16 +1,22 @@
-"""Where a claim study's run goes (issue 30, item 4): one folder per (study, budget), the same for every study,
+"""Where every run goes (issue 30, item 4): one root, ``results/``, and in it
 
-    results/<study>/<budget>/     claims.json, simulations.jsonl, the study's figures, outcomes/<fingerprint>.json
+    results/<study>/<budget>/     a claim study run at a budget: claims.json, simulations.jsonl, the study's figures,
+                                  outcomes/<fingerprint>.json
+    results/train/                the train store: the runs of params.yaml's studies (the main job, `fedbench run`,
+                                  `fedbench paper run`'s FedProx studies), outcomes/<fingerprint>.json and index.jsonl,
+                                  the index naming each run by its settings (fedbench.runner)
+    results/confirm/...           confirmatory runs (fedbench.studies.confirm), in this same layout under a root of
+                                  their own, so that they never write over the exploratory ones
 
-whether the study is small (generated data, a DVC ``study@NAME`` stage) or paper-scale (real data, ``fedbench paper
-run``), and whichever budget it ran at. ``results/`` is not committed: a fresh clone computes every run. What is
-committed is the report's copy of each small study's home folder, ``reports/studies/<study>/`` (its outcomes left
-out: :func:`publish`). Confirmatory runs keep their own root (fedbench.studies.confirm: runs/confirm/) in
-the same layout, so that they never write over the exploratory records.
+A claim study has the same folder whether it is small (generated data, a DVC ``study@NAME`` stage) or paper-scale (real
+data, ``fedbench paper run``), and whichever budget it ran at. ``results/`` is not committed: a fresh clone computes
+every run. What is committed is the report's copy of each small study's home folder, ``reports/studies/<study>/`` (its
+outcomes left out: :func:`publish`).
 
-:func:`adopt_legacy` moves what the earlier layout left (``reports/studies[-B]/<study>/``, ``runs/studies[-B]/
-<study>/``) into this one, once, so that a checkout made before it keeps its finished simulations (hours, for a
-paper-scale study) instead of computing them again. Torch-free: the report and the track stage import it.
+:func:`adopt_legacy` moves what the earlier layouts left (``reports/studies[-B]/<study>/``, ``runs/studies[-B]/
+<study>/``, ``runs/train/``, ``runs/confirm/``) into this one, once, so that a checkout made before it keeps its
+finished runs (hours, for a paper-scale study) instead of computing them again. Torch-free: the report and the track
+stage import it.
 """
 
 from __future__ import annotations
@@ -26,15 +32,30 @@ RESULTS_ROOT = Path("results")
 PIPELINE_BUDGET = "pipeline"  # a study's budget where none is named (params.yaml's claim_studies, a study's run())
 PAPER_BUDGET = "paper"  # a paper-scale study's home budget
 OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.study.reuse)
+TRAIN = "train"  # the train store's folder in a root
+CONFIRM = "confirm"  # the confirmatory runs' root in the results root
+RESERVED = (TRAIN, CONFIRM)  # no claim study has these names (tests/study/test_layout.py)
 
-# the earlier layout (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
-# reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/
+# the earlier layouts (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
+# reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/; the train store in
+# runs/train/ and confirmatory runs in runs/confirm/
 LEGACY_SMALL, LEGACY_PAPER = Path("reports/studies"), Path("runs/studies")
+LEGACY_STORES = {Path("runs") / TRAIN: TRAIN, Path("runs") / CONFIRM: CONFIRM}
 
 
 def study_folder(name: str, budget: str | None, root: str | Path = RESULTS_ROOT) -> Path:
     """Claim study ``name`` run at ``budget`` (None: the pipeline budget): ``root/name/budget``."""
     return Path(root) / name / (budget or PIPELINE_BUDGET)
+
+
+def train_folder(root: str | Path = RESULTS_ROOT) -> Path:
+    """The train store in ``root``: ``root/train`` (its ``outcomes/`` and ``index.jsonl``: fedbench.runner)."""
+    return Path(root) / TRAIN
+
+
+def confirm_root(root: str | Path = RESULTS_ROOT) -> Path:
+    """The confirmatory runs' root in ``root``: ``root/confirm`` (fedbench.studies.confirm)."""
+    return Path(root) / CONFIRM
 
 
 def home_budget(cfg: Any, name: str) -> str:
@@ -94,8 +115,9 @@ def _move(source: Path, target: Path, legacy: Path, what: str) -> None:
 
 def adopt(cfg: Any, root: str | Path = RESULTS_ROOT) -> list[Path]:
     """:func:`adopt_legacy` into ``root`` where it is the working tree's ``results/`` (a test's or a confirmatory
-    root is its own), with ``cfg``'s home budgets: done before a study runs and before the track stage reads
-    ``results/`` (the report, which runs after both in ``dvc repro``, only reads)."""
+    root is its own), with ``cfg``'s home budgets: done before anything trains (fedbench.pipeline.train_runs, a study's
+    run, a confirmation) and before the track stage and ``fedbench compare`` read ``results/`` (the report, which
+    runs after the train and track stages in ``dvc repro``, only reads)."""
     return adopt_legacy(homes(cfg), RESULTS_ROOT) if Path(root) == RESULTS_ROOT else []
 
 
@@ -107,7 +129,9 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
     ``outcomes/``, since its files are also the committed report. A folder is adopted where it holds a finished
     run (claims.json) or finished simulations (outcomes/: a run cut short); ``reports/studies/<study>`` only where it
     holds outcomes (on a fresh clone it holds the committed files alone: nothing ran there). Anything the new layout
-    already has is left alone. The folders created, each printed as one line."""
+    already has is left alone. Then ``runs/train`` and ``runs/confirm`` whole, to ``root/train`` and
+    ``root/confirm``, where ``root`` lacks them (a folder of fingerprint-named runs: where both exist, the earlier
+    one is left, and its runs are computed again when asked for). The folders created, each printed as one line."""
     base, root = Path(base), Path(root)
     adopted = []
     for legacy, home in ((base / LEGACY_SMALL, None), (base / LEGACY_PAPER, PAPER_BUDGET)):
@@ -134,4 +158,13 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
                     os.replace(folder / OUTCOMES, tmp / OUTCOMES)
                     _move(tmp, target, folder, "its finished simulations (and a copy of its records)")
                 adopted.append(target)
+    for legacy, name in LEGACY_STORES.items():
+        source, target = base / legacy, root / name
+        if source.is_dir() and not target.exists():
+            _move(source, target, source, "the " + ("train store" if name == TRAIN else "confirmatory runs"))
+            adopted.append(target)
+    try:
+        (base / LEGACY_PAPER.parent).rmdir()  # runs/, the earlier root, where nothing else is left in it
+    except OSError:
+        pass
     return adopted

@@ -9,7 +9,7 @@ as Ray tasks (fedbench.executors), and gives each finished stack to the store as
 call keeps what finished. A run the store gives a checkpoint file checkpoints there every ``checkpoint_every`` rounds
 and picks up from it when run again (saying so, in one line). Both stores keep a simulation as an outcome file named by
 its fingerprint (fedbench.study.reuse): a claim study's (fedbench.study.reuse.OutcomeStore, in the study's folder) and
-the train stage's (fedbench.runner.TrainStore, in runs/train/, with an index by settings and a lock per run).
+the train stage's (fedbench.runner.TrainStore, in results/train/, with an index by settings and a lock per run).
 
 Importing this module imports no torch (the engine is imported when runs are computed).
 """

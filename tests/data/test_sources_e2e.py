@@ -237,8 +237,8 @@ def test_paper_run_of_a_claim_study_end_to_end(mirror, tmp_path, monkeypatch):
     for e in entries:
         assert e["verdict"] != "not-run" and e["fidelity"] == "smoke-check" and "command" not in e  # fixture: 8 of 70,000 rounds
         assert e["cost"]["measured"] and e["cost"]["budget"] == "fixture" and e["cost"]["device"] == "cpu"
-    figures = real_data_figures(load_config(tmp_path / "params.yaml"), tmp_path / "runs", tmp_path / "data" / "generated",
-                                tmp_path / "figures", results)
+    figures = real_data_figures(load_config(tmp_path / "params.yaml"), results, tmp_path / "data" / "generated",
+                                tmp_path / "figures")
     copied = {f.relative_to(tmp_path / "figures").as_posix() for f in figures}
     assert {e["figure"]["path"].removeprefix("figures/") for e in entries} <= copied  # every entry's figure is there
     assert json.loads((folder / "claims.json").read_text())["budget"] == "fixture"

@@ -59,28 +59,28 @@ class Workspace:
     def stored(self, dataset: str, variant: str, stragglers: float, seed: int, **overrides) -> dict:
         """The stored run of this cell and seed under the workspace's params.yaml with ``overrides`` (dotted keys, as
         `--set`: fedbench.runner.find_run: its summary, with ``history``), and its outcome file as ``path``
-        (runs/train/outcomes/<fingerprint>.json)."""
+        (results/train/outcomes/<fingerprint>.json)."""
         from fedbench.config import load_config
         from fedbench.runner import RunKey, find_run, outcome_path
 
         cfg = load_config(self.path / "params.yaml", overrides or None)
-        found = find_run(cfg, self.path / "data/generated", self.path / "runs",
+        found = find_run(cfg, self.path / "data/generated", self.path / "results",
                          RunKey(dataset, variant, float(stragglers), seed))
         assert found is not None, f"no stored run of {dataset} {variant} stragglers={stragglers} seed={seed}"
-        return found | {"path": outcome_path(self.path / "runs", found["fingerprint"])}
+        return found | {"path": outcome_path(self.path / "results", found["fingerprint"])}
 
     def index(self) -> list[dict]:
-        """The train store's index (runs/train/index.jsonl): one line per finished run, oldest first."""
+        """The train store's index (results/train/index.jsonl): one line per finished run, oldest first."""
         import json
 
-        path = self.path / "runs/train/index.jsonl"
+        path = self.path / "results/train/index.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     def outcome(self, fingerprint: str) -> dict:
         """The stored outcome file of run ``fingerprint``, as JSON."""
         import json
 
-        return json.loads((self.path / "runs/train/outcomes" / f"{fingerprint}.json").read_text())
+        return json.loads((self.path / "results/train/outcomes" / f"{fingerprint}.json").read_text())
 
     def fedbench(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "fedbench.cli", *args], cwd=self.path, env=self.env,

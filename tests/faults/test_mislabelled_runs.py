@@ -15,7 +15,7 @@ def test_run_refuses_data_made_with_other_settings(ws):
     assert line.startswith("fedbench: data error: data/generated/synthetic_1_1 was made with data.seed=0, "
                            "data.num_devices=30 but the config says data.seed=1, data.num_devices=20")
     assert "fedbench generate synthetic_1_1 --set data.seed=1 --set data.num_devices=20" in line
-    assert not (ws.path / "runs").exists()
+    assert not (ws.path / "results").exists()
     regen = ws.fedbench("generate", "--set", "data.seed=1", "--set", "data.num_devices=20")  # the fix it names
     assert regen.returncode == 0, regen.stderr[-2000:]
     assert ws.fedbench(*RUN, "--set", "data.seed=1", "--set", "data.num_devices=20").returncode == 0

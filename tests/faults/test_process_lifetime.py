@@ -30,7 +30,7 @@ def test_workers_die_with_their_parent(ws, reaper, sig):
     if sig == signal.SIGTERM:
         assert proc.returncode == 128 + signal.SIGTERM
         assert "fedbench: terminated; finished runs are kept" in err and "Traceback" not in err
-    leftovers = [p.name for p in (ws.path / "runs").rglob("*.tmp") if ".checkpoint.pt" not in p.name]
+    leftovers = [p.name for p in (ws.path / "results").rglob("*.tmp") if ".checkpoint.pt" not in p.name]
     assert leftovers == []  # no half-written outcome
 
 
@@ -83,10 +83,10 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     logged = {int(r.data.tags["seed"]) for r in ws.runs() if r.info.status == "FINISHED"}
     done = {line["params"]["seed"] for line in ws.index()}
     # no half-written outcome either (a checkpoint cut short as its worker stopped is a .tmp the next one replaces)
-    assert not [p for p in (ws.path / "runs").rglob("*.tmp") if ".checkpoint.pt" not in p.name]
+    assert not [p for p in (ws.path / "results").rglob("*.tmp") if ".checkpoint.pt" not in p.name]
     assert logged and logged <= done <= {0, 1, 2}  # a run that finished as Ctrl-C came may be unlogged
     if done < {0, 1, 2}:  # (the other stack may finish in the instant before the signal: then nothing resumes)
-        assert list((ws.path / "runs/train/outcomes").glob(".*.checkpoint.pt"))  # the unfinished ones resume from them
+        assert list((ws.path / "results/train/outcomes").glob(".*.checkpoint.pt"))  # the unfinished ones resume from them
     again = ws.fedbench(*RUN, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stderr.count("(reused)") == len(done)

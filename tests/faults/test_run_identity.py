@@ -1,4 +1,4 @@
-"""Issue 23 item 1: a run is kept under its fingerprint (runs/train/outcomes/<fingerprint>.json, the one store), so a
+"""Issue 23 item 1: a run is kept under its fingerprint (results/train/outcomes/<fingerprint>.json, the one store), so a
 variation (`dvc exp run -S train.rounds=4`, `fedbench run --set ...`) gets runs of its own, never overwrites those of
 other parameters, and going back reuses them; readers (the report) see only the runs of the parameters in force."""
 

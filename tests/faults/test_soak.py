@@ -40,7 +40,7 @@ def test_soak(ws, tmp_path):
     cfg = load_config(ws.path / "params.yaml")  # the reference: every run once, undisturbed, elsewhere
     reference = {s["params"]["seed"]: s["param_digest"] for s in
                  train(cfg, "synthetic_1_1", "fedavg", 0.0, data_root=ws.path / "data/generated",
-                       runs_root=tmp_path / "reference-runs", progress=False)}
+                       results_root=tmp_path / "reference-runs", progress=False)}
 
     kills: Counter[str] = Counter()
     exits: Counter[int] = Counter()
@@ -87,7 +87,7 @@ def test_soak(ws, tmp_path):
         "store_integrity": integrity,
         "unfinished_attempts_left": len([r for r in ws.runs() if r.info.status != "FINISHED"]),
         "processes_left": sorted(p for p in pids if alive(p)),
-        "temporary_files_left": sorted(str(p.relative_to(ws.path)) for p in (ws.path / "runs").rglob("*.tmp")),
+        "temporary_files_left": sorted(str(p.relative_to(ws.path)) for p in (ws.path / "results").rglob("*.tmp")),
     }
     out = Path(os.environ.get("SOAK_REPORT", tmp_path / "soak-report.json"))
     out.write_text(json.dumps(report, indent=2) + "\n")

@@ -41,7 +41,7 @@ def test_stragglers_without_fewer_epochs_fail_before_data(ws):
     assert proc.returncode == 2
     assert one_line(proc.stderr).startswith("fedbench: config error: --stragglers: stragglers with "
                                             "straggler_epochs='authors_code' run U{1..E-1} epochs")
-    assert not (ws.path / "data").exists() and not (ws.path / "runs").exists()
+    assert not (ws.path / "data").exists() and not (ws.path / "results").exists()
 
 
 @pytest.mark.parametrize("args", [["check-config", "--params", "params.yaml"], ["--params", "params.yaml", "check-config"]])

@@ -307,7 +307,7 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
     other = "inconclusive" if gain["verdict"] != "inconclusive" else "reproduced"
     rerun = gain | {"verdict": other, "seeds": {"training": seeds, "data": [0]},
                     "effect": gain["effect"] | {"estimate": 1.5, "ci95": [-0.5, 3.5]}}
-    book = registry.confirm(rerun, book, "ghi789", "2026-11-28", seconds=61.04, where="runs/confirm/s")
+    book = registry.confirm(rerun, book, "ghi789", "2026-11-28", seconds=61.04, where="results/confirm/s")
     book = registry.mark_deterministic(partial, book, "ghi789", "2026-11-28")
     marked = [c | {"registration": registry.status(c, book)} for c in (gain, partial)]
     md = claims_markdown(marked, pd.DataFrame())
@@ -317,7 +317,7 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
     unit = gain["effect"].get("unit", "")
     assert (f"- **Confirmatory**: {other} (+1.50 [-0.500, +3.50]{' ' + unit if unit else ''}) on fresh seeds "
             f"{seeds[0]}-{seeds[-1]}, by the rule frozen on def456 (2026-11-27); run on ghi789 (2026-11-28) in 61.0 s "
-            f"wall, records in `runs/confirm/s/`; exploratory verdict: {gain['verdict']}.") in md
+            f"wall, records in `results/confirm/s/`; exploratory verdict: {gain['verdict']}.") in md
     assert ("1 confirmed; 0 frozen, not yet run; 1 deterministic: no seeds to confirm; 0 void (the rule changed since "
             "it was frozen).") in md
     t = count_verdicts(marked)

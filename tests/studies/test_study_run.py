@@ -79,15 +79,14 @@ def test_paper_run_builds_the_data_then_makes_the_study_run_call(here, monkeypat
     monkeypatch.setattr(stage, "run_claim_study", spy)
     monkeypatch.setattr(studies, "run_claim_study", spy)  # a second path calling it directly would count too
     monkeypatch.setattr(paper, "build_variants", lambda cfg, variants, data_root, progress: built.append(variants))
-    paper.run(PARAMS, NAME, data_root=Path("data"), runs_root=Path("runs"), progress=False, budget="fixture",
+    paper.run(PARAMS, NAME, data_root=Path("data"), progress=False, budget="fixture",
               report=lambda cfg, **k: reports.append(k))  # the CLI hands in the report's rebuild
 
     assert built == [[VARIANT]]
     assert calls == [((NAME,), {"budget": "fixture", "workers": 2, "root": Path("results"),
                                 "real_root": Path("data/real")})]  # train.workers of params.yaml
     assert trainings == [NAME]  # trained once, under run_study
-    assert reports == [{"out_dir": "reports", "runs_root": Path("runs"), "data_root": Path("data/generated"),
-                        "results_root": Path("results")}]
+    assert reports == [{"out_dir": "reports", "results_root": Path("results"), "data_root": Path("data/generated")}]
     got = json.loads((here / "results" / NAME / "fixture" / "claims.json").read_text())
     assert _judged(got["claims"]) == _judged(reference["claims"]) and got["budget"] == "fixture"
 

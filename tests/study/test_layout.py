@@ -1,6 +1,7 @@
 """Issue 30, item 4: one folder per (study, budget), results/<study>/<budget>/, for every claim study; the report's
 copy of each configured study's folder in reports/studies/<study>/ (committed files byte-identical when no number
-changed); and a checkout made under the earlier layout (reports/studies[-B]/, runs/studies[-B]/) keeping its
+changed); the train store and confirmatory runs in the same root (results/train/, results/confirm/); and a checkout
+made under the earlier layout (reports/studies[-B]/, runs/studies[-B]/, runs/train/, runs/confirm/) keeping its
 finished runs."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from pathlib import Path
 
 from fedbench.config import load_config
 from fedbench.study.record import write_simulations
-from fedbench.study.layout import (RESULTS_ROOT, adopt_legacy, home_budget, homes, publish, reported_folder,
-                                   study_folder)
+from fedbench.study import registry
+from fedbench.study.layout import (RESERVED, RESULTS_ROOT, adopt_legacy, confirm_root, home_budget, homes, publish,
+                                   reported_folder, study_folder, train_folder)
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = load_config(ROOT / "params.yaml")
@@ -23,6 +25,15 @@ def test_every_study_at_every_budget_has_one_folder():
     assert study_folder("mime_synthetic", None) == Path("results/mime_synthetic/pipeline")  # a run() at its default
     assert study_folder("fedlaavg_cifar10", "paper", Path("r")) == Path("r/fedlaavg_cifar10/paper")
     assert study_folder("fedproxvr_fashion", "convex", Path("r")) == Path("r/fedproxvr_fashion/convex")
+
+
+def test_the_train_store_and_confirmatory_runs_share_the_root_and_no_study_takes_their_names():
+    from fedbench.runner import outcome_path
+    from fedbench.studies.confirm import CONFIRM_ROOT
+
+    assert train_folder() == Path("results/train") and confirm_root() == CONFIRM_ROOT == Path("results/confirm")
+    assert outcome_path(RESULTS_ROOT, "ab") == Path("results/train/outcomes/ab.json")
+    assert not set(RESERVED) & set(registry.names())
 
 
 def test_the_home_budget_is_params_yaml_s_for_a_small_study_and_paper_for_a_paper_scale_one():
@@ -110,3 +121,28 @@ def test_the_report_copy_keeps_the_committed_seconds_where_no_number_changed(tmp
     assert json.loads((copy / "claims.json").read_text())["seconds"] == 9.0
     assert json.loads((copy / "simulations.jsonl").read_text())["seconds"] == 9.0
     assert not [p for p in reports.iterdir() if p.name.startswith(".")]  # no temporary folder
+
+
+def test_the_earlier_train_store_and_confirmatory_runs_are_moved_whole(tmp_path, capsys):
+    old, new = tmp_path / "old", tmp_path / "results"
+    (old / "runs/train/outcomes").mkdir(parents=True)
+    (old / "runs/train/outcomes/00000000000000aa.json").write_text("{}")
+    (old / "runs/train/index.jsonl").write_text('{"fingerprint": "00000000000000aa"}\n')
+    (old / "runs/confirm/main-job/train/outcomes").mkdir(parents=True)
+    (old / "runs/confirm/mime_synthetic/pipeline").mkdir(parents=True)
+    (old / "runs/confirm/mime_synthetic/pipeline/claims.json").write_text("{}")
+
+    assert adopt_legacy(homes(CFG), new, old) == [new / "train", new / "confirm"]
+    assert (new / "train/outcomes/00000000000000aa.json").is_file() and (new / "train/index.jsonl").is_file()
+    assert (new / "confirm/main-job/train/outcomes").is_dir()
+    assert (new / "confirm/mime_synthetic/pipeline/claims.json").is_file()
+    assert not (old / "runs").exists()  # nothing else was in it: the earlier root goes
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"{old}/runs/train/: the train store moved to {new}/train/ (the results layout, fedbench.study.layout)",
+                   f"{old}/runs/confirm/: the confirmatory runs moved to {new}/confirm/ (the results layout, "
+                   "fedbench.study.layout)"]
+
+    (old / "runs/train/outcomes").mkdir(parents=True)  # a store left where the new one exists: left alone
+    (old / "runs/elsewhere").mkdir()
+    assert adopt_legacy(homes(CFG), new, old) == []
+    assert (old / "runs/train/outcomes").is_dir() and (old / "runs/elsewhere").is_dir()
