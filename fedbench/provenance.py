@@ -1,7 +1,7 @@
 """Which code determines fedbench's numbers, and which commit computed them. Imports nothing heavy.
 
 ``RUN_CODE`` is the source of a training run's numbers: the run fingerprint hashes it (a change makes every
-finished run stale), and the commit recorded with a run is ``-dirty`` only when a file of it differs from
+finished run stale; a change of comments, docstrings or layout alone does not: :func:`code_hash`), and the commit recorded with a run is ``-dirty`` only when a file of it differs from
 HEAD. ``STUDY_CODE`` is the same for the claim studies (the code they share; each also depends on its own module,
 ``study_code``). dvc.yaml's study stages depend on exactly ``study_code(name)``, its train stages on ``TRAIN_STAGE_CODE`` (``RUN_CODE`` plus the code that turns params.yaml into
 runs); tests/faults/test_layering.py checks that dvc.yaml says the same. Paths are relative to the fedbench
@@ -10,6 +10,8 @@ package; a folder stands for every ``.py`` file under it.
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import subprocess
 from collections.abc import Sequence
@@ -75,12 +77,41 @@ def code_files(paths: Sequence[str], root: Path = PACKAGE) -> list[Path]:
 
 
 def code_hash(paths: Sequence[str] = RUN_CODE, root: Path = PACKAGE) -> str:
-    """SHA-256 (16 hex digits) over the names and bytes of the files ``paths`` stand for."""
+    """SHA-256 (16 hex digits) over the names and the code of the files ``paths`` stand for: each file's syntax
+    tree without its docstrings (:func:`_code_digest`), so that a comment, a docstring or a line's layout changes no
+    fingerprint and recomputes no run, and any other change does. The tree is as this Python parses it: another
+    minor version of Python may hash the same files differently (its runs are then computed anew, never mixed)."""
     h = hashlib.sha256()
     for f in code_files(paths, root):
         h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
+        stat = f.stat()
+        h.update(_code_digest(str(f), stat.st_mtime_ns, stat.st_size))
     return h.hexdigest()[:16]
+
+
+def file_hash(path: str | Path) -> str:
+    """The code of one Python file, as :func:`code_hash` reads it (16 hex digits)."""
+    stat = Path(path).stat()
+    return _code_digest(str(path), stat.st_mtime_ns, stat.st_size).hex()[:16]
+
+
+@functools.cache
+def _code_digest(path: str, mtime_ns: int, size: int) -> bytes:
+    """SHA-256 of the code of the Python file ``path`` (parsed once per state of the file): its syntax tree
+    (ast.dump: no comments, no layout) with every statement that is a bare string left out (docstrings: they run
+    nothing; a body left empty is a ``pass``). A file that does not parse is hashed by its bytes."""
+    source = Path(path).read_bytes()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return hashlib.sha256(source).digest()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                            and isinstance(s.value.value, str))]
+            node.body = kept or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).digest()
 
 
 def git_commit(paths: Sequence[str] = RUN_CODE, root: Path = PACKAGE) -> str:

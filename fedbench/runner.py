@@ -47,7 +47,7 @@ from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
 from fedbench.provenance import RUN_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.study import reuse
-from fedbench.study.layout import RESULTS_ROOT, train_folder
+from fedbench.study.layout import train_folder
 from fedbench.study.runner import Outcome, Simulation
 
 DATA_ROOT = Path("data/generated")

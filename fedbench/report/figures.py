@@ -9,7 +9,7 @@ import pandas as pd
 
 from fedbench.config import Config
 from fedbench.plotting import LABELS, PALETTE, TITLES, pyplot, save_figure
-from fedbench.study.layout import RESULTS_ROOT, reported_folder
+from fedbench.study.layout import reported_folder
 
 plt = pyplot()
 

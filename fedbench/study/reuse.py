@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import inspect
 import json
 import os
 import sys
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedbench.provenance import STUDY_RUN_CODE, code_hash
+from fedbench.provenance import STUDY_RUN_CODE, code_hash, file_hash
 from fedbench.study.layout import OUTCOMES  # the folder of finished simulations inside a study's output folder
 from fedbench.study.runner import Outcome, Simulation
 
@@ -43,8 +42,9 @@ ARRAYS = ("models", "device_accuracy", "device_train_loss")  # the Outcome's arr
 
 
 def _study_sources(*objects: Any) -> list[str]:
-    """SHA-256 of the source of each study module (fedbench.studies.<name>) that defines the class of one of
-    ``objects`` or of a dataclass field of theirs (a wrapped algorithm)."""
+    """The code (fedbench.provenance.file_hash: no comments or docstrings) of each study module
+    (fedbench.studies.<name>) that defines the class of one of ``objects`` or of a dataclass field of theirs (a
+    wrapped algorithm)."""
     modules = set()
     todo = list(objects)
     while todo:
@@ -59,7 +59,7 @@ def _study_sources(*objects: Any) -> list[str]:
             modules.add(module)
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             todo += [getattr(obj, f.name) for f in dataclasses.fields(obj) if dataclasses.is_dataclass(getattr(obj, f.name))]
-    return [hashlib.sha256(inspect.getsource(sys.modules[m]).encode()).hexdigest()[:16] for m in sorted(modules)]
+    return [file_hash(sys.modules[m].__file__) for m in sorted(modules)]
 
 
 def _callable_identity(fn: Any) -> Any:

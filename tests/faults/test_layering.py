@@ -196,9 +196,21 @@ def test_fingerprint_hashes_run_code(tmp_path):
     pkg = tmp_path / "fedbench"
     shutil.copytree(ROOT / "fedbench", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     before = provenance.code_hash(provenance.RUN_CODE, pkg)
-    (pkg / "cli.py").write_text("# not a number's code\n" + (pkg / "cli.py").read_text())
+    (pkg / "cli.py").write_text("x = 1  # not a number's code\n" + (pkg / "cli.py").read_text())
     assert provenance.code_hash(provenance.RUN_CODE, pkg) == before
-    (pkg / "engine" / "local.py").write_text("# changed\n" + (pkg / "engine" / "local.py").read_text())
+    local = pkg / "engine" / "local.py"
+    source = local.read_text()
+    # a comment, a docstring (the module's and a function's) and a line's layout change no number, nor the hash
+    assert source.startswith('"""') and '    """' in source
+    edited = ('"""Reworded."""\n# a comment\n' + source.split('"""', 2)[2].replace('    """', '    """Reworded. ', 1)
+              .replace("\n\n\n", "\n\n\n\n", 1))
+    local.write_text(edited)
+    assert provenance.code_hash(provenance.RUN_CODE, pkg) == before
+    local.write_text(edited + "\nSTEP = 1\n")  # code: the hash changes
+    assert provenance.code_hash(provenance.RUN_CODE, pkg) != before
+    local.write_text(edited.replace('"""Reworded."""', '"""Reworded."""\nassert True', 1))
+    assert provenance.code_hash(provenance.RUN_CODE, pkg) != before
+    local.write_text("this is not Python\n" + edited)  # a file that does not parse: hashed by its bytes
     assert provenance.code_hash(provenance.RUN_CODE, pkg) != before
 
 

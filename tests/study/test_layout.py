@@ -139,8 +139,8 @@ def test_the_earlier_train_store_and_confirmatory_runs_are_moved_whole(tmp_path,
     assert not (old / "runs").exists()  # nothing else was in it: the earlier root goes
     out = capsys.readouterr().out.splitlines()
     assert out == [f"{old}/runs/train/: the train store moved to {new}/train/ (the results layout, fedbench.study.layout)",
-                   f"{old}/runs/confirm/: the confirmatory runs moved to {new}/confirm/ (the results layout, "
-                   "fedbench.study.layout)"]
+                   (f"{old}/runs/confirm/: the confirmatory runs moved to {new}/confirm/ (the results layout, "
+                    "fedbench.study.layout)")]
 
     (old / "runs/train/outcomes").mkdir(parents=True)  # a store left where the new one exists: left alone
     (old / "runs/elsewhere").mkdir()
