@@ -1,8 +1,8 @@
 """Which code determines fedbench's numbers, and which commit computed them. Imports nothing heavy.
 
 ``RUN_CODE`` is the source of a training run's numbers: the run fingerprint hashes it (a change makes every
-finished run stale; a change of comments, docstrings or layout alone does not: :func:`code_hash`), and the commit recorded with a run is ``-dirty`` only when a file of it differs from
-HEAD. ``STUDY_CODE`` is the same for the claim studies (the code they share; each also depends on its own module,
+finished run stale; a change of comments, docstrings or layout alone does not: :func:`code_hash`), and the commit
+recorded with a run is ``-dirty`` only when a file of it differs from HEAD. ``STUDY_CODE`` is the same for the claim studies (the code they share; each also depends on its own module,
 ``study_code``). dvc.yaml's study stages depend on exactly ``study_code(name)``, its train stages on ``TRAIN_STAGE_CODE`` (``RUN_CODE`` plus the code that turns params.yaml into
 runs); tests/faults/test_layering.py checks that dvc.yaml says the same. Paths are relative to the fedbench
 package; a folder stands for every ``.py`` file under it.

@@ -2,8 +2,8 @@
 studies as a Simulation of the one runner (fedbench.study.runner), kept in the one store (:class:`TrainStore`: outcome
 files named by the one fingerprint, fedbench.study.reuse, as every claim study's).
 
-The runs live in ``results/train/`` (fedbench.study.layout): ``outcomes/<fingerprint>.json``, each run's full outcome (every history row, the
-final scalars, the per-device metrics, float64), and ``index.jsonl``, one line per finished run naming its fingerprint
+The runs live in ``results/train/`` (fedbench.study.layout): ``outcomes/<fingerprint>.json``, each run's full
+outcome (every history row, the final scalars, the per-device metrics, float64), and ``index.jsonl``, one line per finished run naming its fingerprint
 beside the settings that determine it (:func:`run_params`), its data's content hash and the code's hash. The
 fingerprint is the identity of everything that determines the run's numbers (its settings, its data and the code,
 fedbench.study.reuse.fingerprint), so runs of other parameters (a ``dvc exp run -S train.rounds=4`` variation) get

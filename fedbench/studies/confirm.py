@@ -17,7 +17,8 @@ For the chosen claims (judged entries of reports/claims.json), in this order:
    exploratory run had; the registry is written before any study runs. A study with no seed randomness
    (``seeds=()``) is marked DETERMINISTIC instead: a rerun would repeat its numbers, so nothing is frozen or run.
 3. **Run** each study at its params.yaml budget on exactly its frozen seeds (fedbench.studies.stage.run_study with
-   the seeds replaced), into ``results/confirm/<study>/<budget>/``: never over the exploratory records in results/<study>/.
+   the seeds replaced), into ``results/confirm/<study>/<budget>/``: never over the exploratory records in
+   results/<study>/.
 4. **Judge** each rerun entry by the frozen rule: its frozen hash must equal the one frozen (the study's code states
    the rule; a rerun whose rule differs is refused, its confirmation void), and its training seeds the frozen block
    (fedbench.claims.registry.confirm). The confirmatory verdict is recorded with its effect, the commit, the date and
@@ -32,8 +33,8 @@ and never replaces a clean record with a dirty one.
 The claims judged from the train stage's runs (fedbench.studies.confirm_train): the main job's (``--study "main
 job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
 "real data"``: study fedprox_mnist5k, 30 runs) rerun those runs with train.seeds replaced by the frozen block
-(fedbench.pipeline.train_runs) into ``results/confirm/main-job/`` and ``results/confirm/real-data/`` (data from data/), and
-are judged by the functions that judge the exploratory runs for the report (fedbench.studies.confirm_train.JUDGES).
+(fedbench.pipeline.train_runs) into ``results/confirm/main-job/`` and ``results/confirm/real-data/`` (data from
+data/), and are judged by the functions that judge the exploratory runs for the report (fedbench.studies.confirm_train.JUDGES).
 Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv): about 13 and 2
 minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale claim study (e.g. Mime's
 Fashion-MNIST ordering, run by mime_fashion) is confirmed by that study's own run on the frozen seeds, its real

@@ -77,13 +77,15 @@ def study_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict[st
     return out
 
 
-def collect(cfg: Config, results_root: Path, data_root: Path) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
+def collect(cfg: Config, results_root: Path,
+            data_root: Path) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
     """(every entry with its registration, the train stage's run histories, their summaries): what the report
     renders, read from ``results_root`` (the train store, ``results_root/train/``, and the claim studies' folders:
     fedbench.study.layout)."""
     hist, summ = load_runs(cfg, Path(results_root), Path(data_root))
     claims = ([c | {"study": main_curves.STUDY} for c in main_job.evaluate_claims(cfg, hist, summ)]
-              + [c | {"study": real_claims.STUDY} for c in real_claims.evaluate(cfg, Path(results_root), Path(data_root))]
+              + [c | {"study": real_claims.STUDY}
+                 for c in real_claims.evaluate(cfg, Path(results_root), Path(data_root))]
               + study_claims(cfg, results_root))
     registered = rules_registry.load()
     return [c | {"registration": rules_registry.status(c, registered)} for c in claims], hist, summ

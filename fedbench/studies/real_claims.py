@@ -2,8 +2,8 @@
 fetches the data and runs it, its projected cost and the published value where they do not.
 
 FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of fedbench.study.paper_profile
-(or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from the train store (``results/train/``) whatever params.yaml
-lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
+(or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from the train store
+(``results/train/``) whatever params.yaml lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
 claims are judged by the paper-scale claim studies of fedbench.study.paper_profile.CLAIM_STUDIES
 (fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``results/<name>/paper/claims.json`` where
 ``fedbench paper run NAME`` has run one (else ``results/<name>/BUDGET/`` where it ran at another budget:

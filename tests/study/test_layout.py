@@ -138,7 +138,8 @@ def test_the_earlier_train_store_and_confirmatory_runs_are_moved_whole(tmp_path,
     assert (new / "confirm/mime_synthetic/pipeline/claims.json").is_file()
     assert not (old / "runs").exists()  # nothing else was in it: the earlier root goes
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"{old}/runs/train/: the train store moved to {new}/train/ (the results layout, fedbench.study.layout)",
+    assert out == [(f"{old}/runs/train/: the train store moved to {new}/train/ (the results layout, "
+                    "fedbench.study.layout)"),
                    (f"{old}/runs/confirm/: the confirmatory runs moved to {new}/confirm/ (the results layout, "
                     "fedbench.study.layout)")]
 
