@@ -354,12 +354,14 @@ def simulation_record(sim: dict[str, Any], study: dict[str, str], now: int) -> t
 def simulation_tags(sim: dict[str, Any]) -> dict[str, str]:
     """A simulation record's columns of the runs table: its arm (the record's ``arm`` or ``method`` param, else
     the first part of its name, as the studies name them: ``scaffold/G=1/K=2``), seed and rounds (where its params
-    give them), and its fingerprint (``fedbench.fingerprint``): the hash of its params and final parameters'
-    digest, which tells apart simulations that computed different things."""
+    give them), and its fingerprint (``fedbench.fingerprint``): the one fingerprint of its simulation
+    (fedbench.study.reuse, the name of its outcome file), which its study's run wrote into the record; for a record
+    without one (composed from several simulations, or written before), the hash of its params and final
+    parameters' digest, which tells apart simulations that computed different things."""
     params = sim["params"]
     identity = json.dumps({"params": params, "param_digest": sim["param_digest"]}, sort_keys=True, default=str)
     tags = {"arm": str(params.get("arm") or params.get("method") or sim["name"].split("/")[0]),
-            "fedbench.fingerprint": hashlib.sha256(identity.encode()).hexdigest()[:16]}
+            "fedbench.fingerprint": sim.get("fingerprint") or hashlib.sha256(identity.encode()).hexdigest()[:16]}
     return tags | {k: str(params[k]) for k in ("seed", "rounds") if params.get(k) is not None}
 
 

@@ -71,6 +71,9 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
         assert float(run.data.tags["final/train_loss"]) == rec["final"]["train/loss"] and "final/train_loss" not in run.data.metrics
     fingerprints = {r.data.tags["fedbench.fingerprint"] for r in children.values()}
     assert len(fingerprints) == len(records) and parent.data.tags["fedbench.fingerprint"] not in fingerprints
+    # each simulation's tag is its one fingerprint, the name of its outcome file (fedbench.study.reuse)
+    outcomes = {p.stem for p in (root / "delta_fl_triangle" / "outcomes").glob("*.json")}
+    assert fingerprints == outcomes == {r["fingerprint"] for r in records}
 
     body = json.loads((root / "delta_fl_triangle" / "claims.json").read_text())
     (root / "delta_fl_triangle" / "claims.json").write_text(json.dumps(body | {"seconds": body["seconds"] + 1}))

@@ -92,7 +92,7 @@ def publish(cfg: Any, root: str | Path = RESULTS_ROOT, out: str | Path = "report
     ``make repro`` leaves the committed files byte-identical and ``git diff reports/`` shows only numbers that
     changed. The folders written."""
     from fedbench.data.format import atomic_folder
-    from fedbench.study.record import keep_folder_seconds
+    from fedbench.study.record import drop_fingerprints, keep_folder_seconds
 
     written = []
     for name, declared in cfg.claim_studies.items():
@@ -102,6 +102,7 @@ def publish(cfg: Any, root: str | Path = RESULTS_ROOT, out: str | Path = "report
         with atomic_folder(target) as tmp:
             for f in sorted(p for p in source.iterdir() if p.is_file()):
                 shutil.copy2(f, tmp / f.name)
+            drop_fingerprints(tmp)  # they name the code too: a committed record changes only with its numbers
             keep_folder_seconds(target, tmp)
         written.append(target)
     return written

@@ -20,7 +20,7 @@ from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings
 from fedbench.study import reuse
 from fedbench.study.layout import RESULTS_ROOT, study_folder
-from fedbench.study.record import SIMULATIONS, keep_folder_seconds
+from fedbench.study.record import SIMULATIONS, add_fingerprints, keep_folder_seconds
 from fedbench.study.runner import EXECUTOR, STORE, WORKERS
 
 
@@ -74,6 +74,7 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
             os.replace(store.folder, tmp / reuse.OUTCOMES)
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
+        add_fingerprints(tmp, store.fingerprints())  # each record named by its simulation's one fingerprint
         body = json.loads(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
                                             "workers": kwargs.get("workers", 1), "budget": budget, "claims": claims}),
                                      allow_nan=False))

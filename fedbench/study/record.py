@@ -127,6 +127,10 @@ def write_simulations(out_dir: str | Path, records: list[dict[str, Any]]) -> Pat
 
 # what says how long a run took and on how many worker processes (claims.json's "workers"), not what it computed
 TIMING = ("seconds", "workers")
+# a record's fingerprint (fedbench.study.reuse: the one identity of what computed it), added by the study's run
+# (fedbench.study.output.run_claim_study) for the track stage's MLflow tags; it names the code too, so it is neither
+# compared as a number nor kept in the report's committed copy (fedbench.study.layout.publish)
+FINGERPRINT = "fingerprint"
 
 
 def keep_seconds(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -142,8 +146,31 @@ def keep_seconds(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[s
     run's rounds from its record's seconds) and ``fedbench study list``'s cost without it."""
     if previous is None or "seconds" not in previous or "seconds" not in new:
         return new
-    same = {k: v for k, v in new.items() if k not in TIMING} == {k: v for k, v in previous.items() if k not in TIMING}
+    same = without(new, TIMING) == without(previous, TIMING)
     return {**new, **{k: previous[k] for k in TIMING if k in new and k in previous}} if same else new
+
+
+def without(record: dict[str, Any], keys: tuple[str, ...] = (FINGERPRINT,)) -> dict[str, Any]:
+    """``record`` without ``keys``, and without its :data:`FINGERPRINT`, which says what computed it, not what it
+    computed."""
+    return {k: v for k, v in record.items() if k not in keys and k != FINGERPRINT}
+
+
+def add_fingerprints(study_dir: str | Path, fingerprints: dict[str, str]) -> int:
+    """Give each record of ``study_dir`` the :data:`FINGERPRINT` of its simulation (``fingerprints``: by name; a
+    record whose name is not there, e.g. one a study composed from several simulations, has none). How many have."""
+    records = read_simulations(study_dir)
+    stamped = [r | {FINGERPRINT: fingerprints[r["name"]]} if r["name"] in fingerprints else r for r in records]
+    if stamped != records:
+        write_simulations(study_dir, stamped)
+    return sum(FINGERPRINT in r for r in stamped)
+
+
+def drop_fingerprints(study_dir: str | Path) -> None:
+    """The records of ``study_dir`` without their :data:`FINGERPRINT` (the report's committed copy)."""
+    records = read_simulations(study_dir)
+    if any(FINGERPRINT in r for r in records):
+        write_simulations(study_dir, [without(r, ()) for r in records])
 
 
 def keep_simulation_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:
@@ -157,7 +184,7 @@ def keep_simulation_seconds(previous_dir: str | Path, new_dir: str | Path) -> bo
     kept = [keep_seconds(by_name.get(r["name"]), r) for r in after]
     if kept != after:
         write_simulations(new_dir, kept)
-    return kept == before
+    return [without(r, ()) for r in kept] == [without(r, ()) for r in before]
 
 
 def keep_folder_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:

@@ -210,6 +210,7 @@ class OutcomeStore:
 
     folder: Path
     used: set[str] = field(default_factory=set)
+    names: dict[str, set[str]] = field(default_factory=dict)  # each simulation's name: the fingerprints it had
     reused: int = 0
     computed: int = 0
     _models: dict[int, Any] = field(default_factory=dict, repr=False)
@@ -223,7 +224,13 @@ class OutcomeStore:
         self._code = self._code or code_hash(STUDY_RUN_CODE)  # the code: hashed once a study
         key = fingerprint(sim, self._data[id(data)], self._code, self._models)
         self.used.add(key)
+        self.names.setdefault(sim.name, set()).add(key)
         return key
+
+    def fingerprints(self) -> dict[str, str]:
+        """The fingerprint of each simulation the study ran, by its name (a name two different simulations had is
+        left out: a record of that name could be either)."""
+        return {name: next(iter(keys)) for name, keys in self.names.items() if len(keys) == 1}
 
     def lock(self, sim: Simulation, key: str) -> AbstractContextManager:
         return nullcontext()

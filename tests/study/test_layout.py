@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from fedbench.config import load_config
-from fedbench.study.record import write_simulations
+from fedbench.study.record import add_fingerprints, write_simulations
 from fedbench.study import registry
 from fedbench.study.layout import (RESERVED, RESULTS_ROOT, adopt_legacy, confirm_root, home_budget, homes, publish,
                                    reported_folder, study_folder, train_folder)
@@ -113,6 +113,11 @@ def test_the_report_copy_keeps_the_committed_seconds_where_no_number_changed(tmp
     first = {p.name: p.read_bytes() for p in copy.iterdir()}
 
     _finished(tmp_path / "again/delta_fl_triangle/pipeline", seconds=9.0)  # the same numbers in other seconds
+    publish(cfg, tmp_path / "again", reports)
+    assert {p.name: p.read_bytes() for p in copy.iterdir()} == first
+
+    # a record's fingerprint (another code computed the same numbers) stays in results/, out of the committed copy
+    add_fingerprints(tmp_path / "again/delta_fl_triangle/pipeline", {"a/seed=0": "00000000000000aa"})
     publish(cfg, tmp_path / "again", reports)
     assert {p.name: p.read_bytes() for p in copy.iterdir()} == first
 

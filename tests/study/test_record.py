@@ -22,8 +22,8 @@ import fedbench.study.output as output
 import fedbench.study.runner as runner
 from fedbench.study import reuse
 from fedbench.study.output import run_claim_study
-from fedbench.study.record import (SIMULATIONS, compact, keep_seconds, keep_simulation_seconds, params,
-                                     read_simulations, record, write_simulations)
+from fedbench.study.record import (SIMULATIONS, add_fingerprints, compact, drop_fingerprints, keep_seconds,
+                                     keep_simulation_seconds, params, read_simulations, record, write_simulations)
 
 
 def test_params_take_algorithm_config_and_knobs():
@@ -76,6 +76,20 @@ def test_seconds_are_kept_where_nothing_else_changed():
     assert keep_seconds(study, study | {"seconds": 9.0, "workers": 1}) == study  # timed on 1 worker: still timing
     judged = study | {"seconds": 9.0, "workers": 1, "claims": [{"verdict": "refuted"}]}
     assert keep_seconds(study, judged) == judged
+    # a fingerprint says what computed a record, not what it computed: another one keeps the seconds, and the new
+    # record keeps its own fingerprint
+    named = before | {"fingerprint": "00000000000000aa"}
+    assert keep_seconds(named, named | {"seconds": 9.0, "fingerprint": "00000000000000bb"}) == named | {
+        "fingerprint": "00000000000000bb"}
+
+
+def test_fingerprints_are_added_by_name_and_left_out_of_the_committed_copy(tmp_path):
+    runs = [{"name": n, "final": {"train/loss": 0.5}, "seconds": 1.0} for n in ("a", "b", "a+b")]
+    write_simulations(tmp_path, runs)
+    assert add_fingerprints(tmp_path, {"a": "00000000000000aa", "b": "00000000000000bb"}) == 2
+    assert [r.get("fingerprint") for r in read_simulations(tmp_path)] == ["00000000000000aa", "00000000000000bb", None]
+    drop_fingerprints(tmp_path)
+    assert read_simulations(tmp_path) == runs
 
 
 def test_a_changed_record_alone_takes_its_new_seconds(tmp_path):

@@ -154,6 +154,9 @@ def test_study_folder_keeps_exactly_its_outcomes(tmp_path, capsys):
     folder = tmp_path / "delta_fl_triangle"
     kept = sorted(p.name for p in (folder / reuse.OUTCOMES).iterdir())
     assert len(kept) == 5 and "0 of 5 simulations reused" in capsys.readouterr().out
+    # each record names its simulation's one fingerprint: the name of its outcome file
+    records = [json.loads(line) for line in (folder / "simulations.jsonl").read_text().splitlines()]
+    assert sorted(f"{r['fingerprint']}.json" for r in records) == kept
     (folder / reuse.OUTCOMES / "0123456789abcdef.json").write_text("{}")  # a run the study no longer declares
     again = run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     assert "5 of 5 simulations reused" in capsys.readouterr().out
