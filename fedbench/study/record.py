@@ -150,7 +150,7 @@ def keep_seconds(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[s
     return {**new, **{k: previous[k] for k in TIMING if k in new and k in previous}} if same else new
 
 
-def without(record: dict[str, Any], keys: tuple[str, ...] = (FINGERPRINT,)) -> dict[str, Any]:
+def without(record: dict[str, Any], keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """``record`` without ``keys``, and without its :data:`FINGERPRINT`, which says what computed it, not what it
     computed."""
     return {k: v for k, v in record.items() if k not in keys and k != FINGERPRINT}
@@ -170,7 +170,7 @@ def drop_fingerprints(study_dir: str | Path) -> None:
     """The records of ``study_dir`` without their :data:`FINGERPRINT` (the report's committed copy)."""
     records = read_simulations(study_dir)
     if any(FINGERPRINT in r for r in records):
-        write_simulations(study_dir, [without(r, ()) for r in records])
+        write_simulations(study_dir, [without(r) for r in records])
 
 
 def keep_simulation_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:
@@ -184,7 +184,7 @@ def keep_simulation_seconds(previous_dir: str | Path, new_dir: str | Path) -> bo
     kept = [keep_seconds(by_name.get(r["name"]), r) for r in after]
     if kept != after:
         write_simulations(new_dir, kept)
-    return [without(r, ()) for r in kept] == [without(r, ()) for r in before]
+    return [without(r) for r in kept] == [without(r) for r in before]
 
 
 def keep_folder_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:
