@@ -69,4 +69,4 @@ ui: install
 	$(VENV)/bin/fedbench ui
 
 clean:
-	rm -rf results runs data/generated data/prepared data/real mlflow.db mlruns mlartifacts
+	rm -rf results runs data/generated data/prepared data/real mlflow.db mlflow.db.lock mlruns mlartifacts
