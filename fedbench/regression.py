@@ -37,7 +37,7 @@ def key_numbers(params: str | Path = "params.yaml") -> dict[str, float]:
     cfg = load_config(params, yaml.safe_load(PROFILE.read_text()))
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="fedbench-regress-") as tmp:
-        data_root, results_root = Path(tmp) / "data", Path(tmp) / "runs"
+        data_root, results_root = Path(tmp) / "data", Path(tmp) / "results"
         for ds in cfg.data.datasets:
             generate(cfg, ds, root=data_root)
         for ds, variant, f in study_cells(cfg):  # each cell once, even if two studies list it

@@ -39,8 +39,8 @@ RESERVED = (TRAIN, CONFIRM)  # no claim study has these names (tests/study/test_
 # the earlier layouts (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
 # reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/; the train store in
 # runs/train/ and confirmatory runs in runs/confirm/
-LEGACY_SMALL, LEGACY_PAPER = Path("reports/studies"), Path("runs/studies")
-LEGACY_STORES = {Path("runs") / TRAIN: TRAIN, Path("runs") / CONFIRM: CONFIRM}
+LEGACY_RUNS = Path("runs")
+LEGACY_SMALL, LEGACY_PAPER = Path("reports/studies"), LEGACY_RUNS / "studies"
 
 
 def study_folder(name: str, budget: str | None, root: str | Path = RESULTS_ROOT) -> Path:
@@ -159,13 +159,13 @@ def adopt_legacy(homes: dict[str, str], root: str | Path = RESULTS_ROOT, base: s
                     os.replace(folder / OUTCOMES, tmp / OUTCOMES)
                     _move(tmp, target, folder, "its finished simulations (and a copy of its records)")
                 adopted.append(target)
-    for legacy, name in LEGACY_STORES.items():
-        source, target = base / legacy, root / name
+    for source, target, what in ((train_folder(base / LEGACY_RUNS), train_folder(root), "the train store"),
+                                 (confirm_root(base / LEGACY_RUNS), confirm_root(root), "the confirmatory runs")):
         if source.is_dir() and not target.exists():
-            _move(source, target, source, "the " + ("train store" if name == TRAIN else "confirmatory runs"))
+            _move(source, target, source, what)
             adopted.append(target)
     try:
-        (base / LEGACY_PAPER.parent).rmdir()  # runs/, the earlier root, where nothing else is left in it
+        (base / LEGACY_RUNS).rmdir()  # the earlier root, where nothing else is left in it
     except OSError:
         pass
     return adopted
