@@ -31,6 +31,8 @@ STAMP := $(VENV)/.installed-$(subst =,_,$(subst /,_,$(TORCH_SPEC)))
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "make: fedbench needs Python 3.11+ (the offline data's wheels do); $(PYTHON) is $$($(PYTHON) -V 2>&1): run make PYTHON=python3.11 (or newer)"; exit 1; }
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
 	$(VENV)/bin/python -m pip install -q $(PIP_FLAGS) -e ".[dev]"

@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", parents=[params], help="run one experiment from the config (all its seeds) and log it to MLflow")
-    r.add_argument("--dataset", required=True, help="a name in data.datasets, e.g. synthetic_1_1")
+    r.add_argument("--dataset", required=True, help="a name in data.datasets or data.real, e.g. synthetic_1_1, mnist5k_fedprox")
     r.add_argument("--algorithm", required=True, help="a variant in 'algorithms', e.g. fedavg, fedprox_mu1")
     r.add_argument("--stragglers", type=float, default=0.0, help="fraction of selected clients that straggle, in [0, 1]")
     r.add_argument("--seed", type=int, help="run only this seed (default: train.seeds)")

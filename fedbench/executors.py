@@ -20,7 +20,7 @@ The ``ray`` executor
     environment variables that decide floating-point paths (ENV_KEYS, e.g. MKL_CBWR which fedbench sets at
     import) copied from the driver, on the same fedbench code (a node whose fedbench differs from the driver's
     refuses the unit, naming both code hashes). Nothing is logged to MLflow by a task: the track stage logs
-    once, from the run folders.
+    once, from the runs' outcome files.
   - Progress: one bar on the driver over all units, with how many are queued, running, retried and failed.
 
 A cluster of several machines needs what a single machine gives for free: the project folder (params.yaml,

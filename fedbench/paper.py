@@ -12,8 +12,8 @@ the study's sources (verified; ``FEDBENCH_MIRROR`` serves them from a mirror), p
 trains its runs with the train stage's code (stacked, reused when finished) and rebuilds ``reports/``. For a
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
 the study's variants (its declared variants, with params.yaml's data.variants parameters) the same way, then makes
-exactly the call ``fedbench study run NAME --budget paper`` makes (fedbench.studies.stage.run_study: the one code path,
-train.workers processes, train.executor; on a GPU when there is one) into ``results/NAME/paper/`` (``--budget B``:
+the call ``fedbench study run NAME --budget paper`` makes (fedbench.studies.stage.run_study: the one code path,
+train.executor; on a GPU when there is one), with train.workers processes where that command takes ``--workers``, into ``results/NAME/paper/`` (``--budget B``:
 ``results/NAME/B/``, so no budget replaces another's output; fedbench.study.layout) and rebuilds
 ``reports/``. Nothing is trained before every download has arrived, so an offline machine stops
 at the first fetch with one line naming the URL.
@@ -101,7 +101,7 @@ def run(params: str, name: str, data_root: Path = Path("data"), results_root: Pa
 def run_claim(params: str, name: str, data_root: Path, results_root: Path = RESULTS_ROOT, progress: bool = True,
               budget: str = "paper") -> list[dict]:
     """Paper-scale claim study ``name``: its variants fetched and built into ``data_root/real/``, then exactly
-    ``fedbench study run NAME --budget BUDGET`` (fedbench.studies.stage.run_study, with train.workers processes):
+    ``fedbench study run NAME --budget BUDGET`` (fedbench.studies.stage.run_study, with train.workers processes, not its ``--workers``):
     into ``results_root/NAME/BUDGET/`` (replaced atomically when it finishes)."""
     from fedbench.studies.real_data import declaration
     from fedbench.studies.stage import run_study
@@ -283,7 +283,8 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                     "and says so")
     co.add_argument("--out", type=Path, default=None, metavar="DIR", help="where to write paper-cost.json and "
                     "paper-cost.md (default reports/bench/ for cpu, reports/bench-gpu/ for cuda)")
-    pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's studies")
+    pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's FedProx studies (params.yaml studies.*; "
+                                                  "the paper-scale claim studies run with `fedbench paper run NAME`)")
     pr.add_argument("profile", choices=list(PROFILES))
     r = sub.add_parser("run", help="print a study's cost and downloads, ask, then fetch its data, train its runs, "
                                    "rebuild reports/ (a claim study: its variants built, then what `fedbench study "

@@ -8,7 +8,7 @@ beside the settings that determine it (:func:`run_params`), its data's content h
 fingerprint is the identity of everything that determines the run's numbers (its settings, its data and the code,
 fedbench.study.reuse.fingerprint), so runs of other parameters (a ``dvc exp run -S train.rounds=4`` variation) get
 outcomes of their own and never overwrite each other; going back to earlier parameters finds their runs again and
-reuses them. Readers (the report, the track stage, ``fedbench show``) look a run up in the index by the parameters in
+reuses them. Readers (the report, the track stage, ``fedbench compare``) look a run up in the index by the parameters in
 force (:func:`find_run`: no torch, no model built), so they see only the runs of those parameters.
 
 A run's summary (:func:`summary`: its settings, final and reporting values, divergence, wall time, provenance) is

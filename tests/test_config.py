@@ -205,6 +205,17 @@ def test_seeds_override_for_a_study_that_takes_seeds(tmp_path):
     assert cfg.claim_studies["fedproxvr_synthetic"] == ClaimStudyConfig(budget="paper", seeds=(1, 2), default=False)
 
 
+def test_straggler_fractions_written_as_integers_are_the_same_runs(tmp_path):
+    """0 and 1 in a study's stragglers load as 0.0 and 1.0: the same cells, run params and declaration as the
+    floats (no run is named twice)."""
+    as_ints = load_config(_params(tmp_path, lambda r: r["studies"]["stragglers"].update(stragglers=[0, 0.5, 1])))
+    as_floats = load_config(_params(tmp_path, lambda r: r["studies"]["stragglers"].update(stragglers=[0.0, 0.5, 1.0])))
+    assert as_ints.studies["stragglers"].stragglers == (0.0, 0.5, 1.0)
+    assert [type(f) for f in as_ints.studies["stragglers"].stragglers] == [float, float, float]
+    assert as_ints.cells(["stragglers"]) == as_floats.cells(["stragglers"])
+    assert as_ints.declaration("stragglers") == as_floats.declaration("stragglers")
+
+
 def test_a_params_study_as_a_declaration():
     """params.yaml's studies seen as study declarations (issue 19): arms from the algorithms, seeds from train.seeds,
     the datasets and straggler levels as knobs, the study's own rounds as its pipeline budget."""

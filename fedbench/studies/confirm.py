@@ -214,7 +214,7 @@ def parser() -> argparse.ArgumentParser:
         prog="fedbench claims confirm",
         description="Judge claims again on fresh seeds under their frozen rules (issue 32): freeze each chosen claim's "
                     "rule with a block of never-used seeds (recorded in the registry before anything runs), rerun its "
-                    "study at the same budget on exactly those seeds into ROOT/<study>/, and record the confirmatory "
+                    "study at the same budget on exactly those seeds into ROOT/<study>/<budget>/, and record the confirmatory "
                     "verdict, commit, date and wall time beside the exploratory one. The main job's claims (--study "
                     "'main job') and the MNIST-5k ones (--study 'real data') rerun the train stage's runs of their "
                     "params.yaml studies on the frozen seeds into ROOT/main-job/ and ROOT/real-data/ (about 13 and 2 "

@@ -5,8 +5,9 @@ heterogeneity, fedbench.studies.fedprox_main_job) and the offline MNIST-5k claim
 
 A group's confirmatory run is the train stage's own work with one change: ``train.seeds`` replaced by the frozen
 block. Its runs (fedbench.pipeline.train_runs, the same run layout and fingerprints) go into ``ROOT/<folder>/``, a
-root of their own, so they never mix with the exploratory runs in results/train/ (a run's folder names its seed, and its
-fingerprint every setting, so an interrupted confirmation resumes there and a finished one is only read back). The
+root of their own, so they never mix with the exploratory runs in results/train/ (each run is an outcome file
+named by its fingerprint, which covers every setting and the seed, so an interrupted confirmation resumes there and
+a finished one is only read back). The
 data stays where the train stage made it (data/). The entries are judged by the very functions that judge the
 exploratory runs for the report (:data:`JUDGES`: fedbench.studies.fedprox_main_job_claims and
 fedbench.studies.real_claims), read from the confirmation's own runs root.
