@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fedbench.claims.entry import FIDELITIES, VERDICTS
 from fedbench.config import ConfigError, load_config, parse_value
-from fedbench.guard import run_guarded
+from fedbench.guard import refuse, run_guarded
 from fedbench.helptext import described
 
 
@@ -20,6 +20,8 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
         if "=" not in p:
             raise ConfigError(f"--set {p!r}: expected KEY=VALUE, e.g. train.rounds=200")
         k, v = p.split("=", 1)
+        if not k.strip():
+            raise ConfigError(f"--set {p!r}: no key before '='; expected KEY=VALUE, e.g. train.rounds=200")
         try:
             out[k] = parse_value(v)
         except ConfigError as exc:
@@ -32,6 +34,10 @@ def cmd_run(a: argparse.Namespace) -> None:
 
     overrides = _overrides(a.set)
     if a.seed is not None:
+        if a.seed < 0:
+            raise ConfigError(f"--seed {a.seed}: allowed: a seed >= 0")
+        if "train.seeds" in overrides:
+            raise ConfigError("--seed and --set train.seeds both choose the seeds: give one of them")
         overrides["train.seeds"] = [a.seed]
     cfg = load_config(a.params, overrides)
     if a.algorithm not in cfg.algorithms:
@@ -79,9 +85,10 @@ def cmd_generate(a: argparse.Namespace) -> None:
     from fedbench.pipeline import generate
 
     cfg = load_config(a.params, _overrides(a.set))
+    unknown = [name for name in a.datasets if name not in cfg.data.datasets]
+    if unknown:  # every name checked before any is generated
+        raise ConfigError(f"dataset {unknown[0]!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
     for name in a.datasets or cfg.data.datasets:
-        if name not in cfg.data.datasets:
-            raise ConfigError(f"dataset {name!r} is not in data.datasets; allowed: {', '.join(cfg.data.datasets)}")
         generate(cfg, name)
 
 
@@ -100,17 +107,37 @@ def cmd_compare(a: argparse.Namespace) -> None:
     print(path)
 
 
+def report_folder(out: str) -> Path:
+    """``--out`` of `fedbench report`: a new or empty folder, or one holding a report (its claims.json); ConfigError
+    otherwise, before anything is written (the report writes claims.json, claims.md, runs.csv, metrics.json,
+    figures/ and studies/ into it)."""
+    path = Path(out)
+    if not out.strip():
+        raise ConfigError("--out: empty; allowed: a folder for the report, e.g. reports")
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {out}: not a folder; allowed: a new folder, or a report folder (holding claims.json)")
+    if path.is_dir() and any(path.iterdir()) and not (path / "claims.json").exists():
+        raise ConfigError(f"--out {out}: holds files but no report (no claims.json); allowed: a new or empty folder, or "
+                          "a report folder")
+    return path
+
+
 def cmd_report(a: argparse.Namespace) -> None:
     from fedbench.report.build import build_report
 
-    build_report(load_config(a.params), out_dir=a.out)
+    out = report_folder(a.out)
+    build_report(load_config(a.params), out_dir=out)
 
 
 def cmd_show(a: argparse.Namespace) -> None:
+    if a.claims and a.experiment is not None:
+        raise ConfigError("--experiment selects MLflow runs: use it without --claims")
+    if not a.claims and a.out is not None:
+        raise ConfigError("--out is the report folder --claims reads: use it with --claims")
     if a.claims:
         from fedbench.report.show import show_claims
 
-        print("\n".join(show_claims(Path(a.out) / "claims.json", paper=a.paper, verdict=a.verdict,
+        print("\n".join(show_claims(Path(a.out or "reports") / "claims.json", paper=a.paper, verdict=a.verdict,
                                     fidelity=a.fidelity, verbose=a.verbose)))
         return
     if a.paper or a.verdict or a.fidelity or a.verbose:
@@ -176,9 +203,9 @@ def cmd_regress(a: argparse.Namespace) -> None:
     from fedbench.regression import check, update
 
     if a.update:
-        update()
+        update(a.params)
     else:
-        problems = check()
+        problems = check(a.params)
         if problems:
             print("\n".join(problems), file=sys.stderr)
             sys.exit(1)
@@ -247,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--out", default="compare.png", help="the PNG to write (default: compare.png)")
     cp.set_defaults(fn=cmd_compare)
 
-    s = sub.add_parser("show", parents=[params], help="list tracked runs with their final metrics, or the claims' verdicts")
+    s = sub.add_parser("show", help="list tracked runs with their final metrics, or the claims' verdicts")
     s.add_argument("--experiment", help="only this MLflow experiment (e.g. train-stragglers)")
     s.add_argument("--claims", action="store_true", help="the claims' verdicts instead (OUT/claims.json): their counts, "
                    "then each claim with its effect, or why it did not run and the command that runs it, fit to the "
@@ -257,10 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fidelity", help=f"--claims: only this fidelity ({', '.join(FIDELITIES)})")
     s.add_argument("--verbose", action="store_true", help="--claims: each claim's observation, rule, deviations, place "
                    "in the paper and what would change its verdict too")
-    s.add_argument("--out", default="reports", help="the report folder to read claims.json from (default: reports)")
+    s.add_argument("--out", help="--claims: the report folder to read claims.json from (default: reports)")
     s.set_defaults(fn=cmd_show)
 
-    u = sub.add_parser("ui", parents=[params], help="open the MLflow UI on 127.0.0.1 against the tracking store")
+    u = sub.add_parser("ui", help="open the MLflow UI on 127.0.0.1 against the tracking store")
     u.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1, 1..65535, free (default: 5000)")
     u.set_defaults(fn=cmd_ui)
 
@@ -313,8 +340,28 @@ def _rebuild_report(cfg, **where) -> None:
     build_report(cfg, **where)
 
 
+def _command_first(argv: list[str]) -> list[str]:
+    """``argv`` with a leading ``--params FILE`` moved behind a command that parses its own arguments and reads a
+    params file (`fedbench --params x data list` is `fedbench data --params x list`); ConfigError for one that reads
+    none (claims register and freeze, bench)."""
+    if not argv or not (argv[0] == "--params" or argv[0].startswith("--params=")):
+        return argv
+    given, rest = (argv[:1], argv[1:]) if "=" in argv[0] else (argv[:2], argv[2:])
+    if rest[:2] == ["claims", "confirm"]:
+        return rest[:2] + given + rest[2:]
+    if rest[:1] in (["data"], ["paper"]):
+        return rest[:1] + given + rest[1:]
+    if rest[:1] in (["claims"], ["bench"]):
+        raise ConfigError(f"--params: `fedbench {rest[0]}` reads no params file; allowed: the command without --params")
+    return argv
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv = _command_first(argv)
+    except ConfigError as exc:
+        refuse(exc)
     if argv[:1] == ["data"]:  # everything after `data` belongs to fedbench.data.cli's parser
         from fedbench.data.cli import main as data_main
 

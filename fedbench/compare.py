@@ -10,6 +10,7 @@ them; cells with some runs missing are drawn from the runs there are, and the mi
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ class Selection:
             if unknown:
                 raise ConfigError(f"{flag} {unknown[0]!r} is not in params.yaml's studies; known: "
                                   f"{', '.join(map(str, pool))}")
+        if negative := [s for s in self.seeds if s < 0]:
+            raise ConfigError(f"--seed {negative[0]}: allowed: seeds >= 0, e.g. {', '.join(map(str, cfg.train.seeds))}")
         seeds = list(self.seeds) or list(cfg.train.seeds)
         return [RunKey(d, v, f, s) for d in chosen["--dataset"] or known["--dataset"]
                 for v in chosen["--algorithm"] or known["--algorithm"]
@@ -138,6 +141,14 @@ def draw(hist: pd.DataFrame, metrics: list[str], path: Path, title: str = "") ->
     return save_figure(figure(hist, metrics, title), path)
 
 
+def run_options(selection: Selection, overrides: dict[str, Any] | None) -> str:
+    """The options of ``fedbench run`` that compute runs of this selection's parameters: its --set overrides (the
+    seeds as train.seeds where the selection names them)."""
+    given = dict(overrides or {}) | ({"train.seeds": list(selection.seeds)} if selection.seeds else {})
+    return "".join(f" --set {k}={v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))}"
+                   for k, v in given.items())
+
+
 def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, results_root: Path = RESULTS_ROOT,
             data_root: Path = DATA_ROOT, overrides: dict[str, Any] | None = None) -> tuple[Path, list[RunKey]]:
     """Draw the selected runs of ``cfg`` (params.yaml with ``overrides``, the command's ``--set``, named in the title)
@@ -146,6 +157,8 @@ def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, re
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ConfigError(f"--metric {unknown[0]!r} is not known; known: {', '.join(METRICS)}")
+    if Path(out).suffix.lower() != ".png":
+        raise ConfigError(f"--out {str(out)!r}: allowed: a .png file, e.g. compare.png")
     keys = selection.keys(cfg)
     adopt(cfg, results_root)  # the earlier layout's runs/train/, moved into results/ first
     hist, missing = load(cfg, keys, results_root, data_root)
@@ -153,6 +166,6 @@ def compare(cfg: Config, selection: Selection, metrics: list[str], out: Path, re
         k = keys[0]
         raise DataError(f"none of the {len(keys)} selected runs has finished under these parameters (e.g. {k.desc}); "
                         f"run them: fedbench run --dataset {k.dataset} --algorithm {k.variant} --stragglers "
-                        f"{k.stragglers:g} (or dvc repro)")
+                        f"{k.stragglers:g}{run_options(selection, overrides)} (or dvc repro)")
     rounds = {d: cfg.train_for(d).rounds for d in hist["dataset"].unique()}
     return draw(hist, metrics, Path(out), selection_title(hist, rounds, overrides)), missing

@@ -170,6 +170,10 @@ def _build(cls: type, raw: Any, where: str) -> Any:
     for key in raw:
         if key not in names:
             raise ConfigError(f"{where}.{key}: unknown key{_suggest(key, names)}; allowed: {', '.join(names)}")
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing := [name for name in required if name not in raw]:
+        raise ConfigError(f"{where}: missing {', '.join(missing)}; required: {', '.join(required)}")
     values = {}
     for name in names:
         if name not in raw:

@@ -21,3 +21,18 @@ class DataError(FedbenchError):
     regenerate it."""
 
     label = "data error"
+
+
+def read_json(path, key: str, remedy: str):
+    """The JSON object in ``path`` with its entry ``key`` (e.g. a claims.json's "claims"); a DataError naming the file,
+    what is wrong with it and ``remedy`` (how to write it anew) when it is not valid JSON or not such an object."""
+    import json
+    from pathlib import Path
+
+    try:
+        body = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); {remedy}") from None
+    if not isinstance(body, dict) or key not in body:
+        raise DataError(f"{path}: expected a JSON object with {key!r}; {remedy}")
+    return body

@@ -7,9 +7,16 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from fedbench.errors import FedbenchError
 from fedbench.parallel import Terminated, raise_terminated
+
+
+def refuse(exc: FedbenchError) -> NoReturn:
+    """A problem the user can fix: its one line, exit 2."""
+    print(f"fedbench: {exc.label}: {exc}", file=sys.stderr)
+    sys.exit(2)
 
 
 def run_guarded(fn: Callable[[], object]) -> None:
@@ -24,8 +31,7 @@ def run_guarded(fn: Callable[[], object]) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except FedbenchError as exc:
-        print(f"fedbench: {exc.label}: {exc}", file=sys.stderr)
-        sys.exit(2)
+        refuse(exc)
     except (KeyboardInterrupt, Terminated) as exc:
         print(f"fedbench: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'terminated'}; finished runs are "
               "kept: rerun the same command to resume the others from their last checkpoint", file=sys.stderr)

@@ -310,6 +310,8 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
         return 2
     if a.command == "list":
         try:
+            if a.costs is not None and not a.costs.is_dir():  # named on purpose: a folder that is there
+                raise ValueError(f"--costs {a.costs}: not a folder; allowed: a folder holding paper-cost.json")
             print(listing(a.params, a.device, a.costs))
         except ValueError as exc:
             print(f"fedbench paper list: {exc}", file=sys.stderr)
@@ -324,6 +326,11 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
     elif a.command == "profile":
         import yaml
 
+        try:
+            load_config(a.params)  # a missing or broken params file: one line
+        except ValueError as exc:
+            print(f"fedbench paper profile: {exc}", file=sys.stderr)
+            return 2
         data = (yaml.safe_load(Path(a.params).read_text()) or {}).get("data") or {}
         print(dvc_arguments(overrides(PROFILES[a.profile], data)))
     else:

@@ -355,9 +355,15 @@ def test_help_and_bad_arguments(capsys):
     for flag in ("--quick", "--json", "--report", "--parts", "--models", "--cohorts", "--rounds", "--device"):
         assert flag in out
     assert all(name in " ".join(out.split()) for name in BY_NAME)  # the help names every benchmark model
-    with pytest.raises(SystemExit, match="--models: unknown 'resnet'; allowed: mclr"):
-        cli.main(["--models", "resnet"])
-    with pytest.raises(SystemExit, match="--cohorts '0'"):
-        cli.main(["--cohorts", "0"])
-    with pytest.raises(SystemExit, match="--parts: unknown 'speed'"):
-        cli.main(["--parts", "speed"])
+    for argv, line in [(["--models", "resnet"], "--models: unknown 'resnet'; allowed: mclr"),
+                       (["--cohorts", "0"], "--cohorts '0': expected integers >= 1"),
+                       (["--parts", "speed"], "--parts: unknown 'speed'"),
+                       (["--device", "tpu"], "--device 'tpu': allowed: auto, cpu, cuda, cuda:N"),
+                       (["--device", ""], "--device '': allowed: auto, cpu, cuda, cuda:N"),
+                       (["--min-time", "-1"], "--min-time -1.0: must be >= 0"),
+                       (["--report", __file__], f"--report {__file__}: not a folder"),
+                       (["--json", ""], "--json '': allowed: a file path")]:
+        with pytest.raises(SystemExit) as exc:  # before anything is measured: one line, exit 2
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err.startswith(f"fedbench bench: {line}") and err.count("\n") == 1, (argv, err)

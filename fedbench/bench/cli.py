@@ -4,6 +4,7 @@ then runs the parts asked for and prints, saves or reports the figures."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -83,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> SystemExit:
-    return SystemExit(f"fedbench bench: {message}")
+    """A wrong argument: its one line on stderr, and exit 2 (as every fedbench command)."""
+    print(f"fedbench bench: {message}", file=sys.stderr)
+    return SystemExit(2)
 
 
 def _int_list(text: str, flag: str) -> tuple[int, ...]:
@@ -117,6 +120,14 @@ def main(argv: list[str] | None = None) -> int:
         raise _fail(f"--rounds {a.rounds}: must be >= 1")
     if a.threads < 0:
         raise _fail(f"--threads {a.threads}: must be >= 0")
+    if a.min_time is not None and not a.min_time >= 0:
+        raise _fail(f"--min-time {a.min_time}: must be >= 0")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", a.device):
+        raise _fail(f"--device {a.device!r}: allowed: auto, cpu, cuda, cuda:N")
+    if a.report and Path(a.report).exists() and not Path(a.report).is_dir():
+        raise _fail(f"--report {a.report}: not a folder; allowed: a folder for README.md, bench.json and figures")
+    if a.json is not None and (not a.json.strip() or Path(a.json).is_dir()):
+        raise _fail(f"--json {a.json!r}: allowed: a file path for the JSON results, e.g. bench.json")
 
     import torch
 

@@ -89,7 +89,8 @@ def load(path: str | Path = REGISTRY) -> dict[str, Any]:
     try:
         body = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e.msg}, line {e.lineno}); restore it from git") from None
+        raise ValueError(f"{path}: not valid JSON ({e.msg}, line {e.lineno}); restore it from git, or give the "
+                         "registry with --registry") from None
     if not isinstance(body, dict) or not all(isinstance(v, dict) and "hash" in v for v in body.values()):
         raise ValueError(f"{path}: expected {{claim id: {{hash, commit, date, spec, ...}}}}; restore it from git")
     return body
@@ -412,7 +413,7 @@ def main(argv: list[str]) -> int:
 
     from fedbench.helptext import described
 
-    p = argparse.ArgumentParser(prog="fedbench claims", description="the claims' registered rules",
+    p = argparse.ArgumentParser(prog="fedbench claims", description="The claims' registered rules.",
                                 epilog="fedbench claims confirm: rerun the judged claims' studies on their frozen "
                                        "seeds and record the confirmatory verdicts (see fedbench claims confirm "
                                        "--help; fedbench.studies.confirm)")
@@ -429,6 +430,8 @@ def main(argv: list[str]) -> int:
     f.add_argument("--claims", default="reports/claims.json", help="the claims to freeze (default: %(default)s)")
     f.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
     f.add_argument("--count", type=int, default=5, help="confirm seeds in the block (default: %(default)s)")
+    sub.add_parser("confirm", add_help=False,  # dispatched before this parser (fedbench.cli): listed, never parsed
+                   help="rerun the judged claims' studies on their frozen seeds (fedbench claims confirm --help)")
     a = described(p).parse_args(argv)
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]
@@ -440,9 +443,9 @@ def main(argv: list[str]) -> int:
         commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
                                 check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        print("fedbench claims register: needs a git checkout (the registry records the commit)", file=sys.stderr)
+        print(f"fedbench claims {a.command}: needs a git checkout (the registry records the commit)", file=sys.stderr)
         return 2
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     if a.command == "freeze":
         try:
             new, done = freeze(entries, load(a.registry), commit, date, a.count, a.ids or None)

@@ -202,7 +202,10 @@ def validate_data_section(sources: list[str] | tuple[str, ...], real: list[str] 
             raise ValueError(f"data.sources: {s!r} is not a source{_suggest(s, list(SOURCES))}; "
                              f"allowed: {', '.join(SOURCES)}")
     for name in real:
-        variant = get_variant(name)
+        try:
+            variant = get_variant(name)
+        except ValueError as exc:
+            raise ValueError(f"data.real: {exc}") from None
         missing = [s for s in variant.sources if s not in sources]
         if missing:
             raise ValueError(f"data.real: {name!r} needs source(s) {missing} in data.sources (they are fetched and "
@@ -212,7 +215,11 @@ def validate_data_section(sources: list[str] | tuple[str, ...], real: list[str] 
             raise ValueError(f"data.variants.{name}: missing; every variant in data.real needs an entry in "
                              "data.variants (its parameters; {} keeps the authors' defaults)")
     for name, given in (variants or {}).items():
-        resolve_params(f"data.variants.{name}", given, get_variant(name).defaults)
+        try:
+            defaults = get_variant(name).defaults
+        except ValueError as exc:
+            raise ValueError(f"data.variants: {exc}") from None
+        resolve_params(f"data.variants.{name}", given, defaults)
     for name, given in (prepare or {}).items():
         if name not in PREPARATIONS:
             raise ValueError(f"data.prepare: {name!r} is not a source{_suggest(name, list(PREPARATIONS))}; "

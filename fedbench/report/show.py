@@ -11,7 +11,6 @@ and fidelity. Reads only the JSON file (no torch, no pandas, no scipy): it answe
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shutil
@@ -23,7 +22,7 @@ from fedbench.claims import entry as schema
 from fedbench.claims.magnitude import sensitivity_of
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.tally import DEFINITION, counted_verdict, is_confirmed, tally, words
-from fedbench.errors import ConfigError, DataError
+from fedbench.errors import ConfigError, DataError, read_json
 
 FALLBACK_WIDTH = 100  # columns where the output is not a terminal (a pipe, a file)
 INDENT = "    "  # a claim's details under its line
@@ -143,7 +142,7 @@ def show_claims(path: Path, paper: str | None = None, verdict: str | None = None
     if not Path(path).exists():
         raise DataError(f"no {path}: run `dvc repro` (or `fedbench report`) first")
     width = max(40, width or terminal_width())
-    claims = json.loads(Path(path).read_text())["claims"]
+    claims = read_json(path, "claims", "rebuild it: `fedbench report` (or `dvc repro`)")["claims"]
     paper = _pick("paper", paper, sorted({paper_name(c) for c in claims}, key=str.lower))
     verdict = _pick("verdict", verdict, list(schema.VERDICTS))
     fidelity = _pick("fidelity", fidelity, list(schema.FIDELITIES))

@@ -313,7 +313,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
     if refused := refusals(groups, registry):
         print("\n".join(f"{name}: {r}" for r in refused), file=sys.stderr)
         return 1
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     registry, done = freeze_all(groups, entries, registry, commit, date)
     if a.dry_run:
         print("\n".join(done) or "every chosen claim already frozen")

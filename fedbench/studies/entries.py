@@ -12,7 +12,6 @@ each with its registration (fedbench.claims.registry.status: registered, changed
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,15 @@ import pandas as pd
 from fedbench.claims import registry as rules_registry
 from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
+from fedbench.errors import read_json
+from fedbench.studies import fedprox_curves as main_curves
+from fedbench.studies import fedprox_main_job_claims as main_job
+from fedbench.studies import real_claims
+from fedbench.studies.stage import measured
+from fedbench.studies.train_runs import load_runs
 from fedbench.study.layout import RESULTS_ROOT, study_folder
 from fedbench.study.output import command as study_command
-from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_job, real_claims
-from fedbench.studies.stage import measured
 from fedbench.study.registry import declaration
-from fedbench.studies.train_runs import load_runs
 
 
 def measured_cost(m: dict[str, Any] | None) -> str:
@@ -61,7 +63,8 @@ def study_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict[st
         path = study_folder(name, declared.budget, results_root) / "claims.json"
         if path.exists():
             out += [c | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"], c["rounds_paper"])}
-                    for c in json.loads(path.read_text())["claims"]]  # labelled by the current rules
+                    for c in read_json(path, "claims", f"run the study again to write it anew: {study_command(name)}")
+                    ["claims"]]  # labelled by the current rules
             continue
         m = measured(name)
         if declared.default:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of
-from fedbench.errors import ConfigError, DataError
+from fedbench.errors import ConfigError, DataError, read_json
 from fedbench.executors import ExecutorSettings
 from fedbench.study import registry
 from fedbench.study.layout import RESULTS_ROOT, adopt, home_budget, reported_folder, study_folder
@@ -113,7 +113,6 @@ def list_studies(cfg: Config, root: Path = RESULTS_ROOT) -> list[str]:
     default study, the command otherwise) and its cost where known (the run that computed the numbers in the folder
     the report reads, :func:`reported_folder`; a rerun that changed no number keeps that run's seconds,
     fedbench.study.record.keep_seconds; or its MEASURED)."""
-    import json
 
     rows = [("study", "budgets", "run by", "cost")]
     for name in registry.names():
@@ -123,15 +122,17 @@ def list_studies(cfg: Config, root: Path = RESULTS_ROOT) -> list[str]:
             budgets = [declared.budget] + [b for b in budgets if b != declared.budget]
         paper_scale = is_paper_scale(name)
         if declared and declared.default:
-            how = f"dvc repro (study@{name})"
+            command = how = f"dvc repro (study@{name})"
         elif paper_scale:
-            how = f"paper-scale: fedbench paper run {name}"  # its data, then `fedbench study run NAME --budget paper`
+            command = f"fedbench paper run {name}"  # its data, then `fedbench study run NAME --budget paper`
+            how = f"paper-scale: {command}"
         else:
-            how = f"opt-in: fedbench study run {name}"
+            command = f"fedbench study run {name}"
+            how = f"opt-in: {command}"
         last = reported_folder(name, root, cfg) / "claims.json"
         cost, m = "", measured(name)
         if last.exists():
-            body = json.loads(last.read_text())
+            body = read_json(last, "seconds", f"run the study again to write it anew: {command}")
             cost = (f"computed in {body['seconds']:,} s, {body.get('workers', 1)} workers, budget "
                     f"{body.get('budget') or PIPELINE_BUDGET} ({last})")
         elif m:
