@@ -1,7 +1,9 @@
 """``fedbench data fetch|prepare|show|export|list|profile``: real datasets by hand (DVC runs the same functions).
 
 Torch is imported only by ``prepare`` (its partitioners draw from fedbench.seeding); ``show``, ``list`` and
-``profile`` answer without it.
+``profile`` answer without it. A problem with the command's input (a name, an option, the params file, a file the
+command needs that is missing) is one line and exit 2, before anything is written; a fetch that fails (the
+download, a checksum, a local copy that does not verify) is one line and exit 1.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fedbench.data.registry import (
     DATA_ROOT,
     PREPARATIONS,
@@ -21,7 +21,9 @@ from fedbench.data.registry import (
     profile,
     validate_data_section,
 )
+from fedbench.errors import ConfigError, DataError, FedbenchError
 from fedbench.helptext import described
+from fedbench.params_file import read_params
 
 EPILOG = """examples:
   fedbench data list                                  # sources (sizes, offline or download) and variants
@@ -38,14 +40,50 @@ environment: FEDBENCH_MIRROR=http://host:port/ fetches every file from that base
 """
 
 
-def _data_params(path: str) -> dict[str, Any]:
-    """params.yaml's data section (validated), or {} when there is no params file."""
-    p = Path(path)
-    if not p.exists():
-        return {}
-    data = (yaml.safe_load(p.read_text()) or {}).get("data") or {}
+DEFAULT_PARAMS = "params.yaml"
+
+
+def _data_params(path: str | None) -> dict[str, Any]:
+    """The data section (validated) of params file ``path``, read as fedbench.config reads it; without --params, of
+    ./params.yaml, or {} when there is none."""
+    if path is None:
+        if not Path(DEFAULT_PARAMS).exists():
+            return {}
+        path = DEFAULT_PARAMS
+    data = read_params(path).get("data") or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: data: expected a mapping, got {type(data).__name__}")
     validate_data_section(data.get("sources") or [], data.get("real") or [], data.get("variants"), data.get("prepare"))
     return data
+
+
+def _check_folder(option: str, value: str, expected: str, must_exist: bool = False) -> None:
+    """A ConfigError naming ``option`` when its ``value`` is empty, when it or a folder above it is something other
+    than a folder, or (``must_exist``) when it is not there."""
+    if not value:
+        raise ConfigError(f"{option} '': empty; expected {expected}")
+    path = Path(value)
+    there = next((p for p in (path, *path.parents) if p.exists()), None)
+    if there is not None and not there.is_dir():
+        where = "" if there == path else f" ({there} is a file)"
+        raise ConfigError(f"{option} {value}: not a folder{where}; expected {expected}")
+    if must_exist and there != path:
+        raise ConfigError(f"{option} {value}: no such folder; expected {expected}")
+
+
+def _dataset_folder(name: str, root: str) -> Path:
+    """Where dataset ``name`` is under ``root``; a DataError saying how to build it when it is not there, a
+    ConfigError naming the datasets when ``name`` is none of them."""
+    folder = dataset_folder(name, root)
+    if folder.exists():
+        return folder
+    from fedbench.data.synthetic import SYNTHETIC_DATASETS
+
+    if name in VARIANTS:
+        raise DataError(f"{folder}: no such dataset; build it with `fedbench data prepare {name}`")
+    if name in SYNTHETIC_DATASETS:
+        raise DataError(f"{folder}: no such dataset; build it with `fedbench generate {name}` or `dvc repro`")
+    raise ConfigError(f"{name!r} is not a dataset; known: {', '.join([*VARIANTS, *SYNTHETIC_DATASETS])}")
 
 
 def _sources_of(names: list[str]) -> list[str]:
@@ -58,8 +96,8 @@ def _sources_of(names: list[str]) -> list[str]:
         elif name in VARIANTS:
             found = list(VARIANTS[name].sources)
         else:
-            raise ValueError(f"{name!r} is neither a source nor a dataset variant; sources: {', '.join(SOURCES)}; "
-                             f"variants: {', '.join(VARIANTS)}")
+            raise ConfigError(f"{name!r} is neither a source nor a dataset variant; sources: {', '.join(SOURCES)}; "
+                              f"variants: {', '.join(VARIANTS)}")
         out += [s for s in found if s not in out]
     return out
 
@@ -68,9 +106,11 @@ def cmd_fetch(a: argparse.Namespace) -> None:
     from fedbench.data.stages import fetch
 
     sources = _sources_of(a.names)
-    if a.raw is not None and len(sources) != 1:
-        raise ValueError(f"--raw names the folder of one source; {' '.join(a.names)} has {len(sources)}: "
-                         f"{', '.join(sources)}")
+    if a.raw is not None:
+        if len(sources) != 1:
+            raise ConfigError(f"--raw names the folder of one source; {' '.join(a.names)} has {len(sources)}: "
+                              f"{', '.join(sources)}")
+        _check_folder("--raw", a.raw, f"the folder holding {sources[0]}'s files", must_exist=True)
     for source in sources:
         fetch(source, a.root, progress=not a.quiet, local=a.raw, use_local_copies=not a.download)
 
@@ -78,9 +118,11 @@ def cmd_fetch(a: argparse.Namespace) -> None:
 def cmd_prepare(a: argparse.Namespace) -> None:
     from fedbench.data.stages import prepare_dataset
 
-    data = _data_params(a.params)
     if a.name not in PREPARATIONS and a.name not in VARIANTS:
         _sources_of([a.name])  # raises the one-line error naming what is allowed
+    if a.raw is not None:
+        _check_folder("--raw", a.raw, "the folder holding the raw files in their upstream layout", must_exist=True)
+    data = _data_params(a.params)
     prepare_dataset(a.name, a.root, a.raw, verify=not a.no_verify, prepare_params=data.get("prepare"),
                     variant_params=(data.get("variants") or {}).get(a.name))
 
@@ -89,16 +131,8 @@ def cmd_show(a: argparse.Namespace) -> None:
     from fedbench.data.format import load_dataset
     from fedbench.data.stats import format_stats, write_one
 
-    folder = dataset_folder(a.name, a.root)
-    if not folder.exists():
-        from fedbench.data.synthetic import SYNTHETIC_DATASETS
-
-        if a.name in VARIANTS:
-            raise FileNotFoundError(f"{folder}: no such dataset; build it with `fedbench data prepare {a.name}`")
-        if a.name in SYNTHETIC_DATASETS:
-            raise FileNotFoundError(f"{folder}: no such dataset; build it with `fedbench generate {a.name}` or `dvc repro`")
-        raise FileNotFoundError(f"{a.name!r} is not a dataset; known: {', '.join([*VARIANTS, *SYNTHETIC_DATASETS])}")
-    ds = load_dataset(folder)
+    _check_folder("--out", a.out, f"a folder for {a.name}.json, {a.name}.png and README.md, e.g. reports/data")
+    ds = load_dataset(_dataset_folder(a.name, a.root))
     stats = write_one(ds, a.out)
     print(format_stats(stats))
     print(f"  written            {Path(a.out) / (ds.name + '.json')}, {Path(a.out) / (ds.name + '.png')}")
@@ -108,11 +142,8 @@ def cmd_export(a: argparse.Namespace) -> None:
     from fedbench.data.format import load_dataset
     from fedbench.data.leaf import write_leaf_json
 
-    folder = dataset_folder(a.name, a.root)
-    if not folder.exists():
-        hint = f"`fedbench data prepare {a.name}`" if a.name in VARIANTS else "`dvc repro` (its generate stage)"
-        raise FileNotFoundError(f"{folder}: no such dataset; build it with {hint}")
-    train, test = write_leaf_json(load_dataset(folder), a.leaf_json)
+    _check_folder("--leaf-json", a.leaf_json, "a folder for train/ and test/, e.g. out/")
+    train, test = write_leaf_json(load_dataset(_dataset_folder(a.name, a.root)), a.leaf_json)
     print(f"{a.name}: LEAF JSON written to {train} and {test}")
 
 
@@ -136,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fedbench data", description="Real federated datasets: fetch, prepare, show.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("--root", default=str(DATA_ROOT), help="data folder (default: data)")
-    p.add_argument("--params", default="params.yaml", help="params file whose data section is used (default: params.yaml)")
+    p.add_argument("--params", help="params file whose data section is used (default: params.yaml, where there is one)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     f = sub.add_parser("fetch", help="download sources (or a variant's sources) into data/raw/, verified")
     f.add_argument("names", nargs="+", metavar="NAME", help="a source or a dataset variant")
@@ -151,9 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--raw", help="folder with the raw files in their upstream layout (default: data/raw/<source>)")
     r.add_argument("--no-verify", action="store_true", help="do not check checksums (recorded as unverified)")
     r.set_defaults(fn=cmd_prepare)
-    s = sub.add_parser("show", help="statistics of a dataset and its label-by-client figure (into reports/data/)")
+    s = sub.add_parser("show", help="statistics of a dataset and its label-by-client figure into reports/data/, "
+                                    "whose README.md indexes every dataset there")
     s.add_argument("name", metavar="NAME", help="a dataset variant (or a synthetic dataset)")
-    s.add_argument("--out", default="reports/data", help="where the statistics and figure go (default: reports/data)")
+    s.add_argument("--out", default="reports/data", help="folder for OUT/NAME.json (statistics) and OUT/NAME.png "
+                   "(figure); OUT/README.md is rewritten as the index of every dataset's statistics in OUT, so OUT "
+                   "holds no other *.json or README.md (default: reports/data)")
     s.set_defaults(fn=cmd_show)
     e = sub.add_parser("export", help="write a dataset in another format (LEAF's JSON)")
     e.add_argument("name", metavar="NAME", help="a dataset variant (or a synthetic dataset)")
@@ -169,12 +203,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0; 2 on a problem with the command's input (PartitionError and the registry's checks are ValueErrors, a
+    file the command needs and lacks a FileNotFoundError); 1 when a fetch fails (DownloadError, ChecksumError,
+    LocalCopyError: RuntimeErrors) or the machine does (OSError); 130 on Ctrl-C."""
     args = build_parser().parse_args(argv)
     try:
         args.fn(args)
-    except (ValueError, OSError, KeyError, RuntimeError) as exc:  # DownloadError, ChecksumError, PartitionError
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"fedbench data {args.command}: {message}", file=sys.stderr)
+    except (FedbenchError, ValueError, FileNotFoundError) as exc:
+        print(f"fedbench data {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, RuntimeError, KeyError) as exc:
+        if isinstance(exc, KeyError) and not (exc.args and " " in str(exc.args[0])):
+            raise  # a bare key is a bug, not a message: its traceback says where
+        print(f"fedbench data {args.command}: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"fedbench data {args.command}: interrupted; rerun the same command (a download resumes)", file=sys.stderr)

@@ -14,8 +14,13 @@ from typing import Any
 import numpy as np
 
 from fedbench.data.format import FederatedDataset, atomic_folder
+from fedbench.errors import ConfigError
 
 FIGURE_MAX_CLIENTS = 200  # the figure shows the first 200 clients (in dataset order) when there are more
+INDEX_TITLE = "# Real datasets"  # README.md's first line: the index this module writes
+# what the index reads of each <name>.json
+INDEX_KEYS = {"name", "verified", "clients", "test_only_clients", "samples", "train_samples", "test_samples",
+              "global_test_samples", "samples_per_client", "classes_per_client"}
 
 
 def _summary(values: np.ndarray) -> dict[str, float]:
@@ -112,7 +117,7 @@ def label_figure(ds: FederatedDataset, path: Path) -> Path:
 
 
 def _index(stats: list[dict[str, Any]], unavailable: dict[str, str] | None = None) -> str:
-    lines = ["# Real datasets", "",
+    lines = [INDEX_TITLE, "",
              "Written by `fedbench data show` and the `data_report` stage from `data/real/`. Samples per client "
              "count train and test samples.", "",
              "| dataset | clients (test-only) | samples (train / test / global test) | samples per client "
@@ -137,9 +142,36 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _is_stats(path: Path) -> bool:
+    """Whether ``path`` is a <name>.json this module wrote: a mapping of the index's keys, named as the file."""
+    try:
+        stats = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stats, dict) and INDEX_KEYS <= stats.keys() and stats["name"] == path.stem
+
+
+def check_out(out: Path) -> None:
+    """A ConfigError naming the file unless every *.json in folder ``out`` is a statistics file and its README.md
+    (if any) the index: ``write_one`` rewrites README.md from all of them."""
+    if not out.is_dir():
+        return
+    readme = out / "README.md"
+    for path in sorted(out.glob("*.json")):
+        if not _is_stats(path):
+            raise ConfigError(f"{path}: not a statistics file of `fedbench data show`, which rewrites {readme} from "
+                              f"every *.json in {out}; give it a folder of its own, e.g. --out reports/data")
+    ours = readme.is_file() and readme.read_text(errors="replace").startswith(INDEX_TITLE + "\n")
+    if readme.exists() and not ours:
+        raise ConfigError(f"{readme}: not the index of `fedbench data show`, which rewrites it; give it a folder of "
+                          "its own, e.g. --out reports/data")
+
+
 def write_one(ds: FederatedDataset, out: str | Path) -> dict[str, Any]:
-    """``out``/<name>.json and <name>.png for one dataset, and README.md re-indexed from every <name>.json there."""
+    """``out``/<name>.json and <name>.png for one dataset, and README.md re-indexed from every <name>.json there;
+    nothing is written when ``out`` holds other *.json files or another README.md (:func:`check_out`)."""
     out = Path(out)
+    check_out(out)
     out.mkdir(parents=True, exist_ok=True)
     stats = dataset_stats(ds)
     figure = label_figure(ds, out / f".{ds.name}.tmp.png")

@@ -198,5 +198,5 @@ def test_leaf_json_writes_leafs_pixel_floats_and_fedbench_data_export_writes_it(
     text = (out / "train" / "femnist_leaf_train.json").read_text()
     assert '"x": [[0.6235294117647059, 0.0, 1.0, 0.00392156862745098]]' in text  # not 0.6235294342041016
     assert json.loads(text)["user_data"]["f0"]["x"][0] == (x[0] / 255).tolist() == [159 / 255, 0.0, 1.0, 1 / 255]
-    assert data_main(["--root", str(tmp_path), "export", "nosuch", "--leaf-json", str(out)]) == 1
-    assert "no such dataset" in capsys.readouterr().err
+    assert data_main(["--root", str(tmp_path), "export", "nosuch", "--leaf-json", str(out)]) == 2
+    assert "'nosuch' is not a dataset; known: " in capsys.readouterr().err

@@ -42,7 +42,7 @@ def test_sent140_variant_whose_raw_folder_lacks_glove_names_the_source_and_its_f
     mine = put(tmp_path / "mine", sent140)
     root = tmp_path / "data"
     args = ["--root", str(root), "prepare", "sent140_fedprox", "--raw", str(mine), "--no-verify"]
-    assert data_main(args) == 1
+    assert data_main(args) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"fedbench data prepare: source 'glove' (glove.6B.zip) is not in {mine}, {mine / 'glove'} or "
                    f"{root / 'raw' / 'glove'}; run `fedbench data fetch glove`, or put its files in {mine / 'glove'}")

@@ -70,10 +70,10 @@ def test_cli_list_profile_and_errors(capsys):
     assert data_main(["profile", "paper"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("-S data.sources=[mnist5k,mnist,") and " -S data.real=[mnist5k_fedprox," in line
-    assert data_main(["--params", "/nonexistent.yaml", "prepare", "cifar100"]) == 1
+    assert data_main(["--params", "/nonexistent.yaml", "prepare", "cifar100"]) == 2  # the name is checked first
     err = capsys.readouterr().err.strip()
     assert err.startswith("fedbench data prepare: 'cifar100' is neither a source nor a dataset variant; sources: ")
-    assert data_main(["show", "mnist_fedprox", "--out", "/tmp/unused"]) == 1
+    assert data_main(["show", "mnist_fedprox", "--out", "/tmp/unused"]) == 2
     assert "no such dataset; build it with `fedbench data prepare mnist_fedprox`" in capsys.readouterr().err
 
 
