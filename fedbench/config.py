@@ -5,7 +5,7 @@ anything is computed or written. Loading imports no torch (the algorithms' hyper
 against their dataclass fields read from source, fedbench.algorithms), so ``fedbench check-config`` and
 ``--help`` answer at once.
 
-The YAML is read as DVC reads it (YAML 1.2, fedbench.params_file): a key repeated in a mapping is an error, not
+The YAML is read as DVC reads it (YAML 1.2, fedbench.data.params): a key repeated in a mapping is an error, not
 "last one wins", and ``1e-3`` is a number, not a string.
 """
 
@@ -24,7 +24,7 @@ from fedbench.data.registry import known_num_clients, validate_data_section
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
 from fedbench.errors import ConfigError
-from fedbench.params_file import parse_value, read_params
+from fedbench.data.params import parse_value, read_params
 from fedbench.study import layout, registry
 from fedbench.study.declaration import Arm, StudyDeclaration
 

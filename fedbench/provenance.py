@@ -63,7 +63,7 @@ def study_code(name: str) -> tuple[str, ...]:
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
 # the stage, which then reuses every run whose fingerprint (params, data, TRAIN_RUN_CODE) still matches; and where the runs
 # go (study/layout.py: results/train/, and the earlier layout it moves in).
-TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "params_file.py", "pipeline.py", "parallel.py", "executors.py",
+TRAIN_STAGE_CODE = RUN_CODE + ("config.py", "data/params.py", "pipeline.py", "parallel.py", "executors.py",
                                "data/registry.py", "study/layout.py")
 
 

@@ -23,7 +23,7 @@ from fedbench.data.registry import (
 )
 from fedbench.errors import ConfigError, DataError, FedbenchError
 from fedbench.helptext import described
-from fedbench.params_file import read_params
+from fedbench.data.params import read_params
 
 EPILOG = """examples:
   fedbench data list                                  # sources (sizes, offline or download) and variants

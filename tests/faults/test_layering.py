@@ -106,12 +106,11 @@ MAY_NOT_IMPORT = {
 # below config, which asks it; the studies beside bench (the
 # costs they quote are the framework's); `fedbench run`'s MLflow sink (fedbench.track) and `paper run`'s report
 # rebuild handed in by the CLI, not imported; the stage scripts' guard (fedbench.guard) low, so pipelines/ need no CLI.
-# The params file's reader (fedbench.params_file) stands below data: `fedbench data --params` reads as config does.
+# The params file's reader is fedbench.data.params: `fedbench data --params` reads as config does, no floor of its own.
 FLOORS = (
     ("fedbench.errors", "fedbench.provenance", "fedbench.seeding", "fedbench.ops", "fedbench.quantile",
      "fedbench.proximal", "fedbench.optimizers", "fedbench.plotting", "fedbench.locking", "fedbench.divergence",
      "fedbench.parallel", "fedbench.models", "fedbench.tracking_index", "fedbench.helptext"),
-    ("fedbench.params_file",),
     ("fedbench.data", "fedbench.claims", "fedbench.tracking", "fedbench.guard"),
     ("fedbench.availability",),
     ("fedbench.engine", "fedbench.algorithms"),

@@ -1,6 +1,7 @@
 """A params file read as DVC reads it (YAML 1.2): a key repeated in a mapping is an error, not "last one wins", and
 ``1e-3`` is a number, not a string. The one reader of fedbench.config and ``fedbench data --params``; every problem
-is a ConfigError in one line naming the file."""
+is a ConfigError in one line naming the file. It lives in fedbench.data, the lowest package that reads a params
+file, so that config (above data) and the data command share it without a floor of its own."""
 
 from __future__ import annotations
 
