@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.config import Config, load_config
+from fedbench.data.params import read_params
 from fedbench.errors import FedbenchError
 from fedbench.helptext import described
 from fedbench.study.layout import RESULTS_ROOT
@@ -49,9 +50,7 @@ from fedbench.study.paper_profile import (
 
 def study_config(params: str, name: str) -> Config:
     """params.yaml with study ``name`` of the profile added (a study params.yaml already lists is used as is)."""
-    import yaml
-
-    raw = yaml.safe_load(Path(params).read_text()) or {}
+    raw = read_params(params)  # a missing or broken file: one line naming it
     if name in (raw.get("studies") or {}):
         return load_config(params)
     return load_config(params, overrides([name], raw.get("data") or {}))
@@ -324,14 +323,12 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
             return 2
         print(f"wrote {out / 'paper-cost.json'} and {out / 'paper-cost.md'}")
     elif a.command == "profile":
-        import yaml
-
         try:
             load_config(a.params)  # a missing or broken params file: one line
         except ValueError as exc:
             print(f"fedbench paper profile: {exc}", file=sys.stderr)
             return 2
-        data = (yaml.safe_load(Path(a.params).read_text()) or {}).get("data") or {}
+        data = read_params(a.params).get("data") or {}
         print(dvc_arguments(overrides(PROFILES[a.profile], data)))
     else:
         try:
