@@ -46,15 +46,17 @@ def cmd_run(a: argparse.Namespace) -> None:
         raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets or data.real; allowed: "
                           f"{', '.join(cfg.data.datasets + cfg.data.real)}")
     check_cell(cfg, a.algorithm, a.stragglers)  # everything that can fail before data is generated
-    ensure_dataset(cfg, a.dataset)
     each = None
     if not a.no_track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
         from fedbench import plotting, tracking  # noqa: F401 (MLflow and matplotlib, each run's figure: 2 s to import
         from fedbench.track import track_cell  #   alone, 5 s and more on a loaded machine, paid once here)
 
+        tracking.checked_uri()  # a store fedbench cannot use: one line before data or runs are made, not after
+
         def each(key, summary):  # each run logged to MLflow as soon as its stack finishes
             track_cell(a.study, key.dataset, key.variant, key.stragglers, [summary])
 
+    ensure_dataset(cfg, a.dataset)
     summaries = train(cfg, a.dataset, a.algorithm, a.stragglers, each=each)
     print("\n".join(run_locations(cfg, summaries, tracked=not a.no_track)))
 

@@ -16,6 +16,10 @@ The ``ray`` executor
     locks again and resumes each run from its last checkpoint (results/ must be where every node reads and writes
     it: fedbench.runner). A unit that raises fails for good at once (the error is the run's own, a retry would
     raise it again); the others go on, and the stage then fails naming every failed unit and its error.
+  - Stops: Ctrl-C or SIGTERM on the driver cancels the units still out (their worker processes are killed; a run
+    keeps its last checkpoint) and shuts a local Ray down; the stop goes on as itself (Ray raises it as a
+    SystemError of its own), so the command ends as with ``local``: one line, exit 130 or 143. A SIGTERM while a
+    local Ray starts (ray.init's own handler exits with 15) ends the same way, the processes started so far killed.
   - Same numbers as ``local``: every unit runs with one torch thread in the driver's working directory, with the
     environment variables that decide floating-point paths (ENV_KEYS, e.g. MKL_CBWR which fedbench sets at
     import) copied from the driver, on the same fedbench code (a node whose fedbench differs from the driver's
@@ -32,6 +36,7 @@ fedbench.regression on cross-CPU drift).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -41,10 +46,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fedbench.errors import FedbenchError
-from fedbench.parallel import map_jobs, one_torch_thread
+from fedbench.guard import interruption
+from fedbench.parallel import Terminated, map_jobs, one_torch_thread
 
 EXECUTORS = ("local", "ray")
 MAX_RETRIES = 3  # runs of a unit whose worker process or node died, after the first
@@ -137,15 +144,26 @@ class RayExecutor:
             handler = signal.getsignal(signal.SIGTERM)  # ray.init installs its own; fedbench.cli's stays
             t0 = time.perf_counter()
             address = os.environ.get("RAY_ADDRESS")
-            if address:
-                ray.init(address=address, logging_level=logging.WARNING)
-            else:
-                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-                ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
-                         logging_level=logging.WARNING)
+            before = _descendants()
+            try:
+                if address:
+                    ray.init(address=address, logging_level=logging.WARNING)
+                else:
+                    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+                    ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
+                             logging_level=logging.WARNING)
+            except BaseException as exc:  # stopped (or failed) while Ray started
+                try:
+                    ray.shutdown()
+                finally:  # a start cut short: what it started may be no node that ray.shutdown knows
+                    _kill_started_since(before)
+                if isinstance(exc, SystemExit) and exc.code == signal.SIGTERM:  # ray.init's own handler's exit
+                    raise Terminated() from None  # SIGTERM, as fedbench's handler raises it
+                raise
+            finally:
+                if handler is not None and _main_thread():
+                    signal.signal(signal.SIGTERM, handler)
             self._started = True
-            if handler is not None and _main_thread():
-                signal.signal(signal.SIGTERM, handler)
             res = ray.cluster_resources()
             print(f"fedbench: ray: {'connected to ' + address if address else 'started a local Ray'} in "
                   f"{time.perf_counter() - t0:.1f} s ({res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} GPUs)",
@@ -217,9 +235,12 @@ class RayExecutor:
                         if each is not None:
                             each(results[i])
                 bar.update(len(ready), ray.get(board.starts.remote()), len(failed))
-        except BaseException:  # interrupted (Ctrl-C, SIGTERM) or ``each`` raised: stop the units still out
+        except BaseException as exc:  # interrupted (Ctrl-C, SIGTERM) or ``each`` raised: stop the units still out
             for ref in pending:
                 ray.cancel(ref, force=True)
+            stop = interruption(exc)
+            if stop is not None and stop is not exc:  # Ray raised the stop as a SystemError of its own: the stop
+                raise stop from None                  # goes on as itself, as from the local executor
             raise
         finally:
             bar.close()
@@ -238,6 +259,38 @@ def _main_thread() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
+
+
+def _descendants() -> set[int]:
+    """The processes below this one (Linux's /proc; elsewhere none)."""
+    parent_of = {}
+    for entry in Path("/proc").iterdir() if Path("/proc/self").is_dir() else ():
+        if entry.name.isdigit():
+            try:
+                parent_of[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                continue
+    below, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parent_of.items() if parent in frontier} - below
+        below |= frontier
+    return below
+
+
+def _kill_started_since(before: set[int]) -> None:
+    """Kill the processes below this one that ``before`` does not hold: those of a local Ray whose start was cut
+    short. Measured without this (Ray 2.60): SIGTERM in the seconds ray.init takes left its dashboard and runtime-env
+    agents running after the driver had exited, ignoring SIGTERM. Each is stopped first, until none is left that
+    could start another, then all are killed."""
+    stopped: set[int] = set()
+    while started := _descendants() - before - stopped:
+        for pid in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        stopped |= started
+    for pid in stopped:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _cause(exc: BaseException) -> BaseException:

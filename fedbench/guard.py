@@ -22,7 +22,8 @@ def refuse(exc: FedbenchError) -> NoReturn:
 def run_guarded(fn: Callable[[], object]) -> None:
     """Run ``fn``; a problem the user can fix (a config, data or run-file error) prints one line and exits 2
     (nothing has been written by then). Ctrl-C and SIGTERM stop at once (worker processes included), keeping
-    finished runs and the last checkpoint of the others: exit 130 or 143."""
+    finished runs and the last checkpoint of the others: exit 130 or 143, also where a library re-raised the stop
+    as an error of its own (:func:`interruption`)."""
     signal.signal(signal.SIGTERM, raise_terminated)
     try:
         fn()
@@ -32,7 +33,25 @@ def run_guarded(fn: Callable[[], object]) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except FedbenchError as exc:
         refuse(exc)
-    except (KeyboardInterrupt, Terminated) as exc:
-        print(f"fedbench: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'terminated'}; finished runs are "
+    except (KeyboardInterrupt, Terminated, Exception) as exc:  # Exception: a stop a library raised as its own error
+        stop = interruption(exc)
+        if stop is None:  # a bug: its traceback
+            raise
+        print(f"fedbench: {'interrupted' if isinstance(stop, KeyboardInterrupt) else 'terminated'}; finished runs are "
               "kept: rerun the same command to resume the others from their last checkpoint", file=sys.stderr)
-        sys.exit(130 if isinstance(exc, KeyboardInterrupt) else 128 + signal.SIGTERM)
+        sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM)
+
+
+def interruption(exc: BaseException) -> KeyboardInterrupt | Terminated | None:
+    """The Ctrl-C or SIGTERM that ``exc`` is or stands for, else None. A library that runs our signal handler
+    inside its own code may raise the stop as an error of its own, the stop its cause: Ray's ``ray.wait`` raises
+    ``SystemError: <cyfunction CoreWorker.wait> returned a result with an exception set`` with the Terminated
+    that fedbench's SIGTERM handler raised as its ``__cause__``. The chain is followed as Python prints it
+    (``__cause__``, else ``__context__`` unless suppressed with ``from None``)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, (KeyboardInterrupt, Terminated)):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return None

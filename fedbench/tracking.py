@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
@@ -52,6 +53,7 @@ from mlflow.tracking import MlflowClient
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from fedbench.errors import ConfigError
 from fedbench.locking import file_lock
 from fedbench.parallel import Terminated, supervised
 from fedbench.tracking_index import DEFAULT_DB, SQLITE, store_lock_path, tracking_uri  # noqa: F401 (also ours)
@@ -63,6 +65,9 @@ UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on
 UI_READY_TIMEOUT_S = 300.0  # `fedbench ui` waits this long for the server to answer: 12 s idle, 90 s at load 10 here
 UI_POLL_S = 0.5  # between two health checks while it starts
 LISTED_TAGS = ("rounds", "budget")  # the tags `fedbench show` lists beside a run's name
+# what MLFLOW_TRACKING_URI may be (fedbench.tracking_index.tracking_uri reads it; checked_uri refuses the rest)
+ALLOWED_STORES = ("sqlite:///<path> (a SQLite file), http(s)://<host>:<port> (an MLflow server), or unset (mlflow.db "
+                  "in the working directory)")
 
 
 _WAL_STORES: set[str] = set()  # the SQLite stores fedbench opens (resolved paths): the only ones _sqlite_wal touches
@@ -85,11 +90,28 @@ def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
 
+def checked_uri() -> str:
+    """The tracking store's URI, refused in one line (ConfigError) before anything is written where fedbench cannot
+    use it: a path or a ``file:`` URI (MLflow's file store, which MLflow 3 refuses: "maintenance mode"), and a
+    ``sqlite:`` URI that names no file (``sqlite://x.db``; ``sqlite://`` is a store in memory, gone at exit)."""
+    uri = tracking_uri()
+    scheme = urlsplit(uri).scheme
+    if scheme in ("", "file"):
+        raise _refused(uri, "is not allowed (a path or a file: URI is MLflow's file store, which MLflow 3 refuses)")
+    if scheme == "sqlite" and not (uri.startswith(SQLITE) and len(uri) > len(SQLITE)):
+        raise _refused(uri, "is not allowed (a SQLite store is sqlite:/// followed by its file's path)")
+    return uri
+
+
+def _refused(uri: str, problem: str) -> ConfigError:
+    return ConfigError(f"MLFLOW_TRACKING_URI: {uri!r} {problem}; allowed: {ALLOWED_STORES}")
+
+
 @contextmanager
 def _store(create: bool = True) -> Iterator[MlflowClient | None]:
     """A client of the tracking store, for use while this block holds the store's lock. With ``create=False``,
     a SQLite store that does not exist yet is not created: the block gets None."""
-    uri = tracking_uri()
+    uri = checked_uri()
     if not create and uri.startswith(SQLITE) and not Path(uri[len(SQLITE):]).exists():
         yield None  # nothing to read, and nothing (not even the lock file) is created
         return
@@ -100,7 +122,20 @@ def _store(create: bool = True) -> Iterator[MlflowClient | None]:
                 _create_sqlite_store(db)
             _WAL_STORES.add(str(db.resolve()))
         mlflow.set_tracking_uri(uri)
-        yield MlflowClient(uri)
+        yield _client(uri)
+
+
+def _client(uri: str) -> MlflowClient:
+    """MLflow's client of the store at ``uri``, which opens it. A store of another kind than SQLite that MLflow
+    cannot open (a scheme it has no store for, a database whose driver is not installed) is one line; a SQLite
+    file's own problems (not a database, an older schema) are MLflow's to say."""
+    try:
+        return MlflowClient(uri)
+    except (MlflowException, ImportError) as exc:
+        if uri.startswith(SQLITE):
+            raise
+        reason = (str(exc).strip().splitlines() or [""])[0]
+        raise _refused(uri, f"cannot be opened ({type(exc).__name__}: {reason})") from None
 
 
 def _create_sqlite_store(db: Path) -> None:

@@ -1,6 +1,7 @@
 """How a fedbench process ends (fedbench.guard.run_guarded): a user's error is one line and exit 2, Ctrl-C and SIGTERM
 exit 130 and 143 with one line, and once the work is done a stop signal during the interpreter's exit ends it at once
-(before: a KeyboardInterrupt traceback from an atexit hook of torch's, exit 0)."""
+(before: a KeyboardInterrupt traceback from an atexit hook of torch's, exit 0). A stop that a library raised as an
+error of its own ends the same way (before: Ray's SystemError, a traceback and exit 1)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import signal
 import pytest
 
 from fedbench.errors import ConfigError
-from fedbench.guard import run_guarded
+from fedbench.guard import interruption, run_guarded
 from fedbench.parallel import Terminated
 
 
@@ -28,10 +29,20 @@ def test_done_work_leaves_the_default_handlers_for_the_exit():
     assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
+def _raised_by_ray(stop: BaseException) -> SystemError:
+    """What Ray's ``ray.wait`` raised when fedbench's SIGTERM handler ran inside it: a SystemError, the stop its
+    cause (reproduced with Ray 2.60 on a `fedbench run --set train.executor=ray`)."""
+    wrapped = SystemError("<cyfunction CoreWorker.wait at 0x7ff0684f4380> returned a result with an exception set")
+    wrapped.__cause__ = wrapped.__context__ = stop
+    return wrapped
+
+
 @pytest.mark.parametrize("raised, code, line", [
     (ConfigError("train.rounds: must be >= 1, got 0"), 2, "fedbench: config error: train.rounds: must be >= 1, got 0"),
     (KeyboardInterrupt(), 130, "fedbench: interrupted; finished runs are kept"),
     (Terminated(), 143, "fedbench: terminated; finished runs are kept"),
+    (_raised_by_ray(Terminated()), 143, "fedbench: terminated; finished runs are kept"),
+    (_raised_by_ray(KeyboardInterrupt()), 130, "fedbench: interrupted; finished runs are kept"),
 ])
 def test_an_error_or_a_stop_is_one_line_and_its_exit_code(capsys, raised, code, line):
     def fail():
@@ -42,3 +53,39 @@ def test_an_error_or_a_stop_is_one_line_and_its_exit_code(capsys, raised, code, 
     assert exited.value.code == code
     err = capsys.readouterr().err
     assert err.startswith(line) and err.count("\n") == 1
+
+
+def test_the_stop_behind_an_error_is_found_as_python_prints_the_chain():
+    stop = Terminated()
+    assert interruption(stop) is stop and interruption(_raised_by_ray(stop)) is stop
+    try:  # raised while the stop unwound: its context
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OSError("a clean-up failed")
+    except OSError as during:
+        assert isinstance(interruption(during), KeyboardInterrupt)
+    hidden = ValueError("raised from None")
+    hidden.__context__, hidden.__suppress_context__ = Terminated(), True
+    assert interruption(hidden) is None and interruption(ValueError("a bug")) is None
+    looped = RuntimeError("a chain that loops")
+    looped.__cause__ = SystemError()
+    looped.__cause__.__cause__ = looped
+    assert interruption(looped) is None
+
+
+def test_a_bug_or_an_exit_is_not_taken_for_a_stop(capsys):
+    def bug():
+        raise ValueError("a bug")
+
+    def exit_after_ctrl_c():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemExit(3)
+
+    with pytest.raises(ValueError, match="a bug"):  # its traceback, as before
+        run_guarded(bug)
+    with pytest.raises(SystemExit) as exited:  # a deliberate exit keeps its code
+        run_guarded(exit_after_ctrl_c)
+    assert exited.value.code == 3 and capsys.readouterr().err == ""

@@ -2,7 +2,8 @@
 the regression profile gives the same numbers, bit for bit, as the local executor; a unit whose worker dies after
 a checkpoint is retried and resumes to the same digest; two stages submitting overlapping runs at once lose and
 duplicate nothing; a unit that raises fails the stage naming its runs; a claim study gives the same records; a
-wrong executor is one line at load."""
+wrong executor is one line at load; a stop that Ray raises as its own error cancels the units and goes on as itself,
+and a SIGTERM while a local Ray starts kills what it started (the command's end: tests/faults/test_process_lifetime.py)."""
 
 from __future__ import annotations
 
@@ -285,6 +286,69 @@ def test_bad_executor_from_the_command_line_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("fedbench: config error: train.executor: 'threads' is not allowed; allowed: "
                                    "local, ray")
+
+
+class _StandIn:
+    """``ray.remote(f)``, ``.options(...)`` of it and ``.remote(...)`` of that, as the executor calls them (no Ray)."""
+
+    def options(self, **_):
+        return self
+
+    def remote(self, *_):
+        return object()  # a unit's (or the board's) handle
+
+
+def test_a_stop_ray_raises_as_its_own_error_cancels_the_units_and_goes_on_as_itself(monkeypatch):
+    """SIGTERM while the driver waits in ``ray.wait``: Ray raises fedbench's Terminated as a SystemError caused by it.
+    The units still out are cancelled and the Terminated itself is raised, as from the local executor (before: the
+    SystemError, which fedbench.guard printed as a traceback)."""
+    from types import SimpleNamespace
+
+    from fedbench.executors import RayExecutor
+    from fedbench.parallel import Terminated
+
+    stop, cancelled = Terminated(), []
+
+    def wait(pending, **_):
+        raise SystemError("<cyfunction CoreWorker.wait> returned a result with an exception set") from stop
+
+    ray = SimpleNamespace(remote=lambda _: _StandIn(), wait=wait, cancel=lambda ref, force: cancelled.append(force))
+    ex = RayExecutor(workers=2, gpu_fraction=0.25)
+    monkeypatch.setattr(ex, "connect", lambda: ray)
+    with pytest.raises(Terminated) as raised:
+        ex.map(abs, [1, 2, 3], progress=False)
+    assert raised.value is stop and cancelled == [True, True, True]
+
+
+def test_a_sigterm_while_ray_starts_kills_what_it_started_and_is_a_stop(monkeypatch):
+    """ray.init installs a SIGTERM handler of its own for its start (``sys.exit(15)``): a SIGTERM then ended the
+    command with exit 15 and no line, and left the agents its raylet had started running after the driver had
+    exited (Ray 2.60). A stand-in ray.init starts a process with a child of its own (a raylet and its agent), then
+    exits as Ray's handler does: both are killed, and the stop is fedbench's Terminated."""
+    import signal
+    from types import SimpleNamespace
+
+    from fedbench.executors import RayExecutor
+    from fedbench.parallel import Terminated
+    from tests.faults.conftest import alive, descendants, wait_for
+
+    started: set[int] = set()
+
+    def init(**_):
+        raylet = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])
+        started.update({raylet.pid} | wait_for(lambda: descendants(raylet.pid), 10, "the agent to start"))
+        sys.exit(signal.SIGTERM)
+
+    shutdowns = []
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: False, init=init,
+                                                            shutdown=lambda: shutdowns.append(True)))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    handler = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated):
+        RayExecutor(workers=2, gpu_fraction=0.25).connect()
+    assert len(started) == 2 and shutdowns == [True] and signal.getsignal(signal.SIGTERM) is handler
+    wait_for(lambda: not any(alive(pid) for pid in started), 10, "what the start began to be killed")
 
 
 def test_importing_fedbench_imports_no_ray():

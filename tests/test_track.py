@@ -428,3 +428,47 @@ def test_a_run_differs_by_each_setting_that_is_not_the_defaults():
     assert differs(run, None) == {}  # defaults unknown: the fingerprint alone tells runs apart
     assert run_name("d", "fedprox_mu1", 0.1, 3, "0123456789abcdef", differs(run, defaults)) == (
         "fedprox_mu1 10% s3 mu=0.5 lr=0.03 dissimilarity_samples=100 d #012345")
+
+
+ALLOWED = ("allowed: sqlite:///<path> (a SQLite file), http(s)://<host>:<port> (an MLflow server), or unset (mlflow.db "
+           "in the working directory)")
+FILE_STORE = "is not allowed (a path or a file: URI is MLflow's file store, which MLflow 3 refuses)"
+
+
+@pytest.mark.parametrize("command", [["show"], ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg",
+                                                "--stragglers", "0", "--seed", "0"]], ids=["show", "run"])
+@pytest.mark.parametrize("value, problem", [
+    ("{tmp}/x", FILE_STORE),
+    ("file://{tmp}/x", FILE_STORE),
+    ("sqlite://{tmp.name}.db", "is not allowed (a SQLite store is sqlite:/// followed by its file's path)"),
+], ids=["path", "file-uri", "sqlite-without-a-path"])
+def test_a_tracking_uri_fedbench_cannot_use_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys,
+                                                                                   command, value, problem):
+    """`MLFLOW_TRACKING_URI=/tmp/x fedbench show` printed MLflow's traceback ("The filesystem tracking backend ... is in
+    maintenance mode") and exited 1; `fedbench run` failed so once its runs had finished. Now both say it in one line,
+    exit 2, and write nothing (no data, runs, store or lock file)."""
+    from fedbench.cli import main
+    from fedbench.tracking_index import store_lock_path
+
+    repo_params = Path(__file__).resolve().parents[1] / "params.yaml"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(repo_params.read_text())
+    uri = value.format(tmp=tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    with pytest.raises(SystemExit) as exited:
+        main(command)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"fedbench: config error: MLFLOW_TRACKING_URI: {uri!r} {problem}; {ALLOWED}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["params.yaml"] and not store_lock_path(uri).exists()
+
+
+def test_a_tracking_uri_mlflow_cannot_open_is_one_line(tmp_path, monkeypatch, capsys):
+    from fedbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "nosuch://store")
+    with pytest.raises(SystemExit) as exited:
+        main(["show"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and err.endswith(f"; {ALLOWED}\n")
+    assert err.startswith("fedbench: config error: MLFLOW_TRACKING_URI: 'nosuch://store' cannot be opened (")

@@ -247,8 +247,9 @@ def test_one_check_for_config_and_build(tmp_path, name, bad):
 
 
 # what a claim study may import without it being a dvc.yaml dep: the package root and the modules of errors,
-# provenance and commands' help text (no number comes from them)
-NOT_STUDY_CODE = ("fedbench", "fedbench.errors", "fedbench.provenance", "fedbench.helptext")
+# provenance, commands' help text and how a process ends on an error or a stop (fedbench.guard, which the executors
+# ask whether an error is a stop; pipelines/study.py runs under it): no number comes from them
+NOT_STUDY_CODE = ("fedbench", "fedbench.errors", "fedbench.provenance", "fedbench.helptext", "fedbench.guard")
 
 
 def _module_file(module: str) -> str:

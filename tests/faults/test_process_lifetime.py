@@ -2,9 +2,12 @@
 orphaned its workers (they finished their runs, then idled forever at about 310 MB each), and Ctrl-C waited for
 every seed to finish, then said "interrupted" with the finished runs not logged. Now workers get SIGTERM from the
 kernel when the parent dies (PR_SET_PDEATHSIG), SIGTERM/Ctrl-C stop the parent at once, and each run is logged
-as soon as it finishes."""
+as soon as it finishes. On the ray executor, SIGTERM ended the command with a traceback and exit 1: Ray raised the
+stop as ``SystemError: <cyfunction CoreWorker.wait> returned a result with an exception set``; now it ends as
+on the local one, its units cancelled and its local Ray shut down."""
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +96,34 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     runs = ws.runs()  # each seed logged once (an attempt cut short by Ctrl-C is replaced, not duplicated)
     assert sorted(r.data.tags["seed"] for r in runs) == [str(s) for s in range(3)]
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def _running_a_unit(pid: int) -> set[int] | None:
+    """The processes below ``pid`` once one of them is a Ray worker running a unit (titled ``ray::_run_unit``)."""
+    below = descendants(pid)
+    for p in below:
+        try:
+            if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"ray::_run_unit"):
+                return below
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.slow
+def test_sigterm_on_the_ray_executor_is_one_line_and_leaves_no_process(ws, reaper):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+    ws.write_params(lambda raw: raw["train"].update(rounds=100_000, seeds=[0, 1], workers=2))
+    assert ws.fedbench("generate").returncode == 0
+    ws.env |= {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a private local Ray (2 CPUs)
+    proc = ws.start(*RUN, "--no-track", "--set", "train.executor=ray")
+    below = wait_for(lambda: _running_a_unit(proc.pid), 120, "a Ray worker to run a unit")  # Ray's own and workers
+    reaper.update(below)
+    proc.send_signal(signal.SIGTERM)
+    out = ws.finish(proc, timeout=60)
+    wait_for(lambda: not any(alive(p) for p in below), 15, "Ray's processes to exit")
+    lines = [line for line in out.splitlines() if line.strip() and "unit/s" not in line]  # progress bars left out
+    assert proc.returncode == 128 + signal.SIGTERM, out[-3000:]
+    assert lines[-1].startswith("fedbench: terminated; finished runs are kept") and "Traceback" not in out, out[-3000:]
+    assert [line for line in lines[:-1] if not line.startswith("fedbench: ray: started a local Ray")] == [], out[-3000:]
+    assert not [p for p in (ws.path / "results").rglob("*.tmp") if ".checkpoint.pt" not in p.name]
