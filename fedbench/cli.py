@@ -109,18 +109,23 @@ def cmd_compare(a: argparse.Namespace) -> None:
     print(path)
 
 
+# what `fedbench report` writes into its folder (and the track stage's table beside it): a folder holding one of
+# them is a report folder, also one whose last build was cut short (DVC removes a stage's outputs before it runs)
+REPORT_OUTPUTS = ("claims.json", "claims.md", "runs.csv", "metrics.json", "figures", "studies", "mlflow_runs.csv")
+
+
 def report_folder(out: str) -> Path:
-    """``--out`` of `fedbench report`: a new or empty folder, or one holding a report (its claims.json); ConfigError
-    otherwise, before anything is written (the report writes claims.json, claims.md, runs.csv, metrics.json,
-    figures/ and studies/ into it)."""
+    """``--out`` of `fedbench report`: a new or empty folder, or a report folder (holding one of REPORT_OUTPUTS);
+    ConfigError otherwise, before anything is written (`--out .` in a checkout would write the report among the
+    sources)."""
     path = Path(out)
     if not out.strip():
         raise ConfigError("--out: empty; allowed: a folder for the report, e.g. reports")
     if path.exists() and not path.is_dir():
-        raise ConfigError(f"--out {out}: not a folder; allowed: a new folder, or a report folder (holding claims.json)")
-    if path.is_dir() and any(path.iterdir()) and not (path / "claims.json").exists():
-        raise ConfigError(f"--out {out}: holds files but no report (no claims.json); allowed: a new or empty folder, or "
-                          "a report folder")
+        raise ConfigError(f"--out {out}: not a folder; allowed: a new folder, or a report folder")
+    if path.is_dir() and any(path.iterdir()) and not any((path / name).exists() for name in REPORT_OUTPUTS):
+        raise ConfigError(f"--out {out}: holds files but no report (none of {', '.join(REPORT_OUTPUTS)}); allowed: a "
+                          "new or empty folder, or a report folder")
     return path
 
 
@@ -260,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(fn=cmd_generate)
 
     rp = sub.add_parser("report", parents=[params], help="rebuild reports/ (figures, claims.json, claims.md) from results/")
-    rp.add_argument("--out", default="reports", help="folder to write the report into (default: reports)")
+    rp.add_argument("--out", default="reports", help="folder to write the report into: a new or empty one, or a "
+                                                     "report folder (default: reports)")
     rp.set_defaults(fn=cmd_report)
 
     cp = sub.add_parser("compare", parents=[params], help="draw any selection of finished runs (mean over seeds, band "
@@ -346,9 +352,11 @@ def _command_first(argv: list[str]) -> list[str]:
     """``argv`` with a leading ``--params FILE`` moved behind a command that parses its own arguments and reads a
     params file (`fedbench --params x data list` is `fedbench data --params x list`); ConfigError for one that reads
     none (claims register and freeze, bench)."""
-    if not argv or not (argv[0] == "--params" or argv[0].startswith("--params=")):
+    given, rest = [], argv
+    while rest and (rest[0] == "--params" or rest[0].startswith("--params=")):  # the last one given wins
+        given, rest = (rest[:1], rest[1:]) if "=" in rest[0] else (rest[:2], rest[2:])
+    if not given:
         return argv
-    given, rest = (argv[:1], argv[1:]) if "=" in argv[0] else (argv[:2], argv[2:])
     if rest[:2] == ["claims", "confirm"]:
         return rest[:2] + given + rest[2:]
     if rest[:1] in (["data"], ["paper"]):

@@ -11,6 +11,7 @@ them; cells with some runs missing are drawn from the runs there are, and the mi
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,7 @@ def run_options(selection: Selection, overrides: dict[str, Any] | None) -> str:
     """The options of ``fedbench run`` that compute runs of this selection's parameters: its --set overrides (the
     seeds as train.seeds where the selection names them)."""
     given = dict(overrides or {}) | ({"train.seeds": list(selection.seeds)} if selection.seeds else {})
-    return "".join(f" --set {k}={v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))}"
+    return "".join(" --set " + shlex.quote(f"{k}={v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))}")
                    for k, v in given.items())
 
 

@@ -14,17 +14,18 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
 from fedbench.algorithms import ALGORITHMS, check_hyperparameters
+from fedbench.data.params import parse_value, read_params
 from fedbench.data.registry import known_num_clients, validate_data_section
 from fedbench.data.synthetic import SYNTHETIC_DATASETS
 from fedbench.engine.sampling import SAMPLING_SCHEMES, STRAGGLER_EPOCHS
 from fedbench.errors import ConfigError
-from fedbench.data.params import parse_value, read_params
 from fedbench.study import layout, registry
 from fedbench.study.declaration import Arm, StudyDeclaration
 
@@ -307,7 +308,7 @@ def parse_config(raw: Any) -> Config:
     if train.clients_per_round > data.num_devices:
         raise ConfigError(f"train.clients_per_round: {train.clients_per_round} exceeds data.num_devices "
                           f"({data.num_devices}); allowed: 1..{data.num_devices}")
-    if train.device != "auto" and train.device != "cpu" and not train.device.startswith("cuda"):
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", train.device):
         raise ConfigError(f"train.device: {train.device!r} is not allowed; allowed: auto, cpu, cuda, cuda:N")
     if any(seed < 0 for seed in train.seeds):
         raise ConfigError(f"train.seeds: seeds must be >= 0, got {list(train.seeds)}")

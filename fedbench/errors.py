@@ -33,6 +33,8 @@ def read_json(path, key: str, remedy: str):
         body = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); {remedy}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc}); {remedy}") from None
     if not isinstance(body, dict) or key not in body:
         raise DataError(f"{path}: expected a JSON object with {key!r}; {remedy}")
     return body

@@ -153,6 +153,8 @@ class RayExecutor:
                     ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
                              logging_level=logging.WARNING)
             except BaseException as exc:  # stopped (or failed) while Ray started
+                if handler is not None and _main_thread():  # fedbench's handler first: a second SIGTERM during the
+                    signal.signal(signal.SIGTERM, handler)  # clean-up raises Terminated, not Ray's exit 15
                 try:
                     ray.shutdown()
                 finally:  # a start cut short: what it started may be no node that ray.shutdown knows
@@ -281,7 +283,8 @@ def _kill_started_since(before: set[int]) -> None:
     """Kill the processes below this one that ``before`` does not hold: those of a local Ray whose start was cut
     short. Measured without this (Ray 2.60): SIGTERM in the seconds ray.init takes left its dashboard and runtime-env
     agents running after the driver had exited, ignoring SIGTERM. Each is stopped first, until none is left that
-    could start another, then all are killed."""
+    could start another, then all are killed. Children that processes already there start meanwhile are killed too
+    (none of fedbench's commands has such a process while ray.init runs)."""
     stopped: set[int] = set()
     while started := _descendants() - before - stopped:
         for pid in started:

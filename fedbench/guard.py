@@ -46,12 +46,13 @@ def interruption(exc: BaseException) -> KeyboardInterrupt | Terminated | None:
     """The Ctrl-C or SIGTERM that ``exc`` is or stands for, else None. A library that runs our signal handler
     inside its own code may raise the stop as an error of its own, the stop its cause: Ray's ``ray.wait`` raises
     ``SystemError: <cyfunction CoreWorker.wait> returned a result with an exception set`` with the Terminated
-    that fedbench's SIGTERM handler raised as its ``__cause__``. The chain is followed as Python prints it
-    (``__cause__``, else ``__context__`` unless suppressed with ``from None``)."""
+    that fedbench's SIGTERM handler raised as its ``__cause__``. Only causes are followed: an error raised while a
+    stop unwound (a clean-up that failed) has the stop as its ``__context__``, and is that error, shown with its
+    traceback, not the stop."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, (KeyboardInterrupt, Terminated)):
             return exc
         seen.add(id(exc))
-        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+        exc = exc.__cause__
     return None

@@ -324,11 +324,10 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
         print(f"wrote {out / 'paper-cost.json'} and {out / 'paper-cost.md'}")
     elif a.command == "profile":
         try:
-            load_config(a.params)  # a missing or broken params file: one line
+            data = read_params(a.params).get("data") or {}  # a missing or broken params file: one line
         except ValueError as exc:
             print(f"fedbench paper profile: {exc}", file=sys.stderr)
             return 2
-        data = read_params(a.params).get("data") or {}
         print(dvc_arguments(overrides(PROFILES[a.profile], data)))
     else:
         try:

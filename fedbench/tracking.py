@@ -66,8 +66,9 @@ UI_READY_TIMEOUT_S = 300.0  # `fedbench ui` waits this long for the server to an
 UI_POLL_S = 0.5  # between two health checks while it starts
 LISTED_TAGS = ("rounds", "budget")  # the tags `fedbench show` lists beside a run's name
 # what MLFLOW_TRACKING_URI may be (fedbench.tracking_index.tracking_uri reads it; checked_uri refuses the rest)
-ALLOWED_STORES = ("sqlite:///<path> (a SQLite file), http(s)://<host>:<port> (an MLflow server), or unset (mlflow.db "
-                  "in the working directory)")
+ALLOWED_STORES = ("sqlite:///<path> (a SQLite file), http(s)://<host>:<port> (an MLflow server), another store "
+                  "MLflow opens (e.g. postgresql://...), or unset (mlflow.db in the working directory)")
+NAMED_STORES = ("databricks", "databricks-uc")  # MLflow's URIs without a scheme that are no path
 
 
 _WAL_STORES: set[str] = set()  # the SQLite stores fedbench opens (resolved paths): the only ones _sqlite_wal touches
@@ -92,11 +93,13 @@ def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
 
 def checked_uri() -> str:
     """The tracking store's URI, refused in one line (ConfigError) before anything is written where fedbench cannot
-    use it: a path or a ``file:`` URI (MLflow's file store, which MLflow 3 refuses: "maintenance mode"), and a
+    use it: a path or a ``file:`` URI (MLflow's file store, which MLflow 3 refuses, "maintenance mode", unless
+    MLFLOW_ALLOW_FILE_STORE is true), and a
     ``sqlite:`` URI that names no file (``sqlite://x.db``; ``sqlite://`` is a store in memory, gone at exit)."""
     uri = tracking_uri()
     scheme = urlsplit(uri).scheme
-    if scheme in ("", "file"):
+    file_store_allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true")  # MLflow's opt-in
+    if scheme in ("", "file") and uri not in NAMED_STORES and not file_store_allowed:
         raise _refused(uri, "is not allowed (a path or a file: URI is MLflow's file store, which MLflow 3 refuses)")
     if scheme == "sqlite" and not (uri.startswith(SQLITE) and len(uri) > len(SQLITE)):
         raise _refused(uri, "is not allowed (a SQLite store is sqlite:/// followed by its file's path)")

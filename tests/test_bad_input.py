@@ -17,10 +17,10 @@ CASES = [
     (["report", "--params", PARAMS, "--out", ""],
      "config error: --out: empty; allowed: a folder for the report, e.g. reports"),
     (["report", "--params", PARAMS, "--out", "afile"],
-     "config error: --out afile: not a folder; allowed: a new folder, or a report folder (holding claims.json)"),
+     "config error: --out afile: not a folder; allowed: a new folder, or a report folder"),
     (["report", "--params", PARAMS, "--out", "notes"],
-     ("config error: --out notes: holds files but no report (no claims.json); allowed: a new or empty folder, or a "
-      "report folder")),
+     ("config error: --out notes: holds files but no report (none of claims.json, claims.md, runs.csv, metrics.json, "
+      "figures, studies, mlflow_runs.csv); allowed: a new or empty folder, or a report folder")),
     (["--params", PARAMS, "claims", "register"],
      "config error: --params: `fedbench claims` reads no params file; allowed: the command without --params"),
     (["--params", PARAMS, "bench", "--quick"],
@@ -87,18 +87,25 @@ def test_study_list_with_a_broken_record_names_it_and_the_command_that_rewrites_
         "write it anew: fedbench study run feddane_synthetic\n")
 
 
-@pytest.mark.parametrize("before, after", [
-    (["--params", PARAMS, "data", "list"], ["data", "--params", PARAMS, "list"]),
-    ([f"--params={PARAMS}", "paper", "profile", "paper"], ["paper", "--params", PARAMS, "profile", "paper"])])
-def test_params_before_a_command_with_its_own_parser_is_passed_on(before, after, capsys):
-    """`fedbench --params x data list` was an AttributeError traceback; it now reads x, as `data --params x list`."""
-    printed = []
-    for argv in (before, after):
-        with pytest.raises(SystemExit) as stop:
-            main(argv)
-        printed.append(capsys.readouterr().out)
-        assert stop.value.code == 0
-    assert printed[0] and printed[0] == printed[1]
+@pytest.mark.parametrize("argv", [["--params", "nope.yaml", "paper", "profile", "paper"],
+                                  ["--params=nope.yaml", "paper", "profile", "paper"],
+                                  ["--params", PARAMS, "--params", "nope.yaml", "paper", "profile", "paper"]])
+def test_params_before_a_command_with_its_own_parser_is_the_file_it_reads(argv, tmp_path, monkeypatch, capsys):
+    """`fedbench --params x paper ...` was an AttributeError traceback; it now reads x (the last one given), as
+    `paper --params x ...` does: a file that is not there is named."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and capsys.readouterr().err == "fedbench paper profile: nope.yaml: no such file\n"
+
+
+def test_params_before_data_is_read_by_data(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--params", "nope.yaml", "data", "prepare", "mnist5k_fedprox"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "nope.yaml: no such file" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv, line", [
@@ -110,3 +117,14 @@ def test_paper_commands_refuse_a_missing_file_in_one_line(argv, line, tmp_path, 
     with pytest.raises(SystemExit) as stop:
         main(argv)
     assert stop.value.code == 2 and capsys.readouterr().err == line + "\n"
+
+
+def test_report_accepts_a_report_folder_whose_last_build_was_cut_short(tmp_path, monkeypatch):
+    """DVC removes the report stage's outputs before it runs: a folder left with only the track stage's table (or
+    any other of the report's outputs) is still a report folder, so `fedbench report` can be run again by hand."""
+    from fedbench.cli import report_folder
+
+    (tmp_path / "mlflow_runs.csv").write_text("")
+    (tmp_path / "data").mkdir()
+    assert report_folder(str(tmp_path)) == tmp_path
+    assert report_folder(str(tmp_path / "new")) == tmp_path / "new"

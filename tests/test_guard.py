@@ -55,16 +55,16 @@ def test_an_error_or_a_stop_is_one_line_and_its_exit_code(capsys, raised, code, 
     assert err.startswith(line) and err.count("\n") == 1
 
 
-def test_the_stop_behind_an_error_is_found_as_python_prints_the_chain():
+def test_the_stop_behind_an_error_is_its_cause_only():
     stop = Terminated()
     assert interruption(stop) is stop and interruption(_raised_by_ray(stop)) is stop
-    try:  # raised while the stop unwound: its context
+    try:  # raised while the stop unwound (the stop its context, not its cause): a clean-up's own failure
         try:
             raise KeyboardInterrupt
         except KeyboardInterrupt:
             raise OSError("a clean-up failed")
     except OSError as during:
-        assert isinstance(interruption(during), KeyboardInterrupt)
+        assert isinstance(during.__context__, KeyboardInterrupt) and interruption(during) is None
     hidden = ValueError("raised from None")
     hidden.__context__, hidden.__suppress_context__ = Terminated(), True
     assert interruption(hidden) is None and interruption(ValueError("a bug")) is None

@@ -430,8 +430,8 @@ def test_a_run_differs_by_each_setting_that_is_not_the_defaults():
         "fedprox_mu1 10% s3 mu=0.5 lr=0.03 dissimilarity_samples=100 d #012345")
 
 
-ALLOWED = ("allowed: sqlite:///<path> (a SQLite file), http(s)://<host>:<port> (an MLflow server), or unset (mlflow.db "
-           "in the working directory)")
+ALLOWED = ("allowed: sqlite:///<path> (a SQLite file), http(s)://<host>:<port> (an MLflow server), another store MLflow "
+           "opens (e.g. postgresql://...), or unset (mlflow.db in the working directory)")
 FILE_STORE = "is not allowed (a path or a file: URI is MLflow's file store, which MLflow 3 refuses)"
 
 
@@ -472,3 +472,18 @@ def test_a_tracking_uri_mlflow_cannot_open_is_one_line(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert exited.value.code == 2 and err.count("\n") == 1 and err.endswith(f"; {ALLOWED}\n")
     assert err.startswith("fedbench: config error: MLFLOW_TRACKING_URI: 'nosuch://store' cannot be opened (")
+
+
+@pytest.mark.parametrize("uri, env", [("{tmp}/mlruns", {"MLFLOW_ALLOW_FILE_STORE": "true"}), ("databricks", {}),
+                                      ("postgresql://u@host/db", {}), ("http://127.0.0.1:5000", {})],
+                         ids=["file-store-opted-in", "databricks", "postgresql", "server"])
+def test_a_tracking_uri_mlflow_takes_is_not_refused(uri, env, tmp_path, monkeypatch):
+    """The check refuses only what fedbench cannot use: MLflow's file store where MLflow's own opt-in allows it, its
+    named URIs without a scheme and other stores' schemes pass to MLflow."""
+    from fedbench.tracking import checked_uri
+
+    uri = uri.format(tmp=tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert checked_uri() == uri

@@ -433,6 +433,9 @@ def main(argv: list[str]) -> int:
     sub.add_parser("confirm", add_help=False,  # dispatched before this parser (fedbench.cli): listed, never parsed
                    help="rerun the judged claims' studies on their frozen seeds (fedbench claims confirm --help)")
     a = described(p).parse_args(argv)
+    if a.command == "confirm":  # reached only when this parser is called without fedbench.cli's dispatch
+        print("fedbench claims confirm: run it as `fedbench claims confirm` (fedbench.studies.confirm)", file=sys.stderr)
+        return 2
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError):

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fedbench.data.params import read_params
 from fedbench.data.registry import (
     DATA_ROOT,
     PREPARATIONS,
@@ -23,7 +24,6 @@ from fedbench.data.registry import (
 )
 from fedbench.errors import ConfigError, DataError, FedbenchError
 from fedbench.helptext import described
-from fedbench.data.params import read_params
 
 EPILOG = """examples:
   fedbench data list                                  # sources (sizes, offline or download) and variants
