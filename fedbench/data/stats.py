@@ -8,6 +8,7 @@ dataset built on raw files that were not verified against their checksums says s
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ def _index(stats: list[dict[str, Any]], unavailable: dict[str, str] | None = Non
             f"({p['mean']:g}, {p['sd']:g}) | {c['min']:g} / {c['median']:g} / {c['max']:g} | "
             f"{'verified' if s['verified'] else '**UNVERIFIED**'} |")
     if unavailable:
-        lines += ["", "Not built on this machine (their sources are unavailable):", ""]
+        lines += ["", UNAVAILABLE_TITLE, ""]
         lines += [f"- `{name}`: {reason}" for name, reason in sorted(unavailable.items())]
     return "\n".join(lines) + "\n"
 
@@ -177,8 +178,24 @@ def write_one(ds: FederatedDataset, out: str | Path) -> dict[str, Any]:
     figure = label_figure(ds, out / f".{ds.name}.tmp.png")
     figure.replace(out / f"{ds.name}.png")
     _write(out / f"{ds.name}.json", json.dumps(stats, indent=2, sort_keys=True) + "\n")
-    _write(out / "README.md", _index([json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]))
+    unavailable = {name: why for name, why in _unavailable_in(out / "README.md").items() if name != ds.name}
+    _write(out / "README.md", _index([json.loads(p.read_text()) for p in sorted(out.glob("*.json"))], unavailable))
     return stats
+
+
+UNAVAILABLE_TITLE = "Not built on this machine (their sources are unavailable):"
+UNAVAILABLE_LINE = re.compile(r"^- `([^`]+)`: (.*)$")
+
+
+def _unavailable_in(readme: Path) -> dict[str, str]:
+    """The variants an index lists as not built, with their reasons (kept when one dataset is re-indexed)."""
+    if not readme.is_file():
+        return {}
+    lines = readme.read_text(errors="replace").splitlines()
+    if UNAVAILABLE_TITLE not in lines:
+        return {}
+    found = (UNAVAILABLE_LINE.match(line) for line in lines[lines.index(UNAVAILABLE_TITLE) + 1:])
+    return {m.group(1): m.group(2) for m in found if m}
 
 
 def write_reports(datasets: list[FederatedDataset], out: str | Path,

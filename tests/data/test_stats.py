@@ -51,6 +51,20 @@ def test_show_into_a_folder_of_its_own_reindexes_every_dataset_there(tmp_path, m
     assert "| `one` |" in index and "| `two` |" in index
 
 
+def test_show_keeps_the_index_s_list_of_variants_not_built_but_the_one_it_shows(tmp_path, monkeypatch):
+    """The data_report stage's index lists the variants whose sources are unavailable; `data show` re-indexing one
+    dataset dropped that list. It keeps it now, less the dataset it has just shown (which is built)."""
+    from fedbench.data.stats import write_reports
+
+    monkeypatch.chdir(tmp_path)
+    write_reports([toy("one")], tmp_path / "stats", {"two": "no source: install it", "three": "offline"})
+    save_dataset(toy("two"), tmp_path / "data" / "generated" / "two")
+    assert data_main(["show", "two", "--out", "stats"]) == 0
+    index = (tmp_path / "stats" / "README.md").read_text()
+    assert "| `one` |" in index and "| `two` |" in index
+    assert index.endswith("Not built on this machine (their sources are unavailable):\n\n- `three`: offline\n")
+
+
 @pytest.mark.parametrize("out, message", [
     ("", "--out '': empty; expected a folder for toy.json, toy.png and README.md, e.g. reports/data"),
     ("README.md", ("--out README.md: not a folder; expected a folder for toy.json, toy.png and README.md, e.g. "
