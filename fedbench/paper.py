@@ -26,6 +26,7 @@ a terminal), ``--dry-run`` prints and stops.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from fedbench.config import Config, load_config
 from fedbench.data.params import read_params
 from fedbench.errors import FedbenchError
 from fedbench.helptext import described
+from fedbench.parallel import Terminated, raise_terminated
 from fedbench.study.layout import RESULTS_ROOT
 from fedbench.study.paper_profile import (
     CLAIM_STUDIES,
@@ -340,15 +342,16 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                 _one_of(a.budget, registry.budgets(a.name), f"--budget (study {a.name})")
             if not confirm(plan(a.params, a.name, budget=a.budget), a.yes, a.dry_run):
                 return 0
+            signal.signal(signal.SIGTERM, raise_terminated)  # SIGTERM unwinds it as Ctrl-C does: the same clean-up
             run(a.params, a.name, progress=not a.quiet, budget=a.budget, report=report)
         except (FedbenchError, ValueError, OSError, KeyError, RuntimeError) as exc:  # config, DownloadError, ...
             print(f"fedbench paper run: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}",
                   file=sys.stderr)
             return 2 if isinstance(exc, FedbenchError) else 1
-        except KeyboardInterrupt:
-            print("fedbench paper run: interrupted; rerun the same command (downloads resume, finished runs are "
-                  "kept)", file=sys.stderr)
-            return 130
+        except (KeyboardInterrupt, Terminated) as exc:
+            print(f"fedbench paper run: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'terminated'}; "
+                  "rerun the same command (downloads resume, finished runs are kept)", file=sys.stderr)
+            return 130 if isinstance(exc, KeyboardInterrupt) else 128 + signal.SIGTERM
     return 0
 
 

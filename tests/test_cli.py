@@ -375,3 +375,25 @@ def test_paper_commands_get_the_reports_rebuild_from_the_cli(monkeypatch):
     with pytest.raises(SystemExit) as ex:
         cli.main(["paper", "list"])
     assert ex.value.code == 0 and seen == {"argv": ["list"], "report": cli._rebuild_report}
+
+
+@pytest.mark.parametrize("stop, code, word", [(KeyboardInterrupt, 130, "interrupted"), (None, 143, "terminated")])
+def test_paper_run_stopped_is_one_line_and_its_exit_code(stop, code, word, capsys, monkeypatch):
+    """SIGTERM on `fedbench paper run` killed it without a word (no handler was installed; Ctrl-C had its line)."""
+    import signal
+
+    from fedbench import paper as paper_run
+
+    def stopped(*args, **kwargs):
+        if stop is None:  # the handler paper run installs, as the kernel would call it
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+        raise stop()
+
+    handler = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(paper_run, "run", stopped)
+    try:
+        got, _, err = _exit(["paper", "run", "fedprox_sent140", "--yes"], capsys)
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    assert got == code and err == (f"fedbench paper run: {word}; rerun the same command (downloads resume, finished "
+                                   "runs are kept)\n")
