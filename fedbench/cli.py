@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fedbench.claims.entry import FIDELITIES, VERDICTS
 from fedbench.config import ConfigError, load_config, parse_value
+from fedbench.errors import check_folder
 from fedbench.guard import refuse, run_guarded
 from fedbench.helptext import described
 
@@ -118,11 +119,8 @@ def report_folder(out: str) -> Path:
     """``--out`` of `fedbench report`: a new or empty folder, or a report folder (holding one of REPORT_OUTPUTS);
     ConfigError otherwise, before anything is written (`--out .` in a checkout would write the report among the
     sources)."""
+    check_folder("--out", out, "a new or empty folder, or a report folder, e.g. reports")
     path = Path(out)
-    if not out.strip():
-        raise ConfigError("--out: empty; allowed: a folder for the report, e.g. reports")
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"--out {out}: not a folder; allowed: a new folder, or a report folder")
     if path.is_dir() and any(path.iterdir()) and not any((path / name).exists() for name in REPORT_OUTPUTS):
         raise ConfigError(f"--out {out}: holds files but no report (none of {', '.join(REPORT_OUTPUTS)}); allowed: a "
                           "new or empty folder, or a report folder")

@@ -38,3 +38,20 @@ def read_json(path, key: str, remedy: str):
     if not isinstance(body, dict) or key not in body:
         raise DataError(f"{path}: expected a JSON object with {key!r}; {remedy}")
     return body
+
+
+def check_folder(option: str, value: str, expected: str, must_exist: bool = False) -> None:
+    """A ConfigError naming ``option`` when its ``value`` is empty, when it or a folder above it is something other
+    than a folder, or (``must_exist``) when it is not there; ``expected`` says what is (e.g. "a folder for the
+    report, e.g. reports")."""
+    from pathlib import Path
+
+    if not value:
+        raise ConfigError(f"{option} '': empty; expected {expected}")
+    path = Path(value)
+    there = next((p for p in (path, *path.parents) if p.exists()), None)
+    if there is not None and not there.is_dir():
+        where = "" if there == path else f" ({there} is a file)"
+        raise ConfigError(f"{option} {value}: not a folder{where}; expected {expected}")
+    if must_exist and there != path:
+        raise ConfigError(f"{option} {value}: no such folder; expected {expected}")

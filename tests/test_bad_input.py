@@ -15,9 +15,9 @@ RUN = ["run", "--params", PARAMS, "--dataset", "synthetic_1_1", "--algorithm", "
 
 CASES = [
     (["report", "--params", PARAMS, "--out", ""],
-     "config error: --out: empty; allowed: a folder for the report, e.g. reports"),
+     "config error: --out '': empty; expected a new or empty folder, or a report folder, e.g. reports"),
     (["report", "--params", PARAMS, "--out", "afile"],
-     "config error: --out afile: not a folder; allowed: a new folder, or a report folder"),
+     "config error: --out afile: not a folder; expected a new or empty folder, or a report folder, e.g. reports"),
     (["report", "--params", PARAMS, "--out", "notes"],
      ("config error: --out notes: holds files but no report (none of claims.json, claims.md, runs.csv, metrics.json, "
       "figures, studies, mlflow_runs.csv); allowed: a new or empty folder, or a report folder")),

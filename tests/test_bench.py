@@ -361,7 +361,7 @@ def test_help_and_bad_arguments(capsys):
                        (["--device", "tpu"], "--device 'tpu': allowed: auto, cpu, cuda, cuda:N"),
                        (["--device", ""], "--device '': allowed: auto, cpu, cuda, cuda:N"),
                        (["--min-time", "-1"], "--min-time -1.0: must be >= 0"),
-                       (["--report", __file__], f"--report {__file__}: not a folder"),
+                       (["--report", __file__], f"--report {__file__}: not a folder; expected a folder for README.md"),
                        (["--json", ""], "--json '': allowed: a file path")]:
         with pytest.raises(SystemExit) as exc:  # before anything is measured: one line, exit 2
             cli.main(argv)

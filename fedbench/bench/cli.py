@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fedbench.errors import ConfigError, check_folder
+
 SCHEMA = "fedbench.bench/2"
 PARTS = ("throughput", "workload", "executors", "steps")
 DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install -e '.[ray]')
@@ -124,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         raise _fail(f"--min-time {a.min_time}: must be >= 0")
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", a.device):
         raise _fail(f"--device {a.device!r}: allowed: auto, cpu, cuda, cuda:N")
-    if a.report and Path(a.report).exists() and not Path(a.report).is_dir():
-        raise _fail(f"--report {a.report}: not a folder; allowed: a folder for README.md, bench.json and figures")
+    if a.report:
+        try:
+            check_folder("--report", a.report, "a folder for README.md, bench.json and figures")
+        except ConfigError as exc:
+            raise _fail(str(exc)) from None
     if a.json is not None and (not a.json.strip() or Path(a.json).is_dir()):
         raise _fail(f"--json {a.json!r}: allowed: a file path for the JSON results, e.g. bench.json")
 

@@ -22,7 +22,7 @@ from fedbench.data.registry import (
     profile,
     validate_data_section,
 )
-from fedbench.errors import ConfigError, DataError, FedbenchError
+from fedbench.errors import ConfigError, DataError, FedbenchError, check_folder
 from fedbench.helptext import described
 
 EPILOG = """examples:
@@ -55,20 +55,6 @@ def _data_params(path: str | None) -> dict[str, Any]:
         raise ConfigError(f"{path}: data: expected a mapping, got {type(data).__name__}")
     validate_data_section(data.get("sources") or [], data.get("real") or [], data.get("variants"), data.get("prepare"))
     return data
-
-
-def _check_folder(option: str, value: str, expected: str, must_exist: bool = False) -> None:
-    """A ConfigError naming ``option`` when its ``value`` is empty, when it or a folder above it is something other
-    than a folder, or (``must_exist``) when it is not there."""
-    if not value:
-        raise ConfigError(f"{option} '': empty; expected {expected}")
-    path = Path(value)
-    there = next((p for p in (path, *path.parents) if p.exists()), None)
-    if there is not None and not there.is_dir():
-        where = "" if there == path else f" ({there} is a file)"
-        raise ConfigError(f"{option} {value}: not a folder{where}; expected {expected}")
-    if must_exist and there != path:
-        raise ConfigError(f"{option} {value}: no such folder; expected {expected}")
 
 
 def _dataset_folder(name: str, root: str) -> Path:
@@ -110,7 +96,7 @@ def cmd_fetch(a: argparse.Namespace) -> None:
         if len(sources) != 1:
             raise ConfigError(f"--raw names the folder of one source; {' '.join(a.names)} has {len(sources)}: "
                               f"{', '.join(sources)}")
-        _check_folder("--raw", a.raw, f"the folder holding {sources[0]}'s files", must_exist=True)
+        check_folder("--raw", a.raw, f"the folder holding {sources[0]}'s files", must_exist=True)
     for source in sources:
         fetch(source, a.root, progress=not a.quiet, local=a.raw, use_local_copies=not a.download)
 
@@ -121,7 +107,7 @@ def cmd_prepare(a: argparse.Namespace) -> None:
     if a.name not in PREPARATIONS and a.name not in VARIANTS:
         _sources_of([a.name])  # raises the one-line error naming what is allowed
     if a.raw is not None:
-        _check_folder("--raw", a.raw, "the folder holding the raw files in their upstream layout", must_exist=True)
+        check_folder("--raw", a.raw, "the folder holding the raw files in their upstream layout", must_exist=True)
     data = _data_params(a.params)
     prepare_dataset(a.name, a.root, a.raw, verify=not a.no_verify, prepare_params=data.get("prepare"),
                     variant_params=(data.get("variants") or {}).get(a.name))
@@ -131,7 +117,7 @@ def cmd_show(a: argparse.Namespace) -> None:
     from fedbench.data.format import load_dataset
     from fedbench.data.stats import format_stats, write_one
 
-    _check_folder("--out", a.out, f"a folder for {a.name}.json, {a.name}.png and README.md, e.g. reports/data")
+    check_folder("--out", a.out, f"a folder for {a.name}.json, {a.name}.png and README.md, e.g. reports/data")
     ds = load_dataset(_dataset_folder(a.name, a.root))
     stats = write_one(ds, a.out)
     print(format_stats(stats))
@@ -142,7 +128,7 @@ def cmd_export(a: argparse.Namespace) -> None:
     from fedbench.data.format import load_dataset
     from fedbench.data.leaf import write_leaf_json
 
-    _check_folder("--leaf-json", a.leaf_json, "a folder for train/ and test/, e.g. out/")
+    check_folder("--leaf-json", a.leaf_json, "a folder for train/ and test/, e.g. out/")
     train, test = write_leaf_json(load_dataset(_dataset_folder(a.name, a.root)), a.leaf_json)
     print(f"{a.name}: LEAF JSON written to {train} and {test}")
 
