@@ -4,9 +4,12 @@ worker processes' stop signal), so a stage script needs no CLI to use it."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 from fedbench.errors import FedbenchError
@@ -21,10 +24,12 @@ def refuse(exc: FedbenchError) -> NoReturn:
 
 def run_guarded(fn: Callable[[], object]) -> None:
     """Run ``fn``; a problem the user can fix (a config, data or run-file error) prints one line and exits 2
-    (nothing has been written by then). Ctrl-C and SIGTERM stop at once (worker processes included), keeping
+    (nothing has been written by then); a file the system refused (no permission, a file where a folder goes, a full
+    disk) one line naming it, exit 1. Ctrl-C and SIGTERM stop at once (worker processes included), keeping
     finished runs and the last checkpoint of the others: exit 130 or 143, also where a library re-raised the stop
     as an error of its own (:func:`interruption`)."""
     signal.signal(signal.SIGTERM, raise_terminated)
+    hook, sys.unraisablehook = sys.unraisablehook, _sent_again(sys.unraisablehook)
     try:
         fn()
         # the work is done and kept: a stop signal during the interpreter's exit (torch's and MLflow's finalizers, a
@@ -33,6 +38,13 @@ def run_guarded(fn: Callable[[], object]) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except FedbenchError as exc:
         refuse(exc)
+    except OSError as exc:
+        if exc.filename is None or interruption(exc) is not None:
+            raise
+        where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+        print(f"fedbench: file error: {where}: {exc.strerror or exc}; fix it and rerun the same command (finished runs "
+              "are kept)", file=sys.stderr)
+        sys.exit(1)
     except (KeyboardInterrupt, Terminated, Exception) as exc:  # Exception: a stop a library raised as its own error
         stop = interruption(exc)
         if stop is None:  # a bug: its traceback
@@ -40,6 +52,28 @@ def run_guarded(fn: Callable[[], object]) -> None:
         print(f"fedbench: {'interrupted' if isinstance(stop, KeyboardInterrupt) else 'terminated'}; finished runs are "
               "kept: rerun the same command to resume the others from their last checkpoint", file=sys.stderr)
         sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM)
+    finally:
+        sys.unraisablehook = hook
+
+
+RESEND_S = 0.05  # how long after Python ignored a stop it is sent again (this hook has returned by then)
+
+
+def _sent_again(hook: Callable[[object], object]) -> Callable[[object], object]:
+    """``sys.unraisablehook`` that sends a stop again where Python had to ignore it: a SIGTERM or Ctrl-C whose
+    handler ran inside a finalizer or a garbage-collector callback (measured: SQLAlchemy's, while MLflow's store was
+    created) is printed as "Exception ignored" and the command went on, exiting 0. Sent again, it is raised in the
+    main thread's own code; anything else goes to ``hook``."""
+    def unraisable(event) -> None:
+        if isinstance(event.exc_value, (KeyboardInterrupt, Terminated)):
+            sig = signal.SIGINT if isinstance(event.exc_value, KeyboardInterrupt) else signal.SIGTERM
+            again = threading.Timer(RESEND_S, os.kill, (os.getpid(), sig))  # from a thread, a moment later: its
+            again.daemon = True  # handler then runs in the main thread's own code, not in this hook
+            again.start()
+        else:
+            hook(event)
+
+    return unraisable
 
 
 def interruption(exc: BaseException) -> KeyboardInterrupt | Terminated | None:
@@ -56,3 +90,24 @@ def interruption(exc: BaseException) -> KeyboardInterrupt | Terminated | None:
         seen.add(id(exc))
         exc = exc.__cause__
     return None
+
+
+@contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held until the block ends (renames that must happen together, e.g. a report's files and
+    figures): a stop that arrives meanwhile is sent again once the block is done, to the handlers there were before.
+    Outside the main thread (where no handler can be set) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in before:
+        signal.signal(sig, lambda signum, frame: arrived.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        if arrived:
+            os.kill(os.getpid(), arrived[0])

@@ -14,8 +14,8 @@ from fedbench.data.registry import dataset_dir
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.locking import file_lock
 from fedbench.executors import ExecutorSettings
-from fedbench.runner import DATA_ROOT, RunKey, TrainStore, forget, plan, simulation
-from fedbench.study.layout import RESULTS_ROOT, adopt
+from fedbench.runner import DATA_ROOT, INDEX, RunKey, TrainStore, forget, plan, simulation
+from fedbench.study.layout import RESULTS_ROOT, adopt, train_folder
 
 __all__ = ["DATA_ROOT", "RESULTS_ROOT", "check_cell", "ensure_dataset", "generate", "study_runs", "train", "train_runs"]
 
@@ -95,6 +95,7 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
         check_cell(cfg, k.variant, k.stragglers)
     planned = plan(cfg, data_root, keys)  # data made with these settings, or one line saying how to remake it
     adopt(cfg, results_root)  # the earlier layout's runs/train/, moved into results/ before the store reads it
+    end_cut_line(train_folder(results_root) / INDEX)
     store = TrainStore(planned, results_root)
 
     def finished(outcomes) -> None:
@@ -110,6 +111,18 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
     finally:
         forget()  # the datasets and models it loaded
     return [store.summaries[k.desc] for k in keys]
+
+
+def end_cut_line(index: Path) -> None:
+    """The train store's index ended with a newline where a crash cut its last line short, so that the next line
+    appended is a line of its own (glued to the fragment, no reader could parse it and its run was not found until
+    it was indexed again). The fragment stays, skipped by every reader as before."""
+    if not index.is_file() or index.stat().st_size == 0:
+        return
+    with file_lock(index.parent / f".{INDEX}.lock", what="the train store's index"), index.open("rb+") as f:
+        f.seek(-1, 2)
+        if f.read(1) != b"\n":
+            f.write(b"\n")
 
 
 def plan_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path, results_root: Path,

@@ -103,11 +103,26 @@ def checked_uri() -> str:
         raise _refused(uri, "is not allowed (a path or a file: URI is MLflow's file store, which MLflow 3 refuses)")
     if scheme == "sqlite" and not (uri.startswith(SQLITE) and len(uri) > len(SQLITE)):
         raise _refused(uri, "is not allowed (a SQLite store is sqlite:/// followed by its file's path)")
+    if uri.startswith(SQLITE):
+        db = Path(uri[len(SQLITE):])
+        blocking = next((p for p in db.parents if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise _refused(uri, f"cannot be created ({blocking} is a file, not a folder)")
+        if db.is_file() and db.stat().st_size and _head(db) != b"SQLite format 3\x00":
+            raise _refused(uri, f"is no SQLite database ({db} holds something else: move it away, and a new store is "
+                                "made there)")
     return uri
 
 
+def _head(path: Path) -> bytes:
+    """A file's first 16 bytes (a SQLite database's header string)."""
+    with path.open("rb") as f:
+        return f.read(16)
+
+
 def _refused(uri: str, problem: str) -> ConfigError:
-    return ConfigError(f"MLFLOW_TRACKING_URI: {uri!r} {problem}; allowed: {ALLOWED_STORES}")
+    given = "MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") else "the tracking store (the default)"
+    return ConfigError(f"{given}: {uri!r} {problem}; allowed: {ALLOWED_STORES}")
 
 
 @contextmanager

@@ -5,7 +5,9 @@ error of its own ends the same way (before: Ray's SystemError, a traceback and e
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 
 import pytest
 
@@ -89,3 +91,59 @@ def test_a_bug_or_an_exit_is_not_taken_for_a_stop(capsys):
     with pytest.raises(SystemExit) as exited:  # a deliberate exit keeps its code
         run_guarded(exit_after_ctrl_c)
     assert exited.value.code == 3 and capsys.readouterr().err == ""
+
+
+def test_a_stop_during_a_deferred_block_is_raised_once_it_is_done():
+    from fedbench.guard import stops_deferred
+
+    done = []
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (an xdist worker differs)
+    with pytest.raises(KeyboardInterrupt):
+        with stops_deferred():
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of renames that belong together
+            done.append("the rest of the block")
+        done.append("after the block")  # not reached: the stop is raised when the block ends
+    assert done == ["the rest of the block"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_stop_python_had_to_ignore_in_a_finalizer_is_sent_again(capsys):
+    """SIGTERM whose handler ran in a garbage-collector callback was printed as "Exception ignored" and the command
+    went on to exit 0 (an interrupt-and-resume audit: SQLAlchemy's callback while MLflow's store was created)."""
+    import time
+
+    class Finalized:
+        def __del__(self):
+            raise Terminated()  # what raise_terminated does when the signal lands in here
+
+    def work():
+        Finalized()  # finalized at once: Python can only ignore what its __del__ raises
+        for _ in range(200):
+            time.sleep(0.005)
+        raise AssertionError("the stop was lost")
+
+    hook = sys.unraisablehook
+    with pytest.raises(SystemExit) as exited:
+        run_guarded(work)
+    assert exited.value.code == 143 and capsys.readouterr().err.startswith("fedbench: terminated; finished runs")
+    assert sys.unraisablehook is hook
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_a_file_the_system_refused_is_one_line_naming_it(capsys):
+    """`touch results/train/outcomes` then `fedbench run` ended in a FileExistsError traceback (an interrupt-and-resume
+    audit); a file the system refuses is the user's to fix, and says which."""
+    def refused():
+        raise FileExistsError(17, "File exists", "results/train/outcomes")
+
+    with pytest.raises(SystemExit) as exited:
+        run_guarded(refused)
+    assert exited.value.code == 1 and capsys.readouterr().err == (
+        "fedbench: file error: results/train/outcomes: File exists; fix it and rerun the same command (finished runs "
+        "are kept)\n")
+
+    def bug():
+        raise OSError("no file named")  # an OSError that names no file: a bug's traceback
+
+    with pytest.raises(OSError, match="no file named"):
+        run_guarded(bug)

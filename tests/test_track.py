@@ -487,3 +487,31 @@ def test_a_tracking_uri_mlflow_takes_is_not_refused(uri, env, tmp_path, monkeypa
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert checked_uri() == uri
+
+
+@pytest.mark.parametrize("set_uri", [False, True], ids=["default-store", "MLFLOW_TRACKING_URI"])
+def test_a_store_that_is_no_sqlite_database_or_lies_under_a_file_is_one_line(set_uri, tmp_path, monkeypatch, capsys):
+    """`echo garbage > mlflow.db` made `fedbench show` and `run` end in SQLAlchemy's DatabaseError traceback; a store
+    whose folder is a file, in a FileExistsError traceback once the runs had trained."""
+    from fedbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mlflow.db").write_text("garbage\n")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    if set_uri:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    else:
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    given = "MLFLOW_TRACKING_URI" if set_uri else "the tracking store (the default)"
+    with pytest.raises(SystemExit) as exited:
+        main(["show"])
+    assert exited.value.code == 2 and capsys.readouterr().err == (
+        f"fedbench: config error: {given}: {uri!r} is no SQLite database ({tmp_path / 'mlflow.db'} holds something "
+        f"else: move it away, and a new store is made there); {ALLOWED}\n")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri + "/x.db")
+    with pytest.raises(SystemExit) as exited:
+        main(["show"])
+    assert exited.value.code == 2 and capsys.readouterr().err == (
+        f"fedbench: config error: MLFLOW_TRACKING_URI: {uri + '/x.db'!r} cannot be created ({tmp_path / 'mlflow.db'} "
+        f"is a file, not a folder); {ALLOWED}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"]

@@ -82,6 +82,19 @@ def test_an_index_line_cut_short_is_skipped_and_a_later_line_wins(tmp_path, trai
     assert find_run(cfg, root / "data", runs, KEYS[0]) is None  # named, but its outcome is not there
 
 
+def test_a_run_indexed_after_a_line_cut_short_is_found(tmp_path, trained):
+    """A crash mid-append left the index without its last newline; the next run's line was glued to the fragment,
+    unreadable, and its run not found by any reader until indexed again (an interrupt-and-resume audit)."""
+    cfg, root, computed = trained
+    runs = tmp_path / "runs"
+    train_folder(runs).mkdir(parents=True)
+    (train_folder(runs) / "outcomes").symlink_to(train_folder(root / "runs") / "outcomes")
+    (train_folder(runs) / INDEX).write_text('{"code": "025fb75a7')  # the fragment a crash left
+    found = train_runs(cfg, KEYS[:1], root / "data", runs, progress=False)
+    assert found[0]["reused"] and (train_folder(runs) / INDEX).read_text().splitlines()[0] == '{"code": "025fb75a7'
+    assert _without(find_run(cfg, root / "data", runs, KEYS[0]), "reused") == _without(computed[0], "reused")
+
+
 def test_run_files_are_what_a_person_opens(tmp_path, trained):
     cfg, root, computed = trained
     s = computed[1]

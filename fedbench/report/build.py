@@ -17,6 +17,8 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ from fedbench.claims.stats import fmt_effect, fmt_number
 from fedbench.claims.tally import DEFINITION, Tally, words
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import Config
-from fedbench.data.format import atomic_folder
+from fedbench.guard import stops_deferred
 from fedbench.claims.coverage import PAPERS
 from fedbench.report import figures
 from fedbench.study.layout import RESULTS_ROOT, publish
@@ -41,6 +43,7 @@ MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "
 
 
 METRICS = "metrics.json"  # dvc.yaml's metrics: what `dvc exp show` and `dvc metrics diff` compare
+TABLES = ("claims.json", "claims.md", "runs.csv", METRICS)  # written into the report folder beside figures/
 
 
 def report_metrics(claims: list[dict[str, Any]]) -> dict[str, Any]:
@@ -61,20 +64,32 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     claims, hist, summ = collect(cfg, Path(results_root), Path(data_root))
-    publish(cfg, results_root, out / "studies")
-    with atomic_folder(out / "figures") as figs:  # replaces figures/ only once everything below is written
+    figs = Path(tempfile.mkdtemp(prefix=".figures.", dir=out))
+    try:
+        os.chmod(figs, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
         figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
         figures.figure2(hist, figs / "fig2_heterogeneity.png")
         figures.figure5(hist, figs / "fig5_iid_stragglers.png")
         figures.real_data_figures(cfg, Path(results_root), Path(data_root), figs)
-        # the tables are written beside the figures and moved into out/ just before the figures are
+        # the tables are written beside the figures and moved into out/ with them
         (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
         (figs / "claims.md").write_text(claims_markdown(claims, summ))
         summ.sort_values(["dataset", "variant", "stragglers", "seed"]).to_csv(figs / "runs.csv", index=False) \
             if len(summ) else (figs / "runs.csv").write_text("")
         (figs / METRICS).write_text(json.dumps(report_metrics(claims), indent=2, allow_nan=False) + "\n")
-        for name in ("claims.json", "claims.md", "runs.csv", METRICS):
-            os.replace(figs / name, out / name)
+        with stops_deferred():  # from here the report goes in whole: a Ctrl-C or SIGTERM waits until it has
+            publish(cfg, results_root, out / "studies")
+            for name in TABLES:
+                os.replace(figs / name, out / name)
+            old = out / ".figures.old"
+            shutil.rmtree(old, ignore_errors=True)  # left by a process killed here before
+            if (out / "figures").exists():
+                os.replace(out / "figures", old)
+            os.replace(figs, out / "figures")
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(figs, ignore_errors=True)
+        raise
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims

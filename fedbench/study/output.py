@@ -11,12 +11,13 @@ import importlib
 import inspect
 import json
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from fedbench.claims.entry import plain
-from fedbench.data.format import atomic_folder
 from fedbench.executors import ExecutorSettings
 from fedbench.study import reuse
 from fedbench.study.layout import RESULTS_ROOT, study_folder
@@ -29,11 +30,36 @@ def command(name: str) -> str:
     return f"fedbench study run {name}"
 
 
+def replace_keeping(folder: Path, new: Path, kept: str) -> None:
+    """``folder`` replaced by ``new`` (written whole), ``folder/kept`` (the outcome store: every simulation finished
+    so far) carried over into it. Each step is a rename, and a stop between them is undone before it goes on, so the
+    folder is the old one or the new one and the finished simulations are never lost (a temporary folder holding
+    them was removed with it before)."""
+    store, old = folder / kept, folder.with_name(f".{folder.name}.old")
+    moved = swapped = False
+    try:
+        if store.is_dir():
+            os.replace(store, new / kept)
+            moved = True
+        if folder.exists():
+            shutil.rmtree(old, ignore_errors=True)  # left by a process killed here before
+            os.replace(folder, old)
+            swapped = True
+        os.replace(new, folder)
+    except BaseException:
+        if swapped and not folder.exists():
+            os.replace(old, folder)
+        if moved and not store.exists():
+            os.replace(new / kept, store)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKERS,
                     budget: str | None = None, executor: ExecutorSettings | None = None,
                     real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``folder`` (default ``results/<name>/<budget>``: fedbench.study.layout;
-    atomically: a temporary folder renamed into place), with
+    atomically: a temporary folder renamed into place, :func:`replace_keeping`), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records (a rerun whose
     numbers all match the folder's keeps the folder's seconds: fedbench.study.record.keep_seconds).
     ``budget`` picks one of the study's declared round budgets (its ``DECLARATION.budgets``), e.g. "paper" for the paper's
@@ -60,7 +86,10 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
         kwargs["real_root"] = Path(real_root)
     folder = study_folder(name, budget, RESULTS_ROOT) if folder is None else Path(folder)
     store = reuse.OutcomeStore(folder / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
-    with atomic_folder(folder) as tmp:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
         t0 = time.perf_counter()
         token, store_token = EXECUTOR.set(executor or ExecutorSettings()), STORE.set(store)
         try:
@@ -70,8 +99,6 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
             STORE.reset(store_token)
         seconds = time.perf_counter() - t0
         reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
-        if store.folder.is_dir():
-            os.replace(store.folder, tmp / reuse.OUTCOMES)
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
         add_fingerprints(tmp, store.fingerprints())  # each record named by its simulation's one fingerprint
@@ -82,6 +109,10 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
         # seconds that changed while every number stayed the same are not rewritten (record.keep_seconds says why)
         kept = keep_folder_seconds(folder, tmp)
         recorded = json.loads((tmp / "claims.json").read_text())["seconds"]
+        replace_keeping(folder, tmp, reuse.OUTCOMES)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # the finished simulations stay in folder's outcomes/
+        raise
     if kept:
         print(f"{name}: every number as in the previous run, whose recorded seconds are kept ({recorded:g} s; "
               f"this run took {seconds:.1f} s)", flush=True)

@@ -193,9 +193,13 @@ def keep_folder_seconds(previous_dir: str | Path, new_dir: str | Path) -> bool:
     where every record is the same and the two claims.json differ only in :data:`TIMING`. Whether they did (every
     number as before: the previous claims.json is kept, byte for byte)."""
     previous, new = Path(previous_dir) / "claims.json", Path(new_dir) / "claims.json"
-    if not keep_simulation_seconds(previous_dir, new_dir) or not previous.is_file():
+    try:  # an unreadable record of the previous run keeps nothing: the new folder replaces it
+        read_simulations(previous_dir)
+        before = json.loads(previous.read_text()) if previous.is_file() else None
+    except (OSError, ValueError):
         return False
-    before = json.loads(previous.read_text())
+    if not isinstance(before, dict) or not keep_simulation_seconds(previous_dir, new_dir):
+        return False
     if keep_seconds(before, json.loads(new.read_text())) != before:
         return False
     new.write_bytes(previous.read_bytes())
