@@ -38,20 +38,18 @@ def run_guarded(fn: Callable[[], object]) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except FedbenchError as exc:
         refuse(exc)
-    except OSError as exc:
-        if exc.filename is None or interruption(exc) is not None:
+    except (KeyboardInterrupt, Terminated, Exception) as exc:  # Exception: a stop a library raised as its own error
+        stop = interruption(exc)
+        if stop is not None:
+            print(f"fedbench: {'interrupted' if isinstance(stop, KeyboardInterrupt) else 'terminated'}; finished runs "
+                  "are kept: rerun the same command to resume the others from their last checkpoint", file=sys.stderr)
+            sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM)
+        if not isinstance(exc, OSError) or exc.filename is None:  # a bug: its traceback
             raise
         where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
         print(f"fedbench: file error: {where}: {exc.strerror or exc}; fix it and rerun the same command (finished runs "
               "are kept)", file=sys.stderr)
         sys.exit(1)
-    except (KeyboardInterrupt, Terminated, Exception) as exc:  # Exception: a stop a library raised as its own error
-        stop = interruption(exc)
-        if stop is None:  # a bug: its traceback
-            raise
-        print(f"fedbench: {'interrupted' if isinstance(stop, KeyboardInterrupt) else 'terminated'}; finished runs are "
-              "kept: rerun the same command to resume the others from their last checkpoint", file=sys.stderr)
-        sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM)
     finally:
         sys.unraisablehook = hook
 

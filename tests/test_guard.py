@@ -147,3 +147,16 @@ def test_a_file_the_system_refused_is_one_line_naming_it(capsys):
 
     with pytest.raises(OSError, match="no file named"):
         run_guarded(bug)
+
+
+def test_a_file_error_caused_by_a_stop_is_the_stop(capsys):
+    def stopped_while_writing():
+        try:
+            raise Terminated()
+        except Terminated as stop:
+            raise OSError(5, "Input/output error", "results/train/index.jsonl") from stop
+
+    with pytest.raises(SystemExit) as exited:
+        run_guarded(stopped_while_writing)
+    assert exited.value.code == 143 and capsys.readouterr().err.startswith("fedbench: terminated; finished runs")
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
