@@ -103,6 +103,7 @@ CLAIM_STUDY_KEYS = ("budget", "seeds")
 PIPELINE_BUDGET = layout.PIPELINE_BUDGET  # a small claim study's budget where params.yaml names none
 
 
+DEVICES = r"auto|cpu|cuda(:\d+)?"  # train.device and `fedbench bench --device`: auto picks CUDA where there is one
 STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
                     "dissimilarity_samples", "straggler_epochs")
 
@@ -308,7 +309,7 @@ def parse_config(raw: Any) -> Config:
     if train.clients_per_round > data.num_devices:
         raise ConfigError(f"train.clients_per_round: {train.clients_per_round} exceeds data.num_devices "
                           f"({data.num_devices}); allowed: 1..{data.num_devices}")
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", train.device):
+    if not re.fullmatch(DEVICES, train.device):
         raise ConfigError(f"train.device: {train.device!r} is not allowed; allowed: auto, cpu, cuda, cuda:N")
     if any(seed < 0 for seed in train.seeds):
         raise ConfigError(f"train.seeds: seeds must be >= 0, got {list(train.seeds)}")

@@ -3,6 +3,9 @@ is wrong and what to do, and exits 2 before anything is computed or written."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 
 class FedbenchError(Exception):
     """A wrong input or file; the message names it and the fix. ``label`` prefixes the CLI's one line."""
@@ -26,9 +29,6 @@ class DataError(FedbenchError):
 def read_json(path, key: str, remedy: str):
     """The JSON object in ``path`` with its entry ``key`` (e.g. a claims.json's "claims"); a DataError naming the file,
     what is wrong with it and ``remedy`` (how to write it anew) when it is not valid JSON or not such an object."""
-    import json
-    from pathlib import Path
-
     try:
         body = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
@@ -44,8 +44,6 @@ def check_folder(option: str, value: str, expected: str, must_exist: bool = Fals
     """A ConfigError naming ``option`` when its ``value`` is empty, when it or a folder above it is something other
     than a folder, or (``must_exist``) when it is not there; ``expected`` says what is (e.g. "a folder for the
     report, e.g. reports")."""
-    from pathlib import Path
-
     if not value:
         raise ConfigError(f"{option} '': empty; expected {expected}")
     path = Path(value)

@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         raise _fail(f"--threads {a.threads}: must be >= 0")
     if a.min_time is not None and not a.min_time >= 0:
         raise _fail(f"--min-time {a.min_time}: must be >= 0")
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", a.device):
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", a.device):  # config.DEVICES: config imports yaml, which the
+        # prepared GPU check's image lacks (fedbench.bench imports this module)
         raise _fail(f"--device {a.device!r}: allowed: auto, cpu, cuda, cuda:N")
     if a.report:
         try:

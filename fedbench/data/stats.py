@@ -22,6 +22,8 @@ INDEX_TITLE = "# Real datasets"  # README.md's first line: the index this module
 # what the index reads of each <name>.json
 INDEX_KEYS = {"name", "verified", "clients", "test_only_clients", "samples", "train_samples", "test_samples",
               "global_test_samples", "samples_per_client", "classes_per_client"}
+UNAVAILABLE_TITLE = "Not built on this machine (their sources are unavailable):"  # the index's list of those
+UNAVAILABLE_LINE = re.compile(r"^- `([^`]+)`: (.*)$")  # one of them, with its reason
 
 
 def _summary(values: np.ndarray) -> dict[str, float]:
@@ -182,9 +184,6 @@ def write_one(ds: FederatedDataset, out: str | Path) -> dict[str, Any]:
     _write(out / "README.md", _index([json.loads(p.read_text()) for p in sorted(out.glob("*.json"))], unavailable))
     return stats
 
-
-UNAVAILABLE_TITLE = "Not built on this machine (their sources are unavailable):"
-UNAVAILABLE_LINE = re.compile(r"^- `([^`]+)`: (.*)$")
 
 
 def _unavailable_in(readme: Path) -> dict[str, str]:
