@@ -196,6 +196,52 @@ def combine(verdicts: Sequence[str]) -> str:
     return "not-reproduced" if any(v == "not-reproduced" for v in verdicts) else "inconclusive"
 
 
+def often(verdicts: Sequence[str]) -> str:
+    """A claim that holds "often" (Mime's "FedAvg is often even worse than the server-only baselines"): reproduced if
+    some part is reproduced and none is not-reproduced, not-reproduced if every part is, else inconclusive."""
+    if not verdicts:
+        return "not-run"
+    if all(v == "not-reproduced" for v in verdicts):
+        return "not-reproduced"
+    return "reproduced" if "reproduced" in verdicts and "not-reproduced" not in verdicts else "inconclusive"
+
+
+def generally(verdicts: Sequence[str]) -> str:
+    """A claim that holds "generally" (FedLaAvg's Table 3 trends): reproduced if every part is, not-reproduced if
+    every part is, else inconclusive."""
+    if not verdicts:
+        return "not-run"
+    return next((v for v in ("reproduced", "not-reproduced") if all(x == v for x in verdicts)), "inconclusive")
+
+
+# How the parts of a claim combine into its verdict, by name: the function that combines them and its words, which
+# are the rule text's (a claim's rule is generated from its data: :func:`rule_text`); "every" is :func:`judge`'s own
+COMBINES: dict[str, tuple[Callable[[Sequence[str]], str], str]] = {
+    "every": (combine, "reproduced if every part is, not-reproduced if one is, inconclusive otherwise"),
+    "often": (often, "'often': reproduced if some part is reproduced and none is not-reproduced, not-reproduced if "
+                     "every part is, inconclusive otherwise"),
+    "generally": (generally, "'generally': reproduced if every part is, not-reproduced if every part is, "
+                             "inconclusive otherwise"),
+}
+
+
+def rule_text(effect: str, rules: Sequence[tuple[str, Rule]], combination: str = "every", notes: str = "") -> str:
+    """A claim's rule in words, generated from its data (fedbench.study.declaration.Claim): ``effect`` (what one
+    part's per-seed value is, and how it is read), each group of parts with the :class:`Rule` that judges it
+    (``rules``: (which parts, e.g. "each level", or "" for a claim of one part; its rule)), how the parts combine
+    (``combination``: a name of :data:`COMBINES`; said only where there is more than one part) and ``notes`` (what is
+    reported and not judged, the rule's history). The decision is said by the rules' own :meth:`Rule.text`, so the
+    words cannot differ from what judges."""
+    if not effect or not rules:
+        raise ValueError("a rule needs its effect and at least one (parts, Rule)")
+    if combination not in COMBINES:
+        raise ValueError(f"combination {combination!r}; allowed: {', '.join(COMBINES)}")
+    said = "; ".join(f"{which}: {rule.text()}" if which else rule.text() for which, rule in rules)
+    several = len(rules) > 1 or bool(rules[0][0])
+    text = f"{effect}; {said}" + (f"; the claim: {COMBINES[combination][1]}" if several else "")
+    return text + (f". {notes}" if notes else "")
+
+
 def inconclusive_parts(result: dict[str, Any], labels: Sequence[str], note: str, would_change: str) -> dict[str, Any]:
     """``result`` (:func:`judge`'s) with the parts named in ``labels`` inconclusive whatever their interval, ``note``
     saying why (for instance a mechanism that cannot act within the rounds run), and the verdict recombined; where the

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from fedbench.claims.entry import judged, new_entry
 from fedbench.claims.fidelity import SETUPS, label, setup_of
+from fedbench.claims.verdict import Rule, rule_text
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS, EvalSpec
 from fedbench.errors import ConfigError
 
@@ -49,20 +50,50 @@ class Arm:
 @dataclass(frozen=True)
 class Claim:
     """A claim the study judges, stated before any run: where the paper says it, the statement, the published value
-    (keys value, unit, scope, statement, ...), the rule its verdict comes from (``{name}`` fields are filled from the
-    run's budget, e.g. ``{evaluations}``) and ``reads``: the arms whose runs the rule reads."""
+    (keys value, unit, scope, statement, ...), its rule as data and ``reads``: the arms whose runs the rule reads.
+
+    The rule is data (issue 30, item 3): ``effect``, what one part's per-seed value is and how it is read;
+    ``rules``, each group of the claim's parts with the :class:`fedbench.claims.verdict.Rule` that judges it (the
+    study judges with these same objects: :meth:`rule_for`); ``combination``, how the parts combine (a name of
+    fedbench.claims.verdict.COMBINES); ``notes``, what is reported and not judged and the rule's history. ``rule``,
+    its words, is generated from them (fedbench.claims.verdict.rule_text); ``{name}`` fields in them are filled from
+    the run's budget (e.g. ``{evaluations}``: :meth:`rule_at`)."""
 
     id: str
     where: str
     claim_text: str
     published: dict[str, Any]
-    rule: str
-    reads: tuple[str, ...]
+    rule: str = ""  # generated: left out where declared (dataclasses.replace sets it: on_seeds)
+    reads: tuple[str, ...] = ()
+    effect: str = ""
+    rules: tuple[tuple[str, Rule], ...] = ()
+    combination: str = "every"
+    notes: str = ""
     rounds_paper: int | None = None  # the paper's round budget for this claim, where it states one
     fidelity: str | None = None  # the entry's at the study's declared budget (None: the study sets it per entry)
     note: str = ""  # what the study assumes where the paper is silent (a not-run entry's deviation)
     scales: tuple[Any, ...] = ()  # the runs its not-run entry declares where not the study's ``scales``: those it
     # was registered with, where the study added runs for later claims that this one does not read (its hash holds)
+
+    def __post_init__(self) -> None:
+        if not self.rule:  # TRANSITION: a claim not yet converted states its rule and no rules (removed when all are)
+            try:
+                text = rule_text(self.effect, self.rules, self.combination, self.notes)
+            except ValueError as e:
+                raise ConfigError(f"claims.{self.id}: {e}") from None
+            object.__setattr__(self, "rule", text)
+        if "reproduced if" in self.effect:
+            raise ConfigError(f"claims.{self.id}.effect: states a decision ('reproduced if'); allowed: the measure "
+                              "alone, the decision is its rules' (fedbench.claims.verdict.Rule.text)")
+
+    def rule_for(self, which: str = "") -> Rule:
+        """The :class:`Rule` this claim declares for its parts ``which`` (its only one where it declares one)."""
+        if not which and len(self.rules) == 1:
+            return self.rules[0][1]
+        found = [rule for name, rule in self.rules if name == which]
+        if not found:
+            raise KeyError(f"claims.{self.id}: no rule for {which!r}; declared: {[n for n, _ in self.rules]}")
+        return found[0]
 
     def rule_at(self, **fields: Any) -> str:
         """The rule with the budget's fields filled in."""
