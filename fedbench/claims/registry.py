@@ -25,6 +25,12 @@ why, verdict (the original rule's verdict), verdict_source (how it was found: co
 or the committed reports/claims.json of that time, with its commit) and optionally reading: a sensitivity
 reading of the current entry that is the original rule, whose verdict the report reads live.
 
+A rule's words are generated from its data (fedbench.study.declaration.Claim: its effect, rules, combination and
+notes; issue 30, item 3). Where the words alone change and everything else a claim registers is the same,
+:func:`reword` (``register --reworded --why``) re-keys its registration to the new words instead of re-registering
+it: nothing that decides a verdict changed, so its registration and a confirmation frozen on it stand; the old words
+and hashes are kept under ``rewordings``.
+
 Frozen rules and confirmatory verdicts (issue 32, item 1: a rule written after its data was seen is judged again
 on data that did not exist when it was frozen). :func:`freeze` records, before anything runs, a claim's frozen
 hash (:func:`frozen_hash`: its rule spec without the seeds, which the confirmation replaces), the commit, the
@@ -142,7 +148,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
     reg = registry.get(entry["id"])
     if reg is None:
         return {"status": "unregistered", "hash": now, "registered": None, "changed_fields": [],
-                "registered_verdict": None, "history": []}
+                "registered_verdict": None, "history": [], "rewordings": []}
     fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") not in UNJUDGED)
     frozen, confirmed, fixed = reg.get("frozen"), reg.get("confirmatory"), reg.get("deterministic")
     holds = frozen is not None and frozen["hash"] == frozen_hash(entry)
@@ -150,6 +156,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
             "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
             "changed_fields": fields, "registered_verdict": reg.get("verdict"),
             "history": [resolve(h, entry) for h in reg.get("history", [])],
+            "rewordings": [{k: r[k] for k in ("changed", "why")} for r in reg.get("rewordings", [])],
             "frozen": frozen if holds else None,
             "confirmatory": confirmed if holds else None,
             "confirmation": (DETERMINISTIC if fixed is not None and fixed["hash"] == frozen_hash(entry) else
@@ -216,6 +223,54 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
                 out[e["id"]]["verdict"] = _verdict(e, seen, date)
     if refused:
         raise ValueError("rule changed since registration, re-register with --why REASON: " + "; ".join(refused))
+    return out, done
+
+
+def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str, date: str, why: str,
+           ids: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """``registry`` with the claims of ``entries`` whose rule changed in its words alone re-keyed to the new words, and
+    the list of what was done (issue 30, item 3: a rule's words are generated from its data, so rewording them is no
+    change of the rule). A claim qualifies where everything else its registration holds (parts with their rules,
+    primary reading, readings, budgets, runs, published value, magnitude part: :func:`changed_fields` gives "rule"
+    alone) is unchanged; it keeps its registration (commit, date, before_result, verdict, history). Its frozen
+    block, confirmatory verdict or deterministic mark is kept only where it was frozen on exactly this rule in the old
+    words (its frozen hash is that of the entry with the registered words), and is re-keyed with it. Each
+    rewording is recorded under the claim's ``rewordings``: the old words, the old hashes, the commit, the date and
+    ``why``. A claim whose change is more than its words is refused (ValueError naming it and the fields): that is a
+    rule change (``register --why``)."""
+    if not why:
+        raise ValueError("a rewording needs its reason (--why)")
+    out = {k: dict(v) for k, v in registry.items()}
+    done, refused = [], []
+    chosen = [e for e in entries if (ids is None or e["id"] in ids) and e.get("verdict") is not None
+              and not e["id"].endswith("/*")]
+    if ids is not None and (unknown := sorted(set(ids) - {e["id"] for e in chosen})):
+        raise ValueError(f"claim ids not in the claims read: {', '.join(unknown)}")
+    for e in chosen:
+        st = status(e, registry)
+        if st["status"] != "changed":
+            continue
+        if st["changed_fields"] != ["rule"]:
+            refused.append(f"{e['id']} ({', '.join(st['changed_fields'])})")
+            continue
+        old = out[e["id"]]
+        before = (old.get("spec") or {}).get("rule", "")
+        record = {"rule": before, "hash": old["hash"], "changed": f"{commit} {date}", "why": why}
+        as_registered = frozen_hash({**e, "rule": before})
+        new = {**old, "hash": content_hash(rule_spec(e)), "spec": rule_spec(e)}
+        for key in ("frozen", "confirmatory", "deterministic"):
+            block = old.get(key)
+            if block and block.get("hash") == as_registered:
+                record[f"{key}_hash"] = block["hash"]
+                new[key] = {**block, "hash": frozen_hash(e)}
+            elif block:
+                raise ValueError(f"{e['id']}: its {key} block ({block.get('hash')}) is not of the rule in its "
+                                 f"registered words ({as_registered}); nothing reworded")
+        new["rewordings"] = [*old.get("rewordings", []), record]
+        out[e["id"]] = new
+        done.append(f"reworded {e['id']}" + (" (confirmation kept)" if "confirmatory_hash" in record else ""))
+    if refused:
+        raise ValueError("more than the words changed (re-register with --why REASON): " + "; ".join(refused))
     return out, done
 
 
@@ -403,8 +458,8 @@ def dump(registry: dict[str, Any], path: str | Path = REGISTRY) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON]`` and ``fedbench claims
-    freeze [IDS...] [--claims reports/claims.json] [--count 5]`` (``fedbench claims confirm``, which runs studies,
+    """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON] [--reworded]`` and
+    ``fedbench claims freeze [IDS...] [--claims reports/claims.json] [--count 5]`` (``fedbench claims confirm``, which runs studies,
     is fedbench.studies.confirm: the claims package runs nothing)."""
     import argparse
     import datetime
@@ -424,6 +479,10 @@ def main(argv: list[str]) -> int:
     r.add_argument("--claims", default="reports/claims.json", help="the claims to register (default: %(default)s)")
     r.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
     r.add_argument("--why", default="", help="why a registered rule changed (required to re-register one)")
+    r.add_argument("--reworded", action="store_true",
+                   help="the rules whose words alone changed (regenerated from unchanged data): re-key them, keeping "
+                        "their registrations and confirmations, and record the old words (needs --why; refuses a "
+                        "claim where more than the words changed)")
     f = sub.add_parser("freeze", help="freeze the judged claims' registered rules (hash, commit) with a block of fresh "
                                       "confirm seeds, before their confirmatory runs")
     f.add_argument("ids", nargs="*", help="only these claim ids (default: every judged claim)")
@@ -463,7 +522,10 @@ def main(argv: list[str]) -> int:
     dirty = subprocess.run(["git", "status", "--porcelain", "--", a.claims], capture_output=True, text=True).stdout
     report = f"{report or commit}{' + uncommitted changes' if dirty.strip() else ''}"
     try:
-        new, done = register(entries, load(a.registry), commit, date, a.why, a.ids or None, report)
+        if a.reworded:
+            new, done = reword(entries, load(a.registry), commit, date, a.why, a.ids or None)
+        else:
+            new, done = register(entries, load(a.registry), commit, date, a.why, a.ids or None, report)
     except ValueError as e:
         print(f"fedbench claims register: {e}", file=sys.stderr)
         return 1

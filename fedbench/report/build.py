@@ -247,6 +247,16 @@ def confirmation_summary(regs: list[dict[str, Any]]) -> str:
             "it has one): " + "; ".join(f"{v} {k}" for k, v in n.items()) + ".")
 
 
+def rewording_summary(regs: list[dict[str, Any]]) -> list[str]:
+    """A paragraph on the rules reworded without a change of rule (fedbench.claims.registry.reword), where any were."""
+    done = [f"{w['changed']} ({w['why']})" for r in regs for w in r.get("rewordings", [])]
+    said = "; ".join(f"{done.count(d)} on {d}" for d in dict.fromkeys(done))
+    return [f"Rules reworded without a change of rule: {said}. Each one's parts with their rules, readings, budgets, "
+            "runs, published value and magnitude part are as registered, so its registration, and a confirmation "
+            "frozen on it, stand; the words it was registered with are kept in `fedbench/claims/registry.json` "
+            "(`rewordings`).", ""] if done else []
+
+
 def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
     """The registration summary and the table of every rule changed after a result, with both verdicts."""
     regs = [c.get("registration") or {} for c in claims]
@@ -257,7 +267,7 @@ def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
               f"register`, never by the report: {n['registered']} registered (hash matches), {n['changed']} changed "
               f"since registration, {n['unregistered']} unregistered. Rules changed after a result existed, with the "
               "verdict of the earlier rule beside the current one:"), "",
-             confirmation_summary(regs), "",
+             confirmation_summary(regs), "", *rewording_summary(regs),
              "| claim | earlier rule's verdict | current verdict | changed | why | how the earlier verdict was found |",
              "|---|---|---|---|---|---|"]
     for c, r in zip(claims, regs):
@@ -522,7 +532,9 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> l
         out.append(f"- **Registered**: {reg['status']}; rule hash {reg['hash']}"
                    + (f" (registered {r['hash']})" if r["hash"] != reg["hash"] else "")
                    + f", registered on {r['commit']}, {r['date']}, "
-                   + ("before its first result" if r.get("before_result") else "after a result existed"))
+                   + ("before its first result" if r.get("before_result") else "after a result existed")
+                   + "".join(f"; its words regenerated from its data on {w['changed']}, the decision unchanged (the "
+                             "registered words are in fedbench/claims/registry.json)" for w in reg.get("rewordings", [])))
     elif reg:
         out.append(f"- **Registered**: no (rule hash {reg['hash']}; `fedbench claims register` registers it)")
     if line := confirmation_line(c):

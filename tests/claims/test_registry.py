@@ -262,3 +262,57 @@ def test_a_rule_naming_its_own_seeds_keeps_its_frozen_hash_on_fresh_seeds():
     assert reg.without_seeds("seeds 0, 1, 2, 3, 4; 0-40; 10-4; 0, 1, 2, 3, 4, 5; above 0", [0, 1, 2, 3, 4]) == (
         "seeds {seeds}; 0-40; 10-4; 0, 1, 2, 3, 4, 5; above 0")
     assert reg.without_seeds("above 0", [0]) == "above 0"  # one seed: its number is no mark of a seed
+
+
+def test_rewording_rekeys_a_rule_whose_words_alone_changed_and_keeps_its_confirmation():
+    r, _ = _frozen_registry()
+    r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29")
+    reworded = _entry(rule="greater than 0, in other words")  # parts, readings, runs: all as registered
+    st = reg.status(reworded, r)
+    assert (st["status"], st["changed_fields"], st["confirmation"]) == (
+        "changed", ["rule"], "void (the rule changed since it was frozen)")
+    with pytest.raises(ValueError, match="needs its reason"):
+        reg.reword([reworded], r, "stu", "2026-11-30", why="")
+    r2, done = reg.reword([reworded], r, "stu", "2026-11-30", why="generated from its data")
+    assert done == ["reworded p/x (confirmation kept)"]
+    new = r2["p/x"]
+    assert (new["commit"], new["date"], new["verdict"], new["history"]) == (
+        r["p/x"]["commit"], r["p/x"]["date"], r["p/x"]["verdict"], r["p/x"]["history"])  # the registration stands
+    assert new["hash"] == reg.content_hash(reg.rule_spec(reworded)) and new["spec"]["rule"] == reworded["rule"]
+    assert new["frozen"] == {**r["p/x"]["frozen"], "hash": reg.frozen_hash(reworded)}
+    assert new["confirmatory"] == {**r["p/x"]["confirmatory"], "hash": reg.frozen_hash(reworded)}
+    assert new["rewordings"] == [{"rule": "greater than 0", "hash": r["p/x"]["hash"], "changed": "stu 2026-11-30",
+                                  "why": "generated from its data", "frozen_hash": r["p/x"]["frozen"]["hash"],
+                                  "confirmatory_hash": r["p/x"]["confirmatory"]["hash"]}]
+    st = reg.status(reworded, r2)
+    assert (st["status"], st["confirmation"], st["confirmatory"]["verdict"]) == ("registered", "confirmed", "reproduced")
+    assert st["rewordings"] == [{"changed": "stu 2026-11-30", "why": "generated from its data"}]
+    assert reg.reword([reworded], r2, "vwx", "2026-12-01", why="again") == (r2, [])  # nothing left to reword
+    assert reg.disclosures(r2) == reg.disclosures(r)  # a rewording is no rule change after a result
+
+
+def test_rewording_refuses_more_than_words_and_a_confirmation_of_another_rule():
+    r, _ = _frozen_registry()
+    sharper = _entry(rule="greater than 0, in other words", threshold="reproduced if the 95% interval lies above +5")
+    with pytest.raises(ValueError, match=r"more than the words changed \(re-register with --why REASON\): p/x "
+                                         r"\(rule, parts\)"):
+        reg.reword([sharper], r, "stu", "2026-11-30", why="w")
+    stale = {k: dict(v) for k, v in r.items()}
+    stale["p/x"]["frozen"] = {**stale["p/x"]["frozen"], "hash": "sha256:0000000000000000"}  # frozen on another rule
+    with pytest.raises(ValueError, match="p/x: its frozen block .* is not of the rule in its registered words"):
+        reg.reword([_entry(rule="greater than 0, in other words")], stale, "stu", "2026-11-30", why="w")
+
+
+def test_cli_rewords_into_the_named_file(tmp_path):
+    r, _ = _frozen_registry()
+    path = tmp_path / "registry.json"
+    reg.dump(r, path)
+    claims = tmp_path / "claims.json"
+    claims.write_text(json.dumps({"claims": [_entry(rule="greater than 0, in other words")]}))
+    args = [sys.executable, "-m", "fedbench.cli", "claims", "register", "--claims", str(claims), "--registry", str(path)]
+    refused = subprocess.run(args + ["--reworded"], capture_output=True, text=True, cwd=ROOT)
+    assert refused.returncode == 1 and refused.stderr.strip() == "fedbench claims register: a rewording needs its reason (--why)"
+    done = subprocess.run(args + ["--reworded", "--why", "generated"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "reworded p/x"  # frozen, not yet confirmed: the frozen block moves with it
+    assert reg.load(path)["p/x"]["frozen"]["hash"] == reg.frozen_hash(_entry(rule="greater than 0, in other words"))

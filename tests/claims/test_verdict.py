@@ -146,3 +146,39 @@ def test_fidelity_labels():
     assert fidelity("analytic", 200, None) == "analytic"
     with pytest.raises(ValueError, match="setup"):
         fidelity("real", 1, 1)
+
+
+def test_a_rules_words_are_generated_from_its_data():
+    from fedbench.claims.verdict import rule_text
+
+    loss, margin = Rule("greater", 0.0, "training loss"), Rule("within", 25.0, "%")
+    assert rule_text("per seed, effect = A - B", [("", loss)]) == (
+        "per seed, effect = A - B; reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0")
+    assert rule_text("per seed and level, effect = A - B", [("each level", loss), ("IID", margin)], "every",
+                     "Registered before any run") == (
+        "per seed and level, effect = A - B; each level: reproduced if the 95% interval lies above 0, not-reproduced "
+        "if it lies below 0; IID: reproduced if the 95% interval lies within +-25.0 %, not-reproduced if it lies "
+        "wholly outside; the claim: reproduced if every part is, not-reproduced if one is, inconclusive otherwise. "
+        "Registered before any run")
+    assert rule_text("e", [("each panel", loss)], "often").endswith(
+        "; the claim: 'often': reproduced if some part is reproduced and none is not-reproduced, not-reproduced if "
+        "every part is, inconclusive otherwise")
+    for bad, message in (({"effect": ""}, "needs its effect"), ({"rules": []}, "needs its effect"),
+                         ({"combination": "most"}, "combination 'most'; allowed: every, often, generally")):
+        with pytest.raises(ValueError, match=message):
+            rule_text(**({"effect": "e", "rules": [("", loss)], "combination": "every"} | bad))
+
+
+@pytest.mark.parametrize("verdicts, every, often, generally", [
+    (["reproduced", "reproduced"], "reproduced", "reproduced", "reproduced"),
+    (["reproduced", "inconclusive"], "inconclusive", "reproduced", "inconclusive"),
+    (["reproduced", "not-reproduced"], "not-reproduced", "inconclusive", "inconclusive"),
+    (["not-reproduced", "not-reproduced"], "not-reproduced", "not-reproduced", "not-reproduced"),
+    (["inconclusive", "not-reproduced"], "not-reproduced", "inconclusive", "inconclusive"),
+    (["inconclusive", "inconclusive"], "inconclusive", "inconclusive", "inconclusive"),
+    ([], "not-run", "not-run", "not-run"),
+])
+def test_each_combination_does_what_its_words_say(verdicts, every, often, generally):
+    from fedbench.claims.verdict import COMBINES
+
+    assert [COMBINES[name][0](verdicts) for name in ("every", "often", "generally")] == [every, often, generally]

@@ -359,3 +359,23 @@ def test_a_not_implemented_headline_is_named_and_covers_nothing(claims, monkeypa
     t = count_verdicts(_at_40_rounds(claims) + missing)
     assert t.claims == len(claims) and len(t.not_implemented) == len(missing) == 1
     assert t.headline == count_verdicts(_at_40_rounds(claims)).headline
+
+
+def test_a_reworded_rule_is_said_once_in_the_summary_and_in_its_details():
+    """A rule whose words were regenerated without a change of rule (fedbench.claims.registry.reword): the registration
+    section counts the rewordings by commit, and the claim's details say when, beside its registration."""
+    from fedbench.report.build import _details, rewording_summary
+
+    words = {"changed": "abc123 2026-11-29", "why": "generated from its data"}
+    regs = [{"rewordings": [words]}, {"rewordings": [words]}, {"rewordings": []}]
+    (line, blank) = rewording_summary(regs)
+    assert line.startswith("Rules reworded without a change of rule: 2 on abc123 2026-11-29 (generated from its "
+                           "data). Each one's parts") and blank == ""
+    assert rewording_summary([{"rewordings": []}, {}]) == []
+    c = {"id": "p/x", "verdict": "reproduced", "rule": "r", "registration": {
+        "status": "registered", "hash": "h", "history": [], "rewordings": [words],
+        "registered": {"hash": "h", "commit": "c0", "date": "2026-11-20", "before_result": True}}}
+    (registered,) = [x for x in _details(c, []) if x.startswith("- **Registered**")]
+    assert registered == ("- **Registered**: registered; rule hash h, registered on c0, 2026-11-20, before its first "
+                          "result; its words regenerated from its data on abc123 2026-11-29, the decision unchanged "
+                          "(the registered words are in fedbench/claims/registry.json)")

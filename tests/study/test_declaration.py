@@ -237,3 +237,27 @@ def test_a_study_not_run_yet_is_labelled_as_its_run_will_be():
                 assert e["fidelity"] == committed[e["id"]], (name, e["id"])
     with pytest.raises(ConfigError, match=r"^study s: setup: 'toy'; allowed: paper, reconstructed, "):
         dataclasses.replace(declaration("fedprox_synthetic"), name="s", setup="toy")
+
+
+def test_a_claims_rule_is_data_and_its_words_are_generated():
+    """Issue 30, item 3: a claim declares its effect, its parts' rules, their combination and notes; its words are
+    generated from them, and the study judges with the very Rule objects it declares (rule_for)."""
+    from fedbench.claims.verdict import Rule, rule_text
+
+    gain, near = Rule("greater", 0.0, "points"), Rule("within", 5.0, "points")
+    c = Claim(id="p/x/c", where="w", claim_text="t", published={"value": None}, reads=("A", "B"),
+              effect="per seed over the {evaluations} evaluations, effect = A - B",
+              rules=(("each level", gain), ("IID", near)), notes="Reported, not judged: the loss")
+    assert c.rule == rule_text(c.effect, c.rules, "every", c.notes)
+    assert c.rule_at(evaluations=6).startswith("per seed over the 6 evaluations, effect = A - B; each level: ")
+    assert c.rule_for("each level") is gain and c.rule_for("IID") is near
+    with pytest.raises(KeyError, match=r"claims.p/x/c: no rule for 'nope'; declared: \['each level', 'IID'\]"):
+        c.rule_for("nope")
+    one = dataclasses.replace(c, rule="", rules=(("", gain),))
+    assert one.rule_for() is gain and "the claim:" not in one.rule
+    with pytest.raises(ConfigError) as err:
+        dataclasses.replace(c, rule="", effect="A - B; reproduced if above 0")
+    assert str(err.value) == ("claims.p/x/c.effect: states a decision ('reproduced if'); allowed: the measure alone, "
+                              "the decision is its rules' (fedbench.claims.verdict.Rule.text)")
+    with pytest.raises(ConfigError, match=r"^claims.p/x/c: combination 'most'; allowed: every, often, generally$"):
+        dataclasses.replace(c, rule="", combination="most")
