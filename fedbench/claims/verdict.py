@@ -218,10 +218,10 @@ def generally(verdicts: Sequence[str]) -> str:
 # are the rule text's (a claim's rule is generated from its data: :func:`rule_text`); "every" is :func:`judge`'s own
 COMBINES: dict[str, tuple[Callable[[Sequence[str]], str], str]] = {
     "every": (combine, "reproduced if every part is, not-reproduced if one is, inconclusive otherwise"),
-    "often": (often, "'often': reproduced if some part is reproduced and none is not-reproduced, not-reproduced if "
-                     "every part is, inconclusive otherwise"),
-    "generally": (generally, "'generally': reproduced if every part is, not-reproduced if every part is, "
-                             "inconclusive otherwise"),
+    "often": (often, ("'often': reproduced if some part is reproduced and none is not-reproduced, not-reproduced "
+                      "if every part is, inconclusive otherwise")),
+    "generally": (generally, ("'generally': reproduced if every part is, not-reproduced if every part is, "
+                              "inconclusive otherwise")),
 }
 
 

@@ -251,10 +251,10 @@ def rewording_summary(regs: list[dict[str, Any]]) -> list[str]:
     """A paragraph on the rules reworded without a change of rule (fedbench.claims.registry.reword), where any were."""
     done = [f"{w['changed']} ({w['why']})" for r in regs for w in r.get("rewordings", [])]
     said = "; ".join(f"{done.count(d)} on {d}" for d in dict.fromkeys(done))
-    return [f"Rules reworded without a change of rule: {said}. Each one's parts with their rules, readings, budgets, "
-            "runs, published value and magnitude part are as registered, so its registration, and a confirmation "
-            "frozen on it, stand; the words it was registered with are kept in `fedbench/claims/registry.json` "
-            "(`rewordings`).", ""] if done else []
+    return [(f"Rules reworded without a change of rule: {said}. Each one's parts with their rules, readings, budgets, "
+             "runs, published value and magnitude part are as registered, so its registration, and a confirmation "
+             "frozen on it, stand; the words it was registered with are kept in `fedbench/claims/registry.json` "
+             "(`rewordings`)."), ""] if done else []
 
 
 def registration_lines(claims: list[dict[str, Any]]) -> list[str]:

@@ -45,6 +45,7 @@ import numpy as np
 
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
+from fedbench.claims.verdict import Rule
 from fedbench.study.runner import WORKERS
 from fedbench.studies.delta_fl_devices import error_record, history_p90, subsampled, test_device_errors
 from fedbench.studies.delta_fl_pairs import PAIRS, Pair, pair
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
 THETAS = (0.8, 0.5, 0.1)  # Tables 2 and 3's three levels (the authors' README loop: nonconformity 0.2, 0.5, 0.9)
 WEIGHTING = "filter"  # the authors' code: keep F_i >= the quantile, weights n_i (fedbench.algorithms.delta_fl)
 MEAN_MARGIN = 2.0  # error points: "on par" (Table 3)
+P90_RULE = Rule("greater", 0.0, "error points")  # each pair of the Table 2 claim: the sign
+MEAN_RULE = Rule("at_most", MEAN_MARGIN, "error points")  # each pair of the Table 3 claim: one-sided "on par"
 FEDAVG = "fedavg"
 
 
@@ -133,18 +136,18 @@ DECLARATION = StudyDeclaration(
                    "statement": "numbers missing: our copy of the paper has Table 2's numbers stripped; direction "
                                 "only ('for all datasets, the 90th percentile of the test error is smaller for "
                                 "Delta-FL than for FedAvg at some value of theta')"},
-        rule=("per pair: theta* = the level among 0.8, 0.5, 0.1 whose 90th-percentile test-device error, averaged "
-              "over the seeds, is lowest (Table 2 compares seed means; a tie goes to the higher theta); per seed, "
-              "effect = FedAvg's 90th-percentile error minus Delta-FL(theta*)'s, in error points, at the final round. "
-              "The error of a test device is 1 - its accuracy on all its samples; test devices are the run's "
-              "test-only clients (EMNIST: the 432 drawn for the seed; Sent140: 439; Shakespeare: 545), each counted "
-              "once (unweighted); the percentile is numpy's linear interpolation; a diverged run reads as error 1. "
-              "Each pair: reproduced if the 95% interval of the per-seed effects lies above 0, not-reproduced if it "
-              "lies below 0; the claim is reproduced if every pair is, not-reproduced if one is. Rule history: the "
-              "pending rule took the lowest theta per seed; sharpened before any run to one theta per pair chosen on "
-              "the seed means, since a per-seed minimum over three noisy levels is biased toward a positive effect "
-              "by the very noise being judged. theta* is still chosen on the test devices, as the paper's 'at some "
-              "theta'"),
+        effect=("per pair: theta* = the level among 0.8, 0.5, 0.1 whose 90th-percentile test-device error, "
+                "averaged over the seeds, is lowest (Table 2 compares seed means; a tie goes to the higher "
+                "theta); per seed, effect = FedAvg's 90th-percentile error minus Delta-FL(theta*)'s, in "
+                "error points, at the final round. The error of a test device is 1 - its accuracy on all "
+                "its samples; test devices are the run's test-only clients (EMNIST: the 432 drawn for the "
+                "seed; Sent140: 439; Shakespeare: 545), each counted once (unweighted); the percentile is "
+                "numpy's linear interpolation; a diverged run reads as error 1"),
+        rules=(("each pair", P90_RULE),),
+        notes=("Rule history: the pending rule took the lowest theta per seed; sharpened before any run to "
+               "one theta per pair chosen on the seed means, since a per-seed minimum over three noisy "
+               "levels is biased toward a positive effect by the very noise being judged. theta* is still "
+               "chosen on the test devices, as the paper's 'at some theta'"),
         reads=(FEDAVG, "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="rounds per pair 3000/1000/2000/600/400 (EMNIST linear/ConvNet, Sent140 linear/RNN, Shakespeare); "
              "constant learning rates (no schedule in the engine), no l2 on the linear models, Delta-FL as the "
@@ -155,13 +158,14 @@ DECLARATION = StudyDeclaration(
         published={"value": None, "unit": "mean test-device error", "scope": "five dataset-model pairs",
                    "statement": "numbers missing: our copy of the paper has Table 3's numbers stripped; direction "
                                 "only ('Delta-FL is on par with FedAvg on the mean ..., and sometimes even better')"},
-        rule=(f"per pair, with theta* of the Table 2 entry (delta-fl/real/p90-error): per seed, effect = "
-              f"Delta-FL(theta*)'s mean test-device error minus FedAvg's, in error points, at the final round; the "
-              f"mean is unweighted over the same test devices (appendix C.2.3: 'the (unweighted) mean "
-              f"misclassification error'); each pair: reproduced if the 95% interval lies below +{MEAN_MARGIN:g} "
-              f"points ('on par, and sometimes even better': one-sided), not-reproduced if it lies above; the claim "
-              f"is reproduced if every pair is, not-reproduced if one is. Sensitivity: the n_i-weighted mean (the "
-              f"authors' print_metrics, np.average with test sample weights; the engine's pooled test accuracy)"),
+        effect=("per pair, with theta* of the Table 2 entry (delta-fl/real/p90-error): per seed, effect = "
+                "Delta-FL(theta*)'s mean test-device error minus FedAvg's, in error points, at the final "
+                "round; the mean is unweighted over the same test devices (appendix C.2.3: 'the "
+                "(unweighted) mean misclassification error')"),
+        rules=(("each pair", MEAN_RULE),),
+        notes=("One-sided ('on par, and sometimes even better'). Sensitivity: the n_i-weighted mean (the "
+               "authors' print_metrics, np.average with test sample weights; the engine's pooled test "
+               "accuracy)"),
         reads=(FEDAVG, "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="its runs are the Table 2 entry's (delta-fl/real/p90-error)"),
     *FIGURE_CLAIMS,  # Figures 4-6, on the same runs (fedbench.studies.delta_fl_real_claims)
@@ -227,7 +231,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
     fedbench.studies.confirm)."""
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, judge
     from fedbench.study.runs import open_seeded
 
     b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
@@ -266,10 +270,10 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
     paper_budget = paper_rounds / b.rounds if reduced else 1.0
     names = NAMES | {"final": "final round", "tail": "mean of the last 5 rounds' p90",
                      "weighted": "final round, n_i-weighted mean (authors' code)"}
-    p90_result = judge([Part(p.label, Rule("greater", 0.0, "error points")) for p in pairs], p90_effects, "final",
+    p90_result = judge([Part(p.label, P90_RULE) for p in pairs], p90_effects, "final",
                        ("final", "tail"), paper_budget=paper_budget,
                        reading_names=names)
-    mean_result = judge([Part(p.label, Rule("at_most", MEAN_MARGIN, "error points")) for p in pairs], mean_effects,
+    mean_result = judge([Part(p.label, MEAN_RULE) for p in pairs], mean_effects,
                         "final", ("final", "weighted"), budgets=(1.0,), reading_names=names)
 
     stars = {p.key: theta_star(p) for p in pairs}

@@ -13,8 +13,8 @@ projected cost is the study's): FedAvg and Delta-FL at the level theta* that the
   round as the paper does (:data:`SECURE_AGGREGATION_CALLS`), so Delta-FL is read after as many calls as FedAvg
   makes in its round budget (:func:`aggregation_round`).
 
-Readings, fixed before any run (the rules are the ones registered for these claims word for word; where they are
-silent): a training device is a client of the dataset that is not test-only, its loss the mean over its training
+Readings, fixed before any run (the rules decide as the ones registered for these claims; each is declared as
+data, its words generated since issue 30; where they are silent): a training device is a client of the dataset that is not test-only, its loss the mean over its training
 samples under the final model (the engine's per-device loss: fedbench.engine.metrics.Evaluation.device_train_loss),
 each device counted once, the variance the plain one (numpy's, ddof 0); "mean training loss" is the engine's
 ``train/loss``, the mean over every training sample (the paper's mean over training devices weighted by n_i). A
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedbench.claims.readings import cut_round, device_percentile, read_at_cut
+from fedbench.claims.verdict import Rule
 from fedbench.study.declaration import Claim
 
 if TYPE_CHECKING:
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
 # appendix B.1's private variant computes the quantile with several more calls and is not what Figure 6 runs)
 SECURE_AGGREGATION_CALLS = {"fedavg": 1, "delta_fl": 1}
 CONVERGENCE_MARGIN = 10.0  # % training loss: "competitive", as registered
+# each pair's rule, by claim (Figures 4, 5, 6): what the claims declare and figure_entries judges with
+TAILS_RULE = Rule("greater", 0.0, "points of test devices")
+VARIANCE_RULE = Rule("greater", 0.0, "loss variance")
+CONVERGENCE_RULE = Rule("at_most", CONVERGENCE_MARGIN, "% training loss")
 NEURAL = ("emnist_cnn", "sent140_rnn", "shakespeare_rnn")  # the neural-network pairs (Figure 5's "more pronounced")
 FIGURE = "delta_fl_real_figures.png"  # drawn into the study's folder (the report copies it to figures/delta_fl_real/)
 FIGURES = ("delta-fl/real/thinner-upper-tails", "delta-fl/real/train-loss-variance",
@@ -57,10 +62,11 @@ CLAIMS = (
                    "statement": "'Delta-FL exhibits thinner upper tails on the error, which shows an improved "
                                 "performance on devices which do not conform with the population' (histograms, no "
                                 "numbers)"},
-        rule="per seed and dataset-model pair, at the conformity level delta_fl_real selects (theta*), effect = the "
-             "share of test devices whose final-model error exceeds FedAvg's 90th percentile under FedAvg minus that "
-             "share under Delta-FL, in points; each pair: reproduced if the 95% interval lies above 0, not-reproduced "
-             "if it lies below 0; reproduced if every pair is; the paper's 5 seeds",
+        effect="per seed and dataset-model pair, at the conformity level delta_fl_real selects (theta*), "
+               "effect = the share of test devices whose final-model error exceeds FedAvg's 90th percentile "
+               "under FedAvg minus that share under Delta-FL, in points",
+        rules=(("each pair", TAILS_RULE),),
+        notes="The paper's 5 seeds",
         reads=("fedavg", "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="its runs are the Table 2 entry's (delta-fl/real/p90-error); FedAvg's 90th percentile is the same seed's, "
              "'exceeds' is strictly greater"),
@@ -71,10 +77,10 @@ CLAIMS = (
         published={"value": None, "unit": "variance of the training-device loss", "scope": "five dataset-model pairs",
                    "statement": "'Delta-FL reduces the variance of the loss on the train devices ... Both effects are "
                                 "more pronounced on the neural network models' (scatter plots, no numbers)"},
-        rule="per seed and pair, at theta*, the variance over training devices of the final model's training loss "
-             "under FedAvg minus that under Delta-FL; each pair: reproduced if the 95% interval lies above 0, "
-             "not-reproduced if it lies below 0; reproduced if every pair is; 'more pronounced on the neural "
-             "networks' reported, not judged; the paper's 5 seeds",
+        effect="per seed and pair, at theta*, the variance over training devices of the final model's "
+               "training loss under FedAvg minus that under Delta-FL",
+        rules=(("each pair", VARIANCE_RULE),),
+        notes="The paper's 5 seeds; 'more pronounced on the neural networks' reported, not judged",
         reads=("fedavg", "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="its runs are the Table 2 entry's; a device's loss is its mean over its training samples, every training "
              "device counted once, the variance numpy's (ddof 0)"),
@@ -85,11 +91,12 @@ CLAIMS = (
         published={"value": None, "unit": "% training loss", "scope": "five dataset-model pairs",
                    "statement": "'Delta-FL is competitive with FedAvg in convergence rate, despite using the same "
                                 "hyperparameters which were tuned for FedAvg' (curves, no numbers)"},
-        rule="per seed and pair, at theta*, effect = 100 (Delta-FL's mean training loss / FedAvg's - 1), both read "
-             "after the number of secure aggregation calls FedAvg makes in its round budget (Delta-FL's calls per "
-             "round as its Algorithm 2 counts them); 'competitive' registered as at most 10% worse (the margin "
-             "fedbench reads 'rather robust' with): each pair reproduced if the 95% interval lies below +10%, "
-             "not-reproduced if it lies above; reproduced if every pair is; the paper's 5 seeds",
+        effect="per seed and pair, at theta*, effect = 100 (Delta-FL's mean training loss / FedAvg's - 1), "
+               "both read after the number of secure aggregation calls FedAvg makes in its round budget "
+               "(Delta-FL's calls per round as its Algorithm 2 counts them)",
+        rules=(("each pair", CONVERGENCE_RULE),),
+        notes="The paper's 5 seeds; 'competitive' registered as at most 10% worse (the margin fedbench reads "
+              "'rather robust' with)",
         reads=("fedavg", "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="its runs are the Table 2 entry's; one secure aggregation call a round for both algorithms (appendix "
              "C.2.2), so both are read at the pair's final round; the mean training loss is the engine's train/loss "
@@ -167,7 +174,7 @@ def figure_entries(d: Any, pairs: Sequence[Pair], seeds: Sequence[int], stars: d
     :func:`draw` puts the figure (None: no figure)."""
     from fedbench.claims.readings import NAMES
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, judge
 
     def key(p: Pair, delta: bool, s: int) -> tuple:
         return (p.key, stars[p.key] if delta else None, s)
@@ -191,11 +198,11 @@ def figure_entries(d: Any, pairs: Sequence[Pair], seeds: Sequence[int], stars: d
         return out
 
     names = NAMES | {"final": "final model"}
-    tails_result = judge([Part(p.label, Rule("greater", 0.0, "points of test devices")) for p in pairs], tails,
+    tails_result = judge([Part(p.label, TAILS_RULE) for p in pairs], tails,
                          "final", budgets=(1.0,), reading_names=names)
-    variance_result = judge([Part(p.label, Rule("greater", 0.0, "loss variance")) for p in pairs], variances, "final",
+    variance_result = judge([Part(p.label, VARIANCE_RULE) for p in pairs], variances, "final",
                             budgets=(1.0,), reading_names=names)
-    conv_result = judge([Part(p.label, Rule("at_most", CONVERGENCE_MARGIN, "% training loss")) for p in pairs],
+    conv_result = judge([Part(p.label, CONVERGENCE_RULE) for p in pairs],
                         convergence, "final", ("final", "tail"), paper_budget=paper_budget,
                         reading_names=NAMES | {"final": "after FedAvg's calls in its round budget"})
 

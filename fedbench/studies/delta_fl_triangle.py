@@ -59,6 +59,8 @@ LR = 0.5
 ROUNDS = 200
 GRID = 300
 MIDPOINT_TOL = 1e-3  # |w - m| allowed, in units of the longest side (float32 iterates)
+MIDPOINT_RULE = Rule("at_most", MIDPOINT_TOL, "")  # part 1: the distance to the midpoint / longest side
+WORST_LOSS_RULE = Rule("greater", 1e-6, "")  # part 2: the worst admissible loss, (FedAvg - Delta-FL) / FedAvg
 # How finely the float32 runs resolve a position. Each step's gradient is a float32 mean over SAMPLES = 200 terms
 # w - x_s of mean size at most 3.25 (|w - mu_i| <= 2 near the minimisers, plus E|xi - mu_i| = sqrt(pi/2) = 1.25 in
 # R^2); summed in any order it is off by up to lambda sqrt(n) u mean|terms| = 6 * sqrt(200) * 6.0e-8 * 3.25 =
@@ -190,11 +192,12 @@ DECLARATION = StudyDeclaration(
                    "level of the illustration is the midpoint of the triangle's longest side, and its worst loss over "
                    "all admissible mixtures (conformity >= theta) is lower than FedAvg's (the centroid).",
         published=PUBLISHED,
-        rule=f"on the obtuse triangle, theta = 2/3, exact weights: part 1, Delta-FL's final model within {MIDPOINT_TOL} "
-             "x (longest side) of the longest side's midpoint; part 2, its worst loss over the admissible-mixture grid "
-             "below FedAvg's by a relative margin of at least 1e-6. reproduced if both hold, not-reproduced if one "
-             "fails (deterministic: no seed randomness). The acute triangle is a check of the derivation's (iii), "
-             "reported in the verdict text, not judged",
+        effect="on the obtuse triangle, theta = 2/3, exact weights: part 1, the distance of Delta-FL's final "
+               "model to the longest side's midpoint / (longest side); part 2, the relative margin by which "
+               "its worst loss over the admissible-mixture grid lies below FedAvg's",
+        rules=(("part 1", MIDPOINT_RULE), ("part 2", WORST_LOSS_RULE)),
+        notes="Deterministic: no seed randomness. The acute triangle is a check of the derivation's (iii), "
+              "reported in the verdict text, not judged",
         reads=('delta_fl', 'fedavg')),
     ))
 
@@ -263,8 +266,8 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         f"equally weighted losses is the smallest, so the filter keeps all three devices: FedAvg); on an acute "
         f"triangle {ACUTE.tolist()} Delta-FL (theta=2/3) settles near {fmt(acute_tail)} (mean of its last 50 "
         f"iterates), {acute_gap:.3f} from its longest side's midpoint")
-    parts = [Part("distance to the midpoint / longest side", Rule("at_most", MIDPOINT_TOL, "")),
-             Part("worst admissible loss, (FedAvg - Delta-FL) / FedAvg", Rule("greater", 1e-6, ""))]
+    parts = [Part("distance to the midpoint / longest side", MIDPOINT_RULE),
+             Part("worst admissible loss, (FedAvg - Delta-FL) / FedAvg", WORST_LOSS_RULE)]
     values = [resolved(dist_mid) / side, (worst["fedavg"] - worst["delta_fl"]) / worst["fedavg"]]
     result = judge(parts, lambda reading, budget: [[v] for v in values], "final", budgets=(1.0,), deterministic=True,
                    reading_names={"final": "final model"})

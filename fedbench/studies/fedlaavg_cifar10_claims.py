@@ -1,9 +1,11 @@
 """The claims of fedbench.studies.fedlaavg_cifar10 (FedLaAvg on CIFAR-10, Yan et al., arXiv 2002.07399 v1, Tables 2
 and 3, Figures 2 and 3): the readings of the runs' test-accuracy curves (:class:`Curves`, the registry's readings,
 fedbench.claims.readings), one function per claim judging it from them, and the three claims declared after the
-study's first four (:data:`LATER_CLAIMS`, each registered as a placeholder before any run, its rule word for word).
-The study module holds the declaration, the plan of runs and run(); fedlaavg_cifar10_figures its figures (siblings
-for their size; this one imports nothing of either).
+study's first four (:data:`LATER_CLAIMS`, each registered as a placeholder before any run; its rule, declared as
+data, decides as registered, its words generated since issue 30), and the Rule objects that the study's claims
+declare and these judges judge by (:data:`GAIN_RULE` and the others beside it). The study module holds the
+declaration, the plan of runs and run(); fedlaavg_cifar10_figures its figures (siblings for their size; this one
+imports nothing of either).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedbench.claims import readings
+from fedbench.claims.verdict import Rule, generally
 from fedbench.study.declaration import Claim
 
 if TYPE_CHECKING:
@@ -26,6 +29,13 @@ ACCURACY = "global_test/accuracy"  # the metric every reading reads
 MIN_GAIN = 0.0  # accuracy points: the sign; the size is the magnitude part's (issue 32: the 1-point threshold
 # registered before any run was this project's choice, not the paper's)
 NEAR_SEQUENTIAL = 1.0  # accuracy points: "within a point" of sequential SGD
+# The rules the claims declare (fedlaavg_cifar10's DECLARATION and LATER_CLAIMS) and their judges below judge with
+GAIN_RULE = Rule("greater", MIN_GAIN, "accuracy points")  # ica-gain; fca-gain's full availability
+NEAR_SEQUENTIAL_RULE = Rule("at_least", NEAR_SEQUENTIAL, "accuracy points")  # fca-gain's near sequential SGD
+RHO_BELOW_RULE = Rule("at_most", 0.0, "Spearman rho")  # sublinear-speedup (N); gamma-and-period-trends' gamma
+RHO_ABOVE_RULE = Rule("greater", 0.0, "Spearman rho")  # gamma-and-period-trends' P; oscillation-grows-with-period
+POWER_RULE = Rule("greater", 0.0, "accuracy points^2")  # fedavg-oscillates
+EARLY_RULE = Rule("greater", 0.0, "accuracy points")  # early-oscillation, each availability
 SMOOTH = 10  # evaluations in the running mean of the smoothed rounds-to-target reading
 EARLY = 0.05  # share of the rounds run that early-oscillation reads (the rule's first 5%)
 EARLY_MIN = 3  # evaluations it reads at least (2 changes; binds only below 41 evaluations, e.g. the fixture)
@@ -122,9 +132,9 @@ def _best(c: Curves, role: str) -> list[float]:
 def ica_gain(c: Curves) -> tuple[str, dict, dict]:
     """Table 2, ICA: FedLaAvg's best accuracy minus FedAvg's under diurnal availability."""
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
-    part = Part("diurnal availability (ICA)", Rule("greater", MIN_GAIN, "accuracy points"))
+    part = Part("diurnal availability (ICA)", GAIN_RULE)
     result = _judge(c, [part], lambda reading, frac: [_gains(c, "fedlaavg_ica", "fedavg_ica", reading, frac)],
                     "best", ("best", "tail", "final"))
     observed = (f"best test accuracy, mean of {len(c.b.seeds)} seeds: FedLaAvg {c.mean_best('fedlaavg_ica'):.2f}% vs "
@@ -140,14 +150,13 @@ def ica_gain(c: Curves) -> tuple[str, dict, dict]:
 def fca_gain(c: Curves) -> tuple[str, dict, dict]:
     """Table 2, FCA and sequential SGD: FedLaAvg's gain under full availability, and FedLaAvg (ICA) against
     sequential SGD's final accuracy."""
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
     def near_sequential(reading: str, frac: float) -> list[float]:
         return [c.read(x, reading, frac) - c.read(s, "tail", frac)
                 for x, s in zip(c.roles["fedlaavg_ica"], c.roles["sequential"])]
 
-    parts = [Part("full availability (FCA)", Rule("greater", MIN_GAIN, "accuracy points")),
-             Part("FedLaAvg (ICA) vs sequential SGD", Rule("at_least", NEAR_SEQUENTIAL, "accuracy points"))]
+    parts = [Part("full availability (FCA)", GAIN_RULE), Part("FedLaAvg (ICA) vs sequential SGD", NEAR_SEQUENTIAL_RULE)]
     result = _judge(c, parts, lambda reading, frac: [_gains(c, "fedlaavg_fca", "fedavg_fca", reading, frac),
                                                      near_sequential(reading, frac)],
                     "best", ("best", "tail", "final"))
@@ -167,7 +176,7 @@ def fca_gain(c: Curves) -> tuple[str, dict, dict]:
 def sublinear_speedup(c: Curves) -> tuple[str, dict, dict]:
     """Table 3, N: per seed, Spearman's rho of N against FedLaAvg's rounds to the target; P and gamma as context."""
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
     b = c.b
 
@@ -176,7 +185,7 @@ def sublinear_speedup(c: Curves) -> tuple[str, dict, dict]:
         return [[readings.spearman(b.clients, [c.reach(c.roles[f"n={n}"][i], frac, smooth) for n in b.clients])
                  for i in range(len(b.seeds))]]
 
-    part = Part(f"N = {b.clients[0]}..{b.clients[-1]}", Rule("at_most", 0.0, "Spearman rho"))
+    part = Part(f"N = {b.clients[0]}..{b.clients[-1]}", RHO_BELOW_RULE)
     result = _judge(c, [part], rho, "first", ("first", "smoothed"))
     table_n = {n: [c.reach(r) for r in c.roles[f"n={n}"]] for n in b.clients}
     context_p = {p: c.reach(c.roles[f"p={p}"][0]) for p in b.periods}
@@ -200,14 +209,14 @@ def sublinear_speedup(c: Curves) -> tuple[str, dict, dict]:
 def fedavg_oscillates(c: Curves) -> tuple[str, dict, dict]:
     """Figure 2: per seed, FedAvg's oscillation power at the availability period minus FedLaAvg's (ICA)."""
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
     def oscillation(reading: str, frac: float) -> list[list[float]]:
         whole = reading == "whole"
         return [[c.power(x, frac, whole) - c.power(y, frac, whole)
                  for x, y in zip(c.roles["fedavg_ica"], c.roles["fedlaavg_ica"])]]
 
-    part = Part("diurnal availability (ICA)", Rule("greater", 0.0, "accuracy points^2"))
+    part = Part("diurnal availability (ICA)", POWER_RULE)
     result = _judge(c, [part], oscillation, "half", ("half", "whole"))
     p_avg = [c.power(r) for r in c.roles["fedavg_ica"]]
     p_la = [c.power(r) for r in c.roles["fedlaavg_ica"]]
@@ -220,11 +229,13 @@ def fedavg_oscillates(c: Curves) -> tuple[str, dict, dict]:
         "reproduced": {"unit": "period power (accuracy points^2)", "fedavg": p_avg, "fedlaavg": p_la}}
 
 
-# --- the later claims (issue 32 item 4): registered before any run as placeholders, each rule word for word -------
+# --- the later claims (issue 32 item 4): registered before any run as placeholders, each rule as data -----------
 
-def _later(id: str, where: str, claim_text: str, statement: str, unit: str, rule: str, reads: tuple[str, ...],
-           note: str) -> Claim:
-    return Claim(id=id, where=where, claim_text=claim_text, rule=rule, reads=reads, rounds_paper=ROUNDS_PAPER,
+def _later(id: str, where: str, claim_text: str, statement: str, unit: str, effect: str,
+           rules: tuple[tuple[str, Rule], ...], notes: str, reads: tuple[str, ...], note: str,
+           combination: str = "every") -> Claim:
+    return Claim(id=id, where=where, claim_text=claim_text, effect=effect, rules=rules, combination=combination,
+                 notes=notes, reads=reads, rounds_paper=ROUNDS_PAPER,
                  published={"value": None, "unit": unit, "scope": where, "statement": statement},
                  fidelity="reconstructed", note=ASSUMED + note)
 
@@ -238,18 +249,18 @@ LATER_CLAIMS = (
            "Table 3: gamma 0.02-0.10: 27800/32200/13450/9400/10100 rounds; P 1/5/10/15: 10000/9950/10100/13400",
            "rounds to 55% test accuracy",
            "per seed, the Spearman correlation of gamma (0.02-0.10) and the rounds to 55% (never: the rounds run), and "
-           "that of P (5, 10, 15) and the rounds; parts: gamma's below 0, P's above 0 (each: reproduced if the 95% "
-           "interval of the per-seed values lies on the paper's side of 0, not-reproduced if on the other); "
-           "'generally': reproduced if both are, not-reproduced if both are not; 5 seeds",
-           ("fedlaavg_ica",), "; K = round(gamma N) at N = 1000; P = 1 not run (int(beta P) = 0)"),
+           "that of P (5, 10, 15) and the rounds",
+           (("gamma's", RHO_BELOW_RULE), ("P's", RHO_ABOVE_RULE)), "5 seeds",
+           ("fedlaavg_ica",), "; K = round(gamma N) at N = 1000; P = 1 not run (int(beta P) = 0)",
+           combination="generally"),
     _later("fedlaavg/cifar10/oscillation-grows-with-period", "section 5.3, Figure 3(b)",
            "With a larger period length P, FedLaAvg's test accuracy oscillates more severely.",
            "'From Subfigure 3(b), we further observe that with a larger P, the test accuracy of FedLaAvg oscillates "
            "more severely'", "accuracy oscillation",
            "per seed, the Spearman correlation of P (5, 10, 15) and the power of FedLaAvg's test-accuracy curve at its "
            "availability period T = (1 + beta) P (fedlaavg/cifar10/fedavg-oscillates' measure, second half of the "
-           "rounds); reproduced if the 95% interval of the per-seed values lies above 0, not-reproduced if it lies "
-           "below 0; 5 seeds",
+           "rounds)",
+           (("", RHO_ABOVE_RULE),), "5 seeds",
            ("fedlaavg_ica",), "; T = P + int(beta P) = 7, 15, 22 rounds"),
     _later("fedlaavg/cifar10/early-oscillation", "section 5.2, Figure 2",
            "FedLaAvg's test accuracy oscillates more than FedAvg's early in training (under both full and "
@@ -258,23 +269,18 @@ LATER_CLAIMS = (
            "oscillation at first but finally converges ... FedAvg has a smaller oscillation in the early stage of "
            "training'", "accuracy points",
            "per seed and availability (ICA, FCA), the standard deviation of the round-to-round changes of the test "
-           "accuracy (points) over the first 5% of the rounds run, FedLaAvg minus FedAvg; each part: reproduced if the "
-           "95% interval lies above 0, not-reproduced if it lies below 0; reproduced if both are; 5 seeds",
+           "accuracy (points) over the first 5% of the rounds run, FedLaAvg minus FedAvg",
+           (("each part", EARLY_RULE),), "5 seeds",
            ("fedlaavg_ica", "fedavg_ica", "fedlaavg_fca", "fedavg_fca"),
            "; its runs are Table 2's; the accuracy is evaluated every 20 rounds (the authors' tb_every), so its "
            "round-to-round changes are those between consecutive evaluations"),
 )
 
 
-def _generally(verdicts: list[str]) -> str:
-    """The rule's 'generally': reproduced if every part is, not-reproduced if every part is, else inconclusive."""
-    return next((v for v in ("reproduced", "not-reproduced") if all(x == v for x in verdicts)), "inconclusive")
-
-
 def gamma_and_period_trends(c: Curves) -> tuple[str, dict, dict]:
     """Table 3, gamma and P: per seed, Spearman's rho of gamma (below 0) and of P (above 0) against FedLaAvg's rounds
     to the target, combined by the rule's 'generally' (each part judged alone too, for the sensitivity cells')."""
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
     b = c.b
     rows = ((b.gammas, lambda g: f"gamma={g:g}"), (b.periods, lambda p: f"p={p}"))
@@ -284,14 +290,14 @@ def gamma_and_period_trends(c: Curves) -> tuple[str, dict, dict]:
         return [[readings.spearman(xs, [c.reach(c.roles[role(x)][i], frac, smooth) for x in xs])
                  for i in range(len(b.seeds))] for xs, role in rows]
 
-    parts = [Part(f"gamma = {b.gammas[0]:g}..{b.gammas[-1]:g}", Rule("at_most", 0.0, "Spearman rho")),
-             Part(f"P = {', '.join(map(str, b.periods))}", Rule("greater", 0.0, "Spearman rho"))]
+    parts = [Part(f"gamma = {b.gammas[0]:g}..{b.gammas[-1]:g}", RHO_BELOW_RULE),
+             Part(f"P = {', '.join(map(str, b.periods))}", RHO_ABOVE_RULE)]
     result = _judge(c, parts, rho, "first", ("first", "smoothed"))
     alone = [_judge(c, [p], lambda r, f, i=i: rho(r, f)[i:i + 1], "first", ("first", "smoothed"))
              for i, p in enumerate(parts)]
-    cells = [cell | {"verdict": _generally([a["sensitivity"][k]["verdict"] for a in alone])}
+    cells = [cell | {"verdict": generally([a["sensitivity"][k]["verdict"] for a in alone])}
              for k, cell in enumerate(result["sensitivity"])]
-    verdict = _generally([p["verdict"] for p in result["parts"]])
+    verdict = generally([p["verdict"] for p in result["parts"]])
     mixed = [MIXED] if verdict != result["verdict"] else []
     result = result | {"verdict": verdict, "sensitivity": cells, "notes": [*result["notes"], *mixed]}
     by = {f"gamma={g:g}": [c.reach(r) for r in c.roles[f"gamma={g:g}"]] for g in b.gammas}
@@ -309,7 +315,7 @@ def gamma_and_period_trends(c: Curves) -> tuple[str, dict, dict]:
 def oscillation_grows_with_period(c: Curves) -> tuple[str, dict, dict]:
     """Figure 3(b): per seed, Spearman's rho of P against FedLaAvg's oscillation power at its period T(P)."""
     from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
     b = c.b
 
@@ -318,7 +324,7 @@ def oscillation_grows_with_period(c: Curves) -> tuple[str, dict, dict]:
         return [[readings.spearman(b.periods, [c.power(c.roles[f"p={p}"][i], frac, whole) for p in b.periods])
                  for i in range(len(b.seeds))]]
 
-    part = Part(f"P = {', '.join(map(str, b.periods))}", Rule("greater", 0.0, "Spearman rho"))
+    part = Part(f"P = {', '.join(map(str, b.periods))}", RHO_ABOVE_RULE)
     result = _judge(c, [part], rho, "half", ("half", "whole"))
     power = {str(p): [c.power(r) for r in c.roles[f"p={p}"]] for p in b.periods}
     observed = (f"FedLaAvg's power at its period T = P + int({b.beta:g} P) over the second half of the rounds (points^2, "
@@ -332,15 +338,14 @@ def oscillation_grows_with_period(c: Curves) -> tuple[str, dict, dict]:
 
 def early_oscillation(c: Curves) -> tuple[str, dict, dict]:
     """Figure 2: per seed and availability, FedLaAvg's early oscillation (:meth:`Curves.early`) minus FedAvg's."""
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
     def spread(reading: str, frac: float) -> list[list[float]]:
         share = EARLY if reading == "early" else 2 * EARLY
         return [[c.early(x, frac, share) - c.early(y, frac, share)
                  for x, y in zip(c.roles[f"fedlaavg_{a}"], c.roles[f"fedavg_{a}"])] for a in ("ica", "fca")]
 
-    parts = [Part("intermittent availability (ICA)", Rule("greater", 0.0, "accuracy points")),
-             Part("full availability (FCA)", Rule("greater", 0.0, "accuracy points"))]
+    parts = [Part("intermittent availability (ICA)", EARLY_RULE), Part("full availability (FCA)", EARLY_RULE)]
     result = _judge(c, parts, spread, "early", ("early", "early10"))
     sd = {role: [round(c.early(r), 3) for r in c.roles[role]]
           for role in ("fedlaavg_ica", "fedavg_ica", "fedlaavg_fca", "fedavg_fca")}

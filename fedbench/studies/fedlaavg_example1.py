@@ -46,6 +46,12 @@ OFFSETS = (-1.5, -0.5, 0.5, 1.5)
 CLOSED_FORM_TOL = 1e-4  # |w_M - w_inf| allowed (float32 iterates), in units of |mu_2 - mu_1| = 2
 FEDLAAVG_FRACTION = 0.1  # FedLaAvg's distance to w* must be below this fraction of FedAvg's bias
 FLOAT32_RESOLUTION = 1e-6  # distances below this (in units of |mu_2 - mu_1|) are float32 rounding
+# The claims' rules (each judged value deterministic): FedAvg's convergence to the closed form, its bias at the
+# smallest step (distance / small-step bias - 1/2), FedLaAvg's distance against FedAvg's bias, and its growth
+CLOSED_FORM_RULE = Rule("at_most", CLOSED_FORM_TOL, "|mu2 - mu1|")
+BIAS_RULE = Rule("greater", 0.0, "")
+FRACTION_RULE = Rule("at_most", FEDLAAVG_FRACTION, "")
+GROWTH_RULE = Rule("at_most", FLOAT32_RESOLUTION, "|mu2 - mu1|")
 # A distance below the resolution depends on the CPU's kernels (float32 rounding), not on the algorithm: the text
 # prints it as "< 2e-06" (absolute; |mu_2 - mu_1| = 2) and the record and the judged values floor it to 0.
 
@@ -122,10 +128,11 @@ DECLARATION = StudyDeclaration(
                    "statement": "w_inf as above; small-step limit (a mu1 + b mu2)/(a + b) != w* unless mu1 = mu2 or "
                                 "a = b (closed form derived in the setups file (5.6) from appendix A's recurrence; no "
                                 "numbers)"},
-        rule=f"for every eta in {list(ETAS)}: the last end-of-period iterate is within {CLOSED_FORM_TOL} |mu2 - mu1| "
-             "of the closed form and of the previous period's (converged), and at the smallest eta its distance to "
-             "w* is more than half the small-step-limit bias |(a mu1 + b mu2)/(a + b) - w*|. reproduced if all hold, "
-             "not-reproduced otherwise (deterministic: no seed randomness)",
+        effect=f"for every eta in {list(ETAS)}: the distance of the last end-of-period iterate to the closed form and "
+               "to the previous period's (converged), in |mu2 - mu1|; at the smallest eta: its distance to w* divided "
+               "by the small-step-limit bias |(a mu1 + b mu2)/(a + b) - w*|, minus 1/2",
+        rules=(("every eta", CLOSED_FORM_RULE), ("the smallest eta", BIAS_RULE)),
+        notes="Deterministic: no seed randomness",
         reads=('FedAvg',)),
     Claim(
         id='fedlaavg/example-1/fedlaavg-converges',
@@ -135,9 +142,11 @@ DECLARATION = StudyDeclaration(
         published={"value": None, "unit": "parameter w", "scope": "the same example",
                    "statement": "within a bounded range of w* that shrinks with the step size (the constants of "
                                 "Theorem 2 are stripped from our copy)"},
-        rule=f"for every eta, FedLaAvg's largest |w_t - w*| over the last period is below {FEDLAAVG_FRACTION} times "
-             "FedAvg's end-of-period bias |w_inf - w*| at that eta, and it does not grow as eta decreases (beyond "
-             f"float32 resolution, {FLOAT32_RESOLUTION} |mu2 - mu1|). reproduced if both hold, not-reproduced otherwise",
+        effect="for every eta, FedLaAvg's largest |w_t - w*| over the last period divided by FedAvg's "
+               "end-of-period bias |w_inf - w*| at that eta; and the growth of that largest distance as eta "
+               "decreases, in |mu2 - mu1|",
+        rules=(("every eta", FRACTION_RULE), ("the growth", GROWTH_RULE)),
+        notes=f"The growth's threshold is float32 resolution, {FLOAT32_RESOLUTION} |mu2 - mu1|",
         reads=('FedAvg', 'FedLaAvg')),
     ))
 
@@ -185,10 +194,9 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
     _figure(out_dir / "fedlaavg_example1.png", fedavg, fedlaavg, w_star)
     write_simulations(out_dir, records)
 
-    tol = Rule("at_most", CLOSED_FORM_TOL, "|mu2 - mu1|")
-    bias_parts = ([Part(f"eta={eta}: |w_end - w_inf|", tol) for eta in ETAS]
-                  + [Part(f"eta={eta}: |w_end - w_end of the previous period|", tol) for eta in ETAS]
-                  + [Part(f"eta={small}: |w_end - w*| / small-step bias - 1/2", Rule("greater", 0.0, ""))])
+    bias_parts = ([Part(f"eta={eta}: |w_end - w_inf|", CLOSED_FORM_RULE) for eta in ETAS]
+                  + [Part(f"eta={eta}: |w_end - w_end of the previous period|", CLOSED_FORM_RULE) for eta in ETAS]
+                  + [Part(f"eta={small}: |w_end - w*| / small-step bias - 1/2", BIAS_RULE)])
     bias_values = ([resolved(abs(fedavg[eta]["end"] - fedavg[eta]["closed_form"])) / spread for eta in ETAS]
                    + [resolved(abs(fedavg[eta]["end"] - fedavg[eta]["previous_end"])) / spread for eta in ETAS]
                    + [abs(fedavg[small]["end"] - w_star) / limit_bias - 0.5])
@@ -196,10 +204,8 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
                         deterministic=True, reading_names={"final": "end of the last period"})
 
     dists = [fedlaavg[eta]["max_last_period"] for eta in sorted(ETAS, reverse=True)]
-    conv_parts = ([Part(f"eta={eta}: FedLaAvg's max |w - w*| / FedAvg's bias", Rule("at_most", FEDLAAVG_FRACTION, ""))
-                   for eta in ETAS]
-                  + [Part(f"growth of the distance from eta={a_:g} to eta={b_:g}", Rule("at_most", FLOAT32_RESOLUTION,
-                                                                                        "|mu2 - mu1|"))
+    conv_parts = ([Part(f"eta={eta}: FedLaAvg's max |w - w*| / FedAvg's bias", FRACTION_RULE) for eta in ETAS]
+                  + [Part(f"growth of the distance from eta={a_:g} to eta={b_:g}", GROWTH_RULE)
                      for a_, b_ in zip(sorted(ETAS, reverse=True), sorted(ETAS, reverse=True)[1:])])
     conv_values = ([fedlaavg[eta]["max_last_period"] / abs(fedavg[eta]["closed_form"] - w_star) for eta in ETAS]
                    + [resolved(b_ - a_) / spread for a_, b_ in zip(dists, dists[1:])])

@@ -79,13 +79,14 @@ DECLARATION = StudyDeclaration(
                    "statement": "FedProx improves absolute test accuracy by 22% on average in highly heterogeneous "
                                 "settings (the MLSys proceedings abstract says 18.8%); per-dataset values exist only "
                                 "as Figure 7 curves, so the Synthetic(1,1) gain is not published on its own"},
-        rule="per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each the mean of the last 5 "
-             "evaluations, on Synthetic(1,1) at 90% stragglers; " + GAIN_RULE.text() + ". The sign only: the "
-             "published +22 is a five-dataset mean (fedprox/five-datasets/mean-accuracy-gain judges that size), and "
-             "the paper states no gain for Synthetic(1,1) alone. Rule history: the first version read each method at "
-             "its appendix C.3.2 round; that reading compares different rounds (FedAvg seed 2 read at round 10 "
-             "'diverging' though it recovers by round 40), so it is now a sensitivity reading; the second asked the "
-             "interval to reach +5 points, a threshold this project chose (issue 32: removed)",
+        effect="per seed, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each the mean of the last 5 "
+               "evaluations, on Synthetic(1,1) at 90% stragglers",
+        rules=(("", GAIN_RULE),),
+        notes="The sign only: the published +22 is a five-dataset mean (fedprox/five-datasets/mean-accuracy-gain judges "
+              "that size), and the paper states no gain for Synthetic(1,1) alone. Rule history: the first version read "
+              "each method at its appendix C.3.2 round; that reading compares different rounds (FedAvg seed 2 read at "
+              "round 10 'diverging' though it recovers by round 40), so it is now a sensitivity reading; the second "
+              "asked the interval to reach +5 points, a threshold this project chose (issue 32: removed)",
         reads=("fedprox_mu1", "fedavg"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic-1-1/partial-work", where="section 5.2, Figure 1",
@@ -94,9 +95,9 @@ DECLARATION = StudyDeclaration(
         published={"value": None, "unit": "training loss",
                    "scope": "Synthetic(1,1), 50% and 90% stragglers (Figure 1 curves)",
                    "statement": "FedProx(mu=0)'s training loss below FedAvg's"},
-        rule="per seed and straggler level, effect = FedAvg's training loss - FedProx(mu=0)'s, each the mean of the "
-             "last 5 evaluations (a diverged run counts as infinite); each level: " + LOSS_RULE.text()
-             + "; reproduced if both levels are, not-reproduced if one is",
+        effect="per seed and straggler level, effect = FedAvg's training loss - FedProx(mu=0)'s, each the mean of the "
+               "last 5 evaluations (a diverged run counts as infinite)",
+        rules=(("each level", LOSS_RULE),),
         reads=("fedprox_mu0", "fedavg"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic-1-1/mu-stabilises", where="section 5.3.2, Figure 1 and its caption, Figure 7",
@@ -106,11 +107,11 @@ DECLARATION = StudyDeclaration(
                    "scope": "Synthetic(1,1), 0/50/90% stragglers (Figure 1 curves)",
                    "statement": "FedProx(mu>0)'s training-loss curves steadier than FedProx(mu=0)'s, and converging "
                                 "where mu=0 diverges"},
-        rule="instability of a run = the sum of the rises of its training loss from one round to the next (its upward "
-             "variation; a diverged run counts as infinite); per seed and straggler level, effect = instability of "
-             "FedProx(mu=0) - that of FedProx(mu=1); each level: " + INSTABILITY_RULE.text() + "; reproduced if all "
-             "three levels are, not-reproduced if one is. Runs flagged diverging by appendix C.3.2 (f_t - f_t-10 > "
-             "1) are counted and reported, not judged",
+        effect="instability of a run = the sum of the rises of its training loss from one round to the next (its "
+               "upward variation; a diverged run counts as infinite); per seed and straggler level, effect = "
+               "instability of FedProx(mu=0) - that of FedProx(mu=1)",
+        rules=(("each level", INSTABILITY_RULE),),
+        notes="Runs flagged diverging by appendix C.3.2 (f_t - f_t-10 > 1) are counted and reported, not judged",
         reads=("fedprox_mu0", "fedprox_mu1"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic/heterogeneity-hurts-fedavg", where="section 5.3.1, Figure 2 (top row)",
@@ -120,10 +121,10 @@ DECLARATION = StudyDeclaration(
                                                                     "curves)",
                    "statement": "FedAvg's training loss ordered IID < (0,0) < (0.5,0.5) < (1,1); FedProx(mu>0) below "
                                 "FedAvg on the non-IID sets"},
-        rule="training loss = mean of the last 5 evaluations, no stragglers, paired per seed. Parts A: FedAvg's loss "
-             "on each dataset minus its loss on the next less heterogeneous one (three steps); parts B: FedAvg's loss "
-             "minus FedProx(mu=1)'s on each non-IID set. Each part: " + LOSS_RULE.text() + "; reproduced if all six "
-             "are, not-reproduced if one is",
+        effect="training loss = mean of the last 5 evaluations, no stragglers, paired per seed. Parts A: FedAvg's loss "
+               "on each dataset minus its loss on the next less heterogeneous one (three steps); parts B: FedAvg's "
+               "loss minus FedProx(mu=1)'s on each non-IID set",
+        rules=(("each part", LOSS_RULE),),
         reads=("fedavg", "fedprox_mu1"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic/dissimilarity-tracks-loss", where="section 5.3.3, Figure 2 (bottom row)",
@@ -133,12 +134,13 @@ DECLARATION = StudyDeclaration(
         published={"value": None, "unit": "variance of local gradients",
                    "scope": "four synthetic sets, no stragglers (Figure 2 curves)",
                    "statement": "dissimilarity ordered as heterogeneity and as the loss; FedProx(mu>0) lowers it"},
-        rule="dissimilarity of a run = mean of its evaluated dissimilarity over the rounds, no stragglers, paired per "
-             "seed. Parts A: FedAvg's dissimilarity on each dataset minus that on the next less heterogeneous one (it "
-             "follows heterogeneity, the order in which fedprox/synthetic/heterogeneity-hurts-fedavg judges the "
-             "loss); parts B: FedAvg's dissimilarity minus FedProx(mu=1)'s on each non-IID set. Each part: "
-             + DISSIMILARITY_RULE.text() + "; reproduced if all six are, not-reproduced if one is. The per-seed "
-             "Spearman correlation of dissimilarity and loss over the four datasets is reported, not judged",
+        effect="dissimilarity of a run = mean of its evaluated dissimilarity over the rounds, no stragglers, paired "
+               "per seed. Parts A: FedAvg's dissimilarity on each dataset minus that on the next less heterogeneous "
+               "one (it follows heterogeneity, the order in which fedprox/synthetic/heterogeneity-hurts-fedavg judges "
+               "the loss); parts B: FedAvg's dissimilarity minus FedProx(mu=1)'s on each non-IID set",
+        rules=(("each part", DISSIMILARITY_RULE),),
+        notes="The per-seed Spearman correlation of dissimilarity and loss over the four datasets is reported, not "
+              "judged",
         reads=("fedavg", "fedprox_mu1"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic-iid/robust-to-stragglers", where="section 5.2 and appendix C.3.1, Figure 5",
@@ -147,9 +149,9 @@ DECLARATION = StudyDeclaration(
                    "scope": "Synthetic-IID, 0/10/50/90% stragglers (Figure 5 curves)",
                    "statement": "FedAvg's training-loss curves at 0, 10, 50 and 90% stragglers close together"},
         # {levels}: the straggler levels of 10/50/90% that params.yaml's studies run FedAvg at on Synthetic-IID
-        rule="per seed and straggler level, effect = 100 (FedAvg's training loss at that level / its loss at 0% - 1), "
-             "each the mean of the last 5 evaluations; each level ({levels}): "
-             + Rule("at_most", IID_MARGIN, "%").text() + "; reproduced if every level is, not-reproduced if one is",
+        effect="per seed and straggler level, effect = 100 (FedAvg's training loss at that level / its loss at 0% - "
+               "1), each the mean of the last 5 evaluations",
+        rules=(("each level ({levels})", IID_RULE),),
         reads=("fedavg",), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic-1-1/stragglers-0-50/accuracy-gain",
@@ -161,10 +163,10 @@ DECLARATION = StudyDeclaration(
                    "scope": "Synthetic(1,1), 0% and 50% stragglers (Figure 7 curves)",
                    "statement": "'FedProx improves the test accuracy on all datasets' (Figure 1 caption); no number is "
                                 "published at 0% or 50% (the +22 is the 90% five-dataset mean)"},
-        rule="per seed and straggler level, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each "
-             "the mean of the last 5 evaluations (a diverged run reads 0 from its divergence on); each level: "
-             + ACCURACY_RULE.text() + "; reproduced if both levels are, not-reproduced if one is. Direction only: the "
-             "paper publishes no size at these levels. " + REGISTERED_FROM_TEXT,
+        effect="per seed and straggler level, gain = test accuracy of FedProx(mu=1) - that of FedAvg in points, each "
+               "the mean of the last 5 evaluations (a diverged run reads 0 from its divergence on)",
+        rules=(("each level", ACCURACY_RULE),),
+        notes="Direction only: the paper publishes no size at these levels. " + REGISTERED_FROM_TEXT,
         reads=("fedprox_mu1", "fedavg"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic-1-1/stragglers-hurt-fedavg", where="section 5.2, Figure 1",
@@ -174,10 +176,10 @@ DECLARATION = StudyDeclaration(
                    "scope": "Synthetic(1,1), 0/50/90% stragglers (Figure 1 curves)",
                    "statement": "'We see that on all the datasets, systems heterogeneity has negative effects on "
                                 "convergence, and larger heterogeneity results in worse convergence (FedAvg).'"},
-        rule="per seed, FedAvg's training loss (the mean of the last 5 evaluations; a diverged run counts as "
-             "infinite) at the higher straggler level minus that at the lower one, for 0% -> 50% and 50% -> 90%; "
-             "each step: " + LOSS_RULE.text() + "; reproduced if both steps are, not-reproduced if one is. "
-             + REGISTERED_FROM_TEXT,
+        effect="per seed, FedAvg's training loss (the mean of the last 5 evaluations; a diverged run counts as "
+               "infinite) at the higher straggler level minus that at the lower one, for 0% -> 50% and 50% -> 90%",
+        rules=(("each step", LOSS_RULE),),
+        notes=REGISTERED_FROM_TEXT,
         reads=("fedavg",), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic/mu-increases-accuracy", where="section 5.3.2, Figures 6 and 7 (appendix C.3.2)",
@@ -186,13 +188,14 @@ DECLARATION = StudyDeclaration(
         published={"value": None, "unit": "% of cases", "scope": "the six synthetic comparisons of Figures 6 and 7",
                    "statement": "'mu > 0 also increases the accuracy in most cases (see Figure 6 and Figure 7 in "
                                 "Appendix C.3.2)'"},
-        rule="a case is one comparison of Figures 6-7 that the main job runs (" + ", ".join(MU_CASE_LABELS) + "; mu > "
-             "0 is mu = 1, mu = 0 is FedAvg at 0% stragglers and FedProx(mu=0) with stragglers); per seed, share = "
-             "the percentage of the six cases in which FedProx(mu=1)'s test accuracy (the mean of the last 5 "
-             "evaluations; a diverged run reads 0 from its divergence on) is above mu = 0's (a tie counts as not "
-             "above), effect = share - 50 ('most cases': more than half); " + SHARE_RULE.text() + ". The per-case "
-             "gains are reported, not judged. Registered from the paper's text before any of our values for it was "
-             "read; the runs existed already",
+        effect="a case is one comparison of Figures 6-7 that the main job runs (" + ", ".join(MU_CASE_LABELS) + "; mu "
+               "> 0 is mu = 1, mu = 0 is FedAvg at 0% stragglers and FedProx(mu=0) with stragglers); per seed, share = "
+               "the percentage of the six cases in which FedProx(mu=1)'s test accuracy (the mean of the last 5 "
+               "evaluations; a diverged run reads 0 from its divergence on) is above mu = 0's (a tie counts as not "
+               "above), effect = share - 50 ('most cases': more than half)",
+        rules=(("", SHARE_RULE),),
+        notes="The per-case gains are reported, not judged. Registered from the paper's text before any of our values "
+              "for it was read; the runs existed already",
         reads=("fedavg", "fedprox_mu0", "fedprox_mu1"), rounds_paper=PAPER_ROUNDS),
     Claim(
         id="fedprox/synthetic-iid/partial-work-no-effect", where="section 5.2 and appendix C.3.1, Figure 5",
@@ -204,12 +207,12 @@ DECLARATION = StudyDeclaration(
                    "statement": "'whether incorporating partial solutions from the stragglers would not have much "
                                 "effect on convergence' (Figure 5 caption); 'tolerating variable amounts of local "
                                 "work may not cause major improvement' (section 5.2)"},
-        rule="an equivalence rule, its margins registered from the paper's wording ('not much effect') before any of "
-             "our values was read: per seed and straggler level, loss effect = 100 (FedAvg's training loss / "
-             "FedProx(mu=0)'s - 1) and accuracy effect = FedAvg's test accuracy - FedProx(mu=0)'s in points, each the "
-             f"mean of the last 5 evaluations; each loss part: {IID_PARTIAL_LOSS_RULE.text()} (10%: the margin "
-             "fedbench reads Figure 5's 'rather robust' with); each accuracy part: "
-             f"{IID_PARTIAL_ACCURACY_RULE.text()} (5 points: the smallest gain fedbench counts as 'improves'); "
-             "reproduced if every part is, not-reproduced if one is. The runs (the stragglers study) existed already",
+        effect="per seed and straggler level, loss effect = 100 (FedAvg's training loss / FedProx(mu=0)'s - 1) and "
+               "accuracy effect = FedAvg's test accuracy - FedProx(mu=0)'s in points, each the mean of the last 5 "
+               "evaluations",
+        rules=(("each loss part", IID_PARTIAL_LOSS_RULE), ("each accuracy part", IID_PARTIAL_ACCURACY_RULE)),
+        notes="An equivalence rule, its margins registered from the paper's wording ('not much effect') before any of "
+              "our values was read (10%: the margin fedbench reads Figure 5's 'rather robust' with; 5 points: the "
+              "smallest gain fedbench counts as 'improves'). The runs (the stragglers study) existed already",
         reads=("fedavg", "fedprox_mu0"), rounds_paper=PAPER_ROUNDS),
 ))

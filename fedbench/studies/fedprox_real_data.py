@@ -61,9 +61,10 @@ def declaration(s: PaperStudy) -> StudyDeclaration:
             published={"value": None, "unit": "accuracy points", "scope": f"{s.title}, 90% stragglers (Figure 7 curve)",
                        "statement": "per-dataset gains exist only as Figure 7 curves; the +22 points is the "
                                     "five-dataset mean (fedprox/five-datasets/mean-accuracy-gain)"},
-            rule="per seed, gain = test accuracy of FedProx(best mu) - that of FedAvg in points, each the mean of the "
-                 f"last 5 evaluations, at 90% stragglers; {GAIN_RULE.text()} (the sign: the paper states no "
-                 "per-dataset gain, as on Synthetic(1,1))",
+            effect="per seed, gain = test accuracy of FedProx(best mu) - that of FedAvg in points, each the mean of "
+                   "the last 5 evaluations, at 90% stragglers",
+            rules=(("", GAIN_RULE),),
+            notes="The sign: the paper states no per-dataset gain, as on Synthetic(1,1)",
             reads=(best, "fedavg"), rounds_paper=rounds),
         Claim(
             id=claim_id(s, DISSIMILARITY), where="appendix C.3.2, Figure 8",
@@ -72,8 +73,9 @@ def declaration(s: PaperStudy) -> StudyDeclaration:
             published={"value": None, "unit": "variance of local gradients",
                        "scope": f"{s.title}, no stragglers (Figure 8 curve)",
                        "statement": "FedProx(mu>0)'s dissimilarity curve below FedAvg's (FedProx, mu=0)"},
-            rule="per seed, effect = FedAvg's dissimilarity - that of FedProx(best mu), each the mean over the "
-                 f"evaluated rounds, no stragglers; {DISSIMILARITY_RULE.text()}",
+            effect="per seed, effect = FedAvg's dissimilarity - that of FedProx(best mu), each the mean over the "
+                   "evaluated rounds, no stragglers",
+            rules=(("", DISSIMILARITY_RULE),),
             reads=("fedavg", best), rounds_paper=rounds),
         Claim(
             id=claim_id(s, GAIN_0_50), where="section 5.2, Figure 1 caption, Figure 7 (appendix C.3.2)",
@@ -83,11 +85,11 @@ def declaration(s: PaperStudy) -> StudyDeclaration:
                        "scope": f"{s.title}, 0% and 50% stragglers (Figure 7 curves)",
                        "statement": "'FedProx improves the test accuracy on all datasets' (Figure 1 caption); no "
                                     "number is published at 0% or 50%"},
-            rule="per seed and straggler level, gain = test accuracy of FedProx(best mu) - that of FedAvg in points, "
-                 "each the mean of the last 5 evaluations (a diverged run reads 0 from its divergence on); each level: "
-                 f"{ACCURACY_RULE.text()}; reproduced if both levels are, not-reproduced if one is (direction only: "
-                 "no size is published at these levels). Registered from the paper's text before any of our values "
-                 "for it was read",
+            effect="per seed and straggler level, gain = test accuracy of FedProx(best mu) - that of FedAvg in "
+                   "points, each the mean of the last 5 evaluations (a diverged run reads 0 from its divergence on)",
+            rules=(("each level", ACCURACY_RULE),),
+            notes="Direction only: no size is published at these levels. Registered from the paper's text before any "
+                  "of our values for it was read",
             reads=(best, "fedavg"), rounds_paper=rounds),
         Claim(
             id=claim_id(s, STRAGGLERS_HURT), where="section 5.2, Figure 1",
@@ -98,10 +100,10 @@ def declaration(s: PaperStudy) -> StudyDeclaration:
                        "scope": f"{s.title}, 0/50/90% stragglers (Figure 1 curves)",
                        "statement": "'We see that on all the datasets, systems heterogeneity has negative effects on "
                                     "convergence, and larger heterogeneity results in worse convergence (FedAvg).'"},
-            rule="per seed, FedAvg's training loss (the mean of the last 5 evaluations; a diverged run counts as "
-                 "infinite) at the higher straggler level minus that at the lower one, for 0% -> 50% and 50% -> 90%; "
-                 f"each step: {LOSS_RULE.text()}; reproduced if both steps are, not-reproduced if one is. Registered "
-                 "from the paper's text before any of our values for it was read",
+            effect="per seed, FedAvg's training loss (the mean of the last 5 evaluations; a diverged run counts as "
+                   "infinite) at the higher straggler level minus that at the lower one, for 0% -> 50% and 50% -> 90%",
+            rules=(("each step", LOSS_RULE),),
+            notes="Registered from the paper's text before any of our values for it was read",
             reads=("fedavg",), rounds_paper=rounds),
     ))
 
@@ -129,8 +131,9 @@ FIVE_DATASETS = StudyDeclaration(
         published={"value": 22.0, "unit": "accuracy points", "scope": "mean of five datasets, 90% stragglers",
                    "statement": "+22% on average (full text, Figure 7 caption, FP README); the MLSys proceedings "
                                 "abstract says 18.8%, a figure no source explains"},
-        rule="per seed, the mean over the five datasets of the gain of fedbench's per-dataset entries (FedProx at the "
-             f"paper's best mu - FedAvg, mean of the last 5 evaluations, 90% stragglers); {GAIN_RULE.text()}",
+        effect="per seed, the mean over the five datasets of the gain of fedbench's per-dataset entries (FedProx at "
+               "the paper's best mu - FedAvg, mean of the last 5 evaluations, 90% stragglers)",
+        rules=(("", GAIN_RULE),),
         reads=("fedavg", "fedprox_best")),))
 
 
@@ -150,11 +153,12 @@ PARTIAL_WORK = StudyDeclaration(
                    "statement": "'Tolerating for partial solutions to be sent to the central server (FedProx, mu = 0) "
                                 "still performs better than dropping the stragglers (FedAvg)' (Figure 9 caption, five "
                                 "datasets)"},
-        # registered word for word before any run (fedbench/claims/registry.json, 2026-11-26)
-        rule="fedprox/synthetic-1-1/partial-work-e1's rule on each real dataset: per seed and straggler level (50%, "
-             "90%), FedAvg's training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (diverged: "
-             "infinite), E = 1; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies "
-             "below 0; reproduced if every part is; 5 seeds, each dataset's paper rounds",
+        # registered before any run (fedbench/claims/registry.json, 2026-11-26); its words generated since issue 30
+        effect="fedprox/synthetic-1-1/partial-work-e1's rule on each real dataset: per seed and straggler level (50%, "
+               "90%), FedAvg's training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (diverged: "
+               "infinite), E = 1",
+        rules=(("each part", LOSS_RULE),),
+        notes="5 seeds, each dataset's paper rounds",
         reads=("fedavg", "fedprox_mu0"), fidelity="reconstructed",
         note="reconstructed: a straggler runs U{1..S_k-1} of its S_k minibatch steps (train.straggler_epochs: "
              "minibatches), a setting chosen here: the paper's E = 1 straggler rule is not known (the authors' "

@@ -57,11 +57,15 @@ MEASURED = {"seconds": 405, "budget": "paper", "workers": 2, "device": "2 CPU co
             "date": "2026-11-26"}
 ROUNDS, PAPER_ROUNDS = BUDGETS["pipeline"], BUDGETS["paper"]
 COMMAND = "fedbench study run fedprox_synthetic --budget paper"
-NO_EXTRAPOLATION = ("; the verdict is the one at the rounds run, never extrapolated to the paper's 200 rounds (a "
+NO_EXTRAPOLATION = ("the verdict is the one at the rounds run, never extrapolated to the paper's 200 rounds (a "
                     "budget-limited mark may explain it, never change it)")
 K, EPOCHS, BATCH, LR = 10, 20, 10, 0.01
 ADAPTIVE = {"synthetic_iid": 1.0, "synthetic_1_1": 0.0}  # Figure 3's datasets and the paper's starting mu
 ADAPTIVE_MARGIN = 10.0  # % above a fixed mu's loss that is still "competitive"
+# the claims' rules (declared below, judged with these same objects: judge_all)
+ADAPTIVE_RULE = Rule("at_most", ADAPTIVE_MARGIN, "% loss")  # each adaptive-vs-fixed part
+INSTABILITY_RULE = Rule("greater", 0.0, "loss rise")  # each part of the two sampling claims
+LOSS_RULE = Rule("greater", 0.0, "training loss")  # each straggler level at E = 1
 E1_LEVELS = (0.5, 0.9)
 TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_1_1": "Synthetic(1,1)"}
 INSTABILITY = {"upward": "sum of loss rises", "rising": "rounds with a rise"}  # the stability readings' names
@@ -92,13 +96,14 @@ DECLARATION = StudyDeclaration(
                                                                         "curves; Figure 11: all four sets)",
                        "statement": "'this simple heuristic works well empirically'; 'allows for competitive "
                                     "performance'"},
-        rule=("per seed, effect = 100 (adaptive mu's training loss / the fixed mu's - 1), each the mean of the last "
-                  "5 evaluations, against mu = 0 and against mu = 1 on each dataset (four parts: being within the "
-                  "margin of both fixed choices means within it of the better one, which is therefore not picked "
-                  f"after the fact); each part: {Rule('at_most', ADAPTIVE_MARGIN, '%').text()}; a part whose fixed mu "
-                  "the heuristic cannot reach within the rounds run (1 + steps x 5 rounds falling, 1 + steps rising, "
-                  "steps of 0.1) is inconclusive: the mechanism cannot act within the budget; reproduced if all four "
-                  "are, not-reproduced if one is" + NO_EXTRAPOLATION),
+        effect="per seed, effect = 100 (adaptive mu's training loss / the fixed mu's - 1), each the mean of the last "
+               "5 evaluations, against mu = 0 and against mu = 1 on each dataset (four parts: being within the margin "
+               "of both fixed choices means within it of the better one, which is therefore not picked after the "
+               "fact)",
+        rules=(("each part", ADAPTIVE_RULE),),
+        notes="A part whose fixed mu the heuristic cannot reach within the rounds run (1 + steps x 5 rounds falling, "
+              "1 + steps rising, steps of 0.1) is inconclusive: the mechanism cannot act within the budget; "
+              + NO_EXTRAPOLATION,
         reads=('mu0', 'mu1', 'adaptive')),
     Claim(
         id="fedprox/synthetic-1-1/sampling-stability", where="appendix C.2 and C.3.4, Figure 12",
@@ -109,12 +114,13 @@ DECLARATION = StudyDeclaration(
                                                                         "(Figure 12 curves)",
                        "statement": "the proposed sampling 'results in more stable performance for both methods' and "
                                     "'performs slightly better'"},
-        rule=("instability of a run = the sum of the rises of its training loss from one round to the next; per "
-                  "seed, effect = instability under uniform sampling - that under n_k-proportional sampling, for mu = "
-                  "0 and mu = 1 on Synthetic(1,1); each: " + Rule("greater", 0.0, "").text() + "; reproduced if both "
-                  "are, not-reproduced if one is. The two schemes select different devices under one seed: the "
-                  "pairing shares the initial model and the minibatch streams only. Whether the loss is also lower "
-                  "('slightly better') is reported, not judged" + NO_EXTRAPOLATION),
+        effect="instability of a run = the sum of the rises of its training loss from one round to the next; per "
+               "seed, effect = instability under uniform sampling - that under n_k-proportional sampling, for mu = 0 "
+               "and mu = 1 on Synthetic(1,1)",
+        rules=(("each", INSTABILITY_RULE),),
+        notes="The two schemes select different devices under one seed: the pairing shares the initial model and "
+              "the minibatch streams only. Whether the loss is also lower ('slightly better') is reported, not "
+              "judged; " + NO_EXTRAPOLATION,
         reads=('mu0', 'mu1', 'prop-mu0', 'prop-mu1')),
     Claim(
         id="fedprox/synthetic-1-1/partial-work-e1", where="section 5.2, appendix C.3.2, Figures 9 and 10",
@@ -123,10 +129,10 @@ DECLARATION = StudyDeclaration(
             published={"value": None, "unit": "training loss", "scope": "five datasets, E = 1, 0/50/90% stragglers "
                                                                         "(Figure 9 curves)",
                        "statement": "FedProx (mu = 0) below FedAvg in the presence of stragglers"},
-        rule=("per seed and straggler level, effect = FedAvg's training loss - FedProx(mu=0)'s, each the mean of the "
-                  "last 5 evaluations (a diverged run counts as infinite), Synthetic(1,1), E = 1; each level: "
-                  + Rule("greater", 0.0, "").text() + "; reproduced if both are, not-reproduced if one is"
-                  + NO_EXTRAPOLATION),
+        effect="per seed and straggler level, effect = FedAvg's training loss - FedProx(mu=0)'s, each the mean of the "
+               "last 5 evaluations (a diverged run counts as infinite), Synthetic(1,1), E = 1",
+        rules=(("each level", LOSS_RULE),),
+        notes=NO_EXTRAPOLATION[0].upper() + NO_EXTRAPOLATION[1:],
         reads=('e1-drop-0.5', 'e1-keep-0.5', 'e1-drop-0.9', 'e1-keep-0.9'),
         fidelity="reconstructed"),  # E = 1's partial work: our setting where the paper gives none (run() says why)
     Claim(
@@ -138,12 +144,13 @@ DECLARATION = StudyDeclaration(
                                                                         "schemes (Figure 12 curves)",
                        "statement": "'Under either sampling scheme, the settings with mu = 1 demonstrate more stable "
                                     "performance than settings with mu = 0.'"},
-        rule=("instability of a run = the sum of the rises of its training loss from one round to the next (a "
-                  "diverged run counts as infinite); per seed and sampling scheme, effect = instability with mu = 0 - "
-                  "that with mu = 1 on Synthetic(1,1) (under one seed and scheme both see the same devices and "
-                  "minibatches); each scheme: " + Rule("greater", 0.0, "").text() + "; reproduced if both are, "
-                  "not-reproduced if one is. Registered from the paper's text before any of our values for it was "
-                  "read; the runs (this study's sampling arms) existed already" + NO_EXTRAPOLATION),
+        effect="instability of a run = the sum of the rises of its training loss from one round to the next (a "
+               "diverged run counts as infinite); per seed and sampling scheme, effect = instability with mu = 0 - "
+               "that with mu = 1 on Synthetic(1,1) (under one seed and scheme both see the same devices and "
+               "minibatches)",
+        rules=(("each scheme", INSTABILITY_RULE),),
+        notes="Registered from the paper's text before any of our values for it was read; the runs (this study's "
+              "sampling arms) existed already; " + NO_EXTRAPOLATION,
         reads=('mu0', 'mu1', 'prop-mu0', 'prop-mu1')),
 ))
 
@@ -216,8 +223,7 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, 
     rounds = ROUNDS if rounds is None else rounds
     adaptive_pairs = [(d, fixed) for d in ADAPTIVE for fixed in ("mu0", "mu1")]
     adaptive = judge(
-        [Part(f"{TITLES[d]}: adaptive vs mu={fixed[-1]}", Rule("at_most", ADAPTIVE_MARGIN, "% loss")) for d, fixed
-         in adaptive_pairs],
+        [Part(f"{TITLES[d]}: adaptive vs mu={fixed[-1]}", ADAPTIVE_RULE) for d, fixed in adaptive_pairs],
         lambda r, b: [[100 * (read_loss(loss("adaptive", d, s), r, rounds, b) / read_loss(loss(fixed, d, s), r, rounds, b)
                               - 1) for s in seeds] for d, fixed in adaptive_pairs],
         "tail", ("tail", "final", "best"), reading_names=NAMES)
@@ -230,18 +236,18 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, 
         return (upward_variation if reading == "upward" else rising_rounds)(series, rounds, b)
 
     sampling = judge(
-        [Part(f"mu={m}: uniform - proportional", Rule("greater", 0.0, "loss rise")) for m in (0, 1)],
+        [Part(f"mu={m}: uniform - proportional", INSTABILITY_RULE) for m in (0, 1)],
         lambda r, b: [[instability(f"mu{m}", s, r, b) - instability(f"prop-mu{m}", s, r, b) for s in seeds]
                       for m in (0, 1)],
         "upward", ("upward", "rising"), reading_names=INSTABILITY)
     e1 = judge(
-        [Part(f"E=1, {int(f * 100)}% stragglers", Rule("greater", 0.0, "training loss")) for f in E1_LEVELS],
+        [Part(f"E=1, {int(f * 100)}% stragglers", LOSS_RULE) for f in E1_LEVELS],
         lambda r, b: [[read_loss(loss(f"e1-drop-{f:g}", "synthetic_1_1", s), r, rounds, b)
                        - read_loss(loss(f"e1-keep-{f:g}", "synthetic_1_1", s), r, rounds, b) for s in seeds]
                       for f in E1_LEVELS],
         "tail", ("tail", "final", "best"), reading_names=NAMES)
     mu1_stabler = judge(
-        [Part(f"{name}: mu=0 - mu=1", Rule("greater", 0.0, "loss rise")) for name in ("uniform", "proportional")],
+        [Part(f"{name}: mu=0 - mu=1", INSTABILITY_RULE) for name in ("uniform", "proportional")],
         lambda r, b: [[instability(f"{pre}mu0", s, r, b) - instability(f"{pre}mu1", s, r, b) for s in seeds]
                       for pre in ("", "prop-")],
         "upward", ("upward", "rising"), reading_names=INSTABILITY)

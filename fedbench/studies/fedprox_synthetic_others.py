@@ -15,9 +15,10 @@ minibatches, except across sampling schemes, which select differently by design.
   Synthetic(1,1).
 
 Both rules were registered before any run of this study, as placeholders (fedbench/claims/registry.json, commit
-ee3bae3): the rule texts below are those registrations, word for word. A study of its own, not more datasets in
-fedprox_synthetic: adding them there would change that study's registered entries (their deviations, figure and
-reproduced values) and its cost. A verdict is the one at the rounds run, never extrapolated (issue 21).
+ee3bae3): the rules below are those registrations as data (their words generated: fedbench.claims.verdict.rule_text).
+A study of its own, not more datasets in fedprox_synthetic: adding them there would change that study's registered
+entries (their deviations, figure and reproduced values) and its cost. A verdict is the one at the rounds run, never
+extrapolated (issue 21).
 """
 
 from __future__ import annotations
@@ -61,16 +62,9 @@ MEASURED = {"seconds": 702, "budget": "paper", "workers": 2, "device": "2 CPU co
 ADAPTIVE_ID = "fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu"
 SAMPLING_ID = "fedprox/synthetic-others/sampling-stability"
 
-# The two rules as registered before any run (placeholders then): their numbers are the constants the parts read
-ADAPTIVE_RULE = (
-    "fedprox/synthetic/adaptive-mu's rule on Synthetic(0,0) and Synthetic(0.5,0.5) (mu started at 0): per seed, 100 "
-    "(adaptive mu's training loss / the fixed mu's - 1), mean of the last 5 evaluations, against mu = 0 and mu = 1; "
-    f"each part at most +{ADAPTIVE_MARGIN:g}%; a part whose fixed mu the heuristic cannot reach within the rounds run "
-    f"is inconclusive; {len(SEEDS)} seeds, the paper's {PAPER_ROUNDS} rounds")
-SAMPLING_RULE = (
-    "fedprox/synthetic-1-1/sampling-stability's and sampling-mu1-stabler's rules on each of the three other synthetic "
-    "sets (instability = the sum of the training loss's rises; each part above 0 by its 95% interval; reproduced if "
-    f"every part is); {len(SEEDS)} seeds, the paper's {PAPER_ROUNDS} rounds")
+# The two rules as registered before any run (placeholders then), as data: each part's Rule, the one it is judged by
+ADAPTIVE_RULE = Rule("at_most", ADAPTIVE_MARGIN, "% loss")  # each adaptive-vs-fixed part
+SAMPLING_RULE = Rule("greater", 0.0, "loss rise")  # each of the twelve sampling parts
 
 DECLARATION = StudyDeclaration(
     setup="paper",  # FedProx's own synthetic data and setup: its runs are paper-scale at the paper's rounds
@@ -88,7 +82,13 @@ DECLARATION = StudyDeclaration(
               published={"value": None, "unit": "% loss", "scope": "Synthetic(0,0) and (0.5,0.5) (Figure 11 curves)",
                          "statement": "'Full results of choosing mu adaptively on all the synthetic datasets ... this "
                                       "simple heuristic works well in practice' (Figure 11 caption)"},
-              rule=ADAPTIVE_RULE, reads=("mu0", "mu1", "adaptive"), rounds_paper=PAPER_ROUNDS),
+              effect="fedprox/synthetic/adaptive-mu's rule on Synthetic(0,0) and Synthetic(0.5,0.5) (mu started at "
+                     "0): per seed, 100 (adaptive mu's training loss / the fixed mu's - 1), mean of the last 5 "
+                     "evaluations, against mu = 0 and mu = 1",
+              rules=(("each part", ADAPTIVE_RULE),),
+              notes="A part whose fixed mu the heuristic cannot reach within the rounds run is inconclusive; "
+                    f"{len(SEEDS)} seeds, the paper's {PAPER_ROUNDS} rounds",
+              reads=("mu0", "mu1", "adaptive"), rounds_paper=PAPER_ROUNDS),
         Claim(id=SAMPLING_ID, where="appendix C.3.4, Figure 12",
               claim_text="On Synthetic-IID, (0,0) and (0.5,0.5) as well, n_k-proportional sampling with simple "
                          "averages is more stable than uniform sampling with weighted averages, and mu = 1 more "
@@ -98,7 +98,11 @@ DECLARATION = StudyDeclaration(
                          "statement": "Figure 12 caption: the proposed sampling 'performs slightly better'; 'Under "
                                       "either sampling scheme, the settings with mu = 1 demonstrate more stable "
                                       "performance than settings with mu = 0'"},
-              rule=SAMPLING_RULE, reads=("mu0", "mu1", "prop-mu0", "prop-mu1"), rounds_paper=PAPER_ROUNDS),
+              effect="fedprox/synthetic-1-1/sampling-stability's and sampling-mu1-stabler's rules on each of the "
+                     "three other synthetic sets (instability = the sum of the training loss's rises)",
+              rules=(("each part", SAMPLING_RULE),),
+              notes=f"{len(SEEDS)} seeds, the paper's {PAPER_ROUNDS} rounds",
+              reads=("mu0", "mu1", "prop-mu0", "prop-mu1"), rounds_paper=PAPER_ROUNDS),
     ))
 # Figure 12's four comparisons on each dataset: (label, the less stable arm by the paper, the more stable one)
 COMPARISONS = (("mu=0: uniform - proportional", "mu0", "prop-mu0"), ("mu=1: uniform - proportional", "mu1", "prop-mu1"),
@@ -156,7 +160,7 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict]:
     pairs = [(d, fixed) for d in ADAPTIVE for fixed in FIXED_MU]
     labels = [f"{TITLES[d]}: adaptive vs mu={FIXED_MU[fixed]:g}" for d, fixed in pairs]
     adaptive = judge(
-        [Part(label, Rule("at_most", ADAPTIVE_MARGIN, "% loss")) for label in labels],
+        [Part(label, ADAPTIVE_RULE) for label in labels],
         lambda r, b: [[100 * (read_loss(loss("adaptive", d, s), r, rounds, b) / read_loss(loss(fixed, d, s), r, rounds, b)
                               - 1) for s in seeds] for d, fixed in pairs],
         "tail", ("tail", "final", "best"), reading_names=NAMES)
@@ -172,7 +176,7 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict]:
 
     cases = [(d, label, worse, better) for d in SAMPLING for label, worse, better in COMPARISONS]
     sampling = judge(
-        [Part(f"{TITLES[d]}, {label}", Rule("greater", 0.0, "loss rise")) for d, label, _, _ in cases],
+        [Part(f"{TITLES[d]}, {label}", SAMPLING_RULE) for d, label, _, _ in cases],
         lambda r, b: [[instability(worse, d, s, r, b) - instability(better, d, s, r, b) for s in seeds]
                       for d, _, worse, better in cases],
         "upward", ("upward", "rising"), reading_names=INSTABILITY)

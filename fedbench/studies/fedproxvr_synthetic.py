@@ -62,6 +62,9 @@ MEASURED = {"seconds": 4525, "budget": "paper", "workers": 2, "date": "2026-11-2
                       "2026-11-26; 3,955 s: the mu and beta/tau sweeps' 35 runs, 5 of them reused, 2,404 CPU-s, "
                       "2026-11-28)"}
 MARGIN = 1.0  # accuracy points: "matches"
+# the claims' rules (declared below, judged with these same objects: run and sweep_entry)
+MATCH_RULE = Rule("at_least", MARGIN, "accuracy points")  # each of SVRG and SARAH against FedAvg
+SWEEP_RULE = Rule("at_most", 0.0, "Spearman correlation")  # the mu and the beta/tau slides' one part each
 COMMAND = "fedbench study run fedproxvr_synthetic --budget paper"
 
 PUBLISHED_TABLE_1 = [  # copied from the slides (convex task; dataset not stated)
@@ -114,11 +117,12 @@ DECLARATION = StudyDeclaration(
                                                                       "not stated (SARAH - FedAvg: +0.19)",
                    "statement": "84.12% (SVRG) and 84.21% (SARAH) vs 84.02% (FedAvg) at each method's best "
                                 "hyperparameters", "table": PUBLISHED_TABLE_1, "unknown": UNKNOWN},
-        rule=("per seed, effect = best pooled test accuracy of the VR method - that of FedAvg (points) over the "
-              "{evaluations} evaluations; each of SVRG and SARAH: " + Rule("at_least", MARGIN, "accuracy points").text()
-              + f" ({MARGIN:g} point: 'matches'); reproduced if both are, not-reproduced if one is. Rule history: the "
-                "first version could not return not-reproduced before the slides' budget (it needed a settled loss); "
-                "the general budget rule (fedbench.claims.verdict) replaces that condition"),
+        effect="per seed, effect = best pooled test accuracy of the VR method - that of FedAvg (points) over the "
+               "{evaluations} evaluations",
+        rules=(("each of SVRG and SARAH", MATCH_RULE),),
+        notes=f"{MARGIN:g} point: 'matches'. Rule history: the first version could not return not-reproduced before "
+              "the slides' budget (it needed a settled loss); the general budget rule (fedbench.claims.verdict) "
+              "replaces that condition",
         reads=("FedAvg", "SVRG", "SARAH")),
         Claim(
         id="fedproxvr/synthetic/mu-effect",
@@ -129,11 +133,12 @@ DECLARATION = StudyDeclaration(
                    "statement": "the experiment slide is a title over a plot our copy lacks; the analysis slide says "
                                 "'theta and mu are vital control knobs for convergence' and 'To ensure Theta > 0: mu "
                                 "should be large'"},
-        rule=("our reading of the analysis slide (the plot is missing): FedProxVR (SVRG), 100 users, beta = 7, tau = "
-              "20, mu = 0, 0.001, 0.01, 0.1 and 1; instability of a run = the sum of the rises of its training loss "
-              "from one round to the next over the {rounds} rounds run (diverged: infinite); per seed, the Spearman "
-              "correlation of mu and the instability (a seed whose five instabilities are all equal orders nothing: "
-              "0); " + Rule("at_most", 0.0, "Spearman correlation").text() + "; 5 seeds"),
+        effect="our reading of the analysis slide (the plot is missing): FedProxVR (SVRG), 100 users, beta = 7, tau = "
+               "20, mu = 0, 0.001, 0.01, 0.1 and 1; instability of a run = the sum of the rises of its training loss "
+               "from one round to the next over the {rounds} rounds run (diverged: infinite); per seed, the Spearman "
+               "correlation of mu and the instability (a seed whose five instabilities are all equal orders nothing: "
+               "0)",
+        rules=(("", SWEEP_RULE),), notes="5 seeds",
         reads=tuple(mu_arm(mu) for mu in MU_SWEEP)),
         Claim(
         id="fedproxvr/synthetic/beta-tau-effect",
@@ -144,11 +149,11 @@ DECLARATION = StudyDeclaration(
                    "statement": "the experiment slides are titles over plots our copy lacks; the analysis slide says "
                                 "'Optimal beta (thus tau) is large' when communication is expensive and 'Devices will "
                                 "have to run more local iterations'"},
-        rule=("our reading of the analysis slide (the plots are missing): FedProxVR (SVRG), mu = 0.1, B = 32, beta in "
-              "4, 7 and 10 with tau = floor((5 beta^2 - 4 beta) / 8) (Lemma 1's upper end: 8, 27, 57); per seed, the "
-              "Spearman correlation of beta and the rounds until the training loss first reaches the one FedAvg "
-              "(Table 1's settings, same seed) ends the {rounds} rounds at (never: the rounds run; all equal: 0); "
-              + Rule("at_most", 0.0, "Spearman correlation").text() + "; 5 seeds"),
+        effect="our reading of the analysis slide (the plots are missing): FedProxVR (SVRG), mu = 0.1, B = 32, beta in "
+               "4, 7 and 10 with tau = floor((5 beta^2 - 4 beta) / 8) (Lemma 1's upper end: 8, 27, 57); per seed, the "
+               "Spearman correlation of beta and the rounds until the training loss first reaches the one FedAvg "
+               "(Table 1's settings, same seed) ends the {rounds} rounds at (never: the rounds run; all equal: 0)",
+        rules=(("", SWEEP_RULE),), notes="5 seeds",
         reads=tuple(beta_arm(b) for b in BETA_SWEEP))))
 METHODS = ("FedAvg", "SVRG", "SARAH")  # Table 1's arms
 MU_ARMS = DECLARATION.claim("fedproxvr/synthetic/mu-effect").reads
@@ -207,7 +212,7 @@ def sweep_entry(claim_id: str, values: tuple[float, ...], arms: tuple[str, ...],
     verdict's, with their texts), reproduced if its 95% interval lies below 0; its figure: each arm's training loss
     on the first seed."""
     claim = study.claim(claim_id)
-    part = Part(f"{knob} vs {readings[next(iter(readings))]}", Rule("at_most", 0.0, "Spearman correlation"))
+    part = Part(f"{knob} vs {readings[next(iter(readings))]}", claim.rule_for())  # the rule the claim declares
     first = next(iter(readings))
     result = judge([part], lambda r, b: [[spearman(list(values), [reading(m, s, r, b) for m in arms]) for s in seeds]],
                    first, tuple(readings), paper_budget=paper_rounds / rounds, reading_names=readings)
@@ -304,7 +309,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         o = runs[(m, s)]
         return 100 * read_accuracy(o.series("train/loss"), o.series("test/accuracy"), reading, rounds, b)
 
-    parts = [Part(m, Rule("at_least", MARGIN, "accuracy points")) for m in METHODS[1:]]
+    parts = [Part(m, claim.rule_for("each of SVRG and SARAH")) for m in METHODS[1:]]  # the rule the claim declares
     result = judge(parts, lambda r, b: [[acc(m, s, r, b) - acc("FedAvg", s, r, b) for s in seeds] for m in METHODS[1:]],
                    "best", ("best", "tail", "final"), paper_budget=paper_rounds / rounds,
                    reading_names=NAMES | {"best": "best round"})

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedbench.claims.papers import FEDPROXVR_PAPER
+from fedbench.claims.verdict import Rule
 from fedbench.engine.evaluation import DEFAULT_EVALUATIONS
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.scale import Scale
@@ -26,6 +27,8 @@ PAPER_ROUNDS = 1000  # the authors' Numb_Glob_I; the tables' T: 895-995
 READINGS = ("best", "tail", "final")
 READING_NAMES = {"best": "best evaluation", "tail": "mean of the last 5", "final": "final round"}
 BASELINE = "FedAvg"  # every table's first row; the VR methods are judged against it
+# each VR method's part (its accuracy minus FedAvg's): the rule both studies' claims declare and judge_table judges by
+GAIN_RULE = Rule("greater", 0.0, "accuracy points")
 
 PUBLISHED_TABLE_1 = [  # copied from the slides (convex task)
     {"algorithm": "FedAvg", "tau": 10, "beta": 10, "mu": 0, "B": 16, "T": 983, "accuracy": 84.02},
@@ -87,13 +90,13 @@ def judge_table(run_of: Callable[[str, int], Outcome], methods: Sequence[str], s
                 rounds: int) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """One table judged (fedbench.claims.verdict.judge): per seed, each VR method's best test accuracy minus FedAvg's
     (``methods``: FedAvg first; ``run_of(method, seed)``: the run); and each method's best accuracy per seed."""
-    from fedbench.claims.verdict import Part, Rule, judge
+    from fedbench.claims.verdict import Part, judge
 
     def acc(m: str, s: int, reading: str, bud: float) -> float:
         return accuracy(run_of(m, s), reading, rounds, bud)
 
     vr = [m for m in methods if m != BASELINE]
-    parts = [Part(f"{m} - {BASELINE}", Rule("greater", 0.0, "accuracy points")) for m in vr]
+    parts = [Part(f"{m} - {BASELINE}", GAIN_RULE) for m in vr]
     result = judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc(BASELINE, s, r, bud) for s in seeds] for m in vr],
                    "best", READINGS, paper_budget=PAPER_ROUNDS / rounds, reading_names=READING_NAMES)
     return result, {m: [acc(m, s, "best", 1.0) for s in seeds] for m in methods}

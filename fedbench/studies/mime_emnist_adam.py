@@ -3,8 +3,9 @@ Figure 3 and its caption): Mime and MimeLite against FedAvg with Adam as the bas
 FedAvg against the server-only baselines of both panels ("FedAvg is often even worse than the server-only
 baselines"). fedbench.studies.mime_emnist runs the SGDm ordering on the same data.
 
-Both claims were registered as placeholders before any run (fedbench/claims/registry.json, commit ee3bae3): the rule
-texts below are those registrations, word for word. The Adam rule fixes Adam's step and betas before any run, the
+Both claims were registered as placeholders before any run (fedbench/claims/registry.json, commit ee3bae3): their
+rules, declared as data in fedbench.studies.mime_emnist_adam_claims, decide as those registrations did (their words
+are generated from the data). The Adam rule fixes Adam's step and betas before any run, the
 same for every arm, untuned; the slides give no numbers, rates or rounds (paper-setups.md section 2.3).
 
 Setting, fixed before any run of this study: mime_emnist's (both take :data:`LR`, :data:`BUDGETS`, ... from

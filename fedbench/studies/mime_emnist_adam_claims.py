@@ -1,8 +1,9 @@
 """The two claims of fedbench.studies.mime_emnist_adam (the Mime slides' Figure 3 on EMNIST-62: the Adam panel's
 ordering, and FedAvg against the server-only baselines) and their judges.
 
-Both rules are the ones registered for them as placeholders before any run (fedbench/claims/registry.json, commit
-ee3bae3), word for word:
+Both rules decide as the ones registered for them as placeholders before any run (fedbench/claims/registry.json,
+commit ee3bae3); each is declared as data (its effect, :data:`GAIN_RULE` for its parts, how they combine), its words
+generated from it:
 
 - ``mime/emnist62/adam-ordering`` (:func:`judge_adam_ordering`): per seed, best test accuracy of Mime (Adam) minus
   FedAdam's and of MimeLite (Adam) minus FedAdam's, in points; each part reproduced when its 95% interval lies above
@@ -10,8 +11,8 @@ ee3bae3), word for word:
 - ``mime/emnist62/fedavg-below-server-only`` (:func:`judge_below_server_only`): per seed and panel, best test
   accuracy of the server-only baseline minus that of FedAvg with the panel's server optimizer (server-only SGDm -
   FedAvgM, server-only Adam - FedAdam); each panel judged as above, and the panels combined by "often"
-  (:func:`often`): reproduced if one panel is and none is not-reproduced, not-reproduced if both are, else
-  inconclusive. Every cell of the sensitivity (other readings, smaller budgets) is combined the same way.
+  (fedbench.claims.verdict.often): reproduced if one panel is and none is not-reproduced, not-reproduced if both
+  are, else inconclusive. Every cell of the sensitivity (other readings, smaller budgets) is combined the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fedbench.claims.verdict import Rule, often
 from fedbench.studies.mime_real import BASELINE
 from fedbench.study.declaration import Claim
 
@@ -27,6 +29,7 @@ FEDADAM, SERVER_ADAM, SERVER_SGDM = "FedAdam", "server-only Adam", "server-only 
 ADAM_PANEL = ("Mime (Adam)", "MimeLite (Adam)", FEDADAM, SERVER_ADAM)
 PANELS = ((SERVER_SGDM, BASELINE), (SERVER_ADAM, FEDADAM))  # (server-only, FedAvg with the same server optimizer)
 READING_NAMES = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final model"}
+GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # every part (a pair, a panel) of both claims
 
 CLAIMS = (
     Claim(
@@ -36,37 +39,25 @@ CLAIMS = (
         published={"value": None, "unit": "test accuracy", "scope": "talk slides, Figure 3 (middle: Adam)",
                    "statement": "'Mime and MimeLite have very similar performance and are consistently the best' "
                                 "(Figure 3 caption: SGDm and Adam panels); no numbers in our copy"},
-        rule=("mime/emnist62/ordering's rule with Adam in place of SGDm: per seed, best test accuracy (pooled over every "
-              "writer's test images) of Mime minus that of FedAvg with server-side Adam, in points, and the same for "
-              "MimeLite; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; "
-              "reproduced if both are, not-reproduced if one is; 5 seeds; Adam's step and betas fixed before any run "
-              "(beta1 0.9, beta2 0.99, the same for every arm), not tuned"),
+        effect="mime/emnist62/ordering's rule with Adam in place of SGDm: per seed, best test accuracy (pooled over "
+               "every writer's test images) of Mime minus that of FedAvg with server-side Adam, in points, and the "
+               "same for MimeLite; 5 seeds",
+        rules=(("each part", GAIN_RULE),),
+        notes="Adam's step and betas fixed before any run (beta1 0.9, beta2 0.99, the same for every arm), not tuned",
         reads=("Mime (Adam)", "MimeLite (Adam)", FEDADAM), fidelity="stand-in"),
     Claim(
         id="mime/emnist62/fedavg-below-server-only", where="talk slides, Figure 3 and its caption",
         claim_text="FedAvg is often even worse than the server-only baselines (EMNIST-62, SGDm and Adam panels).",
         published={"value": None, "unit": "test accuracy", "scope": "talk slides, Figure 3 and its caption",
                    "statement": "'FedAvg is often even worse than the server-only baselines.'"},
-        rule=("per seed and panel (SGDm, Adam on EMNIST-62), best test accuracy of the server-only baseline (large-batch "
-              "gradients of the sampled clients at the server model, one server step of the base optimizer a round) "
-              "minus that of FedAvg with the same server optimizer, in points; each panel: reproduced if the 95% "
-              "interval lies above 0, not-reproduced if it lies below 0; 'often': reproduced if at least one of the "
-              "two panels is reproduced and none is not-reproduced, not-reproduced if both are, else inconclusive; 5 "
-              "seeds"),
+        effect="per seed and panel (SGDm, Adam on EMNIST-62), best test accuracy of the server-only baseline "
+               "(large-batch gradients of the sampled clients at the server model, one server step of the base "
+               "optimizer a round) minus that of FedAvg with the same server optimizer, in points; 5 seeds",
+        rules=(("each panel", GAIN_RULE),), combination="often",
         reads=(SERVER_SGDM, BASELINE, SERVER_ADAM, FEDADAM), fidelity="stand-in"),
 )
 
 Accuracy = Callable[[str, int, str, float], float]  # acc(arm, seed, reading, budget): test accuracy (%)
-
-
-def often(verdicts: Sequence[str]) -> str:
-    """The registered 'often': reproduced if at least one panel is reproduced and none is not-reproduced,
-    not-reproduced if every panel is, else inconclusive."""
-    if verdicts and all(v == "not-reproduced" for v in verdicts):
-        return "not-reproduced"
-    if "reproduced" in verdicts and "not-reproduced" not in verdicts:
-        return "reproduced"
-    return "inconclusive"
 
 
 def _differences(acc: Accuracy, pairs: Sequence[tuple[str, str]], seeds: Sequence[int]):
@@ -74,9 +65,9 @@ def _differences(acc: Accuracy, pairs: Sequence[tuple[str, str]], seeds: Sequenc
 
 
 def _parts(pairs: Sequence[tuple[str, str]]) -> list[Any]:
-    from fedbench.claims.verdict import Part, Rule
+    from fedbench.claims.verdict import Part
 
-    return [Part(f"{a} - {b}", Rule("greater", 0.0, "accuracy points")) for a, b in pairs]
+    return [Part(f"{a} - {b}", GAIN_RULE) for a, b in pairs]
 
 
 def judge_adam_ordering(acc: Accuracy, seeds: Sequence[int], readings: Sequence[str]) -> dict[str, Any]:
@@ -90,9 +81,9 @@ def judge_adam_ordering(acc: Accuracy, seeds: Sequence[int], readings: Sequence[
 
 def judge_below_server_only(acc: Accuracy, seeds: Sequence[int], readings: Sequence[str]) -> dict[str, Any]:
     """Server-only minus FedAvg on each panel (:data:`PANELS`), per seed, in points; each panel greater than 0; the
-    panels combined by :func:`often`, in the verdict and in every sensitivity cell. fedbench.claims.verdict.judge
-    combines parts by "every part"; its result is kept for the parts and the cells' layout, and each cell's verdict
-    and deciding panel come from judging each panel alone at that cell."""
+    panels combined by fedbench.claims.verdict.often, in the verdict and in every sensitivity cell.
+    fedbench.claims.verdict.judge combines parts by "every part"; its result is kept for the parts and the cells'
+    layout, and each cell's verdict and deciding panel come from judging each panel alone at that cell."""
     from fedbench.claims.verdict import judge
 
     parts, measure = _parts(PANELS), _differences(acc, PANELS, seeds)

@@ -17,7 +17,7 @@ baseline, simulation, evaluation protocol and readings from here too; its own ru
   on), read by fedbench.claims.readings.read_curve (best, the mean of the last 5, final); a budget cut reads the
   evaluations up to it.
 - The rule (:func:`judge_ordering`): per judged seed, Mime minus FedAvgM and MimeLite minus FedAvgM, in points; each
-  part greater than 0.
+  part greater than 0 (:data:`ORDERING_RULE`, which both studies' claims declare).
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from fedbench.claims.verdict import Rule
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.study.declaration import Arm
 
 BASELINE = "FedAvgM"
+ORDERING_RULE = Rule("greater", 0.0, "accuracy points")  # each part of the ordering claim (both studies declare it)
 MOMENTUM = 0.9  # SGDm beta
 EVAL_EVERY = 5  # FedJAX's EMNIST eval_frequency; and the final model
 EVALUATION = (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=EVAL_EVERY),)
@@ -92,11 +94,12 @@ def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0, every: int
 def judge_ordering(acc: Callable[[str, int, str, float], float], methods: Sequence[str], seeds: Sequence[int],
                    primary: str, readings: Sequence[str], reading_names: dict[str, str]) -> dict[str, Any]:
     """The ordering claim's verdict (fedbench.claims.verdict.judge): per seed, each arm of ``methods`` but the
-    baseline minus FedAvgM (``acc(method, seed, reading, budget)``, in points), each part greater than 0."""
-    from fedbench.claims.verdict import Part, Rule, judge
+    baseline minus FedAvgM (``acc(method, seed, reading, budget)``, in points), each part greater than 0
+    (:data:`ORDERING_RULE`)."""
+    from fedbench.claims.verdict import Part, judge
 
     others = [m for m in methods if m != BASELINE]
-    parts = [Part(f"{m} - {BASELINE}", Rule("greater", 0.0, "accuracy points")) for m in others]
+    parts = [Part(f"{m} - {BASELINE}", ORDERING_RULE) for m in others]
     return judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc(BASELINE, s, r, bud) for s in seeds] for m in others],
                  primary, readings, reading_names=reading_names)
 

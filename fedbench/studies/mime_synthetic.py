@@ -63,8 +63,8 @@ SERVER_ONLY = ("server-only SGDm", "server-only SGD")
 TUNED = (f"each arm at its step size of the grid {LR_GRID[0]:g} to {LR_GRID[-1]:g} (4 per decade), "
          + rule_text(TUNING_SEEDS, "the mean test accuracy over the last 5 rounds")
          + f"; per seed ({SEEDS[0]}-{SEEDS[-1]}), effect = test "
-         "accuracy (mean of the last 5 rounds) difference in points; each part: "
-         + Rule("greater", 0.0, "points").text())
+         "accuracy (mean of the last 5 rounds) difference in points")
+GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # every part of the three claims (judge_all judges with it)
 # The study as data (fedbench.study.declaration): the arms (server-only: Mime with one local step), the judged seeds
 # (the tuning seeds stay apart from them), the budget and the claims, each with its rule and the arms it reads;
 # run(seeds=...) runs other judged seeds (params.yaml claim_studies.<group>.mime_synthetic.seeds).
@@ -87,9 +87,10 @@ DECLARATION = StudyDeclaration(
         published={"value": None, "unit": "test accuracy", "scope": "EMNIST62, CIFAR100 (Figure 3 curves)",
                    "statement": "Mime and MimeLite above FedAvg with momentum throughout training; no "
                                 "numbers are available to us"},
-        rule=TUNED + "; parts: Mime (SGDm) - FedAvgM and MimeLite (SGDm) - FedAvgM; reproduced if both are, "
-             "not-reproduced if one is. Rule history: the first version compared training loss after 30 "
-             "rounds, with a coarse grid tuned on the judged seeds and epochs of work that varied by client",
+        effect=TUNED + "; parts: Mime (SGDm) - FedAvgM and MimeLite (SGDm) - FedAvgM",
+        rules=(("each part", GAIN_RULE),),
+        notes="Rule history: the first version compared training loss after 30 rounds, with a coarse grid tuned on "
+              "the judged seeds and epochs of work that varied by client",
         reads=('Mime (SGDm)', 'MimeLite (SGDm)', 'FedAvg + server momentum')),
     Claim(
         id="mime/synthetic-1-1/beats-server-only", where="Figure 3 and its caption ('consistently the best')",
@@ -97,9 +98,9 @@ DECLARATION = StudyDeclaration(
                    "'consistently the best').",
         published={"value": None, "unit": "test accuracy", "scope": "EMNIST62, CIFAR100 (Figure 3 curves)",
                    "statement": "Mime and MimeLite above the server-only SGDm curve; FedAvg often below it"},
-        rule=TUNED + "; parts: Mime (SGDm) - server-only SGDm and MimeLite (SGDm) - server-only SGDm; "
-             "reproduced if both are, not-reproduced if one is. FedAvg against server-only ('often worse') "
-             "is reported, not judged",
+        effect=TUNED + "; parts: Mime (SGDm) - server-only SGDm and MimeLite (SGDm) - server-only SGDm",
+        rules=(("each part", GAIN_RULE),),
+        notes="FedAvg against server-only ('often worse') is reported, not judged",
         reads=('Mime (SGDm)', 'MimeLite (SGDm)', 'server-only SGDm')),
     Claim(
         id="mime/synthetic-1-1/better-use-of-momentum", where="Figure 3 (right) and its caption",
@@ -108,8 +109,9 @@ DECLARATION = StudyDeclaration(
         published={"value": None, "unit": "test accuracy", "scope": "Figure 3 (right), curves",
                    "statement": "'Mime makes better use of momentum than FedAvg, with a large increase in "
                                 "performance'"},
-        rule=TUNED.replace("difference in points", "gain from momentum of Mime (Mime SGDm - Mime SGD) "
-                                                   "minus that of FedAvg (FedAvgM - FedAvg), in points"),
+        effect=TUNED.replace("difference in points", "gain from momentum of Mime (Mime SGDm - Mime SGD) "
+                                                     "minus that of FedAvg (FedAvgM - FedAvg), in points"),
+        rules=(("", GAIN_RULE),),
         reads=('Mime (SGDm)', 'Mime (SGD)', 'FedAvg + server momentum', 'FedAvg')),
 ))
 METHODS = tuple(a.name for a in DECLARATION.arms)
@@ -168,7 +170,7 @@ def judge_all(acc, seeds=None) -> tuple[dict, dict, dict]:
         return lambda r, bud: [acc(a, s, r, bud) - acc(b, s, r, bud) for s in seeds]
 
     def judge_pairs(pairs):
-        parts = [Part(f"{a} - {b}", Rule("greater", 0.0, "accuracy points")) for a, b in pairs]
+        parts = [Part(f"{a} - {b}", GAIN_RULE) for a, b in pairs]
         return judge(parts, lambda r, bud: [diff(a, b)(r, bud) for a, b in pairs], "tail", READINGS,
                      reading_names=NAMES)
 
@@ -179,7 +181,7 @@ def judge_all(acc, seeds=None) -> tuple[dict, dict, dict]:
         return [(acc("Mime (SGDm)", s, r, bud) - acc("Mime (SGD)", s, r, bud))
                 - (acc("FedAvg + server momentum", s, r, bud) - acc("FedAvg", s, r, bud)) for s in seeds]
 
-    usage = judge([Part("Mime's gain from momentum - FedAvg's", Rule("greater", 0.0, "accuracy points"))],
+    usage = judge([Part("Mime's gain from momentum - FedAvg's", GAIN_RULE)],
                   lambda r, bud: [momentum_gain(r, bud)], "tail", READINGS, reading_names=NAMES)
     return fedavgm, server, usage
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from fedbench.claims import registry
 from fedbench.claims.entry import CLAIM_KEYS, claim, not_run
 from fedbench.claims.fidelity import relabelled
 from fedbench.claims.magnitude import combine as combine_parts
@@ -61,8 +62,12 @@ def redeclared(entry: dict[str, Any], c: Claim) -> dict[str, Any]:
     fidelity.relabelled: its rounds, and ``c``'s declared setup), with ``c``'s current published value and its
     direction, magnitude and verdict split again from the entry's recorded parts (no retraining): a corrected
     published value or magnitude part applies to runs made before it. Unchanged where the entry was not judged or
-    its rule is not ``c``'s current one (the runs judged another rule: they must run again)."""
+    its rule is not ``c``'s current one (the runs judged another rule: they must run again). An entry that states
+    ``c``'s rule in words it was reworded from (fedbench.claims.registry.reword: the same rule) takes the current
+    words."""
     entry = entry | {"fidelity": relabelled(entry["fidelity"], entry["rounds_run"], entry["rounds_paper"], c.fidelity)}
+    if entry.get("rule") != c.rule and entry.get("rule") in reworded_from(c.id):
+        entry = entry | {"rule": c.rule}
     if entry.get("verdict") in (None, "not-run") or entry.get("rule") != c.rule:
         return entry
     fields = {k: v for k, v in entry.items() if k in CLAIM_KEYS}
@@ -70,6 +75,13 @@ def redeclared(entry: dict[str, Any], c: Claim) -> dict[str, Any]:
     direction, magnitude, final = split(c.id, c.published, verdict, entry["effect"], entry["parts"])
     fields.update(published=c.published, direction=direction, magnitude=magnitude, verdict=final)
     return claim(**fields) | {k: v for k, v in entry.items() if k not in CLAIM_KEYS}
+
+
+@functools.cache
+def reworded_from(claim_id: str) -> tuple[str, ...]:
+    """The words claim ``claim_id``'s current rule was registered with before it was reworded (the registry's
+    ``rewordings``)."""
+    return tuple(w["rule"] for w in (registry.load().get(claim_id) or {}).get("rewordings", []))
 
 
 def declaration(name: str) -> StudyDeclaration:

@@ -22,7 +22,7 @@ import numpy as np
 
 from fedbench.claims.entry import judged
 from fedbench.claims.stats import fmt_number
-from fedbench.claims.verdict import Part, Rule, combine, judge
+from fedbench.claims.verdict import Part, combine, judge
 
 READING = "rounds to 1% of f*"
 PART_A, PART_B, PART_C = ("(a) SGD's rounds - SCAFFOLD's", "(b) FedAvg's rounds - SGD's",
@@ -82,9 +82,11 @@ def judge_claim(study: ModuleType, curves: dict, steps: dict[str, float | None],
         return [[rounds("sgd", s, budget) - rounds("scaffold", s, budget) for s in seeds],
                 [rounds("fedavg", s, budget) - rounds("sgd", s, budget) for s in seeds]]
 
-    parts = [Part(PART_A, Rule("greater", 0.0, "rounds")), Part(PART_B, Rule("greater", 0.0, "rounds"))]
+    claim = study.DECLARATION.claim(study.CLAIM)  # the rules it declares: (a) and (b) alike, and (c)
+    rule_ab = claim.rule_for("(a) and (b)")
+    parts = [Part(PART_A, rule_ab), Part(PART_B, rule_ab)]
     result = judge(parts, measure, READING, (READING,))
-    rule_c = Rule("greater", HALVING_EDGE, "halvings")
+    rule_c = claim.rule_for("(c)")
     halvings = step_halvings(study, curves, f_star)
     effect_c = rule_c.effect([] if halvings is None else [halvings], deterministic=True)
     verdict_c = rule_c.verdict(effect_c)

@@ -109,64 +109,69 @@ DECLARATION = StudyDeclaration(
     scales=tables.paper_scales(cells(), BUDGETS["paper"], EMNIST_TRAIN, EMNIST_TEST),  # the global test set
     claims=(
     Claim(
-        "scaffold/emnist/rounds-to-0.5", "section 7.1, Table 3",
-        "On EMNIST with logistic regression, SCAFFOLD reaches 0.5 test accuracy in fewer rounds than FedAvg, FedProx "
-        "and SGD at every number of epochs for 0% and 10% similarity.",
-        {"value": None, "unit": "rounds to 0.5 test accuracy", "scope": "EMNIST balanced, 100 clients, 20% sampled",
-         "statement": "0% similarity, 5 epochs: SCAFFOLD 152, FedAvg 428, FedProx 1k+, SGD 317 (1 epoch); 10%: "
-                      "SCAFFOLD 20, FedAvg 34; full Table 3 in real-data.md section 5"},
-        "per seed and cell (similarity 0% and 10% x epochs 1, 5, 10, 20), rounds to 0.5 test accuracy of the "
-        "comparator minus SCAFFOLD's, each algorithm at its own step size of the grid 0.01-1, "
-        + tables.selection_rule(_TUNING, TARGET_T3) + " (disjoint from the judged seeds 0-4); comparators FedAvg and FedProx at the same epochs and SGD (1 epoch); a run that never gets there "
-        "within the R rounds run counts as R (1,000 at the paper budget); each of the 24 parts: reproduced if the "
-        "95% interval lies above 0, not-reproduced if it lies below 0; reproduced if every part is. Sharpened "
-        "before any run: the claim names FedProx and SGD, so they are parts too (the first rule had FedAvg only)",
+        id="scaffold/emnist/rounds-to-0.5", where="section 7.1, Table 3",
+        claim_text="On EMNIST with logistic regression, SCAFFOLD reaches 0.5 test accuracy in fewer rounds than "
+                   "FedAvg, FedProx and SGD at every number of epochs for 0% and 10% similarity.",
+        published={"value": None, "unit": "rounds to 0.5 test accuracy",
+                   "scope": "EMNIST balanced, 100 clients, 20% sampled",
+                   "statement": "0% similarity, 5 epochs: SCAFFOLD 152, FedAvg 428, FedProx 1k+, SGD 317 (1 epoch); "
+                                "10%: SCAFFOLD 20, FedAvg 34; full Table 3 in real-data.md section 5"},
+        effect="per seed and cell (similarity 0% and 10% x epochs 1, 5, 10, 20), rounds to 0.5 test accuracy of the "
+               "comparator minus SCAFFOLD's, each algorithm at its own step size of the grid 0.01-1, "
+               + tables.selection_rule(_TUNING, TARGET_T3) + " (disjoint from the judged seeds 0-4); comparators "
+               "FedAvg and FedProx at the same epochs and SGD (1 epoch); a run that never gets there within the R "
+               "rounds run counts as R (1,000 at the paper budget)",
+        rules=(("each of the 24 parts", judging.ROUNDS_RULE),),
+        notes="Sharpened before any run: the claim names FedProx and SGD, so they are parts too (the first rule had "
+              "FedAvg only)",
         reads=("scaffold", "fedavg", "fedprox", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity="paper-scale",
         note="learning-rate grid (0.01-1, the paper's is not given) tuned per algorithm and cell on seeds 100-102, "
              "judged on 0-4; "
              "batch ceil(n_k/5) so one epoch is 5 steps; SGD is large-batch minibatch SGD (full local gradients, one "
              "server step a round)"),
     Claim(
-        "scaffold/emnist/sampling", "section 7.1, Table 4",
-        "On EMNIST (400 clients, 5 epochs), SCAFFOLD needs fewer rounds than FedAvg to reach 0.45 accuracy at 20%, "
-        "5% and 1% of clients sampled.",
-        {"value": None, "unit": "rounds to 0.45 test accuracy", "scope": "EMNIST balanced, 400 clients",
-         "statement": "0% similarity: SCAFFOLD 143/290/790, FedAvg 179/334/1k+; 10%: 9/13/28 vs 12/17/35"},
-        "per seed and cell (similarity 0% and 10% x 20%, 5%, 1% sampled), rounds to 0.45 test accuracy of FedAvg "
-        "minus SCAFFOLD's, each at its own step size of the grid 0.01-1, " + tables.selection_rule(_TUNING, TARGET_T4)
-        + " (judged on 0-4); never: R "
-        "(1,000 at the paper budget); each of the 6 parts: reproduced if the 95% interval lies above 0, "
-        "not-reproduced if it lies below 0; reproduced if every part is",
+        id="scaffold/emnist/sampling", where="section 7.1, Table 4",
+        claim_text="On EMNIST (400 clients, 5 epochs), SCAFFOLD needs fewer rounds than FedAvg to reach 0.45 accuracy "
+                   "at 20%, 5% and 1% of clients sampled.",
+        published={"value": None, "unit": "rounds to 0.45 test accuracy", "scope": "EMNIST balanced, 400 clients",
+                   "statement": "0% similarity: SCAFFOLD 143/290/790, FedAvg 179/334/1k+; 10%: 9/13/28 vs 12/17/35"},
+        effect="per seed and cell (similarity 0% and 10% x 20%, 5%, 1% sampled), rounds to 0.45 test accuracy of "
+               "FedAvg minus SCAFFOLD's, each at its own step size of the grid 0.01-1, "
+               + tables.selection_rule(_TUNING, TARGET_T4) + " (judged on 0-4); never: R (1,000 at the paper budget)",
+        rules=(("each of the 6 parts", judging.ROUNDS_RULE),),
         reads=("scaffold", "fedavg"), rounds_paper=PAPER_ROUNDS, fidelity="paper-scale",
         note="learning-rate grid (0.01-1) tuned per algorithm and cell on seeds 100-102, judged on 0-4; batch "
              "ceil(282/5) = 57 so one epoch is 5 steps"),
     Claim(
-        "scaffold/emnist/two-layer-accuracy", "section 7.1, Table 5",
-        "On EMNIST with a two-layer network, SCAFFOLD's best accuracy after 1,000 rounds is above FedAvg's and SGD's "
-        "at 0% and 10% similarity.",
-        {"value": 0.801, "unit": "best test accuracy", "scope": "EMNIST balanced, 2-layer FC, 5 epochs, 0% similarity",
-         "statement": "SGD .766/.764, FedAvg .787/.828, SCAFFOLD .801/.842 (0%/10% similarity); hidden width not "
-                      "given"},
-        "per seed, SCAFFOLD's best test accuracy over the rounds run minus the comparator's (points), each at its "
-        "own step size of the grid 0.01-1, " + tables.selection_rule(_TUNING, None) + " (judged on 0-4); comparators "
-        "FedAvg and SGD, at 0% "
-        "and 10% similarity; each of the 4 parts: reproduced if the 95% interval lies above 0, not-reproduced if it "
-        "lies below 0; reproduced if every part is. Sharpened before any run: the claim names SGD, so it is a part "
-        "too (the first rule had FedAvg only)",
+        id="scaffold/emnist/two-layer-accuracy", where="section 7.1, Table 5",
+        claim_text="On EMNIST with a two-layer network, SCAFFOLD's best accuracy after 1,000 rounds is above FedAvg's "
+                   "and SGD's at 0% and 10% similarity.",
+        published={"value": 0.801, "unit": "best test accuracy",
+                   "scope": "EMNIST balanced, 2-layer FC, 5 epochs, 0% similarity",
+                   "statement": "SGD .766/.764, FedAvg .787/.828, SCAFFOLD .801/.842 (0%/10% similarity); hidden "
+                                "width not given"},
+        effect="per seed, SCAFFOLD's best test accuracy over the rounds run minus the comparator's (points), each at "
+               "its own step size of the grid 0.01-1, " + tables.selection_rule(_TUNING, None) + " (judged on 0-4); "
+               "comparators FedAvg and SGD, at 0% and 10% similarity",
+        rules=(("each of the 4 parts", judging.ACCURACY_RULE),),
+        notes="Sharpened before any run: the claim names SGD, so it is a part too (the first rule had FedAvg only)",
         reads=("scaffold", "fedavg", "sgd"), rounds_paper=PAPER_ROUNDS, fidelity="paper-scale",
         note="the 2-layer network's width is not given (fedbench's scaffold_mlp: 784-256-47); learning-rate grid "
              "(0.01-1) tuned per algorithm and similarity on seeds 100-102, judged on 0-4"),
     Claim(
-        "scaffold/emnist/5-clients-beat-fedavg-50", "talk slides, 'Effect of number of clients'",
-        "On EMNIST (400 clients, 47 classes, 1 epoch per round, similarity 0), SCAFFOLD sampling 5 clients a round is "
-        "better than FedAvg sampling 50.",
-        {"value": None, "unit": "rounds to 0.45 test accuracy", "scope": "EMNIST balanced, 400 clients, similarity 0, "
-                                                                          "1 epoch",
-         "statement": "'SCAFFOLD with 5 clients is better than FedAvg with 50!' (a plot our copy lacks; no numbers)"},
-        "per seed, rounds to 0.45 test accuracy (Table 4's target at 400 clients; the first evaluation at it) of FedAvg "
-        "sampling 50 clients minus that of SCAFFOLD sampling 5, 1 epoch (5 steps), similarity 0, each at its own step "
-        "of the grid 0.01-1, " + tables.selection_rule(_TUNING, TARGET_T4) + ", judged on seeds 0-4; a run that never gets there within the R rounds run counts as R; "
-        "reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0. Registered before any run",
+        id="scaffold/emnist/5-clients-beat-fedavg-50", where="talk slides, 'Effect of number of clients'",
+        claim_text="On EMNIST (400 clients, 47 classes, 1 epoch per round, similarity 0), SCAFFOLD sampling 5 clients "
+                   "a round is better than FedAvg sampling 50.",
+        published={"value": None, "unit": "rounds to 0.45 test accuracy",
+                   "scope": "EMNIST balanced, 400 clients, similarity 0, 1 epoch",
+                   "statement": "'SCAFFOLD with 5 clients is better than FedAvg with 50!' (a plot our copy lacks; no "
+                                "numbers)"},
+        effect="per seed, rounds to 0.45 test accuracy (Table 4's target at 400 clients; the first evaluation at it) "
+               "of FedAvg sampling 50 clients minus that of SCAFFOLD sampling 5, 1 epoch (5 steps), similarity 0, each "
+               "at its own step of the grid 0.01-1, " + tables.selection_rule(_TUNING, TARGET_T4) + ", judged on "
+               "seeds 0-4; a run that never gets there within the R rounds run counts as R",
+        rules=(("", judging.ROUNDS_RULE),),
+        notes="Registered before any run",
         reads=("scaffold", "fedavg"), rounds_paper=PAPER_ROUNDS, fidelity="paper-scale",
         note="the slide's axis and round budget are not in our copy: rounds to Table 4's 0.45 within 1,000 rounds; "
              "learning-rate grid (0.01-1) tuned per algorithm on seeds 100-102, judged on 0-4"),

@@ -75,6 +75,13 @@ PEAK_FROM, PEAK_TO = 1e-2, 1e-8  # the converging phase: f - f* from 1e-2 to 1e-
 HETERO_TOLERANCE = 25.0  # % change of SCAFFOLD's rounds per decade that still counts as "unaffected"
 SPEEDUP_BANDS = {2: (1.5, 2.5), 10: (2.5, 6.0)}  # "2 times", "only 4 times"
 STEPS_G = 1.0  # the local-steps runs' G (the rate in the converging phase does not depend on G)
+# The rules that judge the claims' parts (declared in DECLARATION; fedbench.studies.scaffold_quadratics_claims judges
+# with these same objects): SCAFFOLD's change of speed with G, FedAvg's plateau, the order of the speedups and the
+# bands of "2 times" and "only 4 times" (speedup(K) - the band's middle, within half the band's width)
+HETERO_RULE = Rule("within", HETERO_TOLERANCE, "%")
+PLATEAU_RULE = Rule("greater", 0.0, "decades")
+ORDER_RULE = Rule("greater", 0.0, "x")
+BAND_RULES = {k: Rule("within", (hi - lo) / 2, "x") for k, (lo, hi) in SPEEDUP_BANDS.items()}
 
 
 # The study as data (fedbench.study.declaration): deterministic (exact gradients, both clients every round: no
@@ -107,15 +114,15 @@ DECLARATION = StudyDeclaration(
                                                                             "G in {1, 10, 100}, K in {2, 10}",
                    "statement": "SCAFFOLD's curves for different G coincide; FedAvg slows with G (Figure 3; no "
                                 "numbers)"},
-        rule="deterministic (no seed randomness). Parts 1-4: SCAFFOLD (zero start, as the paper prescribes), "
-              "100 (rounds per decade at G / at G = 1 - 1), each at its best step size, for G = 10 and 100 and K = 2 "
-              f"and 10: {Rule('within', HETERO_TOLERANCE, '%').text()}. Parts 5-8: FedAvg judged by its plateau, "
-              "log10 (plateau at the larger G / plateau at the smaller), for G 1 -> 10 and 10 -> 100 and K = 2 and "
-              "10: " + Rule("greater", 0.0, "decades").text() + ". reproduced if all eight hold, not-reproduced if one "
-              "fails. Rule history: the first version ran another instance (10-dimensional quadratics, G 0.01 to "
-              "100) and compared rounds to a target, which charges SCAFFOLD for the zero start's first-round drift; "
-              "in this version's first run the plateau was the lowest f - f* of the run, round 0 included, which "
-              "caps it at f(x0) - f* when FedAvg never gets below its start: it is now the value at the end",
+        effect="deterministic (no seed randomness). Parts 1-4: SCAFFOLD (zero start, as the paper prescribes), "
+               "100 (rounds per decade at G / at G = 1 - 1), each at its best step size, for G = 10 and 100 and K = 2 "
+               "and 10. Parts 5-8: FedAvg judged by its plateau, log10 (plateau at the larger G / plateau at the "
+               "smaller), for G 1 -> 10 and 10 -> 100 and K = 2 and 10",
+        rules=(("parts 1-4", HETERO_RULE), ("parts 5-8", PLATEAU_RULE)),
+        notes="Rule history: the first version ran another instance (10-dimensional quadratics, G 0.01 to 100) and "
+              "compared rounds to a target, which charges SCAFFOLD for the zero start's first-round drift; in this "
+              "version's first run the plateau was the lowest f - f* of the run, round 0 included, which caps it at "
+              "f(x0) - f* when FedAvg never gets below its start: it is now the value at the end",
         reads=('scaffold', 'fedavg')),
     Claim(
         id='scaffold/quadratics/local-steps-help',
@@ -125,13 +132,15 @@ DECLARATION = StudyDeclaration(
                    "times faster, K=10 only about 4 times.",
         published={"value": 4.0, "unit": "x faster than SGD", "scope": "K=10 on the scalar-quadratics demo (K=2: 2x)",
                    "statement": "Larger K is better; K=2 is 2 times faster; K=10 is only 4 times better (talk slides)"},
-        rule="deterministic. At each shared step size in " + ", ".join(f"{lr:g}" for lr in COMMON_LRS)
-              + " (x 1/beta; the slides: SCAFFOLD 'works with the same learning rate as SGD'): speedup(K) = SGD's "
-                "rounds per decade / SCAFFOLD's (zero start, G = 1). Parts: speedup(K=10) - speedup(K=2): "
-              + Rule("greater", 0.0, "x").text() + "; speedup(K=2) within [1.5, 2.5] and speedup(K=10) within "
-                "[2.5, 6] ('2 times', 'only 4 times'; bands unchanged from the first version). reproduced if every "
-                "part holds at every step size, not-reproduced if one fails. Rule history: the first version ran "
-                "another instance whose Hessian similarity was chosen so that theory predicted the speedups",
+        effect="deterministic. At each shared step size in " + ", ".join(f"{lr:g}" for lr in COMMON_LRS)
+               + " (x 1/beta; the slides: SCAFFOLD 'works with the same learning rate as SGD'): speedup(K) = SGD's "
+                 "rounds per decade / SCAFFOLD's (zero start, G = 1). Parts, at every step size: speedup(K=10) - "
+                 "speedup(K=2); speedup(K=2) within [1.5, 2.5] and speedup(K=10) within [2.5, 6] ('2 times', 'only 4 "
+                 "times'; bands unchanged from the first version), read as speedup(K) - the band's middle",
+        rules=(("speedup(K=10) - speedup(K=2)", ORDER_RULE),
+               *((f"speedup(K={k}) - {(lo + hi) / 2:g}", BAND_RULES[k]) for k, (lo, hi) in SPEEDUP_BANDS.items())),
+        notes="Rule history: the first version ran another instance whose Hessian similarity was chosen so that "
+              "theory predicted the speedups",
         reads=('scaffold', 'sgd')),
     ))
 

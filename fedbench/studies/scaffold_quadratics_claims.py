@@ -16,7 +16,7 @@ import numpy as np
 
 from fedbench.claims import readings
 from fedbench.claims.stats import fmt_number
-from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.verdict import Part, judge
 
 
 def _best_rpd(q: ModuleType, curves: dict, method: str, g: float, k: int, rounds: int | None = None) -> tuple[float, float]:
@@ -34,12 +34,11 @@ def heterogeneity_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
     parts, rows = [], []
     for k in q.K_VALUES:
         for g in q.G_VALUES[1:]:
-            parts.append(Part(f"SCAFFOLD K={k}: rounds per decade, G={g:g} vs G={g0:g}",
-                              Rule("within", q.HETERO_TOLERANCE, "%")))
+            parts.append(Part(f"SCAFFOLD K={k}: rounds per decade, G={g:g} vs G={g0:g}", q.HETERO_RULE))
             rows.append(("scaffold", k, g))
     for k in q.K_VALUES:
         for lo, hi in zip(q.G_VALUES, q.G_VALUES[1:]):
-            parts.append(Part(f"FedAvg K={k}: log10 plateau, G={hi:g} vs G={lo:g}", Rule("greater", 0.0, "decades")))
+            parts.append(Part(f"FedAvg K={k}: log10 plateau, G={hi:g} vs G={lo:g}", q.PLATEAU_RULE))
             rows.append(("fedavg", k, (lo, hi)))
 
     def measure(reading, budget):
@@ -99,10 +98,10 @@ def heterogeneity_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
 def local_steps_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
     parts, rows = [], []
     for lr in q.COMMON_LRS:
-        parts.append(Part(f"step {lr:g}: speedup(K=10) - speedup(K=2)", Rule("greater", 0.0, "x")))
+        parts.append(Part(f"step {lr:g}: speedup(K=10) - speedup(K=2)", q.ORDER_RULE))
         rows.append(("order", lr))
         for k, (lo, hi) in q.SPEEDUP_BANDS.items():
-            parts.append(Part(f"step {lr:g}: speedup(K={k}) - {(lo + hi) / 2:g}", Rule("within", (hi - lo) / 2, "x")))
+            parts.append(Part(f"step {lr:g}: speedup(K={k}) - {(lo + hi) / 2:g}", q.BAND_RULES[k]))
             rows.append((k, lr))
 
     def speedup(k, lr, rounds, tuned=False):

@@ -10,21 +10,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fedbench.claims.verdict import Rule
 from fedbench.studies.scaffold_tables import ACCURACY_READINGS, ROUNDS_READINGS, Runs, mean
 from fedbench.study.declaration import StudyDeclaration
+
+# The rules both studies' claims declare for their parts (their DECLARATIONs) and judge them by: a comparator's rounds
+# to the target minus SCAFFOLD's (Tables 3 and 4, the client-count figure), SCAFFOLD's best accuracy minus a
+# comparator's (Table 5)
+ROUNDS_RULE = Rule("greater", 0.0, "rounds")
+ACCURACY_RULE = Rule("greater", 0.0, "accuracy points")
 
 
 def rounds_gap(runs: Runs, pairs: Sequence[tuple[str, Any, Any]], target: float, **judge_args: Any) -> dict[str, Any]:
     """The verdict (fedbench.claims.verdict.judge) that SCAFFOLD needs fewer rounds: per part ``(label, cell,
     comparator)`` and judged seed, the comparator cell's rounds to ``target`` minus the (SCAFFOLD) cell's, each at its
-    selected step, greater than 0; "first" (primary) and "held" readings."""
-    from fedbench.claims.verdict import Part, Rule, judge
+    selected step, greater than 0 (:data:`ROUNDS_RULE`); "first" (primary) and "held" readings."""
+    from fedbench.claims.verdict import Part, judge
 
     def measure(reading: str, fraction: float) -> list[list[float]]:
         return [[a - b for a, b in zip(runs.reached(other, target, reading, fraction),
                                        runs.reached(mine, target, reading, fraction))] for _, mine, other in pairs]
 
-    return judge([Part(label, Rule("greater", 0.0, "rounds")) for label, _, _ in pairs], measure, "first",
+    return judge([Part(label, ROUNDS_RULE) for label, _, _ in pairs], measure, "first",
                  tuple(ROUNDS_READINGS), reading_names=ROUNDS_READINGS, **judge_args)
 
 
@@ -56,12 +63,11 @@ def table5_result(runs: Runs, similarities: Sequence[int], labels: dict[str, str
                   **judge_args: Any) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Table 5's verdict, reproduced cells and observation (without the paper's numbers): per judged seed and
     similarity, SCAFFOLD's best test accuracy minus FedAvg's and SGD's, in points, each cell (``cell(method,
-    similarity)``) at its selected step; "best" (primary) and "tail" readings."""
-    from fedbench.claims.verdict import Part, Rule, judge
+    similarity)``) at its selected step, greater than 0 (:data:`ACCURACY_RULE`); "best" (primary) and "tail" readings."""
+    from fedbench.claims.verdict import Part, judge
 
     rows = [(s, comp) for s in similarities for comp in ("fedavg", "sgd")]
-    parts = [Part(f"{s}% similarity: SCAFFOLD - {labels[comp]}", Rule("greater", 0.0, "accuracy points"))
-             for s, comp in rows]
+    parts = [Part(f"{s}% similarity: SCAFFOLD - {labels[comp]}", ACCURACY_RULE) for s, comp in rows]
 
     def measure(reading: str, fraction: float) -> list[list[float]]:
         return [[100 * (a - b) for a, b in zip(runs.accuracy(cell("scaffold", s), reading, fraction),

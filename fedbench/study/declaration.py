@@ -76,7 +76,7 @@ class Claim:
     # was registered with, where the study added runs for later claims that this one does not read (its hash holds)
 
     def __post_init__(self) -> None:
-        if not self.rule:  # TRANSITION: a claim not yet converted states its rule and no rules (removed when all are)
+        if not self.rule or not self.rules:  # its words come from its data (given only by replace: on_seeds)
             try:
                 text = rule_text(self.effect, self.rules, self.combination, self.notes)
             except ValueError as e:

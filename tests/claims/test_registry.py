@@ -310,9 +310,10 @@ def test_cli_rewords_into_the_named_file(tmp_path):
     claims = tmp_path / "claims.json"
     claims.write_text(json.dumps({"claims": [_entry(rule="greater than 0, in other words")]}))
     args = [sys.executable, "-m", "fedbench.cli", "claims", "register", "--claims", str(claims), "--registry", str(path)]
-    refused = subprocess.run(args + ["--reworded"], capture_output=True, text=True, cwd=ROOT)
+    refused = subprocess.run(args + ["--reworded"], capture_output=True, text=True, cwd=ROOT, check=False)
     assert refused.returncode == 1 and refused.stderr.strip() == "fedbench claims register: a rewording needs its reason (--why)"
-    done = subprocess.run(args + ["--reworded", "--why", "generated"], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(args + ["--reworded", "--why", "generated"], capture_output=True, text=True, cwd=ROOT,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "reworded p/x"  # frozen, not yet confirmed: the frozen block moves with it
     assert reg.load(path)["p/x"]["frozen"]["hash"] == reg.frozen_hash(_entry(rule="greater than 0, in other words"))

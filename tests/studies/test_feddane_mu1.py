@@ -42,7 +42,7 @@ def test_the_setting_is_feddane_synthetics():
     from fedbench.studies import feddane_synthetic as mu0
 
     for name in ("DATASETS", "NON_IID", "NUM_DEVICES", "DATA_SEED", "TRAIN_FRACTION", "K", "EPOCHS", "BATCH", "LR",
-                 "IID_SIMILAR", "READING_NAMES"):
+                 "IID_SIMILAR", "READING_NAMES", "SIMILAR_RULE", "WORSE_RULE"):
         assert getattr(study, name) == getattr(mu0, name), name
     data, theirs = study._synthetic("synthetic_0_0"), mu0._synthetic("synthetic_0_0")
     assert np.array_equal(data.train.x, theirs.train.x) and np.array_equal(data.train.y, theirs.train.y)
@@ -90,6 +90,7 @@ def test_the_test_size_run(study_run):
     (entry,) = ran.claims
     assert entry["id"] == CLAIM and (entry["rounds_run"], entry["rounds_paper"]) == (2, 200)
     assert entry["fidelity"] == "smoke-check"  # 2 of 200 rounds: under a tenth (fedbench.claims.fidelity)
-    assert entry["rule"] == study.RULE and len(entry["parts"]) == 2  # Synthetic-IID and the one non-IID set kept
+    assert entry["rule"] == study.DECLARATION.claim(CLAIM).rule and len(entry["parts"]) == 2  # Synthetic-IID and
+    # the one non-IID set kept
     # judged, it is still the registered rule (its parts and readings fill fields empty at registration)
     assert registry.status(entry, registry.load())["status"] == "registered"

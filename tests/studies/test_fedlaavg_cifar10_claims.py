@@ -103,7 +103,7 @@ def test_oscillation_grows_with_period(amplitude, verdict):
 @pytest.mark.parametrize("la, avg, verdict", [
     ((0.02, 0.02), (0.01, 0.01), "reproduced"),
     ((0.01, 0.01), (0.02, 0.02), "not-reproduced"),
-    ((0.02, 0.01), (0.01, 0.02), "not-reproduced"),  # ICA holds, FCA does not: 'reproduced if both are'
+    ((0.02, 0.01), (0.01, 0.02), "not-reproduced"),  # ICA holds, FCA does not: 'not-reproduced if one is'
 ])
 def test_early_oscillation(la, avg, verdict):
     def wiggle(r):

@@ -15,6 +15,7 @@ from fedbench.claims.entry import sensitivity_of
 from fedbench.claims.magnitude import magnitude_of
 from fedbench.config import load_config
 from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_claims
+from fedbench.studies import fedprox_main_job as main_job
 from fedbench.studies import fedprox_code_sensitivity as study
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
@@ -27,7 +28,10 @@ def test_the_rule_and_readings_are_the_headlines():
     first_sentence = headline["rule"].split(". ")[0]
     assert first_sentence.endswith("reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0")
     assert study.PART.rule == main_claims.GAIN_RULE  # the sign (issue 32: no project-chosen threshold)
-    assert study.RULE.split(". ")[0] == first_sentence
+    declared = main_job.DECLARATION.claim(study.HEADLINE)  # every variant's rule: the headline's effect and Rule
+    for c in study.DECLARATION.claims:
+        assert (c.effect, c.rules, c.combination) == (declared.effect, declared.rules, declared.combination)
+        assert c.rule.split(". ")[0] == first_sentence
     assert study.READINGS == main_curves.ACCURACY_READINGS and study.PRIMARY == "tail"
     # the main job's settings, which each variant changes in one field
     t = cfg.train

@@ -25,8 +25,9 @@ def test_the_setting_is_fedprox_synthetics():
     from fedbench.studies import fedprox_synthetic as fig3
 
     for name in ("NUM_DEVICES", "DATA_SEED", "TRAIN_FRACTION", "K", "EPOCHS", "BATCH", "LR", "ADAPTIVE_MARGIN",
-                 "INSTABILITY"):
+                 "INSTABILITY", "ADAPTIVE_RULE"):
         assert getattr(study, name) == getattr(fig3, name), name
+    assert study.SAMPLING_RULE == fig3.INSTABILITY_RULE  # the rule of fedprox_synthetic's two sampling claims
     for mu_init, mu in ((0.0, 1.0), (0.0, 0.0), (1.0, 0.0), (0.5, 0.2)):
         assert study.rounds_to_reach(mu_init, mu) == fig3.rounds_to_reach(mu_init, mu)
     assert study.rounds_to_reach(0.0, 1.0) == 11  # ten rises of 0.1, the first round only records the loss
@@ -110,6 +111,6 @@ def test_the_test_size_run(study_run):
     assert (adaptive["rounds_run"], adaptive["rounds_paper"], adaptive["fidelity"]) == (3, 200, "smoke-check")
     # in 3 rounds mu cannot climb from 0 to 1: the two parts against mu = 1 are inconclusive whatever their interval
     assert [p["verdict"] for p in adaptive["parts"]][1::2] == ["inconclusive"] * 2
-    assert len(sampling["parts"]) == 12 and sampling["rule"] == study.SAMPLING_RULE
+    assert len(sampling["parts"]) == 12 and sampling["rule"] == study.DECLARATION.claim(study.SAMPLING_ID).rule
     book = registry.load()
     assert [registry.status(e, book)["status"] for e in ran.claims] == ["registered"] * 2  # judged, rules unchanged

@@ -183,6 +183,19 @@ def test_a_recorded_run_is_rejudged_with_the_corrected_published_value():
     assert redeclared(old | {"rule": "another rule"}, c) == old | {"rule": "another rule"}  # the runs judged another
 
 
+def test_a_recorded_run_in_words_its_rule_was_reworded_from_takes_the_current_words(monkeypatch):
+    """A paper run recorded before its rule's words were regenerated (fedbench.claims.registry.reword) judged the same
+    rule: it is read with the current words, and re-judged like any recorded run; other words are another rule."""
+    from fedbench.studies import real_data
+
+    c, old = _as_run_left_it()
+    monkeypatch.setattr(real_data, "reworded_from", lambda cid: ("the registered words",) if cid == c.id else ())
+    before = old | {"rule": "the registered words"}
+    assert real_data.redeclared(before, c) == real_data.redeclared(old, c)
+    assert real_data.redeclared(before, c)["rule"] == c.rule
+    assert real_data.redeclared(old | {"rule": "other words"}, c)["rule"] == "other words"
+
+
 def test_the_report_reads_a_recorded_run_with_the_current_declaration(tmp_path):
     from fedbench.studies import paper_entries
 

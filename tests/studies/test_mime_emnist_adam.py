@@ -15,30 +15,32 @@ from fedbench.algorithms.mime import Mime
 from fedbench.algorithms.server_only import ServerOnly
 from fedbench.claims import registry
 from fedbench.claims.stats import DIGITS
+from fedbench.claims.verdict import often
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import mime_emnist, mime_emnist_adam as study
 from fedbench.studies.mime_emnist_adam import DECLARATION
 from fedbench.studies.mime_real import femnist_simulation
-from fedbench.studies.mime_emnist_adam_claims import judge_adam_ordering, judge_below_server_only, often
+from fedbench.studies.mime_emnist_adam_claims import judge_adam_ordering, judge_below_server_only
 from fedbench.studies.real_data import not_run_entry
 from tests.studies.real_fixtures import build_real
 from fedbench.study.record import read_simulations
 
 ADAM = {"beta1": 0.9, "beta2": 0.99, "eps": 1e-8}
-# the rules as registered before any run (fedbench/claims/registry.json, commit ee3bae3), word for word
+# the rules, word for word: they decide as registered before any run (fedbench/claims/registry.json, commit ee3bae3);
+# their words are generated from the rules as data (fedbench.claims.verdict.rule_text)
 REGISTERED = {
     "mime/emnist62/adam-ordering": (
         "mime/emnist62/ordering's rule with Adam in place of SGDm: per seed, best test accuracy (pooled over every "
         "writer's test images) of Mime minus that of FedAvg with server-side Adam, in points, and the same for "
-        "MimeLite; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0; "
-        "reproduced if both are, not-reproduced if one is; 5 seeds; Adam's step and betas fixed before any run "
-        "(beta1 0.9, beta2 0.99, the same for every arm), not tuned"),
+        "MimeLite; 5 seeds; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below "
+        "0; the claim: reproduced if every part is, not-reproduced if one is, inconclusive otherwise. Adam's step and "
+        "betas fixed before any run (beta1 0.9, beta2 0.99, the same for every arm), not tuned"),
     "mime/emnist62/fedavg-below-server-only": (
         "per seed and panel (SGDm, Adam on EMNIST-62), best test accuracy of the server-only baseline (large-batch "
         "gradients of the sampled clients at the server model, one server step of the base optimizer a round) minus "
-        "that of FedAvg with the same server optimizer, in points; each panel: reproduced if the 95% interval lies "
-        "above 0, not-reproduced if it lies below 0; 'often': reproduced if at least one of the two panels is "
-        "reproduced and none is not-reproduced, not-reproduced if both are, else inconclusive; 5 seeds"),
+        "that of FedAvg with the same server optimizer, in points; 5 seeds; each panel: reproduced if the 95% "
+        "interval lies above 0, not-reproduced if it lies below 0; the claim: 'often': reproduced if some part is "
+        "reproduced and none is not-reproduced, not-reproduced if every part is, inconclusive otherwise"),
 }
 
 
@@ -111,7 +113,8 @@ def test_adam_ordering_gives_each_verdict():
     assert r["parts"][0]["per_seed"] == pytest.approx([6.0, 6.5, 8.5])
 
 
-def test_often_combines_the_panels_as_registered():
+def test_often_combines_the_panels_as_registered():  # fedbench.claims.verdict.often, the claim's combination
+    assert DECLARATION.claim("mime/emnist62/fedavg-below-server-only").combination == "often"
     assert often(["reproduced", "reproduced"]) == "reproduced"
     assert often(["reproduced", "inconclusive"]) == "reproduced"  # at least one, none refuted
     assert often(["reproduced", "not-reproduced"]) == "inconclusive"

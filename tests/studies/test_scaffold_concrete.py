@@ -18,9 +18,9 @@ from fedbench.studies import scaffold_concrete_claims as claims
 
 CLAIM = "scaffold/uci-concrete/faster-than-sgd"
 F_STAR = 50.0
-# a shrunk study: 20 rounds, three step factors, two selection seeds
+# a shrunk study: 20 rounds, three step factors, two selection seeds (the claim's declared rules: the study's)
 SMALL = SimpleNamespace(MAX_ROUNDS=20, TARGET=0.01, LR_FACTORS=(1.0, 0.5, 0.25), METHODS=study.METHODS,
-                        SELECTION_SEEDS=(100, 101))
+                        SELECTION_SEEDS=(100, 101), DECLARATION=study.DECLARATION, CLAIM=CLAIM)
 SEEDS = (0, 1, 2, 3, 4)
 
 
@@ -56,7 +56,7 @@ def _judge(largest, judged, **kw):
 def test_the_rule_is_the_registered_one_word_for_word():
     book = registry.load()
     claim = study.DECLARATION.claim(CLAIM)
-    assert book[CLAIM]["before_result"] is True and book[CLAIM]["spec"]["rule"] == claim.rule == study.RULE
+    assert book[CLAIM]["before_result"] is True and book[CLAIM]["spec"]["rule"] == claim.rule
     (entry,) = not_run_entries("scaffold_concrete", "not run", "running it")  # as the report shows it before a run
     assert registry.status(entry, book)["status"] == "registered"
 
@@ -156,7 +156,8 @@ def test_the_test_size_run(study_run):
     assert len(names) == len(set(names)) == 3 * 2 * 1 + 2 * sum(v is not None for v in steps.values())
     assert steps["sgd"] == 1.0  # gradient descent at 1/L reaches 1% of f* in 30 rounds on the generated table
     # run on split seeds 0 and 1, the rule names them where the registered one names 0-4 (StudyDeclaration.on_seeds)
-    assert entry["rule"] == study.RULE.replace("split seeds 0-4", "split seeds 0-1") != study.RULE
+    rule = study.DECLARATION.claim(CLAIM).rule
+    assert entry["rule"] == rule.replace("split seeds 0-4", "split seeds 0-1") != rule
     assert entry["id"] == CLAIM and (entry["rounds_run"], entry["rounds_paper"]) == (30, None)
     assert entry["fidelity"] == "reconstructed" and [p["part"] for p in entry["parts"]] == [
         claims.PART_A, claims.PART_B, claims.PART_C]
@@ -164,6 +165,6 @@ def test_the_test_size_run(study_run):
     assert (ran.out / "scaffold_concrete.png").exists()
     # judged, it is still the registered rule (its parts and readings fill fields empty at registration), on other
     # seeds: the frozen hash reads a mention of the run's own seeds as a placeholder
-    on_declared = {**entry, "rule": study.RULE, "seeds": {**entry["seeds"], "training": [0, 1, 2, 3, 4]}}
+    on_declared = {**entry, "rule": rule, "seeds": {**entry["seeds"], "training": [0, 1, 2, 3, 4]}}
     assert registry.status(on_declared, registry.load())["status"] == "registered"
     assert registry.frozen_hash(entry) == registry.frozen_hash(on_declared)

@@ -11,10 +11,15 @@ import pytest
 from fedbench.errors import ConfigError
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
+SAYS = "; reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0"  # Rule("greater").text()
+
 
 def _claim(**over):
+    from fedbench.claims.verdict import Rule
+
     return Claim(**{"id": "p/x/c", "where": "Table 1", "claim_text": "A beats B.", "published": {"value": 1.0},
-                    "rule": "over the {evaluations} evaluations: A - B >= 0", "reads": ("A", "B")} | over)
+                    "effect": "over the {evaluations} evaluations: A - B >= 0", "rules": (("", Rule("greater")),),
+                    "reads": ("A", "B")} | over)
 
 
 def _study(**over):
@@ -26,7 +31,7 @@ def test_a_consistent_declaration_loads_and_reads():
     s = _study()
     assert s.runs() == [("A", 0), ("B", 0), ("A", 1), ("B", 1)] and s.rounds("pipeline") == 5
     assert s.with_seeds((3,)).seeds == (3,) and s.with_seeds(None) is s
-    assert s.claims[0].rule_at(evaluations=6) == "over the 6 evaluations: A - B >= 0"
+    assert s.claims[0].rule_at(evaluations=6) == "over the 6 evaluations: A - B >= 0" + SAYS
 
 
 @pytest.mark.parametrize("over, message", [
@@ -70,11 +75,12 @@ def test_on_other_seeds_each_rule_names_them_and_keeps_its_frozen_hash():
     exploratory rule's."""
     from fedbench.claims import registry
 
-    named = _claim(rule="per judged seed (0-4), A - B >= 0.1 over 10 rounds")
-    s = _study(seeds=(0, 1, 2, 3, 4), claims=(named, _claim(id="p/x/d", rule="A - B >= 0")))
+    named = _claim(effect="per judged seed (0-4), A - B >= 0.1 over 10 rounds")
+    s = _study(seeds=(0, 1, 2, 3, 4), claims=(named, _claim(id="p/x/d", effect="A - B >= 0")))
     on = s.on_seeds((1060, 1061, 1062, 1063, 1064))
     assert on.seeds == (1060, 1061, 1062, 1063, 1064)
-    assert [c.rule for c in on.claims] == ["per judged seed (1060-1064), A - B >= 0.1 over 10 rounds", "A - B >= 0"]
+    assert [c.rule for c in on.claims] == ["per judged seed (1060-1064), A - B >= 0.1 over 10 rounds" + SAYS,
+                                       "A - B >= 0" + SAYS]
 
     def entry(d):
         return d.entry("p/x/c", scale={}, deviations=[], figure=None, fidelity="stand-in", rounds_run=10,
@@ -92,7 +98,7 @@ def test_rule_fields_give_each_budgets_value_of_every_field_a_rule_names():
     left without a value, is refused at load. Braces around other text are no field."""
     s = _study(rule_fields={"pipeline": {"evaluations": 6}})
     assert s.entry("p/x/c", s.rule_fields["pipeline"], scale={}, deviations=[], figure=None, fidelity="stand-in",
-                   rounds_run=None, rounds_paper=None)["rule"] == "over the 6 evaluations: A - B >= 0"
+                   rounds_run=None, rounds_paper=None)["rule"] == "over the 6 evaluations: A - B >= 0" + SAYS
     with pytest.raises(ConfigError) as err:
         _study(rule_fields={"paper": {"evaluations": 6}})
     assert str(err.value) == "study toy: rule_fields: ['paper'] are not budgets of the study; allowed: pipeline"
@@ -100,7 +106,7 @@ def test_rule_fields_give_each_budgets_value_of_every_field_a_rule_names():
         _study(rule_fields={"pipeline": {"rounds": 5}})
     assert str(err.value) == ("study toy: rule_fields.pipeline: no value for ['evaluations'] (claims.p/x/c's rule names "
                               "them); allowed: a value for every field a rule names")
-    assert _study(claims=(_claim(rule="steps {1, 1/2, ...}"),), rule_fields={"pipeline": {}}).rule_fields
+    assert _study(claims=(_claim(effect="steps {1, 1/2, ...}"),), rule_fields={"pipeline": {}}).rule_fields
 
 
 def test_an_entry_comes_from_its_claim_declaration():
@@ -108,10 +114,10 @@ def test_an_entry_comes_from_its_claim_declaration():
         "p/x/c", rule_fields={"evaluations": 11}, scale={}, deviations=[], figure=None, fidelity="stand-in",
         rounds_run=10, rounds_paper=None)
     assert (e["id"], e["paper"], e["where"], e["claim"], e["published"], e["rule"], e["seeds"], e["verdict"]) == (
-        "p/x/c", "P", "Table 1", "A beats B.", {"value": 1.0}, "over the 11 evaluations: A - B >= 0",
+        "p/x/c", "P", "Table 1", "A beats B.", {"value": 1.0}, "over the 11 evaluations: A - B >= 0" + SAYS,
         {"training": [3, 4], "data": [7]}, "not-run")
     assert _study().entry("p/x/c", scale={}, deviations=[], figure=None, fidelity="stand-in", rounds_run=1,
-                          rounds_paper=None, training_seeds=[0])["rule"] == "over the {evaluations} evaluations: A - B >= 0"
+                          rounds_paper=None, training_seeds=[0])["rule"] == "over the {evaluations} evaluations: A - B >= 0" + SAYS
 
 
 def test_a_declaration_imports_no_torch():
@@ -219,8 +225,8 @@ def test_a_study_not_run_yet_is_labelled_as_its_run_will_be():
     tally counts them where it will count them once they run; and a setup outside the allowed ones is one line."""
     import yaml
 
-    from fedbench.study.registry import declaration
     from fedbench.studies.entries import not_run_entries
+    from fedbench.study.registry import declaration
 
     labels = {e["id"]: e["fidelity"] for e in not_run_entries("fedprox_synthetic", "x", "y", "paper")}
     assert labels["fedprox/synthetic-1-1/partial-work-e1"] == "reconstructed"

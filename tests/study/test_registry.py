@@ -69,3 +69,44 @@ def test_the_registry_and_every_declaration_import_no_torch():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "23 []", out.stderr[-2000:]
+
+
+def _every_claim():
+    """Every declared claim (the 89 of the report): the registry's studies, the main job and FedProx's real-data
+    claims, one per id."""
+    from fedbench.studies import fedprox_main_job
+    from fedbench.studies import fedprox_real_data as real
+    from fedbench.study.paper_profile import STUDIES as PAPER
+
+    decls = [registry.declaration(n) for n in registry.names()] + [fedprox_main_job.DECLARATION, real.FIVE_DATASETS,
+                                                                    real.PARTIAL_WORK]
+    decls += [real.declaration(s) for s in [*PAPER.values(), real.MNIST5K_STUDY] if not s.partial_work]
+    return {c.id: c for d in decls for c in d.claims}
+
+
+def test_every_rule_is_data_and_its_words_are_generated_from_it():
+    """Issue 30, item 3: no claim states its rule in words of its own. Each declares its effect, its parts' rules,
+    their combination and notes, and its rule is the words generated from them; only the rules say a decision."""
+    from fedbench.claims.verdict import rule_text
+
+    claims = _every_claim()
+    assert len(claims) == 89
+    for c in claims.values():
+        assert c.rules and c.rule == rule_text(c.effect, c.rules, c.combination, c.notes), c.id
+        assert "reproduced if" not in c.effect, c.id
+
+
+def test_every_judged_part_is_judged_by_a_rule_its_claim_declares():
+    """The committed report's judged claims: each part's rule (its words, which state kind, threshold and unit) is one
+    of the rules its claim declares, so the words a reader sees are the code's (scaffold_concrete's part (c) adds what
+    its threshold means on the step grid, as registered)."""
+    import json
+
+    claims = _every_claim()
+    entries = json.loads((STUDIES.parents[1] / "reports" / "claims.json").read_text())["claims"]
+    judged = [e for e in entries if e["parts"]]
+    assert len(judged) == 42
+    for e in judged:
+        declared = tuple(rule.text() for _, rule in claims[e["id"]].rules)
+        assert all(p["rule"] in declared or p["rule"].startswith(declared[-1] + " (on the grid") for p in e["parts"]), \
+            e["id"]
