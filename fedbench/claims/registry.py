@@ -230,12 +230,12 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
            ids: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
     """``registry`` with the claims of ``entries`` whose rule changed in its words alone re-keyed to the new words, and
     the list of what was done (issue 30, item 3: a rule's words are generated from its data, so rewording them is no
-    change of the rule). A claim qualifies where everything else its registration holds (parts with their rules,
-    primary reading, readings, budgets, runs, published value, magnitude part: :func:`changed_fields` gives "rule"
-    alone) is unchanged; it keeps its registration (commit, date, before_result, verdict, history). Its frozen
-    block, confirmatory verdict or deterministic mark is kept only where it was frozen on exactly this rule in the old
-    words (its frozen hash is that of the entry with the registered words), and is re-keyed with it. Each
-    rewording is recorded under the claim's ``rewordings``: the old words, the old hashes, the commit, the date and
+    change of the rule). A claim qualifies where its entry, put back in the words it was registered with, is
+    registered (:func:`status`): everything else its registration holds (parts with their rules, primary reading,
+    readings, budgets, runs, published value, magnitude part) is unchanged; it keeps its registration (commit, date,
+    before_result, verdict, history). Its frozen block, confirmatory verdict or deterministic mark is kept only where
+    it was frozen on exactly this rule in the old words (its frozen hash is that of the entry with the registered
+    words), and is re-keyed with it. Each rewording is recorded under the claim's ``rewordings``: the old words, the old hashes, the commit, the date and
     ``why``. A claim whose change is more than its words is refused (ValueError naming it and the fields): that is a
     rule change (``register --why``)."""
     if not why:
@@ -250,11 +250,11 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
         st = status(e, registry)
         if st["status"] != "changed":
             continue
-        if st["changed_fields"] != ["rule"]:
-            refused.append(f"{e['id']} ({', '.join(st['changed_fields'])})")
-            continue
         old = out[e["id"]]
         before = (old.get("spec") or {}).get("rule", "")
+        if status({**e, "rule": before}, registry)["status"] != "registered":  # in its old words it is not the rule
+            refused.append(f"{e['id']} ({', '.join(st['changed_fields'])})")
+            continue
         record = {"rule": before, "hash": old["hash"], "changed": f"{commit} {date}", "why": why}
         as_registered = frozen_hash({**e, "rule": before})
         new = {**old, "hash": content_hash(rule_spec(e)), "spec": rule_spec(e)}
