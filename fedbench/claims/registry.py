@@ -257,7 +257,9 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
             continue
         record = {"rule": before, "hash": old["hash"], "changed": f"{commit} {date}", "why": why}
         as_registered = frozen_hash({**e, "rule": before})
-        new = {**old, "hash": content_hash(rule_spec(e)), "spec": rule_spec(e)}
+        spec = {**(old.get("spec") or {}), "rule": e["rule"]}  # what was registered, in the new words
+        hashed = spec if old["hash"] == content_hash(old.get("spec") or {}) else rule_spec(e)  # the hash is the
+        new = {**old, "hash": content_hash(hashed), "spec": spec}  # spec's, or that of the entry it was keyed to
         for key in ("frozen", "confirmatory", "deterministic"):
             block = old.get(key)
             if block and block.get("hash") == as_registered:
@@ -267,6 +269,8 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
                 raise ValueError(f"{e['id']}: its {key} block ({block.get('hash')}) is not of the rule in its "
                                  f"registered words ({as_registered}); nothing reworded")
         new["rewordings"] = [*old.get("rewordings", []), record]
+        if status(e, {e["id"]: new})["status"] != "registered":  # cannot happen: the same rule in other words
+            raise ValueError(f"{e['id']}: not registered in its new words after rewording; nothing reworded")
         out[e["id"]] = new
         done.append(f"reworded {e['id']}" + (" (confirmation kept)" if "confirmatory_hash" in record else ""))
     if refused:

@@ -278,7 +278,8 @@ def test_rewording_rekeys_a_rule_whose_words_alone_changed_and_keeps_its_confirm
     new = r2["p/x"]
     assert (new["commit"], new["date"], new["verdict"], new["history"]) == (
         r["p/x"]["commit"], r["p/x"]["date"], r["p/x"]["verdict"], r["p/x"]["history"])  # the registration stands
-    assert new["hash"] == reg.content_hash(reg.rule_spec(reworded)) and new["spec"]["rule"] == reworded["rule"]
+    assert new["spec"] == {**r["p/x"]["spec"], "rule": reworded["rule"]}  # what was registered, in the new words
+    assert new["hash"] == reg.content_hash(new["spec"])
     assert new["frozen"] == {**r["p/x"]["frozen"], "hash": reg.frozen_hash(reworded)}
     assert new["confirmatory"] == {**r["p/x"]["confirmatory"], "hash": reg.frozen_hash(reworded)}
     assert new["rewordings"] == [{"rule": "greater than 0", "hash": r["p/x"]["hash"], "changed": "stu 2026-11-30",
@@ -317,3 +318,16 @@ def test_cli_rewords_into_the_named_file(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "reworded p/x"  # frozen, not yet confirmed: the frozen block moves with it
     assert reg.load(path)["p/x"]["frozen"]["hash"] == reg.frozen_hash(_entry(rule="greater than 0, in other words"))
+
+
+def test_rewording_keeps_what_was_registered_open():
+    """A rule registered before any run leaves its parts and readings open (filled at the first judgement): after
+    rewording they are still open, so a run at another size (a fixture's fewer parts) is the registered rule in the
+    new words exactly when it was in the old."""
+    r, _ = reg.register([_entry(verdict="not-run")], {}, "abc", "2026-11-26")
+    other = _entry(threshold="reproduced if the 95% interval lies above +5")  # parts the registration left open
+    assert reg.status(other, r)["status"] == "registered"
+    r2, done = reg.reword([_entry(rule="in other words")], r, "stu", "2026-11-30", why="generated")
+    assert done == ["reworded p/x"] and r2["p/x"]["spec"] == {**r["p/x"]["spec"], "rule": "in other words"}
+    assert reg.status(other | {"rule": "in other words"}, r2)["status"] == "registered"
+    assert reg.status(other, r2)["status"] == "changed"  # the old words are no longer the registered ones
