@@ -236,7 +236,8 @@ def test_projection_is_linear_in_rounds_runs_and_steps():
 E1_RULE = ("fedprox/synthetic-1-1/partial-work-e1's rule on each real dataset: per seed and straggler level (50%, "
            "90%), FedAvg's training loss - FedProx(mu=0)'s, each the mean of the last 5 evaluations (diverged: "
            "infinite), E = 1; each part: reproduced if the 95% interval lies above 0, not-reproduced if it lies below "
-           "0; reproduced if every part is; 5 seeds, each dataset's paper rounds")  # as registered, word for word
+           "0; the claim: reproduced if every part is, not-reproduced if one is, inconclusive otherwise. 5 seeds, each "
+           "dataset's paper rounds")  # as registered (reworded, issue 30 item 3: generated from its data)
 
 
 def test_partial_work_e1_not_run_with_the_four_commands_their_summed_cost_and_its_registered_rule(tmp_path):
