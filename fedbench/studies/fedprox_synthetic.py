@@ -182,9 +182,8 @@ def simulation(arm: str, dataset: str, seed: int, rounds: int | None = None) -> 
         algorithm = FedProxAdaptiveMu(lr=LR, mu_init=settings["mu_init"][dataset])
     else:
         algorithm = PartialEpochStragglers(lr=LR, fraction=settings["stragglers"], keep=settings["keep"])
-    cfg = sim_config(evaluations=DECLARATION.evaluation,
-                     rounds=rounds, clients_per_round=K, local_epochs=epochs, batch_size=BATCH, sampling=sampling,
-                     seed=seed)
+    cfg = sim_config(evaluations=DECLARATION.evaluation, rounds=rounds, clients_per_round=K, local_epochs=epochs,
+                     batch_size=BATCH, sampling=sampling, seed=seed)
     return Simulation(f"{arm}/{dataset}/seed={seed}", cfg, functools.partial(_synthetic, dataset), model, algorithm,
                       {"arm": arm, "dataset": dataset})
 
@@ -230,11 +229,9 @@ def judge_all(loss, seeds=None, rounds: int | None = None) -> tuple[dict, dict, 
     fixed_mu = {"mu0": 0.0, "mu1": 1.0}
     adaptive = cannot_act(adaptive, [f"{TITLES[d]}: adaptive vs mu={fixed[-1]}" for d, fixed in adaptive_pairs
                                      if rounds_to_reach(ADAPTIVE[d], fixed_mu[fixed]) > rounds], rounds)
-
     def instability(arm, s, reading, b):
         series = loss(arm, "synthetic_1_1", s)
         return (upward_variation if reading == "upward" else rising_rounds)(series, rounds, b)
-
     sampling = judge(
         [Part(f"mu={m}: uniform - proportional", INSTABILITY_RULE) for m in (0, 1)],
         lambda r, b: [[instability(f"mu{m}", s, r, b) - instability(f"prop-mu{m}", s, r, b) for s in seeds]
@@ -259,7 +256,6 @@ def figure(path: Path, losses: dict[tuple[str, str, int], list[float]], seeds: t
 
     def mean_curve(arm, d):
         return np.mean([np.asarray(losses[(arm, d, s)], dtype=float) for s in seeds], 0)
-
     fig, axes = pyplot().subplots(1, 4, figsize=(17, 3.8))
     for ax, d in zip(axes[:2], ADAPTIVE):
         for arm, label in (("mu0", "FedAvg (FedProx, mu=0)"), ("mu1", "FedProx, mu=1"),
@@ -290,10 +286,8 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
     losses = runs.curves(declare(seeds), simulation, "train/loss", rounds=rounds)
     figure(runs.out / "fedprox_synthetic.png", losses, seeds)
     adaptive, sampling, e1, mu1_stabler = judge_all(lambda a, d, s: losses[(a, d, s)], seeds, rounds=rounds)
-
     def tail(arm, d):
         return [read_loss(losses[(arm, d, s)], "tail", rounds) for s in seeds]
-
     scale = {"devices": NUM_DEVICES, "clients_per_round": K, "local_epochs": EPOCHS, "batch_size": BATCH, "lr": LR,
              "rounds": rounds, "model": "mclr"}
     deviations = [
@@ -307,16 +301,14 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
                   rounds_paper=PAPER_ROUNDS)
     arms_loss = {f"{a} on {d}": [round(v, 4) for v in tail(a, d)] for d in ADAPTIVE for a in ("mu0", "mu1", "adaptive")}
     entries = [
-        study.entry(
-            "fedprox/synthetic/adaptive-mu",
+        study.entry("fedprox/synthetic/adaptive-mu",
             reproduced={"unit": "training loss, mean of the last 5 evaluations", **arms_loss},
             scale=scale | {"datasets": list(ADAPTIVE), "mu_init": ADAPTIVE, "mu_step": 0.1, "patience": 5},
             deviations=["Figure 11's Synthetic(0,0) and (0.5,0.5) are not run (time)",
                         "mu is kept >= 0 (the paper does not say what happens at 0)", *deviations],
             figure={"path": fig, "panel": "first two panels: adaptive mu"},
             observed="; ".join(f"{p['part']}: {fmt_effect(p)}" for p in adaptive["parts"]), **common),
-        study.entry(
-            "fedprox/synthetic-1-1/sampling-stability",
+        study.entry("fedprox/synthetic-1-1/sampling-stability",
             reproduced={"unit": "training loss, mean of the last 5 evaluations",
                         **{f"{a} on synthetic_1_1": [round(v, 4) for v in tail(a, "synthetic_1_1")]
                            for a in ("mu0", "prop-mu0", "mu1", "prop-mu1")}},
@@ -327,8 +319,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
                       + ". Training loss (mean of the last 5 rounds, seed means): "
                       + ", ".join(f"{a} {np.mean(tail(a, 'synthetic_1_1')):.3f}"
                                   for a in ("mu0", "prop-mu0", "mu1", "prop-mu1"))), **common),
-        study.entry(
-            "fedprox/synthetic-1-1/partial-work-e1",
+        study.entry("fedprox/synthetic-1-1/partial-work-e1",
             reproduced={"unit": "training loss, mean of the last 5 evaluations",
                         **{f"{m} at {int(f * 100)}%": [round(v, 4) for v in tail(f"e1-{m}-{f:g}", "synthetic_1_1")]
                            for f in E1_LEVELS for m in ("drop", "keep")}},
@@ -340,8 +331,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
             observed="; ".join(f"{p['part']}: FedAvg - FedProx(mu=0) {fmt_effect(p)}" for p in e1["parts"]),
             # the straggler's partial work at E = 1 is a setting the paper does not give, chosen here (issue 32 item 3)
             **common | {"fidelity": fidelity("reconstructed", rounds, PAPER_ROUNDS, len(seeds))}),
-        study.entry(
-            "fedprox/synthetic-1-1/sampling-mu1-stabler",
+        study.entry("fedprox/synthetic-1-1/sampling-mu1-stabler",
             reproduced={"unit": "training loss, mean of the last 5 evaluations",
                         **{f"{a} on synthetic_1_1": [round(v, 4) for v in tail(a, "synthetic_1_1")]
                            for a in ("mu0", "mu1", "prop-mu0", "prop-mu1")}},

@@ -108,8 +108,7 @@ DECLARATION = StudyDeclaration(
     seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,),
     # the rules' {rounds} and {evaluations} at each budget (a not-run entry states its configured budget's)
     rule_fields={b: {"rounds": r, "evaluations": r + 1} for b, r in BUDGETS.items()},
-    claims=(Claim(
-        id="fedproxvr/synthetic/matches-or-beats-fedavg",
+    claims=(Claim(id="fedproxvr/synthetic/matches-or-beats-fedavg",
         where="talk slides, 'Comparisons with FedAvg', Table 1 (convex task); setting of the mu study "
               "('Synthetic: 100 users, beta = 7, tau = 20')",
         claim_text="FedProxVR with the SVRG and with the SARAH estimator reaches at least FedAvg's test accuracy.",
@@ -124,8 +123,7 @@ DECLARATION = StudyDeclaration(
               "the slides' budget (it needed a settled loss); the general budget rule (fedbench.claims.verdict) "
               "replaces that condition",
         reads=("FedAvg", "SVRG", "SARAH")),
-        Claim(
-        id="fedproxvr/synthetic/mu-effect",
+        Claim(id="fedproxvr/synthetic/mu-effect",
         where="talk slides, 'Effects of proximal penalty mu' (Synthetic: 100 users, beta = 7, tau = 20) and Corollary 1",
         claim_text="The proximal penalty mu is a control knob for convergence: a larger mu keeps FedProxVR's federated "
                    "factor positive and its training converging on heterogeneous data.",
@@ -138,10 +136,8 @@ DECLARATION = StudyDeclaration(
                "from one round to the next over the {rounds} rounds run (diverged: infinite); per seed, the Spearman "
                "correlation of mu and the instability (a seed whose five instabilities are all equal orders nothing: "
                "0)",
-        rules=(("", SWEEP_RULE),), notes="5 seeds",
-        reads=tuple(mu_arm(mu) for mu in MU_SWEEP)),
-        Claim(
-        id="fedproxvr/synthetic/beta-tau-effect",
+        rules=(("", SWEEP_RULE),), notes="5 seeds", reads=tuple(mu_arm(mu) for mu in MU_SWEEP)),
+        Claim(id="fedproxvr/synthetic/beta-tau-effect",
         where="talk slides, 'Effects of step size parameter beta and local iterations tau' and 'Parameter Optimization'",
         claim_text="A larger step-size parameter beta, and with it more local iterations tau, lets FedProxVR reach a "
                    "given accuracy in fewer global rounds when communication is expensive.",
@@ -153,8 +149,7 @@ DECLARATION = StudyDeclaration(
                "4, 7 and 10 with tau = floor((5 beta^2 - 4 beta) / 8) (Lemma 1's upper end: 8, 27, 57); per seed, the "
                "Spearman correlation of beta and the rounds until the training loss first reaches the one FedAvg "
                "(Table 1's settings, same seed) ends the {rounds} rounds at (never: the rounds run; all equal: 0)",
-        rules=(("", SWEEP_RULE),), notes="5 seeds",
-        reads=tuple(beta_arm(b) for b in BETA_SWEEP))))
+        rules=(("", SWEEP_RULE),), notes="5 seeds", reads=tuple(beta_arm(b) for b in BETA_SWEEP))))
 METHODS = ("FedAvg", "SVRG", "SARAH")  # Table 1's arms
 MU_ARMS = DECLARATION.claim("fedproxvr/synthetic/mu-effect").reads
 BETA_ARMS = DECLARATION.claim("fedproxvr/synthetic/beta-tau-effect").reads
@@ -221,8 +216,7 @@ def sweep_entry(claim_id: str, values: tuple[float, ...], arms: tuple[str, ...],
                 + ", ".join(f"{knob} = {v:g} {np.mean(read[m]):.4g}" for v, m in zip(values, arms))
                 + f"; per-seed Spearman correlation of {knob} and it: {fmt_effect(result['effect'])}")
     name = claim_id.rsplit("/", 1)[1]
-    entry = study.entry(
-        claim.id, rule_fields={"rounds": rounds},
+    entry = study.entry(claim.id, rule_fields={"rounds": rounds},
         reproduced={"unit": readings[first], **{m: [round(float(v), 6) for v in read[m]] for m in arms}},
         scale={"dataset": "synthetic_0_0", "users": NUM_USERS, "users_per_round": NUM_USERS,
                "train_fraction": TRAIN_FRACTION, "rounds": rounds, knob: list(values), "model": "mclr", **scale},
@@ -336,8 +330,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         "minibatches are the engine's per-epoch permutations (the authors draw each batch at random)",
         "data is our seeded draw of the FedProx generator law (75/25 split), not the authors' files",
     ]
-    entry = study.entry(
-        claim.id, rule_fields={"evaluations": rounds + 1},
+    entry = study.entry(claim.id, rule_fields={"evaluations": rounds + 1},
         reproduced={"unit": f"best test accuracy (%) within {rounds} rounds",
                     **{m: [round(v, 2) for v in best[m]] for m in METHODS},
                     "final_training_loss": {m: [round(float(v), 4) for v in final_loss[m]] for m in METHODS}},
