@@ -128,10 +128,8 @@ def report_folder(out: str) -> Path:
 
 
 def cmd_report(a: argparse.Namespace) -> None:
-    from fedbench.report.build import build_report
-
     out = report_folder(a.out)
-    build_report(load_config(a.params), out_dir=out)
+    _rebuild_report(load_config(a.params), out_dir=out)
 
 
 def cmd_show(a: argparse.Namespace) -> None:
@@ -262,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key, e.g. data.seed=1")
     g.set_defaults(fn=cmd_generate)
 
-    rp = sub.add_parser("report", parents=[params], help="rebuild reports/ (figures, claims.json, claims.md) from results/")
+    rp = sub.add_parser("report", parents=[params], help="judge the claims on the train store anew (as the stage "
+                                                         "main_job) and rebuild reports/ (figures, claims.json, "
+                                                         "claims.md) from results/")
     rp.add_argument("--out", default="reports", help="folder to write the report into: a new or empty one, or a "
                                                      "report folder (default: reports)")
     rp.set_defaults(fn=cmd_report)
@@ -339,10 +339,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _rebuild_report(cfg, **where) -> None:
-    """reports/ rebuilt after `fedbench paper run` (fedbench.paper.run takes it from here: the paper module stands
-    below the report)."""
+    """The report rebuilt (`fedbench report`, and after `fedbench paper run`, which takes it from here: the paper module
+    stands below the report): the claims on the train store's runs judged anew (fedbench.studies.train_claims: what
+    the stage main_job does), then every record rendered."""
     from fedbench.report.build import build_report
+    from fedbench.studies import train_claims
 
+    roots = {k: where[k] for k in ("results_root", "data_root") if k in where}
+    train_claims.write(cfg, **roots)
     build_report(cfg, **where)
 
 

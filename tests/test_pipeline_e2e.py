@@ -61,6 +61,17 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     gain = claims[0]
     assert gain["verdict"] != "not-run" and gain["effect"]["n"] == 2 and gain["rounds_run"] == 3
     assert all(by_id[cid]["verdict"] == "not-run" and "missing runs" in by_id[cid]["observed"] for cid in main_job[1:])
+    # the claims judged on the train store: the stage main_job's record, in a claim study's layout (issue 30, item 4)
+    kept = tmp_path / "results/fedprox_main_job/pipeline"
+    body = json.loads((kept / "claims.json").read_text())
+    assert body["study"] == "fedprox_main_job" and body["budget"] == "pipeline"
+    assert [{k: v for k, v in by_id[c["id"]].items() if k != "registration"} for c in body["claims"]] == body["claims"]
+    records = [json.loads(line) for line in (kept / "simulations.jsonl").read_text().splitlines()]
+    assert len(records) == 8  # 4 cells (dataset, variant, stragglers) of the three studies, 2 seeds each
+    assert all((tmp_path / "results/train/outcomes" / f"{r['fingerprint']}.json").is_file() for r in records)
+    assert {r["name"] for r in records} >= {"synthetic_1_1 fedprox_mu1 stragglers=0.9 seed=1",
+                                            "mnist5k_fedprox fedavg stragglers=0 seed=0"}
+    assert len(records[0]["history"]["train/loss"]) == 4  # rounds 0-3
     for fig in ("fig1_stragglers_synthetic_1_1.png", "fig2_heterogeneity.png", "fig5_iid_stragglers.png"):
         assert (tmp_path / "reports" / "figures" / fig).stat().st_size > 10_000
     assert "##### `fedprox/synthetic-1-1/stragglers-90/accuracy-gain`" in (tmp_path / "reports" / "claims.md").read_text()

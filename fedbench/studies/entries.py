@@ -1,9 +1,10 @@
-"""Every claim entry the report renders, gathered in one place (the report judges nothing: fedbench.report.build only
-renders what this returns):
+"""Every claim entry the report renders, gathered in one place from the studies' records (the report judges nothing:
+fedbench.report.build only renders what this returns):
 
-- the main job's, judged from the train stage's runs (fedbench.studies.fedprox_main_job_claims);
-- the real data's: FedProx's judged from the train stage's runs of the paper profile, the paper-scale claim studies'
-  read from their records, the claims no command judges yet (fedbench.studies.real_claims);
+- those judged on the train store's runs, the main job's and FedProx's on real data, read from the record the stage
+  ``main_job`` keeps (fedbench.studies.train_claims: ``results/fedprox_main_job/pipeline/claims.json``);
+- the other real data's: the paper-scale claim studies' read from their records, the claims no command judges yet
+  (fedbench.studies.real_claims.from_records);
 - each claim study's of params.yaml ``claim_studies``, read from its ``claims.json``, or, where it has not run, its
   declared claims not-run with the command that runs it (:func:`study_claims`);
 
@@ -21,9 +22,7 @@ from fedbench.claims import registry as rules_registry
 from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
 from fedbench.errors import read_json
-from fedbench.studies import fedprox_curves as main_curves
-from fedbench.studies import fedprox_main_job_claims as main_job
-from fedbench.studies import real_claims
+from fedbench.studies import real_claims, train_claims
 from fedbench.studies.stage import measured
 from fedbench.studies.train_runs import load_runs
 from fedbench.study.layout import RESULTS_ROOT, study_folder
@@ -85,10 +84,11 @@ def collect(cfg: Config, results_root: Path,
     """(every entry with its registration, the train stage's run histories, their summaries): what the report
     renders, read from ``results_root`` (the train store, ``results_root/train/``, and the claim studies' folders:
     fedbench.study.layout)."""
-    hist, summ = load_runs(cfg, Path(results_root), Path(data_root))
-    claims = ([c | {"study": main_curves.STUDY} for c in main_job.evaluate_claims(cfg, hist, summ)]
-              + [c | {"study": real_claims.STUDY}
-                 for c in real_claims.evaluate(cfg, Path(results_root), Path(data_root))]
-              + study_claims(cfg, results_root))
+    hist, summ = load_runs(cfg, Path(results_root), Path(data_root))  # for the figures and runs.csv
+    on_train = train_claims.read(Path(results_root))
+    if on_train is None:  # not judged yet: each claim not-run, saying what judges it
+        on_train = train_claims.unjudged(cfg, Path(data_root))
+    claims = on_train + [c | {"study": real_claims.STUDY} for c in real_claims.from_records(Path(results_root))] \
+        + study_claims(cfg, results_root)
     registered = rules_registry.load()
     return [c | {"registration": rules_registry.status(c, registered)} for c in claims], hist, summ

@@ -294,18 +294,24 @@ def partial_work_e1(cfg: Config, results_root: Path, data_root: Path) -> dict[st
                  {n: _measured(c) for n, (_, c) in runs.items()})
 
 
-def evaluate(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
-    """Every real-data entry: the offline MNIST-5k study, each FedProx dataset, the five-dataset mean (from the train
-    store's runs, ``results_root/train/``), the other papers' paper-scale studies (from their folders in
-    ``results_root``: fedbench.study.layout)."""
+def on_train_store(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """The real-data entries judged from the train store's runs (``results_root/train/``): the offline MNIST-5k study,
+    each FedProx dataset, the five-dataset mean, Figures 9-10 at E = 1 (kept by fedbench.studies.train_claims)."""
     out = []
     per_study = (gain_at_90, dissimilarity, gain_at_0_50, stragglers_hurt)
     if MNIST5K in cfg.studies:
         out += [fn(cfg, MNIST5K_STUDY, results_root, data_root) for fn in per_study]
     for s in STUDIES.values():
         out += [] if s.partial_work else [fn(cfg, s, results_root, data_root) for fn in per_study]
-    out.append(five_dataset_mean(cfg, results_root, data_root))
-    out.append(partial_work_e1(cfg, results_root, data_root))
-    for name in CLAIM_STUDIES:
-        out += paper_study_entries(name, results_root)
-    return out + headline_entries()
+    return out + [five_dataset_mean(cfg, results_root, data_root), partial_work_e1(cfg, results_root, data_root)]
+
+
+def from_records(results_root: Path) -> list[dict[str, Any]]:
+    """The other papers' real-data entries: each paper-scale claim study's, read from its folder in ``results_root``
+    (fedbench.study.layout) or declared not-run, and the headlines no command judges yet."""
+    return [e for name in CLAIM_STUDIES for e in paper_study_entries(name, results_root)] + headline_entries()
+
+
+def evaluate(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """Every real-data entry: :func:`on_train_store`'s, then :func:`from_records`'."""
+    return on_train_store(cfg, results_root, data_root) + from_records(results_root)

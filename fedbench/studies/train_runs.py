@@ -18,9 +18,11 @@ def study_cells(cfg: Config) -> list[tuple[str, str, float]]:
     return list(dict.fromkeys(cell[1:] for cell in cfg.cells()))
 
 
-def load_runs(cfg: Config, results_root: Path, data_root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_runs(cfg: Config, results_root: Path, data_root: Path,
+              found: list[dict] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(history, summaries) of every complete run of the configured studies whose fingerprint matches
-    the current params (stale runs from other settings are ignored)."""
+    the current params (stale runs from other settings are ignored); each run's summary (fedbench.runner.summary)
+    with its ``name`` is appended to ``found`` where given."""
     histories, summaries = [], []
     hashes: dict[str, str | None] = {}
     code = code_hash(TRAIN_RUN_CODE)
@@ -36,6 +38,8 @@ def load_runs(cfg: Config, results_root: Path, data_root: Path) -> tuple[pd.Data
             summary = find_run(cfg, data_root, results_root, RunKey(ds, variant, float(f), seed), hashes[ds], code)
             if summary is None:
                 continue
+            if found is not None:
+                found.append(summary | {"name": RunKey(ds, variant, float(f), seed).desc})
             h = pd.DataFrame(summary["history"]).assign(dataset=ds, variant=variant, stragglers=f, seed=seed,
                                                         diverged=summary["diverged"])
             histories.append(h)

@@ -5,6 +5,9 @@
     results/train/                the train store: the runs of params.yaml's studies (the main job, `fedbench run`,
                                   `fedbench paper run`'s FedProx studies), outcomes/<fingerprint>.json and index.jsonl,
                                   the index naming each run by its settings (fedbench.runner)
+    results/fedprox_main_job/pipeline/   the claims judged on the train store's runs (the main job's, FedProx's on real
+                                  data): claims.json and simulations.jsonl, as a claim study's (fedbench.studies.
+                                  train_claims; the runs stay in the train store)
     results/confirm/...           confirmatory runs (fedbench.studies.confirm), in this same layout under a root of
                                   their own, so that they never write over the exploratory ones
 
@@ -34,7 +37,8 @@ PAPER_BUDGET = "paper"  # a paper-scale study's home budget
 OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.study.reuse)
 TRAIN = "train"  # the train store's folder in a root
 CONFIRM = "confirm"  # the confirmatory runs' root in the results root
-RESERVED = (TRAIN, CONFIRM)  # no claim study has these names (tests/study/test_layout.py)
+MAIN_JOB = "fedprox_main_job"  # the claims judged on the train store (fedbench.studies.train_claims)
+RESERVED = (TRAIN, CONFIRM, MAIN_JOB)  # no claim study has these names (tests/study/test_layout.py)
 
 # the earlier layouts (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
 # reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/; the train store in

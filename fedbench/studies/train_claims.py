@@ -1,0 +1,113 @@
+"""The claims judged on the train store's runs, kept as a study's record (issue 30, items 2 and 4): the main job's
+(fedbench.studies.fedprox_main_job_claims, on the runs of params.yaml's ``studies:``) and FedProx's on real data
+(fedbench.studies.real_claims, on whatever runs of the paper profile's studies the store holds, so that a ``fedbench
+paper run`` counts in every later report).
+
+Their study modules judge them in the DVC stage ``main_job`` (pipelines/main_job.py, after the train stage) and in
+``fedbench paper run`` after a FedProx study has trained, and :func:`write` keeps them in
+``results/fedprox_main_job/pipeline/`` (fedbench.study.layout), the layout of every claim study's folder:
+``claims.json`` (the entries, the seconds judging took) and ``simulations.jsonl`` (one record per run of the main job,
+fedbench.study.record, each named by its one fingerprint: the runs themselves, their outcomes, stay in the train
+store, ``results/train/``). The folder is written whole (a temporary folder renamed into place). The report reads it
+(:func:`read`; fedbench.studies.entries) and judges nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from fedbench.claims.entry import plain
+from fedbench.config import Config
+from fedbench.errors import read_json
+from fedbench.studies import fedprox_main_job_claims as main_job
+from fedbench.studies import real_claims
+from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
+from fedbench.studies.train_runs import load_runs
+from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, study_folder
+from fedbench.study.record import HISTORY_KEYS, SIMULATIONS, compact, keep_folder_seconds, write_simulations
+
+NAME = MAIN_JOB  # the main job's declaration (fedbench.studies.fedprox_main_job) names its folder
+COMMAND = "dvc repro main_job"  # what judges them anew from the train store (pipelines/main_job.py)
+
+
+def folder(results_root: str | Path = RESULTS_ROOT) -> Path:
+    """Where the claims judged on the train store are kept: ``results_root/fedprox_main_job/pipeline/``."""
+    return study_folder(NAME, PIPELINE_BUDGET, results_root)
+
+
+def judge(cfg: Config, results_root: Path, data_root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the entries, the main job's run records): every claim judged on the train store's runs under ``cfg``, each
+    tagged with its study (the main job's, or "real data"), and one record per run of the main job found."""
+    found: list[dict[str, Any]] = []
+    hist, summ = load_runs(cfg, results_root, data_root, found)
+    claims = ([c | {"study": MAIN_STUDY} for c in main_job.evaluate_claims(cfg, hist, summ)]
+              + [c | {"study": real_claims.STUDY} for c in real_claims.on_train_store(cfg, results_root, data_root)])
+    return claims, [run_record(run) for run in found]
+
+
+def run_record(run: dict[str, Any]) -> dict[str, Any]:
+    """A run of the train store (fedbench.runner.summary, with its ``name``) as a simulation record, in the fields of
+    fedbench.study.record.record, named by its fingerprint."""
+    return {"name": run["name"], "params": run["params"],
+            "history": {k: [compact(row.get(k)) for row in run["history"]] for k in HISTORY_KEYS},
+            "final": {k: compact(v) for k, v in run["final"].items()}, "metrics": {},
+            "diverged": bool(run["diverged"]), "param_digest": run["param_digest"], "device": run["device"],
+            "seconds": round(float(run["wall_time_s"]), 3), "fingerprint": run["fingerprint"]}
+
+
+def write(cfg: Config, results_root: Path = RESULTS_ROOT, data_root: Path = Path("data/generated")) -> list[dict]:
+    """Judge (:func:`judge`) and keep the result in :func:`folder`, whole: claims.json and simulations.jsonl written
+    into a temporary folder renamed into place (seconds that changed while every number stayed the same are not
+    rewritten: fedbench.study.record.keep_folder_seconds). The entries."""
+    out = folder(results_root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    claims, records = judge(cfg, Path(results_root), Path(data_root))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
+        write_simulations(tmp, records)
+        body = plain({"study": NAME, "seconds": round(time.perf_counter() - t0, 1), "workers": 1,
+                      "budget": PIPELINE_BUDGET, "claims": claims})
+        (tmp / "claims.json").write_text(json.dumps(body, indent=2, allow_nan=False) + "\n")
+        keep_folder_seconds(out, tmp)
+        old = out.with_name(f".{out.name}.old")
+        shutil.rmtree(old, ignore_errors=True)  # left by a process killed here before
+        if out.exists():
+            os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for c in claims:
+        print(f"{c['verdict']:>15}  {c['id']}")
+    return claims
+
+
+def unjudged(cfg: Config, data_root: Path) -> list[dict[str, Any]]:
+    """The entries :func:`write` would keep, each not-run, where it has not run: what its study modules give on a train
+    store with no runs (each claim's runs missing, a paper study's with the command that runs it), the main job's
+    saying what judges them."""
+    with tempfile.TemporaryDirectory() as empty:
+        claims, _ = judge(cfg, Path(empty), data_root)
+    why = f"not judged: no {folder()}/claims.json (`{COMMAND}` judges the train store's runs)"
+    return [c | {"observed": why, "would_change": f"running the train stage, then `{COMMAND}`"}
+            if c["study"] == MAIN_STUDY else c for c in claims]
+
+
+def read(results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]] | None:
+    """The entries :func:`write` kept, or None where it has not run."""
+    path = folder(results_root) / "claims.json"
+    if not path.exists():
+        return None
+    return read_json(path, "claims", f"judge them anew: {COMMAND}")["claims"]
+
+
+__all__ = ["COMMAND", "NAME", "SIMULATIONS", "folder", "judge", "read", "run_record", "unjudged", "write"]
