@@ -8,15 +8,13 @@ Their study modules judge them in the DVC stage ``main_job`` (pipelines/main_job
 ``results/fedprox_main_job/pipeline/`` (fedbench.study.layout), the layout of every claim study's folder:
 ``claims.json`` (the entries, the seconds judging took) and ``simulations.jsonl`` (one record per run of the main job,
 fedbench.study.record, each named by its one fingerprint: the runs themselves, their outcomes, stay in the train
-store, ``results/train/``). The folder is written whole (a temporary folder renamed into place). The report reads it
+store, ``results/train/``). The folder is written whole (fedbench.data.format.atomic_folder). The report reads it
 (:func:`read`; fedbench.studies.entries) and judges nothing.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Any
 
 from fedbench.claims.entry import plain
 from fedbench.config import Config
+from fedbench.data.format import atomic_folder
 from fedbench.errors import read_json
 from fedbench.studies import fedprox_main_job_claims as main_job
 from fedbench.studies import real_claims
@@ -63,29 +62,17 @@ def run_record(run: dict[str, Any]) -> dict[str, Any]:
 
 def write(cfg: Config, results_root: Path = RESULTS_ROOT, data_root: Path = Path("data/generated")) -> list[dict]:
     """Judge (:func:`judge`) and keep the result in :func:`folder`, whole: claims.json and simulations.jsonl written
-    into a temporary folder renamed into place (seconds that changed while every number stayed the same are not
-    rewritten: fedbench.study.record.keep_folder_seconds). The entries."""
+    into a temporary folder that replaces it (fedbench.data.format.atomic_folder; seconds that changed while every
+    number stayed the same are not rewritten: fedbench.study.record.keep_folder_seconds). The entries."""
     out = folder(results_root)
-    out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     claims, records = judge(cfg, Path(results_root), Path(data_root))
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
+    with atomic_folder(out) as tmp:
         write_simulations(tmp, records)
         body = plain({"study": NAME, "seconds": round(time.perf_counter() - t0, 1), "workers": 1,
                       "budget": PIPELINE_BUDGET, "claims": claims})
         (tmp / "claims.json").write_text(json.dumps(body, indent=2, allow_nan=False) + "\n")
         keep_folder_seconds(out, tmp)
-        old = out.with_name(f".{out.name}.old")
-        shutil.rmtree(old, ignore_errors=True)  # left by a process killed here before
-        if out.exists():
-            os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     for c in claims:
         print(f"{c['verdict']:>15}  {c['id']}")
     return claims
