@@ -26,10 +26,10 @@ or the committed reports/claims.json of that time, with its commit) and optional
 reading of the current entry that is the original rule, whose verdict the report reads live.
 
 A rule's words are generated from its data (fedbench.study.declaration.Claim: its effect, rules, combination and
-notes; issue 30, item 3). Where the words alone change and everything else a claim registers is the same,
-:func:`reword` (``register --reworded --why``) re-keys its registration to the new words instead of re-registering
-it: nothing that decides a verdict changed, so its registration and a confirmation frozen on it stand; the old words
-and hashes are kept under ``rewordings``.
+notes; issue 30, item 3). Where the words alone change, everything else a claim registers is the same and the words
+state the same decision (:func:`decision_words`: each part's rule and the combination), :func:`reword` (``register
+--reworded --why``) re-keys its registration to the new words instead of re-registering it: its registration and a
+confirmation frozen on it stand; the old words and hashes are kept under ``rewordings``.
 
 Frozen rules and confirmatory verdicts (issue 32, item 1: a rule written after its data was seen is judged again
 on data that did not exist when it was frozen). :func:`freeze` records, before anything runs, a claim's frozen
@@ -209,8 +209,8 @@ def register(entries: list[dict[str, Any]], registry: dict[str, Any], commit: st
                       "verdict": (old.get("verdict") or {}).get("verdict"),
                       "verdict_source": ("the last verdict recorded under it: " + _source(old["verdict"]))
                       if old.get("verdict") else "none recorded (the rule changed before any verdict was recorded)"}
-            for key in ("frozen", "confirmatory", "deterministic"):  # a rule changed after freezing voids its confirmation
-                if old.get(key):
+            for key in ("frozen", "confirmatory", "deterministic", "rewordings"):  # a rule changed after freezing voids
+                if old.get(key):  # its confirmation; the words it had before its registered ones stay with it
                     record[key] = old[key]
             out[e["id"]] = {"hash": content_hash(spec), "commit": commit, "date": date, "before_result": not judged,
                             "spec": spec, "verdict": _verdict(e, seen, date) if judged else None,
@@ -237,7 +237,10 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
     it was frozen on exactly this rule in the old words (its frozen hash is that of the entry with the registered
     words), and is re-keyed with it. Each rewording is recorded under the claim's ``rewordings``: the old words, the old hashes, the commit, the date and
     ``why``. A claim whose change is more than its words is refused (ValueError naming it and the fields): that is a
-    rule change (``register --why``)."""
+    rule change (``register --why``); so are words that state another decision (:func:`decision_words`: a part's
+    kind, threshold or unit, or how the parts combine), which the registration holds only in its words where its parts
+    were not yet judged. (The rewording of 2026-11-29, from hand-written words to generated ones, was checked claim by
+    claim instead: the hand-written words stated their decisions in words of their own.)"""
     if not why:
         raise ValueError("a rewording needs its reason (--why)")
     out = {k: dict(v) for k, v in registry.items()}
@@ -254,6 +257,9 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
         before = (old.get("spec") or {}).get("rule", "")
         if status({**e, "rule": before}, registry)["status"] != "registered":  # in its old words it is not the rule
             refused.append(f"{e['id']} ({', '.join(st['changed_fields'])})")
+            continue
+        if decision_words(before) != decision_words(e["rule"]):  # the words that decide: thresholds, combination
+            refused.append(f"{e['id']} (its decision: {'; '.join(decision_words(e['rule'])) or 'none stated'})")
             continue
         record = {"rule": before, "hash": old["hash"], "changed": f"{commit} {date}", "why": why}
         as_registered = frozen_hash({**e, "rule": before})
@@ -276,6 +282,17 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
     if refused:
         raise ValueError("more than the words changed (re-register with --why REASON): " + "; ".join(refused))
     return out, done
+
+
+DECISION = re.compile(r"(?:reproduced if the 95% interval lies [^;]*?, not-reproduced if it lies [^;]*?)(?=; |\. |$)"
+                      r"|reproduced if (?:every|some) part is[^.]*?otherwise")  # Rule.text and COMBINES' words
+
+
+def decision_words(text: str) -> list[str]:
+    """What in a rule's words decides its verdict, in order: each part's rule (fedbench.claims.verdict.Rule.text: kind,
+    threshold, unit) and how the parts combine (fedbench.claims.verdict.COMBINES). Two wordings of one rule state the
+    same ones; :func:`reword` refuses words that state others."""
+    return DECISION.findall(text)
 
 
 def frozen_hash(entry: dict[str, Any]) -> str:

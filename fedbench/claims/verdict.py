@@ -230,8 +230,9 @@ def rule_text(effect: str, rules: Sequence[tuple[str, Rule]], combination: str =
     part's per-seed value is, and how it is read), each group of parts with the :class:`Rule` that judges it
     (``rules``: (which parts, e.g. "each level", or "" for a claim of one part; its rule)), how the parts combine
     (``combination``: a name of :data:`COMBINES`; said only where there is more than one part) and ``notes`` (what is
-    reported and not judged, the rule's history). The decision is said by the rules' own :meth:`Rule.text`, so the
-    words cannot differ from what judges."""
+    reported and not judged, the rule's history). Each part's decision is said by its rule's own :meth:`Rule.text`,
+    the object the study judges it with (a claim with a published number is also judged on its size: fedbench.claims.
+    magnitude)."""
     if not effect or not rules:
         raise ValueError("a rule needs its effect and at least one (parts, Rule)")
     if combination not in COMBINES:

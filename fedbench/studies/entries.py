@@ -23,6 +23,7 @@ from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
 from fedbench.errors import read_json
 from fedbench.studies import real_claims, train_claims
+from fedbench.studies.real_data import in_current_words
 from fedbench.studies.stage import measured
 from fedbench.studies.train_runs import load_runs
 from fedbench.study.layout import RESULTS_ROOT, study_folder
@@ -61,9 +62,10 @@ def study_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict[st
     for name, declared in cfg.claim_studies.items():
         path = study_folder(name, declared.budget, results_root) / "claims.json"
         if path.exists():
-            out += [c | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"], c["rounds_paper"])}
+            out += [in_current_words(c) | {"study": name, "fidelity": relabelled(c["fidelity"], c["rounds_run"],
+                                                                                c["rounds_paper"])}
                     for c in read_json(path, "claims", f"run the study again to write it anew: {study_command(name)}")
-                    ["claims"]]  # labelled by the current rules
+                    ["claims"]]  # labelled by the current rules, stated in the current words of its registered rule
             continue
         m = measured(name)
         if declared.default:
@@ -87,7 +89,7 @@ def collect(cfg: Config, results_root: Path,
     hist, summ = load_runs(cfg, Path(results_root), Path(data_root))  # for the figures and runs.csv
     on_train = train_claims.read(Path(results_root))
     if on_train is None:  # not judged yet: each claim not-run, saying what judges it
-        on_train = train_claims.unjudged(cfg, Path(data_root))
+        on_train = train_claims.unjudged(cfg, Path(data_root), Path(results_root))
     claims = on_train + [c | {"study": real_claims.STUDY} for c in real_claims.from_records(Path(results_root))] \
         + study_claims(cfg, results_root)
     registered = rules_registry.load()

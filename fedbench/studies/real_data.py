@@ -65,9 +65,8 @@ def redeclared(entry: dict[str, Any], c: Claim) -> dict[str, Any]:
     its rule is not ``c``'s current one (the runs judged another rule: they must run again). An entry that states
     ``c``'s rule in words it was reworded from (fedbench.claims.registry.reword: the same rule) takes the current
     words."""
-    entry = entry | {"fidelity": relabelled(entry["fidelity"], entry["rounds_run"], entry["rounds_paper"], c.fidelity)}
-    if entry.get("rule") != c.rule and entry.get("rule") in reworded_from(c.id):
-        entry = entry | {"rule": c.rule}
+    entry = in_current_words(entry | {"fidelity": relabelled(entry["fidelity"], entry["rounds_run"],
+                                                             entry["rounds_paper"], c.fidelity)})
     if entry.get("verdict") in (None, "not-run") or entry.get("rule") != c.rule:
         return entry
     fields = {k: v for k, v in entry.items() if k in CLAIM_KEYS}
@@ -82,6 +81,15 @@ def reworded_from(claim_id: str) -> tuple[str, ...]:
     """The words claim ``claim_id``'s current rule was registered with before it was reworded (the registry's
     ``rewordings``)."""
     return tuple(w["rule"] for w in (registry.load().get(claim_id) or {}).get("rewordings", []))
+
+
+def in_current_words(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` as a run recorded it, its rule in the words it is registered with now where it states it in words
+    the registry reworded (fedbench.claims.registry.reword: the same rule), so that a record made before a rewording
+    (a paper run's, an opt-in study's) is still its registered rule, and its confirmation stands."""
+    if entry.get("rule") in reworded_from(entry["id"]):
+        return entry | {"rule": registry.load()[entry["id"]]["spec"]["rule"]}
+    return entry
 
 
 def declaration(name: str) -> StudyDeclaration:

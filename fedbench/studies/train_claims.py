@@ -6,9 +6,9 @@ paper run`` counts in every later report).
 Their study modules judge them in the DVC stage ``main_job`` (pipelines/main_job.py, after the train stage) and in
 ``fedbench paper run`` after a FedProx study has trained, and :func:`write` keeps them in
 ``results/fedprox_main_job/pipeline/`` (fedbench.study.layout), the layout of every claim study's folder:
-``claims.json`` (the entries, the seconds judging took) and ``simulations.jsonl`` (one record per run of the main job,
-fedbench.study.record, each named by its one fingerprint: the runs themselves, their outcomes, stay in the train
-store, ``results/train/``). The folder is written whole (fedbench.data.format.atomic_folder). The report reads it
+``claims.json`` (the entries, the seconds judging took) and ``simulations.jsonl`` (one record per run of the configured
+train studies, fedbench.study.record, each named by its one fingerprint; after ``fedbench paper run`` of a FedProx
+study, its runs too: the runs themselves, their outcomes, stay in the train store, ``results/train/``). The folder is written whole (fedbench.data.format.atomic_folder). The report reads it
 (:func:`read`; fedbench.studies.entries) and judges nothing.
 """
 
@@ -78,13 +78,13 @@ def write(cfg: Config, results_root: Path = RESULTS_ROOT, data_root: Path = Path
     return claims
 
 
-def unjudged(cfg: Config, data_root: Path) -> list[dict[str, Any]]:
+def unjudged(cfg: Config, data_root: Path, results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
     """The entries :func:`write` would keep, each not-run, where it has not run: what its study modules give on a train
     store with no runs (each claim's runs missing, a paper study's with the command that runs it), the main job's
     saying what judges them."""
     with tempfile.TemporaryDirectory() as empty:
         claims, _ = judge(cfg, Path(empty), data_root)
-    why = f"not judged: no {folder()}/claims.json (`{COMMAND}` judges the train store's runs)"
+    why = f"not judged: no {folder(results_root)}/claims.json (`{COMMAND}` judges the train store's runs)"
     return [c | {"observed": why, "would_change": f"running the train stage, then `{COMMAND}`"}
             if c["study"] == MAIN_STUDY else c for c in claims]
 

@@ -331,3 +331,30 @@ def test_rewording_keeps_what_was_registered_open():
     assert done == ["reworded p/x"] and r2["p/x"]["spec"] == {**r["p/x"]["spec"], "rule": "in other words"}
     assert reg.status(other | {"rule": "in other words"}, r2)["status"] == "registered"
     assert reg.status(other, r2)["status"] == "changed"  # the old words are no longer the registered ones
+
+
+def test_rewording_refuses_words_that_state_another_decision():
+    """A rule registered before its parts were judged holds its decision only in its words: another threshold or
+    another combination in the new words is a rule change (register --why), never a rewording."""
+    from fedbench.claims.verdict import Rule, rule_text
+
+    sign, three = Rule("greater", 0.0, "points"), Rule("greater", 3.0, "points")
+    words = rule_text("per seed, A - B", [("each level", sign)], "every")
+    r, _ = reg.register([_entry(rule=words, verdict="not-run")], {}, "abc", "2026-11-26")
+    assert reg.decision_words(words) == [sign.text(), reg.decision_words(words)[1]] and "every part is" in words
+    for other in (rule_text("per seed, A - B", [("each level", three)], "every"),
+                  rule_text("per seed, A - B", [("each level", sign)], "often")):
+        with pytest.raises(ValueError, match=r"more than the words changed .*: p/x \(its decision: "):
+            reg.reword([_entry(rule=other, verdict="not-run")], r, "stu", "2026-11-30", why="w")
+    same = rule_text("per seed, A minus B, in points", [("each level", sign)], "every", "Registered first")
+    assert reg.reword([_entry(rule=same, verdict="not-run")], r, "stu", "2026-11-30", why="w")[1] == ["reworded p/x"]
+
+
+def test_a_rule_changed_after_rewording_keeps_its_earlier_words_in_its_history():
+    r, _ = reg.register([_entry()], {}, "abc", "2026-11-26")
+    r, _ = reg.reword([_entry(rule="greater than 0, in other words")], r, "stu", "2026-11-30", why="generated")
+    sharper = _entry(rule="greater than 5", threshold="reproduced if the 95% interval lies above +5")
+    r2, _ = reg.register([sharper], r, "vwx", "2026-12-01", why="a sharper rule")
+    (h,) = r2["p/x"]["history"]
+    assert h["rule"] == "greater than 0, in other words" and h["rewordings"][0]["rule"] == "greater than 0"
+    assert "rewordings" not in r2["p/x"]

@@ -91,3 +91,23 @@ def test_the_report_reads_the_record_and_judges_nothing(tmp_path, monkeypatch):
     claims, _, _ = entries.collect(CFG, tmp_path, tmp_path / "generated")
     assert claims[0] == kept | {"registration": claims[0]["registration"]}
     assert claims[0]["registration"]["status"] == "changed"  # a made-up entry: not the rule registered for its id
+
+
+def test_a_record_made_before_its_rule_was_reworded_reads_as_the_registered_rule(tmp_path):
+    """An opt-in study's record written before the rewording of 2026-11-29 states its rule in the old words: the
+    report reads it in the registered words, so it is still the registered rule and its confirmation stands."""
+    from fedbench.claims import registry
+
+    cid, name = "fedprox/synthetic/feddane-mu1", "feddane_mu1"
+    committed = next(c for c in json.loads((ROOT / "reports/claims.json").read_text())["claims"] if c["id"] == cid)
+    book = registry.load()
+    before = {k: v for k, v in committed.items() if k not in ("registration", "study")} | {
+        "rule": book[cid]["rewordings"][0]["rule"]}
+    assert before["rule"] != committed["rule"] and registry.status(before, book)["status"] == "changed"
+    folder = tmp_path / name / CFG.claim_studies[name].budget
+    folder.mkdir(parents=True)
+    (folder / "claims.json").write_text(json.dumps({"study": name, "claims": [before]}))
+    (read,) = [c for c in entries.study_claims(CFG, tmp_path) if c["id"] == cid]
+    assert read["rule"] == committed["rule"]
+    st = registry.status(read, book)
+    assert (st["status"], st["confirmation"]) == ("registered", "confirmed")
