@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedbench.claims import readings
-from fedbench.claims.verdict import Rule, generally
+from fedbench.claims.verdict import COMBINES, Rule
 from fedbench.study.declaration import Claim
 
 if TYPE_CHECKING:
@@ -285,6 +285,7 @@ def gamma_and_period_trends(c: Curves) -> tuple[str, dict, dict]:
     result = _judge(c, parts, rho, "first", ("first", "smoothed"))
     alone = [_judge(c, [p], lambda r, f, i=i: rho(r, f)[i:i + 1], "first", ("first", "smoothed"))
              for i, p in enumerate(parts)]
+    generally = COMBINES[next(x for x in LATER_CLAIMS if x.id.endswith("trends")).combination][0]  # as declared
     cells = [cell | {"verdict": generally([a["sensitivity"][k]["verdict"] for a in alone])}
              for k, cell in enumerate(result["sensitivity"])]
     verdict = generally([p["verdict"] for p in result["parts"]])

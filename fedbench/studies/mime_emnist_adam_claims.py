@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fedbench.claims.verdict import Rule, often
+from fedbench.claims.verdict import COMBINES, Rule
 from fedbench.studies.mime_real import BASELINE
 from fedbench.study.declaration import Claim
 
@@ -90,6 +90,7 @@ def judge_below_server_only(acc: Accuracy, seeds: Sequence[int], readings: Seque
     both = judge(parts, measure, "best", readings, reading_names=READING_NAMES)
     alone = [judge([p], lambda r, bud, i=i: [measure(r, bud)[i]], "best", readings, reading_names=READING_NAMES)
              for i, p in enumerate(parts)]
+    often = COMBINES[CLAIMS[1].combination][0]  # the combination the claim declares ("often": verdict.often)
     verdict = often([p["verdict"] for p in both["parts"]])
     cells = []
     for j, cell in enumerate(both["sensitivity"]):

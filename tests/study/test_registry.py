@@ -110,3 +110,18 @@ def test_every_judged_part_is_judged_by_a_rule_its_claim_declares():
         declared = tuple(rule.text() for _, rule in claims[e["id"]].rules)
         assert all(p["rule"] in declared or p["rule"].startswith(declared[-1] + " (on the grid") for p in e["parts"]), \
             e["id"]
+
+
+def test_each_judged_claims_verdict_is_its_declared_combination_of_its_parts():
+    """The committed report's judged claims without a size part: the verdict is the declared combination
+    (fedbench.claims.verdict.COMBINES) of the parts' verdicts, as the words say."""
+    import json
+
+    from fedbench.claims.verdict import COMBINES
+
+    claims = _every_claim()
+    entries = json.loads((STUDIES.parents[1] / "reports" / "claims.json").read_text())["claims"]
+    judged = [e for e in entries if e["parts"] and e["magnitude"] is None]
+    assert len(judged) == 35 and {claims[e["id"]].combination for e in judged} == {"every"}
+    for e in judged:
+        assert COMBINES[claims[e["id"]].combination][0]([p["verdict"] for p in e["parts"]]) == e["verdict"], e["id"]
