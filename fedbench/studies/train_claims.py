@@ -29,7 +29,7 @@ from fedbench.studies import real_claims
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import load_runs
 from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, study_folder
-from fedbench.study.record import HISTORY_KEYS, SIMULATIONS, compact, keep_folder_seconds, write_simulations
+from fedbench.study.record import HISTORY_KEYS, compact, keep_folder_seconds, write_simulations
 
 NAME = MAIN_JOB  # the main job's declaration (fedbench.studies.fedprox_main_job) names its folder
 COMMAND = "dvc repro main_job"  # what judges them anew from the train store (pipelines/main_job.py)
@@ -95,6 +95,3 @@ def read(results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]] | None:
     if not path.exists():
         return None
     return read_json(path, "claims", f"judge them anew: {COMMAND}")["claims"]
-
-
-__all__ = ["COMMAND", "NAME", "SIMULATIONS", "folder", "judge", "read", "run_record", "unjudged", "write"]
