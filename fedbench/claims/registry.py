@@ -503,7 +503,8 @@ def main(argv: list[str]) -> int:
     r.add_argument("--reworded", action="store_true",
                    help="the rules whose words alone changed (regenerated from unchanged data): re-key them, keeping "
                         "their registrations and confirmations, and record the old words (needs --why; refuses a "
-                        "claim where more than the words changed)")
+                        "claim where more than the words changed, or whose words state another threshold or "
+                        "combination)")
     f = sub.add_parser("freeze", help="freeze the judged claims' registered rules (hash, commit) with a block of fresh "
                                       "confirm seeds, before their confirmatory runs")
     f.add_argument("ids", nargs="*", help="only these claim ids (default: every judged claim)")
