@@ -77,10 +77,15 @@ def redeclared(entry: dict[str, Any], c: Claim) -> dict[str, Any]:
 
 
 @functools.cache
+def _registered() -> dict[str, Any]:
+    """The registry, read once per process (the rewordings below read it for every entry of a report)."""
+    return registry.load()
+
+
 def reworded_from(claim_id: str) -> tuple[str, ...]:
     """The words claim ``claim_id``'s current rule was registered with before it was reworded (the registry's
     ``rewordings``)."""
-    return tuple(w["rule"] for w in (registry.load().get(claim_id) or {}).get("rewordings", []))
+    return tuple(w["rule"] for w in (_registered().get(claim_id) or {}).get("rewordings", []))
 
 
 def in_current_words(entry: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +93,7 @@ def in_current_words(entry: dict[str, Any]) -> dict[str, Any]:
     the registry reworded (fedbench.claims.registry.reword: the same rule), so that a record made before a rewording
     (a paper run's, an opt-in study's) is still its registered rule, and its confirmation stands."""
     if entry.get("rule") in reworded_from(entry["id"]):
-        return entry | {"rule": registry.load()[entry["id"]]["spec"]["rule"]}
+        return entry | {"rule": _registered()[entry["id"]]["spec"]["rule"]}
     return entry
 
 

@@ -18,6 +18,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from fedbench.claims.entry import plain
@@ -29,7 +30,7 @@ from fedbench.studies import real_claims
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import load_runs
 from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, study_folder
-from fedbench.study.record import HISTORY_KEYS, compact, keep_folder_seconds, write_simulations
+from fedbench.study.record import keep_folder_seconds, record, write_simulations
 
 NAME = MAIN_JOB  # the main job's declaration (fedbench.studies.fedprox_main_job) names its folder
 COMMAND = "dvc repro main_job"  # what judges them anew from the train store (pipelines/main_job.py)
@@ -51,13 +52,11 @@ def judge(cfg: Config, results_root: Path, data_root: Path) -> tuple[list[dict[s
 
 
 def run_record(run: dict[str, Any]) -> dict[str, Any]:
-    """A run of the train store (fedbench.runner.summary, with its ``name``) as a simulation record, in the fields of
-    fedbench.study.record.record, named by its fingerprint."""
-    return {"name": run["name"], "params": run["params"],
-            "history": {k: [compact(row.get(k)) for row in run["history"]] for k in HISTORY_KEYS},
-            "final": {k: compact(v) for k, v in run["final"].items()}, "metrics": {},
-            "diverged": bool(run["diverged"]), "param_digest": run["param_digest"], "device": run["device"],
-            "seconds": round(float(run["wall_time_s"]), 3), "fingerprint": run["fingerprint"]}
+    """A run of the train store (fedbench.runner.summary, with its ``name``) as a simulation record
+    (fedbench.study.record.record, every study's), named by its fingerprint."""
+    result = SimpleNamespace(history=run["history"], final=run["final"], diverged=run["diverged"],
+                             param_digest=run["param_digest"], device=run["device"], seconds=run["wall_time_s"])
+    return record(run["name"], run["params"], result) | {"fingerprint": run["fingerprint"]}
 
 
 def write(cfg: Config, results_root: Path = RESULTS_ROOT, data_root: Path = Path("data/generated")) -> list[dict]:
