@@ -5,10 +5,18 @@ Direction: the claim's own rule, as registered (fedbench.claims.verdict: for a `
 the paper's side of 0, refuted only below the smallest effect that counts). Every judged claim has one.
 
 Magnitude: only for a claim with a published number, and new: it uses the published number by definition, and
-no direction rule's threshold moves toward it. The uniform default, stated once:
+no direction rule's threshold moves toward it. The uniform default, stated once, is an equivalence test (issue 51,
+item 3; two one-sided tests at 2.5% each, read off the 95% interval):
 
-    the published value lies in the 95% interval of the effect: reproduced; the interval lies wholly on one
-    side of it: not-reproduced; no interval (one seed): inconclusive.
+    the 95% interval of the effect lies inside the band published +- MARGIN x |published| (MARGIN = 0.5: within
+    half the published size): reproduced; it lies wholly outside the band: not-reproduced; otherwise (the interval
+    reaches over an edge of the band: the data cannot tell), no interval, or an interval below its rule's 95%
+    coverage: inconclusive.
+
+Rule history: until issue 51 the default was "contains" (reproduced where the published value lay in the interval),
+which rewards imprecision: a wide interval contains any published value. The margin is declared here, the same for
+every claim, and it matches the power rule of the confirmations (fedbench.claims.stats.seeds_for_power: a half-width
+below half the published effect), so that a confirmation sized by it can decide.
 
 A claim may register instead a share s (reproduced if the interval's low end reaches s times the published
 value, not-reproduced if its high end stays below it, else inconclusive), the part of a multi-part claim the
@@ -41,21 +49,24 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KINDS = ("contains", "share", "parts", "none")
+KINDS = ("equivalent", "share", "parts", "none")
+MARGIN = 0.5  # the default equivalence band: published +- MARGIN x |published| (declared once; see the docstring)
 
 
 @dataclass(frozen=True)
 class Magnitude:
-    """A claim's registered magnitude part: ``kind`` "contains" (the default), "share" (``share`` of the
-    published value), "parts" (the parts whose label matches ``parts`` test the size with their own rules) or
-    "none" (no magnitude part, ``why``); ``part``: the part the published value belongs to (None: the deciding
-    effect). Every kind but "none" makes the claim a size claim (:attr:`states_size`)."""
+    """A claim's registered magnitude part: ``kind`` "equivalent" (the default: the interval inside published +-
+    ``margin`` x |published|), "share" (``share`` of the published value), "parts" (the parts whose label matches
+    ``parts`` test the size with their own rules) or "none" (no magnitude part, ``why``); ``part``: the part the
+    published value belongs to (None: the deciding effect). Every kind but "none" makes the claim a size claim
+    (:attr:`states_size`)."""
 
-    kind: str = "contains"
+    kind: str = "equivalent"
     share: float | None = None
     part: str | None = None
     parts: str | None = None
     why: str = ""
+    margin: float | None = None  # kind "equivalent": the band's half-width as a fraction of |published| (MARGIN)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -66,6 +77,10 @@ class Magnitude:
             raise ValueError("magnitude: a parts pattern goes with kind 'parts' only")
         if self.kind == "none" and not self.why:
             raise ValueError("magnitude kind 'none' needs the reason (why)")
+        if self.kind == "equivalent" and self.margin is None:
+            object.__setattr__(self, "margin", MARGIN)
+        if (self.kind == "equivalent") != (self.margin is not None) or (self.margin is not None and not self.margin > 0):
+            raise ValueError(f"magnitude: a margin > 0 goes with kind 'equivalent' only, got {self.kind}, {self.margin}")
 
     @property
     def states_size(self) -> bool:
@@ -89,17 +104,32 @@ class Magnitude:
             edge = fmt_number(self.share * published, signed=True)
             return (f"reproduced if the 95% interval{on}'s low end reaches {self.share:g} of the published {v}{u} "
                     f"({edge}{u}), not-reproduced if its high end stays below it")
-        return (f"reproduced if the published {v}{u} lies in the 95% interval{on}, not-reproduced if the interval "
-                "lies wholly on one side of it")
+        low, high = self.band(published)
+        return (f"equivalence: reproduced if the 95% interval{on} lies inside the published {v}{u} +- "
+                f"{self.margin:g} x {fmt_number(abs(published))} ([{fmt_number(low, signed=True)}, "
+                f"{fmt_number(high, signed=True)}]{u}), not-reproduced if it lies wholly outside it, inconclusive "
+                "otherwise (the data cannot tell)")
+
+    def band(self, published: float) -> tuple[float, float]:
+        """The equivalence band of kind "equivalent": published +- margin x |published|."""
+        half = float(self.margin or 0.0) * abs(published)
+        return published - half, published + half
 
     def verdict(self, published: float, effect: dict[str, Any]) -> str:
-        """This magnitude part's verdict of ``effect`` (kinds contains and share)."""
+        """This magnitude part's verdict of ``effect`` (kinds equivalent and share); inconclusive where the interval
+        is missing or covers less than 95% (fedbench.claims.stats.meets_level)."""
+        from fedbench.claims.stats import meets_level
+
         ci = effect.get("ci95")
         if ci is None or any(x is None or (isinstance(x, float) and math.isnan(x)) for x in ci):
             return "inconclusive"
+        if not meets_level(effect):
+            return "inconclusive"
         lo, hi = sorted(map(float, ci))
-        if self.kind == "contains":
-            return "reproduced" if lo <= published <= hi else "not-reproduced"
+        if self.kind == "equivalent":
+            low, high = self.band(published)
+            return "reproduced" if low < lo and hi < high else "not-reproduced" if lo > high or hi < low else \
+                "inconclusive"
         edge = self.share * published
         if published < 0:  # the paper's side is negative: mirror
             lo, hi, edge = -hi, -lo, -edge

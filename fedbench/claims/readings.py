@@ -269,13 +269,15 @@ def rounds_to_loss(curve: Sequence[float], target: float) -> int | None:
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rho of ``x`` and ``y``: the Pearson correlation of their average ranks (ties share a rank); 0 when
-    either has no spread (no ordering)."""
+    """Spearman's rho of ``x`` and ``y``: the Pearson correlation of their average ranks (ties share a rank; an
+    infinite value ranks above every finite one). Undefined (NaN: a missing value, left out of every statistic,
+    fedbench.claims.stats) when either has no spread: all-tied values order nothing, and reading them as 0 ("no
+    correlation") would put a [0, 0] interval on seeds that measured nothing (issue 51, item 3)."""
     from scipy.stats import rankdata
 
     rx, ry = rankdata(x), rankdata(y)
     if np.ptp(rx) == 0 or np.ptp(ry) == 0:
-        return 0.0
+        return float("nan")
     return float(np.corrcoef(rx, ry)[0, 1])
 
 

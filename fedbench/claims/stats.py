@@ -23,9 +23,24 @@ states):
 - one seed of a random setting: the value, no interval, no test.
 
 A share (a reading that counts, per seed, in how many of a fixed number of cases something held: bounded
-and discrete) gets :func:`share_effect` instead: the exact (Clopper-Pearson) 95% interval of the share over the
-cases of all seeds pooled and the exact two-sided binomial test (the rule's :class:`Share` says how many cases a
-seed has and what is subtracted).
+and discrete) is checked to be one (:class:`Share`) and then read as every other per-seed value: the seed is the
+unit (issue 51, item 3). The fixed cases of one seed are no independent trials (the same data, clients and
+minibatches run through all of them), so pooling them over seeds as binomial trials (the Clopper-Pearson interval
+used until issue 51) overstated the evidence: 5 seeds each scoring 5 of 6 cases read as 25 of 30 trials, p = 0.0003,
+where with the seed as the unit the sign test gives p = 0.0625 and the order-statistic interval covers 93.75%.
+
+Level: an interval carries its ``coverage``; a rule stated at 95% cannot be met by an interval that covers less
+(:func:`meets_level`; fedbench.claims.verdict.Rule.verdict: inconclusive, more seeds needed). With fewer than 6
+seeds an order-statistic interval never reaches 95% (:func:`order_statistic_interval`), nor can the sign test fall
+below 0.05.
+
+Seeds of a confirmation (:func:`seeds_for_power`): the number of seeds whose t interval's expected half-width, with
+the exploratory seeds' spread, falls below a declared target (half the published effect, or half the exploratory
+one where the paper publishes no number), at least :data:`MIN_SEEDS` (the fewest whose order-statistic interval and
+sign test can reach 95%), at most :data:`MAX_SEEDS`; stated before the confirmation runs.
+
+Multiplicity (:func:`holm`): Holm's step-down adjustment of a family's p-values (fedbench.claims.verdict.holm_family
+reads it over the headline entries).
 
 NaN marks a missing value (a run that did not produce the quantity) and is left out of every statistic but
 kept, as None, in the per-seed list.
@@ -133,7 +148,8 @@ def paired_effect(values: Sequence[float | None], unit: str, deterministic: bool
 @dataclass(frozen=True)
 class Share:
     """A per-seed reading that is a share: ``100 * k / cases - minus`` for k of ``cases`` cases (e.g. the share of
-    six comparisons in which mu > 0 helped, minus 50 for "most cases")."""
+    six comparisons in which mu > 0 helped, minus 50 for "most cases"). The seed is the unit: the per-seed shares
+    are read as any per-seed value (:func:`share_effect`), never pooled as trials."""
 
     cases: int
     minus: float = 0.0
@@ -143,9 +159,9 @@ class Share:
             raise ValueError(f"a share needs cases >= 1 and 0 <= minus <= 100, got {self.cases}, {self.minus}")
 
     def text(self) -> str:
-        return (f"interval: the exact (Clopper-Pearson) 95% interval of the share over the {self.cases} cases of "
-                f"every seed pooled (each case of each seed one trial), minus {self.minus:g}; test: exact binomial "
-                f"against {self.minus:g}%")
+        return (f"interval: the seed is the unit: the 95% interval of the per-seed shares of the {self.cases} cases, "
+                f"minus {self.minus:g} (a t interval, or the sign test and the median's order-statistic interval "
+                f"where the seeds' shares have no spread); the cases of one seed are not independent trials")
 
 
 def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -159,32 +175,77 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
 
 
 def share_effect(values: Sequence[float | None], share: Share, unit: str) -> dict[str, Any]:
-    """The effect of a share reading (per seed ``100 * k / share.cases - share.minus``): the pooled share minus
-    ``share.minus`` as the estimate, the Clopper-Pearson interval over all cases of all seeds and the exact
-    two-sided binomial test of a share of ``share.minus`` percent. A per-seed value that is no whole number of
-    cases is a ValueError (the reading is not the share the rule declares)."""
+    """The effect of a share reading (per seed ``100 * k / share.cases - share.minus``), the seed as the unit: each
+    value checked to be a whole number of cases (a ValueError otherwise: the reading is not the share the rule
+    declares), then :func:`paired_effect` of the per-seed values, its test saying how many cases each seed had."""
     raw = [float("nan") if x is None else float(x) for x in values]
-    kept = [x for x in raw if not math.isnan(x)]
-    out: dict[str, Any] = {"estimate": None, "ci95": None, "per_seed": [_round(x) for x in raw], "n": len(kept),
-                           "test": "none (no values)", "p_value": None, "coverage": None, "unit": unit}
-    if not kept:
-        return out
-    counts = []
-    for x in kept:
+    for x in raw:
+        if math.isnan(x):
+            continue
         k = (x + share.minus) * share.cases / 100.0
         # k is whole up to rounding: a value kept to 6 significant digits (the JSON's) is off by at most 5e-5 (it is
         # at most 100), i.e. 5e-7 x cases in k; 1e-3 covers up to 2,000 cases and is far below the 1 between shares
         if abs(k - round(k)) > 1e-3 or not 0 <= round(k) <= share.cases:
             raise ValueError(f"share reading {x!r} is not 100 * k / {share.cases} - {share.minus:g} for a whole k")
-        counts.append(int(round(k)))
-    k, n = sum(counts), share.cases * len(counts)
-    lo, hi = clopper_pearson(k, n)
-    p = float(_scipy_stats.binomtest(k, n, share.minus / 100.0).pvalue) if 0 < share.minus < 100 else None
-    return out | {"estimate": _round(100.0 * k / n - share.minus),
-                  "ci95": [_round(100.0 * lo - share.minus), _round(100.0 * hi - share.minus)],
-                  "test": f"exact binomial, two-sided, {k} of {n} cases ({len(counts)} seeds x {share.cases}); "
-                          "interval = Clopper-Pearson",
-                  "p_value": _round(p) if p is not None else None, "coverage": CONFIDENCE}
+    out = paired_effect(raw, unit)
+    if out["n"] >= 2:
+        out["test"] = f"{out['test']}; the seed is the unit ({out['n']} seeds, each a share of {share.cases} cases)"
+    return out
+
+
+def meets_level(effect: dict[str, Any], level: float = CONFIDENCE) -> bool:
+    """Whether ``effect``'s interval is at ``level`` at least: a deterministic value (no seed randomness: exact), or an
+    interval whose stated ``coverage`` reaches ``level``. An interval that states no coverage does not."""
+    if str(effect.get("test", "")).startswith("none (deterministic"):
+        return True
+    coverage = effect.get("coverage")
+    return coverage is not None and float(coverage) >= level - 1e-12
+
+
+MIN_SEEDS = 6  # the fewest seeds whose order-statistic interval (and sign test) can reach 95%: 1 - 2 / 2^6 = 96.9%
+MAX_SEEDS = 20  # the most a confirmation's power rule asks for; beyond it the confirmation runs at 20 and says so
+POWER_FRACTION = 0.5  # the target half-width: half the published effect (or the exploratory one without a number)
+
+
+def seeds_for_power(per_seed: Sequence[float | None], target: float, confidence: float = CONFIDENCE,
+                    least: int = MIN_SEEDS, most: int = MAX_SEEDS) -> dict[str, Any]:
+    """The power rule of a confirmation, stated before it runs: the fewest seeds n (``least`` <= n <= ``most``) for
+    which the t interval's half-width t_{(1+confidence)/2, n-1} sd / sqrt(n), with sd the exploratory ``per_seed``
+    values' standard deviation, is below ``target`` (> 0). Returns {"seeds", "sd", "target", "reached", "text"};
+    where no spread is known (fewer than 2 finite values, or none: a discrete reading), ``least`` seeds."""
+    if not target > 0 or not math.isfinite(target):
+        raise ValueError(f"a power rule needs a finite target half-width > 0, got {target!r}")
+    if least < 2 or most < least:
+        raise ValueError(f"a power rule needs 2 <= least <= most, got {least}, {most}")
+    v = np.asarray([float(x) for x in per_seed if x is not None and math.isfinite(float(x))], dtype=float)
+    sd = float(v.std(ddof=1)) if len(v) >= 2 else 0.0
+    n, reached = least, True
+    if sd > 0:
+        while float(_scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n) >= target:
+            if n == most:
+                reached = False
+                break
+            n += 1
+    said = (f"{n} seeds: the fewest (at least {least}) whose {confidence:.0%} t interval's half-width, at the exploratory "
+            f"seeds' sd {fmt_number(sd)}, is below {fmt_number(target)}" if reached and sd > 0 else
+            f"{n} seeds: no spread known from the exploratory seeds; the fewest whose order-statistic interval reaches "
+            f"{confidence:.0%}" if reached else
+            f"{n} seeds (the most the rule allows): the half-width stays at or above {fmt_number(target)} at the "
+            f"exploratory seeds' sd {fmt_number(sd)}; the confirmation may be inconclusive by design")
+    return {"seeds": n, "sd": _round(sd), "target": _round(target), "reached": reached, "text": said}
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: with the p-values sorted p_(1) <= ... <= p_(m), the
+    adjusted p_(i) is max_{j <= i} min(1, (m - j + 1) p_(j)). A hypothesis is rejected at family-wise level alpha
+    exactly when its adjusted p-value is below alpha."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * float(p_values[i])))
+        out[i] = running
+    return out
 
 
 def fmt_number(x: float | None, signed: bool = False, digits: int = 3) -> str:

@@ -26,8 +26,22 @@ listed in the claims' texts). A claim that states a number is judged on that num
 project-chosen d of FedProx's headline (5 points), MNIST-5k's gain (5) and FedLaAvg's gains (1) let a size claim
 pass on its direction, so those rules test the sign now and ``greater`` with d > 0 needs the interval above d.
 
-A part's interval is the paired effect of fedbench.claims.stats, or for a share (a rule with ``share``) the exact
-interval of the pooled share (fedbench.claims.stats.share_effect).
+A part's interval is the paired effect of fedbench.claims.stats over the seeds (the seed is the unit, a share's
+too: fedbench.claims.stats.share_effect). Level (issue 51, item 3): a rule is stated at a level (``Rule.level``,
+95%), and an interval whose actual coverage is below it (an order-statistic interval of 5 seeds covers 93.75%)
+cannot meet it: the part is inconclusive, whatever its ends, and says that more seeds are needed
+(fedbench.claims.stats.meets_level). A deterministic value (no seed randomness) is exact.
+
+Thresholds chosen by this project (issue 51, item 4): a rule whose threshold the paper does not state is marked
+``chosen`` (the margins of "rather robust", "similar", "competitive", "matches", "unaffected"). Its part is judged
+twice: without the threshold (d = 0), which is what counts, and with it, which is reported beside it (a note and a
+sensitivity cell "with this project's thresholds"). Without a margin an equivalence ("within") can be refuted (the
+interval excludes 0) but never shown.
+
+Each part also carries ``p_rule``: the p-value of the test its decision rests on (the t-test or sign test of the
+per-seed values against the edge the verdict crossed; for "within", the larger of the two one-sided tests, doubled),
+below 0.05 exactly when the part is decided at 95%; :func:`claim_p` combines the parts' into the claim's, and
+:func:`holm_family` adjusts a family of claims (the headline entries) by Holm's step-down procedure.
 
 A claim with several parts (datasets, straggler levels) is reproduced when every part is, not-reproduced when
 some part is, inconclusive otherwise. The part that decides is reported as the claim's ``effect``.
@@ -50,9 +64,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedbench.claims.fidelity import FULL_SEEDS, label as fidelity  # noqa: F401 (the labelling rule, issue 32)
-from fedbench.claims.stats import Share, fmt_number, paired_effect, share_effect
+import numpy as np
+
+from fedbench.claims.stats import (CONFIDENCE, Share, _scipy_stats, fmt_number, holm, meets_level, paired_effect,
+                                   share_effect, sign_test)
 
 KINDS = ("greater", "at_least", "at_most", "within")
+MORE_SEEDS = "the interval covers less than the rule's level: more seeds are needed"  # Rule.verdict's why
 VERDICT_ORDER = {"not-reproduced": 0, "inconclusive": 1, "direction-only": 2, "reproduced": 3, "not-run": -1}
 BUDGETS = (0.25, 0.5, 1.0)  # fractions of the rounds run at which every empirical claim is also judged
 
@@ -60,19 +78,30 @@ BUDGETS = (0.25, 0.5, 1.0)  # fractions of the rounds run at which every empiric
 @dataclass(frozen=True)
 class Rule:
     """One part's decision rule: ``kind`` (KINDS) and its ``threshold`` (d, m or b of the table above, in
-    ``unit``); ``share``: the per-seed values are a share of that many cases (bounded, discrete), read with an
-    exact interval instead of a t interval."""
+    ``unit``); ``share``: the per-seed values are a share of that many cases (bounded, discrete; the seed is the
+    unit all the same); ``level``: the coverage its interval must have (an interval covering less cannot decide);
+    ``chosen``: the threshold is this project's, not the paper's (the counted rule is :meth:`counted`, d = 0)."""
 
     kind: str
     threshold: float = 0.0
     unit: str = ""
     share: Share | None = None
+    level: float = CONFIDENCE
+    chosen: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"rule kind {self.kind!r}; allowed: {', '.join(KINDS)}")
         if self.kind in ("greater", "at_least", "within") and self.threshold < 0:
             raise ValueError(f"a {self.kind} rule needs a threshold >= 0, got {self.threshold}")
+        if not 0.5 < self.level < 1:
+            raise ValueError(f"a rule's level must lie in (0.5, 1), got {self.level}")
+        if self.chosen and self.threshold == 0:
+            raise ValueError("a rule marked chosen needs the threshold this project chose (d != 0)")
+
+    def counted(self) -> "Rule":
+        """The rule that counts: this one, or without this project's threshold where it is ``chosen`` (d = 0)."""
+        return Rule(self.kind, 0.0, self.unit, self.share, self.level) if self.chosen else self
 
     def _t(self, x: float) -> str:
         return f"{fmt_number(x, signed=True)}{' ' + self.unit if self.unit else ''}"
@@ -84,10 +113,16 @@ class Rule:
         return paired_effect(values, self.unit, deterministic=deterministic)
 
     def text(self) -> str:
+        if self.chosen:
+            return (self.counted().text() + f" (counted: without a threshold; this project's threshold, which the paper "
+                                            f"does not state, is judged beside it and not counted: {self._text()})")
         return self._text() + (f" ({self.share.text()})" if self.share is not None else "")
 
     def _text(self) -> str:
         d = self.threshold
+        if self.kind == "within" and d == 0:
+            return ("without a margin: not-reproduced if the 95% interval lies wholly on one side of 0 (a difference "
+                    "shown), never reproduced (no equivalence can be shown without a margin)")
         if self.kind == "greater":
             if d == 0:
                 return "reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0"
@@ -102,11 +137,18 @@ class Rule:
                 f"not-reproduced if it lies wholly outside")
 
     def verdict(self, effect: dict[str, Any]) -> str:
+        """This rule's verdict of ``effect``: :meth:`side` of its interval, where the interval is at the rule's level
+        (fedbench.claims.stats.meets_level); inconclusive where it covers less (:data:`MORE_SEEDS`) or is missing."""
         ci = effect.get("ci95")
-        if ci is None:
+        if ci is None or not meets_level(effect, self.level):
             return "inconclusive"
-        lo, hi = map(float, ci)
+        return self.side(*map(float, ci))
+
+    def side(self, lo: float, hi: float) -> str:
+        """Where the interval [lo, hi] lies against this rule's threshold (the table of the module docstring)."""
         d = self.threshold
+        if self.kind == "within" and d == 0:
+            return "not-reproduced" if lo > 0 or hi < 0 else "inconclusive"
         if self.kind == "greater":
             return "reproduced" if lo > d else "not-reproduced" if hi < d else "inconclusive"
         if self.kind == "at_least":
@@ -114,6 +156,33 @@ class Rule:
         if self.kind == "at_most":
             return "reproduced" if hi < d else "not-reproduced" if lo > d else "inconclusive"
         return "reproduced" if -d < lo and hi < d else "not-reproduced" if lo >= d or hi <= -d else "inconclusive"
+
+    def p_value(self, effect: dict[str, Any]) -> float | None:
+        """The p-value of the test this rule's decision of ``effect`` rests on, from its per-seed values: the paired
+        t-test (a t interval) or the sign test (an order-statistic interval) of the values against the edge the
+        verdict is decided at (greater d, at_least -d, at_most d; within: both +-d, the larger of the two one-sided
+        p-values doubled while the estimate lies inside, the nearer edge otherwise). Below 1 - level exactly when the
+        interval lies on one side of that edge. None for a deterministic value (exact: no test) or no values."""
+        test = str(effect.get("test", ""))
+        values = [float(x) for x in effect.get("per_seed") or [] if x is not None and not math.isnan(float(x))]
+        if test.startswith("none (deterministic") or len(values) < 2:
+            return None
+        d = self.threshold
+        edge = {"greater": d, "at_least": -d, "at_most": d}.get(self.kind)
+        centre = float(np.median(values)) if not all(map(math.isfinite, values)) else float(np.mean(values))
+
+        def p_at(e: float) -> float:
+            if test.startswith("paired t-test"):
+                v = np.asarray(values)
+                se = float(v.std(ddof=1)) / math.sqrt(len(v))
+                return float(2 * _scipy_stats.t.sf(abs(float(v.mean()) - e) / se, len(v) - 1)) if se > 0 else 0.0
+            return sign_test([x - e for x in values])
+
+        if edge is not None:
+            return p_at(edge)
+        if d > 0 and -d < centre < d:
+            return min(1.0, max(p_at(-d), p_at(d)))
+        return p_at(d if centre >= 0 else -d)
 
     def toward_paper(self, before: float | None, after: float | None) -> bool:
         """Whether an estimate moving from ``before`` to ``after`` moved toward the paper's side."""
@@ -144,6 +213,11 @@ class Rule:
         ci = effect.get("ci95")
         if ci is None:
             return "no interval (one seed): more seeds would be needed for any verdict but inconclusive"
+        if not meets_level(effect, self.level):
+            cov = effect.get("coverage")
+            return (f"{MORE_SEEDS}: its {'stated' if cov is None else f'{float(cov):.2%}'} coverage is below the "
+                    f"rule's {self.level:.0%} (at least 6 seeds for an order-statistic interval); now it would read "
+                    f"{self.side(*map(float, ci))}")
         lo, hi = (fmt_number(float(x), signed=True) for x in ci)
         d, u = self.threshold, f" {self.unit}" if self.unit else ""
         t = fmt_number(d, signed=True)
@@ -261,6 +335,11 @@ def inconclusive_parts(result: dict[str, Any], labels: Sequence[str], note: str,
 
 
 Measure = Callable[[str, float], Sequence[Sequence[float | None]]]
+WITH_CHOSEN = "with this project's thresholds"  # the sensitivity cell of a claim judged with its chosen thresholds
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else float(f"{x:.6g}")
 
 
 def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Sequence[str] = (),
@@ -283,8 +362,10 @@ def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Seque
             raise ValueError(f"measure gave {len(values)} parts for {len(parts)}")
         out = []
         for part, vals in zip(parts, values):
-            effect = part.rule.effect(vals, deterministic=deterministic)
-            out.append((part, effect, part.rule.verdict(effect)))
+            rule = part.rule.counted()
+            effect = rule.effect(vals, deterministic=deterministic)
+            effect["p_rule"] = _rounded(rule.p_value(effect))
+            out.append((part, effect, rule.verdict(effect)))
         return out
 
     full = evaluate(primary, 1.0)
@@ -295,9 +376,9 @@ def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Seque
         capped = []
         for (part, effect, v), (_, effect_half, _) in zip(full, half):
             now, before = effect["estimate"], effect_half["estimate"]
-            if v == "not-reproduced" and part.rule.toward_paper(before, now) and math.isfinite(now - before):
+            if v == "not-reproduced" and part.rule.counted().toward_paper(before, now) and math.isfinite(now - before):
                 projected = now + doublings * (now - before)
-                if part.rule.verdict({"ci95": [projected, projected]}) != "not-reproduced":
+                if part.rule.counted().side(projected, projected) != "not-reproduced":
                     notes.append(f"{part.label or 'the effect'}: not-reproduced at the rounds run, but its estimate moved "
                                  f"from {fmt_number(before, signed=True)} (50% of the rounds) to "
                                  f"{fmt_number(now, signed=True)} {part.unit}; at that pace it would reach "
@@ -309,12 +390,13 @@ def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Seque
     verdict = combine([v for *_, v in full])
     for part, effect, v in full:
         ci = effect.get("ci95")
-        if v == "not-reproduced" and part.rule.kind == "greater" and ci is not None and float(ci[0]) > 0:
+        if v == "not-reproduced" and part.rule.counted().kind == "greater" and part.rule.counted().threshold > 0 \
+                and ci is not None and float(ci[0]) > 0:
             notes.append(f"{part.label or 'the effect'}: real (interval above 0) but below the "
                          f"{fmt_number(part.rule.threshold, signed=True)} {part.unit} the paper states")
     deciding = _deciding(full, verdict)
     part, effect, v = deciding
-    would = part.rule.would_change(effect, v)
+    would = part.rule.counted().would_change(effect, v)
     if len(full) > 1:
         would = f"{part.label}: {would}" + ("; every other part also has to hold" if verdict == "reproduced" else "")
     sensitivity = [_cell(names.get(primary, primary), 1.0, full, verdict, primary=True)]
@@ -326,6 +408,12 @@ def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Seque
         if budget < 1.0:
             cells = evaluate(primary, budget)
             sensitivity.append(_cell(names.get(primary, primary), budget, cells, combine([c[2] for c in cells])))
+    if any(p.rule.chosen for p in parts):  # this project's thresholds: judged beside, never counted (item 4)
+        cells = [(p, e, p.rule.verdict(e)) for p, e, _ in full]
+        with_them = combine([c[2] for c in cells])
+        notes.append(f"with this project's thresholds (not stated by the paper; not counted): {with_them}, against "
+                     f"{verdict} without them")
+        sensitivity.append(_cell(WITH_CHOSEN, 1.0, cells, with_them))
     budget_notes = [n for n in notes if "budget-limited" in n]
     return {"verdict": verdict, "effect": {"part": part.label, **effect},
             "parts": [{"part": p.label, "rule": p.rule.text(), "verdict": pv, **e} for p, e, pv in full],
@@ -337,7 +425,7 @@ def _deciding(cells: list[tuple[Part, dict[str, Any], str]], verdict: str) -> tu
     """The part that decides the verdict: the closest call among the parts whose verdict is the claim's (for a
     reproduced claim: the part nearest to losing it)."""
     same = [c for c in cells if c[2] == verdict] or cells
-    return min(same, key=lambda c: c[0].rule.slack(c[1]))
+    return min(same, key=lambda c: c[0].rule.counted().slack(c[1]))
 
 
 def _cell(reading: str, budget: float, cells, verdict: str, primary: bool = False) -> dict[str, Any]:
@@ -345,3 +433,75 @@ def _cell(reading: str, budget: float, cells, verdict: str, primary: bool = Fals
     return {"reading": reading, "budget": budget, "primary": primary, "verdict": verdict, "part": part.label,
             "estimate": effect["estimate"], "ci95": effect["ci95"], "unit": effect["unit"]}
 
+
+
+DECIDED = ("reproduced", "not-reproduced", "direction-only")  # the verdicts a test decides (Holm adjusts them)
+
+
+def combination_of(rule_words: str) -> str:
+    """The combination a claim's words state (:data:`COMBINES`' words in :func:`rule_text`), "every" where none."""
+    return next((name for name, (_, words) in COMBINES.items() if name != "every" and words in rule_words), "every")
+
+
+def claim_p(parts: Sequence[dict[str, Any]], verdict: str, combination: str = "every") -> float | None:
+    """The p-value a claim's ``verdict`` rests on, from its judged ``parts`` (each with "verdict" and "p_rule", None
+    for a deterministic part: exact, read as 0). Every part holding (reproduced under "every", either verdict under
+    "generally", not-reproduced under "often") is an intersection-union test: the largest of the parts' p-values. One
+    part deciding among k (not-reproduced under "every", reproduced under "often") is a union: the smallest,
+    Bonferroni-adjusted (k times, at most 1). None where nothing was decided (inconclusive, not-run) or a deciding part
+    has no p-value recorded."""
+    if verdict == "direction-only":
+        verdict = "reproduced"  # the direction's decision; the size part is the magnitude's
+    if verdict not in DECIDED or not parts:
+        return None
+    if any("p_rule" not in p for p in parts if p.get("verdict") == verdict):
+        return None
+    ps = [float(p["p_rule"] or 0.0) for p in parts if p.get("verdict") == verdict]
+    if not ps:
+        return None
+    union = (combination == "every" and verdict == "not-reproduced") or (combination == "often" and verdict == "reproduced")
+    return min(1.0, len(parts) * min(ps)) if union else max(ps)
+
+
+def holm_family(rows: Sequence[dict[str, Any]], alpha: float = 1 - CONFIDENCE) -> list[dict[str, Any]]:
+    """Holm's step-down adjustment over a family of claims (issue 51, item 3). ``rows``: {"id", "verdict", "p"} (p:
+    :func:`claim_p`; None for a claim that decided nothing, read as 1, or a decided claim with no p-value recorded).
+    Returns each row with "family" (the family's size m: every row), "p_holm" (the adjusted p-value; None where p is)
+    and "holm_verdict": the verdict where its adjusted p-value is below ``alpha``, inconclusive where it is not (the
+    claim's decision does not survive the family's multiplicity), "no p-value recorded" where a decided claim has
+    none, the verdict itself where it decided nothing."""
+    m = len(rows)
+    adjusted = holm([1.0 if r.get("p") is None else float(r["p"]) for r in rows])
+    out = []
+    for r, q in zip(rows, adjusted):
+        decided = r["verdict"] in DECIDED
+        if not decided:
+            holm_verdict = r["verdict"]
+        elif r.get("p") is None:
+            holm_verdict = "no p-value recorded"
+        else:
+            holm_verdict = r["verdict"] if q < alpha else "inconclusive"
+        out.append({**r, "family": m, "p_holm": None if r.get("p") is None else _rounded(q),
+                    "holm_verdict": holm_verdict})
+    return out
+
+
+def holm_headline(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The headline family's Holm-adjusted verdicts, one row per headline entry (fedbench.claims.tally.toward_headline)
+    by its counted verdict (the confirmatory one where the entry's registration carries one, whose record states
+    "p_claim"; else the exploratory verdict with :func:`claim_p` of its parts): :func:`holm_family`'s rows, each with
+    "source" ("confirmatory" or "exploratory"). The report renders "family" (m) and "holm_verdict" beside each
+    headline verdict."""
+    from fedbench.claims.tally import counted_verdict, is_confirmed, toward_headline  # tally reads entries only
+
+    rows = []
+    for e in entries:
+        if not toward_headline(e) or e["verdict"] in ("not-run",):
+            continue
+        if is_confirmed(e):
+            p = e["registration"]["confirmatory"].get("p_claim")
+            rows.append({"id": e["id"], "verdict": counted_verdict(e), "p": p, "source": "confirmatory"})
+        else:
+            p = claim_p(e.get("parts") or [], e["verdict"], combination_of(e.get("rule") or ""))
+            rows.append({"id": e["id"], "verdict": e["verdict"], "p": p, "source": "exploratory"})
+    return holm_family(rows)

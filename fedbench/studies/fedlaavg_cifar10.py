@@ -224,7 +224,7 @@ DECLARATION = StudyDeclaration(
                                     "10000/9950/10100/13400; gamma 0.02-0.10: 27800/32200/13450/9400/10100"},
             effect="per seed, the Spearman correlation of N and the rounds to 55% over N = 200..1,000 (the "
                    "first evaluated round with test accuracy >= 55%; a run that never reaches 55% counts as "
-                   "its budget; rho = 0 when every N gives the same rounds)",
+                   "its budget; rho undefined, the seed left out, when every N gives the same rounds)",
             rules=(("", RHO_BELOW_RULE),), notes="P and gamma are context, not judged",
             reads=("fedlaavg_ica",), rounds_paper=ROUNDS_PAPER, fidelity="reconstructed",
             note=ASSUMED + "; each N is the authors' partition re-run with num_clients = N (as their code does), "

@@ -39,7 +39,8 @@ import numpy as np
 
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import generate_synthetic
-from fedbench.claims.readings import NAMES, cut_round, read_accuracy, rising_rounds, rounds_to_target, upward_variation
+from fedbench.claims.readings import (NAMES, cut_round, read_accuracy, rising_rounds, rounds_to_target, spearman,
+                                      upward_variation)  # spearman: readings' one (all tied: undefined, issue 51)
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity, judge
 from fedbench.claims.papers import FEDPROXVR_PAPER
@@ -135,7 +136,7 @@ DECLARATION = StudyDeclaration(
                "20, mu = 0, 0.001, 0.01, 0.1 and 1; instability of a run = the sum of the rises of its training loss "
                "from one round to the next over the {rounds} rounds run (diverged: infinite); per seed, the Spearman "
                "correlation of mu and the instability (a seed whose five instabilities are all equal orders nothing: "
-               "0)",
+               "undefined, left out)",
         rules=(("", SWEEP_RULE),), notes="5 seeds", reads=tuple(mu_arm(mu) for mu in MU_SWEEP)),
         Claim(id="fedproxvr/synthetic/beta-tau-effect",
         where="talk slides, 'Effects of step size parameter beta and local iterations tau' and 'Parameter Optimization'",
@@ -148,7 +149,7 @@ DECLARATION = StudyDeclaration(
         effect="our reading of the analysis slide (the plots are missing): FedProxVR (SVRG), mu = 0.1, B = 32, beta in "
                "4, 7 and 10 with tau = floor((5 beta^2 - 4 beta) / 8) (Lemma 1's upper end: 8, 27, 57); per seed, the "
                "Spearman correlation of beta and the rounds until the training loss first reaches the one FedAvg "
-               "(Table 1's settings, same seed) ends the {rounds} rounds at (never: the rounds run; all equal: 0)",
+               "(Table 1's settings, same seed) ends the {rounds} rounds at (never: the rounds run; all equal: undefined, left out)",
         rules=(("", SWEEP_RULE),), notes="5 seeds", reads=tuple(beta_arm(b) for b in BETA_SWEEP))))
 METHODS = ("FedAvg", "SVRG", "SARAH")  # Table 1's arms
 MU_ARMS = DECLARATION.claim("fedproxvr/synthetic/mu-effect").reads
@@ -186,17 +187,6 @@ def simulation(method: str, seed: int, rounds: int) -> Simulation:
     algorithm = FedProxVR(lr=1.0 / (arm["beta"] * lip), beta=arm["beta"], smoothness=lip, tau=arm["tau"], mu=arm["mu"],
                           estimator=method.split()[0].lower())  # "SVRG mu=0.01": the SVRG estimator
     return Simulation(f"{method}/seed={seed}", cfg, _dataset, model, algorithm, knobs)
-
-
-def spearman(x: list[float], y: list[float]) -> float:
-    """Spearman's rank correlation of ``x`` and ``y`` (ties share their mean rank; an infinite value ranks above every
-    finite one); 0 where either orders nothing (all its values equal)."""
-    from scipy.stats import rankdata
-
-    rx, ry = rankdata(x), rankdata(y)
-    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
-        return 0.0
-    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def sweep_entry(claim_id: str, values: tuple[float, ...], arms: tuple[str, ...], reading: Any,

@@ -1,5 +1,5 @@
-"""Direction and magnitude judged apart (fedbench.claims.magnitude): the default (the published value in the 95%
-interval), a share, a named part, size-testing parts, no magnitude part, and the verdict convention."""
+"""Direction and magnitude judged apart (fedbench.claims.magnitude): the default (an equivalence test: the 95%
+interval inside published +- half of it), a share, a named part, size-testing parts, no magnitude part, and the verdict convention."""
 
 import pytest
 
@@ -10,27 +10,44 @@ PUB = {"value": 22.0, "unit": "accuracy points", "scope": "s", "statement": "t"}
 
 
 def _part(label, est, lo, hi, verdict, rule="reproduced if the 95% interval lies above 0"):
-    return {"part": label, "rule": rule, "verdict": verdict, "estimate": est, "ci95": [lo, hi], "unit": "x"}
+    return {"part": label, "rule": rule, "verdict": verdict, "estimate": est, "ci95": [lo, hi], "unit": "x",
+            "test": "paired t-test, two-sided", "coverage": 0.95}
 
 
-def test_default_needs_the_published_value_inside_the_interval():
+def _ci(lo, hi, coverage=0.95):
+    return {"ci95": [lo, hi], "test": "paired t-test, two-sided", "coverage": coverage}
+
+
+def test_default_is_an_equivalence_test_within_half_the_published_value():
     m = Magnitude()
-    assert m.verdict(22.0, {"ci95": [9.0, 30.0]}) == "reproduced"
-    assert m.verdict(22.0, {"ci95": [22.0, 22.0]}) == "reproduced"  # the edges count
-    assert m.verdict(22.0, {"ci95": [0.93, 17.8]}) == "not-reproduced"  # above 0, but +22 is excluded
-    assert m.verdict(22.0, {"ci95": [23.0, 40.0]}) == "not-reproduced"  # larger than published is another size
+    assert m.margin == 0.5 and m.band(22.0) == (11.0, 33.0)
+    assert m.verdict(22.0, _ci(12.0, 30.0)) == "reproduced"  # inside [11, 33]: the size is shown
+    assert m.verdict(22.0, _ci(9.0, 30.0)) == "inconclusive"  # contains 22, but too wide to tell (was reproduced)
+    assert m.verdict(22.0, _ci(-40.0, 80.0)) == "inconclusive"  # a wide interval contains anything: it shows nothing
+    assert m.verdict(22.0, _ci(0.93, 17.8)) == "inconclusive"  # +22 excluded but the band's edge +11 is not
+    assert m.verdict(22.0, _ci(0.93, 10.9)) == "not-reproduced"  # wholly below the band
+    assert m.verdict(22.0, _ci(33.5, 40.0)) == "not-reproduced"  # wholly above: another size
+    assert m.verdict(22.0, _ci(11.0, 20.0)) == "inconclusive"  # on the edge: not inside
+    assert m.verdict(-4.0, _ci(-5.0, -3.0)) == "reproduced"  # a negative published value: the band [-6, -2]
     assert m.verdict(22.0, {"ci95": None}) == "inconclusive"
-    assert m.text(22.0, "points") == ("reproduced if the published +22.0 points lies in the 95% interval, "
-                                      "not-reproduced if the interval lies wholly on one side of it")
+    assert m.verdict(22.0, _ci(20.0, 24.0, coverage=0.9375)) == "inconclusive"  # below the 95% it is stated at
+    assert m.text(22.0, "points") == (
+        "equivalence: reproduced if the 95% interval lies inside the published +22.0 points +- 0.5 x 22.0 "
+        "([+11.0, +33.0] points), not-reproduced if it lies wholly outside it, inconclusive otherwise (the data "
+        "cannot tell)")
+    with pytest.raises(ValueError, match="margin"):
+        Magnitude("share", share=0.5, margin=0.5)
+    with pytest.raises(ValueError, match="margin"):
+        Magnitude(margin=0.0)
 
 
 def test_share_of_the_published_value():
     m = Magnitude("share", share=0.5)
-    assert m.verdict(4.0, {"ci95": [2.0, 9.0]}) == "reproduced"  # low end reaches 2 = 0.5 x 4
-    assert m.verdict(4.0, {"ci95": [1.9, 9.0]}) == "inconclusive"
-    assert m.verdict(4.0, {"ci95": [0.1, 1.99]}) == "not-reproduced"
-    assert m.verdict(-4.0, {"ci95": [-9.0, -2.0]}) == "reproduced"  # the paper's side is negative
-    assert m.verdict(-4.0, {"ci95": [-1.5, 0.5]}) == "not-reproduced"
+    assert m.verdict(4.0, _ci(2.0, 9.0)) == "reproduced"  # low end reaches 2 = 0.5 x 4
+    assert m.verdict(4.0, _ci(1.9, 9.0)) == "inconclusive"
+    assert m.verdict(4.0, _ci(0.1, 1.99)) == "not-reproduced"
+    assert m.verdict(-4.0, _ci(-9.0, -2.0)) == "reproduced"  # the paper's side is negative
+    assert m.verdict(-4.0, _ci(-1.5, 0.5)) == "not-reproduced"
     with pytest.raises(ValueError, match="share"):
         Magnitude("share")
     with pytest.raises(ValueError, match="reason"):
@@ -40,12 +57,15 @@ def test_share_of_the_published_value():
 def test_a_claim_that_states_a_number_is_judged_on_it():
     gain = _part("90% stragglers", 9.37, 0.93, 17.8, "reproduced")
     d, m, v = split("x/states-22", PUB, "reproduced", gain, [gain])  # the default magnitude part: a size claim
-    assert (d["verdict"], m["verdict"], v) == ("reproduced", "not-reproduced", "direction-only")
+    assert (d["verdict"], m["verdict"], v) == ("reproduced", "inconclusive", "direction-only")  # reaches over +11
     assert m["about_size"] is True
     assert d["rule"] == "the claim's registered rule: reproduced if the 95% interval lies above 0"
     assert (m["published"], m["estimate"], m["ci95"]) == (22.0, 9.37, [0.93, 17.8])
     d, m, v = split("fedprox/five-datasets/mean-accuracy-gain", PUB, "reproduced", gain, [gain])
-    assert (d["verdict"], m["verdict"], v) == ("reproduced", "not-reproduced", "direction-only")
+    assert (d["verdict"], m["verdict"], v) == ("reproduced", "inconclusive", "direction-only")
+    low = _part("90% stragglers", 5.0, 1.0, 9.0, "reproduced")
+    _, m, v = split("x/states-22", PUB, "reproduced", low, [low])
+    assert (m["verdict"], v) == ("not-reproduced", "direction-only")  # wholly below the band's +11
     hit = _part("90% stragglers", 20.0, 12.0, 28.0, "reproduced")
     assert split("x/states-22", PUB, "reproduced", hit, [hit])[2] == "reproduced"  # both hold
     d, m, v = split("x/qualitative", PUB | {"value": None}, "inconclusive", gain, [gain])
@@ -79,7 +99,7 @@ def test_no_magnitude_part_named_part_and_size_parts():
     svrg, sarah = _part("SVRG", -18.9, -23.9, -14.0, "inconclusive"), _part("SARAH", 0.2, 0.05, 0.3, "reproduced")
     _, m, _ = split("fedproxvr/synthetic/matches-or-beats-fedavg", PUB | {"value": 0.1}, "inconclusive", sarah,
                     [svrg, sarah])
-    assert (m["part"], m["verdict"]) == ("SVRG", "not-reproduced")  # the published +0.1 is SVRG's
+    assert (m["part"], m["verdict"]) == ("SVRG", "not-reproduced")  # the published +0.1 is SVRG's: band [0.05, 0.15]
     parts = [_part("step 0.1: speedup(K=10) - speedup(K=2)", 4.05, 4.05, 4.05, "reproduced"),
              _part("step 0.1: speedup(K=2) - 2", 0.02, 0.02, 0.02, "reproduced"),
              _part("step 0.1: speedup(K=10) - 4.25", 1.83, 1.83, 1.83, "not-reproduced")]
@@ -95,7 +115,7 @@ def test_every_registered_choice_is_valid_and_judged_entries_carry_both():
     e = new_entry(id="x/y", paper="p", where="w", claim_text="c", published=PUB, rule="r", scale={}, deviations=[],
                   figure=None, fidelity="paper-scale", rounds_run=1, rounds_paper=1, training_seeds=[0, 1],
                   data_seeds=[0])
-    gain = _part("", 30.0, 20.0, 40.0, "reproduced")
+    gain = _part("", 22.0, 15.0, 30.0, "reproduced")  # inside the band [11, 33]
     out = judged(e, {"verdict": "reproduced", "effect": gain, "parts": [gain], "sensitivity": [], "would_change": ""})
     assert out["direction"]["verdict"] == "reproduced" and out["magnitude"]["verdict"] == "reproduced"
     assert out["verdict"] == "reproduced" and tuple(out)[-2:] == ("direction", "magnitude")

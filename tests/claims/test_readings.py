@@ -200,7 +200,8 @@ def test_rounds_to_loss():
 
 def test_spearman():
     assert spearman([200, 400, 600], [300, 200, 100]) == pytest.approx(-1.0)
-    assert spearman([200, 400, 600, 800], [5, 5, 5, 5]) == 0.0  # no ordering
+    assert math.isnan(spearman([200, 400, 600, 800], [5, 5, 5, 5]))  # all tied: no ordering, undefined (not 0)
+    assert math.isnan(spearman([1, 1, 1], [3, 2, 1]))
     # ties get average ranks: y ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4
     assert spearman([1, 2, 3, 4], [7, 7, 9, 10]) == pytest.approx(
         np.corrcoef([1, 2, 3, 4], [1.5, 1.5, 3, 4])[0, 1])

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fedbench.claims.stats import (Share, clopper_pearson, fmt_effect, fmt_number, order_statistic_interval,
-                                   paired_effect, share_effect, sign_test)
+from fedbench.claims.stats import (MIN_SEEDS, Share, fmt_effect, fmt_number, holm, meets_level,
+                                   order_statistic_interval, paired_effect, seeds_for_power, share_effect, sign_test)
 
 
 def test_t_interval_and_p_value_by_hand():
@@ -62,24 +62,58 @@ def test_no_spread_reports_no_t_interval_but_the_sign_test():
     assert small["test"] == "paired t-test, two-sided" and small["ci95"][0] < small["ci95"][1]
 
 
-def test_share_gets_the_exact_clopper_pearson_interval():
-    # mu-increases-accuracy's reading: per seed 100 * k / 6 - 50, 5 of 6 cases on each of 5 seeds -> 25 of 30
-    # pooled; Clopper-Pearson [Beta(0.025; 25, 6), Beta(0.975; 26, 5)] = [65.2788%, 94.3578%] (scipy 1.17.1;
-    # R's binom.test(25, 30) gives 0.6527883 0.9435783), minus 50
+def test_a_share_takes_the_seed_as_its_unit():
+    # mu-increases-accuracy's reading: per seed 100 * k / 6 - 50; every one of 5 seeds scores 5 of 6. Pooled as 30
+    # Clopper-Pearson trials (until issue 51) that read +33.3 [+15.3, +44.4], p = 0.0003; the seed as the unit: five
+    # equal values, the sign test p = 2 / 2^5 = 0.0625 and the median's order-statistic interval at 93.75%
     share = Share(cases=6, minus=50.0)
     e = share_effect([100 * 5 / 6 - 50] * 5, share, "% of cases")
-    assert e["estimate"] == pytest.approx(100 * 25 / 30 - 50, abs=1e-4)  # +33.3333
-    assert e["ci95"] == [15.2788, 44.3578]
-    assert e["p_value"] == 0.000324914  # exact two-sided binomial, 25 of 30 against 1/2: 2 x 174,437 / 2^30
-    assert e["test"] == ("exact binomial, two-sided, 25 of 30 cases (5 seeds x 6); interval = Clopper-Pearson")
-    assert e["ci95"][0] < e["ci95"][1]  # never zero width while some case is undecided either way
-    assert share_effect([33.3333] * 5, share, "% of cases")["ci95"] == [15.2788, 44.3578]  # as the JSON keeps it
-    assert clopper_pearson(0, 10) == (0.0, pytest.approx(0.308497, abs=1e-6))  # 1 - 0.025^(1/10)
-    assert clopper_pearson(10, 10) == (pytest.approx(0.691503, abs=1e-6), 1.0)
+    assert e["estimate"] == pytest.approx(33.3333, abs=1e-4) and e["ci95"] == [33.3333, 33.3333]
+    assert e["p_value"] == 0.0625 and e["coverage"] == 0.9375 and e["n"] == 5
+    assert e["test"].endswith("the seed is the unit (5 seeds, each a share of 6 cases)")
+    assert not meets_level(e)  # a 95% rule cannot be met by it
+    spread = share_effect([100 * k / 6 - 50 for k in (3, 4, 5, 5, 6)], share, "% of cases")  # a t interval
+    v = np.array([0.0, 100 / 6, 100 / 3, 100 / 3, 50.0])
+    half = stats.t.ppf(0.975, 4) * v.std(ddof=1) / math.sqrt(5)
+    assert spread["ci95"] == [pytest.approx(v.mean() - half, rel=1e-5), pytest.approx(v.mean() + half, rel=1e-5)]
+    assert meets_level(spread) and spread["coverage"] == 0.95
     with pytest.raises(ValueError, match="whole k"):
         share_effect([10.0], share, "%")  # 60% of 6 cases is no whole number of cases
     with pytest.raises(ValueError, match="cases >= 1"):
         Share(cases=0)
+
+
+def test_meets_level_reads_the_actual_coverage():
+    assert meets_level(paired_effect([1.0, 2.0, 3.0], "x"))  # a t interval: 95%
+    assert not meets_level(paired_effect([1.0, 2.0, math.inf, 4.0, 5.0], "x"))  # order statistics of 5: 93.75%
+    assert meets_level(paired_effect([1.0, 2.0, math.inf, 4.0, 5.0, 6.0], "x"))  # of 6: 96.9%
+    assert meets_level(paired_effect([0.5], "x", deterministic=True))  # exact
+    assert not meets_level({"ci95": [1.0, 2.0], "test": "paired t-test, two-sided"})  # no coverage stated
+    assert not meets_level(paired_effect([2.0] * 5, "x"), 0.95) and meets_level(paired_effect([2.0] * 5, "x"), 0.9)
+
+
+def test_power_rule_gives_the_seeds_whose_half_width_is_below_the_target():
+    # sd 2 (values 1..5 scaled: sd of [0, 2, 4, 6, 8]/sqrt(2.5)...): take values with sd exactly 2: [-2, 0, 2, 0, 0]
+    # has sd sqrt(8/4) = 1.414; use [1, 3, 5, 7, 9]: sd sqrt(10) = 3.1623; target 2: n with t_{.975,n-1} 3.1623 /
+    # sqrt(n) < 2: n = 12 gives 2.201 x 0.9129 = 2.009 (no), n = 13 gives 2.179 x 0.8771 = 1.911 (yes)
+    r = seeds_for_power([1.0, 3.0, 5.0, 7.0, 9.0], target=2.0)
+    assert r["seeds"] == 13 and r["reached"] and r["sd"] == pytest.approx(math.sqrt(10), rel=1e-5)
+    assert stats.t.ppf(0.975, 11) * math.sqrt(10 / 12) >= 2.0 > stats.t.ppf(0.975, 12) * math.sqrt(10 / 13)
+    assert seeds_for_power([1.0, 3.0, 5.0, 7.0, 9.0], target=100.0)["seeds"] == MIN_SEEDS == 6  # at least 6
+    assert seeds_for_power([2.0] * 5, target=1.0)["seeds"] == 6  # no spread known: the fewest that can reach 95%
+    capped = seeds_for_power([1.0, 3.0, 5.0, 7.0, 9.0], target=0.1)
+    assert capped["seeds"] == 20 and not capped["reached"] and "inconclusive by design" in capped["text"]
+    with pytest.raises(ValueError, match="target"):
+        seeds_for_power([1.0, 2.0], target=0.0)
+
+
+def test_holm_step_down_by_hand():
+    # m = 4: sorted 0.01, 0.02, 0.03, 0.04 -> 4 x 0.01 = 0.04, 3 x 0.02 = 0.06, 2 x 0.03 = 0.06, 1 x 0.04 -> 0.06
+    assert holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert holm([0.5, 0.001]) == pytest.approx([0.5, 0.002])
+    assert holm([0.9, 0.8]) == [1.0, 1.0]  # 2 x 0.8 capped at 1
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])  # 1 x 0.04 stays at the earlier 0.06
+    assert holm([]) == []
 
 
 def test_diverged_run_uses_median_order_statistics_and_sign_test():

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
+
 import pytest
 import torch
 
@@ -68,10 +70,11 @@ def test_declaration_is_what_the_pipeline_runs():
     assert claim.reads == study.METHODS and "over the 41 evaluations" in claim.rule_at(evaluations=41)
 
 
-def test_spearman_ranks_ties_and_infinities_and_reads_no_order_as_zero():
-    """Hand-computed: a diverged run (inf) ranks last; tied values share their mean rank; all equal: 0."""
+def test_spearman_ranks_ties_and_infinities_and_reads_no_order_as_undefined():
+    """Hand-computed: a diverged run (inf) ranks last; tied values share their mean rank; all equal: undefined (NaN,
+    left out of the statistics; issue 51: it was 0, which put [0, 0] intervals on seeds that ordered nothing)."""
     mus = [0.0, 0.001, 0.01, 0.1, 1.0]
     assert study.spearman(mus, [5.0, 4.0, 3.0, 2.0, 1.0]) == pytest.approx(-1.0)
     assert study.spearman(mus, [float("inf"), 2.0, 3.0, 1.0, 0.5]) == pytest.approx(-0.9)  # 1 - 6*2/120
     assert study.spearman(mus, [1.0, 1.0, 2.0, 2.0, 3.0]) == pytest.approx(9 / 90 ** 0.5)  # ranks 1.5,1.5,3.5,3.5,5: 9 / sqrt(10 * 9)
-    assert study.spearman(mus, [0.0] * 5) == 0.0
+    assert math.isnan(study.spearman(mus, [0.0] * 5))
