@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from fedbench.algorithms import did_you_mean
 from fedbench.claims.entry import FIDELITIES, VERDICTS
 from fedbench.config import ConfigError, load_config, parse_value
 from fedbench.errors import check_folder
@@ -30,6 +31,38 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
     return out
 
 
+def algorithm_variants(params: str, names: list[str], overrides: dict[str, object]) -> list[str]:
+    """The variants of params.yaml's ``algorithms`` that ``--algorithm`` ``names`` mean: a variant by its name; an
+    algorithm by its registered name (``scaffold``, or an entry point's) or by its dotted path
+    (``package.module:Class``, the variant named by the class) added to ``overrides`` as a variant of its own, with
+    its defaults unless ``--set algorithms.<variant>.<key>=...`` gives others. ConfigError for any other name."""
+    from fedbench.algorithms import ALGORITHMS, did_you_mean, is_target, resolve
+    from fedbench.data.params import read_params
+
+    given = read_params(params).get("algorithms") or {}
+    given = given if isinstance(given, dict) else {}  # a malformed section: load_config names it
+    out = []
+    for name in names:
+        if name in given:
+            out.append(name)
+            continue
+        if name not in ALGORITHMS and not is_target(name):
+            raise ConfigError(f"--algorithm {name!r} is not a variant in 'algorithms' nor an algorithm"
+                              f"{did_you_mean(name, [*given, *ALGORITHMS])}; allowed: variants {', '.join(given)}; "
+                              f"algorithms {', '.join(ALGORITHMS)}; or a class of your own as package.module:Class")
+        try:
+            algorithm = resolve(name)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        variant = name.split(":")[1] if is_target(name) else name
+        if variant in given:
+            raise ConfigError(f"--algorithm {name}: its variant name {variant!r} is already a variant in "
+                              "'algorithms'; rename the class, or the variant")
+        overrides[f"algorithms.{variant}.name"] = algorithm
+        out.append(variant)
+    return out
+
+
 def cmd_run(a: argparse.Namespace) -> None:
     from fedbench.pipeline import check_cell, ensure_dataset, train
 
@@ -40,13 +73,13 @@ def cmd_run(a: argparse.Namespace) -> None:
         if "train.seeds" in overrides:
             raise ConfigError("--seed and --set train.seeds both choose the seeds: give one of them")
         overrides["train.seeds"] = [a.seed]
+    (variant,) = algorithm_variants(a.params, [a.algorithm], overrides)
     cfg = load_config(a.params, overrides)
-    if a.algorithm not in cfg.algorithms:
-        raise ConfigError(f"--algorithm {a.algorithm!r} is not a variant in 'algorithms'; allowed: {', '.join(cfg.algorithms)}")
-    if a.dataset not in cfg.data.datasets + cfg.data.real:
-        raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets or data.real; allowed: "
-                          f"{', '.join(cfg.data.datasets + cfg.data.real)}")
-    check_cell(cfg, a.algorithm, a.stragglers)  # everything that can fail before data is generated
+    known = cfg.data.datasets + cfg.data.real
+    if a.dataset not in known:
+        raise ConfigError(f"--dataset {a.dataset!r} is not in data.datasets or data.real{did_you_mean(a.dataset, known)}; "
+                          f"allowed: {', '.join(known)}")
+    check_cell(cfg, variant, a.stragglers)  # everything that can fail before data is generated
     each = None
     if not a.no_track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
         from fedbench import plotting, tracking  # noqa: F401 (MLflow and matplotlib, each run's figure: 2 s to import
@@ -58,7 +91,7 @@ def cmd_run(a: argparse.Namespace) -> None:
             track_cell(a.study, key.dataset, key.variant, key.stragglers, [summary])
 
     ensure_dataset(cfg, a.dataset)
-    summaries = train(cfg, a.dataset, a.algorithm, a.stragglers, each=each)
+    summaries = train(cfg, a.dataset, variant, a.stragglers, each=each)
     print("\n".join(run_locations(cfg, summaries, tracked=not a.no_track)))
 
 
@@ -99,15 +132,18 @@ def cmd_compare(a: argparse.Namespace) -> None:
     from fedbench.compare import Selection, compare
 
     overrides = _overrides(a.set)
+    variants = algorithm_variants(a.params, a.algorithm, overrides)
+    against = None if a.against is None else algorithm_variants(a.params, [a.against], overrides)[0]
     cfg = load_config(a.params, overrides)
-    selection = Selection(tuple(a.dataset), tuple(a.algorithm), tuple(a.stragglers), tuple(a.seed))
-    path, missing = compare(cfg, selection, a.metric or ["train/loss", "test/accuracy"], Path(a.out),
-                            overrides=overrides)
-    if missing:
+    selection = Selection(tuple(a.dataset), tuple(variants), tuple(a.stragglers), tuple(a.seed))
+    result = compare(cfg, selection, a.metric or ["train/loss", "test/accuracy"], Path(a.out), overrides=overrides,
+                     against=against)
+    if result.missing:
+        missing = result.missing
         print(f"fedbench compare: {len(missing)} selected runs have not finished under these parameters, drawn "
               f"without them: {'; '.join(k.desc for k in missing[:5])}{' ...' if len(missing) > 5 else ''}",
               file=sys.stderr)
-    print(path)
+    print("\n".join([*result.effects, str(result.path)]))
 
 
 # what `fedbench report` writes into its folder (and the track stage's table beside it): a folder holding one of
@@ -247,7 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", parents=[params], help="run one experiment from the config (all its seeds) and log it to MLflow")
     r.add_argument("--dataset", required=True, help="a name in data.datasets or data.real, e.g. synthetic_1_1, mnist5k_fedprox")
-    r.add_argument("--algorithm", required=True, help="a variant in 'algorithms', e.g. fedavg, fedprox_mu1")
+    r.add_argument("--algorithm", required=True, help="a variant in 'algorithms' (fedavg, fedprox_mu1), any registered "
+                   "algorithm by name (scaffold: its hyperparameters by --set algorithms.scaffold.eta_g=...), or a class "
+                   "of your own as package.module:Class (its variant named by the class)")
     r.add_argument("--stragglers", type=float, default=0.0, help="fraction of selected clients that straggle, in [0, 1]")
     r.add_argument("--seed", type=int, help="run only this seed (default: train.seeds)")
     r.add_argument("--study", default="adhoc", help="the study it belongs to: MLflow experiment train-STUDY (default: adhoc)")
@@ -270,13 +308,18 @@ def build_parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("compare", parents=[params], help="draw any selection of finished runs (mean over seeds, band "
                                                           "min..max) to a PNG, in the report's style")
     cp.add_argument("--dataset", nargs="+", default=[], help="datasets (default: every one the studies list)")
-    cp.add_argument("--algorithm", nargs="+", default=[], help="algorithm variants, e.g. fedavg fedprox_mu1 (default: all)")
+    cp.add_argument("--algorithm", nargs="+", default=[], help="algorithm variants, e.g. fedavg fedprox_mu1, or "
+                    "algorithms as `fedbench run --algorithm` takes them (default: every variant)")
     cp.add_argument("--stragglers", nargs="+", type=float, default=[], help="straggler fractions (default: all)")
     cp.add_argument("--seed", nargs="+", type=int, default=[], help="seeds (default: train.seeds)")
     cp.add_argument("--metric", nargs="+", help="panels, e.g. train/loss test/accuracy train/dissimilarity "
                                                 "(default: train/loss test/accuracy)")
     cp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="the parameters whose runs are read, e.g. train.rounds=40 (default: params.yaml's)")
+    cp.add_argument("--against", metavar="VARIANT", help="judge every other algorithm against this one as FedProx's "
+                    "headline judges FedProx against FedAvg: the test-accuracy difference per seed (mean of the last "
+                    "5 evaluations), its 95%% interval and the verdict of the headline's rule, per dataset and "
+                    "straggler level")
     cp.add_argument("--out", default="compare.png", help="the PNG to write (default: compare.png)")
     cp.set_defaults(fn=cmd_compare)
 

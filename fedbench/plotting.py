@@ -16,8 +16,34 @@ import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
 # the train stage's variants and datasets as figures name them
 LABELS = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", "fedprox_mu1": "FedProx, μ=1"}
 PALETTE = {"FedAvg": "#1f77b4", "FedProx, μ=0": "#ff7f0e", "FedProx, μ=1": "#2ca02c"}
+# the colours any other variant is drawn in (matplotlib's tab10 less the three above), one per name by a stable hash
+OTHER_COLORS = ("#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic (0,0)",
           "synthetic_0p5_0p5": "Synthetic (0.5,0.5)", "synthetic_1_1": "Synthetic (1,1)"}
+
+
+def algorithm_color(variant: str) -> str:
+    """The one colour of algorithm variant ``variant`` in every figure (the report's and `fedbench compare`'s): the
+    train stage's variants their PALETTE colour, any other name one of OTHER_COLORS chosen by a hash of the name, so
+    the same in every process and every figure."""
+    import zlib
+
+    label = LABELS.get(variant, variant)
+    if label in PALETTE:
+        return PALETTE[label]
+    return OTHER_COLORS[zlib.crc32(variant.encode()) % len(OTHER_COLORS)]
+
+
+def palette(variants) -> dict[str, str]:
+    """label -> colour for ``variants``, for seaborn's ``palette=`` where the hue is the variant's label (LABELS)."""
+    return {LABELS.get(v, v): algorithm_color(v) for v in variants}
+
+
+def integer_rounds(ax) -> None:
+    """Round ticks on ``ax``'s x axis at whole rounds only (a few rounds drew 0.5, 1.5, ...)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def pyplot():
@@ -58,6 +84,7 @@ def run_curves(history: list[dict[str, Any]], path: Path, title: str = "") -> Pa
     for ax, metric in zip(axes, ["train/loss", "test/accuracy", "train/dissimilarity"]):
         ax.plot(rounds, [row.get(metric, float("nan")) for row in history], lw=1.3)
         ax.set_xlabel("round")
+        integer_rounds(ax)
         ax.set_title(metric, fontsize=9)
     fig.suptitle(title, fontsize=9)
     return save_figure(fig, path)

@@ -9,14 +9,27 @@ and :func:`build_algorithm` checks again before the class's own ``__post_init__`
 involves two fields, e.g. FedProxVR's beta and smoothness, or needs the data).
 tests/faults/test_layering.py checks that the fields read here are the dataclass fields and that every
 class refuses the values its domain excludes.
+
+A user's algorithm, in a module of their own, is found in two ways and checked like ours (:func:`user_algorithm`):
+by its dotted path, ``package.module:Class`` (what ``fedbench run --algorithm`` and ``algorithms.<variant>.name``
+take once :func:`resolve` has registered it), or by a name its package declares in the entry point group
+``fedbench.algorithms`` (``myalgo = "mypkg.algos:MyAlgo"`` in its pyproject.toml's
+``[project.entry-points."fedbench.algorithms"]``), registered when this module is imported. Its class is a
+frozen dataclass with ``lr`` and the engine's methods (fedbench.engine.simulation's docstring); its other fields
+are its hyperparameters, each a float, int, str or bool, with an optional class attribute ``DOMAINS`` (field ->
+:class:`Domain`) stating the values they may take. Reading such a class imports its module (and whatever it
+imports, torch included): only where a user algorithm is named.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import importlib
 import math
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_type_hints
 
 ALGORITHMS: dict[str, str] = {
     "fedavg": "fedavg:FedAvg",
@@ -123,7 +136,10 @@ HYPERPARAMETERS: dict[str, dict[str, type]] = {
 
 
 def hyperparameters(name: str) -> dict[str, type]:
-    """The hyperparameters of algorithm ``name`` and their types (:data:`HYPERPARAMETERS`)."""
+    """The hyperparameters of algorithm ``name`` and their types (:data:`HYPERPARAMETERS`; an entry point's, read
+    from its class the first time)."""
+    if name not in HYPERPARAMETERS and name in USER_ALGORITHMS:
+        register(name, USER_ALGORITHMS[name])
     return HYPERPARAMETERS[name]
 
 
@@ -132,8 +148,11 @@ def check_hyperparameters(name: str, hyper: dict[str, Any], where: str = "") -> 
     given for float fields made floats. Raises ValueError naming the key (prefixed by ``where``) and what is
     allowed."""
     where = where or name
+    if name not in ALGORITHMS and is_target(name):  # a dotted path, as a worker process that did not register it meets it
+        register(name, name, where)
     if name not in ALGORITHMS:
-        raise ValueError(f"{where}: unknown algorithm {name!r}; allowed: {', '.join(ALGORITHMS)}")
+        raise ValueError(f"{where}: unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)}; allowed: "
+                         f"{', '.join(ALGORITHMS)}, or a class of your own as package.module:Class")
     fields, domains = hyperparameters(name), DOMAINS.get(name, {})
     out = {}
     for key, value in hyper.items():
@@ -158,8 +177,123 @@ def _typed(value: Any, kind: type, where: str) -> Any:
 
 
 def algorithm_class(name: str) -> type:
+    if name not in ALGORITHMS and is_target(name):
+        register(name, name)
+    if name in USER_ALGORITHMS:
+        return _import_target(USER_ALGORITHMS[name], name)
     module, cls = ALGORITHMS[name].split(":")
     return getattr(importlib.import_module(f"fedbench.algorithms.{module}"), cls)
+
+
+# a user's algorithms: name -> "package.module:Class" (a dotted path given by name, or an entry point's target);
+# each is also in ALGORITHMS, HYPERPARAMETERS and DOMAINS once registered, so config and the CLI treat it as ours
+USER_ALGORITHMS: dict[str, str] = {}
+ENTRY_POINT_GROUP = "fedbench.algorithms"
+TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")  # package.module:Class
+REQUIRED_METHODS = ("init", "broadcast", "client_init", "client_step", "server_update")
+OPTIONAL_METHODS = ("init_clients", "begin_round", "client_result", "choose_clients", "filter_cohort")
+HYPERPARAMETER_TYPES = (float, int, str, bool)
+
+
+def did_you_mean(name: str, known) -> str:
+    """`` (did you mean 'x'?)`` for the known name closest to ``name`` (difflib), or nothing."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def is_target(name: str) -> bool:
+    """Whether ``name`` is written as a dotted path to a class, ``package.module:Class``."""
+    return ":" in name
+
+
+def _import_target(target: str, where: str) -> type:
+    if not TARGET.fullmatch(target):
+        raise ValueError(f"{where}: {target!r} is not a class path; allowed: package.module:Class, e.g. "
+                         "my_algos.halfstep:HalfStep")
+    module, cls = target.split(":")
+    try:
+        found = getattr(importlib.import_module(module), cls)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"{where}: module {module!r} not found ({exc.name} is not importable from here: is its "
+                         "folder on PYTHONPATH, or its package installed?)") from None
+    except AttributeError:
+        raise ValueError(f"{where}: module {module!r} has no class {cls!r}") from None
+    return found
+
+
+def user_algorithm(target: str, where: str = "") -> tuple[type, dict[str, type], dict[str, Domain]]:
+    """The class at ``target`` (package.module:Class), checked as the engine needs it: a frozen dataclass with an
+    ``lr`` field, every required method, no method named like a hook it misspells, hyperparameters typed float,
+    int, str or bool, and ``DOMAINS`` (optional) naming only them with :class:`Domain` values. Returns the class,
+    its hyperparameters with their types, and their domains; ValueError naming the problem otherwise."""
+    where = where or target
+    cls = _import_target(target, where)
+    if not isinstance(cls, type) or not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:
+        raise ValueError(f"{where}: {target} is not a frozen dataclass; allowed: a class declared with "
+                         "@dataclass(frozen=True), as every algorithm of fedbench/algorithms/ is")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if "lr" not in fields:
+        raise ValueError(f"{where}: {target} has no field 'lr' (the run's learning rate, which every algorithm takes)")
+    missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ValueError(f"{where}: {target} lacks {', '.join(missing)}; an algorithm defines "
+                         f"{', '.join(REQUIRED_METHODS)} (fedbench/engine/simulation.py's docstring)")
+    hooks = REQUIRED_METHODS + OPTIONAL_METHODS
+    for method in (m for m in vars(cls) if not m.startswith("_") and callable(vars(cls)[m]) and m not in hooks):
+        close = difflib.get_close_matches(method, hooks, n=1, cutoff=0.8)
+        if close:
+            raise ValueError(f"{where}: {target}.{method} is not a method the engine calls (did you mean "
+                             f"{close[0]!r}?); the engine would never call it")
+    types = get_type_hints(cls)
+    hyper = {}
+    for name in fields:
+        if name in NOT_HYPERPARAMETERS:
+            continue
+        if types.get(name) not in HYPERPARAMETER_TYPES:
+            raise ValueError(f"{where}: {target}.{name} is typed {types.get(name)!r}; allowed for a hyperparameter: "
+                             "float, int, str or bool")
+        hyper[name] = types[name]
+    domains = dict(getattr(cls, "DOMAINS", {}) or {})
+    for name, domain in domains.items():
+        if name not in hyper or not isinstance(domain, Domain):
+            raise ValueError(f"{where}: {target}.DOMAINS[{name!r}]: allowed: a Domain "
+                             f"(fedbench.algorithms.Domain) for one of its hyperparameters ({', '.join(hyper) or 'none'})")
+    return cls, hyper, domains
+
+
+def register(name: str, target: str, where: str = "") -> str:
+    """Algorithm ``target`` (package.module:Class) checked by :func:`user_algorithm` and registered as ``name``:
+    from then on params.yaml's ``algorithms.<variant>.name`` and ``--algorithm`` take ``name`` as one of ours.
+    Returns ``name``. Registering a built-in name, or one name for two classes, is a ValueError."""
+    where = where or name
+    if name in ALGORITHMS and USER_ALGORITHMS.get(name) != target:
+        raise ValueError(f"{where}: {name!r} is already the algorithm {ALGORITHMS[name]}; give {target} another name")
+    _, hyper, domains = user_algorithm(target, where)
+    ALGORITHMS[name], USER_ALGORITHMS[name] = target, target
+    HYPERPARAMETERS[name], DOMAINS[name] = hyper, domains
+    return name
+
+
+def resolve(name: str, where: str = "--algorithm") -> str:
+    """``name`` as a registered algorithm: one of ours or an entry point's, as it is; a dotted path
+    (package.module:Class) registered under that path first. ValueError naming what is allowed otherwise."""
+    if name in ALGORITHMS:
+        return name
+    if is_target(name):
+        return register(name, name, where)
+    raise ValueError(f"{where} {name!r}: not an algorithm{did_you_mean(name, ALGORITHMS)}; allowed: "
+                     f"{', '.join(ALGORITHMS)}, or a class of your own as package.module:Class")
+
+
+def _register_entry_points() -> None:
+    """The algorithms installed packages declare in the entry point group ``fedbench.algorithms`` (name ->
+    package.module:Class), added to ALGORITHMS without importing them; checked when first used
+    (:func:`hyperparameters`). A name that is already ours is left out."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in ALGORITHMS:
+            ALGORITHMS[ep.name] = USER_ALGORITHMS[ep.name] = ep.value
 
 
 def build_algorithm(name: str, lr: float, **hyper: Any):
@@ -173,3 +307,6 @@ def __getattr__(attr: str) -> type:
         if target.split(":")[1] == attr:
             return algorithm_class(name)
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
+_register_entry_points()
