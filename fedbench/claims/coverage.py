@@ -1,8 +1,10 @@
 """The papers fedbench checks and their headline claims: what the coverage line of each paper counts.
 
 A headline claim is listed once, with the ids of the entries that check it (the paper's data at full scale
-first, then a reduced-data or stand-in one), or None where fedbench has no entry for it: those count as not
-checked. The +22 points of the abstract is one headline (the five-dataset mean); Synthetic(1,1)'s own gain is
+first, then a reduced-data or stand-in one: alternatives, any one of which checks it), or None where fedbench has no
+entry for it: those count as not checked. A headline about several datasets lists them with :class:`AllOf`, each
+dataset one id or a tuple of alternatives: it is checked only when every dataset is judged, else partly checked (k of
+n: :func:`Paper.checked`). The +22 points of the abstract is one headline (the five-dataset mean); Synthetic(1,1)'s own gain is
 Figure 7's panel, a headline of its own like the other four datasets'. Only entries judged on the paper's data
 (fedbench.claims.entry.PAPER_DATA) cover a headline; a verdict at any other fidelity (reconstructed, stand-in,
 smoke-check, analytic) is shown beside it, never counted (fedbench.report.build renders the line).
@@ -10,23 +12,53 @@ smoke-check, analytic) is shown beside it, never counted (fedbench.report.build 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fedbench.claims.papers import DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, FEDPROXVR_PAPER, MIME_PAPER, SCAFFOLD_PAPER
+
+
+class AllOf(tuple):
+    """The datasets of a headline about several of them: each an id, or a tuple of alternative ids (the paper's data
+    at full scale first); the headline is checked when each dataset is."""
+
+    def __new__(cls, *datasets: str | tuple[str, ...]):
+        return super().__new__(cls, datasets)
 
 
 @dataclass(frozen=True)
 class Paper:
     name: str
     citation: str  # the ``paper`` field of its claim entries
-    headline: tuple[tuple[str | tuple[str, ...] | None, str], ...]  # (claim id(s) or None, what the paper says)
+    headline: tuple[tuple[str | tuple[str, ...] | AllOf | None, str], ...]  # (claim id(s) or None, what the paper says)
+
+    def datasets(self, index: int) -> tuple[tuple[str, ...], ...]:
+        """The headline's datasets, each as its alternative ids: one dataset unless the headline is an AllOf."""
+        ids = self.headline[index][0]
+        if ids is None:
+            return ()
+        if isinstance(ids, AllOf):
+            return tuple((d,) if isinstance(d, str) else tuple(d) for d in ids)
+        return ((ids,) if isinstance(ids, str) else tuple(ids),)
 
     def ids(self, index: int) -> tuple[str, ...]:
-        ids = self.headline[index][0]
-        return () if ids is None else (ids,) if isinstance(ids, str) else tuple(ids)
+        """Every id the headline names, in order."""
+        return tuple(i for d in self.datasets(index) for i in d)
+
+    def checked(self, index: int, judged: Callable[[str], bool]) -> tuple[int, int]:
+        """(k, n): of the headline's n datasets, how many have an entry that ``judged`` accepts."""
+        datasets = self.datasets(index)
+        return sum(any(judged(i) for i in d) for d in datasets), len(datasets)
 
 
 FEDPROX_REAL = ("mnist5k", "mnist", "femnist", "shakespeare", "shakespeare-plays", "sent140")
+# FedProx's real datasets, each with its alternatives (the paper's data at full scale first)
+FEDPROX_DATASETS = (("mnist", "mnist5k"), ("femnist",), ("shakespeare", "shakespeare-plays"), ("sent140",))
+
+
+def _each_dataset(pattern: str) -> tuple[str | tuple[str, ...], ...]:
+    """FedProx's real datasets as AllOf members: ``pattern`` filled with each one's alternatives."""
+    return tuple(pattern.format(d[0]) if len(d) == 1 else tuple(pattern.format(x) for x in d) for d in FEDPROX_DATASETS)
 
 PAPERS = (
     Paper("FedProx", FEDPROX_PAPER, (
@@ -56,10 +88,10 @@ PAPERS = (
          "Shakespeare: mu > 0 lowers the dissimilarity"),
         ("fedprox/sent140/stragglers-90/accuracy-gain", "Sent140: accuracy gain at 90% stragglers"),
         ("fedprox/sent140/dissimilarity-lower-with-mu", "Sent140: mu > 0 lowers the dissimilarity"),
-        (("fedprox/synthetic-1-1/stragglers-0-50/accuracy-gain",
-          *(f"fedprox/{d}/stragglers-0-50/accuracy-gain" for d in FEDPROX_REAL)),
+        (AllOf("fedprox/synthetic-1-1/stragglers-0-50/accuracy-gain",
+               *_each_dataset("fedprox/{}/stragglers-0-50/accuracy-gain")),
          "FedProx improves the test accuracy on all datasets at 0% and 50% stragglers too (Figure 7)"),
-        (("fedprox/synthetic-1-1/stragglers-hurt-fedavg", *(f"fedprox/{d}/stragglers-hurt-fedavg" for d in FEDPROX_REAL)),
+        (AllOf("fedprox/synthetic-1-1/stragglers-hurt-fedavg", *_each_dataset("fedprox/{}/stragglers-hurt-fedavg")),
          "on all datasets more stragglers worsen FedAvg's convergence (Figure 1)"),
         ("fedprox/synthetic/mu-increases-accuracy", "mu > 0 also increases the accuracy in most cases (Figures 6-7)"),
         ("fedprox/synthetic-iid/partial-work-no-effect", "partial work has not much effect on IID data (Figure 5)"),

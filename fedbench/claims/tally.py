@@ -51,6 +51,17 @@ def counted_verdict(e: dict[str, Any]) -> str:
     return confirmed["verdict"] if confirmed else e["verdict"]
 
 
+def counted_effect(e: dict[str, Any]) -> dict[str, Any] | None:
+    """The effect of the verdict entry ``e`` is counted by: its confirmatory run's (estimate, 95% interval and unit,
+    with ``confirmatory`` True) where it has one, else its own effect (exploratory); None where neither exists."""
+    confirmed = (e.get("registration") or {}).get("confirmatory")
+    if confirmed:
+        if confirmed.get("estimate") is None:
+            return None
+        return {k: confirmed.get(k) for k in ("estimate", "ci95", "unit")} | {"confirmatory": True}
+    return e.get("effect") or None
+
+
 def is_confirmed(e: dict[str, Any]) -> bool:
     """Whether entry ``e`` is counted by a confirmatory verdict."""
     return bool((e.get("registration") or {}).get("confirmatory"))
@@ -80,6 +91,7 @@ class Tally:
     not_implemented: tuple[str, ...] = ()
     confirmed: int = 0  # entries counted by a confirmatory verdict
     confirmed_headline: int = 0  # of them, claims counted toward the headline
+    exploratory_headline: dict[str, int] | None = None  # the headline's claims by their exploratory verdicts
 
     @property
     def headline(self) -> dict[str, int]:
@@ -105,7 +117,9 @@ class Tally:
         """The counts as the report stage's metrics.json holds them (DVC metrics: numbers only, nested)."""
         return {"entries": self.entries, "claims": self.claims, "headline": self.headline,
                 "by_fidelity": self.by_fidelity, "sensitivity_readings": self.readings,
-                "not_implemented": len(self.not_implemented)}
+                "not_implemented": len(self.not_implemented),
+                "confirmed": {"entries": self.confirmed, "headline": self.confirmed_headline},
+                "headline_exploratory": self.exploratory_headline or dict.fromkeys(self.verdicts, 0)}
 
     def headline_text(self) -> str:
         """'14 reproduced, 4 not-reproduced, ... (64 claims on the papers' own data)': every verdict, zeros too."""
@@ -159,4 +173,8 @@ def tally(entries: list[dict[str, Any]]) -> Tally:
             raise ValueError(f"{e['id']}: confirmatory verdict {verdict!r} is not one of {', '.join(verdicts)}")
         (readings if is_reading(e) else by_fidelity[e["fidelity"]])[verdict] += 1
     confirmed = [e for e in entries if e["verdict"] != schema.NOT_IMPLEMENTED and is_confirmed(e)]
-    return Tally(verdicts, by_fidelity, readings, tuple(missing), len(confirmed), sum(map(toward_headline, confirmed)))
+    exploratory = dict.fromkeys(verdicts, 0)
+    for e in filter(toward_headline, entries):
+        exploratory[e["verdict"]] += 1
+    return Tally(verdicts, by_fidelity, readings, tuple(missing), len(confirmed), sum(map(toward_headline, confirmed)),
+                 exploratory)

@@ -1,14 +1,16 @@
-"""Build reports/ from the runs: figures, claims.json, claims.md and a table of every run.
+"""Build reports/ from the runs: figures, claims.json, claims.md, one page per study (claims/<study>.md),
+metrics.json and a table of every run.
 
 Everything is written to a temporary folder first and moved into place, so an interrupted build never
 leaves a half-written report that looks complete.
 
-claims.md reads at a glance: the verdicts by fidelity class (the papers' own data apart from the reconstructed,
-stand-in, smoke-check and analytic classes, which never count toward a headline), then grouped by paper, a coverage line per paper (how
-many of its headline claims are checked on the paper's data, at which fidelity), one summary row per claim (fidelity, rounds run against the paper's, seeds,
-published value with unit and scope, effect with its 95% interval, verdict), a sensitivity table (verdict and
-effect under other reading rules and at 25% and 50% of the rounds), then the details, with the deviations of
-each study listed once, the ones that matter first.
+claims.md is the summary read in a minute (fedbench.report.summary: per paper its headline claims, a row each with
+the counted verdict, its effect and interval, the published value and the fidelity). The details move to the study
+pages: a table of the study's claims (the counted verdict first, the exploratory one beside it), the rules changed
+after a result, the sensitivity table, the deviations shared by its claims listed once, the ones that matter first,
+then each claim's details. Each judged entry carries where it was computed (fedbench.report.origin: this build, or
+kept from the report it replaces when its study did not run here); the build ends with the comparison against git's
+committed report (fedbench.report.compare).
 """
 
 from __future__ import annotations
@@ -20,20 +22,23 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
 from fedbench.claims import registry as rules_registry
 from fedbench.claims.entry import NOT_IMPLEMENTED, PAPER_DATA, UNJUDGED, plain, sensitivity_of
 from fedbench.claims.stats import fmt_effect, fmt_number
-from fedbench.claims.tally import DEFINITION, Tally, words
+from fedbench.claims.coverage import PAPERS
+from fedbench.claims.tally import counted_effect, counted_verdict, is_confirmed
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import Config
+from fedbench.errors import read_json
 from fedbench.guard import stops_deferred
-from fedbench.claims.coverage import PAPERS
-from fedbench.report import figures
-from fedbench.study.layout import RESULTS_ROOT, publish
+from fedbench.report import compare, figures, origin
+from fedbench.report.origin import where_text
+from fedbench.report.summary import coincident_parts, page_name, summary_markdown
+from fedbench.study.layout import RESULTS_ROOT, publish, study_folder
 from fedbench.studies.entries import collect
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import DATA_ROOT
@@ -43,37 +48,55 @@ MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "
 
 
 METRICS = "metrics.json"  # dvc.yaml's metrics: what `dvc exp show` and `dvc metrics diff` compare
-TABLES = ("claims.json", "claims.md", "runs.csv", METRICS)  # written into the report folder beside figures/
+TABLES = ("claims.json", "claims.md", "runs.csv", METRICS)  # written into the report folder beside figures/ and claims/
 
 
 def report_metrics(claims: list[dict[str, Any]]) -> dict[str, Any]:
     """The report's DVC metrics, derived from the claims only: the verdict counts of the one tally
     (fedbench.claims.tally: ``headline``, ``by_fidelity``, ``sensitivity_readings``, ``claims``, ``entries``) and each
     judged claim's effect estimate (``effects``, keyed by claim id, its dots made ``_`` since DVC joins nested keys
-    with dots; the intervals are in claims.json). Every count is there, zero included, so that variations always
+    with dots; the intervals are in claims.json), and the confirmatory run's effect of each confirmed claim
+    (``confirmed_effects``): the estimate its counted verdict rests on. Every count is there, zero included, so that variations always
     have the same columns."""
     effects = {c["id"].replace(".", "_"): _finite((c.get("effect") or {}).get("estimate")) for c in claims
                if c["verdict"] not in UNJUDGED}
-    return {**count_verdicts(claims).metrics(), "effects": {k: v for k, v in effects.items() if v is not None}}
+    confirmed = {c["id"].replace(".", "_"): _finite((counted_effect(c) or {}).get("estimate")) for c in claims
+                 if c["verdict"] not in UNJUDGED and is_confirmed(c)}
+    return {**count_verdicts(claims).metrics(), "effects": {k: v for k, v in effects.items() if v is not None},
+            "confirmed_effects": {k: v for k, v in confirmed.items() if v is not None}}
 
 
 def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Path = RESULTS_ROOT,
                  data_root: Path = DATA_ROOT) -> list[dict]:
-    """Render every entry (fedbench.studies.entries.collect) into ``out_dir``: claims.json, claims.md, runs.csv,
-    metrics.json, the figures, and the claim studies' records (``studies/<study>/``: fedbench.study.layout.publish)."""
+    """Render every entry (fedbench.studies.entries.collect) into ``out_dir``: claims.json, claims.md, the study pages
+    (claims/), runs.csv, metrics.json, the figures, and the claim studies' records (``studies/<study>/``:
+    fedbench.study.layout.publish). A verdict this build has no result for is kept from the report it replaces
+    (fedbench.report.origin.carry), and so are the figures and runs.csv whose runs are not here; the build ends by
+    printing the comparison with git's committed report (fedbench.report.compare)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    claims, hist, summ = collect(cfg, Path(results_root), Path(data_root))
+    fresh, hist, summ = collect(cfg, Path(results_root), Path(data_root))
+    before = out / "claims.json"
+    previous = read_json(before, "claims", "delete it to build the report anew")["claims"] if before.is_file() else None
+    claims = origin.carry(fresh, previous, origin.this_build(), origin.last_commit_of(before) if previous else None)
+    if not len(summ) and (out / "runs.csv").is_file() and (out / "runs.csv").stat().st_size:
+        summ = pd.read_csv(out / "runs.csv")  # the main job's runs are not here: the table of the runs made elsewhere
     figs = Path(tempfile.mkdtemp(prefix=".figures.", dir=out))
     try:
         os.chmod(figs, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
-        figures.figure1(hist, figs / "fig1_stragglers_synthetic_1_1.png")
-        figures.figure2(hist, figs / "fig2_heterogeneity.png")
-        figures.figure5(hist, figs / "fig5_iid_stragglers.png")
+        for draw, name, datasets in ((figures.figure1, "fig1_stragglers_synthetic_1_1.png", ("synthetic_1_1",)),
+                                     (figures.figure2, "fig2_heterogeneity.png", figures.FIGURE2_DATASETS),
+                                     (figures.figure5, "fig5_iid_stragglers.png", ("synthetic_iid",))):
+            if len(hist) and hist["dataset"].isin(datasets).any():  # else the one drawn where they ran is kept
+                draw(hist, figs / name)
         figures.real_data_figures(cfg, Path(results_root), Path(data_root), figs)
+        kept_figures = figures.keep_missing(out / "figures", figs)
+        pages = report_pages(claims, summ, figure_finder(cfg, claims, out, figs, Path(results_root)))
         # the tables are written beside the figures and moved into out/ with them
         (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
-        (figs / "claims.md").write_text(claims_markdown(claims, summ))
+        (figs / PAGES).mkdir()
+        for path, text in pages.items():
+            (figs / (path if path.startswith(f"{PAGES}/") else path)).write_text(text)
         summ.sort_values(["dataset", "variant", "stragglers", "seed"]).to_csv(figs / "runs.csv", index=False) \
             if len(summ) else (figs / "runs.csv").write_text("")
         (figs / METRICS).write_text(json.dumps(report_metrics(claims), indent=2, allow_nan=False) + "\n")
@@ -81,18 +104,55 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
             publish(cfg, results_root, out / "studies")
             for name in TABLES:
                 os.replace(figs / name, out / name)
-            old = out / ".figures.old"
-            shutil.rmtree(old, ignore_errors=True)  # left by a process killed here before
-            if (out / "figures").exists():
-                os.replace(out / "figures", old)
-            os.replace(figs, out / "figures")
-            shutil.rmtree(old, ignore_errors=True)
+            _swap(figs / PAGES, out / PAGES)
+            _swap(figs, out / "figures")
     except BaseException:
         shutil.rmtree(figs, ignore_errors=True)
         raise
-    for c in claims:
-        print(f"{c['verdict']:>15}  {c['id']}")
+    if kept_figures:
+        print(f"figures kept from the report before (their runs are not here): {', '.join(kept_figures)}")
+    print("\n".join(compare.compare(claims, compare.committed_claims(out / "claims.json"))))
     return claims
+
+
+PAGES = "claims"  # the study pages' folder in the report folder
+
+
+def _swap(new: Path, target: Path) -> None:
+    """``new`` moved to ``target``, the folder there before replaced whole."""
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)  # left by a process killed here before
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def figure_finder(cfg: Config, claims: list[dict[str, Any]], out: Path, figs: Path,
+                  results_root: Path) -> Callable[[str], str | None]:
+    """The committed figure of a paper, by its name: the first figure of its headline claims' entries (in the order
+    of fedbench.claims.coverage.PAPERS) that this report holds and git keeps: one of figures/ (drawn in ``figs``)
+    or of a default claim study's records (the opt-in ones' are not committed)."""
+    default = {name for name, declared in cfg.claim_studies.items() if declared.default}
+    by_id = {c["id"]: c for c in claims}
+
+    def held(path: str) -> bool:
+        top, _, rest = path.partition("/")
+        if top == "figures":
+            return (figs / rest).is_file()
+        if top == "studies":
+            name, _, file = rest.partition("/")
+            budget = cfg.claim_studies[name].budget if name in cfg.claim_studies else ""
+            return name in default and ((out / path).is_file() or (study_folder(name, budget, results_root) / file)
+                                        .is_file())
+        return False
+
+    def find(paper_name: str) -> str | None:
+        paper = next(p for p in PAPERS if p.name == paper_name)
+        paths = [(by_id[i].get("figure") or {}).get("path") for k in range(len(paper.headline)) for i in paper.ids(k)
+                 if i in by_id]
+        return next((p for p in paths if p and held(p)), None)
+    return find
 
 
 def anchor(cid: str) -> str:
@@ -257,8 +317,9 @@ def rewording_summary(regs: list[dict[str, Any]]) -> list[str]:
              "(`rewordings`)."), ""] if done else []
 
 
-def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
+def registration_lines(claims: list[dict[str, Any]], link: Callable[[str], str] | None = None) -> list[str]:
     """The registration summary and the table of every rule changed after a result, with both verdicts."""
+    link = link or (lambda cid: f"#{anchor(cid)}")
     regs = [c.get("registration") or {} for c in claims]
     n = {s: sum(r.get("status") == s for r in regs) for s in ("registered", "changed", "unregistered")}
     lines = ["## Registered rules", "",
@@ -274,12 +335,12 @@ def registration_lines(claims: list[dict[str, Any]]) -> list[str]:
         for h in r.get("history", []):
             if (h.get("verdict") or "not recorded") in NO_RESULT:
                 continue  # changed before any result: listed in the claim's details, not among rules changed after
-            lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {h.get('verdict') or 'not recorded'} | {c['verdict']} | "
+            lines.append(f"| [`{c['id']}`]({link(c['id'])}) | {h.get('verdict') or 'not recorded'} | {c['verdict']} | "
                          f"{h.get('changed', '—')} | {h.get('why', '—')} | {h.get('verdict_source', '—')} |")
         if r.get("status") == "changed":
             last = r.get("registered_verdict") or {}
             reg = r.get("registered") or {}
-            lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {last.get('verdict') or 'not recorded'} | "
+            lines.append(f"| [`{c['id']}`]({link(c['id'])}) | {last.get('verdict') or 'not recorded'} | "
                          f"{c['verdict']} | after {reg.get('commit')} ({reg.get('date')}) | not yet re-registered: "
                          f"{', '.join(r.get('changed_fields', []))} changed | the last verdict recorded under the "
                          "registered rule |")
@@ -292,7 +353,7 @@ def _cell(cell: dict[str, Any]) -> str:
     return f"{mark} {fmt_number(e['estimate'], signed=True)}" if e and e["estimate"] is not None else mark
 
 
-def sensitivity_row(c: dict[str, Any]) -> str | None:
+def sensitivity_row(c: dict[str, Any], link: Callable[[str], str] | None = None) -> str | None:
     cells = c.get("sensitivity") or []
     if not cells:
         return None
@@ -300,7 +361,8 @@ def sensitivity_row(c: dict[str, Any]) -> str | None:
     others = [x for x in cells if x["budget"] == 1.0 and not x.get("primary")]
     budgets = {x["budget"]: x for x in cells if x["budget"] < 1.0}
     unit = primary.get("unit", "")
-    return (f"| [`{c['id']}`](#{anchor(c['id'])}) | {_cell(primary)} {unit} ({primary['reading']}) | "
+    return (f"| [`{c['id']}`]({(link or (lambda cid: f'#{anchor(cid)}'))(c['id'])}) | {_cell(primary)} {unit} "
+            f"({primary['reading']}) | "
             + ("; ".join(f"{x['reading']}: {_cell(x)}" for x in others) or "—") + " | "
             + " | ".join(_cell(budgets[b]) if b in budgets else "—" for b in (0.25, 0.5)) + " |")
 
@@ -326,35 +388,6 @@ def _shared_deviations(group: list[dict[str, Any]]) -> list[str]:
     return [d for d in first if all(d in (c.get("deviations") or []) for c in group[1:])]
 
 
-def _coverage(paper, claims_by_id: dict[str, dict[str, Any]]) -> str:
-    """How many of ``paper``'s headline claims an entry judged on the paper's own data covers (PAPER_DATA), by
-    the best fidelity among its entries; a headline judged only at a fidelity counted apart (reconstructed, stand-in,
-    smoke-check, analytic) is named apart with its fidelity and not counted; one whose entries are all
-    not-implemented (no command would judge it) is named as such, never counted."""
-    checked, fid = [], {f: 0 for f in PAPER_DATA}
-    elsewhere, missing, unbuilt = [], [], []
-    for i, (_, what) in enumerate(paper.headline):
-        mine = [claims_by_id[cid] for cid in paper.ids(i) if cid in claims_by_id]
-        ran = [c for c in mine if c["verdict"] not in UNJUDGED]
-        if mine and all(c["verdict"] == NOT_IMPLEMENTED for c in mine):
-            unbuilt.append(what)
-            continue
-        own = [c["fidelity"] for c in ran if c.get("fidelity") in PAPER_DATA]
-        if own:
-            checked.append(what)
-            fid[min(own, key=PAPER_DATA.index)] += 1
-        elif ran:
-            elsewhere.append(f"{what} ({', '.join(sorted({str(c.get('fidelity')) for c in ran}))})")
-        else:
-            missing.append(what)
-    counts = ", ".join(f"{n} {f}" for f, n in fid.items() if n)
-    return (f"Coverage: {len(checked)} of {len(paper.headline)} headline claims checked on the paper's data"
-            + (f" ({counts})" if counts else "")
-            + (f"; judged only at a fidelity counted apart, not counted: {'; '.join(elsewhere)}" if elsewhere else "")
-            + (f"; not checked: {'; '.join(missing)}" if missing else "")
-            + (f"; not implemented (no command would judge it): {'; '.join(unbuilt)}" if unbuilt else "") + ".")
-
-
 def beside_their_claims(claims: list[dict]) -> list[dict]:
     """``claims`` in order, each sensitivity reading moved right after the claim it reads (where that is there)."""
     ids = {c["id"] for c in claims}
@@ -369,115 +402,90 @@ def beside_their_claims(claims: list[dict]) -> list[dict]:
     return out
 
 
-def sensitivity_lines(c: dict[str, Any], claims: list[dict]) -> list[str]:
+def sensitivity_lines(c: dict[str, Any], claims: list[dict], link: Callable[[str], str] | None = None) -> list[str]:
     """The details' line listing the sensitivity readings of claim ``c``, each with its verdict and effect."""
     of = [x for x in claims if sensitivity_of(x["id"]) == c["id"]]
     if not of:
         return []
     return ["- **Sensitivity readings** (the same rule with one setting changed; shown, not counted): " + "; ".join(
-        f"[`{x['id'].rsplit('/', 1)[-1]}`](#{anchor(x['id'])}): {x['verdict']}"
+        f"[`{x['id'].rsplit('/', 1)[-1]}`]({(link or (lambda cid: f'#{anchor(cid)}'))(x['id'])}): {x['verdict']}"
         + (f", {fmt_effect(_effect(x['effect']))}" if x.get("effect") else "") for x in of)]
 
 
-def tally_table(t: Tally) -> list[str]:
-    """The tally as a table: verdicts by fidelity class, the paper's own data (PAPER_DATA, with their total) apart
-    from the classes counted apart (fedbench.claims.tally.DEFINITION)."""
-    cols = [*PAPER_DATA, "paper's data, all", *t.apart]
-    lines = ["| verdict | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for v in t.verdicts:
-        row = [t.by_fidelity[f][v] for f in PAPER_DATA] + [t.headline[v]] + [t.by_fidelity[f][v] for f in t.apart]
-        lines.append(f"| {v} | " + " | ".join(str(x) for x in row) + " |")
-    return lines
+def claims_markdown(claims: list[dict], summ: pd.DataFrame | None = None,
+                    figure_of: Callable[[str], str | None] = lambda name: None) -> str:
+    """reports/claims.md: the summary read in a minute (fedbench.report.summary)."""
+    return summary_markdown(claims, figure_of)
 
 
-def claims_markdown(claims: list[dict], summ: pd.DataFrame) -> str:
-    t = count_verdicts(claims)
-    n_readings = sum(t.readings.values())
-    by_id = {c["id"]: c for c in claims}
-    lines = [
-        "# Claims checked by fedbench",
-        "",
-        ("Generated by `dvc repro` (stage `report`) from the runs in `results/` (the train stage's and the claim "
-         "studies'); do not edit by hand. Machine-readable: `claims.json`."),
-        "",
-        t.summary(),
-        "",
-        f"{DEFINITION} (fedbench/claims/tally.py). By fidelity class:",
-        "",
-        *tally_table(t),
-        "",
-        *([(f"{n_readings} sensitivity readings (a claim judged by its own rule with one setting changed, e.g. where "
-            "the authors' code and the paper differ) are shown beside their claim and not counted: "
-            f"{words(t.readings, t.verdicts, zeros=False)}."), ""] if n_readings else []),
-        "How to read. **Effect**: the paired difference the claim is about, per training seed (methods compared "
-        "under one seed see the same clients, stragglers, minibatches and initial model), with its mean and 95% "
-        "Student-t interval over the seeds and the paired t-test; where a run diverged, the median, an "
-        "order-statistic interval and the sign test. **Verdict**: the rule stated in each entry, written before its "
-        "result was seen: reproduced when the interval lies on the paper's side, not-reproduced when it excludes "
-        "the paper's statement, inconclusive otherwise; a run at fewer rounds than the paper's cannot refute a "
-        "claim while its effect still moves toward the paper's side (budget-limited). **Direction** is that rule; "
-        "**magnitude**, only where the paper publishes a number, asks whether the published value lies in the 95% "
-        "interval (or reaches a share of it registered per claim, fedbench/claims/magnitude.py); the verdict is the "
-        "direction's unless the claim is about the size itself: then it is reproduced when both hold and "
-        "direction-only when the direction holds and the size does not. **Fidelity**: paper-scale "
-        "(the paper's data, setup and budget), reduced-budget (the paper's data and setup, fewer rounds, more than "
-        "a tenth of the paper's, or fewer seeds), reduced-data (a subset of the paper's dataset with the setup "
-        "scaled to it), reconstructed (the paper's task on its data with a setting the paper does not give chosen "
-        "by fedbench), stand-in (other data or model), smoke-check (at most a tenth of the paper's rounds, whatever "
-        "the data), analytic (a closed-form check, no seed randomness); only the first three count toward a "
-        "headline. Sensitivity marks: "
-        + ", ".join(f"{m} {v}" for v, m in MARK.items() if v not in UNJUDGED) + ".",
-        "",
-    ]
-    known = {p.citation for p in PAPERS}
-    everything, claims = claims, beside_their_claims(claims)
-    groups = [(p.name, p, [c for c in claims if c.get("paper") == p.citation]) for p in PAPERS]
-    others = [c for c in claims if c.get("paper") not in known]
-    if others:
-        groups.append(("Other", None, others))
-    for name, paper, group in groups:
-        if not group and paper is None:
-            continue
-        lines += [f"## {name}", ""] + ([f"{paper.citation}.", ""] if paper else [])
-        if paper:
-            lines += [_coverage(paper, by_id), ""]
-        if group:
-            lines += ["| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | direction | "
-                      "magnitude | verdict | confirmatory (fresh seeds) |", "|---|---|---|---|---|---|---|---|---|---|"]
-            for c in group:
-                lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {c['fidelity']} | {rounds_cell(c)} | "
-                             f"{seeds_cell(c)} | {published_cell(c.get('published'))} | {effect_cell(c)} | "
-                             f"{direction_cell(c)} | {magnitude_cell(c)} | {verdict_cell(c)} | "
-                             f"{confirmation_cell(c)} |")
-            lines.append("")
-    lines += registration_lines(claims)
-    lines += ["## Sensitivity", "",
-              ("Verdict mark and effect estimate under the rule's own reading (primary), under the other readings at "
-              "the full budget, and under the primary reading at 25% and 50% of the rounds run."), "",
-              "| claim | primary | other readings | 25% of rounds | 50% of rounds |", "|---|---|---|---|---|"]
-    lines += [row for c in claims if (row := sensitivity_row(c))]
-    lines += ["", ("Figures: `figures/fig1_stragglers_synthetic_1_1.png`, `figures/fig2_heterogeneity.png`, "
-              "`figures/fig5_iid_stragglers.png`; each study's in `studies/<study>/`."), "", "## Details", ""]
-    for name, paper, group in groups:
-        if not group:
-            continue
-        lines += [f"### {name}", ""]
-        studies: dict[str, list[dict[str, Any]]] = {}
-        for c in group:
-            studies.setdefault(c.get("study") or "", []).append(c)
-        for study, members in studies.items():
-            shared = _shared_deviations(members)
-            lines += [f"#### Study: {study}" if study == MAIN_STUDY else f"#### Study: `{study}`", ""]
-            if shared:
-                lines += ["Deviations from the paper's setup shared by these claims, the ones that matter first:", ""]
-                lines += [f"{i}. {d}" for i, d in enumerate(shared, 1)] + [""]
-            for c in members:
-                lines += _details(c, shared, everything)
-    if len(summ):
+def report_pages(claims: list[dict], summ: pd.DataFrame | None = None,
+                 figure_of: Callable[[str], str | None] = lambda name: None) -> dict[str, str]:
+    """Every page of the report by its path in the report folder: claims.md and one page per study,
+    claims/<study>.md (:func:`study_markdown`)."""
+    everything = beside_their_claims(claims)
+    studies: dict[str, list[dict[str, Any]]] = {}
+    for c in everything:
+        studies.setdefault(c.get("study") or "other", []).append(c)
+    pages = {"claims.md": claims_markdown(claims, summ, figure_of)}
+    for study, members in studies.items():
+        pages[f"claims/{page_name(study)}"] = study_markdown(study, members, claims,
+                                                             summ if study == MAIN_STUDY else None)
+    return pages
+
+
+def href(claims: list[dict[str, Any]]) -> Callable[[str], str]:
+    """The link from one study page to an entry on its own or another study's page."""
+    study = {c["id"]: page_name(c.get("study") or "other") for c in claims}
+    return lambda cid: f"{study.get(cid, '')}#{anchor(cid)}"
+
+
+def study_markdown(study: str, members: list[dict[str, Any]], claims: list[dict[str, Any]],
+                   summ: pd.DataFrame | None = None) -> str:
+    """A study's page: its claims' table (the counted verdict first), what ran where, the rules changed after a
+    result, the sensitivity table, the deviations shared by its claims, then each claim's details (rule, parts,
+    direction and magnitude, registration and confirmation, history, sensitivity, figure, deviations)."""
+    link = href(claims)
+    papers = list(dict.fromkeys(c.get("paper") or "—" for c in members))
+    title = f"Study: {study}" if study in (MAIN_STUDY, "real data") else f"Study: `{study}`"
+    lines = [f"# {title}", "", f"[Back to the summary](../claims.md). Generated by the report stage; do not edit by hand.",
+             "", "Paper" + ("s" if len(papers) > 1 else "") + ": " + "; ".join(papers) + ".", "",
+             ("| claim | fidelity | rounds run / paper | seeds | published | effect [95% CI] | direction | magnitude | "
+              "exploratory verdict | confirmatory verdict (fresh seeds; the counted one where it exists) |"),
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in members:
+        lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {c['fidelity']} | {rounds_cell(c)} | "
+                     f"{seeds_cell(c)} | {published_cell(c.get('published'))} | {effect_cell(c)} | "
+                     f"{direction_cell(c)} | {magnitude_cell(c)} | {verdict_cell(c)} | "
+                     f"{confirmation_cell(c)} |")
+    lines.append("")
+    lines += registration_lines(members, link)
+    rows = [row for c in members if (row := sensitivity_row(c, link))]
+    if rows:
+        lines += ["## Sensitivity", "", ("Verdict mark and effect estimate under the rule's own reading (primary), "
+                  "under the other readings at the full budget, and under the primary reading at 25% and 50% of the "
+                  "rounds run. Marks: " + ", ".join(f"{m} {v}" for v, m in MARK.items() if v not in UNJUDGED) + "."),
+                  "", "| claim | primary | other readings | 25% of rounds | 50% of rounds |", "|---|---|---|---|---|",
+                  *rows, ""]
+    shared = _shared_deviations(members)
+    lines += ["## Details", ""]
+    if shared:
+        lines += ["Deviations from the paper's setup shared by these claims, the ones that matter first:", ""]
+        lines += [f"{i}. {d}" for i, d in enumerate(shared, 1)] + [""]
+    for c in members:
+        lines += _details(c, shared, claims, link, up="../")
+    if summ is not None and len(summ):
         wall = summ["wall_time_s"].sum()
         lines += [(f"Main-job runs: {len(summ)} on {', '.join(sorted(summ['device'].unique()))}, "
                   f"{wall / 60:.1f} min of simulation in all (see `runs.csv`)."), ""]
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def computed_cell(c: dict[str, Any]) -> str:
+    """Where the verdict was computed: by the build of this report, or kept from elsewhere (machine, commit, date)."""
+    p = c.get("provenance")
+    if c.get("verdict") in UNJUDGED or not p:
+        return "—"
+    return ("kept from " if p.get("carried") else "this build: ") + where_text(p)
 
 
 def _no_seeds(c: dict[str, Any]) -> str:
@@ -486,11 +494,15 @@ def _no_seeds(c: dict[str, Any]) -> str:
     return "none yet (not run)" if c.get("verdict") in UNJUDGED else "none (deterministic)"
 
 
-def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> list[str]:
+def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = (), link: Callable[[str], str] | None = None,
+             up: str = "") -> list[str]:
     pub = c.get("published") or {}
     extra = {k: v for k, v in pub.items() if k not in ("value", "unit", "scope", "statement")}
     e = _effect(c.get("effect"))
-    out = [f'<a id="{anchor(c["id"])}"></a>', f"##### `{c['id']}`: {verdict_cell(c)}", "",
+    counted = f"**{counted_verdict(c)}** (counted; exploratory: " if is_confirmed(c) else ""
+    out = [f'<a id="{anchor(c["id"])}"></a>',
+           f"### `{c['id']}`: {counted}{verdict_cell(c).replace('**', '') if counted else verdict_cell(c)}"
+           + (")" if counted else ""), "",
            f"- **Paper**: {c.get('paper') or '—'}, {c.get('where') or '—'}.",
            f"- **Claim**: {c.get('claim') or '—'}",
            f"- **Published**: {published_cell(pub)}. {pub.get('statement') or ''}".rstrip()
@@ -524,7 +536,11 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> l
         out.append(f"- **Magnitude** (published {fmt_number(float(m['published']), signed=True)} {m.get('unit', '')}): "
                    f"{m['verdict'] or 'not judged'}{where}; {m['rule']}"
                    + ("; the claim is about the size, so its verdict needs both parts" if m.get("about_size") else ""))
-    out += sensitivity_lines(c, list(claims))
+    out += sensitivity_lines(c, list(claims), link)
+    if c.get("provenance") and c.get("verdict") not in UNJUDGED:
+        out.append(f"- **Computed**: {computed_cell(c)}")
+    for a, b in coincident_parts(c):
+        out.append(f"- **Parts that coincide**: {a} and {b} have the same per-seed values (one measurement, not two).")
     out += [f"- **What would change the verdict**: {c.get('would_change') or '—'}"]
     reg = c.get("registration") or {}
     if reg.get("registered"):
@@ -555,7 +571,7 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = ()) -> l
     out.append(f"- **Observed**: {c.get('observed') or '—'}")
     fig = c.get("figure")
     if fig:
-        out.append(f"- **Deciding figure**: [{fig['panel']}]({fig['path']})")
+        out.append(f"- **Deciding figure**: [{fig['panel']}]({up}{fig['path']})")
     if c.get("scale"):
         out.append(f"- **Scale**: {_prose(c['scale'])}")
     own = [d for d in (c.get("deviations") or []) if d not in shared]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -47,8 +48,26 @@ def figure1(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_1_1", stra
     return save_figure(fig, path)
 
 
-def figure2(hist: pd.DataFrame, path: Path, datasets=("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5",
-                                                         "synthetic_1_1")) -> Path:
+FIGURE2_DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
+
+
+def keep_missing(before: Path, drawn: Path) -> list[str]:
+    """Copy into ``drawn`` (this build's figures) each figure of ``before`` (the report's figures folder before this
+    build) that this build did not draw, because its runs are not here: a figure stays until it is drawn again. The
+    paths kept, relative to ``drawn``."""
+    kept = []
+    if not Path(before).is_dir():
+        return kept
+    for f in sorted(p for p in Path(before).rglob("*") if p.is_file()):
+        target = Path(drawn) / f.relative_to(before)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, target)
+            kept.append(target.relative_to(drawn).as_posix())
+    return kept
+
+
+def figure2(hist: pd.DataFrame, path: Path, datasets=FIGURE2_DATASETS) -> Path:
     """Training loss (top) and gradient dissimilarity (bottom) of FedAvg and FedProx (mu=1), no stragglers."""
     fig, axes = plt.subplots(2, len(datasets), figsize=(4.0 * len(datasets), 6.4), squeeze=False)
     for j, ds in enumerate(datasets):

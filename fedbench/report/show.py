@@ -1,11 +1,12 @@
 """``fedbench show --claims``: the claims of ``reports/claims.json`` for a person at a terminal.
 
 First the counts, from the one tally (fedbench.claims.tally: the sentence claims.md opens with, then each fidelity
-class), then each claim: its verdict, fidelity and id, and below it, indented, its effect with the 95% interval
-(a judged claim), or why it did not run and the full command that runs it (a not-run claim). Last, the commands
-that run the not-run claims, once each, with their cost. Everything fits the terminal's width
+class), then one line a claim: the verdict the tally counts (the confirmatory one where it exists), that verdict's own
+effect with its 95% interval, and the id. Last, the commands that run the not-run claims, once each, with their cost.
+``--verbose`` adds under each claim its fidelity, the exploratory verdict and effect beside the counted ones, or why
+it did not run and the full command that runs it. Everything fits the terminal's width
 (shutil.get_terminal_size, 100 columns where the output is no terminal): prose is wrapped, never cut, and a command
-or an id is never broken: one longer than the width sits alone on its line. ``--verbose`` adds each claim's
+or an id is never broken: one longer than the width sits alone on its line. ``--verbose`` also adds each claim's
 observation, rule, deviations, place in the paper and what would change its verdict; filters by paper, verdict
 and fidelity. Reads only the JSON file (no torch, no pandas, no scipy): it answers at once."""
 
@@ -21,7 +22,7 @@ from typing import Any
 from fedbench.claims import entry as schema
 from fedbench.claims.magnitude import sensitivity_of
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.tally import DEFINITION, counted_verdict, is_confirmed, tally, words
+from fedbench.claims.tally import DEFINITION, counted_effect, counted_verdict, is_confirmed, tally, words
 from fedbench.errors import ConfigError, DataError, read_json
 
 FALLBACK_WIDTH = 100  # columns where the output is not a terminal (a pipe, a file)
@@ -99,28 +100,43 @@ def why_not_run(c: dict[str, Any]) -> str:
     return why
 
 
-def claim_lines(c: dict[str, Any], width: int, verdict_w: int, fidelity_w: int) -> list[str]:
-    """A claim's lines: verdict, fidelity and id (the id on its own line where the three do not fit), then its
-    effect, or why it did not run and the command that runs it."""
-    head = f"{counted_verdict(c):<{verdict_w}}{c['fidelity']:<{fidelity_w}}"  # the verdict the tally counts
+def claim_lines(c: dict[str, Any], width: int, verdict_w: int, effect_w: int, verbose: bool = False) -> list[str]:
+    """A claim's line: the verdict the tally counts (the confirmatory one where it exists), that verdict's own effect
+    with its 95% interval, and the id (alone on the next line where the three do not fit). ``verbose`` adds, indented,
+    the fidelity, the exploratory verdict and effect beside the counted ones, and for a not-run claim why and the
+    command that runs it."""
+    effect = counted_effect(c) if c["verdict"] not in schema.UNJUDGED else None
+    shown = compact_effect(effect) if effect else "—"
+    head = f"{counted_verdict(c):<{verdict_w}}{shown:<{effect_w - 2}}  "
     lines = [head + c["id"]] if len(head) + len(c["id"]) <= width else [head.rstrip(), INDENT + c["id"]]
+    if not verbose:
+        return lines
     reading = sensitivity_of(c["id"])
     note = f"sensitivity reading of {reading}, not counted; " if reading else ""
+    lines += _wrap(f"{note}fidelity: {c['fidelity']}", width, INDENT, INDENT + "  ")
     if c["verdict"] not in schema.UNJUDGED:
-        effect = c.get("effect") or {}
-        part = f" ({effect['part']})" if effect.get("part") and len(c.get("parts") or []) > 1 else ""
-        lines += _wrap(f"{note}effect: {effect_text(effect)}{part}", width, INDENT, INDENT + "  ")
+        own = c.get("effect") or {}
+        part = f" ({own['part']})" if own.get("part") and len(c.get("parts") or []) > 1 else ""
         if is_confirmed(c):  # judged again by its frozen rule on fresh seeds (fedbench claims confirm)
-            confirmed = c["registration"]["confirmatory"]
-            seeds = confirmed["seeds"]
-            lines += _wrap(f"confirmatory on fresh seeds {seeds[0]}-{seeds[-1]}: {confirmed['verdict']} (exploratory, the "
-                           f"effect above: {c['verdict']})", width, INDENT, INDENT + "  ")
+            seeds = c["registration"]["confirmatory"]["seeds"]
+            lines += _wrap(f"counted: confirmatory on fresh seeds {seeds[0]}-{seeds[-1]}: {counted_verdict(c)}, "
+                           f"{effect_text(effect)}", width, INDENT, INDENT + "  ")
+            lines += _wrap(f"exploratory: {c['verdict']}, {effect_text(own)}{part}", width, INDENT, INDENT + "  ")
+        else:
+            lines += _wrap(f"effect: {effect_text(own)}{part}", width, INDENT, INDENT + "  ")
         return lines
-    lines += _wrap(f"{note}{'missing' if c['verdict'] == schema.NOT_IMPLEMENTED else 'why'}: {why_not_run(c)}",
+    lines += _wrap(f"{'missing' if c['verdict'] == schema.NOT_IMPLEMENTED else 'why'}: {why_not_run(c)}",
                    width, INDENT, INDENT + "  ")
     if c.get("command"):
         lines.append(f"{INDENT}run: {c['command']}")  # never wrapped: it is copied into a shell
     return lines
+
+
+def compact_effect(effect: dict[str, Any]) -> str:
+    """'+9.37 [+0.929, +17.8]': an effect and its interval without the unit (the verbose lines give it)."""
+    text = effect_text(effect)
+    unit = effect.get("unit") or ""
+    return text[: -len(unit)].rstrip() if unit and text.endswith(unit) else text
 
 
 def cost_text(cost: dict[str, Any]) -> str:
@@ -160,10 +176,11 @@ def show_claims(path: Path, paper: str | None = None, verdict: str | None = None
         lines += _wrap(f"  {'not implemented:':<{label_w}}{len(t.not_implemented)} (no command would judge them)", width,
                        "", " " * (2 + label_w))
     verdict_w = max(len(v) for v in schema.VERDICTS) + 2
-    fidelity_w = max(len(f) for f in schema.FIDELITIES) + 2
+    effect_w = 2 + max([len(compact_effect(e)) for c in chosen if c["verdict"] not in schema.UNJUDGED
+                        and (e := counted_effect(c))] or [1])
     lines.append("")
     for c in chosen:
-        lines += claim_lines(c, width, verdict_w, fidelity_w)
+        lines += claim_lines(c, width, verdict_w, min(effect_w, 28), verbose)
         if verbose:
             for label, text in (("observed", c["observed"]), ("rule", c["rule"]),
                                 ("deviations", "; ".join(c.get("deviations") or []) or "none"),

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.tally import DEFINITION, tally
+from fedbench.claims.tally import DEFINITION, is_confirmed, tally
 from fedbench.report.build import _effect, claims_markdown, report_metrics
 from fedbench.report.show import INDENT, _clauses, effect_text, show_claims, why_not_run
 
@@ -73,34 +73,54 @@ def _rows(lines: list[str], claims: list[dict]) -> dict[str, list[str]]:
 @pytest.mark.parametrize("width", [80, 200])
 @pytest.mark.parametrize("source", ["fixture", "committed"])
 def test_show_fits_the_width_and_never_cuts_a_reason_or_a_command(tmp_path, width, source):
+    """One line a claim (its id alone on the next line where it does not fit); --verbose adds, whole, the fidelity,
+    the effects, or why a claim did not run and its command."""
     claims = FIXTURE if source == "fixture" else json.loads(COMMITTED.read_text())["claims"]
     lines = _show(tmp_path, claims, width)
     over = [line for line in lines if len(line) > width]
     assert all(_unbreakable(line, claims) for line in over), [x for x in over if not _unbreakable(x, claims)]
     rows = _rows(lines, claims)
-    assert set(rows) == {c["id"] for c in claims}
+    assert set(rows) == {c["id"] for c in claims} and not any(rows.values())  # nothing under a claim's line
+    verbose = _show(tmp_path, claims, width, verbose=True)
+    assert all(_unbreakable(line, claims) for line in verbose if len(line) > width)
+    rows = _rows(verbose, claims)
     for c in claims:
         details = rows[c["id"]]
+        said = " ".join(x.strip() for x in details)
+        assert said.startswith("fidelity: " if "/sensitivity-" not in c["id"] else "sensitivity reading of ")
         if c["verdict"] in ("not-run", "not-implemented"):
-            why = " ".join(x.strip() for x in details if not x.startswith(f"{INDENT}run: "))
             label = "missing" if c["verdict"] == "not-implemented" else "why"  # no command: what is missing
-            assert why == f"{label}: {why_not_run(c)}"  # whole: wrapped, never shortened
-            kept = [p for p in _clauses(c["observed"]) if not (c.get("command") and c["command"] in p)]
-            assert all(p.removeprefix("not run: ").removeprefix("not run, and ").removeprefix("not implemented: ")
-                       in why for p in kept)
+            assert f" {label}: {why_not_run(c)}" in said  # whole: wrapped, never shortened
             if c.get("command"):
-                assert details[-1] == f"{INDENT}run: {c['command']}"  # the full command, alone on its line
+                assert f"{INDENT}run: {c['command']}" in details  # the full command, alone on its line
                 assert f"  {c['command']}" in lines  # and in the closing list
         else:
-            assert " ".join(x.strip() for x in details).startswith("effect: " if "/sensitivity-" not in c["id"]
-                                                                   else "sensitivity reading of ")
+            assert ("; counted: confirmatory" if is_confirmed(c) else " effect: ") in said.replace(
+                "not counted; fidelity", "not counted fidelity").replace(f"fidelity: {c['fidelity']} ",
+                                                                          f"fidelity: {c['fidelity']}; ")
     if source == "fixture":
         text = "\n".join(lines)
         assert "..." not in text and "…" not in text
         assert "      1 claim; measured 118 h on CPU, 2-core Xeon, 2026-11-26" in lines  # its cost kept
         assert "      1 claim; projected 996.45 h on cpu" in lines
         over = [line for line in over if line != f"{tmp_path / 'claims.json'}:"]  # the file's path: as long as tmp_path is
-        assert len(over) == (3 if width == 80 else 0)  # at 80: the && command twice (its row, the list) and the id
+        assert len(over) == (2 if width == 80 else 0)  # at 80: the && command in the list and the long id
+
+
+def test_one_line_a_claim_leads_with_the_counted_verdict_and_its_own_effect(tmp_path):
+    """Issue 51 item 6: a confirmed claim's line gives its confirmatory verdict and the confirmatory run's effect;
+    the exploratory ones sit under it with --verbose."""
+    confirmed = FIXTURE[0] | {"registration": {"confirmatory": {
+        "verdict": "inconclusive", "seeds": [1015, 1016, 1017, 1018, 1019], "estimate": 6.34, "ci95": [-1.77, 14.46],
+        "unit": "accuracy points"}}}
+    lines = _show(tmp_path, [confirmed], 120)
+    assert lines[lines.index("") + 1] == "inconclusive     +6.34 [-1.77, +14.5]  fedprox/judged"
+    verbose = _show(tmp_path, [confirmed], 120, verbose=True)
+    at = verbose.index("inconclusive     +6.34 [-1.77, +14.5]  fedprox/judged")
+    assert verbose[at + 1:at + 4] == [f"{INDENT}fidelity: paper-scale",
+                                      f"{INDENT}counted: confirmatory on fresh seeds 1015-1019: inconclusive, +6.34 "
+                                      "[-1.77, +14.5] accuracy points",
+                                      f"{INDENT}exploratory: reproduced, +9.37 [+0.929, +17.8] accuracy points"]
 
 
 def test_show_verbose_keeps_everything(tmp_path):
@@ -141,11 +161,11 @@ def test_show_claims_md_and_metrics_agree_on_the_committed_claims(tmp_path):
     assert _counts(headline[1]) == metrics["headline"] and int(headline[2]) == sum(metrics["headline"].values())
     assert int(re.match(r"(\d+) entries", t.summary())[1]) == metrics["entries"] == len(claims)
     # per fidelity class: claims.md's table, show's lines, metrics.json
-    table = [row.strip("|").split(" | ") for row in md if re.match(r"\| [a-z-]+ \| \d", row)]
-    header = next(row for row in md if row.startswith("| verdict | ")).strip("|").split(" | ")[1:]
-    md_counts = {f.strip(): {r[0].strip(): int(r[i + 1]) for r in table} for i, f in enumerate(header)}
+    header = next(row for row in md if row.startswith("| fidelity | ")).strip(" |").split(" | ")[1:]
+    table = [row.strip(" |").split(" | ") for row in md if re.match(r"\| [a-z-' ,]+ \| \d", row)]
+    md_counts = {r[0]: dict(zip(header, map(int, r[1:]))) for r in table}
     for f, counts in metrics["by_fidelity"].items():
-        assert md_counts[f] == counts
+        assert md_counts.get(f, dict.fromkeys(counts, 0)) == counts  # a class counted apart with no claim: no row
         line = next((x for x in lines if x.startswith(f"  {f}:")), None)
         assert (_counts(line.split(":", 1)[1]) if line else {}) == {v: n for v, n in counts.items() if n}
     assert md_counts["paper's data, all"] == metrics["headline"]
@@ -174,10 +194,15 @@ def test_a_new_verdict_reaches_every_reader_with_no_change_to_them(tmp_path):
     counted = [v for v in verdicts if v != "not-implemented"]  # fedprox/placeholder: counted in no figure
     assert report_metrics([*FIXTURE, size])["headline"] == dict.fromkeys(counted, 0) | {
         "reproduced": 1, "not-run": 1, "direction-only": 1}
-    md = claims_markdown([*FIXTURE, size], pd.DataFrame())
-    # paper-scale, reduced-budget, reduced-data, the paper's data in all, then reconstructed, stand-in, smoke-check,
-    # analytic (every class counted apart has its column, zeros too)
-    assert "| direction-only | 1 | 0 | 0 | 1 | 0 | 0 | 0 | 0 |" in md.splitlines()
+    md = claims_markdown([*FIXTURE, size], pd.DataFrame()).splitlines()
+    # a column per verdict, the new one included; a row per class of the paper's data, their total, and each class
+    # counted apart that holds a claim
+    t = tally([*FIXTURE, size])
+    assert "| fidelity | " + " | ".join(t.verdicts) + " |" in md
+    row = {"reproduced": 1, "direction-only": 1, "not-run": 1}
+    assert f"| paper-scale | {' | '.join(str(row.get(v, 0)) for v in t.verdicts)} |" in md
+    assert f"| paper's data, all | {' | '.join(str(row.get(v, 0)) for v in t.verdicts)} |" in md
+    assert f"| stand-in | {' | '.join(str(int(v == 'not-run')) for v in t.verdicts)} |" in md
 
 
 def test_a_not_implemented_entry_is_listed_and_counted_by_no_reader(tmp_path):
