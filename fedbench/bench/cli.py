@@ -13,7 +13,7 @@ from typing import Any
 from fedbench.errors import ConfigError, check_folder
 
 SCHEMA = "fedbench.bench/2"
-PARTS = ("throughput", "workload", "executors", "steps")
+PARTS = ("throughput", "workload", "executors", "steps", "proxies")
 DEFAULT_PARTS = ("throughput", "workload")  # executors needs Ray (pip install -e '.[ray]')
 
 DESCRIPTION = """\
@@ -34,6 +34,12 @@ steps                not by default: where a client step's time goes on the per-
                       update (the engine's step), the engine round, and an in-place update as headroom; ms
                       per client step and share of the FLOP floor (--models default leaf_femnist_cnn,cifar_cnn;
                       --cohorts default 10).
+proxies              not by default: the GPU targets as counts measured exactly on the CPU (issue 49;
+                      fedbench.bench.proxies): host syncs a round and a block, ATen ops outside the local steps at
+                      1, 10 and 100 runs, the synthetic study's chain, evaluation passes at 1 and 15 CNN runs, the
+                      runs the dissimilarity is computed for; with the paper profile and the synthetic study priced
+                      from their drawn schedules on the committed H200 calibration (fedbench.bench.drawn_cost);
+                      printed as a table, each target met or not (about 3 min on 2 cores; --quick about 1 min).
 executors            not by default: the regression's quick profile through the train stage on the local
                       process pool and as Ray tasks on a local Ray of as many CPUs, side by side: Ray's
                       start-up, seconds per unit (a stack of runs) and their ratio, no-op dispatch per unit.
@@ -47,6 +53,7 @@ examples:
   fedbench bench --quick --parts throughput --models mclr --cohorts 10,100
   fedbench bench --quick --json out/bench.json    # the figures as JSON
   fedbench bench --quick --parts executors        # ray vs local executor overhead (needs pip install -e '.[ray]')
+  fedbench bench --parts proxies --json proxies.json   # the GPU targets as CPU counts, met or not
   fedbench bench --parts steps --cohorts 10,35    # where the papers' CNNs' client step spends its time
   fedbench bench --report                         # full run (about 10 min on CPU); writes reports/bench/
   fedbench bench --device cuda --threads 0 --report   # on a GPU; writes reports/bench-gpu/
@@ -216,6 +223,10 @@ def run(parts: tuple[str, ...], device, quick: bool, models: tuple[str, ...] | N
                 result["steps"].append(c)
                 log(f"  {name} cohort {k}: " + ", ".join(f"{p} {c['ms_per_client_step'][p]:.1f} ms"
                                                           for p in step_parts.PARTS) + " a client step")
+    if "proxies" in parts:
+        import fedbench.bench.proxies as proxies
+
+        result["proxies"] = proxies.measure(quick, log)
     if "executors" in parts:
         from fedbench.bench.executors import measure_executors
 

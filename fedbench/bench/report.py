@@ -114,6 +114,10 @@ def print_summary(result: dict[str, Any]) -> str:
         from fedbench.bench.executors import table
 
         out += ["", "Executors, ray against local (issue 13):", *table(result["executors"])]
+    if result.get("proxies"):
+        from fedbench.bench.proxies import table as proxies_table
+
+        out += ["", "The GPU targets as CPU counts (issue 49; on this CPU, exact):", *proxies_table(result["proxies"])]
     return "\n".join(out)
 
 

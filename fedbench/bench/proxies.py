@@ -1,0 +1,380 @@
+"""The GPU targets as counts the CPU measures exactly (issue 49, item 5; ``fedbench bench --parts proxies``).
+
+A GPU is lent rarely, so each GPU target of the review (../shared/reference/gpu-design.md, section 6) is held as a
+count that does not depend on the machine, and the H200 measurements already committed turn the counts into time
+(fedbench.bench.drawn_cost). Counted here, on the engine's own round (simulate_stack; nothing copied):
+
+- ``syncs_per_round``, ``syncs_per_block``: the host's waits for the device (fedbench.engine.host_sync.HostSyncs:
+  values read back, blocking copies) in a round between evaluations, and in a block of SCHEDULE_BLOCK rounds, of a
+  FedProx mclr stack evaluated at round 0 and on the final model only (a cadence protocol, as the claim studies
+  declare). The round's waits are a 5-round simulation's minus a 3-round one's, halved (the start, the first and
+  the final evaluation cancel); the block's are a (3 + block)-round one's minus the 3-round one's.
+- ``ops_outside_steps_per_round``: ATen operators dispatched in such a round outside the local steps (a
+  ``TorchDispatchMode``, view operators excluded: on CUDA each counted operator is about one kernel launch), at
+  1, 10 and 100 runs of a stack, with the slope in runs. The local steps are the engine's local path
+  (fedbench.engine.local.LOCAL_PATHS, fedbench.engine.static.run_static): their operators are counted apart.
+- ``synthetic_chain_steps``: the lockstep chain of FedProx's 140-run synthetic study (fedbench.bench.studies) at
+  200 rounds, its runs stacked as the engine stacks them (one stack per ``stack_key``), from its drawn schedule
+  (fedbench.bench.work.planned_work, the engine's round plan), and as one stack.
+- ``eval_passes_per_round``: the model's forward passes in one evaluation of a stack of 1 and of 15 runs of the
+  CIFAR CNN (train and test, every client; fedbench.engine.simulation's evaluation of round 0).
+- ``dissimilarity_runs``: per paper study, the runs the gradient dissimilarity is computed for and those a claim
+  reads it of (fedbench.study.paper_profile.READ: the runs without stragglers).
+
+Timings are not counted; the GPU figures these counts imply come from the cost model beside them.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import functools
+from typing import Any
+
+SCHEDULE_BLOCK = 20  # fedbench.engine.simulation.SCHEDULE_BLOCK (kept equal by tests/bench/test_proxies.py)
+RUNS = (1, 10, 100)  # stack sizes of the ops count
+CNN_RUNS = (1, 15)  # stack sizes of the evaluation-pass count
+PROTOCOL_EVERY = 10_000  # evaluated at round 0 and on the final model only
+
+# The targets (issue 49's table): key -> (today, target, how "met" is decided)
+TARGETS = {
+    "syncs_per_round": ("2 a round", "0"),
+    "syncs_per_block": ("40 a block of 20", "<= 1"),
+    "ops_slope": ("+26 a run", "slope 0; <= 30 a stack-round"),
+    "synthetic_chain_steps": ("3.02 M", "<= 1.51 M"),
+    "eval_passes": ("grows with runs", "the same at 1 and 15 CNN runs"),
+    "dissimilarity_runs": ("all 20 (Sent140)", "only those a claim reads"),
+    "projected_profile": ("not priced (61.3 from means)", "priced; <= 8 GPU-hours"),
+}
+
+
+class OpCount(contextlib.ExitStack):
+    """Within ``with OpCount() as ops:``, ``ops.outside`` and ``ops.inside`` count the ATen operators dispatched
+    outside and inside the engine's local steps (view operators excluded), ``ops.by_name`` the outside ones by
+    name. The local steps are found by wrapping the engine's local paths for the duration."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outside = 0
+        self.inside = 0
+        self.by_name: collections.Counter = collections.Counter()
+        self._depth = 0
+
+    def __enter__(self) -> OpCount:
+        super().__enter__()
+        import fedbench.engine.round as round_module
+        from fedbench.engine.local import LOCAL_PATHS
+
+        for name, fn in list(LOCAL_PATHS.items()):
+            LOCAL_PATHS[name] = self._inside(fn)
+            self.callback(LOCAL_PATHS.__setitem__, name, fn)
+        static = round_module.run_static
+        round_module.run_static = self._inside(static)
+        self.callback(setattr, round_module, "run_static", static)
+        self.enter_context(_dispatch_mode()(self))
+        return self
+
+    def _inside(self, fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            self._depth += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._depth -= 1
+        return wrapped
+
+    def _count(self, func) -> None:
+        if func.is_view:
+            return
+        if self._depth:
+            self.inside += 1
+        else:
+            self.outside += 1
+            self.by_name[str(func.overloadpacket.__name__)] += 1
+
+
+def _dispatch_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __init__(self, counter: OpCount) -> None:
+            super().__init__()
+            self.counter = counter
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.counter._count(func)
+            return func(*args, **(kwargs or {}))
+
+    return Mode
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundSetup:
+    """The stack the round counts run: FedProx (mu 1) with mclr on generated Synthetic(1,1), ``devices`` devices,
+    K clients a round doing ``local_steps`` minibatch steps of batch 10 (no stragglers: they are defined in epochs), evaluated at round 0 and
+    on the final model only, without the dissimilarity."""
+
+    devices: int = 30
+    clients_per_round: int = 10
+    local_steps: int = 1
+    straggler_fraction: float = 0.0
+
+
+@functools.cache
+def _synthetic(devices: int):
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.models import build_model
+
+    data = generate_synthetic(1.0, 1.0, False, num_devices=devices, seed=0, train_fraction=0.9)
+    return data, build_model("mclr", data.feature_shape, data.num_classes)
+
+
+def _simulate(setup: RoundSetup, runs: int, rounds: int, counters) -> None:
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.evaluation import EvalSpec
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
+
+    data, model = _synthetic(setup.devices)
+    protocol = (EvalSpec("train", every=PROTOCOL_EVERY), EvalSpec("test", every=PROTOCOL_EVERY))
+    cfg = SimulationConfig(rounds=rounds, clients_per_round=setup.clients_per_round, local_epochs=1, batch_size=10,
+                           local_steps=setup.local_steps, straggler_fraction=setup.straggler_fraction, device="cpu",
+                           evaluations=protocol, dissimilarity_every=0, checkpoint_every=10**9)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm("fedprox", lr=0.05, mu=1.0))
+             for s in range(runs)]
+    with contextlib.ExitStack() as stack:
+        for c in counters:
+            stack.enter_context(c)
+        simulate_stack(model, specs)
+
+
+def round_syncs(setup: RoundSetup = RoundSetup(), runs: int = 1, block: int = SCHEDULE_BLOCK) -> dict[str, Any]:
+    """The host's waits (reads + blocking copies) a round between evaluations and in a block of ``block`` rounds of
+    a stack of ``runs`` runs, with the fedbench line of each wait of a round."""
+    from fedbench.engine.host_sync import HostSyncs
+
+    counts = {}
+    for rounds in (3, 5, 3 + block):
+        syncs = HostSyncs()
+        _simulate(setup, runs, rounds, [syncs])
+        counts[rounds] = syncs.count
+    per_round = (sum(counts[5].values()) - sum(counts[3].values())) / 2
+    lines = {f"{k[0]}@{k[1]}": (counts[5][k] - counts[3][k]) / 2 for k in counts[5] if counts[5][k] != counts[3][k]}
+    return {"runs": runs, "per_round": per_round,
+            "per_block": sum(counts[3 + block].values()) - sum(counts[3].values()), "block": block, "lines": lines}
+
+
+def round_ops(setup: RoundSetup = RoundSetup(), runs: int = 1) -> dict[str, Any]:
+    """ATen operators a round between evaluations of a stack of ``runs`` runs, outside and inside the local steps,
+    with the outside ones by name."""
+    counts = {}
+    for rounds in (3, 5):
+        ops = OpCount()
+        _simulate(setup, runs, rounds, [ops])
+        counts[rounds] = ops
+    a, b = counts[3], counts[5]
+    names = {k: (b.by_name[k] - a.by_name[k]) / 2 for k in b.by_name if b.by_name[k] != a.by_name[k]}
+    return {"runs": runs, "outside": (b.outside - a.outside) / 2, "inside": (b.inside - a.inside) / 2,
+            "outside_by_name": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
+
+
+def ops_outside(setup: RoundSetup = RoundSetup(), runs: tuple[int, ...] = RUNS) -> dict[str, Any]:
+    """:func:`round_ops` at each of ``runs``, and the slope in runs (least squares over the points)."""
+    import numpy as np
+
+    points = [round_ops(setup, r) for r in runs]
+    x = np.array(runs, dtype=np.float64)
+    y = np.array([p["outside"] for p in points])
+    slope = float(np.polyfit(x, y, 1)[0]) if len(runs) > 1 else 0.0
+    return {"at": {str(p["runs"]): p["outside"] for p in points}, "slope_per_run": round(slope, 3),
+            "inside_at": {str(p["runs"]): p["inside"] for p in points},
+            "top_outside": {str(p["runs"]): dict(list(p["outside_by_name"].items())[:8]) for p in points}}
+
+
+class ForwardCount(contextlib.ExitStack):
+    """Within ``with ForwardCount() as passes:``, ``passes.count`` is the calls of a model's forward
+    (fedbench.models.spec.Model.forward and forward_params) made with grad mode off: evaluation passes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __enter__(self) -> ForwardCount:
+        super().__enter__()
+        import torch
+
+        from fedbench.models.spec import Model
+
+        depth = [0]  # Model.forward calls forward_params: a pass is the outermost call
+        for name in ("forward", "forward_params"):
+            fn = getattr(Model, name)
+
+            def wrapped(*args, _fn=fn, **kwargs):
+                if not torch.is_grad_enabled() and not depth[0]:
+                    self.count += 1
+                depth[0] += 1
+                try:
+                    return _fn(*args, **kwargs)
+                finally:
+                    depth[0] -= 1
+
+            setattr(Model, name, functools.wraps(fn)(wrapped))
+            self.callback(setattr, Model, name, fn)
+        return self
+
+
+def eval_passes(runs: int, clients: int = 6, samples: int = 5, kernel: str = "auto") -> dict[str, Any]:
+    """The forward passes of one evaluation of a stack of ``runs`` CIFAR-CNN runs (train and test, every client, no
+    dissimilarity) on a generated CIFAR-shaped federation of ``clients`` clients of ``samples`` images (the engine's
+    evaluation of round 0, as simulate_stack runs it); ``kernel``: the stack's execution kernel."""
+    from fedbench.algorithms import build_algorithm
+    from fedbench.bench.federation import bench_model
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, _evaluate, _plan, build_stack
+
+    model = bench_model("cifar_cnn").build()
+    data = _cifar(clients, samples)
+    cfg = SimulationConfig(rounds=1, clients_per_round=2, local_steps=1, batch_size=5, device="cpu",
+                           dissimilarity_every=0, kernel=kernel, checkpoint_every=10**9)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm("fedprox", lr=0.01, mu=0.1))
+             for s in range(runs)]
+    stack, states = build_stack(model, specs)
+    plans = [_plan(run, 0) for run in states]
+    with ForwardCount() as passes:
+        _evaluate(stack, states, plans)
+    return {"runs": runs, "passes": passes.count, "kernel": stack.kernel.name}
+
+
+@functools.cache
+def _cifar(clients: int, samples: int):
+    import numpy as np
+
+    from fedbench.bench.federation import bench_model, make_federation
+
+    spec = bench_model("cifar_cnn")
+    return make_federation(spec, spec.build(), clients, sizes=np.full(clients, samples))
+
+
+def synthetic_chain(rounds: int | None = None, seeds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> dict[str, Any]:
+    """The lockstep chain of FedProx's synthetic study (fedbench.bench.studies.fedprox_study) from its drawn
+    schedule: stacked as the engine stacks it today (``stacks``: one per stack_key), and as one stack; with the
+    row-steps in all."""
+    import numpy as np
+
+    from fedbench.bench.studies import fedprox_study
+    from fedbench.bench.work import planned_work
+    from fedbench.bench.workload import group_stacks
+    from fedbench.engine.simulation import RunSpec
+
+    w = fedprox_study(seeds)
+    total = rounds or w.rounds
+    specs = [RunSpec(w.config(r, total, "cpu"), w.dataset(r.dataset), w.algorithm(r)) for r in w.runs]
+    work = [planned_work(s.cfg, s.dataset.train.sizes, s.algorithm.keeps_partial_work, total) for s in specs]
+    stacks = group_stacks(specs, tuple(range(len(specs))))
+
+    def chain(groups) -> int:
+        return int(sum(np.max([work[i].chain for i in g], axis=0).sum() for g in groups))
+
+    return {"runs": len(specs), "rounds": total, "stacks": [len(g) for g in stacks], "chain": chain(stacks),
+            "one_stack_chain": chain([list(range(len(specs)))]),
+            "row_steps": int(sum(x.row_steps.sum() for x in work))}
+
+
+def dissimilarity_runs(seeds: int = 5) -> dict[str, dict[str, int]]:
+    """Per paper study with the dissimilarity on: the runs it is computed for and the runs a claim reads it of."""
+    from fedbench.study.paper_profile import PAPER, READ, STUDIES
+
+    out = {}
+    for name in PAPER:
+        s = STUDIES[name]
+        computed = sum(sc.runs for sc in s.scales(seeds) if sc.dissimilarity_every > 0)
+        read = sum(1 for _, f in READ if f == 0.0) * seeds  # the dissimilarity claims read the runs without stragglers
+        out[name] = {"computed": computed, "read": read}
+    return out
+
+
+def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
+    """Every proxy (module docstring), with the cost model's projection on the H200 calibration
+    (fedbench.bench.drawn_cost) and each target met or not."""
+    from fedbench.bench import drawn_cost
+
+    setup = RoundSetup()
+    log("  proxies: host syncs a round and a block")
+    syncs = round_syncs(setup, 1)
+    syncs_many = round_syncs(setup, 10, block=1) if not quick else None
+    log("  proxies: ATen ops outside the local steps at " + ", ".join(map(str, RUNS)) + " runs")
+    ops = ops_outside(setup, RUNS[:2] if quick else RUNS)
+    log("  proxies: evaluation passes at " + " and ".join(map(str, CNN_RUNS)) + " CNN runs")
+    passes = {str(r): eval_passes(r)["passes"] for r in CNN_RUNS}
+    log("  proxies: the synthetic study's chain from its drawn schedule")
+    chain = synthetic_chain(rounds=20 if quick else None)
+    log("  proxies: the cost model on the H200 calibration")
+    priced = drawn_cost.price_proxies(chain=chain, log=log)
+    result = {
+        "syncs_per_round": syncs["per_round"],
+        "syncs_per_block": syncs["per_block"],
+        "syncs_lines": syncs["lines"],
+        "syncs_per_round_10_runs": None if syncs_many is None else syncs_many["per_round"],
+        "ops_outside_steps_per_round": ops["at"],
+        "ops_outside_steps_slope": ops["slope_per_run"],
+        "ops_inside_steps_per_round": ops["inside_at"],
+        "ops_outside_top": ops["top_outside"],
+        "synthetic_chain_steps": chain["chain"],
+        "synthetic_chain": chain,
+        "eval_passes_per_round": passes,
+        "dissimilarity_runs": dissimilarity_runs(),
+        "projected_gpu_hours": priced["gpu_hours"],
+        "projected_gpu_hours_one_stack_a_study": priced["gpu_hours_one_stack_a_study"],
+        "projected_synthetic_s": None if priced["synthetic_s"] is None else priced["synthetic_s"]["stacked_as_today"],
+        "projected_synthetic_one_stack_s": None if priced["synthetic_s"] is None else priced["synthetic_s"]["one_stack"],
+        "calibration": priced["calibration"],
+        "quick": quick,
+    }
+    result["targets"] = targets(result)
+    return result
+
+
+def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 49's table: each proxy's value today, its target, met or not (None: not measured)."""
+    at = r["ops_outside_steps_per_round"]
+    largest = max(at, key=int)
+    passes = r["eval_passes_per_round"]
+    dissim = r["dissimilarity_runs"]
+    over = {k: v for k, v in dissim.items() if v["computed"] > v["read"]}
+    total = (r["projected_gpu_hours"] or {}).get("total")
+    rows = [
+        ("host syncs a round", f"{r['syncs_per_round']:g}", TARGETS["syncs_per_round"][1],
+         r["syncs_per_round"] == 0),
+        (f"host syncs a block of {SCHEDULE_BLOCK} rounds", f"{r['syncs_per_block']:g}", TARGETS["syncs_per_block"][1],
+         r["syncs_per_block"] <= 1),
+        ("ATen ops outside the local steps a round (slope in runs; at " + ", ".join(at) + " runs)",
+         f"{r['ops_outside_steps_slope']:+.1f} a run; " + ", ".join(f"{v:g}" for v in at.values()),
+         TARGETS["ops_slope"][1], abs(r["ops_outside_steps_slope"]) < 0.5 and at[largest] <= 30),
+        ("the synthetic study's chain (lockstep, stacked as today)", f"{r['synthetic_chain_steps']:,}",
+         TARGETS["synthetic_chain_steps"][1],
+         None if r["synthetic_chain"]["rounds"] != 200 else r["synthetic_chain_steps"] <= 1_512_120),
+        ("evaluation passes a round, " + " vs ".join(passes) + " CNN runs", " vs ".join(map(str, passes.values())),
+         TARGETS["eval_passes"][1], len(set(passes.values())) == 1),
+        ("dissimilarity: runs it is computed for / read (paper studies)",
+         "; ".join(f"{k} {v['computed']}/{v['read']}" for k, v in dissim.items() if v["computed"]) or "none",
+         TARGETS["dissimilarity_runs"][1], not over),
+        ("projected profile from drawn schedules (GPU-hours, H200)", "-" if total is None else f"{total:.1f}",
+         TARGETS["projected_profile"][1], None if total is None else total <= 8.0),
+    ]
+    return [{"proxy": p, "value": v, "target": t, "met": m} for p, v, t, m in rows]
+
+
+def table(r: dict[str, Any]) -> list[str]:
+    lines = ["| proxy | today | target | met |", "|---|---|---|---|"]
+    for row in r["targets"]:
+        met = "not measured" if row["met"] is None else ("yes" if row["met"] else "no")
+        lines.append(f"| {row['proxy']} | {row['value']} | {row['target']} | {met} |")
+    if r.get("projected_synthetic_s") is not None:
+        lines.append(f"\nFedProx's synthetic study on the H200 calibration: {r['projected_synthetic_s']:.0f} s stacked as "
+                     f"today, {r['projected_synthetic_one_stack_s']:.0f} s as one stack (target <= 60 s)")
+    one = r.get("projected_gpu_hours_one_stack_a_study") or {}
+    if "total" in r.get("projected_gpu_hours", {}):
+        lines.append(f"The paper profile from drawn schedules on the H200 calibration: {r['projected_gpu_hours']['total']:.1f} "
+                     f"GPU-hours as stacked today ({one.get('total', float('nan')):.1f} with one stack a study; "
+                     f"{r['calibration']['baseline_profile_hours']} projected from mean sizes)")
+    return lines

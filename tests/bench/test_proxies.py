@@ -1,0 +1,85 @@
+"""The GPU targets' CPU proxies (fedbench.bench.proxies, issue 49 item 5): the exact counts of the engine today on
+tiny configurations, so that a change in the engine's round moves them and fails here until the expected count is
+updated on purpose (a count going down is the progress the issue asks for)."""
+
+from __future__ import annotations
+
+from fedbench.bench import proxies
+
+TINY = proxies.RoundSetup(devices=10, clients_per_round=3)
+
+
+def test_the_block_is_the_engines():
+    from fedbench.engine.simulation import SCHEDULE_BLOCK
+
+    assert proxies.SCHEDULE_BLOCK == SCHEDULE_BLOCK
+
+
+def test_host_syncs_a_round_and_a_block_are_the_divergence_signals_read():
+    got = proxies.round_syncs(TINY, runs=1, block=4)
+    # the cheap divergence signal read back once a round (.cpu() and .numpy() of one read): 2 a round, 8 in 4 rounds
+    assert got["per_round"] == 2 and got["per_block"] == 8
+    assert list(got["lines"]) == [next(iter(got["lines"]))] and next(iter(got["lines"])).startswith(
+        "read@engine/simulation.py:")
+
+
+def test_ops_outside_the_local_steps_grow_with_the_runs_of_a_stack():
+    one, three = (proxies.round_ops(TINY, runs) for runs in (1, 3))
+    assert one["outside"] == 20 and three["outside"] == 64  # +22 a run: server update, cohort, signal per run
+    assert one["inside"] == three["inside"] == 25  # one local step of the merged cohort: shared by the runs
+    assert three["outside_by_name"]["mm"] == 3 * one["outside_by_name"]["mm"]
+
+
+def test_evaluation_passes_grow_with_the_cnn_runs_of_a_stack():
+    passes = [proxies.eval_passes(runs, clients=3, samples=2)["passes"] for runs in (1, 3)]
+    assert passes == [2, 6]  # train and test, one forward per model: D5 makes them [2, 2]
+
+
+def test_the_synthetic_chain_is_the_lockstep_chain_of_the_engines_schedule():
+    from fedbench.bench.lockstep import chain, run_steps
+    from fedbench.bench.studies import fedprox_study
+    from fedbench.bench.workload import group_stacks
+    from fedbench.engine.simulation import RunSpec, build_stack
+    from fedbench.models import build_model
+
+    got = proxies.synthetic_chain(rounds=3, seeds=(0,))
+    assert got["runs"] == 28 and got["stacks"] == [10, 18]
+    assert got["chain"] == 34_880 and got["one_stack_chain"] == 17_440 and got["row_steps"] == 518_756
+    w = fedprox_study((0,))
+    specs = [RunSpec(w.config(r, 3, "cpu"), w.dataset(r.dataset), w.algorithm(r)) for r in w.runs]
+    model = build_model("mclr", specs[0].dataset.feature_shape, specs[0].dataset.num_classes)
+    steps = [run_steps(build_stack(model, [s])[1][0], 3) for s in specs]  # the engine's own draws, minibatches too
+    assert chain(steps, group_stacks(specs, tuple(range(len(specs))))) == got["chain"]
+    assert chain(steps, [list(range(len(specs)))]) == got["one_stack_chain"]
+
+
+def test_dissimilarity_is_computed_for_more_runs_than_claims_read():
+    got = proxies.dissimilarity_runs(seeds=5)
+    assert got["fedprox_sent140"] == {"computed": 45, "read": 10}
+
+
+def test_targets_say_met_or_not():
+    result = {"syncs_per_round": 2.0, "syncs_per_block": 40, "ops_outside_steps_per_round": {"1": 20.0, "10": 197.0},
+              "ops_outside_steps_slope": 19.7, "synthetic_chain_steps": 3_024_240,
+              "synthetic_chain": {"rounds": 200}, "eval_passes_per_round": {"1": 2, "15": 30},
+              "dissimilarity_runs": {"fedprox_sent140": {"computed": 45, "read": 10}},
+              "projected_gpu_hours": {"total": 355.9}, "projected_synthetic_s": 660.0}
+    rows = proxies.targets(result)
+    assert [r["met"] for r in rows] == [False] * 7
+    result |= {"syncs_per_round": 0.0, "syncs_per_block": 1, "ops_outside_steps_per_round": {"1": 30.0, "10": 30.0},
+               "ops_outside_steps_slope": 0.0, "synthetic_chain_steps": 1_512_120,
+               "eval_passes_per_round": {"1": 2, "15": 2},
+               "dissimilarity_runs": {"fedprox_sent140": {"computed": 10, "read": 10}},
+               "projected_gpu_hours": {"total": 7.5}}
+    assert [r["met"] for r in proxies.targets(result)] == [True] * 7
+    assert any("| no |" in line or "| yes |" in line for line in proxies.table(result | {"targets": rows}))
+
+
+def test_the_ops_target_allows_no_more_than_30_a_stack_round():
+    result = {"syncs_per_round": 0.0, "syncs_per_block": 0, "ops_outside_steps_per_round": {"1": 30.0, "10": 34.0},
+              "ops_outside_steps_slope": 0.4, "synthetic_chain_steps": 1, "synthetic_chain": {"rounds": 20},
+              "eval_passes_per_round": {"1": 2, "15": 2}, "dissimilarity_runs": {},
+              "projected_gpu_hours": {}, "projected_synthetic_s": None}
+    rows = {r["proxy"].split(" (")[0]: r["met"] for r in proxies.targets(result)}
+    assert rows["ATen ops outside the local steps a round"] is False  # 34 ops a stack-round: above 30
+    assert rows["the synthetic study's chain"] is None  # 20 rounds: not the study's 200
