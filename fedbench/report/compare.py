@@ -97,14 +97,18 @@ def compare(new: list[dict[str, Any]], old: list[dict[str, Any]] | None, against
         lines.append(f"  {len(added)} entries new here, {len(gone)} committed entries no longer declared"
                      + (f": {', '.join(gone)}" if gone else ""))
     commands: dict[str, list[dict[str, Any]]] = {}
-    for e in kept + unrun:
+    for e in kept:
         if e.get("command"):
             commands.setdefault(e["command"], []).append(e)
     if commands:
-        lines.append("To compute the kept and not-run verdicts here (each asks before it starts), then `dvc repro`:")
+        lines.append("To compute the kept verdicts here (each command asks before it starts), then `dvc repro`:")
         for command, entries in commands.items():
-            n_kept = sum(bool((e.get("provenance") or {}).get("carried")) for e in entries)
-            lines.append(f"  {command}  # {len(entries)} claims ({n_kept} kept from elsewhere); {cost_words(entries[0])}")
+            lines.append(f"  {command}  # {len(entries)} claim{'' if len(entries) == 1 else 's'}; "
+                         f"{cost_words(entries[0])}")
+    rest = {e["command"] for e in unrun if e.get("command") and e["command"] not in commands}
+    if rest:
+        lines.append(f"The not-run claims run by {len(rest)} more command{'' if len(rest) == 1 else 's'}: "
+                     "`fedbench show --claims` lists them with their cost.")
     return lines
 
 
@@ -112,9 +116,9 @@ def cost_words(e: dict[str, Any]) -> str:
     """An entry's command cost in a few words."""
     cost = e.get("cost") or {}
     if "hours" in cost:
-        return f"{cost['hours']:,g} h measured on {cost.get('machine') or cost.get('device')}"
+        return f"{cost['hours']:,g} h ({'measured' if cost.get('source') == 'measured' else 'projected'})"
     if "seconds" in cost:
-        return f"{cost['seconds']:,} s measured on {cost.get('device')}"
+        return f"{cost['seconds']:,} s (measured)"
     return "cost not measured"
 
 
@@ -128,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no {path}: build the report first (`fedbench report` or `dvc repro`)", file=sys.stderr)
         return 2
     new = json.loads(path.read_text())["claims"]
-    print("\n".join(compare(new, committed_claims(path, a.rev), f"the report committed at {a.rev}")))
+    try:
+        print("\n".join(compare(new, committed_claims(path, a.rev), f"the report committed at {a.rev}")))
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        sys.stderr.close()
     return 0
 
 

@@ -1,0 +1,137 @@
+"""claims.md read in a minute (issue 52 item 1, issue 51 item 6), where each verdict was computed (issue 52 item 2:
+fedbench.report.origin) and the comparison with git's report (fedbench.report.compare)."""
+
+import json
+from pathlib import Path
+
+from fedbench.claims.coverage import PAPERS
+from fedbench.report import origin
+from fedbench.report.compare import compare, reason
+from fedbench.report.summary import ROW_WIDTH, paper_section, shown_width, summary_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+FEDPROX = next(p for p in PAPERS if p.name == "FedProx")
+HERE = {"machine": "Test CPU, 2 cores", "commit": "abc123", "date": "2026-12-07"}
+
+
+def _entry(cid, verdict, fidelity="paper-scale", **kw):
+    return {"id": cid, "paper": FEDPROX.citation, "verdict": verdict, "fidelity": fidelity, "study": "main job",
+            "rule": "r", "observed": "o", "deviations": [], "published": {"value": 22.0, "unit": "accuracy points"},
+            "effect": None if verdict == "not-run" else {"estimate": 9.3748, "ci95": [0.929445, 17.8202],
+                                                         "unit": "accuracy points", "test": "paired t"}} | kw
+
+
+GAIN = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
+CONFIRMED = _entry(GAIN, "reproduced", registration={"confirmatory": {
+    "verdict": "inconclusive", "seeds": [1015, 1019], "estimate": 6.34, "ci95": [-1.77, 14.46],
+    "unit": "accuracy points"}}, provenance={"carried": True, **HERE})
+
+
+def _row(md: str, text: str) -> str:
+    return next(line for line in md.splitlines() if line.startswith("| [") and text in line)
+
+
+def test_a_row_leads_with_the_counted_verdict_and_its_own_effect():
+    """The hand-made confirmed entry: the confirmatory verdict in bold, the exploratory beside it (never bold), the
+    confirmatory run's effect and interval, the published value, the fidelity; † as it was kept from elsewhere."""
+    row = _row("\n".join(paper_section(FEDPROX, {GAIN: CONFIRMED}, None)), "Synthetic(1,1)")
+    assert row == ("| [Synthetic(1,1): FedProx's<br>accuracy gain at 90%<br>stragglers (Figure 7)]"
+                   "(claims/main-job.md#fedprox-synthetic-1-1-stragglers-90-accuracy-gain) | **inconclusive** †<br>"
+                   "expl.: reproduced | +6.34 [-1.77, +14.5]<br>accuracy points<br>paper: +22 | paper-scale |")
+    assert shown_width(row) <= ROW_WIDTH
+
+
+def test_a_not_run_row_names_its_command_and_cost_under_the_table():
+    five = _entry("fedprox/five-datasets/mean-accuracy-gain", "not-run", study="real data",
+                  observed="not run: missing the runs of fedprox_mnist, fedprox_femnist",
+                  command="fedbench paper run fedprox_mnist", cost={"hours": 0.08, "source": "measured"})
+    lines = paper_section(FEDPROX, {five["id"]: five}, None)
+    assert _row("\n".join(lines), "+22 points").endswith("| **not-run** | not run: see (a) | paper-scale |")
+    table_end = lines.index("", lines.index("|---|---|---|---|"))
+    assert lines[table_end + 1] == ("- (a) `fedbench paper run fedprox_mnist`: 0.08 h (measured); missing the runs of "
+                                    "fedprox_mnist, fedprox_femnist")
+
+
+def test_a_headline_over_several_datasets_is_partly_checked_until_every_one_is_judged():
+    """Issue 51 item 6: 'on all datasets' judged on 2 of its 5 datasets (Synthetic and MNIST by its reduced-data
+    alternative) is partly checked (2 of 5), not checked; the coverage line counts it apart."""
+    ids = ["fedprox/synthetic-1-1/stragglers-hurt-fedavg", "fedprox/mnist5k/stragglers-hurt-fedavg"]
+    by_id = {ids[0]: _entry(ids[0], "reproduced"), ids[1]: _entry(ids[1], "not-reproduced", "reduced-data")}
+    text = "\n".join(paper_section(FEDPROX, by_id, None))
+    assert "Coverage: 0 of 30 headline claims checked on the paper's data, 1 partly checked (not every dataset " \
+           "judged)." in text
+    row = _row(text, "more<br>stragglers")
+    assert "| **partly checked<br>(2 of 5)**<br>1 reproduced<br>1 not-reproduced |" in row
+    every = {i: _entry(i, "reproduced") for alternatives in FEDPROX.datasets(
+        next(k for k, (_, what) in enumerate(FEDPROX.headline) if "more stragglers" in what)) for i in alternatives[:1]}
+    assert "Coverage: 1 of 30 headline claims checked on the paper's data (1 paper-scale)." in "\n".join(
+        paper_section(FEDPROX, every, None))
+
+
+def test_two_parts_that_coincide_are_said_to():
+    parts = [{"part": p, "per_seed": [0.74, 0.51, 0.75], "estimate": 0.67, "ci95": [0.2, 0.9], "verdict": "reproduced"}
+             for p in ("SVRG", "SARAH")]
+    e = _entry(GAIN, "reproduced", parts=parts)
+    assert "<br>SVRG = SARAH: the same<br>per-seed values |" in _row("\n".join(paper_section(FEDPROX, {GAIN: e}, None)), "90%")
+
+
+def test_the_committed_summary_reads_in_a_minute():
+    """reports/claims.md: at most 150 lines, every table row shown within a code host's width, the counted verdict
+    in bold in every judged row, an embedded figure per paper that has a committed one."""
+    md = (ROOT / "reports" / "claims.md").read_text()
+    assert len(md.splitlines()) <= 150
+    rows = [line for line in md.splitlines() if line.startswith("|")]
+    assert rows and all(shown_width(r) <= ROW_WIDTH for r in rows), [r for r in rows if shown_width(r) > ROW_WIDTH]
+    figures = [line for line in md.splitlines() if line.startswith("![")]
+    for line in figures:
+        assert (ROOT / "reports" / line.split("](")[1].rstrip(")")).is_file()
+    assert len(figures) >= 5
+    claims = json.loads((ROOT / "reports" / "claims.json").read_text())["claims"]
+    assert len(summary_markdown(claims).splitlines()) == len(md.splitlines())
+
+
+def test_a_verdict_not_computed_here_is_kept_with_where_it_was_computed():
+    """A fresh build with no result for a claim keeps the judged one of the report it replaces (same rule), with its
+    provenance and this build's command; one judged here is stamped with this build; one whose rule changed is not
+    kept."""
+    old = _entry(GAIN, "reproduced", provenance={"machine": "Xeon, 2 cores", "commit": "9e1a3b0", "date": "2026-11-28"})
+    fresh = _entry(GAIN, "not-run", command="fedbench study run x", cost={"seconds": 5})
+    (kept,) = origin.carry([fresh], [old], HERE, registry={})
+    assert kept["verdict"] == "reproduced" and kept["effect"] == old["effect"] and kept["command"] == "fedbench study run x"
+    assert kept["provenance"] == {"machine": "Xeon, 2 cores", "commit": "9e1a3b0", "date": "2026-11-28", "carried": True}
+    assert kept["registration"]["status"] == "unregistered"  # read again from the registry given
+    (unkept,) = origin.carry([fresh | {"rule": "another rule"}], [old], HERE, registry={})
+    assert unkept["verdict"] == "not-run" and "provenance" not in unkept
+    (here,) = origin.carry([old | {"provenance": None}], [old], HERE, registry={})
+    assert here["provenance"] == HERE | {"carried": False}  # computed here on another machine: this build's stamp
+    same = old | {"provenance": HERE | {"date": "2026-12-01"}}
+    (again,) = origin.carry([_entry(GAIN, "reproduced")], [same], HERE, registry={})
+    assert again["provenance"]["date"] == "2026-12-01"  # the same numbers on the same machine: no line changes
+    (older,) = origin.carry([fresh], [_entry(GAIN, "reproduced")], HERE, {"commit": "5d16538", "date": "2026-11-29"},
+                            registry={})
+    assert older["provenance"] == {"machine": origin.NOT_RECORDED, "commit": "5d16538", "date": "2026-11-29",
+                                   "carried": True}
+
+
+def test_compare_says_what_was_reproduced_what_moved_and_why_and_what_to_run():
+    committed = [_entry("a", "reproduced"), _entry("b", "reproduced"), _entry("c", "inconclusive"),
+                 _entry("d", "reproduced")]
+    new = [_entry("a", "reproduced", provenance=HERE | {"carried": False}),
+           _entry("b", "inconclusive", provenance=HERE | {"carried": False},
+                  effect={"estimate": 9.37481, "ci95": [-0.1, 17.8], "unit": "accuracy points"}),
+           _entry("c", "inconclusive", provenance=HERE | {"carried": True}, command="fedbench study run c",
+                  cost={"seconds": 273, "device": "2 cores"}),
+           _entry("d", "not-run", rule="a new rule", command="fedbench study run c")]
+    lines = compare(new, committed)
+    assert lines == [
+        "Against git's committed report: 2 verdicts computed here, 1 of them as committed; 1 kept from elsewhere (not "
+        "run here; machine, commit and date in claims.json); 1 not run; 2 moved.",
+        "  moved: b: reproduced -> inconclusive (the same effect to 3 digits: another CPU's last digits at the "
+        "verdict's edge)",
+        "  moved: d: reproduced -> not-run (its rule changed)",
+        "To compute the kept verdicts here (each command asks before it starts), then `dvc repro`:",
+        "  fedbench study run c  # 1 claim; 273 s (measured)"]
+    more = compare(new + [_entry("e", "not-run", command="fedbench paper run e")], committed)
+    assert more[-1] == "The not-run claims run by 1 more command: `fedbench show --claims` lists them with their cost."
+    assert reason(_entry("x", "reproduced"), _entry("x", "not-run")) == "run here, not run in the committed report"
+    assert compare(new, None)[0].startswith("No comparison: ")
