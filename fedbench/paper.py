@@ -182,6 +182,7 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
     evaluation hours, the share of evaluation, the total, and the total stacked as the study runner runs it), each
     figure measured (``fedbench paper cost``: the file in ``costs_dir``, default reports/bench/ or reports/bench-gpu/
     for ``device``) where there is one, projected from the per-model table (CPU) otherwise, and the totals."""
+    from fedbench.bench.drawn_cost import price_study
     from fedbench.study.costs import FILE, folder, load, load_measured, stacked_cost, study_cost
 
     measured = load_measured()
@@ -201,15 +202,19 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
              "stacked h: the same runs as the study runner stacks them (`fedbench paper cost`'s stacked column: "
              "from each unit's stacks timed where they were; else only a round's and an evaluation's fixed costs "
              "are shared)",
+             "drawn h: the figure the runner would take: the same stacks priced chain by chain from their drawn "
+             "schedules at the clients' sizes, each stack at its own rows (fedbench.bench.drawn_cost; '-' where "
+             "the study's units were not measured)",
              f"  {'study':<26} {'source':<10} {'runs':>5} {'left out':>8} {'rounds':>7} {'train h':>10} {'eval h':>10} "
-             f"{'eval':>5} {'total h':>10} {'stacked h':>10}"]
+             f"{'eval':>5} {'total h':>10} {'stacked h':>10} {'drawn h':>10}"]
 
     def cost(name: str) -> dict | None:
         c = study_cost(name, scales[name], device, costs_dir, table=data, per_model=measured)
         if device == "cuda" and c["source"] != "measured":
             return None
         stacked = stacked_cost(name, scales[name], device, costs_dir, table=data, per_model=measured)
-        return c | {"stacked_hours": stacked["stacked_hours"]}
+        drawn = price_study(name, scales[name], data) if data else None
+        return c | {"stacked_hours": stacked["stacked_hours"], "drawn_hours": None if drawn is None else drawn["hours"]}
 
     def line(name: str, c: dict | None) -> str:
         if c is None:
@@ -217,7 +222,7 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
         share = c["eval_hours"] / c["hours"] if c["hours"] else 0.0
         return (f"  {name:<26} {c['source']:<10} {c['runs']:>5} {c['left_out']:>8} {c['rounds']:>7,} "
                 f"{c['train_hours']:>10,.2f} {c['eval_hours']:>10,.2f} {share:>5.0%} {c['hours']:>10,.2f} "
-                f"{c['stacked_hours']:>10,.2f}")
+                f"{c['stacked_hours']:>10,.2f} {_hours(c['drawn_hours']):>10}")
 
     def block(title: str, names: list[str], total: bool = True) -> None:
         lines.append(title)
@@ -235,7 +240,8 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
         said += f", {missing} not measured (not in the total)" if missing else ""
         lines.append(f"  {'total':<26} {'':<10} {sum(c['runs'] for c in counted):>5} "
                      f"{sum(c['left_out'] for c in counted):>8} {'':>7} {train:>10,.1f} {evaluation:>10,.1f} "
-                     f"{share:>5.0%} {hours:>10,.1f} {sum(c['stacked_hours'] for c in counted):>10,.1f}   ({said})")
+                     f"{share:>5.0%} {hours:>10,.1f} {sum(c['stacked_hours'] for c in counted):>10,.1f} "
+                     f"{_hours(sum(c['drawn_hours'] or 0.0 for c in counted), 1):>10}   ({said})")
 
     for profile, names in PROFILES.items():
         block(f"profile {profile}:", names + (list(PAPER_CLAIM_STUDIES) if profile == "paper" else []))
@@ -243,6 +249,10 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
           total=False)
     lines.append("each study runs with `fedbench paper run NAME`")
     return "\n".join(lines)
+
+
+def _hours(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: float, out: Path | None) -> Path:

@@ -110,9 +110,10 @@ def test_list_shows_the_measured_figure_where_there_is_one(tmp_path):
     text = listing("params.yaml", "cpu", tmp_path / "bench")
     row = next(line for line in text.splitlines() if line.split()[:1] == ["mime_fashion"])
     expected = project_study(study_scales(5)["mime_fashion"], None, {"mclr@10": COSTS})
-    assert row.split()[1] == "measured" and row.split()[-2] == f"{expected['hours']:,.2f}"
+    assert row.split()[1] == "measured" and row.split()[-3] == f"{expected['hours']:,.2f}"
     stacked = study_costs_module.stacked_cost("mime_fashion", study_scales(5)["mime_fashion"], "cpu", tmp_path / "bench")
-    assert row.split()[-1] == f"{stacked['stacked_hours']:,.2f}"
+    assert row.split()[-2] == f"{stacked['stacked_hours']:,.2f}"
+    assert row.split()[-1] == "-"  # its unit does not say the rows it was timed at: not priced from a drawn schedule
     assert "measured: `fedbench paper cost --device cpu` on test CPU" in text
     fedprox = next(line for line in text.splitlines() if line.split()[:1] == ["fedprox_mnist"])
     assert fedprox.split()[1:4] == ["projected", "20", "25"]  # runs read, runs left out
@@ -242,3 +243,14 @@ def test_a_stack_that_would_overrun_the_budget_is_not_timed_and_said(monkeypatch
     points, note = paper_cost.measure_stacks(shape, 8, 300.0, single, lambda: now[0])
     assert [p["runs"] for p in points] == [2] and calls == [8, 2, 2, 4] and now[0] == 228.0
     assert note.startswith("stacks of 4, 8 runs not timed (over the 300 s left for stacks)")
+
+
+def test_list_quotes_the_figure_priced_from_the_drawn_schedule():
+    """`paper list --device cuda` on the committed H200 table: the drawn column is fedbench.bench.drawn_cost's."""
+    from fedbench.bench.drawn_cost import price_study
+    from fedbench.study.costs import load
+
+    text = listing("params.yaml", "cuda")
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["fedprox_sent140"])
+    drawn = price_study("fedprox_sent140", study_scales(5)["fedprox_sent140"], load("cuda"))
+    assert row.split()[-1] == f"{drawn['hours']:,.2f}" and drawn["stacks"] == 2

@@ -20,7 +20,8 @@ fedbench.engine.sampling.plan_round, at the clients' sizes):
 - cohort signal: the forward pass over the cohort's own samples a round (a study whose protocol skips the training
   loss), at eval_sample_s a sample, from the drawn cohorts.
 
-Client sizes (:func:`client_sizes`): the prepared dataset's own (``data/<variant>``) where it is built; else, for
+Client sizes (:func:`client_sizes`): the prepared dataset's own (``data/real/<variant>``: its stored offsets)
+where it is built; else, for
 the FedProx datasets, sizes drawn once (seed 0) from a lognormal with the published mean and standard deviation per
 device (FedProx Table 1), times the train fraction; else equal sizes at the scale's mean. Where every client takes
 a fixed number of steps (``local_steps``), the chain and row-steps are exact without a draw. Stragglers do their
@@ -37,6 +38,7 @@ Imports no torch: ``fedbench paper list`` quotes it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from pathlib import Path
@@ -112,11 +114,11 @@ def client_sizes(study: str, scale: Scale, data_root: Path = Path("data")) -> tu
     from fedbench.study.paper_profile import STUDIES
 
     variant = STUDIES[study].variant if study in STUDIES else None
-    folder = data_root / variant if variant else None
-    if folder is not None and (folder / "meta.json").exists():
-        from fedbench.data.format import load_dataset
+    folder = data_root / "real" / variant if variant else None  # fedbench.data.stages.partition's folder
+    if folder is not None and (folder / "arrays.npz").exists():
+        from fedbench.data.format import read_train_sizes
 
-        return load_dataset(folder, verify=False).train.sizes.astype(np.int64), f"the prepared data ({folder})"
+        return read_train_sizes(folder), f"the prepared data ({folder})"
     if study in SIZES_OF:
         name = SIZES_OF[study]
         devices, _, mean, sd = PUBLISHED[name]
@@ -139,40 +141,34 @@ class Drawn:
 
 
 def draw_stack(scale: Scale, runs: int, sizes: np.ndarray) -> Drawn:
-    """The lockstep work of a stack of ``runs`` runs of ``scale`` (seeds i mod SEEDS) on clients of ``sizes``."""
-    from fedbench.engine.sampling import plan_round
-    from fedbench.engine.schedule import client_steps
-
+    """The lockstep work of a stack of ``runs`` runs of ``scale`` (seeds i mod SEEDS) on clients of ``sizes``: each
+    run's cohorts as the engine selects them (fedbench.engine.sampling.select_clients, every client available, no
+    stragglers), each client E epochs of ceil(n_k / B) steps, or ``local_steps``."""
     k, b, rounds = scale.clients_per_round, scale.batch_size, scale.rounds
     if scale.local_steps is not None or len(set(sizes.tolist())) == 1:
         # every client of a round takes the same steps: exact without a draw
         steps = scale.local_steps if scale.local_steps is not None else scale.local_epochs * -(-int(sizes[0]) // b)
         kk = min(k, len(sizes))
         return Drawn(chain=np.full(rounds, steps, np.int64), row_steps=np.full(rounds, runs * kk * steps, np.int64),
-                     cohort_samples=np.full(rounds, runs * kk * float(np.mean(sizes)) if scale.local_steps is not None
-                                            else runs * kk * float(sizes[0])))
-    cfg = _Cfg(batch_size=b, local_steps=0)
-    chain, rows, samples = (np.zeros(rounds, np.float64) for _ in range(3))
-    per_seed = {}
-    for seed in range(min(runs, SEEDS)):
-        c, w, s = (np.zeros(rounds, np.int64) for _ in range(3))
-        for r in range(rounds):
-            plan = plan_round(seed, r, sizes, k, "uniform", 0.0, scale.local_epochs, "authors_code", batch_size=b)
-            st, _ = client_steps(cfg, sizes[plan.clients], plan.epochs)
-            c[r], w[r], s[r] = st.max(initial=0), st.sum(), sizes[plan.clients].sum()
-        per_seed[seed] = (c, w, s)
+                     cohort_samples=np.full(rounds, runs * kk * float(np.mean(sizes))))
+    chain, rows, samples = np.zeros(rounds, np.int64), np.zeros(rounds, np.int64), np.zeros(rounds, np.float64)
     for i in range(runs):
-        c, w, s = per_seed[i % SEEDS]
-        chain = np.maximum(chain, c)
-        rows += w
-        samples += s
-    return Drawn(chain=chain.astype(np.int64), row_steps=rows.astype(np.int64), cohort_samples=samples)
+        clients = _selections(i % SEEDS, rounds, k, sizes.tobytes())  # [rounds, K]
+        n = sizes[clients]
+        steps = scale.local_epochs * -(-n // b)
+        chain = np.maximum(chain, steps.max(1))
+        rows += steps.sum(1)
+        samples += n.sum(1)
+    return Drawn(chain=chain, row_steps=rows, cohort_samples=samples)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Cfg:  # the two fields fedbench.engine.schedule.client_steps reads
-    batch_size: int
-    local_steps: int
+@functools.lru_cache(maxsize=64)
+def _selections(seed: int, rounds: int, k: int, sizes: bytes) -> np.ndarray:
+    """[rounds, K] the clients run ``seed`` selects in rounds 0..rounds-1 (the engine's draw, "uniform")."""
+    from fedbench.engine.sampling import select_clients
+
+    n = np.frombuffer(sizes, np.int64)
+    return np.stack([select_clients(seed, r, n, k, "uniform")[0] for r in range(rounds)])
 
 
 def stack_seconds(scale: Scale, runs: int, drawn: Drawn, unit: Unit) -> dict[str, float]:
@@ -199,9 +195,10 @@ def price_study(name: str, scales: tuple[Scale, ...] | list[Scale], table: dict[
     own = studies.get(name) or studies.get(UNIT_COSTS_OF.get(name, ""))
     if own is None:
         return None
-    fitted = {k: fit_unit(u) for k, u in own["units"].items()}
-    if any(unit_key(s) not in fitted for s in scales if s.read):
-        return None
+    if any(not isinstance((own["units"].get(unit_key(s)) or {}).get("measured_with", {}).get("clients"), int)
+           for s in scales if s.read):
+        return None  # a unit not measured, or without the rows it was timed at
+    fitted = {k: fit_unit(u) for k, u in own["units"].items() if "clients" in u.get("measured_with", {})}
     classes = 1 if merged else ARM_CLASSES.get(name, 1)
     parts: dict[str, float] = {}
     sources = set()

@@ -350,6 +350,13 @@ def read_meta(folder: str | os.PathLike) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def read_train_sizes(folder: str | os.PathLike) -> np.ndarray:
+    """The training samples of every client of the dataset saved in ``folder``, read from its stored offsets alone
+    (no sample is loaded): what a study's cost is priced on (fedbench.bench.drawn_cost)."""
+    with np.load(Path(folder) / _ARRAYS) as z:
+        return np.diff(z["train_offsets"]).astype(np.int64)
+
+
 def load_dataset(folder: str | os.PathLike, verify: bool = True) -> FederatedDataset:
     """Read a dataset written by :func:`save_dataset` (format 1 or 2); with ``verify`` the content hash is
     checked."""

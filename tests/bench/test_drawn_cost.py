@@ -73,3 +73,17 @@ def test_the_profile_is_priced_from_the_committed_h200_table():
     assert got["stacks"] == 2 and got["sizes"][0].startswith("lognormal")  # FedAvg and FedProx apart, as today
     merged = drawn_cost.price_study("fedprox_mnist", scales, table, merged=True)
     assert merged["stacks"] == 1 and merged["chain"] < got["chain"]
+
+
+def test_client_sizes_are_the_prepared_datas_where_it_is_built(tmp_path):
+    from fedbench.data.format import save_dataset
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.study.paper_profile import STUDIES, study_scales
+
+    scale = study_scales(5)["fedprox_mnist"][0]
+    published, source = drawn_cost.client_sizes("fedprox_mnist", scale, tmp_path)  # nothing built there
+    assert len(published) == 1000 and source.startswith("lognormal")
+    ds = generate_synthetic(1.0, 1.0, False, num_devices=7, seed=0)
+    save_dataset(ds, tmp_path / "real" / STUDIES["fedprox_mnist"].variant)
+    sizes, source = drawn_cost.client_sizes("fedprox_mnist", scale, tmp_path)
+    assert sizes.tolist() == ds.train.sizes.tolist() and source.startswith("the prepared data")
