@@ -167,6 +167,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, messag
 
 
 def test_a_tiny_measurement_end_to_end(tmp_path):
+    from fedbench.bench import drawn_cost
+
     """A generated mclr study of 3 clients, timed within a few seconds: every unit cost >= 0 and finite, the step
     and the evaluated sample > 0, the notes say what was scaled up; the files are written and read back."""
     tiny = (Scale("mclr", 2, 30, 3, 40, 1, 10, 20000, eval_every=10, local_steps=300),  # enough work to time
@@ -177,6 +179,8 @@ def test_a_tiny_measurement_end_to_end(tmp_path):
     assert unit["grad_sample_s"] == 0.0 and unit["real"] == {"clients": 3, "client_samples": 40, "steps": 300,
                                                               "eval_samples": 20000}
     assert result["studies"]["tiny"]["projection"]["runs"] == 2 and result["studies"]["tiny"]["projection"]["left_out"] == 4
+    drawn = drawn_cost.price_study("tiny", tiny, result)  # the figure priced from its drawn schedule, kept beside
+    assert result["studies"]["tiny"]["projection"]["drawn_hours"] == round(drawn["hours"], 2) and drawn["chain"] == 30 * 300
     # its 2 read runs share a stack: timed as one (half the budget is kept for it), not cut on the CPU
     assert [p["runs"] for p in unit["stacked"]] in ([], [2]) and unit["stack_fit"] is None
     back = study_costs_module.load("cpu", tmp_path)

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.bench.costs import MODEL_INPUTS
+from fedbench.bench.drawn_cost import price_study
 from fedbench.study.costs import (COST_KEYS, DEVICES, FILE, STACK_KEYS, Scale, group_sizes, load, load_measured,
                                   project_stacked, project_study, unit_key, units)
 
@@ -383,6 +384,9 @@ def run(studies: dict[str, tuple[Scale, ...]], device: str, out: Path, max_secon
     for name, scales in studies.items():
         t0 = time.perf_counter()
         result["studies"][name] = measure_study(scales, device, max_seconds, rounds)
+        drawn = price_study(name, scales, result)
+        if drawn is not None:
+            result["studies"][name]["projection"]["drawn_hours"] = round(drawn["hours"], 2)
         write(result, out)  # after each study: a long measurement interrupted keeps what it measured
         p = result["studies"][name]["projection"]
         progress(f"{name}: {p['hours']:,.2f} h ({p['train_hours']:,.2f} training, {p['eval_hours']:,.2f} evaluation; "
@@ -409,16 +413,18 @@ def markdown(result: dict[str, Any]) -> str:
              "real shapes. Hours project each study's runs that its claims read, each run on its own; 'stacked' "
              "projects them as the study runner stacks them (fedbench.study.costs.stacked_seconds: from stacks of "
              "each unit timed as the runner runs them where they were, column 'stacks timed'; else a stack pays a "
-             "round's and an evaluation's fixed cost once).", "",
+             "round's and an evaluation's fixed cost once); 'drawn' prices the same stacks chain by chain from their "
+             "drawn schedules at the clients' sizes (fedbench.bench.drawn_cost: what the runner would take).", "",
              f"| study | runs read | left out | rounds | training {unit} | evaluation {unit} | evaluation share | "
-             f"total {unit} | stacked {unit} (stacks) | measured at (load) | scaled up |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             f"total {unit} | stacked {unit} (stacks) | drawn {unit} | measured at (load) | scaled up |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for name, st in sorted(result["studies"].items()):
         p = st["projection"]
         share = p["eval_hours"] / p["hours"] if p["hours"] else 0.0
         notes = "; ".join(f"{k}: {n}" for k, u in st["units"].items() for n in u["notes"]) or "-"
         lines.append(f"| {name} | {p['runs']} | {p['left_out']} | {p['rounds']:,} | {p['train_hours']:,.2f} | "
-                     f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {_stacked(p)} | {st['measured_at']} "
+                     f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {_stacked(p)} | "
+                     f"{'-' if p.get('drawn_hours') is None else format(p['drawn_hours'], ',.2f')} | {st['measured_at']} "
                      f"({', '.join(map(str, st['load_average']))}) | {notes} |")
     lines += ["", "Unit costs (seconds): step_s a local step, round_s a round's fixed cost, eval_s an evaluation's "
               "fixed cost, eval_sample_s a sample evaluated, grad_sample_s a sample's gradient (dissimilarity); stacks "
