@@ -33,7 +33,7 @@ from fedbench.claims.coverage import PAPERS
 from fedbench.claims.tally import counted_effect, counted_verdict, is_confirmed
 from fedbench.claims.tally import tally as count_verdicts
 from fedbench.config import Config
-from fedbench.errors import read_json
+from fedbench.errors import DataError, read_json
 from fedbench.guard import stops_deferred
 from fedbench.report import compare, figures, origin
 from fedbench.report.origin import where_text
@@ -77,7 +77,7 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
     out.mkdir(parents=True, exist_ok=True)
     fresh, hist, summ = collect(cfg, Path(results_root), Path(data_root))
     before = out / "claims.json"
-    previous = read_json(before, "claims", "delete it to build the report anew")["claims"] if before.is_file() else None
+    previous = _previous(before)
     claims = origin.carry(fresh, previous, origin.this_build(), origin.last_commit_of(before) if previous else None)
     if not len(summ) and (out / "runs.csv").is_file() and (out / "runs.csv").stat().st_size:
         summ = pd.read_csv(out / "runs.csv")  # the main job's runs are not here: the table of the runs made elsewhere
@@ -116,6 +116,18 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
 
 
 PAGES = "claims"  # the study pages' folder in the report folder
+
+
+def _previous(path: Path) -> list[dict[str, Any]] | None:
+    """The entries of the report being replaced, None where there is none; one that cannot be read keeps nothing
+    (said in one line): the build writes it anew."""
+    if not path.is_file():
+        return None
+    try:
+        return read_json(path, "claims", "the build writes it anew")["claims"]
+    except (DataError, KeyError, TypeError) as e:
+        print(f"{path}: not read, no verdict kept from it ({str(e).splitlines()[0]})")
+        return None
 
 
 def _swap(new: Path, target: Path) -> None:

@@ -40,7 +40,8 @@ def test_a_stop_while_the_report_goes_in_comes_after_all_of_it(tmp_path, monkeyp
     monkeypatch.setattr(build.os, "replace", replace_once_stopped)
     with pytest.raises(KeyboardInterrupt):
         build.build_report(load_config(PARAMS), out, tmp_path / "results", tmp_path / "data")
-    assert moved == [*build.TABLES, ".figures.old", "figures"]  # everything went in before the stop was raised
+    # everything went in before the stop was raised: the tables, the study pages, the figures
+    assert moved == [*build.TABLES, build.PAGES, ".figures.old", "figures"]
     assert all((out / name).read_text() != "old" for name in build.TABLES)
-    assert not (out / "figures" / "old.png").exists()
-    assert sorted(p.name for p in out.iterdir()) == sorted([*build.TABLES, "figures"])  # no temporary folder left
+    assert (out / "figures" / "old.png").read_text() == "old"  # a figure not drawn here (no runs) is kept
+    assert sorted(p.name for p in out.iterdir()) == sorted([*build.TABLES, build.PAGES, "figures"])  # no temporary folder
