@@ -411,7 +411,23 @@ def _command_first(argv: list[str]) -> list[str]:
     return argv
 
 
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader closed the pipe
+
+
 def main(argv: list[str] | None = None) -> None:
+    """``fedbench``; output cut short by its reader (``fedbench show --claims | head``) ends quietly, exit
+    SIGPIPE_EXIT, as a command killed by SIGPIPE would, not in a BrokenPipeError traceback."""
+    try:
+        _main(argv)
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)  # Python flushes stdout at exit: into nothing, not the closed pipe
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(SIGPIPE_EXIT)
+
+
+def _main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         argv = _command_first(argv)

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -397,3 +398,163 @@ def test_paper_run_stopped_is_one_line_and_its_exit_code(stop, code, word, capsy
         signal.signal(signal.SIGTERM, handler)
     assert got == code and err == (f"fedbench paper run: {word}; rerun the same command (downloads resume, finished "
                                    "runs are kept)\n")
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(monkeypatch, capsys):
+    """Issue 52, item 7: `fedbench show --claims --verbose | head` ended in a BrokenPipeError traceback, exit 1."""
+    import os
+
+    from fedbench import cli
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone: writing raises BrokenPipeError
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+        def fileno(self):
+            return write_end
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["check-config"])
+    os.close(write_end)
+    assert stop.value.code == cli.SIGPIPE_EXIT and "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["run", "--dataset", "synthetic_1_l", "--algorithm", "fedavg"], "(did you mean 'synthetic_1_1'?)"),
+    (["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavgg"], "(did you mean 'fedavg'?)"),
+    (["run", "--dataset", "synthetic_1_1", "--algorithm", "scafold"], "(did you mean 'scaffold'?)"),
+    (["compare", "--metric", "test/acuracy"], "(did you mean 'test/accuracy'?)"),
+    (["compare", "--dataset", "synthetic_iidd"], "(did you mean 'synthetic_iid'?)"),
+])
+def test_a_misspelled_name_gets_a_did_you_mean(argv, hint, capsys):
+    code, out, err = _exit([*argv, "--no-track"] if argv[0] == "run" else argv, capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and hint in err, err
+
+
+def test_a_paper_study_is_suggested_by_the_dataset_it_names():
+    """`paper run femnist` suggested fedprox_mnist: a name holding the word wins over a close spelling."""
+    from fedbench.algorithms import closest
+    from fedbench.paper import NAMES
+
+    assert closest("femnist", NAMES) == "fedprox_femnist"
+    assert closest("sent140", NAMES) == "fedprox_sent140"
+    assert closest("scafold", ["fedavg", "scaffold"]) == "scaffold" and closest("xyz", ["fedavg"]) is None
+
+
+def test_a_registered_algorithm_runs_by_name_with_its_hyperparameters_set(tmp_path, monkeypatch, capsys):
+    """Issue 52, item 4: `fedbench run --algorithm scaffold` was refused (only params.yaml's variants ran)."""
+    import shutil
+
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _exit(["run", "--dataset", "synthetic_1_1", "--algorithm", "scaffold", "--set",
+                            "algorithms.scaffold.eta_g=-1", "--no-track"], capsys)
+    assert code == 2 and err == "fedbench: config error: algorithms.scaffold.eta_g: must be > 0, got -1.0\n"
+    main(["run", "--dataset", "synthetic_1_1", "--algorithm", "scaffold", "--set", "algorithms.scaffold.eta_g=2",
+          "--set", "train.rounds=2", "--seed", "0", "--no-track"])
+    out = capsys.readouterr().out
+    assert "synthetic_1_1 scaffold stragglers=0 seed=0: wrote results/train/outcomes/" in out
+
+
+USER_MODULE = '''
+from dataclasses import dataclass
+from fedbench.algorithms import Domain
+
+
+@dataclass(frozen=True)
+class Good:
+    DOMAINS = {"beta": Domain(low=0.0, high=1.0)}
+    lr: float
+    beta: float = 0.5
+    keeps_partial_work: bool = False
+    def init(self, theta0, num_clients): return theta0
+    def broadcast(self, state): return state
+    def client_init(self, theta, cohort): return theta
+    def client_step(self, local, grad_fn, theta): return local
+    def server_update(self, state, local, weights, cohort): return state
+
+
+@dataclass
+class Thawed:
+    lr: float
+
+
+@dataclass(frozen=True)
+class Misspelled(Good):
+    def client_stepp(self, local, grad_fn, theta): return local
+
+
+@dataclass(frozen=True)
+class Untyped(Good):
+    table: list = None
+
+
+@dataclass(frozen=True)
+class NoSteps:
+    lr: float
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """A module of the user's, outside fedbench, on the path; the algorithm registry restored afterwards."""
+    from fedbench import algorithms
+
+    (tmp_path / "user_algos_x.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kept = [(d, dict(d)) for d in (algorithms.ALGORITHMS, algorithms.USER_ALGORITHMS, algorithms.HYPERPARAMETERS,
+                                   algorithms.DOMAINS)]
+    yield "user_algos_x"
+    for d, before in kept:
+        d.clear()
+        d.update(before)
+
+
+@pytest.mark.parametrize("target, message", [
+    ("user_algos_x:Thawed", "is not a frozen dataclass"),
+    ("user_algos_x:Misspelled", "user_algos_x:Misspelled.client_stepp is not a method the engine calls (did you mean "
+                                "'client_step'?)"),
+    ("user_algos_x:Untyped", "user_algos_x:Untyped.table is typed"),
+    ("user_algos_x:NoSteps", "lacks init, broadcast, client_init, client_step, server_update"),
+    ("user_algos_x:Missing", "module 'user_algos_x' has no class 'Missing'"),
+    ("no_such_module_x:Algo", "module 'no_such_module_x' not found"),
+    ("user algos:Good", "is not a class path"),
+])
+def test_a_user_algorithm_is_checked_like_ours(user_module, target, message, capsys):
+    code, out, err = _exit(["run", "--dataset", "synthetic_1_1", "--algorithm", target, "--no-track"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_user_algorithm_s_domains_and_fields_are_its_hyperparameters(user_module, capsys):
+    from fedbench import algorithms
+
+    code, _, err = _exit(["run", "--dataset", "synthetic_1_1", "--algorithm", "user_algos_x:Good", "--set",
+                          "algorithms.Good.beta=2", "--no-track"], capsys)
+    assert code == 2 and err == "fedbench: config error: algorithms.Good.beta: must be in [0, 1], got 2.0\n"
+    code, _, err = _exit(["run", "--dataset", "synthetic_1_1", "--algorithm", "user_algos_x:Good", "--set",
+                          "algorithms.Good.gamma=2", "--no-track"], capsys)
+    assert code == 2 and "algorithms.Good.gamma: unknown key for user_algos_x:Good; allowed: name, beta" in err
+    assert algorithms.hyperparameters("user_algos_x:Good") == {"beta": float}
+    assert algorithms.build_algorithm("user_algos_x:Good", 0.1).beta == 0.5
+
+
+def test_an_entry_point_names_a_user_algorithm(user_module, monkeypatch):
+    """A package declares `good = "user_algos_x:Good"` in the group fedbench.algorithms: the name is an algorithm."""
+    import importlib.metadata
+
+    from fedbench import algorithms
+
+    point = importlib.metadata.EntryPoint("good", "user_algos_x:Good", algorithms.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [point] if group == point.group else [])
+    algorithms._register_entry_points()
+    assert algorithms.resolve("good") == "good" and algorithms.hyperparameters("good") == {"beta": float}
+    assert algorithms.check_hyperparameters("good", {"beta": 1}) == {"beta": 1.0}
+    with pytest.raises(ValueError, match=r"good\.beta: must be in \[0, 1\], got -1.0"):
+        algorithms.check_hyperparameters("good", {"beta": -1})

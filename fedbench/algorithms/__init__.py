@@ -195,10 +195,19 @@ OPTIONAL_METHODS = ("init_clients", "begin_round", "client_result", "choose_clie
 HYPERPARAMETER_TYPES = (float, int, str, bool)
 
 
+def closest(name: str, known) -> str | None:
+    """The known name ``name`` most likely means: among those holding it as a whole ``_``-separated part
+    (``femnist`` in ``fedprox_femnist``), else among all, the closest by difflib; None where none is close."""
+    known = [str(k) for k in known]
+    holding = [k for k in known if name and name.lower() in k.lower().split("_")]
+    close = difflib.get_close_matches(name, holding, n=1, cutoff=0.0) or difflib.get_close_matches(name, known, n=1)
+    return close[0] if close else None
+
+
 def did_you_mean(name: str, known) -> str:
-    """`` (did you mean 'x'?)`` for the known name closest to ``name`` (difflib), or nothing."""
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """`` (did you mean 'x'?)`` for the known name :func:`closest` to ``name``, or nothing."""
+    close = closest(name, known)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def is_target(name: str) -> bool:
