@@ -55,3 +55,54 @@ def test_compare_puts_the_rounds_in_force_and_the_set_overrides_in_the_title(mon
     monkeypatch.setattr(comparing, "draw", lambda hist, metrics, path, title: drawn.setdefault("title", title) and path)
     compare(cfg, Selection(), ["train/loss"], tmp_path / "fig.png", overrides=overrides)
     assert drawn["title"].splitlines()[0].endswith("| 7 rounds | --set train.rounds=7")
+
+
+def test_compare_judges_by_the_fedprox_headline_s_own_rule():
+    from fedbench.studies.fedprox_main_job import GAIN_RULE
+
+    assert comparing.GAIN_RULE == GAIN_RULE and comparing.GAIN_READING == "tail"
+
+
+def test_against_gives_each_variant_s_paired_gain_its_interval_and_the_rule_s_verdict():
+    """Per seed, the mean of the last 5 evaluations of test accuracy minus the baseline's: here 10, 12 and 14 points
+    (mean 12, sd 2, t(0.975, 2) = 4.303: half-width 4.968), reproduced; a variant equal to the baseline but for one
+    seed's noise is inconclusive."""
+    hist = _history(variants=("fedavg", "mine", "same"), stragglers=(0.9,), rounds=6)
+    gain = {0: 0.10, 1: 0.12, 2: 0.14}
+    noise = {0: 0.01, 1: -0.01, 2: 0.0}
+    hist.loc[hist["variant"] == "mine", "test/accuracy"] += hist.loc[hist["variant"] == "mine", "seed"].map(gain)
+    hist.loc[hist["variant"] == "same", "test/accuracy"] += hist.loc[hist["variant"] == "same", "seed"].map(noise)
+    lines = comparing.effects(hist, "fedavg", {"synthetic_1_1": 6})
+    assert lines[0].startswith("synthetic_1_1, 90% stragglers, 6 rounds: test accuracy (mean of last 5 rounds) minus "
+                               "fedavg's, per seed; reproduced if the 95% interval lies above 0")
+    assert lines[1] == "  mine: +12.0 [+7.03, +17.0] accuracy points on seeds 0, 1, 2: reproduced"
+    assert lines[2] == "  same: 0 [-2.48, +2.48] accuracy points on seeds 0, 1, 2: inconclusive"
+
+
+def test_against_a_variant_not_drawn_is_one_line():
+    import pytest
+
+    from fedbench.errors import DataError
+
+    with pytest.raises(DataError, match=r"^--against 'fedprox_mu0': none of its runs is in the selection; allowed: a "
+                                        r"variant drawn \(fedavg, fedprox_mu1\)$"):
+        comparing.effects(_history(), "fedprox_mu0", {"synthetic_1_1": 3})
+
+
+def test_each_algorithm_has_the_report_s_colour_and_rounds_are_whole_numbers():
+    """Issue 52, item 7: an algorithm's colour differed between the report and `compare`; a few rounds drew 0.5 ticks."""
+    from matplotlib.colors import to_hex
+
+    from fedbench.plotting import PALETTE, algorithm_color
+
+    hist = _history(variants=("fedavg", "fedprox_mu1", "scaffold"), stragglers=(0.9,), rounds=3)
+    fig = figure(hist, ["train/loss"])
+    try:
+        ax = fig.axes[0]
+        drawn = {line.get_label(): to_hex(line.get_color()) for line in ax.get_legend().get_lines()}
+        ticks = [t for t in ax.get_xticks() if 0 <= t <= 3]
+    finally:
+        fig.clear()
+    assert drawn == {"FedAvg": PALETTE["FedAvg"], "FedProx, μ=1": PALETTE["FedProx, μ=1"],
+                     "scaffold": algorithm_color("scaffold")}
+    assert ticks and all(float(t).is_integer() for t in ticks)
