@@ -15,6 +15,7 @@ committed report (fedbench.report.compare).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -77,10 +78,13 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
     out.mkdir(parents=True, exist_ok=True)
     fresh, hist, summ = collect(cfg, Path(results_root), Path(data_root))
     before = out / "claims.json"
-    previous = _previous(before)
-    claims = origin.carry(fresh, previous, origin.this_build(), origin.last_commit_of(before) if previous else None)
-    if not len(summ) and (out / "runs.csv").is_file() and (out / "runs.csv").stat().st_size:
-        summ = pd.read_csv(out / "runs.csv")  # the main job's runs are not here: the table of the runs made elsewhere
+    previous, was = _previous(before), origin.last_commit_of(before)
+    if previous is None and (committed := origin.committed(before)):  # `dvc repro` removed it: git's is the one before
+        previous, was = json.loads(committed)["claims"], origin.last_commit_of(before, as_committed=True)
+    claims = origin.carry(fresh, previous, origin.this_build(), was if previous else None)
+    if not len(summ):  # the main job's runs are not here: the table of the runs made elsewhere
+        table = (out / "runs.csv").read_bytes() if (out / "runs.csv").is_file() else origin.committed(out / "runs.csv")
+        summ = pd.read_csv(io.BytesIO(table)) if table else summ
     figs = Path(tempfile.mkdtemp(prefix=".figures.", dir=out))
     try:
         os.chmod(figs, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
@@ -90,7 +94,7 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
             if len(hist) and hist["dataset"].isin(datasets).any():  # else the one drawn where they ran is kept
                 draw(hist, figs / name)
         figures.real_data_figures(cfg, Path(results_root), Path(data_root), figs)
-        kept_figures = figures.keep_missing(out / "figures", figs)
+        kept_figures = figures.keep_missing(out / "figures", figs, origin.committed_folder(out / "figures"))
         pages = report_pages(claims, summ, figure_finder(cfg, claims, out, figs, Path(results_root)))
         # the tables are written beside the figures and moved into out/ with them
         (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
@@ -551,6 +555,11 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = (), link
     out += sensitivity_lines(c, list(claims), link)
     if c.get("provenance") and c.get("verdict") not in UNJUDGED:
         out.append(f"- **Computed**: {computed_cell(c)}")
+    if earlier := c.get("earlier"):
+        effect = f", {fmt_effect(_effect(earlier['effect']))}" if earlier.get("effect") else ""
+        out.append(f"- **Earlier verdict, under the rule before it changed** ({where_text(earlier.get('provenance'))}): "
+                   f"{earlier['counted_verdict']} (exploratory {earlier['verdict']}{effect}); that rule: "
+                   f"{earlier.get('rule')}")
     for a, b in coincident_parts(c):
         out.append(f"- **Parts that coincide**: {a} and {b} have the same per-seed values (one measurement, not two).")
     out += [f"- **What would change the verdict**: {c.get('would_change') or '—'}"]

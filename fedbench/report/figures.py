@@ -51,19 +51,24 @@ def figure1(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_1_1", stra
 FIGURE2_DATASETS = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
 
 
-def keep_missing(before: Path, drawn: Path) -> list[str]:
+def keep_missing(before: Path, drawn: Path, committed: dict[str, bytes] | None = None) -> list[str]:
     """Copy into ``drawn`` (this build's figures) each figure of ``before`` (the report's figures folder before this
-    build) that this build did not draw, because its runs are not here: a figure stays until it is drawn again. The
-    paths kept, relative to ``drawn``."""
+    build), else of ``committed`` (git's copy of that folder, by relative path: ``dvc repro`` removes the folder before
+    the report stage runs), that this build did not draw because its runs are not here: a figure stays until it is
+    drawn again. The paths kept, relative to ``drawn``."""
     kept = []
-    if not Path(before).is_dir():
-        return kept
-    for f in sorted(p for p in Path(before).rglob("*") if p.is_file()):
-        target = Path(drawn) / f.relative_to(before)
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(f, target)
-            kept.append(target.relative_to(drawn).as_posix())
+    files = {f.relative_to(before).as_posix(): f for f in sorted(Path(before).rglob("*")) if f.is_file()} \
+        if Path(before).is_dir() else {}
+    for rel in sorted({*files, *(committed or {})}):
+        target = Path(drawn) / rel
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if rel in files:
+            shutil.copy2(files[rel], target)
+        else:
+            target.write_bytes(committed[rel])
+        kept.append(rel)
     return kept
 
 

@@ -8,7 +8,8 @@ computed, True for one kept from the report it replaces.
 
 A verdict is kept (:func:`carry`) where this build has no result for its claim (its study did not run here: an opt-in
 study, a paper-scale one, a train store without those runs) and the report it replaces judged it under the same rule
-(the rule's words, generated from its data, are equal). It keeps its provenance, its registration is read again from
+(the rule's words, generated from its data, are equal); under another rule it is not kept, and the not-run entry
+carries it as ``earlier`` (verdict, counted verdict, effect, rule, provenance), so that nothing judged is lost. It keeps its provenance, its registration is read again from
 the current registry, and it takes this build's command and cost to compute it here. So a fresh clone's ``make repro``
 keeps the opt-in verdicts made elsewhere, each named with its machine, commit and date, until it is recomputed; a
 verdict recomputed with the same numbers on the same machine keeps its provenance, so a rebuild changes no line of
@@ -29,6 +30,7 @@ from typing import Any
 
 from fedbench.claims import registry as rules_registry
 from fedbench.claims.entry import UNJUDGED, plain
+from fedbench.claims.tally import counted_verdict
 
 NOT_RECORDED = "not recorded"  # the machine of a verdict kept from a report written before provenance was kept
 DIRTY = " + uncommitted changes"
@@ -69,17 +71,56 @@ def this_build(cwd: Path = Path(".")) -> dict[str, str]:
             "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
 
 
-def last_commit_of(path: Path) -> dict[str, str]:
+def last_commit_of(path: Path, as_committed: bool = False) -> dict[str, str]:
     """The commit and date of the last commit of ``path`` (a report file), or what stands in for them: an unknown
-    commit where git has none or the file differs from it."""
+    commit where git has none; " + uncommitted changes" where the file differs from it (unless it is read
+    ``as_committed``)."""
     path = Path(path)
     cwd = path.parent if path.parent.exists() else Path(".")
     out = _git(["log", "-1", "--format=%h %ad", "--date=short", "--", path.name], cwd)
-    changed = _git(["status", "--porcelain", "--", path.name], cwd)
+    changed = None if as_committed else _git(["status", "--porcelain", "--", path.name], cwd)
     if not out:
         return {"commit": "not committed", "date": "unknown"}
     head, date = out.split(" ", 1)
     return {"commit": head + (DIRTY if changed else ""), "date": date}
+
+
+def committed(path: Path, rev: str = "HEAD") -> bytes | None:
+    """The bytes of ``path`` (a file inside a git checkout) as committed at ``rev``; None where git, the checkout or
+    the file is missing. What a report file was before this build where the file itself is gone: ``dvc repro``
+    removes a stage's outputs before it runs the stage."""
+    path = Path(path).resolve()
+    folder = next((p for p in path.parents if p.exists()), Path("."))
+    top = _git(["rev-parse", "--show-toplevel"], folder)
+    if top is None:
+        return None
+    try:
+        rel = path.relative_to(Path(top).resolve()).as_posix()
+        done = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top, capture_output=True, timeout=60)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def committed_folder(folder: Path, rev: str = "HEAD") -> dict[str, bytes]:
+    """Every file under ``folder`` as committed at ``rev``, by its path relative to ``folder`` (empty where git, the
+    checkout or the folder is missing)."""
+    folder = Path(folder).resolve()
+    base = next((p for p in folder.parents if p.exists()), Path("."))
+    top = _git(["rev-parse", "--show-toplevel"], base)
+    if top is None:
+        return {}
+    try:
+        rel = folder.relative_to(Path(top).resolve()).as_posix()
+    except ValueError:
+        return {}
+    names = _git(["ls-tree", "-r", "--name-only", rev, "--", rel + "/"], Path(top))
+    out = {}
+    for name in (names or "").splitlines():
+        data = committed(Path(top) / name, rev)
+        if data is not None:
+            out[Path(name).relative_to(rel).as_posix()] = data
+    return out
 
 
 def _numbers(e: dict[str, Any]) -> Any:
@@ -117,9 +158,17 @@ def carry(fresh: list[dict[str, Any]], previous: list[dict[str, Any]] | None, bu
                        | {"registration": rules_registry.status(kept, registry),
                           "provenance": {k: was.get(k, "unknown") for k in ("machine", "commit", "date")}
                           | {"carried": True}})
+        elif old_judged:  # its rule changed since: not kept, but what it said is (claims.json removes nothing)
+            was = old.get("provenance") or origin
+            out.append(e | {"earlier": {"verdict": old["verdict"], "counted_verdict": counted_verdict(old),
+                                        "effect": old.get("effect"), "rule": old.get("rule"),
+                                        "provenance": {k: was.get(k, "unknown") for k in ("machine", "commit", "date")}}})
         else:
             out.append(e)
     return out
+
+
+
 
 
 def computed_here(e: dict[str, Any]) -> bool:
@@ -132,4 +181,6 @@ def where_text(p: dict[str, Any] | None) -> str:
     """'AMD EPYC 7B13, 2 cores, commit 98f2964, 2026-12-07': a provenance in words ('—' without one)."""
     if not p:
         return "—"
-    return f"{p.get('machine', NOT_RECORDED)}, commit {p.get('commit', 'unknown')}, {p.get('date', 'unknown')}"
+    machine = p.get("machine", NOT_RECORDED)
+    return (f"{'machine not recorded' if machine == NOT_RECORDED else machine}, commit {p.get('commit', 'unknown')}, "
+            f"{p.get('date', 'unknown')}")

@@ -102,6 +102,9 @@ def test_a_verdict_not_computed_here_is_kept_with_where_it_was_computed():
     assert kept["registration"]["status"] == "unregistered"  # read again from the registry given
     (unkept,) = origin.carry([fresh | {"rule": "another rule"}], [old], HERE, registry={})
     assert unkept["verdict"] == "not-run" and "provenance" not in unkept
+    assert unkept["earlier"] == {"verdict": "reproduced", "counted_verdict": "reproduced", "effect": old["effect"],
+                                 "rule": "r", "provenance": {"machine": "Xeon, 2 cores", "commit": "9e1a3b0",
+                                                             "date": "2026-11-28"}}  # what it said: kept, not counted
     (here,) = origin.carry([old | {"provenance": None}], [old], HERE, registry={})
     assert here["provenance"] == HERE | {"carried": False}  # computed here on another machine: this build's stamp
     same = old | {"provenance": HERE | {"date": "2026-12-01"}}
@@ -135,3 +138,46 @@ def test_compare_says_what_was_reproduced_what_moved_and_why_and_what_to_run():
     assert more[-1] == "The not-run claims run by 1 more command: `fedbench show --claims` lists them with their cost."
     assert reason(_entry("x", "reproduced"), _entry("x", "not-run")) == "run here, not run in the committed report"
     assert compare(new, None)[0].startswith("No comparison: ")
+
+
+def test_a_fresh_clone_keeps_the_committed_verdicts_and_figures_that_dvc_removed(tmp_path, capsys):
+    """`dvc repro` removes the report stage's outputs before it runs: the report being replaced is then git's. An
+    opt-in study's verdict committed there (same rule) is kept with that commit, its committed figure too, and the
+    build ends with the comparison against git's report."""
+    import subprocess
+
+    from fedbench.config import load_config
+    from fedbench.report.build import build_report
+    from fedbench.studies.entries import study_claims
+
+    cfg = load_config(str(ROOT / "params.yaml"))
+    (mu1,) = [c for c in study_claims(cfg, tmp_path / "none") if c["study"] == "feddane_mu1"]
+    judged = mu1 | {"verdict": "not-reproduced", "effect": {"estimate": -11.6, "ci95": [-14.3, -8.96], "unit": "%",
+                                                           "per_seed": [-11.0, -12.2], "test": "paired t"}}
+    out = tmp_path / "reports"
+    (out / "figures").mkdir(parents=True)
+    (out / "claims.json").write_text(json.dumps({"claims": [judged]}))
+    (out / "figures" / "fig1_stragglers_synthetic_1_1.png").write_bytes(b"committed figure")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "reports"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "report"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (out / "claims.json").unlink()  # as dvc repro does
+    (out / "figures" / "fig1_stragglers_synthetic_1_1.png").unlink()
+    claims = build_report(cfg, out, tmp_path / "results", tmp_path / "data")
+    (kept,) = [c for c in claims if c["id"] == mu1["id"]]
+    assert kept["verdict"] == "not-reproduced" and kept["provenance"]["commit"] == head
+    assert kept["provenance"]["carried"] and kept["command"] == "fedbench study run feddane_mu1"
+    assert (out / "figures" / "fig1_stragglers_synthetic_1_1.png").read_bytes() == b"committed figure"
+    printed = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(printed) if line.startswith("Against git's committed report: "))
+    assert printed[at] == ("Against git's committed report: 0 verdicts computed here, 0 of them as committed; 1 kept "
+                           "from elsewhere (not run here; machine, commit and date in claims.json); "
+                           f"{len(claims) - 1} not run; 0 moved.")
+    assert printed[at + 1:at + 4] == [
+        f"  {len(claims) - 1} entries new here, 0 committed entries no longer declared",
+        "To compute the kept verdicts here (each command asks before it starts), then `dvc repro`:",
+        "  fedbench study run feddane_mu1  # 1 claim; 334 s (measured)"]
+    assert printed[-1].startswith("The not-run claims run by ") and len(printed) == at + 5
+    assert (out / "claims" / "feddane_mu1.md").is_file()
