@@ -17,7 +17,10 @@ count that does not depend on the machine, and the H200 measurements already com
   200 rounds, its runs stacked as the engine stacks them (one stack per ``stack_key``), from its drawn schedule
   (fedbench.bench.work.planned_work, the engine's round plan), and as one stack.
 - ``eval_passes_per_round``: the model's forward passes in one evaluation of a stack of 1 and of 15 runs of the
-  CIFAR CNN (train and test, every client; fedbench.engine.simulation's evaluation of round 0).
+  CIFAR CNN (train and test, every client; fedbench.engine.simulation's evaluation of round 0), as CUDA evaluates
+  (fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES: M models in one pass), counted on the CPU;
+  ``eval_passes_per_round_cpu_default`` as the CPU evaluates (a pass a model: the batched pass is not bit-identical
+  there).
 - ``dissimilarity_runs``: per paper study, the runs the gradient dissimilarity is computed for and those a claim
   reads it of (fedbench.study.paper_profile.READ: the runs without stragglers).
 
@@ -193,8 +196,9 @@ def ops_outside(setup: RoundSetup = RoundSetup(), runs: tuple[int, ...] = RUNS) 
 
 
 class ForwardCount(contextlib.ExitStack):
-    """Within ``with ForwardCount() as passes:``, ``passes.count`` is the calls of a model's forward
-    (fedbench.models.spec.Model.forward and forward_params) made with grad mode off: evaluation passes."""
+    """Within ``with ForwardCount() as passes:``, ``passes.count`` is the forward passes made with grad mode off
+    (evaluation): calls of a model's forward (fedbench.models.spec.Model.forward, forward_params) or of the rnn
+    kernel's forward over stacked models, the outermost one counted (one vmapped call over M models is one pass)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -204,11 +208,12 @@ class ForwardCount(contextlib.ExitStack):
         super().__enter__()
         import torch
 
+        from fedbench.engine.kernels.rnn import RecurrentKernel
         from fedbench.models.spec import Model
 
         depth = [0]  # Model.forward calls forward_params: a pass is the outermost call
-        for name in ("forward", "forward_params"):
-            fn = getattr(Model, name)
+        for owner, name in ((Model, "forward"), (Model, "forward_params"), (RecurrentKernel, "forward")):
+            fn = getattr(owner, name)
 
             def wrapped(*args, _fn=fn, **kwargs):
                 if not torch.is_grad_enabled() and not depth[0]:
@@ -219,15 +224,19 @@ class ForwardCount(contextlib.ExitStack):
                 finally:
                     depth[0] -= 1
 
-            setattr(Model, name, functools.wraps(fn)(wrapped))
-            self.callback(setattr, Model, name, fn)
+            setattr(owner, name, functools.wraps(fn)(wrapped))
+            self.callback(setattr, owner, name, fn)
         return self
 
 
-def eval_passes(runs: int, clients: int = 6, samples: int = 5, kernel: str = "auto") -> dict[str, Any]:
+def eval_passes(runs: int, clients: int = 6, samples: int = 5, kernel: str = "auto",
+                batched: bool = False) -> dict[str, Any]:
     """The forward passes of one evaluation of a stack of ``runs`` CIFAR-CNN runs (train and test, every client, no
     dissimilarity) on a generated CIFAR-shaped federation of ``clients`` clients of ``samples`` images (the engine's
-    evaluation of round 0, as simulate_stack runs it); ``kernel``: the stack's execution kernel."""
+    evaluation of round 0, as simulate_stack runs it); ``kernel``: the stack's execution kernel; ``batched``: as the
+    devices of fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES (CUDA) evaluate, counted here on the CPU."""
+    import fedbench.engine.kernels.generic as generic
+
     from fedbench.algorithms import build_algorithm
     from fedbench.bench.federation import bench_model
     from fedbench.engine.simulation import RunSpec, SimulationConfig, _evaluate, _plan, build_stack
@@ -240,8 +249,13 @@ def eval_passes(runs: int, clients: int = 6, samples: int = 5, kernel: str = "au
              for s in range(runs)]
     stack, states = build_stack(model, specs)
     plans = [_plan(run, 0) for run in states]
-    with ForwardCount() as passes:
-        _evaluate(stack, states, plans)
+    devices = generic.BATCHED_EVAL_DEVICES
+    generic.BATCHED_EVAL_DEVICES = devices + ("cpu",) if batched else devices
+    try:
+        with ForwardCount() as passes:
+            _evaluate(stack, states, plans)
+    finally:
+        generic.BATCHED_EVAL_DEVICES = devices
     return {"runs": runs, "passes": passes.count, "kernel": stack.kernel.name}
 
 
@@ -305,7 +319,8 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     log("  proxies: ATen ops outside the local steps at " + ", ".join(map(str, RUNS)) + " runs")
     ops = ops_outside(setup, RUNS[:2] if quick else RUNS)
     log("  proxies: evaluation passes at " + " and ".join(map(str, CNN_RUNS)) + " CNN runs")
-    passes = {str(r): eval_passes(r)["passes"] for r in CNN_RUNS}
+    passes = {str(r): eval_passes(r, batched=True)["passes"] for r in CNN_RUNS}
+    passes_cpu = {str(r): eval_passes(r)["passes"] for r in CNN_RUNS}
     log("  proxies: the synthetic study's chain from its drawn schedule")
     chain = synthetic_chain(rounds=20 if quick else None)
     log("  proxies: the cost model on the H200 calibration")
@@ -322,6 +337,7 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
         "synthetic_chain_steps": chain["chain"],
         "synthetic_chain": chain,
         "eval_passes_per_round": passes,
+        "eval_passes_per_round_cpu_default": passes_cpu,
         "dissimilarity_runs": dissimilarity_runs(),
         "projected_gpu_hours": priced["gpu_hours"],
         "projected_gpu_hours_one_stack_a_study": priced["gpu_hours_one_stack_a_study"],
@@ -353,7 +369,9 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         ("the synthetic study's chain (lockstep, stacked as today)", f"{r['synthetic_chain_steps']:,}",
          TARGETS["synthetic_chain_steps"][1],
          None if r["synthetic_chain"]["rounds"] != 200 else r["synthetic_chain_steps"] <= 1_512_120),
-        ("evaluation passes a round, " + " vs ".join(passes) + " CNN runs", " vs ".join(map(str, passes.values())),
+        ("evaluation passes a round, " + " vs ".join(passes) + " CNN runs (the CUDA path; the CPU's: "
+         + " vs ".join(map(str, r.get("eval_passes_per_round_cpu_default", {}).values())) + ")",
+         " vs ".join(map(str, passes.values())),
          TARGETS["eval_passes"][1], len(set(passes.values())) == 1),
         ("dissimilarity: runs it is computed for / read (paper studies)",
          "; ".join(f"{k} {v['computed']}/{v['read']}" for k, v in dissim.items() if v["computed"]) or "none",
@@ -373,8 +391,8 @@ def table(r: dict[str, Any]) -> list[str]:
         lines.append(f"\nFedProx's synthetic study on the H200 calibration: {r['projected_synthetic_s']:.0f} s stacked as "
                      f"today, {r['projected_synthetic_one_stack_s']:.0f} s as one stack (target <= 60 s)")
     one = r.get("projected_gpu_hours_one_stack_a_study") or {}
-    if "total" in r.get("projected_gpu_hours", {}):
+    if "total" in r.get("projected_gpu_hours", {}) and "total" in one:
         lines.append(f"The paper profile from drawn schedules on the H200 calibration: {r['projected_gpu_hours']['total']:.1f} "
-                     f"GPU-hours as stacked today ({one.get('total', float('nan')):.1f} with one stack a study; "
+                     f"GPU-hours as stacked today ({one['total']:.1f} with one stack a study; "
                      f"{r['calibration']['baseline_profile_hours']} projected from mean sizes)")
     return lines

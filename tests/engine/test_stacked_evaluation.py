@@ -139,3 +139,39 @@ def test_each_model_on_its_own_samples_equals_its_own_pass(dataset):
         assert np.array_equal(own.device_test_accuracy, together[i].device_test_accuracy, equal_nan=True)
     with pytest.raises(ValueError, match="2 sample plans for 3 models"):
         evaluate_many(kernel, thetas, data, False, samples=samples[:2])
+
+
+@pytest.mark.parametrize("name,kernel", [("cifar_cnn", "vmap"), ("cifar_cnn", "loop"),
+                                         ("fedprox_sent140_lstm", "rnn"), ("fedprox_sent140_lstm", "loop")])
+def test_m_models_in_one_pass_equal_a_pass_a_model_within_float32(name, kernel, monkeypatch):
+    """Issue 49, D5: where BATCHED_EVAL_DEVICES says (CUDA), every kernel evaluates M models in one pass a chunk (vmap
+    over the models; the rnn kernel's forward with the models as rows). Forced on the CPU here: each model's losses
+    equal its own pass's within float32 rounding (a batched convolution or recurrence sums in another order, so not
+    bit for bit: the CPU keeps a pass a model), its correctness exactly, and the pass count does not grow with M."""
+    import fedbench.engine.kernels.generic as generic
+    from fedbench.bench.federation import bench_model
+    from fedbench.bench.proxies import ForwardCount
+
+    spec = bench_model(name)
+    model = spec.build()
+    k = choose_kernel(model, "cpu", kernel)
+    thetas = torch.stack([model.init(torch.Generator().manual_seed(i)) for i in range(3)])
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randint(0, 50, (9, *spec.feature_shape), generator=g) if spec.vocabulary
+         else torch.randn(9, *spec.feature_shape, generator=g))
+    y = torch.randint(0, spec.num_classes, (9,), generator=g)
+    with ForwardCount() as alone, torch.no_grad():
+        own = [k.per_example(th, x, y) for th in thetas]
+    monkeypatch.setattr(generic, "BATCHED_EVAL_DEVICES", ("cpu", "cuda"))
+    with ForwardCount() as together, torch.no_grad():
+        loss, correct = k.per_example(thetas, x, y)
+    assert (alone.count, together.count) == (3, 1)
+    for i, (l_i, c_i) in enumerate(own):
+        torch.testing.assert_close(loss[i], l_i, rtol=1e-5, atol=1e-6)
+        assert torch.equal(correct[i], c_i)
+
+
+def test_the_cpu_evaluates_a_pass_a_model_bit_for_bit():
+    import fedbench.engine.kernels.generic as generic
+
+    assert "cpu" not in generic.BATCHED_EVAL_DEVICES

@@ -21,7 +21,9 @@ steps, not a [K, 4H, H] gradient formed and added at every step (at K = 100 on F
 was 160 buffers of 105 MB per minibatch, and half the speed on the CPU).
 
 Frozen tensors (a GloVe table, the constant b_hh of a TF-style LSTM) are shared by all rows, not stacked.
-Evaluation uses the module itself (fedbench.engine.kernels.generic), as the loop kernel does.
+Evaluation uses the module itself (fedbench.engine.kernels.generic), as the loop kernel does; on the devices where
+several models are evaluated in one pass (generic.BATCHED_EVAL_DEVICES), it is this kernel's forward with the
+models as rows.
 """
 
 from __future__ import annotations
@@ -62,6 +64,15 @@ class RecurrentKernel(generic.GenericEvaluation):
 
     def batch(self, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return x, y, w
+
+    # ---- evaluation of several models in one pass (fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES) ------
+
+    def forward_many(self, thetas: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Outputs [M, n, C] of M models thetas [M, P] on the same token ids x [n, T]: :meth:`forward` with the
+        models as rows, every row reading the same samples."""
+        m = thetas.shape[0]
+        params = {s.name: thetas[:, s.offset: s.offset + s.numel].view(m, *s.shape) for s in self.model.layout}
+        return self.forward(params, x.unsqueeze(0).expand(m, *x.shape))
 
     # ---- training ------------------------------------------------------------------------------------
 
