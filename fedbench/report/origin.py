@@ -163,6 +163,8 @@ def carry(fresh: list[dict[str, Any]], previous: list[dict[str, Any]] | None, bu
             out.append(e | {"earlier": {"verdict": old["verdict"], "counted_verdict": counted_verdict(old),
                                         "effect": old.get("effect"), "rule": old.get("rule"),
                                         "provenance": {k: was.get(k, "unknown") for k in ("machine", "commit", "date")}}})
+        elif old is not None and old.get("earlier"):  # still not judged: what it said under its earlier rule stays
+            out.append(e | {"earlier": old["earlier"]})
         else:
             out.append(e)
     return out

@@ -105,6 +105,8 @@ def test_a_verdict_not_computed_here_is_kept_with_where_it_was_computed():
     assert unkept["earlier"] == {"verdict": "reproduced", "counted_verdict": "reproduced", "effect": old["effect"],
                                  "rule": "r", "provenance": {"machine": "Xeon, 2 cores", "commit": "9e1a3b0",
                                                              "date": "2026-11-28"}}  # what it said: kept, not counted
+    (still,) = origin.carry([fresh | {"rule": "another rule"}], [unkept], HERE, registry={})
+    assert still["earlier"] == unkept["earlier"]  # the next build still has it, until the claim is judged again
     (here,) = origin.carry([old | {"provenance": None}], [old], HERE, registry={})
     assert here["provenance"] == HERE | {"carried": False}  # computed here on another machine: this build's stamp
     same = old | {"provenance": HERE | {"date": "2026-12-01"}}
