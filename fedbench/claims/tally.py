@@ -114,7 +114,9 @@ class Tally:
         return self.claims + sum(self.readings.values()) + len(self.not_implemented)
 
     def metrics(self) -> dict[str, Any]:
-        """The counts as the report stage's metrics.json holds them (DVC metrics: numbers only, nested)."""
+        """The counts as the report stage's metrics.json holds them (DVC metrics: numbers only, nested): the counted
+        ones, how many entries (and of them toward the headline) a confirmatory verdict counts (``confirmed``), and the
+        headline's claims by their exploratory verdicts (``headline_exploratory``) beside the counted ones."""
         return {"entries": self.entries, "claims": self.claims, "headline": self.headline,
                 "by_fidelity": self.by_fidelity, "sensitivity_readings": self.readings,
                 "not_implemented": len(self.not_implemented),

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from fedbench.claims import entry as schema
 from fedbench.claims.coverage import PAPERS, Paper
-from fedbench.claims.tally import DEFINITION, counted_effect, counted_verdict, is_confirmed, tally
+from fedbench.claims.tally import counted_effect, counted_verdict, is_confirmed, tally
 from fedbench.report.origin import computed_here, where_text
 from fedbench.report.show import effect_text, why_not_run
 
@@ -257,13 +257,13 @@ def summary_markdown(claims: list[dict[str, Any]], figure_of: Callable[[str], st
          "its study's page under [`claims/`](claims/) (rules, parts, sensitivity, history, deviations, figures); "
          "`claims.json` holds everything."), "",
         t.summary(), "",
-        f"{DEFINITION}.", "",
         *fidelity_table(claims), "",
         ("How to read a row: **verdict** is the one counted: the confirmatory verdict (the claim judged again by its "
          "frozen rule on fresh seeds) where it exists, else the exploratory one; \"expl.\" shows the exploratory "
          "verdict where it differs. The effect is the counted verdict's own (mean paired difference over the seeds, "
          "95% interval), beside the paper's published value. Only paper-scale, reduced-budget and reduced-data count "
-         "toward a headline."), "",
+         "toward a headline; the other fidelity classes are counted apart, and sensitivity readings (a claim judged "
+         "with one setting changed) are not counted."), "",
         provenance_line(claims), "",
     ]
     known = {p.citation for p in PAPERS}
