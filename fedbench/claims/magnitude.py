@@ -88,7 +88,12 @@ class Magnitude:
         return self.kind != "none"
 
     def spec(self) -> dict[str, Any]:
-        return asdict(self)
+        """What the registry hashes (fedbench.claims.registry.rule_spec): the fields, ``margin`` only where it is one
+        (kind "equivalent"), so that the specs of the other kinds are what they were registered as."""
+        out = asdict(self)
+        if out["margin"] is None:
+            del out["margin"]
+        return out
 
     def text(self, published: float, unit: str = "") -> str:
         from fedbench.claims.stats import fmt_number  # scipy: only when judging, never on import of the entry schema

@@ -152,17 +152,23 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
     fields = [] if reg["hash"] == now else changed_fields(reg.get("spec") or {}, spec, entry.get("verdict") not in UNJUDGED)
     frozen, confirmed, fixed = reg.get("frozen"), reg.get("confirmatory"), reg.get("deterministic")
     holds = frozen is not None and frozen["hash"] == frozen_hash(entry)
+    counted = holds and counted_confirmation(confirmed)
     return {"status": "changed" if fields else "registered", "hash": now,
             "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
             "changed_fields": fields, "registered_verdict": reg.get("verdict"),
             "history": [resolve(h, entry) for h in reg.get("history", [])],
             "rewordings": [{k: r[k] for k in ("changed", "why")} for r in reg.get("rewordings", [])],
             "frozen": frozen if holds else None,
-            "confirmatory": confirmed if holds else None,
+            "confirmatory": confirmed if counted else None,  # what the tally counts: shown pre-registered by git
+            "unshown_confirmatory": confirmed if holds and confirmed and not counted else None,
+            "earlier_blocks": reg.get("earlier_blocks", []),
             "confirmation": (DETERMINISTIC if fixed is not None and fixed["hash"] == frozen_hash(entry) else
                              "none (not frozen)" if frozen is None else
                              "void (the rule changed since it was frozen)" if not holds else
-                             "confirmed" if confirmed else f"frozen, not yet run (seeds {seeds_text(frozen['seeds'])})")}
+                             "confirmed" if counted else
+                             f"confirmed on seeds {seeds_text(confirmed['seeds'])}, not counted: pre-registration "
+                             f"{confirmed.get('registration') or 'not shown: not audited (fedbench claims audit)'}"
+                             if confirmed else f"frozen, not yet run (seeds {seeds_text(frozen['seeds'])})")}
 
 
 def resolve(record: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -358,11 +364,15 @@ def fresh_seeds(used: set[int], count: int, start: int = CONFIRM_START) -> list[
 
 
 def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str, date: str, count: int = 5,
-           ids: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+           ids: list[str] | None = None, seen: set[int] | frozenset[int] = frozenset(),
+           power: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """``registry`` with every judged claim of ``entries`` (only ``ids`` if given) frozen on ``commit``: its frozen
     hash and one block of ``count`` fresh confirm seeds shared by all claims frozen together (recorded before
-    anything runs). A claim must be registered with its current rule first (ValueError naming those that are
-    not); a claim already frozen with the same hash keeps its block."""
+    anything runs), none that ``seen`` holds (:func:`history_seeds`: a seed any commit recorded a result on) or any
+    entry or block of the registry used; ``power``: the power rule that set ``count``, recorded with the block. A claim
+    must be registered with its current rule first (ValueError naming those that are not); a claim already frozen with
+    the same hash keeps its block, unless its confirmation on it is not shown pre-registered (:func:`audit`): that
+    block and its verdict move to ``earlier_blocks`` (disclosed) and the claim is frozen on a fresh block."""
     chosen = [e for e in entries if (ids is None or e["id"] in ids) and e.get("verdict") not in (None, *UNJUDGED)
               and not e["id"].endswith("/*")]
     if ids is not None and (unknown := sorted(set(ids) - {e["id"] for e in chosen})):
@@ -370,16 +380,22 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
     stale = [e["id"] for e in chosen if status(e, registry)["status"] != "registered"]
     if stale:
         raise ValueError("register these rules before freezing them (fedbench claims register): " + ", ".join(stale))
-    seeds = fresh_seeds(used_seeds(entries, registry), count)
+    seeds = fresh_seeds(used_seeds(entries, registry) | set(seen), count)
     out = {k: dict(v) for k, v in registry.items()}
     done = []
     for e in chosen:
-        now, old = frozen_hash(e), out[e["id"]].get("frozen")
-        if old and old["hash"] == now:
+        now, old, rec = frozen_hash(e), out[e["id"]].get("frozen"), out[e["id"]].get("confirmatory")
+        again = bool(old and old["hash"] == now and rec and not counted_confirmation(rec))
+        if old and old["hash"] == now and not again:
             continue
-        out[e["id"]]["frozen"] = {"hash": now, "commit": commit, "date": date, "seeds": list(seeds)}
+        if again:
+            earlier = {"frozen": old, "confirmatory": rec, "why": f"its pre-registration is {rec.get('registration') or 'not shown: not audited'}"}
+            out[e["id"]]["earlier_blocks"] = [*out[e["id"]].get("earlier_blocks", []), earlier]
+        out[e["id"]]["frozen"] = {"hash": now, "commit": commit, "date": date, "seeds": list(seeds),
+                                  **({"power": power} if power else {})}
         out[e["id"]].pop("confirmatory", None)
-        done.append(f"froze {e['id']} (confirm seeds {seeds_text(seeds)})")
+        done.append(f"froze {e['id']} (confirm seeds {seeds_text(seeds)})"
+                    + (f" again: its confirmation on {seeds_text(old['seeds'])} is not shown pre-registered" if again else ""))
     return out, done
 
 
@@ -396,11 +412,16 @@ def check_frozen(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, A
 
 
 def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: str, seconds: float | None = None,
-            where: str | None = None) -> dict[str, Any]:
+            where: str | None = None, frozen_in: str | None = None) -> dict[str, Any]:
     """``registry`` with the confirmatory verdict of ``entry``: its claim judged by the frozen rule on exactly the
     frozen confirm seeds (ValueError in one line otherwise, or when the rule changed since freezing), recorded with
-    the commit and date, the effect it found (estimate, interval, unit), the wall ``seconds`` the confirmatory run of
-    its study took and ``where`` that run's records are."""
+    the commit and date, the effect it found (estimate, interval, unit), "p_claim" (fedbench.claims.verdict.claim_p:
+    what the headline's Holm adjustment reads), the wall ``seconds`` the confirmatory run of its study took, ``where``
+    that run's records are and ``frozen_in``: the commit on HEAD's history that holds its frozen block (fedbench
+    claims confirm runs only from a clean tree on one: the result lands in a later commit; :func:`audit` checks it
+    in the history). Without ``frozen_in`` the record is "not shown" until audited."""
+    from fedbench.claims.verdict import claim_p, combination_of  # scipy: only when judging
+
     frozen = check_frozen(entry, registry)
     ran = list((entry.get("seeds") or {}).get("training") or [])
     if ran != list(frozen["seeds"]):
@@ -408,9 +429,14 @@ def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: 
                          "seeds")
     effect = entry.get("effect") or {}
     out = {k: dict(v) for k, v in registry.items()}
+    p = claim_p(entry.get("parts") or [], (entry.get("direction") or {}).get("verdict") or entry["verdict"],
+                combination_of(entry.get("rule") or ""))
+    mark = (f"{SHOWN}: frozen in {frozen_in[:12]}, on HEAD's history and a clean tree when the run began (its result "
+            "lands in a later commit)" if frozen_in else f"{NOT_SHOWN}: no commit of its frozen block recorded")
     out[entry["id"]]["confirmatory"] = {"verdict": entry["verdict"], "commit": commit, "date": date,
                                         "hash": frozen["hash"], "seeds": ran,
                                         **{k: effect[k] for k in ("estimate", "ci95", "unit") if k in effect},
+                                        "p_claim": p, "registration": mark, "frozen_in": frozen_in,
                                         **({"seconds": round(seconds, 1)} if seconds is not None else {}),
                                         **({"where": where} if where else {})}
     return out
@@ -456,6 +482,237 @@ def disclosures(registry: dict[str, Any]) -> list[dict[str, Any]]:
                          "verdict_before": h["verdict"], "verdict_before_source": h.get("verdict_source", ""),
                          "verdict_after": after, "verdict_after_source": source, "moved": after != h["verdict"]})
     return rows
+
+
+# Pre-registration shown by git (issue 51, item 1). What the registry says of itself (a commit, a date) is no proof:
+# the history of the repository is. A confirmation counts only where git shows its rule frozen on its seeds in one
+# commit and its result in a later one that descends from it (:func:`preregistration`); ``fedbench claims audit``
+# marks each confirmatory record "registration": "shown: ..." or "not shown: ..." and fedbench.claims.status counts a
+# confirmatory verdict only where it is shown. A seed block is fresh only if no commit ever recorded a result on it
+# (:func:`history_seeds`), and a registration is before its result only if no commit before it held a result of the
+# claim (:func:`first_results`).
+SHOWN, NOT_SHOWN = "shown", "not shown"
+RESULT_FILES = ("reports/claims.json",)  # besides the registry: the committed reports whose entries are results
+
+
+def git(*args: str, cwd: str | Path | None = None, stdin: str | None = None) -> str:
+    """The stdout of ``git args`` (ValueError in one line where git fails: no checkout, an unknown commit)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, input=stdin, check=False)
+    except OSError as e:
+        raise ValueError(f"git {args[0]}: {e}") from None
+    if proc.returncode != 0:
+        raise ValueError(f"git {' '.join(args[:2])}: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'failed'}")
+    return proc.stdout
+
+
+def shallow(cwd: str | Path | None = None) -> bool:
+    """Whether the checkout is a shallow clone (its history cut: nothing can be shown from it)."""
+    return git("rev-parse", "--is-shallow-repository", cwd=cwd).strip() == "true"
+
+
+def revisions(path: str, cwd: str | Path | None = None) -> list[tuple[str, Any]]:
+    """Every committed version of ``path`` (relative to the repository root) on HEAD's history, oldest first: (full
+    commit hash, its parsed JSON; None where it does not parse). Read in one ``git cat-file --batch``."""
+    commits = git("rev-list", "--reverse", "--topo-order", "HEAD", "--", path, cwd=cwd).split()
+    if not commits:
+        return []
+    import subprocess
+
+    proc = subprocess.run(["git", "cat-file", "--batch"], cwd=cwd, capture_output=True, check=True,
+                          input="".join(f"{c}:{path}\n" for c in commits).encode())
+    out, data, at = [], proc.stdout, 0
+    for c in commits:
+        header_end = data.index(b"\n", at)
+        header = data[at:header_end].split()
+        if header[-1] == b"missing":
+            out.append((c, None))
+            at = header_end + 1
+            continue
+        size = int(header[2])
+        body = data[header_end + 1: header_end + 1 + size]
+        at = header_end + 1 + size + 1
+        try:
+            out.append((c, json.loads(body)))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            out.append((c, None))
+    return out
+
+
+def _registry_path(cwd: str | Path | None) -> str:
+    root = Path(git("rev-parse", "--show-toplevel", cwd=cwd).strip())
+    return REGISTRY.resolve().relative_to(root.resolve()).as_posix() if cwd is None else "fedbench/claims/registry.json"
+
+
+def _result_seeds(body: Any, registry_file: bool) -> dict[str, set[int]]:
+    """Per claim id, the seeds a committed file records a result on: a registry's confirmatory records (and those in
+    its history), a report's judged entries' training seeds."""
+    out: dict[str, set[int]] = {}
+    if not isinstance(body, dict):
+        return out
+    if registry_file:
+        for cid, reg in body.items():
+            if not isinstance(reg, dict):
+                continue
+            for rec in [reg.get("confirmatory"), *((h or {}).get("confirmatory") for h in reg.get("history") or [])]:
+                if isinstance(rec, dict) and rec.get("seeds"):
+                    out.setdefault(cid, set()).update(int(x) for x in rec["seeds"])
+        return out
+    for e in body.get("claims") or []:
+        if isinstance(e, dict) and e.get("verdict") not in (None, *UNJUDGED):
+            seeds = ((e.get("seeds") or {}).get("training")) or []
+            out.setdefault(e.get("id", ""), set()).update(int(x) for x in seeds if isinstance(x, int))
+    return out
+
+
+def history(cwd: str | Path | None = None) -> dict[str, Any]:
+    """What the repository's history holds, read once: {"registry": [(commit, body)], "results": [(commit, {claim id:
+    seeds with a result})] (every committed registry and report, oldest first)}."""
+    path = _registry_path(cwd)
+    reg = revisions(path, cwd)
+    results = [(c, _result_seeds(b, True)) for c, b in reg]
+    for f in RESULT_FILES:
+        results += [(c, _result_seeds(b, False)) for c, b in revisions(f, cwd)]
+    order = {c: i for i, c in enumerate(git("rev-list", "--reverse", "--topo-order", "HEAD", cwd=cwd).split())}
+    results.sort(key=lambda cr: order.get(cr[0], -1))
+    return {"registry": reg, "results": results}
+
+
+def history_seeds(hist: dict[str, Any]) -> set[int]:
+    """Every seed any commit recorded a result on (or froze: a block frozen once may have been run), for any claim:
+    a block is fresh only if none of its seeds is here (:func:`fresh_seeds` skips them)."""
+    out: set[int] = set()
+    for _, per_claim in hist["results"]:
+        for seeds in per_claim.values():
+            out |= seeds
+    for _, body in hist["registry"]:
+        for reg in (body or {}).values():
+            if isinstance(reg, dict):
+                for block in [reg.get("frozen"), *((h or {}).get("frozen") for h in reg.get("history") or [])]:
+                    if isinstance(block, dict):
+                        out.update(int(x) for x in block.get("seeds") or [])
+    return out
+
+
+def first_results(hist: dict[str, Any]) -> dict[str, str]:
+    """Per claim id, the first commit that holds a result of it (a judged entry in a committed report, or a confirmatory
+    record): what ``before_result`` is measured against."""
+    out: dict[str, str] = {}
+    for commit, per_claim in hist["results"]:
+        for cid in per_claim:
+            out.setdefault(cid, commit)
+    for commit, body in hist["registry"]:  # a verdict recorded by register is a result seen
+        for cid, reg in (body or {}).items():
+            if isinstance(reg, dict) and reg.get("verdict") and cid not in out:
+                out[cid] = commit
+    return out
+
+
+def is_ancestor(older: str, newer: str, cwd: str | Path | None = None) -> bool:
+    """Whether commit ``older`` is an ancestor of (or equal to) ``newer``."""
+    import subprocess
+
+    return subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=cwd, capture_output=True,
+                          check=False).returncode == 0
+
+
+def preregistration(cid: str, hist: dict[str, Any], cwd: str | Path | None = None) -> dict[str, Any]:
+    """Whether git shows claim ``cid``'s confirmation pre-registered: {"shown" (bool), "freeze" (the first commit whose
+    registry freezes the claim on the confirmation's seeds), "result" (the first commit that records a result on any
+    of those seeds, for any claim), "why"}. Shown exactly when both exist, differ, the freeze is an ancestor of the
+    result, the block stays frozen for the claim in every committed registry from the freeze to the claim's own
+    result (a block frozen, dropped and frozen again may have been run in between), and no commit froze any of its
+    seeds for any claim before."""
+    last = hist["registry"][-1][1] if hist["registry"] else {}
+    rec = ((last or {}).get(cid) or {}).get("confirmatory")
+    out: dict[str, Any] = {"shown": False, "freeze": None, "result": None, "why": ""}
+    if not rec:
+        return out | {"why": "no confirmation committed"}
+    seeds = set(rec["seeds"])
+    frozen_at = [c for c, b in hist["registry"]
+                 if set((((b or {}).get(cid) or {}).get("frozen") or {}).get("seeds") or []) == seeds]
+    own = [c for c, b in hist["registry"]
+           if set((((b or {}).get(cid) or {}).get("confirmatory") or {}).get("seeds") or []) == seeds]
+    result = next((c for c, per_claim in hist["results"] if any(seeds & v for v in per_claim.values())), None)
+    out.update(freeze=frozen_at[0] if frozen_at else None, result=result)
+    if not frozen_at:
+        return out | {"why": "no committed registry freezes it on these seeds"}
+    freeze = frozen_at[0]
+    earlier = [c for c, b in hist["registry"][: [c for c, _ in hist["registry"]].index(freeze)]
+               for reg in (b or {}).values() if isinstance(reg, dict)
+               for block in [reg.get("frozen"), *((h or {}).get("frozen") for h in reg.get("history") or [])]
+               if isinstance(block, dict) and seeds & set(block.get("seeds") or [])]
+    if result is None:
+        return out | {"why": "no committed result on these seeds"}
+    if result == freeze:
+        return out | {"why": f"frozen and first result in the same commit {freeze[:12]}"}
+    if not is_ancestor(freeze, result, cwd):
+        return out | {"why": f"the first result ({result[:12]}) is not a descendant of the freeze ({freeze[:12]})"}
+    if earlier:
+        return out | {"why": f"a seed of the block was frozen before, in {earlier[0][:12]} (and dropped): it may have "
+                             "been run before this freeze"}
+    commits = [c for c, _ in hist["registry"]]
+    span = commits[commits.index(freeze): commits.index(own[0]) + 1] if own else []
+    if any(c not in frozen_at for c in span):
+        gap = next(c for c in span if c not in frozen_at)
+        return out | {"why": f"the block was dropped from the registry in {gap[:12]} between its freeze and its result: "
+                             "a run may have used it while it was not frozen"}
+    return out | {"shown": True, "why": f"frozen in {freeze[:12]}, first result in the later {result[:12]}"}
+
+
+def audit(registry: dict[str, Any], hist: dict[str, Any], cwd: str | Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """``registry`` with each confirmatory record marked by :func:`preregistration`: "registration": "shown: ..." or
+    "not shown: ...", with "frozen_in" and "result_in" (the commits); and ``before_result`` of each registration
+    measured against the history as well (:func:`first_results`: it stays True only where the claim's registration
+    commit is a strict ancestor of its first committed result, or no result was ever committed; a registration made
+    with a result at hand stays False whatever the history, which cannot show what was seen before a commit). A confirmation recorded since the last
+    commit (not in the history yet) keeps the mark ``fedbench claims confirm`` gave it. The lines say what changed."""
+    out = {k: dict(v) for k, v in registry.items()}
+    firsts = first_results(hist)
+    committed = hist["registry"][-1][1] if hist["registry"] else {}
+    lines = []
+    for cid, reg in sorted(out.items()):
+        rec = reg.get("confirmatory")
+        if rec and ((committed or {}).get(cid) or {}).get("confirmatory", {}).get("seeds") == rec.get("seeds"):
+            shown = preregistration(cid, hist, cwd)
+            mark = f"{SHOWN if shown['shown'] else NOT_SHOWN}: {shown['why']}"
+            if rec.get("registration") != mark:
+                lines.append(f"{cid}: confirmation {mark}")
+            reg["confirmatory"] = {**rec, "registration": mark, "frozen_in": shown["freeze"], "result_in": shown["result"]}
+        first = firsts.get(cid)
+        try:
+            at = git("rev-parse", "--verify", "--quiet", f"{reg['commit']}^{{commit}}", cwd=cwd).strip()
+            before = bool(reg.get("before_result")) and (first is None or (is_ancestor(at, first, cwd) and at != first))
+        except ValueError:
+            before = False  # its registration commit is not in this history: nothing shows it before
+        if bool(reg.get("before_result")) != before:
+            lines.append(f"{cid}: before_result {reg.get('before_result')} -> {before} (first result in "
+                         f"{first[:12] if first else 'no commit'})")
+        reg["before_result"] = before
+    return out, lines
+
+
+DIRTY = " + uncommitted changes"  # the commit of a confirmation recorded from a dirty tree (before issue 51)
+
+
+def counted_confirmation(record: dict[str, Any] | None) -> bool:
+    """Whether a confirmatory record counts: its pre-registration shown by git (:func:`audit`'s mark), recorded from a
+    committed tree (a record whose commit ends in DIRTY ran code no commit holds)."""
+    return (bool(record) and str(record.get("registration", "")).startswith(SHOWN + ":")
+            and not str(record.get("commit", "")).endswith(DIRTY))
+
+
+def commit_of_block(frozen: dict[str, Any], cid: str, cwd: str | Path | None = None) -> str:
+    """The commit on HEAD's history whose registry first holds ``cid``'s ``frozen`` block (hash and seeds), else
+    ValueError in one line: a confirmation runs only on a block committed before it."""
+    for c, body in revisions(_registry_path(cwd), cwd):
+        block = ((body or {}).get(cid) or {}).get("frozen") or {}
+        if block.get("seeds") == frozen["seeds"] and block.get("hash") == frozen["hash"]:
+            return c
+    raise ValueError(f"{cid}: its frozen block (seeds {seeds_text(frozen['seeds'])}) is in no commit on HEAD's history: "
+                     "commit the registry (git commit fedbench/claims/registry.json), then confirm")
 
 
 def seeds_text(seeds: list[int]) -> str:
@@ -511,12 +768,32 @@ def main(argv: list[str]) -> int:
     f.add_argument("--claims", default="reports/claims.json", help="the claims to freeze (default: %(default)s)")
     f.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
     f.add_argument("--count", type=int, default=5, help="confirm seeds in the block (default: %(default)s)")
+    au = sub.add_parser("audit", help="mark each confirmation shown or not shown pre-registered by git (its block "
+                                      "frozen in a commit before, and an ancestor of, the first commit with a result on "
+                                      "it) and set before_result from the history; the tally counts only shown ones")
+    au.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
     sub.add_parser("confirm", add_help=False,  # dispatched before this parser (fedbench.cli): listed, never parsed
                    help="rerun the judged claims' studies on their frozen seeds (fedbench claims confirm --help)")
     a = described(p).parse_args(argv)
     if a.command == "confirm":  # reached only when this parser is called without fedbench.cli's dispatch
         print("fedbench claims confirm: run it as `fedbench claims confirm` (fedbench.studies.confirm)", file=sys.stderr)
         return 2
+    if a.command == "audit":
+        try:
+            if shallow():
+                print("fedbench claims audit: a shallow clone: its history cannot show a pre-registration (git fetch "
+                      "--unshallow)", file=sys.stderr)
+                return 2
+            new, done = audit(load(a.registry), history())
+        except ValueError as e:
+            print(f"fedbench claims audit: {e}", file=sys.stderr)
+            return 2
+        dump(new, a.registry)
+        shown = sum(counted_confirmation(r.get("confirmatory")) for r in new.values())
+        total = sum(bool(r.get("confirmatory")) for r in new.values())
+        print("\n".join(done) or "every mark already as the history shows")
+        print(f"{shown} of {total} confirmations shown pre-registered by git (counted); {total - shown} not shown")
+        return 0
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError):
@@ -532,7 +809,8 @@ def main(argv: list[str]) -> int:
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     if a.command == "freeze":
         try:
-            new, done = freeze(entries, load(a.registry), commit, date, a.count, a.ids or None)
+            new, done = freeze(entries, load(a.registry), commit, date, a.count, a.ids or None,
+                               history_seeds(history()))
         except ValueError as e:
             print(f"fedbench claims freeze: {e}", file=sys.stderr)
             return 1
@@ -548,6 +826,8 @@ def main(argv: list[str]) -> int:
             new, done = reword(entries, load(a.registry), commit, date, a.why, a.ids or None)
         else:
             new, done = register(entries, load(a.registry), commit, date, a.why, a.ids or None, report)
+            if not shallow():  # before_result: before any result in the history, not only the report at hand
+                new, _ = audit(new, history())
     except ValueError as e:
         print(f"fedbench claims register: {e}", file=sys.stderr)
         return 1

@@ -25,10 +25,19 @@ For the chosen claims (judged entries of reports/claims.json), in this order:
    the wall seconds the study's run took; the registry is written after each study. A study whose chosen claims
    are all confirmed under their frozen rules is not run again (the same seeds would repeat the same numbers).
 
-A confirmation recorded from a tree with uncommitted changes in fedbench/ or params.yaml (its commit ends in
-DIRTY: :func:`git_commit`) is no reproducible record: its study is run again on the same frozen seeds (nothing is
-frozen anew) and the record replaced; on a dirty tree the command still runs, says the record will be marked dirty,
-and never replaces a clean record with a dirty one.
+Pre-registration shown by git (issue 51, item 1): freezing and running are two invocations with a commit between
+them. A run that freezes a new block writes the registry and stops: commit it, then run the command again. It runs
+only from a clean tree (no uncommitted change to a tracked file: :func:`tree_clean`) whose HEAD's history holds each
+frozen block (:func:`frozen_commit`), and records that commit with the verdict ("frozen_in"), so the result lands in
+a later commit; ``fedbench claims audit`` and tests/claims/test_git_registration.py check it in the history. A block
+is fresh only if no commit ever recorded a result on any of its seeds (:func:`seeds_in_history`), and a claim whose
+confirmation git does not show pre-registered is frozen again on a fresh block, the earlier block and its verdict
+kept under ``earlier_blocks`` (disclosed). A confirmation recorded from a tree with uncommitted changes before
+issue 51 (its commit ends in DIRTY) is run again on a fresh block the same way.
+
+Seeds (issue 51, item 3): a study's block has as many seeds as the power rule of its headline claims asks for
+(:func:`power_rule`: fedbench.claims.stats.seeds_for_power, the half-width below half the published effect, or half
+the exploratory one), at least its exploratory count; the rule is recorded with the block, before the run.
 
 The claims judged from the train stage's runs (fedbench.studies.confirm_train): the main job's (``--study "main
 job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
@@ -62,7 +71,6 @@ from fedbench.studies import confirm_train as train_groups
 
 DATA_ROOT = Path("data/generated")  # fedbench.runner.DATA_ROOT, not imported: --help imports no torch (a test: equal)
 CONFIRM_ROOT = confirm_root()  # the confirmatory runs' records: results/confirm/<study>/<budget>/ (git-ignored)
-DIRTY = " + uncommitted changes"  # git_commit's mark of a tree whose fedbench/ or params.yaml differ from HEAD
 RUNS_CSV = Path("reports/runs.csv")  # the train stage's runs with their measured wall times (the dry run's cost)
 
 
@@ -135,10 +143,35 @@ def deterministic(study: str) -> bool:
 
 
 def settled(e: dict[str, Any], registry: dict[str, Any]) -> bool:
-    """Whether ``e``'s claim needs no confirmatory run: confirmed under its frozen rule, recorded from a committed tree
-    (a confirmation recorded with uncommitted changes is rerun on the same frozen seeds and replaced)."""
-    st = rules.status(e, registry)
-    return st.get("confirmation") == "confirmed" and not str(st["confirmatory"]["commit"]).endswith(DIRTY)
+    """Whether ``e``'s claim needs no confirmatory run: confirmed under its frozen rule and shown pre-registered
+    (fedbench.claims.registry.counted_confirmation), recorded from a committed tree."""
+    return rules.status(e, registry).get("confirmation") == "confirmed"
+
+
+def power_rule(members: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The declared power rule of a study's block (fedbench.claims.stats.seeds_for_power), from its headline claims
+    (fedbench.claims.tally.toward_headline): per claim, the seeds that bring the t interval's half-width below
+    POWER_FRACTION of the published effect (or of the exploratory estimate where the paper states none), at the
+    exploratory seeds' spread; the block takes the largest. None where no member is a headline claim with an effect."""
+    from fedbench.claims.stats import POWER_FRACTION, seeds_for_power
+    from fedbench.claims.tally import toward_headline
+
+    per_claim = {}
+    for e in members:
+        effect = e.get("effect") or {}
+        value = (e.get("published") or {}).get("value")
+        base = value if value is not None else effect.get("estimate")
+        if not toward_headline(e) or base is None or not float(base) or not effect.get("per_seed"):
+            continue
+        r = seeds_for_power(effect["per_seed"], POWER_FRACTION * abs(float(base)))
+        per_claim[e["id"]] = {**r, "of": "published" if value is not None else "exploratory"}
+    if not per_claim:
+        return None
+    worst = max(per_claim.values(), key=lambda r: r["seeds"])
+    return {"seeds": worst["seeds"], "claims": per_claim,
+            "text": f"{worst['seeds']} seeds: the most any headline claim of the block needs for a 95% half-width below "
+                    f"{POWER_FRACTION:g} of its published (else exploratory) effect (fedbench.claims.stats."
+                    "seeds_for_power), declared before the run"}
 
 
 def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]], registry: dict[str, Any],
@@ -154,12 +187,20 @@ def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, 
                     registry = rules.mark_deterministic(e, registry, commit, date)
                     done.append(f"{e['id']}: {rules.DETERMINISTIC} (study {study} has no seed randomness)")
             continue
-        todo = [e["id"] for e in members if not (registry.get(e["id"]) or {}).get("frozen")]
+        todo = [e["id"] for e in members if not (registry.get(e["id"]) or {}).get("frozen") or unshown(e, registry)]
         if todo:
             count = len((members[0].get("seeds") or {}).get("training") or [])
-            registry, lines = rules.freeze(entries, registry, commit, date, max(count, 1), todo)
+            power = power_rule([e for e in members if e["id"] in todo])
+            registry, lines = rules.freeze(entries, registry, commit, date, max(count, 1, power["seeds"] if power else 0),
+                                           todo, seeds_in_history(), power)
             done += lines
     return registry, done
+
+
+def unshown(e: dict[str, Any], registry: dict[str, Any]) -> bool:
+    """Whether ``e``'s claim is confirmed under its frozen rule but git does not show it pre-registered (or it was
+    recorded from a dirty tree before issue 51): it is frozen again on a fresh block."""
+    return bool(rules.status(e, registry).get("unshown_confirmatory"))
 
 
 def seeds_of(members: list[dict[str, Any]], registry: dict[str, Any]) -> list[int]:
@@ -173,22 +214,21 @@ def blocks_text(members: list[dict[str, Any]], registry: dict[str, Any]) -> str:
 
 
 def judge(study: str, members: list[dict[str, Any]], rerun: list[dict[str, Any]], registry: dict[str, Any],
-          commit: str, date: str, seconds: float, where: str) -> tuple[dict[str, Any], list[str], list[str]]:
+          commit: str, date: str, seconds: float, where: str,
+          frozen_in: dict[str, str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """``registry`` with the confirmatory verdict of each of ``members`` read from ``rerun`` (the study's entries on
-    the frozen seeds), the lines to print, and the refusals (a claim the rerun did not judge, or judged under another
-    rule than the frozen one: its confirmation void)."""
+    the frozen seeds) and the commit holding its frozen block (``frozen_in``, by claim id), the lines to print, and
+    the refusals (a claim the rerun did not judge, or judged under another rule than the frozen one: its confirmation
+    void)."""
     by_id = {e["id"]: e for e in rerun}
     lines, refused = [], []
     for e in members:
         new = by_id.get(e["id"])
-        if commit.endswith(DIRTY) and settled(e, registry):  # a dirty record never replaces a clean one
-            lines.append(f"{'kept':>15}  {e['id']}  (its confirmation from a committed tree stays)")
-            continue
         if new is None or new.get("verdict") in (None, *UNJUDGED):
             refused.append(f"{e['id']}: the confirmatory run of {study} did not judge it")
             continue
         try:
-            registry = rules.confirm(new, registry, commit, date, seconds, where)
+            registry = rules.confirm(new, registry, commit, date, seconds, where, (frozen_in or {}).get(e["id"]))
         except ValueError as err:
             refused.append(str(err))
             continue
@@ -197,12 +237,26 @@ def judge(study: str, members: list[dict[str, Any]], rerun: list[dict[str, Any]]
 
 
 def git_commit() -> str:
-    """HEAD's short hash, with " + uncommitted changes" where fedbench/ or params.yaml differ from it."""
+    """HEAD's short hash."""
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "fedbench", "params.yaml"], capture_output=True,
-                           text=True, check=False).stdout
-    lines = [ln for ln in dirty.splitlines() if not ln.endswith(rules.REGISTRY.name)]
-    return head.stdout.strip() + (DIRTY if lines else "")
+    return head.stdout.strip()
+
+
+def tree_clean() -> bool:
+    """Whether no tracked file differs from HEAD (untracked files aside: results/ and data/ are git-ignored)."""
+    return not subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+
+def frozen_commit(cid: str, frozen: dict[str, Any]) -> str:
+    """The commit on HEAD's history whose registry first holds ``cid``'s ``frozen`` block (ValueError in one line where
+    none does: the block was frozen and not committed)."""
+    return rules.commit_of_block(frozen, cid)
+
+
+def seeds_in_history() -> set[int]:
+    """Every seed a commit of the repository recorded a result on or froze (fedbench.claims.registry.history_seeds)."""
+    return rules.history_seeds(rules.history())
 
 
 def _claims(members: list[dict[str, Any]]) -> str:
@@ -219,8 +273,10 @@ def parser() -> argparse.ArgumentParser:
                     "'main job') and the MNIST-5k ones (--study 'real data') rerun the train stage's runs of their "
                     "params.yaml studies on the frozen seeds into ROOT/main-job/ and ROOT/real-data/ (about 13 and 2 "
                     "min on 2 CPU workers, from reports/runs.csv). A study with no seed randomness is marked "
-                    "'deterministic: no seeds to confirm'. A confirmation recorded from a tree with uncommitted "
-                    "changes is rerun on the same seeds and replaced.",
+                    "'deterministic: no seeds to confirm'. Freezing and running take two invocations: a run that "
+                    "freezes new blocks writes the registry and stops (commit it); the next runs them from a clean tree "
+                    "whose HEAD's history holds the blocks, and records that commit (issue 51). A block's seeds follow "
+                    "the power rule of its headline claims, declared with it.",
         epilog="examples: fedbench claims confirm   (the default claim studies)  |  fedbench claims confirm --study "
                "mime_synthetic  |  fedbench claims confirm --study 'main job' --study 'real data'  |  fedbench claims "
                "confirm --dry-run")
@@ -253,18 +309,16 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
     """What the dry run says a study's confirmation would do: its claims, seeds and root; for a train group, how many
     runs and what its exploratory runs cost (reports/runs.csv)."""
     seeds = seeds_of(members, registry)
-    again = " again (its confirmation was recorded with uncommitted changes)" if any(
-        rules.status(e, registry)["confirmation"] == "confirmed" for e in members) else ""
     group = train_groups.GROUPS.get(study)
     if group is None:
-        return (f"{study}: would run{again} for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
+        return (f"{study}: would run for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
                 f"{folder(study, a.root, cfg)}/")
     on = train_groups.confirm_config(cfg, seeds, a.workers)
     cost = train_groups.measured_seconds(cfg, group, Path(a.runs_csv))
     said = ("no measured cost at hand" if cost is None else
             f"its {cost[1]} exploratory runs took {cost[0]:.0f} s in {a.runs_csv}: about "
             f"{cost[0] / 60 / a.workers:.1f} min on {a.workers} worker{'s' if a.workers != 1 else ''}")
-    return (f"{study}: would train{again} {len(train_groups.runs_of(on, group))} runs (params.yaml studies "
+    return (f"{study}: would train {len(train_groups.runs_of(on, group))} runs (params.yaml studies "
             f"{', '.join(group.studies)}) for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
             f"{folder(study, a.root, cfg)}/ ({said})")
 
@@ -324,13 +378,23 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
                 print(f"{study}: already confirmed on its frozen seeds {blocks_text(members, registry)} (nothing to run)")
             else:
                 print(_plan_line(study, members, registry, cfg, a))
+        if any(line.startswith("froze ") for line in done):
+            print("(a real run would write these blocks and stop: commit the registry, then run it again)")
         print("(dry run: nothing written)")
         return 0
-    rules.dump(registry, a.registry)  # frozen before anything runs
-    print("\n".join(done) or "every chosen claim already frozen", flush=True)
-    if commit.endswith(DIRTY):
-        print(f"{name}: fedbench/ or params.yaml has uncommitted changes: a confirmation recorded now is marked "
-              f"'{commit}' and rerun on the same seeds once the tree is clean", flush=True)
+    if any(line.startswith("froze ") for line in done):  # a new block: committed before anything runs on it
+        rules.dump(registry, a.registry)
+        print("\n".join(done), flush=True)
+        print(f"{name}: new blocks frozen; nothing run. Commit the registry ({a.registry}) so that the blocks are on "
+              "HEAD's history before their runs, then run this command again from a clean tree", flush=True)
+        return 0
+    if done:  # deterministic marks only: nothing to run on them
+        rules.dump(registry, a.registry)
+        print("\n".join(done), flush=True)
+    if not tree_clean():
+        print(f"{name}: the tree has uncommitted changes (git status): a confirmation runs from a clean tree, so that "
+              f"the commit it records ({commit}) is what ran; commit or set them aside first", file=sys.stderr)
+        return 1
     failed = []
     for study, members in groups.items():
         seeds = seeds_of(members, registry)
@@ -345,7 +409,14 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
             print(f"{study}: already confirmed on its frozen seeds {blocks_text(members, registry)} "
                   "(a rerun on them repeats the numbers; a new confirmation needs the rule frozen again)", flush=True)
             continue
-        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} into {folder(study, a.root, cfg)}/ ...",
+        try:
+            frozen_in = {e["id"]: frozen_commit(e["id"], registry[e["id"]]["frozen"]) for e in members}
+        except ValueError as e:
+            failed.append(f"{study}: {e}")
+            print(f"{name}: {e}", file=sys.stderr)
+            continue
+        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} (frozen in "
+              f"{', '.join(sorted({c[:12] for c in frozen_in.values()}))}) into {folder(study, a.root, cfg)}/ ...",
               flush=True)
         t0 = time.perf_counter()
         try:
@@ -356,7 +427,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
             continue
         seconds = time.perf_counter() - t0
         registry, lines, refused = judge(study, members, rerun, rules.load(a.registry), commit, date, seconds,
-                                         str(folder(study, a.root, cfg)))
+                                         str(folder(study, a.root, cfg)), frozen_in)
         rules.dump(registry, a.registry)
         print(f"{study}: confirmed in {seconds:.1f} s wall")
         print("\n".join(lines), flush=True)

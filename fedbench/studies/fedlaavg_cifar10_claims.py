@@ -295,7 +295,7 @@ def gamma_and_period_trends(c: Curves) -> tuple[str, dict, dict]:
     by |= {f"P={p}": [c.reach(r) for r in c.roles[f"p={p}"]] for p in b.periods}
     observed = (f"rounds to {b.target:g}% per setting (seeds {list(b.seeds)}; {b.rounds} = never): "
                 + "; ".join(f"{k}: {v}" for k, v in by.items()) + ". Spearman rho per seed: "
-                + "; ".join(f"{p['part']}: {[round(x, 3) for x in p['per_seed']]}" for p in result["parts"])
+                + "; ".join(f"{p['part']}: {[None if x is None else round(x, 3) for x in p['per_seed']]}" for p in result["parts"])
                 + f". Published: gamma {PUBLISHED_ROUNDS_GAMMA}; P {PUBLISHED_ROUNDS_P}")
     return "fedlaavg/cifar10/gamma-and-period-trends", result, {
         "scale": {"P": list(b.periods), "gamma": list(b.gammas)}, "observed": observed,

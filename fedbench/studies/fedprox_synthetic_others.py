@@ -63,7 +63,7 @@ ADAPTIVE_ID = "fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu"
 SAMPLING_ID = "fedprox/synthetic-others/sampling-stability"
 
 # The two rules as registered before any run (placeholders then), as data: each part's Rule, the one it is judged by
-ADAPTIVE_RULE = Rule("at_most", ADAPTIVE_MARGIN, "% loss")  # each adaptive-vs-fixed part
+ADAPTIVE_RULE = Rule("at_most", ADAPTIVE_MARGIN, "% loss", chosen=True)  # each adaptive-vs-fixed part; ours
 SAMPLING_RULE = Rule("greater", 0.0, "loss rise")  # each of the twelve sampling parts
 
 DECLARATION = StudyDeclaration(

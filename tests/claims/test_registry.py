@@ -186,9 +186,12 @@ def test_freezing_names_fresh_seeds_that_no_run_has_used():
 def test_a_frozen_rule_refuses_a_changed_hash_and_confirms_on_its_seeds():
     r, _ = _frozen_registry()
     rerun = _entry(seeds=(1000, 1001, 1002, 1003, 1004), verdict="inconclusive")  # same rule, fresh seeds
-    confirmed = reg.confirm(rerun, r, "jkl", "2026-11-29")
-    assert confirmed["p/x"]["confirmatory"] == {"verdict": "inconclusive", "commit": "jkl", "date": "2026-11-29",
-                                                "hash": r["p/x"]["frozen"]["hash"], "seeds": [1000, 1001, 1002, 1003, 1004]}
+    confirmed = reg.confirm(rerun, r, "jkl", "2026-11-29", frozen_in="f00d")
+    assert confirmed["p/x"]["confirmatory"] == {
+        "verdict": "inconclusive", "commit": "jkl", "date": "2026-11-29", "hash": r["p/x"]["frozen"]["hash"],
+        "seeds": [1000, 1001, 1002, 1003, 1004], "p_claim": None, "frozen_in": "f00d",  # no p: nothing decided
+        "registration": "shown: frozen in f00d, on HEAD's history and a clean tree when the run began (its result "
+                        "lands in a later commit)"}
     assert confirmed["p/x"]["verdict"]["verdict"] == "reproduced"  # the exploratory verdict stays beside it
     st = reg.status(_entry(), confirmed)
     assert st["confirmation"] == "confirmed" and st["confirmatory"]["verdict"] == "inconclusive"
@@ -204,7 +207,7 @@ def test_a_frozen_rule_refuses_a_changed_hash_and_confirms_on_its_seeds():
 
 def test_a_later_rule_change_voids_the_confirmation():
     r, _ = _frozen_registry()
-    r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29")
+    r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29", frozen_in="f00d")
     changed = _entry(threshold="reproduced if the 95% interval lies above +5")
     assert reg.status(changed, r)["confirmation"] == "void (the rule changed since it was frozen)"
     assert reg.status(changed, r)["confirmatory"] is None
@@ -266,7 +269,7 @@ def test_a_rule_naming_its_own_seeds_keeps_its_frozen_hash_on_fresh_seeds():
 
 def test_rewording_rekeys_a_rule_whose_words_alone_changed_and_keeps_its_confirmation():
     r, _ = _frozen_registry()
-    r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29")
+    r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29", frozen_in="f00d")
     reworded = _entry(rule="greater than 0, in other words")  # parts, readings, runs: all as registered
     st = reg.status(reworded, r)
     assert (st["status"], st["changed_fields"], st["confirmation"]) == (

@@ -1,7 +1,9 @@
-"""Confirmatory runs (fedbench.studies.confirm): the frozen blocks are disjoint from every used seed, a deterministic
-study is marked rather than rerun, and ``fedbench claims confirm`` on a shortened seeded study freezes before it
-runs, records the confirmatory verdict, refuses a rerun whose rule differs from the frozen one, and refuses a claim
-whose rule changed since freezing (its confirmation void)."""
+"""Confirmatory runs (fedbench.studies.confirm): the frozen blocks are disjoint from every used seed and every seed
+the history recorded a result on, a deterministic study is marked rather than rerun, and ``fedbench claims confirm``
+on a shortened seeded study freezes and stops (the block to be committed), runs only from a clean tree whose history
+holds the block, records the confirmatory verdict with that commit, refuses a rerun whose rule differs from the
+frozen one, and refuses a claim whose rule changed since freezing (its confirmation void). Git itself is stood in
+for (:func:`gate`); tests/claims/test_git_registration.py reads the real history."""
 
 import dataclasses
 import json
@@ -13,6 +15,25 @@ from fedbench.claims.entry import new_entry
 from fedbench.studies import confirm
 from fedbench.studies import fedlaavg_diurnal as diurnal
 from tests.studies import spy_simulate
+
+
+@pytest.fixture(autouse=True)
+def gate(monkeypatch):
+    """The git the command reads, stood in for: HEAD abc123def456, a clean tree, every frozen block committed in
+    f00d (its own commit), no seed in the history; a test changes what it needs."""
+    state = {"clean": True, "committed": True, "history": set()}
+    monkeypatch.setattr(confirm, "git_commit", lambda: "abc123def456")
+    monkeypatch.setattr(confirm, "tree_clean", lambda: state["clean"])
+
+    def frozen_commit(cid, frozen):
+        if not state["committed"]:
+            raise ValueError(f"{cid}: its frozen block (seeds {reg.seeds_text(frozen['seeds'])}) is in no commit on "
+                             "HEAD's history: commit the registry (git commit fedbench/claims/registry.json), then confirm")
+        return "f00d" * 10
+
+    monkeypatch.setattr(confirm, "frozen_commit", frozen_commit)
+    monkeypatch.setattr(confirm, "seeds_in_history", lambda: set(state["history"]))
+    return state
 
 
 def _entry(cid, study, seeds=(0, 1, 2, 3, 4), verdict="reproduced"):
@@ -42,6 +63,42 @@ def test_each_study_gets_its_own_block_of_never_used_seeds_and_a_deterministic_o
     assert done[-1] == "c/1: deterministic: no seeds to confirm (study delta_fl_triangle has no seed randomness)"
     again, nothing = confirm.freeze_all(groups, entries, r2, "ghi", "2026-11-28")
     assert again == r2 and nothing == []  # frozen blocks and marks are kept
+
+
+def test_a_seed_any_commit_recorded_a_result_on_is_never_fresh(gate):
+    """Issue 51, item 1: fresh_seeds skipped only the seeds the current registry lists; a block a reverted commit ran
+    stays used (the history's seeds, fedbench.claims.registry.history_seeds)."""
+    entries = [_entry("a/1", "mime_synthetic")]
+    r, _ = reg.register(entries, {}, "abc", "2026-11-26")
+    gate["history"] = {1000, 1001, 1002, 1003, 1004, 1007}
+    r2, done = confirm.freeze_all(confirm.choose(entries, [], [], ["mime_synthetic"]), entries, r, "d", "2026-11-27")
+    assert r2["a/1"]["frozen"]["seeds"] == [1005, 1006, 1008, 1009, 1010]
+    assert done == ["froze a/1 (confirm seeds 1005, 1006, 1008, 1009, 1010)"]
+
+
+def test_a_confirmation_git_does_not_show_is_not_counted_and_frozen_again_on_a_fresh_block():
+    """Issue 51, item 1: a confirmation whose freeze and result git does not show in that order is marked not shown:
+    status gives no confirmatory verdict (the tally counts none), and confirm freezes it anew, the earlier block and
+    its verdict kept under earlier_blocks."""
+    e = _entry("a/1", "mime_synthetic")
+    r, _ = reg.register([e], {}, "abc", "2026-11-26")
+    r, _ = reg.freeze([e], r, "def", "2026-11-27", 5)
+    ran = e | {"seeds": {"training": [1000, 1001, 1002, 1003, 1004], "data": [0]}}
+    shown = reg.confirm(ran, r, "ghi", "2026-11-28", frozen_in="f00d" * 10)
+    assert reg.status(e, shown)["confirmation"] == "confirmed" and reg.status(e, shown)["confirmatory"]["p_claim"] is None
+    assert shown["a/1"]["confirmatory"]["registration"].startswith("shown: frozen in f00df00df00d")
+    same = reg.confirm(ran, r, "ghi", "2026-11-28")  # no commit of its block recorded
+    st = reg.status(e, same)
+    assert st["confirmatory"] is None and st["unshown_confirmatory"]["verdict"] == "reproduced"
+    assert st["confirmation"] == ("confirmed on seeds 1000-1004, not counted: pre-registration not shown: no commit of "
+                                  "its frozen block recorded")
+    assert not confirm.settled(e, same) and confirm.unshown(e, same)
+    again, done = confirm.freeze_all({"mime_synthetic": [e]}, [e], same, "jkl", "2026-11-29")
+    assert again["a/1"]["frozen"]["seeds"] == [1005, 1006, 1007, 1008, 1009] and "confirmatory" not in again["a/1"]
+    (earlier,) = again["a/1"]["earlier_blocks"]
+    assert earlier["frozen"]["seeds"] == [1000, 1001, 1002, 1003, 1004] and earlier["confirmatory"]["verdict"] == "reproduced"
+    assert done == ["froze a/1 (confirm seeds 1005-1009) again: its confirmation on 1000-1004 is not shown "
+                    "pre-registered"]
 
 
 def test_choosing_an_unknown_study_or_id_is_one_line():
@@ -84,10 +141,10 @@ def test_a_claim_unfrozen_beside_frozen_ones_is_refused_with_the_study_then_conf
     # each confirmed on its own block: the study has nothing left to run, so naming it is no longer refused
     # (fedbench claims confirm with no argument names every default study)
     a1 = entries[0] | {"seeds": {"training": [1000, 1001, 1002, 1003, 1004], "data": [0]}}
-    r3 = reg.confirm(a1, r2, "jkl", "2026-11-29")
+    r3 = reg.confirm(a1, r2, "jkl", "2026-11-29", frozen_in="f00d")
     assert confirm.refusals(both, r3) != []  # a/2 not confirmed yet: still refused
     a2 = entries[1] | {"seeds": {"training": [1005, 1006, 1007, 1008, 1009], "data": [0]}}
-    r4 = reg.confirm(a2, r3, "jkl", "2026-11-29")
+    r4 = reg.confirm(a2, r3, "jkl", "2026-11-29", frozen_in="f00d")
     assert confirm.refusals(both, r4) == [] and all(confirm.settled(e, r4) for e in entries)
     assert confirm.blocks_text(entries, r4) == "1000-1004 and 1005-1009"
 
@@ -125,17 +182,33 @@ def short_diurnal(tmp_path, monkeypatch):
     return entry, registry, args
 
 
-def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdict(short_diurnal, tmp_path, capsys,
-                                                                                  monkeypatch):
+def test_confirm_freezes_and_stops_then_runs_from_a_clean_tree_on_the_committed_block(short_diurnal, tmp_path, capsys,
+                                                                                      gate):
     entry, registry, args = short_diurnal
-    monkeypatch.setattr(confirm, "git_commit", lambda: "abc123def456")  # a clean tree, whatever the checkout's state
     assert confirm.main(args + ["--dry-run"]) == 0
-    assert "fedlaavg_diurnal: would run for 1 claim on seeds 1000-1001" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "fedlaavg_diurnal: would run for 1 claim on seeds 1000-1001" in out and "commit the registry" in out
     assert "frozen" not in reg.load(registry)[entry["id"]]  # a dry run writes nothing
+    assert confirm.main(args) == 0  # freezes, writes the registry, runs nothing
+    out = capsys.readouterr().out
+    assert "froze fedlaavg/synthetic/diurnal-gain (confirm seeds 1000-1001)" in out and "confirmatory run" not in out
+    assert "new blocks frozen; nothing run. Commit the registry" in out
+    assert "confirmatory" not in reg.load(registry)[entry["id"]]
+    gate["clean"] = False
+    assert confirm.main(args) == 1  # a dirty tree: refused, nothing run
+    assert "the tree has uncommitted changes (git status)" in capsys.readouterr().err
+    gate["clean"], gate["committed"] = True, False
+    assert confirm.main(args) == 1  # the block not committed: refused
+    assert "is in no commit on HEAD's history: commit the registry" in capsys.readouterr().err
+    assert "confirmatory" not in reg.load(registry)[entry["id"]]
+    gate["committed"] = True
     assert confirm.main(args) == 0
     out = capsys.readouterr().out
-    assert out.index("froze fedlaavg/synthetic/diurnal-gain (confirm seeds 1000-1001)") < out.index("confirmatory run")
+    assert "fedlaavg_diurnal: confirmatory run on seeds 1000-1001 (frozen in f00df00df00d)" in out
     r = reg.load(registry)[entry["id"]]
+    assert r["confirmatory"]["frozen_in"] == "f00d" * 10 and r["confirmatory"]["commit"] == "abc123def456"
+    assert r["confirmatory"]["registration"] == ("shown: frozen in f00df00df00d, on HEAD's history and a clean tree "
+                                                 "when the run began (its result lands in a later commit)")
     got = r["confirmatory"]
     assert r["frozen"]["seeds"] == got["seeds"] == [1000, 1001] and got["hash"] == r["frozen"]["hash"]
     assert got["where"] == str(tmp_path / "confirm" / "fedlaavg_diurnal" / "pipeline") and got["seconds"] > 0
@@ -154,6 +227,7 @@ def test_confirm_freezes_first_reruns_on_the_frozen_seeds_and_records_the_verdic
 
 def test_a_rerun_under_another_rule_than_the_frozen_one_records_nothing(short_diurnal, monkeypatch, capsys):
     entry, registry, args = short_diurnal
+    assert confirm.main(args) == 0  # frozen (and committed: the gate)
     (claim,) = diurnal.DECLARATION.claims
     other = dataclasses.replace(diurnal.DECLARATION, claims=(dataclasses.replace(claim, rule=claim.rule + " (edited)"),))
     monkeypatch.setattr(diurnal, "DECLARATION", other)  # the study's code changed after freezing

@@ -1,7 +1,9 @@
 """Confirmatory runs of the main job's claims (fedbench.studies.confirm_train, ``fedbench claims confirm --study
 'main job'``) on a tiny config (3 rounds, E = 2, 3 devices a round): the train stage's runs on the frozen seeds go into
 the confirm root only, the entries are the report's (fedbench.studies.confirm_train.JUDGES) judged by the frozen rule, a
-rerun under another rule is refused, and a confirmation recorded from a dirty tree is rerun on the same seeds."""
+rerun under another rule is refused, a dirty tree is refused, and a confirmation recorded from a dirty tree before
+issue 51 is frozen again on a fresh block. Git is stood in for (the commit, a clean tree, the committed block) and
+the power rule left out (the tiny config keeps its 2 seeds; tests/studies/test_confirm.py checks the rule)."""
 
 import json
 from pathlib import Path
@@ -53,8 +55,17 @@ def setup(tiny, tmp_path, monkeypatch):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)  # a default path (runs/, reports/) would land here
-    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee")
+    _gate(monkeypatch)
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 0  # frozen; the registry "committed" (the gate)
     return base, entries, registry, cwd
+
+
+def _gate(monkeypatch):
+    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee")
+    monkeypatch.setattr(confirm, "tree_clean", lambda: True)
+    monkeypatch.setattr(confirm, "frozen_commit", lambda cid, frozen: "f00d" * 10)
+    monkeypatch.setattr(confirm, "seeds_in_history", lambda: set())
+    monkeypatch.setattr(confirm, "power_rule", lambda members: None)
 
 
 def test_groups_are_the_reports_studies_and_claims():
@@ -100,36 +111,28 @@ def test_a_main_job_rerun_under_another_rule_is_refused(setup, monkeypatch, caps
     assert all("confirmatory" in r[e["id"]] for e in entries if e["id"] != gain)
 
 
-def test_a_confirmation_recorded_from_a_dirty_tree_is_rerun_on_the_same_seeds(setup, monkeypatch, capsys):
+def test_a_dirty_tree_is_refused_and_a_record_from_a_dirty_tree_is_frozen_again(setup, monkeypatch, capsys):
     base, entries, registry, _ = setup
-    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee + uncommitted changes")
+    monkeypatch.setattr(confirm, "tree_clean", lambda: False)
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 1
+    assert "the tree has uncommitted changes (git status): a confirmation runs from a clean tree" in capsys.readouterr().err
+    assert not any("confirmatory" in r for r in reg.load(registry).values())
+    monkeypatch.setattr(confirm, "tree_clean", lambda: True)
     assert confirm.main(_args(base, registry), judges=JUDGES) == 0
-    assert "a confirmation recorded now is marked 'c0ffee + uncommitted changes'" in capsys.readouterr().out
-    dirty = reg.load(registry)
-    assert confirm.main(_args(base, registry) + ["--dry-run"], judges=JUDGES) == 0
-    assert "main job: would train again (its confirmation was recorded with uncommitted" in capsys.readouterr().out
-    monkeypatch.setattr(confirm, "git_commit", lambda: "beef")
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
-    assert "main job: confirmatory run on seeds 1000-1001" in capsys.readouterr().out  # not "already confirmed"
+    capsys.readouterr()
     clean = reg.load(registry)
-    for e in entries:  # the same frozen seeds and the same numbers, recorded from a committed tree
-        was, now = dirty[e["id"]]["confirmatory"], clean[e["id"]]["confirmatory"]
-        assert clean[e["id"]]["frozen"] == dirty[e["id"]]["frozen"] and now["commit"] == "beef"
-        assert {k: v for k, v in now.items() if k not in ("commit", "seconds")} == {
-            k: v for k, v in was.items() if k not in ("commit", "seconds")}
-    # one record dirty again, the tree dirty: the study reruns, that record is replaced and the clean ones are kept
+    assert all(clean[e["id"]]["confirmatory"]["frozen_in"] == "f00d" * 10 for e in entries)
+    # a record from before issue 51, made on a dirty tree: no pre-registration shown, so a fresh block, not a rerun
     gain = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
     clean[gain]["confirmatory"]["commit"] = "old + uncommitted changes"
     reg.dump(clean, registry)
-    monkeypatch.setattr(confirm, "git_commit", lambda: "cafe + uncommitted changes")
     assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    assert (f"froze {gain} (confirm seeds 1002-1003) again: its confirmation on 1000-1001 is not shown pre-registered"
+            in capsys.readouterr().out)
     after = reg.load(registry)
-    assert after[gain]["confirmatory"]["commit"] == "cafe + uncommitted changes"
-    assert all(after[e["id"]]["confirmatory"]["commit"] == "beef" for e in entries if e["id"] != gain)
-    monkeypatch.setattr(confirm, "git_commit", lambda: "beef")
-    reg.dump(clean | {gain: clean[gain] | {"confirmatory": clean[gain]["confirmatory"] | {"commit": "beef"}}}, registry)
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
-    assert "main job: already confirmed on its frozen seeds 1000-1001" in capsys.readouterr().out
+    assert "confirmatory" not in after[gain] and after[gain]["earlier_blocks"][0]["confirmatory"]["commit"] == (
+        "old + uncommitted changes")
+    assert all(after[e["id"]] == clean[e["id"]] for e in entries if e["id"] != gain)
 
 
 def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, monkeypatch, capsys):
@@ -148,7 +151,7 @@ def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, mon
     raw["studies"]["fedprox_mnist5k"]["train"] = {"lr": 0.03, "rounds": 3, "local_epochs": 2}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     cfg = load_config(tmp_path / "params.yaml")
-    monkeypatch.setattr(confirm, "git_commit", lambda: "c0ffee")
+    _gate(monkeypatch)
     from fedbench.pipeline import study_runs, train_runs
 
     train_runs(cfg, list(study_runs(cfg, ["fedprox_mnist5k"])), tmp_path / "data", tmp_path / "explore", progress=False)
@@ -161,7 +164,8 @@ def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, mon
     args = ["--study", "real data", "--claims", str(tmp_path / "claims.json"), "--registry", str(registry), "--params",
             str(tmp_path / "params.yaml"), "--root", str(tmp_path / "confirm"), "--data-root", str(tmp_path / "data"),
             "--workers", "1"]
-    assert confirm.main(args, judges=JUDGES) == 0
+    assert confirm.main(args, judges=JUDGES) == 0  # frozen
+    assert confirm.main(args, judges=JUDGES) == 0  # run
     r = reg.load(registry)
     assert all(r[e["id"]]["confirmatory"]["seeds"] == [1000, 1001] for e in mnist)
     assert all(r[e["id"]]["confirmatory"]["where"] == str(tmp_path / "confirm" / "real-data") for e in mnist)
