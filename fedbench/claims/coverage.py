@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fedbench.claims.papers import DELTA_FL_PAPER, FEDLAAVG_PAPER, FEDPROX_PAPER, FEDPROXVR_PAPER, MIME_PAPER, SCAFFOLD_PAPER
+from fedbench.claims.papers import (
+    DELTA_FL_PAPER,
+    FEDLAAVG_PAPER,
+    FEDPROX_PAPER,
+    FEDPROXVR_PAPER,
+    MIME_PAPER,
+    SCAFFOLD_PAPER,
+)
 
 
 class AllOf(tuple):

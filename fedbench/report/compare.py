@@ -33,12 +33,12 @@ def committed_claims(path: Path, rev: str = "HEAD") -> list[dict[str, Any]] | No
     path = Path(path).resolve()
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True,
-                             timeout=30)
+                             timeout=30, check=False)
         if top.returncode:
             return None
         rel = path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
         shown = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=path.parent, capture_output=True, text=True,
-                               timeout=60)
+                               timeout=60, check=False)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return None
     return json.loads(shown.stdout)["claims"] if shown.returncode == 0 else None

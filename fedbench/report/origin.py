@@ -49,7 +49,7 @@ def machine() -> str:
 
 def _git(args: list[str], cwd: Path) -> str | None:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -68,7 +68,7 @@ def commit(cwd: Path = Path(".")) -> str:
 def this_build(cwd: Path = Path(".")) -> dict[str, str]:
     """The provenance of a verdict this build computes: machine, commit, date (UTC)."""
     return {"machine": machine(), "commit": commit(cwd),
-            "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
+            "date": datetime.datetime.now(datetime.UTC).date().isoformat()}
 
 
 def last_commit_of(path: Path, as_committed: bool = False) -> dict[str, str]:
@@ -96,7 +96,7 @@ def committed(path: Path, rev: str = "HEAD") -> bytes | None:
         return None
     try:
         rel = path.relative_to(Path(top).resolve()).as_posix()
-        done = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top, capture_output=True, timeout=60)
+        done = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top, capture_output=True, timeout=60, check=False)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None

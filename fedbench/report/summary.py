@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 import string
 import textwrap
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fedbench.claims import entry as schema
 from fedbench.claims.coverage import PAPERS, Paper

@@ -7,6 +7,7 @@ import re
 import pandas as pd
 import pytest
 
+from fedbench.claims.coverage import PAPERS
 from fedbench.claims.entry import PAPER_DATA, plain
 from fedbench.claims.fidelity import label
 from fedbench.claims.tally import tally as count_verdicts
@@ -15,7 +16,6 @@ from fedbench.report.build import anchor, published_cell, report_pages, rounds_c
 from fedbench.studies.entries import study_claims
 from fedbench.studies.fedprox_curves import STUDY, common_deviations
 from fedbench.studies.fedprox_main_job_claims import evaluate_claims
-from fedbench.claims.coverage import PAPERS
 from tests.studies.test_fedprox_main_job_claims import _curves
 
 
@@ -107,7 +107,7 @@ def test_tally_and_coverage_count_the_papers_data_only(claims):
             "every dataset judged), 1 judged only at a fidelity counted apart.") in md
     verdict = next(c["verdict"] for c in claims if c["id"].endswith("partial-work"))
     t = count_verdicts(standin)
-    cells = lambda counts: " | ".join(str(counts[v]) for v in t.verdicts)  # noqa: E731
+    cells = lambda counts: " | ".join(str(counts[v]) for v in t.verdicts)
     lines = md.splitlines()
     assert "| fidelity | " + " | ".join(t.verdicts) + " |" in lines  # a row per class, a column per verdict
     assert f"| reduced-budget | {cells(t.by_fidelity['reduced-budget'])} |" in lines

@@ -11,7 +11,7 @@ import pytest
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.tally import DEFINITION, is_confirmed, tally
 from fedbench.report.build import _effect, claims_markdown, report_metrics
-from fedbench.report.show import INDENT, _clauses, effect_text, show_claims, why_not_run
+from fedbench.report.show import INDENT, effect_text, show_claims, why_not_run
 
 ROOT = Path(__file__).resolve().parents[2]
 INF = float("inf")
@@ -118,8 +118,8 @@ def test_one_line_a_claim_leads_with_the_counted_verdict_and_its_own_effect(tmp_
     verbose = _show(tmp_path, [confirmed], 120, verbose=True)
     at = verbose.index("inconclusive     +6.34 [-1.77, +14.5]  fedprox/judged")
     assert verbose[at + 1:at + 4] == [f"{INDENT}fidelity: paper-scale",
-                                      f"{INDENT}counted: confirmatory on fresh seeds 1015-1019: inconclusive, +6.34 "
-                                      "[-1.77, +14.5] accuracy points",
+                                      (f"{INDENT}counted: confirmatory on fresh seeds 1015-1019: inconclusive, +6.34 "
+                                       "[-1.77, +14.5] accuracy points"),
                                       f"{INDENT}exploratory: reproduced, +9.37 [+0.929, +17.8] accuracy points"]
 
 

@@ -129,10 +129,10 @@ def test_compare_says_what_was_reproduced_what_moved_and_why_and_what_to_run():
            _entry("d", "not-run", rule="a new rule", command="fedbench study run c")]
     lines = compare(new, committed)
     assert lines == [
-        "Against git's committed report: 2 verdicts computed here, 1 of them as committed; 1 kept from elsewhere (not "
-        "run here; machine, commit and date in claims.json); 1 not run; 2 moved.",
-        "  moved: b: reproduced -> inconclusive (the same effect to 3 digits: another CPU's last digits at the "
-        "verdict's edge)",
+        ("Against git's committed report: 2 verdicts computed here, 1 of them as committed; 1 kept from elsewhere (not "
+         "run here; machine, commit and date in claims.json); 1 not run; 2 moved."),
+        ("  moved: b: reproduced -> inconclusive (the same effect to 3 digits: another CPU's last digits at the "
+         "verdict's edge)"),
         "  moved: d: reproduced -> not-run (its rule changed)",
         "To compute the kept verdicts here (each command asks before it starts), then `dvc repro`:",
         "  fedbench study run c  # 1 claim; 273 s (measured)"]
@@ -164,7 +164,7 @@ def test_a_fresh_clone_keeps_the_committed_verdicts_and_figures_that_dvc_removed
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "reports"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "report"], check=True)
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     (out / "claims.json").unlink()  # as dvc repro does
     (out / "figures" / "fig1_stragglers_synthetic_1_1.png").unlink()
     claims = build_report(cfg, out, tmp_path / "results", tmp_path / "data")
