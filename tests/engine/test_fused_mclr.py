@@ -1,0 +1,258 @@
+"""The fused mclr kernels (fedbench.engine.fused.mclr) in Triton's interpreter: for every algorithm, one launch a
+chain step and one launch a round give fedbench.engine.static.run_static's local state within 1e-5 in fp32, on
+the second round of a short run (control variates, server momentum and FedProxVR's estimator from a real first
+round) with stragglers (fewer steps a row), the finished-row mask and last partial minibatches, all checked present;
+stacked runs with their own mu and anchor per row, and padding rows, also; each kernel launches exactly once a
+chain step, or once a round; an algorithm without a form is refused in one line.
+
+Skipped where Triton is not installed. Interpreter cost is ~20-40 ms a row and step, so rounds are 1-2 rows of
+12-24 steps."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import os
+import sys
+
+import pytest
+import torch
+
+
+@contextlib.contextmanager
+def _interpreting():
+    """TRITON_INTERPRET=1 inside the block, as it was outside. Triton reads it when a function is decorated: at
+    its own import (its library of jit functions: tl.sum, tl.zeros, ...), at this package's import, and when the
+    interpreter rewrites a function it runs; so Triton is imported here, at collection, under it."""
+    before = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = before
+
+
+with _interpreting():
+    pytest.importorskip("triton", reason="Triton is not installed: the fused kernels' tests run in its interpreter "
+                                         "(pip install triton; it ships with torch's CUDA wheels)")
+
+from fedbench.algorithms import build_algorithm
+from fedbench.algorithms.sequential_sgd import pool_clients, sequential_config
+from fedbench.availability import AvailabilityConfig
+from fedbench.data.synthetic import generate_synthetic
+from fedbench.engine import round as round_
+from fedbench.engine import static, tree
+from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
+from fedbench.models import build_model
+
+TOLERANCE = 1e-5  # fp32, issue 53's contract for the interpreter
+
+# id -> (algorithm name, hyperparameters (lr 0.05 unless given), SimulationConfig changes): every registered
+# algorithm that trains on the mclr model, each variant of its update form once
+CASES = {
+    "fedavg": ("fedavg", {}, {}),
+    "delta_fl": ("delta_fl", {"theta": 0.5, "weighting": "exact", "quantile_period": 1}, {"clients_per_round": 3}),
+    "sequential_sgd": ("sequential_sgd", {}, {}),
+    "fedavg_momentum": ("fedavg_momentum", {"beta": 0.9, "server_lr": 1.0}, {}),
+    "fedadam": ("fedadam", {"server_lr": 0.01, "beta1": 0.9, "beta2": 0.99}, {}),
+    "fedprox": ("fedprox", {"mu": 1.0}, {}),
+    "fedprox_adaptive": ("fedprox_adaptive", {"mu_init": 0.1}, {}),
+    "scaffold": ("scaffold", {"eta_g": 1.0, "control_variate": "II"}, {}),
+    "fedlaavg": ("fedlaavg", {}, {"availability": AvailabilityConfig(model="diurnal", period=4, beta=0.5)}),
+    "feddane": ("feddane", {"mu": 0.5, "gradient_clients": 4}, {}),
+    "minibatch_sgd": ("minibatch_sgd", {}, {}),
+    "server_only": ("server_only", {"base": "adam", "beta2": 0.99, "lr": 0.01}, {}),
+    "mime_sgdm": ("mime", {"variant": "mime", "base": "sgdm", "lr": 0.005}, {}),
+    "mime_adam": ("mime", {"variant": "mime", "base": "adam", "lr": 0.005}, {}),
+    "mimelite_sgdm": ("mime", {"variant": "mimelite", "base": "sgdm", "lr": 0.005}, {}),
+    "mimelite_adam": ("mime", {"variant": "mimelite", "base": "adam", "lr": 0.005}, {}),
+    # tau - 1 = 4 steps change anything; the round has more (the form's step bound)
+    "fedproxvr_svrg": ("fedproxvr", {"mu": 0.1, "tau": 5, "estimator": "svrg"}, {}),
+    "fedproxvr_sarah": ("fedproxvr", {"mu": 0.1, "tau": 5, "estimator": "sarah"}, {}),
+}
+
+BASE = SimulationConfig(rounds=2, clients_per_round=2, local_epochs=2, batch_size=7, seed=3, device="cpu",
+                        capture="static", checkpoint_every=10_000)
+
+
+@pytest.fixture(scope="module")
+def fused():
+    """fedbench.engine.fused.mclr built for Triton's interpreter, with TRITON_INTERPRET=1 while this module's tests
+    run (skipped, saying why, where Triton was imported before this module set it)."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not isinstance(tl.zeros, InterpretedFunction):
+        pytest.skip("Triton was imported before TRITON_INTERPRET=1 was set (its library is compiled-only in this "
+                    "process): run tests/engine/test_fused_mclr.py on its own")
+    with _interpreting(), pytest.MonkeyPatch.context() as patch:
+        names = ("fedbench.engine.fused.forms", "fedbench.engine.fused.mclr")
+        modules = [importlib.reload(sys.modules[n]) if n in sys.modules else importlib.import_module(n)
+                   for n in names]
+        assert modules[1]._interpreted()
+        patch.setattr(interpreter, "_patch_lang", _once_per_module(interpreter._patch_lang))
+        yield modules[1]
+
+
+def _once_per_module(patch_lang):
+    """The interpreter's _patch_lang(fn), which rebinds triton.language's builtins to the interpreter on every call
+    of a jit function (half of these tests' time), run once per module of jit functions instead: the rebinding
+    is idempotent and nothing undoes it."""
+    done = set()
+
+    def once(fn):
+        if id(fn.__globals__) not in done:
+            patch_lang(fn)
+            done.add(id(fn.__globals__))
+
+    return once
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return generate_synthetic(1, 1, num_devices=8, seed=0, lognormal_mean=3.0, lognormal_sigma=0.3, min_samples=40)
+
+
+def _last_round(monkeypatch, dataset, specs):
+    """The arguments and result of the last round's fedbench.engine.static.run_static in a short static-path run of
+    ``specs`` (the engine's own inputs: broadcast, local state after client_init, padded cohort)."""
+    calls = []
+    real = round_.run_static
+
+    def recorded(*args):
+        out = real(*args)
+        calls.append((args, out))
+        return out
+
+    monkeypatch.setattr(round_, "run_static", recorded)
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    simulate_stack(model, specs)
+    monkeypatch.undo()
+    return calls[-1]
+
+
+def _spec(case: str, dataset) -> RunSpec:
+    name, hyper, changes = CASES[case]
+    algorithm = build_algorithm(name, **({"lr": 0.05} | hyper))
+    # a straggler where the algorithm trains it (a row of fewer steps), none where it would drop the row
+    cfg = dataclasses.replace(BASE, straggler_fraction=0.5 if algorithm.keeps_partial_work else 0.0, **changes)
+    if name == "sequential_sgd":
+        cfg, dataset = sequential_config(cfg, clients_per_round=1, local_steps=16), pool_clients(dataset)
+    return RunSpec(cfg, dataset, algorithm)
+
+
+def _max_difference(a, b) -> float:
+    """Largest |a - b| over the local states' tensors; their non-tensor fields must be equal."""
+    leaves_a, leaves_b = tree.tree_leaves(a), tree.tree_leaves(b)
+    assert len(leaves_a) == len(leaves_b)
+    if dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            if not isinstance(getattr(a, f.name), torch.Tensor):
+                assert getattr(a, f.name) == getattr(b, f.name), f.name
+    assert all(x.shape == y.shape and x.dtype == y.dtype for x, y in zip(leaves_a, leaves_b))
+    return max(float((x.double() - y.double()).abs().max()) for x, y in zip(leaves_a, leaves_b))
+
+
+def _check(fused, args, reference) -> tuple[list[float], list]:
+    """Both kernels against the reference: their max |difference| and their results."""
+    differences, results = [], []
+    for persistent in (False, True):
+        with fused.count_launches() as launches:
+            result = fused.run_fused(*args, persistent=persistent)
+        steps = args[-1].batches.shape[0]
+        assert (launches.step, launches.round) == ((0, 1) if persistent else (steps, 0))  # 1 a chain step / a round
+        differences.append(_max_difference(result, reference))
+        results.append(result)
+    return differences, results
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_both_kernels_give_the_static_paths_local_state(case, fused, dataset, monkeypatch):
+    spec = _spec(case, dataset)
+    args, reference = _last_round(monkeypatch, dataset, [spec])
+    cohort = args[-1]
+    steps = cohort.active[:, : cohort.rows].sum(0).tolist()
+    partial = ((cohort.batches >= 0).sum(-1) % cohort.batches.shape[-1] != 0) & cohort.active
+    assert 12 <= cohort.batches.shape[0] <= 24 and cohort.rows <= 2  # the interpreter's budget
+    if not spec.cfg.local_steps:  # epochs of minibatches (sequential SGD's 16 steps end before its epoch does)
+        assert partial.any(), "no last partial minibatch in the round: the case tests less than it says"
+    if spec.cfg.clients_per_round > 1:  # rows that finish at different steps (a straggler, or less data)
+        assert len(set(steps)) == 2, f"rows of {steps} steps: the finished-row mask is not exercised"
+    if CASES[case][0] == "fedproxvr":
+        assert min(steps) > spec.algorithm.tau - 1  # steps past w^(tau), which change nothing
+    differences, _ = _check(fused, args, reference)
+    assert max(differences) <= TOLERANCE, differences
+    scale = max(float(t.abs().max()) for t in tree.tree_leaves(reference))
+    assert scale > 100 * TOLERANCE  # the state moved: a difference of 1e-5 would show
+
+
+def test_stacked_runs_with_their_own_mu_and_padding_rows(fused, dataset, monkeypatch):
+    """Two FedProx runs in one stack, one row each: per-row anchors and mu [K, 1]
+    (fedbench.engine.round.row_broadcast), with a padding row (all -1, never active) that keeps its state."""
+    base = dataclasses.replace(BASE, clients_per_round=1, straggler_fraction=0.0)
+    specs = [RunSpec(dataclasses.replace(base, seed=seed), dataset, build_algorithm("fedprox", lr=0.05, mu=mu))
+             for mu, seed in ((1.0, 3), (0.25, 4))]
+    args, _ = _last_round(monkeypatch, dataset, specs)
+    algorithm, kernel, bcast, local, x, y, cohort = args
+    assert isinstance(bcast.mu, torch.Tensor) and bcast.mu.unique().numel() == 2 and bcast.theta.dim() == 2
+    k = cohort.batches.shape[1]
+    padded_cohort = static.StaticCohort(
+        batches=torch.cat([cohort.batches, cohort.batches.new_full((cohort.batches.shape[0], 1,
+                                                                    cohort.batches.shape[2]), -1)], 1),
+        active=torch.cat([cohort.active, cohort.active.new_zeros(cohort.active.shape[0], 1)], 1), rows=cohort.rows)
+    padded = (algorithm, kernel, static.pad_rows(bcast, k + 1), static.pad_rows(local, k + 1), x, y, padded_cohort)
+    reference = static.run_static(*padded)
+    differences, results = _check(fused, padded, reference)
+    assert max(differences) <= TOLERANCE, differences
+    for result in results:
+        assert torch.equal(result[k:], padded[3][k:])  # the padding row, untouched
+
+
+def test_launches_are_one_a_chain_step_or_one_a_round_whatever_the_rounds_length(fused, dataset, monkeypatch):
+    """The launch-count proxy (issue 53: launches a chain step, mclr): the same round padded with 8 more steps, all
+    masked, takes 8 more launches of the step kernel (1 a chain step) and still 1 of the round kernel, and gives
+    the same state."""
+    args, _ = _last_round(monkeypatch, dataset, [_spec("sequential_sgd", dataset)])  # one row of 16 steps
+    cohort = args[-1]
+    longer = static.StaticCohort(
+        batches=torch.cat([cohort.batches, cohort.batches.new_full((8, *cohort.batches.shape[1:]), -1)]),
+        active=torch.cat([cohort.active, cohort.active.new_zeros(8, cohort.active.shape[1])]), rows=cohort.rows)
+    outs = []
+    for c in (cohort, longer):
+        steps = c.batches.shape[0]
+        for persistent in (False, True):
+            with fused.count_launches() as launches:
+                outs.append(fused.run_fused(*args[:-1], c, persistent=persistent))
+            assert (launches.step, launches.round) == ((0, 1) if persistent else (steps, 0))
+    assert all(torch.equal(outs[0], out) for out in outs[2:])  # masked steps change nothing
+    assert _max_difference(outs[0], outs[1]) <= TOLERANCE
+
+
+def test_an_algorithm_without_a_form_is_refused_in_one_line(fused, dataset, monkeypatch):
+    args, _ = _last_round(monkeypatch, dataset, [_spec("fedavg", dataset)])
+
+    @dataclasses.dataclass(frozen=True)
+    class Unknown:
+        lr: float = 0.1
+
+        def client_step(self, theta, grad_fn, bcast):
+            return theta
+
+    with pytest.raises(ValueError, match="declares no fused form") as err:
+        fused.run_fused(Unknown(), *args[1:])
+    assert "\n" not in str(err.value)
+
+
+def test_every_registered_algorithm_has_a_form_or_is_not_an_mclr_one(fused):
+    """The forms cover every registered algorithm's client_step (the mclr studies run all of them)."""
+    from fedbench.algorithms import ALGORITHMS, algorithm_class
+    from fedbench.engine.fused.forms import FORMS
+
+    missing = [name for name in ALGORITHMS if algorithm_class(name).client_step not in FORMS]
+    assert missing == []
+    assert {CASES[c][0] for c in CASES} == set(ALGORITHMS)  # and each is tested above
