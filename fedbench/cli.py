@@ -218,8 +218,13 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
 def cmd_ui(a: argparse.Namespace) -> None:
     check_port(a.port)
     from fedbench import tracking
+    from fedbench.track import headline_charts
 
-    sys.exit(tracking.serve_ui(port=a.port))
+    # the headline comparisons' chart links need params.yaml's studies: none where the default file is absent (a
+    # store looked at outside a checkout)
+    given = a.params != "params.yaml" or Path(a.params).exists()
+    charts = headline_charts(load_config(a.params)) if given else []
+    sys.exit(tracking.serve_ui(port=a.port, charts=charts))
 
 
 def cmd_check(a: argparse.Namespace) -> None:
@@ -336,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="--claims: the report folder to read claims.json from (default: reports)")
     s.set_defaults(fn=cmd_show)
 
-    u = sub.add_parser("ui", help="open the MLflow UI on 127.0.0.1 against the tracking store")
+    u = sub.add_parser("ui", parents=[params], help="open the MLflow UI on 127.0.0.1 against the tracking store: a link "
+                       "to each experiment's runs, and a chart link per headline comparison")
     u.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1, 1..65535, free (default: 5000)")
     u.set_defaults(fn=cmd_ui)
 

@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import closing
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,41 @@ METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "tr
 
 # processes drawing the runs' curves while the track stage logs (Curves): the main job's two cores
 CURVE_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class HeadlineChart:
+    """A headline comparison of the main job, as `fedbench ui` links it: the runs of ``variants`` on ``dataset`` at
+    ``stragglers`` in training study ``study``'s experiment, opened in MLflow's chart view (their curves at once)."""
+
+    title: str
+    study: str
+    dataset: str
+    stragglers: float
+    variants: tuple[str, ...]
+
+    def search(self, cfg: Config) -> str:
+        """The MLflow search filter selecting exactly these runs (MLflow's filter has no OR: the study's other
+        variants are excluded one by one)."""
+        others = [v for v in cfg.studies[self.study].algorithms if v not in self.variants]
+        return " and ".join([f"tags.dataset = '{self.dataset}'", f"tags.stragglers = '{self.stragglers:g}'",
+                             *(f"tags.variant != '{v}'" for v in others)])
+
+
+# each selects at most 10 runs (2 variants x 5 seeds): MLflow's chart view draws the first 10 visible runs
+HEADLINE_CHARTS = (
+    HeadlineChart("FedProx (mu=1) vs FedAvg, 90% stragglers, Synthetic(1,1) (FedProx Figure 1)", "stragglers",
+                  "synthetic_1_1", 0.9, ("fedavg", "fedprox_mu1")),
+    HeadlineChart("FedProx (mu=1) vs FedAvg on Synthetic(0,0), no stragglers (FedProx Figure 2)", "heterogeneity",
+                  "synthetic_0_0", 0.0, ("fedavg", "fedprox_mu1")),
+    HeadlineChart("FedProx (mu=1) vs FedAvg, 90% stragglers, MNIST-5k (FedProx Figure 1 on real data)",
+                  "fedprox_mnist5k", "mnist5k_fedprox", 0.9, ("fedavg", "fedprox_mu1")),
+)
+
+
+def headline_charts(cfg: Config) -> list[tuple[str, str, str]]:
+    """(title, MLflow experiment, search filter) of each HEADLINE_CHARTS comparison whose study ``cfg`` has."""
+    return [(c.title, train_experiment(c.study), c.search(cfg)) for c in HEADLINE_CHARTS if c.study in cfg.studies]
 
 
 def train_experiment(study: str) -> str:

@@ -434,9 +434,28 @@ def experiment_links(base_url: str) -> list[tuple[str, str]]:
     return [(e.name, f"{base_url}/#/experiments/{e.experiment_id}/runs?{UI_MODE}") for e in sorted(exps, key=lambda e: e.name)]
 
 
-def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float = UI_READY_TIMEOUT_S) -> int:
+def chart_link(base_url: str, experiment_id: str, search: str) -> str:
+    """The link that opens ``experiment_id``'s runs selected by the MLflow search filter ``search`` in the chart view
+    (``compareRunsMode=CHART``: every selected run's curves, metric by metric, against the round), in model-training
+    mode."""
+    from urllib.parse import quote
+
+    return (f"{base_url}/#/experiments/{experiment_id}/runs?{UI_MODE}&compareRunsMode=CHART"
+            f"&searchFilter={quote(search, safe='')}")
+
+
+def chart_links(base_url: str, charts: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """(title, :func:`chart_link`) of each (title, experiment, search filter) of ``charts`` whose experiment exists."""
+    with _store(create=False) as client:
+        ids = {} if client is None else {e.name: e.experiment_id for e in client.search_experiments()}
+    return [(title, chart_link(base_url, ids[exp], search)) for title, exp, search in charts if exp in ids]
+
+
+def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float = UI_READY_TIMEOUT_S,
+             charts: Sequence[tuple[str, str, str]] = ()) -> int:
     """Serve the MLflow UI on ``host:port`` against the tracking store until stopped (Ctrl-C, SIGTERM, SIGHUP;
-    the caller turns SIGTERM into Terminated). The links are printed once the server answers HTTP (MLflow takes
+    the caller turns SIGTERM into Terminated). The links (each experiment's runs table, then a
+    chart link per comparison of ``charts``: (title, experiment, search filter)) are printed once the server answers HTTP (MLflow takes
     25-40 s to start on a busy 2-core machine: links printed at once gave "connection refused"); a server that
     exits first, or does not answer within ``ready_timeout_s``, is one line (FedbenchError). The server runs as
     its own process group (MLflow, its web server and its job workers), stopped as a whole when this process
@@ -446,6 +465,7 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float =
         pass
     base = f"http://{host}:{port}"
     links = experiment_links(base)
+    compared = chart_links(base, charts)  # (title, experiment, filter): fedbench.track.headline_charts
     print(f"starting the MLflow UI for {uri} on {base} ...", flush=True)
     # one web worker: a local UI for one person (MLflow's default, 4, takes 4 times the memory and start-up time)
     mlflow_ui = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port),
@@ -466,6 +486,10 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float =
             print(f"  {name:<{width}}  {link}")
         if not links:
             print("  no experiments yet: `dvc repro` (or `fedbench run ...`) logs the runs")
+        if compared:
+            print("The headline comparisons, each run's curves in the chart view (x axis: Step = round):")
+        for title, link in compared:
+            print(f"  {title}\n    {link}")
         sys.stdout.flush()
         return server.wait()
     except (KeyboardInterrupt, Terminated):

@@ -515,3 +515,36 @@ def test_a_store_that_is_no_sqlite_database_or_lies_under_a_file_is_one_line(set
         f"fedbench: config error: MLFLOW_TRACKING_URI: {uri + '/x.db'!r} cannot be created ({tmp_path / 'mlflow.db'} "
         f"is a file, not a folder); {ALLOWED}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"]
+
+
+def test_each_headline_chart_selects_its_two_algorithms_runs_and_no_more_than_the_chart_view_draws():
+    """`fedbench ui` prints a chart link per headline comparison (issue 52, item 6): each filter, as MLflow parses
+    it, selects exactly the runs of its variants on its dataset and straggler level: at most 10 (the chart view draws
+    the first 10 visible runs)."""
+    from mlflow.utils.search_utils import SearchUtils
+
+    from fedbench.config import load_config
+    from fedbench.track import HEADLINE_CHARTS, headline_charts
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
+    charts = headline_charts(cfg)
+    assert [c[1] for c in charts] == ["train-stragglers", "train-heterogeneity", "train-fedprox_mnist5k"]
+    for chart, (_, _, search) in zip(HEADLINE_CHARTS, charts):
+        parsed = SearchUtils.parse_search_filter(search)
+        cells = [(s, d, v, f) for s, d, v, f in cfg.cells([chart.study])]
+
+        def selected(d, v, f):
+            tags = {"dataset": d, "variant": v, "stragglers": f"{f:g}"}
+            return all((tags[c["key"]] == c["value"]) == (c["comparator"] == "=") for c in parsed)
+
+        chosen = sorted({v for _, d, v, f in cells if selected(d, v, f)})
+        assert chosen == sorted(chart.variants)
+        assert len(chosen) * len(cfg.train.seeds) <= 10
+
+
+def test_a_chart_link_opens_the_chart_view_on_the_filtered_runs():
+    from fedbench.tracking import chart_link
+
+    link = chart_link("http://127.0.0.1:5000", "7", "tags.dataset = 'synthetic_1_1' and tags.stragglers = '0.9'")
+    assert link == ("http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&compareRunsMode=CHART"
+                    "&searchFilter=tags.dataset%20%3D%20%27synthetic_1_1%27%20and%20tags.stragglers%20%3D%20%270.9%27")
