@@ -157,7 +157,7 @@ def status(entry: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
             "registered": {k: reg.get(k) for k in ("hash", "commit", "date", "before_result")},
             "changed_fields": fields, "registered_verdict": reg.get("verdict"),
             "history": [resolve(h, entry) for h in reg.get("history", [])],
-            "rewordings": [{k: r[k] for k in ("changed", "why")} for r in reg.get("rewordings", [])],
+            "rewordings": [{k: r[k] for k in ("changed", "why", "decision") if k in r} for r in reg.get("rewordings", [])],
             "frozen": frozen if holds else None,
             "confirmatory": confirmed if counted else None,  # what the tally counts: shown pre-registered by git
             "unshown_confirmatory": confirmed if holds and confirmed and not counted else None,
@@ -264,10 +264,11 @@ def reword(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
         if status({**e, "rule": before}, registry)["status"] != "registered":  # in its old words it is not the rule
             refused.append(f"{e['id']} ({', '.join(st['changed_fields'])})")
             continue
-        if decision_words(before) != decision_words(e["rule"]):  # the words that decide: thresholds, combination
+        if rewording_decision(before, e["rule"]) != SAME_DECISION:  # the words that decide: thresholds, combination
             refused.append(f"{e['id']} (its decision: {'; '.join(decision_words(e['rule'])) or 'none stated'})")
             continue
-        record = {"rule": before, "hash": old["hash"], "changed": f"{commit} {date}", "why": why}
+        record = {"rule": before, "hash": old["hash"], "changed": f"{commit} {date}", "why": why,
+                  "decision": SAME_DECISION}
         as_registered = frozen_hash({**e, "rule": before})
         spec = {**(old.get("spec") or {}), "rule": e["rule"]}  # what was registered, in the new words
         hashed = spec if old["hash"] == content_hash(old.get("spec") or {}) else rule_spec(e)  # the hash is the
@@ -462,7 +463,11 @@ def disclosures(registry: dict[str, Any]) -> list[dict[str, Any]]:
     verdict existed is no disclosure (the rule was not changed after a result) and is left out.
 
     The verdict after a change is the record's own ``verdict_after`` where it states one, else the verdict of the
-    next history record that recorded one, else the claim's current registered verdict."""
+    next history record that recorded one, else the claim's current registered verdict.
+
+    A rewording that :func:`decision_words` does not show to state the same decision is a rule change (issue 51, item
+    7; :func:`check_rewordings` marks it): it is listed too ("rewording": True), with the verdicts registered before
+    and after it, None where none was recorded yet."""
     rows = []
     for cid, reg in sorted(registry.items()):
         history = reg.get("history") or []
@@ -481,7 +486,63 @@ def disclosures(registry: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"id": cid, "commit": commit, "date": date, "why": h.get("why", ""), "rule_before": h.get("rule", ""),
                          "verdict_before": h["verdict"], "verdict_before_source": h.get("verdict_source", ""),
                          "verdict_after": after, "verdict_after_source": source, "moved": after != h["verdict"]})
+        for r in reg.get("rewordings") or []:  # a rewording decision_words does not show the same: a rule change
+            if str(r.get("decision", "")).startswith(RULE_CHANGE):  # listed whether or not a verdict existed then
+                commit, _, date = str(r.get("changed", "")).partition(" ")
+                rows.append({"id": cid, "commit": commit, "date": date,
+                             "why": f"reworded ({r.get('why', '')}): {r['decision']}", "rule_before": r.get("rule", ""),
+                             "verdict_before": r["verdict_before"], "verdict_before_source": r.get("verdict_source", ""),
+                             "verdict_after": r.get("verdict_after"), "verdict_after_source": r.get("verdict_after_source", ""),
+                             "moved": r.get("verdict_after") != r["verdict_before"], "rewording": True})
     return rows
+
+
+SAME_DECISION = "the same decision (decision_words)"
+RULE_CHANGE = "a rule change"  # a rewording whose decision decision_words does not show the same
+
+
+def rewording_decision(before: str, after: str) -> str:
+    """Whether a change of a rule's words from ``before`` to ``after`` is a rewording (issue 51, item 7): accepted only
+    where :func:`decision_words` reads a decision in both and the same one; every other change of words is a rule change,
+    disclosed as such (the text says what decision_words read on each side)."""
+    then, now = decision_words(before), decision_words(after)
+    if then and then == now:
+        return SAME_DECISION
+    return (f"{RULE_CHANGE}: decision_words reads {len(then)} decision(s) in the earlier words and {len(now)} in the "
+            "later ones" + (", not the same" if then and now else "; the earlier words state none it can read"
+                            if not then else "; the later words state none it can read"))
+
+
+def check_rewordings(registry: dict[str, Any], hist: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """``registry`` with each record of ``rewordings`` marked by :func:`rewording_decision` (its words against the words
+    that followed them: the next rewording's, else the registered ones), and, where it is a rule change, the verdict
+    before it (the claim's registered verdict in the committed registry of the rewording's commit, read from ``hist``:
+    :func:`history`) and after it (the claim's registered verdict now), so that :func:`disclosures` lists it. The lines
+    say which rewordings are rule changes."""
+    committed = {c: b for c, b in (hist or {}).get("registry", [])}
+    out = {k: dict(v) for k, v in registry.items()}
+    lines = []
+    for cid, reg in sorted(out.items()):
+        records = [dict(r) for r in reg.get("rewordings") or []]
+        if not records:
+            continue
+        words = [r.get("rule", "") for r in records] + [(reg.get("spec") or {}).get("rule", "")]
+        for i, r in enumerate(records):
+            r["decision"] = rewording_decision(words[i], words[i + 1])
+            if not r["decision"].startswith(RULE_CHANGE):
+                continue
+            commit = str(r.get("changed", "")).split(" ")[0]
+            then = next((b for c, b in committed.items() if commit and c.startswith(commit)), None)
+            before = (((then or {}).get(cid) or {}).get("verdict") or {})
+            now = reg.get("verdict") or {}
+            r.update(verdict_before=before.get("verdict"),
+                     verdict_source=(f"the registered verdict in the registry of {commit}: " + _source(before))
+                     if before else "none recorded in the registry of that commit",
+                     verdict_after=now.get("verdict"), verdict_after_source=_source(now) if now else "none recorded yet")
+            lines.append(f"{cid}: rewording of {r.get('changed', '')}: {r['decision']} (verdict "
+                         f"{r['verdict_before']} -> {r['verdict_after']})")
+        reg["rewordings"] = records
+    return out, lines
 
 
 # Pre-registration shown by git (issue 51, item 1). What the registry says of itself (a commit, a date) is no proof:
@@ -784,7 +845,10 @@ def main(argv: list[str]) -> int:
                 print("fedbench claims audit: a shallow clone: its history cannot show a pre-registration (git fetch "
                       "--unshallow)", file=sys.stderr)
                 return 2
-            new, done = audit(load(a.registry), history())
+            hist = history()
+            new, done = audit(load(a.registry), hist)
+            new, changes = check_rewordings(new, hist)
+            done += changes
         except ValueError as e:
             print(f"fedbench claims audit: {e}", file=sys.stderr)
             return 2

@@ -14,7 +14,12 @@ from fedbench.claims.entry import new_entry
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _entry(rule="greater than 0", threshold="reproduced if the 95% interval lies above 0", verdict="reproduced",
+# a rule's words with the decision decision_words reads (fedbench.claims.verdict.Rule.text's), and other words for it
+RULE = "greater than 0; reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0"
+OTHER_WORDS = "greater than 0, in other words; reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0"
+
+
+def _entry(rule=RULE, threshold="reproduced if the 95% interval lies above 0", verdict="reproduced",
            seeds=(0, 1, 2, 3, 4), cid="p/x"):
     e = new_entry(id=cid, paper="p", where="w", claim_text="c", published={"value": None, "unit": "u", "scope": "",
                                                                              "statement": ""},
@@ -31,7 +36,7 @@ def _entry(rule="greater than 0", threshold="reproduced if the 95% interval lies
 
 def test_spec_and_hash_are_exact():
     spec = reg.rule_spec(_entry())
-    assert spec == {"rule": "greater than 0", "parts": [["a", "reproduced if the 95% interval lies above 0"]],
+    assert spec == {"rule": RULE, "parts": [["a", "reproduced if the 95% interval lies above 0"]],
                     "primary": "tail", "readings": ["paper", "tail"], "budgets": [0.5, 1.0],
                     "runs": {"scale": {"rounds": 200}, "seeds": {"training": [0, 1, 2, 3, 4], "data": [0]},
                              "rounds_run": 200, "rounds_paper": 200},
@@ -68,7 +73,7 @@ def test_a_changed_rule_needs_a_reason_and_keeps_the_registered_verdict():
     assert done == ["re-registered p/x (rule): a reason"]
     (h,) = r2["p/x"]["history"]
     assert (h["rule"], h["verdict"], h["changed"], h["why"], h["registered"]) == (
-        "greater than 0", "reproduced", "def 2026-11-27", "a reason", "abc")
+        RULE, "reproduced", "def 2026-11-27", "a reason", "abc")
     assert reg.status(changed, r2)["status"] == "registered"
     with pytest.raises(ValueError, match="not in the claims read: p/zz"):
         reg.register([changed], r2, "x", "d", ids=["p/zz"])
@@ -240,7 +245,7 @@ def test_the_committed_registry_discloses_every_rule_changed_after_a_result():
     registry = reg.load()
     rows = reg.disclosures(registry)
     changed_after = {cid for cid, r in registry.items() if any(h.get("verdict") is not None for h in r.get("history") or [])}
-    assert {x["id"] for x in rows} == changed_after and len(changed_after) >= 21
+    assert {x["id"] for x in rows if not x.get("rewording")} == changed_after and len(changed_after) >= 21
     found = {x["id"]: (x["verdict_before"], x["verdict_after"]) for x in rows if x["commit"] == "fa8e885"
              and x["verdict_before_source"].endswith("593a6ba (2026-11-22)")}
     assert found == {"fedprox/synthetic-1-1/partial-work": ("inconclusive", "inconclusive"),
@@ -270,7 +275,7 @@ def test_a_rule_naming_its_own_seeds_keeps_its_frozen_hash_on_fresh_seeds():
 def test_rewording_rekeys_a_rule_whose_words_alone_changed_and_keeps_its_confirmation():
     r, _ = _frozen_registry()
     r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29", frozen_in="f00d")
-    reworded = _entry(rule="greater than 0, in other words")  # parts, readings, runs: all as registered
+    reworded = _entry(rule=OTHER_WORDS)  # parts, readings, runs: all as registered
     st = reg.status(reworded, r)
     assert (st["status"], st["changed_fields"], st["confirmation"]) == (
         "changed", ["rule"], "void (the rule changed since it was frozen)")
@@ -285,26 +290,28 @@ def test_rewording_rekeys_a_rule_whose_words_alone_changed_and_keeps_its_confirm
     assert new["hash"] == reg.content_hash(new["spec"])
     assert new["frozen"] == {**r["p/x"]["frozen"], "hash": reg.frozen_hash(reworded)}
     assert new["confirmatory"] == {**r["p/x"]["confirmatory"], "hash": reg.frozen_hash(reworded)}
-    assert new["rewordings"] == [{"rule": "greater than 0", "hash": r["p/x"]["hash"], "changed": "stu 2026-11-30",
-                                  "why": "generated from its data", "frozen_hash": r["p/x"]["frozen"]["hash"],
+    assert new["rewordings"] == [{"rule": RULE, "hash": r["p/x"]["hash"], "changed": "stu 2026-11-30",
+                                  "why": "generated from its data", "decision": "the same decision (decision_words)",
+                                  "frozen_hash": r["p/x"]["frozen"]["hash"],
                                   "confirmatory_hash": r["p/x"]["confirmatory"]["hash"]}]
     st = reg.status(reworded, r2)
     assert (st["status"], st["confirmation"], st["confirmatory"]["verdict"]) == ("registered", "confirmed", "reproduced")
-    assert st["rewordings"] == [{"changed": "stu 2026-11-30", "why": "generated from its data"}]
+    assert st["rewordings"] == [{"changed": "stu 2026-11-30", "why": "generated from its data",
+                                 "decision": "the same decision (decision_words)"}]
     assert reg.reword([reworded], r2, "vwx", "2026-12-01", why="again") == (r2, [])  # nothing left to reword
     assert reg.disclosures(r2) == reg.disclosures(r)  # a rewording is no rule change after a result
 
 
 def test_rewording_refuses_more_than_words_and_a_confirmation_of_another_rule():
     r, _ = _frozen_registry()
-    sharper = _entry(rule="greater than 0, in other words", threshold="reproduced if the 95% interval lies above +5")
+    sharper = _entry(rule=OTHER_WORDS, threshold="reproduced if the 95% interval lies above +5")
     with pytest.raises(ValueError, match=r"more than the words changed \(re-register with --why REASON\): p/x "
                                          r"\(rule, parts\)"):
         reg.reword([sharper], r, "stu", "2026-11-30", why="w")
     stale = {k: dict(v) for k, v in r.items()}
     stale["p/x"]["frozen"] = {**stale["p/x"]["frozen"], "hash": "sha256:0000000000000000"}  # frozen on another rule
     with pytest.raises(ValueError, match="p/x: its frozen block .* is not of the rule in its registered words"):
-        reg.reword([_entry(rule="greater than 0, in other words")], stale, "stu", "2026-11-30", why="w")
+        reg.reword([_entry(rule=OTHER_WORDS)], stale, "stu", "2026-11-30", why="w")
 
 
 def test_cli_rewords_into_the_named_file(tmp_path):
@@ -312,7 +319,7 @@ def test_cli_rewords_into_the_named_file(tmp_path):
     path = tmp_path / "registry.json"
     reg.dump(r, path)
     claims = tmp_path / "claims.json"
-    claims.write_text(json.dumps({"claims": [_entry(rule="greater than 0, in other words")]}))
+    claims.write_text(json.dumps({"claims": [_entry(rule=OTHER_WORDS)]}))
     args = [sys.executable, "-m", "fedbench.cli", "claims", "register", "--claims", str(claims), "--registry", str(path)]
     refused = subprocess.run(args + ["--reworded"], capture_output=True, text=True, cwd=ROOT, check=False)
     assert refused.returncode == 1 and refused.stderr.strip() == "fedbench claims register: a rewording needs its reason (--why)"
@@ -320,7 +327,7 @@ def test_cli_rewords_into_the_named_file(tmp_path):
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "reworded p/x"  # frozen, not yet confirmed: the frozen block moves with it
-    assert reg.load(path)["p/x"]["frozen"]["hash"] == reg.frozen_hash(_entry(rule="greater than 0, in other words"))
+    assert reg.load(path)["p/x"]["frozen"]["hash"] == reg.frozen_hash(_entry(rule=OTHER_WORDS))
 
 
 def test_rewording_keeps_what_was_registered_open():
@@ -330,9 +337,9 @@ def test_rewording_keeps_what_was_registered_open():
     r, _ = reg.register([_entry(verdict="not-run")], {}, "abc", "2026-11-26")
     other = _entry(threshold="reproduced if the 95% interval lies above +5")  # parts the registration left open
     assert reg.status(other, r)["status"] == "registered"
-    r2, done = reg.reword([_entry(rule="in other words")], r, "stu", "2026-11-30", why="generated")
-    assert done == ["reworded p/x"] and r2["p/x"]["spec"] == {**r["p/x"]["spec"], "rule": "in other words"}
-    assert reg.status(other | {"rule": "in other words"}, r2)["status"] == "registered"
+    r2, done = reg.reword([_entry(rule=OTHER_WORDS)], r, "stu", "2026-11-30", why="generated")
+    assert done == ["reworded p/x"] and r2["p/x"]["spec"] == {**r["p/x"]["spec"], "rule": OTHER_WORDS}
+    assert reg.status(other | {"rule": OTHER_WORDS}, r2)["status"] == "registered"
     assert reg.status(other, r2)["status"] == "changed"  # the old words are no longer the registered ones
 
 
@@ -355,9 +362,41 @@ def test_rewording_refuses_words_that_state_another_decision():
 
 def test_a_rule_changed_after_rewording_keeps_its_earlier_words_in_its_history():
     r, _ = reg.register([_entry()], {}, "abc", "2026-11-26")
-    r, _ = reg.reword([_entry(rule="greater than 0, in other words")], r, "stu", "2026-11-30", why="generated")
+    r, _ = reg.reword([_entry(rule=OTHER_WORDS)], r, "stu", "2026-11-30", why="generated")
     sharper = _entry(rule="greater than 5", threshold="reproduced if the 95% interval lies above +5")
     r2, _ = reg.register([sharper], r, "vwx", "2026-12-01", why="a sharper rule")
     (h,) = r2["p/x"]["history"]
-    assert h["rule"] == "greater than 0, in other words" and h["rewordings"][0]["rule"] == "greater than 0"
+    assert h["rule"] == OTHER_WORDS and h["rewordings"][0]["rule"] == RULE
     assert "rewordings" not in r2["p/x"]
+
+
+def test_a_rewording_is_accepted_only_where_decision_words_shows_the_same_decision():
+    """Issue 51, item 7: decision_words reads the same decision on both sides, or the change of words is a rule change
+    (disclosed); reword refuses words it cannot read a decision in."""
+    assert reg.rewording_decision(RULE, OTHER_WORDS) == "the same decision (decision_words)"
+    assert reg.rewording_decision("greater than 0", OTHER_WORDS) == (
+        "a rule change: decision_words reads 0 decision(s) in the earlier words and 1 in the later ones; the earlier "
+        "words state none it can read")
+    sharper = OTHER_WORDS.replace("above 0, not-reproduced if it lies below 0", "above +5, not-reproduced if it lies "
+                                                                                  "below +5")
+    assert reg.rewording_decision(RULE, sharper).endswith("1 in the later ones, not the same")
+    r, _ = reg.register([_entry(rule="greater than 0")], {}, "abc", "2026-11-26")
+    with pytest.raises(ValueError, match=r"p/x \(its decision: reproduced if the 95% interval lies above 0, "):
+        reg.reword([_entry(rule=OTHER_WORDS)], r, "stu", "2026-11-30", why="words")  # none read before: refused
+
+
+def test_the_committed_rewordings_that_change_the_decision_are_disclosed_as_rule_changes():
+    """The 77 rewordings of the committed registry: decision_words shows the same decision in 5; the other 72 are
+    rule changes, disclosed (local-steps-help's bands and gamma-and-period-trends' 'generally' among them)."""
+    registry = reg.load()
+    marks = {(cid, r["changed"]): r["decision"] for cid, v in registry.items() for r in v.get("rewordings") or []}
+    assert len(marks) == 77 and sum(m == reg.SAME_DECISION for m in marks.values()) == 5
+    for cid, v in registry.items():
+        words = [r["rule"] for r in v.get("rewordings") or []] + [v["spec"]["rule"]]
+        for i, r in enumerate(v.get("rewordings") or []):
+            assert r["decision"] == reg.rewording_decision(words[i], words[i + 1]), cid
+    rows = {(x["id"], x["commit"]) for x in reg.disclosures(registry) if x.get("rewording")}
+    assert len(rows) == 72
+    assert ("scaffold/quadratics/local-steps-help", "0f91f4bbdb56") in rows
+    assert ("fedlaavg/cifar10/gamma-and-period-trends", "0f91f4bbdb56") in rows
+    assert ("scaffold/quadratics/local-steps-help", "afd4d58d795a") not in rows  # its second rewording: the same
