@@ -237,3 +237,26 @@ def test_a_rerun_under_another_rule_than_the_frozen_one_records_nothing(short_di
     assert "its confirmation is void" in err
     r = reg.load(registry)[entry["id"]]
     assert "frozen" in r and "confirmatory" not in r
+
+
+def test_a_headline_block_takes_the_seeds_its_power_rule_declares(gate):
+    """Issue 51, item 3: a headline claim's block has the seeds whose 95% half-width, at the exploratory seeds' sd, is
+    below half the published effect (or half the exploratory estimate), at least 6; recorded with the block."""
+    import math
+
+    from scipy import stats as sps
+
+    head = _entry("h/1", "mime_synthetic") | {"fidelity": "paper-scale"}
+    head |= {"published": head["published"] | {"value": 4.0},
+             "effect": {"estimate": 3.0, "per_seed": [1.0, 3.0, 5.0, 7.0, 9.0]}}  # sd sqrt(10); target 0.5 x 4 = 2
+    rule = confirm.power_rule([head, _entry("s/1", "mime_synthetic")])  # a stand-in counts toward no headline
+    assert rule["seeds"] == 13 and set(rule["claims"]) == {"h/1"} and rule["claims"]["h/1"]["of"] == "published"
+    assert sps.t.ppf(0.975, 12) * math.sqrt(10 / 13) < 2.0 <= sps.t.ppf(0.975, 11) * math.sqrt(10 / 12)
+    no_number = head | {"published": head["published"] | {"value": None}}  # half the exploratory +3: 1.5
+    assert confirm.power_rule([no_number])["claims"]["h/1"]["of"] == "exploratory"
+    assert confirm.power_rule([no_number])["seeds"] > 13
+    assert confirm.power_rule([_entry("s/1", "mime_synthetic")]) is None
+    r, _ = reg.register([head], {}, "abc", "2026-11-26")
+    r2, done = confirm.freeze_all({"mime_synthetic": [head]}, [head], r, "def", "2026-11-27")
+    assert r2["h/1"]["frozen"]["seeds"] == list(range(1000, 1013)) and r2["h/1"]["frozen"]["power"] == rule
+    assert done == ["froze h/1 (confirm seeds 1000-1012)"]
