@@ -36,6 +36,9 @@ def claims():
     return json.loads(json.dumps(plain(main)))  # as the report reads them back
 
 
+GAIN = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
+
+
 def _summary_rows(md):
     lines = md.splitlines()
     return [ln for ln in lines[: lines.index("## Sensitivity")] if ln.startswith("| [`")]
@@ -47,15 +50,17 @@ def test_summary_rows_read_at_a_glance(claims):
     assert len(rows) == len(claims)
     for row in rows:
         assert "…" not in row and "..." not in row and "{" not in row and "[{" not in row
-        assert row.count(" | ") == 9  # claim, fidelity, rounds, seeds, published, effect, direction, magnitude, verdict,
+        assert row.count(" | ") == 10  # claim, counted, fidelity, rounds, seeds, published, effect, direction, magnitude,
+        # exploratory verdict,
         # confirmatory
     gain = next(r for r in rows if "accuracy-gain" in r)
     # 10 of the paper's 200 rounds: at most a tenth, so smoke-check (fedbench.claims.fidelity.smoke_check)
     assert "| smoke-check | 10 / 200 | 3 (data 1) | 22.0 accuracy points (mean over the paper's five datasets" in gain
     assert "+31.0 [+28.5, +33.5] accuracy points, p = " in gain and "**reproduced**" in gain
-    assert " | reproduced | none (see details) | **reproduced**" in gain  # the +22 is a five-dataset mean
+    assert gain.startswith(f"| [`{GAIN}`](#{anchor(GAIN)}) | **reproduced** | smoke-check | ")  # the counted one leads
+    assert " | reproduced | none (see details) | reproduced | — |" in gain  # the +22 is a five-dataset mean
     partial = next(r for r in rows if "synthetic-1-1/partial-work" in r)
-    assert " | qualitative | **" in partial
+    assert " | qualitative | " in partial and partial.count("**") == 2  # only the counted verdict in bold
 
 
 def test_direction_and_magnitude_shown_apart(claims):
@@ -66,7 +71,8 @@ def test_direction_and_magnitude_shown_apart(claims):
                                  "estimate": 31.0, "ci95": [28.5, 33.5]}, "verdict": "not-reproduced"}
     md = _all_pages([five], pd.DataFrame())
     row = _summary_rows(md)[0]
-    assert row.endswith(" | reproduced | not-reproduced vs +22.0 (mean) | **not-reproduced** | — |")
+    assert row.endswith(" | reproduced | not-reproduced vs +22.0 (mean) | not-reproduced | — |")
+    assert " | **not-reproduced** | smoke-check | " in row
     assert ("- **Magnitude** (published +22.0 accuracy points): not-reproduced; mean: +31.0 [+28.5, +33.5] accuracy "
             "points; reproduced if ...; the claim is about the size, so its verdict needs both parts") in md
     assert "- **Direction**: reproduced; the claim's registered rule: reproduced if the 95% interval lies above 0" in md
@@ -187,9 +193,9 @@ def test_registration_marks_and_rules_changed_after_results(claims):
     md = _all_pages(marked, pd.DataFrame())
     cell = next(x for x in gain["sensitivity"] if x["reading"] == "paper's rule (C.3.2)")
     rows = _summary_rows(md)
-    assert rows[0].endswith(f"**{gain['verdict']}**; rule changed after results, the earlier rule's verdict: "
+    assert rows[0].endswith(f" | {gain['verdict']}; rule changed after results, the earlier rule's verdict: "
                             f"{cell['verdict']} (changed c1) | — |")
-    assert rows[1].endswith(f"**{partial['verdict']}**; rule changed after results, the earlier rule's verdict: "
+    assert rows[1].endswith(f" | {partial['verdict']}; rule changed after results, the earlier rule's verdict: "
                             f"{partial['verdict']} (changed since abc123) [changed] | — |")
     assert ("1 registered (hash matches), 1 changed since registration, 0 unregistered" in md)
     assert (f"| {cell['verdict']} | {gain['verdict']} | c1 2026-11-23 | compares rounds | the sensitivity reading |"
@@ -261,7 +267,7 @@ def test_rule_changed_before_any_result_is_not_called_changed_after_results(clai
     marked = [gain | {"registration": registry.status(gain, book)}]
     md = _all_pages(marked, pd.DataFrame())
     row = _summary_rows(md)[0]
-    assert row.endswith(f"**{gain['verdict']}**; rule changed before any result (changed c1) | — |")
+    assert row.endswith(f" | {gain['verdict']}; rule changed before any result (changed c1) | — |")
     section = md.split("## Registered rules")[1].split("\n## ")[0]
     assert "| claim | earlier rule's verdict |" in section and "cut to fit 2 cores" not in section
 
@@ -279,7 +285,7 @@ def test_a_sensitivity_reading_is_shown_beside_its_claim_and_not_counted(claims)
     assert "; sensitivity readings: 1 inconclusive." in md
     rows = _summary_rows(md)
     at = next(i for i, r in enumerate(rows) if r.startswith(f"| [`{gain['id']}`]"))
-    assert rows[at + 1].startswith(f"| [`{reading['id']}`]") and "**inconclusive**" in rows[at + 1]
+    assert rows[at + 1].startswith(f"| [`{reading['id']}`]") and " | **inconclusive** | " in rows[at + 1]
     assert (f"- **Sensitivity readings** (the same rule with one setting changed; shown, not counted): "
             f"[`sensitivity-code-seeding`](main-job.md#{anchor(reading['id'])}): inconclusive, +3.00 [-1.00, +7.00]") in md
 
@@ -326,7 +332,8 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
     marked = [c | {"registration": registry.status(c, book)} for c in (gain, partial)]
     md = _all_pages(marked, pd.DataFrame())
     rows = _summary_rows(md)
-    assert rows[0].endswith(f" | **{gain['verdict']}** | **{other}** (seeds {seeds[0]}-{seeds[-1]}) |")
+    assert rows[0].endswith(f" | {gain['verdict']} | {other} (seeds {seeds[0]}-{seeds[-1]}) |")
+    assert rows[0].startswith(f"| [`{gain['id']}`](#{anchor(gain['id'])}) | **{other}** | ")  # the counted one leads
     assert rows[1].endswith(" | deterministic: no seeds to confirm |")
     unit = gain["effect"].get("unit", "")
     assert (f"- **Confirmatory**: {other} (+1.50 [-0.500, +3.50]{' ' + unit if unit else ''}) on fresh seeds "
