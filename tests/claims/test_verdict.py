@@ -268,3 +268,27 @@ def test_claim_p_and_the_holm_family():
     assert [r["p_holm"] for r in rows] == [0.04, 0.06, None, 0.005, None] and rows[0]["family"] == 5
     assert [r["holm_verdict"] for r in rows] == ["reproduced", "inconclusive", "inconclusive", "not-reproduced",
                                                  "no p-value recorded"]
+
+
+def test_holm_headline_reads_each_headline_entrys_counted_verdict():
+    """The function the report renders (issue 51, item 3): the headline entries only (a stand-in and a sensitivity
+    reading are left out), each by its counted verdict: the confirmatory record's p_claim where the registration
+    carries a counted confirmation, else claim_p of the exploratory parts."""
+    from fedbench.claims.verdict import holm_headline
+
+    def entry(cid, verdict, fidelity="paper-scale", parts=(), registration=None):
+        return {"id": cid, "verdict": verdict, "fidelity": fidelity, "rule": "r", "parts": list(parts),
+                "registration": registration}
+
+    rows = holm_headline([
+        entry("a/1", "reproduced", parts=[{"verdict": "reproduced", "p_rule": 0.004}]),
+        entry("a/2", "inconclusive", registration={"confirmatory": {"verdict": "reproduced", "p_claim": 0.02}}),
+        entry("a/3", "not-reproduced", parts=[{"verdict": "not-reproduced", "p_rule": 0.03}]),
+        entry("s/1", "reproduced", fidelity="stand-in", parts=[{"verdict": "reproduced", "p_rule": 0.0001}]),
+        entry("a/1/sensitivity-x", "reproduced", parts=[{"verdict": "reproduced", "p_rule": 0.0001}]),
+    ])
+    # m = 3: 0.004 x 3 = 0.012, 0.02 x 2 = 0.04, 0.03 x 1 -> 0.04
+    assert [(r["id"], r["source"], r["p_holm"], r["holm_verdict"]) for r in rows] == [
+        ("a/1", "exploratory", 0.012, "reproduced"), ("a/2", "confirmatory", 0.04, "reproduced"),
+        ("a/3", "exploratory", 0.04, "not-reproduced")]
+    assert {r["family"] for r in rows} == {3}
