@@ -111,14 +111,14 @@ def _minibatch(x_ptr, y_ptr, idx_ptr, B, D1, C, BLOCK_B: tl.constexpr, BLOCK_D: 
 
 @triton.jit
 def _grad(theta, x, onehot, weight, C, BLOCK_C: tl.constexpr):
-    """x_aug^T (w (softmax(x_aug theta) - onehot)): the weighted cross-entropy's gradient at one row's theta
-    [BLOCK_D, BLOCK_C] (padded classes get probability 0, padded samples weight 0)."""
+    """(w x_aug)^T (softmax(x_aug theta) - onehot): the weighted cross-entropy's gradient at one row's theta
+    [BLOCK_D, BLOCK_C], its factors rounded as the engine's kernel rounds them (the weights folded into the inputs;
+    padded classes get probability 0, padded samples weight 0)."""
     oc = tl.arange(0, BLOCK_C)
     z = tl.dot(x, theta, input_precision="ieee")
     z = tl.where(oc[None, :] < C, z, float("-inf"))
     e = tl.exp(z - tl.max(z, axis=1)[:, None])
-    r = (e / tl.sum(e, axis=1)[:, None] - onehot) * weight[:, None]
-    return tl.dot(tl.trans(x), r, input_precision="ieee")
+    return tl.dot(tl.trans(x * weight[:, None]), e / tl.sum(e, axis=1)[:, None] - onehot, input_precision="ieee")
 
 
 @triton.jit
