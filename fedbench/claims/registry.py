@@ -43,6 +43,15 @@ confirmation is void until the rule is frozen and confirmed again; :func:`status
 while the frozen hash still matches. A claim of a study with no seed randomness is marked DETERMINISTIC
 (:func:`mark_deterministic`) instead of frozen: nothing new would be learnt from a rerun. ``fedbench claims confirm``
 (fedbench.studies.confirm) freezes, reruns and records.
+
+Shown by git (issue 51, items 1 and 7): the registry's own words about itself prove nothing; the repository's history
+does. :func:`audit` (``fedbench claims audit``) marks each confirmation "shown" only where the history holds its
+frozen block in a commit that is an ancestor of, and not, the first commit with a result on its seeds
+(:func:`preregistration`); :func:`status` counts only those (``confirmatory``; a not-shown one is
+``unshown_confirmatory``), and a fresh block skips every seed any commit recorded a result on or froze
+(:func:`history_seeds`). ``before_result`` falls to False where the history holds a result of the claim from before
+its registration. :func:`check_rewordings` marks each rewording the same decision only where :func:`decision_words`
+reads the same decision on both sides; every other one is a rule change, listed by :func:`disclosures`.
 """
 
 from __future__ import annotations
@@ -797,9 +806,9 @@ def dump(registry: dict[str, Any], path: str | Path = REGISTRY) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON] [--reworded]`` and
-    ``fedbench claims freeze [IDS...] [--claims reports/claims.json] [--count 5]`` (``fedbench claims confirm``, which runs studies,
-    is fedbench.studies.confirm: the claims package runs nothing)."""
+    """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON] [--reworded]``,
+    ``fedbench claims freeze [IDS...] [--claims reports/claims.json] [--count 5]`` and ``fedbench claims audit``
+    (``fedbench claims confirm``, which runs studies, is fedbench.studies.confirm: the claims package runs nothing)."""
     import argparse
     import datetime
     import subprocess

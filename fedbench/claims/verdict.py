@@ -19,8 +19,9 @@ threshold:
     within     |effect| < m            -m < low, high < m     low >= m or high <= -m    inconclusive
 
 A threshold is the paper's or none: a direction rule tests the sign, or a threshold the paper itself states, and
-no smallest effect chosen by this project (issue 32; the margins of equivalence claims, "within" and "at_most", are
-listed in the claims' texts). A claim that states a number is judged on that number by its magnitude part
+no smallest effect chosen by this project (issue 32). The margins of equivalence claims ("within", "at_most": "rather
+robust", "similar", "competitive", "matches", "unaffected") are numbers no paper states: they are declared
+``chosen`` and counted without (issue 51, item 4; below). A claim that states a number is judged on that number by its magnitude part
 (fedbench.claims.magnitude): its direction alone earns "direction-only", not "reproduced". Rule history: a
 ``greater`` rule with d > 0 was first reproduced when low > 0 and high >= d (the size only not excluded); the
 project-chosen d of FedProx's headline (5 points), MNIST-5k's gain (5) and FedLaAvg's gains (1) let a size claim
@@ -99,7 +100,7 @@ class Rule:
         if self.chosen and self.threshold == 0:
             raise ValueError("a rule marked chosen needs the threshold this project chose (d != 0)")
 
-    def counted(self) -> "Rule":
+    def counted(self) -> Rule:
         """The rule that counts: this one, or without this project's threshold where it is ``chosen`` (d = 0)."""
         return Rule(self.kind, 0.0, self.unit, self.share, self.level) if self.chosen else self
 
@@ -390,6 +391,11 @@ def judge(parts: Sequence[Part], measure: Measure, primary: str, readings: Seque
     verdict = combine([v for *_, v in full])
     for part, effect, v in full:
         ci = effect.get("ci95")
+        rule = part.rule.counted()
+        if ci is not None and not meets_level(effect, rule.level) and rule.side(*map(float, ci)) != "inconclusive":
+            notes.append(f"{part.label or 'the effect'}: {MORE_SEEDS} (its interval covers "
+                         f"{float(effect.get('coverage') or 0):.2%}, the rule is stated at {rule.level:.0%}; it would "
+                         f"read {rule.side(*map(float, ci))})")
         if v == "not-reproduced" and part.rule.counted().kind == "greater" and part.rule.counted().threshold > 0 \
                 and ci is not None and float(ci[0]) > 0:
             notes.append(f"{part.label or 'the effect'}: real (interval above 0) but below the "

@@ -206,6 +206,8 @@ def test_five_seeds_of_five_of_six_cases_are_inconclusive():
     rule = Rule("greater", 0.0, "% of cases", share=Share(cases=6, minus=50.0))
     out = judge([Part("share", rule)], lambda r, b: [[100 * 5 / 6 - 50] * 5], "tail", budgets=(1.0,))
     assert out["verdict"] == "inconclusive" and out["effect"]["p_value"] == 0.0625
+    assert out["notes"] == ["share: the interval covers less than the rule's level: more seeds are needed (its interval "
+                            "covers 93.75%, the rule is stated at 95%; it would read reproduced)"]
     assert out["effect"]["p_rule"] == 0.0625 and out["effect"]["coverage"] == 0.9375
     six = judge([Part("share", rule)], lambda r, b: [[100 * 5 / 6 - 50] * 6], "tail", budgets=(1.0,))
     assert six["verdict"] == "reproduced" and six["effect"]["p_rule"] == 0.03125  # 6 of 6 above 0: 2 / 2^6
