@@ -136,3 +136,23 @@ def test_a_not_implemented_entry_is_counted_in_no_coverage_figure():
         "1 reproduced; sensitivity readings: 1 reproduced, 1 inconclusive.")
     assert DEFINITION.endswith("an entry that no command would judge yet is listed as not implemented and counted "
                                "in no coverage figure")
+
+
+def test_metrics_carry_the_confirmed_counts_and_the_exploratory_headline_beside_the_counted_one():
+    """Issue 51 item 6: metrics.json says how many entries a confirmatory verdict counts (and of them toward the
+    headline) and the headline by exploratory verdicts beside the counted one; the counted effect is the
+    confirmatory run's."""
+    from fedbench.claims.tally import counted_effect
+
+    confirmed = e("a/paper/3", "not-reproduced", "paper-scale") | {
+        "effect": {"estimate": -2.0, "ci95": [-3.0, -1.0], "unit": "points"},
+        "registration": {"confirmatory": {"verdict": "inconclusive", "seeds": [1000, 1001], "estimate": -0.5,
+                                          "ci95": [-1.5, 0.5], "unit": "points"}}}
+    fixture = [x for x in FIXTURE if x["id"] != "a/paper/3"] + [confirmed]
+    m = tally(fixture).metrics()
+    assert m["confirmed"] == {"entries": 1, "headline": 1}
+    assert m["headline"] == dict.fromkeys(COUNTED, 0) | {"reproduced": 3, "inconclusive": 2, "not-run": 1}
+    assert m["headline_exploratory"] == dict.fromkeys(COUNTED, 0) | {"reproduced": 3, "not-reproduced": 1,
+                                                                       "inconclusive": 1, "not-run": 1}
+    assert counted_effect(confirmed) == {"estimate": -0.5, "ci95": [-1.5, 0.5], "unit": "points", "confirmatory": True}
+    assert counted_effect(FIXTURE[0]) is None and tally(FIXTURE).metrics()["confirmed"] == {"entries": 0, "headline": 0}
