@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+import fedbench.engine.kernels.generic as generic
 from fedbench.data.format import FederatedDataset
 from fedbench.data.transforms import model_inputs
 from fedbench.divergence import (  # noqa: F401 (the engine's divergence rule; re-read by its callers here)
@@ -142,14 +143,14 @@ def _mean(values: torch.Tensor) -> torch.Tensor:
 def evaluate_many(kernel, thetas: torch.Tensor, data: DeviceData, with_dissimilarity: bool = True, *,
                   splits: tuple[str, ...] = DEFAULT_SPLITS,
                   samples: dict[str, np.ndarray] | list[dict[str, np.ndarray]] | None = None,
-                  dissimilarity_idx: np.ndarray | None = None) -> list[Evaluation]:
+                  dissimilarity_idx: np.ndarray | list[np.ndarray] | None = None) -> list[Evaluation]:
     """Several global models thetas [M, P] on the same data (the runs of a stack), in one pass where the kernel
     evaluates several models at once. ``splits``: which of "train", "test", "global_test"; ``samples``: for a
     split, the sorted indices of the samples to read (absent: all), one dict for every model or a list of one
     dict per model (each run's own seeded sample: every model is evaluated on the union of the samples in one
     pass, and each reads its own; per-sample values do not depend on the other samples of the pass, so each
     model's metrics are those of its own pass); ``dissimilarity_idx``: the sorted indices of the training samples
-    each client's gradient is taken on (None: all). Every model's metrics are read back to the host in one read
+    each client's gradient is taken on (None: all; a list: each model's own, one segmented backward for all). Every model's metrics are read back to the host in one read
     (fedbench.engine.host_sync), each computed as it would be alone."""
     m, n_dev = thetas.shape[0], data.num_clients
     per_model = samples if isinstance(samples, list) else [samples or {}] * m
@@ -283,9 +284,14 @@ class Dissimilarity:
 
 
 def _stream_client_grads(kernel, thetas: torch.Tensor, data: DeviceData, acc: Dissimilarity,
-                         idx: np.ndarray | None = None) -> None:
+                         idx: np.ndarray | list[np.ndarray] | None = None) -> None:
     """Gradients of every client with training data at each model, a chunk of clients at a time: on all its
-    samples, or (``idx``, sorted training-sample indices) on its samples among ``idx``; weighted by its n_k."""
+    samples, or (``idx``, sorted training-sample indices) on its samples among ``idx``; weighted by its n_k.
+    ``idx`` a list: each model's own sample (one per model), every (model, client) pair a segment of one
+    segmented backward a chunk (:func:`_stream_own_samples`)."""
+    if isinstance(idx, list):
+        _stream_own_samples(kernel, thetas, data, acc, idx)
+        return
     m, p = thetas.shape
     sizes = data.train_sizes
     has_data = np.flatnonzero(sizes > 0)
@@ -307,6 +313,34 @@ def _stream_client_grads(kernel, thetas: torch.Tensor, data: DeviceData, acc: Di
         acc.add(counts, segment_grads_many(kernel, thetas, data.x_train[idx_t], data.y_train[idx_t], seg, used))
 
 
+def _stream_own_samples(kernel, thetas: torch.Tensor, data: DeviceData, acc: Dissimilarity,
+                        idx: list[np.ndarray]) -> None:
+    """:func:`_stream_client_grads` where model i takes each client's gradient on its own sample ``idx[i]`` (sorted
+    training-sample indices): per chunk of clients, the M x c (model, client) segments as the rows of one
+    ``kernel.segment_grads`` call at their model's parameters, instead of a pass a model."""
+    m, p = thetas.shape
+    sizes = data.train_sizes
+    has_data = np.flatnonzero(sizes > 0)
+    per_chunk = max(1, DISSIMILARITY_CHUNK_BYTES // max(1, 4 * p * m))
+    offs = data.train_offsets
+    pools = [np.asarray(i, dtype=np.int64) for i in idx]
+    bounds = [(np.searchsorted(pool, offs[:-1]), np.searchsorted(pool, offs[1:])) for pool in pools]
+    for lo in range(0, len(has_data), per_chunk):
+        clients = has_data[lo: lo + per_chunk]
+        rows, used = [], []
+        for pool, (lo_k, hi_k) in zip(pools, bounds):
+            for c in clients:
+                rows.append(pool[lo_k[c]:hi_k[c]])
+                used.append(hi_k[c] - lo_k[c])
+        idx_t = torch.from_numpy(np.concatenate(rows)).to(thetas.device)
+        used_t = torch.from_numpy(np.array(used, dtype=np.int64)).to(thetas.device)
+        seg = torch.repeat_interleave(torch.arange(len(used), device=thetas.device), used_t)
+        theta_rows = thetas.repeat_interleave(len(clients), dim=0)  # row (i, c): model i's parameters
+        grads = kernel.segment_grads(theta_rows, data.x_train[idx_t], data.y_train[idx_t], seg, used_t)
+        counts = torch.from_numpy(sizes[clients]).to(thetas.device)
+        acc.add(counts, grads.view(m, len(clients), p))
+
+
 def dissimilarity(kernel, thetas: torch.Tensor, data: DeviceData) -> np.ndarray:
     """The gradient dissimilarity (:class:`Dissimilarity`) of each model thetas [M, P] on ``data``."""
     acc = Dissimilarity(thetas.shape[0], thetas.shape[1], data.train_sizes, thetas.device)
@@ -320,4 +354,11 @@ def segment_grads_many(kernel, thetas: torch.Tensor, x, y, segment, counts) -> t
     if fn is not None:
         return fn(thetas, x, y, segment, counts)
     s = len(counts)
+    if thetas.device.type in generic.BATCHED_EVAL_DEVICES and thetas.shape[0] > 1:
+        # one segmented backward for the M x S (model, segment) pairs, instead of a pass a model (issue 49, D5)
+        m = thetas.shape[0]
+        seg = (segment.unsqueeze(0) + s * torch.arange(m, device=segment.device).unsqueeze(1)).flatten()
+        grads = kernel.segment_grads(thetas.repeat_interleave(s, dim=0), x.repeat(m, *[1] * (x.dim() - 1)),
+                                     y.repeat(m), seg, counts.repeat(m))
+        return grads.view(m, s, -1)
     return torch.stack([kernel.segment_grads(th.expand(s, -1), x, y, segment, counts) for th in thetas])

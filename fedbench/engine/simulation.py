@@ -494,8 +494,9 @@ def _evaluate(stack: Stack, runs: list[RunState], plans: list[_Plan]) -> list[Ev
     """Each run's global model on its own data, as its plan says (None: nothing to evaluate). Runs on the same data
     that evaluate the same splits, on all of them or on the same samples, are evaluated in one batched pass; on
     UNION_PASS_DEVICES so are runs that each evaluate their own seeded sample (fedbench.engine.metrics.evaluate_many:
-    every model on the union of the samples, each reading its own). A run whose dissimilarity is taken on its own
-    sample of training data is evaluated alone."""
+    every model on the union of the samples, each reading its own), and runs whose dissimilarity is taken on their
+    own sample of training data (one segmented backward for every (run, client) pair); elsewhere such a run is
+    evaluated alone."""
     out: dict[int, Evaluation | None] = {}
     groups: dict[tuple, list[int]] = {}
     union = stack.device.type in UNION_PASS_DEVICES
@@ -503,17 +504,21 @@ def _evaluate(stack: Stack, runs: list[RunState], plans: list[_Plan]) -> list[Ev
         if plan.empty:
             out[i] = None
             continue
-        if plan.dissimilarity_idx is not None or (plan.samples and not union):
+        own_dissimilarity = plan.dissimilarity_idx is not None
+        if (own_dissimilarity or plan.samples) and not union:
             key = ("own", i)
         else:
-            key = (id(run.data), plan.splits, plan.dissimilarity)
+            key = (id(run.data), plan.splits, plan.dissimilarity, own_dissimilarity)
         groups.setdefault(key, []).append(i)
     for members in groups.values():
         plan = plans[members[0]]
         thetas = torch.stack([runs[i].state.theta for i in members])
         samples = [dict(plans[i].samples) for i in members]
+        own = plan.dissimilarity_idx is not None and len(members) > 1  # one segmented backward, each its own sample
         evs = evaluate_many(stack.kernel, thetas, runs[members[0]].data, plan.dissimilarity, splits=plan.splits,
-                            samples=samples if any(samples) else None, dissimilarity_idx=plan.dissimilarity_idx)
+                            samples=samples if any(samples) else None,
+                            dissimilarity_idx=[plans[i].dissimilarity_idx for i in members] if own
+                            else plan.dissimilarity_idx)
         for i, ev in zip(members, evs):
             out[i] = ev
     return [out[i] for i in range(len(runs))]

@@ -175,3 +175,70 @@ def test_the_cpu_evaluates_a_pass_a_model_bit_for_bit():
     import fedbench.engine.kernels.generic as generic
 
     assert "cpu" not in generic.BATCHED_EVAL_DEVICES
+
+
+@pytest.mark.parametrize("model_name", ["mclr", "cifar_cnn"])
+def test_runs_with_their_own_dissimilarity_sample_share_one_segmented_backward_where_enabled(model_name, monkeypatch):
+    """Issue 49, D5: on the devices of UNION_PASS_DEVICES (CUDA) runs whose dissimilarity is taken on their own
+    seeded sample are no longer evaluated alone: every (run, client) pair is a segment of one backward a chunk.
+    Forced on the CPU here: one evaluation call for the stack, and each run's dissimilarity equal to its own
+    pass's within float32 rounding (the CPU keeps a pass a run)."""
+    import fedbench.engine.kernels.generic as generic
+    from fedbench.bench.federation import bench_model, make_federation
+
+    if model_name == "mclr":
+        data = generate_synthetic(1, 1, num_devices=8, seed=0, lognormal_mean=3.0, lognormal_sigma=0.7, min_samples=20)
+        model = build_model("mclr", data.feature_shape, data.num_classes)
+    else:
+        spec = bench_model("cifar_cnn")
+        model = spec.build()
+        data = make_federation(spec, model, 4, sizes=np.array([3, 5, 2, 4]))
+    cfg = SimulationConfig(rounds=2, clients_per_round=2, local_steps=2, batch_size=5, device="cpu",
+                           dissimilarity_every=1, dissimilarity_samples=3, checkpoint_every=10**9)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, FedProx(lr=0.05, mu=1.0)) for s in (1, 2, 3)]
+    alone = [simulate(s.cfg, s.dataset, model, s.algorithm) for s in specs]
+    calls = []
+    real = simulation.evaluate_many
+
+    def counting(kernel, thetas, *args, **kwargs):
+        calls.append(thetas.shape[0])
+        return real(kernel, thetas, *args, **kwargs)
+
+    monkeypatch.setattr(simulation, "evaluate_many", counting)
+    monkeypatch.setattr(simulation, "UNION_PASS_DEVICES", ("cpu", "cuda"))
+    monkeypatch.setattr(generic, "BATCHED_EVAL_DEVICES", ("cpu", "cuda"))
+    stacked = simulate_stack(model, specs)
+    assert calls[0] == 3  # round 0: the three runs in one call
+    for a, b in zip(alone, stacked):
+        assert torch.equal(a.theta, b.theta)  # training is untouched
+        da = [row["train/dissimilarity"] for row in a.history]
+        db = [row["train/dissimilarity"] for row in b.history]
+        np.testing.assert_allclose(db, da, rtol=1e-5, atol=1e-7)
+
+
+def test_the_dissimilarity_of_m_models_is_one_segmented_backward_where_enabled(monkeypatch):
+    """Issue 49, D5: the dissimilarity's client gradients at M models (a kernel without its own segment_grads_many)
+    as one segmented backward over the M x S (model, client) pairs on BATCHED_EVAL_DEVICES (CUDA); forced on the
+    CPU: equal to a backward a model within float32 rounding, with one grad call a chunk instead of M."""
+    import fedbench.engine.kernels.generic as generic
+    from fedbench.bench.federation import bench_model, make_federation
+
+    spec = bench_model("cifar_cnn")
+    model = spec.build()
+    data = DeviceData.build(make_federation(spec, model, 4, sizes=np.array([3, 5, 2, 4])), torch.device("cpu"))
+    kernel = choose_kernel(model, "cpu", "vmap")
+    thetas = torch.stack([model.init(torch.Generator().manual_seed(i)) for i in range(3)])
+    grads = []
+    real = kernel.grad
+
+    def counting(theta, *args):
+        grads.append(theta.shape[0])
+        return real(theta, *args)
+
+    monkeypatch.setattr(kernel, "grad", counting)
+    apart = [e.dissimilarity for e in evaluate_many(kernel, thetas, data, True, splits=())]
+    assert len(grads) == 3
+    monkeypatch.setattr(generic, "BATCHED_EVAL_DEVICES", ("cpu", "cuda"))
+    together = [e.dissimilarity for e in evaluate_many(kernel, thetas, data, True, splits=())]
+    assert len(grads) == 4 and grads[-1] == 3 * 4  # one call: 3 models x 4 clients as rows
+    np.testing.assert_allclose(together, apart, rtol=1e-5)
