@@ -115,29 +115,42 @@ def test_mu_stabilises_upward_variation():
 
 def test_heterogeneity_and_dissimilarity_verdicts():
     level = {d: i for i, d in enumerate(HETERO)}
-    loss = lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s - (0.5 if v == "fedprox_mu1" and level[ds] else 0.0)
-    dis = lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s - (0.2 if v == "fedprox_mu1" and level[ds] else 0.0)
+    # every difference varies a little with the seed: equal per-seed differences give an order-statistic interval,
+    # whose coverage with 3 seeds (75%) cannot meet a 95% rule (issue 51)
+    loss = lambda ds, v, f, s: (1.0 + level[ds] * (1 + 0.01 * s) + 0.01 * s
+                                - (0.5 + 0.01 * s if v == "fedprox_mu1" and level[ds] else 0.0))
+    dis = lambda ds, v, f, s: (1.0 + level[ds] * (1 + 0.01 * s) + 0.01 * s
+                               - (0.2 + 0.01 * s if v == "fedprox_mu1" and level[ds] else 0.0))
     c = _curves(CFG, loss, dis_of=dis)
     e = heterogeneity_hurts(CFG, c)
     assert e["verdict"] == "reproduced" and len(e["parts"]) == 6
-    assert e["parts"][0]["estimate"] == pytest.approx(1.0)  # FedAvg (0,0) - IID
+    assert e["parts"][0]["estimate"] == pytest.approx(1.01)  # FedAvg (0,0) - IID: 1 + 0.01 s
     assert dissimilarity_tracks_loss(CFG, c)["verdict"] == "reproduced"
     assert dissimilarity_tracks_loss(CFG, c)["reproduced"]["spearman_dissimilarity_vs_loss_per_seed"] == [1.0] * 3
-    up = _curves(CFG, loss, dis_of=lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s + (0.2 if v == "fedprox_mu1" else 0))
+    up = _curves(CFG, loss, dis_of=lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s + (0.2 + 0.01 * s if v == "fedprox_mu1"
+                                                                                    else 0))
     assert dissimilarity_tracks_loss(CFG, up)["verdict"] == "not-reproduced"  # mu=1 raises the dissimilarity
-    assert heterogeneity_hurts(CFG, _curves(CFG, lambda ds, v, f, s: 4.0 - level[ds] + 0.01 * s,
+    assert heterogeneity_hurts(CFG, _curves(CFG, lambda ds, v, f, s: 4.0 - level[ds] * (1 + 0.01 * s) + 0.01 * s,
                                             dis_of=dis))["verdict"] == "not-reproduced"
+    same = _curves(CFG, lambda ds, v, f, s: 1.0 + level[ds] + 0.01 * s, dis_of=dis)  # every seed the same differences
+    assert heterogeneity_hurts(CFG, same)["verdict"] == "inconclusive"  # 3 equal values: 75% coverage, more seeds
 
 
 def test_iid_robust_verdicts_and_no_extrapolation_across_budgets():
+    # +0.5% and +0.9%: below the 10% this project chose for "rather robust", which the paper does not state (issue 51,
+    # item 4): counted without it (an increase is shown), reproduced only with it, beside
     e = iid_robust(CFG, _curves(CFG, lambda ds, v, f, s: 1.0 + 0.01 * f + 0.001 * s))
-    assert e["verdict"] == "reproduced" and [p["part"] for p in e["parts"]] == ["50% stragglers", "90% stragglers"]
+    assert e["verdict"] == "not-reproduced" and [p["part"] for p in e["parts"]] == ["50% stragglers", "90% stragglers"]
+    assert next(c for c in e["sensitivity"] if c["reading"] == "with this project's thresholds")["verdict"] == "reproduced"
+    assert iid_robust(CFG, _curves(CFG, lambda ds, v, f, s: 1.0 - 0.01 * f + 0.001 * s))["verdict"] == "reproduced"
     assert "10% stragglers (shown in the paper's Figure 5) is not run" in e["deviations"]
     # the loss at 90% is 1.5 + 0.1 s against 1.0 at 0%; both curves add 0.01 (R - r), so read at the end
     e = iid_robust(CFG, _curves(CFG, lambda ds, v, f, s: 1.0 + (0.5 + 0.1 * s) * (f > 0.6)))
     expected = [100 * ((1.5 + 0.1 * s + 0.02) / 1.02 - 1) for s in range(3)]
     assert e["parts"][1]["per_seed"] == [pytest.approx(x, rel=1e-5) for x in expected]
-    assert e["verdict"] == "not-reproduced" and e["verdict_text"] == ""
+    assert e["verdict"] == "not-reproduced" and "budget-limited" not in e["verdict_text"]
+    assert e["verdict_text"] == ("with this project's thresholds (not stated by the paper; not counted): "
+                                 "not-reproduced, against not-reproduced without them")
     # a 90% curve that starts far above and closes in on the 0% curve: not-reproduced at the end, and still so
     # though it moves toward the paper's side fast enough to cross +10% by the paper's 200 rounds: no verdict is
     # extrapolated across budgets (issue 21)
@@ -157,7 +170,7 @@ def test_iid_robust_verdicts_and_no_extrapolation_across_budgets():
 def test_same_code_at_the_papers_budget_with_five_seeds_and_ten_percent_stragglers():
     cfg = load_config("params.yaml", {"train.seeds": [0, 1, 2, 3, 4], "train.rounds": 200,
                                       "studies.stragglers.stragglers": [0.0, 0.1, 0.5, 0.9]})
-    c = _curves(cfg, lambda ds, v, f, s: 1.0 + 0.01 * f + 0.001 * s, levels=(0.0, 0.1, 0.5, 0.9),
+    c = _curves(cfg, lambda ds, v, f, s: 1.0 - 0.01 * f + 0.001 * s, levels=(0.0, 0.1, 0.5, 0.9),
                 acc_of=lambda ds, v, f, s: 0.8 + 0.01 * s if v == "fedprox_mu1" else 0.5)
     claims = evaluate_claims(cfg, c.frame)
     assert all(x["fidelity"] == "paper-scale" and x["rounds_run"] == 200 for x in claims)
@@ -191,39 +204,51 @@ def test_stragglers_hurt_fedavg_exact_and_verdicts():
     assert e["parts"][0]["per_seed"] == [pytest.approx(1.0 + 0.005 * s) for s in range(3)]
     assert e["parts"][1]["per_seed"] == [pytest.approx(0.8 + 0.004 * s) for s in range(3)]
     assert e["verdict"] == "reproduced"
-    better = _curves(CFG, lambda ds, v, f, s: 3.0 - 2.0 * f + 0.001 * s)
+    better = _curves(CFG, lambda ds, v, f, s: 3.0 - 2.0 * f * (1 + 0.01 * s))
     assert stragglers_hurt_fedavg(CFG, better)["verdict"] == "not-reproduced"
 
 
 def test_mu_increases_accuracy_share_of_cases():
     def acc(better_on):
-        return lambda ds, v, f, s: (0.6 if better_on(ds) else 0.4) if v == "fedprox_mu1" else 0.5
+        return lambda ds, v, f, s: (0.6 if better_on(ds, s) else 0.4) if v == "fedprox_mu1" else 0.5
 
-    e = mu_increases_accuracy(CFG, _curves(CFG, lambda *a: 1.0, acc_of=acc(lambda ds: True)))
-    # all 6 cases of 3 seeds above: 18 of 18, whose exact (Clopper-Pearson) 95% interval is [0.025^(1/18), 1]
-    # (the lower end solves p^18 = 0.025), minus 50 points; not the zero-width t-interval [50, 50]. Kept to 6
-    # significant digits (fedbench.claims.stats.DIGITS): 31.4698..., so within 5e-5 of the exact value
-    assert e["effect"]["per_seed"] == [50.0, 50.0, 50.0]
-    assert e["effect"]["ci95"] == [pytest.approx(100 * 0.025 ** (1 / 18) - 50, abs=5e-5), 50.0]
-    assert e["verdict"] == "reproduced"
-    assert e["reproduced"]["Synthetic-IID at 0%"] == [10.0, 10.0, 10.0]  # per-case gains, in points
+    # the seed is the unit (issue 51): per seed the share of the six cases minus 50, read as any per-seed value
+    e = mu_increases_accuracy(CFG, _curves(CFG, lambda *a: 1.0, acc_of=acc(lambda ds, s: s != 1 or ds != "synthetic_iid")))
+    shares = [50.0, 100 * 5 / 6 - 50, 50.0]  # seed 1 worse on Synthetic-IID: 5 of 6
+    assert e["effect"]["per_seed"] == [pytest.approx(x, abs=1e-4) for x in shares]
+    assert e["effect"]["ci95"] == _t_interval(shares) and e["verdict"] == "reproduced"
+    assert e["reproduced"]["Synthetic-IID at 0%"] == [10.0, -10.0, 10.0]  # per-case gains, in points
+    every = mu_increases_accuracy(CFG, _curves(CFG, lambda *a: 1.0, acc_of=acc(lambda ds, s: True)))
+    # all 6 cases on each of 3 seeds: three equal shares, the sign test p = 2 / 2^3 and a 75% interval: no 95% verdict
+    # (pooled as 18 Clopper-Pearson trials until issue 51: reproduced)
+    assert every["effect"]["per_seed"] == [50.0] * 3 and every["effect"]["p_value"] == 0.25
+    assert every["effect"]["coverage"] == 0.75 and every["verdict"] == "inconclusive"
     # better on Synthetic(1,1) only: its three cases of six, not 'most'
-    half = mu_increases_accuracy(CFG, _curves(CFG, lambda *a: 1.0, acc_of=acc(lambda ds: ds == "synthetic_1_1")))
+    half = mu_increases_accuracy(CFG, _curves(CFG, lambda *a: 1.0, acc_of=acc(lambda ds, s: ds == "synthetic_1_1")))
     assert half["effect"]["estimate"] == 0.0 and half["verdict"] == "inconclusive"
     tie = mu_increases_accuracy(CFG, _curves(CFG, lambda *a: 1.0))  # equal accuracies: never above
-    assert tie["effect"]["estimate"] == -50.0 and tie["verdict"] == "not-reproduced"
+    assert tie["effect"]["estimate"] == -50.0 and tie["verdict"] == "inconclusive"  # 3 seeds cannot decide
 
 
 def test_iid_partial_work_no_effect_equivalence():
     def loss(avg):
-        return lambda ds, v, f, s: avg if v == "fedavg" else 0.98
-    e = iid_partial_work_no_effect(CFG, _curves(CFG, loss(1.03)))  # tail losses 1.05 and 1.00: +5%
+        return lambda ds, v, f, s: avg + 0.001 * s if v == "fedavg" else 0.98
+
+    near = lambda ds, v, f, s: 0.5 + (0.001 * s if v == "fedavg" else 0.0)  # 0, 0.1, 0.2 points apart
+    e = iid_partial_work_no_effect(CFG, _curves(CFG, loss(1.03), acc_of=near))  # tail losses 1.05 + 0.001 s, 1.00
     assert [p["part"] for p in e["parts"]] == ["loss at 50% stragglers", "loss at 90% stragglers",
                                                "accuracy at 50% stragglers", "accuracy at 90% stragglers"]
-    assert e["parts"][0]["per_seed"] == [pytest.approx(5.0)] * 3 and e["parts"][2]["per_seed"] == [0.0] * 3
-    assert e["verdict"] == "reproduced"
+    assert e["parts"][0]["per_seed"] == [pytest.approx(5.0 + 0.1 * s) for s in range(3)]
+    assert e["parts"][2]["per_seed"] == [pytest.approx(0.1 * s) for s in range(3)]
+    # +5% is within the 10% this project chose (no number in the paper): reproduced with it, beside; counted without
+    # it, a difference of the loss is shown: not-reproduced (issue 51, item 4)
+    assert e["verdict"] == "not-reproduced"
+    assert next(c for c in e["sensitivity"] if c["reading"] == "with this project's thresholds")["verdict"] == "reproduced"
     assert "10% stragglers (shown in Figure 5) is not run" in e["deviations"]
-    far = iid_partial_work_no_effect(CFG, _curves(CFG, loss(1.28)))  # +30%: outside the 10% margin
-    assert far["parts"][0]["per_seed"] == [pytest.approx(30.0)] * 3 and far["verdict"] == "not-reproduced"
-    acc = _curves(CFG, loss(0.98), acc_of=lambda ds, v, f, s: 0.5 + (0.1 if v == "fedavg" else 0.0))
+    far = iid_partial_work_no_effect(CFG, _curves(CFG, loss(1.28), acc_of=near))  # +30%: outside the 10% margin
+    assert far["parts"][0]["per_seed"] == [pytest.approx(30.0 + 0.1 * s) for s in range(3)]
+    assert far["verdict"] == "not-reproduced"
+    assert next(c for c in far["sensitivity"] if c["reading"] == "with this project's thresholds")["verdict"] == (
+        "not-reproduced")
+    acc = _curves(CFG, loss(0.98), acc_of=lambda ds, v, f, s: 0.5 + (0.1 + 0.001 * s if v == "fedavg" else 0.0))
     assert iid_partial_work_no_effect(CFG, acc)["verdict"] == "not-reproduced"  # 10 points apart
