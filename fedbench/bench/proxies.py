@@ -21,6 +21,8 @@ count that does not depend on the machine, and the H200 measurements already com
   (fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES: M models in one pass), counted on the CPU;
   ``eval_passes_per_round_cpu_default`` as the CPU evaluates (a pass a model: the batched pass is not bit-identical
   there).
+- ``dissimilarity_backward_calls``: the backward calls of one dissimilarity evaluation of 1 and of 15 CIFAR-CNN
+  models, as CUDA runs it (one segmented backward for every (model, client) pair), with the CPU's beside.
 - ``dissimilarity_runs``: per paper study, the runs the gradient dissimilarity is computed for and those a claim
   reads it of (fedbench.study.paper_profile.READ: the runs without stragglers).
 
@@ -259,6 +261,38 @@ def eval_passes(runs: int, clients: int = 6, samples: int = 5, kernel: str = "au
     return {"runs": runs, "passes": passes.count, "kernel": stack.kernel.name}
 
 
+def dissimilarity_passes(models: int, clients: int = 4, batched: bool = False) -> dict[str, Any]:
+    """The backward calls (``kernel.grad``) of one dissimilarity evaluation of ``models`` CIFAR-CNN models (vmap
+    kernel, every client's full gradient), as the CPU runs it or (``batched``) as CUDA does
+    (fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES: one segmented backward for every (model, client) pair)."""
+    import torch
+
+    import fedbench.engine.kernels.generic as generic
+    from fedbench.bench.federation import bench_model
+    from fedbench.engine.kernels import choose_kernel
+    from fedbench.engine.metrics import DeviceData, evaluate_many
+
+    model = bench_model("cifar_cnn").build()
+    data = DeviceData.build(_cifar(clients, 3), torch.device("cpu"))
+    kernel = choose_kernel(model, "cpu", "vmap")
+    thetas = torch.stack([model.init(torch.Generator().manual_seed(i)) for i in range(models)])
+    calls = [0]
+    real = kernel.grad
+
+    def counted(*args):
+        calls[0] += 1
+        return real(*args)
+
+    kernel.grad = counted
+    devices = generic.BATCHED_EVAL_DEVICES
+    generic.BATCHED_EVAL_DEVICES = devices + ("cpu",) if batched else devices
+    try:
+        evaluate_many(kernel, thetas, data, True, splits=())
+    finally:
+        generic.BATCHED_EVAL_DEVICES = devices
+    return {"models": models, "backward_calls": calls[0]}
+
+
 @functools.cache
 def _cifar(clients: int, samples: int):
     import numpy as np
@@ -321,6 +355,8 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     log("  proxies: evaluation passes at " + " and ".join(map(str, CNN_RUNS)) + " CNN runs")
     passes = {str(r): eval_passes(r, batched=True)["passes"] for r in CNN_RUNS}
     passes_cpu = {str(r): eval_passes(r)["passes"] for r in CNN_RUNS}
+    dissim_calls = {str(r): dissimilarity_passes(r, batched=True)["backward_calls"] for r in CNN_RUNS}
+    dissim_calls_cpu = {str(r): dissimilarity_passes(r)["backward_calls"] for r in CNN_RUNS}
     log("  proxies: the synthetic study's chain from its drawn schedule")
     chain = synthetic_chain(rounds=20 if quick else None)
     log("  proxies: the cost model on the H200 calibration")
@@ -339,6 +375,8 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
         "eval_passes_per_round": passes,
         "eval_passes_per_round_cpu_default": passes_cpu,
         "dissimilarity_runs": dissimilarity_runs(),
+        "dissimilarity_backward_calls": dissim_calls,
+        "dissimilarity_backward_calls_cpu_default": dissim_calls_cpu,
         "projected_gpu_hours": priced["gpu_hours"],
         "projected_gpu_hours_one_stack_a_study": priced["gpu_hours_one_stack_a_study"],
         "projected_synthetic_s": None if priced["synthetic_s"] is None else priced["synthetic_s"]["stacked_as_today"],
@@ -373,6 +411,12 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
          + " vs ".join(map(str, r.get("eval_passes_per_round_cpu_default", {}).values())) + ")",
          " vs ".join(map(str, passes.values())),
          TARGETS["eval_passes"][1], len(set(passes.values())) == 1),
+        ("dissimilarity: backward calls, " + " vs ".join(r.get("dissimilarity_backward_calls", {})) + " CNN models "
+         "(the CUDA path; the CPU's: " + " vs ".join(map(str, r.get("dissimilarity_backward_calls_cpu_default",
+                                                                  {}).values())) + ")",
+         " vs ".join(map(str, r.get("dissimilarity_backward_calls", {}).values())) or "-", "the same at 1 and 15",
+         None if not r.get("dissimilarity_backward_calls")
+         else len(set(r["dissimilarity_backward_calls"].values())) == 1),
         ("dissimilarity: runs it is computed for / read (paper studies)",
          "; ".join(f"{k} {v['computed']}/{v['read']}" for k, v in dissim.items() if v["computed"]) or "none",
          TARGETS["dissimilarity_runs"][1], not over),
