@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -256,3 +258,21 @@ def test_every_registered_algorithm_has_a_form_or_is_not_an_mclr_one(fused):
     missing = [name for name in ALGORITHMS if algorithm_class(name).client_step not in FORMS]
     assert missing == []
     assert {CASES[c][0] for c in CASES} == set(ALGORITHMS)  # and each is tested above
+
+
+def test_the_widest_form_compiles_for_sm90_without_spilling(fused):
+    """The interpreter runs Python, not compiled Triton: FedProxVR-SARAH's kernels (4 state tiles, 2 gradients a
+    step) compiled for sm_90 by Triton's own compiler and ptxas, on this CPU (fedbench.engine.fused.aot), in a
+    process without TRITON_INTERPRET: both compile, and neither spills at the synthetic data's shape."""
+    ptxas = os.path.join(os.path.dirname(sys.modules["triton"].__file__), "backends", "nvidia", "bin", "ptxas")
+    if not os.path.exists(ptxas):
+        pytest.skip(f"Triton's wheel ships no ptxas here ({ptxas})")
+    code = ("import json; from fedbench.engine.fused.aot import compile_form; "
+            "from fedbench.engine.fused.forms import PROX_SARAH; print(json.dumps(compile_form(PROX_SARAH)))")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r["kernel"] for r in rows] == ["_mclr_step", "_mclr_round"]
+    assert all(0 < r["registers"] <= 255 and r["spill_bytes"] == 0 for r in rows), rows

@@ -178,20 +178,21 @@ class UpdateForm:
     """One algorithm's local step as the fused kernels evaluate it (module docstring).
 
     ``fields`` names the local state's fields held in the state slots, in order ("" when the local state is one
-    tensor); ``grads_at`` where each gradient is taken: "s0".."s3" (a state slot) or "v0".."v3" (a read-only
-    vector)."""
+    tensor); ``vectors`` is how many read-only vectors ``operands`` gives; ``grads_at`` where each gradient is
+    taken: "s0".."s3" (a state slot) or "v0".."v3" (a read-only vector)."""
 
     update: Any  # a triton.jit function (s, g, v, a, step) -> 4 state tiles
     fields: tuple[str, ...]
+    vectors: int
     grads_at: tuple[str, ...]
     operands: Callable[[Any, Any, Any], Operands]  # (algorithm, bcast, local) -> slots
     computes: Callable[[Any, Any], int | None] = lambda algorithm, local: None  # steps that change anything
     finish: Callable[[Any, Any, int], dict[str, Any]] = lambda algorithm, local, steps: {}  # non-tensor fields
 
     def __post_init__(self) -> None:
-        if not 1 <= len(self.fields) <= SLOTS or not 1 <= len(self.grads_at) <= 2:
-            raise ValueError(f"a form holds 1-{SLOTS} state vectors and 1-2 gradients, got {self.fields}, "
-                             f"{self.grads_at}")
+        if not 1 <= len(self.fields) <= SLOTS or not 0 <= self.vectors <= SLOTS or not 1 <= len(self.grads_at) <= 2:
+            raise ValueError(f"a form holds 1-{SLOTS} state vectors, 0-{SLOTS} read-only ones and 1-2 gradients, got "
+                             f"{self.fields}, {self.vectors}, {self.grads_at}")
         for at in self.grads_at:
             if at[:1] not in ("s", "v") or not at[1:].isdigit() or int(at[1:]) >= SLOTS:
                 raise ValueError(f"grads_at {at!r}: allowed s0..s{SLOTS - 1} or v0..v{SLOTS - 1}")
@@ -271,23 +272,28 @@ def _mime(algorithm, bcast, local) -> Operands:
                     scalars=[algorithm.lr, opt.beta1, opt.beta2, 1.0 - opt.beta1**t, 1.0 - opt.beta2**t, opt.eps])
 
 
-SGD = UpdateForm(sgd, ("",), ("s0",), _parameters)
-PROX_SGD = UpdateForm(prox_sgd, ("",), ("s0",), _prox)
-SCAFFOLD = UpdateForm(corrected_sgd, ("y",), ("s0",), _scaffold)
-SCALED_SGD = UpdateForm(sgd, ("theta",), ("s0",), _fedlaavg)
-FEDDANE = UpdateForm(prox_corrected_sgd, ("w",), ("s0",), _feddane)
-GRADIENT_SUM = UpdateForm(gradient_sum, ("",), ("v0",), _gradient_sum)
-PROX_SVRG = UpdateForm(prox_svrg, ("w", "out", "w_prev"), ("s0", "v0"), _fedproxvr, _fedproxvr_computes,
+SGD = UpdateForm(sgd, ("",), 0, ("s0",), _parameters)
+PROX_SGD = UpdateForm(prox_sgd, ("",), 1, ("s0",), _prox)
+SCAFFOLD = UpdateForm(corrected_sgd, ("y",), 1, ("s0",), _scaffold)
+SCALED_SGD = UpdateForm(sgd, ("theta",), 0, ("s0",), _fedlaavg)
+FEDDANE = UpdateForm(prox_corrected_sgd, ("w",), 2, ("s0",), _feddane)
+GRADIENT_SUM = UpdateForm(gradient_sum, ("",), 1, ("v0",), _gradient_sum)
+PROX_SVRG = UpdateForm(prox_svrg, ("w", "out", "w_prev"), 2, ("s0", "v0"), _fedproxvr, _fedproxvr_computes,
                        _fedproxvr_finish)
-PROX_SARAH = UpdateForm(prox_sarah, ("w", "out", "w_prev", "v"), ("s0", "s2"), _fedproxvr, _fedproxvr_computes,
+PROX_SARAH = UpdateForm(prox_sarah, ("w", "out", "w_prev", "v"), 1, ("s0", "s2"), _fedproxvr, _fedproxvr_computes,
                         _fedproxvr_finish)
+# Mime's, by (variant, base optimizer): the server's momentum (and Adam's second moment) are read-only vectors
+MIME = {
+    ("mime", "sgdm"): UpdateForm(mime_sgdm, ("y",), 3, ("s0", "v0"), _mime),
+    ("mime", "adam"): UpdateForm(mime_adam, ("y",), 4, ("s0", "v0"), _mime),
+    ("mimelite", "sgdm"): UpdateForm(mimelite_sgdm, ("y",), 3, ("s0",), _mime),
+    ("mimelite", "adam"): UpdateForm(mimelite_adam, ("y",), 4, ("s0",), _mime),
+}
+EVERY_FORM = (SGD, PROX_SGD, SCAFFOLD, SCALED_SGD, FEDDANE, GRADIENT_SUM, PROX_SVRG, PROX_SARAH, *MIME.values())
 
 
 def _mime_form(algorithm: Mime) -> UpdateForm:
-    adam = isinstance(algorithm.optimizer, Adam)
-    if algorithm.variant == "mime":
-        return UpdateForm(mime_adam if adam else mime_sgdm, ("y",), ("s0", "v0"), _mime)
-    return UpdateForm(mimelite_adam if adam else mimelite_sgdm, ("y",), ("s0",), _mime)
+    return MIME[algorithm.variant, "adam" if isinstance(algorithm.optimizer, Adam) else "sgdm"]
 
 
 # client_step (the algorithm's own update code) -> its form, given the algorithm (a form may depend on its fields)
