@@ -128,13 +128,13 @@ def stacked_evaluation(device, models: int = 15, repeats: int = 5, scale: float 
 def synthetic_study(device, seconds: float, max_rounds: int = 20) -> dict[str, Any]:
     """FedProx's synthetic study as the engine stacks it, timed for up to ``max_rounds`` rounds within about
     ``seconds``, projected to its 200 rounds by the chain (module docstring)."""
+    import numpy as np
+
     from fedbench.bench import proxies, studies
     from fedbench.bench.work import planned_work
     from fedbench.bench.workload import group_stacks
     from fedbench.engine.simulation import RunSpec, simulate_stack
     from fedbench.models import build_model
-
-    import numpy as np
 
     w = studies.fedprox_study()
     first = w.dataset(w.runs[0].dataset)

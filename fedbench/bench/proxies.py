@@ -238,7 +238,6 @@ def eval_passes(runs: int, clients: int = 6, samples: int = 5, kernel: str = "au
     evaluation of round 0, as simulate_stack runs it); ``kernel``: the stack's execution kernel; ``batched``: as the
     devices of fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES (CUDA) evaluate, counted here on the CPU."""
     import fedbench.engine.kernels.generic as generic
-
     from fedbench.algorithms import build_algorithm
     from fedbench.bench.federation import bench_model
     from fedbench.engine.simulation import RunSpec, SimulationConfig, _evaluate, _plan, build_stack
