@@ -96,7 +96,8 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
                 draw(hist, figs / name)
         figures.real_data_figures(cfg, Path(results_root), Path(data_root), figs)
         kept_figures = figures.keep_missing(out / "figures", figs, origin.committed_folder(out / "figures"))
-        pages = report_pages(claims, summ, figure_finder(cfg, claims, out, figs, Path(results_root)))
+        held = committed_figure(cfg, out, figs, Path(results_root))
+        pages = report_pages(claims, summ, figure_finder(claims, held), held)
         # the tables are written beside the figures and moved into out/ with them
         (figs / "claims.json").write_text(json.dumps(plain({"claims": claims}), indent=2, allow_nan=False) + "\n")
         (figs / PAGES).mkdir()
@@ -145,13 +146,11 @@ def _swap(new: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def figure_finder(cfg: Config, claims: list[dict[str, Any]], out: Path, figs: Path,
-                  results_root: Path) -> Callable[[str], str | None]:
-    """The committed figure of a paper, by its name: the first figure of its headline claims' entries (in the order
-    of fedbench.claims.coverage.PAPERS) that this report holds and git keeps: one of figures/ (drawn in ``figs``)
-    or of a default claim study's records (the opt-in ones' are not committed)."""
+def committed_figure(cfg: Config, out: Path, figs: Path, results_root: Path) -> Callable[[str], bool]:
+    """Whether a figure's path (relative to the report folder) is one this report holds and git keeps: one of
+    figures/ (drawn in ``figs``, or kept) or of a default claim study's records (the opt-in ones' are not committed:
+    .gitignore)."""
     default = {name for name, declared in cfg.claim_studies.items() if declared.default}
-    by_id = {c["id"]: c for c in claims}
 
     def held(path: str) -> bool:
         top, _, rest = path.partition("/")
@@ -163,6 +162,13 @@ def figure_finder(cfg: Config, claims: list[dict[str, Any]], out: Path, figs: Pa
             return name in default and ((out / path).is_file() or (study_folder(name, budget, results_root) / file)
                                         .is_file())
         return False
+    return held
+
+
+def figure_finder(claims: list[dict[str, Any]], held: Callable[[str], bool]) -> Callable[[str], str | None]:
+    """The committed figure of a paper, by its name: the first figure of its headline claims' entries (in the order
+    of fedbench.claims.coverage.PAPERS) that ``held`` accepts (:func:`committed_figure`)."""
+    by_id = {c["id"]: c for c in claims}
 
     def find(paper_name: str) -> str | None:
         paper = next(p for p in PAPERS if p.name == paper_name)
@@ -436,7 +442,8 @@ def claims_markdown(claims: list[dict], summ: pd.DataFrame | None = None,
 
 
 def report_pages(claims: list[dict], summ: pd.DataFrame | None = None,
-                 figure_of: Callable[[str], str | None] = lambda name: None) -> dict[str, str]:
+                 figure_of: Callable[[str], str | None] = lambda name: None,
+                 held: Callable[[str], bool] = lambda path: True) -> dict[str, str]:
     """Every page of the report by its path in the report folder: claims.md and one page per study,
     claims/<study>.md (:func:`study_markdown`)."""
     everything = beside_their_claims(claims)
@@ -446,7 +453,7 @@ def report_pages(claims: list[dict], summ: pd.DataFrame | None = None,
     pages = {"claims.md": claims_markdown(claims, summ, figure_of)}
     for study, members in studies.items():
         pages[f"claims/{page_name(study)}"] = study_markdown(study, members, claims,
-                                                             summ if study == MAIN_STUDY else None)
+                                                             summ if study == MAIN_STUDY else None, held)
     return pages
 
 
@@ -457,7 +464,7 @@ def href(claims: list[dict[str, Any]]) -> Callable[[str], str]:
 
 
 def study_markdown(study: str, members: list[dict[str, Any]], claims: list[dict[str, Any]],
-                   summ: pd.DataFrame | None = None) -> str:
+                   summ: pd.DataFrame | None = None, held: Callable[[str], bool] = lambda path: True) -> str:
     """A study's page: its claims' table (the counted verdict first), what ran where, the rules changed after a
     result, the sensitivity table, the deviations shared by its claims, then each claim's details (rule, parts,
     direction and magnitude, registration and confirmation, history, sensitivity, figure, deviations)."""
@@ -489,7 +496,7 @@ def study_markdown(study: str, members: list[dict[str, Any]], claims: list[dict[
         lines += ["Deviations from the paper's setup shared by these claims, the ones that matter first:", ""]
         lines += [f"{i}. {d}" for i, d in enumerate(shared, 1)] + [""]
     for c in members:
-        lines += _details(c, shared, claims, link, up="../")
+        lines += _details(c, shared, claims, link, up="../", held=held)
     if summ is not None and len(summ):
         wall = summ["wall_time_s"].sum()
         lines += [(f"Main-job runs: {len(summ)} on {', '.join(sorted(summ['device'].unique()))}, "
@@ -512,7 +519,7 @@ def _no_seeds(c: dict[str, Any]) -> str:
 
 
 def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = (), link: Callable[[str], str] | None = None,
-             up: str = "") -> list[str]:
+             up: str = "", held: Callable[[str], bool] = lambda path: True) -> list[str]:
     pub = c.get("published") or {}
     extra = {k: v for k, v in pub.items() if k not in ("value", "unit", "scope", "statement")}
     e = _effect(c.get("effect"))
@@ -593,7 +600,8 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = (), link
     out.append(f"- **Observed**: {c.get('observed') or '—'}")
     fig = c.get("figure")
     if fig:
-        out.append(f"- **Deciding figure**: [{fig['panel']}]({up}{fig['path']})")
+        out.append(f"- **Deciding figure**: [{fig['panel']}]({up}{fig['path']})" if held(fig["path"]) else
+                   f"- **Deciding figure**: {fig['panel']}, `{fig['path']}` (drawn where the study runs; not committed)")
     if c.get("scale"):
         out.append(f"- **Scale**: {_prose(c['scale'])}")
     own = [d for d in (c.get("deviations") or []) if d not in shared]

@@ -195,7 +195,8 @@ def test_registration_marks_and_rules_changed_after_results(claims):
     rows = _summary_rows(md)
     assert rows[0].endswith(f" | {gain['verdict']}; rule changed after results, the earlier rule's verdict: "
                             f"{cell['verdict']} (changed c1) | — |")
-    assert rows[1].endswith(f" | {partial['verdict']}; rule changed after results, the earlier rule's verdict: "
+    said = f" ({partial['verdict_text']})" if partial.get("verdict_text") else ""  # e.g. an interval below its level
+    assert rows[1].endswith(f" | {partial['verdict']}{said}; rule changed after results, the earlier rule's verdict: "
                             f"{partial['verdict']} (changed since abc123) [changed] | — |")
     assert ("1 registered (hash matches), 1 changed since registration, 0 unregistered" in md)
     assert (f"| {cell['verdict']} | {gain['verdict']} | c1 2026-11-23 | compares rounds | the sensitivity reading |"
@@ -327,7 +328,8 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
     other = "inconclusive" if gain["verdict"] != "inconclusive" else "reproduced"
     rerun = gain | {"verdict": other, "seeds": {"training": seeds, "data": [0]},
                     "effect": gain["effect"] | {"estimate": 1.5, "ci95": [-0.5, 3.5]}}
-    book = registry.confirm(rerun, book, "ghi789", "2026-11-28", seconds=61.04, where="results/confirm/s")
+    book = registry.confirm(rerun, book, "ghi789", "2026-11-28", seconds=61.04, where="results/confirm/s",
+                            frozen_in="def456")  # its frozen block shown in a commit: counted
     book = registry.mark_deterministic(partial, book, "ghi789", "2026-11-28")
     marked = [c | {"registration": registry.status(c, book)} for c in (gain, partial)]
     md = _all_pages(marked, pd.DataFrame())
