@@ -193,17 +193,23 @@ def paper_section(paper: Paper, by_id: dict[str, dict[str, Any]], figure: str | 
     unrun = [e for entries in shown for e in entries if e["verdict"] in schema.UNJUDGED]
     for command, letter in letters.items():
         first = next(e for e in unrun if e.get("command") == command)
-        lines.append(f"- ({letter}) `{command}`: {cost_words(first)}; {short_why(first)}")
+        lines.append(f"- ({letter}) `{command}`: {cost_words(first)}; {short_why(first, earlier=False)}")
     for e in unrun:
-        if not e.get("command"):
+        if e.get("earlier") or not e.get("command"):
             lines.append(f"- {e['id']}: {short_why(e)}")
     return lines + ([""] if unrun else [])
 
 
-def short_why(e: dict[str, Any]) -> str:
-    """Why an entry did not run, its first clause without the list of missing runs."""
+def short_why(e: dict[str, Any], earlier: bool = True) -> str:
+    """Why an entry did not run, its first clause without the list of missing runs; for one whose rule changed since
+    its last verdict, that verdict and where it was computed (fedbench.report.origin: ``earlier``)."""
     why = why_not_run(e)
-    return why.split(" (", 1)[0] if len(why) > 90 else why
+    why = why.split(" (", 1)[0] if len(why) > 90 else why
+    if earlier and (was := e.get("earlier")):
+        effect = f" {effect_text(was['effect'])}" if was.get("effect") else ""
+        why = (f"its rule changed since its last verdict ({was['counted_verdict']}{effect}; "
+               f"{where_text(was.get('provenance'))}), not judged again here: {why}")
+    return why
 
 
 def cost_words(e: dict[str, Any]) -> str:

@@ -183,3 +183,14 @@ def test_a_fresh_clone_keeps_the_committed_verdicts_and_figures_that_dvc_removed
         "  fedbench study run feddane_mu1  # 1 claim; 334 s (measured)"]
     assert printed[-1].startswith("The not-run claims run by ") and len(printed) == at + 5
     assert (out / "claims" / "feddane_mu1.md").is_file()
+
+
+def test_a_claim_whose_rule_changed_says_its_last_verdict_under_the_table():
+    earlier = {"verdict": "reproduced", "counted_verdict": "reproduced", "rule": "old",
+               "effect": {"estimate": 33.3, "ci95": [15.3, 44.4], "unit": "% of cases"},
+               "provenance": {"machine": origin.NOT_RECORDED, "commit": "80d8085", "date": "2026-11-29"}}
+    cid = "fedprox/synthetic/mu-increases-accuracy"
+    e = _entry(cid, "not-run", observed="missing runs: fedavg on synthetic_iid", earlier=earlier)
+    assert ("- fedprox/synthetic/mu-increases-accuracy: its rule changed since its last verdict (reproduced +33.3 "
+            "[+15.3, +44.4] % of cases; machine not recorded, commit 80d8085, 2026-11-29), not judged again here: "
+            "missing runs: fedavg on synthetic_iid") in paper_section(FEDPROX, {cid: e}, None)
