@@ -33,6 +33,9 @@ and, where an algorithm needs them (the engine uses a default where one is not d
         skipped.
     stack_varying: tuple[str, ...]   # class attribute: fields that may differ between the runs of one stack
         (client_step must not read them: it runs once for the whole stack, on the first run's object).
+    stacks_as() -> algorithm
+        The same algorithm written as another algorithm's object, whose runs it may then share a stack with
+        (:func:`stacking_form`; e.g. FedAvg as FedProx with mu = 0 dropping its stragglers).
 
 What is evaluated, and when, is declared (``SimulationConfig.evaluations``, fedbench.engine.evaluation): by default
 train and test on every client every round and on the final model; a study may declare a cadence, listed rounds,
@@ -220,10 +223,22 @@ def simulate(
     return simulate_stack(model, [RunSpec(cfg, dataset, algorithm, tuple(callbacks), checkpoint)])[0]
 
 
+def stacking_form(algorithm: Any) -> Any:
+    """The object a run's algorithm trains as: its ``stacks_as()`` where it declares one, else itself.
+
+    ``stacks_as() -> algorithm`` is an optional hook: the same algorithm written as another algorithm's object, so
+    that its runs can share a stack with that algorithm's (the review's D1: FedAvg is FedProx with mu = 0 whose
+    stragglers are dropped; with ``keeps_partial_work`` and ``mu`` among FedProx's ``stack_varying``, both are per-row
+    then). The engine uses the form everywhere, alone too, so a run's numbers do not depend on what it is stacked
+    with; the algorithm that declares it must compute the same numbers as the form (its own test says so)."""
+    stacks_as = getattr(algorithm, "stacks_as", None)
+    return algorithm if stacks_as is None else stacks_as()
+
+
 def stack_key(spec: RunSpec) -> tuple:
     """Runs with equal keys (and an equal model) can share a stack."""
     shared = dataclasses.replace(spec.cfg, **{k: getattr(SimulationConfig(), k) for k in PER_RUN_SETTINGS})
-    alg = spec.algorithm
+    alg = stacking_form(spec.algorithm)
     varying = set(getattr(type(alg), "stack_varying", ()))
     if dataclasses.is_dataclass(alg):
         fixed = tuple((f.name, getattr(alg, f.name)) for f in dataclasses.fields(alg) if f.name not in varying)
@@ -259,6 +274,8 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
     """The shared parts of a stack on its device, and each run's state at its start (or its checkpoint)."""
     if not runs:
         raise ValueError("a stack needs at least one run")
+    runs = [spec if stacking_form(spec.algorithm) is spec.algorithm
+            else dataclasses.replace(spec, algorithm=stacking_form(spec.algorithm)) for spec in runs]
     check_stackable(runs)
     cfg0 = runs[0].cfg
     if cfg0.local_steps < 0:
