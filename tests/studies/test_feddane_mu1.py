@@ -50,7 +50,11 @@ def test_the_setting_is_feddane_synthetics():
 
 def test_rule_every_verdict_and_the_part_that_decides():
     good = study.judge_claim(_curves(lambda d, s: 1.0 + 0.01 * s if d == "synthetic_iid" else 1.5 + 0.1 * s))
-    assert good["verdict"] == "reproduced"
+    # Synthetic-IID within the 25% this project chose (the paper states no margin): reproduced beside, not counted;
+    # counted without a margin its +0..4% difference is shown: not-reproduced (issue 51, item 4)
+    assert good["verdict"] == "not-reproduced" and good["parts"][0]["verdict"] == "not-reproduced"
+    assert next(c for c in good["sensitivity"] if c["reading"] == "with this project's thresholds")["verdict"] == (
+        "reproduced")
     assert [p["part"] for p in good["parts"]] == ["Synthetic-IID", *study.NON_IID]
     assert good["parts"][0]["per_seed"] == [pytest.approx(s) for s in study.SEEDS]  # 100 (1.0s - 1)
     assert good["parts"][1]["per_seed"] == [pytest.approx(50 + 10 * s) for s in study.SEEDS]
@@ -58,7 +62,7 @@ def test_rule_every_verdict_and_the_part_that_decides():
     assert [p["verdict"] for p in iid_off["parts"]] == ["not-reproduced"] + ["reproduced"] * 3  # 50% > the 25% margin
     assert iid_off["verdict"] == "not-reproduced"
     better = study.judge_claim(_curves(lambda d, s: 1.0 if d == "synthetic_iid" else 0.8 - 0.01 * s))
-    assert better["verdict"] == "not-reproduced" and better["parts"][0]["verdict"] == "reproduced"
+    assert better["verdict"] == "not-reproduced" and better["parts"][0]["verdict"] == "inconclusive"  # 5 zeros
     mixed = study.judge_claim(_curves(lambda d, s: 1.0 + 0.3 * (s - 2)))  # [-60%, +60%]: no side excluded
     assert [p["verdict"] for p in mixed["parts"]] == ["inconclusive"] * 4 and mixed["verdict"] == "inconclusive"
 
@@ -69,7 +73,8 @@ def test_a_diverged_feddane_counts_as_worse():
         curves[("synthetic_1_1", "FedDane", s)] = [2.0] * 3 + [math.nan]  # stopped at round 3
     result = study.judge_claim(curves)
     part = next(p for p in result["parts"] if p["part"] == "synthetic_1_1")
-    assert part["per_seed"] == [INF] * 5 and part["verdict"] == "reproduced" and result["verdict"] == "reproduced"
+    # worse on all 5 seeds, but 5 seeds cannot meet a 95% rule (sign test p = 0.0625; 93.75% coverage): inconclusive
+    assert part["per_seed"] == [INF] * 5 and part["coverage"] == 0.9375 and part["verdict"] == "inconclusive"
 
 
 def test_both_arms_at_mu_1_with_c_equal_to_k():

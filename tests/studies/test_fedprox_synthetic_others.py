@@ -71,7 +71,7 @@ def test_adaptive_parts_and_the_mechanism_that_cannot_act():
     adaptive, _ = study.judge_all(loss_at(10), rounds=10)
     assert [p["verdict"] for p in adaptive["parts"]] == ["reproduced", "inconclusive"] * 2
     assert adaptive["verdict"] == "inconclusive" and "cannot act within the budget" in adaptive["notes"][-1]
-    worse, _ = study.judge_all(lambda arm, d, s: [x + (1.0 if arm == "adaptive" else 0.0) for x in _base(200)],
+    worse, _ = study.judge_all(lambda arm, d, s: [x + (1.0 + 0.01 * s if arm == "adaptive" else 0.0) for x in _base(200)],
                                rounds=200)
     assert worse["verdict"] == "not-reproduced"
 
