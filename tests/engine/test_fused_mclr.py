@@ -2,8 +2,9 @@
 chain step and one launch a round give fedbench.engine.static.run_static's local state within 1e-5 in fp32, on
 the second round of a short run (control variates, server momentum and FedProxVR's estimator from a real first
 round) with stragglers (fewer steps a row), the finished-row mask and last partial minibatches, all checked present;
-stacked runs with their own mu and anchor per row, and padding rows, also; each kernel launches exactly once a
-chain step, or once a round; an algorithm without a form is refused in one line.
+so do the blocked kernels (rows of more than one tile), stacked runs with their own mu and anchor per row, and
+padding rows; each kernel launches exactly once a chain step, or once a round; an algorithm without a form is
+refused in one line; the widest form compiles for sm_90 (Triton's compiler and ptxas, no GPU) without spilling.
 
 Skipped where Triton is not installed. Interpreter cost is ~20-40 ms a row and step, so rounds are 1-2 rows of
 12-24 steps."""
@@ -191,6 +192,20 @@ def test_both_kernels_give_the_static_paths_local_state(case, fused, dataset, mo
     assert max(differences) <= TOLERANCE, differences
     scale = max(float(t.abs().max()) for t in tree.tree_leaves(reference))
     assert scale > 100 * TOLERANCE  # the state moved: a difference of 1e-5 would show
+
+
+@pytest.mark.parametrize("case", ["fedprox", "fedproxvr_sarah", "fedproxvr_svrg"])
+def test_rows_in_blocks_of_features_give_the_same_state(case, fused, dataset, monkeypatch):
+    """The blocked kernels (a row's parameters more than one tile, as MNIST's 785 x 10), forced here on the synthetic
+    data's 61 features in blocks of 32 (the second block partly padding): a straggler and partial minibatches
+    (FedProx), four state slots and a gradient at the previous iterate (SARAH), a gradient at a read-only vector
+    (SVRG's at w^(0))."""
+    args, reference = _last_round(monkeypatch, dataset, [_spec(case, dataset)])
+    for persistent in (False, True):
+        with fused.count_launches() as launches:
+            result = fused.run_fused(*args, persistent=persistent, block_d=32)
+        assert (launches.step, launches.round) == ((0, 1) if persistent else (args[-1].batches.shape[0], 0))
+        assert _max_difference(result, reference) <= TOLERANCE
 
 
 def test_stacked_runs_with_their_own_mu_and_padding_rows(fused, dataset, monkeypatch):

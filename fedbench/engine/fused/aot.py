@@ -23,24 +23,26 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from fedbench.engine.fused.forms import EVERY_FORM, UpdateForm
-from fedbench.engine.fused.mclr import _mclr_round, _mclr_step, constants_of
+from fedbench.engine.fused.mclr import plan
 
 POINTERS = {"x_ptr": "*fp32", "y_ptr": "*i64", "idx_ptr": "*i64", "active_ptr": "*i1", "s_ptr": "*fp32",
             "v_ptr": "*fp32", "a_ptr": "*fp32"}
 INTEGERS = ("computes", "K", "P", "D1", "C", "B")
 
 
-def compile_form(form: UpdateForm, arch: int = 90, d1: int = 61, classes: int = 10, batch: int = 10) -> list[dict]:
-    """Both mclr kernels compiled for ``form`` and sm_``arch``: per kernel its registers and spill bytes (ptxas -v)."""
-    constants = constants_of(form, batch, d1, classes)
+def compile_form(form: UpdateForm, arch: int = 90, d1: int = 61, classes: int = 10, batch: int = 10,
+                 block_d: int | None = None) -> list[dict]:
+    """The step and round kernels run_fused would launch for ``form`` at this shape (fedbench.engine.fused.mclr.plan),
+    compiled for sm_``arch``: per kernel its registers and spill bytes (ptxas -v)."""
+    step_kernel, round_kernel, constants = plan(form, batch, d1, classes, block_d)
     warps = constants.pop("num_warps")
     out = []
-    for kernel, loop in ((_mclr_step, "step"), (_mclr_round, "T")):
+    for kernel, loop in ((step_kernel, "step"), (round_kernel, "T")):
         signature = POINTERS | {loop: "i32"} | dict.fromkeys(INTEGERS, "i32") | dict.fromkeys(constants, "constexpr")
         compiled = triton.compile(ASTSource(kernel, signature, constexprs=constants), target=GPUTarget("cuda", arch, 32),
                                   options={"num_warps": warps})
         out.append({"kernel": kernel.__name__, "update": form.update.__name__, "warps": warps,
-                    **_ptxas_usage(compiled.asm["ptx"], arch)})
+                    "block_d": constants["BLOCK_D"], **_ptxas_usage(compiled.asm["ptx"], arch)})
     return out
 
 
@@ -70,8 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=10, help="minibatch size (default 10)")
     args = parser.parse_args(argv)
     for row in compile_all(args.arch, d1=args.d1, classes=args.classes, batch=args.batch):
-        print(f"{row['update']:18s} {row['kernel']:12s} {row['warps']} warps  {row['registers']:3d} registers  "
-              f"{row['spill_bytes']:6d} spill bytes")
+        print(f"{row['update']:18s} {row['kernel']:20s} block_d {row['block_d']:4d}  {row['warps']} warps  "
+              f"{row['registers']:3d} registers  {row['spill_bytes']:6d} spill bytes")
 
 
 if __name__ == "__main__":
