@@ -495,7 +495,8 @@ def disclosures(registry: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"id": cid, "commit": commit, "date": date, "why": h.get("why", ""), "rule_before": h.get("rule", ""),
                          "verdict_before": h["verdict"], "verdict_before_source": h.get("verdict_source", ""),
                          "verdict_after": after, "verdict_after_source": source, "moved": after != h["verdict"]})
-        for r in reg.get("rewordings") or []:  # a rewording decision_words does not show the same: a rule change
+        earlier = [r for h in history for r in h.get("rewordings") or []]  # a rule re-registered keeps its rewordings
+        for r in [*earlier, *(reg.get("rewordings") or [])]:  # decision_words not showing the same: a rule change
             if str(r.get("decision", "")).startswith(RULE_CHANGE):  # listed whether or not a verdict existed then
                 commit, _, date = str(r.get("changed", "")).partition(" ")
                 rows.append({"id": cid, "commit": commit, "date": date,
@@ -537,6 +538,7 @@ def check_rewordings(registry: dict[str, Any], hist: dict[str, Any] | None = Non
             continue
         words = [r.get("rule", "") for r in records] + [(reg.get("spec") or {}).get("rule", "")]
         for i, r in enumerate(records):
+            was = dict(r)
             r["decision"] = rewording_decision(words[i], words[i + 1])
             if not r["decision"].startswith(RULE_CHANGE):
                 continue
@@ -548,8 +550,9 @@ def check_rewordings(registry: dict[str, Any], hist: dict[str, Any] | None = Non
                      verdict_source=(f"the registered verdict in the registry of {commit}: " + _source(before))
                      if before else "none recorded in the registry of that commit",
                      verdict_after=now.get("verdict"), verdict_after_source=_source(now) if now else "none recorded yet")
-            lines.append(f"{cid}: rewording of {r.get('changed', '')}: {r['decision']} (verdict "
-                         f"{r['verdict_before']} -> {r['verdict_after']})")
+            if r != was:
+                lines.append(f"{cid}: rewording of {r.get('changed', '')}: {r['decision']} (verdict "
+                             f"{r['verdict_before']} -> {r['verdict_after']})")
         reg["rewordings"] = records
     return out, lines
 

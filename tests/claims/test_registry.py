@@ -389,9 +389,10 @@ def test_the_committed_rewordings_that_change_the_decision_are_disclosed_as_rule
     """The 77 rewordings of the committed registry: decision_words shows the same decision in 5; the other 72 are
     rule changes, disclosed (local-steps-help's bands and gamma-and-period-trends' 'generally' among them)."""
     registry = reg.load()
-    marks = {(cid, r["changed"]): r["decision"] for cid, v in registry.items() for r in v.get("rewordings") or []}
+    marks = {(cid, r["changed"]): r["decision"] for cid, v in registry.items()
+             for r in [*(x for h in v.get("history") or [] for x in h.get("rewordings") or []), *v.get("rewordings", [])]}
     assert len(marks) == 77 and sum(m == reg.SAME_DECISION for m in marks.values()) == 5
-    for cid, v in registry.items():
+    for cid, v in registry.items():  # the current rule's rewordings (a rule re-registered since keeps its own in history)
         words = [r["rule"] for r in v.get("rewordings") or []] + [v["spec"]["rule"]]
         for i, r in enumerate(v.get("rewordings") or []):
             assert r["decision"] == reg.rewording_decision(words[i], words[i + 1]), cid
