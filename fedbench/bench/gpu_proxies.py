@@ -1,4 +1,4 @@
-"""Issue 49's items of the prepared GPU check (the review's section 8, items 2, 5 and 6), each timed on the device and
+"""Issue 49's items of the prepared GPU check (the review's section 8, items 2, 3 (its 5-row step), 5 and 6), each timed on the device and
 printed beside the CPU proxy that stands for it (fedbench.bench.proxies), so that the calibration the proxies are
 read with is refit whenever a card is lent. Torch and numpy only, as fedbench.bench.gpucheck.
 
@@ -10,6 +10,8 @@ read with is refit whenever a card is lent. Torch and numpy only, as fedbench.be
   CNN study's data, in one pass a chunk (fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES, CUDA's default)
   against a pass a model: the median of 5 timings each after a warm-up, and the largest difference of the losses,
   beside the proxy: the passes counted both ways.
+- :func:`cnn_step`: a CIFAR-CNN chain step at 5 rows (FedLaAvg's sequential-SGD arm, 70 M steps: the largest
+  uncertain figure of the drawn profile, priced at the 100-row step's latency) against that price.
 - :func:`synthetic_study`: FedProx's 140-run synthetic study stacked as the engine stacks it today, for as many of
   its first 20 rounds as the budget allows, projected to 200 rounds by its drawn chain (the seconds a chain step
   measured, times the chain of all rounds) beside the proxy: the chain, stacked as today and as one stack.
@@ -165,6 +167,38 @@ def synthetic_study(device, seconds: float, max_rounds: int = 20) -> dict[str, A
             "cpu_chain": chain["chain"], "cpu_one_stack_chain": chain["one_stack_chain"]}
 
 
+def cnn_step(device, rows: int = 5, steps: int = 40) -> dict[str, Any]:
+    """Seconds a chain step of a stack of ``rows`` CIFAR-CNN rows (``rows`` runs of one client each, batch 5:
+    FedLaAvg's sequential-SGD arm), from the wall time of 10 + ``steps`` local steps minus 10; beside what the
+    drawn profile prices that step at (fedbench.bench.drawn_cost: the smallest stack timed, 100 rows)."""
+    from fedbench.algorithms import build_algorithm
+    from fedbench.bench import drawn_cost, studies
+    from fedbench.bench.federation import bench_model
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
+
+    w = studies.cnn_study(scale=0.1)
+    data = w.dataset(w.runs[0].dataset)
+    model = bench_model("cifar_cnn").build()
+
+    def timed(local_steps: int) -> float:
+        cfg = SimulationConfig(rounds=1, clients_per_round=1, local_steps=local_steps, batch_size=5,
+                               device=str(device), dissimilarity_every=0, evaluations=(), checkpoint_every=10**9)
+        specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm("fedavg", lr=0.01))
+                 for s in range(rows)]
+        _sync(device)
+        t0 = time.perf_counter()
+        simulate_stack(model, specs)
+        _sync(device)
+        return time.perf_counter() - t0
+
+    timed(2)  # warm-up
+    step_s = (timed(10 + steps) - timed(10)) / steps
+    unit = drawn_cost.fit_unit(drawn_cost.load_table(drawn_cost.H200_TABLE)["studies"]["fedlaavg_cifar10"]["units"]
+                               ["cifar_cnn@5"])
+    a, b = unit.step_line(rows)
+    return {"rows": rows, "step_s": step_s, "priced_step_s": a + b * rows}
+
+
 def lines(found: dict[str, Any], card: str) -> list[str]:
     """Each item beside its CPU proxy, one line each."""
     out = []
@@ -180,6 +214,11 @@ def lines(found: dict[str, Any], card: str) -> list[str]:
                    f"a pass a model {e['pass_a_model_s'] * 1e3:.1f} ms ({card}); max |loss difference| "
                    f"{e['max_abs_loss_difference']:.2g} | CPU proxy: passes {e['cpu_passes']['one_pass']} against "
                    f"{e['cpu_passes']['pass_a_model']}")
+    c = found.get("cnn_step")
+    if c:
+        out.append(f"CIFAR-CNN chain step at {c['rows']} rows (FedLaAvg's sequential arm): {c['step_s'] * 1e3:.2f} ms "
+                   f"({card}) | priced in the drawn profile at {c['priced_step_s'] * 1e3:.2f} ms (the smallest "
+                   "stack timed); 70 M such steps")
     s = found.get("synthetic_study")
     if s:
         out.append(f"FedProx synthetic study, stacked as today, {s['rounds_timed']} rounds: "

@@ -35,9 +35,10 @@ budget (a part or case that would not finish in it is skipped and listed as skip
    operations beside): a check each, passed where each further run adds only what
    fedbench.bench.host_syncs.PER_RUN declares and no copy to the device blocks. Its table is ``syncs.md``.
 8. **proxies** (issue 49; fedbench.bench.gpu_proxies): the round of a 30-run stack with torch's syncs counted,
-   one evaluation of 15 CIFAR-CNN models in one pass against a pass a model (their losses within 1e-4), and the
+   one evaluation of 15 CIFAR-CNN models in one pass against a pass a model (their losses within 1e-4), a
+   CIFAR-CNN chain step at 5 rows (FedLaAvg's sequential arm) against its price in the drawn profile, and the
    synthetic study stacked as today for up to 20 rounds projected by its chain, each printed beside its CPU proxy
-   (fedbench.bench.proxies). Without CUDA: 3 runs, 3 models of a small federation, no synthetic study.
+   (fedbench.bench.proxies). Without CUDA: 3 runs, 3 models of a small federation, no GPU timing.
 9. **capture** (optional): the engine's CUDA-graph capture checks, where the engine provides them: the function
    named by :data:`CAPTURE_HOOK` (``capture_check(device=...) -> dict``: differences against its GPU tolerance, and timings); skipped, and said so,
    where it does not exist.
@@ -481,10 +482,12 @@ def check_proxies(device, budget: Budget, log: Log) -> dict | None:
     items = (("round_fixed", lambda: gpu_proxies.round_fixed(device, *((30, 20, None) if cuda else (3, 3, small)))),
              ("stacked_evaluation", lambda: gpu_proxies.stacked_evaluation(
                  device, *((15, 5, 1.0) if cuda else (3, 1, 0.05)))),
+             ("cnn_step", lambda: gpu_proxies.cnn_step(device)),
              ("synthetic_study", lambda: gpu_proxies.synthetic_study(device, min(PROXIES_SYNTHETIC_S, budget.left / 2))))
     for name, measure in items:
-        if name == "synthetic_study" and not cuda:
-            log.skip("proxies", name, "no CUDA: `fedbench bench --parts proxies` counts its chain on the CPU")
+        if name in ("cnn_step", "synthetic_study") and not cuda:
+            log.skip("proxies", name, "no CUDA: a GPU timing (the CPU counts its proxy: `fedbench bench --parts "
+                     "proxies`)")
             continue
         if budget.left <= 0:
             log.skip("proxies", name, "budget spent")

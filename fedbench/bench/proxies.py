@@ -403,7 +403,8 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         ("ATen ops outside the local steps a round (slope in runs; at " + ", ".join(at) + " runs)",
          f"{r['ops_outside_steps_slope']:+.1f} a run; " + ", ".join(f"{v:g}" for v in at.values()),
          TARGETS["ops_slope"][1], abs(r["ops_outside_steps_slope"]) < 0.5 and at[largest] <= 30),
-        ("the synthetic study's chain (lockstep, stacked as today)", f"{r['synthetic_chain_steps']:,}",
+        (f"the synthetic study's chain (lockstep, stacked as today, {r['synthetic_chain']['rounds']} rounds)",
+         f"{r['synthetic_chain_steps']:,}",
          TARGETS["synthetic_chain_steps"][1],
          None if r["synthetic_chain"]["rounds"] != 200 else r["synthetic_chain_steps"] <= 1_512_120),
         ("evaluation passes a round, " + " vs ".join(passes) + " CNN runs (the CUDA path; the CPU's: "
