@@ -12,6 +12,9 @@ its own runs (fedbench.engine.simulation); it carries no copy of either.
 - workload.py    the papers' workload: a study's runs stacked, one by one, as the numpy loop, and the floor (issue 10)
 - report.py      printed tables, reports/bench*/README.md, bench.json and figures
 - cli.py         the command line
+- proxies.py     the GPU targets as counts the CPU measures exactly, each target met or not (issue 49)
+- drawn_cost.py  a study priced from its drawn schedule, chain by chain, on a measured paper-cost table (issue 49)
+- gpu_proxies.py the GPU check's items that refit those proxies' calibration (issue 49)
 - gpucheck.py    the prepared GPU check (issue 20): CUDA against the CPU for every algorithm and paper model, the
                  throughput at cohorts 10/100/1000, within a budget, importing torch and numpy only
 """
