@@ -54,6 +54,8 @@ repro: install
 	fi
 	-@rm -f data/raw/*/UNAVAILABLE
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DVC_NO_ANALYTICS=1 $(BYTECODE) dvc repro
+	@# last: what this checkout reproduced of git's committed report, what moved and why, the opt-in commands
+	$(BYTECODE) $(VENV)/bin/python -m fedbench.report.compare
 
 # The suite includes the numerics tests under other CPUs' kernel paths (tests/test_kernel_paths.py), started first.
 test: install

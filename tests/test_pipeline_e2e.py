@@ -74,7 +74,8 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     assert len(records[0]["history"]["train/loss"]) == 4  # rounds 0-3
     for fig in ("fig1_stragglers_synthetic_1_1.png", "fig2_heterogeneity.png", "fig5_iid_stragglers.png"):
         assert (tmp_path / "reports" / "figures" / fig).stat().st_size > 10_000
-    assert "##### `fedprox/synthetic-1-1/stragglers-90/accuracy-gain`" in (tmp_path / "reports" / "claims.md").read_text()
+    page = (tmp_path / "reports" / "claims" / "main-job.md").read_text()
+    assert "### `fedprox/synthetic-1-1/stragglers-90/accuracy-gain`" in page
 
     from mlflow.tracking import MlflowClient
 
