@@ -51,6 +51,7 @@ from fedbench.engine import round as round_
 from fedbench.engine import static, tree
 from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
 from fedbench.models import build_model
+from fedbench.ops import sgd_step
 
 TOLERANCE = 1e-5  # fp32, issue 53's contract for the interpreter
 
@@ -260,19 +261,32 @@ def test_an_algorithm_without_a_form_is_refused_in_one_line(fused, dataset, monk
         def client_step(self, theta, grad_fn, bcast):
             return theta
 
-    with pytest.raises(ValueError, match="declares no fused form") as err:
+    with pytest.raises(ValueError, match="has no fused form") as err:
         fused.run_fused(Unknown(), *args[1:])
     assert "\n" not in str(err.value)
 
 
-def test_every_registered_algorithm_has_a_form_or_is_not_an_mclr_one(fused):
-    """The forms cover every registered algorithm's client_step (the mclr studies run all of them)."""
+def test_every_registered_algorithm_is_found_by_its_step_and_only_by_it(fused):
+    """Every registered algorithm's client_step is the code of one declared form (the mclr studies run all of them),
+    and each case above runs that algorithm; a step with other code has none."""
     from fedbench.algorithms import ALGORITHMS, algorithm_class
-    from fedbench.engine.fused.forms import FORMS
+    from fedbench.engine.fused import forms
 
-    missing = [name for name in ALGORITHMS if algorithm_class(name).client_step not in FORMS]
-    assert missing == []
-    assert {CASES[c][0] for c in CASES} == set(ALGORITHMS)  # and each is tested above
+    assert [name for name in ALGORITHMS if forms.form_of(build_algorithm(name, **_hyper(name))) is None] == []
+    assert {CASES[c][0] for c in CASES} == set(ALGORITHMS)
+    fedavg = algorithm_class("fedavg")
+    assert forms.form_of(fedavg(lr=0.1)) is forms.SGD
+
+    @dataclasses.dataclass(frozen=True)
+    class Changed(fedavg):  # the same class but a step that also clips: not FedAvg's code any more
+        def client_step(self, theta, grad_fn, bcast):
+            return sgd_step(theta, grad_fn(theta).clamp(-1, 1), self.lr)
+
+    assert forms.form_of(Changed(lr=0.1)) is None
+
+
+def _hyper(name: str) -> dict:
+    return next({"lr": 0.05} | hyper for n, hyper, _ in CASES.values() if n == name)
 
 
 def test_the_widest_form_compiles_for_sm90_without_spilling(fused):

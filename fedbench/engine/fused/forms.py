@@ -22,19 +22,26 @@ static path (fedbench.engine.static.run_static) would. The finished-row mask is 
 a row that is not active at step t keeps its state; ``computes`` optionally bounds the steps that change
 anything (FedProxVR's w^(tau) is its last iterate).
 
-Where the forms live, and how a form is found. The engine knows no algorithm by name: it asks
-:func:`form_of`, which looks an algorithm up by its ``client_step`` function (the algorithm's own update code,
-not its name or class name) in :data:`FORMS`. The forms would read best beside each algorithm (a one-line
-``fused_form`` in its file, STYLE rule 1); they sit here because this change may not edit the algorithm files,
-and tests/engine/test_fused_mclr.py checks each form against ``run_static`` of the algorithm's own
-``client_step``, so a form that no longer says what its algorithm does fails there. Every slot's arithmetic keeps
-the order of operations of the algorithm's code, so the fused numbers differ from the eager ones only by the
-gradient's rounding (the kernel sums in another order), not by a rewritten formula.
+Where the forms live, and how a form is found. The engine knows no algorithm by name and imports none
+(tests/faults/test_layering.py): :func:`form_of` finds a form by the code of the algorithm's ``client_step``,
+compared with the code each form declares it translates (:data:`CLIENT_STEPS`, compared as parsed Python, so
+annotations, comments and layout do not matter). Algorithms whose steps are the same code share a form (FedAvg,
+Delta-FL, FedAdam, ... all take ``sgd_step``); a step whose code changes has no form, and runs the static path, until
+its form is checked again. The forms would read best beside each algorithm (a one-line ``fused_form`` in its file,
+STYLE rule 1); they sit here because this change may not edit the algorithm files, and the engine may not import
+them. tests/engine/test_fused_mclr.py checks each form against ``run_static`` of the algorithm's own ``client_step``
+and that every registered algorithm's step has a form. Every slot's arithmetic keeps the order of operations of the
+algorithm's code, so the fused numbers differ from the eager ones only by the gradient's rounding (the kernel sums
+in another order), not by a rewritten formula.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import inspect
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,20 +50,6 @@ import torch
 import triton
 import triton.language as tl
 
-from fedbench.algorithms.delta_fl import DeltaFL
-from fedbench.algorithms.fedadam import FedAdam
-from fedbench.algorithms.fedavg import FedAvg
-from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
-from fedbench.algorithms.feddane import FedDane
-from fedbench.algorithms.fedlaavg import FedLaAvg
-from fedbench.algorithms.fedprox import FedProx
-from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
-from fedbench.algorithms.fedproxvr import FedProxVR
-from fedbench.algorithms.mime import Mime
-from fedbench.algorithms.minibatch_sgd import MinibatchSGD
-from fedbench.algorithms.scaffold import Scaffold
-from fedbench.algorithms.sequential_sgd import SequentialSGD
-from fedbench.algorithms.server_only import ServerOnly
 from fedbench.optimizers import Adam, SGDMomentum
 
 SLOTS = 4  # state vectors and read-only vectors a form may use, each
@@ -292,31 +285,102 @@ MIME = {
 EVERY_FORM = (SGD, PROX_SGD, SCAFFOLD, SCALED_SGD, FEDDANE, GRADIENT_SUM, PROX_SVRG, PROX_SARAH, *MIME.values())
 
 
-def _mime_form(algorithm: Mime) -> UpdateForm:
+def _mime_form(algorithm: Any) -> UpdateForm:
     return MIME[algorithm.variant, "adam" if isinstance(algorithm.optimizer, Adam) else "sgdm"]
 
 
-# client_step (the algorithm's own update code) -> its form, given the algorithm (a form may depend on its fields)
-FORMS: dict[Callable[..., Any], Callable[[Any], UpdateForm]] = {
-    FedAvg.client_step: lambda alg: SGD,
-    DeltaFL.client_step: lambda alg: SGD,
-    SequentialSGD.client_step: lambda alg: SGD,
-    FedAvgMomentum.client_step: lambda alg: SGD,
-    FedAdam.client_step: lambda alg: SGD,
-    FedProx.client_step: lambda alg: PROX_SGD,
-    FedProxAdaptiveMu.client_step: lambda alg: PROX_SGD,
-    Scaffold.client_step: lambda alg: SCAFFOLD,
-    FedLaAvg.client_step: lambda alg: SCALED_SGD,
-    FedDane.client_step: lambda alg: FEDDANE,
-    MinibatchSGD.client_step: lambda alg: GRADIENT_SUM,
-    ServerOnly.client_step: lambda alg: GRADIENT_SUM,
-    FedProxVR.client_step: lambda alg: PROX_SVRG if alg.estimator == "svrg" else PROX_SARAH,
-    Mime.client_step: _mime_form,
-}
+# Each form with the client_step code it is the fused form of, written as the algorithms write it (annotations,
+# docstrings and comments aside, which the key ignores): an algorithm is found by what its step does, never by its
+# name, and a step whose code changes has no form until its form is checked again (tests/engine/test_fused_mclr.py).
+CLIENT_STEPS: list[tuple[str, Callable[[Any], UpdateForm]]] = [
+    # FedAvg, Delta-FL, sequential SGD, FedAvg with server momentum, FedAdam
+    ("""
+def client_step(self, theta, grad_fn, bcast):
+    return sgd_step(theta, grad_fn(theta), self.lr)
+""", lambda algorithm: SGD),
+    # FedProx, FedProx with adaptive mu
+    ("""
+def client_step(self, theta, grad_fn, bcast):
+    return prox_sgd_step(theta, grad_fn(theta), bcast.theta, bcast.mu, self.lr)
+""", lambda algorithm: PROX_SGD),
+    # SCAFFOLD
+    ("""
+def client_step(self, local, grad_fn, bcast):
+    g = grad_fn(local.y) + local.correction
+    return ScaffoldLocal(y=sgd_step(local.y, g, self.lr), correction=local.correction)
+""", lambda algorithm: SCAFFOLD),
+    # FedLaAvg
+    ("""
+def client_step(self, local, grad_fn, bcast):
+    theta = local.theta - self.lr * local.scale * grad_fn(local.theta)
+    return FedLaAvgLocal(theta=theta, scale=local.scale)
+""", lambda algorithm: SCALED_SGD),
+    # FedDANE
+    ("""
+def client_step(self, local, grad_fn, theta):
+    g = prox_gradient(grad_fn(local.w), local.w, theta, self.mu) + local.correction
+    return FedDaneLocal(w=sgd_step(local.w, g, self.lr), correction=local.correction)
+""", lambda algorithm: FEDDANE),
+    # minibatch SGD, server-only optimisers
+    ("""
+def client_step(self, total, grad_fn, theta):
+    return total + grad_fn(theta.expand_as(total))
+""", lambda algorithm: GRADIENT_SUM),
+    # FedProxVR
+    ("""
+def client_step(self, local, grad_fn, theta):
+    if local.t >= self.tau:
+        return local
+    if self.estimator == "svrg":
+        v = grad_fn(local.w) - grad_fn(theta.expand_as(local.w)) + local.v
+    else:
+        v = grad_fn(local.w) - grad_fn(local.w_prev) + local.v
+    w_next = prox_squared_distance(local.w - self.eta * v, theta, self.eta, self.mu)
+    t = local.t + 1
+    out = torch.where((local.t_out == t).unsqueeze(1), w_next, local.out)
+    return FedProxVRLocal(w=w_next, w_prev=local.w, v=v if self.estimator == "sarah" else local.v,
+                          t_out=local.t_out, out=out, t=t)
+""", lambda algorithm: PROX_SVRG if algorithm.estimator == "svrg" else PROX_SARAH),
+    # Mime, MimeLite
+    ("""
+def client_step(self, local, grad_fn, bcast):
+    g = grad_fn(local.y)
+    if self.variant == "mime":
+        g = g - grad_fn(bcast.theta.expand_as(local.y)) + local.c
+    y = sgd_step(local.y, self.optimizer.update(g, bcast.opt), self.lr)
+    return MimeLocal(y=y, c=local.c, grad_x=local.grad_x)
+""", _mime_form),
+]
+
+
+def step_key(source: str) -> str:
+    """A client_step's code as a key: its arguments and body as Python's parser reads them (``ast.dump``), without
+    annotations and docstring, so comments, layout and types do not matter."""
+    node = ast.parse(textwrap.dedent(source)).body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise TypeError("a client_step key is the source of one function")
+    for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+        arg.annotation = None
+    node.returns, node.decorator_list = None, []
+    if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+        node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(node)
+
+
+FORMS: dict[str, Callable[[Any], UpdateForm]] = {step_key(source): declare for source, declare in CLIENT_STEPS}
+
+
+@functools.cache
+def _key_of(client_step: Callable[..., Any]) -> str | None:
+    try:
+        return step_key(inspect.getsource(client_step))
+    except (OSError, TypeError, SyntaxError):  # no source (built in, generated): no form
+        return None
 
 
 def form_of(algorithm: Any) -> UpdateForm | None:
-    """The fused form of ``algorithm``'s local step, or None when it has none (the engine then runs its static
-    path)."""
-    declare = FORMS.get(getattr(type(algorithm), "client_step", None))
+    """The fused form of ``algorithm``'s local step, found by its client_step's code (:data:`CLIENT_STEPS`), or None
+    when it has none (the engine then runs its static path)."""
+    client_step = getattr(type(algorithm), "client_step", None)
+    declare = FORMS.get(_key_of(client_step)) if client_step is not None else None
     return None if declare is None else declare(algorithm)

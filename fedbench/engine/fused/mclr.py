@@ -376,7 +376,7 @@ def run_fused(algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: t
     ``bcast`` with the cohort's K rows); ``kernel`` is the mclr kernel (for C)."""
     form = form_of(algorithm)
     if form is None:
-        raise ValueError(f"{type(algorithm).__name__} declares no fused form (fedbench.engine.fused.forms.FORMS); "
+        raise ValueError(f"{type(algorithm).__name__} has no fused form (its client_step's code is none of fedbench.engine.fused.forms.CLIENT_STEPS); "
                          "run the static path")
     launch, state = _prepare(form, algorithm, kernel, bcast, local, x_prepared, y, cohort, block_d)
     d1, c = x_prepared.shape[-1], kernel.num_classes
