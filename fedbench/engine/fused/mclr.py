@@ -6,24 +6,29 @@ Softmax regression's step is a few microseconds of arithmetic, which the static 
 program a client row does all of it:
 
     gather row k's minibatch (indices -1 pad it: weight 0; weights 1/count, as the engine's)
-    z = x_aug theta,  p = softmax(z),  g = x_aug^T (w (p - onehot(y)))        (fedbench.engine.kernels.mclr)
+    z = x_aug theta,  p = softmax(z),  g = (w x_aug)^T (p - onehot(y))        (fedbench.engine.kernels.mclr)
     state <- update(state, g, vectors, scalars, t)      where row k is active at step t (else it keeps its state)
 
 ``update`` is the algorithm's step in its elementwise form (fedbench.engine.fused.forms), inlined as the
 kernel's epilogue; a form that takes two gradients a step (FedProxVR, Mime) gets both from the same program and
 the same gathered minibatch. :func:`run_fused` launches ``_mclr_step`` once per chain step, or, ``persistent``,
 ``_mclr_round`` once per round: the round's T steps loop inside the program with the row's state in registers,
-loaded once and stored once.
+loaded once and stored once. :func:`count_launches` counts the launches (the proxy "launches a chain step": 1, and
+1 a round).
 
 Numbers. The result is :func:`fedbench.engine.static.run_static`'s, in the same layout and local-state type, up to
-the rounding of the gradient's sums (another order than MKL's), about 1e-7 on the synthetic data in fp32
-(tests/engine/test_fused_mclr.py holds every algorithm within 1e-5 in Triton's interpreter). It is a GPU path:
+the rounding of the gradient's sums (another order than MKL's): 3e-8 to 7e-7 on the synthetic data's local states
+in fp32 (|state| < 4), one ulp on minibatch SGD's gradient sums (|state| 57); tests/engine/test_fused_mclr.py
+holds every algorithm within 1e-5 in Triton's interpreter. It is a GPU path:
 the CPU default stays the static or ragged path, bit for bit.
 
-Limits. One program holds a row's whole [d + 1, C] parameter tile (padded to powers of two, at least 16 for
-``tl.dot``): the synthetic data's 61 x 10 fit in registers; MNIST's 785 x 10 and FEMNIST's 785 x 62 need the
-tile split along d (two passes: logits, then gradient and update a block at a time), which is not written yet.
-fp32 only, products in IEEE fp32 (``input_precision="ieee"``, not TF32).
+Shapes. Where a row's [d + 1, C] parameters fit one tile (padded to powers of two, at least 16 for ``tl.dot``; at
+most :data:`ONE_TILE` elements: the synthetic data's 61 x 10), a program holds the whole tile, and the round kernel
+keeps it in registers. Larger rows (MNIST's 785 x 10, FEMNIST's 785 x 62) run the ``_blocked`` kernels: the logits
+summed over blocks of the input features, then each block's gradient and update written back, the state in global
+memory (L1/L2) between steps; still one launch a step or a round. fp32 only, products in IEEE fp32
+(``input_precision="ieee"``, not TF32). fedbench.engine.fused.aot compiles every kernel for sm_90 on a machine
+without a GPU and reads its registers and spills from ptxas.
 """
 
 from __future__ import annotations
@@ -283,11 +288,12 @@ def _mclr_round_blocked(x_ptr, y_ptr, idx_ptr, active_ptr, s_ptr, v_ptr, a_ptr, 
 KERNELS = (_mclr_step, _mclr_round, _mclr_step_blocked, _mclr_round_blocked)
 ONE_TILE = 64 * 64  # the largest [d + 1, C] tile (padded) a program holds whole; larger rows run in blocks
 BLOCK_ELEMENTS = 1024  # a block's [BLOCK_D, BLOCK_C] elements where rows run in blocks: ptxas for sm_90 at MNIST's
-# 785 x 10 and FEMNIST's 785 x 62, every form 97-179 registers and no spill at 8 warps (2048: up to 255 and 16 bytes)
+# 785 x 10 and FEMNIST's 785 x 62, 48-179 registers and at most 40 spill bytes (2 of 48 kernels) at 8 warps; 2048
+# reached 255 registers
 
 # Warps a program. ptxas for sm_90 (fedbench.engine.fused.aot, on the synthetic data's 64 x 16 tiles): at 4 warps the
 # round kernel of FedProxVR-SARAH (4 state tiles, 2 gradients) spills 464 bytes at 255 registers; at 8 it uses 236
-# registers and spills nothing, and plain SGD 142.
+# registers and spills nothing, plain SGD 140, and 2 of the 24 kernels spill 32 bytes.
 NUM_WARPS = 8
 
 
