@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,8 @@ def _store(create: bool = True) -> Iterator[MlflowClient | None]:
             db = Path(uri[len(SQLITE):])
             if not db.exists():
                 _create_sqlite_store(db)
+            else:
+                relocate_artifacts(db)
             _WAL_STORES.add(str(db.resolve()))
         mlflow.set_tracking_uri(uri)
         yield _client(uri)
@@ -169,6 +171,28 @@ def _create_sqlite_store(db: Path) -> None:
     for log in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
         log.unlink(missing_ok=True)  # a deleted store's write-ahead log must never be read as the new one's
     os.replace(tmp, db)
+
+
+def relocate_artifacts(db: Path) -> int:
+    """Point the artifact locations a SQLite store ``db`` holds (absolute, as MLflow needs them) into the
+    ``mlruns/`` beside it where they point into another folder's ``mlruns/``: a checkout moved or copied with its
+    store (its artifacts with it) showed the old folder's files in the UI, or none. Returns the experiments moved;
+    the caller holds the store's lock."""
+    here = (db.resolve().parent / "mlruns").as_uri()
+    moved = 0
+    with closing(sqlite3.connect(db)) as con, con:
+        for exp_id, location in con.execute("SELECT experiment_id, artifact_location FROM experiments").fetchall():
+            if not (location or "").startswith("file://") or "/mlruns/" not in location:
+                continue
+            old = location[: location.rindex("/mlruns/") + len("/mlruns")]
+            if old == here:
+                continue
+            con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
+                        (here + location[len(old):], exp_id))
+            con.execute("UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) WHERE experiment_id = ? AND "
+                        "substr(artifact_uri, 1, ?) = ?", (here, len(old) + 1, exp_id, len(old), old))
+            moved += 1
+    return moved
 
 
 def artifact_location(experiment: str) -> str | None:

@@ -548,3 +548,26 @@ def test_a_chart_link_opens_the_chart_view_on_the_filtered_runs():
     link = chart_link("http://127.0.0.1:5000", "7", "tags.dataset = 'synthetic_1_1' and tags.stragglers = '0.9'")
     assert link == ("http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&compareRunsMode=CHART"
                     "&searchFilter=tags.dataset%20%3D%20%27synthetic_1_1%27%20and%20tags.stragglers%20%3D%20%270.9%27")
+
+
+def test_a_moved_store_points_at_its_own_artifacts(tmp_path, monkeypatch):
+    """Issue 52, item 7: mlflow.db keeps absolute artifact locations, so a checkout moved with its store showed the
+    old folder's artifacts in the UI (or none once it was gone). Opening the store points them beside it."""
+    from fedbench import tracking
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    (tmp_path / "curves.png").write_bytes(b"png")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{old / 'mlflow.db'}")
+    run_id = log_train("train-stragglers", "a", _summary(), lambda: [tmp_path / "curves.png"])
+    shutil.copytree(old, new)
+    shutil.rmtree(old)
+    uri = f"sqlite:///{new / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert tracking.experiment_names() == ["train-stragglers"]  # any opening of the store moves them
+    client = MlflowClient(uri)
+    (exp,) = client.search_experiments()
+    assert exp.artifact_location == (new / "mlruns" / "train-stragglers").as_uri()
+    assert client.get_run(run_id).info.artifact_uri.startswith((new / "mlruns" / "train-stragglers").as_uri() + "/")
+    assert [a.path for a in client.list_artifacts(run_id)] == ["curves.png"]
+    assert tracking.relocate_artifacts(new / "mlflow.db") == 0  # in place: nothing to move
