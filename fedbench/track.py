@@ -6,8 +6,8 @@ budget, arm, seed, rounds, fingerprint; train_record, simulation_record). A clai
 in its study run, which carries its verdicts. A training study's runs are runs of their own in ``train-<study>``
 (the experiment is the study): MLflow 3.17's runs table shows a parent run collapsed, its nested runs hidden
 until expanded, and its chart view then draws none of their curves, with or without a search on their tags
-(seen in headless Chromium on 2026-11-29), so nesting them would hide the comparison the README leads to
-(FedProx vs FedAvg at 90% stragglers: search, then the chart view)."""
+(seen in headless Chromium on 2026-11-29), so nesting them would hide the headline comparisons that `fedbench ui`
+links (HEADLINE_CHARTS: FedProx vs FedAvg at 90% stragglers, a search, then the chart view)."""
 
 from __future__ import annotations
 
