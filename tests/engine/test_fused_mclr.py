@@ -305,3 +305,42 @@ def test_the_widest_form_compiles_for_sm90_without_spilling(fused):
     rows = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r["kernel"] for r in rows] == ["_mclr_step", "_mclr_round"]
     assert all(0 < r["registers"] <= 255 and r["spill_bytes"] == 0 for r in rows), rows
+
+
+# ---- the engine's dispatch (SimulationConfig.capture "fused_step" / "fused_round") ------------------------------
+
+
+def _dispatch():
+    from fedbench.engine import capture
+
+    if not hasattr(capture, "FUSED_MODES"):
+        pytest.skip("the engine does not dispatch to the fused kernels yet (capture modes fused_step / fused_round: "
+                    "the patch in issue 53's item-1 report)")
+    return capture
+
+
+def test_a_fused_mode_is_refused_on_the_cpu_in_one_line(fused, dataset):
+    _dispatch()
+    cfg = dataclasses.replace(BASE, rounds=1, capture="fused_round")
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    with pytest.raises(ValueError, match="needs a CUDA device") as err:
+        simulate_stack(model, [RunSpec(cfg, dataset, build_algorithm("fedprox", lr=0.05, mu=1.0))])
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("capture", ["fused_step", "fused_round"])
+def test_the_engine_runs_rounds_through_the_fused_kernels(capture, fused, dataset, monkeypatch):
+    """Two rounds of a FedProx run with a straggler, the local steps from the fused kernels (the CPU standing in for
+    CUDA, the interpreter for the GPU), give the static path's model within 1e-5."""
+    from fedbench.engine import simulation
+
+    modes = _dispatch()
+    check = modes.check_capture
+    monkeypatch.setattr(simulation, "check_capture",
+                        lambda mode, device, path: check("static" if mode in modes.FUSED_MODES else mode, device, path))
+    cfg = dataclasses.replace(BASE, rounds=2, straggler_fraction=0.5)
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    runs = {c: simulate_stack(model, [RunSpec(dataclasses.replace(cfg, capture=c), dataset,
+                                              build_algorithm("fedprox", lr=0.05, mu=1.0))])[0]
+            for c in ("static", capture)}
+    assert float((runs[capture].theta - runs["static"].theta).abs().max()) <= TOLERANCE
