@@ -176,9 +176,9 @@ def test_show_claims_prints_the_command(tmp_path, capsys):
     (tmp_path / "claims.json").write_text(json.dumps({"claims": entries}))
     cli_main(["show", "--claims", "--out", str(tmp_path)])
     out = capsys.readouterr().out
-    lines = out.splitlines()  # each command whole on its own line, under each claim it runs and once at the end
-    for command in ("fedbench paper run fedprox_femnist", "fedbench paper run fedlaavg_cifar10"):
-        assert f"    run: {command}" in lines and f"  {command}" in lines
+    lines = out.splitlines()  # each command whole on its own line, in the list of what is not run (show --claims
+    for command in ("fedbench paper run fedprox_femnist", "fedbench paper run fedlaavg_cifar10"):  # since 5cdbd71)
+        assert f"  {command}" in lines
 
 
 def test_study_train_settings_are_validated_at_load():
@@ -278,14 +278,16 @@ def _e1_curves(differences):
 
 
 @pytest.mark.parametrize("sent140_90, verdict, estimate", [
-    ([0.1, 0.2, 0.3, 0.4, 0.5], "reproduced", 0.3),  # every part above 0
+    # every other part above 0, but MNIST at 90% (a diverged run: the sign test of 5 seeds, its interval covering
+    # 93.75%) cannot meet the 95% rule (issue 51): inconclusive
+    ([0.1, 0.2, 0.3, 0.4, 0.5], "inconclusive", 0.3),
     ([-0.5, -0.4, -0.3, -0.2, -0.1], "not-reproduced", -0.3),  # one part below 0: not-reproduced
     ([-0.2, 0.1, 0.3, -0.1, 0.2], "inconclusive", 0.06),  # one part's interval straddles 0
 ])
 def test_partial_work_e1_judges_each_dataset_and_level(tmp_path, monkeypatch, sent140_90, verdict, estimate):
     """Eight parts (4 datasets x 50%, 90%); the others all read [0.1, 0.2, 0.3, 0.4, 0.5] (mean 0.3, t interval
     0.3 +- 2.776 x 0.1581 / sqrt(5) = [0.104, 0.496]), except MNIST at 90% where one FedAvg run diverged (+inf: the
-    sign test's order-statistic interval [min, max] = [0.1, inf], median 0.4)."""
+    sign test's order-statistic interval [min, max] = [0.1, inf], median 0.4, coverage 93.75%: below 95%, inconclusive)."""
     def differences(title, f):
         if (title, f) == ("Sent140", 0.9):
             return sent140_90
@@ -303,7 +305,8 @@ def test_partial_work_e1_judges_each_dataset_and_level(tmp_path, monkeypatch, se
     assert parts["Sent140, 90% stragglers"]["estimate"] == pytest.approx(estimate)
     assert parts["FEMNIST, 50% stragglers"]["ci95"] == pytest.approx([0.103676, 0.496324], abs=1e-5)
     diverged = parts["MNIST, 90% stragglers"]
-    assert diverged["verdict"] == "reproduced" and diverged["ci95"][0] == pytest.approx(0.1) and diverged["estimate"] == 0.4
+    assert diverged["verdict"] == "inconclusive" and diverged["ci95"][0] == pytest.approx(0.1) and diverged["estimate"] == 0.4
+    assert diverged["coverage"] == 0.9375
     assert e["fidelity"] == "reconstructed" and e["rounds_run"] == 40 and e["seeds"]["training"] == [0, 1, 2, 3, 4]
     assert e["reproduced"]["Sent140, 90% stragglers"]["fedprox_mu0"] == [1.0] * 5
     assert e["reproduced"]["MNIST, 90% stragglers"]["fedavg"] == [1.1, 1.2, "inf", 1.4, 1.5]
