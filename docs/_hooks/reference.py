@@ -152,8 +152,15 @@ def _section(title: str, cls, given: dict, said: dict[str, str] | None = None) -
 
 def params_page() -> str:
     from fedbench import algorithms
-    from fedbench.config import (CLAIM_STUDY_GROUPS, STUDY_TRAIN_KEYS, TOP_KEYS, ClaimStudyConfig, DataConfig,
-                                 StudyConfig, TrainConfig)
+    from fedbench.config import (
+        CLAIM_STUDY_GROUPS,
+        STUDY_TRAIN_KEYS,
+        TOP_KEYS,
+        ClaimStudyConfig,
+        DataConfig,
+        StudyConfig,
+        TrainConfig,
+    )
     from fedbench.data.params import read_params
     from fedbench.study import registry
 
