@@ -95,8 +95,9 @@ def test_secure_aggregation_calls_set_the_round_delta_fl_is_read_at(monkeypatch)
     assert figures.aggregation_round(400) == 133  # never more calls than FedAvg's 400
     # made-up runs: Delta-FL's loss is 1.0 at round 3 and 9.0 at round 10, FedAvg's 2.0 at round 10: read at round 3
     seeds = (0, 1, 2)
-    entries = _entries(seeds, {s: _runs(s, fedavg_loss=2.0, delta_losses={3: 1.0, 10: 9.0}) for s in seeds})
-    assert entries[2]["parts"][0]["per_seed"] == [-50.0] * 3 and entries[2]["verdict"] == "reproduced"
+    entries = _entries(seeds, {s: _runs(s, fedavg_loss=2.0, delta_losses={3: 1.0 + 0.1 * s, 10: 9.0}) for s in seeds})
+    assert entries[2]["parts"][0]["per_seed"] == pytest.approx([-50.0, -45.0, -40.0]) and entries[2]["verdict"] == (
+        "reproduced")
     assert "(theta* = 0.5, FedAvg at round 10, Delta-FL at round 3)" in entries[2]["observed"]
 
 
@@ -149,7 +150,10 @@ def test_each_verdict_on_made_up_runs(verdict, good):
         [(1 if good[s] else -1) * 2 / 3 * (1 + 0.1 * s) ** 2 for s in seeds], rel=1e-5)  # 6 significant digits kept
     assert convergence["parts"][0]["per_seed"] == pytest.approx([100 * ratio[s] for s in seeds], abs=1e-9)
     for e in (tails, variance, convergence):
-        assert e["verdict"] == verdict and e["rule"] == DECLARATION.claim(e["id"]).rule
+        # the tails' per-seed shares are equal where every seed is good or every seed bad (10 or -90 on each of 3): an
+        # order-statistic interval covering 75%, below the rule's 95% (issue 51): inconclusive
+        expected = "inconclusive" if e is tails and len(set(good)) == 1 else verdict
+        assert e["verdict"] == expected and e["rule"] == DECLARATION.claim(e["id"]).rule
         assert e["fidelity"] == "paper-scale" and e["reproduced"]["theta_star"] == {"sent140_linear": 0.5}
     assert tails["reproduced"]["table"]["sent140_linear"]["fedavg"] == [10.0] * 3  # FedAvg: 10% above its own p90
     if verdict == "reproduced":  # reported, not judged: the relative reduction of the variance, by kind of model
