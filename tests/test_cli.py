@@ -558,3 +558,11 @@ def test_an_entry_point_names_a_user_algorithm(user_module, monkeypatch):
     assert algorithms.check_hyperparameters("good", {"beta": 1}) == {"beta": 1.0}
     with pytest.raises(ValueError, match=r"good\.beta: must be in \[0, 1\], got -1.0"):
         algorithms.check_hyperparameters("good", {"beta": -1})
+
+
+def test_a_hyperparameter_without_a_default_must_be_given(capsys):
+    """`fedbench run --algorithm fedprox` (mu has no default) ended in a TypeError traceback."""
+    code, out, err = _exit(["run", "--dataset", "synthetic_1_1", "--algorithm", "fedprox", "--no-track"], capsys)
+    assert code == 2 and out == "" and err == (
+        "fedbench: config error: algorithms.fedprox: mu has no default in fedprox: give it a value (params.yaml, or "
+        "--set algorithms.VARIANT.mu=VALUE)\n")

@@ -191,7 +191,7 @@ USER_ALGORITHMS: dict[str, str] = {}
 ENTRY_POINT_GROUP = "fedbench.algorithms"
 TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")  # package.module:Class
 REQUIRED_METHODS = ("init", "broadcast", "client_init", "client_step", "server_update")
-OPTIONAL_METHODS = ("init_clients", "begin_round", "client_result", "choose_clients", "filter_cohort")
+OPTIONAL_METHODS = ("init_clients", "begin_round", "client_result", "choose_clients", "filter_cohort", "stacks_as")
 HYPERPARAMETER_TYPES = (float, int, str, bool)
 
 
@@ -306,8 +306,17 @@ def _register_entry_points() -> None:
 
 
 def build_algorithm(name: str, lr: float, **hyper: Any):
-    """The algorithm ``name`` with learning rate ``lr`` and its hyperparameters (checked first)."""
-    return algorithm_class(name)(lr=lr, **check_hyperparameters(name, hyper))
+    """The algorithm ``name`` with learning rate ``lr`` and its hyperparameters (checked first; one without a default
+    must be given: ValueError naming it)."""
+    checked = check_hyperparameters(name, hyper)
+    cls = algorithm_class(name)
+    required = [f.name for f in dataclasses.fields(cls) if f.name not in (*NOT_HYPERPARAMETERS, *checked)
+                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if required:
+        raise ValueError(f"{' and '.join(required)} {'has' if len(required) == 1 else 'have'} no default in {name}: "
+                         f"give {'it' if len(required) == 1 else 'them'} a value (params.yaml, or --set "
+                         f"algorithms.VARIANT.{required[0]}=VALUE)")
+    return cls(lr=lr, **checked)
 
 
 def __getattr__(attr: str) -> type:
