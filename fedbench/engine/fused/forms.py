@@ -196,9 +196,6 @@ class UpdateForm:
         codes = [int(at[1:]) + (SLOTS if at[0] == "v" else 0) for at in self.grads_at]
         return codes[0], codes[-1]
 
-    def state_of(self, local: Any) -> list[torch.Tensor]:
-        return [local if f == "" else getattr(local, f) for f in self.fields]
-
     def result(self, algorithm: Any, local: Any, state: list[torch.Tensor], steps: int) -> Any:
         """The algorithm's local state with the state slots written back (fields not in a slot kept)."""
         if self.fields == ("",):
