@@ -307,6 +307,22 @@ def test_the_widest_form_compiles_for_sm90_without_spilling(fused):
     assert all(0 < r["registers"] <= 255 and r["spill_bytes"] == 0 for r in rows), rows
 
 
+def test_the_prepared_gpu_checks_comparison_runs_here(fused, dataset):
+    """fedbench.engine.fused.check, which the GPU check runs at 1, 100 and 1,400 rows: on the CPU (interpreter) the
+    three paths agree, each fused one launches as declared, and no time is reported."""
+    from fedbench.engine.fused import check
+
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    cfg = dataclasses.replace(BASE, rounds=1, clients_per_round=1, capture="static")
+    args, reference = check.last_round(model, [RunSpec(cfg, dataset, build_algorithm("fedprox", lr=0.05, mu=1.0))])
+    out = check.compare(args, reference)
+    assert out["static"]["max_abs_diff"] == 0.0
+    assert max(out["step"]["max_abs_diff"], out["round"]["max_abs_diff"]) <= TOLERANCE
+    assert out["step"]["launches_per_chain_step"] == 1.0
+    assert out["round"]["launches_per_chain_step"] == 1.0 / args[-1].batches.shape[0]
+    assert all("us_per_chain_step" not in row for row in out.values())
+
+
 # ---- the engine's dispatch (SimulationConfig.capture "fused_step" / "fused_round") ------------------------------
 
 
