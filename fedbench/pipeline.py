@@ -83,10 +83,10 @@ def train_runs(cfg: Config, keys: Sequence[RunKey], data_root: Path = DATA_ROOT,
                progress: bool = True) -> list[dict[str, Any]]:
     """Run (or reuse) ``keys`` through the one runner (fedbench.study.runner.run_simulations, as the claim studies'
     runs), each run a Simulation (fedbench.runner.simulation) kept in the train store (fedbench.runner.TrainStore):
-    the runs not finished yet are grouped into stacks (runs of one algorithm class, one model and the same settings
-    but seed and stragglers, cut to keep ``train.workers`` processes equally busy) and the stacks run in parallel
-    processes (or as Ray tasks: ``train.executor``, fedbench.executors). Returns the summaries in the order of
-    ``keys``. ``each`` (a sink: run key, summary) is called here with each run once its stack finishes (the runs read
+    the runs not finished yet are grouped into stacks (runs of one algorithm or one stacking form, FedAvg's with
+    FedProx's; one model and the same settings but seed and stragglers; cut to keep ``train.workers`` processes
+    equally busy) and the stacks run in parallel processes (or as Ray tasks: ``train.executor``,
+    fedbench.executors). Returns the summaries in the order of ``keys``. ``each`` (a sink: run key, summary) is called here with each run once its stack finishes (the runs read
     back, at once), e.g. `fedbench run` logging it to MLflow (fedbench.track.track_cell)."""
     from fedbench.study.runner import run_simulations
 

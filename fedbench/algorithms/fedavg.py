@@ -6,6 +6,16 @@ Stragglers are dropped: only clients that finish their E epochs are aggregated (
 
 Deviations: none from the authors' flearn/trainers/fedavg.py beyond those of the engine (seeded streams
 instead of reseeding numpy's global generator).
+
+Stacking (issue 49, D1): a run trains as its stacking form, FedProx with mu = 0 whose stragglers are dropped
+(:meth:`FedAvg.stacks_as`), so FedAvg's runs share a stack with FedProx's. The numbers are FedAvg's: alone or
+among FedAvg runs mu is the number 0 and the step is ``sgd_step`` itself; beside FedProx runs mu is a per-row
+tensor and the step FedProx's in-place one with mu = 0, d = ((theta - w^t) * 0 + grad) * lr, theta - d, which
+rounds as theta - lr * grad (IEEE operations are exact on a zero, and x + 0 = x) except in two cases that a
+run does not reach: a zero of the wrong sign (theta = -0 with grad = -0 and w^t <= -0: theta stays -0 where
+FedAvg gives +0; no step turns +0 or a nonzero number into -0, and a model starts without -0), and theta - w^t overflowing
+(0 * inf is nan; the divergence check stops such a run). tests/algorithms/test_fedavg.py checks it on inputs
+with exact zeros.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from fedbench.algorithms.fedprox import FedProx
 from fedbench.ops import sgd_step, weighted_mean
 
 
@@ -26,6 +37,10 @@ class FedAvgState:
 class FedAvg:
     lr: float
     keeps_partial_work: bool = False
+
+    def stacks_as(self) -> FedProx:
+        """The same algorithm as FedProx's object (mu = 0, stragglers dropped), so that it stacks with FedProx."""
+        return FedProx(lr=self.lr, mu=0.0, keeps_partial_work=False)
 
     def init(self, theta0: torch.Tensor, num_clients: int) -> FedAvgState:
         return FedAvgState(theta=theta0)

@@ -31,7 +31,9 @@ class FedProxBroadcast:
 
 @dataclass(frozen=True)
 class FedProx:
-    stack_varying: ClassVar[tuple[str, ...]] = ("mu",)  # read through the broadcast: client_step never reads self.mu
+    # per-row in a stack: mu read through the broadcast (client_step never reads self.mu); keeps_partial_work read
+    # run by run when its round is drawn (FedAvg trains as FedProx with mu = 0 that drops its stragglers)
+    stack_varying: ClassVar[tuple[str, ...]] = ("mu", "keeps_partial_work")
     lr: float
     mu: float
     keeps_partial_work: bool = True

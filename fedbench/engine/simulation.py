@@ -231,8 +231,10 @@ def stacking_form(algorithm: Any) -> Any:
     stragglers are dropped; with ``keeps_partial_work`` and ``mu`` among FedProx's ``stack_varying``, both are per-row
     then). The engine uses the form everywhere, alone too, so a run's numbers do not depend on what it is stacked
     with; the algorithm that declares it must compute the same numbers as the form (its own test says so)."""
-    stacks_as = getattr(algorithm, "stacks_as", None)
-    return algorithm if stacks_as is None else stacks_as()
+    stacks_as = vars(type(algorithm)).get("stacks_as")  # declared by the class itself: a subclass that overrides a
+    # hook (a user's FedAvg with its own choose_clients) and a wrapper that forwards attributes to the algorithm it
+    # wraps (a test's recorder) train as themselves, so that their own methods run
+    return algorithm if stacks_as is None else stacks_as(algorithm)
 
 
 def stack_key(spec: RunSpec) -> tuple:

@@ -110,3 +110,73 @@ def test_different_seed_differs():
     a = simulate(handmade_config(seed=3), ds, model, FedAvg(lr=LR))
     b = simulate(handmade_config(seed=4), ds, model, FedAvg(lr=LR))
     assert a.param_digest != b.param_digest
+
+
+def _zero_pixel_clients() -> FederatedDataset:
+    """MNIST-like: 8 x 8 images whose border is 0 in every sample and whose inside is half zeros, two labels a
+    client (FedProx's MNIST split), so that gradients hold exact zeros of either sign."""
+    rng = np.random.default_rng(0)
+    xs, ys, test_x, test_y = [], [], [], []
+    for k in range(8):
+        n = int(rng.integers(12, 40))
+        img = np.zeros((n + 4, 8, 8), np.float32)
+        inside = rng.random((n + 4, 6, 6)).astype(np.float32)
+        img[:, 1:7, 1:7] = np.where(inside < 0.5, 0.0, inside)
+        labels = rng.choice([k % 10, (k + 3) % 10], size=n + 4)
+        xs.append(img[:n].reshape(n, 64))
+        ys.append(labels[:n])
+        test_x.append(img[n:].reshape(4, 64))
+        test_y.append(labels[n:])
+    return FederatedDataset(name="zero-pixels", client_ids=tuple(map(str, range(8))),
+                            train=Split.from_clients(xs, ys, (64,)), test=Split.from_clients(test_x, test_y, (64,)),
+                            num_classes=10)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view(torch.int32)  # torch.equal holds -0 == +0; the digests do not
+
+
+@pytest.mark.parametrize("init", ["glorot", "zeros"])
+def test_stacked_beside_fedprox_is_fedavg_bit_for_bit_on_inputs_with_exact_zeros(init):
+    # FedAvg trains as FedProx with mu = 0 dropping its stragglers (stacks_as): beside FedProx runs, its rows take
+    # FedProx's in-place step with a per-row mu of 0. Every bit of every run (signs of zeros too) is FedAvg's own.
+    from fedbench.algorithms import FedProx
+    from fedbench.engine.simulation import RunSpec, simulate_stack, stack_key
+
+    ds = _zero_pixel_clients()
+    model = mclr(64, 10) if init == "glorot" else zero_init(mclr(64, 10))
+    cfg = SimulationConfig(rounds=4, clients_per_round=4, local_epochs=2, batch_size=5, device="cpu",
+                           checkpoint_every=10_000)
+    avg = [RunSpec(dataclasses.replace(cfg, seed=s, straggler_fraction=f), ds, FedAvg(lr=0.3))
+           for s, f in ((1, 0.5), (2, 0.0))]
+    prox = [RunSpec(dataclasses.replace(cfg, seed=s, straggler_fraction=0.5), ds, FedProx(lr=0.3, mu=mu))
+            for s, mu in ((1, 1.0), (3, 0.0))]
+    assert len({stack_key(s) for s in avg + prox}) == 1  # one stack: FedAvg's rows get mu as a tensor
+    merged = simulate_stack(model, avg + prox)
+    assert merged[0].stack_size == 4
+    for stacked, spec in zip(merged, avg):
+        alone = simulate(spec.cfg, ds, model, FedAvg(lr=0.3))
+        assert torch.equal(_bits(stacked.theta), _bits(alone.theta))
+        assert stacked.param_digest == alone.param_digest
+        assert [r["train/loss"] for r in stacked.history] == [r["train/loss"] for r in alone.history]
+    assert not torch.equal(merged[0].theta, merged[2].theta)  # the same seed and stragglers with mu = 1: mu is per row
+
+
+def test_the_proximal_step_with_mu_zero_is_the_plain_step_but_for_one_signed_zero():
+    # Every combination of signed zeros and small numbers for theta, grad and the anchor: the in-place proximal step
+    # with a tensor mu of 0 (FedAvg's rows beside FedProx's) gives sgd_step's bits everywhere except where theta is -0,
+    # grad -0 and the anchor <= -0 (theta stays -0 where sgd_step gives +0), the case fedavg.py's docstring states
+    # a run never reaches.
+    from fedbench.ops import prox_sgd_step, sgd_step
+
+    values = torch.tensor([0.0, -0.0, 1.5, -2.25, 1e-30])
+    theta, grad, anchor = (g.reshape(-1, 1) for g in torch.meshgrid(values, values, values, indexing="ij"))
+    theta, grad, anchor = theta.repeat(1, 3), grad.repeat(1, 3), anchor.repeat(1, 3)
+    mu = torch.zeros(len(theta), 1)
+    plain, prox = sgd_step(theta, grad, 0.3), prox_sgd_step(theta.clone(), grad, anchor, mu, 0.3)
+    differs = (_bits(plain) != _bits(prox)).any(dim=1)
+    def signed_zero(t):
+        return (t == 0) & torch.signbit(t)
+
+    expected = (signed_zero(theta) & signed_zero(grad) & ((anchor < 0) | signed_zero(anchor)))[:, 0]
+    assert expected.any() and torch.equal(differs, expected)

@@ -45,14 +45,16 @@ def test_the_synthetic_chain_is_the_lockstep_chain_of_the_engines_schedule():
     from fedbench.models import build_model
 
     got = proxies.synthetic_chain(rounds=3, seeds=(0,))
-    assert got["runs"] == 28 and got["stacks"] == [10, 18]
-    assert got["chain"] == 34_880 and got["one_stack_chain"] == 17_440 and got["row_steps"] == 518_756
+    assert got["runs"] == 28 and got["stacks"] == [28]  # FedAvg's 10 runs train as FedProx with mu = 0: one stack
+    assert got["chain"] == 17_440 and got["one_stack_chain"] == 17_440 and got["row_steps"] == 518_756
     w = fedprox_study((0,))
     specs = [RunSpec(w.config(r, 3, "cpu"), w.dataset(r.dataset), w.algorithm(r)) for r in w.runs]
     model = build_model("mclr", specs[0].dataset.feature_shape, specs[0].dataset.num_classes)
     steps = [run_steps(build_stack(model, [s])[1][0], 3) for s in specs]  # the engine's own draws, minibatches too
     assert chain(steps, group_stacks(specs, tuple(range(len(specs))))) == got["chain"]
     assert chain(steps, [list(range(len(specs)))]) == got["one_stack_chain"]
+    apart = [[i for i, s in enumerate(specs) if type(s.algorithm) is cls] for cls in {type(s.algorithm) for s in specs}]
+    assert sorted(map(len, apart)) == [10, 18] and chain(steps, apart) == 34_880  # the classes apart (before D1)
 
 
 def test_the_dissimilarity_is_a_backward_a_model_on_the_cpu_and_one_on_the_cuda_path():

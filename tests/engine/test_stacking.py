@@ -38,14 +38,17 @@ def test_run_cost_counts_steps_and_rows():
 def test_runs_are_grouped_by_what_they_may_share_and_cut_to_balance_workers():
     ds = _dataset([40 + i for i in range(20)])  # row-steps dominate: cutting a stack pays for its steps
     cfg = dataclasses.replace(CFG, clients_per_round=10)
-    specs = [RunSpec(dataclasses.replace(cfg, seed=s), ds, alg) for alg in (FedAvg(lr=0.1), FedProx(lr=0.1, mu=0.0),
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), ds, alg) for alg in (FedAvg(lr=0.2), FedProx(lr=0.1, mu=0.0),
                                                                             FedProx(lr=0.1, mu=1.0)) for s in range(6)]
     one = plan_stacks(specs, workers=1)
     assert sorted(map(sorted, one)) == [list(range(0, 6)), list(range(6, 18))]  # FedProx mu=0 and mu=1 share a stack
+    # FedAvg trains as FedProx with mu = 0 (stacks_as): at FedProx's lr it joins their stack, at another it cannot
+    same_lr = [dataclasses.replace(spec, algorithm=FedAvg(lr=0.1)) for spec in specs[:6]] + specs[6:]
+    assert sorted(map(sorted, plan_stacks(same_lr, workers=1))) == [list(range(18))]
     two = plan_stacks(specs, workers=2)
     assert sorted(i for p in two for i in p) == list(range(18))  # every run exactly once
     for p in two:
-        assert all(i < 6 for i in p) or all(i >= 6 for i in p)  # pieces never mix algorithm classes
+        assert all(i < 6 for i in p) or all(i >= 6 for i in p)  # pieces never mix what cannot share a stack
     costs = [run_cost(s) for s in specs]
     assert max(_pack(two, costs, 2)) < max(_pack(one, costs, 2))  # cutting balanced the two processes
     assert [piece_cost([costs[i] for i in p]) for p in two] == sorted(
