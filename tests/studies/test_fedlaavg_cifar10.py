@@ -101,7 +101,9 @@ def test_fixture_budget_reads_every_role_and_repeats(study_run):
     b = study.BUDGETS["fixture"]
     for c in claims:
         assert c["verdict"] != "not-run" and c["fidelity"] == "smoke-check"  # 8 of 70,000 rounds: at most a tenth
-        assert c["effect"]["n"] == len(b.seeds) and len(c["effect"]["per_seed"]) == len(b.seeds)
+        # n counts the defined values: a seed whose rho orders nothing (all tied: undefined, issue 51) is left out
+        assert len(c["effect"]["per_seed"]) == len(b.seeds)
+        assert c["effect"]["n"] == sum(x is not None for x in c["effect"]["per_seed"])
         assert (c["rounds_run"], c["rounds_paper"]) == (b.rounds, 70000)
     ica = claims[0]
     best = ica["reproduced"]
@@ -114,7 +116,7 @@ def test_fixture_budget_reads_every_role_and_repeats(study_run):
     assert [p["part"] for p in trends["parts"]] == ["gamma = 0.05..0.1", "P = 2, 3"]
     assert set(trends["reproduced"]["by_setting"]) == {"gamma=0.05", "gamma=0.1", "P=2", "P=3"}
     assert set(grows["reproduced"]["by_P"]) == {"2", "3"} and len(early["parts"]) == 2
-    assert all(-1.0 <= v <= 1.0 for v in speedup["effect"]["per_seed"])
+    assert all(v is None or -1.0 <= v <= 1.0 for v in speedup["effect"]["per_seed"])  # None: all tied, undefined
     records = read_simulations(ran.out)
     assert len(records) == len({r for rs in study.plan(b).values() for r in rs})
     assert all(r["params"]["lr_decay"] == b.lr_decay for r in records)

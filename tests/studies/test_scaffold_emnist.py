@@ -71,9 +71,10 @@ def test_steps_selected_on_the_tuning_seeds_only():
 
 
 def test_paired_rounds_effect_on_hand_made_curves():
-    """Table 4's measure on two judged seeds: FedAvg reaches 0.45 at rounds 3 and 4 at its selected step, SCAFFOLD
-    at 1 and 2: the per-seed effects are 2 and 2."""
-    b = study.Budget(rounds=5, seeds=(0, 1), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3, 1.0), device="cpu")
+    """Table 4's measure on three judged seeds: FedAvg reaches 0.45 at rounds 3, 4 and 4 at its selected step,
+    SCAFFOLD at 1, 2 and 1: the per-seed effects are 2, 2 and 3 (equal effects on every seed would give an
+    order-statistic interval below 95%: inconclusive, issue 51)."""
+    b = study.Budget(rounds=5, seeds=(0, 1, 2), tuning_seeds=(100, 101), lr_grid=(0.1, 0.3, 1.0), device="cpu")
     curves = {(c, s): [0.0] * 6 for c in study.cells() for s in b.seeds}
     # tuning: SCAFFOLD reaches 0.45 only at 0.3 (an inner step), FedAvg only at 0.1 (the grid's smallest)
     tuning = {(c, lr, s): [0.0] * 6 for c in study.cells() for lr in b.lr_grid for s in b.tuning_seeds}
@@ -90,10 +91,12 @@ def test_paired_rounds_effect_on_hand_made_curves():
             curves[(sc, 1)] = [0, 0, 0.5, 0.5, 0.5, 0.5]
             curves[(fa, 0)] = [0, 0, 0, 0.46, 0.46, 0.46]
             curves[(fa, 1)] = [0, 0, 0, 0, 0.46, 0.46]
+            curves[(sc, 2)] = [0, 0.5, 0.5, 0.5, 0.5, 0.5]
+            curves[(fa, 2)] = [0, 0, 0, 0, 0.46, 0.46]
     entry = study.table4_claim(study.Runs(curves, steps, b, selections))
     assert entry["verdict"] == "reproduced"
-    assert [p["per_seed"] for p in entry["parts"]] == [[2.0, 2.0]] * 6
-    assert entry["reproduced"]["cells"]["fedavg, 0.2, 0"] == {"lr": 0.1, "per_seed": [3.0, 4.0], "mean": 3.5}
+    assert [p["per_seed"] for p in entry["parts"]] == [[2.0, 2.0, 3.0]] * 6
+    assert entry["reproduced"]["cells"]["fedavg, 0.2, 0"]["per_seed"] == [3.0, 4.0, 4.0]
     # FedAvg's step is the grid's smallest in all six cells, SCAFFOLD's (0.3) an inner one: flagged, not judged
     assert sorted(entry["reproduced"]["selected_at_grid_edge"]) == sorted(
         study.Cell(4, "fedavg", 5, s, f).label() for f in study.TABLE4_SAMPLED for s in study.JUDGED_SIMILARITY)
@@ -101,12 +104,16 @@ def test_paired_rounds_effect_on_hand_made_curves():
     assert entry["reproduced"]["selection"]["table4/fedavg/E=5/s=0/sampled=20%"]["tuning"]["0.1"] == [1.0, 1.0]
     assert "budget-limited" not in entry["verdict_text"]  # no extrapolation to the paper's 1,000 rounds
     five = {(study.client_cell("scaffold"), s): [0, 0.5, 0.5, 0.5, 0.5, 0.5] for s in b.seeds}  # 0.45 at round 1
-    fifty = {(study.client_cell("fedavg"), s): [0, 0, 0, 0, 0.46, 0.46] for s in b.seeds}  # at round 4
+    fifty = {(study.client_cell("fedavg"), s): [0, 0, 0, 0.46, 0.46, 0.46] for s in b.seeds}  # at round 3
+    fifty[(study.client_cell("fedavg"), 2)] = [0, 0, 0, 0, 0.46, 0.46]  # seed 2 at round 4
     clients = study.clients_claim(study.Runs(curves | five | fifty, steps, b, selections))
     assert clients["id"] == "scaffold/emnist/5-clients-beat-fedavg-50" and clients["verdict"] == "reproduced"
-    assert clients["parts"][0]["per_seed"] == [3.0, 3.0]
+    assert clients["parts"][0]["per_seed"] == [2.0, 2.0, 3.0]
+    same = study.clients_claim(study.Runs(curves | five | {k: [0, 0, 0, 0, 0.46, 0.46] for k in fifty}, steps, b,
+                                          selections))
+    assert same["parts"][0]["per_seed"] == [3.0] * 3 and same["verdict"] == "inconclusive"  # 75% coverage: issue 51
     never = study.clients_claim(study.Runs(curves | fifty, steps, b, selections))  # SCAFFOLD never: the 5 rounds run
-    assert never["parts"][0]["per_seed"] == [-1.0, -1.0] and never["verdict"] == "not-reproduced"
+    assert never["parts"][0]["per_seed"] == [-2.0, -2.0, -1.0] and never["verdict"] == "not-reproduced"
 
 
 def test_declaration_cells_stacks_and_paper_scales():

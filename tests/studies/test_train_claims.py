@@ -110,4 +110,5 @@ def test_a_record_made_before_its_rule_was_reworded_reads_as_the_registered_rule
     (read,) = [c for c in entries.study_claims(CFG, tmp_path) if c["id"] == cid]
     assert read["rule"] == committed["rule"]
     st = registry.status(read, book)
-    assert (st["status"], st["confirmation"]) == ("registered", "confirmed")
+    # its confirmation stands (not void); whether it counts is git's to show (issue 51: not shown for this one)
+    assert st["status"] == "registered" and st["frozen"] is not None and st["confirmation"].startswith("confirmed")
