@@ -67,6 +67,9 @@ class TrainConfig:
     checkpoint_every: int = 10  # rounds between resumable checkpoints
     executor: str = "local"  # where the units run: local (worker processes) | ray (fedbench.executors)
     gpu_fraction: float = 0.25  # ray: the share of one GPU a unit asks for when it trains on a GPU
+    # ray: where units keep their runs' checkpoints: "" (default) the driver's own folders, written through the
+    # driver's node; or a folder or fsspec URI (s3://bucket/path, gs://...) that every node and the driver reach
+    checkpoint_storage: str = ""
     # how local steps run (fedbench.engine.capture): none (the default) | static (padded, masked, no host read; the
     # same numbers) | cuda_graph (the static loop replayed from a CUDA graph; CUDA only, opt-in until measured)
     capture: str = "none"
@@ -241,10 +244,11 @@ def check_stragglers(train: TrainConfig, fraction: float, where: str) -> None:
 
 
 def _check_executor(train: TrainConfig) -> None:
-    """train.executor and train.gpu_fraction (neither is in a run's fingerprint: they change no number)."""
+    """train.executor, train.gpu_fraction and train.checkpoint_storage (none is in a run's fingerprint: they change
+    no number)."""
     import importlib.util
 
-    from fedbench.executors import EXECUTORS
+    from fedbench.executors import EXECUTORS, check_storage
 
     _one_of(train.executor, EXECUTORS, "train.executor")
     if train.executor == "ray" and importlib.util.find_spec("ray") is None:
@@ -252,6 +256,9 @@ def _check_executor(train: TrainConfig) -> None:
                           "-e '.[ray]'); allowed without it: local")
     if not 0.0 < train.gpu_fraction <= 1.0:
         raise ConfigError(f"train.gpu_fraction: must be in (0, 1], got {train.gpu_fraction}")
+    problem = check_storage(train.checkpoint_storage)
+    if problem:
+        raise ConfigError(f"train.checkpoint_storage: {problem}")
 
 
 TOP_KEYS = ["data", "train", "algorithms", "studies", "claim_studies"]

@@ -65,8 +65,9 @@ def ray_cluster(workspace):
     the local executor's runs (``workspace``): forking worker processes from a process that holds Ray's threads
     can deadlock the children, so nothing here forks while Ray is up."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
-    saved = {k: os.environ.get(k) for k in RAY_ENV}
-    os.environ.update(RAY_ENV)
+    env = RAY_ENV | {"FEDBENCH_TEST_ROOT": str(workspace[0])}  # the workers' environment: where tests' units log
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     try:
         yield ray.get_runtime_context().gcs_address
@@ -121,14 +122,17 @@ def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, worksp
 
 def die_after_first_checkpoint(job) -> list:
     """fedbench.study.runner._run_stack, except that on its first attempt the worker process dies (os._exit, as a
-    killed or lost worker) right after the run's first checkpoint is written. The second attempt records what it
-    resumed from. Top-level in an importable module: Ray workers import it."""
+    killed or lost worker) right after the run's first checkpoint is written and kept. The second attempt records
+    what it resumed from. Top-level in an importable module: Ray workers import it."""
+    import time
+
     import torch
 
     import fedbench.engine.simulation as simulation
+    from fedbench.executors import PERSIST_EVERY_S
 
-    checkpoint = job.checkpoints[0]  # <runs root>/train/outcomes/.<fingerprint>.checkpoint.pt
-    log = checkpoint.parents[2].parent / "attempts.jsonl"
+    checkpoint = job.checkpoints[0]  # in the unit's private folder, read back from the storage
+    log = Path(os.environ["FEDBENCH_TEST_ROOT"]) / "kill" / "attempts.jsonl"
     resumed = torch.load(checkpoint, weights_only=False)["round"] if checkpoint.exists() else None
     first = not log.exists()
     with open(log, "a") as f:
@@ -138,6 +142,7 @@ def die_after_first_checkpoint(job) -> list:
 
         def save_then_die(*args, **kwargs):
             save(*args, **kwargs)
+            time.sleep(4 * PERSIST_EVERY_S)  # the unit copies it to the storage meanwhile
             os._exit(1)
 
         simulation._save_checkpoint = save_then_die
@@ -202,10 +207,12 @@ def test_two_stages_submitting_overlapping_runs_lose_and_duplicate_nothing(ray_c
     assert not [p for p in shared.rglob("*") if ".tmp" in p.name or p.name.endswith(".checkpoint.pt")]
 
 
-def fail_on_fedprox_mu1(job) -> list:
-    """fedbench.study.runner._run_stack, except that a stack holding a fedprox_mu1 run raises (as a run's own bug
-    would)."""
-    if any(" fedprox_mu1 " in sim.name for sim in job.sims):  # a run's name: RunKey.desc
+FAILING = "synthetic_1_1 fedprox_mu1 stragglers=0 seed=0"  # a run whose stack raises (RunKey.desc)
+
+
+def fail_on_one_run(job) -> list:
+    """fedbench.study.runner._run_stack, except that the stack holding run FAILING raises (as a run's own bug would)."""
+    if any(sim.name == FAILING for sim in job.sims):
         raise ZeroDivisionError("a bug in this run")
     return run_stack(job)
 
@@ -216,18 +223,17 @@ def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster,
     from fedbench.executors import UnitsFailed
 
     root, keys, _ = workspace
-    monkeypatch.setattr(runner, "_run_stack", fail_on_fedprox_mu1)
+    monkeypatch.setattr(runner, "_run_stack", fail_on_one_run)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
-    fedavg = [k for k in keys if k.variant == "fedavg"]
-    mu1 = [k for k in keys if k.variant == "fedprox_mu1"]
     with pytest.raises(UnitsFailed) as failed:
-        pipeline.train_runs(cfg, fedavg + mu1, root / "data", root / "runs-failing", progress=False)
+        pipeline.train_runs(cfg, keys, root / "data", root / "runs-failing", progress=False)
     message = str(failed.value)
-    assert "\n" not in message and message.startswith("1 of 2 units failed for good")
-    assert all(k.desc in message for k in mu1) and "ZeroDivisionError: a bug in this run" in message
+    assert "\n" not in message and message.startswith("1 of 2 units failed for good on Ray: [")
+    failed_runs = message.split("[", 1)[1].split("]", 1)[0].split(", ")  # the runs of the failed unit, named
+    assert FAILING in failed_runs and message.endswith("] ZeroDivisionError: a bug in this run")
     assert isinstance(failed.value.__cause__, ZeroDivisionError)
     index = (root / "runs-failing" / "train" / "index.jsonl").read_text().splitlines()  # the other unit is kept
-    assert sorted(json.loads(line)["name"] for line in index) == sorted(k.desc for k in fedavg)
+    assert sorted(json.loads(line)["name"] for line in index) == sorted(k.desc for k in keys if k.desc not in failed_runs)
 
 
 def test_claim_study_simulations_on_ray_are_the_same(ray_cluster):
@@ -261,6 +267,11 @@ def test_claim_study_simulations_on_ray_are_the_same(ray_cluster):
     ("train.executor", "rey", "train.executor: 'rey' is not allowed (did you mean 'ray'?); allowed: local, ray"),
     ("train.executor", 1, "train.executor: expected a string, got 1"),
     ("train.gpu_fraction", 0.0, "train.gpu_fraction: must be in (0, 1], got 0.0"),
+    ("train.checkpoint_storage", "ckpt", ("train.checkpoint_storage: 'ckpt' is a relative folder, which each unit "
+     "would read as its own private folder; allowed: '' (the driver's folders), an absolute folder every node mounts, "
+     "or a URI (s3://...)")),
+    ("train.checkpoint_storage", "nosuch://bucket/ckpt",
+     "train.checkpoint_storage: 'nosuch://bucket/ckpt': ValueError: Protocol not known: nosuch"),
 ])
 def test_bad_executor_settings_are_one_line_at_load(key, value, expected):
     with pytest.raises(ConfigError) as bad:
@@ -312,7 +323,8 @@ def test_a_stop_ray_raises_as_its_own_error_cancels_the_units_and_goes_on_as_its
     def wait(pending, **_):
         raise SystemError("<cyfunction CoreWorker.wait> returned a result with an exception set") from stop
 
-    ray = SimpleNamespace(remote=lambda _: _StandIn(), wait=wait, cancel=lambda ref, force: cancelled.append(force))
+    ray = SimpleNamespace(remote=lambda _: _StandIn(), wait=wait, cancel=lambda ref, force: cancelled.append(force),
+                          get_runtime_context=lambda: SimpleNamespace(get_node_id=lambda: "0" * 56))
     ex = RayExecutor(workers=2, gpu_fraction=0.25)
     monkeypatch.setattr(ex, "connect", lambda: ray)
     with pytest.raises(Terminated) as raised:

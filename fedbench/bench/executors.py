@@ -6,6 +6,11 @@ stage's seconds per unit (a unit is a stack of runs) under each, their ratio, an
 bit for bit. The first Ray stage pays for starting worker processes (each imports torch); the second, on the same
 cluster, is what every further stage costs.
 
+On a cluster (issue 54), :func:`measure_cluster`: three nodes on this machine (ray.cluster_utils.Cluster, a head that
+runs no unit and two worker nodes of one CPU each), the dispatch cost of a no-op unit there (its dataset-free job,
+the storage and the private folder included), and the seconds from a worker node's removal to its unit starting
+again on the other node (Ray noticing the lost node, rescheduling, a worker process starting there).
+
 On a GPU machine the issue also asks for GPU fractions per task against one run at a time (a 10-client CNN
 study); not measured here (no GPU was available when this was written)."""
 
@@ -99,5 +104,78 @@ def table(e: dict[str, Any]) -> list[str]:
             f"{e['ray_warm_over_local']:.2f} | {e['ray_noop_s_per_unit']:.4f} |"]
 
 
-if __name__ == "__main__":  # python -m fedbench.bench.executors: the measurement alone, as JSON
-    print(json.dumps(measure_executors(), indent=2))
+def stall_first_attempt(job: tuple[str, int]) -> float:
+    """A unit that logs each start (time, node) in ``job``'s folder and, on its first attempt, waits until its node is
+    removed; it returns when it ran to its end (top-level: Ray workers import it)."""
+    import ray
+
+    folder, index = job
+    log = Path(folder) / f"{index}.attempts"
+    first = not log.exists()
+    with open(log, "a") as f:
+        f.write(json.dumps({"t": time.time(), "node": ray.get_runtime_context().get_node_id()}) + "\n")
+    if first:
+        time.sleep(300)
+    return time.time()
+
+
+def measure_cluster(log=print) -> dict[str, Any]:
+    """On a three-node cluster on this machine: Ray's dispatch seconds per no-op unit (best of 3 batches of
+    NOOP_UNITS, the first batch after the workers started), and the seconds from removing the node that runs a unit to
+    that unit starting again on the other node."""
+    import logging
+    import os
+    import threading
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from fedbench.executors import RayExecutor
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    out: dict[str, Any] = {"about": "a head (no CPU for units) and two worker nodes of one CPU each, on this machine"}
+    try:
+        t0 = time.perf_counter()
+        workers = [cluster.add_node(num_cpus=1), cluster.add_node(num_cpus=1)]
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, logging_level=logging.WARNING)
+        out["cluster_start_s"] = time.perf_counter() - t0
+        ex = RayExecutor(workers=2, gpu_fraction=1.0)
+        batches = []
+        for _ in range(4):
+            t0 = time.perf_counter()
+            ex.map(noop, range(NOOP_UNITS), progress=False)
+            batches.append((time.perf_counter() - t0) / NOOP_UNITS)
+        out |= {"noop_units": NOOP_UNITS, "first_batch_s_per_unit": batches[0],
+                "dispatch_s_per_unit": min(batches[1:])}
+        with tempfile.TemporaryDirectory(prefix="fedbench-bench-lost-node-") as folder:
+            removed: dict[str, float] = {}
+
+            def remove() -> None:
+                log_file = Path(folder) / "0.attempts"
+                while not log_file.exists():
+                    time.sleep(0.05)
+                node = json.loads(log_file.read_text().splitlines()[0])["node"]
+                removed["t"] = time.time()
+                cluster.remove_node(next(w for w in workers if w.node_id == node), allow_graceful=False)
+
+            remover = threading.Thread(target=remove, daemon=True)
+            remover.start()
+            (end,) = ex.map(stall_first_attempt, [(folder, 0)], progress=False)
+            remover.join()
+            attempts = [json.loads(line) for line in (Path(folder) / "0.attempts").read_text().splitlines()]
+        out |= {"attempts": len(attempts), "resume_after_lost_node_s": attempts[-1]["t"] - removed["t"],
+                "lost_node_to_done_s": end - removed["t"]}
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    log(f"  cluster: dispatch {out['dispatch_s_per_unit'] * 1000:.0f} ms a no-op unit; a lost node's unit started again "
+        f"{out['resume_after_lost_node_s']:.1f} s after the node was removed")
+    return out
+
+
+if __name__ == "__main__":  # python -m fedbench.bench.executors [cluster]: the measurement alone, as JSON
+    import sys
+
+    print(json.dumps(measure_cluster() if sys.argv[1:] == ["cluster"] else measure_executors(), indent=2))
