@@ -64,6 +64,12 @@ class TrainConfig:
     # each device's gradient in the dissimilarity on a seeded sample of at most this many of its samples (0: all;
     # FedProx's authors: at most 4 minibatches of 50 for their LSTMs, 200)
     dissimilarity_samples: int = 0
+    # the runs the dissimilarity is computed for: those of these variants (algorithms' keys) at these straggler
+    # fractions; either left out: every one (the main job's figures read it of every run). A study sets them to the
+    # runs its claims read (FedProx's real-data studies: FedAvg and the best mu without stragglers); the other runs'
+    # numbers are unchanged, their histories only lack the metric
+    dissimilarity_variants: tuple[str, ...] = ()
+    dissimilarity_stragglers: tuple[float, ...] = ()
     checkpoint_every: int = 10  # rounds between resumable checkpoints
     executor: str = "local"  # where the units run: local (worker processes) | ray (fedbench.executors)
     gpu_fraction: float = 0.25  # ray: the share of one GPU a unit asks for when it trains on a GPU
@@ -73,6 +79,12 @@ class TrainConfig:
     # how local steps run (fedbench.engine.capture): none (the default) | static (padded, masked, no host read; the
     # same numbers) | cuda_graph (the static loop replayed from a CUDA graph; CUDA only, opt-in until measured)
     capture: str = "none"
+
+    def computes_dissimilarity(self, variant: str, stragglers: float) -> bool:
+        """Whether the run of ``variant`` at ``stragglers`` computes the gradient dissimilarity (every
+        ``eval_every`` rounds): where ``dissimilarity_variants`` and ``dissimilarity_stragglers`` both allow it."""
+        return ((not self.dissimilarity_variants or variant in self.dissimilarity_variants)
+                and (not self.dissimilarity_stragglers or float(stragglers) in self.dissimilarity_stragglers))
 
 
 @dataclass(frozen=True)
@@ -108,7 +120,7 @@ PIPELINE_BUDGET = layout.PIPELINE_BUDGET  # a small claim study's budget where p
 
 DEVICES = r"auto|cpu|cuda(:\d+)?"  # train.device and `fedbench bench --device`: auto picks CUDA where there is one
 STUDY_TRAIN_KEYS = ("model", "rounds", "lr", "local_epochs", "batch_size", "clients_per_round", "eval_every",
-                    "dissimilarity_samples", "straggler_epochs")
+                    "dissimilarity_samples", "dissimilarity_variants", "dissimilarity_stragglers", "straggler_epochs")
 
 
 @dataclass(frozen=True)
@@ -334,6 +346,7 @@ def parse_config(raw: Any) -> Config:
     if not isinstance(raw_algos, dict) or not raw_algos:
         raise ConfigError("algorithms: expected a mapping of variant name -> {name: ..., hyperparameters}")
     algorithms = {k: _algorithm(v, f"algorithms.{k}") for k, v in raw_algos.items()}
+    _check_dissimilarity_runs(train, algorithms, "train")
 
     raw_studies = raw.get("studies") or {}
     if not isinstance(raw_studies, dict):
@@ -360,11 +373,24 @@ def parse_config(raw: Any) -> Config:
                                   f"of {ds} (studies.{name}); allowed: 1..{clients}")
         for algo in study.algorithms:
             _one_of(algo, list(algorithms), f"studies.{name}.algorithms")
+        if {"dissimilarity_variants", "dissimilarity_stragglers"} & set(overrides):
+            _check_dissimilarity_runs(study_train, algorithms, f"studies.{name}.train")
         for f in study.stragglers:  # floats as loaded: 0 and 0.0 are one fraction, and name one run
             check_stragglers(study_train, f, f"studies.{name}.stragglers")
         studies[name] = study
     claim_studies = _claim_studies(raw.get("claim_studies"))
     return Config(data=data, train=train, algorithms=algorithms, studies=studies, claim_studies=claim_studies)
+
+
+def _check_dissimilarity_runs(train: TrainConfig, algorithms: dict[str, AlgorithmConfig], where: str) -> None:
+    """train.dissimilarity_variants name variants of ``algorithms``, train.dissimilarity_stragglers fractions in
+    [0, 1)."""
+    for v in train.dissimilarity_variants:
+        _one_of(v, list(algorithms), f"{where}.dissimilarity_variants")
+    for f in train.dissimilarity_stragglers:
+        if not 0.0 <= f < 1.0:
+            raise ConfigError(f"{where}.dissimilarity_stragglers: {f:g} is not a straggler fraction; allowed: numbers "
+                              "in [0, 1)")
 
 
 def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:

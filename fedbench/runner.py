@@ -72,6 +72,9 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
         "data.train_fraction": cfg.data.train_fraction,
         # a sampled dissimilarity changes that metric's numbers; recorded only where a study asks for one
         **({"dissimilarity_samples": t.dissimilarity_samples} if t.dissimilarity_samples else {}),
+        # a run whose dissimilarity no claim reads (train.dissimilarity_variants, _stragglers) skips it: recorded only
+        # there, so the runs that compute it keep their fingerprints
+        **({} if t.computes_dissimilarity(variant, stragglers) else {"dissimilarity": False}),
         # a captured loop may move CUDA numbers in the last bits (fedbench.engine.capture); recorded where it is on
         **({"capture": t.capture} if t.capture != "none" else {}),
     }
@@ -227,7 +230,8 @@ def simulation(cfg: Config, p: _Planned) -> Simulation:
         rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
         batch_size=t.batch_size, straggler_fraction=p.key.stragglers, sampling=t.sampling,
         straggler_epochs=t.straggler_epochs, seed=p.key.seed, device=t.device,
-        dissimilarity_every=t.eval_every,  # params.yaml's train.eval_every: the dissimilarity's cadence
+        # params.yaml's train.eval_every: the dissimilarity's cadence, in the runs that compute it
+        dissimilarity_every=t.eval_every if t.computes_dissimilarity(p.key.variant, p.key.stragglers) else 0,
         dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
         checkpoint_every=t.checkpoint_every, capture=t.capture,
     )

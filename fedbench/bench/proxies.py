@@ -24,8 +24,9 @@ count that does not depend on the machine, and the H200 measurements already com
   there).
 - ``dissimilarity_backward_calls``: the backward calls of one dissimilarity evaluation of 1 and of 15 CIFAR-CNN
   models, as CUDA runs it (one segmented backward for every (model, client) pair), with the CPU's beside.
-- ``dissimilarity_runs``: per paper study, the runs the gradient dissimilarity is computed for and those a claim
-  reads it of (fedbench.study.paper_profile.READ: the runs without stragglers).
+- ``dissimilarity_runs``: per paper study, the runs the gradient dissimilarity is computed for (as its train
+  settings declare: ``dissimilarity_variants`` and ``dissimilarity_stragglers``, fedbench.config.TrainConfig) and
+  those a claim reads it of (fedbench.study.paper_profile.READ: the runs without stragglers).
 
 Timings are not counted; the GPU figures these counts imply come from the cost model beside them.
 """
@@ -329,22 +330,36 @@ def synthetic_chain(rounds: int | None = None, seeds: tuple[int, ...] = (0, 1, 2
 
 
 def dissimilarity_runs(seeds: int = 5) -> dict[str, dict[str, int]]:
-    """Per paper study with the dissimilarity on: the runs it is computed for and the runs a claim reads it of."""
+    """Per paper study with the dissimilarity on: the runs it is computed for, as the study's train settings declare
+    them (:func:`computing_dissimilarity`), and the runs a claim reads it of (fedbench.study.paper_profile.READ: the
+    runs without stragglers; none in an E = 1 study, whose claims read loss and accuracy)."""
     from fedbench.study.paper_profile import PAPER, READ, STUDIES
 
     out = {}
     for name in PAPER:
         s = STUDIES[name]
-        computed = sum(sc.runs for sc in s.scales(seeds) if sc.dissimilarity_every > 0)
-        read = sum(1 for _, f in READ if f == 0.0) * seeds  # the dissimilarity claims read the runs without stragglers
+        if not any(sc.dissimilarity_every > 0 for sc in s.scales(seeds)):
+            continue
+        computed = computing_dissimilarity(s.study()["train"], s.algorithms, s.stragglers, seeds)
+        read = 0 if s.partial_work else sum(1 for _, f in READ if f == 0.0) * seeds
         out[name] = {"computed": computed, "read": read}
     return out
+
+
+def computing_dissimilarity(train: dict[str, Any], variants: list[str], stragglers: list[float], seeds: int) -> int:
+    """How many of a study's runs (``variants`` x ``stragglers`` x ``seeds``) compute the dissimilarity under its
+    ``train`` settings (fedbench.config.TrainConfig.computes_dissimilarity, as the train stage decides)."""
+    from fedbench.config import TrainConfig
+
+    keys = ("dissimilarity_variants", "dissimilarity_stragglers")
+    t = dataclasses.replace(TrainConfig(), **{k: tuple(train[k]) for k in keys if k in train})
+    return sum(t.computes_dissimilarity(v, f) for v in variants for f in stragglers) * seeds
 
 
 def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     """Every proxy (module docstring), with the cost model's projection on the H200 calibration
     (fedbench.bench.drawn_cost) and each target met or not."""
-    from fedbench.bench import drawn_cost
+    import fedbench.bench.drawn_cost as drawn_cost
 
     setup = RoundSetup()
     log("  proxies: host syncs a round and a block")

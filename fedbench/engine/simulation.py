@@ -165,7 +165,7 @@ class SimulationConfig:
 
 
 # The settings that may differ between the runs of one stack (everything else must be equal).
-PER_RUN_SETTINGS = ("seed", "straggler_fraction", "availability")
+PER_RUN_SETTINGS = ("seed", "straggler_fraction", "availability", "dissimilarity_every")  # each run's own plan
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,14 @@ def test_dissimilarity_is_computed_for_more_runs_than_claims_read():
     assert got["fedprox_sent140"] == {"computed": 45, "read": 10}
 
 
+def test_a_study_that_declares_the_runs_it_reads_computes_the_dissimilarity_only_there():
+    variants, stragglers = ["fedavg", "fedprox_mu0", "fedprox_mu0p01"], [0.0, 0.5, 0.9]
+    assert proxies.computing_dissimilarity({}, variants, stragglers, 5) == 45  # left out: every run
+    read = {"dissimilarity_variants": ["fedavg", "fedprox_mu0p01"], "dissimilarity_stragglers": [0.0]}
+    assert proxies.computing_dissimilarity(read, variants, stragglers, 5) == 10  # FedAvg and the best mu at 0%
+    assert proxies.computing_dissimilarity({"dissimilarity_stragglers": [0.0]}, variants, stragglers, 5) == 15
+
+
 def test_targets_say_met_or_not():
     result = {"syncs_per_round": 2.0, "syncs_per_block": 40, "ops_outside_steps_per_round": {"1": 20.0, "10": 197.0},
               "ops_outside_steps_slope": 19.7, "synthetic_chain_steps": 3_024_240,
