@@ -65,12 +65,10 @@ def per_example_many(model: Model, thetas: torch.Tensor, x: torch.Tensor, y: tor
 
 def vmap_forward(model: Model):
     """M models' outputs in one pass, fn(thetas [M, P], x [n, ...]) -> [M, n, ...]: ``vmap`` of the model's forward
-    over its parameters; for a recurrent model (vmap cannot batch nn.LSTM, nn.GRU) the rnn kernel's forward with the
-    models as rows where it runs the model; None otherwise."""
+    over its parameters; None for a recurrent model (vmap cannot batch nn.LSTM, nn.GRU: the loop kernel borrows the
+    rnn kernel's forward with the models as rows instead, fedbench.engine.kernels.loop)."""
     if any(isinstance(m, torch.nn.RNNBase) for m in model.module.modules()):
-        from fedbench.engine.kernels.rnn import RecurrentKernel
-
-        return RecurrentKernel(model).forward_many if RecurrentKernel.supports(model) else None
+        return None
     from torch.func import vmap
 
     return vmap(model.forward, in_dims=(0, None))

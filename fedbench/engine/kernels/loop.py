@@ -42,6 +42,7 @@ from __future__ import annotations
 import torch
 
 import fedbench.engine.kernels.generic as generic
+from fedbench.engine.kernels.rnn import RecurrentKernel
 from fedbench.models.spec import Model
 
 
@@ -50,6 +51,18 @@ class LoopKernel(generic.GenericEvaluation):
 
     def __init__(self, model: Model) -> None:
         self.model = model
+        # several models evaluated in one pass (generic.BATCHED_EVAL_DEVICES): a recurrent model, which vmap cannot
+        # batch, through the rnn kernel's forward with the models as rows where that kernel runs it
+        self._recurrent = RecurrentKernel(model) if (generic.vmap_forward(model) is None
+                                                     and RecurrentKernel.supports(model)) else None
+
+    def forward_many(self, thetas: torch.Tensor, x: torch.Tensor):
+        if self._recurrent is not None:
+            return self._recurrent.forward_many(thetas, x)
+        return super().forward_many(thetas, x)
+
+    def batches_models(self) -> bool:
+        return self._recurrent is not None or super().batches_models()
 
     @staticmethod
     def supports(model: Model) -> bool:

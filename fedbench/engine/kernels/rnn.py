@@ -67,6 +67,9 @@ class RecurrentKernel(generic.GenericEvaluation):
 
     # ---- evaluation of several models in one pass (fedbench.engine.kernels.generic.BATCHED_EVAL_DEVICES) ------
 
+    def batches_models(self) -> bool:
+        return True
+
     def forward_many(self, thetas: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Outputs [M, n, C] of M models thetas [M, P] on the same token ids x [n, T]: :meth:`forward` with the
         models as rows, every row reading the same samples."""
