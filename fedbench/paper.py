@@ -313,11 +313,11 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                                                      "results/NAME/BUDGET/")
     a = described(p).parse_args(argv)
     if a.command == "run" and a.name not in NAMES:
-        import difflib
+        from fedbench.algorithms import closest  # a name holding the word first: femnist -> fedprox_femnist
 
-        close = difflib.get_close_matches(a.name, NAMES, n=1)
+        close = closest(a.name, NAMES)
         print(f"fedbench paper run: {a.name!r} is not a paper study"
-              f"{f'; did you mean {close[0]!r}?' if close else ''}; known: {', '.join(NAMES)}", file=sys.stderr)
+              f"{f'; did you mean {close!r}?' if close else ''}; known: {', '.join(NAMES)}", file=sys.stderr)
         return 2
     if a.command == "list":
         try:

@@ -34,8 +34,8 @@ steps                not by default: where a client step's time goes on the per-
                       update (the engine's step), the engine round, and an in-place update as headroom; ms
                       per client step and share of the FLOP floor (--models default leaf_femnist_cnn,cifar_cnn;
                       --cohorts default 10).
-proxies              not by default: the GPU targets as counts measured exactly on the CPU (issue 49;
-                      fedbench.bench.proxies): host syncs a round and a block, ATen ops outside the local steps at
+proxies              not by default: the GPU targets as counts measured exactly on the CPU
+                      (fedbench.bench.proxies): host syncs a round and a block, ATen ops outside the local steps at
                       1, 10 and 100 runs, the synthetic study's chain, evaluation passes at 1 and 15 CNN runs, the
                       runs the dissimilarity is computed for; with the paper profile and the synthetic study priced
                       from their drawn schedules on the committed H200 calibration (fedbench.bench.drawn_cost);

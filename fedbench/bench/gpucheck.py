@@ -588,16 +588,16 @@ def targets(result: dict) -> list[dict[str, Any]]:
     found = result.get("proxies") or {}
     rf = (found.get("round_fixed") or {}) if device == "cuda" else {}
     rs = rf.get("round_s")
-    row(f"issue 49: a round of a 30-run stack <= {ROUND_FIXED_S * 1e3:g} ms ({card}; CPU proxy: "
+    row(f"GPU target: a round of a 30-run stack <= {ROUND_FIXED_S * 1e3:g} ms ({card}; CPU proxy: "
         f"{rf.get('cpu_ops_outside_steps', '-')} ops outside the steps)", rs, f"{(rs or 0) * 1e3:.2f} ms",
         rs is not None and rs <= ROUND_FIXED_S)
     ev = (found.get("stacked_evaluation") or {}) if device == "cuda" else {}
     gain = ev["pass_a_model_s"] / ev["one_pass_s"] if ev else None
-    row(f"issue 49: 15 CNN models evaluated in one pass, x faster than a pass a model ({card})", gain,
+    row(f"GPU target: 15 CNN models evaluated in one pass, x faster than a pass a model ({card})", gain,
         f"{gain:.1f}x" if gain else "", None, figure=True)
     syn = found.get("synthetic_study") or {}
     ps = syn.get("projected_s")
-    row(f"issue 49: FedProx synthetic study from its chain <= {SYNTHETIC_STUDY_S:g} s ({card})", ps,
+    row(f"GPU target: FedProx synthetic study from its chain <= {SYNTHETIC_STUDY_S:g} s ({card})", ps,
         f"{ps:,.0f} s ({syn['projected_one_stack_s']:,.0f} s as one stack)" if ps is not None else "",
         ps is not None and ps <= SYNTHETIC_STUDY_S)
     cpu = [c for c in result.get("checks", []) if c["part"] == "stacking"]
