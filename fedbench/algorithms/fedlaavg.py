@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -51,6 +52,7 @@ class FedLaAvgLocal:
 
 @dataclass(frozen=True)
 class FedLaAvg:
+    step_scalars: ClassVar[tuple[str, ...]] = ("lr",)  # read by client_step through tensor arithmetic only
     lr: float
     keeps_partial_work: bool = False
 

@@ -31,6 +31,7 @@ class FedProxBroadcast:
 
 @dataclass(frozen=True)
 class FedProx:
+    step_scalars: ClassVar[tuple[str, ...]] = ("lr",)  # read by client_step through tensor arithmetic only
     # per-row in a stack: mu read through the broadcast (client_step never reads self.mu); keeps_partial_work read
     # run by run when its round is drawn (FedAvg trains as FedProx with mu = 0 that drops its stragglers)
     stack_varying: ClassVar[tuple[str, ...]] = ("mu", "keeps_partial_work")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -36,6 +37,7 @@ class SequentialSGDState:
 
 @dataclass(frozen=True)
 class SequentialSGD:
+    step_scalars: ClassVar[tuple[str, ...]] = ("lr",)  # read by client_step through tensor arithmetic only
     lr: float
     keeps_partial_work: bool = False
 

@@ -17,9 +17,12 @@ two agree bit for bit where the kernels are deterministic, and within the CUDA =
 fedbench.bench.capture_check measures both differences.
 
 Deviations and limits:
-1. A Python number the step reads (an algorithm's lr, FedProx's mu when every run has the same, FedProxVR's
-   counter) is frozen into the graph: it is part of the cache key, so a learning rate decayed every round
-   (``lr_decay`` < 1) captures a graph every round, which costs more than it saves; keep ``capture: none`` there.
+1. A Python number the step reads (FedProx's mu when every run has the same, FedProxVR's counter, the lr of an
+   algorithm that does not declare it in ``step_scalars``) is frozen into the graph: it is part of the cache key,
+   so such a number changed every round captures a graph every round, which costs more than it saves. The fields
+   an algorithm declares in ``step_scalars`` (lr: FedProx, FedAvg's form, FedLaAvg, sequential SGD) reach the
+   graph as 0-dim tensors (fedbench.engine.round.step_form): the key holds their shape and dtype, each replay
+   copies the round's value in, and a learning rate decayed every round (``lr_decay`` < 1) replays one graph.
    At most :data:`MAX_GRAPHS` graphs are kept (oldest dropped).
 2. A kernel whose ``batch`` or ``grad`` copies from the host or reads a value back cannot be captured; capture
    then fails with CUDA's own error on the first round. The mclr, quadratic and vmap kernels do neither.
@@ -29,6 +32,7 @@ Deviations and limits:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -72,7 +76,17 @@ def _signature(state: Any) -> tuple:
     return ("v", state)
 
 
+def _tensor_fields(algorithm: Any) -> list[str]:
+    """The fields of an algorithm object that are tensors (its step_scalars, as fedbench.engine.round.step_form
+    hands them): buffers of a captured graph, not part of its key."""
+    if not dataclasses.is_dataclass(algorithm):
+        return []
+    return [f.name for f in dataclasses.fields(algorithm) if isinstance(getattr(algorithm, f.name), torch.Tensor)]
+
+
 def _algorithm_key(algorithm: Any) -> Any:
+    if _tensor_fields(algorithm):  # the tensors' shapes and dtypes, every other field's value
+        return (type(algorithm), _signature(algorithm))
     try:
         hash(algorithm)
         return algorithm
@@ -80,11 +94,23 @@ def _algorithm_key(algorithm: Any) -> Any:
         return ("id", id(algorithm))
 
 
+def _with_buffers(algorithm: Any) -> Any:
+    """``algorithm`` with its tensor fields cloned (a graph's own buffers; no __post_init__, as step_form)."""
+    names = _tensor_fields(algorithm)
+    if not names:
+        return algorithm
+    own = copy.copy(algorithm)
+    for name in names:
+        object.__setattr__(own, name, getattr(algorithm, name).clone())
+    return own
+
+
 @dataclass
 class _Graph:
     graph: Any  # torch.cuda.CUDAGraph
     local: Any  # input buffers, the local state's shape
     bcast: Any
+    algorithm: Any  # the algorithm object the graph was captured with: its tensor fields are input buffers
     batches: torch.Tensor
     active: torch.Tensor
     out: Any  # output buffers (overwritten by the next replay)
@@ -115,6 +141,8 @@ class CapturedSteps:
                 dst.copy_(src)
             for dst, src in zip(tree.tree_leaves(entry.bcast), tree.tree_leaves(bcast)):
                 dst.copy_(src)
+            for name in _tensor_fields(algorithm):  # the round's lr into the graph's own
+                getattr(entry.algorithm, name).copy_(getattr(algorithm, name))
             entry.batches.copy_(cohort.batches[t0: t0 + GRAPH_STEPS])
             entry.active.copy_(cohort.active[t0: t0 + GRAPH_STEPS])
             entry.graph.replay()
@@ -137,6 +165,7 @@ class CapturedSteps:
     def _capture(self, algorithm, kernel, bcast, local, x_prepared, y, rows: int, batch: int) -> _Graph:
         local_in = tree.tree_map(torch.clone, local)
         bcast_in = tree.tree_map(torch.clone, bcast)
+        algorithm = _with_buffers(algorithm)
         batches = torch.full((GRAPH_STEPS, rows, batch), -1, dtype=torch.int64, device=x_prepared.device)
         active = torch.zeros(GRAPH_STEPS, rows, dtype=torch.bool, device=x_prepared.device)
         static = StaticCohort(batches=batches, active=active, rows=rows)
@@ -146,7 +175,8 @@ class CapturedSteps:
 
         graph, out = self._record(loop)
         self.captures += 1
-        return _Graph(graph=graph, local=local_in, bcast=bcast_in, batches=batches, active=active, out=out)
+        return _Graph(graph=graph, local=local_in, bcast=bcast_in, algorithm=algorithm, batches=batches,
+                      active=active, out=out)
 
     @staticmethod
     def _record(loop) -> tuple[Any, Any]:

@@ -13,6 +13,7 @@ one static shape, finished rows masked (fedbench.engine.static), the same number
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -269,6 +270,7 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
         run_of_row = np.repeat(np.arange(len(schedules)), sizes)
         run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
         bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
+    algorithm = step_form(algorithm, local)
     if stack.capture == "cuda_graph":
         merged = stack.captured.run(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
     else:
@@ -278,6 +280,24 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
         out.append(tree.tree_map(torch.clone, tree.rows(merged, lo, lo + k)))
         lo += k
     return out
+
+
+def step_form(algorithm: Any, local: Any) -> Any:
+    """``algorithm`` as the static loop runs its client_step: each number field its class declares in
+    ``step_scalars`` (the round's lr, decayed or not) a 0-dim tensor on the local state's device, of its dtype.
+    A captured graph then keeps the tensor as an input buffer and each round copies its value in
+    (fedbench.engine.capture), so a learning rate decayed every round no longer captures a graph every round.
+    Bit for bit the same step: ATen casts a Python number to the tensor's dtype before it multiplies, as
+    ``torch.full`` does here. The copy is made without the class's __post_init__ (its checks read numbers)."""
+    names = [n for n in getattr(type(algorithm), "step_scalars", ())
+             if isinstance(getattr(algorithm, n), (int, float)) and not isinstance(getattr(algorithm, n), bool)]
+    if not names:
+        return algorithm
+    leaf = tree.tree_leaves(local)[0]
+    form = copy.copy(algorithm)
+    for n in names:
+        object.__setattr__(form, n, torch.full((), float(getattr(algorithm, n)), dtype=leaf.dtype, device=leaf.device))
+    return form
 
 
 def _starts(steps: np.ndarray) -> np.ndarray:

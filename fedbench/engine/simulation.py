@@ -36,6 +36,9 @@ and, where an algorithm needs them (the engine uses a default where one is not d
     stacks_as() -> algorithm
         The same algorithm written as another algorithm's object, whose runs it may then share a stack with
         (:func:`stacking_form`; e.g. FedAvg as FedProx with mu = 0 dropping its stragglers).
+    step_scalars: tuple[str, ...]   # class attribute: number fields client_step reads only through tensor
+        arithmetic (lr), which the static loop hands it as 0-dim device tensors, so that a captured graph is
+        replayed with each round's value (a decayed lr) instead of captured again (fedbench.engine.round.step_form).
 
 What is evaluated, and when, is declared (``SimulationConfig.evaluations``, fedbench.engine.evaluation): by default
 train and test on every client every round and on the final model; a study may declare a cadence, listed rounds,
