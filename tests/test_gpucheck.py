@@ -123,7 +123,7 @@ def test_gpucheck_proxies_part_prints_each_item_beside_its_cpu_proxy(tmp_path):
     assert result["proxies"]["stacked_evaluation"]["max_abs_loss_difference"] <= 1e-4
     assert [s["name"] for s in result["skipped"]] == ["cnn_step", "synthetic_study"]
     rows = {r["target"].split(" (")[0]: r for r in result["targets"]}
-    assert rows["issue 49: a round of a 30-run stack <= 1 ms"]["met"] is None  # a CUDA figure
+    assert rows["GPU target: a round of a 30-run stack <= 1 ms"]["met"] is None  # a CUDA figure
 
 
 def test_targets_from_the_committed_h200_check():
@@ -154,7 +154,7 @@ def test_targets_from_the_committed_h200_check():
     assert rows["a round's fixed cost <= 1 ms, small model (mclr units' round_s)"]["measured"].endswith(
         " ms (largest of 10)")
     assert [r["met"] for r in rows.values() if not r["figure"]] == [False] * 5 + [None, None] + [True]
-    assert rows["issue 49: a round of a 30-run stack <= 1 ms"]["measured"] == "not measured"  # the check of 51c981a
+    assert rows["GPU target: a round of a 30-run stack <= 1 ms"]["measured"] == "not measured"  # the check of 51c981a
     # had no proxies part
 
 
