@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -90,7 +92,7 @@ def unit_in_a_cluster(job) -> list:
     stall = json.loads((log.parent / "stall.json").read_text()) if (log.parent / "stall.json").exists() else {}
     context = ray.get_runtime_context()
     with open(log, "a") as f:
-        f.write(json.dumps({"unit": unit, "node": context.get_node_id(), "cwd": os.getcwd(),
+        f.write(json.dumps({"unit": unit, "node": context.get_node_id(), "pid": os.getpid(), "cwd": os.getcwd(),
                             "resources": context.get_assigned_resources(),
                             "resumed_from": torch.load(checkpoint, weights_only=False)["round"]
                             if checkpoint is not None and checkpoint.exists() else None}) + "\n")
@@ -209,6 +211,8 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
     mine = [a for a in _attempts(log) if stalled in a["unit"]]
     assert len(mine) == 2 and mine[0]["node"] != mine[1]["node"]  # lost with its node, run again on the other
     assert mine[0]["resumed_from"] is None and mine[1]["resumed_from"] == 1  # from the checkpoint in the bucket
+    others = [a["unit"] for a in _attempts(log) if stalled not in a["unit"]]
+    assert others and len(others) == len(set(others))  # every other unit ran once: nothing finished was run again
     assert all(a["cwd"] != str(project) and not a["cwd"].startswith(str(project)) for a in _attempts(log))
     assert not list(bucket.iterdir())  # kept until the driver had the outcomes, then removed
     written = _files(project) - before  # only what the driver writes: the store's outcomes, index and locks
@@ -283,3 +287,44 @@ def test_units_ask_for_their_gpu_share_and_a_stack_too_big_for_one_gpu_is_refuse
     done = pipeline.train_runs(cfg, keys, Path("data-gpu"), Path("results-gpu"), progress=False)
     assert len(done) == 2 and {json.dumps(a["resources"], sort_keys=True) for a in _attempts(log)} == {
         json.dumps({"CPU": 1.0, "GPU": 0.5}, sort_keys=True)}
+
+
+DRIVER = """
+import sys
+from pathlib import Path
+import fedbench.study.runner as runner
+from fedbench.config import load_config
+from fedbench.guard import run_guarded
+from fedbench.pipeline import study_runs, train_runs
+from tests.test_ray_cluster import _overrides, unit_in_a_cluster
+runner._run_stack = unit_in_a_cluster
+cfg = load_config(Path(sys.argv[1]) / "params.yaml", _overrides("ray"))
+run_guarded(lambda: train_runs(cfg, list(study_runs(cfg)), Path("data-stop"), Path("results-stop"), progress=False))
+"""
+
+
+def test_a_driver_stopped_cancels_its_units_on_every_node(cluster, tmp_path):
+    """SIGTERM to a driver (its own process, connected through RAY_ADDRESS) whose two units run on the two worker
+    nodes: it ends as a stopped command (one line, exit 143), and the units' processes on both nodes are gone."""
+    from fedbench.pipeline import generate
+    from tests.faults.conftest import alive, wait_for
+
+    c, _, project, log = cluster
+    cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
+    for ds in cfg.data.datasets:
+        generate(cfg, ds, root=project / "data-stop")
+    log.unlink(missing_ok=True)
+    (log.parent / "stall.json").write_text(json.dumps({"unit": "synthetic", "at": "start"}))  # every unit waits
+    env = os.environ | {"RAY_ADDRESS": c.address}
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(ROOT)], cwd=project, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        units = wait_for(lambda: (a if len(a := _attempts(log)) == 2 else None), 120, "both units to start")
+        assert len({a["node"] for a in units}) == 2  # one on each worker node
+        driver.send_signal(signal.SIGTERM)
+        _, err = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 143, err[-3000:]
+    wait_for(lambda: not any(alive(a["pid"]) for a in units), 30, "the units' processes to be killed")
