@@ -77,7 +77,9 @@ class TrainConfig:
     # driver's node; or a folder or fsspec URI (s3://bucket/path, gs://...) that every node and the driver reach
     checkpoint_storage: str = ""
     # how local steps run (fedbench.engine.capture): none (the default) | static (padded, masked, no host read; the
-    # same numbers) | cuda_graph (the static loop replayed from a CUDA graph; CUDA only, opt-in until measured)
+    # same numbers) | cuda_graph (the static loop replayed from a CUDA graph; CUDA only, opt-in until measured) |
+    # fused_step / fused_round (the mclr model's Triton kernels, one launch a chain step or a round, the static loop's
+    # numbers within fp32 rounding: fedbench.engine.fused; CUDA only, opt-in until measured)
     capture: str = "none"
 
     def computes_dissimilarity(self, variant: str, stragglers: float) -> bool:
@@ -319,10 +321,10 @@ def parse_config(raw: Any) -> Config:
     if train.dissimilarity_samples < 0:
         raise ConfigError(f"train.dissimilarity_samples: must be >= 0 (0: all samples), got {train.dissimilarity_samples}")
     _check_executor(train)
-    _one_of(train.capture, ["none", "static", "cuda_graph"], "train.capture")
-    if train.capture == "cuda_graph" and train.device == "cpu":
-        raise ConfigError("train.capture: cuda_graph needs a CUDA device, and train.device is cpu; allowed here: none, "
-                          "static")
+    _one_of(train.capture, ["none", "static", "cuda_graph", "fused_step", "fused_round"], "train.capture")
+    if train.capture in ("cuda_graph", "fused_step", "fused_round") and train.device == "cpu":
+        raise ConfigError(f"train.capture: {train.capture} needs a CUDA device, and train.device is cpu; allowed "
+                          "here: none, static")
     if train.lr <= 0:
         raise ConfigError(f"train.lr: must be > 0, got {train.lr}")
     if train.clients_per_round > data.num_devices:

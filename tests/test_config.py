@@ -79,7 +79,9 @@ def test_cli_unknown_algorithm_variant(tmp_path, monkeypatch, capsys):
         main(["--params", str(ROOT / "params.yaml"), "run", "--dataset", "synthetic_1_1", "--algorithm", "fedprox_mu2",
               "--no-track"])
     assert exit_.value.code == 2
-    assert "--algorithm 'fedprox_mu2' is not a variant in 'algorithms'; allowed: fedavg, fedprox_mu0, fedprox_mu1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--algorithm 'fedprox_mu2' is not a variant in 'algorithms' nor an algorithm (did you mean 'fedprox_mu1'?)" in err
+    assert "allowed: variants fedavg, fedprox_mu0, fedprox_mu1; algorithms fedavg, fedprox," in err and len(err.splitlines()) == 1
     assert not (tmp_path / "data").exists() and not (tmp_path / "runs").exists()
 
 

@@ -43,7 +43,8 @@ import torch
 from fedbench.engine import tree
 from fedbench.engine.static import StaticCohort, run_static
 
-CAPTURE_MODES = ("none", "static", "cuda_graph")
+CAPTURE_MODES = ("none", "static", "cuda_graph", "fused_step", "fused_round")
+FUSED_MODES = ("fused_step", "fused_round")  # fedbench.engine.fused: one Triton launch a chain step, or a round
 MAX_GRAPHS = 8  # captured loops kept per stack (each holds its own memory pool)
 GRAPH_STEPS = 16  # local steps in one graph: a round of T steps replays it ceil(T / 16) times (at most 15 padded
 # steps a round: 0.1% of the FedProx synthetic study's chain of about 7,600 steps a round, fedbench.bench.lockstep)
@@ -52,15 +53,41 @@ GPU_TOLERANCE = 1e-4  # captured vs eager parameters, absolute: the GPU check's 
 
 
 def check_capture(mode: str, device: torch.device, local_path: str) -> None:
-    """Refuse, in one line, a capture setting this stack cannot run."""
+    """Refuse, in one line, a capture setting this stack cannot run (the fused modes' kernel and algorithms:
+    :func:`check_fused`)."""
     if mode not in CAPTURE_MODES:
         raise ValueError(f"capture: {mode!r} is not allowed; allowed: {', '.join(CAPTURE_MODES)}")
     if mode == "cuda_graph" and device.type != "cuda":
         raise ValueError(f"capture: 'cuda_graph' needs a CUDA device, and this run trains on {device.type}; "
                          "use 'none' (the default) or 'static' (the same padded loop, eager)")
+    if mode in FUSED_MODES and device.type != "cuda":
+        raise ValueError(f"capture: {mode!r} needs a CUDA device (Triton kernels), and this run trains on "
+                         f"{device.type}; use 'static' (the same padded loop, eager)")
+    if mode in FUSED_MODES:
+        from fedbench.engine import fused
+
+        if not fused.available():
+            raise ValueError(f"capture: {mode!r} needs Triton, which is not installed (it ships with torch's CUDA "
+                             "wheels); use 'static' or 'cuda_graph'")
     if mode != "none" and local_path != "vectorized":
         raise ValueError(f"capture: {mode!r} runs the vectorized local path, not local_path={local_path!r}; "
                          "use capture 'none' with the reference path")
+
+
+def check_fused(mode: str, kernel: Any, algorithms: list[Any]) -> None:
+    """Refuse, in one line, a fused mode for a kernel other than mclr or an algorithm whose client_step has no
+    fused form (fedbench.engine.fused.forms)."""
+    if mode not in FUSED_MODES:
+        return
+    if kernel.name != "mclr":
+        raise ValueError(f"capture: {mode!r} runs the mclr model's fused kernels, and this stack runs the "
+                         f"{kernel.name!r} kernel; use 'static' or 'cuda_graph'")
+    from fedbench.engine.fused.forms import form_of
+
+    missing = sorted({type(a).__name__ for a in algorithms if form_of(a) is None})
+    if missing:
+        raise ValueError(f"capture: {mode!r}: {', '.join(missing)} has no fused form (its client_step is none of "
+                         "fedbench.engine.fused.forms.CLIENT_STEPS); use 'static' or 'cuda_graph'")
 
 
 def _signature(state: Any) -> tuple:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from fedbench.engine import tree
-from fedbench.engine.capture import GRAPH_STEPS
+from fedbench.engine.capture import FUSED_MODES, GRAPH_STEPS
 from fedbench.engine.kernels.generic import client_segments
 from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
@@ -270,11 +270,17 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
         run_of_row = np.repeat(np.arange(len(schedules)), sizes)
         run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
         bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
-    algorithm = step_form(algorithm, local)
-    if stack.capture == "cuda_graph":
-        merged = stack.captured.run(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
+    if stack.capture in FUSED_MODES:  # one Triton launch a chain step, or one a round (CUDA; fedbench.engine.fused)
+        from fedbench.engine.fused.mclr import run_fused
+
+        merged = run_fused(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort,
+                           persistent=stack.capture == "fused_round")  # the kernel reads the scalars as numbers
+    elif stack.capture == "cuda_graph":
+        merged = stack.captured.run(step_form(algorithm, local), stack.kernel, bcast, local, stack.x_prepared,
+                                    stack.y, cohort)
     else:
-        merged = run_static(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort)
+        merged = run_static(step_form(algorithm, local), stack.kernel, bcast, local, stack.x_prepared, stack.y,
+                            cohort)
     out, lo = [], 0
     for k in sizes:
         out.append(tree.tree_map(torch.clone, tree.rows(merged, lo, lo + k)))

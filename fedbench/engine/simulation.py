@@ -92,7 +92,7 @@ import torch
 
 from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
-from fedbench.engine.capture import CAPTURE_MODES, CapturedSteps, check_capture
+from fedbench.engine.capture import CAPTURE_MODES, CapturedSteps, check_capture, check_fused
 from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
@@ -145,7 +145,9 @@ class SimulationConfig:
     # how a round's local steps run (fedbench.engine.static, fedbench.engine.capture): "none" the ragged eager loop
     # (the default: fewest operations, the CPU's fastest); "static" every step on all client rows of the stack,
     # padded to the block's largest client and masked (the same numbers, no host read in the loop); "cuda_graph"
-    # the static loop replayed from a CUDA graph (CUDA only; opt-in until measured on a GPU)
+    # the static loop replayed from a CUDA graph (CUDA only; opt-in until measured on a GPU); "fused_step" and
+    # "fused_round" the static loop's numbers within fp32 rounding from fedbench.engine.fused's Triton kernels, one
+    # launch a chain step or one a round (CUDA, the mclr model; opt-in until measured on a GPU)
     capture: str = "none"
 
     def __post_init__(self) -> None:
@@ -291,6 +293,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
     check_capture(cfg0.capture, device, cfg0.local_path)
     model = model.to(device)
     kernel = choose_kernel(model, device, cfg0.kernel, cohort=len(runs) * cfg0.clients_per_round)  # rows a step
+    check_fused(cfg0.capture, kernel, [spec.algorithm for spec in runs])
     datas: dict[int, DeviceData] = {}
     for spec in runs:
         ds = spec.dataset
