@@ -9,6 +9,8 @@ count that does not depend on the machine, and the H200 measurements already com
   FedProx mclr stack evaluated at round 0 and on the final model only (a cadence protocol, as the claim studies
   declare). The round's waits are a 5-round simulation's minus a 3-round one's, halved (the start, the first and
   the final evaluation cancel); the block's are a (3 + block)-round one's minus the 3-round one's.
+- ``graphs_per_block_decaying_lr``: the CUDA graphs a FedProx stack's captured loop needs in a block of
+  SCHEDULE_BLOCK rounds whose lr decays every round (:func:`graph_keys`; D2's per-round scalars as tensors: 1).
 - ``ops_outside_steps_per_round``: ATen operators dispatched in such a round outside the local steps (a
   ``TorchDispatchMode``, view operators excluded: on CUDA each counted operator is about one kernel launch), at
   1, 10 and 100 runs of a stack, with the slope in runs. The local steps are the engine's local path
@@ -170,6 +172,37 @@ def round_syncs(setup: RoundSetup = RoundSetup(), runs: int = 1, block: int = SC
     lines = {f"{k[0]}@{k[1]}": (counts[5][k] - counts[3][k]) / 2 for k in counts[5] if counts[5][k] != counts[3][k]}
     return {"runs": runs, "per_round": per_round,
             "per_block": sum(counts[3 + block].values()) - sum(counts[3].values()), "block": block, "lines": lines}
+
+
+def graph_keys(rounds: int = SCHEDULE_BLOCK, lr_decay: float = 0.99, runs: int = 2) -> dict[str, Any]:
+    """The CUDA graphs a stack's static loop would capture in ``rounds`` rounds with a learning rate decayed every
+    round: the distinct capture keys (fedbench.engine.capture: shape, algorithm object, broadcast) of the loops the
+    engine runs, counted on the CPU's ``capture: static`` (the same loop, eager). One where the round's lr reaches
+    the graph as a tensor (the algorithm's ``step_scalars``); a graph a round where it is a Python number."""
+    import fedbench.engine.round as round_
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.capture import _algorithm_key, _signature
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
+
+    data, model = _synthetic(RoundSetup().devices)
+    cfg = SimulationConfig(rounds=rounds, clients_per_round=10, local_epochs=1, batch_size=10, local_steps=1,
+                           device="cpu", capture="static", lr_decay=lr_decay, dissimilarity_every=0,
+                           evaluations=(), checkpoint_every=10**9)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm("fedprox", lr=0.05, mu=1.0))
+             for s in range(runs)]
+    keys: set = set()
+    run_static = round_.run_static
+
+    def recorded(algorithm, kernel, bcast, local, *args, **kwargs):
+        keys.add((_algorithm_key(algorithm), _signature(bcast), _signature(local)))
+        return run_static(algorithm, kernel, bcast, local, *args, **kwargs)
+
+    round_.run_static = recorded
+    try:
+        simulate_stack(model, specs)
+    finally:
+        round_.run_static = run_static
+    return {"rounds": rounds, "lr_decay": lr_decay, "runs": runs, "graphs": len(keys)}
 
 
 def round_ops(setup: RoundSetup = RoundSetup(), runs: int = 1) -> dict[str, Any]:
@@ -372,6 +405,7 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     passes_cpu = {str(r): eval_passes(r)["passes"] for r in CNN_RUNS}
     dissim_calls = {str(r): dissimilarity_passes(r, batched=True)["backward_calls"] for r in CNN_RUNS}
     dissim_calls_cpu = {str(r): dissimilarity_passes(r)["backward_calls"] for r in CNN_RUNS}
+    graphs = graph_keys()
     log("  proxies: the synthetic study's chain from its drawn schedule")
     chain = synthetic_chain(rounds=20 if quick else None)
     log("  proxies: the cost model on the H200 calibration")
@@ -385,6 +419,7 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
         "ops_outside_steps_slope": ops["slope_per_run"],
         "ops_inside_steps_per_round": ops["inside_at"],
         "ops_outside_top": ops["top_outside"],
+        "graphs_per_block_decaying_lr": graphs["graphs"],
         "synthetic_chain_steps": chain["chain"],
         "synthetic_chain": chain,
         "eval_passes_per_round": passes,

@@ -104,3 +104,12 @@ def test_the_ops_target_allows_no_more_than_30_a_stack_round():
     rows = {r["proxy"].split(" (")[0]: r["met"] for r in proxies.targets(result)}
     assert rows["ATen ops outside the local steps a round"] is False  # 34 ops a stack-round: above 30
     assert rows["the synthetic study's chain"] is None  # 20 rounds: not the study's 200
+
+
+def test_a_decaying_lr_needs_one_graph_a_block_where_it_reaches_the_loop_as_a_tensor(monkeypatch):
+    from fedbench.algorithms.fedprox import FedProx
+
+    assert proxies.graph_keys(rounds=4) == {"rounds": 4, "lr_decay": 0.99, "runs": 2, "graphs": 1}
+    monkeypatch.setattr(FedProx, "step_scalars", ())  # lr a Python number again: a graph a round
+    assert proxies.graph_keys(rounds=4)["graphs"] == 4
+    assert proxies.graph_keys(rounds=4, lr_decay=1.0)["graphs"] == 1  # a constant lr: one graph either way
