@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedbench.config import Config
-from fedbench.plotting import LABELS, PALETTE, TITLES, pyplot, save_figure
+from fedbench.plotting import LABELS, PALETTE, TITLES, algorithm_color, integer_rounds, pyplot, save_figure
 from fedbench.study.layout import reported_folder
 
 plt = pyplot()
@@ -41,6 +41,7 @@ def figure1(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_1_1", stra
             note = "\n(FedAvg = FedProx μ=0 here: curves overlap)" if f == 0 else ""
             ax.set_title(f"{TITLES.get(dataset, dataset)}, {int(f * 100)}% stragglers{note}" if i == 0 else "", fontsize=10)
             ax.set_xlabel("# rounds")
+            integer_rounds(ax)
             ax.set_ylabel("training loss" if i == 0 else "test accuracy")
             if ax.get_legend() and (i, j) != (0, 0):
                 ax.get_legend().remove()
@@ -84,6 +85,7 @@ def figure2(hist: pd.DataFrame, path: Path, datasets=FIGURE2_DATASETS) -> Path:
             _panel(ax, sub, metric)
             ax.set_title(TITLES.get(ds, ds) if i == 0 else "")
             ax.set_xlabel("# rounds")
+            integer_rounds(ax)
             ax.set_ylabel("training loss" if i == 0 else "variance of local grad.")
             if ax.get_legend() and (i, j) != (0, 0):
                 ax.get_legend().remove()
@@ -111,6 +113,7 @@ def figure5(hist: pd.DataFrame, path: Path, dataset: str = "synthetic_iid", stra
         ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8)
     ax.set_title("FedAvg on Synthetic-IID (FedProx Figure 5, rerun)", fontsize=10)
     ax.set_xlabel("# rounds")
+    integer_rounds(ax)
     ax.set_ylabel("training loss")
     return save_figure(fig, path)
 
@@ -119,7 +122,7 @@ def figure_real(hist: pd.DataFrame, path: Path, dataset: str, title: str, varian
                 stragglers=(0.0, 0.5, 0.9)) -> Path:
     """A real-data FedProx study (Figures 1, 7 and 8 on ``dataset``): training loss, test accuracy and the
     dissimilarity at each straggler level, of the ``variants`` ({variant: label}) that ran."""
-    palette = dict(zip(variants.values(), ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")))
+    palette = {label: algorithm_color(variant) for variant, label in variants.items()}  # compare's colours too
     metrics = [("train/loss", "training loss"), ("test/accuracy", "test accuracy"),
                ("train/dissimilarity", "variance of local grad.")]
     fig, axes = plt.subplots(len(metrics), len(stragglers), figsize=(4.2 * len(stragglers), 9.0), squeeze=False)
@@ -139,6 +142,7 @@ def figure_real(hist: pd.DataFrame, path: Path, dataset: str, title: str, varian
                              errorbar=("pi", 100), palette=palette, ax=ax, linewidth=1.4)
             ax.set_title(f"{title}, {int(f * 100)}% stragglers" if i == 0 else "", fontsize=10)
             ax.set_xlabel("# rounds")
+            integer_rounds(ax)
             ax.set_ylabel(ylabel)
             if ax.get_legend() and (i, j) != (0, 0):
                 ax.get_legend().remove()
