@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from fedbench.errors import FedbenchError
 from fedbench.guard import interruption
@@ -488,7 +488,7 @@ class _Persisting:
         self.thread = threading.Thread(target=self._loop, name="fedbench-checkpoints", daemon=True)
         self.warned = False
 
-    def __enter__(self) -> _Persisting:
+    def __enter__(self) -> Self:
         if self.files:
             self.thread.start()
         return self
