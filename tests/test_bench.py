@@ -223,7 +223,7 @@ def test_fedprox_study_is_the_papers_grid():
     assert len(w.runs) == 140 and [len(v) for v in w.subsets.values()] == [1, 15, 140]
     specs = [RunSpec(w.config(r, 1, "cpu"), w.dataset(r.dataset), w.algorithm(r)) for r in w.runs]
     stacks = workload.group_stacks(specs, w.subsets["all"])
-    assert sorted(len(s) for s in stacks) == [50, 90]  # FedAvg; FedProx mu = 0 and 1 together
+    assert sorted(len(s) for s in stacks) == [140]  # FedAvg with FedProx mu = 0 and 1: one stack (FedAvg.stacks_as)
     assert {w.runs[i].algorithm for i in w.subsets["R = 15"]} == {"fedprox"}
 
 
@@ -282,7 +282,7 @@ def tiny_result(tiny_synthetic):
 def test_workload_stacks_projects_and_floors(tiny_synthetic, tiny_result):
     w = tiny_workload(tiny_synthetic)
     subsets = tiny_result["subsets"]
-    assert subsets["all"]["stacks"] == [1, 2] and subsets["R = 2"]["stacks"] == [2]
+    assert subsets["all"]["stacks"] == [3] and subsets["R = 2"]["stacks"] == [2]
     cfgs = [w.config(r, 4, "cpu") for r in w.runs]
     samples = [planned_work(c, tiny_synthetic.train.sizes, w.algorithm(r).keeps_partial_work, 4).samples
                for c, r in zip(cfgs, w.runs)]
@@ -300,7 +300,7 @@ def test_cnn_study_code_path_on_cpu():
     assert [len(v) for v in w.subsets.values()] == [1, 3, 4] and w.local_steps == 10
     w = studies.Workload(**{**w.__dict__, "rounds": 2})
     result = workload.measure_workload(w, CPU, MACHINE, measured=1)
-    assert result["model"] == "cifar_cnn" and result["subsets"]["all"]["stacks"] == [1, 3]
+    assert result["model"] == "cifar_cnn" and result["subsets"]["all"]["stacks"] == [4]
     assert "numpy_loop" not in result["subsets"]["all"]
 
 
@@ -327,7 +327,7 @@ def test_report_writer_tables(tiny_result, tmp_path):
     assert ("another kernel was measured faster for mclr at cohort 2" in text) == faster
     assert ("in every case the chosen kernel was the fastest" in text) != faster
     assert "Not measured: leaf_femnist_cnn (not registered)" in text and "`fedbench bench --quick`" in text
-    assert text.count("| all (3) | 1 + 2 |") == 1 and "2.4 kFLOP per training sample" in text
+    assert text.count("| all (3) | 3 |") == 1 and "2.4 kFLOP per training sample" in text
     assert json.loads((tmp_path / "out" / "bench.json").read_text())["workloads"][0]["name"] == "tiny"
     for name in ("throughput.png", "workload.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0

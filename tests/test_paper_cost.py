@@ -257,4 +257,4 @@ def test_list_quotes_the_figure_priced_from_the_drawn_schedule():
     text = listing("params.yaml", "cuda")
     row = next(line for line in text.splitlines() if line.split()[:1] == ["fedprox_sent140"])
     drawn = price_study("fedprox_sent140", study_scales(5)["fedprox_sent140"], load("cuda"))
-    assert row.split()[-1] == f"{drawn['hours']:,.2f}" and drawn["stacks"] == 2
+    assert row.split()[-1] == f"{drawn['hours']:,.2f}" and drawn["stacks"] == 1  # one stack (D1)

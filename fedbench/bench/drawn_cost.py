@@ -28,9 +28,10 @@ a fixed number of steps (``local_steps``), the chain and row-steps are exact wit
 full local work (an upper bound, as fedbench.study.scale counts them). Runs of a stack take seeds 0, 1, ... 4, 0, ...
 (the FedProx studies' 5 seeds, each at several straggler levels: one seed's cohorts are the same draws).
 
-Arms of different algorithm classes run in separate stacks today (fedbench.engine.simulation.stack_key): a
-Scale records no algorithm, so ``classes`` says into how many stacks a study's group is split today
-(:data:`ARM_CLASSES`: FedAvg apart from FedProx). ``merged=True`` prices one stack per group (the review's D1).
+Arms of different algorithm classes run in separate stacks (fedbench.engine.simulation.stack_key) unless one
+trains as the other's form: FedAvg as FedProx with mu = 0 dropping its stragglers (``FedAvg.stacks_as``, the
+review's D1), so a FedProx study's group is one stack. A Scale records no algorithm, so :data:`ARM_CLASSES` says
+into how many stacks a study's group is split; ``merged=True`` prices one stack per group whatever it says.
 
 Imports no torch: ``fedbench paper list`` quotes it.
 """
@@ -53,7 +54,7 @@ PUBLISHED = {"mnist": (1000, 69035, 69, 106), "femnist": (200, 18345, 92, 159),
              "shakespeare": (143, 517106, 3616, 6808), "sent140": (772, 40783, 53, 32)}
 SIZES_OF = {**{f"fedprox_{k}": k for k in PUBLISHED}, **{f"fedprox_{k}_e1": k for k in PUBLISHED}}
 TRAIN_FRACTION = {"mnist": 0.9, "femnist": 0.9, "shakespeare": 0.8, "sent140": 0.8}
-ARM_CLASSES = {name: 2 for name in SIZES_OF}  # FedAvg and FedProx: two stacks today
+ARM_CLASSES = {name: 1 for name in SIZES_OF}  # FedAvg stacks with FedProx (D1); 2 before FedAvg.stacks_as
 SEEDS = 5
 PROFILE_BASELINE_H = 61.3  # the H200 projection from mean sizes (reports/bench-gpu/paper-cost.json, 51c981a)
 

@@ -64,15 +64,18 @@ def test_fixed_steps_need_no_draw_and_an_arm_of_few_rows_pays_the_latency():
     assert got["steps"] == pytest.approx(2000 * 0.0066)  # 5 rows: a 100-row step's time, not 5 x its per-row cost
 
 
-def test_the_profile_is_priced_from_the_committed_h200_table():
+def test_the_profile_is_priced_from_the_committed_h200_table(monkeypatch):
     from fedbench.study.paper_profile import study_scales
 
     table = drawn_cost.load_table(drawn_cost.H200_TABLE)
     scales = study_scales(5)["fedprox_mnist"]
     got = drawn_cost.price_study("fedprox_mnist", scales, table)
-    assert got["stacks"] == 2 and got["sizes"][0].startswith("lognormal")  # FedAvg and FedProx apart, as today
+    assert got["stacks"] == 1 and got["sizes"][0].startswith("lognormal")  # FedAvg stacks with FedProx (D1)
     merged = drawn_cost.price_study("fedprox_mnist", scales, table, merged=True)
-    assert merged["stacks"] == 1 and merged["chain"] < got["chain"]
+    assert merged["stacks"] == 1 and merged["chain"] == got["chain"] and merged["hours"] == got["hours"]
+    monkeypatch.setitem(drawn_cost.ARM_CLASSES, "fedprox_mnist", 2)  # as before FedAvg.stacks_as: two stacks
+    apart = drawn_cost.price_study("fedprox_mnist", scales, table)
+    assert apart["stacks"] == 2 and apart["chain"] > got["chain"]
 
 
 def test_client_sizes_are_the_prepared_datas_where_it_is_built(tmp_path):
