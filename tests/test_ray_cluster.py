@@ -74,9 +74,9 @@ def _guard_project() -> None:
 
 def unit_in_a_cluster(job) -> list:
     """fedbench.study.runner._run_stack under the project guard, logging each attempt (its unit, node, working
-    folder, resources, the round its first run resumes from); the first attempt of the unit the test names (in
-    stall.json beside the log: part of its name, or null for the first unit to start) stalls, at its start or after
-    its first checkpoint, until its node is removed.
+    folder, resources, the round each run resumes from); the first attempt of the unit the test names (in
+    stall.json beside the log: part of one of its runs' names, or null for the first unit to start) stalls, at its
+    start or after its first checkpoint, until its node is removed.
     Top-level: the workers import it."""
     import ray
     import torch
@@ -86,17 +86,18 @@ def unit_in_a_cluster(job) -> list:
     _guard_project()
     log = Path(os.environ["FEDBENCH_TEST_LOG"])
     unit = job.sims[0].name
-    checkpoint = job.checkpoints[0]
     earlier = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     first = not any(a["unit"] == unit for a in earlier)
     stall = json.loads((log.parent / "stall.json").read_text()) if (log.parent / "stall.json").exists() else {}
     context = ray.get_runtime_context()
     with open(log, "a") as f:
-        f.write(json.dumps({"unit": unit, "node": context.get_node_id(), "pid": os.getpid(), "cwd": os.getcwd(),
+        f.write(json.dumps({"unit": unit, "runs": [sim.name for sim in job.sims], "node": context.get_node_id(),
+                            "pid": os.getpid(), "cwd": os.getcwd(),
                             "resources": context.get_assigned_resources(),
-                            "resumed_from": torch.load(checkpoint, weights_only=False)["round"]
-                            if checkpoint is not None and checkpoint.exists() else None}) + "\n")
-    if first and stall and (stall["unit"] in unit if stall["unit"] else not earlier):
+                            "resumed_from": {sim.name: torch.load(c, weights_only=False)["round"]  # by run
+                                             if c is not None and c.exists() else None
+                                             for sim, c in zip(job.sims, job.checkpoints)}}) + "\n")
+    if first and stall and (any(stall["unit"] in sim.name for sim in job.sims) if stall["unit"] else not earlier):
         if stall["at"] == "start":
             time.sleep(120)
         save = simulation._save_checkpoint
@@ -153,7 +154,7 @@ def _remove_node_of(cluster, unit: str | None, ready, log: Path) -> threading.Th
     def remove() -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            mine = [a for a in _attempts(log) if unit is None or unit in a["unit"]]
+            mine = [a for a in _attempts(log) if unit is None or any(unit in run for run in a["runs"])]
             if mine and ready():
                 i = next(i for i, w in enumerate(workers) if w.node_id == mine[0]["node"])
                 c.remove_node(workers[i], allow_graceful=False)
@@ -196,7 +197,7 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
 
     log.unlink(missing_ok=True)
     bucket = tmp_path / "bucket"  # a local folder standing in for s3://...
-    stalled = "fedavg"
+    stalled = "synthetic_1_1 fedavg stragglers=0 seed=0"  # a run: its unit (whatever runs share it) stalls
     (log.parent / "stall.json").write_text(json.dumps({"unit": stalled, "at": "checkpoint"}))
     monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **more, **{"train.checkpoint_storage": str(bucket)}))
@@ -208,10 +209,11 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
 
     assert [s["param_digest"] for s in on_ray] == [s["param_digest"] for s in local]
     assert [s["final"] for s in on_ray] == [s["final"] for s in local]
-    mine = [a for a in _attempts(log) if stalled in a["unit"]]
+    mine = [a for a in _attempts(log) if stalled in a["runs"]]
     assert len(mine) == 2 and mine[0]["node"] != mine[1]["node"]  # lost with its node, run again on the other
-    assert mine[0]["resumed_from"] is None and mine[1]["resumed_from"] == 1  # from the checkpoint in the bucket
-    others = [a["unit"] for a in _attempts(log) if stalled not in a["unit"]]
+    assert set(mine[0]["resumed_from"].values()) == {None}  # the stall came after one run's first checkpoint:
+    assert sorted(r for r in mine[1]["resumed_from"].values() if r is not None) == [1]  # it resumes from the bucket
+    others = [a["unit"] for a in _attempts(log) if stalled not in a["runs"]]
     assert others and len(others) == len(set(others))  # every other unit ran once: nothing finished was run again
     assert all(a["cwd"] != str(project) and not a["cwd"].startswith(str(project)) for a in _attempts(log))
     assert not list(bucket.iterdir())  # kept until the driver had the outcomes, then removed
