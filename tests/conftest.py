@@ -3,8 +3,12 @@
 import os
 from pathlib import Path
 
-import pytest
-import torch
+# Triton's interpreter for the fused kernels' tests (tests/engine/test_fused_mclr.py): it must be set before Triton is
+# first imported, which torch or another test may do in the same worker process; no test runs Triton on a GPU here
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 torch.set_num_threads(1)

@@ -181,6 +181,7 @@ def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
+@pytest.mark.lost_node  # opt-in (pyproject's markers say why)
 def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
     import fedbench.pipeline as pipeline
     import fedbench.study.runner as runner
@@ -224,6 +225,7 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
                                                       "results/train/index.jsonl") for w in written), written
 
 
+@pytest.mark.lost_node  # opt-in (pyproject's markers say why)
 def test_a_paper_study_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
     """fedproxvr_mnist at its fixture budget (its fixture-sized real data: tests/studies/real_fixtures), locally and on
     the cluster, the first unit's node removed as it starts; its checkpoints in the driver's folders (the default)."""

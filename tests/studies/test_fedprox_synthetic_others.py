@@ -15,7 +15,9 @@ def test_the_rules_are_the_registered_ones_word_for_word():
     book = registry.load()
     entries = not_run_entries("fedprox_synthetic_others", "not run", "running it")  # as the report shows them
     for claim, entry in zip(study.DECLARATION.claims, entries, strict=True):
-        assert book[claim.id]["before_result"] is True and book[claim.id]["spec"]["rule"] == claim.rule
+        # adaptive-mu was re-registered under issue 51's statistics after its first result: before_result no longer
+        rereg = claim.id == "fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu"
+        assert book[claim.id]["before_result"] is not rereg and book[claim.id]["spec"]["rule"] == claim.rule
         assert registry.status(entry, book)["status"] == "registered", claim.id
 
 
