@@ -59,7 +59,7 @@ repro: install
 
 # The suite includes the numerics tests under other CPUs' kernel paths (tests/test_kernel_paths.py), started first.
 test: install
-	$(BYTECODE) $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+	$(BYTECODE) $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 # Only the tests marked `numerics` again under the kernel paths of other x86 CPUs (tests/test_kernel_paths.py says
 # which); `make test` runs them too.

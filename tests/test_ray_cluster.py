@@ -35,7 +35,8 @@ from fedbench.study.runner import _run_stack as run_stack  # the unit every stac
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = ({"num_cpus": 1, "num_gpus": 1}, {"num_cpus": 1})  # the worker nodes: one CPU each, the first a fake GPU
-pytestmark = pytest.mark.slow(together=True)  # one cluster for the module, started in one test process
+# one cluster for the module, started in one test process; opt-in (pyproject's markers say why)
+pytestmark = [pytest.mark.slow(together=True), pytest.mark.cluster]
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 # file operations (audit events, https://docs.python.org/3/library/audit_events.html) a unit may not do in the
 # project folder (os.chdir is not one: a Ray worker may start in the driver's working directory, and a unit goes back
@@ -181,7 +182,6 @@ def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
-@pytest.mark.lost_node  # opt-in (pyproject's markers say why)
 def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
     import fedbench.pipeline as pipeline
     import fedbench.study.runner as runner
@@ -225,7 +225,6 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
                                                       "results/train/index.jsonl") for w in written), written
 
 
-@pytest.mark.lost_node  # opt-in (pyproject's markers say why)
 def test_a_paper_study_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
     """fedproxvr_mnist at its fixture budget (its fixture-sized real data: tests/studies/real_fixtures), locally and on
     the cluster, the first unit's node removed as it starts; its checkpoints in the driver's folders (the default)."""

@@ -98,7 +98,8 @@ def test_a_record_made_before_its_rule_was_reworded_reads_as_the_registered_rule
     report reads it in the registered words, so it is still the registered rule and its confirmation stands."""
     from fedbench.claims import registry
 
-    cid, name = "fedprox/synthetic/feddane-mu1", "feddane_mu1"
+    # (feddane-mu1 was the example until issue 51 re-registered its rule; feddane-poor-on-non-iid keeps its rewording)
+    cid, name = "fedprox/synthetic/feddane-poor-on-non-iid", "feddane_synthetic"
     committed = next(c for c in json.loads((ROOT / "reports/claims.json").read_text())["claims"] if c["id"] == cid)
     book = registry.load()
     before = {k: v for k, v in committed.items() if k not in ("registration", "study")} | {
@@ -110,5 +111,5 @@ def test_a_record_made_before_its_rule_was_reworded_reads_as_the_registered_rule
     (read,) = [c for c in entries.study_claims(CFG, tmp_path) if c["id"] == cid]
     assert read["rule"] == committed["rule"]
     st = registry.status(read, book)
-    # its confirmation stands (not void); whether it counts is git's to show (issue 51: not shown for this one)
+    # its confirmation stands (not void); whether it counts is git's to show (issue 51)
     assert st["status"] == "registered" and st["frozen"] is not None and st["confirmation"].startswith("confirmed")
