@@ -15,11 +15,13 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from fedbench.claims.entry import plain
 from fedbench.executors import ExecutorSettings
 from fedbench.study import reuse
+from fedbench.study.contract import drive, follows_contract
 from fedbench.study.layout import RESULTS_ROOT, study_folder
 from fedbench.study.record import SIMULATIONS, add_fingerprints, keep_folder_seconds
 from fedbench.study.runner import EXECUTOR, STORE, WORKERS
@@ -68,6 +70,9 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
     paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
     the study's training seeds (only for a study whose run() takes them)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
+    if follows_contract(module):
+        return _run_into(name, folder, budget, executor, workers, lambda out: drive(
+            module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None))
     kwargs: dict[str, Any] = {}
     if "workers" in inspect.signature(module.run).parameters:
         kwargs["workers"] = workers
@@ -84,6 +89,13 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
         if "real_root" not in inspect.signature(module.run).parameters:
             raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")
         kwargs["real_root"] = Path(real_root)
+    return _run_into(name, folder, budget, executor, kwargs.get("workers", 1), lambda out: module.run(out, **kwargs))
+
+
+def _run_into(name: str, folder: Path | None, budget: str | None, executor: ExecutorSettings | None, workers: int,
+              run: Callable[[Path], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``run(out)`` (a study run into a fresh folder ``out``: its claims) with the study's outcome store and
+    executor, then ``folder`` replaced by ``out`` with its claims.json (:func:`run_claim_study`)."""
     folder = study_folder(name, budget, RESULTS_ROOT) if folder is None else Path(folder)
     store = reuse.OutcomeStore(folder / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +105,7 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
         t0 = time.perf_counter()
         token, store_token = EXECUTOR.set(executor or ExecutorSettings()), STORE.set(store)
         try:
-            claims = module.run(tmp, **kwargs)
+            claims = run(tmp)
         finally:
             EXECUTOR.reset(token)
             STORE.reset(store_token)
@@ -103,7 +115,7 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
         add_fingerprints(tmp, store.fingerprints())  # each record named by its simulation's one fingerprint
         body = json.loads(json.dumps(plain({"study": name, "seconds": round(seconds, 1),
-                                            "workers": kwargs.get("workers", 1), "budget": budget, "claims": claims}),
+                                            "workers": workers, "budget": budget, "claims": claims}),
                                      allow_nan=False))
         (tmp / "claims.json").write_text(json.dumps(body, indent=2, allow_nan=False) + "\n")
         # seconds that changed while every number stayed the same are not rewritten (record.keep_seconds says why)

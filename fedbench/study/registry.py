@@ -69,5 +69,11 @@ def is_deterministic(name: str) -> bool:
 
 
 def takes_seeds(name: str) -> bool:
-    """Whether study ``name``'s run() takes other training ``seeds``."""
-    return "seeds" in inspect.signature(module(name).run).parameters
+    """Whether study ``name`` runs on other training ``seeds``: one stated as the three hooks
+    (fedbench.study.contract) unless it is deterministic, else one whose run() takes them."""
+    from fedbench.study.contract import follows_contract
+
+    study = module(name)
+    if follows_contract(study):
+        return not study.DECLARATION.deterministic
+    return "seeds" in inspect.signature(study.run).parameters

@@ -10,16 +10,21 @@ import pytest
 
 from fedbench.errors import ConfigError
 from fedbench.study import registry
+from fedbench.study.contract import follows_contract
 from fedbench.study.declaration import StudyDeclaration
 
 STUDIES = Path(__file__).resolve().parents[2] / "fedbench" / "studies"
 
 
 def test_the_registry_names_every_study_module_and_only_those():
-    """A module of fedbench/studies/ that runs a study (defines run()) is in the registry, and nothing else is: a new
-    study left out of the list, or a name that is no study, fails here."""
+    """A module of fedbench/studies/ that runs a study (states the three hooks of fedbench.study.contract, or defines
+    run()) is in the registry, and nothing else is: a new study left out of the list, or a name that is no study,
+    fails here."""
+    def is_study(module) -> bool:
+        return follows_contract(module) or callable(getattr(module, "run", None))
+
     runs = {f.stem for f in STUDIES.glob("*.py") if not f.stem.startswith("_")
-            and callable(getattr(importlib.import_module(f"fedbench.studies.{f.stem}"), "run", None))}
+            and is_study(importlib.import_module(f"fedbench.studies.{f.stem}"))}
     assert set(registry.names()) == runs and len(runs) == 23
     assert not set(registry.SMALL) & set(registry.CLAIM_STUDIES)
 

@@ -1,0 +1,135 @@
+"""A claim study as a declaration plus three hooks, and the one driver that runs every such study (issue 50, item 2).
+
+A study module states what is specific to it and nothing else:
+
+- ``DECLARATION``: the study as data (fedbench.study.declaration.StudyDeclaration: arms, seeds, budgets, claims with
+  their rules);
+- ``simulations(run) -> {key: Simulation}``: the runs it needs at ``run.budget`` on ``run.seeds``. The driver calls it
+  again with the outcomes finished so far (``run.outcomes``) until it names no new key, so a study that tunes first
+  names its tuning runs, then, once their outcomes are in, the runs they pick;
+- ``measure(claim, run) -> Measurement``: for one declared claim, its parts (each with a rule the claim declares)
+  and their per-seed values by reading and budget, and what its entry reports (scale, observed, reproduced, ...);
+- ``figure(run, out)``: its figure(s), drawn into the study's folder ``out``.
+
+A study whose records hold more than fedbench.study.record.sim_record's may also define ``record(sim, outcome)``.
+The driver (:func:`drive`) alone checks the budget, runs the simulations through the one runner and store, writes
+the records in the order the runs were named, judges each declared claim with its declared rules
+(fedbench.claims.verdict.judge) and builds its entry (:meth:`StudyDeclaration.judged`), so no study hand-wires a
+judgement. fedbench.study.output.run_claim_study calls it for a study module that defines ``simulations``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from fedbench.claims.entry import not_run
+from fedbench.claims.verdict import BUDGETS, Part, judge
+from fedbench.study.declaration import Budget, Claim, StudyDeclaration
+from fedbench.study.runner import WORKERS
+
+if TYPE_CHECKING:
+    from fedbench.study.runner import Outcome, Simulation
+
+HOOKS = ("simulations", "measure", "figure")
+PIPELINE = "pipeline"  # the budget the DVC stage runs when none is named
+
+
+@dataclass
+class StudyRun:
+    """One run of a study at one budget, as its hooks see it: the declaration on the seeds being run, the budget by
+    name and as declared (a round count or the study's Budget), where its real data is, and the simulations named so
+    far with the outcomes of those finished, by key, in the order they were named."""
+
+    declaration: StudyDeclaration
+    budget_name: str
+    budget: Any
+    real_root: Path | None = None
+    simulations: dict[Hashable, Simulation] = field(default_factory=dict)
+    outcomes: dict[Hashable, Outcome] = field(default_factory=dict)
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The training seeds run (the budget's own where it declares them)."""
+        return tuple(self.budget.seeds) if isinstance(self.budget, Budget) else self.declaration.seeds
+
+    @property
+    def rounds(self) -> int | None:
+        return self.budget.rounds if isinstance(self.budget, Budget) else self.budget
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a study measured for one claim: its ``parts`` (a label and the declared rule each) and ``values(reading,
+    budget)``, each part's per-seed values read with ``reading`` from the runs cut at ``budget`` (a fraction of the
+    rounds run); the primary ``reading``, the other ``readings`` and ``budgets`` reported beside it, the paper's rounds
+    over the rounds run (``paper_budget``: the budget rule) and whether the values are deterministic, all as
+    fedbench.claims.verdict.judge takes them. ``entry``: the entry's fields (scale, deviations, observed, reproduced,
+    figure, fidelity, rounds_run, ...: fedbench.claims.entry.new_entry), ``rule_fields`` the rule's ``{name}``
+    fields. ``not_run``: (why, what would run it) where the outcomes cannot judge the claim; then nothing is judged."""
+
+    parts: Sequence[Part] = ()
+    values: Callable[[str, float], list[list[float]]] | None = None
+    reading: str = "final"
+    readings: tuple[str, ...] = ()
+    budgets: tuple[float, ...] = BUDGETS
+    paper_budget: float = 1.0
+    deterministic: bool = False
+    reading_names: dict[str, str] | None = None
+    entry: dict[str, Any] = field(default_factory=dict)
+    rule_fields: dict[str, Any] | None = None
+    not_run: tuple[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.not_run is None and (not self.parts or self.values is None):
+            raise ValueError("a Measurement judges parts with values, or says why it is not run (not_run)")
+
+
+def follows_contract(module: ModuleType) -> bool:
+    """Whether a study module states its runs, measurements and figure as the three hooks (else its own run())."""
+    return all(callable(getattr(module, hook, None)) for hook in HOOKS)
+
+
+def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
+    """Claim ``claim``'s entry from its measurement: judged with its declared rules, or not run where it says why.
+    Where the measurement leaves them out, the entry has no scale or figure, the rounds of the budget run and the
+    fidelity label of a run at that budget (StudyDeclaration.not_run_label)."""
+    fields = {"scale": {}, "figure": None, "rounds_run": run.rounds,
+              "fidelity": run.declaration.not_run_label(claim.id, run.budget_name)} | m.entry
+    if m.not_run is not None:
+        return not_run(run.declaration.entry(claim.id, m.rule_fields, **fields), *m.not_run)
+    result = judge(m.parts, m.values, m.reading, m.readings, m.budgets, m.paper_budget, m.deterministic,
+                   m.reading_names)
+    return run.declaration.judged(claim.id, result, m.rule_fields, **fields)
+
+
+def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds: Sequence[int] | None = None,
+          workers: int = WORKERS, real_root: Path | None = None) -> list[dict[str, Any]]:
+    """Run study ``module`` (one that :func:`follows_contract`) at ``budget`` (default pipeline) into ``out``: its
+    simulations until it names no new one, their records, its figure, and one entry per declared claim, in declared
+    order. ``seeds`` replace the training seeds (a confirmatory block: StudyDeclaration.on_seeds; a Budget's own seeds
+    too, its tuning and selection seeds kept)."""
+    from fedbench.study.runs import StudyRuns
+
+    declaration: StudyDeclaration = module.DECLARATION
+    name = PIPELINE if budget is None else budget
+    declared = declaration.budget(name)  # checked once: a ConfigError naming the allowed budgets
+    if seeds is not None:
+        declaration = declaration.on_seeds(tuple(seeds))
+        if isinstance(declared, Budget) and dataclasses.is_dataclass(declared):
+            declared = dataclasses.replace(declared, seeds=declaration.seeds)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    run = StudyRun(declaration, name, declared, real_root)
+    runs = StudyRuns(out, workers)
+    record = getattr(module, "record", None)
+    while new := {k: s for k, s in module.simulations(run).items() if k not in run.simulations}:
+        run.simulations.update(new)
+        run.outcomes.update(runs.run(new, record))
+    runs.write()
+    module.figure(run, out)
+    return [entry(run, claim, module.measure(claim, run)) for claim in declaration.claims]
