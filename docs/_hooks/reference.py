@@ -222,6 +222,8 @@ def _interval(d) -> str:
 API = (("An algorithm", "fedbench.engine.simulation", None),
        ("A user's algorithm", "fedbench.algorithms", None),
        ("A study", "fedbench.study.declaration", "StudyDeclaration"),
+       ("A study's three functions", "fedbench.study.contract", None),
+       ("What a study measured for a claim", "fedbench.study.contract", "Measurement"),
        ("A study's registry", "fedbench.study.registry", None),
        ("A dataset on disk", "fedbench.data.format", None))
 
