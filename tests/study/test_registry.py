@@ -130,3 +130,28 @@ def test_each_judged_claims_verdict_is_its_declared_combination_of_its_parts():
     assert judged and {claims[e["id"]].combination for e in judged} == {"every"}
     for e in judged:
         assert COMBINES[claims[e["id"]].combination][0]([p["verdict"] for p in e["parts"]]) == e["verdict"], e["id"]
+
+
+# The studies still stated as their own run() (issue 50, item 2: each becomes the three hooks of
+# fedbench.study.contract, run by the one driver); the list only shrinks
+OWN_RUN: tuple[str, ...] = ("delta_fl_real", "delta_fl_triangle", "deltafl_iambic", "feddane_mu1", "feddane_synthetic",
+                            "fedlaavg_cifar10", "fedlaavg_diurnal", "fedlaavg_fashion", "fedprox_code_sensitivity",
+                            "fedprox_synthetic", "fedprox_synthetic_others", "fedproxvr_fashion", "fedproxvr_mnist",
+                            "fedproxvr_synthetic", "mime_emnist", "mime_emnist_adam", "mime_fashion",
+                            "mime_synthetic", "scaffold_concrete", "scaffold_emnist", "scaffold_fashion",
+                            "scaffold_quadratics")
+
+
+def test_every_study_but_the_listed_ones_is_its_declaration_and_three_hooks():
+    """A study stated as the three hooks defines no run() and judges nothing itself (no ``judge(``/``judged(`` in its
+    module: the driver judges every declared claim); the ones still on their own run() are exactly OWN_RUN, so a new
+    study written the old way, or a converted one left on the list, fails here."""
+    import re
+
+    own = sorted(n for n in registry.names() if not follows_contract(registry.module(n)))
+    assert own == sorted(OWN_RUN)
+    for name in sorted(set(registry.names()) - set(OWN_RUN)):
+        module = registry.module(name)
+        source = Path(module.__file__).read_text()
+        assert not hasattr(module, "run"), name
+        assert not re.search(r"\bjudged?\(", source), f"{name} judges a claim itself"
