@@ -373,6 +373,32 @@ def fresh_seeds(used: set[int], count: int, start: int = CONFIRM_START) -> list[
     return out
 
 
+def power_rule(members: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The declared power rule of a study's block (fedbench.claims.stats.seeds_for_power), from its headline claims
+    (fedbench.claims.tally.toward_headline): per claim, the seeds that bring the t interval's half-width below
+    POWER_FRACTION of the published effect (or of the exploratory estimate where the paper states none), at the
+    exploratory seeds' spread; the block takes the largest. None where no member is a headline claim with an effect."""
+    from fedbench.claims.stats import POWER_FRACTION, seeds_for_power
+    from fedbench.claims.tally import toward_headline  # the tally imports no registry: no cycle
+
+    per_claim = {}
+    for e in members:
+        effect = e.get("effect") or {}
+        value = (e.get("published") or {}).get("value")
+        base = value if value is not None else effect.get("estimate")
+        if not toward_headline(e) or base is None or not float(base) or not effect.get("per_seed"):
+            continue
+        r = seeds_for_power(effect["per_seed"], POWER_FRACTION * abs(float(base)))
+        per_claim[e["id"]] = {**r, "of": "published" if value is not None else "exploratory"}
+    if not per_claim:
+        return None
+    worst = max(per_claim.values(), key=lambda r: r["seeds"])
+    return {"seeds": worst["seeds"], "claims": per_claim,
+            "text": f"{worst['seeds']} seeds: the most any headline claim of the block needs for a 95% half-width below "
+                    f"{POWER_FRACTION:g} of its published (else exploratory) effect (fedbench.claims.stats."
+                    "seeds_for_power), declared before the run"}
+
+
 def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str, date: str, count: int = 5,
            ids: list[str] | None = None, seen: set[int] | frozenset[int] = frozenset(),
            power: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -840,7 +866,9 @@ def main(argv: list[str]) -> int:
     f.add_argument("ids", nargs="*", help="only these claim ids (default: every judged claim)")
     f.add_argument("--claims", default="reports/claims.json", help="the claims to freeze (default: %(default)s)")
     f.add_argument("--registry", default=str(REGISTRY), help="the registry file (default: %(default)s)")
-    f.add_argument("--count", type=int, default=5, help="confirm seeds in the block (default: %(default)s)")
+    f.add_argument("--count", type=int, default=None,
+                   help="confirm seeds in the block (default: the power rule's count for the claims frozen, at least 5; "
+                        "a count below the power rule's is refused)")
     au = sub.add_parser("audit", help="mark each confirmation shown or not shown pre-registered by git (its block "
                                       "frozen in a commit before, and an ancestor of, the first commit with a result on "
                                       "it) and set before_result from the history; the tally counts only shown ones")
@@ -884,9 +912,15 @@ def main(argv: list[str]) -> int:
         return 2
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     if a.command == "freeze":
+        power = power_rule([e for e in entries if not a.ids or e["id"] in a.ids])
+        needed = power["seeds"] if power else 0
+        if a.count is not None and a.count < needed:
+            print(f"fedbench claims freeze: --count {a.count}: below the power rule's {needed} seeds for these claims "
+                  f"({power['text']}); allowed: >= {needed}", file=sys.stderr)
+            return 2
         try:
-            new, done = freeze(entries, load(a.registry), commit, date, a.count, a.ids or None,
-                               history_seeds(history()))
+            new, done = freeze(entries, load(a.registry), commit, date, a.count or max(5, needed), a.ids or None,
+                               history_seeds(history()), power)
         except ValueError as e:
             print(f"fedbench claims freeze: {e}", file=sys.stderr)
             return 1

@@ -67,7 +67,7 @@ class _LazyScipyStats:
         return getattr(stats, name)
 
 
-_scipy_stats = _LazyScipyStats()
+scipy_stats = _LazyScipyStats()  # the one way the claims modules reach scipy.stats
 
 CONFIDENCE = 0.95
 DIGITS = 6  # significant digits kept in the JSON
@@ -88,7 +88,7 @@ def order_statistic_interval(n: int, confidence: float = CONFIDENCE) -> tuple[in
         raise ValueError("order_statistic_interval needs n >= 1")
     best = (1, 1.0 - 2.0 * 0.5**n)
     for k in range(1, (n + 1) // 2 + 1):
-        coverage = 1.0 - 2.0 * float(_scipy_stats.binom.cdf(k - 1, n, 0.5))
+        coverage = 1.0 - 2.0 * float(scipy_stats.binom.cdf(k - 1, n, 0.5))
         if coverage >= confidence:
             best = (k, coverage)
     return best
@@ -101,7 +101,7 @@ def sign_test(values: Sequence[float]) -> float:
     n = pos + neg
     if n == 0:
         return 1.0
-    return min(1.0, 2.0 * float(_scipy_stats.binom.cdf(min(pos, neg), n, 0.5)))
+    return min(1.0, 2.0 * float(scipy_stats.binom.cdf(min(pos, neg), n, 0.5)))
 
 
 def paired_effect(values: Sequence[float | None], unit: str, deterministic: bool = False) -> dict[str, Any]:
@@ -128,8 +128,8 @@ def paired_effect(values: Sequence[float | None], unit: str, deterministic: bool
     narrow = False
     if np.all(np.isfinite(v)) and float(v.max() - v.min()) > 1e-12 * max(1.0, float(np.abs(v).max())):
         mean, sd, n = float(v.mean()), float(v.std(ddof=1)), len(v)
-        half = float(_scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
-        p = float(2 * _scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))  # the paired t-test
+        half = float(scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
+        p = float(2 * scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))  # the paired t-test
         ci = [_round(mean - half), _round(mean + half)]
         if ci[0] != ci[1]:
             return out | {"estimate": _round(mean), "ci95": ci, "test": "paired t-test, two-sided",
@@ -169,8 +169,8 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     if n < 1 or not 0 <= k <= n:
         raise ValueError(f"clopper_pearson needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
     a = (1 - confidence) / 2
-    lo = 0.0 if k == 0 else float(_scipy_stats.beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(_scipy_stats.beta.ppf(1 - a, k + 1, n - k))
+    lo = 0.0 if k == 0 else float(scipy_stats.beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(scipy_stats.beta.ppf(1 - a, k + 1, n - k))
     return lo, hi
 
 
@@ -221,7 +221,7 @@ def seeds_for_power(per_seed: Sequence[float | None], target: float, confidence:
     sd = float(v.std(ddof=1)) if len(v) >= 2 else 0.0
     n, reached = least, True
     if sd > 0:
-        while float(_scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n) >= target:
+        while float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n) >= target:
             if n == most:
                 reached = False
                 break

@@ -67,7 +67,7 @@ from typing import Any
 from fedbench.claims.fidelity import FULL_SEEDS, label as fidelity  # noqa: F401 (the labelling rule, issue 32)
 import numpy as np
 
-from fedbench.claims.stats import (CONFIDENCE, Share, _scipy_stats, fmt_number, holm, meets_level, paired_effect,
+from fedbench.claims.stats import (CONFIDENCE, Share, scipy_stats, fmt_number, holm, meets_level, paired_effect,
                                    share_effect, sign_test)
 
 KINDS = ("greater", "at_least", "at_most", "within")
@@ -176,7 +176,7 @@ class Rule:
             if test.startswith("paired t-test"):
                 v = np.asarray(values)
                 se = float(v.std(ddof=1)) / math.sqrt(len(v))
-                return float(2 * _scipy_stats.t.sf(abs(float(v.mean()) - e) / se, len(v) - 1)) if se > 0 else 0.0
+                return float(2 * scipy_stats.t.sf(abs(float(v.mean()) - e) / se, len(v) - 1)) if se > 0 else 0.0
             return sign_test([x - e for x in values])
 
         if edge is not None:

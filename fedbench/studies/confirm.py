@@ -36,7 +36,7 @@ kept under ``earlier_blocks`` (disclosed). A confirmation recorded from a tree w
 issue 51 (its commit ends in DIRTY) is run again on a fresh block the same way.
 
 Seeds (issue 51, item 3): a study's block has as many seeds as the power rule of its headline claims asks for
-(:func:`power_rule`: fedbench.claims.stats.seeds_for_power, the half-width below half the published effect, or half
+(fedbench.claims.registry.power_rule: fedbench.claims.stats.seeds_for_power, the half-width below half the published effect, or half
 the exploratory one), at least its exploratory count; the rule is recorded with the block, before the run.
 
 The claims judged from the train stage's runs (fedbench.studies.confirm_train): the main job's (``--study "main
@@ -63,6 +63,7 @@ from typing import Any
 
 from fedbench.claims.entry import UNJUDGED
 from fedbench.claims import registry as rules
+from fedbench.claims.registry import power_rule
 from fedbench.config import load_config
 from fedbench.errors import FedbenchError
 from fedbench.study import registry as studies
@@ -146,32 +147,6 @@ def settled(e: dict[str, Any], registry: dict[str, Any]) -> bool:
     """Whether ``e``'s claim needs no confirmatory run: confirmed under its frozen rule and shown pre-registered
     (fedbench.claims.registry.counted_confirmation), recorded from a committed tree."""
     return rules.status(e, registry).get("confirmation") == "confirmed"
-
-
-def power_rule(members: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The declared power rule of a study's block (fedbench.claims.stats.seeds_for_power), from its headline claims
-    (fedbench.claims.tally.toward_headline): per claim, the seeds that bring the t interval's half-width below
-    POWER_FRACTION of the published effect (or of the exploratory estimate where the paper states none), at the
-    exploratory seeds' spread; the block takes the largest. None where no member is a headline claim with an effect."""
-    from fedbench.claims.stats import POWER_FRACTION, seeds_for_power
-    from fedbench.claims.tally import toward_headline
-
-    per_claim = {}
-    for e in members:
-        effect = e.get("effect") or {}
-        value = (e.get("published") or {}).get("value")
-        base = value if value is not None else effect.get("estimate")
-        if not toward_headline(e) or base is None or not float(base) or not effect.get("per_seed"):
-            continue
-        r = seeds_for_power(effect["per_seed"], POWER_FRACTION * abs(float(base)))
-        per_claim[e["id"]] = {**r, "of": "published" if value is not None else "exploratory"}
-    if not per_claim:
-        return None
-    worst = max(per_claim.values(), key=lambda r: r["seeds"])
-    return {"seeds": worst["seeds"], "claims": per_claim,
-            "text": f"{worst['seeds']} seeds: the most any headline claim of the block needs for a 95% half-width below "
-                    f"{POWER_FRACTION:g} of its published (else exploratory) effect (fedbench.claims.stats."
-                    "seeds_for_power), declared before the run"}
 
 
 def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]], registry: dict[str, Any],

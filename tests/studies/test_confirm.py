@@ -260,3 +260,16 @@ def test_a_headline_block_takes_the_seeds_its_power_rule_declares(gate):
     r2, done = confirm.freeze_all({"mime_synthetic": [head]}, [head], r, "def", "2026-11-27")
     assert r2["h/1"]["frozen"]["seeds"] == list(range(1000, 1013)) and r2["h/1"]["frozen"]["power"] == rule
     assert done == ["froze h/1 (confirm seeds 1000-1012)"]
+
+
+def test_claims_freeze_takes_the_power_rules_seeds_and_refuses_fewer(tmp_path, capsys):
+    """`fedbench claims freeze` sizes its block by the power rule of the claims it freezes, as `claims confirm` does:
+    a --count below it is refused in one line, and nothing is written."""
+    head = _entry("h/1", "mime_synthetic") | {"fidelity": "paper-scale"}
+    head |= {"published": head["published"] | {"value": 4.0},
+             "effect": {"estimate": 3.0, "per_seed": [1.0, 3.0, 5.0, 7.0, 9.0]}}  # 13 seeds (the test above)
+    claims, registry = tmp_path / "claims.json", tmp_path / "registry.json"
+    claims.write_text(json.dumps({"claims": [head]}))
+    assert reg.main(["freeze", "--claims", str(claims), "--registry", str(registry), "--count", "12"]) == 2
+    assert capsys.readouterr().err.startswith("fedbench claims freeze: --count 12: below the power rule's 13 seeds")
+    assert not registry.exists()
