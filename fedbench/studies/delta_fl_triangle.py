@@ -40,13 +40,13 @@ import numpy as np
 
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.quantile import superquantile
-from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.verdict import Part, Rule
 from fedbench.seeding import rng
 from fedbench.claims.papers import DELTA_FL_PAPER
-from fedbench.study.runner import WORKERS, Outcome, Simulation, run_simulations, sim_config
-from fedbench.claims.entry import judged
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.runner import Outcome, Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.study.record import sim_record, write_simulations
+from fedbench.study.record import sim_record
 
 OBTUSE = np.array([[0.0, 0.0], [4.0, 0.0], [1.2, 1.5]])
 ACUTE = np.array([[0.0, 0.0], [4.0, 0.0], [2.2, 3.0]])  # a check of (iii): same longest side, acute opposite
@@ -147,12 +147,11 @@ def simulation(name: str, algorithm, triangle: str) -> Simulation:
                       knobs={"triangle": triangle, "means": means.tolist()}, trace=True)
 
 
-def path_and_record(sim: Simulation, outcome: Outcome) -> tuple[np.ndarray, dict[str, Any]]:
-    """The iterates w_1..w_R of a run and its record (w_0 = the start, then w_1, ...: step r is the model
+def record(sim: Simulation, outcome: Outcome) -> dict[str, Any]:
+    """A run's record: its training loss and its iterates w_0 = the start, then w_1, ... (step r is the model
     evaluated in round r)."""
-    path = outcome.models
-    w = np.vstack([np.zeros(DIM), path])
-    return path, sim_record(sim, outcome, keys=("train/loss",), series={f"model/w{j}": w[:, j] for j in range(DIM)})
+    w = np.vstack([np.zeros(DIM), outcome.models])
+    return sim_record(sim, outcome, keys=("train/loss",), series={f"model/w{j}": w[:, j] for j in range(DIM)})
 
 
 PUBLISHED = {
@@ -213,66 +212,76 @@ def arm_simulation(arm: Arm) -> Simulation:
                       DeltaFL(lr=LR, theta=s["theta"], weighting=s["weighting"]), s["triangle"])
 
 
-def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def simulations(run: StudyRun) -> dict[str, Simulation]:
+    """One run per arm: Delta-FL, FedAvg, the filter, theta above 2/3 and the acute triangle."""
+    return {arm.name: arm_simulation(arm) for arm in run.declaration.arms}
+
+
+def mixture_losses(run: StudyRun) -> dict[str, np.ndarray]:
+    """Delta-FL's and FedAvg's final models' (population) losses on each admissible mixture (pi_i <= 1/2)."""
+    mixtures = admissible_mixtures(THETA)
+    return {name: mixtures @ population_losses(run.outcomes[name].models[-1], OBTUSE)
+            for name in ("delta_fl", "fedavg")}
+
+
+DEVIATIONS = [
+    ("the paper's means, conformity level and minimiser coordinates are stripped from our copy: our triangle "
+     "is (0,0), (4,0), (1.2,1.5) (obtuse opposite the longest side, which the derivation shows the statement "
+     "needs) and theta = 2/3 is derived, not read"),
+    ("Delta-FL here is the exact-superquantile weighting with full participation and exact gradients "
+     "(the meta-algorithm's setting), not the sampled filter-then-average of the experiments"),
+    ("the paper's Figure 3 histogram uses a uniform distribution over admissible mixtures; we take the maximum "
+     "over a grid of step 1/300 (and plot the grid's histogram)"),
+    "each Gaussian is a sample of 200 points shifted and whitened to exact mean mu_i and covariance I",
+]
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """Part 1, Delta-FL's distance to the longest side's midpoint; part 2, the margin of its worst admissible loss
+    below FedAvg's. Theta above 2/3, the filter and the acute triangle are reported beside them, not judged."""
     means = OBTUSE
     a, b, _ = longest_side(means)
     side = float(np.linalg.norm(means[a] - means[b]))
     midpoint = (means[a] + means[b]) / 2
     centroid = means.mean(0)
-
-    simulations = {arm.name: arm_simulation(arm) for arm in DECLARATION.arms}  # delta, fedavg, filter, above, acute
-    outcomes = run_simulations(list(simulations.values()), workers)
-    runs = {key: path_and_record(sim, out) for (key, sim), out in zip(simulations.items(), outcomes)}
-    write_simulations(out_dir, [rec for _, rec in runs.values()])
-    delta_path, fedavg_path, filter_path, above_path, acute_path = (path for path, _ in runs.values())
-    w_delta, w_avg = delta_path[-1], fedavg_path[-1]
-
-    mixtures = admissible_mixtures(THETA)
-    worst = {name: float((mixtures @ population_losses(w, means)).max()) for name, w in
-             (("delta_fl", w_delta), ("fedavg", w_avg))}
+    paths = {name: outcome.models for name, outcome in run.outcomes.items()}
+    w_delta, w_avg, above, filtered = (paths[name][-1]
+                                       for name in ("delta_fl", "fedavg", "delta_fl_above", "delta_fl_filter"))
+    per_mixture = mixture_losses(run)
+    worst = {name: float(losses.max()) for name, losses in per_mixture.items()}
     closed = {name: superquantile(population_losses(w, means), np.ones(3), THETA) for name, w in
               (("delta_fl", w_delta), ("fedavg", w_avg))}
-    per_mixture_delta = mixtures @ population_losses(w_delta, means)
-    per_mixture_avg = mixtures @ population_losses(w_avg, means)
-    delta_better = float(np.mean(per_mixture_delta < per_mixture_avg))
+    delta_better = float(np.mean(per_mixture["delta_fl"] < per_mixture["fedavg"]))
 
     dist_mid = float(np.linalg.norm(w_delta - midpoint))
     predicted_above = level_above_two_thirds_minimiser(means, THETA_ABOVE)
     acute_mid = (ACUTE[0] + ACUTE[1]) / 2
-    acute_tail = acute_path[-50:].mean(0)
-    _figure(out_dir / "delta_fl_triangle.png", means, delta_path, fedavg_path, above_path, midpoint, centroid,
-            per_mixture_delta, per_mixture_avg)
-
+    acute_tail = paths["delta_fl_acute"][-50:].mean(0)
     fmt = lambda v: f"({v[0]:.4f}, {v[1]:.4f})"
     both_ways = 0.0 < delta_better < 1.0
-    filter_to_centroid = float(np.linalg.norm(filter_path[-1] - centroid))
-    above_gap = float(np.linalg.norm(above_path[-1] - predicted_above))
+    filter_to_centroid = float(np.linalg.norm(filtered - centroid))
+    above_gap = float(np.linalg.norm(above - predicted_above))
     acute_gap = float(np.linalg.norm(acute_tail - acute_mid))
     acute_side = float(np.linalg.norm(ACUTE[0] - ACUTE[1]))
     non_acute_only = acute_gap > MIDPOINT_TOL * acute_side
     observed = (
         f"Delta-FL (theta=2/3, exact weights) ends at {fmt(w_delta)}, {distance_text(dist_mid)} from the midpoint "
         f"{fmt(midpoint)} of the longest side (length {side:.3f}; angle opposite {angle_opposite_longest(means):.1f} "
-        f"degrees); FedAvg ends at {fmt(w_avg)} (centroid {fmt(centroid)}). Worst loss over {len(mixtures)} admissible "
-        f"mixtures (pi_i <= 1/2): Delta-FL {worst['delta_fl']:.4f} vs FedAvg {worst['fedavg']:.4f} (closed form "
-        f"F_theta: {closed['delta_fl']:.4f} vs {closed['fedavg']:.4f}); Delta-FL is better on {100 * delta_better:.0f}% of "
-        f"the grid mixtures and FedAvg on the rest"
+        f"degrees); FedAvg ends at {fmt(w_avg)} (centroid {fmt(centroid)}). Worst loss over "
+        f"{len(per_mixture['delta_fl'])} admissible mixtures (pi_i <= 1/2): Delta-FL {worst['delta_fl']:.4f} vs "
+        f"FedAvg {worst['fedavg']:.4f} (closed form F_theta: {closed['delta_fl']:.4f} vs {closed['fedavg']:.4f}); "
+        f"Delta-FL is better on {100 * delta_better:.0f}% of the grid mixtures and FedAvg on the rest"
         + (" (each is better on some mixtures, as Figure 3 (middle) describes)" if both_ways else "")
-        + f". Checks of the derivation: at theta={THETA_ABOVE} Delta-FL ends at {fmt(above_path[-1])}, (ii) predicts "
+        + f". Checks of the derivation: at theta={THETA_ABOVE} Delta-FL ends at {fmt(above)}, (ii) predicts "
         f"{fmt(predicted_above)} (gap {distance_text(above_gap)}); the authors' filter-then-average at theta=2/3 ends at "
-        f"{fmt(filter_path[-1])}, {distance_text(filter_to_centroid)} from the centroid (the weighted 1/3-quantile of three "
+        f"{fmt(filtered)}, {distance_text(filter_to_centroid)} from the centroid (the weighted 1/3-quantile of three "
         f"equally weighted losses is the smallest, so the filter keeps all three devices: FedAvg); on an acute "
         f"triangle {ACUTE.tolist()} Delta-FL (theta=2/3) settles near {fmt(acute_tail)} (mean of its last 50 "
         f"iterates), {acute_gap:.3f} from its longest side's midpoint")
-    parts = [Part("distance to the midpoint / longest side", MIDPOINT_RULE),
-             Part("worst admissible loss, (FedAvg - Delta-FL) / FedAvg", WORST_LOSS_RULE)]
+    parts = [Part("distance to the midpoint / longest side", claim.rule_for("part 1")),
+             Part("worst admissible loss, (FedAvg - Delta-FL) / FedAvg", claim.rule_for("part 2"))]
     values = [resolved(dist_mid) / side, (worst["fedavg"] - worst["delta_fl"]) / worst["fedavg"]]
-    result = judge(parts, lambda reading, budget: [[v] for v in values], "final", budgets=(1.0,), deterministic=True,
-                   reading_names={"final": "final model"})
-    entry = DECLARATION.entry(
-        'delta-fl/gaussian-triangle/longest-side-midpoint',
+    entry = dict(
         reproduced={"delta_fl_final": [round(float(v), 5) for v in w_delta], "midpoint": midpoint.tolist(),
                     "distance_to_midpoint": resolved(dist_mid), "resolution": RESOLUTION,
                     "fedavg_final": [round(float(v), 5) for v in w_avg],
@@ -285,16 +294,7 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
                "rounds": ROUNDS, "lr": LR, "clients_per_round": 3,
                "local_work": "one full-batch (exact) gradient step per round", "mixture_grid_step": 1 / GRID,
                "model": "mean estimation"},
-        deviations=[
-            ("the paper's means, conformity level and minimiser coordinates are stripped from our copy: our triangle "
-            "is (0,0), (4,0), (1.2,1.5) (obtuse opposite the longest side, which the derivation shows the statement "
-            "needs) and theta = 2/3 is derived, not read"),
-            ("Delta-FL here is the exact-superquantile weighting with full participation and exact gradients "
-            "(the meta-algorithm's setting), not the sampled filter-then-average of the experiments"),
-            ("the paper's Figure 3 histogram uses a uniform distribution over admissible mixtures; we take the maximum "
-            "over a grid of step 1/300 (and plot the grid's histogram)"),
-            "each Gaussian is a sample of 200 points shifted and whitened to exact mean mu_i and covariance I",
-        ],
+        deviations=DEVIATIONS,
         figure={"path": "studies/delta_fl_triangle/delta_fl_triangle.png",
                 "panel": "left: where the models land (midpoint x, centroid +)"},
         fidelity=DECLARATION.setup,
@@ -306,7 +306,17 @@ def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
         verdict_text=f"holds for non-acute triangles only: on an acute triangle Delta-FL settles {acute_gap:.3f} from "
                       "the longest side's midpoint" if non_acute_only
                       else "the acute check triangle also lands on its midpoint, against the derivation's (iii)")
-    return [judged(entry, result)]
+    return Measurement(parts, lambda reading, budget: [[v] for v in values], "final", budgets=(1.0,),
+                       deterministic=True, reading_names={"final": "final model"}, entry=entry)
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    means = OBTUSE
+    a, b, _ = longest_side(means)
+    per_mixture = mixture_losses(run)
+    paths = (run.outcomes[name].models for name in ("delta_fl", "fedavg", "delta_fl_above"))
+    _figure(out / "delta_fl_triangle.png", means, *paths, (means[a] + means[b]) / 2, means.mean(0),
+            per_mixture["delta_fl"], per_mixture["fedavg"])
 
 
 def _figure(path, means, delta_path, fedavg_path, above_path, midpoint, centroid, per_delta, per_avg) -> None:
