@@ -194,3 +194,19 @@ def test_a_claim_whose_rule_changed_says_its_last_verdict_under_the_table():
     assert ("- fedprox/synthetic/mu-increases-accuracy: its rule changed since its last verdict (reproduced +33.3 "
             "[+15.3, +44.4] % of cases; machine not recorded, commit 80d8085, 2026-11-29), not judged again here: "
             "missing runs: fedavg on synthetic_iid") in paper_section(FEDPROX, {cid: e}, None)
+
+
+def test_each_judged_headline_verdict_has_its_holm_adjusted_verdict_beside_it():
+    """Issue 51: claims.md states the headline family's size and the Holm-adjusted verdict beside each headline
+    verdict (fedbench.claims.verdict.holm_headline); the committed report is that rendering."""
+    from fedbench.claims.verdict import holm_headline
+
+    claims = json.loads((ROOT / "reports" / "claims.json").read_text())["claims"]
+    rows = holm_headline(claims)
+    md = summary_markdown(claims)
+    assert rows and all(r["family"] == len(rows) for r in rows)
+    gain = next(r for r in rows if r["id"] == GAIN)
+    assert gain["holm_verdict"] == "inconclusive" and gain["source"] == "confirmatory"
+    assert "Holm, m=19:<br>inconclusive" in _row(md, "Synthetic(1,1): FedProx's") and len(rows) == 19
+    committed = (ROOT / "reports" / "claims.md").read_text()
+    assert committed.count(f"Holm, m={len(rows)}:") == md.count(f"Holm, m={len(rows)}:") > 0
