@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,13 +34,12 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.data.format import FederatedDataset, Split
 from fedbench.claims.readings import NAMES, peak_to_trough, read_accuracy
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.verdict import Part, Rule
 from fedbench.seeding import rng
 from fedbench.claims.papers import FEDLAAVG_PAPER
-from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.runner import Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.claims.entry import judged
-from fedbench.study.record import sim_record, write_simulations
 
 if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
     from fedbench.engine.simulation import SimulationConfig
@@ -61,7 +60,7 @@ GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # the sign (issue 32: the 1
 PUBLISHED_ICA = {"fedavg": 56.75, "fedlaavg": 60.98}
 CONTEXT = ("fedavg_fca", "fedlaavg_fca", "sequential")  # run on the first seed only, read by no rule
 # The study as data (fedbench.study.declaration): the comparison arms run on every seed, the context arms on the
-# first; run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedlaavg_diurnal.seeds).
+# first; the driver runs it on other seeds where given (params.yaml claim_studies.<group>.fedlaavg_diurnal.seeds).
 DECLARATION = StudyDeclaration(
     name="fedlaavg_diurnal", paper=FEDLAAVG_PAPER,
     dataset=f"{NUM_CLASSES}-class Gaussian mixture in R^{DIM}, one class per client, {NUM_CLASSES * CLIENTS_PER_CLASS} "
@@ -86,7 +85,6 @@ DECLARATION = StudyDeclaration(
               "seed and a mean of at least 1 point, the second for the interval above 0 and reaching +1 point; the 1 "
               "point was this project's choice, so issue 32 made it the sign",
         reads=("fedavg", "fedlaavg"), rounds_paper=PAPER_ROUNDS, fidelity="stand-in"),))
-PART = Part("diurnal availability", DECLARATION.claims[0].rule_for())  # judged by the rule the claim declares
 
 
 def dataset(seed: int = 0) -> FederatedDataset:
@@ -115,7 +113,7 @@ def dataset(seed: int = 0) -> FederatedDataset:
 
 @functools.cache
 def _shared_dataset() -> FederatedDataset:
-    """dataset(), built once per process (run() builds it before forking, so the workers share it)."""
+    """dataset(), built once per process (simulations() builds it before forking, so the workers share it)."""
     return dataset()
 
 
@@ -153,36 +151,53 @@ def simulation(name: str, seed: int) -> Simulation:
                       {"method": name})
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study with training ``seeds`` if given (DECLARATION.seeds)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    study = DECLARATION.with_seeds(seeds)
-    seeds = study.seeds
-    # the comparison on every seed; the context runs (full availability, sequential SGD) on the first seed
-    jobs = [(name, s) for s in seeds for name in study.claim("fedlaavg/synthetic/diurnal-gain").reads]
+def simulations(run: StudyRun) -> dict[tuple[str, int], Simulation]:
+    """The comparison on every seed; the context runs (full availability, sequential SGD) on the first seed."""
+    seeds = run.seeds
+    jobs = [(name, s) for s in seeds for name in run.declaration.claim("fedlaavg/synthetic/diurnal-gain").reads]
     jobs += [(name, seeds[0]) for name in CONTEXT]
-    simulations = [simulation(name, seed) for name, seed in jobs]
-    outcomes = run_simulations(simulations, workers)
-    write_simulations(out_dir, [sim_record(sim, out) for sim, out in zip(simulations, outcomes)])
-    runs = {job: out for job, out in zip(jobs, outcomes)}
-    curves: dict[str, dict[int, np.ndarray]] = {}
-    for (name, seed), out in runs.items():
-        curves.setdefault(name, {})[seed] = 100 * np.array(out.series("test/accuracy"))
+    return {(name, seed): simulation(name, seed) for name, seed in jobs}
+
+
+def curves(run: StudyRun) -> dict[str, dict[int, np.ndarray]]:
+    """Each arm's test accuracy (%) per round, by seed."""
+    out: dict[str, dict[int, np.ndarray]] = {}
+    for (name, seed), outcome in run.outcomes.items():
+        out.setdefault(name, {})[seed] = 100 * np.array(outcome.series("test/accuracy"))
+    return out
+
+
+DEVIATIONS = [
+    ("synthetic Gaussian-mixture data and softmax regression instead of CIFAR-10 and the CNN (CIFAR-10 is not "
+     "wired into fedbench yet); N = 100 clients instead of 1000; 600 rounds instead of 70,000"),
+    ("constant learning rate 0.05 for every method (the paper tunes an exponentially decayed rate per "
+     "experiment; its values are stripped from our copy); chosen once before any comparison was run"),
+    ("FedAvg is fedbench's (n_k-weighted mean of local models, unscaled loss); the authors' FedAvg baseline "
+     "uses the N p_i-scaled loss and a plain mean (equal here up to the partition's size spread)"),
+    "best test accuracy over the evaluated rounds (every round), pooled over the clients' test points",
+    "sequential SGD starts a fresh permutation of the pooled data every round",
+]
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """Per seed, FedLaAvg's best test accuracy minus FedAvg's; the context runs and the last periods' mean and
+    peak-to-trough reported beside it."""
+    seeds = run.seeds
 
     def acc(name: str, seed: int, reading: str, budget: float) -> float:
-        out = runs[(name, seed)]
+        out = run.outcomes[name, seed]
         return 100 * read_accuracy(out.series("train/loss"), out.series("test/accuracy"), reading, ROUNDS, budget)
 
-    result = judge([PART], lambda reading, budget: [[acc("fedlaavg", s, reading, budget) - acc("fedavg", s, reading, budget)
-                                                     for s in seeds]],
-                   "best", ("best", "tail", "final"), reading_names=NAMES | {"best": "best round"})
-    best = {name: {s: float(c.max()) for s, c in per_seed.items()} for name, per_seed in curves.items()}
+    def values(reading: str, budget: float) -> list[list[float]]:
+        return [[acc("fedlaavg", s, reading, budget) - acc("fedavg", s, reading, budget) for s in seeds]]
+
+    per_seed = curves(run)
+    best = {name: {s: float(c.max()) for s, c in by_seed.items()} for name, by_seed in per_seed.items()}
     tail = 4 * (PERIOD + int(BETA * PERIOD))  # the last four availability periods
-    tail_mean = {name: float(np.mean([c[-tail:].mean() for c in curves[name].values()])) for name in ("fedavg", "fedlaavg")}
-    tail_range = {name: float(np.mean([peak_to_trough(c, tail) for c in curves[name].values()]))
+    tail_mean = {name: float(np.mean([c[-tail:].mean() for c in per_seed[name].values()]))
+                 for name in ("fedavg", "fedlaavg")}
+    tail_range = {name: float(np.mean([peak_to_trough(c, tail) for c in per_seed[name].values()]))
                   for name in ("fedavg", "fedlaavg")}
-    _figure(out_dir / "fedlaavg_diurnal.png", curves, len(seeds))
 
     def mean(name):
         return float(np.mean(list(best[name].values())))
@@ -191,17 +206,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | No
              "lr": LR, "rounds": ROUNDS, "period": PERIOD, "beta": BETA, "model": "mclr",
              "data": f"{NUM_CLASSES}-class Gaussian mixture in R^{DIM}, {TRAIN_PER_CLASS}/{TEST_PER_CLASS} "
                      "train/test points per class, one class per client"}
-    deviations = [
-        ("synthetic Gaussian-mixture data and softmax regression instead of CIFAR-10 and the CNN (CIFAR-10 is not "
-        "wired into fedbench yet); N = 100 clients instead of 1000; 600 rounds instead of 70,000"),
-        ("constant learning rate 0.05 for every method (the paper tunes an exponentially decayed rate per "
-        "experiment; its values are stripped from our copy); chosen once before any comparison was run"),
-        ("FedAvg is fedbench's (n_k-weighted mean of local models, unscaled loss); the authors' FedAvg baseline "
-        "uses the N p_i-scaled loss and a plain mean (equal here up to the partition's size spread)"),
-        "best test accuracy over the evaluated rounds (every round), pooled over the clients' test points",
-        "sequential SGD starts a fresh permutation of the pooled data every round",
-    ]
-    gain = result["effect"]
+    gain = claim.rule_for().counted().effect(values("best", 1.0)[0])  # the effect judged (one part), for the text
     observed = (f"best test accuracy, mean of {len(seeds)} seeds: FedLaAvg {mean('fedlaavg'):.2f}% vs FedAvg "
                 f"{mean('fedavg'):.2f}% under diurnal availability (gain {fmt_effect(gain)}); seed {seeds[0]} only: "
                 f"full availability FedLaAvg {mean('fedlaavg_fca'):.2f}% vs FedAvg {mean('fedavg_fca'):.2f}%, sequential "
@@ -213,18 +218,21 @@ def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | No
                 + f". Published (CIFAR-10): {PUBLISHED_ICA['fedlaavg']} vs {PUBLISHED_ICA['fedavg']} (+4.23)")
     figure = {"path": "studies/fedlaavg_diurnal/fedlaavg_diurnal.png", "panel": "test accuracy under diurnal "
                                                                                  "availability (solid lines)"}
-    diurnal_entry = study.entry(
-        "fedlaavg/synthetic/diurnal-gain",
+    entry = dict(
         reproduced={"unit": "best test accuracy (%)",
                     "fedlaavg_best": [round(best["fedlaavg"][s], 2) for s in seeds],
                     "fedavg_best": [round(best["fedavg"][s], 2) for s in seeds],
                     "full_availability_first_seed": {"fedlaavg_best": round(mean("fedlaavg_fca"), 2),
                                                      "fedavg_best": round(mean("fedavg_fca"), 2)},
                     "sequential_sgd_best_first_seed": round(mean("sequential"), 2)},
-        scale=scale, deviations=deviations, figure=figure, fidelity="stand-in", rounds_run=ROUNDS,
+        scale=scale, deviations=DEVIATIONS, figure=figure, fidelity="stand-in", rounds_run=ROUNDS,
         rounds_paper=PAPER_ROUNDS, observed=observed)
+    return Measurement([Part("diurnal availability", claim.rule_for())], values, "best", ("best", "tail", "final"),
+                       reading_names=NAMES | {"best": "best round"}, entry=entry)
 
-    return [judged(diurnal_entry, result)]
+
+def figure(run: StudyRun, out: Path) -> None:
+    _figure(out / "fedlaavg_diurnal.png", curves(run), len(run.seeds))
 
 
 def _figure(path: Path, curves, seeds: int) -> None:
