@@ -35,6 +35,7 @@ from typing import Any
 from fedbench.config import Config, load_config
 from fedbench.data.params import read_params
 from fedbench.errors import FedbenchError
+from fedbench.executors import EXECUTORS
 from fedbench.helptext import described
 from fedbench.parallel import Terminated, raise_terminated
 from fedbench.study.layout import RESULTS_ROOT
@@ -50,12 +51,17 @@ from fedbench.study.paper_profile import (
 )
 
 
-def study_config(params: str, name: str) -> Config:
-    """params.yaml with study ``name`` of the profile added (a study params.yaml already lists is used as is)."""
+def study_config(params: str, name: str, executor: str | None = None) -> Config:
+    """params.yaml with study ``name`` of the profile added (a study params.yaml already lists is used as is), and
+    train.executor set to ``executor`` (None: params.yaml's)."""
     raw = read_params(params)  # a missing or broken file: one line naming it
-    if name in (raw.get("studies") or {}):
-        return load_config(params)
-    return load_config(params, overrides([name], raw.get("data") or {}))
+    added = {} if name in (raw.get("studies") or {}) else overrides([name], raw.get("data") or {})
+    return load_config(params, added | _executor(executor))
+
+
+def _executor(executor: str | None) -> dict[str, str]:
+    """``--executor`` as the override `--set train.executor=...` makes (none when not given)."""
+    return {} if executor is None else {"train.executor": executor}
 
 
 def _variant_of(cfg: Config, name: str) -> list[str]:
@@ -80,19 +86,19 @@ def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: 
 
 def run(params: str, name: str, data_root: Path = Path("data"), results_root: Path = RESULTS_ROOT,
         report_dir: str = "reports", progress: bool = True, budget: str = "paper",
-        report: Callable[..., Any] | None = None) -> None:
+        report: Callable[..., Any] | None = None, executor: str | None = None) -> None:
     """Fetch and build study ``name``'s data, run it into ``results_root`` (a FedProx study's runs into its train store,
     ``results_root/train/``, a claim study into ``results_root/NAME/BUDGET/``: fedbench.study.layout), then
     ``report(cfg, out_dir=, results_root=, data_root=)``: the report's rebuild,
     handed in by the CLI (fedbench.report.build.build_report), so that this module stands below the report (None:
-    no rebuild)."""
+    no rebuild). ``executor``: train.executor for its runs (``--executor``; None: params.yaml's)."""
     from fedbench.pipeline import study_runs, train_runs
 
     if name in CLAIM_STUDIES:
-        run_claim(params, name, data_root, results_root, progress, budget)
-        cfg = load_config(params)
+        run_claim(params, name, data_root, results_root, progress, budget, executor)
+        cfg = load_config(params, _executor(executor))
     else:
-        cfg = study_config(params, name)
+        cfg = study_config(params, name, executor)
         build_variants(cfg, _variant_of(cfg, name), data_root, progress)
         train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", results_root, progress=progress)
     if report is not None:
@@ -100,14 +106,14 @@ def run(params: str, name: str, data_root: Path = Path("data"), results_root: Pa
 
 
 def run_claim(params: str, name: str, data_root: Path, results_root: Path = RESULTS_ROOT, progress: bool = True,
-              budget: str = "paper") -> list[dict]:
+              budget: str = "paper", executor: str | None = None) -> list[dict]:
     """Paper-scale claim study ``name``: its variants fetched and built into ``data_root/real/``, then exactly
     ``fedbench study run NAME --budget BUDGET`` (fedbench.studies.stage.run_study, with train.workers processes, not its ``--workers``):
     into ``results_root/NAME/BUDGET/`` (replaced atomically when it finishes)."""
     from fedbench.studies.real_data import declaration
     from fedbench.studies.stage import run_study
 
-    cfg = load_config(params)
+    cfg = load_config(params, _executor(executor))
     build_variants(cfg, list(declaration(name).variants), data_root, progress)
     return run_study(cfg, name, budget=budget, workers=cfg.train.workers, root=results_root,
                      real_root=data_root / "real")
@@ -311,7 +317,13 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
     r.add_argument("--budget", default="paper", help="a claim study's budget (its BUDGETS; default paper), e.g. "
                                                      "fedproxvr_fashion's convex: Table 1 alone; written to "
                                                      "results/NAME/BUDGET/")
+    r.add_argument("--executor", default=None, metavar="KIND", help="where its runs' stacks run, as `--set "
+                   "train.executor=KIND` would set it: local (processes here) or ray (a Ray cluster: RAY_ADDRESS; "
+                   "default: params.yaml's train.executor)")
     a = described(p).parse_args(argv)
+    if a.command == "run" and a.executor is not None and a.executor not in EXECUTORS:
+        print(f"fedbench paper run: --executor {a.executor!r}; allowed: {', '.join(EXECUTORS)}", file=sys.stderr)
+        return 2
     if a.command == "run" and a.name not in NAMES:
         from fedbench.algorithms import closest  # a name holding the word first: femnist -> fedprox_femnist
 
@@ -353,7 +365,7 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
             if not confirm(plan(a.params, a.name, budget=a.budget), a.yes, a.dry_run):
                 return 0
             signal.signal(signal.SIGTERM, raise_terminated)  # SIGTERM unwinds it as Ctrl-C does: the same clean-up
-            run(a.params, a.name, progress=not a.quiet, budget=a.budget, report=report)
+            run(a.params, a.name, progress=not a.quiet, budget=a.budget, report=report, executor=a.executor)
         except (FedbenchError, ValueError, OSError, KeyError, RuntimeError) as exc:  # config, DownloadError, ...
             print(f"fedbench paper run: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}",
                   file=sys.stderr)
