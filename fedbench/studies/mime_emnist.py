@@ -23,24 +23,20 @@ split, no rounds and no rates (paper-setups.md section 2.3). The Mime paper's ap
   those evaluations by round: best, the mean of the last 5, the final model; a run that diverged reads 0 from
   the round it diverged.
 
-What it shares with its Fashion-MNIST stand-in (the arms, the sampling, the evaluation protocol, the readings, the
-rule's parts and the figure) is fedbench.studies.mime_real.
+The study is its declaration and its setting (:data:`SETTING`: the claim's parts, the scale's steps, the
+assumptions, the figure's panel); its hooks are fedbench.studies.mime_real.Femnist's, which its variant
+fedbench.studies.mime_emnist_adam takes too. What it shares with its Fashion-MNIST stand-in (the arms, the sampling,
+the evaluation protocol, the readings, the parts and the figure) is there as well.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-
 from fedbench.study.scale import Scale
 from fedbench.claims.papers import MIME_PAPER
-from fedbench.study.runner import WORKERS
 from fedbench.studies import mime_real as shared
-from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, ORDERING_RULE, accuracy, curve, figure
+from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, ORDERING_RULE
+from fedbench.studies.mime_real import READINGS, accuracy, curve  # noqa: F401 (its readings, read here by the tests)
 from fedbench.study.declaration import Claim, StudyDeclaration
-from fedbench.studies.real_data import REAL_ROOT, load_real
 
 # the EMNIST-62 setting, mime_real's (one place for this study and its Adam panel)
 MODEL, LR, LOCAL_EPOCHS, BATCH = shared.FEMNIST_MODEL, shared.FEMNIST_LR, shared.LEAF_EPOCHS, shared.LEAF_BATCH
@@ -48,7 +44,6 @@ Budget, BUDGETS = shared.FemnistBudget, shared.FEMNIST_BUDGETS
 WRITERS, IMAGES, TRAIN_FRACTION = shared.WRITERS, shared.IMAGES, shared.TRAIN_FRACTION
 _N, _STEPS = shared.MEAN_WRITER_IMAGES, shared.EPOCH_STEPS
 _P = BUDGETS["paper"]
-READINGS = ("best", "tail", "final")
 # The evaluation protocol (the paper states none; FedJAX's EMNIST experiments, listed as a deviation): test accuracy
 # on every writer's own test images every EVAL_EVERY rounds and on the final model (fedbench.studies.mime_real).
 
@@ -93,44 +88,10 @@ DECLARATION = StudyDeclaration(
 ))
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm)."""
-    from fedbench.claims.entry import judged
-    from fedbench.claims.readings import TAIL
-    from fedbench.claims.stats import fmt_effect
-
-    b, study, methods, runs, d = shared.run_femnist(out_dir, DECLARATION, budget, workers, real_root, seeds)
-
-    def acc(m, s, reading, bud):
-        return accuracy(runs[(m, s)], reading, b.rounds, bud)
-
-    result = shared.judge_ordering(acc, methods, b.seeds, "best", READINGS,
-                                   {"best": "best evaluation", "tail": f"mean of the last {TAIL} evaluations",
-                                    "final": "final model"})
-    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
-    curves = {m: np.mean([curve(runs[(m, s)], b.rounds) for s in b.seeds], 0) for m in methods}
-    png, variant = f"{d.name}.png", d.variants[0]
-    ds = load_real(variant, str(real_root))
-    figure(study.out / png, b.rounds, curves,
-           f"{variant} ({ds.num_clients} writers), {b.model}, SGDm {MOMENTUM:g}")
-    observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in methods)
-                + "; " + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"]))
-    fixture_note = (f"{b.rounds} rounds, {b.clients_per_round} writers a round and model {b.model}: the test suite's "
-                    "fixture scale")
-    deviations = ([fixture_note] if budget != "paper" else []) + ASSUMPTIONS
-    # the claim's fidelity (stand-in) at every budget
-    entry = d.entry(
-        "mime/emnist62/ordering",
-        scale={"study": d.name, "budget": budget, "variant": variant, "model": b.model, "writers": ds.num_clients,
-               "writers_per_round": b.clients_per_round, "sampling": "proportional (equal-weight means)",
-               "rounds": b.rounds, "local_epochs": LOCAL_EPOCHS, "batch_size": BATCH, "lr": LR,
-               "momentum": MOMENTUM, "fedavgm_server_lr": 1.0,
-               "eval": f"test accuracy every {EVAL_EVERY} rounds and the final model, all writers",
-               "device": b.device},
-        deviations=deviations, figure={"path": f"figures/{d.name}/{png}", "panel": "test accuracy"},
-        rounds_run=b.rounds, training_seeds=list(b.seeds), observed=observed,
-        reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
-                    **{m: [round(v, 3) for v in best[m]] for m in methods}})
-    return [judged(entry, result)]
+# what the hooks read beyond the declaration (fedbench.studies.mime_real.Femnist): the claim's parts, the step sizes
+# the entry's scale states, the assumptions and the figure's one panel
+SETTING = shared.Femnist(
+    pairs={"mime/emnist62/ordering": (("Mime", BASELINE), ("MimeLite", BASELINE))},
+    steps={"lr": LR, "momentum": MOMENTUM, "fedavgm_server_lr": 1.0}, assumptions=tuple(ASSUMPTIONS),
+    panels=((f"SGDm {MOMENTUM:g}", ("Mime", "MimeLite", BASELINE)),))
+simulations, record, measure, figure = SETTING.simulations, SETTING.record, SETTING.measure, SETTING.figure

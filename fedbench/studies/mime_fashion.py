@@ -42,7 +42,8 @@ Measured here (2 cores shared with other jobs): about 0.1 s of CPU a round for M
 FedAvgM, so the 45 runs (and 2 more an arm for each step the widening adds) are about 8 CPU-minutes.
 
 What it shares with fedbench.studies.mime_emnist (the arms, the sampling, the evaluation protocol, the readings,
-the rule's parts and the figure) is fedbench.studies.mime_real.
+the parts and the figure) is fedbench.studies.mime_real; its hooks add the step selection: :func:`simulations`
+names the tuning runs (the grid, then each widening :func:`tune` asks for) before the judged runs at the steps chosen.
 """
 
 from __future__ import annotations
@@ -60,11 +61,12 @@ from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.claims.selection import Selection, rule_text, select_all
-from fedbench.study.runner import WORKERS
+from fedbench.claims.verdict import Part
+from fedbench.study.contract import Measurement, StudyRun
 from fedbench.studies import mime_real as shared
-from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, ORDERING_RULE, accuracy, curve, figure
+from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, ORDERING_RULE, accuracy, curve, real_root
 from fedbench.study.declaration import Claim, StudyDeclaration
-from fedbench.studies.real_data import REAL_ROOT, build, load_real
+from fedbench.studies.real_data import build, load_real
 
 MODEL = "mclr"
 ROUNDS, CLIENTS_PER_ROUND = 200, 10
@@ -204,62 +206,90 @@ def tune(run: Callable[[list[tuple[str, float, int]]], dict[tuple[str, float, in
     return select_all({m: budget.lr_grid for m in methods}, read, evaluate), outcomes
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The ordering judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm: the rule and the assumptions name them, fedbench.study.runs.open_seeded; the tuning
-    seeds, and so the selected steps, stay)."""
-    from fedbench.claims.entry import judged
-    from fedbench.claims.stats import fmt_effect
+class _Needs(Exception):
+    """The tuning runs (arm, step, tuning seed) the step selection needs next, not run yet."""
+
+    def __init__(self, jobs: list[tuple[str, float, int]]):
+        super().__init__(jobs)
+        self.jobs = jobs
+
+
+def selections(run: StudyRun) -> dict[str, Selection]:
+    """Each arm's step (:func:`tune`) from the tuning runs finished so far; :class:`_Needs` naming the tuning runs it
+    needs next where they have not run."""
+    def finished(jobs: list[tuple[str, float, int]]) -> dict[tuple[str, float, int], Any]:
+        if missing := [job for job in jobs if ("tuning", *job) not in run.outcomes]:
+            raise _Needs(missing)
+        return {job: run.outcomes[("tuning", *job)] for job in jobs}
+
+    return tune(finished, run.budget)[0]
+
+
+def simulations(run: StudyRun) -> dict[tuple[str, str, float, int], Any]:
+    """The tuning runs first (each arm's grid on the tuning seeds, then each widening the selection asks for), then,
+    once every arm's step is selected, each arm at its step on the judged seeds."""
+    try:
+        steps = {m: sel.step for m, sel in selections(run).items()}
+    except _Needs as needs:
+        return {("tuning", *job): simulation(*job, run.budget, real_root(run), "tuning") for job in needs.jobs}
+    return {("judged", m, steps[m], s): simulation(m, steps[m], s, run.budget, real_root(run))
+            for s in run.seeds for m in steps}
+
+
+def record(sim: Any, outcome: Any) -> dict[str, Any]:
+    """A run's record, with its test accuracy read as the tuning and the claim read it (the last 5 evaluations)."""
     from fedbench.study.record import sim_record
-    from fedbench.study.runs import open_seeded
 
-    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
-    methods = [a.name for a in DECLARATION.arms]
+    return sim_record(sim, outcome, metrics={"study/tail_test_accuracy": accuracy(outcome, "tail", sim.config.rounds)})
 
-    def record(sim, o):
-        return sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail", b.rounds)})
 
-    selections, _ = tune(lambda jobs: study.run_jobs(jobs, lambda m, lr, s: simulation(m, lr, s, b, real_root,
-                                                                                       "tuning"), record), b)
-    steps = {m: selections[m].step for m in methods}
-    runs = study.run_jobs([(m, steps[m], s) for s in b.seeds for m in methods],
-                          lambda m, lr, s: simulation(m, lr, s, b, real_root), record)
-    study.write()
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """The ordering's parts (each arm but FedAvgM minus FedAvgM, per judged seed) by the mean of the last 5
+    evaluations of each arm at its selected step; the entry states the selection, the steps and where they sit."""
+    b, d = run.budget, run.declaration
+    chosen = selections(run)
+    steps = {m: sel.step for m, sel in chosen.items()}
+    methods = list(steps)
 
     def acc(m, s, reading, bud):
-        return accuracy(runs[(m, steps[m], s)], reading, b.rounds, bud)
+        return accuracy(run.outcomes[("judged", m, steps[m], s)], reading, b.rounds, bud)
 
-    result = shared.judge_ordering(acc, methods, b.seeds, "tail", READINGS, READING_NAMES)
+    pairs = [(m, BASELINE) for m in methods if m != BASELINE]
+    parts, values = [Part(f"{m} - {BASELINE}", claim.rule_for()) for m, _ in pairs], shared.differences(acc, pairs,
+                                                                                                       b.seeds)
     tail = {m: [acc(m, s, "tail", 1.0) for s in b.seeds] for m in methods}
-    curves = {f"{m} (step {steps[m]:g})": np.mean([curve(runs[(m, steps[m], s)], b.rounds) for s in b.seeds], 0)
-              for m in methods}
-    png, variant = f"{d.name}.png", d.variants[0]
-    ds = load_real(variant, str(real_root))
-    figure(study.out / png, b.rounds, curves,
-           f"{variant} ({ds.num_clients} users), {MODEL}, SGDm {MOMENTUM:g}")
-    edge = [m for m in methods if not selections[m].interior]
-    widened = [f"{m} to {', '.join(f'{x:g}' for x in selections[m].added)}" for m in methods if selections[m].added]
+    edge = [m for m in methods if not chosen[m].interior]
+    widened = [f"{m} to {', '.join(f'{x:g}' for x in chosen[m].added)}" for m in methods if chosen[m].added]
     observed = ("test accuracy, mean of the last 5 evaluations and of the seeds (selected step): "
                 + ", ".join(f"{m} {np.mean(tail[m]):.2f}% (step {steps[m]:g})" for m in methods) + "; "
-                + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"])
+                + shared.effects(parts, values, "tail")
                 + (f". Grid widened: {'; '.join(widened)}" if widened else "")
                 + (f". Step still at an end of the grid: {', '.join(edge)} (a wider grid could change it)"
                    if edge else ""))
-    fixture_note = f"{b.rounds} rounds and {b.clients_per_round} users a round on fixture-sized data: the test suite's"
-    deviations = ([fixture_note] if budget != "paper" else []) + assumptions(b.seeds)
+    fixture = f"{b.rounds} rounds and {b.clients_per_round} users a round on fixture-sized data: the test suite's"
+    variant = d.variants[0]
     # the claim's fidelity (stand-in) at every budget; the split's data seed 0 (the declaration names none: above)
-    entry = d.entry(
-        "mime/fashion-mnist/ordering",
-        scale={"study": d.name, "budget": budget, "variant": variant, "model": MODEL, "users": ds.num_clients,
-               "users_per_round": b.clients_per_round, "sampling": "proportional (equal-weight means)",
-               "rounds": b.rounds, "local_steps": LOCAL_STEPS, "batch_size": BATCH, "lr_grid": list(b.lr_grid),
-               "tuning_seeds": list(b.tuning_seeds), "steps": steps, "momentum": MOMENTUM,
-               "fedavgm_server_lr": 1.0,
+    return Measurement(parts, values, "tail", READINGS, reading_names=READING_NAMES, entry=dict(
+        scale={"study": d.name, "budget": run.budget_name, "variant": variant, "model": MODEL,
+               "users": load_real(variant, str(real_root(run))).num_clients, "users_per_round": b.clients_per_round,
+               "sampling": "proportional (equal-weight means)", "rounds": b.rounds, "local_steps": LOCAL_STEPS,
+               "batch_size": BATCH, "lr_grid": list(b.lr_grid), "tuning_seeds": list(b.tuning_seeds),
+               "steps": steps, "momentum": MOMENTUM, "fedavgm_server_lr": 1.0,
                "eval": f"test images of every user, every {EVAL_EVERY} rounds and the final model", "device": b.device},
-        deviations=deviations, figure={"path": f"figures/{d.name}/{png}", "panel": "test accuracy"},
+        deviations=([fixture] if run.budget_name != "paper" else []) + assumptions(b.seeds),
+        figure={"path": f"figures/{d.name}/{d.name}.png", "panel": "test accuracy"}, fidelity=claim.fidelity,
         rounds_run=b.rounds, training_seeds=list(b.seeds), data_seeds=[0], observed=observed,
         reproduced={"unit": "test accuracy (%), mean of the last 5 evaluations", "steps": steps,
-                    "selected_at_grid_edge": edge, "tuning": {m: selections[m].record(3) for m in methods},
-                    **{m: [round(v, 3) for v in tail[m]] for m in methods}})
-    return [judged(entry, result)]
+                    "selected_at_grid_edge": edge, "tuning": {m: chosen[m].record(3) for m in methods},
+                    **{m: [round(v, 3) for v in tail[m]] for m in methods}}))
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    """Each arm's mean test-accuracy curve at its selected step."""
+    b, d = run.budget, run.declaration
+    steps = {m: sel.step for m, sel in selections(run).items()}
+    curves = {f"{m} (step {lr:g})": np.mean([curve(run.outcomes[("judged", m, lr, s)], b.rounds) for s in b.seeds], 0)
+              for m, lr in steps.items()}
+    users = load_real(d.variants[0], str(real_root(run))).num_clients
+    shared.draw(out / f"{d.name}.png", b.rounds,
+                [(f"{d.variants[0]} ({users} users), {MODEL}, SGDm {MOMENTUM:g}", curves)])

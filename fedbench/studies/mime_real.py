@@ -1,10 +1,11 @@
-"""What Mime's two real-data studies share (Karimireddy et al., "Mime", 2020; talk slides, Figure 3, SGDm panel):
-fedbench.studies.mime_emnist (FEMNIST, LEAF's CNN, one step for every arm) and its stand-in
-fedbench.studies.mime_fashion (Fashion-MNIST, logistic regression, each arm's step selected) judge the same
-ordering claim with the same arms, evaluation protocol and readings, so this module holds them once (issue 30: the
-duplication mime_emnist ~ mime_fashion). Each study keeps its own declaration, budgets, local work and entry.
-fedbench.studies.mime_emnist_adam (the Adam panel and the server-only baselines on FEMNIST) takes its SGDm settings,
-baseline, simulation, evaluation protocol and readings from here too; its own rules are in mime_emnist_adam_claims.
+"""What Mime's real-data studies share (Karimireddy et al., "Mime", 2020; talk slides, Figure 3): the arms, the
+sampling, the evaluation protocol, the readings, the parts of a claim (one arm minus another, per seed) and the
+figure, held once (issue 30: the duplication mime_emnist ~ mime_fashion), and the EMNIST-62 setting with the hooks
+(fedbench.study.contract) of every study on it (:class:`Femnist`): fedbench.studies.mime_emnist (the SGDm panel's
+ordering) and its variant fedbench.studies.mime_emnist_adam (the Adam panel and the server-only baselines, other arms
+and claims on the same data) each hold their declaration and a :class:`Femnist` setting, and take these hooks.
+fedbench.studies.mime_fashion (Fashion-MNIST, logistic regression, each arm's step selected) is the stand-in for
+mime_emnist's claim; its own hooks add the step selection.
 
 - Arms (:func:`arms`): Mime and MimeLite on SGDm (beta = MOMENTUM, undampened: m <- g + beta m) and FedAvg with server
   momentum (FedAvgM: the same beta, server step 1), the baseline.
@@ -16,8 +17,8 @@ baseline, simulation, evaluation protocol and readings from here too; its own ru
 - Readings (:func:`accuracy`): a run's test accuracy curve at the protocol's rounds (0 from the round it diverged
   on), read by fedbench.claims.readings.read_curve (best, the mean of the last 5, final); a budget cut reads the
   evaluations up to it.
-- The rule (:func:`judge_ordering`): per judged seed, Mime minus FedAvgM and MimeLite minus FedAvgM, in points; each
-  part greater than 0 (:data:`ORDERING_RULE`, which both studies' claims declare).
+- The parts (:func:`differences`): per judged seed, one arm minus another, in points (the ordering claim: Mime minus
+  FedAvgM and MimeLite minus FedAvgM, each greater than 0, :data:`ORDERING_RULE`, which both of its studies declare).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.claims.verdict import Rule
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part, Rule
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.study.declaration import Arm
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.declaration import Arm, Claim
 
 BASELINE = "FedAvgM"
 ORDERING_RULE = Rule("greater", 0.0, "accuracy points")  # each part of the ordering claim (both studies declare it)
@@ -43,6 +46,9 @@ EVALUATION = (EvalSpec("test", metrics=("test/loss", "test/accuracy"), every=EVA
 MOMENTUM_NOTE = (f"SGDm with beta = {MOMENTUM:g}, undampened (m <- g + beta m): Mime's and MimeLite's base optimizer "
                  "and FedAvgM's server momentum (server step 1)")
 SCOPE_NOTE = "SGDm only: the figure's Adam panel and CIFAR-100 are not part of this claim"
+READINGS = ("best", "tail", "final")  # EMNIST-62's readings (best the primary); mime_fashion has its own
+READING_NAMES = {"best": "best evaluation", "tail": "mean of the last 5 evaluations", "final": "final model"}
+FEDAVG = (BASELINE, "FedAdam")  # the FedAvg arms, dashed in the figures (server-only baselines dotted)
 
 
 def arms(lr: float | None = None) -> tuple[Arm, ...]:
@@ -91,29 +97,35 @@ def accuracy(outcome, reading: str, rounds: int, budget: float = 1.0, every: int
     return read_curve(curve(outcome, rounds, budget, every), reading)
 
 
-def judge_ordering(acc: Callable[[str, int, str, float], float], methods: Sequence[str], seeds: Sequence[int],
-                   primary: str, readings: Sequence[str], reading_names: dict[str, str]) -> dict[str, Any]:
-    """The ordering claim's verdict (fedbench.claims.verdict.judge): per seed, each arm of ``methods`` but the
-    baseline minus FedAvgM (``acc(method, seed, reading, budget)``, in points), each part greater than 0
-    (:data:`ORDERING_RULE`)."""
-    from fedbench.claims.verdict import Part, judge
-
-    others = [m for m in methods if m != BASELINE]
-    parts = [Part(f"{m} - {BASELINE}", ORDERING_RULE) for m in others]
-    return judge(parts, lambda r, bud: [[acc(m, s, r, bud) - acc(BASELINE, s, r, bud) for s in seeds] for m in others],
-                 primary, readings, reading_names=reading_names)
+def differences(acc: Callable[[str, int, str, float], float], pairs: Sequence[tuple[str, str]],
+                seeds: Sequence[int]) -> Callable[[str, float], list[list[float]]]:
+    """The values of parts ``pairs`` ((arm, against) each) read with ``reading`` at ``budget``: per seed, ``acc(arm,
+    seed, reading, budget)`` minus the same of ``against``, in points."""
+    return lambda reading, budget: [[acc(a, s, reading, budget) - acc(b, s, reading, budget) for s in seeds]
+                                    for a, b in pairs]
 
 
-def figure(path: Path, rounds: int, curves: dict[str, np.ndarray], title: str) -> None:
-    """The arms' mean test-accuracy curves at the protocol's evaluations of ``rounds`` rounds (the baseline dashed)."""
+def effects(parts: Sequence[Part], values: Callable[[str, float], list[list[float]]], reading: str) -> str:
+    """Each part's effect read with ``reading`` over every round run, as an entry's observed text states them
+    ("Mime - FedAvgM +1.2 [+0.3, +2.1] accuracy points; ...")."""
+    return "; ".join(f"{p.label} {fmt_effect(p.rule.counted().effect(v))}" for p, v in zip(parts, values(reading, 1.0)))
+
+
+def draw(path: Path, rounds: int, panels: Sequence[tuple[str, dict[str, np.ndarray]]]) -> None:
+    """Mean test-accuracy curves at the protocol's evaluations of ``rounds`` rounds, one panel per (title, {name:
+    curve}) of ``panels`` (the FedAvg arms dashed, the server-only baselines dotted)."""
     from fedbench.claims.readings import evaluation_rounds
     from fedbench.plotting import pyplot, save_figure
 
-    fig, ax = pyplot().subplots(1, 1, figsize=(6.5, 4))
-    for (name, acc), style in zip(curves.items(), ("-", "-", "--")):
-        ax.plot(evaluation_rounds(rounds, EVAL_EVERY), acc, style, label=name)
-    ax.set(xlabel="round", ylabel="test accuracy (%), mean over seeds", title=title)
-    ax.legend(fontsize=8)
+    fig, axes = pyplot().subplots(1, len(panels), figsize=(6.5 if len(panels) == 1 else 11, 4), sharey=True,
+                                  squeeze=False)
+    for ax, (title, curves) in zip(axes[0], panels):
+        for name, acc in curves.items():
+            style = ":" if name.startswith("server-only") else "--" if name.startswith(FEDAVG) else "-"
+            ax.plot(evaluation_rounds(rounds, EVAL_EVERY), acc, style, label=name)
+        ax.set(xlabel="round", title=title)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("test accuracy (%), mean over seeds")
     save_figure(fig, path, dpi=120)
 
 
@@ -157,6 +169,82 @@ def femnist_simulation(declaration: Any, method: str, seed: int, budget: Any, re
                       algorithm(declaration.arm(method)), {"method": method, "dataset": variant, "model": budget.model},
                       rounds=budget.rounds, clients_per_round=budget.clients_per_round, local_epochs=LEAF_EPOCHS,
                       batch_size=LEAF_BATCH, seed=seed, device=budget.device)
+
+
+@dataclass(frozen=True)
+class Femnist:
+    """An EMNIST-62 study's setting beyond its declaration, and its hooks (fedbench.study.contract), which read it:
+    each claim's parts (``pairs``, by claim id: (arm, against) each, judged with the claim's rule), the step sizes
+    and optimizer settings its entries' scale states (``steps``), what it assumes where the slides are silent (its
+    entries' deviations) and its figure's ``panels`` (the end of a panel's title, the arms it draws). Every (arm,
+    seed) runs once (:func:`femnist_simulation`) and is read by its best test accuracy."""
+
+    pairs: dict[str, tuple[tuple[str, str], ...]]
+    steps: dict[str, Any]
+    assumptions: tuple[str, ...]
+    panels: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def simulations(self, run: StudyRun) -> dict[tuple[str, int], Any]:
+        """Every arm on every judged seed, seed by seed."""
+        return {(a.name, s): femnist_simulation(run.declaration, a.name, s, run.budget, real_root(run))
+                for s in run.seeds for a in run.declaration.arms}
+
+    @staticmethod
+    def record(sim: Any, outcome: Any) -> dict[str, Any]:
+        """A run's record: its test accuracy by round and its best test accuracy."""
+        from fedbench.study.record import sim_record
+
+        return sim_record(sim, outcome, keys=("round", "test/accuracy"), metrics={
+            "study/best_test_accuracy": accuracy(outcome, "best", sim.config.rounds)})
+
+    def measure(self, claim: Claim, run: StudyRun) -> Measurement:
+        """Claim ``claim``'s parts (its ``pairs``) per seed by best test accuracy (the other readings and budgets
+        the sensitivity), and its entry: the arms it reads at their best, the scale and the setting's assumptions."""
+        from fedbench.studies.real_data import load_real
+
+        b, d = run.budget, run.declaration
+
+        def acc(m, s, reading, bud):
+            return accuracy(run.outcomes[(m, s)], reading, b.rounds, bud)
+
+        pairs = self.pairs[claim.id]
+        parts, values = [Part(f"{a} - {against}", claim.rule_for()) for a, against in pairs], differences(acc, pairs,
+                                                                                                       b.seeds)
+        best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in claim.reads}
+        variant = d.variants[0]
+        fixture = (f"{b.rounds} rounds, {b.clients_per_round} writers a round and model {b.model}: the test suite's "
+                   "fixture scale")
+        scale = {"study": d.name, "budget": run.budget_name, "variant": variant, "model": b.model,
+                 "writers": load_real(variant, str(real_root(run))).num_clients, "writers_per_round": b.clients_per_round,
+                 "sampling": "proportional (equal-weight means)", "rounds": b.rounds, "local_epochs": LEAF_EPOCHS,
+                 "batch_size": LEAF_BATCH, **self.steps,
+                 "eval": f"test accuracy every {EVAL_EVERY} rounds and the final model, all writers", "device": b.device}
+        return Measurement(parts, values, "best", READINGS, reading_names=READING_NAMES, entry=dict(
+            scale=scale, deviations=([fixture] if run.budget_name != "paper" else []) + list(self.assumptions),
+            figure={"path": f"figures/{d.name}/{d.name}.png", "panel": "test accuracy"}, fidelity=claim.fidelity,
+            rounds_run=b.rounds, training_seeds=list(b.seeds),
+            observed=("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%"
+                                                                         for m in claim.reads)
+                      + "; " + effects(parts, values, "best")),
+            reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
+                        **{m: [round(v, 3) for v in best[m]] for m in claim.reads}}))
+
+    def figure(self, run: StudyRun, out: Path) -> None:
+        """The arms' mean test-accuracy curves, one panel per entry of ``panels``."""
+        from fedbench.studies.real_data import load_real
+
+        b, d = run.budget, run.declaration
+        curves = {a.name: np.mean([curve(run.outcomes[(a.name, s)], b.rounds) for s in b.seeds], 0) for a in d.arms}
+        head = f"{d.variants[0]} ({load_real(d.variants[0], str(real_root(run))).num_clients} writers), {b.model}"
+        draw(out / f"{d.name}.png", b.rounds, [(f"{head}, {title}", {m: curves[m] for m in names})
+                                               for title, names in self.panels])
+
+
+def real_root(run: StudyRun) -> Path:
+    """Where the study's real variants are (data/real unless the run names a folder)."""
+    from fedbench.studies.real_data import REAL_ROOT
+
+    return Path(REAL_ROOT) if run.real_root is None else run.real_root
 
 
 def run_femnist(out_dir: str | Path, declaration: Any, budget: str, workers: int, real_root: str | Path,

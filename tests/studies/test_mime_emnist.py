@@ -12,6 +12,7 @@ import pytest
 from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.engine.evaluation import EvalSpec
+from fedbench.study.contract import drive
 from fedbench.study.runner import Outcome, run_simulations
 from fedbench.studies import mime_emnist as study
 from fedbench.studies.mime_emnist import DECLARATION
@@ -69,7 +70,7 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, tmp_path):
     monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
                                                                device="cpu", model="mclr"))
     real_root = build_real(tmp_path, "femnist_leaf")
-    (c,) = study.run(tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    (c,) = drive(study, tmp_path / "out", budget="fixture", workers=1, real_root=real_root)
     assert c["parts"][0]["per_seed"] == pytest.approx([10.0, 21.0, 15.0])
     assert c["parts"][1]["per_seed"] == pytest.approx([-5.0, -10.0, -7.0])
     assert [p["verdict"] for p in c["parts"]] == ["reproduced", "not-reproduced"]

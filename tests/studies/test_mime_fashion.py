@@ -11,6 +11,7 @@ from fedbench.algorithms.fedavg_momentum import FedAvgMomentum
 from fedbench.algorithms.mime import Mime
 from fedbench.data import stages
 from fedbench.engine.evaluation import EvalSpec
+from fedbench.study.contract import drive
 from fedbench.study.runner import Outcome, run_simulations
 from fedbench.studies import mime_fashion as study
 from fedbench.studies.mime_fashion import DECLARATION
@@ -107,7 +108,7 @@ def test_readings_and_rule_on_made_up_runs(monkeypatch, real_root, tmp_path):
     monkeypatch.setitem(study.BUDGETS, "fixture", study.Budget(rounds=1, clients_per_round=2, seeds=(0, 1, 2),
                                                                tuning_seeds=(100, 101), lr_grid=(0.01, 0.1),
                                                                device="cpu"))
-    (c,) = study.run(tmp_path / "out", workers=1, budget="fixture", real_root=real_root)
+    (c,) = drive(study, tmp_path / "out", budget="fixture", workers=1, real_root=real_root)
     # the tail reading of a 1-round run averages both evaluations: (0.1 + v) / 2
     assert c["parts"][0]["per_seed"] == pytest.approx([5.0, 10.5, 7.5])
     assert c["parts"][1]["per_seed"] == pytest.approx([-2.5, -5.0, -3.5])
