@@ -25,8 +25,9 @@ the slides' assumption (1) asks of L (softmax cross-entropy has Hessian <= ||x~|
   (`fedbench study run fedproxvr_synthetic`).
 
 The arms, seeds, budgets and the claim are declared once as data (``DECLARATION``, fedbench.study.declaration); this
-module turns an arm into a simulation, reads the runs and draws the figure. ``run(..., seeds=...)`` runs other
-training seeds (params.yaml claim_studies.default.fedproxvr_synthetic.seeds).
+module turns an arm into a simulation, reads the runs and draws the figures (the three hooks of fedbench.study.
+contract); the driver's ``seeds`` runs other training seeds (params.yaml claim_studies.default.fedproxvr_synthetic.
+seeds).
 """
 
 from __future__ import annotations
@@ -42,12 +43,11 @@ from fedbench.data.synthetic import generate_synthetic
 from fedbench.claims.readings import (NAMES, cut_round, read_accuracy, rising_rounds, rounds_to_target, spearman,
                                       upward_variation)  # spearman: readings' one (all tied: undefined, issue 51)
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, fidelity, judge
+from fedbench.claims.verdict import Part, Rule, fidelity
 from fedbench.claims.papers import FEDPROXVR_PAPER
-from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.runner import Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.claims.entry import judged
-from fedbench.study.record import sim_record, write_simulations
 
 NUM_USERS = 100
 TRAIN_FRACTION = 0.75
@@ -63,7 +63,7 @@ MEASURED = {"seconds": 4525, "budget": "paper", "workers": 2, "date": "2026-11-2
                       "2026-11-26; 3,955 s: the mu and beta/tau sweeps' 35 runs, 5 of them reused, 2,404 CPU-s, "
                       "2026-11-28)"}
 MARGIN = 1.0  # accuracy points: "matches"
-# the claims' rules (declared below, judged with these same objects: run and sweep_entry)
+# the claims' rules (declared below, judged with these same objects)
 MATCH_RULE = Rule("at_least", MARGIN, "accuracy points", chosen=True)  # each of SVRG and SARAH vs FedAvg; ours
 SWEEP_RULE = Rule("at_most", 0.0, "Spearman correlation")  # the mu and the beta/tau slides' one part each
 COMMAND = "fedbench study run fedproxvr_synthetic --budget paper"
@@ -189,121 +189,37 @@ def simulation(method: str, seed: int, rounds: int) -> Simulation:
     return Simulation(f"{method}/seed={seed}", cfg, _dataset, model, algorithm, knobs)
 
 
-def sweep_entry(claim_id: str, values: tuple[float, ...], arms: tuple[str, ...], reading: Any,
-                readings: dict[str, str], knob: str, runs: dict, seeds: tuple[int, ...], rounds: int,
-                paper_rounds: int, study: StudyDeclaration, out: Path, scale: dict[str, Any]) -> dict[str, Any]:
-    """A slide's sweep claim judged on its arms' runs: per seed, the Spearman correlation of the ``knob``'s
-    ``values`` and ``reading(arm, seed, name, budget)`` of each arm (``readings``: the reading names, the first the
-    verdict's, with their texts), reproduced if its 95% interval lies below 0; its figure: each arm's training loss
-    on the first seed."""
-    claim = study.claim(claim_id)
-    part = Part(f"{knob} vs {readings[next(iter(readings))]}", claim.rule_for())  # the rule the claim declares
-    first = next(iter(readings))
-    result = judge([part], lambda r, b: [[spearman(list(values), [reading(m, s, r, b) for m in arms]) for s in seeds]],
-                   first, tuple(readings), paper_budget=paper_rounds / rounds, reading_names=readings)
-    read = {m: [reading(m, s, first, 1.0) for s in seeds] for m in arms}
-    observed = (f"{readings[first]} (mean of {len(seeds)} seeds): "
-                + ", ".join(f"{knob} = {v:g} {np.mean(read[m]):.4g}" for v, m in zip(values, arms))
-                + f"; per-seed Spearman correlation of {knob} and it: {fmt_effect(result['effect'])}")
-    name = claim_id.rsplit("/", 1)[1]
-    entry = study.entry(claim.id, rule_fields={"rounds": rounds},
-        reproduced={"unit": readings[first], **{m: [round(float(v), 6) for v in read[m]] for m in arms}},
-        scale={"dataset": "synthetic_0_0", "users": NUM_USERS, "users_per_round": NUM_USERS,
-               "train_fraction": TRAIN_FRACTION, "rounds": rounds, knob: list(values), "model": "mclr", **scale},
-        deviations=[
-            f"{rounds} of the slides' {paper_rounds} rounds" if rounds < paper_rounds else f"the slides' {rounds} rounds",
-            "the slide's plot is missing from our copy: the claim and its rule are our reading of the analysis slide",
-            "data is our seeded draw of the FedProx generator law (75/25 split), not the authors' files"],
-        figure={"path": f"studies/fedproxvr_synthetic/fedproxvr_synthetic_{name}.png",
-                "panel": f"training loss by {knob}"},
-        fidelity=fidelity("stand-in", rounds, paper_rounds), rounds_run=rounds, rounds_paper=paper_rounds,
-        observed=observed)
-    from fedbench.plotting import pyplot, save_figure
-
-    fig, ax = pyplot().subplots(1, 1, figsize=(5, 3.8))
-    for v, m in zip(values, arms):
-        ax.plot(runs[(m, seeds[0])].series("train/loss"), label=m)
-    ax.set(xlabel="round", ylabel="training loss", yscale="log", title=f"FedProxVR (SVRG) by {knob} (seed {seeds[0]})")
-    ax.legend()
-    save_figure(fig, out / f"fedproxvr_synthetic_{name}.png", dpi=120)
-    return judged(entry, result)
+def simulations(run: StudyRun) -> dict[tuple[str, int], Simulation]:
+    """Table 1's arms, then the sweeps' other arms, seed by seed."""
+    arms = (*METHODS, *(a for a in (*MU_ARMS, *BETA_ARMS) if a not in METHODS))
+    return {(m, s): simulation(m, s, run.rounds) for s in run.seeds for m in arms}
 
 
-def mu_effect(runs: dict, seeds: tuple[int, ...], rounds: int, paper_rounds: int, study: StudyDeclaration,
-              out: Path) -> dict[str, Any]:
-    """The mu slide's claim: the instability (the sum of the training loss's rises) by mu."""
-    readers = {"rises": upward_variation, "rising rounds": rising_rounds}
-    return sweep_entry("fedproxvr/synthetic/mu-effect", MU_SWEEP, MU_ARMS,
-                       lambda m, s, r, b: readers[r](runs[(m, s)].series("train/loss"), rounds, b),
-                       {"rises": "the sum of the training loss's rises", "rising rounds": "the rounds the loss rose"},
-                       "mu", runs, seeds, rounds, paper_rounds, study, out,
-                       {"fedproxvr": {k: v for k, v in VR.items() if k != "mu"} | {"engine_local_steps": VR["tau"] - 1}})
-
-
-def beta_tau_effect(runs: dict, seeds: tuple[int, ...], rounds: int, paper_rounds: int, study: StudyDeclaration,
-                    out: Path) -> dict[str, Any]:
-    """The beta/tau slide's claim: the rounds to FedAvg's final training loss by beta (tau from beta)."""
-    def to_fedavg(m, s, r, b):
-        last = cut_round(rounds, b)
-        target = runs[("FedAvg", s)].series("train/loss")[:last + 1][-1]  # FedAvg's loss where the runs are cut
-        loss = runs[(m, s)].series("train/loss")[:last + 1]
-        hold = {"first": 1, "held 5": 5}[r]
-        return rounds_to_target([-v for v in loss], -target, last, hold)
-
-    return sweep_entry("fedproxvr/synthetic/beta-tau-effect", BETA_SWEEP, BETA_ARMS, to_fedavg,
-                       {"first": "the rounds to FedAvg's final training loss",
-                        "held 5": "the rounds to FedAvg's final training loss, held 5 rounds"},
-                       "beta", runs, seeds, rounds, paper_rounds, study, out,
-                       {"tau": [tau_of(b) for b in BETA_SWEEP], "fedproxvr": {"mu": VR["mu"],
-                                                                               "batch_size": VR["batch_size"]}})
-
-
-def figure(path: Path, histories: dict[str, list[dict[str, float]]], seed: int) -> None:
-    from fedbench.plotting import pyplot, save_figure
-
-    fig, axes = pyplot().subplots(1, 2, figsize=(10, 3.8))
-    for (name, hist), style in zip(histories.items(), ("-", "-", "--")):
-        axes[0].plot([r["train/loss"] for r in hist], style, label=name)
-        axes[1].plot([100 * r["test/accuracy"] for r in hist], style, label=name)
-    axes[0].set(xlabel="round", ylabel="training loss", title=f"Synthetic(0,0), {NUM_USERS} users (seed {seed})")
-    axes[1].set(xlabel="round", ylabel="test accuracy (%)")
-    axes[1].axhline(PUBLISHED_TABLE_1[0]["accuracy"], color="grey", ls=":", lw=0.8)
-    axes[1].text(0, PUBLISHED_TABLE_1[0]["accuracy"], " slides' Table 1 (dataset unknown)", fontsize=7, va="bottom")
-    axes[0].legend()
-    save_figure(fig, path, dpi=120)
-
-
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study at round budget ``budget`` (DECLARATION.budgets), with training ``seeds`` if given (DECLARATION.seeds)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    study = DECLARATION.with_seeds(seeds)
-    rounds, paper_rounds, seeds = study.rounds(budget), study.budgets["paper"], study.seeds
-    fedavg, vr = study.arm("FedAvg").settings, study.arm("SVRG").settings
-    claim = study.claim("fedproxvr/synthetic/matches-or-beats-fedavg")
-    jobs = [(m, s) for s in seeds for m in (*METHODS, *(a for a in (*MU_ARMS, *BETA_ARMS) if a not in METHODS))]
-    simulations = [simulation(m, s, rounds) for m, s in jobs]
-    outcomes = run_simulations(simulations, workers)
-    write_simulations(out, [sim_record(sim, o) for sim, o in zip(simulations, outcomes)])
-    runs = dict(zip(jobs, outcomes))
-    figure(out / "fedproxvr_synthetic.png", {m: runs[(m, seeds[0])].history for m in METHODS}, seeds[0])
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """Table 1's claim: per seed, each VR method's best test accuracy minus FedAvg's; or a slide's sweep."""
+    if claim.id == "fedproxvr/synthetic/mu-effect":
+        return mu_effect(claim, run)
+    if claim.id == "fedproxvr/synthetic/beta-tau-effect":
+        return beta_tau_effect(claim, run)
+    rounds, paper_rounds, seeds = run.rounds, run.declaration.budgets["paper"], run.seeds
+    fedavg, vr = run.declaration.arm("FedAvg").settings, run.declaration.arm("SVRG").settings
 
     def acc(m, s, reading, b):
-        o = runs[(m, s)]
+        o = run.outcomes[(m, s)]
         return 100 * read_accuracy(o.series("train/loss"), o.series("test/accuracy"), reading, rounds, b)
 
     parts = [Part(m, claim.rule_for("each of SVRG and SARAH")) for m in METHODS[1:]]  # the rule the claim declares
-    result = judge(parts, lambda r, b: [[acc(m, s, r, b) - acc("FedAvg", s, r, b) for s in seeds] for m in METHODS[1:]],
-                   "best", ("best", "tail", "final"), paper_budget=paper_rounds / rounds,
-                   reading_names=NAMES | {"best": "best round"})
+
+    def values(r, b):
+        return [[acc(m, s, r, b) - acc("FedAvg", s, r, b) for s in seeds] for m in METHODS[1:]]
+
     best = {m: [acc(m, s, "best", 1.0) for s in seeds] for m in METHODS}
-    final_loss = {m: [runs[(m, s)].series("train/loss")[-1] for s in seeds] for m in METHODS}
+    final_loss = {m: [run.outcomes[(m, s)].series("train/loss")[-1] for s in seeds] for m in METHODS}
     lip = smoothness(_dataset().train.x)
     observed = (f"best test accuracy within {rounds} rounds (mean of {len(seeds)} seeds): "
                 + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in METHODS)
                 + " (slides: 84.02 / 84.12 / 84.21 on an unstated dataset after ~900-1000 rounds); VR - FedAvg: "
-                + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"])
+                + "; ".join(f"{p.label} {fmt_effect(p.rule.effect(v))}" for p, v in zip(parts, values("best", 1.0)))
                 + f"; training loss after {rounds} rounds: " + ", ".join(f"{m} {np.mean(v):.3f}" for m, v in final_loss.items())
                 + f". L = {lip:.1f}, so eta = {1 / (vr['beta'] * lip):.2e} (VR) and {1 / (fedavg['beta'] * lip):.2e} "
                   "(FedAvg)")
@@ -320,7 +236,7 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         "minibatches are the engine's per-epoch permutations (the authors draw each batch at random)",
         "data is our seeded draw of the FedProx generator law (75/25 split), not the authors' files",
     ]
-    entry = study.entry(claim.id, rule_fields={"evaluations": rounds + 1},
+    entry = dict(
         reproduced={"unit": f"best test accuracy (%) within {rounds} rounds",
                     **{m: [round(v, 2) for v in best[m]] for m in METHODS},
                     "final_training_loss": {m: [round(float(v), 4) for v in final_loss[m]] for m in METHODS}},
@@ -330,6 +246,90 @@ def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
         deviations=deviations,
         figure={"path": "studies/fedproxvr_synthetic/fedproxvr_synthetic.png", "panel": "right: test accuracy"},
         fidelity=fidelity("stand-in", rounds, paper_rounds), rounds_run=rounds, rounds_paper=paper_rounds,
-        training_seeds=list(seeds), data_seeds=list(study.data_seeds), observed=observed)
-    return [judged(entry, result), mu_effect(runs, seeds, rounds, paper_rounds, study, out),
-            beta_tau_effect(runs, seeds, rounds, paper_rounds, study, out)]
+        training_seeds=list(seeds), data_seeds=list(run.declaration.data_seeds), observed=observed)
+    return Measurement(parts, values, "best", ("best", "tail", "final"), paper_budget=paper_rounds / rounds,
+                       reading_names=NAMES | {"best": "best round"}, entry=entry,
+                       rule_fields={"evaluations": rounds + 1})
+
+
+def sweep(claim: Claim, run: StudyRun, values: tuple[float, ...], arms: tuple[str, ...], reading: Any,
+          readings: dict[str, str], knob: str, scale: dict[str, Any]) -> Measurement:
+    """A slide's sweep claim on its arms' runs: per seed, the Spearman correlation of the ``knob``'s ``values`` and
+    ``reading(arm, seed, name, budget)`` of each arm (``readings``: the reading names, the first the verdict's, with
+    their texts), reproduced if its 95% interval lies below 0."""
+    rounds, paper_rounds, seeds = run.rounds, run.declaration.budgets["paper"], run.seeds
+    first = next(iter(readings))
+    part = Part(f"{knob} vs {readings[first]}", claim.rule_for())  # the rule the claim declares
+
+    def correlations(r, b):
+        return [[spearman(list(values), [reading(m, s, r, b) for m in arms]) for s in seeds]]
+
+    read = {m: [reading(m, s, first, 1.0) for s in seeds] for m in arms}
+    observed = (f"{readings[first]} (mean of {len(seeds)} seeds): "
+                + ", ".join(f"{knob} = {v:g} {np.mean(read[m]):.4g}" for v, m in zip(values, arms))
+                + f"; per-seed Spearman correlation of {knob} and it: "
+                + fmt_effect(part.rule.effect(correlations(first, 1.0)[0])))
+    name = claim.id.rsplit("/", 1)[1]
+    entry = dict(
+        reproduced={"unit": readings[first], **{m: [round(float(v), 6) for v in read[m]] for m in arms}},
+        scale={"dataset": "synthetic_0_0", "users": NUM_USERS, "users_per_round": NUM_USERS,
+               "train_fraction": TRAIN_FRACTION, "rounds": rounds, knob: list(values), "model": "mclr", **scale},
+        deviations=[
+            f"{rounds} of the slides' {paper_rounds} rounds" if rounds < paper_rounds else f"the slides' {rounds} rounds",
+            "the slide's plot is missing from our copy: the claim and its rule are our reading of the analysis slide",
+            "data is our seeded draw of the FedProx generator law (75/25 split), not the authors' files"],
+        figure={"path": f"studies/fedproxvr_synthetic/fedproxvr_synthetic_{name}.png",
+                "panel": f"training loss by {knob}"},
+        fidelity=fidelity("stand-in", rounds, paper_rounds), rounds_run=rounds, rounds_paper=paper_rounds,
+        observed=observed)
+    return Measurement([part], correlations, first, tuple(readings), paper_budget=paper_rounds / rounds,
+                       reading_names=readings, entry=entry, rule_fields={"rounds": rounds})
+
+
+def mu_effect(claim: Claim, run: StudyRun) -> Measurement:
+    """The mu slide's claim: the instability (the sum of the training loss's rises) by mu."""
+    readers = {"rises": upward_variation, "rising rounds": rising_rounds}
+    return sweep(claim, run, MU_SWEEP, MU_ARMS,
+                 lambda m, s, r, b: readers[r](run.outcomes[(m, s)].series("train/loss"), run.rounds, b),
+                 {"rises": "the sum of the training loss's rises", "rising rounds": "the rounds the loss rose"}, "mu",
+                 {"fedproxvr": {k: v for k, v in VR.items() if k != "mu"} | {"engine_local_steps": VR["tau"] - 1}})
+
+
+def beta_tau_effect(claim: Claim, run: StudyRun) -> Measurement:
+    """The beta/tau slide's claim: the rounds to FedAvg's final training loss by beta (tau from beta)."""
+    def to_fedavg(m, s, r, b):
+        last = cut_round(run.rounds, b)
+        target = run.outcomes[("FedAvg", s)].series("train/loss")[:last + 1][-1]  # FedAvg's loss where the runs are cut
+        loss = run.outcomes[(m, s)].series("train/loss")[:last + 1]
+        hold = {"first": 1, "held 5": 5}[r]
+        return rounds_to_target([-v for v in loss], -target, last, hold)
+
+    return sweep(claim, run, BETA_SWEEP, BETA_ARMS, to_fedavg,
+                 {"first": "the rounds to FedAvg's final training loss",
+                  "held 5": "the rounds to FedAvg's final training loss, held 5 rounds"}, "beta",
+                 {"tau": [tau_of(b) for b in BETA_SWEEP], "fedproxvr": {"mu": VR["mu"], "batch_size": VR["batch_size"]}})
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    """Table 1's arms' training loss and test accuracy, and each sweep's training loss by its knob, on the first seed."""
+    from fedbench.plotting import pyplot, save_figure
+
+    seed = run.seeds[0]
+    fig, axes = pyplot().subplots(1, 2, figsize=(10, 3.8))
+    for m, style in zip(METHODS, ("-", "-", "--")):
+        hist = run.outcomes[(m, seed)].history
+        axes[0].plot([r["train/loss"] for r in hist], style, label=m)
+        axes[1].plot([100 * r["test/accuracy"] for r in hist], style, label=m)
+    axes[0].set(xlabel="round", ylabel="training loss", title=f"Synthetic(0,0), {NUM_USERS} users (seed {seed})")
+    axes[1].set(xlabel="round", ylabel="test accuracy (%)")
+    axes[1].axhline(PUBLISHED_TABLE_1[0]["accuracy"], color="grey", ls=":", lw=0.8)
+    axes[1].text(0, PUBLISHED_TABLE_1[0]["accuracy"], " slides' Table 1 (dataset unknown)", fontsize=7, va="bottom")
+    axes[0].legend()
+    save_figure(fig, out / "fedproxvr_synthetic.png", dpi=120)
+    for name, knob, arms in (("mu-effect", "mu", MU_ARMS), ("beta-tau-effect", "beta", BETA_ARMS)):
+        fig, ax = pyplot().subplots(1, 1, figsize=(5, 3.8))
+        for m in arms:
+            ax.plot(run.outcomes[(m, seed)].series("train/loss"), label=m)
+        ax.set(xlabel="round", ylabel="training loss", yscale="log", title=f"FedProxVR (SVRG) by {knob} (seed {seed})")
+        ax.legend()
+        save_figure(fig, out / f"fedproxvr_synthetic_{name}.png", dpi=120)

@@ -14,6 +14,7 @@ import torch
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.models import build_model
 from fedbench.studies import fedproxvr_synthetic as study
+from fedbench.study.contract import drive
 from tests.studies import spy_simulate
 
 
@@ -42,7 +43,7 @@ def _shrunk(monkeypatch, budgets, seeds):
 
 def test_paper_budget_runs_the_slides_rounds(tmp_path, monkeypatch):
     _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0,))
-    c, *_ = study.run(tmp_path, workers=1, budget="paper")
+    c, *_ = drive(study, tmp_path, budget="paper", workers=1)
     study._dataset.cache_clear()
     assert (c["fidelity"], c["rounds_run"]) == ("stand-in", 3)  # the slides do not say which synthetic data
 
@@ -50,7 +51,7 @@ def test_paper_budget_runs_the_slides_rounds(tmp_path, monkeypatch):
 def test_seeds_override_runs_other_seeds_and_says_so(tmp_path, monkeypatch):
     _shrunk(monkeypatch, {"pipeline": 1, "paper": 3}, (0, 1, 2, 3, 4))
     calls = spy_simulate(monkeypatch)
-    c, *_ = study.run(tmp_path, workers=1, seeds=(7, 9))
+    c, *_ = drive(study, tmp_path, seeds=(7, 9), workers=1)
     study._dataset.cache_clear()
     assert c["seeds"]["training"] == [7, 9] and len(c["parts"][0]["per_seed"]) == 2
     assert sorted({json.loads(line)["name"].split("/")[1] for line in (tmp_path / "simulations.jsonl").read_text()
