@@ -255,8 +255,8 @@ def measure(claim: Claim, run: StudyRun) -> Measurement:
         return accuracy(run.outcomes[("judged", m, steps[m], s)], reading, b.rounds, bud)
 
     pairs = [(m, BASELINE) for m in methods if m != BASELINE]
-    parts, values = [Part(f"{m} - {BASELINE}", claim.rule_for()) for m, _ in pairs], shared.differences(acc, pairs,
-                                                                                                       b.seeds)
+    parts = [Part(f"{m} - {BASELINE}", claim.rule_for()) for m, _ in pairs]
+    values = shared.differences(acc, pairs, b.seeds)
     tail = {m: [acc(m, s, "tail", 1.0) for s in b.seeds] for m in methods}
     edge = [m for m in methods if not chosen[m].interior]
     widened = [f"{m} to {', '.join(f'{x:g}' for x in chosen[m].added)}" for m in methods if chosen[m].added]

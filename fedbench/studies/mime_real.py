@@ -208,24 +208,23 @@ class Femnist:
             return accuracy(run.outcomes[(m, s)], reading, b.rounds, bud)
 
         pairs = self.pairs[claim.id]
-        parts, values = [Part(f"{a} - {against}", claim.rule_for()) for a, against in pairs], differences(acc, pairs,
-                                                                                                       b.seeds)
+        parts = [Part(f"{a} - {against}", claim.rule_for()) for a, against in pairs]
+        values = differences(acc, pairs, b.seeds)
         best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in claim.reads}
+        observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in claim.reads)
+                    + "; " + effects(parts, values, "best"))
         variant = d.variants[0]
+        scale = {"study": d.name, "budget": run.budget_name, "variant": variant, "model": b.model,
+                 "writers": load_real(variant, str(real_root(run))).num_clients,
+                 "writers_per_round": b.clients_per_round, "sampling": "proportional (equal-weight means)",
+                 "rounds": b.rounds, "local_epochs": LEAF_EPOCHS, "batch_size": LEAF_BATCH, **self.steps,
+                 "eval": f"test accuracy every {EVAL_EVERY} rounds and the final model, all writers", "device": b.device}
         fixture = (f"{b.rounds} rounds, {b.clients_per_round} writers a round and model {b.model}: the test suite's "
                    "fixture scale")
-        scale = {"study": d.name, "budget": run.budget_name, "variant": variant, "model": b.model,
-                 "writers": load_real(variant, str(real_root(run))).num_clients, "writers_per_round": b.clients_per_round,
-                 "sampling": "proportional (equal-weight means)", "rounds": b.rounds, "local_epochs": LEAF_EPOCHS,
-                 "batch_size": LEAF_BATCH, **self.steps,
-                 "eval": f"test accuracy every {EVAL_EVERY} rounds and the final model, all writers", "device": b.device}
         return Measurement(parts, values, "best", READINGS, reading_names=READING_NAMES, entry=dict(
             scale=scale, deviations=([fixture] if run.budget_name != "paper" else []) + list(self.assumptions),
             figure={"path": f"figures/{d.name}/{d.name}.png", "panel": "test accuracy"}, fidelity=claim.fidelity,
-            rounds_run=b.rounds, training_seeds=list(b.seeds),
-            observed=("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%"
-                                                                         for m in claim.reads)
-                      + "; " + effects(parts, values, "best")),
+            rounds_run=b.rounds, training_seeds=list(b.seeds), observed=observed,
             reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
                         **{m: [round(v, 3) for v in best[m]] for m in claim.reads}}))
 
