@@ -14,6 +14,7 @@ from fedbench.claims import registry as reg
 from fedbench.claims.entry import new_entry
 from fedbench.studies import confirm
 from fedbench.studies import fedlaavg_diurnal as diurnal
+from fedbench.study.contract import drive
 from tests.studies import spy_simulate
 
 
@@ -172,7 +173,7 @@ def short_diurnal(tmp_path, monkeypatch):
     """FedLaAvg's diurnal study at 8 rounds on 2 seeds, judged once (the exploratory claims.json) and registered."""
     monkeypatch.setattr(diurnal, "ROUNDS", 8)
     spy_simulate(monkeypatch)
-    (entry,) = diurnal.run(tmp_path / "explore", workers=1, seeds=(0, 1))
+    (entry,) = drive(diurnal, tmp_path / "explore", seeds=(0, 1), workers=1)
     claims = tmp_path / "claims.json"
     claims.write_text(json.dumps({"claims": [entry | {"study": "fedlaavg_diurnal"}]}))
     registry = tmp_path / "registry.json"
