@@ -207,11 +207,7 @@ def tune(run: Callable[[list[tuple[str, float, int]]], dict[tuple[str, float, in
 
 
 class _Needs(Exception):
-    """The tuning runs (arm, step, tuning seed) the step selection needs next, not run yet."""
-
-    def __init__(self, jobs: list[tuple[str, float, int]]):
-        super().__init__(jobs)
-        self.jobs = jobs
+    """The tuning runs (arm, step, tuning seed) the step selection needs next and that have not run (its args)."""
 
 
 def selections(run: StudyRun) -> dict[str, Selection]:
@@ -219,7 +215,7 @@ def selections(run: StudyRun) -> dict[str, Selection]:
     needs next where they have not run."""
     def finished(jobs: list[tuple[str, float, int]]) -> dict[tuple[str, float, int], Any]:
         if missing := [job for job in jobs if ("tuning", *job) not in run.outcomes]:
-            raise _Needs(missing)
+            raise _Needs(*missing)
         return {job: run.outcomes[("tuning", *job)] for job in jobs}
 
     return tune(finished, run.budget)[0]
@@ -231,7 +227,7 @@ def simulations(run: StudyRun) -> dict[tuple[str, str, float, int], Any]:
     try:
         steps = {m: sel.step for m, sel in selections(run).items()}
     except _Needs as needs:
-        return {("tuning", *job): simulation(*job, run.budget, real_root(run), "tuning") for job in needs.jobs}
+        return {("tuning", *job): simulation(*job, run.budget, real_root(run), "tuning") for job in needs.args}
     return {("judged", m, steps[m], s): simulation(m, steps[m], s, run.budget, real_root(run))
             for s in run.seeds for m in steps}
 
