@@ -40,13 +40,13 @@ from fedbench.data.synthetic import generate_synthetic
 from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.selection import Selection, rule_text, select_all
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, judge
+from fedbench.claims.verdict import Part, Rule
 from fedbench.claims.papers import MIME_PAPER
 from fedbench.errors import ConfigError
-from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.runner import Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.claims.entry import judged
-from fedbench.study.record import sim_record, write_simulations
+from fedbench.study.record import sim_record
 
 ROUNDS = 100
 CLIENTS_PER_ROUND = 10
@@ -59,15 +59,15 @@ DATA_SEED = 0
 READINGS = ("tail", "final", "best")
 
 SERVER_ONLY = ("server-only SGDm", "server-only SGD")
-# the rules' shared start (the judged seeds named as DECLARATION's; run(seeds=...) names its own: on_seeds)
+# the rules' shared start (the judged seeds named as DECLARATION's; a run on other seeds names its own: on_seeds)
 TUNED = (f"each arm at its step size of the grid {LR_GRID[0]:g} to {LR_GRID[-1]:g} (4 per decade), "
          + rule_text(TUNING_SEEDS, "the mean test accuracy over the last 5 rounds")
          + f"; per seed ({SEEDS[0]}-{SEEDS[-1]}), effect = test "
          "accuracy (mean of the last 5 rounds) difference in points")
-GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # every part of the three claims (judge_all judges with it)
+GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # every part of the three claims
 # The study as data (fedbench.study.declaration): the arms (server-only: Mime with one local step), the judged seeds
 # (the tuning seeds stay apart from them), the budget and the claims, each with its rule and the arms it reads;
-# run(seeds=...) runs other judged seeds (params.yaml claim_studies.<group>.mime_synthetic.seeds).
+# the driver's seeds=... runs other judged seeds (params.yaml claim_studies.<group>.mime_synthetic.seeds).
 DECLARATION = StudyDeclaration(
     name="mime_synthetic", paper=MIME_PAPER,
     dataset="Synthetic(1,1), 30 devices, FedProx's power law, 90/10 split",
@@ -145,11 +145,10 @@ def accuracy(outcome, reading: str, budget: float = 1.0) -> float:
     return 100 * read_accuracy(outcome.series("train/loss"), outcome.series("test/accuracy"), reading, ROUNDS, budget)
 
 
-def tune(run, grid: tuple[float, ...] | None = None) -> tuple[dict[str, Selection], dict[tuple[str, float, int], Any]]:
+def tune(run, grid: tuple[float, ...] | None = None) -> dict[str, Selection]:
     """Each method's step (fedbench.claims.selection.select_all) by the test accuracy over the last 5 rounds on
-    the tuning seeds, from ``grid`` (LR_GRID) widened at an edge; ``run(jobs)`` runs the (method, step, tuning
-    seed) jobs given (the whole grid first, then the steps each widening adds) and returns their outcomes. The
-    selections, and every tuning outcome by job."""
+    the tuning seeds, from ``grid`` (LR_GRID) widened at an edge; ``run(jobs)`` gives the outcomes of the (method,
+    step, tuning seed) jobs given (the whole grid first, then the steps each widening adds)."""
     grid = LR_GRID if grid is None else grid
     outcomes: dict[tuple[str, float, int], Any] = {}
 
@@ -160,85 +159,87 @@ def tune(run, grid: tuple[float, ...] | None = None) -> tuple[dict[str, Selectio
         return {lr: [accuracy(outcomes[(m, lr, s)], "tail") for s in TUNING_SEEDS] for lr in g}, True
 
     evaluate([(m, lr) for m in METHODS for lr in grid])
-    return select_all({m: grid for m in METHODS}, read, evaluate), outcomes
+    return select_all({m: grid for m in METHODS}, read, evaluate)
 
 
-def judge_all(acc, seeds=None) -> tuple[dict, dict, dict]:
-    """The three claims' judge results; ``acc(method, seed, reading, budget)`` is a run's test accuracy (%)."""
-    seeds = DECLARATION.seeds if seeds is None else seeds
-    def diff(a, b):
-        return lambda r, bud: [acc(a, s, r, bud) - acc(b, s, r, bud) for s in seeds]
-
-    def judge_pairs(pairs):
-        parts = [Part(f"{a} - {b}", GAIN_RULE) for a, b in pairs]
-        return judge(parts, lambda r, bud: [diff(a, b)(r, bud) for a, b in pairs], "tail", READINGS,
-                     reading_names=NAMES)
-
-    fedavgm = judge_pairs([("Mime (SGDm)", "FedAvg + server momentum"), ("MimeLite (SGDm)", "FedAvg + server momentum")])
-    server = judge_pairs([("Mime (SGDm)", "server-only SGDm"), ("MimeLite (SGDm)", "server-only SGDm")])
-
-    def momentum_gain(r, bud):
-        return [(acc("Mime (SGDm)", s, r, bud) - acc("Mime (SGD)", s, r, bud))
-                - (acc("FedAvg + server momentum", s, r, bud) - acc("FedAvg", s, r, bud)) for s in seeds]
-
-    usage = judge([Part("Mime's gain from momentum - FedAvg's", GAIN_RULE)],
-                  lambda r, bud: [momentum_gain(r, bud)], "tail", READINGS, reading_names=NAMES)
-    return fedavgm, server, usage
+class _Untuned(Exception):
+    """Tuning runs named that have not run yet: the driver runs them, then asks for the simulations again."""
 
 
-def figure(path: Path, curves: dict[str, np.ndarray], lrs: dict[str, float], seeds: int) -> None:
-    from fedbench.plotting import pyplot, save_figure
+def simulations(run: StudyRun) -> dict[tuple[str, float, int], Simulation]:
+    """The tuning runs (the grid, then the steps each widening adds), then every arm at its selected step on the
+    judged seeds (never one of the TUNING_SEEDS)."""
+    if set(run.seeds) & set(TUNING_SEEDS):
+        raise ConfigError(f"study mime_synthetic: seeds: {list(run.seeds)} share "
+                          f"{sorted(set(run.seeds) & set(TUNING_SEEDS))} with the tuning seeds {list(TUNING_SEEDS)}; "
+                          "allowed: seeds apart from them")
+    named: dict[tuple[str, float, int], Simulation] = {}
 
-    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4))
-    for ax, with_momentum in zip(axes, (True, False)):
-        for name, acc in curves.items():
-            if ("m)" in name or "momentum" in name) == with_momentum:
-                ax.plot(acc, label=f"{name}, lr {lrs[name]:g}", ls="--" if "server-only" in name else "-")
-        ax.set(xlabel="round", ylabel=f"test accuracy (%), mean of {seeds} seeds",
-               title="with momentum 0.9" if with_momentum else "without momentum")
-        ax.legend(fontsize=8)
-    fig.suptitle("Synthetic(1,1), K = 10 local steps for every client (Mime Figure 3 stand-in)", fontsize=10)
-    save_figure(fig, path, dpi=120)
+    def tuning(jobs: list[tuple[str, float, int]]) -> dict[tuple[str, float, int], Any]:
+        named.update({job: simulation(*job) for job in jobs})
+        if any(job not in run.outcomes for job in jobs):
+            raise _Untuned
+        return {job: run.outcomes[job] for job in jobs}
+
+    try:
+        best_lr = {m: s.step for m, s in tune(tuning).items()}
+    except _Untuned:
+        return named
+    return named | {(m, best_lr[m], s): simulation(m, best_lr[m], s) for s in run.seeds for m in METHODS}
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study with judged training ``seeds`` if given (DECLARATION.seeds; never one of the TUNING_SEEDS)."""
-    study = DECLARATION if seeds is None else DECLARATION.on_seeds(tuple(seeds))
-    seeds = study.seeds
-    if set(seeds) & set(TUNING_SEEDS):
-        raise ConfigError(f"study mime_synthetic: seeds: {list(seeds)} share {sorted(set(seeds) & set(TUNING_SEEDS))} "
-                          f"with the tuning seeds {list(TUNING_SEEDS)}; allowed: seeds apart from them")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    ran: list[tuple[Simulation, Any]] = []
+def _selections(run: StudyRun) -> dict[str, Selection]:
+    """Each arm's step, selected from the tuning runs (all run by now)."""
+    return tune(lambda jobs: {job: run.outcomes[job] for job in jobs})
 
-    def run_jobs(jobs: list[tuple[str, float, int]]) -> dict[tuple[str, float, int], Any]:
-        sims = [simulation(*job) for job in jobs]
-        outcomes = run_simulations(sims, workers)
-        ran.extend(zip(sims, outcomes))
-        return dict(zip(jobs, outcomes))
 
-    selections, _ = tune(run_jobs)
+def record(sim: Simulation, outcome) -> dict[str, Any]:
+    return sim_record(sim, outcome, metrics={"study/tail_test_accuracy": accuracy(outcome, "tail")})
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """The claim's per-seed gains in test accuracy (points), each arm at its selected step: the first arms it reads
+    against its last, or (four arms) Mime's gain from momentum against FedAvg's."""
+    selections = _selections(run)
     best_lr = {m: selections[m].step for m in METHODS}
-    runs = run_jobs([(m, best_lr[m], s) for s in seeds for m in METHODS])
-    write_simulations(out, [sim_record(sim, o, metrics={"study/tail_test_accuracy": accuracy(o, "tail")})
-                            for sim, o in ran])
-
-    def acc(method, seed, reading, budget):
-        return accuracy(runs[(method, best_lr[method], seed)], reading, budget)
-
-    fedavgm, server, usage = judge_all(acc, seeds)
-    curves = {m: np.mean([100 * np.array(runs[(m, best_lr[m], s)].series("test/accuracy")) for s in seeds], 0)
-              for m in METHODS}
-    figure(out / "mime_synthetic.png", curves, best_lr, len(seeds))
-    tail = {m: [acc(m, s, "tail", 1.0) for s in seeds] for m in METHODS}
     edge = [m for m in METHODS if not selections[m].interior]
-    widened = [f"{m} to {', '.join(f'{x:g}' for x in selections[m].added)}" for m in METHODS if selections[m].added]
-    arms = ("test accuracy, mean of the last 5 rounds and of the seeds (selected step size): "
-            + "; ".join(f"{m} {np.mean(v):.2f}% (lr {best_lr[m]:g})" for m, v in tail.items())
-            + (f". Grid widened: {'; '.join(widened)}" if widened else "")
-            + (f". Step size still at an end of the grid: {', '.join(edge)}" if edge else ""))
-    fedavg_vs_server = [a - b for a, b in zip(tail["FedAvg + server momentum"], tail["server-only SGDm"])]
+    seeds = run.seeds
+
+    def acc(method: str, seed: int, reading: str, budget: float) -> float:
+        return accuracy(run.outcomes[(method, best_lr[method], seed)], reading, budget)
+
+    if len(claim.reads) == 4:  # (Mime SGDm - Mime SGD) - (FedAvgM - FedAvg)
+        a, b, c, d = claim.reads
+        parts = [Part("Mime's gain from momentum - FedAvg's", claim.rule_for())]
+
+        def values(r: str, bud: float) -> list[list[float]]:
+            return [[(acc(a, s, r, bud) - acc(b, s, r, bud)) - (acc(c, s, r, bud) - acc(d, s, r, bud)) for s in seeds]]
+    else:
+        *ours, rival = claim.reads
+        parts = [Part(f"{m} - {rival}", claim.rule_for()) for m in ours]
+
+        def values(r: str, bud: float) -> list[list[float]]:
+            return [[acc(m, s, r, bud) - acc(rival, s, r, bud) for s in seeds] for m in ours]
+
+    # the effects the verdict reads (the primary reading at the full budget), quoted in the observation
+    effects = [fmt_effect(p.rule.effect(v)) for p, v in zip(parts, values("tail", 1.0))]
+    gains = "; ".join(f"{p.label}: {e}" for p, e in zip(parts, effects))
+    tail = {m: [acc(m, s, "tail", 1.0) for s in seeds] for m in METHODS}
+    if claim.id == "mime/synthetic-1-1/momentum-helps":
+        widened = [f"{m} to {', '.join(f'{x:g}' for x in selections[m].added)}" for m in METHODS if selections[m].added]
+        observed = ("test accuracy, mean of the last 5 rounds and of the seeds (selected step size): "
+                    + "; ".join(f"{m} {np.mean(v):.2f}% (lr {best_lr[m]:g})" for m, v in tail.items())
+                    + (f". Grid widened: {'; '.join(widened)}" if widened else "")
+                    + (f". Step size still at an end of the grid: {', '.join(edge)}" if edge else "")
+                    + ". " + gains)
+    elif claim.id == "mime/synthetic-1-1/beats-server-only":
+        fedavg_vs_server = [a - b for a, b in zip(tail["FedAvg + server momentum"], tail["server-only SGDm"])]
+        observed = (gains + f". FedAvgM - server-only SGDm (context): mean {np.mean(fedavg_vs_server):+.2f} points "
+                            f"over {len(seeds)} seeds")
+    else:
+        observed = (f"Mime's gain from momentum {np.mean(tail['Mime (SGDm)']) - np.mean(tail['Mime (SGD)']):+.2f}, "
+                    f"FedAvg's {np.mean(tail['FedAvg + server momentum']) - np.mean(tail['FedAvg']):+.2f} points "
+                    f"(seed means); difference {effects[0]}")
     scale = {"dataset": "synthetic_1_1", "devices": 30, "clients_per_round": CLIENTS_PER_ROUND,
              "sampling": "proportional (equal-weight averages)", "rounds": ROUNDS, "local_steps_K": LOCAL_STEPS,
              "batch_size": BATCH_SIZE, "momentum": MOMENTUM, "server_lr_fedavgm": 1.0, "lr_grid": list(LR_GRID),
@@ -252,27 +253,31 @@ def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | No
         ("clients sampled with probability n_k / n and simple averages, so every arm shares one weighting (Mime's "
         "Algorithm 1 averages with 1/|S|)"),
     ]
-    common = dict(scale=scale, deviations=deviations, fidelity="stand-in", rounds_run=ROUNDS, rounds_paper=None,
-                  reproduced={"unit": "test accuracy (%), mean of the last 5 rounds", "best_lr": best_lr,
-                              "per_seed": {m: [round(v, 3) for v in vals] for m, vals in tail.items()},
-                              "selected_at_grid_edge": edge,
-                              "tuning": {m: selections[m].record(3) for m in METHODS}},
-                  figure={"path": "studies/mime_synthetic/mime_synthetic.png", "panel": "{}"})
-    figure_left = {"path": "studies/mime_synthetic/mime_synthetic.png", "panel": "left: with momentum"}
-    entries = [
-        study.entry("mime/synthetic-1-1/momentum-helps",
-                  observed=arms + ". " + "; ".join(f"{p['part']}: {fmt_effect(p)}" for p in fedavgm["parts"]),
-                  **(common | {"figure": figure_left})),
-        study.entry("mime/synthetic-1-1/beats-server-only",
-                  observed=("; ".join(f"{p['part']}: {fmt_effect(p)}" for p in server["parts"])
-                            + f". FedAvgM - server-only SGDm (context): mean {np.mean(fedavg_vs_server):+.2f} points "
-                              f"over {len(seeds)} seeds"),
-                  **(common | {"figure": figure_left})),
-        study.entry("mime/synthetic-1-1/better-use-of-momentum",
-                  observed=(f"Mime's gain from momentum {np.mean(tail['Mime (SGDm)']) - np.mean(tail['Mime (SGD)']):+.2f}, "
-                            f"FedAvg's {np.mean(tail['FedAvg + server momentum']) - np.mean(tail['FedAvg']):+.2f} points "
-                            f"(seed means); difference {fmt_effect(usage['effect'])}"),
-                  **(common | {"figure": {"path": "studies/mime_synthetic/mime_synthetic.png",
-                                          "panel": "both panels: Mime and FedAvg with and without momentum"}})),
-    ]
-    return [judged(e, r) for e, r in zip(entries, (fedavgm, server, usage))]
+    panel = ("both panels: Mime and FedAvg with and without momentum" if len(claim.reads) == 4
+             else "left: with momentum")
+    entry = dict(scale=scale, deviations=deviations, fidelity="stand-in", rounds_run=ROUNDS, rounds_paper=None,
+                 reproduced={"unit": "test accuracy (%), mean of the last 5 rounds", "best_lr": best_lr,
+                             "per_seed": {m: [round(v, 3) for v in vals] for m, vals in tail.items()},
+                             "selected_at_grid_edge": edge,
+                             "tuning": {m: selections[m].record(3) for m in METHODS}},
+                 figure={"path": "studies/mime_synthetic/mime_synthetic.png", "panel": panel}, observed=observed)
+    return Measurement(parts, values, "tail", READINGS, reading_names=NAMES, entry=entry)
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    """Every arm's test accuracy per round (mean of the judged seeds) at its selected step, with and without momentum."""
+    from fedbench.plotting import pyplot, save_figure
+
+    lrs = {m: s.step for m, s in _selections(run).items()}
+    curves = {m: np.mean([100 * np.array(run.outcomes[(m, lrs[m], s)].series("test/accuracy")) for s in run.seeds], 0)
+              for m in METHODS}
+    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4))
+    for ax, with_momentum in zip(axes, (True, False)):
+        for name, acc in curves.items():
+            if ("m)" in name or "momentum" in name) == with_momentum:
+                ax.plot(acc, label=f"{name}, lr {lrs[name]:g}", ls="--" if "server-only" in name else "-")
+        ax.set(xlabel="round", ylabel=f"test accuracy (%), mean of {len(run.seeds)} seeds",
+               title="with momentum 0.9" if with_momentum else "without momentum")
+        ax.legend(fontsize=8)
+    fig.suptitle("Synthetic(1,1), K = 10 local steps for every client (Mime Figure 3 stand-in)", fontsize=10)
+    save_figure(fig, out / "mime_synthetic.png", dpi=120)

@@ -1,5 +1,6 @@
 """Mime synthetic study: the arms (server-only = Mime with one local step, MimeLite with SGD = FedAvg), tuning on
-seeds apart from the judged ones, the three rules on made-up accuracies, and a shortened run."""
+seeds apart from the judged ones, the three rules on made-up accuracies (measured and judged as the driver does), and
+a shortened run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import torch
 from fedbench.algorithms.fedavg import FedAvg
 from fedbench.seeding import torch_generator
 from fedbench.studies import mime_synthetic as study
+from fedbench.study import contract
+from fedbench.study.contract import StudyRun
 from fedbench.study.runner import sim_config
 
 
@@ -56,7 +59,7 @@ def test_tuning_selects_by_margin_and_widens_the_grid():
         asked.append(jobs)
         return {(m, lr, s): Run(tail(m, lr, s)) for m, lr, s in jobs}
 
-    selections, _ = study.tune(run, (0.01, 0.1))
+    selections = study.tune(run, (0.01, 0.1))
     assert {m: s.step for m, s in selections.items()} == {m: 0.01 for m in study.METHODS if m != "FedAvg"} | {
         "FedAvg": 0.1}
     assert selections["Mime (SGDm)"].added == (0.001,) and selections["FedAvg"].added == (1.0,)
@@ -65,25 +68,47 @@ def test_tuning_selects_by_margin_and_widens_the_grid():
     assert not set(study.TUNING_SEEDS) & set(study.DECLARATION.seeds)
 
 
-def test_rules():
+class Constant:
+    """An outcome whose test accuracy is ``acc`` % every round."""
+
+    def __init__(self, acc):
+        self.acc = acc
+
+    def series(self, key):
+        return [1.0] * (study.ROUNDS + 1) if key == "train/loss" else [self.acc / 100] * (study.ROUNDS + 1)
+
+
+def _entries(monkeypatch, acc):
+    """The three claims' entries (study.measure judged by the driver's fedbench.study.contract.entry) with every arm's
+    test accuracy ``acc(method, seed)``, each arm's step 0.1 (the middle of a three-step grid, ahead by 10 points)."""
+    monkeypatch.setattr(study, "LR_GRID", (0.01, 0.1, 1.0))
+    tuning = {(m, lr, s): Constant(50.0 if lr == 0.1 else 40.0)
+              for m in study.METHODS for lr in study.LR_GRID for s in study.TUNING_SEEDS}
+    judged = {(m, 0.1, s): Constant(acc(m, s)) for s in study.SEEDS for m in study.METHODS}
+    run = StudyRun(study.DECLARATION, "pipeline", study.ROUNDS, outcomes=tuning | judged)
+    return [contract.entry(run, claim, study.measure(claim, run)) for claim in study.DECLARATION.claims]
+
+
+def test_rules(monkeypatch):
     def acc_of(table):  # x (1 + 0.001 s): the differences vary with the seed, so a t interval decides (equal per-seed
-        return lambda m, s, r, b: table[m] * (1 + 0.001 * s)  # differences cover 93.75% with 5 seeds: issue 51)
+        return lambda m, s: table[m] * (1 + 0.001 * s)  # differences cover 93.75% with 5 seeds: issue 51)
 
     base = {"Mime (SGDm)": 80.0, "MimeLite (SGDm)": 79.0, "FedAvg + server momentum": 75.0, "server-only SGDm": 70.0,
             "Mime (SGD)": 72.0, "FedAvg": 74.0, "server-only SGD": 65.0}
-    fedavgm, server, usage = study.judge_all(acc_of(base))
+    fedavgm, server, usage = _entries(monkeypatch, acc_of(base))
     assert (fedavgm["verdict"], server["verdict"], usage["verdict"]) == ("reproduced",) * 3
     assert usage["effect"]["estimate"] == pytest.approx(((80 - 72) - (75 - 74)) * 1.002)  # 7 points x mean(1 + 0.001 s)
-    same = study.judge_all(lambda m, s, r, b: base[m] + 0.1 * s)  # every seed the same differences
+    assert usage["observed"].startswith("Mime's gain from momentum +8.02, FedAvg's +1.00 points (seed means)")
+    same = _entries(monkeypatch, lambda m, s: base[m] + 0.1 * s)  # every seed the same differences
     assert {e["verdict"] for e in same} == {"inconclusive"}  # 5 equal values: sign test p = 0.0625, 93.75%
     worse = base | {"MimeLite (SGDm)": 74.0, "server-only SGDm": 85.0, "Mime (SGD)": 80.0}
-    fedavgm, server, usage = study.judge_all(acc_of(worse))
+    fedavgm, server, usage = _entries(monkeypatch, acc_of(worse))
     assert (fedavgm["verdict"], server["verdict"], usage["verdict"]) == ("not-reproduced",) * 3
 
-    def noisy(m, s, r, b):
+    def noisy(m, s):
         return base[m] + (10.0 * (s - 2) if m == "FedAvg + server momentum" else 0.0)
 
-    assert study.judge_all(noisy)[0]["verdict"] == "inconclusive"
+    assert _entries(monkeypatch, noisy)[0]["verdict"] == "inconclusive"
 
 
 def test_mimelite_with_plain_sgd_is_fedavg():
