@@ -56,7 +56,7 @@ def test_declaration():
         ("sequential", "sequential_sgd", "always")]
     assert (d.seeds, d.seeds_at("fixture"), d.data_seeds) == ((0, 1, 2, 3, 4), (0, 1), ())
     assert d.variants == ("cifar10_fedlaavg",)
-    assert (d.rounds("paper"), d.rounds("fixture")) == (70000, 8)
+    assert (d.rounds("paper"), d.rounds("fixture")) == (70000, 8)  # each its own: a record finds its budget by them
     assert d.knobs == {"N": (200, 400, 600, 800, 1000), "P": (5, 10, 15), "gamma": (0.02, 0.04, 0.06, 0.08, 0.1)}
     assert [c.reads for c in d.claims] == [("fedlaavg_ica", "fedavg_ica"),
                                            ("fedlaavg_fca", "fedavg_fca", "fedlaavg_ica", "sequential"),
