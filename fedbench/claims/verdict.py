@@ -262,6 +262,34 @@ class Part:
         return self.rule.unit
 
 
+@dataclass(frozen=True)
+class Fixed:
+    """A part read once, from no seed: one deterministic value (None where there is none), e.g. a property of a
+    step-size selection, judged beside a claim's seeded parts. Its verdict joins the claim's at every reading and budget;
+    it decides the claim's effect and what would change it only where it changes the verdict. ``note``: words added to
+    its rule's; ``missing``: what would change the verdict where it has no value."""
+
+    part: Part
+    value: float | None
+    note: str = ""
+    missing: str = ""
+
+    def joined(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` (:func:`judge`'s) with this part judged beside its parts."""
+        rule, label = self.part.rule, self.part.label
+        effect = rule.effect([] if self.value is None else [self.value], deterministic=True)
+        verdict = rule.verdict(effect)
+        combined = combine([result["verdict"], verdict])
+        out = result | {"parts": [*result["parts"], {"part": label, "rule": rule.text() + self.note, "verdict": verdict,
+                                                     **effect}],
+                        "verdict": combined,
+                        "sensitivity": [c | {"verdict": combine([c["verdict"], verdict])} for c in result["sensitivity"]]}
+        if combined != result["verdict"]:  # this part decides
+            out["effect"] = {"part": label, **effect}
+            out["would_change"] = f"{label}: " + (rule.would_change(effect, verdict) if effect["ci95"] else self.missing)
+        return out
+
+
 def combine(verdicts: Sequence[str]) -> str:
     """Every part reproduced: reproduced; some part not-reproduced: not-reproduced; else inconclusive."""
     if not verdicts:

@@ -31,7 +31,8 @@ rounds. Measured on 2026-11-28 with 2 workers on a 2-core Xeon shared with other
 from the outcome store: about 2,890 s wall and 2,470 CPU-s in all (MEASURED), some 22 CPU-s a run. Most of it is
 functorch's dispatch (vmap of grad, about 5 ms a local step), not arithmetic.
 
-The claim logic (readings, the three parts, the figure) is in fedbench.studies.scaffold_concrete_claims.
+The claim logic (readings, the three parts, the figure) is in fedbench.studies.scaffold_concrete_claims; this module's
+hooks (fedbench.study.contract) hand it the curves of the runs.
 """
 
 from __future__ import annotations
@@ -46,10 +47,10 @@ import numpy as np
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.claims.verdict import Rule
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.study.runner import WORKERS, Outcome, Simulation, sim_config
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.runner import Outcome, Simulation, sim_config
 from fedbench.studies import scaffold_concrete_claims as claims
 from fedbench.study.record import sim_record
-from fedbench.study.runs import open_budget
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 NUM_CLIENTS = 10  # the slides
@@ -191,27 +192,37 @@ def selection_runs() -> list[tuple[str, float, int]]:
     return [(m, f, s) for s in SELECTION_SEEDS for m in METHODS for f in LR_FACTORS]
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "pipeline",
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """Choose each method's step on the selection seeds, run it on the judged split ``seeds`` (SEEDS by default) and
-    judge the claim."""
-    _, study = open_budget(out_dir, BUDGETS, budget, workers)
-    # on other seeds (a confirmatory block, or the test suite's) the rule names them (StudyDeclaration.on_seeds)
-    declared = DECLARATION if seeds is None else DECLARATION.on_seeds(tuple(seeds))
-    seeds = declared.seeds
-    this = sys.modules[__name__]
-    f_star = optimum()[0]
+def curves(run: StudyRun) -> dict[tuple[str, float, int], np.ndarray]:
+    """The training loss per round (:func:`losses`) of every run finished, by (method, step factor, split seed)."""
+    return {job: losses(o) for job, o in run.outcomes.items()}
 
-    def record(sim: Simulation, o: Outcome) -> dict[str, Any]:
-        return sim_record(sim, o, keys=(), series={"train/loss": o.series("train/loss")}, metrics={
-            "study/rounds_to_target": float(claims.rounds_to_target(this, losses(o), f_star))})
 
-    chosen_sims = [simulation(*job) for job in selection_runs()]
-    curves = {job: losses(o) for job, o in zip(selection_runs(), study.run_list(chosen_sims, record))}
-    steps = claims.chosen_steps(this, curves, f_star)
-    jobs = [(m, steps[m], s) for s in seeds for m in METHODS if steps[m] is not None]
-    judged = {job: losses(o) for job, o in zip(jobs, study.run_list([simulation(*j) for j in jobs], record))}
-    study.write()
-    curves |= judged
-    claims.figure(this, study.out / "scaffold_concrete.png", curves, steps, seeds, f_star)
-    return [claims.claim_entry(this, curves, steps, seeds, f_star, declared)]
+def simulations(run: StudyRun) -> dict[tuple[str, float, int], Simulation]:
+    """The selection runs, then, once they are in, each method at its chosen step on the judged split seeds (on other
+    seeds, a confirmatory block's or the test suite's, the rule names them: StudyDeclaration.on_seeds)."""
+    named = {job: simulation(*job) for job in selection_runs()}
+    if any(job not in run.outcomes for job in named):
+        return named
+    steps = claims.chosen_steps(THIS, curves(run), optimum()[0])
+    return named | {(m, steps[m], s): simulation(m, steps[m], s)
+                    for s in run.seeds for m in METHODS if steps[m] is not None}
+
+
+def record(sim: Simulation, outcome: Outcome) -> dict[str, Any]:
+    """A run's record: its training loss per round and its rounds to the target."""
+    return sim_record(sim, outcome, keys=(), series={"train/loss": outcome.series("train/loss")}, metrics={
+        "study/rounds_to_target": float(claims.rounds_to_target(THIS, losses(outcome), optimum()[0]))})
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    found, f_star = curves(run), optimum()[0]
+    return claims.measurement(THIS, claim, found, claims.chosen_steps(THIS, found, f_star), run.seeds, f_star)
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    found, f_star = curves(run), optimum()[0]
+    claims.figure(THIS, out / "scaffold_concrete.png", found, claims.chosen_steps(THIS, found, f_star), run.seeds,
+                  f_star)
+
+
+THIS = sys.modules[__name__]  # the study, as scaffold_concrete_claims reads its constants

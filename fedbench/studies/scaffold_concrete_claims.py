@@ -1,5 +1,5 @@
 """The claim of fedbench.studies.scaffold_concrete: its reading (rounds to the 1% target), the step-size selection, the
-three parts of the registered rule, the entry and the figure. Each function takes the study module (``study``) for its
+three parts of the registered rule, the measurement and the figure. Each function takes the study module (``study``) for its
 constants, so a test can shrink them; curves are keyed (method, step factor, split seed) -> training loss per round
 0..MAX_ROUNDS (inf where a diverged run stopped).
 
@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
-from fedbench.claims.entry import judged
 from fedbench.claims.stats import fmt_number
-from fedbench.claims.verdict import Part, combine, judge
+from fedbench.claims.verdict import Fixed, Part
+from fedbench.study.contract import Measurement
+from fedbench.study.declaration import Claim
 
 READING = "rounds to 1% of f*"
 PART_A, PART_B, PART_C = ("(a) SGD's rounds - SCAFFOLD's", "(b) FedAvg's rounds - SGD's",
@@ -69,44 +69,25 @@ def step_halvings(study: ModuleType, curves: dict, f_star: float) -> float | Non
     return min(values)
 
 
-def judge_claim(study: ModuleType, curves: dict, steps: dict[str, float | None], seeds, f_star: float) -> dict:
-    """The claim's judge result: parts (a) and (b) on the judged seeds' rounds to the target at each method's chosen
-    step (a method with no chosen step: never, the rounds run), at 25, 50 and 100% of the rounds; part (c) from the
-    selection, deterministic, combined with them."""
+def measurement(study: ModuleType, claim: Claim, curves: dict, steps: dict[str, float | None], seeds,
+                f_star: float) -> Measurement:
+    """The claim's parts (a) and (b) on the judged seeds' rounds to the target at each method's chosen step (a method
+    with no chosen step: never, the rounds run), at 25, 50 and 100% of the rounds; part (c) from the selection,
+    deterministic, judged beside them (fedbench.claims.verdict.Fixed); and what its entry reports."""
     def rounds(method: str, seed: int, budget: float) -> int:
         cut = round(budget * study.MAX_ROUNDS)
         step = steps[method]
         return cut if step is None else rounds_to_target(study, curves[(method, step, seed)], f_star, cut)
 
-    def measure(reading: str, budget: float) -> list[list[float]]:
+    def values(reading: str, budget: float) -> list[list[float]]:
         return [[rounds("sgd", s, budget) - rounds("scaffold", s, budget) for s in seeds],
                 [rounds("fedavg", s, budget) - rounds("sgd", s, budget) for s in seeds]]
 
-    claim = study.DECLARATION.claim(study.CLAIM)  # the rules it declares: (a) and (b) alike, and (c)
-    rule_ab = claim.rule_for("(a) and (b)")
-    parts = [Part(PART_A, rule_ab), Part(PART_B, rule_ab)]
-    result = judge(parts, measure, READING, (READING,))
-    rule_c = claim.rule_for("(c)")
-    halvings = step_halvings(study, curves, f_star)
-    effect_c = rule_c.effect([] if halvings is None else [halvings], deterministic=True)
-    verdict_c = rule_c.verdict(effect_c)
-    part_c = {"part": PART_C, "rule": rule_c.text() + " (on the grid: SGD's step / FedAvg's >= 2 in every selection "
-                                                      "seed)", "verdict": verdict_c, **effect_c}
-    verdict = combine([result["verdict"], verdict_c])
-    out = result | {"parts": [*result["parts"], part_c], "verdict": verdict,
-                    "sensitivity": [c | {"verdict": combine([c["verdict"], verdict_c])} for c in result["sensitivity"]]}
-    if verdict != result["verdict"]:  # part (c) decides
-        out["effect"] = {"part": PART_C, **effect_c}
-        out["would_change"] = f"{PART_C}: " + (rule_c.would_change(effect_c, verdict_c) if effect_c["ci95"] else
-                                               "SGD converged at no grid step on some selection seed")
-    return out
-
-
-def claim_entry(study: ModuleType, curves: dict, steps: dict[str, float | None], seeds, f_star: float,
-                declaration: Any = None) -> dict:
-    """The judged entry of the study's claim, from ``declaration`` (the study's, on ``seeds``: default its own)."""
+    rule_ab = claim.rule_for("(a) and (b)")  # the rules it declares: (a) and (b) alike, and (c)
+    halvings = Fixed(Part(PART_C, claim.rule_for("(c)")), step_halvings(study, curves, f_star),
+                     " (on the grid: SGD's step / FedAvg's >= 2 in every selection seed)",
+                     "SGD converged at no grid step on some selection seed")
     picked = selections(study, curves, f_star)
-    result = judge_claim(study, curves, steps, seeds, f_star)
     median = {m: (None if steps[m] is None else
                   float(np.median([rounds_to_target(study, curves[(m, steps[m], s)], f_star) for s in seeds])))
               for m in study.METHODS}
@@ -114,8 +95,7 @@ def claim_entry(study: ModuleType, curves: dict, steps: dict[str, float | None],
     observed = (f"steps chosen on split seeds {list(study.SELECTION_SEEDS)}: {step_text}; rounds to within "
                 f"{study.TARGET:.0%} of f* (median over split seeds {list(seeds)}; never = {study.MAX_ROUNDS}): "
                 + ", ".join(f"{m} {'-' if v is None else fmt_number(v)}" for m, v in median.items()))
-    entry = (declaration or study.DECLARATION).entry(
-        study.CLAIM,
+    entry = dict(
         scale={"data": "UCI concrete, 1,030 rows, 8 z-scored inputs + intercept", "clients": study.NUM_CLIENTS,
                "similarity_percent": study.SIMILARITY, "local_steps": study.K, "rounds": study.MAX_ROUNDS,
                "lr_grid": f"2^-j / L, j = 0..{study.GRID_HALVINGS - 1}", "selection_seeds": list(study.SELECTION_SEEDS),
@@ -126,7 +106,8 @@ def claim_entry(study: ModuleType, curves: dict, steps: dict[str, float | None],
                     "selection_x_1_over_L": {f"{m}/seed={s}": v for (m, s), v in picked.items()},
                     "f_star": f_star},
         figure={"path": "studies/scaffold_concrete/scaffold_concrete.png", "panel": "both panels"})
-    return judged(entry, result)
+    return Measurement([Part(PART_A, rule_ab), Part(PART_B, rule_ab)], values, READING, (READING,), entry=entry,
+                       fixed=(halvings,))
 
 
 def figure(study: ModuleType, path: Path, curves: dict, steps: dict[str, float | None], seeds, f_star: float) -> None:

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fedbench.claims.entry import not_run
-from fedbench.claims.verdict import BUDGETS, Part, judge
+from fedbench.claims.verdict import BUDGETS, Fixed, Part, judge
 from fedbench.study.declaration import Budget, Claim, StudyDeclaration
 from fedbench.study.runner import WORKERS
 
@@ -68,7 +68,8 @@ class Measurement:
     budget)``, each part's per-seed values read with ``reading`` from the runs cut at ``budget`` (a fraction of the
     rounds run); the primary ``reading``, the other ``readings`` and ``budgets`` reported beside it, the paper's rounds
     over the rounds run (``paper_budget``: the budget rule) and whether the values are deterministic, all as
-    fedbench.claims.verdict.judge takes them. ``entry``: the entry's fields (scale, deviations, observed, reproduced,
+    fedbench.claims.verdict.judge takes them; ``fixed``: parts read once, from no seed, judged beside them
+    (fedbench.claims.verdict.Fixed). ``entry``: the entry's fields (scale, deviations, observed, reproduced,
     figure, fidelity, rounds_run, ...: fedbench.claims.entry.new_entry), ``rule_fields`` the rule's ``{name}``
     fields. ``not_run``: (why, what would run it) where the outcomes cannot judge the claim; then nothing is judged."""
 
@@ -83,6 +84,7 @@ class Measurement:
     entry: dict[str, Any] = field(default_factory=dict)
     rule_fields: dict[str, Any] | None = None
     not_run: tuple[str, str] | None = None
+    fixed: Sequence[Fixed] = ()
 
     def __post_init__(self) -> None:
         if self.not_run is None and (not self.parts or self.values is None):
@@ -104,6 +106,8 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
         return not_run(run.declaration.entry(claim.id, m.rule_fields, **fields), *m.not_run)
     result = judge(m.parts, m.values, m.reading, m.readings, m.budgets, m.paper_budget, m.deterministic,
                    m.reading_names)
+    for part in m.fixed:
+        result = part.joined(result)
     return run.declaration.judged(claim.id, result, m.rule_fields, **fields)
 
 

@@ -294,3 +294,23 @@ def test_holm_headline_reads_each_headline_entrys_counted_verdict():
         ("a/1", "exploratory", 0.012, "reproduced"), ("a/2", "confirmatory", 0.04, "reproduced"),
         ("a/3", "exploratory", 0.04, "not-reproduced")]
     assert {r["family"] for r in rows} == {3}
+
+
+def test_a_fixed_part_joins_the_seeded_verdict_and_decides_only_where_it_changes_it():
+    """fedbench.claims.verdict.Fixed: one deterministic value judged beside a claim's seeded parts, at every reading
+    and budget; the effect and what would change the verdict are its own only where it changes the verdict."""
+    from fedbench.claims.verdict import Fixed
+
+    seeded = judge([Part("gain", Rule("greater", 0.0, "points"))], lambda r, b: [[1.0, 2.0, 3.0, 2.5, 1.5]], "final",
+                   budgets=(0.5, 1.0))
+    assert seeded["verdict"] == "reproduced"
+    holds = Fixed(Part("chosen step", Rule("at_most", 1.0, "")), 0.5).joined(seeded)
+    assert holds["verdict"] == "reproduced" and holds["effect"] == seeded["effect"]
+    assert [p["part"] for p in holds["parts"]] == ["gain", "chosen step"] and holds["parts"][1]["verdict"] == "reproduced"
+    fails = Fixed(Part("chosen step", Rule("at_most", 1.0, "")), 2.0, missing="a selection").joined(seeded)
+    assert fails["verdict"] == "not-reproduced" and fails["effect"]["part"] == "chosen step"
+    assert fails["effect"]["estimate"] == 2.0 and fails["would_change"].startswith("chosen step: ")
+    assert [c["verdict"] for c in fails["sensitivity"]] == ["not-reproduced"] * len(seeded["sensitivity"])
+    none = Fixed(Part("chosen step", Rule("at_most", 1.0, "")), None, missing="a selection that chose a step").joined(
+        seeded)
+    assert none["verdict"] == "inconclusive" and none["would_change"] == "chosen step: a selection that chose a step"

@@ -15,12 +15,14 @@ from fedbench.claims import registry
 from fedbench.studies.entries import not_run_entries
 from fedbench.studies import scaffold_concrete as study
 from fedbench.studies import scaffold_concrete_claims as claims
+from fedbench.study import contract
+from fedbench.study.contract import StudyRun
 
 CLAIM = "scaffold/uci-concrete/faster-than-sgd"
 F_STAR = 50.0
 # a shrunk study: 20 rounds, three step factors, two selection seeds (the claim's declared rules: the study's)
 SMALL = SimpleNamespace(MAX_ROUNDS=20, TARGET=0.01, LR_FACTORS=(1.0, 0.5, 0.25), METHODS=study.METHODS,
-                        SELECTION_SEEDS=(100, 101), DECLARATION=study.DECLARATION, CLAIM=CLAIM)
+                        SELECTION_SEEDS=(100, 101), NUM_CLIENTS=10, SIMILARITY=10.0, K=10, GRID_HALVINGS=3)
 SEEDS = (0, 1, 2, 3, 4)
 
 
@@ -48,9 +50,12 @@ def _curves(largest: dict[str, float | None], judged: dict[str, callable], sgd_l
 
 
 def _judge(largest, judged, **kw):
+    """The chosen steps and the claim's entry, measured and judged as the driver does (fedbench.study.contract.entry)."""
     curves = _curves(largest, judged, **kw)
     steps = claims.chosen_steps(SMALL, curves, F_STAR)
-    return steps, claims.judge_claim(SMALL, curves, steps, SEEDS, F_STAR)
+    claim = study.DECLARATION.claim(CLAIM)
+    run = StudyRun(study.DECLARATION, "pipeline", SMALL.MAX_ROUNDS)
+    return steps, contract.entry(run, claim, claims.measurement(SMALL, claim, curves, steps, SEEDS, F_STAR))
 
 
 def test_the_rule_is_the_registered_one_word_for_word():
