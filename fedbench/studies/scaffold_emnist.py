@@ -66,27 +66,28 @@ sentence), and five training seeds where the paper reports one run.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 from fedbench.claims.papers import SCAFFOLD_PAPER
-from fedbench.study.runner import WORKERS
 from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.studies.real_data import REAL_ROOT
 from fedbench.studies.scaffold_emnist_cells import (
-    PAPER_ROUNDS, EPOCHS, TABLE4_SAMPLED, TABLE4_EPOCHS, TABLE5_EPOCHS, TABLE3_SIMILARITY, JUDGED_SIMILARITY,
-    CLIENT_FIGURE, TARGET_T3, TARGET_T4, FEDPROX_MU, EMNIST_TRAIN, EMNIST_TEST, LABELS, Cell, cells, client_cell)
-from fedbench.studies.scaffold_tables import (
-    SAMPLED,
-    SGD_EPOCHS,
-    STEPS_PER_EPOCH,
-    Budget,
-    Runs,
-    fmt_rounds,
-    mean,
+    CLIENT_FIGURE,
+    EMNIST_TEST,
+    EMNIST_TRAIN,
+    EPOCHS,
+    FEDPROX_MU,
+    JUDGED_SIMILARITY,
+    LABELS,
+    PAPER_ROUNDS,
+    TABLE3_SIMILARITY,
+    TABLE4_SAMPLED,
+    TARGET_T3,
+    TARGET_T4,
+    cells,
 )
+from fedbench.studies.scaffold_tables import SAMPLED, STEPS_PER_EPOCH, Budget
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 # The scales the study runs at: the paper's (its judged seeds 0-4; the step-size grid, the same for every algorithm,
 # SGD: its server step; the tuning seeds, disjoint from the judged ones) and the test suite's.
@@ -178,84 +179,7 @@ DECLARATION = StudyDeclaration(
 ))
 
 
-# ------------------------------------------------------------------------------------------------------ the runs
-def declare(budget: Budget, real_root: Path, steps: dict[Cell, float] | None = None,
-            widen: list[tuple[Cell, float]] | None = None) -> list:
-    """The tuning runs (``steps`` None; ``widen``: only those of the (cell, step) pairs a widening adds) or the
-    judged runs (fedbench.studies.scaffold_tables.simulations). The
-    similarities of one (algorithm, epochs, sampling, step) differ only in their data, so they share a stack."""
-    def knobs(c: Cell) -> dict[str, Any]:
-        return {"table": c.table, "method": c.method, "variant": c.variant, "similarity": c.similarity,
-                "sampled": c.sampled, "model": c.model}
-
-    return tables.simulations(DECLARATION, cells(), budget, real_root, 47, knobs, steps, widen)
-
-
-def target_of(c: Cell) -> float:
-    return TARGET_T3 if c.table == 3 else TARGET_T4
-
-
-def select_target(c: Cell) -> float | None:
-    """The target a cell's step is selected by (module docstring); None: Table 5, by its best accuracy."""
-    return None if c.table == 5 else target_of(c)
-
-
-# ----------------------------------------------------------------------------------------------------- judging
-def table3_claim(runs: Runs) -> dict[str, Any]:
-    rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "fedprox", "sgd")]
-    result = judging.table3_result(runs, rows, TARGET_T3, LABELS,
-                                  lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s))
-    table = judging.rounds_table(runs, [c for c in cells() if c.table == 3], TARGET_T3)
-    observed = ("mean rounds to 0.5 (selected step): " + "; ".join(
-        f"{s}%: " + ", ".join(f"{LABELS[m]}{'' if m == 'sgd' else f' E={e}'} {fmt_rounds(v['mean'], runs.budget.rounds)}"
-                              for (m, e, ss), v in table.items() if ss == s) for s in TABLE3_SIMILARITY)
-        + " (100% similarity reported, not judged)")
-    return _entry("scaffold/emnist/rounds-to-0.5", runs, result,
-                  {"unit": f"rounds to {TARGET_T3} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
-                  observed, f"left: test accuracy, 0% similarity, 5 epochs (seed {runs.budget.seeds[0]}, selected steps)",
-                  [c for c in cells() if c.table == 3])
-
-
-def table4_claim(runs: Runs) -> dict[str, Any]:
-    rows = [(s, f) for s in JUDGED_SIMILARITY for f in TABLE4_SAMPLED]
-    result = judging.rounds_gap(runs, [(f"{s}% similarity, {100 * f:g}% sampled: FedAvg - SCAFFOLD",
-                                        Cell(4, "scaffold", TABLE4_EPOCHS, s, f), Cell(4, "fedavg", TABLE4_EPOCHS, s, f))
-                                       for s, f in rows], TARGET_T4)
-    table = judging.rounds_table(runs, [c for c in cells() if c.table == 4], TARGET_T4,
-                                 key=lambda c: (c.method, c.sampled, c.similarity))
-    observed = ("mean rounds to 0.45 (selected step), SCAFFOLD vs FedAvg: " + "; ".join(
-        f"{s}%, {100 * f:g}% sampled: {fmt_rounds(table[('scaffold', f, s)]['mean'], runs.budget.rounds)} vs "
-        f"{fmt_rounds(table[('fedavg', f, s)]['mean'], runs.budget.rounds)}" for s, f in rows))
-    return _entry("scaffold/emnist/sampling", runs, result,
-                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
-                  observed, "middle: rounds to 0.45 against the share of clients sampled",
-                  [c for c in cells() if c.table == 4])
-
-
-def table5_claim(runs: Runs) -> dict[str, Any]:
-    result, reproduced, observed = judging.table5_result(
-        runs, JUDGED_SIMILARITY, LABELS, lambda m, s: Cell(5, m, SGD_EPOCHS if m == "sgd" else TABLE5_EPOCHS, s))
-    return _entry("scaffold/emnist/two-layer-accuracy", runs, result, reproduced,
-                  observed + " (paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
-                  f"right: 2-layer network, test accuracy at 0% similarity (seed {runs.budget.seeds[0]}, selected steps)",
-                  [c for c in cells() if c.table == 5])
-
-
-def clients_claim(runs: Runs) -> dict[str, Any]:
-    result = judging.rounds_gap(runs, [(f"FedAvg ({CLIENT_FIGURE['fedavg']} clients) - SCAFFOLD "
-                                        f"({CLIENT_FIGURE['scaffold']} clients)", client_cell("scaffold"),
-                                        client_cell("fedavg"))], TARGET_T4)
-    table = judging.rounds_table(runs, [client_cell(m) for m in CLIENT_FIGURE], TARGET_T4,
-                                 key=lambda c: (c.method, round(c.sampled * c.clients)))
-    observed = (f"mean rounds to {TARGET_T4} (selected step), 400 clients, 1 epoch, 0% similarity: " + ", ".join(
-        f"{LABELS[m]} with {k} clients {fmt_rounds(table[(m, k)]['mean'], runs.budget.rounds)}"
-        for m, k in CLIENT_FIGURE.items()))
-    return _entry("scaffold/emnist/5-clients-beat-fedavg-50", runs, result,
-                  {"unit": f"rounds to {TARGET_T4} test accuracy (never: rounds run)", "cells": judging.table_json(table)},
-                  observed, "middle: rounds to 0.45 against the share of clients sampled (Table 4's cells)",
-                  [client_cell(m) for m in CLIENT_FIGURE])
-
-
+# ------------------------------------------------------------------------------------------------------ entries
 def _deviations(budget: Budget) -> list[str]:
     out = []
     if budget.rounds < PAPER_ROUNDS:
@@ -282,67 +206,39 @@ def _deviations(budget: Budget) -> list[str]:
     ]
 
 
-def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any], observed: str,
-           panel: str, read: list[Cell]) -> dict[str, Any]:
+def _scale(b: Budget) -> dict[str, Any]:
+    return {"study": DECLARATION.name, "variants": list(DECLARATION.variants), "rounds": b.rounds,
+            "lr_grid": list(b.lr_grid), "tuning_seeds": list(b.tuning_seeds), "client_figure": dict(CLIENT_FIGURE),
+            "steps_per_epoch": STEPS_PER_EPOCH, "batch": "ceil(n_k / 5)", "sampled": SAMPLED,
+            "table4_sampled": list(TABLE4_SAMPLED), "epochs": list(EPOCHS), "eta_g": tables.ETA_G,
+            "fedprox_mu": FEDPROX_MU, "scaffold_option": "II",
+            "sgd": "minibatch_sgd, 1 epoch of gradients at the server model",
+            "models": {"tables 3-4": "mclr (784 -> 47)", "table 5": "scaffold_mlp (784-256-47)"},
+            "device": b.device}
+
+
+def _fidelity(c: Claim, b: Budget) -> str:
+    """Stand-in at the fixture budget (fixture-sized data; on a confirmatory block of seeds all the same), else the
+    paper-scale label of the rounds and seeds run."""
     from fedbench.claims.verdict import fidelity
 
-    b = runs.budget
-    scale = {"study": DECLARATION.name, "variants": list(DECLARATION.variants), "rounds": b.rounds,
-             "lr_grid": list(b.lr_grid), "tuning_seeds": list(b.tuning_seeds), "client_figure": dict(CLIENT_FIGURE),
-             "steps_per_epoch": STEPS_PER_EPOCH, "batch": "ceil(n_k / 5)", "sampled": SAMPLED,
-             "table4_sampled": list(TABLE4_SAMPLED), "epochs": list(EPOCHS), "eta_g": tables.ETA_G,
-             "fedprox_mu": FEDPROX_MU, "scaffold_option": "II",
-             "sgd": "minibatch_sgd, 1 epoch of gradients at the server model",
-             "models": {"tables 3-4": "mclr (784 -> 47)", "table 5": "scaffold_mlp (784-256-47)"},
-             "device": b.device}
-    c = DECLARATION.claim(claim_id)
-    fixture = BUDGETS["fixture"]  # on a confirmatory block of seeds, the fixture budget all the same
-    fid = ("stand-in" if dataclasses.replace(b, seeds=fixture.seeds) == fixture else
-           fidelity("paper", b.rounds, c.rounds_paper, len(b.seeds)) if c.fidelity == "paper-scale" else c.fidelity)
-    return judging.table_entry(runs.declaration or DECLARATION, claim_id, runs, result, reproduced, observed, panel,
-                               scale, _deviations(b), read, fid)
+    fixture = BUDGETS["fixture"]
+    if dataclasses.replace(b, seeds=fixture.seeds) == fixture:
+        return "stand-in"
+    return fidelity("paper", b.rounds, c.rounds_paper, len(b.seeds)) if c.fidelity == "paper-scale" else c.fidelity
 
 
-def figure(path: Path, runs: Runs) -> None:
-    import numpy as np
-
-    from fedbench.plotting import pyplot, save_figure
-
-    seed = runs.budget.seeds[0]
-    fig, axes = pyplot().subplots(1, 3, figsize=(15, 4))
-    for m in (a.name for a in DECLARATION.arms):
-        c = Cell(3, m, SGD_EPOCHS if m == "sgd" else 5, 0)
-        lr = runs.tuned_rounds(c, TARGET_T3, "first", 1.0)[0]
-        axes[0].plot(runs.curves[(c, seed)], label=f"{LABELS[m]} (step {lr:g})")
-    axes[0].axhline(TARGET_T3, color="grey", ls=":", lw=0.8)
-    axes[0].set(title="Table 3: logistic, 0% similarity, 5 epochs", xlabel="round", ylabel="test accuracy")
-    for s, style in zip(JUDGED_SIMILARITY, ("-", "--")):
-        for m in ("scaffold", "fedavg"):
-            means = [mean(runs.reached(Cell(4, m, TABLE4_EPOCHS, s, f), TARGET_T4, "first", 1.0))
-                     for f in TABLE4_SAMPLED]
-            axes[1].plot([100 * f for f in TABLE4_SAMPLED], means, style, marker="o", label=f"{LABELS[m]}, {s}% sim.")
-    for m, marker in zip(CLIENT_FIGURE, ("*", "X")):  # the slides' client-count figure: 1 epoch, 0% similarity
-        c = client_cell(m)
-        axes[1].plot([100 * c.sampled], [mean(runs.reached(c, TARGET_T4, "first", 1.0))], marker, ms=10, ls="",
-                     label=f"{LABELS[m]}, {CLIENT_FIGURE[m]} clients, 1 epoch (slides)")
-    axes[1].axhline(runs.budget.rounds, color="grey", ls=":", lw=0.8, label="never (counts as the rounds run)")
-    axes[1].set(title="Table 4: 400 clients, 5 epochs (stars: 1 epoch)", xlabel="% of clients sampled", ylabel="rounds to 0.45 (mean)",
-                xscale="log")
-    for m in ("sgd", "fedavg", "scaffold"):
-        c = Cell(5, m, SGD_EPOCHS if m == "sgd" else TABLE5_EPOCHS, 0)
-        lr = runs.tuned_accuracy(c, "best", 1.0)[0]
-        axes[2].plot(np.asarray(runs.curves[(c, seed)]), label=f"{LABELS[m]} (step {lr:g})")
-    axes[2].set(title="Table 5: 2-layer network, 0% similarity", xlabel="round", ylabel="test accuracy")
-    for ax in axes:
-        ax.legend(fontsize=7)
-    save_figure(fig, path, dpi=120)
-
-
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The four claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen
-    block, fedbench.studies.confirm; the tuning seeds, and so the selected steps, stay)."""
-    _, study, runs = tables.run_tables(out_dir, DECLARATION, budget, workers, cells(), declare, real_root, target_of,
-                                       select_target, seeds)
-    figure(study.out / f"{DECLARATION.name}.png", runs)
-    return [table3_claim(runs), table4_claim(runs), table5_claim(runs), clients_claim(runs)]
+# ------------------------------------------------------------------------------------------------------ the hooks
+STUDY = tables.TableStudy(
+    classes=47, cells=tuple(cells()), targets={3: TARGET_T3, 4: TARGET_T4, 5: TARGET_T4, 6: TARGET_T4},
+    labels=LABELS, claims={"scaffold/emnist/rounds-to-0.5": 3, "scaffold/emnist/sampling": 4,
+                           "scaffold/emnist/two-layer-accuracy": 5, "scaffold/emnist/5-clients-beat-fedavg-50": 6},
+    knobs=("table", "method", "variant", "similarity", "sampled", "model"), judged_similarity=JUDGED_SIMILARITY,
+    observed={3: " (100% similarity reported, not judged)",
+              5: " (paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)"},
+    panels={3: "left: test accuracy, 0% similarity, 5 epochs (seed {seed}, selected steps)",
+            4: "middle: rounds to 0.45 against the share of clients sampled",
+            5: "right: 2-layer network, test accuracy at 0% similarity (seed {seed}, selected steps)",
+            6: "middle: rounds to 0.45 against the share of clients sampled (Table 4's cells)"},
+    scale=_scale, deviations=_deviations, fidelity=_fidelity, title="SCAFFOLD on EMNIST (Tables 3, 4 and 5)")
+simulations, measure, figure, record = STUDY.simulations, STUDY.measure, STUDY.figure, STUDY.record

@@ -57,33 +57,24 @@ FedAvg vs SGD, 0% and 10% similarity, the a-priori target, the judged seeds 0-4,
   (both tables at the same cuts), which runs it.
 About 66 runs x 100 rounds before any widening (each step a widening adds: 2 more runs of its cell), about 17
 CPU-minutes. The paper budget's grid and tuning seed are DECLARATION.knobs
-("lr", "tuning_seeds"); what the two SCAFFOLD table studies share is fedbench.studies.scaffold_tables.
+("lr", "tuning_seeds").
+
+A variant of fedbench.studies.scaffold_emnist: this module holds only its declaration and settings (STUDY); its
+runs, measurements, entries and figure are the hooks both SCAFFOLD table studies share
+(fedbench.studies.scaffold_tables.TableStudy).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import SCAFFOLD_PAPER
-from fedbench.study.runner import WORKERS
 from fedbench.studies import scaffold_table_claims as judging
 from fedbench.studies import scaffold_tables as tables
+from fedbench.studies.scaffold_tables import SAMPLED, SGD_EPOCHS, STEPS_PER_EPOCH, Budget, Cell
 from fedbench.study.declaration import Claim, StudyDeclaration
-from fedbench.studies.real_data import REAL_ROOT
-from fedbench.studies.scaffold_tables import (
-    SAMPLED,
-    SGD_EPOCHS,
-    STEPS_PER_EPOCH,
-    Budget,
-    Runs,
-    fmt_rounds,
-    mean,
-)
 
 # Every setting of the study, fixed before any run.
 PAPER_ROUNDS = 1000
@@ -91,7 +82,6 @@ ROUND_CAP = 100  # the rounds run here; a run short of the target by then reads 
 PAPER_EPOCHS = (1, 5, 10, 20)  # Table 3's local epochs
 EPOCHS = (5,)  # the ones run here
 TABLE5_EPOCHS = 5
-CLIENTS = 100
 SIMILARITY = (0, 10)  # the paper's 100% is reported there, never judged: not run here
 JUDGED_SIMILARITY = (0, 10)
 TARGET = 0.70  # a priori: five-sixths of logistic regression's ~0.84 on Fashion-MNIST (module docstring)
@@ -106,47 +96,11 @@ BUDGETS = {"paper": _PAPER,
            "full": dataclasses.replace(_PAPER, tables=(3, 5)),
            "fixture": Budget(3, (0, 1), (100, 101), (0.1, 0.3), "cpu")}
 
-
-@dataclass(frozen=True)
-class Cell:
-    """One method in one cell of a table: the runs that differ only in step size and seed."""
-
-    table: int  # 3 or 5
-    method: str  # an arm of DECLARATION
-    epochs: int
-    similarity: int
-
-    @property
-    def model(self) -> str:
-        return "scaffold_mlp" if self.table == 5 else "mclr"
-
-    @property
-    def variant(self) -> str:
-        return f"fashion_mnist_scaffold_n{CLIENTS}_s{self.similarity}"
-
-    @property
-    def sampled(self) -> float:
-        return SAMPLED
-
-    @property
-    def clients(self) -> int:
-        return CLIENTS
-
-    def label(self) -> str:
-        return f"table{self.table}/{self.method}/E={self.epochs}/s={self.similarity}"
-
-
-def cell(table: int, method: str, similarity: int) -> Cell:
-    """The cell of ``method`` at Table 5's epochs or, for SGD, its one epoch (Table 3 cells name their epochs)."""
-    return Cell(table, method, SGD_EPOCHS if method == "sgd" else TABLE5_EPOCHS, similarity)
-
-
-def cells(tables: tuple[int, ...] | None = None) -> list[Cell]:
-    """Every cell of ``tables`` (None: both) the study runs."""
-    out = [Cell(3, m, e, s) for s in SIMILARITY for m in ("scaffold", "fedavg") for e in EPOCHS]
-    out += [Cell(3, "sgd", SGD_EPOCHS, s) for s in SIMILARITY]
-    out += [cell(5, m, s) for s in JUDGED_SIMILARITY for m in ("scaffold", "fedavg", "sgd")]
-    return [c for c in out if tables is None or c.table in tables]
+# Every cell the study runs, in the order they run: Table 3 (logistic regression) and Table 5 (2-layer network)
+CELLS = ([Cell("fashion_mnist", 3, m, e, s) for s in SIMILARITY for m in ("scaffold", "fedavg") for e in EPOCHS]
+         + [Cell("fashion_mnist", 3, "sgd", SGD_EPOCHS, s) for s in SIMILARITY]
+         + [Cell("fashion_mnist", 5, m, SGD_EPOCHS if m == "sgd" else TABLE5_EPOCHS, s) for s in JUDGED_SIMILARITY
+            for m in ("scaffold", "fedavg", "sgd")])
 
 
 # ------------------------------------------------------------------------------------------------- declaration
@@ -163,7 +117,7 @@ DECLARATION = StudyDeclaration(
     seeds=BUDGETS["paper"].seeds, data_seeds=(), budgets=BUDGETS, evaluation=tables.EVALUATION,
     knobs={"lr": BUDGETS["paper"].lr_grid, "tuning_seeds": BUDGETS["paper"].tuning_seeds, "epochs": EPOCHS,
            "similarity": SIMILARITY},
-    scales=tables.paper_scales(cells(BUDGETS["paper"].tables), BUDGETS["paper"], FASHION_TRAIN,
+    scales=tables.paper_scales([c for c in CELLS if _PAPER.runs_table(c.table)], _PAPER, FASHION_TRAIN,
                                FASHION_TRAIN + FASHION_TEST),
     claims=(
     Claim(
@@ -203,50 +157,7 @@ DECLARATION = StudyDeclaration(
 ))
 
 
-# ------------------------------------------------------------------------------------------------------ the runs
-def declare(budget: Budget, real_root: Path, steps: dict[Cell, float] | None = None,
-            widen: list[tuple[Cell, float]] | None = None) -> list:
-    """The tuning runs (``steps`` None; ``widen``: only those of the (cell, step) pairs a widening adds) or the
-    judged runs of the tables ``budget`` runs (fedbench.studies.scaffold_tables.simulations)."""
-    def knobs(c: Cell) -> dict[str, Any]:
-        return {"table": c.table, "method": c.method, "variant": c.variant, "similarity": c.similarity,
-                "model": c.model}
-
-    return tables.simulations(DECLARATION, cells(budget.tables), budget, real_root, 10, knobs, steps, widen)
-
-
-def select_target(c: Cell) -> float | None:
-    """Table 3's cells are selected by rounds to TARGET, Table 5's (None) by their best accuracy."""
-    return TARGET if c.table == 3 else None
-
-
-# ----------------------------------------------------------------------------------------------------- judging
-def table3_claim(runs: Runs) -> dict[str, Any]:
-    rows = [(s, e, comp) for s in JUDGED_SIMILARITY for e in EPOCHS for comp in ("fedavg", "sgd")]
-    result = judging.table3_result(runs, rows, TARGET, LABELS,
-                                  lambda m, e, s: Cell(3, m, SGD_EPOCHS if m == "sgd" else e, s),
-                                  paper_budget=PAPER_ROUNDS / runs.budget.rounds)
-    table = {c: runs.reached(c, TARGET, "first", 1.0) for c in cells((3,))}
-    observed = (f"mean rounds to {TARGET} (selected step): " + "; ".join(
-        f"{s}%: " + ", ".join(f"{LABELS[c.method]}{'' if c.method == 'sgd' else f' E={c.epochs}'} "
-                              f"{fmt_rounds(mean(v), runs.budget.rounds, 1)}" for c, v in table.items()
-                              if c.similarity == s) for s in SIMILARITY)
-        + f" (at most {runs.budget.rounds} rounds; {runs.budget.rounds}+: never)")
-    cells_json = {f"{c.method}, {c.epochs}, {c.similarity}": {"lr": runs.steps[c], "per_seed": v, "mean": mean(v)}
-                  for c, v in table.items()}
-    return _entry("scaffold/fashion-mnist/rounds-to-target", runs, result,
-                  {"unit": f"rounds to {TARGET} test accuracy (never: rounds run)", "cells": cells_json}, observed,
-                  f"left: logistic regression, 0% similarity, 5 epochs (seed {runs.budget.seeds[0]}, selected steps)", cells((3,)))
-
-
-def table5_claim(runs: Runs) -> dict[str, Any]:
-    result, reproduced, observed = judging.table5_result(runs, JUDGED_SIMILARITY, LABELS, functools.partial(cell, 5),
-                                                        paper_budget=PAPER_ROUNDS / runs.budget.rounds)
-    return _entry("scaffold/fashion-mnist/two-layer-accuracy", runs, result, reproduced,
-                  observed + " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)",
-                  f"right: 2-layer network, 0% similarity (seed {runs.budget.seeds[0]}, selected steps)", cells((5,)))
-
-
+# ------------------------------------------------------------------------------------------------------ entries
 def _deviations(budget: Budget) -> list[str]:
     out = [_WHY]
     if budget.rounds < ROUND_CAP:
@@ -284,57 +195,19 @@ def _scale(b: Budget) -> dict[str, Any]:
             "models": {"table 3": "mclr (784 -> 10)", "table 5": "scaffold_mlp (784-256-10)"}, "device": b.device}
 
 
-def _entry(claim_id: str, runs: Runs, result: dict[str, Any], reproduced: dict[str, Any], observed: str,
-           panel: str, read: list[Cell]) -> dict[str, Any]:
-    """The claim's judged entry (``read``: the cells it reads): stand-in at every budget (the fixture:
-    fixture-sized data as well)."""
-    return judging.table_entry(runs.declaration or DECLARATION, claim_id, runs, result, reproduced, observed, panel,
-                               _scale(runs.budget), _deviations(runs.budget), read)
-
-
-def figure(path: Path, runs: Runs) -> None:
-    from fedbench.plotting import pyplot, save_figure
-
-    seed = runs.budget.seeds[0]
-    net = runs.budget.runs_table(5)
-    fig, axes = pyplot().subplots(1, 2 if net else 1, figsize=(11 if net else 6, 4), squeeze=False)
-    axes = axes[0]
-    methods = [a.name for a in DECLARATION.arms]
-    for m in methods:
-        c = Cell(3, m, SGD_EPOCHS if m == "sgd" else 5, 0)
-        axes[0].plot(runs.curves[(c, seed)], label=f"{LABELS[m]} (step {runs.steps[c]:g})")
-    axes[0].axhline(TARGET, color="grey", ls=":", lw=0.8)
-    axes[0].set(title="Table 3 setup: logistic, 0% similarity, 5 epochs", xlabel="round", ylabel="test accuracy")
-    for m in methods if net else ():
-        c = cell(5, m, 0)
-        axes[1].plot(runs.curves[(c, seed)], label=f"{LABELS[m]} (step {runs.steps[c]:g})")
-    if net:
-        axes[1].set(title="Table 5 setup: 2-layer network, 0% similarity", xlabel="round", ylabel="test accuracy")
-    for ax in axes:
-        ax.legend(fontsize=7)
-    fig.suptitle("SCAFFOLD's EMNIST setup on Fashion-MNIST (stand-in)", fontsize=10)
-    save_figure(fig, path, dpi=120)
-
-
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm; the tuning seeds, and so the selected steps, stay)."""
-    b, study, runs = tables.run_tables(out_dir, DECLARATION, budget, workers, cells(), declare, real_root,
-                                       lambda c: TARGET, select_target, seeds)
-    figure(study.out / f"{DECLARATION.name}.png", runs)
-    return [table3_claim(runs), table5_claim(runs) if b.runs_table(5) else table5_not_run(b)]
-
-
-def table5_not_run(b: Budget) -> dict[str, Any]:
-    """Table 5's claim, not run at budget ``b`` (the 2-layer network's cost): says why and what runs it."""
-    from fedbench.claims.entry import not_run
-
-    e = DECLARATION.entry("scaffold/fashion-mnist/two-layer-accuracy",
-                          scale={"study": DECLARATION.name, "variants": list(DECLARATION.variants), "rounds": b.rounds},
-                          deviations=_deviations(b), figure=None, rounds_run=None, training_seeds=list(b.seeds),
-                          data_seeds=[0])
-    return not_run(e, "not run: the 2-layer network costs about 1.2 s of CPU a round and run on this project's 2-core "
-                      "machine (measured 2026-11-26), too much for its 30 runs beside Table 3's; logistic regression "
-                      "(Table 3) ran first", f"running `fedbench paper run {DECLARATION.name} --budget full` (both "
-                                             f"tables, {b.rounds} rounds)")
+# ------------------------------------------------------------------------------------------------------ the hooks
+STUDY = tables.TableStudy(
+    classes=10, cells=tuple(CELLS), targets={3: TARGET, 5: TARGET}, labels=LABELS,
+    claims={"scaffold/fashion-mnist/rounds-to-target": 3, "scaffold/fashion-mnist/two-layer-accuracy": 5},
+    knobs=("table", "method", "variant", "similarity", "model"), judged_similarity=JUDGED_SIMILARITY,
+    observed={3: " (at most {rounds} rounds; {rounds}+: never)",
+              5: " (EMNIST in the paper: .766/.787/.801 at 0%, .764/.828/.842 at 10%)"},
+    panels={3: "left: logistic regression, 0% similarity, 5 epochs (seed {seed}, selected steps)",
+            5: "right: 2-layer network, 0% similarity (seed {seed}, selected steps)"},
+    scale=_scale, deviations=_deviations, fidelity=lambda claim, budget: claim.fidelity,
+    title="SCAFFOLD's EMNIST setup on Fashion-MNIST (stand-in)", budget_rule=True, decimals=1,
+    not_run=(("not run: the 2-layer network costs about 1.2 s of CPU a round and run on this project's 2-core "
+              "machine (measured 2026-11-26), too much for its 30 runs beside Table 3's; logistic regression (Table "
+              "3) ran first"),
+             "running `fedbench paper run scaffold_fashion --budget full` (both tables, {rounds} rounds)"))
+simulations, measure, figure, record = STUDY.simulations, STUDY.measure, STUDY.figure, STUDY.record

@@ -1,7 +1,9 @@
 """What SCAFFOLD's Table 3-5 studies share (Karimireddy et al., ICML 2020, section 7.1): the EMNIST study
 (fedbench.studies.scaffold_emnist) and its Fashion-MNIST stand-in (fedbench.studies.scaffold_fashion) run the same
-setup on different data, so this module holds, once, what their declarations and run() have in common. Each study
-keeps its own declaration (DECLARATION: arms, seeds, budgets, claims), its cells, its measures and its figure.
+setup on different data, so this module holds, once, what their declarations have in common and the hooks both
+are run by (:class:`TableStudy`: fedbench.study.contract's simulations, measure, figure and record). Each study
+module holds only its declaration (DECLARATION: arms, seeds, budgets, claims) and its settings (a TableStudy: its
+cells, targets, and the texts of its entries).
 
 - Local work: "1 epoch for local update methods corresponds to 5 local steps (0.2 batch size)": a client's batch is
   ceil(n_k / 5) (:func:`batch_size`), E epochs are 5 E steps; "SGD (1 epoch)" is large-batch minibatch SGD, one
@@ -19,15 +21,15 @@ keeps its own declaration (DECLARATION: arms, seeds, budgets, claims), its cells
   mean wins only by more than the spread between the tuning seeds, else the smallest step tied with it; a choice
   at an end of the grid widens that cell's grid (the grid's ratio, at most 2 steps a side, the new steps' tuning
   runs of every cell in one batch) until it is interior, or the entry says it stays at the edge. The judged seeds
-  then run each cell at its step (:func:`run_tables`: the phases, one record each, written once). Until
+  then run each cell at its step (:meth:`TableStudy.simulations`: the phases, one record each). Until
   2026-11-28 (issue 32) the step was the best mean, ties to the higher mean best accuracy then the smaller step,
   with no margin and no widening.
 - Readings (fedbench.claims.readings): rounds to the target, first evaluation at it (primary) or the first of
   HOLD held (sensitivity); best accuracy (primary) and the mean of the last 5 (sensitivity); a budget cut reads
   the curves up to round(fraction R) (:class:`Runs`).
-- Entries (fedbench.studies.scaffold_table_claims, with the verdicts both studies share): the study's declared claim with its scale and deviations, data seed 0, each cell's
-  selection (the step, the grid, the per-seed tuning readings, why) and the cells whose choice stayed at an end of
-  its grid listed (``selected_at_grid_edge``).
+- Entries (fedbench.studies.scaffold_table_claims, with the measurements both studies share): the study's declared
+  claim with its scale and deviations, data seed 0, each cell's selection (the step, the grid, the per-seed tuning
+  readings, why) and the cells whose choice stayed at an end of its grid listed (``selected_at_grid_edge``).
 """
 
 from __future__ import annotations
@@ -37,12 +39,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedbench.claims.readings import best_of, rounds_to_target, tail_of
 from fedbench.claims.selection import Selection, rule_text, select_all
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.study.declaration import Arm, StudyDeclaration
+from fedbench.study.declaration import Arm, Claim
+
+if TYPE_CHECKING:  # annotations only: the study modules import no torch until they run
+    from fedbench.study.contract import Measurement, StudyRun
+    from fedbench.study.runner import Outcome, Simulation
 
 STEPS_PER_EPOCH = 5  # "1 epoch ... corresponds to 5 local steps (0.2 batch size)"
 SGD_EPOCHS = 1  # "SGD (1 epoch)": one epoch of minibatch gradients at the server model = the full local gradient
@@ -83,6 +89,35 @@ class Budget:
         return self.tables is None or table in self.tables
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One algorithm in one cell of a table: the runs that differ only in step size and seed, on the variant
+    ``{data}_scaffold_n{clients}_s{similarity}`` (100 clients; 400 in Table 4 and the slides' client-count figure)."""
+
+    data: str  # the dataset the study's variants are named after ("emnist", "fashion_mnist")
+    table: int  # 3, 4 or 5; 6: the slides' client-count figure
+    method: str  # an arm of the study
+    epochs: int
+    similarity: int
+    sampled: float = SAMPLED
+
+    @property
+    def clients(self) -> int:
+        return 400 if self.table in (4, 6) else 100
+
+    @property
+    def model(self) -> str:
+        return "scaffold_mlp" if self.table == 5 else "mclr"
+
+    @property
+    def variant(self) -> str:
+        return f"{self.data}_scaffold_n{self.clients}_s{self.similarity}"
+
+    def label(self) -> str:
+        return (f"table{self.table}/{self.method}/E={self.epochs}/s={self.similarity}"
+                + (f"/sampled={100 * self.sampled:g}%" if self.table in (4, 6) else ""))
+
+
 def selection_rule(seeds: Sequence[int], target: float | None) -> str:
     """The selection rule as a claim states it: by rounds to ``target`` (None: by best accuracy) on ``seeds``."""
     if target is None:
@@ -119,10 +154,9 @@ class Runs:
     the tuning seeds; ``selections``: how), and their readings at a budget cut ``fraction`` of the rounds run."""
 
     def __init__(self, curves: dict[tuple[Any, int], list[float]], steps: dict[Any, float], budget: Budget,
-                 selections: dict[Any, Selection] | None = None, declaration: StudyDeclaration | None = None):
+                 selections: dict[Any, Selection] | None = None):
         self.curves, self.steps, self.budget = curves, steps, budget
         self.selections = selections or {}
-        self.declaration = declaration  # the study's on the seeds judged (StudyDeclaration.on_seeds); None: its own
 
     def rounds(self, fraction: float) -> int:
         return max(1, round(fraction * self.budget.rounds))
@@ -173,6 +207,7 @@ def paper_scales(cells: Sequence[Any], budget: Budget, train_images: int, evalua
                        local_steps=STEPS_PER_EPOCH * e) for (model, k, n, e, b), runs in by_key.items())
 
 
+
 # ------------------------------------------------------------------------------------------------------ the runs
 @functools.cache
 def dataset(variant_name: str, real_root: str):
@@ -207,82 +242,176 @@ def algorithm(arm: Arm, lr: float):
     return build_algorithm(arm.algorithm, lr, **arm.settings)
 
 
-def simulations(d: StudyDeclaration, cells: Sequence[Any], budget: Budget, real_root: Path, classes: int,
-                knobs: Callable[[Any], dict[str, Any]], steps: dict[Any, float] | None = None,
-                widen: Sequence[tuple[Any, float]] | None = None) -> list:
-    """The tuning runs (``steps`` None: every cell at every step of the grid on the tuning seeds; ``widen``: only
-    the (cell, step) pairs a widening of the grids adds, on the tuning seeds) or the judged runs (every cell at its
-    step in ``steps`` on the judged seeds), named phase/cell/lr/seed. A cell has ``label()``,
-    ``variant``, ``method`` (an arm of ``d``), ``epochs``, ``sampled`` and ``model``; ``knobs(cell)`` are its
-    records' parameters. Runs that differ only in seed (and in their data) share a stack."""
-    from fedbench.study.runner import Simulation, sim_config
+class Widening(Exception):
+    """The step selection needs the tuning runs of ``pairs`` (cell, step) that a widening of the grids adds."""
 
-    phase = "tuning" if steps is None else "judged"
-    if widen is not None:
-        pairs = [(c, [lr for cc, lr in widen if cc == c]) for c in dict.fromkeys(c for c, _ in widen)]
-    else:
-        pairs = [(c, budget.lr_grid if steps is None else (steps[c],)) for c in cells]
-    seeds = budget.tuning_seeds if steps is None else budget.seeds
-    sims = []
-    for c, grid in pairs:
-        builder = functools.partial(dataset, c.variant, str(real_root))
-        ds = builder()
-        k = max(1, round(c.sampled * ds.num_clients))
-        for lr in grid:
-            for seed in seeds:
-                cfg = sim_config(rounds=budget.rounds, clients_per_round=k, local_epochs=c.epochs,
-                                 local_steps=STEPS_PER_EPOCH * c.epochs, batch_size=batch_size(ds), seed=seed,
-                                 device=budget.device, evaluations=d.evaluation, dissimilarity_every=0)
-                sims.append(Simulation(
-                    name=f"{phase}/{c.label()}/lr={lr:g}/seed={seed}", config=cfg, dataset=builder,
-                    model=model(c.model, classes), algorithm=algorithm(d.arm(c.method), lr),
-                    knobs=knobs(c) | {"phase": phase}))
-    return sims
+    def __init__(self, pairs: list[tuple[Cell, float]]):
+        super().__init__(f"tuning runs of {len(pairs)} new steps")
+        self.pairs = pairs
 
 
-def run_tables(out_dir: str | Path, declaration: StudyDeclaration, budget: str, workers: int, cells: Sequence[Any],
-               declare: Callable[..., list], real_root: str | Path, record_target: Callable[[Any], float],
-               select_target: Callable[[Any], float | None], seeds: Sequence[int] | None = None):
-    """Run a table study at ``budget`` into ``out_dir`` in phases, its data under ``real_root``: the tuning runs
-    (``declare(b, real_root)``), each cell's step selected from them (:func:`select_steps`, ``select_target``; the
-    tuning runs of the steps a widening adds: ``declare(b, real_root, widen=pairs)``), then the judged runs
-    (``declare(b, real_root, steps)``); one record each (the accuracy curve, rounds to ``record_target(cell)`` and the best accuracy), written once.
-    ``cells``: every cell the study has (the records' names are read back to them). ``seeds``: the judged seeds
-    instead of the budget's (a confirmatory run's frozen block: fedbench.study.runs.open_seeded; the tuning seeds,
-    and so the selected steps, stay). Returns (the budget, the study's fedbench.study.runs.StudyRuns, the judged
-    :class:`Runs`, whose ``declaration`` is ``declaration`` on the judged seeds)."""
-    from fedbench.study.record import sim_record
-    from fedbench.study.runs import open_seeded
+@dataclass(frozen=True)
+class TableStudy:
+    """What one SCAFFOLD table study sets (the EMNIST study and its stand-ins differ only here), and the hooks both
+    are run by (fedbench.study.contract: :meth:`simulations`, :meth:`measure`, :meth:`figure`, and :meth:`record`),
+    which read the rest from the run: its declaration (arms, the knobs "epochs" and "similarity" of Table 3,
+    "table4_sampled"), its budget (rounds, seeds, grid, the tables it runs) and its outcomes.
 
-    b, study, d = open_seeded(out_dir, declaration, budget, workers, seeds)
-    by_label = {c.label(): c for c in cells}
+    ``classes``: the models' outputs; ``cells``: every cell of the study, in the order they run; ``targets``: by
+    table, the test accuracy its rounds are read to (in each run's record; the step selection's too, but for Table
+    5, which selects by best accuracy); ``claims``: the table each claim reads, by claim id (6: the slides'
+    client-count figure); ``knobs``: the Cell fields each record names; ``observed`` and ``panels``: by table, what
+    an entry's observation ends with and its figure's panel (``{rounds}``: the rounds run, ``{seed}``: the first
+    judged seed); ``scale``, ``deviations`` and ``fidelity``: an entry's, at a budget; ``title``: the figure's;
+    ``budget_rule``: the verdicts apply the budget rule (the claim's paper rounds over the rounds run), else they
+    are never extrapolated; ``decimals``: of Table 3's mean rounds in the observation; ``not_run``: (why, what runs
+    it, ``{rounds}``) for a table the budget leaves out."""
 
-    def cell_of(sim) -> Any:
-        return by_label[sim.name.split("/", 1)[1].rsplit("/lr=", 1)[0]]
+    classes: int
+    cells: tuple[Cell, ...]
+    targets: dict[int, float]
+    labels: dict[str, str]
+    claims: dict[str, int]
+    knobs: tuple[str, ...]
+    judged_similarity: tuple[int, ...]
+    observed: dict[int, str]
+    panels: dict[int, str]
+    scale: Callable[[Budget], dict[str, Any]]
+    deviations: Callable[[Budget], list[str]]
+    fidelity: Callable[[Any, Budget], str]
+    title: str
+    budget_rule: bool = False
+    decimals: int = 0
+    not_run: tuple[str, str] | None = None
 
-    def curves_of(sims, outcomes) -> dict[tuple[Any, float, int], list[float]]:
-        return {(cell_of(sim), sim.algorithm.lr, sim.config.seed): o.series(ACCURACY)
-                for sim, o in zip(sims, outcomes)}  # by round: every round is evaluated
+    def cell(self, table: int, method: str, similarity: int, epochs: int | None = None,
+             sampled: float = SAMPLED) -> Cell:
+        """The cell of ``table`` for ``method`` at ``similarity``, ``epochs`` where the table has several (SGD: its
+        one) and ``sampled``."""
+        return next(c for c in self.cells if (c.table, c.method, c.similarity, c.sampled) == (
+            table, method, similarity, sampled) and (epochs is None or method == "sgd" or c.epochs == epochs))
 
-    def record(sim, o):
-        acc, target = o.series(ACCURACY), record_target(cell_of(sim))
-        return sim_record(sim, o, keys=("round", ACCURACY),
-                          metrics={f"study/rounds_to_{target:g}": rounds_to_target(acc, target, b.rounds),
-                                   "study/best_accuracy": best_of(acc, b.rounds)})
+    def select_target(self, c: Cell) -> float | None:
+        """The target a cell's step is selected by; None: Table 5's cells, by their best accuracy."""
+        return None if c.table == 5 else self.targets[c.table]
 
-    real_root = Path(real_root)
-    tuning_sims = declare(b, real_root)
-    curves = curves_of(tuning_sims, study.run_list(tuning_sims, record))
+    def simulations(self, run: StudyRun) -> dict[str, Simulation]:
+        """The tuning runs (each cell of the tables the budget runs at every step of its grid, on the tuning seeds);
+        once they have run, those that each widening of the grids adds (:meth:`selections`); then the judged runs
+        (each cell at its selected step, on the judged seeds)."""
+        b = run.budget
+        tuning = self._runs(run, [(c, b.lr_grid) for c in self.cells if b.runs_table(c.table)], "tuning")
+        if not tuning.keys() <= run.outcomes.keys():
+            return tuning
+        try:
+            selections = self.selections(run)
+        except Widening as widening:
+            cells = dict.fromkeys(c for c, _ in widening.pairs)
+            return self._runs(run, [(c, [lr for cc, lr in widening.pairs if cc == c]) for c in cells], "tuning")
+        return self._runs(run, [(c, (s.step,)) for c, s in selections.items()], "judged")
 
-    def evaluate(pairs: list[tuple[Any, float]]) -> None:
-        sims = declare(b, real_root, widen=pairs)
-        curves.update(curves_of(sims, study.run_list(sims, record)))
+    def _runs(self, run: StudyRun, pairs: Sequence[tuple[Cell, Sequence[float]]], phase: str) -> dict[str, Simulation]:
+        """Each cell's runs at each of its steps, on the tuning or the judged seeds (``phase``), by name
+        (phase/cell/lr/seed). Runs that differ only in seed (and in their data) share a stack."""
+        from fedbench.studies.real_data import REAL_ROOT
+        from fedbench.study.runner import Simulation, sim_config
 
-    selections = select_steps([c for c in cells if b.runs_table(c.table)], curves, b, select_target, evaluate)
-    steps = {c: sel.step for c, sel in selections.items()}
-    judged_sims = declare(b, real_root, steps)
-    judged = study.run_list(judged_sims, record)
-    study.write()
-    runs = Runs({(c, seed): acc for (c, _, seed), acc in curves_of(judged_sims, judged).items()}, steps, b,
-                selections, d)
-    return b, study, runs
+        d, b = run.declaration, run.budget
+        root = str(REAL_ROOT if run.real_root is None else run.real_root)
+        sims = {}
+        for c, steps in pairs:
+            builder = functools.partial(dataset, c.variant, root)
+            ds = builder()
+            cohort = max(1, round(c.sampled * ds.num_clients))
+            for lr in steps:
+                for seed in b.tuning_seeds if phase == "tuning" else b.seeds:
+                    name = f"{phase}/{c.label()}/lr={lr:g}/seed={seed}"
+                    cfg = sim_config(rounds=b.rounds, clients_per_round=cohort, local_epochs=c.epochs,
+                                     local_steps=STEPS_PER_EPOCH * c.epochs, batch_size=batch_size(ds), seed=seed,
+                                     device=b.device, evaluations=d.evaluation, dissimilarity_every=0)
+                    sims[name] = Simulation(name=name, config=cfg, dataset=builder, model=model(c.model, self.classes),
+                                            algorithm=algorithm(d.arm(c.method), lr),
+                                            knobs={k: getattr(c, k) for k in self.knobs} | {"phase": phase})
+        return sims
+
+    def record(self, sim: Simulation, outcome: Outcome) -> dict[str, Any]:
+        """A run's record: its test accuracy every round, rounds to its table's target and its best accuracy."""
+        from fedbench.study.record import sim_record
+
+        acc, target, rounds = outcome.series(ACCURACY), self.targets[sim.knobs["table"]], sim.config.rounds
+        return sim_record(sim, outcome, keys=("round", ACCURACY),
+                          metrics={f"study/rounds_to_{target:g}": rounds_to_target(acc, target, rounds),
+                                   "study/best_accuracy": best_of(acc, rounds)})
+
+    def _curves(self, run: StudyRun, phase: str) -> dict[tuple[Cell, float, int], list[float]]:
+        """The test-accuracy curves of the ``phase`` runs finished so far, by (cell, step, seed)."""
+        by_label = {c.label(): c for c in self.cells}
+        return {(by_label[name.split("/", 1)[1].rsplit("/lr=", 1)[0]], sim.algorithm.lr, sim.config.seed):
+                run.outcomes[name].series(ACCURACY)  # by round: every round is evaluated
+                for name, sim in run.simulations.items() if name.startswith(f"{phase}/")}
+
+    def selections(self, run: StudyRun) -> dict[Cell, Selection]:
+        """Each cell's step selection (:func:`select_steps`) from the tuning runs; a widening whose tuning runs have
+        not run yet raises :class:`Widening` naming them."""
+        b, curves = run.budget, self._curves(run, "tuning")
+
+        def evaluate(pairs: list[tuple[Cell, float]]) -> None:
+            if any((c, lr, s) not in curves for c, lr in pairs for s in b.tuning_seeds):
+                raise Widening(pairs)
+
+        return select_steps([c for c in self.cells if b.runs_table(c.table)], curves, b, self.select_target, evaluate)
+
+    def runs(self, run: StudyRun) -> Runs:
+        """The judged runs' curves at the cells' selected steps."""
+        selections = self.selections(run)
+        return Runs({(c, seed): acc for (c, _, seed), acc in self._curves(run, "judged").items()},
+                    {c: s.step for c, s in selections.items()}, run.budget, selections)
+
+    def measure(self, claim: Claim, run: StudyRun, runs: Runs | None = None) -> Measurement:
+        """Claim ``claim``'s measurement (fedbench.studies.scaffold_table_claims) from the judged ``runs`` (default:
+        the run's), or why it is not run where the budget leaves its table out."""
+        from fedbench.studies import scaffold_table_claims as claims
+
+        if not run.budget.runs_table(self.claims[claim.id]):
+            return claims.not_run(self, claim, run.declaration, run.budget)
+        return claims.measurement(self, claim, run.declaration, runs or self.runs(run))
+
+    def figure(self, run: StudyRun, out: Path) -> None:
+        """One panel per table the budget runs: test accuracy by round at 0% similarity and 5 epochs (SGD: 1), each
+        method at its selected step on the first judged seed (Tables 3 and 5); rounds to the target against the
+        share of clients sampled (Table 4, with the client-count figure's cells as stars)."""
+        from fedbench.plotting import pyplot, save_figure
+
+        runs, b = self.runs(run), run.budget
+        shown = [t for t in (3, 4, 5) if b.runs_table(t) and any(c.table == t for c in self.cells)]
+        fig, axes = pyplot().subplots(1, len(shown), figsize=(5 * len(shown), 4), squeeze=False)
+        for ax, t in zip(axes[0], shown):
+            if t == 4:
+                self._sampling_panel(ax, runs)
+                continue
+            for c in self.cells:
+                if c.table == t and c.similarity == 0 and c.epochs == (SGD_EPOCHS if c.method == "sgd" else 5):
+                    ax.plot(runs.curves[(c, b.seeds[0])], label=f"{self.labels[c.method]} (step {runs.steps[c]:g})")
+            if t == 3:
+                ax.axhline(self.targets[3], color="grey", ls=":", lw=0.8)
+            ax.set(title=f"Table {t}: {'logistic regression' if t == 3 else '2-layer network'}, 0% similarity, "
+                         "5 epochs", xlabel="round", ylabel="test accuracy")
+            ax.legend(fontsize=7)
+        fig.suptitle(self.title, fontsize=10)
+        save_figure(fig, out / f"{run.declaration.name}.png", dpi=120)
+
+    def _sampling_panel(self, ax, runs: Runs) -> None:
+        four = [c for c in self.cells if c.table == 4]
+        for s, style in zip(self.judged_similarity, ("-", "--")):
+            for m in ("scaffold", "fedavg"):
+                cells = [c for c in four if (c.method, c.similarity) == (m, s)]
+                ax.plot([100 * c.sampled for c in cells], [mean(runs.reached(c, self.targets[4], "first", 1.0))
+                                                           for c in cells], style, marker="o",
+                        label=f"{self.labels[m]}, {s}% sim.")
+        for c, marker in zip([c for c in self.cells if c.table == 6], ("*", "X")):
+            ax.plot([100 * c.sampled], [mean(runs.reached(c, self.targets[6], "first", 1.0))], marker, ms=10, ls="",
+                    label=f"{self.labels[c.method]}, {round(c.sampled * c.clients)} clients, {c.epochs} epoch (slides)")
+        ax.axhline(runs.budget.rounds, color="grey", ls=":", lw=0.8, label="never (counts as the rounds run)")
+        ax.set(title="Table 4: 400 clients, 5 epochs (stars: 1 epoch)", xlabel="% of clients sampled",
+               ylabel=f"rounds to {self.targets[4]} (mean)", xscale="log")
+        ax.legend(fontsize=7)
