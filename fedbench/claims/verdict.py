@@ -469,6 +469,32 @@ def _cell(reading: str, budget: float, cells, verdict: str, primary: bool = Fals
 
 
 
+def recombined(result: dict[str, Any], alone: Sequence[dict[str, Any]], parts: Sequence[Part],
+               combination: str) -> dict[str, Any]:
+    """``result`` (:func:`judge`'s, which combines the parts by "every") with its ``parts`` combined by the claim's
+    declared ``combination`` (a name of :data:`COMBINES`) instead: the verdict from the parts' verdicts; each
+    sensitivity cell's verdict from the same cell of each part judged alone (``alone``: :func:`judge`'s result of
+    each part by itself, in order), its deciding part the closest call among those with that verdict; the effect and
+    what would change the verdict the closest call's, with the combination's words; a note where the combination
+    turns the verdict "every" would give."""
+    how, words = COMBINES[combination]
+    verdict = how([p["verdict"] for p in result["parts"]])
+    cells = []
+    for j, cell in enumerate(result["sensitivity"]):
+        own = [(part, a["sensitivity"][j]) for part, a in zip(parts, alone)]
+        v = how([c["verdict"] for _, c in own])
+        _, deciding = min([pc for pc in own if pc[1]["verdict"] == v] or own,
+                          key=lambda pc: pc[0].rule.counted().slack(pc[1]))
+        cells.append(cell | {"verdict": v, **{k: deciding[k] for k in ("part", "estimate", "ci95", "unit")}})
+    part, e = min([pe for pe in zip(parts, result["parts"]) if pe[1]["verdict"] == verdict]
+                  or list(zip(parts, result["parts"])), key=lambda pe: pe[0].rule.counted().slack(pe[1]))
+    turned = [f"{words}: the parts read {', '.join(p['verdict'] for p in result['parts'])}, so {verdict}"] \
+        if verdict != result["verdict"] else []
+    return result | {"verdict": verdict, "effect": {k: v for k, v in e.items() if k not in ("rule", "verdict")},
+                     "sensitivity": cells, "notes": [*result["notes"], *turned],
+                     "would_change": f"{e['part']}: {part.rule.counted().would_change(e, e['verdict'])}; {words}"}
+
+
 DECIDED = ("reproduced", "not-reproduced", "direction-only")  # the verdicts a test decides (Holm adjusts them)
 
 

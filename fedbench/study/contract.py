@@ -13,9 +13,9 @@ A study module states what is specific to it and nothing else:
 
 A study whose records hold more than fedbench.study.record.sim_record's may also define ``record(sim, outcome)``.
 The driver (:func:`drive`) alone checks the budget, runs the simulations through the one runner and store, writes
-the records in the order the runs were named, judges each declared claim with its declared rules
-(fedbench.claims.verdict.judge) and builds its entry (:meth:`StudyDeclaration.judged`), so no study hand-wires a
-judgement. fedbench.study.output.run_claim_study calls it for a study module that defines ``simulations``.
+the records in the order the runs were named, judges each declared claim with its declared rules, its parts
+combined as the claim declares (fedbench.claims.verdict.judge, recombined), and builds its entry
+(:meth:`StudyDeclaration.judged`), so no study hand-wires a judgement. fedbench.study.output.run_claim_study calls it for a study module that defines ``simulations``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fedbench.claims.entry import not_run
-from fedbench.claims.verdict import BUDGETS, Fixed, Part, judge
+from fedbench.claims.verdict import BUDGETS, Fixed, Part, judge, recombined
 from fedbench.study.declaration import Budget, Claim, StudyDeclaration
 from fedbench.study.runner import WORKERS
 
@@ -106,6 +106,10 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
         return not_run(run.declaration.entry(claim.id, m.rule_fields, **fields), *m.not_run)
     result = judge(m.parts, m.values, m.reading, m.readings, m.budgets, m.paper_budget, m.deterministic,
                    m.reading_names)
+    if claim.combination != "every" and len(m.parts) > 1:  # the claim's declared combination of its parts
+        alone = [judge([part], lambda reading, budget, i=i: m.values(reading, budget)[i:i + 1], m.reading, m.readings,
+                       m.budgets, m.paper_budget, m.deterministic, m.reading_names) for i, part in enumerate(m.parts)]
+        result = recombined(result, alone, m.parts, claim.combination)
     for part in m.fixed:
         result = part.joined(result)
     return run.declaration.judged(claim.id, result, m.rule_fields, **fields)

@@ -4,6 +4,7 @@ with its declared rules and builds the entries."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 
@@ -117,3 +118,30 @@ def test_only_a_module_with_all_three_hooks_follows_the_contract():
     assert contract.follows_contract(m)
     del m.figure
     assert not contract.follows_contract(m)
+
+
+def test_the_driver_combines_a_claims_parts_as_the_claim_declares(tmp_path, fake_runs):
+    """A claim declared 'generally' (reproduced if every part is, not-reproduced if every part is, else
+    inconclusive): one part reproduced and one not-reproduced make it inconclusive, not the 'every' not-reproduced;
+    the note says why, and each sensitivity cell is combined the same way."""
+    from fedbench.study.declaration import Claim
+
+    d = _declaration()
+    mixed = Claim(id="toy/gain", where="s1", claim_text="B beats A, and A beats B", published=PUBLISHED,
+                  effect="B - A; A - B", rules=(("B - A", RULE), ("A - B", RULE)), combination="generally",
+                  reads=("A", "B"))
+    m = _module([], dataclasses.replace(d, claims=(mixed,)))
+
+    def measure(claim, run):
+        gain = [run.outcomes["B", s].final["train/loss"] - run.outcomes["A", s].final["train/loss"] for s in run.seeds]
+        return contract.Measurement([Part("B - A", claim.rule_for("B - A")), Part("A - B", claim.rule_for("A - B"))],
+                                    lambda reading, budget: [gain, [-g for g in gain]],
+                                    entry=dict(figure=None, fidelity="stand-in", rounds_run=run.rounds))
+
+    m.measure = measure
+    (e,) = contract.drive(m, tmp_path)
+    assert [p["verdict"] for p in e["parts"]] == ["reproduced", "not-reproduced"]
+    assert e["verdict"] == "inconclusive"
+    assert "'generally'" in e["verdict_text"] and "so inconclusive" in e["verdict_text"]
+    assert {c["verdict"] for c in e["sensitivity"]} == {"inconclusive"}
+    assert e["would_change"].endswith("inconclusive otherwise")
