@@ -52,10 +52,10 @@ from fedbench.claims import readings
 from fedbench.claims.papers import SCAFFOLD_PAPER
 from fedbench.claims.verdict import Rule
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.study.runner import WORKERS, Outcome, Simulation, sim_config
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.runner import Outcome, Simulation, sim_config
 from fedbench.studies import scaffold_quadratics_claims as claims
 from fedbench.study.record import sim_record
-from fedbench.study.runs import open_budget
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
 if TYPE_CHECKING:  # annotations only: importing the study imports no torch (fedbench.study.registry)
@@ -75,9 +75,10 @@ PEAK_FROM, PEAK_TO = 1e-2, 1e-8  # the converging phase: f - f* from 1e-2 to 1e-
 HETERO_TOLERANCE = 25.0  # % change of SCAFFOLD's rounds per decade that still counts as "unaffected"
 SPEEDUP_BANDS = {2: (1.5, 2.5), 10: (2.5, 6.0)}  # "2 times", "only 4 times"
 STEPS_G = 1.0  # the local-steps runs' G (the rate in the converging phase does not depend on G)
-# The rules that judge the claims' parts (declared in DECLARATION; fedbench.studies.scaffold_quadratics_claims judges
-# with these same objects): SCAFFOLD's change of speed with G, FedAvg's plateau, the order of the speedups and the
-# bands of "2 times" and "only 4 times" (speedup(K) - the band's middle, within half the band's width)
+# The rules that judge the claims' parts (declared in DECLARATION; fedbench.studies.scaffold_quadratics_claims reads
+# them from the claims, Claim.rule_for): SCAFFOLD's change of speed with G, FedAvg's plateau, the order of the
+# speedups and the bands of "2 times" and "only 4 times" (speedup(K) - the band's middle, within half the band's
+# width)
 HETERO_RULE = Rule("within", HETERO_TOLERANCE, "%", chosen=True)  # no number in the paper (issue 51)
 PLATEAU_RULE = Rule("greater", 0.0, "decades")
 ORDER_RULE = Rule("greater", 0.0, "x")
@@ -248,42 +249,40 @@ def plateau(gap: np.ndarray, rounds: int | None = None) -> float:
     return float(gap[MAX_ROUNDS if rounds is None else rounds])
 
 
-def declare() -> list[Simulation]:
-    """Every run of the study."""
-    sims = []
-    for g in G_VALUES:
-        for k in K_VALUES:
-            for lr in LR_GRID:
-                sims += [simulation(m, g, k, lr) for m in ("scaffold", "scaffold-warm", "fedavg")]
-    for lr in sorted(set(LR_GRID) | set(COMMON_LRS)):
-        sims.append(simulation("sgd", STEPS_G, 1, lr))
-    for lr in COMMON_LRS:
-        for k in K_VALUES:
-            if lr not in LR_GRID or STEPS_G not in G_VALUES:
-                sims.append(simulation("scaffold", STEPS_G, k, lr))
-    return sims
+def simulations(run: StudyRun) -> dict[tuple[str, float, int, float], Simulation]:
+    """Every run of the study, by (method, G, K, step size): each method at each G, K and step size of the grid, SGD
+    at every step size, and SCAFFOLD at the shared step sizes the grid lacks."""
+    jobs = [(m, g, k, lr) for g in G_VALUES for k in K_VALUES for lr in LR_GRID
+            for m in ("scaffold", "scaffold-warm", "fedavg")]
+    jobs += [("sgd", STEPS_G, 1, lr) for lr in sorted(set(LR_GRID) | set(COMMON_LRS))]
+    jobs += [("scaffold", STEPS_G, k, lr) for lr in COMMON_LRS for k in K_VALUES
+             if lr not in LR_GRID or STEPS_G not in G_VALUES]
+    return {job: simulation(*job) for job in jobs}
 
 
-def run(out_dir: str | Path, workers: int = WORKERS) -> list[dict[str, Any]]:
-    def record(sim: Simulation, o: Outcome) -> dict[str, Any]:
-        gap = gaps(o)
-        return sim_record(sim, o, keys=(), series={"train/suboptimality": gap}, metrics={
-            "study/rounds_per_decade": rounds_per_decade(gap), "study/plateau": plateau(gap)})
-
-    _, study = open_budget(out_dir, DECLARATION.budgets, "pipeline", workers)
-    sims = declare()
-    outcomes = study.run_list(sims, record)
-    study.write()
-    curves = {(s.knobs["method"], s.knobs["G"], s.config.local_epochs, s.algorithm.lr): gaps(o)
-              for s, o in zip(sims, outcomes)}
-    claims.figure(sys.modules[__name__], study.out / "scaffold_quadratics.png", curves)
-    return [heterogeneity_claim(curves), local_steps_claim(curves)]
+def record(sim: Simulation, o: Outcome) -> dict[str, Any]:
+    """A run's record: f - f* per round, its rounds per decade and its plateau."""
+    gap = gaps(o)
+    return sim_record(sim, o, keys=(), series={"train/suboptimality": gap}, metrics={
+        "study/rounds_per_decade": rounds_per_decade(gap), "study/plateau": plateau(gap)})
 
 
-def heterogeneity_claim(curves: dict) -> dict[str, Any]:
-    """curves[(method, G, K, lr)] = f - f* per round (fedbench.studies.scaffold_quadratics_claims)."""
-    return claims.heterogeneity_claim(sys.modules[__name__], curves)
+def curves(run: StudyRun) -> dict[tuple[str, float, int, float], np.ndarray]:
+    """f - f* per round of every run, by (method, G, K, step size)."""
+    return {job: gaps(o) for job, o in run.outcomes.items()}
 
 
-def local_steps_claim(curves: dict) -> dict[str, Any]:
-    return claims.local_steps_claim(sys.modules[__name__], curves)
+def measured(claim: Claim, curves: dict) -> Measurement:
+    """Claim ``claim`` measured on curves[(method, G, K, lr)] = f - f* per round
+    (fedbench.studies.scaffold_quadratics_claims)."""
+    if claim.id == "scaffold/quadratics/unaffected-by-heterogeneity":
+        return claims.heterogeneity_claim(sys.modules[__name__], claim, curves)
+    return claims.local_steps_claim(sys.modules[__name__], claim, curves)
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    return measured(claim, curves(run))
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    claims.figure(sys.modules[__name__], out / "scaffold_quadratics.png", curves(run))

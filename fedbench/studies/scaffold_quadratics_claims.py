@@ -1,8 +1,9 @@
 """The claims and figure of fedbench.studies.scaffold_quadratics (SCAFFOLD on the paper's quadratic instance, ICML
-2020, section 7.2, Figure 3; what is measured: that module's docstring): the two claims judged from the curves
-(curves[(method, G, K, lr)] = f - f* per round) and the figure. Each function takes the study module ``q`` and reads
-its settings, readings (rounds_per_decade, plateau) and declaration from it, so that the study stays the one place
-they are written (and the one a test shrinks). A sibling of the study module for its size; it imports nothing of it.
+2020, section 7.2, Figure 3; what is measured: that module's docstring): the two claims measured from the curves
+(curves[(method, G, K, lr)] = f - f* per round; the driver judges them, fedbench.study.contract) and the figure.
+Each function takes the study module ``q`` and reads its settings and readings (rounds_per_decade, plateau) from
+it, so that the study stays the one place they are written (and the one a test shrinks), and its rules from the
+claim it measures. A sibling of the study module for its size; it imports nothing of it.
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fedbench.claims import readings
 from fedbench.claims.stats import fmt_number
-from fedbench.claims.verdict import Part, judge
+from fedbench.claims.verdict import Part
+from fedbench.study.contract import Measurement
+
+if TYPE_CHECKING:
+    from fedbench.study.declaration import Claim
 
 
 def _best_rpd(q: ModuleType, curves: dict, method: str, g: float, k: int, rounds: int | None = None) -> tuple[float, float]:
@@ -28,20 +33,21 @@ def _best_plateau(q: ModuleType, curves: dict, g: float, k: int, rounds: int | N
     return min((q.plateau(curves[("fedavg", g, k, lr)], rounds), lr) for lr in q.LR_GRID)
 
 
-def heterogeneity_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
-    """curves[(method, G, K, lr)] = f - f* per round."""
+def heterogeneity_claim(q: ModuleType, claim: Claim, curves: dict) -> Measurement:
+    """Parts 1-4, SCAFFOLD's change of speed with G; parts 5-8, FedAvg's plateau; curves[(method, G, K, lr)] =
+    f - f* per round."""
     g0 = q.G_VALUES[0]
     parts, rows = [], []
     for k in q.K_VALUES:
         for g in q.G_VALUES[1:]:
-            parts.append(Part(f"SCAFFOLD K={k}: rounds per decade, G={g:g} vs G={g0:g}", q.HETERO_RULE))
+            parts.append(Part(f"SCAFFOLD K={k}: rounds per decade, G={g:g} vs G={g0:g}", claim.rule_for("parts 1-4")))
             rows.append(("scaffold", k, g))
     for k in q.K_VALUES:
         for lo, hi in zip(q.G_VALUES, q.G_VALUES[1:]):
-            parts.append(Part(f"FedAvg K={k}: log10 plateau, G={hi:g} vs G={lo:g}", q.PLATEAU_RULE))
+            parts.append(Part(f"FedAvg K={k}: log10 plateau, G={hi:g} vs G={lo:g}", claim.rule_for("parts 5-8")))
             rows.append(("fedavg", k, (lo, hi)))
 
-    def measure(reading, budget):
+    def values(reading, budget):
         rounds = max(1, int(round(budget * q.MAX_ROUNDS)))
         out = []
         for method, k, g in rows:
@@ -54,8 +60,6 @@ def heterogeneity_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
                 out.append([math.log10(max(a, 1e-300) / max(b, 1e-300))])
         return out
 
-    result = judge(parts, measure, "full", budgets=(0.5, 1.0), deterministic=True,
-                   reading_names={"full": f"best step size, {q.MAX_ROUNDS} rounds"})
     rpd = {(k, g): _best_rpd(q, curves, "scaffold", g, k) for k in q.K_VALUES for g in q.G_VALUES}
     warm = {(k, g): _best_rpd(q, curves, "scaffold-warm", g, k) for k in q.K_VALUES for g in q.G_VALUES}
     plat = {(k, g): _best_plateau(q, curves, g, k) for k in q.K_VALUES for g in q.G_VALUES}
@@ -74,8 +78,7 @@ def heterogeneity_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
         + ", rounds to target "
         + "; ".join(f"K={k}: " + ", ".join(f"G={g:g} {_fmt_rounds(q, to_target[('scaffold-warm', k, g)])}"
                                           for g in q.G_VALUES) for k in q.K_VALUES))
-    return q.DECLARATION.judged(
-        'scaffold/quadratics/unaffected-by-heterogeneity', result,
+    entry = dict(
         reproduced={"scaffold_rounds_per_decade": {f"K={k}, G={g:g}": {"rpd": _num(rpd[(k, g)][0]),
                                                                        "lr": rpd[(k, g)][1]}
                                                    for k in q.K_VALUES for g in q.G_VALUES},
@@ -93,15 +96,19 @@ def heterogeneity_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
                 "panel": "left and middle: SCAFFOLD and FedAvg, f - f* for each G"},
         fidelity="stand-in", rounds_run=q.MAX_ROUNDS,
         observed=observed)
+    return Measurement(parts, values, "full", budgets=(0.5, 1.0), deterministic=True,
+                       reading_names={"full": f"best step size, {q.MAX_ROUNDS} rounds"}, entry=entry)
 
 
-def local_steps_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
+def local_steps_claim(q: ModuleType, claim: Claim, curves: dict) -> Measurement:
+    """At each shared step size, the order of the speedups over SGD and each within its band."""
     parts, rows = [], []
     for lr in q.COMMON_LRS:
-        parts.append(Part(f"step {lr:g}: speedup(K=10) - speedup(K=2)", q.ORDER_RULE))
+        parts.append(Part(f"step {lr:g}: speedup(K=10) - speedup(K=2)", claim.rule_for("speedup(K=10) - speedup(K=2)")))
         rows.append(("order", lr))
         for k, (lo, hi) in q.SPEEDUP_BANDS.items():
-            parts.append(Part(f"step {lr:g}: speedup(K={k}) - {(lo + hi) / 2:g}", q.BAND_RULES[k]))
+            band = f"speedup(K={k}) - {(lo + hi) / 2:g}"
+            parts.append(Part(f"step {lr:g}: {band}", claim.rule_for(band)))
             rows.append((k, lr))
 
     def speedup(k, lr, rounds, tuned=False):
@@ -113,7 +120,7 @@ def local_steps_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
             mine = q.rounds_per_decade(curves[("scaffold", q.STEPS_G, k, lr)], rounds)
         return sgd / mine if math.isfinite(mine) and mine > 0 else 0.0
 
-    def measure(reading, budget):
+    def values(reading, budget):
         rounds = max(1, int(round(budget * q.MAX_ROUNDS)))
         tuned = reading == "tuned"
         out = []
@@ -125,8 +132,6 @@ def local_steps_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
                 out.append([speedup(what, lr, rounds, tuned) - (lo + hi) / 2])
         return out
 
-    result = judge(parts, measure, "common", ("common", "tuned"), budgets=(0.5, 1.0), deterministic=True,
-                   reading_names={"common": "same step size", "tuned": "each method at its best step size"})
     table = {f"step {lr:g}": {f"K={k}": round(speedup(k, lr, q.MAX_ROUNDS), 3) for k in q.K_VALUES} for lr in q.COMMON_LRS}
     k10 = [table[f"step {lr:g}"]["K=10"] for lr in q.COMMON_LRS]
     k2 = [table[f"step {lr:g}"]["K=2"] for lr in q.COMMON_LRS]
@@ -140,8 +145,7 @@ def local_steps_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
                             for lr in q.COMMON_LRS)
                 + f". Each method at its best step size: K=2 {tuned['K=2']:.2f}x, K=10 {tuned['K=10']:.2f}x (SGD at "
                   "step 1 = 1/beta solves this one-dimensional f in one round)")
-    return q.DECLARATION.judged(
-        'scaffold/quadratics/local-steps-help', result,
+    entry = dict(
         reproduced={"speedup_same_step": table, "speedup_tuned": tuned,
                     "sgd_rounds_per_decade": {f"step {lr:g}": _num(v) for lr, v in rpd_sgd.items()}},
         scale={"clients": 2, "instance": "f1 = x^2 + G x, f2 = -G x", "G": q.STEPS_G, "mu": q.MU, "x0": q.X0,
@@ -152,6 +156,9 @@ def local_steps_claim(q: ModuleType, curves: dict) -> dict[str, Any]:
         fidelity="stand-in", rounds_run=q.MAX_ROUNDS,
         observed=observed,
         verdict_text=summary)
+    return Measurement(parts, values, "common", ("common", "tuned"), budgets=(0.5, 1.0), deterministic=True,
+                       reading_names={"common": "same step size", "tuned": "each method at its best step size"},
+                       entry=entry)
 
 
 def _rounds_to(q: ModuleType, curves: dict, method: str, g: float, k: int) -> int | None:

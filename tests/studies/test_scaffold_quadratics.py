@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from fedbench.models.quadratics import scalar_quadratics
+from fedbench.study import contract
 from fedbench.studies import scaffold_quadratics as study
 
 
@@ -79,19 +80,34 @@ def _curves(rpd, plateau_of, sgd_rpd):
     return out
 
 
+def judged(claim_id: str, curves: dict) -> dict:
+    """Claim ``claim_id``'s entry from made-up ``curves``, judged as the driver judges it (fedbench.study.contract)."""
+    claim = study.DECLARATION.claim(claim_id)
+    run = contract.StudyRun(study.DECLARATION, "pipeline", study.MAX_ROUNDS)
+    return contract.entry(run, claim, study.measured(claim, curves))
+
+
+def heterogeneity_claim(curves: dict) -> dict:
+    return judged("scaffold/quadratics/unaffected-by-heterogeneity", curves)
+
+
+def local_steps_claim(curves: dict) -> dict:
+    return judged("scaffold/quadratics/local-steps-help", curves)
+
+
 def test_heterogeneity_rule():
     # SCAFFOLD 1% and 2% slower with G: "unaffected" within the 25% this project chose (no number in the paper),
     # judged beside; counted without a margin any change is one (deterministic): not-reproduced (issue 51, item 4)
     good = _curves(lambda g, k, lr: 10.0 + 0.1 * math.log10(g), lambda g, k: 1e-4 * g**2, lambda lr: 50.0)
-    e = study.heterogeneity_claim(good)
+    e = heterogeneity_claim(good)
     assert e["verdict"] == "not-reproduced"
     assert next(c for c in e["sensitivity"] if c["reading"] == "with this project's thresholds")["verdict"] == "reproduced"
     same = _curves(lambda g, k, lr: 10.0, lambda g, k: 1e-4 * g**2, lambda lr: 50.0)  # SCAFFOLD exactly unaffected
-    assert study.heterogeneity_claim(same)["verdict"] == "inconclusive"  # no equivalence without a margin
+    assert heterogeneity_claim(same)["verdict"] == "inconclusive"  # no equivalence without a margin
     slowed = _curves(lambda g, k, lr: 10.0 * (1 + math.log10(g)), lambda g, k: 1e-4 * g**2, lambda lr: 50.0)
-    assert study.heterogeneity_claim(slowed)["verdict"] == "not-reproduced"  # SCAFFOLD 2x, 3x slower with G
+    assert heterogeneity_claim(slowed)["verdict"] == "not-reproduced"  # SCAFFOLD 2x, 3x slower with G
     flat = _curves(lambda g, k, lr: 10.0, lambda g, k: 1e-4, lambda lr: 50.0)
-    e = study.heterogeneity_claim(flat)
+    e = heterogeneity_claim(flat)
     assert e["verdict"] == "inconclusive"  # FedAvg's plateau does not move: exactly 0 decades
     assert [p["verdict"] for p in e["parts"] if p["part"].startswith("FedAvg")] == ["inconclusive"] * 4
     assert e["fidelity"] == "stand-in"  # a reconstructed instance
@@ -100,10 +116,10 @@ def test_heterogeneity_rule():
 def test_local_steps_rule():
     # SGD at 20 rounds per decade; K=2 twice, K=10 four times as fast at every step size
     good = _curves(lambda g, k, lr: 20.0 / {2: 2.0, 10: 4.0}[k], lambda g, k: 1e-4, lambda lr: 20.0)
-    e = study.local_steps_claim(good)
+    e = local_steps_claim(good)
     assert e["verdict"] == "reproduced" and e["reproduced"]["speedup_same_step"]["step 0.1"]["K=10"] == 4.0
     too_fast = _curves(lambda g, k, lr: 20.0 / {2: 2.0, 10: 8.0}[k], lambda g, k: 1e-4, lambda lr: 20.0)
-    assert study.local_steps_claim(too_fast)["verdict"] == "direction-only"  # faster, but 8x is outside "only 4 times"
+    assert local_steps_claim(too_fast)["verdict"] == "direction-only"  # faster, but 8x is outside "only 4 times"
 
 
 def test_short_run_is_judged_deterministically(study_run):
