@@ -29,14 +29,27 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fedbench.config import QUICK_PROFILE as PROFILE  # the main job's regression profile
 from fedbench.config import load_config
-from fedbench.regression import PROFILE
-from fedbench.study.runner import _run_stack as run_stack  # the unit every stack runs as (unpatched)
+
+# torch and the engine are imported where they are used: the units' processes import this module to find their
+# function, and the stopped driver's units (test_a_driver_stopped_cancels_its_units_on_every_node) need neither
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = ({"num_cpus": 1, "num_gpus": 1}, {"num_cpus": 1})  # the worker nodes: one CPU each, the first a fake GPU
-# one cluster for the module, started in one test process; opt-in (pyproject's markers say why)
-pytestmark = [pytest.mark.slow(together=True), pytest.mark.cluster]
+NODE_ARGS = {"include_log_monitor": False}  # a unit's output stays in its node's log files (fewer processes to start)
+# Ray's GCS declares a node dead after health_check_failure_threshold failed checks, health_check_period_ms apart
+# (Ray 2.60's defaults, 5 x 3000 ms: 15 s after a node's processes are gone). Until then a unit whose lease went to the
+# lost node waits (a unit queued behind it, or one retried while the other node was busy): measured here, the retried
+# unit of the main job started 12 s after its node's removal, a paper study's queued units 15 s after it. These checks
+# find a removed node in 2.5 s (a refused connection fails a check at once) and a live one late by 3 s five times
+# running (15 s of a raylet not answering) before they call it dead.
+HEALTH = {"health_check_initial_delay_ms": 1000, "health_check_period_ms": 500, "health_check_timeout_ms": 3000,
+          "health_check_failure_threshold": 5}
+STAGE_S = 150  # a stage on the cluster that takes longer fails the test, naming what each unit did (never a hang)
+STALL_S = 2 * STAGE_S  # a stalled unit waits at most this long for its node's removal
+# one cluster for the module, started in one test process
+pytestmark = [pytest.mark.slow(together=True)]
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 # file operations (audit events, https://docs.python.org/3/library/audit_events.html) a unit may not do in the
 # project folder (os.chdir is not one: a Ray worker may start in the driver's working directory, and a unit goes back
@@ -82,17 +95,19 @@ def unit_in_a_cluster(job) -> list:
     import ray
     import torch
 
-    import fedbench.engine.simulation as simulation
+    from fedbench.engine import simulation
+    from fedbench.study.runner import _run_stack  # the unit every stack runs as (this process's: unpatched)
 
     _guard_project()
     log = Path(os.environ["FEDBENCH_TEST_LOG"])
     unit = job.sims[0].name
     earlier = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    first = not any(a["unit"] == unit for a in earlier)
+    first = not any(a.get("unit") == unit for a in earlier)
     stall = json.loads((log.parent / "stall.json").read_text()) if (log.parent / "stall.json").exists() else {}
     context = ray.get_runtime_context()
     with open(log, "a") as f:
         f.write(json.dumps({"unit": unit, "runs": [sim.name for sim in job.sims], "node": context.get_node_id(),
+                            "started": time.time(), "checkpoints": [c.name.split("-", 1)[1] for c in job.checkpoints if c],
                             "pid": os.getpid(), "cwd": os.getcwd(),
                             "resources": context.get_assigned_resources(),
                             "resumed_from": {sim.name: torch.load(c, weights_only=False)["round"]  # by run
@@ -100,15 +115,15 @@ def unit_in_a_cluster(job) -> list:
                                              for sim, c in zip(job.sims, job.checkpoints)}}) + "\n")
     if first and stall and (any(stall["unit"] in sim.name for sim in job.sims) if stall["unit"] else not earlier):
         if stall["at"] == "start":
-            time.sleep(120)
+            time.sleep(STALL_S)
         save = simulation._save_checkpoint
 
         def save_then_stall(*args, **kwargs):
             save(*args, **kwargs)
-            time.sleep(120)  # the unit copies the checkpoint to the storage, then its node is removed
+            time.sleep(STALL_S)  # the unit copies the checkpoint to the storage, then its node is removed
 
         simulation._save_checkpoint = save_then_stall
-    return run_stack(job)
+    return _run_stack(job)
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +141,10 @@ def cluster(tmp_path_factory):
                      "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, "no_monitor": True,
+                                                      "_system_config": HEALTH, **NODE_ARGS})
     try:
-        workers = [c.add_node(**resources) for resources in NODES]
+        workers = [c.add_node(**resources, **NODE_ARGS) for resources in NODES]
         c.wait_for_nodes()
         ray.init(address=c.address, logging_level=logging.WARNING)
         yield c, workers, project, log
@@ -142,40 +158,63 @@ def cluster(tmp_path_factory):
                 os.environ[k] = v
 
 
-def _attempts(log: Path) -> list[dict]:
+def _entries(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def _remove_node_of(cluster, unit: str | None, ready, log: Path) -> threading.Thread:
-    """A thread that removes the node running ``unit``'s first attempt (None: the first unit's) once ``ready()`` (its
-    checkpoint kept, or it started), as a lost node; ``.removed`` then holds the node's index (Ray starts nodes from
-    the main thread only: :func:`_replace` puts a fresh node in its place once the stage is over)."""
-    c, workers, _, _ = cluster
+def _attempts(log: Path) -> list[dict]:
+    """The units' attempts, as they logged them (not the removals the test logged)."""
+    return [e for e in _entries(log) if "unit" in e]
 
-    def remove() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            mine = [a for a in _attempts(log) if unit is None or any(unit in run for run in a["runs"])]
-            if mine and ready():
+
+def _stage(what: str, run, log: Path, lose: tuple[str | None, object] | None = None, cluster=None):
+    """``run()`` (a stage on the cluster) in a thread of its own, its result returned; it fails the test, naming each
+    unit's attempts, if it has not finished within STAGE_S seconds. With ``lose = (unit, ready)``: once the first
+    attempt of ``unit`` (part of one of its runs' names; None: the first unit to start) is logged and ``ready(attempt)``
+    (one of its checkpoints kept, or it started), its node is removed, as a lost node, and a fresh node of the same resources is
+    started in its place while the stage goes on (from this thread: Ray starts nodes from the main thread only). The
+    removal's time is logged as ``{"removed": node, "at": time}``."""
+    out: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = run()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"stage: {what}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + STAGE_S
+    while thread.is_alive() and time.monotonic() < deadline:
+        if lose is not None:
+            unit, ready = lose
+            mine = [a for a in _attempts(log) if "unit" in a and (unit is None or any(unit in r for r in a["runs"]))]
+            if mine and ready(mine[0]):
+                c, workers, _, _ = cluster
                 i = next(i for i, w in enumerate(workers) if w.node_id == mine[0]["node"])
                 c.remove_node(workers[i], allow_graceful=False)
-                t.removed = i
-                return
-            time.sleep(0.2)
+                with open(log, "a") as f:
+                    f.write(json.dumps({"removed": mine[0]["node"], "at": time.time()}) + "\n")
+                workers[i] = c.add_node(**NODES[i], **NODE_ARGS)
+                lose = None
+        thread.join(0.1)
+    if thread.is_alive():
+        pytest.fail(f"{what}: not finished within {STAGE_S} s on the cluster{'' if lose is None else ', no node removed'}"
+                    f"; the units' attempts: {_attempts(log)}", pytrace=False)
+    if lose is not None:
+        pytest.fail(f"{what}: finished before a node could be removed; the units' attempts: {_attempts(log)}",
+                    pytrace=False)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
-    t = threading.Thread(target=remove, daemon=True)
-    t.removed = None
-    t.start()
-    return t
 
-
-def _replace(cluster, remover: threading.Thread) -> None:
-    """A fresh node of the removed one's resources in its place, for the next test."""
-    remover.join(timeout=60)
-    c, workers, _, _ = cluster
-    assert remover.removed is not None, "no node was removed"
-    workers[remover.removed] = c.add_node(**NODES[remover.removed])
-    c.wait_for_nodes()
+def _resumed_after(log: Path, unit: str | None) -> float:
+    """Seconds from the node's removal to the second attempt of ``unit`` (None: the first unit) starting elsewhere."""
+    removed = next(e["at"] for e in _entries(log) if "removed" in e)
+    units = _attempts(log)
+    first = units[0]["unit"] if unit is None else next(a["unit"] for a in units if any(unit in r for r in a["runs"]))
+    return [a["started"] for a in units if a["unit"] == first][1] - removed
 
 
 def _files(folder: Path) -> set[str]:
@@ -183,8 +222,8 @@ def _files(folder: Path) -> set[str]:
 
 
 def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
-    import fedbench.pipeline as pipeline
-    import fedbench.study.runner as runner
+    from fedbench import pipeline
+    from fedbench.study import runner
 
     _, _, project, log = cluster
     monkeypatch.chdir(project)
@@ -202,11 +241,11 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
     (log.parent / "stall.json").write_text(json.dumps({"unit": stalled, "at": "checkpoint"}))
     monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **more, **{"train.checkpoint_storage": str(bucket)}))
-    remover = _remove_node_of(cluster, stalled, lambda: any(bucket.glob("*.checkpoint.pt")), log)
-    try:
-        on_ray = pipeline.train_runs(cfg, keys, Path("data"), Path("results"), progress=False)
-    finally:
-        _replace(cluster, remover)
+    on_ray = _stage("the main job's regression profile",
+                    lambda: pipeline.train_runs(cfg, keys, Path("data"), Path("results"), progress=False), log,
+                    lose=(stalled, lambda first: any((bucket / c).exists() for c in first["checkpoints"])),
+                    cluster=cluster)
+    print(f"lost node: the main job's unit started again {_resumed_after(log, stalled):.2f} s after its node's removal")
 
     assert [s["param_digest"] for s in on_ray] == [s["param_digest"] for s in local]
     assert [s["final"] for s in on_ray] == [s["final"] for s in local]
@@ -228,8 +267,8 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
 def test_a_paper_study_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
     """fedproxvr_mnist at its fixture budget (its fixture-sized real data: tests/studies/real_fixtures), locally and on
     the cluster, the first unit's node removed as it starts; its checkpoints in the driver's folders (the default)."""
-    import fedbench.study.runner as runner
     from fedbench.executors import ExecutorSettings
+    from fedbench.study import runner
     from fedbench.study.output import run_claim_study
     from tests.studies.real_fixtures import build_for
 
@@ -238,18 +277,21 @@ def test_a_paper_study_on_a_cluster_without_shared_disk_survives_a_lost_node(clu
     real_root = build_for("fedproxvr_mnist", project / "real")
     records = {}
     for kind in ("local", "ray"):
-        if kind == "ray":
+        folder = (project if kind == "ray" else tmp_path) / f"study-{kind}"
+
+        def study(kind=kind, folder=folder):
+            return run_claim_study("fedproxvr_mnist", folder, workers=1 if kind == "local" else 2, budget="fixture",
+                                   executor=ExecutorSettings(kind), real_root=real_root)
+
+        if kind == "local":
+            study()
+        else:
             log.unlink(missing_ok=True)
             (log.parent / "stall.json").write_text(json.dumps({"unit": None, "at": "start"}))
             monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
-            remover = _remove_node_of(cluster, None, lambda: True, log)
-        folder = (project if kind == "ray" else tmp_path) / f"study-{kind}"
-        try:
-            run_claim_study("fedproxvr_mnist", folder, workers=1 if kind == "local" else 2, budget="fixture",
-                            executor=ExecutorSettings(kind), real_root=real_root)
-        finally:
-            if kind == "ray":
-                _replace(cluster, remover)
+            _stage("fedproxvr_mnist's fixture budget", study, log, lose=(None, lambda first: True), cluster=cluster)
+            print(f"lost node: the study's unit started again {_resumed_after(log, None):.2f} s after its node's "
+                  "removal")
         records[kind] = [json.loads(line) for line in (folder / "simulations.jsonl").read_text().splitlines()]
     numbers = {kind: sorted((r["name"], r["param_digest"], json.dumps(r["final"])) for r in rs)
                for kind, rs in records.items()}
@@ -265,9 +307,9 @@ def test_units_ask_for_their_gpu_share_and_a_stack_too_big_for_one_gpu_is_refuse
     """On the cluster's one (fake) GPU: train.device auto trains on it, each unit asking for train.gpu_fraction of it,
     and the stage planned for 1 / fraction units at once at most (and the CPUs); a stack whose step does not fit one
     GPU is refused in one line before any unit starts (the GPU's memory, which a fake GPU does not have, given)."""
-    import fedbench.pipeline as pipeline
-    import fedbench.study.runner as runner
+    from fedbench import pipeline
     from fedbench.executors import DoesNotFit, ExecutorSettings, RayExecutor, open_executor
+    from fedbench.study import runner
 
     _, _, project, log = cluster
     monkeypatch.chdir(project)
@@ -278,7 +320,7 @@ def test_units_ask_for_their_gpu_share_and_a_stack_too_big_for_one_gpu_is_refuse
     (log.parent / "stall.json").unlink(missing_ok=True)
     monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **{"train.device": "auto", "train.gpu_fraction": 0.5}))
-    keys = list(pipeline.study_runs(cfg))[:2]
+    keys = list(pipeline.study_runs(cfg))[:1]
     for ds in cfg.data.datasets:
         pipeline.generate(cfg, ds, root=project / "data-gpu")
     monkeypatch.setattr(RayExecutor, "gpu_memory", lambda self: 2**10)  # a 1 KiB GPU
@@ -287,42 +329,51 @@ def test_units_ask_for_their_gpu_share_and_a_stack_too_big_for_one_gpu_is_refuse
     assert "\n" not in str(refused.value) and "more than 0.8 of one GPU of the cluster (1.0 KiB)" in str(refused.value)
     assert not log.exists() and not list(project.glob("results-gpu/train/outcomes/*.json"))  # nothing ran
     monkeypatch.setattr(RayExecutor, "gpu_memory", lambda self: 80 * 2**30)
-    done = pipeline.train_runs(cfg, keys, Path("data-gpu"), Path("results-gpu"), progress=False)
-    assert len(done) == 2 and {json.dumps(a["resources"], sort_keys=True) for a in _attempts(log)} == {
+    done = _stage("a run on a GPU share", lambda: pipeline.train_runs(cfg, keys, Path("data-gpu"), Path("results-gpu"),
+                                                                       progress=False), log)
+    assert len(done) == 1 and {json.dumps(a["resources"], sort_keys=True) for a in _attempts(log)} == {
         json.dumps({"CPU": 1.0, "GPU": 0.5}, sort_keys=True)}
 
 
+def stalled_unit(job: int) -> None:
+    """A unit of the stopped driver: logs its attempt (node, process), then waits to be cancelled."""
+    import ray
+
+    with open(os.environ["FEDBENCH_TEST_LOG"], "a") as f:
+        f.write(json.dumps({"unit": job, "runs": [], "node": ray.get_runtime_context().get_node_id(),
+                            "pid": os.getpid()}) + "\n")
+    time.sleep(STALL_S)
+
+
 DRIVER = """
-import sys
-from pathlib import Path
-import fedbench.study.runner as runner
-from fedbench.config import load_config
+from fedbench.executors import ExecutorSettings, open_executor
 from fedbench.guard import run_guarded
-from fedbench.pipeline import study_runs, train_runs
-from tests.test_ray_cluster import _overrides, unit_in_a_cluster
-runner._run_stack = unit_in_a_cluster
-cfg = load_config(Path(sys.argv[1]) / "params.yaml", _overrides("ray"))
-run_guarded(lambda: train_runs(cfg, list(study_runs(cfg)), Path("data-stop"), Path("results-stop"), progress=False))
+from tests.test_ray_cluster import stalled_unit
+
+
+def stage():
+    with open_executor(ExecutorSettings("ray"), workers=2) as ex:
+        return ex.map(stalled_unit, [0, 1], progress=False)
+
+
+run_guarded(stage)
 """
 
 
 def test_a_driver_stopped_cancels_its_units_on_every_node(cluster, tmp_path):
     """SIGTERM to a driver (its own process, connected through RAY_ADDRESS) whose two units run on the two worker
-    nodes: it ends as a stopped command (one line, exit 143), and the units' processes on both nodes are gone."""
-    from fedbench.pipeline import generate
+    nodes: it ends as a stopped command (one line, exit 143), and the units' processes on both nodes are gone. The
+    units wait from their start (what they would train is the other tests' business: a stop cancels them whatever
+    they run), so that neither the driver nor they import torch's engine."""
     from tests.faults.conftest import alive, wait_for
 
     c, _, project, log = cluster
-    cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
-    for ds in cfg.data.datasets:
-        generate(cfg, ds, root=project / "data-stop")
     log.unlink(missing_ok=True)
-    (log.parent / "stall.json").write_text(json.dumps({"unit": "synthetic", "at": "start"}))  # every unit waits
     env = os.environ | {"RAY_ADDRESS": c.address}
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(ROOT)], cwd=project, env=env, text=True,
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=project, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        units = wait_for(lambda: (a if len(a := _attempts(log)) == 2 else None), 120, "both units to start")
+        units = wait_for(lambda: (a if len(a := _attempts(log)) == 2 else None), STAGE_S, "both units to start")
         assert len({a["node"] for a in units}) == 2  # one on each worker node
         driver.send_signal(signal.SIGTERM)
         _, err = driver.communicate(timeout=60)
