@@ -1,53 +1,71 @@
-"""FedProx Figures 11-12 on the other synthetic sets: the rules are the ones registered before any run, the adaptive-mu
-parts (and the ones the heuristic cannot reach), the twelve sampling parts on made-up curves, and the test-size run."""
+"""FedProx Figures 11-12 on the other synthetic sets, a variant of fedprox_synthetic: the rules are the ones registered
+before any run, the adaptive-mu parts (and the ones the heuristic cannot reach), the twelve sampling parts on made-up
+curves, its entries' own words, and the test-size run."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from fedbench.claims import registry
+from fedbench.studies import fedprox_synthetic as base
 from fedbench.studies import fedprox_synthetic_others as study
 from fedbench.studies.entries import not_run_entries
+from fedbench.study.contract import StudyRun, drive, entry
+
+
+class Loss:
+    """A finished run as the hooks read it: its training loss by round."""
+
+    def __init__(self, curve):
+        self.curve = curve
+
+    def series(self, key):
+        assert key == "train/loss"
+        return self.curve
+
+
+def judge_all(loss, rounds):
+    """Each claim's entry, judged by the one driver's entry() from ``loss(arm, dataset, seed)``, a run's per-round
+    training loss over ``rounds`` rounds."""
+    d = study.DECLARATION
+    keys = [(a.name, data, s) for s in d.seeds for a in d.arms for data in a.settings["datasets"]]
+    run = StudyRun(d, "pipeline", rounds, outcomes={k: Loss(loss(*k)) for k in keys})
+    return [entry(run, claim, study.measure(claim, run)) for claim in d.claims]
 
 
 def test_the_rules_are_the_registered_ones_word_for_word():
     book = registry.load()
     entries = not_run_entries("fedprox_synthetic_others", "not run", "running it")  # as the report shows them
-    for claim, entry in zip(study.DECLARATION.claims, entries, strict=True):
+    for claim, unjudged in zip(study.DECLARATION.claims, entries, strict=True):
         # adaptive-mu was re-registered under issue 51's statistics after its first result: before_result no longer
         rereg = claim.id == "fedprox/synthetic-0-0-and-0p5-0p5/adaptive-mu"
         assert book[claim.id]["before_result"] is not rereg and book[claim.id]["spec"]["rule"] == claim.rule
-        assert registry.status(entry, book)["status"] == "registered", claim.id
+        assert registry.status(unjudged, book)["status"] == "registered", claim.id
 
 
-def test_the_setting_is_fedprox_synthetics():
-    """The copies (a study imports no other study) equal fedprox_synthetic's: its constants, its data and the rounds
-    the heuristic needs."""
-    from fedbench.studies import fedprox_synthetic as fig3
-
-    for name in ("NUM_DEVICES", "DATA_SEED", "TRAIN_FRACTION", "K", "EPOCHS", "BATCH", "LR", "ADAPTIVE_MARGIN",
-                 "INSTABILITY", "ADAPTIVE_RULE"):
-        assert getattr(study, name) == getattr(fig3, name), name
-    assert study.SAMPLING_RULE == fig3.INSTABILITY_RULE  # the rule of fedprox_synthetic's two sampling claims
-    for mu_init, mu in ((0.0, 1.0), (0.0, 0.0), (1.0, 0.0), (0.5, 0.2)):
-        assert study.rounds_to_reach(mu_init, mu) == fig3.rounds_to_reach(mu_init, mu)
-    assert study.rounds_to_reach(0.0, 1.0) == 11  # ten rises of 0.1, the first round only records the loss
-    data, theirs = study._synthetic("synthetic_0p5_0p5"), fig3._synthetic("synthetic_0p5_0p5")
-    assert np.array_equal(data.train.x, theirs.train.x) and np.array_equal(data.test.y, theirs.test.y)
+def test_a_declared_variant_of_fedprox_synthetic():
+    """Its runs, readings and figure are fedprox_synthetic's hooks; what differs is its declaration: other sets (adaptive
+    mu started at 0 on two, the sampling arms on three), the two claims and their rules."""
+    assert (study.simulations, study.measure, study.figure) == (base.simulations, base.measure, base.figure)
+    assert isinstance(study.DECLARATION, base.Synthetic)
+    assert study.DECLARATION.claim(study.ADAPTIVE_ID).rule_for() == base.ADAPTIVE_RULE
+    assert study.SAMPLING_RULE == base.INSTABILITY_RULE  # the rule of fedprox_synthetic's two sampling claims
+    assert base.rounds_to_reach(0.0, 1.0) == 11  # ten rises of 0.1, the first round only records the loss
 
 
 def test_runs_and_arms():
-    runs = study.declare()
+    runs = study.simulations(StudyRun(study.DECLARATION, "paper", study.BUDGETS["paper"]))
     assert len(runs) == 5 * (4 * 3 + 2)  # the 70 runs: four sampling arms on three sets, adaptive on two
     assert ("adaptive", "synthetic_iid", 0) not in runs and ("adaptive", "synthetic_0p5_0p5", 4) in runs
-    adaptive = study.simulation("adaptive", "synthetic_0_0", 1, rounds=study.BUDGETS["paper"])
+    assert list(runs)[:5] == [(a, "synthetic_iid", 0) for a in ("mu0", "mu1", "prop-mu0", "prop-mu1")] + [
+        ("mu0", "synthetic_0_0", 0)]
+    adaptive = runs[("adaptive", "synthetic_0_0", 1)]
     assert adaptive.algorithm.mu_init == 0.0 and adaptive.config.rounds == 200
-    prop = study.simulation("prop-mu1", "synthetic_iid", 1)
-    assert (prop.config.sampling, prop.algorithm.mu, prop.config.rounds) == ("proportional", 1.0, 40)
-    assert study.simulation("mu0", "synthetic_iid", 1).config.sampling == "uniform"
+    prop = runs[("prop-mu1", "synthetic_iid", 1)]
+    assert (prop.config.sampling, prop.algorithm.mu, prop.config.local_epochs) == ("proportional", 1.0, 20)
+    assert runs[("mu0", "synthetic_iid", 1)].config.sampling == "uniform"
     with pytest.raises(ValueError, match="budget 'full'; allowed: pipeline, paper"):
-        study.run("unused", budget="full")
+        drive(study, "unused", budget="full")
 
 
 def _base(rounds):
@@ -61,19 +79,25 @@ def test_adaptive_parts_and_the_mechanism_that_cannot_act():
     def loss_at(rounds):
         return lambda arm, d, s: [levels(arm, d, s) + x - 1.0 for x in _base(rounds)]
 
-    adaptive, _ = study.judge_all(loss_at(200), rounds=200)
+    adaptive, _ = judge_all(loss_at(200), rounds=200)
     assert [p["part"] for p in adaptive["parts"]] == [
         "Synthetic(0,0): adaptive vs mu=0", "Synthetic(0,0): adaptive vs mu=1",
         "Synthetic(0.5,0.5): adaptive vs mu=0", "Synthetic(0.5,0.5): adaptive vs mu=1"]
-    assert adaptive["verdict"] == "reproduced" and not any("cannot act" in n for n in adaptive.get("notes", []))
+    assert adaptive["verdict"] == "reproduced" and "cannot act" not in adaptive["verdict_text"]
     # the mean of the last 5 rounds: 1.0 + 0.001 s + 0.01 (0+1+2+3+4) / 5 = 1.02 + 0.001 s for adaptive
     assert adaptive["parts"][0]["per_seed"] == [pytest.approx(100 * ((1.02 + 0.001 * s) / (1.07 + 0.001 * s) - 1))
                                                 for s in study.SEEDS]
     # in 10 rounds the heuristic cannot climb from 0 to 1 (11 rounds at the least): those parts cannot act
-    adaptive, _ = study.judge_all(loss_at(10), rounds=10)
+    adaptive, _ = judge_all(loss_at(10), rounds=10)
     assert [p["verdict"] for p in adaptive["parts"]] == ["reproduced", "inconclusive"] * 2
-    assert adaptive["verdict"] == "inconclusive" and "cannot act within the budget" in adaptive["notes"][-1]
-    worse, _ = study.judge_all(lambda arm, d, s: [x + (1.0 + 0.01 * s if arm == "adaptive" else 0.0) for x in _base(200)],
+    assert adaptive["verdict"] == "inconclusive" and adaptive["verdict_text"].endswith(
+        "(at most one step of 0.1 a rising round, one per 5 decreasing rounds): inconclusive whatever the interval, "
+        "the mechanism cannot act within the budget")
+    assert adaptive["deviations"] == [
+        "mu is kept >= 0 (the paper does not say what happens at 0)",
+        ("10 of the paper's 200 rounds per run (`fedbench study run fedprox_synthetic_others` runs 200 at the paper "
+         "budget); no verdict is extrapolated to the paper's budget"), *base.DECLARATION.deviations]
+    worse, _ = judge_all(lambda arm, d, s: [x + (1.0 + 0.01 * s if arm == "adaptive" else 0.0) for x in _base(200)],
                                rounds=200)
     assert worse["verdict"] == "not-reproduced"
 
@@ -92,15 +116,19 @@ def test_sampling_parts_every_dataset_and_both_statements():
         rise = {"mu0": 0.09 + 0.002 * s, "prop-mu0": 0.05 + 0.001 * s, "mu1": 0.05 + 0.001 * s, "prop-mu1": 0.0}.get(arm, 0.0)
         return [b + rise * (r % 2) for r, b in enumerate(_base(rounds))]
 
-    _, sampling = study.judge_all(ordered, rounds=rounds)
+    _, sampling = judge_all(ordered, rounds=rounds)
     assert len(sampling["parts"]) == 12 and sampling["verdict"] == "reproduced"
     assert sampling["parts"][0]["part"] == "Synthetic-IID, mu=0: uniform - proportional"
     assert sampling["parts"][-1]["part"] == "Synthetic(0.5,0.5), proportional: mu=0 - mu=1"
+    assert list(sampling["reproduced"])[1:5] == [f"{a} on synthetic_iid" for a in ("mu0", "prop-mu0", "mu1", "prop-mu1")]
+    assert sampling["figure"] == {"path": "studies/fedprox_synthetic_others/fedprox_synthetic_others.png",
+                                  "panel": "last three panels: sampling schemes"}
+    assert "; Synthetic(0,0): mu0 " in sampling["observed"]
     n_odd = rounds // 2  # each odd round rises by (rise - 0.01) above the falling base
     assert sampling["parts"][0]["per_seed"] == [pytest.approx(n_odd * (0.04 + 0.001 * s)) for s in study.SEEDS]
-    _, flat = study.judge_all(wiggle(set()), rounds=rounds)
+    _, flat = judge_all(wiggle(set()), rounds=rounds)
     assert flat["verdict"] == "inconclusive"  # no rises anywhere: zero effect, no interval excludes 0
-    _, against = study.judge_all(wiggle({"prop-mu1"}), rounds=rounds)  # the paper's most stable arm wiggles
+    _, against = judge_all(wiggle({"prop-mu1"}), rounds=rounds)  # the paper's most stable arm wiggles
     verdicts = [p["verdict"] for p in against["parts"]]
     assert verdicts.count("not-reproduced") == 3 * 2 and against["verdict"] == "not-reproduced"
 
