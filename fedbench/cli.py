@@ -218,13 +218,13 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
 def cmd_ui(a: argparse.Namespace) -> None:
     check_port(a.port)
     from fedbench import tracking
-    from fedbench.track import headline_charts
+    from fedbench.track import TABLE_METRICS, TABLE_PARAMS, headline_charts
 
     # the headline comparisons' chart links need params.yaml's studies: none where the default file is absent (a
     # store looked at outside a checkout)
     given = a.params != "params.yaml" or Path(a.params).exists()
     charts = headline_charts(load_config(a.params)) if given else []
-    sys.exit(tracking.serve_ui(port=a.port, charts=charts))
+    sys.exit(tracking.serve_ui(port=a.port, charts=charts, params_first=TABLE_PARAMS, metrics_first=TABLE_METRICS))
 
 
 def cmd_check(a: argparse.Namespace) -> None:

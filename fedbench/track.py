@@ -46,18 +46,24 @@ TRAIN_NOTES = {
                        "0/50/90% stragglers, lr 0.03, 100 rounds (reduced scale).",
     "adhoc": "Runs started by hand with `fedbench run` (a run the main job logged already stays in its experiment).",
 }
-RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed) and settings; a run's name gives what it "
-            "sets otherwise than params.yaml and ends in its fingerprint (its outcome file's name). The tags dataset, variant, "
-            "stragglers, mu, seed, rounds, budget and study are columns of the runs table, final/* tags the final "
-            "values. Curves: tick runs, then Chart view (x axis Step = round). The report's figures with seed bands: "
-            "reports/.")
+RUNS_HOW = (" One run per (dataset, algorithm variant, stragglers, seed) and settings, named by what tells it apart: "
+            "algorithm and hyperparameters, stragglers, seed, what it sets otherwise than params.yaml, dataset (its "
+            "outcome file: tag fedbench.fingerprint). The runs-table links `fedbench ui` prints show the params that "
+            "differ between runs and the last round's metrics as columns; the tags dataset, variant, stragglers, mu, "
+            "seed, rounds, budget and study are columns too (Columns > Tags), final/* tags the final values. Curves: "
+            "tick runs, then Chart view (x axis Step = round). The report's figures with seed bands: reports/.")
 
 
-FINGERPRINT_CHARS = 6  # of a name's fingerprint: 16.7 million values, enough to tell apart a cell's runs
+FINGERPRINT_CHARS = 6  # of a claim study run's name's fingerprint: 16.7 million values
 PARAMS = Path("params.yaml")  # the defaults a run is told apart from: the params file `dvc repro` reads
-NAMED = ("dataset", "algorithm", "variant", "straggler_fraction", "seed")  # run params the name always gives
+# run params the name always gives (and algo.*: the algorithm's hyperparameters)
+NAMED = ("dataset", "algorithm", "variant", "straggler_fraction", "seed")
+# the params shown first in the runs table where they differ between an experiment's runs (tracking.runs_view)
+TABLE_PARAMS = ("dataset", "algorithm", "algo.mu", "straggler_fraction", "seed", "rounds", "variant")
 METRIC_KEYS = ("train/loss", "train/accuracy", "test/loss", "test/accuracy", "train/dissimilarity",
                "test/error_p90", "diverging", "wall_time_s")  # a training run's step metrics
+# the metrics shown first in the runs table (their last round's values; tracking.runs_view)
+TABLE_METRICS = ("test/accuracy", "train/loss", "test/loss", "train/accuracy", "train/dissimilarity", "test/error_p90")
 
 
 # processes drawing the runs' curves while the track stage logs (Curves): the main job's two cores
@@ -157,7 +163,7 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
             figure = (partial(curves.wait, s["fingerprint"]) if curves is not None and s["fingerprint"] in curves
                       else partial(run_curves, s["history"], Path(tmp) / f"curves-seed-{seed}.png", title=title))
-            name = run_name(dataset, variant, stragglers, seed, s["fingerprint"], differs(s["params"], base))
+            name = run_name(s["params"], differs(s["params"], base))
             files = partial(run_files, results_root, data_root, s, Path(tmp) / "run")
             record = train_record(study, name, s, base, partial(_run_artifacts, files, figure), finished_ms)
             ids += tracking.log_runs(train_experiment(study), [record], train_description(study))
@@ -268,16 +274,19 @@ class Curves:
         self._tmp.cleanup()
 
 
-def run_name(dataset: str, variant: str, stragglers: float, seed: int, fingerprint: str,
-             differences: dict[str, Any] | None = None) -> str:
-    """A run's name, what varies most first (the runs table's name column shows about 20 characters): variant,
-    stragglers, seed, the settings that differ from the defaults, dataset and the start of the run's fingerprint
-    (its outcome file, ``results/train/outcomes/<fingerprint>.json``): ``fedprox_mu1 90% s0 synthetic_1_1 #3f2a1b`` at the defaults,
-    ``fedavg 0% s0 rounds=10 synthetic_1_1 #9c04de`` with train.rounds=10. Runs that differ in anything that
-    changes their numbers (their settings, data or code) differ in name; each part is also a tag."""
-    changed = " ".join(f"{k.removeprefix('algo.')}={_value(v)}" for k, v in (differences or {}).items())
-    return " ".join(p for p in (f"{variant} {100 * stragglers:g}% s{seed}", changed, dataset,
-                                f"#{fingerprint[:FINGERPRINT_CHARS]}") if p)
+def run_name(params: dict[str, Any], differences: dict[str, Any] | None = None) -> str:
+    """A run's name, from its params, what tells runs apart first: the algorithm with the hyperparameters its
+    variant sets (``algo.*``), the straggler percentage, the seed, the settings that differ from the defaults and
+    the dataset: ``fedprox mu=1 90% s0 synthetic_1_1`` at params.yaml's settings, ``fedavg 90% s0 rounds=10
+    synthetic_1_1`` with train.rounds=10. Within a headline comparison (one dataset, one straggler level) the first
+    19 characters tell the runs apart: the chart view's run list shows about 21 (the runs table's links widen its
+    name column to RUN_NAME_WIDTH, tracking.TABLE_VIEW). Runs with the same settings whose data or code differ share a
+    name and differ in their fingerprint (tag ``fedbench.fingerprint``, the name of their outcome file)."""
+    label = " ".join([str(params["algorithm"]), *(f"{k.removeprefix('algo.')}={_value(v)}" for k, v in params.items()
+                                                  if k.startswith("algo."))])
+    changed = " ".join(f"{k}={_value(v)}" for k, v in (differences or {}).items() if not k.startswith("algo."))
+    stragglers = f"{100 * float(params['straggler_fraction']):g}%"
+    return " ".join(p for p in (label, stragglers, f"s{params['seed']}", changed, str(params["dataset"])) if p)
 
 
 def _value(v: Any) -> str:

@@ -16,8 +16,11 @@ without loading MLflow).
 The UI: MLflow 3.17 opens in its GenAI mode (runs hidden) unless told otherwise: its mode is the link's
 ``?workflowType=`` query, else the browser's ``mlflow.workflowType`` setting, default ``genai``; the experiment
 tag ``mlflow.experimentKind`` (MLFLOW_KIND marks model training) does not win over it (checked in headless
-Chromium: ``#/experiments/<id>`` opens GenAI's overview). ``fedbench ui`` prints, once the server answers, each
-experiment's runs link carrying ``?workflowType=machine_learning``.
+Chromium: ``#/experiments/<id>`` opens GenAI's overview, and the bare URL GenAI's home). Its runs table shows no
+params or metrics unless the browser was told to, and a link can say which only through a shared view (an
+experiment tag, VIEW_TAG). ``fedbench ui`` saves, for each experiment, a view with the params that differ between
+its runs and its metrics as columns (runs_view), one per headline comparison with its search filter, and prints,
+once the server answers, the experiments list and each link in model-training mode (ui_links).
 
 Concurrent writers: every use of the store holds its lock (``mlflow.db.lock`` beside a SQLite store; for
 other stores a lock file in the temporary folder keyed by the URI, which serialises this machine's writers
@@ -30,6 +33,8 @@ kept beside the new one. Reading (``fedbench show``) never creates a store.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -62,6 +67,16 @@ MLFLOW_KIND = ("mlflow.experimentKind", "custom_model_development")  # the UI's 
 NOTE = "mlflow.note.content"  # the experiment's (and a run's) description in the UI
 DEFAULT_EXPERIMENT = "0"  # MLflow's "Default", made with every store; fedbench logs nothing there
 UI_MODE = "workflowType=machine_learning"  # the UI query that opens MLflow 3 on runs, not GenAI traces
+# MLflow's shared views: an experiment tag VIEW_TAG + <key> holding a view of its runs table as JSON (columns, widths,
+# search filter), opened by a link with ?viewStateShareKey=<key> (MLflow's "Share" button makes them): the only
+# way a link can choose the table's columns (without one MLflow 3.17 shows Source, Models and Dataset, no params
+# or metrics, and keeps a user's choice in the browser)
+VIEW_TAG = "mlflow.sharedViewState."
+TABLE_VIEW = "fedbench"  # the key of the view of an experiment's whole runs table; a chart link's: view_key
+RUN_NAME_COLUMN = "attributes.`Run Name`"  # the runs table's name column (MLflow's column id)
+RUN_NAME_WIDTH = 300  # px: about 38 characters of a name (MLflow's default, 190 px, shows about 21)
+MAX_PARAMS = 8  # params columns in a view, at most (a wider table scrolls sideways)
+MAX_METRICS = 6  # metrics columns in a view, at most
 UI_READY_TIMEOUT_S = 300.0  # `fedbench ui` waits this long for the server to answer: 12 s idle, 90 s at load 10 here
 UI_POLL_S = 0.5  # between two health checks while it starts
 LISTED_TAGS = ("rounds", "budget")  # the tags `fedbench show` lists beside a run's name
@@ -426,9 +441,9 @@ def _insert_new_history(client: MlflowClient, run_id: str, metrics: list[Metric]
 
 def list_runs(experiment: str | None = None) -> list[dict[str, Any]]:
     """The runs (experiment, name, rounds, budget, status, final metrics), newest first, for ``fedbench show``
-    ([] when there is no store yet: reading creates none). Runs that differ differ in name (fedbench.track's
-    run_name ends in their differences from params.yaml and their fingerprint); rounds and budget are tags
-    (``-`` on a run without one)."""
+    ([] when there is no store yet: reading creates none). Runs whose settings differ differ in name
+    (fedbench.track's run_name gives their differences from params.yaml); rounds and budget are tags (``-`` on a
+    run without one)."""
     with _store(create=False) as client:
         return [] if client is None else _list_runs(client, experiment)
 
@@ -451,45 +466,112 @@ def experiment_names() -> list[str]:
         return [] if client is None else sorted(e.name for e in client.search_experiments())
 
 
-def experiment_links(base_url: str) -> list[tuple[str, str]]:
-    """(name, link to its runs table in model-training mode) of every active experiment, by name."""
-    with _store(create=False) as client:
-        exps = [] if client is None else client.search_experiments()
-    return [(e.name, f"{base_url}/#/experiments/{e.experiment_id}/runs?{UI_MODE}") for e in sorted(exps, key=lambda e: e.name)]
+def experiments_link(base_url: str) -> str:
+    """The experiments list, model-training experiments, in model-training mode: the URL `fedbench ui` gives as
+    where the UI is (the bare URL opens MLflow 3.17's GenAI home on a browser's first visit)."""
+    return f"{base_url}/#/experiments?{UI_MODE}"
 
 
-def chart_link(base_url: str, experiment_id: str, search: str) -> str:
-    """The link that opens ``experiment_id``'s runs selected by the MLflow search filter ``search`` in the chart view
-    (``compareRunsMode=CHART``: every selected run's curves, metric by metric, against the round), in model-training
-    mode."""
-    from urllib.parse import quote
+def runs_view(client: MlflowClient, exp_id: str, params_first: Sequence[str] = (), metrics_first: Sequence[str] = (),
+              search: str = "") -> dict[str, Any]:
+    """The view of experiment ``exp_id``'s runs table that fedbench's links open (MLflow's shared view state, read
+    from the experiment tag VIEW_TAG + key: see :func:`save_view`): as columns, the params that tell its runs apart
+    (those with two values or more among its runs, or set on some and not others; a study run holding nested runs is
+    left out, its nested runs count), ``params_first`` first, then by name, at most MAX_PARAMS; and its metrics (their
+    last logged values: a training run's last round), ``metrics_first`` first, then by name, at most MAX_METRICS
+    (the table shows its metrics, then its params, each group by name); the run name column RUN_NAME_WIDTH wide;
+    ``search``, an MLflow search filter, selects the runs."""
+    runs, token = [], None
+    while True:
+        page = client.search_runs([exp_id], max_results=1000, page_token=token)
+        runs += page
+        token = page.token
+        if not token:
+            break
+    parents = {r.data.tags.get("mlflow.parentRunId") for r in runs}
+    leaves = [r for r in runs if r.info.run_id not in parents]
+    values: dict[str, set[str | None]] = {}
+    for r in leaves:
+        for key in r.data.params:
+            values.setdefault(key, set())
+    for r in leaves:
+        for key, seen in values.items():
+            seen.add(r.data.params.get(key))
+    differ = [k for k, seen in values.items() if len(seen) > 1]
+    metrics = {k for r in leaves for k in r.data.metrics}
 
-    return (f"{base_url}/#/experiments/{experiment_id}/runs?{UI_MODE}&compareRunsMode=CHART"
-            f"&searchFilter={quote(search, safe='')}")
+    def ordered(keys: Iterable[str], first: Sequence[str], most: int) -> list[str]:
+        keys = set(keys)
+        return ([k for k in first if k in keys] + sorted(keys - set(first)))[:most]
+
+    return {"selectedColumns": [*(f"params.`{k}`" for k in ordered(differ, params_first, MAX_PARAMS)),
+                                *(f"metrics.`{k}`" for k in ordered(metrics, metrics_first, MAX_METRICS))],
+            "columnOrder": [RUN_NAME_COLUMN], "columnWidths": {RUN_NAME_COLUMN: RUN_NAME_WIDTH}, "searchFilter": search}
 
 
-def chart_links(base_url: str, charts: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
-    """(title, :func:`chart_link`) of each (title, experiment, search filter) of ``charts`` whose experiment exists."""
-    with _store(create=False) as client:
-        ids = {} if client is None else {e.name: e.experiment_id for e in client.search_experiments()}
-    return [(title, chart_link(base_url, ids[exp], search)) for title, exp, search in charts if exp in ids]
+def save_view(client: MlflowClient, exp_id: str, key: str, view: dict[str, Any]) -> None:
+    """Store ``view`` as experiment ``exp_id``'s shared view ``key`` (tag VIEW_TAG + key, JSON), which a link with
+    ``?viewStateShareKey=<key>`` opens (written only where it changed)."""
+    value = json.dumps(view, sort_keys=True)
+    if client.get_experiment(exp_id).tags.get(VIEW_TAG + key) != value:
+        client.set_experiment_tag(exp_id, VIEW_TAG + key, value)
+
+
+def view_key(search: str) -> str:
+    """The shared view key of a chart link selecting ``search`` (TABLE_VIEW for the whole runs table)."""
+    return f"{TABLE_VIEW}-{hashlib.sha256(search.encode()).hexdigest()[:8]}" if search else TABLE_VIEW
+
+
+def runs_link(base_url: str, experiment_id: str, key: str = TABLE_VIEW) -> str:
+    """The link that opens ``experiment_id``'s runs table in model-training mode with shared view ``key``."""
+    return f"{base_url}/#/experiments/{experiment_id}/runs?{UI_MODE}&viewStateShareKey={key}"
+
+
+def chart_link(base_url: str, experiment_id: str, key: str) -> str:
+    """The link that opens ``experiment_id``'s runs selected by shared view ``key`` (its search filter: MLflow
+    applies a shared view only to a link with no filter of its own) in the chart view (``compareRunsMode=CHART``:
+    every selected run's curves, metric by metric, against the round), in model-training mode."""
+    return f"{runs_link(base_url, experiment_id, key)}&compareRunsMode=CHART"
+
+
+def ui_links(base_url: str, charts: Sequence[tuple[str, str, str]] = (), params_first: Sequence[str] = (),
+             metrics_first: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The links `fedbench ui` prints, each view they open saved first (:func:`runs_view`, :func:`save_view`):
+    (name, runs table link) of every active experiment, by name, and (title, :func:`chart_link`) of each (title,
+    experiment, search filter) of ``charts`` whose experiment exists."""
+    with _store() as client:
+        exps = sorted(client.search_experiments(), key=lambda e: e.name)
+        ids = {e.name: e.experiment_id for e in exps}
+        views = {e.experiment_id: runs_view(client, e.experiment_id, params_first, metrics_first) for e in exps}
+        tables = []
+        for e in exps:
+            save_view(client, e.experiment_id, TABLE_VIEW, views[e.experiment_id])
+            tables.append((e.name, runs_link(base_url, e.experiment_id)))
+        compared = []
+        for title, exp, search in charts:
+            if exp in ids:
+                save_view(client, ids[exp], view_key(search), views[ids[exp]] | {"searchFilter": search})
+                compared.append((title, chart_link(base_url, ids[exp], view_key(search))))
+    return tables, compared
 
 
 def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float = UI_READY_TIMEOUT_S,
-             charts: Sequence[tuple[str, str, str]] = ()) -> int:
+             charts: Sequence[tuple[str, str, str]] = (), params_first: Sequence[str] = (),
+             metrics_first: Sequence[str] = ()) -> int:
     """Serve the MLflow UI on ``host:port`` against the tracking store until stopped (Ctrl-C, SIGTERM, SIGHUP;
-    the caller turns SIGTERM into Terminated). The links (each experiment's runs table, then a
-    chart link per comparison of ``charts``: (title, experiment, search filter)) are printed once the server answers HTTP (MLflow takes
-    25-40 s to start on a busy 2-core machine: links printed at once gave "connection refused"); a server that
+    the caller turns SIGTERM into Terminated). The links (the experiments list, each experiment's runs table, then a
+    chart link per comparison of ``charts``: (title, experiment, search filter); the views they open are saved
+    first, with ``params_first`` and ``metrics_first``: :func:`ui_links`) are printed once the server answers HTTP
+    (MLflow takes 25-40 s to start on a busy 2-core machine: links printed at once gave "connection refused"); a
+    server that
     exits first, or does not answer within ``ready_timeout_s``, is one line (FedbenchError). The server runs as
     its own process group (MLflow, its web server and its job workers), stopped as a whole when this process
     stops, or dies (fedbench.parallel.supervised)."""
     uri = tracking_uri()
-    with _store():  # a store made here is made as fedbench makes it (all at once, no Default), not by the server
-        pass
     base = f"http://{host}:{port}"
-    links = experiment_links(base)
-    compared = chart_links(base, charts)  # (title, experiment, filter): fedbench.track.headline_charts
+    # a store made here is made as fedbench makes it (all at once, no Default), not by the server; the views are
+    # saved before the server reads them
+    links, compared = ui_links(base, charts, params_first, metrics_first)
     print(f"starting the MLflow UI for {uri} on {base} ...", flush=True)
     # one web worker: a local UI for one person (MLflow's default, 4, takes 4 times the memory and start-up time)
     mlflow_ui = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", host, "--port", str(port),
@@ -502,9 +584,8 @@ def serve_ui(port: int = 5000, host: str = "127.0.0.1", ready_timeout_s: float =
     previous = signal.signal(signal.SIGHUP, signal.default_int_handler)  # a closed terminal stops it too
     try:
         waited = _wait_until_answering(server, base, ready_timeout_s)
-        print(f"MLflow UI ready after {waited:.0f} s at {base}  (Ctrl-C to stop). Each experiment's runs, in "
-              "model-training mode (MLflow 3.17 opens its other pages in GenAI mode, runs hidden, until 'Model "
-              "training' is picked once at the top of its sidebar):")
+        print(f"MLflow UI ready after {waited:.0f} s at {experiments_link(base)}  (Ctrl-C to stop). Each "
+              "experiment's runs, the params that differ and the last round's metrics as columns:")
         width = max((len(name) for name, _ in links), default=0)
         for name, link in links:  # each experiment's runs table, in model-training mode
             print(f"  {name:<{width}}  {link}")

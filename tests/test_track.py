@@ -143,8 +143,8 @@ def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_rou
 
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    name = run_name("synthetic_1_1", "fedprox_mu1", 0.9, 3, "fp-1")
-    assert name == "fedprox_mu1 90% s3 synthetic_1_1 #fp-1"
+    name = run_name(_summary()["params"])
+    assert name == "fedprox mu=1 90% s3 synthetic_1_1"
     run_id = log_train(train_experiment("stragglers"), name, _summary(), lambda: [],
                               train_description("stragglers"), finished_ms=1_000_000)
     monkeypatch.setenv("DVC_EXP_NAME", "rounds-4")  # as `dvc exp run` sets it for the stage commands
@@ -369,8 +369,8 @@ def _run_files(results_root, data_root, summary, folder):
 
 def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, monkeypatch, capsys):
     """Issue 29 item 4: a 10-round and a 200-round run of one cell were both "fedavg 90% s0 synthetic_1_1" in
-    MLflow and `fedbench show`. Now the name carries what differs from params.yaml (rounds=10) and the start of
-    the fingerprint, the tags rounds, budget and study are columns, and `show` lists both apart."""
+    MLflow and `fedbench show`. Now the name carries what differs from params.yaml (rounds=10), the tags rounds,
+    budget and study are columns, and `show` lists both apart."""
     from fedbench import tracking
     from fedbench.cli import main
     from fedbench.config import load_config
@@ -396,8 +396,8 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
     main_mlflow, short_mlflow = client.get_run(main_id), client.get_run(short_id)
-    assert main_mlflow.info.run_name == "fedavg 90% s0 synthetic_1_1 #a1b2c3"
-    assert short_mlflow.info.run_name == "fedavg 90% s0 rounds=10 synthetic_1_1 #0f1e2d"
+    assert main_mlflow.info.run_name == "fedavg 90% s0 synthetic_1_1"
+    assert short_mlflow.info.run_name == "fedavg 90% s0 rounds=10 synthetic_1_1"
     tags = ("rounds", "budget", "study", "fedbench.fingerprint")
     assert {k: main_mlflow.data.tags[k] for k in tags} == {"rounds": "200", "budget": "pipeline", "study": "stragglers",
                                                            "fedbench.fingerprint": "a1b2c3d4e5f60718"}
@@ -405,16 +405,16 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
                                                             "fedbench.fingerprint": "0f1e2d3c4b5a6978"}
     listed = {r["run"]: r for r in tracking.list_runs()}
     assert {name: (r["experiment"], r["rounds"], r["budget"]) for name, r in listed.items()} == {
-        "fedavg 90% s0 synthetic_1_1 #a1b2c3": ("train-stragglers", "200", "pipeline"),
-        "fedavg 90% s0 rounds=10 synthetic_1_1 #0f1e2d": ("train-adhoc", "10", "custom")}
+        "fedavg 90% s0 synthetic_1_1": ("train-stragglers", "200", "pipeline"),
+        "fedavg 90% s0 rounds=10 synthetic_1_1": ("train-adhoc", "10", "custom")}
     main(["show"])
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["experiment", "run", "rounds", "budget", "status", "final/train_loss",
                               "final/test_accuracy", "reporting/test_accuracy"]
     rows = sorted(line.split() for line in out[1:])
-    assert rows == [["train-adhoc", "fedavg", "90%", "s0", "rounds=10", "synthetic_1_1", "#0f1e2d", "10", "custom",
+    assert rows == [["train-adhoc", "fedavg", "90%", "s0", "rounds=10", "synthetic_1_1", "10", "custom",
                      "FINISHED", "1.8000", "0.5200", "0.5200"],
-                    ["train-stragglers", "fedavg", "90%", "s0", "synthetic_1_1", "#a1b2c3", "200", "pipeline",
+                    ["train-stragglers", "fedavg", "90%", "s0", "synthetic_1_1", "200", "pipeline",
                      "FINISHED", "1.8000", "0.5200", "0.5200"]]
 
 
@@ -426,8 +426,11 @@ def test_a_run_differs_by_each_setting_that_is_not_the_defaults():
     assert differs(run, defaults) == {"algo.mu": 0.5, "lr": 0.03, "dissimilarity_samples": 100}  # not seed: named
     assert differs({k: v for k, v in defaults.items() if k != "lr"}, defaults) == {"lr": "-"}
     assert differs(run, None) == {}  # defaults unknown: the fingerprint alone tells runs apart
-    assert run_name("d", "fedprox_mu1", 0.1, 3, "0123456789abcdef", differs(run, defaults)) == (
-        "fedprox_mu1 10% s3 mu=0.5 lr=0.03 dissimilarity_samples=100 d #012345")
+    named = run | {"algorithm": "fedprox", "straggler_fraction": 0.1}
+    # the hyperparameter once, in the algorithm's label (the run's value), the other differences after the seed
+    assert run_name(named, differs(run, defaults)) == "fedprox mu=0.5 10% s3 lr=0.03 dissimilarity_samples=100 d"
+    assert run_name(named | {"algo.mu": 1.0}) == "fedprox mu=1 10% s3 d"  # defaults unknown: no differences
+    assert run_name({"algorithm": "fedavg", "straggler_fraction": 0.0, "seed": 0, "dataset": "d"}) == "fedavg 0% s0 d"
 
 
 ALLOWED = ("allowed: sqlite:///<path> (a SQLite file), http(s)://<host>:<port> (an MLflow server), another store MLflow "
@@ -542,12 +545,60 @@ def test_each_headline_chart_selects_its_two_algorithms_runs_and_no_more_than_th
         assert len(chosen) * len(cfg.train.seeds) <= 10
 
 
-def test_a_chart_link_opens_the_chart_view_on_the_filtered_runs():
-    from fedbench.tracking import chart_link
+def _three_runs(experiment: str = "train-stragglers") -> list[dict]:
+    """FedAvg seed 0, FedProx mu=1 seeds 0 and 1, logged as the track stage logs them; their summaries."""
+    from fedbench.track import run_name
 
-    link = chart_link("http://127.0.0.1:5000", "7", "tags.dataset = 'synthetic_1_1' and tags.stragglers = '0.9'")
-    assert link == ("http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&compareRunsMode=CHART"
-                    "&searchFilter=tags.dataset%20%3D%20%27synthetic_1_1%27%20and%20tags.stragglers%20%3D%20%270.9%27")
+    out = []
+    for fp, variant, seed in (("fp-0", "fedavg", 0), ("fp-1", "fedprox_mu1", 0), ("fp-2", "fedprox_mu1", 1)):
+        s = _summary(fp)
+        s["params"] |= {"variant": variant, "algorithm": variant.split("_")[0], "seed": seed}
+        if variant == "fedavg":
+            del s["params"]["algo.mu"]
+        log_train(experiment, run_name(s["params"]), s, lambda: [])
+        out.append(s)
+    return out
+
+
+def test_the_ui_links_open_views_with_the_params_that_differ_and_the_metrics_as_columns(tmp_path, monkeypatch):
+    """Issue 52 item 5: MLflow 3.17's runs table shows no params or metrics by default, and only a shared view
+    (an experiment tag) lets a link choose its columns. `fedbench ui` saves one per experiment (the params that take
+    two values or more, or are set on some runs only; the metrics), one per chart link with its search filter,
+    and prints the links that open them; a nested study run's parent does not count."""
+    import json
+
+    from fedbench import tracking
+    from fedbench.track import TABLE_METRICS, TABLE_PARAMS
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    _three_runs()
+    child = tracking.Record("sim", "fp-c", {}, {"arm": "a", "seed": "0"}, [("test/loss", 1.0, 1, 0)], 0, 1)
+    tracking.log_study("claims-toy", tracking.Record("toy", "fp-s", {}, {"study": "toy"}, [], 0, 1),
+                       [child, child.__class__(**{**child.__dict__, "fingerprint": "fp-d",
+                                                  "params": {"arm": "b", "seed": "0"}})])
+    search = "tags.variant != 'fedprox_mu0'"
+    tables, charts = tracking.ui_links("http://h:1", [("FedProx vs FedAvg", "train-stragglers", search),
+                                                      ("not logged", "train-other", "x")], TABLE_PARAMS, TABLE_METRICS)
+    client = MlflowClient(uri)
+    ids = {e.name: e.experiment_id for e in client.search_experiments()}
+    train, toy = ids["train-stragglers"], ids["claims-toy"]
+    runs = "runs?workflowType=machine_learning&viewStateShareKey"
+    assert tables == [("claims-toy", f"http://h:1/#/experiments/{toy}/{runs}=fedbench"),
+                      ("train-stragglers", f"http://h:1/#/experiments/{train}/{runs}=fedbench")]
+    key = tracking.view_key(search)
+    assert key.startswith("fedbench-") and len(key) == len("fedbench-") + 8
+    assert charts == [("FedProx vs FedAvg", f"http://h:1/#/experiments/{train}/{runs}={key}&compareRunsMode=CHART")]
+    width = {"columnOrder": ["attributes.`Run Name`"], "columnWidths": {"attributes.`Run Name`": 300}}
+    tags = client.get_experiment(train).tags
+    assert json.loads(tags["mlflow.sharedViewState.fedbench"]) == {
+        "selectedColumns": ["params.`algorithm`", "params.`algo.mu`", "params.`seed`", "params.`variant`",
+                            "metrics.`test/accuracy`", "metrics.`train/loss`", "metrics.`wall_time_s`"],
+        "searchFilter": "", **width}
+    assert json.loads(tags[f"mlflow.sharedViewState.{key}"])["searchFilter"] == search
+    assert json.loads(client.get_experiment(toy).tags["mlflow.sharedViewState.fedbench"]) == {
+        "selectedColumns": ["params.`arm`", "metrics.`test/loss`"], "searchFilter": "", **width}  # not the study's
+    assert tracking.experiments_link("http://h:1") == "http://h:1/#/experiments?workflowType=machine_learning"
 
 
 def test_a_moved_store_points_at_its_own_artifacts(tmp_path, monkeypatch):
