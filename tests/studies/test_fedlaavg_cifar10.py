@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from fedbench.studies import fedlaavg_cifar10 as study
-from fedbench.study.runner import run_simulations
 from fedbench.studies.real_data import global_test_every, not_run_entry, pooled, repartitioned, study_cost
 from fedbench.study.record import compact, read_simulations
+from fedbench.study.runner import run_simulations
 
 BUILT_N = study.BUDGETS["fixture"].n
 

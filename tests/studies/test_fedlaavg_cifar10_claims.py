@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from fedbench.claims import registry
-from fedbench.study.contract import StudyRun, entry
-from fedbench.study.runner import Outcome
 from fedbench.studies import fedlaavg_cifar10 as study
 from fedbench.studies.fedlaavg_cifar10 import ACCURACY, Curves
 from fedbench.studies.real_data import not_run_entry
+from fedbench.study.contract import StudyRun, entry
+from fedbench.study.runner import Outcome
 
 LATER = ("fedlaavg/cifar10/gamma-and-period-trends", "fedlaavg/cifar10/oscillation-grows-with-period",
          "fedlaavg/cifar10/early-oscillation")
