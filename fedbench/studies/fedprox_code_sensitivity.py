@@ -52,21 +52,22 @@ and FedProx parameters: the study's runs are the main job's with one setting cha
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fedbench.claims.entry import SENSITIVITY, judged
+from fedbench.claims.entry import SENSITIVITY
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, fidelity, judge
+from fedbench.claims.verdict import Part, Rule, fidelity
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
-from fedbench.study.runner import WORKERS, Simulation, run_simulations, sim_config
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.runner import Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
-from fedbench.study.record import sim_record, write_simulations
 
 HEADLINE = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
 DATASET, NUM_DEVICES, DATA_SEED, TRAIN_FRACTION = "synthetic_1_1", 30, 0, 0.9
@@ -111,7 +112,7 @@ NOTES = ("The headline's rule (" + HEADLINE + ") unchanged, with one difference 
 
 
 # The study as data (fedbench.study.declaration): each variant is one sensitivity claim reading both arms;
-# run(seeds=...) runs other seeds (params.yaml claim_studies.<group>.fedprox_code_sensitivity.seeds).
+# the driver runs it on other seeds where given (params.yaml claim_studies.<group>.fedprox_code_sensitivity.seeds).
 DECLARATION = StudyDeclaration(
     setup="paper",  # FedProx's own synthetic data and setup: its runs are paper-scale at the paper's rounds
     name="fedprox_code_sensitivity", paper=FEDPROX_PAPER,
@@ -130,7 +131,6 @@ DECLARATION = StudyDeclaration(
         effect=EFFECT, rules=(("", GAIN_RULE),), notes=NOTES.format(what=WHAT[v]), reads=("fedavg", "fedprox_mu1"))
         for v in VARIANTS))
 ARMS = tuple(a.name for a in DECLARATION.arms)
-PART = Part("90% stragglers", DECLARATION.claims[0].rule_for())  # judged by the rule every variant's claim declares
 
 
 @functools.cache
@@ -164,21 +164,71 @@ def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
     return [(v, a, s) for v in VARIANTS for s in (DECLARATION.seeds if seeds is None else seeds) for a in ARMS]
 
 
-def judge_variant(curves, seeds=None, rounds: int | None = None) -> dict[str, Any]:
-    """The headline's rule on one variant's runs: ``curves(arm, seed)`` is (training loss, test accuracy) by
-    round (the accuracy a fraction), over ``seeds`` (default DECLARATION.seeds) and ``rounds`` (default ROUNDS)."""
-    seeds = DECLARATION.seeds if seeds is None else seeds
-    rounds = ROUNDS if rounds is None else rounds
+def simulations(run: StudyRun) -> dict[tuple[str, str, int], Simulation]:
+    """Both arms on every seed under each variant, by (variant, arm, seed)."""
+    return {job: simulation(*job) for job in declare(run.seeds)}
+
+
+def variant(claim: Claim) -> str:
+    """The variant (VARIANTS) whose sensitivity claim ``claim`` is."""
+    return claim.id.removeprefix(f"{HEADLINE}{SENSITIVITY}")
+
+
+DEVIATIONS = [
+    "data: our seeded draw (data seed 0) of the authors' generator law, not their committed JSON files",
+    "train/test split 90/10 as in the authors' code (the paper says 80/20)",
+]
+
+
+def measured(claim: Claim, curves: Callable[[str, int], tuple[list[float], list[float]]],
+             seeds: tuple[int, ...]) -> Measurement:
+    """The headline's rule on one variant's runs (the claim ``claim``): ``curves(arm, seed)`` is (training loss,
+    test accuracy) by round (the accuracy a fraction), over ``seeds``."""
+    v = variant(claim)
 
     def acc(arm, s, reading, budget):
         loss, accuracy = curves(arm, s)
-        return 100 * read_accuracy(loss, accuracy, reading, rounds, budget)
+        return 100 * read_accuracy(loss, accuracy, reading, ROUNDS, budget)
 
-    return judge([PART], lambda r, b: [[acc("fedprox_mu1", s, r, b) - acc("fedavg", s, r, b) for s in seeds]],
-                 PRIMARY, READINGS, reading_names=NAMES)
+    def values(reading: str, budget: float) -> list[list[float]]:
+        return [[acc("fedprox_mu1", s, reading, budget) - acc("fedavg", s, reading, budget) for s in seeds]]
+
+    gain = claim.rule_for().counted().effect(values(PRIMARY, 1.0)[0])  # the effect judged (one part), for the text
+    tail = {arm: [100 * read_accuracy(*curves(arm, s), "tail", ROUNDS) for s in seeds] for arm in ARMS}
+    scale = {"dataset": DATASET, "devices": NUM_DEVICES, "rounds": ROUNDS, "clients_per_round": K,
+             "local_epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "mu": MU, "stragglers": STRAGGLERS, "model": "mclr"}
+    entry = dict(
+        reproduced={"unit": "test accuracy (%), mean of the last 5 evaluations, Synthetic(1,1), 90% stragglers",
+                    **{arm: [round(x, 2) for x in vals] for arm, vals in tail.items()}},
+        # code-seeding's change as its rule (500 + seed), not the seeds' values: a rule that named them would
+        # change with the seeds, and a confirmation on fresh seeds could never match the frozen rule
+        scale=scale | {"changed": VARIANTS[v]},
+        deviations=[f"sensitivity reading of {HEADLINE}: {WHAT[v]}", *DEVIATIONS,
+                    f"{len(seeds)} training seeds where the paper shows one run"],
+        figure={"path": "studies/fedprox_code_sensitivity/fedprox_code_sensitivity.png", "panel": v},
+        fidelity=fidelity(DECLARATION.setup, ROUNDS, PAPER_ROUNDS, len(seeds)), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
+        observed=(f"FedProx(mu=1) {np.mean(tail['fedprox_mu1']):.1f}% vs FedAvg {np.mean(tail['fedavg']):.1f}% "
+                  f"(mean of the last 5 rounds): gain {fmt_effect(gain)}"))
+    return Measurement([Part("90% stragglers", claim.rule_for())], values, PRIMARY, READINGS, reading_names=NAMES,
+                       entry=entry)
 
 
-def figure(path: Path, accuracy: dict[tuple[str, str, int], list[float]], seeds: tuple[int, ...]) -> None:
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    v = variant(claim)
+
+    def curves(arm: str, s: int) -> tuple[list[float], list[float]]:
+        o = run.outcomes[v, arm, s]
+        return o.series("train/loss"), o.series("test/accuracy")
+
+    return measured(claim, curves, run.seeds)
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    _figure(out / "fedprox_code_sensitivity.png", {job: o.series("test/accuracy") for job, o in run.outcomes.items()},
+            run.seeds)
+
+
+def _figure(path: Path, accuracy: dict[tuple[str, str, int], list[float]], seeds: tuple[int, ...]) -> None:
     from fedbench.plotting import pyplot, save_figure
 
     fig, axes = pyplot().subplots(1, len(VARIANTS), figsize=(5 * len(VARIANTS), 3.6), sharey=True)
@@ -191,47 +241,3 @@ def figure(path: Path, accuracy: dict[tuple[str, str, int], list[float]], seeds:
     fig.suptitle(f"Synthetic(1,1), 90% stragglers, mean of {len(seeds)} seeds: the authors' code vs the paper",
                  fontsize=10)
     save_figure(fig, path, dpi=110)
-
-
-def run(out_dir: str | Path, workers: int = WORKERS, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The study with training ``seeds`` if given (DECLARATION.seeds)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    study = DECLARATION.with_seeds(seeds)
-    seeds = study.seeds
-    jobs = declare(seeds)
-    sims = [simulation(*job) for job in jobs]
-    outcomes = run_simulations(sims, workers)
-    write_simulations(out, [sim_record(sim, o) for sim, o in zip(sims, outcomes)])
-    runs = dict(zip(jobs, outcomes))
-    figure(out / "fedprox_code_sensitivity.png", {job: o.series("test/accuracy") for job, o in runs.items()},
-           seeds)
-    scale = {"dataset": DATASET, "devices": NUM_DEVICES, "rounds": ROUNDS, "clients_per_round": K,
-             "local_epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "mu": MU, "stragglers": STRAGGLERS, "model": "mclr"}
-    deviations = [
-        "data: our seeded draw (data seed 0) of the authors' generator law, not their committed JSON files",
-        "train/test split 90/10 as in the authors' code (the paper says 80/20)",
-        f"{len(seeds)} training seeds where the paper shows one run",
-    ]
-    entries = []
-    for v, changed in VARIANTS.items():
-        def curves(arm, s, v=v):
-            o = runs[(v, arm, s)]
-            return o.series("train/loss"), o.series("test/accuracy")
-
-        result = judge_variant(curves, seeds)
-        tail = {arm: [100 * read_accuracy(*curves(arm, s), "tail", ROUNDS) for s in seeds] for arm in ARMS}
-        e = study.entry(
-            f"{HEADLINE}{SENSITIVITY}{v}",
-            reproduced={"unit": "test accuracy (%), mean of the last 5 evaluations, Synthetic(1,1), 90% stragglers",
-                        **{arm: [round(x, 2) for x in vals] for arm, vals in tail.items()}},
-            # code-seeding's change as its rule (500 + seed), not the seeds' values: a rule that named them would
-            # change with the seeds, and a confirmation on fresh seeds could never match the frozen rule
-            scale=scale | {"changed": changed},
-            deviations=[f"sensitivity reading of {HEADLINE}: {WHAT[v]}", *deviations],
-            figure={"path": "studies/fedprox_code_sensitivity/fedprox_code_sensitivity.png", "panel": v},
-            fidelity=fidelity(DECLARATION.setup, ROUNDS, PAPER_ROUNDS, len(seeds)), rounds_run=ROUNDS, rounds_paper=PAPER_ROUNDS,
-            observed=(f"FedProx(mu=1) {np.mean(tail['fedprox_mu1']):.1f}% vs FedAvg {np.mean(tail['fedavg']):.1f}% "
-                      f"(mean of the last 5 rounds): gain {fmt_effect(result['effect'])}"))
-        entries.append(judged(e, result))
-    return entries

@@ -14,6 +14,7 @@ from fedbench.algorithms.fedprox import FedProx
 from fedbench.claims.entry import sensitivity_of
 from fedbench.claims.magnitude import magnitude_of
 from fedbench.config import load_config
+from fedbench.study import contract
 from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_claims
 from fedbench.studies import fedprox_main_job as main_job
 from fedbench.studies import fedprox_code_sensitivity as study
@@ -27,7 +28,8 @@ def test_the_rule_and_readings_are_the_headlines():
     assert headline["id"] == study.HEADLINE
     first_sentence = headline["rule"].split(". ")[0]
     assert first_sentence.endswith("reproduced if the 95% interval lies above 0, not-reproduced if it lies below 0")
-    assert study.PART.rule == main_claims.GAIN_RULE  # the sign (issue 32: no project-chosen threshold)
+    # every variant's rule: the sign (issue 32: no project-chosen threshold)
+    assert all(c.rule_for() == main_claims.GAIN_RULE for c in study.DECLARATION.claims)
     declared = main_job.DECLARATION.claim(study.HEADLINE)  # every variant's rule: the headline's effect and Rule
     for c in study.DECLARATION.claims:
         assert (c.effect, c.rules, c.combination) == (declared.effect, declared.rules, declared.combination)
@@ -65,18 +67,26 @@ def _curves(gain_of_seed):
     return curves
 
 
+def judge_variant(curves):
+    """A variant's entry (the first's) from made-up ``curves`` on the declared seeds, judged as the driver judges it
+    (fedbench.study.contract)."""
+    claim = study.DECLARATION.claims[0]
+    run = contract.StudyRun(study.DECLARATION, "pipeline", study.ROUNDS)
+    return contract.entry(run, claim, study.measured(claim, curves, study.DECLARATION.seeds))
+
+
 def test_rule_on_made_up_curves():
-    result = study.judge_variant(_curves(lambda s: 10.0 + s))
+    result = judge_variant(_curves(lambda s: 10.0 + s))
     assert result["effect"]["per_seed"] == [pytest.approx(10.0 + s) for s in study.DECLARATION.seeds]
     assert result["effect"]["estimate"] == pytest.approx(12.0)
     assert result["verdict"] == "reproduced"
     assert [c["reading"] for c in result["sensitivity"] if c["budget"] == 1.0] == \
         ["mean of last 5 rounds", "paper's rule (C.3.2)", "final round", "best round"]
-    small = study.judge_variant(_curves(lambda s: 1.0 + 0.1 * s))  # a real gain of ~1.2 points: the sign holds
+    small = judge_variant(_curves(lambda s: 1.0 + 0.1 * s))  # a real gain of ~1.2 points: the sign holds
     assert small["effect"]["estimate"] == pytest.approx(1.2) and small["verdict"] == "reproduced"
-    worse = study.judge_variant(_curves(lambda s: -1.0 - 0.1 * s))
+    worse = judge_variant(_curves(lambda s: -1.0 - 0.1 * s))
     assert worse["effect"]["estimate"] == pytest.approx(-1.2) and worse["verdict"] == "not-reproduced"
-    noisy = study.judge_variant(_curves(lambda s: [-6.0, 14.0, -2.0, 16.0, 3.0][s]))
+    noisy = judge_variant(_curves(lambda s: [-6.0, 14.0, -2.0, 16.0, 3.0][s]))
     assert noisy["verdict"] == "inconclusive"
 
 
