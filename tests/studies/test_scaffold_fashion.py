@@ -60,7 +60,7 @@ def test_variants_registered_with_the_papers_split(real_root):
 
 
 def test_declaration_cells_seeds_and_paper_scales():
-    cells = study.CELLS
+    cells = study.cells()
     assert len(cells) == 2 * 2 * 1 + 2 + 2 * 3  # Table 3: s x {SCAFFOLD, FedAvg} x E = 5, SGD x s; Table 5: 2 x 3
     assert len({c.label() for c in cells}) == len(cells) and {c.variant for c in cells} == set(study.DECLARATION.variants)
     assert [c.table for c in cells] == [3] * 6 + [5] * 6
@@ -85,7 +85,7 @@ def test_the_declaration_states_arms_seeds_knobs_and_what_each_claim_reads():
     assert d.evaluation == tables.EVALUATION and d.rounds("paper") == 100 and d.budgets is study.BUDGETS
     assert [c.reads for c in d.claims] == [("scaffold", "fedavg", "sgd")] * 2
     assert {c.fidelity for c in d.claims} == {"stand-in"} and {c.rounds_paper for c in d.claims} == {1000}
-    assert {c.method for c in study.CELLS} == {a.name for a in d.arms}
+    assert {c.method for c in study.cells()} == {a.name for a in d.arms}
 
 
 def _flat(value: float, rounds: int = 5) -> list[float]:
@@ -145,14 +145,14 @@ def _judged_runs(scaffold_round: int, fedavg_rounds: tuple[int, int, int]) -> ta
         return [0.0] * r + [0.71] * (7 - r)
 
     curves = {}
-    for c in study.CELLS:
+    for c in study.cells():
         for i, s in enumerate(b.seeds):
             if c.table == 3:
                 curves[(c, s)] = reach(scaffold_round if c.method == "scaffold" else fedavg_rounds[i])
             else:
                 curves[(c, s)] = _flat({"scaffold": 0.80, "fedavg": 0.78, "sgd": 0.79}[c.method], 6)
-    tuning = {(c, lr, s): _flat(0.1, 6) for c in study.CELLS for lr in b.lr_grid for s in b.tuning_seeds}
-    selections = tables.select_steps(study.CELLS, tuning, b, study.STUDY.select_target)  # all tied: 0.1, not widened
+    tuning = {(c, lr, s): _flat(0.1, 6) for c in study.cells() for lr in b.lr_grid for s in b.tuning_seeds}
+    selections = tables.select_steps(study.cells(), tuning, b, study.STUDY.select_target)  # all tied: 0.1, not widened
     return tables.Runs(curves, {c: sel.step for c, sel in selections.items()}, b, selections)
 
 
@@ -166,7 +166,7 @@ def test_table3_effects_and_verdicts_on_hand_made_curves():
                                                             "mean": pytest.approx(11 / 3)}
     assert e["fidelity"] == "smoke-check" and e["rounds_run"] == 6  # 6 of 1,000 rounds: at most a tenth
     assert len(e["reproduced"]["selected_at_grid_edge"]) == 6  # every Table 3 cell at 0.1, the grid's lower end
-    assert set(e["reproduced"]["selection"]) == {c.label() for c in study.CELLS if c.table == 3}
+    assert set(e["reproduced"]["selection"]) == {c.label() for c in study.cells() if c.table == 3}
     assert e["reproduced"]["selection"]["table3/fedavg/E=5/s=0"]["tuning"] == {"0.1": [0.1, 0.1], "0.3": [0.1, 0.1]}
     worse = judged(TABLE3, _judged_runs(5, (1, 2, 2)))
     assert [p["per_seed"] for p in worse["parts"]] == [[-4.0, -3.0, -3.0]] * 4
