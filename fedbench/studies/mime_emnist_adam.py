@@ -29,9 +29,12 @@ final model, every writer's test images), best test accuracy. Arms:
   of batch 10 (its full local gradient), averaged; one step of the base optimizer a round. Its SGDm step is
   mime_emnist's 0.004 for every arm.
 
-A study of its own, not arms of mime_emnist: adding them there would change mime_emnist's registered not-run entry
-(its declared runs, which the registry's hash covers) and its runs' cost. FedAvgM runs here again (5 runs) rather
-than being read from mime_emnist's folder. The claims and their judges are fedbench.studies.mime_emnist_adam_claims.
+A variant of mime_emnist (other arms and claims on the same data and setting), not arms of it: adding them there
+would change mime_emnist's registered not-run entry (its declared runs, which the registry's hash covers) and its
+runs' cost. FedAvgM runs here again (5 runs) rather than being read from mime_emnist's folder. The module is the
+declaration and its setting (:data:`SETTING`); the hooks are mime_emnist's (fedbench.studies.mime_real.Femnist), and
+the driver judges each claim with its declared rule and combination ("often" for the server-only one). The claims
+are declared in fedbench.studies.mime_emnist_adam_claims.
 
 Cost (reports/bench/paper-cost.json): `fedbench paper cost --study mime_emnist_adam --max-seconds 15` on this
 project's 2-core Xeon (2026-11-28, 14 s, the cap the other studies were measured with): 195.6 CPU-hours for the 30 runs
@@ -43,18 +46,14 @@ costs of 2026-11-26: 194.6 h.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-from typing import Any
 
 from fedbench.claims.papers import MIME_PAPER
-from fedbench.study.runner import WORKERS
 from fedbench.studies import mime_real as shared
-from fedbench.studies.mime_emnist_adam_claims import (ADAM_PANEL, BETA1, BETA2, CLAIMS, EPS, FEDADAM, SERVER_ADAM,
-                                                      SERVER_SGDM, judge_all)
-from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, accuracy, curve
+from fedbench.studies.mime_emnist_adam_claims import (ADAM_PANEL, BETA1, BETA2, CLAIMS, EPS, FEDADAM, PANELS,
+                                                      SERVER_ADAM, SERVER_SGDM)
+from fedbench.studies.mime_real import BASELINE, EVAL_EVERY, MOMENTUM, READINGS  # noqa: F401 (READINGS: the tests')
 from fedbench.study.declaration import Arm, StudyDeclaration
 from fedbench.study.scale import Scale
-from fedbench.studies.real_data import REAL_ROOT, load_real
 
 # the EMNIST-62 setting, mime_real's (one place for this study and its SGDm sibling)
 MODEL, LR, LOCAL_EPOCHS, BATCH = shared.FEMNIST_MODEL, shared.FEMNIST_LR, shared.LEAF_EPOCHS, shared.LEAF_BATCH
@@ -63,7 +62,6 @@ WRITERS, IMAGES, TRAIN_FRACTION = shared.WRITERS, shared.IMAGES, shared.TRAIN_FR
 _N, _STEPS = shared.MEAN_WRITER_IMAGES, shared.EPOCH_STEPS
 _P = BUDGETS["paper"]
 ADAM_LR = 0.001  # Adam's step wherever Adam runs (Kingma and Ba's default), fixed before any run
-READINGS = ("best", "tail", "final")
 ADAM = {"beta1": BETA1, "beta2": BETA2, "eps": EPS}
 
 ARMS = (
@@ -112,59 +110,12 @@ DECLARATION = StudyDeclaration(
     claims=tuple(dataclasses.replace(c, note="; ".join(ASSUMPTIONS)) for c in CLAIMS))
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm)."""
-    import numpy as np
-
-    from fedbench.claims.entry import judged
-    from fedbench.claims.stats import fmt_effect
-
-    b, study, methods, runs, d = shared.run_femnist(out_dir, DECLARATION, budget, workers, real_root, seeds)
-
-    def acc(m, s, reading, bud):
-        return accuracy(runs[(m, s)], reading, b.rounds, bud)
-
-    results = judge_all(acc, b.seeds, READINGS)
-    best = {m: [acc(m, s, "best", 1.0) for s in b.seeds] for m in methods}
-    curves = {m: np.mean([curve(runs[(m, s)], b.rounds) for s in b.seeds], 0) for m in methods}
-    png, variant = f"{d.name}.png", d.variants[0]
-    ds = load_real(variant, str(real_root))
-    _figure(study.out / png, b.rounds, curves, f"{variant} ({ds.num_clients} writers), {b.model}")
-    fixture_note = (f"{b.rounds} rounds, {b.clients_per_round} writers a round and model {b.model}: the test suite's "
-                    "fixture scale")
-    deviations = ([fixture_note] if budget != "paper" else []) + ASSUMPTIONS
-    scale = {"study": d.name, "budget": budget, "variant": variant, "model": b.model, "writers": ds.num_clients,
-             "writers_per_round": b.clients_per_round, "sampling": "proportional (equal-weight means)",
-             "rounds": b.rounds, "local_epochs": LOCAL_EPOCHS, "batch_size": BATCH, "sgd_lr": LR, "adam_lr": ADAM_LR,
-             "adam_betas": [BETA1, BETA2], "adam_eps": EPS, "momentum": MOMENTUM, "fedavgm_server_lr": 1.0,
-             "eval": f"test accuracy every {EVAL_EVERY} rounds and the final model, all writers", "device": b.device}
-    out = []
-    for c, result in zip(d.claims, results):  # the claim's fidelity (stand-in) at every budget
-        observed = ("best test accuracy (mean of seeds): " + ", ".join(f"{m} {np.mean(best[m]):.2f}%" for m in c.reads)
-                    + "; " + "; ".join(f"{p['part']} {fmt_effect(p)}" for p in result["parts"]))
-        entry = d.entry(c.id, scale=scale, deviations=deviations,
-                        figure={"path": f"figures/{d.name}/{png}", "panel": "test accuracy"}, rounds_run=b.rounds,
-                        training_seeds=list(b.seeds), observed=observed,
-                        reproduced={"unit": f"best test accuracy (%) within {b.rounds} rounds",
-                                    **{m: [round(v, 3) for v in best[m]] for m in c.reads}})
-        out.append(judged(entry, result))
-    return out
-
-
-def _figure(path: Path, rounds: int, curves: dict[str, Any], title: str) -> None:
-    """The arms' mean test-accuracy curves, one panel per base optimizer (FedAvg dashed, server-only dotted)."""
-    from fedbench.claims.readings import evaluation_rounds
-    from fedbench.plotting import pyplot, save_figure
-
-    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4), sharey=True)
-    x = evaluation_rounds(rounds, EVAL_EVERY)
-    for ax, (panel, names) in zip(axes, (("SGDm", (BASELINE, SERVER_SGDM)), ("Adam", ADAM_PANEL))):
-        for name in names:
-            ax.plot(x, curves[name], ":" if name.startswith("server-only") else "--" if name in (BASELINE, FEDADAM)
-                    else "-", label=name)
-        ax.set(xlabel="round", title=f"{title}, {panel}")
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel("test accuracy (%), mean over seeds")
-    save_figure(fig, path, dpi=120)
+# what the hooks read beyond the declaration (fedbench.studies.mime_real.Femnist): each claim's parts, the steps and
+# optimizer settings the entries' scale states, the assumptions and the figure's panel for each base optimizer
+SETTING = shared.Femnist(
+    pairs={"mime/emnist62/adam-ordering": (("Mime (Adam)", FEDADAM), ("MimeLite (Adam)", FEDADAM)),
+           "mime/emnist62/fedavg-below-server-only": PANELS},
+    steps={"sgd_lr": LR, "adam_lr": ADAM_LR, "adam_betas": [BETA1, BETA2], "adam_eps": EPS, "momentum": MOMENTUM,
+           "fedavgm_server_lr": 1.0},
+    assumptions=tuple(ASSUMPTIONS), panels=(("SGDm", (BASELINE, SERVER_SGDM)), ("Adam", ADAM_PANEL)))
+simulations, record, measure, figure = SETTING.simulations, SETTING.record, SETTING.measure, SETTING.figure

@@ -245,20 +245,3 @@ def real_root(run: StudyRun) -> Path:
 
     return Path(REAL_ROOT) if run.real_root is None else run.real_root
 
-
-def run_femnist(out_dir: str | Path, declaration: Any, budget: str, workers: int, real_root: str | Path,
-                seeds: tuple[int, ...] | None = None) -> tuple:
-    """Every (arm, seed) of an EMNIST-62 study at ``budget``, on training ``seeds`` if given (a confirmatory run's
-    frozen block: fedbench.study.runs.open_seeded), each recorded with its best test accuracy: (the budget, the
-    study's runs, the arms' names, the outcomes by (arm, seed), the declaration on the seeds run)."""
-    from fedbench.study.record import sim_record
-    from fedbench.study.runs import open_seeded
-
-    b, study, declaration = open_seeded(out_dir, declaration, budget, workers, seeds)
-    methods = [a.name for a in declaration.arms]
-    runs = study.run_jobs([(m, s) for s in b.seeds for m in methods],
-                          lambda m, s: femnist_simulation(declaration, m, s, b, real_root),
-                          lambda sim, o: sim_record(sim, o, keys=("round", "test/accuracy"), metrics={
-                              "study/best_test_accuracy": accuracy(o, "best", b.rounds)}))
-    study.write()
-    return b, study, methods, runs, declaration

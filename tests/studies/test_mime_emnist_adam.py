@@ -15,12 +15,12 @@ from fedbench.algorithms.mime import Mime
 from fedbench.algorithms.server_only import ServerOnly
 from fedbench.claims import registry
 from fedbench.claims.stats import DIGITS
-from fedbench.claims.verdict import often
+from fedbench.claims.verdict import Part, often
 from fedbench.engine.evaluation import EvalSpec
+from fedbench.study.contract import Measurement, StudyRun, entry
 from fedbench.studies import mime_emnist, mime_emnist_adam as study
 from fedbench.studies.mime_emnist_adam import DECLARATION
-from fedbench.studies.mime_real import femnist_simulation
-from fedbench.studies.mime_emnist_adam_claims import judge_adam_ordering, judge_below_server_only
+from fedbench.studies.mime_real import READING_NAMES, differences, femnist_simulation
 from fedbench.studies.real_data import not_run_entry
 from tests.studies.real_fixtures import build_real
 from fedbench.study.record import read_simulations
@@ -100,13 +100,22 @@ def _acc(table):
 SEEDS = (0, 1, 2)
 
 
+def _judged(claim_id, acc, readings):
+    """Claim ``claim_id``'s entry as the driver judges it (fedbench.study.contract.entry): its parts (the study's
+    SETTING.pairs) per seed, by best test accuracy, with its declared rule and combination."""
+    c, pairs = DECLARATION.claim(claim_id), study.SETTING.pairs[claim_id]
+    m = Measurement([Part(f"{a} - {b}", c.rule_for()) for a, b in pairs], differences(acc, pairs, SEEDS), "best",
+                    readings, reading_names=READING_NAMES, entry={"fidelity": c.fidelity})
+    return entry(StudyRun(DECLARATION, "fixture", DECLARATION.budget("fixture")), c, m)
+
+
 def test_adam_ordering_gives_each_verdict():
     above, below, mixed = (71.0, 72.0, 73.5), (60.0, 61.0, 59.5), (64.0, 66.0, 65.0)
     fedadam = (65.0, 65.5, 65.0)
     cases = {"reproduced": (above, above), "not-reproduced": (above, below), "inconclusive": (above, mixed)}
     for verdict, (mime, lite) in cases.items():
-        r = judge_adam_ordering(_acc({"Mime (Adam)": mime, "MimeLite (Adam)": lite, "FedAdam": fedadam}), SEEDS,
-                                ("best", "tail"))
+        r = _judged("mime/emnist62/adam-ordering", _acc({"Mime (Adam)": mime, "MimeLite (Adam)": lite,
+                                                          "FedAdam": fedadam}), ("best", "tail"))
         assert r["verdict"] == verdict, verdict
         assert [p["part"] for p in r["parts"]] == ["Mime (Adam) - FedAdam", "MimeLite (Adam) - FedAdam"]
     # the per-seed differences, exact: 71 - 65, 72 - 65.5, 73.5 - 65
@@ -132,7 +141,7 @@ def test_below_server_only_gives_each_verdict(sgdm, adam, verdict):
     # server-only minus FedAvg, per seed, on each panel; FedAvg at 60% on every seed
     table = {"FedAvgM": (60.0,) * 3, "FedAdam": (60.0,) * 3,
              "server-only SGDm": tuple(60.0 + d for d in sgdm), "server-only Adam": tuple(60.0 + d for d in adam)}
-    r = judge_below_server_only(_acc(table), SEEDS, ("best", "tail", "final"))
+    r = _judged("mime/emnist62/fedavg-below-server-only", _acc(table), ("best", "tail", "final"))
     assert r["verdict"] == verdict
     assert [p["part"] for p in r["parts"]] == ["server-only SGDm - FedAvgM", "server-only Adam - FedAdam"]
     assert r["parts"][0]["per_seed"] == pytest.approx(list(sgdm)) and r["parts"][1]["per_seed"] == pytest.approx(list(adam))
@@ -153,7 +162,7 @@ def test_every_sensitivity_cell_combines_the_panels_by_often():
             return 60.0
         return (quarter if bud == 0.25 else full)[m][s]
 
-    r = judge_below_server_only(acc, SEEDS, ("best",))
+    r = _judged("mime/emnist62/fedavg-below-server-only", acc, ("best",))
     cells = {c["budget"]: c for c in r["sensitivity"]}
     assert r["verdict"] == cells[1.0]["verdict"] == cells[0.5]["verdict"] == "reproduced"
     assert cells[0.25]["verdict"] == "inconclusive"
