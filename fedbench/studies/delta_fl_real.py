@@ -30,33 +30,60 @@ every training device and the per-device test accuracy on every test device ever
 Reading (fixed before any run; fedbench.studies.delta_fl_devices): a run's test devices are the dataset's test-only
 clients (EMNIST: the 432 drawn for the run's seed; Sent140: 439; Shakespeare: 545), each device's error under the
 final model counted once; the 90th percentile (numpy's interpolated one, the authors') and the plain mean of them.
-Figures 4-6 (the upper tail of the test-device error, the variance of the training-device loss, the training loss
-after as many secure aggregation calls) are claims on the same runs: fedbench.studies.delta_fl_real_claims.
+
+Figures 4, 5 and 6 are claims on the same runs (no run is added: the projected cost is Tables 2 and 3's): FedAvg
+and Delta-FL at the level theta* that the Table 2 claim selects per pair.
+- Figure 4 (histograms of the test-device error): Delta-FL's upper tail is thinner. Read as the share of test
+  devices whose final-model error exceeds FedAvg's 90th percentile (the same seed's), under FedAvg minus under
+  Delta-FL (:func:`tail_share_effect`).
+- Figure 5 (scatter of each training device's loss against its size): Delta-FL reduces the variance of the loss
+  over the training devices. Read as the variance over the training devices of the final model's loss on each
+  (:func:`loss_variance`), FedAvg's minus Delta-FL's; whether the effect is "more pronounced on the neural
+  networks" is reported, not judged.
+- Figure 6 (training loss against secure aggregation calls): competitive convergence. The calls are counted per
+  round as the paper does (:data:`SECURE_AGGREGATION_CALLS`), so Delta-FL is read after as many calls as FedAvg
+  makes in its round budget (:func:`aggregation_round`).
+Their readings, fixed before any run (the rules decide as the ones registered for these claims; where they are
+silent): a training device is a client of the dataset that is not test-only, its loss the mean over its training
+samples under the final model (the engine's per-device loss: fedbench.engine.metrics.Evaluation.device_train_loss),
+each device counted once, the variance the plain one (numpy's, ddof 0); "mean training loss" is the engine's
+``train/loss``, the mean over every training sample (the paper's mean over training devices weighted by n_i). A
+diverged run reads as error 1 on every test device (fedbench.studies.delta_fl_devices), as an infinite loss
+variance, and as an infinite training loss from the round it diverged in.
+
+The module: the study as data (:data:`DECLARATION`), its runs (:func:`simulations`, each recorded with its
+test-device errors: :func:`record`), the readings of the finished runs (:class:`Devices`), one measurement per claim
+(:data:`MEASURES`, through :func:`measure`) and :func:`figure`: the hooks the one driver calls
+(fedbench.study.contract).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fedbench.claims import readings
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
-from fedbench.claims.verdict import Rule
-from fedbench.study.runner import WORKERS
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part, Rule
 from fedbench.studies.delta_fl_devices import error_record, history_p90, subsampled, test_device_errors
 from fedbench.studies.delta_fl_pairs import PAIRS, Pair, pair
-from fedbench.studies.delta_fl_real_claims import CLAIMS as FIGURE_CLAIMS, figure_entries
 from fedbench.studies.real_data import REAL_ROOT, load_real
+from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.scale import Scale
 
 if TYPE_CHECKING:
-    from fedbench.study.runner import Simulation
-
+    from fedbench.data.format import FederatedDataset
+    from fedbench.study.runner import Outcome, Simulation
 THETAS = (0.8, 0.5, 0.1)  # Tables 2 and 3's three levels (the authors' README loop: nonconformity 0.2, 0.5, 0.9)
 WEIGHTING = "filter"  # the authors' code: keep F_i >= the quantile, weights n_i (fedbench.algorithms.delta_fl)
 MEAN_MARGIN = 2.0  # error points: "on par" (Table 3)
@@ -68,6 +95,21 @@ SUBSAMPLE_FRACTION = 0.5  # the authors' setup_clients(subsample_fraction=0.5), 
 # the by-user splits' seeds (params.yaml data.variants: sampling_seed 0, split_seed 1, the authors' Random(0) and
 # Random(1)); EMNIST's per-run user draw uses the training seed
 DATA_SEEDS = (0, 1)
+
+
+# Secure aggregation calls a round, by algorithm: appendix C.2.2, "Both FedAvg and Algorithm 2 require one call to
+# secure aggregation per iteration" (Algorithm 2 as stated: each device reveals its loss, the quantile is the server's;
+# appendix B.1's private variant computes the quantile with several more calls and is not what Figure 6 runs)
+SECURE_AGGREGATION_CALLS = {"fedavg": 1, "delta_fl": 1}
+CONVERGENCE_MARGIN = 10.0  # % training loss: "competitive", as registered
+# each pair's rule, by claim (Figures 4, 5, 6): what the claims declare
+TAILS_RULE = Rule("greater", 0.0, "points of test devices")
+VARIANCE_RULE = Rule("greater", 0.0, "loss variance")
+CONVERGENCE_RULE = Rule("at_most", CONVERGENCE_MARGIN, "% training loss")
+NEURAL = ("emnist_cnn", "sent140_rnn", "shakespeare_rnn")  # the neural-network pairs (Figure 5's "more pronounced")
+FIGURE = "delta_fl_real_figures.png"  # Figures 4-6, drawn into the study's folder (the report copies it)
+FIGURES = ("delta-fl/real/thinner-upper-tails", "delta-fl/real/train-loss-variance",
+           "delta-fl/real/competitive-convergence")
 
 
 @dataclass(frozen=True)
@@ -166,9 +208,56 @@ DECLARATION = StudyDeclaration(
                "accuracy)"),
         reads=(FEDAVG, "delta_fl"), rounds_paper=None, fidelity="paper-scale",
         note="its runs are the Table 2 entry's (delta-fl/real/p90-error)"),
-    *FIGURE_CLAIMS,  # Figures 4-6, on the same runs (fedbench.studies.delta_fl_real_claims)
+    Claim(
+        id=FIGURES[0], where="section 5, Figure 4",
+        claim_text="Delta-FL exhibits thinner upper tails of the test-device misclassification error than FedAvg.",
+        published={"value": None, "unit": "% of test devices", "scope": "five dataset-model pairs",
+                   "statement": "'Delta-FL exhibits thinner upper tails on the error, which shows an improved "
+                                "performance on devices which do not conform with the population' (histograms, no "
+                                "numbers)"},
+        effect="per seed and dataset-model pair, at the conformity level delta_fl_real selects (theta*), "
+               "effect = the share of test devices whose final-model error exceeds FedAvg's 90th percentile "
+               "under FedAvg minus that share under Delta-FL, in points",
+        rules=(("each pair", TAILS_RULE),),
+        notes="The paper's 5 seeds",
+        reads=("fedavg", "delta_fl"), rounds_paper=None, fidelity="paper-scale",
+        note="its runs are the Table 2 entry's (delta-fl/real/p90-error); FedAvg's 90th percentile is the same seed's, "
+             "'exceeds' is strictly greater"),
+    Claim(
+        id=FIGURES[1], where="section 5, Figure 5",
+        claim_text="Delta-FL reduces the variance of the loss over the training devices (more so on the neural "
+                   "networks).",
+        published={"value": None, "unit": "variance of the training-device loss", "scope": "five dataset-model pairs",
+                   "statement": "'Delta-FL reduces the variance of the loss on the train devices ... Both effects are "
+                                "more pronounced on the neural network models' (scatter plots, no numbers)"},
+        effect="per seed and pair, at theta*, the variance over training devices of the final model's "
+               "training loss under FedAvg minus that under Delta-FL",
+        rules=(("each pair", VARIANCE_RULE),),
+        notes="The paper's 5 seeds; 'more pronounced on the neural networks' reported, not judged",
+        reads=("fedavg", "delta_fl"), rounds_paper=None, fidelity="paper-scale",
+        note="its runs are the Table 2 entry's; a device's loss is its mean over its training samples, every training "
+             "device counted once, the variance numpy's (ddof 0)"),
+    Claim(
+        id=FIGURES[2], where="section 5, Figure 6",
+        claim_text="Measured in secure aggregation calls, Delta-FL converges about as fast as FedAvg, with FedAvg's "
+                   "hyperparameters.",
+        published={"value": None, "unit": "% training loss", "scope": "five dataset-model pairs",
+                   "statement": "'Delta-FL is competitive with FedAvg in convergence rate, despite using the same "
+                                "hyperparameters which were tuned for FedAvg' (curves, no numbers)"},
+        effect="per seed and pair, at theta*, effect = 100 (Delta-FL's mean training loss / FedAvg's - 1), "
+               "both read after the number of secure aggregation calls FedAvg makes in its round budget "
+               "(Delta-FL's calls per round as its Algorithm 2 counts them)",
+        rules=(("each pair", CONVERGENCE_RULE),),
+        notes="The paper's 5 seeds; 'competitive' registered as at most 10% worse (the margin fedbench reads "
+              "'rather robust' with)",
+        reads=("fedavg", "delta_fl"), rounds_paper=None, fidelity="paper-scale",
+        note="its runs are the Table 2 entry's; one secure aggregation call a round for both algorithms (appendix "
+             "C.2.2), so both are read at the pair's final round; the mean training loss is the engine's train/loss "
+             "(over every training sample: the devices weighted by n_i)"),
 ))
 
+
+# ---- the runs ----------------------------------------------------------------------------------------------------
 
 def dataset_builder(p: Pair, budget: Budget, seed: int, real_root: Path):
     """The zero-argument cached builder of pair ``p``'s data for run seed ``seed``."""
@@ -190,13 +279,14 @@ def evaluations(p: Pair) -> tuple:
             EvalSpec("test", every=p.eval_every, rounds=EXTRA_ROUNDS))
 
 
-def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None, int], Simulation]:
-    """Every run: (pair key, theta or None for FedAvg, seed) -> Simulation."""
+def simulations(run: StudyRun) -> dict[tuple[str, float | None, int], Simulation]:
+    """Every run at the budget: (pair key, theta or None for FedAvg, seed) -> Simulation."""
     from fedbench.algorithms import DeltaFL, FedAvg
-    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build
+    from fedbench.study.runner import Simulation, sim_config
 
-    out, delta = {}, DECLARATION.arm("delta_fl")
+    budget, real_root = run.budget, Path(run.real_root or REAL_ROOT)
+    out, delta = {}, run.declaration.arm("delta_fl")
     for key in budget.pairs:
         p = pair(key)
         model = build(p.model, load_real(p.variant, str(real_root)))
@@ -215,7 +305,10 @@ def simulations(budget: Budget, real_root: Path) -> dict[tuple[str, float | None
     return out
 
 
-# ---- readings (the per-test-device ones: fedbench.studies.delta_fl_devices) -------------------------------
+record = error_record  # a run's record carries its final model's test-device errors (p90, mean, count)
+
+
+# ---- readings (the per-test-device ones: fedbench.studies.delta_fl_devices) -------------------------------------
 
 def best_theta(p90_by_theta: dict[float, list[float]]) -> float:
     """The level with the lowest mean over seeds of the 90th-percentile error (Table 2 compares seed means); a tie
@@ -223,123 +316,380 @@ def best_theta(p90_by_theta: dict[float, list[float]]) -> float:
     return min(THETAS, key=lambda t: (float(np.mean(p90_by_theta[t])), THETAS.index(t)))
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm)."""
-    from fedbench.claims.readings import NAMES
-    from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, judge
-    from fedbench.study.runs import open_seeded
+def tail_share_effect(fedavg_errors: Sequence[float], delta_errors: Sequence[float]) -> float:
+    """Points: the share of test devices whose error exceeds FedAvg's 90th percentile under FedAvg minus that share
+    under Delta-FL (both over the same test devices)."""
+    fedavg, delta = np.asarray(fedavg_errors, dtype=np.float64), np.asarray(delta_errors, dtype=np.float64)
+    if fedavg.shape != delta.shape or not len(fedavg):
+        raise ValueError(f"test-device errors: {len(fedavg)} under FedAvg and {len(delta)} under Delta-FL; allowed: "
+                         "the same devices, at least one")
+    p90 = device_percentile(fedavg)
+    return 100.0 * (float(np.mean(fedavg > p90)) - float(np.mean(delta > p90)))
 
-    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
-    out = study.out
-    sims = simulations(b, Path(real_root))
-    outcomes = study.run(sims, error_record)
-    study.write()
-    errors = {k: test_device_errors(sims[k].dataset(), o) for k, o in outcomes.items()}
-    pooled = {k: 1.0 if o.diverged else 1.0 - float(o.final["test/accuracy"]) for k, o in outcomes.items()}
-    pairs = [pair(k) for k in b.pairs]
-    rounds = {p.key: b.rounds or p.rounds for p in pairs}
 
-    def p90_of(p: Pair, theta: float | None, seed: int, reading: str, frac: float) -> float:
+def training_losses(ds: FederatedDataset, outcome: Outcome) -> np.ndarray:
+    """The final model's loss on each training device (the clients that are not test-only, in dataset order); inf
+    on every device for a diverged run. A device not evaluated (NaN) is an error: the reading would drop it; an
+    infinite loss is a reading (its variance is infinite)."""
+    devices = np.flatnonzero(~np.asarray(ds.test_only))
+    if outcome.diverged:
+        return np.full(len(devices), math.inf)
+    if outcome.device_train_loss is None:
+        raise ValueError(f"{outcome.name}: no per-device training loss (its final evaluation skipped the train split)")
+    loss = np.asarray(outcome.device_train_loss, dtype=np.float64)[devices]
+    if not len(loss) or np.any(np.isnan(loss)):
+        raise ValueError(f"{outcome.name}: a training device has no loss (or there is no training device)")
+    return loss
+
+
+def loss_variance(losses: Sequence[float]) -> float:
+    """The plain variance (ddof 0) of the training devices' losses; inf where one is not finite (a diverged run)."""
+    v = np.asarray(losses, dtype=np.float64)
+    return float(np.var(v)) if np.all(np.isfinite(v)) else math.inf
+
+
+def aggregation_round(rounds: int) -> int:
+    """The round after which Delta-FL has made as many secure aggregation calls as FedAvg makes in ``rounds`` rounds
+    (rounded down: never more calls than FedAvg's)."""
+    return rounds * SECURE_AGGREGATION_CALLS["fedavg"] // SECURE_AGGREGATION_CALLS["delta_fl"]
+
+
+def loss_ratio_effect(fedavg_loss: float, delta_loss: float) -> float:
+    """100 (Delta-FL's training loss / FedAvg's - 1); NaN when both diverged (no reading), +inf when Delta-FL alone
+    did, -100 when FedAvg alone did; against a FedAvg loss of 0 (a loss is >= 0): 0 if Delta-FL's is 0 too, else
+    +inf."""
+    if math.isinf(fedavg_loss) and math.isinf(delta_loss):
+        return math.nan
+    if fedavg_loss == 0:
+        return 0.0 if delta_loss == 0 else math.inf
+    return 100.0 * (delta_loss / fedavg_loss - 1.0)
+
+
+def train_loss_at(outcome: Outcome, rounds: int, reading: str, budget: float) -> float:
+    """The run's training loss read at the cut (fedbench.claims.readings.read_at_cut), inf if it diverged by then."""
+    dead = int(outcome.history[-1]["round"]) if outcome.diverged else None
+    return readings.read_at_cut(outcome.at_rounds("train/loss"), rounds, reading, budget, diverged_at=dead,
+                                diverged=math.inf)
+
+
+@dataclass(frozen=True)
+class Devices:
+    """A run of the study as its claims read it, by run key (pair key, theta or None for FedAvg, seed): the pairs and
+    seeds of its budget, each run's test-device errors and 90th percentile, theta* per pair and the table of
+    Tables 2 and 3."""
+
+    run: StudyRun
+
+    @property
+    def pairs(self) -> list[Pair]:
+        return [pair(k) for k in self.run.budget.pairs]
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return self.run.budget.seeds
+
+    def rounds(self, p: Pair) -> int:
+        """The rounds run of pair ``p`` (the budget's, else the paper's)."""
+        return self.run.budget.rounds or p.rounds
+
+    @property
+    def reduced(self) -> bool:
+        """Whether the budget runs fewer rounds than the paper's shortest pair."""
+        b = self.run.budget
+        return b.rounds is not None and b.rounds < min(p.rounds for p in self.pairs)
+
+    @property
+    def paper_budget(self) -> float:
+        return min(p.rounds for p in self.pairs) / self.run.budget.rounds if self.reduced else 1.0
+
+    def dataset(self, key: tuple) -> FederatedDataset:
+        return self.run.simulations[key].dataset()
+
+    @functools.cached_property
+    def errors(self) -> dict[tuple, np.ndarray]:
+        """Each run's test-device errors under its final model."""
+        return {k: test_device_errors(self.dataset(k), o) for k, o in self.run.outcomes.items()}
+
+    def p90(self, p: Pair, theta: float | None, seed: int, reading: str = "final", frac: float = 1.0) -> float:
+        """A run's 90th-percentile test-device error: its final model's, else the engine's up to the cut."""
         if reading == "final" and frac == 1.0:
-            return device_percentile(errors[(p.key, theta, seed)])
-        return history_p90(outcomes[(p.key, theta, seed)], rounds[p.key], reading, frac)
+            return device_percentile(self.errors[(p.key, theta, seed)])
+        return history_p90(self.run.outcomes[(p.key, theta, seed)], self.rounds(p), reading, frac)
 
-    def theta_star(p: Pair, reading: str = "final", frac: float = 1.0) -> float:
-        return best_theta({t: [p90_of(p, t, s, reading, frac) for s in b.seeds] for t in THETAS})
+    def star(self, p: Pair, reading: str = "final", frac: float = 1.0) -> float:
+        """theta* of pair ``p`` read with ``reading`` at the cut ``frac`` (:func:`best_theta`)."""
+        return best_theta({t: [self.p90(p, t, s, reading, frac) for s in self.seeds] for t in THETAS})
 
-    def p90_effects(reading: str, frac: float) -> list[list[float]]:
-        out_ = []
-        for p in pairs:
-            t = theta_star(p, reading, frac)
-            out_.append([100 * (p90_of(p, None, s, reading, frac) - p90_of(p, t, s, reading, frac)) for s in b.seeds])
-        return out_
+    @functools.cached_property
+    def stars(self) -> dict[str, float]:
+        """theta* per pair, at the final round."""
+        return {p.key: self.star(p) for p in self.pairs}
 
-    def mean_effects(reading: str, frac: float) -> list[list[float]]:
-        mean = (lambda k: float(errors[k].mean())) if reading == "final" else pooled.__getitem__
-        return [[100 * (mean((p.key, theta_star(p), s)) - mean((p.key, None, s))) for s in b.seeds] for p in pairs]
+    def key(self, p: Pair, delta: bool, seed: int) -> tuple:
+        """The run of FedAvg (``delta`` False) or Delta-FL(theta*) on pair ``p`` and seed ``seed``."""
+        return (p.key, self.stars[p.key] if delta else None, seed)
 
-    paper_rounds = min(p.rounds for p in pairs)
-    rounds_run = b.rounds or None
-    reduced = b.rounds is not None and b.rounds < paper_rounds
-    paper_budget = paper_rounds / b.rounds if reduced else 1.0
-    names = NAMES | {"final": "final round", "tail": "mean of the last 5 rounds' p90",
-                     "weighted": "final round, n_i-weighted mean (authors' code)"}
-    p90_result = judge([Part(p.label, P90_RULE) for p in pairs], p90_effects, "final",
-                       ("final", "tail"), paper_budget=paper_budget, reading_names=names)
-    mean_result = judge([Part(p.label, MEAN_RULE) for p in pairs], mean_effects,
-                        "final", ("final", "weighted"), budgets=(1.0,), reading_names=names)
-    stars = {p.key: theta_star(p) for p in pairs}
-    table = {p.key: {algorithm_name(t): {"p90": [round(100 * device_percentile(errors[(p.key, t, s)]), 3)
-                                                 for s in b.seeds],
-                                         "mean": [round(100 * float(errors[(p.key, t, s)].mean()), 3)
-                                                  for s in b.seeds]}
-                     for t in (None, *THETAS)} | {"theta_star": stars[p.key],
-                                                  "test_devices": len(errors[(p.key, None, b.seeds[0])])}
-             for p in pairs}
-    diverged = sorted(sims[k].name for k, o in outcomes.items() if o.diverged)
-    figure(out / f"{d.name}.png", pairs, b.seeds, errors)
-    def seed_mean(p: Pair, t: float | None, what: str) -> float:
-        return float(np.mean(table[p.key][algorithm_name(t)][what]))
+    @functools.cached_property
+    def table(self) -> dict[str, dict[str, Any]]:
+        """Per pair and algorithm, the 90th percentile and the mean of the test-device error per seed (points,
+        3 decimals), theta* and the number of test devices."""
+        def per_seed(p: Pair, t: float | None, what: Callable[[np.ndarray], float]) -> list[float]:
+            return [round(100 * what(self.errors[(p.key, t, s)]), 3) for s in self.seeds]
+        return {p.key: {algorithm_name(t): {"p90": per_seed(p, t, device_percentile),
+                                            "mean": per_seed(p, t, lambda e: float(e.mean()))}
+                        for t in (None, *THETAS)} | {"theta_star": self.stars[p.key],
+                                                     "test_devices": len(self.errors[(p.key, None, self.seeds[0])])}
+                for p in self.pairs}
 
-    observed_p90 = "; ".join(
-        f"{p.label}: FedAvg {seed_mean(p, None, 'p90'):.2f}, " + ", ".join(
-            f"theta={t:g} {seed_mean(p, t, 'p90'):.2f}" for t in THETAS)
-        + f" (theta* = {stars[p.key]:g}; effect {fmt_effect(part)})"
-        for p, part in zip(pairs, p90_result["parts"]))
-    observed_mean = "; ".join(
-        f"{p.label}: FedAvg {seed_mean(p, None, 'mean'):.2f}, Delta-FL(theta*={stars[p.key]:g}) "
-        f"{seed_mean(p, stars[p.key], 'mean'):.2f} (effect {fmt_effect(part)})"
-        for p, part in zip(pairs, mean_result["parts"]))
-    tail = (f". Diverged runs (read as error 1): {', '.join(diverged)}" if diverged else "") + (
-        f". Fixture budget: {b.rounds} rounds on fixture-sized data, every pair" if budget == "fixture" else "")
-    scale = {"study": d.name, "budget": budget, "variants": list(d.variants), "seeds": list(b.seeds),
-             "thetas": list(THETAS), "weighting": WEIGHTING, "device": b.device,
-             "pairs": {p.key: {"variant": p.variant, "model": p.model, "rounds": rounds[p.key],
-                               "rounds_paper": p.rounds, "clients_per_round": p.clients_per_round, "lr": p.lr,
-                               "batch_size": p.batch_size, "local_epochs": 1,
+    def seed_mean(self, p: Pair, t: float | None, what: str) -> float:
+        return float(np.mean(self.table[p.key][algorithm_name(t)][what]))
+
+    @property
+    def ending(self) -> str:
+        """The end of Tables 2 and 3's observed texts: the runs that diverged, and the fixture budget's note."""
+        diverged = sorted(self.run.simulations[k].name for k, o in self.run.outcomes.items() if o.diverged)
+        return (f". Diverged runs (read as error 1): {', '.join(diverged)}" if diverged else "") + (
+            f". Fixture budget: {self.run.budget.rounds} rounds on fixture-sized data, every pair"
+            if self.run.budget_name == "fixture" else "")
+
+    def panel(self, file: str, row: str) -> dict[str, str]:
+        return {"path": f"figures/{self.run.declaration.name}/{file}", "panel": row}
+
+
+# ---- the measurements, one a claim (fedbench.study.contract) ------------------------------------------------------
+
+TABLE_NAMES = readings.NAMES | {"final": "final round", "tail": "mean of the last 5 rounds' p90",
+                                "weighted": "final round, n_i-weighted mean (authors' code)"}
+FINAL_MODEL = readings.NAMES | {"final": "final model"}
+TABLES = "delta_fl_real.png"  # Tables 2 and 3's figure, drawn into the study's folder
+
+
+def _effect(part: Part, values: list[float]) -> str:
+    """The effect the entry reports for one part's per-seed values (its rule's estimate and interval, as the
+    verdict reads them), as the observed text quotes it."""
+    return fmt_effect(part.rule.counted().effect(values))
+
+
+def _parts(d: Devices, claim: Claim) -> list[Part]:
+    """One part a pair, each with the claim's rule."""
+    return [Part(p.label, claim.rule_for()) for p in d.pairs]
+
+
+def p90_error(d: Devices, claim: Claim) -> Measurement:
+    """Table 2: per pair and seed, FedAvg's 90th-percentile test-device error minus Delta-FL(theta*)'s."""
+    def effects(reading: str, frac: float) -> list[list[float]]:
+        out = []
+        for p in d.pairs:
+            t = d.star(p, reading, frac)
+            out.append([100 * (d.p90(p, None, s, reading, frac) - d.p90(p, t, s, reading, frac)) for s in d.seeds])
+        return out
+    parts = _parts(d, claim)
+    observed = "; ".join(
+        f"{p.label}: FedAvg {d.seed_mean(p, None, 'p90'):.2f}, " + ", ".join(
+            f"theta={t:g} {d.seed_mean(p, t, 'p90'):.2f}" for t in THETAS)
+        + f" (theta* = {d.stars[p.key]:g}; effect {_effect(part, values)})"
+        for p, part, values in zip(d.pairs, parts, effects("final", 1.0)))
+    return Measurement(parts, effects, "final", ("final", "tail"), paper_budget=d.paper_budget,
+                       reading_names=TABLE_NAMES, entry={
+                           "figure": d.panel(TABLES, "top row: 90th-percentile test-device error"),
+                           "observed": f"90th-percentile test-device error (points, mean of {len(d.seeds)} seeds) at "
+                                       "the final round: " + observed + d.ending,
+                           "reproduced": {"unit": "test-device error (points), per seed", "table": d.table}})
+
+
+def mean_error_on_par(d: Devices, claim: Claim) -> Measurement:
+    """Table 3: per pair and seed, Delta-FL(theta*)'s mean test-device error minus FedAvg's (sensitivity: the
+    engine's pooled, n_i-weighted, test error)."""
+    pooled = {k: 1.0 if o.diverged else 1.0 - float(o.final["test/accuracy"]) for k, o in d.run.outcomes.items()}
+
+    def effects(reading: str, frac: float) -> list[list[float]]:
+        mean = (lambda k: float(d.errors[k].mean())) if reading == "final" else pooled.__getitem__
+        return [[100 * (mean(d.key(p, True, s)) - mean(d.key(p, False, s))) for s in d.seeds] for p in d.pairs]
+    parts = _parts(d, claim)
+    observed = "; ".join(
+        f"{p.label}: FedAvg {d.seed_mean(p, None, 'mean'):.2f}, Delta-FL(theta*={d.stars[p.key]:g}) "
+        f"{d.seed_mean(p, d.stars[p.key], 'mean'):.2f} (effect {_effect(part, values)})"
+        for p, part, values in zip(d.pairs, parts, effects("final", 1.0)))
+    return Measurement(parts, effects, "final", ("final", "weighted"), budgets=(1.0,), reading_names=TABLE_NAMES,
+                       entry={
+                           "figure": d.panel(TABLES, "bottom row: mean test-device error"),
+                           "observed": f"mean test-device error (points, unweighted, mean of {len(d.seeds)} seeds) at "
+                                       "the final round: " + observed + d.ending,
+                           "reproduced": {"unit": "test-device error (points), per seed", "theta_star": d.stars,
+                                          "table": {k: {a: v["mean"] if isinstance(v, dict) else v
+                                                        for a, v in row.items()} for k, row in d.table.items()}}})
+
+
+def _star(d: Devices, p: Pair) -> str:
+    return f"theta* = {d.stars[p.key]:g}"
+
+
+def thinner_upper_tails(d: Devices, claim: Claim) -> Measurement:
+    """Figure 4: per pair and seed, the share of test devices above FedAvg's 90th percentile under FedAvg minus
+    under Delta-FL(theta*)."""
+    def tails(reading: str, frac: float) -> list[list[float]]:
+        return [[tail_share_effect(d.errors[d.key(p, False, s)], d.errors[d.key(p, True, s)]) for s in d.seeds]
+                for p in d.pairs]
+
+    def above(p: Pair, delta: bool, s: int) -> float:  # % of test devices above FedAvg's 90th percentile
+        fedavg_p90 = device_percentile(d.errors[d.key(p, False, s)])
+        return round(100 * float(np.mean(d.errors[d.key(p, delta, s)] > fedavg_p90)), 3)
+
+    shares = {p.key: {who: [above(p, delta, s) for s in d.seeds] for who, delta in (("fedavg", False),
+                                                                                    ("delta_fl", True))}
+              for p in d.pairs}
+    parts = _parts(d, claim)
+    observed = "; ".join(
+        f"{p.label} ({_star(d, p)}): FedAvg {np.mean(shares[p.key]['fedavg']):.2f}%, Delta-FL "
+        f"{np.mean(shares[p.key]['delta_fl']):.2f}% (effect {_effect(part, values)})"
+        for p, part, values in zip(d.pairs, parts, tails("final", 1.0)))
+    return Measurement(parts, tails, "final", budgets=(1.0,), reading_names=FINAL_MODEL, entry={
+        "figure": d.panel(FIGURE, "top row: histograms of the test-device error (Figure 4)"),
+        "observed": f"share of test devices above FedAvg's 90th percentile (%, mean of {len(d.seeds)} seeds), final "
+                    "model: " + observed,
+        "reproduced": {"unit": "% of test devices, per seed", "theta_star": d.stars, "table": shares}})
+
+
+def train_loss_variance(d: Devices, claim: Claim) -> Measurement:
+    """Figure 5: per pair and seed, the variance of the training devices' final loss under FedAvg minus under
+    Delta-FL(theta*); the reduction relative to FedAvg's, by kind of model, reported."""
+    variance = {k: loss_variance(training_losses(d.dataset(k), d.run.outcomes[k]))
+                for p in d.pairs for s in d.seeds for k in (d.key(p, False, s), d.key(p, True, s))}
+
+    def variances(reading: str, frac: float) -> list[list[float]]:
+        return [[variance[d.key(p, False, s)] - variance[d.key(p, True, s)] for s in d.seeds] for p in d.pairs]
+
+    table = {p.key: {who: [float(f"{variance[d.key(p, delta, s)]:.6g}") for s in d.seeds]
+                     for who, delta in (("fedavg", False), ("delta_fl", True))} for p in d.pairs}
+    mean = {p.key: {who: float(np.mean(v)) for who, v in table[p.key].items()} for p in d.pairs}
+    relative = {k: 100 * (1 - m["delta_fl"] / m["fedavg"]) if 0 < m["fedavg"] < math.inf else math.nan
+                for k, m in mean.items()}
+    by_kind = {kind: [relative[p.key] for p in d.pairs if (p.key in NEURAL) == neural]
+               for kind, neural in (("neural networks", True), ("linear models", False))}
+    pronounced = "; ".join(f"{kind}: {np.mean(v):.1f}%" for kind, v in by_kind.items() if v)
+    parts = _parts(d, claim)
+    observed = "; ".join(
+        f"{p.label} ({_star(d, p)}): FedAvg {mean[p.key]['fedavg']:.4g}, Delta-FL {mean[p.key]['delta_fl']:.4g} "
+        f"(effect {_effect(part, values)})" for p, part, values in zip(d.pairs, parts, variances("final", 1.0)))
+    return Measurement(parts, variances, "final", budgets=(1.0,), reading_names=FINAL_MODEL, entry={
+        "figure": d.panel(FIGURE, "middle row: training-device loss against its samples, first seed (Figure 5)"),
+        "observed": f"variance of the training devices' loss (mean of {len(d.seeds)} seeds), final model: {observed}. "
+                    f"Reduction relative to FedAvg's, mean over the pairs (reported, not judged): {pronounced}",
+        "reproduced": {"unit": "loss variance, per seed", "theta_star": d.stars, "table": table,
+                       "relative_reduction_pct": {k: round(v, 3) for k, v in relative.items()}}})
+
+
+def competitive_convergence(d: Devices, claim: Claim) -> Measurement:
+    """Figure 6: per pair and seed, 100 (Delta-FL(theta*)'s training loss / FedAvg's - 1), Delta-FL read after as
+    many secure aggregation calls as FedAvg makes in its rounds."""
+    def convergence(reading: str, frac: float) -> list[list[float]]:
+        out = []
+        for p in d.pairs:
+            fedavg_round = readings.cut_round(d.rounds(p), frac)
+            out.append([loss_ratio_effect(train_loss_at(d.run.outcomes[d.key(p, False, s)], fedavg_round, reading, 1.0),
+                                          train_loss_at(d.run.outcomes[d.key(p, True, s)],
+                                                        aggregation_round(fedavg_round), reading, 1.0))
+                        for s in d.seeds])
+        return out
+    parts = _parts(d, claim)
+    observed = "; ".join(
+        f"{p.label} ({_star(d, p)}, FedAvg at round {d.rounds(p)}, Delta-FL at round "
+        f"{aggregation_round(d.rounds(p))}): effect {_effect(part, values)}"
+        for p, part, values in zip(d.pairs, parts, convergence("final", 1.0)))
+    return Measurement(parts, convergence, "final", ("final", "tail"), paper_budget=d.paper_budget,
+                       reading_names=readings.NAMES | {"final": "after FedAvg's calls in its round budget"}, entry={
+                           "figure": d.panel(FIGURE, "bottom row: training loss against secure aggregation calls "
+                                                     "(Figure 6)"),
+                           "observed": "training loss of Delta-FL relative to FedAvg's after the same number of secure "
+                                       f"aggregation calls ({SECURE_AGGREGATION_CALLS['fedavg']} a round for FedAvg, "
+                                       f"{SECURE_AGGREGATION_CALLS['delta_fl']} for Delta-FL; mean of {len(d.seeds)} "
+                                       "seeds): " + observed,
+                           "reproduced": {"unit": "% training loss, per seed", "theta_star": d.stars,
+                                          "secure_aggregation_calls_per_round": dict(SECURE_AGGREGATION_CALLS)}})
+
+
+MEASURES = {"delta-fl/real/p90-error": p90_error, "delta-fl/real/mean-error-on-par": mean_error_on_par,
+            FIGURES[0]: thinner_upper_tails, FIGURES[1]: train_loss_variance, FIGURES[2]: competitive_convergence}
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """Claim ``claim``'s measurement (:data:`MEASURES`), with what every entry of the study reports: its scale at the
+    budget run, its seeds, the by-user splits' data seeds and, where the budget cuts the rounds, stand-in fidelity."""
+    d = Devices(run)
+    b = run.budget
+    scale = {"study": run.declaration.name, "budget": run.budget_name, "variants": list(run.declaration.variants),
+             "seeds": list(b.seeds), "thetas": list(THETAS), "weighting": WEIGHTING, "device": b.device,
+             "pairs": {p.key: {"variant": p.variant, "model": p.model, "rounds": d.rounds(p), "rounds_paper": p.rounds,
+                               "clients_per_round": p.clients_per_round, "lr": p.lr, "batch_size": p.batch_size,
+                               "local_epochs": 1,
                                "user_subsample": SUBSAMPLE_FRACTION if p.subsample and b.subsample else None}
-                       for p in pairs}}
-    figure_path = f"figures/{d.name}/{d.name}.png"
-    # the claims' fidelity (paper-scale) unless the budget cuts the rounds
-    common = {"scale": scale, "rounds_run": rounds_run, "training_seeds": list(b.seeds),
-              "data_seeds": list(DATA_SEEDS)} | ({"fidelity": "stand-in"} if reduced else {})
-    p90_entry = d.judged(
-        "delta-fl/real/p90-error", p90_result, figure={"path": figure_path, "panel": "top row: 90th-percentile test-device error"},
-        observed=f"90th-percentile test-device error (points, mean of {len(b.seeds)} seeds) at the final round: "
-                 + observed_p90 + tail,
-        reproduced={"unit": "test-device error (points), per seed", "table": table}, **common)
-    mean_entry = d.judged(
-        "delta-fl/real/mean-error-on-par", mean_result, figure={"path": figure_path, "panel": "bottom row: mean test-device error"},
-        observed=f"mean test-device error (points, unweighted, mean of {len(b.seeds)} seeds) at the final round: "
-                 + observed_mean + tail,
-        reproduced={"unit": "test-device error (points), per seed", "theta_star": stars,
-                    "table": {k: {a: v["mean"] if isinstance(v, dict) else v for a, v in row.items()}
-                              for k, row in table.items()}}, **common)
-    figures = figure_entries(d, pairs, b.seeds, stars, outcomes, lambda k: sims[k].dataset(), errors, rounds,
-                             paper_budget, common, out)
-    return [p90_entry, mean_entry, *figures]
+                       for p in d.pairs}}
+    common = {"scale": scale, "training_seeds": list(b.seeds), "data_seeds": list(DATA_SEEDS),
+              "fidelity": "stand-in" if d.reduced else claim.fidelity}
+    m = MEASURES[claim.id](d, claim)
+    return dataclasses.replace(m, entry=common | m.entry)
 
 
-def figure(path: Path, pairs: list[Pair], seeds: tuple[int, ...], errors: dict) -> None:
+# ---- the figures ---------------------------------------------------------------------------------------------------
+
+def figure(run: StudyRun, out: Path) -> None:
+    """Tables 2 and 3 (:data:`TABLES`) and Figures 4-6 (:data:`FIGURE`), into the study's folder ``out``."""
+    d = Devices(run)
+    draw_tables(d, out / TABLES)
+    draw_figures(d, out / FIGURE)
+
+
+def draw_tables(d: Devices, path: Path) -> None:
     """Per pair: the 90th percentile (top) and the mean (bottom) of the test-device error of each algorithm, the
     seed mean as a bar and every seed as a dot."""
     from fedbench.plotting import pyplot, save_figure
 
-    algs = (None, *THETAS)
+    algs, pairs = (None, *THETAS), d.pairs
     fig, axes = pyplot().subplots(2, len(pairs), figsize=(3.2 * len(pairs), 6), squeeze=False)
     for j, p in enumerate(pairs):
         for i, (what, fn) in enumerate((("90th percentile", device_percentile),
                                          ("mean", lambda e: float(np.mean(e))))):
             ax = axes[i][j]
             for x, t in enumerate(algs):
-                vals = [100 * fn(errors[(p.key, t, s)]) for s in seeds]
+                vals = [100 * fn(d.errors[(p.key, t, s)]) for s in d.seeds]
                 ax.bar(x, np.mean(vals), color="tab:red" if t is None else "tab:blue", alpha=0.6)
                 ax.scatter([x] * len(vals), vals, color="k", s=8, zorder=3)
             ax.set_xticks(range(len(algs)), ["FedAvg", *(f"θ={t:g}" for t in THETAS)], fontsize=8)
             ax.set_title(f"{p.label}: {what}", fontsize=9)
             if j == 0:
                 ax.set_ylabel(f"{what} of test-device error (%)")
+    save_figure(fig, path, dpi=110)
+
+
+def draw_figures(d: Devices, path: Path) -> None:
+    """Figures 4-6 as the paper draws them, a column per pair: the test-device errors of every seed pooled, as
+    histograms (top); each training device's final loss against its number of samples, first seed (middle); the
+    seed mean of the training loss against the secure aggregation calls, at the rounds every seed evaluated
+    (bottom). FedAvg red, Delta-FL(theta*) blue; a diverged run's devices are left out of the middle row."""
+    from fedbench.plotting import pyplot, save_figure
+
+    pairs = d.pairs
+    fig, axes = pyplot().subplots(3, len(pairs), figsize=(3.4 * len(pairs), 9), squeeze=False)
+    for j, p in enumerate(pairs):
+        for delta, color, label in ((False, "tab:red", "FedAvg"), (True, "tab:blue", f"Delta-FL θ={d.stars[p.key]:g}")):
+            keys = [d.key(p, delta, s) for s in d.seeds]
+            axes[0][j].hist(100 * np.concatenate([d.errors[k] for k in keys]), bins=20, range=(0, 100), alpha=0.5,
+                            color=color, label=label)
+            ds = d.dataset(keys[0])
+            loss = training_losses(ds, d.run.outcomes[keys[0]])
+            sizes = ds.train.sizes[np.flatnonzero(~np.asarray(ds.test_only))]
+            axes[1][j].scatter(sizes[np.isfinite(loss)], loss[np.isfinite(loss)], s=5, alpha=0.5, color=color)
+            curves = [d.run.outcomes[k].at_rounds("train/loss") for k in keys]
+            shared = sorted(set.intersection(*(set(c) for c in curves)))
+            calls = SECURE_AGGREGATION_CALLS["delta_fl" if delta else "fedavg"]
+            axes[2][j].plot([r * calls for r in shared], [np.mean([c[r] for c in curves]) for r in shared],
+                            color=color, label=label)
+        axes[0][j].set_title(p.label, fontsize=9)
+        axes[0][j].set_xlabel("test-device error (%)", fontsize=8)
+        axes[1][j].set_xlabel("training samples on the device", fontsize=8)
+        axes[2][j].set_xlabel("secure aggregation calls", fontsize=8)
+        axes[0][j].legend(fontsize=7)
+    axes[0][0].set_ylabel("test devices (all seeds)")
+    axes[1][0].set_ylabel("final training loss")
+    axes[2][0].set_ylabel("training loss (seed mean)")
     save_figure(fig, path, dpi=110)

@@ -10,12 +10,13 @@ import pytest
 from fedbench.claims.readings import device_percentile
 from fedbench.data.datasets.femnist import deltafl_subsample
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.study.runner import Outcome, run_simulations
 from fedbench.studies import delta_fl_devices as devices
 from fedbench.studies import delta_fl_real as study
 from fedbench.studies.delta_fl_real import DECLARATION
 from fedbench.studies.real_data import not_run_entry
+from fedbench.study.contract import StudyRun
 from fedbench.study.record import read_simulations
+from fedbench.study.runner import Outcome, run_simulations
 from tests.studies.real_fixtures import DELTAFL_VARIANT_PARAMS
 
 
@@ -144,7 +145,7 @@ def test_emnist_user_draw_keeps_the_authors_clients():
 
 def test_same_seed_same_numbers(real_root):
     budget = study.Budget(device="cpu", seeds=(0,), rounds=2, subsample=False, pairs=("sent140_linear",))
-    sims = study.simulations(budget, real_root)
+    sims = study.simulations(StudyRun(DECLARATION, "fixture", budget, real_root))
     delta = [sims[("sent140_linear", 0.5, 0)]]
     first, again = run_simulations(delta, workers=1), run_simulations(delta, workers=1)
     assert first[0].param_digest == again[0].param_digest

@@ -1,28 +1,32 @@
-"""Delta-FL's Figures 4-6 as claims of delta_fl_real (fedbench.studies.delta_fl_real_claims): the registered rules
-word for word, the readings on hand-made numbers, every verdict of each claim on made-up runs, the secure
+"""Delta-FL's Figures 4-6 as claims of delta_fl_real (fedbench.studies.delta_fl_real): the registered rules word for
+word, the readings on hand-made numbers, every verdict of each claim on made-up runs, the secure
 aggregation count, and the not-run entries (no run added: the study's cost)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from fedbench.claims import registry
 from fedbench.data.format import FederatedDataset, Split
-from fedbench.study.runner import Outcome
-from fedbench.studies import delta_fl_devices as devices
-from fedbench.studies import delta_fl_real_claims as figures
+from fedbench.studies import delta_fl_real as figures
 from fedbench.studies.delta_fl_pairs import pair
 from fedbench.studies.delta_fl_real import DECLARATION, THETAS
 from fedbench.studies.real_data import not_run_entry
+from fedbench.study.contract import StudyRun, entry
+from fedbench.study.runner import Outcome
+
+CLAIMS = DECLARATION.claims[2:]  # Figures 4-6
 
 
 def test_the_rules_are_the_registered_ones_word_for_word():
     book = registry.load()
     assert [c.id for c in DECLARATION.claims][2:] == list(figures.FIGURES)
-    for c in figures.CLAIMS:
+    for c in CLAIMS:
         assert c.rule == book[c.id]["spec"]["rule"] and book[c.id]["before_result"] is True
         assert c.reads == ("fedavg", "delta_fl") and c.published["value"] is None
     entries = {e["id"]: e for e in not_run_entry(DECLARATION.name)}
@@ -95,7 +99,8 @@ def test_secure_aggregation_calls_set_the_round_delta_fl_is_read_at(monkeypatch)
     assert figures.aggregation_round(400) == 133  # never more calls than FedAvg's 400
     # made-up runs: Delta-FL's loss is 1.0 at round 3 and 9.0 at round 10, FedAvg's 2.0 at round 10: read at round 3
     seeds = (0, 1, 2)
-    entries = _entries(seeds, {s: _runs(s, fedavg_loss=2.0, delta_losses={3: 1.0 + 0.1 * s, 10: 9.0}) for s in seeds})
+    entries = _entries(monkeypatch, seeds,
+                       {s: _runs(s, fedavg_loss=2.0, delta_losses={3: 1.0 + 0.1 * s, 10: 9.0}) for s in seeds})
     assert entries[2]["parts"][0]["per_seed"] == pytest.approx([-50.0, -45.0, -40.0]) and entries[2]["verdict"] == (
         "reproduced")
     assert "(theta* = 0.5, FedAvg at round 10, Delta-FL at round 3)" in entries[2]["observed"]
@@ -123,25 +128,31 @@ def _runs(seed: int, fedavg_loss: float, delta_losses: dict[int, float], tail_ok
     return fedavg, delta
 
 
-def _entries(seeds, runs, out=None):
-    p, star = pair("sent140_linear"), 0.5
+def _entries(monkeypatch, seeds, runs, out=None):
+    """Figures 4-6's entries, as the driver builds them (fedbench.study.contract.entry), of made-up runs of one pair
+    (Sent140 linear, 10 rounds) at the one level 0.5, so theta* = 0.5; ``out``: the study's figures drawn there."""
+    monkeypatch.setattr(figures, "THETAS", (0.5,))
+    monkeypatch.setattr(figures, "pair", lambda key: dataclasses.replace(pair(key), rounds=10))
     ds = _dataset([4] * TRAIN_DEVICES + [0] * TEST_DEVICES, [0] * TRAIN_DEVICES + [3] * TEST_DEVICES)
-    outcomes = {(p.key, t, s): runs[s][t is not None] for s in seeds for t in (None, star)}
-    errors = {k: devices.test_device_errors(ds, o) for k, o in outcomes.items()}
-    common = {"scale": {"study": "delta_fl_real"}, "rounds_run": 10, "training_seeds": list(seeds), "data_seeds": [0, 1]}
-    return figures.figure_entries(DECLARATION, [p], seeds, {p.key: star}, outcomes, lambda k: ds, errors,
-                                  {p.key: 10}, 1.0, common, out)
+    keys = [("sent140_linear", t, s) for s in seeds for t in (None, 0.5)]
+    budget = figures.Budget(device="cpu", seeds=tuple(seeds), rounds=None, subsample=False, pairs=("sent140_linear",))
+    run = StudyRun(DECLARATION, "paper", budget, simulations={k: SimpleNamespace(name=str(k), dataset=lambda: ds)
+                                                              for k in keys},
+                   outcomes={k: runs[k[2]][k[1] is not None] for k in keys})
+    if out is not None:
+        figures.figure(run, out)
+    return [entry(run, c, figures.measure(c, run)) for c in CLAIMS]
 
 
 @pytest.mark.parametrize("verdict, good", [("reproduced", (True, True, True)),
                                            ("not-reproduced", (False, False, False)),
                                            ("inconclusive", (True, False, True))])
-def test_each_verdict_on_made_up_runs(verdict, good):
+def test_each_verdict_on_made_up_runs(verdict, good, monkeypatch):
     seeds = (0, 1, 2)
     ratio = {s: (0.02 * s if good[s] else 0.5 + 0.02 * s) for s in seeds}  # Delta-FL's loss over FedAvg's, - 1
     runs = {s: _runs(s, 1.0 + 0.1 * s, {10: (1.0 + 0.1 * s) * (1 + ratio[s])}, tail_ok=good[s], var_ok=good[s])
             for s in seeds}
-    tails, variance, convergence = _entries(seeds, runs)
+    tails, variance, convergence = _entries(monkeypatch, seeds, runs)
     assert [e["id"] for e in (tails, variance, convergence)] == list(figures.FIGURES)
     # exact per-seed effects: 10 points (one device in ten above FedAvg's p90, none under Delta-FL) or 10 - 100;
     # the variance 2/3 (1 + 0.1 s)^2 or its negative; 100 x the ratio
@@ -161,12 +172,12 @@ def test_each_verdict_on_made_up_runs(verdict, good):
         assert "linear models: 100.0%" in variance["observed"] and "neural networks" not in variance["observed"]
 
 
-def test_the_figure_has_a_row_a_claim(tmp_path):
+def test_the_figure_has_a_row_a_claim(tmp_path, monkeypatch):
     seeds = (0, 1)
     runs = {s: _runs(s, 1.0, {10: 1.0}) for s in seeds}
     runs[1] = (runs[1][0], _outcome(runs[1][1].device_accuracy, runs[1][1].device_train_loss,
                                     runs[1][1].history[:1], diverged=True))  # a diverged Delta-FL run is drawn too
-    entries = _entries(seeds, runs, tmp_path)
+    entries = _entries(monkeypatch, seeds, runs, tmp_path)
     assert (tmp_path / figures.FIGURE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [e["figure"]["panel"].split(":")[0] for e in entries] == ["top row", "middle row", "bottom row"]
     assert {e["figure"]["path"] for e in entries} == {"figures/delta_fl_real/delta_fl_real_figures.png"}
