@@ -54,10 +54,11 @@ TRAIN_RUN_CODE = RUN_CODE + ("parallel.py",)
 STUDY_RUN_CODE = tuple(p for p in TRAIN_RUN_CODE if p != "runner.py")
 
 
-def study_code(name: str) -> tuple[str, ...]:
+def study_code(name: str, base: str | None = None) -> tuple[str, ...]:
     """The code claim study ``name``'s numbers and entries come from: its module and STUDY_CODE (dvc.yaml's
-    study@NAME deps; tests/faults/test_layering.py checks that a study imports nothing of fedbench outside them)."""
-    return (f"studies/{name}.py", *STUDY_CODE)
+    study@NAME deps; tests/faults/test_layering.py checks that a study imports nothing of fedbench outside them), and
+    for a variant (fedbench.study.registry.VARIANTS) the module of its ``base`` study, whose hooks it runs."""
+    return (f"studies/{name}.py", *((f"studies/{base}.py",) if base else ()), *STUDY_CODE)
 
 
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns

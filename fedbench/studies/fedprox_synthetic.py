@@ -40,7 +40,7 @@ import numpy as np
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import NAMES, read_loss, rising_rounds, upward_variation
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, Rule, inconclusive_parts
+from fedbench.claims.verdict import Part, Rule
 from fedbench.data.format import FederatedDataset
 from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
 from fedbench.studies.fedprox_stragglers import PartialEpochStragglers, PartialLocal  # noqa: F401 (the arm's)
@@ -99,24 +99,6 @@ class Synthetic(StudyDeclaration):
     reach: str = ""
     act: str = ""
     reported: dict[str, Reported] = field(default_factory=dict)
-
-    def judged(self, claim_id: str, result: dict[str, Any], rule_fields: dict[str, Any] | None = None,
-               **fields: Any) -> dict[str, Any]:
-        """The entry, an adaptive-mu claim's parts whose fixed mu the heuristic cannot reach within the rounds run
-        inconclusive whatever their interval (the mechanism cannot act within the budget; issue 21). Here, not in
-        measure(): the contract's Measurement has no field for parts the rounds run cannot judge."""
-        from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE
-
-        if "adaptive" in self.claim(claim_id).reads:
-            rounds, mu_init = fields["rounds_run"], self.arm("adaptive").settings["mu_init"]
-            labels = [label for label, d, fixed in _adaptive_pairs(self)
-                      if rounds_to_reach(mu_init[d], self.arm(fixed).settings["mu"]) > rounds]
-            note = (f"{', '.join(labels)}: the heuristic cannot reach that fixed mu within the {rounds} rounds run ("
-                    + self.reach.format(step=MU_STEP, patience=PATIENCE) + "): inconclusive whatever the interval, the "
-                    "mechanism cannot act within the budget")
-            result = inconclusive_parts(result, labels, note, f"running the paper's {self.rounds('paper')} rounds "
-                                        f"(`{self.command}`)" + self.act.format(note=note))
-        return super().judged(claim_id, result, rule_fields, **fields)
 
 
 # The study as data (fedbench.study.declaration): the arms (each on the datasets it runs), the seeds, the budgets and
@@ -285,6 +267,23 @@ def _adaptive_pairs(declaration: StudyDeclaration) -> list[tuple[str, str, str]]
             for d in declaration.arm("adaptive").settings["mu_init"] for fixed in ("mu0", "mu1")]
 
 
+def unreachable(d: Synthetic, rounds: int) -> tuple[list[str], str, str] | None:
+    """An adaptive-mu claim's parts whose fixed mu the heuristic cannot reach within the ``rounds`` run, why, and what
+    would judge them (Measurement.inconclusive: inconclusive whatever their interval, the mechanism cannot act within
+    the budget; issue 21); None where it reaches every one."""
+    from fedbench.algorithms.fedprox_adaptive import MU_STEP, PATIENCE
+
+    mu_init = d.arm("adaptive").settings["mu_init"]
+    labels = [label for label, data, fixed in _adaptive_pairs(d)
+              if rounds_to_reach(mu_init[data], d.arm(fixed).settings["mu"]) > rounds]
+    if not labels:
+        return None
+    note = (f"{', '.join(labels)}: the heuristic cannot reach that fixed mu within the {rounds} rounds run ("
+            + d.reach.format(step=MU_STEP, patience=PATIENCE) + "): inconclusive whatever the interval, the "
+            "mechanism cannot act within the budget")
+    return labels, note, f"running the paper's {d.rounds('paper')} rounds (`{d.command}`)" + d.act.format(note=note)
+
+
 def measure(claim: Claim, run: StudyRun) -> Measurement:
     """Adaptive mu's loss over each fixed mu's (its claim reads the adaptive arm), the instability of each declared
     comparison on every set its arms share (a stability claim), or FedAvg's loss less FedProx(mu=0)'s at E = 1 at
@@ -347,6 +346,7 @@ def measure(claim: Claim, run: StudyRun) -> Measurement:
     scale = {"devices": NUM_DEVICES, "clients_per_round": K, "local_epochs": EPOCHS, "batch_size": BATCH, "lr": LR,
              "rounds": rounds, "model": "mclr"}
     return Measurement([Part(label, rule) for label in labels], values, reading, readings, reading_names=names,
+                       inconclusive=unreachable(d, rounds) if "adaptive" in claim.reads else None,
                        entry={"reproduced": {"unit": "training loss, mean of the last 5 evaluations", **reproduced},
                               "scale": scale | reported.scale, "rounds_paper": paper, "observed": observed,
                               "deviations": [*reported.deviations, *reduced, *d.deviations],

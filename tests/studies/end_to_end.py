@@ -65,18 +65,27 @@ def _scaffold_concrete(mp: pytest.MonkeyPatch, study: ModuleType) -> None:
     mp.setattr(study, "optimum", functools.cache(study.optimum.__wrapped__))
 
 
+def _on(base: str, **attrs: Any) -> Callable[[pytest.MonkeyPatch, ModuleType], None]:
+    """A variant's patch: its base study's module ``attrs`` replaced (a variant runs its base's hooks)."""
+    def patch(mp: pytest.MonkeyPatch, study: ModuleType) -> None:
+        for attr, value in attrs.items():
+            mp.setattr(registry.module(base), attr, value)
+
+    return patch
+
+
 SEEDS = {"seeds": (0, 1)}
 SMALL: dict[str, Small] = {
     "delta_fl_triangle": Small(attrs={"ROUNDS": 60}),
-    "feddane_mu1": Small(attrs={"EPOCHS": 1, "DATASETS": ("synthetic_iid", "synthetic_1_1"), "NON_IID": ("synthetic_1_1",)},
-                         budgets={"pipeline": 2}, kwargs=SEEDS),
+    "feddane_mu1": Small(budgets={"pipeline": 2}, kwargs=SEEDS, patch=_on(
+        "feddane_synthetic", EPOCHS=1, DATASETS=("synthetic_iid", "synthetic_1_1"), NON_IID=("synthetic_1_1",))),
     "feddane_synthetic": Small(attrs={"EPOCHS": 1, "DATASETS": ("synthetic_iid", "synthetic_1_1"),
                                       "NON_IID": ("synthetic_1_1",)}, budgets={"pipeline": 2}, kwargs=SEEDS),
     "fedlaavg_diurnal": Small(attrs={"ROUNDS": 15}, kwargs=SEEDS),
     "fedlaavg_example1": Small(attrs={"ETAS": (0.2, 0.1)}),
     "fedprox_code_sensitivity": Small(attrs={"ROUNDS": 3, "EPOCHS": 2}, kwargs=SEEDS),
     "fedprox_synthetic": Small(attrs={"EPOCHS": 2}, budgets={"pipeline": 3}, kwargs=SEEDS),
-    "fedprox_synthetic_others": Small(attrs={"EPOCHS": 1}, budgets={"pipeline": 3}, kwargs=SEEDS),
+    "fedprox_synthetic_others": Small(budgets={"pipeline": 3}, kwargs=SEEDS, patch=_on("fedprox_synthetic", EPOCHS=1)),
     "fedproxvr_synthetic": Small(patch=_fedproxvr_synthetic),
     "mime_synthetic": Small(attrs={"ROUNDS": 4, "LR_GRID": (0.003, 0.03)}, kwargs=SEEDS),
     "scaffold_concrete": Small(attrs={"MAX_ROUNDS": 30, "LR_FACTORS": (1.0, 0.5), "SELECTION_SEEDS": (100,)},
