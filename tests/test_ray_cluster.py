@@ -12,6 +12,10 @@ where it ran; a worker node is removed while a unit is in flight there.
   folders (the default), a node removed under one of its units: the records' digests equal the local executor's.
 - GPU shares: units ask for train.gpu_fraction of the fake GPU and the stage is planned for it (1 / fraction units
   at once, at most the CPUs); a stack that does not fit one GPU is refused in one line before any unit starts.
+- A driver stopped (SIGTERM) cancels its units on both worker nodes.
+
+In the default suite: the head's health checks (HEALTH) find a removed node in seconds, not Ray's 15, and every stage
+fails its test after STAGE_S seconds, naming what each unit did, rather than hang the suite.
 """
 
 from __future__ import annotations
