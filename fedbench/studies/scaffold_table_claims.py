@@ -1,5 +1,5 @@
 """How SCAFFOLD's Table 3-5 studies (fedbench.studies.scaffold_emnist and its stand-in scaffold_fashion) measure and
-report their tables, once for both (:func:`measurement`, the ``measure`` hook of
+report their tables, once for both (:func:`measure`, the hook a study binds to its
 fedbench.studies.scaffold_tables.TableStudy): that SCAFFOLD needs fewer rounds than a comparator (:func:`rounds_gap`,
 Tables 3 and 4 and the slides' client-count figure), Table 5's accuracy gaps (:func:`table5`), the tables of rounds
 an entry reports (:func:`rounds_table`), the deviations both list and each entry's fields with each cell's step
@@ -18,12 +18,21 @@ from fedbench.study.contract import Measurement
 
 if TYPE_CHECKING:
     from fedbench.studies.scaffold_tables import Budget, Cell, TableStudy
+    from fedbench.study.contract import StudyRun
     from fedbench.study.declaration import Claim, StudyDeclaration
 
 # The rules both studies' claims declare for their parts (their DECLARATIONs): a comparator's rounds to the target
 # minus SCAFFOLD's (Tables 3 and 4, the client-count figure), SCAFFOLD's best accuracy minus a comparator's (Table 5)
 ROUNDS_RULE = Rule("greater", 0.0, "rounds")
 ACCURACY_RULE = Rule("greater", 0.0, "accuracy points")
+
+
+def measure(study: TableStudy, claim: Claim, run: StudyRun, runs: Runs | None = None) -> Measurement:
+    """A table study's measure hook (a study binds it to its TableStudy): claim ``claim``'s measurement from the
+    judged ``runs`` (default: the run's), or why it is not run where the budget leaves its table out."""
+    if not run.budget.runs_table(study.claims[claim.id]):
+        return not_run(study, claim, run.declaration, run.budget)
+    return measurement(study, claim, run.declaration, runs or study.runs(run))
 
 
 def not_run(study: TableStudy, claim: Claim, d: StudyDeclaration, b: Budget) -> Measurement:

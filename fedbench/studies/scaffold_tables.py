@@ -367,15 +367,6 @@ class TableStudy:
         return Runs({(c, seed): acc for (c, _, seed), acc in self._curves(run, "judged").items()},
                     {c: s.step for c, s in selections.items()}, run.budget, selections)
 
-    def measure(self, claim: Claim, run: StudyRun, runs: Runs | None = None) -> Measurement:
-        """Claim ``claim``'s measurement (fedbench.studies.scaffold_table_claims) from the judged ``runs`` (default:
-        the run's), or why it is not run where the budget leaves its table out."""
-        from fedbench.studies import scaffold_table_claims as claims
-
-        if not run.budget.runs_table(self.claims[claim.id]):
-            return claims.not_run(self, claim, run.declaration, run.budget)
-        return claims.measurement(self, claim, run.declaration, runs or self.runs(run))
-
     def figure(self, run: StudyRun, out: Path) -> None:
         """One panel per table the budget runs: test accuracy by round at 0% similarity and 5 epochs (SGD: 1), each
         method at its selected step on the first judged seed (Tables 3 and 5); rounds to the target against the
