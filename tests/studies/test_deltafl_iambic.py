@@ -9,10 +9,11 @@ import pytest
 
 from fedbench.engine.evaluation import EvalSpec
 from fedbench.studies import deltafl_iambic as study
-from fedbench.study.runner import run_simulations
 from fedbench.studies.deltafl_iambic import DECLARATION
 from fedbench.studies.real_data import not_run_entry, study_cost
+from fedbench.study.contract import drive
 from fedbench.study.record import read_simulations
+from fedbench.study.runner import run_simulations
 
 
 @pytest.fixture(scope="module")
@@ -134,12 +135,12 @@ def test_fixture_budget_selects_theta_on_its_own_seeds_and_repeats(study_run):
 
 
 def test_on_a_confirmatory_block_the_rule_names_its_seeds_and_theta_is_chosen_as_before(real_root, tmp_path):
-    """fedbench claims confirm reruns the study on a frozen block of fresh seeds (run(seeds=...)): the judged runs
+    """fedbench claims confirm reruns the study on a frozen block of fresh seeds (the driver's seeds): the judged runs
     and the rule's "per judged seed (...)" are that block's, the selection seeds (and so theta*'s choice) stay, and
     the rule's frozen hash is the exploratory rule's."""
     from fedbench.claims import registry
 
-    (c,) = study.run(tmp_path / "out", workers=1, budget="fixture", real_root=real_root, seeds=(20, 21))
+    (c,) = drive(study, tmp_path / "out", "fixture", (20, 21), workers=1, real_root=real_root)
     assert c["seeds"]["training"] == [20, 21] and "per judged seed (20-21)" in c["rule"]
     assert c["rule"].replace("(20-21)", "(1-5)") == DECLARATION.claims[0].rule
     assert c["reproduced"]["theta_star"] == 0.1 and c["scale"]["selection_seeds"] == [7, 8]
