@@ -85,13 +85,16 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     client = MlflowClient(env["MLFLOW_TRACKING_URI"])
     exp = client.get_experiment_by_name("train-stragglers")
     runs = client.search_runs([exp.experiment_id])
-    # at params.yaml's settings a name has no differences, only the start of its fingerprint: its outcome file's
-    # results/train/outcomes/<fingerprint>.json, named in the train store's index (fedbench.track.run_name)
+    # at params.yaml's settings a name has no differences: the algorithm with its hyperparameters, the stragglers, the
+    # seed and the dataset (fedbench.track.run_name); the fingerprint, its outcome file's
+    # results/train/outcomes/<fingerprint>.json named in the train store's index, is its fedbench.fingerprint tag
     index = [json.loads(line) for line in (tmp_path / "results/train/index.jsonl").read_text().splitlines()]
     fingerprints = {(x["params"]["variant"], x["params"]["seed"]): x["fingerprint"] for x in index
                     if x["params"]["dataset"] == "synthetic_1_1" and x["params"]["straggler_fraction"] == 0.9}
+    names = {"fedavg": "fedavg", "fedprox_mu1": "fedprox mu=1"}
     assert sorted(r.info.run_name for r in runs) == sorted(
-        f"{v} 90% s{s} synthetic_1_1 #{fingerprints[v, s][:6]}" for v in ("fedavg", "fedprox_mu1") for s in (0, 1))
+        f"{names[v]} 90% s{s} synthetic_1_1" for v in ("fedavg", "fedprox_mu1") for s in (0, 1))
+    assert sorted(r.data.tags["fedbench.fingerprint"] for r in runs) == sorted(fingerprints.values())
     assert all((tmp_path / "results/train/outcomes" / f"{fp}.json").is_file() for fp in fingerprints.values())
     run = runs[0]
     assert run.info.status == "FINISHED"
