@@ -52,8 +52,9 @@ Setting, fixed before any run (the "paper" budget; "convex" is Table 1 alone at 
   and after the last).
 
 The arms (each table's rows, named <model>/<method> as the records are), seeds, budgets, evaluation and claims are
-declared once as data (``DECLARATION``, fedbench.study.declaration); this module turns an arm into a simulation,
-reads the runs and draws the figure.
+declared once as data (``DECLARATION``, fedbench.study.declaration); this module turns an arm into a simulation
+and states its entries' own fields; fedbench.studies.fedproxvr_tables.TableStudy's hooks run the tables the budget
+names, read them and draw the figure.
 
 Measured after the rules were committed (data/real/fashion_mnist_fedproxvr from Debian's package, params.yaml's
 parameters): L = 1021.36, so eta = 9.79e-5 (FedAvg, SVRG) and 1.96e-4 (SARAH); FedAvg's training loss falls
@@ -83,10 +84,11 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.study.runner import WORKERS, Simulation
+from fedbench.study.contract import Measurement
+from fedbench.study.runner import Simulation
 from fedbench.studies import fedproxvr_tables as tables
-from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_1, PUBLISHED_TABLE_2
-from fedbench.studies.real_data import REAL_ROOT, load_real, not_run_entry
+from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_1, PUBLISHED_TABLE_2, method_of
+from fedbench.studies.real_data import load_real, not_run_entry
 from fedbench.study.declaration import Arm, Claim
 from fedbench.study.scale import Scale
 
@@ -125,11 +127,6 @@ def _table(model: str, users_per_round: int, rows: dict[str, dict[str, Any]]) ->
     ``batch_size``, and the step: eta = 1/(beta L) where ``beta`` is given (convex model), else ``lr``."""
     return tuple(Arm(f"{model}/{method}", "fedavg" if method == "FedAvg" else "fedproxvr",
                      {"model": model, "users_per_round": users_per_round, **row}) for method, row in rows.items())
-
-
-def method_of(arm: str) -> str:
-    """FedAvg, SVRG or SARAH: the method of arm ``<model>/<method>``."""
-    return arm.rsplit("/", 1)[1]
 
 
 def row_of(settings: dict[str, Any]) -> dict[str, Any]:
@@ -199,7 +196,7 @@ RECONSTRUCTED = ("reconstructed, not paper-scale: the dataset is inferred from t
 
 def _rule(task: str) -> dict[str, Any]:
     """A table's claim's rule as data (fedbench.study.declaration.Claim): its effect on ``task``, its parts' rule
-    (tables.GAIN_RULE, the one tables.judge_table judges by) and its notes."""
+    (tables.GAIN_RULE, the one tables.Table.parts reads) and its notes."""
     return {"effect": f"per seed (0-4, every method on the same seed), effect = best test accuracy (pooled over the "
                       f"test images of all users, over the {PAPER_ROUNDS + 1} evaluations of the run) of FedProxVR "
                       f"minus FedAvg's, in points, on the {task}",
@@ -279,50 +276,37 @@ def simulation(arm: str, seed: int, budget: Budget, real_root: str | Path) -> Si
         device=budget.device, evaluations=DECLARATION.evaluation)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper",
-        real_root: str | Path = REAL_ROOT, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The tables' claims at ``budget``, on training ``seeds`` if given (a confirmatory block: the rules name them)."""
+def entry(t: tables.Table) -> dict[str, Any]:
+    """A table's entry fields of this study: its scale (each row as run, the smoothness L and the steps), deviations
+    (why Table 1 is reconstructed first), figure panel and observation (with L and the steps)."""
+    run, b, c, variant = t.run, t.run.budget, t.claim, DECLARATION.variants[0]
+    rows = {method_of(a): DECLARATION.arm(a).settings for a in c.reads}
+    lip = data_smoothness(tables.real_root(run)) if "beta" in rows["FedAvg"] else None
+    steps = {m: run.simulations[(c.id, m, run.seeds[0])].knobs["eta"] for m in t.methods}
+    observed = (t.observed(f"{len(run.seeds)} seeds", "slides: " + ", ".join(
+        f"{r['algorithm']} {r['accuracy']:.2f}" for r in c.published["table"]))
+                + (f"; L = {lip:.1f}, eta = " if lip else "; eta = ")
+                + ", ".join(f"{m} {steps[m]:.3g}" for m in t.methods))
+    deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau capped at {b.tau_cap}: the "
+                    "test suite's fixture scale")] if run.budget_name == "fixture" else []) + ASSUMPTIONS[c.id]
+    users, clients = rows["FedAvg"]["users_per_round"], load_real(variant, tables.real_root(run)).num_clients
+    return {"scale": {"study": NAME, "budget": run.budget_name, "variant": variant, "model": rows["FedAvg"]["model"],
+                      "users": clients, "users_per_round": min(users, clients), "rounds": b.rounds,
+                      "rows": {m: row_of(r) for m, r in rows.items()}, "tau_cap": b.tau_cap, "smoothness_L": lip,
+                      "eta": steps, "device": b.device},
+            "deviations": ([RECONSTRUCTED] if c.fidelity == "reconstructed" else []) + deviations,
+            "figure": {"path": f"figures/{NAME}/{NAME}.png", "panel": TITLES[c.id]}, "observed": observed}
 
-    from fedbench.claims.entry import judged
-    from fedbench.study.runs import open_seeded
 
-    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
-    variant, run_tables = d.variants[0], [c for c in d.claims if c.id in b.tables]
-    sims = {(c.id, method_of(a), s): simulation(a, s, b, real_root)
-            for c in run_tables for s in b.seeds for a in c.reads}
-    runs = study.run(sims, tables.record(b.rounds))
-    study.write()
-    png = f"{NAME}.png"
-    tables.figure(study.out / png, {TITLES[c.id]: (
-        tables.mean_curves(lambda m, s, c=c: runs[(c.id, m, s)], [method_of(a) for a in c.reads], b.seeds),
-        c.published["table"]) for c in run_tables})
-    ds = load_real(variant, str(real_root))
-    entries = []
-    for c in d.claims:
-        if c not in run_tables:
-            (entry,) = [e for e in not_run_entry(NAME) if e["id"] == c.id]
-            entries.append(entry)
-            continue
-        rows = {method_of(a): DECLARATION.arm(a).settings for a in c.reads}
-        methods = list(rows)  # FedAvg, then the VR methods compared with it
-        result, best = tables.judge_table(lambda m, s, c=c: runs[(c.id, m, s)], methods, b.seeds, b.rounds)
-        lip = data_smoothness(str(real_root)) if "beta" in rows["FedAvg"] else None
-        steps = {m: sims[(c.id, m, b.seeds[0])].knobs["eta"] for m in methods}
-        observed = (tables.observed(best, result, f"{len(b.seeds)} seeds", "slides: " + ", ".join(
-            f"{r['algorithm']} {r['accuracy']:.2f}" for r in c.published["table"]))
-                    + (f"; L = {lip:.1f}, eta = " if lip else "; eta = ")
-                    + ", ".join(f"{m} {steps[m]:.3g}" for m in methods))
-        deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau capped at {b.tau_cap}: the "
-                        "test suite's fixture scale")] if budget == "fixture" else []) + ASSUMPTIONS[c.id]
-        deviations = ([RECONSTRUCTED] if c.fidelity == "reconstructed" else []) + deviations
-        users = rows["FedAvg"]["users_per_round"]
-        entry = d.entry(
-            c.id, scale={"study": NAME, "budget": budget, "variant": variant, "model": rows["FedAvg"]["model"],
-                         "users": ds.num_clients, "users_per_round": min(users, ds.num_clients), "rounds": b.rounds,
-                         "rows": {m: row_of(r) for m, r in rows.items()}, "tau_cap": b.tau_cap, "smoothness_L": lip,
-                         "eta": steps, "device": b.device},
-            deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": TITLES[c.id]},
-            **({"fidelity": "stand-in"} if budget == "fixture" else {}), rounds_run=b.rounds,
-            training_seeds=list(b.seeds), observed=observed, reproduced=tables.reproduced(best, b.rounds))
-        entries.append(judged(entry, result))
-    return entries
+def not_run(claim: Claim) -> Measurement:
+    """A table the budget leaves out (the convex budget's Table 2): its not-run entry as the report gives it
+    (fedbench.studies.real_data.not_run_entry: the command that runs the study and its projected cost)."""
+    (e,) = [e for e in not_run_entry(NAME) if e["id"] == claim.id]
+    return Measurement(not_run=(e["observed"], e["would_change"]), entry={
+        "scale": e["scale"], "deviations": e["deviations"], "figure": None, "rounds_run": None,
+        "training_seeds": e["seeds"]["training"], "fidelity": e["fidelity"]})
+
+
+# the hooks (fedbench.study.contract): fedproxvr_tables.TableStudy's, on the tables the budget runs
+STUDY = tables.TableStudy(NAME, simulation, entry, lambda c, b: TITLES[c.id], lambda b: b.tables, not_run)
+simulations, record, measure, figure = STUDY.simulations, STUDY.record, STUDY.measure, STUDY.figure

@@ -19,11 +19,11 @@ Setting, fixed before any run (the "paper" budget):
   step-size parameter of eta = 1/(beta L); a CNN has no L to compute, so beta cannot be turned into a step.
 
 The arms, seeds, budgets, evaluation protocol and the claim are declared once as data (``DECLARATION``,
-fedbench.study.declaration); this module turns an arm into a simulation at a budget, reads the runs and draws
-the figure. Evaluation protocol (budget-independent): every round and the final model, the training loss on every
-user's training data and the accuracy pooled over every user's test images, as the authors' code does (main.py:
-eval_every 1; flearn/trainers/fedsvrg.py, fedsarah.py, fedsgd.py evaluate all users before each round and after
-the last).
+fedbench.study.declaration); this module turns an arm into a simulation at a budget and states its entry's own
+fields; fedbench.studies.fedproxvr_tables.TableStudy's hooks run, read and draw it. Evaluation protocol
+(budget-independent): every round and the final model, the training loss on every user's training data and the
+accuracy pooled over every user's test images, as the authors' code does (main.py: eval_every 1;
+flearn/trainers/fedsvrg.py, fedsarah.py, fedsgd.py evaluate all users before each round and after the last).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.study.runner import WORKERS, Simulation
+from fedbench.study.runner import Simulation
 from fedbench.studies import fedproxvr_tables as tables
 from fedbench.studies.fedproxvr_tables import PUBLISHED_TABLE_2
-from fedbench.studies.real_data import REAL_ROOT, load_real
+from fedbench.studies.real_data import load_real
 from fedbench.study.declaration import Arm, Claim
 from fedbench.study.scale import Scale
 
@@ -112,7 +112,7 @@ DECLARATION = tables.declaration(  # every round, all users (the authors' eval_e
                                 "the model are not stated (FPVR's code has a CNN)", "table": PUBLISHED_TABLE_2},
         effect="per seed, effect = best test accuracy (pooled over the test images of all users, over the evaluations "
                "of the run) of FedProxVR minus FedAvg's, in points",
-        rules=(("parts SVRG - FedAvg and SARAH - FedAvg, each", tables.GAIN_RULE),),  # tables.judge_table's
+        rules=(("parts SVRG - FedAvg and SARAH - FedAvg, each", tables.GAIN_RULE),),  # tables.Table.parts'
         notes="The claim names both estimators, so the rule judges both; sharpened from the SVRG-only rule before any "
               "run",
         reads=("FedAvg", "SVRG", "SARAH"), rounds_paper=PAPER_ROUNDS, fidelity="stand-in",
@@ -131,35 +131,23 @@ def simulation(method: str, seed: int, budget: Budget, real_root: str | Path) ->
         evaluations=DECLARATION.evaluation)
 
 
-def run(out_dir: str | Path, workers: int = WORKERS, budget: str = "paper", real_root: str | Path = REAL_ROOT,
-        seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """The claims judged at ``budget`` (BUDGETS), on training ``seeds`` if given (a confirmatory run's frozen block,
-    fedbench.studies.confirm)."""
-    from fedbench.claims.entry import judged
-    from fedbench.study.runs import open_seeded
-
-    b, study, d = open_seeded(out_dir, DECLARATION, budget, workers, seeds)
-    (c,), variant = d.claims, d.variants[0]
-    methods = c.reads  # FedAvg, then the VR methods compared with it
-    runs = study.run_jobs([(m, s) for s in b.seeds for m in methods], lambda m, s: simulation(m, s, b, real_root),
-                          tables.record(b.rounds))
-    study.write()
-    result, best = tables.judge_table(lambda m, s: runs[(m, s)], methods, b.seeds, b.rounds)
-    png = f"{NAME}.png"
-    tables.figure(study.out / png, {f"{variant}, {MODEL}, {b.clients_per_round} users a round": (
-        tables.mean_curves(lambda m, s: runs[(m, s)], methods, b.seeds), PUBLISHED_TABLE_2)})
-    ds = load_real(variant, str(real_root))
-    observed = tables.observed(best, result, "seeds", "slides' Table 2: FedAvg 93.52, SVRG 94.06, SARAH 93.75 on an "
-                                                      "unstated dataset")
+def entry(t: tables.Table) -> dict[str, Any]:
+    """Table 2's entry fields of this study: its scale, deviations, figure and observation."""
+    run, b, variant = t.run, t.run.budget, DECLARATION.variants[0]
+    arms = {m: DECLARATION.arm(m).settings for m in t.methods}
     deviations = ([(f"{b.rounds} rounds (the paper's ~{PAPER_ROUNDS}), tau = {b.tau}, FedAvg {b.fedavg_epochs} "
-                    "epoch(s): the test suite's fixture scale")] if budget != "paper" else []) + ASSUMPTIONS
-    arms = {m: d.arm(m).settings for m in methods}
-    entry = d.entry(
-        c.id, scale={"study": NAME, "budget": budget, "variant": variant, "model": MODEL, "users": ds.num_clients,
-                     "users_per_round": b.clients_per_round, "rounds": b.rounds, "lr": arms["FedAvg"]["lr"],
-                     "mu": arms["SVRG"]["mu"], "tau": b.tau, "batch_size": {m: a["batch_size"] for m, a in arms.items()},
-                     "fedavg_local_epochs": b.fedavg_epochs, "device": b.device},
-        deviations=deviations, figure={"path": f"figures/{NAME}/{png}", "panel": "test accuracy"},
-        **({"fidelity": "stand-in"} if budget != "paper" else {}), rounds_run=b.rounds,
-        training_seeds=list(b.seeds), observed=observed, reproduced=tables.reproduced(best, b.rounds))
-    return [judged(entry, result)]
+                    "epoch(s): the test suite's fixture scale")] if run.budget_name != "paper" else []) + ASSUMPTIONS
+    return {"scale": {"study": NAME, "budget": run.budget_name, "variant": variant, "model": MODEL,
+                      "users": load_real(variant, tables.real_root(run)).num_clients,
+                      "users_per_round": b.clients_per_round, "rounds": b.rounds, "lr": arms["FedAvg"]["lr"],
+                      "mu": arms["SVRG"]["mu"], "tau": b.tau, "batch_size": {m: a["batch_size"] for m, a in arms.items()},
+                      "fedavg_local_epochs": b.fedavg_epochs, "device": b.device},
+            "deviations": deviations, "figure": {"path": f"figures/{NAME}/{NAME}.png", "panel": "test accuracy"},
+            "observed": t.observed("seeds", "slides' Table 2: FedAvg 93.52, SVRG 94.06, SARAH 93.75 on an unstated "
+                                            "dataset")}
+
+
+# the hooks (fedbench.study.contract): fedproxvr_tables.TableStudy's, on this study's runs, entry fields and panel
+STUDY = tables.TableStudy(NAME, simulation, entry,
+                          lambda c, b: f"{DECLARATION.variants[0]}, {MODEL}, {b.clients_per_round} users a round")
+simulations, record, measure, figure = STUDY.simulations, STUDY.record, STUDY.measure, STUDY.figure

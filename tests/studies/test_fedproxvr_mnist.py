@@ -105,3 +105,25 @@ def test_not_run_entry_has_the_command_and_a_cost():
         assert e["verdict"] == "not-run" and e["command"] == f"fedbench paper run {study.NAME}"
         assert e["cost"]["seconds"] > 0 and e["cost"]["runs"] == 3 * len(D.seeds)
         assert e["fidelity"] == "stand-in" and e["scale"]["variants"] == ["mnist_fedproxvr"]
+
+
+def test_a_table_is_each_vr_method_minus_fedavg_per_seed():
+    """fedproxvr_tables.Table (what both FedProxVR table studies measure) on made-up runs of 2 rounds, keyed as the
+    hooks name them: per seed, each VR method's accuracy minus FedAvg's, both read the same way."""
+    from fedbench.study.contract import StudyRun
+
+    c = D.claims[0]
+    acc = {("FedAvg", 0): [0.1, 0.5, 0.3], ("FedAvg", 1): [0.2, 0.4, 0.4], ("SVRG", 0): [0.3, 0.6, 0.6],
+           ("SVRG", 1): [0.1, 0.45, 0.2], ("SARAH", 0): [0.7, 0.2, 0.2], ("SARAH", 1): [0.3, 0.3, 0.35]}
+    outcomes = {(c.id, m, s): _outcome(a) for (m, s), a in acc.items()}  # (claim id, method, seed)
+    t = tables.Table(c, StudyRun(D, "fixture", study.BUDGETS["fixture"], outcomes=outcomes))
+    assert [p.label for p in t.parts()] == ["SVRG - FedAvg", "SARAH - FedAvg"]
+    assert {p.rule for p in t.parts()} == {c.rule_for()} == {tables.GAIN_RULE}
+    assert t.gains("best", 1.0) == [[10.0, 5.0], [20.0, -5.0]]
+    assert t.gains("final", 1.0) == [[30.0, -20.0], [-10.0, -5.0]]
+    assert t.reproduced() == {"unit": "best test accuracy (%) within 2 rounds", "FedAvg": [50.0, 40.0],
+                              "SVRG": [60.0, 45.0], "SARAH": [70.0, 35.0]}
+    # the effects are the paired t intervals of the best gains (2 seeds: t = 12.706 on 1 degree of freedom)
+    assert t.observed("2 seeds", "slides") == (
+        "best test accuracy (mean of 2 seeds): FedAvg 45.00%, SVRG 52.50%, SARAH 52.50% (slides); VR - FedAvg: "
+        "SVRG - FedAvg +7.50 [-24.3, +39.3] accuracy points; SARAH - FedAvg +7.50 [-151, +166] accuracy points")
