@@ -107,7 +107,7 @@ class StudyConfig:
 @dataclass(frozen=True)
 class ClaimStudyConfig:
     """One claim study of params.yaml ``claim_studies``: the round budget it runs at (one its declaration names;
-    default "pipeline"), other training seeds where its run() takes ``seeds``
+    default "pipeline"), other training seeds (every study but a deterministic one)
     (None: the study's own), and whether `dvc repro` runs it (its group: ``default`` or ``opt_in``)."""
 
     budget: str = "pipeline"
@@ -398,7 +398,7 @@ def _check_dissimilarity_runs(train: TrainConfig, algorithms: dict[str, Algorith
 def _claim_studies(raw: Any) -> dict[str, ClaimStudyConfig]:
     """params.yaml ``claim_studies``: {default: {NAME: {budget, seeds}}, opt_in: {NAME: ...}}, each name a claim
     study of fedbench/studies/ listed once, its budget one the study declares, its seeds distinct integers >= 0 and
-    given only to a study whose run() takes them, as the study registry (fedbench.study.registry) says: no torch is
+    given only to a study that is not deterministic, as the study registry (fedbench.study.registry) says: no torch is
     imported."""
     if raw is None:
         return {}

@@ -40,7 +40,7 @@ STUDY_DATA = ("data/concrete.py", "data/sources.py", "data/download.py", "data/p
 STUDY_PARTS = ("studies/scaffold_quadratics_claims.py", "studies/fedprox_stragglers.py",
                "studies/scaffold_concrete_claims.py", *STUDY_DATA)
 STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "study/runner.py", "study/output.py", "study/contract.py",
-              "study/layout.py", "study/record.py", "study/reuse.py", "study/runs.py", "studies/stage.py", *STUDY_PARTS, "engine", "algorithms", "models", "availability",
+              "study/layout.py", "study/record.py", "study/reuse.py", "studies/stage.py", *STUDY_PARTS, "engine", "algorithms", "models", "availability",
               "data/__init__.py", "data/format.py", "data/transforms.py", "data/load.py", "data/synthetic.py", "seeding.py", "ops.py",
               "quantile.py", "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE,
               "plotting.py")

@@ -304,7 +304,8 @@ def not_run(claim: Claim) -> Measurement:
     (e,) = [e for e in not_run_entry(NAME) if e["id"] == claim.id]
     return Measurement(not_run=(e["observed"], e["would_change"]), entry={
         "scale": e["scale"], "deviations": e["deviations"], "figure": None, "rounds_run": None,
-        "training_seeds": e["seeds"]["training"], "fidelity": e["fidelity"]})
+        "training_seeds": e["seeds"]["training"], "fidelity": e["fidelity"]},
+        also={"command": e["command"], "cost": e["cost"]})
 
 
 # the hooks (fedbench.study.contract): fedproxvr_tables.TableStudy's, on the tables the budget runs

@@ -1,8 +1,8 @@
 """A claim study run at one of its budgets: what the DVC stage ``study@NAME`` (pipelines/study.py), ``fedbench study
 run NAME [--budget B]`` and, for a paper-scale study, ``fedbench paper run NAME`` (after it has built the study's real
 variants) all do, one code path (:func:`run_study`). params.yaml ``claim_studies`` gives a small study its budget and
-seeds (fedbench.config.ClaimStudyConfig). What every study's run() shares (its budget checked, its folder, its runs
-and their records) is fedbench.study.runs.
+seeds (fedbench.config.ClaimStudyConfig). What every study shares (its budget checked, its folder, its runs
+and their records) is the one driver, fedbench.study.contract.
 
 One output folder per (study, budget), ``results/<study>/<budget>/`` (fedbench.study.layout, which also says which
 folder the report reads), so that no budget ever replaces another's output. A paper-scale study's budget reuses the

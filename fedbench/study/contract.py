@@ -70,7 +70,8 @@ class Measurement:
     over the rounds run (``paper_budget``: the budget rule) and whether the values are deterministic, all as
     fedbench.claims.verdict.judge takes them; ``fixed``: parts read once, from no seed, judged beside them
     (fedbench.claims.verdict.Fixed); ``inconclusive``: (labels, why, what would change it) for parts the runs cannot
-    judge whatever their interval (a mechanism that cannot act within the rounds run: verdict.inconclusive_parts). ``entry``: the entry's fields (scale, deviations, observed, reproduced,
+    judge whatever their interval (a mechanism that cannot act within the rounds run: verdict.inconclusive_parts);
+    ``also``: keys the entry carries beyond fedbench.claims.entry.new_entry's (a not-run claim's command and cost). ``entry``: the entry's fields (scale, deviations, observed, reproduced,
     figure, fidelity, rounds_run, ...: fedbench.claims.entry.new_entry), ``rule_fields`` the rule's ``{name}``
     fields. ``not_run``: (why, what would run it) where the outcomes cannot judge the claim; then nothing is judged."""
 
@@ -87,6 +88,7 @@ class Measurement:
     not_run: tuple[str, str] | None = None
     fixed: Sequence[Fixed] = ()
     inconclusive: tuple[Sequence[str], str, str] | None = None
+    also: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.not_run is None and (not self.parts or self.values is None):
@@ -94,7 +96,7 @@ class Measurement:
 
 
 def follows_contract(module: ModuleType) -> bool:
-    """Whether a study module states its runs, measurements and figure as the three hooks (else its own run())."""
+    """Whether a study module states its runs, measurements and figure as the three hooks."""
     return all(callable(getattr(module, hook, None)) for hook in HOOKS)
 
 
@@ -105,7 +107,7 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
     fields = {"scale": {}, "figure": None, "rounds_run": run.rounds,
               "fidelity": run.declaration.not_run_label(claim.id, run.budget_name)} | m.entry
     if m.not_run is not None:
-        return not_run(run.declaration.entry(claim.id, m.rule_fields, **fields), *m.not_run)
+        return not_run(run.declaration.entry(claim.id, m.rule_fields, **fields), *m.not_run) | m.also
     result = judge(m.parts, m.values, m.reading, m.readings, m.budgets, m.paper_budget, m.deterministic,
                    m.reading_names)
     if claim.combination != "every" and len(m.parts) > 1:  # the claim's declared combination of its parts
@@ -116,32 +118,40 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
         result = part.joined(result)
     if m.inconclusive is not None:
         result = inconclusive_parts(result, *m.inconclusive)
-    return run.declaration.judged(claim.id, result, m.rule_fields, **fields)
+    return run.declaration.judged(claim.id, result, m.rule_fields, **fields) | m.also
 
 
-def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds: Sequence[int] | None = None,
-          workers: int = WORKERS, real_root: Path | None = None) -> list[dict[str, Any]]:
-    """Run study ``module`` (one that :func:`follows_contract`) at ``budget`` (default pipeline) into ``out``: its
-    simulations until it names no new one, their records, its figure, and one entry per declared claim, in declared
-    order. ``seeds`` replace the training seeds (a confirmatory block: StudyDeclaration.on_seeds; a Budget's own seeds
-    too, its tuning and selection seeds kept)."""
-    from fedbench.study.runs import StudyRuns
-
-    declaration: StudyDeclaration = module.DECLARATION
-    name = PIPELINE if budget is None else budget
-    declared = declaration.budget(name)  # checked once: a ConfigError naming the allowed budgets
+def seeded(declaration: StudyDeclaration, budget: str, seeds: Sequence[int] | None = None) -> StudyRun:
+    """A run of ``declaration`` at ``budget`` (checked: a ConfigError naming the allowed ones), on training ``seeds``
+    where given (a confirmatory block: StudyDeclaration.on_seeds, whose rules name the block; a Budget's own seeds
+    replaced too, its tuning and selection seeds kept), with nothing run yet."""
+    declared = declaration.budget(budget)
     if seeds is not None:
         declaration = declaration.on_seeds(tuple(seeds))
         if isinstance(declared, Budget) and dataclasses.is_dataclass(declared):
             declared = dataclasses.replace(declared, seeds=declaration.seeds)
+    return StudyRun(declaration, budget, declared)
+
+
+def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds: Sequence[int] | None = None,
+          workers: int = WORKERS, real_root: Path | None = None) -> list[dict[str, Any]]:
+    """Run study ``module`` (one that :func:`follows_contract`) at ``budget`` (default pipeline) into ``out``
+    (:func:`seeded`): its simulations, named until it names no new one and each batch run at once through the one
+    runner; one record per simulation, in the order named (``record(sim, outcome)`` where the study defines it, else
+    fedbench.study.record.sim_record); its figure; and one entry per declared claim, in declared order."""
+    from fedbench.study.record import sim_record, write_simulations
+    from fedbench.study.runner import run_simulations  # looked up at each call: a test may replace it
+
+    run = dataclasses.replace(seeded(module.DECLARATION, PIPELINE if budget is None else budget, seeds),
+                              real_root=real_root)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    run = StudyRun(declaration, name, declared, real_root)
-    runs = StudyRuns(out, workers)
-    record = getattr(module, "record", None)
+    record, records = getattr(module, "record", sim_record), []
     while new := {k: s for k, s in module.simulations(run).items() if k not in run.simulations}:
         run.simulations.update(new)
-        run.outcomes.update(runs.run(new, record))
-    runs.write()
+        finished = dict(zip(new, run_simulations(list(new.values()), workers)))
+        run.outcomes.update(finished)
+        records += [record(new[k], o) for k, o in finished.items()]
+    write_simulations(out, records)
     module.figure(run, out)
-    return [entry(run, claim, module.measure(claim, run)) for claim in declaration.claims]
+    return [entry(run, claim, module.measure(claim, run)) for claim in run.declaration.claims]

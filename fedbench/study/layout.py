@@ -32,7 +32,7 @@ from typing import Any
 from fedbench.study import registry
 
 RESULTS_ROOT = Path("results")
-PIPELINE_BUDGET = "pipeline"  # a study's budget where none is named (params.yaml's claim_studies, a study's run())
+PIPELINE_BUDGET = "pipeline"  # a study's budget where none is named (params.yaml's claim_studies, the driver)
 PAPER_BUDGET = "paper"  # a paper-scale study's home budget
 OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.study.reuse)
 TRAIN = "train"  # the train store's folder in a root

@@ -1,5 +1,5 @@
-"""A claim study run into its output folder (issue 30: the framework's choreography around a study's run();
-where that folder is: fedbench.study.layout): its
+"""A claim study run into its output folder (issue 30: the framework's choreography around the one driver,
+fedbench.study.contract.drive; where that folder is: fedbench.study.layout): its
 ``claims.json`` with the seconds it took, its figures and simulation records (fedbench.study.record), and its finished
 simulations kept for reuse by fingerprint (fedbench.study.reuse.OutcomeStore), written whole or not at all. What the
 DVC ``study@NAME`` stage and ``fedbench study run`` do through fedbench.studies.stage.
@@ -8,7 +8,6 @@ DVC ``study@NAME`` stage and ``fedbench study run`` do through fedbench.studies.
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import os
 import shutil
@@ -68,28 +67,13 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
     round counts where a study has them. ``executor`` (train.executor: fedbench.executors) is where the study's
     run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
     paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
-    the study's training seeds (only for a study whose run() takes them)."""
+    the study's training seeds (a deterministic study takes none). The study runs through the one driver
+    (fedbench.study.contract.drive: its declaration and three hooks)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
-    if follows_contract(module):
-        return _run_into(name, folder, budget, executor, workers, lambda out: drive(
-            module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None))
-    kwargs: dict[str, Any] = {}
-    if "workers" in inspect.signature(module.run).parameters:
-        kwargs["workers"] = workers
-    if budget is not None:
-        allowed = list(module.DECLARATION.budgets)
-        if budget not in allowed:
-            raise ValueError(f"study {name} has no budget {budget!r}; allowed: {', '.join(allowed) or 'none'}")
-        kwargs["budget"] = budget
-    if seeds is not None:
-        if "seeds" not in inspect.signature(module.run).parameters:
-            raise ValueError(f"study {name} fixes its seeds (its run() takes no seeds)")
-        kwargs["seeds"] = tuple(seeds)
-    if real_root is not None:
-        if "real_root" not in inspect.signature(module.run).parameters:
-            raise ValueError(f"study {name} trains on no real data (its run() takes no real_root)")
-        kwargs["real_root"] = Path(real_root)
-    return _run_into(name, folder, budget, executor, kwargs.get("workers", 1), lambda out: module.run(out, **kwargs))
+    if not follows_contract(module):
+        raise ValueError(f"study {name}: its module states no simulations, measure and figure (fedbench.study.contract)")
+    return _run_into(name, folder, budget, executor, workers, lambda out: drive(
+        module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None))
 
 
 def _run_into(name: str, folder: Path | None, budget: str | None, executor: ExecutorSettings | None, workers: int,

@@ -1,8 +1,9 @@
 """Which claim studies there are, by name: the one explicit list (issue 30; AlgoPerf's workload registry is the model).
 
 Each name is a module ``fedbench.studies.<name>`` that declares the study as data (its ``DECLARATION``, a
-:class:`fedbench.study.declaration.StudyDeclaration`) and runs it (its ``run(out_dir, ...)``). Importing this module, or
-any study module, imports no torch (a study imports the engine inside the functions that run it), so params.yaml is
+:class:`fedbench.study.declaration.StudyDeclaration`) and states its runs, measurements and figure as three hooks, which
+the one driver runs (fedbench.study.contract). A variant is a module holding only its declaration that runs its
+base study's hooks (:data:`VARIANTS`). Importing this module, or any study module, imports no torch (a study imports the engine inside the functions that run it), so params.yaml is
 validated against the declarations themselves (fedbench.config asks :func:`budgets`, :func:`is_paper_scale`, ...) and
 ``fedbench --help``, ``check-config`` and ``show`` stay instant. A study is added by writing its module and naming it
 here; nothing reads a study's source.
@@ -11,7 +12,6 @@ here; nothing reads a study's source.
 from __future__ import annotations
 
 import importlib
-import inspect
 from types import ModuleType
 
 from fedbench.errors import ConfigError
@@ -74,11 +74,5 @@ def is_deterministic(name: str) -> bool:
 
 
 def takes_seeds(name: str) -> bool:
-    """Whether study ``name`` runs on other training ``seeds``: one stated as the three hooks
-    (fedbench.study.contract) unless it is deterministic, else one whose run() takes them."""
-    from fedbench.study.contract import follows_contract
-
-    study = module(name)
-    if follows_contract(study):
-        return not study.DECLARATION.deterministic
-    return "seeds" in inspect.signature(study.run).parameters
+    """Whether study ``name`` runs on other training ``seeds``: every study but a deterministic one."""
+    return not declaration(name).deterministic

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from fedbench.engine.simulation import SimulationConfig
 
 WORKERS = 2  # worker processes of run_simulations (the pipeline's machines have 2 cores)
-# where run_simulations runs its stacks when not told: the executor run_claim_study was given (a study's run()
+# where run_simulations runs its stacks when not told: the executor run_claim_study was given (the driver
 # passes only workers), else local worker processes
 EXECUTOR: ContextVar[ExecutorSettings] = ContextVar("fedbench_studies_executor", default=ExecutorSettings())
 
@@ -131,7 +131,7 @@ class Store(Protocol):
     def finished(self, reused: int, total: int) -> None: ...
 
 
-# the store run_claim_study opened for the study it runs (None: a study's run() called directly; nothing is reused)
+# the store run_claim_study opened for the study it runs (None: a study driven directly, fedbench.study.contract.drive; nothing is reused)
 STORE: ContextVar[Store | None] = ContextVar("fedbench_studies_store", default=None)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from fedbench.study import registry
-from fedbench.study.contract import drive, follows_contract
+from fedbench.study.contract import drive
 from tests.studies import spy_simulate
 from tests.studies.real_fixtures import BUILDERS
 
@@ -133,10 +133,7 @@ def run_small(name: str, tmp: Path, real_root: Callable[[str], Path]) -> Ran:
         if small.patch:
             small.patch(mp, module)
         try:
-            if follows_contract(module):  # the three hooks, run by the one driver (fedbench.study.contract)
-                claims = drive(module, tmp, seeds=small.kwargs.get("seeds"), workers=1)
-            else:
-                claims = module.run(tmp, workers=1, **small.kwargs)
+            claims = drive(module, tmp, seeds=small.kwargs.get("seeds"), workers=1)  # the one driver
         finally:
             if small.patch and hasattr(module, "_dataset"):  # the shrunk data is not kept for other tests
                 module._dataset.cache_clear()

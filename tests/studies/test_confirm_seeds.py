@@ -11,7 +11,7 @@ import pytest
 from fedbench.claims import registry
 from fedbench.claims.registry import seeds_text, without_seeds
 from fedbench.study import registry as studies
-from fedbench.study.contract import drive, follows_contract
+from fedbench.study.contract import drive
 
 # the studies whose rules name their judged seeds ("judged on seeds 0-4"); the others' rules name none
 NAMES_ITS_SEEDS = ("fedlaavg_fashion", "fedproxvr_fashion", "scaffold_emnist", "scaffold_fashion")
@@ -23,10 +23,7 @@ NAMES_ITS_SEEDS = ("fedlaavg_fashion", "fedproxvr_fashion", "scaffold_emnist", "
 def test_a_paper_study_on_a_confirmatory_block_names_its_seeds(name, real_root_of, tmp_path):
     module, block = studies.module(name), (20, 21)
     declared = module.DECLARATION
-    if follows_contract(module):  # the one driver (fedbench.study.contract), as `claims confirm` runs it
-        entries = drive(module, tmp_path / name, "fixture", block, workers=1, real_root=real_root_of(name))
-    else:
-        entries = module.run(tmp_path / name, workers=1, budget="fixture", real_root=real_root_of(name), seeds=block)
+    entries = drive(module, tmp_path / name, "fixture", block, workers=1, real_root=real_root_of(name))
     judged = [e for e in entries if e["verdict"] != "not-run"]
     assert judged
     for e in judged:

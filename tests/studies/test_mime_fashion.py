@@ -142,10 +142,11 @@ def test_on_other_seeds_the_rule_names_them_and_keeps_its_frozen_hash(tmp_path):
     exploratory one's (a rule that named 0-4 on other seeds would be refused as changed)."""
     from fedbench.claims import registry
 
-    from fedbench.study.runs import open_seeded
+    from fedbench.study.contract import seeded
 
     paper = study.BUDGETS["paper"]
-    b, _, d = open_seeded(tmp_path, study.DECLARATION, "paper", 1, (1055, 1056, 1057, 1058, 1059))
+    run = seeded(study.DECLARATION, "paper", (1055, 1056, 1057, 1058, 1059))
+    b, d = run.budget, run.declaration
     deviations = study.assumptions(b.seeds)
     assert b.seeds == (1055, 1056, 1057, 1058, 1059) and (b.tuning_seeds, b.lr_grid) == (paper.tuning_seeds,
                                                                                        paper.lr_grid)

@@ -145,3 +145,20 @@ def test_the_driver_combines_a_claims_parts_as_the_claim_declares(tmp_path, fake
     assert "'generally'" in e["verdict_text"] and "so inconclusive" in e["verdict_text"]
     assert {c["verdict"] for c in e["sensitivity"]} == {"inconclusive"}
     assert e["would_change"].endswith("inconclusive otherwise")
+
+
+def test_a_run_on_a_confirmatory_block_replaces_a_budgets_judged_seeds_and_keeps_its_others():
+    """A study whose budget is a dataclass with its own seeds (deltafl_iambic's Budget: judged and selection seeds):
+    on a confirmatory block the budget's judged seeds are the block, its selection seeds stay, and the declaration's
+    rule names the block (StudyDeclaration.on_seeds); without a block, the budget and declaration as declared."""
+    from fedbench.studies import deltafl_iambic as iambic
+
+    declared = iambic.DECLARATION.budgets["fixture"]
+    run = contract.seeded(iambic.DECLARATION, "fixture", (1060, 1061))
+    b, d = run.budget, run.declaration
+    assert (b.seeds, b.selection_seeds, d.seeds, run.seeds) == ((1060, 1061), declared.selection_seeds, (1060, 1061),
+                                                                (1060, 1061))
+    assert b.rounds == declared.rounds == run.rounds
+    assert d.claims[0].rule != iambic.DECLARATION.claims[0].rule and "1060" in d.claims[0].rule
+    same = contract.seeded(iambic.DECLARATION, "fixture")
+    assert same.budget is declared and same.declaration is iambic.DECLARATION

@@ -56,11 +56,11 @@ def test_record_keeps_six_digits_and_writes_one_line_per_run(tmp_path):
         write_simulations(tmp_path, [rec, rec])
 
 
-def test_a_study_that_records_nothing_fails_and_leaves_nothing(tmp_path, monkeypatch):
+def test_a_study_without_the_three_hooks_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
     fake = types.ModuleType("fedbench.studies.fake_study")
-    fake.run = lambda out_dir: []
+    fake.run = lambda out_dir: []  # a study's own run(), as before the contract: never called
     monkeypatch.setitem(sys.modules, "fedbench.studies.fake_study", fake)
-    with pytest.raises(RuntimeError, match=SIMULATIONS):
+    with pytest.raises(ValueError, match="^study fake_study: its module states no simulations, measure and figure"):
         run_claim_study("fake_study", tmp_path / "fake_study")
     assert list(tmp_path.iterdir()) == []
 

