@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from fedbench.study.runner import Outcome, Simulation
 
 HOOKS = ("simulations", "measure", "figure")
-PIPELINE = "pipeline"  # the budget the DVC stage runs when none is named
+# the budget run where none is named: fedbench.study.layout.PIPELINE_BUDGET's value (layout imports the registry, so
+# a study importing it would depend on more than its DVC stage declares)
+PIPELINE_BUDGET = "pipeline"
 
 
 @dataclass
@@ -70,10 +72,11 @@ class Measurement:
     over the rounds run (``paper_budget``: the budget rule) and whether the values are deterministic, all as
     fedbench.claims.verdict.judge takes them; ``fixed``: parts read once, from no seed, judged beside them
     (fedbench.claims.verdict.Fixed); ``inconclusive``: (labels, why, what would change it) for parts the runs cannot
-    judge whatever their interval (a mechanism that cannot act within the rounds run: verdict.inconclusive_parts);
-    ``also``: keys the entry carries beyond fedbench.claims.entry.new_entry's (a not-run claim's command and cost). ``entry``: the entry's fields (scale, deviations, observed, reproduced,
-    figure, fidelity, rounds_run, ...: fedbench.claims.entry.new_entry), ``rule_fields`` the rule's ``{name}``
-    fields. ``not_run``: (why, what would run it) where the outcomes cannot judge the claim; then nothing is judged."""
+    judge whatever their interval (a mechanism that cannot act within the rounds run: verdict.inconclusive_parts).
+    ``entry``: the entry's fields (scale, deviations, observed, reproduced, figure, fidelity, rounds_run, ...:
+    fedbench.claims.entry.new_entry), ``rule_fields`` the rule's ``{name}`` fields; ``also``: keys the entry carries
+    beyond new_entry's (a not-run claim's command and cost). ``not_run``: (why, what would run it) where the outcomes
+    cannot judge the claim; then nothing is judged."""
 
     parts: Sequence[Part] = ()
     values: Callable[[str, float], list[list[float]]] | None = None
@@ -104,8 +107,9 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
     """Claim ``claim``'s entry from its measurement: judged with its declared rules, or not run where it says why.
     Where the measurement leaves them out, the entry has no scale or figure, the rounds of the budget run and the
     fidelity label of a run at that budget (StudyDeclaration.not_run_label)."""
-    fields = {"scale": {}, "figure": None, "rounds_run": run.rounds,
-              "fidelity": run.declaration.not_run_label(claim.id, run.budget_name)} | m.entry
+    fields = {"scale": {}, "figure": None, "rounds_run": run.rounds} | m.entry
+    if "fidelity" not in fields:
+        fields["fidelity"] = run.declaration.not_run_label(claim.id, run.budget_name)
     if m.not_run is not None:
         return not_run(run.declaration.entry(claim.id, m.rule_fields, **fields), *m.not_run) | m.also
     result = judge(m.parts, m.values, m.reading, m.readings, m.budgets, m.paper_budget, m.deterministic,
@@ -121,16 +125,17 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
     return run.declaration.judged(claim.id, result, m.rule_fields, **fields) | m.also
 
 
-def seeded(declaration: StudyDeclaration, budget: str, seeds: Sequence[int] | None = None) -> StudyRun:
+def seeded(declaration: StudyDeclaration, budget: str, seeds: Sequence[int] | None = None,
+           real_root: Path | None = None) -> StudyRun:
     """A run of ``declaration`` at ``budget`` (checked: a ConfigError naming the allowed ones), on training ``seeds``
     where given (a confirmatory block: StudyDeclaration.on_seeds, whose rules name the block; a Budget's own seeds
-    replaced too, its tuning and selection seeds kept), with nothing run yet."""
+    replaced too, its tuning and selection seeds kept), its real data in ``real_root``, with nothing run yet."""
     declared = declaration.budget(budget)
     if seeds is not None:
         declaration = declaration.on_seeds(tuple(seeds))
         if isinstance(declared, Budget) and dataclasses.is_dataclass(declared):
             declared = dataclasses.replace(declared, seeds=declaration.seeds)
-    return StudyRun(declaration, budget, declared)
+    return StudyRun(declaration, budget, declared, real_root)
 
 
 def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds: Sequence[int] | None = None,
@@ -142,8 +147,7 @@ def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds:
     from fedbench.study.record import sim_record, write_simulations
     from fedbench.study.runner import run_simulations  # looked up at each call: a test may replace it
 
-    run = dataclasses.replace(seeded(module.DECLARATION, PIPELINE if budget is None else budget, seeds),
-                              real_root=real_root)
+    run = seeded(module.DECLARATION, PIPELINE_BUDGET if budget is None else budget, seeds, real_root)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     record, records = getattr(module, "record", sim_record), []

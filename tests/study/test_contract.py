@@ -162,3 +162,9 @@ def test_a_run_on_a_confirmatory_block_replaces_a_budgets_judged_seeds_and_keeps
     assert d.claims[0].rule != iambic.DECLARATION.claims[0].rule and "1060" in d.claims[0].rule
     same = contract.seeded(iambic.DECLARATION, "fixture")
     assert same.budget is declared and same.declaration is iambic.DECLARATION
+
+
+def test_the_drivers_default_budget_is_the_layouts():
+    from fedbench.study.layout import PIPELINE_BUDGET
+
+    assert contract.PIPELINE_BUDGET == PIPELINE_BUDGET
