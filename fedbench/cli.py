@@ -453,8 +453,9 @@ def _main(argv: list[str] | None = None) -> None:
         sys.exit(confirm_main(argv[2:]))
     if argv[:1] == ["claims"]:  # the claims' registered rules (fedbench.claims.registry)
         from fedbench.claims.registry import main as claims_main
+        from fedbench.studies.confirm import fresh_data  # which studies draw fresh data with a frozen block
 
-        sys.exit(claims_main(argv[1:]))
+        sys.exit(claims_main(argv[1:], lambda entry: fresh_data(str(entry.get("study", "")))))
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's own parser
         from fedbench.bench.cli import main as bench_main
 

@@ -11,7 +11,7 @@ from typing import Any
 from fedbench.config import Config, ConfigError, check_stragglers
 from fedbench.data.format import save_dataset
 from fedbench.data.registry import dataset_dir
-from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.data.synthetic import synthetic
 from fedbench.locking import file_lock
 from fedbench.executors import ExecutorSettings
 from fedbench.runner import DATA_ROOT, INDEX, RunKey, TrainStore, forget, plan, simulation
@@ -22,9 +22,7 @@ __all__ = ["DATA_ROOT", "RESULTS_ROOT", "check_cell", "ensure_dataset", "generat
 
 def generate(cfg: Config, name: str, root: Path = DATA_ROOT) -> Path:
     """Generate one synthetic dataset into ``root/name`` (atomically)."""
-    alpha, beta, iid = SYNTHETIC_DATASETS[name]
-    ds = generate_synthetic(alpha, beta, iid, num_devices=cfg.data.num_devices, seed=cfg.data.seed,
-                            train_fraction=cfg.data.train_fraction)
+    ds = synthetic(name, cfg.data.seed, cfg.data.num_devices, cfg.data.train_fraction)
     folder = save_dataset(ds, root / name)
     print(f"{name}: {ds.num_clients} devices, {int(ds.train.sizes.sum())} train / {int(ds.test.sizes.sum())} "
           f"test samples, hash {ds.content_hash[:12]} -> {folder}")

@@ -59,6 +59,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -401,14 +402,19 @@ def power_rule(members: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str, date: str, count: int = 5,
            ids: list[str] | None = None, seen: set[int] | frozenset[int] = frozenset(),
-           power: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+           power: dict[str, Any] | None = None,
+           fresh_data: Callable[[dict[str, Any]], bool] | None = None) -> tuple[dict[str, Any], list[str]]:
     """``registry`` with every judged claim of ``entries`` (only ``ids`` if given) frozen on ``commit``: its frozen
     hash and one block of ``count`` fresh confirm seeds shared by all claims frozen together (recorded before
     anything runs), none that ``seen`` holds (:func:`history_seeds`: a seed any commit recorded a result on) or any
     entry or block of the registry used; ``power``: the power rule that set ``count``, recorded with the block. A claim
     must be registered with its current rule first (ValueError naming those that are not); a claim already frozen with
     the same hash keeps its block, unless its confirmation on it is not shown pre-registered (:func:`audit`): that
-    block and its verdict move to ``earlier_blocks`` (disclosed) and the claim is frozen on a fresh block."""
+    block and its verdict move to ``earlier_blocks`` (disclosed) and the claim is frozen on a fresh block.
+    ``fresh_data(entry)``: whether the entry's study draws its own data from a data seed
+    (fedbench.study.declaration.StudyDeclaration.fresh_data); where it does, the block also records ``data_seeds``,
+    one fresh data seed per training seed (issue 51, item 2: a replication on new data, not only new training
+    randomness), taken from the same never-used seeds."""
     chosen = [e for e in entries if (ids is None or e["id"] in ids) and e.get("verdict") not in (None, *UNJUDGED)
               and not e["id"].endswith("/*")]
     if ids is not None and (unknown := sorted(set(ids) - {e["id"] for e in chosen})):
@@ -417,6 +423,8 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
     if stale:
         raise ValueError("register these rules before freezing them (fedbench claims register): " + ", ".join(stale))
     seeds = fresh_seeds(used_seeds(entries, registry) | set(seen), count)
+    draws = any(fresh_data(e) for e in chosen) if fresh_data is not None else False
+    data_seeds = fresh_seeds(used_seeds(entries, registry) | set(seen) | set(seeds), count) if draws else None
     out = {k: dict(v) for k, v in registry.items()}
     done = []
     for e in chosen:
@@ -427,10 +435,13 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
         if again:
             earlier = {"frozen": old, "confirmatory": rec, "why": f"its pre-registration is {rec.get('registration') or 'not shown: not audited'}"}
             out[e["id"]]["earlier_blocks"] = [*out[e["id"]].get("earlier_blocks", []), earlier]
+        fresh = data_seeds is not None and fresh_data(e)
         out[e["id"]]["frozen"] = {"hash": now, "commit": commit, "date": date, "seeds": list(seeds),
+                                  **({"data_seeds": list(data_seeds)} if fresh else {}),
                                   **({"power": power} if power else {})}
         out[e["id"]].pop("confirmatory", None)
-        done.append(f"froze {e['id']} (confirm seeds {seeds_text(seeds)})"
+        done.append(f"froze {e['id']} (confirm seeds {seeds_text(seeds)}"
+                    + (f", fresh data seeds {seeds_text(data_seeds)}" if fresh else "") + ")"
                     + (f" again: its confirmation on {seeds_text(old['seeds'])} is not shown pre-registered" if again else ""))
     return out, done
 
@@ -463,6 +474,10 @@ def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: 
     if ran != list(frozen["seeds"]):
         raise ValueError(f"{entry['id']}: confirmed on seeds {ran}, frozen with {frozen['seeds']}: rerun on the frozen "
                          "seeds")
+    drawn = list((entry.get("seeds") or {}).get("data") or [])
+    if "data_seeds" in frozen and drawn != list(frozen["data_seeds"]):
+        raise ValueError(f"{entry['id']}: confirmed on data seeds {drawn}, frozen with fresh data seeds "
+                         f"{frozen['data_seeds']}: rerun on the frozen data seeds")
     effect = entry.get("effect") or {}
     out = {k: dict(v) for k, v in registry.items()}
     p = claim_p(entry.get("parts") or [], (entry.get("direction") or {}).get("verdict") or entry["verdict"],
@@ -471,6 +486,7 @@ def confirm(entry: dict[str, Any], registry: dict[str, Any], commit: str, date: 
             "lands in a later commit)" if frozen_in else f"{NOT_SHOWN}: no commit of its frozen block recorded")
     out[entry["id"]]["confirmatory"] = {"verdict": entry["verdict"], "commit": commit, "date": date,
                                         "hash": frozen["hash"], "seeds": ran,
+                                        **({"data_seeds": drawn} if "data_seeds" in frozen else {}),
                                         **{k: effect[k] for k in ("estimate", "ci95", "unit") if k in effect},
                                         "p_claim": p, "registration": mark, "frozen_in": frozen_in,
                                         **({"seconds": round(seconds, 1)} if seconds is not None else {}),
@@ -691,7 +707,7 @@ def history_seeds(hist: dict[str, Any]) -> set[int]:
             if isinstance(reg, dict):
                 for block in [reg.get("frozen"), *((h or {}).get("frozen") for h in reg.get("history") or [])]:
                     if isinstance(block, dict):
-                        out.update(int(x) for x in block.get("seeds") or [])
+                        out.update(int(x) for x in [*(block.get("seeds") or []), *(block.get("data_seeds") or [])])
     return out
 
 
@@ -834,10 +850,12 @@ def dump(registry: dict[str, Any], path: str | Path = REGISTRY) -> None:
     tmp.replace(path)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], fresh_data: Callable[[dict[str, Any]], bool] | None = None) -> int:
     """``fedbench claims register [IDS...] [--claims reports/claims.json] [--why REASON] [--reworded]``,
     ``fedbench claims freeze [IDS...] [--claims reports/claims.json] [--count 5]`` and ``fedbench claims audit``
-    (``fedbench claims confirm``, which runs studies, is fedbench.studies.confirm: the claims package runs nothing)."""
+    (``fedbench claims confirm``, which runs studies, is fedbench.studies.confirm: the claims package runs nothing).
+    ``fresh_data(entry)``: whether the entry's study draws its own data (:func:`freeze`; the claims package knows no
+    study: the command line passes fedbench.studies.confirm.fresh_data)."""
     import argparse
     import datetime
     import subprocess
@@ -920,7 +938,7 @@ def main(argv: list[str]) -> int:
             return 2
         try:
             new, done = freeze(entries, load(a.registry), commit, date, a.count or max(5, needed), a.ids or None,
-                               history_seeds(history()), power)
+                               history_seeds(history()), power, fresh_data)
         except ValueError as e:
             print(f"fedbench claims freeze: {e}", file=sys.stderr)
             return 1

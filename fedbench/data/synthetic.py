@@ -22,6 +22,8 @@ Deviations from the authors' code:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from fedbench.data.format import FederatedDataset, Split
@@ -108,3 +110,15 @@ SYNTHETIC_DATASETS: dict[str, tuple[float, float, bool]] = {
     "synthetic_0p5_0p5": (0.5, 0.5, False),
     "synthetic_1_1": (1.0, 1.0, False),
 }
+
+
+@functools.lru_cache(maxsize=32)
+def synthetic(name: str, seed: int = 0, num_devices: int = 30, train_fraction: float = 0.9) -> FederatedDataset:
+    """The paper's synthetic set ``name`` (a key of :data:`SYNTHETIC_DATASETS`) drawn with data seed ``seed``: the one
+    home of these datasets for every study (a study's run names the data seed it trains on: fedbench.study.contract
+    .StudyRun.data_seed). Built once per process and arguments; the data stage writes the same draw to disk
+    (fedbench.pipeline.generate). A name not in SYNTHETIC_DATASETS is a ValueError naming the allowed ones."""
+    if name not in SYNTHETIC_DATASETS:
+        raise ValueError(f"synthetic dataset {name!r}; allowed: {', '.join(SYNTHETIC_DATASETS)}")
+    alpha, beta, iid = SYNTHETIC_DATASETS[name]
+    return generate_synthetic(alpha, beta, iid, num_devices=num_devices, seed=seed, train_fraction=train_fraction)

@@ -284,15 +284,36 @@ def confirmation_cell(c: dict[str, Any]) -> str:
     reg = c.get("registration") or {}
     confirmed, state = reg.get("confirmatory"), reg.get("confirmation") or ""
     if confirmed:
-        return f"**{confirmed['verdict']}** (seeds {rules_registry.seeds_text(confirmed['seeds'])})"
+        return f"**{confirmed['verdict']}** (seeds {_block(confirmed)})"
     if c.get("verdict") in UNJUDGED or not state or state.startswith("none"):
         return "—"
     return state.split(" (the rule")[0] if state.startswith("void") else state
 
 
+def _block(confirmed: dict[str, Any]) -> str:
+    """A confirmation's seeds: its training seeds, and its fresh data seeds where the block drew new data (issue 51,
+    item 2): "1000-1004; data 1005-1009"."""
+    data = confirmed.get("data_seeds")
+    return rules_registry.seeds_text(confirmed["seeds"]) + (f"; data {rules_registry.seeds_text(data)}" if data else "")
+
+
+def earlier_line(c: dict[str, Any]) -> str | None:
+    """The details' line disclosing the claim's earlier confirmations that git does not show pre-registered (issue 51,
+    item 1: frozen again on a fresh block; not counted), each block with its verdict and effect; None where none."""
+    shown = []
+    for b in (c.get("registration") or {}).get("earlier_blocks") or []:
+        rec = b.get("confirmatory") or {}
+        effect = _effect({k: rec.get(k) for k in ("estimate", "ci95", "unit")}) if rec.get("ci95") else None
+        shown.append(f"{rec.get('verdict', 'not run')}" + (f" ({fmt_effect(effect)})" if effect else "")
+                     + f" on seeds {_block(rec) if rec.get('seeds') else rules_registry.seeds_text(b['frozen']['seeds'])}"
+                     + f" ({b.get('why', 'frozen again')})")
+    return ("- **Earlier confirmations** (not counted, disclosed): " + "; ".join(shown) + ".") if shown else None
+
+
 def confirmation_line(c: dict[str, Any]) -> str | None:
-    """The details' line on the claim's confirmatory run: its verdict and effect, the frozen seeds, when the rule was
-    frozen, when and in how many seconds it ran, and where its records are; None where there is no confirmation."""
+    """The details' line on the claim's confirmatory run: its verdict and effect, the frozen seeds (and fresh data
+    seeds), when the rule was frozen, when and in how many seconds it ran, and where its records are; None where there
+    is no confirmation."""
     reg = c.get("registration") or {}
     confirmed, frozen = reg.get("confirmatory"), reg.get("frozen") or {}
     if not confirmed:
@@ -301,7 +322,9 @@ def confirmation_line(c: dict[str, Any]) -> str | None:
     effect = _effect({k: confirmed.get(k) for k in ("estimate", "ci95", "unit")}) if confirmed.get("ci95") else None
     took = f" in {confirmed['seconds']:,} s wall" if confirmed.get("seconds") is not None else ""
     return (f"- **Confirmatory**: {confirmed['verdict']}" + (f" ({fmt_effect(effect)})" if effect else "")
-            + f" on fresh seeds {rules_registry.seeds_text(confirmed['seeds'])}, by the rule frozen on "
+            + f" on fresh seeds {rules_registry.seeds_text(confirmed['seeds'])}"
+            + (f" and fresh data draws {rules_registry.seeds_text(confirmed['data_seeds'])}"
+               if confirmed.get("data_seeds") else "") + ", by the rule frozen on "
             f"{frozen.get('commit', '—')} ({frozen.get('date', '—')}); run on {confirmed['commit']} ({confirmed['date']})"
             f"{took}" + (f", records in `{confirmed['where']}/`" if confirmed.get("where") else "")
             + f"; exploratory verdict: {c['verdict']}.")
@@ -583,6 +606,8 @@ def _details(c: dict[str, Any], shared: list[str], claims: list[dict] = (), link
     elif reg:
         out.append(f"- **Registered**: no (rule hash {reg['hash']}; `fedbench claims register` registers it)")
     if line := confirmation_line(c):
+        out.append(line)
+    if line := earlier_line(c):
         out.append(line)
     for h in reg.get("history", []):
         effect = f" ({fmt_effect(_effect(h))})" if h.get("ci95") is not None else ""

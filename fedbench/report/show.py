@@ -119,7 +119,9 @@ def claim_lines(c: dict[str, Any], width: int, verdict_w: int, effect_w: int, ve
         part = f" ({own['part']})" if own.get("part") and len(c.get("parts") or []) > 1 else ""
         if is_confirmed(c):  # judged again by its frozen rule on fresh seeds (fedbench claims confirm)
             seeds = c["registration"]["confirmatory"]["seeds"]
-            lines += _wrap(f"counted: confirmatory on fresh seeds {seeds[0]}-{seeds[-1]}: {counted_verdict(c)}, "
+            data = c["registration"]["confirmatory"].get("data_seeds")
+            drawn = f" and data draws {data[0]}-{data[-1]}" if data else ""
+            lines += _wrap(f"counted: confirmatory on fresh seeds {seeds[0]}-{seeds[-1]}{drawn}: {counted_verdict(c)}, "
                            f"{effect_text(effect)}", width, INDENT, INDENT + "  ")
             lines += _wrap(f"exploratory: {c['verdict']}, {effect_text(own)}{part}", width, INDENT, INDENT + "  ")
         else:

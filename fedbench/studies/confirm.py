@@ -143,6 +143,18 @@ def deterministic(study: str) -> bool:
     return study in studies.names() and studies.is_deterministic(study)
 
 
+def fresh_data(study: str) -> bool:
+    """Whether ``study`` draws its own data from a data seed (StudyDeclaration.fresh_data), so that its confirmatory
+    block draws fresh data seeds too (the train stage's groups train on params.yaml's one data draw: not yet)."""
+    return study in studies.names() and studies.declaration(study).fresh_data
+
+
+def data_seeds_of(members: list[dict[str, Any]], registry: dict[str, Any]) -> list[int] | None:
+    """The fresh data seeds frozen with the block of ``members`` (None where the block froze training seeds only)."""
+    drawn = registry[members[0]["id"]]["frozen"].get("data_seeds")
+    return None if drawn is None else list(drawn)
+
+
 def settled(e: dict[str, Any], registry: dict[str, Any]) -> bool:
     """Whether ``e``'s claim needs no confirmatory run: confirmed under its frozen rule and shown pre-registered
     (fedbench.claims.registry.counted_confirmation), recorded from a committed tree."""
@@ -167,7 +179,7 @@ def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, 
             count = len((members[0].get("seeds") or {}).get("training") or [])
             power = power_rule([e for e in members if e["id"] in todo])
             registry, lines = rules.freeze(entries, registry, commit, date, max(count, 1, power["seeds"] if power else 0),
-                                           todo, seeds_in_history(), power)
+                                           todo, seeds_in_history(), power, lambda e, s=study: fresh_data(s))
             done += lines
     return registry, done
 
@@ -299,7 +311,7 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
 
 
 def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
-           judges: dict[str, train_groups.Judge]) -> list[dict[str, Any]]:
+           judges: dict[str, train_groups.Judge], data_seeds: list[int] | None = None) -> list[dict[str, Any]]:
     """The study's entries on the frozen ``seeds``, its runs in :func:`folder`: a claim study's by fedbench.studies
     .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by ``judges``."""
     if study in train_groups.GROUPS:
@@ -307,7 +319,8 @@ def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
                                 folder(study, a.root, cfg), Path(a.data_root), judges[study])
     from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 
-    return run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers)
+    return run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers,
+                     data_seeds=None if data_seeds is None else tuple(data_seeds))
 
 
 def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -> int:
@@ -390,12 +403,14 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
             failed.append(f"{study}: {e}")
             print(f"{name}: {e}", file=sys.stderr)
             continue
-        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)} (frozen in "
+        drawn = data_seeds_of(members, registry)
+        print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)}"
+              + (f", fresh data seeds {rules.seeds_text(drawn)}" if drawn else "") + " (frozen in "
               f"{', '.join(sorted({c[:12] for c in frozen_in.values()}))}) into {folder(study, a.root, cfg)}/ ...",
               flush=True)
         t0 = time.perf_counter()
         try:
-            rerun = _rerun(study, seeds, cfg, a, judges)
+            rerun = _rerun(study, seeds, cfg, a, judges, data_seeds_of(members, registry))
         except (ValueError, FedbenchError) as e:
             failed.append(f"{study}: {e}")
             print(f"{name}: {study}: {e}", file=sys.stderr)

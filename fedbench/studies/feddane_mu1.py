@@ -38,7 +38,7 @@ DECLARATION = base.Figure4(
     dataset=f"FedProx's four synthetic sets, {base.NUM_DEVICES} devices, {base.TRAIN_FRACTION:.0%} train",
     arms=(Arm("FedProx", "fedprox", {"mu": MU}),
           Arm("FedDane", "feddane", {"mu": MU, "gradient_clients": base.K})),
-    seeds=SEEDS, budgets=BUDGETS, data_seeds=(base.DATA_SEED,), command="fedbench study run feddane_mu1",
+    seeds=SEEDS, budgets=BUDGETS, data_seeds=(base.DATA_SEED,), fresh_data=True, command="fedbench study run feddane_mu1",
     deviations=("data: our seeded draw (data seed 0) of the authors' generator law, not their committed JSON files",
                 "train/test split 90/10 as in the authors' code (the paper says 80/20)",
                 "g_t weights the c gradients by n_k, as the authors' aggregate()"),

@@ -40,8 +40,7 @@ from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import loss_jumps, loss_ratio
 from fedbench.claims.stats import fmt_number
 from fedbench.claims.verdict import Part, Rule
-from fedbench.data.format import FederatedDataset
-from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.data.synthetic import synthetic
 from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.study.runner import Simulation, sim_config
@@ -89,7 +88,7 @@ DECLARATION = Figure4(
     arms=(Arm("FedProx", "fedprox", {"mu": 0.0}),
           *(Arm(f"FedDane c={c}", "feddane", {"mu": 0.0, "gradient_clients": c}) for c in GRADIENT_DEVICES),
           *(Arm(f"FedDane K={c}", "feddane", {"mu": 0.0, "clients_per_round": c}) for c in GRADIENT_DEVICES[1:])),
-    seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,), command=COMMAND, deviations=(
+    seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,), fresh_data=True, command=COMMAND, deviations=(
         ("c read two ways: (a) 'FedDane c=...': the K = 10 solving devices plus c - 10 more drawn uniformly among "
          "the others send gradients; (b) 'FedDane K=...': c devices are selected and all send gradients and solve "
          "(the authors' trainer with clients_per_round = c). The paper does not say which"),
@@ -135,14 +134,6 @@ MEASURED = {"seconds": 1721, "budget": "paper", "workers": 2, "device": "2 CPU c
             "date": "2026-11-26"}
 
 
-@functools.cache
-def _synthetic(name: str) -> FederatedDataset:
-    """The synthetic dataset ``name``, generated once per process (built before the workers fork)."""
-    alpha, beta, iid = SYNTHETIC_DATASETS[name]
-    return generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED,
-                              train_fraction=TRAIN_FRACTION)
-
-
 def simulation(declaration: StudyDeclaration, name: str, method: str, seed: int, rounds: int) -> Simulation:
     """Arm ``method`` of ``declaration`` on dataset ``name`` with ``seed``: its algorithm with its declared settings,
     its clients_per_round the run's (K unless the arm sets it)."""
@@ -153,13 +144,13 @@ def simulation(declaration: StudyDeclaration, name: str, method: str, seed: int,
     arm = declaration.arm(method)
     settings = {k: v for k, v in arm.settings.items() if k != "clients_per_round"}
     algorithm = (FedProx if arm.algorithm == "fedprox" else FedDane)(lr=LR, **settings)
-    ds = _synthetic(name)
+    data = functools.partial(synthetic, name, declaration.data_seed(seed), NUM_DEVICES, TRAIN_FRACTION)
+    ds = data()  # built once per process, before the workers fork
     cfg = sim_config(evaluations=declaration.evaluation, rounds=rounds,
                      clients_per_round=arm.settings.get("clients_per_round", K), local_epochs=EPOCHS,
                      batch_size=BATCH, seed=seed)
-    return Simulation(f"{method}/{name}/seed={seed}", cfg, functools.partial(_synthetic, name),
-                      build_model("mclr", ds.feature_shape, ds.num_classes), algorithm,
-                      {"method": method, "dataset": name})
+    return Simulation(f"{method}/{name}/seed={seed}", cfg, data, build_model("mclr", ds.feature_shape, ds.num_classes),
+                      algorithm, {"method": method, "dataset": name, **declaration.data_label(seed)})
 
 
 def simulations(run: StudyRun) -> dict[tuple[str, str, int], Simulation]:

@@ -70,7 +70,7 @@ DECLARATION = StudyDeclaration(
           Arm("fedavg_fca", "fedavg", {"lr": LR, "availability": "always"}),
           Arm("fedlaavg_fca", "fedlaavg", {"lr": LR, "availability": "always"}),
           Arm("sequential", "sequential_sgd", {"lr": LR, "availability": "always"})),
-    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(0,),
+    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(0,), fresh_data=True,
     claims=(Claim(
         id="fedlaavg/synthetic/diurnal-gain", where="section 5.2, Table 2 (ICA column), Figure 2",
         claim_text="Under diurnal intermittent availability with label-skewed clients, FedLaAvg reaches a higher best "
@@ -112,9 +112,10 @@ def dataset(seed: int = 0) -> FederatedDataset:
 
 
 @functools.cache
-def _shared_dataset() -> FederatedDataset:
-    """dataset(), built once per process (simulations() builds it before forking, so the workers share it)."""
-    return dataset()
+def _shared_dataset(data_seed: int = 0) -> FederatedDataset:
+    """dataset(data_seed), built once per process (simulations() builds it before forking, so the workers share
+    it)."""
+    return dataset(data_seed)
 
 
 def config(seed: int, availability: AvailabilityConfig) -> SimulationConfig:
@@ -124,31 +125,33 @@ def config(seed: int, availability: AvailabilityConfig) -> SimulationConfig:
 
 
 @functools.cache
-def _pooled_dataset() -> FederatedDataset:
+def _pooled_dataset(data_seed: int = 0) -> FederatedDataset:
     """The clients' data pooled into one client, for sequential SGD."""
     from fedbench.algorithms.sequential_sgd import pool_clients
 
-    return pool_clients(_shared_dataset())
+    return pool_clients(_shared_dataset(data_seed))
 
 
-def simulation(name: str, seed: int) -> Simulation:
-    """One run of the study: arm ``name`` of DECLARATION (its algorithm and availability) with ``seed``."""
+def simulation(name: str, seed: int, data_seed: int = 0) -> Simulation:
+    """One run of the study: arm ``name`` of DECLARATION (its algorithm and availability) with ``seed``, on the
+    mixture drawn with ``data_seed``."""
     from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
     from fedbench.algorithms.sequential_sgd import sequential_config
     from fedbench.models import build_model
 
-    ds = _shared_dataset()
+    ds = _shared_dataset(data_seed)
+    shared, pooled = functools.partial(_shared_dataset, data_seed), functools.partial(_pooled_dataset, data_seed)
+    label = {"method": name} | ({"data_seed": data_seed} if data_seed != 0 else {})
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     arm = DECLARATION.arm(name)
     availability = (AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
                     if arm.settings["availability"] == "diurnal" else AvailabilityConfig())
     lr = arm.settings["lr"]
     if arm.algorithm == "sequential_sgd":
-        return Simulation(f"{name}/seed={seed}", sequential_config(config(seed, availability)), _pooled_dataset, model,
-                          SequentialSGD(lr=lr), {"method": name})
+        return Simulation(f"{name}/seed={seed}", sequential_config(config(seed, availability)), pooled, model,
+                          SequentialSGD(lr=lr), label)
     algorithm = {"fedlaavg": FedLaAvg, "fedavg": FedAvg}[arm.algorithm](lr=lr)
-    return Simulation(f"{name}/seed={seed}", config(seed, availability), _shared_dataset, model, algorithm,
-                      {"method": name})
+    return Simulation(f"{name}/seed={seed}", config(seed, availability), shared, model, algorithm, label)
 
 
 def simulations(run: StudyRun) -> dict[tuple[str, int], Simulation]:
@@ -156,7 +159,7 @@ def simulations(run: StudyRun) -> dict[tuple[str, int], Simulation]:
     seeds = run.seeds
     jobs = [(name, s) for s in seeds for name in run.declaration.claim("fedlaavg/synthetic/diurnal-gain").reads]
     jobs += [(name, seeds[0]) for name in CONTEXT]
-    return {(name, seed): simulation(name, seed) for name, seed in jobs}
+    return {(name, seed): simulation(name, seed, run.data_seed(seed)) for name, seed in jobs}
 
 
 def curves(run: StudyRun) -> dict[str, dict[int, np.ndarray]]:

@@ -63,8 +63,7 @@ from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import NAMES, read_accuracy
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule, fidelity
-from fedbench.data.format import FederatedDataset
-from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.data.synthetic import synthetic
 from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.runner import Simulation, sim_config
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
@@ -118,7 +117,7 @@ DECLARATION = StudyDeclaration(
     name="fedprox_code_sensitivity", paper=FEDPROX_PAPER,
     dataset=f"Synthetic(1,1), {NUM_DEVICES} devices, data seed {DATA_SEED}, {TRAIN_FRACTION:.0%} train",
     arms=(Arm("fedavg", "fedavg", {"lr": LR}), Arm("fedprox_mu1", "fedprox", {"lr": LR, "mu": MU})),
-    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(DATA_SEED,), knobs={"variant": tuple(VARIANTS)},
+    seeds=(0, 1, 2, 3, 4), budgets={"pipeline": ROUNDS}, data_seeds=(DATA_SEED,), fresh_data=True, knobs={"variant": tuple(VARIANTS)},
     claims=tuple(Claim(
         id=f"{HEADLINE}{SENSITIVITY}{v}",
         where="abstract, section 5.3.2, Figure 7 (appendix C.3.2); the authors' code vs the paper",
@@ -133,14 +132,10 @@ DECLARATION = StudyDeclaration(
 ARMS = tuple(a.name for a in DECLARATION.arms)
 
 
-@functools.cache
-def _synthetic() -> FederatedDataset:
-    alpha, beta, iid = SYNTHETIC_DATASETS[DATASET]
-    return generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED, train_fraction=TRAIN_FRACTION)
-
-
-def simulation(variant: str, arm: str, seed: int, rounds: int | None = None) -> Simulation:
-    """One run: ``arm`` ("fedavg" or "fedprox_mu1") under ``variant`` (VARIANTS) with ``seed``."""
+def simulation(variant: str, arm: str, seed: int, rounds: int | None = None, data_seed: int = DATA_SEED) -> Simulation:
+    """One run: ``arm`` ("fedavg" or "fedprox_mu1") under ``variant`` (VARIANTS) with ``seed``, on the draw of
+    Synthetic(1,1) with ``data_seed`` (fedbench.data.synthetic.synthetic: the declared one, or a confirmatory block's
+    own for the seed)."""
     from fedbench.algorithms.fedavg import FedAvg
     from fedbench.algorithms.fedprox import FedProx
     from fedbench.models import build_model
@@ -149,15 +144,17 @@ def simulation(variant: str, arm: str, seed: int, rounds: int | None = None) -> 
         raise ValueError(f"variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     if arm not in ARMS:
         raise ValueError(f"arm {arm!r}; allowed: {', '.join(ARMS)}")
-    ds = _synthetic()
+    data = functools.partial(synthetic, DATASET, data_seed, NUM_DEVICES, TRAIN_FRACTION)
+    ds = data()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     settings = DECLARATION.arm(arm).settings
     algorithm = FedAvg(**settings) if DECLARATION.arm(arm).algorithm == "fedavg" else FedProx(**settings)
     cfg = sim_config(evaluations=DECLARATION.evaluation,
                      rounds=ROUNDS if rounds is None else rounds, clients_per_round=K, local_epochs=EPOCHS,
                      batch_size=BATCH, straggler_fraction=STRAGGLERS, seed=seed, **changes(variant, seed))
-    return Simulation(f"{variant}/{arm}/seed={seed}", cfg, _synthetic, model, algorithm,
-                      {"variant": variant, "arm": arm, "dataset": DATASET})
+    return Simulation(f"{variant}/{arm}/seed={seed}", cfg, data, model, algorithm,
+                      {"variant": variant, "arm": arm, "dataset": DATASET}
+                      | ({"data_seed": data_seed} if data_seed != DATA_SEED else {}))
 
 
 def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
@@ -166,7 +163,7 @@ def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
 
 def simulations(run: StudyRun) -> dict[tuple[str, str, int], Simulation]:
     """Both arms on every seed under each variant, by (variant, arm, seed)."""
-    return {job: simulation(*job) for job in declare(run.seeds)}
+    return {(v, a, s): simulation(v, a, s, data_seed=run.data_seed(s)) for v, a, s in declare(run.seeds)}
 
 
 def variant(claim: Claim) -> str:

@@ -41,8 +41,7 @@ from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.readings import NAMES, read_loss, rising_rounds, upward_variation
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import Part, Rule
-from fedbench.data.format import FederatedDataset
-from fedbench.data.synthetic import SYNTHETIC_DATASETS, generate_synthetic
+from fedbench.data.synthetic import synthetic
 from fedbench.studies.fedprox_stragglers import PartialEpochStragglers, PartialLocal  # noqa: F401 (the arm's)
 from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
@@ -118,7 +117,7 @@ DECLARATION = Synthetic(
           *(Arm(f"e1-{m}-{f:g}", "fedprox_partial_epoch", {"local_epochs": 1, "stragglers": f, "keep": m == "keep",
                                                              "datasets": ("synthetic_1_1",)})
             for f in E1_LEVELS for m in ("drop", "keep"))),
-    seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,), command=COMMAND,
+    seeds=(0, 1, 2, 3, 4), budgets=BUDGETS, data_seeds=(DATA_SEED,), fresh_data=True, command=COMMAND,
     deviations=("data: our seeded draw (data seed 0) of the authors' generator law, not their committed JSON files",
                 "train/test split 90/10 as in the authors' code (the paper says 80/20)"),
     reduced=("{rounds} of the paper's {paper} rounds per run (the pipeline's CPU budget; `{command}` runs {paper}); no "
@@ -214,12 +213,6 @@ DECLARATION = Synthetic(
 ))
 
 
-@functools.cache
-def _synthetic(name: str) -> FederatedDataset:
-    alpha, beta, iid = SYNTHETIC_DATASETS[name]
-    return generate_synthetic(alpha, beta, iid, num_devices=NUM_DEVICES, seed=DATA_SEED, train_fraction=TRAIN_FRACTION)
-
-
 def simulation(declaration: StudyDeclaration, arm: str, dataset: str, seed: int, rounds: int) -> Simulation:
     """Arm ``arm`` of ``declaration`` on ``dataset`` with ``seed``: "mu0", "mu1", "adaptive" (E = 20, uniform
     sampling), "prop-mu0", "prop-mu1" (proportional sampling), "e1-drop-<f>", "e1-keep-<f>" (E = 1, straggler
@@ -228,7 +221,8 @@ def simulation(declaration: StudyDeclaration, arm: str, dataset: str, seed: int,
     from fedbench.algorithms.fedprox_adaptive import FedProxAdaptiveMu
     from fedbench.models import build_model
 
-    ds = _synthetic(dataset)
+    data = functools.partial(synthetic, dataset, declaration.data_seed(seed), NUM_DEVICES, TRAIN_FRACTION)
+    ds = data()
     declared = declaration.arm(arm)
     settings = declared.settings
     if declared.algorithm == "fedprox":
@@ -240,8 +234,8 @@ def simulation(declaration: StudyDeclaration, arm: str, dataset: str, seed: int,
     cfg = sim_config(evaluations=declaration.evaluation, rounds=rounds, clients_per_round=K,
                      local_epochs=settings.get("local_epochs", EPOCHS), batch_size=BATCH,
                      sampling=settings.get("sampling", "uniform"), seed=seed)
-    return Simulation(f"{arm}/{dataset}/seed={seed}", cfg, functools.partial(_synthetic, dataset),
-                      build_model("mclr", ds.feature_shape, ds.num_classes), algorithm, {"arm": arm, "dataset": dataset})
+    return Simulation(f"{arm}/{dataset}/seed={seed}", cfg, data, build_model("mclr", ds.feature_shape, ds.num_classes),
+                      algorithm, {"arm": arm, "dataset": dataset, **declaration.data_label(seed)})
 
 
 def simulations(run: StudyRun) -> dict[tuple[str, str, int], Simulation]:

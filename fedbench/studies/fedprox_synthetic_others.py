@@ -51,7 +51,7 @@ DECLARATION = base.Synthetic(
           Arm("adaptive", "fedprox_adaptive", {"mu_init": ADAPTIVE, "datasets": tuple(ADAPTIVE)}),
           Arm("prop-mu0", "fedprox", {"mu": 0.0, "sampling": "proportional", "datasets": SAMPLING}),
           Arm("prop-mu1", "fedprox", {"mu": 1.0, "sampling": "proportional", "datasets": SAMPLING})),
-    seeds=SEEDS, budgets=BUDGETS, data_seeds=(base.DATA_SEED,), command="fedbench study run fedprox_synthetic_others",
+    seeds=SEEDS, budgets=BUDGETS, data_seeds=(base.DATA_SEED,), fresh_data=True, command="fedbench study run fedprox_synthetic_others",
     deviations=base.DECLARATION.deviations,
     reduced=("{rounds} of the paper's {paper} rounds per run (`{command}` runs {paper} at the paper budget); no verdict "
              "is extrapolated to the paper's budget"),

@@ -69,10 +69,12 @@ def missing_variant(name: str, real_root: Path) -> str | None:
 
 
 def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = WORKERS, root: Path = RESULTS_ROOT,
-              real_root: Path | None = None, seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+              real_root: Path | None = None, seeds: tuple[int, ...] | None = None,
+              data_seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Claim study ``name`` at ``budget`` (default: params.yaml claim_studies' for a small study, "paper" for a
     paper-scale one) with params.yaml's seeds for it (``seeds``: these instead, a confirmatory run's frozen block,
-    fedbench.studies.confirm), into ``root/name/budget`` (fedbench.study.layout), its stacks where
+    fedbench.studies.confirm, with its fresh ``data_seeds`` where the study draws its data), into
+    ``root/name/budget`` (fedbench.study.layout), its stacks where
     train.executor says: what the DVC ``study@NAME`` stage, ``fedbench study run NAME`` and ``fedbench paper run
     NAME`` all do. A paper-scale study reads its real variants from ``real_root`` (default data/real). An unknown
     study or budget, or a variant not built, is one line naming it and what is allowed (or the command that builds
@@ -99,7 +101,7 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
                            budget=None if budget == PIPELINE_BUDGET else budget,
                            executor=ExecutorSettings.of(cfg.train),
                            seeds=declared.seeds if seeds is None else tuple(seeds),
-                           real_root=real_root if paper_scale else None)
+                           real_root=real_root if paper_scale else None, data_seeds=data_seeds)
 
 
 def measured(name: str) -> dict[str, Any] | None:

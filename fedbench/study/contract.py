@@ -63,6 +63,11 @@ class StudyRun:
     def rounds(self) -> int | None:
         return self.budget.rounds if isinstance(self.budget, Budget) else self.budget
 
+    def data_seed(self, seed: int) -> int:
+        """The data seed training seed ``seed`` trains on (StudyDeclaration.data_seed: the declared draw, or the
+        confirmatory block's own for that seed)."""
+        return self.declaration.data_seed(seed)
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -126,28 +131,34 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
 
 
 def seeded(declaration: StudyDeclaration, budget: str, seeds: Sequence[int] | None = None,
-           real_root: Path | None = None) -> StudyRun:
+           real_root: Path | None = None, data_seeds: Sequence[int] | None = None) -> StudyRun:
     """A run of ``declaration`` at ``budget`` (checked: a ConfigError naming the allowed ones), on training ``seeds``
     where given (a confirmatory block: StudyDeclaration.on_seeds, whose rules name the block; a Budget's own seeds
-    replaced too, its tuning and selection seeds kept), its real data in ``real_root``, with nothing run yet."""
+    replaced too, its tuning and selection seeds kept) and the block's fresh ``data_seeds`` (one per training seed,
+    for a study that draws its data: StudyDeclaration.fresh_data), its real data in ``real_root``, with nothing run
+    yet."""
     declared = declaration.budget(budget)
+    if data_seeds is not None and seeds is None:
+        raise ValueError("fresh data seeds come with the training seeds of their block")
     if seeds is not None:
-        declaration = declaration.on_seeds(tuple(seeds))
+        declaration = declaration.on_seeds(tuple(seeds), None if data_seeds is None else tuple(data_seeds))
         if isinstance(declared, Budget) and dataclasses.is_dataclass(declared):
             declared = dataclasses.replace(declared, seeds=declaration.seeds)
     return StudyRun(declaration, budget, declared, real_root)
 
 
 def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds: Sequence[int] | None = None,
-          workers: int = WORKERS, real_root: Path | None = None) -> list[dict[str, Any]]:
+          workers: int = WORKERS, real_root: Path | None = None,
+          data_seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Run study ``module`` (one that :func:`follows_contract`) at ``budget`` (default pipeline) into ``out``
     (:func:`seeded`): its simulations, named until it names no new one and each batch run at once through the one
     runner; one record per simulation, in the order named (``record(sim, outcome)`` where the study defines it, else
-    fedbench.study.record.sim_record); its figure; and one entry per declared claim, in declared order."""
+    fedbench.study.record.sim_record); its figure; and one entry per declared claim, in declared order. ``data_seeds``:
+    a confirmatory block's fresh data seeds, one per seed of ``seeds`` (:func:`seeded`)."""
     from fedbench.study.record import sim_record, write_simulations
     from fedbench.study.runner import run_simulations  # looked up at each call: a test may replace it
 
-    run = seeded(module.DECLARATION, PIPELINE_BUDGET if budget is None else budget, seeds, real_root)
+    run = seeded(module.DECLARATION, PIPELINE_BUDGET if budget is None else budget, seeds, real_root, data_seeds)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     record, records = getattr(module, "record", sim_record), []

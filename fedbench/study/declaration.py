@@ -116,7 +116,11 @@ class StudyDeclaration:
     entries of a study that has not run state (a run fills them from what it ran), one per budget for every field a
     rule names; ``setup``: what its claims' runs are set up on (fedbench.claims.fidelity.SETUPS: "paper" for the
     paper's own data and setup), which labels the entries of a study that has not run as a run at that budget would be
-    labelled (:meth:`not_run_label`; a claim's declared ``fidelity`` overrides it)."""
+    labelled (:meth:`not_run_label`; a claim's declared ``fidelity`` overrides it); ``fresh_data``: the study draws
+    its data itself from a data seed (a generator or a seeded partition: each training seed trains on the draw that
+    fedbench.study.contract.StudyRun.data_seed names), so a confirmatory block draws fresh data seeds beside its
+    training seeds (issue 51: a replication on new data, not only new training randomness); False for one fixed
+    published dataset."""
 
     name: str
     paper: str
@@ -133,6 +137,7 @@ class StudyDeclaration:
     deviations: tuple[str, ...] = ()
     rule_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
     setup: str = "stand-in"
+    fresh_data: bool = False
 
     def __post_init__(self) -> None:
         where = f"study {self.name}"
@@ -146,6 +151,9 @@ class StudyDeclaration:
                               "allowed: one arm per name")
         self._check_seeds(self.seeds, "seeds", empty_ok=True)
         self._check_seeds(self.data_seeds, "data_seeds", empty_ok=True)
+        if self.fresh_data and not self.data_seeds:
+            raise ConfigError(f"{where}: fresh_data: the study draws its data from a data seed, so it declares "
+                              "data_seeds; allowed: data_seeds=(0,) or more")
         for budget, declared in self.budgets.items():
             rounds = declared.rounds if isinstance(declared, Budget) else declared
             if not (isinstance(declared, Budget) and rounds is None) and (
@@ -202,18 +210,44 @@ class StudyDeclaration:
         other._check_seeds(other.seeds, "seeds")
         return other
 
-    def on_seeds(self, seeds: tuple[int, ...]) -> StudyDeclaration:
+    def on_seeds(self, seeds: tuple[int, ...], data_seeds: tuple[int, ...] | None = None) -> StudyDeclaration:
         """The declaration judged on other training ``seeds`` (a confirmatory run's frozen block, fedbench.studies.
         confirm): :meth:`with_seeds`, each claim's rule naming them wherever it named the declared seeds ("per judged
         seed (1-5)"), so that the rule's frozen hash, which reads a mention of a run's own seeds as a placeholder
-        (fedbench.claims.registry.frozen_hash), stays the exploratory rule's."""
+        (fedbench.claims.registry.frozen_hash), stays the exploratory rule's. ``data_seeds``: the block's fresh data
+        seeds, one per training seed (a study that draws its own data: ``fresh_data``), which replace the declared
+        ones (each training seed trains on its own draw: :meth:`data_seed`)."""
         from fedbench.claims.registry import seeds_text, without_seeds
 
         other = self.with_seeds(seeds)  # validated first: no seeds, or a repeated one, is one line naming the key
+        if data_seeds is not None:
+            if not self.fresh_data:
+                raise ConfigError(f"study {self.name}: data_seeds: {list(data_seeds)}; the study trains on one fixed "
+                                  "dataset (fresh_data is False); allowed: none")
+            if len(data_seeds) != len(other.seeds):
+                raise ConfigError(f"study {self.name}: data_seeds: {list(data_seeds)}; allowed: one per training "
+                                  f"seed ({len(other.seeds)})")
+            other = dataclasses.replace(other, data_seeds=tuple(data_seeds))
+            other._check_seeds(other.data_seeds, "data_seeds")
         says = seeds_text(list(other.seeds)) if len(other.seeds) > 1 else str(other.seeds[0])
         return dataclasses.replace(other, claims=tuple(
             dataclasses.replace(c, rule=without_seeds(c.rule, list(self.seeds)).replace("{seeds}", says))
             for c in self.claims))
+
+    def data_seed(self, seed: int) -> int:
+        """The data seed training seed ``seed`` trains on: the one declared data seed (one fixed draw for every
+        training seed), or, where a confirmatory block gave one per training seed (:meth:`on_seeds`), its own."""
+        if len(self.data_seeds) == 1:
+            return self.data_seeds[0]
+        if len(self.data_seeds) == len(self.seeds) and seed in self.seeds:
+            return self.data_seeds[self.seeds.index(seed)]
+        raise ConfigError(f"study {self.name}: data_seeds: {list(self.data_seeds)} pair with no training seed "
+                          f"{seed} of {list(self.seeds)}; allowed: one data seed, or one per training seed")
+
+    def data_label(self, seed: int) -> dict[str, int]:
+        """What a run's record says of its data draw: {"data_seed": ...} where the runs train on several draws (a
+        confirmatory block's fresh ones), nothing where every run trains on the one declared draw."""
+        return {} if len(self.data_seeds) == 1 else {"data_seed": self.data_seed(seed)}
 
     def not_run_label(self, claim_id: str, budget: str) -> str:
         """The fidelity label a run of claim ``claim_id`` at ``budget`` would carry (fedbench.claims.fidelity.label of

@@ -211,6 +211,31 @@ def test_a_frozen_rule_refuses_a_changed_hash_and_confirms_on_its_seeds():
         reg.check_frozen(_entry(cid="p/z"), r)
 
 
+def test_a_study_that_draws_its_data_freezes_fresh_data_seeds_and_confirms_only_on_them():
+    """Issue 51, item 2: where the claim's study draws its own data (``fresh_data``), the block records one fresh
+    data seed per training seed, none a training seed of the block or any used seed; the confirmation must have run
+    on exactly those draws and records them; a claim of a fixed dataset freezes training seeds only."""
+    entries = [_entry(cid="p/x"), _entry(cid="p/y")]
+    r, _ = reg.register(entries, {}, "abc", "2026-11-26")
+    frozen, done = reg.freeze(entries, r, "def", "2026-11-27", fresh_data=lambda e: e["id"] == "p/x")
+    assert frozen["p/x"]["frozen"]["seeds"] == [1000, 1001, 1002, 1003, 1004]
+    assert frozen["p/x"]["frozen"]["data_seeds"] == [1005, 1006, 1007, 1008, 1009]
+    assert "data_seeds" not in frozen["p/y"]["frozen"]
+    assert done == ["froze p/x (confirm seeds 1000-1004, fresh data seeds 1005-1009)",
+                    "froze p/y (confirm seeds 1000-1004)"]
+    assert reg.history_seeds({"results": [], "registry": [("def", frozen)]}) == set(range(1000, 1010))
+    block = (1000, 1001, 1002, 1003, 1004)
+    with pytest.raises(ValueError, match=r"^p/x: confirmed on data seeds \[0\], frozen with fresh data seeds "
+                                         r"\[1005, 1006, 1007, 1008, 1009\]: rerun on the frozen data seeds$"):
+        reg.confirm(_entry(cid="p/x", seeds=block), frozen, "jkl", "2026-11-29", frozen_in="f00d")
+    rerun = _entry(cid="p/x", seeds=block)
+    rerun["seeds"]["data"] = [1005, 1006, 1007, 1008, 1009]
+    confirmed = reg.confirm(rerun, frozen, "jkl", "2026-11-29", frozen_in="f00d")
+    assert confirmed["p/x"]["confirmatory"]["data_seeds"] == [1005, 1006, 1007, 1008, 1009]
+    fixed = reg.confirm(_entry(cid="p/y", seeds=block), frozen, "jkl", "2026-11-29", frozen_in="f00d")
+    assert "data_seeds" not in fixed["p/y"]["confirmatory"]
+
+
 def test_a_later_rule_change_voids_the_confirmation():
     r, _ = _frozen_registry()
     r = reg.confirm(_entry(seeds=(1000, 1001, 1002, 1003, 1004)), r, "jkl", "2026-11-29", frozen_in="f00d")

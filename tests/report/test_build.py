@@ -355,6 +355,36 @@ def test_the_confirmatory_verdict_sits_beside_the_exploratory_one_and_the_tally_
     assert count_verdicts([void]).confirmed == 0 and count_verdicts([void]).by_fidelity[gain["fidelity"]][gain["verdict"]] == 1
 
 
+def test_a_confirmation_on_fresh_data_names_its_draws_and_earlier_blocks_are_disclosed(claims):
+    """Issue 51: a confirmation whose block drew fresh data (item 2) names its data seeds in its row and its details;
+    a claim frozen again because git did not show its first confirmation pre-registered (item 1) discloses that
+    block, its verdict and effect and why, in its details, and the tally counts only the new one."""
+    from fedbench.claims import registry
+
+    gain = claims[0]
+    book, _ = registry.register([gain], {}, "abc123", "2026-11-26")
+    book, _ = registry.freeze([gain], book, "def456", "2026-11-27", count=2, ids=[gain["id"]])
+    first = book[gain["id"]]["frozen"]["seeds"]
+    rerun = gain | {"verdict": "reproduced", "seeds": {"training": first, "data": [0]},
+                    "effect": gain["effect"] | {"estimate": 2.0, "ci95": [1.0, 3.0]}}
+    book = registry.confirm(rerun, book, "ghi789", "2026-11-28")  # no frozen_in: not shown pre-registered
+    book, _ = registry.freeze([gain], book, "jkl012", "2026-11-29", count=2, fresh_data=lambda e: True)
+    block = book[gain["id"]]["frozen"]
+    assert block["seeds"] != first and len(block["data_seeds"]) == 2
+    again = gain | {"verdict": "inconclusive", "seeds": {"training": block["seeds"], "data": block["data_seeds"]},
+                    "effect": gain["effect"] | {"estimate": 1.5, "ci95": [-0.5, 3.5]}}
+    book = registry.confirm(again, book, "mno345", "2026-11-30", frozen_in="jkl012")
+    md = _all_pages([gain | {"registration": registry.status(gain, book)}], pd.DataFrame())
+    seeds, data = (registry.seeds_text(block[k]) for k in ("seeds", "data_seeds"))
+    assert _summary_rows(md)[0].endswith(f" | inconclusive (seeds {seeds}; data {data}) |")
+    assert f"on fresh seeds {seeds} and fresh data draws {data}, by the rule frozen on jkl012" in md
+    unit = gain["effect"].get("unit", "")
+    assert (f"- **Earlier confirmations** (not counted, disclosed): reproduced (+2.00 [+1.00, +3.00]"
+            f"{' ' + unit if unit else ''}) on seeds {registry.seeds_text(first)} (its pre-registration is not shown: "
+            "no commit of its frozen block recorded).") in md
+    assert count_verdicts([gain | {"registration": registry.status(gain, book)}]).confirmed == 1
+
+
 def test_a_not_implemented_headline_is_named_and_covers_nothing(claims, monkeypatch):
     """Issue 32, item 4: a claim in HEADLINES, which no command would judge (fedbench.studies.paper_entries.
     headline_entries), is a not-implemented entry; a paper's coverage line names it as such and counts it as not

@@ -192,7 +192,10 @@ def test_confirm_freezes_and_stops_then_runs_from_a_clean_tree_on_the_committed_
     assert "frozen" not in reg.load(registry)[entry["id"]]  # a dry run writes nothing
     assert confirm.main(args) == 0  # freezes, writes the registry, runs nothing
     out = capsys.readouterr().out
-    assert "froze fedlaavg/synthetic/diurnal-gain (confirm seeds 1000-1001)" in out and "confirmatory run" not in out
+    # the study draws its own data (StudyDeclaration.fresh_data): the block draws fresh data seeds beside its seeds
+    assert ("froze fedlaavg/synthetic/diurnal-gain (confirm seeds 1000-1001, fresh data seeds 1002-1003)" in out
+            and "confirmatory run" not in out)
+    assert reg.load(registry)[entry["id"]]["frozen"]["data_seeds"] == [1002, 1003]
     assert "new blocks frozen; nothing run. Commit the registry" in out
     assert "confirmatory" not in reg.load(registry)[entry["id"]]
     gate["clean"] = False
@@ -205,16 +208,23 @@ def test_confirm_freezes_and_stops_then_runs_from_a_clean_tree_on_the_committed_
     gate["committed"] = True
     assert confirm.main(args) == 0
     out = capsys.readouterr().out
-    assert "fedlaavg_diurnal: confirmatory run on seeds 1000-1001 (frozen in f00df00df00d)" in out
+    assert ("fedlaavg_diurnal: confirmatory run on seeds 1000-1001, fresh data seeds 1002-1003 (frozen in "
+            "f00df00df00d)") in out
     r = reg.load(registry)[entry["id"]]
     assert r["confirmatory"]["frozen_in"] == "f00d" * 10 and r["confirmatory"]["commit"] == "abc123def456"
     assert r["confirmatory"]["registration"] == ("shown: frozen in f00df00df00d, on HEAD's history and a clean tree "
                                                  "when the run began (its result lands in a later commit)")
     got = r["confirmatory"]
     assert r["frozen"]["seeds"] == got["seeds"] == [1000, 1001] and got["hash"] == r["frozen"]["hash"]
+    assert got["data_seeds"] == [1002, 1003]
     assert got["where"] == str(tmp_path / "confirm" / "fedlaavg_diurnal" / "pipeline") and got["seconds"] > 0
     rerun = json.loads((tmp_path / "confirm" / "fedlaavg_diurnal" / "pipeline" / "claims.json").read_text())["claims"][0]
     assert rerun["seeds"]["training"] == [1000, 1001]  # the study ran on exactly the frozen seeds
+    assert rerun["seeds"]["data"] == [1002, 1003]  # each on its own fresh draw of the data
+    records = [json.loads(line) for line in (tmp_path / "confirm" / "fedlaavg_diurnal" / "pipeline" /
+                                             "simulations.jsonl").read_text().splitlines()]
+    assert {(r["name"].split("/")[1], r["params"]["data_seed"]) for r in records} == {("seed=1000", 1002),
+                                                                                      ("seed=1001", 1003)}
     assert (got["verdict"], got["estimate"], got["ci95"]) == (rerun["verdict"], rerun["effect"]["estimate"],
                                                               rerun["effect"]["ci95"])
     assert r["verdict"]["verdict"] == entry["verdict"]  # the exploratory verdict stays beside it

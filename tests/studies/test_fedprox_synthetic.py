@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from fedbench.algorithms.fedprox import FedProx
+from fedbench.data.synthetic import synthetic
 from fedbench.engine.simulation import Cohort, simulate
 from fedbench.studies import fedprox_synthetic as study
 from fedbench.study.contract import StudyRun, drive, entry
@@ -50,7 +51,7 @@ def test_partial_epoch_steps_and_aggregation():
 
 
 def test_no_stragglers_is_fedprox():
-    ds = study._synthetic("synthetic_1_1")
+    ds = synthetic("synthetic_1_1", study.DATA_SEED, study.NUM_DEVICES, study.TRAIN_FRACTION)
     sim = study.simulation(study.DECLARATION, "e1-keep-0.5", "synthetic_1_1", 0, 2)
     cfg = sim_config(rounds=2, clients_per_round=10, local_epochs=1, batch_size=10, seed=2)
     a = simulate(cfg, ds, sim.model, study.PartialEpochStragglers(lr=0.01, fraction=0.0, keep=False))

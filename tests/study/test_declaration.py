@@ -92,6 +92,31 @@ def test_on_other_seeds_each_rule_names_them_and_keeps_its_frozen_hash():
         s.on_seeds((3, 3))
 
 
+def test_a_block_of_fresh_data_seeds_gives_each_training_seed_its_own_draw():
+    """Issue 51, item 2: a study that draws its own data (fresh_data) is confirmed on fresh data seeds too, one per
+    training seed of the block; one declared data seed is the one draw every seed trains on; a study on one fixed
+    dataset, a block of another length or a repeated data seed is refused in one line naming the key."""
+    fixed, drawn = _study(seeds=(0, 1, 2)), _study(seeds=(0, 1, 2), fresh_data=True)
+    assert [drawn.data_seed(s) for s in (0, 1, 2)] == [0, 0, 0] and drawn.data_label(1) == {}
+    on = drawn.on_seeds((1060, 1061), (1062, 1063))
+    assert on.data_seeds == (1062, 1063) and [on.data_seed(s) for s in (1060, 1061)] == [1062, 1063]
+    assert on.data_label(1061) == {"data_seed": 1063}
+    assert drawn.on_seeds((1060, 1061)).data_seeds == (0,)  # training seeds only: the declared draw
+    with pytest.raises(ConfigError, match=r"^study toy: data_seeds: \[7, 8\] pair with no training seed 9 of "
+                                          r"\[1060, 1061\]; allowed: one data seed, or one per training seed$"):
+        dataclasses.replace(on, data_seeds=(7, 8)).data_seed(9)
+    with pytest.raises(ConfigError, match=r"^study toy: data_seeds: \[5, 6\]; the study trains on one fixed dataset "
+                                          r"\(fresh_data is False\); allowed: none$"):
+        fixed.on_seeds((1060, 1061), (5, 6))
+    with pytest.raises(ConfigError, match=r"^study toy: data_seeds: \[5\]; allowed: one per training seed \(2\)$"):
+        drawn.on_seeds((1060, 1061), (5,))
+    with pytest.raises(ConfigError, match=r"^study toy: data_seeds: \[5, 5\]; allowed: distinct integers >= 0"):
+        drawn.on_seeds((1060, 1061), (5, 5))
+    with pytest.raises(ConfigError, match=r"^study toy: fresh_data: the study draws its data from a data seed, so it "
+                                          r"declares data_seeds; allowed: data_seeds=\(0,\) or more$"):
+        _study(fresh_data=True, data_seeds=())
+
+
 def test_rule_fields_give_each_budgets_value_of_every_field_a_rule_names():
     """A study that has not run states each rule as it reads at its budget (fedbench.studies.entries.not_run_entries): its
     rule_fields give that budget's value of every ``{name}`` a rule names; a budget it does not declare, or a field

@@ -143,3 +143,28 @@ def test_every_study_is_its_declaration_and_three_hooks():
         assert follows_contract(module) and not hasattr(module, "run"), name
         assert not re.search(r"\bjudged?\(", Path(module.__file__).read_text()), f"{name} judges a claim itself"
     assert set(registry.VARIANTS) <= set(registry.names()) and set(registry.VARIANTS.values()) <= set(registry.names())
+
+
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.declaration(n).fresh_data])
+def test_a_study_that_draws_its_data_trains_each_confirmatory_seed_on_its_own_fresh_draw(name):
+    """Issue 51, item 2: where a study declares fresh_data, a confirmatory block's data seeds reach its runs: each
+    training seed of the block trains on the draw of its own data seed (fedbench.study.contract.StudyRun.data_seed),
+    the two seeds on different data, neither on the exploratory draw; without data seeds every seed trains on the
+    declared draw. Only the runs' data is built (simulations(), nothing trained)."""
+    from fedbench.study.contract import seeded
+
+    module = registry.module(name)
+    budget = next(iter(module.DECLARATION.budgets))
+
+    def data_by_seed(data_seeds):
+        run = seeded(module.DECLARATION, budget, (1000, 1001), data_seeds=data_seeds)
+        hashes = {}
+        for sim in module.simulations(run).values():
+            hashes.setdefault(sim.config.seed, set()).add(sim.dataset().content_hash)
+        return hashes
+
+    declared, fresh = data_by_seed(None), data_by_seed((1002, 1003))
+    assert set(declared) == set(fresh) == {1000, 1001}
+    assert declared[1000] & declared[1001]  # one fixed draw for every seed (a seed's context runs may pool it)
+    assert fresh[1000].isdisjoint(fresh[1001])
+    assert (fresh[1000] | fresh[1001]).isdisjoint(declared[1000] | declared[1001])
