@@ -1,10 +1,13 @@
 """``fedbench paper list|cost|profile|run``: the paper profile's studies, their cost, and running one.
 
 ``fedbench paper list`` prints each study's cost: the runs its claims read (the others left out, and counted), its
-rounds, training and evaluation hours by its declared protocol, the share of evaluation and the total, measured
-(``fedbench paper cost``'s file for the device, fedbench.bench.paper_cost) where there is one and projected from the
+rounds, training and evaluation hours by its declared protocol, the share of evaluation, the total and its stacks.
+The figure is fedbench.study.costs.study_cost's, the one every place quotes: the read runs as the runner stacks them,
+priced chain by chain from their drawn schedules at the clients' sizes (fedbench.study.drawn), on unit costs measured
+(``fedbench paper cost``'s file for the device, fedbench.bench.paper_cost) where there are some and from the
 per-model table (fedbench.bench.costs) otherwise, each figure saying which. ``fedbench paper cost`` times each study
-at its real shapes on generated data (fedbench.bench.paper_cost; this module only hands it the studies' scales).
+at its real shapes on generated data (fedbench.bench.paper_cost; this module only hands it the studies' scales), then
+prints the profiles priced from what it measured, as ``paper list`` prints them.
 
 ``fedbench paper run NAME`` is the command a ``not-run`` real-data entry carries. For a FedProx study it loads
 params.yaml with the study added (fedbench.study.paper_profile.overrides, validated as params.yaml is), fetches
@@ -139,10 +142,11 @@ def plan(params: str, name: str, data_root: Path = Path("data"), claims: Path = 
         from fedbench.study.costs import study_cost
 
         c = study_cost(name, study_scales(len(load_config(params).train.seeds))[name], "cpu")
-        where = ("from costs `fedbench paper cost` measured at its shapes" if c["source"] == "measured" else
-                 f"{c['source']}: from {c['table']}")
+        where = ("on unit costs `fedbench paper cost` measured at its shapes" if c["source"] == "measured" else
+                 f"{c['source']}: unit costs from {c['table']}")
         cost = (f"projected {c['hours']:,.2f} CPU-h ({c['runs']} runs its claims read, of {c['runs'] + c['left_out']}, "
-                f"x up to {c['rounds']:,} rounds) {where} on {c['device']}")
+                f"x up to {c['rounds']:,} rounds, in {c['stacks']} stack(s), priced from their drawn schedules) {where} "
+                f"on {c['device']}")
         if budget != "paper":  # the scales are the paper budget's: say so rather than print the wrong figure as this one's
             cost += f"; that is the paper budget's cost, --budget {budget} runs part of it (the study's BUDGETS)"
     else:  # a study of params.yaml the main job runs: its measured cost, if the report has it
@@ -185,42 +189,49 @@ def confirm(lines: list[str], yes: bool, dry_run: bool) -> bool:
 
 def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> str:
     """Each profile's studies with their cost (runs its claims read, the runs left out, rounds, training and
-    evaluation hours, the share of evaluation, the total, and the total stacked as the study runner runs it), each
-    figure measured (``fedbench paper cost``: the file in ``costs_dir``, default reports/bench/ or reports/bench-gpu/
-    for ``device``) where there is one, projected from the per-model table (CPU) otherwise, and the totals."""
-    from fedbench.bench.drawn_cost import price_study
-    from fedbench.study.costs import FILE, folder, load, load_measured, stacked_cost, study_cost
+    evaluation hours, the share of evaluation, the total and the stacks it runs in), the figure every place quotes
+    (fedbench.study.costs.study_cost: the read runs as the runner stacks them, priced chain by chain from their drawn
+    schedules at the clients' sizes), on the unit costs ``fedbench paper cost`` measured (the file in ``costs_dir``,
+    default reports/bench/ or reports/bench-gpu/ for ``device``) where there are some, on the per-model table (CPU)
+    otherwise, and the totals."""
+    from fedbench.study.costs import FILE, folder, load, load_measured
 
     measured = load_measured()
     costs_dir = costs_dir or folder(device)
     data = load(device, costs_dir)
     seeds = len(load_config(params).train.seeds)
-    scales = study_scales(seeds)
     unit = "GPU" if device == "cuda" else "CPU"
-    lines = [f"costs of the runs each study's claims read (runs no claim reads are left out and not counted), each run "
-             f"on its own, by the study's declared evaluation protocol; {seeds} seeds (train.seeds) for the FedProx "
-             f"studies; {unit}-hours",
-             (f"measured: `fedbench paper cost --device {device}` on {data['device_name']} (torch {data['torch']}, "
-              f"{data['date']}), {costs_dir / FILE}" if data else
+    lines = [f"costs of the runs each study's claims read (runs no claim reads are left out and not counted), as the "
+             f"study runner stacks them, priced chain by chain from their drawn schedules at the clients' sizes "
+             f"(fedbench.study.drawn), by the study's declared evaluation protocol; {seeds} seeds (train.seeds) for "
+             f"the FedProx studies; {unit}-hours",
+             (f"measured: unit costs by `fedbench paper cost --device {device}` on {data['device_name']} (torch "
+              f"{data['torch']}, {data['date']}), {costs_dir / FILE}" if data else
               f"measured: none for {device} yet ({costs_dir / FILE}; `fedbench paper cost --device {device}` makes it)"),
-             f"projected: from the per-model table on {measured['device']} ({measured['measured_on']}), "
+             f"projected: unit costs from the per-model table on {measured['device']} ({measured['measured_on']}), "
              "fedbench/bench/measured_costs.json" + ("; not shown for cuda (a CPU figure)" if device == "cuda" else ""),
-             "stacked h: the same runs as the study runner stacks them (`fedbench paper cost`'s stacked column: "
-             "from each unit's stacks timed where they were; else only a round's and an evaluation's fixed costs "
-             "are shared)",
-             "drawn h: the figure the runner would take: the same stacks priced chain by chain from their drawn "
-             "schedules at the clients' sizes, each stack at its own rows (fedbench.bench.drawn_cost; '-' where "
-             "the study's units were not measured)",
-             f"  {'study':<26} {'source':<10} {'runs':>5} {'left out':>8} {'rounds':>7} {'train h':>10} {'eval h':>10} "
-             f"{'eval':>5} {'total h':>10} {'stacked h':>10} {'drawn h':>10}"]
+             *profile_lines(seeds, device, costs_dir, data, measured),
+             "each study runs with `fedbench paper run NAME`"]
+    return "\n".join(lines)
+
+
+def profile_lines(seeds: int, device: str, costs_dir: Path, data: dict | None = None, measured: dict | None = None,
+                  stand_ins: bool = True) -> list[str]:
+    """The table ``paper list`` prints under its header, and ``paper cost`` after measuring: each profile's studies
+    with fedbench.study.costs.study_cost's figure for them at ``seeds`` seeds on ``device``'s unit costs in
+    ``costs_dir`` (``data``, ``measured``: the tables when already read), and each profile's total; the stand-ins
+    after them (``stand_ins``)."""
+    from fedbench.study.costs import load, load_measured, study_cost
+
+    measured = measured or load_measured()
+    data = load(device, costs_dir) if data is None else data
+    scales = study_scales(seeds)
+    lines = [f"  {'study':<26} {'source':<10} {'runs':>5} {'left out':>8} {'rounds':>7} {'train h':>10} {'eval h':>10} "
+             f"{'eval':>5} {'total h':>10} {'stacks':>6}"]
 
     def cost(name: str) -> dict | None:
         c = study_cost(name, scales[name], device, costs_dir, table=data, per_model=measured)
-        if device == "cuda" and c["source"] != "measured":
-            return None
-        stacked = stacked_cost(name, scales[name], device, costs_dir, table=data, per_model=measured)
-        drawn = price_study(name, scales[name], data) if data else None
-        return c | {"stacked_hours": stacked["stacked_hours"], "drawn_hours": None if drawn is None else drawn["hours"]}
+        return None if device == "cuda" and c["source"] != "measured" else c
 
     def line(name: str, c: dict | None) -> str:
         if c is None:
@@ -228,7 +239,7 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
         share = c["eval_hours"] / c["hours"] if c["hours"] else 0.0
         return (f"  {name:<26} {c['source']:<10} {c['runs']:>5} {c['left_out']:>8} {c['rounds']:>7,} "
                 f"{c['train_hours']:>10,.2f} {c['eval_hours']:>10,.2f} {share:>5.0%} {c['hours']:>10,.2f} "
-                f"{c['stacked_hours']:>10,.2f} {_hours(c['drawn_hours']):>10}")
+                f"{c['stacks']:>6}")
 
     def block(title: str, names: list[str], total: bool = True) -> None:
         lines.append(title)
@@ -237,7 +248,7 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
         if not total:
             return
         counted = [c for _, c in got if c is not None]
-        hours = sum(c["hours"] for c in counted)
+        hours = sum(c["seconds"] for c in counted) / 3600
         train, evaluation = sum(c["train_hours"] for c in counted), sum(c["eval_hours"] for c in counted)
         share = evaluation / hours if hours else 0.0
         sources = [c["source"] for c in counted]
@@ -246,32 +257,32 @@ def listing(params: str, device: str = "cpu", costs_dir: Path | None = None) -> 
         said += f", {missing} not measured (not in the total)" if missing else ""
         lines.append(f"  {'total':<26} {'':<10} {sum(c['runs'] for c in counted):>5} "
                      f"{sum(c['left_out'] for c in counted):>8} {'':>7} {train:>10,.1f} {evaluation:>10,.1f} "
-                     f"{share:>5.0%} {hours:>10,.1f} {sum(c['stacked_hours'] for c in counted):>10,.1f} "
-                     f"{_hours(sum(c['drawn_hours'] or 0.0 for c in counted), 1):>10}   ({said})")
+                     f"{share:>5.0%} {hours:>10,.1f} {sum(c['stacks'] for c in counted):>6}   ({said})")
 
     for profile, names in PROFILES.items():
         block(f"profile {profile}:", names + (list(PAPER_CLAIM_STUDIES) if profile == "paper" else []))
-    block("stand-ins on real data this machine can install (not in the profile's total):", list(STAND_IN_STUDIES),
-          total=False)
-    lines.append("each study runs with `fedbench paper run NAME`")
-    return "\n".join(lines)
-
-
-def _hours(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
+    if stand_ins:
+        block("stand-ins on real data this machine can install (not in the profile's total):", list(STAND_IN_STUDIES),
+              total=False)
+    return lines
 
 
 def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: float, out: Path | None) -> Path:
     """``fedbench paper cost``: measure ``names`` (default: every study of the profiles and the stand-ins) on
-    ``device`` (fedbench.bench.paper_cost) and write the JSON and markdown table into ``out``."""
+    ``device`` (fedbench.bench.paper_cost), write the JSON and markdown table into ``out``, then print the profiles
+    priced from it (:func:`profile_lines`: the table ``paper list`` prints for that folder)."""
     from fedbench.bench.paper_cost import run, validate
     from fedbench.study.costs import folder
 
-    scales = study_scales(len(load_config(params).train.seeds))
+    seeds = len(load_config(params).train.seeds)
+    scales = study_scales(seeds)
     names = names or list(scales)
     validate(names, list(scales), rounds, max_seconds, device)
     out = out or folder(device)
-    run({n: scales[n] for n in names}, device, out, max_seconds, rounds, progress=lambda m: print(m, flush=True))
+    run({n: scales[n] for n in names}, device, out, max_seconds, rounds, progress=lambda m: print(m, flush=True),
+        scales_of=scales)
+    print(f"the profiles as priced from {out / 'paper-cost.json'} (what `fedbench paper list` prints):")
+    print("\n".join(profile_lines(seeds, device, out, stand_ins=False)))
     return out
 
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from fedbench.bench import paper_cost
+from fedbench.bench import drawn_cost, paper_cost
 from fedbench.study import costs as study_costs_module
 from fedbench.study.costs import Scale, project, project_study, seconds, table_costs, unit_key
 from fedbench.cli import main
-from fedbench.study.paper_profile import STUDIES, study_scales
+from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, STUDIES, study_scales
 from fedbench.paper import listing
 
 COSTS = {"step_s": 0.01, "round_s": 0.5, "eval_s": 0.2, "eval_sample_s": 0.001, "grad_sample_s": 0.004}
@@ -72,14 +72,16 @@ def test_only_the_runs_a_claim_reads_count_and_the_source_is_said():
     assert both["source"] == "measured" and both["left_out"] == 5
 
 
-def test_fedprox_studies_count_the_20_runs_the_rules_read_with_their_dissimilarity():
-    read, context = STUDIES["fedprox_shakespeare"].scales(5)
-    assert (read.runs, read.read, context.runs, context.read) == (20, True, 25, False)
+def test_fedprox_studies_count_the_20_runs_the_rules_read_and_the_10_that_compute_the_dissimilarity():
+    computing, read, context = STUDIES["fedprox_shakespeare"].scales(5)
+    assert [(s.runs, s.read, s.dissimilarity_every) for s in (computing, read, context)] == [
+        (10, True, 1), (10, True, 0), (25, False, 0)]
     # every device's gradient on at most 4 x 50 samples, every round and the final model; all samples evaluated
-    assert read.dissimilarity_samples == 143 * 200 and read.dissimilarities() == 41 and read.evaluations() == 41
+    assert computing.dissimilarity_samples == 143 * 200 and computing.dissimilarities() == 41
+    assert read.dissimilarities() == 0 and read.evaluations() == computing.evaluations() == 41
     assert not read.cohort_signal and read.eval_samples == 517106
-    mnist, _ = STUDIES["fedprox_mnist"].scales(3)
-    assert mnist.runs == 12 and mnist.dissimilarity_samples == round(69035 * 0.9)
+    mnist = STUDIES["fedprox_mnist"].scales(3)
+    assert [s.runs for s in mnist] == [6, 6, 15] and mnist[0].dissimilarity_samples == round(69035 * 0.9)
 
 
 def test_claim_studies_declare_their_context_runs_and_protocols():
@@ -109,12 +111,19 @@ def test_list_shows_the_measured_figure_where_there_is_one(tmp_path):
     assert study_costs_module.study_costs(data, "mime_emnist") is None
     text = listing("params.yaml", "cpu", tmp_path / "bench")
     row = next(line for line in text.splitlines() if line.split()[:1] == ["mime_fashion"])
-    expected = project_study(study_scales(5)["mime_fashion"], None, {"mclr@10": COSTS})
-    assert row.split()[1] == "measured" and row.split()[-3] == f"{expected['hours']:,.2f}"
-    stacked = study_costs_module.stacked_cost("mime_fashion", study_scales(5)["mime_fashion"], "cpu", tmp_path / "bench")
-    assert row.split()[-2] == f"{stacked['stacked_hours']:,.2f}"
-    assert row.split()[-1] == "-"  # its unit does not say the rows it was timed at: not priced from a drawn schedule
-    assert "measured: `fedbench paper cost --device cpu` on test CPU" in text
+    expected = study_costs_module.study_cost("mime_fashion", study_scales(5)["mime_fashion"], "cpu", tmp_path / "bench")
+    assert row.split()[1] == "measured" and row.split()[-2:] == [f"{expected['hours']:,.2f}", str(expected["stacks"])]
+    # its unit does not say the rows it was timed at: one point, every client-step at its step_s; three stacks of 15
+    # runs (its three arms' local steps differ), each paying a round's and an evaluation's fixed costs once; its
+    # clients are equal, of the mean size rounded (356 samples: the cohort's losses every round)
+    mime = study_scales(5)["mime_fashion"]
+    assert [(m.runs, m.read, m.local_steps) for m in mime] == [(15, True, 56), (15, True, 46), (15, True, 10)]
+    assert expected["stacks"] == 3
+    seconds = sum(m.rounds * (COSTS["round_s"] + 15 * m.clients_per_round * (m.local_steps * COSTS["step_s"]
+                                                                           + round(m.client_samples) * COSTS["eval_sample_s"]))
+                  + m.evaluations() * (COSTS["eval_s"] + 15 * m.eval_samples * COSTS["eval_sample_s"]) for m in mime)
+    assert expected["seconds"] == pytest.approx(seconds, abs=0.05)
+    assert "measured: unit costs by `fedbench paper cost --device cpu` on test CPU" in text
     fedprox = next(line for line in text.splitlines() if line.split()[:1] == ["fedprox_mnist"])
     assert fedprox.split()[1:4] == ["projected", "20", "25"]  # runs read, runs left out
     gpu = listing("params.yaml", "cuda", tmp_path / "none")
@@ -175,12 +184,16 @@ def test_a_tiny_measurement_end_to_end(tmp_path):
             Scale("mclr", 4, 30, 3, 40, 1, 10, 20000, read=False))
     result = paper_cost.run({"tiny": tiny}, "cpu", tmp_path, max_seconds=4.0, rounds=1, progress=lambda m: None)
     unit = result["studies"]["tiny"]["units"]["mclr@10"]
-    assert all(unit[k] >= 0 for k in paper_cost.COST_KEYS) and unit["step_s"] > 0 and unit["eval_sample_s"] > 0
+    assert all(unit[k] >= 0 for k in study_costs_module.COST_KEYS) and unit["step_s"] > 0 and unit["eval_sample_s"] > 0
     assert unit["grad_sample_s"] == 0.0 and unit["real"] == {"clients": 3, "client_samples": 40, "steps": 300,
                                                               "eval_samples": 20000}
-    assert result["studies"]["tiny"]["projection"]["runs"] == 2 and result["studies"]["tiny"]["projection"]["left_out"] == 4
-    drawn = drawn_cost.price_study("tiny", tiny, result)  # the figure priced from its drawn schedule, kept beside
-    assert result["studies"]["tiny"]["projection"]["drawn_hours"] == round(drawn["hours"], 2) and drawn["chain"] == 30 * 300
+    projection = result["studies"]["tiny"]["projection"]
+    assert (projection["runs"], projection["left_out"], projection["stacks"], projection["source"]) == (2, 4, 1,
+                                                                                                        "measured")
+    drawn = drawn_cost.price_study("tiny", tiny, result)  # the one figure: priced from its drawn schedule
+    assert projection["hours"] == round(drawn["hours"], 2) and drawn["chain"] == 30 * 300
+    assert projection == {k: study_costs_module.study_cost("tiny", tiny, "cpu", tmp_path)[k]
+                          for k in paper_cost.PROJECTION_KEYS}
     # its 2 read runs share a stack: timed as one (half the budget is kept for it), not cut on the CPU
     assert [p["runs"] for p in unit["stacked"]] in ([], [2]) and unit["stack_fit"] is None
     back = study_costs_module.load("cpu", tmp_path)
@@ -257,4 +270,39 @@ def test_list_quotes_the_figure_priced_from_the_drawn_schedule():
     text = listing("params.yaml", "cuda")
     row = next(line for line in text.splitlines() if line.split()[:1] == ["fedprox_sent140"])
     drawn = price_study("fedprox_sent140", study_scales(5)["fedprox_sent140"], load("cuda"))
-    assert row.split()[-1] == f"{drawn['hours']:,.2f}" and drawn["stacks"] == 1  # one stack (D1)
+    assert row.split()[-2:] == [f"{drawn['hours']:,.2f}", "1"] and drawn["stacks"] == 1  # one stack (D1)
+    total = next(line for line in text.splitlines() if line.split()[:1] == ["total"])
+    priced = drawn_cost.price_profile(drawn_cost.load_table(drawn_cost.H200_TABLE))  # what the proxies print
+    assert total.split()[6] == f"{priced['total']:,.1f}" and len(priced["hours"]) == 11
+
+
+def test_paper_cost_prints_the_total_paper_list_prints(tmp_path, monkeypatch, capsys):
+    """`paper cost` ends with the profiles priced from the file it wrote, as `paper list` prints that folder: the same
+    rows and the same totals (a made-up measurement: every study's units those of the committed H200 table)."""
+    h200 = drawn_cost.load_table(drawn_cost.H200_TABLE)
+
+    def measured(scales, device, max_seconds, rounds=2):
+        name = next(n for n, s in study_scales(5).items() if s == scales)
+        return {"units": h200["studies"][name]["units"], "projection": {}, "measured_at": "2026-12-07 00:00 UTC",
+                "load_average": [1.0]}
+
+    monkeypatch.setattr(paper_cost, "measure_study", measured)
+    monkeypatch.setattr(paper_cost, "machine", lambda device: {k: h200[k] for k in (
+        "device", "device_name", "torch", "cuda", "python", "date", "load_average")})
+    names = ["fedprox_sent140", "fedlaavg_cifar10"]
+    code, out, _ = _exit(["paper", "cost", "--device", "cpu", "--study", *names, "--out", str(tmp_path)], capsys)
+    assert code == 0
+    printed = out.split("(what `fedbench paper list` prints):\n", 1)[1].splitlines()
+    listed = listing("params.yaml", "cpu", tmp_path).splitlines()
+
+    def totals(lines):
+        return [line for line in lines if line.split()[:1] == ["total"]]
+
+    assert totals(printed) == totals(listed)
+    paper_total = totals(printed)[0]
+    profile = PROFILES["paper"] + list(PAPER_CLAIM_STUDIES)
+    hours = sum(study_costs_module.study_cost(n, study_scales(5)[n], "cpu", tmp_path)["seconds"] for n in profile)
+    assert paper_total.split()[6] == f"{hours / 3600:,.1f}" and paper_total.endswith("(2 measured, 9 projected)")
+    for name in names:  # each measured study's line as paper list prints it, and its progress line the same figure
+        row = next(line for line in listed if line.split()[:1] == [name])
+        assert row in printed and f"{name}: {row.split()[-2]} h" in out

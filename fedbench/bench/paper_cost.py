@@ -32,7 +32,8 @@ beside). On CUDA they are wall seconds.
 runs that may share a stack, fedbench.study.costs.group_sizes, cut on CUDA to what fits the device's memory,
 :func:`stack_fit`), A and B are timed again as a stack of that size, then as stacks of 2, 4, 8, ... runs below
 it (simulate_stack, seeds 0, 1, ...), as far as half the unit's budget allows, and the same unit costs derived
-per row of the stack; fedbench.study.costs.stacked_seconds prices a study's stacks from them.
+per row of the stack; fedbench.study.drawn reads a chain step's latency and per-row cost, and the round's fixed cost
+of a stack, off them.
 
 Time cap (``max_seconds`` a study, split over its units; CPU seconds on the CPU, wall seconds on CUDA): a pilot round sizes A and B; where the real cohort and
 local work would not fit, B runs a partial cohort K' < K and s < S steps, and the projection scales them up
@@ -40,7 +41,10 @@ linearly (K S step_s; round_s measured with K' clients is scaled by K / K'), say
 
 :func:`write` keeps one JSON (``paper-cost.json``) and one markdown table (``paper-cost.md``) in a folder: the device,
 torch and CUDA versions, the date, the load average, each study's unit costs and projection; a study measured
-again replaces its entry, the others are kept. ``fedbench paper list`` reads it (fedbench.study.costs.load).
+again replaces its entry, the others are kept. ``fedbench paper list`` reads it (fedbench.study.costs.load). The
+projection is the figure every place quotes (fedbench.study.costs.study_cost: the read runs as the runner stacks
+them, priced chain by chain from their drawn schedules at the clients' sizes); files written before 2026-12-07 hold
+the mean-size figures of then (each run alone, stacked, and the drawn one beside), kept as the record they are.
 """
 
 from __future__ import annotations
@@ -52,9 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.bench.costs import MODEL_INPUTS
-from fedbench.bench.drawn_cost import price_study
-from fedbench.study.costs import (COST_KEYS, DEVICES, FILE, STACK_KEYS, Scale, group_sizes, load, load_measured,
-                                  project_stacked, project_study, unit_key, units)
+from fedbench.study.costs import DEVICES, FILE, Scale, group_sizes, load, study_cost, units
 
 
 TABLE = "paper-cost.md"
@@ -309,18 +311,14 @@ def measure_stacks(shape: tuple, target: int, left: float, single: dict[str, flo
 
 def measure_study(scales: tuple[Scale, ...] | list[Scale], device: str, max_seconds: float,
                   rounds: int = 2) -> dict[str, Any]:
-    """Every unit of a study measured (``max_seconds`` split evenly over them), and the study projected from them."""
+    """Every unit of a study measured (``max_seconds`` split evenly over them); :func:`run` projects it."""
     found = units(scales)
     share = max_seconds / max(1, len(found))
     sizes = group_sizes(scales)
     measured = {key: measure_unit(s, device, share, rounds, sizes.get(key, 1)) for key, s in found.items()}
-    unit_costs = {k: {c: u[c] for c in (*COST_KEYS, *STACK_KEYS) if c in u} for k, u in measured.items()}
-    projection = project_study(scales, load_measured(), unit_costs)
-    stacked = project_stacked(scales, lambda s: unit_costs[unit_key(s)])
-    return {"units": measured, "projection": {**{k: projection[k] for k in
-                                                 ("runs", "left_out", "rounds", "train_hours", "eval_hours", "hours")},
-                                              **{k: stacked[k] for k in ("stacks", "stacked_hours", "gain")}},
-            "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": _load()}
+    # the projection is the one every place quotes, from the drawn schedule: run() prices it (it needs the name)
+    return {"units": measured, "projection": {}, "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "load_average": _load()}
 
 
 def _load() -> list[float]:
@@ -340,10 +338,6 @@ def machine(device: str) -> dict[str, Any]:
     name = env["device_name"] if device == "cuda" else f"{env['cpu']}, {env['cpu_cores']} cores, 1 torch thread a run"
     return {"device": device, "device_name": name, "torch": env["torch"], "cuda": env["cuda"],
             "python": env["python"], "date": env["date"][:10], "load_average": env.get("load_average", [])}
-
-
-def _stacked(p: dict[str, Any]) -> str:
-    return f"{p['stacked_hours']:,.2f} ({p['stacks']})" if "stacked_hours" in p else "-"
 
 
 def _stacks(unit: dict[str, Any]) -> str:
@@ -368,9 +362,13 @@ def validate(names: list[str], known: list[str], rounds: int, max_seconds: float
 
 
 def run(studies: dict[str, tuple[Scale, ...]], device: str, out: Path, max_seconds: float, rounds: int = 2,
-        progress=print) -> dict[str, Any]:
+        progress=print, scales_of: dict[str, tuple[Scale, ...]] | None = None) -> dict[str, Any]:
     """Measure ``studies`` (name -> scales) on ``device`` and write ``out``/paper-cost.json and .md (entries of
-    studies not measured now are kept from the file there, if its device name is the same)."""
+    studies not measured now are kept from the file there, if its device name is the same). Each study's
+    ``projection`` is the figure every place quotes (fedbench.study.costs.study_cost: its read runs as the runner
+    stacks them, priced from their drawn schedules on the units now in the file), of every study the file holds
+    whose scales are known (``studies``, and ``scales_of``: every study's, so that a kept study is priced at its
+    current scales and on the units measured now)."""
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -381,17 +379,28 @@ def run(studies: dict[str, tuple[Scale, ...]], device: str, out: Path, max_secon
     data = load(device, out) or {}
     kept = data.get("studies", {}) if data.get("device_name") == head["device_name"] else {}
     result = {**head, "max_seconds": max_seconds, "timed_rounds": rounds, "studies": dict(kept)}
+    known = {**(scales_of or {}), **studies}
     for name, scales in studies.items():
         t0 = time.perf_counter()
         result["studies"][name] = measure_study(scales, device, max_seconds, rounds)
-        drawn = price_study(name, scales, result)
-        if drawn is not None:
-            result["studies"][name]["projection"]["drawn_hours"] = round(drawn["hours"], 2)
+        for priced in (n for n in result["studies"] if n in known):  # a unit of one study may price another
+            result["studies"][priced]["projection"] = projection(priced, known[priced], device, out, result)
         write(result, out)  # after each study: a long measurement interrupted keeps what it measured
         p = result["studies"][name]["projection"]
         progress(f"{name}: {p['hours']:,.2f} h ({p['train_hours']:,.2f} training, {p['eval_hours']:,.2f} evaluation; "
-                 f"{p['runs']} runs read, {p['left_out']} left out); measured in {time.perf_counter() - t0:.0f} s")
+                 f"{p['runs']} runs read, {p['left_out']} left out, {p['stacks']} stack(s), priced from their drawn "
+                 f"schedules); measured in {time.perf_counter() - t0:.0f} s")
     return result
+
+
+PROJECTION_KEYS = ("hours", "train_hours", "eval_hours", "runs", "left_out", "rounds", "stacks", "source")
+
+
+def projection(name: str, scales: tuple[Scale, ...], device: str, out: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """Study ``name``'s projection as the file keeps it: fedbench.study.costs.study_cost's figure on ``result``'s
+    units (the one ``fedbench paper list`` prints for this folder)."""
+    c = study_cost(name, scales, device, out, table=result)
+    return {k: c[k] for k in PROJECTION_KEYS}
 
 
 def write(result: dict[str, Any], out: Path) -> None:
@@ -410,21 +419,20 @@ def markdown(result: dict[str, Any]) -> str:
              f"{result['torch']}, CUDA {result['cuda'] or 'none'}; {result['date']}; load average "
              f"{', '.join(map(str, result['load_average']))} at the end; at most {result['max_seconds']:g} s a study, "
              f"{result['timed_rounds']} timed round(s) a run after a warm-up round; generated data of each study's "
-             "real shapes. Hours project each study's runs that its claims read, each run on its own; 'stacked' "
-             "projects them as the study runner stacks them (fedbench.study.costs.stacked_seconds: from stacks of "
-             "each unit timed as the runner runs them where they were, column 'stacks timed'; else a stack pays a "
-             "round's and an evaluation's fixed cost once); 'drawn' prices the same stacks chain by chain from their "
-             "drawn schedules at the clients' sizes (fedbench.bench.drawn_cost: what the runner would take).", "",
+             "real shapes. Hours project each study's runs that its claims read as the study runner stacks them, "
+             "priced chain by chain from their drawn schedules at the clients' sizes on the unit costs below "
+             "(fedbench.study.costs.study_cost: the figure `fedbench paper list` and every other place quote).", "",
              f"| study | runs read | left out | rounds | training {unit} | evaluation {unit} | evaluation share | "
-             f"total {unit} | stacked {unit} (stacks) | drawn {unit} | measured at (load) | scaled up |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             f"total {unit} | stacks | measured at (load) | scaled up |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for name, st in sorted(result["studies"].items()):
         p = st["projection"]
+        if "stacks" not in p or "source" not in p:  # a study kept from an older file, its scales not known here
+            continue
         share = p["eval_hours"] / p["hours"] if p["hours"] else 0.0
         notes = "; ".join(f"{k}: {n}" for k, u in st["units"].items() for n in u["notes"]) or "-"
         lines.append(f"| {name} | {p['runs']} | {p['left_out']} | {p['rounds']:,} | {p['train_hours']:,.2f} | "
-                     f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {_stacked(p)} | "
-                     f"{'-' if p.get('drawn_hours') is None else format(p['drawn_hours'], ',.2f')} | {st['measured_at']} "
+                     f"{p['eval_hours']:,.2f} | {share:.0%} | {p['hours']:,.2f} | {p['stacks']} | {st['measured_at']} "
                      f"({', '.join(map(str, st['load_average']))}) | {notes} |")
     lines += ["", "Unit costs (seconds): step_s a local step, round_s a round's fixed cost, eval_s an evaluation's "
               "fixed cost, eval_sample_s a sample evaluated, grad_sample_s a sample's gradient (dissimilarity); stacks "

@@ -4,10 +4,15 @@ entries, the README). Imports no torch and no benchmark: the unit costs are data
 (fedbench.bench.costs: the per-model table ``fedbench/bench/measured_costs.json``, batch 10; fedbench.bench.paper_cost:
 ``fedbench paper cost``'s per-study table ``paper-cost.json`` in reports/bench or reports/bench-gpu), read here.
 
-``project`` turns a study's scale (fedbench.study.scale.Scale) into seconds, training and evaluation apart
-(fedbench.bench.costs's docstring says what each unit cost measures and how a scale spends it); ``project_study``
-sums the runs a claim reads; ``project_stacked`` prices them as the study runner stacks them; ``study_cost`` takes
-each study's own measured units where ``fedbench paper cost`` measured them, the per-model table otherwise.
+``study_cost`` is that figure: a study's read runs as the runner stacks them (:func:`stack_groups`), priced chain by
+chain from their drawn schedules at the clients' sizes (fedbench.study.drawn), on each study's own measured units
+where ``fedbench paper cost`` measured them, the per-model table otherwise. The mean-size projections it replaced
+stay for what still reads them: ``project`` turns a study's scale (fedbench.study.scale.Scale) into seconds from
+equal clients at the mean size, training and evaluation apart (fedbench.bench.costs's docstring says what each
+unit cost measures and how a scale spends it); ``project_study`` sums the runs a claim reads, each on its own
+(``paper cost``'s record of a measurement); ``project_stacked`` prices them stacked (the GPU check's profile).
+Until 2026-12-07 ``paper list`` quoted those: 61.3 GPU-hours for the paper profile on the H200 (417.5 each run
+alone), against the drawn schedule's 217.9 (docs/explanation/gpu.md).
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fedbench.study.drawn import Unit
 from fedbench.study.scale import Scale
+from fedbench.study.stacks import Stack, stack_groups, unit_key  # noqa: F401 (re-exported: the costs' names)
 
 MEASURED = Path(__file__).resolve().parent.parent / "bench" / "measured_costs.json"  # the per-model table
 TABLE_BATCH = 10  # the per-model table's batch (fedbench.bench.costs.BATCH)
@@ -47,13 +54,25 @@ def table_costs(scale: Scale, measured: dict[str, Any]) -> dict[str, float]:
             "grad_sample_s": m.get("grad_sample_s", m["step_s"] / TABLE_BATCH)}
 
 
+def table_unit(scale: Scale, per_model: dict[str, Any]) -> Unit:
+    """A unit from the per-model table (:func:`table_costs`: one run, no stack timed), as fedbench.study.drawn prices
+    one: every row-step at its step_s (a = 0), the round's and an evaluation's fixed costs once a stack."""
+    c = table_costs(scale, per_model)
+    return Unit(steps=((1.0, c["step_s"]),), rounds=((1.0, c["round_s"]),),
+                evals=((1, c["eval_s"], c["eval_sample_s"]),), grad_sample_s=c["grad_sample_s"])
+
+
 def seconds(scale: Scale, c: dict[str, float]) -> tuple[float, float]:
     """(training, evaluation) seconds of one run of ``scale`` at unit costs ``c`` (COST_KEYS)."""
     signal = scale.clients_per_round * scale.client_samples * c["eval_sample_s"] if scale.cohort_signal else 0.0
     train = scale.rounds * (c["round_s"] + scale.steps_per_round() * c["step_s"] + signal)
-    evaluation = (scale.evaluations() * (c["eval_s"] + scale.eval_samples * c["eval_sample_s"])
-                  + scale.dissimilarities() * scale.dissimilarity_samples * c["grad_sample_s"])
-    return train, evaluation
+    evaluation = scale.evaluations() * (c["eval_s"] + scale.eval_samples * c["eval_sample_s"])
+    return train, evaluation + dissimilarity_seconds(scale, c)
+
+
+def dissimilarity_seconds(scale: Scale, c: dict[str, float]) -> float:
+    """Seconds of one run's gradient dissimilarity (0 where it is off), at the run-alone ``grad_sample_s``."""
+    return scale.dissimilarities() * scale.dissimilarity_samples * c["grad_sample_s"]
 
 
 def project(scale: Scale, measured: dict[str, Any] | None = None, costs: dict[str, float] | None = None,
@@ -111,9 +130,8 @@ def stack_point_seconds(scale: Scale, c: dict[str, float], point: dict[str, floa
     runs = point["runs"]
     signal = scale.clients_per_round * scale.client_samples * point["eval_sample_s"] if scale.cohort_signal else 0.0
     train = scale.rounds * (point["round_s"] + runs * (scale.steps_per_round() * point["step_s"] + signal))
-    evaluation = (scale.evaluations() * (point["eval_s"] + runs * scale.eval_samples * point["eval_sample_s"])
-                  + runs * scale.dissimilarities() * scale.dissimilarity_samples * c["grad_sample_s"])
-    return train + evaluation
+    evaluation = scale.evaluations() * (point["eval_s"] + runs * scale.eval_samples * point["eval_sample_s"])
+    return train + evaluation + runs * dissimilarity_seconds(scale, c)
 
 
 def stacked_seconds(scale: Scale, c: dict[str, float], runs: int) -> float:
@@ -142,55 +160,40 @@ def stacked_seconds(scale: Scale, c: dict[str, float], runs: int) -> float:
     return t0 + (runs - r0) * (t1 - t0) / (r1 - r0)
 
 
-def stack_groups(scales: tuple[Scale, ...] | list[Scale], max_stack: int | None = None) -> list[tuple[Scale, int]]:
-    """The stacks the study runner would make of the read ``scales``, as (scale, runs in the stack): scales equal
-    in everything but ``runs``, ``read`` and ``label`` share stacks (they share model, rounds, cohort, batch, local
-    work and evaluation, as fedbench.engine.simulation.stack_key asks of a stack; a Scale records no algorithm, so
-    arms of different algorithm classes, which the engine stacks apart, are taken as one group: the gain is an
-    upper bound there), each group cut into stacks of at most ``max_stack`` runs (None: one stack; a callable:
-    the most for that group's scale, as the device's memory allows, fedbench.engine.stacking.memory_limits)."""
-    groups: dict[Scale, int] = {}
-    for s in scales:
-        if s.read:
-            key = dataclasses.replace(s, runs=0, read=True, label="")
-            groups[key] = groups.get(key, 0) + s.runs
-    out = []
-    for key, runs in groups.items():
-        cut = max_stack(key) if callable(max_stack) else max_stack
-        size = runs if cut is None else max(1, cut)
-        out += [(key, min(size, runs - lo)) for lo in range(0, runs, size)]
-    return out
-
-
 def group_sizes(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, int]:
     """unit key -> the most runs one of its stacks would hold, memory aside (:func:`stack_groups`): how large a
     stack ``fedbench paper cost`` times."""
     out: dict[str, int] = {}
-    for s, runs in stack_groups(scales):
-        out[unit_key(s)] = max(out.get(unit_key(s), 0), runs)
+    for stack in stack_groups(scales):
+        out[unit_key(stack.scale)] = max(out.get(unit_key(stack.scale), 0), stack.runs)
     return out
+
+
+def stack_cost(stack: Stack, c: dict[str, Any]) -> tuple[float, float]:
+    """(alone, stacked) seconds of ``stack`` at unit costs ``c``: its runs each on its own, and as one stack
+    (:func:`stacked_seconds`), the dissimilarity added for the runs that compute it."""
+    off = dataclasses.replace(stack.scale, dissimilarity_every=0)
+    extra = stack.dissimilarity_runs * dissimilarity_seconds(stack.scale, c)
+    return stack.runs * sum(seconds(off, c)) + extra, stacked_seconds(off, c, stack.runs) + extra
 
 
 def project_stacked(scales: tuple[Scale, ...] | list[Scale], costs_of, max_stack: int | None = None) -> dict[str, Any]:
     """A study's read runs as the study runner would run them (:func:`stack_groups`, :func:`stacked_seconds`)
-    beside each run on its own; ``costs_of(scale)``: the unit costs of a scale. A unit whose costs say how many runs
-    fit in the device's memory (``stack_fit``, timed on CUDA) has its groups cut to that. Seconds and hours of
-    both, the stacks, and ``gain`` (one by one / stacked)."""
+    beside each run on its own, from mean client sizes; ``costs_of(scale)``: the unit costs of a scale. A unit whose
+    costs say how many runs fit in the device's memory (``stack_fit``, timed on CUDA) has its groups cut to that.
+    Seconds and hours of both, the stacks, and ``gain`` (one by one / stacked). The figure quoted for a study is
+    :func:`study_cost`'s, from its drawn schedule; this one stays for the GPU check's profile (fedbench.bench.gpucheck)
+    and for ``paper cost``'s record of what stacking gains."""
     def cut(s: Scale) -> int | None:
         fit = costs_of(s).get("stack_fit")
         return fit if max_stack is None else (max_stack if fit is None else min(fit, max_stack))
 
     stacks = stack_groups(scales, cut)
-    alone = sum(runs * sum(seconds(s, costs_of(s))) for s, runs in stacks)
-    stacked = sum(stacked_seconds(s, costs_of(s), runs) for s, runs in stacks)
-    return {"stacks": len(stacks), "runs": sum(r for _, r in stacks), "alone_seconds": round(alone, 1),
+    priced = [stack_cost(st, costs_of(st.scale)) for st in stacks]
+    alone, stacked = sum(p[0] for p in priced), sum(p[1] for p in priced)
+    return {"stacks": len(stacks), "runs": sum(st.runs for st in stacks), "alone_seconds": round(alone, 1),
             "alone_hours": round(alone / 3600, 2), "stacked_seconds": round(stacked, 1),
             "stacked_hours": round(stacked / 3600, 2), "gain": round(alone / stacked, 3) if stacked else 1.0}
-
-
-def unit_key(scale: Scale) -> str:
-    """What a measured unit cost is keyed by: the model and the batch (``model@B``)."""
-    return f"{scale.model}@{scale.batch_size}"
 
 
 FILE = "paper-cost.json"
@@ -247,27 +250,42 @@ READ = object()  # study_cost's and stacked_cost's default: read the tables them
 
 
 def study_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str = "cpu",
-               root: Path | None = None, table: Any = READ, per_model: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper run --dry-run``, the
-    not-run claim entries, the README): its ``scales`` projected (:func:`project_study`) from the unit
-    costs ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default
-    :func:`folder`) where they are, else those measured for the study that prices it (fedbench.study.paper_profile.
-    UNIT_COSTS_OF: an E = 1 study, by its E = 20 study's units of the same model and batch; ``units_of`` names it),
-    from the per-model table (fedbench/bench/measured_costs.json) otherwise.
+               root: Path | None = None, table: Any = READ, per_model: dict[str, Any] | None = None,
+               data_root: Path = Path("data")) -> dict[str, Any]:
+    """The one cost every place quotes for study ``name`` (``fedbench paper list``, ``paper cost``, ``paper run
+    --dry-run``, the not-run claim entries, the README): its read runs as the runner stacks them, priced chain by
+    chain from their drawn schedules at the clients' sizes (fedbench.study.drawn.price_study), on the unit costs
+    ``fedbench paper cost`` measured for it on ``device`` (``paper-cost.json`` in ``root``, default :func:`folder`)
+    where they are, else those measured for the study that prices it (fedbench.study.paper_profile.UNIT_COSTS_OF: an
+    E = 1 study, by its E = 20 study's units of the same model and batch; ``units_of`` names it), else the per-model
+    table's (fedbench/bench/measured_costs.json).
 
-    project_study's dict (hours, seconds, train_hours, eval_hours, runs, left_out, rounds, source, basis) with
-    ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the machine, the
-    date and the unit in words. ``source`` says which: "measured", "partly measured" (some units from each) or "projected".
+    hours, seconds, train_hours, eval_hours, runs (read), left_out (runs no claim reads), rounds, stacks, source
+    ("measured", "partly measured": some units from each table, or "projected": the per-model table alone) and basis,
+    with ``machine`` and ``date`` of the table the figure comes from, ``table`` (its file) and ``device``: the
+    machine, the date and the unit in words.
 
     A caller pricing many studies passes the tables it read once: ``table`` (:func:`load`'s result, None where there is
-    no file) and ``per_model`` (:func:`load_measured`'s)."""
+    no file) and ``per_model`` (:func:`load_measured`'s). ``data_root``: where a built dataset gives the clients'
+    sizes."""
+    from fedbench.study.drawn import price_study
     from fedbench.study.paper_profile import UNIT_COSTS_OF
 
     per_model = per_model or load_measured()
     data = load(device, root) if table is READ else table
     priced_by = name if study_costs(data, name) else UNIT_COSTS_OF.get(name, name)
     own = study_costs(data, priced_by)
-    c = project_study(scales, per_model, own)
+    got = price_study(name, scales, data, data_root=data_root, fallback=lambda s: table_unit(s, per_model))
+    read = [s for s in scales if s.read]
+    c = {"seconds": round(got["seconds"], 1), "hours": round(got["hours"], 2),
+         "train_hours": round(got["train_hours"], 2), "eval_hours": round(got["eval_hours"], 2),
+         "runs": sum(s.runs for s in read), "left_out": sum(s.runs for s in scales if not s.read),
+         "rounds": max((s.rounds for s in read), default=0), "stacks": got["stacks"], "source": got["source"]}
+    units_said = {"measured": "the unit costs measured for it", "projected": "the per-model table's unit costs",
+                  "partly measured": "unit costs measured for it where they were, the per-model table's otherwise"}
+    c["basis"] = (f"{c['runs']} runs its claims read, in {got['stacks']} stack(s) as the runner stacks them, priced "
+                  f"chain by chain from their drawn schedules ({got['chain']:,} chain steps, {got['row_steps']:,} "
+                  f"client-steps; client sizes: {'; '.join(got['sizes'])}) on {units_said[got['source']]}")
     fallback = {"machine": per_model["device"], "date": per_model["measured_on"], "table": f"fedbench/bench/{MEASURED.name}"}
     if own and priced_by != name:
         c |= {"units_of": priced_by, "basis": f"{c['basis']} (the unit costs measured for {priced_by}: the same model "
@@ -294,11 +312,17 @@ def stacked_cost(name: str, scales: tuple[Scale, ...] | list[Scale], device: str
 
 
 def units(scales: tuple[Scale, ...] | list[Scale]) -> dict[str, Scale]:
-    """unit key -> the read scale of that unit with the most run-rounds (what is timed)."""
+    """unit key -> the read scale of that unit with the most run-rounds (what is timed), with the dissimilarity of
+    the unit's read runs that compute it (so that its gradient is timed where any of them computes it)."""
     out: dict[str, Scale] = {}
+    computing: dict[str, Scale] = {}
     for s in scales:
         if s.read:
             k = unit_key(s)
             if k not in out or s.runs * s.rounds > out[k].runs * out[k].rounds:
                 out[k] = s
-    return out
+            if s.dissimilarity_every > 0:
+                computing.setdefault(k, s)
+    return {k: s if k not in computing else dataclasses.replace(
+        s, dissimilarity_every=computing[k].dissimilarity_every, dissimilarity_samples=computing[k].dissimilarity_samples)
+        for k, s in out.items()}

