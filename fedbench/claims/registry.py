@@ -356,9 +356,9 @@ def used_seeds(entries: list[dict[str, Any]], registry: dict[str, Any]) -> set[i
         walk({"seeds": e.get("seeds") or {}, "scale": e.get("scale") or {}}, False)
     for r in registry.values():
         walk({"runs": (r.get("spec") or {}).get("runs") or {}}, False)
-        for block in [r.get("frozen"), *(h.get("frozen") for h in r.get("history", []))]:
+        for block in [r.get("frozen"), *(h.get("frozen") for h in [*r.get("history", []), *r.get("earlier_blocks", [])])]:
             if block:
-                out.update(block["seeds"])
+                out.update([*block["seeds"], *block.get("data_seeds", [])])
     return out
 
 
@@ -402,8 +402,8 @@ def power_rule(members: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str, date: str, count: int = 5,
            ids: list[str] | None = None, seen: set[int] | frozenset[int] = frozenset(),
-           power: dict[str, Any] | None = None,
-           fresh_data: Callable[[dict[str, Any]], bool] | None = None) -> tuple[dict[str, Any], list[str]]:
+           power: dict[str, Any] | None = None, fresh_data: Callable[[dict[str, Any]], bool] | None = None,
+           redraw: bool = False) -> tuple[dict[str, Any], list[str]]:
     """``registry`` with every judged claim of ``entries`` (only ``ids`` if given) frozen on ``commit``: its frozen
     hash and one block of ``count`` fresh confirm seeds shared by all claims frozen together (recorded before
     anything runs), none that ``seen`` holds (:func:`history_seeds`: a seed any commit recorded a result on) or any
@@ -414,7 +414,10 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
     ``fresh_data(entry)``: whether the entry's study draws its own data from a data seed
     (fedbench.study.declaration.StudyDeclaration.fresh_data); where it does, the block also records ``data_seeds``,
     one fresh data seed per training seed (issue 51, item 2: a replication on new data, not only new training
-    randomness), taken from the same never-used seeds."""
+    randomness), taken from the same never-used seeds. ``redraw``: a claim of such a study whose block drew no data
+    seeds is frozen again on a block that does, decided before its result is seen and for every such claim chosen
+    alike; its confirmation on the earlier block (counted or not) moves to ``earlier_blocks``, disclosed beside the
+    new one, which the tally counts once it is run (`fedbench claims confirm --fresh-data`)."""
     chosen = [e for e in entries if (ids is None or e["id"] in ids) and e.get("verdict") not in (None, *UNJUDGED)
               and not e["id"].endswith("/*")]
     if ids is not None and (unknown := sorted(set(ids) - {e["id"] for e in chosen})):
@@ -430,10 +433,14 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
     for e in chosen:
         now, old, rec = frozen_hash(e), out[e["id"]].get("frozen"), out[e["id"]].get("confirmatory")
         again = bool(old and old["hash"] == now and rec and not counted_confirmation(rec))
-        if old and old["hash"] == now and not again:
+        redrawn = bool(redraw and old and old["hash"] == now and fresh_data is not None and fresh_data(e)
+                       and "data_seeds" not in old)
+        if old and old["hash"] == now and not again and not redrawn:
             continue
-        if again:
-            earlier = {"frozen": old, "confirmatory": rec, "why": f"its pre-registration is {rec.get('registration') or 'not shown: not audited'}"}
+        if (again or redrawn) and (rec or redrawn):
+            why = (f"its pre-registration is {rec.get('registration') or 'not shown: not audited'}" if again else
+                   "frozen again with fresh data seeds too (issue 51, item 2): the block drew fresh training seeds only")
+            earlier = {"frozen": old, "confirmatory": rec, "why": why}
             out[e["id"]]["earlier_blocks"] = [*out[e["id"]].get("earlier_blocks", []), earlier]
         fresh = data_seeds is not None and fresh_data(e)
         out[e["id"]]["frozen"] = {"hash": now, "commit": commit, "date": date, "seeds": list(seeds),
@@ -442,7 +449,8 @@ def freeze(entries: list[dict[str, Any]], registry: dict[str, Any], commit: str,
         out[e["id"]].pop("confirmatory", None)
         done.append(f"froze {e['id']} (confirm seeds {seeds_text(seeds)}"
                     + (f", fresh data seeds {seeds_text(data_seeds)}" if fresh else "") + ")"
-                    + (f" again: its confirmation on {seeds_text(old['seeds'])} is not shown pre-registered" if again else ""))
+                    + (f" again: its confirmation on {seeds_text(old['seeds'])} is not shown pre-registered" if again else "")
+                    + (f" again: its block {seeds_text(old['seeds'])} drew no fresh data" if redrawn else ""))
     return out, done
 
 

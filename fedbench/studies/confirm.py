@@ -162,10 +162,12 @@ def settled(e: dict[str, Any], registry: dict[str, Any]) -> bool:
 
 
 def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]], registry: dict[str, Any],
-               commit: str, date: str) -> tuple[dict[str, Any], list[str]]:
+               commit: str, date: str, redraw: bool = False) -> tuple[dict[str, Any], list[str]]:
     """``registry`` with every chosen claim of a seeded study frozen (one fresh block per study, as many seeds as its
     exploratory run; a block chosen after the blocks frozen before it, so no two studies share a seed) and every
-    claim of a deterministic study marked DETERMINISTIC; and the lines saying what was done."""
+    claim of a deterministic study marked DETERMINISTIC; and the lines saying what was done. ``redraw``
+    (``--fresh-data``): a claim of a study that draws its own data whose block drew no data seeds is frozen again on
+    a block that does (fedbench.claims.registry.freeze)."""
     done = []
     for study, members in groups.items():
         if deterministic(study):
@@ -174,12 +176,14 @@ def freeze_all(groups: dict[str, list[dict[str, Any]]], entries: list[dict[str, 
                     registry = rules.mark_deterministic(e, registry, commit, date)
                     done.append(f"{e['id']}: {rules.DETERMINISTIC} (study {study} has no seed randomness)")
             continue
-        todo = [e["id"] for e in members if not (registry.get(e["id"]) or {}).get("frozen") or unshown(e, registry)]
+        todo = [e["id"] for e in members if not (registry.get(e["id"]) or {}).get("frozen") or unshown(e, registry)
+                or (redraw and fresh_data(study) and "data_seeds" not in registry[e["id"]]["frozen"])]
         if todo:
             count = len((members[0].get("seeds") or {}).get("training") or [])
             power = power_rule([e for e in members if e["id"] in todo])
             registry, lines = rules.freeze(entries, registry, commit, date, max(count, 1, power["seeds"] if power else 0),
-                                           todo, seeds_in_history(), power, lambda e, s=study: fresh_data(s))
+                                           todo, seeds_in_history(), power, lambda e, s=study: fresh_data(s),
+                                           redraw)
             done += lines
     return registry, done
 
@@ -281,6 +285,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-csv", default=str(RUNS_CSV), help="the exploratory runs' measured wall times, quoted by "
                                                              "--dry-run (default: %(default)s)")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default: %(default)s)")
+    p.add_argument("--fresh-data", action="store_true",
+                   help="freeze again, with fresh data seeds beside the training seeds, every chosen claim of a study "
+                        "that draws its own data whose block drew none (its earlier confirmation is kept, disclosed, "
+                        "and the new one counts once run; issue 51, item 2)")
     p.add_argument("--dry-run", action="store_true", help="say what would be frozen and run; write nothing")
     return p
 
@@ -356,7 +364,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
         print("\n".join(f"{name}: {r}" for r in refused), file=sys.stderr)
         return 1
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    registry, done = freeze_all(groups, entries, registry, commit, date)
+    registry, done = freeze_all(groups, entries, registry, commit, date, a.fresh_data)
     if a.dry_run:
         print("\n".join(done) or "every chosen claim already frozen")
         for study, members in groups.items():

@@ -250,6 +250,36 @@ def test_a_rerun_under_another_rule_than_the_frozen_one_records_nothing(short_di
     assert "frozen" in r and "confirmatory" not in r
 
 
+def test_fresh_data_freezes_a_confirmed_claim_of_a_data_drawing_study_again_and_discloses_the_first(gate):
+    """Issue 51, item 2 (`fedbench claims confirm --fresh-data`): a claim of a study that draws its own data, confirmed
+    on a block that drew training seeds only, is frozen again on a block with fresh data seeds; its confirmation
+    moves to earlier_blocks with why (disclosed, no longer counted); a claim whose study trains on one fixed dataset,
+    and one whose block already drew data, are left as they are; without the flag nothing moves."""
+    entries = [_entry("fedlaavg/synthetic/diurnal-gain", "fedlaavg_diurnal"), _entry("m/1", "mime_synthetic")]
+    r, _ = reg.register(entries, {}, "abc", "2026-11-26")
+    groups = confirm.choose(entries, [], [], ["fedlaavg_diurnal", "mime_synthetic"])
+    r, _ = confirm.freeze_all(groups, entries, r, "def", "2026-11-27")
+    diurnal_id = "fedlaavg/synthetic/diurnal-gain"
+    assert r[diurnal_id]["frozen"]["data_seeds"] == [1005, 1006, 1007, 1008, 1009]
+    assert "data_seeds" not in r["m/1"]["frozen"]  # mime_synthetic trains on one declared draw
+    gate["history"] = set(r[diurnal_id]["frozen"].pop("data_seeds"))  # a block frozen before data was drawn (its
+    # popped seeds stay used: the history of the stand-in holds them)
+    r = reg.confirm(_entry(diurnal_id, "fedlaavg_diurnal", seeds=(1000, 1001, 1002, 1003, 1004)), r, "ghi",
+                    "2026-11-28", frozen_in="f00d" * 10)
+    first = r[diurnal_id]["confirmatory"]
+    assert confirm.freeze_all(groups, entries, r, "jkl", "2026-11-29") == (r, [])  # without the flag: as it was
+    again, done = confirm.freeze_all(groups, entries, r, "jkl", "2026-11-29", redraw=True)
+    block = again[diurnal_id]["frozen"]
+    assert (block["seeds"], block["data_seeds"]) == ([1015, 1016, 1017, 1018, 1019], [1020, 1021, 1022, 1023, 1024])
+    assert "confirmatory" not in again[diurnal_id] and again["m/1"] == r["m/1"]
+    assert again[diurnal_id]["earlier_blocks"] == [{
+        "frozen": r[diurnal_id]["frozen"], "confirmatory": first,
+        "why": "frozen again with fresh data seeds too (issue 51, item 2): the block drew fresh training seeds only"}]
+    assert done == [f"froze {diurnal_id} (confirm seeds 1015-1019, fresh data seeds 1020-1024) again: its block "
+                    "1000-1004 drew no fresh data"]
+    assert confirm.freeze_all(groups, entries, again, "mno", "2026-11-30", redraw=True) == (again, [])
+
+
 def test_a_headline_block_takes_the_seeds_its_power_rule_declares(gate):
     """Issue 51, item 3: a headline claim's block has the seeds whose 95% half-width, at the exploratory seeds' sd, is
     below half the published effect (or half the exploratory estimate), at least 6; recorded with the block."""
