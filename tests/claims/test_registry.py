@@ -224,9 +224,9 @@ def test_a_study_that_draws_its_data_freezes_fresh_data_seeds_and_confirms_only_
     assert done == ["froze p/x (confirm seeds 1000-1004, fresh data seeds 1005-1009)",
                     "froze p/y (confirm seeds 1000-1004)"]
     assert reg.history_seeds({"results": [], "registry": [("def", frozen)]}) == set(range(1000, 1010))
-    assert reg.used_seeds([], frozen) == set(range(1000, 1010))  # a block's data seeds are never drawn again
+    assert reg.used_seeds([], frozen) >= set(range(1000, 1010))  # a block's data seeds are never drawn again
     moved = {"p/x": frozen["p/x"] | {"frozen": None, "earlier_blocks": [{"frozen": frozen["p/x"]["frozen"]}]}}
-    assert reg.used_seeds([], moved) == set(range(1000, 1010))  # nor an earlier block's, once frozen again
+    assert reg.used_seeds([], moved) >= set(range(1000, 1010))  # nor an earlier block's, once frozen again
     block = (1000, 1001, 1002, 1003, 1004)
     with pytest.raises(ValueError, match=r"^p/x: confirmed on data seeds \[0\], frozen with fresh data seeds "
                                          r"\[1005, 1006, 1007, 1008, 1009\]: rerun on the frozen data seeds$"):
