@@ -129,10 +129,11 @@ def test_gpucheck_proxies_part_prints_each_item_beside_its_cpu_proxy(tmp_path):
 def test_targets_from_the_committed_h200_check():
     """The targets as the committed H200 measurements give them (reports/bench-gpu/, 2026-11-28): the check of
     51c981a (gpucheck.json), its workload part (workload.json) and the paper cost with each unit's stacks timed
-    (paper-cost.json, newer than the check's own paper cost). None met but the CPU's. The stacked profile is each
-    study's stacked projection (fedbench.study.costs.stacked_cost), the total their sum over the paper profile."""
+    (paper-cost.json, newer than the check's own paper cost). None met but the CPU's. The profile is each study's
+    one cost figure (fedbench.study.costs.study_cost: its drawn schedule priced on the check's unit costs), the total
+    their sum over the paper profile."""
     from fedbench.bench.gpucheck import targets
-    from fedbench.study.costs import stacked_cost
+    from fedbench.study.costs import study_cost
     from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
 
     gpu = ROOT / "reports/bench-gpu"
@@ -143,9 +144,9 @@ def test_targets_from_the_committed_h200_check():
     scales = study_scales(5)
     names = PROFILES["paper"] + list(PAPER_CLAIM_STUDIES)
     assert set(names) <= set(result["paper_cost"]["studies"])
-    per_study = {n: stacked_cost(n, scales[n], "cuda", gpu)["stacked_hours"] for n in names}
+    per_study = {n: study_cost(n, scales[n], "cuda", gpu)["hours"] for n in names}
     for n in names:
-        assert rows[f"paper profile: {n}, stacked, GPU-h"]["measured"] == f"{per_study[n]:,.2f}"
+        assert rows[f"paper profile: {n}, drawn schedule, GPU-h"]["measured"] == f"{per_study[n]:,.2f}"
     total = rows["paper profile as the study runner runs it <= 8 GPU-h"]
     assert total["measured"] == f"{sum(per_study.values()):,.1f} GPU-h" and total["met"] is False
     assert rows["FedProx's 140-run synthetic study, stacked <= 60 s"]["measured"] == "667 s"

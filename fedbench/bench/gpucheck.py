@@ -537,7 +537,7 @@ def check_capture(device, budget: Budget, log: Log) -> None:
 def targets(result: dict) -> list[dict[str, Any]]:
     """Issue 31's targets from what the check measured: rows of target, measured (text) and met (True, False, or
     None: not measured here)."""
-    from fedbench.study.costs import stacked_cost
+    from fedbench.study.costs import study_cost
     from fedbench.study.paper_profile import PAPER_CLAIM_STUDIES, PROFILES, study_scales
 
     device = result["environment"]["device"]
@@ -555,13 +555,14 @@ def targets(result: dict) -> list[dict[str, Any]]:
     if cost:
         import tempfile
 
-        with tempfile.TemporaryDirectory() as tmp:  # stacked_cost reads a paper-cost.json: this run's
+        with tempfile.TemporaryDirectory() as tmp:  # study_cost reads a paper-cost.json: this run's
             (Path(tmp) / "paper-cost.json").write_text(json.dumps(cost))
-            per_study = {n: stacked_cost(n, scales[n], "cuda", Path(tmp))["stacked_hours"]
+            # the one figure: each study's drawn schedule priced on this card's unit costs (fedbench.study.costs)
+            per_study = {n: study_cost(n, scales[n], "cuda", Path(tmp))["hours"]
                          for n in names if n in cost["studies"]}
     for n in names:
         h = per_study.get(n)
-        row(f"paper profile: {n}, stacked, GPU-h ({card})", h, f"{h:,.2f}" if h is not None else "", None, figure=True)
+        row(f"paper profile: {n}, drawn schedule, GPU-h ({card})", h, f"{h:,.2f}" if h is not None else "", None, figure=True)
     complete = len(per_study) == len(names)
     total = sum(per_study.values()) if complete else None
     row(f"paper profile as the study runner runs it <= {PROFILE_GPU_HOURS:g} GPU-h ({card})", total,
