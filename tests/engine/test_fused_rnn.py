@@ -1,0 +1,283 @@
+"""The fused recurrent kernels (fedbench.engine.fused.rnn) in Triton's interpreter: on the last round of a short
+static-path run of the engine, for the algorithms that train the recurrent models (FedAvg and FedProx on FedProx's
+LSTMs, Delta-FL on its LSTM and GRU), the local state is fedbench.engine.static.run_static's within 1e-5 in fp32,
+with rows that finish at different steps (the finished-row mask) and last partial minibatches, both checked present;
+each of the four models' structures is run small (the same builders: a trainable embedding or a frozen table, TF's
+single-bias LSTM or PyTorch's two biases, one or two head layers, softmax or sigmoid); a chain step launches exactly
+2 x timesteps x layers + 2 x layers + 2 kernels and no ATen operation, within issue 53's 2 x timesteps x layers + 10
+at the three paper models' full sizes; an algorithm without a form is refused in one line.
+
+Skipped where Triton is not installed. The interpreter costs tens of ms a program on this CPU, so rounds are 2 rows
+of 2-3 timesteps and 2-3 chain steps, hidden sizes 4-6."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from tests.engine.test_fused_mclr import _interpreting, _max_difference, _once_per_module
+
+with _interpreting():
+    pytest.importorskip("triton", reason="Triton is not installed: the fused kernels' tests run in its interpreter "
+                                         "(pip install triton; it ships with torch's CUDA wheels)")
+
+from fedbench.algorithms import build_algorithm
+from fedbench.data.format import FederatedDataset, Split
+from fedbench.engine import round as round_
+from fedbench.engine import tree
+from fedbench.engine.kernels.rnn import RecurrentKernel
+from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
+from fedbench.models import (
+    deltafl_sent140_lstm,
+    deltafl_shakespeare_gru,
+    fedprox_sent140_lstm,
+    fedprox_shakespeare_lstm,
+)
+from fedbench.models.recurrent import FROZEN_TABLE, SequenceClassifier, single_bias_lstm
+from fedbench.models.spec import Model
+
+TOLERANCE = 1e-5  # fp32, issue 53's contract for the interpreter
+VOCAB = 6
+
+
+@pytest.fixture(scope="module")
+def fused():
+    """fedbench.engine.fused.rnn built for Triton's interpreter (its forms and mclr helpers reloaded first), with
+    TRITON_INTERPRET=1 while this module's tests run, _patch_lang once per module of jit functions, and the
+    interpreter's int32-overflow sanitizer off (it doubles the time; the kernels' row offsets are int64)."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not isinstance(tl.zeros, InterpretedFunction):
+        pytest.skip("Triton was imported before TRITON_INTERPRET=1 was set (its library is compiled-only in this "
+                    "process): run tests/engine/test_fused_rnn.py on its own")
+    with _interpreting(), pytest.MonkeyPatch.context() as patch:
+        names = ("fedbench.engine.fused.forms", "fedbench.engine.fused.mclr", "fedbench.engine.fused.rnn")
+        modules = [importlib.reload(sys.modules[n]) if n in sys.modules else importlib.import_module(n)
+                   for n in names]
+        assert modules[2]._interpreted()
+        patch.setattr(interpreter, "_patch_lang", _once_per_module(interpreter._patch_lang))
+        patch.setattr(interpreter.interpreter_builder, "options",
+                      dataclasses.replace(interpreter.interpreter_builder.options, sanitize_overflow=False))
+        yield modules[2]
+
+
+# ---- the four models' structures, small ------------------------------------------------------------------------
+
+_TABLE = torch.randn(VOCAB, 5, generator=torch.Generator().manual_seed(11))  # a small frozen word table
+
+
+def _fedprox_shakespeare_like() -> Model:
+    """fedprox_shakespeare_lstm's structure: trainable embedding, 2 x TF single-bias LSTM, one dense, softmax."""
+    lstm, frozen = single_bias_lstm(3, 5, 2, forget_bias=1.0)
+    with torch.device("meta"):
+        net = SequenceClassifier(lstm, [nn.Linear(5, 4)], embedding=nn.Embedding(VOCAB, 3))
+    return Model(name="shakespeare_like", config=(), module=net, loss="softmax_ce", input_dtype=torch.int64,
+                 frozen={f"rnn.{k}": v for k, v in frozen.items()})
+
+
+def _fedprox_sent140_like() -> Model:
+    """fedprox_sent140_lstm's: frozen table, 2 x TF single-bias LSTM, two dense layers, one sigmoid logit."""
+    lstm, frozen = single_bias_lstm(5, 4, 2, forget_bias=1.0)
+    with torch.device("meta"):
+        net = SequenceClassifier(lstm, [nn.Linear(4, 3), nn.Linear(3, 1)], table_shape=tuple(_TABLE.shape))
+    return Model(name="sent140_like", config=(), module=net, loss="sigmoid_ce", input_dtype=torch.int64,
+                 frozen={FROZEN_TABLE: _TABLE, **{f"rnn.{k}": v for k, v in frozen.items()}})
+
+
+def _deltafl_sent140_like() -> Model:
+    """deltafl_sent140_lstm's: frozen table, one PyTorch LSTM (two trainable biases), one dense, sigmoid."""
+    with torch.device("meta"):
+        net = SequenceClassifier(nn.LSTM(5, 5, batch_first=True), [nn.Linear(5, 1)], table_shape=tuple(_TABLE.shape))
+    return Model(name="deltafl_sent140_like", config=(), module=net, loss="sigmoid_ce", input_dtype=torch.int64,
+                 frozen={FROZEN_TABLE: _TABLE})
+
+
+def _deltafl_gru_like() -> Model:
+    """deltafl_shakespeare_gru's: trainable embedding, one GRU (b_hn inside the reset gate), one dense, softmax."""
+    with torch.device("meta"):
+        net = SequenceClassifier(nn.GRU(3, 6, batch_first=True), [nn.Linear(6, 4)], embedding=nn.Embedding(VOCAB, 3))
+    return Model(name="gru_like", config=(), module=net, loss="softmax_ce", input_dtype=torch.int64)
+
+
+# id -> (model, timesteps, algorithm, hyperparameters, straggler fraction (cut in minibatch steps), clients a round)
+CASES = {
+    "shakespeare_fedavg": (_fedprox_shakespeare_like, 2, "fedavg", {}, 0.0, 2),
+    "shakespeare_fedprox": (_fedprox_shakespeare_like, 2, "fedprox", {"mu": 1.0}, 0.5, 2),
+    "sent140_fedprox": (_fedprox_sent140_like, 2, "fedprox", {"mu": 0.5}, 0.5, 2),
+    "deltafl_sent140_delta_fl": (_deltafl_sent140_like, 3, "delta_fl", {"theta": 0.5, "weighting": "exact",
+                                                                         "quantile_period": 1}, 0.0, 3),
+    "deltafl_gru_fedavg": (_deltafl_gru_like, 3, "fedavg", {}, 0.0, 2),
+}
+
+
+def _dataset(model: Model, timesteps: int) -> FederatedDataset:
+    """Three clients of 1, 3 and 5 token sequences (ids stored as float32, as the datasets store them): 1, 2 and 3
+    minibatches of 2 an epoch, each client's last one partial."""
+    g = np.random.default_rng(5)
+    classes = 2 if model.loss == "sigmoid_ce" else 4
+    sizes = (1, 3, 5)
+    xs = [g.integers(0, VOCAB, (n, timesteps)).astype(np.float32) for n in sizes]
+    ys = [g.integers(0, classes, n) for n in sizes]
+    split = Split.from_clients(xs, ys, (timesteps,))
+    return FederatedDataset(name="tokens", client_ids=("a", "b", "c"), train=split, test=split, num_classes=classes)
+
+
+def _last_round(monkeypatch, model: Model, spec: RunSpec):
+    """run_static's arguments and result in the last round of a short static-path run (the engine's own inputs)."""
+    calls = []
+    real = round_.run_static
+
+    def recorded(*args):
+        out = real(*args)
+        calls.append((args, out))
+        return out
+
+    monkeypatch.setattr(round_, "run_static", recorded)
+    simulate_stack(model, [spec])
+    monkeypatch.undo()
+    return calls[-1]
+
+
+def _spec(case: str) -> tuple[Model, RunSpec]:
+    make, timesteps, name, hyper, stragglers, clients = CASES[case]
+    model = make()
+    cfg = SimulationConfig(rounds=2, clients_per_round=clients, local_epochs=1, batch_size=2, seed=0, device="cpu",
+                           capture="static", kernel="rnn", straggler_fraction=stragglers,
+                           straggler_epochs="minibatches", checkpoint_every=10_000)
+    return model, RunSpec(cfg, _dataset(model, timesteps), build_algorithm(name, lr=0.5, **hyper))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_fused_step_gives_the_static_paths_local_state(case, fused, monkeypatch):
+    model, spec = _spec(case)
+    args, reference = _last_round(monkeypatch, model, spec)
+    algorithm, kernel, bcast, local, x, y, cohort = args
+    assert isinstance(kernel, RecurrentKernel)
+    steps = cohort.active[:, : cohort.rows].sum(0).tolist()
+    partial = ((cohort.batches >= 0).sum(-1) % cohort.batches.shape[-1] != 0) & cohort.active
+    assert 2 <= cohort.rows <= 3 and 2 <= cohort.batches.shape[0] <= 3  # the interpreter's budget
+    assert partial.any(), "no last partial minibatch in the round: the case tests less than it says"
+    assert len(set(steps)) >= 2, f"rows of {steps} steps: the finished-row mask is not exercised"
+    with fused.count_launches() as launches:
+        result = fused.run_fused(*args)
+    layers, timesteps = model.module.rnn.num_layers, x.shape[1]
+    assert launches.total == cohort.batches.shape[0] * (2 * timesteps * layers + 2 * layers + 2)
+    assert launches.total == cohort.batches.shape[0] * fused.launches_per_step(kernel, timesteps)
+    difference = _max_difference(result, reference)
+    assert difference <= TOLERANCE, difference
+    moved = max(float((a - b).abs().max()) for a, b in zip(tree.tree_leaves(reference), tree.tree_leaves(local)))
+    assert moved > 100 * TOLERANCE  # the state moved: a difference of 1e-5 would show
+
+
+def test_a_padding_row_keeps_its_state(fused, monkeypatch):
+    """A row that never trains (all -1, never active: a stack's padding) is left exactly as it was, and the real
+    rows are unchanged by its presence."""
+    from fedbench.engine import static
+
+    model, spec = _spec("deltafl_gru_fedavg")
+    args, reference = _last_round(monkeypatch, model, spec)
+    algorithm, kernel, bcast, local, x, y, cohort = args
+    t, k, b = cohort.batches.shape
+    padded = static.StaticCohort(batches=torch.cat([cohort.batches, cohort.batches.new_full((t, 1, b), -1)], 1),
+                                 active=torch.cat([cohort.active, cohort.active.new_zeros(t, 1)], 1), rows=cohort.rows)
+    local_padded = static.pad_rows(local, k + 1)
+    result = fused.run_fused(algorithm, kernel, bcast, local_padded, x, y, padded)
+    assert torch.equal(result[k:], local_padded[k:])
+    assert _max_difference(result[:k], reference) <= TOLERANCE
+
+
+def test_an_algorithm_without_a_form_is_refused_in_one_line(fused, monkeypatch):
+    model, spec = _spec("deltafl_gru_fedavg")
+    args, _ = _last_round(monkeypatch, model, spec)
+
+    @dataclasses.dataclass(frozen=True)
+    class Unknown:
+        lr: float = 0.1
+
+        def client_step(self, theta, grad_fn, bcast):
+            return theta
+
+    with pytest.raises(ValueError, match="has no fused form") as err:
+        fused.run_fused(Unknown(), *args[1:])
+    assert "\n" not in str(err.value)
+
+
+# ---- the launch-count proxy at the paper models' full sizes -----------------------------------------------------
+
+# model -> (its builder at full size, timesteps (the datasets' sequence length), issue 53's "today" ATen count)
+PAPER_MODELS = {
+    "fedprox_shakespeare_lstm": (lambda: fedprox_shakespeare_lstm(80), 80, 6749),
+    "fedprox_sent140_lstm": (lambda: fedprox_sent140_lstm(torch.randn(10, 300)), 25, 2128),
+    "deltafl_shakespeare_gru": (lambda: deltafl_shakespeare_gru(53), 20, 712),
+    "deltafl_sent140_lstm": (lambda: deltafl_sent140_lstm(torch.randn(10, 50)), 25, None),
+}
+
+
+def _aten_ops_outside_launches(fn):
+    """fn()'s ATen operators (views excluded) dispatched outside the fused kernels' launches (the interpreter's
+    copies of a launch's arguments are not the device's work)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from triton.runtime.interpreter import GridExecutor
+
+    count = {"ops": 0, "inside": 0}
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not func.is_view and not count["inside"]:
+                count["ops"] += 1
+            return func(*args, **(kwargs or {}))
+
+    call = GridExecutor.__call__
+
+    def inside(self, *args, **kwargs):
+        count["inside"] += 1
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            count["inside"] -= 1
+
+    with pytest.MonkeyPatch.context() as patch, Mode():
+        patch.setattr(GridExecutor, "__call__", inside)
+        fn()
+    return count["ops"]
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_MODELS))
+def test_launches_a_chain_step_at_the_paper_models_sizes(name, fused):
+    """The launch-count proxy (issue 53: launches a local step, recurrent <= 2 x timesteps x layers + 10): FedProx's
+    local step on one row of the model at its full size and sequence length, counted at Triton's launch entry
+    without running the kernels (the launches are the driver's; what they compute does not change them), over 1 and
+    3 chain steps: exactly 2 S L + 2 L + 2 launches a chain step, and no ATen operation in a chain step (the round's
+    buffers are allocated once, before the first)."""
+    from fedbench.engine.static import StaticCohort
+
+    build, timesteps, today = PAPER_MODELS[name]
+    model = build()
+    kernel = RecurrentKernel(model)
+    layers = model.module.rnn.num_layers
+    x = torch.zeros(4, timesteps)
+    y = torch.zeros(4, dtype=torch.int64)
+    theta = torch.zeros(1, model.num_params)
+    algorithm = build_algorithm("fedprox", lr=0.1, mu=1.0)
+    bcast = algorithm.broadcast(algorithm.init(theta[0], 1))
+    per_step = {}
+    for steps in (1, 3):
+        cohort = StaticCohort(batches=torch.zeros(steps, 1, 10, dtype=torch.int64),
+                              active=torch.ones(steps, 1, dtype=torch.bool), rows=1)
+        with fused.count_launches(execute=False) as launches:
+            ops = _aten_ops_outside_launches(lambda: fused.run_fused(algorithm, kernel, bcast, theta, x, y, cohort))
+        per_step[steps] = (launches.total, ops)
+    launches_a_step = (per_step[3][0] - per_step[1][0]) / 2
+    assert per_step[1][0] == launches_a_step == 2 * timesteps * layers + 2 * layers + 2
+    assert launches_a_step <= 2 * timesteps * layers + 10
+    assert per_step[3][1] == per_step[1][1]  # ATen operations only in the round's setup, none a chain step
+    if today is not None:
+        assert launches_a_step < today / 6
