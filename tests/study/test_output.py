@@ -1,12 +1,13 @@
 """A claim study's folder is replaced whole, and a run stopped or failing on its way never loses the simulations it
 (or an earlier run) finished: they were moved into the temporary folder before the swap, and removed with it when
 anything after that raised (an interrupt-and-resume audit, 2026-11-29). On FedLaAvg's Example 1 (6 simulations,
-deterministic, about a second)."""
+deterministic; about 20 s of CPU on 2 cores, so run once for the module and copied for each test)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,20 @@ def _leftovers(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
 
 
-@pytest.fixture
-def finished(tmp_path):
-    folder = tmp_path / NAME / "pipeline"
+@pytest.fixture(scope="module")
+def finished_once(tmp_path_factory):
+    """The study run once for the module's tests (each of them changes or reruns the folder: they get copies)."""
+    folder = tmp_path_factory.mktemp("finished") / NAME / "pipeline"
     run_claim_study(NAME, folder, workers=1)
     assert len(_outcomes(folder)) == 6
+    return folder
+
+
+@pytest.fixture
+def finished(finished_once, tmp_path):
+    """A finished folder of the study, as its run left it: a copy of the module's (file times kept)."""
+    folder = tmp_path / NAME / "pipeline"
+    shutil.copytree(finished_once, folder)
     return folder
 
 
