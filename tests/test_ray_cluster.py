@@ -4,7 +4,9 @@ with a (fake) GPU. Every unit runs under an audit hook that refuses any file ope
 (the driver's working directory, holding data/ and the results), as a node without a shared disk would, and logs
 where it ran; a worker node is removed while a unit is in flight there.
 
-- The main job's regression profile: its stacks' checkpoints go to a local folder standing in for a bucket
+- The main job's regression profile (at 2 local epochs, not 20: what is checked is where units run and resume, not
+  the profile's numbers, which tests/test_ray_executor.py holds against the reference): its stacks' checkpoints go to
+  a local folder standing in for a bucket
   (train.checkpoint_storage); the unit stalled after its first checkpoint loses its node, runs again on the other
   one from that checkpoint, and every run digest equals the local executor's; nothing is left in the bucket, and the
   project folder holds only what the driver wrote.
@@ -61,6 +63,9 @@ RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 GUARDED = ("open", "os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir", "os.listdir",
            "os.scandir", "os.truncate", "os.utime", "shutil.copyfile", "shutil.rmtree", "os.symlink", "os.link")
 TWO_PATHS = ("os.rename", "os.replace", "shutil.copyfile", "os.symlink", "os.link")  # the others' first is the path
+
+
+LIGHT = {"train.local_epochs": 2}  # the profile's runs a tenth of its local steps (its 20 epochs: 17 s of CPU each time)
 
 
 def _overrides(executor: str, **more) -> dict:
@@ -231,7 +236,7 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
 
     _, _, project, log = cluster
     monkeypatch.chdir(project)
-    more = {"train.checkpoint_every": 1}
+    more = {"train.checkpoint_every": 1, **LIGHT}
     local_cfg = load_config(ROOT / "params.yaml", _overrides("local", **more, **{"train.workers": 1}))
     keys = list(pipeline.study_runs(local_cfg))
     for ds in local_cfg.data.datasets:
@@ -323,7 +328,8 @@ def test_units_ask_for_their_gpu_share_and_a_stack_too_big_for_one_gpu_is_refuse
     log.unlink(missing_ok=True)
     (log.parent / "stall.json").unlink(missing_ok=True)
     monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
-    cfg = load_config(ROOT / "params.yaml", _overrides("ray", **{"train.device": "auto", "train.gpu_fraction": 0.5}))
+    cfg = load_config(ROOT / "params.yaml", _overrides("ray", **{"train.device": "auto", "train.gpu_fraction": 0.5},
+                                                      **LIGHT))
     keys = list(pipeline.study_runs(cfg))[:1]
     for ds in cfg.data.datasets:
         pipeline.generate(cfg, ds, root=project / "data-gpu")
