@@ -177,6 +177,37 @@ def test_the_fused_step_gives_the_static_paths_local_state(case, fused, monkeypa
     assert moved > 100 * TOLERANCE  # the state moved: a difference of 1e-5 would show
 
 
+@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
+def test_every_dimension_in_several_tiles(cell, fused, monkeypatch):
+    """Tiles of 16 (the smallest tl.dot takes) on a model whose every dimension needs two or more of them: 18 hidden
+    units (two cell programs a row, two blocks of the recurrent products), 17 input features, 72 or 54 gate columns,
+    a 2-layer stack (the input gradient of layer 1 in tiles), a trainable embedding; one row's FedProx step on a
+    partial minibatch against run_static."""
+    from fedbench.engine.static import StaticCohort, run_static
+
+    for name in ("CELL_BLOCK", "GEMM_BLOCK", "INPUT_BLOCK"):
+        monkeypatch.setattr(fused, name, 16)
+    rnn_cls = (lambda *a: single_bias_lstm(*a, forget_bias=1.0)) if cell == "LSTM" else (
+        lambda *a: (nn.GRU(*a, batch_first=True, device="meta"), {}))
+    rnn, frozen = rnn_cls(17, 18, 2)
+    with torch.device("meta"):
+        net = SequenceClassifier(rnn, [nn.Linear(18, 4)], embedding=nn.Embedding(VOCAB, 17))
+    model = Model(name="wide", config=(), module=net, loss="softmax_ce", input_dtype=torch.int64,
+                  frozen={f"rnn.{k}": v for k, v in frozen.items()})
+    kernel = RecurrentKernel(model)
+    g = torch.Generator().manual_seed(7)
+    x = torch.randint(0, VOCAB, (4, 2), generator=g).float()
+    y = torch.randint(0, 4, (4,), generator=g)
+    theta = model.init(g).expand(1, -1).contiguous()
+    algorithm = build_algorithm("fedprox", lr=0.5, mu=1.0)
+    bcast = algorithm.broadcast(algorithm.init(theta[0] + 0.1, 1))
+    cohort = StaticCohort(batches=torch.tensor([[[2, 0, -1]]]), active=torch.tensor([[True]]), rows=1)
+    reference = run_static(algorithm, kernel, bcast, theta, x, y, cohort)
+    result = fused.run_fused(algorithm, kernel, bcast, theta, x, y, cohort)
+    assert _max_difference(result, reference) <= TOLERANCE
+    assert float((reference - theta).abs().max()) > 100 * TOLERANCE
+
+
 def test_a_padding_row_keeps_its_state(fused, monkeypatch):
     """A row that never trains (all -1, never active: a stack's padding) is left exactly as it was, and the real
     rows are unchanged by its presence."""
@@ -281,3 +312,31 @@ def test_launches_a_chain_step_at_the_paper_models_sizes(name, fused):
     assert per_step[3][1] == per_step[1][1]  # ATen operations only in the round's setup, none a chain step
     if today is not None:
         assert launches_a_step < today / 6
+
+
+@pytest.mark.slow
+def test_the_cell_and_gradient_kernels_compile_for_sm90_without_spilling(fused):
+    """The interpreter runs Python, not compiled Triton: the cell kernels (forward and backward, top and lower layer)
+    and the weight gradients of FedProx's Shakespeare LSTM, and the GRU's cells, at their full sizes, compiled for
+    sm_90 by Triton's compiler and ptxas on this CPU (fedbench.engine.fused.rnn_aot) in a process without
+    TRITON_INTERPRET: each compiles, within 255 registers and without spilling."""
+    import json
+    import os
+    import subprocess
+
+    ptxas = os.path.join(os.path.dirname(sys.modules["triton"].__file__), "backends", "nvidia", "bin", "ptxas")
+    if not os.path.exists(ptxas):
+        pytest.skip(f"Triton's wheel ships no ptxas here ({ptxas})")
+    code = ("import json; from fedbench.engine.fused.rnn_aot import compile_model; "
+            "rows = compile_model('fedprox_shakespeare_lstm', kernels=('_lstm_forward', '_lstm_backward', "
+            "'_weight_grads')) + compile_model('deltafl_shakespeare_gru', kernels=('_gru_forward', '_gru_backward')); "
+            "print(json.dumps(rows))")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(r["kernel"] for r in rows) == sorted(["_lstm_forward", "_lstm_backward", "_lstm_backward",
+                                                        "_weight_grads", "_weight_grads", "_gru_forward",
+                                                        "_gru_backward"])
+    assert all(0 < r["registers"] <= 255 and r["spill_bytes"] == 0 for r in rows), rows

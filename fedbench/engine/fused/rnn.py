@@ -526,8 +526,16 @@ def _update(s_ptr, v_ptr, a_ptr, g0_ptr, g1_ptr, active_ptr, step, computes, K, 
 
 
 KERNELS = (_input_part, _lstm_forward, _gru_forward, _head, _lstm_backward, _gru_backward, _weight_grads, _update)
+# Warps a program. ptxas for sm_90 at the four paper models' sizes (fedbench.engine.fused.rnn_aot): at 4 warps every
+# kernel but the input part compiles without spills (32-255 registers); the input part spilled 48-96 bytes on
+# Sent140's (300 inputs) and takes 8 (74-122 registers, none); the weight gradients at 8 spilled 60 there.
 NUM_WARPS = 4
+GEMM_WARPS = 8  # the input part
 UPDATE_BLOCK = 1024  # parameters a program of the update kernel
+CELL_BLOCK = 32  # hidden units a program of the cell kernels (and the reduction's block over h or the gates)
+GEMM_BLOCK = 64  # positions and gate columns a tile of the input part and of the weight gradients
+INPUT_BLOCK = 32  # input features a tile
+MAX_CLASSES = 1024  # a head layer's outputs, held in one tile
 
 
 # ---- the model's shape, from its layout --------------------------------------------------------------------------
@@ -598,11 +606,14 @@ def shape_of(kernel: Any) -> Shape:
             raise ValueError(f"{model.name}: rnn.weight_hh_l{layer} does not follow rnn.weight_ih_l{layer} in theta")
         layers.append(Layer(w_ih.shape[1], w_ih.offset, w_hh.offset, tensor(f"rnn.bias_ih_l{layer}"),
                             tensor(f"rnn.bias_hh_l{layer}")))
+    head = tuple((slots[f"head.{i}.weight"].offset, slots[f"head.{i}.bias"].offset, *slots[f"head.{i}.weight"].shape)
+                 for i in range(len(net.head)))
+    if max(out for _, _, out, _ in head) > MAX_CLASSES:
+        raise ValueError(f"{model.name}: a head layer of more than {MAX_CLASSES} outputs; the fused head holds them in "
+                         "one tile")
     if not all(layer.b_ih.trainable for layer in layers):
         raise ValueError(f"{model.name}: a frozen rnn.bias_ih_l*; the fused recurrent kernels train b_ih (as every "
                          "recurrent model does)")
-    head = tuple((slots[f"head.{i}.weight"].offset, slots[f"head.{i}.bias"].offset, *slots[f"head.{i}.weight"].shape)
-                 for i in range(len(net.head)))
     return Shape(net.rnn.mode, net.rnn.hidden_size, vocab, embedding, tuple(layers), head, model.loss == "sigmoid_ce")
 
 
@@ -663,7 +674,7 @@ def _gradient(r: _Round, theta: torch.Tensor, grad: torch.Tensor, step: int) -> 
     shape, k, b, s, p = r.shape, r.rows, r.batch, r.seq, r.params
     h, g = shape.hidden, shape.gates
     common = (r.active, step, r.computes, k)
-    bb, bh = _block(b, 64), _block(h, 32)
+    bb, bh = max(16, triton.next_power_of_2(b)), _block(h, CELL_BLOCK)  # a program holds its row's whole minibatch
     cells = (k, triton.cdiv(h, bh))
     last = len(shape.layers) - 1
     for i, layer in enumerate(shape.layers):
@@ -671,11 +682,11 @@ def _gradient(r: _Round, theta: torch.Tensor, grad: torch.Tensor, step: int) -> 
         src = _weight(shape.embedding, theta, p) if i == 0 else (r.hs[i - 1], b * s * e, 0)
         b1 = _weight(layer.b_ih, theta, p)
         b2 = _weight(layer.b_hh, theta, p)
-        bm, bn, be = _block(b * s, 64), _block(g, 64), _block(e, 32)
+        bm, bn, be = _block(b * s, GEMM_BLOCK), _block(g, GEMM_BLOCK), _block(e, INPUT_BLOCK)
         _input_part[(k, triton.cdiv(b * s, bm), triton.cdiv(g, bn))](
             r.ids, r.batches, *common, *src, theta, p, layer.w_ih, *b1, *b2, r.xpart[i], GATHER=i == 0,
             TWO_BIASES=shape.mode == "LSTM", B=b, S=s, E=e, G=g, BLOCK_M=bm, BLOCK_N=bn, BLOCK_E=be,
-            num_warps=NUM_WARPS)
+            num_warps=GEMM_WARPS)
         for t in range(s):
             if shape.mode == "LSTM":
                 _lstm_forward[cells](r.xpart[i], r.hs[i], r.cs[i], r.acts[i], theta, p, layer.w_hh, r.active, step,
@@ -688,8 +699,8 @@ def _gradient(r: _Round, theta: torch.Tensor, grad: torch.Tensor, step: int) -> 
     (w1, b1o, c1, _), *rest = shape.head
     w2, b2o, c2, _ = rest[0] if rest else (0, 0, 1, c1)
     _head[(k,)](r.hs[last], r.y, r.batches, *common, theta, p, w1, b1o, w2, b2o, grad, r.dlast, B=b, S=s, H=h, C1=c1,
-                C2=c2, TWO=bool(rest), SIGMOID=shape.sigmoid, BLOCK_B=bb, BLOCK_H=bh, BLOCK_C1=_block(c1, 1024),
-                BLOCK_C2=_block(c2, 1024), num_warps=NUM_WARPS)
+                C2=c2, TWO=bool(rest), SIGMOID=shape.sigmoid, BLOCK_B=bb, BLOCK_H=bh, BLOCK_C1=_block(c1, MAX_CLASSES),
+                BLOCK_C2=_block(c2, MAX_CLASSES), num_warps=NUM_WARPS)
     for i in reversed(range(len(shape.layers))):
         layer = shape.layers[i]
         din = r.dlast if i == last else r.din[i]
@@ -703,7 +714,7 @@ def _gradient(r: _Round, theta: torch.Tensor, grad: torch.Tensor, step: int) -> 
                                      layer.w_hh, r.active, step, r.computes, t, k, TOP=i == last, B=b, S=s, H=h,
                                      BLOCK_B=bb, BLOCK_H=bh, BLOCK_K=bh, num_warps=NUM_WARPS)
         e = layer.inputs
-        bm, bn, be = _block(b * s, 64), _block(g, 64), _block(e, 32)
+        bm, bn, be = _block(b * s, GEMM_BLOCK), _block(g, GEMM_BLOCK), _block(e, INPUT_BLOCK)
         tiles = triton.cdiv(g, bn) * (triton.cdiv(e, be) + triton.cdiv(h, be) + 1)
         if i > 0:
             dx, extra = 1, triton.cdiv(b * s, bm) * triton.cdiv(e, be)
