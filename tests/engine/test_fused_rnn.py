@@ -241,6 +241,43 @@ def test_an_algorithm_without_a_form_is_refused_in_one_line(fused, monkeypatch):
     assert "\n" not in str(err.value)
 
 
+def test_the_prepared_gpu_checks_comparison_runs_here(fused):
+    """fedbench.engine.fused.rnn_check, which the GPU check runs at 1 and 200 rows of the paper models: on the CPU
+    (the interpreter, a small GRU) its drawn round has rows that finish at different steps and partial minibatches,
+    the fused step agrees with the static path, launches as declared, and no time is reported."""
+    from fedbench.engine.fused import rnn_check
+
+    args = rnn_check.draw_round(_deltafl_gru_like(), rows=2, steps=2, batch=2, seq=2)
+    cohort = args[-1]
+    partial = ((cohort.batches >= 0).sum(-1) < cohort.batches.shape[-1]) & cohort.active
+    assert cohort.active.sum(0).tolist() == [2, 1] and partial.sum(0).tolist() == [1, 1]  # each row's last one
+    out = rnn_check.compare(args, "cpu")
+    assert out["static"]["max_abs_diff"] == 0.0 and out["fused"]["max_abs_diff"] <= TOLERANCE
+    assert out["fused"]["launches_per_chain_step"] == 2 * 2 * 1 + 2 * 1 + 2
+    assert all("us_per_chain_step" not in row for row in out.values())
+
+
+def test_the_engine_runs_rounds_through_the_fused_recurrent_kernels(fused, monkeypatch):
+    """Two rounds of a FedProx run with a straggler, capture 'fused_step' on the rnn kernel (the CPU standing in for
+    CUDA, the interpreter for the GPU), give the static path's model within 1e-5. Skipped until the engine
+    dispatches fused_step to fedbench.engine.fused.rnn (fedbench.engine.capture.check_fused and round._run_static)."""
+    from fedbench.engine import capture, simulation
+
+    model, spec = _spec("shakespeare_fedprox")
+    try:
+        capture.check_fused("fused_step", RecurrentKernel(model), [spec.algorithm])
+    except (ValueError, AttributeError):
+        pytest.skip("the engine does not dispatch capture 'fused_step' to fedbench.engine.fused.rnn yet (the wiring "
+                    "in issue 53 item 3's report)")
+    check = capture.check_capture
+    monkeypatch.setattr(simulation, "check_capture",
+                        lambda mode, device, path: check("static" if mode in capture.FUSED_MODES else mode, device,
+                                                         path))
+    runs = {c: simulate_stack(model, [dataclasses.replace(spec, cfg=dataclasses.replace(spec.cfg, capture=c))])[0]
+            for c in ("static", "fused_step")}
+    assert float((runs["fused_step"].theta - runs["static"].theta).abs().max()) <= TOLERANCE
+
+
 # ---- the launch-count proxy at the paper models' full sizes -----------------------------------------------------
 
 # model -> (its builder at full size, timesteps (the datasets' sequence length), issue 53's "today" ATen count)
