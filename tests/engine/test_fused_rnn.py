@@ -1,14 +1,16 @@
 """The fused recurrent kernels (fedbench.engine.fused.rnn) in Triton's interpreter: on the last round of a short
 static-path run of the engine, for the algorithms that train the recurrent models (FedAvg and FedProx on FedProx's
-LSTMs, Delta-FL on its LSTM and GRU), the local state is fedbench.engine.static.run_static's within 1e-5 in fp32,
-with rows that finish at different steps (the finished-row mask) and last partial minibatches, both checked present;
-each of the four models' structures is run small (the same builders: a trainable embedding or a frozen table, TF's
-single-bias LSTM or PyTorch's two biases, one or two head layers, softmax or sigmoid); a chain step launches exactly
-2 x timesteps x layers + 2 x layers + 2 kernels and no ATen operation, within issue 53's 2 x timesteps x layers + 10
-at the three paper models' full sizes; an algorithm without a form is refused in one line.
+LSTMs, Delta-FL on its LSTM and GRU; and Mime, a form of two gradients a step), the local state is
+fedbench.engine.static.run_static's within 1e-5 in fp32, with rows that finish at different steps (the finished-row
+mask) and last partial minibatches, both checked present; each of the four models' structures is run small (the
+same builders: a trainable embedding or a frozen table, TF's single-bias LSTM or PyTorch's two biases, one or two
+head layers, softmax or sigmoid), and once with every dimension in several tiles; a padding row keeps its state; a
+chain step launches exactly 2 x timesteps x layers + 2 x layers + 2 kernels and no ATen operation, within issue 53's
+2 x timesteps x layers + 10 at the four paper models' full sizes; the kernels compile for sm_90 without spilling; an
+algorithm without a form is refused in one line.
 
-Skipped where Triton is not installed. The interpreter costs tens of ms a program on this CPU, so rounds are 2 rows
-of 2-3 timesteps and 2-3 chain steps, hidden sizes 4-6."""
+Skipped where Triton is not installed. The interpreter costs tens of ms a program on this CPU, so rounds are 1-3
+rows of 2-3 timesteps and 1-3 chain steps, hidden sizes 4-6 (18 where every dimension takes several tiles)."""
 
 from __future__ import annotations
 
@@ -115,6 +117,8 @@ CASES = {
     "deltafl_sent140_delta_fl": (_deltafl_sent140_like, 3, "delta_fl", {"theta": 0.5, "weighting": "exact",
                                                                          "quantile_period": 1}, 0.0, 3),
     "deltafl_gru_fedavg": (_deltafl_gru_like, 3, "fedavg", {}, 0.0, 2),
+    # a form with two gradients a step (at y and at the server's x): two passes, one update
+    "gru_mime": (_deltafl_gru_like, 2, "mime", {"variant": "mime", "base": "sgdm"}, 0.0, 2),
 }
 
 
@@ -159,7 +163,7 @@ def _spec(case: str) -> tuple[Model, RunSpec]:
 def test_the_fused_step_gives_the_static_paths_local_state(case, fused, monkeypatch):
     model, spec = _spec(case)
     args, reference = _last_round(monkeypatch, model, spec)
-    algorithm, kernel, bcast, local, x, y, cohort = args
+    _, kernel, _, local, x, _, cohort = args
     assert isinstance(kernel, RecurrentKernel)
     steps = cohort.active[:, : cohort.rows].sum(0).tolist()
     partial = ((cohort.batches >= 0).sum(-1) % cohort.batches.shape[-1] != 0) & cohort.active
@@ -169,8 +173,9 @@ def test_the_fused_step_gives_the_static_paths_local_state(case, fused, monkeypa
     with fused.count_launches() as launches:
         result = fused.run_fused(*args)
     layers, timesteps = model.module.rnn.num_layers, x.shape[1]
-    assert launches.total == cohort.batches.shape[0] * (2 * timesteps * layers + 2 * layers + 2)
-    assert launches.total == cohort.batches.shape[0] * fused.launches_per_step(kernel, timesteps)
+    gradients = len(set(fused.form_of(args[0]).grad_codes()))
+    assert launches.total == cohort.batches.shape[0] * (gradients * (2 * timesteps * layers + 2 * layers + 1) + 1)
+    assert launches.total == cohort.batches.shape[0] * fused.launches_per_step(kernel, timesteps, gradients)
     difference = _max_difference(result, reference)
     assert difference <= TOLERANCE, difference
     moved = max(float((a - b).abs().max()) for a, b in zip(tree.tree_leaves(reference), tree.tree_leaves(local)))
@@ -341,7 +346,8 @@ def test_launches_a_chain_step_at_the_paper_models_sizes(name, fused):
         cohort = StaticCohort(batches=torch.zeros(steps, 1, 10, dtype=torch.int64),
                               active=torch.ones(steps, 1, dtype=torch.bool), rows=1)
         with fused.count_launches(execute=False) as launches:
-            ops = _aten_ops_outside_launches(lambda: fused.run_fused(algorithm, kernel, bcast, theta, x, y, cohort))
+            ops = _aten_ops_outside_launches(
+                lambda c=cohort: fused.run_fused(algorithm, kernel, bcast, theta, x, y, c))
         per_step[steps] = (launches.total, ops)
     launches_a_step = (per_step[3][0] - per_step[1][0]) / 2
     assert per_step[1][0] == launches_a_step == 2 * timesteps * layers + 2 * layers + 2

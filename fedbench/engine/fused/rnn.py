@@ -29,6 +29,9 @@ round in another order, and tanh is exp-based (Triton has no tanh in its interpr
 fedbench.engine.static.run_static's within 1e-5 in fp32 (tests/engine/test_fused_rnn.py, Triton's interpreter); it
 is a GPU path, never the CPU default. Products in IEEE fp32 (``input_precision="ieee"``).
 
+fedbench.engine.fused.rnn_aot compiles every kernel this launches for the paper models for sm_90 without a GPU
+(registers, spills); fedbench.engine.fused.rnn_check compares a full-size step with the static path on a GPU.
+
 Not yet: the step index is an argument (a CUDA graph of one chain step would need it in device memory), and the
 weights are read from global memory (L2) each timestep, not kept on chip across timesteps (issue 53's waves).
 """

@@ -64,8 +64,7 @@ def _to(args: tuple, device: torch.device) -> tuple:
     if device.type == "cpu":
         return args
     model = kernel.model.to(device)
-    move = lambda t: t.to(device) if isinstance(t, torch.Tensor) else t  # noqa: E731
-    return (algorithm, RecurrentKernel(model), tree.tree_map(move, bcast), theta.to(device), x.to(device),
+    return (algorithm, RecurrentKernel(model), tree.tree_map(lambda t: t.to(device), bcast), theta.to(device), x.to(device),
             y.to(device), StaticCohort(batches=cohort.batches.to(device), active=cohort.active.to(device),
                                        rows=cohort.rows))
 
