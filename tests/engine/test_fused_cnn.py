@@ -395,3 +395,20 @@ def test_every_kernel_compiles_for_sm90_without_spilling(fused):
     rows = json.loads(done.stdout.strip().splitlines()[-1])
     assert sorted(r["kernel"] for r in rows) == sorted(k.__name__ for k in fused.KERNELS)
     assert all(0 < r["registers"] <= 255 and r["spill_bytes"] == 0 for r in rows), rows
+
+
+def test_the_prepared_gpu_checks_comparison_runs_here(fused):
+    """fedbench.engine.fused.cnn_check, which the GPU check runs at 5, 100 and 3,000 rows of the CIFAR CNN: here, on the
+    CPU in the interpreter (2 rows, 1 step), the two paths agree, the fused one launches as declared, and no time is
+    reported. Its FLOPs a row-step of the CIFAR CNN at batch 5 are the layers' GEMMs'."""
+    from fedbench.engine.fused import cnn_check
+
+    importlib.reload(cnn_check)  # bound to the interpreter's build of fedbench.engine.fused.cnn
+    out = cnn_check.compare(_small_model(), rows=2, batch=3, steps=1, device="cpu", tiles=fused.Tiles(**TILES))
+    assert out["static"]["max_abs_diff"] == 0.0 and out["fused"]["max_abs_diff"] <= TOLERANCE
+    assert out["fused"]["launches_per_step"] == 9 < out["static"]["launches_per_step"]
+    assert all("us_per_step" not in row for row in out.values())
+    cifar = fused.network_of(build_model("cifar_cnn", (3, 32, 32), 10))
+    # multiply-adds a sample: conv1 6 x 75 x 28 x 28 (forward and dW), conv2 16 x 150 x 10 x 10 (forward, dW, dX),
+    # the dense layers 400 x 120, 120 x 84, 84 x 10 (three GEMMs each); 16.0 MFLOP, the review's figure
+    assert cnn_check.train_flops(cifar, 5) == 2 * 5 * (352_800 * 2 + 240_000 * 3 + 3 * (48_000 + 10_080 + 840))
