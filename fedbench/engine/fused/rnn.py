@@ -733,12 +733,6 @@ def _gradient(r: _Round, theta: torch.Tensor, grad: torch.Tensor, step: int) -> 
             BLOCK_N=bn, BLOCK_E=be, num_warps=NUM_WARPS)
 
 
-def _per_row(value: Any, k: int, device: torch.device) -> torch.Tensor:
-    """A scalar operand (a number, or a tensor of one value or one per row) as [K] fp32."""
-    t = torch.as_tensor(value, dtype=torch.float32, device=device).reshape(-1)
-    return t.expand(k) if t.numel() == 1 else t
-
-
 def _prepare(form: UpdateForm, algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: torch.Tensor,
              y: torch.Tensor, cohort: Any) -> tuple[_Round, torch.Tensor, torch.Tensor, torch.Tensor, list]:
     shape = shape_of(kernel)
@@ -760,8 +754,11 @@ def _prepare(form: UpdateForm, algorithm: Any, kernel: Any, bcast: Any, local: A
     vectors = (torch.stack([t.expand(rows, p) for t in ops.vectors]).contiguous() if ops.vectors
                else state.new_zeros(1))
     scalars = torch.zeros(SCALARS, rows, dtype=torch.float32, device=device)
-    for j, value in enumerate(ops.scalars):
-        scalars[j] = _per_row(value, rows, device)
+    for j, value in enumerate(ops.scalars):  # on the device, never from the host: the setup can be graph-captured
+        if isinstance(value, torch.Tensor):
+            scalars[j].copy_(value.reshape(-1).expand(rows) if value.numel() == 1 else value.reshape(-1))
+        else:
+            scalars[j].fill_(float(value))
     computes = form.computes(algorithm, local)
     computes = steps if computes is None else min(computes, steps)
     seq = x_prepared.shape[1]
