@@ -97,7 +97,8 @@ def fused():
     """fedbench.engine.fused.cnn built for Triton's interpreter, with TRITON_INTERPRET=1 while this module's tests
     run; the interpreter's per-call rebinding of triton.language done once per module of jit functions, and its
     int32 overflow check off (it recomputes every integer add and multiply in int64: a third of these tests' time;
-    compiled kernels check nothing of the kind unless built with debug)."""
+    compiled kernels check nothing of the kind unless built with debug); the kernels' buffers poisoned
+    (:func:`_poisoned`)."""
     import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction
@@ -113,7 +114,22 @@ def fused():
         patch.setattr(interpreter, "_patch_lang", _once_per_module(interpreter._patch_lang))
         builder = interpreter.interpreter_builder
         patch.setattr(builder, "options", dataclasses.replace(builder.options, sanitize_overflow=False))
+        patch.setattr(modules[2], "_buffers", _poisoned(modules[2]._buffers))
         yield modules[2]
+
+
+def _poisoned(buffers):
+    """The kernels' buffers filled with NaN (codes with 0) instead of left as they were allocated: a value read
+    before a kernel wrote it then shows as a NaN difference, not as whatever the memory held."""
+
+    def poisoned(*args):
+        out = buffers(*args)
+        for value in out.values():
+            for t in value if isinstance(value, list) else [value]:
+                t.fill_(float("nan") if t.is_floating_point() else 0)
+        return out
+
+    return poisoned
 
 
 def _once_per_module(patch_lang):

@@ -245,7 +245,8 @@ def _conv_forward(src_ptr, idx_ptr, slots_ptr, pooled_ptr, arg_ptr, active_ptr, 
         oh = 2 * (pp // PW)  # the window's top-left conv output
         ow = 2 * (pp % PW)
         src, real = _images(src_ptr, idx_ptr, r, k, b, step, K, B, CIN * H * W, FIRST)
-        real = real & (om < B * PH * PW)
+        slot_ok = om < B * PH * PW  # every sample slot is stored, padding too (from zero images: finite values)
+        real = real & slot_ok
         corner = src + oh * W + ow  # the window's top-left input, less the padding
         acc0 = tl.zeros((BM, BN), tl.float32)
         acc1 = tl.zeros((BM, BN), tl.float32)
@@ -279,7 +280,7 @@ def _conv_forward(src_ptr, idx_ptr, slots_ptr, pooled_ptr, arg_ptr, active_ptr, 
         code = tl.where(z > best, 3, code)
         best = tl.where(z > best, z, best)
         at = (r * B + b[:, None]).to(tl.int64) * (COUT * PH * PW) + on[None, :] * (PH * PW) + pp[:, None]
-        mask = real[:, None] & (on[None, :] < COUT)
+        mask = slot_ok[:, None] & (on[None, :] < COUT)
         tl.store(pooled_ptr + at, tl.maximum(best, 0.0), mask=mask)
         tl.store(arg_ptr + at, tl.where(best > 0.0, code, -1).to(tl.int8), mask=mask)  # -1: the ReLU's 0
 
@@ -459,24 +460,25 @@ def _conv_grad_x(dpool_ptr, arg_ptr, slots_ptr, din_ptr, active_ptr, step, compu
 
 
 @triton.jit
-def _update(slots_ptr, grad_ptr, a_ptr, active_ptr, step, computes, K, P, UPDATE: tl.constexpr, NS: tl.constexpr,
-            NV: tl.constexpr, TWO: tl.constexpr, BLOCK: tl.constexpr):
+def _update(slots_ptr, grad_ptr, a_ptr, active_ptr, step, computes, K, P, SLOT, UPDATE: tl.constexpr,
+            NS: tl.constexpr, NV: tl.constexpr, TWO: tl.constexpr, BLOCK: tl.constexpr):
     """The algorithm's step (its form's UPDATE) on a block of row k's parameters (axis 1), in place; a row not
-    active at ``step`` keeps its state."""
+    active at ``step`` keeps its state. SLOT = K P, the stride between slots (from the host, so that Triton types it
+    int64 where it passes int32: LEAF's CNN at 100 rows)."""
     k = tl.program_id(0)
     go = (tl.load(active_ptr + step * K + k) != 0) & (step < computes)
     if go:
         op = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         mask = op < P
         offs = k.to(tl.int64) * P + op
-        s = _load_slots(slots_ptr, NS, K * P, offs, mask)
-        v = _load_slots(slots_ptr + NS * K * P, NV, K * P, offs, mask)
+        s = _load_slots(slots_ptr, NS, SLOT, offs, mask)
+        v = _load_slots(slots_ptr + NS * SLOT, NV, SLOT, offs, mask)
         g0 = tl.load(grad_ptr + offs, mask=mask, other=0.0)
         g1 = g0
         if TWO:
-            g1 = tl.load(grad_ptr + K * P + offs, mask=mask, other=0.0)
+            g1 = tl.load(grad_ptr + SLOT + offs, mask=mask, other=0.0)
         n0, n1, n2, n3 = UPDATE(s, (g0, g1), v, _scalars(a_ptr, k, K), step)
-        _store_slots(slots_ptr, NS, K * P, offs, mask, n0, n1, n2, n3)
+        _store_slots(slots_ptr, NS, SLOT, offs, mask, n0, n1, n2, n3)
 
 
 KERNELS = (_conv_forward, _dense_forward, _dense_grad_w, _dense_grad_x, _conv_grad_w, _conv_grad_x, _update)
@@ -565,19 +567,21 @@ def _launches(net: Network, tiles: Tiles, rows: int, k: int, batch: int, bufs: d
             out.append((_conv_grad_x, (rows, cdiv(batch * c.h * c.w, bm), cdiv(c.cin, bn)),
                         (*routed, slots, bufs["dpool"][l - 1], active), (k, p, c.w_off), constants))
     block = _fit(tiles.update, p)
-    out.append((_update, (k, cdiv(p, block)), (slots, grad, scalars, active), (k, p),
+    out.append((_update, (k, cdiv(p, block)), (slots, grad, scalars, active), (k, p, k * p),
                 {"UPDATE": update["form"].update, "NS": update["ns"], "NV": update["nv"], "TWO": rows > k,
                  "BLOCK": block}))
     return out
 
 
 def _buffers(net: Network, rows: int, batch: int, device: torch.device) -> dict:
-    """Every activation and gradient buffer a step writes, [R, B, ...] each, allocated once a round."""
+    """Every buffer a step writes, allocated once a round: the rows' gradients [R, P], and activations and their
+    gradients [R, B, ...]."""
 
     def f32(n: int) -> torch.Tensor:
         return torch.empty(rows, batch, n, dtype=torch.float32, device=device)
 
-    return {"pooled": [f32(c.pooled) for c in net.convs],
+    return {"grad": torch.empty(rows, net.params, dtype=torch.float32, device=device),
+            "pooled": [f32(c.pooled) for c in net.convs],
             "arg": [torch.empty(rows, batch, c.pooled, dtype=torch.int8, device=device) for c in net.convs],
             "dpool": [f32(c.pooled) for c in net.convs],
             "act": [f32(d.fout) for d in net.dense[:-1]],
@@ -620,8 +624,8 @@ def run_fused(algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: t
     codes = form.grad_codes()  # 0-3 state slots, 4-7 read-only vectors (after the state slots in ``slots``)
     s0, s1 = (c if c < SLOTS else ns + c - SLOTS for c in codes)
     points = 2 if codes[1] != codes[0] else 1
-    grad = torch.empty(points * rows, p, dtype=torch.float32, device=device)
     bufs = _buffers(net, points * rows, batch, device)
+    grad = bufs["grad"]
     idx, active = cohort.batches.contiguous(), cohort.active.contiguous()
     launches = _launches(net, tiles, points * rows, rows, batch, bufs, x_prepared.contiguous(), idx, y.contiguous(),
                          active, slots, grad, scalars,
@@ -716,7 +720,8 @@ def compile_step(model: Any, batch: int, rows: int = 2, points: int = 1, tiles: 
         values = [*before, 0, 0, *after]
         signature = {}
         for name, value in zip(names, values):
-            signature[name] = _POINTER[value.dtype] if isinstance(value, torch.Tensor) else "i32"
+            signature[name] = (_POINTER[value.dtype] if isinstance(value, torch.Tensor)
+                               else "i64" if abs(value) >= 2**31 else "i32")
         signature |= dict.fromkeys(constants, "constexpr")
         compiled = triton.compile(ASTSource(kern, signature, constexprs=dict(constants)),
                                   target=GPUTarget("cuda", arch, 32), options={"num_warps": 4})
