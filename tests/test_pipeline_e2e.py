@@ -41,8 +41,7 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
         "DVC_NO_ANALYTICS": "1",
     }
     dvc = [sys.executable, "-m", "dvc"]
-    subprocess.run(dvc + ["init", "--no-scm", "-q"], cwd=tmp_path, env=env, check=True)
-    subprocess.run(dvc + ["config", "core.analytics", "false"], cwd=tmp_path, env=env, check=True)
+    subprocess.run(dvc + ["init", "--no-scm", "-q"], cwd=tmp_path, env=env, check=True)  # no analytics: DVC_NO_ANALYTICS
     proc = subprocess.run(dvc + ["repro"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
