@@ -59,7 +59,7 @@ def round_fixed(device, runs: int = 30, rounds: int = 20, setup=None) -> dict[st
                 if device.type == "cuda":
                     torch.cuda.set_sync_debug_mode("default")
         syncs[n] = sum("synchronizing" in str(w.message) for w in caught)
-    ops = proxies.round_ops(setup, runs)
+    ops = proxies.round_ops(setup, runs, batched=True)  # the signal as CUDA runs it (one pass a stack)
     host = proxies.round_syncs(setup, 1, block=1)
     return {"runs": runs, "rounds_timed": rounds, "round_s": (seconds[3 + rounds] - seconds[3]) / rounds,
             "torch_syncs_per_round": (syncs[3 + rounds] - syncs[3]) / rounds if device.type == "cuda" else None,

@@ -4,7 +4,9 @@ Every registered algorithm (tests/algorithms/cases.py's configuration, as the pr
 runs on generated Synthetic(1,1) with mclr, evaluated at round 0 and on the final model only, so that the rounds
 between run on the divergence signal, as a study's cadence protocol makes them. The waits of a round between
 evaluations are a 5-round simulation's minus a 3-round one's, halved: the start, the first and the final
-evaluation cancel. They are counted two ways:
+evaluation cancel, and so does the signal's one read of each (it stays on the device and is read back once a block
+of rounds, fedbench.engine.simulation._Window; fedbench.bench.proxies counts that read a block). They are counted
+two ways:
 
 - ``reads`` and ``copies``: fedbench.engine.host_sync.HostSyncs (values read back to the host, copies to a device
   without non_blocking), the same count on the CPU as on CUDA, with the fedbench line of each;

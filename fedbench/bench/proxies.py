@@ -8,12 +8,16 @@ count that does not depend on the machine, and the H200 measurements already com
   values read back, blocking copies) in a round between evaluations, and in a block of SCHEDULE_BLOCK rounds, of a
   FedProx mclr stack evaluated at round 0 and on the final model only (a cadence protocol, as the claim studies
   declare). The round's waits are a 5-round simulation's minus a 3-round one's, halved (the start, the first and
-  the final evaluation cancel); the block's are a (3 + block)-round one's minus the 3-round one's.
+  the final evaluation cancel); the block's are a (3 + block)-round one's minus the 3-round one's. The divergence
+  signal stays on the device and is read back once a block (fedbench.engine.simulation._Window): 0 a round, 1 a
+  block.
 - ``graphs_per_block_decaying_lr``: the CUDA graphs a FedProx stack's captured loop needs in a block of
   SCHEDULE_BLOCK rounds whose lr decays every round (:func:`graph_keys`; D2's per-round scalars as tensors: 1).
 - ``ops_outside_steps_per_round``: ATen operators dispatched in such a round outside the local steps (a
   ``TorchDispatchMode``, view operators excluded: on CUDA each counted operator is about one kernel launch), at
-  1, 10 and 100 runs of a stack, with the slope in runs. The local steps are the engine's local path
+  1, 10 and 100 runs of a stack, with the slope in runs, as CUDA runs the divergence signal (one batched pass for
+  the stack's runs: fedbench.engine.round.BATCHED_SIGNAL_DEVICES), with the CPU's default (a pass a run) beside
+  (``..._cpu_default``). The local steps are the engine's local path
   (fedbench.engine.local.LOCAL_PATHS, fedbench.engine.static.run_static): their operators are counted apart.
 - ``synthetic_chain_steps``: the lockstep chain of FedProx's 140-run synthetic study (fedbench.bench.studies) at
   200 rounds, its runs stacked as the engine stacks them (one stack per ``stack_key``: FedAvg trains as FedProx
@@ -205,25 +209,33 @@ def graph_keys(rounds: int = SCHEDULE_BLOCK, lr_decay: float = 0.99, runs: int =
     return {"rounds": rounds, "lr_decay": lr_decay, "runs": runs, "graphs": len(keys)}
 
 
-def round_ops(setup: RoundSetup = RoundSetup(), runs: int = 1) -> dict[str, Any]:
+def round_ops(setup: RoundSetup = RoundSetup(), runs: int = 1, batched: bool = False) -> dict[str, Any]:
     """ATen operators a round between evaluations of a stack of ``runs`` runs, outside and inside the local steps,
-    with the outside ones by name."""
+    with the outside ones by name; ``batched``: as the devices of fedbench.engine.round.BATCHED_SIGNAL_DEVICES (CUDA)
+    run the divergence signal (one pass for the stack's runs), counted here on the CPU."""
+    import fedbench.engine.round as round_
+
     counts = {}
-    for rounds in (3, 5):
-        ops = OpCount()
-        _simulate(setup, runs, rounds, [ops])
-        counts[rounds] = ops
+    devices = round_.BATCHED_SIGNAL_DEVICES
+    round_.BATCHED_SIGNAL_DEVICES = devices + ("cpu",) if batched else devices
+    try:
+        for rounds in (3, 5):
+            ops = OpCount()
+            _simulate(setup, runs, rounds, [ops])
+            counts[rounds] = ops
+    finally:
+        round_.BATCHED_SIGNAL_DEVICES = devices
     a, b = counts[3], counts[5]
     names = {k: (b.by_name[k] - a.by_name[k]) / 2 for k in b.by_name if b.by_name[k] != a.by_name[k]}
     return {"runs": runs, "outside": (b.outside - a.outside) / 2, "inside": (b.inside - a.inside) / 2,
             "outside_by_name": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
 
 
-def ops_outside(setup: RoundSetup = RoundSetup(), runs: tuple[int, ...] = RUNS) -> dict[str, Any]:
+def ops_outside(setup: RoundSetup = RoundSetup(), runs: tuple[int, ...] = RUNS, batched: bool = False) -> dict[str, Any]:
     """:func:`round_ops` at each of ``runs``, and the slope in runs (least squares over the points)."""
     import numpy as np
 
-    points = [round_ops(setup, r) for r in runs]
+    points = [round_ops(setup, r, batched) for r in runs]
     x = np.array(runs, dtype=np.float64)
     y = np.array([p["outside"] for p in points])
     slope = float(np.polyfit(x, y, 1)[0]) if len(runs) > 1 else 0.0
@@ -399,7 +411,8 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     syncs = round_syncs(setup, 1)
     syncs_many = round_syncs(setup, 10, block=1) if not quick else None
     log("  proxies: ATen ops outside the local steps at " + ", ".join(map(str, RUNS)) + " runs")
-    ops = ops_outside(setup, RUNS[:2] if quick else RUNS)
+    ops = ops_outside(setup, RUNS[:2] if quick else RUNS, batched=True)
+    ops_cpu = ops_outside(setup, RUNS[:2] if quick else RUNS)
     log("  proxies: evaluation passes at " + " and ".join(map(str, CNN_RUNS)) + " CNN runs")
     passes = {str(r): eval_passes(r, batched=True)["passes"] for r in CNN_RUNS}
     passes_cpu = {str(r): eval_passes(r)["passes"] for r in CNN_RUNS}
@@ -419,6 +432,9 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
         "ops_outside_steps_slope": ops["slope_per_run"],
         "ops_inside_steps_per_round": ops["inside_at"],
         "ops_outside_top": ops["top_outside"],
+        "ops_outside_steps_per_round_cpu_default": ops_cpu["at"],
+        "ops_outside_steps_slope_cpu_default": ops_cpu["slope_per_run"],
+        "ops_outside_top_cpu_default": ops_cpu["top_outside"],
         "graphs_per_block_decaying_lr": graphs["graphs"],
         "synthetic_chain_steps": chain["chain"],
         "synthetic_chain": chain,
@@ -455,7 +471,9 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
          r["syncs_per_round"] == 0),
         (f"host syncs a block of {SCHEDULE_BLOCK} rounds", f"{r['syncs_per_block']:g}", TARGETS["syncs_per_block"][1],
          r["syncs_per_block"] <= 1),
-        ("ATen ops outside the local steps a round (slope in runs; at " + ", ".join(at) + " runs)",
+        ("ATen ops outside the local steps a round (slope in runs; at " + ", ".join(at) + " runs; the CUDA path"
+         + ("" if "ops_outside_steps_slope_cpu_default" not in r else
+            f"; the CPU's: {r['ops_outside_steps_slope_cpu_default']:+.1f} a run") + ")",
          f"{r['ops_outside_steps_slope']:+.1f} a run; " + ", ".join(f"{v:g}" for v in at.values()),
          TARGETS["ops_slope"][1], abs(r["ops_outside_steps_slope"]) < 0.5 and at[largest] <= 30),
         (f"the synthetic study's chain (lockstep, stacked as today, {r['synthetic_chain']['rounds']} rounds)",

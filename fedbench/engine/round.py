@@ -89,6 +89,8 @@ class RunState:
     signal: list[float] = field(default_factory=list)  # the cheap divergence signal of the rounds without train/loss
     pending_s: float = 0.0  # seconds of the rounds since this run's last history row
     pending_eval_s: float = 0.0
+    # the rounds since its divergence signal was last read back (fedbench.engine.simulation._Window; None: none)
+    window: Any = None
 
     @property
     def sizes(self) -> np.ndarray:
@@ -219,11 +221,13 @@ def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = N
         run.state = alg.server_update(run.state, result, s.cohort.weights, s.cohort)
         if run.table is not None and new_rows is not None:
             if run.table_device == stack.device:
-                run.table = tree.scatter_rows(run.table, s.cohort.clients, new_rows)
+                index = s.cohort.clients
             else:  # a table kept in host memory: the new rows are read back (fedbench.engine.simulation._table_device)
                 index = to_device(s.clients, run.table_device)
                 new_rows = tree.tree_map(lambda t: t.to(run.table_device), new_rows)
-                run.table = tree.scatter_rows(run.table, index, new_rows)
+            if run.window is not None:  # the rows written over, kept until the run's signal is read back
+                run.window.undo.append((index, tree.take_rows(run.table, index)))
+            run.table = tree.scatter_rows(run.table, index, new_rows)
 
 
 def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorithm) -> list[Any]:
@@ -373,6 +377,47 @@ def cohort_losses(kernel, data: DeviceData, clients: np.ndarray, theta: torch.Te
     """F_k(theta) for each client k of ``clients``: its mean loss on all its training data (float64 [K]), read back
     to the host."""
     return cohort_loss_tensor(kernel, data, clients, theta).double().cpu().numpy()
+
+
+# Devices where the cohort losses of a stack's runs, each at its own model, are one batched pass (a kernel's
+# ``run_losses``). Not the CPU: there a batched product's last bits depend on its shape (MKL picks its kernel by shape),
+# so a run's divergence signal would differ in the last bits stacked and alone; on CUDA the numbers are held to the
+# GPU check's tolerance, and a pass a run is a launch-bound pass a run.
+BATCHED_SIGNAL_DEVICES = ("cuda",)
+
+
+@torch.no_grad()
+def cohort_loss_tensors(stack: Stack, schedules: list[RoundSchedule]) -> list[torch.Tensor]:
+    """Each scheduled run's F_k(w_r) (float32 [K] on the device, not read back), at its own model w_r: the divergence
+    signal's losses. On BATCHED_SIGNAL_DEVICES, where the kernel has ``run_losses`` and the stack keeps prepared
+    inputs, one pass for all runs: each run's cohort samples are a row of an [R, n_max] batch (padded with sample 0,
+    whose losses go to a segment that is dropped), the losses summed per client by one index_add. Elsewhere
+    :func:`cohort_loss_tensor` a run, bit for bit as the run alone."""
+    run_losses = getattr(stack.kernel, "run_losses", None)
+    if (len(schedules) < 2 or run_losses is None or stack.device.type not in BATCHED_SIGNAL_DEVICES
+            or stack.local_path != "vectorized"):
+        return [cohort_loss_tensor(stack.kernel, s.run.data, s.clients, s.run.state.theta) for s in schedules]
+    parts, counts = [], []
+    for s in schedules:
+        offsets = s.run.data.train_offsets
+        sizes = offsets[s.clients + 1] - offsets[s.clients]
+        parts.append(np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in s.clients]) + s.run.base)
+        counts.append(sizes)
+    width, total = max(len(p) for p in parts), sum(len(c) for c in counts)
+    index = np.zeros((len(parts), width), np.int64)
+    segment = np.full((len(parts), width), total, np.int64)  # padding: the dropped segment
+    lo = 0
+    for j, (p, c) in enumerate(zip(parts, counts)):
+        index[j, : len(p)] = p
+        segment[j, : len(p)] = lo + np.repeat(np.arange(len(c)), c)
+        lo += len(c)
+    index_t = to_device(index, stack.device)
+    thetas = torch.stack([s.run.state.theta for s in schedules])
+    per_sample = run_losses(thetas, stack.x_prepared[index_t], stack.y[index_t])  # [R, width]
+    sums = torch.zeros(total + 1, dtype=per_sample.dtype, device=per_sample.device)
+    sums.index_add_(0, to_device(segment.ravel(), stack.device), per_sample.flatten())
+    losses = sums[:total] / to_device(np.concatenate(counts), stack.device, per_sample.dtype)
+    return list(losses.split([len(c) for c in counts]))
 
 
 @torch.no_grad()

@@ -43,8 +43,8 @@ and, where an algorithm needs them (the engine uses a default where one is not d
 What is evaluated, and when, is declared (``SimulationConfig.evaluations``, fedbench.engine.evaluation): by default
 train and test on every client every round and on the final model; a study may declare a cadence, listed rounds,
 a seeded sample of clients or samples, and the dataset's global test set. History rows are the evaluated rounds,
-each with its ``round``; divergence is caught every round (from the cohort's own losses where the training loss
-is not evaluated that round).
+each with its ``round``; divergence is caught in the round it happens (from the cohort's own losses where the training
+loss is not evaluated that round; that signal is read back once a window of rounds, see below).
 
 A learning-rate schedule (``SimulationConfig.lr_decay``) is the engine's: in round r it hands the algorithm a
 copy whose ``lr`` field is lr * lr_decay ** r, so an algorithm with an ``lr`` field needs nothing of its own.
@@ -69,8 +69,18 @@ masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench
 Waiting for the device (issue 31, item 3; counted by fedbench.engine.host_sync, per algorithm by
 fedbench.bench.host_syncs). Every host array a round moves to the device goes through fedbench.ops.to_device
 (pinned, non_blocking), and the algorithms decide on the cohort's host copies (Cohort.host_clients, host_steps),
-so that in a round between evaluations a stack waits for the device once, whatever its runs: the divergence
-signal of every run whose protocol skips train/loss, read back together. What else still waits: each evaluation
+so that a round between evaluations makes the host wait for none of it. The divergence signal of a run whose
+protocol skips train/loss (the cohort's losses F_k(w_r)) stays on the device in the run's window (:class:`_Window`,
+issue 49 D2) and every open window of the stack is read back in one read, once SCHEDULE_BLOCK rounds (20), or
+earlier where the run is evaluated, checkpointed, or at its last round: a block of 20 rounds waits once. Declared
+change of when the rule is applied, not of any number: a run whose signal tripped the rule in round t of a window is
+found at the window's read; it is then put back as it was at the window's first round (its state, per-client table
+rows, history and signal) and its rounds are run again one by one reading the signal every round, so the confirming
+evaluation is on w_t, it stops in round t or goes on, and its numbers, rows, checkpoints and the models its
+callbacks see are those of a read every round, bit for bit (tests/engine/test_signal_window.py); on_model is called
+at the read, for the rounds of the window, in order. The replay costs the window's rounds again, for that run only.
+The signal's losses are one batched pass over the stack's runs on CUDA (fedbench.engine.round.cohort_loss_tensors;
+within fp32 rounding), a pass a run on the CPU (bit for bit as alone). What else still waits: each evaluation
 (once for the runs evaluated together: fedbench.engine.metrics.evaluate_many reads every model's metrics in one
 read), a state hook that reads the model (filter_cohort's losses, once a run), a per-client table kept in host
 memory, and the synchronisation that times each round on CUDA. The schedule is drawn on the host (numpy streams).
@@ -92,12 +102,13 @@ import torch
 
 from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
+from fedbench.engine import tree
 from fedbench.engine.capture import CAPTURE_MODES, CapturedSteps, check_capture, check_fused
 from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
-from fedbench.engine.round import Cohort, RunState, Stack, cohort_loss_tensor, run_round, schedule_round
+from fedbench.engine.round import Cohort, RunState, Stack, cohort_loss_tensors, run_round, schedule_round
 from fedbench.engine.schedule import RoundDraw, schedule_block
 from fedbench.seeding import rng, torch_generator
 
@@ -392,43 +403,149 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
             continue
         if stack.capture != "none" and any(r not in block.get(id(run), {}) for run in live):
             block, rows = _draw_block(live, r)
-        t0 = time.perf_counter()
-        plans = [_plan(run, r) for run in live]
-        evaluations = _evaluate(stack, live, plans)
-        training = []
-        for run, plan, ev in zip(live, plans, evaluations):
-            if ev is not None:
-                _record(run, r, plan, ev)
-                if "train" in plan.splits and _diverged(run, ev.train_loss):  # a result, not an error: the run
-                    _stop_diverged(run, r)  # stops here (and leaves the stack)
-                    continue
-            if hasattr(run.algorithm, "begin_round"):
-                run.state = run.algorithm.begin_round(run.state, ev)
-            training.append(run)
-        eval_s = (time.perf_counter() - t0) / len(live)
-        schedules = [s for s in (schedule_round(stack, run, r, block[id(run)][r] if block else None)
-                                 for run in training) if s is not None]
-        schedules = _check_signal(stack, schedules, plans, live, r)
-        training = [run for run in training if not run.done]
-        run_round(stack, schedules, rows)
-        if stack.device.type == "cuda":
-            torch.cuda.synchronize()
-        share = (time.perf_counter() - t0) / max(1, len(live))  # each run's share of the stack's round
-        for run in training:
-            run.next_round = r + 1
-            run.pending_s += share
-            run.pending_eval_s += eval_s
-            _notify_model(run.callbacks, r, run.state.theta)
-            stop = False
-            if run.history and run.history[-1]["round"] == r:
-                run.history[-1] |= {"wall_time_s": run.pending_s, "eval_time_s": run.pending_eval_s}
-                run.pending_s = run.pending_eval_s = 0.0
-                stop = _notify(run.callbacks, r, run.history[-1])
-            if run.checkpoint and ((r + 1) % cfg.checkpoint_every == 0) and r + 1 < cfg.rounds:
-                _save_checkpoint(run.checkpoint, r + 1, run.state, run.table, run.history, run.signal)
-            if stop:
-                run.done = True
+        _round(stack, live, r, block, rows, defer=True)
+    left = [s for s in states if s.window is not None]  # none: the last round reads every window
+    if left:
+        _read_windows(stack, left, max(s.next_round for s in left) - 1, end_of_round=False)
     return [_finish(stack, run, len(states)) for run in states]
+
+
+def _round(stack: Stack, live: list[RunState], r: int, block: dict, rows: int | None, defer: bool) -> None:
+    """Round ``r`` of the ``live`` runs: evaluate what is due, schedule, check the divergence signal, run the local
+    work and the aggregation, then notify and checkpoint. ``defer``: the signal of a run not evaluated this round is
+    left on the device in the run's window (:class:`_Window`) and read back with the window's other rounds; else it
+    is read back in this round (the replay of a window whose signal tripped the rule)."""
+    t0 = time.perf_counter()
+    plans = [_plan(run, r) for run in live]
+    windows = [run for run, plan in zip(live, plans) if run.window is not None and not plan.empty]
+    if windows:  # an evaluation reads the run's history: its window is read first (replayed up to r - 1 if it tripped)
+        _read_windows(stack, windows, r - 1, end_of_round=False)
+        kept = [(run, plan) for run, plan in zip(live, plans) if not run.done]
+        live, plans = [run for run, _ in kept], [plan for _, plan in kept]
+        if not live:
+            return
+    opening = {id(run): _Window.open(run, r) for run in live if defer and run.window is None}
+    evaluations = _evaluate(stack, live, plans)
+    training = []
+    for run, plan, ev in zip(live, plans, evaluations):
+        if ev is not None:
+            _record(run, r, plan, ev)
+            if "train" in plan.splits and _diverged(run, ev.train_loss):  # a result, not an error: the run
+                _stop_diverged(run, r)  # stops here (and leaves the stack)
+                continue
+        if hasattr(run.algorithm, "begin_round"):
+            run.state = run.algorithm.begin_round(run.state, ev)
+        training.append(run)
+    eval_s = (time.perf_counter() - t0) / len(live)
+    schedules = [s for s in (schedule_round(stack, run, r, block[id(run)][r] if block else None)
+                             for run in training) if s is not None]
+    deferred = {id(run) for run, plan in zip(live, plans) if defer and plan.empty}  # evaluated rounds read at once
+    schedules = _check_signal(stack, schedules, plans, live, r, deferred, opening)
+    training = [run for run in training if not run.done]
+    run_round(stack, schedules, rows)
+    if stack.device.type == "cuda":
+        torch.cuda.synchronize()
+    share = (time.perf_counter() - t0) / max(1, len(live))  # each run's share of the stack's round
+    due = []
+    for run in training:
+        run.next_round = r + 1
+        run.pending_s += share
+        run.pending_eval_s += eval_s
+        if run.window is None:
+            _notify_model(run.callbacks, r, run.state.theta)
+            _end_round(run, r)
+            continue
+        run.window.models.append((r, run.state.theta))
+        if (r + 1 - run.window.first >= SCHEDULE_BLOCK or r + 1 >= run.cfg.rounds or _checkpoint_due(run, r)
+                or (run.history and run.history[-1]["round"] == r)):
+            due.append(run)
+    if due:
+        _read_windows(stack, due, r, end_of_round=True)
+
+
+def _checkpoint_due(run: RunState, r: int) -> bool:
+    return bool(run.checkpoint) and (r + 1) % run.cfg.checkpoint_every == 0 and r + 1 < run.cfg.rounds
+
+
+def _end_round(run: RunState, r: int) -> None:
+    """After round r's update: the run's history row of round r to its callbacks, its checkpoint when due, and its
+    stop where a callback asks for it."""
+    stop = False
+    if run.history and run.history[-1]["round"] == r:
+        run.history[-1] |= {"wall_time_s": run.pending_s, "eval_time_s": run.pending_eval_s}
+        run.pending_s = run.pending_eval_s = 0.0
+        stop = _notify(run.callbacks, r, run.history[-1])
+    if _checkpoint_due(run, r):
+        _save_checkpoint(run.checkpoint, r + 1, run.state, run.table, run.history, run.signal)
+    if stop:
+        run.done = True
+
+
+@dataclass
+class _Window:
+    """A run's rounds since its divergence signal was last read back (issue 49, D2: one read a block, not a round).
+    Each round leaves the cohort's losses F_k(w_r) on the device; the window keeps what the run was at its first
+    round (the algorithm's state, which the engine never changes in place, and the lengths of its history and
+    signal), the per-client table rows each round wrote over, and the global models its callbacks' on_model has
+    not been given yet. A window is read back after SCHEDULE_BLOCK rounds, before an evaluation, a checkpoint or a
+    history row reaches a callback, and at the last round (:func:`_read_windows`)."""
+
+    first: int
+    state: Any
+    history: int
+    signal: int
+    pending_s: float
+    pending_eval_s: float
+    losses: list = field(default_factory=list)  # (round, F_k(w_r) float32 [K] on the device, n_k float64 [K])
+    undo: list = field(default_factory=list)  # (table index, the rows before the round wrote them)
+    models: list = field(default_factory=list)  # (round, w_{r+1}) for the callbacks' on_model
+
+    @staticmethod
+    def open(run: RunState, r: int) -> _Window:
+        return _Window(r, run.state, len(run.history), len(run.signal), run.pending_s, run.pending_eval_s)
+
+
+def _read_windows(stack: Stack, runs: list[RunState], last: int, end_of_round: bool) -> None:
+    """Read back the signal of every round in the windows of ``runs`` (rounds up to ``last``), in one read for all
+    runs, and apply the rule to each round in order, as the round itself did before (:func:`_signal_trips`). A run
+    whose signal never tripped keeps its rounds: its signal values are appended, its callbacks get the deferred
+    models (and, ``end_of_round``, round ``last``'s row and checkpoint). A run whose signal tripped in round t is
+    put back as it was at its window's first round and its rounds up to ``last`` are run again one by one, reading
+    the signal every round: the confirming evaluation then happens in round t on w_t, and the run stops there or
+    goes on, exactly as when every round was read (its training is deterministic from its state: the schedule is
+    drawn from (seed, round) streams). The replayed rounds of that run alone give the same numbers as stacked."""
+    losses = [loss for run in runs for _, loss, _ in run.window.losses]
+    read = np.array(torch.cat(losses).double().tolist() if losses else [], dtype=np.float64)  # the one read
+    lo = 0
+    for run in runs:
+        window, run.window = run.window, None
+        tripped = False
+        for _, loss, n in window.losses:
+            tripped = tripped or _signal_trips(run, read[lo: lo + len(n)], n)
+            lo += len(n)
+        if not tripped:
+            for r, theta in window.models:
+                _notify_model(run.callbacks, r, theta)
+            if end_of_round:
+                _end_round(run, last)
+            continue
+        for index, old in reversed(window.undo):
+            run.table = tree.scatter_rows(run.table, index, old)
+        run.state = window.state
+        del run.history[window.history:], run.signal[window.signal:]
+        run.pending_s, run.pending_eval_s, run.next_round = window.pending_s, window.pending_eval_s, window.first
+        for r in range(window.first, last + 1):
+            if run.done:
+                break
+            _round(stack, [run], r, {}, None, defer=False)
+
+
+def _signal_trips(run: RunState, losses: np.ndarray, n: np.ndarray) -> bool:
+    """Append a round's signal (the n_k-weighted mean of the cohort's losses) to the run's; whether it trips the rule
+    (fedbench.engine.metrics.has_diverged; f_0 the first training loss evaluated, else the signal's first value)."""
+    run.signal.append(float(np.dot(losses, n) / n.sum()))
+    reference = _full_losses(run)[:1] or run.signal[:1]  # f_0: the first training loss evaluated, if any
+    return has_diverged(reference + run.signal[-1:], run.cfg.divergence_factor)
 
 
 SCHEDULE_BLOCK = 20  # rounds drawn ahead at once where the local steps run at a static shape (capture != none)
@@ -576,31 +693,39 @@ def _stop_diverged(run: RunState, r: int) -> None:
     _notify(run.callbacks, r, run.history[-1])
 
 
-def _check_signal(stack: Stack, schedules: list, plans: list[_Plan], live: list[RunState], r: int) -> list:
+def _check_signal(stack: Stack, schedules: list, plans: list[_Plan], live: list[RunState], r: int,
+                  deferred: set[int] = frozenset(), opening: dict | None = None) -> list:
     """The cheap divergence signal of the runs whose training loss was not evaluated in round r: the n_k-weighted
-    mean F_k(w_r) of the clients training this round. When it trips the rule (fedbench.engine.metrics.has_diverged;
-    f_0 the first training loss evaluated, else the signal's first value), the full training loss is evaluated at
-    once and confirms it or not (see fedbench.engine.evaluation). Every run's cohort losses are read back to the
-    host together, once a round (fedbench.engine.host_sync). Returns the schedules of the runs that go on."""
+    mean F_k(w_r) of the clients training this round. When it trips the rule (:func:`_signal_trips`), the full
+    training loss is evaluated at once and confirms it or not (see fedbench.engine.evaluation). The runs in
+    ``deferred`` keep their cohort's losses on the device, in their window (``opening``: the window a run without
+    one opens this round), read back later (:func:`_read_windows`); the others' are read back to the host together,
+    once a round (fedbench.engine.host_sync). Returns the schedules of the runs that go on."""
     evaluated = {id(run) for run, plan in zip(live, plans) if "train" in plan.splits}
     signalled = [s for s in schedules if id(s.run) not in evaluated]
     if not signalled:
         return schedules
-    read = torch.cat([cohort_loss_tensor(stack.kernel, s.run.data, s.clients, s.run.state.theta)
-                      for s in signalled]).double().cpu().numpy()
-    losses = dict(zip(map(id, signalled), np.split(read, np.cumsum([len(s.clients) for s in signalled])[:-1])))
+    later = [s for s in signalled if id(s.run) in deferred]
+    for s, loss in zip(later, cohort_loss_tensors(stack, later)):
+        run = s.run
+        if run.window is None:
+            run.window = opening[id(run)]
+        run.window.losses.append((r, loss, run.sizes[s.clients].astype(np.float64)))
+    now = [s for s in signalled if id(s.run) not in deferred]
+    if not now:
+        return schedules
+    read = torch.cat(cohort_loss_tensors(stack, now)).double().cpu().numpy()
+    losses = dict(zip(map(id, now), np.split(read, np.cumsum([len(s.clients) for s in now])[:-1])))
     kept = []
     for s in schedules:
         run = s.run
-        if id(run) in evaluated:
+        if id(s) not in losses:
             kept.append(s)
             continue
-        n = run.sizes[s.clients].astype(np.float64)
-        run.signal.append(float(np.dot(losses[id(s)], n) / n.sum()))
-        reference = _full_losses(run)[:1] or run.signal[:1]  # f_0: the first training loss evaluated, if any
-        if not has_diverged(reference + run.signal[-1:], run.cfg.divergence_factor):
+        if not _signal_trips(run, losses[id(s)], run.sizes[s.clients].astype(np.float64)):
             kept.append(s)
             continue
+        reference = _full_losses(run)[:1] or run.signal[:1]
         confirm = _Plan(splits=("train",), keep=frozenset({"train/loss", "train/accuracy"}))
         ev = _evaluate(stack, [run], [confirm])[0]
         _record(run, r, confirm, ev)

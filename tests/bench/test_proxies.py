@@ -15,19 +15,30 @@ def test_the_block_is_the_engines():
     assert proxies.SCHEDULE_BLOCK == SCHEDULE_BLOCK
 
 
-def test_host_syncs_a_round_and_a_block_are_the_divergence_signals_read():
-    got = proxies.round_syncs(TINY, runs=1, block=4)
-    # the cheap divergence signal read back once a round (.cpu() and .numpy() of one read): 2 a round, 8 in 4 rounds
-    assert got["per_round"] == 2 and got["per_block"] == 8
-    assert list(got["lines"]) == [next(iter(got["lines"]))] and next(iter(got["lines"])).startswith(
-        "read@engine/simulation.py:")
+def test_host_syncs_a_round_and_a_block_are_the_divergence_signals_one_read_a_block():
+    got = proxies.round_syncs(TINY, runs=1)
+    # the divergence signal stays on the device and its window is read back once a block (one .tolist()), in the
+    # block's last round: none in a round between evaluations, 1 in a block of SCHEDULE_BLOCK rounds (2 and 40 when it
+    # was read every round)
+    assert got["per_round"] == 0 and got["per_block"] == 1 and got["block"] == proxies.SCHEDULE_BLOCK
+    assert got["lines"] == {}
+    assert proxies.round_syncs(TINY, runs=3)["per_block"] == 1  # the stack's runs in the same read
 
 
 def test_ops_outside_the_local_steps_grow_with_the_runs_of_a_stack():
     one, three = (proxies.round_ops(TINY, runs) for runs in (1, 3))
-    assert one["outside"] == 20 and three["outside"] == 64  # +22 a run: server update, cohort, signal per run
+    assert one["outside"] == 16 and three["outside"] == 56  # +20 a run: server update, cohort, signal per run
     assert one["inside"] == three["inside"] == 25  # one local step of the merged cohort: shared by the runs
     assert three["outside_by_name"]["mm"] == 3 * one["outside_by_name"]["mm"]
+
+
+def test_the_cuda_paths_signal_is_one_pass_for_the_stack():
+    one, three = (proxies.round_ops(TINY, runs, batched=True) for runs in (1, 3))
+    # the signal's losses of every run in one batched pass (one bmm, one log_softmax); the server update, client_init
+    # and the run's rows handed back still a run (mm, sum, div and two clones each): +8.5 a run
+    assert one["outside"] == 16 and three["outside"] == 33
+    assert three["outside_by_name"]["bmm"] == three["outside_by_name"]["_log_softmax"] == 1
+    assert three["outside_by_name"]["mm"] == 3 * one["outside_by_name"]["mm"] - 3  # the signal's mm gone
 
 
 def test_evaluation_passes_grow_with_the_cnn_runs_on_the_cpu_and_not_on_the_cuda_path():

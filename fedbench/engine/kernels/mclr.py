@@ -164,10 +164,16 @@ class MclrKernel:
                 out[k, d * c:] = r.sum(0)
         return out
 
+    def run_losses(self, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """[R, n]: the loss of each of R models thetas [R, P] on its own samples, x [R, n, d+1] as :meth:`prepare`
+        gives them and y [R, n]: one batched product for the logits (the bias through the column of ones)."""
+        z = torch.bmm(x, thetas.view(thetas.shape[0], x.shape[-1], self.num_classes))  # [R, n, C]
+        return F.cross_entropy(z.transpose(1, 2), y, reduction="none")
+
     def segment_losses(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, segment: torch.Tensor,
                        counts: torch.Tensor) -> torch.Tensor:
-        if theta.dim() == 1:
-            per_sample, _ = self.per_example(theta, x, y)
+        if theta.dim() == 1:  # per_example's losses, without its correctness
+            per_sample = F.cross_entropy(self._logits_t(theta.unsqueeze(0), x), y.unsqueeze(0), reduction="none")[0]
         else:  # one model per segment: logits slice by slice (no [n, d, C] gather)
             x, y, segment = generic.contiguous_segments(x.flatten(1), y, segment)
             sizes = counts.tolist()
