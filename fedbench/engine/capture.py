@@ -75,13 +75,21 @@ def check_capture(mode: str, device: torch.device, local_path: str) -> None:
 
 
 def check_fused(mode: str, kernel: Any, algorithms: list[Any]) -> None:
-    """Refuse, in one line, a fused mode for a kernel other than mclr or an algorithm whose client_step has no
-    fused form (fedbench.engine.fused.forms)."""
+    """Refuse, in one line, a fused mode for a kernel no fused module runs (fedbench.engine.fused.family: mclr, the
+    paper CNNs on the vmap kernel, the recurrent models on the rnn kernel), ``fused_round`` for any but mclr, or an
+    algorithm whose client_step has no fused form (fedbench.engine.fused.forms)."""
     if mode not in FUSED_MODES:
         return
-    if kernel.name != "mclr":
-        raise ValueError(f"capture: {mode!r} runs the mclr model's fused kernels, and this stack runs the "
-                         f"{kernel.name!r} kernel; use 'static' or 'cuda_graph'")
+    from fedbench.engine.fused import family
+
+    fam = family(kernel)
+    if fam is None:
+        raise ValueError(f"capture: {mode!r} runs the fused kernels of mclr, the paper CNNs (vmap kernel) and the "
+                         f"recurrent models (rnn kernel), and this stack runs the {kernel.name!r} kernel on "
+                         f"{getattr(getattr(kernel, 'model', None), 'name', 'its model')}; use 'static' or 'cuda_graph'")
+    if mode == "fused_round" and fam != "mclr":
+        raise ValueError(f"capture: 'fused_round' (one launch a round) is mclr's alone, and this stack runs the {fam} "
+                         "family; use 'fused_step'")
     from fedbench.engine.fused.forms import form_of
 
     missing = sorted({type(a).__name__ for a in algorithms if form_of(a) is None})

@@ -274,11 +274,11 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
         run_of_row = np.repeat(np.arange(len(schedules)), sizes)
         run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
         bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
-    if stack.capture in FUSED_MODES:  # one Triton launch a chain step, or one a round (CUDA; fedbench.engine.fused)
-        from fedbench.engine.fused.mclr import run_fused
+    if stack.capture in FUSED_MODES:  # Triton launches: mclr one a chain step (or a round), CNNs 3 a layer, LSTMs
+        from fedbench.engine.fused import family, run_step  # a cell a timestep and layer (CUDA; fedbench.engine.fused)
 
-        merged = run_fused(algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y, cohort,
-                           persistent=stack.capture == "fused_round")  # the kernel reads the scalars as numbers
+        merged = run_step(family(stack.kernel), algorithm, stack.kernel, bcast, local, stack.x_prepared, stack.y,
+                          cohort, persistent=stack.capture == "fused_round")  # the kernel reads the scalars as numbers
     elif stack.capture == "cuda_graph":
         merged = stack.captured.run(step_form(algorithm, local), stack.kernel, bcast, local, stack.x_prepared,
                                     stack.y, cohort)

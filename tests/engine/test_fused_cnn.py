@@ -428,3 +428,39 @@ def test_the_prepared_gpu_checks_comparison_runs_here(fused):
     # multiply-adds a sample: conv1 6 x 75 x 28 x 28 (forward and dW), conv2 16 x 150 x 10 x 10 (forward, dW, dX),
     # the dense layers 400 x 120, 120 x 84, 84 x 10 (three GEMMs each); 16.0 MFLOP, the review's figure
     assert cnn_check.train_flops(cifar, 5) == 2 * 5 * (352_800 * 2 + 240_000 * 3 + 3 * (48_000 + 10_080 + 840))
+
+
+def test_the_engine_runs_rounds_through_the_fused_cnn_kernels(fused, small, monkeypatch):
+    """Two rounds of FedProx with capture 'fused_step' on the vmap kernel of a paper-family CNN (the CPU standing in
+    for CUDA, the interpreter for the GPU) give the static path's model within 1e-5: the engine dispatches the step to
+    fedbench.engine.fused.cnn (fedbench.engine.fused.family); 'fused_round' is refused for it in one line."""
+    from fedbench.engine import capture, simulation
+    from fedbench.engine.fused import family
+
+    model, data = small
+    spec = RunSpec(dataclasses.replace(BASE, local_epochs=1, kernel="vmap"), data, build_algorithm("fedprox", lr=0.05,
+                                                                                                      mu=0.1))
+    kernel = choose_kernel(model, "cpu", "vmap", 2)
+    assert family(kernel) == "cnn"
+    with pytest.raises(ValueError, match=r"^capture: 'fused_round' \(one launch a round\) is mclr's alone, and this "
+                                         r"stack runs the cnn family; use 'fused_step'$"):
+        capture.check_fused("fused_round", kernel, [spec.algorithm])
+    check = capture.check_capture
+    monkeypatch.setattr(simulation, "check_capture",
+                        lambda mode, device, path: check("static" if mode in capture.FUSED_MODES else mode, device,
+                                                         path))
+    runs = {c: simulate_stack(model, [dataclasses.replace(spec, cfg=dataclasses.replace(spec.cfg, capture=c))])[0]
+            for c in ("static", "fused_step")}
+    assert 0 < _max_difference(runs["fused_step"].theta, runs["static"].theta) <= TOLERANCE
+
+
+def test_a_fused_mode_on_a_kernel_no_fused_module_runs_is_one_line():
+    from types import SimpleNamespace
+
+    from fedbench.engine import capture
+
+    kernel = SimpleNamespace(name="quadratic", model=SimpleNamespace(name="scalar_quadratics"))
+    with pytest.raises(ValueError, match=r"^capture: 'fused_step' runs the fused kernels of mclr, the paper CNNs \(vmap "
+                                         r"kernel\) and the recurrent models \(rnn kernel\), and this stack runs the "
+                                         r"'quadratic' kernel on scalar_quadratics; use 'static' or 'cuda_graph'$"):
+        capture.check_fused("fused_step", kernel, [])

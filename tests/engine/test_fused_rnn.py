@@ -278,23 +278,24 @@ def test_the_prepared_gpu_checks_comparison_runs_here(fused):
 
 def test_the_engine_runs_rounds_through_the_fused_recurrent_kernels(fused, monkeypatch):
     """Two rounds of a FedProx run with a straggler, capture 'fused_step' on the rnn kernel (the CPU standing in for
-    CUDA, the interpreter for the GPU), give the static path's model within 1e-5. Skipped until the engine
-    dispatches fused_step to fedbench.engine.fused.rnn (fedbench.engine.capture.check_fused and round._run_static)."""
+    CUDA, the interpreter for the GPU), give the static path's model within 1e-5: the engine dispatches the step to
+    fedbench.engine.fused.rnn (fedbench.engine.fused.family); 'fused_round' is refused for it in one line."""
     from fedbench.engine import capture, simulation
+    from fedbench.engine.fused import family
 
     model, spec = _spec("shakespeare_fedprox")
-    try:
-        capture.check_fused("fused_step", RecurrentKernel(model), [spec.algorithm])
-    except (ValueError, AttributeError):
-        pytest.skip("the engine does not dispatch capture 'fused_step' to fedbench.engine.fused.rnn yet (the wiring "
-                    "in issue 53 item 3's report)")
+    assert family(RecurrentKernel(model)) == "rnn"
+    capture.check_fused("fused_step", RecurrentKernel(model), [spec.algorithm])
+    with pytest.raises(ValueError, match=r"^capture: 'fused_round' \(one launch a round\) is mclr's alone, and this "
+                                         r"stack runs the rnn family; use 'fused_step'$"):
+        capture.check_fused("fused_round", RecurrentKernel(model), [spec.algorithm])
     check = capture.check_capture
     monkeypatch.setattr(simulation, "check_capture",
                         lambda mode, device, path: check("static" if mode in capture.FUSED_MODES else mode, device,
                                                          path))
     runs = {c: simulate_stack(model, [dataclasses.replace(spec, cfg=dataclasses.replace(spec.cfg, capture=c))])[0]
             for c in ("static", "fused_step")}
-    assert float((runs["fused_step"].theta - runs["static"].theta).abs().max()) <= TOLERANCE
+    assert 0 < float((runs["fused_step"].theta - runs["static"].theta).abs().max()) <= TOLERANCE
 
 
 # ---- the launch-count proxy at the paper models' full sizes -----------------------------------------------------
