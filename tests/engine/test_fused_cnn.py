@@ -414,10 +414,10 @@ def test_every_kernel_compiles_for_sm90_without_spilling(fused):
 
 
 def test_the_prepared_gpu_checks_comparison_runs_here(fused):
-    """fedbench.engine.fused.cnn_check, which the GPU check runs at 5, 100 and 3,000 rows of the CIFAR CNN: here, on the
+    """fedbench.bench.fused_cnn_check, which the GPU check runs at 5, 100 and 3,000 rows of the CIFAR CNN: here, on the
     CPU in the interpreter (2 rows, 1 step), the two paths agree, the fused one launches as declared, and no time is
     reported. Its FLOPs a row-step of the CIFAR CNN at batch 5 are the layers' GEMMs'."""
-    from fedbench.engine.fused import cnn_check
+    from fedbench.bench import fused_cnn_check as cnn_check
 
     importlib.reload(cnn_check)  # bound to the interpreter's build of fedbench.engine.fused.cnn
     out = cnn_check.compare(_small_model(), rows=2, batch=3, steps=1, device="cpu", tiles=fused.Tiles(**TILES))

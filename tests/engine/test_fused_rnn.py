@@ -261,10 +261,10 @@ def test_an_algorithm_without_a_form_is_refused_in_one_line(fused, monkeypatch):
 
 
 def test_the_prepared_gpu_checks_comparison_runs_here(fused):
-    """fedbench.engine.fused.rnn_check, which the GPU check runs at 1 and 200 rows of the paper models: on the CPU
+    """fedbench.bench.fused_rnn_check, which the GPU check runs at 1 and 200 rows of the paper models: on the CPU
     (the interpreter, a small GRU) its drawn round has rows that finish at different steps and partial minibatches,
     the fused step agrees with the static path, launches as declared, and no time is reported."""
-    from fedbench.engine.fused import rnn_check
+    from fedbench.bench import fused_rnn_check as rnn_check
 
     args = rnn_check.draw_round(_deltafl_gru_like(), rows=2, steps=2, batch=2, seq=2)
     cohort = args[-1]
@@ -376,9 +376,9 @@ def test_launches_a_chain_step_at_the_paper_models_sizes(name, fused):
 def test_the_cell_and_gradient_kernels_compile_for_sm90_without_spilling(fused):
     """The interpreter runs Python, not compiled Triton: the cell kernels (forward and backward, top and lower layer)
     and the weight gradients (embedding and input gradient) of FedProx's Shakespeare LSTM at its full size, compiled
-    for sm_90 by Triton's compiler and ptxas on this CPU (fedbench.engine.fused.rnn_aot) in a process without
+    for sm_90 by Triton's compiler and ptxas on this CPU (fedbench.bench.fused_rnn_aot) in a process without
     TRITON_INTERPRET: each compiles, within 255 registers and without spilling (``python -m
-    fedbench.engine.fused.rnn_aot`` compiles every kernel of the four paper models)."""
+    fedbench.bench.fused_rnn_aot`` compiles every kernel of the four paper models)."""
     import json
     import os
     import subprocess
@@ -386,7 +386,7 @@ def test_the_cell_and_gradient_kernels_compile_for_sm90_without_spilling(fused):
     ptxas = os.path.join(os.path.dirname(sys.modules["triton"].__file__), "backends", "nvidia", "bin", "ptxas")
     if not os.path.exists(ptxas):
         pytest.skip(f"Triton's wheel ships no ptxas here ({ptxas})")
-    code = ("import json; from fedbench.engine.fused.rnn_aot import compile_model; "
+    code = ("import json; from fedbench.bench.fused_rnn_aot import compile_model; "
             "rows = compile_model('fedprox_shakespeare_lstm', kernels=('_lstm_forward', '_lstm_backward', "
             "'_weight_grads')); print(json.dumps(rows))")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -37,7 +37,7 @@ pooling window differ by a rounding error, this kernel and the reference may pic
 as the blank margins of MNIST's images give, are broken alike: the first maximum in row-major order). Registers
 (ptxas for sm_90, 4 warps, the default :class:`Tiles`): 32-162 a kernel, 254 for a conv layer's dX, no spills
 (:func:`compile_step`). It is a GPU path: the CPU default stays the engine's static or ragged path, bit for bit.
-Not yet measured on a GPU: time, and the fraction of fp32 peak (:mod:`fedbench.engine.fused.cnn_check` measures
+Not yet measured on a GPU: time, and the fraction of fp32 peak (:mod:`fedbench.bench.fused_cnn_check` measures
 both when a GPU is lent).
 """
 

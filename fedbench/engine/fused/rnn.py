@@ -29,8 +29,8 @@ round in another order, and tanh is exp-based (Triton has no tanh in its interpr
 fedbench.engine.static.run_static's within 1e-5 in fp32 (tests/engine/test_fused_rnn.py, Triton's interpreter); it
 is a GPU path, never the CPU default. Products in IEEE fp32 (``input_precision="ieee"``).
 
-fedbench.engine.fused.rnn_aot compiles every kernel this launches for the paper models for sm_90 without a GPU
-(registers, spills); fedbench.engine.fused.rnn_check compares a full-size step with the static path on a GPU.
+fedbench.bench.fused_rnn_aot compiles every kernel this launches for the paper models for sm_90 without a GPU
+(registers, spills); fedbench.bench.fused_rnn_check compares a full-size step with the static path on a GPU.
 
 Not yet: the step index is an argument (a CUDA graph of one chain step would need it in device memory), and the
 weights are read from global memory (L2) each timestep, not kept on chip across timesteps (issue 53's waves).
@@ -529,7 +529,7 @@ def _update(s_ptr, v_ptr, a_ptr, g0_ptr, g1_ptr, active_ptr, step, computes, K, 
 
 
 KERNELS = (_input_part, _lstm_forward, _gru_forward, _head, _lstm_backward, _gru_backward, _weight_grads, _update)
-# Warps a program. ptxas for sm_90 at the four paper models' sizes (fedbench.engine.fused.rnn_aot): at 4 warps every
+# Warps a program. ptxas for sm_90 at the four paper models' sizes (fedbench.bench.fused_rnn_aot): at 4 warps every
 # kernel but the input part compiles without spills (32-255 registers); the input part spilled 48-96 bytes on
 # Sent140's (300 inputs) and takes 8 (74-122 registers, none); the weight gradients at 8 spilled 60 there.
 NUM_WARPS = 4

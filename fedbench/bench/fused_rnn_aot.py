@@ -4,7 +4,7 @@ a paper model at its full size, compiled by Triton's own compiler and the ptxas 
 and spill bytes. The interpreter runs Python, not compiled Triton; this is what says that the kernels are valid
 compiled Triton (runtime branches, constexpr tiles, loops) before a GPU is lent.
 
-    python -m fedbench.engine.fused.rnn_aot [--arch 90] [--model fedprox_shakespeare_lstm]
+    python -m fedbench.bench.fused_rnn_aot [--arch 90] [--model fedprox_shakespeare_lstm]
 
 The launches are taken from one chain step of run_fused with each kernel's ``run`` recording its arguments instead of
 launching (so nothing runs), and the signature of each is read from them. Must run without TRITON_INTERPRET.

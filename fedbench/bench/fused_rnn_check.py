@@ -9,7 +9,7 @@ different steps, last minibatches partial), run two ways from the same inputs:
 For each: the largest |difference| from the reference, the launches a chain step (the fused ones counted at Triton's
 launch entry) and, on CUDA, the median time of a chain step over ``repeats`` runs after one warm-up run.
 
-    python -m fedbench.engine.fused.rnn_check [--model fedprox_shakespeare_lstm] [--rows 1 --rows 200]
+    python -m fedbench.bench.fused_rnn_check [--model fedprox_shakespeare_lstm] [--rows 1 --rows 200]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 
 from fedbench.engine import tree
 from fedbench.engine.fused import rnn
-from fedbench.engine.fused.rnn_aot import PAPER_MODELS, _model
+from fedbench.bench.fused_rnn_aot import PAPER_MODELS, _model
 from fedbench.engine.kernels.rnn import RecurrentKernel
 from fedbench.engine.static import StaticCohort, run_static
 from fedbench.models.recurrent import FROZEN_TABLE
