@@ -99,7 +99,7 @@ def measured_seconds(cfg: Config, group: TrainGroup, runs_csv: Path) -> tuple[fl
 def judge_main_job(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """The main job's claims (fedbench.studies.fedprox_main_job_claims) from the runs under ``results_root`` of ``cfg``'s
     train.seeds."""
-    from fedbench.studies.fedprox_main_job_claims import evaluate_claims
+    from fedbench.studies.fedprox_main_job import evaluate_claims
     from fedbench.studies.train_runs import load_runs
 
     hist, summ = load_runs(cfg, results_root, data_root)

@@ -25,7 +25,7 @@ from fedbench.claims.entry import plain
 from fedbench.config import Config
 from fedbench.data.format import atomic_folder
 from fedbench.errors import read_json
-from fedbench.studies import fedprox_main_job_claims as main_job
+from fedbench.studies import fedprox_main_job as main_job
 from fedbench.studies import real_claims
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import load_runs

@@ -37,8 +37,8 @@ PAPER_BUDGET = "paper"  # a paper-scale study's home budget
 OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.study.reuse)
 TRAIN = "train"  # the train store's folder in a root
 CONFIRM = "confirm"  # the confirmatory runs' root in the results root
-MAIN_JOB = "fedprox_main_job"  # the claims judged on the train store (fedbench.studies.train_claims)
-RESERVED = (TRAIN, CONFIRM, MAIN_JOB)  # no claim study has these names (tests/study/test_layout.py)
+MAIN_JOB = "fedprox_main_job"  # the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
+RESERVED = (TRAIN, CONFIRM)  # no claim study has these names (tests/study/test_layout.py)
 
 # the earlier layouts (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
 # reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/; the train store in

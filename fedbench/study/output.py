@@ -59,7 +59,7 @@ def replace_keeping(folder: Path, new: Path, kept: str) -> None:
 def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKERS,
                     budget: str | None = None, executor: ExecutorSettings | None = None,
                     real_root: Path | None = None, seeds: tuple[int, ...] | None = None,
-                    data_seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+                    data_seeds: tuple[int, ...] | None = None, config: Any = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``folder`` (default ``results/<name>/<budget>``: fedbench.study.layout;
     atomically: a temporary folder renamed into place, :func:`replace_keeping`), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records (a rerun whose
@@ -69,13 +69,14 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
     run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
     paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
     the study's training seeds (a deterministic study takes none), ``data_seeds`` its data seeds, one per training
-    seed (a confirmatory block of a study that draws its data: fedbench.study.contract.seeded). The study runs through the one driver
+    seed (a confirmatory block of a study that draws its data: fedbench.study.contract.seeded); ``config``:
+    params.yaml's Config, for a study whose grid it sets (the main job: StudyRun.config). The study runs through the one driver
     (fedbench.study.contract.drive: its declaration and three hooks)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
     if not follows_contract(module):
         raise ValueError(f"study {name}: its module states no simulations, measure and figure (fedbench.study.contract)")
     return _run_into(name, folder, budget, executor, workers, lambda out: drive(
-        module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None, data_seeds))
+        module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None, data_seeds, config))
 
 
 def _run_into(name: str, folder: Path | None, budget: str | None, executor: ExecutorSettings | None, workers: int,
