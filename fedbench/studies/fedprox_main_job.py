@@ -76,6 +76,7 @@ DECLARATION = StudyDeclaration(
           Arm("fedprox_mu1", "fedprox", {"mu": 1.0})),
     seeds=SEEDS, budgets={"pipeline": PIPELINE_ROUNDS, "paper": PAPER_ROUNDS}, data_seeds=(0,),
     knobs={"datasets": HETERO, "stragglers": (0.0, 0.1, 0.5, 0.9)},
+    keeps_outcomes=True,  # params.yaml's variations share the store: each one's runs stay for the next (issue 50)
     claims=(
     Claim(
         id="fedprox/synthetic-1-1/stragglers-90/accuracy-gain",
@@ -426,3 +427,89 @@ def judged_on(cfg: Config, runs: Curves, claim: Claim) -> dict[str, Any]:
 
     run = StudyRun(DECLARATION, "pipeline", cfg.train.rounds, config=cfg)
     return entry(run, claim, MEASURES[claim.id](cfg, runs, claim))
+
+
+# -- the one-time move of the train store's runs into the study's (issue 50, item 1; remove after 2027-03-01) -------
+
+def adopt_train_store(cfg: Config, root: str | Path = Path("results")) -> tuple[int, int]:
+    """The main job's finished runs in the train store of ``root`` (``root/train/``: its index names each run's
+    fingerprint by its settings, data and code) linked into the study's store (``root/fedprox_main_job/pipeline/
+    outcomes/``) under the study's fingerprint, so that no run of params.yaml's grid under ``cfg`` is computed again.
+    A run moves only where its index line has its settings (:func:`run_params`) and its data's content hash, and the
+    code that computed it is today's (:func:`_same_run_code`: the run code at the commit its outcome records hashes to
+    its index line's code, and the numbers' code, STUDY_RUN_CODE, is unchanged since); a run computed from a tree
+    with uncommitted run code cannot be shown the same and is computed anew. The outcome file is linked (copied where
+    a link is not possible), never rewritten: the train store is left as it was. (moved, runs found in the index)."""
+    import json
+    import os
+    import shutil
+
+    from fedbench.study.contract import seeded
+    from fedbench.study.layout import MAIN_JOB, OUTCOMES, study_folder, train_folder
+    from fedbench.study.reuse import OutcomeStore
+
+    index = train_folder(root) / "index.jsonl"
+    if not index.is_file():
+        return 0, 0
+    lines: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in index.read_text().splitlines():
+        try:
+            e = json.loads(line)
+            lines[(json.dumps(e["params"], sort_keys=True), e["dataset_hash"])] = e  # the last line wins
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by a crash
+    store = OutcomeStore(study_folder(MAIN_JOB, "pipeline", root) / OUTCOMES)
+    same: dict[tuple[str, str], bool] = {}
+    moved = found = 0
+    for sim in simulations(seeded(DECLARATION, "pipeline", config=cfg)).values():
+        e = lines.get((json.dumps(sim.knobs, sort_keys=True), sim.dataset().content_hash))
+        old = None if e is None else train_folder(root) / OUTCOMES / f"{e['fingerprint']}.json"
+        if old is None or not old.is_file():
+            continue
+        found += 1
+        target = store.folder / f"{store.key(sim)}.json"
+        if target.exists():
+            continue
+        commit = (json.loads(old.read_text()).get("about") or {}).get("git_commit", "unknown")
+        if (commit, e["code"]) not in same:
+            same[(commit, e["code"])] = _same_run_code(commit, e["code"])
+        if not same[(commit, e["code"])]:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(old, target)
+        except OSError:
+            shutil.copy2(old, target)
+        moved += 1
+    return moved, found
+
+
+def _same_run_code(commit: str, train_code: str) -> bool:
+    """Whether a train-store run computed at ``commit`` (its outcome's ``git_commit``), whose index line names the code
+    ``train_code`` (the hash of TRAIN_RUN_CODE), was computed by today's numbers' code: TRAIN_RUN_CODE as committed at
+    ``commit`` hashes to ``train_code`` and STUDY_RUN_CODE as committed there hashes as today's tree does. False for
+    an unknown or ``-dirty`` commit (its files are not in git)."""
+    import subprocess
+    import tempfile
+
+    from fedbench.provenance import PACKAGE, STUDY_RUN_CODE, TRAIN_RUN_CODE, code_hash
+
+    if commit == "unknown" or commit.endswith("-dirty"):
+        return False
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=PACKAGE, capture_output=True, text=True)
+    if top.returncode:
+        return False
+    git = ["git", "-C", top.stdout.strip()]
+    listed = subprocess.run([*git, "ls-tree", "-r", "--name-only", commit, "--",
+                             *(f"fedbench/{p}" for p in TRAIN_RUN_CODE)], capture_output=True, text=True)
+    if listed.returncode:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in listed.stdout.split():
+            blob = subprocess.run([*git, "show", f"{commit}:{name}"], capture_output=True)
+            if blob.returncode:
+                return False
+            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / name).write_bytes(blob.stdout)
+        then = Path(tmp) / "fedbench"
+        return code_hash(TRAIN_RUN_CODE, then) == train_code and code_hash(STUDY_RUN_CODE, then) == code_hash(STUDY_RUN_CODE)

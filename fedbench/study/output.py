@@ -76,15 +76,18 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
     if not follows_contract(module):
         raise ValueError(f"study {name}: its module states no simulations, measure and figure (fedbench.study.contract)")
     return _run_into(name, folder, budget, executor, workers, lambda out: drive(
-        module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None, data_seeds, config))
+        module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None, data_seeds, config),
+        keep=module.DECLARATION.keeps_outcomes)
 
 
 def _run_into(name: str, folder: Path | None, budget: str | None, executor: ExecutorSettings | None, workers: int,
-              run: Callable[[Path], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+              run: Callable[[Path], list[dict[str, Any]]], keep: bool = False) -> list[dict[str, Any]]:
     """``run(out)`` (a study run into a fresh folder ``out``: its claims) with the study's outcome store and
-    executor, then ``folder`` replaced by ``out`` with its claims.json (:func:`run_claim_study`)."""
+    executor, then ``folder`` replaced by ``out`` with its claims.json (:func:`run_claim_study`); the outcomes the
+    run did not use are pruned unless the study keeps them all in a store it shares (``keep``:
+    StudyDeclaration.keeps_outcomes; each simulation then locked while computed: fedbench.study.reuse.OutcomeStore)."""
     folder = study_folder(name, budget, RESULTS_ROOT) if folder is None else Path(folder)
-    store = reuse.OutcomeStore(folder / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
+    store = reuse.OutcomeStore(folder / reuse.OUTCOMES, shared=keep)  # kept where the last run left it (persist)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
@@ -97,7 +100,8 @@ def _run_into(name: str, folder: Path | None, budget: str | None, executor: Exec
             EXECUTOR.reset(token)
             STORE.reset(store_token)
         seconds = time.perf_counter() - t0
-        reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
+        if not store.shared:
+            reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
         add_fingerprints(tmp, store.fingerprints())  # each record named by its simulation's one fingerprint
