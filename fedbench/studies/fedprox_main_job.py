@@ -360,11 +360,13 @@ def simulation(cfg: Config, key: Key, meta: dict[str, Any], data_root: str | Pat
 
 def simulations(run: StudyRun) -> dict[Key, Simulation]:
     """params.yaml's grid (:func:`grid`) under :func:`settings`, each run a Simulation (every dataset's metadata read
-    and checked once)."""
+    and checked once), its data in ``run.real_root`` where given (the generated sets; a real variant's folder is
+    data/real/<name> beside them: fedbench.data.registry.dataset_dir), else :data:`DATA_ROOT`."""
     cfg = settings(run)
     keys = grid(cfg)
-    metas = {ds: dataset_meta(cfg, ds) for ds in dict.fromkeys(k[0] for k in keys)}
-    return {key: simulation(cfg, key, metas[key[0]]) for key in keys}
+    root = DATA_ROOT if run.real_root is None else run.real_root  # a confirmation's own data root, else data/generated
+    metas = {ds: dataset_meta(cfg, ds, root) for ds in dict.fromkeys(k[0] for k in keys)}
+    return {key: simulation(cfg, key, metas[key[0]], root) for key in keys}
 
 
 def record(sim: Simulation, outcome: Outcome) -> dict[str, Any]:

@@ -95,9 +95,13 @@ def test_main_job_confirmation_trains_into_the_confirm_root_and_judges_by_the_fr
         assert (got["verdict"], got["estimate"], got["ci95"]) == (new["verdict"], new["effect"]["estimate"],
                                                                   new["effect"]["ci95"])
         assert got["commit"] == "c0ffee" and got["where"] == str(base / "confirm" / "main-job")
-    index = (base / "confirm" / "main-job" / "train" / "index.jsonl").read_text().splitlines()
-    runs = sorted(json.loads(line)["params"]["seed"] for line in index)
+    # the main job's study ran on the block (issue 50): its record in the confirm root, no train store there
+    study = base / "confirm" / "main-job" / "fedprox_main_job" / "pipeline"
+    records = (study / "simulations.jsonl").read_text().splitlines()
+    runs = sorted(json.loads(line)["params"]["seed"] for line in records)
     assert runs == [1000] * 28 + [1001] * 28  # 28 cells of the two studies, on the frozen seeds only
+    assert not (base / "confirm" / "main-job" / "train").exists()
+    assert [c["id"] for c in json.loads((study / "claims.json").read_text())["claims"]] == [e["id"] for e in entries]
     assert list(cwd.iterdir()) == []  # nothing in runs/ or reports/
 
 
