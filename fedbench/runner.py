@@ -46,9 +46,9 @@ from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
 from fedbench.provenance import RUN_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.study import reuse
-from fedbench.study.reuse import versions
 from fedbench.study.layout import MAIN_JOB, train_folder
 from fedbench.study.record import read_simulations
+from fedbench.study.reuse import versions
 from fedbench.study.runner import Outcome, Simulation
 
 DATA_ROOT = Path("data/generated")

@@ -77,7 +77,7 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
     printing the comparison with git's committed report (fedbench.report.compare)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fresh, hist, summ = collect(cfg, Path(results_root), Path(data_root))
+    fresh, _, summ = collect(cfg, Path(results_root), Path(data_root))
     before = out / "claims.json"
     previous, was = _previous(before), origin.last_commit_of(before)
     if previous is None and (committed := origin.committed(before)):  # `dvc repro` removed it: git's is the one before

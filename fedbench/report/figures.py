@@ -1,5 +1,6 @@
-"""The report's figures: FedProx's Figures 1, 2 and 5 (drawn by fedbench.studies.fedprox_figures) and its real-data
-figures, in the same style, with the spread over seeds shown (line: mean over seeds; band: min to max)."""
+"""The report's real-data figures, in the style of FedProx's Figures 1, 2 and 5 (which the main job study draws:
+fedbench.studies.fedprox_figures; the report copies them), with the spread over seeds shown (line: mean over seeds;
+band: min to max)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import pandas as pd
 from fedbench.config import Config
 from fedbench.plotting import algorithm_color, integer_rounds, pyplot, save_figure
 from fedbench.study.layout import reported_folder
-from fedbench.studies.fedprox_figures import (FIGURE2_DATASETS, figure1, figure2, figure5,  # noqa: F401 (the report draws them)
-                                             label_methods as _label, panel as _panel)
 
 plt = pyplot()
 

@@ -33,7 +33,7 @@ from fedbench.data.format import read_meta
 from fedbench.data.load import load, rebuild_hint, word_table
 from fedbench.data.registry import VARIANTS, dataset_dir
 from fedbench.errors import DataError
-from fedbench.studies.fedprox_curves import HETERO, MU_CASE_LABELS, MU_CASES, PAPER_ROUNDS, TITLES, Curves
+from fedbench.studies.fedprox_curves import HETERO, MU_CASE_LABELS, MU_CASES, PAPER_ROUNDS, Curves
 from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
@@ -424,8 +424,8 @@ def evaluate_claims(cfg: Config, hist: Any, summ: Any = None) -> list[dict[str, 
 
 def judged_on(cfg: Config, runs: Curves, claim: Claim) -> dict[str, Any]:
     """Claim ``claim``'s entry judged on ``runs`` under ``cfg`` (:func:`evaluate_claims`)."""
-    from fedbench.study.contract import entry
     from fedbench.studies.fedprox_main_job_claims import MEASURES
+    from fedbench.study.contract import entry
 
     run = StudyRun(DECLARATION, "pipeline", cfg.train.rounds, config=cfg)
     return entry(run, claim, MEASURES[claim.id](cfg, runs, claim))
@@ -498,17 +498,18 @@ def _same_run_code(commit: str, train_code: str) -> bool:
 
     if commit == "unknown" or commit.endswith("-dirty"):
         return False
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=PACKAGE, capture_output=True, text=True)
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=PACKAGE, capture_output=True, text=True,
+                         check=False)
     if top.returncode:
         return False
     git = ["git", "-C", top.stdout.strip()]
     listed = subprocess.run([*git, "ls-tree", "-r", "--name-only", commit, "--",
-                             *(f"fedbench/{p}" for p in TRAIN_RUN_CODE)], capture_output=True, text=True)
+                             *(f"fedbench/{p}" for p in TRAIN_RUN_CODE)], capture_output=True, text=True, check=False)
     if listed.returncode:
         return False
     with tempfile.TemporaryDirectory() as tmp:
         for name in listed.stdout.split():
-            blob = subprocess.run([*git, "show", f"{commit}:{name}"], capture_output=True)
+            blob = subprocess.run([*git, "show", f"{commit}:{name}"], capture_output=True, check=False)
             if blob.returncode:
                 return False
             (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
