@@ -125,6 +125,9 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     checkout = subprocess.run(dvc + ["checkout", "--force"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert checkout.returncode == 0 and later.exists(), checkout.stderr[-2000:]
     assert len(client.search_runs([exp.experiment_id])) == 4
+    # the main job's verdicts reach MLflow (issue 50): one run of its study, no nested runs (its runs are train-*'s)
+    (main,) = client.search_runs([client.get_experiment_by_name("claims-fedprox_main_job").experiment_id])
+    assert main.data.tags[f"verdict.{main_job[0]}"] == gain["verdict"] and main.data.tags["study/simulations"] == "8"
     study = client.get_experiment_by_name("claims-delta_fl_triangle")
     study_runs = client.search_runs([study.experiment_id])
     (parent,) = [r for r in study_runs if "mlflow.parentRunId" not in r.data.tags]
