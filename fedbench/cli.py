@@ -303,9 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key, e.g. data.seed=1")
     g.set_defaults(fn=cmd_generate)
 
-    rp = sub.add_parser("report", parents=[params], help="judge the claims on the train store anew (as the stage "
-                                                         "main_job) and rebuild reports/ (figures, claims.json, "
-                                                         "claims.md) from results/")
+    rp = sub.add_parser("report", parents=[params], help="judge FedProx's real-data claims anew (as the stage "
+                                                         "main_job does after the main job study) and rebuild reports/ "
+                                                         "(figures, claims.json, claims.md) from results/")
     rp.add_argument("--out", default="reports", help="folder to write the report into: a new or empty one, or a "
                                                      "report folder (default: reports)")
     rp.set_defaults(fn=cmd_report)
@@ -389,8 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _rebuild_report(cfg, **where) -> None:
     """The report rebuilt (`fedbench report`, and after `fedbench paper run`, which takes it from here: the paper module
-    stands below the report): the claims on the train store's runs judged anew (fedbench.studies.train_claims: what
-    the stage main_job does), then every record rendered."""
+    stands below the report): FedProx's real-data claims judged anew on the main job's and the train store's runs
+    (fedbench.studies.train_claims: what the stage main_job does after the study), then every record rendered."""
     from fedbench.report.build import build_report
     from fedbench.studies import train_claims
 

@@ -43,7 +43,7 @@ STUDY_CODE = ("studies/__init__.py", "study/declaration.py", "study/runner.py", 
               "study/layout.py", "study/record.py", "study/reuse.py", "studies/stage.py", *STUDY_PARTS, "engine", "algorithms", "models", "availability",
               "data/__init__.py", "data/format.py", "data/transforms.py", "data/load.py", "data/synthetic.py", "seeding.py", "ops.py",
               "quantile.py", "optimizers.py", "proximal.py", "parallel.py", "executors.py", "divergence.py", *CLAIMS_CODE,
-              "plotting.py")
+              "plotting.py", "locking.py")
 
 # what computes a train stage's run (the train store's fingerprints and index hash it, fedbench.runner.TrainStore): a
 # training run's code and the one-torch-thread rule of the workers
@@ -61,6 +61,13 @@ def study_code(name: str, base: str | None = None) -> tuple[str, ...]:
     return (f"studies/{name}.py", *((f"studies/{base}.py",) if base else ()), *STUDY_CODE)
 
 
+# the main job's stage (dvc.yaml main_job: the study fedbench.studies.fedprox_main_job, whose grid is params.yaml's, then
+# FedProx's real-data claims judged on its record and the train store, fedbench.studies.train_claims): the shared code
+# of every study stage, every study module and the study framework (its measures, figures and the real-data judges
+# import across fedbench/studies, the real-data ones fedbench/data), and what turns params.yaml into its runs (config)
+MAIN_JOB_STAGE_CODE = ("studies", "study", "data",
+                       *(p for p in STUDY_CODE if not p.startswith(("studies/", "study/", "data/"))),
+                       "config.py", "runner.py", "provenance.py")
 # dvc.yaml deps besides the numbers' code: what turns params.yaml into the stage's runs. A change here reruns
 # the stage, which then reuses every run whose fingerprint (params, data, TRAIN_RUN_CODE) still matches; and where the runs
 # go (study/layout.py: results/train/, and the earlier layout it moves in).

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import fedbench
 from fedbench.config import Config
 from fedbench.data.format import read_meta
 from fedbench.data.load import load, rebuild_hint, word_table
@@ -47,7 +46,9 @@ from fedbench.errors import ConfigError, DataError
 from fedbench.locking import file_lock
 from fedbench.provenance import RUN_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.study import reuse
-from fedbench.study.layout import train_folder
+from fedbench.study.layout import MAIN_JOB, train_folder
+from fedbench.study.record import read_simulations
+from fedbench.study.reuse import versions
 from fedbench.study.runner import Outcome, Simulation
 
 DATA_ROOT = Path("data/generated")
@@ -55,8 +56,37 @@ INDEX = "index.jsonl"  # in the train store: one line per finished run, its fing
 
 
 def outcome_path(results_root: str | Path, fingerprint: str) -> Path:
-    """The file of the finished run ``fingerprint``."""
-    return train_folder(results_root) / reuse.OUTCOMES / f"{fingerprint}.json"
+    """The file of the finished run ``fingerprint``: in the main job study's store (results/fedprox_main_job/<budget>/
+    outcomes/) where one of its budgets holds it, else in the train store."""
+    name = f"{fingerprint}.json"
+    found = [f / reuse.OUTCOMES / name for f in _study_folders(results_root) if (f / reuse.OUTCOMES / name).exists()]
+    return found[0] if found else train_folder(results_root) / reuse.OUTCOMES / name
+
+
+def _study_folders(results_root: str | Path) -> list[Path]:
+    """The main job study's folders in ``results_root``, one per budget it ran at (pipeline first)."""
+    root = Path(results_root) / MAIN_JOB
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+    return sorted(folders, key=lambda p: p.name != "pipeline")
+
+
+def recorded(results_root: str | Path) -> dict[str, str]:
+    """The runs the main job study recorded (results/fedprox_main_job/<budget>/simulations.jsonl, fedbench.studies.
+    fedprox_main_job: each record's params are :func:`run_params`'s): each one's fingerprint by its params, read once
+    per state of the records."""
+    out: dict[str, str] = {}
+    for folder in reversed(_study_folders(results_root)):  # the pipeline budget's last: it wins
+        path = folder / "simulations.jsonl"
+        if path.is_file():
+            stat = path.stat()
+            out |= _recorded(str(folder), stat.st_mtime_ns, stat.st_size)
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _recorded(folder: str, mtime_ns: int, size: int) -> dict[str, str]:
+    return {json.dumps(r["params"], sort_keys=True): r["fingerprint"] for r in read_simulations(folder)
+            if "fingerprint" in r}
 
 
 def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
@@ -176,7 +206,8 @@ def _read_index(path: str, mtime_ns: int, size: int) -> dict[str, str]:
 def find_run(cfg: Config, data_root: str | Path, results_root: str | Path, key: RunKey,
              dataset_hash: str | None = None, code: str | None = None) -> dict[str, Any] | None:
     """The finished run of ``key`` under the parameters of ``cfg`` (its :func:`summary`, with ``history``), or None
-    when it has not been computed with these settings, data and code, or its dataset is not there. ``dataset_hash``
+    when it has not been computed with these settings, data and code, or its dataset is not there: the run the main
+    job study recorded with these settings (:func:`recorded`), else the train store's (its index). ``dataset_hash``
     (the dataset's content hash) and ``code`` (code_hash of TRAIN_RUN_CODE) save computing them again."""
     if dataset_hash is None:
         try:
@@ -184,11 +215,13 @@ def find_run(cfg: Config, data_root: str | Path, results_root: str | Path, key: 
         except FileNotFoundError:
             return None
     params = run_params(cfg, key.dataset, key.variant, key.stragglers, key.seed)
-    fp = read_index(results_root).get(_lookup(params, dataset_hash, code or code_hash(TRAIN_RUN_CODE)))
+    fp = recorded(results_root).get(json.dumps(params, sort_keys=True))  # the main job study's record first
+    if fp is None:
+        fp = read_index(results_root).get(_lookup(params, dataset_hash, code or code_hash(TRAIN_RUN_CODE)))
     if fp is None:
         return None
     try:
-        found = reuse.read(train_folder(results_root) / reuse.OUTCOMES, fp)
+        found = reuse.read(outcome_path(results_root, fp).parent, fp)
     except FileNotFoundError:  # removed by hand: not computed
         return None
     except ValueError as exc:
@@ -338,7 +371,7 @@ def run_files(results_root: str | Path, data_root: str | Path, s: dict[str, Any]
     """The run of summary ``s`` as the files a person opens (MLflow's artifacts), written into ``folder``:
     ``history.csv`` (one row per evaluation), ``per_device.csv`` (each client's samples and the final model's
     training loss and test accuracy) and ``summary.json``."""
-    found = reuse.read(train_folder(results_root) / reuse.OUTCOMES, s["fingerprint"])
+    found = reuse.read(outcome_path(results_root, s["fingerprint"]).parent, s["fingerprint"])
     data = dataset_dir(data_root, s["params"]["dataset"])
     meta = read_meta(data)
     with np.load(data / "arrays.npz") as arrays:  # only the offsets are read
@@ -356,10 +389,3 @@ def run_files(results_root: str | Path, data_root: str | Path, s: dict[str, Any]
 def _num(v: Any) -> float | None:
     v = float(v)
     return v if np.isfinite(v) else None
-
-
-def versions() -> dict[str, str]:
-    import torch
-
-    return {"fedbench": fedbench.__version__, "torch": torch.__version__, "numpy": np.__version__,
-            "pandas": pd.__version__, "python": sys.version.split()[0]}

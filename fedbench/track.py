@@ -28,7 +28,7 @@ from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
 from fedbench.provenance import STUDY_CODE, TRAIN_RUN_CODE, code_hash, git_commit
 from fedbench.runner import DATA_ROOT, RunKey, find_run, outcome_path, run_files, run_params
-from fedbench.study.layout import RESULTS_ROOT, adopt, reported_folder, study_folder
+from fedbench.study.layout import MAIN_JOB, RESULTS_ROOT, adopt, reported_folder, study_folder
 from fedbench.study.record import SIMULATIONS
 
 if TYPE_CHECKING:
@@ -338,9 +338,10 @@ def _run_artifacts(files: Callable[[], list[Path]], figure: Callable[[], Path]) 
     return [*files(), figure()]
 
 
-def track_study(name: str, folder: Path) -> str:
+def track_study(name: str, folder: Path, nested: bool = True) -> str:
     """Log claim study ``name``, run into ``folder`` (fedbench.study.layout), as one MLflow run of experiment
-    ``claims-<name>`` with a nested run per simulation; its fingerprint is the hash of claims.json and the simulation
+    ``claims-<name>`` with a nested run per simulation (none where ``nested`` is False: the main job's, whose runs the
+    training runs' experiments log, train-<study>); its fingerprint is the hash of claims.json and the simulation
     records. The commit recorded is the one claims.json names, if it does, else HEAD, dirty only if the studies' code
     (fedbench/studies and STUDY_CODE) differs from it: the track stage runs on studies DVC has just found up to date
     with that code."""
@@ -366,7 +367,7 @@ def track_study(name: str, folder: Path) -> str:
     parent = tracking.Record(study_run_name(name, budget, fingerprint), fingerprint, tags, {"study": name}, [],
                              now - int(1000 * float(body["seconds"])), now, lambda: files)
     return tracking.log_study(claims_experiment(name), parent,
-                              [simulation_record(sim, study, now) for sim in simulations],
+                              [simulation_record(sim, study, now) for sim in simulations] if nested else [],
                               claims_description(name, body["claims"]))
 
 
@@ -449,6 +450,10 @@ def track_all(cfg: Config, out_csv: Path, results_root: Path = RESULTS_ROOT, dat
     studies = [name for name, folder in reported.items() if (folder / "claims.json").exists()]
     for name in studies:
         track_study(name, reported[name])
+    main_job = study_folder(MAIN_JOB, None, results_root)  # the main job's verdicts: its runs are logged above
+    if (main_job / "claims.json").exists():
+        track_study(MAIN_JOB, main_job, nested=False)
+        studies.append(MAIN_JOB)
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_csv.name}.", dir=out_csv.parent)  # a name no other writer uses

@@ -60,15 +60,19 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     gain = claims[0]
     assert gain["verdict"] != "not-run" and gain["effect"]["n"] == 2 and gain["rounds_run"] == 3
     assert all(by_id[cid]["verdict"] == "not-run" and "missing runs" in by_id[cid]["observed"] for cid in main_job[1:])
-    # the claims judged on the train store: the stage main_job's record, in a claim study's layout (issue 30, item 4)
+    # the main job is a claim study (issue 50, item 1): its record in a claim study's layout, its runs in its store
     kept = tmp_path / "results/fedprox_main_job/pipeline"
     body = json.loads((kept / "claims.json").read_text())
-    assert body["study"] == "fedprox_main_job" and body["budget"] == "pipeline"
-    added = {"registration", "provenance", "earlier"}  # what the report adds: the registry's and where it was computed
+    assert body["study"] == "fedprox_main_job" and body["budget"] is None  # its pipeline budget: train.rounds
+    added = {"registration", "provenance", "earlier", "study"}  # what the report adds: the registry's, where it was
+    # computed and the report's study
     assert [{k: v for k, v in by_id[c["id"]].items() if k not in added} for c in body["claims"]] == body["claims"]
     records = [json.loads(line) for line in (kept / "simulations.jsonl").read_text().splitlines()]
     assert len(records) == 8  # 4 cells (dataset, variant, stragglers) of the three studies, 2 seeds each
-    assert all((tmp_path / "results/train/outcomes" / f"{r['fingerprint']}.json").is_file() for r in records)
+    assert all((kept / "outcomes" / f"{r['fingerprint']}.json").is_file() for r in records)
+    assert not (tmp_path / "results/train").exists()  # no second store
+    real = json.loads((tmp_path / "results/fedprox_real_data/pipeline/claims.json").read_text())["claims"]
+    assert {c["id"] for c in real} >= {"fedprox/mnist5k/stragglers-90/accuracy-gain"}
     assert {r["name"] for r in records} >= {"synthetic_1_1 fedprox_mu1 stragglers=0.9 seed=1",
                                             "mnist5k_fedprox fedavg stragglers=0 seed=0"}
     assert len(records[0]["history"]["train/loss"]) == 4  # rounds 0-3
@@ -86,15 +90,14 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     runs = client.search_runs([exp.experiment_id])
     # at params.yaml's settings a name has no differences: the algorithm with its hyperparameters, the stragglers, the
     # seed and the dataset (fedbench.track.run_name); the fingerprint, its outcome file's
-    # results/train/outcomes/<fingerprint>.json named in the train store's index, is its fedbench.fingerprint tag
-    index = [json.loads(line) for line in (tmp_path / "results/train/index.jsonl").read_text().splitlines()]
-    fingerprints = {(x["params"]["variant"], x["params"]["seed"]): x["fingerprint"] for x in index
+    # results/fedprox_main_job/pipeline/outcomes/<fingerprint>.json named in its record, is its fedbench.fingerprint tag
+    fingerprints = {(x["params"]["variant"], x["params"]["seed"]): x["fingerprint"] for x in records
                     if x["params"]["dataset"] == "synthetic_1_1" and x["params"]["straggler_fraction"] == 0.9}
     names = {"fedavg": "fedavg", "fedprox_mu1": "fedprox mu=1"}
     assert sorted(r.info.run_name for r in runs) == sorted(
         f"{names[v]} 90% s{s} synthetic_1_1" for v in ("fedavg", "fedprox_mu1") for s in (0, 1))
     assert sorted(r.data.tags["fedbench.fingerprint"] for r in runs) == sorted(fingerprints.values())
-    assert all((tmp_path / "results/train/outcomes" / f"{fp}.json").is_file() for fp in fingerprints.values())
+    assert all((kept / "outcomes" / f"{fp}.json").is_file() for fp in fingerprints.values())
     run = runs[0]
     assert run.info.status == "FINISHED"
     assert {"git_commit", "dataset_hash", "seed", "device", "version.torch"} <= set(run.data.tags)
@@ -114,13 +117,16 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     again = subprocess.run(dvc + ["repro"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert again.returncode == 0
     assert "Data and pipelines are up to date" in again.stdout
-    # a run finished outside this lock's state (another experiment's, `fedbench paper run`'s) survives a checkout:
-    # results/train/ is not in DVC's cache, so no `dvc checkout` or `dvc exp apply` restores it to an older state
-    later = tmp_path / "results/train/outcomes/ffffffffffffffff.json"
+    # a run finished outside this lock's state (another experiment's) survives a checkout: the main job's store is
+    # not in DVC's cache, so no `dvc checkout` or `dvc exp apply` restores it to an older state
+    later = kept / "outcomes/ffffffffffffffff.json"
     later.write_text("{}")
     checkout = subprocess.run(dvc + ["checkout", "--force"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert checkout.returncode == 0 and later.exists(), checkout.stderr[-2000:]
     assert len(client.search_runs([exp.experiment_id])) == 4
+    # the main job's verdicts reach MLflow (issue 50): one run of its study, no nested runs (its runs are train-*'s)
+    (main,) = client.search_runs([client.get_experiment_by_name("claims-fedprox_main_job").experiment_id])
+    assert main.data.tags[f"verdict.{main_job[0]}"] == gain["verdict"] and main.data.tags["study/simulations"] == "8"
     study = client.get_experiment_by_name("claims-delta_fl_triangle")
     study_runs = client.search_runs([study.experiment_id])
     (parent,) = [r for r in study_runs if "mlflow.parentRunId" not in r.data.tags]

@@ -43,7 +43,7 @@ from fedbench.report.summary import coincident_parts, page_name, summary_markdow
 from fedbench.studies.entries import collect
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.train_runs import DATA_ROOT
-from fedbench.study.layout import RESULTS_ROOT, publish, study_folder
+from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, publish, study_folder
 
 MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–",
         NOT_IMPLEMENTED: "∅"}  # a verdict not here: its name
@@ -77,7 +77,7 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
     printing the comparison with git's committed report (fedbench.report.compare)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fresh, hist, summ = collect(cfg, Path(results_root), Path(data_root))
+    fresh, _, summ = collect(cfg, Path(results_root), Path(data_root))
     before = out / "claims.json"
     previous, was = _previous(before), origin.last_commit_of(before)
     if previous is None and (committed := origin.committed(before)):  # `dvc repro` removed it: git's is the one before
@@ -89,11 +89,10 @@ def build_report(cfg: Config, out_dir: str | Path = "reports", results_root: Pat
     figs = Path(tempfile.mkdtemp(prefix=".figures.", dir=out))
     try:
         os.chmod(figs, 0o755)  # mkdtemp makes it private; the result is an ordinary folder
-        for draw, name, datasets in ((figures.figure1, "fig1_stragglers_synthetic_1_1.png", ("synthetic_1_1",)),
-                                     (figures.figure2, "fig2_heterogeneity.png", figures.FIGURE2_DATASETS),
-                                     (figures.figure5, "fig5_iid_stragglers.png", ("synthetic_iid",))):
-            if len(hist) and hist["dataset"].isin(datasets).any():  # else the one drawn where they ran is kept
-                draw(hist, figs / name)
+        drawn = study_folder(MAIN_JOB, PIPELINE_BUDGET, results_root)  # Figures 1, 2 and 5: the main job study's
+        for name in ("fig1_stragglers_synthetic_1_1.png", "fig2_heterogeneity.png", "fig5_iid_stragglers.png"):
+            if (drawn / name).is_file():  # else the one drawn where they ran is kept
+                shutil.copy2(drawn / name, figs / name)
         figures.real_data_figures(cfg, Path(results_root), Path(data_root), figs)
         kept_figures = figures.keep_missing(out / "figures", figs, origin.committed_folder(out / "figures"))
         held = committed_figure(cfg, out, figs, Path(results_root))

@@ -38,6 +38,7 @@ class TrainGroup:
     ids: tuple[str, ...]  # the claims it judges (the rest of a study "real data" is judged elsewhere)
 
 
+GROUPS_MAIN = "main job"  # the group whose confirmatory run is the main job study's (fedbench.studies.fedprox_main_job)
 GROUPS = {g.name: g for g in (
     TrainGroup("main job", "main-job", MAIN_STUDIES, tuple(c.id for c in MAIN_JOB.claims)),
     TrainGroup("real data", "real-data", (MNIST5K,), tuple(c.id for c in declaration(MNIST5K_STUDY).claims)),
@@ -72,13 +73,25 @@ def runs_of(cfg: Config, group: TrainGroup) -> list:
 def run_group(cfg: Config, group: TrainGroup, where: Path, data_root: Path, judge: Judge) -> list[dict[str, Any]]:
     """Train the group's runs on ``cfg`` (its seeds the frozen block: :func:`confirm_config`) into the runs root
     ``where`` (ROOT/<folder>/), the synthetic data generated into ``data_root`` where it is missing (a real variant
-    must be built: one line saying how), and return the entries ``judge`` reads from them."""
+    must be built: one line saying how), and return the entries ``judge`` reads from them. The main job's group runs
+    its study (fedbench.studies.fedprox_main_job on its params.yaml studies only) into ``where/fedprox_main_job/
+    pipeline/``, whose record the judge reads (fedbench.runner.find_run); the real-data group trains into a train
+    store there."""
     from fedbench.pipeline import ensure_dataset, train_runs
 
     keys = runs_of(cfg, group)
     for ds in dict.fromkeys(k.dataset for k in keys):
         ensure_dataset(cfg, ds, data_root)
-    train_runs(cfg, keys, data_root, where, progress=False)
+    if group.name == GROUPS_MAIN:  # the main job's: its study, run by the one driver on the block (issue 50)
+        from fedbench.executors import ExecutorSettings
+        from fedbench.study.layout import MAIN_JOB, study_folder
+        from fedbench.study.output import run_claim_study
+
+        only = dataclasses.replace(cfg, studies={name: cfg.studies[name] for name in group.studies})
+        run_claim_study(MAIN_JOB, study_folder(MAIN_JOB, None, where), workers=cfg.train.workers,
+                        executor=ExecutorSettings.of(cfg.train), real_root=Path(data_root), config=only)
+    else:
+        train_runs(cfg, keys, data_root, where, progress=False)
     return judge(cfg, Path(where), Path(data_root))
 
 
@@ -99,7 +112,7 @@ def measured_seconds(cfg: Config, group: TrainGroup, runs_csv: Path) -> tuple[fl
 def judge_main_job(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """The main job's claims (fedbench.studies.fedprox_main_job_claims) from the runs under ``results_root`` of ``cfg``'s
     train.seeds."""
-    from fedbench.studies.fedprox_main_job_claims import evaluate_claims
+    from fedbench.studies.fedprox_main_job import evaluate_claims
     from fedbench.studies.train_runs import load_runs
 
     hist, summ = load_runs(cfg, results_root, data_root)

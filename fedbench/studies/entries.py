@@ -1,8 +1,10 @@
 """Every claim entry the report renders, gathered in one place from the studies' records (the report judges nothing:
 fedbench.report.build only renders what this returns):
 
-- those judged on the train store's runs, the main job's and FedProx's on real data, read from the record the stage
-  ``main_job`` keeps (fedbench.studies.train_claims: ``results/fedprox_main_job/pipeline/claims.json``);
+- the main job's, read from its study's record (fedbench.studies.fedprox_main_job:
+  ``results/fedprox_main_job/pipeline/claims.json``), or its declared claims not-run where it has not run;
+- FedProx's on real data judged on the main job's runs and the train store, read from the record the stage ``main_job``
+  keeps (fedbench.studies.train_claims: ``results/fedprox_real_data/pipeline/claims.json``);
 - the other real data's: the paper-scale claim studies' read from their records, the claims no command judges yet
   (fedbench.studies.real_claims.from_records);
 - each claim study's of params.yaml ``claim_studies``, read from its ``claims.json``, or, where it has not run, its
@@ -23,10 +25,11 @@ from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
 from fedbench.errors import read_json
 from fedbench.studies import real_claims, train_claims
+from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.real_data import in_current_words
 from fedbench.studies.stage import measured
 from fedbench.studies.train_runs import load_runs
-from fedbench.study.layout import RESULTS_ROOT, study_folder
+from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, study_folder
 from fedbench.study.output import command as study_command
 from fedbench.study.registry import declaration
 
@@ -81,16 +84,29 @@ def study_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict[st
     return out
 
 
+def main_job_claims(results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
+    """The main job's entries, read from its study's record at the pipeline budget (what the DVC stage ``main_job``
+    runs), each tagged with the report's study "main job"; its declared claims not-run where it has not run."""
+    path = study_folder(MAIN_JOB, PIPELINE_BUDGET, results_root) / "claims.json"
+    if path.exists():
+        claims = read_json(path, "claims", "run it anew: dvc repro main_job")["claims"]
+    else:
+        claims = not_run_entries(MAIN_JOB, f"not run: the main job has not run (no {path})",
+                                 "running the main job (`dvc repro main_job`, or `fedbench study run fedprox_main_job`)")
+    return [c | {"study": MAIN_STUDY} for c in claims]
+
+
 def collect(cfg: Config, results_root: Path,
             data_root: Path) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
-    """(every entry with its registration, the train stage's run histories, their summaries): what the report
-    renders, read from ``results_root`` (the train store, ``results_root/train/``, and the claim studies' folders:
-    fedbench.study.layout)."""
+    """(every entry with its registration, the main job's run histories, their summaries): what the report
+    renders, read from ``results_root`` (the claim studies' folders, the main job's among them, and the train store,
+    ``results_root/train/``: fedbench.study.layout)."""
     hist, summ = load_runs(cfg, Path(results_root), Path(data_root))  # for the figures and runs.csv
-    on_train = train_claims.read(Path(results_root))
-    if on_train is None:  # not judged yet: each claim not-run, saying what judges it
-        on_train = train_claims.unjudged(cfg, Path(data_root), Path(results_root))
-    claims = on_train + [c | {"study": real_claims.STUDY} for c in real_claims.from_records(Path(results_root))] \
+    real = train_claims.read(Path(results_root))
+    if real is None:  # not judged yet: each claim not-run, saying what runs it
+        real = train_claims.unjudged(cfg, Path(data_root), Path(results_root))
+    claims = main_job_claims(Path(results_root)) + real \
+        + [c | {"study": real_claims.STUDY} for c in real_claims.from_records(Path(results_root))] \
         + study_claims(cfg, results_root)
     registered = rules_registry.load()
     return [c | {"registration": rules_registry.status(c, registered)} for c in claims], hist, summ

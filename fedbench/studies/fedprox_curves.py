@@ -1,6 +1,6 @@
-"""The main job's runs as curves, and what every FedProx claim judged on them shares: its entry (statement and rule
-from the declaration, fedbench.studies.fedprox_main_job; scale, seeds and fidelity from params.yaml), the runs a claim
-lacks, and the per-seed values it shows.
+"""The main job's runs as curves, and what every FedProx claim judged on them shares: its datasets and cases, its
+entry's fields (scale, deviations, seeds and fidelity from params.yaml; its statement and rule are the declaration's,
+fedbench.studies.fedprox_main_job), the runs a claim lacks, and the per-seed values it shows.
 
 The claims themselves are judged in fedbench.studies.fedprox_main_job_claims (Figures 1 and 7: stragglers and mu) and
 fedbench.studies.fedprox_main_job_heterogeneity (Figures 2 and 5: heterogeneity and IID data); the real-data FedProx
@@ -10,17 +10,27 @@ claims (fedbench.studies.real_claims, fedbench.studies.fedprox_partial_work) rea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from fedbench.config import Config
 from fedbench.claims.stats import fmt_effect
 from fedbench.claims.verdict import fidelity
-from fedbench.claims.entry import not_run
-from fedbench.studies.fedprox_main_job import DECLARATION, PAPER_ROUNDS
 
+if TYPE_CHECKING:  # annotations only: the study's declaration imports no pandas
+    import pandas as pd
+
+PAPER_ROUNDS = 200  # FedProx's synthetic runs (FP run_fedavg.sh / run_fedprox.sh: num_rounds = 200)
+HETERO = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
+TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic(0,0)",
+          "synthetic_0p5_0p5": "Synthetic(0.5,0.5)", "synthetic_1_1": "Synthetic(1,1)"}
+# Figures 6 and 7's comparisons of mu > 0 with mu = 0 that the main job runs: (dataset, stragglers, the mu = 0 arm).
+# At 0% stragglers FedProx(mu=0) is FedAvg (Figure 1's caption), and the heterogeneity study runs FedAvg only
+MU_CASES = (("synthetic_iid", 0.0, "fedavg"), ("synthetic_0_0", 0.0, "fedavg"), ("synthetic_0p5_0p5", 0.0, "fedavg"),
+            ("synthetic_1_1", 0.0, "fedavg"), ("synthetic_1_1", 0.5, "fedprox_mu0"),
+            ("synthetic_1_1", 0.9, "fedprox_mu0"))
+MU_CASE_LABELS = tuple(f"{TITLES[d]} at {int(f * 100)}%" for d, f, _ in MU_CASES)
 
 STUDY = "main job"
 REGISTERED_AFTER_RUNS = ("the runs were computed before this rule was registered (the rule was written from the "
@@ -86,20 +96,19 @@ def missing_runs(curves: Curves, cells: list[tuple[str, str, float]], seeds: Seq
     return out
 
 
-def entry(cfg: Config, cid: str, datasets: list[str], deviations: list[str], figure: dict[str, str],
-          **rule_fields: Any) -> dict[str, Any]:
-    """Claim ``cid``'s entry with verdict not-run (the judging fills it in): its statement and rule from the
-    declaration (fedbench.studies.fedprox_main_job; ``rule_fields`` fill the rule's config-dependent fields), its
-    scale, seeds and fidelity from ``cfg``."""
+def entry_fields(cfg: Config, datasets: list[str], deviations: list[str], figure: dict[str, str]) -> dict[str, Any]:
+    """A main-job claim's entry fields from ``cfg`` (fedbench.study.contract.Measurement.entry): its scale, its own
+    ``deviations`` before the job's, its ``figure``, seeds and fidelity (its statement and rule are the
+    declaration's)."""
     t = cfg.train
-    return DECLARATION.entry(cid, rule_fields or None, scale=scale(cfg, datasets),
-                             deviations=deviations + common_deviations(cfg), figure=figure,
-                             fidelity=fidelity("paper", t.rounds, PAPER_ROUNDS, len(t.seeds)), rounds_run=t.rounds,
-                             training_seeds=list(t.seeds), data_seeds=[cfg.data.seed])
+    return {"scale": scale(cfg, datasets), "deviations": deviations + common_deviations(cfg), "figure": figure,
+            "fidelity": fidelity("paper", t.rounds, PAPER_ROUNDS, len(t.seeds)), "rounds_run": t.rounds,
+            "training_seeds": list(t.seeds), "data_seeds": [cfg.data.seed]}
 
 
-def not_run_for(e: dict[str, Any], missing: list[str]) -> dict[str, Any]:
-    return not_run(e, "missing runs: " + "; ".join(missing), "running the missing runs (dvc repro)")
+def missing_why(missing: list[str]) -> tuple[str, str]:
+    """Why a claim whose ``missing`` runs are not there is not run, and what would run it (Measurement.not_run)."""
+    return "missing runs: " + "; ".join(missing), "running the missing runs (dvc repro)"
 
 
 def mean_dissimilarity(series: np.ndarray, rounds: int, budget: float, reading: str) -> float:

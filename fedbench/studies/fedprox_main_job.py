@@ -1,7 +1,6 @@
-"""The main job's FedProx claims, declared as data (issue 19, item 2): FedProx (Li et al., MLSys 2020) Figures 1, 2,
-5, 6 and 7 on the paper's four synthetic sets, judged from the train stage's runs of params.yaml's ``studies:``
-(fedbench/studies/fedprox_main_job_claims.py and fedprox_main_job_heterogeneity.py judge each claim against the rule
-stated here).
+"""The main job, FedProx (Li et al., MLSys 2020) Figures 1, 2, 5, 6 and 7 on the paper's four synthetic sets: a claim
+study like every other (issue 50, item 1), its declaration and three hooks run by the one driver
+(fedbench.study.contract), into results/fedprox_main_job/<budget>/ (claims.json, simulations.jsonl, outcomes/).
 
 Setting (params.yaml, the paper's where it gives one; fedbench/studies/fedprox_curves.py common_deviations lists the rest):
 Synthetic-IID, (0,0), (0.5,0.5) and (1,1), 30 devices, data seed 0, multinomial logistic regression, K = 10 devices
@@ -9,27 +8,41 @@ a round drawn uniformly, E = 20, batch 10, lr 0.01, 0/10/50/90% stragglers (sect
 U{1..E-1} epochs), the paper's 200 rounds; arms FedAvg (drops its stragglers), FedProx with mu = 0 (keeps their
 partial work) and mu = 1 (the paper's best for Synthetic(1,1)), params.yaml's ``algorithms``.
 
-``seeds`` and ``budgets["pipeline"]`` are params.yaml's defaults (train.seeds, train.rounds); a run with other ones
-(``dvc exp run -S train.seeds=...``) is judged on its own: the entries carry the config's seeds and rounds, and a
-rule whose text depends on the config (the straggler levels configured for Synthetic-IID) names its ``{field}``,
-filled from the config where the entry is built. Imports no torch and runs nothing (no ``run()``: it is no claim
-study of params.yaml ``claim_studies``); the runs are the train stage's.
+Its grid is params.yaml's, not the declaration's: ``simulations`` builds one run per (dataset, algorithm variant,
+straggler fraction, seed) of params.yaml's ``studies`` (each run once, with the first study listing it) under its
+``train`` and ``algorithms`` sections (:func:`settings`), so that ``dvc exp run -S train.rounds=...`` runs a variation;
+budget "pipeline" is ``train.rounds``, "paper" the paper's 200 rounds; the seeds are ``train.seeds`` unless a
+confirmatory block names others. ``measure`` judges each claim's parts with its declared rule
+(fedbench.studies.fedprox_main_job_claims, fedprox_main_job_heterogeneity), ``figure`` draws Figures 1, 2 and 5
+(fedbench.studies.fedprox_figures), ``record`` keeps each run with the settings that determine it
+(:func:`run_params`, as logged to MLflow). Importing it imports no torch.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.stats import Share
 from fedbench.claims.verdict import Rule
+from fedbench.config import Config, ConfigError, check_stragglers
+from fedbench.data.format import read_meta
+from fedbench.data.load import load, rebuild_hint, word_table
+from fedbench.data.registry import VARIANTS, dataset_dir
+from fedbench.errors import DataError
+from fedbench.studies.fedprox_curves import HETERO, MU_CASE_LABELS, MU_CASES, PAPER_ROUNDS, Curves
+from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 
-PAPER_ROUNDS = 200  # FedProx's synthetic runs (FP run_fedavg.sh / run_fedprox.sh: num_rounds = 200)
+if TYPE_CHECKING:
+    from fedbench.study.runner import Outcome, Simulation
+
 PIPELINE_ROUNDS = 200  # params.yaml train.rounds (tests/studies/test_fedprox_main_job.py checks they agree)
 SEEDS = (0, 1, 2, 3, 4)  # params.yaml train.seeds (idem); a config's own train.seeds override them
 MAIN_STUDIES = ("stragglers", "heterogeneity")  # the params.yaml studies whose runs the claims read (their arms: ours)
-HETERO = ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1")
-TITLES = {"synthetic_iid": "Synthetic-IID", "synthetic_0_0": "Synthetic(0,0)",
-          "synthetic_0p5_0p5": "Synthetic(0.5,0.5)", "synthetic_1_1": "Synthetic(1,1)"}
 
 # the rules' parts, each stated once: fedbench/studies/fedprox_main_job_claims.py and _heterogeneity.py judge with these
 GAIN_RULE = Rule("greater", 0.0, "accuracy points")  # the sign: the paper states no per-dataset gain to test
@@ -49,12 +62,7 @@ IID_PARTIAL_ACCURACY_MARGIN = 5.0  # accuracy points
 IID_PARTIAL_LOSS_RULE = Rule("within", IID_PARTIAL_LOSS_MARGIN, "% loss difference", chosen=True)
 IID_PARTIAL_ACCURACY_RULE = Rule("within", IID_PARTIAL_ACCURACY_MARGIN, "accuracy points", chosen=True)
 
-# Figures 6 and 7's comparisons of mu > 0 with mu = 0 that the main job runs: (dataset, stragglers, the mu = 0 arm).
-# At 0% stragglers FedProx(mu=0) is FedAvg (Figure 1's caption), and the heterogeneity study runs FedAvg only
-MU_CASES = (("synthetic_iid", 0.0, "fedavg"), ("synthetic_0_0", 0.0, "fedavg"), ("synthetic_0p5_0p5", 0.0, "fedavg"),
-            ("synthetic_1_1", 0.0, "fedavg"), ("synthetic_1_1", 0.5, "fedprox_mu0"),
-            ("synthetic_1_1", 0.9, "fedprox_mu0"))
-MU_CASE_LABELS = tuple(f"{TITLES[d]} at {int(f * 100)}%" for d, f, _ in MU_CASES)
+# Figures 6 and 7's comparisons of mu > 0 with mu = 0 (fedbench.studies.fedprox_curves.MU_CASES)
 SHARE_RULE = Rule("greater", 0.0, "% of cases", share=Share(cases=len(MU_CASES), minus=50.0))  # a bounded, discrete
 # reading: an exact interval (issue 32: the t interval over five equal shares read [33.3, 33.3], p = 0)
 
@@ -68,6 +76,7 @@ DECLARATION = StudyDeclaration(
           Arm("fedprox_mu1", "fedprox", {"mu": 1.0})),
     seeds=SEEDS, budgets={"pipeline": PIPELINE_ROUNDS, "paper": PAPER_ROUNDS}, data_seeds=(0,),
     knobs={"datasets": HETERO, "stragglers": (0.0, 0.1, 0.5, 0.9)},
+    keeps_outcomes=True,  # params.yaml's variations share the store: each one's runs stay for the next (issue 50)
     claims=(
     Claim(
         id="fedprox/synthetic-1-1/stragglers-90/accuracy-gain",
@@ -216,3 +225,294 @@ DECLARATION = StudyDeclaration(
               "smallest gain fedbench counts as 'improves'). The runs (the stragglers study) existed already",
         reads=("fedavg", "fedprox_mu0"), rounds_paper=PAPER_ROUNDS),
 ))
+
+
+# -- the hooks: params.yaml's grid as Simulations, each claim measured, Figures 1, 2 and 5 -------------------------
+
+DATA_ROOT = Path("data/generated")  # the generated sets (a real variant's folder is data/real/<name>: dataset_dir)
+Key = tuple[str, str, float, int]  # a run: (dataset, algorithm variant, straggler fraction, seed)
+
+
+def settings(run: StudyRun) -> Config:
+    """params.yaml's Config (``run.config``) at the run's budget and seeds: budget "pipeline" keeps ``train.rounds``,
+    another sets it to the declared rounds (a params.yaml study's own ``train.rounds`` stays its own); the seeds are
+    ``train.seeds`` unless the run names others (a confirmatory block: the declaration's seeds replaced). A
+    ConfigError where the run has no config."""
+    cfg = run.config
+    if cfg is None:
+        raise ConfigError(f"study {DECLARATION.name}: its grid is params.yaml's (train, algorithms, studies); allowed: "
+                          "a run given params.yaml's config (`fedbench study run fedprox_main_job`, its DVC stage)")
+    train = cfg.train
+    if run.budget_name != "pipeline":
+        train = dataclasses.replace(train, rounds=run.rounds)
+    if run.declaration.seeds != DECLARATION.seeds:
+        train = dataclasses.replace(train, seeds=tuple(run.declaration.seeds))
+    return cfg if train is cfg.train else dataclasses.replace(cfg, train=train)
+
+
+def grid(cfg: Config) -> list[Key]:
+    """Every run of params.yaml's studies (Config.cells, then each of ``train.seeds``), each once, in the order the
+    first study listing it names it."""
+    return list(dict.fromkeys((ds, variant, float(f), seed) for _, ds, variant, f in cfg.cells()
+                              for seed in cfg.train.seeds))
+
+
+def name(key: Key) -> str:
+    dataset, variant, stragglers, seed = key
+    return f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
+
+
+def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
+    """Every setting that determines a run's numbers, flat, as its record keeps them and MLflow logs them."""
+    algo = cfg.algorithms[variant]
+    t = cfg.train_for(dataset)  # the train section with the overrides of the study listing the dataset
+    return {
+        "dataset": dataset, "algorithm": algo.name, "variant": variant, **{f"algo.{k}": v for k, v in algo.hyper.items()},
+        "straggler_fraction": stragglers, "seed": seed, "model": t.model, "rounds": t.rounds,
+        "clients_per_round": t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size,
+        "lr": t.lr, "sampling": t.sampling, "straggler_epochs": t.straggler_epochs, "eval_every": t.eval_every,
+        "data.seed": cfg.data.seed, "data.num_devices": cfg.data.num_devices,
+        "data.train_fraction": cfg.data.train_fraction,
+        # a sampled dissimilarity changes that metric's numbers; recorded only where a study asks for one
+        **({"dissimilarity_samples": t.dissimilarity_samples} if t.dissimilarity_samples else {}),
+        # a run whose dissimilarity no claim reads (train.dissimilarity_variants, _stragglers) skips it: recorded only
+        # there, so the runs that compute it keep their fingerprints
+        **({} if t.computes_dissimilarity(variant, stragglers) else {"dissimilarity": False}),
+        # a captured loop may move CUDA numbers in the last bits (fedbench.engine.capture); recorded where it is on
+        **({"capture": t.capture} if t.capture != "none" else {}),
+    }
+
+
+def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -> dict[str, Any]:
+    """The metadata of the dataset a run of ``cfg`` would train on, checked against ``cfg``: the settings a run
+    records (data.seed, data.num_devices, data.train_fraction) must be the ones the data was made with, and
+    the data must have at least train.clients_per_round clients. Raises DataError (one line) otherwise."""
+    folder = dataset_dir(data_root, dataset)
+    try:
+        meta = read_meta(folder)
+    except FileNotFoundError:
+        raise DataError(f"{folder}: no dataset there (no meta.json); {rebuild_hint(dataset)}") from None
+    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise DataError(f"{folder}/meta.json is unreadable ({type(exc).__name__}: {exc}); {rebuild_hint(dataset)}") from None
+    if meta.get("name") != dataset:
+        raise DataError(f"{folder} holds dataset {meta.get('name')!r}, not {dataset!r}; {rebuild_hint(dataset)}")
+    made = {} if dataset in VARIANTS else meta.get("source", {}).get("params", {})  # the generators' settings
+    wanted = {"seed": cfg.data.seed, "num_devices": cfg.data.num_devices, "train_fraction": cfg.data.train_fraction}
+    differ = [k for k, v in wanted.items() if k in made and made[k] != v]
+    if differ:
+        was = ", ".join(f"data.{k}={made[k]}" for k in differ)
+        now = ", ".join(f"data.{k}={wanted[k]}" for k in differ)
+        raise DataError(f"{folder} was made with {was} but the config says {now}: a run would record settings its "
+                        f"data was not made with; run with the data's settings, or regenerate it: fedbench "
+                        f"generate {dataset} " + " ".join(f"--set data.{k}={wanted[k]}" for k in differ))
+    clients = int(meta.get("num_clients", len(meta.get("client_ids", []))))
+    if cfg.train_for(dataset).clients_per_round > clients:
+        raise ConfigError(f"train.clients_per_round: {cfg.train_for(dataset).clients_per_round} exceeds the {clients} "
+                          f"clients of {folder}; allowed: 1..{clients}")
+    return meta
+
+
+@functools.cache
+def _dataset(folder: str, dataset: str, content_hash: str):
+    """The dataset in ``folder`` (of ``content_hash``: a folder made anew is loaded anew), loaded once per process."""
+    return load(folder, dataset)
+
+
+@functools.cache
+def _model(name: str, feature_shape: tuple[int, ...], num_classes: int, embedding: str | None, embedding_hash: str):
+    """Model ``name`` for inputs of ``feature_shape`` (with the frozen word table in folder ``embedding``, of
+    ``embedding_hash``, if any): one object for every run of that model and input, so that runs of several datasets
+    of one shape share stacks."""
+    from fedbench.models import build_model
+
+    return build_model(name, feature_shape, num_classes, None if embedding is None else word_table(embedding))
+
+
+def simulation(cfg: Config, key: Key, meta: dict[str, Any], data_root: str | Path = DATA_ROOT) -> Simulation:
+    """Run ``key`` under ``cfg`` (its dataset's ``meta``: :func:`dataset_meta`) as a Simulation of the one runner,
+    its settings (:func:`run_params`) its knobs."""
+    from fedbench.algorithms import build_algorithm
+    from fedbench.engine.simulation import SimulationConfig
+    from fedbench.study.runner import Simulation
+
+    dataset, variant, stragglers, seed = key
+    t, algo = cfg.train_for(dataset), cfg.algorithms[variant]
+    check_stragglers(cfg.train, stragglers, f"studies: {dataset} {variant}")
+    try:
+        algorithm = build_algorithm(algo.name, t.lr, **algo.hyper)
+    except ValueError as exc:
+        raise ConfigError(f"algorithms.{variant}: {exc}") from None
+    config = SimulationConfig(
+        rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
+        batch_size=t.batch_size, straggler_fraction=stragglers, sampling=t.sampling,
+        straggler_epochs=t.straggler_epochs, seed=seed, device=t.device,
+        # params.yaml's train.eval_every: the dissimilarity's cadence, in the runs that compute it
+        dissimilarity_every=t.eval_every if t.computes_dissimilarity(variant, stragglers) else 0,
+        dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
+        checkpoint_every=t.checkpoint_every, capture=t.capture,
+    )
+    embedding = meta.get("input", {}).get("embedding")
+    model = _model(t.model, tuple(meta["feature_shape"]), int(meta["num_classes"]),
+                   embedding["folder"] if embedding else None, embedding["content_hash"] if embedding else "")
+    data = functools.partial(_dataset, str(dataset_dir(data_root, dataset)), dataset, meta["content_hash"])
+    return Simulation(name(key), config, data, model, algorithm, run_params(cfg, *key))
+
+
+def simulations(run: StudyRun) -> dict[Key, Simulation]:
+    """params.yaml's grid (:func:`grid`) under :func:`settings`, each run a Simulation (every dataset's metadata read
+    and checked once), its data in ``run.real_root`` where given (the generated sets; a real variant's folder is
+    data/real/<name> beside them: fedbench.data.registry.dataset_dir), else :data:`DATA_ROOT`."""
+    cfg = settings(run)
+    keys = grid(cfg)
+    root = DATA_ROOT if run.real_root is None else run.real_root  # a confirmation's own data root, else data/generated
+    metas = {ds: dataset_meta(cfg, ds, root) for ds in dict.fromkeys(k[0] for k in keys)}
+    return {key: simulation(cfg, key, metas[key[0]], root) for key in keys}
+
+
+def record(sim: Simulation, outcome: Outcome) -> dict[str, Any]:
+    """A run's record: its history, final values and the settings that determine it (:func:`run_params`)."""
+    from fedbench.study.record import record as record_of
+
+    return record_of(sim.name, sim.knobs, outcome)
+
+
+def curves(run: StudyRun) -> Curves:
+    """The finished runs as curves by (dataset, variant, stragglers, seed), built once per run of the study."""
+    import pandas as pd
+
+    cached = _CURVES.get(id(run))
+    if cached is not None and cached[0] is run and cached[1] == len(run.outcomes):
+        return cached[2]
+    frames = [pd.DataFrame(o.history).assign(dataset=k[0], variant=k[1], stragglers=k[2], seed=k[3],
+                                             diverged=o.diverged) for k, o in run.outcomes.items()]
+    made = Curves(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+    _CURVES.clear()
+    _CURVES[id(run)] = (run, len(run.outcomes), made)
+    return made
+
+
+_CURVES: dict[int, tuple[StudyRun, int, Curves]] = {}
+
+
+def measure(claim: Claim, run: StudyRun) -> Measurement:
+    """Claim ``claim`` measured on the finished runs (fedbench.studies.fedprox_main_job_claims.MEASURES)."""
+    from fedbench.studies.fedprox_main_job_claims import MEASURES
+
+    return MEASURES[claim.id](settings(run), curves(run), claim)
+
+
+def figure(run: StudyRun, out: Path) -> None:
+    """FedProx's Figures 1 (Synthetic(1,1) at each straggler level), 2 (heterogeneity) and 5 (IID stragglers), each
+    where its runs are in the grid."""
+    from fedbench.studies.fedprox_figures import FIGURE2_DATASETS, figure1, figure2, figure5
+
+    hist = curves(run).frame
+    for draw, path, datasets in ((figure1, "fig1_stragglers_synthetic_1_1.png", ("synthetic_1_1",)),
+                                 (figure2, "fig2_heterogeneity.png", FIGURE2_DATASETS),
+                                 (figure5, "fig5_iid_stragglers.png", ("synthetic_iid",))):
+        if len(hist) and hist["dataset"].isin(datasets).any():
+            draw(hist, Path(out) / path)
+
+
+def evaluate_claims(cfg: Config, hist: Any, summ: Any = None) -> list[dict[str, Any]]:
+    """Every claim's entry judged on the runs of history table ``hist`` (rows of (dataset, variant, stragglers,
+    seed, round, metrics...)) under ``cfg``, as the one driver judges the study's own runs (fedbench.study.contract.entry
+    of :func:`measure`'s Measurement): for runs read from elsewhere (a confirmatory root, the train store until its
+    move). ``summ`` is not read."""
+    return [judged_on(cfg, Curves(hist), c) for c in DECLARATION.claims]
+
+
+def judged_on(cfg: Config, runs: Curves, claim: Claim) -> dict[str, Any]:
+    """Claim ``claim``'s entry judged on ``runs`` under ``cfg`` (:func:`evaluate_claims`)."""
+    from fedbench.studies.fedprox_main_job_claims import MEASURES
+    from fedbench.study.contract import entry
+
+    run = StudyRun(DECLARATION, "pipeline", cfg.train.rounds, config=cfg)
+    return entry(run, claim, MEASURES[claim.id](cfg, runs, claim))
+
+
+# -- the one-time move of the train store's runs into the study's (issue 50, item 1; remove after 2027-03-01) -------
+
+def adopt_train_store(cfg: Config, root: str | Path = Path("results")) -> tuple[int, int]:
+    """The main job's finished runs in the train store of ``root`` (``root/train/``: its index names each run's
+    fingerprint by its settings, data and code) linked into the study's store (``root/fedprox_main_job/pipeline/
+    outcomes/``) under the study's fingerprint, so that no run of params.yaml's grid under ``cfg`` is computed again.
+    A run moves only where its index line has its settings (:func:`run_params`) and its data's content hash, and the
+    code that computed it is today's (:func:`_same_run_code`: the run code at the commit its outcome records hashes to
+    its index line's code, and the numbers' code, STUDY_RUN_CODE, is unchanged since); a run computed from a tree
+    with uncommitted run code cannot be shown the same and is computed anew. The outcome file is linked (copied where
+    a link is not possible), never rewritten: the train store is left as it was. (moved, runs found in the index)."""
+    import json
+    import os
+    import shutil
+
+    from fedbench.study.contract import seeded
+    from fedbench.study.layout import MAIN_JOB, OUTCOMES, study_folder, train_folder
+    from fedbench.study.reuse import OutcomeStore
+
+    index = train_folder(root) / "index.jsonl"
+    if not index.is_file():
+        return 0, 0
+    lines: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in index.read_text().splitlines():
+        try:
+            e = json.loads(line)
+            lines[(json.dumps(e["params"], sort_keys=True), e["dataset_hash"])] = e  # the last line wins
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by a crash
+    store = OutcomeStore(study_folder(MAIN_JOB, "pipeline", root) / OUTCOMES)
+    same: dict[tuple[str, str], bool] = {}
+    moved = found = 0
+    for sim in simulations(seeded(DECLARATION, "pipeline", config=cfg)).values():
+        e = lines.get((json.dumps(sim.knobs, sort_keys=True), sim.dataset().content_hash))
+        old = None if e is None else train_folder(root) / OUTCOMES / f"{e['fingerprint']}.json"
+        if old is None or not old.is_file():
+            continue
+        found += 1
+        target = store.folder / f"{store.key(sim)}.json"
+        if target.exists():
+            continue
+        commit = (json.loads(old.read_text()).get("about") or {}).get("git_commit", "unknown")
+        if (commit, e["code"]) not in same:
+            same[(commit, e["code"])] = _same_run_code(commit, e["code"])
+        if not same[(commit, e["code"])]:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(old, target)
+        except OSError:
+            shutil.copy2(old, target)
+        moved += 1
+    return moved, found
+
+
+def _same_run_code(commit: str, train_code: str) -> bool:
+    """Whether a train-store run computed at ``commit`` (its outcome's ``git_commit``), whose index line names the code
+    ``train_code`` (the hash of TRAIN_RUN_CODE), was computed by today's numbers' code: TRAIN_RUN_CODE as committed at
+    ``commit`` hashes to ``train_code`` and STUDY_RUN_CODE as committed there hashes as today's tree does. False for
+    an unknown or ``-dirty`` commit (its files are not in git)."""
+    import subprocess
+    import tempfile
+
+    from fedbench.provenance import PACKAGE, STUDY_RUN_CODE, TRAIN_RUN_CODE, code_hash
+
+    if commit == "unknown" or commit.endswith("-dirty"):
+        return False
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=PACKAGE, capture_output=True, text=True,
+                         check=False)
+    if top.returncode:
+        return False
+    git = ["git", "-C", top.stdout.strip()]
+    listed = subprocess.run([*git, "ls-tree", "-r", "--name-only", commit, "--",
+                             *(f"fedbench/{p}" for p in TRAIN_RUN_CODE)], capture_output=True, text=True, check=False)
+    if listed.returncode:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in listed.stdout.split():
+            blob = subprocess.run([*git, "show", f"{commit}:{name}"], capture_output=True, check=False)
+            if blob.returncode:
+                return False
+            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / name).write_bytes(blob.stdout)
+        then = Path(tmp) / "fedbench"
+        return code_hash(TRAIN_RUN_CODE, then) == train_code and code_hash(STUDY_RUN_CODE, then) == code_hash(STUDY_RUN_CODE)

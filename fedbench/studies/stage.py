@@ -19,7 +19,7 @@ from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of
 from fedbench.errors import ConfigError, DataError, read_json
 from fedbench.executors import ExecutorSettings
 from fedbench.study import registry
-from fedbench.study.layout import RESULTS_ROOT, adopt, home_budget, reported_folder, study_folder
+from fedbench.study.layout import MAIN_JOB, RESULTS_ROOT, adopt, home_budget, reported_folder, study_folder
 from fedbench.study.output import run_claim_study
 from fedbench.study.runner import WORKERS
 
@@ -101,7 +101,8 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
                            budget=None if budget == PIPELINE_BUDGET else budget,
                            executor=ExecutorSettings.of(cfg.train),
                            seeds=declared.seeds if seeds is None else tuple(seeds),
-                           real_root=real_root if paper_scale else None, data_seeds=data_seeds)
+                           real_root=real_root if paper_scale else None, data_seeds=data_seeds,
+                           config=cfg)  # params.yaml's, for a study whose grid it sets (the main job)
 
 
 def measured(name: str) -> dict[str, Any] | None:
@@ -123,7 +124,9 @@ def list_studies(cfg: Config, root: Path = RESULTS_ROOT) -> list[str]:
         if declared:
             budgets = [declared.budget] + [b for b in budgets if b != declared.budget]
         paper_scale = is_paper_scale(name)
-        if declared and declared.default:
+        if name == MAIN_JOB:  # its own stage: its grid is params.yaml's train, algorithms and studies
+            command = how = "dvc repro (main_job)"
+        elif declared and declared.default:
             command = how = f"dvc repro (study@{name})"
         elif paper_scale:
             command = f"fedbench paper run {name}"  # its data, then `fedbench study run NAME --budget paper`

@@ -51,6 +51,7 @@ class StudyRun:
     budget_name: str
     budget: Any
     real_root: Path | None = None
+    config: Any = None  # params.yaml's fedbench.config.Config, for a study whose grid params.yaml sets (the main job)
     simulations: dict[Hashable, Simulation] = field(default_factory=dict)
     outcomes: dict[Hashable, Outcome] = field(default_factory=dict)
 
@@ -81,7 +82,8 @@ class Measurement:
     ``entry``: the entry's fields (scale, deviations, observed, reproduced, figure, fidelity, rounds_run, ...:
     fedbench.claims.entry.new_entry), ``rule_fields`` the rule's ``{name}`` fields; ``also``: keys the entry carries
     beyond new_entry's (a not-run claim's command and cost). ``not_run``: (why, what would run it) where the outcomes
-    cannot judge the claim; then nothing is judged."""
+    cannot judge the claim; then nothing is judged. ``observed``: where the entry's observed text quotes the judged
+    result (its effect, each part's verdict, a sensitivity cell), the text written from that result."""
 
     parts: Sequence[Part] = ()
     values: Callable[[str, float], list[list[float]]] | None = None
@@ -97,6 +99,7 @@ class Measurement:
     fixed: Sequence[Fixed] = ()
     inconclusive: tuple[Sequence[str], str, str] | None = None
     also: dict[str, Any] = field(default_factory=dict)
+    observed: Callable[[dict[str, Any]], str] | None = None
 
     def __post_init__(self) -> None:
         if self.not_run is None and (not self.parts or self.values is None):
@@ -127,16 +130,18 @@ def entry(run: StudyRun, claim: Claim, m: Measurement) -> dict[str, Any]:
         result = part.joined(result)
     if m.inconclusive is not None:
         result = inconclusive_parts(result, *m.inconclusive)
+    if m.observed is not None:
+        fields["observed"] = m.observed(result)
     return run.declaration.judged(claim.id, result, m.rule_fields, **fields) | m.also
 
 
 def seeded(declaration: StudyDeclaration, budget: str, seeds: Sequence[int] | None = None,
-           real_root: Path | None = None, data_seeds: Sequence[int] | None = None) -> StudyRun:
+           real_root: Path | None = None, data_seeds: Sequence[int] | None = None, config: Any = None) -> StudyRun:
     """A run of ``declaration`` at ``budget`` (checked: a ConfigError naming the allowed ones), on training ``seeds``
     where given (a confirmatory block: StudyDeclaration.on_seeds, whose rules name the block; a Budget's own seeds
     replaced too, its tuning and selection seeds kept) and the block's fresh ``data_seeds`` (one per training seed,
     for a study that draws its data: StudyDeclaration.fresh_data), its real data in ``real_root``, with nothing run
-    yet."""
+    yet; ``config``: params.yaml's Config, for a study whose grid it sets (StudyRun.config)."""
     declared = declaration.budget(budget)
     if data_seeds is not None and seeds is None:
         raise ValueError("fresh data seeds come with the training seeds of their block")
@@ -144,21 +149,23 @@ def seeded(declaration: StudyDeclaration, budget: str, seeds: Sequence[int] | No
         declaration = declaration.on_seeds(tuple(seeds), None if data_seeds is None else tuple(data_seeds))
         if isinstance(declared, Budget) and dataclasses.is_dataclass(declared):
             declared = dataclasses.replace(declared, seeds=declaration.seeds)
-    return StudyRun(declaration, budget, declared, real_root)
+    return StudyRun(declaration, budget, declared, real_root, config)
 
 
 def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds: Sequence[int] | None = None,
           workers: int = WORKERS, real_root: Path | None = None,
-          data_seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
+          data_seeds: Sequence[int] | None = None, config: Any = None) -> list[dict[str, Any]]:
     """Run study ``module`` (one that :func:`follows_contract`) at ``budget`` (default pipeline) into ``out``
     (:func:`seeded`): its simulations, named until it names no new one and each batch run at once through the one
     runner; one record per simulation, in the order named (``record(sim, outcome)`` where the study defines it, else
     fedbench.study.record.sim_record); its figure; and one entry per declared claim, in declared order. ``data_seeds``:
-    a confirmatory block's fresh data seeds, one per seed of ``seeds`` (:func:`seeded`)."""
+    a confirmatory block's fresh data seeds, one per seed of ``seeds`` (:func:`seeded`); ``config``: params.yaml's
+    Config, for a study whose grid it sets (the main job)."""
     from fedbench.study.record import sim_record, write_simulations
     from fedbench.study.runner import run_simulations  # looked up at each call: a test may replace it
 
-    run = seeded(module.DECLARATION, PIPELINE_BUDGET if budget is None else budget, seeds, real_root, data_seeds)
+    run = seeded(module.DECLARATION, PIPELINE_BUDGET if budget is None else budget, seeds, real_root, data_seeds,
+                 config)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     record, records = getattr(module, "record", sim_record), []

@@ -120,7 +120,9 @@ class StudyDeclaration:
     its data itself from a data seed (a generator or a seeded partition: each training seed trains on the draw that
     fedbench.study.contract.StudyRun.data_seed names), so a confirmatory block draws fresh data seeds beside its
     training seeds (issue 51: a replication on new data, not only new training randomness); False for one fixed
-    published dataset."""
+    published dataset; ``keeps_outcomes``: the study's store keeps every simulation it ever finished instead of pruning
+    those its last run did not name (the main job: its variations, `dvc exp run -S train.rounds=...`, share one store,
+    and going back to a setting reads its runs back, as the train store did)."""
 
     name: str
     paper: str
@@ -138,6 +140,7 @@ class StudyDeclaration:
     rule_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
     setup: str = "stand-in"
     fresh_data: bool = False
+    keeps_outcomes: bool = False
 
     def __post_init__(self) -> None:
         where = f"study {self.name}"

@@ -2,12 +2,12 @@
 
     results/<study>/<budget>/     a claim study run at a budget: claims.json, simulations.jsonl, the study's figures,
                                   outcomes/<fingerprint>.json
-    results/train/                the train store: the runs of params.yaml's studies (the main job, `fedbench run`,
-                                  `fedbench paper run`'s FedProx studies), outcomes/<fingerprint>.json and index.jsonl,
-                                  the index naming each run by its settings (fedbench.runner)
-    results/fedprox_main_job/pipeline/   the claims judged on the train store's runs (the main job's, FedProx's on real
-                                  data): claims.json and simulations.jsonl, as a claim study's (fedbench.studies.
-                                  train_claims; the runs stay in the train store)
+    results/train/                the train store: the runs of `fedbench run` and `fedbench paper run`'s FedProx
+                                  studies (and the main job's from before it became a study), outcomes/<fingerprint>.json
+                                  and index.jsonl, the index naming each run by its settings (fedbench.runner)
+    results/fedprox_main_job/<budget>/   the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
+    results/fedprox_real_data/pipeline/  FedProx's real-data claims judged on the main job's runs and the train store:
+                                  claims.json, as a claim study's (fedbench.studies.train_claims)
     results/confirm/...           confirmatory runs (fedbench.studies.confirm), in this same layout under a root of
                                   their own, so that they never write over the exploratory ones
 
@@ -37,8 +37,9 @@ PAPER_BUDGET = "paper"  # a paper-scale study's home budget
 OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.study.reuse)
 TRAIN = "train"  # the train store's folder in a root
 CONFIRM = "confirm"  # the confirmatory runs' root in the results root
-MAIN_JOB = "fedprox_main_job"  # the claims judged on the train store (fedbench.studies.train_claims)
-RESERVED = (TRAIN, CONFIRM, MAIN_JOB)  # no claim study has these names (tests/study/test_layout.py)
+MAIN_JOB = "fedprox_main_job"  # the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
+REAL_DATA = "fedprox_real_data"  # FedProx's real-data claims on the main job's runs (fedbench.studies.train_claims)
+RESERVED = (TRAIN, CONFIRM, REAL_DATA)  # no claim study has these names (tests/study/test_layout.py)
 
 # the earlier layouts (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
 # reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/; the train store in

@@ -59,7 +59,7 @@ def replace_keeping(folder: Path, new: Path, kept: str) -> None:
 def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKERS,
                     budget: str | None = None, executor: ExecutorSettings | None = None,
                     real_root: Path | None = None, seeds: tuple[int, ...] | None = None,
-                    data_seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+                    data_seeds: tuple[int, ...] | None = None, config: Any = None) -> list[dict[str, Any]]:
     """Run fedbench.studies.<name> into ``folder`` (default ``results/<name>/<budget>``: fedbench.study.layout;
     atomically: a temporary folder renamed into place, :func:`replace_keeping`), with
     its claims and the seconds it took in ``claims.json`` beside the study's figures and simulation records (a rerun whose
@@ -69,21 +69,25 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
     run_simulations calls run their stacks (default: local worker processes). ``real_root`` is where a
     paper-scale study (fedbench.studies.real_data) finds its real variants (default data/real). ``seeds`` replaces
     the study's training seeds (a deterministic study takes none), ``data_seeds`` its data seeds, one per training
-    seed (a confirmatory block of a study that draws its data: fedbench.study.contract.seeded). The study runs through the one driver
+    seed (a confirmatory block of a study that draws its data: fedbench.study.contract.seeded); ``config``:
+    params.yaml's Config, for a study whose grid it sets (the main job: StudyRun.config). The study runs through the one driver
     (fedbench.study.contract.drive: its declaration and three hooks)."""
     module = importlib.import_module(f"fedbench.studies.{name}")
     if not follows_contract(module):
         raise ValueError(f"study {name}: its module states no simulations, measure and figure (fedbench.study.contract)")
     return _run_into(name, folder, budget, executor, workers, lambda out: drive(
-        module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None, data_seeds))
+        module, out, budget, seeds, workers, Path(real_root) if real_root is not None else None, data_seeds, config),
+        keep=module.DECLARATION.keeps_outcomes)
 
 
 def _run_into(name: str, folder: Path | None, budget: str | None, executor: ExecutorSettings | None, workers: int,
-              run: Callable[[Path], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+              run: Callable[[Path], list[dict[str, Any]]], keep: bool = False) -> list[dict[str, Any]]:
     """``run(out)`` (a study run into a fresh folder ``out``: its claims) with the study's outcome store and
-    executor, then ``folder`` replaced by ``out`` with its claims.json (:func:`run_claim_study`)."""
+    executor, then ``folder`` replaced by ``out`` with its claims.json (:func:`run_claim_study`); the outcomes the
+    run did not use are pruned unless the study keeps them all in a store it shares (``keep``:
+    StudyDeclaration.keeps_outcomes; each simulation then locked while computed: fedbench.study.reuse.OutcomeStore)."""
     folder = study_folder(name, budget, RESULTS_ROOT) if folder is None else Path(folder)
-    store = reuse.OutcomeStore(folder / reuse.OUTCOMES)  # kept where the last run left it (dvc.yaml: persist)
+    store = reuse.OutcomeStore(folder / reuse.OUTCOMES, shared=keep)  # kept where the last run left it (persist)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
@@ -96,7 +100,8 @@ def _run_into(name: str, folder: Path | None, budget: str | None, executor: Exec
             EXECUTOR.reset(token)
             STORE.reset(store_token)
         seconds = time.perf_counter() - t0
-        reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
+        if not store.shared:
+            reuse.prune(store.folder, store.used)  # the outcomes of runs the study no longer declares
         if not (tmp / SIMULATIONS).exists():
             raise RuntimeError(f"study {name} wrote no {SIMULATIONS} (fedbench.study.record.write_simulations)")
         add_fingerprints(tmp, store.fingerprints())  # each record named by its simulation's one fingerprint

@@ -38,16 +38,19 @@ VARIANTS: dict[str, str] = {"feddane_mu1": "feddane_synthetic", "fedprox_synthet
                             "fedlaavg_fashion": "fedlaavg_cifar10"}
 # every study on real data: paper-scale or stand-in (its declaration names the real variants it trains on)
 CLAIM_STUDIES: tuple[str, ...] = PAPER_CLAIM_STUDIES + STAND_IN_STUDIES
+# The main job (issue 50, item 1): a study like the others, run by the same driver, whose grid is params.yaml's
+# (train, algorithms, studies) rather than its declaration's; its own DVC stage, since it depends on that config
+MAIN_JOB: tuple[str, ...] = ("fedprox_main_job",)
 
 
 def names() -> list[str]:
     """Every claim study, sorted."""
-    return sorted(SMALL + CLAIM_STUDIES)
+    return sorted(SMALL + CLAIM_STUDIES + MAIN_JOB)
 
 
 def module(name: str) -> ModuleType:
     """Study ``name``'s module (fedbench.studies.<name>); a ConfigError naming the studies for an unknown name."""
-    if name not in SMALL + CLAIM_STUDIES:
+    if name not in SMALL + CLAIM_STUDIES + MAIN_JOB:
         raise ConfigError(f"study {name!r}: no such claim study; allowed: {', '.join(names())}")
     return importlib.import_module(f"fedbench.studies.{name}")
 

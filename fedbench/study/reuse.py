@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedbench.provenance import STUDY_RUN_CODE, code_hash, file_hash
+from fedbench.provenance import RUN_CODE, STUDY_RUN_CODE, code_hash, file_hash, git_commit
 from fedbench.study.layout import OUTCOMES  # the folder of finished simulations inside a study's output folder
 from fedbench.study.runner import Outcome, Simulation
 
@@ -199,16 +199,34 @@ def prune(folder: Path, keep: Iterable[str]) -> int:
     return removed
 
 
+def versions() -> dict[str, str]:
+    """The versions of what computes a simulation (fedbench, torch, numpy, pandas, Python): kept with its outcome."""
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    import fedbench
+
+    return {"fedbench": fedbench.__version__, "torch": torch.__version__, "numpy": np.__version__,
+            "pandas": pd.__version__, "python": sys.version.split()[0]}
+
+
 @dataclass
 class OutcomeStore:
     """A claim study's finished simulations (the runner's Store: fedbench.study.runner), one outcome file each in
     ``folder`` (this module), and the fingerprints the study has used so far (the others are pruned
-    when it finishes). No locks (a study's stage runs once at a time). A computing simulation checkpoints into
+    when it finishes, unless the store is ``shared``). A ``shared`` store (the main job's: its variations and
+    ``fedbench study run`` beside its stage use one store; StudyDeclaration.keeps_outcomes) keeps every outcome and
+    lets one process at a time work on a simulation (a lock beside its outcome, as the train store had), so the same
+    simulation started twice at once is computed once and read back by the other; a study's own store needs no lock (its
+    stage runs once at a time). Each outcome keeps what computed it (``about``: versions and the commit of the run code,
+    asked once a store). A computing simulation checkpoints into
     ``folder`` (``.<fingerprint>.checkpoint.pt``, every ``checkpoint_every`` rounds: fedbench.study.runner.sim_config),
     so an interrupted study resumes from the stacks it finished and from its unfinished runs' last checkpoints; a
     traced simulation (``trace``) does not (the models of its earlier rounds are not in a checkpoint)."""
 
     folder: Path
+    shared: bool = False
     used: set[str] = field(default_factory=set)
     names: dict[str, set[str]] = field(default_factory=dict)  # each simulation's name: the fingerprints it had
     reused: int = 0
@@ -216,6 +234,7 @@ class OutcomeStore:
     _models: dict[int, Any] = field(default_factory=dict, repr=False)
     _data: dict[int, str] = field(default_factory=dict, repr=False)
     _code: str = field(default="", repr=False)
+    _about: dict[str, Any] | None = field(default=None, repr=False)
 
     def key(self, sim: Simulation) -> str:
         data = sim.dataset()
@@ -233,7 +252,9 @@ class OutcomeStore:
         return {name: next(iter(keys)) for name, keys in self.names.items() if len(keys) == 1}
 
     def lock(self, sim: Simulation, key: str) -> AbstractContextManager:
-        return nullcontext()
+        from fedbench.locking import file_lock
+
+        return file_lock(self.folder / f".{key}.lock", what=sim.name) if self.shared else nullcontext()
 
     def load(self, sim: Simulation, key: str) -> Outcome | None:
         found = load(self.folder, key)
@@ -243,7 +264,9 @@ class OutcomeStore:
         return None if sim.trace else self.folder / f".{key}{CHECKPOINT}"
 
     def save(self, sim: Simulation, key: str, outcome: Outcome) -> None:
-        save(self.folder, key, outcome)
+        if self._about is None:
+            self._about = {"versions": versions(), "git_commit": git_commit(RUN_CODE)}
+        save(self.folder, key, outcome, self._about)
 
     def finished(self, reused: int, total: int) -> None:
         self.reused += reused

@@ -173,16 +173,26 @@ def _deps(stage: dict) -> set[str]:
 
 
 def test_dvc_deps_are_the_provenance_lists():
-    from fedbench.provenance import RUN_CODE, STUDY_CODE, STUDY_RUN_CODE, TRAIN_RUN_CODE, TRAIN_STAGE_CODE
+    from fedbench.provenance import MAIN_JOB_STAGE_CODE, RUN_CODE, STUDY_CODE, STUDY_RUN_CODE, code_files
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]  # PyYAML resolves the '<<' merge key
-    assert set(RUN_CODE) <= set(TRAIN_STAGE_CODE)
     # every file a fingerprint hashes is a dep of the stage that computes it: an edit DVC calls up to date never
     # leaves a stored outcome stale (STUDY_RUN_CODE held fedbench/runner.py, which no study stage depended on)
-    assert set(TRAIN_RUN_CODE) <= set(TRAIN_STAGE_CODE) and set(STUDY_RUN_CODE) <= set(STUDY_CODE)
-    assert _deps(stages["train"]) == {f"fedbench/{p}" for p in TRAIN_STAGE_CODE}  # one stage trains every study
+    assert set(STUDY_RUN_CODE) <= set(STUDY_CODE)
+    assert set(code_files(STUDY_RUN_CODE, ROOT / "fedbench")) <= set(code_files(MAIN_JOB_STAGE_CODE, ROOT / "fedbench"))
+    assert _deps(stages["main_job"]) == {f"fedbench/{p}" for p in MAIN_JOB_STAGE_CODE}  # the main job, a study
+    assert "train" not in stages  # no second pipeline: the main job's runs are its study's (issue 50, item 1)
     assert _deps(stages["study"]) == {"fedbench/studies/${key}.py"} | {f"fedbench/{p}" for p in STUDY_CODE}
-    for rel in RUN_CODE + STUDY_CODE + TRAIN_STAGE_CODE:
+    graph = _import_graph()  # the main job's stage depends on every module its script imports
+    seen, todo = set(), ["fedbench.studies.fedprox_main_job", "fedbench.studies.train_claims", "fedbench.studies.stage"]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += graph[m]
+    covered = {str(f.relative_to(ROOT)) for f in code_files(MAIN_JOB_STAGE_CODE, ROOT / "fedbench")}
+    assert sorted(m for m in seen - set(NOT_STUDY_CODE) if f"fedbench/{_module_file(m)}" not in covered) == []
+    for rel in RUN_CODE + STUDY_CODE + MAIN_JOB_STAGE_CODE:
         assert (ROOT / "fedbench" / rel).exists(), rel
     from fedbench.provenance import CLAIMS_CODE  # every module of the claim model, file by file
 

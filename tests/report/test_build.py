@@ -15,7 +15,7 @@ from fedbench.config import load_config
 from fedbench.report.build import anchor, published_cell, report_pages, rounds_cell
 from fedbench.studies.entries import study_claims
 from fedbench.studies.fedprox_curves import STUDY, common_deviations
-from fedbench.studies.fedprox_main_job_claims import evaluate_claims
+from fedbench.studies.fedprox_main_job import evaluate_claims
 from tests.studies.test_fedprox_main_job_claims import _curves
 
 

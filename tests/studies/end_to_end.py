@@ -74,6 +74,28 @@ def _on(base: str, **attrs: Any) -> Callable[[pytest.MonkeyPatch, ModuleType], N
     return patch
 
 
+def _main_job_config():
+    """params.yaml's main job shrunk: 2 rounds of E = 2 on seeds 0 and 1, stragglers 0/50/90%, the four synthetic
+    sets only (the MNIST-5k study left out: it needs its real variant)."""
+    from fedbench.config import load_config
+
+    cfg = load_config("params.yaml", {"train.rounds": 2, "train.seeds": [0, 1], "train.local_epochs": 2,
+                                      "train.workers": 1, "studies.stragglers.stragglers": [0.0, 0.5, 0.9]})
+    return dataclasses.replace(cfg, studies={k: v for k, v in cfg.studies.items() if k != "fedprox_mnist5k"})
+
+
+def _fedprox_main_job(mp: pytest.MonkeyPatch, study: ModuleType) -> None:
+    """The four synthetic sets generated into a fresh folder, the study reading its data there."""
+    import tempfile
+
+    from fedbench.pipeline import generate
+
+    data = Path(tempfile.mkdtemp(prefix="fedprox_main_job_data."))
+    for name in ("synthetic_iid", "synthetic_0_0", "synthetic_0p5_0p5", "synthetic_1_1"):
+        generate(_main_job_config(), name, data)
+    mp.setattr(study, "DATA_ROOT", data)
+
+
 SEEDS = {"seeds": (0, 1)}
 SMALL: dict[str, Small] = {
     "delta_fl_triangle": Small(attrs={"ROUNDS": 60}),
@@ -83,6 +105,7 @@ SMALL: dict[str, Small] = {
                                       "NON_IID": ("synthetic_1_1",)}, budgets={"pipeline": 2}, kwargs=SEEDS),
     "fedlaavg_diurnal": Small(attrs={"ROUNDS": 15}, kwargs=SEEDS),
     "fedlaavg_example1": Small(attrs={"ETAS": (0.2, 0.1)}),
+    "fedprox_main_job": Small(kwargs={"config": _main_job_config}, patch=_fedprox_main_job),
     "fedprox_code_sensitivity": Small(attrs={"ROUNDS": 3, "EPOCHS": 2}, kwargs=SEEDS),
     "fedprox_synthetic": Small(attrs={"EPOCHS": 2}, budgets={"pipeline": 3}, kwargs=SEEDS),
     "fedprox_synthetic_others": Small(budgets={"pipeline": 3}, kwargs=SEEDS, patch=_on("fedprox_synthetic", EPOCHS=1)),
@@ -133,7 +156,9 @@ def run_small(name: str, tmp: Path, real_root: Callable[[str], Path]) -> Ran:
         if small.patch:
             small.patch(mp, module)
         try:
-            claims = drive(module, tmp, seeds=small.kwargs.get("seeds"), workers=1)  # the one driver
+            config = small.kwargs.get("config")  # params.yaml's, for a study whose grid it sets (the main job)
+            claims = drive(module, tmp, seeds=small.kwargs.get("seeds"), workers=1,
+                           config=config() if callable(config) else config)  # the one driver
         finally:
             if small.patch and hasattr(module, "_dataset"):  # the shrunk data is not kept for other tests
                 module._dataset.cache_clear()

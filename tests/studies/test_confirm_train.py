@@ -5,6 +5,7 @@ rerun under another rule is refused, a dirty tree is refused, and a confirmation
 issue 51 is frozen again on a fresh block. Git is stood in for (the commit, a clean tree, the committed block) and
 the power rule left out (the tiny config keeps its 2 seeds; tests/studies/test_confirm.py checks the rule)."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import yaml
 from fedbench.claims import registry as reg
 from fedbench.claims.verdict import Rule
 from fedbench.config import load_config
-from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job_claims as main_claims
+from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job as main_study, fedprox_main_job_claims as main_claims
 from fedbench.studies.confirm_train import JUDGES, judge_main_job as main_job
 from fedbench.studies.train_runs import study_cells
 from fedbench.studies import confirm, confirm_train
@@ -35,7 +36,7 @@ def tiny(tmp_path_factory):
     rows = [{"dataset": ds, "variant": v, "stragglers": f, "seed": s, "round": r, "train/loss": 1.0 + 0.1 * s + f,
              "test/accuracy": 0.5 + 0.01 * s, "diverging": 0.0, "train/dissimilarity": 1.0 + s}
             for ds, v, f in study_cells(cfg) for s in (0, 1) for r in range(4)]
-    entries = [e | {"study": "main job"} for e in main_claims.evaluate_claims(cfg, pd.DataFrame(rows))]
+    entries = [e | {"study": "main job"} for e in main_study.evaluate_claims(cfg, pd.DataFrame(rows))]
     assert all(e["verdict"] not in ("not-run", None) for e in entries)
     (base / "claims.json").write_text(json.dumps({"claims": entries}))
     return base, entries
@@ -70,8 +71,8 @@ def _gate(monkeypatch):
 
 def test_groups_are_the_reports_studies_and_claims():
     assert set(JUDGES) == set(confirm_train.GROUPS) == {main_curves.STUDY, "real data"}
-    assert confirm_train.GROUPS["main job"].ids == tuple(
-        fn(load_config(ROOT / "params.yaml"), main_curves.Curves(pd.DataFrame()))["id"] for fn in main_claims.CLAIMS)
+    assert confirm_train.GROUPS["main job"].ids == tuple(c.id for c in main_study.DECLARATION.claims) == tuple(
+        main_claims.MEASURES)
     assert confirm_train.group_of({"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "study": "real data"}) == "real data"
     # a paper-scale claim study's "real data" entry: that study's own runner confirms it
     assert confirm_train.group_of({"id": "mime/fashion-mnist/ordering", "study": "real data",
@@ -94,17 +95,24 @@ def test_main_job_confirmation_trains_into_the_confirm_root_and_judges_by_the_fr
         assert (got["verdict"], got["estimate"], got["ci95"]) == (new["verdict"], new["effect"]["estimate"],
                                                                   new["effect"]["ci95"])
         assert got["commit"] == "c0ffee" and got["where"] == str(base / "confirm" / "main-job")
-    index = (base / "confirm" / "main-job" / "train" / "index.jsonl").read_text().splitlines()
-    runs = sorted(json.loads(line)["params"]["seed"] for line in index)
+    # the main job's study ran on the block (issue 50): its record in the confirm root, no train store there
+    study = base / "confirm" / "main-job" / "fedprox_main_job" / "pipeline"
+    records = (study / "simulations.jsonl").read_text().splitlines()
+    runs = sorted(json.loads(line)["params"]["seed"] for line in records)
     assert runs == [1000] * 28 + [1001] * 28  # 28 cells of the two studies, on the frozen seeds only
+    assert not (base / "confirm" / "main-job" / "train").exists()
+    assert [c["id"] for c in json.loads((study / "claims.json").read_text())["claims"]] == [e["id"] for e in entries]
     assert list(cwd.iterdir()) == []  # nothing in runs/ or reports/
 
 
 def test_a_main_job_rerun_under_another_rule_is_refused(setup, monkeypatch, capsys):
     base, entries, registry, _ = setup
-    monkeypatch.setattr(main_claims, "GAIN_RULE", Rule("greater", 1.0, "accuracy points"))  # code changed after freezing
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 1
     gain = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
+    declared = main_study.DECLARATION  # its rule changed after freezing
+    monkeypatch.setattr(main_study, "DECLARATION", dataclasses.replace(declared, claims=tuple(
+        dataclasses.replace(c, rules=(("", Rule("greater", 1.0, "accuracy points")),), rule="") if c.id == gain else c
+        for c in declared.claims)))
+    assert confirm.main(_args(base, registry), judges=JUDGES) == 1
     assert f"fedbench claims confirm: {gain}: rule changed since it was frozen on c0ffee (" in capsys.readouterr().err
     r = reg.load(registry)
     assert "frozen" in r[gain] and "confirmatory" not in r[gain]

@@ -7,8 +7,8 @@ import sys
 import pandas as pd
 
 from fedbench.config import load_config
-from fedbench.studies.fedprox_main_job_claims import CLAIMS, evaluate_claims
-from fedbench.studies.fedprox_main_job import DECLARATION, MAIN_STUDIES
+from fedbench.studies.fedprox_main_job_claims import MEASURES
+from fedbench.studies.fedprox_main_job import DECLARATION, MAIN_STUDIES, evaluate_claims
 
 CFG = load_config("params.yaml")
 
@@ -25,7 +25,7 @@ def test_declaration_is_params_yaml_s_default_job():
 def test_every_main_job_entry_is_built_from_the_declaration():
     cfg = load_config("params.yaml", {"train.seeds": [0, 1], "train.rounds": 10})
     entries = evaluate_claims(cfg, pd.DataFrame())  # no runs: every entry not-run
-    assert len(entries) == len(CLAIMS) == len(DECLARATION.claims) == 10
+    assert len(entries) == len(MEASURES) == len(DECLARATION.claims) == 10
     for e, c in zip(entries, DECLARATION.claims):
         assert (e["id"], e["where"], e["claim"], e["published"]) == (c.id, c.where, c.claim_text, c.published)
         assert e["verdict"] == "not-run" and e["observed"].startswith("missing runs: ")

@@ -11,21 +11,22 @@ from scipy import stats
 from fedbench.config import load_config
 from fedbench.studies.fedprox_curves import Curves as _Curves
 from fedbench.studies.fedprox_main_job import HETERO
-from fedbench.studies.fedprox_main_job_claims import (
-    accuracy_gain,
-    accuracy_gain_0_50,
-    evaluate_claims,
-    mu_increases_accuracy,
-    mu_stabilises,
-    partial_work,
-    stragglers_hurt_fedavg,
-)
-from fedbench.studies.fedprox_main_job_heterogeneity import (
-    dissimilarity_tracks_loss,
-    heterogeneity_hurts,
-    iid_partial_work_no_effect,
-    iid_robust,
-)
+from fedbench.studies import fedprox_main_job_claims as measures
+from fedbench.studies.fedprox_main_job import DECLARATION, evaluate_claims, judged_on
+
+
+def _judged(measure):
+    """The claim ``measure`` measures, judged as the one driver judges it (its entry), from (cfg, curves)."""
+    claim = DECLARATION.claim(next(i for i, m in measures.MEASURES.items() if m is measure))
+    return lambda cfg, curves: judged_on(cfg, curves, claim)
+
+
+accuracy_gain, accuracy_gain_0_50, mu_increases_accuracy, mu_stabilises, partial_work, stragglers_hurt_fedavg = map(
+    _judged, (measures.accuracy_gain, measures.accuracy_gain_0_50, measures.mu_increases_accuracy,
+              measures.mu_stabilises, measures.partial_work, measures.stragglers_hurt_fedavg))
+dissimilarity_tracks_loss, heterogeneity_hurts, iid_partial_work_no_effect, iid_robust = map(
+    _judged, (measures.dissimilarity_tracks_loss, measures.heterogeneity_hurts, measures.iid_partial_work_no_effect,
+              measures.iid_robust))
 from fedbench.claims.entry import CLAIM_KEYS
 
 # the rules on a pinned grid (3 seeds, 10 rounds, stragglers 0/50/90%), whatever params.yaml runs

@@ -1,5 +1,6 @@
-"""fedbench.studies.train_claims: the claims judged on the train store's runs kept as a study's record (issue 30,
-items 2 and 4), written whole, read back by the report, and not-run (saying what judges them) where never judged.
+"""fedbench.studies.train_claims: FedProx's real-data claims judged on the main job's runs and the train store, kept as
+a study's record (issue 30, items 2 and 4), written whole, read back by the report, and not-run (saying what runs
+them) where never judged; the main job's own claims are read from its study's record, never judged by the report.
 The DVC stage that writes them is exercised end to end in tests/test_pipeline_e2e.py."""
 
 import json
@@ -14,39 +15,22 @@ ROOT = Path(__file__).resolve().parents[2]
 CFG = load_config(ROOT / "params.yaml")
 
 
-def _summary(**over):
-    return {"name": "synthetic_1_1 fedavg stragglers=0.9 seed=0", "fingerprint": "0123456789abcdef",
-            "params": {"dataset": "synthetic_1_1", "seed": 0}, "device": "cpu", "diverged": False,
-            "param_digest": "d1", "final": {"train/loss": 0.123456789, "test/accuracy": 0.5},
-            "wall_time_s": 1.23456, "history": [{"round": 0, "train/loss": 2.0, "test/accuracy": 0.1},
-                                                 {"round": 1, "train/loss": 1.0000001, "test/accuracy": None}]} | over
-
-
-def test_a_train_run_is_a_record_in_the_studies_fields_named_by_its_fingerprint():
-    assert train_claims.run_record(_summary()) == {
-        "name": "synthetic_1_1 fedavg stragglers=0.9 seed=0", "params": {"dataset": "synthetic_1_1", "seed": 0},
-        "history": {"train/loss": [2.0, 1.0], "test/accuracy": [0.1, None]},
-        "final": {"train/loss": 0.123457, "test/accuracy": 0.5}, "metrics": {}, "diverged": False,
-        "param_digest": "d1", "device": "cpu", "seconds": 1.235, "fingerprint": "0123456789abcdef"}
-
-
 def _judged(monkeypatch, claims, records):
-    monkeypatch.setattr(train_claims, "judge", lambda cfg, root, data: (claims, records))
+    monkeypatch.setattr(train_claims, "judge", lambda cfg, root, data: claims)
 
 
 def test_written_whole_read_back_and_its_seconds_kept_while_the_numbers_stay(tmp_path, monkeypatch):
     entry = {"id": "p/x", "verdict": "reproduced", "study": "s", "effect": {"estimate": 1.5}}
-    _judged(monkeypatch, [entry], [train_claims.run_record(_summary())])
+    _judged(monkeypatch, [entry], [])
     assert train_claims.read(tmp_path) is None
     assert train_claims.write(CFG, tmp_path, tmp_path) == [entry]
-    kept = tmp_path / "fedprox_main_job" / "pipeline"
+    kept = tmp_path / "fedprox_real_data" / "pipeline"
     assert sorted(p.name for p in kept.parent.iterdir()) == ["pipeline"]  # no temporary folder left beside it
     body = json.loads((kept / "claims.json").read_text())
-    assert (body["study"], body["budget"], body["workers"], body["claims"]) == ("fedprox_main_job", "pipeline", 1,
-                                                                                 [entry])
+    assert (body["study"], body["budget"], body["workers"], body["claims"]) == ("fedprox_real_data", "pipeline", 1,
+                                                                                  [entry])
     assert train_claims.read(tmp_path) == [entry]
-    assert [json.loads(line)["fingerprint"] for line in (kept / "simulations.jsonl").read_text().splitlines()] == [
-        "0123456789abcdef"]
+    assert (kept / "simulations.jsonl").read_text() == ""  # its runs are the main job's and the train store's
     first = (kept / "claims.json").read_text()
     train_claims.write(CFG, tmp_path, tmp_path)  # the same numbers: the file as it was, seconds included
     assert (kept / "claims.json").read_text() == first
@@ -66,21 +50,26 @@ def test_a_failed_judgement_leaves_the_kept_record_as_it_was(tmp_path, monkeypat
     with pytest.raises(RuntimeError, match="judging failed"):
         train_claims.write(CFG, tmp_path, tmp_path)
     assert train_claims.read(tmp_path) == [{"id": "p/x", "verdict": "reproduced"}]
-    assert sorted(p.name for p in (tmp_path / "fedprox_main_job").iterdir()) == ["pipeline"]
+    assert sorted(p.name for p in (tmp_path / "fedprox_real_data").iterdir()) == ["pipeline"]
 
 
-def test_never_judged_each_claim_is_not_run_saying_what_judges_it(tmp_path):
+def test_never_judged_each_claim_is_not_run_saying_what_runs_it(tmp_path):
     claims = train_claims.unjudged(CFG, tmp_path / "generated")
-    assert claims and all(c["verdict"] == "not-run" for c in claims)
-    main = [c for c in claims if c["study"] != "real data"]
-    assert len(main) == 10 and all(train_claims.COMMAND in c["observed"] for c in main)
-    assert any("fedbench paper run" in str(c.get("command", "")) for c in claims if c["study"] == "real data")
+    assert claims and all(c["verdict"] == "not-run" and c["study"] == "real data" for c in claims)
+    assert any("fedbench paper run" in str(c.get("command", "")) for c in claims)
+    main = entries.main_job_claims(tmp_path)  # the main job not run: its declared claims, saying what runs it
+    assert len(main) == 10 and all(c["verdict"] == "not-run" and c["study"] == "main job" for c in main)
+    assert all("dvc repro main_job" in c["would_change"] for c in main)
 
 
 def test_the_report_reads_the_record_and_judges_nothing(tmp_path, monkeypatch):
-    """With the record there, gathering the report's entries calls no judging code of the train store's claims."""
-    kept = {"id": "fedprox/synthetic-1-1/partial-work", "verdict": "inconclusive", "study": "main"}
-    _judged(monkeypatch, [kept], [])
+    """With the records there, gathering the report's entries calls no judging code: the main job's entries are its
+    study's claims.json, the real-data ones train_claims' record."""
+    kept = {"id": "fedprox/synthetic-1-1/partial-work", "verdict": "inconclusive"}
+    (tmp_path / "fedprox_main_job" / "pipeline").mkdir(parents=True)
+    (tmp_path / "fedprox_main_job" / "pipeline" / "claims.json").write_text(json.dumps({"claims": [kept]}))
+    real = {"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "verdict": "inconclusive", "study": "real data"}
+    _judged(monkeypatch, [real], [])
     train_claims.write(CFG, tmp_path, tmp_path)
 
     def no(*args, **kwargs):
@@ -89,7 +78,8 @@ def test_the_report_reads_the_record_and_judges_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(train_claims, "judge", no)
     monkeypatch.setattr(entries.real_claims, "on_train_store", no)
     claims, _, _ = entries.collect(CFG, tmp_path, tmp_path / "generated")
-    assert claims[0] == kept | {"registration": claims[0]["registration"]}
+    assert claims[0] == kept | {"study": "main job", "registration": claims[0]["registration"]}
+    assert claims[1] == real | {"registration": claims[1]["registration"]}
     assert claims[0]["registration"]["status"] == "changed"  # a made-up entry: not the rule registered for its id
 
 

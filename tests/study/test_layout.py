@@ -41,7 +41,7 @@ def test_the_home_budget_is_params_yaml_s_for_a_small_study_and_paper_for_a_pape
     assert home_budget(CFG, "fedprox_synthetic") == "paper"  # opt-in at the paper's budget
     assert home_budget(CFG, "fedlaavg_cifar10") == home_budget(None, "fedlaavg_cifar10") == "paper"
     assert home_budget(None, "fedprox_synthetic") == "pipeline"  # a study params.yaml does not list
-    assert len(homes(CFG)) == 23
+    assert len(homes(CFG)) == 24
 
 
 def test_a_small_study_is_reported_from_its_home_folder_only(tmp_path):

@@ -25,7 +25,7 @@ def test_the_registry_names_every_study_module_and_only_those():
 
     runs = {f.stem for f in STUDIES.glob("*.py") if not f.stem.startswith("_")
             and is_study(importlib.import_module(f"fedbench.studies.{f.stem}"))}
-    assert set(registry.names()) == runs and len(runs) == 23
+    assert set(registry.names()) == runs and len(runs) == 24
     assert not set(registry.SMALL) & set(registry.CLAIM_STUDIES)
 
 
@@ -73,7 +73,7 @@ def test_the_registry_and_every_declaration_import_no_torch():
              "print(len(ds), sorted(m for m in ('torch', 'mlflow', 'pandas', 'matplotlib') if m in sys.modules))")
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "23 []", out.stderr[-2000:]
+    assert out.stdout.strip() == "24 []", out.stderr[-2000:]
 
 
 def _every_claim():
