@@ -84,15 +84,25 @@ def study_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict[st
     return out
 
 
-def main_job_claims(results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
+def main_job_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict[str, Any]]:
     """The main job's entries, read from its study's record at the pipeline budget (what the DVC stage ``main_job``
-    runs), each tagged with the report's study "main job"; its declared claims not-run where it has not run."""
+    runs), each tagged with the report's study "main job"; where it has not run, each declared claim measured on no
+    runs under ``cfg`` (params.yaml): not-run, saying what runs it, its rule as a run under ``cfg`` states it (a rule
+    field such as Synthetic-IID's straggler levels filled from the config, so that a verdict computed elsewhere under
+    the same rule is kept by the report)."""
+    from fedbench.study.contract import entry, seeded
+    from fedbench.study.registry import module
+
     path = study_folder(MAIN_JOB, PIPELINE_BUDGET, results_root) / "claims.json"
     if path.exists():
         claims = read_json(path, "claims", "run it anew: dvc repro main_job")["claims"]
     else:
-        claims = not_run_entries(MAIN_JOB, f"not run: the main job has not run (no {path})",
-                                 "running the main job (`dvc repro main_job`, or `fedbench study run fedprox_main_job`)")
+        study = module(MAIN_JOB)
+        run = seeded(study.DECLARATION, PIPELINE_BUDGET, config=cfg)  # nothing run: every claim's runs missing
+        would = "running the main job (`dvc repro main_job`, or `fedbench study run fedprox_main_job`)"
+        claims = [entry(run, c, study.measure(c, run)) | {"observed": f"not run: the main job has not run (no {path})",
+                                                          "would_change": would}
+                  for c in run.declaration.claims]
     return [c | {"study": MAIN_STUDY} for c in claims]
 
 
@@ -105,7 +115,7 @@ def collect(cfg: Config, results_root: Path,
     real = train_claims.read(Path(results_root))
     if real is None:  # not judged yet: each claim not-run, saying what runs it
         real = train_claims.unjudged(cfg, Path(data_root), Path(results_root))
-    claims = main_job_claims(Path(results_root)) + real \
+    claims = main_job_claims(cfg, Path(results_root)) + real \
         + [c | {"study": real_claims.STUDY} for c in real_claims.from_records(Path(results_root))] \
         + study_claims(cfg, results_root)
     registered = rules_registry.load()

@@ -57,9 +57,11 @@ def test_never_judged_each_claim_is_not_run_saying_what_runs_it(tmp_path):
     claims = train_claims.unjudged(CFG, tmp_path / "generated")
     assert claims and all(c["verdict"] == "not-run" and c["study"] == "real data" for c in claims)
     assert any("fedbench paper run" in str(c.get("command", "")) for c in claims)
-    main = entries.main_job_claims(tmp_path)  # the main job not run: its declared claims, saying what runs it
+    main = entries.main_job_claims(CFG, tmp_path)  # the main job not run: its declared claims, saying what runs it
     assert len(main) == 10 and all(c["verdict"] == "not-run" and c["study"] == "main job" for c in main)
     assert all("dvc repro main_job" in c["would_change"] for c in main)
+    robust = next(c for c in main if c["id"] == "fedprox/synthetic-iid/robust-to-stragglers")
+    assert "each level (10% stragglers, 50% stragglers, 90% stragglers)" in robust["rule"]  # as a run states it
 
 
 def test_the_report_reads_the_record_and_judges_nothing(tmp_path, monkeypatch):
