@@ -81,7 +81,13 @@ def test_a_confirmation_not_shown_gives_the_tally_no_confirmatory_verdict(histor
     for cid, blocks in earlier.items():
         record = committed[cid]
         for b in blocks:
-            assert not reg.counted_confirmation(b["confirmatory"]) and b["why"].startswith("its pre-registration is"), cid
+            # frozen again because git did not show it pre-registered (not counted), or to draw fresh data as well
+            # (claims confirm --fresh-data: a confirmation that was counted, superseded by the block on fresh data)
+            assert b["why"].startswith(("its pre-registration is", "frozen again with fresh data seeds")), cid
+            if b["why"].startswith("its pre-registration is"):
+                assert not reg.counted_confirmation(b["confirmatory"]), cid
+            else:
+                assert "data_seeds" not in b["frozen"] and "data_seeds" in record["frozen"], cid
             assert set(b["frozen"]["seeds"]).isdisjoint(record["frozen"]["seeds"]), cid  # frozen again: fresh seeds
         entry = {"id": cid, "rule": record["spec"]["rule"],
                  "parts": [{"part": a, "rule": b} for a, b in record["spec"]["parts"]]}
