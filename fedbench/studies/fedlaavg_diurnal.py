@@ -132,16 +132,18 @@ def _pooled_dataset(data_seed: int = 0) -> FederatedDataset:
     return pool_clients(_shared_dataset(data_seed))
 
 
-def simulation(name: str, seed: int, data_seed: int = 0) -> Simulation:
+def simulation(name: str, seed: int, declaration: StudyDeclaration = DECLARATION) -> Simulation:
     """One run of the study: arm ``name`` of DECLARATION (its algorithm and availability) with ``seed``, on the
-    mixture drawn with ``data_seed``."""
+    mixture ``declaration`` gives the seed (the declared draw, or a confirmatory block's own), its record labelled as
+    the declaration labels it."""
     from fedbench.algorithms import FedAvg, FedLaAvg, SequentialSGD
     from fedbench.algorithms.sequential_sgd import sequential_config
     from fedbench.models import build_model
 
+    data_seed = declaration.data_seed(seed)
     ds = _shared_dataset(data_seed)
     shared, pooled = functools.partial(_shared_dataset, data_seed), functools.partial(_pooled_dataset, data_seed)
-    label = {"method": name} | ({"data_seed": data_seed} if data_seed != 0 else {})
+    label = {"method": name, **declaration.data_label(seed)}
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     arm = DECLARATION.arm(name)
     availability = (AvailabilityConfig(model="diurnal", period=PERIOD, beta=BETA)  # groups by majority label
@@ -159,7 +161,7 @@ def simulations(run: StudyRun) -> dict[tuple[str, int], Simulation]:
     seeds = run.seeds
     jobs = [(name, s) for s in seeds for name in run.declaration.claim("fedlaavg/synthetic/diurnal-gain").reads]
     jobs += [(name, seeds[0]) for name in CONTEXT]
-    return {(name, seed): simulation(name, seed, run.data_seed(seed)) for name, seed in jobs}
+    return {(name, seed): simulation(name, seed, run.declaration) for name, seed in jobs}
 
 
 def curves(run: StudyRun) -> dict[str, dict[int, np.ndarray]]:

@@ -132,10 +132,11 @@ DECLARATION = StudyDeclaration(
 ARMS = tuple(a.name for a in DECLARATION.arms)
 
 
-def simulation(variant: str, arm: str, seed: int, rounds: int | None = None, data_seed: int = DATA_SEED) -> Simulation:
+def simulation(variant: str, arm: str, seed: int, rounds: int | None = None,
+               declaration: StudyDeclaration = DECLARATION) -> Simulation:
     """One run: ``arm`` ("fedavg" or "fedprox_mu1") under ``variant`` (VARIANTS) with ``seed``, on the draw of
-    Synthetic(1,1) with ``data_seed`` (fedbench.data.synthetic.synthetic: the declared one, or a confirmatory block's
-    own for the seed)."""
+    Synthetic(1,1) ``declaration`` gives the seed (fedbench.data.synthetic.synthetic: the declared one, or a
+    confirmatory block's own for the seed), its record labelled as the declaration labels it."""
     from fedbench.algorithms.fedavg import FedAvg
     from fedbench.algorithms.fedprox import FedProx
     from fedbench.models import build_model
@@ -144,7 +145,7 @@ def simulation(variant: str, arm: str, seed: int, rounds: int | None = None, dat
         raise ValueError(f"variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     if arm not in ARMS:
         raise ValueError(f"arm {arm!r}; allowed: {', '.join(ARMS)}")
-    data = functools.partial(synthetic, DATASET, data_seed, NUM_DEVICES, TRAIN_FRACTION)
+    data = functools.partial(synthetic, DATASET, declaration.data_seed(seed), NUM_DEVICES, TRAIN_FRACTION)
     ds = data()
     model = build_model("mclr", ds.feature_shape, ds.num_classes)
     settings = DECLARATION.arm(arm).settings
@@ -153,8 +154,7 @@ def simulation(variant: str, arm: str, seed: int, rounds: int | None = None, dat
                      rounds=ROUNDS if rounds is None else rounds, clients_per_round=K, local_epochs=EPOCHS,
                      batch_size=BATCH, straggler_fraction=STRAGGLERS, seed=seed, **changes(variant, seed))
     return Simulation(f"{variant}/{arm}/seed={seed}", cfg, data, model, algorithm,
-                      {"variant": variant, "arm": arm, "dataset": DATASET}
-                      | ({"data_seed": data_seed} if data_seed != DATA_SEED else {}))
+                      {"variant": variant, "arm": arm, "dataset": DATASET, **declaration.data_label(seed)})
 
 
 def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
@@ -163,7 +163,7 @@ def declare(seeds: tuple[int, ...] | None = None) -> list[tuple[str, str, int]]:
 
 def simulations(run: StudyRun) -> dict[tuple[str, str, int], Simulation]:
     """Both arms on every seed under each variant, by (variant, arm, seed)."""
-    return {(v, a, s): simulation(v, a, s, data_seed=run.data_seed(s)) for v, a, s in declare(run.seeds)}
+    return {(v, a, s): simulation(v, a, s, declaration=run.declaration) for v, a, s in declare(run.seeds)}
 
 
 def variant(claim: Claim) -> str:

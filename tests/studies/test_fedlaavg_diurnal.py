@@ -26,3 +26,16 @@ def test_short_run_judges_the_gain_per_seed(study_run):
     best = gain["reproduced"]
     assert gain["effect"]["per_seed"] == [pytest.approx(a - b, abs=1e-4) for a, b in
                                           zip(best["fedlaavg_best"], best["fedavg_best"])]
+
+
+def test_a_run_names_its_data_draw_as_the_declaration_does():
+    """One fixed draw: no data seed in the record; a fresh-data block: each run its own, as the declaration pairs
+    them (fedbench.study.declaration.StudyDeclaration.data_label), for the context runs too."""
+    from fedbench.studies import fedlaavg_diurnal as study
+
+    assert study.simulation("fedlaavg", 3).knobs == {"method": "fedlaavg"}
+    block = study.DECLARATION.on_seeds((11, 12), (21, 22))
+    sims = [study.simulation(name, s, block) for name, s in (("fedavg", 11), ("fedlaavg", 12), ("sequential", 11))]
+    assert [s.knobs for s in sims] == [{"method": "fedavg", "data_seed": 21}, {"method": "fedlaavg", "data_seed": 22},
+                                       {"method": "sequential", "data_seed": 21}]
+    assert [s.dataset.args for s in sims] == [(21,), (22,), (21,)]  # and trains on that draw

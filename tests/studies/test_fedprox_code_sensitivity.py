@@ -94,3 +94,12 @@ def test_sensitivity_ids_name_their_claim_and_take_its_magnitude():
     cid = f"{study.HEADLINE}/sensitivity-code-seeding"
     assert sensitivity_of(cid) == study.HEADLINE and sensitivity_of(study.HEADLINE) is None
     assert magnitude_of(cid) == magnitude_of(study.HEADLINE) and magnitude_of(cid).kind == "none"
+
+
+def test_a_run_names_its_data_draw_as_the_declaration_does():
+    """One fixed draw: no data seed in the record; a fresh-data block: each run its own, as the declaration pairs
+    them (fedbench.study.declaration.StudyDeclaration.data_label), and trains on that draw."""
+    assert "data_seed" not in study.simulation("paper-sampling", "fedavg", 3).knobs
+    block = study.DECLARATION.on_seeds((11, 12), (21, 22))
+    sim = study.simulation("paper-sampling", "fedprox_mu1", 12, declaration=block)
+    assert sim.knobs["data_seed"] == 22 and sim.dataset.args[1] == 22
