@@ -165,3 +165,20 @@ def test_gpucheck_module_imports_no_mlflow_or_dvc():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert proc.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU part is what CI runs; on a GPU run the command itself")
+def test_gpucheck_precision_part_measures_each_declared_mode_against_its_tolerance(tmp_path):
+    """Issue 53, item 5 (fedbench.bench.precision_check): without CUDA, mclr alone: tf32 is fp32 bit for bit on the
+    CPU, bf16 another computation within its declared tolerance; each printed on one line of the check."""
+    from fedbench.bench.gpucheck import main
+    from fedbench.engine.precision import TOLERANCE
+
+    assert main([str(tmp_path / "out"), "--parts", "precision", "--budget-s", "60"]) == 0
+    result = json.loads((tmp_path / "out" / "gpucheck.json").read_text())
+    assert [(c["part"], c["name"], c["passed"]) for c in result["checks"]] == [("precision", "mclr", True)]
+    (found,) = result["precision"]
+    assert found["modes"]["tf32"]["bit_identical"] and found["modes"]["tf32"]["max_rel"] == 0.0
+    bf16 = found["modes"]["bf16"]
+    assert not bf16["bit_identical"] and 0 < bf16["max_rel"] <= TOLERANCE["bf16"] and bf16["within"]
+    assert "mclr bf16: " in result["checks"][0]["detail"] and "(declared tolerance 0.05: within)" in result["checks"][0]["detail"]

@@ -43,6 +43,12 @@ budget (a part or case that would not finish in it is skipped and listed as skip
    named by :data:`CAPTURE_HOOK` (``capture_check(device=...) -> dict``: differences against its GPU tolerance, and timings); skipped, and said so,
    where it does not exist.
 
+10. **precision** (issue 53, item 5; fedbench.bench.precision_check): each declared precision mode (tf32, bf16)
+   against fp32, a model of each family (mclr, LEAF's FEMNIST CNN, FedProx's Shakespeare LSTM; mclr alone
+   without CUDA), a short FedAvg run each: the final parameters' largest difference from fp32 relative to the
+   largest parameter, passed where within the mode's declared tolerance (fedbench.engine.precision.TOLERANCE),
+   and each mode's seconds on the card.
+
 Then the **targets** (issue 31; reported, never asserted: :func:`targets`), printed and written as met, not met
 or not measured: the paper profile as the study runner would run it (each study stacked,
 fedbench.study.costs.stacked_cost, from the unit costs just measured) <= 8 GPU-hours, each study's figure
@@ -95,7 +101,8 @@ PAPER_MODELS: tuple[tuple[str, tuple[int, ...], int, int | None, tuple[int, int]
 )
 FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-cost.json", "paper-cost.md",
          "workload.json", "syncs.md")
-PARTS = ("algorithms", "models", "stacking", "proxies", "syncs", "throughput", "workload", "paper_cost", "capture")
+PARTS = ("algorithms", "models", "stacking", "proxies", "syncs", "throughput", "workload", "paper_cost", "capture",
+         "precision")
 PROXIES_SYNTHETIC_S = 45.0  # at most this long timing the synthetic study's first rounds (the proxies part)
 WORKLOAD_MIN_S = 150.0  # the workload part runs only with this much left (75 s measured on an H200, x 2)
 CAPTURE_HOOK = "fedbench.bench.capture_check:capture_check"  # the engine's CUDA-graph checks: one dict of figures
@@ -534,6 +541,25 @@ def check_capture(device, budget: Budget, log: Log) -> None:
 
 # ---- the targets ---------------------------------------------------------------------------------------------
 
+def check_precision(device, budget: Budget, log: Log) -> list[dict]:
+    """Part 10: each declared precision mode against fp32, a model of each family (mclr alone without CUDA)."""
+    from fedbench.bench.federation import bench_model
+    from fedbench.bench.precision_check import FAMILIES, compare, lines
+
+    found = []
+    for name in FAMILIES if device.type == "cuda" else FAMILIES[:1]:
+        if budget.left <= 0:
+            log.skip("precision", name, "budget spent")
+            continue
+        t0 = time.perf_counter()
+        result = compare(bench_model(name), str(device))
+        found.append(result)
+        ok = all(row.get("within", True) for row in result["modes"].values())
+        log.check("precision", name, ok, "; ".join(lines(result)), time.perf_counter() - t0)
+    _tf32(False)  # as every other part runs
+    return found
+
+
 def targets(result: dict) -> list[dict[str, Any]]:
     """Issue 31's targets from what the check measured: rows of target, measured (text) and met (True, False, or
     None: not measured here)."""
@@ -689,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # of what is left at its start (the throughput part leaves at least 30% to the paper cost)
     shares = {"algorithms": 0.2, "models": 0.25, "stacking": 0.1, "proxies": 0.35, "syncs": 0.1, "throughput": 0.5, "workload": 0.6, "paper_cost": 0.9,
-              "capture": 1.0}
+              "capture": 0.7, "precision": 1.0}
     for part in parts:
         part_budget = Budget(max(0.0, budget.left * shares[part]))
         try:
@@ -721,6 +747,8 @@ def main(argv: list[str] | None = None) -> int:
                     result["workload"] = found
             elif part == "capture":
                 check_capture(device, part_budget, log)
+            elif part == "precision":
+                result["precision"] = check_precision(device, part_budget, log)
             elif part == "paper_cost":
                 cost = measure_paper_cost(device, part_budget, log, args.out_dir, args.paper_max_seconds)
                 if cost is not None:

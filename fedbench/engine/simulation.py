@@ -104,6 +104,7 @@ from fedbench.availability import AvailabilityConfig, build_availability
 from fedbench.data.format import FederatedDataset
 from fedbench.engine import tree
 from fedbench.engine.capture import CAPTURE_MODES, CapturedSteps, check_capture, check_fused
+from fedbench.engine.precision import check_precision, computing
 from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
@@ -160,10 +161,14 @@ class SimulationConfig:
     # "fused_round" the static loop's numbers within fp32 rounding from fedbench.engine.fused's Triton kernels, one
     # launch a chain step or one a round (CUDA, the mclr model; opt-in until measured on a GPU)
     capture: str = "none"
+    # the arithmetic (fedbench.engine.precision): "fp32" IEEE float32 (the default; TF32 off on CUDA), or a
+    # declared reduced mode, "tf32" (CUDA's tensor cores for matmuls and convolutions) or "bf16" (autocast)
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         if self.capture not in CAPTURE_MODES:
             raise ValueError(f"capture: {self.capture!r} is not allowed; allowed: {', '.join(CAPTURE_MODES)}")
+        check_precision(self.precision, self.capture)
         if self.cohort_seed is not None and (not isinstance(self.cohort_seed, int) or self.cohort_seed < 0):
             raise ValueError(f"cohort_seed: {self.cohort_seed!r} must be None (the run's seed) or an integer >= 0")
         if not 0.0 < self.lr_decay <= 1.0:
@@ -394,6 +399,11 @@ def simulate_stack(model: Any, runs: Sequence[RunSpec]) -> list[RunResult]:
     in order. Each run checkpoints to and resumes from its own file and notifies its own callbacks."""
     stack, states = build_stack(model, runs)
     cfg = runs[0].cfg
+    with computing(cfg.precision, stack.device):  # fp32 unless the runs declare a reduced mode
+        return _run_stack(stack, states, cfg)
+
+
+def _run_stack(stack: Stack, states: list[RunState], cfg: SimulationConfig) -> list[RunResult]:
     start = min(s.next_round for s in states)
     block: dict[int, dict[int, RoundDraw]] = {}  # with capture: each run's draws of the current block, by round
     rows = None

@@ -71,6 +71,8 @@ def params(cfg: SimulationConfig, algorithm: Any, **knobs: Any) -> dict[str, Any
     for f in dataclasses.fields(cfg):
         if f.name in EXECUTION_FIELDS or (f.name == "lr_decay" and cfg.lr_decay == 1.0):
             continue  # a constant rate (lr_decay 1.0) is every run's but FedLaAvg CIFAR-10's: not recorded
+        if f.name == "precision" and cfg.precision == "fp32":
+            continue  # fp32 is every run's; a declared reduced mode (fedbench.engine.precision) is recorded
         value = getattr(cfg, f.name)
         if f.name == "evaluations":  # recorded where a study declares its own protocol
             if value != DEFAULT_EVALUATIONS:
