@@ -267,7 +267,8 @@ def profile_lines(seeds: int, device: str, costs_dir: Path, data: dict | None = 
     return lines
 
 
-def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: float, out: Path | None) -> Path:
+def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: float, out: Path | None,
+         replace: bool = False) -> Path:
     """``fedbench paper cost``: measure ``names`` (default: every study of the profiles and the stand-ins) on
     ``device`` (fedbench.bench.paper_cost), write the JSON and markdown table into ``out``, then print the profiles
     priced from it (:func:`profile_lines`: the table ``paper list`` prints for that folder)."""
@@ -280,7 +281,7 @@ def cost(params: str, device: str, names: list[str], rounds: int, max_seconds: f
     validate(names, list(scales), rounds, max_seconds, device)
     out = out or folder(device)
     run({n: scales[n] for n in names}, device, out, max_seconds, rounds, progress=lambda m: print(m, flush=True),
-        scales_of=scales)
+        scales_of=scales, replace=replace)
     print(f"the profiles as priced from {out / 'paper-cost.json'} (what `fedbench paper list` prints):")
     print("\n".join(profile_lines(seeds, device, out, stand_ins=False)))
     return out
@@ -311,6 +312,8 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                     "and says so")
     co.add_argument("--out", type=Path, default=None, metavar="DIR", help="where to write paper-cost.json and "
                     "paper-cost.md (default reports/bench/ for cpu, reports/bench-gpu/ for cuda)")
+    co.add_argument("--replace", action="store_true", help="replace a paper-cost.json there that another machine "
+                    "measured (without it, such a file is kept and the command stops before measuring)")
     pr = sub.add_parser("profile", help="print the `dvc exp run -S ...` arguments that add a profile's FedProx studies (params.yaml studies.*; "
                                                   "the paper-scale claim studies run with `fedbench paper run NAME`)")
     pr.add_argument("profile", choices=list(PROFILES))
@@ -352,7 +355,7 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
             return 2
     elif a.command == "cost":
         try:
-            out = cost(a.params, a.device, a.study, a.rounds, a.max_seconds, a.out)
+            out = cost(a.params, a.device, a.study, a.rounds, a.max_seconds, a.out, a.replace)
         except ValueError as exc:
             print(f"fedbench paper cost: {exc}", file=sys.stderr)
             return 2

@@ -206,6 +206,23 @@ def test_a_tiny_measurement_end_to_end(tmp_path):
     assert set(study_costs_module.load("cpu", tmp_path)["studies"]) == {"tiny", "tiny2"}
 
 
+def test_another_machines_table_is_kept_unless_replace_is_asked(tmp_path, capsys):
+    """A paper-cost.json measured elsewhere (the committed reports/bench/ one, on this project's Intel machine) is
+    not overwritten by a measurement here: the command stops before measuring, in one line, the file unchanged."""
+    theirs = {"device": "cpu", "device_name": "Elsewhere CPU, 64 cores", "studies": {"fedprox_mnist": {"units": {}}}}
+    (tmp_path / "paper-cost.json").write_text(json.dumps(theirs))
+    code, out, err = _exit(["paper", "cost", "--out", str(tmp_path), "--study", "fedprox_mnist"], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith(f"fedbench paper cost: {tmp_path / 'paper-cost.json'} holds 1 studies measured on "
+                          "Elsewhere CPU, 64 cores; this machine is ") and err.rstrip().endswith(
+        "allowed: --out DIR (a folder of its own), or --replace to replace them")
+    assert json.loads((tmp_path / "paper-cost.json").read_text()) == theirs
+    tiny = (Scale("mclr", 2, 3, 3, 40, 1, 10, 200, local_steps=2),)
+    result = paper_cost.run({"tiny": tiny}, "cpu", tmp_path, max_seconds=1.0, rounds=1, progress=lambda m: None,
+                            replace=True)
+    assert set(result["studies"]) == {"tiny"} and result["device_name"] != theirs["device_name"]
+
+
 def test_plan_says_when_its_cost_is_the_paper_budgets():
     from fedbench.paper import plan
 

@@ -362,13 +362,15 @@ def validate(names: list[str], known: list[str], rounds: int, max_seconds: float
 
 
 def run(studies: dict[str, tuple[Scale, ...]], device: str, out: Path, max_seconds: float, rounds: int = 2,
-        progress=print, scales_of: dict[str, tuple[Scale, ...]] | None = None) -> dict[str, Any]:
+        progress=print, scales_of: dict[str, tuple[Scale, ...]] | None = None, replace: bool = False) -> dict[str, Any]:
     """Measure ``studies`` (name -> scales) on ``device`` and write ``out``/paper-cost.json and .md (entries of
     studies not measured now are kept from the file there, if its device name is the same). Each study's
     ``projection`` is the figure every place quotes (fedbench.study.costs.study_cost: its read runs as the runner
     stacks them, priced from their drawn schedules on the units now in the file), of every study the file holds
     whose scales are known (``studies``, and ``scales_of``: every study's, so that a kept study is priced at its
-    current scales and on the units measured now)."""
+    current scales and on the units measured now). A file there measured on another machine is
+    not replaced unless ``replace`` (its studies would be lost after the first study measured here): a ValueError
+    naming the file, both machines and what is allowed."""
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -377,7 +379,12 @@ def run(studies: dict[str, tuple[Scale, ...]], device: str, out: Path, max_secon
         torch.set_num_threads(1)
     head = machine(device)
     data = load(device, out) or {}
-    kept = data.get("studies", {}) if data.get("device_name") == head["device_name"] else {}
+    other = data.get("studies") and data.get("device_name") != head["device_name"]
+    if other and not replace:
+        raise ValueError(f"{out / FILE} holds {len(data['studies'])} studies measured on {data.get('device_name')}; "
+                         f"this machine is {head['device_name']}: allowed: --out DIR (a folder of its own), or "
+                         "--replace to replace them")
+    kept = {} if other else data.get("studies", {})
     result = {**head, "max_seconds": max_seconds, "timed_rounds": rounds, "studies": dict(kept)}
     known = {**(scales_of or {}), **studies}
     for name, scales in studies.items():
