@@ -182,3 +182,16 @@ def test_gpucheck_precision_part_measures_each_declared_mode_against_its_toleran
     bf16 = found["modes"]["bf16"]
     assert not bf16["bit_identical"] and 0 < bf16["max_rel"] <= TOLERANCE["bf16"] and bf16["within"]
     assert "mclr bf16: " in result["checks"][0]["detail"] and "(declared tolerance 0.05: within)" in result["checks"][0]["detail"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU part is what CI runs; on a GPU run the command itself")
+def test_gpucheck_fused_part_lists_each_size_it_would_measure_on_a_card(tmp_path):
+    """Issue 53, item 6: without CUDA the fused part measures nothing and says so, family by family, with its sizes
+    (its mclr size is run in the interpreter by tests/engine/test_fused_mclr.py)."""
+    from fedbench.bench.gpucheck import FUSED_ROWS, main
+
+    assert main([str(tmp_path / "out"), "--parts", "fused", "--budget-s", "60"]) == 0
+    result = json.loads((tmp_path / "out" / "gpucheck.json").read_text())
+    assert result["checks"] == [] and result["fused"] == []
+    assert [s["name"] for s in result["skipped"]] == list(FUSED_ROWS) == ["mclr", "cifar_cnn", "fedprox_shakespeare_lstm"]
+    assert result["skipped"][1]["reason"].startswith("no CUDA: at 1, 100, 3000 rows on a card")

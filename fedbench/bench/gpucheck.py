@@ -43,7 +43,14 @@ budget (a part or case that would not finish in it is skipped and listed as skip
    named by :data:`CAPTURE_HOOK` (``capture_check(device=...) -> dict``: differences against its GPU tolerance, and timings); skipped, and said so,
    where it does not exist.
 
-10. **precision** (issue 53, item 5; fedbench.bench.precision_check): each declared precision mode (tf32, bf16)
+10. **fused** (CUDA only; issue 53, item 6): each model family's fused step against the engine's static path on
+   the card: mclr's step and round kernels on a real round of FedProx stacks at 1, 100 and 1,400 rows
+   (fedbench.engine.fused.check), the CIFAR CNN's step at 1, 100 and 3,000 rows with its fraction of fp32 peak
+   (fedbench.bench.fused_cnn_check), FedProx's Shakespeare LSTM step at 1 and 200 rows against the CPU
+   (fedbench.bench.fused_rnn_check): launches and microseconds a chain step, each passed within 1e-4. Without
+   CUDA each is listed as skipped: the interpreter tests (tests/engine/test_fused_*.py) make the same
+   comparisons on the CPU at a few rows.
+11. **precision** (issue 53, item 5; fedbench.bench.precision_check): each declared precision mode (tf32, bf16)
    against fp32, a model of each family (mclr, LEAF's FEMNIST CNN, FedProx's Shakespeare LSTM; mclr alone
    without CUDA), a short FedAvg run each: the final parameters' largest difference from fp32 relative to the
    largest parameter, passed where within the mode's declared tolerance (fedbench.engine.precision.TOLERANCE),
@@ -102,7 +109,9 @@ PAPER_MODELS: tuple[tuple[str, tuple[int, ...], int, int | None, tuple[int, int]
 FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-cost.json", "paper-cost.md",
          "workload.json", "syncs.md")
 PARTS = ("algorithms", "models", "stacking", "proxies", "syncs", "throughput", "workload", "paper_cost", "capture",
-         "precision")
+         "fused", "precision")
+FUSED_ROWS = {"mclr": (1, 100, 1400), "cifar_cnn": (1, 100, 3000), "fedprox_shakespeare_lstm": (1, 200)}
+FUSED_TOL = 1e-4  # fused against the static path (the LSTM: against the CPU), absolute on the local state
 PROXIES_SYNTHETIC_S = 45.0  # at most this long timing the synthetic study's first rounds (the proxies part)
 WORKLOAD_MIN_S = 150.0  # the workload part runs only with this much left (75 s measured on an H200, x 2)
 CAPTURE_HOOK = "fedbench.bench.capture_check:capture_check"  # the engine's CUDA-graph checks: one dict of figures
@@ -541,8 +550,73 @@ def check_capture(device, budget: Budget, log: Log) -> None:
 
 # ---- the targets ---------------------------------------------------------------------------------------------
 
+def _fused_mclr(rows: int, device) -> dict:
+    """mclr's fused step and round on the last round of FedProx stacks of ``rows`` client rows on ``device``."""
+    from fedbench.algorithms import build_algorithm
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.engine.fused import check
+    from fedbench.engine.simulation import RunSpec, SimulationConfig
+    from fedbench.models import build_model
+
+    data = generate_synthetic(1, 1, num_devices=30, seed=0)
+    model = build_model("mclr", data.feature_shape, data.num_classes)
+    per_run = min(rows, 10)
+    cfg = SimulationConfig(rounds=1, clients_per_round=per_run, local_epochs=1, batch_size=10, device=str(device),
+                           capture="static", dissimilarity_every=0, checkpoint_every=10**9)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm("fedprox", lr=0.01, mu=1.0))
+             for s in range(max(1, rows // per_run))]
+    args, reference = check.last_round(model, specs)
+    return check.compare(args, reference)
+
+
+def check_fused(device, budget: Budget, log: Log) -> list[dict]:
+    """Part 10: each family's fused step against the static path at the rows of :data:`FUSED_ROWS` (CUDA only)."""
+    found: list[dict] = []
+    if device.type != "cuda":
+        for name, rows in FUSED_ROWS.items():
+            log.skip("fused", name, f"no CUDA: at {', '.join(map(str, rows))} rows on a card; the interpreter tests "
+                                    "(tests/engine/test_fused_*.py) make the same comparisons on the CPU")
+        return found
+    from fedbench.bench.fused_cnn_check import compare as cnn_compare
+    from fedbench.bench.fused_rnn_aot import PAPER_MODELS, _model
+    from fedbench.bench.fused_rnn_check import compare as rnn_compare
+    from fedbench.bench.fused_rnn_check import draw_round
+    from fedbench.bench.machine import measure_machine
+    from fedbench.models import build_model
+
+    peak = measure_machine(device, quick=True).peak_flops
+    for name, all_rows in FUSED_ROWS.items():
+        for rows in all_rows:
+            if budget.left <= 0:
+                log.skip("fused", f"{name}@{rows}", "budget spent")
+                continue
+            t0 = time.perf_counter()
+            try:
+                if name == "mclr":
+                    out = _fused_mclr(rows, device)
+                elif name == "cifar_cnn":
+                    out = cnn_compare(build_model("cifar_cnn", (3, 32, 32), 10), rows, peak_flops=peak, device=device)
+                else:
+                    _, seq, batch = PAPER_MODELS[name]
+                    out = rnn_compare(draw_round(_model(name), rows, 2, batch, seq), device)
+                paths = {k: v for k, v in out.items() if k != "static"}
+                ok = all(v["max_abs_diff"] <= FUSED_TOL for v in paths.values())
+                detail = "; ".join(
+                    f"{k}: {v['max_abs_diff']:.1e} from the reference, "
+                    f"{v.get('launches_per_chain_step', v.get('launches_per_step')):g} launches and "
+                    f"{v.get('us_per_chain_step', v.get('us_per_step', float('nan'))):.1f} us a chain step"
+                    + (f", {v['fraction_of_peak']:.1%} of fp32 peak" if "fraction_of_peak" in v else "")
+                    for k, v in paths.items())
+                found.append({"model": name, "rows": rows, **out})
+            except Exception as exc:  # noqa: BLE001 - one size failing leaves the others
+                ok, detail = False, f"{type(exc).__name__}: {exc}"
+            log.check("fused", f"{name}@{rows}", ok, detail, time.perf_counter() - t0)
+            _empty_cache(device)
+    return found
+
+
 def check_precision(device, budget: Budget, log: Log) -> list[dict]:
-    """Part 10: each declared precision mode against fp32, a model of each family (mclr alone without CUDA)."""
+    """Part 11: each declared precision mode against fp32, a model of each family (mclr alone without CUDA)."""
     from fedbench.bench.federation import bench_model
     from fedbench.bench.precision_check import FAMILIES, compare, lines
 
@@ -715,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # of what is left at its start (the throughput part leaves at least 30% to the paper cost)
     shares = {"algorithms": 0.2, "models": 0.25, "stacking": 0.1, "proxies": 0.35, "syncs": 0.1, "throughput": 0.5, "workload": 0.6, "paper_cost": 0.9,
-              "capture": 0.7, "precision": 1.0}
+              "capture": 0.5, "fused": 0.6, "precision": 1.0}
     for part in parts:
         part_budget = Budget(max(0.0, budget.left * shares[part]))
         try:
@@ -747,6 +821,8 @@ def main(argv: list[str] | None = None) -> int:
                     result["workload"] = found
             elif part == "capture":
                 check_capture(device, part_budget, log)
+            elif part == "fused":
+                result["fused"] = check_fused(device, part_budget, log)
             elif part == "precision":
                 result["precision"] = check_precision(device, part_budget, log)
             elif part == "paper_cost":

@@ -360,3 +360,17 @@ def test_the_engine_runs_rounds_through_the_fused_kernels(capture, fused, datase
                                               build_algorithm("fedprox", lr=0.05, mu=1.0))])[0]
             for c in ("static", capture)}
     assert float((runs[capture].theta - runs["static"].theta).abs().max()) <= TOLERANCE
+
+
+def test_the_gpu_checks_fused_part_builds_its_mclr_round_as_the_engine_runs_it(fused):
+    """fedbench.bench.gpucheck's fused part (CUDA only) at its smallest size, run here on the CPU in the
+    interpreter: one FedProx run's last round at 1 row, the step and round kernels within the part's tolerance of the
+    static path and launching as declared."""
+    import torch
+
+    from fedbench.bench import gpucheck
+
+    out = gpucheck._fused_mclr(1, torch.device("cpu"))
+    assert out["static"]["max_abs_diff"] == 0.0
+    assert max(out["step"]["max_abs_diff"], out["round"]["max_abs_diff"]) <= gpucheck.FUSED_TOL
+    assert out["step"]["launches_per_chain_step"] == 1.0 and out["round"]["launches_per_chain_step"] < 1.0
