@@ -191,3 +191,50 @@ def test_equal_values_and_structures():
                             [(torch.zeros(3),), (torch.ones(3),), (torch.ones(3),)]) == [[0, 1], [2]]
     assert vmap_runs.groups([a, a, a], [(torch.zeros(3),), (torch.zeros(4),), (torch.zeros(3, dtype=torch.float64),)]) \
         == [[0], [1], [2]]
+
+
+def test_a_trip_replayed_and_a_per_client_table_on_the_batched_path_equal_the_per_run_path(monkeypatch):
+    """SCAFFOLD's stack of tests/engine/test_signal_window.py (c_i written every round; seeds 0, 1, 3 diverge, seed
+    2's signal trips unconfirmed in rounds 1, 6 and 24, each trip replaying its window run by run): the same runs,
+    the same rounds, the same models within float32 rounding, with the runs batched."""
+    from fedbench.algorithms import Scaffold
+    from fedbench.engine.evaluation import EvalSpec
+
+    ds = generate_synthetic(1, 1, num_devices=12, seed=0, lognormal_mean=3.0, lognormal_sigma=0.7, min_samples=20)
+    model = build_model("mclr", ds.feature_shape, ds.num_classes)
+    cfg = SimulationConfig(rounds=30, clients_per_round=4, local_epochs=1, batch_size=10, device="cpu",
+                           evaluations=(EvalSpec("test", every=100),), dissimilarity_every=0, divergence_factor=1.5,
+                           checkpoint_every=10_000, lr_decay=0.999)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), ds, Scaffold(lr=0.3)) for s in range(4)]
+    one_by_one = simulate_stack(model, specs)
+    calls = _recording(monkeypatch)
+    _batched(monkeypatch)
+    batched = simulate_stack(model, specs)
+    assert [r.diverged for r in batched] == [r.diverged for r in one_by_one] == [True, True, False, True]
+    assert [row["round"] for row in batched[2].history if "train/loss" in row] == [1, 6, 24]
+    assert calls[("Scaffold", "server_update")] > 0 and not vmap_runs.FALLBACKS  # a decayed lr: the same groups
+    for a, b in zip(one_by_one, batched):
+        assert [row["round"] for row in a.history] == [row["round"] for row in b.history]
+        torch.testing.assert_close(b.theta, a.theta, rtol=1e-5, atol=1e-6)
+
+
+class _Crash:
+    def on_round_end(self, round_, row):
+        if round_ == 4:
+            raise KeyboardInterrupt
+
+
+def test_a_batched_stack_resumes_from_its_checkpoints(dataset, monkeypatch, tmp_path):
+    _batched(monkeypatch)
+    model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
+    cfg = SimulationConfig(rounds=6, clients_per_round=4, local_epochs=2, batch_size=10, device="cpu",
+                           checkpoint_every=2)
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), dataset, FedProx(lr=0.05, mu=1.0),
+                     checkpoint=tmp_path / f"run{s}.pt") for s in (1, 2, 3)]
+    whole = simulate_stack(model, [dataclasses.replace(s, checkpoint=None) for s in specs])
+    with pytest.raises(KeyboardInterrupt):
+        simulate_stack(model, [dataclasses.replace(specs[0], callbacks=(_Crash(),)), *specs[1:]])
+    resumed = simulate_stack(model, specs)
+    for a, b in zip(whole, resumed):
+        assert len(b.history) == cfg.rounds + 1
+        torch.testing.assert_close(b.theta, a.theta, rtol=1e-5, atol=1e-6)
