@@ -197,7 +197,7 @@ def _vmapped(fn, group_args: list[tuple]) -> list[Any]:
                  for i, x in enumerate(group_args[0])]
     stacked = [[stack_rows(leaves) for leaves in zip(*(tree.tree_leaves(a[i]) for a in group_args))]
                for i in range(len(templates))]
-    shape: dict[str, Any] = {}
+    seen: dict[str, Any] = {}  # the output of the one call, for its structure
 
     def one_run(*flat):
         out = fn(*(tree.unflatten(t, leaves) for t, leaves in zip(templates, flat)))
@@ -205,7 +205,7 @@ def _vmapped(fn, group_args: list[tuple]) -> list[Any]:
         _check_plain(out, "top")
         for p in parts:
             _check_plain(p, "part")
-        shape["out"] = out
+        seen["out"] = out
         return tuple(tree.tree_leaves(p) for p in parts)
 
     leaves = torch.func.vmap(one_run, randomness="error")(*stacked)
@@ -213,7 +213,7 @@ def _vmapped(fn, group_args: list[tuple]) -> list[Any]:
     # two runs share memory
     leaves = tuple([t.contiguous() if t.dim() and t.stride(0) == 0 and t.shape[0] > 1 else t for t in part]
                    for part in leaves)
-    template = shape["out"]
+    template = seen["out"]
     parts = template if isinstance(template, tuple) else (template,)
     results = []
     for j in range(len(group_args)):
