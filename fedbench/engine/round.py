@@ -6,7 +6,8 @@ A round may serve several runs at once (a *stack*, see fedbench.engine.simulatio
 own round from its own random streams, exactly as it would alone, and :func:`run_round` merges the runs'
 cohorts into one work-sorted cohort, so that every local step serves all runs. Around the local steps, on the CPU
 every run calls broadcast, client_init, client_result and server_update itself, on its own state (bit for bit as
-alone); on BATCHED_SIGNAL_DEVICES (CUDA) the runs' cohorts are uploaded together and client_init, client_result and
+alone); on BATCHED_SIGNAL_DEVICES (CUDA) the runs' cohorts are uploaded together, their per-client tables are one
+buffer whose cohort rows are gathered and written once (:func:`pool_tables`), and client_init, client_result and
 server_update run once for each group of runs (fedbench.engine.vmap_runs), so that the operators a round launches
 around its steps do not grow with the runs of the stack (fedbench.bench.proxies: ops_outside_steps_per_round).
 
@@ -33,7 +34,7 @@ from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
 from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
-from fedbench.engine.vmap_runs import call_over_runs, stack_rows
+from fedbench.engine.vmap_runs import call_over_runs, concat_rows, same_structure, stack_rows
 from fedbench.ops import to_device
 
 
@@ -95,6 +96,9 @@ class RunState:
     pending_eval_s: float = 0.0
     # the rounds since its divergence signal was last read back (fedbench.engine.simulation._Window; None: none)
     window: Any = None
+    # where the runs are batched: the stack's per-client tables as one buffer a leaf [R, N, ...] and this run's slot in
+    # it (its ``table`` a view of the slot: :func:`pool_tables`); None: its table is its own
+    table_pool: tuple[tuple[torch.Tensor, ...], int] | None = None
 
     @property
     def sizes(self) -> np.ndarray:
@@ -142,7 +146,7 @@ def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None =
     if planned is None:
         return None
     _, algorithm, work, _ = planned
-    cohort = _cohort(stack, planned, r, *_upload(stack, [planned])[0])
+    cohort = _cohort(stack, planned, r, _upload(stack, [planned])[0], _table_rows(run, work.clients, stack.device))
     bcast = algorithm.broadcast(run.state)
     local = algorithm.client_init(bcast, cohort)
     return RoundSchedule(run=run, round=r, clients=work.clients, steps=work.steps, batches=work.batches,
@@ -159,7 +163,8 @@ def schedule_stack(stack: Stack, runs: list[RunState], r: int,
     if not batched_runs(stack):
         return [s for s in (schedule_round(stack, run, r, d) for run, d in zip(runs, draws)) if s is not None]
     planned = [p for p in (_round_work(stack, run, r, d) for run, d in zip(runs, draws)) if p is not None]
-    cohorts = [_cohort(stack, p, r, *up) for p, up in zip(planned, _upload(stack, planned))]
+    cohorts = [_cohort(stack, p, r, up, rows) for p, up, rows in zip(planned, _upload(stack, planned),
+                                                                     _pooled_rows(stack, planned))]
     bcasts = [alg.broadcast(run.state) for run, alg, _, _ in planned]
     locals_ = call_over_runs("client_init", [alg for _, alg, _, _ in planned], list(zip(bcasts, cohorts)))
     return [RoundSchedule(run=run, round=r, clients=work.clients, steps=work.steps, batches=work.batches,
@@ -232,17 +237,75 @@ def _upload(stack: Stack, planned: list[tuple]) -> list[tuple[torch.Tensor, ...]
     return [(*views[j::runs], weight_views[j]) for j in range(runs)]
 
 
-def _cohort(stack: Stack, planned: tuple, r: int, clients: torch.Tensor, num_samples: torch.Tensor,
-            epochs: torch.Tensor, steps: torch.Tensor, weights: torch.Tensor) -> Cohort:
-    """A planned run's cohort (its arrays already on the device: :func:`_upload`)."""
+def _cohort(stack: Stack, planned: tuple, r: int, arrays: tuple[torch.Tensor, ...], rows: Any) -> Cohort:
+    """A planned run's cohort (its arrays already on the device: :func:`_upload`; its per-client table rows)."""
     run, _, work, available = planned
-    rows = _table_rows(run, work.clients, stack.device)
+    clients, num_samples, epochs, steps, weights = arrays
     return Cohort(
         clients=clients, num_samples=num_samples, epochs=epochs, steps=steps,
         client_rows=rows, full_grad=_full_grad_fn(stack.kernel, run.data, work.clients),
         weights=weights, round=r, seed=run.cfg.seed, available=available, train_sizes=run.sizes,
         client_grads=_client_grads_fn(stack.kernel, run.data), host_clients=work.clients, host_steps=work.steps,
     )
+
+
+def pool_tables(stack: Stack, runs: list[RunState]) -> None:
+    """Where the runs are batched (:func:`batched_runs`), the per-client tables of runs of one structure (kept on the
+    stack's device) moved into one buffer a leaf [R, N, ...], each run's table a view of its slot, so that a round
+    gathers every run's cohort rows at once and writes them back at once (:func:`_pooled_rows`,
+    :func:`_write_pooled`). Elsewhere each run keeps its own table."""
+    if not batched_runs(stack):
+        return
+    groups: list[list[RunState]] = []
+    for run in runs:
+        if run.table is None or run.table_device != stack.device:
+            continue
+        for g in groups:
+            if same_structure(g[0].table, run.table):
+                g.append(run)
+                break
+        else:
+            groups.append([run])
+    for g in (g for g in groups if len(g) > 1):
+        leaves = tuple(torch.stack(ls) for ls in zip(*(tree.tree_leaves(run.table) for run in g)))
+        for j, run in enumerate(g):
+            run.table = tree.unflatten(run.table, [leaf[j] for leaf in leaves])
+            run.table_pool = (leaves, j)
+
+
+def _pool_index(runs: list[RunState], clients: list[np.ndarray], device: torch.device) -> torch.Tensor:
+    """[2, sum K] (slot, client) of the cohort rows of ``runs`` in their pool, one upload."""
+    slots = np.concatenate([np.full(len(c), run.table_pool[1], np.int64) for run, c in zip(runs, clients)])
+    return to_device(np.stack([slots, np.concatenate(clients).astype(np.int64)]), device)
+
+
+def _by_pool(runs: list[RunState]) -> list[list[int]]:
+    """Indices of the runs whose tables share a pool, pool by pool."""
+    pools: dict[int, list[int]] = {}
+    for i, run in enumerate(runs):
+        if run.table_pool is not None:
+            pools.setdefault(id(run.table_pool[0]), []).append(i)
+    return list(pools.values())
+
+
+def _pooled_rows(stack: Stack, planned: list[tuple]) -> list[Any]:
+    """Each planned run's per-client table rows (:func:`_table_rows`): for the runs of a pool one gather a leaf,
+    each run's rows a view of it."""
+    runs = [p[0] for p in planned]
+    rows: list[Any] = [None] * len(planned)
+    pooled = _by_pool(runs)
+    for idx in pooled:
+        leaves = runs[idx[0]].table_pool[0]
+        clients = [planned[i][2].clients for i in idx]
+        index = _pool_index([runs[i] for i in idx], clients, leaves[0].device)
+        gathered = [leaf[index[0], index[1]] for leaf in leaves]
+        lo = 0
+        for i, c in zip(idx, clients):
+            rows[i] = tree.unflatten(runs[i].table, [g[lo: lo + len(c)] for g in gathered])
+            lo += len(c)
+    done = {i for idx in pooled for i in idx}
+    return [rows[i] if i in done else _table_rows(run, planned[i][2].clients, stack.device)
+            for i, run in enumerate(runs)]
 
 
 def algorithm_at(algorithm: Any, lr_decay: float, r: int) -> Any:
@@ -297,17 +360,47 @@ def _aggregate_over_runs(stack: Stack, schedules: list[RoundSchedule], locals_: 
     states = call_over_runs("server_update", [s.algorithm for s in schedules],
                             [(s.run.state, result, s.cohort.weights, s.cohort)
                              for s, (result, _) in zip(schedules, outputs)])
-    for s, state, (_, new_rows) in zip(schedules, states, outputs):
+    for s, state in zip(schedules, states):
         s.run.state = state
-        _write_rows(stack, s, new_rows)
+    pooled = _by_pool([s.run for s in schedules])
+    for idx in pooled:
+        _write_pooled([schedules[i] for i in idx], [outputs[i][1] for i in idx])
+    done = {i for idx in pooled for i in idx}
+    for i, (s, (_, new_rows)) in enumerate(zip(schedules, outputs)):
+        if i not in done:
+            _write_rows(stack, s, new_rows)
 
 
-def _write_rows(stack: Stack, s: RoundSchedule, new_rows: Any) -> None:
-    """The cohort's new rows of the run's per-client table (client_result's), written in place."""
+def _write_pooled(schedules: list[RoundSchedule], new_rows: list[Any]) -> None:
+    """:func:`_write_rows` for the runs of one pool: the rows written over gathered once (kept for the runs with a
+    window) and the new rows written with one index_put a leaf."""
+    if any(r is None for r in new_rows):  # an algorithm with a table that wrote none this round: run by run
+        for s, rows in zip(schedules, new_rows):
+            if rows is not None:
+                _write_rows(None, s, rows)
+        return
+    runs = [s.run for s in schedules]
+    leaves = runs[0].table_pool[0]
+    sizes = [len(s.clients) for s in schedules]
+    index = _pool_index(runs, [s.clients for s in schedules], leaves[0].device)
+    windows = [j for j, run in enumerate(runs) if run.window is not None]
+    if windows:  # the rows written over, kept until each run's signal is read back
+        old = [leaf[index[0], index[1]] for leaf in leaves]
+        starts = np.cumsum([0, *sizes])
+        for j in windows:
+            rows = tree.unflatten(runs[j].table, [o[starts[j]: starts[j + 1]] for o in old])
+            runs[j].window.undo.append((schedules[j].cohort.clients, rows))
+    for leaf, parts in zip(leaves, zip(*(tree.tree_leaves(r) for r in new_rows))):
+        leaf.index_put_((index[0], index[1]), concat_rows(parts))
+
+
+def _write_rows(stack: Stack | None, s: RoundSchedule, new_rows: Any) -> None:
+    """The cohort's new rows of the run's per-client table (client_result's), written in place (``stack`` None: a
+    pooled table, on the stack's device)."""
     run = s.run
     if run.table is None or new_rows is None:
         return
-    if run.table_device == stack.device:
+    if stack is None or run.table_device == stack.device:
         index = s.cohort.clients
     else:  # a table kept in host memory: the new rows are read back (fedbench.engine.simulation._table_device)
         index = to_device(s.clients, run.table_device)

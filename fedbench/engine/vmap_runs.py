@@ -84,6 +84,24 @@ def stack_rows(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.stack(list(tensors))
 
 
+def concat_rows(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``torch.cat(tensors)`` along the rows, as a view where the tensors are contiguous, of one dtype and row shape,
+    and lie one after another in one buffer (a group's rows handed back by one vmap call)."""
+    first = tensors[0]
+    if first.dim() and first.is_contiguous() and all(t.numel() for t in tensors):
+        storage, base = first.untyped_storage(), first.storage_offset()
+        offset, ok = base, True
+        for t in tensors:
+            ok = ok and (t.is_contiguous() and t.shape[1:] == first.shape[1:] and t.dtype == first.dtype
+                         and t.device == first.device and t.untyped_storage().data_ptr() == storage.data_ptr()
+                         and t.storage_offset() == offset)
+            offset += t.numel()
+        if ok and offset * first.element_size() <= storage.nbytes():
+            rows = sum(t.shape[0] for t in tensors)
+            return first.as_strided((rows, *first.shape[1:]), first.stride(), base)
+    return torch.cat(list(tensors))
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Whether two non-tensor values are the same (arrays element by element, nan equal to nan)."""
     if a is b:

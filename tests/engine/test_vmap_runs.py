@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedbench.algorithms import FedProx, build_algorithm
+from fedbench.algorithms import FedProx, Scaffold, build_algorithm
 from fedbench.algorithms.sequential_sgd import pool_clients, sequential_config
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine import round as round_
@@ -143,21 +143,46 @@ def test_a_groups_states_are_views_of_one_buffer_and_a_checkpoint_holds_only_its
     model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
     cfg = SimulationConfig(rounds=4, clients_per_round=4, local_epochs=2, batch_size=10, device="cpu",
                            checkpoint_every=2)
-    specs = [RunSpec(dataclasses.replace(cfg, seed=s), dataset, FedProx(lr=0.05, mu=1.0),
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), dataset, Scaffold(lr=0.05),
                      checkpoint=tmp_path / f"run{s}.pt") for s in (1, 2, 3)]
     saved = []
     real = simulation._save_checkpoint
 
     def keep(path, *args):
         real(path, *args)
-        saved.append(torch.load(path, weights_only=False)["state"].theta)
+        saved.append(torch.load(path, weights_only=False))
 
     monkeypatch.setattr(simulation, "_save_checkpoint", keep)
     results = simulate_stack(model, specs)
-    p = model.num_params
-    assert len(saved) == 3 and all(t.untyped_storage().nbytes() == 4 * p for t in saved)  # its own theta, not 3
+    p, n = model.num_params, dataset.num_clients
+    assert len(saved) == 3  # each its own theta, c and c_i table, not the group's 3 nor the pool's
+    assert all(c["state"].theta.untyped_storage().nbytes() == 4 * p for c in saved)
+    assert all(c["table"].untyped_storage().nbytes() == 4 * p * n for c in saved)
     thetas = [r.theta for r in results]
     assert vmap_runs.stack_rows(thetas).data_ptr() == thetas[0].data_ptr()  # the group's last update: one buffer
+
+
+@pytest.mark.parametrize("name,hyper,ops", [("fedprox", {"mu": 1.0}, 19), ("scaffold", {}, 34), ("fedlaavg", {}, 32)])
+def test_ops_outside_the_steps_are_the_same_at_2_and_4_runs(name, hyper, ops, monkeypatch):
+    """fedbench.bench.proxies.round_ops's count for a stack of ``name`` (its per-client table, for SCAFFOLD and
+    FedLaAvg, gathered and written once for the runs): the same at 2 and 4 runs."""
+    from fedbench.bench import proxies
+    from fedbench.engine.evaluation import EvalSpec
+
+    _batched(monkeypatch)
+    data, model = proxies._synthetic(10)
+    protocol = (EvalSpec("train", every=10_000), EvalSpec("test", every=10_000))
+
+    def outside(runs: int, rounds: int) -> int:
+        cfg = SimulationConfig(rounds=rounds, clients_per_round=3, local_epochs=1, batch_size=10, local_steps=1,
+                               device="cpu", evaluations=protocol, dissimilarity_every=0, checkpoint_every=10**9)
+        specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm(name, lr=0.05, **hyper))
+                 for s in range(runs)]
+        with proxies.OpCount() as count:
+            simulate_stack(model, specs)
+        return count.outside
+
+    assert [(outside(runs, 5) - outside(runs, 3)) / 2 for runs in (2, 4)] == [ops, ops]
 
 
 def test_stack_rows_is_a_view_only_where_the_tensors_lie_one_after_another():
@@ -197,7 +222,6 @@ def test_a_trip_replayed_and_a_per_client_table_on_the_batched_path_equal_the_pe
     """SCAFFOLD's stack of tests/engine/test_signal_window.py (c_i written every round; seeds 0, 1, 3 diverge, seed
     2's signal trips unconfirmed in rounds 1, 6 and 24, each trip replaying its window run by run): the same runs,
     the same rounds, the same models within float32 rounding, with the runs batched."""
-    from fedbench.algorithms import Scaffold
     from fedbench.engine.evaluation import EvalSpec
 
     ds = generate_synthetic(1, 1, num_devices=12, seed=0, lognormal_mean=3.0, lognormal_sigma=0.7, min_samples=20)
@@ -224,12 +248,13 @@ class _Crash:
             raise KeyboardInterrupt
 
 
-def test_a_batched_stack_resumes_from_its_checkpoints(dataset, monkeypatch, tmp_path):
+@pytest.mark.parametrize("algorithm", [FedProx(lr=0.05, mu=1.0), Scaffold(lr=0.05)], ids=["fedprox", "scaffold"])
+def test_a_batched_stack_resumes_from_its_checkpoints(algorithm, dataset, monkeypatch, tmp_path):
     _batched(monkeypatch)
     model = build_model("mclr", dataset.feature_shape, dataset.num_classes)
     cfg = SimulationConfig(rounds=6, clients_per_round=4, local_epochs=2, batch_size=10, device="cpu",
                            checkpoint_every=2)
-    specs = [RunSpec(dataclasses.replace(cfg, seed=s), dataset, FedProx(lr=0.05, mu=1.0),
+    specs = [RunSpec(dataclasses.replace(cfg, seed=s), dataset, algorithm,
                      checkpoint=tmp_path / f"run{s}.pt") for s in (1, 2, 3)]
     whole = simulate_stack(model, [dataclasses.replace(s, checkpoint=None) for s in specs])
     with pytest.raises(KeyboardInterrupt):
