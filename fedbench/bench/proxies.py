@@ -15,9 +15,10 @@ count that does not depend on the machine, and the H200 measurements already com
   SCHEDULE_BLOCK rounds whose lr decays every round (:func:`graph_keys`; D2's per-round scalars as tensors: 1).
 - ``ops_outside_steps_per_round``: ATen operators dispatched in such a round outside the local steps (a
   ``TorchDispatchMode``, view operators excluded: on CUDA each counted operator is about one kernel launch), at
-  1, 10 and 100 runs of a stack, with the slope in runs, as CUDA runs the divergence signal (one batched pass for
-  the stack's runs: fedbench.engine.round.BATCHED_SIGNAL_DEVICES), with the CPU's default (a pass a run) beside
-  (``..._cpu_default``). The local steps are the engine's local path
+  1, 10 and 100 runs of a stack, with the slope in runs, as CUDA runs the work around the local steps
+  (fedbench.engine.round.BATCHED_SIGNAL_DEVICES: the divergence signal one batched pass for the stack's runs, the
+  cohorts one upload, client_init and server_update once for a group of runs: fedbench.engine.vmap_runs), with the
+  CPU's default (all of it a run, bit for bit as alone) beside (``..._cpu_default``). The local steps are the engine's local path
   (fedbench.engine.local.LOCAL_PATHS, fedbench.engine.static.run_static): their operators are counted apart.
 - ``synthetic_chain_steps``: the lockstep chain of FedProx's 140-run synthetic study (fedbench.bench.studies) at
   200 rounds, its runs stacked as the engine stacks them (one stack per ``stack_key``: FedAvg trains as FedProx
@@ -212,7 +213,7 @@ def graph_keys(rounds: int = SCHEDULE_BLOCK, lr_decay: float = 0.99, runs: int =
 def round_ops(setup: RoundSetup = RoundSetup(), runs: int = 1, batched: bool = False) -> dict[str, Any]:
     """ATen operators a round between evaluations of a stack of ``runs`` runs, outside and inside the local steps,
     with the outside ones by name; ``batched``: as the devices of fedbench.engine.round.BATCHED_SIGNAL_DEVICES (CUDA)
-    run the divergence signal (one pass for the stack's runs), counted here on the CPU."""
+    run the work around the local steps (batched over the stack's runs), counted here on the CPU."""
     import fedbench.engine.round as round_
 
     counts = {}

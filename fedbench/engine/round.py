@@ -4,8 +4,12 @@ both call these two functions (fedbench.engine.simulation, fedbench.bench).
 
 A round may serve several runs at once (a *stack*, see fedbench.engine.simulation): each run schedules its
 own round from its own random streams, exactly as it would alone, and :func:`run_round` merges the runs'
-cohorts into one work-sorted cohort, so that every local step serves all runs. Everything around the local
-steps (broadcast, client_init, client_result, server_update) is called per run, on that run's own state.
+cohorts into one work-sorted cohort, so that every local step serves all runs. Around the local steps, on the CPU
+every run calls broadcast, client_init, client_result and server_update itself, on its own state (bit for bit as
+alone); on BATCHED_SIGNAL_DEVICES (CUDA) the runs' cohorts are uploaded together, their per-client tables are one
+buffer whose cohort rows are gathered and written once (:func:`pool_tables`), and client_init, client_result and
+server_update run once for each group of runs (fedbench.engine.vmap_runs), so that the operators a round launches
+around its steps do not grow with the runs of the stack (fedbench.bench.proxies: ops_outside_steps_per_round).
 
 With ``Stack.capture`` static or cuda_graph the merged cohort is not sorted: its rows run every step of the round at
 one static shape, finished rows masked (fedbench.engine.static), the same numbers on the CPU.
@@ -30,6 +34,7 @@ from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
 from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
+from fedbench.engine.vmap_runs import call_over_runs, concat_rows, same_structure, stack_rows
 from fedbench.ops import to_device
 
 
@@ -91,6 +96,9 @@ class RunState:
     pending_eval_s: float = 0.0
     # the rounds since its divergence signal was last read back (fedbench.engine.simulation._Window; None: none)
     window: Any = None
+    # where the runs are batched: the stack's per-client tables as one buffer a leaf [R, N, ...] and this run's slot in
+    # it (its ``table`` a view of the slot: :func:`pool_tables`); None: its table is its own
+    table_pool: tuple[tuple[torch.Tensor, ...], int] | None = None
 
     @property
     def sizes(self) -> np.ndarray:
@@ -134,6 +142,45 @@ class RoundSchedule:
 def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None = None) -> RoundSchedule | None:
     """Who trains in round ``r`` of ``run`` and on which minibatches (None: nobody trains this round). ``draw``:
     the round as fedbench.engine.schedule drew it ahead (a block's schedule); by default drawn here, the same."""
+    planned = _round_work(stack, run, r, draw)
+    if planned is None:
+        return None
+    _, algorithm, work, _ = planned
+    cohort = _cohort(stack, planned, r, _upload(stack, [planned])[0], _table_rows(run, work.clients, stack.device))
+    bcast = algorithm.broadcast(run.state)
+    local = algorithm.client_init(bcast, cohort)
+    return RoundSchedule(run=run, round=r, clients=work.clients, steps=work.steps, batches=work.batches,
+                         cohort=cohort, bcast=bcast, local=local, algorithm=algorithm)
+
+
+def schedule_stack(stack: Stack, runs: list[RunState], r: int,
+                   draws: list[RoundDraw | None] | None = None) -> list[RoundSchedule]:
+    """:func:`schedule_round` for each of ``runs`` (``draws``: each run's draw, or None), less the runs where nobody
+    trains. On BATCHED_SIGNAL_DEVICES the cohorts of all runs are uploaded together (one transfer for the integer
+    arrays, one for the weights; each run's are views) and client_init runs once for each group of runs
+    (fedbench.engine.vmap_runs); elsewhere run by run, bit for bit as alone."""
+    draws = [None] * len(runs) if draws is None else draws
+    if not batched_runs(stack):
+        return [s for s in (schedule_round(stack, run, r, d) for run, d in zip(runs, draws)) if s is not None]
+    planned = [p for p in (_round_work(stack, run, r, d) for run, d in zip(runs, draws)) if p is not None]
+    cohorts = [_cohort(stack, p, r, up, rows) for p, up, rows in zip(planned, _upload(stack, planned),
+                                                                     _pooled_rows(stack, planned))]
+    bcasts = [alg.broadcast(run.state) for run, alg, _, _ in planned]
+    locals_ = call_over_runs("client_init", [alg for _, alg, _, _ in planned], list(zip(bcasts, cohorts)))
+    return [RoundSchedule(run=run, round=r, clients=work.clients, steps=work.steps, batches=work.batches,
+                          cohort=cohort, bcast=bcast, local=local, algorithm=alg)
+            for (run, alg, work, _), cohort, bcast, local in zip(planned, cohorts, bcasts, locals_)]
+
+
+def batched_runs(stack: Stack) -> bool:
+    """Whether the work around a stack's local steps is batched over its runs (BATCHED_SIGNAL_DEVICES)."""
+    return stack.device.type in BATCHED_SIGNAL_DEVICES
+
+
+def _round_work(stack: Stack, run: RunState, r: int, draw: RoundDraw | None) -> tuple | None:
+    """The host's part of scheduling round ``r`` of ``run``: (run, the round's algorithm, its local work
+    (fedbench.engine.schedule.RoundWork), the clients available), or None where nobody trains. The run's state
+    hooks (choose_clients, filter_cohort) run here."""
     cfg, sizes, data = run.cfg, run.sizes, run.data
     algorithm = algorithm_at(run.algorithm, cfg.lr_decay, r)
     draw = draw_round(run, r) if draw is None else draw
@@ -161,27 +208,104 @@ def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None =
             keep &= weights > 0
         work = local_work(run, r, plan.clients[keep], plan.epochs[keep], weights[keep],
                           None if plan.steps is None else plan.steps[keep])
-    clients, epochs, weights, steps, batches = work.clients, work.epochs, work.weights, work.steps, work.batches
-    if len(clients) == 0:
+    if len(work.clients) == 0:
         return None
-
-    total = float(weights.sum())
+    total = float(work.weights.sum())
     if not (np.isfinite(total) and total > 0):  # checked here, on the host: server_update gets them on the device
         raise ValueError(f"round {r}: the cohort's aggregation weights sum to {total}; they must have a positive sum")
+    return run, algorithm, work, available
+
+
+def _upload(stack: Stack, planned: list[tuple]) -> list[tuple[torch.Tensor, ...]]:
+    """Each planned run's cohort arrays on the device (clients, their n_k, epochs, steps, and the weights normalised
+    to sum 1 as float32): for one run its own, else every run's arrays of one dtype in one transfer, each run's a
+    view of it (the float32 weights: one more transfer)."""
+    arrays = [(work.clients, run.sizes[work.clients], work.epochs, work.steps) for run, _, work, _ in planned]
+    weights = [work.weights / float(work.weights.sum()) for _, _, work, _ in planned]
     device = stack.device
-    rows = _table_rows(run, clients, device)
-    cohort = Cohort(
-        clients=to_device(clients, device), num_samples=to_device(sizes[clients], device),
-        epochs=to_device(epochs, device), steps=to_device(steps, device),
-        client_rows=rows, full_grad=_full_grad_fn(stack.kernel, data, clients),
-        weights=to_device(weights / total, device, torch.float32), round=r,
-        seed=cfg.seed, available=available, train_sizes=sizes,
-        client_grads=_client_grads_fn(stack.kernel, data), host_clients=clients, host_steps=steps,
+    if len(planned) == 1:
+        return [(*(to_device(a, device) for a in arrays[0]), to_device(weights[0], device, torch.float32))]
+    runs = len(planned)
+    flat = [run[f] for f in range(4) for run in arrays]  # field by field: a field's arrays of the runs one after another
+    views: list[Any] = [None] * len(flat)
+    for dtype in sorted({a.dtype.str for a in flat}):  # one transfer a dtype (in practice one: int64)
+        which = [i for i, a in enumerate(flat) if a.dtype.str == dtype]
+        buffer = to_device(np.concatenate([flat[i] for i in which]), device)
+        for i, part in zip(which, buffer.split([len(flat[i]) for i in which])):
+            views[i] = part
+    weight_views = to_device(np.concatenate(weights), device, torch.float32).split([len(w) for w in weights])
+    return [(*views[j::runs], weight_views[j]) for j in range(runs)]
+
+
+def _cohort(stack: Stack, planned: tuple, r: int, arrays: tuple[torch.Tensor, ...], rows: Any) -> Cohort:
+    """A planned run's cohort (its arrays already on the device: :func:`_upload`; its per-client table rows)."""
+    run, _, work, available = planned
+    clients, num_samples, epochs, steps, weights = arrays
+    return Cohort(
+        clients=clients, num_samples=num_samples, epochs=epochs, steps=steps,
+        client_rows=rows, full_grad=_full_grad_fn(stack.kernel, run.data, work.clients),
+        weights=weights, round=r, seed=run.cfg.seed, available=available, train_sizes=run.sizes,
+        client_grads=_client_grads_fn(stack.kernel, run.data), host_clients=work.clients, host_steps=work.steps,
     )
-    bcast = algorithm.broadcast(run.state)
-    local = algorithm.client_init(bcast, cohort)
-    return RoundSchedule(run=run, round=r, clients=clients, steps=steps, batches=batches, cohort=cohort,
-                         bcast=bcast, local=local, algorithm=algorithm)
+
+
+def pool_tables(stack: Stack, runs: list[RunState]) -> None:
+    """Where the runs are batched (:func:`batched_runs`), the per-client tables of runs of one structure (kept on the
+    stack's device) moved into one buffer a leaf [R, N, ...], each run's table a view of its slot, so that a round
+    gathers every run's cohort rows at once and writes them back at once (:func:`_pooled_rows`,
+    :func:`_write_pooled`). Elsewhere each run keeps its own table."""
+    if not batched_runs(stack):
+        return
+    groups: list[list[RunState]] = []
+    for run in runs:
+        if run.table is None or run.table_device != stack.device:
+            continue
+        for g in groups:
+            if same_structure(g[0].table, run.table):
+                g.append(run)
+                break
+        else:
+            groups.append([run])
+    for g in (g for g in groups if len(g) > 1):
+        leaves = tuple(torch.stack(ls) for ls in zip(*(tree.tree_leaves(run.table) for run in g)))
+        for j, run in enumerate(g):
+            run.table = tree.unflatten(run.table, [leaf[j] for leaf in leaves])
+            run.table_pool = (leaves, j)
+
+
+def _pool_index(runs: list[RunState], clients: list[np.ndarray], device: torch.device) -> torch.Tensor:
+    """[2, sum K] (slot, client) of the cohort rows of ``runs`` in their pool, one upload."""
+    slots = np.concatenate([np.full(len(c), run.table_pool[1], np.int64) for run, c in zip(runs, clients)])
+    return to_device(np.stack([slots, np.concatenate(clients).astype(np.int64)]), device)
+
+
+def _by_pool(runs: list[RunState]) -> list[list[int]]:
+    """Indices of the runs whose tables share a pool, pool by pool."""
+    pools: dict[int, list[int]] = {}
+    for i, run in enumerate(runs):
+        if run.table_pool is not None:
+            pools.setdefault(id(run.table_pool[0]), []).append(i)
+    return list(pools.values())
+
+
+def _pooled_rows(stack: Stack, planned: list[tuple]) -> list[Any]:
+    """Each planned run's per-client table rows (:func:`_table_rows`): for the runs of a pool one gather a leaf,
+    each run's rows a view of it."""
+    runs = [p[0] for p in planned]
+    rows: list[Any] = [None] * len(planned)
+    pooled = _by_pool(runs)
+    for idx in pooled:
+        leaves = runs[idx[0]].table_pool[0]
+        clients = [planned[i][2].clients for i in idx]
+        index = _pool_index([runs[i] for i in idx], clients, leaves[0].device)
+        gathered = [leaf[index[0], index[1]] for leaf in leaves]
+        lo = 0
+        for i, c in zip(idx, clients):
+            rows[i] = tree.unflatten(runs[i].table, [g[lo: lo + len(c)] for g in gathered])
+            lo += len(c)
+    done = {i for idx in pooled for i in idx}
+    return [rows[i] if i in done else _table_rows(run, planned[i][2].clients, stack.device)
+            for i, run in enumerate(runs)]
 
 
 def algorithm_at(algorithm: Any, lr_decay: float, r: int) -> Any:
@@ -214,20 +338,76 @@ def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = N
         locals_ = [local_fn(algorithm, kernel_or_model, s.bcast, s.local, data)]
     else:
         locals_ = _run_merged(stack, schedules, local_fn, algorithm)
+    if batched_runs(stack) and len(schedules) > 1:
+        _aggregate_over_runs(stack, schedules, locals_)
+        return
     for s, local in zip(schedules, locals_):
         run, alg = s.run, s.algorithm
         client_result = getattr(alg, "client_result", None)
         result, new_rows = client_result(local, s.bcast, s.cohort) if client_result is not None else (local, None)
         run.state = alg.server_update(run.state, result, s.cohort.weights, s.cohort)
-        if run.table is not None and new_rows is not None:
-            if run.table_device == stack.device:
-                index = s.cohort.clients
-            else:  # a table kept in host memory: the new rows are read back (fedbench.engine.simulation._table_device)
-                index = to_device(s.clients, run.table_device)
-                new_rows = tree.tree_map(lambda t: t.to(run.table_device), new_rows)
-            if run.window is not None:  # the rows written over, kept until the run's signal is read back
-                run.window.undo.append((index, tree.take_rows(run.table, index)))
-            run.table = tree.scatter_rows(run.table, index, new_rows)
+        _write_rows(stack, s, new_rows)
+
+
+def _aggregate_over_runs(stack: Stack, schedules: list[RoundSchedule], locals_: list[Any]) -> None:
+    """Each run's client_result and server_update, once for each group of runs (fedbench.engine.vmap_runs)."""
+    with_result = [j for j, s in enumerate(schedules) if getattr(s.algorithm, "client_result", None) is not None]
+    outputs: list[Any] = [(local, None) for local in locals_]
+    done = call_over_runs("client_result", [schedules[j].algorithm for j in with_result],
+                          [(locals_[j], schedules[j].bcast, schedules[j].cohort) for j in with_result])
+    for j, out in zip(with_result, done):
+        outputs[j] = out
+    states = call_over_runs("server_update", [s.algorithm for s in schedules],
+                            [(s.run.state, result, s.cohort.weights, s.cohort)
+                             for s, (result, _) in zip(schedules, outputs)])
+    for s, state in zip(schedules, states):
+        s.run.state = state
+    pooled = _by_pool([s.run for s in schedules])
+    for idx in pooled:
+        _write_pooled([schedules[i] for i in idx], [outputs[i][1] for i in idx])
+    done = {i for idx in pooled for i in idx}
+    for i, (s, (_, new_rows)) in enumerate(zip(schedules, outputs)):
+        if i not in done:
+            _write_rows(stack, s, new_rows)
+
+
+def _write_pooled(schedules: list[RoundSchedule], new_rows: list[Any]) -> None:
+    """:func:`_write_rows` for the runs of one pool: the rows written over gathered once (kept for the runs with a
+    window) and the new rows written with one index_put a leaf."""
+    if any(r is None for r in new_rows):  # an algorithm with a table that wrote none this round: run by run
+        for s, rows in zip(schedules, new_rows):
+            if rows is not None:
+                _write_rows(None, s, rows)
+        return
+    runs = [s.run for s in schedules]
+    leaves = runs[0].table_pool[0]
+    sizes = [len(s.clients) for s in schedules]
+    index = _pool_index(runs, [s.clients for s in schedules], leaves[0].device)
+    windows = [j for j, run in enumerate(runs) if run.window is not None]
+    if windows:  # the rows written over, kept until each run's signal is read back
+        old = [leaf[index[0], index[1]] for leaf in leaves]
+        starts = np.cumsum([0, *sizes])
+        for j in windows:
+            rows = tree.unflatten(runs[j].table, [o[starts[j]: starts[j + 1]] for o in old])
+            runs[j].window.undo.append((schedules[j].cohort.clients, rows))
+    for leaf, parts in zip(leaves, zip(*(tree.tree_leaves(r) for r in new_rows))):
+        leaf.index_put_((index[0], index[1]), concat_rows(parts))
+
+
+def _write_rows(stack: Stack | None, s: RoundSchedule, new_rows: Any) -> None:
+    """The cohort's new rows of the run's per-client table (client_result's), written in place (``stack`` None: a
+    pooled table, on the stack's device)."""
+    run = s.run
+    if run.table is None or new_rows is None:
+        return
+    if stack is None or run.table_device == stack.device:
+        index = s.cohort.clients
+    else:  # a table kept in host memory: the new rows are read back (fedbench.engine.simulation._table_device)
+        index = to_device(s.clients, run.table_device)
+        new_rows = tree.tree_map(lambda t: t.to(run.table_device), new_rows)
+    if run.window is not None:  # the rows written over, kept until the run's signal is read back
+        run.window.undo.append((index, tree.take_rows(run.table, index)))
+    run.table = tree.scatter_rows(run.table, index, new_rows)
 
 
 def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorithm) -> list[Any]:
@@ -247,19 +427,27 @@ def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorith
     kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
     merged = local_fn(algorithm, kernel_or_model, bcast, local, data, row_bcast=True)
     back = tree.take_rows(merged, to_device(np.argsort(order, kind="stable"), device))
+    return _hand_back(stack, back, [len(s.steps) for s in schedules])
+
+
+def _hand_back(stack: Stack, merged: Any, sizes: list[int]) -> list[Any]:
+    """Each run's rows of the merged local state. On the CPU as fresh tensors: a view at an offset into the merged
+    buffer would be differently aligned than the run's own buffer, and BLAS reductions over it (the server's
+    weighted mean) may then round differently. Where the runs are batched (:func:`batched_runs`) as views: the
+    runs of a group then lie one after another, and their aggregation reads them without a copy."""
+    fresh = not batched_runs(stack)
     out, lo = [], 0
-    for s in schedules:  # each run's rows as fresh tensors: a view at an offset into the merged buffer would
-        # be differently aligned than the run's own buffer, and BLAS reductions over it (the server's weighted
-        # mean) may then round differently
-        out.append(tree.tree_map(torch.clone, tree.rows(back, lo, lo + len(s.steps))))
-        lo += len(s.steps)
+    for k in sizes:
+        rows = tree.rows(merged, lo, lo + k)
+        out.append(tree.tree_map(torch.clone, rows) if fresh else rows)
+        lo += k
     return out
 
 
 def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: int | None) -> list[Any]:
     """The runs' cohorts as the rows of one static-shape loop (fedbench.engine.static), in schedule order (no
-    sorting: every step runs every row), eagerly or replayed from a CUDA graph; each run's rows handed back as
-    fresh tensors (see _run_merged)."""
+    sorting: every step runs every row), eagerly or replayed from a CUDA graph; each run's rows handed back
+    (:func:`_hand_back`)."""
     sizes = [len(s.steps) for s in schedules]
     steps = max(int(s.steps.max()) for s in schedules)
     if stack.capture == "cuda_graph":
@@ -285,11 +473,10 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
     else:
         merged = run_static(step_form(algorithm, local), stack.kernel, bcast, local, stack.x_prepared, stack.y,
                             cohort)
-    out, lo = [], 0
-    for k in sizes:
-        out.append(tree.tree_map(torch.clone, tree.rows(merged, lo, lo + k)))
-        lo += k
-    return out
+    if batched_runs(stack) and stack.capture != "static":  # a graph's own output buffer (overwritten by its next
+        # replay) or a fused kernel's: one copy for the stack, of which each run's rows are views
+        merged = tree.tree_map(torch.clone, merged)
+    return _hand_back(stack, merged, sizes)
 
 
 def step_form(algorithm: Any, local: Any) -> Any:
@@ -320,7 +507,7 @@ def row_broadcast(bcasts: list[Any], run_of_row: torch.Tensor) -> Any:
     (e.g. FedProx's mu when runs with different mu share a stack), anything else must be equal in every run."""
     first = bcasts[0]
     if isinstance(first, torch.Tensor):
-        stacked = torch.stack(bcasts)[run_of_row]
+        stacked = stack_rows(bcasts)[run_of_row]  # the runs' tensors gathered (no copy first where one buffer)
         return stacked.unsqueeze(1) if first.dim() == 0 else stacked
     if isinstance(first, (int, float)) and not isinstance(first, bool):
         if all(b == first for b in bcasts):
@@ -379,10 +566,12 @@ def cohort_losses(kernel, data: DeviceData, clients: np.ndarray, theta: torch.Te
     return cohort_loss_tensor(kernel, data, clients, theta).double().cpu().numpy()
 
 
-# Devices where the cohort losses of a stack's runs, each at its own model, are one batched pass (a kernel's
-# ``run_losses``). Not the CPU: there a batched product's last bits depend on its shape (MKL picks its kernel by shape),
-# so a run's divergence signal would differ in the last bits stacked and alone; on CUDA the numbers are held to the
-# GPU check's tolerance, and a pass a run is a launch-bound pass a run.
+# Devices where the work of a stack's runs around their local steps is batched over the runs: the cohort losses of the
+# divergence signal, each run at its own model, in one pass (a kernel's ``run_losses``), the cohorts uploaded together,
+# and the algorithm's client_init, client_result and server_update once for each group of runs
+# (fedbench.engine.vmap_runs). Not the CPU: there a batched product's last bits depend on its shape (MKL picks its
+# kernel by shape), so a run's numbers could differ in the last bits stacked and alone; on CUDA the numbers are held to
+# the GPU check's tolerance, and an operator a run is a launch a run.
 BATCHED_SIGNAL_DEVICES = ("cuda",)
 
 
@@ -412,7 +601,7 @@ def cohort_loss_tensors(stack: Stack, schedules: list[RoundSchedule]) -> list[to
         segment[j, : len(p)] = lo + np.repeat(np.arange(len(c)), c)
         lo += len(c)
     index_t = to_device(index, stack.device)
-    thetas = torch.stack([s.run.state.theta for s in schedules])
+    thetas = stack_rows([s.run.state.theta for s in schedules])
     per_sample = run_losses(thetas, stack.x_prepared[index_t], stack.y[index_t])  # [R, width]
     sums = torch.zeros(total + 1, dtype=per_sample.dtype, device=per_sample.device)
     sums.index_add_(0, to_device(segment.ravel(), stack.device), per_sample.flatten())

@@ -59,7 +59,11 @@ random streams and its own algorithm state, and schedules its own round exactly 
 local steps of all runs' cohorts run as one merged cohort (fedbench.engine.round.run_round), so per-step
 overhead is paid once per stack. Kernels compute each row on its own, so a run's training is bit-identical
 stacked and alone (tested); its evaluation may differ in the last bits where several models are evaluated in
-one batched product. A run that diverges leaves the stack and the others go on.
+one batched product. A run that diverges leaves the stack and the others go on. On CUDA the work around the local
+steps is batched over the runs too (the cohorts' upload, the per-client tables' rows, client_init, client_result and
+server_update once for a group of runs: fedbench.engine.round.BATCHED_SIGNAL_DEVICES, fedbench.engine.vmap_runs),
+within float32 rounding of the per-run calls; a run's state and table may then be views of one buffer (a checkpoint
+saves its own copy).
 
 Static shapes (``SimulationConfig.capture``: static or cuda_graph; issue 31). The loop then draws each run's rounds
 a block of SCHEDULE_BLOCK at a time (fedbench.engine.schedule: the same draws as round by round), gives every round
@@ -109,7 +113,8 @@ from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
-from fedbench.engine.round import Cohort, RunState, Stack, cohort_loss_tensors, run_round, schedule_round
+from fedbench.engine.round import (Cohort, RunState, Stack, cohort_loss_tensors, pool_tables, run_round,
+                                   schedule_stack)
 from fedbench.engine.schedule import RoundDraw, schedule_block
 from fedbench.seeding import rng, torch_generator
 
@@ -336,6 +341,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
                   batch_size=cfg0.batch_size, local_steps=cfg0.local_steps, capture=cfg0.capture,
                   captured=CapturedSteps() if cfg0.capture == "cuda_graph" else None)
     states = [_start_run(stack, spec, datas[id(spec.dataset)], bases[id(spec.dataset)]) for spec in runs]
+    pool_tables(stack, states)  # where the runs are batched: their per-client tables one buffer
     return stack, states
 
 
@@ -447,8 +453,7 @@ def _round(stack: Stack, live: list[RunState], r: int, block: dict, rows: int | 
             run.state = run.algorithm.begin_round(run.state, ev)
         training.append(run)
     eval_s = (time.perf_counter() - t0) / len(live)
-    schedules = [s for s in (schedule_round(stack, run, r, block[id(run)][r] if block else None)
-                             for run in training) if s is not None]
+    schedules = schedule_stack(stack, training, r, [block[id(run)][r] if block else None for run in training])
     deferred = {id(run) for run, plan in zip(live, plans) if defer and plan.empty}  # evaluated rounds read at once
     schedules = _check_signal(stack, schedules, plans, live, r, deferred, opening)
     training = [run for run in training if not run.done]
@@ -784,7 +789,15 @@ def _notify_model(callbacks: tuple[Any, ...], r: int, theta: torch.Tensor) -> No
             fn(r, theta.detach())
 
 
+def _compact(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as a tensor of its own where it is a view into a larger buffer (torch.save writes a view's whole
+    buffer: a run's checkpoint would hold its group's states)."""
+    return t.clone() if t.untyped_storage().nbytes() > t.numel() * t.element_size() else t
+
+
 def _save_checkpoint(path: Path, round_: int, state: Any, table: Any, history: list, signal: list) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
+    # where the runs are batched a run's state is a view of its group's, its table a view of the stack's pool
+    state, table = tree.tree_map(_compact, state), tree.tree_map(_compact, table)
     torch.save({"round": round_, "state": state, "table": table, "history": history, "signal": signal}, tmp)
     os.replace(tmp, path)

@@ -28,6 +28,12 @@ def tree_leaves(state: Any) -> list[torch.Tensor]:
     return out
 
 
+def unflatten(template: Any, leaves: list[torch.Tensor]) -> Any:
+    """``template`` with its tensors replaced by ``leaves``, in the order :func:`tree_leaves` lists them."""
+    it = iter(leaves)
+    return tree_map(lambda _: next(it), template)
+
+
 def take_rows(state: Any, index: torch.Tensor) -> Any:
     return tree_map(lambda t: t[index], state)
 

@@ -32,13 +32,17 @@ def test_ops_outside_the_local_steps_grow_with_the_runs_of_a_stack():
     assert three["outside_by_name"]["mm"] == 3 * one["outside_by_name"]["mm"]
 
 
-def test_the_cuda_paths_signal_is_one_pass_for_the_stack():
-    one, three = (proxies.round_ops(TINY, runs, batched=True) for runs in (1, 3))
-    # the signal's losses of every run in one batched pass (one bmm, one log_softmax); the server update, client_init
-    # and the run's rows handed back still a run (mm, sum, div and two clones each): +8.5 a run
-    assert one["outside"] == 16 and three["outside"] == 33
-    assert three["outside_by_name"]["bmm"] == three["outside_by_name"]["_log_softmax"] == 1
-    assert three["outside_by_name"]["mm"] == 3 * one["outside_by_name"]["mm"] - 3  # the signal's mm gone
+def test_the_cuda_paths_ops_outside_the_steps_do_not_grow_with_the_runs():
+    one, three, ten = (proxies.round_ops(TINY, runs, batched=True) for runs in (1, 3, 10))
+    # the signal's losses of every run in one batched pass (one bmm, one log_softmax); the cohorts uploaded together
+    # (one _to_copy: the float32 weights); client_init and server_update once for the stack's runs (vmap: one clone,
+    # one bmm), each run's rows handed back as views: 19 from two runs on (+20 a run on the CPU's path)
+    assert (one["outside"], three["outside"], ten["outside"]) == (16, 19, 19)
+    assert three["outside_by_name"] == ten["outside_by_name"]
+    assert three["outside_by_name"]["clone"] == three["outside_by_name"]["cat"] == 1  # client_init; the merged cohort
+    assert three["outside_by_name"]["bmm"] == 2 and "mm" not in three["outside_by_name"]  # signal; weighted mean
+    assert three["outside_by_name"]["index"] == 5  # the signal's x and y, the merge's order, broadcast and hand-back
+    assert one["inside"] == three["inside"] == ten["inside"] == 25
 
 
 def test_evaluation_passes_grow_with_the_cnn_runs_on_the_cpu_and_not_on_the_cuda_path():
