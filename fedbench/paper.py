@@ -90,17 +90,26 @@ def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: 
 def run(params: str, name: str, data_root: Path = Path("data"), results_root: Path = RESULTS_ROOT,
         report_dir: str = "reports", progress: bool = True, budget: str = "paper",
         report: Callable[..., Any] | None = None, executor: str | None = None) -> None:
-    """Fetch and build study ``name``'s data, run it into ``results_root`` (a FedProx study's runs into its train store,
-    ``results_root/train/``, a claim study into ``results_root/NAME/BUDGET/``: fedbench.study.layout), then
+    """Fetch and build study ``name``'s data, run it into ``results_root`` (a claim study, a FedProx real-data study
+    included, into ``results_root/NAME/BUDGET/``: fedbench.study.layout; an E = 1 study's runs into the train store,
+    ``results_root/train/``), then
     ``report(cfg, out_dir=, results_root=, data_root=)``: the report's rebuild,
     handed in by the CLI (fedbench.report.build.build_report), so that this module stands below the report (None:
     no rebuild). ``executor``: train.executor for its runs (``--executor``; None: params.yaml's)."""
-    from fedbench.pipeline import study_runs, train_runs
+    from fedbench.study.registry import FEDPROX_REAL
 
     if name in CLAIM_STUDIES:
         run_claim(params, name, data_root, results_root, progress, budget, executor)
         cfg = load_config(params, _executor(executor))
-    else:
+    elif name in FEDPROX_REAL:  # a FedProx real-data study: the one driver (fedbench.studies.fedprox_real)
+        from fedbench.studies.fedprox_real import run as run_fedprox
+
+        cfg = study_config(params, name, executor)
+        build_variants(cfg, _variant_of(cfg, name), data_root, progress)
+        run_fedprox(cfg, name, results_root, data_root / "real")
+    else:  # an E = 1 study of the partial-work-e1 profile (no claim of its own): the train store
+        from fedbench.pipeline import study_runs, train_runs
+
         cfg = study_config(params, name, executor)
         build_variants(cfg, _variant_of(cfg, name), data_root, progress)
         train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", results_root, progress=progress)

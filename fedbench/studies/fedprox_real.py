@@ -158,3 +158,44 @@ def adopt_train_store(cfg: Config, name: str, root: str | Path = Path("results")
 
     run = seeded(study(name).DECLARATION, budget(name), real_root=real_root, config=cfg)
     return link_train_runs(simulations(paper_study(name), run).values(), study_folder(name, budget(name), root), root)
+
+
+def run(cfg: Config, name: str, root: str | Path = Path("results"), real_root: Path | None = None,
+        workers: int | None = None) -> list[dict[str, Any]]:
+    """Study ``name`` run by the one driver into ``root/<name>/<budget>/`` (fedbench.study.output.run_claim_study,
+    train.executor's stacks, train.workers processes), after the one-time move of its train-store runs
+    (:func:`adopt_train_store`) and, for a run the main job already computed (MNIST-5k in params.yaml's studies), its
+    outcome linked from the main job's store (the same Simulation: the same fingerprint). ``cfg``: params.yaml's config
+    with the study (fedbench.paper.study_config). The entries."""
+    from fedbench.executors import ExecutorSettings
+    from fedbench.study.layout import MAIN_JOB, study_folder
+    from fedbench.study.output import run_claim_study
+
+    b = budget(name)
+    folder = study_folder(name, b, root)
+    adopt_train_store(cfg, name, root, real_root)
+    _offer_main_job(folder, study_folder(MAIN_JOB, "pipeline", root))
+    return run_claim_study(name, folder, workers=cfg.train.workers if workers is None else workers,
+                           budget=None if b == "pipeline" else b, executor=ExecutorSettings.of(cfg.train),
+                           real_root=real_root, config=cfg)
+
+
+def _offer_main_job(folder: Path, main_job: Path) -> int:
+    """The main job's finished outcomes linked into the study's store where it lacks them (the study prunes those it
+    does not use; the main job's folder is only read). The number offered."""
+    import os
+    import shutil
+
+    from fedbench.study.layout import OUTCOMES
+
+    source, target = main_job / OUTCOMES, folder / OUTCOMES
+    offered = 0
+    for f in sorted(source.glob("*.json")) if source.is_dir() else []:
+        if not (target / f.name).exists():
+            target.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(f, target / f.name)
+            except OSError:
+                shutil.copy2(f, target / f.name)
+            offered += 1
+    return offered
