@@ -12,7 +12,9 @@ prints the profiles priced from what it measured, as ``paper list`` prints them.
 ``fedbench paper run NAME`` is the command a ``not-run`` real-data entry carries. For a FedProx study it loads
 params.yaml with the study added (fedbench.study.paper_profile.overrides, validated as params.yaml is), fetches
 the study's sources (verified; ``FEDBENCH_MIRROR`` serves them from a mirror), prepares them, builds its dataset,
-trains its runs with the train stage's code (stacked, reused when finished) and rebuilds ``reports/``. For a
+runs the study by the one driver into ``results/NAME/BUDGET/`` (fedbench.studies.fedprox_real: stacked, reused when
+finished, its train-store runs moved in once; an E = 1 study of the partial-work-e1 profile, which has no claim of its
+own, still trains into the train store) and rebuilds ``reports/``. For a
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
 the study's variants (its declared variants, with params.yaml's data.variants parameters) the same way, then makes
 the call ``fedbench study run NAME --budget paper`` makes (fedbench.studies.stage.run_study: the one code path,
@@ -102,11 +104,11 @@ def run(params: str, name: str, data_root: Path = Path("data"), results_root: Pa
         run_claim(params, name, data_root, results_root, progress, budget, executor)
         cfg = load_config(params, _executor(executor))
     elif name in FEDPROX_REAL:  # a FedProx real-data study: the one driver (fedbench.studies.fedprox_real)
-        from fedbench.studies.fedprox_real import run as run_fedprox
+        from fedbench.studies.fedprox_real import run_real_study
 
         cfg = study_config(params, name, executor)
         build_variants(cfg, _variant_of(cfg, name), data_root, progress)
-        run_fedprox(cfg, name, results_root, data_root / "real")
+        run_real_study(cfg, name, results_root, data_root / "real")
     else:  # an E = 1 study of the partial-work-e1 profile (no claim of its own): the train store
         from fedbench.pipeline import study_runs, train_runs
 
@@ -327,9 +329,10 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                                    "rebuild reports/ (a claim study: its variants built, then what `fedbench study "
                                    "run NAME --budget BUDGET` does)",
                        description="Print study NAME's cost and downloads and ask; then fetch and build its data, "
-                                   "run it and rebuild reports/. A FedProx study trains its runs with the train "
-                                   "stage's code into results/train/; a claim study (real data) runs by exactly `fedbench study "
-                                   "run NAME --budget BUDGET` (the same function), into results/NAME/BUDGET/.")
+                                   "run it and rebuild reports/. A FedProx study runs by the one driver into "
+                                   "results/NAME/BUDGET/ (fedbench.studies.fedprox_real; an E = 1 study into results/train/); a "
+                                   "claim study (real data) by exactly `fedbench study run NAME --budget BUDGET` (the same "
+                                   "function), into results/NAME/BUDGET/.")
     r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--yes", "-y", action="store_true", help="start without asking (needed when stdin is not a terminal)")

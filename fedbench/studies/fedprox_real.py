@@ -7,7 +7,8 @@ name to its generated module.
 A generated study is a declaration and the contract's hooks (fedbench.study.contract): ``DECLARATION`` is
 fedbench.studies.fedprox_real_data.declaration's (its arms, seeds, budget: "pipeline" for MNIST-5k, "paper" for the
 others, and its four claims); ``simulations`` is the study's grid under params.yaml's config with only that study
-(:func:`settings`: params.yaml's own entry where it lists the study, else the profile's), each run the main job's
+(:func:`settings`: params.yaml's own entry where it lists the study, else the profile's:
+fedbench.studies.fedprox_real_data.study_config), each run the main job's
 Simulation (fedbench.studies.fedprox_main_job.simulation: the same settings, so the same fingerprint as the main job's
 run of the same key); ``measure`` is fedbench.studies.real_claims.MEASURES'; ``record`` the main job's (the settings
 that determine a run, which ``fedbench compare`` and the report look a run up by). Its folder is
@@ -25,9 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fedbench.config import AlgorithmConfig, Config, ConfigError, StudyConfig
+from fedbench.config import Config, ConfigError
 from fedbench.studies.fedprox_curves import Curves
-from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY, declaration
+from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY, declaration, study_config
 from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Claim
 from fedbench.study.paper_profile import STUDIES, PaperStudy
@@ -48,19 +49,6 @@ def paper_study(name: str) -> PaperStudy:
     return STUDIES[name]
 
 
-def study_config(cfg: Config, s: PaperStudy) -> Config:
-    """``cfg`` with only study ``s`` (params.yaml's own entry when it lists it, else the profile's, with its arms)."""
-    if s.name in cfg.studies:
-        study, algos = cfg.studies[s.name], cfg.algorithms
-    else:
-        st = s.study()
-        study = StudyConfig(datasets=tuple(st["datasets"]), algorithms=tuple(st["algorithms"]),
-                            stragglers=tuple(st["stragglers"]), train=dict(st["train"]))
-        algos = {**cfg.algorithms, "fedprox_mu0": AlgorithmConfig("fedprox", {"mu": 0.0}),
-                 s.best_variant: AlgorithmConfig("fedprox", {"mu": s.mu})}
-    return dataclasses.replace(cfg, studies={s.name: study}, algorithms=algos)
-
-
 def settings(s: PaperStudy, run: StudyRun) -> Config:
     """params.yaml's Config (``run.config``) with only study ``s`` (:func:`study_config`), on ``train.seeds`` unless
     the run names other seeds (a confirmatory block). Its rounds are the study's own (params.yaml's or the profile's).
@@ -74,7 +62,7 @@ def settings(s: PaperStudy, run: StudyRun) -> Config:
     return cfg
 
 
-def simulations(s: PaperStudy, run: StudyRun) -> dict[Any, Simulation]:
+def simulations_of(s: PaperStudy, run: StudyRun) -> dict[Any, Simulation]:
     """Study ``s``'s grid (fedbench.studies.fedprox_main_job.grid) under :func:`settings`, each run the main job's
     Simulation, its real data in ``run.real_root`` (default data/real: fedbench.data.registry.dataset_dir)."""
     from fedbench.studies.fedprox_main_job import DATA_ROOT, dataset_meta, grid, simulation
@@ -108,16 +96,16 @@ def curves(run: StudyRun) -> Curves:
     return made
 
 
-def measure(s: PaperStudy, claim: Claim, run: StudyRun) -> Measurement:
+def measure_of(s: PaperStudy, claim: Claim, run: StudyRun) -> Measurement:
     """Claim ``claim`` of study ``s`` measured on the finished runs (fedbench.studies.real_claims.MEASURES)."""
     from fedbench.studies.real_claims import MEASURES
 
     return MEASURES[claim.id.split("/", 2)[2]](settings(s, run), s, curves(run))  # fedprox/<dataset>/<kind>
 
 
-def figure(s: PaperStudy, run: StudyRun, out: Path) -> None:
+def figure_of(s: PaperStudy, run: StudyRun, out: Path) -> None:
     """Study ``s``'s figure (loss, accuracy and dissimilarity at 0/50/90% stragglers), where it has runs."""
-    from fedbench.report.figures import figure_real
+    from fedbench.studies.fedprox_figures import figure_real
 
     frame = curves(run).frame
     if len(frame):
@@ -132,9 +120,9 @@ def study(name: str) -> ModuleType:
     s = paper_study(name)
     m = ModuleType(f"{__name__}.{name}", f"FedProx on {s.title}: {__doc__.splitlines()[0]}")
     m.DECLARATION = declaration(s)
-    m.simulations = functools.partial(simulations, s)
-    m.measure = functools.partial(measure, s)
-    m.figure = functools.partial(figure, s)
+    m.simulations = functools.partial(simulations_of, s)
+    m.measure = functools.partial(measure_of, s)
+    m.figure = functools.partial(figure_of, s)
     m.record = record
     return m
 
@@ -157,10 +145,10 @@ def adopt_train_store(cfg: Config, name: str, root: str | Path = Path("results")
     from fedbench.study.layout import study_folder
 
     run = seeded(study(name).DECLARATION, budget(name), real_root=real_root, config=cfg)
-    return link_train_runs(simulations(paper_study(name), run).values(), study_folder(name, budget(name), root), root)
+    return link_train_runs(simulations_of(paper_study(name), run).values(), study_folder(name, budget(name), root), root)
 
 
-def run(cfg: Config, name: str, root: str | Path = Path("results"), real_root: Path | None = None,
+def run_real_study(cfg: Config, name: str, root: str | Path = Path("results"), real_root: Path | None = None,
         workers: int | None = None) -> list[dict[str, Any]]:
     """Study ``name`` run by the one driver into ``root/<name>/<budget>/`` (fedbench.study.output.run_claim_study,
     train.executor's stacks, train.workers processes), after the one-time move of its train-store runs

@@ -14,10 +14,12 @@ and runs nothing (no ``run()``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDPROX_PAPER
+from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE, SEEDS
 from fedbench.study.paper_profile import PARTIAL_WORK_E1, PARTIAL_WORK_STRAGGLERS, STRAGGLERS, STUDIES, PaperStudy
@@ -106,6 +108,19 @@ def declaration(s: PaperStudy) -> StudyDeclaration:
             notes="Registered from the paper's text before any of our values for it was read",
             reads=("fedavg",), rounds_paper=rounds),
     ))
+
+
+def study_config(cfg: Config, s: PaperStudy) -> Config:
+    """params.yaml's config ``cfg`` with only study ``s`` (params.yaml's own entry when it lists it, else the profile's, with its arms)."""
+    if s.name in cfg.studies:
+        study, algos = cfg.studies[s.name], cfg.algorithms
+    else:
+        st = s.study()
+        study = StudyConfig(datasets=tuple(st["datasets"]), algorithms=tuple(st["algorithms"]),
+                            stragglers=tuple(st["stragglers"]), train=dict(st["train"]))
+        algos = {**cfg.algorithms, "fedprox_mu0": AlgorithmConfig("fedprox", {"mu": 0.0}),
+                 s.best_variant: AlgorithmConfig("fedprox", {"mu": s.mu})}
+    return dataclasses.replace(cfg, studies={s.name: study}, algorithms=algos)
 
 
 @dataclass(frozen=True)

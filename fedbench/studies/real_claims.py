@@ -59,6 +59,7 @@ from fedbench.studies.fedprox_real_data import (
     STRAGGLERS_HURT,
     claim_id,
     declaration,
+    study_config,
 )
 from fedbench.studies.paper_entries import headline_entries, paper_study_entries
 from fedbench.study.contract import Measurement, StudyRun
@@ -69,9 +70,7 @@ STUDY = "real data"
 
 
 def _study_config(cfg: Config, s: PaperStudy) -> Config:
-    """``cfg`` with only study ``s`` (fedbench.studies.fedprox_real.study_config)."""
-    from fedbench.studies.fedprox_real import study_config
-
+    """``cfg`` with only study ``s`` (fedbench.studies.fedprox_real_data.study_config)."""
     return study_config(cfg, s)
 
 
@@ -109,12 +108,12 @@ def _fields(cfg: Config, s: PaperStudy, figure_panel: str) -> dict[str, Any]:
     deviations = [s.scale_note] if s.scale_note else []
     deviations += [f"{len(cfg.train.seeds)} training seeds where the paper shows one run",
                    "stragglers run U{1..E-1} epochs as in the authors' code (the paper says uniform in [1, E])"]
-    return dict(scale={"dataset": s.variant, "model": t.model, "rounds": t.rounds, "clients_per_round":
-                       t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size,
-                       "lr": t.lr, "mu": s.mu, "study": s.name},
-                deviations=deviations, figure={"path": f"figures/{s.name}.png", "panel": figure_panel},
-                fidelity=fidelity("paper", t.rounds, s.rounds, len(cfg.train.seeds)) if s.fidelity == "paper-scale"
-                else s.fidelity, rounds_run=t.rounds, training_seeds=list(cfg.train.seeds), data_seeds=[0])
+    fid = fidelity("paper", t.rounds, s.rounds, len(cfg.train.seeds)) if s.fidelity == "paper-scale" else s.fidelity
+    return {"scale": {"dataset": s.variant, "model": t.model, "rounds": t.rounds, "clients_per_round":
+                      t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size, "lr": t.lr,
+                      "mu": s.mu, "study": s.name},
+            "deviations": deviations, "figure": {"path": f"figures/{s.name}.png", "panel": figure_panel},
+            "fidelity": fid, "rounds_run": t.rounds, "training_seeds": list(cfg.train.seeds), "data_seeds": [0]}
 
 
 def _not_run(cfg: Config, fields: dict[str, Any], s: PaperStudy, missing: list[str]) -> Measurement:
