@@ -13,8 +13,7 @@ prints the profiles priced from what it measured, as ``paper list`` prints them.
 params.yaml with the study added (fedbench.study.paper_profile.overrides, validated as params.yaml is), fetches
 the study's sources (verified; ``FEDBENCH_MIRROR`` serves them from a mirror), prepares them, builds its dataset,
 runs the study by the one driver into ``results/NAME/BUDGET/`` (fedbench.studies.fedprox_real: stacked, reused when
-finished, its train-store runs moved in once; an E = 1 study of the partial-work-e1 profile, which has no claim of its
-own, still trains into the train store) and rebuilds ``reports/``. For a
+finished, its train-store runs moved in once) and rebuilds ``reports/``. For a
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
 the study's variants (its declared variants, with params.yaml's data.variants parameters) the same way, then makes
 the call ``fedbench study run NAME --budget paper`` makes (fedbench.studies.stage.run_study: the one code path,
@@ -93,28 +92,19 @@ def run(params: str, name: str, data_root: Path = Path("data"), results_root: Pa
         report_dir: str = "reports", progress: bool = True, budget: str = "paper",
         report: Callable[..., Any] | None = None, executor: str | None = None) -> None:
     """Fetch and build study ``name``'s data, run it into ``results_root`` (a claim study, a FedProx real-data study
-    included, into ``results_root/NAME/BUDGET/``: fedbench.study.layout; an E = 1 study's runs into the train store,
-    ``results_root/train/``), then
+    included: fedbench.studies.fedprox_real, into ``results_root/NAME/BUDGET/``: fedbench.study.layout), then
     ``report(cfg, out_dir=, results_root=, data_root=)``: the report's rebuild,
     handed in by the CLI (fedbench.report.build.build_report), so that this module stands below the report (None:
     no rebuild). ``executor``: train.executor for its runs (``--executor``; None: params.yaml's)."""
-    from fedbench.study.registry import FEDPROX_REAL
-
     if name in CLAIM_STUDIES:
         run_claim(params, name, data_root, results_root, progress, budget, executor)
         cfg = load_config(params, _executor(executor))
-    elif name in FEDPROX_REAL:  # a FedProx real-data study: the one driver (fedbench.studies.fedprox_real)
+    else:  # a FedProx study of the profile or MNIST-5k (FEDPROX_REAL): the one driver (fedbench.studies.fedprox_real)
         from fedbench.studies.fedprox_real import run_real_study
 
         cfg = study_config(params, name, executor)
         build_variants(cfg, _variant_of(cfg, name), data_root, progress)
         run_real_study(cfg, name, results_root, data_root / "real")
-    else:  # an E = 1 study of the partial-work-e1 profile (no claim of its own): the train store
-        from fedbench.pipeline import study_runs, train_runs
-
-        cfg = study_config(params, name, executor)
-        build_variants(cfg, _variant_of(cfg, name), data_root, progress)
-        train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", results_root, progress=progress)
     if report is not None:
         report(cfg, out_dir=report_dir, results_root=results_root, data_root=data_root / "generated")
 
@@ -330,7 +320,7 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                                    "run NAME --budget BUDGET` does)",
                        description="Print study NAME's cost and downloads and ask; then fetch and build its data, "
                                    "run it and rebuild reports/. A FedProx study runs by the one driver into "
-                                   "results/NAME/BUDGET/ (fedbench.studies.fedprox_real; an E = 1 study into results/train/); a "
+                                   "results/NAME/BUDGET/ (fedbench.studies.fedprox_real); a "
                                    "claim study (real data) by exactly `fedbench study run NAME --budget BUDGET` (the same "
                                    "function), into results/NAME/BUDGET/.")
     r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")

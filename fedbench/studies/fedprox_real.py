@@ -10,7 +10,8 @@ others, and its four claims); ``simulations`` is the study's grid under params.y
 (:func:`settings`: params.yaml's own entry where it lists the study, else the profile's:
 fedbench.studies.fedprox_real_data.study_config), each run the main job's
 Simulation (fedbench.studies.fedprox_main_job.simulation: the same settings, so the same fingerprint as the main job's
-run of the same key); ``measure`` is fedbench.studies.real_claims.MEASURES'; ``record`` the main job's (the settings
+run of the same key); ``measure`` is fedbench.studies.real_claims.MEASURES' (an E = 1 study of the partial-work-e1 profile declares no
+claim of its own: fedbench.studies.fedprox_real_data.e1_declaration); ``record`` the main job's (the settings
 that determine a run, which ``fedbench compare`` and the report look a run up by). Its folder is
 ``results/<name>/<budget>/`` (fedbench.study.layout). Importing it imports no torch.
 
@@ -28,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from fedbench.config import Config, ConfigError
 from fedbench.studies.fedprox_curves import Curves
-from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY, declaration, study_config
+from fedbench.studies.fedprox_real_data import (
+    MNIST5K,
+    MNIST5K_STUDY,
+    declaration,
+    e1_declaration,
+    study_config,
+)
 from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Claim
 from fedbench.study.paper_profile import STUDIES, PaperStudy
@@ -36,8 +43,10 @@ from fedbench.study.paper_profile import STUDIES, PaperStudy
 if TYPE_CHECKING:
     from fedbench.study.runner import Outcome, Simulation
 
-# the per-dataset studies (the E = 1 studies of the partial-work-e1 profile have no claim of their own: PARTIAL_WORK's)
-NAMES: tuple[str, ...] = (MNIST5K, *(n for n, s in STUDIES.items() if not s.partial_work))
+# the per-dataset studies, then the E = 1 studies of the partial-work-e1 profile (no claim of their own: their runs are
+# read by fedbench.studies.fedprox_real_data.PARTIAL_WORK's, over the four datasets)
+NAMES: tuple[str, ...] = (MNIST5K, *(n for n, s in STUDIES.items() if not s.partial_work),
+                          *(n for n, s in STUDIES.items() if s.partial_work))
 
 
 def paper_study(name: str) -> PaperStudy:
@@ -57,7 +66,7 @@ def settings(s: PaperStudy, run: StudyRun) -> Config:
         raise ConfigError(f"study {s.name}: its grid is params.yaml's (train, algorithms, studies); allowed: a run "
                           f"given params.yaml's config (`fedbench paper run {s.name}`)")
     cfg = study_config(run.config, s)
-    if run.declaration.seeds != declaration(s).seeds:
+    if run.declaration.seeds != declared(s).seeds:
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seeds=tuple(run.declaration.seeds)))
     return cfg
 
@@ -110,7 +119,13 @@ def figure_of(s: PaperStudy, run: StudyRun, out: Path) -> None:
     frame = curves(run).frame
     if len(frame):
         labels = {"fedavg": "FedAvg", "fedprox_mu0": "FedProx, μ=0", s.best_variant: f"FedProx, μ={s.mu:g}"}
-        figure_real(frame, Path(out) / f"{s.name}.png", s.variant, s.title, labels)
+        levels = sorted(set(s.study()["stragglers"])) if s.partial_work else (0.0, 0.5, 0.9)
+        figure_real(frame, Path(out) / f"{s.name}.png", s.variant, s.title, labels, tuple(levels))
+
+
+def declared(s: PaperStudy) -> Any:
+    """Study ``s``'s declaration (fedbench.studies.fedprox_real_data: an E = 1 study's has no claim of its own)."""
+    return e1_declaration(s) if s.partial_work else declaration(s)
 
 
 @functools.cache
@@ -119,7 +134,7 @@ def study(name: str) -> ModuleType:
     PaperStudy."""
     s = paper_study(name)
     m = ModuleType(f"{__name__}.{name}", f"FedProx on {s.title}: {__doc__.splitlines()[0]}")
-    m.DECLARATION = declaration(s)
+    m.DECLARATION = declared(s)
     m.simulations = functools.partial(simulations_of, s)
     m.measure = functools.partial(measure_of, s)
     m.figure = functools.partial(figure_of, s)

@@ -42,11 +42,12 @@ CLAIM_STUDIES: tuple[str, ...] = PAPER_CLAIM_STUDIES + STAND_IN_STUDIES
 # (train, algorithms, studies) rather than its declaration's; its own DVC stage, since it depends on that config
 MAIN_JOB: tuple[str, ...] = ("fedprox_main_job",)
 # FedProx's real-data studies (issue 50, item 1): one per FedProx study of the paper profile and params.yaml's offline
-# MNIST-5k, each generated from its PaperStudy by fedbench.studies.fedprox_real (no module of its own: :func:`module`
+# MNIST-5k, and the partial-work-e1 profile's E = 1 studies, each generated from its PaperStudy by fedbench.studies.fedprox_real (no module of its own: :func:`module`
 # resolves the name there; tests/study/test_registry.py checks this list is fedprox_real.NAMES). Run by `fedbench paper
 # run NAME` into results/NAME/<budget>/ ("pipeline" for MNIST-5k, "paper" for the others)
 FEDPROX_REAL: tuple[str, ...] = ("fedprox_mnist5k", "fedprox_mnist", "fedprox_femnist", "fedprox_shakespeare",
-                                 "fedprox_sent140", "fedprox_shakespeare_plays")
+                                 "fedprox_sent140", "fedprox_shakespeare_plays", "fedprox_mnist_e1", "fedprox_femnist_e1",
+                                 "fedprox_shakespeare_e1", "fedprox_sent140_e1")
 
 
 def names() -> list[str]:

@@ -22,14 +22,18 @@ PARAMS = "params.yaml"
 def test_one_study_per_fedprox_paper_study_generated_and_registered():
     assert registry.FEDPROX_REAL == fedprox_real.NAMES == (
         "fedprox_mnist5k", "fedprox_mnist", "fedprox_femnist", "fedprox_shakespeare", "fedprox_sent140",
-        "fedprox_shakespeare_plays")
+        "fedprox_shakespeare_plays", "fedprox_mnist_e1", "fedprox_femnist_e1", "fedprox_shakespeare_e1",
+        "fedprox_sent140_e1")
     for name in fedprox_real.NAMES:
         m = registry.module(name)
-        assert follows_contract(m) and m is fedprox_real.study(name)
-        assert m.DECLARATION == declaration(fedprox_real.paper_study(name)) and m.DECLARATION.name == name
+        assert follows_contract(m) and m is fedprox_real.study(name) and m.DECLARATION.name == name
+        if not name.endswith("_e1"):
+            assert m.DECLARATION == declaration(fedprox_real.paper_study(name)) and len(m.DECLARATION.claims) == 4
+    e1 = registry.declaration("fedprox_femnist_e1")  # its runs are read by PARTIAL_WORK's claim, over four datasets
+    assert ([a.name for a in e1.arms], e1.claims, e1.budgets) == (["fedavg", "fedprox_mu0"], (), {"paper": 200})
     assert registry.budgets("fedprox_mnist5k") == ["pipeline"] and registry.budgets("fedprox_femnist") == ["paper"]
     with pytest.raises(ConfigError, match="no FedProx real-data study; allowed: fedprox_mnist5k, fedprox_mnist"):
-        fedprox_real.paper_study("fedprox_mnist_e1")
+        fedprox_real.paper_study("fedprox_emnist")
 
 
 def test_the_grid_is_the_study_s_own_under_params_yaml():
@@ -42,6 +46,12 @@ def test_the_grid_is_the_study_s_own_under_params_yaml():
     femnist = fedprox_real.settings(STUDIES["fedprox_femnist"], seeded(
         registry.declaration("fedprox_femnist"), "paper", (7,), config=cfg))  # a confirmatory block's seeds
     assert list(femnist.studies) == ["fedprox_femnist"] and femnist.train.seeds == (7,)
+    from fedbench.paper import study_config  # params.yaml with a profile study added, as `fedbench paper run` loads it
+
+    e1 = study_config(PARAMS, "fedprox_mnist_e1")
+    e1 = fedprox_real.settings(STUDIES["fedprox_mnist_e1"], seeded(registry.declaration("fedprox_mnist_e1"), "paper",
+                                                                     config=e1))
+    assert len(fedprox_main_job.grid(e1)) == 2 * 2 * 5 and e1.train_for("mnist_fedprox").local_epochs == 1
     with pytest.raises(ConfigError, match="study fedprox_mnist5k: its grid is params.yaml's"):
         fedprox_real.settings(MNIST5K_STUDY, seeded(registry.declaration("fedprox_mnist5k"), "pipeline"))
 
