@@ -35,10 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from fedbench.claims.entry import judged, not_run
 from fedbench.claims.readings import NAMES, read_accuracy, read_loss
 from fedbench.claims.stats import fmt_effect
-from fedbench.claims.verdict import Part, fidelity, judge
+from fedbench.claims.verdict import Part, fidelity
 from fedbench.config import Config
 from fedbench.studies.fedprox_curves import (
     ACCURACY_READINGS,
@@ -265,17 +264,35 @@ gain_at_90, dissimilarity, gain_at_0_50, stragglers_hurt = (_on_store(k) for k i
 
 
 def five_dataset_mean(cfg: Config, results_root: Path, data_root: Path) -> dict[str, Any]:
-    """The abstract's +22 points: the mean gain over Synthetic(1,1) (the main job) and the four real datasets."""
-    part = Part("mean of five datasets", GAIN_RULE)
-    studies = [STUDIES[n] for n in FIVE]
-    e = FIVE_DATASETS.entry(
-        "fedprox/five-datasets/mean-accuracy-gain",
-        scale={"datasets": ["synthetic_1_1", *(s.variant for s in studies)],
-               "studies": ["main job (stragglers)", *FIVE]},
-        deviations=["each dataset's own deviations (its entries)"], figure=None,
-        fidelity=fidelity("paper", None, None, len(cfg.train.seeds)), rounds_run=None,
-        training_seeds=list(cfg.train.seeds), data_seeds=[0])
+    """The abstract's +22 points: the mean gain over Synthetic(1,1) (the main job) and the four real datasets, their
+    runs read from ``results_root`` (:func:`measure_five_dataset_mean`, judged by the one driver's rule)."""
+    run = StudyRun(FIVE_DATASETS, "paper", FIVE_DATASETS.budget("paper"), config=cfg)
     parts = {n: runs_of(cfg, STUDIES[n], results_root, data_root) for n in FIVE}
+    return contract_entry(run, FIVE_DATASETS.claim(FIVE_DATASETS_ID),
+                          measure_five_dataset_mean(cfg, parts, lambda: main_job_curves(cfg, results_root, data_root)))
+
+
+FIVE_DATASETS_ID = "fedprox/five-datasets/mean-accuracy-gain"
+
+
+def main_job_curves(cfg: Config, results_root: Path, data_root: Path) -> Curves:
+    """The main job's runs under ``cfg`` in ``results_root`` (its record: fedbench.runner.find_run)."""
+    from fedbench.studies.train_runs import load_runs
+
+    return Curves(load_runs(cfg, results_root, data_root)[0])
+
+
+def measure_five_dataset_mean(cfg: Config, parts: dict[str, tuple[Config, Curves]],
+                              main_curves: Callable[[], Curves]) -> Measurement:
+    """The five-dataset mean measured: per seed, the mean of Synthetic(1,1)'s gain (``main_curves()``, read only where
+    every real dataset has run) and each real dataset's (``parts``: study name -> its config alone and its runs);
+    not-run with the commands of the studies whose runs are missing and their summed projected cost."""
+    studies = [STUDIES[n] for n in FIVE]
+    fields = {"scale": {"datasets": ["synthetic_1_1", *(s.variant for s in studies)],
+                        "studies": ["main job (stragglers)", *FIVE]},
+              "deviations": ["each dataset's own deviations (its entries)"], "figure": None,
+              "fidelity": fidelity("paper", None, None, len(cfg.train.seeds)), "rounds_run": None,
+              "training_seeds": list(cfg.train.seeds), "data_seeds": [0]}
     missing = [n for n, (_, c) in parts.items()
                if missing_runs(c, [(STUDIES[n].variant, v, 0.9) for v in ("fedavg", STUDIES[n].best_variant)],
                                cfg.train.seeds)]
@@ -285,19 +302,15 @@ def five_dataset_mean(cfg: Config, results_root: Path, data_root: Path) -> dict[
         cmd = " && ".join(command(n) for n in missing)
         cost = {"device": costs[0]["device"], "seconds": round(sum(c["seconds"] for c in costs), 1),
                 "hours": round(hours, 2), "per_study_hours": {n: c["hours"] for n, c in zip(missing, costs)}}
-        return not_run(e, f"not run: missing the runs of {', '.join(missing)}; `{cmd}` fetches their data and runs "
-                          f"them (projected {hours:g} h on {costs[0]['device']})",
-                       f"running `{cmd}`; the Synthetic(1,1) part comes from the main job") | {"command": cmd,
-                                                                                                "cost": cost}
-    from fedbench.studies.fedprox_curves import Curves as MainCurves
-    from fedbench.studies.train_runs import load_runs
-
-    main_hist, _ = load_runs(cfg, results_root, data_root)
-    main = MainCurves(main_hist)
+        why = (f"not run: missing the runs of {', '.join(missing)}; `{cmd}` fetches their data and runs them "
+               f"(projected {hours:g} h on {costs[0]['device']})")
+        return Measurement(entry=fields, also={"command": cmd, "cost": cost},
+                           not_run=(why, f"running `{cmd}`; the Synthetic(1,1) part comes from the main job"))
+    main = main_curves()
     seeds = cfg.train.seeds
 
-    def measure(reading: str, budget: float) -> list[list[float]]:
-        per_seed = []
+    def values(reading: str, budget: float) -> list[list[float]]:
+        means = []
         for x in seeds:
             gains = []
             if not main.has("synthetic_1_1", "fedprox_mu1", 0.9, x) or not main.has("synthetic_1_1", "fedavg", 0.9, x):
@@ -311,12 +324,12 @@ def five_dataset_mean(cfg: Config, results_root: Path, data_root: Path) -> dict[
                 s, r = STUDIES[n], only.train_for(STUDIES[n].variant).rounds
                 gains.append(_accuracy(c, s, s.best_variant, x, reading, r, budget)
                              - _accuracy(c, s, "fedavg", x, reading, r, budget))
-            per_seed.append(float(np.mean(gains)))
-        return [per_seed]
+            means.append(float(np.mean(gains)))
+        return [means]
 
-    result = judge([part], measure, "tail", ACCURACY_READINGS, reading_names=NAMES)
-    e["observed"] = f"mean gain over the five datasets: {fmt_effect(result['effect'])}"
-    return judged(e, result)
+    return Measurement(parts=[Part("mean of five datasets", GAIN_RULE)], values=values, reading="tail",
+                       readings=ACCURACY_READINGS, reading_names=NAMES, entry=fields,
+                       observed=lambda result: f"mean gain over the five datasets: {fmt_effect(result['effect'])}")
 
 
 def partial_work_e1(cfg: Config, results_root: Path, data_root: Path) -> dict[str, Any]:
