@@ -94,3 +94,14 @@ def test_mnist5k_train_store_runs_move_in_and_the_study_gives_the_old_path_s_ent
         assert outcome_path(results, found["fingerprint"]).parent == folder / "outcomes"
         assert (found["history"], found["final"], found["param_digest"]) == (s["history"], s["final"],
                                                                                s["param_digest"])
+    # the main_job stage's case: the runs are the main job's (the same Simulations, so the same fingerprints), offered
+    # from its store; the study computes none (here the train store and the study's folder are gone)
+    import shutil
+
+    (results / "fedprox_main_job" / "pipeline").mkdir(parents=True)
+    shutil.move(folder / "outcomes", results / "fedprox_main_job" / "pipeline" / "outcomes")
+    shutil.rmtree(folder)
+    shutil.rmtree(results / "train")
+    capsys.readouterr()
+    assert fedprox_real.run_real_study(cfg, "fedprox_mnist5k", results, tmp_path / "real") == claims
+    assert "12 of 12 simulations reused" in capsys.readouterr().out
