@@ -12,7 +12,8 @@ prints the profiles priced from what it measured, as ``paper list`` prints them.
 ``fedbench paper run NAME`` is the command a ``not-run`` real-data entry carries. For a FedProx study it loads
 params.yaml with the study added (fedbench.study.paper_profile.overrides, validated as params.yaml is), fetches
 the study's sources (verified; ``FEDBENCH_MIRROR`` serves them from a mirror), prepares them, builds its dataset,
-trains its runs with the train stage's code (stacked, reused when finished) and rebuilds ``reports/``. For a
+runs the study by the one driver into ``results/NAME/BUDGET/`` (fedbench.studies.fedprox_real: stacked, reused when
+finished, its train-store runs moved in once) and rebuilds ``reports/``. For a
 paper-scale claim study (paper_profile.CLAIM_STUDIES: FedLaAvg, SCAFFOLD, Delta-FL, FedProxVR, Mime) it builds
 the study's variants (its declared variants, with params.yaml's data.variants parameters) the same way, then makes
 the call ``fedbench study run NAME --budget paper`` makes (fedbench.studies.stage.run_study: the one code path,
@@ -90,20 +91,20 @@ def build_variants(cfg: Config, variants: list[str], data_root: Path, progress: 
 def run(params: str, name: str, data_root: Path = Path("data"), results_root: Path = RESULTS_ROOT,
         report_dir: str = "reports", progress: bool = True, budget: str = "paper",
         report: Callable[..., Any] | None = None, executor: str | None = None) -> None:
-    """Fetch and build study ``name``'s data, run it into ``results_root`` (a FedProx study's runs into its train store,
-    ``results_root/train/``, a claim study into ``results_root/NAME/BUDGET/``: fedbench.study.layout), then
+    """Fetch and build study ``name``'s data, run it into ``results_root`` (a claim study, a FedProx real-data study
+    included: fedbench.studies.fedprox_real, into ``results_root/NAME/BUDGET/``: fedbench.study.layout), then
     ``report(cfg, out_dir=, results_root=, data_root=)``: the report's rebuild,
     handed in by the CLI (fedbench.report.build.build_report), so that this module stands below the report (None:
     no rebuild). ``executor``: train.executor for its runs (``--executor``; None: params.yaml's)."""
-    from fedbench.pipeline import study_runs, train_runs
-
     if name in CLAIM_STUDIES:
         run_claim(params, name, data_root, results_root, progress, budget, executor)
         cfg = load_config(params, _executor(executor))
-    else:
+    else:  # a FedProx study of the profile or MNIST-5k (FEDPROX_REAL): the one driver (fedbench.studies.fedprox_real)
+        from fedbench.studies.fedprox_real import run_real_study
+
         cfg = study_config(params, name, executor)
         build_variants(cfg, _variant_of(cfg, name), data_root, progress)
-        train_runs(cfg, list(study_runs(cfg, [name])), data_root / "generated", results_root, progress=progress)
+        run_real_study(cfg, name, results_root, data_root / "real")
     if report is not None:
         report(cfg, out_dir=report_dir, results_root=results_root, data_root=data_root / "generated")
 
@@ -321,9 +322,10 @@ def main(argv: list[str] | None = None, report: Callable[..., Any] | None = None
                                    "rebuild reports/ (a claim study: its variants built, then what `fedbench study "
                                    "run NAME --budget BUDGET` does)",
                        description="Print study NAME's cost and downloads and ask; then fetch and build its data, "
-                                   "run it and rebuild reports/. A FedProx study trains its runs with the train "
-                                   "stage's code into results/train/; a claim study (real data) runs by exactly `fedbench study "
-                                   "run NAME --budget BUDGET` (the same function), into results/NAME/BUDGET/.")
+                                   "run it and rebuild reports/. A FedProx study runs by the one driver into "
+                                   "results/NAME/BUDGET/ (fedbench.studies.fedprox_real); a "
+                                   "claim study (real data) by exactly `fedbench study run NAME --budget BUDGET` (the same "
+                                   "function), into results/NAME/BUDGET/.")
     r.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--yes", "-y", action="store_true", help="start without asking (needed when stdin is not a terminal)")

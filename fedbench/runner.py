@@ -64,16 +64,22 @@ def outcome_path(results_root: str | Path, fingerprint: str) -> Path:
 
 
 def _study_folders(results_root: str | Path) -> list[Path]:
-    """The main job study's folders in ``results_root``, one per budget it ran at (pipeline first)."""
-    root = Path(results_root) / MAIN_JOB
-    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
-    return sorted(folders, key=lambda p: p.name != "pipeline")
+    """The folders of the studies that record params.yaml-style runs in ``results_root``: the main job's, one per
+    budget it ran at (pipeline first), then each FedProx real-data study's (fedbench.studies.fedprox_real)."""
+    from fedbench.study.registry import FEDPROX_REAL
+
+    out = []
+    for name in (MAIN_JOB, *FEDPROX_REAL):
+        root = Path(results_root) / name
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+        out += sorted(folders, key=lambda p: p.name != "pipeline")
+    return out
 
 
 def recorded(results_root: str | Path) -> dict[str, str]:
-    """The runs the main job study recorded (results/fedprox_main_job/<budget>/simulations.jsonl, fedbench.studies.
-    fedprox_main_job: each record's params are :func:`run_params`'s): each one's fingerprint by its params, read once
-    per state of the records."""
+    """The runs the main job study and the FedProx real-data studies recorded (results/<study>/<budget>/
+    simulations.jsonl, fedbench.studies.fedprox_main_job, fedprox_real: each record's params are :func:`run_params`'s):
+    each one's fingerprint by its params (the main job's pipeline budget winning), read once per state of the records."""
     out: dict[str, str] = {}
     for folder in reversed(_study_folders(results_root)):  # the pipeline budget's last: it wins
         path = folder / "simulations.jsonl"
@@ -83,7 +89,7 @@ def recorded(results_root: str | Path) -> dict[str, str]:
     return out
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=16)
 def _recorded(folder: str, mtime_ns: int, size: int) -> dict[str, str]:
     return {json.dumps(r["params"], sort_keys=True): r["fingerprint"] for r in read_simulations(folder)
             if "fingerprint" in r}

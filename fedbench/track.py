@@ -454,6 +454,13 @@ def track_all(cfg: Config, out_csv: Path, results_root: Path = RESULTS_ROOT, dat
     if (main_job / "claims.json").exists():
         track_study(MAIN_JOB, main_job, nested=False)
         studies.append(MAIN_JOB)
+    from fedbench.study.registry import FEDPROX_REAL, budgets
+
+    for name in FEDPROX_REAL:  # FedProx's real-data studies (fedbench.studies.fedprox_real), at their one budget
+        folder = study_folder(name, budgets(name)[0], results_root)
+        if (folder / "claims.json").exists():  # a params.yaml study's runs are logged above, a profile study's here
+            track_study(name, folder, nested=name not in cfg.studies)
+            studies.append(name)
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_csv.name}.", dir=out_csv.parent)  # a name no other writer uses

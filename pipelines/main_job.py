@@ -2,7 +2,9 @@
 params.yaml's grid (train, algorithms, studies) into results/fedprox_main_job/pipeline/ (claims.json,
 simulations.jsonl, its figures, outcomes/: fedbench.studies.stage.run_study, as ``fedbench study run
 fedprox_main_job``), the train store's finished runs of that grid moved into its store first, once
-(fedbench.studies.fedprox_main_job.adopt_train_store); then FedProx's real-data claims, judged on the runs of that record and of the train store
+(fedbench.studies.fedprox_main_job.adopt_train_store); then params.yaml's offline MNIST-5k study, whose runs are the main
+job's, by the one driver into results/fedprox_mnist5k/pipeline/ (fedbench.studies.fedprox_real: none recomputed);
+then FedProx's real-data claims, judged on the runs of that record and of the train store
 (``fedbench paper run``), kept in results/fedprox_real_data/pipeline/ (fedbench.studies.train_claims)."""
 
 import argparse
@@ -12,6 +14,8 @@ from fedbench.config import load_config
 from fedbench.guard import run_guarded
 from fedbench.studies import train_claims
 from fedbench.studies.fedprox_main_job import adopt_train_store
+from fedbench.studies.fedprox_real import run_real_study
+from fedbench.studies.fedprox_real_data import MNIST5K
 from fedbench.studies.stage import run_study
 from fedbench.study.layout import MAIN_JOB, RESULTS_ROOT
 
@@ -28,6 +32,8 @@ def main() -> None:
         print(f"{moved} of the {found} runs of the train store moved into the study's store (no run recomputed; "
               f"{found - moved} already there or not shown computed by today's code)")
     run_study(cfg, MAIN_JOB, workers=cfg.train.workers, root=Path(a.root))
+    if MNIST5K in cfg.studies:  # its runs are the main job's (the same fingerprints): judged by its own study
+        run_real_study(cfg, MNIST5K, Path(a.root), Path(a.data).parent / "real")
     train_claims.write(cfg, Path(a.root), Path(a.data))
 
 

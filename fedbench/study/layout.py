@@ -2,10 +2,13 @@
 
     results/<study>/<budget>/     a claim study run at a budget: claims.json, simulations.jsonl, the study's figures,
                                   outcomes/<fingerprint>.json
-    results/train/                the train store: the runs of `fedbench run` and `fedbench paper run`'s FedProx
-                                  studies (and the main job's from before it became a study), outcomes/<fingerprint>.json
-                                  and index.jsonl, the index naming each run by its settings (fedbench.runner)
+    results/train/                the train store: the runs of `fedbench run` and of `fedbench paper run`'s E = 1
+                                  studies (and those of the main job and the FedProx real-data studies from before they
+                                  became studies), outcomes/<fingerprint>.json and index.jsonl, the index naming each
+                                  run by its settings (fedbench.runner)
     results/fedprox_main_job/<budget>/   the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
+    results/fedprox_<dataset>/<budget>/  FedProx's real-data studies (fedbench.studies.fedprox_real: `fedbench paper
+                                  run`; MNIST-5k's at pipeline, run by the main_job stage on the main job's runs)
     results/fedprox_real_data/pipeline/  FedProx's real-data claims judged on the main job's runs and the train store:
                                   claims.json, as a claim study's (fedbench.studies.train_claims)
     results/confirm/...           confirmatory runs (fedbench.studies.confirm), in this same layout under a root of

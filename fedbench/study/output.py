@@ -72,7 +72,9 @@ def run_claim_study(name: str, folder: Path | None = None, workers: int = WORKER
     seed (a confirmatory block of a study that draws its data: fedbench.study.contract.seeded); ``config``:
     params.yaml's Config, for a study whose grid it sets (the main job: StudyRun.config). The study runs through the one driver
     (fedbench.study.contract.drive: its declaration and three hooks)."""
-    module = importlib.import_module(f"fedbench.studies.{name}")
+    from fedbench.study import registry
+
+    module = registry.module(name) if name in registry.FEDPROX_REAL else importlib.import_module(f"fedbench.studies.{name}")
     if not follows_contract(module):
         raise ValueError(f"study {name}: its module states no simulations, measure and figure (fedbench.study.contract)")
     return _run_into(name, folder, budget, executor, workers, lambda out: drive(

@@ -177,7 +177,9 @@ def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, mon
     r = reg.load(registry)
     assert all(r[e["id"]]["confirmatory"]["seeds"] == [1000, 1001] for e in mnist)
     assert all(r[e["id"]]["confirmatory"]["where"] == str(tmp_path / "confirm" / "real-data") for e in mnist)
-    assert len(list((tmp_path / "confirm" / "real-data" / "train" / "outcomes").glob("*.json"))) == 12  # 6 cells, 2 seeds
+    # the MNIST-5k study's own store (fedbench.studies.fedprox_real), no train store: 6 cells, 2 seeds
+    study = tmp_path / "confirm" / "real-data" / "fedprox_mnist5k" / "pipeline"
+    assert len(list((study / "outcomes").glob("*.json"))) == 12 and not (tmp_path / "confirm" / "real-data" / "train").exists()
 
 
 def test_the_default_data_root_is_the_train_stages():
