@@ -81,6 +81,10 @@ class TrainConfig:
     # fused_step / fused_round (the mclr model's Triton kernels, one launch a chain step or a round, the static loop's
     # numbers within fp32 rounding: fedbench.engine.fused; CUDA only, opt-in until measured)
     capture: str = "none"
+    # the arithmetic (fedbench.engine.precision): fp32 (the default: IEEE float32, TF32 off on CUDA) | tf32 | bf16,
+    # declared reduced-precision modes for a GPU, each with its measured tolerance against fp32 (the GPU check's
+    # precision part); never a default; recorded with every run that uses one
+    precision: str = "fp32"
 
     def computes_dissimilarity(self, variant: str, stragglers: float) -> bool:
         """Whether the run of ``variant`` at ``stragglers`` computes the gradient dissimilarity (every
@@ -322,6 +326,10 @@ def parse_config(raw: Any) -> Config:
         raise ConfigError(f"train.dissimilarity_samples: must be >= 0 (0: all samples), got {train.dissimilarity_samples}")
     _check_executor(train)
     _one_of(train.capture, ["none", "static", "cuda_graph", "fused_step", "fused_round"], "train.capture")
+    _one_of(train.precision, ["fp32", "tf32", "bf16"], "train.precision")
+    if train.precision != "fp32" and train.capture in ("fused_step", "fused_round"):
+        raise ConfigError(f"train.precision: {train.precision} with train.capture {train.capture}: the fused kernels "
+                          "compute in IEEE float32 only; allowed with them: fp32")
     if train.capture in ("cuda_graph", "fused_step", "fused_round") and train.device == "cpu":
         raise ConfigError(f"train.capture: {train.capture} needs a CUDA device, and train.device is cpu; allowed "
                           "here: none, static")

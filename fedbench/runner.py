@@ -113,6 +113,8 @@ def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed:
         **({} if t.computes_dissimilarity(variant, stragglers) else {"dissimilarity": False}),
         # a captured loop may move CUDA numbers in the last bits (fedbench.engine.capture); recorded where it is on
         **({"capture": t.capture} if t.capture != "none" else {}),
+        # a declared reduced-precision mode computes other numbers (fedbench.engine.precision); fp32 runs as before
+        **({"precision": t.precision} if t.precision != "fp32" else {}),
     }
 
 
@@ -272,7 +274,7 @@ def simulation(cfg: Config, p: _Planned) -> Simulation:
         # params.yaml's train.eval_every: the dissimilarity's cadence, in the runs that compute it
         dissimilarity_every=t.eval_every if t.computes_dissimilarity(p.key.variant, p.key.stragglers) else 0,
         dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
-        checkpoint_every=t.checkpoint_every, capture=t.capture,
+        checkpoint_every=t.checkpoint_every, capture=t.capture, precision=t.precision,
     )
     embedding = p.meta.get("input", {}).get("embedding")
     model = _model(t.model, tuple(p.meta["feature_shape"]), int(p.meta["num_classes"]),

@@ -51,3 +51,19 @@ def test_the_declaration_imports_no_torch():
     probe = "import sys, fedbench.studies.fedprox_main_job; print('torch' in sys.modules, 'pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_a_declared_precision_reaches_the_runs_and_their_params_and_fp32_changes_neither():
+    """params.yaml's train.precision (fedbench.engine.precision): fp32, the default, leaves every run's params and
+    config as they were; a reduced mode is each run's config and is recorded with its params (its own fingerprint)."""
+    import dataclasses as dc
+
+    from fedbench.config import load_config
+    from fedbench.studies import fedprox_main_job as job
+
+    cfg = load_config("params.yaml")
+    assert cfg.train.precision == "fp32"
+    key = ("synthetic_1_1", "fedprox_mu1", 0.9, 0)
+    assert "precision" not in job.run_params(cfg, *key)
+    bf16 = dc.replace(cfg, train=dc.replace(cfg.train, precision="bf16"))
+    assert job.run_params(bf16, *key)["precision"] == "bf16"
