@@ -57,3 +57,20 @@ def _slow_first(items: list, processes: int) -> list:
         rest = rest[take:]
         left -= len(share) + take
     return out + rest
+
+
+@pytest.fixture(scope="session")
+def quick_profile(tmp_path_factory) -> Path:
+    """The regression profile's folder (fedbench.regression.key_numbers' ``root``: its data and train store), its runs
+    computed once in the whole test session (17 CPU-seconds): under pytest-xdist by the first test process to ask,
+    under a file lock, the others reading the finished runs back from the store (tests/test_regression.py and the
+    local reference of tests/test_ray_executor.py read the same runs)."""
+    from fedbench.locking import file_lock
+    from fedbench.regression import key_numbers
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, shared by its workers
+    root = shared / "quick-profile"
+    with file_lock(shared / "quick-profile.lock"):
+        key_numbers(root=root)  # computed by the first, read back by the others
+    return root
