@@ -12,7 +12,7 @@ import fedbench.study.runner as runner
 from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.study.runner import STORE, run_simulations
 from fedbench.study.reuse import OutcomeStore
-from fedbench.studies import fedlaavg_example1
+from fedbench.studies import delta_fl_triangle, fedlaavg_example1
 from fedbench.study import reuse
 from fedbench.study.output import run_claim_study
 
@@ -149,7 +149,8 @@ def test_an_outcome_file_that_is_json_but_not_an_outcome_is_named_and_recomputed
     assert reuse.load(tmp_path, "fedcba9876543210") is None and capsys.readouterr().err == ""  # none stored: silent
 
 
-def test_study_folder_keeps_exactly_its_outcomes(tmp_path, capsys):
+def test_study_folder_keeps_exactly_its_outcomes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(delta_fl_triangle, "ROUNDS", 20)  # its 5 simulations at 20 rounds, not 200
     claims = run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     folder = tmp_path / "delta_fl_triangle"
     kept = sorted(p.name for p in (folder / reuse.OUTCOMES).iterdir())
