@@ -13,7 +13,7 @@ import yaml
 
 from fedbench.config import QUICK_PROFILE as PROFILE
 from fedbench.config import load_config
-from fedbench.pipeline import generate, train
+from fedbench.pipeline import ensure_dataset, train
 from fedbench.studies.train_runs import study_cells
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "regression"
@@ -33,20 +33,25 @@ TOLERANCES = {"final_train_loss": 1e-4, "loss_round_1": 1e-4, "final_dissimilari
               "final_test_accuracy": 2e-3}
 
 
-def key_numbers(params: str | Path = "params.yaml") -> dict[str, float]:
+def key_numbers(params: str | Path = "params.yaml", root: Path | None = None) -> dict[str, float]:
+    """The quick profile's key numbers. ``root``: the folder its data (``root/data``) and train store
+    (``root/results``) go in, a temporary one by default; runs already finished there are read back, not run
+    again (fedbench.runner.TrainStore), so that the tests compute the profile once a session (tests/conftest.py)."""
+    if root is None:
+        with tempfile.TemporaryDirectory(prefix="fedbench-regress-") as tmp:
+            return key_numbers(params, Path(tmp))
     cfg = load_config(params, yaml.safe_load(PROFILE.read_text()))
     out: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="fedbench-regress-") as tmp:
-        data_root, results_root = Path(tmp) / "data", Path(tmp) / "results"
-        for ds in cfg.data.datasets:
-            generate(cfg, ds, root=data_root)
-        for ds, variant, f in study_cells(cfg):  # each cell once, even if two studies list it
-            for s in train(cfg, ds, variant, f, data_root=data_root, results_root=results_root, progress=False):
-                key = f"{ds}/{variant}/stragglers={f:g}/seed={s['params']['seed']}"
-                out[f"{key}/final_train_loss"] = s["final"]["train/loss"]
-                out[f"{key}/final_test_accuracy"] = s["final"]["test/accuracy"]
-                out[f"{key}/final_dissimilarity"] = s["final"]["train/dissimilarity"]
-                out[f"{key}/loss_round_1"] = s["history"][1]["train/loss"]
+    data_root, results_root = Path(root) / "data", Path(root) / "results"
+    for ds in cfg.data.datasets:
+        ensure_dataset(cfg, ds, root=data_root)
+    for ds, variant, f in study_cells(cfg):  # each cell once, even if two studies list it
+        for s in train(cfg, ds, variant, f, data_root=data_root, results_root=results_root, progress=False):
+            key = f"{ds}/{variant}/stragglers={f:g}/seed={s['params']['seed']}"
+            out[f"{key}/final_train_loss"] = s["final"]["train/loss"]
+            out[f"{key}/final_test_accuracy"] = s["final"]["test/accuracy"]
+            out[f"{key}/final_dissimilarity"] = s["final"]["train/dissimilarity"]
+            out[f"{key}/loss_round_1"] = s["history"][1]["train/loss"]
     return out
 
 
@@ -76,7 +81,8 @@ def compare(values: dict[str, float], reference: dict[str, Any],
     return problems
 
 
-def check(params: str | Path = "params.yaml") -> list[str]:
+def check(params: str | Path = "params.yaml", root: Path | None = None) -> list[str]:
+    """What moved out of its tolerance (one line each), or what is missing; ``root`` as in :func:`key_numbers`."""
     if not REFERENCE.exists():
         return [f"{REFERENCE} is missing: run `fedbench regress --update`"]
-    return compare(key_numbers(params), json.loads(REFERENCE.read_text()))
+    return compare(key_numbers(params, root), json.loads(REFERENCE.read_text()))

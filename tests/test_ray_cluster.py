@@ -273,35 +273,33 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
                                                       "results/train/index.jsonl") for w in written), written
 
 
-def test_a_paper_study_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
+def test_a_paper_study_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, monkeypatch, study_run):
     """fedproxvr_mnist at its fixture budget (its fixture-sized real data: tests/studies/real_fixtures), locally and on
-    the cluster, the first unit's node removed as it starts; its checkpoints in the driver's folders (the default)."""
+    the cluster, the first unit's node removed as it starts; its checkpoints in the driver's folders (the default).
+    The local run is the session's (``study_run``, tests/conftest.py: run_claim_study on the local executor, one
+    worker, the same budget and data bytes, run once for every test that reads it)."""
     from fedbench.executors import ExecutorSettings
     from fedbench.study import runner
     from fedbench.study.output import run_claim_study
     from tests.studies.real_fixtures import build_for
 
     _, _, project, log = cluster
+    local = study_run("fedproxvr_mnist")
     monkeypatch.chdir(project)
-    real_root = build_for("fedproxvr_mnist", project / "real")
-    records = {}
-    for kind in ("local", "ray"):
-        folder = (project if kind == "ray" else tmp_path) / f"study-{kind}"
+    real_root = build_for("fedproxvr_mnist", project / "real")  # in the project folder: no node reads it there
+    folder = project / "study-ray"
 
-        def study(kind=kind, folder=folder):
-            return run_claim_study("fedproxvr_mnist", folder, workers=1 if kind == "local" else 2, budget="fixture",
-                                   executor=ExecutorSettings(kind), real_root=real_root)
+    def study():
+        return run_claim_study("fedproxvr_mnist", folder, workers=2, budget="fixture", executor=ExecutorSettings("ray"),
+                               real_root=real_root)
 
-        if kind == "local":
-            study()
-        else:
-            log.unlink(missing_ok=True)
-            (log.parent / "stall.json").write_text(json.dumps({"unit": None, "at": "start"}))
-            monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
-            _stage("fedproxvr_mnist's fixture budget", study, log, lose=(None, lambda first: True), cluster=cluster)
-            print(f"lost node: the study's unit started again {_resumed_after(log, None):.2f} s after its node's "
-                  "removal")
-        records[kind] = [json.loads(line) for line in (folder / "simulations.jsonl").read_text().splitlines()]
+    log.unlink(missing_ok=True)
+    (log.parent / "stall.json").write_text(json.dumps({"unit": None, "at": "start"}))
+    monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
+    _stage("fedproxvr_mnist's fixture budget", study, log, lose=(None, lambda first: True), cluster=cluster)
+    print(f"lost node: the study's unit started again {_resumed_after(log, None):.2f} s after its node's removal")
+    records = {kind: [json.loads(line) for line in (out / "simulations.jsonl").read_text().splitlines()]
+               for kind, out in (("local", local.out), ("ray", folder))}
     numbers = {kind: sorted((r["name"], r["param_digest"], json.dumps(r["final"])) for r in rs)
                for kind, rs in records.items()}
     assert numbers["ray"] == numbers["local"] and len(numbers["ray"]) >= 2

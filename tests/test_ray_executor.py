@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import yaml
@@ -68,7 +69,7 @@ def ray_cluster(workspace):
     the local executor's runs (``workspace``): forking worker processes from a process that holds Ray's threads
     can deadlock the children, so nothing here forks while Ray is up."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
-    env = RAY_ENV | {"FEDBENCH_TEST_ROOT": str(workspace[0])}  # the workers' environment: where tests' units log
+    env = RAY_ENV | {"FEDBENCH_TEST_ROOT": str(workspace.root)}  # the workers' environment: where tests' units log
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
@@ -83,37 +84,45 @@ def ray_cluster(workspace):
                 os.environ[k] = v
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    """The profile's data, and its runs computed by the local executor in this process (train.workers 1: no worker
-    forked from a pytest worker that earlier tests may have left holding threads; in the full suite on 2 cores a
-    forked worker died here twice, BrokenProcessPool, where the module alone passes). Stacked runs equal runs alone
-    bit for bit on the CPU, so the reference does not depend on how the runs were cut into stacks."""
-    from fedbench.pipeline import generate, study_runs, train_runs
+class Workspace(NamedTuple):
+    root: Path  # this module's folder: what its tests write
+    data: Path  # the profile's data (read only)
+    local_results: Path  # the train store holding the profile's runs by the local executor (read only)
+    keys: list[RunKey]  # the profile's runs
+    local: dict[RunKey, dict]  # their summaries
 
-    root = tmp_path_factory.mktemp("ray-ws")
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, quick_profile):
+    """The profile's data, and its runs computed by the local executor in a test process, once a session
+    (``quick_profile``, tests/conftest.py: fedbench.regression's runs, train.workers 1 as here: no worker forked from
+    a pytest worker that earlier tests may have left holding threads; in the full suite on 2 cores a forked worker
+    died here twice, BrokenProcessPool, where the module alone passes), read back here. Stacked runs equal runs alone
+    bit for bit on the CPU, so the reference does not depend on how the runs were cut into stacks."""
+    from fedbench.pipeline import study_runs, train_runs
+
     cfg = load_config(ROOT / "params.yaml", _overrides("local", **{"train.workers": 1}))
-    for ds in cfg.data.datasets:
-        generate(cfg, ds, root=root / "data")
     keys = list(study_runs(cfg))
-    local = train_runs(cfg, keys, root / "data", root / "runs-local", progress=False)
-    return root, keys, dict(zip(keys, local))
+    data, results = quick_profile / "data", quick_profile / "results"
+    local = train_runs(cfg, keys, data, results, progress=False)
+    assert all(s["reused"] for s in local)  # the session's runs, none computed again
+    return Workspace(tmp_path_factory.mktemp("ray-ws"), data, results, keys, dict(zip(keys, local)))
 
 
 def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, workspace, capfd):
     from fedbench.pipeline import train_runs
 
-    root, keys, local = workspace
+    root, data, local_results, keys, local = workspace
     cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
-    on_ray = dict(zip(keys, train_runs(cfg, keys, root / "data", root / "runs-ray", progress=False)))
+    on_ray = dict(zip(keys, train_runs(cfg, keys, data, root / "runs-ray", progress=False)))
     for k in keys:
         assert not on_ray[k]["reused"]
         assert _numbers(on_ray[k]) == _numbers(local[k]), k.desc
-        a = _files(root / "runs-local", root / "data", local[k], root / "files-local" / k.desc)
-        b = _files(root / "runs-ray", root / "data", on_ray[k], root / "files-ray" / k.desc)
+        a = _files(local_results, data, local[k], root / "files-local" / k.desc)
+        b = _files(root / "runs-ray", data, on_ray[k], root / "files-ray" / k.desc)
         assert a == b, k.desc
     assert "2 of 2 units done" in capfd.readouterr().err  # two stacks for the cluster's 2 CPUs
-    again = train_runs(cfg, keys, root / "data", root / "runs-ray", progress=False)  # finished: read back here
+    again = train_runs(cfg, keys, data, root / "runs-ray", progress=False)  # finished: read back here
     assert all(s["reused"] for s in again) and "units done" not in capfd.readouterr().err
     # and the committed regression reference holds for them (the key numbers of fedbench.regression)
     values = {}
@@ -160,14 +169,14 @@ def test_worker_killed_after_a_checkpoint_is_retried_and_resumes_to_the_same_dig
     import fedbench.pipeline as pipeline
     import fedbench.study.runner as runner
 
-    root, _, _ = workspace
+    root, data = workspace.root, workspace.data
     key = RunKey("synthetic_1_1", "fedavg", 0.0, 0)
     more = {"train.rounds": 6, "train.checkpoint_every": 2, **LIGHT}  # the same settings both ways
     uninterrupted = pipeline.train_runs(load_config(ROOT / "params.yaml", _overrides("local", **more)), [key],
-                                        root / "data", root / "kill" / "local", progress=False)[0]
+                                        data, root / "kill" / "local", progress=False)[0]
     monkeypatch.setattr(runner, "_run_stack", die_after_first_checkpoint)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **more))
-    retried = pipeline.train_runs(cfg, [key], root / "data", root / "kill" / "ray", progress=False)[0]
+    retried = pipeline.train_runs(cfg, [key], data, root / "kill" / "ray", progress=False)[0]
     attempts = [json.loads(line) for line in (root / "kill" / "attempts.jsonl").read_text().splitlines()]
     assert len(attempts) == 2 and attempts[0]["pid"] != attempts[1]["pid"]  # the first worker died
     assert attempts[0]["resumed_from_round"] is None and attempts[1]["resumed_from_round"] == 2
@@ -183,13 +192,13 @@ from fedbench.pipeline import train_runs
 from fedbench.runner import RunKey
 overrides, keys, root, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 cfg = load_config(Path(sys.argv[5]) / "params.yaml", overrides)
-done = train_runs(cfg, [RunKey(*k) for k in keys], root / "data", root / "runs-shared", progress=False)
+done = train_runs(cfg, [RunKey(*k) for k in keys], Path(sys.argv[6]), root / "runs-shared", progress=False)
 Path(out).write_text(json.dumps([[s["param_digest"], s["reused"]] for s in done]))
 """
 
 
 def test_two_stages_submitting_overlapping_runs_lose_and_duplicate_nothing(ray_cluster, workspace, tmp_path):
-    root, keys, local = workspace
+    root, keys, local = workspace.root, workspace.keys, workspace.local
     # three runs each, two in both: four of the profile's six (each run computed here costs about 3 s of CPU)
     mine, theirs = keys[:3], keys[1:4]
     submitted = [k for k in keys if k in mine or k in theirs]
@@ -197,7 +206,7 @@ def test_two_stages_submitting_overlapping_runs_lose_and_duplicate_nothing(ray_c
     procs = []
     for name, ks in (("a", mine), ("b", theirs)):
         args = [json.dumps(_overrides("ray")), json.dumps([[k.dataset, k.variant, k.stragglers, k.seed] for k in ks]),
-                str(root), str(tmp_path / f"{name}.json"), str(ROOT)]
+                str(root), str(tmp_path / f"{name}.json"), str(ROOT), str(workspace.data)]
         procs.append(subprocess.Popen([sys.executable, "-c", SUBMIT, *args], cwd=tmp_path, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     for p in procs:
@@ -230,11 +239,11 @@ def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster,
     import fedbench.study.runner as runner
     from fedbench.executors import UnitsFailed
 
-    root, keys, _ = workspace
+    root, keys = workspace.root, workspace.keys
     monkeypatch.setattr(runner, "_run_stack", fail_on_one_run)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **LIGHT))  # the other unit's runs: kept, not compared
     with pytest.raises(UnitsFailed) as failed:
-        pipeline.train_runs(cfg, keys, root / "data", root / "runs-failing", progress=False)
+        pipeline.train_runs(cfg, keys, workspace.data, root / "runs-failing", progress=False)
     message = str(failed.value)
     assert "\n" not in message and message.startswith("1 of 2 units failed for good on Ray: [")
     failed_runs = message.split("[", 1)[1].split("]", 1)[0].split(", ")  # the runs of the failed unit, named

@@ -8,8 +8,8 @@ from fedbench.regression import REFERENCE, TOLERANCES, check, compare
 
 
 @pytest.mark.numerics  # also run under the kernel paths of other CPUs: make test-kernel-paths (Makefile)
-def test_quick_profile_matches_reference():
-    problems = check()
+def test_quick_profile_matches_reference(quick_profile):
+    problems = check(root=quick_profile)  # the session's profile runs (tests/conftest.py), read back where computed
     assert not problems, "regression check failed:\n" + "\n".join(problems)
 
 

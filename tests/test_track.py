@@ -26,6 +26,29 @@ def study_run(tmp_path_factory):
     return root, claims
 
 
+@pytest.fixture(scope="module")
+def store_template(tmp_path_factory) -> Path:
+    """An empty tracking store as fedbench makes it on first use (fedbench.tracking._create_sqlite_store: MLflow's
+    tables built, Default deleted), made once for the module: making one costs about 1.3 s of CPU and 5 s of disk
+    syncs, in each test that logs."""
+    from fedbench.tracking import _create_sqlite_store
+
+    db = tmp_path_factory.mktemp("store-template") / "store.db"
+    _create_sqlite_store(db)
+    return db
+
+
+@pytest.fixture
+def store_uri(tmp_path, store_template, monkeypatch) -> str:
+    """MLFLOW_TRACKING_URI set to ``tmp_path/store.db``, a copy of the module's empty store (a store fedbench made
+    earlier, then moved here): for the tests of what is logged and read. The tests of how a store is made (WAL mode,
+    a deleted store's log, an older store, a moved one, a bad URI) make their own."""
+    shutil.copyfile(store_template, tmp_path / "store.db")
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
 def _copy_study(study_run, tmp_path):
     """A private copy of the study's root folder (a test may change the files), and the claims."""
     root, claims = study_run
@@ -33,9 +56,8 @@ def _copy_study(study_run, tmp_path):
     return tmp_path / "studies", claims
 
 
-def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatch, study_run):
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, store_uri, study_run):
+    uri = store_uri
     root, claims = _copy_study(study_run, tmp_path)
     records = read_simulations(root / "delta_fl_triangle")
     assert len(records) == 5
@@ -81,11 +103,10 @@ def test_study_logged_once_with_a_nested_run_per_simulation(tmp_path, monkeypatc
     assert len(client.search_runs([exp_id])) == 2 * (len(records) + 1)
 
 
-def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, study_run):
+def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, store_uri, study_run):
     from fedbench import tracking
 
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    uri = store_uri
     root, _ = _copy_study(study_run, tmp_path)
     records = read_simulations(root / "delta_fl_triangle")
 
@@ -134,15 +155,14 @@ def log_train(experiment: str, name: str, summary: dict, artifacts, description:
     return tracking.log_runs(experiment, [record], description)[0]
 
 
-def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_round_times(tmp_path, monkeypatch):
+def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_round_times(monkeypatch, store_uri):
     """Issue 23 item 2: a model-training experiment with a description and no `Default` beside it; a short run
     name with dataset, algorithm, stragglers, mu and seed as tags; rounds stamped with the cumulated round times
     ending at the run's finish (not one timestamp: curves in time were vertical lines); final values as tags."""
     from fedbench import tracking
     from fedbench.track import run_name, train_description, train_experiment
 
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    uri = store_uri
     name = run_name(_summary()["params"])
     assert name == "fedprox mu=1 90% s3 synthetic_1_1"
     run_id = log_train(train_experiment("stragglers"), name, _summary(), lambda: [],
@@ -171,12 +191,11 @@ def test_training_run_in_the_ui_model_training_experiment_with_tags_and_real_rou
     assert tracking.list_runs("train-stragglers")[0]["final/test_accuracy"] == 0.52
 
 
-def test_a_run_logged_by_the_main_job_is_not_logged_again_by_fedbench_run(tmp_path, monkeypatch):
+def test_a_run_logged_by_the_main_job_is_not_logged_again_by_fedbench_run(store_uri):
     """Issue 23 item 10: `fedbench run` reusing a run of the main job logged it again under `adhoc`."""
     from fedbench import tracking
 
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    uri = store_uri
     first = log_train("train-stragglers", "a", _summary(), lambda: [])
     assert log_train("train-adhoc", "a", _summary(), lambda: []) == first
     assert tracking.find_logged("fp-1") == ("train-stragglers", first)
@@ -367,7 +386,7 @@ def _run_files(results_root, data_root, summary, folder):
     return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json"]
 
 
-def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, monkeypatch, capsys):
+def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, monkeypatch, capsys, store_uri):
     """Issue 29 item 4: a 10-round and a 200-round run of one cell were both "fedavg 90% s0 synthetic_1_1" in
     MLflow and `fedbench show`. Now the name carries what differs from params.yaml (rounds=10), the tags rounds,
     budget and study are columns, and `show` lists both apart."""
@@ -381,7 +400,6 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
     repo_params = Path(__file__).resolve().parents[1] / "params.yaml"
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(repo_params.read_text())  # the defaults `fedbench run` is told apart from
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'store.db'}")
     defaults = load_config("params.yaml")
     assert defaults.train.rounds == 200  # params.yaml's: the main job's budget
     main_run, short_run = _summary("a1b2c3d4e5f60718"), _summary("0f1e2d3c4b5a6978")
@@ -560,7 +578,7 @@ def _three_runs(experiment: str = "train-stragglers") -> list[dict]:
     return out
 
 
-def test_the_ui_links_open_views_with_the_params_that_differ_and_the_metrics_as_columns(tmp_path, monkeypatch):
+def test_the_ui_links_open_views_with_the_params_that_differ_and_the_metrics_as_columns(store_uri):
     """Issue 52 item 5: MLflow 3.17's runs table shows no params or metrics by default, and only a shared view
     (an experiment tag) lets a link choose its columns. `fedbench ui` saves one per experiment (the params that take
     two values or more, or are set on some runs only; the metrics), one per chart link with its search filter,
@@ -570,8 +588,7 @@ def test_the_ui_links_open_views_with_the_params_that_differ_and_the_metrics_as_
     from fedbench import tracking
     from fedbench.track import TABLE_METRICS, TABLE_PARAMS
 
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    uri = store_uri
     _three_runs()
     child = tracking.Record("sim", "fp-c", {}, {"arm": "a", "seed": "0"}, [("test/loss", 1.0, 1, 0)], 0, 1)
     tracking.log_study("claims-toy", tracking.Record("toy", "fp-s", {}, {"study": "toy"}, [], 0, 1),

@@ -1,6 +1,6 @@
 """Every claim study run end to end, small: the one run of each study that the parametrised test
 (tests/studies/test_study_end_to_end.py) and each study's own tests read (through the session fixture ``study_run``,
-tests/studies/conftest.py), so that a study runs once a session however many tests read it.
+tests/conftest.py), so that a study runs once a session however many tests read it.
 
 How a study is run small is data here, one entry a study: a paper-scale study runs its declared "fixture" budget on
 fixture-sized real variants (tests/studies/real_fixtures.BUILDERS) through ``run_claim_study``, as ``fedbench paper

@@ -1,7 +1,8 @@
 """A claim study's folder is replaced whole, and a run stopped or failing on its way never loses the simulations it
 (or an earlier run) finished: they were moved into the temporary folder before the swap, and removed with it when
 anything after that raised (an interrupt-and-resume audit, 2026-11-29). On FedLaAvg's Example 1 (6 simulations,
-deterministic; about 20 s of CPU on 2 cores, so run once for the module and copied for each test)."""
+deterministic), at larger step sizes than the study's (SMALL_ETAS: 35 periods in all, not 260; its claims still
+judged; about 3 s of CPU, 20 s at the study's own), run once for the module and copied for each test."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from fedbench.study import output
 from fedbench.study.output import replace_keeping, run_claim_study
 
 NAME = "fedlaavg_example1"
+SMALL_ETAS = (0.2, 0.1, 0.05)  # three step sizes as the study's ETAS (0.1, 0.02, 0.005), whose periods grow as 1/eta
 
 
 def _outcomes(folder: Path) -> list[str]:
@@ -26,8 +28,18 @@ def _leftovers(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def small_steps():
+    """The study at SMALL_ETAS for every run of this module (the same settings in each, so reruns reuse)."""
+    from fedbench.studies import fedlaavg_example1
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fedlaavg_example1, "ETAS", SMALL_ETAS)
+        yield
+
+
 @pytest.fixture(scope="module")
-def finished_once(tmp_path_factory):
+def finished_once(tmp_path_factory, small_steps):
     """The study run once for the module's tests (each of them changes or reruns the folder: they get copies)."""
     folder = tmp_path_factory.mktemp("finished") / NAME / "pipeline"
     run_claim_study(NAME, folder, workers=1)

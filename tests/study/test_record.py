@@ -20,6 +20,7 @@ from fedbench.availability import AvailabilityConfig
 from fedbench.engine.simulation import SimulationConfig
 import fedbench.study.output as output
 import fedbench.study.runner as runner
+from fedbench.studies import delta_fl_triangle
 from fedbench.study import reuse
 from fedbench.study.output import run_claim_study
 from fedbench.study.record import (SIMULATIONS, add_fingerprints, compact, drop_fingerprints, keep_seconds,
@@ -108,9 +109,11 @@ def test_a_changed_record_alone_takes_its_new_seconds(tmp_path):
 
 
 def test_a_study_rerun_with_other_wall_times_leaves_its_tracked_files_byte_identical(tmp_path, monkeypatch, capsys):
-    """delta_fl_triangle (5 simulations, a few seconds) run twice, the second time computing every run again (its
-    outcomes removed, as in a fresh clone, where they are not committed) on a clock 100 s slower per reading: every
-    wall time differs, so only the kept seconds can make the files equal."""
+    """delta_fl_triangle (5 simulations, at 20 rounds, not its 200: what is checked does not depend on them) run
+    twice, the second time computing every run again (its outcomes removed, as in a fresh clone, where they are not
+    committed) on a clock 100 s slower per reading: every wall time differs, so only the kept seconds can make the
+    files equal."""
+    monkeypatch.setattr(delta_fl_triangle, "ROUNDS", 20)
     run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     folder = tmp_path / "delta_fl_triangle"
     tracked = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}  # the outcomes/ folder is not

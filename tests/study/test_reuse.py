@@ -12,12 +12,14 @@ import fedbench.study.runner as runner
 from fedbench.algorithms import FedAvg, FedLaAvg
 from fedbench.study.runner import STORE, run_simulations
 from fedbench.study.reuse import OutcomeStore
-from fedbench.studies import fedlaavg_example1
+from fedbench.studies import delta_fl_triangle, fedlaavg_example1
 from fedbench.study import reuse
 from fedbench.study.output import run_claim_study
 
 
-def _sims(etas=(0.1, 0.02)):
+def _sims(etas=(0.2, 0.1)):
+    """FedAvg and FedLaAvg on FedLaAvg's Example 1 at step sizes ``etas``: large ones, whose runs are short (the
+    rounds the study runs grow as 1 / eta)."""
     return [fedlaavg_example1.simulation(make(lr=eta), eta) for eta in etas for make in (FedAvg, FedLaAvg)]
 
 
@@ -92,7 +94,7 @@ def test_second_run_computes_nothing_and_a_changed_arm_reruns_alone(tmp_path, co
 
 
 def test_labels_are_not_settings_but_code_is(tmp_path, counted):
-    sims = _sims((0.1,))
+    sims = _sims((0.2,))
     _run(tmp_path, sims)
     renamed = [dataclasses.replace(s, name=s.name + "/again", knobs={"label": 1}) for s in sims]
     counted.clear()
@@ -107,7 +109,7 @@ def test_how_often_a_run_checkpoints_is_not_a_setting_but_what_it_evaluates_is()
     """The one fingerprint leaves out checkpoint_every (it changes no number: resume == uninterrupted, bit for bit),
     and keeps every other field of the SimulationConfig, the dissimilarity's cadence included (it changes the
     history)."""
-    (sim,) = _sims((0.1,))[:1]
+    (sim,) = _sims((0.2,))[:1]
     digest = sim.dataset().content_hash
     again = dataclasses.replace(sim, config=dataclasses.replace(sim.config, checkpoint_every=7))
     other = dataclasses.replace(sim, config=dataclasses.replace(sim.config, dissimilarity_every=3))
@@ -116,7 +118,7 @@ def test_how_often_a_run_checkpoints_is_not_a_setting_but_what_it_evaluates_is()
 
 
 def test_half_written_outcomes_are_recomputed_never_read(tmp_path, counted, capsys):
-    sims = _sims((0.1,))
+    sims = _sims((0.2,))
     first, _ = _run(tmp_path, sims)
     assert "corrupt" not in capsys.readouterr().err  # none stored yet: nothing to say
     files = sorted(tmp_path.glob("*.json"))
@@ -149,7 +151,8 @@ def test_an_outcome_file_that_is_json_but_not_an_outcome_is_named_and_recomputed
     assert reuse.load(tmp_path, "fedcba9876543210") is None and capsys.readouterr().err == ""  # none stored: silent
 
 
-def test_study_folder_keeps_exactly_its_outcomes(tmp_path, capsys):
+def test_study_folder_keeps_exactly_its_outcomes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(delta_fl_triangle, "ROUNDS", 20)  # its 5 simulations at 20 rounds, not 200
     claims = run_claim_study("delta_fl_triangle", tmp_path / "delta_fl_triangle", workers=1)
     folder = tmp_path / "delta_fl_triangle"
     kept = sorted(p.name for p in (folder / reuse.OUTCOMES).iterdir())
