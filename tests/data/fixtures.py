@@ -29,7 +29,12 @@ import zipfile
 
 import numpy as np
 
-RNG = np.random.default_rng(20240101)
+PIXEL_SEED = 20240101  # every builder below draws its pixels from a generator of its own with this seed, made when
+# it is called: a fixture's bytes are the same whatever was built before it in the process (no shared stream)
+
+
+def pixels() -> np.random.Generator:
+    return np.random.default_rng(PIXEL_SEED)
 
 
 def idx_images(images: np.ndarray) -> bytes:
@@ -40,33 +45,35 @@ def idx_labels(labels: np.ndarray) -> bytes:
     return gzip.compress(struct.pack(">II", 2049, len(labels)) + labels.astype(np.uint8).tobytes(), mtime=0)
 
 
-def _digit_images(labels: np.ndarray, size: int = 28) -> np.ndarray:
-    """A blob per label at a label-dependent place, plus noise: learnable and compressible."""
+def _digit_images(labels: np.ndarray, g: np.random.Generator, size: int = 28) -> np.ndarray:
+    """A blob per label at a label-dependent place, plus noise drawn from ``g``: learnable and compressible."""
     images = np.zeros((len(labels), size, size), np.uint8)
     for i, y in enumerate(labels):
         r, c = 4 + (y % 5) * 4, 4 + (y // 5) * 10
-        images[i, r:r + 6, c:c + 8] = 200 + RNG.integers(0, 55)
-        images[i] += RNG.integers(0, 20, (size, size)).astype(np.uint8)
+        images[i, r:r + 6, c:c + 8] = 200 + g.integers(0, 55)
+        images[i] += g.integers(0, 20, (size, size)).astype(np.uint8)
     return images
 
 
 def mnist_like(per_class_train: int = 12, per_class_test: int = 3, classes: int = 10) -> dict[str, bytes]:
     y_train = np.tile(np.arange(classes), per_class_train)
     y_test = np.tile(np.arange(classes), per_class_test)
+    g = pixels()
     return {
-        "train-images-idx3-ubyte.gz": idx_images(_digit_images(y_train)),
+        "train-images-idx3-ubyte.gz": idx_images(_digit_images(y_train, g)),
         "train-labels-idx1-ubyte.gz": idx_labels(y_train),
-        "t10k-images-idx3-ubyte.gz": idx_images(_digit_images(y_test)),
+        "t10k-images-idx3-ubyte.gz": idx_images(_digit_images(y_test, g)),
         "t10k-labels-idx1-ubyte.gz": idx_labels(y_test),
     }
 
 
 def emnist_zip(per_class_train: int = 3, per_class_test: int = 1) -> dict[str, bytes]:
     y_train, y_test = np.tile(np.arange(47), per_class_train), np.tile(np.arange(47), per_class_test)
+    g = pixels()
     members = {
-        "gzip/emnist-balanced-train-images-idx3-ubyte.gz": idx_images(_digit_images(y_train % 10)),
+        "gzip/emnist-balanced-train-images-idx3-ubyte.gz": idx_images(_digit_images(y_train % 10, g)),
         "gzip/emnist-balanced-train-labels-idx1-ubyte.gz": idx_labels(y_train),
-        "gzip/emnist-balanced-test-images-idx3-ubyte.gz": idx_images(_digit_images(y_test % 10)),
+        "gzip/emnist-balanced-test-images-idx3-ubyte.gz": idx_images(_digit_images(y_test % 10, g)),
         "gzip/emnist-balanced-test-labels-idx1-ubyte.gz": idx_labels(y_test),
         "gzip/emnist-digits-train-labels-idx1-ubyte.gz": idx_labels(np.arange(10)),  # another split, ignored
     }
@@ -84,10 +91,10 @@ def zip_bytes(members: dict[str, bytes]) -> bytes:
 
 def cifar_tar(per_class_per_batch: int = 2) -> tuple[dict[str, bytes], dict[str, bytes]]:
     """({'cifar-10-python.tar.gz': bytes}, {member name: member bytes})."""
-    members = {}
+    members, g = {}, pixels()
     for name in ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch"):
         labels = np.tile(np.arange(10), per_class_per_batch)
-        data = RNG.integers(0, 256, (len(labels), 3072)).astype(np.uint8)
+        data = g.integers(0, 256, (len(labels), 3072)).astype(np.uint8)
         data[:, :100] = (labels * 25)[:, None]  # a label signal in the red channel
         members[name] = pickle.dumps({b"batch_label": name.encode(), b"labels": labels.tolist(), b"data": data,
                                       b"filenames": [f"{name}_{i}.png".encode() for i in range(len(labels))]},
@@ -252,15 +259,15 @@ def glove() -> dict[str, bytes]:
 
 def mnist5k_csv(per_digit: int = 20) -> bytes:
     labels = np.repeat(np.arange(10), per_digit)
-    pixels = _digit_images(labels).reshape(len(labels), -1)
-    table = np.concatenate([pixels.astype(np.int64), labels[:, None]], axis=1)
+    pixels_ = _digit_images(labels, pixels()).reshape(len(labels), -1)
+    table = np.concatenate([pixels_.astype(np.int64), labels[:, None]], axis=1)
     return gzip.compress(("\n".join(",".join(map(str, r)) for r in table) + "\n").encode(), mtime=0)
 
 
 def digits_csv(per_digit: int = 15) -> bytes:
     labels = np.tile(np.arange(10), per_digit)
-    pixels = (_digit_images(labels, 8)[:, :8, :8] // 16).reshape(len(labels), -1)
-    table = np.concatenate([pixels, labels[:, None]], axis=1)
+    pixels_ = (_digit_images(labels, pixels(), 8)[:, :8, :8] // 16).reshape(len(labels), -1)
+    table = np.concatenate([pixels_, labels[:, None]], axis=1)
     return gzip.compress(("\n".join(",".join(f"{v:.1f}" for v in r) for r in table) + "\n").encode(), mtime=0)
 
 

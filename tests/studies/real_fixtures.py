@@ -3,7 +3,6 @@ upstream formats, prepared and built by the data pipeline into ``root/real/<vari
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,18 +26,8 @@ def build_real(root: Path, variant: str, **variant_params) -> Path:
 
 
 # --- fixture-sized real variants of each paper-scale study (its fixture budget's), built once a session ------------
-# Each draws its pixels from a generator of its own (fixed_pixels), so that its data, and the numbers a test pins on
-# it, are the same whatever ran before it.
-
-@contextmanager
-def fixed_pixels():
-    """tests.data.fixtures draws from its module generator: seed it afresh for one build."""
-    shared, fixtures.RNG = fixtures.RNG, np.random.default_rng(20240101)
-    try:
-        yield
-    finally:
-        fixtures.RNG = shared
-
+# Each draws its pixels from a generator of its own (tests.data.fixtures.pixels, made when a builder is called), so
+# that its data, and the numbers a test pins on it, are the same whatever ran before it.
 
 def _write(folder: Path, files: dict[str, bytes]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
@@ -156,5 +145,4 @@ BUILDERS = {"fedlaavg_cifar10": _cifar10_fedlaavg, "fedlaavg_fashion": _fashion_
 def build_for(study: str, root: Path) -> Path:
     """Study ``study``'s fixture-sized real variants built under ``root``, their pixels independent of what ran
     before; the real_root to pass to it."""
-    with fixed_pixels():
-        return BUILDERS[study](root)
+    return BUILDERS[study](root)

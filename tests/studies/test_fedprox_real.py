@@ -74,8 +74,7 @@ def test_mnist5k_train_store_runs_move_in_and_the_study_gives_the_old_path_s_ent
     old = train_runs(cfg, keys, generated, results, progress=False)  # the old path: the train store
     before = [real_claims.gain_at_90, real_claims.dissimilarity, real_claims.gain_at_0_50, real_claims.stragglers_hurt]
     before = [fn(cfg, MNIST5K_STUDY, results, generated) for fn in before]
-    # judged, two seeds each (the fixture's pixels come from tests.data.fixtures' one RNG, so its numbers depend on
-    # the fixtures drawn before in the process: the test holds the new path to the old one's, not to set numbers)
+    # judged, two seeds each (the test holds the new path to the old one's on the same runs)
     assert [len(e["effect"]["per_seed"]) for e in before] == [2, 2, 2, 2]
     assert {e["verdict"] for e in before} <= {"reproduced", "not-reproduced", "inconclusive"}
     monkeypatch.setattr(fedprox_main_job, "_same_run_code", lambda commit, code: True)  # the fixture's tree: dirty

@@ -320,10 +320,9 @@ def test_partial_work_e1_end_to_end_on_fixture_mnist(tmp_path, monkeypatch):
     """fedprox_mnist_e1 at fixture size (MNIST-format fixture images built as mnist_fedprox over 10 devices, 3
     seeds, 6 rounds, 3 clients a round): the train stage's code runs its E = 1 minibatch stragglers and the claim,
     narrowed to that one study, is judged from the runs."""
-    from tests.studies.real_fixtures import build_real, fixed_pixels
+    from tests.studies.real_fixtures import build_real
 
-    with fixed_pixels():
-        build_real(tmp_path, "mnist_fedprox", num_clients=10, phase1_per_label=5)
+    build_real(tmp_path, "mnist_fedprox", num_clients=10, phase1_per_label=5)
     s = STUDIES["fedprox_mnist_e1"]
     study = s.study()
     study["train"] = study["train"] | {"rounds": 6}
