@@ -125,6 +125,33 @@ def run_static(algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: 
     return work
 
 
+BUCKET_GROWTH = 1.25  # row buckets (D4): each bucket holds at most 1.25x the rows of the one below (at least one more)
+
+
+def bucket_sizes(rows: int, growth: float = BUCKET_GROWTH) -> tuple[int, ...]:
+    """The row buckets of a static shape of ``rows`` rows: 1, 2, 3, 4, 5, 7, 9, ... each ceil(growth x) the one
+    below (at least one more), the last ``rows``; a step runs on the smallest that holds its active rows."""
+    if rows < 1 or growth <= 1.0:
+        raise ValueError(f"row buckets need rows >= 1 and growth > 1, got rows={rows}, growth={growth}")
+    sizes = [1]
+    while sizes[-1] < rows:
+        sizes.append(min(rows, max(sizes[-1] + 1, int(np.ceil(sizes[-1] * growth)))))
+    return tuple(sizes)
+
+
+def bucketed_row_steps(steps: np.ndarray, rows: int, growth: float = BUCKET_GROWTH) -> int:
+    """Row-steps a round computes when step t runs on the smallest bucket holding its a_t active rows (rows sorted
+    by steps, so that they are a prefix): sum_t bucket(a_t). With steps sorted descending s_1 >= ... >= s_K, a_t = a
+    for s_{a+1} <= t < s_a."""
+    s = np.sort(np.asarray(steps, dtype=np.int64))[::-1]
+    if len(s) == 0:
+        return 0
+    sizes = np.array(bucket_sizes(rows, growth))
+    a = np.arange(1, len(s) + 1)
+    span = s - np.append(s[1:], 0)  # the steps with exactly a active rows
+    return int((sizes[np.searchsorted(sizes, a)] * span).sum())
+
+
 def padded_row_steps(steps: np.ndarray, shape: StaticShape) -> int:
     """Row-steps a round at ``shape`` computes and discards: T K - sum_k steps_k."""
     return shape.steps * shape.rows - int(np.sum(steps))
