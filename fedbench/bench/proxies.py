@@ -554,8 +554,9 @@ def step_rows(r: dict[str, Any]) -> list[tuple]:
                      f"<= {recurrent_target(row)}", met(row, recurrent_target(row))))
     for key, name in HEAVY_TAILED + (("synthetic", "FedProx's synthetic study as stacked"),):
         p = padding[key]
-        rows.append((f"padded row-steps / useful, {name} ({key} sizes, {p['rounds']} rounds; lockstep static path "
-                     f"today {p['lockstep_ratio']:.2f})", f"{p['bucketed_ratio']:.3f} (row buckets)",
+        rows.append((f"padded row-steps / useful, {name} ({key} sizes, {p['rounds']} rounds; in lockstep, "
+                     f"the static path before row buckets: {p['lockstep_ratio']:.2f})",
+                     f"{p['bucketed_ratio']:.3f} (row buckets: the static path)",
                      f"<= {PADDING}", p["bucketed_ratio"] <= PADDING))
     flops = {k: v["flops"]["ratio"] for k, v in steps.items() if "flops" in v}
     rows.append(("executed FLOPs / the model's training FLOPs a row-step, static path (" + ", ".join(flops) + ")",

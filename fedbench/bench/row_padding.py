@@ -11,7 +11,9 @@ cohorts together. Counted per round and summed:
 - ``bucketed``: every step t on the smallest row bucket holding its a_t active rows (rows sorted by steps:
   fedbench.engine.static.bucketed_row_steps, buckets fedbench.engine.static.bucket_sizes).
 
-The ratios are ``lockstep / useful`` and ``bucketed / useful``.
+The ratios are ``lockstep / useful`` and ``bucketed / useful``. ``bucketed`` is the eager static path's count at
+the round's own rows; the captured path pays a little more (each GRAPH_STEPS steps at their first step's bucket,
+fedbench.engine.capture), and so does a block whose rows exceed the round's (its largest bucket is the block's).
 """
 
 from __future__ import annotations
