@@ -34,6 +34,13 @@ count that does not depend on the machine, and the H200 measurements already com
 - ``dissimilarity_runs``: per paper study, the runs the gradient dissimilarity is computed for (as its train
   settings declare: ``dissimilarity_variants`` and ``dissimilarity_stragglers``, fedbench.config.TrainConfig) and
   those a claim reads it of (fedbench.study.paper_profile.READ: the runs without stragglers).
+- ``step_launches`` (issue 53): per model family (mclr, the CIFAR CNN, the Shakespeare and Sent140 LSTMs, the GRU)
+  the ATen operators a chain step of the static path dispatches and the fused kernels' Triton launches, counted in
+  Triton's interpreter in a subprocess, and executed FLOPs over the model's training FLOPs a row-step
+  (fedbench.bench.step_launches).
+- ``row_padding`` (issue 53, D4): padded row-steps over useful ones of a CNN stack and a recurrent stack at FedProx
+  Table 1's heavy-tailed client sizes and of the synthetic study, in lockstep (the static path before row buckets)
+  and at row buckets (fedbench.bench.row_padding).
 
 Timings are not counted; the GPU figures these counts imply come from the cost model beside them.
 """
@@ -61,6 +68,18 @@ TARGETS = {
     "dissimilarity_runs": ("all 20 (Sent140)", "only those a claim reads"),
     "projected_profile": ("not priced (61.3 from means)", "priced; <= 8 GPU-hours"),
 }
+# issue 53's table, the rows a CPU counts exactly (fedbench.bench.step_launches, fedbench.bench.row_padding)
+MCLR_LAUNCHES = 4  # launches a chain step, mclr (fused: 1)
+CNN_LAUNCHES = 25  # launches a local step, CNN
+PADDING = 1.25  # padded row-steps / useful
+FLOPS = 1.15  # executed FLOPs / the model's training FLOPs, per row-step
+RECURRENT = (("shakespeare_lstm", "Shakespeare LSTM"), ("sent140_lstm", "Sent140 LSTM"), ("gru", "Delta-FL GRU"))
+HEAVY_TAILED = (("femnist", "a CNN stack"), ("shakespeare", "a recurrent stack"))
+
+
+def recurrent_target(row: dict[str, Any]) -> int:
+    """Issue 53: <= 2 x timesteps x layers + 10 launches a local step."""
+    return 2 * row["timesteps"] * row["layers"] + 10
 
 
 class OpCount(contextlib.ExitStack):
@@ -422,6 +441,13 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     graphs = graph_keys()
     log("  proxies: the synthetic study's chain from its drawn schedule")
     chain = synthetic_chain(rounds=20 if quick else None)
+    log("  proxies: launches and FLOPs a local step, per model family (Triton's interpreter, a subprocess)")
+    from fedbench.bench import row_padding, step_launches
+
+    steps = step_launches.measure(quick)
+    log("  proxies: padded row-steps at heavy-tailed client sizes")
+    padding = {d: row_padding.heavy_tailed(d) for d, _ in HEAVY_TAILED}
+    padding["synthetic"] = row_padding.synthetic_study(rounds=20 if quick else None)
     log("  proxies: the cost model on the H200 calibration")
     priced = drawn_cost.price_proxies(chain=chain, log=log)
     result = {
@@ -453,6 +479,8 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
         "projected_synthetic_s": None if priced["synthetic_s"] is None else priced["synthetic_s"]["stacked_as_today"],
         "projected_synthetic_one_stack_s": None if priced["synthetic_s"] is None else priced["synthetic_s"]["one_stack"],
         "calibration": priced["calibration"],
+        "step_launches": steps,
+        "row_padding": padding,
         "quick": quick,
     }
     result["targets"] = targets(result)
@@ -497,7 +525,44 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         ("projected profile from drawn schedules (GPU-hours, H200)", "-" if total is None else f"{total:.1f}",
          TARGETS["projected_profile"][1], None if total is None else total <= 8.0),
     ]
+    rows += step_rows(r)
     return [{"proxy": p, "value": v, "target": t, "met": m} for p, v, t, m in rows]
+
+
+def step_rows(r: dict[str, Any]) -> list[tuple]:
+    """Issue 53's rows: launches a local step per family (static path's ATen ops; fused kernels' launches), padded
+    row-steps / useful, FLOPs executed / trained (None: not measured)."""
+    steps, padding = r.get("step_launches"), r.get("row_padding")
+    if not steps or not padding:
+        return []
+
+    def fused(row):
+        return "-" if row["fused_launches_per_step"] is None else f"{row['fused_launches_per_step']:g}"
+
+    def met(row, target):
+        return None if row["fused_launches_per_step"] is None else row["fused_launches_per_step"] <= target
+
+    m, c = steps["mclr"], steps["cnn"]
+    rows = [(f"launches a chain step, mclr (static path's ATen ops {m['static_ops_per_step']:g}; fused)", fused(m),
+             f"<= {MCLR_LAUNCHES} (fused: 1)", met(m, 1)),
+            (f"launches a local step, CNN (static path's ATen ops {c['static_ops_per_step']:g}; fused)", fused(c),
+             f"<= {CNN_LAUNCHES}", met(c, CNN_LAUNCHES))]
+    for key, name in RECURRENT:
+        row = steps[key]
+        rows.append((f"launches a local step, {name} ({row['timesteps']} timesteps x {row['layers']} layers; static "
+                     f"path's ATen ops {row['static_ops_per_step']:g}; fused)", fused(row),
+                     f"<= {recurrent_target(row)}", met(row, recurrent_target(row))))
+    for key, name in HEAVY_TAILED + (("synthetic", "FedProx's synthetic study as stacked"),):
+        p = padding[key]
+        rows.append((f"padded row-steps / useful, {name} ({key} sizes, {p['rounds']} rounds; in lockstep, "
+                     f"the static path before row buckets: {p['lockstep_ratio']:.2f})",
+                     f"{p['bucketed_ratio']:.3f} (row buckets: the static path)",
+                     f"<= {PADDING}", p["bucketed_ratio"] <= PADDING))
+    flops = {k: v["flops"]["ratio"] for k, v in steps.items() if "flops" in v}
+    rows.append(("executed FLOPs / the model's training FLOPs a row-step, static path (" + ", ".join(flops) + ")",
+                 ", ".join(f"{v:.3f}" for v in flops.values()), f"<= {FLOPS} each",
+                 all(v <= FLOPS for v in flops.values())))
+    return rows
 
 
 def table(r: dict[str, Any]) -> list[str]:

@@ -6,7 +6,8 @@ launches: FedProx's mclr step for the 1,400 clients of its 140-run synthetic stu
 replayed from one CUDA graph on an H200 (../shared/measurements/gpu-h200-2026-11-27/graphstep.py). A graph
 replays a fixed sequence of kernels on fixed buffers, so the loop must have one shape and read nothing back:
 fedbench.engine.static gives it both (rows padded to the block's cohort, steps to the block's largest client,
-finished rows masked). :class:`CapturedSteps` captures the T steps of fedbench.engine.static.run_static once per
+finished rows masked), and one graph a row bucket (the steps' active rows a prefix of the sorted rows,
+fedbench.engine.static.bucket_sizes). :class:`CapturedSteps` captures the T steps of fedbench.engine.static.run_static once per
 (shape, algorithm object, kernel, non-tensor values of the local state and broadcast) and then, each round,
 copies the round's local state, broadcast and schedule into the graph's input buffers and replays it
 (PyTorch's ``torch.cuda.graph`` recipe: warm-up on a side stream, capture, replay).
@@ -45,7 +46,8 @@ from fedbench.engine.static import StaticCohort, run_static
 
 CAPTURE_MODES = ("none", "static", "cuda_graph", "fused_step", "fused_round")
 FUSED_MODES = ("fused_step", "fused_round")  # fedbench.engine.fused: one Triton launch a chain step, or a round
-MAX_GRAPHS = 8  # captured loops kept per stack (each holds its own memory pool)
+MAX_GRAPHS = 40  # captured loops kept per stack (each holds its own memory pool): one a row bucket of the stack's
+# rows (fedbench.engine.static.bucket_sizes: 30 buckets up to 1,400 rows) and more than one algorithm key
 GRAPH_STEPS = 16  # local steps in one graph: a round of T steps replays it ceil(T / 16) times (at most 15 padded
 # steps a round: 0.1% of the FedProx synthetic study's chain of about 7,600 steps a round, fedbench.bench.lockstep)
 WARMUP_RUNS = 2  # eager runs on a side stream before capture (PyTorch's recipe: lazy init, cuBLAS workspaces)
@@ -164,24 +166,31 @@ class CapturedSteps:
 
     def run(self, algorithm: Any, kernel: Any, bcast: Any, local: Any, x_prepared: torch.Tensor, y: torch.Tensor,
             cohort: StaticCohort) -> Any:
-        """fedbench.engine.static.run_static's result, from replays of the captured steps. The result is a graph's
-        own output buffer: copy what must outlive the next replay."""
+        """fedbench.engine.static.run_static's result, from replays of the captured steps. With ``cohort.buckets``
+        each GRAPH_STEPS steps replay the graph of their first step's row bucket (the largest of theirs: the
+        active rows only shrink) on the state's first rows, and none where no row is active. The result may be a
+        graph's own output buffer: copy what must outlive the next replay."""
         total, rows, batch = cohort.batches.shape
         if total % GRAPH_STEPS:
             raise ValueError(f"a captured round needs a multiple of {GRAPH_STEPS} steps, got {total}")
         state = local
         for t0 in range(0, total, GRAPH_STEPS):
-            entry = self._entry(algorithm, kernel, bcast, state, x_prepared, y, rows, batch)
-            for dst, src in zip(tree.tree_leaves(entry.local), tree.tree_leaves(state)):
+            b = rows if cohort.buckets is None else cohort.buckets[t0]
+            if not b:
+                break
+            part, part_bcast = (state, bcast) if b == rows else (
+                tree.head(state, b), tree.head(bcast, b) if cohort.row_bcast else bcast)
+            entry = self._entry(algorithm, kernel, part_bcast, part, x_prepared, y, b, batch)
+            for dst, src in zip(tree.tree_leaves(entry.local), tree.tree_leaves(part)):
                 dst.copy_(src)
-            for dst, src in zip(tree.tree_leaves(entry.bcast), tree.tree_leaves(bcast)):
+            for dst, src in zip(tree.tree_leaves(entry.bcast), tree.tree_leaves(part_bcast)):
                 dst.copy_(src)
             for name in _tensor_fields(algorithm):  # the round's lr into the graph's own
                 getattr(entry.algorithm, name).copy_(getattr(algorithm, name))
-            entry.batches.copy_(cohort.batches[t0: t0 + GRAPH_STEPS])
-            entry.active.copy_(cohort.active[t0: t0 + GRAPH_STEPS])
+            entry.batches.copy_(cohort.batches[t0: t0 + GRAPH_STEPS, :b])
+            entry.active.copy_(cohort.active[t0: t0 + GRAPH_STEPS, :b])
             entry.graph.replay()
-            state = entry.out
+            state = entry.out if b == rows else tree.concat([entry.out, tree.rows(state, b, rows)])
         return state
 
     def _entry(self, algorithm, kernel, bcast, local, x_prepared, y, rows: int, batch: int) -> _Graph:

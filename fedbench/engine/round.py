@@ -11,8 +11,9 @@ buffer whose cohort rows are gathered and written once (:func:`pool_tables`), an
 server_update run once for each group of runs (fedbench.engine.vmap_runs), so that the operators a round launches
 around its steps do not grow with the runs of the stack (fedbench.bench.proxies: ops_outside_steps_per_round).
 
-With ``Stack.capture`` static or cuda_graph the merged cohort is not sorted: its rows run every step of the round at
-one static shape, finished rows masked (fedbench.engine.static), the same numbers on the CPU.
+With ``Stack.capture`` static or cuda_graph the merged cohort's rows are sorted by steps and run at one static shape,
+each step on the row bucket that holds its active rows, finished rows masked (fedbench.engine.static), the same
+numbers on the CPU.
 """
 
 from __future__ import annotations
@@ -445,21 +446,30 @@ def _hand_back(stack: Stack, merged: Any, sizes: list[int]) -> list[Any]:
 
 
 def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: int | None) -> list[Any]:
-    """The runs' cohorts as the rows of one static-shape loop (fedbench.engine.static), in schedule order (no
-    sorting: every step runs every row), eagerly or replayed from a CUDA graph; each run's rows handed back
+    """The runs' cohorts as the rows of one static-shape loop (fedbench.engine.static), sorted by steps (stable;
+    a run alone is already: its cohort is work-sorted) so that each step runs on the row bucket holding its active
+    rows (a prefix), eagerly or replayed from a CUDA graph a bucket; each run's rows handed back
     (:func:`_hand_back`)."""
     sizes = [len(s.steps) for s in schedules]
-    steps = max(int(s.steps.max()) for s in schedules)
+    all_steps = np.concatenate([s.steps for s in schedules])
+    order = np.argsort(-all_steps, kind="stable")
+    sorted_ = bool(np.all(order == np.arange(len(order))))
+    steps = int(all_steps.max())
     if stack.capture == "cuda_graph":
         steps = -(-steps // GRAPH_STEPS) * GRAPH_STEPS
     shape = StaticShape(rows=sum(sizes) if rows is None else rows, steps=steps, batch=stack.batch_size)
     device = stack.device
-    cohort = pad_schedule([s.steps for s in schedules], [s.batches for s in schedules], shape, device)
-    local = pad_rows(tree.concat([s.local for s in schedules]), shape.rows)
+    cohort = pad_schedule([s.steps for s in schedules], [s.batches for s in schedules], shape, device,
+                          order=None if sorted_ else order, buckets=stack.capture in ("static", "cuda_graph"),
+                          row_bcast=len(schedules) > 1)
+    local = tree.concat([s.local for s in schedules])
+    if not sorted_:
+        local = tree.take_rows(local, to_device(order, device))
+    local = pad_rows(local, shape.rows)
     if len(schedules) == 1:
         bcast = schedules[0].bcast
     else:
-        run_of_row = np.repeat(np.arange(len(schedules)), sizes)
+        run_of_row = np.repeat(np.arange(len(schedules)), sizes)[order]
         run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
         bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
     if stack.capture in FUSED_MODES:  # Triton launches: mclr one a chain step (or a round), CNNs 3 a layer, LSTMs
@@ -473,7 +483,9 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
     else:
         merged = run_static(step_form(algorithm, local), stack.kernel, bcast, local, stack.x_prepared, stack.y,
                             cohort)
-    if batched_runs(stack) and stack.capture != "static":  # a graph's own output buffer (overwritten by its next
+    if not sorted_:  # each client's row back in schedule order (a gather: a fresh tensor)
+        merged = tree.take_rows(merged, to_device(np.argsort(order, kind="stable"), device))
+    elif batched_runs(stack) and stack.capture != "static":  # a graph's own output buffer (overwritten by its next
         # replay) or a fused kernel's: one copy for the stack, of which each run's rows are views
         merged = tree.tree_map(torch.clone, merged)
     return _hand_back(stack, merged, sizes)

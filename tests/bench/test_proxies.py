@@ -128,3 +128,90 @@ def test_a_decaying_lr_needs_one_graph_a_block_where_it_reaches_the_loop_as_a_te
     monkeypatch.setattr(FedProx, "step_scalars", ())  # lr a Python number again: a graph a round
     assert proxies.graph_keys(rounds=4)["graphs"] == 4
     assert proxies.graph_keys(rounds=4, lr_decay=1.0)["graphs"] == 1  # a constant lr: one graph either way
+
+
+# issue 53's rows: launches and FLOPs a local step per model family, padded row-steps at row buckets
+
+def test_the_static_paths_aten_ops_a_chain_step_per_model_family():
+    from fedbench.bench import step_launches
+
+    # FedProx (mu 1) at the paper models' sizes, one row: views excluded, each about one CUDA launch
+    assert step_launches.static_ops("mclr") == 25
+    assert step_launches.static_ops("cnn", batch=2) == 97
+    assert step_launches.static_ops("gru") == 728
+    assert step_launches.static_ops("sent140_lstm") == 2146
+    assert step_launches.static_ops("mclr", rows=3, steps=4) == 25  # the same ops a step at any rows and steps
+    assert [step_launches.layers(f) for f in ("cnn", "gru", "sent140_lstm")] == [0, 1, 2]
+
+
+def test_the_fused_kernels_launches_a_chain_step_in_tritons_interpreter():
+    import importlib.util
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("Triton is not installed")
+    code = ("import json; from fedbench.bench.step_launches import fused_launches as f; "
+            "print(json.dumps([f('mclr', rows=2, steps=3), f('gru'), f('cnn', steps=1, batch=2)]))")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TRITON_INTERPRET": "1"},
+                          capture_output=True, text=True, timeout=300, check=True)
+    # mclr: one launch a chain step; the GRU: 2 S L + 2 L + 1 + 1 = 44 at 20 timesteps and 1 layer; the CNN: 15
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [1.0, 44.0, 15.0]
+
+
+def test_executed_flops_over_the_models_training_flops_for_mclr():
+    from fedbench.bench import step_launches
+
+    got = step_launches.flops_ratio("mclr", rows=2)
+    # 60 features x 10 classes, batch 10: 2 x 600 forward + 2 x 600 weight gradient = 2,400 a sample; the static
+    # step's FlopCounterMode sees 400 more a row-step (40 a sample: 10 classes x 2 FLOPs of the (1 x 10) bias-column
+    # product of forward and gradient)
+    assert got["model_per_row_step"] == 24_000.0 and got["executed_per_row_step"] == 24_400.0
+
+
+def test_row_buckets_and_their_row_steps():
+    import numpy as np
+
+    from fedbench.engine.static import bucket_sizes, bucketed_row_steps
+
+    assert bucket_sizes(50) == (1, 2, 3, 4, 5, 7, 9, 12, 15, 19, 24, 30, 38, 48, 50)
+    assert bucket_sizes(1) == (1,) and bucket_sizes(8, growth=2.0) == (1, 2, 4, 8)
+    # steps 7..1 at 7 rows: a_t = 7, 6, ..., 1; buckets 7, 7, 5, 4, 3, 2, 1 = 29 row-steps for 28 useful
+    assert bucketed_row_steps(np.arange(1, 8), 7) == 29
+    assert bucketed_row_steps(np.array([5, 3, 3, 1]), 4) == 12  # every a_t a bucket: no padding
+
+
+def test_padded_row_steps_of_a_stack_in_lockstep_and_at_row_buckets():
+    import dataclasses
+
+    import numpy as np
+
+    from fedbench.bench.row_padding import ratios, stack_padding
+    from fedbench.engine.simulation import SimulationConfig
+
+    cfg = SimulationConfig(rounds=2, clients_per_round=7, local_epochs=1, batch_size=10, device="cpu")
+    sizes = np.arange(10, 71, 10)  # every client each round: steps 1, ..., 7
+    got = stack_padding([(cfg, sizes, True)], rounds=2)
+    assert got == {"useful": 56, "lockstep": 98, "bucketed": 58}
+    two = stack_padding([(cfg, sizes, True), (dataclasses.replace(cfg, seed=1), sizes, True)], rounds=1)
+    # 14 rows of steps 7, 7, 6, 6, ..., 1, 1: a_t = 14, 12, ..., 2 on buckets 14 (15 capped), 12, 12, 9, 7, 4, 2
+    assert two == {"useful": 56, "lockstep": 98, "bucketed": 60}
+    assert ratios(got)["lockstep_ratio"] == 98 / 56
+
+
+def test_issue_53s_rows_say_met_or_not():
+    row = {"static_ops_per_step": 25.0, "fused_launches_per_step": 1.0, "layers": 0, "timesteps": 0,
+           "flops": {"ratio": 1.02}}
+    steps = {"mclr": row, "cnn": {**row, "fused_launches_per_step": 26.0},
+             "shakespeare_lstm": {**row, "fused_launches_per_step": 330.0, "layers": 2, "timesteps": 80},
+             "sent140_lstm": {**row, "fused_launches_per_step": None, "layers": 2, "timesteps": 25},
+             "gru": {**row, "fused_launches_per_step": 51.0, "layers": 1, "timesteps": 20, "flops": {"ratio": 1.2}}}
+    pad = {"lockstep_ratio": 4.0, "bucketed_ratio": 1.1, "rounds": 20}
+    rows = proxies.step_rows({"step_launches": steps, "row_padding": {"femnist": pad, "shakespeare": pad,
+                                                                       "synthetic": {**pad, "bucketed_ratio": 1.3}}})
+    assert [r[3] for r in rows] == [True, False, True, None, False, True, True, False, False]
+    assert [r[2] for r in rows][:5] == ["<= 4 (fused: 1)", "<= 25", "<= 330", "<= 110", "<= 50"]

@@ -245,3 +245,63 @@ def test_params_yaml_train_capture_is_validated_and_reaches_the_run():
     dataset, variant = cfg.data.datasets[0], next(iter(cfg.algorithms))
     assert run_params(cfg, dataset, variant, 0.0, 0)["capture"] == "static"  # a run records a capture that is on
     assert "capture" not in run_params(parse_config(raw), dataset, variant, 0.0, 0)  # and none as before
+
+
+# ---- row buckets (issue 53 item 4, design D4) -------------------------------------------------------------------
+
+def test_row_buckets_sort_the_rows_and_give_each_step_the_bucket_of_its_active_rows():
+    steps = [np.array([2, 1]), np.array([3])]
+    batches = [np.array([[0, 1], [2, -1], [5, 6]]), np.array([[7, 8], [9, -1], [10, 11]])]
+    shape = StaticShape(rows=4, steps=4, batch=2)
+    cohort = pad_schedule(steps, batches, shape, torch.device("cpu"), order=np.array([2, 0, 1]), buckets=True)
+    assert cohort.buckets == (3, 2, 1, 0)  # 3, 2, 1 and no rows active; buckets 1, 2, 3, 4
+    assert cohort.batches[:, 0].tolist() == [[7, 8], [9, -1], [10, 11], [-1, -1]]  # run 1's client first: 3 steps
+    assert cohort.batches[:, 1].tolist() == [[0, 1], [2, -1], [-1, -1], [-1, -1]]
+    assert cohort.active[:, 2].tolist() == [True, False, False, False]
+    with pytest.raises(ValueError, match="row buckets need the rows sorted by steps"):
+        pad_schedule(steps, batches, shape, torch.device("cpu"), buckets=True)
+
+
+def _bucket_round(rows: int = 7):
+    """run_static's arguments for one FedProx round of mclr on 6 clients (steps 6, 5, 5, 3, 2, 1) at ``rows`` rows,
+    with and without row buckets."""
+    from fedbench.engine.kernels import choose_kernel
+
+    g = torch.Generator().manual_seed(0)
+    model = build_model("mclr", (5,), 3)
+    kernel = choose_kernel(model, "cpu", "mclr")
+    x, y = torch.randn(40, 5, generator=g), torch.randint(0, 3, (40,), generator=g)
+    steps = np.array([6, 5, 5, 3, 2, 1])
+    flat = torch.randint(0, 40, (int(steps.sum()), 2), generator=g).numpy()
+    flat[np.cumsum(steps) - 1, 1] = -1  # every client's last minibatch partial
+    shape = StaticShape(rows=rows, steps=6, batch=2)
+    cohorts = [pad_schedule([steps], [flat], shape, torch.device("cpu"), buckets=b) for b in (True, False)]
+    algorithm = FedProx(lr=0.1, mu=1.0)
+    theta0 = model.init(g)
+    local = theta0 + 0.01 * torch.randn(rows, theta0.numel(), generator=g)
+    bcast = algorithm.broadcast(algorithm.init(theta0, rows))
+    return (algorithm, kernel, bcast, local, kernel.prepare(x), y), cohorts
+
+
+def test_the_bucketed_loop_runs_each_step_on_its_bucket_and_gives_the_same_numbers(monkeypatch):
+    args, (bucketed, padded) = _bucket_round()
+    assert bucketed.buckets == (7, 5, 4, 3, 3, 1) and padded.buckets is None  # a_t = 6, 5, 4, 3, 3, 1
+    ran = []
+    step = static.static_step
+    monkeypatch.setattr(static, "static_step", lambda *a: (ran.append(a[6].shape[0]), step(*a))[1])
+    got = static.run_static(*args, bucketed)
+    assert ran == [7, 5, 4, 3, 3, 1]  # 23 row-steps for 22 useful (42 in lockstep)
+    assert torch.equal(got, static.run_static(*args, padded))
+
+
+def test_the_captured_loop_replays_one_graph_a_row_bucket(monkeypatch):
+    from fedbench.engine import capture
+
+    monkeypatch.setattr(capture.CapturedSteps, "_record", staticmethod(_eager_record))
+    monkeypatch.setattr(capture, "GRAPH_STEPS", 2)
+    args, (bucketed, padded) = _bucket_round()
+    captured = capture.CapturedSteps()
+    got = captured.run(*args, bucketed)
+    assert captured.captures == 3 and sorted(k[0] for k in captured.graphs) == [3, 4, 7]  # steps 0, 2, 4's buckets
+    assert torch.equal(got, static.run_static(*args, padded))
+    assert torch.equal(captured.run(*args, bucketed), got) and captured.captures == 3  # replayed, not recaptured
