@@ -389,13 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _rebuild_report(cfg, **where) -> None:
     """The report rebuilt (`fedbench report`, and after `fedbench paper run`, which takes it from here: the paper module
-    stands below the report): FedProx's real-data claims judged anew on the main job's and the train store's runs
-    (fedbench.studies.train_claims: what the stage main_job does after the study), then every record rendered."""
+    stands below the report): every record rendered, each FedProx real-data study's its own claims.json
+    (fedbench.studies.entries)."""
     from fedbench.report.build import build_report
-    from fedbench.studies import train_claims
 
-    roots = {k: where[k] for k in ("results_root", "data_root") if k in where}
-    train_claims.write(cfg, **roots)
     build_report(cfg, **where)
 
 

@@ -344,7 +344,8 @@ def partial_work_e1(cfg: Config, results_root: Path, data_root: Path) -> dict[st
 
 def on_train_store(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """The real-data entries judged from the train store's runs (``results_root/train/``): the offline MNIST-5k study,
-    each FedProx dataset, the five-dataset mean, Figures 9-10 at E = 1 (kept by fedbench.studies.train_claims)."""
+    each FedProx dataset, the five-dataset mean, Figures 9-10 at E = 1 (the old path, held equal to the studies' records
+    by tests)."""
     out = []
     per_study = (gain_at_90, dissimilarity, gain_at_0_50, stragglers_hurt)
     if MNIST5K in cfg.studies:
