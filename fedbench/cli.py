@@ -235,8 +235,14 @@ def cmd_check(a: argparse.Namespace) -> None:
 
 def cmd_study(a: argparse.Namespace) -> None:
     from fedbench.studies.stage import list_studies, run_study
+    from fedbench.study.registry import FEDPROX_REAL
 
-    cfg = load_config(a.params)
+    if a.study_command == "run" and a.name in FEDPROX_REAL:  # params.yaml with the study, as `fedbench paper run`
+        from fedbench.paper import study_config
+
+        cfg = study_config(a.params, a.name)
+    else:
+        cfg = load_config(a.params)
     if a.study_command == "list":
         print("\n".join(list_studies(cfg)))
     else:
