@@ -18,8 +18,8 @@ from typing import Any
 from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of
 from fedbench.errors import ConfigError, DataError, read_json
 from fedbench.executors import ExecutorSettings
-from fedbench.study import registry
 from fedbench.studies.fedprox_real_data import MNIST5K
+from fedbench.study import registry
 from fedbench.study.layout import MAIN_JOB, RESULTS_ROOT, adopt, home_budget, reported_folder, study_folder
 from fedbench.study.output import run_claim_study
 from fedbench.study.runner import WORKERS

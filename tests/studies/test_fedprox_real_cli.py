@@ -17,8 +17,8 @@ CFG = load_config("params.yaml")
 def test_listed_with_their_one_budget_and_what_runs_them(tmp_path):
     assert set(registry.FEDPROX_REAL) <= set(stage.runnable()) and len(stage.runnable()) == len(registry.names()) + 10
     rows = {line.split()[0]: line.split(None, 2)[1:] for line in stage.list_studies(CFG, tmp_path)[1:]}
-    assert rows["fedprox_femnist"] == ["paper", "paper-scale: fedbench paper run fedprox_femnist            see "
-                                                "`fedbench paper list`"]
+    assert rows["fedprox_femnist"] == [
+        "paper", "paper-scale: fedbench paper run fedprox_femnist            see `fedbench paper list`"]
     assert rows["fedprox_sent140_e1"][0] == "paper" and rows["fedprox_mnist5k"][0] == "pipeline"
     assert rows["fedprox_mnist5k"][1].startswith("dvc repro (main_job)")  # params.yaml lists it: its runs the main job's
 
