@@ -235,8 +235,14 @@ def cmd_check(a: argparse.Namespace) -> None:
 
 def cmd_study(a: argparse.Namespace) -> None:
     from fedbench.studies.stage import list_studies, run_study
+    from fedbench.study.registry import FEDPROX_REAL
 
-    cfg = load_config(a.params)
+    if a.study_command == "run" and a.name in FEDPROX_REAL:  # params.yaml with the study, as `fedbench paper run`
+        from fedbench.paper import study_config
+
+        cfg = study_config(a.params, a.name)
+    else:
+        cfg = load_config(a.params)
     if a.study_command == "list":
         print("\n".join(list_studies(cfg)))
     else:
@@ -389,13 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _rebuild_report(cfg, **where) -> None:
     """The report rebuilt (`fedbench report`, and after `fedbench paper run`, which takes it from here: the paper module
-    stands below the report): FedProx's real-data claims judged anew on the main job's and the train store's runs
-    (fedbench.studies.train_claims: what the stage main_job does after the study), then every record rendered."""
+    stands below the report): every record rendered, each FedProx real-data study's its own claims.json
+    (fedbench.studies.entries)."""
     from fedbench.report.build import build_report
-    from fedbench.studies import train_claims
 
-    roots = {k: where[k] for k in ("results_root", "data_root") if k in where}
-    train_claims.write(cfg, **roots)
     build_report(cfg, **where)
 
 

@@ -62,7 +62,7 @@ def study_code(name: str, base: str | None = None) -> tuple[str, ...]:
 
 
 # the main job's stage (dvc.yaml main_job: the study fedbench.studies.fedprox_main_job, whose grid is params.yaml's, then
-# FedProx's real-data claims judged on its record and the train store, fedbench.studies.train_claims): the shared code
+# params.yaml's offline MNIST-5k study on its runs, fedbench.studies.fedprox_real): the shared code
 # of every study stage, every study module and the study framework (its measures, figures and the real-data judges
 # import across fedbench/studies, the real-data ones fedbench/data), and what turns params.yaml into its runs (config)
 MAIN_JOB_STAGE_CODE = ("studies", "study", "data",

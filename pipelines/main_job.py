@@ -3,16 +3,14 @@ params.yaml's grid (train, algorithms, studies) into results/fedprox_main_job/pi
 simulations.jsonl, its figures, outcomes/: fedbench.studies.stage.run_study, as ``fedbench study run
 fedprox_main_job``), the train store's finished runs of that grid moved into its store first, once
 (fedbench.studies.fedprox_main_job.adopt_train_store); then params.yaml's offline MNIST-5k study, whose runs are the main
-job's, by the one driver into results/fedprox_mnist5k/pipeline/ (fedbench.studies.fedprox_real: none recomputed);
-then FedProx's real-data claims, judged on the runs of that record and of the train store
-(``fedbench paper run``), kept in results/fedprox_real_data/pipeline/ (fedbench.studies.train_claims)."""
+job's, by the one driver into results/fedprox_mnist5k/pipeline/ (fedbench.studies.fedprox_real: none recomputed).
+The report reads each study's claims.json (fedbench.studies.entries)."""
 
 import argparse
 from pathlib import Path
 
 from fedbench.config import load_config
 from fedbench.guard import run_guarded
-from fedbench.studies import train_claims
 from fedbench.studies.fedprox_main_job import adopt_train_store
 from fedbench.studies.fedprox_real import run_real_study
 from fedbench.studies.fedprox_real_data import MNIST5K
@@ -34,7 +32,6 @@ def main() -> None:
     run_study(cfg, MAIN_JOB, workers=cfg.train.workers, root=Path(a.root))
     if MNIST5K in cfg.studies:  # its runs are the main job's (the same fingerprints): judged by its own study
         run_real_study(cfg, MNIST5K, Path(a.root), Path(a.data).parent / "real")
-    train_claims.write(cfg, Path(a.root), Path(a.data))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@ fedbench.report.build only renders what this returns):
 
 - the main job's, read from its study's record (fedbench.studies.fedprox_main_job:
   ``results/fedprox_main_job/pipeline/claims.json``), or its declared claims not-run where it has not run;
-- FedProx's on real data judged on the main job's runs and the train store, read from the record the stage ``main_job``
-  keeps (fedbench.studies.train_claims: ``results/fedprox_real_data/pipeline/claims.json``);
+- FedProx's on real data: each of its real-data studies' (fedbench.studies.fedprox_real), read from the study's own
+  record (``results/<study>/<budget>/claims.json``), or its declared claims measured on no runs (not-run) where it has
+  not run; then the two claims over several of those studies (the five-dataset mean, Figures 9-10 at E = 1), measured
+  on their records (:func:`fedprox_real_claims`);
 - the other real data's: the paper-scale claim studies' read from their records, the claims no command judges yet
   (fedbench.studies.real_claims.from_records);
 - each claim study's of params.yaml ``claim_studies``, read from its ``claims.json``, or, where it has not run, its
@@ -24,12 +26,12 @@ from fedbench.claims import registry as rules_registry
 from fedbench.claims.fidelity import relabelled
 from fedbench.config import Config
 from fedbench.errors import read_json
-from fedbench.studies import real_claims, train_claims
+from fedbench.studies import real_claims
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.real_data import in_current_words
 from fedbench.studies.stage import measured
 from fedbench.studies.train_runs import load_runs
-from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, study_folder
+from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, reported_folder, study_folder
 from fedbench.study.output import command as study_command
 from fedbench.study.registry import declaration
 
@@ -106,15 +108,41 @@ def main_job_claims(cfg: Config, results_root: Path = RESULTS_ROOT) -> list[dict
     return [c | {"study": MAIN_STUDY} for c in claims]
 
 
+def fedprox_real_claims(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """FedProx's real-data entries, each tagged with the report's study "real data": every FedProx real-data study
+    with claims of its own (fedbench.studies.fedprox_real.NAMES: MNIST-5k where params.yaml lists it, then the paper
+    profile's datasets), read from its record's ``claims.json`` (fedbench.study.layout.reported_folder), or, where it
+    has not run, each declared claim measured on no runs under ``cfg`` (not-run, saying what runs it), as
+    :func:`main_job_claims` does; then the five-dataset mean and Figures 9-10 at E = 1, whose runs are several
+    studies' (fedbench.studies.real_claims, read from those studies' records)."""
+    from fedbench.studies import fedprox_real
+    from fedbench.studies.fedprox_real_data import MNIST5K
+    from fedbench.study.contract import entry, seeded
+
+    out = []
+    for name in fedprox_real.NAMES:
+        study = fedprox_real.study(name)
+        if not study.DECLARATION.claims or (name == MNIST5K and MNIST5K not in cfg.studies):
+            continue
+        budget = fedprox_real.budget(name)
+        path = reported_folder(name, results_root, cfg) / "claims.json"
+        if path.exists():
+            out += read_json(path, "claims", f"run it anew: fedbench paper run {name}")["claims"]
+            continue
+        run = seeded(study.DECLARATION, budget, config=cfg)  # nothing run: every claim's runs missing
+        out += [entry(run, c, study.measure(c, run)) for c in run.declaration.claims]
+    out += [real_claims.five_dataset_mean(cfg, results_root, data_root),
+            real_claims.partial_work_e1(cfg, results_root, data_root)]
+    return [c | {"study": real_claims.STUDY} for c in out]
+
+
 def collect(cfg: Config, results_root: Path,
             data_root: Path) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
     """(every entry with its registration, the main job's run histories, their summaries): what the report
     renders, read from ``results_root`` (the claim studies' folders, the main job's among them, and the train store,
     ``results_root/train/``: fedbench.study.layout)."""
     hist, summ = load_runs(cfg, Path(results_root), Path(data_root))  # for the figures and runs.csv
-    real = train_claims.read(Path(results_root))
-    if real is None:  # not judged yet: each claim not-run, saying what runs it
-        real = train_claims.unjudged(cfg, Path(data_root), Path(results_root))
+    real = fedprox_real_claims(cfg, Path(results_root), Path(data_root))
     claims = main_job_claims(cfg, Path(results_root)) + real \
         + [c | {"study": real_claims.STUDY} for c in real_claims.from_records(Path(results_root))] \
         + study_claims(cfg, results_root)

@@ -1,9 +1,11 @@
 """Every paper's headline claim on real data: judged from runs where they exist, ``not-run`` with the command that
 fetches the data and runs it, its projected cost and the published value where they do not.
 
-FedProx (Figures 1, 7 and 8) is judged from the train stage's runs of a study of fedbench.study.paper_profile
-(or of params.yaml's ``fedprox_mnist5k``, the offline reduced-data one), read from the train store
-(``results/train/``) whatever params.yaml lists, so runs made by ``fedbench paper run NAME`` count in every later report. The other papers' real-data
+FedProx (Figures 1, 7 and 8) is measured here (:data:`MEASURES`) for each of its real-data studies
+(fedbench.studies.fedprox_real: one per study of fedbench.study.paper_profile, and params.yaml's offline
+``fedprox_mnist5k``), whose ``measure`` hook calls it when the study runs; the report reads each study's claims.json
+(fedbench.studies.entries.fedprox_real_claims). The five-dataset mean and Figures 9-10 at E = 1 read several of those
+studies' records. The other papers' real-data
 claims are judged by the paper-scale claim studies of fedbench.study.paper_profile.CLAIM_STUDIES
 (fedbench/studies/<name>.py, fedbench.studies.real_data), read from ``results/<name>/paper/claims.json`` where
 ``fedbench paper run NAME`` has run one (else ``results/<name>/BUDGET/`` where it ran at another budget:
@@ -344,7 +346,8 @@ def partial_work_e1(cfg: Config, results_root: Path, data_root: Path) -> dict[st
 
 def on_train_store(cfg: Config, results_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """The real-data entries judged from the train store's runs (``results_root/train/``): the offline MNIST-5k study,
-    each FedProx dataset, the five-dataset mean, Figures 9-10 at E = 1 (kept by fedbench.studies.train_claims)."""
+    each FedProx dataset, the five-dataset mean, Figures 9-10 at E = 1 (the old path, held equal to the studies' records
+    by tests)."""
     out = []
     per_study = (gain_at_90, dissimilarity, gain_at_0_50, stragglers_hurt)
     if MNIST5K in cfg.studies:

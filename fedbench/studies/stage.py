@@ -18,6 +18,7 @@ from typing import Any
 from fedbench.config import PIPELINE_BUDGET, ClaimStudyConfig, Config, _one_of
 from fedbench.errors import ConfigError, DataError, read_json
 from fedbench.executors import ExecutorSettings
+from fedbench.studies.fedprox_real_data import MNIST5K
 from fedbench.study import registry
 from fedbench.study.layout import MAIN_JOB, RESULTS_ROOT, adopt, home_budget, reported_folder, study_folder
 from fedbench.study.output import run_claim_study
@@ -78,8 +79,18 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
     train.executor says: what the DVC ``study@NAME`` stage, ``fedbench study run NAME`` and ``fedbench paper run
     NAME`` all do. A paper-scale study reads its real variants from ``real_root`` (default data/real). An unknown
     study or budget, or a variant not built, is one line naming it and what is allowed (or the command that builds
-    it), raised before anything runs."""
-    _one_of(name, registry.names(), "study")
+    it), raised before anything runs. A FedProx real-data study (fedbench.study.registry.FEDPROX_REAL) runs at the one
+    budget it declares, as ``fedbench paper run NAME`` runs it (fedbench.studies.fedprox_real.run_real_study: ``cfg``
+    params.yaml's with the study, fedbench.paper.study_config), its data already built in ``real_root``."""
+    _one_of(name, runnable(), "study")
+    if name in registry.FEDPROX_REAL:
+        from fedbench.studies.fedprox_real import budget as real_budget
+        from fedbench.studies.fedprox_real import run_real_study
+
+        _one_of(real_budget(name) if budget is None else budget, [real_budget(name)], f"--budget (study {name})")
+        if workers < 1:
+            raise ConfigError(f"--workers: must be >= 1, got {workers}")
+        return run_real_study(cfg, name, root, Path("data/real") if real_root is None else Path(real_root), workers)
     home = home_budget(cfg, name)
     declared = cfg.claim_studies.get(name, ClaimStudyConfig(budget=home))
     budget = declared.budget if budget is None else budget
@@ -105,6 +116,12 @@ def run_study(cfg: Config, name: str, budget: str | None = None, workers: int = 
                            config=cfg)  # params.yaml's, for a study whose grid it sets (the main job)
 
 
+def runnable() -> list[str]:
+    """Every study ``fedbench study run`` runs and ``fedbench study list`` lists, sorted: the claim studies
+    (fedbench.study.registry.names) and FedProx's real-data studies (fedbench.study.registry.FEDPROX_REAL)."""
+    return sorted(registry.names() + list(registry.FEDPROX_REAL))
+
+
 def measured(name: str) -> dict[str, Any] | None:
     """Claim study ``name``'s module-level ``MEASURED`` (what it cost where it was measured); None where it declares
     none."""
@@ -118,14 +135,14 @@ def list_studies(cfg: Config, root: Path = RESULTS_ROOT) -> list[str]:
     fedbench.study.record.keep_seconds; or its MEASURED)."""
 
     rows = [("study", "budgets", "run by", "cost")]
-    for name in registry.names():
+    for name in runnable():
         declared = cfg.claim_studies.get(name)
         budgets = registry.budgets(name)
         if declared:
             budgets = [declared.budget] + [b for b in budgets if b != declared.budget]
         paper_scale = is_paper_scale(name)
-        if name == MAIN_JOB:  # its own stage: its grid is params.yaml's train, algorithms and studies
-            command = how = "dvc repro (main_job)"
+        if name == MAIN_JOB or (name == MNIST5K and MNIST5K in cfg.studies):  # its own stage: its grid is params.yaml's
+            command = how = "dvc repro (main_job)"  # (MNIST-5k's runs are the main job's, where params.yaml lists it)
         elif declared and declared.default:
             command = how = f"dvc repro (study@{name})"
         elif paper_scale:

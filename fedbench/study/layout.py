@@ -9,8 +9,6 @@
     results/fedprox_main_job/<budget>/   the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
     results/fedprox_<dataset>/<budget>/  FedProx's real-data studies (fedbench.studies.fedprox_real: `fedbench paper
                                   run`; MNIST-5k's at pipeline, run by the main_job stage on the main job's runs)
-    results/fedprox_real_data/pipeline/  FedProx's real-data claims judged on the main job's runs and the train store:
-                                  claims.json, as a claim study's (fedbench.studies.train_claims)
     results/confirm/...           confirmatory runs (fedbench.studies.confirm), in this same layout under a root of
                                   their own, so that they never write over the exploratory ones
 
@@ -41,8 +39,7 @@ OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.
 TRAIN = "train"  # the train store's folder in a root
 CONFIRM = "confirm"  # the confirmatory runs' root in the results root
 MAIN_JOB = "fedprox_main_job"  # the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
-REAL_DATA = "fedprox_real_data"  # FedProx's real-data claims on the main job's runs (fedbench.studies.train_claims)
-RESERVED = (TRAIN, CONFIRM, REAL_DATA)  # no claim study has these names (tests/study/test_layout.py)
+RESERVED = (TRAIN, CONFIRM)  # no claim study has these names (tests/study/test_layout.py)
 
 # the earlier layouts (until 2026-11-29): a small study at its home budget in reports/studies/, at budget B in
 # reports/studies-B/; a paper-scale one at "paper" in runs/studies/, at B in runs/studies-B/; the train store in

@@ -184,7 +184,7 @@ def test_dvc_deps_are_the_provenance_lists():
     assert "train" not in stages  # no second pipeline: the main job's runs are its study's (issue 50, item 1)
     assert _deps(stages["study"]) == {"fedbench/studies/${key}.py"} | {f"fedbench/{p}" for p in STUDY_CODE}
     graph = _import_graph()  # the main job's stage depends on every module its script imports
-    seen, todo = set(), ["fedbench.studies.fedprox_main_job", "fedbench.studies.train_claims", "fedbench.studies.stage"]
+    seen, todo = set(), ["fedbench.studies.fedprox_main_job", "fedbench.studies.fedprox_real", "fedbench.studies.stage"]
     while todo:
         m = todo.pop()
         if m not in seen:
