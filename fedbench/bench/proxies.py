@@ -442,7 +442,8 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     log("  proxies: the synthetic study's chain from its drawn schedule")
     chain = synthetic_chain(rounds=20 if quick else None)
     log("  proxies: launches and FLOPs a local step, per model family (Triton's interpreter, a subprocess)")
-    from fedbench.bench import row_padding, step_launches
+    import fedbench.bench.row_padding as row_padding
+    import fedbench.bench.step_launches as step_launches
 
     steps = step_launches.measure(quick)
     log("  proxies: padded row-steps at heavy-tailed client sizes")

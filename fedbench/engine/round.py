@@ -22,7 +22,7 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -44,6 +44,9 @@ class Cohort:
     """The clients training this round, in the engine's (work-sorted) order, and what the round knows of them
     before any local work."""
 
+    # fedbench.engine.vmap_runs batches a cohort's tensors over a group of runs and shares its other fields (found by
+    # this flag, so that module need not import this one)
+    vmap_as_cohort: ClassVar[bool] = True
     clients: torch.Tensor  # [K] dataset indices
     num_samples: torch.Tensor  # [K] training samples n_k
     epochs: torch.Tensor  # [K] local epochs this round
