@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fedbench import paper, pipeline
+from fedbench import paper
 from fedbench.config import load_config
-from fedbench.studies import stage
+from fedbench.studies import fedprox_real, stage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,12 +22,14 @@ def executors_seen(monkeypatch):
     monkeypatch.setattr(paper, "plan", lambda *args, **kwargs: ["cost: none"])
     monkeypatch.setattr(paper, "build_variants", lambda *args, **kwargs: None)
     monkeypatch.setattr(stage, "run_study", lambda cfg, name, **kwargs: seen.append((name, cfg.train.executor)) or [])
-    monkeypatch.setattr(pipeline, "train_runs", lambda cfg, keys, *args, **kwargs: seen.append(
-        ("train", cfg.train.executor)) or [])
+    # a FedProx real-data study runs through the one driver too (fedbench.studies.fedprox_real), not the train stage
+    monkeypatch.setattr(fedprox_real, "run_real_study", lambda cfg, name, *args, **kwargs: seen.append(
+        (name, cfg.train.executor)) or [])
     return seen
 
 
-@pytest.mark.parametrize("name, stage_name", [("fedproxvr_mnist", "fedproxvr_mnist"), ("fedprox_mnist", "train")])
+@pytest.mark.parametrize("name, stage_name", [("fedproxvr_mnist", "fedproxvr_mnist"),
+                                              ("fedprox_mnist", "fedprox_mnist")])
 def test_paper_run_executor_sets_train_executor_as_set_would(name, stage_name, executors_seen, capsys):
     params = str(ROOT / "params.yaml")
     default = load_config(params).train.executor
