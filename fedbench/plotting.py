@@ -4,6 +4,7 @@ the report's figures and by the studies' own figures (a study draws what it meas
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from pathlib import Path
 from typing import Any
@@ -52,11 +53,30 @@ def pyplot():
     return plt
 
 
+_STAMPS: list[str] = []  # what every figure saved now must say of how its numbers were computed (:func:`stamped`)
+
+
+@contextlib.contextmanager
+def stamped(text: str):
+    """Within this block, every figure :func:`save_figure` writes carries ``text`` on its bottom line (a study run in
+    a declared reduced-precision mode: fedbench.study.contract names the mode in each of its figures)."""
+    _STAMPS.append(text)
+    try:
+        yield
+    finally:
+        _STAMPS.pop()
+
+
 def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
-    """Lay out ``fig``, write it to ``path`` as PNG (creating the folder) and close it."""
+    """Lay out ``fig``, write it to ``path`` as PNG (creating the folder) and close it; within :func:`stamped`, with
+    its text on the figure's bottom line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if _STAMPS:
+        fig.text(0.01, 0.005, "; ".join(_STAMPS), fontsize=7, color="0.25", ha="left", va="bottom")
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

@@ -67,6 +67,15 @@ def computing(precision: str, device: torch.device) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
 
 
+def label(precision: str) -> str:
+    """How a figure or table names numbers computed in ``precision`` (a reduced mode: its declared tolerance)."""
+    check_precision(precision)
+    if precision == "fp32":
+        return "computed in fp32"
+    return (f"computed in {precision}, a declared reduced precision (within {TOLERANCE[precision]:g} of the largest "
+            "parameter of fp32's, as declared; not fp32's numbers)")
+
+
 def deviation(reference, reduced) -> dict[str, float]:
     """How far a run in a reduced mode (``reduced``, a fedbench.engine.simulation.RunResult) lies from the same run
     in fp32 (``reference``): the largest absolute difference of the final parameters, the same relative to the

@@ -152,6 +152,20 @@ def seeded(declaration: StudyDeclaration, budget: str, seeds: Sequence[int] | No
     return StudyRun(declaration, budget, declared, real_root, config)
 
 
+def _precision_stamp(run: StudyRun):
+    """fedbench.plotting.stamped with the declared reduced-precision modes of ``run``'s simulations (their
+    fedbench.engine.precision.label), or nothing where every one computed in fp32."""
+    import contextlib
+
+    modes = sorted({getattr(s.config, "precision", "fp32") for s in run.simulations.values()} - {"fp32"})
+    if not modes:
+        return contextlib.nullcontext()
+    from fedbench.engine.precision import label
+    from fedbench.plotting import stamped
+
+    return stamped("; ".join(label(m) for m in modes))
+
+
 def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds: Sequence[int] | None = None,
           workers: int = WORKERS, real_root: Path | None = None,
           data_seeds: Sequence[int] | None = None, config: Any = None) -> list[dict[str, Any]]:
@@ -175,5 +189,6 @@ def drive(module: ModuleType, out: str | Path, budget: str | None = None, seeds:
         run.outcomes.update(finished)
         records += [record(new[k], o) for k, o in finished.items()]
     write_simulations(out, records)
-    module.figure(run, out)
+    with _precision_stamp(run):  # a run in a declared reduced precision says so in every figure it draws
+        module.figure(run, out)
     return [entry(run, claim, module.measure(claim, run)) for claim in run.declaration.claims]

@@ -67,3 +67,27 @@ def test_a_reduced_mode_is_recorded_and_never_stacked_with_fp32():
     runs = [RunSpec(CFG, ds, algorithm), RunSpec(dataclasses.replace(CFG, precision="bf16", seed=4), ds, algorithm)]
     with pytest.raises(ValueError, match="precision"):
         check_stackable(runs)
+
+
+def test_a_study_run_in_a_reduced_mode_names_it_in_every_figure_it_draws(tmp_path):
+    """fedbench.study.contract stamps the figures a study draws when any of its runs computed in a reduced mode
+    (fedbench.plotting.stamped, fedbench.engine.precision.label); an fp32 study's figures are drawn as before."""
+    from types import SimpleNamespace
+
+    from fedbench.engine.precision import TOLERANCE, label
+    from fedbench.plotting import pyplot, save_figure
+    from fedbench.study.contract import _precision_stamp
+
+    def drawn(modes):
+        run = SimpleNamespace(simulations={m: SimpleNamespace(config=dataclasses.replace(CFG, precision=m))
+                                           for m in modes})
+        fig = pyplot().figure()
+        with _precision_stamp(run):
+            save_figure(fig, tmp_path / f"{'-'.join(modes)}.png")
+        return [t.get_text() for t in fig.texts]
+
+    assert drawn(["fp32"]) == []
+    assert drawn(["fp32", "bf16"]) == [label("bf16")]
+    assert label("bf16") == (f"computed in bf16, a declared reduced precision (within {TOLERANCE['bf16']:g} of the "
+                             "largest parameter of fp32's, as declared; not fp32's numbers)")
+    assert drawn(["fp32"]) == []  # the stamp ends with its block
