@@ -157,7 +157,7 @@ def flops_ratio(family: str, rows: int = 2, batch: int | None = None) -> dict[st
     with flop_counter() as counter:
         run_static(algorithm, kernel, bcast, local, x, y, cohort)
     executed = float(counter.get_total_flops()) / rows
-    name, shape, classes, _, _ = MODELS[family]
+    _, shape, classes, _, _ = MODELS[family]
     model = _model(family)
     vocabulary = None
     if MODELS[family][3] is not None:

@@ -25,11 +25,11 @@ def test_a_grouped_convolutions_weight_gradient_is_counted_once(transposed):
     x = torch.randn(n, cin, 8, 8)
     if transposed:  # weight [cin, cout / g, 3, 3]
         w = torch.randn(cin, cout // g, 3, 3)
-        conv = lambda x, w, groups=g: F.conv_transpose2d(x, w, groups=groups)  # noqa: E731
+        conv = lambda x, w, groups=g: F.conv_transpose2d(x, w, groups=groups)
         parts = [(x[:, i * 2:(i + 1) * 2], w[i * 2:(i + 1) * 2]) for i in range(g)]
     else:  # weight [cout, cin / g, 3, 3]
         w = torch.randn(cout, cin // g, 3, 3)
-        conv = lambda x, w, groups=g: F.conv2d(x, w, groups=groups)  # noqa: E731
+        conv = lambda x, w, groups=g: F.conv2d(x, w, groups=groups)
         parts = [(x[:, i * 2:(i + 1) * 2], w[i * 3:(i + 1) * 3]) for i in range(g)]
     grouped = _backward_flops(flop_counter(), conv, x, w)
     separate = sum(_backward_flops(flop_counter(), lambda x, w: conv(x, w, 1), *p) for p in parts)
