@@ -585,6 +585,8 @@ def fused_verdict(out: dict[str, dict]) -> tuple[bool, str]:
         f"{v.get('launches_per_chain_step', v.get('launches_per_step')):g} launches and "
         f"{v.get('us_per_chain_step', v.get('us_per_step', float('nan'))):.1f} us a chain step"
         + (f", {v['fraction_of_peak']:.1%} of fp32 peak" if "fraction_of_peak" in v else "")
+        + (f", its tiles issue {v['issued_over_training_flops']:.2f}x the training FLOPs"
+           if "issued_over_training_flops" in v else "")
         for k, v in paths.items())
     return ok, detail
 

@@ -17,7 +17,9 @@ with a grouped convolution's weight gradient counted once; every row active on f
 training FLOPs for as many samples (fedbench.bench.machine.train_flops_per_sample, whose recurrent layers are counted
 analytically), so 1.0 is a step that computes nothing but the training: no gradient of the images, no second forward,
 no loss or evaluation beyond the one forward, no padded row. It counts the matrix products and convolutions (what
-FlopCounterMode counts), not the elementwise work. The CNN's static step (vmap: the R rows' convolutions as one
+FlopCounterMode counts), not the elementwise work. FlopCounterMode does not see Triton: for the fused CNN step,
+``fused_flops`` gives the FLOPs its tiles issue (fedbench.bench.fused_cnn_check.issued_flops), 2.868x the CIFAR CNN's
+training FLOPs at batch 10 (6 channels on tl.dot's 16-wide tiles, a dX gathered at every input position). The CNN's static step (vmap: the R rows' convolutions as one
 convolution of R groups) is 1.000 at every row count; torch's own counter made it 1 + (R - 1) x 11.856 / 32.047 (1.370
 at 2 rows) by counting the grouped dW R times.
 
@@ -168,6 +170,19 @@ def flops_ratio(family: str, rows: int = 2, batch: int | None = None) -> dict[st
     return {"executed_per_row_step": executed, "model_per_row_step": trained, "ratio": executed / trained}
 
 
+def fused_cnn_flops(batch: int | None = None) -> dict[str, float]:
+    """The FLOPs the fused CNN step's ``tl.dot`` tiles issue a row-step at the GPU's tiles
+    (fedbench.bench.fused_cnn_check.issued_flops: padding included, which a GPU executes in fp32), over the model's
+    training FLOPs (needs Triton; counted, not run)."""
+    from fedbench.bench.fused_cnn_check import issued_flops, train_flops
+    from fedbench.engine.fused.cnn import network_of
+
+    batch = batch or MODELS["cnn"][4]
+    net = network_of(_model("cnn"))
+    issued, trained = sum(issued_flops(net, batch).values()), train_flops(net, batch)
+    return {"issued_per_row_step": float(issued), "model_per_row_step": float(trained), "ratio": issued / trained}
+
+
 def layers(family: str) -> int:
     """The recurrent layers of the family's model (0 for mclr and the CNN)."""
     import torch.nn as nn
@@ -187,6 +202,8 @@ def count(quick: bool = False) -> dict[str, Any]:
         row["layers"], row["timesteps"] = layers(family), MODELS[family][3] or 0
         if family in ("mclr", "cnn") or not quick:
             row["flops"] = flops_ratio(family)
+        if family == "cnn" and fused:
+            row["fused_flops"] = fused_cnn_flops()
         out[family] = row
     return out
 
