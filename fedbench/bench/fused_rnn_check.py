@@ -6,8 +6,16 @@ different steps, last minibatches partial), run two ways from the same inputs:
 - ``static``: fedbench.engine.static.run_static on the CPU, the reference;
 - ``fused``: fedbench.engine.fused.rnn.run_fused on ``device`` (CUDA, or the CPU under Triton's interpreter).
 
+- ``captured`` (CUDA only): the fused round recorded once in one CUDA graph (PyTorch's torch.cuda.graph recipe:
+  a warm-up run on a side stream, then the capture) and replayed; the graph holds the round's every launch, its
+  buffers allocated in the graph's own pool, so a replay recomputes the round from the same inputs. This is how the
+  engine would run it (issue 53, item 6: "the LSTM step at 1 and 200 rows captured"): the step index is a launch
+  argument, so a graph holds a whole round of chain steps, not one step replayed. Elsewhere its row says why it
+  was skipped (:data:`NO_CUDA`).
+
 For each: the largest |difference| from the reference, the launches a chain step (the fused ones counted at Triton's
-launch entry) and, on CUDA, the median time of a chain step over ``repeats`` runs after one warm-up run.
+launch entry; the captured ones as they were recorded into the graph) and, on CUDA, the median time of a chain step
+over ``repeats`` runs (replays) after one warm-up run.
 
     python -m fedbench.bench.fused_rnn_check [--model fedprox_shakespeare_lstm] [--rows 1 --rows 200]
 """
@@ -22,9 +30,9 @@ from typing import Any
 
 import torch
 
+from fedbench.bench.fused_rnn_aot import PAPER_MODELS, _model
 from fedbench.engine import tree
 from fedbench.engine.fused import rnn
-from fedbench.bench.fused_rnn_aot import PAPER_MODELS, _model
 from fedbench.engine.kernels.rnn import RecurrentKernel
 from fedbench.engine.static import StaticCohort, run_static
 from fedbench.models.recurrent import FROZEN_TABLE
@@ -69,9 +77,43 @@ def _to(args: tuple, device: torch.device) -> tuple:
                                        rows=cohort.rows))
 
 
+NO_CUDA = "no CUDA: a CUDA graph is recorded and replayed on a card only"
+
+
+def captured(on_device: tuple, reference: torch.Tensor, repeats: int = 5) -> dict[str, Any]:
+    """The fused round of run_static's ``on_device`` arguments (on CUDA, its kernels already compiled) recorded in
+    one CUDA graph and replayed: {max_abs_diff from ``reference``, launches_per_chain_step (recorded),
+    us_per_chain_step (median replay)}; {"skipped": :data:`NO_CUDA`} where the arguments are not on CUDA."""
+    if on_device[3].device.type != "cuda":
+        return {"skipped": NO_CUDA}
+    steps = on_device[-1].batches.shape[0]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        rnn.run_fused(*on_device)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with rnn.count_launches() as launches, torch.cuda.graph(graph):
+        result = rnn.run_fused(*on_device)  # the graph's own output buffer
+    graph.replay()
+    torch.cuda.synchronize()
+    out = {"max_abs_diff": float((result.cpu().double() - reference.double()).abs().max()),
+           "launches_per_chain_step": launches.total / steps}
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        graph.replay()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    out["us_per_chain_step"] = 1e6 * statistics.median(times) / steps
+    return out
+
+
 def compare(args: tuple, device: str | torch.device = "cuda", repeats: int = 5) -> dict[str, dict]:
-    """The static path on the CPU and the fused step on ``device`` from run_static's CPU ``args``:
-    {path: {max_abs_diff, launches_per_chain_step, us_per_chain_step (CUDA only)}}."""
+    """The static path on the CPU, the fused step on ``device`` and the fused round captured (:func:`captured`) from
+    run_static's CPU ``args``: {path: {max_abs_diff, launches_per_chain_step, us_per_chain_step (CUDA only)}}, the
+    captured path {"skipped": reason} off CUDA."""
     device = torch.device(device)
     steps = args[-1].batches.shape[0]
     reference = run_static(*args)
@@ -91,6 +133,7 @@ def compare(args: tuple, device: str | torch.device = "cuda", repeats: int = 5) 
                 torch.cuda.synchronize()
                 times.append(time.perf_counter() - start)
             out[name]["us_per_chain_step"] = 1e6 * statistics.median(times) / steps
+    out["captured"] = captured(on_device, reference, repeats)
     return out
 
 

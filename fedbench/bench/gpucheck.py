@@ -46,10 +46,11 @@ budget (a part or case that would not finish in it is skipped and listed as skip
 10. **fused** (CUDA only; issue 53, item 6): each model family's fused step against the engine's static path on
    the card: mclr's step and round kernels on a real round of FedProx stacks at 1, 100 and 1,400 rows
    (fedbench.engine.fused.check), the CIFAR CNN's step at 1, 100 and 3,000 rows with its fraction of fp32 peak
-   (fedbench.bench.fused_cnn_check), FedProx's Shakespeare LSTM step at 1 and 200 rows against the CPU
-   (fedbench.bench.fused_rnn_check): launches and microseconds a chain step, each passed within 1e-4. Without
-   CUDA each is listed as skipped: the interpreter tests (tests/engine/test_fused_*.py) make the same
-   comparisons on the CPU at a few rows.
+   (fedbench.bench.fused_cnn_check), FedProx's Shakespeare LSTM step at 1 and 200 rows against the CPU, eager and
+   its round captured in one CUDA graph and replayed (fedbench.bench.fused_rnn_check): launches and microseconds a
+   chain step, each passed within 1e-4. Without CUDA each is listed as skipped: the interpreter tests
+   (tests/engine/test_fused_*.py) make the same comparisons on the CPU at a few rows (the captured round excepted:
+   tests/test_gpucheck_fused.py runs its comparison and judgement as far as a CPU can).
 11. **precision** (issue 53, item 5; fedbench.bench.precision_check): each declared precision mode (tf32, bf16)
    against fp32, a model of each family (mclr, LEAF's FEMNIST CNN, FedProx's Shakespeare LSTM; mclr alone
    without CUDA), a short FedAvg run each: the final parameters' largest difference from fp32 relative to the
@@ -111,6 +112,7 @@ FILES = ("summary.md", "gpucheck.json", "gpu-tests.txt", "bench.json", "paper-co
 PARTS = ("algorithms", "models", "stacking", "proxies", "syncs", "throughput", "workload", "paper_cost", "capture",
          "fused", "precision")
 FUSED_ROWS = {"mclr": (1, 100, 1400), "cifar_cnn": (1, 100, 3000), "fedprox_shakespeare_lstm": (1, 200)}
+CAPTURED_FUSED = ("fedprox_shakespeare_lstm",)  # also replayed from a CUDA graph (fedbench.bench.fused_rnn_check)
 FUSED_TOL = 1e-4  # fused against the static path (the LSTM: against the CPU), absolute on the local state
 PROXIES_SYNTHETIC_S = 45.0  # at most this long timing the synthetic study's first rounds (the proxies part)
 WORKLOAD_MIN_S = 150.0  # the workload part runs only with this much left (75 s measured on an H200, x 2)
@@ -569,13 +571,34 @@ def _fused_mclr(rows: int, device) -> dict:
     return check.compare(args, reference)
 
 
+def fused_verdict(out: dict[str, dict]) -> tuple[bool, str]:
+    """Part 10's judgement of one family and size from its comparison ({path: row}, the static reference's row left
+    out): passed where every path that ran is within :data:`FUSED_TOL` of the reference and at least one ran; the
+    detail gives each path's difference, launches and microseconds a chain step (and fraction of fp32 peak where
+    measured), or why it was skipped (the captured LSTM round off CUDA)."""
+    paths = {k: v for k, v in out.items() if k != "static"}
+    ran = {k: v for k, v in paths.items() if "skipped" not in v}
+    ok = bool(ran) and all(v["max_abs_diff"] <= FUSED_TOL for v in ran.values())
+    detail = "; ".join(
+        f"{k}: skipped ({v['skipped']})" if "skipped" in v else
+        f"{k}: {v['max_abs_diff']:.1e} from the reference, "
+        f"{v.get('launches_per_chain_step', v.get('launches_per_step')):g} launches and "
+        f"{v.get('us_per_chain_step', v.get('us_per_step', float('nan'))):.1f} us a chain step"
+        + (f", {v['fraction_of_peak']:.1%} of fp32 peak" if "fraction_of_peak" in v else "")
+        + (f", its tiles issue {v['issued_over_training_flops']:.2f}x the training FLOPs"
+           if "issued_over_training_flops" in v else "")
+        for k, v in paths.items())
+    return ok, detail
+
+
 def check_fused(device, budget: Budget, log: Log) -> list[dict]:
     """Part 10: each family's fused step against the static path at the rows of :data:`FUSED_ROWS` (CUDA only)."""
     found: list[dict] = []
     if device.type != "cuda":
         for name, rows in FUSED_ROWS.items():
-            log.skip("fused", name, f"no CUDA: at {', '.join(map(str, rows))} rows on a card; the interpreter tests "
-                                    "(tests/engine/test_fused_*.py) make the same comparisons on the CPU")
+            captured = " (eager, and its round captured in one CUDA graph)" if name in CAPTURED_FUSED else ""
+            log.skip("fused", name, f"no CUDA: at {', '.join(map(str, rows))} rows on a card{captured}; the interpreter "
+                                    "tests (tests/engine/test_fused_*.py) make the same comparisons on the CPU")
         return found
     from fedbench.bench.fused_cnn_check import compare as cnn_compare
     from fedbench.bench.fused_rnn_aot import PAPER_MODELS, _model
@@ -599,14 +622,7 @@ def check_fused(device, budget: Budget, log: Log) -> list[dict]:
                 else:
                     _, seq, batch = PAPER_MODELS[name]
                     out = rnn_compare(draw_round(_model(name), rows, 2, batch, seq), device)
-                paths = {k: v for k, v in out.items() if k != "static"}
-                ok = all(v["max_abs_diff"] <= FUSED_TOL for v in paths.values())
-                detail = "; ".join(
-                    f"{k}: {v['max_abs_diff']:.1e} from the reference, "
-                    f"{v.get('launches_per_chain_step', v.get('launches_per_step')):g} launches and "
-                    f"{v.get('us_per_chain_step', v.get('us_per_step', float('nan'))):.1f} us a chain step"
-                    + (f", {v['fraction_of_peak']:.1%} of fp32 peak" if "fraction_of_peak" in v else "")
-                    for k, v in paths.items())
+                ok, detail = fused_verdict(out)
                 found.append({"model": name, "rows": rows, **out})
             except Exception as exc:  # noqa: BLE001 - one size failing leaves the others
                 ok, detail = False, f"{type(exc).__name__}: {exc}"

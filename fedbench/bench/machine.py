@@ -11,6 +11,11 @@
   for recurrent layers, which the counter does not see (``aten::lstm`` on the CPU is one opaque operation):
   a recurrent layer's forward is T x gates x H x (I + H) multiply-adds per sample, its training 3x that
   (forward, and the gradients of weights and inputs).
+- :func:`flop_counter`: ``FlopCounterMode`` with a convolution's weight gradient counted per group. torch 2.13's
+  formula for ``aten.convolution_backward`` ignores ``groups`` in the weight gradient and so counts a grouped
+  convolution's dW G times (pytorch/pytorch#183405 divides it by groups upstream). vmap runs a convolution over R
+  rows' own weights as one convolution of R groups, so torch's counter made the CIFAR CNN's static step look like
+  1.37x its training FLOPs at 2 rows (2.11x at 4) when it executes 1.000x (fedbench.bench.step_launches).
 - :class:`Floor`: no implementation can be faster than max(FLOPs / peak, bytes of weights moved /
   bandwidth); the arithmetic is kept so that reports show it.
 """
@@ -24,7 +29,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, conv_flop_count
 
 from fedbench.models.spec import Model
 from fedbench.seeding import torch_generator
@@ -119,7 +124,7 @@ def train_flops_per_sample(model: Model, feature_shape: tuple[int, ...], num_cla
     hooks = [m.register_forward_hook(lambda mod, args, out, name=name: analytic.__setitem__(
         name, analytic.get(name, 0.0) + recurrent_train_flops(mod, args[0]))) for name, m in recurrent.items()]
     try:
-        with FlopCounterMode(display=False) as counter, torch.enable_grad():
+        with flop_counter() as counter, torch.enable_grad():
             torch.autograd.grad(model.weighted_loss(theta, x, y, w), theta)
     finally:
         for h in hooks:
@@ -130,6 +135,30 @@ def train_flops_per_sample(model: Model, feature_shape: tuple[int, ...], num_cla
         seen = [v for k, v in counts.items() if k.endswith("." + name)]
         total -= float(sum(sum(v.values()) for v in seen[:1]))
     return (total + sum(analytic.values())) / batch
+
+
+def _conv_backward_flops(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
+                         _output_padding, groups, output_mask, out_shape, **_kwargs) -> int:
+    """torch.utils.flop_counter's formula for ``aten.convolution_backward`` (dX as the transposed convolution of
+    the output's gradient with W; dW as the convolution of X with it), with dW divided by ``groups``: each group's
+    dW only meets its own C_in / groups input channels, and torch's transposed shapes lose that division."""
+
+    def t(shape):
+        return [shape[1], shape[0], *shape[2:]]
+
+    flops = 0
+    if output_mask[0]:
+        flops += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
+    if output_mask[1]:
+        a, b = (grad_out_shape, x_shape) if transposed else (x_shape, grad_out_shape)
+        flops += conv_flop_count(t(a), t(b), t(out_shape[1]), transposed=False) // groups
+    return flops
+
+
+def flop_counter() -> FlopCounterMode:
+    """``FlopCounterMode(display=False)`` whose convolution backward counts a grouped convolution's weight gradient
+    once, not ``groups`` times (module docstring); every other operator as torch counts it."""
+    return FlopCounterMode(display=False, custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flops})
 
 
 def recurrent_train_flops(rnn: nn.RNNBase, x: torch.Tensor) -> float:

@@ -12,9 +12,16 @@ for the recurrent models), run two ways:
   each module's own ``count_launches``), under Triton's interpreter (``TRITON_INTERPRET=1``; the recurrent
   kernels counted without running them, ``execute=False``: the launches are the driver's, not the kernels').
 
-And ``flops_ratio``: the FLOPs one static step executes (torch.utils.flop_counter.FlopCounterMode, every row active on
-full minibatches) over the model's training FLOPs for as many samples (fedbench.bench.machine.train_flops_per_sample,
-whose recurrent layers are counted analytically), so 1.0 is a step that computes nothing but the training.
+And ``flops_ratio``: the FLOPs one static step executes (fedbench.bench.machine.flop_counter, torch's FlopCounterMode
+with a grouped convolution's weight gradient counted once; every row active on full minibatches) over the model's
+training FLOPs for as many samples (fedbench.bench.machine.train_flops_per_sample, whose recurrent layers are counted
+analytically), so 1.0 is a step that computes nothing but the training: no gradient of the images, no second forward,
+no loss or evaluation beyond the one forward, no padded row. It counts the matrix products and convolutions (what
+FlopCounterMode counts), not the elementwise work. FlopCounterMode does not see Triton: for the fused CNN step,
+``fused_flops`` gives the FLOPs its tiles issue (fedbench.bench.fused_cnn_check.issued_flops), 2.868x the CIFAR CNN's
+training FLOPs at batch 10 (6 channels on tl.dot's 16-wide tiles, a dX gathered at every input position). The CNN's static step (vmap: the R rows' convolutions as one
+convolution of R groups) is 1.000 at every row count; torch's own counter made it 1 + (R - 1) x 11.856 / 32.047 (1.370
+at 2 rows) by counting the grouped dW R times.
 
 Triton reads ``TRITON_INTERPRET`` when it is imported, so :func:`measure` runs :func:`count` in a subprocess
 (``python -m fedbench.bench.step_launches``) with the variable set; the counts need no GPU. Where Triton is not
@@ -140,9 +147,8 @@ def flops_ratio(family: str, rows: int = 2, batch: int | None = None) -> dict[st
     """The FLOPs of one static step with every row active on full minibatches of ``batch``, per row-step, over the
     model's training FLOPs for ``batch`` samples (fedbench.bench.machine.train_flops_per_sample)."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
-    from fedbench.bench.machine import train_flops_per_sample
+    from fedbench.bench.machine import flop_counter, train_flops_per_sample
     from fedbench.engine.static import StaticCohort, run_static
 
     batch = batch or MODELS[family][4]
@@ -150,10 +156,10 @@ def flops_ratio(family: str, rows: int = 2, batch: int | None = None) -> dict[st
     n = x.shape[0]
     cohort = StaticCohort(batches=torch.arange(rows * batch).remainder(n).view(1, rows, batch),
                           active=torch.ones(1, rows, dtype=torch.bool), rows=rows)
-    with FlopCounterMode(display=False) as counter:
+    with flop_counter() as counter:
         run_static(algorithm, kernel, bcast, local, x, y, cohort)
     executed = float(counter.get_total_flops()) / rows
-    name, shape, classes, _, _ = MODELS[family]
+    _, shape, classes, _, _ = MODELS[family]
     model = _model(family)
     vocabulary = None
     if MODELS[family][3] is not None:
@@ -162,6 +168,19 @@ def flops_ratio(family: str, rows: int = 2, batch: int | None = None) -> dict[st
         vocabulary = vocabulary_size(model)
     trained = train_flops_per_sample(model, shape, classes, batch=batch, vocabulary=vocabulary) * batch
     return {"executed_per_row_step": executed, "model_per_row_step": trained, "ratio": executed / trained}
+
+
+def fused_cnn_flops(batch: int | None = None) -> dict[str, float]:
+    """The FLOPs the fused CNN step's ``tl.dot`` tiles issue a row-step at the GPU's tiles
+    (fedbench.bench.fused_cnn_check.issued_flops: padding included, which a GPU executes in fp32), over the model's
+    training FLOPs (needs Triton; counted, not run)."""
+    from fedbench.bench.fused_cnn_check import issued_flops, train_flops
+    from fedbench.engine.fused.cnn import network_of
+
+    batch = batch or MODELS["cnn"][4]
+    net = network_of(_model("cnn"))
+    issued, trained = sum(issued_flops(net, batch).values()), train_flops(net, batch)
+    return {"issued_per_row_step": float(issued), "model_per_row_step": float(trained), "ratio": issued / trained}
 
 
 def layers(family: str) -> int:
@@ -183,6 +202,8 @@ def count(quick: bool = False) -> dict[str, Any]:
         row["layers"], row["timesteps"] = layers(family), MODELS[family][3] or 0
         if family in ("mclr", "cnn") or not quick:
             row["flops"] = flops_ratio(family)
+        if family == "cnn" and fused:
+            row["fused_flops"] = fused_cnn_flops()
         out[family] = row
     return out
 
