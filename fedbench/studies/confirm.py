@@ -293,11 +293,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def folder(study: str, root: str | Path, cfg) -> Path:
-    """Where ``study``'s confirmatory runs go: a claim study's ROOT/<study>/<its budget>/ (the results layout,
+def budget_of(study: str, members: list[dict[str, Any]]) -> str | None:
+    """The budget ``study``'s exploratory entries ``members`` ran at (their ``scale.budget``), which its confirmation
+    reruns: e.g. fedproxvr_fashion's Table 1 alone ("convex"), not its home budget ("paper", both tables). None where
+    no entry names one (the home budget, fedbench.study.layout.home_budget); a ValueError naming them where they
+    differ."""
+    named = sorted({e["scale"]["budget"] for e in members
+                    if isinstance(e.get("scale"), dict) and e["scale"].get("budget")})
+    if len(named) > 1:
+        raise ValueError(f"{study}: its entries ran at budgets {', '.join(named)}; a confirmation reruns one")
+    return named[0] if named else None
+
+
+def folder(study: str, root: str | Path, cfg, budget: str | None = None) -> Path:
+    """Where ``study``'s confirmatory runs go: a claim study's ROOT/<study>/<budget>/ (``budget``: the one its
+    exploratory entries ran at, :func:`budget_of`; default its home budget; the results layout,
     fedbench.study.layout), a train group's ROOT/<its folder>/ (main-job, real-data)."""
     group = train_groups.GROUPS.get(study)
-    return Path(root) / group.folder if group else study_folder(study, home_budget(cfg, study), root)
+    return Path(root) / group.folder if group else study_folder(study, budget or home_budget(cfg, study), root)
 
 
 def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, Any], cfg, a: argparse.Namespace) -> str:
@@ -307,7 +320,7 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
     group = train_groups.GROUPS.get(study)
     if group is None:
         return (f"{study}: would run for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
-                f"{folder(study, a.root, cfg)}/")
+                f"{folder(study, a.root, cfg, budget_of(study, members))}/")
     on = train_groups.confirm_config(cfg, seeds, a.workers)
     cost = train_groups.measured_seconds(cfg, group, Path(a.runs_csv))
     said = ("no measured cost at hand" if cost is None else
@@ -319,7 +332,8 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
 
 
 def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
-           judges: dict[str, train_groups.Judge], data_seeds: list[int] | None = None) -> list[dict[str, Any]]:
+           judges: dict[str, train_groups.Judge], data_seeds: list[int] | None = None,
+           budget: str | None = None) -> list[dict[str, Any]]:
     """The study's entries on the frozen ``seeds``, its runs in :func:`folder`: a claim study's by fedbench.studies
     .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by ``judges``."""
     if study in train_groups.GROUPS:
@@ -327,7 +341,7 @@ def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
                                 folder(study, a.root, cfg), Path(a.data_root), judges[study])
     from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 
-    return run_study(cfg, study, root=Path(a.root), seeds=tuple(seeds), workers=a.workers,
+    return run_study(cfg, study, budget=budget, root=Path(a.root), seeds=tuple(seeds), workers=a.workers,
                      data_seeds=None if data_seeds is None else tuple(data_seeds))
 
 
@@ -412,20 +426,26 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
             print(f"{name}: {e}", file=sys.stderr)
             continue
         drawn = data_seeds_of(members, registry)
+        try:
+            budget = budget_of(study, members)
+        except ValueError as e:
+            failed.append(str(e))
+            print(f"{name}: {e}", file=sys.stderr)
+            continue
         print(f"{study}: confirmatory run on seeds {rules.seeds_text(seeds)}"
               + (f", fresh data seeds {rules.seeds_text(drawn)}" if drawn else "") + " (frozen in "
-              f"{', '.join(sorted({c[:12] for c in frozen_in.values()}))}) into {folder(study, a.root, cfg)}/ ...",
+              f"{', '.join(sorted({c[:12] for c in frozen_in.values()}))}) into {folder(study, a.root, cfg, budget)}/ ...",
               flush=True)
         t0 = time.perf_counter()
         try:
-            rerun = _rerun(study, seeds, cfg, a, judges, data_seeds_of(members, registry))
+            rerun = _rerun(study, seeds, cfg, a, judges, data_seeds_of(members, registry), budget)
         except (ValueError, FedbenchError) as e:
             failed.append(f"{study}: {e}")
             print(f"{name}: {study}: {e}", file=sys.stderr)
             continue
         seconds = time.perf_counter() - t0
         registry, lines, refused = judge(study, members, rerun, rules.load(a.registry), commit, date, seconds,
-                                         str(folder(study, a.root, cfg)), frozen_in)
+                                         str(folder(study, a.root, cfg, budget)), frozen_in)
         rules.dump(registry, a.registry)
         print(f"{study}: confirmed in {seconds:.1f} s wall")
         print("\n".join(lines), flush=True)

@@ -314,3 +314,20 @@ def test_claims_freeze_takes_the_power_rules_seeds_and_refuses_fewer(tmp_path, c
     assert reg.main(["freeze", "--claims", str(claims), "--registry", str(registry), "--count", "12"]) == 2
     assert capsys.readouterr().err.startswith("fedbench claims freeze: --count 12: below the power rule's 13 seeds")
     assert not registry.exists()
+
+
+def test_a_confirmation_reruns_the_budget_its_exploratory_entries_ran_at_not_the_home_budget(monkeypatch, tmp_path):
+    # fedproxvr_fashion's Table 1 ran at its "convex" budget; its home budget, "paper", adds Table 2 (122 h)
+    members = [{"id": "a", "scale": {"budget": "convex"}}, {"id": "b", "scale": {"budget": "convex"}}]
+    assert confirm.budget_of("fedproxvr_fashion", members) == "convex"
+    assert confirm.budget_of("fedproxvr_fashion", [{"id": "a", "scale": None}, {"id": "b"}]) is None  # home budget
+    with pytest.raises(ValueError, match="^fedproxvr_fashion: its entries ran at budgets convex, paper; a confirm"):
+        confirm.budget_of("fedproxvr_fashion", members + [{"id": "c", "scale": {"budget": "paper"}}])
+    assert confirm.folder("fedproxvr_fashion", tmp_path, None, "convex") == tmp_path / "fedproxvr_fashion" / "convex"
+    assert confirm.folder("fedproxvr_fashion", tmp_path, None) == tmp_path / "fedproxvr_fashion" / "paper"
+    seen = {}
+    import fedbench.studies.stage as stage
+    monkeypatch.setattr(stage, "run_study", lambda cfg, study, **kw: seen.update(kw, study=study) or [])
+    a = confirm.parser().parse_args(["--root", str(tmp_path), "--workers", "1"])
+    assert confirm._rerun("fedproxvr_fashion", [1131, 1132], None, a, {}, None, "convex") == []
+    assert (seen["study"], seen["budget"], seen["seeds"]) == ("fedproxvr_fashion", "convex", (1131, 1132))
