@@ -243,7 +243,8 @@ def provenance_line(claims: list[dict[str, Any]]) -> str:
         builds[where_text(c["provenance"])] = builds.get(where_text(c["provenance"]), 0) + 1
     unrun = sum(c["verdict"] == "not-run" for c in claims)
     said = "; ".join(f"{n} on {w}" for w, n in builds.items()) or "none"
-    text = f"What ran where: {len(here)} verdicts computed by the build of this report ({said})"
+    text = (f"What ran where: {len(here)} verdict{'' if len(here) == 1 else 's'} computed by the build of this report "
+            f"({said})")
     if kept:
         text += (f"; {sum(kept.values())} kept from earlier reports, computed elsewhere ({KEPT}): "
                  + "; ".join(f"{n} on {w}" for w, n in kept.items()))

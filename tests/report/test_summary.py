@@ -210,3 +210,17 @@ def test_each_judged_headline_verdict_has_its_holm_adjusted_verdict_beside_it():
     assert "Holm, m=19:<br>inconclusive" in _row(md, "Synthetic(1,1): FedProx's") and len(rows) == 19
     committed = (ROOT / "reports" / "claims.md").read_text()
     assert committed.count(f"Holm, m={len(rows)}:") == md.count(f"Holm, m={len(rows)}:") > 0
+
+
+def test_what_ran_where_counts_each_kind_and_says_verdict_for_one():
+    from fedbench.report.summary import provenance_line
+
+    here = {"machine": "AMD EPYC, 2 cores", "commit": "9c886e6", "date": "2026-12-08"}
+    kept = {**here, "commit": "179963c", "date": "2026-12-07", "carried": True}
+    claims = [{"verdict": "direction-only", "provenance": here}, {"verdict": "reproduced", "provenance": kept},
+              {"verdict": "inconclusive", "provenance": kept}, {"verdict": "not-run", "provenance": None}]
+    assert provenance_line(claims) == (
+        "What ran where: 1 verdict computed by the build of this report (1 on AMD EPYC, 2 cores, commit 9c886e6, "
+        "2026-12-08); 2 kept from earlier reports, computed elsewhere (†): 2 on AMD EPYC, 2 cores, commit 179963c, "
+        "2026-12-07; 1 not run (their commands under each table).")
+    assert provenance_line(claims[1:]).startswith("What ran where: 0 verdicts computed by the build of this report (none)")
