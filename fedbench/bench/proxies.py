@@ -11,6 +11,9 @@ count that does not depend on the machine, and the H200 measurements already com
   the final evaluation cancel); the block's are a (3 + block)-round one's minus the 3-round one's. The divergence
   signal stays on the device and is read back once a block (fedbench.engine.simulation._Window): 0 a round, 1 a
   block.
+- ``uploads_per_block``: host-to-device uploads (fedbench.ops.to_device calls) in a block of SCHEDULE_BLOCK rounds
+  of a FedProx stack at a static shape, at 1 and 10 runs, as CUDA runs it: the block's arrays in one transfer
+  (fedbench.engine.uploads; fedbench.bench.block_uploads); ``..._round_by_round`` with each round moving its own.
 - ``graphs_per_block_decaying_lr``: the CUDA graphs a FedProx stack's captured loop needs in a block of
   SCHEDULE_BLOCK rounds whose lr decays every round (:func:`graph_keys`; D2's per-round scalars as tensors: 1).
 - ``ops_outside_steps_per_round``: ATen operators dispatched in such a round outside the local steps (a
@@ -164,7 +167,7 @@ def _synthetic(devices: int):
     return data, build_model("mclr", data.feature_shape, data.num_classes)
 
 
-def _simulate(setup: RoundSetup, runs: int, rounds: int, counters) -> None:
+def _simulate(setup: RoundSetup, runs: int, rounds: int, counters, capture: str = "none") -> None:
     from fedbench.algorithms import build_algorithm
     from fedbench.engine.evaluation import EvalSpec
     from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
@@ -173,7 +176,7 @@ def _simulate(setup: RoundSetup, runs: int, rounds: int, counters) -> None:
     protocol = (EvalSpec("train", every=PROTOCOL_EVERY), EvalSpec("test", every=PROTOCOL_EVERY))
     cfg = SimulationConfig(rounds=rounds, clients_per_round=setup.clients_per_round, local_epochs=1, batch_size=10,
                            local_steps=setup.local_steps, straggler_fraction=setup.straggler_fraction, device="cpu",
-                           evaluations=protocol, dissimilarity_every=0, checkpoint_every=10**9)
+                           evaluations=protocol, dissimilarity_every=0, checkpoint_every=10**9, capture=capture)
     specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm("fedprox", lr=0.05, mu=1.0))
              for s in range(runs)]
     with contextlib.ExitStack() as stack:
@@ -439,6 +442,12 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     dissim_calls = {str(r): dissimilarity_passes(r, batched=True)["backward_calls"] for r in CNN_RUNS}
     dissim_calls_cpu = {str(r): dissimilarity_passes(r)["backward_calls"] for r in CNN_RUNS}
     graphs = graph_keys()
+    log("  proxies: host-to-device uploads a block")
+    import fedbench.bench.block_uploads as block_uploads
+
+    upload_runs = (1,) if quick else (1, 10)
+    uploads = {str(n): block_uploads.uploads_per_block(n)["per_block"] for n in upload_runs}
+    uploads_before = {str(n): block_uploads.uploads_per_block(n, staged=False)["per_block"] for n in upload_runs}
     log("  proxies: the synthetic study's chain from its drawn schedule")
     chain = synthetic_chain(rounds=20 if quick else None)
     log("  proxies: launches and FLOPs a local step, per model family (Triton's interpreter, a subprocess)")
@@ -464,6 +473,8 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
         "ops_outside_steps_slope_cpu_default": ops_cpu["slope_per_run"],
         "ops_outside_top_cpu_default": ops_cpu["top_outside"],
         "graphs_per_block_decaying_lr": graphs["graphs"],
+        "uploads_per_block": uploads,
+        "uploads_per_block_round_by_round": uploads_before,
         "synthetic_chain_steps": chain["chain"],
         "synthetic_chain": chain,
         "eval_passes_per_round": passes,
@@ -501,6 +512,11 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
          r["syncs_per_round"] == 0),
         (f"host syncs a block of {SCHEDULE_BLOCK} rounds", f"{r['syncs_per_block']:g}", TARGETS["syncs_per_block"][1],
          r["syncs_per_block"] <= 1),
+        (f"host-to-device uploads a block of {SCHEDULE_BLOCK} rounds, static path (at "
+         + ", ".join(r.get("uploads_per_block", {})) + " runs; each round its own: "
+         + ", ".join(map(str, r.get("uploads_per_block_round_by_round", {}).values())) + ")",
+         ", ".join(map(str, r.get("uploads_per_block", {}).values())) or "-", "1",
+         None if not r.get("uploads_per_block") else all(v <= 1 for v in r["uploads_per_block"].values())),
         ("ATen ops outside the local steps a round (slope in runs; at " + ", ".join(at) + " runs; the CUDA path"
          + ("" if "ops_outside_steps_slope_cpu_default" not in r else
             f"; the CPU's: {r['ops_outside_steps_slope_cpu_default']:+.1f} a run") + ")",
