@@ -36,7 +36,7 @@ from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
 from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static, schedule_arrays
 from fedbench.engine.uploads import BlockUploads
-from fedbench.engine.vmap_runs import call_over_runs, concat_rows, same_structure, stack_rows
+from fedbench.engine.vmap_runs import ClientsFullGrad, call_over_runs, concat_rows, same_structure, stack_rows
 from fedbench.ops import to_device
 
 
@@ -667,12 +667,9 @@ def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
 def _full_grad_fn(kernel, data: DeviceData, clients: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
     """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]: the
     kernel's client_grads on the stored training arrays (the mclr kernel reads each client's contiguous rows in
-    place; the others gather the cohort's rows on each call)."""
-
-    def full_grad(theta: torch.Tensor) -> torch.Tensor:
-        return kernel.client_grads(theta, data.x_train, data.y_train, data.train_offsets, clients)
-
-    return full_grad
+    place; the others gather the cohort's rows on each call). Where the runs are batched, the runs of a vmap group
+    on one dataset compute theirs in one call (fedbench.engine.vmap_runs.ClientsFullGrad)."""
+    return ClientsFullGrad(kernel, data, clients)
 
 
 def _client_grads_fn(kernel, data: DeviceData) -> Callable[[np.ndarray, torch.Tensor], torch.Tensor]:
