@@ -196,7 +196,6 @@ def stage_block(stack: Stack, rounds: list[tuple[int, list[tuple[RunState, Any]]
     if stack.uploads is None:
         return
     arrays: dict[tuple, np.ndarray] = {}
-    run_losses = getattr(stack.kernel, "run_losses", None) is not None and stack.local_path == "vectorized"
     for r, pairs, signalled in rounds:
         pairs = [(run, work) for run, work in pairs if len(work.clients)]
         if not pairs:
@@ -213,10 +212,14 @@ def stage_block(stack: Stack, rounds: list[tuple[int, list[tuple[RunState, Any]]
                                                                                [pairs[i][1].clients for i in idx])
         works = [work for _, work in pairs]
         signal = [(run, work.clients) for run, work in pairs if any(run is s for s in signalled)]
-        if signal and run_losses:
+        if signal and _batched_signal(stack, len(signal)):
             index, segment, counts = _signal_host(signal)
             arrays |= {(r, "signal_index"): index, (r, "signal_segment"): segment,
                        (r, "signal_counts"): counts.astype(np.float32)}
+        else:
+            for j, (run, clients) in enumerate(signal):
+                for name, a in zip("isc", _segments_host(run.data.train_offsets, clients)):
+                    arrays[(r, "segments", j, name)] = a
         if stack.capture != "none":
             shape, order, sorted_ = _static_layout(stack, works, rows)
             out, active, _ = schedule_arrays([w.steps for w in works], [w.batches for w in works], shape,
@@ -706,10 +709,16 @@ def cohort_loss_tensors(stack: Stack, schedules: list[RoundSchedule]) -> list[to
     whose losses go to a segment that is dropped), the losses summed per client by one index_add. Elsewhere
     :func:`cohort_loss_tensor` a run, bit for bit as the run alone."""
     run_losses = getattr(stack.kernel, "run_losses", None)
-    fewest = 1 if stack.uploads is not None else 2  # taking the block's arrays: the batched pass for one run too
-    if (len(schedules) < fewest or run_losses is None or stack.device.type not in BATCHED_SIGNAL_DEVICES
-            or stack.local_path != "vectorized"):
-        return [cohort_loss_tensor(stack.kernel, s.run.data, s.clients, s.run.state.theta) for s in schedules]
+    if not _batched_signal(stack, len(schedules)):
+        if stack.uploads is None:
+            return [cohort_loss_tensor(stack.kernel, s.run.data, s.clients, s.run.state.theta) for s in schedules]
+        out = []  # cohort_loss_tensor's operations, its segments taken from the block
+        for j, s in enumerate(schedules):
+            idx, seg, counts = (_put(stack, (s.round, "segments", j, name), a)
+                                for name, a in zip("isc", _segments_host(s.run.data.train_offsets, s.clients)))
+            out.append(stack.kernel.segment_losses(s.run.state.theta, s.run.data.x_train[idx], s.run.data.y_train[idx],
+                                                   seg, counts))
+        return out
     r = schedules[0].round
     index, segment, counts = _signal_host([(s.run, s.clients) for s in schedules])
     index_t = _put(stack, (r, "signal_index"), index)
@@ -720,6 +729,21 @@ def cohort_loss_tensors(stack: Stack, schedules: list[RoundSchedule]) -> list[to
     sums.index_add_(0, _put(stack, (r, "signal_segment"), segment), per_sample.flatten())
     losses = sums[:total] / _put(stack, (r, "signal_counts"), counts, per_sample.dtype)
     return list(losses.split([len(s.clients) for s in schedules]))
+
+
+def _batched_signal(stack: Stack, runs: int) -> bool:
+    """Whether the divergence signal of ``runs`` scheduled runs is one batched pass (:func:`cohort_loss_tensors`)."""
+    return (runs >= 2 and getattr(stack.kernel, "run_losses", None) is not None
+            and stack.device.type in BATCHED_SIGNAL_DEVICES and stack.local_path == "vectorized")
+
+
+def _segments_host(offsets: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fedbench.engine.kernels.generic.client_segments's host arrays: the clients' sample indices, their segments and
+    the counts n_k."""
+    counts = offsets[clients + 1] - offsets[clients]
+    idx = (np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in clients]) if len(clients)
+           else np.zeros(0, np.int64))
+    return idx, np.repeat(np.arange(len(clients)), counts), counts
 
 
 def _signal_host(runs: list[tuple[RunState, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
