@@ -68,7 +68,9 @@ saves its own copy).
 Static shapes (``SimulationConfig.capture``: static or cuda_graph; issue 31). The loop then draws each run's rounds
 a block of SCHEDULE_BLOCK at a time (fedbench.engine.schedule: the same draws as round by round), gives every round
 of the block the same client rows (each run's largest cohort of the block), and runs the local steps padded and
-masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture).
+masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture). Where the runs are
+batched (CUDA) blocks are drawn with any capture setting, and every array the block's rounds move to the device is
+built ahead and moved in one transfer a block (fedbench.engine.uploads; :func:`_stage`), each round taking its views.
 
 Waiting for the device (issue 31, item 3; counted by fedbench.engine.host_sync, per algorithm by
 fedbench.bench.host_syncs). Every host array a round moves to the device goes through fedbench.ops.to_device
