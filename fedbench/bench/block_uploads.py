@@ -6,7 +6,8 @@ An upload is a call of fedbench.ops.to_device, the one way the engine and the al
 device (fedbench.engine.host_sync): on CUDA each is a pinned staging copy and one host-to-device transfer. The
 count of a block is a (3 + block)-round simulation's minus a 3-round one's (the start, the evaluations at round 0
 and of the final model cancel), of a FedProx mclr stack (fedbench.bench.proxies.RoundSetup) at a static shape
-(``capture: static``, the loop a CUDA graph replays), evaluated at round 0 and on the final model only.
+(``capture: static``, the loop a CUDA graph replays), evaluated at round 0 and on the final model only (its own copy of
+the stack's settings: importing fedbench.bench.proxies here would make an import cycle).
 """
 
 from __future__ import annotations
@@ -49,9 +50,7 @@ def uploads_per_block(runs: int = 10, block: int = SCHEDULE_BLOCK, staged: bool 
     ``staged`` False: with the block's one transfer turned off (each round moves its own arrays, as before)."""
     import fedbench.engine.round as round_
     import fedbench.engine.uploads as uploads
-    from fedbench.bench.proxies import RoundSetup, _simulate
 
-    setup = RoundSetup()
     devices, budget = round_.BATCHED_SIGNAL_DEVICES, uploads.BLOCK_UPLOAD_BYTES
     round_.BATCHED_SIGNAL_DEVICES = devices + ("cpu",)
     uploads.BLOCK_UPLOAD_BYTES = budget if staged else 0
@@ -59,9 +58,28 @@ def uploads_per_block(runs: int = 10, block: int = SCHEDULE_BLOCK, staged: bool 
     try:
         for rounds in (3, 3 + block):
             with UploadCount() as count:
-                _simulate(setup, runs, rounds, [], capture=capture)
+                _simulate(runs, rounds, capture)
             counts[rounds] = count.count
     finally:
         round_.BATCHED_SIGNAL_DEVICES, uploads.BLOCK_UPLOAD_BYTES = devices, budget
     return {"runs": runs, "block": block, "capture": capture, "staged": staged,
             "per_block": counts[3 + block] - counts[3]}
+
+
+def _simulate(runs: int, rounds: int, capture: str, devices: int = 30) -> None:
+    """fedbench.bench.proxies.RoundSetup's stack (FedProx mu 1, mclr on Synthetic(1,1) of ``devices`` devices, 10
+    clients a round of 1 local step, evaluated at round 0 and on the final model), at ``capture``."""
+    from fedbench.algorithms import build_algorithm
+    from fedbench.data.synthetic import generate_synthetic
+    from fedbench.engine.evaluation import EvalSpec
+    from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
+    from fedbench.models import build_model
+
+    data = generate_synthetic(1.0, 1.0, False, num_devices=devices, seed=0, train_fraction=0.9)
+    model = build_model("mclr", data.feature_shape, data.num_classes)
+    protocol = (EvalSpec("train", every=10_000), EvalSpec("test", every=10_000))
+    cfg = SimulationConfig(rounds=rounds, clients_per_round=10, local_epochs=1, batch_size=10, local_steps=1,
+                           device="cpu", evaluations=protocol, dissimilarity_every=0, checkpoint_every=10**9,
+                           capture=capture)
+    simulate_stack(model, [RunSpec(SimulationConfig(**{**cfg.__dict__, "seed": s}), data,
+                                   build_algorithm("fedprox", lr=0.05, mu=1.0)) for s in range(runs)])

@@ -19,14 +19,16 @@ from typing import Any
 
 
 def _stack(runs: int, rounds: int = 1):
-    """A FedProx mclr stack (fedbench.bench.proxies.RoundSetup's data) built and scheduled for round 0."""
+    """A FedProx mclr stack on fedbench.bench.proxies.RoundSetup's data (generated here: importing that module would
+    make an import cycle), built and scheduled for round 0."""
     from fedbench.algorithms import build_algorithm
-    from fedbench.bench.proxies import RoundSetup, _synthetic
+    from fedbench.data.synthetic import generate_synthetic
     from fedbench.engine.round import schedule_stack
     from fedbench.engine.simulation import RunSpec, SimulationConfig, build_stack
+    from fedbench.models import build_model
 
-    setup = RoundSetup()
-    data, model = _synthetic(setup.devices)
+    data = generate_synthetic(1.0, 1.0, False, num_devices=30, seed=0, train_fraction=0.9)
+    model = build_model("mclr", data.feature_shape, data.num_classes)
     cfg = SimulationConfig(rounds=rounds, clients_per_round=3, local_epochs=1, batch_size=10, local_steps=2,
                            device="cpu", capture="static", evaluations=(), dissimilarity_every=0,
                            checkpoint_every=10**9)
