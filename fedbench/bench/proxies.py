@@ -11,6 +11,11 @@ count that does not depend on the machine, and the H200 measurements already com
   the final evaluation cancel); the block's are a (3 + block)-round one's minus the 3-round one's. The divergence
   signal stays on the device and is read back once a block (fedbench.engine.simulation._Window): 0 a round, 1 a
   block.
+- ``uploads_per_block``: host-to-device uploads (fedbench.ops.to_device calls) in a block of SCHEDULE_BLOCK rounds
+  of a FedProx stack at a static shape, at 1 and 10 runs, as CUDA runs it: the block's arrays in one transfer
+  (fedbench.engine.uploads; fedbench.bench.block_uploads); ``..._round_by_round`` with each round moving its own.
+- ``graph_breaks_per_round``: TorchDynamo's graph breaks tracing a FedProx stack's round (fedbench.bench.round_graph):
+  its local steps on the device (``steps``: 0, one graph) and the whole run_round (``round``), with the reasons.
 - ``graphs_per_block_decaying_lr``: the CUDA graphs a FedProx stack's captured loop needs in a block of
   SCHEDULE_BLOCK rounds whose lr decays every round (:func:`graph_keys`; D2's per-round scalars as tensors: 1).
 - ``ops_outside_steps_per_round``: ATen operators dispatched in such a round outside the local steps (a
@@ -164,7 +169,7 @@ def _synthetic(devices: int):
     return data, build_model("mclr", data.feature_shape, data.num_classes)
 
 
-def _simulate(setup: RoundSetup, runs: int, rounds: int, counters) -> None:
+def _simulate(setup: RoundSetup, runs: int, rounds: int, counters, capture: str = "none") -> None:
     from fedbench.algorithms import build_algorithm
     from fedbench.engine.evaluation import EvalSpec
     from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate_stack
@@ -173,7 +178,7 @@ def _simulate(setup: RoundSetup, runs: int, rounds: int, counters) -> None:
     protocol = (EvalSpec("train", every=PROTOCOL_EVERY), EvalSpec("test", every=PROTOCOL_EVERY))
     cfg = SimulationConfig(rounds=rounds, clients_per_round=setup.clients_per_round, local_epochs=1, batch_size=10,
                            local_steps=setup.local_steps, straggler_fraction=setup.straggler_fraction, device="cpu",
-                           evaluations=protocol, dissimilarity_every=0, checkpoint_every=10**9)
+                           evaluations=protocol, dissimilarity_every=0, checkpoint_every=10**9, capture=capture)
     specs = [RunSpec(dataclasses.replace(cfg, seed=s), data, build_algorithm("fedprox", lr=0.05, mu=1.0))
              for s in range(runs)]
     with contextlib.ExitStack() as stack:
@@ -439,6 +444,16 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
     dissim_calls = {str(r): dissimilarity_passes(r, batched=True)["backward_calls"] for r in CNN_RUNS}
     dissim_calls_cpu = {str(r): dissimilarity_passes(r)["backward_calls"] for r in CNN_RUNS}
     graphs = graph_keys()
+    log("  proxies: host-to-device uploads a block")
+    import fedbench.bench.block_uploads as block_uploads
+
+    upload_runs = (1,) if quick else (1, 10)
+    uploads = {str(n): block_uploads.uploads_per_block(n)["per_block"] for n in upload_runs}
+    uploads_before = {str(n): block_uploads.uploads_per_block(n, staged=False)["per_block"] for n in upload_runs}
+    log("  proxies: graph breaks of a round under torch.compile(fullgraph=True) (TorchDynamo's explain)")
+    import fedbench.bench.round_graph as round_graph
+
+    breaks = {part: round_graph.explain(part) for part in ("steps", "round")}
     log("  proxies: the synthetic study's chain from its drawn schedule")
     chain = synthetic_chain(rounds=20 if quick else None)
     log("  proxies: launches and FLOPs a local step, per model family (Triton's interpreter, a subprocess)")
@@ -464,6 +479,10 @@ def measure(quick: bool = False, log=lambda _: None) -> dict[str, Any]:
         "ops_outside_steps_slope_cpu_default": ops_cpu["slope_per_run"],
         "ops_outside_top_cpu_default": ops_cpu["top_outside"],
         "graphs_per_block_decaying_lr": graphs["graphs"],
+        "uploads_per_block": uploads,
+        "uploads_per_block_round_by_round": uploads_before,
+        "graph_breaks_per_round": {part: b["graph_breaks"] for part, b in breaks.items()},
+        "graph_break_reasons": {part: b["reasons"] for part, b in breaks.items()},
         "synthetic_chain_steps": chain["chain"],
         "synthetic_chain": chain,
         "eval_passes_per_round": passes,
@@ -526,8 +545,27 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         ("projected profile from drawn schedules (GPU-hours, H200)", "-" if total is None else f"{total:.1f}",
          TARGETS["projected_profile"][1], None if total is None else total <= 8.0),
     ]
+    rows[2:2] = block_rows(r)
     rows += step_rows(r)
     return [{"proxy": p, "value": v, "target": t, "met": m} for p, v, t, m in rows]
+
+
+def block_rows(r: dict[str, Any]) -> list[tuple]:
+    """Item 3's rows where measured: uploads a block (fedbench.bench.block_uploads) and graph breaks of a round
+    (fedbench.bench.round_graph)."""
+    rows = []
+    if r.get("uploads_per_block"):
+        rows.append((f"host-to-device uploads a block of {SCHEDULE_BLOCK} rounds, static path (at "
+                     + ", ".join(r["uploads_per_block"]) + " runs; each round its own: "
+                     + ", ".join(map(str, r.get("uploads_per_block_round_by_round", {}).values())) + ")",
+                     ", ".join(map(str, r["uploads_per_block"].values())), "1",
+                     all(v <= 1 for v in r["uploads_per_block"].values())))
+    if r.get("graph_breaks_per_round"):
+        rows.append(("graph breaks under torch.compile(fullgraph=True): the local steps; the whole round",
+                     "; ".join(f"{k} {v}" for k, v in r["graph_breaks_per_round"].items()), "0",
+                     all(v == 0 for v in r["graph_breaks_per_round"].values())))
+    return rows
+
 
 
 def step_rows(r: dict[str, Any]) -> list[tuple]:

@@ -34,8 +34,9 @@ from fedbench.engine.local import LOCAL_PATHS, CohortData
 from fedbench.engine.metrics import DeviceData
 from fedbench.engine.sampling import plan_round
 from fedbench.engine.schedule import RoundDraw, cohort_seed, draw_round, local_work
-from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static
-from fedbench.engine.vmap_runs import call_over_runs, concat_rows, same_structure, stack_rows
+from fedbench.engine.static import StaticShape, pad_rows, pad_schedule, run_static, schedule_arrays
+from fedbench.engine.uploads import BlockUploads
+from fedbench.engine.vmap_runs import ClientsFullGrad, call_over_runs, concat_rows, same_structure, stack_rows
 from fedbench.ops import to_device
 
 
@@ -125,6 +126,9 @@ class Stack:
     local_steps: int
     capture: str = "none"  # SimulationConfig.capture: none (ragged eager), static (padded eager), cuda_graph
     captured: Any = None  # fedbench.engine.capture.CapturedSteps where capture is cuda_graph
+    # where the runs are batched (:func:`batched_runs`): the current block's arrays on the device, moved in one
+    # transfer (fedbench.engine.uploads; :func:`stage_block`); None: each round moves its own
+    uploads: BlockUploads | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def schedule_round(stack: Stack, run: RunState, r: int, draw: RoundDraw | None =
     if planned is None:
         return None
     _, algorithm, work, _ = planned
-    cohort = _cohort(stack, planned, r, _upload(stack, [planned])[0], _table_rows(run, work.clients, stack.device))
+    cohort = _cohort(stack, planned, r, _upload(stack, [planned], r)[0], _table_rows(run, work.clients, stack.device))
     bcast = algorithm.broadcast(run.state)
     local = algorithm.client_init(bcast, cohort)
     return RoundSchedule(run=run, round=r, clients=work.clients, steps=work.steps, batches=work.batches,
@@ -167,13 +171,70 @@ def schedule_stack(stack: Stack, runs: list[RunState], r: int,
     if not batched_runs(stack):
         return [s for s in (schedule_round(stack, run, r, d) for run, d in zip(runs, draws)) if s is not None]
     planned = [p for p in (_round_work(stack, run, r, d) for run, d in zip(runs, draws)) if p is not None]
-    cohorts = [_cohort(stack, p, r, up, rows) for p, up, rows in zip(planned, _upload(stack, planned),
-                                                                     _pooled_rows(stack, planned))]
+    cohorts = [_cohort(stack, p, r, up, rows) for p, up, rows in zip(planned, _upload(stack, planned, r),
+                                                                     _pooled_rows(stack, planned, r))]
     bcasts = [alg.broadcast(run.state) for run, alg, _, _ in planned]
     locals_ = call_over_runs("client_init", [alg for _, alg, _, _ in planned], list(zip(bcasts, cohorts)))
     return [RoundSchedule(run=run, round=r, clients=work.clients, steps=work.steps, batches=work.batches,
                           cohort=cohort, bcast=bcast, local=local, algorithm=alg)
             for (run, alg, work, _), cohort, bcast, local in zip(planned, cohorts, bcasts, locals_)]
+
+
+def new_uploads(device: torch.device) -> BlockUploads | None:
+    """The stack's block uploads (fedbench.engine.uploads) where its runs are batched (BATCHED_SIGNAL_DEVICES), else
+    None: on the CPU's default path every round moves (shares) its own arrays, as alone."""
+    return BlockUploads(device) if torch.device(device).type in BATCHED_SIGNAL_DEVICES else None
+
+
+def stage_block(stack: Stack, rounds: list[tuple[int, list[tuple[RunState, Any]], list[RunState]]],
+                rows: int | None) -> None:
+    """Where the stack takes a block's views (``stack.uploads``): every array the ``rounds`` will move to the device,
+    built on the host now, as those rounds will build them, and moved in one transfer (fedbench.engine.uploads).
+    Each round is (r, its runs with their drawn local work (fedbench.engine.schedule.RoundWork) in the stack's order,
+    the runs whose divergence signal it will leave on the device); ``rows``: the block's static rows. A round whose
+    arrays then differ from these (a run that left, a replay) moves its own: the numbers never depend on this."""
+    if stack.uploads is None:
+        return
+    arrays: dict[tuple, np.ndarray] = {}
+    for r, pairs, signalled in rounds:
+        pairs = [(run, work) for run, work in pairs if len(work.clients)]
+        if not pairs:
+            continue
+        planned = [(run, None, work, None) for run, work in pairs]
+        cohort, weights = _cohort_host(planned)
+        flat = [run[f] for f in range(4) for run in cohort]
+        for dtype, _, buffer in _cohort_buffers(flat):
+            arrays[(r, "cohort", dtype)] = buffer
+        arrays[(r, "weights")] = np.concatenate(weights).astype(np.float32)
+        runs = [run for run, _ in pairs]
+        for idx in _by_pool(runs):
+            arrays[(r, "pool", id(runs[idx[0]].table_pool[0]))] = _pool_index_host([runs[i] for i in idx],
+                                                                               [pairs[i][1].clients for i in idx])
+        works = [work for _, work in pairs]
+        signal = [(run, work.clients) for run, work in pairs if any(run is s for s in signalled)]
+        if signal and _batched_signal(stack, len(signal)):
+            index, segment, counts = _signal_host(signal)
+            arrays |= {(r, "signal_index"): index, (r, "signal_segment"): segment,
+                       (r, "signal_counts"): counts.astype(np.float32)}
+        else:
+            for j, (run, clients) in enumerate(signal):
+                for name, a in zip("isc", _segments_host(run.data.train_offsets, clients)):
+                    arrays[(r, "segments", j, name)] = a
+        if stack.capture != "none":
+            shape, order, sorted_ = _static_layout(stack, works, rows)
+            out, active, _ = schedule_arrays([w.steps for w in works], [w.batches for w in works], shape,
+                                             None if sorted_ else order)
+            arrays |= {(r, "batches"): out, (r, "active"): active}
+            if not sorted_:
+                arrays |= {(r, "order"): order, (r, "back"): np.argsort(order, kind="stable")}
+            if len(works) > 1:
+                arrays[(r, "run_of_row")] = _static_run_of_row([len(w.steps) for w in works], order, shape)
+        elif len(works) == 1:
+            arrays[(r, "batches")] = works[0].batches
+        else:
+            order, run_of_row, batches, back = _merged_host(works)
+            arrays |= {(r, "order"): order, (r, "run_of_row"): run_of_row, (r, "batches"): batches, (r, "back"): back}
+    stack.uploads.stage(arrays)
 
 
 def batched_runs(stack: Stack) -> bool:
@@ -220,25 +281,50 @@ def _round_work(stack: Stack, run: RunState, r: int, draw: RoundDraw | None) -> 
     return run, algorithm, work, available
 
 
-def _upload(stack: Stack, planned: list[tuple]) -> list[tuple[torch.Tensor, ...]]:
+def _upload(stack: Stack, planned: list[tuple], r: int) -> list[tuple[torch.Tensor, ...]]:
     """Each planned run's cohort arrays on the device (clients, their n_k, epochs, steps, and the weights normalised
-    to sum 1 as float32): for one run its own, else every run's arrays of one dtype in one transfer, each run's a
-    view of it (the float32 weights: one more transfer)."""
-    arrays = [(work.clients, run.sizes[work.clients], work.epochs, work.steps) for run, _, work, _ in planned]
-    weights = [work.weights / float(work.weights.sum()) for _, _, work, _ in planned]
+    to sum 1 as float32): for one run its own (where the stack takes no block's views), else every run's arrays of one
+    dtype in one transfer, each run's a view of it (the float32 weights: one more transfer), or views of the block's
+    (:func:`_put`)."""
+    arrays, weights = _cohort_host(planned)
     device = stack.device
-    if len(planned) == 1:
+    if len(planned) == 1 and stack.uploads is None:
         return [(*(to_device(a, device) for a in arrays[0]), to_device(weights[0], device, torch.float32))]
     runs = len(planned)
     flat = [run[f] for f in range(4) for run in arrays]  # field by field: a field's arrays of the runs one after another
     views: list[Any] = [None] * len(flat)
-    for dtype in sorted({a.dtype.str for a in flat}):  # one transfer a dtype (in practice one: int64)
-        which = [i for i, a in enumerate(flat) if a.dtype.str == dtype]
-        buffer = to_device(np.concatenate([flat[i] for i in which]), device)
-        for i, part in zip(which, buffer.split([len(flat[i]) for i in which])):
+    for dtype, which, buffer in _cohort_buffers(flat):  # one transfer a dtype (in practice one: int64)
+        for i, part in zip(which, _put(stack, (r, "cohort", dtype), buffer).split([len(flat[i]) for i in which])):
             views[i] = part
-    weight_views = to_device(np.concatenate(weights), device, torch.float32).split([len(w) for w in weights])
+    weight_views = _put(stack, (r, "weights"), np.concatenate(weights), torch.float32).split([len(w) for w in weights])
     return [(*views[j::runs], weight_views[j]) for j in range(runs)]
+
+
+def _cohort_host(planned: list[tuple]) -> tuple[list[tuple[np.ndarray, ...]], list[np.ndarray]]:
+    """The planned runs' cohort arrays on the host: (clients, n_k, epochs, steps) a run, and the weights summing to 1."""
+    arrays = [(work.clients, run.sizes[work.clients], work.epochs, work.steps) for run, _, work, _ in planned]
+    weights = [work.weights / float(work.weights.sum()) for _, _, work, _ in planned]
+    return arrays, weights
+
+
+def _cohort_buffers(flat: list[np.ndarray]) -> list[tuple[str, list[int], np.ndarray]]:
+    """(dtype, the arrays of that dtype, their concatenation) for the cohort's arrays ``flat``."""
+    out = []
+    for dtype in sorted({a.dtype.str for a in flat}):
+        which = [i for i, a in enumerate(flat) if a.dtype.str == dtype]
+        out.append((dtype, which, np.concatenate([flat[i] for i in which])))
+    return out
+
+
+def _put(stack: Stack, key: tuple, array: np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``to_device(array, stack.device, dtype)``, or the block's view of ``key`` where the block staged an array
+    equal to it (fedbench.engine.uploads: the same values, no transfer of its own)."""
+    if stack.uploads is None:
+        return to_device(array, stack.device, dtype)
+    if dtype is not None:  # converted on the host, as to_device converts (IEEE round to nearest either way)
+        array = array.astype(torch.empty(0, dtype=dtype).numpy().dtype)
+    view = stack.uploads.take(key, array)
+    return to_device(array, stack.device) if view is None else view
 
 
 def _cohort(stack: Stack, planned: tuple, r: int, arrays: tuple[torch.Tensor, ...], rows: Any) -> Cohort:
@@ -277,10 +363,18 @@ def pool_tables(stack: Stack, runs: list[RunState]) -> None:
             run.table_pool = (leaves, j)
 
 
-def _pool_index(runs: list[RunState], clients: list[np.ndarray], device: torch.device) -> torch.Tensor:
-    """[2, sum K] (slot, client) of the cohort rows of ``runs`` in their pool, one upload."""
+def _pool_index(stack: Stack | None, runs: list[RunState], clients: list[np.ndarray], device: torch.device,
+                r: int) -> torch.Tensor:
+    """[2, sum K] (slot, client) of the cohort rows of ``runs`` in their pool, one upload (or the block's view)."""
+    index = _pool_index_host(runs, clients)
+    if stack is None:
+        return to_device(index, device)
+    return _put(stack, (r, "pool", id(runs[0].table_pool[0])), index)
+
+
+def _pool_index_host(runs: list[RunState], clients: list[np.ndarray]) -> np.ndarray:
     slots = np.concatenate([np.full(len(c), run.table_pool[1], np.int64) for run, c in zip(runs, clients)])
-    return to_device(np.stack([slots, np.concatenate(clients).astype(np.int64)]), device)
+    return np.stack([slots, np.concatenate(clients).astype(np.int64)])
 
 
 def _by_pool(runs: list[RunState]) -> list[list[int]]:
@@ -292,7 +386,7 @@ def _by_pool(runs: list[RunState]) -> list[list[int]]:
     return list(pools.values())
 
 
-def _pooled_rows(stack: Stack, planned: list[tuple]) -> list[Any]:
+def _pooled_rows(stack: Stack, planned: list[tuple], r: int) -> list[Any]:
     """Each planned run's per-client table rows (:func:`_table_rows`): for the runs of a pool one gather a leaf,
     each run's rows a view of it."""
     runs = [p[0] for p in planned]
@@ -301,7 +395,7 @@ def _pooled_rows(stack: Stack, planned: list[tuple]) -> list[Any]:
     for idx in pooled:
         leaves = runs[idx[0]].table_pool[0]
         clients = [planned[i][2].clients for i in idx]
-        index = _pool_index([runs[i] for i in idx], clients, leaves[0].device)
+        index = _pool_index(stack, [runs[i] for i in idx], clients, leaves[0].device, r)
         gathered = [leaf[index[0], index[1]] for leaf in leaves]
         lo = 0
         for i, c in zip(idx, clients):
@@ -337,7 +431,7 @@ def run_round(stack: Stack, schedules: list[RoundSchedule], rows: int | None = N
     elif len(schedules) == 1:
         s = schedules[0]
         data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared,
-                          batches=to_device(s.batches, stack.device), starts=_starts(s.steps), steps=s.steps)
+                          batches=_put(stack, (s.round, "batches"), s.batches), starts=_starts(s.steps), steps=s.steps)
         kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
         locals_ = [local_fn(algorithm, kernel_or_model, s.bcast, s.local, data)]
     else:
@@ -368,14 +462,14 @@ def _aggregate_over_runs(stack: Stack, schedules: list[RoundSchedule], locals_: 
         s.run.state = state
     pooled = _by_pool([s.run for s in schedules])
     for idx in pooled:
-        _write_pooled([schedules[i] for i in idx], [outputs[i][1] for i in idx])
+        _write_pooled(stack, [schedules[i] for i in idx], [outputs[i][1] for i in idx])
     done = {i for idx in pooled for i in idx}
     for i, (s, (_, new_rows)) in enumerate(zip(schedules, outputs)):
         if i not in done:
             _write_rows(stack, s, new_rows)
 
 
-def _write_pooled(schedules: list[RoundSchedule], new_rows: list[Any]) -> None:
+def _write_pooled(stack: Stack, schedules: list[RoundSchedule], new_rows: list[Any]) -> None:
     """:func:`_write_rows` for the runs of one pool: the rows written over gathered once (kept for the runs with a
     window) and the new rows written with one index_put a leaf."""
     if any(r is None for r in new_rows):  # an algorithm with a table that wrote none this round: run by run
@@ -386,7 +480,7 @@ def _write_pooled(schedules: list[RoundSchedule], new_rows: list[Any]) -> None:
     runs = [s.run for s in schedules]
     leaves = runs[0].table_pool[0]
     sizes = [len(s.clients) for s in schedules]
-    index = _pool_index(runs, [s.clients for s in schedules], leaves[0].device)
+    index = _pool_index(stack, runs, [s.clients for s in schedules], leaves[0].device, schedules[0].round)
     windows = [j for j, run in enumerate(runs) if run.window is not None]
     if windows:  # the rows written over, kept until each run's signal is read back
         old = [leaf[index[0], index[1]] for leaf in leaves]
@@ -417,21 +511,28 @@ def _write_rows(stack: Stack | None, s: RoundSchedule, new_rows: Any) -> None:
 def _run_merged(stack: Stack, schedules: list[RoundSchedule], local_fn, algorithm) -> list[Any]:
     """The cohorts of several runs as one: rows merged in work-sorted order (stable, so each run's rows keep
     their own order), the broadcast given one row per cohort row, local work run once, rows handed back."""
+    r = schedules[0].round
+    order, run_of_row, batches, back = _merged_host(schedules)
+    steps = np.concatenate([s.steps for s in schedules])
+    starts = _starts(steps)  # the runs' batches concatenated: row k's minibatches from starts[k] on
+    local = tree.take_rows(tree.concat([s.local for s in schedules]), _put(stack, (r, "order"), order))
+    bcast = row_broadcast([s.bcast for s in schedules], _put(stack, (r, "run_of_row"), run_of_row))
+    data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared, batches=_put(stack, (r, "batches"), batches),
+                      starts=starts[order], steps=steps[order])
+    kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
+    merged = local_fn(algorithm, kernel_or_model, bcast, local, data, row_bcast=True)
+    back = tree.take_rows(merged, _put(stack, (r, "back"), back))
+    return _hand_back(stack, back, [len(s.steps) for s in schedules])
+
+
+def _merged_host(schedules: list) -> tuple[np.ndarray, ...]:
+    """The host arrays of :func:`_run_merged`: the rows' work-sorted order, each row's run, the runs' minibatches one
+    after another, and the order back."""
     steps = np.concatenate([s.steps for s in schedules])
     order = np.argsort(-steps, kind="stable")
     run_of_row = np.repeat(np.arange(len(schedules)), [len(s.steps) for s in schedules])[order]
-    starts = _starts(steps)  # the runs' batches concatenated: row k's minibatches from starts[k] on
-    device = stack.device
-    order_t = to_device(order, device)
-    local = tree.take_rows(tree.concat([s.local for s in schedules]), order_t)
-    bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
-    batches = to_device(np.concatenate([s.batches for s in schedules]), device)
-    data = CohortData(x=stack.x, y=stack.y, x_prepared=stack.x_prepared, batches=batches, starts=starts[order],
-                      steps=steps[order])
-    kernel_or_model = stack.kernel if stack.local_path == "vectorized" else stack.model
-    merged = local_fn(algorithm, kernel_or_model, bcast, local, data, row_bcast=True)
-    back = tree.take_rows(merged, to_device(np.argsort(order, kind="stable"), device))
-    return _hand_back(stack, back, [len(s.steps) for s in schedules])
+    return (order, run_of_row, np.concatenate([s.batches for s in schedules]),
+            np.argsort(order, kind="stable"))
 
 
 def _hand_back(stack: Stack, merged: Any, sizes: list[int]) -> list[Any]:
@@ -453,28 +554,22 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
     a run alone is already: its cohort is work-sorted) so that each step runs on the row bucket holding its active
     rows (a prefix), eagerly or replayed from a CUDA graph a bucket; each run's rows handed back
     (:func:`_hand_back`)."""
+    r = schedules[0].round
     sizes = [len(s.steps) for s in schedules]
-    all_steps = np.concatenate([s.steps for s in schedules])
-    order = np.argsort(-all_steps, kind="stable")
-    sorted_ = bool(np.all(order == np.arange(len(order))))
-    steps = int(all_steps.max())
-    if stack.capture == "cuda_graph":
-        steps = -(-steps // GRAPH_STEPS) * GRAPH_STEPS
-    shape = StaticShape(rows=sum(sizes) if rows is None else rows, steps=steps, batch=stack.batch_size)
+    shape, order, sorted_ = _static_layout(stack, schedules, rows)
     device = stack.device
     cohort = pad_schedule([s.steps for s in schedules], [s.batches for s in schedules], shape, device,
                           order=None if sorted_ else order, buckets=stack.capture in ("static", "cuda_graph"),
-                          row_bcast=len(schedules) > 1)
+                          row_bcast=len(schedules) > 1, put=lambda name, array: _put(stack, (r, name), array))
     local = tree.concat([s.local for s in schedules])
     if not sorted_:
-        local = tree.take_rows(local, to_device(order, device))
+        local = tree.take_rows(local, _put(stack, (r, "order"), order))
     local = pad_rows(local, shape.rows)
     if len(schedules) == 1:
         bcast = schedules[0].bcast
     else:
-        run_of_row = np.repeat(np.arange(len(schedules)), sizes)[order]
-        run_of_row = np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
-        bcast = row_broadcast([s.bcast for s in schedules], to_device(run_of_row, device))
+        bcast = row_broadcast([s.bcast for s in schedules], _put(stack, (r, "run_of_row"),
+                                                                 _static_run_of_row(sizes, order, shape)))
     if stack.capture in FUSED_MODES:  # Triton launches: mclr one a chain step (or a round), CNNs 3 a layer, LSTMs
         from fedbench.engine.fused import family, run_step  # a cell a timestep and layer (CUDA; fedbench.engine.fused)
 
@@ -487,11 +582,30 @@ def _run_static(stack: Stack, schedules: list[RoundSchedule], algorithm, rows: i
         merged = run_static(step_form(algorithm, local), stack.kernel, bcast, local, stack.x_prepared, stack.y,
                             cohort)
     if not sorted_:  # each client's row back in schedule order (a gather: a fresh tensor)
-        merged = tree.take_rows(merged, to_device(np.argsort(order, kind="stable"), device))
+        merged = tree.take_rows(merged, _put(stack, (r, "back"), np.argsort(order, kind="stable")))
     elif batched_runs(stack) and stack.capture != "static":  # a graph's own output buffer (overwritten by its next
         # replay) or a fused kernel's: one copy for the stack, of which each run's rows are views
         merged = tree.tree_map(torch.clone, merged)
     return _hand_back(stack, merged, sizes)
+
+
+def _static_layout(stack: Stack, schedules: list, rows: int | None) -> tuple[StaticShape, np.ndarray, bool]:
+    """The static shape of a round of ``schedules`` (``rows``: the block's rows; steps: the round's largest client's,
+    for cuda_graph a multiple of GRAPH_STEPS), the rows' order sorted by steps (stable), and whether it is the
+    identity."""
+    all_steps = np.concatenate([s.steps for s in schedules])
+    order = np.argsort(-all_steps, kind="stable")
+    sorted_ = bool(np.all(order == np.arange(len(order))))
+    steps = int(all_steps.max())
+    if stack.capture == "cuda_graph":
+        steps = -(-steps // GRAPH_STEPS) * GRAPH_STEPS
+    return StaticShape(rows=len(all_steps) if rows is None else rows, steps=steps, batch=stack.batch_size), order, sorted_
+
+
+def _static_run_of_row(sizes: list[int], order: np.ndarray, shape: StaticShape) -> np.ndarray:
+    """Each static row's run (the padding rows: run 0)."""
+    run_of_row = np.repeat(np.arange(len(sizes)), sizes)[order]
+    return np.concatenate([run_of_row, np.zeros(shape.rows - len(run_of_row), np.int64)])
 
 
 def step_form(algorithm: Any, local: Any) -> Any:
@@ -556,12 +670,9 @@ def _check_chosen(chosen, available: np.ndarray, k: int) -> np.ndarray:
 def _full_grad_fn(kernel, data: DeviceData, clients: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
     """Gradient of each cohort client's loss on all its training data, at per-client parameters [K, P]: the
     kernel's client_grads on the stored training arrays (the mclr kernel reads each client's contiguous rows in
-    place; the others gather the cohort's rows on each call)."""
-
-    def full_grad(theta: torch.Tensor) -> torch.Tensor:
-        return kernel.client_grads(theta, data.x_train, data.y_train, data.train_offsets, clients)
-
-    return full_grad
+    place; the others gather the cohort's rows on each call). Where the runs are batched, the runs of a vmap group
+    on one dataset compute theirs in one call (fedbench.engine.vmap_runs.ClientsFullGrad)."""
+    return ClientsFullGrad(kernel, data, clients)
 
 
 def _client_grads_fn(kernel, data: DeviceData) -> Callable[[np.ndarray, torch.Tensor], torch.Tensor]:
@@ -598,14 +709,52 @@ def cohort_loss_tensors(stack: Stack, schedules: list[RoundSchedule]) -> list[to
     whose losses go to a segment that is dropped), the losses summed per client by one index_add. Elsewhere
     :func:`cohort_loss_tensor` a run, bit for bit as the run alone."""
     run_losses = getattr(stack.kernel, "run_losses", None)
-    if (len(schedules) < 2 or run_losses is None or stack.device.type not in BATCHED_SIGNAL_DEVICES
-            or stack.local_path != "vectorized"):
-        return [cohort_loss_tensor(stack.kernel, s.run.data, s.clients, s.run.state.theta) for s in schedules]
+    if not _batched_signal(stack, len(schedules)):
+        if stack.uploads is None:
+            return [cohort_loss_tensor(stack.kernel, s.run.data, s.clients, s.run.state.theta) for s in schedules]
+        out = []  # cohort_loss_tensor's operations, its segments taken from the block
+        for j, s in enumerate(schedules):
+            idx, seg, counts = (_put(stack, (s.round, "segments", j, name), a)
+                                for name, a in zip("isc", _segments_host(s.run.data.train_offsets, s.clients)))
+            out.append(stack.kernel.segment_losses(s.run.state.theta, s.run.data.x_train[idx], s.run.data.y_train[idx],
+                                                   seg, counts))
+        return out
+    r = schedules[0].round
+    index, segment, counts = _signal_host([(s.run, s.clients) for s in schedules])
+    index_t = _put(stack, (r, "signal_index"), index)
+    thetas = stack_rows([s.run.state.theta for s in schedules])
+    per_sample = run_losses(thetas, stack.x_prepared[index_t], stack.y[index_t])  # [R, width]
+    total = len(counts)
+    sums = torch.zeros(total + 1, dtype=per_sample.dtype, device=per_sample.device)
+    sums.index_add_(0, _put(stack, (r, "signal_segment"), segment), per_sample.flatten())
+    losses = sums[:total] / _put(stack, (r, "signal_counts"), counts, per_sample.dtype)
+    return list(losses.split([len(s.clients) for s in schedules]))
+
+
+def _batched_signal(stack: Stack, runs: int) -> bool:
+    """Whether the divergence signal of ``runs`` scheduled runs is one batched pass (:func:`cohort_loss_tensors`)."""
+    return (runs >= 2 and getattr(stack.kernel, "run_losses", None) is not None
+            and stack.device.type in BATCHED_SIGNAL_DEVICES and stack.local_path == "vectorized")
+
+
+def _segments_host(offsets: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fedbench.engine.kernels.generic.client_segments's host arrays: the clients' sample indices, their segments and
+    the counts n_k."""
+    counts = offsets[clients + 1] - offsets[clients]
+    idx = (np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in clients]) if len(clients)
+           else np.zeros(0, np.int64))
+    return idx, np.repeat(np.arange(len(clients)), counts), counts
+
+
+def _signal_host(runs: list[tuple[RunState, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host arrays of :func:`cohort_loss_tensors` for (run, cohort clients) pairs: each run's cohort samples a row
+    of an [R, n_max] index (padded with sample 0), each sample's client segment (padding: the dropped segment, the
+    last), and every client's sample count."""
     parts, counts = [], []
-    for s in schedules:
-        offsets = s.run.data.train_offsets
-        sizes = offsets[s.clients + 1] - offsets[s.clients]
-        parts.append(np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in s.clients]) + s.run.base)
+    for run, clients in runs:
+        offsets = run.data.train_offsets
+        sizes = offsets[clients + 1] - offsets[clients]
+        parts.append(np.concatenate([np.arange(offsets[c], offsets[c + 1]) for c in clients]) + run.base)
         counts.append(sizes)
     width, total = max(len(p) for p in parts), sum(len(c) for c in counts)
     index = np.zeros((len(parts), width), np.int64)
@@ -615,13 +764,7 @@ def cohort_loss_tensors(stack: Stack, schedules: list[RoundSchedule]) -> list[to
         index[j, : len(p)] = p
         segment[j, : len(p)] = lo + np.repeat(np.arange(len(c)), c)
         lo += len(c)
-    index_t = to_device(index, stack.device)
-    thetas = stack_rows([s.run.state.theta for s in schedules])
-    per_sample = run_losses(thetas, stack.x_prepared[index_t], stack.y[index_t])  # [R, width]
-    sums = torch.zeros(total + 1, dtype=per_sample.dtype, device=per_sample.device)
-    sums.index_add_(0, to_device(segment.ravel(), stack.device), per_sample.flatten())
-    losses = sums[:total] / to_device(np.concatenate(counts), stack.device, per_sample.dtype)
-    return list(losses.split([len(c) for c in counts]))
+    return index, segment.ravel(), np.concatenate(counts)
 
 
 @torch.no_grad()

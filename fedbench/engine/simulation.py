@@ -68,7 +68,9 @@ saves its own copy).
 Static shapes (``SimulationConfig.capture``: static or cuda_graph; issue 31). The loop then draws each run's rounds
 a block of SCHEDULE_BLOCK at a time (fedbench.engine.schedule: the same draws as round by round), gives every round
 of the block the same client rows (each run's largest cohort of the block), and runs the local steps padded and
-masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture).
+masked (fedbench.engine.static), eagerly or replayed from a CUDA graph (fedbench.engine.capture). Where the runs are
+batched (CUDA) blocks are drawn with any capture setting, and every array the block's rounds move to the device is
+built ahead and moved in one transfer a block (fedbench.engine.uploads; :func:`_stage`), each round taking its views.
 
 Waiting for the device (issue 31, item 3; counted by fedbench.engine.host_sync, per algorithm by
 fedbench.bench.host_syncs). Every host array a round moves to the device goes through fedbench.ops.to_device
@@ -113,8 +115,8 @@ from fedbench.engine.kernels import choose_kernel
 from fedbench.engine.local import LOCAL_PATHS
 from fedbench.engine.evaluation import (DEFAULT_EVALUATIONS, DISSIMILARITY, EvalSpec, check_evaluations, check_needs)
 from fedbench.engine.metrics import DIVERGENCE_FACTOR, DeviceData, Evaluation, evaluate_many, has_diverged, is_diverging
-from fedbench.engine.round import (Cohort, RunState, Stack, cohort_loss_tensors, pool_tables, run_round,
-                                   schedule_stack)
+from fedbench.engine.round import (Cohort, RunState, Stack, cohort_loss_tensors, new_uploads, pool_tables, run_round,
+                                   schedule_stack, stage_block)
 from fedbench.engine.schedule import RoundDraw, schedule_block
 from fedbench.seeding import rng, torch_generator
 
@@ -339,7 +341,7 @@ def build_stack(model: Any, runs: Sequence[RunSpec]) -> tuple[Stack, list[RunSta
     stack = Stack(model=model, kernel=kernel, device=device, local_path=cfg0.local_path, x=x, y=y,
                   x_prepared=kernel.prepare(x) if cfg0.local_path == "vectorized" else x,
                   batch_size=cfg0.batch_size, local_steps=cfg0.local_steps, capture=cfg0.capture,
-                  captured=CapturedSteps() if cfg0.capture == "cuda_graph" else None)
+                  captured=CapturedSteps() if cfg0.capture == "cuda_graph" else None, uploads=new_uploads(device))
     states = [_start_run(stack, spec, datas[id(spec.dataset)], bases[id(spec.dataset)]) for spec in runs]
     pool_tables(stack, states)  # where the runs are batched: their per-client tables one buffer
     return stack, states
@@ -417,8 +419,10 @@ def _run_stack(stack: Stack, states: list[RunState], cfg: SimulationConfig) -> l
         live = [s for s in states if not s.done and s.next_round == r]
         if not live:
             continue
-        if stack.capture != "none" and any(r not in block.get(id(run), {}) for run in live):
+        if ((stack.capture != "none" or stack.uploads is not None)
+                and any(r not in block.get(id(run), {}) for run in live)):
             block, rows = _draw_block(live, r)
+            _stage(stack, live, block, rows)
         _round(stack, live, r, block, rows, defer=True)
     left = [s for s in states if s.window is not None]  # none: the last round reads every window
     if left:
@@ -574,6 +578,21 @@ def _draw_block(live: list[RunState], r0: int) -> tuple[dict[int, dict[int, Roun
     draws = {id(run): {d.round: d for d in schedule_block(run, r0, SCHEDULE_BLOCK)} for run in live}
     rows = sum(max(d.max_clients for d in draws[id(run)].values()) for run in live)
     return draws, max(1, rows)
+
+
+def _stage(stack: Stack, live: list[RunState], block: dict[int, dict[int, RoundDraw]], rows: int) -> None:
+    """Where the stack takes a block's views (fedbench.engine.uploads), the arrays of the block's rounds moved in one
+    transfer (fedbench.engine.round.stage_block), as the rounds will build them if every live run goes on: each run's
+    drawn local work, and the divergence signal of the runs that evaluate nothing that round. A round where a state
+    hook picks a run's cohort (its work not drawn ahead) is left to move its own."""
+    rounds = []
+    for r in sorted({r for draws in block.values() for r in draws}):
+        draws = [block[id(run)].get(r) for run in live]
+        if any(d is None or d.work is None for d in draws):
+            continue
+        rounds.append((r, [(run, d.work) for run, d in zip(live, draws)],
+                       [run for run in live if _plan(run, r).empty]))
+    stage_block(stack, rounds, rows)
 
 
 @dataclass(frozen=True)

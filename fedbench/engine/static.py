@@ -70,12 +70,24 @@ class StaticCohort:
 
 def pad_schedule(steps: list[np.ndarray], batches: list[np.ndarray], shape: StaticShape,
                  device: torch.device, order: np.ndarray | None = None, buckets: bool = False,
-                 row_bcast: bool = False) -> StaticCohort:
+                 row_bcast: bool = False, put=None) -> StaticCohort:
     """The runs' cohorts one after another as rows of one [T, K, B] schedule: run i's client j takes its steps[i][j]
     minibatches from ``batches[i]`` (client after client, as fedbench.engine.round.RoundSchedule holds them).
     ``order``: row r holds the concatenated cohorts' client order[r] (default: in order). ``buckets``: give each
     step its row bucket (:func:`step_buckets`; the rows, in ``order``, must then be sorted by steps, descending).
-    ``row_bcast``: the round's broadcast holds a row a row (a bucket's step takes its first rows)."""
+    ``row_bcast``: the round's broadcast holds a row a row (a bucket's step takes its first rows). ``put(name,
+    array)``: how a host array reaches the device (default fedbench.ops.to_device; the round loop's takes a block's
+    view: fedbench.engine.uploads)."""
+    out, active, row_steps = schedule_arrays(steps, batches, shape, order)
+    put = (lambda _name, array: to_device(array, device)) if put is None else put
+    return StaticCohort(batches=put("batches", out), active=put("active", active), rows=sum(len(s) for s in steps),
+                        buckets=step_buckets(row_steps, shape) if buckets else None, row_bcast=row_bcast)
+
+
+def schedule_arrays(steps: list[np.ndarray], batches: list[np.ndarray], shape: StaticShape,
+                    order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host arrays of :func:`pad_schedule`: minibatch indices int64 [T, K, B] (-1 padding), the mask bool [T, K]
+    of the rows training at each step, and each row's steps [K]."""
     all_steps = np.concatenate(steps) if steps else np.zeros(0, np.int64)
     k = len(all_steps)
     t_max = int(all_steps.max()) if k else 0
@@ -92,8 +104,7 @@ def pad_schedule(steps: list[np.ndarray], batches: list[np.ndarray], shape: Stat
     row_steps = np.zeros(shape.rows, np.int64)
     row_steps[position] = all_steps
     active = np.arange(shape.steps)[:, None] < row_steps[None, :]
-    return StaticCohort(batches=to_device(out, device), active=to_device(active, device), rows=k,
-                        buckets=step_buckets(row_steps, shape) if buckets else None, row_bcast=row_bcast)
+    return out, active, row_steps
 
 
 def step_buckets(row_steps: np.ndarray, shape: StaticShape) -> tuple[int, ...]:

@@ -12,14 +12,18 @@ size K), and equal non-tensor values (a Python number in a state: FedProx-adapti
 eta; a host array: FedLaAvg's last rounds). A run alone in its group calls the method itself. The cohort
 (fedbench.engine.round.Cohort) is the exception: its tensors are batched, its non-tensor fields that differ between
 the runs (the host arrays, the seed, the callables full_grad and client_grads that close over one run's clients) are
-replaced by :class:`Unshared`, which raises on any use: a method that reads one cannot be vmapped and falls back.
+replaced by :class:`Unshared`, which raises on any use: a method that reads one cannot be vmapped and falls back. The
+full gradient of each run's clients (``full_grad``) is the exception to the exception: for runs on one dataset and
+kernel it becomes one call of the kernel's client_grads on all the group's (run, client) rows, each at its run's theta
+(:class:`ClientsFullGrad`, through a custom vmap rule), so Mime's client_init and SCAFFOLD's client_result with
+control variate I group like the others, within float32 rounding (bit for bit on this machine's CPU: the mclr
+kernel's client_grads computes each client's rows on their own).
 
 A method that cannot run under vmap (it reads an :class:`Unshared` field, reads a tensor's value on the host,
 draws random numbers, or returns tensors in a container other than a frozen dataclass) raises inside vmap; the
 group then calls it run by run, and every later call of that algorithm's method does so at once (:data:`FALLBACKS`,
-with the reason). Among ours: FedProxVR's, FedDane's and Mime's client_init (they read the host steps, the seeded
-draw of clients or the full gradient of each run's clients), SCAFFOLD's client_result with control variate I (the
-full gradient).
+with the reason). Among ours: FedProxVR's client_init (it draws each client's output iterate from the run's seed
+on the host) and FedDane's where it takes gradients of devices beyond the cohort (drawn the same way).
 
 Numbers: the elementwise operations under vmap are the per-run kernels on more rows; a reduction over the clients
 becomes a batched one (tensordot over K: ``bmm`` instead of ``mm``), whose summation order may differ in the last
@@ -128,6 +132,57 @@ def same_structure(a: Any, b: Any) -> bool:
     return same_value(a, b)
 
 
+class ClientsFullGrad:
+    """A cohort's ``full_grad``: theta [K, P] -> the gradient of each of ``clients``' losses on all its training data
+    (the kernel's client_grads on one dataset's stored arrays, ``data``: fedbench.engine.metrics.DeviceData). Runs of a
+    group on the same dataset and kernel get one :class:`_GroupFullGrad` instead (:func:`_shared_cohort`)."""
+
+    def __init__(self, kernel: Any, data: Any, clients: np.ndarray) -> None:
+        self.kernel, self.data, self.clients = kernel, data, clients
+
+    def __call__(self, theta: torch.Tensor) -> torch.Tensor:
+        d = self.data
+        return self.kernel.client_grads(theta, d.x_train, d.y_train, d.train_offsets, self.clients)
+
+
+class _GroupFullGrad:
+    """The ``full_grad`` of a group's shared cohort: called under the vmap over the group's runs on theta (each run's
+    [K, P]), it computes every run's clients' gradients in one call of the kernel's client_grads on the R K rows (a
+    segmented batched pass: :class:`_OverRuns`), run j's rows at its own theta."""
+
+    def __init__(self, parts: list[ClientsFullGrad]) -> None:
+        self.kernel, self.data = parts[0].kernel, parts[0].data
+        self.clients = np.concatenate([p.clients for p in parts])
+        self.runs = len(parts)
+
+    def __call__(self, theta: torch.Tensor) -> torch.Tensor:
+        return _OverRuns.apply(theta, self)
+
+
+class _OverRuns(torch.autograd.Function):
+    """One kernel call for the runs of a vmap group (torch.func's custom vmap rule: the rule gets the runs' theta
+    [R, K, P] at once). Called outside that vmap it refuses: the group's cohort serves the vmapped call only."""
+
+    @staticmethod
+    def forward(theta, group):  # noqa: ARG004 - only the vmap rule computes
+        raise NotStackable("a group's full gradient was called outside the vmap over its runs")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def vmap(info, in_dims, theta, group):
+        theta = theta.expand(info.batch_size, *theta.shape) if in_dims[0] is None else theta.movedim(in_dims[0], 0)
+        if theta.shape[0] != group.runs or theta.dim() != 3:
+            raise NotStackable(f"a group's full gradient needs each run's theta [K, P], got {tuple(theta.shape)}")
+        runs, k, p = theta.shape
+        d = group.data
+        grads = group.kernel.client_grads(theta.reshape(runs * k, p), d.x_train, d.y_train, d.train_offsets,
+                                          group.clients)
+        return grads.view(runs, k, -1), 0
+
+
 def _is_cohort(x: Any) -> bool:
     """A round's cohort (fedbench.engine.round.Cohort declares itself so: this module imports nothing above it)."""
     return getattr(type(x), "vmap_as_cohort", False)
@@ -147,7 +202,13 @@ def _shared_cohort(cohorts: list[Any]) -> Any:
         if isinstance(v, torch.Tensor) or dataclasses.is_dataclass(v):
             continue
         if not all(same_value(v, getattr(c, f.name)) for c in cohorts[1:]):
-            changes[f.name] = Unshared(f.name)
+            parts = [getattr(c, f.name) for c in cohorts]
+            if (all(isinstance(p, ClientsFullGrad) for p in parts) and all(p.kernel is parts[0].kernel and
+                                                                            p.data is parts[0].data for p in parts)
+                    and len({len(p.clients) for p in parts}) == 1):
+                changes[f.name] = _GroupFullGrad(parts)  # one pass for the group's runs, each at its own theta
+            else:
+                changes[f.name] = Unshared(f.name)
     return dataclasses.replace(first, **changes)
 
 
