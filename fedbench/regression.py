@@ -13,8 +13,8 @@ import yaml
 
 from fedbench.config import QUICK_PROFILE as PROFILE
 from fedbench.config import load_config
-from fedbench.pipeline import ensure_dataset, train
-from fedbench.studies.train_runs import study_cells
+from fedbench.pipeline import ensure_dataset
+from fedbench.study.experiments import study_cells, train
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "regression"
 REFERENCE = HERE / "reference.json"

@@ -38,7 +38,8 @@ def measure_executors(workers: int = 2, repeats: int = 1, log=print) -> dict[str
     from fedbench.config import QUICK_PROFILE as PROFILE
     from fedbench.config import load_config
     from fedbench.executors import ExecutorSettings, RayExecutor, open_executor
-    from fedbench.pipeline import generate, plan_runs, study_runs, train_runs
+    from fedbench.pipeline import generate
+    from fedbench.study.experiments import plan_runs, study_runs, train_runs
 
     root = Path(__file__).resolve().parents[2]
     overrides = {**yaml.safe_load(PROFILE.read_text()), "train.workers": workers}

@@ -30,7 +30,7 @@ from fedbench.studies import real_claims
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.real_data import in_current_words
 from fedbench.studies.stage import measured
-from fedbench.studies.train_runs import load_runs
+from fedbench.study.experiments import load_runs
 from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, reported_folder, study_folder
 from fedbench.study.output import command as study_command
 from fedbench.study.registry import declaration

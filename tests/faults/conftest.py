@@ -61,7 +61,7 @@ class Workspace:
         `--set`: fedbench.runner.find_run: its summary, with ``history``), and its outcome file as ``path``
         (results/train/outcomes/<fingerprint>.json)."""
         from fedbench.config import load_config
-        from fedbench.runner import RunKey, find_run, outcome_path
+        from fedbench.study.experiments import RunKey, find_run, outcome_path
 
         cfg = load_config(self.path / "params.yaml", overrides or None)
         found = find_run(cfg, self.path / "data/generated", self.path / "results",
