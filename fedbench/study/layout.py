@@ -2,11 +2,12 @@
 
     results/<study>/<budget>/     a claim study run at a budget: claims.json, simulations.jsonl, the study's figures,
                                   outcomes/<fingerprint>.json
-    results/train/                the train store: the runs of `fedbench run` and of `fedbench paper run`'s E = 1
-                                  studies (and those of the main job and the FedProx real-data studies from before they
-                                  became studies), outcomes/<fingerprint>.json and index.jsonl, the index naming each
-                                  run by its settings (fedbench.runner)
+    results/train/                the former train store (until issue 50), outcomes/<fingerprint>.json and index.jsonl:
+                                  read once, its runs moved into the studies' stores
+                                  (fedbench.studies.fedprox_main_job.adopt_train_store); nothing writes it now
     results/fedprox_main_job/<budget>/   the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
+    results/fedprox_main_job/runs/       the records of the runs `fedbench run` made one experiment at a time (their
+                                  outcomes in the pipeline budget's store: fedbench.study.experiments)
     results/fedprox_<dataset>/<budget>/  FedProx's real-data studies (fedbench.studies.fedprox_real: `fedbench paper
                                   run`; MNIST-5k's at pipeline, run by the main_job stage on the main job's runs)
     results/confirm/...           confirmatory runs (fedbench.studies.confirm), in this same layout under a root of

@@ -1,7 +1,7 @@
 """Fingerprint reuse, for every simulation (the claim studies' and the train stage's): a simulation whose numbers are
 already computed is read back, not rerun.
 
-A simulation's fingerprint (the one fingerprint: the train stage's runs have it too, fedbench.runner.TrainStore) hashes
+A simulation's fingerprint (the one fingerprint: ``fedbench run``'s runs have it too, fedbench.study.experiments) hashes
 what determines its numbers: its SimulationConfig (how often it checkpoints left out), its algorithm (class and
 fields, nested ones included), its model (name, builder arguments, loss, dtypes, init and frozen tensors), whether
 the global model is traced, the content of its dataset
