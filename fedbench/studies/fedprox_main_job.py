@@ -400,13 +400,13 @@ def link_train_runs(sims: Any, folder: Path, root: str | Path = Path("results"))
 
 def _same_run_code(commit: str, train_code: str) -> bool:
     """Whether a train-store run computed at ``commit`` (its outcome's ``git_commit``), whose index line names the code
-    ``train_code`` (the hash of TRAIN_RUN_CODE), was computed by today's numbers' code: TRAIN_RUN_CODE as committed at
-    ``commit`` hashes to ``train_code`` and STUDY_RUN_CODE as committed there hashes as today's tree does. False for
-    an unknown or ``-dirty`` commit (its files are not in git)."""
+    ``train_code`` (the hash of provenance.LEGACY_TRAIN_RUN_CODE, runner.py included), was computed by today's
+    numbers' code: those files as committed at ``commit`` hash to ``train_code`` and STUDY_RUN_CODE as committed there
+    hashes as today's tree does. False for an unknown or ``-dirty`` commit (its files are not in git)."""
     import subprocess
     import tempfile
 
-    from fedbench.provenance import PACKAGE, STUDY_RUN_CODE, TRAIN_RUN_CODE, code_hash
+    from fedbench.provenance import LEGACY_TRAIN_RUN_CODE, PACKAGE, STUDY_RUN_CODE, code_hash
 
     if commit == "unknown" or commit.endswith("-dirty"):
         return False
@@ -416,7 +416,8 @@ def _same_run_code(commit: str, train_code: str) -> bool:
         return False
     git = ["git", "-C", top.stdout.strip()]
     listed = subprocess.run([*git, "ls-tree", "-r", "--name-only", commit, "--",
-                             *(f"fedbench/{p}" for p in TRAIN_RUN_CODE)], capture_output=True, text=True, check=False)
+                             *(f"fedbench/{p}" for p in LEGACY_TRAIN_RUN_CODE)],
+                            capture_output=True, text=True, check=False)
     if listed.returncode:
         return False
     with tempfile.TemporaryDirectory() as tmp:
@@ -427,4 +428,5 @@ def _same_run_code(commit: str, train_code: str) -> bool:
             (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / name).write_bytes(blob.stdout)
         then = Path(tmp) / "fedbench"
-        return code_hash(TRAIN_RUN_CODE, then) == train_code and code_hash(STUDY_RUN_CODE, then) == code_hash(STUDY_RUN_CODE)
+        return (code_hash(LEGACY_TRAIN_RUN_CODE, then) == train_code
+                and code_hash(STUDY_RUN_CODE, then) == code_hash(STUDY_RUN_CODE))
