@@ -92,7 +92,7 @@ def test_ctrl_c_stops_at_once_keeping_what_finished(ws, reaper):
     assert not [p for p in (ws.path / "results").rglob("*.tmp") if ".checkpoint.pt" not in p.name]
     assert logged and logged <= done <= {0, 1, 2}  # a run that finished as Ctrl-C came may be unlogged
     if done < {0, 1, 2}:  # (the other stack may finish in the instant before the signal: then nothing resumes)
-        assert list((ws.path / "results/train/outcomes").glob(".*.checkpoint.pt"))  # the unfinished ones resume from them
+        assert list((ws.path / "results/fedprox_main_job/pipeline/outcomes").glob(".*.checkpoint.pt"))  # they resume
     again = ws.fedbench(*RUN, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stderr.count("(reused)") == len(done)
