@@ -6,7 +6,7 @@ what determines its numbers: its SimulationConfig (how often it checkpoints left
 fields, nested ones included), its model (name, builder arguments, loss, dtypes, init and frozen tensors), whether
 the global model is traced, the content of its dataset
 (FederatedDataset.content_hash) and the code that runs it (``provenance.STUDY_RUN_CODE``: the engine, algorithms and
-models, the data loader and the studies' runner; the train store adds the train stage's runner.py). An algorithm or model class defined in a study module (fedprox_synthetic's partial
+models, the data loader and the one runner). An algorithm or model class defined in a study module (fedprox_synthetic's partial
 work) adds that module's source, so an edit there recomputes the runs that use it, and only those. The simulation's
 name and the study's knobs are labels: not in the fingerprint.
 
