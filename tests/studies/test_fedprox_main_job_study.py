@@ -121,3 +121,35 @@ def test_the_main_job_s_store_is_shared_one_process_a_run(tmp_path):
             os.close(fd)
     with OutcomeStore(tmp_path / "own").lock(SimpleNamespace(name="a run"), "0123"):  # a study's own: no lock file
         assert not (tmp_path / "own").exists()
+
+
+def test_an_old_run_moves_only_where_its_commit_s_run_code_with_runner_py_is_its_index_line_s(tmp_path, monkeypatch):
+    """The one-time move's code check (_same_run_code) on a checkout committed as the train store's runs were: the
+    numbers' code as today, and fedbench/runner.py, which the old index lines' code hashed
+    (provenance.LEGACY_TRAIN_RUN_CODE) and which this tree no longer has."""
+    import shutil
+    import subprocess
+
+    from fedbench import provenance
+
+    pkg = tmp_path / "repo" / "fedbench"
+    for f in provenance.code_files(provenance.STUDY_RUN_CODE):
+        rel = f.relative_to(provenance.PACKAGE)
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, pkg / rel)
+    (pkg / "runner.py").write_text("TRAIN_STORE = 'results/train'\n")  # the train stage's module, as it was
+    git = dict(cwd=tmp_path / "repo", check=True, capture_output=True, text=True)
+    subprocess.run(["git", "init", "-q"], **git)
+    subprocess.run(["git", "add", "-A"], **git)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "old"], **git)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], **git).stdout.strip()
+    old_code = provenance.code_hash(provenance.LEGACY_TRAIN_RUN_CODE, pkg)
+    assert old_code != provenance.code_hash(provenance.STUDY_RUN_CODE, pkg)  # runner.py is in it
+    monkeypatch.setattr(provenance, "PACKAGE", pkg)  # the checkout the move asks git about
+    assert study._same_run_code(commit, old_code) is True
+    assert study._same_run_code(commit, provenance.code_hash(provenance.STUDY_RUN_CODE, pkg)) is False  # no runner.py
+    (pkg / "engine" / "local.py").write_text((pkg / "engine" / "local.py").read_text() + "\nSTEP = 1\n")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "new engine"], **git)
+    changed = subprocess.run(["git", "rev-parse", "HEAD"], **git).stdout.strip()
+    # its numbers' code is not today's: not moved, though its index line's code matches its commit
+    assert study._same_run_code(changed, provenance.code_hash(provenance.LEGACY_TRAIN_RUN_CODE, pkg)) is False
