@@ -64,7 +64,8 @@ def algorithm_variants(params: str, names: list[str], overrides: dict[str, objec
 
 
 def cmd_run(a: argparse.Namespace) -> None:
-    from fedbench.pipeline import check_cell, ensure_dataset, train
+    from fedbench.pipeline import check_cell, ensure_dataset
+    from fedbench.study.experiments import train
 
     overrides = _overrides(a.set)
     if a.seed is not None:
@@ -83,12 +84,12 @@ def cmd_run(a: argparse.Namespace) -> None:
     each = None
     if not a.no_track:  # imported before the workers start: logging a finished run then takes a moment, not seconds
         from fedbench import plotting, tracking  # noqa: F401 (MLflow and matplotlib, each run's figure: 2 s to import
-        from fedbench.track import track_cell  #   alone, 5 s and more on a loaded machine, paid once here)
+        from fedbench.track import track_runs  #   alone, 5 s and more on a loaded machine, paid once here)
 
         tracking.checked_uri()  # a store fedbench cannot use: one line before data or runs are made, not after
 
         def each(key, summary):  # each run logged to MLflow as soon as its stack finishes
-            track_cell(a.study, key.dataset, key.variant, key.stragglers, [summary])
+            track_runs(a.study, [summary])
 
     ensure_dataset(cfg, a.dataset)
     summaries = train(cfg, a.dataset, variant, a.stragglers, each=each)
@@ -98,7 +99,7 @@ def cmd_run(a: argparse.Namespace) -> None:
 def run_locations(cfg, summaries: list[dict], tracked: bool, results_root: Path | None = None) -> list[str]:
     """Where each run of ``summaries`` is: its outcome file, and the MLflow experiment holding it (a run the main job
     logged already stays in its experiment: it is not logged twice)."""
-    from fedbench.runner import RunKey, outcome_path
+    from fedbench.study.experiments import RunKey, outcome_path
     from fedbench.study.layout import RESULTS_ROOT
 
     lines = []

@@ -7,8 +7,9 @@ one as the FedProx headline is judged against FedAvg (:func:`effects`): per seed
 as the mean of the last 5 evaluations, with its 95% interval and the verdict of the headline's rule.
 
 A selection is datasets x algorithm variants x straggler fractions x seeds, each defaulting to every value the
-studies of params.yaml list (seeds: train.seeds). The runs read are those of the parameters in force (params.yaml
-with ``--set`` overrides: fedbench.runner.find_run), so a variation's runs and the main job's are compared by
+studies of params.yaml list (seeds: train.seeds). The runs read are those the records name with the parameters in
+force (params.yaml with ``--set`` overrides: fedbench.study.experiments.find_run, the main job's records and those of
+``fedbench run``), so a variation's runs and the main job's are compared by
 running the command once under each. A selection that finds no run says which cells it looked for and how to run
 them; cells with some runs missing are drawn from the runs there are, and the missing ones are named.
 """
@@ -30,7 +31,7 @@ from fedbench.claims.verdict import Rule
 from fedbench.config import Config
 from fedbench.errors import ConfigError, DataError
 from fedbench.plotting import LABELS, TITLES, algorithm_color, integer_rounds
-from fedbench.runner import DATA_ROOT, RunKey, find_run
+from fedbench.study.experiments import DATA_ROOT, RunKey, find_run
 from fedbench.study.layout import RESULTS_ROOT, adopt
 
 # the FedProx headline's rule (fedbench.studies.fedprox_main_job.GAIN_RULE, held equal by tests/test_compare.py) and

@@ -13,8 +13,8 @@ import yaml
 
 from fedbench.config import QUICK_PROFILE as PROFILE
 from fedbench.config import load_config
-from fedbench.pipeline import ensure_dataset, train
-from fedbench.studies.train_runs import study_cells
+from fedbench.pipeline import ensure_dataset
+from fedbench.study.experiments import study_cells, train
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "regression"
 REFERENCE = HERE / "reference.json"
@@ -34,9 +34,10 @@ TOLERANCES = {"final_train_loss": 1e-4, "loss_round_1": 1e-4, "final_dissimilari
 
 
 def key_numbers(params: str | Path = "params.yaml", root: Path | None = None) -> dict[str, float]:
-    """The quick profile's key numbers. ``root``: the folder its data (``root/data``) and train store
-    (``root/results``) go in, a temporary one by default; runs already finished there are read back, not run
-    again (fedbench.runner.TrainStore), so that the tests compute the profile once a session (tests/conftest.py)."""
+    """The quick profile's key numbers. ``root``: the folder its data (``root/data``) and runs (``root/results``: the
+    main job's store and records, fedbench.study.experiments) go in, a temporary one by default; runs already
+    finished there are read back by their fingerprint, not run again, so that the tests compute the profile once a
+    session (tests/conftest.py)."""
     if root is None:
         with tempfile.TemporaryDirectory(prefix="fedbench-regress-") as tmp:
             return key_numbers(params, Path(tmp))

@@ -1,9 +1,11 @@
 """The DVC ``track`` stage: log every finished training run and every claim study to MLflow (fedbench.tracking),
 each once: what is already there with the same fingerprint is not logged again.
 
-Each simulation becomes one tracking.Record, tagged alike whatever study it belongs to (simulation_tags: study,
-budget, arm, seed, rounds, fingerprint; train_record, simulation_record). A claim study's simulations are nested
-in its study run, which carries its verdicts. A training study's runs are runs of their own in ``train-<study>``
+Each simulation becomes one tracking.Record, made by one function from its record (fedbench.study.record):
+simulation_record, tagged alike whatever study it belongs to (simulation_tags: study, budget, arm, seed, rounds,
+fingerprint). A claim study's simulations are nested in its study run, which carries its verdicts. A run of
+params.yaml's grid (the main job's simulations, fedbench.study.experiments: the track stage's and ``fedbench run``'s)
+is logged from its record over every metric it evaluated (run_record) as a run of its own in ``train-<study>``
 (the experiment is the study): MLflow 3.17's runs table shows a parent run collapsed, its nested runs hidden
 until expanded, and its chart view then draws none of their curves, with or without a search on their tags
 (seen in headless Chromium on 2026-11-29), so nesting them would hide the headline comparisons that `fedbench ui`
@@ -20,14 +22,13 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedbench import tracking_index
 from fedbench.config import PIPELINE_BUDGET, Config
-from fedbench.provenance import STUDY_CODE, TRAIN_RUN_CODE, code_hash, git_commit
-from fedbench.runner import DATA_ROOT, RunKey, find_run, outcome_path, run_files, run_params
+from fedbench.provenance import STUDY_CODE, git_commit
+from fedbench.study.experiments import DATA_ROOT, RunKey, find_run, outcome_path, run_params
 from fedbench.study.layout import MAIN_JOB, RESULTS_ROOT, adopt, reported_folder, study_folder
 from fedbench.study.record import SIMULATIONS
 
@@ -138,12 +139,12 @@ def claims_description(study: str, claims: list[dict[str, Any]]) -> str:
             "with a nested run per simulation it ran (expand the study run).")
 
 
-def track_cell(study: str, dataset: str, variant: str, stragglers: float, summaries: list[dict[str, Any]],
-               results_root: Path = RESULTS_ROOT, curves: Curves | None = None, defaults: Config | None = None,
-               data_root: Path = DATA_ROOT) -> list[str]:
-    """Log one cell's runs to MLflow (each skipped if already logged with the same fingerprint). ``curves``: the
-    figures drawn ahead in other processes (track_all); without it each is drawn here when its run is logged.
-    ``defaults``: the config a run's name and tags say it differs from (default: the params file, PARAMS)."""
+def track_runs(study: str, summaries: list[dict[str, Any]], results_root: Path = RESULTS_ROOT,
+               curves: Curves | None = None, defaults: Config | None = None) -> list[str]:
+    """Log runs of params.yaml's grid (their summaries: fedbench.study.experiments) to MLflow, in ``train-<study>``,
+    each skipped if already logged with the same fingerprint (:func:`run_record`, with the figure of its curves).
+    ``curves``: the figures drawn ahead in other processes (track_all); without it each is drawn here when its run is
+    logged. ``defaults``: the config a run's name and tags say it differs from (default: the params file, PARAMS)."""
     ids = []
     for s in summaries:
         found = logged(s["fingerprint"])
@@ -154,49 +155,52 @@ def track_cell(study: str, dataset: str, variant: str, stragglers: float, summar
         from fedbench.plotting import run_curves
 
         defaults = defaults if defaults is not None else params_file_config()
-
-        seed = s["params"]["seed"]
-        title = curves_title(dataset, variant, stragglers, seed)
+        p = s["params"]
+        key = RunKey(p["dataset"], p["variant"], float(p["straggler_fraction"]), int(p["seed"]))
         outcome = outcome_path(results_root, s["fingerprint"])
         finished_ms = int(outcome.stat().st_mtime * 1000) if outcome.exists() else None
-        base = default_params(defaults, dataset, variant, stragglers, seed)
+        base = None if defaults is None or key.variant not in defaults.algorithms else run_params(defaults, *key)
         with tempfile.TemporaryDirectory(prefix="fedbench-curves-") as tmp:  # private to this process
-            figure = (partial(curves.wait, s["fingerprint"]) if curves is not None and s["fingerprint"] in curves
-                      else partial(run_curves, s["history"], Path(tmp) / f"curves-seed-{seed}.png", title=title))
-            name = run_name(s["params"], differs(s["params"], base))
-            files = partial(run_files, results_root, data_root, s, Path(tmp) / "run")
-            record = train_record(study, name, s, base, partial(_run_artifacts, files, figure), finished_ms)
+            def figure(s=s, key=key, tmp=tmp) -> list[Path]:
+                if curves is not None and s["fingerprint"] in curves:
+                    return [curves.wait(s["fingerprint"])]
+                return [run_curves(s["history"], Path(tmp) / f"curves-seed-{key.seed}.png", title=key.desc)]
+
+            record = run_record(study, run_name(p, differs(p, base)), s, base, figure, finished_ms)
             ids += tracking.log_runs(train_experiment(study), [record], train_description(study))
     return ids
 
 
-def train_record(study: str, name: str, summary: dict[str, Any], defaults: dict[str, Any] | None,
-                 artifacts: Callable[[], list[Path]], finished_ms: int | None = None) -> tracking.Record:
-    """A training run as the run MLflow logs (tracking.Record): named ``name``; tagged as a claim study's
-    simulation is (simulation_record: study, budget, arm, here its variant, seed, rounds, commit, digest, device,
-    final values), with its dataset, algorithm, stragglers and mu (run_tags) and its provenance; its history rows
-    as step metrics stamped with the rounds' real times, ending ``finished_ms`` (default: now)."""
-    from fedbench import tracking
+def run_record(study: str, name: str, summary: dict[str, Any], defaults: dict[str, Any] | None,
+               artifacts: Callable[[], list[Path]], finished_ms: int | None = None) -> tracking.Record:
+    """A run of params.yaml's grid as the run MLflow logs: its record (fedbench.study.record.record over every
+    metric it evaluated and its rounds' wall times) logged as every simulation is (:func:`simulation_record`), named
+    ``name``, tagged besides with its budget (``pipeline`` where its rounds are the defaults', ``custom`` where they
+    are not), its dataset, algorithm, variant, stragglers and mu (run_tags), its reporting round and provenance; its
+    rounds stamped with their real times, ending ``finished_ms`` (default: now)."""
+    from types import SimpleNamespace
 
-    params = summary["params"]
-    tags = {
-        **training_tags(study, params, defaults), **run_tags(params), "arm": str(params["variant"]),
-        "git_commit": summary.get("git_commit", "unknown"), "dataset_hash": summary["dataset_hash"],
-        "device": summary["device"], "param_digest": summary["param_digest"], "diverged": str(summary["diverged"]),
-        **{f"version.{k}": v for k, v in summary["versions"].items()}, **final_tags(summary["final"]),
-        "reporting_reason": summary["reporting_reason"], "reporting/round": str(summary["reporting_round"]),
-        "dvc.experiment": tracking.dvc_experiment(),
-    }
+    from fedbench import tracking
+    from fedbench.study.record import record
+
+    params, history = summary["params"], summary["history"]
+    keys = tuple(k for k in ("round", *METRIC_KEYS) if any(k in row for row in history))
+    ran = SimpleNamespace(history=history, final=summary["final"], diverged=summary["diverged"],
+                          param_digest=summary["param_digest"], device=summary["device"])
+    sim = record(RunKey(params["dataset"], params["variant"], float(params["straggler_fraction"]),
+                        int(params["seed"])).desc, params, ran, keys) | {"fingerprint": summary["fingerprint"]}
+    budget = {} if defaults is None else {
+        "budget": "pipeline" if params.get("rounds") == defaults.get("rounds") else "custom"}
+    tags = {**run_tags(params), "arm": str(params["variant"]), "dataset_hash": summary["dataset_hash"],
+            **{f"version.{k}": v for k, v in summary["versions"].items()},
+            "reporting_reason": summary["reporting_reason"], "reporting/round": str(summary["reporting_round"]),
+            "dvc.experiment": tracking.dvc_experiment()}
     if summary["reporting_test_accuracy"] is not None:
         tags["reporting/test_accuracy"] = repr(float(summary["reporting_test_accuracy"]))
     if summary.get("diverged_at_round") is not None:
         tags["diverged_at_round"] = str(summary["diverged_at_round"])
-    history = summary["history"]
-    start, stamps = round_times(history, int(time.time() * 1000) if finished_ms is None else finished_ms)
-    points = [(key, float(row[key]), stamp, int(row["round"])) for row, stamp in zip(history, stamps)
-              for key in METRIC_KEYS if key in row and row[key] is not None and math.isfinite(float(row[key]))]
-    return tracking.Record(name, summary["fingerprint"], tags, {k: str(v) for k, v in params.items()}, points, start,
-                           stamps[-1] if stamps else start, artifacts)
+    return simulation_record(sim, {"study": study, **budget, "git_commit": summary.get("git_commit", "unknown")},
+                             int(time.time() * 1000) if finished_ms is None else finished_ms, name, tags, artifacts)
 
 
 def run_tags(params: dict[str, Any]) -> dict[str, str]:
@@ -304,15 +308,6 @@ def params_file_config(path: Path = PARAMS) -> Config | None:
         return None
 
 
-def default_params(defaults: Config | None, dataset: str, variant: str, stragglers: float,
-                   seed: int) -> dict[str, Any] | None:
-    """The params (fedbench.runner.run_params) the run of this key has under ``defaults``; None where they do
-    not say (no config, or the variant is not one of its algorithms)."""
-    if defaults is None or variant not in defaults.algorithms:
-        return None
-    return run_params(defaults, dataset, variant, stragglers, seed)
-
-
 def differs(params: dict[str, Any], defaults: dict[str, Any] | None) -> dict[str, Any]:
     """The run params, other than those the name gives (NAMED), whose values are not the defaults', in the
     params' order ({} where the defaults are not known); a param the defaults lack counts, one only they have
@@ -321,21 +316,6 @@ def differs(params: dict[str, Any], defaults: dict[str, Any] | None) -> dict[str
         return {}
     out = {k: v for k, v in params.items() if k not in NAMED and (k not in defaults or defaults[k] != v)}
     return out | {k: "-" for k in defaults if k not in NAMED and k not in params}
-
-
-def training_tags(study: str, params: dict[str, Any], defaults: dict[str, Any] | None) -> dict[str, str]:
-    """Tags of a training run besides run_tags': its study, and its budget: ``pipeline`` where its
-    rounds are the defaults', ``custom`` where they are not (no budget tag where the defaults are not known)."""
-    tags = {"study": study}
-    if defaults is not None:
-        tags["budget"] = "pipeline" if params.get("rounds") == defaults.get("rounds") else "custom"
-    return tags
-
-
-def _run_artifacts(files: Callable[[], list[Path]], figure: Callable[[], Path]) -> list[Path]:
-    """The files logged with a run: its outputs (``files`` writes them: fedbench.runner.run_files) and the figure of its
-    curves (``figure`` draws it, or waits for it)."""
-    return [*files(), figure()]
 
 
 def track_study(name: str, folder: Path, nested: bool = True) -> str:
@@ -371,21 +351,26 @@ def track_study(name: str, folder: Path, nested: bool = True) -> str:
                               claims_description(name, body["claims"]))
 
 
-def simulation_record(sim: dict[str, Any], study: dict[str, str], now: int) -> tracking.Record:
-    """A claim study's simulation record (fedbench.study.record) as the run MLflow logs (tracking.Record): named
-    by the record; tagged with ``study`` (its study, budget and commit), simulation_tags, its param digest, device,
-    final values and study results; its history as step metrics (a record of a sparse evaluation protocol keeps
-    its rows' rounds, ``round``; else element i is round i), stamped at equal shares of its recorded seconds,
-    ending ``now`` (records keep no per-round times)."""
+def simulation_record(sim: dict[str, Any], study: dict[str, str], now: int, name: str | None = None,
+                      tags: dict[str, str] | None = None,
+                      artifacts: Callable[[], list[Path]] | None = None) -> tracking.Record:
+    """A simulation's record (fedbench.study.record) as the run MLflow logs (tracking.Record), the one way every
+    simulation is logged: named ``name`` (default: by the record); tagged with ``study`` (its study, budget and
+    commit), simulation_tags, its param digest, device, final values and study results, and ``tags`` on top; its
+    history as step metrics (a record that keeps its rows' rounds, ``round``, is stepped by them; else element i is
+    round i), stamped with the rounds' own wall times where the record keeps them (``wall_time_s``), else at equal
+    shares of its recorded seconds, ending ``now``; ``artifacts`` writes the files logged with it."""
     from fedbench import tracking
 
     tags = {**study, **simulation_tags(sim), "param_digest": sim["param_digest"], "device": sim["device"],
             "diverged": str(sim["diverged"]), **final_tags(sim["final"]),
-            **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}}
+            **{k: repr(float(v)) for k, v in sim["metrics"].items() if v is not None}, **(tags or {})}
     fingerprint = tags.pop("fedbench.fingerprint")
     steps = max((len(v) for k, v in sim["history"].items() if k != "round"), default=0)
+    walls = sim["history"].get("wall_time_s")
     seconds = float(sim.get("seconds") or 0.0)
-    start, stamps = round_times([{"wall_time_s": seconds / max(steps, 1)}] * steps, now)
+    start, stamps = round_times([{"wall_time_s": w} for w in walls] if walls and len(walls) == steps else
+                                [{"wall_time_s": seconds / max(steps, 1)}] * steps, now)
     rounds = sim["history"].get("round")
 
     def step(values: list, i: int) -> int:
@@ -393,8 +378,8 @@ def simulation_record(sim: dict[str, Any], study: dict[str, str], now: int) -> t
 
     points = [(key, v, stamps[i], step(values, i)) for key, values in sim["history"].items()
               if key != "round" for i, v in enumerate(values) if v is not None]
-    return tracking.Record(sim["name"], fingerprint, tags, {k: str(v) for k, v in sim["params"].items()}, points,
-                           start, now)
+    return tracking.Record(name or sim["name"], fingerprint, tags, {k: str(v) for k, v in sim["params"].items()},
+                           points, start, stamps[-1] if stamps else start, artifacts if artifacts is not None else tuple)
 
 
 def simulation_tags(sim: dict[str, Any]) -> dict[str, str]:
@@ -419,25 +404,22 @@ def study_run_name(name: str, budget: str, fingerprint: str) -> str:
 
 def track_all(cfg: Config, out_csv: Path, results_root: Path = RESULTS_ROOT, data_root: Path = DATA_ROOT) -> int:
     """Log to MLflow every finished run of the configured studies in ``results_root`` (under the parameters in force:
-    fedbench.runner.find_run), every configured claim study that has run at its budget and every paper-scale study
+    fedbench.study.experiments.find_run, the runs the records name), every configured claim study that has run at its budget and every paper-scale study
     that has run, each from the folder the report reads (``results_root``: fedbench.study.layout); write the run-id
     index of the training runs to ``out_csv``."""
     import pandas as pd
 
     adopt(cfg, results_root)  # the earlier layout's runs/ and studies, moved in first
     rows = []
-    cells = cfg.cells()
-    code = code_hash(TRAIN_RUN_CODE)  # hashed once, not once a run
-    found = {cell: [s for s in (find_run(cfg, data_root, results_root, RunKey(cell[1], cell[2], float(cell[3]), seed),
-                                         code=code)
-                                for seed in cfg.train.seeds) if s is not None] for cell in cells}
+    found = {cell: [s for s in (find_run(cfg, data_root, results_root, RunKey(*cell[1:], seed))
+                                for seed in cfg.train.seeds) if s is not None] for cell in cfg.cells()}
     with closing(Curves(CURVE_WORKERS)) as curves:
         for (_, ds, variant, f), summaries in found.items():  # the figures of the runs not logged yet, drawn ahead
             for s in summaries:
                 if logged(s["fingerprint"]) is None:
                     curves.draw(s, curves_title(ds, variant, f, s["params"]["seed"]))
         for (study_name, ds, variant, f), summaries in found.items():
-            ids = track_cell(study_name, ds, variant, f, summaries, results_root, curves, cfg, data_root)
+            ids = track_runs(study_name, summaries, results_root, curves, cfg)
             rows += [{"experiment": train_experiment(study_name), "dataset": ds,
                       "variant": variant, "stragglers": f, "seed": s["params"]["seed"], "mlflow_run_id": i}
                      for s, i in zip(summaries, ids)]

@@ -265,11 +265,12 @@ def test_run_says_where_it_wrote_and_logs_a_reused_run_once(tmp_path, monkeypatc
     main(args + ["--study", "stragglers"])
     first = capsys.readouterr().out.splitlines()[-2:]  # (above: the dataset generated)
     head = "synthetic_iid fedavg stragglers=0 seed=0: wrote "
-    assert first[0].startswith(head + "results/train/outcomes/") and (tmp_path / first[0][len(head):]).is_file()
+    assert first[0].startswith(head + "results/fedprox_main_job/pipeline/outcomes/") and (tmp_path / first[0][len(head):]).is_file()
     assert first[1].startswith("  MLflow: experiment 'train-stragglers', run ")
     main(args)  # --study adhoc: the run is reused, and is in MLflow already
-    again = capsys.readouterr().out.splitlines()
-    assert again == [first[0].replace(": wrote ", ": reused "), first[1]]
+    again = capsys.readouterr().out.splitlines()  # the one runner's line on the store, then where the run is
+    assert again == ["1 of 1 simulations reused (fingerprint match in results/fedprox_main_job/pipeline/outcomes)",
+                     first[0].replace(": wrote ", ": reused "), first[1]]
     client = MlflowClient(uri)
     assert [e.name for e in client.search_experiments()] == ["train-stragglers"]
 
@@ -462,7 +463,7 @@ def test_a_registered_algorithm_runs_by_name_with_its_hyperparameters_set(tmp_pa
     main(["run", "--dataset", "synthetic_1_1", "--algorithm", "scaffold", "--set", "algorithms.scaffold.eta_g=2",
           "--set", "train.rounds=2", "--seed", "0", "--no-track"])
     out = capsys.readouterr().out
-    assert "synthetic_1_1 scaffold stragglers=0 seed=0: wrote results/train/outcomes/" in out
+    assert "synthetic_1_1 scaffold stragglers=0 seed=0: wrote results/fedprox_main_job/pipeline/outcomes/" in out
 
 
 USER_MODULE = '''

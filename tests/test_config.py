@@ -113,7 +113,7 @@ def test_part_a_algorithms_load(tmp_path):
 
 def test_dissimilarity_samples_reaches_the_runs_and_the_lstm_paper_studies_declare_the_authors_200(tmp_path):
     from fedbench.study.paper_profile import STUDIES
-    from fedbench.runner import run_params
+    from fedbench.study.experiments import run_params
 
     assert STUDIES["fedprox_shakespeare"].study()["train"]["dissimilarity_samples"] == 200  # 4 minibatches of 50
     assert STUDIES["fedprox_sent140"].study()["train"]["dissimilarity_samples"] == 200

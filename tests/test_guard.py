@@ -131,16 +131,16 @@ def test_a_stop_python_had_to_ignore_in_a_finalizer_is_sent_again(capsys):
 
 
 def test_a_file_the_system_refused_is_one_line_naming_it(capsys):
-    """`touch results/train/outcomes` then `fedbench run` ended in a FileExistsError traceback (an interrupt-and-resume
+    """`touch results/fedprox_main_job/pipeline/outcomes` then `fedbench run` ended in a FileExistsError traceback (an interrupt-and-resume
     audit); a file the system refuses is the user's to fix, and says which."""
     def refused():
-        raise FileExistsError(17, "File exists", "results/train/outcomes")
+        raise FileExistsError(17, "File exists", "results/fedprox_main_job/pipeline/outcomes")
 
     with pytest.raises(SystemExit) as exited:
         run_guarded(refused)
     assert exited.value.code == 1 and capsys.readouterr().err == (
-        "fedbench: file error: results/train/outcomes: File exists; fix it and rerun the same command (finished runs "
-        "are kept)\n")
+        "fedbench: file error: results/fedprox_main_job/pipeline/outcomes: File exists; fix it and rerun the same "
+        "command (finished runs are kept)\n")
 
     def bug():
         raise OSError("no file named")  # an OSError that names no file: a bug's traceback
@@ -154,7 +154,7 @@ def test_a_file_error_caused_by_a_stop_is_the_stop(capsys):
         try:
             raise Terminated()
         except Terminated as stop:
-            raise OSError(5, "Input/output error", "results/train/index.jsonl") from stop
+            raise OSError(5, "Input/output error", "results/fedprox_main_job/runs/simulations.jsonl") from stop
 
     with pytest.raises(SystemExit) as exited:
         run_guarded(stopped_while_writing)

@@ -107,7 +107,11 @@ def test_tiny_profile_through_dvc_into_mlflow(tmp_path):
     assert run.data.params["local_epochs"] == "2"
     curve = client.get_metric_history(run.info.run_id, "train/loss")
     assert [m.step for m in curve] == [0, 1, 2, 3]
-    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"history.csv", "per_device.csv", "summary.json"}
+    # its files: the figure of its curves; its numbers are its metrics and tags, each device's final test accuracy and
+    # training loss in its outcome file (the track stage logs a run as every simulation: fedbench.track.run_record)
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {f"curves-seed-{run.data.tags['seed']}.png"}
+    outcome = json.loads((kept / "outcomes" / f"{run.data.tags['fedbench.fingerprint']}.json").read_text())
+    assert len(outcome["device_accuracy"]) == len(outcome["device_train_loss"]) > 1
 
     real = client.search_runs([client.get_experiment_by_name("train-fedprox_mnist5k").experiment_id])
     assert sorted(r.info.run_name.rsplit(" #", 1)[0] for r in real) == ["fedavg 0% s0 mnist5k_fedprox",

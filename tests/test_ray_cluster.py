@@ -232,16 +232,17 @@ def _files(folder: Path) -> set[str]:
 
 def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, tmp_path, monkeypatch):
     from fedbench import pipeline
+    from fedbench.study import experiments
     from fedbench.study import runner
 
     _, _, project, log = cluster
     monkeypatch.chdir(project)
     more = {"train.checkpoint_every": 1, **LIGHT}
     local_cfg = load_config(ROOT / "params.yaml", _overrides("local", **more, **{"train.workers": 1}))
-    keys = list(pipeline.study_runs(local_cfg))
+    keys = list(experiments.study_runs(local_cfg))
     for ds in local_cfg.data.datasets:
         pipeline.generate(local_cfg, ds, root=project / "data")
-    local = pipeline.train_runs(local_cfg, keys, project / "data", tmp_path / "runs-local", progress=False)
+    local = experiments.train_runs(local_cfg, keys, project / "data", tmp_path / "runs-local", progress=False)
     before = _files(project)
 
     log.unlink(missing_ok=True)
@@ -251,7 +252,7 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
     monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **more, **{"train.checkpoint_storage": str(bucket)}))
     on_ray = _stage("the main job's regression profile",
-                    lambda: pipeline.train_runs(cfg, keys, Path("data"), Path("results"), progress=False), log,
+                    lambda: experiments.train_runs(cfg, keys, Path("data"), Path("results"), progress=False), log,
                     lose=(stalled, lambda first: any((bucket / c).exists() for c in first["checkpoints"])),
                     cluster=cluster)
     print(f"lost node: the main job's unit started again {_resumed_after(log, stalled):.2f} s after its node's removal")
@@ -266,11 +267,13 @@ def test_main_job_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster,
     assert others and len(others) == len(set(others))  # every other unit ran once: nothing finished was run again
     assert all(a["cwd"] != str(project) and not a["cwd"].startswith(str(project)) for a in _attempts(log))
     assert not list(bucket.iterdir())  # kept until the driver had the outcomes, then removed
-    written = _files(project) - before  # only what the driver writes: the store's outcomes, index and locks
-    outcomes = {f"results/train/outcomes/{s['fingerprint']}.json" for s in on_ray}
+    written = _files(project) - before  # only what the driver writes: the store's outcomes, records and locks
+    store, runs = "results/fedprox_main_job/pipeline/outcomes", "results/fedprox_main_job/runs"
+    outcomes = {f"{store}/{s['fingerprint']}.json" for s in on_ray}
     assert outcomes <= written and all(
-        w in outcomes or w.endswith(".lock") or w in ("results", "results/train", "results/train/outcomes",
-                                                      "results/train/index.jsonl") for w in written), written
+        w in outcomes or w.endswith(".lock") or w in ("results", "results/fedprox_main_job",
+                                                      "results/fedprox_main_job/pipeline", store, runs,
+                                                      f"{runs}/simulations.jsonl") for w in written), written
 
 
 def test_a_paper_study_on_a_cluster_without_shared_disk_survives_a_lost_node(cluster, monkeypatch, study_run):
@@ -315,6 +318,7 @@ def test_units_ask_for_their_gpu_share_and_a_stack_too_big_for_one_gpu_is_refuse
     and the stage planned for 1 / fraction units at once at most (and the CPUs); a stack whose step does not fit one
     GPU is refused in one line before any unit starts (the GPU's memory, which a fake GPU does not have, given)."""
     from fedbench import pipeline
+    from fedbench.study import experiments
     from fedbench.executors import DoesNotFit, ExecutorSettings, RayExecutor, open_executor
     from fedbench.study import runner
 
@@ -328,16 +332,16 @@ def test_units_ask_for_their_gpu_share_and_a_stack_too_big_for_one_gpu_is_refuse
     monkeypatch.setattr(runner, "_run_stack", unit_in_a_cluster)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **{"train.device": "auto", "train.gpu_fraction": 0.5},
                                                       **LIGHT))
-    keys = list(pipeline.study_runs(cfg))[:1]
+    keys = list(experiments.study_runs(cfg))[:1]
     for ds in cfg.data.datasets:
         pipeline.generate(cfg, ds, root=project / "data-gpu")
     monkeypatch.setattr(RayExecutor, "gpu_memory", lambda self: 2**10)  # a 1 KiB GPU
     with pytest.raises(DoesNotFit) as refused:
-        pipeline.train_runs(cfg, keys, Path("data-gpu"), Path("results-gpu"), progress=False)
+        experiments.train_runs(cfg, keys, Path("data-gpu"), Path("results-gpu"), progress=False)
     assert "\n" not in str(refused.value) and "more than 0.8 of one GPU of the cluster (1.0 KiB)" in str(refused.value)
     assert not log.exists() and not list(project.glob("results-gpu/train/outcomes/*.json"))  # nothing ran
     monkeypatch.setattr(RayExecutor, "gpu_memory", lambda self: 80 * 2**30)
-    done = _stage("a run on a GPU share", lambda: pipeline.train_runs(cfg, keys, Path("data-gpu"), Path("results-gpu"),
+    done = _stage("a run on a GPU share", lambda: experiments.train_runs(cfg, keys, Path("data-gpu"), Path("results-gpu"),
                                                                        progress=False), log)
     assert len(done) == 1 and {json.dumps(a["resources"], sort_keys=True) for a in _attempts(log)} == {
         json.dumps({"CPU": 1.0, "GPU": 0.5}, sort_keys=True)}

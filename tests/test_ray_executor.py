@@ -20,7 +20,9 @@ import yaml
 
 from fedbench.config import ConfigError, load_config
 from fedbench.regression import PROFILE, REFERENCE, compare
-from fedbench.runner import RunKey, run_files
+from fedbench.study import reuse
+from fedbench.study.experiments import RunKey, outcome_path, runs_folder, train_runs
+from fedbench.study.record import SIMULATIONS
 from fedbench.study.runner import _run_stack as run_stack  # the unit every stack runs as (unpatched)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,17 +52,20 @@ def _numbers(summary: dict) -> dict:
             "final": summary["final"], "history": _history(summary["history"]), "diverged": summary["diverged"]}
 
 
-def _files(results_root: Path, data_root: Path, summary: dict, folder: Path) -> dict[str, str]:
-    """A run's files as a person opens them (fedbench.runner.run_files, written into ``folder``) as text, its timing
-    columns dropped, and the commit it was computed on (the local runs are computed minutes before the Ray ones: a
-    commit made meanwhile failed the comparison)."""
-    import pandas as pd
-
-    run_files(results_root, data_root, summary, folder)
-    history = pd.read_csv(folder / "history.csv").drop(columns=list(TIMING), errors="ignore")
-    summary = json.loads((folder / "summary.json").read_text())
-    return {"history": history.to_csv(index=False), "per_device": (folder / "per_device.csv").read_text(),
-            "summary": json.dumps({k: v for k, v in summary.items() if k not in ("wall_time_s", "stack_size", "git_commit")})}
+def _files(results_root: Path, summary: dict) -> dict[str, str]:
+    """A run's files as a person opens them, as text: its outcome file in the main job's store (fedbench.study.reuse:
+    history, final values, each device's training loss and test accuracy, the models) and its record in the main job's
+    records (results/fedprox_main_job/runs/simulations.jsonl: fedbench.study.experiments.train_runs), timings
+    (TIMING, ``seconds``, the stack it ran in) dropped, and what computed it (``about``: its commit; the local runs are
+    computed minutes before the Ray ones: a commit made meanwhile failed the comparison)."""
+    fp = summary["fingerprint"]
+    body = reuse.read(outcome_path(results_root, fp).parent, fp)
+    outcome = {k: v.tolist() if hasattr(v, "tolist") else v for k, v in body.items()
+               if k not in ("history", "seconds", "stack_size", "about")}
+    records = [json.loads(line) for line in (runs_folder(results_root) / SIMULATIONS).read_text().splitlines()]
+    kept = [r for r in records if r.get("fingerprint") == fp][-1]  # the last: a run read back is recorded again
+    return {"history": _history(body["history"]), "outcome": json.dumps(outcome, sort_keys=True),
+            "record": json.dumps({k: v for k, v in kept.items() if k != "seconds"}, sort_keys=True)}
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,7 @@ def ray_cluster(workspace):
 class Workspace(NamedTuple):
     root: Path  # this module's folder: what its tests write
     data: Path  # the profile's data (read only)
-    local_results: Path  # the train store holding the profile's runs by the local executor (read only)
+    local_results: Path  # the results holding the profile's runs by the local executor, in the main job's store (read only)
     keys: list[RunKey]  # the profile's runs
     local: dict[RunKey, dict]  # their summaries
 
@@ -99,7 +104,7 @@ def workspace(tmp_path_factory, quick_profile):
     a pytest worker that earlier tests may have left holding threads; in the full suite on 2 cores a forked worker
     died here twice, BrokenProcessPool, where the module alone passes), read back here. Stacked runs equal runs alone
     bit for bit on the CPU, so the reference does not depend on how the runs were cut into stacks."""
-    from fedbench.pipeline import study_runs, train_runs
+    from fedbench.study.experiments import study_runs
 
     cfg = load_config(ROOT / "params.yaml", _overrides("local", **{"train.workers": 1}))
     keys = list(study_runs(cfg))
@@ -110,17 +115,13 @@ def workspace(tmp_path_factory, quick_profile):
 
 
 def test_regression_profile_on_ray_is_bit_identical_to_local(ray_cluster, workspace, capfd):
-    from fedbench.pipeline import train_runs
-
     root, data, local_results, keys, local = workspace
     cfg = load_config(ROOT / "params.yaml", _overrides("ray"))
     on_ray = dict(zip(keys, train_runs(cfg, keys, data, root / "runs-ray", progress=False)))
     for k in keys:
         assert not on_ray[k]["reused"]
         assert _numbers(on_ray[k]) == _numbers(local[k]), k.desc
-        a = _files(local_results, data, local[k], root / "files-local" / k.desc)
-        b = _files(root / "runs-ray", data, on_ray[k], root / "files-ray" / k.desc)
-        assert a == b, k.desc
+        assert _files(local_results, local[k]) == _files(root / "runs-ray", on_ray[k]), k.desc
     assert "2 of 2 units done" in capfd.readouterr().err  # two stacks for the cluster's 2 CPUs
     again = train_runs(cfg, keys, data, root / "runs-ray", progress=False)  # finished: read back here
     assert all(s["reused"] for s in again) and "units done" not in capfd.readouterr().err
@@ -166,17 +167,16 @@ def die_after_first_checkpoint(job) -> list:
 
 def test_worker_killed_after_a_checkpoint_is_retried_and_resumes_to_the_same_digest(ray_cluster, workspace,
                                                                                      monkeypatch, capfd):
-    import fedbench.pipeline as pipeline
     import fedbench.study.runner as runner
 
     root, data = workspace.root, workspace.data
     key = RunKey("synthetic_1_1", "fedavg", 0.0, 0)
     more = {"train.rounds": 6, "train.checkpoint_every": 2, **LIGHT}  # the same settings both ways
-    uninterrupted = pipeline.train_runs(load_config(ROOT / "params.yaml", _overrides("local", **more)), [key],
-                                        data, root / "kill" / "local", progress=False)[0]
+    uninterrupted = train_runs(load_config(ROOT / "params.yaml", _overrides("local", **more)), [key],
+                               data, root / "kill" / "local", progress=False)[0]
     monkeypatch.setattr(runner, "_run_stack", die_after_first_checkpoint)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **more))
-    retried = pipeline.train_runs(cfg, [key], data, root / "kill" / "ray", progress=False)[0]
+    retried = train_runs(cfg, [key], data, root / "kill" / "ray", progress=False)[0]
     attempts = [json.loads(line) for line in (root / "kill" / "attempts.jsonl").read_text().splitlines()]
     assert len(attempts) == 2 and attempts[0]["pid"] != attempts[1]["pid"]  # the first worker died
     assert attempts[0]["resumed_from_round"] is None and attempts[1]["resumed_from_round"] == 2
@@ -188,8 +188,7 @@ SUBMIT = """
 import json, sys
 from pathlib import Path
 from fedbench.config import load_config
-from fedbench.pipeline import train_runs
-from fedbench.runner import RunKey
+from fedbench.study.experiments import RunKey, train_runs
 overrides, keys, root, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 cfg = load_config(Path(sys.argv[5]) / "params.yaml", overrides)
 done = train_runs(cfg, [RunKey(*k) for k in keys], Path(sys.argv[6]), root / "runs-shared", progress=False)
@@ -220,7 +219,7 @@ def test_two_stages_submitting_overlapping_runs_lose_and_duplicate_nothing(ray_c
     for k in set(mine) & set(theirs):  # computed by one stage, read back by the other
         assert sorted([a[k][1], b[k][1]]) == [False, True], k.desc
     shared = root / "runs-shared"
-    assert len(list((shared / "train" / "outcomes").glob("*.json"))) == len(submitted) == 4
+    assert len(list((shared / "fedprox_main_job" / "pipeline" / "outcomes").glob("*.json"))) == len(submitted) == 4
     assert not [p for p in shared.rglob("*") if ".tmp" in p.name or p.name.endswith(".checkpoint.pt")]
 
 
@@ -235,7 +234,6 @@ def fail_on_one_run(job) -> list:
 
 
 def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster, workspace, monkeypatch):
-    import fedbench.pipeline as pipeline
     import fedbench.study.runner as runner
     from fedbench.executors import UnitsFailed
 
@@ -243,14 +241,14 @@ def test_a_unit_that_fails_for_good_fails_the_stage_naming_its_runs(ray_cluster,
     monkeypatch.setattr(runner, "_run_stack", fail_on_one_run)
     cfg = load_config(ROOT / "params.yaml", _overrides("ray", **LIGHT))  # the other unit's runs: kept, not compared
     with pytest.raises(UnitsFailed) as failed:
-        pipeline.train_runs(cfg, keys, workspace.data, root / "runs-failing", progress=False)
+        train_runs(cfg, keys, workspace.data, root / "runs-failing", progress=False)
     message = str(failed.value)
     assert "\n" not in message and message.startswith("1 of 2 units failed for good on Ray: [")
     failed_runs = message.split("[", 1)[1].split("]", 1)[0].split(", ")  # the runs of the failed unit, named
     assert FAILING in failed_runs and message.endswith("] ZeroDivisionError: a bug in this run")
     assert isinstance(failed.value.__cause__, ZeroDivisionError)
-    index = (root / "runs-failing" / "train" / "index.jsonl").read_text().splitlines()  # the other unit is kept
-    assert sorted(json.loads(line)["name"] for line in index) == sorted(k.desc for k in keys if k.desc not in failed_runs)
+    kept = (root / "runs-failing" / "fedprox_main_job" / "runs" / SIMULATIONS).read_text().splitlines()  # the other unit's
+    assert sorted(json.loads(line)["name"] for line in kept) == sorted(k.desc for k in keys if k.desc not in failed_runs)
 
 
 def test_claim_study_simulations_on_ray_are_the_same(ray_cluster):

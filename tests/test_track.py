@@ -132,7 +132,7 @@ def test_interrupted_logging_is_replaced_not_duplicated(tmp_path, monkeypatch, s
 
 
 def _summary(fingerprint: str = "fp-1", rounds: int = 3) -> dict:
-    """A finished run's summary as fedbench.runner writes it: round r took r + 1 seconds (round 0: none)."""
+    """A finished run's summary as fedbench.study.experiments gives it: round r took r seconds (round 0: none)."""
     history = [{"round": r, "train/loss": 2.0 - r / 10, "test/accuracy": 0.5 + r / 100,
                 "wall_time_s": float(r)} for r in range(rounds)]
     return {"fingerprint": fingerprint, "dataset_hash": "d0", "device": "cpu", "param_digest": "p0",
@@ -146,12 +146,12 @@ def _summary(fingerprint: str = "fp-1", rounds: int = 3) -> dict:
 
 def log_train(experiment: str, name: str, summary: dict, artifacts, description: str = "",
               finished_ms: int | None = None) -> str:
-    """Log a training run's summary as the track stage does (fedbench.track.train_record, tracking.log_runs)
+    """Log a training run's summary as the track stage does (fedbench.track.run_record, tracking.log_runs)
     into ``experiment`` (``train-<study>``), with no defaults to tell it apart from."""
     from fedbench import tracking
-    from fedbench.track import train_record
+    from fedbench.track import run_record
 
-    record = train_record(experiment.removeprefix("train-"), name, summary, None, artifacts, finished_ms)
+    record = run_record(experiment.removeprefix("train-"), name, summary, None, artifacts, finished_ms)
     return tracking.log_runs(experiment, [record], description)[0]
 
 
@@ -349,10 +349,10 @@ def test_a_training_run_and_a_claim_simulation_are_one_kind_of_record():
     """Issue 30 item 5: one path. A training run and a claim study's simulation become the same tracking.Record,
     tagged alike (study, budget, arm, seed, rounds, commit, digest, device, final values), their histories as step
     metrics ending when they finished."""
-    from fedbench.track import simulation_record, train_record
+    from fedbench.track import run_record, simulation_record
 
     summary = _summary()
-    train = train_record("stragglers", "a", summary, summary["params"], lambda: [], finished_ms=1_000_000)
+    train = run_record("stragglers", "a", summary, summary["params"], lambda: [], finished_ms=1_000_000)
     sim = {"name": "fedprox/seed=3", "param_digest": "p0", "device": "cpu", "diverged": False, "seconds": 3.0,
            "params": {"arm": "fedprox", "seed": 3, "rounds": 3}, "final": {"train/loss": 1.8},
            "metrics": {"gain": 0.25}, "history": {"train/loss": [2.0, 1.9, 1.8]}}
@@ -375,17 +375,6 @@ def test_a_training_run_and_a_claim_simulation_are_one_kind_of_record():
     assert (train.start_ms, train.end_ms, claim.start_ms, claim.end_ms) == (997_000, 1_000_000, 997_000, 1_000_000)
 
 
-def _run_files(results_root, data_root, summary, folder):
-    """The files the track stage attaches to a run (fedbench.runner.run_files), for a run with no stored outcome."""
-    import json as _json
-
-    folder.mkdir(parents=True)
-    (folder / "history.csv").write_text("round,train/loss\n0,2.0\n")
-    (folder / "per_device.csv").write_text("device,accuracy\n0,0.5\n")
-    (folder / "summary.json").write_text(_json.dumps({"fingerprint": summary["fingerprint"]}))
-    return [folder / "history.csv", folder / "per_device.csv", folder / "summary.json"]
-
-
 def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, monkeypatch, capsys, store_uri):
     """Issue 29 item 4: a 10-round and a 200-round run of one cell were both "fedavg 90% s0 synthetic_1_1" in
     MLflow and `fedbench show`. Now the name carries what differs from params.yaml (rounds=10), the tags rounds,
@@ -393,9 +382,8 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
     from fedbench import tracking
     from fedbench.cli import main
     from fedbench.config import load_config
-    from fedbench import track
-    from fedbench.runner import run_params
-    from fedbench.track import track_cell
+    from fedbench.study.experiments import run_params
+    from fedbench.track import track_runs
 
     repo_params = Path(__file__).resolve().parents[1] / "params.yaml"
     monkeypatch.chdir(tmp_path)
@@ -407,10 +395,9 @@ def test_runs_differing_only_in_rounds_differ_in_name_tags_and_show(tmp_path, mo
     short_run["params"] = run_params(load_config("params.yaml", {"train.rounds": 10}), "synthetic_1_1", "fedavg", 0.9, 0)
     for s in (main_run, short_run):
         s["history"] = [row | {"train/dissimilarity": 0.1} for row in s["history"]]  # the curves figure draws it
-    monkeypatch.setattr(track, "run_files", _run_files)
     # the track stage passes its config; `fedbench run --set train.rounds=10` leaves the defaults to params.yaml
-    (main_id,) = track_cell("stragglers", "synthetic_1_1", "fedavg", 0.9, [main_run], tmp_path / "runs", defaults=defaults)
-    (short_id,) = track_cell("adhoc", "synthetic_1_1", "fedavg", 0.9, [short_run], tmp_path / "runs")
+    (main_id,) = track_runs("stragglers", [main_run], tmp_path / "runs", defaults=defaults)
+    (short_id,) = track_runs("adhoc", [short_run], tmp_path / "runs")
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
     main_mlflow, short_mlflow = client.get_run(main_id), client.get_run(short_id)

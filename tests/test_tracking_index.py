@@ -66,15 +66,17 @@ def test_a_file_it_cannot_read_is_asked_of_mlflow(tmp_path, monkeypatch):
 PROBE = """
 import sys
 from pathlib import Path
-from fedbench.track import track_cell
+from fedbench.study.experiments import outcome_path
+from fedbench.track import track_runs
 s = {"fingerprint": "fp-1", "params": {"seed": 3}}  # a logged run's summary: only its fingerprint is read
-ids = track_cell("adhoc", "synthetic_1_1", "fedprox_mu1", 0.9, [s], Path(sys.argv[1]))
+ids = track_runs("adhoc", [s], Path(sys.argv[1]))
+assert outcome_path(Path(sys.argv[1]), s["fingerprint"]).name == "fp-1.json"
 print(ids[0], sorted(m for m in ("mlflow", "matplotlib", "torch") if m in sys.modules))
 """
 
 
 def test_a_logged_run_is_found_without_loading_mlflow(tmp_path, monkeypatch):
-    """What `fedbench run` does for a run it reuses (fedbench.pipeline: track_cell, then the run's location) loads
+    """What `fedbench run` does for a run it reuses (fedbench.cli: track_runs, then the run's location) loads
     neither MLflow nor matplotlib when the run is logged already."""
     from fedbench import tracking
 

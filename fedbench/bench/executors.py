@@ -1,9 +1,9 @@
 """The ``ray`` executor against ``local`` (issue 13), side by side in one run: the regression's quick profile
-(tests/regression/quick_profile.yaml: FedAvg and FedProx on Synthetic(1,1), 6 runs) trained by the train stage's
-own function (fedbench.pipeline.train_runs) on ``workers`` processes, then as Ray tasks on a local Ray of as many
-CPUs, and the dispatch cost of units that do nothing through each executor's map. Reported: Ray's start-up, the
-stage's seconds per unit (a unit is a stack of runs) under each, their ratio, and whether the runs' numbers agree
-bit for bit. The first Ray stage pays for starting worker processes (each imports torch); the second, on the same
+(tests/regression/quick_profile.yaml: FedAvg and FedProx on Synthetic(1,1), 6 runs) trained as `fedbench run`
+trains them (fedbench.study.experiments.train_runs) on ``workers`` processes, then as Ray tasks on a local Ray of
+as many CPUs, and the dispatch cost of units that do nothing through each executor's map. Reported: Ray's start-up,
+the stage's seconds per unit (a unit is a stack of runs) under each, their ratio, and whether the runs' numbers
+agree bit for bit. The first Ray stage pays for starting worker processes (each imports torch); the second, on the same
 cluster, is what every further stage costs.
 
 On a cluster (issue 54), :func:`measure_cluster`: three nodes on this machine (ray.cluster_utils.Cluster, a head that
@@ -38,7 +38,8 @@ def measure_executors(workers: int = 2, repeats: int = 1, log=print) -> dict[str
     from fedbench.config import QUICK_PROFILE as PROFILE
     from fedbench.config import load_config
     from fedbench.executors import ExecutorSettings, RayExecutor, open_executor
-    from fedbench.pipeline import generate, plan_runs, study_runs, train_runs
+    from fedbench.pipeline import generate
+    from fedbench.study.experiments import plan_runs, study_runs, train_runs
 
     root = Path(__file__).resolve().parents[2]
     overrides = {**yaml.safe_load(PROFILE.read_text()), "train.workers": workers}

@@ -42,7 +42,7 @@ from fedbench.report.origin import where_text
 from fedbench.report.summary import coincident_parts, page_name, summary_markdown
 from fedbench.studies.entries import collect
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
-from fedbench.studies.train_runs import DATA_ROOT
+from fedbench.study.experiments import DATA_ROOT
 from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, publish, study_folder
 
 MARK = {"reproduced": "✓", "direction-only": "↗", "not-reproduced": "✗", "inconclusive": "~", "not-run": "–",

@@ -39,11 +39,12 @@ Seeds (issue 51, item 3): a study's block has as many seeds as the power rule of
 (fedbench.claims.registry.power_rule: fedbench.claims.stats.seeds_for_power, the half-width below half the published effect, or half
 the exploratory one), at least its exploratory count; the rule is recorded with the block, before the run.
 
-The claims judged from the train stage's runs (fedbench.studies.confirm_train): the main job's (``--study "main
-job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real data" (``--study
-"real data"``: study fedprox_mnist5k, 30 runs) rerun those runs with train.seeds replaced by the frozen block
-(fedbench.pipeline.train_runs) into ``results/confirm/main-job/`` and ``results/confirm/real-data/`` (data from
-data/), and are judged by the functions that judge the exploratory runs for the report (fedbench.studies.confirm_train.JUDGES).
+The claims of params.yaml's grid, which the report files under a name of their own (:data:`GROUPS`): the main job's
+(``--study "main job"``: params.yaml studies stragglers and heterogeneity, 140 runs) and the MNIST-5k ones of "real
+data" (``--study "real data"``: study fedprox_mnist5k, 30 runs) are confirmed as every claim study is, by their study's
+own run on the frozen block (the main job study, fedbench.studies.fedprox_main_job, on those two params.yaml studies;
+the MNIST-5k study, fedbench.studies.fedprox_real), run by the one driver into ``results/confirm/main-job/`` and
+``results/confirm/real-data/`` (data from --data-root) and judged there, as the driver judges its exploratory run.
 Their exploratory runs took 1593 and 184 s of run time on the project's 2-core CPU (reports/runs.csv): about 13 and 2
 minutes on 2 workers; ``--dry-run`` quotes them. A "real data" claim of a paper-scale claim study (e.g. Mime's
 Fashion-MNIST ordering, run by mime_fashion) is confirmed by that study's own run on the frozen seeds, its real
@@ -53,6 +54,7 @@ variant read from data/real (``--study mime_fashion`` or its id picks it).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import subprocess
@@ -61,18 +63,76 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fedbench.claims.entry import UNJUDGED
 from fedbench.claims import registry as rules
+from fedbench.claims.entry import UNJUDGED
 from fedbench.claims.registry import power_rule
 from fedbench.config import load_config
 from fedbench.errors import FedbenchError
+from fedbench.studies.fedprox_main_job import DECLARATION as MAIN_JOB_STUDY
+from fedbench.studies.fedprox_main_job import MAIN_STUDIES
+from fedbench.studies.fedprox_real_data import MNIST5K, MNIST5K_STUDY, declaration
 from fedbench.study import registry as studies
-from fedbench.study.layout import adopt, confirm_root, home_budget, study_folder
-from fedbench.studies import confirm_train as train_groups
+from fedbench.study.experiments import DATA_ROOT, study_runs
+from fedbench.study.layout import MAIN_JOB, adopt, confirm_root, home_budget, study_folder
 
-DATA_ROOT = Path("data/generated")  # fedbench.runner.DATA_ROOT, not imported: --help imports no torch (a test: equal)
 CONFIRM_ROOT = confirm_root()  # the confirmatory runs' records: results/confirm/<study>/<budget>/ (git-ignored)
 RUNS_CSV = Path("reports/runs.csv")  # the train stage's runs with their measured wall times (the dry run's cost)
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """Claims of params.yaml's grid that the report files under ``name`` (fedbench.report.build: "main job", "real
+    data"): confirmed by claim study ``study`` run on the frozen block with params.yaml's ``studies`` only, into
+    ROOT/<folder>/."""
+
+    name: str
+    study: str
+    folder: str
+    studies: tuple[str, ...]
+    ids: tuple[str, ...]  # the claims the study judges (the rest of "real data" is judged elsewhere)
+
+
+GROUPS = {g.name: g for g in (
+    Group("main job", MAIN_JOB, "main-job", MAIN_STUDIES, tuple(c.id for c in MAIN_JOB_STUDY.claims)),
+    Group("real data", MNIST5K, "real-data", (MNIST5K,), tuple(c.id for c in declaration(MNIST5K_STUDY).claims)),
+)}
+
+
+def group_of(entry: dict[str, Any]) -> str:
+    """The confirmation group of a claim entry: its study; for a claim of a group's report study that the group does
+    not judge (a paper-scale study's "real data" entry), the claim study that ran it where the study registry has it
+    (its confirmatory run is that study's, fedbench.studies.stage.run_study: e.g. mime_fashion), else "<study>: <the
+    study named>", which has no runner here."""
+    study = entry.get("study") or ""
+    group = GROUPS.get(study)
+    if group is None or entry["id"] in group.ids:
+        return study
+    ran = (entry.get("scale") or {}).get("study") or "other"
+    return ran if ran in studies.names() else f"{study}: {ran}"
+
+
+def confirm_config(cfg, seeds: list[int], workers: int, group: Group | None = None):
+    """``cfg`` with the frozen ``seeds`` as train.seeds, ``workers`` worker processes (no number changes with it) and,
+    for a ``group``, only its params.yaml studies."""
+    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seeds=tuple(seeds), workers=workers))
+    return cfg if group is None else dataclasses.replace(cfg, studies={s: cfg.studies[s] for s in group.studies})
+
+
+def measured_seconds(cfg, group: Group, runs_csv: Path) -> tuple[float, int] | None:
+    """The summed wall time (s) and the number of the group's exploratory runs in ``runs_csv`` (reports/runs.csv:
+    each stacked run with its share of its stack's time); None where the file or the runs are not there."""
+    import csv
+
+    from fedbench.study.experiments import study_runs
+
+    cells = {tuple(k) for k in study_runs(cfg, group.studies)}
+    try:
+        with open(runs_csv, newline="") as f:
+            rows = [r for r in csv.DictReader(f)
+                    if (r["dataset"], r["variant"], float(r["stragglers"]), int(r["seed"])) in cells]
+    except (OSError, KeyError, ValueError):
+        return None
+    return (sum(float(r["wall_time_s"]) for r in rows), len(rows)) if rows else None
 
 
 def judged(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,16 +146,16 @@ def choose(entries: list[dict[str, Any]], chosen_studies: list[str], ids: list[s
     else of ``chosen_studies``, else of the ``default`` studies. ValueError in one line for an id or study that has
     no judged claim in ``entries``."""
     pool = judged(entries)
-    known = sorted({e.get("study") or "" for e in pool} | {train_groups.group_of(e) for e in pool})
+    known = sorted({e.get("study") or "" for e in pool} | {group_of(e) for e in pool})
     if unknown := [s for s in chosen_studies if s not in known]:
         raise ValueError(f"--study {', '.join(unknown)}: no judged claim in the claims read; allowed: {', '.join(known)}")
     if unknown := sorted(set(ids) - {e["id"] for e in pool}):
         raise ValueError(f"claim ids not judged in the claims read: {', '.join(unknown)}")
     picked = [e for e in pool if (e["id"] in ids if ids else
-                                  {e.get("study"), train_groups.group_of(e)} & set(chosen_studies or default))]
+                                  {e.get("study"), group_of(e)} & set(chosen_studies or default))]
     out: dict[str, list[dict[str, Any]]] = {}
     for e in picked:
-        out.setdefault(train_groups.group_of(e), []).append(e)
+        out.setdefault(group_of(e), []).append(e)
     order = chosen_studies or default
     return dict(sorted(out.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
@@ -133,9 +193,9 @@ def refusals(groups: dict[str, list[dict[str, Any]]], registry: dict[str, Any]) 
 
 
 def runnable(study: str) -> bool:
-    """Whether ``study`` is a claim study this command can rerun (fedbench.study.registry) or a group of claims judged
-    from the train stage's runs (fedbench.studies.confirm_train: the main job, the MNIST-5k claims of real data)."""
-    return study in studies.names() or study in train_groups.GROUPS
+    """Whether ``study`` is a claim study this command can rerun (fedbench.study.registry) or a group of claims of
+    params.yaml's grid (:data:`GROUPS`: the main job, the MNIST-5k claims of real data)."""
+    return study in studies.names() or study in GROUPS
 
 
 def deterministic(study: str) -> bool:
@@ -309,7 +369,7 @@ def folder(study: str, root: str | Path, cfg, budget: str | None = None) -> Path
     """Where ``study``'s confirmatory runs go: a claim study's ROOT/<study>/<budget>/ (``budget``: the one its
     exploratory entries ran at, :func:`budget_of`; default its home budget; the results layout,
     fedbench.study.layout), a train group's ROOT/<its folder>/ (main-job, real-data)."""
-    group = train_groups.GROUPS.get(study)
+    group = GROUPS.get(study)
     return Path(root) / group.folder if group else study_folder(study, budget or home_budget(cfg, study), root)
 
 
@@ -317,39 +377,48 @@ def _plan_line(study: str, members: list[dict[str, Any]], registry: dict[str, An
     """What the dry run says a study's confirmation would do: its claims, seeds and root; for a train group, how many
     runs and what its exploratory runs cost (reports/runs.csv)."""
     seeds = seeds_of(members, registry)
-    group = train_groups.GROUPS.get(study)
+    group = GROUPS.get(study)
     if group is None:
         return (f"{study}: would run for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
                 f"{folder(study, a.root, cfg, budget_of(study, members))}/")
-    on = train_groups.confirm_config(cfg, seeds, a.workers)
-    cost = train_groups.measured_seconds(cfg, group, Path(a.runs_csv))
+    on = confirm_config(cfg, seeds, a.workers, group)
+    cost = measured_seconds(cfg, group, Path(a.runs_csv))
     said = ("no measured cost at hand" if cost is None else
             f"its {cost[1]} exploratory runs took {cost[0]:.0f} s in {a.runs_csv}: about "
             f"{cost[0] / 60 / a.workers:.1f} min on {a.workers} worker{'s' if a.workers != 1 else ''}")
-    return (f"{study}: would train {len(train_groups.runs_of(on, group))} runs (params.yaml studies "
+    return (f"{study}: would train {len(study_runs(on))} runs (params.yaml studies "
             f"{', '.join(group.studies)}) for {_claims(members)} on seeds {rules.seeds_text(seeds)} into "
             f"{folder(study, a.root, cfg)}/ ({said})")
 
 
 def _rerun(study: str, seeds: list[int], cfg, a: argparse.Namespace,
-           judges: dict[str, train_groups.Judge], data_seeds: list[int] | None = None,
-           budget: str | None = None) -> list[dict[str, Any]]:
-    """The study's entries on the frozen ``seeds``, its runs in :func:`folder`: a claim study's by fedbench.studies
-    .stage.run_study, a train group's by fedbench.studies.confirm_train.run_group, judged by ``judges``."""
-    if study in train_groups.GROUPS:
-        return train_groups.run_group(train_groups.confirm_config(cfg, seeds, a.workers), train_groups.GROUPS[study],
-                                folder(study, a.root, cfg), Path(a.data_root), judges[study])
+           data_seeds: list[int] | None = None, budget: str | None = None) -> list[dict[str, Any]]:
+    """The study's entries on the frozen ``seeds``, its runs in :func:`folder`, judged by the one driver as its
+    exploratory run was: a claim study's by fedbench.studies.stage.run_study; a group's (:data:`GROUPS`) by its claim
+    study's run through the same driver (fedbench.study.output.run_claim_study) on params.yaml's grid with the block
+    as train.seeds and its studies only, its data from --data-root (generated there where missing), which run_study,
+    reading a small study's data from data/generated, does not take."""
+    group = GROUPS.get(study)
+    if group is not None:
+        from fedbench.executors import ExecutorSettings
+        from fedbench.pipeline import ensure_dataset
+        from fedbench.study.output import run_claim_study
+
+        on = confirm_config(cfg, seeds, a.workers, group)
+        for ds in dict.fromkeys(k.dataset for k in study_runs(on)):
+            ensure_dataset(on, ds, Path(a.data_root))
+        return run_claim_study(group.study, study_folder(group.study, None, folder(study, a.root, cfg)),
+                               workers=a.workers, executor=ExecutorSettings.of(on.train), real_root=Path(a.data_root),
+                               config=on)
     from fedbench.studies.stage import run_study  # here: --help and the refusals import no engine
 
     return run_study(cfg, study, budget=budget, root=Path(a.root), seeds=tuple(seeds), workers=a.workers,
                      data_seeds=None if data_seeds is None else tuple(data_seeds))
 
 
-def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -> int:
-    """``fedbench claims confirm``; ``judges``: the judging of each train group's runs (default
-    fedbench.studies.confirm_train.JUDGES); a group without one is frozen, not run."""
+def main(argv: list[str]) -> int:
+    """``fedbench claims confirm``."""
     a = parser().parse_args(argv)
-    judges = train_groups.JUDGES if judges is None else judges
     name = "fedbench claims confirm"
     try:
         entries = json.loads(Path(a.claims).read_text())["claims"]
@@ -408,7 +477,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
     failed = []
     for study, members in groups.items():
         seeds = seeds_of(members, registry)
-        if not runnable(study) or (study in train_groups.GROUPS and study not in judges):
+        if not runnable(study):
             print(f"{study}: frozen, not yet run ({_claims(members)} on seeds {rules.seeds_text(seeds)}: no "
                   "confirmatory runner for them yet)", flush=True)
             continue
@@ -438,7 +507,7 @@ def main(argv: list[str], judges: dict[str, train_groups.Judge] | None = None) -
               flush=True)
         t0 = time.perf_counter()
         try:
-            rerun = _rerun(study, seeds, cfg, a, judges, data_seeds_of(members, registry), budget)
+            rerun = _rerun(study, seeds, cfg, a, data_seeds_of(members, registry), budget)
         except (ValueError, FedbenchError) as e:
             failed.append(f"{study}: {e}")
             print(f"{name}: {study}: {e}", file=sys.stderr)

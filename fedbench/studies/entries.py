@@ -6,7 +6,8 @@ fedbench.report.build only renders what this returns):
 - FedProx's on real data: each of its real-data studies' (fedbench.studies.fedprox_real), read from the study's own
   record (``results/<study>/<budget>/claims.json``), or its declared claims measured on no runs (not-run) where it has
   not run; then the two claims over several of those studies (the five-dataset mean, Figures 9-10 at E = 1), measured
-  on their records (:func:`fedprox_real_claims`);
+  here, at report time, on the runs their records name (:func:`fedprox_real_claims`: fedbench.studies.real_claims
+  through fedbench.study.experiments.load_runs; no study owns them, so no driver judges them yet);
 - the other real data's: the paper-scale claim studies' read from their records, the claims no command judges yet
   (fedbench.studies.real_claims.from_records);
 - each claim study's of params.yaml ``claim_studies``, read from its ``claims.json``, or, where it has not run, its
@@ -30,7 +31,7 @@ from fedbench.studies import real_claims
 from fedbench.studies.fedprox_curves import STUDY as MAIN_STUDY
 from fedbench.studies.real_data import in_current_words
 from fedbench.studies.stage import measured
-from fedbench.studies.train_runs import load_runs
+from fedbench.study.experiments import load_runs
 from fedbench.study.layout import MAIN_JOB, PIPELINE_BUDGET, RESULTS_ROOT, reported_folder, study_folder
 from fedbench.study.output import command as study_command
 from fedbench.study.registry import declaration
@@ -139,8 +140,8 @@ def fedprox_real_claims(cfg: Config, results_root: Path, data_root: Path) -> lis
 def collect(cfg: Config, results_root: Path,
             data_root: Path) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
     """(every entry with its registration, the main job's run histories, their summaries): what the report
-    renders, read from ``results_root`` (the claim studies' folders, the main job's among them, and the train store,
-    ``results_root/train/``: fedbench.study.layout)."""
+    renders, read from ``results_root`` (the claim studies' folders, the main job's among them: fedbench.study.layout;
+    the main job's runs found by their params in its records, fedbench.study.experiments.load_runs)."""
     hist, summ = load_runs(cfg, Path(results_root), Path(data_root))  # for the figures and runs.csv
     real = fedprox_real_claims(cfg, Path(results_root), Path(data_root))
     claims = main_job_claims(cfg, Path(results_root)) + real \

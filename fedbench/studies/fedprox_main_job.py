@@ -21,7 +21,6 @@ confirmatory block names others. ``measure`` judges each claim's parts with its 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,16 +28,14 @@ from fedbench.claims.papers import FEDPROX_PAPER
 from fedbench.claims.stats import Share
 from fedbench.claims.verdict import Rule
 from fedbench.config import Config, ConfigError, check_stragglers
-from fedbench.data.format import read_meta
-from fedbench.data.load import load, rebuild_hint, word_table
-from fedbench.data.registry import VARIANTS, dataset_dir
-from fedbench.errors import DataError
 from fedbench.studies.fedprox_curves import HETERO, MU_CASE_LABELS, MU_CASES, PAPER_ROUNDS, Curves
+from fedbench.study import experiments
 from fedbench.study.contract import Measurement, StudyRun
 from fedbench.study.declaration import Arm, Claim, StudyDeclaration
+from fedbench.study.experiments import DATA_ROOT, dataset_meta, run_params  # noqa: F401 (run_params: the runs' params)
 
 if TYPE_CHECKING:
-    from fedbench.study.runner import Outcome, Simulation
+    from fedbench.study.runner import Simulation
 
 PIPELINE_ROUNDS = 200  # params.yaml train.rounds (tests/studies/test_fedprox_main_job.py checks they agree)
 SEEDS = (0, 1, 2, 3, 4)  # params.yaml train.seeds (idem); a config's own train.seeds override them
@@ -229,7 +226,6 @@ DECLARATION = StudyDeclaration(
 
 # -- the hooks: params.yaml's grid as Simulations, each claim measured, Figures 1, 2 and 5 -------------------------
 
-DATA_ROOT = Path("data/generated")  # the generated sets (a real variant's folder is data/real/<name>: dataset_dir)
 Key = tuple[str, str, float, int]  # a run: (dataset, algorithm variant, straggler fraction, seed)
 
 
@@ -262,102 +258,11 @@ def name(key: Key) -> str:
     return f"{dataset} {variant} stragglers={stragglers:g} seed={seed}"
 
 
-def run_params(cfg: Config, dataset: str, variant: str, stragglers: float, seed: int) -> dict[str, Any]:
-    """Every setting that determines a run's numbers, flat, as its record keeps them and MLflow logs them."""
-    algo = cfg.algorithms[variant]
-    t = cfg.train_for(dataset)  # the train section with the overrides of the study listing the dataset
-    return {
-        "dataset": dataset, "algorithm": algo.name, "variant": variant, **{f"algo.{k}": v for k, v in algo.hyper.items()},
-        "straggler_fraction": stragglers, "seed": seed, "model": t.model, "rounds": t.rounds,
-        "clients_per_round": t.clients_per_round, "local_epochs": t.local_epochs, "batch_size": t.batch_size,
-        "lr": t.lr, "sampling": t.sampling, "straggler_epochs": t.straggler_epochs, "eval_every": t.eval_every,
-        "data.seed": cfg.data.seed, "data.num_devices": cfg.data.num_devices,
-        "data.train_fraction": cfg.data.train_fraction,
-        # a sampled dissimilarity changes that metric's numbers; recorded only where a study asks for one
-        **({"dissimilarity_samples": t.dissimilarity_samples} if t.dissimilarity_samples else {}),
-        # a run whose dissimilarity no claim reads (train.dissimilarity_variants, _stragglers) skips it: recorded only
-        # there, so the runs that compute it keep their fingerprints
-        **({} if t.computes_dissimilarity(variant, stragglers) else {"dissimilarity": False}),
-        # a captured loop may move CUDA numbers in the last bits (fedbench.engine.capture); recorded where it is on
-        **({"capture": t.capture} if t.capture != "none" else {}),
-        # a declared reduced-precision mode computes other numbers (fedbench.engine.precision); fp32 runs as before
-        **({"precision": t.precision} if t.precision != "fp32" else {}),
-    }
-
-
-def dataset_meta(cfg: Config, dataset: str, data_root: str | Path = DATA_ROOT) -> dict[str, Any]:
-    """The metadata of the dataset a run of ``cfg`` would train on, checked against ``cfg``: the settings a run
-    records (data.seed, data.num_devices, data.train_fraction) must be the ones the data was made with, and
-    the data must have at least train.clients_per_round clients. Raises DataError (one line) otherwise."""
-    folder = dataset_dir(data_root, dataset)
-    try:
-        meta = read_meta(folder)
-    except FileNotFoundError:
-        raise DataError(f"{folder}: no dataset there (no meta.json); {rebuild_hint(dataset)}") from None
-    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
-        raise DataError(f"{folder}/meta.json is unreadable ({type(exc).__name__}: {exc}); {rebuild_hint(dataset)}") from None
-    if meta.get("name") != dataset:
-        raise DataError(f"{folder} holds dataset {meta.get('name')!r}, not {dataset!r}; {rebuild_hint(dataset)}")
-    made = {} if dataset in VARIANTS else meta.get("source", {}).get("params", {})  # the generators' settings
-    wanted = {"seed": cfg.data.seed, "num_devices": cfg.data.num_devices, "train_fraction": cfg.data.train_fraction}
-    differ = [k for k, v in wanted.items() if k in made and made[k] != v]
-    if differ:
-        was = ", ".join(f"data.{k}={made[k]}" for k in differ)
-        now = ", ".join(f"data.{k}={wanted[k]}" for k in differ)
-        raise DataError(f"{folder} was made with {was} but the config says {now}: a run would record settings its "
-                        f"data was not made with; run with the data's settings, or regenerate it: fedbench "
-                        f"generate {dataset} " + " ".join(f"--set data.{k}={wanted[k]}" for k in differ))
-    clients = int(meta.get("num_clients", len(meta.get("client_ids", []))))
-    if cfg.train_for(dataset).clients_per_round > clients:
-        raise ConfigError(f"train.clients_per_round: {cfg.train_for(dataset).clients_per_round} exceeds the {clients} "
-                          f"clients of {folder}; allowed: 1..{clients}")
-    return meta
-
-
-@functools.cache
-def _dataset(folder: str, dataset: str, content_hash: str):
-    """The dataset in ``folder`` (of ``content_hash``: a folder made anew is loaded anew), loaded once per process."""
-    return load(folder, dataset)
-
-
-@functools.cache
-def _model(name: str, feature_shape: tuple[int, ...], num_classes: int, embedding: str | None, embedding_hash: str):
-    """Model ``name`` for inputs of ``feature_shape`` (with the frozen word table in folder ``embedding``, of
-    ``embedding_hash``, if any): one object for every run of that model and input, so that runs of several datasets
-    of one shape share stacks."""
-    from fedbench.models import build_model
-
-    return build_model(name, feature_shape, num_classes, None if embedding is None else word_table(embedding))
-
-
 def simulation(cfg: Config, key: Key, meta: dict[str, Any], data_root: str | Path = DATA_ROOT) -> Simulation:
-    """Run ``key`` under ``cfg`` (its dataset's ``meta``: :func:`dataset_meta`) as a Simulation of the one runner,
-    its settings (:func:`run_params`) its knobs."""
-    from fedbench.algorithms import build_algorithm
-    from fedbench.engine.simulation import SimulationConfig
-    from fedbench.study.runner import Simulation
-
-    dataset, variant, stragglers, seed = key
-    t, algo = cfg.train_for(dataset), cfg.algorithms[variant]
-    check_stragglers(cfg.train, stragglers, f"studies: {dataset} {variant}")
-    try:
-        algorithm = build_algorithm(algo.name, t.lr, **algo.hyper)
-    except ValueError as exc:
-        raise ConfigError(f"algorithms.{variant}: {exc}") from None
-    config = SimulationConfig(
-        rounds=t.rounds, clients_per_round=t.clients_per_round, local_epochs=t.local_epochs,
-        batch_size=t.batch_size, straggler_fraction=stragglers, sampling=t.sampling,
-        straggler_epochs=t.straggler_epochs, seed=seed, device=t.device,
-        # params.yaml's train.eval_every: the dissimilarity's cadence, in the runs that compute it
-        dissimilarity_every=t.eval_every if t.computes_dissimilarity(variant, stragglers) else 0,
-        dissimilarity_samples=t.dissimilarity_samples or None,  # 0: every sample
-        checkpoint_every=t.checkpoint_every, capture=t.capture, precision=t.precision,
-    )
-    embedding = meta.get("input", {}).get("embedding")
-    model = _model(t.model, tuple(meta["feature_shape"]), int(meta["num_classes"]),
-                   embedding["folder"] if embedding else None, embedding["content_hash"] if embedding else "")
-    data = functools.partial(_dataset, str(dataset_dir(data_root, dataset)), dataset, meta["content_hash"])
-    return Simulation(name(key), config, data, model, algorithm, run_params(cfg, *key))
+    """Run ``key`` under ``cfg`` (its dataset's ``meta``: dataset_meta) as a Simulation of the one runner, its settings
+    (run_params) its knobs: fedbench.study.experiments.simulation, its straggler fraction checked against ``train``."""
+    check_stragglers(cfg.train, key[2], f"studies: {key[0]} {key[1]}")
+    return experiments.simulation(cfg, key, meta, data_root)
 
 
 def simulations(run: StudyRun) -> dict[Key, Simulation]:
@@ -371,11 +276,7 @@ def simulations(run: StudyRun) -> dict[Key, Simulation]:
     return {key: simulation(cfg, key, metas[key[0]], root) for key in keys}
 
 
-def record(sim: Simulation, outcome: Outcome) -> dict[str, Any]:
-    """A run's record: its history, final values and the settings that determine it (:func:`run_params`)."""
-    from fedbench.study.record import record as record_of
-
-    return record_of(sim.name, sim.knobs, outcome)
+record = experiments.record  # a run's record: its history, final values and its settings (run_params)
 
 
 def curves(run: StudyRun) -> Curves:
@@ -499,13 +400,13 @@ def link_train_runs(sims: Any, folder: Path, root: str | Path = Path("results"))
 
 def _same_run_code(commit: str, train_code: str) -> bool:
     """Whether a train-store run computed at ``commit`` (its outcome's ``git_commit``), whose index line names the code
-    ``train_code`` (the hash of TRAIN_RUN_CODE), was computed by today's numbers' code: TRAIN_RUN_CODE as committed at
-    ``commit`` hashes to ``train_code`` and STUDY_RUN_CODE as committed there hashes as today's tree does. False for
-    an unknown or ``-dirty`` commit (its files are not in git)."""
+    ``train_code`` (the hash of provenance.LEGACY_TRAIN_RUN_CODE, runner.py included), was computed by today's
+    numbers' code: those files as committed at ``commit`` hash to ``train_code`` and STUDY_RUN_CODE as committed there
+    hashes as today's tree does. False for an unknown or ``-dirty`` commit (its files are not in git)."""
     import subprocess
     import tempfile
 
-    from fedbench.provenance import PACKAGE, STUDY_RUN_CODE, TRAIN_RUN_CODE, code_hash
+    from fedbench.provenance import LEGACY_TRAIN_RUN_CODE, PACKAGE, STUDY_RUN_CODE, code_hash
 
     if commit == "unknown" or commit.endswith("-dirty"):
         return False
@@ -515,7 +416,8 @@ def _same_run_code(commit: str, train_code: str) -> bool:
         return False
     git = ["git", "-C", top.stdout.strip()]
     listed = subprocess.run([*git, "ls-tree", "-r", "--name-only", commit, "--",
-                             *(f"fedbench/{p}" for p in TRAIN_RUN_CODE)], capture_output=True, text=True, check=False)
+                             *(f"fedbench/{p}" for p in LEGACY_TRAIN_RUN_CODE)],
+                            capture_output=True, text=True, check=False)
     if listed.returncode:
         return False
     with tempfile.TemporaryDirectory() as tmp:
@@ -526,4 +428,5 @@ def _same_run_code(commit: str, train_code: str) -> bool:
             (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / name).write_bytes(blob.stdout)
         then = Path(tmp) / "fedbench"
-        return code_hash(TRAIN_RUN_CODE, then) == train_code and code_hash(STUDY_RUN_CODE, then) == code_hash(STUDY_RUN_CODE)
+        return (code_hash(LEGACY_TRAIN_RUN_CODE, then) == train_code
+                and code_hash(STUDY_RUN_CODE, then) == code_hash(STUDY_RUN_CODE))

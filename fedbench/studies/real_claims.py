@@ -76,9 +76,10 @@ def _study_config(cfg: Config, s: PaperStudy) -> Config:
 
 
 def runs_of(cfg: Config, s: PaperStudy, results_root: Path, data_root: Path) -> tuple[Config, Curves]:
-    """``cfg`` with only study ``s``, and its runs (their summaries in ``Curves.summaries``): those its study
-    recorded (results/<study>/<budget>/, or the main job's for MNIST-5k), else the train store's (fedbench.runner.find_run)."""
-    from fedbench.studies.train_runs import load_runs
+    """``cfg`` with only study ``s``, and its runs (their summaries in ``Curves.summaries``), found by their settings
+    in the records (fedbench.study.experiments.find_run): those its study recorded (results/<study>/<budget>/), or
+    the main job's (results/fedprox_main_job/: its budgets, and the runs `fedbench run` made)."""
+    from fedbench.study.experiments import load_runs
 
     only = _study_config(cfg, s)
     hist, summ = load_runs(only, results_root, data_root)
@@ -278,8 +279,8 @@ FIVE_DATASETS_ID = "fedprox/five-datasets/mean-accuracy-gain"
 
 
 def main_job_curves(cfg: Config, results_root: Path, data_root: Path) -> Curves:
-    """The main job's runs under ``cfg`` in ``results_root`` (its record: fedbench.runner.find_run)."""
-    from fedbench.studies.train_runs import load_runs
+    """The main job's runs under ``cfg`` in ``results_root`` (its records: fedbench.study.experiments.find_run)."""
+    from fedbench.study.experiments import load_runs
 
     return Curves(load_runs(cfg, results_root, data_root)[0])
 

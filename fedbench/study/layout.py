@@ -2,11 +2,12 @@
 
     results/<study>/<budget>/     a claim study run at a budget: claims.json, simulations.jsonl, the study's figures,
                                   outcomes/<fingerprint>.json
-    results/train/                the train store: the runs of `fedbench run` and of `fedbench paper run`'s E = 1
-                                  studies (and those of the main job and the FedProx real-data studies from before they
-                                  became studies), outcomes/<fingerprint>.json and index.jsonl, the index naming each
-                                  run by its settings (fedbench.runner)
+    results/train/                the former train store (until issue 50), outcomes/<fingerprint>.json and index.jsonl:
+                                  read once, its runs moved into the studies' stores
+                                  (fedbench.studies.fedprox_main_job.adopt_train_store); nothing writes it now
     results/fedprox_main_job/<budget>/   the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
+    results/fedprox_main_job/runs/       the records of the runs `fedbench run` made one experiment at a time (their
+                                  outcomes in the pipeline budget's store: fedbench.study.experiments)
     results/fedprox_<dataset>/<budget>/  FedProx's real-data studies (fedbench.studies.fedprox_real: `fedbench paper
                                   run`; MNIST-5k's at pipeline, run by the main_job stage on the main job's runs)
     results/confirm/...           confirmatory runs (fedbench.studies.confirm), in this same layout under a root of
@@ -36,7 +37,7 @@ RESULTS_ROOT = Path("results")
 PIPELINE_BUDGET = "pipeline"  # a study's budget where none is named (params.yaml's claim_studies, the driver)
 PAPER_BUDGET = "paper"  # a paper-scale study's home budget
 OUTCOMES = "outcomes"  # the finished simulations in a study's folder (fedbench.study.reuse)
-TRAIN = "train"  # the train store's folder in a root
+TRAIN = "train"  # the former train store's folder in a root (read by its one-time move only)
 CONFIRM = "confirm"  # the confirmatory runs' root in the results root
 MAIN_JOB = "fedprox_main_job"  # the main job, a claim study like the others (fedbench.studies.fedprox_main_job)
 RESERVED = (TRAIN, CONFIRM)  # no claim study has these names (tests/study/test_layout.py)
@@ -54,7 +55,8 @@ def study_folder(name: str, budget: str | None, root: str | Path = RESULTS_ROOT)
 
 
 def train_folder(root: str | Path = RESULTS_ROOT) -> Path:
-    """The train store in ``root``: ``root/train`` (its ``outcomes/`` and ``index.jsonl``: fedbench.runner)."""
+    """The former train store in ``root``: ``root/train`` (its ``outcomes/`` and ``index.jsonl``), removed by issue 50;
+    read only by its one-time move into the main job's store (fedbench.studies.fedprox_main_job.adopt_train_store)."""
     return Path(root) / TRAIN
 
 
@@ -121,9 +123,9 @@ def _move(source: Path, target: Path, legacy: Path, what: str) -> None:
 
 def adopt(cfg: Any, root: str | Path = RESULTS_ROOT) -> list[Path]:
     """:func:`adopt_legacy` into ``root`` where it is the working tree's ``results/`` (a test's or a confirmatory
-    root is its own), with ``cfg``'s home budgets: done before anything trains (fedbench.pipeline.train_runs, a study's
-    run, a confirmation) and before the track stage and ``fedbench compare`` read ``results/`` (the report, which
-    runs after the train and track stages in ``dvc repro``, only reads)."""
+    root is its own), with ``cfg``'s home budgets: done before anything trains (fedbench.study.experiments.train_runs,
+    a study's run, a confirmation) and before the track stage and ``fedbench compare`` read ``results/`` (the report,
+    which runs after the main_job and track stages in ``dvc repro``, only reads)."""
     return adopt_legacy(homes(cfg), RESULTS_ROOT) if Path(root) == RESULTS_ROOT else []
 
 

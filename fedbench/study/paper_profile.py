@@ -47,7 +47,7 @@ READ = (("fedavg", 0.9), ("best", 0.9), ("fedavg", 0.0), ("best", 0.0))
 # the runs of READ whose gradient dissimilarity a claim reads (Figure 8, fedbench.studies.real_claims.dissimilarity:
 # FedAvg against FedProx at the best mu, no stragglers): the only runs of an E = 20 study that compute it
 # (train.dissimilarity_variants x train.dissimilarity_stragglers); the others' numbers are unchanged, their histories
-# lack the metric and their fingerprints say so (fedbench.runner.run_params: dissimilarity: false)
+# lack the metric and their fingerprints say so (fedbench.study.experiments.run_params: dissimilarity: false)
 DISSIMILARITY_VARIANTS = ("fedavg", "best")
 DISSIMILARITY_STRAGGLERS = (0.0,)
 DISSIMILARITY_READ = tuple((v, f) for v in DISSIMILARITY_VARIANTS for f in DISSIMILARITY_STRAGGLERS)

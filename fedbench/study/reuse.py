@@ -1,12 +1,12 @@
 """Fingerprint reuse, for every simulation (the claim studies' and the train stage's): a simulation whose numbers are
 already computed is read back, not rerun.
 
-A simulation's fingerprint (the one fingerprint: the train stage's runs have it too, fedbench.runner.TrainStore) hashes
+A simulation's fingerprint (the one fingerprint: ``fedbench run``'s runs have it too, fedbench.study.experiments) hashes
 what determines its numbers: its SimulationConfig (how often it checkpoints left out), its algorithm (class and
 fields, nested ones included), its model (name, builder arguments, loss, dtypes, init and frozen tensors), whether
 the global model is traced, the content of its dataset
 (FederatedDataset.content_hash) and the code that runs it (``provenance.STUDY_RUN_CODE``: the engine, algorithms and
-models, the data loader and the studies' runner; the train store adds the train stage's runner.py). An algorithm or model class defined in a study module (fedprox_synthetic's partial
+models, the data loader and the one runner). An algorithm or model class defined in a study module (fedprox_synthetic's partial
 work) adds that module's source, so an edit there recomputes the runs that use it, and only those. The simulation's
 name and the study's knobs are labels: not in the fingerprint.
 

@@ -7,9 +7,9 @@ are kept: the runner asks the store for each simulation's fingerprint, reads bac
 availability run as one tensor program, each run's numbers the same as alone), runs the stacks in worker processes or
 as Ray tasks (fedbench.executors), and gives each finished stack to the store as soon as it finishes, so an interrupted
 call keeps what finished. A run the store gives a checkpoint file checkpoints there every ``checkpoint_every`` rounds
-and picks up from it when run again (saying so, in one line). Both stores keep a simulation as an outcome file named by
-its fingerprint (fedbench.study.reuse): a claim study's (fedbench.study.reuse.OutcomeStore, in the study's folder) and
-the train stage's (fedbench.runner.TrainStore, in results/train/, with an index by settings and a lock per run).
+and picks up from it when run again (saying so, in one line). The one store keeps a simulation as an outcome file named
+by its fingerprint (fedbench.study.reuse.OutcomeStore, in the study's folder; the main job's shared, with a lock per
+run, by its study's runs and ``fedbench run``'s alike: fedbench.study.experiments).
 
 Importing this module imports no torch (the engine is imported when runs are computed).
 """

@@ -14,7 +14,7 @@ from fedbench.config import ConfigError, TrainConfig, load_config
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.engine.simulation import RunSpec, SimulationConfig, simulate, simulate_stack, stack_key
 from fedbench.models import build_model
-from fedbench.runner import run_params
+from fedbench.study.experiments import run_params
 
 DISSIMILARITY = "train/dissimilarity"
 

@@ -232,7 +232,7 @@ def test_params_yaml_train_capture_is_validated_and_reaches_the_run():
     import yaml
 
     from fedbench.config import ConfigError, parse_config
-    from fedbench.runner import run_params
+    from fedbench.study.experiments import run_params
 
     with open("params.yaml") as f:
         raw = yaml.safe_load(f)

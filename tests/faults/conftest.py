@@ -58,10 +58,10 @@ class Workspace:
 
     def stored(self, dataset: str, variant: str, stragglers: float, seed: int, **overrides) -> dict:
         """The stored run of this cell and seed under the workspace's params.yaml with ``overrides`` (dotted keys, as
-        `--set`: fedbench.runner.find_run: its summary, with ``history``), and its outcome file as ``path``
-        (results/train/outcomes/<fingerprint>.json)."""
+        `--set`: fedbench.study.experiments.find_run: its summary, with ``history``), and its outcome file as ``path``
+        (results/fedprox_main_job/pipeline/outcomes/<fingerprint>.json)."""
         from fedbench.config import load_config
-        from fedbench.runner import RunKey, find_run, outcome_path
+        from fedbench.study.experiments import RunKey, find_run, outcome_path
 
         cfg = load_config(self.path / "params.yaml", overrides or None)
         found = find_run(cfg, self.path / "data/generated", self.path / "results",
@@ -70,17 +70,24 @@ class Workspace:
         return found | {"path": outcome_path(self.path / "results", found["fingerprint"])}
 
     def index(self) -> list[dict]:
-        """The train store's index (results/train/index.jsonl): one line per finished run, oldest first."""
+        """The records of the runs `fedbench run` made (results/fedprox_main_job/runs/simulations.jsonl), one per
+        finished run (its first record: a run read back is recorded again, under the same fingerprint), oldest first."""
         import json
 
-        path = self.path / "results/train/index.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        path = self.path / "results/fedprox_main_job/runs/simulations.jsonl"
+        records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        first: dict[str, dict] = {}
+        for r in records:
+            first.setdefault(r["fingerprint"], r)
+        return list(first.values())
 
     def outcome(self, fingerprint: str) -> dict:
         """The stored outcome file of run ``fingerprint``, as JSON."""
         import json
 
-        return json.loads((self.path / "results/train/outcomes" / f"{fingerprint}.json").read_text())
+        from fedbench.study.experiments import outcome_path
+
+        return json.loads(outcome_path(self.path / "results", fingerprint).read_text())
 
     def fedbench(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "fedbench.cli", *args], cwd=self.path, env=self.env,

@@ -7,6 +7,7 @@ from tests.faults.conftest import one_line
 
 RUN = ["run", "--dataset", "synthetic_1_1", "--algorithm", "fedavg", "--seed", "0", "--no-track"]
 DATA = "data/generated/synthetic_1_1"
+STORE = "results/fedprox_main_job/pipeline/outcomes"  # the main job's store, where `fedbench run` keeps its runs
 
 
 def _truncate(path):
@@ -38,9 +39,9 @@ def test_corrupt_run_files(ws):
     outcome.write_text('{"format": ')  # cut short
     report = ws.fedbench("report")  # reading it: one line naming the file and the fix
     line = one_line(report.stderr)
-    assert report.returncode == 2 and line.startswith(f"fedbench: data error: results/train/outcomes/{outcome.name}: ")
+    assert report.returncode == 2 and line.startswith(f"fedbench: data error: {STORE}/{outcome.name}: ")
     assert "run it again to compute it anew" in line and "Traceback" not in report.stderr
     again = ws.fedbench(*RUN)  # running it: computed again, with a warning
-    assert again.returncode == 0 and f"outcome results/train/outcomes/{outcome.name} was corrupt" in again.stderr
+    assert again.returncode == 0 and f"outcome {STORE}/{outcome.name} was corrupt" in again.stderr
     assert "recomputing" in again.stderr
     assert ws.fedbench("report").returncode == 0

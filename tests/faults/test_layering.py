@@ -83,15 +83,15 @@ def test_no_import_cycles():
 # and imports no engine, algorithm, model or MLflow.
 MAY_NOT_IMPORT = {
     "fedbench.claims": ("fedbench.studies", "fedbench.report", "fedbench.engine", "fedbench.algorithms",
-                        "fedbench.models", "fedbench.data", "fedbench.bench", "fedbench.runner", "fedbench.pipeline",
+                        "fedbench.models", "fedbench.data", "fedbench.bench", "fedbench.pipeline",
                         "fedbench.tracking", "fedbench.track", "fedbench.cli", "fedbench.executors"),
     "fedbench.studies": ("fedbench.report", "fedbench.tracking", "fedbench.track", "fedbench.cli"),
     # report/ only renders (issue 30, item 6): the entries the studies gather (fedbench.studies.entries) to markdown,
     # JSON and figures; it judges, fetches, trains and times nothing, and reads no run but through the studies
     "fedbench.report": ("fedbench.engine", "fedbench.algorithms", "fedbench.models", "fedbench.tracking",
                         "fedbench.paper", "fedbench.data.stages", "fedbench.data.download", "fedbench.bench",
-                        "fedbench.runner", "fedbench.pipeline", "fedbench.executors"),
-    **{numbers: ("fedbench.claims", "fedbench.studies", "fedbench.report", "fedbench.bench", "fedbench.runner",
+                        "fedbench.pipeline", "fedbench.executors"),
+    **{numbers: ("fedbench.claims", "fedbench.studies", "fedbench.report", "fedbench.bench",
                  "fedbench.pipeline", "fedbench.tracking", "fedbench.track", "fedbench.cli")
        for numbers in ("fedbench.data", "fedbench.availability", "fedbench.models", "fedbench.algorithms",
                        "fedbench.engine")},
@@ -117,7 +117,6 @@ FLOORS = (
     ("fedbench.executors",),
     ("fedbench.study",),
     ("fedbench.config",),
-    ("fedbench.runner",),
     ("fedbench.pipeline", "fedbench.compare"),
     ("fedbench.bench", "fedbench.studies"),
     ("fedbench.report", "fedbench.regression", "fedbench.track", "fedbench.paper"),
@@ -160,7 +159,8 @@ def test_tracking_imports_no_engine():
         if m not in seen:
             seen.add(m)
             todo += graph[m]
-    assert not {m for m in seen if m.startswith(("fedbench.engine", "fedbench.models", "fedbench.runner"))}, seen
+    computes = ("fedbench.engine", "fedbench.models", "fedbench.study.runner", "fedbench.study.experiments")
+    assert not {m for m in seen if m.startswith(computes)}, seen
     # and the track stage loads no engine: it reads run folders (the runner imports the engine only to compute)
     probe = "import sys, fedbench.track, fedbench.tracking; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -177,7 +177,7 @@ def test_dvc_deps_are_the_provenance_lists():
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]  # PyYAML resolves the '<<' merge key
     # every file a fingerprint hashes is a dep of the stage that computes it: an edit DVC calls up to date never
-    # leaves a stored outcome stale (STUDY_RUN_CODE held fedbench/runner.py, which no study stage depended on)
+    # leaves a stored outcome stale (the study store once hashed fedbench/runner.py, which no study stage depended on)
     assert set(STUDY_RUN_CODE) <= set(STUDY_CODE)
     assert set(code_files(STUDY_RUN_CODE, ROOT / "fedbench")) <= set(code_files(MAIN_JOB_STAGE_CODE, ROOT / "fedbench"))
     assert _deps(stages["main_job"]) == {f"fedbench/{p}" for p in MAIN_JOB_STAGE_CODE}  # the main job, a study
@@ -194,6 +194,15 @@ def test_dvc_deps_are_the_provenance_lists():
     assert sorted(m for m in seen - set(NOT_STUDY_CODE) if f"fedbench/{_module_file(m)}" not in covered) == []
     for rel in RUN_CODE + STUDY_CODE + MAIN_JOB_STAGE_CODE:
         assert (ROOT / "fedbench" / rel).exists(), rel
+    # exempt: LEGACY_TRAIN_RUN_CODE, what the removed train store's index hashed, is read only at the commit an old run
+    # records (fedprox_main_job._same_run_code), never in this tree, and names the deleted fedbench/runner.py; it is
+    # today's STUDY_RUN_CODE plus that one file, in the old order (so every old run that moves was computed by the code
+    # that computes a study's simulation now)
+    from fedbench.provenance import LEGACY_TRAIN_RUN_CODE
+
+    assert not (ROOT / "fedbench" / "runner.py").exists()
+    assert tuple(p for p in LEGACY_TRAIN_RUN_CODE if p != "runner.py") == STUDY_RUN_CODE
+    assert "runner.py" in LEGACY_TRAIN_RUN_CODE and "runner.py" not in RUN_CODE + MAIN_JOB_STAGE_CODE
     from fedbench.provenance import CLAIMS_CODE  # every module of the claim model, file by file
 
     assert {f"claims/{p.name}" for p in (ROOT / "fedbench" / "claims").glob("*.py")} == set(CLAIMS_CODE)

@@ -30,7 +30,7 @@ def test_clients_per_round_beyond_the_datas_clients(ws):
 
     from fedbench.config import load_config
     from fedbench.errors import ConfigError
-    from fedbench.runner import dataset_meta
+    from fedbench.study.experiments import dataset_meta
 
     meta = ws.path / "data/generated/synthetic_1_1/meta.json"
     body = json.loads(meta.read_text())

@@ -1,6 +1,7 @@
-"""Issue 23 item 1: a run is kept under its fingerprint (results/train/outcomes/<fingerprint>.json, the one store), so a
-variation (`dvc exp run -S train.rounds=4`, `fedbench run --set ...`) gets runs of its own, never overwrites those of
-other parameters, and going back reuses them; readers (the report) see only the runs of the parameters in force."""
+"""Issue 23 item 1: a run is kept under its fingerprint (results/fedprox_main_job/pipeline/outcomes/<fingerprint>.json,
+the one store), so a variation (`dvc exp run -S train.rounds=4`, `fedbench run --set ...`) gets runs of its own, never
+overwrites those of other parameters, and going back reuses them; readers (the report) see only the runs of the
+parameters in force."""
 
 import pytest
 
@@ -23,7 +24,7 @@ def test_a_variation_never_overwrites_and_going_back_reuses(ws):
     assert back.returncode == 0 and "(reused)" in back.stderr, back.stderr[-2000:]
     again = ws.stored("synthetic_1_1", "fedavg", 0.0, 0, **{"train.rounds": 3})
     assert again["param_digest"] == stored["param_digest"] and again["path"] == stored["path"]
-    assert stored["path"].stat().st_mtime_ns == written and len(ws.index()) == 2  # not recomputed, nor indexed twice
+    assert stored["path"].stat().st_mtime_ns == written and len(ws.index()) == 2  # not recomputed: still two runs
 
 
 @pytest.mark.slow

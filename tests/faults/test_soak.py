@@ -35,7 +35,7 @@ def test_soak(ws, tmp_path):
     assert ws.fedbench("generate").returncode == 0
 
     from fedbench.config import load_config
-    from fedbench.pipeline import train
+    from fedbench.study.experiments import train
 
     cfg = load_config(ws.path / "params.yaml")  # the reference: every run once, undisturbed, elsewhere
     reference = {s["params"]["seed"]: s["param_digest"] for s in

@@ -329,5 +329,5 @@ def test_a_confirmation_reruns_the_budget_its_exploratory_entries_ran_at_not_the
     import fedbench.studies.stage as stage
     monkeypatch.setattr(stage, "run_study", lambda cfg, study, **kw: seen.update(kw, study=study) or [])
     a = confirm.parser().parse_args(["--root", str(tmp_path), "--workers", "1"])
-    assert confirm._rerun("fedproxvr_fashion", [1131, 1132], None, a, {}, None, "convex") == []
+    assert confirm._rerun("fedproxvr_fashion", [1131, 1132], None, a, None, "convex") == []
     assert (seen["study"], seen["budget"], seen["seeds"]) == ("fedproxvr_fashion", "convex", (1131, 1132))

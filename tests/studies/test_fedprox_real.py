@@ -1,7 +1,9 @@
 """FedProx's real-data studies run by the one driver (fedbench.studies.fedprox_real, issue 50 item 1): one study per
-PaperStudy, generated, registered; on fixture MNIST-5k the train store's runs move into the study's store (none
-recomputed) and the study's records and entries equal the old path's (train_runs into the train store, judged by
-fedbench.studies.real_claims); ``fedbench compare``'s lookup (fedbench.runner.find_run) then reads the study's store."""
+PaperStudy, generated, registered; on fixture MNIST-5k the former train store's runs (a ready-made one:
+tests/studies/old_train_store.py) move into the study's store (none recomputed) and the study's records and entries
+equal those of the same runs made one experiment at a time (fedbench.study.experiments.train_runs, judged by
+fedbench.studies.real_claims); ``fedbench compare``'s lookup (fedbench.study.experiments.find_run) then reads the
+study's store."""
 
 from __future__ import annotations
 
@@ -58,9 +60,9 @@ def test_the_grid_is_the_study_s_own_under_params_yaml():
 
 def test_mnist5k_train_store_runs_move_in_and_the_study_gives_the_old_path_s_entries(tmp_path, monkeypatch, capsys):
     from fedbench.data import stages
-    from fedbench.pipeline import study_runs, train_runs
-    from fedbench.runner import find_run, outcome_path
+    from fedbench.study.experiments import find_run, outcome_path, study_runs
     from tests.data import fixtures
+    from tests.studies.old_train_store import write_old_train_store
 
     raw = tmp_path / "raw_copy"
     raw.mkdir()
@@ -69,15 +71,18 @@ def test_mnist5k_train_store_runs_move_in_and_the_study_gives_the_old_path_s_ent
     cfg = load_config(PARAMS, {"train.seeds": [0, 1], "train.workers": 1, "train.clients_per_round": 3,
                                "data.variants.mnist5k_fedprox": {"num_clients": 10},
                                "studies.fedprox_mnist5k.train": {"lr": 0.03, "rounds": 3, "local_epochs": 2}})
-    results, generated = tmp_path / "results", tmp_path / "generated"
+    results, generated, apart = tmp_path / "results", tmp_path / "generated", tmp_path / "apart"
     keys = list(study_runs(cfg, ["fedprox_mnist5k"]))
-    old = train_runs(cfg, keys, generated, results, progress=False)  # the old path: the train store
+    # the runs one experiment at a time, in a results root of their own, and as the train store of ``results`` kept them
+    old = write_old_train_store(cfg, keys, generated, results, apart, commit="0123abc-dirty")
+    assert not (results / "fedprox_main_job").exists()  # nothing in ``results`` but the train store
     before = [real_claims.gain_at_90, real_claims.dissimilarity, real_claims.gain_at_0_50, real_claims.stragglers_hurt]
-    before = [fn(cfg, MNIST5K_STUDY, results, generated) for fn in before]
+    before = [fn(cfg, MNIST5K_STUDY, apart, generated) for fn in before]
     # judged, two seeds each (the test holds the new path to the old one's on the same runs)
     assert [len(e["effect"]["per_seed"]) for e in before] == [2, 2, 2, 2]
     assert {e["verdict"] for e in before} <= {"reproduced", "not-reproduced", "inconclusive"}
-    monkeypatch.setattr(fedprox_main_job, "_same_run_code", lambda commit, code: True)  # the fixture's tree: dirty
+    assert fedprox_real.adopt_train_store(cfg, "fedprox_mnist5k", results, tmp_path / "real") == (0, 12)  # dirty
+    monkeypatch.setattr(fedprox_main_job, "_same_run_code", lambda commit, code: True)
     assert fedprox_real.adopt_train_store(cfg, "fedprox_mnist5k", results, tmp_path / "real") == (12, 12)
     capsys.readouterr()
     claims = fedprox_real.run_real_study(cfg, "fedprox_mnist5k", results, tmp_path / "real")

@@ -1,6 +1,6 @@
-"""Issue 30, item 2: the train stage runs through the one runner (fedbench.study.runner.run_simulations), its runs
-declared by fedbench.runner.simulation and kept in the train store (fedbench.runner.TrainStore). A stack of train-stage
-runs, read back from the store, has the numbers of the same runs declared by hand as claim-study Simulations and
+"""Issue 30, item 2 and issue 50, item 1: params.yaml's experiments run through the one runner
+(fedbench.study.runner.run_simulations), declared as the main job's simulations (fedbench.study.experiments.simulation)
+and kept in the main job study's store. A stack of these runs, read back from the store, has the numbers of the same runs declared by hand as claim-study Simulations and
 run with no store, bit for bit: the declaration and the record change no number (the train stage's numbers did not
 move when it moved onto this runner: every one of its 170 runs recomputed the same)."""
 
@@ -11,8 +11,8 @@ import functools
 import pytest
 
 from fedbench.config import load_config
-from fedbench.pipeline import generate, train_runs
-from fedbench.runner import RunKey
+from fedbench.pipeline import generate
+from fedbench.study.experiments import RunKey, train_runs
 
 pytest.importorskip("torch")
 

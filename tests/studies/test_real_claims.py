@@ -14,12 +14,12 @@ import yaml
 
 from fedbench.config import ConfigError, load_config, parse_config
 from fedbench.data import download, stages
-from fedbench.pipeline import study_runs, train_runs
+from fedbench.study.experiments import study_runs, train_runs
 from fedbench.studies import paper_entries, real_claims
 from fedbench.report.figures import real_data_figures
 from fedbench.study.costs import Scale, load_measured, project
 from fedbench.study.paper_profile import PROFILES, STUDIES, dvc_arguments, overrides
-from fedbench.runner import run_params
+from fedbench.study.experiments import run_params
 from tests.data import fixtures
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"

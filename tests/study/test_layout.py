@@ -1,6 +1,8 @@
 """Issue 30, item 4: one folder per (study, budget), results/<study>/<budget>/, for every claim study; the report's
 copy of each configured study's folder in reports/studies/<study>/ (committed files byte-identical when no number
-changed); the train store and confirmatory runs in the same root (results/train/, results/confirm/); and a checkout
+changed); the main job's store (results/fedprox_main_job/pipeline/outcomes/, where `fedbench run` keeps its runs too),
+the former train store (results/train/, read only by its one-time move) and confirmatory runs (results/confirm/) in
+the same root; and a checkout
 made under the earlier layout (reports/studies[-B]/, runs/studies[-B]/, runs/train/, runs/confirm/) keeping its
 finished runs."""
 
@@ -27,12 +29,12 @@ def test_every_study_at_every_budget_has_one_folder():
     assert study_folder("fedproxvr_fashion", "convex", Path("r")) == Path("r/fedproxvr_fashion/convex")
 
 
-def test_the_train_store_and_confirmatory_runs_share_the_root_and_no_study_takes_their_names():
-    from fedbench.runner import outcome_path
+def test_the_main_job_store_and_confirmatory_runs_share_the_root_and_no_study_takes_their_names():
     from fedbench.studies.confirm import CONFIRM_ROOT
+    from fedbench.study.experiments import outcome_path
 
     assert train_folder() == Path("results/train") and confirm_root() == CONFIRM_ROOT == Path("results/confirm")
-    assert outcome_path(RESULTS_ROOT, "ab") == Path("results/train/outcomes/ab.json")
+    assert outcome_path(RESULTS_ROOT, "ab") == Path("results/fedprox_main_job/pipeline/outcomes/ab.json")
     assert not set(RESERVED) & set(registry.names())
 
 

@@ -1,7 +1,7 @@
-"""Confirmatory runs of the main job's claims (fedbench.studies.confirm_train, ``fedbench claims confirm --study
-'main job'``) on a tiny config (3 rounds, E = 2, 3 devices a round): the train stage's runs on the frozen seeds go into
-the confirm root only, the entries are the report's (fedbench.studies.confirm_train.JUDGES) judged by the frozen rule, a
-rerun under another rule is refused, a dirty tree is refused, and a confirmation recorded from a dirty tree before
+"""Confirmatory runs of the claims of params.yaml's grid (fedbench.studies.confirm.GROUPS, ``fedbench claims confirm
+--study 'main job'``) on a tiny config (3 rounds, E = 2, 3 devices a round): the main job study runs on the frozen
+seeds by the one driver into the confirm root only, its entries (the driver's claims.json there) are judged by the
+frozen rule, a rerun under another rule is refused, a dirty tree is refused, and a confirmation recorded from a dirty tree before
 issue 51 is frozen again on a fresh block. Git is stood in for (the commit, a clean tree, the committed block) and
 the power rule left out (the tiny config keeps its 2 seeds; tests/studies/test_confirm.py checks the rule)."""
 
@@ -16,10 +16,11 @@ import yaml
 from fedbench.claims import registry as reg
 from fedbench.claims.verdict import Rule
 from fedbench.config import load_config
-from fedbench.studies import fedprox_curves as main_curves, fedprox_main_job as main_study, fedprox_main_job_claims as main_claims
-from fedbench.studies.confirm_train import JUDGES, judge_main_job as main_job
-from fedbench.studies.train_runs import study_cells
-from fedbench.studies import confirm, confirm_train
+from fedbench.studies import confirm
+from fedbench.studies import fedprox_curves as main_curves
+from fedbench.studies import fedprox_main_job as main_study
+from fedbench.studies import fedprox_main_job_claims as main_claims
+from fedbench.study.experiments import study_cells
 from tests.faults.conftest import ROOT
 
 
@@ -57,7 +58,7 @@ def setup(tiny, tmp_path, monkeypatch):
     cwd.mkdir()
     monkeypatch.chdir(cwd)  # a default path (runs/, reports/) would land here
     _gate(monkeypatch)
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 0  # frozen; the registry "committed" (the gate)
+    assert confirm.main(_args(base, registry)) == 0  # frozen; the registry "committed" (the gate)
     return base, entries, registry, cwd
 
 
@@ -70,33 +71,33 @@ def _gate(monkeypatch):
 
 
 def test_groups_are_the_reports_studies_and_claims():
-    assert set(JUDGES) == set(confirm_train.GROUPS) == {main_curves.STUDY, "real data"}
-    assert confirm_train.GROUPS["main job"].ids == tuple(c.id for c in main_study.DECLARATION.claims) == tuple(
+    assert set(confirm.GROUPS) == {main_curves.STUDY, "real data"}
+    assert [g.study for g in confirm.GROUPS.values()] == ["fedprox_main_job", "fedprox_mnist5k"]
+    assert confirm.GROUPS["main job"].ids == tuple(c.id for c in main_study.DECLARATION.claims) == tuple(
         main_claims.MEASURES)
-    assert confirm_train.group_of({"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "study": "real data"}) == "real data"
+    assert confirm.group_of({"id": "fedprox/mnist5k/stragglers-hurt-fedavg", "study": "real data"}) == "real data"
     # a paper-scale claim study's "real data" entry: that study's own runner confirms it
-    assert confirm_train.group_of({"id": "mime/fashion-mnist/ordering", "study": "real data",
-                                   "scale": {"study": "mime_fashion"}}) == "mime_fashion"
-    assert confirm_train.group_of({"id": "x/y", "study": "real data", "scale": {"study": "nowhere"}}) == "real data: nowhere"
+    assert confirm.group_of({"id": "mime/fashion-mnist/ordering", "study": "real data",
+                             "scale": {"study": "mime_fashion"}}) == "mime_fashion"
+    assert confirm.group_of({"id": "x/y", "study": "real data", "scale": {"study": "nowhere"}}) == "real data: nowhere"
 
 
 def test_main_job_confirmation_trains_into_the_confirm_root_and_judges_by_the_frozen_rule(setup, capsys):
     base, entries, registry, cwd = setup
-    assert confirm.main(_args(base, registry) + ["--dry-run"], judges=JUDGES) == 0
+    assert confirm.main(_args(base, registry) + ["--dry-run"]) == 0
     assert (f"main job: would train 56 runs (params.yaml studies stragglers, heterogeneity) for 10 claims on seeds "
             f"1000-1001 into {base / 'confirm' / 'main-job'}/ (no measured cost at hand)") in capsys.readouterr().out
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    assert confirm.main(_args(base, registry)) == 0
     r = reg.load(registry)
-    cfg = confirm_train.confirm_config(load_config(base / "params.yaml"), [1000, 1001], 1)
-    again = {e["id"]: e for e in main_job(cfg, base / "confirm" / "main-job", base / "data")}  # the runs, read back
+    # the main job's study ran on the block (issue 50): its record and entries in the confirm root, no train store there
+    study = base / "confirm" / "main-job" / "fedprox_main_job" / "pipeline"
+    again = {e["id"]: e for e in json.loads((study / "claims.json").read_text())["claims"]}
     for e in entries:
         got, new = r[e["id"]]["confirmatory"], again[e["id"]]
         assert r[e["id"]]["frozen"]["seeds"] == got["seeds"] == new["seeds"]["training"] == [1000, 1001]
         assert (got["verdict"], got["estimate"], got["ci95"]) == (new["verdict"], new["effect"]["estimate"],
                                                                   new["effect"]["ci95"])
         assert got["commit"] == "c0ffee" and got["where"] == str(base / "confirm" / "main-job")
-    # the main job's study ran on the block (issue 50): its record in the confirm root, no train store there
-    study = base / "confirm" / "main-job" / "fedprox_main_job" / "pipeline"
     records = (study / "simulations.jsonl").read_text().splitlines()
     runs = sorted(json.loads(line)["params"]["seed"] for line in records)
     assert runs == [1000] * 28 + [1001] * 28  # 28 cells of the two studies, on the frozen seeds only
@@ -112,7 +113,7 @@ def test_a_main_job_rerun_under_another_rule_is_refused(setup, monkeypatch, caps
     monkeypatch.setattr(main_study, "DECLARATION", dataclasses.replace(declared, claims=tuple(
         dataclasses.replace(c, rules=(("", Rule("greater", 1.0, "accuracy points")),), rule="") if c.id == gain else c
         for c in declared.claims)))
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 1
+    assert confirm.main(_args(base, registry)) == 1
     assert f"fedbench claims confirm: {gain}: rule changed since it was frozen on c0ffee (" in capsys.readouterr().err
     r = reg.load(registry)
     assert "frozen" in r[gain] and "confirmatory" not in r[gain]
@@ -122,11 +123,11 @@ def test_a_main_job_rerun_under_another_rule_is_refused(setup, monkeypatch, caps
 def test_a_dirty_tree_is_refused_and_a_record_from_a_dirty_tree_is_frozen_again(setup, monkeypatch, capsys):
     base, entries, registry, _ = setup
     monkeypatch.setattr(confirm, "tree_clean", lambda: False)
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 1
+    assert confirm.main(_args(base, registry)) == 1
     assert "the tree has uncommitted changes (git status): a confirmation runs from a clean tree" in capsys.readouterr().err
     assert not any("confirmatory" in r for r in reg.load(registry).values())
     monkeypatch.setattr(confirm, "tree_clean", lambda: True)
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    assert confirm.main(_args(base, registry)) == 0
     capsys.readouterr()
     clean = reg.load(registry)
     assert all(clean[e["id"]]["confirmatory"]["frozen_in"] == "f00d" * 10 for e in entries)
@@ -134,7 +135,7 @@ def test_a_dirty_tree_is_refused_and_a_record_from_a_dirty_tree_is_frozen_again(
     gain = "fedprox/synthetic-1-1/stragglers-90/accuracy-gain"
     clean[gain]["confirmatory"]["commit"] = "old + uncommitted changes"
     reg.dump(clean, registry)
-    assert confirm.main(_args(base, registry), judges=JUDGES) == 0
+    assert confirm.main(_args(base, registry)) == 0
     assert (f"froze {gain} (confirm seeds 1002-1003) again: its confirmation on 1000-1001 is not shown pre-registered"
             in capsys.readouterr().out)
     after = reg.load(registry)
@@ -160,11 +161,12 @@ def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, mon
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     cfg = load_config(tmp_path / "params.yaml")
     _gate(monkeypatch)
-    from fedbench.pipeline import study_runs, train_runs
+    from fedbench.studies.real_claims import evaluate
+    from fedbench.study.experiments import study_runs, train_runs
 
     train_runs(cfg, list(study_runs(cfg, ["fedprox_mnist5k"])), tmp_path / "data", tmp_path / "explore", progress=False)
-    explore = [e | {"study": "real data"} for e in JUDGES["real data"](cfg, tmp_path / "explore", tmp_path / "data")]
-    mnist = [e for e in explore if e["id"] in confirm_train.GROUPS["real data"].ids]
+    explore = [e | {"study": "real data"} for e in evaluate(cfg, tmp_path / "explore", tmp_path / "data")]
+    mnist = [e for e in explore if e["id"] in confirm.GROUPS["real data"].ids]
     assert len(mnist) == 4 and all(e["verdict"] != "not-run" for e in mnist)
     (tmp_path / "claims.json").write_text(json.dumps({"claims": mnist}))
     registry = tmp_path / "registry.json"
@@ -172,8 +174,8 @@ def test_the_mnist5k_claims_of_real_data_confirm_on_their_own_runs(tmp_path, mon
     args = ["--study", "real data", "--claims", str(tmp_path / "claims.json"), "--registry", str(registry), "--params",
             str(tmp_path / "params.yaml"), "--root", str(tmp_path / "confirm"), "--data-root", str(tmp_path / "data"),
             "--workers", "1"]
-    assert confirm.main(args, judges=JUDGES) == 0  # frozen
-    assert confirm.main(args, judges=JUDGES) == 0  # run
+    assert confirm.main(args) == 0  # frozen
+    assert confirm.main(args) == 0  # run
     r = reg.load(registry)
     assert all(r[e["id"]]["confirmatory"]["seeds"] == [1000, 1001] for e in mnist)
     assert all(r[e["id"]]["confirmatory"]["where"] == str(tmp_path / "confirm" / "real-data") for e in mnist)
@@ -187,7 +189,7 @@ def test_the_default_data_root_is_the_train_stages():
     real variants beside it in data/real/ (a default of data/ regenerated the synthetic sets into data/ and looked
     for MNIST-5k in real/)."""
     from fedbench.data.registry import dataset_dir
-    from fedbench.runner import DATA_ROOT
+    from fedbench.study.experiments import DATA_ROOT
 
     assert confirm.DATA_ROOT == DATA_ROOT and confirm.parser().parse_args([]).data_root == str(DATA_ROOT)
     assert dataset_dir(confirm.DATA_ROOT, "mnist5k_fedprox") == Path("data/real/mnist5k_fedprox")
